@@ -1,0 +1,83 @@
+/** The whole platform configuration: one YAML file plus SVC_* environment variables (docs/configuration.md). */
+export interface SvcConfig {
+  /** Where state lives in the embedded mode (SQLite, artifacts, sandboxes). */
+  data_dir: string;
+  /** Host name sandboxes are reachable under: `<port>-<sandboxID>.<sandbox_domain>`. */
+  sandbox_domain: string;
+  api: {
+    listen: string;
+    /** Empty: authentication disabled. */
+    api_key: string;
+    /** Optional operator auth callback URL (receives X-Request-Path / X-Request-Method). */
+    auth_callback_url: string;
+    max_body_bytes: number;
+  };
+  master: {
+    listen: string;
+    /** Where other components reach the master. */
+    addr: string;
+    create_timeout_insec: number;
+    database: DatabaseConfig;
+  };
+  svclet_conf: {
+    /** Cluster default idle timeout; <= 0 means no idle TTL (shipped -1). */
+    default_timeout_insec: number;
+    default_cpu_count: number;
+    default_memory_mb: number;
+    default_disk_size_mb: number;
+  };
+  svcproxy: {
+    /** Sent by the master as X-Svc-Admin-Token to the data-plane proxy admin routes. */
+    admin_token: string;
+  };
+  node_agent: {
+    listen: string;
+    addr: string;
+    node_id: string;
+    runtime: 'auto' | 'gvisor' | 'microvm';
+    /** Sandbox addresses come from this IPv4 pool, a /30 per sandbox. */
+    address_pool: string;
+    state_dir: string;
+    warm_pool_size: number;
+    host: { quota: { paused_resource_release_ratio: number } };
+    capacity: { cpu_count: number; memory_mb: number };
+  };
+  proxy: {
+    http_port: number;
+    https_port: number;
+    admin_port: number;
+    bind: string;
+    /** Proxy-side admin token ($svc_admin_token). */
+    admin_token: string;
+  };
+  template_center: {
+    listen: string;
+    addr: string;
+    callback_token: string;
+    insecure_no_token: boolean;
+    artifact_dir: string;
+    reconcile: { interval_sec: number; stale_after_sec: number };
+  };
+  lifecycle: {
+    replicas: number;
+    /** First replica listens here, the next on port+1, ... */
+    listen: string;
+    sweep_interval_ms: number;
+    warmup_sec: number;
+    lease_ttl_ms: number;
+  };
+  redis: RedisConfig;
+}
+
+export type DatabaseConfig =
+  | { driver: 'sqlite'; path: string }
+  | { driver: 'postgres'; url: string }
+  | { driver: 'mysql'; host: string; port: number; user: string; password: string; database: string };
+
+export interface RedisConfig {
+  /** Empty host: embedded (in-process) coordination. */
+  host: string;
+  port: number;
+  password: string;
+  db: number;
+}

@@ -1,0 +1,276 @@
+import { readFileSync, existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import type { SvcConfig } from './config-types.ts';
+
+export type { SvcConfig, DatabaseConfig, RedisConfig } from './config-types.ts';
+
+/** A configuration problem; its message is one line that names the key. */
+export class ConfigError extends Error {
+  constructor(readonly key: string, problem: string) {
+    super(`configuration error: ${key}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
+  return {
+    data_dir: dataDir,
+    sandbox_domain: '',
+    api: { listen: '127.0.0.1:3000', api_key: '', auth_callback_url: '', max_body_bytes: 1024 * 1024 },
+    master: {
+      listen: '127.0.0.1:8089',
+      addr: '',
+      create_timeout_insec: 60,
+      database: { driver: 'sqlite', path: '' },
+    },
+    svclet_conf: { default_timeout_insec: -1, default_cpu_count: 1, default_memory_mb: 512, default_disk_size_mb: 2048 },
+    svcproxy: { admin_token: '' },
+    node_agent: {
+      listen: '127.0.0.1:8088',
+      addr: '',
+      node_id: '',
+      runtime: 'auto',
+      address_pool: '10.200.0.0/16',
+      state_dir: '',
+      warm_pool_size: 0,
+      host: { quota: { paused_resource_release_ratio: 0 } },
+      capacity: { cpu_count: 0, memory_mb: 0 },
+    },
+    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '' },
+    template_center: {
+      listen: '127.0.0.1:8090',
+      addr: '',
+      callback_token: '',
+      insecure_no_token: false,
+      artifact_dir: '',
+      reconcile: { interval_sec: 600, stale_after_sec: 300 },
+    },
+    lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },
+    redis: { host: '', port: 6379, password: '', db: 0 },
+  };
+}
+
+type Kind = 'string' | 'int' | 'number' | 'bool';
+
+/** Environment variable → configuration key. Older prefixes are tried as fallbacks (see envValue). */
+const ENV_KEYS: Array<[string, string, Kind]> = [
+  ['SVC_DATA_DIR', 'data_dir', 'string'],
+  ['SVC_SANDBOX_DOMAIN', 'sandbox_domain', 'string'],
+  ['SVC_API_LISTEN', 'api.listen', 'string'],
+  ['SVC_API_KEY', 'api.api_key', 'string'],
+  ['SVC_AUTH_CALLBACK_URL', 'api.auth_callback_url', 'string'],
+  ['SVC_API_MAX_BODY_BYTES', 'api.max_body_bytes', 'int'],
+  ['SVC_MASTER_LISTEN', 'master.listen', 'string'],
+  ['SVC_MASTER_ADDR', 'master.addr', 'string'],
+  ['SVC_CREATE_TIMEOUT_INSEC', 'master.create_timeout_insec', 'int'],
+  ['SVC_DEFAULT_TIMEOUT_INSEC', 'svclet_conf.default_timeout_insec', 'int'],
+  ['SVC_ADMIN_TOKEN', 'svcproxy.admin_token', 'string'],
+  ['SVC_NODE_AGENT_LISTEN', 'node_agent.listen', 'string'],
+  ['SVC_NODE_AGENT_ADDR', 'node_agent.addr', 'string'],
+  ['SVC_NODE_ID', 'node_agent.node_id', 'string'],
+  ['SVC_RUNTIME', 'node_agent.runtime', 'string'],
+  ['SVC_ADDRESS_POOL', 'node_agent.address_pool', 'string'],
+  ['SVC_WARM_POOL_SIZE', 'node_agent.warm_pool_size', 'int'],
+  ['SVC_PAUSED_RESOURCE_RELEASE_RATIO', 'node_agent.host.quota.paused_resource_release_ratio', 'number'],
+  ['SVC_PROXY_HTTP_PORT', 'proxy.http_port', 'int'],
+  ['SVC_PROXY_HTTPS_PORT', 'proxy.https_port', 'int'],
+  ['SVC_PROXY_ADMIN_PORT', 'proxy.admin_port', 'int'],
+  ['SVC_PROXY_BIND', 'proxy.bind', 'string'],
+  ['svc_admin_token', 'proxy.admin_token', 'string'],
+  ['SVC_TEMPLATE_CENTER_LISTEN', 'template_center.listen', 'string'],
+  ['SVC_TEMPLATE_CENTER_ADDR', 'template_center.addr', 'string'],
+  ['SVC_TEMPLATE_CALLBACK_TOKEN', 'template_center.callback_token', 'string'],
+  ['SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN', 'template_center.insecure_no_token', 'bool'],
+  ['SVC_TEMPLATE_CENTER_RECONCILE_INTERVAL_SEC', 'template_center.reconcile.interval_sec', 'int'],
+  ['SVC_TEMPLATE_CENTER_RECONCILE_STALE_AFTER_SEC', 'template_center.reconcile.stale_after_sec', 'int'],
+  ['SVC_LIFECYCLE_REPLICAS', 'lifecycle.replicas', 'int'],
+  ['SVC_LIFECYCLE_LISTEN', 'lifecycle.listen', 'string'],
+  ['SVC_LIFECYCLE_WARMUP_SEC', 'lifecycle.warmup_sec', 'int'],
+  ['SVC_LIFECYCLE_SWEEP_INTERVAL_MS', 'lifecycle.sweep_interval_ms', 'int'],
+  ['SVC_EXTERNAL_REDIS_HOST', 'redis.host', 'string'],
+  ['SVC_EXTERNAL_REDIS_PORT', 'redis.port', 'int'],
+  ['SVC_EXTERNAL_REDIS_PASSWORD', 'redis.password', 'string'],
+  ['SVC_EXTERNAL_REDIS_DB', 'redis.db', 'int'],
+];
+
+/** Names replaced by newer ones, for a value with no modern spelling of its own. */
+const RENAMED: Record<string, string> = { SVC_PROXY_HOST_PORT: 'SVC_PROXY_HTTP_PORT' };
+
+export interface LoadOptions {
+  /** YAML file; when absent, SVC_CONFIG, then `<data_dir>/config.yaml` if it exists. */
+  file?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Applied after the file and before the environment (command-line flags). */
+  overrides?: Record<string, unknown>;
+  onDeprecated?: (message: string) => void;
+}
+
+export function loadConfig(opts: LoadOptions = {}): SvcConfig {
+  const env = opts.env ?? process.env;
+  const warn = opts.onDeprecated ?? ((m: string) => process.stderr.write(`warning: ${m}\n`));
+  const cfg = defaultConfig() as unknown as Record<string, unknown>;
+
+  const file = opts.file ?? env.SVC_CONFIG;
+  if (file) {
+    if (!existsSync(file)) throw new ConfigError('config file', `${file} does not exist`);
+    let doc: unknown;
+    try {
+      doc = parseYaml(readFileSync(file, 'utf8'));
+    } catch (e) {
+      throw new ConfigError('config file', `${file} is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
+    }
+    if (doc !== null && doc !== undefined) {
+      if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError('config file', `${file} must hold a mapping`);
+      mergeInto(cfg, doc as Record<string, unknown>, '');
+    }
+  }
+  for (const [k, v] of Object.entries(opts.overrides ?? {})) if (v !== undefined) setPath(cfg, k, v);
+
+  for (const [name, key, kind] of ENV_KEYS) {
+    const raw = envValue(env, name, warn);
+    if (raw !== undefined) setPath(cfg, key, coerce(raw, kind, `${key} (from ${name})`));
+  }
+  for (const [old, modern] of Object.entries(RENAMED)) {
+    if (env[old] !== undefined && env[modern] === undefined) {
+      warn(`${old} is deprecated; use ${modern}`);
+      const entry = ENV_KEYS.find(([n]) => n === modern)!;
+      setPath(cfg, entry[1], coerce(env[old]!, entry[2], `${entry[1]} (from ${old})`));
+    }
+  }
+  applyExternalDatabase(cfg as unknown as SvcConfig, env, warn);
+  const out = cfg as unknown as SvcConfig;
+  fillDerived(out);
+  validate(out);
+  return out;
+}
+
+/** The modern name first, then the older prefixes (SVCMASTER_, SVC_MASTER_, SVC_TC_), with a notice. */
+function envValue(env: NodeJS.ProcessEnv, name: string, warn: (m: string) => void): string | undefined {
+  if (env[name] !== undefined) return env[name];
+  if (!name.startsWith('SVC_')) return undefined;
+  const rest = name.slice(4);
+  const olds = [`SVCMASTER_${rest}`, `SVC_MASTER_${rest}`];
+  if (rest.startsWith('TEMPLATE_CENTER_')) olds.unshift(`SVC_TC_${rest.slice('TEMPLATE_CENTER_'.length)}`);
+  if (rest.startsWith('TEMPLATE_')) olds.push(`SVC_TC_${rest.slice('TEMPLATE_'.length)}`);
+  for (const old of olds) {
+    if (old !== name && env[old] !== undefined) {
+      warn(`${old} is deprecated; use ${name}`);
+      return env[old];
+    }
+  }
+  return undefined;
+}
+
+function applyExternalDatabase(cfg: SvcConfig, env: NodeJS.ProcessEnv, warn: (m: string) => void) {
+  const pg = envValue(env, 'SVC_EXTERNAL_POSTGRES_URL', warn);
+  const myHost = envValue(env, 'SVC_EXTERNAL_MYSQL_HOST', warn);
+  if (pg && myHost) throw new ConfigError('master.database', 'both SVC_EXTERNAL_POSTGRES_URL and SVC_EXTERNAL_MYSQL_HOST are set; choose one');
+  if (pg) cfg.master.database = { driver: 'postgres', url: pg };
+  if (myHost) {
+    const port = envValue(env, 'SVC_EXTERNAL_MYSQL_PORT', warn);
+    cfg.master.database = {
+      driver: 'mysql',
+      host: myHost,
+      port: port === undefined ? 3306 : (coerce(port, 'int', 'master.database.port (from SVC_EXTERNAL_MYSQL_PORT)') as number),
+      user: envValue(env, 'SVC_EXTERNAL_MYSQL_USER', warn) ?? 'root',
+      password: envValue(env, 'SVC_EXTERNAL_MYSQL_PASSWORD', warn) ?? '',
+      database: envValue(env, 'SVC_EXTERNAL_MYSQL_DATABASE', warn) ?? 'svc',
+    };
+  }
+}
+
+function fillDerived(c: SvcConfig) {
+  c.data_dir = resolve(c.data_dir.replace(/^~(?=$|\/)/, homedir()));
+  if (c.master.database.driver === 'sqlite' && !c.master.database.path) c.master.database.path = join(c.data_dir, 'master.sqlite');
+  if (!c.master.addr) c.master.addr = `http://${hostForClient(c.master.listen)}`;
+  if (!c.node_agent.addr) c.node_agent.addr = `http://${hostForClient(c.node_agent.listen)}`;
+  if (!c.template_center.addr) c.template_center.addr = `http://${hostForClient(c.template_center.listen)}`;
+  if (!c.node_agent.state_dir) c.node_agent.state_dir = join(c.data_dir, 'node');
+  if (!c.template_center.artifact_dir) c.template_center.artifact_dir = join(c.data_dir, 'artifacts');
+  if (!c.sandbox_domain) c.sandbox_domain = `localhost:${c.proxy.http_port}`;
+}
+
+function hostForClient(listen: string): string {
+  return listen.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^:/, '127.0.0.1:');
+}
+
+const LISTEN_RE = /^(?:[A-Za-z0-9.\-]+|\[[0-9a-fA-F:]+\])?:\d{1,5}$/;
+
+function validate(c: SvcConfig) {
+  const need = (ok: boolean, key: string, problem: string) => { if (!ok) throw new ConfigError(key, problem); };
+  for (const key of ['api.listen', 'master.listen', 'node_agent.listen', 'template_center.listen', 'lifecycle.listen']) {
+    const v = getPath(c as unknown as Record<string, unknown>, key);
+    need(typeof v === 'string' && LISTEN_RE.test(v), key, `must be host:port (got ${JSON.stringify(v)})`);
+  }
+  for (const key of ['proxy.http_port', 'proxy.admin_port']) {
+    const v = getPath(c as unknown as Record<string, unknown>, key) as number;
+    need(Number.isInteger(v) && v >= 1 && v <= 65535, key, `must be a port 1..65535 (got ${v})`);
+  }
+  need(Number.isInteger(c.proxy.https_port) && c.proxy.https_port >= 0 && c.proxy.https_port <= 65535, 'proxy.https_port', `must be 0 (off) or a port (got ${c.proxy.https_port})`);
+  need(Number.isInteger(c.master.create_timeout_insec) && c.master.create_timeout_insec > 0, 'master.create_timeout_insec', `must be a positive number of seconds (got ${c.master.create_timeout_insec})`);
+  need(Number.isInteger(c.svclet_conf.default_timeout_insec), 'svclet_conf.default_timeout_insec', `must be an integer number of seconds (got ${c.svclet_conf.default_timeout_insec})`);
+  need(Number.isInteger(c.svclet_conf.default_cpu_count) && c.svclet_conf.default_cpu_count > 0, 'svclet_conf.default_cpu_count', 'must be a positive integer');
+  need(Number.isInteger(c.svclet_conf.default_memory_mb) && c.svclet_conf.default_memory_mb >= 64, 'svclet_conf.default_memory_mb', 'must be an integer of at least 64');
+  const r = c.node_agent.host.quota.paused_resource_release_ratio;
+  need(typeof r === 'number' && r >= 0 && r <= 1, 'node_agent.host.quota.paused_resource_release_ratio', `must be in [0,1] (got ${r})`);
+  need(['auto', 'gvisor', 'microvm'].includes(c.node_agent.runtime), 'node_agent.runtime', `must be auto, gvisor or microvm (got ${JSON.stringify(c.node_agent.runtime)})`);
+  need(/^\d+\.\d+\.\d+\.\d+\/(?:[8-9]|[12]\d|30)$/.test(c.node_agent.address_pool), 'node_agent.address_pool', `must be an IPv4 CIDR of /8../30 (got ${JSON.stringify(c.node_agent.address_pool)})`);
+  need(Number.isInteger(c.node_agent.warm_pool_size) && c.node_agent.warm_pool_size >= 0, 'node_agent.warm_pool_size', 'must be a non-negative integer');
+  need(Number.isInteger(c.lifecycle.replicas) && c.lifecycle.replicas >= 1 && c.lifecycle.replicas <= 8, 'lifecycle.replicas', `must be 1..8 (got ${c.lifecycle.replicas})`);
+  need(c.lifecycle.sweep_interval_ms >= 100, 'lifecycle.sweep_interval_ms', 'must be at least 100');
+  need(c.template_center.reconcile.interval_sec > 0, 'template_center.reconcile.interval_sec', 'must be positive');
+  need(c.template_center.reconcile.stale_after_sec > 0, 'template_center.reconcile.stale_after_sec', 'must be positive');
+  need(c.api.max_body_bytes >= 1024, 'api.max_body_bytes', 'must be at least 1024');
+  const db = c.master.database;
+  need(['sqlite', 'postgres', 'mysql'].includes(db.driver), 'master.database.driver', `must be sqlite, postgres or mysql (got ${JSON.stringify(db.driver)})`);
+  if (db.driver === 'postgres') need(/^postgres(ql)?:\/\//.test(db.url), 'master.database.url', 'must be a postgres:// URL');
+  if (db.driver === 'mysql') need(!!db.host, 'master.database.host', 'must be set');
+  need(Number.isInteger(c.redis.port) && c.redis.port > 0, 'redis.port', 'must be a port');
+}
+
+function coerce(raw: string, kind: Kind, key: string): unknown {
+  const v = raw.trim();
+  switch (kind) {
+    case 'string': return raw;
+    case 'bool':
+      if (/^(1|true|yes|on)$/i.test(v)) return true;
+      if (/^(0|false|no|off|)$/i.test(v)) return false;
+      throw new ConfigError(key, `must be true or false (got ${JSON.stringify(raw)})`);
+    case 'int':
+      if (!/^-?\d+$/.test(v)) throw new ConfigError(key, `must be an integer (got ${JSON.stringify(raw)})`);
+      return Number(v);
+    case 'number':
+      if (v === '' || Number.isNaN(Number(v))) throw new ConfigError(key, `must be a number (got ${JSON.stringify(raw)})`);
+      return Number(v);
+  }
+}
+
+function mergeInto(target: Record<string, unknown>, src: Record<string, unknown>, prefix: string) {
+  for (const [k, v] of Object.entries(src)) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    if (!(k in target)) throw new ConfigError(key, 'unknown key');
+    const cur = target[k];
+    if (cur !== null && typeof cur === 'object' && !Array.isArray(cur)) {
+      if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new ConfigError(key, 'must be a mapping');
+      if (key === 'master.database') { target[k] = { ...(v as object) }; continue; }
+      mergeInto(cur as Record<string, unknown>, v as Record<string, unknown>, key);
+    } else {
+      const want = typeof cur;
+      if (typeof v !== want) throw new ConfigError(key, `must be a ${want === 'number' ? 'number' : want} (got ${JSON.stringify(v)})`);
+      target[k] = v;
+    }
+  }
+}
+
+function setPath(obj: Record<string, unknown>, path: string, value: unknown) {
+  const parts = path.split('.');
+  let o = obj;
+  for (const p of parts.slice(0, -1)) o = o[p] as Record<string, unknown>;
+  o[parts[parts.length - 1]] = value;
+}
+
+function getPath(obj: Record<string, unknown>, path: string): unknown {
+  return path.split('.').reduce<unknown>((o, p) => (o as Record<string, unknown> | undefined)?.[p], obj);
+}

@@ -1,0 +1,57 @@
+/**
+ * Errors that cross the wire. Every HTTP error body in svc is `{code, message}`:
+ * `code` is one of the SPEC's domain codes where one applies (130400, 130404, 130409),
+ * otherwise the HTTP status itself, which is what the official e2b SDK reads.
+ */
+export const ErrorCodes = {
+  badRequest: 130400,
+  notFound: 130404,
+  conflict: 130409,
+} as const;
+
+export interface ErrorBody {
+  code: number;
+  message: string;
+}
+
+export class SvcError extends Error {
+  readonly status: number;
+  readonly code: number;
+  readonly headers: Record<string, string>;
+
+  constructor(status: number, message: string, opts: { code?: number; headers?: Record<string, string> } = {}) {
+    super(message);
+    this.name = 'SvcError';
+    this.status = status;
+    this.code = opts.code ?? status;
+    this.headers = opts.headers ?? {};
+  }
+
+  toBody(): ErrorBody {
+    return { code: this.code, message: this.message };
+  }
+}
+
+export const badRequest = (message: string, code?: number) => new SvcError(400, message, { code });
+export const unauthorized = (message = 'unauthorized') => new SvcError(401, message);
+export const forbidden = (message = 'forbidden') => new SvcError(403, message);
+export const notFound = (message: string, code?: number) => new SvcError(404, message, { code });
+export const conflict = (message: string, code?: number) => new SvcError(409, message, { code });
+export const gone = (message: string) => new SvcError(410, message);
+export const unavailable = (message: string, retryAfterSec?: number) =>
+  new SvcError(503, message, retryAfterSec === undefined ? {} : { headers: { 'Retry-After': String(retryAfterSec) } });
+
+/** Turns anything thrown into a wire error; unknown errors become a 500 without internals. */
+export function toSvcError(err: unknown): SvcError {
+  if (err instanceof SvcError) return err;
+  const e = err as { statusCode?: number; code?: string; message?: string };
+  // fastify's own errors (bad JSON, body too large, unsupported media type) carry statusCode
+  if (typeof e?.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new SvcError(e.statusCode, e.message ?? 'bad request');
+  }
+  return new SvcError(500, 'internal error');
+}
+
+export function isErrorBody(v: unknown): v is ErrorBody {
+  return typeof v === 'object' && v !== null && typeof (v as ErrorBody).message === 'string' && typeof (v as ErrorBody).code === 'number';
+}

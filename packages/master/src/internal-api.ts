@@ -1,0 +1,98 @@
+/**
+ * The master's internal routes, called by the other components (never by users).
+ * They must stay on cluster-internal addresses (loopback in the one-host install).
+ *
+ *   GET  /notify/health                              → { ok: true }  (no database access)
+ *   POST /internal/v1/nodes/register                 → RegisterNodeResult   (body RegisterNode)
+ *   POST /internal/v1/nodes/:nodeId/heartbeat        → 204 | 404 (unknown: register again)
+ *   GET  /internal/v1/sandboxes/:id/route            → SandboxRoute | 404
+ *   POST /internal/v1/activity                       → 204  (body ActivityReport: resets idle clocks)
+ *   GET  /internal/v1/lifecycle/due                  → DueSandbox[] (idle deadline reached)
+ *   POST /internal/v1/sandboxes/:id/pause            → SandboxRoute (body { reason })
+ *   POST /internal/v1/sandboxes/:id/resume           → SandboxRoute (body { reason })
+ *   POST /internal/v1/sandboxes/:id/kill             → 204          (body { reason })
+ *   POST /internal/template/jobs/:jobId/status       → 204  (template center callback, see @svc/template-center api)
+ *   GET  /svc/template/artifact/download?artifact_id → the ext4 image (node agents pull through the master)
+ */
+import { JsonClient } from '@svc/common';
+import type { PauseKind, RuntimeKind } from '@svc/node-agent/api';
+
+/** Every state a sandbox can be in, as the master records it. */
+export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';
+export type TerminateReason = 'killed' | 'timeout' | 'failed';
+export type OnTimeout = 'kill' | 'pause';
+
+export interface RegisterNode {
+  nodeId: string;
+  /** Base URL of the node agent's API. */
+  address: string;
+  runtime: RuntimeKind;
+  pauseKinds: PauseKind[];
+  capacity: { cpuCount: number; memoryMB: number };
+  pausedResourceReleaseRatio: number;
+  version: string;
+}
+
+export interface RegisterNodeResult {
+  nodeId: string;
+  heartbeatIntervalMs: number;
+}
+
+export interface NodeHeartbeat {
+  sandboxes: { running: number; paused: number };
+  /** Memory the node counts as used by sandboxes, after the release ratio. */
+  usedMemoryMB: number;
+}
+
+/** What the data-plane proxy needs to route and gate a request. */
+export interface SandboxRoute {
+  sandboxId: string;
+  state: SandboxState;
+  terminateReason?: TerminateReason;
+  nodeId: string;
+  /** Sandbox IPv4 address; the proxy connects to `<address>:<port>`. */
+  address: string;
+  envdPort: number;
+  autoResume: boolean;
+  /** Present when the sandbox requires a traffic access token (allow_public_traffic=false). */
+  trafficAccessToken?: string;
+}
+
+export interface ActivityReport {
+  sandboxIds: string[];
+}
+
+export interface DueSandbox {
+  sandboxId: string;
+  state: SandboxState;
+  onTimeout: OnTimeout;
+  endAt: string;
+}
+
+export type LifecycleReason = 'api' | 'timeout' | 'auto' | 'connect';
+
+export class MasterInternalClient {
+  private readonly http: JsonClient;
+  constructor(baseUrl: string, opts: { timeoutMs?: number } = {}) {
+    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 30_000 });
+  }
+  get baseUrl() { return this.http.baseUrl; }
+  registerNode(req: RegisterNode) { return this.http.post<RegisterNodeResult>('/internal/v1/nodes/register', req); }
+  heartbeat(nodeId: string, hb: NodeHeartbeat) {
+    return this.http.post<void>(`/internal/v1/nodes/${encodeURIComponent(nodeId)}/heartbeat`, hb, { timeoutMs: 5_000 });
+  }
+  route(sandboxId: string, timeoutMs = 5_000) {
+    return this.http.get<SandboxRoute>(`/internal/v1/sandboxes/${encodeURIComponent(sandboxId)}/route`, { timeoutMs });
+  }
+  reportActivity(report: ActivityReport) { return this.http.post<void>('/internal/v1/activity', report, { timeoutMs: 5_000 }); }
+  due() { return this.http.get<DueSandbox[]>('/internal/v1/lifecycle/due'); }
+  pause(sandboxId: string, reason: LifecycleReason) {
+    return this.http.post<SandboxRoute>(`/internal/v1/sandboxes/${encodeURIComponent(sandboxId)}/pause`, { reason });
+  }
+  resume(sandboxId: string, reason: LifecycleReason) {
+    return this.http.post<SandboxRoute>(`/internal/v1/sandboxes/${encodeURIComponent(sandboxId)}/resume`, { reason });
+  }
+  kill(sandboxId: string, reason: LifecycleReason) {
+    return this.http.post<void>(`/internal/v1/sandboxes/${encodeURIComponent(sandboxId)}/kill`, { reason });
+  }
+}

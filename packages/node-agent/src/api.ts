@@ -1,0 +1,129 @@
+/**
+ * The node agent's wire contract: what the master sends it and what it answers.
+ * Routes (JSON, port 8088 by default):
+ *   GET    /health                          → { ok: true, nodeId }
+ *   GET    /v1/node                         → NodeInfo
+ *   POST   /v1/sandboxes                    → 201 NodeSandbox     (body CreateSandboxOnNode)
+ *   GET    /v1/sandboxes                    → NodeSandbox[]       (everything this node runs or holds paused)
+ *   GET    /v1/sandboxes/:id                → NodeSandbox | 404
+ *   DELETE /v1/sandboxes/:id                → 204 | 404           (running or paused; never resumes a paused one)
+ *   POST   /v1/sandboxes/:id/pause          → NodeSandbox (state paused, pauseKind set) | 409 already paused
+ *   POST   /v1/sandboxes/:id/resume         → NodeSandbox (state running) | 409 {code:130409} admission refused
+ *   GET    /v1/sandboxes/:id/metrics        → SandboxMetrics
+ *   POST   /v1/artifacts/:artifactId        → 200 ArtifactOnNode  (body EnsureArtifact; downloads when missing)
+ *   DELETE /v1/artifacts/:artifactId        → 204                 (idempotent)
+ *   GET    /v1/artifacts                    → ArtifactOnNode[]
+ * Errors are `{code, message}` (packages/common/src/errors.ts).
+ */
+import { JsonClient } from '@svc/common';
+
+export type RuntimeKind = 'gvisor' | 'microvm';
+/** freeze: processes stopped, memory kept. snapshot: state written to disk, nothing left running. */
+export type PauseKind = 'freeze' | 'snapshot';
+
+export interface ArtifactRef {
+  artifactId: string;
+  sha256: string;
+  sizeBytes: number;
+  /** Where the node agent downloads the ext4 image from (through the master). */
+  downloadUrl: string;
+}
+
+export interface CreateSandboxOnNode {
+  sandboxId: string;
+  templateId: string;
+  artifact: ArtifactRef;
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB: number;
+  envVars: Record<string, string>;
+  /** Set when the sandbox is secure: envd then requires X-Access-Token. */
+  envdAccessToken?: string;
+  /** false: no outbound traffic except what allowOut names. */
+  allowInternetAccess: boolean;
+  network: { allowOut: string[]; denyOut: string[] };
+  metadata: Record<string, string>;
+  /** Deadline the master gives this call (create_timeout_insec), for the agent's own cleanup. */
+  timeoutMs: number;
+}
+
+export interface NodeSandbox {
+  sandboxId: string;
+  templateId: string;
+  state: 'running' | 'paused';
+  /** IPv4 address at which the host reaches envd and user ports. */
+  address: string;
+  envdPort: number;
+  envdVersion: string;
+  runtime: RuntimeKind;
+  pauseKind?: PauseKind;
+  /** Bytes on disk of the snapshot when pauseKind is snapshot. */
+  snapshotBytes?: number;
+  cpuCount: number;
+  memoryMB: number;
+  startedAt: string;
+  /** True when the create was served by a warm-pool sandbox. */
+  fromWarmPool?: boolean;
+}
+
+export interface SandboxMetrics {
+  timestampUnix: number;
+  cpuCount: number;
+  cpuUsedPct: number;
+  memUsed: number;
+  memTotal: number;
+  memCache: number;
+  diskUsed: number;
+  diskTotal: number;
+}
+
+export interface NodeInfo {
+  nodeId: string;
+  address: string;
+  runtime: RuntimeKind;
+  /** Pause kinds this node's driver offers, best first. */
+  pauseKinds: PauseKind[];
+  capacity: { cpuCount: number; memoryMB: number };
+  pausedResourceReleaseRatio: number;
+  sandboxes: { running: number; paused: number };
+  version: string;
+}
+
+export interface EnsureArtifact {
+  sha256: string;
+  sizeBytes: number;
+  downloadUrl: string;
+}
+
+export interface ArtifactOnNode {
+  artifactId: string;
+  sha256: string;
+  sizeBytes: number;
+  path: string;
+}
+
+/** Typed client the master uses to drive one node agent. */
+export class NodeAgentClient {
+  private readonly http: JsonClient;
+  constructor(baseUrl: string, opts: { timeoutMs?: number } = {}) {
+    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 30_000 });
+  }
+  get baseUrl() { return this.http.baseUrl; }
+  info() { return this.http.get<NodeInfo>('/v1/node'); }
+  createSandbox(req: CreateSandboxOnNode) {
+    return this.http.post<NodeSandbox>('/v1/sandboxes', req, { timeoutMs: req.timeoutMs + 2_000 });
+  }
+  listSandboxes() { return this.http.get<NodeSandbox[]>('/v1/sandboxes'); }
+  getSandbox(id: string) { return this.http.get<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}`); }
+  deleteSandbox(id: string, timeoutMs?: number) {
+    return this.http.delete<void>(`/v1/sandboxes/${encodeURIComponent(id)}`, { timeoutMs });
+  }
+  pauseSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`); }
+  resumeSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`); }
+  metrics(id: string) { return this.http.get<SandboxMetrics>(`/v1/sandboxes/${encodeURIComponent(id)}/metrics`); }
+  ensureArtifact(artifactId: string, req: EnsureArtifact, timeoutMs = 600_000) {
+    return this.http.post<ArtifactOnNode>(`/v1/artifacts/${encodeURIComponent(artifactId)}`, req, { timeoutMs });
+  }
+  deleteArtifact(artifactId: string) { return this.http.delete<void>(`/v1/artifacts/${encodeURIComponent(artifactId)}`); }
+  listArtifacts() { return this.http.get<ArtifactOnNode[]>('/v1/artifacts'); }
+}

@@ -1,0 +1,29 @@
+/**
+ * The data-plane proxy's admin routes (port 8082 or SVC_PROXY_ADMIN_PORT):
+ *   GET  /admin/healthz                 → ProxyHealth
+ *   POST /admin/backend_cache/delete    → 204 (body { sandboxIds?: string[] }; none = purge all)
+ *        Header X-Svc-Admin-Token must equal the proxy's $svc_admin_token; a mismatch, or a
+ *        token set on only one side, is 403.
+ * Data plane (port 3002 in `svc up`, 80/443 in production installs): see docs/data-plane.md.
+ */
+import { JsonClient } from '@svc/common';
+
+export const ADMIN_TOKEN_HEADER = 'x-svc-admin-token';
+/** Accepted traffic-token headers; the first two are the SPEC's, the third is E2B's. */
+export const TRAFFIC_TOKEN_HEADERS = ['ext-traffic-access-token', 'svc-traffic-access-token', 'e2b-traffic-access-token'] as const;
+
+export interface ProxyHealth {
+  ok: true;
+  proxyId: string;
+  heartbeat_last_pushed_ms: number;
+  cachedBackends: number;
+}
+
+export class ProxyAdminClient {
+  private readonly http: JsonClient;
+  constructor(baseUrl: string, adminToken: string) {
+    this.http = new JsonClient(baseUrl, { timeoutMs: 3_000, headers: adminToken ? { [ADMIN_TOKEN_HEADER]: adminToken } : {} });
+  }
+  health() { return this.http.get<ProxyHealth>('/admin/healthz'); }
+  purge(sandboxIds?: string[]) { return this.http.post<void>('/admin/backend_cache/delete', { sandboxIds }); }
+}

@@ -1,0 +1,122 @@
+/**
+ * The template center's wire contract (port 8090, loopback by default).
+ *   GET  /health                                  → { ok, store: 'local'|'s3' } (ready when the store is attached)
+ *   POST /tc/api/v1/build                         → 202 { jobId }            (body BuildRequest)
+ *   POST /tc/api/v1/artifact/delete               → 200 { deleted: boolean } (body { artifactId })
+ *   GET|HEAD /tc/api/v1/artifact/:artifactId      → the ext4 image (local store) or 302 to a presigned URL (s3)
+ *   POST /tc/api/v1/artifact/migrate              → 200 ArtifactStored       (body { artifactId, localPath })
+ * Every /tc/api/v1 route requires X-Svc-Template-Callback-Token (compared in constant time with
+ * SVC_TEMPLATE_CALLBACK_TOKEN): mismatch 401, token unset on this side 503, unless
+ * SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN=true.
+ *
+ * Callback to the master: POST {SVC_MASTER_ADDR}/internal/template/jobs/:jobId/status (body JobStatusReport),
+ * same header and rules. Live pull progress goes to the coordination store under progressKey(jobId).
+ */
+import { JsonClient } from '@svc/common';
+
+export const CALLBACK_TOKEN_HEADER = 'x-svc-template-callback-token';
+
+export type JobStatus = 'PENDING' | 'RUNNING' | 'BUILT' | 'FAILED';
+export type JobPhase = 'PULLING' | 'BUILDING' | 'UPLOADING' | 'DISTRIBUTING';
+
+export type BuildSource =
+  /** An image in a registry, pulled through the OCI distribution API. */
+  | {
+      kind: 'registry';
+      ref: string;
+      auth?: { username: string; password: string };
+      platform?: { os: string; architecture: string; variant?: string };
+      /** Plain HTTP registry (for loopback registries). */
+      insecure?: boolean;
+    }
+  /** An OCI image layout directory; `ref` picks a tag from its index when there are several. */
+  | { kind: 'oci-layout'; path: string; ref?: string; platform?: { os: string; architecture: string; variant?: string } }
+  /** A `docker save` tarball. */
+  | { kind: 'docker-archive'; path: string }
+  /** A tarball of a root filesystem (the base template is built this way). */
+  | { kind: 'rootfs-tar'; path: string };
+
+export interface BuildRequest {
+  jobId: string;
+  templateId: string;
+  /** Id the built artifact must get. */
+  artifactId: string;
+  /** Identity of the build spec; concurrent builds of one spec are coordinated on it. */
+  specHash: string;
+  source: BuildSource;
+  /** Bake the egress root CA into the root filesystem (SPEC `with_cube_ca`). */
+  withSvcCa: boolean;
+  /** Size of the ext4 image; 0 = fit the content plus headroom. */
+  diskSizeMB: number;
+}
+
+export interface ImageInfo {
+  /** Digest of the manifest that was built. */
+  digest?: string;
+  os?: string;
+  architecture?: string;
+  layers: number;
+  /** Compressed bytes pulled. */
+  sizeBytes: number;
+  env?: string[];
+  workingDir?: string;
+  user?: string;
+  entrypoint?: string[];
+  cmd?: string[];
+}
+
+export interface ArtifactStored {
+  artifactId: string;
+  sha256: string;
+  sizeBytes: number;
+  storage: 'local' | 's3';
+  /** Path (local) or object key (s3). */
+  location: string;
+  /** Presigned URL for s3 stores, valid 37 days; never refreshed. */
+  downloadUrl?: string;
+  urlExpiresAt?: string;
+}
+
+export interface LayerProgress {
+  digest: string;
+  totalBytes: number;
+  doneBytes: number;
+}
+
+export interface JobProgress {
+  jobId: string;
+  phase: JobPhase;
+  layers: LayerProgress[];
+  message?: string;
+  updatedAt: string;
+}
+
+export interface JobStatusReport {
+  status: JobStatus;
+  phase?: JobPhase;
+  /** Set with FAILED: a reason a user can act on. */
+  error?: string;
+  /** Set with BUILT. */
+  artifact?: ArtifactStored;
+  imageInfo?: ImageInfo;
+}
+
+export const progressKey = (jobId: string) => `tc:job:${jobId}:progress`;
+
+export class TemplateCenterClient {
+  private readonly http: JsonClient;
+  constructor(baseUrl: string, token: string) {
+    this.http = new JsonClient(baseUrl, { timeoutMs: 30_000, headers: token ? { [CALLBACK_TOKEN_HEADER]: token } : {} });
+  }
+  get baseUrl() { return this.http.baseUrl; }
+  health() { return this.http.get<{ ok: boolean; store: string }>('/health', { timeoutMs: 3_000 }); }
+  build(req: BuildRequest) { return this.http.post<{ jobId: string }>('/tc/api/v1/build', req); }
+  deleteArtifact(artifactId: string) { return this.http.post<{ deleted: boolean }>('/tc/api/v1/artifact/delete', { artifactId }); }
+  migrate(artifactId: string, localPath: string) {
+    return this.http.post<ArtifactStored>('/tc/api/v1/artifact/migrate', { artifactId, localPath }, { timeoutMs: 600_000 });
+  }
+  /** Raw response for streaming the image (or following the redirect). */
+  download(artifactId: string, method: 'GET' | 'HEAD' = 'GET') {
+    return this.http.raw(method, `/tc/api/v1/artifact/${encodeURIComponent(artifactId)}`, { timeoutMs: 0 });
+  }
+}

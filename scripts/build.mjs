@@ -1,0 +1,27 @@
+// Bundles the parts that run without the workspace around them:
+//   dist/envd.mjs  the in-sandbox agent (runs on the Node runtime the node agent injects)
+//   dist/svc.mjs   the CLI and every component, for `svc up` and a global install
+import { build } from 'esbuild';
+import { mkdirSync } from 'node:fs';
+
+mkdirSync('dist', { recursive: true });
+const common = { bundle: true, platform: 'node', target: 'node20', format: 'esm', sourcemap: 'linked', logLevel: 'warning' };
+// CommonJS dependencies bundled into ESM still call require(); give them one.
+const banner = { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" };
+
+await build({
+  ...common,
+  entryPoints: ['packages/envd/src/main.ts'],
+  outfile: 'dist/envd.mjs',
+  banner,
+  external: ['@lydell/node-pty', '@lydell/node-pty-*'],
+});
+await build({
+  ...common,
+  entryPoints: ['packages/cli/src/main.ts'],
+  outfile: 'dist/svc.mjs',
+  banner,
+  // native addons and packages that load files relative to themselves stay in node_modules
+  external: ['better-sqlite3', '@lydell/node-pty', '@lydell/node-pty-*', 'pg-native', 'pino', 'thread-stream', 'pino-*'],
+});
+console.log('built dist/envd.mjs and dist/svc.mjs');

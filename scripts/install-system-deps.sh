@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages svc needs. Idempotent: packages already present are skipped.
+# Usage: scripts/install-system-deps.sh [runtime|test]   (default: runtime)
+#   runtime: what `svc up` needs (gVisor, networking tools, ext4 tools, mmdebstrap for `base`)
+#   test:    runtime + the real servers the tests start (PostgreSQL, MariaDB, Redis, registry, skopeo)
+set -euo pipefail
+profile="${1:-runtime}"
+
+runtime_pkgs=(runsc iproute2 nftables iptables e2fsprogs util-linux mmdebstrap zstd
+  ca-certificates procps psmisc)
+test_pkgs=(postgresql mariadb-server redis-server docker-registry skopeo curl qemu-system-x86 qemu-utils)
+
+want=("${runtime_pkgs[@]}")
+[ "$profile" = "test" ] && want+=("${test_pkgs[@]}")
+
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "system packages: all present"
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "system packages missing (${missing[*]}); run this script as root" >&2
+  exit 1
+fi
+echo "system packages: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# Servers installed for tests must not start themselves as system services: tests start their own.
+policy=/usr/sbin/policy-rc.d
+made_policy=0
+if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; made_policy=1; fi
+trap '[ $made_policy = 1 ] && rm -f "$policy"' EXIT
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "system packages: done"
