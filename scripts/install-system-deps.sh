@@ -8,7 +8,8 @@ profile="${1:-runtime}"
 
 runtime_pkgs=(runsc tini iproute2 nftables iptables e2fsprogs util-linux mmdebstrap zstd
   ca-certificates procps psmisc)
-test_pkgs=(busybox-static postgresql mariadb-server redis-server docker-registry skopeo curl qemu-system-x86 qemu-utils)
+test_pkgs=(busybox-static postgresql mariadb-server redis-server docker-registry skopeo curl qemu-system-x86 qemu-utils
+  apache2-utils)
 
 want=("${runtime_pkgs[@]}")
 [ "$profile" = "test" ] && want+=("${test_pkgs[@]}")
