@@ -1,0 +1,49 @@
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, type Dialect } from 'kysely';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { DatabaseConfig } from '@svc/common';
+import type { Database } from './schema.ts';
+
+export type DbDriver = DatabaseConfig['driver'];
+
+export interface Db {
+  kysely: Kysely<Database>;
+  driver: DbDriver;
+  close(): Promise<void>;
+}
+
+/** Opens the master's database: SQLite (embedded default), PostgreSQL or MySQL/MariaDB. */
+export async function openDatabase(cfg: DatabaseConfig): Promise<Db> {
+  const dialect = await makeDialect(cfg);
+  const kysely = new Kysely<Database>({ dialect });
+  return { kysely, driver: cfg.driver, close: () => kysely.destroy() };
+}
+
+async function makeDialect(cfg: DatabaseConfig): Promise<Dialect> {
+  switch (cfg.driver) {
+    case 'sqlite': {
+      const { default: BetterSqlite3 } = await import('better-sqlite3');
+      if (cfg.path !== ':memory:') mkdirSync(dirname(cfg.path), { recursive: true });
+      const db = new BetterSqlite3(cfg.path);
+      db.pragma('journal_mode = WAL');
+      db.pragma('busy_timeout = 5000');
+      db.pragma('synchronous = NORMAL');
+      return new SqliteDialect({ database: db });
+    }
+    case 'postgres': {
+      const pg = await import('pg');
+      // bigint columns hold epoch milliseconds, well inside Number's exact range
+      pg.default.types.setTypeParser(20, (v: string) => Number(v));
+      return new PostgresDialect({ pool: new pg.default.Pool({ connectionString: cfg.url, max: 10 }) });
+    }
+    case 'mysql': {
+      const mysql = await import('mysql2');
+      return new MysqlDialect({
+        pool: mysql.createPool({
+          host: cfg.host, port: cfg.port, user: cfg.user, password: cfg.password, database: cfg.database,
+          connectionLimit: 10, supportBigNumbers: true, bigNumberStrings: false,
+        }),
+      });
+    }
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Row types of the master's tables. Booleans are stored as 0/1 and times as epoch milliseconds,
+ * the same on SQLite, PostgreSQL and MySQL. Each feature module owns its tables' types.
+ */
+import type { TemplateTables } from '../templates/tables.ts';
+
+export interface SandboxRow {
+  sandbox_id: string;
+  template_id: string;
+  alias: string | null;
+  node_id: string;
+  state: string;
+  pause_kind: string | null;
+  address: string;
+  envd_port: number;
+  envd_version: string;
+  envd_access_token: string | null;
+  traffic_access_token: string | null;
+  secure: number;
+  runtime: string;
+  cpu_count: number;
+  memory_mb: number;
+  disk_size_mb: number;
+  metadata: string;
+  network: string;
+  allow_internet_access: number | null;
+  on_timeout: string;
+  auto_resume: number;
+  /** -1 never, 0 immediate, N idle seconds */
+  timeout_sec: number;
+  end_at: number | null;
+  started_at: number;
+  created_at: number;
+  updated_at: number;
+  terminated_at: number | null;
+  terminate_reason: string | null;
+  volume_mounts: string;
+}
+
+export interface NodeRow {
+  node_id: string;
+  address: string;
+  runtime: string;
+  pause_kinds: string;
+  capacity: string;
+  release_ratio: number;
+  status: string;
+  labels: string;
+  labels_version: number;
+  usage: string;
+  version: string;
+  registered_at: number;
+  last_heartbeat_at: number;
+}
+
+export interface MigrationRow {
+  name: string;
+  fingerprint: string;
+  applied_at: number;
+}
+
+export interface Database extends TemplateTables {
+  t_svc_sandbox: SandboxRow;
+  t_svc_node: NodeRow;
+  t_svc_migration: MigrationRow;
+}

@@ -1,0 +1,5 @@
+import type { Migration } from '../db/migrator.ts';
+import { migration as m20261122100000 } from './20261122100000_sandboxes_and_nodes.ts';
+
+/** Every migration the master knows; order here does not matter, names decide. */
+export const migrations: Migration[] = [m20261122100000];
