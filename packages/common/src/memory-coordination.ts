@@ -38,8 +38,10 @@ export class MemoryCoordination implements Coordination {
     setImmediate(() => this.bus.emit(topic, event));
   }
   subscribe(topic: string, handler: (event: unknown) => void) {
-    this.bus.on(topic, handler);
-    return () => { this.bus.off(topic, handler); };
+    // A throwing handler must not take the process down nor starve the other subscribers.
+    const guarded = (event: unknown) => { try { handler(event); } catch { /* the handler's own problem */ } };
+    this.bus.on(topic, guarded);
+    return () => { this.bus.off(topic, guarded); };
   }
 
   async kvSet(key: string, value: string, ttlMs?: number) {

@@ -1,5 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { checkLockName, type Coordination } from './coordination.ts';
+import type { RedisConfig } from './config-types.ts';
+import { MemoryCoordination } from './memory-coordination.ts';
 
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
@@ -14,16 +16,17 @@ export class RedisCoordination implements Coordination {
   private readonly cmd: Redis;
   private sub: Redis | undefined;
   private readonly prefix: string;
+  private readonly redisOpts: RedisOptions;
   private readonly handlers = new Map<string, Set<(e: unknown) => void>>();
+  private pendingSubscribes: Promise<unknown> = Promise.resolve();
 
   constructor(opts: RedisCoordinationOptions) {
     const { prefix = 'svc:', ...redisOpts } = opts;
     this.prefix = prefix;
+    this.redisOpts = redisOpts;
     this.cmd = new Redis({ lazyConnect: false, maxRetriesPerRequest: 2, ...redisOpts });
     this.cmd.on('error', () => { /* reconnects by itself; callers see command errors */ });
-    this.redisOpts = redisOpts;
   }
-  private readonly redisOpts: RedisOptions;
 
   private k(name: string) { return this.prefix + name; }
 
@@ -44,28 +47,45 @@ export class RedisCoordination implements Coordination {
   async publish(topic: string, event: unknown) {
     await this.cmd.publish(this.k(topic), JSON.stringify(event));
   }
+
   subscribe(topic: string, handler: (event: unknown) => void) {
     const channel = this.k(topic);
-    if (!this.sub) {
-      this.sub = new Redis({ ...this.redisOpts, maxRetriesPerRequest: null });
-      this.sub.on('error', () => {});
-      this.sub.on('message', (ch: string, msg: string) => {
-        let ev: unknown;
-        try { ev = JSON.parse(msg); } catch { return; }
-        for (const h of this.handlers.get(ch) ?? []) h(ev);
-      });
-    }
+    const sub = this.subscriber();
     let set = this.handlers.get(channel);
     if (!set) {
       set = new Set();
       this.handlers.set(channel, set);
-      void this.sub.subscribe(channel);
+      this.pendingSubscribes = Promise.all([this.pendingSubscribes, sub.subscribe(channel).catch(() => {})]);
     }
     set.add(handler);
     return () => {
-      set!.delete(handler);
-      if (set!.size === 0) { this.handlers.delete(channel); void this.sub?.unsubscribe(channel); }
+      const cur = this.handlers.get(channel);
+      if (!cur) return;
+      cur.delete(handler);
+      if (cur.size === 0) {
+        this.handlers.delete(channel);
+        void sub.unsubscribe(channel).catch(() => {});
+      }
     };
+  }
+
+  /** Resolves once every subscribe() so far is active on the server (publishes before that are lost). */
+  async subscriptionsReady(): Promise<void> { await this.pendingSubscribes; }
+
+  private subscriber(): Redis {
+    if (this.sub) return this.sub;
+    // A connection in subscriber mode can run no other command, hence a second one.
+    const sub = new Redis({ ...this.redisOpts, maxRetriesPerRequest: null });
+    sub.on('error', () => {});
+    sub.on('message', (channel: string, msg: string) => {
+      let event: unknown;
+      try { event = JSON.parse(msg); } catch { return; }
+      for (const h of this.handlers.get(channel) ?? []) {
+        try { h(event); } catch { /* a throwing handler must not starve the others */ }
+      }
+    });
+    this.sub = sub;
+    return sub;
   }
 
   async kvSet(key: string, value: string, ttlMs?: number) {
@@ -74,8 +94,23 @@ export class RedisCoordination implements Coordination {
   }
   async kvGet(key: string) { return this.cmd.get(this.k(key)); }
   async kvDel(key: string) { await this.cmd.del(this.k(key)); }
+
   async close() {
+    this.handlers.clear();
     this.sub?.disconnect();
-    this.cmd.disconnect();
+    // quit lets commands already sent (a lease release on shutdown) finish first.
+    await this.cmd.quit().catch(() => this.cmd.disconnect());
   }
+}
+
+/** Redis-backed coordination when `redis.host` is set, in-process otherwise. */
+export function coordinationFor(redis: RedisConfig, opts: { prefix?: string } = {}): Coordination {
+  if (!redis.host) return new MemoryCoordination();
+  return new RedisCoordination({
+    host: redis.host,
+    port: redis.port,
+    password: redis.password || undefined,
+    db: redis.db,
+    prefix: opts.prefix,
+  });
 }
