@@ -1,0 +1,150 @@
+/**
+ * The master's contract with the API gateway (and any other trusted caller). Normalised shapes:
+ * the gateway translates E2B's wire format to and from these.
+ *   POST   /v1/sandboxes                  → 201 SandboxRecord      (body CreateSandboxInput)
+ *   GET    /v1/sandboxes                  → SandboxPage            (query ListSandboxesQuery)
+ *   GET    /v1/sandboxes/:id              → SandboxRecord | 404 | 410
+ *   DELETE /v1/sandboxes/:id              → 204 | 404 | 408 | 503 (Retry-After: 2)
+ *   POST   /v1/sandboxes/:id/pause        → SandboxRecord | 409 already paused
+ *   POST   /v1/sandboxes/:id/connect      → ConnectResult          (body { timeout? })
+ *   POST   /v1/sandboxes/:id/resume       → SandboxRecord          (body { timeout? }, deprecated semantics)
+ *   POST   /v1/sandboxes/:id/timeout      → SandboxRecord          (body { timeout })
+ *   POST   /v1/sandboxes/:id/refresh      → SandboxRecord          (body { duration? })
+ *   GET    /v1/sandboxes/:id/metrics      → SandboxMetrics[]
+ *   GET    /v1/nodes, /v1/nodes/:id       → NodeRecord[] / NodeRecord
+ *   POST   /v1/nodes/:id/labels           → NodeRecord  (body { labels: {name: value} })
+ *   DELETE /v1/nodes/:id/labels           → NodeRecord  (body { names: string[] })
+ *   /svc/template...                      → see docs/api.md
+ */
+import { JsonClient } from '@svc/common';
+import type { PauseKind, SandboxMetrics } from '@svc/node-agent/api';
+import type { OnTimeout, SandboxState, TerminateReason } from './internal-api.ts';
+
+export type { SandboxState, OnTimeout, TerminateReason };
+
+export interface NetworkConfig {
+  allowOut: string[];
+  denyOut: string[];
+  allowPublicTraffic: boolean;
+  /** Egress L7 rules, kept for the egress proxy (later issue). */
+  rules?: unknown;
+}
+
+export interface VolumeMount {
+  name: string;
+  path: string;
+  readOnly: boolean;
+}
+
+export interface CreateSandboxInput {
+  /** Template id or alias. */
+  template: string;
+  /** Seconds; undefined = server default. */
+  timeout?: number;
+  onTimeout: OnTimeout;
+  autoResume: boolean;
+  metadata: Record<string, string>;
+  envVars: Record<string, string>;
+  secure: boolean;
+  /** undefined = not set explicitly (allowed). */
+  allowInternetAccess?: boolean;
+  network: NetworkConfig;
+  volumeMounts: VolumeMount[];
+  cpuCount?: number;
+  memoryMB?: number;
+}
+
+export interface SandboxRecord {
+  sandboxId: string;
+  templateId: string;
+  alias?: string;
+  nodeId: string;
+  state: SandboxState;
+  pauseKind?: PauseKind;
+  envdVersion: string;
+  envdAccessToken?: string;
+  trafficAccessToken?: string;
+  secure: boolean;
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB: number;
+  metadata: Record<string, string>;
+  network: NetworkConfig;
+  allowInternetAccess?: boolean;
+  lifecycle: { onTimeout: OnTimeout; autoResume: boolean };
+  /** -1 never, 0 immediate, N idle seconds. */
+  timeout: number;
+  /** ISO 8601; absent when the sandbox never times out. */
+  endAt?: string;
+  startedAt: string;
+  volumeMounts: VolumeMount[];
+  terminateReason?: TerminateReason;
+}
+
+export interface ListSandboxesQuery {
+  /** Comma-separated states (running, paused); default both. */
+  state?: string;
+  /** `k=v&k2=v2`, URL-encoded pairs as E2B sends them. */
+  metadata?: string;
+  template?: string;
+  limit?: number;
+  nextToken?: string;
+}
+
+export interface SandboxPage {
+  sandboxes: SandboxRecord[];
+  nextToken?: string;
+}
+
+export interface ConnectResult {
+  /** True when the sandbox was paused and this call resumed it (E2B answers 201 then). */
+  resumed: boolean;
+  sandbox: SandboxRecord;
+}
+
+export interface NodeRecord {
+  nodeId: string;
+  address: string;
+  runtime: string;
+  pauseKinds: PauseKind[];
+  status: 'ready' | 'unreachable';
+  capacity: { cpuCount: number; memoryMB: number };
+  usage: { running: number; paused: number; usedMemoryMB: number };
+  pausedResourceReleaseRatio: number;
+  labels: Record<string, string>;
+  version: string;
+  lastHeartbeatAt: string;
+}
+
+export class MasterClient {
+  readonly http: JsonClient;
+  constructor(baseUrl: string, opts: { timeoutMs?: number } = {}) {
+    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 120_000 });
+  }
+  createSandbox(input: CreateSandboxInput) { return this.http.post<SandboxRecord>('/v1/sandboxes', input); }
+  listSandboxes(q: ListSandboxesQuery) { return this.http.get<SandboxPage>('/v1/sandboxes', { query: { ...q } }); }
+  getSandbox(id: string) { return this.http.get<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}`); }
+  killSandbox(id: string) { return this.http.delete<void>(`/v1/sandboxes/${encodeURIComponent(id)}`); }
+  pauseSandbox(id: string) { return this.http.post<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`); }
+  connectSandbox(id: string, timeout?: number) {
+    return this.http.post<ConnectResult>(`/v1/sandboxes/${encodeURIComponent(id)}/connect`, { timeout });
+  }
+  resumeSandbox(id: string, timeout?: number) {
+    return this.http.post<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`, { timeout });
+  }
+  setTimeout(id: string, timeout: number) {
+    return this.http.post<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}/timeout`, { timeout });
+  }
+  refresh(id: string, duration?: number) {
+    return this.http.post<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}/refresh`, { duration });
+  }
+  metrics(id: string) { return this.http.get<SandboxMetrics[]>(`/v1/sandboxes/${encodeURIComponent(id)}/metrics`); }
+  listNodes() { return this.http.get<NodeRecord[]>('/v1/nodes'); }
+  getNode(id: string) { return this.http.get<NodeRecord>(`/v1/nodes/${encodeURIComponent(id)}`); }
+  addNodeLabels(id: string, labels: Record<string, string>) {
+    return this.http.post<NodeRecord>(`/v1/nodes/${encodeURIComponent(id)}/labels`, { labels });
+  }
+  removeNodeLabels(id: string, names: string[]) {
+    return this.http.request<NodeRecord>('DELETE', `/v1/nodes/${encodeURIComponent(id)}/labels`, { body: { names } });
+  }
+}

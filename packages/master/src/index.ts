@@ -1,0 +1,77 @@
+import type { FastifyInstance } from 'fastify';
+import { createHttpApp, parseListen, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { openDatabase, type Db } from './db/connect.ts';
+import { migrate } from './db/migrator.ts';
+import { migrations } from './migrations/index.ts';
+import { NodeRegistry } from './nodes/registry.ts';
+import { registerNodeRoutes } from './nodes/routes.ts';
+import { AnnouncedProxyPurger } from './proxies.ts';
+import { SandboxRepo } from './sandboxes/repo.ts';
+import { registerSandboxRoutes } from './sandboxes/routes.ts';
+import { SandboxService } from './sandboxes/service.ts';
+import { startTemplates, type TemplatesModule } from './templates/index.ts';
+
+export interface MasterOptions {
+  logger: Logger;
+  coordination: Coordination;
+}
+
+export interface Master {
+  url: string;
+  app: FastifyInstance;
+  db: Db;
+  sandboxes: SandboxService;
+  nodes: NodeRegistry;
+  templates: TemplatesModule;
+  close(): Promise<void>;
+}
+
+const TERMINATED_RETENTION_MS = 24 * 3600_000;
+
+export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<Master> {
+  const { logger, coordination } = opts;
+  const db = await openDatabase(cfg.master.database);
+  const result = await migrate(db.kysely, db.driver, migrations);
+  if (result.applied.length) logger.info({ applied: result.applied }, 'database migrations applied');
+  if (result.unknown.length) logger.warn({ unknown: result.unknown }, 'database has migrations this build does not know (a newer master ran here?)');
+
+  const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024 });
+  const nodes = new NodeRegistry(db.kysely);
+  const templates = await startTemplates(cfg, { app, db, nodes, coordination, logger });
+  const repo = new SandboxRepo(db.kysely);
+  const sandboxes = new SandboxService({
+    cfg, repo, nodes, templates: templates.resolver, coordination, logger,
+    proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
+  });
+
+  app.get('/notify/health', async () => ({ ok: true }));
+  registerSandboxRoutes(app, sandboxes, logger);
+  registerNodeRoutes(app, nodes, (nodeId) => {
+    sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'node reconcile failed'));
+    templates.onNodeRegistered(nodeId);
+  }, logger);
+
+  const timers = [
+    setInterval(() => {
+      repo.stuck(Date.now() - 60_000).then(async (rows) => {
+        for (const nodeId of new Set(rows.map((r) => r.node_id))) await sandboxes.reconcileNode(nodeId).catch(() => {});
+      }).catch(() => {});
+    }, 30_000),
+    setInterval(() => { repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS).catch(() => {}); }, 600_000),
+  ];
+  for (const t of timers) t.unref();
+
+  const { host, port } = parseListen(cfg.master.listen);
+  await app.listen({ host, port });
+  const url = `http://${host}:${(app.server.address() as { port: number }).port}`;
+  logger.info({ url }, 'master listening');
+  return {
+    url, app, db, sandboxes, nodes, templates,
+    async close() {
+      for (const t of timers) clearInterval(t);
+      await templates.close();
+      await app.close();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,35 @@
+import { badRequest } from '@svc/common';
+
+export const MAX_LABELS_PER_NODE = 64;
+
+/** Namespaces that belong to the orchestrator convention and to the platform itself. */
+const RESERVED_PREFIXES = ['kubernetes.io', 'k8s.io', 'svc.io'];
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+/** Label names follow the orchestrator convention: `[dns-1123-subdomain/]name`. */
+export function checkLabelName(full: string): void {
+  if (typeof full !== 'string' || full.length === 0) throw badRequest('label name must be a non-empty string');
+  const slash = full.indexOf('/');
+  const prefix = slash >= 0 ? full.slice(0, slash) : '';
+  const name = slash >= 0 ? full.slice(slash + 1) : full;
+  if (slash >= 0) {
+    if (prefix.length === 0 || prefix.length > 253 || !prefix.split('.').every((p) => DNS1123_LABEL.test(p) && p.length <= 63)) {
+      throw badRequest(`label ${JSON.stringify(full)}: prefix must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')`);
+    }
+    for (const r of RESERVED_PREFIXES) {
+      if (prefix === r || prefix.endsWith(`.${r}`)) throw badRequest(`label ${JSON.stringify(full)}: the ${r} namespace is reserved`);
+    }
+  }
+  if (name.length === 0 || name.length > 63 || !NAME.test(name)) {
+    throw badRequest(`label ${JSON.stringify(full)}: name must be 1-63 characters of letters, digits, '-', '_' and '.', starting and ending with a letter or digit`);
+  }
+}
+
+export function checkLabelValue(name: string, value: unknown): asserts value is string {
+  if (typeof value !== 'string') throw badRequest(`label ${JSON.stringify(name)}: value must be a string`);
+  if (value.length > 63 || (value !== '' && !NAME.test(value))) {
+    throw badRequest(`label ${JSON.stringify(name)}: value must be empty or 1-63 characters of letters, digits, '-', '_' and '.'`);
+  }
+}

@@ -1,0 +1,158 @@
+import type { Kysely } from 'kysely';
+import { badRequest, notFound, unavailable, SvcError } from '@svc/common';
+import { NodeAgentClient } from '@svc/node-agent/api';
+import type { Database, NodeRow } from '../db/schema.ts';
+import type { NodeHeartbeat, RegisterNode } from '../internal-api.ts';
+import type { NodeRecord } from '../api.ts';
+import { checkLabelName, checkLabelValue, MAX_LABELS_PER_NODE } from './labels.ts';
+
+export const HEARTBEAT_INTERVAL_MS = 3_000;
+/** A node that missed this many heartbeats is not scheduled onto. */
+const STALE_AFTER_MS = HEARTBEAT_INTERVAL_MS * 4;
+
+export interface SchedulingNeed {
+  memoryMB: number;
+  cpuCount: number;
+}
+
+/** Registered node agents: registration, heartbeats, labels and placement choice. */
+export class NodeRegistry {
+  private readonly clients = new Map<string, NodeAgentClient>();
+
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async register(req: RegisterNode): Promise<void> {
+    if (!req?.nodeId || !req.address) throw badRequest('nodeId and address are required');
+    const now = Date.now();
+    const existing = await this.row(req.nodeId);
+    const values = {
+      address: req.address,
+      runtime: req.runtime,
+      pause_kinds: JSON.stringify(req.pauseKinds ?? []),
+      capacity: JSON.stringify(req.capacity),
+      release_ratio: req.pausedResourceReleaseRatio ?? 0,
+      status: 'ready',
+      version: req.version ?? '',
+      last_heartbeat_at: now,
+    };
+    if (existing) {
+      await this.db.updateTable('t_svc_node').set(values).where('node_id', '=', req.nodeId).execute();
+    } else {
+      await this.db.insertInto('t_svc_node').values({
+        node_id: req.nodeId, ...values, labels: '{}', labels_version: 0,
+        usage: JSON.stringify({ running: 0, paused: 0, usedMemoryMB: 0 }), registered_at: now,
+      }).execute();
+    }
+    this.clients.set(req.nodeId, new NodeAgentClient(req.address));
+  }
+
+  async heartbeat(nodeId: string, hb: NodeHeartbeat): Promise<void> {
+    const usage = { running: hb?.sandboxes?.running ?? 0, paused: hb?.sandboxes?.paused ?? 0, usedMemoryMB: hb?.usedMemoryMB ?? 0 };
+    const r = await this.db.updateTable('t_svc_node')
+      .set({ last_heartbeat_at: Date.now(), status: 'ready', usage: JSON.stringify(usage) })
+      .where('node_id', '=', nodeId).executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) throw notFound(`node ${nodeId} is not registered`);
+  }
+
+  async client(nodeId: string): Promise<NodeAgentClient> {
+    const cached = this.clients.get(nodeId);
+    if (cached) return cached;
+    const row = await this.row(nodeId);
+    if (!row) throw unavailable(`node ${nodeId} is not registered`);
+    const c = new NodeAgentClient(row.address);
+    this.clients.set(nodeId, c);
+    return c;
+  }
+
+  /** The live node with the most free memory that fits the need. */
+  async pick(need: SchedulingNeed): Promise<{ nodeId: string; client: NodeAgentClient }> {
+    const rows = await this.db.selectFrom('t_svc_node').selectAll().where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS).execute();
+    if (rows.length === 0) throw unavailable('no node agent is available to run the sandbox', 5);
+    const scored = rows.map((r) => {
+      const cap = JSON.parse(r.capacity) as { memoryMB: number };
+      const usage = JSON.parse(r.usage) as { usedMemoryMB: number };
+      return { r, free: cap.memoryMB - usage.usedMemoryMB };
+    }).sort((a, b) => b.free - a.free);
+    const best = scored.find((s) => s.free >= need.memoryMB) ?? null;
+    if (!best) throw new SvcError(503, `no node has ${need.memoryMB} MB of memory free`, { headers: { 'Retry-After': '5' } });
+    return { nodeId: best.r.node_id, client: await this.client(best.r.node_id) };
+  }
+
+  async list(): Promise<NodeRecord[]> {
+    const rows = await this.db.selectFrom('t_svc_node').selectAll().orderBy('node_id').execute();
+    return rows.map(toRecord);
+  }
+
+  async get(nodeId: string): Promise<NodeRecord> {
+    const row = await this.row(nodeId);
+    if (!row) throw notFound(`node ${nodeId} not found`);
+    return toRecord(row);
+  }
+
+  async liveNodeIds(): Promise<string[]> {
+    const rows = await this.db.selectFrom('t_svc_node').select('node_id').where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS).execute();
+    return rows.map((r) => r.node_id);
+  }
+
+  /** Adds or overwrites labels. Concurrent updates are serialised by a version check. */
+  async addLabels(nodeId: string, labels: unknown): Promise<NodeRecord> {
+    if (!labels || typeof labels !== 'object' || Array.isArray(labels)) throw badRequest('labels must be an object of name to value');
+    const entries = Object.entries(labels as Record<string, unknown>);
+    if (entries.length === 0) throw badRequest('labels must not be empty');
+    for (const [k, v] of entries) { checkLabelName(k); checkLabelValue(k, v); }
+    return this.updateLabels(nodeId, (cur) => {
+      const next = { ...cur, ...(labels as Record<string, string>) };
+      if (Object.keys(next).length > MAX_LABELS_PER_NODE) {
+        throw badRequest(`a node holds at most ${MAX_LABELS_PER_NODE} labels (this would make ${Object.keys(next).length})`);
+      }
+      return next;
+    });
+  }
+
+  async removeLabels(nodeId: string, names: unknown): Promise<NodeRecord> {
+    if (!Array.isArray(names) || names.length === 0 || !names.every((n) => typeof n === 'string')) {
+      throw badRequest('names must be a non-empty list of label names');
+    }
+    for (const n of names) checkLabelName(n);
+    return this.updateLabels(nodeId, (cur) => {
+      const next = { ...cur };
+      for (const n of names as string[]) delete next[n];
+      return next;
+    });
+  }
+
+  private async updateLabels(nodeId: string, change: (cur: Record<string, string>) => Record<string, string>): Promise<NodeRecord> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const row = await this.row(nodeId);
+      if (!row) throw notFound(`node ${nodeId} not found`);
+      const next = change(JSON.parse(row.labels));
+      const r = await this.db.updateTable('t_svc_node')
+        .set({ labels: JSON.stringify(next), labels_version: row.labels_version + 1 })
+        .where('node_id', '=', nodeId).where('labels_version', '=', row.labels_version)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 1) return this.get(nodeId);
+      await new Promise((res) => setTimeout(res, 5 + Math.random() * 20));
+    }
+    throw new SvcError(409, `labels of node ${nodeId} are being changed concurrently; retry`);
+  }
+
+  private row(nodeId: string): Promise<NodeRow | undefined> {
+    return this.db.selectFrom('t_svc_node').selectAll().where('node_id', '=', nodeId).executeTakeFirst();
+  }
+}
+
+function toRecord(r: NodeRow): NodeRecord {
+  return {
+    nodeId: r.node_id,
+    address: r.address,
+    runtime: r.runtime,
+    pauseKinds: JSON.parse(r.pause_kinds),
+    status: r.last_heartbeat_at > Date.now() - STALE_AFTER_MS ? 'ready' : 'unreachable',
+    capacity: JSON.parse(r.capacity),
+    usage: JSON.parse(r.usage),
+    pausedResourceReleaseRatio: Number(r.release_ratio),
+    labels: JSON.parse(r.labels),
+    version: r.version,
+    lastHeartbeatAt: new Date(Number(r.last_heartbeat_at)).toISOString(),
+  };
+}

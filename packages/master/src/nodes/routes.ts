@@ -1,0 +1,25 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from '@svc/common';
+import type { NodeHeartbeat, RegisterNode, RegisterNodeResult } from '../internal-api.ts';
+import { HEARTBEAT_INTERVAL_MS, type NodeRegistry } from './registry.ts';
+
+export function registerNodeRoutes(
+  app: FastifyInstance, nodes: NodeRegistry, onRegistered: (nodeId: string) => void, logger: Logger,
+): void {
+  app.post<{ Body: RegisterNode }>('/internal/v1/nodes/register', async (req): Promise<RegisterNodeResult> => {
+    await nodes.register(req.body);
+    logger.info({ nodeId: req.body.nodeId, address: req.body.address }, 'node registered');
+    onRegistered(req.body.nodeId);
+    return { nodeId: req.body.nodeId, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS };
+  });
+  app.post<{ Params: { id: string }; Body: NodeHeartbeat }>('/internal/v1/nodes/:id/heartbeat', async (req, reply) => {
+    await nodes.heartbeat(req.params.id, req.body);
+    reply.status(204).send();
+  });
+  app.get('/v1/nodes', async () => nodes.list());
+  app.get<{ Params: { id: string } }>('/v1/nodes/:id', async (req) => nodes.get(req.params.id));
+  app.post<{ Params: { id: string }; Body: { labels?: unknown } }>('/v1/nodes/:id/labels', async (req) =>
+    nodes.addLabels(req.params.id, req.body?.labels));
+  app.delete<{ Params: { id: string }; Body: { names?: unknown } }>('/v1/nodes/:id/labels', async (req) =>
+    nodes.removeLabels(req.params.id, req.body?.names));
+}

@@ -1,0 +1,23 @@
+/** What the sandbox service needs from the rest of the master, as small interfaces. */
+import type { ArtifactRef } from '@svc/node-agent/api';
+
+export interface ResolvedTemplate {
+  templateId: string;
+  alias?: string;
+  artifact: ArtifactRef;
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB: number;
+}
+
+export interface TemplateResolver {
+  /** By id or alias. 404 (code 130404) when unknown, 400 when it has no ready artifact. */
+  resolveForCreate(ref: string): Promise<ResolvedTemplate>;
+  /** Template ids an id-or-alias filter stands for (list filter). */
+  idsFor(ref: string): Promise<string[]>;
+}
+
+/** Tells data-plane proxies to drop what they cached about sandboxes. */
+export interface ProxyCachePurger {
+  purge(sandboxIds: string[]): Promise<void>;
+}

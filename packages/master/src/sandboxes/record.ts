@@ -1,0 +1,44 @@
+import type { PauseKind } from '@svc/node-agent/api';
+import type { SandboxRecord, NetworkConfig, VolumeMount } from '../api.ts';
+import type { SandboxRoute, OnTimeout, SandboxState, TerminateReason } from '../internal-api.ts';
+import type { Row } from './repo.ts';
+
+export function toRecord(r: Row): SandboxRecord {
+  return {
+    sandboxId: r.sandbox_id,
+    templateId: r.template_id,
+    ...(r.alias ? { alias: r.alias } : {}),
+    nodeId: r.node_id,
+    state: r.state as SandboxState,
+    ...(r.state === 'paused' && r.pause_kind ? { pauseKind: r.pause_kind as PauseKind } : {}),
+    envdVersion: r.envd_version,
+    ...(r.envd_access_token ? { envdAccessToken: r.envd_access_token } : {}),
+    ...(r.traffic_access_token ? { trafficAccessToken: r.traffic_access_token } : {}),
+    secure: !!r.secure,
+    cpuCount: r.cpu_count,
+    memoryMB: r.memory_mb,
+    diskSizeMB: r.disk_size_mb,
+    metadata: JSON.parse(r.metadata),
+    network: JSON.parse(r.network) as NetworkConfig,
+    ...(r.allow_internet_access === null ? {} : { allowInternetAccess: !!r.allow_internet_access }),
+    lifecycle: { onTimeout: r.on_timeout as OnTimeout, autoResume: !!r.auto_resume },
+    timeout: r.timeout_sec,
+    ...(r.end_at === null ? {} : { endAt: new Date(Number(r.end_at)).toISOString() }),
+    startedAt: new Date(Number(r.started_at)).toISOString(),
+    volumeMounts: JSON.parse(r.volume_mounts) as VolumeMount[],
+    ...(r.terminate_reason ? { terminateReason: r.terminate_reason as TerminateReason } : {}),
+  };
+}
+
+export function toRoute(r: Row): SandboxRoute {
+  return {
+    sandboxId: r.sandbox_id,
+    state: r.state as SandboxState,
+    ...(r.terminate_reason ? { terminateReason: r.terminate_reason as TerminateReason } : {}),
+    nodeId: r.node_id,
+    address: r.address,
+    envdPort: r.envd_port,
+    autoResume: !!r.auto_resume,
+    ...(r.traffic_access_token ? { trafficAccessToken: r.traffic_access_token } : {}),
+  };
+}

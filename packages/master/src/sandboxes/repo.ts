@@ -1,0 +1,91 @@
+import { sql, type Kysely, type Selectable } from 'kysely';
+import type { Database, SandboxRow } from '../db/schema.ts';
+import type { SandboxState } from '../internal-api.ts';
+
+export type Row = Selectable<SandboxRow>;
+
+/** Database access for t_svc_sandbox. State moves are compare-and-set on the current state. */
+export class SandboxRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(row: SandboxRow): Promise<void> {
+    await this.db.insertInto('t_svc_sandbox').values(row).execute();
+  }
+
+  async get(id: string): Promise<Row | undefined> {
+    return this.db.selectFrom('t_svc_sandbox').selectAll().where('sandbox_id', '=', id).executeTakeFirst();
+  }
+
+  /** Updates when the row is still in one of `from`; answers whether it did. */
+  async transition(id: string, from: SandboxState[], patch: Partial<SandboxRow>): Promise<boolean> {
+    const r = await this.db.updateTable('t_svc_sandbox')
+      .set({ ...patch, updated_at: Date.now() })
+      .where('sandbox_id', '=', id)
+      .where('state', 'in', from)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async update(id: string, patch: Partial<SandboxRow>): Promise<void> {
+    await this.db.updateTable('t_svc_sandbox').set({ ...patch, updated_at: Date.now() }).where('sandbox_id', '=', id).execute();
+  }
+
+  /** Live sandboxes, newest first, keyset-paginated on (started_at, sandbox_id). */
+  async list(opts: { states: SandboxState[]; templateIds?: string[]; after?: { startedAt: number; id: string }; limit: number }): Promise<Row[]> {
+    let q = this.db.selectFrom('t_svc_sandbox').selectAll().where('state', 'in', opts.states);
+    if (opts.templateIds) q = q.where('template_id', 'in', opts.templateIds);
+    if (opts.after) {
+      const { startedAt, id } = opts.after;
+      q = q.where((eb) => eb.or([
+        eb('started_at', '<', startedAt),
+        eb.and([eb('started_at', '=', startedAt), eb('sandbox_id', '<', id)]),
+      ]));
+    }
+    return q.orderBy('started_at', 'desc').orderBy('sandbox_id', 'desc').limit(opts.limit).execute();
+  }
+
+  async listByNode(nodeId: string): Promise<Row[]> {
+    return this.db.selectFrom('t_svc_sandbox').selectAll().where('node_id', '=', nodeId).where('state', '!=', 'terminated').execute();
+  }
+
+  /** Running sandboxes, and paused ones that are to be killed, whose idle deadline has passed. */
+  async due(now: number): Promise<Row[]> {
+    return this.db.selectFrom('t_svc_sandbox').selectAll()
+      .where('end_at', 'is not', null)
+      .where('end_at', '<=', now)
+      .where((eb) => eb.or([
+        eb('state', '=', 'running'),
+        eb.and([eb('state', '=', 'paused'), eb('on_timeout', '=', 'kill')]),
+      ]))
+      .orderBy('end_at')
+      .limit(500)
+      .execute();
+  }
+
+  /** Resets the idle clock of running sandboxes: end_at = max(end_at, now + timeout). */
+  async touch(ids: string[], now: number): Promise<void> {
+    if (ids.length === 0) return;
+    const next = sql<number>`(${now} + timeout_sec * 1000)`;
+    await this.db.updateTable('t_svc_sandbox')
+      .set({ end_at: sql`case when end_at < ${next} then ${next} else end_at end` })
+      .where('sandbox_id', 'in', ids)
+      .where('state', '=', 'running')
+      .where('timeout_sec', '>', 0)
+      .where('end_at', 'is not', null)
+      .execute();
+  }
+
+  /** Rows left in a transient state (a crash mid-operation), for reconciliation. */
+  async stuck(olderThan: number): Promise<Row[]> {
+    return this.db.selectFrom('t_svc_sandbox').selectAll()
+      .where('state', 'in', ['pausing', 'resuming', 'killing'])
+      .where('updated_at', '<', olderThan)
+      .execute();
+  }
+
+  /** Forgets terminated sandboxes after a while; until then they answer 410. */
+  async purgeTerminated(before: number): Promise<number> {
+    const r = await this.db.deleteFrom('t_svc_sandbox').where('state', '=', 'terminated').where('terminated_at', '<', before).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+}

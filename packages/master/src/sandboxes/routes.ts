@@ -1,0 +1,46 @@
+import type { FastifyInstance } from 'fastify';
+import { badRequest, type Logger } from '@svc/common';
+import type { CreateSandboxInput, ListSandboxesQuery } from '../api.ts';
+import type { LifecycleReason } from '../internal-api.ts';
+import type { SandboxService } from './service.ts';
+
+type IdParams = { Params: { id: string } };
+
+/** Gateway-facing sandbox routes (/v1/...) and the internal ones (/internal/v1/...). */
+export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService, logger: Logger): void {
+  app.post<{ Body: CreateSandboxInput }>('/v1/sandboxes', async (req, reply) => {
+    if (!req.body || typeof req.body !== 'object') throw badRequest('body must be a JSON object');
+    reply.status(201);
+    return svc.create(req.body);
+  });
+  app.get<{ Querystring: ListSandboxesQuery }>('/v1/sandboxes', async (req) => svc.list(req.query));
+  app.get<IdParams>('/v1/sandboxes/:id', async (req) => svc.get(req.params.id));
+  app.delete<IdParams>('/v1/sandboxes/:id', async (req, reply) => {
+    await svc.kill(req.params.id, 'killed');
+    reply.status(204).send();
+  });
+  app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => svc.pause(req.params.id, 'api'));
+  app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/connect', async (req) => svc.connect(req.params.id, req.body?.timeout));
+  app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/resume', async (req) => svc.resume(req.params.id, req.body?.timeout));
+  app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/timeout', async (req) => svc.setTimeout(req.params.id, req.body?.timeout));
+  app.post<IdParams & { Body: { duration?: number } }>('/v1/sandboxes/:id/refresh', async (req) => svc.refresh(req.params.id, req.body?.duration));
+  app.get<IdParams>('/v1/sandboxes/:id/metrics', async (req) => svc.metrics(req.params.id));
+
+  app.get<IdParams>('/internal/v1/sandboxes/:id/route', async (req) => svc.route(req.params.id));
+  app.post<{ Body: { sandboxIds: unknown } }>('/internal/v1/activity', async (req, reply) => {
+    await svc.activity(req.body?.sandboxIds);
+    reply.status(204).send();
+  });
+  app.get('/internal/v1/lifecycle/due', async () => svc.due());
+  app.post<IdParams & { Body: { reason?: LifecycleReason } }>('/internal/v1/sandboxes/:id/pause', async (req) => {
+    await svc.pause(req.params.id, req.body?.reason ?? 'timeout');
+    return svc.route(req.params.id);
+  });
+  app.post<IdParams & { Body: { reason?: LifecycleReason } }>('/internal/v1/sandboxes/:id/resume', async (req) =>
+    svc.resumeForTraffic(req.params.id, req.body?.reason ?? 'auto'));
+  app.post<IdParams & { Body: { reason?: LifecycleReason } }>('/internal/v1/sandboxes/:id/kill', async (req, reply) => {
+    await svc.kill(req.params.id, req.body?.reason === 'timeout' ? 'timeout' : 'killed');
+    reply.status(204).send();
+  });
+  void logger;
+}

@@ -1,0 +1,360 @@
+import { randomUUID } from 'node:crypto';
+import {
+  badRequest, conflict, gone, newSandboxId, newToken, notFound, randomId, SvcError, unavailable,
+  type Coordination, type Logger, type SvcConfig,
+} from '@svc/common';
+import type { NodeSandbox } from '@svc/node-agent/api';
+import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/lifecycle/api';
+import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, SandboxPage, SandboxRecord } from '../api.ts';
+import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '../internal-api.ts';
+import type { NodeRegistry } from '../nodes/registry.ts';
+import type { ProxyCachePurger, TemplateResolver } from './ports.ts';
+import { toRecord, toRoute } from './record.ts';
+import type { Row, SandboxRepo } from './repo.ts';
+import * as T from './timeouts.ts';
+
+const LOCK_TTL_MS = 120_000;
+const DELETE_TIMEOUT_MS = 30_000;
+const LIVE: SandboxState[] = ['running', 'pausing', 'paused', 'resuming', 'killing'];
+
+export interface SandboxServiceDeps {
+  cfg: SvcConfig;
+  repo: SandboxRepo;
+  nodes: NodeRegistry;
+  templates: TemplateResolver;
+  coordination: Coordination;
+  proxies: ProxyCachePurger;
+  logger: Logger;
+}
+
+/** The sandbox state machine of SPEC "States and transitions", one lock per sandbox. */
+export class SandboxService {
+  private readonly holder = `master-${process.pid}-${randomId(6)}`;
+  constructor(private readonly d: SandboxServiceDeps) {}
+
+  async create(input: CreateSandboxInput): Promise<SandboxRecord> {
+    const tpl = await this.d.templates.resolveForCreate(input.template);
+    const cpuCount = input.cpuCount ?? tpl.cpuCount ?? this.d.cfg.svclet_conf.default_cpu_count;
+    const memoryMB = input.memoryMB ?? tpl.memoryMB ?? this.d.cfg.svclet_conf.default_memory_mb;
+    const now = Date.now();
+    const deadline = T.atCreate(now, input.timeout, this.d.cfg.svclet_conf.default_timeout_insec);
+    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount });
+    const sandboxId = newSandboxId();
+    const envdAccessToken = input.secure ? newToken() : undefined;
+    const trafficAccessToken = input.network.allowPublicTraffic ? undefined : randomUUID();
+    const timeoutMs = this.d.cfg.master.create_timeout_insec * 1000;
+    let node: NodeSandbox;
+    try {
+      node = await client.createSandbox({
+        sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
+        envVars: input.envVars, envdAccessToken, allowInternetAccess: input.allowInternetAccess !== false,
+        network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut },
+        metadata: input.metadata, timeoutMs,
+      });
+    } catch (err) {
+      // The node may have got further than its answer says; make sure nothing is left there.
+      client.deleteSandbox(sandboxId).catch(() => {});
+      const e = err as SvcError;
+      if (e.status === 504) throw new SvcError(504, `sandbox create did not finish within create_timeout_insec (${timeoutMs / 1000} s)`);
+      if (e instanceof SvcError && e.status < 500) throw e;
+      throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
+    }
+    const started = Date.now();
+    const row: Row = {
+      sandbox_id: sandboxId, template_id: tpl.templateId, alias: tpl.alias ?? null, node_id: nodeId,
+      state: 'running', pause_kind: null, address: node.address, envd_port: node.envdPort, envd_version: node.envdVersion,
+      envd_access_token: envdAccessToken ?? null, traffic_access_token: trafficAccessToken ?? null,
+      secure: input.secure ? 1 : 0, runtime: node.runtime, cpu_count: cpuCount, memory_mb: memoryMB,
+      disk_size_mb: tpl.diskSizeMB, metadata: JSON.stringify(input.metadata), network: JSON.stringify(input.network),
+      allow_internet_access: input.allowInternetAccess === undefined ? null : input.allowInternetAccess ? 1 : 0,
+      on_timeout: input.onTimeout, auto_resume: input.autoResume ? 1 : 0,
+      timeout_sec: deadline.timeoutSec,
+      // The idle clock starts once the sandbox runs, not when the request came in.
+      end_at: deadline.endAt === null ? null : deadline.endAt + (started - now),
+      started_at: started, created_at: now, updated_at: started, terminated_at: null, terminate_reason: null,
+      volume_mounts: JSON.stringify(input.volumeMounts),
+    };
+    await this.d.repo.insert(row);
+    this.emit('sandbox.created', sandboxId);
+    return toRecord(row);
+  }
+
+  async get(id: string): Promise<SandboxRecord> {
+    return toRecord(await this.live(id));
+  }
+
+  async list(q: ListSandboxesQuery): Promise<SandboxPage> {
+    const states = parseStates(q.state);
+    const limit = q.limit === undefined ? 100 : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw badRequest('limit must be an integer from 1 to 1000');
+    const filter = parseMetadataFilter(q.metadata);
+    const templateIds = q.template ? await this.d.templates.idsFor(q.template) : undefined;
+    let after = q.nextToken ? decodeToken(q.nextToken) : undefined;
+    const out: SandboxRecord[] = [];
+    // Metadata is JSON in a text column on three engines: filter here, page until the page is full.
+    for (;;) {
+      const rows = await this.d.repo.list({ states, templateIds, after, limit: limit + 1 });
+      for (const r of rows.slice(0, limit)) {
+        if (out.length === limit) break;
+        const md = JSON.parse(r.metadata) as Record<string, string>;
+        if (filter.every(([k, v]) => md[k] === v)) out.push(toRecord(r));
+        after = { startedAt: Number(r.started_at), id: r.sandbox_id };
+      }
+      if (out.length === limit) {
+        const more = rows.length > limit || (await this.d.repo.list({ states, templateIds, after, limit: 1 })).length > 0;
+        return { sandboxes: out, ...(more ? { nextToken: encodeToken(after!) } : {}) };
+      }
+      if (rows.length <= limit) return { sandboxes: out };
+    }
+  }
+
+  /** DELETE: synchronous; 503 + Retry-After while pausing or locked; 404 when unknown or already gone. */
+  async kill(id: string, reason: TerminateReason = 'killed'): Promise<void> {
+    const row = await this.d.repo.get(id);
+    if (!row || row.state === 'terminated') throw notFound(`sandbox ${id} not found`);
+    if (row.state === 'pausing' || row.state === 'resuming' || row.state === 'killing') {
+      throw unavailable(`sandbox ${id} is ${row.state}; retry the delete`, 2);
+    }
+    await this.locked(id, () => unavailable(`sandbox ${id} is busy with another lifecycle operation; retry the delete`, 2), async () => {
+      const cur = await this.d.repo.get(id);
+      if (!cur || cur.state === 'terminated') throw notFound(`sandbox ${id} not found`);
+      if (!(await this.d.repo.transition(id, ['running', 'paused'], { state: 'killing' }))) {
+        throw unavailable(`sandbox ${id} is ${cur.state}; retry the delete`, 2);
+      }
+      try {
+        const client = await this.d.nodes.client(cur.node_id);
+        await client.deleteSandbox(id, DELETE_TIMEOUT_MS);
+      } catch (err) {
+        const e = err as SvcError;
+        if (e.status === 504) {
+          await this.d.repo.transition(id, ['killing'], { state: cur.state });
+          throw new SvcError(408, `sandbox ${id} did not stop within ${DELETE_TIMEOUT_MS / 1000} s`);
+        }
+        // 404: already gone on the node. Unreachable node: it removes orphans when it registers again.
+        if (e.status !== 404) this.d.logger.warn({ sandboxId: id, err: e.message }, 'node delete failed; marking terminated');
+      }
+      await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
+    });
+    if (reason === 'timeout') this.d.logger.info({ sandboxId: id }, 'sandbox timed out and was killed');
+    this.emit('sandbox.killed', id, reason);
+    void this.d.proxies.purge([id]);
+  }
+
+  async pause(id: string, reason: LifecycleReason = 'api'): Promise<SandboxRecord> {
+    const row = await this.live(id);
+    if (row.state === 'paused') throw conflict(`sandbox ${id} is already paused`);
+    if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; retry later`);
+    const out = await this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry later`), async () => {
+      if (!(await this.d.repo.transition(id, ['running'], { state: 'pausing' }))) {
+        const cur = await this.live(id);
+        throw conflict(cur.state === 'paused' ? `sandbox ${id} is already paused` : `sandbox ${id} is ${cur.state}; retry later`);
+      }
+      try {
+        const node = await (await this.d.nodes.client(row.node_id)).pauseSandbox(id);
+        await this.d.repo.update(id, { state: 'paused', pause_kind: node.pauseKind ?? 'freeze' });
+      } catch (err) {
+        await this.d.repo.transition(id, ['pausing'], { state: 'running' });
+        throw passThrough(err, `pause of sandbox ${id} failed`);
+      }
+      return toRecord((await this.d.repo.get(id))!);
+    });
+    this.emit('sandbox.paused', id, reason);
+    void this.d.proxies.purge([id]);
+    return out;
+  }
+
+  /** connect(timeout): resumes a paused sandbox; 200 when it was running, 201 when it resumed. */
+  async connect(id: string, timeout: number | undefined): Promise<ConnectResult> {
+    if (timeout !== undefined && timeout !== null) T.atConnect(Date.now(), { timeoutSec: -1, endAt: null }, timeout, false);
+    const row = await this.live(id);
+    if (row.state === 'running') {
+      const d = T.atConnect(Date.now(), deadlineOf(row), timeout, false);
+      await this.d.repo.update(id, { timeout_sec: d.timeoutSec, end_at: d.endAt });
+      return { resumed: false, sandbox: toRecord((await this.d.repo.get(id))!) };
+    }
+    const sandbox = await this.resumeRow(row, 'connect', (now, cur) => T.atConnect(now, cur, timeout, true));
+    return { resumed: true, sandbox };
+  }
+
+  /** Deprecated resume(timeout). */
+  async resume(id: string, timeout: number | undefined): Promise<SandboxRecord> {
+    if (timeout !== undefined && timeout !== null) T.atResume(Date.now(), { timeoutSec: -1, endAt: null }, timeout);
+    const row = await this.live(id);
+    if (row.state === 'running') throw conflict(`sandbox ${id} is already running`);
+    return this.resumeRow(row, 'api', (now, cur) => T.atResume(now, cur, timeout));
+  }
+
+  /** Auto-resume from the lifecycle manager: the idle clock restarts with the same length. */
+  async resumeForTraffic(id: string, reason: LifecycleReason): Promise<SandboxRoute> {
+    const row = await this.live(id);
+    if (row.state === 'running') return toRoute(row);
+    await this.resumeRow(row, reason, T.restartWindow);
+    return toRoute((await this.d.repo.get(id))!);
+  }
+
+  private async resumeRow(row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline): Promise<SandboxRecord> {
+    const id = row.sandbox_id;
+    if (row.state !== 'paused') throw conflict(`sandbox ${id} is ${row.state}; another lifecycle operation is settling, retry later`);
+    const out = await this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry later`), async () => {
+      if (!(await this.d.repo.transition(id, ['paused'], { state: 'resuming' }))) {
+        const cur = await this.live(id);
+        throw conflict(`sandbox ${id} is ${cur.state}; another lifecycle operation is settling, retry later`);
+      }
+      let node: NodeSandbox;
+      try {
+        node = await (await this.d.nodes.client(row.node_id)).resumeSandbox(id);
+      } catch (err) {
+        await this.d.repo.transition(id, ['resuming'], { state: 'paused' });
+        throw passThrough(err, `resume of sandbox ${id} failed`);
+      }
+      const d = nextDeadline(Date.now(), deadlineOf(row));
+      await this.d.repo.update(id, { state: 'running', pause_kind: null, address: node.address, timeout_sec: d.timeoutSec, end_at: d.endAt });
+      return toRecord((await this.d.repo.get(id))!);
+    });
+    this.emit('sandbox.resumed', id, reason);
+    void this.d.proxies.purge([id]);
+    return out;
+  }
+
+  async setTimeout(id: string, timeout: unknown): Promise<SandboxRecord> {
+    const d = T.atSetTimeout(Date.now(), timeout);
+    await this.live(id);
+    await this.d.repo.update(id, { timeout_sec: d.timeoutSec, end_at: d.endAt });
+    return toRecord((await this.d.repo.get(id))!);
+  }
+
+  async refresh(id: string, duration: unknown): Promise<SandboxRecord> {
+    const row = await this.live(id);
+    const d = T.atRefresh(Date.now(), deadlineOf(row), duration);
+    await this.d.repo.update(id, { end_at: d.endAt });
+    return toRecord((await this.d.repo.get(id))!);
+  }
+
+  async metrics(id: string) {
+    const row = await this.live(id);
+    if (row.state !== 'running') return [];
+    return [await (await this.d.nodes.client(row.node_id)).metrics(id)];
+  }
+
+  async route(id: string): Promise<SandboxRoute> {
+    const row = await this.d.repo.get(id);
+    if (!row) throw notFound(`sandbox ${id} not found`);
+    return toRoute(row);
+  }
+
+  async activity(ids: unknown): Promise<void> {
+    if (!Array.isArray(ids)) throw badRequest('sandboxIds must be a list');
+    const clean = ids.filter((x): x is string => typeof x === 'string').slice(0, 10_000);
+    await this.d.repo.touch(clean, Date.now());
+  }
+
+  async due(): Promise<DueSandbox[]> {
+    const rows = await this.d.repo.due(Date.now());
+    return rows.map((r) => ({
+      sandboxId: r.sandbox_id, state: r.state as SandboxState, onTimeout: r.on_timeout as 'kill' | 'pause',
+      endAt: new Date(Number(r.end_at)).toISOString(),
+    }));
+  }
+
+  /**
+   * Brings the records of one node in line with what it really runs: sandboxes it runs that
+   * are gone here are removed there; sandboxes recorded here that it lost are terminated.
+   */
+  async reconcileNode(nodeId: string): Promise<void> {
+    const client = await this.d.nodes.client(nodeId);
+    const onNode = new Map((await client.listSandboxes()).map((s) => [s.sandboxId, s]));
+    const rows = await this.d.repo.listByNode(nodeId);
+    const known = new Set(rows.map((r) => r.sandbox_id));
+    for (const [id] of onNode) {
+      if (!known.has(id)) {
+        this.d.logger.info({ sandboxId: id, nodeId }, 'removing sandbox the master does not know');
+        await client.deleteSandbox(id).catch(() => {});
+      }
+    }
+    for (const r of rows) {
+      const s = onNode.get(r.sandbox_id);
+      if (!s) {
+        await this.d.repo.update(r.sandbox_id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: 'failed', end_at: null });
+        this.emit('sandbox.killed', r.sandbox_id, 'failed');
+      } else if (r.state !== s.state && (r.state === 'pausing' || r.state === 'resuming')) {
+        await this.d.repo.update(r.sandbox_id, { state: s.state, pause_kind: s.state === 'paused' ? s.pauseKind ?? 'freeze' : null });
+      } else if (r.state === 'killing') {
+        await client.deleteSandbox(r.sandbox_id).catch(() => {});
+        await this.d.repo.update(r.sandbox_id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: 'killed', end_at: null });
+      }
+    }
+  }
+
+  /** A live (non-terminated) row: 404 when unknown, 410 when it was killed or timed out. */
+  private async live(id: string): Promise<Row> {
+    const row = await this.d.repo.get(id);
+    if (!row) throw notFound(`sandbox ${id} not found`);
+    if (row.state === 'terminated') {
+      throw gone(row.terminate_reason === 'timeout' ? `sandbox ${id} timed out and was killed` : `sandbox ${id} was killed`);
+    }
+    return row;
+  }
+
+  private async locked<V>(id: string, busy: () => SvcError, fn: () => Promise<V>): Promise<V> {
+    const name = `sbx:${id}`;
+    if (!(await this.d.coordination.tryLock(name, this.holder, LOCK_TTL_MS))) throw busy();
+    try {
+      return await fn();
+    } finally {
+      await this.d.coordination.unlock(name, this.holder).catch(() => {});
+    }
+  }
+
+  private emit(kind: SandboxEventKind, sandboxId: string, reason?: string) {
+    const ev: SandboxEvent = { kind, sandboxId, at: new Date().toISOString(), ...(reason ? { reason } : {}) };
+    this.d.coordination.publish(SANDBOX_EVENTS_TOPIC, ev).catch((err) => this.d.logger.warn({ err }, 'event publish failed'));
+  }
+}
+
+function deadlineOf(r: Row): T.Deadline {
+  return { timeoutSec: r.timeout_sec, endAt: r.end_at === null ? null : Number(r.end_at) };
+}
+
+/** Node errors keep their status when they are the caller's business (404, 409), else become 503. */
+function passThrough(err: unknown, what: string): SvcError {
+  const e = err as SvcError;
+  if (e instanceof SvcError && (e.status === 409 || e.status === 404 || e.status === 400)) return e;
+  return new SvcError(503, `${what}: ${e.message}`, { headers: { 'Retry-After': '2' } });
+}
+
+function parseStates(s: string | undefined): SandboxState[] {
+  if (!s) return ['running', 'paused', 'pausing', 'resuming'];
+  const out: SandboxState[] = [];
+  for (const part of s.split(',').map((x) => x.trim()).filter(Boolean)) {
+    if (part === 'running') out.push('running', 'resuming');
+    else if (part === 'paused') out.push('paused', 'pausing');
+    else throw badRequest(`state must be running or paused (got ${JSON.stringify(part)})`);
+  }
+  return out;
+}
+
+/** E2B sends `metadata=k%3Dv%26k2%3Dv2`: URL-encoded pairs, each key and value encoded again. */
+function parseMetadataFilter(s: string | undefined): Array<[string, string]> {
+  if (!s) return [];
+  const out: Array<[string, string]> = [];
+  for (const [k, v] of new URLSearchParams(s)) {
+    try {
+      out.push([decodeURIComponent(k), decodeURIComponent(v)]);
+    } catch {
+      throw badRequest('metadata filter is not valid URL encoding');
+    }
+  }
+  return out;
+}
+
+function encodeToken(a: { startedAt: number; id: string }): string {
+  return Buffer.from(`${a.startedAt}:${a.id}`).toString('base64url');
+}
+
+function decodeToken(t: string): { startedAt: number; id: string } {
+  const m = /^(\d+):([a-z0-9]+)$/.exec(Buffer.from(t, 'base64url').toString());
+  if (!m) throw badRequest('nextToken is not valid');
+  return { startedAt: Number(m[1]), id: m[2] };
+}
+
+export { LIVE };
