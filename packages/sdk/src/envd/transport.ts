@@ -1,0 +1,159 @@
+/**
+ * How the SDK reaches a sandbox's envd: every request goes to the data-plane URL with
+ * the routing headers (`E2b-Sandbox-Id`, `E2b-Sandbox-Port`), envd's access token and,
+ * when the sandbox has one, the traffic access token. On top of that: plain HTTP (for
+ * /files and /health), unary Connect calls and server streams.
+ */
+import { transportError } from '../api-client.ts';
+import { ENVD_PORT } from '../config.ts';
+import {
+  ConnectError, SandboxError, SandboxNotFoundError, TimeoutError, errorFromConnect, errorFromHttp, type NotFoundError,
+} from '../errors.ts';
+import { PROTOCOL_VERSION_HEADER, TIMEOUT_HEADER, UNARY_CONTENT_TYPE, connectErrorFromJson } from './connect-protocol.ts';
+import { RpcStream } from './rpc-stream.ts';
+
+export const TRAFFIC_TOKEN_HEADER = 'svc-traffic-access-token';
+export const ACCESS_TOKEN_HEADER = 'X-Access-Token';
+/** Asks envd to send keepalive messages on long streams (seconds), as the e2b SDK does. */
+export const KEEPALIVE_HEADER = 'Keepalive-Ping-Interval';
+export const KEEPALIVE_SECONDS = '50';
+
+export type RequestBody = NonNullable<RequestInit['body']>;
+
+export interface EnvdTarget {
+  sandboxUrl: string;
+  sandboxId: string;
+  envdAccessToken?: string;
+  trafficAccessToken?: string;
+  requestTimeoutMs: number;
+}
+
+export interface CallOpts {
+  headers?: Record<string, string>;
+  requestTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface StreamOpts extends CallOpts {
+  /** Lifetime of the stream in ms; 0 means none. */
+  timeoutMs: number;
+}
+
+export interface HttpOpts extends CallOpts {
+  query?: Record<string, string | undefined>;
+  body?: RequestBody;
+}
+
+/** `Authorization` for envd's `user` option: Basic with the user name and an empty password. */
+export function userHeader(user?: string): Record<string, string> {
+  if (!user) return {};
+  return { Authorization: `Basic ${Buffer.from(`${user}:`).toString('base64')}` };
+}
+
+export class EnvdTransport {
+  constructor(private readonly target: EnvdTarget) {}
+
+  get requestTimeoutMs(): number {
+    return this.target.requestTimeoutMs;
+  }
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    const h: Record<string, string> = {
+      'E2b-Sandbox-Id': this.target.sandboxId,
+      'E2b-Sandbox-Port': String(ENVD_PORT),
+    };
+    if (this.target.envdAccessToken) h[ACCESS_TOKEN_HEADER] = this.target.envdAccessToken;
+    if (this.target.trafficAccessToken) h[TRAFFIC_TOKEN_HEADER] = this.target.trafficAccessToken;
+    return { ...h, ...extra };
+  }
+
+  url(path: string, query?: Record<string, string | undefined>): string {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) q.set(k, v);
+    const s = q.toString();
+    return `${this.target.sandboxUrl}${path}${s ? `?${s}` : ''}`;
+  }
+
+  /** A plain HTTP request to envd. Transport failures throw; HTTP errors are left to the caller. */
+  async http(method: string, path: string, opts: HttpOpts = {}): Promise<Response> {
+    const url = this.url(path, opts.query);
+    const init: RequestInit & { duplex?: 'half' } = {
+      method,
+      headers: this.headers(opts.headers),
+      body: opts.body,
+      signal: this.signal(opts),
+    };
+    if (opts.body instanceof ReadableStream) init.duplex = 'half';
+    try {
+      return await fetch(url, init);
+    } catch (err) {
+      throw transportError(err, `${method} ${url}`);
+    }
+  }
+
+  /** A unary Connect call, for example `('process.Process/List', {})`. */
+  async unary<T>(procedure: string, message: unknown, opts: CallOpts = {}): Promise<T> {
+    const res = await this.http('POST', `/${procedure}`, {
+      ...opts,
+      headers: {
+        ...opts.headers,
+        'Content-Type': UNARY_CONTENT_TYPE,
+        [PROTOCOL_VERSION_HEADER]: '1',
+        ...(this.timeout(opts) ? { [TIMEOUT_HEADER]: String(this.timeout(opts)) } : {}),
+      },
+      body: JSON.stringify(message ?? {}),
+    });
+    const text = await res.text().catch(() => '');
+    if (!res.ok) {
+      let body: unknown = text;
+      try { body = JSON.parse(text); } catch { /* not JSON */ }
+      throw connectErrorFromJson(body, res.status) ?? dataPlaneError(res.status, text);
+    }
+    if (!text) return {} as T;
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new SandboxError(`${procedure}: envd answered with invalid JSON`, { status: res.status });
+    }
+  }
+
+  /** A server-streaming Connect call; `handshake` bounds the wait for the first message. */
+  stream<T>(procedure: string, message: unknown, opts: StreamOpts): RpcStream<T> {
+    return new RpcStream<T>(this.url(`/${procedure}`), message, {
+      headers: this.headers({ ...opts.headers, [KEEPALIVE_HEADER]: KEEPALIVE_SECONDS }),
+      timeoutMs: opts.timeoutMs,
+      handshakeTimeoutMs: this.timeout(opts),
+      signal: opts.signal,
+      httpError: dataPlaneError,
+    });
+  }
+
+  private timeout(opts: CallOpts): number {
+    return opts.requestTimeoutMs ?? this.target.requestTimeoutMs;
+  }
+
+  private signal(opts: CallOpts): AbortSignal | undefined {
+    const ms = this.timeout(opts);
+    const signals = [ms ? AbortSignal.timeout(ms) : undefined, opts.signal].filter((s): s is AbortSignal => !!s);
+    if (signals.length === 0) return undefined;
+    return signals.length === 1 ? signals[0] : AbortSignal.any(signals);
+  }
+}
+
+/**
+ * An HTTP error that did not come from envd itself but from the data plane in front of it:
+ * unknown sandbox (404), killed or timed out (410), traffic token refused (403), sandbox
+ * unreachable (502).
+ */
+export function dataPlaneError(status: number, body: string): SandboxError {
+  if (status === 502) {
+    return new TimeoutError('the sandbox is not reachable: it is probably not running anymore', { status, code: status });
+  }
+  return errorFromHttp(status, body, { notFound: SandboxNotFoundError });
+}
+
+/** Turns a Connect error into the public error classes; other errors pass unchanged. */
+export function mapEnvdError(err: unknown, opts: { notFound?: typeof NotFoundError } = {}): Error {
+  if (err instanceof ConnectError) return errorFromConnect(err, opts);
+  return err instanceof Error ? err : new SandboxError(String(err));
+}

@@ -1,0 +1,22 @@
+export { Sandbox, type SandboxConstructorOpts } from './sandbox.ts';
+export { Sandbox as default } from './sandbox.ts';
+export { Template, type WaitForBuildOpts } from './template.ts';
+export { Node } from './node.ts';
+export { Paginator, SandboxPaginator } from './paginator.ts';
+export { Commands } from './commands.ts';
+export { CommandHandle } from './command-handle.ts';
+export { Pty } from './pty.ts';
+export { Filesystem } from './filesystem.ts';
+export { WatchHandle } from './watch-handle.ts';
+export { ApiClient } from './api-client.ts';
+export { ALL_TRAFFIC } from './network.ts';
+export {
+  ConnectionConfig, NEVER_TIMEOUT, ENVD_PORT, DEFAULT_API_URL, DEFAULT_SANDBOX_URL, DEFAULT_TEMPLATE,
+  type ConnectionOpts,
+} from './config.ts';
+export {
+  SandboxError, TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError,
+  SandboxNotFoundError, TemplateNotFoundError, AuthenticationError, ConflictError, GoneError, RateLimitError,
+  TemplateError, ServiceBusyError, CommandExitError, type CommandResult, type ErrorDetails,
+} from './errors.ts';
+export * from './types.ts';

@@ -1,0 +1,60 @@
+/**
+ * `Node`: the compute nodes of the platform and their admin labels (`/nodes`).
+ */
+import { ApiClient } from './api-client.ts';
+import { InvalidArgumentError, NotFoundError } from './errors.ts';
+import type { NodeInfo, SandboxApiOpts } from './types.ts';
+import type { WireNode } from './wire.ts';
+
+const MAX_LABELS = 64;
+// optional DNS-1123 subdomain prefix, then a name of alphanumerics, '-', '_' and '.'
+const LABEL_NAME = /^(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+const nodePath = (id: string, rest = '') => `/nodes/${encodeURIComponent(id)}${rest}`;
+
+export class Node {
+  static async list(opts: SandboxApiOpts = {}): Promise<NodeInfo[]> {
+    const res = await new ApiClient(opts).get<WireNode[] | { nodes?: WireNode[] }>('/nodes', { signal: opts.signal });
+    const nodes = Array.isArray(res) ? res : res?.nodes ?? [];
+    return nodes.map(toNodeInfo);
+  }
+
+  static async get(nodeId: string, opts: SandboxApiOpts = {}): Promise<NodeInfo> {
+    return toNodeInfo(await new ApiClient(opts).get<WireNode>(nodePath(nodeId), { notFound: NotFoundError, signal: opts.signal }));
+  }
+
+  /** Adds or replaces admin labels; answers the node as the server reports it, when it does. */
+  static async label(nodeId: string, labels: Record<string, string>, opts: SandboxApiOpts = {}): Promise<NodeInfo | undefined> {
+    const names = Object.keys(labels);
+    if (names.length === 0) throw new InvalidArgumentError('give at least one label');
+    if (names.length > MAX_LABELS) throw new InvalidArgumentError(`a node carries at most ${MAX_LABELS} labels`);
+    for (const n of names) checkLabelName(n);
+    const res = await new ApiClient(opts).post<WireNode | undefined>(nodePath(nodeId, '/labels'), {
+      body: { labels },
+      notFound: NotFoundError,
+      signal: opts.signal,
+    });
+    return res && typeof res === 'object' ? toNodeInfo(res) : undefined;
+  }
+
+  /** Removes admin labels by name. */
+  static async unlabel(nodeId: string, names: string[], opts: SandboxApiOpts = {}): Promise<NodeInfo | undefined> {
+    if (names.length === 0) throw new InvalidArgumentError('give at least one label name');
+    for (const n of names) checkLabelName(n);
+    const res = await new ApiClient(opts).delete<WireNode | undefined>(nodePath(nodeId, '/labels'), {
+      body: { names },
+      notFound: NotFoundError,
+      signal: opts.signal,
+    });
+    return res && typeof res === 'object' ? toNodeInfo(res) : undefined;
+  }
+}
+
+function checkLabelName(name: string): void {
+  if (!LABEL_NAME.test(name)) throw new InvalidArgumentError(`label name ${JSON.stringify(name)} is not a valid [prefix/]name`);
+}
+
+function toNodeInfo(n: WireNode): NodeInfo {
+  const { id, nodeID, nodeId, labels, ...rest } = n;
+  return { ...rest, id: String(id ?? nodeID ?? nodeId ?? ''), labels: labels ?? {} };
+}

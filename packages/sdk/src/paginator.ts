@@ -1,0 +1,54 @@
+/**
+ * Cursor pagination as in the e2b SDK: `hasNext`, `nextToken` (from the `X-Next-Token`
+ * answer header) and `nextItems()`.
+ */
+import { ApiClient } from './api-client.ts';
+import type { ConnectionOpts } from './config.ts';
+import { toSandboxInfo } from './sandbox-wire.ts';
+import type { SandboxInfo, SandboxListOpts } from './types.ts';
+import type { WireSandboxDetail } from './wire.ts';
+
+export abstract class Paginator<T> {
+  private _hasNext = true;
+  private _nextToken?: string;
+
+  constructor(nextToken?: string) {
+    this._nextToken = nextToken;
+  }
+
+  get hasNext(): boolean { return this._hasNext; }
+  get nextToken(): string | undefined { return this._nextToken; }
+
+  protected updatePagination(headers: Headers): void {
+    this._nextToken = headers.get('x-next-token') || undefined;
+    this._hasNext = !!this._nextToken;
+  }
+
+  /** The next page; throws when `hasNext` is false. */
+  abstract nextItems(): Promise<T[]>;
+}
+
+export class SandboxPaginator extends Paginator<SandboxInfo> {
+  private readonly opts: SandboxListOpts;
+
+  constructor(opts: SandboxListOpts = {}) {
+    super(opts.nextToken);
+    this.opts = opts;
+  }
+
+  async nextItems(): Promise<SandboxInfo[]> {
+    if (!this.hasNext) throw new Error('no more items to fetch');
+    const { query, limit, ...conn } = this.opts;
+    const api = new ApiClient(conn as ConnectionOpts);
+    const res = await api.request<WireSandboxDetail[]>('GET', '/v2/sandboxes', {
+      query: {
+        metadata: query?.metadata ? new URLSearchParams(query.metadata).toString() : undefined,
+        state: query?.state,
+        limit,
+        nextToken: this.nextToken,
+      },
+    });
+    this.updatePagination(res.headers);
+    return (res.data ?? []).map(toSandboxInfo);
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * Conversions between the SDK's sandbox options and results and the API's wire shapes.
+ */
+import { timeoutToSeconds } from './config.ts';
+import { InvalidArgumentError } from './errors.ts';
+import { buildNetwork } from './network.ts';
+import type { SandboxInfo, SandboxMetrics, SandboxOpts } from './types.ts';
+import type { WireNewSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount } from './wire.ts';
+
+export function buildCreateBody(template: string, opts: SandboxOpts = {}): WireNewSandbox {
+  const body: WireNewSandbox = { templateID: template };
+  if (opts.timeoutMs !== undefined) body.timeout = timeoutToSeconds(opts.timeoutMs);
+  if (opts.metadata) body.metadata = opts.metadata;
+  if (opts.envs) body.envVars = opts.envs;
+  if (opts.secure !== undefined) body.secure = opts.secure;
+  if (opts.allowInternetAccess !== undefined) body.allow_internet_access = opts.allowInternetAccess;
+  const network = buildNetwork(opts.network);
+  if (network) body.network = network;
+  if (opts.lifecycle) body.lifecycle = buildLifecycle(opts.lifecycle);
+  if (opts.volumeMounts) body.volumeMounts = buildVolumeMounts(opts.volumeMounts);
+  if (opts.cpuCount !== undefined) body.cpuCount = opts.cpuCount;
+  if (opts.memoryMB !== undefined) body.memoryMB = opts.memoryMB;
+  return body;
+}
+
+function buildLifecycle(l: NonNullable<SandboxOpts['lifecycle']>): WireNewSandbox['lifecycle'] {
+  if (l.onTimeout !== undefined && l.onTimeout !== 'kill' && l.onTimeout !== 'pause') {
+    throw new InvalidArgumentError(`lifecycle.onTimeout must be 'kill' or 'pause' (got ${JSON.stringify(l.onTimeout)})`);
+  }
+  if (l.autoResume && l.onTimeout !== 'pause') {
+    throw new InvalidArgumentError("lifecycle.autoResume can only be true when onTimeout is 'pause'");
+  }
+  const out: NonNullable<WireNewSandbox['lifecycle']> = {};
+  if (l.onTimeout !== undefined) out.onTimeout = l.onTimeout;
+  if (l.autoResume !== undefined) out.autoResume = l.autoResume;
+  return out;
+}
+
+function buildVolumeMounts(mounts: NonNullable<SandboxOpts['volumeMounts']>): WireVolumeMount[] {
+  const list: WireVolumeMount[] = Array.isArray(mounts)
+    ? mounts.map((m) => ({ name: m.name, path: m.path, ...(m.readOnly ? { readOnly: true } : {}) }))
+    : Object.entries(mounts).map(([path, target]) =>
+        typeof target === 'string'
+          ? { name: target, path }
+          : { name: target.name, path, ...(target.readOnly ? { readOnly: true } : {}) });
+  const seen = new Set<string>();
+  for (const m of list) {
+    if (!m.name) throw new InvalidArgumentError(`volume mount at ${m.path}: a volume name is required`);
+    if (!m.path.startsWith('/')) throw new InvalidArgumentError(`volume mount path must be absolute (got ${JSON.stringify(m.path)})`);
+    if (seen.has(m.name)) throw new InvalidArgumentError(`volume ${m.name} is mounted twice; a sandbox may attach a volume only once`);
+    seen.add(m.name);
+  }
+  return list;
+}
+
+export function toSandboxInfo(d: WireSandboxDetail): SandboxInfo {
+  const info: SandboxInfo = {
+    sandboxId: d.sandboxID,
+    templateId: d.templateID,
+    metadata: d.metadata ?? {},
+    startedAt: new Date(d.startedAt),
+    state: d.state,
+    cpuCount: d.cpuCount,
+    memoryMB: d.memoryMB,
+    envdVersion: d.envdVersion,
+    volumeMounts: d.volumeMounts ?? [],
+  };
+  if (d.alias) info.name = d.alias;
+  if (d.endAt) info.endAt = new Date(d.endAt);
+  if (d.diskSizeMB !== undefined) info.diskSizeMB = d.diskSizeMB;
+  if (d.allowInternetAccess !== undefined && d.allowInternetAccess !== null) info.allowInternetAccess = d.allowInternetAccess;
+  if (d.network) info.network = d.network;
+  if (d.lifecycle) info.lifecycle = { onTimeout: d.lifecycle.onTimeout, autoResume: d.lifecycle.autoResume };
+  if (d.domain) info.sandboxDomain = d.domain;
+  if (d.pauseKind) info.pauseKind = d.pauseKind;
+  if (d.timeout !== undefined) info.timeout = d.timeout;
+  return info;
+}
+
+export function toSandboxMetrics(m: WireSandboxMetric): SandboxMetrics {
+  return {
+    timestamp: new Date(m.timestamp),
+    cpuUsedPct: m.cpuUsedPct,
+    cpuCount: m.cpuCount,
+    memUsed: m.memUsed,
+    memTotal: m.memTotal,
+    memCache: m.memCache ?? 0,
+    diskUsed: m.diskUsed,
+    diskTotal: m.diskTotal,
+  };
+}

@@ -1,0 +1,316 @@
+/**
+ * The SDK's public data types and options, shaped like the e2b SDK's where one exists.
+ */
+import type { ConnectionOpts } from './config.ts';
+
+// ---------------------------------------------------------------- sandboxes
+
+/** An egress rule in svc's own form (SPEC "Egress rule"): first match wins, no match is denied. */
+export interface EgressRule {
+  name?: string;
+  match?: {
+    scheme?: 'http' | 'https';
+    port?: number;
+    sni?: string;
+    host?: string;
+    method?: string[];
+    path?: string;
+  };
+  action: {
+    allow: boolean;
+    audit?: 'none' | 'metadata' | 'full';
+    inject?: { header: string; format?: string; secret: string }[];
+  };
+}
+
+/** e2b's per-host rule: headers injected into matching outbound requests. */
+export interface SandboxNetworkRule {
+  transform?: { headers?: Record<string, string> };
+}
+
+/** Either svc's rule list or e2b's host → rules map (translated into inject rules). */
+export type SandboxNetworkRules = EgressRule[] | Record<string, SandboxNetworkRule[]> | Map<string, SandboxNetworkRule[]>;
+
+export interface SandboxNetworkSelectorContext {
+  /** '0.0.0.0/0' */
+  allTraffic: string;
+  /** Hosts that e2b-style `rules` name. */
+  rules: Map<string, SandboxNetworkRule[]>;
+}
+export type SandboxNetworkSelector = string[] | ((ctx: SandboxNetworkSelectorContext) => string[]);
+
+export interface SandboxNetworkOpts {
+  /** Layer-3/4 allow list: CIDRs, IPs or host names. */
+  allowOut?: SandboxNetworkSelector;
+  /** Layer-3/4 deny list. */
+  denyOut?: SandboxNetworkSelector;
+  /** false: every data-plane request must carry the sandbox's traffic access token. */
+  allowPublicTraffic?: boolean;
+  rules?: SandboxNetworkRules;
+}
+
+export interface SandboxLifecycle {
+  /** What happens at the idle timeout. Default 'kill'. */
+  onTimeout?: 'kill' | 'pause';
+  /** Resume a paused sandbox on the next request to it. Default false. */
+  autoResume?: boolean;
+}
+
+/** A mount target: a volume id or name, or `{name, readOnly}`. */
+export type VolumeMountTarget = string | { name: string; readOnly?: boolean };
+
+export interface SandboxOpts extends ConnectionOpts {
+  template?: string;
+  /** Idle timeout in milliseconds; NEVER_TIMEOUT (-1) never times out, 0 times out at once. */
+  timeoutMs?: number;
+  metadata?: Record<string, string>;
+  /** Environment variables of every process started in the sandbox. */
+  envs?: Record<string, string>;
+  /** Accepted for compatibility; every sandbox gets an envd access token. */
+  secure?: boolean;
+  allowInternetAccess?: boolean;
+  network?: SandboxNetworkOpts;
+  lifecycle?: SandboxLifecycle;
+  /** Mount path → volume (e2b's map form), or a list of `{name, path, readOnly}`. */
+  volumeMounts?: Record<string, VolumeMountTarget> | { name: string; path: string; readOnly?: boolean }[];
+  /** svc extensions: resources of the sandbox. */
+  cpuCount?: number;
+  memoryMB?: number;
+}
+
+export interface SandboxConnectOpts extends ConnectionOpts {
+  /**
+   * Omitted keeps the current timeout; NEVER_TIMEOUT never times out; N > 0 makes sure at
+   * least N ms remain. 0 and values below -1 are rejected by the server.
+   */
+  timeoutMs?: number;
+}
+
+export type SandboxApiOpts = Pick<ConnectionOpts, 'apiKey' | 'apiUrl' | 'headers' | 'requestTimeoutMs' | 'signal'>;
+
+export type SandboxState = 'running' | 'paused';
+
+export interface SandboxListOpts extends Omit<SandboxApiOpts, 'signal'> {
+  query?: {
+    metadata?: Record<string, string>;
+    state?: SandboxState[];
+  };
+  /** Page size. */
+  limit?: number;
+  nextToken?: string;
+}
+
+export interface SandboxInfo {
+  sandboxId: string;
+  templateId: string;
+  /** Template alias. */
+  name?: string;
+  metadata: Record<string, string>;
+  startedAt: Date;
+  /** Absent when the sandbox never times out. */
+  endAt?: Date;
+  state: SandboxState;
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB?: number;
+  envdVersion: string;
+  allowInternetAccess?: boolean;
+  network?: { allowOut?: string[]; denyOut?: string[]; allowPublicTraffic?: boolean; rules?: unknown };
+  lifecycle?: { onTimeout: 'kill' | 'pause'; autoResume: boolean };
+  volumeMounts: { name: string; path: string; readOnly?: boolean }[];
+  sandboxDomain?: string;
+  /** While paused: whether memory was kept ('freeze') or written out ('snapshot'). */
+  pauseKind?: 'freeze' | 'snapshot';
+  /** The idle timeout in seconds (-1: never). */
+  timeout?: number;
+}
+
+export interface SandboxMetrics {
+  timestamp: Date;
+  cpuUsedPct: number;
+  cpuCount: number;
+  memUsed: number;
+  memTotal: number;
+  memCache: number;
+  diskUsed: number;
+  diskTotal: number;
+}
+
+// ---------------------------------------------------------------- templates
+
+export type TemplateSource =
+  | { image: string }
+  | { ociLayout: string }
+  | { dockerArchive: string }
+  | { rootfsTar: string };
+
+export type TemplateCreateOpts = TemplateSource & {
+  alias?: string;
+  registryAuth?: { username: string; password: string };
+  /** Pull over plain HTTP. */
+  insecureRegistry?: boolean;
+  /** os/arch[/variant]; default the host's. */
+  platform?: string;
+  /** Bake the egress proxy's root CA into the image. Default true. */
+  withSvcCa?: boolean;
+  cpuCount?: number;
+  memoryMB?: number;
+  diskSizeMB?: number;
+};
+
+export interface TemplateBuildRef {
+  templateId: string;
+  jobId: string;
+  status: string;
+}
+
+export interface TemplateInfo {
+  templateId: string;
+  alias?: string;
+  status: 'building' | 'ready' | 'failed';
+  sourceImageRef?: string;
+  latestJobId?: string;
+  artifactId?: string;
+  createdAt: Date;
+  updatedAt?: Date;
+  imageInfo?: unknown;
+  cpuCount?: number;
+  memoryMB?: number;
+  diskSizeMB?: number;
+  withSvcCa?: boolean;
+  error?: string;
+}
+
+export type JobStatus = 'PENDING' | 'RUNNING' | 'BUILT' | 'FAILED';
+export type JobPhase = 'PULLING' | 'BUILDING' | 'UPLOADING' | 'DISTRIBUTING';
+
+export interface LayerProgress {
+  digest: string;
+  totalBytes?: number;
+  doneBytes: number;
+}
+
+export interface JobInfo {
+  jobId: string;
+  templateId: string;
+  kind: string;
+  status: JobStatus;
+  phase?: JobPhase;
+  error?: string;
+  progress: { layers: LayerProgress[]; message?: string };
+  createdAt: Date;
+  updatedAt?: Date;
+  finishedAt?: Date;
+}
+
+// ---------------------------------------------------------------- nodes
+
+export interface NodeInfo {
+  id: string;
+  labels: Record<string, string>;
+  /** Everything else the server reports, unchanged. */
+  [key: string]: unknown;
+}
+
+// ---------------------------------------------------------------- envd: commands and pty
+
+export type Username = string;
+
+export interface RequestOpts {
+  requestTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface CommandStartOpts extends RequestOpts {
+  background?: boolean;
+  cwd?: string;
+  user?: Username;
+  envs?: Record<string, string>;
+  onStdout?: (data: string) => void | Promise<void>;
+  onStderr?: (data: string) => void | Promise<void>;
+  /** Keep stdin open for `sendStdin`. Default false. */
+  stdin?: boolean;
+  /** Lifetime of the command's stream in milliseconds; 0 disables it. Default 60 000. */
+  timeoutMs?: number;
+}
+
+export type CommandConnectOpts = Pick<CommandStartOpts, 'onStdout' | 'onStderr' | 'timeoutMs'> & RequestOpts;
+
+export interface ProcessInfo {
+  pid: number;
+  tag?: string;
+  cmd: string;
+  args: string[];
+  envs: Record<string, string>;
+  cwd?: string;
+}
+
+export interface PtyCreateOpts extends RequestOpts {
+  cols: number;
+  rows: number;
+  onData: (data: Uint8Array) => void | Promise<void>;
+  timeoutMs?: number;
+  user?: Username;
+  envs?: Record<string, string>;
+  cwd?: string;
+}
+
+export type PtyConnectOpts = Pick<PtyCreateOpts, 'onData' | 'timeoutMs'> & RequestOpts;
+
+// ---------------------------------------------------------------- envd: filesystem
+
+export enum FileType {
+  FILE = 'file',
+  DIR = 'dir',
+  SYMLINK = 'symlink',
+}
+
+export interface WriteInfo {
+  name: string;
+  type?: FileType;
+  path: string;
+}
+
+export interface EntryInfo extends WriteInfo {
+  size: number;
+  mode: number;
+  permissions: string;
+  owner: string;
+  group: string;
+  modifiedTime?: Date;
+  symlinkTarget?: string;
+}
+
+export type WriteData = string | ArrayBuffer | Uint8Array | Blob | ReadableStream<Uint8Array>;
+export interface WriteEntry {
+  path: string;
+  data: WriteData;
+}
+
+export interface FilesystemRequestOpts extends RequestOpts {
+  user?: Username;
+}
+
+export interface FilesystemListOpts extends FilesystemRequestOpts {
+  depth?: number;
+}
+
+export enum FilesystemEventType {
+  CHMOD = 'chmod',
+  CREATE = 'create',
+  REMOVE = 'remove',
+  RENAME = 'rename',
+  WRITE = 'write',
+}
+
+export interface FilesystemEvent {
+  name: string;
+  type: FilesystemEventType;
+}
+
+export interface WatchOpts extends FilesystemRequestOpts {
+  /** Lifetime of the watch in milliseconds; 0 disables it. Default 60 000. */
+  timeoutMs?: number;
+  recursive?: boolean;
+  onExit?: (err?: Error) => void | Promise<void>;
+}

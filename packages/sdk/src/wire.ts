@@ -1,0 +1,158 @@
+/**
+ * What the API gateway sends and expects (docs/api.md): E2B's sandbox shapes plus the svc
+ * template and node routes. Only the SDK's mapping modules read these; the public types
+ * are in types.ts.
+ */
+
+export interface WireEgressRule {
+  name?: string;
+  match?: {
+    scheme?: 'http' | 'https';
+    port?: number;
+    sni?: string;
+    host?: string;
+    method?: string[];
+    path?: string;
+  };
+  action: {
+    allow: boolean;
+    audit?: 'none' | 'metadata' | 'full';
+    inject?: { header: string; format?: string; secret: string }[];
+  };
+}
+
+export interface WireNetwork {
+  allowOut?: string[];
+  denyOut?: string[];
+  allowPublicTraffic?: boolean;
+  rules?: WireEgressRule[];
+}
+
+export interface WireVolumeMount {
+  name: string;
+  path: string;
+  readOnly?: boolean;
+}
+
+export interface WireNewSandbox {
+  templateID: string;
+  timeout?: number;
+  metadata?: Record<string, string>;
+  envVars?: Record<string, string>;
+  secure?: boolean;
+  allow_internet_access?: boolean;
+  network?: WireNetwork;
+  lifecycle?: { onTimeout?: 'kill' | 'pause'; autoResume?: boolean };
+  volumeMounts?: WireVolumeMount[];
+  cpuCount?: number;
+  memoryMB?: number;
+}
+
+export interface WireSandbox {
+  sandboxID: string;
+  templateID: string;
+  alias?: string;
+  clientID?: string;
+  envdVersion: string;
+  envdAccessToken?: string | null;
+  trafficAccessToken?: string | null;
+  domain?: string | null;
+}
+
+export interface WireSandboxDetail {
+  sandboxID: string;
+  templateID: string;
+  alias?: string;
+  clientID?: string;
+  startedAt: string;
+  endAt?: string | null;
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB?: number;
+  metadata?: Record<string, string> | null;
+  state: 'running' | 'paused';
+  envdVersion: string;
+  envdAccessToken?: string | null;
+  domain?: string | null;
+  lifecycle?: { onTimeout: 'kill' | 'pause'; autoResume: boolean };
+  network?: WireNetwork & { rules?: unknown };
+  allowInternetAccess?: boolean | null;
+  volumeMounts?: WireVolumeMount[];
+  pauseKind?: 'freeze' | 'snapshot';
+  timeout?: number;
+}
+
+export interface WireSandboxMetric {
+  timestamp: string;
+  cpuCount: number;
+  cpuUsedPct: number;
+  memUsed: number;
+  memTotal: number;
+  memCache?: number;
+  diskUsed: number;
+  diskTotal: number;
+}
+
+export interface WireTemplateCreate {
+  image?: string;
+  oci_layout?: string;
+  docker_archive?: string;
+  rootfs_tar?: string;
+  alias?: string;
+  registry_auth?: { username: string; password: string };
+  insecure_registry?: boolean;
+  platform?: string;
+  with_svc_ca?: boolean;
+  cpu_count?: number;
+  memory_mb?: number;
+  disk_size_mb?: number;
+}
+
+export interface WireTemplateJobRef {
+  template_id: string;
+  job_id: string;
+  status: string;
+}
+
+export interface WireTemplateInfo {
+  template_id: string;
+  alias?: string | null;
+  status: 'building' | 'ready' | 'failed';
+  source_image_ref?: string | null;
+  latest_job_id?: string | null;
+  artifact_id?: string | null;
+  created_at: string;
+  updated_at?: string | null;
+  image_info?: unknown;
+  cpu_count?: number | null;
+  memory_mb?: number | null;
+  disk_size_mb?: number | null;
+  with_cube_ca?: boolean | null;
+  with_svc_ca?: boolean | null;
+  error?: string | null;
+}
+
+export interface WireJobInfo {
+  job_id: string;
+  template_id: string;
+  kind: string;
+  status: 'PENDING' | 'RUNNING' | 'BUILT' | 'FAILED';
+  phase?: 'PULLING' | 'BUILDING' | 'UPLOADING' | 'DISTRIBUTING' | null;
+  error?: string | null;
+  progress?: {
+    layers?: { digest: string; total_bytes?: number | null; done_bytes?: number | null }[];
+    message?: string | null;
+  } | null;
+  created_at: string;
+  updated_at?: string | null;
+  finished_at?: string | null;
+}
+
+/** Node records are not pinned down by docs/api.md; these are the fields the SDK reads. */
+export interface WireNode {
+  id?: string;
+  nodeID?: string;
+  nodeId?: string;
+  labels?: Record<string, string> | null;
+  [key: string]: unknown;
+}
