@@ -38,7 +38,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024 });
   const nodes = new NodeRegistry(db.kysely);
   const templates = await startTemplates(cfg, { app, db, nodes, coordination, logger });
-  const repo = new SandboxRepo(db.kysely);
+  const repo = new SandboxRepo(db.kysely, db.driver);
   const sandboxes = new SandboxService({
     cfg, repo, nodes, templates: templates.resolver, coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),

@@ -1,12 +1,13 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Database, SandboxRow } from '../db/schema.ts';
 import type { SandboxState } from '../internal-api.ts';
+import type { DbDriver } from '../db/connect.ts';
 
 export type Row = Selectable<SandboxRow>;
 
 /** Database access for t_svc_sandbox. State moves are compare-and-set on the current state. */
 export class SandboxRepo {
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(private readonly db: Kysely<Database>, private readonly driver: DbDriver) {}
 
   async insert(row: SandboxRow): Promise<void> {
     await this.db.insertInto('t_svc_sandbox').values(row).execute();
@@ -65,7 +66,9 @@ export class SandboxRepo {
   /** Resets the idle clock of running sandboxes: end_at = max(end_at, now + timeout). */
   async touch(ids: string[], now: number): Promise<void> {
     if (ids.length === 0) return;
-    const next = sql<number>`(${now} + timeout_sec * 1000)`;
+    // PostgreSQL would type `$1 + integer` as integer, which epoch milliseconds overflow.
+    const big = this.driver === 'mysql' ? sql`signed` : sql`bigint`;
+    const next = sql<number>`(cast(${now} as ${big}) + timeout_sec * 1000)`;
     await this.db.updateTable('t_svc_sandbox')
       .set({ end_at: sql`case when end_at < ${next} then ${next} else end_at end` })
       .where('sandbox_id', 'in', ids)

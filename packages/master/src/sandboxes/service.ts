@@ -25,6 +25,8 @@ export interface SandboxServiceDeps {
   coordination: Coordination;
   proxies: ProxyCachePurger;
   logger: Logger;
+  /** How long a DELETE waits for the node before answering 408 (default 30 s). */
+  deleteTimeoutMs?: number;
 }
 
 /** The sandbox state machine of SPEC "States and transitions", one lock per sandbox. */
@@ -123,12 +125,12 @@ export class SandboxService {
       }
       try {
         const client = await this.d.nodes.client(cur.node_id);
-        await client.deleteSandbox(id, DELETE_TIMEOUT_MS);
+        await client.deleteSandbox(id, this.d.deleteTimeoutMs ?? DELETE_TIMEOUT_MS);
       } catch (err) {
         const e = err as SvcError;
         if (e.status === 504) {
           await this.d.repo.transition(id, ['killing'], { state: cur.state });
-          throw new SvcError(408, `sandbox ${id} did not stop within ${DELETE_TIMEOUT_MS / 1000} s`);
+          throw new SvcError(408, `sandbox ${id} did not stop within ${(this.d.deleteTimeoutMs ?? DELETE_TIMEOUT_MS) / 1000} s`);
         }
         // 404: already gone on the node. Unreachable node: it removes orphans when it registers again.
         if (e.status !== 404) this.d.logger.warn({ sandboxId: id, err: e.message }, 'node delete failed; marking terminated');

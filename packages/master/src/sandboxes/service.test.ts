@@ -1,0 +1,289 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { defaultConfig, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
+import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/lifecycle/api';
+import { openDatabase } from '../db/connect.ts';
+import { migrate } from '../db/migrator.ts';
+import { availableTestDatabases } from '../db/test-databases.ts';
+import { migrations } from '../migrations/index.ts';
+import { NodeRegistry } from '../nodes/registry.ts';
+import { FakeNodeAgent } from '../testing/fake-node-agent.ts';
+import type { CreateSandboxInput } from '../api.ts';
+import { SandboxRepo } from './repo.ts';
+import { SandboxService } from './service.ts';
+import type { TemplateResolver } from './ports.ts';
+
+const templates: TemplateResolver = {
+  async resolveForCreate(ref) {
+    if (ref !== 'base' && ref !== 'tpl-base') throw notFound(`template ${ref} not found`, 130404);
+    return {
+      templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024,
+      artifact: { artifactId: 'art-1', sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
+    };
+  },
+  async idsFor(ref) { return ref === 'base' ? ['tpl-base'] : [ref]; },
+};
+
+function input(over: Partial<CreateSandboxInput> = {}): CreateSandboxInput {
+  return {
+    template: 'base', onTimeout: 'kill', autoResume: false, metadata: {}, envVars: {}, secure: false,
+    network: { allowOut: [], denyOut: [], allowPublicTraffic: true }, volumeMounts: [], ...over,
+  };
+}
+
+async function status(p: Promise<unknown>): Promise<{ status: number; code: number; message: string; headers: Record<string, string> }> {
+  try {
+    await p;
+  } catch (e) {
+    const x = e as SvcError;
+    return { status: x.status, code: x.code, message: x.message, headers: x.headers };
+  }
+  throw new Error('expected an error');
+}
+
+async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
+  const db = await openDatabase(dbCfg);
+  await migrate(db.kysely, db.driver, migrations);
+  const node = await new FakeNodeAgent().start();
+  const nodes = new NodeRegistry(db.kysely);
+  await nodes.register({
+    nodeId: 'n1', address: node.url, runtime: 'gvisor', pauseKinds: ['freeze'],
+    capacity: { cpuCount: 2, memoryMB: 8192 }, pausedResourceReleaseRatio: 0, version: 't',
+  });
+  const coordination = new MemoryCoordination();
+  const events: SandboxEvent[] = [];
+  coordination.subscribe(SANDBOX_EVENTS_TOPIC, (e) => events.push(e as SandboxEvent));
+  const cfg = defaultConfig('/tmp/svc-test');
+  cfg.master.create_timeout_insec = 1;
+  const purged: string[][] = [];
+  const svc = new SandboxService({
+    cfg, repo: new SandboxRepo(db.kysely, db.driver), nodes, templates, coordination, logger: silentLogger(),
+    proxies: { purge: async (ids) => { purged.push(ids); } }, deleteTimeoutMs: 300,
+  });
+  return { db, node, svc, events, coordination, cfg, purged, async close() { await node.close(); await db.close(); } };
+}
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+for (const tdb of availableTestDatabases()) {
+  test(`sandbox state machine on ${tdb.driver}`, { skip: tdb.skip }, async (t) => {
+    const made = await tdb.create!();
+    const h = await setup(made.config);
+    const { svc, node } = h;
+    try {
+      await t.test('none → running: create with a valid template; idle clock per the timeout table', async () => {
+        const before = Date.now();
+        const s = await svc.create(input({ timeout: 30, metadata: { app: 'a' } }));
+        assert.equal(s.state, 'running');
+        assert.equal(s.timeout, 30);
+        const endAt = Date.parse(s.endAt!);
+        assert.ok(endAt >= before + 30_000 && endAt <= Date.now() + 30_000);
+        const never = await svc.create(input());
+        assert.equal(never.endAt, undefined, 'no server default: never times out, endAt omitted');
+        const immediate = await svc.create(input({ timeout: 0 }));
+        assert.ok((await svc.due()).some((d) => d.sandboxId === immediate.sandboxId), '0: reclaimed on the first sweep');
+        await flush();
+        assert.ok(h.events.some((e) => e.kind === 'sandbox.created' && e.sandboxId === s.sandboxId));
+      });
+
+      await t.test('create: unknown template is 404 with code 130404', async () => {
+        const e = await status(svc.create(input({ template: 'nope' })));
+        assert.equal(e.status, 404);
+        assert.equal(e.code, 130404);
+      });
+
+      await t.test('create: a node failure is a clear 500 and nothing is left on the node', async () => {
+        node.behaviour.failCreate = true;
+        const e = await status(svc.create(input()));
+        node.behaviour.failCreate = false;
+        assert.equal(e.status, 500);
+        assert.match(e.message, /sandbox create failed/);
+      });
+
+      await t.test('create: past create_timeout_insec is a 504', async () => {
+        node.behaviour.createDelayMs = 3500;
+        const e = await status(svc.create(input()));
+        node.behaviour.createDelayMs = 0;
+        assert.equal(e.status, 504);
+        assert.match(e.message, /create_timeout_insec/);
+      });
+
+      await t.test('running → paused by pause(); a finite deadline is unchanged; pause again is 409', async () => {
+        const s = await svc.create(input({ timeout: 60 }));
+        const p = await svc.pause(s.sandboxId);
+        assert.equal(p.state, 'paused');
+        assert.equal(p.pauseKind, 'freeze');
+        assert.equal(p.endAt, s.endAt);
+        const e = await status(svc.pause(s.sandboxId));
+        assert.equal(e.status, 409);
+      });
+
+      await t.test('paused → running by connect(): 201 semantics (resumed) and the sandbox.resumed event', async () => {
+        const s = await svc.create(input({ timeout: 60 }));
+        await svc.pause(s.sandboxId);
+        const r = await svc.connect(s.sandboxId, undefined);
+        assert.equal(r.resumed, true);
+        assert.equal(r.sandbox.state, 'running');
+        await flush();
+        assert.ok(h.events.some((e) => e.kind === 'sandbox.resumed' && e.sandboxId === s.sandboxId));
+        const again = await svc.connect(s.sandboxId, 120);
+        assert.equal(again.resumed, false, 'running: 200 semantics');
+        assert.ok(Date.parse(again.sandbox.endAt!) >= Date.now() + 119_000, 'N>0 ensures at least N seconds remain');
+      });
+
+      await t.test('connect/resume invalid timeouts are 400', async () => {
+        const s = await svc.create(input());
+        assert.equal((await status(svc.connect(s.sandboxId, 0))).status, 400);
+        assert.equal((await status(svc.connect(s.sandboxId, -2))).status, 400);
+        await svc.pause(s.sandboxId);
+        assert.equal((await status(svc.resume(s.sandboxId, -2))).status, 400);
+        const r = await svc.resume(s.sandboxId, 0);
+        assert.equal(r.state, 'running');
+        assert.equal((await status(svc.resume(s.sandboxId, undefined))).status, 409, 'resume of a running sandbox');
+      });
+
+      await t.test('running → terminated by kill(); then 410 on reads and 404 on a second kill', async () => {
+        const s = await svc.create(input());
+        await svc.kill(s.sandboxId);
+        assert.ok(!node.sandboxes.has(s.sandboxId));
+        assert.equal((await status(svc.get(s.sandboxId))).status, 410);
+        assert.equal((await status(svc.connect(s.sandboxId, undefined))).status, 410);
+        assert.equal((await status(svc.kill(s.sandboxId))).status, 404);
+        assert.equal((await status(svc.kill('iunknown'))).status, 404);
+        const list = await svc.list({});
+        assert.ok(!list.sandboxes.some((x) => x.sandboxId === s.sandboxId), 'the sandbox leaves the list');
+      });
+
+      await t.test('paused → terminated by kill(): no resume, no sandbox.resumed, pause state removed', async () => {
+        const s = await svc.create(input());
+        await svc.pause(s.sandboxId);
+        const before = node.calls.length;
+        h.events.length = 0;
+        await svc.kill(s.sandboxId);
+        await flush();
+        assert.deepEqual(node.calls.slice(before), [`delete ${s.sandboxId}`]);
+        assert.ok(!h.events.some((e) => e.kind === 'sandbox.resumed'));
+        assert.ok(h.events.some((e) => e.kind === 'sandbox.killed'));
+      });
+
+      await t.test('DELETE while pausing or locked: 503 with Retry-After: 2', async () => {
+        const s = await svc.create(input());
+        node.behaviour.pauseDelayMs = 400;
+        const pausing = svc.pause(s.sandboxId);
+        await new Promise((r) => setTimeout(r, 100));
+        const e = await status(svc.kill(s.sandboxId));
+        assert.equal(e.status, 503);
+        assert.equal(e.headers['Retry-After'], '2');
+        await pausing;
+        node.behaviour.pauseDelayMs = 0;
+        await h.coordination.tryLock(`sbx:${s.sandboxId}`, 'someone-else', 5_000);
+        const locked = await status(svc.kill(s.sandboxId));
+        assert.equal(locked.status, 503);
+        assert.equal(locked.headers['Retry-After'], '2');
+        await h.coordination.unlock(`sbx:${s.sandboxId}`, 'someone-else');
+        await svc.kill(s.sandboxId);
+      });
+
+      await t.test('DELETE that the node does not finish in time: 408', async () => {
+        const s = await svc.create(input());
+        node.behaviour.deleteDelayMs = 1000;
+        const e = await status(svc.kill(s.sandboxId));
+        node.behaviour.deleteDelayMs = 0;
+        assert.equal(e.status, 408);
+        await new Promise((r) => setTimeout(r, 800));
+      });
+
+      await t.test('resume while another operation settles: 409', async () => {
+        const s = await svc.create(input());
+        await svc.pause(s.sandboxId);
+        await h.coordination.tryLock(`sbx:${s.sandboxId}`, 'other', 5_000);
+        assert.equal((await status(svc.connect(s.sandboxId, undefined))).status, 409);
+        await h.coordination.unlock(`sbx:${s.sandboxId}`, 'other');
+      });
+
+      await t.test('resume refused by the release-ratio policy: 409 code 130409 with the node text', async () => {
+        const s = await svc.create(input());
+        await svc.pause(s.sandboxId);
+        node.behaviour.refuseResume = 'resume rejected by paused_resource_release_ratio policy: need 256MB > quota 100MB';
+        const e = await status(svc.connect(s.sandboxId, undefined));
+        node.behaviour.refuseResume = undefined;
+        assert.equal(e.status, 409);
+        assert.equal(e.code, 130409);
+        assert.equal(e.message, 'resume rejected by paused_resource_release_ratio policy: need 256MB > quota 100MB');
+        assert.equal((await svc.get(s.sandboxId)).state, 'paused', 'stays paused');
+      });
+
+      await t.test('idle timeout: due list per on_timeout (running kill/pause, paused kill)', async () => {
+        const k = await svc.create(input({ timeout: 0, onTimeout: 'kill' }));
+        const p = await svc.create(input({ timeout: 0, onTimeout: 'pause' }));
+        const pk = await svc.create(input({ timeout: 0, onTimeout: 'kill' }));
+        await svc.pause(pk.sandboxId);
+        const pp = await svc.create(input({ timeout: 0, onTimeout: 'pause' }));
+        await svc.pause(pp.sandboxId);
+        const due = new Map((await svc.due()).map((d) => [d.sandboxId, d]));
+        assert.equal(due.get(k.sandboxId)?.onTimeout, 'kill');
+        assert.equal(due.get(p.sandboxId)?.onTimeout, 'pause');
+        assert.equal(due.get(pk.sandboxId)?.state, 'paused', 'a paused on_timeout=kill sandbox is still destroyed');
+        assert.ok(!due.has(pp.sandboxId), 'a paused on_timeout=pause sandbox stays paused');
+        await svc.kill(k.sandboxId, 'timeout');
+        assert.match((await status(svc.get(k.sandboxId))).message, /timed out/);
+      });
+
+      await t.test('activity resets the idle clock of running sandboxes only', async () => {
+        const s = await svc.create(input({ timeout: 2 }));
+        const first = Date.parse(s.endAt!);
+        await new Promise((r) => setTimeout(r, 50));
+        await svc.activity([s.sandboxId]);
+        assert.ok(Date.parse((await svc.get(s.sandboxId)).endAt!) > first);
+        await svc.pause(s.sandboxId);
+        const paused = (await svc.get(s.sandboxId)).endAt;
+        await svc.activity([s.sandboxId]);
+        assert.equal((await svc.get(s.sandboxId)).endAt, paused);
+      });
+
+      await t.test('set_timeout shortens; refresh extends; -1 never', async () => {
+        const s = await svc.create(input({ timeout: 600 }));
+        const short = await svc.setTimeout(s.sandboxId, 5);
+        assert.ok(Date.parse(short.endAt!) <= Date.now() + 5_000);
+        const refreshed = await svc.refresh(s.sandboxId, 100);
+        assert.ok(Date.parse(refreshed.endAt!) >= Date.now() + 99_000);
+        const never = await svc.setTimeout(s.sandboxId, -1);
+        assert.equal(never.endAt, undefined);
+        assert.equal((await status(svc.setTimeout(s.sandboxId, 'x'))).status, 400);
+      });
+
+      await t.test('list: state and metadata filters, limit and nextToken pagination', async () => {
+        const tag = `m${Date.now()}`;
+        const made: string[] = [];
+        for (let i = 0; i < 5; i++) made.push((await svc.create(input({ metadata: { tag, i: String(i) } }))).sandboxId);
+        await svc.pause(made[0]);
+        const filter = new URLSearchParams({ tag }).toString();
+        const page1 = await svc.list({ metadata: filter, limit: 2 });
+        assert.equal(page1.sandboxes.length, 2);
+        assert.ok(page1.nextToken);
+        const page2 = await svc.list({ metadata: filter, limit: 2, nextToken: page1.nextToken });
+        const page3 = await svc.list({ metadata: filter, limit: 2, nextToken: page2.nextToken });
+        const all = [...page1.sandboxes, ...page2.sandboxes, ...page3.sandboxes].map((s) => s.sandboxId);
+        assert.deepEqual(new Set(all), new Set(made));
+        assert.equal(page3.nextToken, undefined);
+        const paused = await svc.list({ metadata: filter, state: 'paused' });
+        assert.deepEqual(paused.sandboxes.map((s) => s.sandboxId), [made[0]]);
+        assert.equal((await status(svc.list({ state: 'bogus' }))).status, 400);
+        assert.equal((await status(svc.list({ limit: 0 }))).status, 400);
+        assert.equal((await status(svc.list({ nextToken: '!!' }))).status, 400);
+      });
+
+      await t.test('reconcile: a sandbox the node lost is terminated; one the master never knew is removed', async () => {
+        const s = await svc.create(input());
+        node.sandboxes.delete(s.sandboxId);
+        node.sandboxes.set('iorphan', { ...[...node.sandboxes.values()][0], sandboxId: 'iorphan' });
+        await svc.reconcileNode('n1');
+        assert.equal((await status(svc.get(s.sandboxId))).status, 410);
+        assert.ok(!node.sandboxes.has('iorphan'));
+      });
+    } finally {
+      await h.close();
+      await made.drop();
+    }
+  });
+}

@@ -1,0 +1,77 @@
+/**
+ * A node agent stand-in for the master's unit tests only: it implements the node-agent contract
+ * over HTTP with an in-memory table and lets a test script failures and delays. Whole-platform
+ * tests use the real node agent.
+ */
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { CreateSandboxOnNode, NodeSandbox } from '@svc/node-agent/api';
+
+export interface FakeNodeBehaviour {
+  createDelayMs: number;
+  deleteDelayMs: number;
+  pauseDelayMs: number;
+  failCreate: boolean;
+  /** When set, resume answers 409 with this message and code 130409. */
+  refuseResume?: string;
+}
+
+export class FakeNodeAgent {
+  readonly sandboxes = new Map<string, NodeSandbox>();
+  readonly calls: string[] = [];
+  readonly behaviour: FakeNodeBehaviour = { createDelayMs: 0, deleteDelayMs: 0, pauseDelayMs: 0, failCreate: false };
+  private app!: FastifyInstance;
+  url = '';
+  private ip = 2;
+
+  async start(): Promise<this> {
+    const app = Fastify();
+    const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    app.post<{ Body: CreateSandboxOnNode }>('/v1/sandboxes', async (req, reply) => {
+      this.calls.push(`create ${req.body.sandboxId}`);
+      await wait(this.behaviour.createDelayMs);
+      if (this.behaviour.failCreate) return reply.status(500).send({ code: 500, message: 'runsc failed' });
+      const s: NodeSandbox = {
+        sandboxId: req.body.sandboxId, templateId: req.body.templateId, state: 'running', address: `10.99.0.${this.ip++}`,
+        envdPort: 49983, envdVersion: '0.6.4', runtime: 'gvisor', cpuCount: req.body.cpuCount, memoryMB: req.body.memoryMB,
+        startedAt: new Date().toISOString(),
+      };
+      this.sandboxes.set(s.sandboxId, s);
+      return reply.status(201).send(s);
+    });
+    app.get('/v1/sandboxes', async () => [...this.sandboxes.values()]);
+    app.delete<{ Params: { id: string } }>('/v1/sandboxes/:id', async (req, reply) => {
+      this.calls.push(`delete ${req.params.id}`);
+      await wait(this.behaviour.deleteDelayMs);
+      if (!this.sandboxes.delete(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
+      return reply.status(204).send();
+    });
+    app.post<{ Params: { id: string } }>('/v1/sandboxes/:id/pause', async (req, reply) => {
+      this.calls.push(`pause ${req.params.id}`);
+      await wait(this.behaviour.pauseDelayMs);
+      const s = this.sandboxes.get(req.params.id);
+      if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
+      if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'already paused' });
+      s.state = 'paused';
+      s.pauseKind = 'freeze';
+      return s;
+    });
+    app.post<{ Params: { id: string } }>('/v1/sandboxes/:id/resume', async (req, reply) => {
+      this.calls.push(`resume ${req.params.id}`);
+      const s = this.sandboxes.get(req.params.id);
+      if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
+      if (this.behaviour.refuseResume) return reply.status(409).send({ code: 130409, message: this.behaviour.refuseResume });
+      s.state = 'running';
+      delete s.pauseKind;
+      return s;
+    });
+    app.get<{ Params: { id: string } }>('/v1/sandboxes/:id/metrics', async () => ({
+      timestampUnix: Math.floor(Date.now() / 1000), cpuCount: 1, cpuUsedPct: 1.5, memUsed: 1, memTotal: 2, memCache: 0, diskUsed: 1, diskTotal: 2,
+    }));
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    this.app = app;
+    this.url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    return this;
+  }
+
+  async close() { await this.app.close(); }
+}
