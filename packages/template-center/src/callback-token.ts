@@ -1,0 +1,22 @@
+import { timingSafeEqual, createHash } from 'node:crypto';
+
+export type TokenCheck = { ok: true } | { ok: false; status: 401 | 503; message: string };
+
+/**
+ * The template callback token check, identical on both ends (template center routes and the
+ * master's status callback): constant-time comparison, fail closed with 503 when no token is
+ * configured unless the explicit development opt-in `insecure` is set.
+ */
+export function verifyCallbackToken(header: string | string[] | undefined, configuredToken: string, insecure: boolean): TokenCheck {
+  if (!configuredToken) {
+    if (insecure) return { ok: true };
+    return { ok: false, status: 503, message: 'template callback token is not configured (set SVC_TEMPLATE_CALLBACK_TOKEN)' };
+  }
+  const presented = Array.isArray(header) ? header[0] : header;
+  if (!presented) return { ok: false, status: 401, message: 'missing X-Svc-Template-Callback-Token' };
+  // Hashing first gives equal-length inputs, so neither the length nor the content leaks through timing.
+  const a = createHash('sha256').update(presented).digest();
+  const b = createHash('sha256').update(configuredToken).digest();
+  if (!timingSafeEqual(a, b)) return { ok: false, status: 401, message: 'wrong X-Svc-Template-Callback-Token' };
+  return { ok: true };
+}

@@ -1,0 +1,26 @@
+import type { BuildSource } from '../api.ts';
+import { resolveDockerArchive } from './docker-archive-source.ts';
+import { resolveOciLayout } from './oci-layout-source.ts';
+import { resolveRegistryImage } from './registry-source.ts';
+import { ImageSourceError, type ResolvedImage } from './resolved-image.ts';
+import { resolveRootfsTar } from './rootfs-tar-source.ts';
+
+export function resolveSource(source: BuildSource, signal: AbortSignal): Promise<ResolvedImage> {
+  switch (source?.kind) {
+    case 'registry': return resolveRegistryImage(source, signal);
+    case 'oci-layout': return resolveOciLayout(source);
+    case 'docker-archive': return resolveDockerArchive(source);
+    case 'rootfs-tar': return resolveRootfsTar(source);
+    default: return Promise.reject(new ImageSourceError(`unknown build source kind ${JSON.stringify((source as { kind?: unknown })?.kind)}`));
+  }
+}
+
+/** A short human name for a source, for logs and the job's source_image_ref. */
+export function describeSource(source: BuildSource): string {
+  switch (source.kind) {
+    case 'registry': return source.ref;
+    case 'oci-layout': return `oci:${source.path}${source.ref ? `:${source.ref}` : ''}`;
+    case 'docker-archive': return `docker-archive:${source.path}`;
+    case 'rootfs-tar': return `rootfs-tar:${source.path}`;
+  }
+}

@@ -1,0 +1,18 @@
+import type { Readable } from 'node:stream';
+
+/** One layer of an image, wherever it comes from (registry, OCI layout, docker archive, tarball). */
+export interface LayerBlob {
+  /** Digest of the stored (usually compressed) bytes, verified while streaming when known. */
+  digest?: string;
+  /** Size of the stored bytes, when known. */
+  size?: number;
+  /** Digest of the uncompressed tar (config rootfs.diff_ids), verified when set. */
+  diffId?: string;
+  /** How the layer is named in progress and errors. */
+  label: string;
+  open(signal: AbortSignal): Promise<Readable>;
+}
+
+export class DigestMismatchError extends Error {}
+
+export const shortDigest = (d: string) => (d.startsWith('sha256:') ? `sha256:${d.slice(7, 19)}` : d);

@@ -1,0 +1,82 @@
+import { createHash } from 'node:crypto';
+import { PassThrough, type Readable } from 'node:stream';
+import { DigestMismatchError } from './layer-blob.ts';
+
+export interface FeedOptions {
+  expectedDigest?: string;
+  expectedSize?: number;
+  label: string;
+  onBytes?: (n: number) => void;
+}
+
+/**
+ * Copies `raw` into `feed` while hashing it. If the consumer of `feed` fails part way (a corrupt
+ * blob usually breaks the decompressor before its end), `stopFeeding` lets the copy continue as a
+ * drain so the digest can still be checked: "digest mismatch" is a better answer than "invalid
+ * gzip header" when the blob is not what the manifest promised.
+ */
+export class VerifiedFeed {
+  readonly feed = new PassThrough({ highWaterMark: 1024 * 1024 });
+  private feeding = true;
+  private wake: (() => void) | undefined;
+  readonly done: Promise<void>;
+
+  constructor(private readonly raw: Readable, private readonly opts: FeedOptions) {
+    this.done = this.pump();
+    this.done.catch(() => {});
+  }
+
+  stopFeeding(): void {
+    this.feeding = false;
+    this.wake?.();
+  }
+
+  private async pump(): Promise<void> {
+    const { expectedDigest, expectedSize, label } = this.opts;
+    const algo = expectedDigest?.split(':')[0];
+    const hash = algo === 'sha256' || algo === 'sha512' ? createHash(algo) : undefined;
+    let total = 0;
+    try {
+      for await (const chunk of this.raw as AsyncIterable<Buffer>) {
+        hash?.update(chunk);
+        total += chunk.length;
+        this.opts.onBytes?.(chunk.length);
+        if (expectedSize !== undefined && total > expectedSize) {
+          throw new DigestMismatchError(`layer ${label} is larger than its manifest says (${expectedSize} bytes): digest mismatch`);
+        }
+        if (this.feeding && !this.feed.destroyed && !this.feed.write(chunk)) await this.drained();
+      }
+    } catch (err) {
+      this.feed.destroy(err as Error);
+      throw err;
+    }
+    if (expectedSize !== undefined && total !== expectedSize) {
+      const e = new DigestMismatchError(`layer ${label} digest mismatch: got ${total} bytes, manifest says ${expectedSize}`);
+      this.feed.destroy(e);
+      throw e;
+    }
+    if (hash && expectedDigest) {
+      const got = `${algo}:${hash.digest('hex')}`;
+      if (got !== expectedDigest) {
+        const e = new DigestMismatchError(`layer ${label} digest mismatch: content hashes to ${got}`);
+        this.feed.destroy(e);
+        throw e;
+      }
+    }
+    this.feed.end();
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.feed.off('drain', done);
+        this.feed.off('close', done);
+        this.wake = undefined;
+        resolve();
+      };
+      this.wake = done;
+      this.feed.once('drain', done);
+      this.feed.once('close', done);
+    });
+  }
+}

@@ -1,0 +1,214 @@
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { MANIFEST_ACCEPT, MediaTypes } from '../image/oci-types.ts';
+import { parseChallenge, type AuthChallenge } from './challenge.ts';
+import { apiHost, type ImageReference } from './reference.ts';
+import { distributionErrorCode, RegistryError } from './registry-error.ts';
+
+export interface RegistryCredentials { username: string; password: string }
+
+export interface RegistryClientOptions {
+  auth?: RegistryCredentials;
+  /** Plain HTTP. */
+  insecure?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface FetchedManifest {
+  digest: string;
+  mediaType?: string;
+  body: Buffer;
+  doc: unknown;
+}
+
+const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+const RETRIES = 3;
+
+/**
+ * A client for one repository on an OCI distribution (v2) registry. It answers the registry's
+ * authentication challenge itself: Basic credentials, or the Bearer token flow (token endpoint
+ * from the challenge, anonymous or with Basic credentials), and re-authenticates once whenever a
+ * token expires in the middle of a pull.
+ */
+export class RegistryClient {
+  private readonly base: string;
+  private authorization: string | undefined;
+  readonly where: string;
+
+  constructor(readonly ref: ImageReference, private readonly opts: RegistryClientOptions = {}) {
+    this.base = `${opts.insecure ? 'http' : 'https'}://${apiHost(ref.registry)}/v2/${ref.repository}`;
+    this.where = `${ref.registry}/${ref.repository}`;
+  }
+
+  async manifest(reference: string): Promise<FetchedManifest> {
+    const res = await this.request(`/manifests/${reference}`, { accept: MANIFEST_ACCEPT });
+    if (!res.ok) throw await this.manifestError(res, reference);
+    const body = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference}`);
+    const digest = `sha256:${createHash('sha256').update(body).digest('hex')}`;
+    if (reference.startsWith('sha256:') && reference !== digest) {
+      throw new RegistryError(`manifest ${reference} from ${this.where} digest mismatch: content hashes to ${digest}`);
+    }
+    let doc: unknown;
+    try { doc = JSON.parse(body.toString('utf8')); } catch { throw new RegistryError(`manifest ${reference} from ${this.where} is not valid JSON`); }
+    const mediaType = (doc as { mediaType?: string }).mediaType || res.headers.get('content-type')?.split(';')[0] || undefined;
+    if (mediaType === MediaTypes.dockerSchema1 || mediaType === MediaTypes.dockerSchema1Signed || (doc as { schemaVersion?: number }).schemaVersion === 1) {
+      throw new RegistryError(`${this.where}:${reference} uses the Docker schema 1 manifest format, which is not supported; push it again with a current client`);
+    }
+    return { digest, mediaType, body, doc };
+  }
+
+  /** Small blob (image config) read whole and verified. */
+  async blobBytes(digest: string, maxBytes = 16 * 1024 * 1024): Promise<Buffer> {
+    const res = await this.blob(digest);
+    const body = await readLimited(res, maxBytes, `blob ${digest}`);
+    const got = `sha256:${createHash('sha256').update(body).digest('hex')}`;
+    if (got !== digest) throw new RegistryError(`config ${digest} from ${this.where} digest mismatch: content hashes to ${got}`);
+    return body;
+  }
+
+  /** A blob's response body as a stream (not verified here: the caller hashes while it streams). */
+  async blobStream(digest: string): Promise<Readable> {
+    const res = await this.blob(digest);
+    if (!res.body) throw new RegistryError(`blob ${digest} from ${this.where}: empty response`);
+    return Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>, { highWaterMark: 1024 * 1024 });
+  }
+
+  private async blob(digest: string): Promise<Response> {
+    for (let attempt = 1; ; attempt++) {
+      const res = await this.request(`/blobs/${digest}`, {});
+      if (res.ok) return res;
+      const text = await res.text().catch(() => '');
+      if (res.status === 404) throw new RegistryError(`blob unknown: layer ${digest} is missing from ${this.where}`, 404);
+      if (res.status >= 500 && attempt < RETRIES) { await sleep(500 * attempt, this.opts.signal); continue; }
+      throw this.statusError(res.status, text, `blob ${digest}`);
+    }
+  }
+
+  private async request(path: string, h: { accept?: string }): Promise<Response> {
+    let reauthenticated = false;
+    for (let attempt = 1; ; attempt++) {
+      const headers: Record<string, string> = {};
+      if (h.accept) headers.accept = h.accept;
+      if (this.authorization) headers.authorization = this.authorization;
+      let res: Response;
+      try {
+        res = await fetch(this.base + path, { headers, signal: this.opts.signal, redirect: 'follow' });
+      } catch (err) {
+        if (this.opts.signal?.aborted) throw this.opts.signal.reason ?? err;
+        if (attempt < RETRIES) { await sleep(500 * attempt, this.opts.signal); continue; }
+        throw this.networkError(err as Error);
+      }
+      if (res.status !== 401 || reauthenticated) {
+        if (res.status === 401) {
+          await res.body?.cancel();
+          throw this.unauthorized();
+        }
+        return res;
+      }
+      const challenge = parseChallenge(res.headers.get('www-authenticate'));
+      await res.body?.cancel();
+      await this.authenticate(challenge);
+      reauthenticated = true;
+      attempt = 0;
+    }
+  }
+
+  private async authenticate(ch: AuthChallenge | null): Promise<void> {
+    const creds = this.opts.auth;
+    if (!ch) throw new RegistryError(`unauthorized: ${this.ref.registry} refused the request without saying how to authenticate`, 401);
+    if (ch.scheme === 'basic') {
+      if (!creds) throw this.unauthorized();
+      this.authorization = basicAuth(creds);
+      return;
+    }
+    if (ch.scheme !== 'bearer' || !ch.params.realm) {
+      throw new RegistryError(`unauthorized: ${this.ref.registry} asks for unsupported authentication "${ch.scheme}"`, 401);
+    }
+    const url = new URL(ch.params.realm);
+    if (ch.params.service) url.searchParams.set('service', ch.params.service);
+    url.searchParams.set('scope', ch.params.scope || `repository:${this.ref.repository}:pull`);
+    const headers: Record<string, string> = creds ? { authorization: basicAuth(creds) } : {};
+    let res: Response;
+    try {
+      res = await fetch(url, { headers, signal: this.opts.signal });
+    } catch (err) {
+      if (this.opts.signal?.aborted) throw this.opts.signal.reason ?? err;
+      throw new RegistryError(`cannot reach the token service ${url.origin} of ${this.ref.registry}: ${causeOf(err as Error)}`, undefined, true);
+    }
+    const text = await res.text();
+    if (res.status === 401 || res.status === 403) {
+      throw new RegistryError(creds
+        ? `unauthorized: wrong credentials for registry ${this.ref.registry} (token service refused user "${creds.username}")`
+        : `unauthorized: registry ${this.ref.registry} requires credentials to pull ${this.ref.repository}`, 401);
+    }
+    if (!res.ok) throw new RegistryError(`token service ${url.origin} of ${this.ref.registry} answered ${res.status}: ${text.slice(0, 200)}`, res.status, res.status >= 500);
+    let token: string | undefined;
+    try {
+      const doc = JSON.parse(text) as { token?: string; access_token?: string };
+      token = doc.token || doc.access_token;
+    } catch { /* handled below */ }
+    if (!token) throw new RegistryError(`token service ${url.origin} of ${this.ref.registry} returned no token`);
+    this.authorization = `Bearer ${token}`;
+  }
+
+  private unauthorized(): RegistryError {
+    const creds = this.opts.auth;
+    return new RegistryError(creds
+      ? `unauthorized: wrong credentials for registry ${this.ref.registry} (user "${creds.username}" cannot pull ${this.ref.repository})`
+      : `unauthorized: registry ${this.ref.registry} requires credentials to pull ${this.ref.repository}`, 401);
+  }
+
+  private async manifestError(res: Response, reference: string): Promise<RegistryError> {
+    const text = await res.text().catch(() => '');
+    if (res.status === 404) {
+      const { code } = distributionErrorCode(text);
+      if (code === 'NAME_UNKNOWN') return new RegistryError(`name unknown: repository ${this.where} not found`, 404);
+      const what = reference.startsWith('sha256:') ? `digest ${reference}` : `tag '${reference}'`;
+      return new RegistryError(`manifest unknown: ${what} not found in ${this.where}`, 404);
+    }
+    return this.statusError(res.status, text, `manifest ${reference}`);
+  }
+
+  private statusError(status: number, text: string, what: string): RegistryError {
+    const { code, message } = distributionErrorCode(text);
+    const detail = message || text.slice(0, 200) || `HTTP ${status}`;
+    if (status === 403) return new RegistryError(`denied: ${this.where} refused ${what}: ${detail}`, 403);
+    if (status === 429) return new RegistryError(`toomanyrequests: ${this.ref.registry} is rate limiting pulls; try again later`, 429, true);
+    return new RegistryError(`${code ? `${code.toLowerCase()}: ` : ''}${this.where} answered ${status} for ${what}: ${detail}`, status, status >= 500);
+  }
+
+  private networkError(err: Error): RegistryError {
+    const cause = causeOf(err);
+    const hint = !this.opts.insecure && /wrong version number|EPROTO|packet length too long/i.test(cause)
+      ? ' (it looks like a plain-HTTP registry: set insecure)'
+      : '';
+    return new RegistryError(`cannot reach registry ${this.ref.registry}: ${cause}${hint}`, undefined, true);
+  }
+}
+
+function basicAuth(c: RegistryCredentials): string {
+  return `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
+}
+
+function causeOf(err: Error): string {
+  const c = err.cause as (Error & { code?: string }) | undefined;
+  return c ? (c.code ? `${c.code} ${c.message}` : c.message) : err.message;
+}
+
+async function readLimited(res: Response, max: number, what: string): Promise<Buffer> {
+  const len = Number(res.headers.get('content-length') ?? '0');
+  if (len > max) throw new RegistryError(`${what} is too large (${len} bytes)`);
+  const buf = Buffer.from(await res.arrayBuffer());
+  if (buf.length > max) throw new RegistryError(`${what} is too large (${buf.length} bytes)`);
+  return buf;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = () => { clearTimeout(t); reject(signal!.reason); };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
