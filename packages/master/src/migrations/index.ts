@@ -1,5 +1,6 @@
 import type { Migration } from '../db/migrator.ts';
 import { migration as m20261122100000 } from './20261122100000_sandboxes_and_nodes.ts';
+import { migration as m20261122110000 } from './20261122110000_templates.ts';
 
 /** Every migration the master knows; order here does not matter, names decide. */
-export const migrations: Migration[] = [m20261122100000];
+export const migrations: Migration[] = [m20261122100000, m20261122110000];
