@@ -6,7 +6,7 @@
  *   POST /internal/v1/proxies/heartbeat    → 204 (body ProxyAnnouncement)
  * Events it consumes from the coordination bus: topic `sandbox.events` (SandboxEvent).
  */
-import { JsonClient } from '@svc/common';
+import { JsonClient, parseListen } from '@svc/common';
 import type { SandboxRoute } from '@svc/master/internal-api';
 
 export interface LifecycleHealth {
@@ -22,9 +22,19 @@ export interface ProxyAnnouncement {
   adminUrl: string;
 }
 
-/** Key prefix under which announced proxies are kept in the coordination store (value: adminUrl). */
+/**
+ * Announced proxies in the coordination kv (Coordination has no key listing, hence an index):
+ *   `proxy:<proxyId>` → the proxy's adminUrl, with a TTL of PROXY_TTL_MS, refreshed by each heartbeat;
+ *                       a proxy that stops announcing drops out when it expires.
+ *   `proxies`         → JSON array of proxyIds, no TTL. Read-modify-written under the lock
+ *                       PROXY_INDEX_LOCK; ids whose `proxy:<id>` entry expired are pruned on each
+ *                       rewrite and skipped when listing. An id lost to a racing writer comes back
+ *                       with that proxy's next heartbeat.
+ */
 export const PROXY_KV_PREFIX = 'proxy:';
 export const PROXY_INDEX_KEY = 'proxies';
+export const PROXY_INDEX_LOCK = 'lc:proxy-index';
+export const PROXY_TTL_MS = 15_000;
 
 export const SANDBOX_EVENTS_TOPIC = 'sandbox.events';
 export type SandboxEventKind = 'sandbox.created' | 'sandbox.paused' | 'sandbox.resumed' | 'sandbox.killed';
@@ -33,6 +43,23 @@ export interface SandboxEvent {
   sandboxId: string;
   at: string;
   reason?: string;
+}
+
+/** Replica i listens on `lifecycle.listen` with the port plus i (port 0: every replica picks a free port). */
+export function lifecycleReplicaListen(listen: string, index: number): { host: string; port: number } {
+  const { host, port } = parseListen(listen);
+  return { host, port: port === 0 ? 0 : port + index };
+}
+
+/** Base URLs of all configured replicas, as the data-plane proxy calls them. */
+export function lifecycleReplicaUrls(lc: { listen: string; replicas: number }): string[] {
+  const urls: string[] = [];
+  for (let i = 0; i < lc.replicas; i++) {
+    const { host, port } = lifecycleReplicaListen(lc.listen, i);
+    const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    urls.push(`http://${h}:${port}`);
+  }
+  return urls;
 }
 
 export class LifecycleClient {

@@ -1,0 +1,111 @@
+import type { AddressInfo } from 'node:net';
+import { SvcError, badRequest, createHttpApp, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import type { MasterInternalClient } from '@svc/master/internal-api';
+import { lifecycleReplicaListen, type LifecycleHealth, type ProxyAnnouncement } from './api.ts';
+import { consumeSandboxEvents } from './event-consumer.ts';
+import { LeaderElection } from './leader-election.ts';
+import { ProxyRegistry } from './proxy-registry.ts';
+import { ResumeCoordinator } from './resume-coordinator.ts';
+import { Sweeper } from './sweeper.ts';
+
+export interface LifecycleTuning {
+  /** Longest POST /internal/resume takes before answering 503 (below the proxy's own wait). */
+  resumeTimeoutMs: number;
+  resumePollMs: number;
+  /** TTL of per-sandbox locks (renewed while held); default: lifecycle.lease_ttl_ms. */
+  lockTtlMs?: number;
+  sweepConcurrency: number;
+}
+
+export const DEFAULT_LIFECYCLE_TUNING: LifecycleTuning = { resumeTimeoutMs: 25_000, resumePollMs: 100, sweepConcurrency: 4 };
+
+export interface LifecycleDeps {
+  logger: Logger;
+  master: MasterInternalClient;
+  coordination: Coordination;
+  /** 0-based; replica i listens on lifecycle.listen's port + i. */
+  replicaIndex: number;
+  /** Sent as X-Svc-Admin-Token when purging proxy caches (svcproxy.admin_token). */
+  proxyAdminToken: string;
+  tuning?: Partial<LifecycleTuning>;
+}
+
+export interface RunningLifecycle {
+  replicaId: string;
+  url: string;
+  isLeader(): boolean;
+  close(): Promise<void>;
+}
+
+export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: LifecycleDeps): Promise<RunningLifecycle> {
+  const tuning = { ...DEFAULT_LIFECYCLE_TUNING, ...deps.tuning };
+  const lc = cfg.lifecycle;
+  const replicaId = `lifecycle-${deps.replicaIndex}-${randomId(6)}`;
+  const logger = deps.logger.child({ replicaId });
+  const lockTtlMs = tuning.lockTtlMs ?? lc.lease_ttl_ms;
+  const startedAt = Date.now();
+  const warmupMs = lc.warmup_sec * 1000;
+
+  const election = new LeaderElection(deps.coordination, replicaId, lc.lease_ttl_ms, logger);
+  // No pause or kill right after start or after taking over: idle clocks may not yet have
+  // seen the activity that proxies are about to report.
+  const warmingUp = () => {
+    const now = Date.now();
+    return now < startedAt + warmupMs || now < election.leaderSince() + warmupMs;
+  };
+  const registry = new ProxyRegistry(deps.coordination, replicaId, deps.proxyAdminToken, logger);
+  const purgeProxies = (id: string) => { void registry.purgeEverywhere([id]); };
+  const resumer = new ResumeCoordinator(deps.master, deps.coordination, replicaId,
+    { timeoutMs: tuning.resumeTimeoutMs, pollMs: tuning.resumePollMs, lockTtlMs }, logger, purgeProxies);
+  const sweeper = new Sweeper({
+    master: deps.master, coord: deps.coordination, replicaId, logger, lockTtlMs,
+    concurrency: tuning.sweepConcurrency,
+    mayAct: () => election.isLeader() && !warmingUp(),
+    afterAction: purgeProxies,
+  });
+  const events = consumeSandboxEvents({ coord: deps.coordination, logger, isLeader: () => election.isLeader(), purgeProxies });
+
+  const app = createHttpApp({ logger });
+  app.get('/health', async (): Promise<LifecycleHealth> => ({ ok: true, replicaId, leader: election.isLeader(), warmingUp: warmingUp() }));
+  app.post<{ Body: { sandboxId?: unknown } }>('/internal/resume', async (req) => {
+    const id = req.body?.sandboxId;
+    if (typeof id !== 'string' || id === '') throw badRequest('sandboxId is required');
+    return resumer.resume(id);
+  });
+  app.post<{ Body: ProxyAnnouncement }>('/internal/v1/proxies/heartbeat', async (req, reply) => {
+    await registry.record(req.body);
+    return reply.status(204).send();
+  });
+
+  const { host, port } = lifecycleReplicaListen(lc.listen, deps.replicaIndex);
+  await app.listen({ host, port });
+  const bound = (app.server.address() as AddressInfo).port;
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`;
+
+  election.start();
+  let stopped = false;
+  let sweeping: Promise<unknown> = Promise.resolve();
+  let sweepTimer: NodeJS.Timeout | undefined;
+  const sweepLoop = () => {
+    if (stopped) return;
+    sweeping = (election.isLeader() && !warmingUp() ? sweeper.sweepOnce() : Promise.resolve())
+      .catch((err) => logger.warn({ err: (err as SvcError).message }, 'idle sweep failed'))
+      .finally(() => { if (!stopped) sweepTimer = setTimeout(sweepLoop, lc.sweep_interval_ms); });
+  };
+  sweepTimer = setTimeout(sweepLoop, lc.sweep_interval_ms);
+  logger.info({ url, warmupSec: lc.warmup_sec }, 'lifecycle manager listening');
+
+  return {
+    replicaId,
+    url,
+    isLeader: () => election.isLeader(),
+    async close() {
+      stopped = true;
+      clearTimeout(sweepTimer);
+      events.close();
+      await app.close();
+      await sweeping;
+      await election.close();
+    },
+  };
+}

@@ -1,0 +1,92 @@
+import { badRequest, type Coordination, type Logger } from '@svc/common';
+import { ProxyAdminClient } from '@svc/proxy/api';
+import { PROXY_INDEX_KEY, PROXY_INDEX_LOCK, PROXY_KV_PREFIX, PROXY_TTL_MS, type ProxyAnnouncement } from './api.ts';
+
+const PROXY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The data-plane proxies that announced themselves, kept in the coordination kv (layout in
+ * api.ts) so every replica sees every proxy, and the cache purge sent to all of them.
+ */
+export class ProxyRegistry {
+  private readonly clients = new Map<string, ProxyAdminClient>();
+
+  constructor(
+    private readonly coord: Coordination,
+    private readonly holder: string,
+    private readonly adminToken: string,
+    private readonly logger: Logger,
+    private readonly ttlMs = PROXY_TTL_MS,
+  ) {}
+
+  async record(a: ProxyAnnouncement): Promise<void> {
+    if (typeof a?.proxyId !== 'string' || !PROXY_ID.test(a.proxyId)) throw badRequest('proxyId must be 1-128 characters of [A-Za-z0-9._:-]');
+    if (typeof a.adminUrl !== 'string' || !/^https?:\/\/[^\s/]+/.test(a.adminUrl)) throw badRequest('adminUrl must be an http(s) URL');
+    await this.coord.kvSet(PROXY_KV_PREFIX + a.proxyId, a.adminUrl, this.ttlMs);
+    const index = await this.readIndex();
+    if (!index.includes(a.proxyId)) await this.rewriteIndex((ids) => [...ids, a.proxyId]);
+  }
+
+  async list(): Promise<ProxyAnnouncement[]> {
+    const ids = await this.readIndex();
+    const urls = await Promise.all(ids.map((id) => this.coord.kvGet(PROXY_KV_PREFIX + id)));
+    const out: ProxyAnnouncement[] = [];
+    ids.forEach((proxyId, i) => { if (urls[i]) out.push({ proxyId, adminUrl: urls[i]! }); });
+    return out;
+  }
+
+  /** Purges the sandboxes from every live proxy's backend cache. Best effort; never throws. */
+  async purgeEverywhere(sandboxIds: string[]): Promise<void> {
+    let proxies: ProxyAnnouncement[];
+    try {
+      proxies = await this.list();
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'could not list proxies for a cache purge');
+      return;
+    }
+    await Promise.all(proxies.map(async (p) => {
+      try {
+        await this.client(p.adminUrl).purge(sandboxIds);
+      } catch (err) {
+        this.logger.warn({ proxyId: p.proxyId, sandboxIds, err: (err as Error).message }, 'proxy cache purge failed');
+      }
+    }));
+  }
+
+  private client(adminUrl: string): ProxyAdminClient {
+    let c = this.clients.get(adminUrl);
+    if (!c) { c = new ProxyAdminClient(adminUrl, this.adminToken); this.clients.set(adminUrl, c); }
+    return c;
+  }
+
+  private async readIndex(): Promise<string[]> {
+    const raw = await this.coord.kvGet(PROXY_INDEX_KEY);
+    if (!raw) return [];
+    try {
+      const v = JSON.parse(raw) as unknown;
+      return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+    } catch {
+      return [];
+    }
+  }
+
+  /** Read-modify-write of the index under its lock, dropping ids whose entry has expired. */
+  private async rewriteIndex(change: (ids: string[]) => string[]): Promise<void> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      if (await this.coord.tryLock(PROXY_INDEX_LOCK, this.holder, 2_000)) {
+        try {
+          const ids = change(await this.readIndex());
+          const alive = await Promise.all(ids.map((id) => this.coord.kvGet(PROXY_KV_PREFIX + id)));
+          const kept = [...new Set(ids.filter((_, i) => alive[i] !== null))];
+          await this.coord.kvSet(PROXY_INDEX_KEY, JSON.stringify(kept));
+        } finally {
+          await this.coord.unlock(PROXY_INDEX_LOCK, this.holder).catch(() => {});
+        }
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 25 + Math.random() * 50));
+    }
+    // The next heartbeat of this proxy tries again.
+    this.logger.warn('proxy index busy; announcement recorded without indexing');
+  }
+}

@@ -1,0 +1,46 @@
+import type { FastifyInstance } from 'fastify';
+import { createHttpApp, forbidden, type Logger } from '@svc/common';
+import { ADMIN_TOKEN_HEADER, type ProxyHealth } from './api.ts';
+import { sameSecret } from './traffic-token.ts';
+
+export interface AdminHandlers {
+  proxyId: string;
+  adminToken: string;
+  heartbeatLastPushedMs(): number;
+  cachedBackends(): number;
+  purge(sandboxIds: string[] | undefined): number;
+}
+
+/** The admin API on its own port (8082 by default): health and backend-cache purge. */
+export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstance {
+  const app = createHttpApp({ logger });
+
+  app.get('/admin/healthz', async (): Promise<ProxyHealth> => ({
+    ok: true,
+    proxyId: h.proxyId,
+    heartbeat_last_pushed_ms: h.heartbeatLastPushedMs(),
+    cachedBackends: h.cachedBackends(),
+  }));
+
+  app.post('/admin/backend_cache/delete', async (req, reply) => {
+    const presented = req.headers[ADMIN_TOKEN_HEADER];
+    if (!adminTokenAccepted(h.adminToken, typeof presented === 'string' ? presented : undefined)) {
+      throw forbidden('admin token mismatch: X-Svc-Admin-Token must equal the proxy\'s $svc_admin_token');
+    }
+    const body = (req.body ?? {}) as { sandboxIds?: unknown };
+    const ids = Array.isArray(body.sandboxIds) ? body.sandboxIds.filter((x): x is string => typeof x === 'string') : undefined;
+    const purged = h.purge(ids);
+    logger.debug({ purged, sandboxIds: ids }, 'backend cache purged');
+    return reply.status(204).send();
+  });
+
+  return app;
+}
+
+/** Both unset: allowed (development). Set on only one side, or different: refused. */
+export function adminTokenAccepted(configured: string, presented: string | undefined): boolean {
+  const have = presented ?? '';
+  if (configured === '' && have === '') return true;
+  if (configured === '' || have === '') return false;
+  return sameSecret(configured, have);
+}

@@ -1,0 +1,195 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Agent, request } from 'node:http';
+import { connect } from 'node:net';
+import WebSocket from 'ws';
+import { call, sandboxHost } from './testing/client.ts';
+import { startPlatform, Upstream, type Platform } from './testing/harness.ts';
+
+let p: Platform;
+let up: Upstream;
+let other: Upstream;
+
+before(async () => {
+  p = await startPlatform();
+  up = new Upstream('sbx-a');
+  other = new Upstream('sbx-b');
+  await up.listen();
+  await other.listen();
+  p.master.add({ sandboxId: 'sbxa', envdPort: up.port });
+  p.master.add({ sandboxId: 'sbxb', envdPort: other.port });
+});
+after(async () => {
+  await p.close();
+  await up.close();
+  await other.close();
+});
+
+test('routes by Host <port>-<sandboxID>.<domain>, the Host port ignored', async () => {
+  const r = await call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'sbxa'), path: '/echo?x=1' });
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.json(), { upstream: 'sbx-a', method: 'GET', url: '/echo?x=1', body: '' });
+  const r2 = await call(p.proxy.httpUrl, { host: `${other.port}-sbxb.example.com`, path: '/' });
+  assert.equal(r2.json().upstream, 'sbx-b');
+});
+
+test('routes by the E2b-Sandbox-Id / E2b-Sandbox-Port headers the e2b SDK sends', async () => {
+  const r = await call(p.proxy.httpUrl, { host: 'localhost:3002', path: '/h', headers: { 'E2b-Sandbox-Id': 'sbxb', 'E2b-Sandbox-Port': String(other.port) } });
+  assert.equal(r.status, 200);
+  assert.equal(r.json().upstream, 'sbx-b');
+  // Without a port header the sandbox's envd port is used.
+  const r2 = await call(p.proxy.httpUrl, { host: 'localhost:3002', path: '/h', headers: { 'E2b-Sandbox-Id': 'sbxa' } });
+  assert.equal(r2.json().upstream, 'sbx-a');
+});
+
+test('a request naming no sandbox is 400 and an unknown sandbox 404, both {code, message}', async () => {
+  const r = await call(p.proxy.httpUrl, { host: 'localhost:3002' });
+  assert.equal(r.status, 400);
+  assert.equal(r.json().code, 400);
+  assert.match(r.json<{ message: string }>().message, /E2b-Sandbox-Id/);
+  const r2 = await call(p.proxy.httpUrl, { host: sandboxHost(49983, 'nosuch') });
+  assert.equal(r2.status, 404);
+  assert.deepEqual(r2.json(), { code: 404, message: 'sandbox nosuch not found' });
+  assert.equal(Object.keys(r2.headers).some((h) => /retcode/i.test(h)), false);
+});
+
+test('a sandbox port with nothing listening is 502', async () => {
+  const closed = new Upstream();
+  const port = await closed.listen();
+  await closed.close();
+  const r = await call(p.proxy.httpUrl, { host: sandboxHost(port, 'sbxa') });
+  assert.equal(r.status, 502);
+  assert.match(r.json<{ message: string }>().message, new RegExp(`nothing listens on port ${port}`));
+});
+
+test('adds X-Forwarded-*, drops hop-by-hop headers, keeps the rest', async () => {
+  up.requests.length = 0;
+  const r = await call(p.proxy.httpUrl, {
+    host: sandboxHost(up.port, 'sbxa'), path: '/hdr',
+    headers: { 'X-Forwarded-For': '10.1.1.1', 'Proxy-Authorization': 'Basic x', 'X-Custom': 'kept', Connection: 'keep-alive, X-Drop-Me', 'X-Drop-Me': '1', 'X-Access-Token': 'envd' },
+  });
+  assert.equal(r.status, 200);
+  const h = up.requests[0].headers;
+  assert.equal(h['x-forwarded-for'], '10.1.1.1, 127.0.0.1');
+  assert.equal(h['x-forwarded-proto'], 'http');
+  assert.equal(h['x-forwarded-host'], sandboxHost(up.port, 'sbxa'));
+  assert.equal(h['x-custom'], 'kept');
+  assert.equal(h['x-access-token'], 'envd');
+  assert.equal(h['proxy-authorization'], undefined);
+  assert.equal(h['x-drop-me'], undefined);
+  assert.equal(h.host, sandboxHost(up.port, 'sbxa'));
+});
+
+test('keep-alive: one client connection and one backend connection serve many requests', async () => {
+  const fresh = new Upstream('ka');
+  await fresh.listen();
+  p.master.add({ sandboxId: 'sbxka', envdPort: fresh.port });
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  let clientSockets = 0;
+  for (let i = 0; i < 10; i++) {
+    const r = await new Promise<number>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port: new URL(p.proxy.httpUrl).port, path: `/k${i}`, agent, headers: { host: sandboxHost(fresh.port, 'sbxka') } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode!));
+      });
+      req.on('socket', (s) => { if (!(s as unknown as { _svcSeen?: boolean })._svcSeen) { clientSockets++; (s as unknown as { _svcSeen?: boolean })._svcSeen = true; } });
+      req.on('error', reject);
+      req.end();
+    });
+    assert.equal(r, 200);
+  }
+  agent.destroy();
+  assert.equal(clientSockets, 1);
+  assert.equal(fresh.connections, 1);
+  await fresh.close();
+});
+
+test('a streamed response reaches the client chunk by chunk, unbuffered', async () => {
+  up.armStream();
+  const port = Number(new URL(p.proxy.httpUrl).port);
+  const firstChunk = await new Promise<{ first: string; rest: Promise<string>; headers: Record<string, unknown> }>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/stream', headers: { host: sandboxHost(up.port, 'sbxa') } }, (res) => {
+      let rest = '';
+      const done = new Promise<string>((r) => res.on('end', () => r(rest)));
+      res.once('data', (c: Buffer) => {
+        res.on('data', (d: Buffer) => { rest += d.toString(); });
+        resolve({ first: c.toString(), rest: done, headers: res.headers });
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  // The upstream has not sent its last chunk yet: it waits for releaseStream().
+  assert.equal(firstChunk.first, 'first;');
+  assert.equal(firstChunk.headers['transfer-encoding'], 'chunked');
+  up.releaseStream();
+  assert.equal(await firstChunk.rest, 'last');
+});
+
+test('a request body is streamed to the sandbox as it is sent', async () => {
+  const port = Number(new URL(p.proxy.httpUrl).port);
+  const seen: string[] = [];
+  const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/upload', headers: { host: sandboxHost(up.port, 'sbxa'), 'transfer-encoding': 'chunked' } });
+  const done = new Promise<void>((resolve, reject) => {
+    req.on('response', (res) => {
+      res.on('data', (c: Buffer) => seen.push(c.toString()));
+      res.on('end', () => resolve());
+    });
+    req.on('error', reject);
+  });
+  req.write('one');
+  await waitFor(() => seen.join('').includes('got:one;'));
+  req.write('two');
+  await waitFor(() => seen.join('').includes('got:two;'));
+  req.end();
+  await done;
+  assert.equal(seen.join(''), 'got:one;got:two;end');
+});
+
+test('POST with Content-Length arrives whole', async () => {
+  const r = await call(p.proxy.httpUrl, { method: 'POST', host: sandboxHost(up.port, 'sbxa'), path: '/echo', body: 'hello body', headers: { 'content-type': 'text/plain' } });
+  assert.equal(r.json().body, 'hello body');
+});
+
+test('a WebSocket echoes through the proxy', async () => {
+  const ws = new WebSocket(`${p.proxy.httpUrl.replace('http', 'ws')}/ws`, { headers: { host: sandboxHost(up.port, 'sbxa') } });
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  const replies: string[] = [];
+  ws.on('message', (d) => replies.push(d.toString()));
+  ws.send('ping-1');
+  ws.send('ping-2');
+  await waitFor(() => replies.length === 2);
+  assert.deepEqual(replies, ['sbx-a:ping-1', 'sbx-a:ping-2']);
+  ws.close();
+});
+
+test('a WebSocket by the e2b headers reaches the named sandbox', async () => {
+  const ws = new WebSocket(`${p.proxy.httpUrl.replace('http', 'ws')}/ws`, { headers: { 'E2b-Sandbox-Id': 'sbxb', 'E2b-Sandbox-Port': String(other.port) } });
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  const reply = new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())));
+  ws.send('hi');
+  assert.equal(await reply, 'sbx-b:hi');
+  ws.close();
+});
+
+test('an upgrade to a sandbox that does not exist gets a JSON 404 on the raw socket', async () => {
+  const port = Number(new URL(p.proxy.httpUrl).port);
+  const text = await new Promise<string>((resolve, reject) => {
+    const s = connect(port, '127.0.0.1');
+    let buf = '';
+    s.on('data', (d) => { buf += d.toString(); });
+    s.on('end', () => resolve(buf));
+    s.on('error', reject);
+    s.write(`GET /ws HTTP/1.1\r\nHost: ${sandboxHost(49983, 'ghost')}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+  });
+  assert.match(text, /^HTTP\/1\.1 404 Not Found\r\n/);
+  assert.match(text, /\{"code":404,"message":"sandbox ghost not found"\}$/);
+});
+
+async function waitFor(cond: () => boolean, timeoutMs = 3_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -1,0 +1,36 @@
+import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { STATUS_CODES } from 'node:http';
+import { SvcError } from '@svc/common';
+
+/**
+ * The proxy's own answers: opaque statuses with a uniform `{code, message}` JSON body,
+ * and no internal retcode header.
+ */
+export function sendProxyError(res: ServerResponse, err: SvcError): void {
+  if (res.headersSent) { res.destroy(); return; }
+  const body = JSON.stringify(err.toBody());
+  const headers: Record<string, string | number> = {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+    ...err.headers,
+  };
+  res.writeHead(err.status, headers);
+  res.end(body);
+}
+
+/** The same answer written on a raw socket (a WebSocket upgrade that never reached the backend). */
+export function sendProxyErrorOnSocket(socket: Duplex, err: SvcError): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify(err.toBody());
+  let head = `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\n`
+    + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
+    + 'Cache-Control: no-store\r\nConnection: close\r\n';
+  for (const [k, v] of Object.entries(err.headers)) head += `${k}: ${v}\r\n`;
+  socket.end(`${head}\r\n${body}`);
+}
+
+export function asSvcError(err: unknown): SvcError {
+  return err instanceof SvcError ? err : new SvcError(502, 'the sandbox could not be reached');
+}

@@ -1,0 +1,177 @@
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/lifecycle/api';
+import type { MasterInternalClient } from '@svc/master/internal-api';
+import { ActivityTracker } from './activity-tracker.ts';
+import { createAdminApp } from './admin-server.ts';
+import { Announcer } from './announcer.ts';
+import { AutoResumer } from './auto-resumer.ts';
+import { BackendAgents } from './backend-agents.ts';
+import { BackendCache } from './backend-cache.ts';
+import { DataPlane } from './data-plane.ts';
+import type { ProxyContext } from './proxy-context.ts';
+import { RouteGate, masterRouteLookup } from './route-gate.ts';
+
+export interface ProxyTuning {
+  /** How long a running route is served from the cache without asking the master. */
+  routeCacheTtlMs: number;
+  routeLookupTimeoutMs: number;
+  activityFlushMs: number;
+  announceIntervalMs: number;
+  /** Longest a request waits for a pausing/resuming sandbox to settle. */
+  settleWaitMs: number;
+  settlePollMs: number;
+  /** Longest a request waits for an auto-resume. */
+  resumeTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** Idle keep-alive connections to sandboxes are closed after this. */
+  idleBackendSocketMs: number;
+}
+
+export const DEFAULT_PROXY_TUNING: ProxyTuning = {
+  routeCacheTtlMs: 2_000,
+  routeLookupTimeoutMs: 5_000,
+  activityFlushMs: 1_000,
+  announceIntervalMs: 3_000,
+  settleWaitMs: 15_000,
+  settlePollMs: 100,
+  resumeTimeoutMs: 30_000,
+  connectTimeoutMs: 10_000,
+  idleBackendSocketMs: 4_000,
+};
+
+export interface ProxyDeps {
+  logger: Logger;
+  master: MasterInternalClient;
+  /** Base URLs of the lifecycle replicas (auto-resume, announcements). */
+  lifecycleUrls: string[];
+  coordination: Coordination;
+  /** How lifecycle replicas reach this proxy's admin API; default from proxy.bind and the admin port. */
+  adminAdvertiseUrl?: string;
+  /** Certificate and key for the HTTPS listener; the configuration has no field for them (yet). */
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  tuning?: Partial<ProxyTuning>;
+}
+
+export interface RunningProxy {
+  proxyId: string;
+  httpUrl: string;
+  /** Set when the HTTPS listener runs. */
+  httpsUrl?: string;
+  adminUrl: string;
+  close(): Promise<void>;
+}
+
+export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps): Promise<RunningProxy> {
+  const tuning = { ...DEFAULT_PROXY_TUNING, ...deps.tuning };
+  const logger = deps.logger;
+  const proxyId = `proxy-${hostname()}-${randomId(6)}`;
+  const bind = cfg.proxy.bind || '127.0.0.1';
+
+  const agents = new BackendAgents(tuning.idleBackendSocketMs);
+  const cache = new BackendCache(
+    masterRouteLookup(deps.master, logger, tuning.routeLookupTimeoutMs),
+    tuning.routeCacheTtlMs,
+    (route) => agents.dropIdle(route.address),
+  );
+  const activity = new ActivityTracker(deps.master, tuning.activityFlushMs, logger);
+  const resumer = new AutoResumer(deps.lifecycleUrls, tuning.resumeTimeoutMs, logger);
+  const ctx: ProxyContext = {
+    gate: new RouteGate(cache, resumer, { settleWaitMs: tuning.settleWaitMs, settlePollMs: tuning.settlePollMs }),
+    agents,
+    activity,
+    logger,
+    connectTimeoutMs: tuning.connectTimeoutMs,
+    purgeRoute: (id) => { cache.purge([id]); },
+  };
+
+  // Lifecycle events (from the master or the lifecycle manager) make a cached route stale at once.
+  const unsubscribe = deps.coordination.subscribe(SANDBOX_EVENTS_TOPIC, (e) => {
+    const ev = e as Partial<SandboxEvent>;
+    if (typeof ev.sandboxId === 'string' && ev.kind !== 'sandbox.created') cache.purge([ev.sandboxId]);
+  });
+
+  const servers: Server[] = [];
+  const http = dataPlaneServer(createHttpServer({ noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'http'), logger);
+  servers.push(http);
+  const httpAddr = await listen(http, cfg.proxy.http_port, bind);
+
+  let httpsUrl: string | undefined;
+  if (cfg.proxy.https_port > 0) {
+    if (deps.tls) {
+      const https = dataPlaneServer(createHttpsServer({ ...deps.tls, noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'https'), logger);
+      servers.push(https);
+      httpsUrl = `https://${clientHost(bind)}:${(await listen(https, cfg.proxy.https_port, bind)).port}`;
+    } else {
+      logger.warn({ https_port: cfg.proxy.https_port }, 'proxy.https_port is set but no certificate and key were given; HTTPS listener not started');
+    }
+  }
+
+  let announcer: Announcer | undefined;
+  const admin = createAdminApp(logger, {
+    proxyId,
+    adminToken: cfg.proxy.admin_token,
+    heartbeatLastPushedMs: () => announcer?.lastPushedMs ?? 0,
+    cachedBackends: () => cache.size,
+    purge: (ids) => cache.purge(ids),
+  });
+  await admin.listen({ port: cfg.proxy.admin_port, host: bind });
+  const adminPort = (admin.server.address() as AddressInfo).port;
+  const adminUrl = `http://${clientHost(bind)}:${adminPort}`;
+
+  announcer = new Announcer(deps.lifecycleUrls, { proxyId, adminUrl: deps.adminAdvertiseUrl ?? adminUrl }, tuning.announceIntervalMs, logger);
+  void announcer.announce();
+
+  const httpUrl = `http://${clientHost(bind)}:${httpAddr.port}`;
+  logger.info({ proxyId, httpUrl, httpsUrl, adminUrl }, 'data-plane proxy listening');
+
+  return {
+    proxyId,
+    httpUrl,
+    httpsUrl,
+    adminUrl,
+    async close() {
+      announcer?.close();
+      unsubscribe();
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
+        s.close(() => resolve());
+        s.closeAllConnections();
+      })));
+      await admin.close();
+      await activity.close();
+      cache.close();
+      agents.closeAll();
+    },
+  };
+}
+
+function dataPlaneServer<S extends Server>(server: S, dp: DataPlane, logger: Logger): S {
+  server.on('request', dp.onRequest);
+  server.on('upgrade', dp.onUpgrade);
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code !== 'ECONNRESET') logger.debug({ code: err.code }, 'malformed client request');
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    else socket.destroy();
+  });
+  return server;
+}
+
+function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+function clientHost(bind: string): string {
+  if (bind === '0.0.0.0' || bind === '::' || bind === '') return '127.0.0.1';
+  return bind.includes(':') ? `[${bind}]` : bind;
+}

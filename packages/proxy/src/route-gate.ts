@@ -1,0 +1,89 @@
+import { SvcError } from '@svc/common';
+import type { Logger } from '@svc/common';
+import type { MasterInternalClient, SandboxRoute } from '@svc/master/internal-api';
+import type { AutoResumer } from './auto-resumer.ts';
+import type { BackendCache } from './backend-cache.ts';
+import { trafficTokenAccepted } from './traffic-token.ts';
+
+export interface GateTiming {
+  /** Longest a request waits for a pausing or resuming sandbox to settle. */
+  settleWaitMs: number;
+  /** How often the master is asked again while it settles. */
+  settlePollMs: number;
+}
+
+/**
+ * The cold path: finds a sandbox's route and turns its state into either a running route to
+ * forward to or the answer the client gets. Every wait here is bounded.
+ */
+export class RouteGate {
+  constructor(
+    private readonly cache: BackendCache,
+    private readonly resumer: AutoResumer,
+    private readonly timing: GateTiming,
+  ) {}
+
+  async runningRoute(sandboxId: string, presentedTokens: string[] | undefined): Promise<SandboxRoute> {
+    const deadline = Date.now() + this.timing.settleWaitMs;
+    let route = await this.cache.load(sandboxId);
+    // Checked before any gating, so that a request without the token cannot wake a sandbox up.
+    if (!trafficTokenAccepted(route.trafficAccessToken, presentedTokens)) throw trafficTokenRejected();
+    for (;;) {
+      switch (route.state) {
+        case 'running':
+          return route;
+        case 'killing':
+        case 'terminated':
+          throw gone(route);
+        case 'paused':
+          if (!route.autoResume) throw pausedWithoutAutoResume(sandboxId);
+          route = await this.resumer.resume(sandboxId);
+          this.cache.set(route);
+          if (route.state === 'running') return route;
+          break;
+        case 'pausing':
+        case 'resuming':
+          if (Date.now() + this.timing.settlePollMs > deadline) {
+            throw new SvcError(503, `sandbox ${sandboxId} is ${route.state}; retry shortly`, { headers: { 'Retry-After': '1' } });
+          }
+          await sleep(this.timing.settlePollMs);
+          route = await this.cache.load(sandboxId);
+          break;
+        default:
+          throw new SvcError(502, `sandbox ${sandboxId} is in an unexpected state`);
+      }
+      if (Date.now() > deadline) {
+        throw new SvcError(503, `sandbox ${sandboxId} did not become ready in time; retry shortly`, { headers: { 'Retry-After': '1' } });
+      }
+    }
+  }
+}
+
+export function trafficTokenRejected() {
+  return new SvcError(403, 'missing or wrong traffic access token (send it in the ext-traffic-access-token header)');
+}
+
+function gone(route: SandboxRoute) {
+  const why = route.terminateReason === 'timeout' ? 'timed out and was killed' : 'was killed';
+  return new SvcError(410, `sandbox ${route.sandboxId} ${why}; it cannot come back, do not retry`);
+}
+
+function pausedWithoutAutoResume(sandboxId: string) {
+  return new SvcError(409, `sandbox ${sandboxId} is paused; resume it with connect (Sandbox.connect) before sending requests to it`);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Route lookups at the master, with its failures turned into what a data-plane client should see. */
+export function masterRouteLookup(master: MasterInternalClient, logger: Logger, timeoutMs: number) {
+  return async (sandboxId: string): Promise<SandboxRoute> => {
+    try {
+      return await master.route(sandboxId, timeoutMs);
+    } catch (err) {
+      const e = err instanceof SvcError ? err : new SvcError(500, String(err));
+      if (e.status === 404) throw new SvcError(404, `sandbox ${sandboxId} not found`);
+      logger.warn({ sandboxId, status: e.status, err: e.message }, 'route lookup failed');
+      throw new SvcError(503, 'sandbox routing is unavailable right now; retry shortly', { headers: { 'Retry-After': '1' } });
+    }
+  };
+}

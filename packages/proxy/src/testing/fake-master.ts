@@ -1,0 +1,143 @@
+/**
+ * A stand-in for the master's internal routes, for tests and the proxy benchmark: an
+ * in-memory sandbox table that the test edits directly, and a record of every call.
+ */
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { SvcError, createHttpApp, silentLogger } from '@svc/common';
+import type { DueSandbox, LifecycleReason, OnTimeout, SandboxRoute } from '@svc/master/internal-api';
+
+export interface FakeSandbox extends SandboxRoute {
+  onTimeout: OnTimeout;
+  /** Listed by GET /internal/v1/lifecycle/due while true. */
+  due: boolean;
+}
+
+export interface FakeMasterCalls {
+  route: string[];
+  activity: string[][];
+  pause: Array<{ sandboxId: string; reason: LifecycleReason }>;
+  resume: Array<{ sandboxId: string; reason: LifecycleReason }>;
+  kill: Array<{ sandboxId: string; reason: LifecycleReason }>;
+  due: number;
+}
+
+export class FakeMaster {
+  readonly sandboxes = new Map<string, FakeSandbox>();
+  calls: FakeMasterCalls = emptyCalls();
+  /** Milliseconds the sandbox spends in `pausing` / `resuming`. */
+  pauseDelayMs = 0;
+  resumeDelayMs = 0;
+  /** When set, resume answers with this error instead. */
+  resumeFailure: { status: number; message: string } | undefined;
+  /** Awaited inside pause before the state changes (lets a test hold a pause open). */
+  beforePause: ((sandboxId: string) => Promise<void>) | undefined;
+  /** Called after each resume with the route that resume answers; may change it (a new address). */
+  onResumed: ((sb: FakeSandbox) => void) | undefined;
+  private app: FastifyInstance | undefined;
+  url = '';
+
+  add(sb: Partial<FakeSandbox> & { sandboxId: string }): FakeSandbox {
+    const full: FakeSandbox = {
+      state: 'running', nodeId: 'node-1', address: '127.0.0.1', envdPort: 49983, autoResume: false,
+      onTimeout: 'kill', due: false, ...sb,
+    };
+    this.sandboxes.set(full.sandboxId, full);
+    return full;
+  }
+
+  set(sandboxId: string, patch: Partial<FakeSandbox>): void {
+    const sb = this.sandboxes.get(sandboxId);
+    if (!sb) throw new Error(`no fake sandbox ${sandboxId}`);
+    Object.assign(sb, patch);
+  }
+
+  get(sandboxId: string): FakeSandbox {
+    const sb = this.sandboxes.get(sandboxId);
+    if (!sb) throw new Error(`no fake sandbox ${sandboxId}`);
+    return sb;
+  }
+
+  resetCalls(): void { this.calls = emptyCalls(); }
+
+  async start(port = 0): Promise<string> {
+    const app = createHttpApp({ logger: silentLogger() });
+    const find = (id: string) => {
+      const sb = this.sandboxes.get(id);
+      if (!sb) throw new SvcError(404, `sandbox ${id} not found`);
+      return sb;
+    };
+
+    app.get<{ Params: { id: string } }>('/internal/v1/sandboxes/:id/route', async (req) => {
+      this.calls.route.push(req.params.id);
+      return routeOf(find(req.params.id));
+    });
+
+    app.post<{ Body: { sandboxIds: string[] } }>('/internal/v1/activity', async (req, reply) => {
+      const ids = req.body?.sandboxIds ?? [];
+      this.calls.activity.push(ids);
+      for (const id of ids) { const sb = this.sandboxes.get(id); if (sb) sb.due = false; }
+      return reply.status(204).send();
+    });
+
+    app.get('/internal/v1/lifecycle/due', async (): Promise<DueSandbox[]> => {
+      this.calls.due++;
+      return [...this.sandboxes.values()]
+        .filter((sb) => sb.due && (sb.state === 'running' || sb.state === 'paused'))
+        .map((sb) => ({ sandboxId: sb.sandboxId, state: sb.state, onTimeout: sb.onTimeout, endAt: new Date().toISOString() }));
+    });
+
+    app.post<{ Params: { id: string }; Body: { reason: LifecycleReason } }>('/internal/v1/sandboxes/:id/pause', async (req) => {
+      const sb = find(req.params.id);
+      this.calls.pause.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
+      if (sb.state !== 'running') throw new SvcError(409, `sandbox ${sb.sandboxId} is ${sb.state}`);
+      sb.state = 'pausing';
+      await this.beforePause?.(sb.sandboxId);
+      if (this.pauseDelayMs) await sleep(this.pauseDelayMs);
+      sb.state = 'paused';
+      sb.due = false;
+      return routeOf(sb);
+    });
+
+    app.post<{ Params: { id: string }; Body: { reason: LifecycleReason } }>('/internal/v1/sandboxes/:id/resume', async (req) => {
+      const sb = find(req.params.id);
+      this.calls.resume.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
+      if (this.resumeFailure) throw new SvcError(this.resumeFailure.status, this.resumeFailure.message);
+      if (sb.state === 'running') return routeOf(sb);
+      if (sb.state !== 'paused') throw new SvcError(409, `sandbox ${sb.sandboxId} is ${sb.state}`);
+      sb.state = 'resuming';
+      if (this.resumeDelayMs) await sleep(this.resumeDelayMs);
+      sb.state = 'running';
+      sb.due = false;
+      this.onResumed?.(sb);
+      return routeOf(sb);
+    });
+
+    app.post<{ Params: { id: string }; Body: { reason: LifecycleReason } }>('/internal/v1/sandboxes/:id/kill', async (req, reply) => {
+      const sb = find(req.params.id);
+      this.calls.kill.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
+      sb.state = 'terminated';
+      sb.terminateReason = req.body?.reason === 'timeout' ? 'timeout' : 'killed';
+      sb.due = false;
+      return reply.status(204).send();
+    });
+
+    await app.listen({ port, host: '127.0.0.1' });
+    this.app = app;
+    this.url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    return this.url;
+  }
+
+  async close(): Promise<void> { await this.app?.close(); }
+}
+
+function routeOf(sb: FakeSandbox): SandboxRoute {
+  const { onTimeout: _o, due: _d, ...route } = sb;
+  return route;
+}
+
+function emptyCalls(): FakeMasterCalls {
+  return { route: [], activity: [], pause: [], resume: [], kill: [], due: 0 };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

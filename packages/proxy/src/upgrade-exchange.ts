@@ -1,0 +1,99 @@
+import type { IncomingMessage } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { SandboxRoute } from '@svc/master/internal-api';
+import type { ScannedRequest } from './headers.ts';
+import { asSvcError, sendProxyErrorOnSocket } from './error-response.ts';
+import { backendError } from './http-exchange.ts';
+import type { ProxyContext } from './proxy-context.ts';
+import type { Target } from './target.ts';
+
+/**
+ * An Upgrade request (WebSocket): the request head goes to the sandbox over a fresh TCP
+ * connection, then bytes are piped both ways until either side closes. The backend's own
+ * answer (101 or a refusal) reaches the client unchanged.
+ */
+export class UpgradeExchange {
+  private retried = false;
+  private closed = false;
+
+  constructor(
+    private readonly ctx: ProxyContext,
+    private readonly req: IncomingMessage,
+    private readonly client: Duplex,
+    private readonly head: Buffer,
+    private readonly scan: ScannedRequest,
+    private readonly target: Target,
+  ) {
+    client.on('error', () => client.destroy());
+    client.once('close', () => { this.closed = true; });
+  }
+
+  start(route: SandboxRoute | undefined): void {
+    if (route !== undefined) this.connect(route);
+    else this.resolveThenConnect();
+  }
+
+  private resolveThenConnect(): void {
+    this.ctx.gate.runningRoute(this.target.sandboxId, this.scan.trafficTokens).then(
+      (route) => { if (!this.closed) this.connect(route); },
+      (err) => sendProxyErrorOnSocket(this.client, asSvcError(err)),
+    );
+  }
+
+  private connect(route: SandboxRoute): void {
+    const port = this.target.port || route.envdPort;
+    const upstream = connect({ host: route.address, port, noDelay: true });
+    const timer = setTimeout(() => upstream.destroy(Object.assign(new Error('connect timeout'), { code: 'ETIMEDOUT' })), this.ctx.connectTimeoutMs);
+    let connected = false;
+    upstream.once('connect', () => {
+      connected = true;
+      clearTimeout(timer);
+      this.pipe(route.sandboxId, upstream);
+    });
+    upstream.once('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (!connected) this.onConnectError(err, route, port);
+    });
+  }
+
+  private onConnectError(err: NodeJS.ErrnoException, route: SandboxRoute, port: number): void {
+    if (this.closed) return;
+    if (err.code === 'ECONNREFUSED' && !this.retried) {
+      this.retried = true;
+      this.ctx.purgeRoute(route.sandboxId);
+      this.resolveThenConnect();
+      return;
+    }
+    this.ctx.logger.warn({ sandboxId: route.sandboxId, port, code: err.code }, 'backend upgrade failed');
+    sendProxyErrorOnSocket(this.client, backendError(err, route.sandboxId, port));
+  }
+
+  private pipe(sandboxId: string, upstream: Socket): void {
+    if (this.closed) { upstream.destroy(); return; }
+    const client = this.client;
+    upstream.write(this.requestHead());
+    if (this.head.length > 0) upstream.write(this.head);
+    this.ctx.activity.begin(sandboxId);
+    let ended = false;
+    const close = () => {
+      if (ended) return;
+      ended = true;
+      this.ctx.activity.end(sandboxId);
+      upstream.destroy();
+      client.destroy();
+    };
+    upstream.on('error', close);
+    upstream.once('close', close);
+    client.once('close', close);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  }
+
+  private requestHead(): string {
+    let head = `${this.req.method} ${this.req.url} HTTP/1.1\r\n`;
+    const h = this.scan.forward;
+    for (let i = 0; i < h.length; i += 2) head += `${h[i]}: ${h[i + 1]}\r\n`;
+    return `${head}Connection: Upgrade\r\nUpgrade: ${this.scan.upgrade ?? 'websocket'}\r\n\r\n`;
+  }
+}
