@@ -14,6 +14,8 @@ import { startTemplates, type TemplatesModule } from './templates/index.ts';
 export interface MasterOptions {
   logger: Logger;
   coordination: Coordination;
+  /** Replaces the template module (unit tests of other parts of the master). */
+  templates?: (deps: { app: FastifyInstance; db: Db; nodes: NodeRegistry }) => Promise<TemplatesModule>;
 }
 
 export interface Master {
@@ -37,7 +39,9 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
 
   const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024 });
   const nodes = new NodeRegistry(db.kysely);
-  const templates = await startTemplates(cfg, { app, db, nodes, coordination, logger });
+  const templates = opts.templates
+    ? await opts.templates({ app, db, nodes })
+    : await startTemplates(cfg, { app, db, nodes, coordination, logger });
   const repo = new SandboxRepo(db.kysely, db.driver);
   const sandboxes = new SandboxService({
     cfg, repo, nodes, templates: templates.resolver, coordination, logger,

@@ -1,0 +1,199 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Sandbox } from 'e2b';
+import { defaultConfig, MemoryCoordination, notFound, silentLogger } from '@svc/common';
+import { startMaster } from '@svc/master';
+import { FakeNodeAgent } from '@svc/master/testing/fake-node-agent';
+import { startApiGateway } from './index.ts';
+
+const KEY = 'test-key-123';
+
+async function platform(opts: { callback?: string } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-gw-'));
+  const cfg = defaultConfig(dir);
+  cfg.master.database = { driver: 'sqlite', path: join(dir, 'm.sqlite') };
+  cfg.master.listen = '127.0.0.1:0';
+  cfg.api.listen = '127.0.0.1:0';
+  cfg.api.api_key = KEY;
+  cfg.api.max_body_bytes = 4096;
+  cfg.api.auth_callback_url = opts.callback ?? '';
+  cfg.sandbox_domain = 'localhost:3002';
+  const node = await new FakeNodeAgent().start();
+  const master = await startMaster(cfg, {
+    logger: silentLogger(), coordination: new MemoryCoordination(),
+    templates: async () => ({
+      resolver: {
+        async resolveForCreate(ref: string) {
+          if (ref !== 'base') throw notFound(`template ${ref} not found`, 130404);
+          return { templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024,
+            artifact: { artifactId: 'a', sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' } };
+        },
+        async idsFor(ref: string) { return ref === 'base' ? ['tpl-base'] : [ref]; },
+      },
+      onNodeRegistered() {}, async close() {},
+    }),
+  });
+  await master.nodes.register({ nodeId: 'n1', address: node.url, runtime: 'gvisor', pauseKinds: ['freeze'], capacity: { cpuCount: 2, memoryMB: 4096 }, pausedResourceReleaseRatio: 0, version: 't' });
+  const gw = await startApiGateway(cfg, { logger: silentLogger(), masterUrl: master.url });
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = { 'x-api-key': KEY }) => {
+    const res = await fetch(gw.url + path, {
+      method, headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+  return {
+    gw, master, node, call,
+    async close() { await gw.close(); await master.close(); await node.close(); rmSync(dir, { recursive: true, force: true }); },
+  };
+}
+
+test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
+  const p = await platform();
+  try {
+    await t.test('auth: missing and wrong keys are 401; X-API-Key and Bearer work; /health is open', async () => {
+      assert.equal((await p.call('GET', '/v2/sandboxes', undefined, {})).status, 401);
+      assert.equal((await p.call('GET', '/v2/sandboxes', undefined, { 'x-api-key': 'nope' })).status, 401);
+      assert.equal((await p.call('GET', '/v2/sandboxes', undefined, { authorization: `Bearer ${KEY}` })).status, 200);
+      const h = await p.call('GET', '/health', undefined, {});
+      assert.equal(h.status, 200);
+    });
+
+    await t.test('create: 201 with the Sandbox fields', async () => {
+      const r = await p.call('POST', '/v2/sandboxes', { templateID: 'base', timeout: 60, metadata: { a: '1' }, network: { allowPublicTraffic: false } });
+      assert.equal(r.status, 201);
+      for (const f of ['sandboxID', 'templateID', 'alias', 'clientID', 'envdVersion', 'trafficAccessToken', 'domain']) assert.ok(f in r.body, f);
+      assert.match(r.body.trafficAccessToken, /^[0-9a-f-]{36}$/);
+      assert.equal(r.body.domain, 'localhost:3002');
+      const secure = await p.call('POST', '/sandboxes', { templateID: 'base', secure: true });
+      assert.ok(secure.body.envdAccessToken);
+    });
+
+    await t.test('bad input: malformed JSON, wrong types, unknown template, oversized body', async () => {
+      const bad = await p.call('POST', '/v2/sandboxes', '{nope');
+      assert.equal(bad.status, 400);
+      assert.deepEqual(Object.keys(bad.body).sort(), ['code', 'message']);
+      assert.equal((await p.call('POST', '/v2/sandboxes', { templateID: 'base', timeout: 'soon' })).status, 400);
+      assert.equal((await p.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { a: 1 } })).status, 400);
+      assert.equal((await p.call('POST', '/v2/sandboxes', { templateID: 'base', autoResume: { enabled: true } })).status, 400, 'autoResume needs pause');
+      assert.equal((await p.call('POST', '/v2/sandboxes', {})).status, 400);
+      const unknown = await p.call('POST', '/v2/sandboxes', { templateID: 'nope' });
+      assert.equal(unknown.status, 404);
+      assert.equal(unknown.body.code, 130404);
+      const big = await p.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { x: 'y'.repeat(10_000) } });
+      assert.equal(big.status, 413);
+      assert.equal((await p.call('GET', '/nope')).status, 404);
+    });
+
+    await t.test('lifecycle routes: pause 204/409, connect 201/200, resume, timeout, refreshes, delete 204/404', async () => {
+      const c = await p.call('POST', '/v2/sandboxes', { templateID: 'base', timeout: 60, autoPause: true, autoResume: { enabled: true } });
+      const id = c.body.sandboxID;
+      const detail = await p.call('GET', `/sandboxes/${id}`);
+      assert.deepEqual(detail.body.lifecycle, { onTimeout: 'pause', autoResume: true });
+      assert.equal((await p.call('POST', `/sandboxes/${id}/pause`)).status, 204);
+      assert.equal((await p.call('POST', `/sandboxes/${id}/pause`)).status, 409);
+      const paused = await p.call('GET', `/sandboxes/${id}`);
+      assert.equal(paused.body.state, 'paused');
+      assert.equal(paused.body.pauseKind, 'freeze');
+      assert.equal(paused.body.endAt, detail.body.endAt, 'pause keeps endAt');
+      assert.equal((await p.call('POST', `/v2/sandboxes/${id}/connect`, { timeout: 0 })).status, 400);
+      assert.equal((await p.call('POST', `/v2/sandboxes/${id}/connect`, {})).status, 201);
+      assert.equal((await p.call('POST', `/sandboxes/${id}/connect`, { timeout: 30 })).status, 200);
+      assert.equal((await p.call('POST', `/sandboxes/${id}/pause`)).status, 204);
+      assert.equal((await p.call('POST', `/sandboxes/${id}/resume`, { timeout: -2 })).status, 400);
+      assert.equal((await p.call('POST', `/sandboxes/${id}/resume`, { timeout: 100 })).status, 201);
+      assert.equal((await p.call('POST', `/sandboxes/${id}/timeout`, { timeout: 10 })).status, 204);
+      const ext = await p.call('POST', '/svc/sandbox/timeout', { sandbox_id: id, timeout: 20 });
+      assert.equal(ext.status, 200);
+      assert.ok(Date.parse(ext.body.end_at) > Date.now() + 19_000);
+      const ref = await p.call('POST', '/svc/sandbox/refresh', { sandbox_id: id });
+      assert.equal(ref.body.timeout, 20);
+      assert.equal((await p.call('POST', `/sandboxes/${id}/refreshes`, { duration: 30 })).status, 204);
+      const m = await p.call('GET', `/sandboxes/${id}/metrics`);
+      assert.equal(m.status, 200);
+      for (const f of ['timestamp', 'timestampUnix', 'cpuCount', 'cpuUsedPct', 'memUsed', 'memTotal', 'memCache', 'diskUsed', 'diskTotal']) assert.ok(f in m.body[0], f);
+      assert.equal((await p.call('DELETE', `/sandboxes/${id}`)).status, 204);
+      assert.equal((await p.call('DELETE', `/sandboxes/${id}`)).status, 404);
+      assert.equal((await p.call('GET', `/sandboxes/${id}`)).status, 410);
+    });
+
+    await t.test('list v2: state filter, metadata filter, limit with X-Next-Token', async () => {
+      const tag = `t${Date.now()}`;
+      for (let i = 0; i < 3; i++) await p.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { tag } });
+      const q = encodeURIComponent(new URLSearchParams({ tag }).toString());
+      const first = await p.call('GET', `/v2/sandboxes?metadata=${q}&limit=2`);
+      assert.equal(first.body.length, 2);
+      const token = first.headers.get('x-next-token');
+      assert.ok(token);
+      const second = await p.call('GET', `/v2/sandboxes?metadata=${q}&limit=2&nextToken=${token}`);
+      assert.equal(second.body.length, 1);
+      assert.equal(second.headers.get('x-next-token'), null);
+      const running = await p.call('GET', `/v2/sandboxes?metadata=${q}&state=running,paused`);
+      assert.equal(running.body.length, 3);
+      assert.equal((await p.call('GET', '/v2/sandboxes?state=weird')).status, 400);
+    });
+
+    await t.test('node labels through the gateway', async () => {
+      const ok = await p.call('POST', '/nodes/n1/labels', { labels: { 'example.com/zone': 'a', tier: 'gold' } });
+      assert.equal(ok.status, 200);
+      assert.deepEqual(ok.body.labels, { 'example.com/zone': 'a', tier: 'gold' });
+      assert.equal((await p.call('POST', '/nodes/n1/labels', { labels: { 'kubernetes.io/arch': 'x' } })).status, 400);
+      assert.equal((await p.call('POST', '/nodes/n1/labels', { labels: { 'Bad_Prefix/x': 'y' } })).status, 400);
+      const many: Record<string, string> = {};
+      for (let i = 0; i < 70; i++) many[`l${i}`] = 'v';
+      assert.equal((await p.call('POST', '/nodes/n1/labels', { labels: many })).status, 400);
+      const concurrent = await Promise.all(Array.from({ length: 10 }, (_, i) => p.call('POST', '/nodes/n1/labels', { labels: { [`c${i}`]: 'v' } })));
+      assert.ok(concurrent.every((r) => r.status === 200));
+      const after = await p.call('GET', '/nodes/n1');
+      for (let i = 0; i < 10; i++) assert.equal(after.body.labels[`c${i}`], 'v', 'no update lost');
+      const del = await p.call('DELETE', '/nodes/n1/labels', { names: ['tier'] });
+      assert.equal(del.body.labels.tier, undefined);
+      assert.equal((await p.call('POST', '/nodes/nope/labels', { labels: { a: 'b' } })).status, 404);
+    });
+
+    await t.test('the official e2b SDK drives the REST surface', async () => {
+      const env = { apiKey: KEY, apiUrl: p.gw.url, domain: 'localhost:3002' };
+      const sbx = await Sandbox.create('base', { ...env, timeoutMs: 120_000, metadata: { who: 'sdk' } });
+      const info = await Sandbox.getInfo(sbx.sandboxId, env);
+      assert.equal(info.templateId, 'tpl-base');
+      assert.equal(info.state, 'running');
+      assert.deepEqual(info.metadata, { who: 'sdk' });
+      const listed = await Sandbox.list({ ...env, query: { metadata: { who: 'sdk' } } }).nextItems();
+      assert.deepEqual(listed.map((s) => s.sandboxId), [sbx.sandboxId]);
+      await Sandbox.setTimeout(sbx.sandboxId, 60_000, env);
+      assert.equal(await Sandbox.pause(sbx.sandboxId, env), true);
+      assert.equal(await Sandbox.pause(sbx.sandboxId, env), false, 'already paused: 409 → false');
+      const again = await Sandbox.connect(sbx.sandboxId, env);
+      assert.equal(again.sandboxId, sbx.sandboxId);
+      assert.equal(await Sandbox.kill(sbx.sandboxId, env), true);
+      assert.equal(await Sandbox.kill(sbx.sandboxId, env), false, 'already killed: 404 → false');
+    });
+  } finally {
+    await p.close();
+  }
+});
+
+test('API gateway: operator auth callback receives X-Request-Path and X-Request-Method', async () => {
+  const seen: Array<{ path?: string; method?: string }> = [];
+  const cb = createServer((req, res) => {
+    const path = req.headers['x-request-path'] as string;
+    seen.push({ path, method: req.headers['x-request-method'] as string });
+    res.statusCode = path.startsWith('/nodes') ? 403 : 200;
+    res.end();
+  });
+  await new Promise<void>((r) => cb.listen(0, '127.0.0.1', r));
+  const p = await platform({ callback: `http://127.0.0.1:${(cb.address() as { port: number }).port}/auth` });
+  try {
+    assert.equal((await p.call('GET', '/v2/sandboxes?limit=5')).status, 200);
+    assert.deepEqual(seen.at(-1), { path: '/v2/sandboxes', method: 'GET' });
+    assert.equal((await p.call('GET', '/nodes')).status, 403);
+  } finally {
+    await p.close();
+    cb.close();
+  }
+});

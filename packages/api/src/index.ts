@@ -1,0 +1,34 @@
+import type { FastifyInstance } from 'fastify';
+import { createHttpApp, parseListen, type Logger, type SvcConfig } from '@svc/common';
+import { MasterClient } from '@svc/master/api';
+import { authenticate } from './auth.ts';
+import { forwardToMaster } from './forward.ts';
+import { registerSandboxRoutes } from './routes.ts';
+
+export interface ApiGateway {
+  url: string;
+  app: FastifyInstance;
+  close(): Promise<void>;
+}
+
+/** The public REST gateway: auth, E2B wire shapes, forwarding to the master. */
+export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; masterUrl?: string }): Promise<ApiGateway> {
+  const masterUrl = opts.masterUrl ?? cfg.master.addr;
+  const master = new MasterClient(masterUrl, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000 });
+  const app = createHttpApp({ logger: opts.logger, bodyLimit: cfg.api.max_body_bytes });
+  const auth = { apiKey: cfg.api.api_key, callbackUrl: cfg.api.auth_callback_url };
+  app.addHook('onRequest', async (req) => { await authenticate(req, auth); });
+
+  app.get('/health', async () => ({ ok: true }));
+  registerSandboxRoutes(app, master, cfg.sandbox_domain);
+  for (const prefix of ['/svc/template', '/templates']) {
+    app.all(prefix, (req, reply) => forwardToMaster(req, reply, masterUrl));
+    app.all(`${prefix}/*`, (req, reply) => forwardToMaster(req, reply, masterUrl));
+  }
+
+  const { host, port } = parseListen(cfg.api.listen);
+  await app.listen({ host, port });
+  const url = `http://${host}:${(app.server.address() as { port: number }).port}`;
+  opts.logger.info({ url }, 'API gateway listening');
+  return { url, app, close: () => app.close() };
+}
