@@ -1,0 +1,365 @@
+/**
+ * A stand-in for the API gateway in SDK and CLI tests: the routes the SDK calls, with an
+ * in-memory table, answering E2B shapes (docs/api.md). Template builds advance one step
+ * per status poll so progress display can be exercised.
+ */
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import { randomUUID } from 'node:crypto';
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+interface SandboxRow {
+  sandboxID: string;
+  templateID: string;
+  alias?: string;
+  state: 'running' | 'paused';
+  startedAt: string;
+  timeout: number;
+  metadata: Record<string, string>;
+  envdAccessToken: string;
+  trafficAccessToken?: string;
+  lifecycle: { onTimeout: 'kill' | 'pause'; autoResume: boolean };
+  network: Record<string, unknown>;
+  allowInternetAccess?: boolean;
+  volumeMounts: { name: string; path: string; readOnly?: boolean }[];
+}
+
+interface TemplateRow {
+  template_id: string;
+  alias: string | null;
+  status: 'building' | 'ready' | 'failed';
+  source_image_ref: string | null;
+  latest_job_id: string | null;
+  artifact_id: string | null;
+  created_at: string;
+  updated_at: string;
+  cpu_count: number;
+  memory_mb: number;
+  disk_size_mb: number;
+  with_cube_ca: boolean;
+  error: string | null;
+}
+
+interface JobRow {
+  job_id: string;
+  template_id: string;
+  kind: string;
+  status: 'PENDING' | 'RUNNING' | 'BUILT' | 'FAILED';
+  phase: 'PULLING' | 'BUILDING' | 'UPLOADING' | 'DISTRIBUTING' | null;
+  error: string | null;
+  progress: { layers: { digest: string; total_bytes: number; done_bytes: number }[]; message: string | null };
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+  /** Index into the fake's build script. */
+  step: number;
+  fail: boolean;
+}
+
+interface NodeRow {
+  nodeId: string;
+  address: string;
+  runtime: string;
+  status: 'ready' | 'unreachable';
+  usage: { running: number; paused: number; usedMemoryMB: number };
+  labels: Record<string, string>;
+  version: string;
+}
+
+export interface FakeApiOptions {
+  /** When set, every request must carry it as X-API-Key or Bearer. */
+  apiKey?: string;
+  domain?: string;
+  envdVersion?: string;
+}
+
+export interface FakeApi {
+  url: string;
+  app: FastifyInstance;
+  requests: RecordedRequest[];
+  sandboxes: Map<string, SandboxRow>;
+  templates: Map<string, TemplateRow>;
+  jobs: Map<string, JobRow>;
+  nodes: Map<string, NodeRow>;
+  /** The body of the last sandbox create. */
+  lastCreate(): Record<string, unknown> | undefined;
+  close(): Promise<void>;
+}
+
+const BUILD_SCRIPT: Pick<JobRow, 'status' | 'phase'>[] = [
+  { status: 'PENDING', phase: null },
+  { status: 'RUNNING', phase: 'PULLING' },
+  { status: 'RUNNING', phase: 'PULLING' },
+  { status: 'RUNNING', phase: 'BUILDING' },
+  { status: 'RUNNING', phase: 'UPLOADING' },
+  { status: 'RUNNING', phase: 'DISTRIBUTING' },
+  { status: 'BUILT', phase: 'DISTRIBUTING' },
+];
+
+function err(reply: FastifyReply, status: number, message: string, code = status) {
+  return reply.status(status).send({ code, message });
+}
+
+export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> {
+  const app = Fastify({ logger: false });
+  const requests: RecordedRequest[] = [];
+  const sandboxes = new Map<string, SandboxRow>();
+  const templates = new Map<string, TemplateRow>();
+  const jobs = new Map<string, JobRow>();
+  const nodes = new Map<string, NodeRow>();
+  const now = () => new Date().toISOString();
+  let creates: Record<string, unknown>[] = [];
+
+  const base: TemplateRow = {
+    template_id: 'base', alias: 'base', status: 'ready', source_image_ref: 'debian:bookworm', latest_job_id: 'job-base',
+    artifact_id: 'art-base', created_at: '2026-01-01T00:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z',
+    cpu_count: 2, memory_mb: 512, disk_size_mb: 2048, with_cube_ca: true, error: null,
+  };
+  templates.set(base.template_id, base);
+  nodes.set('node-1', {
+    nodeId: 'node-1', address: 'http://127.0.0.1:8088', runtime: 'gvisor', status: 'ready',
+    usage: { running: 0, paused: 0, usedMemoryMB: 0 }, labels: { zone: 'a' }, version: '0.1.0',
+  });
+
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = String(body);
+    if (!text.trim()) return done(null, undefined);
+    try { done(null, JSON.parse(text)); } catch { done(Object.assign(new Error('bad json'), { statusCode: 400 }), undefined); }
+  });
+
+  app.addHook('preHandler', async (req, reply) => {
+    requests.push({ method: req.method, url: req.url, headers: req.headers, body: req.body });
+    if (!opts.apiKey) return;
+    const bearer = String(req.headers.authorization ?? '').replace(/^Bearer\s+/i, '');
+    if (req.headers['x-api-key'] !== opts.apiKey && bearer !== opts.apiKey) return err(reply, 401, 'invalid API key');
+  });
+
+  const findTemplate = (idOrAlias: string) =>
+    templates.get(idOrAlias) ?? [...templates.values()].find((t) => t.alias === idOrAlias);
+
+  const endAt = (s: SandboxRow) => (s.timeout < 0 ? undefined : new Date(Date.parse(s.startedAt) + s.timeout * 1000).toISOString());
+  const wireSandbox = (s: SandboxRow) => ({
+    sandboxID: s.sandboxID, templateID: s.templateID, alias: s.alias, clientID: 'local',
+    envdVersion: opts.envdVersion ?? '0.6.4', envdAccessToken: s.envdAccessToken,
+    trafficAccessToken: s.trafficAccessToken ?? null, domain: opts.domain ?? null,
+  });
+  const detail = (s: SandboxRow) => ({
+    sandboxID: s.sandboxID, templateID: s.templateID, alias: s.alias, clientID: 'local', startedAt: s.startedAt,
+    ...(endAt(s) ? { endAt: endAt(s) } : {}), cpuCount: 2, memoryMB: 512, diskSizeMB: 2048, metadata: s.metadata,
+    state: s.state, envdVersion: opts.envdVersion ?? '0.6.4', envdAccessToken: s.envdAccessToken, domain: opts.domain ?? null,
+    lifecycle: s.lifecycle, network: s.network, allowInternetAccess: s.allowInternetAccess, volumeMounts: s.volumeMounts,
+    timeout: s.timeout, ...(s.state === 'paused' ? { pauseKind: 'freeze' } : {}),
+  });
+
+  // ------------------------------------------------------------ sandboxes
+  const create = async (req: any, reply: FastifyReply) => {
+    const b = (req.body ?? {}) as Record<string, any>;
+    creates.push(b);
+    const tpl = findTemplate(String(b.templateID ?? ''));
+    if (!tpl) return err(reply, 404, `template ${b.templateID} not found`, 130404);
+    const lifecycle = b.lifecycle ?? {};
+    const row: SandboxRow = {
+      sandboxID: `sbx-${randomUUID().slice(0, 8)}`,
+      templateID: tpl.template_id,
+      alias: tpl.alias ?? undefined,
+      state: 'running',
+      startedAt: now(),
+      timeout: typeof b.timeout === 'number' ? b.timeout : 300,
+      metadata: b.metadata ?? {},
+      envdAccessToken: `tok-${randomUUID()}`,
+      trafficAccessToken: b.network?.allowPublicTraffic === false ? randomUUID() : undefined,
+      lifecycle: { onTimeout: lifecycle.onTimeout ?? 'kill', autoResume: lifecycle.autoResume ?? false },
+      network: b.network ?? {},
+      allowInternetAccess: b.allow_internet_access,
+      volumeMounts: b.volumeMounts ?? [],
+    };
+    sandboxes.set(row.sandboxID, row);
+    return reply.status(201).send(wireSandbox(row));
+  };
+  app.post('/sandboxes', create);
+  app.post('/v2/sandboxes', create);
+
+  app.get('/v2/sandboxes', async (req, reply) => {
+    const q = req.query as Record<string, string | undefined>;
+    const states = (q.state ?? 'running,paused').split(',');
+    const meta = Object.fromEntries(new URLSearchParams(q.metadata ?? ''));
+    let rows = [...sandboxes.values()].filter((s) => states.includes(s.state))
+      .filter((s) => Object.entries(meta).every(([k, v]) => s.metadata[k] === v))
+      .sort((a, b) => a.sandboxID.localeCompare(b.sandboxID));
+    if (q.nextToken) rows = rows.filter((s) => s.sandboxID > q.nextToken!);
+    const limit = q.limit ? Number(q.limit) : 100;
+    const page = rows.slice(0, limit);
+    if (rows.length > limit) reply.header('x-next-token', page[page.length - 1].sandboxID);
+    return page.map(detail);
+  });
+  app.get('/sandboxes', async () => [...sandboxes.values()].map(detail));
+
+  app.get('/sandboxes/:id', async (req, reply) => {
+    const s = sandboxes.get((req.params as { id: string }).id);
+    return s ? detail(s) : err(reply, 404, 'sandbox not found');
+  });
+  app.delete('/sandboxes/:id', async (req, reply) => {
+    const id = (req.params as { id: string }).id;
+    if (!sandboxes.delete(id)) return err(reply, 404, `sandbox ${id} not found`);
+    return reply.status(204).send();
+  });
+  app.post('/sandboxes/:id/pause', async (req, reply) => {
+    const s = sandboxes.get((req.params as { id: string }).id);
+    if (!s) return err(reply, 404, 'sandbox not found');
+    if (s.state === 'paused') return err(reply, 409, 'sandbox is already paused');
+    s.state = 'paused';
+    return reply.status(204).send();
+  });
+  const connect = async (req: any, reply: FastifyReply) => {
+    const s = sandboxes.get(req.params.id);
+    if (!s) return err(reply, 404, 'sandbox not found');
+    const t = req.body?.timeout;
+    if (t !== undefined && (t === 0 || t < -1)) return err(reply, 400, 'timeout must be -1 or positive');
+    if (t !== undefined) s.timeout = t;
+    const resumed = s.state === 'paused';
+    s.state = 'running';
+    return reply.status(resumed ? 201 : 200).send(wireSandbox(s));
+  };
+  app.post('/sandboxes/:id/connect', connect);
+  app.post('/v2/sandboxes/:id/connect', connect);
+  app.post('/sandboxes/:id/resume', async (req, reply) => {
+    const s = sandboxes.get((req.params as { id: string }).id);
+    if (!s) return err(reply, 404, 'sandbox not found');
+    if (s.state === 'running') return err(reply, 409, 'sandbox is already running');
+    const t = (req.body as { timeout?: number } | undefined)?.timeout;
+    if (t !== undefined && t < -1) return err(reply, 400, 'timeout must be -1 or more');
+    if (t) s.timeout = t;
+    s.state = 'running';
+    return reply.status(201).send(wireSandbox(s));
+  });
+  app.post('/sandboxes/:id/timeout', async (req, reply) => {
+    const s = sandboxes.get((req.params as { id: string }).id);
+    if (!s) return err(reply, 404, 'sandbox not found');
+    const t = (req.body as { timeout?: number } | undefined)?.timeout;
+    if (typeof t !== 'number') return err(reply, 400, 'timeout is required');
+    s.timeout = t;
+    return reply.status(204).send();
+  });
+  app.get('/sandboxes/:id/metrics', async (req, reply) => {
+    const s = sandboxes.get((req.params as { id: string }).id);
+    if (!s) return err(reply, 404, 'sandbox not found');
+    return [{ timestamp: now(), cpuCount: 2, cpuUsedPct: 12.5, memUsed: 1 << 20, memTotal: 512 << 20, memCache: 0, diskUsed: 1 << 20, diskTotal: 2048 << 20 }];
+  });
+
+  // ------------------------------------------------------------ templates
+  const newJob = (templateId: string, kind: string, fail: boolean): JobRow => {
+    const job: JobRow = {
+      job_id: `job-${randomUUID().slice(0, 8)}`, template_id: templateId, kind, status: 'PENDING', phase: null, error: null,
+      progress: { layers: [], message: null }, created_at: now(), updated_at: now(), finished_at: null, step: 0, fail,
+    };
+    jobs.set(job.job_id, job);
+    return job;
+  };
+  const advance = (job: JobRow) => {
+    if (job.status === 'BUILT' || job.status === 'FAILED') return;
+    job.step = Math.min(job.step + 1, BUILD_SCRIPT.length - 1);
+    const tpl = templates.get(job.template_id);
+    if (job.fail && job.step >= 3) {
+      Object.assign(job, { status: 'FAILED', error: 'image has no root filesystem', finished_at: now() });
+      if (tpl) Object.assign(tpl, { status: 'failed', error: job.error });
+      return;
+    }
+    Object.assign(job, BUILD_SCRIPT[job.step], { updated_at: now() });
+    const pulled = job.step === 1 ? 0.5 : job.step >= 2 ? 1 : 0;
+    job.progress.layers = [
+      { digest: 'sha256:aaaa', total_bytes: 4000, done_bytes: Math.round(4000 * pulled) },
+      { digest: 'sha256:bbbb', total_bytes: 1000, done_bytes: Math.round(1000 * pulled) },
+    ];
+    if (job.status === 'BUILT') {
+      job.finished_at = now();
+      if (tpl) Object.assign(tpl, { status: 'ready', artifact_id: `art-${job.template_id}`, updated_at: now() });
+    }
+  };
+
+  app.post('/svc/template', async (req, reply) => {
+    const b = (req.body ?? {}) as Record<string, any>;
+    const sources = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar'].filter((k) => b[k]);
+    if (sources.length !== 1) return err(reply, 400, 'exactly one source is required', 130400);
+    if (b.alias && findTemplate(b.alias)) return err(reply, 400, `alias ${b.alias} is taken`, 130400);
+    const id = `tpl-${randomUUID().slice(0, 8)}`;
+    const job = newJob(id, 'CREATE', String(b[sources[0]]).includes('broken'));
+    templates.set(id, {
+      template_id: id, alias: b.alias ?? null, status: 'building', source_image_ref: String(b[sources[0]]),
+      latest_job_id: job.job_id, artifact_id: null, created_at: now(), updated_at: now(), cpu_count: b.cpu_count ?? 2,
+      memory_mb: b.memory_mb ?? 512, disk_size_mb: b.disk_size_mb ?? 2048, with_cube_ca: b.with_svc_ca ?? true, error: null,
+    });
+    return reply.status(202).send({ template_id: id, job_id: job.job_id, status: job.status });
+  });
+  app.get('/svc/template', async () => ({ templates: [...templates.values()] }));
+  app.get('/svc/template/:id', async (req, reply) => {
+    const t = findTemplate((req.params as { id: string }).id);
+    return t ?? err(reply, 404, 'template not found', 130404);
+  });
+  app.delete('/svc/template/:id', async (req, reply) => {
+    const t = findTemplate((req.params as { id: string }).id);
+    if (!t) return err(reply, 404, 'template not found', 130404);
+    templates.delete(t.template_id);
+    return reply.status(204).send();
+  });
+  app.put('/svc/template/:id/alias', async (req, reply) => {
+    const t = findTemplate((req.params as { id: string }).id);
+    if (!t) return err(reply, 404, 'template not found', 130404);
+    const alias = (req.body as { alias?: string | null } | undefined)?.alias;
+    t.alias = alias || null;
+    return t;
+  });
+  app.post('/svc/template/redo', async (req, reply) => {
+    const t = findTemplate(String((req.body as { template_id?: string } | undefined)?.template_id ?? ''));
+    if (!t) return err(reply, 404, 'template not found', 130404);
+    const job = newJob(t.template_id, 'REDO', false);
+    Object.assign(t, { status: 'building', latest_job_id: job.job_id });
+    return reply.status(202).send({ template_id: t.template_id, job_id: job.job_id, status: job.status });
+  });
+  app.post('/svc/template/migrate', async (req, reply) => {
+    const t = findTemplate(String((req.body as { template_id?: string } | undefined)?.template_id ?? ''));
+    if (!t) return err(reply, 404, 'template not found', 130404);
+    return t;
+  });
+  app.get('/svc/template/build/:job/status', async (req, reply) => {
+    const job = jobs.get((req.params as { job: string }).job);
+    if (!job) return err(reply, 404, 'job not found', 130404);
+    advance(job);
+    const { step: _s, fail: _f, ...wire } = job;
+    return wire;
+  });
+
+  // ------------------------------------------------------------ nodes
+  app.get('/nodes', async () => [...nodes.values()]);
+  app.post('/nodes/:id/labels', async (req, reply) => {
+    const n = nodes.get((req.params as { id: string }).id);
+    if (!n) return err(reply, 404, 'node not found');
+    Object.assign(n.labels, (req.body as { labels?: Record<string, string> } | undefined)?.labels ?? {});
+    return n;
+  });
+  app.delete('/nodes/:id/labels', async (req, reply) => {
+    const n = nodes.get((req.params as { id: string }).id);
+    if (!n) return err(reply, 404, 'node not found');
+    for (const name of (req.body as { names?: string[] } | undefined)?.names ?? []) delete n.labels[name];
+    return n;
+  });
+
+  app.setNotFoundHandler((req, reply) => err(reply, 404, `no route for ${req.method} ${req.url}`));
+
+  const address = await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    url: address,
+    app,
+    requests,
+    sandboxes,
+    templates,
+    jobs,
+    nodes,
+    lastCreate: () => creates[creates.length - 1],
+    close: async () => { creates = []; await app.close(); },
+  };
+}
