@@ -275,7 +275,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
       { digest: 'sha256:aaaa', total_bytes: 4000, done_bytes: Math.round(4000 * pulled) },
       { digest: 'sha256:bbbb', total_bytes: 1000, done_bytes: Math.round(1000 * pulled) },
     ];
-    if (job.status === 'BUILT') {
+    if ((job.status as JobRow['status']) === 'BUILT') {
       job.finished_at = now();
       if (tpl) Object.assign(tpl, { status: 'ready', artifact_id: `art-${job.template_id}`, updated_at: now() });
     }
