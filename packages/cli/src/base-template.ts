@@ -1,0 +1,44 @@
+import { JsonClient, SvcError } from '@svc/common';
+import { buildBaseRootfs } from '@svc/template-center/base-template';
+
+interface TemplateInfo { template_id: string; alias?: string; status: string; latest_job_id?: string; error?: string }
+interface JobInfo { job_id: string; status: string; phase?: string; error?: string; progress?: { message?: string } }
+
+export interface BaseTemplateOptions {
+  masterUrl: string;
+  rebuild: boolean;
+  say: (line: string) => void;
+}
+
+/**
+ * Makes sure the `base` template exists and is ready: its root filesystem is built from Debian's
+ * packages once per machine (cached) and goes through the same build pipeline as any image.
+ */
+export async function ensureBaseTemplate(o: BaseTemplateOptions): Promise<string> {
+  const master = new JsonClient(o.masterUrl, { timeoutMs: 60_000 });
+  const existing = await master.get<TemplateInfo>('/svc/template/base').catch((e: SvcError) => {
+    if (e.status === 404) return undefined;
+    throw e;
+  });
+  if (existing?.status === 'ready' && !o.rebuild) return existing.template_id;
+
+  let lastPhase = '';
+  const tar = await buildBaseRootfs({
+    rebuild: o.rebuild,
+    onProgress: (p: { phase: string; message?: string }) => {
+      if (p.phase !== lastPhase) { o.say(`base template: ${p.phase}${p.message ? ` (${p.message})` : ''}`); lastPhase = p.phase; }
+    },
+  });
+  if (existing) await master.delete(`/svc/template/${existing.template_id}`).catch(() => {});
+  const created = await master.post<{ template_id: string; job_id: string }>('/svc/template', { rootfs_tar: tar.path, alias: 'base' });
+  o.say(`base template: building ${created.template_id} (job ${created.job_id})`);
+  let shown = '';
+  for (;;) {
+    const job = await master.get<JobInfo>(`/svc/template/build/${created.job_id}/status`);
+    const line = `${job.status}${job.phase ? `/${job.phase}` : ''}`;
+    if (line !== shown) { o.say(`base template: ${line}`); shown = line; }
+    if (job.status === 'BUILT') return created.template_id;
+    if (job.status === 'FAILED') throw new Error(`the base template failed to build: ${job.error ?? 'unknown reason'}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * Every component of svc in one process, talking to each other over HTTP exactly as they do
+ * when each runs on its own host.
+ */
+import { coordinationFor, type Logger, type SvcConfig } from '@svc/common';
+import { startApiGateway } from '@svc/api';
+import { startLifecycle } from '@svc/lifecycle';
+import { startMaster } from '@svc/master';
+import { MasterInternalClient } from '@svc/master/internal-api';
+import { startNodeAgent } from '@svc/node-agent';
+import { startProxy } from '@svc/proxy';
+import { startTemplateCenter } from '@svc/template-center';
+
+export interface Platform {
+  apiUrl: string;
+  sandboxUrl: string;
+  masterUrl: string;
+  master: Awaited<ReturnType<typeof startMaster>>;
+  close(): Promise<void>;
+}
+
+export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Platform> {
+  const coordination = coordinationFor(cfg.redis);
+  const closers: Array<() => Promise<void>> = [async () => coordination.close()];
+  const close = async () => {
+    for (const c of closers.reverse()) await c().catch((err) => logger.warn({ err: (err as Error).message }, 'shutdown step failed'));
+  };
+  try {
+    const master = await startMaster(cfg, { logger: logger.child({ component: 'master' }), coordination });
+    closers.push(() => master.close());
+    const tc = await startTemplateCenter(cfg, { logger: logger.child({ component: 'template-center' }), coordination, masterAddr: master.url });
+    closers.push(() => tc.close());
+    const masterInternal = new MasterInternalClient(master.url);
+    const lifecycleUrls: string[] = [];
+    for (let i = 0; i < cfg.lifecycle.replicas; i++) {
+      const lc = await startLifecycle(cfg, {
+        logger: logger.child({ component: 'lifecycle' }), master: masterInternal, coordination, replicaIndex: i,
+        proxyAdminToken: cfg.svcproxy.admin_token,
+      });
+      lifecycleUrls.push(lc.url);
+      closers.push(() => lc.close());
+    }
+    const proxy = await startProxy(cfg, { logger: logger.child({ component: 'proxy' }), master: masterInternal, lifecycleUrls, coordination });
+    closers.push(() => proxy.close());
+    const node = await startNodeAgent(cfg, { logger: logger.child({ component: 'node-agent' }), masterAddr: master.url });
+    // Stopping the platform stops every sandbox: nothing is left running behind it.
+    closers.push(() => node.close({ destroySandboxes: true }));
+    const api = await startApiGateway(cfg, { logger: logger.child({ component: 'api' }), masterUrl: master.url });
+    closers.push(() => api.close());
+    return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, masterUrl: master.url, master, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}

@@ -1,0 +1,68 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, loadConfig } from './config.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-cfg-'));
+const file = (name: string, text: string) => { const p = join(dir, name); writeFileSync(p, text); return p; };
+
+test('defaults, YAML file and environment overlay', () => {
+  const f = file('a.yaml', 'data_dir: /srv/svc\nsvclet_conf:\n  default_timeout_insec: 300\nmaster:\n  create_timeout_insec: 20\n');
+  const c = loadConfig({ file: f, env: { SVC_API_KEY: 'k', SVC_PROXY_HTTP_PORT: '8000', SVC_DEFAULT_TIMEOUT_INSEC: '60' } });
+  assert.equal(c.data_dir, '/srv/svc');
+  assert.equal(c.master.create_timeout_insec, 20);
+  assert.equal(c.svclet_conf.default_timeout_insec, 60, 'environment wins over the file');
+  assert.equal(c.api.api_key, 'k');
+  assert.equal(c.proxy.http_port, 8000);
+  assert.equal(c.sandbox_domain, 'localhost:8000');
+  assert.deepEqual(c.master.database, { driver: 'sqlite', path: '/srv/svc/master.sqlite' });
+});
+
+test('older prefixes still work and log a deprecation notice', () => {
+  const notes: string[] = [];
+  const c = loadConfig({
+    env: { SVC_TC_RECONCILE_INTERVAL_SEC: '60', SVCMASTER_CREATE_TIMEOUT_INSEC: '9', SVC_MASTER_TEMPLATE_CALLBACK_TOKEN: 't', SVC_PROXY_HOST_PORT: '81' },
+    onDeprecated: (m) => notes.push(m),
+  });
+  assert.equal(c.template_center.reconcile.interval_sec, 60);
+  assert.equal(c.master.create_timeout_insec, 9);
+  assert.equal(c.template_center.callback_token, 't');
+  assert.equal(c.proxy.http_port, 81);
+  assert.equal(notes.length, 4);
+  assert.ok(notes.some((n) => /SVC_TC_RECONCILE_INTERVAL_SEC is deprecated; use SVC_TEMPLATE_CENTER_RECONCILE_INTERVAL_SEC/.test(n)));
+  const modern = loadConfig({ env: { SVC_TEMPLATE_CALLBACK_TOKEN: 'new', SVC_TC_CALLBACK_TOKEN: 'old' }, onDeprecated: () => {} });
+  assert.equal(modern.template_center.callback_token, 'new', 'the modern name wins');
+});
+
+test('external databases and Redis from SVC_EXTERNAL_*', () => {
+  const my = loadConfig({ env: { SVC_EXTERNAL_MYSQL_HOST: 'db', SVC_EXTERNAL_MYSQL_PASSWORD: 'p', SVC_EXTERNAL_REDIS_HOST: 'r', SVC_EXTERNAL_REDIS_PORT: '6380' } });
+  assert.deepEqual(my.master.database, { driver: 'mysql', host: 'db', port: 3306, user: 'root', password: 'p', database: 'svc' });
+  assert.equal(my.redis.host, 'r');
+  assert.equal(my.redis.port, 6380);
+  const pg = loadConfig({ env: { SVC_EXTERNAL_POSTGRES_URL: 'postgres://u@h/d' } });
+  assert.deepEqual(pg.master.database, { driver: 'postgres', url: 'postgres://u@h/d' });
+});
+
+test('a bad configuration is one clear line naming the key', () => {
+  const cases: Array<[Parameters<typeof loadConfig>[0], RegExp]> = [
+    [{ env: { SVC_CREATE_TIMEOUT_INSEC: 'soon' } }, /^configuration error: master\.create_timeout_insec \(from SVC_CREATE_TIMEOUT_INSEC\): must be an integer/],
+    [{ env: { SVC_CREATE_TIMEOUT_INSEC: '0' } }, /^configuration error: master\.create_timeout_insec: must be a positive number/],
+    [{ env: { SVC_PAUSED_RESOURCE_RELEASE_RATIO: '1.5' } }, /paused_resource_release_ratio: must be in \[0,1\]/],
+    [{ env: { SVC_RUNTIME: 'docker' } }, /node_agent\.runtime: must be auto, gvisor or microvm/],
+    [{ env: { SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN: 'maybe' } }, /insecure_no_token .*must be true or false/],
+    [{ file: file('b.yaml', 'api:\n  lisen: x\n') }, /^configuration error: api\.lisen: unknown key/],
+    [{ file: file('c.yaml', 'proxy:\n  http_port: "80"\n') }, /proxy\.http_port: must be a number/],
+    [{ file: file('d.yaml', 'a: [\n') }, /is not valid YAML/],
+    [{ file: join(dir, 'missing.yaml') }, /does not exist/],
+  ];
+  for (const [opts, re] of cases) {
+    assert.throws(() => loadConfig({ env: {}, ...opts }), (e: Error) => {
+      assert.ok(e instanceof ConfigError);
+      assert.equal(e.message.includes('\n'), false);
+      assert.match(e.message, re);
+      return true;
+    });
+  }
+});

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The whole test suite: typecheck, unit and integration tests beside the code, whole-platform
+# tests in test/e2e. Starts PostgreSQL, MariaDB and Redis on loopback for the store tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+trap 'scripts/test-services.sh stop >/dev/null 2>&1 || true' EXIT
+eval "$(scripts/test-services.sh start)"
+export SVC_TEST_REQUIRE_ALL_DBS=1
+
+echo "typecheck"
+npx tsc --noEmit -p tsconfig.json
+
+mapfile -t files < <(find packages test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
+# e2e last: they bring the whole platform up.
+mapfile -t ordered < <(printf '%s\n' "${files[@]}" | grep -v '^test/e2e/'; printf '%s\n' "${files[@]}" | grep '^test/e2e/' || true)
+node --import tsx --test --test-concurrency=1 "${ordered[@]}"
