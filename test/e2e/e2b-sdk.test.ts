@@ -1,0 +1,153 @@
+/**
+ * The official e2b SDK, pointed at `svc up` with E2B_API_URL / E2B_SANDBOX_URL / E2B_API_KEY,
+ * drives real gVisor sandboxes: commands, files, PTY, watch, pause and resume.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Sandbox, CommandExitError, NotFoundError } from 'e2b';
+import { runscProcesses, startPlatform, useE2bEnv, type RunningPlatform } from './harness.ts';
+
+let p: RunningPlatform;
+before(async () => {
+  p = await startPlatform();
+  useE2bEnv(p);
+});
+after(async () => {
+  await p?.stop();
+  assert.deepEqual(runscProcesses().filter((l) => l.includes(p.dataDir)), [], 'svc up left sandbox processes behind');
+});
+
+test('commands: foreground, env, cwd, users, exit codes, background with stdin, kill', async () => {
+  const sbx = await Sandbox.create('base', { envs: { GREETING: 'hi' }, timeoutMs: 300_000 });
+  try {
+    const r = await sbx.commands.run('echo "$GREETING from $(whoami) in $PWD"');
+    assert.equal(r.exitCode, 0);
+    assert.equal(r.stdout.trim(), 'hi from user in /home/user');
+    const root = await sbx.commands.run('id -u', { user: 'root' });
+    assert.equal(root.stdout.trim(), '0');
+    const cwd = await sbx.commands.run('pwd', { cwd: '/tmp' });
+    assert.equal(cwd.stdout.trim(), '/tmp');
+    await assert.rejects(sbx.commands.run('echo oops >&2; exit 3'), (e: unknown) => {
+      assert.ok(e instanceof CommandExitError);
+      assert.equal(e.exitCode, 3);
+      assert.equal(e.stderr.trim(), 'oops');
+      return true;
+    });
+    await assert.rejects(sbx.commands.run('/no/such/binary'), (e: unknown) => e instanceof CommandExitError && e.exitCode === 127);
+
+    const out: string[] = [];
+    const cat = await sbx.commands.run('cat', { background: true, stdin: true, onStdout: (d) => { out.push(d); } });
+    await sbx.commands.sendStdin(cat.pid, 'line one\n');
+    await sbx.commands.sendStdin(cat.pid, 'line two\n');
+    for (let i = 0; i < 50 && out.join('').split('\n').length < 3; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(out.join(''), 'line one\nline two\n');
+    const listed = await sbx.commands.list();
+    assert.ok(listed.some((x) => x.pid === cat.pid));
+    assert.equal(await sbx.commands.kill(cat.pid), true);
+    await assert.rejects(cat.wait());
+
+    const sleeper = await sbx.commands.run('sleep 600', { background: true });
+    await sleeper.kill();
+    assert.equal((await sbx.commands.list()).some((x) => x.pid === sleeper.pid), false);
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('files: write, read, list, rename, remove, exists, makeDir, watch', async () => {
+  const sbx = await Sandbox.create('base');
+  try {
+    await sbx.files.write('/home/user/hello.txt', 'hello world');
+    assert.equal(await sbx.files.read('/home/user/hello.txt'), 'hello world');
+    const bytes = new Uint8Array(256 * 1024).map((_, i) => i % 251);
+    await sbx.files.write('/tmp/blob.bin', bytes.buffer);
+    const back = await sbx.files.read('/tmp/blob.bin', { format: 'bytes' });
+    assert.deepEqual(Buffer.from(back), Buffer.from(bytes));
+    await sbx.files.makeDir('/home/user/dir/sub');
+    await sbx.files.write('/home/user/dir/sub/a.txt', 'a');
+    const entries = await sbx.files.list('/home/user/dir', { depth: 2 });
+    assert.deepEqual(entries.map((e) => e.path).sort(), ['/home/user/dir/sub', '/home/user/dir/sub/a.txt']);
+    await sbx.files.rename('/home/user/hello.txt', '/home/user/renamed.txt');
+    assert.equal(await sbx.files.exists('/home/user/hello.txt'), false);
+    assert.equal(await sbx.files.exists('/home/user/renamed.txt'), true);
+    await sbx.files.remove('/home/user/renamed.txt');
+    assert.equal(await sbx.files.exists('/home/user/renamed.txt'), false);
+    await assert.rejects(sbx.files.read('/nope/missing.txt'), (e: unknown) => e instanceof NotFoundError);
+
+    const events: string[] = [];
+    const watcher = await sbx.files.watchDir('/home/user/dir', (ev) => { events.push(`${ev.type}:${ev.name}`); }, { recursive: true });
+    await sbx.files.write('/home/user/dir/new.txt', 'x');
+    await sbx.commands.run('echo more >> /home/user/dir/new.txt');
+    for (let i = 0; i < 50 && !events.some((e) => e.includes('new.txt')); i++) await new Promise((r) => setTimeout(r, 100));
+    await watcher.stop();
+    assert.ok(events.some((e) => e.includes('new.txt')), `watch events: ${events.join(', ')}`);
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('pty: create, input, resize, kill', async () => {
+  const sbx = await Sandbox.create('base');
+  try {
+    let screen = '';
+    const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { screen += Buffer.from(d).toString(); } });
+    await sbx.pty.sendInput(term.pid, new TextEncoder().encode('echo pty-$((6*7))\n'));
+    for (let i = 0; i < 50 && !screen.includes('pty-42'); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(screen.includes('pty-42'), screen);
+    await sbx.pty.resize(term.pid, { cols: 120, rows: 40 });
+    await sbx.pty.sendInput(term.pid, new TextEncoder().encode('stty size\n'));
+    for (let i = 0; i < 50 && !screen.includes('40 120'); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(screen.includes('40 120'), screen);
+    assert.equal(await sbx.pty.kill(term.pid), true);
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('pause and resume: no CPU while paused, the kind of pause, files, a background process and a server survive', async () => {
+  const sbx = await Sandbox.create('base', { timeoutMs: 600_000 });
+  try {
+    await sbx.files.write('/home/user/state.txt', 'before pause');
+    await sbx.commands.run('nohup sh -c "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done" >/dev/null 2>&1 &');
+    await sbx.commands.run('nohup python3 -m http.server 8000 --directory /home/user >/dev/null 2>&1 &');
+    const host = sbx.getHost(8000);
+    const viaProxy = async () => {
+      const res = await fetch(`${p.sandboxUrl}/state.txt`, { headers: { Host: host } });
+      return { status: res.status, text: await res.text() };
+    };
+    for (let i = 0; i < 50; i++) {
+      const r = await viaProxy().catch(() => undefined);
+      if (r?.status === 200) break;
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    assert.deepEqual(await viaProxy(), { status: 200, text: 'before pause' });
+
+    assert.equal(await sbx.pause(), true);
+    const info = await sbx.getInfo();
+    assert.equal(info.state, 'paused');
+    const raw = await fetch(`${p.apiUrl}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-Key': p.apiKey } }).then((r) => r.json());
+    assert.equal(raw.pauseKind, 'freeze');
+
+    const resumed = await Sandbox.connect(sbx.sandboxId);
+    const c1 = Number((await resumed.commands.run('cat /tmp/counter')).stdout);
+    await new Promise((r) => setTimeout(r, 500));
+    const c2 = Number((await resumed.commands.run('cat /tmp/counter')).stdout);
+    assert.ok(c2 > c1, `the background process keeps counting after resume (${c1} → ${c2})`);
+    assert.equal(await resumed.files.read('/home/user/state.txt'), 'before pause');
+    assert.deepEqual(await viaProxy(), { status: 200, text: 'before pause' });
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('list, getInfo, setTimeout and kill of a paused sandbox', async () => {
+  const sbx = await Sandbox.create('base', { metadata: { suite: 'e2e-list' } });
+  const listed = await Sandbox.list({ query: { metadata: { suite: 'e2e-list' } } }).nextItems();
+  assert.deepEqual(listed.map((s) => s.sandboxId), [sbx.sandboxId]);
+  await sbx.setTimeout(120_000);
+  const info = await sbx.getInfo();
+  assert.ok(info.endAt.getTime() > Date.now() + 100_000);
+  await sbx.pause();
+  assert.equal(await Sandbox.kill(sbx.sandboxId), true);
+  assert.equal(await Sandbox.kill(sbx.sandboxId), false);
+});

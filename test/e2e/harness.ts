@@ -1,0 +1,95 @@
+/**
+ * Brings the whole platform up with the real `svc up` (a child process, as a user runs it) on
+ * ports of its own, and takes it down again, checking that no sandbox process is left behind.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+
+export const REPO = resolve(import.meta.dirname, '../..');
+export const SVC_BIN = join(REPO, 'packages/cli/bin/svc.mjs');
+
+export interface Endpoint {
+  apiUrl: string;
+  apiKey: string;
+  sandboxUrl: string;
+  domain: string;
+}
+
+export interface RunningPlatform extends Endpoint {
+  dataDir: string;
+  logFile: string;
+  env: NodeJS.ProcessEnv;
+  /** Environment for the official e2b SDK. */
+  e2bEnv: Record<string, string>;
+  logLines(): string[];
+  stop(): Promise<void>;
+}
+
+/** Ports far from the defaults, so a developer's own `svc up` keeps running beside the tests. */
+const E2E_PORTS = {
+  SVC_API_LISTEN: '127.0.0.1:13000',
+  SVC_MASTER_LISTEN: '127.0.0.1:18089',
+  SVC_NODE_AGENT_LISTEN: '127.0.0.1:18088',
+  SVC_PROXY_HTTP_PORT: '13002',
+  SVC_PROXY_ADMIN_PORT: '18082',
+  SVC_TEMPLATE_CENTER_LISTEN: '127.0.0.1:18090',
+  SVC_LIFECYCLE_LISTEN: '127.0.0.1:18083',
+  SVC_ADDRESS_POOL: '10.210.0.0/16',
+};
+
+export async function startPlatform(opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<RunningPlatform> {
+  const dataDir = opts.dataDir ?? '/tmp/svc-e2e-data';
+  mkdirSync(dataDir, { recursive: true });
+  const env: NodeJS.ProcessEnv = { ...process.env, ...E2E_PORTS, SVC_LIFECYCLE_WARMUP_SEC: '1', ...opts.env };
+  const child = spawn(process.execPath, [SVC_BIN, 'up', '--data-dir', dataDir, '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d) => { stderr += d; });
+  const endpoint = await new Promise<Endpoint>((res, rej) => {
+    const timer = setTimeout(() => rej(new Error(`svc up not ready after 10 minutes\n${stderr}`)), 600_000);
+    const lines = createInterface({ input: child.stdout! });
+    lines.on('line', (line) => {
+      try {
+        const msg = JSON.parse(line);
+        if (msg.ready) { clearTimeout(timer); res(msg); }
+      } catch { /* progress output */ }
+    });
+    child.on('exit', (code) => { clearTimeout(timer); rej(new Error(`svc up exited with ${code}\n${stderr}`)); });
+  });
+  const logFile = join(dataDir, 'svc.log');
+  return {
+    ...endpoint,
+    dataDir,
+    logFile,
+    env,
+    e2bEnv: { E2B_API_URL: endpoint.apiUrl, E2B_SANDBOX_URL: endpoint.sandboxUrl, E2B_API_KEY: endpoint.apiKey, E2B_DOMAIN: endpoint.domain },
+    logLines: () => readFileSync(logFile, 'utf8').split('\n').filter(Boolean),
+    stop: () => stopPlatform(child),
+  };
+}
+
+async function stopPlatform(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  child.kill('SIGTERM');
+  const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 60_000))]);
+  if (code === 'timeout') {
+    child.kill('SIGKILL');
+    throw new Error('svc up did not stop within 60 s of SIGTERM');
+  }
+}
+
+/** Sandbox processes (gVisor's) still running on this machine. */
+export function runscProcesses(): string[] {
+  try {
+    return execFileSync('pgrep', ['-a', '-f', 'runsc'], { encoding: 'utf8' }).split('\n').filter((l) => l && !l.includes('pgrep'));
+  } catch {
+    return [];
+  }
+}
+
+/** Applies the e2b SDK's environment for the duration of a test file. */
+export function useE2bEnv(p: RunningPlatform): void {
+  Object.assign(process.env, p.e2bEnv);
+}

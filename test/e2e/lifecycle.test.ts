@@ -1,0 +1,179 @@
+/**
+ * Auto-pause on idle, auto-resume on the next plain HTTP request, kill on timeout (410),
+ * private sandboxes behind a traffic token, WebSockets and streaming through the data plane.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import WebSocket from 'ws';
+import { Sandbox } from 'e2b';
+import { startPlatform, useE2bEnv, type RunningPlatform } from './harness.ts';
+
+let p: RunningPlatform;
+before(async () => {
+  p = await startPlatform();
+  useE2bEnv(p);
+});
+after(async () => { await p?.stop(); });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(250);
+  }
+}
+
+async function state(id: string): Promise<{ status: number; state?: string }> {
+  const res = await fetch(`${p.apiUrl}/sandboxes/${id}`, { headers: { 'X-API-Key': p.apiKey } });
+  const body = await res.json() as { state?: string };
+  return { status: res.status, state: body.state };
+}
+
+/** A plain HTTP request as a browser makes it: only a Host header names the sandbox. */
+function get(host: string, path = '/', headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  const u = new URL(p.sandboxUrl);
+  return new Promise((res, rej) => {
+    const req = request({ host: u.hostname, port: u.port, path, headers: { Host: host, ...headers } }, (r) => {
+      let body = '';
+      r.on('data', (d) => { body += d; });
+      r.on('end', () => res({ status: r.statusCode!, body }));
+    });
+    req.on('error', rej);
+    req.end();
+  });
+}
+
+async function startHttpServer(sbx: Sandbox, port: number): Promise<void> {
+  await sbx.files.write('/home/user/www/index.html', '<h1>hello from the sandbox</h1>');
+  await sbx.commands.run(`nohup python3 -m http.server ${port} --directory /home/user/www >/dev/null 2>&1 &`);
+  await waitFor('the HTTP server', async () => ((await get(sbx.getHost(port))).status === 200 ? true : undefined));
+}
+
+test('onTimeout pause + autoResume: idles into pause, a plain HTTP request wakes it, state intact', async () => {
+  const sbx = await Sandbox.create('base', { timeoutMs: 4_000, lifecycle: { onTimeout: 'pause', autoResume: true } });
+  try {
+    await startHttpServer(sbx, 8000);
+    await sbx.commands.run('nohup sh -c "sleep 100000" >/dev/null 2>&1 &');
+    await waitFor('the auto-pause', async () => ((await state(sbx.sandboxId)).state === 'paused' ? true : undefined), 30_000);
+    const page = await get(sbx.getHost(8000));
+    assert.equal(page.status, 200);
+    assert.match(page.body, /hello from the sandbox/);
+    assert.equal((await state(sbx.sandboxId)).state, 'running');
+    const ps = await sbx.commands.run('ps -eo args');
+    assert.match(ps.stdout, /sleep 100000/, 'processes survive pause and auto-resume');
+    assert.match(ps.stdout, /http\.server/);
+    const lines = p.logLines();
+    assert.ok(lines.some((l) => l.includes('auto-paused sandbox') && l.includes(sbx.sandboxId)));
+    assert.ok(lines.some((l) => l.includes('auto-resumed sandbox') && l.includes(sbx.sandboxId)));
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('onTimeout kill: the sandbox is reclaimed and then answers 410', async () => {
+  const sbx = await Sandbox.create('base', { timeoutMs: 3_000 });
+  await startHttpServer(sbx, 8001);
+  await waitFor('the timeout kill', async () => ((await state(sbx.sandboxId)).status === 410 ? true : undefined), 30_000);
+  const r = await get(sbx.getHost(8001));
+  assert.equal(r.status, 410);
+  assert.ok(p.logLines().some((l) => l.includes('timeout-killed sandbox') && l.includes(sbx.sandboxId)));
+});
+
+test('a paused sandbox without autoResume stays paused and says so', async () => {
+  const sbx = await Sandbox.create('base', { timeoutMs: 300_000 });
+  try {
+    await startHttpServer(sbx, 8002);
+    await sbx.pause();
+    const r = await get(sbx.getHost(8002));
+    assert.equal(r.status, 409);
+    assert.match(r.body, /paused/);
+    assert.equal((await state(sbx.sandboxId)).state, 'paused');
+  } finally {
+    await Sandbox.kill(sbx.sandboxId);
+  }
+});
+
+test('allow_public_traffic=false: requests need the traffic token', async () => {
+  const sbx = await Sandbox.create('base', { network: { allowPublicTraffic: false } });
+  try {
+    assert.match(sbx.trafficAccessToken ?? '', /^[0-9a-f-]{36}$/);
+    await sbx.files.write('/home/user/www/index.html', 'private');
+    await sbx.commands.run('nohup python3 -m http.server 8003 --directory /home/user/www >/dev/null 2>&1 &');
+    const host = sbx.getHost(8003);
+    const withToken = () => get(host, '/', { 'svc-traffic-access-token': sbx.trafficAccessToken! });
+    await waitFor('the private server', async () => ((await withToken()).status === 200 ? true : undefined));
+    assert.equal((await get(host)).status, 403);
+    assert.equal((await get(host, '/', { 'ext-traffic-access-token': 'wrong' })).status, 403);
+    assert.equal((await get(host, '/', { 'ext-traffic-access-token': sbx.trafficAccessToken! })).status, 200);
+    assert.equal((await withToken()).body, 'private');
+    const log = p.logLines().join('\n');
+    assert.ok(!log.includes(sbx.trafficAccessToken!), 'the token never appears in a log');
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('a WebSocket echo and a long streaming response pass through unbuffered', async () => {
+  const sbx = await Sandbox.create('base');
+  try {
+    await sbx.files.write('/home/user/srv.py', `
+import asyncio, base64, hashlib
+async def handle(reader, writer):
+    head = (await reader.readuntil(b"\\r\\n\\r\\n")).decode()
+    path = head.split(" ")[1]
+    if path == "/stream":
+        writer.write(b"HTTP/1.1 200 OK\\r\\nTransfer-Encoding: chunked\\r\\nContent-Type: text/plain\\r\\n\\r\\n")
+        for i in range(5):
+            chunk = f"tick {i}\\n".encode()
+            writer.write(f"{len(chunk):x}\\r\\n".encode() + chunk + b"\\r\\n")
+            await writer.drain()
+            await asyncio.sleep(0.4)
+        writer.write(b"0\\r\\n\\r\\n"); await writer.drain(); writer.close(); return
+    key = [l.split(": ")[1] for l in head.split("\\r\\n") if l.lower().startswith("sec-websocket-key")][0]
+    acc = base64.b64encode(hashlib.sha1((key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11").encode()).digest()).decode()
+    writer.write(f"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: {acc}\\r\\n\\r\\n".encode())
+    while True:
+        h = await reader.readexactly(2)
+        n = h[1] & 127
+        if n == 126: n = int.from_bytes(await reader.readexactly(2), "big")
+        mask = await reader.readexactly(4)
+        data = bytes(b ^ mask[i % 4] for i, b in enumerate(await reader.readexactly(n)))
+        if h[0] & 15 == 8: writer.close(); return
+        writer.write(bytes([0x81, len(data)]) + data); await writer.drain()
+async def main():
+    await (await asyncio.start_server(handle, "0.0.0.0", 8004)).serve_forever()
+asyncio.run(main())
+`);
+    await sbx.commands.run('nohup python3 /home/user/srv.py >/tmp/srv.log 2>&1 &');
+    const u = new URL(p.sandboxUrl);
+    const host = sbx.getHost(8004);
+    await waitFor('the stream server', async () => ((await get(host, '/stream')).status === 200 ? true : undefined));
+
+    const arrivals: number[] = [];
+    const t0 = Date.now();
+    await new Promise<void>((res, rej) => {
+      const req = request({ host: u.hostname, port: u.port, path: '/stream', headers: { Host: host } }, (r) => {
+        r.on('data', () => arrivals.push(Date.now() - t0));
+        r.on('end', res);
+      });
+      req.on('error', rej);
+      req.end();
+    });
+    assert.ok(arrivals.length >= 3, `chunks arrived one by one (${arrivals.length} reads)`);
+    assert.ok(arrivals[0] < 1000 && arrivals.at(-1)! - arrivals[0] > 1000, `first chunk early, last late: ${arrivals.join(',')}`);
+
+    const ws = new WebSocket(`ws://${u.host}/`, { headers: { Host: host } });
+    await new Promise((res, rej) => { ws.once('open', res); ws.once('error', rej); });
+    const echo = new Promise<string>((res) => ws.once('message', (m) => res(String(m))));
+    ws.send('ping through the proxy');
+    assert.equal(await echo, 'ping through the proxy');
+    ws.close();
+  } finally {
+    await sbx.kill();
+  }
+});
