@@ -1,0 +1,160 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream, existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { SvcError, badRequest, conflict, notFound, type Logger } from '@svc/common';
+import type { ArtifactOnNode, EnsureArtifact } from '../api.ts';
+import { run } from '../host/exec.ts';
+import { isMountPoint, unmount } from '../host/mounts.ts';
+
+const ARTIFACT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function checkArtifactId(id: string) {
+  if (!ARTIFACT_ID.test(id)) throw badRequest(`artifact id ${JSON.stringify(id)} is not valid (letters, digits, . _ -, at most 128)`);
+}
+
+/**
+ * Template root filesystems on this node: `<dir>/<artifactId>.ext4`, downloaded once and
+ * sha256-verified before it is kept, loop-mounted read-only once at `<dir>/<artifactId>.mnt`
+ * and shared by every sandbox of that template as its overlay's lower layer.
+ */
+export class ArtifactStore {
+  private readonly known = new Map<string, ArtifactOnNode>();
+  private readonly downloads = new Map<string, Promise<ArtifactOnNode>>();
+  private readonly mounting = new Map<string, Promise<string>>();
+
+  constructor(private readonly dir: string, private readonly logger: Logger, private readonly baseUrl?: string) {}
+
+  async load(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    for (const name of await readdir(this.dir)) {
+      if (name.includes('.part-')) { await rm(join(this.dir, name), { force: true }); continue; }
+      if (!name.endsWith('.json')) continue;
+      try {
+        const a = JSON.parse(await readFile(join(this.dir, name), 'utf8')) as ArtifactOnNode;
+        if (existsSync(a.path)) this.known.set(a.artifactId, a);
+      } catch { /* a torn metadata file: the artifact is downloaded again on demand */ }
+    }
+  }
+
+  list(): ArtifactOnNode[] {
+    return [...this.known.values()];
+  }
+
+  get(id: string): ArtifactOnNode | undefined {
+    return this.known.get(id);
+  }
+
+  imagePath(id: string) { return join(this.dir, `${id}.ext4`); }
+  mountDir(id: string) { return join(this.dir, `${id}.mnt`); }
+
+  /** Present and verified, downloading it when missing; concurrent calls share one download. */
+  async ensure(id: string, want: EnsureArtifact): Promise<ArtifactOnNode> {
+    checkArtifactId(id);
+    if (!/^[0-9a-f]{64}$/i.test(want.sha256 ?? '')) throw badRequest(`artifact ${id}: sha256 must be 64 hex digits`);
+    if (typeof want.downloadUrl !== 'string' || !want.downloadUrl) throw badRequest(`artifact ${id}: downloadUrl is required`);
+    const have = this.known.get(id);
+    if (have) {
+      if (have.sha256 !== want.sha256.toLowerCase()) {
+        throw conflict(`artifact ${id} is on this node with sha256 ${have.sha256}, not ${want.sha256}`);
+      }
+      return have;
+    }
+    let p = this.downloads.get(id);
+    if (!p) {
+      p = this.download(id, want).finally(() => this.downloads.delete(id));
+      this.downloads.set(id, p);
+    }
+    return p;
+  }
+
+  /** Loop-mounts the image read-only once; later calls return the same directory. */
+  async mount(id: string): Promise<string> {
+    const a = this.known.get(id);
+    if (!a) throw notFound(`artifact ${id} is not on this node`);
+    const dir = this.mountDir(id);
+    let p = this.mounting.get(id);
+    if (!p) {
+      p = (async () => {
+        if (await isMountPoint(dir)) return dir;
+        await mkdir(dir, { recursive: true });
+        // noload: never replay a journal on a shared read-only image.
+        await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', a.path, dir]);
+        return dir;
+      })().finally(() => this.mounting.delete(id));
+      this.mounting.set(id, p);
+    }
+    return p;
+  }
+
+  /** Unmounts and deletes the artifact; the caller has checked that no sandbox uses it. */
+  async remove(id: string): Promise<void> {
+    checkArtifactId(id);
+    const dir = this.mountDir(id);
+    if (await isMountPoint(dir)) {
+      const r = await run('umount', [dir], { allowFail: true });
+      if (r.code !== 0) throw conflict(`artifact ${id} is still mounted and busy: ${r.stderr.trim()}`);
+    }
+    await rmdir(dir).catch(() => {});
+    await rm(this.imagePath(id), { force: true });
+    await rm(join(this.dir, `${id}.json`), { force: true });
+    this.known.delete(id);
+  }
+
+  /** Unmounts every artifact no sandbox uses (agent shutdown). */
+  async unmountAll(inUse: Set<string>): Promise<void> {
+    for (const id of this.known.keys()) {
+      if (inUse.has(id)) continue;
+      const dir = this.mountDir(id);
+      if (await isMountPoint(dir)) await unmount(dir).catch((err) => this.logger.warn({ err, id }, 'artifact unmount failed'));
+    }
+  }
+
+  private async download(id: string, want: EnsureArtifact): Promise<ArtifactOnNode> {
+    const started = Date.now();
+    const path = this.imagePath(id);
+    const part = `${path}.part-${randomBytes(4).toString('hex')}`;
+    const hash = createHash('sha256');
+    let bytes = 0;
+    const counter = new Transform({
+      transform(chunk: Buffer, _enc, done) { hash.update(chunk); bytes += chunk.length; done(null, chunk); },
+    });
+    try {
+      const source = await this.open(id, want.downloadUrl);
+      await pipeline(source, counter, createWriteStream(part, { mode: 0o644 }));
+      const sha = hash.digest('hex');
+      if (sha !== want.sha256.toLowerCase()) {
+        throw new SvcError(502, `artifact ${id}: sha256 mismatch: downloaded ${sha}, expected ${want.sha256.toLowerCase()}`);
+      }
+      if (want.sizeBytes && bytes !== want.sizeBytes) {
+        throw new SvcError(502, `artifact ${id}: size mismatch: downloaded ${bytes} bytes, expected ${want.sizeBytes}`);
+      }
+      await rename(part, path);
+      const a: ArtifactOnNode = { artifactId: id, sha256: sha, sizeBytes: bytes, path };
+      await writeFile(join(this.dir, `${id}.json`), JSON.stringify(a));
+      this.known.set(id, a);
+      this.logger.info({ artifactId: id, bytes, ms: Date.now() - started }, 'artifact downloaded');
+      return a;
+    } finally {
+      await rm(part, { force: true });
+    }
+  }
+
+  private async open(id: string, url: string): Promise<Readable> {
+    const resolved = url.startsWith('/') && this.baseUrl ? this.baseUrl.replace(/\/+$/, '') + url : url;
+    if (resolved.startsWith('file://')) return createReadStream(fileURLToPath(resolved));
+    let res: Response;
+    try {
+      res = await fetch(resolved);
+    } catch (err) {
+      throw new SvcError(502, `artifact ${id}: download from ${resolved} failed: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`);
+    }
+    if (!res.ok || !res.body) {
+      throw new SvcError(502, `artifact ${id}: download from ${resolved} answered ${res.status}`);
+    }
+    return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
+  }
+}

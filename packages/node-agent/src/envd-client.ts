@@ -1,0 +1,54 @@
+import http from 'node:http';
+import { SvcError } from '@svc/common';
+
+export const ENVD_PORT = 49983;
+
+interface Answer { status: number; body: string }
+
+function request(address: string, method: string, path: string, opts: { timeoutMs: number; body?: unknown; headers?: Record<string, string> }): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const req = http.request({
+      host: address, port: ENVD_PORT, method, path, agent: false, timeout: opts.timeoutMs,
+      headers: { ...opts.headers, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+    }, (res) => {
+      let body = '';
+      res.setEncoding('utf8').on('data', (d: string) => { body += d; }).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+export async function envdHealthy(address: string, timeoutMs = 1_000): Promise<boolean> {
+  try {
+    const r = await request(address, 'GET', '/health', { timeoutMs });
+    return r.status >= 200 && r.status < 300;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls envd's GET /health until it answers 2xx; throws when the signal fires first. */
+export async function waitForEnvd(address: string, signal: AbortSignal): Promise<void> {
+  let delay = 5;
+  while (true) {
+    if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new SvcError(504, 'envd did not answer in time');
+    if (await envdHealthy(address, 250)) return;
+    await new Promise((r) => setTimeout(r, delay));
+    delay = Math.min(delay * 2, 50);
+  }
+}
+
+export interface EnvdInit {
+  envVars: Record<string, string>;
+  accessToken?: string;
+  timestamp: string;
+}
+
+/** envd's POST /init (E2B shape): personalises a started envd with env vars and an access token. */
+export async function envdInit(address: string, body: EnvdInit): Promise<void> {
+  const r = await request(address, 'POST', '/init', { timeoutMs: 5_000, body });
+  if (r.status < 200 || r.status >= 300) throw new Error(`envd POST /init answered ${r.status}: ${r.body.slice(0, 200)}`);
+}

@@ -1,0 +1,47 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { randomId, type Logger } from '@svc/common';
+
+/** Config values win; zero means "what the host has". */
+export function nodeCapacity(cfg: { cpu_count: number; memory_mb: number }): { cpuCount: number; memoryMB: number } {
+  return {
+    cpuCount: cfg.cpu_count > 0 ? cfg.cpu_count : cpus().length,
+    memoryMB: cfg.memory_mb > 0 ? cfg.memory_mb : Math.floor(totalmem() / (1024 * 1024)),
+  };
+}
+
+/** The configured node id, else one made up once and kept in the state directory. */
+export async function resolveNodeId(configured: string, stateDir: string): Promise<string> {
+  if (configured) return configured;
+  const file = join(stateDir, 'node-id');
+  const existing = await readFile(file, 'utf8').catch(() => '');
+  if (existing.trim()) return existing.trim();
+  const id = `node-${randomId(12)}`;
+  await mkdir(stateDir, { recursive: true });
+  await writeFile(file, `${id}\n`, { flag: 'wx' }).catch(async () => undefined);
+  return (await readFile(file, 'utf8')).trim();
+}
+
+/** Sandboxes reach outside through the host's routing: forwarding must be on. */
+export async function enableIpForwarding(logger: Logger): Promise<void> {
+  const path = '/proc/sys/net/ipv4/ip_forward';
+  if ((await readFile(path, 'utf8')).trim() === '1') return;
+  await writeFile(path, '1');
+  logger.info('enabled net.ipv4.ip_forward for sandbox egress');
+}
+
+/** DNS servers a sandbox can use: the host's, minus loopback ones that mean nothing in a sandbox. */
+export async function sandboxResolvConf(): Promise<string | undefined> {
+  const text = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
+  const servers = [...text.matchAll(/^nameserver\s+(\S+)/gm)].map((m) => m[1]).filter((s) => !s.startsWith('127.') && s !== '::1' && !s.includes(':'));
+  if (!servers.length) return undefined;
+  return servers.map((s) => `nameserver ${s}`).join('\n') + '\n';
+}
+
+/** Missing host tools, named, so the agent fails at start with one clear line. */
+export function missingTools(tools: string[]): string[] {
+  const path = (process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin').split(':');
+  return tools.filter((t) => (t.startsWith('/') ? !existsSync(t) : !path.some((d) => existsSync(join(d, t)))));
+}

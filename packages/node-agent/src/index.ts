@@ -1,0 +1,170 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createHttpApp, parseListen, SvcError, type Logger, type SvcConfig } from '@svc/common';
+import type { NodeInfo } from './api.ts';
+import { ArtifactStore } from './artifacts/artifact-store.ts';
+import { enableIpForwarding, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
+import type { RunResult } from './host/exec.ts';
+import { MasterLink } from './master-link.ts';
+import { ResourceNames } from './names.ts';
+import { AddressPool } from './network/address-pool.ts';
+import { Firewall } from './network/firewall.ts';
+import { registerRoutes } from './routes.ts';
+import { GvisorDriver } from './runtime/gvisor.ts';
+import { defaultEnvdBundle, defaultPtyModulesDir, ensureRuntimeBundle, type RuntimeBundle } from './runtime/runtime-bundle.ts';
+import { InstanceLauncher } from './sandboxes/instances.ts';
+import { RecordStore } from './sandboxes/record.ts';
+import { reconcile } from './sandboxes/reconcile.ts';
+import { SandboxService } from './sandboxes/service.ts';
+import { envdVersion, NODE_AGENT_VERSION } from './version.ts';
+
+export interface NodeAgentOptions {
+  logger: Logger;
+  /** Master base URL; default `master.addr` from the config; '' runs without a master. */
+  masterAddr?: string;
+  /** envd bundle to inject (default: dist/envd.mjs, or SVC_ENVD_BUNDLE). */
+  envdBundle?: string;
+  /** runsc binary (default: runsc on PATH). */
+  runscPath?: string;
+  /** How often sandboxes are probed for dead processes (default 5 s). */
+  livenessIntervalMs?: number;
+}
+
+export interface NodeAgent {
+  url: string;
+  nodeId: string;
+  /** Stops serving. Warm sandboxes are destroyed; user sandboxes keep running (and are adopted at the next start) unless destroySandboxes. */
+  close(opts?: { destroySandboxes?: boolean }): Promise<void>;
+  /** For tests and benchmarks: run a command in a sandbox beside envd. */
+  exec(sandboxId: string, argv: string[], opts?: { detach?: boolean }): Promise<RunResult>;
+  /** For tests: the host-side facts of a sandbox. */
+  inspect(sandboxId: string): { instanceId: string; dir: string; netns: string; hostVeth: string; address: string };
+  /** For tests: look for dead sandboxes now. */
+  sweepDead(): Promise<void>;
+  warmCount(): number;
+}
+
+export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Promise<NodeAgent> {
+  const nc = cfg.node_agent;
+  const logger = opts.logger;
+  if (nc.runtime === 'microvm') throw new SvcError(500, 'node_agent.runtime microvm: the microvm driver is not available in this version; use gvisor or auto');
+  if (process.getuid?.() !== 0) throw new Error('the node agent runs sandboxes and must run as root');
+  const missing = missingTools([opts.runscPath ?? 'runsc', 'nsenter', 'ip', 'nft', 'mount', 'umount', 'ldd', '/usr/bin/tini-static']);
+  if (missing.length) throw new Error(`node agent: missing host tools: ${missing.join(', ')} (scripts/install-system-deps.sh installs them)`);
+
+  const stateDir = nc.state_dir;
+  await mkdir(stateDir, { recursive: true, mode: 0o700 });
+  const nodeId = await resolveNodeId(nc.node_id, stateDir);
+  const names = new ResourceNames(stateDir);
+  const addresses = new AddressPool(nc.address_pool);
+  const firewall = new Firewall(names.nftTable, names.vethPrefix, addresses.cidr);
+  const records = new RecordStore(join(stateDir, 'instances'));
+  const masterAddr = opts.masterAddr ?? cfg.master.addr;
+  const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
+  // runtime: auto picks gvisor; the microvm driver (KVM) comes later.
+  const driver = new GvisorDriver({ stateRoot: join(stateDir, 'runsc'), names, logger, runscPath: opts.runscPath, platform: process.env.SVC_GVISOR_PLATFORM });
+  const capacity = nodeCapacity(nc.capacity);
+  const ratio = nc.host.quota.paused_resource_release_ratio;
+
+  await enableIpForwarding(logger);
+  await artifacts.load();
+
+  let bundle: Promise<RuntimeBundle> | undefined;
+  const runtimeBundle = () => {
+    bundle ??= (async () => {
+      const envdBundle = opts.envdBundle ?? defaultEnvdBundle();
+      if (!envdBundle) throw new SvcError(503, 'envd bundle not found: run `npm run build` (dist/envd.mjs) or set SVC_ENVD_BUNDLE');
+      return ensureRuntimeBundle(stateDir, { envdBundle, nodeBinary: process.execPath, tini: '/usr/bin/tini-static', ptyModulesDir: defaultPtyModulesDir() });
+    })().catch((err) => { bundle = undefined; throw err; });
+    return bundle;
+  };
+  const resolv = await sandboxResolvConf();
+  const launcher = new InstanceLauncher({
+    logger, driver, artifacts, firewall, addresses, names, records, runtimeBundle,
+    envdVersion: await envdVersion(), files: resolv ? { '/etc/resolv.conf': resolv } : {},
+  });
+
+  const report = await reconcile({ logger, driver, records, names, firewall, addresses, launcher });
+  const sc = cfg.svclet_conf;
+  const service = new SandboxService({
+    logger, launcher, driver, artifacts, firewall, records, capacity, releaseRatio: ratio,
+    warmPoolSize: nc.warm_pool_size,
+    warmShape: { cpuCount: sc.default_cpu_count, memoryMB: sc.default_memory_mb, diskSizeMB: sc.default_disk_size_mb },
+  });
+  service.adopt(report.adopted);
+
+  const app = createHttpApp({ logger });
+  let url = '';
+  const nodeInfo = (): NodeInfo => {
+    const u = service.usage();
+    return {
+      nodeId, address: advertised(nc.addr, url), runtime: driver.kind, pauseKinds: driver.pauseKinds, capacity,
+      pausedResourceReleaseRatio: ratio, sandboxes: { running: u.running, paused: u.paused }, version: NODE_AGENT_VERSION,
+    };
+  };
+  registerRoutes(app, {
+    service, nodeInfo, nodeId,
+    createDefaults: { diskSizeMB: sc.default_disk_size_mb, timeoutMs: cfg.master.create_timeout_insec * 1000 },
+  });
+  const { host, port } = parseListen(nc.listen);
+  await app.listen({ host, port });
+  const addr = app.server.address();
+  url = typeof addr === 'object' && addr ? `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}` : nc.addr;
+
+  const link = masterAddr
+    ? new MasterLink({
+      masterAddr, logger,
+      registration: () => {
+        const i = nodeInfo();
+        return { nodeId, address: i.address, runtime: i.runtime, pauseKinds: i.pauseKinds, capacity, pausedResourceReleaseRatio: ratio, version: i.version };
+      },
+      heartbeat: () => {
+        const u = service.usage();
+        return { sandboxes: { running: u.running, paused: u.paused }, usedMemoryMB: u.usedMemoryMB };
+      },
+    })
+    : undefined;
+  link?.start();
+
+  let sweeping = false;
+  const liveness = setInterval(() => {
+    if (sweeping) return;
+    sweeping = true;
+    service.sweepDead().catch((err) => logger.error({ err }, 'liveness sweep failed')).finally(() => { sweeping = false; });
+  }, opts.livenessIntervalMs ?? 5_000);
+  liveness.unref();
+
+  logger.info({ nodeId, url, runtime: driver.kind, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');
+
+  let closed: Promise<void> | undefined;
+  return {
+    url,
+    nodeId,
+    close(closeOpts = {}) {
+      closed ??= (async () => {
+        clearInterval(liveness);
+        link?.stop();
+        await app.close();
+        await service.close(closeOpts);
+        if (service.count === 0) {
+          await firewall.drop();
+          await driver.removeParentCgroups();
+          await artifacts.unmountAll(new Set());
+        }
+      })();
+      return closed;
+    },
+    exec: (sandboxId, argv, execOpts) => driver.exec(service.instanceOf(sandboxId).ref, argv, execOpts),
+    inspect: (sandboxId) => {
+      const { record: r, ref } = service.instanceOf(sandboxId);
+      return { instanceId: r.instanceId, dir: ref.dir, netns: r.netns, hostVeth: r.hostVeth, address: r.address };
+    },
+    sweepDead: () => service.sweepDead(),
+    warmCount: () => service.pool.count(),
+  };
+}
+
+/** The configured address, unless it names port 0 (tests): then where the server really listens. */
+function advertised(configured: string, actual: string): string {
+  return !configured || /:0\/?$/.test(configured) ? actual : configured;
+}

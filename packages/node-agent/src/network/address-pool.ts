@@ -1,0 +1,74 @@
+import { SvcError } from '@svc/common';
+
+export interface SandboxAddresses {
+  /** Index of the /30 inside the pool. */
+  slot: number;
+  /** Host side of the veth pair (.1 of the /30). */
+  hostAddress: string;
+  /** Sandbox side (.2 of the /30): where envd and user ports answer. */
+  sandboxAddress: string;
+}
+
+export function ipToInt(ip: string): number {
+  const parts = ip.split('.').map(Number);
+  if (parts.length !== 4 || parts.some((p) => !Number.isInteger(p) || p < 0 || p > 255)) throw new Error(`not an IPv4 address: ${ip}`);
+  return ((parts[0] << 24) | (parts[1] << 16) | (parts[2] << 8) | parts[3]) >>> 0;
+}
+
+export function intToIp(n: number): string {
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+}
+
+/** Parses "a.b.c.d/n" (or a bare address as /32) into its network number and prefix length. */
+export function parseCidr(cidr: string): { base: number; prefix: number } {
+  const m = /^(\d+\.\d+\.\d+\.\d+)(?:\/(\d{1,2}))?$/.exec(cidr.trim());
+  if (!m) throw new Error(`not an IPv4 address or CIDR: ${cidr}`);
+  const prefix = m[2] === undefined ? 32 : Number(m[2]);
+  if (prefix > 32) throw new Error(`bad prefix length in ${cidr}`);
+  const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
+  return { base: (ipToInt(m[1]) & mask) >>> 0, prefix };
+}
+
+/** Hands out one /30 per sandbox from the node's address pool. */
+export class AddressPool {
+  readonly cidr: string;
+  private readonly base: number;
+  private readonly slots: number;
+  private readonly used = new Set<number>();
+
+  constructor(cidr: string) {
+    const { base, prefix } = parseCidr(cidr);
+    if (prefix > 30) throw new Error(`address pool ${cidr} is smaller than a /30`);
+    this.cidr = `${intToIp(base)}/${prefix}`;
+    this.base = base;
+    this.slots = 2 ** (30 - prefix);
+  }
+
+  allocate(): SandboxAddresses {
+    for (let slot = 0; slot < this.slots; slot++) {
+      if (!this.used.has(slot)) {
+        this.used.add(slot);
+        return this.addresses(slot);
+      }
+    }
+    throw new SvcError(503, `address pool ${this.cidr} is exhausted (${this.slots} sandboxes)`);
+  }
+
+  /** Marks a slot taken (an adopted sandbox). False when the slot is outside the pool or already taken. */
+  reserve(slot: number): boolean {
+    if (slot < 0 || slot >= this.slots || this.used.has(slot)) return false;
+    this.used.add(slot);
+    return true;
+  }
+
+  release(slot: number) {
+    this.used.delete(slot);
+  }
+
+  get inUse() { return this.used.size; }
+
+  addresses(slot: number): SandboxAddresses {
+    const net = this.base + slot * 4;
+    return { slot, hostAddress: intToIp(net + 1), sandboxAddress: intToIp(net + 2) };
+  }
+}

@@ -1,0 +1,128 @@
+import { run } from '../host/exec.ts';
+import { type EgressPolicy, reachesOutside } from './egress-policy.ts';
+
+export interface FirewallSandbox {
+  instanceId: string;
+  hostVeth: string;
+  sandboxAddress: string;
+  policy: EgressPolicy;
+}
+
+/** Link-local (cloud metadata services) is never reachable unless allowOut names it. */
+const ALWAYS_DENIED = ['169.254.0.0/16'];
+
+/**
+ * The agent's nftables table. Everything the agent adds lives in one table of its own
+ * (`ip svc_<tag>`), so removing the agent's rules never touches anybody else's:
+ *   forward:     traffic a sandbox sends jumps to its own chain (verdict map by interface);
+ *                nothing new is forwarded into a sandbox.
+ *   input:       a sandbox cannot open connections to the host (DNAT'd flows excepted,
+ *                for a transparent egress proxy).
+ *   postrouting: source NAT for sandboxes that may reach outside.
+ */
+export class Firewall {
+  private readonly sandboxes = new Map<string, FirewallSandbox>();
+
+  constructor(private readonly table: string, private readonly vethPrefix: string, private readonly poolCidr: string) {}
+
+  /** Replaces the whole table atomically with these sandboxes' rules. */
+  async rebuild(sandboxes: FirewallSandbox[]): Promise<void> {
+    const t = this.table;
+    const p = `"${this.vethPrefix}*"`;
+    const lines = [
+      `table ip ${t} {}`,
+      `delete table ip ${t}`,
+      `table ip ${t} {`,
+      '  map sandbox_out { type ifname : verdict; }',
+      '  set sandbox_nat { type ipv4_addr; }',
+      '  chain forward {',
+      '    type filter hook forward priority -5; policy accept;',
+      '    iifname vmap @sandbox_out',
+      `    oifname ${p} ct state established,related accept`,
+      `    oifname ${p} drop`,
+      `    iifname ${p} drop`,
+      '  }',
+      '  chain input {',
+      '    type filter hook input priority -5; policy accept;',
+      `    iifname ${p} ct state established,related accept`,
+      `    iifname ${p} ct status dnat accept`,
+      `    iifname ${p} drop`,
+      '  }',
+      '  chain postrouting {',
+      '    type nat hook postrouting priority 100; policy accept;',
+      `    ip saddr @sandbox_nat oifname != ${p} masquerade`,
+      '  }',
+      '}',
+    ];
+    for (const s of sandboxes) lines.push(...this.addLines(s));
+    await this.apply(lines);
+    this.sandboxes.clear();
+    for (const s of sandboxes) this.sandboxes.set(s.instanceId, s);
+  }
+
+  async add(s: FirewallSandbox): Promise<void> {
+    await this.apply(this.addLines(s));
+    this.sandboxes.set(s.instanceId, s);
+  }
+
+  /** Changes a sandbox's egress policy in one transaction (a warm sandbox being handed out). */
+  async update(instanceId: string, policy: EgressPolicy): Promise<void> {
+    const old = this.sandboxes.get(instanceId);
+    if (!old) throw new Error(`firewall: no rules for instance ${instanceId}`);
+    const next = { ...old, policy };
+    const t = this.table;
+    const lines = [`flush chain ip ${t} ${chainOf(instanceId)}`, ...this.chainRules(next)];
+    if (reachesOutside(old.policy) && !reachesOutside(policy)) lines.push(`delete element ip ${t} sandbox_nat { ${old.sandboxAddress} }`);
+    if (!reachesOutside(old.policy) && reachesOutside(policy)) lines.push(`add element ip ${t} sandbox_nat { ${old.sandboxAddress} }`);
+    await this.apply(lines);
+    this.sandboxes.set(instanceId, next);
+  }
+
+  async remove(instanceId: string): Promise<void> {
+    const s = this.sandboxes.get(instanceId);
+    if (!s) return;
+    const t = this.table;
+    const lines = [
+      `delete element ip ${t} sandbox_out { "${s.hostVeth}" }`,
+      `flush chain ip ${t} ${chainOf(instanceId)}`,
+      `delete chain ip ${t} ${chainOf(instanceId)}`,
+    ];
+    if (reachesOutside(s.policy)) lines.push(`delete element ip ${t} sandbox_nat { ${s.sandboxAddress} }`);
+    await this.apply(lines);
+    this.sandboxes.delete(instanceId);
+  }
+
+  /** Removes the agent's table entirely (the agent shuts down with no sandbox left). */
+  async drop(): Promise<void> {
+    await run('nft', ['delete', 'table', 'ip', this.table], { allowFail: true });
+    this.sandboxes.clear();
+  }
+
+  private addLines(s: FirewallSandbox): string[] {
+    const t = this.table;
+    const lines = [`add chain ip ${t} ${chainOf(s.instanceId)}`, ...this.chainRules(s)];
+    lines.push(`add element ip ${t} sandbox_out { "${s.hostVeth}" : jump ${chainOf(s.instanceId)} }`);
+    if (reachesOutside(s.policy)) lines.push(`add element ip ${t} sandbox_nat { ${s.sandboxAddress} }`);
+    return lines;
+  }
+
+  /** Order matters: anti-spoofing, replies, isolation from other sandboxes, then allowOut before denyOut. */
+  private chainRules(s: FirewallSandbox): string[] {
+    const r = (rule: string) => `add rule ip ${this.table} ${chainOf(s.instanceId)} ${rule}`;
+    const lines = [
+      r(`ip saddr != ${s.sandboxAddress} drop`),
+      r('ct state established,related accept'),
+      r(`ip daddr ${this.poolCidr} drop`),
+    ];
+    for (const c of s.policy.allowOut) lines.push(r(`ip daddr ${c} accept`));
+    for (const c of [...ALWAYS_DENIED, ...s.policy.denyOut]) lines.push(r(`ip daddr ${c} drop`));
+    lines.push(r(s.policy.allowInternetAccess ? 'accept' : 'drop'));
+    return lines;
+  }
+
+  private async apply(lines: string[]): Promise<void> {
+    await run('nft', ['-f', '-'], { input: lines.join('\n') + '\n' });
+  }
+}
+
+const chainOf = (instanceId: string) => `sb_${instanceId}`;

@@ -1,0 +1,39 @@
+import type { FastifyInstance } from 'fastify';
+import type { NodeInfo } from './api.ts';
+import type { SandboxService } from './sandboxes/service.ts';
+import { checkSandboxId, parseCreate, parseEnsureArtifact } from './validate.ts';
+import { checkArtifactId } from './artifacts/artifact-store.ts';
+
+export interface RouteDeps {
+  service: SandboxService;
+  nodeInfo: () => NodeInfo;
+  nodeId: string;
+  createDefaults: { diskSizeMB: number; timeoutMs: number };
+}
+
+type IdParams = { Params: { id: string } };
+
+/** The routes of api.ts. */
+export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
+  const s = d.service;
+  const id = (params: { id: string }) => { checkSandboxId(params.id); return params.id; };
+
+  app.get('/health', async () => ({ ok: true, nodeId: d.nodeId }));
+  app.get('/v1/node', async () => d.nodeInfo());
+
+  app.post('/v1/sandboxes', async (req, reply) => reply.status(201).send(await s.create(parseCreate(req.body, d.createDefaults))));
+  app.get('/v1/sandboxes', async () => s.list());
+  app.get<IdParams>('/v1/sandboxes/:id', async (req) => s.get(id(req.params)));
+  app.delete<IdParams>('/v1/sandboxes/:id', async (req, reply) => { await s.delete(id(req.params)); return reply.status(204).send(); });
+  app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => s.pause(id(req.params)));
+  app.post<IdParams>('/v1/sandboxes/:id/resume', async (req) => s.resume(id(req.params)));
+  app.get<IdParams>('/v1/sandboxes/:id/metrics', async (req) => s.metrics(id(req.params)));
+
+  app.get('/v1/artifacts', async () => s.listArtifacts());
+  app.post<IdParams>('/v1/artifacts/:id', async (req) => s.ensureArtifact(req.params.id, parseEnsureArtifact(req.body, req.params.id)));
+  app.delete<IdParams>('/v1/artifacts/:id', async (req, reply) => {
+    checkArtifactId(req.params.id);
+    await s.deleteArtifact(req.params.id);
+    return reply.status(204).send();
+  });
+}

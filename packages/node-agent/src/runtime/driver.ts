@@ -1,0 +1,74 @@
+import type { PauseKind, RuntimeKind } from '../api.ts';
+import type { RuntimeBundle } from './runtime-bundle.ts';
+import type { RunResult } from '../host/exec.ts';
+
+export interface InstanceResources {
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB: number;
+}
+
+/** What a driver needs to find an instance again, also after an agent restart. */
+export interface InstanceRef {
+  instanceId: string;
+  /** Directory the driver owns for this instance (bundle, writable layer, snapshot files). */
+  dir: string;
+  /** The instance's network namespace (veth for gvisor, a tap device inside it for microvm). */
+  netnsPath: string;
+}
+
+export interface InstanceSpec extends InstanceRef {
+  /** The template artifact: the ext4 image, and its read-only mount when the driver wants a directory. */
+  rootfs: { imagePath: string; mountDir?: string };
+  runtime: RuntimeBundle;
+  resources: InstanceResources;
+  /** Environment of the sandbox's PID 1 (envd passes it on to the processes it starts). */
+  env: Record<string, string>;
+  hostname: string;
+  /** Small files placed into the sandbox's writable layer before boot (e.g. /etc/resolv.conf). */
+  files: Record<string, string>;
+}
+
+export type InstanceStatus = 'running' | 'paused' | 'stopped' | 'missing';
+
+export interface PauseResult {
+  kind: PauseKind;
+  /** Bytes of the snapshot on disk (snapshot pauses). */
+  snapshotBytes?: number;
+}
+
+export interface InstanceStats {
+  /** CPU time consumed since boot, nanoseconds. */
+  cpuUsageNs: number;
+  memUsedBytes: number;
+  memCacheBytes: number;
+  /** Bytes the sandbox wrote to its own writable layer. */
+  diskUsedBytes: number;
+}
+
+/**
+ * One way of running sandboxes. gvisor freezes on pause (memory kept); a microvm driver
+ * pauses to a snapshot file in `dir` (nothing left running) and resumes from it, so the
+ * interface speaks of pause kinds rather than assuming either.
+ */
+export interface RuntimeDriver {
+  readonly kind: RuntimeKind;
+  /** Pause kinds this driver offers on this host, best first. */
+  readonly pauseKinds: PauseKind[];
+  /** 'directory': give create a mounted rootfs; 'image': the ext4 image is enough. */
+  readonly rootfsInput: 'directory' | 'image';
+  /** Boots the instance; returns once its PID 1 runs. Leaves nothing behind when it throws. */
+  create(spec: InstanceSpec): Promise<void>;
+  /** Stops it and releases everything the driver holds for it (paused or not, never resuming). */
+  destroy(ref: InstanceRef): Promise<void>;
+  pause(ref: InstanceRef): Promise<PauseResult>;
+  resume(ref: InstanceRef): Promise<void>;
+  status(ref: InstanceRef): Promise<InstanceStatus>;
+  stats(ref: InstanceRef): Promise<InstanceStats>;
+  /** Instance ids the driver holds anything for on this host (reconciliation after a crash). */
+  list(): Promise<string[]>;
+  /** Removes whatever the driver holds for instances not in `keep` (after a crash). */
+  sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void>;
+  /** Runs a command in the instance beside envd (tests and benchmarks). */
+  exec(ref: InstanceRef, argv: string[], opts?: { detach?: boolean; timeoutMs?: number }): Promise<RunResult>;
+}

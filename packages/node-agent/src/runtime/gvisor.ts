@@ -1,0 +1,256 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, open, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '@svc/common';
+import { CommandError, run, type RunResult } from '../host/exec.ts';
+import { isMountPoint, unmount } from '../host/mounts.ts';
+import type { ResourceNames } from '../names.ts';
+import type { InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from './driver.ts';
+import { ociSpec } from './oci-spec.ts';
+import { writeIntoRootfs } from './rootfs-files.ts';
+import { DiskUsage } from '../host/disk-usage.ts';
+
+const CGROUP_ROOT = '/sys/fs/cgroup';
+const CGROUP_CONTROLLERS = ['blkio', 'cpu', 'cpuacct', 'cpuset', 'devices', 'freezer', 'memory', 'pids', 'systemd'];
+
+export interface GvisorOptions {
+  /** runsc's --root: container state files of this agent. */
+  stateRoot: string;
+  names: ResourceNames;
+  logger: Logger;
+  runscPath?: string;
+  /** ptrace works everywhere; kvm where the host offers working KVM. */
+  platform?: string;
+}
+
+/**
+ * gVisor (runsc) sandboxes. This runsc (2022-12) cannot create its own network namespace on
+ * this kernel, so each sandbox runs with --network=host inside the per-sandbox namespace the
+ * agent made, entered with nsenter (not `ip netns exec`, which remounts /sys). runsc's control
+ * socket is abstract and so per namespace: every later command enters the same namespace.
+ * Checkpoint is impossible with host networking ("checkpoint not supported when using
+ * hostinet") and a failed checkpoint can kill a sandbox on this version, so pause is a freeze.
+ */
+export class GvisorDriver implements RuntimeDriver {
+  readonly kind = 'gvisor' as const;
+  readonly pauseKinds = ['freeze' as const];
+  readonly rootfsInput = 'directory' as const;
+  private readonly runsc: string;
+  private readonly platform: string;
+  private readonly diskUsage = new DiskUsage();
+
+  constructor(private readonly o: GvisorOptions) {
+    this.runsc = o.runscPath ?? 'runsc';
+    this.platform = o.platform ?? 'ptrace';
+  }
+
+  async create(spec: InstanceSpec): Promise<void> {
+    if (!spec.rootfs.mountDir) throw new Error('gvisor needs the artifact mounted');
+    const id = this.o.names.container(spec.instanceId);
+    const paths = this.paths(spec.dir);
+    try {
+      for (const d of [paths.upper, paths.work, paths.rootfs, paths.bundle]) await mkdir(d, { recursive: true });
+      await run('mount', ['-t', 'overlay', 'overlay', '-o',
+        `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.upper},workdir=${paths.work}`, paths.rootfs]);
+      for (const [path, content] of Object.entries(spec.files)) {
+        if (!(await writeIntoRootfs(paths.rootfs, path, content))) this.o.logger.warn({ path }, 'image holds a symlink or directory there; file not placed');
+      }
+      const cgroupsPath = `/${this.o.names.cgroupParent}/${id}`;
+      await writeFile(join(paths.bundle, 'config.json'), JSON.stringify(ociSpec(spec, paths.rootfs, cgroupsPath)), { mode: 0o600 });
+      await this.runDetached(spec, id, paths);
+    } catch (err) {
+      await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
+      throw err;
+    }
+  }
+
+  async destroy(ref: InstanceRef): Promise<void> {
+    const id = this.o.names.container(ref.instanceId);
+    const paths = this.paths(ref.dir);
+    if (existsSync(this.stateFile(id)) && !(await this.killAndForget(id))) {
+      const viaNetns = existsSync(ref.netnsPath);
+      const r = viaNetns ? await this.cmd(ref, ['delete', '--force', id], { allowFail: true, timeoutMs: 30_000 }) : undefined;
+      if (!r || (r.code !== 0 && existsSync(this.stateFile(id)))) await this.forceDelete(id);
+    }
+    if (await isMountPoint(paths.rootfs)) await unmount(paths.rootfs);
+    await this.removeCgroups(id);
+    await rm(ref.dir, { recursive: true, force: true });
+  }
+
+  async pause(ref: InstanceRef): Promise<PauseResult> {
+    await this.cmd(ref, ['pause', this.o.names.container(ref.instanceId)]);
+    return { kind: 'freeze' };
+  }
+
+  async resume(ref: InstanceRef): Promise<void> {
+    await this.cmd(ref, ['resume', this.o.names.container(ref.instanceId)]);
+  }
+
+  async status(ref: InstanceRef): Promise<InstanceStatus> {
+    const id = this.o.names.container(ref.instanceId);
+    if (!existsSync(this.stateFile(id))) return 'missing';
+    if (!existsSync(ref.netnsPath)) return 'stopped';
+    const r = await this.cmd(ref, ['state', id], { allowFail: true });
+    if (r.code !== 0) return 'stopped';
+    const status = (JSON.parse(r.stdout) as { status: string }).status;
+    return status === 'running' || status === 'paused' ? status : 'stopped';
+  }
+
+  async stats(ref: InstanceRef): Promise<InstanceStats> {
+    const cg = `${this.o.names.cgroupParent}/${this.o.names.container(ref.instanceId)}`;
+    const read = (controller: string, file: string) => readFile(join(CGROUP_ROOT, controller, cg, file), 'utf8');
+    const [cpu, usage, stat] = await Promise.all([read('cpuacct', 'cpuacct.usage'), read('memory', 'memory.usage_in_bytes'), read('memory', 'memory.stat')]);
+    const cache = Number(/^total_cache (\d+)$/m.exec(stat)?.[1] ?? /^cache (\d+)$/m.exec(stat)?.[1] ?? 0);
+    return {
+      cpuUsageNs: Number(cpu.trim()),
+      memUsedBytes: Math.max(0, Number(usage.trim()) - cache),
+      memCacheBytes: cache,
+      diskUsedBytes: await this.diskUsage.of(this.paths(ref.dir).upper),
+    };
+  }
+
+  async list(): Promise<string[]> {
+    const ids = new Set<string>();
+    const files = await readdir(this.o.stateRoot).catch(() => [] as string[]);
+    for (const f of files) {
+      const m = /^(.+)_sandbox:(.+)\.state$/.exec(f);
+      const inst = m && this.o.names.instanceOfContainer(m[2]);
+      if (inst) ids.add(inst);
+    }
+    return [...ids];
+  }
+
+  async exec(ref: InstanceRef, argv: string[], opts: { detach?: boolean; timeoutMs?: number } = {}): Promise<RunResult> {
+    const id = this.o.names.container(ref.instanceId);
+    return this.cmd(ref, ['exec', ...(opts.detach ? ['--detach'] : []), id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true });
+  }
+
+  async sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void> {
+    for (const instanceId of await this.list()) {
+      if (!keep.has(instanceId)) await this.destroy({ instanceId, dir: dirOf(instanceId), netnsPath: netnsOf(instanceId) });
+    }
+    for (const instanceId of await this.listCgroups()) {
+      if (!keep.has(instanceId)) await this.removeCgroups(this.o.names.container(instanceId));
+    }
+  }
+
+  /** Removes the parent cgroups once no sandbox of this agent is left. */
+  async removeParentCgroups(): Promise<void> {
+    for (const c of CGROUP_CONTROLLERS) await rmdir(join(CGROUP_ROOT, c, this.o.names.cgroupParent)).catch(() => {});
+  }
+
+  /** Per-controller cgroup directories of this agent's sandboxes (reconciliation). */
+  async listCgroups(): Promise<string[]> {
+    const ids = new Set<string>();
+    for (const c of CGROUP_CONTROLLERS) {
+      for (const d of await readdir(join(CGROUP_ROOT, c, this.o.names.cgroupParent)).catch(() => [] as string[])) {
+        const inst = this.o.names.instanceOfContainer(d);
+        if (inst) ids.add(inst);
+      }
+    }
+    return [...ids];
+  }
+
+  async removeCgroups(containerId: string): Promise<void> {
+    for (const c of CGROUP_CONTROLLERS) await rmdir(join(CGROUP_ROOT, c, this.o.names.cgroupParent, containerId)).catch(() => {});
+  }
+
+  private paths(dir: string) {
+    return { upper: join(dir, 'upper'), work: join(dir, 'work'), rootfs: join(dir, 'rootfs'), bundle: join(dir, 'bundle'), console: join(dir, 'console.log') };
+  }
+
+  private stateFile(id: string) { return join(this.o.stateRoot, `${id}_sandbox:${id}.state`); }
+
+  private globalFlags(): string[] {
+    return [`--root=${this.o.stateRoot}`, `--platform=${this.platform}`, '--network=host', '--cpu-num-from-quota'];
+  }
+
+  private cmd(ref: InstanceRef, args: string[], opts: { allowFail?: boolean; timeoutMs?: number } = {}): Promise<RunResult> {
+    return run('nsenter', [`--net=${ref.netnsPath}`, this.runsc, ...this.globalFlags(), ...args], { timeoutMs: opts.timeoutMs ?? 15_000, allowFail: opts.allowFail });
+  }
+
+  /**
+   * `runsc run --detach` with the container's stdout and stderr going to console.log. The
+   * sandbox processes inherit only that file, so they outlive the agent without a pipe to it.
+   */
+  private async runDetached(spec: InstanceSpec, id: string, paths: ReturnType<GvisorDriver['paths']>): Promise<void> {
+    await mkdir(this.o.stateRoot, { recursive: true });
+    const log = await open(paths.console, 'a', 0o600);
+    try {
+      const argv = [`--net=${spec.netnsPath}`, this.runsc, ...this.globalFlags(), 'run', '--detach', `--bundle=${paths.bundle}`, id];
+      const code = await new Promise<number>((resolve, reject) => {
+        const child = spawn('nsenter', argv, { stdio: ['ignore', log.fd, log.fd] });
+        const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+        child.on('error', (e) => { clearTimeout(timer); reject(e); });
+        child.on('close', (c) => { clearTimeout(timer); resolve(c ?? 1); });
+      });
+      if (code !== 0) {
+        const tail = (await readFile(paths.console, 'utf8').catch(() => '')).trim().split('\n').slice(-3).join(' | ');
+        throw new CommandError(['runsc', 'run', id], { code, stdout: '', stderr: tail });
+      }
+    } finally {
+      await log.close();
+    }
+  }
+
+  /**
+   * What `runsc delete --force` does for a root container (kill the sandbox and gofer, drop
+   * the cgroups and state files), without its wait: runsc polls until the killed sandbox is
+   * reaped, and the sandbox, orphaned by `run --detach`, is reaped by the host's PID 1, which
+   * can take seconds. Dead is dead once the processes are zombies. False: use runsc delete.
+   */
+  private async killAndForget(id: string): Promise<boolean> {
+    const pids = await this.runscPids(id);
+    if (!pids) return false;
+    for (const c of ['pids', 'memory']) {
+      const procs = await readFile(join(CGROUP_ROOT, c, this.o.names.cgroupParent, id, 'cgroup.procs'), 'utf8').catch(() => '');
+      for (const p of procs.split('\n').filter(Boolean).map(Number)) pids.push(p);
+    }
+    for (const pid of pids) { try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ } }
+    const deadline = Date.now() + 3_000;
+    while (!(await Promise.all(pids.map(exited))).every(Boolean)) {
+      if (Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await this.removeCgroups(id);
+    for (const f of await readdir(this.o.stateRoot).catch(() => [] as string[])) {
+      if (f.startsWith(`${id}_sandbox:`)) await rm(join(this.o.stateRoot, f), { force: true });
+    }
+    return true;
+  }
+
+  /** Sandbox and gofer pids from runsc's state file, when they are runsc's (pids get reused). */
+  private async runscPids(id: string): Promise<number[] | undefined> {
+    try {
+      const state = JSON.parse(await readFile(this.stateFile(id), 'utf8')) as { goferPid?: number; sandbox?: { pid?: number } };
+      const pids: number[] = [];
+      for (const pid of [state.sandbox?.pid, state.goferPid]) {
+        if (!pid || pid <= 1) continue;
+        const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
+        if (cmdline === undefined) continue;
+        if (!cmdline.includes('runsc')) return undefined;
+        pids.push(pid);
+      }
+      return pids;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Without its namespace the control socket is unreachable: kill the processes, then drop the state. */
+  private async forceDelete(id: string): Promise<void> {
+    for (const pid of (await this.runscPids(id)) ?? []) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+    await run(this.runsc, [`--root=${this.o.stateRoot}`, 'delete', '--force', id], { allowFail: true, timeoutMs: 30_000 });
+    for (const f of await readdir(this.o.stateRoot).catch(() => [] as string[])) {
+      if (f.startsWith(`${id}_sandbox:`)) await rm(join(this.o.stateRoot, f), { force: true });
+    }
+  }
+}
+
+/** Gone, or a zombie (dead, waiting for whoever reaps it). */
+async function exited(pid: number): Promise<boolean> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (stat === undefined) return true;
+  return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+}

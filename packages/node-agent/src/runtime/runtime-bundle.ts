@@ -1,0 +1,110 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { copyFile, cp, mkdir, readFile, rename, rm, writeFile, chmod } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SvcError } from '@svc/common';
+import { run } from '../host/exec.ts';
+
+/**
+ * The read-only directory injected into every sandbox at /.svc: the host's node binary with
+ * its shared libraries and dynamic loader (so envd runs in any image, even one without libc),
+ * tini as PID 1, and the envd bundle with its native pty module next to it.
+ *   /.svc/bin/node  /.svc/bin/tini  /.svc/lib/ld-linux-x86-64.so.2 ...  /.svc/envd/envd.mjs
+ */
+export const SANDBOX_RUNTIME_DIR = '/.svc';
+
+export interface RuntimeBundle {
+  /** Host directory bind-mounted at /.svc. */
+  dir: string;
+  /** Command line of the sandbox's PID 1 (tini → envd). */
+  initArgs: string[];
+}
+
+export interface RuntimeBundleSource {
+  envdBundle: string;
+  nodeBinary: string;
+  tini: string;
+  /** Directory holding @lydell/node-pty and its platform package. */
+  ptyModulesDir?: string;
+}
+
+/** Where the envd bundle is by default: dist/envd.mjs of the checkout, or beside a bundled svc.mjs. */
+export function defaultEnvdBundle(): string | undefined {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = [
+    process.env.SVC_ENVD_BUNDLE,
+    join(here, '../../../../dist/envd.mjs'),
+    join(here, 'envd.mjs'),
+  ];
+  return candidates.find((p): p is string => !!p && existsSync(p));
+}
+
+/** node_modules directory that holds @lydell/node-pty, if installed. */
+export function defaultPtyModulesDir(): string | undefined {
+  try {
+    const pkg = createRequire(import.meta.url).resolve('@lydell/node-pty/package.json');
+    return dirname(dirname(dirname(pkg)));
+  } catch {
+    return undefined;
+  }
+}
+
+export function initArgs(): string[] {
+  const d = SANDBOX_RUNTIME_DIR;
+  return [`${d}/bin/tini`, '--', `${d}/lib/ld-linux-x86-64.so.2`, '--library-path', `${d}/lib`, `${d}/bin/node`, `${d}/envd/envd.mjs`];
+}
+
+/** Assembles the runtime once per (node version, envd bundle) under `<stateDir>/runtime/`. */
+export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSource): Promise<RuntimeBundle> {
+  if (!existsSync(src.envdBundle)) throw new SvcError(503, `envd bundle ${src.envdBundle} not found (run npm run build)`);
+  const envd = await readFile(src.envdBundle);
+  const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(envd).digest('hex').slice(0, 12);
+  const dir = join(stateDir, 'runtime', `node-${process.version}-${key}`);
+  if (existsSync(join(dir, '.complete'))) return { dir, initArgs: initArgs() };
+
+  const tmp = `${dir}.tmp-${randomBytes(4).toString('hex')}`;
+  try {
+    await mkdir(join(tmp, 'bin'), { recursive: true });
+    await mkdir(join(tmp, 'lib'));
+    await mkdir(join(tmp, 'envd'));
+    await copyFile(src.nodeBinary, join(tmp, 'bin/node'));
+    await copyFile(src.tini, join(tmp, 'bin/tini'));
+    await chmod(join(tmp, 'bin/node'), 0o755);
+    await chmod(join(tmp, 'bin/tini'), 0o755);
+    const ptyNative = src.ptyModulesDir ? join(src.ptyModulesDir, `@lydell/node-pty-linux-${process.arch}`, 'pty.node') : undefined;
+    const libs = await sharedLibraries([src.nodeBinary, ...(ptyNative && existsSync(ptyNative) ? [ptyNative] : [])]);
+    for (const lib of libs) await copyFile(lib, join(tmp, 'lib', basename(lib)));
+    if (!libs.some((l) => basename(l) === 'ld-linux-x86-64.so.2')) throw new Error(`no ld-linux-x86-64.so.2 among ${src.nodeBinary}'s libraries`);
+    await writeFile(join(tmp, 'envd/envd.mjs'), envd);
+    if (existsSync(`${src.envdBundle}.map`)) await copyFile(`${src.envdBundle}.map`, join(tmp, 'envd/envd.mjs.map'));
+    if (src.ptyModulesDir) {
+      for (const name of ['node-pty', `node-pty-linux-${process.arch}`]) {
+        const from = join(src.ptyModulesDir, '@lydell', name);
+        if (existsSync(from)) await cp(from, join(tmp, 'envd/node_modules/@lydell', name), { recursive: true, dereference: true });
+      }
+    }
+    await writeFile(join(tmp, '.complete'), `${new Date().toISOString()}\n`);
+    await rename(tmp, dir).catch(async (err) => {
+      // Another assembly finished first: use it.
+      if (!existsSync(join(dir, '.complete'))) throw err;
+    });
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+  return { dir, initArgs: initArgs() };
+}
+
+/** Absolute paths of every shared library (and the loader) the binaries need, per ldd. */
+async function sharedLibraries(binaries: string[]): Promise<string[]> {
+  const found = new Set<string>();
+  for (const bin of binaries) {
+    const { stdout } = await run('ldd', [bin]);
+    for (const line of stdout.split('\n')) {
+      const m = /=>\s+(\/\S+)/.exec(line) ?? /^\s*(\/\S+)\s+\(/.exec(line);
+      if (m) found.add(m[1]);
+    }
+  }
+  return [...found];
+}

@@ -1,0 +1,120 @@
+import { rm } from 'node:fs/promises';
+import type { Logger } from '@svc/common';
+import type { ArtifactStore } from '../artifacts/artifact-store.ts';
+import { waitForEnvd } from '../envd-client.ts';
+import { ResourceNames } from '../names.ts';
+import type { AddressPool } from '../network/address-pool.ts';
+import type { EgressPolicy } from '../network/egress-policy.ts';
+import type { Firewall } from '../network/firewall.ts';
+import { createSandboxLink, destroySandboxLink, netnsPath } from '../network/netns.ts';
+import type { InstanceRef, InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
+import type { RuntimeBundle } from '../runtime/runtime-bundle.ts';
+import type { InstanceRecord, RecordStore } from './record.ts';
+
+/** A runtime instance the agent holds: a user sandbox or a warm one. */
+export interface Instance {
+  record: InstanceRecord;
+  ref: InstanceRef;
+}
+
+export interface LaunchRequest {
+  role: InstanceRecord['role'];
+  sandboxId?: string;
+  templateId: string;
+  artifactId: string;
+  resources: InstanceResources;
+  env: Record<string, string>;
+  policy: EgressPolicy;
+  metadata: Record<string, string>;
+  signal: AbortSignal;
+}
+
+export interface LauncherDeps {
+  logger: Logger;
+  driver: RuntimeDriver;
+  artifacts: ArtifactStore;
+  firewall: Firewall;
+  addresses: AddressPool;
+  names: ResourceNames;
+  records: RecordStore;
+  runtimeBundle: () => Promise<RuntimeBundle>;
+  envdVersion: string;
+  /** Files every sandbox gets in its writable layer (resolv.conf). */
+  files: Record<string, string>;
+}
+
+export const refOf = (names: ResourceNames, records: RecordStore, r: InstanceRecord): InstanceRef => ({
+  instanceId: r.instanceId, dir: records.dirOf(r.instanceId), netnsPath: netnsPath(r.netns),
+});
+
+/**
+ * Starts and tears down instances: address, namespace and veth, firewall rules, rootfs,
+ * runtime, envd health. A record is written before anything is made, so a crash at any
+ * step leaves something reconciliation can find; a failure at any step undoes them all.
+ */
+export class InstanceLauncher {
+  constructor(private readonly d: LauncherDeps) {}
+
+  async launch(req: LaunchRequest): Promise<Instance> {
+    const instanceId = ResourceNames.newInstanceId();
+    const addr = this.d.addresses.allocate();
+    const record: InstanceRecord = {
+      instanceId, role: req.role, phase: 'creating', sandboxId: req.sandboxId, templateId: req.templateId,
+      artifactId: req.artifactId, runtime: this.d.driver.kind, slot: addr.slot, hostAddress: addr.hostAddress,
+      address: addr.sandboxAddress, netns: this.d.names.netns(instanceId), hostVeth: this.d.names.hostVeth(instanceId),
+      ...req.resources, policy: req.policy, metadata: req.metadata, envdVersion: this.d.envdVersion,
+      startedAt: new Date().toISOString(),
+    };
+    const inst: Instance = { record, ref: refOf(this.d.names, this.d.records, record) };
+    const started = Date.now();
+    const marks: Record<string, number> = {};
+    const mark = (k: string) => { marks[k] = Date.now() - started; };
+    try {
+      await this.d.records.save(record);
+      const [bundle, mountDir] = await Promise.all([
+        this.d.runtimeBundle(),
+        this.d.driver.rootfsInput === 'directory' ? this.d.artifacts.mount(req.artifactId) : Promise.resolve(undefined),
+        (async () => {
+          await createSandboxLink(record.netns, record.hostVeth, addr);
+          await this.d.firewall.add({ instanceId, hostVeth: record.hostVeth, sandboxAddress: record.address, policy: req.policy });
+        })(),
+      ]);
+      mark('prepared');
+      req.signal.throwIfAborted();
+      await this.d.driver.create({
+        ...inst.ref,
+        rootfs: { imagePath: this.d.artifacts.imagePath(req.artifactId), mountDir },
+        runtime: bundle, resources: req.resources, env: req.env, hostname: 'sandbox', files: this.d.files,
+      });
+      mark('booted');
+      await waitForEnvd(record.address, req.signal);
+      mark('envd');
+      record.phase = 'running';
+      await this.d.records.save(record);
+      this.d.logger.debug({ instanceId, role: req.role, sandboxId: req.sandboxId, marks }, 'instance started');
+      return inst;
+    } catch (err) {
+      await this.teardown(inst).catch((e) => this.d.logger.error({ err: e, instanceId }, 'rollback of a failed create left something behind'));
+      throw err;
+    }
+  }
+
+  /** Releases everything an instance holds; safe on a half-made one and safe to repeat. */
+  async teardown(inst: Instance): Promise<void> {
+    const r = inst.record;
+    if (r.phase !== 'creating') {
+      r.phase = 'destroying';
+      await this.d.records.save(r).catch(() => {});
+    }
+    // Every step runs even when an earlier one fails, so one stuck part does not pin the rest.
+    const errors: unknown[] = [];
+    const step = async (fn: () => Promise<unknown>) => { try { await fn(); } catch (e) { errors.push(e); } };
+    await step(() => this.d.driver.destroy(inst.ref));
+    await step(() => this.d.firewall.remove(r.instanceId));
+    await step(() => destroySandboxLink(r.netns, r.hostVeth));
+    if (errors.length) throw errors[0];
+    this.d.addresses.release(r.slot);
+    await this.d.records.remove(r.instanceId);
+    await rm(inst.ref.dir, { recursive: true, force: true });
+  }
+}

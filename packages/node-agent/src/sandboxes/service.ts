@@ -1,0 +1,298 @@
+import { SvcError, conflict, notFound, type Logger } from '@svc/common';
+import type { ArtifactOnNode, CreateSandboxOnNode, EnsureArtifact, NodeSandbox, SandboxMetrics } from '../api.ts';
+import type { ArtifactStore } from '../artifacts/artifact-store.ts';
+import { CommandError } from '../host/exec.ts';
+import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
+import { DENY_ALL, normalizePolicy } from '../network/egress-policy.ts';
+import type { Firewall } from '../network/firewall.ts';
+import type { InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
+import { checkResumeAdmission, usedMemoryMB } from './admission.ts';
+import type { Instance, InstanceLauncher } from './instances.ts';
+import { KeyedMutex } from './keyed-mutex.ts';
+import type { RecordStore } from './record.ts';
+import { WarmPool } from './warm-pool.ts';
+
+export interface SandboxServiceDeps {
+  logger: Logger;
+  launcher: InstanceLauncher;
+  driver: RuntimeDriver;
+  artifacts: ArtifactStore;
+  firewall: Firewall;
+  records: RecordStore;
+  capacity: { cpuCount: number; memoryMB: number };
+  releaseRatio: number;
+  warmPoolSize: number;
+  warmShape: InstanceResources;
+}
+
+const GONE_REMEMBERED = 1000;
+
+/** The node's sandboxes and the operations of api.ts on them, one lock per sandbox id. */
+export class SandboxService {
+  private readonly sandboxes = new Map<string, Instance>();
+  /** Sandboxes whose processes died, so a later GET can say so instead of a bare 404. */
+  private readonly gone = new Map<string, string>();
+  /** Creates under way per artifact: an artifact is not deleted under them. */
+  private readonly creating = new Map<string, number>();
+  private readonly cpuSamples = new Map<string, { ns: number; at: number }>();
+  private readonly locks = new KeyedMutex();
+  readonly pool: WarmPool;
+  private closing = false;
+
+  constructor(private readonly d: SandboxServiceDeps) {
+    this.pool = new WarmPool({
+      size: d.warmPoolSize,
+      shape: d.warmShape,
+      logger: d.logger,
+      start: (artifactId, signal) => d.launcher.launch({
+        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: {}, policy: DENY_ALL, metadata: {},
+        signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
+      }),
+      destroy: (inst) => d.launcher.teardown(inst),
+    });
+  }
+
+  adopt(instances: Instance[]) {
+    for (const inst of instances) if (inst.record.sandboxId) this.sandboxes.set(inst.record.sandboxId, inst);
+  }
+
+  list(): NodeSandbox[] {
+    return [...this.sandboxes.values()].filter((i) => i.record.phase !== 'creating').map(view);
+  }
+
+  get(id: string): NodeSandbox {
+    return view(this.find(id));
+  }
+
+  async create(req: CreateSandboxOnNode): Promise<NodeSandbox> {
+    if (this.closing) throw new SvcError(503, 'node agent is shutting down');
+    const { policy, ignored } = normalizePolicy({ allowInternetAccess: req.allowInternetAccess, ...req.network });
+    if (ignored.length) this.d.logger.info({ sandboxId: req.sandboxId, ignored }, 'network entries this node cannot enforce at layer 3 were left out');
+    const artifactId = req.artifact.artifactId;
+    return this.locks.run(req.sandboxId, async () => {
+      if (this.sandboxes.has(req.sandboxId)) throw conflict(`sandbox ${req.sandboxId} already exists on this node`);
+      this.creating.set(artifactId, (this.creating.get(artifactId) ?? 0) + 1);
+      const signal = AbortSignal.timeout(req.timeoutMs);
+      const started = Date.now();
+      try {
+        await this.d.artifacts.ensure(artifactId, req.artifact);
+        const resources = { cpuCount: req.cpuCount, memoryMB: req.memoryMB, diskSizeMB: req.diskSizeMB };
+        const env = {
+          ...req.envVars, E2B_SANDBOX: 'true', E2B_SANDBOX_ID: req.sandboxId, E2B_TEMPLATE_ID: req.templateId,
+        };
+        let inst = await this.fromWarmPool(req, resources, env, policy);
+        if (!inst) {
+          inst = await this.d.launcher.launch({
+            role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources,
+            env: { ...env, ...(req.envdAccessToken ? { SVC_ENVD_ACCESS_TOKEN: req.envdAccessToken } : {}) },
+            policy, metadata: req.metadata, signal,
+          });
+        }
+        this.sandboxes.set(req.sandboxId, inst);
+        this.gone.delete(req.sandboxId);
+        this.d.logger.info({ sandboxId: req.sandboxId, ms: Date.now() - started, fromWarmPool: !!inst.record.fromWarmPool }, 'sandbox created');
+        return view(inst);
+      } catch (err) {
+        throw createError(req, err, signal);
+      } finally {
+        this.creating.set(artifactId, (this.creating.get(artifactId) ?? 1) - 1);
+        this.pool.fill(artifactId);
+      }
+    });
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.locks.run(id, async () => {
+      const inst = this.find(id);
+      await this.d.launcher.teardown(inst).catch((err) => { throw wrap(`sandbox ${id}: destroy failed`, err); });
+      this.sandboxes.delete(id);
+      this.cpuSamples.delete(inst.record.instanceId);
+      this.d.logger.info({ sandboxId: id, paused: inst.record.phase === 'paused' }, 'sandbox destroyed');
+    });
+  }
+
+  async pause(id: string): Promise<NodeSandbox> {
+    return this.locks.run(id, async () => {
+      const inst = this.find(id);
+      if (inst.record.phase === 'paused') throw conflict(`sandbox ${id} is already paused`);
+      const res = await this.d.driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause failed`, err); });
+      Object.assign(inst.record, { phase: 'paused', pauseKind: res.kind, pausedAt: new Date().toISOString(), snapshotBytes: res.snapshotBytes });
+      await this.d.records.save(inst.record);
+      return view(inst);
+    });
+  }
+
+  async resume(id: string): Promise<NodeSandbox> {
+    return this.locks.run(id, async () => {
+      const inst = this.find(id);
+      if (inst.record.phase !== 'paused') return view(inst);
+      checkResumeAdmission({ state: 'paused', memoryMB: inst.record.memoryMB }, this.memoryHolders(), this.d.capacity.memoryMB, this.d.releaseRatio);
+      await this.d.driver.resume(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: resume failed`, err); });
+      Object.assign(inst.record, { phase: 'running', pauseKind: undefined, pausedAt: undefined, snapshotBytes: undefined });
+      await this.d.records.save(inst.record);
+      await waitForEnvd(inst.record.address, AbortSignal.timeout(10_000)).catch(() => {
+        this.d.logger.warn({ sandboxId: id }, 'envd did not answer within 10 s of resume');
+      });
+      return view(inst);
+    });
+  }
+
+  async metrics(id: string): Promise<SandboxMetrics> {
+    const inst = this.find(id);
+    const key = inst.record.instanceId;
+    let stats = await this.d.driver.stats(inst.ref);
+    let prev = this.cpuSamples.get(key);
+    if (!prev || Date.now() - prev.at > 60_000) {
+      // No recent sample to measure against: take a short one.
+      prev = { ns: stats.cpuUsageNs, at: Date.now() };
+      await new Promise((r) => setTimeout(r, 100));
+      stats = await this.d.driver.stats(inst.ref);
+    }
+    const now = Date.now();
+    const cpuPct = now > prev.at ? ((stats.cpuUsageNs - prev.ns) / 1e6 / (now - prev.at) / inst.record.cpuCount) * 100 : 0;
+    this.cpuSamples.set(key, { ns: stats.cpuUsageNs, at: now });
+    return {
+      timestampUnix: Math.floor(now / 1000),
+      cpuCount: inst.record.cpuCount,
+      cpuUsedPct: Math.round(Math.min(100, Math.max(0, cpuPct)) * 100) / 100,
+      memUsed: stats.memUsedBytes,
+      memTotal: inst.record.memoryMB * 1024 * 1024,
+      memCache: stats.memCacheBytes,
+      diskUsed: stats.diskUsedBytes,
+      diskTotal: inst.record.diskSizeMB * 1024 * 1024,
+    };
+  }
+
+  async ensureArtifact(id: string, req: EnsureArtifact): Promise<ArtifactOnNode> {
+    const a = await this.d.artifacts.ensure(id, req);
+    if (this.d.driver.rootfsInput === 'directory') await this.d.artifacts.mount(id);
+    this.pool.fill(id);
+    return a;
+  }
+
+  listArtifacts(): ArtifactOnNode[] {
+    return this.d.artifacts.list();
+  }
+
+  async deleteArtifact(id: string): Promise<void> {
+    const users = [...this.sandboxes.values()].filter((i) => i.record.artifactId === id).length + (this.creating.get(id) ?? 0);
+    if (users > 0) throw conflict(`artifact ${id} is used by ${users} sandbox(es) on this node`);
+    await this.pool.drain(id);
+    await this.d.artifacts.remove(id);
+  }
+
+  usage() {
+    const holders = this.memoryHolders();
+    return {
+      running: holders.filter((h) => h.state === 'running').length,
+      paused: holders.filter((h) => h.state === 'paused').length,
+      usedMemoryMB: usedMemoryMB(holders, this.d.releaseRatio),
+    };
+  }
+
+  artifactsInUse(): Set<string> {
+    return new Set([...this.sandboxes.values(), ...this.pool.instances()].map((i) => i.record.artifactId));
+  }
+
+  instanceOf(sandboxId: string): Instance {
+    return this.find(sandboxId);
+  }
+
+  /**
+   * Finds sandboxes whose processes died (envd silent and the runtime says stopped) and
+   * releases what they held. Paused sandboxes are not probed: they cannot answer.
+   */
+  async sweepDead(): Promise<void> {
+    const probe = async (inst: Instance) => {
+      if (inst.record.phase !== 'running' || (await envdHealthy(inst.record.address, 1_000))) return false;
+      const status = await this.d.driver.status(inst.ref);
+      return status === 'stopped' || status === 'missing';
+    };
+    for (const inst of this.pool.instances()) {
+      if (await probe(inst)) {
+        this.pool.discard(inst);
+        await this.d.launcher.teardown(inst).catch((err) => this.d.logger.warn({ err }, 'dead warm sandbox cleanup failed'));
+      }
+    }
+    for (const [id, inst] of [...this.sandboxes]) {
+      if (!(await probe(inst))) continue;
+      await this.locks.run(id, async () => {
+        if (this.sandboxes.get(id) !== inst || !(await probe(inst))) return;
+        this.d.logger.warn({ sandboxId: id }, 'sandbox processes exited; releasing its resources');
+        await this.d.launcher.teardown(inst);
+        this.sandboxes.delete(id);
+        this.gone.set(id, 'its processes exited');
+        if (this.gone.size > GONE_REMEMBERED) this.gone.delete(this.gone.keys().next().value!);
+      }).catch((err) => this.d.logger.error({ err, sandboxId: id }, 'dead sandbox cleanup failed'));
+    }
+  }
+
+  async close(opts: { destroySandboxes?: boolean } = {}): Promise<void> {
+    this.closing = true;
+    await this.pool.close();
+    await this.locks.idle();
+    if (opts.destroySandboxes) {
+      await Promise.all([...this.sandboxes.keys()].map((id) => this.delete(id).catch((err) => this.d.logger.error({ err, sandboxId: id }, 'destroy on close failed'))));
+    }
+  }
+
+  get count() { return this.sandboxes.size + this.pool.count(); }
+
+  private async fromWarmPool(req: CreateSandboxOnNode, resources: InstanceResources, env: Record<string, string>, policy: typeof DENY_ALL): Promise<Instance | undefined> {
+    const inst = this.pool.take(req.artifact.artifactId, resources);
+    if (!inst) return undefined;
+    try {
+      await this.d.firewall.update(inst.record.instanceId, policy);
+      await envdInit(inst.record.address, { envVars: env, accessToken: req.envdAccessToken, timestamp: new Date().toISOString() });
+      Object.assign(inst.record, {
+        role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, policy, metadata: req.metadata,
+        fromWarmPool: true, startedAt: new Date().toISOString(),
+      });
+      await this.d.records.save(inst.record);
+      return inst;
+    } catch (err) {
+      this.d.logger.warn({ err, sandboxId: req.sandboxId }, 'warm sandbox hand-out failed; starting cold');
+      await this.d.launcher.teardown(inst).catch(() => {});
+      return undefined;
+    }
+  }
+
+  private memoryHolders() {
+    return [...this.sandboxes.values()]
+      .filter((i) => i.record.phase === 'running' || i.record.phase === 'paused')
+      .map((i) => ({ state: i.record.phase as 'running' | 'paused', memoryMB: i.record.memoryMB }));
+  }
+
+  private find(id: string): Instance {
+    const inst = this.sandboxes.get(id);
+    if (!inst || inst.record.phase === 'creating') {
+      const why = this.gone.get(id);
+      throw notFound(why ? `sandbox ${id} is gone: ${why}` : `sandbox ${id} not found on this node`);
+    }
+    return inst;
+  }
+}
+
+function view(inst: Instance): NodeSandbox {
+  const r = inst.record;
+  return {
+    sandboxId: r.sandboxId!, templateId: r.templateId, state: r.phase === 'paused' ? 'paused' : 'running',
+    address: r.address, envdPort: ENVD_PORT, envdVersion: r.envdVersion, runtime: r.runtime,
+    ...(r.phase === 'paused' && r.pauseKind ? { pauseKind: r.pauseKind } : {}),
+    ...(r.snapshotBytes !== undefined ? { snapshotBytes: r.snapshotBytes } : {}),
+    cpuCount: r.cpuCount, memoryMB: r.memoryMB, startedAt: r.startedAt,
+    ...(r.fromWarmPool ? { fromWarmPool: true } : {}),
+  };
+}
+
+function wrap(prefix: string, err: unknown): SvcError {
+  if (err instanceof SvcError) return err;
+  return new SvcError(500, `${prefix}: ${(err as Error).message}`);
+}
+
+function createError(req: CreateSandboxOnNode, err: unknown, signal: AbortSignal): SvcError {
+  if (err instanceof SvcError) return err;
+  if (signal.aborted) return new SvcError(504, `sandbox ${req.sandboxId}: create did not finish within ${req.timeoutMs} ms`);
+  if (err instanceof CommandError) return new SvcError(500, `sandbox ${req.sandboxId}: runtime failed: ${err.message}`);
+  return new SvcError(500, `sandbox ${req.sandboxId}: create failed: ${(err as Error).message}`);
+}

@@ -1,0 +1,73 @@
+import { badRequest } from '@svc/common';
+import type { CreateSandboxOnNode, EnsureArtifact } from './api.ts';
+import { checkArtifactId } from './artifacts/artifact-store.ts';
+
+const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export function checkSandboxId(id: string) {
+  if (!SANDBOX_ID.test(id)) throw badRequest(`sandbox id ${JSON.stringify(id)} is not valid (letters, digits, _ -, at most 64)`);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function stringMap(v: unknown, field: string, keyPattern?: RegExp): Record<string, string> {
+  if (v === undefined || v === null) return {};
+  if (!isObject(v)) throw badRequest(`${field} must be an object of strings`);
+  for (const [k, val] of Object.entries(v)) {
+    if (typeof val !== 'string') throw badRequest(`${field}.${k} must be a string`);
+    if (keyPattern && !keyPattern.test(k)) throw badRequest(`${field}: ${JSON.stringify(k)} is not a valid name`);
+    if (val.includes('\0')) throw badRequest(`${field}.${k} must not contain NUL`);
+  }
+  return v as Record<string, string>;
+}
+
+function stringList(v: unknown, field: string): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) throw badRequest(`${field} must be a list of strings`);
+  return v as string[];
+}
+
+function int(v: unknown, field: string, min: number, max: number): number {
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) throw badRequest(`${field} must be an integer in [${min}, ${max}] (got ${JSON.stringify(v)})`);
+  return v;
+}
+
+export function parseEnsureArtifact(body: unknown, artifactId: string): EnsureArtifact {
+  checkArtifactId(artifactId);
+  if (!isObject(body)) throw badRequest('body must be a JSON object {sha256, sizeBytes, downloadUrl}');
+  if (typeof body.sha256 !== 'string' || !/^[0-9a-fA-F]{64}$/.test(body.sha256)) throw badRequest('sha256 must be 64 hex digits');
+  if (typeof body.downloadUrl !== 'string' || !body.downloadUrl) throw badRequest('downloadUrl is required');
+  const sizeBytes = body.sizeBytes === undefined ? 0 : int(body.sizeBytes, 'sizeBytes', 0, Number.MAX_SAFE_INTEGER);
+  return { sha256: body.sha256.toLowerCase(), sizeBytes, downloadUrl: body.downloadUrl };
+}
+
+/** Checks a create request field by field; the message names the first bad field. */
+export function parseCreate(body: unknown, defaults: { diskSizeMB: number; timeoutMs: number }): CreateSandboxOnNode {
+  if (!isObject(body)) throw badRequest('body must be a JSON object');
+  if (typeof body.sandboxId !== 'string') throw badRequest('sandboxId is required');
+  checkSandboxId(body.sandboxId);
+  if (typeof body.templateId !== 'string' || !body.templateId) throw badRequest('templateId is required');
+  if (!isObject(body.artifact)) throw badRequest('artifact is required: {artifactId, sha256, sizeBytes, downloadUrl}');
+  const a = body.artifact;
+  if (typeof a.artifactId !== 'string') throw badRequest('artifact.artifactId is required');
+  const artifact = { artifactId: a.artifactId, ...parseEnsureArtifact(a, a.artifactId) };
+  const network = body.network === undefined || body.network === null ? {} : body.network;
+  if (!isObject(network)) throw badRequest('network must be an object {allowOut, denyOut}');
+  if (body.allowInternetAccess !== undefined && typeof body.allowInternetAccess !== 'boolean') throw badRequest('allowInternetAccess must be a boolean');
+  if (body.envdAccessToken !== undefined && (typeof body.envdAccessToken !== 'string' || !body.envdAccessToken)) throw badRequest('envdAccessToken must be a non-empty string');
+  return {
+    sandboxId: body.sandboxId,
+    templateId: body.templateId,
+    artifact,
+    cpuCount: int(body.cpuCount, 'cpuCount', 1, 64),
+    memoryMB: int(body.memoryMB, 'memoryMB', 64, 1024 * 1024),
+    diskSizeMB: body.diskSizeMB === undefined ? defaults.diskSizeMB : int(body.diskSizeMB, 'diskSizeMB', 1, 16 * 1024 * 1024),
+    envVars: stringMap(body.envVars, 'envVars', ENV_NAME),
+    envdAccessToken: body.envdAccessToken as string | undefined,
+    allowInternetAccess: body.allowInternetAccess !== false,
+    network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut') },
+    metadata: stringMap(body.metadata, 'metadata'),
+    timeoutMs: body.timeoutMs === undefined ? defaults.timeoutMs : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
+  };
+}
