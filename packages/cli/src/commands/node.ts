@@ -1,0 +1,53 @@
+/** `svc node ...`: list nodes and manage their admin labels. */
+import { Command } from 'commander';
+import { Node, type NodeInfo } from '@svc/sdk';
+import { contextOf } from '../context.ts';
+import { CliError } from '../errors.ts';
+import { formatPairs } from '../output.ts';
+import { parsePairs } from '../parse.ts';
+
+const field = (n: NodeInfo, ...path: string[]) => {
+  let v: unknown = n;
+  for (const p of path) v = (v as Record<string, unknown> | undefined)?.[p];
+  return v === undefined || v === null ? undefined : String(v);
+};
+
+export function nodeCommand(): Command {
+  const cmd = new Command('node').description('compute nodes and their labels');
+
+  cmd.command('list').alias('ls')
+    .description('list nodes')
+    .action(async (_f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const nodes = await Node.list(ctx.conn);
+      ctx.out.result(nodes, () => ctx.out.table(nodes, [
+        { header: 'ID', value: (n) => n.id },
+        { header: 'STATUS', value: (n) => field(n, 'status') },
+        { header: 'RUNTIME', value: (n) => field(n, 'runtime') },
+        { header: 'ADDRESS', value: (n) => field(n, 'address') },
+        { header: 'RUNNING', value: (n) => field(n, 'usage', 'running') },
+        { header: 'PAUSED', value: (n) => field(n, 'usage', 'paused') },
+        { header: 'LABELS', value: (n) => formatPairs(n.labels) },
+      ], 'no nodes'));
+    });
+
+  cmd.command('label <id> <labels...>')
+    .description('add or replace labels (key=value ...)')
+    .action(async (id: string, pairs: string[], _f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const node = await Node.label(id, parsePairs(pairs, 'a label') ?? {}, ctx.conn);
+      if (!node) throw new CliError(`the server did not return node ${id}`);
+      ctx.out.result(node, () => ctx.out.line(`${node.id}: ${formatPairs(node.labels)}`));
+    });
+
+  cmd.command('unlabel <id> <names...>')
+    .description('remove labels by name')
+    .action(async (id: string, names: string[], _f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const node = await Node.unlabel(id, names, ctx.conn);
+      if (!node) throw new CliError(`the server did not return node ${id}`);
+      ctx.out.result(node, () => ctx.out.line(`${node.id}: ${formatPairs(node.labels)}`));
+    });
+
+  return cmd;
+}

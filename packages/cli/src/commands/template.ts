@@ -1,0 +1,188 @@
+/** `svc tpl ...`: build templates from images and manage them. */
+import { resolve } from 'node:path';
+import { Command } from 'commander';
+import { Template, type JobInfo, type TemplateCreateOpts, type TemplateInfo } from '@svc/sdk';
+import { contextOf, type Context } from '../context.ts';
+import { CliError, UsageError } from '../errors.ts';
+import { formatBytes } from '../output.ts';
+import { buildReporter } from '../progress.ts';
+
+interface CreateFlags {
+  image?: string;
+  ociLayout?: string;
+  archive?: string;
+  rootfsTar?: string;
+  alias?: string;
+  registryUser?: string;
+  registryPassword?: string;
+  insecureRegistry?: boolean;
+  platform?: string;
+  svcCa: boolean;
+  wait: boolean;
+}
+
+export function templateCommand(): Command {
+  const cmd = new Command('tpl').alias('template').description('build and manage templates');
+
+  cmd.command('create')
+    .description('build a template from an image (exactly one source)')
+    .option('--image <ref>', 'registry image reference')
+    .option('--oci-layout <dir>', 'OCI image layout directory')
+    .option('--archive <file>', 'docker-archive tarball (docker save)')
+    .option('--rootfs-tar <file>', 'root filesystem tarball')
+    .option('--alias <alias>', 'stable name: a-z, 0-9 and -, at most 64')
+    .option('--registry-user <user>', 'registry user name')
+    .option('--registry-password <password>', 'registry password')
+    .option('--insecure-registry', 'pull over plain HTTP')
+    .option('--platform <os/arch>', 'image platform (default: the host\'s)')
+    .option('--no-svc-ca', 'do not bake the egress root CA into the image')
+    .option('--no-wait', 'return once the build is accepted')
+    .action(async (flags: CreateFlags, c: Command) => createTemplate(contextOf(c), flags));
+
+  cmd.command('list').alias('ls')
+    .description('list templates')
+    .action(async (_f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const all = await Template.list(ctx.conn);
+      ctx.out.result(all, () => ctx.out.table(all, [
+        { header: 'ID', value: (t) => t.templateId },
+        { header: 'ALIAS', value: (t) => t.alias },
+        { header: 'STATUS', value: (t) => t.status },
+        { header: 'SOURCE', value: (t) => t.sourceImageRef },
+        { header: 'CREATED', value: (t) => t.createdAt },
+      ], 'no templates'));
+    });
+
+  cmd.command('info <id>')
+    .description('show a template (id or alias)')
+    .action(async (id: string, _f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const info = await Template.get(id, ctx.conn);
+      ctx.out.result(info, () => printTemplate(ctx, info));
+    });
+
+  cmd.command('status <jobId>')
+    .description('show a build job')
+    .action(async (jobId: string, _f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const job = await Template.status(jobId, ctx.conn);
+      ctx.out.result(job, () => printJob(ctx, job));
+    });
+
+  cmd.command('redo <id>')
+    .description('rebuild or redistribute a template')
+    .option('--no-wait', 'return once the rebuild is accepted')
+    .action(async (id: string, flags: { wait: boolean }, c: Command) => {
+      const ctx = contextOf(c);
+      const ref = await Template.redo(id, ctx.conn);
+      await finishBuild(ctx, ref.templateId, ref.jobId, flags.wait);
+    });
+
+  cmd.command('merge <id>')
+    .description('migrate a legacy artifact into the template store')
+    .action(async (id: string, _f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const info = await Template.migrate(id, ctx.conn);
+      ctx.out.result(info, () => printTemplate(ctx, info));
+    });
+
+  cmd.command('alias <id> [alias]')
+    .description('set the alias; without one, clear it')
+    .action(async (id: string, alias: string | undefined, _f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const info = await Template.setAlias(id, alias, ctx.conn);
+      ctx.out.result(info, () => ctx.out.line(info.alias ? `${info.templateId} is now ${info.alias}` : `${info.templateId} has no alias`));
+    });
+
+  cmd.command('delete <id>').alias('rm')
+    .description('delete a template')
+    .action(async (id: string, _f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      if (!(await Template.delete(id, ctx.conn))) throw new CliError(`template ${id} not found`);
+      ctx.out.result({ templateId: id, deleted: true }, () => ctx.out.line(`deleted ${id}`));
+    });
+
+  return cmd;
+}
+
+function createSpec(f: CreateFlags): TemplateCreateOpts {
+  const sources = [
+    f.image !== undefined && { image: f.image },
+    f.ociLayout !== undefined && { ociLayout: resolve(f.ociLayout) },
+    f.archive !== undefined && { dockerArchive: resolve(f.archive) },
+    f.rootfsTar !== undefined && { rootfsTar: resolve(f.rootfsTar) },
+  ].filter((s) => !!s);
+  if (sources.length !== 1) throw new UsageError('give exactly one of --image, --oci-layout, --archive, --rootfs-tar');
+  if (!!f.registryUser !== !!f.registryPassword) throw new UsageError('--registry-user and --registry-password go together');
+  if (f.platform && !/^[a-z0-9]+\/[a-z0-9_]+(\/[a-z0-9]+)?$/.test(f.platform)) throw new UsageError('--platform must look like os/arch[/variant]');
+  if (f.alias && !/^[a-z0-9-]{1,64}$/.test(f.alias)) throw new UsageError('--alias takes 1 to 64 characters of a-z, 0-9 and -');
+  const spec = { ...sources[0] } as TemplateCreateOpts;
+  if (f.alias) spec.alias = f.alias;
+  if (f.registryUser && f.registryPassword) spec.registryAuth = { username: f.registryUser, password: f.registryPassword };
+  if (f.insecureRegistry) spec.insecureRegistry = true;
+  if (f.platform) spec.platform = f.platform;
+  if (!f.svcCa) spec.withSvcCa = false;
+  return spec;
+}
+
+async function createTemplate(ctx: Context, f: CreateFlags): Promise<void> {
+  const ref = await Template.create(createSpec(f), ctx.conn);
+  await finishBuild(ctx, ref.templateId, ref.jobId, f.wait, ref.status);
+}
+
+/** Waits for the build with progress (unless told not to) and prints the outcome. */
+async function finishBuild(ctx: Context, templateId: string, jobId: string, wait: boolean, status = 'PENDING'): Promise<void> {
+  if (!wait) {
+    ctx.out.result({ templateId, jobId, status }, () => ctx.out.fields([['template', templateId], ['job', jobId], ['status', status]]));
+    return;
+  }
+  const reporter = ctx.out.json ? undefined : buildReporter();
+  let job: JobInfo;
+  try {
+    job = await Template.waitForBuild(jobId, { ...ctx.conn, onProgress: (j) => reporter?.update(j) });
+  } finally {
+    reporter?.stop();
+  }
+  const template = await Template.get(templateId, ctx.conn);
+  ctx.out.result({ template, job }, () => printTemplate(ctx, template));
+}
+
+function printTemplate(ctx: Context, t: TemplateInfo): void {
+  ctx.out.fields([
+    ['id', t.templateId],
+    ['alias', t.alias],
+    ['status', t.status],
+    ['source', t.sourceImageRef],
+    ['latest job', t.latestJobId],
+    ['artifact', t.artifactId],
+    ['cpu', t.cpuCount],
+    ['memory', t.memoryMB === undefined ? undefined : `${t.memoryMB} MiB`],
+    ['disk', t.diskSizeMB === undefined ? undefined : `${t.diskSizeMB} MiB`],
+    ['svc CA', t.withSvcCa === undefined ? undefined : t.withSvcCa ? 'baked in' : 'no'],
+    ['created', t.createdAt],
+    ['updated', t.updatedAt],
+    ['error', t.error],
+  ]);
+}
+
+function printJob(ctx: Context, j: JobInfo): void {
+  ctx.out.fields([
+    ['job', j.jobId],
+    ['template', j.templateId],
+    ['kind', j.kind],
+    ['status', j.status],
+    ['phase', j.phase],
+    ['message', j.progress.message],
+    ['error', j.error],
+    ['created', j.createdAt],
+    ['finished', j.finishedAt],
+  ]);
+  if (j.progress.layers.length) {
+    ctx.out.line();
+    ctx.out.table(j.progress.layers, [
+      { header: 'LAYER', value: (l) => l.digest },
+      { header: 'PULLED', value: (l) => formatBytes(l.doneBytes) },
+      { header: 'SIZE', value: (l) => formatBytes(l.totalBytes) },
+    ]);
+  }
+}

@@ -1,0 +1,41 @@
+/** The `svc` command tree. */
+import { Command, CommanderError } from 'commander';
+import { nodeCommand } from './commands/node.ts';
+import { sandboxCommand } from './commands/sandbox.ts';
+import { templateCommand } from './commands/template.ts';
+import { upCommand } from './commands/up-command.ts';
+import { EXIT_USAGE } from './errors.ts';
+
+export const VERSION = '0.1.0';
+
+export function buildProgram(): Command {
+  const program = new Command('svc')
+    .description('svc: self-hosted, E2B-compatible sandboxes')
+    .version(VERSION)
+    .option('--json', 'print machine-readable JSON')
+    .option('--api-url <url>', 'API gateway URL (default: SVC_API_URL, endpoint.json, http://127.0.0.1:3000)')
+    .option('--api-key <key>', 'API key (default: SVC_API_KEY, endpoint.json)')
+    .option('--sandbox-url <url>', 'data-plane URL (default: SVC_SANDBOX_URL, endpoint.json, http://127.0.0.1:3002)')
+    .option('--data-dir <dir>', 'data directory (default: SVC_DATA_DIR or ~/.svc)');
+  program.addCommand(upCommand());
+  program.addCommand(sandboxCommand());
+  program.addCommand(templateCommand());
+  program.addCommand(nodeCommand());
+  configureAll(program);
+  return program;
+}
+
+/** Errors from commander become one `svc:` line and an exception instead of process.exit. */
+function configureAll(cmd: Command): void {
+  cmd.exitOverride();
+  cmd.configureOutput({
+    outputError: (text, write) => write(`svc: ${text.replace(/^error: /, '')}`),
+  });
+  for (const sub of cmd.commands) configureAll(sub);
+}
+
+/** The exit code for an error commander threw (help and version are successes). */
+export function commanderExitCode(err: CommanderError): number {
+  if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version') return 0;
+  return EXIT_USAGE;
+}
