@@ -30,7 +30,7 @@ export class DataPlane {
     const target = targetOf(scan);
     if (target === null) { sendProxyError(res, NO_TARGET); return; }
     const route = this.hotRoute(target, scan);
-    if (route === false) { sendProxyError(res, trafficTokenRejected()); return; }
+    if (route === false) { this.reject(target, scan); sendProxyError(res, trafficTokenRejected()); return; }
     addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
     new HttpExchange(this.ctx, req, res, scan, target).start(route);
   };
@@ -40,10 +40,14 @@ export class DataPlane {
     const target = targetOf(scan);
     if (target === null) { sendProxyErrorOnSocket(socket, NO_TARGET); return; }
     const route = this.hotRoute(target, scan);
-    if (route === false) { sendProxyErrorOnSocket(socket, trafficTokenRejected()); return; }
+    if (route === false) { this.reject(target, scan); sendProxyErrorOnSocket(socket, trafficTokenRejected()); return; }
     addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
     new UpgradeExchange(this.ctx, req, socket, head, scan, target).start(route);
   };
+
+  private reject(target: Target, scan: ScannedRequest): void {
+    this.ctx.logger.debug({ sandboxId: target.sandboxId, presented: scan.trafficTokens?.length ?? 0 }, 'traffic token rejected');
+  }
 
   /** A fresh running route from the cache; false when its token check fails; undefined: cold path. */
   private hotRoute(target: Target, scan: ScannedRequest): SandboxRoute | false | undefined {

@@ -39,8 +39,14 @@ export class HttpExchange {
   private resolveThenSend(): void {
     this.ctx.gate.runningRoute(this.target.sandboxId, this.scan.trafficTokens).then(
       (route) => { if (!this.res.destroyed) this.send(route); },
-      (err) => sendProxyError(this.res, asSvcError(err)),
+      (err) => sendProxyError(this.res, this.refused(err)),
     );
+  }
+
+  private refused(err: unknown) {
+    const e = asSvcError(err);
+    this.ctx.logger.debug({ sandboxId: this.target.sandboxId, status: e.status }, 'request answered by the proxy');
+    return e;
   }
 
   private send(route: SandboxRoute): void {

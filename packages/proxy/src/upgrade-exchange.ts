@@ -37,8 +37,14 @@ export class UpgradeExchange {
   private resolveThenConnect(): void {
     this.ctx.gate.runningRoute(this.target.sandboxId, this.scan.trafficTokens).then(
       (route) => { if (!this.closed) this.connect(route); },
-      (err) => sendProxyErrorOnSocket(this.client, asSvcError(err)),
+      (err) => sendProxyErrorOnSocket(this.client, this.refused(err)),
     );
+  }
+
+  private refused(err: unknown) {
+    const e = asSvcError(err);
+    this.ctx.logger.debug({ sandboxId: this.target.sandboxId, status: e.status }, 'request answered by the proxy');
+    return e;
   }
 
   private connect(route: SandboxRoute): void {

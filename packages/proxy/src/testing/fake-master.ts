@@ -92,7 +92,12 @@ export class FakeMaster {
       this.calls.pause.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
       if (sb.state !== 'running') throw new SvcError(409, `sandbox ${sb.sandboxId} is ${sb.state}`);
       sb.state = 'pausing';
-      await this.beforePause?.(sb.sandboxId);
+      try {
+        await this.beforePause?.(sb.sandboxId);
+      } catch (err) {
+        sb.state = 'running'; // the pause was abandoned
+        throw err;
+      }
       if (this.pauseDelayMs) await sleep(this.pauseDelayMs);
       sb.state = 'paused';
       sb.due = false;

@@ -1,0 +1,137 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PROXY_INDEX_KEY, PROXY_KV_PREFIX } from '@svc/lifecycle/api';
+import { ProxyAdminClient } from './api.ts';
+import { adminTokenAccepted } from './admin-server.ts';
+import { call, sandboxHost } from './testing/client.ts';
+import { startPlatform, Upstream } from './testing/harness.ts';
+
+test('admin token rule: equal tokens, or none on both sides; anything else is refused', () => {
+  assert.equal(adminTokenAccepted('s3cret', 's3cret'), true);
+  assert.equal(adminTokenAccepted('', undefined), true);
+  assert.equal(adminTokenAccepted('', ''), true);
+  assert.equal(adminTokenAccepted('s3cret', 'other'), false);
+  assert.equal(adminTokenAccepted('s3cret', undefined), false);
+  assert.equal(adminTokenAccepted('', 's3cret'), false);
+});
+
+test('backend cache purge: 403 on mismatch or a token on one side only; 204 and a fresh lookup with the right token', async () => {
+  const p = await startPlatform({ proxyAdminToken: 'admin-tok' });
+  const a = new Upstream('a');
+  const b = new Upstream('b');
+  await a.listen();
+  await b.listen();
+  try {
+    p.master.add({ sandboxId: 'pur', envdPort: a.port });
+    const viaHeaders = () => call(p.proxy.httpUrl, { host: 'localhost', headers: { 'E2b-Sandbox-Id': 'pur' } });
+    assert.equal((await viaHeaders()).json().upstream, 'a');
+    p.master.set('pur', { envdPort: b.port });
+    assert.equal((await viaHeaders()).json().upstream, 'a', 'still cached');
+
+    for (const token of ['', 'wrong']) {
+      await assert.rejects(new ProxyAdminClient(p.proxy.adminUrl, token).purge(['pur']), (e: { status: number }) => e.status === 403);
+    }
+    const r = await call(p.proxy.adminUrl, { method: 'POST', path: '/admin/backend_cache/delete', headers: { 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(r.status, 403);
+    assert.equal(r.json().code, 403);
+    assert.equal((await viaHeaders()).json().upstream, 'a', 'refused purges change nothing');
+
+    await new ProxyAdminClient(p.proxy.adminUrl, 'admin-tok').purge(['pur']);
+    assert.equal((await viaHeaders()).json().upstream, 'b');
+  } finally {
+    await p.close();
+    await a.close();
+    await b.close();
+  }
+});
+
+test('a token sent to a proxy that has none is refused too', async () => {
+  const p = await startPlatform({ proxyAdminToken: '' });
+  try {
+    await assert.rejects(new ProxyAdminClient(p.proxy.adminUrl, 'master-has-one').purge(), (e: { status: number }) => e.status === 403);
+    await new ProxyAdminClient(p.proxy.adminUrl, '').purge();
+  } finally {
+    await p.close();
+  }
+});
+
+test('healthz reports the last announcement; the proxy is recorded in the lifecycle kv', async () => {
+  const p = await startPlatform();
+  try {
+    const admin = new ProxyAdminClient(p.proxy.adminUrl, '');
+    await waitFor(async () => (await admin.health()).heartbeat_last_pushed_ms > 0);
+    const h = await admin.health();
+    assert.equal(h.ok, true);
+    assert.equal(h.proxyId, p.proxy.proxyId);
+    assert.ok(Math.abs(Date.now() - h.heartbeat_last_pushed_ms) < 5_000);
+    assert.deepEqual(JSON.parse((await p.coordination.kvGet(PROXY_INDEX_KEY))!), [p.proxy.proxyId]);
+    assert.equal(await p.coordination.kvGet(PROXY_KV_PREFIX + p.proxy.proxyId), p.proxy.adminUrl);
+  } finally {
+    await p.close();
+  }
+});
+
+test('a resume by the lifecycle manager purges the proxy cache through the admin API', async () => {
+  const p = await startPlatform({ proxyAdminToken: 'tok-x' });
+  const up = new Upstream();
+  await up.listen();
+  try {
+    const admin = new ProxyAdminClient(p.proxy.adminUrl, '');
+    await waitFor(async () => (await admin.health()).heartbeat_last_pushed_ms > 0);
+    p.master.add({ sandboxId: 'cached', envdPort: up.port });
+    await call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'cached') });
+    assert.equal((await admin.health()).cachedBackends, 1);
+    p.master.set('cached', { state: 'paused' });
+    const lifecycle = await fetch(`${p.lifecycles[0].url}/internal/resume`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sandboxId":"cached"}' });
+    assert.equal(lifecycle.status, 200);
+    await waitFor(async () => (await admin.health()).cachedBackends === 0);
+  } finally {
+    await p.close();
+    await up.close();
+  }
+});
+
+test('activity is batched: many requests, about one report a second, open streams keep reporting', async () => {
+  const p = await startPlatform({ tuning: { activityFlushMs: 300 } });
+  const up = new Upstream();
+  await up.listen();
+  try {
+    p.master.add({ sandboxId: 'busy', envdPort: up.port });
+    p.master.add({ sandboxId: 'busy2', envdPort: up.port });
+    await new Promise((r) => setTimeout(r, 350));
+    p.master.resetCalls();
+    const started = Date.now();
+    await Promise.all(Array.from({ length: 50 }, (_, i) => call(p.proxy.httpUrl, { host: sandboxHost(up.port, i % 2 ? 'busy' : 'busy2') })));
+    await new Promise((r) => setTimeout(r, 400));
+    const elapsed = Date.now() - started;
+    const reports = p.master.calls.activity;
+    assert.ok(reports.length >= 1 && reports.length <= Math.ceil(elapsed / 300) + 1, `${reports.length} reports in ${elapsed} ms`);
+    assert.deepEqual([...new Set(reports.flat())].sort(), ['busy', 'busy2']);
+
+    // A stream held open keeps its sandbox in every report, with no new requests.
+    up.armStream();
+    const stream = call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'busy'), path: '/stream' });
+    await new Promise((r) => setTimeout(r, 400));
+    p.master.resetCalls();
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.ok(p.master.calls.activity.length >= 2);
+    for (const ids of p.master.calls.activity) assert.deepEqual(ids, ['busy']);
+    up.releaseStream();
+    await stream;
+    await new Promise((r) => setTimeout(r, 400));
+    p.master.resetCalls();
+    await new Promise((r) => setTimeout(r, 700));
+    assert.equal(p.master.calls.activity.length, 0, 'nothing to report once idle');
+  } finally {
+    await p.close();
+    await up.close();
+  }
+});
+
+async function waitFor(cond: () => Promise<boolean>, timeoutMs = 3_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,197 @@
+import { after, before, beforeEach, test } from 'node:test';
+import assert from 'node:assert/strict';
+import WebSocket from 'ws';
+import { call, sandboxHost } from './testing/client.ts';
+import { startPlatform, Upstream, type Platform } from './testing/harness.ts';
+
+let p: Platform;
+let up: Upstream;
+const TOKEN = 'tat-5f0c8a7e-1b2c-4d3e-9f00-aabbccddeeff';
+
+before(async () => {
+  p = await startPlatform();
+  up = new Upstream('sbx');
+  await up.listen();
+});
+after(async () => {
+  await p.close();
+  await up.close();
+});
+beforeEach(() => {
+  p.master.resetCalls();
+  p.master.resumeDelayMs = 0;
+  p.master.resumeFailure = undefined;
+  p.master.onResumed = undefined;
+});
+
+const get = (sandboxId: string, headers: Record<string, string> = {}, path = '/echo') =>
+  call(p.proxy.httpUrl, { host: sandboxHost(up.port, sandboxId), headers, path });
+
+test('traffic token: missing or wrong is 403 on the cold path and on a cache hit; right is 200; never forwarded or logged', async () => {
+  p.master.add({ sandboxId: 'tok', envdPort: up.port, trafficAccessToken: TOKEN });
+  up.requests.length = 0;
+  const cold = await get('tok');
+  assert.equal(cold.status, 403);
+  assert.equal(cold.json().code, 403);
+  assert.equal((await get('tok', { 'ext-traffic-access-token': 'wrong' })).status, 403);
+  assert.equal((await get('tok', { 'ext-traffic-access-token': TOKEN })).status, 200, 'cold path with token');
+  const lookups = p.master.calls.route.length;
+  for (const header of ['ext-traffic-access-token', 'svc-traffic-access-token', 'e2b-traffic-access-token']) {
+    assert.equal((await get('tok', { [header]: TOKEN })).status, 200, `cache hit with ${header}`);
+  }
+  assert.equal(p.master.calls.route.length, lookups, 'served from the cache');
+  assert.equal((await get('tok')).status, 403, 'cache hit without token');
+  assert.equal((await get('tok', { 'svc-traffic-access-token': TOKEN.slice(0, -1) + 'x' })).status, 403, 'cache hit with wrong token');
+  assert.equal(up.requests.length, 4);
+  for (const r of up.requests) {
+    assert.equal(JSON.stringify(r.rawHeaders).includes(TOKEN), false, 'token headers are stripped before forwarding');
+  }
+  assert.equal(p.logs.text().includes(TOKEN), false, 'the token never appears in a log line');
+  assert.ok(p.logs.lines.length > 0, 'the capture does see logs');
+});
+
+test('traffic token on WebSocket upgrades: 403 without, echo with', async () => {
+  p.master.add({ sandboxId: 'tokws', envdPort: up.port, trafficAccessToken: TOKEN });
+  const wsUrl = `${p.proxy.httpUrl.replace('http', 'ws')}/ws`;
+  for (const headers of [{}, { 'ext-traffic-access-token': 'nope' }]) {
+    const status = await new Promise<number>((resolve, reject) => {
+      const ws = new WebSocket(wsUrl, { headers: { host: sandboxHost(up.port, 'tokws'), ...headers } });
+      ws.once('unexpected-response', (_req, res) => resolve(res.statusCode!));
+      ws.once('open', () => reject(new Error('should not open')));
+      ws.once('error', () => {});
+    });
+    assert.equal(status, 403);
+  }
+  const ws = new WebSocket(wsUrl, { headers: { host: sandboxHost(up.port, 'tokws'), 'e2b-traffic-access-token': TOKEN } });
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  const reply = new Promise<string>((resolve) => ws.once('message', (d) => resolve(d.toString())));
+  ws.send('x');
+  assert.equal(await reply, 'sbx:x');
+  ws.close();
+  assert.equal(p.logs.text().includes(TOKEN), false);
+});
+
+test('a request without the token does not wake a paused sandbox', async () => {
+  p.master.add({ sandboxId: 'tokpaused', envdPort: up.port, trafficAccessToken: TOKEN, state: 'paused', autoResume: true });
+  assert.equal((await get('tokpaused')).status, 403);
+  assert.equal(p.master.calls.resume.length, 0);
+});
+
+test('killed and timed-out sandboxes are 410 and say not to retry', async () => {
+  p.master.add({ sandboxId: 'dead', envdPort: up.port, state: 'terminated', terminateReason: 'timeout' });
+  p.master.add({ sandboxId: 'dying', envdPort: up.port, state: 'killing' });
+  const r = await get('dead');
+  assert.equal(r.status, 410);
+  assert.equal(r.json().code, 410);
+  assert.match(r.json<{ message: string }>().message, /timed out.*do not retry/);
+  assert.equal((await get('dying')).status, 410);
+  // A sandbox killed while its running route sits in the cache: the kill purges it.
+  p.master.add({ sandboxId: 'live', envdPort: up.port });
+  assert.equal((await get('live')).status, 200);
+  p.master.set('live', { state: 'terminated', terminateReason: 'killed' });
+  await p.coordination.publish('sandbox.events', { kind: 'sandbox.killed', sandboxId: 'live', at: new Date().toISOString() });
+  await new Promise((r) => setTimeout(r, 20));
+  const killed = await get('live');
+  assert.equal(killed.status, 410);
+  assert.match(killed.json<{ message: string }>().message, /was killed/);
+});
+
+test('paused with autoResume: the request waits for the resume, and concurrent requests share one resume', async () => {
+  p.master.add({ sandboxId: 'sleepy', envdPort: up.port, state: 'paused', autoResume: true });
+  p.master.resumeDelayMs = 300;
+  const started = Date.now();
+  const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => get('sleepy', {}, `/echo?i=${i}`)));
+  for (const r of replies) assert.equal(r.status, 200);
+  assert.ok(Date.now() - started >= 300, 'the requests waited for the resume');
+  assert.equal(p.master.calls.resume.length, 1);
+  assert.deepEqual(p.master.calls.resume[0], { sandboxId: 'sleepy', reason: 'auto' });
+  assert.equal(p.master.get('sleepy').state, 'running');
+  assert.match(p.logs.text(), /"sandboxId":"sleepy"[^\n]*"msg":"auto-resumed sandbox"/);
+});
+
+test('paused without autoResume: 409 telling to resume with connect', async () => {
+  p.master.add({ sandboxId: 'parked', envdPort: up.port, state: 'paused', autoResume: false });
+  const r = await get('parked');
+  assert.equal(r.status, 409);
+  assert.match(r.json<{ message: string }>().message, /sandbox parked is paused; resume it with connect/);
+  assert.equal(p.master.calls.resume.length, 0);
+});
+
+test('auto-resume failure: 503 with Retry-After, at once', async () => {
+  p.master.add({ sandboxId: 'broken', envdPort: up.port, state: 'paused', autoResume: true });
+  p.master.resumeFailure = { status: 500, message: 'node agent exploded' };
+  const started = Date.now();
+  const r = await get('broken');
+  assert.equal(r.status, 503);
+  assert.ok(r.headers['retry-after']);
+  assert.ok(Date.now() - started < 1_000, `answered in ${Date.now() - started} ms`);
+  assert.equal(r.json().code, 503);
+  assert.equal(r.json<{ message: string }>().message.includes('exploded'), false, 'no internals in the answer');
+});
+
+test('auto-resume rejected by the master with 409 passes through as 409', async () => {
+  p.master.add({ sandboxId: 'full', envdPort: up.port, state: 'paused', autoResume: true });
+  p.master.resumeFailure = { status: 409, message: 'resume rejected by paused_resource_release_ratio policy: need 512MB > quota 256MB' };
+  const r = await get('full');
+  assert.equal(r.status, 409);
+  assert.match(r.json<{ message: string }>().message, /paused_resource_release_ratio/);
+  assert.ok(r.headers['retry-after']);
+});
+
+test('no lifecycle replica reachable: 503 with Retry-After, at once', async () => {
+  const q = await startPlatform({ lifecycleReplicas: 1, lifecycleUrls: ['http://127.0.0.1:9', 'http://127.0.0.1:7'] });
+  try {
+    q.master.add({ sandboxId: 'orphan', envdPort: up.port, state: 'paused', autoResume: true });
+    const started = Date.now();
+    const r = await call(q.proxy.httpUrl, { host: sandboxHost(up.port, 'orphan') });
+    assert.equal(r.status, 503);
+    assert.ok(r.headers['retry-after']);
+    assert.ok(Date.now() - started < 1_000);
+  } finally {
+    await q.close();
+  }
+});
+
+test('pausing or resuming: the request waits briefly, then is served', async () => {
+  p.master.add({ sandboxId: 'moving', envdPort: up.port, state: 'resuming' });
+  setTimeout(() => p.master.set('moving', { state: 'running' }), 250);
+  const r = await get('moving');
+  assert.equal(r.status, 200);
+  // pausing with autoResume: waits for paused, then resumes.
+  p.master.add({ sandboxId: 'dozing', envdPort: up.port, state: 'pausing', autoResume: true });
+  setTimeout(() => p.master.set('dozing', { state: 'paused' }), 200);
+  const r2 = await get('dozing');
+  assert.equal(r2.status, 200);
+  assert.equal(p.master.calls.resume.filter((c) => c.sandboxId === 'dozing').length, 1);
+});
+
+test('a sandbox that stays pausing is answered with 503 within the bound', async () => {
+  const q = await startPlatform({ tuning: { settleWaitMs: 300 } });
+  try {
+    q.master.add({ sandboxId: 'stuck', envdPort: up.port, state: 'pausing' });
+    const started = Date.now();
+    const r = await call(q.proxy.httpUrl, { host: sandboxHost(up.port, 'stuck') });
+    assert.equal(r.status, 503);
+    assert.ok(r.headers['retry-after']);
+    assert.ok(Date.now() - started < 1_000);
+  } finally {
+    await q.close();
+  }
+});
+
+test('connection refused on a cached running route: re-resolved once, auto-resumed at its new address', async () => {
+  const before = new Upstream('before');
+  await before.listen();
+  p.master.add({ sandboxId: 'mover', envdPort: before.port, autoResume: true });
+  const r1 = await call(p.proxy.httpUrl, { host: 'localhost', headers: { 'E2b-Sandbox-Id': 'mover' } });
+  assert.equal(r1.json().upstream, 'before');
+  // The sandbox pauses behind the proxy's back (no event, cache still says running) and
+  // its old backend disappears; resume brings it up on another port.
+  await before.close();
+  p.master.set('mover', { state: 'paused' });
+  p.master.onResumed = (sb) => { sb.envdPort = up.port; };
+  const r2 = await call(p.proxy.httpUrl, { host: 'localhost', headers: { 'E2b-Sandbox-Id': 'mover' } });
+  assert.equal(r2.status, 200);
+  assert.equal(r2.json().upstream, 'sbx');
+  assert.equal(p.master.calls.resume.length, 1);
+});
