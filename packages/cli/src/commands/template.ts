@@ -139,12 +139,18 @@ async function finishBuild(ctx: Context, templateId: string, jobId: string, wait
   const reporter = ctx.out.json ? undefined : buildReporter();
   let job: JobInfo;
   try {
-    job = await Template.waitForBuild(jobId, { ...ctx.conn, onProgress: (j) => reporter?.update(j) });
+    job = await Template.waitForBuild(jobId, { ...ctx.conn, pollMs: pollInterval(), onProgress: (j) => reporter?.update(j) });
   } finally {
     reporter?.stop();
   }
   const template = await Template.get(templateId, ctx.conn);
   ctx.out.result({ template, job }, () => printTemplate(ctx, template));
+}
+
+/** How often a waiting build is polled: SVC_POLL_INTERVAL_MS, default 500 ms. */
+function pollInterval(): number {
+  const ms = Number(process.env.SVC_POLL_INTERVAL_MS);
+  return Number.isFinite(ms) && ms > 0 ? ms : 500;
 }
 
 function printTemplate(ctx: Context, t: TemplateInfo): void {

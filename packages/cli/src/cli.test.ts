@@ -1,0 +1,303 @@
+/**
+ * The `svc` CLI run as a child process against the fake API (and the envd double for exec):
+ * JSON output, tables, exit codes and error lines.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { build } from 'esbuild';
+import { startFakeApi, type FakeApi } from '@svc/sdk/testing/fake-api';
+import { startFakeEnvd, type FakeEnvd } from '@svc/sdk/testing/fake-envd';
+
+const MAIN = resolve(import.meta.dirname, 'main.ts');
+const BIN = resolve(import.meta.dirname, '../bin/svc.mjs');
+
+interface Run { code: number; stdout: string; stderr: string }
+
+let api: FakeApi;
+let envd: FakeEnvd;
+let home: string;
+/** The CLI bundled as `npm run build` does: a child process of it starts in a fraction of tsx's time. */
+let bundle: string;
+
+async function bundleCli(dir: string): Promise<string> {
+  const outfile = join(dir, 'svc.mjs');
+  await build({
+    entryPoints: [MAIN], outfile, bundle: true, platform: 'node', target: 'node20', format: 'esm', logLevel: 'silent',
+    banner: { js: "import { createRequire as __r } from 'node:module'; const require = __r(import.meta.url);" },
+    plugins: [{
+      // `svc up` is not under test here; leave the platform out of the bundle
+      name: 'leave-out-up',
+      setup(b) { b.onResolve({ filter: /\/up\.ts$/ }, (a) => ({ path: resolve(a.resolveDir, a.path), external: true })); },
+    }],
+  });
+  return outfile;
+}
+
+function baseEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, SVC_POLL_INTERVAL_MS: '20' };
+  return { ...env, ...extra };
+}
+
+function svc(args: string[], env: Record<string, string> = {}, entry: string[] = [bundle]): Promise<Run> {
+  return new Promise((res) => {
+    execFile(process.execPath, [...entry, ...args], { env: baseEnv(env), cwd: resolve(import.meta.dirname, '../../..') }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      res({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Runs against the fake API with the key in the environment. */
+const run = (args: string[], env: Record<string, string> = {}) =>
+  svc(args, { SVC_API_URL: api.url, SVC_API_KEY: 'key-1', ...env });
+
+const json = (r: Run) => {
+  assert.equal(r.code, 0, `exit ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout);
+};
+
+before(async () => {
+  api = await startFakeApi({ apiKey: 'key-1' });
+  envd = await startFakeEnvd();
+  home = mkdtempSync(join(tmpdir(), 'svc-cli-home-'));
+  bundle = await bundleCli(home);
+});
+after(async () => {
+  await api.close();
+  await envd.close();
+  rmSync(home, { recursive: true, force: true });
+});
+
+describe('svc sandbox', () => {
+  test('create sends the flags and prints JSON', async () => {
+    const out = json(await run([
+      'sandbox', 'create', '--template', 'base', '--timeout', '120', '--metadata', 'team=a', '--metadata', 'x=y=z',
+      '--env', 'FOO=bar', '--on-timeout', 'pause', '--auto-resume', '--no-internet', '--private', '--json',
+    ]));
+    assert.deepEqual(api.lastCreate(), {
+      templateID: 'base', timeout: 120, metadata: { team: 'a', x: 'y=z' }, envVars: { FOO: 'bar' }, allow_internet_access: false,
+      network: { allowPublicTraffic: false }, lifecycle: { onTimeout: 'pause', autoResume: true },
+    });
+    assert.match(out.sandboxId, /^sbx-/);
+    assert.equal(out.state, 'running');
+    assert.ok(out.trafficAccessToken);
+    assert.deepEqual(out.lifecycle, { onTimeout: 'pause', autoResume: true });
+  });
+
+  test('create with -1 never times out; human output is key: value lines', async () => {
+    const r = await run(['sandbox', 'create', '--timeout', '-1']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(api.lastCreate()!.timeout, -1);
+    assert.match(r.stdout, /^id:\s+sbx-/m);
+    assert.match(r.stdout, /^ends:\s+never$/m);
+  });
+
+  test('list: table, JSON and filters', async () => {
+    for (const id of [...api.sandboxes.keys()]) api.sandboxes.delete(id);
+    const a = json(await run(['sandbox', 'create', '--metadata', 'env=prod', '--json']));
+    const b = json(await run(['sandbox', 'create', '--metadata', 'env=dev', '--json']));
+    json(await run(['sandbox', 'pause', b.sandboxId, '--json']));
+
+    const table = await run(['sandbox', 'list']);
+    assert.equal(table.code, 0);
+    const lines = table.stdout.trim().split('\n');
+    assert.match(lines[0], /^ID\s+TEMPLATE\s+STATE\s+STARTED\s+ENDS\s+METADATA$/);
+    assert.equal(lines.length, 3);
+    assert.ok(lines.some((l) => l.startsWith(a.sandboxId) && /running/.test(l) && /env=prod/.test(l)));
+
+    const paused = json(await run(['sandbox', 'list', '--state', 'paused', '--json']));
+    assert.deepEqual(paused.map((s: { sandboxId: string }) => s.sandboxId), [b.sandboxId]);
+    const prod = json(await run(['--json', 'sandbox', 'list', '--metadata', 'env=prod']));
+    assert.deepEqual(prod.map((s: { sandboxId: string }) => s.sandboxId), [a.sandboxId]);
+
+    for (const id of [...api.sandboxes.keys()]) api.sandboxes.delete(id);
+    assert.equal((await run(['sandbox', 'list'])).stdout.trim(), 'no sandboxes');
+    assert.deepEqual(json(await run(['sandbox', 'list', '--json'])), []);
+  });
+
+  test('info, pause, connect, timeout, kill', async () => {
+    const s = json(await run(['sandbox', 'create', '--json']));
+    const id = s.sandboxId;
+    assert.equal(json(await run(['sandbox', 'info', id, '--json'])).sandboxId, id);
+    assert.deepEqual(json(await run(['sandbox', 'pause', id, '--json'])), { sandboxId: id, paused: true, alreadyPaused: false });
+    const again = await run(['sandbox', 'pause', id]);
+    assert.equal(again.code, 0);
+    assert.match(again.stdout, /already paused/);
+    const connected = json(await run(['sandbox', 'connect', id, '--timeout', '600', '--json']));
+    assert.equal(connected.state, 'running');
+    assert.equal(api.sandboxes.get(id)!.timeout, 600);
+    assert.deepEqual(json(await run(['sandbox', 'timeout', id, '-1', '--json'])), { sandboxId: id, timeout: -1 });
+    assert.equal(api.sandboxes.get(id)!.timeout, -1);
+    assert.match((await run(['sandbox', 'timeout', id, '30'])).stdout, /times out after 30 idle seconds/);
+    assert.deepEqual(json(await run(['sandbox', 'kill', id, '--json'])), { sandboxId: id, killed: true });
+
+    const gone = await run(['sandbox', 'kill', id]);
+    assert.equal(gone.code, 1);
+    assert.equal(gone.stdout, '');
+    assert.equal(gone.stderr, `svc: sandbox ${id} not found\n`);
+    const info = await run(['sandbox', 'info', id]);
+    assert.equal(info.code, 1);
+    assert.equal(info.stderr.trim().split('\n').length, 1, 'one line');
+    assert.match(info.stderr, /^svc: .*not found \(HTTP 404\)$/m);
+  });
+
+  test('exec streams output and exits with the command exit code', async () => {
+    const s = json(await run(['sandbox', 'create', '--json']));
+    const ok = await run(['--sandbox-url', envd.url, 'sandbox', 'exec', s.sandboxId, '--', 'echo', 'hello world', ';x']);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.equal(ok.stdout, 'hello world ;x\n', 'several words are quoted one by one');
+    const failing = await run(['--sandbox-url', envd.url, 'sandbox', 'exec', s.sandboxId, '--', 'echo out; echo err >&2; exit 3']);
+    assert.equal(failing.code, 3);
+    assert.equal(failing.stdout, 'out\n');
+    assert.equal(failing.stderr, 'err\n');
+    const asJson = await run(['--sandbox-url', envd.url, '--json', 'sandbox', 'exec', s.sandboxId, '--env', 'FOO=1', '--', 'echo $FOO; exit 4']);
+    assert.equal(asJson.code, 4);
+    assert.deepEqual(JSON.parse(asJson.stdout), { exitCode: 4, stdout: '1\n', stderr: '' });
+    const start = envd.requests.findLast((r) => r.path === '/process.Process/Start')!;
+    assert.equal(start.headers['e2b-sandbox-id'], s.sandboxId);
+    assert.equal(start.headers['x-access-token'], api.sandboxes.get(s.sandboxId)!.envdAccessToken);
+  });
+
+  test('usage errors exit 2 with one line', async () => {
+    for (const args of [
+      ['sandbox', 'info'],
+      ['sandbox', 'create', '--timeout', 'soon'],
+      ['sandbox', 'create', '--timeout', '-5'],
+      ['sandbox', 'create', '--metadata', 'novalue'],
+      ['sandbox', 'create', '--on-timeout', 'explode'],
+      ['sandbox', 'list', '--state', 'sleeping'],
+      ['sandbox', 'frobnicate'],
+      ['bogus'],
+    ]) {
+      const r = await run(args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /^svc: /, args.join(' '));
+      assert.equal(r.stderr.trim().split('\n').length, 1, `${args.join(' ')}: ${r.stderr}`);
+    }
+  });
+});
+
+describe('endpoint resolution', () => {
+  test('flags, then environment, then <data dir>/endpoint.json', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-cli-data-'));
+    try {
+      writeFileSync(join(dataDir, 'endpoint.json'), JSON.stringify({ apiUrl: api.url, apiKey: 'key-1', sandboxUrl: envd.url }));
+      assert.equal((await svc(['tpl', 'list', '--data-dir', dataDir])).code, 0, 'from endpoint.json via --data-dir');
+      assert.equal((await svc(['tpl', 'list'], { SVC_DATA_DIR: dataDir })).code, 0, 'from endpoint.json via SVC_DATA_DIR');
+
+      const wrongEnv = await svc(['tpl', 'list', '--data-dir', dataDir], { SVC_API_KEY: 'nope' });
+      assert.equal(wrongEnv.code, 1, 'the environment wins over the file');
+      assert.match(wrongEnv.stderr, /invalid API key \(HTTP 401\)/);
+      assert.equal((await svc(['tpl', 'list', '--data-dir', dataDir, '--api-key', 'key-1'], { SVC_API_KEY: 'nope' })).code, 0, 'the flag wins over the environment');
+
+      const unreachable = await svc(['tpl', 'list', '--api-url', 'http://127.0.0.1:1']);
+      assert.equal(unreachable.code, 1);
+      assert.match(unreachable.stderr, /^svc: .*cannot connect/);
+
+      writeFileSync(join(dataDir, 'endpoint.json'), '{not json');
+      const broken = await svc(['tpl', 'list', '--data-dir', dataDir]);
+      assert.equal(broken.code, 1);
+      assert.match(broken.stderr, /endpoint\.json is not valid JSON/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test('the bin script and the TypeScript sources run the CLI', async () => {
+    const r = await svc(['--version'], {}, [BIN]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim(), '0.1.0');
+    const fromSource = await svc(['node', 'list', '--json'], { SVC_API_URL: api.url, SVC_API_KEY: 'key-1' }, ['--import', 'tsx', MAIN]);
+    assert.equal(JSON.parse(fromSource.stdout)[0].id, 'node-1');
+    const usage = await svc(['sandbox', 'info'], {}, ['--import', 'tsx', MAIN]);
+    assert.equal(usage.code, 2);
+  });
+});
+
+describe('svc tpl', () => {
+  test('create waits, reporting phases, and prints the template', async () => {
+    const r = await run(['tpl', 'create', '--image', 'reg.local/app:1', '--alias', 'app-1', '--registry-user', 'u', '--registry-password', 'p', '--insecure-registry', '--platform', 'linux/arm64', '--no-svc-ca']);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(api.requests.findLast((q) => q.method === 'POST' && q.url === '/svc/template')!.body, {
+      image: 'reg.local/app:1', alias: 'app-1', registry_auth: { username: 'u', password: 'p' }, insecure_registry: true,
+      platform: 'linux/arm64', with_svc_ca: false,
+    });
+    assert.match(r.stderr, /pulling \(.* in 2 layers\)/);
+    assert.match(r.stderr, /built/);
+    assert.match(r.stdout, /^status:\s+ready$/m);
+    assert.match(r.stdout, /^alias:\s+app-1$/m);
+  });
+
+  test('create --json, --no-wait, local paths made absolute', async () => {
+    const done = json(await run(['tpl', 'create', '--oci-layout', 'some/layout', '--json']));
+    assert.equal(done.job.status, 'BUILT');
+    assert.equal(done.template.status, 'ready');
+    assert.equal(api.requests.findLast((q) => q.url === '/svc/template' && q.method === 'POST')!.body.oci_layout, resolve(resolve(import.meta.dirname, '../../..'), 'some/layout'));
+    const queued = json(await run(['tpl', 'create', '--rootfs-tar', '/tmp/rootfs.tar', '--no-wait', '--json']));
+    assert.equal(queued.status, 'PENDING');
+    const status = json(await run(['tpl', 'status', queued.jobId, '--json']));
+    assert.equal(status.jobId, queued.jobId);
+    assert.equal(status.progress.layers.length, 2);
+    const human = await run(['tpl', 'status', queued.jobId]);
+    assert.match(human.stdout, /^LAYER\s+PULLED\s+SIZE$/m);
+  });
+
+  test('a failed build exits 1 with the reason', async () => {
+    const r = await run(['tpl', 'create', '--archive', '/tmp/broken.tar']);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /^svc: template build job-\S+ failed: image has no root filesystem$/m);
+  });
+
+  test('create needs exactly one source and paired registry credentials', async () => {
+    for (const args of [
+      ['tpl', 'create'],
+      ['tpl', 'create', '--image', 'a', '--archive', 'b'],
+      ['tpl', 'create', '--image', 'a', '--registry-user', 'u'],
+      ['tpl', 'create', '--image', 'a', '--platform', 'amd64'],
+    ]) {
+      const r = await run(args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /^svc: /);
+    }
+  });
+
+  test('list, info, alias, redo, merge, delete', async () => {
+    const t = json(await run(['tpl', 'create', '--image', 'reg.local/b:1', '--json'])).template;
+    const table = await run(['tpl', 'list']);
+    assert.match(table.stdout, /^ID\s+ALIAS\s+STATUS\s+SOURCE\s+CREATED$/m);
+    assert.match(table.stdout, new RegExp(`^${t.templateId}\\s+-\\s+ready\\s+reg.local/b:1`, 'm'));
+    assert.equal(json(await run(['tpl', 'alias', t.templateId, 'bee', '--json'])).alias, 'bee');
+    assert.equal(json(await run(['tpl', 'info', 'bee', '--json'])).templateId, t.templateId);
+    assert.match((await run(['tpl', 'alias', t.templateId])).stdout, /has no alias/);
+    const redo = json(await run(['tpl', 'redo', t.templateId, '--json']));
+    assert.equal(redo.job.kind, 'REDO');
+    assert.equal(json(await run(['tpl', 'merge', t.templateId, '--json'])).templateId, t.templateId);
+    assert.deepEqual(json(await run(['tpl', 'delete', t.templateId, '--json'])), { templateId: t.templateId, deleted: true });
+    const missing = await run(['tpl', 'delete', t.templateId]);
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stderr, `svc: template ${t.templateId} not found\n`);
+    const info = await run(['tpl', 'info', t.templateId]);
+    assert.match(info.stderr, /\(HTTP 404, code 130404\)/);
+  });
+});
+
+describe('svc node', () => {
+  test('list, label, unlabel', async () => {
+    const table = await run(['node', 'list']);
+    assert.match(table.stdout, /^ID\s+STATUS\s+RUNTIME\s+ADDRESS\s+RUNNING\s+PAUSED\s+LABELS$/m);
+    assert.match(table.stdout, /^node-1\s+ready\s+gvisor/m);
+    const labeled = json(await run(['node', 'label', 'node-1', 'disk=ssd', 'svc.dev/tier=gold', '--json']));
+    assert.equal(labeled.labels.disk, 'ssd');
+    assert.equal(labeled.labels['svc.dev/tier'], 'gold');
+    const unlabeled = json(await run(['node', 'unlabel', 'node-1', 'disk', '--json']));
+    assert.equal(unlabeled.labels.disk, undefined);
+    const missing = await run(['node', 'label', 'node-9', 'a=b']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /node not found \(HTTP 404\)/);
+    assert.equal((await run(['node', 'label', 'node-1', 'nokey'])).code, 2);
+  });
+});
