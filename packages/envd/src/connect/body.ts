@@ -1,0 +1,34 @@
+import type { IncomingMessage } from 'node:http';
+import { createGunzip, gunzipSync } from 'node:zlib';
+import { ConnectError } from './code.ts';
+
+/** The request body as a byte stream, gunzipped when the client compressed it. */
+export function decodedBody(req: IncomingMessage, encoding: string | undefined): AsyncIterable<Buffer> {
+  const name = (encoding ?? 'identity').trim().toLowerCase();
+  if (name === 'identity' || name === '') return req;
+  if (name === 'gzip') return req.pipe(createGunzip());
+  throw new ConnectError('unimplemented', `unsupported compression "${encoding}", supported: gzip, identity`);
+}
+
+/** Reads a whole (small) body, refusing more than maxBytes. */
+export async function readAll(body: AsyncIterable<Buffer>, maxBytes: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.length;
+    if (total > maxBytes) throw new ConnectError('resource_exhausted', `request body is larger than the limit of ${maxBytes} bytes`);
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
+}
+
+export function gunzipMessage(data: Buffer, maxBytes: number): Buffer {
+  try {
+    return gunzipSync(data, { maxOutputLength: maxBytes });
+  } catch (err) {
+    const tooLarge = (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE';
+    throw tooLarge
+      ? new ConnectError('resource_exhausted', `decompressed message is larger than the limit of ${maxBytes} bytes`)
+      : new ConnectError('invalid_argument', `cannot decompress message: ${(err as Error).message}`);
+  }
+}

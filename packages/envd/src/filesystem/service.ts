@@ -1,0 +1,148 @@
+import { cp, realpath, rename, rm, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { ConnectError, toConnectError } from '../connect/code.ts';
+import { Keepalive, keepaliveIntervalMs } from '../connect/keepalive.ts';
+import type { ServiceImpl } from '../connect/router.ts';
+import type { Filesystem } from '../gen/filesystem/filesystem_pb.ts';
+import type { EnvdState } from '../state.ts';
+import { ensureDirs, resolvePath } from '../system/paths.ts';
+import { DirWatcher } from './dir-watcher.ts';
+import type { EntryReader } from './entry.ts';
+import { listTree } from './listing.ts';
+import { checkWatchTarget } from './watch-target.ts';
+import { eventConverter } from './watch-events.ts';
+import type { WatcherRegistry } from './watcher-registry.ts';
+
+/**
+ * filesystem.Filesystem. Like E2B's envd, operations run with envd's own (root) rights; the
+ * calling user decides how relative paths resolve and who owns directories created for them.
+ */
+export function filesystemService(state: EnvdState, entries: EntryReader, watchers: WatcherRegistry): ServiceImpl<typeof Filesystem> {
+  const resolveFor = (path: string, headers: Parameters<EnvdState['userFromHeaders']>[0]) => {
+    const user = state.userFromHeaders(headers);
+    return { user, path: resolvePath(path, user, state.defaultWorkdir) };
+  };
+
+  return {
+    async stat(request, ctx) {
+      const { path } = resolveFor(request.path, ctx.requestHeaders);
+      return { entry: await entries.read(path) };
+    },
+
+    async makeDir(request, ctx) {
+      const { user, path } = resolveFor(request.path, ctx.requestHeaders);
+      const existing = await stat(path).catch(() => undefined);
+      if (existing?.isDirectory()) throw new ConnectError('already_exists', `directory already exists: ${path}`);
+      if (existing) throw new ConnectError('invalid_argument', `path already exists but it is not a directory: ${path}`);
+      await ensureDirs(path, user.uid, user.gid).catch((err) => {
+        throw toConnectError(err, 'error creating directory');
+      });
+      return { entry: await entries.read(path) };
+    },
+
+    async move(request, ctx) {
+      const { user, path: source } = resolveFor(request.source, ctx.requestHeaders);
+      const destination = resolvePath(request.destination, user, state.defaultWorkdir);
+      await ensureDirs(dirname(destination), user.uid, user.gid);
+      try {
+        await rename(source, destination);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') throw new ConnectError('not_found', `source file not found: ${source}`);
+        if (code !== 'EXDEV') throw toConnectError(err, 'error renaming');
+        // Different filesystems (e.g. onto a volume): copy, then remove the original.
+        await cp(source, destination, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true, force: true });
+        await rm(source, { recursive: true, force: true });
+      }
+      return { entry: await entries.read(destination) };
+    },
+
+    async listDir(request, ctx) {
+      const depth = request.depth || 1;
+      const { path } = resolveFor(request.path, ctx.requestHeaders);
+      let real: string;
+      try {
+        real = await realpath(path);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT' || code === 'ENOTDIR') throw new ConnectError('not_found', `path not found: ${path}`);
+        if (code === 'ELOOP') throw new ConnectError('failed_precondition', `cyclic symlink or too many links at ${path}`);
+        throw toConnectError(err, 'error resolving symlink');
+      }
+      const info = await stat(real);
+      if (!info.isDirectory()) throw new ConnectError('invalid_argument', `path is not a directory: ${path}`);
+      try {
+        return { entries: await listTree(real, path, depth, entries) };
+      } catch (err) {
+        throw toConnectError(err, `error reading directory ${path}`);
+      }
+    },
+
+    async remove(request, ctx) {
+      const { path } = resolveFor(request.path, ctx.requestHeaders);
+      await rm(path, { recursive: true, force: true }).catch((err) => {
+        throw toConnectError(err, 'error removing file or directory');
+      });
+      return {};
+    },
+
+    async watchDir(request, ctx, send) {
+      const { path } = resolveFor(request.path, ctx.requestHeaders);
+      await checkWatchTarget(path, request.allowNetworkMounts);
+      const convert = eventConverter(entries, request.includeEntry);
+      await new Promise<void>((resolve, reject) => {
+        let converted = Promise.resolve();
+        let keepalive: Keepalive | undefined;
+        let watcher: DirWatcher | undefined;
+        const stop = () => {
+          keepalive?.stop();
+          watcher?.close();
+          ctx.signal.removeEventListener('abort', onAbort);
+        };
+        const onAbort = () => {
+          stop();
+          resolve();
+        };
+        ctx.signal.addEventListener('abort', onAbort);
+        DirWatcher.open(path, request.recursive, {
+          events: (changes) => {
+            converted = converted.then(async () => {
+              for (const filesystem of await convert(changes)) send({ event: { case: 'filesystem', value: filesystem } });
+              keepalive?.reset();
+            });
+          },
+          error: (err) => {
+            stop();
+            reject(err);
+          },
+        }).then(
+          (opened) => {
+            watcher = opened;
+            if (ctx.signal.aborted) return opened.close();
+            send({ event: { case: 'start', value: {} } });
+            keepalive = new Keepalive(keepaliveIntervalMs(ctx.requestHeaders), () => send({ event: { case: 'keepalive', value: {} } }));
+          },
+          (err) => {
+            stop();
+            reject(toConnectError(err));
+          },
+        );
+      });
+    },
+
+    async createWatcher(request, ctx) {
+      const { path } = resolveFor(request.path, ctx.requestHeaders);
+      await checkWatchTarget(path, request.allowNetworkMounts);
+      return { watcherId: await watchers.create(path, request.recursive, eventConverter(entries, request.includeEntry)) };
+    },
+
+    getWatcherEvents(request) {
+      return { events: watchers.drain(request.watcherId) };
+    },
+
+    removeWatcher(request) {
+      watchers.remove(request.watcherId);
+      return {};
+    },
+  };
+}

@@ -1,0 +1,127 @@
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { basename, extname } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { createGzip } from 'node:zlib';
+import { ConnectError } from '../connect/code.ts';
+import type { EnvdState } from '../state.ts';
+import { resolvePath } from '../system/paths.ts';
+import { chooseResponseEncoding, identityAcceptable } from './encoding.ts';
+import { checkFileAccess } from './file-access.ts';
+import { HttpError } from './respond.ts';
+
+const contentTypes: Record<string, string> = {
+  '.txt': 'text/plain; charset=utf-8',
+  '.html': 'text/html; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.json': 'application/json',
+  '.xml': 'text/xml; charset=utf-8',
+  '.csv': 'text/csv; charset=utf-8',
+  '.md': 'text/markdown; charset=utf-8',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.svg': 'image/svg+xml',
+  '.webp': 'image/webp',
+  '.pdf': 'application/pdf',
+  '.zip': 'application/zip',
+  '.gz': 'application/gzip',
+  '.tar': 'application/x-tar',
+  '.wasm': 'application/wasm',
+};
+
+/** GET /files: streams a file, gzipped when the client prefers it, with single-range support. */
+export async function handleDownload(state: EnvdState, req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
+  const path = query.get('path') ?? '';
+  const username = query.get('username') ?? undefined;
+  checkFileAccess(state, req, {
+    path,
+    username,
+    operation: 'read',
+    signature: query.get('signature') ?? undefined,
+    signatureExpiration: query.get('signature_expiration') ?? undefined,
+  });
+  const user = state.user(username);
+  const file = resolvePath(path, user, state.defaultWorkdir);
+  let info;
+  try {
+    info = await stat(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new ConnectError('not_found', `path '${file}' does not exist`);
+    throw err;
+  }
+  if (info.isDirectory()) throw new ConnectError('invalid_argument', `path '${file}' is a directory`);
+
+  const acceptEncoding = req.headers['accept-encoding'];
+  let encoding = chooseResponseEncoding(acceptEncoding);
+  const rangeHeader = req.headers.range;
+  if (rangeHeader) {
+    if (!identityAcceptable(acceptEncoding)) throw new HttpError(406, 'identity encoding not acceptable for Range request');
+    encoding = 'identity';
+  }
+
+  const headers: Record<string, string | number> = {
+    'content-type': contentTypes[extname(file).toLowerCase()] ?? 'application/octet-stream',
+    'content-disposition': `inline; filename*=UTF-8''${encodeURIComponent(basename(file))}`,
+    'last-modified': info.mtime.toUTCString(),
+    'accept-ranges': 'bytes',
+    vary: 'Accept-Encoding',
+  };
+  let range: { start: number; end: number } | undefined;
+  if (rangeHeader) {
+    range = parseRange(rangeHeader, info.size);
+    if (!range) {
+      res.writeHead(416, { 'content-range': `bytes */${info.size}` });
+      res.end();
+      return;
+    }
+  }
+
+  const source = createReadStream(file, range ? { start: range.start, end: range.end } : {});
+  await new Promise<void>((resolve, reject) => {
+    source.once('open', () => resolve());
+    source.once('error', reject);
+  }).catch((err) => {
+    throw new ConnectError('internal', `error opening file '${file}': ${(err as Error).message}`);
+  });
+
+  if (encoding === 'gzip') {
+    res.writeHead(200, { ...headers, 'content-encoding': 'gzip' });
+    await pipeline(source, createGzip(), res).catch(() => res.destroy());
+    return;
+  }
+  if (range) {
+    res.writeHead(206, { ...headers, 'content-range': `bytes ${range.start}-${range.end}/${info.size}`, 'content-length': range.end - range.start + 1 });
+  } else {
+    res.writeHead(200, { ...headers, 'content-length': info.size });
+  }
+  if (req.method === 'HEAD') {
+    source.destroy();
+    res.end();
+    return;
+  }
+  await pipeline(source, res).catch(() => res.destroy());
+}
+
+/** One "bytes=a-b" range (also "a-" and "-n"); undefined when unsatisfiable or malformed. */
+function parseRange(header: string, size: number): { start: number; end: number } | undefined {
+  const match = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!match || (match[1] === '' && match[2] === '')) return undefined;
+  let start: number;
+  let end: number;
+  if (match[1] === '') {
+    const suffix = Number(match[2]);
+    if (suffix === 0) return undefined;
+    start = Math.max(0, size - suffix);
+    end = size - 1;
+  } else {
+    start = Number(match[1]);
+    end = match[2] === '' ? size - 1 : Math.min(Number(match[2]), size - 1);
+  }
+  if (start > end || start >= size) return undefined;
+  return { start, end };
+}

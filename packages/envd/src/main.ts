@@ -1,0 +1,50 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { readConfig } from './config.ts';
+import type { RequestHandler } from './server.ts';
+import { ENVD_VERSION } from './version.ts';
+
+const config = readConfig(process.env);
+const metadataFile = process.env.ENVD_METADATA_FILE ?? '/run/svc-envd/file-metadata.json';
+
+// Listening comes first; the services (protobuf descriptors, process and file handling) are
+// set up right after, and the few requests that may arrive in between wait for them.
+let handler: RequestHandler | undefined;
+let loading: Promise<RequestHandler> | undefined;
+function load(): Promise<RequestHandler> {
+  loading ??= Promise.all([import('./server.ts'), import('./state.ts')]).then(([server, state]) => {
+    handler = server.createRequestHandler(new state.EnvdState(config), { metadataFile });
+    return handler;
+  });
+  return loading;
+}
+
+const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 640_000 }, (req: IncomingMessage, res: ServerResponse) => {
+  if (handler) return handler(req, res);
+  load().then(
+    (h) => h(req, res),
+    (err: Error) => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ code: 503, message: `envd failed to start: ${err.message}` }));
+    },
+  );
+});
+
+server.on('error', (err) => {
+  console.error(`envd: ${err.message}`);
+  process.exit(1);
+});
+server.listen(config.port, config.host, () => {
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  console.log(`envd ${ENVD_VERSION} listening on ${config.host}:${port} (${Math.round(performance.now())} ms after process start)`);
+  setImmediate(() => {
+    load().catch((err: Error) => console.error(`envd: failed to load services: ${err.stack ?? err.message}`));
+  });
+});
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    server.close();
+    process.exit(0);
+  });
+}

@@ -1,0 +1,70 @@
+import { stat, writeFile } from 'node:fs/promises';
+import { ConnectError } from '../connect/code.ts';
+import type { StartRequest } from '../gen/process/process_pb.ts';
+import type { EnvdState } from '../state.ts';
+import { resolvePath } from '../system/paths.ts';
+import type { User } from '../system/users.ts';
+import { findExecutable } from './executable.ts';
+import type { LaunchSpec } from './launch-spec.ts';
+import type { ManagedProcess } from './managed-process.ts';
+import { PipedProcess } from './piped-process.ts';
+import { asUser } from './privileges.ts';
+import { PtyProcess } from './pty-process.ts';
+
+const fallbackPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+/** Starts processes for Process.Start: user, cwd, environment and executable resolved first. */
+export class ProcessLauncher {
+  constructor(
+    private readonly state: EnvdState,
+    private readonly envdPath = process.env.PATH || fallbackPath,
+  ) {}
+
+  async launch(request: StartRequest, user: User): Promise<ManagedProcess> {
+    const config = request.process;
+    if (!config) throw new ConnectError('invalid_argument', 'process config is required');
+    const cwd = await this.workingDirectory(config.cwd, user);
+    const env = this.environment(user, config.envs);
+    const executable = await findExecutable(config.cmd, cwd, env.PATH);
+    const exec = asUser(user, this.state.users.groupIds(user), executable, config.args);
+    const spec: LaunchSpec = {
+      ...exec,
+      cwd,
+      env,
+      displayCommand: [config.cmd, ...config.args].join(' '),
+    };
+    const tag = request.tag;
+    const proc = request.pty
+      ? PtyProcess.start(spec, config, tag, request.pty.size?.cols ?? 0, request.pty.size?.rows ?? 0)
+      : await PipedProcess.start(spec, config, tag, request.stdin ?? true);
+    // Under memory pressure the kernel should pick user processes before envd.
+    writeFile(`/proc/${proc.pid}/oom_score_adj`, '100').catch(() => {});
+    return proc;
+  }
+
+  private async workingDirectory(requested: string | undefined, user: User): Promise<string> {
+    const cwd = resolvePath(requested ?? '', user, this.state.defaultWorkdir);
+    let info;
+    try {
+      info = await stat(cwd);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw new ConnectError('invalid_argument', `cwd '${cwd}' does not exist`);
+      throw new ConnectError('invalid_argument', `cwd '${cwd}' is not usable: ${(err as Error).message}`);
+    }
+    if (!info.isDirectory()) throw new ConnectError('invalid_argument', `cwd '${cwd}' is not a directory`);
+    return cwd;
+  }
+
+  /** PATH, the user's identity, the sandbox's variables, then the request's (last one wins). */
+  private environment(user: User, requested: Record<string, string>): Record<string, string> {
+    return {
+      PATH: this.envdPath,
+      HOME: user.home,
+      USER: user.name,
+      LOGNAME: user.name,
+      ...this.state.envVars(),
+      ...requested,
+    };
+  }
+}

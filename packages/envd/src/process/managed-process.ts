@@ -1,0 +1,92 @@
+import type { ProcessConfig } from '../gen/process/process_pb.ts';
+import type { ExitInfo } from './exit-status.ts';
+
+export type OutputKind = 'stdout' | 'stderr' | 'pty';
+
+export interface ProcessListener {
+  output(kind: OutputKind, data: Buffer): void;
+  end(exit: ExitInfo): void;
+}
+
+/**
+ * A process started by envd. Output goes to whoever is subscribed at that moment (nothing is
+ * buffered for later subscribers, as in E2B's envd); a slow subscriber can hold the output,
+ * which pauses reading so the process blocks instead of envd buffering without bound.
+ */
+export abstract class ManagedProcess {
+  private readonly listeners = new Set<ProcessListener>();
+  private holds = 0;
+  private endTimer: NodeJS.Timeout | undefined;
+  exit: ExitInfo | undefined;
+
+  protected constructor(
+    readonly pid: number,
+    readonly config: ProcessConfig,
+    readonly tag: string | undefined,
+  ) {}
+
+  abstract readonly isPty: boolean;
+  abstract writeStdin(data: Uint8Array): Promise<void>;
+  abstract closeStdin(): void;
+  abstract writePty(data: Uint8Array): void;
+  abstract resize(cols: number, rows: number): void;
+  protected abstract pauseOutput(): void;
+  protected abstract resumeOutput(): void;
+  /** Stops waiting for the output pipes, so the end is reported as soon as the process exits. */
+  protected abstract detachOutput(): void;
+
+  get running(): boolean {
+    return this.exit === undefined;
+  }
+
+  subscribe(listener: ProcessListener): () => void {
+    if (this.exit) {
+      listener.end(this.exit);
+      return () => {};
+    }
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Pauses output until the returned release function is called. */
+  holdOutput(): () => void {
+    if (this.holds++ === 0) this.pauseOutput();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--this.holds === 0) this.resumeOutput();
+    };
+  }
+
+  signal(signal: 'SIGKILL' | 'SIGTERM'): void {
+    if (!this.running) return;
+    this.detachOutput();
+    process.kill(this.pid, signal);
+  }
+
+  /** Kills the process when the client's deadline passes (E2B's envd does the same). */
+  killAfter(ms: number): void {
+    this.endTimer = setTimeout(() => {
+      try {
+        this.signal('SIGKILL');
+      } catch {
+        // already gone
+      }
+    }, ms);
+    this.endTimer.unref();
+  }
+
+  protected emitOutput(kind: OutputKind, data: Buffer): void {
+    for (const listener of this.listeners) listener.output(kind, data);
+  }
+
+  protected emitEnd(exit: ExitInfo): void {
+    if (this.exit) return;
+    this.exit = exit;
+    clearTimeout(this.endTimer);
+    const listeners = [...this.listeners];
+    this.listeners.clear();
+    for (const listener of listeners) listener.end(exit);
+  }
+}

@@ -1,0 +1,50 @@
+import { accessSync, constants } from 'node:fs';
+import { ConnectError } from '../connect/code.ts';
+import type { User } from '../system/users.ts';
+
+export interface Exec {
+  file: string;
+  args: string[];
+  uid?: number;
+  gid?: number;
+}
+
+let setprivPath: string | null | undefined;
+
+function findSetpriv(): string | null {
+  if (setprivPath === undefined) {
+    setprivPath = null;
+    for (const candidate of ['/usr/bin/setpriv', '/bin/setpriv', '/usr/sbin/setpriv', '/sbin/setpriv']) {
+      try {
+        accessSync(candidate, constants.X_OK);
+        setprivPath = candidate;
+        break;
+      } catch {
+        // try the next one
+      }
+    }
+  }
+  return setprivPath;
+}
+
+/**
+ * How to exec `file` as `user`. Node's own uid/gid switch drops every supplementary group (and
+ * node-pty's keeps envd's), so where util-linux's setpriv exists it does the switch with the
+ * user's groups from /etc/group, as E2B's envd does (sudo rules for a group keep working).
+ */
+export function asUser(user: User, groups: number[], file: string, args: string[]): Exec {
+  const myUid = process.getuid?.() ?? 0;
+  if (myUid !== 0) {
+    if (user.uid !== myUid) {
+      throw new ConnectError('permission_denied', `envd runs as uid ${myUid} and cannot start processes as '${user.name}'`);
+    }
+    return { file, args };
+  }
+  if (user.uid === 0 && user.gid === 0) return { file, args };
+  const setpriv = findSetpriv();
+  if (!setpriv) return { file, args, uid: user.uid, gid: user.gid };
+  return {
+    file: setpriv,
+    args: [`--reuid=${user.uid}`, `--regid=${user.gid}`, `--groups=${groups.join(',')}`, '--', file, ...args],
+  };
+}

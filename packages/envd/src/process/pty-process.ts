@@ -1,0 +1,90 @@
+import { createRequire } from 'node:module';
+import type { IPty } from '@lydell/node-pty';
+import { ConnectError } from '../connect/code.ts';
+import type { ProcessConfig } from '../gen/process/process_pb.ts';
+import { exitInfo } from './exit-status.ts';
+import type { LaunchSpec } from './launch-spec.ts';
+import { ManagedProcess } from './managed-process.ts';
+
+type NodePty = typeof import('@lydell/node-pty');
+let nodePty: NodePty | undefined;
+
+/**
+ * node-pty is a native addon that stays outside the bundle; it is resolved relative to the
+ * running file (the bundle next to /.svc/node_modules, or the source tree), and only when the
+ * first terminal is opened so that start-up does not pay for it.
+ */
+function loadNodePty(): NodePty {
+  if (!nodePty) {
+    try {
+      nodePty = createRequire(import.meta.url)('@lydell/node-pty') as NodePty;
+    } catch (err) {
+      throw new ConnectError('unavailable', `terminals are not available in this sandbox: ${(err as Error).message}`);
+    }
+  }
+  return nodePty;
+}
+
+/** A process attached to a pseudo-terminal; its output arrives as `pty` data. */
+export class PtyProcess extends ManagedProcess {
+  readonly isPty = true;
+
+  private constructor(
+    private readonly term: IPty,
+    config: ProcessConfig,
+    tag: string | undefined,
+  ) {
+    super(term.pid, config, tag);
+    term.onData((data) => this.emitOutput('pty', typeof data === 'string' ? Buffer.from(data) : (data as Buffer)));
+    term.onExit(({ exitCode, signal }) => this.emitEnd(exitInfo(signal ? null : exitCode, signal || null)));
+  }
+
+  static start(spec: LaunchSpec, config: ProcessConfig, tag: string | undefined, cols: number, rows: number): PtyProcess {
+    const pty = loadNodePty();
+    let term: IPty;
+    try {
+      term = pty.spawn(spec.file, spec.args, {
+        name: spec.env.TERM ?? 'xterm-256color',
+        cols: cols || 80,
+        rows: rows || 24,
+        cwd: spec.cwd,
+        env: spec.env,
+        uid: spec.uid,
+        gid: spec.gid,
+        encoding: null,
+      });
+    } catch (err) {
+      throw new ConnectError('invalid_argument', `error starting pty with command '${spec.displayCommand}' in '${spec.cwd}' (${cols}x${rows}): ${(err as Error).message}`);
+    }
+    return new PtyProcess(term, config, tag);
+  }
+
+  writeStdin(): Promise<void> {
+    return Promise.reject(new ConnectError('failed_precondition', `process ${this.pid} has a PTY, write to the PTY instead of stdin`));
+  }
+
+  closeStdin(): void {
+    throw new ConnectError('failed_precondition', `process ${this.pid} has a PTY; send Ctrl+D (0x04) to signal end of input`);
+  }
+
+  writePty(data: Uint8Array): void {
+    (this.term.write as (data: string | Buffer) => void)(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+  }
+
+  resize(cols: number, rows: number): void {
+    if (!cols || !rows) throw new ConnectError('invalid_argument', `invalid terminal size ${cols}x${rows}`);
+    this.term.resize(cols, rows);
+  }
+
+  protected pauseOutput(): void {
+    this.term.pause();
+  }
+
+  protected resumeOutput(): void {
+    this.term.resume();
+  }
+
+  protected detachOutput(): void {
+    // The terminal closes with its process; nothing else holds it open.
+  }
+}

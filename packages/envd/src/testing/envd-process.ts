@@ -1,0 +1,87 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+
+const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
+let bundle: Promise<string> | undefined;
+
+/**
+ * Bundles envd like `npm run build` does, into node_modules/.cache so that the external
+ * node-pty resolves relative to the bundle exactly as it will inside a sandbox.
+ */
+export function envdBundle(): Promise<string> {
+  bundle ??= (async () => {
+    const dir = join(repoRoot, 'node_modules', '.cache', 'svc-envd-test', String(process.pid));
+    mkdirSync(dir, { recursive: true });
+    const outfile = join(dir, 'envd.mjs');
+    await build({
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'esm',
+      logLevel: 'warning',
+      entryPoints: [join(repoRoot, 'packages/envd/src/main.ts')],
+      outfile,
+      banner: { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" },
+      external: ['@lydell/node-pty', '@lydell/node-pty-*'],
+    });
+    return outfile;
+  })();
+  return bundle;
+}
+
+export interface RunningEnvd {
+  url: string;
+  port: number;
+  pid: number;
+  /** Everything envd printed so far. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+/** Starts envd on a free loopback port with the given extra environment. */
+export async function startEnvd(env: Record<string, string> = {}): Promise<RunningEnvd> {
+  const file = await envdBundle();
+  const child: ChildProcess = spawn(process.execPath, [file], {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      LANG: 'C.UTF-8',
+      ENVD_PORT: '0',
+      ENVD_HOST: '127.0.0.1',
+      ENVD_METADATA_FILE: join(dirname(file), `metadata-${Date.now()}-${Math.random()}.json`),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d) => (output += d));
+  child.stderr!.on('data', (d) => (output += d));
+  const port = await new Promise<number>((resolvePort, reject) => {
+    const timer = setTimeout(() => reject(new Error(`envd did not start: ${output}`)), 20_000);
+    child.stdout!.on('data', () => {
+      const match = /listening on [^:]+:(\d+)/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolvePort(Number(match[1]));
+      }
+    });
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`envd exited with ${code}: ${output}`));
+    });
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    pid: child.pid!,
+    output: () => output,
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
