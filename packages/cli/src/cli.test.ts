@@ -236,7 +236,8 @@ describe('svc tpl', () => {
     const done = json(await run(['tpl', 'create', '--oci-layout', 'some/layout', '--json']));
     assert.equal(done.job.status, 'BUILT');
     assert.equal(done.template.status, 'ready');
-    assert.equal(api.requests.findLast((q) => q.url === '/svc/template' && q.method === 'POST')!.body.oci_layout, resolve(resolve(import.meta.dirname, '../../..'), 'some/layout'));
+    const sent = api.requests.findLast((q) => q.url === '/svc/template' && q.method === 'POST')!.body as { oci_layout: string };
+    assert.equal(sent.oci_layout, resolve(import.meta.dirname, '../../..', 'some/layout'));
     const queued = json(await run(['tpl', 'create', '--rootfs-tar', '/tmp/rootfs.tar', '--no-wait', '--json']));
     assert.equal(queued.status, 'PENDING');
     const status = json(await run(['tpl', 'status', queued.jobId, '--json']));
