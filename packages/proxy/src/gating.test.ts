@@ -85,6 +85,9 @@ test('killed and timed-out sandboxes are 410 and say not to retry', async () => 
   assert.equal(r.json().code, 410);
   assert.match(r.json<{ message: string }>().message, /timed out.*do not retry/);
   assert.equal((await get('dying')).status, 410);
+  const lookups = p.master.calls.route.length;
+  assert.equal((await get('dead')).status, 410);
+  assert.equal(p.master.calls.route.length, lookups, 'a cached terminated route answers without the master');
   // A sandbox killed while its running route sits in the cache: the kill purges it.
   p.master.add({ sandboxId: 'live', envdPort: up.port });
   assert.equal((await get('live')).status, 200);

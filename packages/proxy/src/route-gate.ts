@@ -25,7 +25,8 @@ export class RouteGate {
 
   async runningRoute(sandboxId: string, presentedTokens: string[] | undefined): Promise<SandboxRoute> {
     const deadline = Date.now() + this.timing.settleWaitMs;
-    let route = await this.cache.load(sandboxId);
+    // A cached terminated route answers 410 without asking the master again.
+    let route = this.cache.fresh(sandboxId) ?? await this.cache.load(sandboxId);
     // Checked before any gating, so that a request without the token cannot wake a sandbox up.
     if (!trafficTokenAccepted(route.trafficAccessToken, presentedTokens)) throw trafficTokenRejected();
     for (;;) {

@@ -118,6 +118,8 @@ export interface PlatformOptions {
   /** Override the lifecycle URLs the proxy uses (e.g. an unreachable one). */
   lifecycleUrls?: string[];
   tuning?: Partial<ProxyTuning>;
+  /** Starts the HTTPS listener on this port with this certificate. */
+  https?: { port: number; cert: string; key: string };
 }
 
 export async function startPlatform(opts: PlatformOptions = {}): Promise<Platform> {
@@ -126,7 +128,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   await master.start();
   const coordination = new MemoryCoordination();
   const cfg = {
-    proxy: { http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: opts.proxyAdminToken ?? '' },
+    proxy: { http_port: 0, https_port: opts.https?.port ?? 0, admin_port: 0, bind: '127.0.0.1', admin_token: opts.proxyAdminToken ?? '' },
     lifecycle: { replicas: opts.lifecycleReplicas ?? 2, listen: '127.0.0.1:0', sweep_interval_ms: 100, warmup_sec: 30, lease_ttl_ms: 1_000 },
   };
   const masterClient = new MasterInternalClient(master.url);
@@ -142,6 +144,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     master: masterClient,
     lifecycleUrls: opts.lifecycleUrls ?? lifecycles.map((l) => l.url),
     coordination,
+    tls: opts.https ? { cert: opts.https.cert, key: opts.https.key } : undefined,
     tuning: { activityFlushMs: 200, announceIntervalMs: 200, ...opts.tuning },
   });
   return {

@@ -1,0 +1,404 @@
+/**
+ * Data-plane proxy overhead: the same upstream port measured directly and through the proxy,
+ * on keep-alive connections, in one run, as ratios.
+ *
+ *   node --import tsx bench/proxy.ts [--target host:port --sandbox-id ID --master URL] [--proxy URL]
+ *        [--path /] [--samples 4000] [--connections 32] [--seconds 4] [--resume-rounds 20]
+ *
+ * Default: starts its own loopback upstream and proxy (child processes) and a fake master plus
+ * one lifecycle replica (here). With --target/--sandbox-id/--master it measures a real sandbox
+ * port instead (a proxy is started against that master unless --proxy names a running one).
+ * Prints a table and writes bench/results/proxy.json.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { cpus } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MemoryCoordination, silentLogger } from '@svc/common';
+import { MasterInternalClient } from '@svc/master/internal-api';
+
+const thisFile = fileURLToPath(import.meta.url);
+const GOALS = { addedP50Ms: 0.5, throughputRatio: 0.7 };
+
+// ---------------------------------------------------------------------------------------------
+// Command line
+
+interface Args {
+  target?: string; sandboxId?: string; master?: string; proxy?: string; path: string;
+  samples: number; connections: number; seconds: number; resumeRounds: number;
+}
+
+function parseArgs(argv: string[]): Args & { mode?: string; rest: Record<string, string> } {
+  const rest: Record<string, string> = {};
+  let mode: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--serve-upstream' || a === '--serve-proxy') { mode = a.slice(8); continue; }
+    if (!a.startsWith('--')) continue;
+    rest[a.slice(2)] = argv[i + 1] ?? '';
+    i++;
+  }
+  const num = (k: string, d: number) => (rest[k] === undefined ? d : Number(rest[k]));
+  return {
+    mode, rest,
+    target: rest.target, sandboxId: rest['sandbox-id'], master: rest.master, proxy: rest.proxy, path: rest.path ?? '/',
+    samples: num('samples', 4000), connections: num('connections', 32), seconds: num('seconds', 4), resumeRounds: num('resume-rounds', 20),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child roles
+
+async function serveUpstream() {
+  const body = Buffer.from('{"ok":true}');
+  const server = createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+    res.end(body);
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => {
+    process.stdout.write(`READY ${JSON.stringify({ port: (server.address() as { port: number }).port })}\n`);
+  });
+}
+
+async function serveProxy(rest: Record<string, string>) {
+  const { startProxy } = await import('@svc/proxy');
+  const proxy = await startProxy(
+    { proxy: { http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '' } },
+    {
+      logger: silentLogger(),
+      master: new MasterInternalClient(rest.master),
+      lifecycleUrls: rest.lifecycle ? rest.lifecycle.split(',') : [],
+      coordination: new MemoryCoordination(),
+    },
+  );
+  process.stdout.write(`READY ${JSON.stringify({ httpUrl: proxy.httpUrl, adminUrl: proxy.adminUrl })}\n`);
+}
+
+function startChild<T>(args: string[]): Promise<{ child: ChildProcess; info: T }> {
+  // SVC_BENCH_CPU_PROF=<dir> writes a CPU profile of each child (on SIGTERM) into <dir>.
+  const prof = process.env.SVC_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SVC_BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', thisFile, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /READY (.*)\n/.exec(out);
+      if (m) resolve({ child, info: JSON.parse(m[1]) as T });
+    });
+    child.once('exit', (code) => reject(new Error(`child ${args.join(' ')} exited with ${code}`)));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A lean keep-alive HTTP/1.1 client on raw sockets, so the load generator costs little and
+// the same for both paths.
+
+class KeepAliveConn {
+  private readonly socket: Socket;
+  private buf = Buffer.alloc(0);
+  private waiting: ((status: number) => void) | undefined;
+  private failed: ((err: Error) => void) | undefined;
+  readonly ready: Promise<void>;
+
+  constructor(host: string, port: number, private readonly requestBytes: Buffer) {
+    this.socket = connect({ host, port, noDelay: true });
+    this.ready = new Promise((resolve, reject) => {
+      this.socket.once('connect', () => resolve());
+      this.socket.once('error', reject);
+    });
+    this.socket.on('data', (d: Buffer) => this.onData(d));
+    this.socket.on('error', (err) => this.failed?.(err));
+    this.socket.on('close', () => this.failed?.(new Error('connection closed')));
+  }
+
+  send(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.waiting = resolve;
+      this.failed = reject;
+      this.socket.write(this.requestBytes);
+    });
+  }
+
+  close() { this.socket.destroy(); }
+
+  private onData(d: Buffer) {
+    this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
+    const parsed = parseResponse(this.buf);
+    if (parsed === null) return;
+    this.buf = this.buf.subarray(parsed.length);
+    const done = this.waiting;
+    this.waiting = undefined;
+    done?.(parsed.status);
+  }
+}
+
+/** One complete response at the start of buf: its status and total length; null if incomplete. */
+function parseResponse(buf: Buffer): { status: number; length: number } | null {
+  const headEnd = buf.indexOf('\r\n\r\n');
+  if (headEnd < 0) return null;
+  const head = buf.toString('latin1', 0, headEnd);
+  const status = Number(head.slice(9, 12));
+  const cl = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+  let pos = headEnd + 4;
+  if (status === 204 || status === 304) return { status, length: pos };
+  if (cl) {
+    const end = pos + Number(cl[1]);
+    return buf.length >= end ? { status, length: end } : null;
+  }
+  if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) {
+    for (;;) {
+      const lineEnd = buf.indexOf('\r\n', pos);
+      if (lineEnd < 0) return null;
+      const size = parseInt(buf.toString('latin1', pos, lineEnd), 16);
+      pos = lineEnd + 2;
+      if (size === 0) {
+        const trailerEnd = buf.indexOf('\r\n', pos);
+        return trailerEnd < 0 ? null : { status, length: trailerEnd + 2 };
+      }
+      pos += size + 2;
+      if (pos > buf.length) return null;
+    }
+  }
+  return { status, length: pos };
+}
+
+interface Endpoint { name: string; host: string; port: number; request: Buffer }
+
+function endpoint(name: string, url: string, path: string, headers: Record<string, string>): Endpoint {
+  const u = new URL(url);
+  let text = `GET ${path} HTTP/1.1\r\n`;
+  for (const [k, v] of Object.entries(headers)) text += `${k}: ${v}\r\n`;
+  return { name, host: u.hostname, port: Number(u.port), request: Buffer.from(`${text}\r\n`) };
+}
+
+async function latencySamples(ep: Endpoint, n: number): Promise<number[]> {
+  const conn = new KeepAliveConn(ep.host, ep.port, ep.request);
+  await conn.ready;
+  const out: number[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const t0 = process.hrtime.bigint();
+    const status = await conn.send();
+    out[i] = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (status >= 400) throw new Error(`${ep.name}: HTTP ${status}`);
+  }
+  conn.close();
+  return out;
+}
+
+async function throughput(ep: Endpoint, connections: number, seconds: number): Promise<number> {
+  const conns = Array.from({ length: connections }, () => new KeepAliveConn(ep.host, ep.port, ep.request));
+  await Promise.all(conns.map((c) => c.ready));
+  let done = 0;
+  const until = Date.now() + seconds * 1000;
+  const started = process.hrtime.bigint();
+  await Promise.all(conns.map(async (c) => {
+    while (Date.now() < until) {
+      const status = await c.send();
+      if (status >= 400) throw new Error(`${ep.name}: HTTP ${status}`);
+      done++;
+    }
+  }));
+  const secs = Number(process.hrtime.bigint() - started) / 1e9;
+  for (const c of conns) c.close();
+  return done / secs;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Auto-resume latency: time from a request to a paused sandbox until its response.
+
+export interface AutoResumeOptions {
+  /** Data-plane base URL of the proxy. */
+  proxyUrl: string;
+  sandboxId: string;
+  /** Sandbox port to request (default: the sandbox's envd port). */
+  port?: number;
+  path?: string;
+  /** Extra headers, e.g. the traffic access token or envd's X-Access-Token. */
+  headers?: Record<string, string>;
+  rounds: number;
+  /** Brings the sandbox to `paused` (and waits until it is) before each round. */
+  pause: () => Promise<void>;
+}
+
+export async function measureAutoResume(o: AutoResumeOptions): Promise<{ samplesMs: number[]; p50Ms: number; p99Ms: number; maxMs: number }> {
+  const samples: number[] = [];
+  const u = new URL(o.proxyUrl);
+  for (let i = 0; i < o.rounds; i++) {
+    await o.pause();
+    const t0 = process.hrtime.bigint();
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request({
+        host: u.hostname, port: u.port, path: o.path ?? '/', agent: false,
+        headers: { 'E2b-Sandbox-Id': o.sandboxId, ...(o.port ? { 'E2b-Sandbox-Port': String(o.port) } : {}), ...o.headers },
+      }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode!)); });
+      req.on('error', reject);
+      req.end();
+    });
+    if (status >= 400) throw new Error(`auto-resume round ${i}: HTTP ${status}`);
+    samples.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { samplesMs: samples, p50Ms: percentile(sorted, 50), p99Ms: percentile(sorted, 99), maxMs: sorted[sorted.length - 1] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The run
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.mode) process.once('SIGTERM', () => process.exit(0));
+  if (args.mode === 'upstream') return serveUpstream();
+  if (args.mode === 'proxy') return serveProxy(args.rest);
+
+  const children: ChildProcess[] = [];
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    let targetUrl: string;
+    let sandboxId: string;
+    let masterUrl: string;
+    let fake: import('../packages/proxy/src/testing/fake-master.ts').FakeMaster | undefined;
+    let lifecycleUrl = '';
+    const ownSetup = !args.target;
+
+    if (ownSetup) {
+      const up = await startChild<{ port: number }>(['--serve-upstream']);
+      children.push(up.child);
+      targetUrl = `http://127.0.0.1:${up.info.port}`;
+      sandboxId = 'benchsbx';
+      const { FakeMaster } = await import('../packages/proxy/src/testing/fake-master.ts');
+      fake = new FakeMaster();
+      masterUrl = await fake.start();
+      fake.add({ sandboxId, envdPort: up.info.port, autoResume: true });
+      stops.push(() => fake!.close());
+      const { startLifecycle } = await import('@svc/lifecycle');
+      const coordination = new MemoryCoordination();
+      const lc = await startLifecycle(
+        { lifecycle: { replicas: 1, listen: '127.0.0.1:0', sweep_interval_ms: 60_000, warmup_sec: 3600, lease_ttl_ms: 5_000 } },
+        { logger: silentLogger(), master: new MasterInternalClient(masterUrl), coordination, replicaIndex: 0, proxyAdminToken: '' },
+      );
+      lifecycleUrl = lc.url;
+      stops.push(() => lc.close());
+    } else {
+      if (!args.sandboxId || (!args.master && !args.proxy)) throw new Error('--target needs --sandbox-id and --master (or --proxy)');
+      targetUrl = `http://${args.target}`;
+      sandboxId = args.sandboxId;
+      masterUrl = args.master ?? '';
+    }
+
+    let proxyUrl = args.proxy;
+    let adminUrl: string | undefined;
+    if (!proxyUrl) {
+      const px = await startChild<{ httpUrl: string; adminUrl: string }>(['--serve-proxy', '--master', masterUrl, '--lifecycle', lifecycleUrl]);
+      children.push(px.child);
+      proxyUrl = px.info.httpUrl;
+      adminUrl = px.info.adminUrl;
+    }
+
+    const targetPort = new URL(targetUrl).port;
+    const direct = endpoint('direct', targetUrl, args.path, { Host: new URL(targetUrl).host });
+    const viaProxy = endpoint('proxy', proxyUrl, args.path, {
+      Host: `${targetPort}-${sandboxId}.bench.local`, 'E2b-Sandbox-Id': sandboxId, 'E2b-Sandbox-Port': targetPort,
+    });
+
+    // Warm both paths (JIT, keep-alive pools, route cache).
+    await latencySamples(direct, 1000);
+    await latencySamples(viaProxy, 1000);
+
+    const lat = { direct: [] as number[], proxy: [] as number[] };
+    const rounds = 4;
+    for (let r = 0; r < rounds; r++) {
+      lat.direct.push(...await latencySamples(direct, Math.ceil(args.samples / rounds)));
+      lat.proxy.push(...await latencySamples(viaProxy, Math.ceil(args.samples / rounds)));
+    }
+    const rps = { direct: [] as number[], proxy: [] as number[] };
+    for (let r = 0; r < 2; r++) {
+      rps.direct.push(await throughput(direct, args.connections, args.seconds / 2));
+      rps.proxy.push(await throughput(viaProxy, args.connections, args.seconds / 2));
+    }
+
+    const stats = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return { p50: percentile(s, 50), p99: percentile(s, 99) }; };
+    const d = stats(lat.direct);
+    const p = stats(lat.proxy);
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+    const directRps = mean(rps.direct);
+    const proxyRps = mean(rps.proxy);
+
+    let autoResume: Awaited<ReturnType<typeof measureAutoResume>> | undefined;
+    if (fake && adminUrl && args.resumeRounds > 0) {
+      const { ProxyAdminClient } = await import('@svc/proxy/api');
+      const admin = new ProxyAdminClient(adminUrl, '');
+      autoResume = await measureAutoResume({
+        proxyUrl, sandboxId, port: Number(targetPort), path: args.path, rounds: args.resumeRounds,
+        // What the lifecycle manager does on an idle pause: the master pauses, proxies are purged.
+        pause: async () => { fake!.set(sandboxId, { state: 'paused' }); await admin.purge([sandboxId]); },
+      });
+    }
+
+    const result = {
+      bench: 'proxy',
+      at: new Date().toISOString(),
+      node: process.version,
+      cpus: cpus().length,
+      setup: ownSetup ? 'own loopback upstream, proxy child process, fake master' : `target ${args.target} via ${args.proxy ? 'running proxy' : 'proxy started here'}`,
+      params: { path: args.path, samples: args.samples, connections: args.connections, seconds: args.seconds },
+      latencyMs: {
+        direct: d, proxy: p,
+        addedP50: p.p50 - d.p50, addedP99: p.p99 - d.p99,
+        ratioP50: p.p50 / d.p50, ratioP99: p.p99 / d.p99,
+      },
+      throughputRps: { direct: directRps, proxy: proxyRps, ratio: proxyRps / directRps, rounds: rps },
+      autoResumeMs: autoResume ? { p50: autoResume.p50Ms, p99: autoResume.p99Ms, max: autoResume.maxMs, rounds: autoResume.samplesMs.length, note: 'fake master with an instant resume: proxy + lifecycle + master round trips only' } : undefined,
+      goals: {
+        addedP50Ms: GOALS.addedP50Ms, throughputRatio: GOALS.throughputRatio,
+        met: p.p50 - d.p50 <= GOALS.addedP50Ms && proxyRps / directRps >= GOALS.throughputRatio,
+      },
+    };
+
+    printTable(result);
+    const out = join(dirname(thisFile), 'results', 'proxy.json');
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+    console.log(`\nwrote ${out}`);
+  } finally {
+    for (const c of children) c.kill('SIGTERM');
+    for (const s of stops.reverse()) await s().catch(() => {});
+  }
+}
+
+function printTable(r: {
+  latencyMs: { direct: { p50: number; p99: number }; proxy: { p50: number; p99: number }; addedP50: number; addedP99: number; ratioP50: number; ratioP99: number };
+  throughputRps: { direct: number; proxy: number; ratio: number };
+  autoResumeMs?: { p50: number; p99: number; max: number };
+  goals: { met: boolean };
+}) {
+  const f = (n: number, d = 3) => n.toFixed(d);
+  const rows: string[][] = [
+    ['metric', 'direct', 'proxy', 'added / ratio', 'goal'],
+    ['latency p50 (ms)', f(r.latencyMs.direct.p50), f(r.latencyMs.proxy.p50), `+${f(r.latencyMs.addedP50)}  (x${f(r.latencyMs.ratioP50, 2)})`, `<= +${GOALS.addedP50Ms}`],
+    ['latency p99 (ms)', f(r.latencyMs.direct.p99), f(r.latencyMs.proxy.p99), `+${f(r.latencyMs.addedP99)}  (x${f(r.latencyMs.ratioP99, 2)})`, ''],
+    ['requests/s', f(r.throughputRps.direct, 0), f(r.throughputRps.proxy, 0), `${f(r.throughputRps.ratio * 100, 1)}%`, `>= ${GOALS.throughputRatio * 100}%`],
+  ];
+  if (r.autoResumeMs) rows.push(['auto-resume (ms)', '', `p50 ${f(r.autoResumeMs.p50, 1)}`, `p99 ${f(r.autoResumeMs.p99, 1)}`, '']);
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
+  for (const [i, row] of rows.entries()) {
+    console.log(row.map((c, j) => c.padEnd(widths[j])).join('  '));
+    if (i === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  }
+  console.log(`goals met: ${r.goals.met ? 'yes' : 'no'}`);
+}
+
+if (process.argv[1] === thisFile) {
+  main().then(
+    () => { if (!parseArgs(process.argv.slice(2)).mode) process.exit(0); },
+    (err) => { console.error(err); process.exit(1); },
+  );
+}
