@@ -42,6 +42,7 @@ export const migration: Migration = {
         { name: 'artifact_id', type: 'id', nullable: true },
         { name: 'error', type: 'text', nullable: true },
         { name: 'progress_json', type: 'text', nullable: true },
+        { name: 'image_info', type: 'text', nullable: true },
         { name: 'last_progress_at', type: 'bigint' },
         { name: 'created_at', type: 'bigint' },
         { name: 'updated_at', type: 'bigint' },

@@ -1,8 +1,24 @@
 import type { FastifyInstance } from 'fastify';
-import { notFound, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { randomId, withLock, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { TemplateCenterClient } from '@svc/template-center/api';
 import type { Db } from '../db/connect.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { TemplateResolver } from '../sandboxes/ports.ts';
+import { BuildJobs } from './build-jobs.ts';
+import { ArtifactCleanup } from './cleanup.ts';
+import { Distributor } from './distribution.ts';
+import { registerCallbackRoute } from './routes/callback.ts';
+import { registerDownloadRoute } from './routes/download.ts';
+import { registerE2bTemplateRoutes } from './routes/e2b.ts';
+import { withTemplateErrors } from './routes/error-scope.ts';
+import { registerSvcTemplateRoutes } from './routes/svc.ts';
+import { TemplateService } from './service.ts';
+import { ArtifactStore, DefinitionStore } from './store/artifacts.ts';
+import { JobStore } from './store/jobs.ts';
+import { TemplateStore } from './store/templates.ts';
+import type { JobAccepted, JobInfo, TemplateCreate } from './wire.ts';
+
+export type { TemplateCreate, TemplateInfo, JobInfo, JobAccepted } from './wire.ts';
 
 export interface TemplatesDeps {
   app: FastifyInstance;
@@ -10,22 +26,115 @@ export interface TemplatesDeps {
   nodes: NodeRegistry;
   coordination: Coordination;
   logger: Logger;
+  /** How long unreferenced artifacts and superseded definitions are kept (default 1 hour). */
+  artifactGraceMs?: number;
+  /** false: no background reconciler or GC sweep (tests drive reconcileOnce / sweepOnce). */
+  background?: boolean;
 }
 
+/** What the rest of the master uses (other tests may replace the module with a fake of this). */
 export interface TemplatesModule {
   resolver: TemplateResolver;
+  /** Copies the artifacts of ready templates to a node that (re-)registered, in the background. */
   onNodeRegistered(nodeId: string): void;
   close(): Promise<void>;
+  /** In-process create through the same pipeline as POST /svc/template (`svc up` may build `base` this way). */
+  createTemplate?(input: TemplateCreate): Promise<JobAccepted>;
 }
 
-/** Placeholder until the template module lands: no templates exist. */
-export async function startTemplates(_cfg: SvcConfig, _deps: TemplatesDeps): Promise<TemplatesModule> {
+/** The real module, with the handles its tests and an embedding process use. */
+export interface TemplatesRuntime extends TemplatesModule {
+  service: TemplateService;
+  createTemplate(input: TemplateCreate): Promise<JobAccepted>;
+  /** Resolves when the job is BUILT or FAILED (rejects after timeoutMs). */
+  waitForJob(jobId: string, timeoutMs: number): Promise<JobInfo>;
+  reconcileOnce(): Promise<string[]>;
+  sweepOnce(): Promise<{ deleted: string[] }>;
+  /** Waits for background work (distributions, node syncs). */
+  settled(): Promise<void>;
+}
+
+const DEFAULT_GRACE_MS = 3600_000;
+
+export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promise<TemplatesRuntime> {
+  const { app, nodes, coordination, logger: parent } = deps;
+  const db = deps.db.kysely;
+  const logger = parent.child({ module: 'templates' });
+  const tc = cfg.template_center;
+  const templateCenter = new TemplateCenterClient(tc.addr, tc.callback_token);
+  const graceMs = deps.artifactGraceMs ?? DEFAULT_GRACE_MS;
+
+  const templates = new TemplateStore(db);
+  const jobs = new JobStore(db);
+  const artifacts = new ArtifactStore(db);
+  const definitions = new DefinitionStore(db);
+  const distributor = new Distributor({ nodes, artifacts, templates, masterAddr: cfg.master.addr, logger });
+  const builds = new BuildJobs({
+    templates, jobs, artifacts, definitions, distributor, nodes, templateCenter, coordination, logger,
+    staleAfterMs: tc.reconcile.stale_after_sec * 1000,
+  });
+  const cleanup = new ArtifactCleanup({ db, artifacts, definitions, nodes, templateCenter, logger, graceMs });
+  const service = new TemplateService({ cfg, db, templates, jobs, artifacts, definitions, builds, cleanup, templateCenter, coordination, logger });
+
+  withTemplateErrors(app, (scope) => {
+    registerSvcTemplateRoutes(scope, service);
+    registerE2bTemplateRoutes(scope, service);
+    registerDownloadRoute(scope, artifacts, templateCenter);
+  });
+  registerCallbackRoute(app, tc, builds);
+
+  // Several masters may run the periodic work; a lock keeps one pass at a time.
+  const holder = `master-${process.pid}-${randomId(6)}`;
+  const lockTtlMs = Math.max(60_000, tc.reconcile.interval_sec * 1000);
+  const reconcileOnce = () => builds.reconcile();
+  const sweepOnce = () => cleanup.sweep();
+  const periodic = async () => {
+    await withLock(coordination, 'svc:templates:reconcile', holder, lockTtlMs, reconcileOnce)
+      .catch((err) => logger.warn({ err: (err as Error).message }, 'template reconcile failed'));
+    await withLock(coordination, 'svc:templates:gc', holder, lockTtlMs, sweepOnce)
+      .catch((err) => logger.warn({ err: (err as Error).message }, 'artifact GC sweep failed'));
+  };
+  const timers: NodeJS.Timeout[] = [];
+  if (deps.background !== false) {
+    timers.push(setInterval(() => { void periodic(); }, tc.reconcile.interval_sec * 1000));
+    timers.push(setTimeout(() => { void periodic(); }, 10_000));
+    for (const t of timers) t.unref();
+  }
+
+  const nodeSyncs = new Map<string, Promise<void>>();
+  const onNodeRegistered = (nodeId: string) => {
+    const previous = nodeSyncs.get(nodeId) ?? Promise.resolve();
+    const next = previous.then(() => distributor.syncNode(nodeId))
+      .catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'artifact sync with a registered node failed'))
+      .finally(() => { if (nodeSyncs.get(nodeId) === next) nodeSyncs.delete(nodeId); });
+    nodeSyncs.set(nodeId, next);
+  };
+
+  const settled = async () => {
+    await builds.settled();
+    while (nodeSyncs.size) await Promise.allSettled([...nodeSyncs.values()]);
+  };
+
   return {
-    resolver: {
-      async resolveForCreate(ref: string) { throw notFound(`template ${ref} not found`, 130404); },
-      async idsFor(ref: string) { return [ref]; },
+    resolver: service.resolver,
+    onNodeRegistered,
+    service,
+    createTemplate: (input) => service.create(input),
+    waitForJob: async (jobId, timeoutMs) => {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const info = await service.job(jobId);
+        if (info.status === 'BUILT' || info.status === 'FAILED') return info;
+        if (Date.now() > deadline) throw new Error(`template build job ${jobId} did not finish within ${timeoutMs} ms (status ${info.status})`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
     },
-    onNodeRegistered() {},
-    async close() {},
+    reconcileOnce,
+    sweepOnce,
+    settled,
+    async close() {
+      for (const t of timers) clearTimeout(t);
+      await settled();
+    },
   };
 }

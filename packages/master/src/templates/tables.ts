@@ -58,6 +58,8 @@ export interface JobRow {
   error: string | null;
   /** Last JobProgress seen (layers, message), kept for finished jobs. */
   progress_json: string | null;
+  /** ImageInfo the template center reported with BUILT. */
+  image_info: string | null;
   last_progress_at: number;
   created_at: number;
   updated_at: number;

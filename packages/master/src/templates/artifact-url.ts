@@ -1,0 +1,11 @@
+import type { ArtifactRef } from '@svc/node-agent/api';
+import type { ArtifactRow } from './tables.ts';
+
+/** Node agents always download through the master, whatever the store behind it. */
+export function artifactDownloadUrl(masterAddr: string, artifactId: string): string {
+  return `${masterAddr.replace(/\/+$/, '')}/svc/template/artifact/download?artifact_id=${encodeURIComponent(artifactId)}`;
+}
+
+export function artifactRef(masterAddr: string, a: ArtifactRow): ArtifactRef {
+  return { artifactId: a.artifact_id, sha256: a.sha256 ?? '', sizeBytes: Number(a.size_bytes ?? 0), downloadUrl: artifactDownloadUrl(masterAddr, a.artifact_id) };
+}

@@ -1,0 +1,121 @@
+import type { BuildSource } from '@svc/template-center/api';
+import type { SvcConfig } from '@svc/common';
+import { parseAlias } from './alias.ts';
+import { invalidTemplateRequest } from './errors.ts';
+import { specHash } from './spec-hash.ts';
+import type { SourceKind } from './tables.ts';
+import type { TemplateCreate } from './wire.ts';
+
+/** A validated TemplateCreate. */
+export interface CreateSpec {
+  alias: string | null;
+  sourceKind: SourceKind;
+  sourceImageRef: string;
+  source: BuildSource;
+  withSvcCa: boolean;
+  cpuCount: number;
+  memoryMB: number;
+  diskSizeMB: number;
+  /** Disk size the template center is asked for: 0 = fit the content plus headroom. */
+  buildDiskSizeMB: number;
+  specHash: string;
+}
+
+const SOURCES = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar'] as const;
+const OSES = new Set(['linux']);
+const ARCHES = new Set(['amd64', 'arm64', 'arm', '386', 'ppc64le', 's390x', 'riscv64']);
+
+export function parseCreateRequest(body: unknown, defaults: SvcConfig['svclet_conf']): CreateSpec {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw invalidTemplateRequest('body must be a JSON object (TemplateCreate)');
+  const b = body as TemplateCreate & Record<string, unknown>;
+  const given = SOURCES.filter((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
+  if (given.length !== 1) {
+    throw invalidTemplateRequest(`exactly one source is required: one of ${SOURCES.join(', ')}` +
+      (given.length ? ` (got ${given.join(' and ')})` : ''));
+  }
+  const kind = given[0];
+  const value = b[kind];
+  if (typeof value !== 'string' || value.length > 4096 || /\s/.test(value)) throw invalidTemplateRequest(`${kind} must be a string without spaces`);
+  if (kind !== 'image' && !value.startsWith('/')) throw invalidTemplateRequest(`${kind} must be an absolute path (got "${value}")`);
+
+  if (kind !== 'image') {
+    for (const k of ['registry_auth', 'insecure_registry'] as const) {
+      if (b[k] !== undefined) throw invalidTemplateRequest(`${k} applies only to an image source, not to ${kind}`);
+    }
+  }
+  if (b.platform !== undefined && kind !== 'image' && kind !== 'oci_layout') {
+    throw invalidTemplateRequest(`platform applies only to image and oci_layout sources, not to ${kind} (its content decides the platform)`);
+  }
+  const platform = kind === 'image' || kind === 'oci_layout' ? parsePlatform(b.platform) : undefined;
+
+  let source: BuildSource;
+  if (kind === 'image') {
+    const auth = parseAuth(b.registry_auth);
+    if (b.insecure_registry !== undefined && typeof b.insecure_registry !== 'boolean') throw invalidTemplateRequest('insecure_registry must be a boolean');
+    source = { kind: 'registry', ref: value, platform, ...(auth ? { auth } : {}), ...(b.insecure_registry ? { insecure: true } : {}) };
+  } else if (kind === 'oci_layout') {
+    source = { kind: 'oci-layout', path: value, platform };
+  } else if (kind === 'docker_archive') {
+    source = { kind: 'docker-archive', path: value };
+  } else {
+    source = { kind: 'rootfs-tar', path: value };
+  }
+
+  const withSvcCa = parseCaFlag(b.with_cube_ca, b.with_svc_ca);
+  const cpuCount = intIn(b.cpu_count, 'cpu_count', 1, 256) ?? defaults.default_cpu_count;
+  const memoryMB = intIn(b.memory_mb, 'memory_mb', 64, 4 * 1024 * 1024) ?? defaults.default_memory_mb;
+  const diskGiven = intIn(b.disk_size_mb, 'disk_size_mb', 64, 16 * 1024 * 1024);
+  const diskSizeMB = diskGiven ?? defaults.default_disk_size_mb;
+  const buildDiskSizeMB = diskGiven ?? 0;
+  return {
+    alias: parseAlias(b.alias),
+    sourceKind: kind, sourceImageRef: value, source, withSvcCa, cpuCount, memoryMB, diskSizeMB, buildDiskSizeMB,
+    specHash: specHash(source, withSvcCa, buildDiskSizeMB),
+  };
+}
+
+export function hostPlatform(): { os: string; architecture: string } {
+  const arch = ({ x64: 'amd64', arm64: 'arm64', arm: 'arm', ia32: '386', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' } as Record<string, string>)[process.arch];
+  return { os: 'linux', architecture: arch ?? process.arch };
+}
+
+function parsePlatform(v: unknown): { os: string; architecture: string; variant?: string } {
+  if (v === undefined || v === null || v === '') return hostPlatform();
+  if (typeof v !== 'string') throw invalidTemplateRequest('platform must be a string os/arch[/variant]');
+  const parts = v.split('/');
+  if (parts.length < 2 || parts.length > 3 || parts.some((p) => !/^[a-z0-9]+$/.test(p))) {
+    throw invalidTemplateRequest(`platform "${v}" is invalid: use os/arch[/variant], for example linux/amd64 or linux/arm64/v8`);
+  }
+  const [os, architecture, variant] = parts;
+  if (!OSES.has(os)) throw invalidTemplateRequest(`platform "${v}": os must be linux`);
+  if (!ARCHES.has(architecture)) throw invalidTemplateRequest(`platform "${v}": unknown architecture ${architecture} (known: ${[...ARCHES].join(', ')})`);
+  return variant ? { os, architecture, variant } : { os, architecture };
+}
+
+function parseAuth(v: unknown): { username: string; password: string } | undefined {
+  if (v === undefined || v === null) return undefined;
+  const a = v as { username?: unknown; password?: unknown };
+  if (typeof v !== 'object' || typeof a.username !== 'string' || typeof a.password !== 'string' || !a.username) {
+    throw invalidTemplateRequest('registry_auth must be {username, password} with string values');
+  }
+  return { username: a.username, password: a.password };
+}
+
+/** `with_cube_ca` is the SPEC's name, `with_svc_ca` ours; both default true and must agree when both are sent. */
+function parseCaFlag(cube: unknown, svc: unknown): boolean {
+  for (const [k, x] of [['with_cube_ca', cube], ['with_svc_ca', svc]] as const) {
+    if (x !== undefined && x !== null && typeof x !== 'boolean') throw invalidTemplateRequest(`${k} must be a boolean`);
+  }
+  const a = typeof cube === 'boolean' ? cube : undefined;
+  const b = typeof svc === 'boolean' ? svc : undefined;
+  if (a !== undefined && b !== undefined && a !== b) throw invalidTemplateRequest('with_cube_ca and with_svc_ca disagree; send one of them');
+  return a ?? b ?? true;
+}
+
+function intIn(v: unknown, name: string, min: number, max: number): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw invalidTemplateRequest(`${name} must be an integer from ${min} to ${max}`);
+  }
+  return v;
+}

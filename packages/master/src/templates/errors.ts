@@ -1,0 +1,28 @@
+/** The template domain's wire errors (SPEC error table). */
+import { badRequest, ErrorCodes, notFound, SvcError } from '@svc/common';
+
+export const templateIdRequired = () =>
+  badRequest('ErrTemplateIDRequired: template_id is required', ErrorCodes.badRequest);
+
+export const duplicateTemplate = (alias: string) =>
+  badRequest(`ErrDuplicateTemplate: alias "${alias}" is already used by another template`, ErrorCodes.badRequest);
+
+export const invalidTemplateRequest = (message: string) => badRequest(message, ErrorCodes.badRequest);
+
+export const templateNotFound = (ref: string) => notFound(`template ${ref} not found`, ErrorCodes.notFound);
+
+/** The reason recorded on a job whose built artifact had nowhere to go. */
+export const NO_TEMPLATE_NODES = 'ErrNoTemplateNodes: no live node to distribute the artifact to; register a node agent, then redo the template';
+
+/**
+ * Failures of the template store are database errors on the wire (SPEC: ErrTemplateStoreNotInitialized
+ * maps to a database error), never a bare "internal error".
+ */
+export function storeError(err: unknown): SvcError {
+  if (err instanceof SvcError) return err;
+  const first = String((err as Error)?.message ?? err).split('\n')[0].slice(0, 200);
+  if (/no such table|does not exist|doesn't exist/i.test(first)) {
+    return new SvcError(500, `database error: ErrTemplateStoreNotInitialized: the template tables are missing (${first})`);
+  }
+  return new SvcError(500, `database error: ${first}`);
+}

@@ -1,0 +1,18 @@
+import type { FastifyInstance } from 'fastify';
+import { SvcError, type SvcConfig } from '@svc/common';
+import { CALLBACK_TOKEN_HEADER, type JobStatusReport } from '@svc/template-center/api';
+import { verifyCallbackToken } from '@svc/template-center/callback-token';
+import type { BuildJobs } from '../build-jobs.ts';
+
+/**
+ * The template center's status callback. SPEC "Authentication" 4: constant-time token check,
+ * 401 on mismatch, 503 when no token is configured (unless the development opt-in), real statuses.
+ */
+export function registerCallbackRoute(app: FastifyInstance, cfg: SvcConfig['template_center'], builds: BuildJobs): void {
+  app.post<{ Params: { jobId: string }; Body: JobStatusReport }>('/internal/template/jobs/:jobId/status', async (req, reply) => {
+    const check = verifyCallbackToken(req.headers[CALLBACK_TOKEN_HEADER], cfg.callback_token, cfg.insecure_no_token);
+    if (!check.ok) throw new SvcError(check.status, check.message);
+    await builds.onReport(req.params.jobId, req.body);
+    reply.status(204).send();
+  });
+}

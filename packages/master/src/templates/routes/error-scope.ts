@@ -1,0 +1,19 @@
+import type { FastifyInstance } from 'fastify';
+import { sendError, SvcError, toSvcError } from '@svc/common';
+import { storeError } from '../errors.ts';
+
+/**
+ * Registers routes in a scope whose unexpected errors are database errors on the wire (the
+ * template store is the only thing behind these routes that throws untyped errors).
+ */
+export function withTemplateErrors(app: FastifyInstance, register: (scope: FastifyInstance) => void): void {
+  app.register(async (scope) => {
+    scope.setErrorHandler((err: unknown, req, reply) => {
+      const status = (err as { statusCode?: number })?.statusCode;
+      const e = err instanceof SvcError || (typeof status === 'number' && status < 500) ? toSvcError(err) : storeError(err);
+      if (e.status >= 500) req.log.error({ err, url: req.url }, 'template route failed');
+      sendError(reply, e);
+    });
+    register(scope);
+  });
+}

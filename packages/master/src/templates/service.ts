@@ -1,0 +1,250 @@
+import type { Kysely } from 'kysely';
+import {
+  badRequest, newJobId, newTemplateId, notFound, type Coordination, type Logger, type SvcConfig,
+} from '@svc/common';
+import type { ImageInfo, TemplateCenterClient } from '@svc/template-center/api';
+import type { Database } from '../db/schema.ts';
+import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
+import { parseAlias } from './alias.ts';
+import { artifactRef } from './artifact-url.ts';
+import type { BuildJobs } from './build-jobs.ts';
+import type { ArtifactCleanup } from './cleanup.ts';
+import { parseCreateRequest } from './create-request.ts';
+import { invalidTemplateRequest, templateIdRequired, templateNotFound } from './errors.ts';
+import { readProgress } from './progress.ts';
+import type { BuildRecipe } from './recipe.ts';
+import { toJobInfo, toTemplateInfo } from './render.ts';
+import { liveSandboxCount, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
+import { ACTIVE, type JobStore } from './store/jobs.ts';
+import type { TemplateStore } from './store/templates.ts';
+import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
+import type { JobAccepted, JobInfo, TemplateInfo } from './wire.ts';
+
+export interface TemplateServiceDeps {
+  cfg: SvcConfig;
+  db: Kysely<Database>;
+  templates: TemplateStore;
+  jobs: JobStore;
+  artifacts: ArtifactStore;
+  definitions: DefinitionStore;
+  builds: BuildJobs;
+  cleanup: ArtifactCleanup;
+  templateCenter: TemplateCenterClient;
+  coordination: Coordination;
+  logger: Logger;
+}
+
+/** A template built by the legacy in-process builder, found on the master's disk (import path). */
+export interface LegacyTemplateInput {
+  alias?: string | null;
+  localPath: string;
+  sha256: string;
+  sizeBytes: number;
+  sourceImageRef?: string;
+  cpuCount?: number;
+  memoryMB?: number;
+  diskSizeMB?: number;
+  withCubeCa?: boolean;
+  imageInfo?: ImageInfo;
+}
+
+/** Template operations behind the routes, and the resolver sandbox create uses. */
+export class TemplateService {
+  readonly resolver: TemplateResolver;
+
+  constructor(private readonly d: TemplateServiceDeps) {
+    this.resolver = {
+      resolveForCreate: (ref) => this.resolveForCreate(ref),
+      idsFor: async (ref) => [(await this.d.templates.resolve(ref))?.template_id ?? ref],
+    };
+  }
+
+  async create(body: unknown): Promise<JobAccepted> {
+    const spec = parseCreateRequest(body, this.d.cfg.svclet_conf);
+    const now = Date.now();
+    const recipe: BuildRecipe = { source: spec.source, withSvcCa: spec.withSvcCa, diskSizeMB: spec.buildDiskSizeMB };
+    const row: TemplateRow = {
+      template_id: newTemplateId(), alias: spec.alias, source_kind: spec.sourceKind, source_image_ref: spec.sourceImageRef,
+      request_json: JSON.stringify(recipe), spec_hash: spec.specHash, cpu_count: spec.cpuCount, memory_mb: spec.memoryMB,
+      disk_size_mb: spec.diskSizeMB, with_cube_ca: spec.withSvcCa ? 1 : 0, latest_job_id: null, artifact_id: null,
+      image_info: null, status: 'building', error: null, legacy: 0, created_at: now, updated_at: now,
+    };
+    await this.d.templates.insert(row);
+    this.d.logger.info({ templateId: row.template_id, alias: row.alias, source: spec.sourceKind }, 'template created');
+    return accepted(row.template_id, await this.d.builds.startBuild(row, 'CREATE'));
+  }
+
+  async list(): Promise<TemplateInfo[]> {
+    return (await this.d.templates.list()).map(toTemplateInfo);
+  }
+
+  async get(ref: string): Promise<TemplateInfo> {
+    return toTemplateInfo(await this.row(ref));
+  }
+
+  /** By id or alias; 404 code 130404 when neither matches. */
+  async row(ref: string | undefined): Promise<TemplateRow> {
+    if (!ref) throw templateIdRequired();
+    const t = await this.d.templates.resolve(ref);
+    if (!t) throw templateNotFound(ref);
+    return t;
+  }
+
+  /** Absent, null or "" clears the alias. */
+  async setAlias(ref: string, body: unknown): Promise<TemplateInfo> {
+    if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
+      throw invalidTemplateRequest('body must be a JSON object {alias}');
+    }
+    const t = await this.row(ref);
+    const alias = parseAlias((body as { alias?: unknown } | undefined)?.alias);
+    await this.d.templates.setAlias(t.template_id, alias);
+    return this.get(t.template_id);
+  }
+
+  /**
+   * Deletes the template. Sandboxes created from it keep running: its definitions stay (superseded)
+   * until they are gone, so their artifact is kept; otherwise the artifacts it owned are deleted now.
+   */
+  async delete(ref: string): Promise<void> {
+    const t = await this.row(ref);
+    await this.d.builds.abandonFor(t);
+    const latest = t.latest_job_id ? await this.d.jobs.get(t.latest_job_id) : undefined;
+    const definitions = await this.d.definitions.forTemplate(t.template_id);
+    const owned = new Set([t.artifact_id, latest?.artifact_id, ...definitions.map((x) => x.artifact_id)].filter((x): x is string => !!x));
+    await this.d.templates.delete(t.template_id);
+    const sandboxes = await liveSandboxCount(this.d.db, t.template_id);
+    if (sandboxes > 0) await this.d.definitions.supersedeAll(t.template_id);
+    else await this.d.definitions.deleteForTemplate(t.template_id);
+    this.d.logger.info({ templateId: t.template_id, liveSandboxes: sandboxes }, 'template deleted');
+    for (const artifactId of owned) {
+      const outcome = await this.d.cleanup.deleteIfUnreferenced(artifactId).catch((err) => {
+        this.d.logger.warn({ artifactId, err: (err as Error).message }, 'artifact cleanup failed; the sweep retries');
+        return 'retry';
+      });
+      if (outcome !== 'deleted') this.d.logger.info({ artifactId, outcome }, 'artifact kept after template delete');
+    }
+  }
+
+  /**
+   * Redo: redistributes a READY artifact (the latest job's, or the current one), or rebuilds from
+   * the recorded source. A legacy template fails at once: it has no build recipe.
+   */
+  async redo(body: unknown): Promise<JobAccepted> {
+    const ref = (body as { template_id?: unknown } | undefined)?.template_id;
+    if (ref !== undefined && ref !== null && typeof ref !== 'string') throw invalidTemplateRequest('template_id must be a string');
+    const t = await this.row(ref as string | undefined);
+    if (Number(t.legacy) === 1) {
+      const how = t.source_image_ref ? ` (POST /svc/template with "image": "${t.source_image_ref}")` : '';
+      return accepted(t.template_id, await this.d.builds.refuse(t, 'REDO',
+        `template ${t.template_id} was built by the legacy in-process builder and cannot be redone: recreate it from the source image${how}, ` +
+        'or migrate it first (POST /svc/template/migrate, CLI tpl merge)'));
+    }
+    const latest = t.latest_job_id ? await this.d.jobs.get(t.latest_job_id) : undefined;
+    const reusable = await this.reusableArtifact(t, latest);
+    if (reusable) return accepted(t.template_id, await this.d.builds.startReuse(t, reusable));
+    if (t.request_json) return accepted(t.template_id, await this.d.builds.startBuild(t, 'REDO'));
+    return accepted(t.template_id, await this.d.builds.refuse(t, 'REDO',
+      `template ${t.template_id} has no reusable artifact and no recorded build source; recreate it from the source image`));
+  }
+
+  async job(jobId: string | undefined): Promise<JobInfo> {
+    if (!jobId) throw badRequest('job_id is required');
+    const j = await this.d.jobs.get(jobId);
+    if (!j) throw notFound(`build job ${jobId} not found`);
+    const live = ACTIVE.includes(j.status as never) ? await readProgress(this.d.coordination, j.job_id) : null;
+    return toJobInfo(j, live);
+  }
+
+  jobsOf(templateId: string): Promise<JobRow[]> {
+    return this.d.jobs.forTemplate(templateId);
+  }
+
+  jobRow(jobId: string): Promise<JobRow | undefined> {
+    return this.d.jobs.get(jobId);
+  }
+
+  /** Moves a legacy artifact from the master's disk into the template center store (CLI tpl merge). */
+  async migrate(body: unknown): Promise<TemplateInfo> {
+    const ref = (body as { template_id?: unknown } | undefined)?.template_id;
+    if (ref !== undefined && ref !== null && typeof ref !== 'string') throw invalidTemplateRequest('template_id must be a string');
+    const t = await this.row(ref as string | undefined);
+    if (!t.artifact_id) throw invalidTemplateRequest(`template ${t.template_id} has no artifact to migrate`);
+    const a = await this.d.artifacts.get(t.artifact_id);
+    if (!a || a.status !== 'READY') throw invalidTemplateRequest(`artifact ${t.artifact_id} of template ${t.template_id} is ${a?.status ?? 'missing'}, not READY`);
+    if (a.storage === 'legacy-local') {
+      const stored = await this.d.templateCenter.migrate(a.artifact_id, a.location!);
+      if (a.sha256 && stored.sha256 !== a.sha256) {
+        this.d.logger.warn({ artifactId: a.artifact_id, recorded: a.sha256, stored: stored.sha256 }, 'migrated artifact has another sha256 than recorded; keeping the stored one');
+      }
+      await this.d.artifacts.update(a.artifact_id, {
+        storage: stored.storage, location: stored.location, sha256: stored.sha256, size_bytes: stored.sizeBytes,
+        download_url: stored.downloadUrl ?? null, url_expires_at: stored.urlExpiresAt ? Date.parse(stored.urlExpiresAt) || null : null,
+      });
+      this.d.logger.info({ templateId: t.template_id, artifactId: a.artifact_id, storage: stored.storage }, 'legacy artifact migrated');
+    }
+    if (Number(t.legacy) === 1) await this.d.templates.update(t.template_id, { legacy: 0 });
+    return this.get(t.template_id);
+  }
+
+  /** Records a template the legacy in-process builder made (its ext4 file is on the master's disk). */
+  async registerLegacy(input: LegacyTemplateInput): Promise<TemplateInfo> {
+    const alias = parseAlias(input.alias);
+    const defaults = this.d.cfg.svclet_conf;
+    const now = Date.now();
+    const templateId = newTemplateId();
+    const artifactId = `art-legacy-${templateId.slice(4)}`;
+    const jobId = newJobId();
+    const t: TemplateRow = {
+      template_id: templateId, alias, source_kind: 'legacy', source_image_ref: input.sourceImageRef ?? '', request_json: null,
+      spec_hash: `legacy:${artifactId}`, cpu_count: input.cpuCount ?? defaults.default_cpu_count,
+      memory_mb: input.memoryMB ?? defaults.default_memory_mb, disk_size_mb: input.diskSizeMB ?? defaults.default_disk_size_mb,
+      with_cube_ca: input.withCubeCa === false ? 0 : 1, latest_job_id: jobId, artifact_id: artifactId,
+      image_info: input.imageInfo ? JSON.stringify(input.imageInfo) : null, status: 'ready', error: null, legacy: 1,
+      created_at: now, updated_at: now,
+    };
+    await this.d.templates.insert(t);
+    await this.d.artifacts.insert({
+      artifact_id: artifactId, spec_hash: t.spec_hash, sha256: input.sha256, size_bytes: input.sizeBytes, status: 'READY',
+      storage: 'legacy-local', location: input.localPath, download_url: null, url_expires_at: null, gc_deadline_at: null,
+      created_at: now, updated_at: now,
+    });
+    await this.d.jobs.insertFinished({
+      job_id: jobId, template_id: templateId, kind: 'LEGACY', status: 'BUILT', phase: null,
+      request_json: JSON.stringify({ legacy: true, localPath: input.localPath }), source_image_ref: t.source_image_ref,
+      spec_hash: t.spec_hash, active_spec_hash: null, artifact_id: artifactId, error: null, progress_json: null,
+      image_info: t.image_info, last_progress_at: now, created_at: now, updated_at: now, finished_at: now,
+    });
+    await this.d.definitions.makeCurrent(templateId, artifactId, jobId);
+    return this.get(templateId);
+  }
+
+  private async resolveForCreate(ref: string): Promise<ResolvedTemplate> {
+    const t = await this.d.templates.resolve(ref);
+    if (!t) throw templateNotFound(ref);
+    if (t.status !== 'ready' || !t.artifact_id) {
+      throw invalidTemplateRequest(`template ${ref} is ${t.status}${t.error ? ` (${t.error})` : ''}; a sandbox needs a ready template`);
+    }
+    const a = await this.d.artifacts.get(t.artifact_id);
+    if (!a || a.status !== 'READY') {
+      throw invalidTemplateRequest(`template ${ref} has no ready artifact (${t.artifact_id} is ${a?.status ?? 'missing'}); redo the template`);
+    }
+    return {
+      templateId: t.template_id, alias: t.alias ?? undefined, artifact: artifactRef(this.d.cfg.master.addr, a),
+      cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
+    };
+  }
+
+  /** READY artifacts a redo may reuse: the latest job's first (a failed distribution), then the current one. */
+  private async reusableArtifact(t: TemplateRow, latest: JobRow | undefined): Promise<ArtifactRow | undefined> {
+    for (const id of [latest?.artifact_id, t.artifact_id]) {
+      if (!id) continue;
+      const a = await this.d.artifacts.get(id);
+      if (a?.status === 'READY' && a.storage !== 'legacy-local') return a;
+    }
+    return undefined;
+  }
+}
+
+function accepted(templateId: string, job: JobRow): JobAccepted {
+  return { template_id: templateId, job_id: job.job_id, status: job.status as JobAccepted['status'] };
+}

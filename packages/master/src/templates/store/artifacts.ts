@@ -1,0 +1,151 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type { ArtifactRow, ArtifactStatus, DefinitionRow, PlacementRow } from '../tables.ts';
+import { isUniqueViolation } from './unique-violation.ts';
+
+/** t_svc_template_artifact with its placement ("replica") rows. */
+export class ArtifactStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(row: ArtifactRow): Promise<void> {
+    await this.db.insertInto('t_svc_template_artifact').values(row).execute();
+  }
+
+  get(id: string): Promise<ArtifactRow | undefined> {
+    return this.db.selectFrom('t_svc_template_artifact').selectAll().where('artifact_id', '=', id).executeTakeFirst();
+  }
+
+  list(): Promise<ArtifactRow[]> {
+    return this.db.selectFrom('t_svc_template_artifact').selectAll().orderBy('created_at').execute();
+  }
+
+  /** Updates when the status is still one of `from`; answers whether it did. */
+  async transition(id: string, from: ArtifactStatus[], patch: Partial<ArtifactRow>): Promise<boolean> {
+    const r = await this.db.updateTable('t_svc_template_artifact').set({ ...patch, updated_at: Date.now() })
+      .where('artifact_id', '=', id).where('status', 'in', from).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async update(id: string, patch: Partial<ArtifactRow>): Promise<void> {
+    await this.db.updateTable('t_svc_template_artifact').set({ ...patch, updated_at: Date.now() }).where('artifact_id', '=', id).execute();
+  }
+
+  /** Removes the row, only while it is still CLEANUP_PENDING. */
+  async deleteIfCleanupPending(id: string): Promise<boolean> {
+    const r = await this.db.deleteFrom('t_svc_template_artifact').where('artifact_id', '=', id)
+      .where('status', '=', 'CLEANUP_PENDING').executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  }
+
+  async placements(artifactId: string): Promise<PlacementRow[]> {
+    return this.db.selectFrom('t_svc_template_placement').selectAll().where('artifact_id', '=', artifactId).orderBy('node_id').execute();
+  }
+
+  async placementsOnNode(nodeId: string): Promise<PlacementRow[]> {
+    return this.db.selectFrom('t_svc_template_placement').selectAll().where('node_id', '=', nodeId).execute();
+  }
+
+  async setPlacement(artifactId: string, nodeId: string, status: 'READY' | 'DELETING'): Promise<void> {
+    const now = Date.now();
+    const r = await this.db.updateTable('t_svc_template_placement').set({ status, updated_at: now })
+      .where('artifact_id', '=', artifactId).where('node_id', '=', nodeId).executeTakeFirst();
+    if (Number(r.numUpdatedRows) > 0) return;
+    try {
+      await this.db.insertInto('t_svc_template_placement').values({ artifact_id: artifactId, node_id: nodeId, status, updated_at: now }).execute();
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err; // written concurrently: same content
+    }
+  }
+
+  async dropPlacements(artifactId: string, nodeIds?: string[]): Promise<void> {
+    let q = this.db.deleteFrom('t_svc_template_placement').where('artifact_id', '=', artifactId);
+    if (nodeIds) {
+      if (nodeIds.length === 0) return;
+      q = q.where('node_id', 'in', nodeIds);
+    }
+    await q.execute();
+  }
+}
+
+/** t_svc_template_definition: which artifact a template's sandboxes were or are created from. */
+export class DefinitionStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  /** Makes `artifactId` the template's current definition and supersedes the others. */
+  async makeCurrent(templateId: string, artifactId: string, jobId: string): Promise<void> {
+    const now = Date.now();
+    const r = await this.db.updateTable('t_svc_template_definition').set({ superseded_at: null, job_id: jobId })
+      .where('template_id', '=', templateId).where('artifact_id', '=', artifactId).executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) {
+      try {
+        await this.db.insertInto('t_svc_template_definition')
+          .values({ template_id: templateId, artifact_id: artifactId, job_id: jobId, created_at: now, superseded_at: null }).execute();
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+      }
+    }
+    await this.db.updateTable('t_svc_template_definition').set({ superseded_at: now })
+      .where('template_id', '=', templateId).where('artifact_id', '!=', artifactId).where('superseded_at', 'is', null).execute();
+  }
+
+  forTemplate(templateId: string): Promise<DefinitionRow[]> {
+    return this.db.selectFrom('t_svc_template_definition').selectAll().where('template_id', '=', templateId).execute();
+  }
+
+  async supersedeAll(templateId: string): Promise<void> {
+    await this.db.updateTable('t_svc_template_definition').set({ superseded_at: Date.now() })
+      .where('template_id', '=', templateId).where('superseded_at', 'is', null).execute();
+  }
+
+  async deleteForTemplate(templateId: string): Promise<void> {
+    await this.db.deleteFrom('t_svc_template_definition').where('template_id', '=', templateId).execute();
+  }
+
+  /** Drops superseded definitions older than `before` that no live sandbox can still be using. */
+  async pruneSuperseded(before: number): Promise<number> {
+    const r = await this.db.deleteFrom('t_svc_template_definition')
+      .where('superseded_at', 'is not', null).where('superseded_at', '<', before)
+      .where((eb) => eb.not(eb.exists(
+        eb.selectFrom('t_svc_sandbox').select('t_svc_sandbox.sandbox_id')
+          .whereRef('t_svc_sandbox.template_id', '=', 't_svc_template_definition.template_id')
+          .where('t_svc_sandbox.state', '!=', 'terminated'),
+      )))
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+}
+
+/**
+ * Who still needs an artifact: templates that use it now, templates whose latest job made it (a
+ * redo reuses that one, for example after a failed distribution), active jobs that build or
+ * distribute it, and definitions that sandboxes may still run from (superseded less than `graceMs` ago, or with a
+ * sandbox of that template that is not terminated).
+ */
+export async function countReferences(db: Kysely<Database>, artifactId: string, now: number, graceMs: number): Promise<number> {
+  const templates = await db.selectFrom('t_svc_template').select((eb) => eb.fn.countAll().as('n'))
+    .where('artifact_id', '=', artifactId).executeTakeFirst();
+  const latestJobs = await db.selectFrom('t_svc_template')
+    .innerJoin('t_svc_template_job', 't_svc_template_job.job_id', 't_svc_template.latest_job_id')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('t_svc_template_job.artifact_id', '=', artifactId).executeTakeFirst();
+  const jobs = await db.selectFrom('t_svc_template_job').select((eb) => eb.fn.countAll().as('n'))
+    .where('artifact_id', '=', artifactId).where('status', 'in', ['PENDING', 'RUNNING']).executeTakeFirst();
+  const definitions = await db.selectFrom('t_svc_template_definition').select((eb) => eb.fn.countAll().as('n'))
+    .where('artifact_id', '=', artifactId)
+    .where((eb) => eb.or([
+      eb('superseded_at', 'is', null),
+      eb('superseded_at', '>', now - graceMs),
+      eb.exists(eb.selectFrom('t_svc_sandbox').select('t_svc_sandbox.sandbox_id')
+        .whereRef('t_svc_sandbox.template_id', '=', 't_svc_template_definition.template_id')
+        .where('t_svc_sandbox.state', '!=', 'terminated')),
+    ]))
+    .executeTakeFirst();
+  return Number(templates?.n ?? 0) + Number(latestJobs?.n ?? 0) + Number(jobs?.n ?? 0) + Number(definitions?.n ?? 0);
+}
+
+/** Sandboxes of a template that are not terminated (running, paused or moving between). */
+export async function liveSandboxCount(db: Kysely<Database>, templateId: string): Promise<number> {
+  const r = await db.selectFrom('t_svc_sandbox').select((eb) => eb.fn.countAll().as('n'))
+    .where('template_id', '=', templateId).where('state', '!=', 'terminated').executeTakeFirst();
+  return Number(r?.n ?? 0);
+}

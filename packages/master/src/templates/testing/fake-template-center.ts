@@ -1,0 +1,105 @@
+/**
+ * A template center stand-in for the master's template tests: it implements the /tc/api/v1 contract
+ * over HTTP, records what the master asked, and lets the test decide the answers. Callbacks to the
+ * master are sent by the test (callback()), so every step of a build is under the test's control.
+ */
+import { createHash } from 'node:crypto';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { CALLBACK_TOKEN_HEADER, type ArtifactStored, type BuildRequest, type JobStatusReport } from '@svc/template-center/api';
+
+export class FakeTemplateCenter {
+  readonly builds: BuildRequest[] = [];
+  readonly deletes: string[] = [];
+  readonly migrations: Array<{ artifactId: string; localPath: string }> = [];
+  readonly downloads: Array<{ method: string; artifactId: string }> = [];
+  /** Artifact bytes served by GET /tc/api/v1/artifact/:id. */
+  readonly files = new Map<string, Buffer>();
+  /** When set for an artifact, downloads answer 302 there. */
+  readonly redirects = new Map<string, string>();
+  /** Set to make /build answer this status. */
+  failBuildWith: number | null = null;
+  failDeleteWith: number | null = null;
+  /** Records the order of calls across the fakes (shared with the node agents). */
+  log: string[] = [];
+  url = '';
+  private app!: FastifyInstance;
+
+  constructor(private readonly token: string) {}
+
+  async start(): Promise<this> {
+    const app = Fastify();
+    app.addHook('onRequest', async (req, reply) => {
+      if (!req.url.startsWith('/tc/api/v1')) return;
+      if (this.token && req.headers[CALLBACK_TOKEN_HEADER] !== this.token) return reply.status(401).send({ code: 401, message: 'wrong token' });
+    });
+    app.get('/health', async () => ({ ok: true, store: 'local' }));
+    app.post<{ Body: BuildRequest }>('/tc/api/v1/build', async (req, reply) => {
+      this.log.push(`tc build ${req.body.jobId}`);
+      if (this.failBuildWith) return reply.status(this.failBuildWith).send({ code: this.failBuildWith, message: 'build refused by the fake' });
+      this.builds.push(req.body);
+      return reply.status(202).send({ jobId: req.body.jobId });
+    });
+    app.post<{ Body: { artifactId: string } }>('/tc/api/v1/artifact/delete', async (req, reply) => {
+      this.log.push(`tc delete ${req.body.artifactId}`);
+      if (this.failDeleteWith) return reply.status(this.failDeleteWith).send({ code: this.failDeleteWith, message: 'delete refused by the fake' });
+      this.deletes.push(req.body.artifactId);
+      return { deleted: this.files.delete(req.body.artifactId) };
+    });
+    app.post<{ Body: { artifactId: string; localPath: string } }>('/tc/api/v1/artifact/migrate', async (req) => {
+      this.migrations.push(req.body);
+      const data = Buffer.from(`migrated ${req.body.artifactId}`);
+      this.files.set(req.body.artifactId, data);
+      return this.stored(req.body.artifactId, data);
+    });
+    app.route<{ Params: { id: string } }>({
+      method: ['GET', 'HEAD'], url: '/tc/api/v1/artifact/:id',
+      handler: async (req, reply) => {
+        this.downloads.push({ method: req.method, artifactId: req.params.id });
+        const to = this.redirects.get(req.params.id);
+        if (to) return reply.redirect(to, 302);
+        const data = this.files.get(req.params.id);
+        if (!data) return reply.status(404).send({ code: 404, message: 'no such artifact' });
+        reply.header('content-type', 'application/octet-stream').header('content-length', String(data.length));
+        return reply.send(req.method === 'HEAD' ? undefined : data);
+      },
+    });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    this.app = app;
+    this.url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    return this;
+  }
+
+  /** What a finished build stores: the test's bytes become the artifact. */
+  storeArtifact(artifactId: string, content = `ext4 of ${artifactId}`): ArtifactStored {
+    const data = Buffer.from(content);
+    this.files.set(artifactId, data);
+    return this.stored(artifactId, data);
+  }
+
+  lastBuild(): BuildRequest {
+    const b = this.builds.at(-1);
+    if (!b) throw new Error('the fake template center got no build');
+    return b;
+  }
+
+  /** Posts a status callback to the master as the real template center would. */
+  async callback(masterUrl: string, jobId: string, report: JobStatusReport, token: string | null = this.token): Promise<number> {
+    const res = await fetch(`${masterUrl}/internal/template/jobs/${jobId}/status`, {
+      method: 'POST', body: JSON.stringify(report),
+      headers: { 'content-type': 'application/json', ...(token !== null ? { [CALLBACK_TOKEN_HEADER]: token } : {}) },
+    });
+    await res.text();
+    return res.status;
+  }
+
+  async close(): Promise<void> {
+    await this.app?.close();
+  }
+
+  private stored(artifactId: string, data: Buffer): ArtifactStored {
+    return {
+      artifactId, sha256: createHash('sha256').update(data).digest('hex'), sizeBytes: data.length,
+      storage: 'local', location: `/var/lib/tc/${artifactId}.ext4`,
+    };
+  }
+}
