@@ -9,7 +9,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { CommandExitError, FileNotFoundError, FileType, Sandbox, TimeoutError, type FilesystemEvent } from './index.ts';
+import {
+  AuthenticationError, CommandExitError, FileNotFoundError, FileType, Sandbox, TimeoutError, type FilesystemEvent,
+} from './index.ts';
 import { startFakeEnvd, type FakeEnvd } from './testing/fake-envd.ts';
 
 const ENVD_MAIN = resolve(import.meta.dirname, '../../envd/src/main.ts');
@@ -34,7 +36,7 @@ async function freePort(): Promise<number> {
 async function startRealEnvd(): Promise<Target> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', ENVD_MAIN], {
-    env: { ...process.env, ENVD_PORT: String(port) },
+    env: { ...process.env, ENVD_PORT: String(port), SVC_ENVD_ACCESS_TOKEN: 'tok', ENVD_METADATA_FILE: join(tmpdir(), `svc-sdk-envd-meta-${port}.json`) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -64,12 +66,12 @@ async function startFake(): Promise<Target> {
   return { url: fake.url, requests: fake.requests, close: fake.close };
 }
 
-const targets: [string, () => Promise<Target>, boolean][] = [
-  ['envd double', startFake, false],
-  ['real envd', startRealEnvd, !existsSync(ENVD_MAIN)],
+const targets: { name: string; start: () => Promise<Target>; skip: boolean; checksToken: boolean }[] = [
+  { name: 'envd double', start: startFake, skip: false, checksToken: false },
+  { name: 'real envd', start: startRealEnvd, skip: !existsSync(ENVD_MAIN), checksToken: true },
 ];
 
-for (const [name, start, skip] of targets) {
+for (const { name, start, skip, checksToken } of targets) {
   describe(`through ${name}`, { skip: skip ? 'packages/envd/src/main.ts is not there yet' : false }, () => {
     let target: Target;
     let sbx: Sandbox;
@@ -193,6 +195,14 @@ for (const [name, start, skip] of targets) {
       await w.stop();
       assert.equal(exited, true);
       await assert.rejects(sbx.files.watchDir(join(dir, 'nope'), () => {}), FileNotFoundError);
+    });
+
+    test('a wrong access token is refused with AuthenticationError', { skip: checksToken ? false : 'the double does not check tokens' }, async () => {
+      const wrong = new Sandbox({ sandboxId: 'sbx-test', envdVersion: '0.6.4', sandboxUrl: target.url, envdAccessToken: 'not-it', apiUrl: 'http://127.0.0.1:1' });
+      await assert.rejects(wrong.commands.run('true'), AuthenticationError);
+      await assert.rejects(wrong.commands.list(), AuthenticationError);
+      await assert.rejects(wrong.files.read('/etc/hostname'), AuthenticationError);
+      await assert.rejects(wrong.files.write(join(dir, 'x'), 'x'), AuthenticationError);
     });
 
     test('pty: create, input, resize, exit', async () => {
