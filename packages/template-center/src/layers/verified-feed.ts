@@ -7,6 +7,8 @@ export interface FeedOptions {
   expectedSize?: number;
   label: string;
   onBytes?: (n: number) => void;
+  /** Fail when the source sends nothing for this long (default 120 s). */
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -36,8 +38,16 @@ export class VerifiedFeed {
     const algo = expectedDigest?.split(':')[0];
     const hash = algo === 'sha256' || algo === 'sha512' ? createHash(algo) : undefined;
     let total = 0;
+    const idleMs = this.opts.idleTimeoutMs ?? 120_000;
+    let idle: NodeJS.Timeout | undefined;
+    const armIdle = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => this.raw.destroy(new Error(`layer ${label}: the source sent nothing for ${idleMs / 1000} s`)), idleMs);
+    };
+    armIdle();
     try {
       for await (const chunk of this.raw as AsyncIterable<Buffer>) {
+        clearTimeout(idle);
         hash?.update(chunk);
         total += chunk.length;
         this.opts.onBytes?.(chunk.length);
@@ -45,10 +55,13 @@ export class VerifiedFeed {
           throw new DigestMismatchError(`layer ${label} is larger than its manifest says (${expectedSize} bytes): digest mismatch`);
         }
         if (this.feeding && !this.feed.destroyed && !this.feed.write(chunk)) await this.drained();
+        armIdle();
       }
     } catch (err) {
       this.feed.destroy(err as Error);
       throw err;
+    } finally {
+      clearTimeout(idle);
     }
     if (expectedSize !== undefined && total !== expectedSize) {
       const e = new DigestMismatchError(`layer ${label} digest mismatch: got ${total} bytes, manifest says ${expectedSize}`);

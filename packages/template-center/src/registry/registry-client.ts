@@ -24,6 +24,7 @@ export interface FetchedManifest {
 
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 const RETRIES = 3;
+const HEADER_TIMEOUT_MS = 60_000;
 
 /**
  * A client for one repository on an OCI distribution (v2) registry. It answers the registry's
@@ -93,9 +94,10 @@ export class RegistryClient {
       if (this.authorization) headers.authorization = this.authorization;
       let res: Response;
       try {
-        res = await fetch(this.base + path, { headers, signal: this.opts.signal, redirect: 'follow' });
+        res = await this.fetchWithHeaderTimeout(this.base + path, headers);
       } catch (err) {
         if (this.opts.signal?.aborted) throw this.opts.signal.reason ?? err;
+        if (err instanceof RegistryError) throw err;
         if (attempt < RETRIES) { await sleep(500 * attempt, this.opts.signal); continue; }
         throw this.networkError(err as Error);
       }
@@ -111,6 +113,29 @@ export class RegistryClient {
       await this.authenticate(challenge);
       reauthenticated = true;
       attempt = 0;
+    }
+  }
+
+  /**
+   * fetch with a deadline on the response headers only: a layer body may legitimately take
+   * minutes, but a registry that does not answer at all must not hang the build.
+   */
+  private async fetchWithHeaderTimeout(url: string, headers: Record<string, string>): Promise<Response> {
+    const ctl = new AbortController();
+    const outer = this.opts.signal;
+    if (outer?.aborted) throw outer.reason;
+    const onAbort = () => ctl.abort(outer!.reason);
+    outer?.addEventListener('abort', onAbort, { once: true });
+    const timer = setTimeout(() => ctl.abort(new RegistryError(`registry ${this.ref.registry} did not answer within ${HEADER_TIMEOUT_MS / 1000} s`, undefined, true)), HEADER_TIMEOUT_MS);
+    try {
+      // The listener stays while the body streams: aborting the job must also stop the body.
+      return await fetch(url, { headers, signal: ctl.signal, redirect: 'follow' });
+    } catch (err) {
+      outer?.removeEventListener('abort', onAbort);
+      if (ctl.signal.reason instanceof RegistryError) throw ctl.signal.reason;
+      throw err;
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -131,7 +156,7 @@ export class RegistryClient {
     const headers: Record<string, string> = creds ? { authorization: basicAuth(creds) } : {};
     let res: Response;
     try {
-      res = await fetch(url, { headers, signal: this.opts.signal });
+      res = await fetch(url, { headers, signal: AbortSignal.any([this.opts.signal ?? new AbortController().signal, AbortSignal.timeout(HEADER_TIMEOUT_MS)]) });
     } catch (err) {
       if (this.opts.signal?.aborted) throw this.opts.signal.reason ?? err;
       throw new RegistryError(`cannot reach the token service ${url.origin} of ${this.ref.registry}: ${causeOf(err as Error)}`, undefined, true);

@@ -1,0 +1,108 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '@svc/common';
+import type { ArtifactStored, BuildRequest, ImageInfo, JobPhase } from '../api.ts';
+import { resolveSource } from '../image/resolve-source.ts';
+import { shortDigest } from '../layers/layer-blob.ts';
+import { injectSandboxEssentials } from '../rootfs/inject.ts';
+import { measureTree } from '../rootfs/measure.ts';
+import { fitSizeMB, ImageTooSmallError, makeExt4 } from '../rootfs/mkfs.ts';
+import type { ArtifactStore } from '../store/artifact-store.ts';
+import { stage } from './build-error.ts';
+import { sha256File } from './file-sha256.ts';
+import type { ProgressReporter } from './progress-reporter.ts';
+import { unpackImage } from './unpack-image.ts';
+
+export interface BuildContext {
+  store: ArtifactStore;
+  /** Where staging trees are unpacked. */
+  workDir: string;
+  caCertPath?: string;
+  logger: Logger;
+  progress: ProgressReporter;
+  signal: AbortSignal;
+  onPhase: (phase: JobPhase) => void;
+}
+
+export interface BuildResult {
+  artifact: ArtifactStored;
+  imageInfo: ImageInfo;
+}
+
+/**
+ * One build from source to stored artifact: PULLING (resolve and unpack layers), BUILDING
+ * (sandbox essentials, mkfs.ext4, sha256), UPLOADING (into the store). Whatever happens, the
+ * staging tree and any partial image are removed; an artifact stored by a build that was then
+ * aborted is deleted again.
+ */
+export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promise<BuildResult> {
+  const { signal, progress } = ctx;
+  await mkdir(ctx.workDir, { recursive: true });
+  const jobDir = await mkdtemp(join(ctx.workDir, `${req.jobId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40)}-`));
+  const staging = join(jobDir, 'rootfs');
+  const imagePath = join(ctx.store.scratchDir, `${req.artifactId}.${process.pid}.${Date.now()}.ext4`);
+  try {
+    await mkdir(staging, { mode: 0o755 });
+
+    const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal));
+    progress.setLayers(image.layers.map((l) => ({ digest: l.digest ?? l.diffId ?? l.label, totalBytes: l.size ?? 0 })));
+    let current = 0;
+    const layerName = (i: number) => {
+      const l = image.layers[i];
+      return `layer ${i + 1}/${image.layers.length}${l.digest ? ` ${shortDigest(l.digest)}` : ''}`;
+    };
+    await stage(() => `unpacking ${layerName(current)} into ${ctx.workDir}`, signal, () => unpackImage(image, staging, {
+      signal,
+      onLayerStart: (i) => { current = i; progress.setMessage(layerName(i)); },
+      onLayerBytes: (i, n) => progress.addLayerBytes(i, n),
+    }));
+
+    ctx.onPhase('BUILDING');
+    const caPem = req.withSvcCa ? await readCa(ctx) : undefined;
+    const injected = await stage('preparing the root filesystem', signal, async () => injectSandboxEssentials(staging, { caPem }));
+    ctx.logger.debug({ jobId: req.jobId, ...injected }, 'sandbox essentials injected');
+
+    const sizeBytes = await stage('writing the root filesystem', signal, async () => {
+      const tree = await measureTree(staging);
+      const fit = fitSizeMB(tree);
+      await mkdir(ctx.store.scratchDir, { recursive: true });
+      if (req.diskSizeMB > 0) {
+        await makeExt4({ staging, image: imagePath, sizeMB: req.diskSizeMB, tree, signal }).catch((err) => {
+          if (err instanceof ImageTooSmallError) err.message = `the root filesystem needs about ${fit} MB but diskSizeMB is ${req.diskSizeMB}`;
+          throw err;
+        });
+      } else {
+        // The estimate is generous; one larger retry covers trees with unusual block usage.
+        await makeExt4({ staging, image: imagePath, sizeMB: fit, tree, signal }).catch((err) => {
+          if (!(err instanceof ImageTooSmallError)) throw err;
+          return makeExt4({ staging, image: imagePath, sizeMB: Math.ceil(fit * 1.5), tree, signal });
+        });
+      }
+      return (await stat(imagePath)).size;
+    });
+    await rm(jobDir, { recursive: true, force: true }); // free the disk before the upload
+    const sha256 = await stage('hashing the root filesystem', signal, () => sha256File(imagePath, signal));
+
+    ctx.onPhase('UPLOADING');
+    const artifact = await stage('storing the artifact', signal, () => ctx.store.put(req.artifactId, imagePath, { sha256, sizeBytes }, { move: true }));
+    if (signal.aborted) {
+      await ctx.store.delete(req.artifactId).catch(() => {});
+      await stage('storing the artifact', signal, async () => signal.throwIfAborted());
+    }
+    return { artifact, imageInfo: image.info };
+  } finally {
+    await rm(jobDir, { recursive: true, force: true }).catch((err) => ctx.logger.warn({ err: err.message, jobDir }, 'cannot remove build directory'));
+    await rm(imagePath, { force: true }).catch(() => {});
+  }
+}
+
+async function readCa(ctx: BuildContext): Promise<string | undefined> {
+  if (!ctx.caCertPath || !existsSync(ctx.caCertPath)) {
+    ctx.logger.warn({ caCertPath: ctx.caCertPath }, 'withSvcCa requested but no egress CA exists yet; building without it');
+    return undefined;
+  }
+  const pem = await readFile(ctx.caCertPath, 'utf8');
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`${ctx.caCertPath} holds no PEM certificate`);
+  return pem;
+}

@@ -1,0 +1,137 @@
+import type { Coordination, Logger } from '@svc/common';
+import type { BuildRequest, JobStatusReport } from '../api.ts';
+import type { ArtifactStore } from '../store/artifact-store.ts';
+import { BuildAbortedError, explain } from './build-error.ts';
+import { buildArtifact, type BuildResult } from './build-job.ts';
+import type { CallbackSender } from './callback-sender.ts';
+import { ProgressReporter, type ProgressTiming } from './progress-reporter.ts';
+import { SpecDedup } from './spec-dedup.ts';
+
+export interface JobRunnerOptions {
+  store: ArtifactStore;
+  workDir: string;
+  caCertPath?: string;
+  coordination: Coordination;
+  callbacks: CallbackSender;
+  logger: Logger;
+  /** Builds running at once; more wait their turn (default 2). */
+  maxConcurrent?: number;
+  /** Distinguishes this process's lease holders from other replicas'. */
+  instanceId: string;
+  progressTiming?: Partial<ProgressTiming>;
+}
+
+interface RunningJob {
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/**
+ * Accepted builds run here in the background, each reporting RUNNING/phase, BUILT or FAILED to
+ * the master. A job id submitted again while it runs is the same job (the master may retry a
+ * submission whose answer it did not see).
+ */
+export class JobRunner {
+  private readonly jobs = new Map<string, RunningJob>();
+  private readonly dedup: SpecDedup<BuildResult>;
+  private running = 0;
+  private readonly queue: Array<() => void> = [];
+  private closed = false;
+
+  constructor(private readonly o: JobRunnerOptions) {
+    this.dedup = new SpecDedup<BuildResult>(o.coordination, o.logger);
+  }
+
+  has(jobId: string): boolean {
+    return this.jobs.has(jobId);
+  }
+
+  get activeJobs(): number {
+    return this.jobs.size;
+  }
+
+  submit(req: BuildRequest): void {
+    if (this.closed) throw new Error('template center is shutting down');
+    if (this.jobs.has(req.jobId)) return;
+    const controller = new AbortController();
+    const done = this.run(req, controller.signal).finally(() => this.jobs.delete(req.jobId));
+    this.jobs.set(req.jobId, { controller, done });
+  }
+
+  /** Stops every job: each removes what it had built so far and does not report BUILT. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.jobs.values()];
+    for (const j of all) j.controller.abort(new BuildAbortedError('the template center stopped during the build; submit it again (redo)'));
+    await Promise.allSettled(all.map((j) => j.done));
+  }
+
+  private async run(req: BuildRequest, signal: AbortSignal): Promise<void> {
+    const { logger, callbacks } = this.o;
+    const log = logger.child({ jobId: req.jobId, templateId: req.templateId, artifactId: req.artifactId });
+    const progress = new ProgressReporter(this.o.coordination, req.jobId, log, this.o.progressTiming);
+    const report = (r: JobStatusReport) => { void callbacks.report(req.jobId, r); };
+    const started = Date.now();
+    progress.start('PULLING', 'queued');
+    let outcome = 'failed';
+    let holdingSlot = false;
+    try {
+      await this.slot(signal);
+      holdingSlot = true;
+      report({ status: 'RUNNING', phase: 'PULLING' });
+      progress.setPhase('PULLING');
+      const { value, reusedFrom } = await this.dedup.run(req.specHash, `${this.o.instanceId}:${req.jobId}`, () => buildArtifact(req, {
+        store: this.o.store,
+        workDir: this.o.workDir,
+        caCertPath: this.o.caCertPath,
+        logger: log,
+        progress,
+        signal,
+        onPhase: (phase) => { progress.setPhase(phase); report({ status: 'RUNNING', phase }); },
+      }), { signal, onWait: (holder) => progress.setMessage(`waiting for the build of the same spec by ${holder.split(':').pop()}`) });
+      if (signal.aborted) throw signal.reason;
+      outcome = reusedFrom ? 'reused' : 'built';
+      log.info({ ms: Date.now() - started, reusedFrom, sha256: value.artifact.sha256, sizeBytes: value.artifact.sizeBytes }, reusedFrom ? 'reused the artifact of a concurrent build' : 'build done');
+      await callbacks.report(req.jobId, { status: 'BUILT', phase: 'UPLOADING', artifact: value.artifact, imageInfo: value.imageInfo });
+    } catch (err) {
+      const e = explain(err, 'building');
+      outcome = signal.aborted ? 'aborted' : 'failed';
+      log.warn({ ms: Date.now() - started, error: e.message, cause: (e.cause as Error)?.message }, 'build failed');
+      if (signal.aborted) {
+        // One quick attempt: the process is going away; the master's reconciler covers a lost report.
+        await Promise.race([callbacks.report(req.jobId, { status: 'FAILED', error: e.message }), sleep(2000)]);
+      } else {
+        await callbacks.report(req.jobId, { status: 'FAILED', error: e.message });
+      }
+    } finally {
+      if (holdingSlot) this.release();
+      await progress.stop(outcome);
+    }
+  }
+
+  private async slot(signal: AbortSignal): Promise<void> {
+    const max = this.o.maxConcurrent ?? 2;
+    if (this.running >= max) {
+      await new Promise<void>((resolve, reject) => {
+        const grant = () => { signal.removeEventListener('abort', onAbort); resolve(); };
+        const onAbort = () => {
+          const i = this.queue.indexOf(grant);
+          if (i >= 0) this.queue.splice(i, 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        this.queue.push(grant);
+      });
+    }
+    this.running++;
+  }
+
+  private release(): void {
+    this.running = Math.max(0, this.running - 1);
+    this.queue.shift()?.();
+  }
+}
+
+function sleep(ms: number) {
+  return new Promise((r) => setTimeout(r, ms).unref());
+}

@@ -1,0 +1,70 @@
+import { createHash } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
+import type { ResolvedImage } from '../image/resolved-image.ts';
+import { LayerApplier } from '../layers/apply-layer.ts';
+import { decompress } from '../layers/decompress.ts';
+import { DigestMismatchError, type LayerBlob } from '../layers/layer-blob.ts';
+import { VerifiedFeed } from '../layers/verified-feed.ts';
+
+export interface UnpackOptions {
+  signal: AbortSignal;
+  onLayerStart?: (index: number) => void;
+  onLayerBytes?: (index: number, n: number) => void;
+}
+
+/** Streams every layer of `image`, in order, into `staging`: download, verify, decompress, apply. */
+export async function unpackImage(image: ResolvedImage, staging: string, opts: UnpackOptions): Promise<void> {
+  const applier = new LayerApplier(staging);
+  for (let i = 0; i < image.layers.length; i++) {
+    opts.signal.throwIfAborted();
+    opts.onLayerStart?.(i);
+    await applyLayer(image.layers[i], applier, image.whiteouts, opts.signal, (n) => opts.onLayerBytes?.(i, n));
+  }
+  applier.finish();
+}
+
+async function applyLayer(layer: LayerBlob, applier: LayerApplier, whiteouts: boolean, signal: AbortSignal, onBytes: (n: number) => void) {
+  const raw = await layer.open(signal);
+  const onAbort = () => raw.destroy(signal.reason as Error);
+  signal.addEventListener('abort', onAbort, { once: true });
+  const feed = new VerifiedFeed(raw, { expectedDigest: layer.digest, expectedSize: layer.size, label: layer.label, onBytes });
+  try {
+    let tar: Readable = await decompress(feed.feed);
+    if (layer.diffId) tar = tar.pipe(diffIdCheck(layer.diffId, layer.label, tar));
+    try {
+      await applier.apply(tar, layer.label, { whiteouts });
+    } catch (err) {
+      // A local failure (disk full, permissions) is the answer; a broken stream may really be a
+      // blob that is not what its digest promised, which the feed finds out by reading to the end.
+      if (isSystemError(err) || signal.aborted) {
+        raw.destroy();
+        throw signal.aborted ? signal.reason : err;
+      }
+      feed.stopFeeding();
+      await feed.done;
+      throw err;
+    }
+    await feed.done;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+function diffIdCheck(diffId: string, label: string, source: Readable): Transform {
+  const [algo] = diffId.split(':');
+  const hash = createHash(algo === 'sha512' ? 'sha512' : 'sha256');
+  const t = new Transform({
+    transform(chunk: Buffer, _enc, cb) { hash.update(chunk); cb(null, chunk); },
+    flush(cb) {
+      const got = `${algo}:${hash.digest('hex')}`;
+      cb(got === diffId ? null : new DigestMismatchError(`layer ${label} digest mismatch: its content hashes to ${got}`));
+    },
+  });
+  source.on('error', (err) => t.destroy(err));
+  return t;
+}
+
+function isSystemError(err: unknown): boolean {
+  const e = err as NodeJS.ErrnoException;
+  return typeof e?.code === 'string' && typeof e.syscall === 'string';
+}

@@ -1,0 +1,124 @@
+import { chownSync, cpSync, lchownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { pathInRoot } from '../layers/safe-path.ts';
+import { appendLine, groupIds, parsePasswd } from './passwd.ts';
+
+export interface InjectOptions {
+  /** PEM of the egress root CA to bake in, or undefined. */
+  caPem?: string;
+}
+
+export interface InjectResult {
+  userCreated: boolean;
+  uid: number;
+  caInstalled: boolean;
+}
+
+export const SVC_MOUNT_POINT = '/.svc';
+const USER = 'user';
+const DEFAULT_HOSTS = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n';
+const DEFAULT_RESOLV = 'nameserver 8.8.8.8\nnameserver 1.1.1.1\n';
+
+/**
+ * Adds what every sandbox relies on to an unpacked image: the /.svc mount point (envd and its
+ * runtime are bind-mounted there at run time), a `user` account, name resolution defaults and,
+ * on request, the egress root CA. Every path is resolved inside the root, so an image whose
+ * /etc is a symbolic link cannot send these writes outside it.
+ */
+export function injectSandboxEssentials(root: string, opts: InjectOptions = {}): InjectResult {
+  const p = (imagePath: string) => pathInRoot(root, imagePath);
+  mkdirInRoot(root, SVC_MOUNT_POINT, 0o755);
+  mkdirInRoot(root, '/etc', 0o755);
+  mkdirInRoot(root, '/tmp', 0o1777);
+
+  const user = ensureUser(root);
+  writeIfMissingOrEmpty(root, '/etc/hosts', DEFAULT_HOSTS);
+  writeIfMissingOrEmpty(root, '/etc/resolv.conf', DEFAULT_RESOLV);
+
+  let caInstalled = false;
+  if (opts.caPem) {
+    const pem = opts.caPem.endsWith('\n') ? opts.caPem : `${opts.caPem}\n`;
+    mkdirInRoot(root, '/usr/local/share/ca-certificates', 0o755);
+    writeFileSync(p('/usr/local/share/ca-certificates/svc-egress.crt'), pem, { mode: 0o644 });
+    const bundle = p('/etc/ssl/certs/ca-certificates.crt');
+    if (isFile(bundle)) {
+      const current = readFileSync(bundle, 'utf8');
+      if (!current.includes(pem.trim())) writeFileSync(bundle, appendLine(current.replace(/\n*$/, ''), pem.trimEnd()));
+    }
+    caInstalled = true;
+  }
+  return { ...user, caInstalled };
+}
+
+function ensureUser(root: string): { userCreated: boolean; uid: number } {
+  const p = (imagePath: string) => pathInRoot(root, imagePath);
+  const passwdPath = p('/etc/passwd');
+  const groupPath = p('/etc/group');
+  let passwd = readIfFile(passwdPath) ?? 'root:x:0:0:root:/root:/bin/sh\n';
+  let group = readIfFile(groupPath) ?? 'root:x:0:\n';
+  const users = parsePasswd(passwd);
+  const existing = users.find((u) => u.name === USER);
+  if (existing) {
+    if (!readIfFile(passwdPath)) writeFileSync(passwdPath, passwd, { mode: 0o644 });
+    return { userCreated: false, uid: existing.uid };
+  }
+  // uid 1000 as E2B's base has, unless the image already gave it to someone else.
+  const takenUids = new Set(users.map((u) => u.uid));
+  const gids = groupIds(group);
+  const takenGids = new Set(gids.values());
+  let uid = 1000;
+  while (takenUids.has(uid) || (takenGids.has(uid) && !gids.has(USER))) uid++;
+  const gid = gids.get(USER) ?? uid;
+  const shell = ['/bin/bash', '/usr/bin/bash'].find((s) => existsSync(p(s))) ? '/bin/bash' : '/bin/sh';
+
+  passwd = appendLine(passwd, `${USER}:x:${uid}:${gid}::/home/${USER}:${shell}`);
+  if (!gids.has(USER)) group = appendLine(group, `${USER}:x:${gid}:`);
+  writeFileSync(passwdPath, passwd, { mode: 0o644 });
+  writeFileSync(groupPath, group, { mode: 0o644 });
+  const shadowPath = p('/etc/shadow');
+  const shadow = readIfFile(shadowPath);
+  if (shadow !== undefined) writeFileSync(shadowPath, appendLine(shadow, `${USER}:*:19000:0:99999:7:::`), { mode: statSync(shadowPath).mode & 0o7777 });
+  // Passwordless sudo, as E2B's `user` has, when the image ships sudo.
+  if (isDir(p('/etc/sudoers.d'))) writeFileSync(p(`/etc/sudoers.d/${USER}`), `${USER} ALL=(ALL:ALL) NOPASSWD: ALL\n`, { mode: 0o440 });
+
+  mkdirInRoot(root, '/home', 0o755);
+  const home = p(`/home/${USER}`);
+  if (!existsSync(home)) {
+    mkdirSync(home, { mode: 0o755 });
+    const skel = p('/etc/skel');
+    if (isDir(skel)) for (const name of readdirSync(skel)) cpSync(join(skel, name), join(home, name), { recursive: true, verbatimSymlinks: true });
+    chownTree(home, uid, gid);
+  }
+  return { userCreated: true, uid };
+}
+
+function mkdirInRoot(root: string, imagePath: string, mode: number) {
+  const host = pathInRoot(root, imagePath);
+  const st = lstatOrNull(host);
+  if (st?.isDirectory()) return;
+  if (st) rmSync(host, { recursive: true, force: true });
+  mkdirSync(dirname(host), { recursive: true, mode: 0o755 });
+  mkdirSync(host, { mode });
+  chownSync(host, 0, 0);
+}
+
+/** A dangling link (e.g. to systemd-resolved's stub file) or an empty file is no configuration. */
+function writeIfMissingOrEmpty(root: string, imagePath: string, content: string) {
+  const resolved = lstatOrNull(pathInRoot(root, imagePath, true));
+  if (resolved?.isFile() && resolved.size > 0) return;
+  const host = pathInRoot(root, imagePath, false);
+  rmSync(host, { recursive: true, force: true });
+  writeFileSync(host, content, { mode: 0o644 });
+}
+
+function chownTree(path: string, uid: number, gid: number) {
+  lchownSync(path, uid, gid);
+  if (lstatSync(path).isDirectory()) for (const n of readdirSync(path)) chownTree(join(path, n), uid, gid);
+}
+
+function readIfFile(path: string): string | undefined {
+  return isFile(path) ? readFileSync(path, 'utf8') : undefined;
+}
+function isFile(path: string) { return lstatOrNull(path)?.isFile() ?? false; }
+function isDir(path: string) { return lstatOrNull(path)?.isDirectory() ?? false; }
+function lstatOrNull(path: string) { try { return lstatSync(path); } catch { return null; } }

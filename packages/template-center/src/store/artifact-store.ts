@@ -1,0 +1,26 @@
+import type { ArtifactStored } from '../api.ts';
+
+export type ArtifactLocation =
+  | { kind: 'file'; path: string; sha256: string; sizeBytes: number }
+  | { kind: 'redirect'; url: string };
+
+/** Where built root filesystems live: a local directory or an S3-compatible bucket. */
+export interface ArtifactStore {
+  readonly kind: 'local' | 's3';
+  /** Directory for an image being written; on the store's filesystem when that saves a copy. */
+  readonly scratchDir: string;
+  init(): Promise<void>;
+  /** Whether the store is reachable (health). */
+  ready(): Promise<boolean>;
+  /** Stores `file` under `artifactId`; with `move` the file is consumed (renamed or deleted). */
+  put(artifactId: string, file: string, meta: { sha256: string; sizeBytes: number }, opts: { move: boolean }): Promise<ArtifactStored>;
+  /** Removes the artifact; false when there was nothing to remove. */
+  delete(artifactId: string): Promise<boolean>;
+  locate(artifactId: string): Promise<ArtifactLocation | null>;
+}
+
+const ARTIFACT_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function isValidArtifactId(id: unknown): id is string {
+  return typeof id === 'string' && ARTIFACT_ID_RE.test(id);
+}

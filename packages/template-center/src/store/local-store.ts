@@ -1,0 +1,76 @@
+import { constants } from 'node:fs';
+import { copyFile, mkdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { ArtifactStored } from '../api.ts';
+import type { ArtifactLocation, ArtifactStore } from './artifact-store.ts';
+
+/**
+ * Artifacts as files: `<dir>/<artifactId>.ext4` plus `<artifactId>.json` (its ArtifactStored
+ * record, written last, so an artifact without its record is not served). New images are
+ * written under `<dir>/.tmp` on the same filesystem and renamed into place.
+ */
+export class LocalArtifactStore implements ArtifactStore {
+  readonly kind = 'local' as const;
+  readonly scratchDir: string;
+
+  constructor(readonly dir: string) {
+    this.scratchDir = join(dir, '.tmp');
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.dir, { recursive: true });
+    // Leftovers of a process that died mid-build.
+    await rm(this.scratchDir, { recursive: true, force: true });
+    await mkdir(this.scratchDir, { recursive: true });
+  }
+
+  async ready(): Promise<boolean> {
+    return stat(this.dir).then((s) => s.isDirectory(), () => false);
+  }
+
+  async put(artifactId: string, file: string, meta: { sha256: string; sizeBytes: number }, opts: { move: boolean }): Promise<ArtifactStored> {
+    const dataPath = this.dataPath(artifactId);
+    if (opts.move) {
+      await rename(file, dataPath).catch(async (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EXDEV') throw err;
+        await this.copyIn(file, dataPath);
+        await unlink(file);
+      });
+    } else {
+      await this.copyIn(file, dataPath);
+    }
+    const record: ArtifactStored = { artifactId, sha256: meta.sha256, sizeBytes: meta.sizeBytes, storage: 'local', location: dataPath };
+    const tmp = join(this.scratchDir, `${artifactId}.json.${process.pid}`);
+    await writeFile(tmp, JSON.stringify(record));
+    await rename(tmp, this.recordPath(artifactId));
+    return record;
+  }
+
+  async delete(artifactId: string): Promise<boolean> {
+    const existed = await Promise.all([this.recordPath(artifactId), this.dataPath(artifactId)].map((p) =>
+      rm(p).then(() => true, (err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return false; throw err; })));
+    return existed.some(Boolean);
+  }
+
+  async locate(artifactId: string): Promise<ArtifactLocation | null> {
+    let record: ArtifactStored;
+    try { record = JSON.parse(await readFile(this.recordPath(artifactId), 'utf8')) as ArtifactStored; } catch { return null; }
+    const st = await stat(this.dataPath(artifactId)).catch(() => null);
+    if (!st) return null;
+    return { kind: 'file', path: this.dataPath(artifactId), sha256: record.sha256, sizeBytes: st.size };
+  }
+
+  private async copyIn(from: string, to: string) {
+    const tmp = join(this.scratchDir, `${to.split('/').pop()}.copy.${process.pid}`);
+    try {
+      await copyFile(from, tmp, constants.COPYFILE_FICLONE);
+      await rename(tmp, to);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw err;
+    }
+  }
+
+  private dataPath(id: string) { return join(this.dir, `${id}.ext4`); }
+  private recordPath(id: string) { return join(this.dir, `${id}.json`); }
+}

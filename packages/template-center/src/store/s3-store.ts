@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, rm, stat, unlink } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import type { ArtifactStored } from '../api.ts';
+import type { ArtifactLocation, ArtifactStore } from './artifact-store.ts';
+import { EMPTY_SHA256, presignUrl, signRequest, type SigV4Credentials } from './sigv4.ts';
+
+export interface S3StoreOptions {
+  /** e.g. https://s3.eu-west-1.amazonaws.com or http://127.0.0.1:9000 */
+  endpoint: string;
+  region: string;
+  bucket: string;
+  credentials: SigV4Credentials;
+  /** Key prefix, e.g. "artifacts/". */
+  prefix?: string;
+  /** Bucket in the path (MinIO, Ceph) rather than in the host name (default true). */
+  forcePathStyle?: boolean;
+  /** Lifetime of the presigned download URL recorded at build time (SPEC: 37 days). */
+  presignExpiresSec?: number;
+  /** Local directory for images being built. */
+  scratchDir: string;
+}
+
+export const PRESIGN_LIFETIME_SEC = 37 * 24 * 3600;
+const SINGLE_PUT_LIMIT = 5 * 1024 ** 3;
+
+/**
+ * Artifacts in an S3-compatible bucket: `<prefix><id>.ext4` and `<prefix><id>.json` (the
+ * ArtifactStored record, with the presigned URL minted at build time and never refreshed, so
+ * every replica redirects to the same URL). Uploads are single PUTs signed with the image's
+ * SHA-256, which the build has computed anyway.
+ */
+export class S3ArtifactStore implements ArtifactStore {
+  readonly kind = 's3' as const;
+  readonly scratchDir: string;
+  private readonly records = new Map<string, ArtifactStored>();
+  private readyCache: { at: number; ok: boolean } | undefined;
+
+  constructor(private readonly opts: S3StoreOptions) {
+    this.scratchDir = opts.scratchDir;
+  }
+
+  async init(): Promise<void> {
+    await rm(this.scratchDir, { recursive: true, force: true });
+    await mkdir(this.scratchDir, { recursive: true });
+  }
+
+  async ready(): Promise<boolean> {
+    if (this.readyCache && Date.now() - this.readyCache.at < 10_000) return this.readyCache.ok;
+    const ok = await this.send('HEAD', this.bucketUrl()).then((r) => r.ok, () => false);
+    this.readyCache = { at: Date.now(), ok };
+    return ok;
+  }
+
+  async put(artifactId: string, file: string, meta: { sha256: string; sizeBytes: number }, opts: { move: boolean }): Promise<ArtifactStored> {
+    const size = (await stat(file)).size;
+    if (size > SINGLE_PUT_LIMIT) throw new Error(`artifact of ${size} bytes exceeds the 5 GiB single-upload limit of the S3 store`);
+    const dataUrl = this.objectUrl(`${artifactId}.ext4`);
+    const res = await this.send('PUT', dataUrl, {
+      body: createReadStream(file, { highWaterMark: 1024 * 1024 }),
+      payloadHash: meta.sha256,
+      headers: { 'content-length': String(size), 'content-type': 'application/octet-stream' },
+    });
+    if (!res.ok) throw await s3Error(res, `upload of ${artifactId}`);
+    const now = new Date();
+    const expiresSec = this.opts.presignExpiresSec ?? PRESIGN_LIFETIME_SEC;
+    const record: ArtifactStored = {
+      artifactId,
+      sha256: meta.sha256,
+      sizeBytes: meta.sizeBytes,
+      storage: 's3',
+      location: this.key(`${artifactId}.ext4`),
+      downloadUrl: presignUrl({ method: 'GET', url: dataUrl, region: this.opts.region, credentials: this.opts.credentials, expiresSec, now }),
+      urlExpiresAt: new Date(now.getTime() + expiresSec * 1000).toISOString(),
+    };
+    const body = Buffer.from(JSON.stringify(record));
+    const recRes = await this.send('PUT', this.objectUrl(`${artifactId}.json`), {
+      body, payloadHash: createHash('sha256').update(body).digest('hex'), headers: { 'content-type': 'application/json' },
+    });
+    if (!recRes.ok) throw await s3Error(recRes, `record of ${artifactId}`);
+    this.records.set(artifactId, record);
+    if (opts.move) await unlink(file).catch(() => {});
+    return record;
+  }
+
+  async delete(artifactId: string): Promise<boolean> {
+    this.records.delete(artifactId);
+    const head = await this.send('HEAD', this.objectUrl(`${artifactId}.ext4`));
+    const existed = head.ok;
+    for (const name of [`${artifactId}.json`, `${artifactId}.ext4`]) {
+      const res = await this.send('DELETE', this.objectUrl(name));
+      if (!res.ok && res.status !== 404) throw await s3Error(res, `delete of ${name}`);
+    }
+    return existed;
+  }
+
+  async locate(artifactId: string): Promise<ArtifactLocation | null> {
+    let record = this.records.get(artifactId);
+    if (!record) {
+      const res = await this.send('GET', this.objectUrl(`${artifactId}.json`));
+      if (res.status === 404) return null;
+      if (!res.ok) throw await s3Error(res, `record of ${artifactId}`);
+      record = JSON.parse(await res.text()) as ArtifactStored;
+      this.records.set(artifactId, record);
+    }
+    return record.downloadUrl ? { kind: 'redirect', url: record.downloadUrl } : null;
+  }
+
+  private key(name: string) { return `${this.opts.prefix ?? ''}${name}`; }
+
+  private bucketUrl(): string {
+    const ep = new URL(this.opts.endpoint);
+    if (this.opts.forcePathStyle ?? true) return `${ep.origin}/${this.opts.bucket}`;
+    return `${ep.protocol}//${this.opts.bucket}.${ep.host}`;
+  }
+
+  private objectUrl(name: string): string {
+    const encoded = this.key(name).split('/').map(encodeURIComponent).join('/');
+    return `${this.bucketUrl()}/${encoded}`;
+  }
+
+  private async send(method: string, url: string, o: { body?: Readable | Buffer; payloadHash?: string; headers?: Record<string, string> } = {}): Promise<Response> {
+    const { headers } = signRequest({
+      method, url, headers: o.headers, payloadHash: o.payloadHash ?? EMPTY_SHA256,
+      region: this.opts.region, service: 's3', credentials: this.opts.credentials,
+    });
+    const streaming = o.body instanceof Readable;
+    const body = streaming ? Readable.toWeb(o.body as Readable) : o.body;
+    return fetch(url, { method, headers, body, ...(streaming ? { duplex: 'half' } : {}) } as RequestInit);
+  }
+}
+
+async function s3Error(res: Response, what: string): Promise<Error> {
+  const text = await res.text().catch(() => '');
+  const code = /<Code>([^<]+)<\/Code>/.exec(text)?.[1];
+  const msg = /<Message>([^<]+)<\/Message>/.exec(text)?.[1];
+  return new Error(`S3 store: ${what} failed: ${res.status}${code ? ` ${code}` : ''}${msg ? `: ${msg}` : ''}`);
+}

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { createHttpApp, parseListen, sendError, SvcError, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { registerArtifactRoutes } from './artifact-routes.ts';
+import { CallbackSender } from './build/callback-sender.ts';
+import { JobRunner } from './build/job-runner.ts';
+import type { ProgressTiming } from './build/progress-reporter.ts';
+import { parseBuildRequest } from './build-request.ts';
+import { CALLBACK_TOKEN_HEADER } from './api.ts';
+import { verifyCallbackToken } from './callback-token.ts';
+import type { ArtifactStore } from './store/artifact-store.ts';
+import { LocalArtifactStore } from './store/local-store.ts';
+import { s3OptionsFromEnv } from './store/s3-env.ts';
+import { S3ArtifactStore, type S3StoreOptions } from './store/s3-store.ts';
+
+export interface TemplateCenterOptions {
+  logger: Logger;
+  coordination: Coordination;
+  /** Where status callbacks go (default cfg.master.addr). */
+  masterAddr?: string;
+  /** PEM of the egress root CA, baked in when a build asks withSvcCa. */
+  caCertPath?: string;
+  /** S3-compatible store; default from SVC_TEMPLATE_CENTER_S3_* or else the local artifact_dir. */
+  s3?: S3StoreOptions;
+  /** A store to use as is (tests). */
+  store?: ArtifactStore;
+  /** Staging trees (default <artifact_dir>/.work). */
+  workDir?: string;
+  maxConcurrentBuilds?: number;
+  /** How long a status callback is retried while the master is unreachable. */
+  callbackRetryMs?: number;
+  progressTiming?: Partial<ProgressTiming>;
+}
+
+export interface RunningTemplateCenter {
+  url: string;
+  store: ArtifactStore;
+  /** Jobs accepted and not finished. */
+  activeJobs(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * The template center: builds ext4 root filesystems from images and keeps them (SPEC "Template
+ * center behaviour"). Its routes live on loopback by default and all but /health require the
+ * template callback token.
+ */
+export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOptions): Promise<RunningTemplateCenter> {
+  const tc = cfg.template_center;
+  const logger = opts.logger;
+  const artifactDir = tc.artifact_dir || join(cfg.data_dir, 'artifacts');
+  const workDir = opts.workDir ?? join(artifactDir, '.work');
+  const s3 = opts.s3 ?? s3OptionsFromEnv(process.env, join(workDir, 'images'));
+  const store = opts.store ?? (s3 ? new S3ArtifactStore(s3) : new LocalArtifactStore(artifactDir));
+  await store.init();
+
+  const masterAddr = opts.masterAddr ?? cfg.master.addr;
+  const callbacks = new CallbackSender({ masterAddr, token: tc.callback_token, logger, retryForMs: opts.callbackRetryMs });
+  const runner = new JobRunner({
+    store, workDir, caCertPath: opts.caCertPath, coordination: opts.coordination, callbacks, logger,
+    maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
+  });
+
+  const app = createHttpApp({ logger });
+  app.get('/health', async (_req, reply) => {
+    const ok = await store.ready();
+    return reply.status(ok ? 200 : 503).send({ ok, store: store.kind });
+  });
+  await app.register(async (scope) => {
+    scope.addHook('onRequest', async (req, reply) => {
+      const check = verifyCallbackToken(req.headers[CALLBACK_TOKEN_HEADER], tc.callback_token, tc.insecure_no_token);
+      if (!check.ok) return sendError(reply, new SvcError(check.status, check.message));
+    });
+    scope.post('/tc/api/v1/build', async (req, reply) => {
+      const build = parseBuildRequest(req.body);
+      runner.submit(build);
+      return reply.status(202).send({ jobId: build.jobId });
+    });
+    registerArtifactRoutes(scope, store);
+  });
+
+  const { host, port } = parseListen(tc.listen);
+  await app.listen({ host, port });
+  const address = app.server.address();
+  const boundPort = typeof address === 'object' && address ? address.port : port;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+  if (!isLoopback(host)) logger.warn({ listen: tc.listen }, 'template center listens beyond loopback; keep it on a cluster-internal network');
+  if (!tc.callback_token) {
+    logger.warn(tc.insecure_no_token ? 'template callback token unset: running without authentication (insecure_no_token)' : 'template callback token unset: every build request will be refused with 503');
+  }
+  logger.info({ url, store: store.kind, masterAddr }, 'template center listening');
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    store,
+    activeJobs: () => runner.activeJobs,
+    close: () => closing ??= (async () => {
+      await app.close();
+      await runner.close();
+      callbacks.close();
+    })(),
+  };
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host.startsWith('127.') || host === '::1';
+}
