@@ -133,7 +133,9 @@ describe('svc sandbox', () => {
     assert.deepEqual(json(await run(['sandbox', 'timeout', id, '-1', '--json'])), { sandboxId: id, timeout: -1 });
     assert.equal(api.sandboxes.get(id)!.timeout, -1);
     assert.match((await run(['sandbox', 'timeout', id, '30'])).stdout, /times out after 30 idle seconds/);
-    assert.deepEqual(json(await run(['sandbox', 'kill', id, '--json'])), { sandboxId: id, killed: true });
+    api.busyOnce.add(id);
+    assert.deepEqual(json(await run(['sandbox', 'kill', id, '--json'])), { sandboxId: id, killed: true }, 'a 503 while pausing is retried');
+    assert.equal(api.busyOnce.has(id), false);
 
     const gone = await run(['sandbox', 'kill', id]);
     assert.equal(gone.code, 1);

@@ -191,12 +191,12 @@ export class Sandbox {
     return `${port}-${this.sandboxId}.${this.sandboxDomain ?? dataPlaneDomain(this.connectionConfig.sandboxUrl)}`;
   }
 
-  /** True while envd answers; false when the data plane says the sandbox is gone or unreachable. */
+  /** True while envd answers; false when the data plane says the sandbox is paused, gone or unreachable. */
   async isRunning(opts: RequestOpts = {}): Promise<boolean> {
     const res = await new EnvdTransport(this.envd).http('GET', '/health', opts);
     await res.body?.cancel().catch(() => {});
     if (res.ok) return true;
-    if ([404, 410, 502].includes(res.status)) return false;
+    if ([404, 409, 410, 502].includes(res.status)) return false;
     throw dataPlaneError(res.status, '');
   }
 

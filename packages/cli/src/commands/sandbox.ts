@@ -1,6 +1,6 @@
 /** `svc sandbox ...`: create, list, inspect, pause, connect, time out, kill and exec. */
 import { Command, Option } from 'commander';
-import { CommandExitError, Sandbox, type SandboxInfo, type SandboxOpts } from '@svc/sdk';
+import { CommandExitError, Sandbox, ServiceBusyError, type ConnectionOpts, type SandboxInfo, type SandboxOpts } from '@svc/sdk';
 import { contextOf, type Context } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { formatPairs } from '../output.ts';
@@ -80,7 +80,7 @@ export function sandboxCommand(): Command {
     .description('kill a sandbox')
     .action(async (id: string, _f: unknown, c: Command) => {
       const ctx = contextOf(c);
-      const killed = await Sandbox.kill(id, ctx.conn);
+      const killed = await killWhenSettled(id, ctx.conn);
       if (!killed) throw new CliError(`sandbox ${id} not found`);
       ctx.out.result({ sandboxId: id, killed }, () => ctx.out.line(`killed ${id}`));
     });
@@ -94,6 +94,20 @@ export function sandboxCommand(): Command {
       execCommand(contextOf(c), id, words, flags));
 
   return cmd;
+}
+
+const KILL_ATTEMPTS = 5;
+
+/** A kill answered 503 (the sandbox is pausing or locked) is retried after Retry-After. */
+async function killWhenSettled(id: string, conn: ConnectionOpts): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await Sandbox.kill(id, conn);
+    } catch (err) {
+      if (!(err instanceof ServiceBusyError) || attempt >= KILL_ATTEMPTS) throw err;
+      await new Promise((r) => setTimeout(r, (err.retryAfterSec ?? 2) * 1000));
+    }
+  }
 }
 
 async function createSandbox(ctx: Context, f: CreateFlags): Promise<void> {

@@ -146,10 +146,12 @@ export class EnvdTransport {
  * unreachable (502).
  */
 export function dataPlaneError(status: number, body: string): SandboxError {
+  const err = errorFromHttp(status, body, { notFound: SandboxNotFoundError });
   if (status === 502) {
-    return new TimeoutError('the sandbox is not reachable: it is probably not running anymore', { status, code: status });
+    const detail = err.message === `HTTP ${status}` ? 'the sandbox is not reachable' : err.message;
+    return new TimeoutError(`${detail}: it is probably not running anymore`, { status, code: err.code });
   }
-  return errorFromHttp(status, body, { notFound: SandboxNotFoundError });
+  return err;
 }
 
 /** Turns a Connect error into the public error classes; other errors pass unchanged. */

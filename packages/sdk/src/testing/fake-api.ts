@@ -86,6 +86,8 @@ export interface FakeApi {
   templates: Map<string, TemplateRow>;
   jobs: Map<string, JobRow>;
   nodes: Map<string, NodeRow>;
+  /** Sandboxes whose next DELETE answers 503 with Retry-After (as while pausing). */
+  busyOnce: Set<string>;
   /** The body of the last sandbox create. */
   lastCreate(): Record<string, unknown> | undefined;
   close(): Promise<void>;
@@ -112,6 +114,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
   const templates = new Map<string, TemplateRow>();
   const jobs = new Map<string, JobRow>();
   const nodes = new Map<string, NodeRow>();
+  const busyOnce = new Set<string>();
   const now = () => new Date().toISOString();
   let creates: Record<string, unknown>[] = [];
 
@@ -205,6 +208,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
   });
   app.delete('/sandboxes/:id', async (req, reply) => {
     const id = (req.params as { id: string }).id;
+    if (busyOnce.delete(id)) return reply.header('retry-after', '1').status(503).send({ code: 503, message: `sandbox ${id} is pausing` });
     if (!sandboxes.delete(id)) return err(reply, 404, `sandbox ${id} not found`);
     return reply.status(204).send();
   });
@@ -359,6 +363,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     templates,
     jobs,
     nodes,
+    busyOnce,
     lastCreate: () => creates[creates.length - 1],
     close: async () => { creates = []; await app.close(); },
   };
