@@ -8,6 +8,15 @@ import { toSandboxInfo } from './sandbox-wire.ts';
 import type { SandboxInfo, SandboxListOpts } from './types.ts';
 import type { WireSandboxDetail } from './wire.ts';
 
+/**
+ * `k=v&k2=v2` with every key and value URL-encoded first, exactly as the e2b SDK sends it
+ * (the server decodes the pairs, then each key and value).
+ */
+export function encodeMetadataFilter(metadata: Record<string, string>): string {
+  const encoded = Object.entries(metadata).map(([k, v]) => [encodeURIComponent(k), encodeURIComponent(v)]);
+  return new URLSearchParams(encoded).toString();
+}
+
 export abstract class Paginator<T> {
   private _hasNext = true;
   private _nextToken?: string;
@@ -42,7 +51,7 @@ export class SandboxPaginator extends Paginator<SandboxInfo> {
     const api = new ApiClient(conn as ConnectionOpts);
     const res = await api.request<WireSandboxDetail[]>('GET', '/v2/sandboxes', {
       query: {
-        metadata: query?.metadata ? new URLSearchParams(query.metadata).toString() : undefined,
+        metadata: query?.metadata ? encodeMetadataFilter(query.metadata) : undefined,
         state: query?.state,
         limit,
         nextToken: this.nextToken,

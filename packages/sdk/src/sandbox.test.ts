@@ -183,7 +183,7 @@ describe('sandbox lifecycle', () => {
   test('list pages with nextToken and filters by metadata and state', async () => {
     for (const s of [...api.sandboxes.keys()]) api.sandboxes.delete(s);
     const made = [];
-    for (let i = 0; i < 5; i++) made.push(await Sandbox.create({ ...conn, metadata: { group: i < 3 ? 'a' : 'b', 'x y': 'p&q' } }));
+    for (let i = 0; i < 5; i++) made.push(await Sandbox.create({ ...conn, metadata: { group: i < 3 ? 'a' : 'b', 'x y': 'p&q=100%' } }));
     await made[0].pause();
 
     const pager = Sandbox.list({ ...conn, limit: 2 });
@@ -193,7 +193,7 @@ describe('sandbox lifecycle', () => {
     assert.equal(new Set(seen).size, 5);
     await assert.rejects(pager.nextItems(), /no more items/);
 
-    const groupA = await Sandbox.list({ ...conn, query: { metadata: { group: 'a', 'x y': 'p&q' } } }).nextItems();
+    const groupA = await Sandbox.list({ ...conn, query: { metadata: { group: 'a', 'x y': 'p&q=100%' } } }).nextItems();
     assert.equal(groupA.length, 3);
     const paused = await Sandbox.list({ ...conn, query: { state: ['paused'] } }).nextItems();
     assert.deepEqual(paused.map((s) => s.sandboxId), [made[0].sandboxId]);

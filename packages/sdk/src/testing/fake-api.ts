@@ -190,7 +190,8 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
   app.get('/v2/sandboxes', async (req, reply) => {
     const q = req.query as Record<string, string | undefined>;
     const states = (q.state ?? 'running,paused').split(',');
-    const meta = Object.fromEntries(new URLSearchParams(q.metadata ?? ''));
+    // decoded as the master does: the pairs, then each key and value
+    const meta = Object.fromEntries([...new URLSearchParams(q.metadata ?? '')].map(([k, v]) => [decodeURIComponent(k), decodeURIComponent(v)]));
     let rows = [...sandboxes.values()].filter((s) => states.includes(s.state))
       .filter((s) => Object.entries(meta).every(([k, v]) => s.metadata[k] === v))
       .sort((a, b) => a.sandboxID.localeCompare(b.sandboxID));
