@@ -54,6 +54,7 @@ const streamContentType = /^application\/connect\+(json|proto)(?:\s*;\s*charset=
 /** Serves Connect-protocol RPCs (unary, server-streaming, client-streaming) on node:http. */
 export class ConnectRouter {
   private readonly routes = new Map<string, Route>();
+  private readonly servicePrefixes = new Set<string>();
 
   constructor(private readonly options: RouterOptions) {}
 
@@ -63,16 +64,19 @@ export class ConnectRouter {
       if (!fn) throw new Error(`missing implementation for ${service.typeName}.${method.name}`);
       this.routes.set(`/${service.typeName}/${method.name}`, { method, impl: fn });
     }
+    this.servicePrefixes.add(`/${service.typeName}/`);
   }
 
-  /** Whether this path names a registered RPC. */
+  /** Whether this path belongs to a registered service (unknown methods get a Connect error). */
   owns(pathname: string): boolean {
-    return this.routes.has(pathname);
+    if (this.routes.has(pathname)) return true;
+    const slash = pathname.indexOf('/', 1);
+    return slash > 0 && this.servicePrefixes.has(pathname.slice(0, slash + 1));
   }
 
   async handle(req: IncomingMessage, res: ServerResponse, pathname: string): Promise<void> {
     const route = this.routes.get(pathname);
-    if (!route) return writeUnaryError(res, new ConnectError('unimplemented', `${pathname} is not implemented`));
+    if (!route) return writeUnaryError(res, new ConnectError('unimplemented', `${pathname} is not implemented`), 404);
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
       return writeUnaryError(res, new ConnectError('unimplemented', `HTTP method ${req.method} is not supported, use POST`), 405);

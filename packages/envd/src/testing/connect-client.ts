@@ -50,3 +50,39 @@ export function readStream<S extends DescMessage>(schema: S, body: Buffer, binar
     end: JSON.parse(last.data.toString('utf8')) as { error?: { code: string; message: string } },
   };
 }
+
+/** Opens a server stream and yields its messages as they arrive (end-stream errors throw). */
+export async function* openStream<S extends DescMessage>(
+  url: string,
+  schema: S,
+  body: Uint8Array | string,
+  headers: Record<string, string>,
+  binary: boolean,
+  signal?: AbortSignal,
+): AsyncGenerator<MessageShape<S>> {
+  const data = typeof body === 'string' ? Buffer.from(body) : body;
+  const res = await fetch(url, {
+    method: 'POST',
+    body: envelope(0, data),
+    headers: { 'content-type': `application/connect+${binary ? 'proto' : 'json'}`, ...headers },
+    signal,
+  });
+  if (res.status !== 200) throw new Error(`HTTP ${res.status}: ${await res.text()}`);
+  let pending = Buffer.alloc(0);
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    pending = Buffer.concat([pending, chunk]);
+    while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+      const size = pending.readUInt32BE(1);
+      const flags = pending[0]!;
+      const payload = pending.subarray(5, 5 + size);
+      pending = pending.subarray(5 + size);
+      if (flags & 2) {
+        const end = JSON.parse(payload.toString('utf8')) as { error?: { code: string; message: string } };
+        if (end.error) throw Object.assign(new Error(end.error.message), { code: end.error.code });
+        return;
+      }
+      yield decode(schema, payload, binary);
+    }
+  }
+  throw new Error('stream ended without an end-stream message');
+}

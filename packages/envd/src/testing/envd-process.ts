@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -15,6 +15,7 @@ export function envdBundle(): Promise<string> {
   bundle ??= (async () => {
     const dir = join(repoRoot, 'node_modules', '.cache', 'svc-envd-test', String(process.pid));
     mkdirSync(dir, { recursive: true });
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     const outfile = join(dir, 'envd.mjs');
     await build({
       bundle: true,
