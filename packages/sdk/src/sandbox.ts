@@ -6,7 +6,7 @@
 import { ApiClient } from './api-client.ts';
 import { Commands } from './commands.ts';
 import { ConnectionConfig, defaultTemplate, timeoutToSeconds, type ConnectionOpts } from './config.ts';
-import { ConflictError, SandboxNotFoundError, TemplateError } from './errors.ts';
+import { ConflictError, GoneError, SandboxNotFoundError, TemplateError } from './errors.ts';
 import { EnvdTransport, dataPlaneError, type EnvdTarget } from './envd/transport.ts';
 import { Filesystem } from './filesystem.ts';
 import { SandboxPaginator } from './paginator.ts';
@@ -96,13 +96,13 @@ export class Sandbox {
     return new SandboxPaginator(opts);
   }
 
-  /** True when the sandbox was killed, false when it did not exist. */
+  /** True when the sandbox was killed, false when it did not exist (or was already gone). */
   static async kill(sandboxId: string, opts: SandboxApiOpts = {}): Promise<boolean> {
     try {
       await new ApiClient(opts).delete(path(sandboxId), { notFound: SandboxNotFoundError, signal: opts.signal });
       return true;
     } catch (err) {
-      if (err instanceof SandboxNotFoundError) return false;
+      if (err instanceof SandboxNotFoundError || err instanceof GoneError) return false;
       throw err;
     }
   }
