@@ -34,13 +34,20 @@ export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise
     const timer = opts.timeoutMs
       ? setTimeout(() => { stderr += `\n(killed after ${opts.timeoutMs} ms)`; child.kill('SIGKILL'); }, opts.timeoutMs)
       : undefined;
-    child.on('error', (err) => { clearTimeout(timer); reject(err); });
-    child.on('close', (code, signal) => {
+    let settled = false;
+    const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (settled) return;
+      settled = true;
       clearTimeout(timer);
       const result = { code: code ?? (signal ? 128 : 1), stdout, stderr };
       if (result.code !== 0 && !opts.allowFail) reject(new CommandError([cmd, ...args], result));
       else resolve(result);
-    });
+    };
+    child.on('error', (err) => { settled = true; clearTimeout(timer); reject(err); });
+    child.on('close', finish);
+    // A detached grandchild (runsc exec --detach) can keep the pipes open forever: once the
+    // command itself has exited, give its output a moment to drain and then stop waiting.
+    child.on('exit', (code, signal) => { setTimeout(() => finish(code, signal), 300).unref(); });
     child.stdin.on('error', () => { /* the command may exit before reading its input */ });
     child.stdin.end(opts.input ?? '');
   });

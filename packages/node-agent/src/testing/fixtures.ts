@@ -11,7 +11,7 @@ import { run } from '../host/exec.ts';
 
 export const STAND_IN_ENVD = fileURLToPath(new URL('./stand-in-envd.mjs', import.meta.url));
 
-const BUSYBOX_APPLETS = ['sh', 'ls', 'cat', 'echo', 'sleep', 'mkdir', 'wget', 'nc', 'ps', 'kill', 'grep', 'true', 'false', 'date', 'env', 'touch', 'rm', 'head'];
+const BUSYBOX_APPLETS = ['sh', 'ls', 'cat', 'echo', 'sleep', 'mkdir', 'wget', 'nc', 'ps', 'kill', 'grep', 'true', 'false', 'date', 'env', 'touch', 'rm', 'head', 'httpd', 'id'];
 
 /** A small ext4 root filesystem: /bin/busybox and its applets as symlinks. */
 export async function buildBusyboxImage(dir: string, extraFiles: Record<string, string> = {}): Promise<string> {

@@ -1,0 +1,282 @@
+import assert from 'node:assert/strict';
+import { readFile, writeFile, chmod } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { SvcError } from '@svc/common';
+import { NodeAgentClient } from './api.ts';
+import { envdHealthy } from './envd-client.ts';
+import { startNodeAgent, type NodeAgent } from './index.ts';
+import { ResourceNames } from './names.ts';
+import { createRequest, leftovers, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function rejects(p: Promise<unknown>, status: number, message?: RegExp): Promise<SvcError> {
+  try {
+    await p;
+  } catch (err) {
+    const e = err as SvcError;
+    assert.equal(e.status, status, `expected ${status}, got ${e.status}: ${e.message}`);
+    if (message) assert.match(e.message, message);
+    return e;
+  }
+  assert.fail(`expected a ${status} error`);
+}
+
+function assertClean(left: Record<string, string[]>) {
+  for (const [kind, items] of Object.entries(left)) assert.deepEqual(items, [], `${kind} left behind: ${items.join(', ')}`);
+}
+
+describe('node agent sandboxes (real runsc)', () => {
+  let env: TestEnv;
+  let agent: NodeAgent;
+  let client: NodeAgentClient;
+  let stateDir: string;
+  let tag: string;
+
+  before(async () => {
+    env = await makeTestEnv('sbx', '10.201.1.0/24');
+    const cfg = env.config();
+    stateDir = cfg.node_agent.state_dir;
+    tag = new ResourceNames(stateDir).tag;
+    agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+    client = new NodeAgentClient(agent.url);
+  });
+
+  after(async () => {
+    await agent?.close({ destroySandboxes: true });
+    if (stateDir) assertClean(await leftovers(stateDir, tag));
+    await env?.cleanup();
+  });
+
+  it('creates a sandbox whose envd answers at its address, with the env vars given, and destroys it leaving nothing', async () => {
+    const req = createRequest(env, { envVars: { GREETING: 'hello' }, metadata: { k: 'v' } });
+    const sb = await client.createSandbox(req);
+    assert.equal(sb.sandboxId, req.sandboxId);
+    assert.equal(sb.state, 'running');
+    assert.equal(sb.runtime, 'gvisor');
+    assert.equal(sb.envdPort, 49983);
+    assert.match(sb.envdVersion, /^\d+\.\d+\.\d+/);
+    assert.match(sb.address, /^10\.201\.1\.\d+$/);
+    assert.ok(await envdHealthy(sb.address));
+    if (!env.envd.real) {
+      const envs = await (await fetch(`http://${sb.address}:49983/envs`)).json() as Record<string, string>;
+      assert.equal(envs.GREETING, 'hello');
+      assert.equal(envs.E2B_SANDBOX_ID, sb.sandboxId);
+    }
+    assert.deepEqual((await client.getSandbox(sb.sandboxId)).sandboxId, sb.sandboxId);
+    assert.ok((await client.listSandboxes()).some((s) => s.sandboxId === sb.sandboxId));
+
+    // CPU and memory limits reach the sandbox: gVisor sizes its memory and CPUs from them.
+    const meminfo = await agent.exec(sb.sandboxId, ['cat', '/proc/meminfo']);
+    assert.match(meminfo.stdout, /MemTotal:\s+262144 kB/);
+    const cg = `/sys/fs/cgroup/memory/svc-${tag}/svc-${tag}-${agent.inspect(sb.sandboxId).instanceId}/memory.limit_in_bytes`;
+    assert.equal((await readFile(cg, 'utf8')).trim(), String(256 * 1024 * 1024));
+
+    const m = await client.metrics(sb.sandboxId);
+    assert.equal(m.cpuCount, 1);
+    assert.equal(m.memTotal, 256 * 1024 * 1024);
+    assert.equal(m.diskTotal, 512 * 1024 * 1024);
+    assert.ok(m.memUsed > 0 && m.cpuUsedPct >= 0 && m.diskUsed >= 0 && m.timestampUnix > 0);
+
+    await client.deleteSandbox(sb.sandboxId);
+    await rejects(client.getSandbox(sb.sandboxId), 404);
+    assert.equal(await envdHealthy(sb.address, 300), false);
+    assertClean(await leftovers(stateDir, tag));
+  });
+
+  it('a secure sandbox gets its envd access token', async () => {
+    const sb = await client.createSandbox(createRequest(env, { envdAccessToken: 'tok-123' }));
+    if (!env.envd.real) {
+      assert.equal((await fetch(`http://${sb.address}:49983/envs`)).status, 401);
+      const envs = await (await fetch(`http://${sb.address}:49983/envs`, { headers: { 'x-access-token': 'tok-123' } })).json() as Record<string, string>;
+      assert.equal(envs.SVC_ENVD_ACCESS_TOKEN, undefined, 'the token is not handed to processes');
+    }
+    await client.deleteSandbox(sb.sandboxId);
+  });
+
+  it('pause freezes processes and envd; resume continues them with files intact; pause twice is 409', async () => {
+    const sb = await client.createSandbox(createRequest(env));
+    const upper = join(agent.inspect(sb.sandboxId).dir, 'upper');
+    await agent.exec(sb.sandboxId, ['sh', '-c', 'echo kept > /root/file']);
+    await agent.exec(sb.sandboxId, ['sh', '-c', 'i=0; while :; do i=$((i+1)); echo $i > /root/counter; sleep 0.05; done'], { detach: true });
+    const counter = async () => Number((await readFile(join(upper, 'root/counter'), 'utf8')).trim());
+    await sleep(400);
+    assert.ok((await counter()) > 0);
+
+    const paused = await client.pauseSandbox(sb.sandboxId);
+    assert.equal(paused.state, 'paused');
+    assert.equal(paused.pauseKind, 'freeze');
+    const frozenAt = await counter();
+    await sleep(500);
+    assert.equal(await counter(), frozenAt, 'counter advanced while paused');
+    assert.equal(await envdHealthy(sb.address, 300), false, 'envd answered while paused');
+    assert.equal((await client.getSandbox(sb.sandboxId)).state, 'paused');
+    const e = await rejects(client.pauseSandbox(sb.sandboxId), 409, /already paused/);
+    assert.equal(e.code, 409);
+    assert.deepEqual((await client.info()).sandboxes, { running: 0, paused: 1 });
+
+    const resumed = await client.resumeSandbox(sb.sandboxId);
+    assert.equal(resumed.state, 'running');
+    assert.equal(resumed.pauseKind, undefined);
+    await sleep(300);
+    assert.ok((await counter()) > frozenAt, 'counter did not continue after resume');
+    assert.ok(await envdHealthy(sb.address));
+    assert.equal((await agent.exec(sb.sandboxId, ['cat', '/root/file'])).stdout.trim(), 'kept');
+    // Resume of a running sandbox is a no-op.
+    assert.equal((await client.resumeSandbox(sb.sandboxId)).state, 'running');
+    await client.deleteSandbox(sb.sandboxId);
+  });
+
+  it('deletes a paused sandbox without resuming it', async () => {
+    const sb = await client.createSandbox(createRequest(env));
+    await client.pauseSandbox(sb.sandboxId);
+    await client.deleteSandbox(sb.sandboxId);
+    await rejects(client.getSandbox(sb.sandboxId), 404);
+    assertClean(await leftovers(stateDir, tag));
+  });
+
+  it('reports the node', async () => {
+    const info = await client.info();
+    assert.equal(info.nodeId, agent.nodeId);
+    assert.equal(info.runtime, 'gvisor');
+    assert.deepEqual(info.pauseKinds, ['freeze']);
+    assert.ok(info.capacity.cpuCount > 0 && info.capacity.memoryMB > 0);
+    assert.equal(info.pausedResourceReleaseRatio, 0);
+    assert.equal(info.address, agent.url);
+    assert.deepEqual(await (await fetch(`${agent.url}/health`)).json(), { ok: true, nodeId: agent.nodeId });
+  });
+
+  it('answers bad input with clear errors', async () => {
+    await rejects(client.getSandbox('nope'), 404, /not found/);
+    await rejects(client.deleteSandbox('nope'), 404);
+    await rejects(client.pauseSandbox('nope'), 404);
+    await rejects(client.resumeSandbox('nope'), 404);
+    await rejects(client.metrics('nope'), 404);
+    await rejects(client.getSandbox('bad id!'), 400);
+    const post = (body: unknown) => fetch(`${agent.url}/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    for (const [body, msg] of [
+      [{}, /sandboxId/],
+      [{ ...createRequest(env), cpuCount: 0 }, /cpuCount/],
+      [{ ...createRequest(env), memoryMB: 'x' }, /memoryMB/],
+      [{ ...createRequest(env), envVars: { 'BAD NAME': 'x' } }, /envVars/],
+      [{ ...createRequest(env), artifact: { ...env.artifact, sha256: 'abc' } }, /sha256/],
+      [{ ...createRequest(env), network: { allowOut: [], denyOut: ['example.com'] } }, /denyOut/],
+      [{ ...createRequest(env), network: { allowOut: ['300.1.1.1'], denyOut: [] } }, /allowOut/],
+    ] as const) {
+      const res = await post(body);
+      assert.equal(res.status, 400, JSON.stringify(body).slice(0, 80));
+      const b = await res.json() as { code: number; message: string };
+      assert.match(b.message, msg);
+    }
+    const bad = await fetch(`${agent.url}/v1/sandboxes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' });
+    assert.equal(bad.status, 400);
+
+    const wrongSha = createRequest(env, { artifact: { ...env.artifact, artifactId: 'art-wrong', sha256: 'a'.repeat(64) } });
+    await rejects(client.createSandbox(wrongSha), 502, /sha256 mismatch/);
+    assert.ok(!(await client.listArtifacts()).some((a) => a.artifactId === 'art-wrong'));
+    const missing = createRequest(env, { artifact: { ...env.artifact, artifactId: 'art-missing', downloadUrl: `${env.server.url}/nothing` } });
+    await rejects(client.createSandbox(missing), 502, /answered 404/);
+    assertClean(await leftovers(stateDir, tag));
+  });
+
+  it('ensures, lists and deletes artifacts; refuses to delete one in use', async () => {
+    const { artifactId, ...rest } = env.artifact;
+    const a = await client.ensureArtifact(artifactId, rest);
+    assert.equal(a.sha256, env.artifact.sha256);
+    assert.ok((await client.listArtifacts()).some((x) => x.artifactId === artifactId));
+    const hits = env.server.hits();
+    await client.ensureArtifact(artifactId, rest);
+    assert.equal(env.server.hits(), hits, 'downloaded twice');
+    await rejects(client.ensureArtifact(artifactId, { ...rest, sha256: 'b'.repeat(64) }), 409);
+
+    const sb = await client.createSandbox(createRequest(env));
+    await rejects(client.deleteArtifact(artifactId), 409, /used by/);
+    await client.deleteSandbox(sb.sandboxId);
+    await client.deleteArtifact(artifactId);
+    await client.deleteArtifact(artifactId);
+    assert.ok(!(await client.listArtifacts()).some((x) => x.artifactId === artifactId));
+  });
+
+  it('releases a sandbox whose processes died', async () => {
+    const sb = await client.createSandbox(createRequest(env));
+    await agent.exec(sb.sandboxId, ['kill', '-9', '1']);
+    for (let i = 0; i < 50 && (await envdHealthy(sb.address, 200)); i++) await sleep(50);
+    await agent.sweepDead();
+    await rejects(client.getSandbox(sb.sandboxId), 404, /processes exited/);
+    assertClean(await leftovers(stateDir, tag));
+    // The agent keeps serving others.
+    const other = await client.createSandbox(createRequest(env));
+    await client.deleteSandbox(other.sandboxId);
+  });
+
+  it('handles concurrent creates and deletes, and a duplicate id', async () => {
+    const reqs = [0, 1, 2].map(() => createRequest(env));
+    const creating = reqs.map((r) => client.createSandbox(r));
+    // A delete that arrives while its create runs waits for it, then removes the sandbox.
+    const early = client.deleteSandbox(reqs[0].sandboxId);
+    const dup = client.createSandbox(reqs[1]);
+    const results = await Promise.allSettled([...creating, early, dup]);
+    assert.equal(results[0].status, 'fulfilled');
+    assert.equal(results[1].status, 'fulfilled');
+    assert.equal(results[2].status, 'fulfilled');
+    assert.equal(results[3].status, 'fulfilled', 'delete during create');
+    assert.equal(results[4].status, 'rejected');
+    assert.equal(((results[4] as PromiseRejectedResult).reason as SvcError).status, 409);
+    await rejects(client.getSandbox(reqs[0].sandboxId), 404);
+    await Promise.all([client.deleteSandbox(reqs[1].sandboxId), client.deleteSandbox(reqs[2].sandboxId)]);
+    assertClean(await leftovers(stateDir, tag));
+  });
+});
+
+describe('node agent failures and admission', () => {
+  let env: TestEnv;
+
+  before(async () => { env = await makeTestEnv('adm', '10.201.2.0/24'); });
+  after(async () => { await env?.cleanup(); });
+
+  it('rolls back everything when runsc fails mid-create, and keeps serving', async () => {
+    const wrapper = join(env.dir, 'runsc-failing-run');
+    await writeFile(wrapper, '#!/bin/sh\nfor a in "$@"; do [ "$a" = run ] && { echo "simulated runsc failure" >&2; exit 3; }; done\nexec runsc "$@"\n');
+    await chmod(wrapper, 0o755);
+    const cfg = env.config({ state_dir: join(env.dir, 'state-fail') });
+    const tag = new ResourceNames(cfg.node_agent.state_dir).tag;
+    const agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, runscPath: wrapper });
+    try {
+      const client = new NodeAgentClient(agent.url);
+      const req = createRequest(env);
+      await rejects(client.createSandbox(req), 500, /simulated runsc failure/);
+      await rejects(client.getSandbox(req.sandboxId), 404);
+      assertClean(await leftovers(cfg.node_agent.state_dir, tag));
+      assert.equal((await client.info()).sandboxes.running, 0);
+      // The same id can be created again once the cause is gone (here: it fails the same way, cleanly).
+      await rejects(client.createSandbox(req), 500);
+    } finally {
+      await agent.close({ destroySandboxes: true });
+    }
+    assertClean(await leftovers(cfg.node_agent.state_dir, tag));
+  });
+
+  it('refuses a resume the release ratio cannot admit, with the exact message', async () => {
+    const cfg = env.config({ state_dir: join(env.dir, 'state-ratio'), capacity: { cpu_count: 2, memory_mb: 400 }, host: { quota: { paused_resource_release_ratio: 1 } } });
+    const tag = new ResourceNames(cfg.node_agent.state_dir).tag;
+    const agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path });
+    try {
+      const client = new NodeAgentClient(agent.url);
+      assert.equal((await client.info()).pausedResourceReleaseRatio, 1);
+      const a = await client.createSandbox(createRequest(env));
+      await client.pauseSandbox(a.sandboxId);
+      const b = await client.createSandbox(createRequest(env));
+      const e = await rejects(client.resumeSandbox(a.sandboxId), 409);
+      assert.equal(e.code, 130409);
+      assert.equal(e.message, 'resume rejected by paused_resource_release_ratio policy: need 256MB > quota 144MB');
+      assert.equal((await client.getSandbox(a.sandboxId)).state, 'paused');
+      await client.deleteSandbox(b.sandboxId);
+      assert.equal((await client.resumeSandbox(a.sandboxId)).state, 'running');
+      await client.deleteSandbox(a.sandboxId);
+    } finally {
+      await agent.close({ destroySandboxes: true });
+    }
+    assertClean(await leftovers(cfg.node_agent.state_dir, tag));
+  });
+});
