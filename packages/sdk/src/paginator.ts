@@ -13,7 +13,7 @@ import type { WireSandboxDetail } from './wire.ts';
  * (the server decodes the pairs, then each key and value).
  */
 export function encodeMetadataFilter(metadata: Record<string, string>): string {
-  const encoded = Object.entries(metadata).map(([k, v]) => [encodeURIComponent(k), encodeURIComponent(v)]);
+  const encoded = Object.entries(metadata).map(([k, v]): [string, string] => [encodeURIComponent(k), encodeURIComponent(v)]);
   return new URLSearchParams(encoded).toString();
 }
 
