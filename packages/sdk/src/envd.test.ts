@@ -163,9 +163,14 @@ for (const { name, start, skip, checksToken } of targets) {
       await sbx.files.write([{ path: join(dir, 'c.bin'), data: new Uint8Array([0, 1, 2, 255]) }, { path: join(dir, 'd.txt'), data: new Blob(['blob']) }]);
       assert.deepEqual([...(await sbx.files.read(join(dir, 'c.bin'), { format: 'bytes' }))], [0, 1, 2, 255]);
       assert.equal(await sbx.files.read(join(dir, 'd.txt')), 'blob');
+      const streamed = new ReadableStream<Uint8Array>({
+        start(c) { c.enqueue(new TextEncoder().encode('streamed ')); c.enqueue(new TextEncoder().encode('upload')); c.close(); },
+      });
+      await sbx.files.write(join(dir, 'e.txt'), streamed);
+      assert.equal(await (await sbx.files.read(join(dir, 'e.txt'), { format: 'blob' })).text(), 'streamed upload');
 
       const names = (await sbx.files.list(dir)).map((e) => e.name).sort();
-      assert.deepEqual(names, ['a', 'c.bin', 'd.txt']);
+      assert.deepEqual(names, ['a', 'c.bin', 'd.txt', 'e.txt']);
       const info = await sbx.files.getInfo(p);
       assert.equal(info.type, FileType.FILE);
       assert.equal(info.size, 11);
