@@ -32,3 +32,16 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/** For behaviour that does not depend on the database engine: one harness over SQLite. */
+export async function withSqliteHarness(opts: Omit<Partial<HarnessOptions>, 'database'>, fn: (h: Harness) => Promise<void>): Promise<void> {
+  const engine = availableTestDatabases()[0];
+  const tdb = await engine.create!();
+  const h = await Harness.start({ ...opts, database: tdb.config });
+  try {
+    await fn(h);
+  } finally {
+    await h.close();
+    await tdb.drop();
+  }
+}

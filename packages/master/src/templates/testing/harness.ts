@@ -3,6 +3,8 @@
  * agents on loopback. Several harnesses can share a database and a template center (two masters).
  */
 import { createServer } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import { createHttpApp, defaultConfig, MemoryCoordination, silentLogger, type Coordination, type DatabaseConfig, type SvcConfig } from '@svc/common';
@@ -57,7 +59,8 @@ export class Harness {
     h.cfg.template_center.reconcile.stale_after_sec = o.staleAfterSec ?? 300;
     h.db = await openDatabase(o.database);
     await migrate(h.db.kysely, h.db.driver, migrations);
-    h.app = createHttpApp({ logger: silentLogger() });
+    // createHttpApp raises its logger to warn; this one writes nowhere.
+    h.app = createHttpApp({ logger: pino({ level: 'silent' }, new Writable({ write: (_c, _e, cb) => cb() })) });
     h.nodes = new NodeRegistry(h.db.kysely);
     h.coordination = o.coordination ?? new MemoryCoordination();
     h.module = await startTemplates(h.cfg, {

@@ -1,0 +1,222 @@
+import assert from 'node:assert/strict';
+import { onEveryEngine } from './testing/engines.ts';
+
+const IMAGE = { image: 'registry.example/library/node:22' };
+
+onEveryEngine('template routes', {
+  'alias: set, replace, clear with absent/null/empty, duplicate, pattern': async (h) => {
+    const a = await h.create({ ...IMAGE, alias: 'web' });
+    const b = await h.create({ image: 'registry.example/other:1' });
+
+    // Duplicate on create: 400 ErrDuplicateTemplate, nothing created.
+    const dup = await h.call('POST', '/svc/template', { image: 'registry.example/third:1', alias: 'web' });
+    assert.equal(dup.status, 400);
+    assert.equal(dup.body.code, 130400);
+    assert.match(dup.body.message, /^ErrDuplicateTemplate/);
+    assert.equal((await h.call('GET', '/svc/template')).body.templates.length, 2);
+
+    // Duplicate on PUT alias.
+    const dupPut = await h.call('PUT', `/svc/template/${b.template_id}/alias`, { alias: 'web' });
+    assert.equal(dupPut.status, 400);
+    assert.match(dupPut.body.message, /^ErrDuplicateTemplate/);
+
+    let r = await h.call('PUT', `/svc/template/${b.template_id}/alias`, { alias: 'api-2' });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.alias, 'api-2');
+    assert.equal((await h.call('GET', '/svc/template/api-2')).body.template_id, b.template_id);
+    // The alias also addresses the template in PUT.
+    r = await h.call('PUT', '/svc/template/api-2/alias', { alias: 'api-3' });
+    assert.equal(r.body.alias, 'api-3');
+    assert.equal((await h.call('GET', '/svc/template/api-2')).status, 404);
+
+    for (const body of [{ alias: null }, { alias: '' }, {}, undefined]) {
+      await h.call('PUT', `/svc/template/${a.template_id}/alias`, { alias: 'web' });
+      r = await h.call('PUT', `/svc/template/${a.template_id}/alias`, body);
+      assert.equal(r.status, 200, JSON.stringify(body));
+      assert.equal(r.body.alias, null, JSON.stringify(body));
+    }
+    // A cleared alias is free for another template.
+    assert.equal((await h.call('PUT', `/svc/template/${b.template_id}/alias`, { alias: 'web' })).status, 200);
+
+    for (const bad of ['Web', 'web_1', 'a'.repeat(65), 'tpl-abc', 'has space', 'from-image', 'ünï']) {
+      const x = await h.call('PUT', `/svc/template/${a.template_id}/alias`, { alias: bad });
+      assert.equal(x.status, 400, bad);
+      assert.equal(x.body.code, 130400);
+    }
+    assert.equal((await h.call('PUT', `/svc/template/${a.template_id}/alias`, { alias: 7 })).status, 400);
+    assert.equal((await h.call('PUT', `/svc/template/${a.template_id}/alias`, { alias: 'a'.repeat(64) })).status, 200);
+    const onCreate = await h.call('POST', '/svc/template', { ...IMAGE, alias: 'UPPER' });
+    assert.equal(onCreate.status, 400);
+    assert.match(onCreate.body.message, /\[a-z0-9-\]/);
+  },
+
+  'unknown id or alias: 404 code 130404; missing template id: 400 ErrTemplateIDRequired': async (h) => {
+    for (const [method, path, body] of [
+      ['GET', '/svc/template/tpl-nope', undefined],
+      ['GET', '/svc/template/no-such-alias', undefined],
+      ['DELETE', '/svc/template/tpl-nope', undefined],
+      ['PUT', '/svc/template/tpl-nope/alias', { alias: 'x' }],
+      ['POST', '/svc/template/redo', { template_id: 'tpl-nope' }],
+      ['POST', '/svc/template/migrate', { template_id: 'nope' }],
+      ['GET', '/templates/tpl-nope', undefined],
+      ['DELETE', '/templates/tpl-nope', undefined],
+      ['GET', '/templates/aliases/nope', undefined],
+    ] as const) {
+      const r = await h.call(method, path, body);
+      assert.equal(r.status, 404, `${method} ${path}`);
+      assert.equal(r.body.code, 130404, `${method} ${path}`);
+      assert.match(r.body.message, /template .* not found/);
+    }
+    for (const path of ['/svc/template/redo', '/svc/template/migrate']) {
+      for (const body of [{}, { template_id: '' }, undefined]) {
+        const r = await h.call('POST', path, body);
+        assert.equal(r.status, 400, `${path} ${JSON.stringify(body)}`);
+        assert.equal(r.body.code, 130400);
+        assert.match(r.body.message, /^ErrTemplateIDRequired/);
+      }
+    }
+    assert.equal((await h.call('GET', '/svc/template/build/nope/status')).status, 404);
+    assert.equal((await h.call('GET', '/svc/template/from-image')).status, 400);
+    const resolve = await h.module.resolver.resolveForCreate('nope').catch((e) => e);
+    assert.equal(resolve.status, 404);
+    assert.equal(resolve.code, 130404);
+    assert.deepEqual(await h.module.resolver.idsFor('tpl-deleted'), ['tpl-deleted']);
+  },
+
+  'bad source, platform and option combinations are 400 with a clear message': async (h) => {
+    const cases: Array<[Record<string, unknown> | string, RegExp]> = [
+      [{}, /exactly one source is required/],
+      [{ image: 'a:1', rootfs_tar: '/x.tar' }, /exactly one source .*got image and rootfs_tar/],
+      [{ rootfs_tar: 'relative.tar' }, /absolute path/],
+      [{ rootfs_tar: '/r.tar', platform: 'linux/amd64' }, /platform applies only to image and oci_layout/],
+      [{ docker_archive: '/d.tar', registry_auth: { username: 'u', password: 'p' } }, /registry_auth applies only to an image source/],
+      [{ oci_layout: '/l', insecure_registry: true }, /insecure_registry applies only to an image source/],
+      [{ image: 'a:1', platform: 'amd64' }, /os\/arch\[\/variant\]/],
+      [{ image: 'a:1', platform: 'windows/amd64' }, /os must be linux/],
+      [{ image: 'a:1', platform: 'linux/m68k' }, /unknown architecture/],
+      [{ image: 'a:1', registry_auth: { username: 'u' } }, /registry_auth must be/],
+      [{ image: 'a:1', with_cube_ca: true, with_svc_ca: false }, /disagree/],
+      [{ image: 'a:1', cpu_count: 0 }, /cpu_count must be an integer/],
+      [{ image: 'a:1', memory_mb: 1.5 }, /memory_mb must be an integer/],
+      [{ image: 'has space:1' }, /without spaces/],
+      ['[1,2]', /JSON object/],
+    ];
+    for (const [body, message] of cases) {
+      const r = typeof body === 'string'
+        ? await fetch(`${h.url}/svc/template`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (x) => ({ status: x.status, body: await x.json() }))
+        : await h.call('POST', '/svc/template', body);
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(r.body.code, 130400);
+      assert.match(r.body.message, message, JSON.stringify(body));
+    }
+    const malformed = await fetch(`${h.url}/svc/template`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{bad' });
+    assert.equal(malformed.status, 400);
+    assert.equal(h.tc.builds.length, 0);
+    // The accepted spellings.
+    assert.equal((await h.call('POST', '/svc/template/from-image', { ...IMAGE, platform: 'linux/arm64/v8', with_svc_ca: false })).status, 202);
+    assert.deepEqual(h.tc.lastBuild().source, { kind: 'registry', ref: IMAGE.image, platform: { os: 'linux', architecture: 'arm64', variant: 'v8' } });
+    assert.equal(h.tc.lastBuild().withSvcCa, false);
+    assert.equal((await h.call('POST', '/svc/template', { oci_layout: '/srv/layout', insecure_registry: undefined })).status, 202);
+    assert.equal((await h.call('POST', '/svc/template', { docker_archive: '/srv/image.tar' })).status, 202);
+    assert.deepEqual(h.tc.lastBuild().source, { kind: 'docker-archive', path: '/srv/image.tar' });
+    assert.equal((await h.call('POST', '/svc/template', { image: 'localhost:5000/a:1', insecure_registry: true, registry_auth: { username: 'u', password: 'p' } })).status, 202);
+    assert.equal(h.tc.lastBuild().source.kind === 'registry' && h.tc.lastBuild().source.insecure, true);
+  },
+
+  'TemplateInfo and JobInfo shapes; from-image job read; list': async (h) => {
+    await h.addNode('n1');
+    const c = await h.create({ rootfs_tar: '/srv/base.tar', alias: 'base', with_cube_ca: false, disk_size_mb: 1024 });
+    const job = await h.call('GET', `/svc/template/from-image?job_id=${c.job_id}`);
+    assert.equal(job.status, 200);
+    assert.deepEqual(Object.keys(job.body).sort(), ['artifact_id', 'created_at', 'error', 'finished_at', 'job_id', 'kind', 'phase', 'progress', 'status', 'template_id', 'updated_at']);
+    assert.deepEqual(job.body.progress, { layers: [], message: '' });
+    await h.finishBuild(c.job_id);
+    const info = (await h.call('GET', '/svc/template/base')).body;
+    assert.equal(info.template_id, c.template_id);
+    assert.equal(info.source_kind, 'rootfs_tar');
+    assert.equal(info.source_image_ref, '/srv/base.tar');
+    assert.equal(info.with_cube_ca, false);
+    assert.equal(info.disk_size_mb, 1024);
+    assert.equal(info.status, 'ready');
+    assert.equal(info.latest_job_id, c.job_id);
+    assert.ok(!Number.isNaN(Date.parse(info.created_at)) && !Number.isNaN(Date.parse(info.updated_at)));
+    for (const k of ['template_id', 'alias', 'status', 'source_image_ref', 'latest_job_id', 'artifact_id', 'created_at', 'updated_at', 'image_info', 'cpu_count', 'memory_mb', 'disk_size_mb', 'with_cube_ca', 'error']) {
+      assert.ok(k in info, k);
+    }
+    assert.equal(JSON.stringify(info).includes('request'), false);
+    const list = await h.call('GET', '/svc/template');
+    assert.deepEqual(list.body.templates.map((t: { template_id: string }) => t.template_id), [c.template_id]);
+  },
+
+  'E2B shapes: POST /templates, GET /templates, /templates/:id, aliases, build status, DELETE': async (h) => {
+    await h.addNode('n1');
+    const created = await h.call('POST', '/templates', { ...IMAGE, alias: 'e2b-one', cpu_count: 2, memory_mb: 512 });
+    assert.equal(created.status, 202);
+    assert.deepEqual(Object.keys(created.body).sort(), ['buildID', 'templateID']);
+    const { templateID, buildID } = created.body;
+    let status = await h.call('GET', `/templates/${templateID}/builds/${buildID}/status`);
+    assert.equal(status.status, 200);
+    assert.deepEqual(status.body, { templateID, buildID, status: 'waiting', logs: [], logEntries: [] });
+    await h.tc.callback(h.url, buildID, { status: 'RUNNING', phase: 'PULLING' });
+    assert.equal((await h.call('GET', `/templates/${templateID}/builds/${buildID}/status`)).body.status, 'building');
+    await h.finishBuild(buildID);
+    status = await h.call('GET', `/templates/e2b-one/builds/${buildID}/status`);
+    assert.equal(status.body.status, 'ready');
+
+    const list = await h.call('GET', '/templates');
+    assert.equal(list.status, 200);
+    assert.equal(list.body.length, 1);
+    const t = list.body[0];
+    assert.equal(t.templateID, templateID);
+    assert.equal(t.buildID, buildID);
+    assert.deepEqual(t.aliases, ['e2b-one']);
+    assert.deepEqual(t.names, ['e2b-one']);
+    assert.equal(t.cpuCount, 2);
+    assert.equal(t.memoryMB, 512);
+    assert.equal(t.buildStatus, 'ready');
+    assert.equal(t.buildCount, 1);
+    assert.equal(t.public, false);
+
+    const detail = await h.call('GET', `/templates/${templateID}`);
+    assert.equal(detail.body.templateID, templateID);
+    assert.deepEqual(detail.body.builds.map((b: { buildID: string; status: string }) => [b.buildID, b.status]), [[buildID, 'ready']]);
+    assert.deepEqual((await h.call('GET', '/templates/aliases/e2b-one')).body, { templateID, public: false });
+    // The alias route answers for aliases only, not ids.
+    assert.equal((await h.call('GET', `/templates/aliases/${templateID}`)).status, 404);
+
+    const other = await h.call('POST', '/templates', { image: 'registry.example/x:1' });
+    assert.equal((await h.call('GET', `/templates/${templateID}/builds/${other.body.buildID}/status`)).status, 404);
+
+    const failed = await h.call('POST', '/templates', { image: 'registry.example/broken:1' });
+    await h.tc.callback(h.url, failed.body.buildID, { status: 'FAILED', error: 'unauthorized: pull access denied' });
+    const fs = await h.call('GET', `/templates/${failed.body.templateID}/builds/${failed.body.buildID}/status`);
+    assert.equal(fs.body.status, 'error');
+    assert.deepEqual(fs.body.reason, { message: 'unauthorized: pull access denied' });
+
+    assert.equal((await h.call('DELETE', `/templates/${templateID}`)).status, 204);
+    assert.equal((await h.call('GET', `/templates/${templateID}`)).status, 404);
+  },
+
+  'sandbox create resolution: building is 400 with the status, ready gives the artifact through the master': async (h) => {
+    await h.addNode('n1');
+    const c = await h.create({ ...IMAGE, alias: 'node', cpu_count: 3, memory_mb: 768, disk_size_mb: 3000 });
+    const early = await h.module.resolver.resolveForCreate('node').catch((e) => e);
+    assert.equal(early.status, 400);
+    assert.match(early.message, /is building/);
+    await h.finishBuild(c.job_id);
+    const r = await h.module.resolver.resolveForCreate('node');
+    assert.deepEqual({ ...r, artifact: { ...r.artifact, sha256: 'x' } }, {
+      templateId: c.template_id, alias: 'node', cpuCount: 3, memoryMB: 768, diskSizeMB: 3000,
+      artifact: { artifactId: h.tc.lastBuild().artifactId, sha256: 'x', sizeBytes: r.artifact.sizeBytes, downloadUrl: `${h.url}/svc/template/artifact/download?artifact_id=${h.tc.lastBuild().artifactId}` },
+    });
+    assert.deepEqual(await h.module.resolver.idsFor('node'), [c.template_id]);
+    assert.deepEqual(await h.module.resolver.idsFor(c.template_id), [c.template_id]);
+  },
+
+  'store failures are database errors on the wire': async (h) => {
+    await h.kysely.schema.dropTable('t_svc_template').execute();
+    const r = await h.call('GET', '/svc/template');
+    assert.equal(r.status, 500);
+    assert.match(r.body.message, /^database error: ErrTemplateStoreNotInitialized/);
+  },
+});
