@@ -11,10 +11,10 @@
  * Prints a table and writes bench/results/proxy.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { cpus } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MemoryCoordination, silentLogger } from '@svc/common';
@@ -100,7 +100,7 @@ function startChild<T>(args: string[]): Promise<{ child: ChildProcess; info: T }
 
 class KeepAliveConn {
   private readonly socket: Socket;
-  private buf = Buffer.alloc(0);
+  private buf: Buffer = Buffer.alloc(0);
   private waiting: ((status: number) => void) | undefined;
   private failed: ((err: Error) => void) | undefined;
   readonly ready: Promise<void>;
@@ -169,14 +169,14 @@ function parseResponse(buf: Buffer): { status: number; length: number } | null {
 
 interface Endpoint { name: string; host: string; port: number; request: Buffer }
 
-function endpoint(name: string, url: string, path: string, headers: Record<string, string>): Endpoint {
+export function endpoint(name: string, url: string, path: string, headers: Record<string, string>): Endpoint {
   const u = new URL(url);
   let text = `GET ${path} HTTP/1.1\r\n`;
   for (const [k, v] of Object.entries(headers)) text += `${k}: ${v}\r\n`;
   return { name, host: u.hostname, port: Number(u.port), request: Buffer.from(`${text}\r\n`) };
 }
 
-async function latencySamples(ep: Endpoint, n: number): Promise<number[]> {
+export async function latencySamples(ep: Endpoint, n: number): Promise<number[]> {
   const conn = new KeepAliveConn(ep.host, ep.port, ep.request);
   await conn.ready;
   const out: number[] = new Array(n);
@@ -190,7 +190,7 @@ async function latencySamples(ep: Endpoint, n: number): Promise<number[]> {
   return out;
 }
 
-async function throughput(ep: Endpoint, connections: number, seconds: number): Promise<number> {
+export async function throughput(ep: Endpoint, connections: number, seconds: number): Promise<{ rps: number; requests: number }> {
   const conns = Array.from({ length: connections }, () => new KeepAliveConn(ep.host, ep.port, ep.request));
   await Promise.all(conns.map((c) => c.ready));
   let done = 0;
@@ -205,7 +205,19 @@ async function throughput(ep: Endpoint, connections: number, seconds: number): P
   }));
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
   for (const c of conns) c.close();
-  return done / secs;
+  return { rps: done / secs, requests: done };
+}
+
+/** CPU time (user + system) a process has used, in ms, from /proc (Linux). */
+export function cpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 1/100 s
+  } catch {
+    return undefined;
+  }
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -267,11 +279,14 @@ async function main() {
     let masterUrl: string;
     let fake: import('../packages/proxy/src/testing/fake-master.ts').FakeMaster | undefined;
     let lifecycleUrl = '';
+    let upstreamPid: number | undefined;
+    let proxyPid: number | undefined;
     const ownSetup = !args.target;
 
     if (ownSetup) {
       const up = await startChild<{ port: number }>(['--serve-upstream']);
       children.push(up.child);
+      upstreamPid = up.child.pid;
       targetUrl = `http://127.0.0.1:${up.info.port}`;
       sandboxId = 'benchsbx';
       const { FakeMaster } = await import('../packages/proxy/src/testing/fake-master.ts');
@@ -299,6 +314,7 @@ async function main() {
     if (!proxyUrl) {
       const px = await startChild<{ httpUrl: string; adminUrl: string }>(['--serve-proxy', '--master', masterUrl, '--lifecycle', lifecycleUrl]);
       children.push(px.child);
+      proxyPid = px.child.pid;
       proxyUrl = px.info.httpUrl;
       adminUrl = px.info.adminUrl;
     }
@@ -319,11 +335,26 @@ async function main() {
       lat.direct.push(...await latencySamples(direct, Math.ceil(args.samples / rounds)));
       lat.proxy.push(...await latencySamples(viaProxy, Math.ceil(args.samples / rounds)));
     }
+    // CPU per request of our own child processes: a measure of the proxy's cost that does not
+    // depend on what else the machine is running (wall-clock ratios do).
+    const cpu = { proxyMs: 0, proxyRequests: 0, upstreamMs: 0, upstreamRequests: 0 };
     const rps = { direct: [] as number[], proxy: [] as number[] };
     for (let r = 0; r < 2; r++) {
-      rps.direct.push(await throughput(direct, args.connections, args.seconds / 2));
-      rps.proxy.push(await throughput(viaProxy, args.connections, args.seconds / 2));
+      const u0 = cpuMs(upstreamPid);
+      const dr = await throughput(direct, args.connections, args.seconds / 2);
+      const u1 = cpuMs(upstreamPid);
+      rps.direct.push(dr.rps);
+      if (u0 !== undefined && u1 !== undefined) { cpu.upstreamMs += u1 - u0; cpu.upstreamRequests += dr.requests; }
+      const p0 = cpuMs(proxyPid);
+      const pr = await throughput(viaProxy, args.connections, args.seconds / 2);
+      const p1 = cpuMs(proxyPid);
+      rps.proxy.push(pr.rps);
+      if (p0 !== undefined && p1 !== undefined) { cpu.proxyMs += p1 - p0; cpu.proxyRequests += pr.requests; }
     }
+    const cpuPerRequestUs = {
+      proxy: cpu.proxyRequests ? (cpu.proxyMs * 1000) / cpu.proxyRequests : undefined,
+      upstream: cpu.upstreamRequests ? (cpu.upstreamMs * 1000) / cpu.upstreamRequests : undefined,
+    };
 
     const stats = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return { p50: percentile(s, 50), p99: percentile(s, 99) }; };
     const d = stats(lat.direct);
@@ -356,6 +387,8 @@ async function main() {
         ratioP50: p.p50 / d.p50, ratioP99: p.p99 / d.p99,
       },
       throughputRps: { direct: directRps, proxy: proxyRps, ratio: proxyRps / directRps, rounds: rps },
+      cpuPerRequestUs,
+      loadAverage: loadavg(),
       autoResumeMs: autoResume ? { p50: autoResume.p50Ms, p99: autoResume.p99Ms, max: autoResume.maxMs, rounds: autoResume.samplesMs.length, note: 'fake master with an instant resume: proxy + lifecycle + master round trips only' } : undefined,
       goals: {
         addedP50Ms: GOALS.addedP50Ms, throughputRatio: GOALS.throughputRatio,
@@ -377,6 +410,8 @@ async function main() {
 function printTable(r: {
   latencyMs: { direct: { p50: number; p99: number }; proxy: { p50: number; p99: number }; addedP50: number; addedP99: number; ratioP50: number; ratioP99: number };
   throughputRps: { direct: number; proxy: number; ratio: number };
+  cpuPerRequestUs: { proxy?: number; upstream?: number };
+  loadAverage: number[];
   autoResumeMs?: { p50: number; p99: number; max: number };
   goals: { met: boolean };
 }) {
@@ -387,13 +422,16 @@ function printTable(r: {
     ['latency p99 (ms)', f(r.latencyMs.direct.p99), f(r.latencyMs.proxy.p99), `+${f(r.latencyMs.addedP99)}  (x${f(r.latencyMs.ratioP99, 2)})`, ''],
     ['requests/s', f(r.throughputRps.direct, 0), f(r.throughputRps.proxy, 0), `${f(r.throughputRps.ratio * 100, 1)}%`, `>= ${GOALS.throughputRatio * 100}%`],
   ];
+  if (r.cpuPerRequestUs.proxy !== undefined) {
+    rows.push(['CPU us/request', r.cpuPerRequestUs.upstream === undefined ? '' : `${f(r.cpuPerRequestUs.upstream, 1)} (upstream)`, f(r.cpuPerRequestUs.proxy, 1), '', '']);
+  }
   if (r.autoResumeMs) rows.push(['auto-resume (ms)', '', `p50 ${f(r.autoResumeMs.p50, 1)}`, `p99 ${f(r.autoResumeMs.p99, 1)}`, '']);
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
   for (const [i, row] of rows.entries()) {
     console.log(row.map((c, j) => c.padEnd(widths[j])).join('  '));
     if (i === 0) console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   }
-  console.log(`goals met: ${r.goals.met ? 'yes' : 'no'}`);
+  console.log(`goals met: ${r.goals.met ? 'yes' : 'no'}   (load average during the run: ${r.loadAverage.map((x) => x.toFixed(1)).join(' ')})`);
 }
 
 if (process.argv[1] === thisFile) {

@@ -1,7 +1,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { Agent, request } from 'node:http';
-import { connect } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import WebSocket from 'ws';
 import { call, sandboxHost } from './testing/client.ts';
 import { startPlatform, Upstream, type Platform } from './testing/harness.ts';
@@ -184,6 +185,129 @@ test('an upgrade to a sandbox that does not exist gets a JSON 404 on the raw soc
   });
   assert.match(text, /^HTTP\/1\.1 404 Not Found\r\n/);
   assert.match(text, /\{"code":404,"message":"sandbox ghost not found"\}$/);
+});
+
+/** A raw backend: the first connection answers once, then drops the next request unanswered. */
+async function flakyKeepAliveBackend() {
+  let connections = 0;
+  const server = createServer((sock: Socket) => {
+    const n = ++connections;
+    let requests = 0;
+    let buf = '';
+    sock.on('data', (d) => {
+      buf += d.toString('latin1');
+      while (buf.includes('\r\n\r\n')) {
+        buf = buf.slice(buf.indexOf('\r\n\r\n') + 4);
+        requests++;
+        if (n === 1 && requests === 2) { sock.destroy(); return; }
+        const body = n === 1 ? 'first' : 'fresh';
+        sock.write(`HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n${body}`);
+      }
+    });
+    sock.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, port: (server.address() as { port: number }).port, connections: () => connections };
+}
+
+test('a pooled connection the backend drops under a new request is retried on a fresh one', async () => {
+  const b = await flakyKeepAliveBackend();
+  p.master.add({ sandboxId: 'flaky', envdPort: b.port });
+  const h = { 'E2b-Sandbox-Id': 'flaky' };
+  assert.equal((await call(p.proxy.httpUrl, { headers: h })).body, 'first');
+  const r = await call(p.proxy.httpUrl, { headers: h });
+  assert.equal(r.status, 200);
+  assert.equal(r.body, 'fresh');
+  assert.equal(b.connections(), 2);
+  b.server.close();
+});
+
+test('a backend answering Connection: close gets a new connection next time; trailers are relayed', async () => {
+  const closing = new Upstream('closing');
+  closing.custom = (req, res) => {
+    if (req.url === '/close') { res.setHeader('Connection', 'close'); res.end('bye'); return true; }
+    if (req.url === '/trailers') {
+      res.writeHead(200, { 'Trailer': 'X-Checksum', 'Content-Type': 'text/plain' });
+      res.write('data');
+      res.addTrailers({ 'X-Checksum': 'abc123' });
+      res.end();
+      return true;
+    }
+    return false;
+  };
+  await closing.listen();
+  p.master.add({ sandboxId: 'closing', envdPort: closing.port });
+  const h = { 'E2b-Sandbox-Id': 'closing' };
+  assert.equal((await call(p.proxy.httpUrl, { headers: h, path: '/close' })).body, 'bye');
+  assert.equal((await call(p.proxy.httpUrl, { headers: h, path: '/close' })).body, 'bye');
+  assert.equal(closing.connections, 2);
+  const port = Number(new URL(p.proxy.httpUrl).port);
+  const trailers = await new Promise<Record<string, string | undefined>>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/trailers', headers: h }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.trailers));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  assert.deepEqual(trailers, { 'x-checksum': 'abc123' });
+  await closing.close();
+});
+
+test('HEAD answers pass through without a body', async () => {
+  const r = await call(p.proxy.httpUrl, { method: 'HEAD', host: sandboxHost(up.port, 'sbxa'), path: '/echo' });
+  assert.equal(r.status, 200);
+  assert.ok(Number(r.headers['content-length']) > 0);
+  assert.equal(r.body, '');
+});
+
+test('large bodies both ways survive backpressure intact', async () => {
+  const big = new Upstream('big');
+  const download = Buffer.alloc(16 * 1024 * 1024);
+  for (let i = 0; i < download.length; i += 4096) download.writeUInt32BE(i, i);
+  big.custom = (req, res) => {
+    if (req.url === '/download') { res.writeHead(200, { 'content-length': download.length }); res.end(download); return true; }
+    if (req.url === '/upload-hash') {
+      const h = createHash('sha256');
+      let n = 0;
+      req.on('data', (c: Buffer) => { h.update(c); n += c.length; });
+      req.on('end', () => res.end(JSON.stringify({ n, sha: h.digest('hex') })));
+      return true;
+    }
+    return false;
+  };
+  await big.listen();
+  p.master.add({ sandboxId: 'big', envdPort: big.port });
+  const port = Number(new URL(p.proxy.httpUrl).port);
+  const got = await new Promise<Buffer>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/download', headers: { 'E2b-Sandbox-Id': 'big' } }, (res) => {
+      const chunks: Buffer[] = [];
+      // A slow reader: pause now and then so the proxy must hold the backend back.
+      res.on('data', (c: Buffer) => { chunks.push(c); if (chunks.length % 50 === 0) { res.pause(); setTimeout(() => res.resume(), 5); } });
+      res.on('end', () => resolve(Buffer.concat(chunks)));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  assert.equal(got.length, download.length);
+  assert.ok(got.equals(download));
+  for (const chunked of [false, true]) {
+    const reply = await new Promise<{ n: number; sha: string }>((resolve, reject) => {
+      const headers: Record<string, string> = { 'E2b-Sandbox-Id': 'big' };
+      if (!chunked) headers['content-length'] = String(download.length);
+      const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/upload-hash', headers }, (res) => {
+        let body = '';
+        res.on('data', (d) => { body += d; });
+        res.on('end', () => resolve(JSON.parse(body)));
+      });
+      req.on('error', reject);
+      for (let i = 0; i < download.length; i += 1024 * 1024) req.write(download.subarray(i, i + 1024 * 1024));
+      req.end();
+    });
+    assert.equal(reply.n, download.length);
+    assert.equal(reply.sha, createHash('sha256').update(download).digest('hex'), chunked ? 'chunked upload' : 'content-length upload');
+  }
+  await big.close();
 });
 
 async function waitFor(cond: () => boolean, timeoutMs = 3_000) {

@@ -14,6 +14,8 @@ export interface ScannedRequest {
   upgrade: string | undefined;
   /** True when the request carries a body (Content-Length > 0 or Transfer-Encoding). */
   hasBody: boolean;
+  /** The body comes with Transfer-Encoding (so it is re-chunked towards the backend). */
+  chunkedBody: boolean;
   /** Headers to forward, flat [name, value, name, value, ...] as http.request accepts them. */
   forward: string[];
 }
@@ -21,7 +23,7 @@ export interface ScannedRequest {
 export function scanRequestHeaders(raw: string[]): ScannedRequest {
   const s: ScannedRequest = {
     host: undefined, sandboxIdHeader: undefined, sandboxPortHeader: undefined, trafficTokens: undefined,
-    forwardedFor: undefined, upgrade: undefined, hasBody: false, forward: [],
+    forwardedFor: undefined, upgrade: undefined, hasBody: false, chunkedBody: false, forward: [],
   };
   const out = s.forward;
   let connection: string | undefined;
@@ -71,7 +73,7 @@ export function scanRequestHeaders(raw: string[]): ScannedRequest {
       case 17: {
         const l = name.toLowerCase();
         if (l === 'x-forwarded-proto') continue;
-        if (l === 'transfer-encoding') s.hasBody = true; // kept: node then frames the body the same way
+        if (l === 'transfer-encoding') { s.hasBody = true; s.chunkedBody = true; } // kept: the body is re-chunked
         break;
       }
       case 18:
@@ -131,4 +133,20 @@ export function filterResponseHeaders(raw: string[]): string[] {
   }
   if (connection !== undefined) dropConnectionListed(out, connection);
   return out;
+}
+
+/** The request line and headers as one latin1 string (header strings from node are latin1). */
+export function requestHead(method: string, url: string, s: ScannedRequest, fallbackHost: string): string {
+  let head = `${method} ${url} HTTP/1.1\r\n`;
+  if (s.host === undefined) head += `Host: ${fallbackHost}\r\n`;
+  const h = s.forward;
+  for (let i = 0; i < h.length; i += 2) head += `${h[i]}: ${h[i + 1]}\r\n`;
+  return `${head}\r\n`;
+}
+
+export function hasContentLength(headers: string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i].length === 14 && headers[i].toLowerCase() === 'content-length') return true;
+  }
+  return false;
 }

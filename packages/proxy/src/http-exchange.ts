@@ -1,20 +1,23 @@
-import { request as httpRequest, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/master/internal-api';
-import { filterResponseHeaders, type ScannedRequest } from './headers.ts';
+import { filterResponseHeaders, hasContentLength, requestHead, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError } from './error-response.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import type { Target } from './target.ts';
+import type { ResponseSink, UpstreamConnection } from './upstream-pool.ts';
 
 /**
- * One client request proxied to a sandbox: streams the body up and the response down as the
- * bytes come, never buffering. A refused connection on a route we believed running is
- * re-resolved once (the sandbox may have just paused); an idle keep-alive socket that the
- * backend closed under us is retried once for bodiless requests.
+ * One client request proxied to a sandbox over a pooled keep-alive connection: the body is
+ * streamed up and the response down as the bytes come, never buffered. A refused connection on
+ * a route we believed running is re-resolved once (the sandbox may have just paused); a pooled
+ * connection the backend closed under us is retried once, when no body byte was sent yet.
  */
-export class HttpExchange {
-  private upReq: ClientRequest | undefined;
+export class HttpExchange implements ResponseSink {
+  private conn: UpstreamConnection | undefined;
+  private route: SandboxRoute | undefined;
+  private port = 0;
+  private head: string | undefined;
   private responded = false;
   private bodyStarted = false;
   private retried = false;
@@ -55,62 +58,84 @@ export class HttpExchange {
       this.ctx.activity.begin(route.sandboxId);
     }
     const port = this.target.port || route.envdPort;
-    const upReq = httpRequest({
-      host: route.address,
-      port,
-      method: this.req.method,
-      path: this.req.url,
-      headers: this.scan.forward as unknown as Record<string, string>,
-      agent: this.ctx.agents.for(route.address),
-      setHost: false,
-    });
-    this.upReq = upReq;
-    upReq.on('response', this.onResponse);
-    upReq.on('error', (err: NodeJS.ErrnoException) => this.onUpstreamError(err, route, port, upReq));
-    upReq.once('socket', this.onSocket);
-    if (!this.scan.hasBody) upReq.end();
+    if (this.head === undefined || this.port !== port || this.route?.address !== route.address) {
+      this.head = requestHead(this.req.method ?? 'GET', this.req.url ?? '/', this.scan, `${route.address}:${port}`);
+    }
+    this.route = route;
+    this.port = port;
+    const conn = this.ctx.pool.acquire(route.address, port);
+    this.conn = conn;
+    conn.start(this, this.head, this.req.method === 'HEAD', this.scan.hasBody, this.ctx.connectTimeoutMs);
+    if (this.scan.hasBody) {
+      // The body waits for the connection, so a refused connect can still be retried with it.
+      if (conn.isConnected) this.startBody();
+      else conn.socket.once('connect', this.startBody);
+    }
   }
 
-  private readonly onSocket = (sock: Socket): void => {
-    if (!sock.connecting) {
-      if (this.scan.hasBody) this.startBody();
+  private readonly startBody = (): void => {
+    const conn = this.conn;
+    if (this.bodyStarted || conn === undefined) return;
+    this.bodyStarted = true;
+    const req = this.req;
+    const chunked = this.scan.chunkedBody;
+    const resumeReq = () => req.resume();
+    req.on('data', (chunk: Buffer) => {
+      if (this.conn !== conn) return;
+      let ok: boolean;
+      if (chunked) {
+        conn.socket.cork();
+        conn.writeBody(`${chunk.length.toString(16)}\r\n`);
+        conn.writeBody(chunk);
+        ok = conn.writeBody('\r\n');
+        conn.socket.uncork();
+      } else {
+        ok = conn.writeBody(chunk);
+      }
+      if (!ok) { req.pause(); conn.socket.once('drain', resumeReq); }
+    });
+    req.once('end', () => {
+      if (this.conn !== conn) return;
+      if (chunked) conn.writeBody('0\r\n\r\n');
+      conn.endBody();
+    });
+  };
+
+  onHead(status: number, statusText: string, headers: string[]): void {
+    const res = this.res;
+    if (res.destroyed) return;
+    this.responded = true;
+    try {
+      res.writeHead(status, statusText || undefined, filterResponseHeaders(headers));
+    } catch {
+      // A header node refuses to send (invalid characters): the response cannot be relayed.
+      this.responded = false;
+      this.conn?.destroy();
+      sendProxyError(res, new SvcError(502, `sandbox ${this.target.sandboxId} sent an invalid response`));
       return;
     }
-    const upReq = this.upReq!;
-    const timer = setTimeout(() => upReq.destroy(Object.assign(new Error('connect timeout'), { code: 'ETIMEDOUT' })), this.ctx.connectTimeoutMs);
-    sock.once('connect', () => {
-      clearTimeout(timer);
-      // The body waits for the connection, so a refused connect can still be retried with it.
-      if (this.scan.hasBody) this.startBody();
-    });
-    sock.once('close', () => clearTimeout(timer));
-  };
-
-  private readonly startBody = (): void => {
-    if (this.bodyStarted || this.upReq === undefined) return;
-    this.bodyStarted = true;
-    this.req.pipe(this.upReq);
-    this.req.once('error', () => this.upReq?.destroy());
-  };
-
-  private readonly onResponse = (upRes: IncomingMessage): void => {
-    this.responded = true;
-    const res = this.res;
-    res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, filterResponseHeaders(upRes.rawHeaders));
     // A streamed response (no Content-Length) shows its headers at once, before any data.
-    if (upRes.headers['content-length'] === undefined) res.flushHeaders();
-    upRes.pipe(res, { end: false });
-    upRes.once('end', () => {
-      if (upRes.rawTrailers.length > 0) res.addTrailers(pairs(upRes.rawTrailers));
-      res.end();
-    });
-    upRes.once('close', () => { if (!upRes.complete) res.destroy(); });
-  };
+    if (!hasContentLength(headers)) res.flushHeaders();
+  }
 
-  private onUpstreamError(err: NodeJS.ErrnoException, route: SandboxRoute, port: number, upReq: ClientRequest): void {
-    if (upReq !== this.upReq) return;
+  onBody(chunk: Buffer): void {
+    if (this.res.write(chunk)) return;
+    const conn = this.conn;
+    if (conn === undefined) return;
+    conn.pause();
+    this.res.once('drain', () => conn.resume());
+  }
+
+  onComplete(trailers: string[] | undefined): void {
+    if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(pairs(trailers));
+    this.res.end();
+  }
+
+  onFailure(err: NodeJS.ErrnoException, responseStarted: boolean): void {
+    const conn = this.conn;
+    const route = this.route!;
     if (this.responded || this.res.destroyed) { this.res.destroy(); return; }
-    if (!this.retried && !this.bodyStarted) {
+    if (!this.retried && !this.bodyStarted && !responseStarted) {
       if (err.code === 'ECONNREFUSED') {
         // The cache said running; the sandbox may have paused since. Ask again, once.
         this.retried = true;
@@ -118,19 +143,22 @@ export class HttpExchange {
         this.resolveThenSend();
         return;
       }
-      if (err.code === 'ECONNRESET' && upReq.reusedSocket) {
+      if (conn?.reused && (err.code === 'ECONNRESET' || err.code === 'EPIPE')) {
         this.retried = true;
         this.send(route);
         return;
       }
     }
-    this.ctx.logger.warn({ sandboxId: route.sandboxId, port, code: err.code }, 'backend request failed');
-    sendProxyError(this.res, backendError(err, route.sandboxId, port));
+    this.ctx.logger.warn({ sandboxId: route.sandboxId, port: this.port, code: err.code }, 'backend request failed');
+    sendProxyError(this.res, backendError(err, route.sandboxId, this.port));
   }
 
   private readonly onClientClose = (): void => {
     if (this.trackedId !== undefined) this.ctx.activity.end(this.trackedId);
-    if (!this.res.writableFinished) this.upReq?.destroy();
+    if (!this.res.writableFinished) {
+      this.conn?.destroy();
+      this.conn = undefined;
+    }
   };
 }
 

@@ -1,12 +1,12 @@
 import type { Logger } from '@svc/common';
 import type { ActivityTracker } from './activity-tracker.ts';
-import type { BackendAgents } from './backend-agents.ts';
 import type { RouteGate } from './route-gate.ts';
+import type { UpstreamPool } from './upstream-pool.ts';
 
 /** What every proxied exchange needs from the running proxy. */
 export interface ProxyContext {
   gate: RouteGate;
-  agents: BackendAgents;
+  pool: UpstreamPool;
   activity: ActivityTracker;
   logger: Logger;
   connectTimeoutMs: number;

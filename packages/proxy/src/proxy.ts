@@ -9,11 +9,11 @@ import { ActivityTracker } from './activity-tracker.ts';
 import { createAdminApp } from './admin-server.ts';
 import { Announcer } from './announcer.ts';
 import { AutoResumer } from './auto-resumer.ts';
-import { BackendAgents } from './backend-agents.ts';
 import { BackendCache } from './backend-cache.ts';
 import { DataPlane } from './data-plane.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import { RouteGate, masterRouteLookup } from './route-gate.ts';
+import { UpstreamPool } from './upstream-pool.ts';
 
 export interface ProxyTuning {
   /** How long a running route is served from the cache without asking the master. */
@@ -71,17 +71,17 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
   const proxyId = `proxy-${hostname()}-${randomId(6)}`;
   const bind = cfg.proxy.bind || '127.0.0.1';
 
-  const agents = new BackendAgents(tuning.idleBackendSocketMs);
+  const pool = new UpstreamPool(tuning.idleBackendSocketMs);
   const cache = new BackendCache(
     masterRouteLookup(deps.master, logger, tuning.routeLookupTimeoutMs),
     tuning.routeCacheTtlMs,
-    (route) => agents.dropIdle(route.address),
+    (route) => pool.dropIdle(route.address),
   );
   const activity = new ActivityTracker(deps.master, tuning.activityFlushMs, logger);
   const resumer = new AutoResumer(deps.lifecycleUrls, tuning.resumeTimeoutMs, logger);
   const ctx: ProxyContext = {
     gate: new RouteGate(cache, resumer, { settleWaitMs: tuning.settleWaitMs, settlePollMs: tuning.settlePollMs }),
-    agents,
+    pool,
     activity,
     logger,
     connectTimeoutMs: tuning.connectTimeoutMs,
@@ -143,7 +143,7 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
       await admin.close();
       await activity.close();
       cache.close();
-      agents.closeAll();
+      pool.closeAll();
     },
   };
 }
