@@ -125,7 +125,7 @@ test('pause and resume: no CPU while paused, the kind of pause, files, a backgro
     assert.equal(await sbx.pause(), true);
     const info = await sbx.getInfo();
     assert.equal(info.state, 'paused');
-    const raw = await fetch(`${p.apiUrl}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-Key': p.apiKey } }).then((r) => r.json());
+    const raw = await fetch(`${p.apiUrl}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-Key': p.apiKey } }).then((r) => r.json() as Promise<{ pauseKind?: string }>);
     assert.equal(raw.pauseKind, 'freeze');
 
     const resumed = await Sandbox.connect(sbx.sandboxId);

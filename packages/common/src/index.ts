@@ -6,3 +6,4 @@ export * from './coordination.ts';
 export * from './memory-coordination.ts';
 export * from './config.ts';
 export * from './ids.ts';
+export { RedisCoordination, coordinationFor } from './redis-coordination.ts';
