@@ -57,13 +57,13 @@ export class ResponseParser {
     let pos = 0;
     const len = buf.length;
     while (pos < len) {
-      switch (this.state) {
+      switch (this.state as S) {
         case S.Head: {
           const end = buf.indexOf(CRLFCRLF, pos);
           if (end < 0) return this.keep(buf, pos, MAX_HEAD);
           this.parseHead(buf.toString('latin1', pos, end));
           pos = end + 4;
-          if (this.state === S.Done) return this.complete(pos < len);
+          if ((this.state as S) === S.Done) return this.complete(pos < len);
           break;
         }
         case S.Fixed:
