@@ -39,6 +39,8 @@ export interface NodeAgent {
   exec(sandboxId: string, argv: string[], opts?: { detach?: boolean }): Promise<RunResult>;
   /** For tests: the host-side facts of a sandbox. */
   inspect(sandboxId: string): { instanceId: string; dir: string; netns: string; hostVeth: string; address: string };
+  /** Resolves when background cleanup (cgroups of killed sandboxes) is done. */
+  settled(): Promise<void>;
   /** For tests: look for dead sandboxes now. */
   sweepDead(): Promise<void>;
   warmCount(): number;
@@ -146,6 +148,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
         link?.stop();
         await app.close();
         await service.close(closeOpts);
+        await driver.settled();
         if (service.count === 0) {
           await firewall.drop();
           await driver.removeParentCgroups();
@@ -159,6 +162,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
       const { record: r, ref } = service.instanceOf(sandboxId);
       return { instanceId: r.instanceId, dir: ref.dir, netns: r.netns, hostVeth: r.hostVeth, address: r.address };
     },
+    settled: () => driver.settled(),
     sweepDead: () => service.sweepDead(),
     warmCount: () => service.pool.count(),
   };

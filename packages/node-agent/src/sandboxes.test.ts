@@ -45,7 +45,7 @@ describe('node agent sandboxes (real runsc)', () => {
 
   after(async () => {
     await agent?.close({ destroySandboxes: true });
-    if (stateDir) assertClean(await leftovers(stateDir, tag));
+    if (stateDir) assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
     await env?.cleanup();
   });
 
@@ -59,11 +59,9 @@ describe('node agent sandboxes (real runsc)', () => {
     assert.match(sb.envdVersion, /^\d+\.\d+\.\d+/);
     assert.match(sb.address, /^10\.201\.1\.\d+$/);
     assert.ok(await envdHealthy(sb.address));
-    if (!env.envd.real) {
-      const envs = await (await fetch(`http://${sb.address}:49983/envs`)).json() as Record<string, string>;
-      assert.equal(envs.GREETING, 'hello');
-      assert.equal(envs.E2B_SANDBOX_ID, sb.sandboxId);
-    }
+    const envs = await (await fetch(`http://${sb.address}:49983/envs`)).json() as Record<string, string>;
+    assert.equal(envs.GREETING, 'hello');
+    assert.equal(envs.E2B_SANDBOX_ID, sb.sandboxId);
     assert.deepEqual((await client.getSandbox(sb.sandboxId)).sandboxId, sb.sandboxId);
     assert.ok((await client.listSandboxes()).some((s) => s.sandboxId === sb.sandboxId));
 
@@ -82,16 +80,14 @@ describe('node agent sandboxes (real runsc)', () => {
     await client.deleteSandbox(sb.sandboxId);
     await rejects(client.getSandbox(sb.sandboxId), 404);
     assert.equal(await envdHealthy(sb.address, 300), false);
-    assertClean(await leftovers(stateDir, tag));
+    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
   });
 
   it('a secure sandbox gets its envd access token', async () => {
     const sb = await client.createSandbox(createRequest(env, { envdAccessToken: 'tok-123' }));
-    if (!env.envd.real) {
-      assert.equal((await fetch(`http://${sb.address}:49983/envs`)).status, 401);
-      const envs = await (await fetch(`http://${sb.address}:49983/envs`, { headers: { 'x-access-token': 'tok-123' } })).json() as Record<string, string>;
-      assert.equal(envs.SVC_ENVD_ACCESS_TOKEN, undefined, 'the token is not handed to processes');
-    }
+    assert.equal((await fetch(`http://${sb.address}:49983/envs`)).status, 401);
+    const envs = await (await fetch(`http://${sb.address}:49983/envs`, { headers: { 'x-access-token': 'tok-123' } })).json() as Record<string, string>;
+    assert.equal(envs.SVC_ENVD_ACCESS_TOKEN, undefined, 'the token is not handed to processes');
     await client.deleteSandbox(sb.sandboxId);
   });
 
@@ -133,7 +129,7 @@ describe('node agent sandboxes (real runsc)', () => {
     await client.pauseSandbox(sb.sandboxId);
     await client.deleteSandbox(sb.sandboxId);
     await rejects(client.getSandbox(sb.sandboxId), 404);
-    assertClean(await leftovers(stateDir, tag));
+    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
   });
 
   it('reports the node', async () => {
@@ -177,7 +173,7 @@ describe('node agent sandboxes (real runsc)', () => {
     assert.ok(!(await client.listArtifacts()).some((a) => a.artifactId === 'art-wrong'));
     const missing = createRequest(env, { artifact: { ...env.artifact, artifactId: 'art-missing', downloadUrl: `${env.server.url}/nothing` } });
     await rejects(client.createSandbox(missing), 502, /answered 404/);
-    assertClean(await leftovers(stateDir, tag));
+    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
   });
 
   it('ensures, lists and deletes artifacts; refuses to delete one in use', async () => {
@@ -204,7 +200,7 @@ describe('node agent sandboxes (real runsc)', () => {
     for (let i = 0; i < 50 && (await envdHealthy(sb.address, 200)); i++) await sleep(50);
     await agent.sweepDead();
     await rejects(client.getSandbox(sb.sandboxId), 404, /processes exited/);
-    assertClean(await leftovers(stateDir, tag));
+    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
     // The agent keeps serving others.
     const other = await client.createSandbox(createRequest(env));
     await client.deleteSandbox(other.sandboxId);
@@ -225,7 +221,7 @@ describe('node agent sandboxes (real runsc)', () => {
     assert.equal(((results[4] as PromiseRejectedResult).reason as SvcError).status, 409);
     await rejects(client.getSandbox(reqs[0].sandboxId), 404);
     await Promise.all([client.deleteSandbox(reqs[1].sandboxId), client.deleteSandbox(reqs[2].sandboxId)]);
-    assertClean(await leftovers(stateDir, tag));
+    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
   });
 });
 
@@ -247,7 +243,7 @@ describe('node agent failures and admission', () => {
       const req = createRequest(env);
       await rejects(client.createSandbox(req), 500, /simulated runsc failure/);
       await rejects(client.getSandbox(req.sandboxId), 404);
-      assertClean(await leftovers(cfg.node_agent.state_dir, tag));
+      assertClean(await agent.settled().then(() => leftovers(cfg.node_agent.state_dir, tag)));
       assert.equal((await client.info()).sandboxes.running, 0);
       // The same id can be created again once the cause is gone (here: it fails the same way, cleanly).
       await rejects(client.createSandbox(req), 500);

@@ -39,6 +39,7 @@ export class GvisorDriver implements RuntimeDriver {
   private readonly runsc: string;
   private readonly platform: string;
   private readonly diskUsage = new DiskUsage();
+  private readonly cgroupJanitor = new Map<string, Promise<void>>();
 
   constructor(private readonly o: GvisorOptions) {
     this.runsc = o.runscPath ?? 'runsc';
@@ -123,7 +124,24 @@ export class GvisorDriver implements RuntimeDriver {
 
   async exec(ref: InstanceRef, argv: string[], opts: { detach?: boolean; timeoutMs?: number } = {}): Promise<RunResult> {
     const id = this.o.names.container(ref.instanceId);
-    return this.cmd(ref, ['exec', ...(opts.detach ? ['--detach'] : []), id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true });
+    if (opts.detach) return this.execInBackground(ref, id, argv);
+    return this.cmd(ref, ['exec', id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true });
+  }
+
+  /**
+   * `runsc exec --detach` of this version waits ~9 s for a pid file and then reports failure
+   * although the process runs. A foreground `runsc exec` left running in the background does
+   * the same job; it ends with the process or the sandbox.
+   */
+  private async execInBackground(ref: InstanceRef, id: string, argv: string[]): Promise<RunResult> {
+    const child = spawn('nsenter', [`--net=${ref.netnsPath}`, this.runsc, ...this.globalFlags(), 'exec', id, ...argv], { stdio: 'ignore', detached: true });
+    const early = await new Promise<number | undefined>((resolve) => {
+      const timer = setTimeout(() => resolve(undefined), 150);
+      child.once('exit', (code) => { clearTimeout(timer); resolve(code ?? 1); });
+      child.once('error', () => { clearTimeout(timer); resolve(127); });
+    });
+    child.unref();
+    return { code: early ?? 0, stdout: '', stderr: early ? `runsc exec exited ${early} at once` : '' };
   }
 
   async sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void> {
@@ -152,8 +170,38 @@ export class GvisorDriver implements RuntimeDriver {
     return [...ids];
   }
 
+  /**
+   * Removes a sandbox's cgroups. A killed sandbox's zombies keep them busy until the host's
+   * PID 1 reaps them (instant under systemd, seconds under some container inits), so what
+   * cannot go yet is retried in the background; `settled()` waits for that.
+   */
   async removeCgroups(containerId: string): Promise<void> {
-    for (const c of CGROUP_CONTROLLERS) await rmdir(join(CGROUP_ROOT, c, this.o.names.cgroupParent, containerId)).catch(() => {});
+    if (await this.tryRemoveCgroups(containerId)) return;
+    if (this.cgroupJanitor.has(containerId)) return;
+    const job = (async () => {
+      const deadline = Date.now() + 60_000;
+      while (Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+        if (await this.tryRemoveCgroups(containerId)) return;
+      }
+      this.o.logger.warn({ containerId }, 'sandbox cgroups still busy after 60 s; reconciliation removes them later');
+    })().finally(() => this.cgroupJanitor.delete(containerId));
+    this.cgroupJanitor.set(containerId, job);
+  }
+
+  /** Resolves when background cgroup removals are done. */
+  async settled(): Promise<void> {
+    while (this.cgroupJanitor.size) await Promise.all(this.cgroupJanitor.values());
+  }
+
+  private async tryRemoveCgroups(containerId: string): Promise<boolean> {
+    let done = true;
+    for (const c of CGROUP_CONTROLLERS) {
+      await rmdir(join(CGROUP_ROOT, c, this.o.names.cgroupParent, containerId)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') done = false;
+      });
+    }
+    return done;
   }
 
   private paths(dir: string) {

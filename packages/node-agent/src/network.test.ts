@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { NodeAgentClient, type NodeSandbox } from './api.ts';
+import { run } from './host/exec.ts';
+import { startNodeAgent, type NodeAgent } from './index.ts';
+import { createRequest, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
+
+/**
+ * An "internet" upstream: an HTTP server in a namespace this test makes, joined to the host by
+ * its own veth. Nothing here leaves the machine.
+ */
+async function makeUpstream(suffix: string) {
+  const ns = `natest-up-${suffix}`;
+  const veth = `natup${suffix}`;
+  await run('ip', ['netns', 'add', ns]);
+  await run('ip', ['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
+  await run('ip', ['addr', 'add', '10.201.250.1/30', 'dev', veth]);
+  await run('ip', ['link', 'set', veth, 'up']);
+  await run('ip', ['-n', ns, 'addr', 'add', '10.201.250.2/30', 'dev', 'eth0']);
+  await run('ip', ['-n', ns, 'link', 'set', 'eth0', 'up']);
+  await run('ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
+  const server: ChildProcess = spawn('nsenter', [`--net=/var/run/netns/${ns}`, process.execPath, '-e',
+    "require('http').createServer((q,s)=>s.end('upstream-ok')).listen(8080,'0.0.0.0')"], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    if ((await fetch('http://10.201.250.2:8080/').then((r) => r.text()).catch(() => '')) === 'upstream-ok') break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    host: '10.201.250.2',
+    port: 8080,
+    async close() {
+      server.kill('SIGKILL');
+      await run('ip', ['link', 'del', veth], { allowFail: true });
+      await run('ip', ['netns', 'del', ns], { allowFail: true });
+    },
+  };
+}
+
+describe('node agent networking', () => {
+  let env: TestEnv;
+  let agent: NodeAgent;
+  let client: NodeAgentClient;
+  let upstream: Awaited<ReturnType<typeof makeUpstream>>;
+  let hostServer: http.Server;
+  let hostPort: number;
+
+  before(async () => {
+    env = await makeTestEnv('net', '10.201.3.0/24');
+    upstream = await makeUpstream(Math.random().toString(36).slice(2, 6));
+    hostServer = http.createServer((_q, s) => s.end('host-ok'));
+    await new Promise<void>((r) => hostServer.listen(0, '0.0.0.0', r));
+    hostPort = (hostServer.address() as { port: number }).port;
+    agent = await startNodeAgent(env.config(), { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+    client = new NodeAgentClient(agent.url);
+  });
+
+  after(async () => {
+    await agent?.close({ destroySandboxes: true });
+    await upstream?.close();
+    hostServer?.closeAllConnections();
+    hostServer?.close();
+    await env?.cleanup();
+  });
+
+  /** The HTTP answer a sandbox gets from host:port (busybox nc, 1 s timeout); '' when blocked. */
+  const fetchFrom = async (sb: NodeSandbox, host: string, port: number) =>
+    (await agent.exec(sb.sandboxId, ['sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 1 ${host} ${port}`])).stdout;
+
+  it('enforces allowInternetAccess, allowOut and denyOut; isolates sandboxes from each other and from the host', async () => {
+    const [closed, open, allowed, denied] = await Promise.all([
+      client.createSandbox(createRequest(env, { allowInternetAccess: false })),
+      client.createSandbox(createRequest(env, { allowInternetAccess: true })),
+      client.createSandbox(createRequest(env, { allowInternetAccess: false, network: { allowOut: ['10.201.250.2'], denyOut: [] } })),
+      client.createSandbox(createRequest(env, { allowInternetAccess: true, network: { allowOut: [], denyOut: ['10.201.250.0/30'] } })),
+    ]);
+    const hostSide = agent.inspect(open.sandboxId).address.replace(/\.2$/, '.1');
+    const [viaClosed, viaOpen, viaAllowed, viaDenied, toSandbox, toHost, controlOpen] = await Promise.all([
+      fetchFrom(closed, upstream.host, upstream.port),
+      fetchFrom(open, upstream.host, upstream.port),
+      fetchFrom(allowed, upstream.host, upstream.port),
+      fetchFrom(denied, upstream.host, upstream.port),
+      fetchFrom(open, closed.address, 49983),
+      fetchFrom(open, hostSide, hostPort),
+      fetchFrom(open, '127.0.0.1', 49983),
+    ]);
+    assert.doesNotMatch(viaClosed, /upstream-ok/, 'allowInternetAccess=false reached the upstream');
+    assert.match(viaOpen, /upstream-ok/, 'allowInternetAccess=true did not reach the upstream');
+    assert.match(viaAllowed, /upstream-ok/, 'allowOut did not open the upstream');
+    assert.doesNotMatch(viaDenied, /upstream-ok/, 'denyOut did not block the upstream');
+    assert.doesNotMatch(toSandbox, /HTTP\/1\.1/, 'a sandbox reached another sandbox');
+    assert.doesNotMatch(toHost, /host-ok/, 'a sandbox reached a host service');
+    assert.match(controlOpen, /HTTP\/1\.1 /, 'the probe itself does not work');
+
+    // The host reaches user ports at the sandbox address.
+    await agent.exec(open.sandboxId, ['sh', '-c', 'mkdir -p /www && echo user-port-ok > /www/index.html']);
+    await agent.exec(open.sandboxId, ['httpd', '-p', '8000', '-h', '/www']);
+    let body = '';
+    for (let i = 0; i < 40 && !body; i++) {
+      body = await fetch(`http://${open.address}:8000/`).then((r) => r.text()).catch(() => '');
+      if (!body) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(body.trim(), 'user-port-ok');
+
+    await Promise.all([closed, open, allowed, denied].map((s) => client.deleteSandbox(s.sandboxId)));
+  });
+});
