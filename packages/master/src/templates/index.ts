@@ -55,6 +55,7 @@ export interface TemplatesRuntime extends TemplatesModule {
 }
 
 const DEFAULT_GRACE_MS = 3600_000;
+const CLOSE_WAIT_MS = 5_000;
 
 export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promise<TemplatesRuntime> {
   const { app, nodes, coordination, logger: parent } = deps;
@@ -134,7 +135,10 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
     settled,
     async close() {
       for (const t of timers) clearTimeout(t);
-      await settled();
+      // A distribution may wait minutes on a node; an abandoned one is failed by the reconciler later.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([settled(), new Promise((r) => { timer = setTimeout(r, CLOSE_WAIT_MS); })]);
+      clearTimeout(timer);
     },
   };
 }

@@ -22,11 +22,13 @@ export class TemplateStore {
     return this.db.selectFrom('t_svc_template').selectAll().where('template_id', '=', id).executeTakeFirst();
   }
 
-  /** By id, then by alias. */
+  /** By id, then by alias. Exact matches only, also under MySQL's case-insensitive collations. */
   async resolve(ref: string): Promise<TemplateRow | undefined> {
     if (!ref) return undefined;
-    return (await this.get(ref))
-      ?? this.db.selectFrom('t_svc_template').selectAll().where('alias', '=', ref).executeTakeFirst();
+    const byId = await this.get(ref);
+    if (byId?.template_id === ref) return byId;
+    const byAlias = await this.db.selectFrom('t_svc_template').selectAll().where('alias', '=', ref).executeTakeFirst();
+    return byAlias?.alias === ref ? byAlias : undefined;
   }
 
   list(): Promise<TemplateRow[]> {

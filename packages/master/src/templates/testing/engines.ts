@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import type { DatabaseConfig } from '@svc/common';
 import { availableTestDatabases } from '../../db/test-databases.ts';
 import { Harness, type HarnessOptions } from './harness.ts';
 
@@ -17,6 +18,7 @@ export function onEveryEngine(title: string, cases: Record<string, Case>): void 
             await fn(h);
           } finally {
             await h.close();
+            await backendsGone(tdb.config);
             await tdb.drop();
           }
         });
@@ -42,6 +44,25 @@ export async function withSqliteHarness(opts: Omit<Partial<HarnessOptions>, 'dat
     await fn(h);
   } finally {
     await h.close();
+    await backendsGone(tdb.config);
     await tdb.drop();
+  }
+}
+
+/**
+ * pg-pool's end() resolves before its sockets are closed; dropping the database `with (force)`
+ * right then terminates those backends, and the error reaches a client nobody listens to any more.
+ */
+async function backendsGone(config: DatabaseConfig): Promise<void> {
+  if (config.driver !== 'postgres') return;
+  const pg = (await import('pg')).default;
+  const admin = new pg.Client({ connectionString: process.env.SVC_TEST_PG_URL });
+  await admin.connect();
+  try {
+    const name = new URL(config.url).pathname.slice(1);
+    await waitFor(`connections to ${name} to close`, async () =>
+      Number((await admin.query('select count(*) as n from pg_stat_activity where datname = $1', [name])).rows[0].n) === 0);
+  } finally {
+    await admin.end();
   }
 }
