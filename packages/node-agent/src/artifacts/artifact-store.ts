@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { SvcError, badRequest, conflict, notFound, type Logger } from '@svc/common';
 import type { ArtifactOnNode, EnsureArtifact } from '../api.ts';
 import { run } from '../host/exec.ts';
-import { isMountPoint, unmount } from '../host/mounts.ts';
+import { isMountPoint, listMountPoints, unmount } from '../host/mounts.ts';
 
 const ARTIFACT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -37,6 +37,12 @@ export class ArtifactStore {
         const a = JSON.parse(await readFile(join(this.dir, name), 'utf8')) as ArtifactOnNode;
         if (existsSync(a.path)) this.known.set(a.artifactId, a);
       } catch { /* a torn metadata file: the artifact is downloaded again on demand */ }
+    }
+    // Mounts of artifacts that are no longer here (their files were removed under them).
+    for (const mp of await listMountPoints()) {
+      if (mp.startsWith(this.dir + '/') && mp.endsWith('.mnt') && !this.known.has(mp.slice(this.dir.length + 1, -4))) {
+        await unmount(mp).catch((err) => this.logger.warn({ err, mp }, 'stale artifact unmount failed'));
+      }
     }
   }
 

@@ -145,11 +145,47 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   async sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void> {
+    await this.waitForRunsInFlight();
     for (const instanceId of await this.list()) {
       if (!keep.has(instanceId)) await this.destroy({ instanceId, dir: dirOf(instanceId), netnsPath: netnsOf(instanceId) });
     }
+    await this.killStrayProcesses(keep);
     for (const instanceId of await this.listCgroups()) {
       if (!keep.has(instanceId)) await this.removeCgroups(this.o.names.container(instanceId));
+    }
+  }
+
+  /** runsc processes of this agent's root whose state file is gone (nothing else would stop them). */
+  private async killStrayProcesses(keep: Set<string>): Promise<void> {
+    const marker = `--root=${this.o.stateRoot}`;
+    for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+      if (!/^\d+$/.test(pid)) continue;
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+      const argv = cmdline.split('\0');
+      if (!argv[0]?.startsWith('runsc') || !argv.includes(marker)) continue;
+      const bundle = /\/instances\/([a-z0-9]{8})\/bundle/.exec(cmdline)?.[1];
+      const container = argv.map((a) => this.o.names.instanceOfContainer(a)).find(Boolean);
+      const instanceId = bundle ?? container;
+      if (instanceId && !keep.has(instanceId)) { try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ } }
+    }
+  }
+
+  /**
+   * A crashed agent's `runsc run` children keep going and finish the container after the
+   * crash: wait for them (bounded), or the sweep would miss a container created just after it.
+   */
+  private async waitForRunsInFlight(timeoutMs = 15_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    const marker = `--root=${this.o.stateRoot}`;
+    while (Date.now() < deadline) {
+      let busy = false;
+      for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+        if (!/^\d+$/.test(pid)) continue;
+        const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+        if (argv.includes(marker) && (argv.includes('run') || argv.includes('create') || argv.includes('start'))) { busy = true; break; }
+      }
+      if (!busy) return;
+      await new Promise((r) => setTimeout(r, 100));
     }
   }
 

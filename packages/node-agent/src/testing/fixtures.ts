@@ -98,6 +98,9 @@ export async function makeTestEnv(name: string, pool: string): Promise<TestEnv> 
     },
     async cleanup() {
       await server.close();
+      // Never recurse into a mount: unmount what is still mounted under the test dir first.
+      const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').map((l) => l.split(' ')[4]).filter((m) => m?.startsWith(dir + '/'));
+      for (const m of mounts.reverse()) await run('umount', ['-l', m], { allowFail: true });
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { SvcError } from '@svc/common';
+import { AddressPool, parseCidr, intToIp } from './network/address-pool.ts';
+import { normalizePolicy } from './network/egress-policy.ts';
+import { checkResumeAdmission, usedMemoryMB } from './sandboxes/admission.ts';
+import { ResourceNames } from './names.ts';
+import { parseCreate } from './validate.ts';
+
+describe('address pool', () => {
+  it('hands out /30s: host .1, sandbox .2, reusing released slots', () => {
+    const pool = new AddressPool('10.201.7.0/29');
+    const a = pool.allocate();
+    const b = pool.allocate();
+    assert.deepEqual(a, { slot: 0, hostAddress: '10.201.7.1', sandboxAddress: '10.201.7.2' });
+    assert.deepEqual(b, { slot: 1, hostAddress: '10.201.7.5', sandboxAddress: '10.201.7.6' });
+    assert.throws(() => pool.allocate(), (e: SvcError) => e.status === 503 && /exhausted/.test(e.message));
+    pool.release(0);
+    assert.equal(pool.allocate().slot, 0);
+    assert.equal(pool.reserve(1), false);
+    assert.equal(pool.reserve(9), false);
+  });
+
+  it('parses CIDRs and bare addresses', () => {
+    assert.deepEqual(parseCidr('10.1.2.3/8'), { base: parseCidr('10.0.0.0').base, prefix: 8 });
+    assert.equal(intToIp(parseCidr('192.168.1.77/24').base), '192.168.1.0');
+    assert.throws(() => parseCidr('10.0.0.0/33'));
+    assert.throws(() => new AddressPool('10.0.0.0/31'));
+  });
+});
+
+describe('egress policy', () => {
+  it('keeps IPv4 CIDRs, drops IPv6 and allowOut domains, refuses denyOut domains and junk', () => {
+    const { policy, ignored } = normalizePolicy({ allowInternetAccess: false, allowOut: ['1.2.3.4', '10.9.8.7/8', 'example.com', '::1'], denyOut: ['0.0.0.0/0'] });
+    assert.deepEqual(policy, { allowInternetAccess: false, allowOut: ['1.2.3.4/32', '10.0.0.0/8'], denyOut: ['0.0.0.0/0'] });
+    assert.deepEqual(ignored, ['example.com', '::1']);
+    assert.throws(() => normalizePolicy({ allowInternetAccess: true, allowOut: [], denyOut: ['example.com'] }), (e: SvcError) => e.status === 400);
+    assert.throws(() => normalizePolicy({ allowInternetAccess: true, allowOut: ['1.2.3.999'], denyOut: [] }), (e: SvcError) => e.status === 400);
+    assert.throws(() => normalizePolicy({ allowInternetAccess: true, allowOut: ['a b'], denyOut: [] }), (e: SvcError) => e.status === 400);
+  });
+});
+
+describe('release-ratio admission', () => {
+  it('counts the unreleased part of paused sandboxes and refuses with the SPEC text', () => {
+    const paused = { state: 'paused' as const, memoryMB: 512 };
+    const others = [{ state: 'running' as const, memoryMB: 1024 }, { state: 'paused' as const, memoryMB: 1000 }];
+    assert.equal(usedMemoryMB([...others, paused], 0.5), 1024 + 500 + 256);
+    // ratio 0: nothing was released, resume always fits.
+    checkResumeAdmission(paused, [paused, ...others], 100, 0);
+    checkResumeAdmission(paused, [paused, ...others], 2048, 0.5);
+    assert.throws(() => checkResumeAdmission(paused, [paused, ...others], 1800, 0.5), (e: SvcError) =>
+      e.status === 409 && e.code === 130409 && e.message === 'resume rejected by paused_resource_release_ratio policy: need 256MB > quota 20MB');
+  });
+});
+
+describe('resource names and request validation', () => {
+  it('derives a per-state-dir tag and names that fit Linux limits', () => {
+    const n = new ResourceNames('/var/lib/svc/node');
+    assert.notEqual(n.tag, new ResourceNames('/tmp/other').tag);
+    assert.ok(n.hostVeth('abcdefgh').length <= 15);
+    assert.equal(n.instanceOfNetns(n.netns('abcdefgh')), 'abcdefgh');
+    assert.equal(n.instanceOfNetns('svc-zzzz-abcdefgh'), n.tag === 'zzzz' ? 'abcdefgh' : undefined);
+  });
+
+  it('fills defaults and names the first bad field', () => {
+    const base = {
+      sandboxId: 'ixyz', templateId: 't', cpuCount: 1, memoryMB: 128,
+      artifact: { artifactId: 'a1', sha256: 'A'.repeat(64), sizeBytes: 1, downloadUrl: 'http://x/a' },
+    };
+    const req = parseCreate(base, { diskSizeMB: 100, timeoutMs: 5000 });
+    assert.equal(req.diskSizeMB, 100);
+    assert.equal(req.timeoutMs, 5000);
+    assert.equal(req.allowInternetAccess, true);
+    assert.equal(req.artifact.sha256, 'a'.repeat(64));
+    assert.throws(() => parseCreate({ ...base, sandboxId: '../x' }, { diskSizeMB: 1, timeoutMs: 1 }), /sandbox id/);
+    assert.throws(() => parseCreate({ ...base, artifact: { ...base.artifact, artifactId: '../../etc' } }, { diskSizeMB: 1, timeoutMs: 1 }), /artifact id/);
+    assert.throws(() => parseCreate({ ...base, envVars: { A: 1 } }, { diskSizeMB: 1, timeoutMs: 1 }), /envVars\.A/);
+  });
+});
