@@ -16,7 +16,6 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
   const app = Fastify({
     loggerInstance: opts.logger.child({}, { level: 'warn' }) as unknown as FastifyBaseLogger,
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
-    disableRequestLogging: true,
     return503OnClosing: true,
     forceCloseConnections: true,
   });
