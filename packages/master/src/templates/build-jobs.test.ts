@@ -134,8 +134,13 @@ onEveryEngine('template build jobs', {
     await h.coordination.kvSet(progressKey(alive.job_id), JSON.stringify({
       jobId: alive.job_id, phase: 'PULLING', layers: [], updatedAt: new Date().toISOString(),
     }));
+    // A RUNNING callback refreshes the clock as well.
+    const called = await h.create({ image: 'registry.example/third:1' });
+    await setProgressClock(h, called.job_id, longAgo);
+    await h.tc.callback(h.url, called.job_id, { status: 'RUNNING', phase: 'BUILDING' });
     const failed = await h.module.reconcileOnce();
     assert.deepEqual(failed, [stale.job_id]);
+    assert.equal((await job(h, called.job_id)).status, 'RUNNING');
     const info = await job(h, stale.job_id);
     assert.equal(info.status, 'FAILED');
     assert.match(info.error, /no progress for 1[12]\d s .*retry with redo/);
