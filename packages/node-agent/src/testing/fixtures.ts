@@ -20,7 +20,8 @@ export async function buildBusyboxImage(dir: string, extraFiles: Record<string, 
   for (const d of ['etc', 'tmp', 'root', 'proc', 'sys', 'dev']) await mkdir(join(root, d), { recursive: true });
   await copyFile('/bin/busybox', join(root, 'bin/busybox'));
   for (const a of BUSYBOX_APPLETS) await symlink('busybox', join(root, 'bin', a));
-  for (const [p, content] of Object.entries(extraFiles)) await writeFile(join(root, p), content);
+  const files = { '/etc/passwd': 'root:x:0:0:root:/root:/bin/sh\n', '/etc/group': 'root:x:0:\n', ...extraFiles };
+  for (const [p, content] of Object.entries(files)) await writeFile(join(root, p), content);
   const image = join(dir, 'rootfs.ext4');
   await run('mkfs.ext4', ['-q', '-F', '-d', root, image, '16M']);
   return image;

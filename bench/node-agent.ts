@@ -1,0 +1,262 @@
+/**
+ * Node agent on gVisor, measured on one small busybox ext4 rootfs (built here):
+ *   (a) floor: raw `runsc run --detach` in a prepared netns until envd answers /health
+ *   (b) node-agent create until envd answers: cold, and from the warm pool
+ *   (c) pause and resume (freeze) through the API
+ *   (d) host memory per idle sandbox (used-memory delta over N sandboxes) and the count that fits 24 GiB
+ *   (e) `runsc exec echo` vs envd process.Start echo round trip
+ *
+ *   node --import tsx bench/node-agent.ts [--n 10] [--idle 20]
+ * Run as root. Prints a table and writes bench/results/node-agent.json.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { defaultConfig, silentLogger, type SvcConfig } from '@svc/common';
+import { NodeAgentClient, type NodeSandbox } from '@svc/node-agent/api';
+import { envdHealthy } from '@svc/node-agent/envd-client';
+import { run } from '@svc/node-agent/host/exec';
+import { startNodeAgent, type NodeAgent } from '@svc/node-agent';
+import { ResourceNames } from '@svc/node-agent/names';
+import { AddressPool } from '@svc/node-agent/network/address-pool';
+import { createSandboxLink, destroySandboxLink, netnsPath } from '@svc/node-agent/network/netns';
+import { GvisorDriver } from '@svc/node-agent/runtime/gvisor';
+import { ociSpec } from '@svc/node-agent/runtime/oci-spec';
+import { defaultPtyModulesDir, ensureRuntimeBundle } from '@svc/node-agent/runtime/runtime-bundle';
+import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const arg = (name: string, d: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : d;
+};
+const N = arg('n', 10);
+const IDLE = Math.max(20, arg('idle', 20));
+const POOL = '10.201.100.0/24';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Stat { n: number; p50: number; p95: number; min: number; max: number }
+function stat(samples: number[]): Stat {
+  const s = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
+  const r = (v: number) => Math.round(v * 10) / 10;
+  return { n: s.length, p50: r(at(0.5)), p95: r(at(0.95)), min: r(s[0]), max: r(s[s.length - 1]) };
+}
+
+async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
+  const t = performance.now();
+  const v = await fn();
+  return [performance.now() - t, v];
+}
+
+async function waitHealthy(address: string) {
+  while (!(await envdHealthy(address, 250))) await sleep(2);
+}
+
+function usedMemoryMB(meminfo: string): number {
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(meminfo)![1]);
+  return (kb('MemTotal') - kb('MemAvailable')) / 1024;
+}
+
+/** One envelope of the Connect streaming protocol: flags byte, big-endian length, JSON. */
+function envelope(msg: unknown): Buffer {
+  const json = Buffer.from(JSON.stringify(msg));
+  const head = Buffer.alloc(5);
+  head.writeUInt32BE(json.length, 1);
+  return Buffer.concat([head, json]);
+}
+
+/** envd process.Start of `echo hi`, read to the end of the stream; returns the stdout seen. */
+async function envdEcho(address: string): Promise<string> {
+  const res = await fetch(`http://${address}:49983/process.Process/Start`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/connect+json', 'connect-protocol-version': '1' },
+    body: envelope({ process: { cmd: '/bin/echo', args: ['hi'] }, stdin: false }),
+  });
+  const buf = Buffer.from(await res.arrayBuffer());
+  let out = '';
+  for (let o = 0; o + 5 <= buf.length;) {
+    const len = buf.readUInt32BE(o + 1);
+    const msg = JSON.parse(buf.subarray(o + 5, o + 5 + len).toString()) as { event?: { data?: { stdout?: string } }; error?: { message: string } };
+    if (msg.error) throw new Error(`envd: ${msg.error.message}`);
+    if (msg.event?.data?.stdout) out += Buffer.from(msg.event.data.stdout, 'base64').toString();
+    o += 5 + len;
+  }
+  return out;
+}
+
+function agentConfig(dir: string, name: string, warm: number): SvcConfig {
+  const cfg = defaultConfig(dir);
+  cfg.node_agent = { ...cfg.node_agent, listen: '127.0.0.1:0', address_pool: POOL, state_dir: join(dir, name), warm_pool_size: warm };
+  cfg.svclet_conf = { ...cfg.svclet_conf, default_cpu_count: 1, default_memory_mb: 256, default_disk_size_mb: 512 };
+  return cfg;
+}
+
+async function main() {
+  if (process.getuid?.() !== 0) throw new Error('run as root');
+  const dir = join(tmpdir(), `nabench-${process.pid}`);
+  await mkdir(dir, { recursive: true });
+  const image = await buildBusyboxImage(dir);
+  const artifact = { artifactId: 'art-bench', sha256: await sha256File(image), sizeBytes: (await readFile(image)).length, downloadUrl: '' };
+  const server = await serveFiles({ '/a.ext4': image });
+  artifact.downloadUrl = `${server.url}/a.ext4`;
+  const built = existsSync(join(root, 'dist/envd.mjs')) ? { path: join(root, 'dist/envd.mjs'), real: true } : await envdForTests(dir);
+  const results: Record<string, unknown> = {
+    when: new Date().toISOString(), host: { node: process.version, runsc: (await run('runsc', ['--version'])).stdout.split('\n')[0] },
+    envd: built.real ? built.path : 'stand-in (packages/envd not built)', image: { bytes: artifact.sizeBytes },
+  };
+  const agents: NodeAgent[] = [];
+  const req = (over: object = {}) => ({
+    sandboxId: `b${Math.random().toString(36).slice(2, 12)}`, templateId: 'tpl-bench', artifact, cpuCount: 1, memoryMB: 256, diskSizeMB: 512,
+    envVars: {}, allowInternetAccess: false, network: { allowOut: [], denyOut: [] }, metadata: {}, timeoutMs: 60_000, ...over,
+  });
+  try {
+    // ---- (b, c, d, e) agent without a warm pool
+    const cold = await startNodeAgent(agentConfig(dir, 'cold', 0), { logger: silentLogger(), masterAddr: '', envdBundle: built.path, livenessIntervalMs: 600_000 });
+    agents.push(cold);
+    const c = new NodeAgentClient(cold.url, { timeoutMs: 120_000 });
+    const { artifactId, ...ensure } = artifact;
+    await c.ensureArtifact(artifactId, ensure);
+    await c.deleteSandbox((await c.createSandbox(req())).sandboxId); // runtime dir assembled, caches warm
+
+    const coldMs: number[] = [];
+    for (let i = 0; i < N; i++) {
+      const [ms, sb] = await timed(() => c.createSandbox(req()));
+      coldMs.push(ms);
+      await c.deleteSandbox(sb.sandboxId);
+    }
+
+    const sb = await c.createSandbox(req());
+    const pauseMs: number[] = [];
+    const resumeMs: number[] = [];
+    for (let i = 0; i < N; i++) {
+      pauseMs.push((await timed(() => c.pauseSandbox(sb.sandboxId)))[0]);
+      resumeMs.push((await timed(() => c.resumeSandbox(sb.sandboxId)))[0]);
+    }
+    const deleteMs: number[] = [];
+
+    const execMs: number[] = [];
+    const envdMs: number[] = [];
+    let envdOut = '';
+    for (let i = 0; i < N; i++) {
+      const [ms, r] = await timed(() => cold.exec(sb.sandboxId, ['echo', 'hi']));
+      if (r.stdout.trim() !== 'hi') throw new Error(`runsc exec echo: ${JSON.stringify(r)}`);
+      execMs.push(ms);
+      if (built.real) {
+        const [ems, out] = await timed(() => envdEcho(sb.address));
+        envdOut = out;
+        envdMs.push(ems);
+      }
+    }
+    if (built.real && envdOut.trim() !== 'hi') throw new Error(`envd echo printed ${JSON.stringify(envdOut)}`);
+    deleteMs.push((await timed(() => c.deleteSandbox(sb.sandboxId)))[0]);
+
+    // ---- (d) memory per idle sandbox
+    await cold.settled();
+    await sleep(1000);
+    const before = usedMemoryMB(await readFile('/proc/meminfo', 'utf8'));
+    const idle: NodeSandbox[] = [];
+    for (let i = 0; i < IDLE; i++) idle.push(await c.createSandbox(req()));
+    await sleep(3000);
+    const afterMB = usedMemoryMB(await readFile('/proc/meminfo', 'utf8'));
+    const perSandboxMB = (afterMB - before) / IDLE;
+    for (const s of idle) deleteMs.push((await timed(() => c.deleteSandbox(s.sandboxId)))[0]);
+
+    // ---- (b) warm pool
+    const warm = await startNodeAgent(agentConfig(dir, 'warm', 1), { logger: silentLogger(), masterAddr: '', envdBundle: built.path, livenessIntervalMs: 600_000 });
+    agents.push(warm);
+    const w = new NodeAgentClient(warm.url, { timeoutMs: 120_000 });
+    await w.ensureArtifact(artifactId, ensure);
+    const warmMs: number[] = [];
+    for (let i = 0; i < N; i++) {
+      while (warm.warmCount() < 1) await sleep(10);
+      const [ms, s] = await timed(() => w.createSandbox(req({ envVars: { K: 'v' }, envdAccessToken: 'tok' })));
+      if (!s.fromWarmPool) throw new Error('warm create did not come from the pool');
+      warmMs.push(ms);
+      await w.deleteSandbox(s.sandboxId);
+    }
+
+    // ---- (a) floor: raw runsc run in a prepared namespace until envd answers
+    const floorDir = join(dir, 'floor');
+    const names = new ResourceNames(floorDir);
+    const driver = new GvisorDriver({ stateRoot: join(floorDir, 'runsc'), names, logger: silentLogger() });
+    const bundle = await ensureRuntimeBundle(floorDir, { envdBundle: built.path, nodeBinary: process.execPath, tini: '/usr/bin/tini-static', ptyModulesDir: defaultPtyModulesDir() });
+    const lower = join(floorDir, 'lower');
+    await mkdir(lower, { recursive: true });
+    await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', image, lower]);
+    const pool = new AddressPool('10.201.101.0/24');
+    const floorMs: number[] = [];
+    try {
+      for (let i = 0; i < N; i++) {
+        const id = ResourceNames.newInstanceId();
+        const addr = pool.allocate();
+        const ns = names.netns(id);
+        const ref = { instanceId: id, dir: join(floorDir, 'i', id), netnsPath: netnsPath(ns) };
+        await createSandboxLink(ns, names.hostVeth(id), addr);
+        try {
+          const b = join(ref.dir, 'bundle');
+          for (const d of ['upper', 'work', 'rootfs', 'bundle']) await mkdir(join(ref.dir, d), { recursive: true });
+          await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${ref.dir}/upper,workdir=${ref.dir}/work`, join(ref.dir, 'rootfs')]);
+          const spec = { ...ref, rootfs: { imagePath: image, mountDir: lower }, runtime: bundle, resources: { cpuCount: 1, memoryMB: 256, diskSizeMB: 512 }, env: {}, hostname: 'sandbox', files: {} };
+          await writeFile(join(b, 'config.json'), JSON.stringify(ociSpec(spec, join(ref.dir, 'rootfs'), `/${names.cgroupParent}/${names.container(id)}`)));
+          const [ms] = await timed(async () => {
+            await new Promise<void>((resolve, reject) => {
+              const p = spawn('nsenter', [`--net=${ref.netnsPath}`, 'runsc', `--root=${join(floorDir, 'runsc')}`, '--platform=ptrace', '--network=host', '--cpu-num-from-quota', 'run', '--detach', `--bundle=${b}`, names.container(id)], { stdio: 'ignore' });
+              p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`runsc run exited ${code}`))));
+            });
+            await waitHealthy(addr.sandboxAddress);
+          });
+          floorMs.push(ms);
+        } finally {
+          await driver.destroy(ref);
+          await destroySandboxLink(ns, names.hostVeth(id));
+          pool.release(addr.slot);
+        }
+      }
+    } finally {
+      await driver.settled();
+      await driver.removeParentCgroups();
+      await run('umount', [lower], { allowFail: true });
+    }
+
+    const table = {
+      'floor: runsc run → envd /health (ms)': stat(floorMs),
+      'agent create, cold → envd answers (ms)': stat(coldMs),
+      'agent create, warm pool (ms)': stat(warmMs),
+      'pause, freeze (ms)': stat(pauseMs),
+      'resume, freeze (ms)': stat(resumeMs),
+      'delete (ms)': stat(deleteMs),
+      'runsc exec echo (ms)': stat(execMs),
+      ...(envdMs.length ? { 'envd process.Start echo (ms)': stat(envdMs) } : {}),
+    };
+    const memory = {
+      idleSandboxes: IDLE,
+      usedDeltaMB: Math.round((afterMB - before) * 10) / 10,
+      perSandboxMB: Math.round(perSandboxMB * 10) / 10,
+      fitIn24GiB: Math.floor((24 * 1024) / perSandboxMB),
+    };
+    Object.assign(results, { latency: table, memory, ratios: {
+      coldOverFloorP50: Math.round((table['agent create, cold → envd answers (ms)'].p50 / table['floor: runsc run → envd /health (ms)'].p50) * 100) / 100,
+      warmOverFloorP50: Math.round((table['agent create, warm pool (ms)'].p50 / table['floor: runsc run → envd /health (ms)'].p50) * 100) / 100,
+    } });
+
+    const pad = (s: string, n: number) => s.padEnd(n);
+    console.log(`\nnode agent on gVisor (${results.host && (results.host as { runsc: string }).runsc}, ptrace), busybox ext4 ${artifact.sizeBytes >> 20} MiB, envd: ${built.real ? 'real' : 'stand-in'}`);
+    console.log(pad('measure', 44) + pad('n', 5) + pad('p50', 9) + pad('p95', 9) + pad('min', 9) + 'max');
+    for (const [k, v] of Object.entries(table)) console.log(pad(k, 44) + pad(String(v.n), 5) + pad(String(v.p50), 9) + pad(String(v.p95), 9) + pad(String(v.min), 9) + v.max);
+    console.log(`memory: ${memory.usedDeltaMB} MB used by ${IDLE} idle sandboxes → ${memory.perSandboxMB} MB each → ${memory.fitIn24GiB} fit in 24 GiB`);
+    console.log(`ratios (p50): cold create / floor = ${(results.ratios as Record<string, number>).coldOverFloorP50}, warm create / floor = ${(results.ratios as Record<string, number>).warmOverFloorP50}`);
+    mkdirSync(join(root, 'bench/results'), { recursive: true });
+    writeFileSync(join(root, 'bench/results/node-agent.json'), JSON.stringify(results, null, 2) + '\n');
+    console.log('wrote bench/results/node-agent.json');
+  } finally {
+    for (const a of agents) await a.close({ destroySandboxes: true }).catch((e) => console.error(e));
+    await server.close();
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+  }
+}
+
+await main();
