@@ -118,6 +118,8 @@ export interface PlatformOptions {
   /** Override the lifecycle URLs the proxy uses (e.g. an unreachable one). */
   lifecycleUrls?: string[];
   tuning?: Partial<ProxyTuning>;
+  /** Shared by the proxy and the lifecycle replicas (default: in-memory). */
+  coordination?: Coordination;
   /** Starts the HTTPS listener on this port with this certificate. */
   https?: { port: number; cert: string; key: string };
 }
@@ -126,7 +128,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   const logs = captureLogs();
   const master = new FakeMaster();
   await master.start();
-  const coordination = new MemoryCoordination();
+  const coordination = opts.coordination ?? new MemoryCoordination();
   const cfg = {
     proxy: { http_port: 0, https_port: opts.https?.port ?? 0, admin_port: 0, bind: '127.0.0.1', admin_token: opts.proxyAdminToken ?? '' },
     lifecycle: { replicas: opts.lifecycleReplicas ?? 2, listen: '127.0.0.1:0', sweep_interval_ms: 100, warmup_sec: 30, lease_ttl_ms: 1_000 },

@@ -1,0 +1,52 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RedisCoordination } from '@svc/common/redis-coordination';
+import { startRedisServer, type TestRedis } from '@svc/common/redis-coordination-test-server';
+import { PROXY_INDEX_KEY, SANDBOX_EVENTS_TOPIC } from '@svc/lifecycle/api';
+import { call } from './testing/client.ts';
+import { startPlatform, Upstream } from './testing/harness.ts';
+
+let redis: TestRedis;
+before(async () => { redis = await startRedisServer(); });
+after(async () => { await redis.stop(); });
+
+test('on Redis coordination: announcements land in Redis, auto-resume works, and events purge cached routes', async () => {
+  const coordination = new RedisCoordination({ host: redis.host, port: redis.port, prefix: 'pxtest:' });
+  const p = await startPlatform({ coordination });
+  const up = new Upstream('r');
+  await up.listen();
+  try {
+    await coordination.subscriptionsReady();
+    const observer = new RedisCoordination({ host: redis.host, port: redis.port, prefix: 'pxtest:' });
+    try {
+      await waitFor(async () => (await observer.kvGet(PROXY_INDEX_KEY)) !== null);
+      assert.deepEqual(JSON.parse((await observer.kvGet(PROXY_INDEX_KEY))!), [p.proxy.proxyId]);
+
+      p.master.add({ sandboxId: 'rz', envdPort: up.port, state: 'paused', autoResume: true });
+      const h = { 'E2b-Sandbox-Id': 'rz' };
+      assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 200);
+      assert.equal(p.master.calls.resume.length, 1);
+      await new Promise((r) => setTimeout(r, 200)); // the lifecycle's purge after the resume lands
+      assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 200);
+
+      // Killed behind the cache's back; the event, published by another process, purges the route.
+      p.master.set('rz', { state: 'terminated', terminateReason: 'killed' });
+      assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 200, 'still cached');
+      await observer.publish(SANDBOX_EVENTS_TOPIC, { kind: 'sandbox.killed', sandboxId: 'rz', at: new Date().toISOString() });
+      await waitFor(async () => (await call(p.proxy.httpUrl, { headers: h })).status === 410);
+    } finally {
+      await observer.close();
+    }
+  } finally {
+    await p.close();
+    await up.close();
+  }
+});
+
+async function waitFor(cond: () => Promise<boolean>, timeoutMs = 3_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
