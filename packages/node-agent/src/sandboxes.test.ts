@@ -83,6 +83,21 @@ describe('node agent sandboxes (real runsc)', () => {
     assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
   });
 
+  it('holds a sandbox to its CPU quota', async () => {
+    const sb = await client.createSandbox(createRequest(env, { cpuCount: 1 }));
+    for (let i = 0; i < 3; i++) await agent.exec(sb.sandboxId, ['sh', '-c', 'while :; do :; done'], { detach: true });
+    await sleep(500);
+    const usage = () => readFile(`/sys/fs/cgroup/cpuacct/svc-${tag}/svc-${tag}-${agent.inspect(sb.sandboxId).instanceId}/cpuacct.usage`, 'utf8').then(Number);
+    const [u0, t0] = [await usage(), performance.now()];
+    await sleep(1000);
+    const cpus = (await usage() - u0) / 1e6 / (performance.now() - t0);
+    assert.ok(cpus < 1.2, `three busy loops used ${cpus.toFixed(2)} CPUs with cpuCount 1`);
+    assert.ok(cpus > 0.3, `busy loops used only ${cpus.toFixed(2)} CPUs`);
+    const m = await client.metrics(sb.sandboxId);
+    assert.ok(m.cpuUsedPct > 30, `metrics say ${m.cpuUsedPct}% CPU`);
+    await client.deleteSandbox(sb.sandboxId);
+  });
+
   it('a secure sandbox gets its envd access token', async () => {
     const sb = await client.createSandbox(createRequest(env, { envdAccessToken: 'tok-123' }));
     assert.equal((await fetch(`http://${sb.address}:49983/envs`)).status, 401);
