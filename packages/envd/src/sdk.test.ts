@@ -173,6 +173,17 @@ describe('files', () => {
     await assert.rejects(sandbox.files.read(`${dir()}/tree/a/b/deep.txt`), NotFoundError);
   });
 
+  test('signed upload and download URLs', async () => {
+    const uploadUrl = await sandbox.uploadUrl(`${dir()}/signed.txt`);
+    const form = new FormData();
+    form.append('file', new Blob(['signed!']), 'signed.txt');
+    const res = await fetch(uploadUrl, { method: 'POST', body: form });
+    assert.equal(res.status, 200, await res.clone().text());
+    const downloadUrl = await sandbox.downloadUrl(`${dir()}/signed.txt`, { useSignatureExpiration: 60 });
+    assert.equal(await (await fetch(downloadUrl)).text(), 'signed!');
+    assert.equal((await fetch(downloadUrl.replace(/signature=[^&]+/, 'signature=v1_forged'))).status, 401);
+  });
+
   test('watchDir reports changes', async () => {
     const watched = `${dir()}/watched`;
     await sandbox.files.makeDir(watched);

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createGunzip, gunzipSync } from 'node:zlib';
 import { ConnectError } from './code.ts';
 
@@ -31,4 +31,16 @@ export function gunzipMessage(data: Buffer, maxBytes: number): Buffer {
       ? new ConnectError('resource_exhausted', `decompressed message is larger than the limit of ${maxBytes} bytes`)
       : new ConnectError('invalid_argument', `cannot decompress message: ${(err as Error).message}`);
   }
+}
+
+/**
+ * Before answering a request whose body was not read to the end (an error mid-upload): the
+ * connection cannot carry another request, so close it after this response, and let the rest of
+ * the body drain instead of stalling the socket.
+ */
+export function giveUpOnBody(res: ServerResponse): void {
+  const req = res.req;
+  if (!req || req.complete) return;
+  if (!res.headersSent) res.setHeader('connection', 'close');
+  req.resume();
 }

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { DescMessage, MessageInitShape } from '@bufbuild/protobuf';
+import { giveUpOnBody } from './body.ts';
 import type { Codec } from './codec.ts';
 import { toConnectError } from './code.ts';
 import { encodeEnvelope, FLAG_END_STREAM } from './envelope.ts';
@@ -45,6 +46,7 @@ export class ResponseStream<O extends DescMessage> {
   end(error?: unknown): void {
     if (this.isClosed) return;
     this.closed = true;
+    if (error !== undefined) giveUpOnBody(this.res);
     this.writeHead();
     const endStream = error === undefined ? {} : { error: toConnectError(error).toJSON() };
     this.res.end(encodeEnvelope(FLAG_END_STREAM, Buffer.from(JSON.stringify(endStream))));

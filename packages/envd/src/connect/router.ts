@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { DescMessage, DescMethod, MessageInitShape, MessageShape } from '@bufbuild/protobuf';
 import type { GenService, GenServiceMethods } from '@bufbuild/protobuf/codegenv2';
-import { decodedBody, gunzipMessage, readAll } from './body.ts';
+import { decodedBody, giveUpOnBody, gunzipMessage, readAll } from './body.ts';
 import { ConnectError, httpStatusOf, toConnectError } from './code.ts';
 import { jsonCodec, protoCodec, type Codec } from './codec.ts';
 import { FLAG_COMPRESSED, FLAG_END_STREAM, readEnvelopes, type Envelope } from './envelope.ts';
@@ -241,6 +241,7 @@ export function writeUnaryError(res: ServerResponse, err: unknown, status?: numb
   }
   const error = toConnectError(err);
   const body = JSON.stringify(error.toJSON());
+  giveUpOnBody(res);
   res.writeHead(status ?? httpStatusOf(error.code), {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),

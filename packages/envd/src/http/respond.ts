@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { giveUpOnBody } from '../connect/body.ts';
 import { ConnectError, httpStatusOf, toConnectError } from '../connect/code.ts';
 
 /** JSON error body of envd's plain HTTP routes: `{code: <http status>, message}`. */
@@ -8,6 +9,7 @@ export function sendError(res: ServerResponse, status: number, message: string):
     return;
   }
   const body = JSON.stringify({ code: status, message });
+  giveUpOnBody(res);
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'x-content-type-options': 'nosniff',
