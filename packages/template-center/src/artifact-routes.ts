@@ -34,7 +34,8 @@ export function registerArtifactRoutes(app: FastifyInstance, store: ArtifactStor
     if (req.method === 'HEAD' || length === 0) return reply.send();
     return reply.send(createReadStream(loc.path, { start, end, highWaterMark: 1024 * 1024 }));
   };
-  app.get('/tc/api/v1/artifact/:artifactId', serve);
+  // fastify's derived HEAD would read the whole image to discard it: HEAD gets its own route.
+  app.get('/tc/api/v1/artifact/:artifactId', { exposeHeadRoute: false }, serve);
   app.head('/tc/api/v1/artifact/:artifactId', serve);
 
   app.post('/tc/api/v1/artifact/delete', async (req) => {

@@ -134,6 +134,8 @@ function runMmdebstrap(r: MmdebstrapRun): Promise<void> {
     '--format=tar',
     `--include=${r.packages.join(',')}`,
     '--aptopt=APT::Install-Recommends "false"',
+    // No fsync per unpacked file: the tree only lives until it is packed into the tarball.
+    '--dpkgopt=force-unsafe-io',
     // Documentation, manual pages and translations are most of a minimal system's bulk.
     '--dpkgopt=path-exclude=/usr/share/man/*',
     '--dpkgopt=path-exclude=/usr/share/doc/*',

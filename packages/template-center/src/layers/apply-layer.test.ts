@@ -1,0 +1,141 @@
+import assert from 'node:assert/strict';
+import { existsSync, lstatSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { after, test } from 'node:test';
+import { tarOf, compress, type TestEntry } from '../test-support/oci-builder.ts';
+import { LayerApplier } from './apply-layer.ts';
+import { decompress } from './decompress.ts';
+
+const roots: string[] = [];
+after(() => { for (const r of roots) rmSync(r, { recursive: true, force: true }); });
+
+function newRoot(): string {
+  const r = mkdtempSync(join(tmpdir(), 'tc-apply-'));
+  roots.push(r);
+  return r;
+}
+
+async function apply(applier: LayerApplier, entries: TestEntry[], whiteouts = true) {
+  await applier.apply(Readable.from([await tarOf(entries)]), 'test', { whiteouts });
+}
+
+test('layers stack: whiteouts remove, opaque directories hide lower content only', async () => {
+  const root = newRoot();
+  const a = new LayerApplier(root);
+  await apply(a, [
+    { name: 'etc/', type: 'directory' },
+    { name: 'etc/keep', content: 'keep' },
+    { name: 'etc/gone', content: 'gone' },
+    { name: 'opq/', type: 'directory' },
+    { name: 'opq/lower-a', content: 'a' },
+    { name: 'opq/sub/', type: 'directory' },
+    { name: 'opq/sub/lower-b', content: 'b' },
+  ]);
+  await apply(a, [
+    { name: 'etc/.wh.gone', content: '' },
+    { name: 'opq/', type: 'directory' },
+    { name: 'opq/upper', content: 'new' },       // added by this layer before the marker: stays
+    { name: 'opq/.wh..wh..opq', content: '' },
+  ]);
+  a.finish();
+  assert.equal(readFileSync(join(root, 'etc/keep'), 'utf8'), 'keep');
+  assert.ok(!existsSync(join(root, 'etc/gone')));
+  assert.ok(!existsSync(join(root, 'etc/.wh.gone')));
+  assert.ok(!existsSync(join(root, 'opq/lower-a')));
+  assert.ok(!existsSync(join(root, 'opq/sub')));
+  assert.equal(readFileSync(join(root, 'opq/upper'), 'utf8'), 'new');
+  assert.ok(!existsSync(join(root, 'opq/.wh..wh..opq')));
+});
+
+test('files, modes, owners, times, hard links, symlinks, devices', async () => {
+  const root = newRoot();
+  const a = new LayerApplier(root);
+  const mtime = new Date('2020-02-02T02:02:02Z');
+  await apply(a, [
+    { name: 'bin/', type: 'directory', mtime },
+    { name: 'bin/tool', content: '#!/bin/sh\n', mode: 0o4755, uid: 1234, gid: 5678, mtime },
+    { name: 'bin/tool-link', type: 'link', linkname: 'bin/tool' },
+    { name: 'bin/sh', type: 'symlink', linkname: '/bin/tool', uid: 7, gid: 8 },
+    { name: 'dev/', type: 'directory' },
+    { name: 'dev/null', type: 'character-device', devmajor: 1, devminor: 3, mode: 0o666 },
+    { name: 'dev/fifo', type: 'fifo', mode: 0o600 },
+  ]);
+  a.finish();
+  const tool = statSync(join(root, 'bin/tool'));
+  assert.equal(tool.mode & 0o7777, 0o4755);
+  assert.equal(tool.uid, 1234);
+  assert.equal(tool.gid, 5678);
+  assert.equal(tool.mtime.getTime(), mtime.getTime());
+  assert.equal(statSync(join(root, 'bin')).mtime.getTime(), mtime.getTime());
+  assert.equal(statSync(join(root, 'bin/tool-link')).ino, tool.ino);
+  assert.equal(readlinkSync(join(root, 'bin/sh')), '/bin/tool');
+  assert.equal(lstatSync(join(root, 'bin/sh')).uid, 7);
+  const dev = lstatSync(join(root, 'dev/null'));
+  assert.ok(dev.isCharacterDevice());
+  assert.equal(dev.rdev, (1 << 8) | 3);
+  assert.ok(lstatSync(join(root, 'dev/fifo')).isFIFO());
+});
+
+test('a later layer replaces a directory by a file and a file by a directory', async () => {
+  const root = newRoot();
+  const a = new LayerApplier(root);
+  await apply(a, [{ name: 'x/', type: 'directory' }, { name: 'x/inner', content: '1' }, { name: 'y', content: 'file' }]);
+  await apply(a, [{ name: 'x', content: 'now a file' }, { name: 'y/', type: 'directory' }, { name: 'y/z', content: 'z' }]);
+  assert.equal(readFileSync(join(root, 'x'), 'utf8'), 'now a file');
+  assert.equal(readFileSync(join(root, 'y/z'), 'utf8'), 'z');
+});
+
+test('symbolic links never carry writes out of the root', async () => {
+  const outside = newRoot();
+  writeFileSync(join(outside, 'victim'), 'untouched');
+  const root = newRoot();
+  const a = new LayerApplier(root);
+  await apply(a, [
+    { name: 'escape', type: 'symlink', linkname: outside },
+    { name: 'rel', type: 'symlink', linkname: '../../../../../../..' + outside },
+  ]);
+  await apply(a, [
+    { name: 'escape/victim', content: 'pwned' },
+    { name: 'rel/victim', content: 'pwned' },
+  ]);
+  assert.equal(readFileSync(join(outside, 'victim'), 'utf8'), 'untouched');
+  // The writes landed inside the root, where the links point when seen from the image.
+  assert.equal(readFileSync(join(root, outside, 'victim'), 'utf8'), 'pwned');
+});
+
+test('an entry with .. is refused', async () => {
+  const root = newRoot();
+  const a = new LayerApplier(root);
+  await assert.rejects(apply(a, [{ name: '../evil', content: 'x' }]), /escapes the root/);
+  await assert.rejects(apply(a, [{ name: 'a/../../evil', content: 'x' }]), /escapes the root/);
+  await assert.rejects(apply(a, [{ name: 'h', type: 'link', linkname: '../../etc/passwd' }]), /escapes the root/);
+});
+
+test('a hard link cannot point outside through a symlinked directory', async () => {
+  const outside = newRoot();
+  writeFileSync(join(outside, 'secret'), 'secret');
+  const root = newRoot();
+  mkdirSync(join(root, 'x'));
+  const a = new LayerApplier(root);
+  await apply(a, [{ name: 'out', type: 'symlink', linkname: outside }]);
+  await assert.rejects(apply(a, [{ name: 'stolen', type: 'link', linkname: 'out/secret' }]), /does not contain/);
+});
+
+test('rootfs tarballs keep .wh. names as ordinary files', async () => {
+  const root = newRoot();
+  const a = new LayerApplier(root);
+  await apply(a, [{ name: 'f', content: '1' }, { name: '.wh.f', content: 'literal' }], false);
+  assert.equal(readFileSync(join(root, '.wh.f'), 'utf8'), 'literal');
+  assert.ok(existsSync(join(root, 'f')));
+});
+
+test('gzip, zstd and plain streams are recognised by their magic bytes', async () => {
+  const tar = await tarOf([{ name: 'hello', content: 'world' }]);
+  for (const c of ['gzip', 'zstd', 'none'] as const) {
+    const out: Buffer[] = [];
+    for await (const chunk of await decompress(Readable.from([compress(tar, c)]))) out.push(chunk as Buffer);
+    assert.deepEqual(Buffer.concat(out), tar, c);
+  }
+});

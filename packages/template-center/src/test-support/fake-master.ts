@@ -1,0 +1,53 @@
+import Fastify from 'fastify';
+import type { JobStatusReport } from '../api.ts';
+import { CALLBACK_TOKEN_HEADER } from '../api.ts';
+import { verifyCallbackToken } from '../callback-token.ts';
+
+export interface FakeMaster {
+  url: string;
+  reports: Map<string, JobStatusReport[]>;
+  /** Callbacks refused (token). */
+  refused: number;
+  /** Answer 503 to every callback while true (master down). */
+  failing: boolean;
+  waitFor(jobId: string, pred: (r: JobStatusReport) => boolean, timeoutMs?: number): Promise<JobStatusReport>;
+  final(jobId: string, timeoutMs?: number): Promise<JobStatusReport>;
+  close(): Promise<void>;
+}
+
+/** A master that records status callbacks, checking the token the way the real one must. */
+export async function startFakeMaster(token: string, port = 0): Promise<FakeMaster> {
+  const app = Fastify();
+  const reports = new Map<string, JobStatusReport[]>();
+  const waiters = new Set<() => void>();
+  const self: FakeMaster = {
+    url: '', reports, refused: 0, failing: false,
+    waitFor: (jobId, pred, timeoutMs = 60_000) => new Promise((resolve, reject) => {
+      const check = () => {
+        const hit = reports.get(jobId)?.find(pred);
+        if (hit) { waiters.delete(check); clearTimeout(t); resolve(hit); }
+      };
+      const t = setTimeout(() => {
+        waiters.delete(check);
+        reject(new Error(`timeout waiting for job ${jobId}; got ${JSON.stringify(reports.get(jobId) ?? [])}`));
+      }, timeoutMs);
+      waiters.add(check);
+      check();
+    }),
+    final: (jobId, timeoutMs) => self.waitFor(jobId, (r) => r.status === 'BUILT' || r.status === 'FAILED', timeoutMs),
+    close: () => app.close(),
+  };
+  app.post<{ Params: { jobId: string } }>('/internal/template/jobs/:jobId/status', async (req, reply) => {
+    const check = verifyCallbackToken(req.headers[CALLBACK_TOKEN_HEADER], token, false);
+    if (!check.ok) { self.refused++; return reply.status(check.status).send({ code: check.status, message: check.message }); }
+    if (self.failing) return reply.status(503).send({ code: 503, message: 'down' });
+    const list = reports.get(req.params.jobId) ?? [];
+    list.push(req.body as JobStatusReport);
+    reports.set(req.params.jobId, list);
+    for (const w of [...waiters]) w();
+    return reply.status(204).send();
+  });
+  await app.listen({ host: '127.0.0.1', port });
+  self.url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  return self;
+}
