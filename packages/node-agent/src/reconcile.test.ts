@@ -66,9 +66,9 @@ describe('node agent crash reconciliation', () => {
       await once(child, 'exit');
       await inFlight;
       // Debris with the agent's names that no record explains.
-      const strayNs = names.netns('zzzzzzzz');
+      const strayNs = names.netns('zzzzzzz');
       await run('ip', ['netns', 'add', strayNs]);
-      await run('ip', ['link', 'add', names.hostVeth('yyyyyyyy'), 'type', 'veth', 'peer', 'name', `natpeer${names.tag}`]);
+      await run('ip', ['link', 'add', names.hostVeth('yyyyyyy'), 'type', 'veth', 'peer', 'name', `natpeer${names.tag}`]);
 
       agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
       const c2 = new NodeAgentClient(agent.url);

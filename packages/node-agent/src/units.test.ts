@@ -57,9 +57,12 @@ describe('resource names and request validation', () => {
   it('derives a per-state-dir tag and names that fit Linux limits', () => {
     const n = new ResourceNames('/var/lib/svc/node');
     assert.notEqual(n.tag, new ResourceNames('/tmp/other').tag);
-    assert.ok(n.hostVeth('abcdefgh').length <= 15);
-    assert.equal(n.instanceOfNetns(n.netns('abcdefgh')), 'abcdefgh');
-    assert.equal(n.instanceOfNetns('svc-zzzz-abcdefgh'), n.tag === 'zzzz' ? 'abcdefgh' : undefined);
+    const id = ResourceNames.newInstanceId();
+    assert.equal(n.hostVeth(id).length, 15);
+    assert.equal(n.instanceOfNetns(n.netns(id)), id);
+    assert.equal(n.instanceOfVeth(n.hostVeth(id)), id);
+    assert.equal(n.instanceOfNetns(`svc-${n.tag}-x`), undefined);
+    assert.equal(new ResourceNames('/tmp/other').instanceOfNetns(n.netns(id)), undefined);
   });
 
   it('fills defaults and names the first bad field', () => {

@@ -163,7 +163,7 @@ export class GvisorDriver implements RuntimeDriver {
       const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
       const argv = cmdline.split('\0');
       if (!argv[0]?.startsWith('runsc') || !argv.includes(marker)) continue;
-      const bundle = /\/instances\/([a-z0-9]{8})\/bundle/.exec(cmdline)?.[1];
+      const bundle = /\/instances\/([a-z0-9]+)\/bundle/.exec(cmdline)?.[1];
       const container = argv.map((a) => this.o.names.instanceOfContainer(a)).find(Boolean);
       const instanceId = bundle ?? container;
       if (instanceId && !keep.has(instanceId)) { try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ } }

@@ -3,7 +3,7 @@ import type { ArtifactOnNode, CreateSandboxOnNode, EnsureArtifact, NodeSandbox, 
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
-import { DENY_ALL, normalizePolicy } from '../network/egress-policy.ts';
+import { DENY_ALL, normalizePolicy, type EgressPolicy } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
 import type { InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
 import { checkResumeAdmission, usedMemoryMB } from './admission.ts';
@@ -96,7 +96,8 @@ export class SandboxService {
         throw createError(req, err, signal);
       } finally {
         this.creating.set(artifactId, (this.creating.get(artifactId) ?? 1) - 1);
-        this.pool.fill(artifactId);
+        // First use of an artifact starts its warm pool (not for one that failed to download).
+        if (this.d.artifacts.get(artifactId)) this.pool.fill(artifactId);
       }
     });
   }
@@ -238,7 +239,7 @@ export class SandboxService {
 
   get count() { return this.sandboxes.size + this.pool.count(); }
 
-  private async fromWarmPool(req: CreateSandboxOnNode, resources: InstanceResources, env: Record<string, string>, policy: typeof DENY_ALL): Promise<Instance | undefined> {
+  private async fromWarmPool(req: CreateSandboxOnNode, resources: InstanceResources, env: Record<string, string>, policy: EgressPolicy): Promise<Instance | undefined> {
     const inst = this.pool.take(req.artifact.artifactId, resources);
     if (!inst) return undefined;
     try {

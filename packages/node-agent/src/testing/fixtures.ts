@@ -121,7 +121,7 @@ export const testLogger = () => (process.env.SVC_TEST_LOG ? createLogger('node-a
 /** Host resources that carry the agent's tag: what "leaves nothing behind" checks. */
 export async function leftovers(stateDir: string, tag: string): Promise<Record<string, string[]>> {
   const netns = (await run('ip', ['netns', 'list'], { allowFail: true })).stdout.split('\n').filter((l) => l.includes(`svc-${tag}-`));
-  const links = (await run('ip', ['-o', 'link', 'show'], { allowFail: true })).stdout.split('\n').filter((l) => l.includes(`svh${tag}`)).map((l) => l.split(':')[1]?.trim() ?? l);
+  const links = (await run('ip', ['-o', 'link', 'show'], { allowFail: true })).stdout.split('\n').filter((l) => l.includes(`: sv${tag}`)).map((l) => l.split(':')[1]?.trim() ?? l);
   const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').map((l) => l.split(' ')[4]).filter((m) => m?.startsWith(join(stateDir, 'instances')));
   const runsc = existsSync(join(stateDir, 'runsc')) ? await readdir(join(stateDir, 'runsc')) : [];
   const nft = (await run('nft', ['list', 'table', 'ip', `svc_${tag}`], { allowFail: true })).stdout.split('\n').filter((l) => /chain sb_|elements/.test(l)).map((l) => l.trim());
