@@ -209,6 +209,13 @@ describe('node agent sandboxes (real runsc)', () => {
     assert.ok(!(await client.listArtifacts()).some((x) => x.artifactId === artifactId));
   });
 
+  it('rolls back a create that misses its deadline', async () => {
+    const req = createRequest(env, { timeoutMs: 150 });
+    await rejects(client.createSandbox(req), 504, /did not finish within 150 ms/);
+    await rejects(client.getSandbox(req.sandboxId), 404);
+    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
+  });
+
   it('releases a sandbox whose processes died', async () => {
     const sb = await client.createSandbox(createRequest(env));
     await agent.exec(sb.sandboxId, ['kill', '-9', '1']);

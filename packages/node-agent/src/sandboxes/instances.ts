@@ -71,7 +71,9 @@ export class InstanceLauncher {
     const mark = (k: string) => { marks[k] = Date.now() - started; };
     try {
       await this.d.records.save(record);
-      const [bundle, mountDir] = await Promise.all([
+      // In parallel, but every step settles before a failure is acted on: a rollback must not
+      // race a namespace that is still being made.
+      const [bundle, mountDir, link] = await Promise.allSettled([
         this.d.runtimeBundle(),
         this.d.driver.rootfsInput === 'directory' ? this.d.artifacts.mount(req.artifactId) : Promise.resolve(undefined),
         (async () => {
@@ -79,12 +81,13 @@ export class InstanceLauncher {
           await this.d.firewall.add({ instanceId, hostVeth: record.hostVeth, sandboxAddress: record.address, policy: req.policy });
         })(),
       ]);
+      for (const r of [bundle, mountDir, link]) if (r.status === 'rejected') throw r.reason;
       mark('prepared');
       req.signal.throwIfAborted();
       await this.d.driver.create({
         ...inst.ref,
-        rootfs: { imagePath: this.d.artifacts.imagePath(req.artifactId), mountDir },
-        runtime: bundle, resources: req.resources, env: req.env, hostname: 'sandbox', files: this.d.files,
+        rootfs: { imagePath: this.d.artifacts.imagePath(req.artifactId), mountDir: (mountDir as PromiseFulfilledResult<string | undefined>).value },
+        runtime: (bundle as PromiseFulfilledResult<RuntimeBundle>).value, resources: req.resources, env: req.env, hostname: 'sandbox', files: this.d.files,
       });
       mark('booted');
       await waitForEnvd(record.address, req.signal);

@@ -141,13 +141,17 @@ export class SandboxService {
   async metrics(id: string): Promise<SandboxMetrics> {
     const inst = this.find(id);
     const key = inst.record.instanceId;
-    let stats = await this.d.driver.stats(inst.ref);
+    const read = () => this.d.driver.stats(inst.ref).catch((err) => {
+      this.find(id); // gone meanwhile: 404
+      throw wrap(`sandbox ${id}: metrics unavailable`, err);
+    });
+    let stats = await read();
     let prev = this.cpuSamples.get(key);
     if (!prev || Date.now() - prev.at > 60_000) {
       // No recent sample to measure against: take a short one.
       prev = { ns: stats.cpuUsageNs, at: Date.now() };
       await new Promise((r) => setTimeout(r, 100));
-      stats = await this.d.driver.stats(inst.ref);
+      stats = await read();
     }
     const now = Date.now();
     const cpuPct = now > prev.at ? ((stats.cpuUsageNs - prev.ns) / 1e6 / (now - prev.at) / inst.record.cpuCount) * 100 : 0;
