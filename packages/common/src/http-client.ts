@@ -11,6 +11,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   timeoutMs?: number;
   query?: Record<string, string | number | boolean | undefined>;
+  /** 'manual' hands a 3xx back to the caller instead of following it (and sending our headers along). */
+  redirect?: 'follow' | 'manual' | 'error';
 }
 
 /**
@@ -52,7 +54,7 @@ export class JsonClient {
     const timeoutMs = ro.timeoutMs ?? this.opts.timeoutMs;
     const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
     try {
-      return await fetch(url, { method, headers, body, signal });
+      return await fetch(url, { method, headers, body, signal, redirect: ro.redirect });
     } catch (err) {
       const e = err as Error;
       if (e.name === 'TimeoutError') throw new SvcError(504, `${method} ${path}: no answer within ${timeoutMs} ms`);

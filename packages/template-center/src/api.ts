@@ -117,6 +117,6 @@ export class TemplateCenterClient {
   }
   /** Raw response for streaming the image (or following the redirect). */
   download(artifactId: string, method: 'GET' | 'HEAD' = 'GET') {
-    return this.http.raw(method, `/tc/api/v1/artifact/${encodeURIComponent(artifactId)}`, { timeoutMs: 0 });
+    return this.http.raw(method, `/tc/api/v1/artifact/${encodeURIComponent(artifactId)}`, { timeoutMs: 0, redirect: 'manual' });
   }
 }
