@@ -21,6 +21,7 @@ export class HttpExchange implements ResponseSink {
   private responded = false;
   private bodyStarted = false;
   private retried = false;
+  private completed = false;
   private trackedId: string | undefined;
 
   constructor(
@@ -123,10 +124,12 @@ export class HttpExchange implements ResponseSink {
     const conn = this.conn;
     if (conn === undefined) return;
     conn.pause();
-    this.res.once('drain', () => conn.resume());
+    // Once the response is complete the connection may already serve another exchange.
+    this.res.once('drain', () => { if (!this.completed) conn.resume(); });
   }
 
   onComplete(trailers: string[] | undefined): void {
+    this.completed = true;
     if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(pairs(trailers));
     this.res.end();
   }

@@ -85,6 +85,8 @@ export class UpstreamConnection implements ResponseEvents {
     this.finished = true;
     this.sink = undefined;
     this.reused = true;
+    // The exchange may have paused reading for backpressure and will not resume it now.
+    this.socket.resume();
     if (this.keepAlive && this.bodySent) this.pool.release(this);
     else this.socket.destroy();
   }
