@@ -164,6 +164,23 @@ test('a WebSocket echoes through the proxy', async () => {
   ws.close();
 });
 
+test('closing the proxy closes open WebSockets instead of waiting for them', async () => {
+  const q = await startPlatform();
+  try {
+    q.master.add({ sandboxId: 'wsclose', envdPort: up.port });
+    const ws = new WebSocket(`${q.proxy.httpUrl.replace('http', 'ws')}/ws`, { headers: { 'E2b-Sandbox-Id': 'wsclose' } });
+    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+    const closed = new Promise((resolve) => ws.once('close', resolve));
+    const t0 = Date.now();
+    await q.close();
+    await closed;
+    assert.ok(Date.now() - t0 < 2_000);
+  } catch (err) {
+    await q.close().catch(() => {});
+    throw err;
+  }
+});
+
 test('a WebSocket by the e2b headers reaches the named sandbox', async () => {
   const ws = new WebSocket(`${p.proxy.httpUrl.replace('http', 'ws')}/ws`, { headers: { 'E2b-Sandbox-Id': 'sbxb', 'E2b-Sandbox-Port': String(other.port) } });
   await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });

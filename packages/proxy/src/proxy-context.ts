@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { Logger } from '@svc/common';
 import type { ActivityTracker } from './activity-tracker.ts';
 import type { RouteGate } from './route-gate.ts';
@@ -10,6 +11,8 @@ export interface ProxyContext {
   activity: ActivityTracker;
   logger: Logger;
   connectTimeoutMs: number;
+  /** Client sockets handed over by an Upgrade (no longer the HTTP server's), closed on shutdown. */
+  upgradedSockets: Set<Duplex>;
   /** Forgets a sandbox's cached route (and its idle backend connections). */
   purgeRoute(sandboxId: string): void;
 }

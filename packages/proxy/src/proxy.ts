@@ -85,6 +85,7 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
     activity,
     logger,
     connectTimeoutMs: tuning.connectTimeoutMs,
+    upgradedSockets: new Set(),
     purgeRoute: (id) => { cache.purge([id]); },
   };
 
@@ -139,6 +140,7 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
       await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
         s.close(() => resolve());
         s.closeAllConnections();
+        for (const sock of ctx.upgradedSockets) sock.destroy();
       })));
       await admin.close();
       await activity.close();

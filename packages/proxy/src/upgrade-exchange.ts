@@ -26,7 +26,11 @@ export class UpgradeExchange {
     private readonly target: Target,
   ) {
     client.on('error', () => client.destroy());
-    client.once('close', () => { this.closed = true; });
+    ctx.upgradedSockets.add(client);
+    client.once('close', () => {
+      this.closed = true;
+      ctx.upgradedSockets.delete(client);
+    });
   }
 
   start(route: SandboxRoute | undefined): void {
