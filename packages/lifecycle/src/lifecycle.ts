@@ -86,10 +86,17 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: Li
   let stopped = false;
   let sweeping: Promise<unknown> = Promise.resolve();
   let sweepTimer: NodeJS.Timeout | undefined;
+  let sweepFailing = false; // logged once per outage, not once per sweep
   const sweepLoop = () => {
     if (stopped) return;
     sweeping = (election.isLeader() && !warmingUp() ? sweeper.sweepOnce() : Promise.resolve())
-      .catch((err) => logger.warn({ err: (err as SvcError).message }, 'idle sweep failed'))
+      .then(() => {
+        if (sweepFailing) logger.info('idle sweeps work again');
+        sweepFailing = false;
+      }, (err) => {
+        if (!sweepFailing) logger.warn({ err: (err as SvcError).message }, 'idle sweep failed');
+        sweepFailing = true;
+      })
       .finally(() => { if (!stopped) sweepTimer = setTimeout(sweepLoop, lc.sweep_interval_ms); });
   };
   sweepTimer = setTimeout(sweepLoop, lc.sweep_interval_ms);

@@ -11,6 +11,8 @@ export class ActivityTracker {
   private readonly open = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> = Promise.resolve();
+  /** Logged once per outage, not once a second. */
+  private failing = false;
 
   constructor(private readonly master: MasterInternalClient, flushMs: number, private readonly logger: Logger) {
     this.timer = setInterval(() => { this.flushing = this.flush(); }, flushMs);
@@ -39,10 +41,13 @@ export class ActivityTracker {
     const sandboxIds = [...ids];
     try {
       await this.master.reportActivity({ sandboxIds });
+      if (this.failing) this.logger.info('activity reports reach the master again');
+      this.failing = false;
     } catch (err) {
       // Kept for the next flush: a missed report would let a busy sandbox be paused.
       for (const id of sandboxIds) this.touched.add(id);
-      this.logger.warn({ count: sandboxIds.length, err: (err as Error).message }, 'activity report failed');
+      if (!this.failing) this.logger.warn({ count: sandboxIds.length, err: (err as Error).message }, 'activity report failed');
+      this.failing = true;
     }
   }
 

@@ -99,6 +99,8 @@ export function scanRequestHeaders(raw: string[]): ScannedRequest {
 
 /** Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1). */
 function dropConnectionListed(out: string[], connection: string) {
+  const only = connection.length <= 10 ? connection.toLowerCase() : '';
+  if (only === 'keep-alive' || only === 'close' || only === 'upgrade') return; // the usual case, no allocation
   const names = connection.toLowerCase().split(',').map((t) => t.trim())
     .filter((t) => t && t !== 'keep-alive' && t !== 'close' && t !== 'upgrade');
   if (names.length === 0) return;
