@@ -12,7 +12,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultConfig, silentLogger, type SvcConfig } from '@svc/common';
@@ -105,7 +105,8 @@ async function main() {
   artifact.downloadUrl = `${server.url}/a.ext4`;
   const built = existsSync(join(root, 'dist/envd.mjs')) ? { path: join(root, 'dist/envd.mjs'), real: true } : await envdForTests(dir);
   const results: Record<string, unknown> = {
-    when: new Date().toISOString(), host: { node: process.version, runsc: (await run('runsc', ['--version'])).stdout.split('\n')[0] },
+    when: new Date().toISOString(),
+    host: { node: process.version, runsc: (await run('runsc', ['--version'])).stdout.split('\n')[0], cpus: cpus().length, loadavgAtStart: loadavg().map((l) => Math.round(l * 100) / 100) },
     envd: built.real ? built.path : 'stand-in (packages/envd not built)', image: { bytes: artifact.sizeBytes },
   };
   const agents: NodeAgent[] = [];
@@ -163,6 +164,19 @@ async function main() {
     await sleep(3000);
     const afterMB = usedMemoryMB(await readFile('/proc/meminfo', 'utf8'));
     const perSandboxMB = (afterMB - before) / IDLE;
+    // Cross-checks that other processes on the host cannot disturb: the sandboxes' own
+    // processes (proportional set size) and their memory cgroups.
+    const tag = new ResourceNames(join(dir, 'cold')).tag;
+    let pssKB = 0;
+    let cgroupBytes = 0;
+    for (const s of idle) {
+      const cg = `/sys/fs/cgroup/memory/svc-${tag}/svc-${tag}-${cold.inspect(s.sandboxId).instanceId}`;
+      cgroupBytes += Number(await readFile(`${cg}/memory.usage_in_bytes`, 'utf8'));
+      for (const pid of (await readFile(`${cg}/cgroup.procs`, 'utf8')).split('\n').filter(Boolean)) {
+        const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+        pssKB += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
+      }
+    }
     for (const s of idle) deleteMs.push((await timed(() => c.deleteSandbox(s.sandboxId)))[0]);
 
     // ---- (b) warm pool
@@ -237,6 +251,8 @@ async function main() {
       usedDeltaMB: Math.round((afterMB - before) * 10) / 10,
       perSandboxMB: Math.round(perSandboxMB * 10) / 10,
       fitIn24GiB: Math.floor((24 * 1024) / perSandboxMB),
+      pssPerSandboxMB: Math.round((pssKB / 1024 / IDLE) * 10) / 10,
+      cgroupPerSandboxMB: Math.round((cgroupBytes / 1048576 / IDLE) * 10) / 10,
     };
     Object.assign(results, { latency: table, memory, ratios: {
       coldOverFloorP50: Math.round((table['agent create, cold → envd answers (ms)'].p50 / table['floor: runsc run → envd /health (ms)'].p50) * 100) / 100,
@@ -244,10 +260,12 @@ async function main() {
     } });
 
     const pad = (s: string, n: number) => s.padEnd(n);
-    console.log(`\nnode agent on gVisor (${results.host && (results.host as { runsc: string }).runsc}, ptrace), busybox ext4 ${artifact.sizeBytes >> 20} MiB, envd: ${built.real ? 'real' : 'stand-in'}`);
+    const host = results.host as { runsc: string; cpus: number; loadavgAtStart: number[] };
+    console.log(`\nnode agent on gVisor (${host.runsc}, ptrace), ${host.cpus} CPUs, load at start ${host.loadavgAtStart[0]}, busybox ext4 ${artifact.sizeBytes >> 20} MiB, envd: ${built.real ? 'real' : 'stand-in'}`);
     console.log(pad('measure', 44) + pad('n', 5) + pad('p50', 9) + pad('p95', 9) + pad('min', 9) + 'max');
     for (const [k, v] of Object.entries(table)) console.log(pad(k, 44) + pad(String(v.n), 5) + pad(String(v.p50), 9) + pad(String(v.p95), 9) + pad(String(v.min), 9) + v.max);
     console.log(`memory: ${memory.usedDeltaMB} MB used by ${IDLE} idle sandboxes → ${memory.perSandboxMB} MB each → ${memory.fitIn24GiB} fit in 24 GiB`);
+    console.log(`        cross-checks per sandbox: PSS of its processes ${memory.pssPerSandboxMB} MB, memory cgroup ${memory.cgroupPerSandboxMB} MB (host used-memory delta includes other processes' noise)`);
     console.log(`ratios (p50): cold create / floor = ${(results.ratios as Record<string, number>).coldOverFloorP50}, warm create / floor = ${(results.ratios as Record<string, number>).warmOverFloorP50}`);
     mkdirSync(join(root, 'bench/results'), { recursive: true });
     writeFileSync(join(root, 'bench/results/node-agent.json'), JSON.stringify(results, null, 2) + '\n');
