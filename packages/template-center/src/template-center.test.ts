@@ -80,8 +80,8 @@ before(async () => {
   await w.tagIndex([arch('amd64'), arch('arm64')], 'multi');
   await w.write();
   registry = await startRegistry();
-  pushLayout(layoutDir, 'layers', `${registry.host}/test/layered:v1`);
-  pushLayout(layoutDir, 'multi', `${registry.host}/test/multi:v1`);
+  await pushLayout(layoutDir, 'layers', `${registry.host}/test/layered:v1`);
+  await pushLayout(layoutDir, 'multi', `${registry.host}/test/multi:v1`);
   const caPath = join(scratch, 'ca.pem');
   writeFileSync(caPath, FAKE_CA);
   h = await startHarness({ tc: { caCertPath: caPath } });

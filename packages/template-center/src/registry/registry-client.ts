@@ -217,8 +217,11 @@ function basicAuth(c: RegistryCredentials): string {
 }
 
 function causeOf(err: Error): string {
-  const c = err.cause as (Error & { code?: string }) | undefined;
-  return c ? (c.code ? `${c.code} ${c.message}` : c.message) : err.message;
+  const c = err.cause as (Error & { code?: string; reason?: string }) | undefined;
+  if (!c) return err.message;
+  // OpenSSL messages carry a file and line; its short reason reads better.
+  const message = c.reason ?? c.message.split('\n')[0];
+  return c.code && !message.includes(c.code) ? `${c.code} ${message}` : message;
 }
 
 async function readLimited(res: Response, max: number, what: string): Promise<Buffer> {

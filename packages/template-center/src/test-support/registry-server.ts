@@ -78,10 +78,18 @@ export async function startRegistry(auth: RegistryAuth = {}): Promise<TestRegist
   };
 }
 
-/** skopeo copy from an OCI layout into the registry (all platforms of an index). */
-export function pushLayout(layoutDir: string, tag: string, dest: string, creds?: { username: string; password: string }): void {
+/**
+ * skopeo copy from an OCI layout into the registry (all platforms of an index). Asynchronous:
+ * a token service running in this process must keep answering while skopeo runs.
+ */
+export function pushLayout(layoutDir: string, tag: string, dest: string, creds?: { username: string; password: string }): Promise<void> {
   const args = ['copy', '--quiet', '--all', '--dest-tls-verify=false', ...(creds ? ['--dest-creds', `${creds.username}:${creds.password}`] : []),
     `oci:${layoutDir}:${tag}`, `docker://${dest}`];
-  const r = spawnSync('skopeo', args, { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`skopeo ${args.join(' ')}: ${r.stderr}`);
+  return new Promise((resolve, reject) => {
+    const child = spawn('skopeo', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`skopeo ${args.join(' ')}: ${stderr}`))));
+  });
 }
