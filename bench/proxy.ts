@@ -388,6 +388,8 @@ async function main() {
       },
       throughputRps: { direct: directRps, proxy: proxyRps, ratio: proxyRps / directRps, rounds: rps },
       cpuPerRequestUs,
+      /** Requests a second one core could proxy at that CPU cost: the proxy's own limit. */
+      proxyCapacityPerCoreRps: cpuPerRequestUs.proxy ? 1e6 / cpuPerRequestUs.proxy : undefined,
       loadAverage: loadavg(),
       autoResumeMs: autoResume ? { p50: autoResume.p50Ms, p99: autoResume.p99Ms, max: autoResume.maxMs, rounds: autoResume.samplesMs.length, note: 'fake master with an instant resume: proxy + lifecycle + master round trips only' } : undefined,
       goals: {
@@ -423,7 +425,8 @@ function printTable(r: {
     ['requests/s', f(r.throughputRps.direct, 0), f(r.throughputRps.proxy, 0), `${f(r.throughputRps.ratio * 100, 1)}%`, `>= ${GOALS.throughputRatio * 100}%`],
   ];
   if (r.cpuPerRequestUs.proxy !== undefined) {
-    rows.push(['CPU us/request', r.cpuPerRequestUs.upstream === undefined ? '' : `${f(r.cpuPerRequestUs.upstream, 1)} (upstream)`, f(r.cpuPerRequestUs.proxy, 1), '', '']);
+    rows.push(['CPU us/request', r.cpuPerRequestUs.upstream === undefined ? '' : `${f(r.cpuPerRequestUs.upstream, 1)} (upstream)`, f(r.cpuPerRequestUs.proxy, 1),
+      `${f(1e6 / r.cpuPerRequestUs.proxy, 0)} req/s per core`, '']);
   }
   if (r.autoResumeMs) rows.push(['auto-resume (ms)', '', `p50 ${f(r.autoResumeMs.p50, 1)}`, `p99 ${f(r.autoResumeMs.p99, 1)}`, '']);
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
