@@ -33,7 +33,7 @@ export function createRequestHandler(state: EnvdState, options: EnvdServerOption
   const entries = new EntryReader(state.users, metadata);
   const router = new ConnectRouter({ maxMessageBytes });
   router.register(Process, processService(state, new ProcessRegistry(), new ProcessLauncher(state)));
-  router.register(Filesystem, filesystemService(state, entries, new WatcherRegistry()));
+  router.register(Filesystem, filesystemService(state, entries, metadata, new WatcherRegistry()));
   const metrics = new MetricsCollector();
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {

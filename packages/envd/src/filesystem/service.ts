@@ -1,4 +1,4 @@
-import { cp, realpath, rename, rm, stat } from 'node:fs/promises';
+import { cp, lstat, realpath, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ConnectError, toConnectError } from '../connect/code.ts';
 import { Keepalive, keepaliveIntervalMs } from '../connect/keepalive.ts';
@@ -7,8 +7,9 @@ import type { Filesystem } from '../gen/filesystem/filesystem_pb.ts';
 import type { EnvdState } from '../state.ts';
 import { ensureDirs, resolvePath } from '../system/paths.ts';
 import { DirWatcher } from './dir-watcher.ts';
-import type { EntryReader } from './entry.ts';
+import { identityOf, type EntryReader } from './entry.ts';
 import { listTree } from './listing.ts';
+import type { MetadataStore } from './metadata-store.ts';
 import { checkWatchTarget } from './watch-target.ts';
 import { eventConverter } from './watch-events.ts';
 import type { WatcherRegistry } from './watcher-registry.ts';
@@ -17,7 +18,7 @@ import type { WatcherRegistry } from './watcher-registry.ts';
  * filesystem.Filesystem. Like E2B's envd, operations run with envd's own (root) rights; the
  * calling user decides how relative paths resolve and who owns directories created for them.
  */
-export function filesystemService(state: EnvdState, entries: EntryReader, watchers: WatcherRegistry): ServiceImpl<typeof Filesystem> {
+export function filesystemService(state: EnvdState, entries: EntryReader, metadata: MetadataStore, watchers: WatcherRegistry): ServiceImpl<typeof Filesystem> {
   const resolveFor = (path: string, headers: Parameters<EnvdState['userFromHeaders']>[0]) => {
     const user = state.userFromHeaders(headers);
     return { user, path: resolvePath(path, user, state.defaultWorkdir) };
@@ -80,6 +81,8 @@ export function filesystemService(state: EnvdState, entries: EntryReader, watche
 
     async remove(request, ctx) {
       const { path } = resolveFor(request.path, ctx.requestHeaders);
+      const removed = await lstat(path, { bigint: true }).catch(() => undefined);
+      if (removed?.isFile()) metadata.delete(identityOf(removed));
       await rm(path, { recursive: true, force: true }).catch((err) => {
         throw toConnectError(err, 'error removing file or directory');
       });
