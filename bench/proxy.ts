@@ -68,7 +68,7 @@ async function serveUpstream() {
 async function serveProxy(rest: Record<string, string>) {
   const { startProxy } = await import('@svc/proxy');
   const proxy = await startProxy(
-    { proxy: { http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '' } },
+    { proxy: { http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '' } },
     {
       logger: silentLogger(),
       master: new MasterInternalClient(rest.master),

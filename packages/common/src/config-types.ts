@@ -49,6 +49,9 @@ export interface SvcConfig {
     bind: string;
     /** Proxy-side admin token ($svc_admin_token). */
     admin_token: string;
+    /** PEM certificate chain and key for the HTTPS listener (https_port > 0). */
+    tls_cert_file: string;
+    tls_key_file: string;
   };
   template_center: {
     listen: string;

@@ -38,7 +38,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       host: { quota: { paused_resource_release_ratio: 0 } },
       capacity: { cpu_count: 0, memory_mb: 0 },
     },
-    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '' },
+    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '' },
     template_center: {
       listen: '127.0.0.1:8090',
       addr: '',
@@ -79,6 +79,8 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_PROXY_ADMIN_PORT', 'proxy.admin_port', 'int'],
   ['SVC_PROXY_BIND', 'proxy.bind', 'string'],
   ['svc_admin_token', 'proxy.admin_token', 'string'],
+  ['SVC_PROXY_TLS_CERT_FILE', 'proxy.tls_cert_file', 'string'],
+  ['SVC_PROXY_TLS_KEY_FILE', 'proxy.tls_key_file', 'string'],
   ['SVC_TEMPLATE_CENTER_LISTEN', 'template_center.listen', 'string'],
   ['SVC_TEMPLATE_CENTER_ADDR', 'template_center.addr', 'string'],
   ['SVC_TEMPLATE_CALLBACK_TOKEN', 'template_center.callback_token', 'string'],
@@ -209,6 +211,10 @@ function validate(c: SvcConfig) {
     need(Number.isInteger(v) && v >= 1 && v <= 65535, key, `must be a port 1..65535 (got ${v})`);
   }
   need(Number.isInteger(c.proxy.https_port) && c.proxy.https_port >= 0 && c.proxy.https_port <= 65535, 'proxy.https_port', `must be 0 (off) or a port (got ${c.proxy.https_port})`);
+  if (c.proxy.https_port > 0) {
+    need(!!c.proxy.tls_cert_file && existsSync(c.proxy.tls_cert_file), 'proxy.tls_cert_file', 'must name a PEM certificate file when proxy.https_port is set');
+    need(!!c.proxy.tls_key_file && existsSync(c.proxy.tls_key_file), 'proxy.tls_key_file', 'must name a PEM key file when proxy.https_port is set');
+  }
   need(Number.isInteger(c.master.create_timeout_insec) && c.master.create_timeout_insec > 0, 'master.create_timeout_insec', `must be a positive number of seconds (got ${c.master.create_timeout_insec})`);
   need(Number.isInteger(c.svclet_conf.default_timeout_insec), 'svclet_conf.default_timeout_insec', `must be an integer number of seconds (got ${c.svclet_conf.default_timeout_insec})`);
   need(Number.isInteger(c.svclet_conf.default_cpu_count) && c.svclet_conf.default_cpu_count > 0, 'svclet_conf.default_cpu_count', 'must be a positive integer');

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -102,12 +103,15 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
 
   let httpsUrl: string | undefined;
   if (cfg.proxy.https_port > 0) {
-    if (deps.tls) {
-      const https = dataPlaneServer(createHttpsServer({ ...deps.tls, noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'https'), logger);
+    const tls = deps.tls ?? (cfg.proxy.tls_cert_file && cfg.proxy.tls_key_file
+      ? { cert: readFileSync(cfg.proxy.tls_cert_file), key: readFileSync(cfg.proxy.tls_key_file) }
+      : undefined);
+    if (tls) {
+      const https = dataPlaneServer(createHttpsServer({ ...tls, noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'https'), logger);
       servers.push(https);
       httpsUrl = `https://${clientHost(bind)}:${(await listen(https, cfg.proxy.https_port, bind)).port}`;
     } else {
-      logger.warn({ https_port: cfg.proxy.https_port }, 'proxy.https_port is set but no certificate and key were given; HTTPS listener not started');
+      logger.warn({ https_port: cfg.proxy.https_port }, 'proxy.https_port is set but no certificate and key were given (proxy.tls_cert_file, proxy.tls_key_file); HTTPS listener not started');
     }
   }
 

@@ -287,3 +287,21 @@ for (const tdb of availableTestDatabases()) {
     }
   });
 }
+
+test('timeout actions re-check the deadline: traffic since the due list wins', async () => {
+  const tdb = availableTestDatabases()[0];
+  const made = await tdb.create!();
+  const h = await setup(made.config);
+  try {
+    const s = await h.svc.create(input({ timeout: 1, onTimeout: 'pause' }));
+    await new Promise((r) => setTimeout(r, 1100));
+    assert.ok((await h.svc.due()).some((d) => d.sandboxId === s.sandboxId));
+    await h.svc.activity([s.sandboxId]);
+    assert.equal((await status(h.svc.pause(s.sandboxId, 'timeout'))).status, 409);
+    assert.equal((await status(h.svc.kill(s.sandboxId, 'timeout'))).status, 409);
+    assert.equal((await h.svc.get(s.sandboxId)).state, 'running');
+  } finally {
+    await h.close();
+    await made.drop();
+  }
+});

@@ -120,6 +120,7 @@ export class SandboxService {
     await this.locked(id, () => unavailable(`sandbox ${id} is busy with another lifecycle operation; retry the delete`, 2), async () => {
       const cur = await this.d.repo.get(id);
       if (!cur || cur.state === 'terminated') throw notFound(`sandbox ${id} not found`);
+      if (reason === 'timeout') assertStillDue(cur);
       if (!(await this.d.repo.transition(id, ['running', 'paused'], { state: 'killing' }))) {
         throw unavailable(`sandbox ${id} is ${cur.state}; retry the delete`, 2);
       }
@@ -147,6 +148,7 @@ export class SandboxService {
     if (row.state === 'paused') throw conflict(`sandbox ${id} is already paused`);
     if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; retry later`);
     const out = await this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry later`), async () => {
+      if (reason === 'timeout') assertStillDue((await this.d.repo.get(id))!);
       if (!(await this.d.repo.transition(id, ['running'], { state: 'pausing' }))) {
         const cur = await this.live(id);
         throw conflict(cur.state === 'paused' ? `sandbox ${id} is already paused` : `sandbox ${id} is ${cur.state}; retry later`);
@@ -311,6 +313,11 @@ export class SandboxService {
     const ev: SandboxEvent = { kind, sandboxId, at: new Date().toISOString(), ...(reason ? { reason } : {}) };
     this.d.coordination.publish(SANDBOX_EVENTS_TOPIC, ev).catch((err) => this.d.logger.warn({ err }, 'event publish failed'));
   }
+}
+
+/** The sweep works from a list that may be stale: traffic may have moved the deadline since. */
+function assertStillDue(r: Row): void {
+  if (r.end_at === null || Number(r.end_at) > Date.now()) throw conflict(`sandbox ${r.sandbox_id} is no longer due: its idle deadline moved`);
 }
 
 function deadlineOf(r: Row): T.Deadline {
