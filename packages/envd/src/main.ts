@@ -42,6 +42,10 @@ server.listen(config.port, config.host, () => {
   });
 });
 
+// envd must outlive a bug in one request: log it and keep serving the sandbox.
+process.on('uncaughtException', (err) => console.error(`envd: uncaught exception: ${err.stack ?? err.message}`));
+process.on('unhandledRejection', (err) => console.error(`envd: unhandled rejection: ${(err as Error)?.stack ?? String(err)}`));
+
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
     server.close();

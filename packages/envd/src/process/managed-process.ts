@@ -62,18 +62,17 @@ export abstract class ManagedProcess {
   signal(signal: 'SIGKILL' | 'SIGTERM'): void {
     if (!this.running) return;
     this.detachOutput();
-    process.kill(this.pid, signal);
+    try {
+      process.kill(this.pid, signal);
+    } catch (err) {
+      // Already gone, its end just not reported yet.
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
   }
 
   /** Kills the process when the client's deadline passes (E2B's envd does the same). */
   killAfter(ms: number): void {
-    this.endTimer = setTimeout(() => {
-      try {
-        this.signal('SIGKILL');
-      } catch {
-        // already gone
-      }
-    }, ms);
+    this.endTimer = setTimeout(() => this.signal('SIGKILL'), ms);
     this.endTimer.unref();
   }
 

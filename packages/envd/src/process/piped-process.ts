@@ -18,6 +18,7 @@ export class PipedProcess extends ManagedProcess {
     tag: string | undefined,
   ) {
     super(child.pid!, config, tag);
+    child.on('error', () => {}); // e.g. a failed kill; the exit is reported by 'close'
     this.stdin = child.stdin ?? undefined;
     this.stdin?.on('error', (err) => {
       this.stdinError = err;

@@ -35,6 +35,8 @@ export class PtyProcess extends ManagedProcess {
     tag: string | undefined,
   ) {
     super(term.pid, config, tag);
+    // A second 'error' listener keeps node-pty from throwing on terminal I/O errors.
+    (term as unknown as { on(event: 'error', listener: () => void): void }).on('error', () => {});
     term.onData((data) => this.emitOutput('pty', typeof data === 'string' ? Buffer.from(data) : (data as Buffer)));
     term.onExit(({ exitCode, signal }) => this.emitEnd(exitInfo(signal ? null : exitCode, signal || null)));
   }
