@@ -113,6 +113,19 @@ test('Connect-Timeout-Ms ends the stream with deadline_exceeded and kills the pr
   assert.ok(!processes.some((p) => p.tag === 'deadline'), 'the timed-out process is gone');
 });
 
+test('Connect-Timeout-Ms bounds unary calls too', async () => {
+  // stdin that nobody reads: a large write blocks until the deadline.
+  const stream = openStream(`${envd.url}/process.Process/Start`, StartResponseSchema, encode(StartRequestSchema, { process: { cmd: '/bin/sleep', args: ['30'] }, stdin: true, tag: 'blocked-stdin' }, false), {}, false);
+  await stream.next();
+  const input = JSON.stringify({ process: { tag: 'blocked-stdin' }, input: { stdin: Buffer.alloc(4 << 20).toString('base64') } });
+  const res = await post(`${envd.url}/process.Process/SendInput`, input, { 'content-type': 'application/json', 'connect-timeout-ms': '300' });
+  assert.equal(res.status, 504);
+  assert.equal(JSON.parse(res.body.toString()).code, 'deadline_exceeded');
+  const kill = await post(`${envd.url}/process.Process/SendSignal`, JSON.stringify({ process: { tag: 'blocked-stdin' }, signal: 'SIGNAL_SIGKILL' }), { 'content-type': 'application/json' });
+  assert.equal(kill.status, 200);
+  for await (const _ of stream);
+});
+
 test('an invalid Connect-Timeout-Ms is invalid_argument', async () => {
   const res = await post(`${envd.url}/process.Process/List`, '{}', { 'content-type': 'application/json', 'connect-timeout-ms': 'soon' });
   assert.equal(res.status, 400);
