@@ -1,4 +1,4 @@
-import type { Coordination, Logger } from '@svc/common';
+import { unavailable, type Coordination, type Logger } from '@svc/common';
 import type { BuildRequest, JobStatusReport } from '../api.ts';
 import type { ArtifactStore } from '../store/artifact-store.ts';
 import { BuildAbortedError, explain } from './build-error.ts';
@@ -51,7 +51,7 @@ export class JobRunner {
   }
 
   submit(req: BuildRequest): void {
-    if (this.closed) throw new Error('template center is shutting down');
+    if (this.closed) throw unavailable('the template center is shutting down', 5);
     if (this.jobs.has(req.jobId)) return;
     const controller = new AbortController();
     const done = this.run(req, controller.signal).finally(() => this.jobs.delete(req.jobId));
@@ -92,7 +92,7 @@ export class JobRunner {
       if (signal.aborted) throw signal.reason;
       outcome = reusedFrom ? 'reused' : 'built';
       log.info({ ms: Date.now() - started, reusedFrom, sha256: value.artifact.sha256, sizeBytes: value.artifact.sizeBytes }, reusedFrom ? 'reused the artifact of a concurrent build' : 'build done');
-      await callbacks.report(req.jobId, { status: 'BUILT', phase: 'UPLOADING', artifact: value.artifact, imageInfo: value.imageInfo });
+      await callbacks.report(req.jobId, { status: 'BUILT', artifact: value.artifact, imageInfo: value.imageInfo });
     } catch (err) {
       const e = explain(err, 'building');
       outcome = signal.aborted ? 'aborted' : 'failed';

@@ -6,6 +6,8 @@ import { verifyCallbackToken } from '../callback-token.ts';
 export interface FakeMaster {
   url: string;
   reports: Map<string, JobStatusReport[]>;
+  /** Every accepted callback with the time it arrived. */
+  events: Array<{ jobId: string; report: JobStatusReport; at: number }>;
   /** Callbacks refused (token). */
   refused: number;
   /** Answer 503 to every callback while true (master down). */
@@ -21,7 +23,7 @@ export async function startFakeMaster(token: string, port = 0): Promise<FakeMast
   const reports = new Map<string, JobStatusReport[]>();
   const waiters = new Set<() => void>();
   const self: FakeMaster = {
-    url: '', reports, refused: 0, failing: false,
+    url: '', reports, events: [], refused: 0, failing: false,
     waitFor: (jobId, pred, timeoutMs = 60_000) => new Promise((resolve, reject) => {
       const check = () => {
         const hit = reports.get(jobId)?.find(pred);
@@ -43,6 +45,7 @@ export async function startFakeMaster(token: string, port = 0): Promise<FakeMast
     if (self.failing) return reply.status(503).send({ code: 503, message: 'down' });
     const list = reports.get(req.params.jobId) ?? [];
     list.push(req.body as JobStatusReport);
+    self.events.push({ jobId: req.params.jobId, report: req.body as JobStatusReport, at: performance.now() });
     reports.set(req.params.jobId, list);
     for (const w of [...waiters]) w();
     return reply.status(204).send();
