@@ -190,6 +190,7 @@ describe('registry builds', () => {
       assert.ok(bundle.includes('Uk9PVA==') && bundle.endsWith(FAKE_CA), 'CA appended to the bundle');
     });
     assert.deepEqual(await h.leftovers(), []);
+    assert.equal(h.master.refused, 0, 'every callback carried the right token');
   });
 
   test('manifest lists: the host platform by default, another on request', async () => {
@@ -200,6 +201,8 @@ describe('registry builds', () => {
     assert.equal(b.imageInfo!.architecture, 'arm64');
     withMounted(a.artifact!.location, (root) => assert.equal(readFileSync(join(root, 'arch'), 'utf8'), 'amd64'));
     withMounted(b.artifact!.location, (root) => assert.equal(readFileSync(join(root, 'arch'), 'utf8'), 'arm64'));
+    const byDigest = await h.submit({ kind: 'registry', ref: `${registry.host}/test/multi@${a.imageInfo!.digest}`, insecure: true });
+    assert.equal((await built(byDigest.jobId)).imageInfo!.digest, a.imageInfo!.digest, 'pull by manifest digest');
     const missing = await h.submit({ kind: 'registry', ref: `${registry.host}/test/multi:v1`, insecure: true, platform: { os: 'linux', architecture: 's390x' } });
     const f = await h.master.final(missing.jobId);
     assert.equal(f.status, 'FAILED');
