@@ -7,6 +7,7 @@ trap 'scripts/test-services.sh stop >/dev/null 2>&1 || true' EXIT
 eval "$(scripts/test-services.sh start)"
 export SVC_TEST_REQUIRE_ALL_DBS=1
 
+npm run --silent build
 echo "typecheck"
 npx tsc --noEmit -p tsconfig.json
 

@@ -108,11 +108,11 @@ test('pause and resume: no CPU while paused, the kind of pause, files, a backgro
   const sbx = await Sandbox.create('base', { timeoutMs: 600_000 });
   try {
     await sbx.files.write('/home/user/state.txt', 'before pause');
-    await sbx.commands.run('nohup sh -c "i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done" >/dev/null 2>&1 &');
+    await sbx.commands.run(`nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done' >/dev/null 2>&1 &`);
     await sbx.commands.run('nohup python3 -m http.server 8000 --directory /home/user >/dev/null 2>&1 &');
-    const host = sbx.getHost(8000);
+    // fetch cannot set Host, so name the sandbox the way the SDK's E2B_SANDBOX_URL mode does
     const viaProxy = async () => {
-      const res = await fetch(`${p.sandboxUrl}/state.txt`, { headers: { Host: host } });
+      const res = await fetch(`${p.sandboxUrl}/state.txt`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000' } });
       return { status: res.status, text: await res.text() };
     };
     for (let i = 0; i < 50; i++) {
@@ -127,6 +127,11 @@ test('pause and resume: no CPU while paused, the kind of pause, files, a backgro
     assert.equal(info.state, 'paused');
     const raw = await fetch(`${p.apiUrl}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-Key': p.apiKey } }).then((r) => r.json() as Promise<{ pauseKind?: string }>);
     assert.equal(raw.pauseKind, 'freeze');
+    // The counter loop kept the sandbox busy; frozen, it uses no CPU at all.
+    const metrics = await Sandbox.getMetrics(sbx.sandboxId);
+    await new Promise((r) => setTimeout(r, 1000));
+    const later = await Sandbox.getMetrics(sbx.sandboxId);
+    assert.equal(later.at(-1)!.cpuUsedPct, 0, `CPU while paused: ${JSON.stringify([metrics, later])}`);
 
     const resumed = await Sandbox.connect(sbx.sandboxId);
     const c1 = Number((await resumed.commands.run('cat /tmp/counter')).stdout);

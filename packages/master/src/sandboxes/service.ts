@@ -236,7 +236,7 @@ export class SandboxService {
 
   async metrics(id: string) {
     const row = await this.live(id);
-    if (row.state !== 'running') return [];
+    if (row.state !== 'running' && row.state !== 'paused') return [];
     return [await (await this.d.nodes.client(row.node_id)).metrics(id)];
   }
 
