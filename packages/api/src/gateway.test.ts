@@ -69,6 +69,7 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.equal(r.status, 201);
       for (const f of ['sandboxID', 'templateID', 'alias', 'clientID', 'envdVersion', 'trafficAccessToken', 'domain']) assert.ok(f in r.body, f);
       assert.match(r.body.trafficAccessToken, /^[0-9a-f-]{36}$/);
+      assert.ok(r.body.envdAccessToken, 'a private sandbox is always secure');
       assert.equal(r.body.domain, 'localhost:3002');
       const secure = await p.call('POST', '/sandboxes', { templateID: 'base', secure: true });
       assert.ok(secure.body.envdAccessToken);

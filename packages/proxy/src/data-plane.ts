@@ -9,7 +9,7 @@ import { HttpExchange } from './http-exchange.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import { trafficTokenRejected } from './route-gate.ts';
 import { targetFromHeaders, targetFromHost, type Target } from './target.ts';
-import { trafficTokenAccepted } from './traffic-token.ts';
+import { trafficTokenAccepted, trafficTokenApplies } from './traffic-token.ts';
 import { UpgradeExchange } from './upgrade-exchange.ts';
 
 const NO_TARGET = new SvcError(400, 'no sandbox named: use the host <port>-<sandboxID>.<domain> or the E2b-Sandbox-Id and E2b-Sandbox-Port headers');
@@ -53,6 +53,7 @@ export class DataPlane {
   private hotRoute(target: Target, scan: ScannedRequest): SandboxRoute | false | undefined {
     const route = this.cache.fresh(target.sandboxId);
     if (route === undefined || route.state !== 'running') return undefined;
+    if (!trafficTokenApplies(route, target.port)) return route;
     return trafficTokenAccepted(route.trafficAccessToken, scan.trafficTokens) ? route : false;
   }
 }

@@ -28,7 +28,7 @@ const get = (sandboxId: string, headers: Record<string, string> = {}, path = '/e
   call(p.proxy.httpUrl, { host: sandboxHost(up.port, sandboxId), headers, path });
 
 test('traffic token: missing or wrong is 403 on the cold path and on a cache hit; right is 200; never forwarded or logged', async () => {
-  p.master.add({ sandboxId: 'tok', envdPort: up.port, trafficAccessToken: TOKEN });
+  p.master.add({ sandboxId: 'tok', envdPort: 49983, trafficAccessToken: TOKEN });
   up.requests.length = 0;
   const cold = await get('tok');
   assert.equal(cold.status, 403);
@@ -51,7 +51,7 @@ test('traffic token: missing or wrong is 403 on the cold path and on a cache hit
 });
 
 test('traffic token on WebSocket upgrades: 403 without, echo with', async () => {
-  p.master.add({ sandboxId: 'tokws', envdPort: up.port, trafficAccessToken: TOKEN });
+  p.master.add({ sandboxId: 'tokws', envdPort: 49983, trafficAccessToken: TOKEN });
   const wsUrl = `${p.proxy.httpUrl.replace('http', 'ws')}/ws`;
   for (const headers of [{}, { 'ext-traffic-access-token': 'nope' }]) {
     const status = await new Promise<number>((resolve, reject) => {
@@ -71,8 +71,16 @@ test('traffic token on WebSocket upgrades: 403 without, echo with', async () => 
   assert.equal(p.logs.text().includes(TOKEN), false);
 });
 
+test('the envd port is not behind the traffic token (envd checks its own access token, as in E2B)', async () => {
+  p.master.add({ sandboxId: 'tokenvd', envdPort: up.port, trafficAccessToken: TOKEN });
+  assert.equal((await get('tokenvd')).status, 200, 'cold path');
+  assert.equal((await get('tokenvd')).status, 200, 'cache hit');
+  const viaHeaders = await call(p.proxy.httpUrl, { headers: { 'e2b-sandbox-id': 'tokenvd', 'e2b-sandbox-port': String(up.port) }, path: '/echo' });
+  assert.equal(viaHeaders.status, 200);
+});
+
 test('a request without the token does not wake a paused sandbox', async () => {
-  p.master.add({ sandboxId: 'tokpaused', envdPort: up.port, trafficAccessToken: TOKEN, state: 'paused', autoResume: true });
+  p.master.add({ sandboxId: 'tokpaused', envdPort: 49983, trafficAccessToken: TOKEN, state: 'paused', autoResume: true });
   assert.equal((await get('tokpaused')).status, 403);
   assert.equal(p.master.calls.resume.length, 0);
 });

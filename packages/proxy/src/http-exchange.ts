@@ -41,7 +41,7 @@ export class HttpExchange implements ResponseSink {
   }
 
   private resolveThenSend(): void {
-    this.ctx.gate.runningRoute(this.target.sandboxId, this.scan.trafficTokens).then(
+    this.ctx.gate.runningRoute(this.target.sandboxId, this.target.port, this.scan.trafficTokens).then(
       (route) => { if (!this.res.destroyed) this.send(route); },
       (err) => sendProxyError(this.res, this.refused(err)),
     );

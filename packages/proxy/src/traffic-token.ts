@@ -11,6 +11,15 @@ export function trafficTokenAccepted(required: string | undefined, presented: st
   return false;
 }
 
+/**
+ * The token guards the sandbox's own ports. envd's port is exempt, as in E2B: envd checks its
+ * own access token (private sandboxes are always created secure), and the official SDK never
+ * sends the traffic token to envd.
+ */
+export function trafficTokenApplies(route: { envdPort: number }, port: number): boolean {
+  return port !== 0 && port !== route.envdPort;
+}
+
 export function sameSecret(a: string, b: string): boolean {
   const ab = Buffer.from(a);
   const bb = Buffer.from(b);

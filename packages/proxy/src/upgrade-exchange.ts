@@ -39,7 +39,7 @@ export class UpgradeExchange {
   }
 
   private resolveThenConnect(): void {
-    this.ctx.gate.runningRoute(this.target.sandboxId, this.scan.trafficTokens).then(
+    this.ctx.gate.runningRoute(this.target.sandboxId, this.target.port, this.scan.trafficTokens).then(
       (route) => { if (!this.closed) this.connect(route); },
       (err) => sendProxyErrorOnSocket(this.client, this.refused(err)),
     );

@@ -8,6 +8,8 @@ export interface ResolvedTemplate {
   cpuCount: number;
   memoryMB: number;
   diskSizeMB: number;
+  /** The image's environment (ENV of its config), under the request's own env vars. */
+  envVars?: Record<string, string>;
 }
 
 export interface TemplateResolver {

@@ -42,14 +42,16 @@ export class SandboxService {
     const deadline = T.atCreate(now, input.timeout, this.d.cfg.svclet_conf.default_timeout_insec);
     const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount });
     const sandboxId = newSandboxId();
-    const envdAccessToken = input.secure ? newToken() : undefined;
+    // A private sandbox is always secure: its envd port is guarded by the envd access token.
+    const secure = input.secure || !input.network.allowPublicTraffic;
+    const envdAccessToken = secure ? newToken() : undefined;
     const trafficAccessToken = input.network.allowPublicTraffic ? undefined : randomUUID();
     const timeoutMs = this.d.cfg.master.create_timeout_insec * 1000;
     let node: NodeSandbox;
     try {
       node = await client.createSandbox({
         sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
-        envVars: input.envVars, envdAccessToken, allowInternetAccess: input.allowInternetAccess !== false,
+        envVars: { ...tpl.envVars, ...input.envVars }, envdAccessToken, allowInternetAccess: input.allowInternetAccess !== false,
         network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut },
         metadata: input.metadata, timeoutMs,
       });
@@ -66,7 +68,7 @@ export class SandboxService {
       sandbox_id: sandboxId, template_id: tpl.templateId, alias: tpl.alias ?? null, node_id: nodeId,
       state: 'running', pause_kind: null, address: node.address, envd_port: node.envdPort, envd_version: node.envdVersion,
       envd_access_token: envdAccessToken ?? null, traffic_access_token: trafficAccessToken ?? null,
-      secure: input.secure ? 1 : 0, runtime: node.runtime, cpu_count: cpuCount, memory_mb: memoryMB,
+      secure: secure ? 1 : 0, runtime: node.runtime, cpu_count: cpuCount, memory_mb: memoryMB,
       disk_size_mb: tpl.diskSizeMB, metadata: JSON.stringify(input.metadata), network: JSON.stringify(input.network),
       allow_internet_access: input.allowInternetAccess === undefined ? null : input.allowInternetAccess ? 1 : 0,
       on_timeout: input.onTimeout, auto_resume: input.autoResume ? 1 : 0,

@@ -209,7 +209,7 @@ onEveryEngine('template routes', {
     await h.finishBuild(c.job_id);
     const r = await h.module.resolver.resolveForCreate('node');
     assert.deepEqual({ ...r, artifact: { ...r.artifact, sha256: 'x' } }, {
-      templateId: c.template_id, alias: 'node', cpuCount: 3, memoryMB: 768, diskSizeMB: 3000,
+      templateId: c.template_id, alias: 'node', cpuCount: 3, memoryMB: 768, diskSizeMB: 3000, envVars: {},
       artifact: { artifactId: h.tc.lastBuild().artifactId, sha256: 'x', sizeBytes: r.artifact.sizeBytes, downloadUrl: `${h.url}/svc/template/artifact/download?artifact_id=${h.tc.lastBuild().artifactId}` },
     });
     assert.deepEqual(await h.module.resolver.idsFor('node'), [c.template_id]);

@@ -231,6 +231,7 @@ export class TemplateService {
     return {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: artifactRef(this.d.cfg.master.addr, a),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
+      envVars: imageEnv(t.image_info),
     };
   }
 
@@ -247,4 +248,19 @@ export class TemplateService {
 
 function accepted(templateId: string, job: JobRow): JobAccepted {
   return { template_id: templateId, job_id: job.job_id, status: job.status as JobAccepted['status'] };
+}
+
+/** `KEY=value` pairs of the image config's Env, as a map. */
+function imageEnv(imageInfo: string | null): Record<string, string> {
+  if (!imageInfo) return {};
+  let env: unknown;
+  try { env = (JSON.parse(imageInfo) as { env?: unknown }).env; } catch { return {}; }
+  const out: Record<string, string> = {};
+  if (!Array.isArray(env)) return out;
+  for (const kv of env) {
+    if (typeof kv !== 'string') continue;
+    const i = kv.indexOf('=');
+    if (i > 0) out[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  return out;
 }
