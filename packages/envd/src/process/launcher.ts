@@ -49,6 +49,8 @@ export class ProcessLauncher {
       info = await stat(cwd);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
+      // An image whose user has no home directory still runs commands: from the root then.
+      if (!requested && (code === 'ENOENT' || code === 'ENOTDIR')) return '/';
       if (code === 'ENOENT' || code === 'ENOTDIR') throw new ConnectError('invalid_argument', `cwd '${cwd}' does not exist`);
       throw new ConnectError('invalid_argument', `cwd '${cwd}' is not usable: ${(err as Error).message}`);
     }
