@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, ConfigError, REDACTED_PATHS, type SvcConfig } from '@svc/common';
 import { ensureBaseTemplate } from './base-template.ts';
+import { runDemo } from './demo.ts';
 import { startPlatform } from './platform.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
 
-export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; json?: boolean }
+export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean }
 
 /** `svc up`: every component in one process on embedded defaults, until SIGINT or SIGTERM. */
 export async function runUp(opts: UpOptions): Promise<void> {
@@ -76,5 +77,6 @@ export async function runUp(opts: UpOptions): Promise<void> {
   say(`  export E2B_API_KEY=${cfg.api.api_key}`);
   say('Or the svc CLI and SDK (they read the same endpoint from the data directory):');
   say('  svc sandbox create --template base');
+  if (opts.demo) await runDemo(endpoint, say).catch((err) => say(`demo failed: ${(err as Error).message}`));
   say('Press Ctrl+C to stop.');
 }

@@ -6,11 +6,12 @@ export function upCommand(): Command {
     .description('run the whole platform in this process (data dir: --data-dir, SVC_DATA_DIR or ~/.svc)')
     .option('--config <file>', 'configuration file (YAML)')
     .option('--rebuild-base', 'rebuild the default base template')
-    .action(async (flags: { config?: string; rebuildBase?: boolean }, c: Command) => {
+    .option('--demo', 'once up, create a sandbox, run a command in it, pause, resume and kill it')
+    .action(async (flags: { config?: string; rebuildBase?: boolean; demo?: boolean }, c: Command) => {
       const globals = c.optsWithGlobals() as { dataDir?: string; json?: boolean };
       // Loaded on demand: the platform's modules (databases, runtimes) are heavy, and the
       // other commands should start fast and work without them.
       const { runUp } = await import('../up.ts');
-      await runUp({ dataDir: globals.dataDir, config: flags.config, rebuildBase: flags.rebuildBase, json: globals.json });
+      await runUp({ dataDir: globals.dataDir, config: flags.config, rebuildBase: flags.rebuildBase, demo: flags.demo, json: globals.json });
     });
 }
