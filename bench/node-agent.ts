@@ -9,24 +9,19 @@
  *   node --import tsx bench/node-agent.ts [--n 10] [--idle 20]
  * Run as root. Prints a table and writes bench/results/node-agent.json.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultConfig, silentLogger, type SvcConfig } from '@svc/common';
 import { NodeAgentClient, type NodeSandbox } from '@svc/node-agent/api';
-import { envdHealthy } from '@svc/node-agent/envd-client';
 import { run } from '@svc/node-agent/host/exec';
 import { startNodeAgent, type NodeAgent } from '@svc/node-agent';
 import { ResourceNames } from '@svc/node-agent/names';
-import { AddressPool } from '@svc/node-agent/network/address-pool';
-import { createSandboxLink, destroySandboxLink, netnsPath } from '@svc/node-agent/network/netns';
-import { GvisorDriver } from '@svc/node-agent/runtime/gvisor';
-import { ociSpec } from '@svc/node-agent/runtime/oci-spec';
-import { defaultPtyModulesDir, ensureRuntimeBundle } from '@svc/node-agent/runtime/runtime-bundle';
 import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
+import { measureRunscFloor } from './lib/runsc-floor.ts';
+import { sleep, stat, timed, usedMemoryMB } from './lib/stats.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const arg = (name: string, d: number) => {
@@ -36,30 +31,6 @@ const arg = (name: string, d: number) => {
 const N = arg('n', 10);
 const IDLE = Math.max(20, arg('idle', 20));
 const POOL = '10.201.100.0/24';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-interface Stat { n: number; p50: number; p95: number; min: number; max: number }
-function stat(samples: number[]): Stat {
-  const s = [...samples].sort((a, b) => a - b);
-  const at = (q: number) => s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)];
-  const r = (v: number) => Math.round(v * 10) / 10;
-  return { n: s.length, p50: r(at(0.5)), p95: r(at(0.95)), min: r(s[0]), max: r(s[s.length - 1]) };
-}
-
-async function timed<T>(fn: () => Promise<T>): Promise<[number, T]> {
-  const t = performance.now();
-  const v = await fn();
-  return [performance.now() - t, v];
-}
-
-async function waitHealthy(address: string) {
-  while (!(await envdHealthy(address, 250))) await sleep(2);
-}
-
-function usedMemoryMB(meminfo: string): number {
-  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(meminfo)![1]);
-  return (kb('MemTotal') - kb('MemAvailable')) / 1024;
-}
 
 /** One envelope of the Connect streaming protocol: flags byte, big-endian length, JSON. */
 function envelope(msg: unknown): Buffer {
@@ -194,47 +165,7 @@ async function main() {
     }
 
     // ---- (a) floor: raw runsc run in a prepared namespace until envd answers
-    const floorDir = join(dir, 'floor');
-    const names = new ResourceNames(floorDir);
-    const driver = new GvisorDriver({ stateRoot: join(floorDir, 'runsc'), names, logger: silentLogger() });
-    const bundle = await ensureRuntimeBundle(floorDir, { envdBundle: built.path, nodeBinary: process.execPath, tini: '/usr/bin/tini-static', ptyModulesDir: defaultPtyModulesDir() });
-    const lower = join(floorDir, 'lower');
-    await mkdir(lower, { recursive: true });
-    await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', image, lower]);
-    const pool = new AddressPool('10.201.101.0/24');
-    const floorMs: number[] = [];
-    try {
-      for (let i = 0; i < N; i++) {
-        const id = ResourceNames.newInstanceId();
-        const addr = pool.allocate();
-        const ns = names.netns(id);
-        const ref = { instanceId: id, dir: join(floorDir, 'i', id), netnsPath: netnsPath(ns) };
-        await createSandboxLink(ns, names.hostVeth(id), addr);
-        try {
-          const b = join(ref.dir, 'bundle');
-          for (const d of ['upper', 'work', 'rootfs', 'bundle']) await mkdir(join(ref.dir, d), { recursive: true });
-          await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${ref.dir}/upper,workdir=${ref.dir}/work`, join(ref.dir, 'rootfs')]);
-          const spec = { ...ref, rootfs: { imagePath: image, mountDir: lower }, runtime: bundle, resources: { cpuCount: 1, memoryMB: 256, diskSizeMB: 512 }, env: {}, hostname: 'sandbox', files: {} };
-          await writeFile(join(b, 'config.json'), JSON.stringify(ociSpec(spec, join(ref.dir, 'rootfs'), `/${names.cgroupParent}/${names.container(id)}`)));
-          const [ms] = await timed(async () => {
-            await new Promise<void>((resolve, reject) => {
-              const p = spawn('nsenter', [`--net=${ref.netnsPath}`, 'runsc', `--root=${join(floorDir, 'runsc')}`, '--platform=ptrace', '--network=host', '--cpu-num-from-quota', 'run', '--detach', `--bundle=${b}`, names.container(id)], { stdio: 'ignore' });
-              p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`runsc run exited ${code}`))));
-            });
-            await waitHealthy(addr.sandboxAddress);
-          });
-          floorMs.push(ms);
-        } finally {
-          await driver.destroy(ref);
-          await destroySandboxLink(ns, names.hostVeth(id));
-          pool.release(addr.slot);
-        }
-      }
-    } finally {
-      await driver.settled();
-      await driver.removeParentCgroups();
-      await run('umount', [lower], { allowFail: true });
-    }
+    const floorMs = await measureRunscFloor({ image, envdBundle: built.path, workDir: join(dir, 'floor'), pool: '10.201.101.0/24', n: N });
 
     const table = {
       'floor: runsc run → envd /health (ms)': stat(floorMs),

@@ -3,23 +3,10 @@
  * template and node routes. Only the SDK's mapping modules read these; the public types
  * are in types.ts.
  */
+import type { EgressRule } from './types.ts';
 
-export interface WireEgressRule {
-  name?: string;
-  match?: {
-    scheme?: 'http' | 'https';
-    port?: number;
-    sni?: string;
-    host?: string;
-    method?: string[];
-    path?: string;
-  };
-  action: {
-    allow: boolean;
-    audit?: 'none' | 'metadata' | 'full';
-    inject?: { header: string; format?: string; secret: string }[];
-  };
-}
+/** The wire form of an egress rule is svc's own public form. */
+export type WireEgressRule = EgressRule;
 
 export interface WireNetwork {
   allowOut?: string[];

@@ -12,6 +12,13 @@ export interface EgressPolicy {
 
 /** Warm sandboxes wait with no way out until they are handed out. */
 export const DENY_ALL: EgressPolicy = { allowInternetAccess: false, allowOut: [], denyOut: [] };
+/** What a create asks for unless it says otherwise. */
+export const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOut: [], denyOut: [] };
+
+export function samePolicy(a: EgressPolicy, b: EgressPolicy): boolean {
+  const same = (x: string[], y: string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
+  return a.allowInternetAccess === b.allowInternetAccess && same(a.allowOut, b.allowOut) && same(a.denyOut, b.denyOut);
+}
 
 export interface PolicyInput {
   allowInternetAccess: boolean;

@@ -3,7 +3,7 @@ import type { ArtifactOnNode, CreateSandboxOnNode, EnsureArtifact, NodeSandbox, 
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
-import { DENY_ALL, normalizePolicy, type EgressPolicy } from '../network/egress-policy.ts';
+import { DEFAULT_POLICY, normalizePolicy, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
 import type { InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
 import { checkResumeAdmission, usedMemoryMB } from './admission.ts';
@@ -45,7 +45,9 @@ export class SandboxService {
       shape: d.warmShape,
       logger: d.logger,
       start: (artifactId, signal) => d.launcher.launch({
-        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: {}, policy: DENY_ALL, metadata: {},
+        // Only envd runs in a warm sandbox until it is handed out, so it can wait with the
+        // policy most creates ask for: then the hand-out needs no firewall change at all.
+        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: {}, policy: DEFAULT_POLICY, metadata: {},
         signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
       }),
       destroy: (inst) => d.launcher.teardown(inst),
@@ -247,8 +249,10 @@ export class SandboxService {
     const inst = this.pool.take(req.artifact.artifactId, resources);
     if (!inst) return undefined;
     try {
-      await this.d.firewall.update(inst.record.instanceId, policy);
-      await envdInit(inst.record.address, { envVars: env, accessToken: req.envdAccessToken, timestamp: new Date().toISOString() });
+      await Promise.all([
+        samePolicy(inst.record.policy, policy) ? undefined : this.d.firewall.update(inst.record.instanceId, policy),
+        envdInit(inst.record.address, { envVars: env, accessToken: req.envdAccessToken, timestamp: new Date().toISOString() }),
+      ]);
       Object.assign(inst.record, {
         role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, policy, metadata: req.metadata,
         fromWarmPool: true, startedAt: new Date().toISOString(),

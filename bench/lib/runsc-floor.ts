@@ -1,0 +1,73 @@
+/**
+ * The floor every create is compared with: `runsc run` of a root filesystem in a prepared
+ * network namespace, with envd injected exactly as the node agent does, until envd answers
+ * /health. No platform around it.
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { silentLogger } from '@svc/common';
+import { envdHealthy } from '@svc/node-agent/envd-client';
+import { run } from '@svc/node-agent/host/exec';
+import { ResourceNames } from '@svc/node-agent/names';
+import { AddressPool } from '@svc/node-agent/network/address-pool';
+import { createSandboxLink, destroySandboxLink, netnsPath } from '@svc/node-agent/network/netns';
+import { GvisorDriver } from '@svc/node-agent/runtime/gvisor';
+import { ociSpec } from '@svc/node-agent/runtime/oci-spec';
+import { defaultPtyModulesDir, ensureRuntimeBundle } from '@svc/node-agent/runtime/runtime-bundle';
+import { sleep, timed } from './stats.ts';
+
+export interface FloorOptions {
+  /** ext4 root filesystem image. */
+  image: string;
+  envdBundle: string;
+  workDir: string;
+  /** An address pool of its own, e.g. 10.201.101.0/24. */
+  pool: string;
+  n: number;
+}
+
+export async function measureRunscFloor(o: FloorOptions): Promise<number[]> {
+  const names = new ResourceNames(o.workDir);
+  const driver = new GvisorDriver({ stateRoot: join(o.workDir, 'runsc'), names, logger: silentLogger() });
+  const bundle = await ensureRuntimeBundle(o.workDir, { envdBundle: o.envdBundle, nodeBinary: process.execPath, tini: '/usr/bin/tini-static', ptyModulesDir: defaultPtyModulesDir() });
+  const lower = join(o.workDir, 'lower');
+  await mkdir(lower, { recursive: true });
+  await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', o.image, lower]);
+  const pool = new AddressPool(o.pool);
+  const samples: number[] = [];
+  try {
+    for (let i = 0; i < o.n; i++) {
+      const id = ResourceNames.newInstanceId();
+      const addr = pool.allocate();
+      const ns = names.netns(id);
+      const ref = { instanceId: id, dir: join(o.workDir, 'i', id), netnsPath: netnsPath(ns) };
+      await createSandboxLink(ns, names.hostVeth(id), addr);
+      try {
+        const b = join(ref.dir, 'bundle');
+        for (const d of ['upper', 'work', 'rootfs', 'bundle']) await mkdir(join(ref.dir, d), { recursive: true });
+        await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${ref.dir}/upper,workdir=${ref.dir}/work`, join(ref.dir, 'rootfs')]);
+        const spec = { ...ref, rootfs: { imagePath: o.image, mountDir: lower }, runtime: bundle, resources: { cpuCount: 1, memoryMB: 512, diskSizeMB: 2048 }, env: {}, hostname: 'sandbox', files: {} };
+        await writeFile(join(b, 'config.json'), JSON.stringify(ociSpec(spec, join(ref.dir, 'rootfs'), `/${names.cgroupParent}/${names.container(id)}`)));
+        const [ms] = await timed(async () => {
+          await new Promise<void>((resolve, reject) => {
+            const p = spawn('nsenter', [`--net=${ref.netnsPath}`, 'runsc', `--root=${join(o.workDir, 'runsc')}`, '--platform=ptrace', '--network=host',
+              '--cpu-num-from-quota', 'run', '--detach', `--bundle=${b}`, names.container(id)], { stdio: 'ignore' });
+            p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`runsc run exited ${code}`))));
+          });
+          while (!(await envdHealthy(addr.sandboxAddress, 250))) await sleep(2);
+        });
+        samples.push(ms);
+      } finally {
+        await driver.destroy(ref);
+        await destroySandboxLink(ns, names.hostVeth(id));
+        pool.release(addr.slot);
+      }
+    }
+  } finally {
+    await driver.settled();
+    await driver.removeParentCgroups();
+    await run('umount', [lower], { allowFail: true });
+  }
+  return samples;
+}

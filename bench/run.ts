@@ -1,0 +1,66 @@
+/**
+ * Every benchmark the issues name, one after another, then one summary table of the headline
+ * figures beside their floors and goals.
+ *
+ *   npm run bench            (as root; about 15 minutes on 2 cores)
+ *   npm run bench -- platform proxy      (a subset)
+ * Each benchmark prints its own table and writes bench/results/<name>.json; this writes
+ * bench/results/summary.json.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BENCH_ROOT, writeResult } from './lib/stats.ts';
+
+const ALL = ['node-agent', 'platform', 'proxy', 'template-center'];
+const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
+const benches = chosen.length ? chosen : ALL;
+
+const failed: string[] = [];
+for (const b of benches) {
+  console.log(`\n===== bench/${b}.ts`);
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(BENCH_ROOT, `${b}.ts`)], { stdio: 'inherit' });
+  if (r.status !== 0) failed.push(b);
+}
+
+const read = (name: string): any => {
+  const f = join(BENCH_ROOT, 'results', `${name}.json`);
+  return existsSync(f) ? JSON.parse(readFileSync(f, 'utf8')) : undefined;
+};
+const platform = read('platform');
+const proxy = read('proxy');
+const tc = read('template-center');
+const rows: Array<[string, string, string, string]> = [];
+const r2 = (v: number | undefined) => (v === undefined ? '?' : String(Math.round(v * 100) / 100));
+const lat = (k: string) => platform?.latency?.[k];
+if (platform) {
+  const cold = lat('create, cold: API call → envd answers (ms)');
+  const floor = lat('floor: runsc run → envd answers (ms)');
+  rows.push(['create p50 / p95, cold (ms)', `${cold.p50} / ${cold.p95}`, `floor ${floor.p50} / ${floor.p95}`, `≤ 1.25× floor (now ${platform.ratios.coldCreateOverFloorP50}×)`]);
+  rows.push(['create p50, warm pool (ms)', String(lat('create, warm pool: API call → envd answers (ms)').p50), '', '≤ 50']);
+  rows.push(['pause / resume p50, freeze (ms)', `${lat('pause (freeze) via API (ms)').p50} / ${lat('resume (freeze) via API connect (ms)').p50}`, '', '≤ 300 each']);
+  rows.push(["commands.run('echo') p50 (ms)", String(lat("commands.run('echo') via e2b SDK (ms)").p50), `runsc exec ${lat('runsc exec echo (ms)').p50}`, '']);
+  rows.push(['memory per idle sandbox (MB)', String(platform.memory.perSandboxMB), `${platform.memory.fitIn24GiB} fit in 24 GiB`, '≤ 30']);
+  rows.push(['proxy added p50 / p99 on a sandbox port (ms)', `${platform.proxy.addedP50Ms} / ${platform.proxy.addedP99Ms}`, `direct p50 ${lat('sandbox port, direct (ms)').p50}`, '≤ 0.5 at p50']);
+  rows.push(['proxy throughput on a sandbox port', `${platform.proxy.throughputRatio} of direct`, `${platform.proxy.proxiedRps} vs ${platform.proxy.directRps} req/s`, '≥ 0.7']);
+  rows.push(['auto-resume p50 (ms)', String(lat('auto-resume: request to a paused sandbox → response (ms)').p50), '', '≤ 300']);
+}
+if (proxy) {
+  rows.push(['proxy added p50 / p99, loopback upstream (ms)', `${r2(proxy.latencyMs.addedP50)} / ${r2(proxy.latencyMs.addedP99)}`, `direct p50 ${r2(proxy.latencyMs.direct.p50)}`, '≤ 0.5 at p50']);
+  rows.push(['proxy throughput, loopback upstream', `${r2(proxy.throughputRps.ratio)} of direct`, `${Math.round(proxy.throughputRps.proxy)} vs ${Math.round(proxy.throughputRps.direct)} req/s`, '≥ 0.7']);
+}
+if (tc) {
+  rows.push(['build base: cold / from cached rootfs (s)', `${r2(tc.baseCold.totalWithMmdebstrapMs / 1000)} / ${r2(tc.baseCached.totalMs / 1000)}`, `mmdebstrap ${r2(tc.baseCold.mmdebstrapMs / 1000)} s`, '']);
+  rows.push(['build 3-layer ~100 MB image (s)', r2(tc.image.build.totalMs / 1000), `pull ${r2(tc.image.build.pullMs / 1000)} s`, '']);
+  const t = tc.image.throughputMBps ?? {};
+  rows.push(['pull MB/s: registry client / build phase', `${r2(t.registryClientOnly)} / ${r2(t.buildPullPhase)}`, `skopeo copy ${r2(t.skopeoCopy)}`, '≥ skopeo']);
+}
+
+console.log('\n===== summary');
+const pad = (s: string, n: number) => s.padEnd(n);
+for (const [a, b, c, d] of rows) console.log(pad(a, 46) + pad(b, 26) + pad(c, 30) + d);
+console.log(`wrote ${writeResult('summary', { when: new Date().toISOString(), benches, failed, rows })}`);
+if (failed.length) {
+  console.error(`failed: ${failed.join(', ')}`);
+  process.exit(1);
+}
