@@ -198,3 +198,19 @@ test('API gateway: operator auth callback receives X-Request-Path and X-Request-
     cb.close();
   }
 });
+
+test("the master's /notify/health answers without touching its database", async () => {
+  const p = await platform();
+  try {
+    await p.master.db.close();
+    const r = await fetch(`${p.master.url}/notify/health`);
+    assert.equal(r.status, 200);
+    assert.deepEqual(await r.json(), { ok: true });
+    const nodes = await fetch(`${p.master.url}/v1/nodes`);
+    assert.equal(nodes.status, 500, 'routes that need the database fail while it is gone');
+  } finally {
+    await p.gw.close();
+    await p.master.app.close();
+    await p.node.close();
+  }
+});
