@@ -4,7 +4,7 @@ import { mkdir, rm, stat, unlink } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { ArtifactStored } from '../api.ts';
 import type { ArtifactLocation, ArtifactStore } from './artifact-store.ts';
-import { EMPTY_SHA256, presignUrl, signRequest, type SigV4Credentials } from './sigv4.ts';
+import { EMPTY_SHA256, presignUrl, signRequest, uriEncode, type SigV4Credentials } from './sigv4.ts';
 
 export interface S3StoreOptions {
   /** e.g. https://s3.eu-west-1.amazonaws.com or http://127.0.0.1:9000 */
@@ -63,7 +63,8 @@ export class S3ArtifactStore implements ArtifactStore {
       headers: { 'content-length': String(size), 'content-type': 'application/octet-stream' },
     });
     if (!res.ok) throw await s3Error(res, `upload of ${artifactId}`);
-    const now = new Date();
+    // X-Amz-Date has whole seconds and the server counts the lifetime from it.
+    const now = new Date(Math.floor(Date.now() / 1000) * 1000);
     const expiresSec = this.opts.presignExpiresSec ?? PRESIGN_LIFETIME_SEC;
     const record: ArtifactStored = {
       artifactId,
@@ -116,7 +117,8 @@ export class S3ArtifactStore implements ArtifactStore {
   }
 
   private objectUrl(name: string): string {
-    const encoded = this.key(name).split('/').map(encodeURIComponent).join('/');
+    // Sent exactly as SigV4 canonicalises it (encodeURIComponent leaves !'()* alone).
+    const encoded = this.key(name).split('/').map(uriEncode).join('/');
     return `${this.bucketUrl()}/${encoded}`;
   }
 
