@@ -99,7 +99,8 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
 
 async function readCa(ctx: BuildContext): Promise<string | undefined> {
   if (!ctx.caCertPath || !existsSync(ctx.caCertPath)) {
-    ctx.logger.warn({ caCertPath: ctx.caCertPath }, 'withSvcCa requested but no egress CA exists yet; building without it');
+    // Info, not warn: the egress proxy that provides the CA comes later, so this happens on every build.
+    ctx.logger.info({ caCertPath: ctx.caCertPath }, 'withSvcCa requested but no egress CA exists yet; building without it');
     return undefined;
   }
   const pem = await readFile(ctx.caCertPath, 'utf8');
