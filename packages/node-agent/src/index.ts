@@ -16,6 +16,7 @@ import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
 import { reconcile } from './sandboxes/reconcile.ts';
 import { SandboxService } from './sandboxes/service.ts';
+import { chooseGvisorPlatform } from './runtime/gvisor-platform.ts';
 import { envdVersion, NODE_AGENT_VERSION } from './version.ts';
 
 export interface NodeAgentOptions {
@@ -64,7 +65,8 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
   // runtime: auto picks gvisor; the microvm driver (KVM) comes later.
-  const driver = new GvisorDriver({ stateRoot: join(stateDir, 'runsc'), names, logger, runscPath: opts.runscPath, platform: process.env.SVC_GVISOR_PLATFORM });
+  const platform = await chooseGvisorPlatform(logger, opts.runscPath);
+  const driver = new GvisorDriver({ stateRoot: join(stateDir, 'runsc'), names, logger, runscPath: opts.runscPath, platform });
   const capacity = nodeCapacity(nc.capacity);
   const ratio = nc.host.quota.paused_resource_release_ratio;
 
@@ -136,7 +138,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   }, opts.livenessIntervalMs ?? 5_000);
   liveness.unref();
 
-  logger.info({ nodeId, url, runtime: driver.kind, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');
+  logger.info({ nodeId, url, runtime: driver.kind, platform, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');
 
   let closed: Promise<void> | undefined;
   return {
