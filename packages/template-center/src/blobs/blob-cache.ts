@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Logger } from '@svc/common';
+import { ImageSourceError } from '../image/resolved-image.ts';
+import { DigestVerifier } from './digest-verifier.ts';
+import { pickEvictions, type CachedBlob } from './lru.ts';
+
+const DIGEST_RE = /^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$/;
+const ALGOS = ['sha256', 'sha512'];
+
+export interface BlobCacheOptions {
+  dir: string;
+  /** Above this, the least recently used blobs that no build holds are deleted. */
+  maxBytes: number;
+  logger: Logger;
+}
+
+export interface BlobRequest {
+  digest: string;
+  size?: number;
+  /** How the blob is named in errors. */
+  label: string;
+  /** The blob's bytes from its source (a registry response body). */
+  open(signal: AbortSignal): Promise<Readable>;
+  signal: AbortSignal;
+  /** Bytes as they are downloaded; for a hit, the whole size once it is verified. */
+  onBytes?: (n: number) => void;
+}
+
+/** The blobs one build uses: none of them is evicted until the build releases the lease. */
+export interface BlobLease {
+  hold(digest: string): void;
+  /** Lets the blobs go and trims the cache to its limit. */
+  release(): Promise<void>;
+}
+
+/**
+ * Layer blobs on disk, content-addressed as `<dir>/<algo>/<hex>`, shared by all builds. A blob
+ * enters only after its digest was checked while it streamed into `<dir>/tmp`, and is renamed
+ * into place; a hit is hashed again before it is used and deleted and downloaded anew when it is
+ * damaged. So neither a partial download nor a file damaged later is ever applied. One process
+ * owns a cache directory.
+ */
+export class BlobCache {
+  private readonly tmpDir: string;
+  private readonly pins = new Map<string, number>();
+  private trimming: Promise<void> = Promise.resolve();
+
+  constructor(private readonly o: BlobCacheOptions) {
+    this.tmpDir = join(o.dir, 'tmp');
+  }
+
+  get dir(): string { return this.o.dir; }
+  get maxBytes(): number { return this.o.maxBytes; }
+
+  async init(): Promise<void> {
+    // Partial downloads of a process that died.
+    await rm(this.tmpDir, { recursive: true, force: true });
+    await mkdir(this.tmpDir, { recursive: true });
+    await this.trim();
+  }
+
+  lease(): BlobLease {
+    const held = new Set<string>();
+    let released = false;
+    return {
+      hold: (digest) => {
+        if (released) throw new Error('blob lease already released');
+        if (held.has(digest)) return;
+        held.add(digest);
+        this.pins.set(digest, (this.pins.get(digest) ?? 0) + 1);
+      },
+      release: async () => {
+        if (released) return;
+        released = true;
+        for (const d of held) {
+          const n = (this.pins.get(d) ?? 1) - 1;
+          if (n > 0) this.pins.set(d, n); else this.pins.delete(d);
+        }
+        await this.trim();
+      },
+    };
+  }
+
+  /** The path of a verified copy of the blob: the cached one when it is sound, else a new download. */
+  async fetch(req: BlobRequest, lease: BlobLease): Promise<{ path: string; hit: boolean }> {
+    const path = this.pathOf(req.digest);
+    lease.hold(req.digest);
+    const cachedSize = await this.verifyCached(path, req);
+    if (cachedSize !== undefined) {
+      req.onBytes?.(cachedSize);
+      return { path, hit: true };
+    }
+    await this.download(path, req);
+    await this.trim();
+    return { path, hit: false };
+  }
+
+  /** Every blob in the cache with its size and last use. */
+  async list(): Promise<CachedBlob[]> {
+    const out: CachedBlob[] = [];
+    for (const algo of ALGOS) {
+      const names = await readdir(join(this.o.dir, algo)).catch(() => [] as string[]);
+      for (const hex of names) {
+        const st = await stat(join(this.o.dir, algo, hex)).catch(() => undefined);
+        if (st?.isFile()) out.push({ digest: `${algo}:${hex}`, sizeBytes: st.size, usedAtMs: st.mtimeMs });
+      }
+    }
+    return out;
+  }
+
+  pathOf(digest: string): string {
+    if (!DIGEST_RE.test(digest)) throw new ImageSourceError(`layer digest ${JSON.stringify(digest)} is not a sha256 or sha512 digest`);
+    const [algo, hex] = digest.split(':');
+    return join(this.o.dir, algo, hex);
+  }
+
+  /** Deletes least recently used blobs that no build holds until the rest fit in maxBytes. */
+  trim(): Promise<void> {
+    this.trimming = this.trimming.then(() => this.trimOnce()).catch((err: Error) => {
+      this.o.logger.warn({ err: err.message, dir: this.o.dir }, 'blob cache: trimming failed');
+    });
+    return this.trimming;
+  }
+
+  private async trimOnce(): Promise<void> {
+    const victims = pickEvictions(await this.list(), this.o.maxBytes, (d) => this.pins.has(d));
+    for (const v of victims) await rm(this.pathOf(v.digest), { force: true });
+    if (victims.length) {
+      this.o.logger.info({ evicted: victims.length, bytes: victims.reduce((n, v) => n + v.sizeBytes, 0), maxBytes: this.o.maxBytes }, 'blob cache: evicted least recently used blobs');
+    }
+  }
+
+  /** The size of the cached blob when it is there and sound (it is then marked used). */
+  private async verifyCached(path: string, req: BlobRequest): Promise<number | undefined> {
+    const st = await stat(path).catch(() => undefined);
+    if (!st) return undefined;
+    try {
+      if (req.size !== undefined && st.size !== req.size) throw new Error(`${st.size} bytes cached, manifest says ${req.size}`);
+      await pipeline(
+        createReadStream(path, { highWaterMark: 1024 * 1024 }),
+        new DigestVerifier({ expectedDigest: req.digest, expectedSize: req.size, label: req.label }),
+        async (verified: AsyncIterable<Buffer>) => { for await (const _ of verified); },
+        { signal: req.signal },
+      );
+    } catch (err) {
+      if (req.signal.aborted) throw req.signal.reason;
+      this.o.logger.warn({ digest: req.digest, err: (err as Error).message }, 'blob cache: cached blob is damaged; downloading it again');
+      await rm(path, { force: true }).catch(() => {});
+      return undefined;
+    }
+    const now = new Date();
+    await utimes(path, now, now).catch(() => {});
+    return st.size;
+  }
+
+  private async download(path: string, req: BlobRequest): Promise<void> {
+    await mkdir(dirname(path), { recursive: true });
+    const tmp = join(this.tmpDir, `${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}`);
+    try {
+      const source = await req.open(req.signal);
+      // No fsync: a blob damaged by a crash is caught by the hash check of its next use.
+      await pipeline(
+        source,
+        new DigestVerifier({ expectedDigest: req.digest, expectedSize: req.size, label: req.label, onBytes: req.onBytes }),
+        createWriteStream(tmp, { flags: 'wx' }),
+        { signal: req.signal },
+      );
+      await rename(tmp, path);
+    } catch (err) {
+      await rm(tmp, { force: true });
+      throw req.signal.aborted ? req.signal.reason : err;
+    }
+  }
+}
