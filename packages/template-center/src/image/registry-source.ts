@@ -39,7 +39,8 @@ export async function resolveRegistryImage(src: RegistrySource, signal: AbortSig
       digest: l.digest,
       size: l.size,
       label: l.digest,
-      open: () => client.blobStream(l.digest),
+      remote: true,
+      open: (signal) => client.blobStream(l.digest, signal),
     })),
     info: imageInfo(config, {
       digest: fetched.digest,

@@ -10,6 +10,10 @@ export interface LayerBlob {
   diffId?: string;
   /** How the layer is named in progress and errors. */
   label: string;
+  /** Downloaded into the blob cache during PULLING (registry layers); others are read in place. */
+  remote?: boolean;
+  /** Already checked against `digest` in this build (a cached file): read without hashing again. */
+  verified?: boolean;
   open(signal: AbortSignal): Promise<Readable>;
 }
 

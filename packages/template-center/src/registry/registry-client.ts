@@ -68,25 +68,29 @@ export class RegistryClient {
     return body;
   }
 
-  /** A blob's response body as a stream (not verified here: the caller hashes while it streams). */
-  async blobStream(digest: string): Promise<Readable> {
-    const res = await this.blob(digest);
+  /**
+   * A blob's response body as a stream (not verified here: the caller hashes while it streams).
+   * `signal` stops this one download besides the client's own signal.
+   */
+  async blobStream(digest: string, signal?: AbortSignal): Promise<Readable> {
+    const res = await this.blob(digest, signal);
     if (!res.body) throw new RegistryError(`blob ${digest} from ${this.where}: empty response`);
     return Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>, { highWaterMark: 1024 * 1024 });
   }
 
-  private async blob(digest: string): Promise<Response> {
+  private async blob(digest: string, signal?: AbortSignal): Promise<Response> {
     for (let attempt = 1; ; attempt++) {
-      const res = await this.request(`/blobs/${digest}`, {});
+      const res = await this.request(`/blobs/${digest}`, {}, signal);
       if (res.ok) return res;
       const text = await res.text().catch(() => '');
       if (res.status === 404) throw new RegistryError(`blob unknown: layer ${digest} is missing from ${this.where}`, 404);
-      if (res.status >= 500 && attempt < RETRIES) { await sleep(500 * attempt, this.opts.signal); continue; }
+      if (res.status >= 500 && attempt < RETRIES) { await sleep(500 * attempt, this.signalWith(signal)); continue; }
       throw this.statusError(res.status, text, `blob ${digest}`);
     }
   }
 
-  private async request(path: string, h: { accept?: string }): Promise<Response> {
+  private async request(path: string, h: { accept?: string }, extraSignal?: AbortSignal): Promise<Response> {
+    const signal = this.signalWith(extraSignal);
     let reauthenticated = false;
     for (let attempt = 1; ; attempt++) {
       const headers: Record<string, string> = {};
@@ -94,11 +98,11 @@ export class RegistryClient {
       if (this.authorization) headers.authorization = this.authorization;
       let res: Response;
       try {
-        res = await this.fetchWithHeaderTimeout(this.base + path, headers);
+        res = await this.fetchWithHeaderTimeout(this.base + path, headers, signal);
       } catch (err) {
-        if (this.opts.signal?.aborted) throw this.opts.signal.reason ?? err;
+        if (signal?.aborted) throw signal.reason ?? err;
         if (err instanceof RegistryError) throw err;
-        if (attempt < RETRIES) { await sleep(500 * attempt, this.opts.signal); continue; }
+        if (attempt < RETRIES) { await sleep(500 * attempt, signal); continue; }
         throw this.networkError(err as Error);
       }
       if (res.status !== 401 || reauthenticated) {
@@ -120,9 +124,8 @@ export class RegistryClient {
    * fetch with a deadline on the response headers only: a layer body may legitimately take
    * minutes, but a registry that does not answer at all must not hang the build.
    */
-  private async fetchWithHeaderTimeout(url: string, headers: Record<string, string>): Promise<Response> {
+  private async fetchWithHeaderTimeout(url: string, headers: Record<string, string>, outer: AbortSignal | undefined): Promise<Response> {
     const ctl = new AbortController();
-    const outer = this.opts.signal;
     if (outer?.aborted) throw outer.reason;
     const onAbort = () => ctl.abort(outer!.reason);
     outer?.addEventListener('abort', onAbort, { once: true });
@@ -137,6 +140,11 @@ export class RegistryClient {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private signalWith(extra?: AbortSignal): AbortSignal | undefined {
+    const own = this.opts.signal;
+    return own && extra ? AbortSignal.any([own, extra]) : own ?? extra;
   }
 
   private async authenticate(ch: AuthChallenge | null): Promise<void> {
