@@ -81,6 +81,8 @@ export interface LayerProgress {
   digest: string;
   totalBytes: number;
   doneBytes: number;
+  /** Found in the template center's blob cache (verified, not downloaded again). */
+  cached?: boolean;
 }
 
 export interface JobProgress {

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createHttpApp, parseListen, sendError, SvcError, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { registerArtifactRoutes } from './artifact-routes.ts';
+import { BlobCache } from './blobs/blob-cache.ts';
+import { blobCacheFromEnv } from './blobs/blob-cache-env.ts';
 import { CallbackSender } from './build/callback-sender.ts';
 import { JobRunner } from './build/job-runner.ts';
 import type { ProgressTiming } from './build/progress-reporter.ts';
@@ -26,6 +28,10 @@ export interface TemplateCenterOptions {
   store?: ArtifactStore;
   /** Staging trees (default <artifact_dir>/.work). */
   workDir?: string;
+  /** Downloaded layer blobs, shared by builds (default SVC_TEMPLATE_CENTER_BLOB_CACHE_DIR or <artifact_dir>/.blobs). */
+  blobCacheDir?: string;
+  /** Least recently used blobs go above this (default SVC_TEMPLATE_CENTER_BLOB_CACHE_MB or 5 GiB). */
+  blobCacheMaxBytes?: number;
   maxConcurrentBuilds?: number;
   /** How long a status callback is retried while the master is unreachable. */
   callbackRetryMs?: number;
@@ -53,11 +59,14 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   const s3 = opts.s3 ?? s3OptionsFromEnv(process.env, join(workDir, 'images'));
   const store = opts.store ?? (s3 ? new S3ArtifactStore(s3) : new LocalArtifactStore(artifactDir));
   await store.init();
+  const blobEnv = blobCacheFromEnv(process.env, join(artifactDir, '.blobs'));
+  const blobs = new BlobCache({ dir: opts.blobCacheDir ?? blobEnv.dir, maxBytes: opts.blobCacheMaxBytes ?? blobEnv.maxBytes, logger });
+  await blobs.init();
 
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const callbacks = new CallbackSender({ masterAddr, token: tc.callback_token, logger, retryForMs: opts.callbackRetryMs });
   const runner = new JobRunner({
-    store, workDir, caCertPath: opts.caCertPath, coordination: opts.coordination, callbacks, logger,
+    store, workDir, blobs, caCertPath: opts.caCertPath, coordination: opts.coordination, callbacks, logger,
     maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
   });
 

@@ -3,6 +3,7 @@ import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '@svc/common';
 import type { ArtifactStored, BuildRequest, ImageInfo, JobPhase } from '../api.ts';
+import type { BlobCache } from '../blobs/blob-cache.ts';
 import { resolveSource } from '../image/resolve-source.ts';
 import { shortDigest } from '../layers/layer-blob.ts';
 import { injectSandboxEssentials } from '../rootfs/inject.ts';
@@ -12,12 +13,15 @@ import type { ArtifactStore } from '../store/artifact-store.ts';
 import { stage } from './build-error.ts';
 import { sha256File } from './file-sha256.ts';
 import type { ProgressReporter } from './progress-reporter.ts';
+import { pullLayers } from './pull-layers.ts';
 import { unpackImage } from './unpack-image.ts';
 
 export interface BuildContext {
   store: ArtifactStore;
   /** Where staging trees are unpacked. */
   workDir: string;
+  /** Where registry layers are downloaded to, and found again by later builds. */
+  blobs: BlobCache;
   caCertPath?: string;
   logger: Logger;
   progress: ProgressReporter;
@@ -31,10 +35,10 @@ export interface BuildResult {
 }
 
 /**
- * One build from source to stored artifact: PULLING (resolve and unpack layers), BUILDING
- * (sandbox essentials, mkfs.ext4, sha256), UPLOADING (into the store). Whatever happens, the
- * staging tree and any partial image are removed; an artifact stored by a build that was then
- * aborted is deleted again.
+ * One build from source to stored artifact: PULLING (resolve the image, download registry layers
+ * into the blob cache), BUILDING (apply the layers, sandbox essentials, mkfs.ext4, sha256),
+ * UPLOADING (into the store). Whatever happens, the staging tree and any partial image are
+ * removed; an artifact stored by a build that was then aborted is deleted again.
  */
 export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promise<BuildResult> {
   const { signal, progress } = ctx;
@@ -42,23 +46,31 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
   const jobDir = await mkdtemp(join(ctx.workDir, `${req.jobId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40)}-`));
   const staging = join(jobDir, 'rootfs');
   const imagePath = join(ctx.store.scratchDir, `${req.artifactId}.${process.pid}.${Date.now()}.ext4`);
+  const lease = ctx.blobs.lease();
   try {
     await mkdir(staging, { mode: 0o755 });
 
     const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal));
     progress.setLayers(image.layers.map((l) => ({ digest: l.digest ?? l.diffId ?? l.label, totalBytes: l.size ?? 0 })));
-    let current = 0;
     const layerName = (i: number) => {
       const l = image.layers[i];
       return `layer ${i + 1}/${image.layers.length}${l.digest ? ` ${shortDigest(l.digest)}` : ''}`;
     };
-    await stage(() => `unpacking ${layerName(current)} into ${ctx.workDir}`, signal, () => unpackImage(image, staging, {
+    const layers = await pullLayers(image.layers, {
+      cache: ctx.blobs, lease, signal, describe: layerName,
+      onLayerStart: (i) => progress.setMessage(`downloading ${layerName(i)}`),
+      onLayerBytes: (i, n) => progress.addLayerBytes(i, n),
+      onLayerDone: (i, hit) => { if (hit) progress.markLayerCached(i); },
+    });
+
+    ctx.onPhase('BUILDING');
+    let current = 0;
+    await stage(() => `unpacking ${layerName(current)} into ${ctx.workDir}`, signal, () => unpackImage({ ...image, layers }, staging, {
       signal,
-      onLayerStart: (i) => { current = i; progress.setMessage(layerName(i)); },
+      onLayerStart: (i) => { current = i; progress.setMessage(`unpacking ${layerName(i)}`); },
       onLayerBytes: (i, n) => progress.addLayerBytes(i, n),
     }));
 
-    ctx.onPhase('BUILDING');
     const caPem = req.withSvcCa ? await readCa(ctx) : undefined;
     const injected = await stage('preparing the root filesystem', signal, async () => injectSandboxEssentials(staging, { caPem }));
     ctx.logger.debug({ jobId: req.jobId, ...injected }, 'sandbox essentials injected');
@@ -92,6 +104,7 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
     }
     return { artifact, imageInfo: image.info };
   } finally {
+    await lease.release();
     await rm(jobDir, { recursive: true, force: true }).catch((err) => ctx.logger.warn({ err: err.message, jobDir }, 'cannot remove build directory'));
     await rm(imagePath, { force: true }).catch(() => {});
   }

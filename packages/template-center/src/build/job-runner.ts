@@ -1,5 +1,6 @@
 import { unavailable, type Coordination, type Logger } from '@svc/common';
 import type { BuildRequest, JobStatusReport } from '../api.ts';
+import type { BlobCache } from '../blobs/blob-cache.ts';
 import type { ArtifactStore } from '../store/artifact-store.ts';
 import { BuildAbortedError, explain } from './build-error.ts';
 import { buildArtifact, type BuildResult } from './build-job.ts';
@@ -10,6 +11,7 @@ import { SpecDedup } from './spec-dedup.ts';
 export interface JobRunnerOptions {
   store: ArtifactStore;
   workDir: string;
+  blobs: BlobCache;
   caCertPath?: string;
   coordination: Coordination;
   callbacks: CallbackSender;
@@ -83,6 +85,7 @@ export class JobRunner {
       const { value, reusedFrom } = await this.dedup.run(req.specHash, `${this.o.instanceId}:${req.jobId}`, () => buildArtifact(req, {
         store: this.o.store,
         workDir: this.o.workDir,
+        blobs: this.o.blobs,
         caCertPath: this.o.caCertPath,
         logger: log,
         progress,

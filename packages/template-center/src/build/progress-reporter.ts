@@ -55,6 +55,13 @@ export class ProgressReporter {
     this.dirty = true;
   }
 
+  markLayerCached(index: number): void {
+    const layer = this.snapshot.layers[index];
+    if (!layer) return;
+    layer.cached = true;
+    this.dirty = true;
+  }
+
   current(): JobProgress {
     return structuredClone(this.snapshot);
   }

@@ -12,7 +12,10 @@ export interface UnpackOptions {
   onLayerBytes?: (index: number, n: number) => void;
 }
 
-/** Streams every layer of `image`, in order, into `staging`: download, verify, decompress, apply. */
+/**
+ * Applies every layer of `image`, in order, onto `staging`: read, verify, decompress, apply.
+ * Layers pulled into the blob cache are already verified and their bytes already counted.
+ */
 export async function unpackImage(image: ResolvedImage, staging: string, opts: UnpackOptions): Promise<void> {
   const applier = new LayerApplier(staging);
   for (let i = 0; i < image.layers.length; i++) {
@@ -27,7 +30,9 @@ async function applyLayer(layer: LayerBlob, applier: LayerApplier, whiteouts: bo
   const raw = await layer.open(signal);
   const onAbort = () => raw.destroy(signal.reason as Error);
   signal.addEventListener('abort', onAbort, { once: true });
-  const feed = new VerifiedFeed(raw, { expectedDigest: layer.digest, expectedSize: layer.size, label: layer.label, onBytes });
+  const feed = new VerifiedFeed(raw, layer.verified
+    ? { label: layer.label }
+    : { expectedDigest: layer.digest, expectedSize: layer.size, label: layer.label, onBytes });
   try {
     let tar: Readable = await decompress(feed.feed);
     if (layer.diffId) tar = tar.pipe(diffIdCheck(layer.diffId, layer.label, tar));

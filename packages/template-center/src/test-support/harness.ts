@@ -18,8 +18,10 @@ export interface Harness {
   dir: string;
   artifactDir: string;
   workDir: string;
+  /** The template center's layer blob cache (its own, outside the work and artifact dirs). */
+  blobCacheDir: string;
   submit(source: BuildSource, extra?: Partial<BuildRequest>): Promise<BuildRequest>;
-  /** Files left in the work dir and the store's scratch dir (must be none after a job ends). */
+  /** Files left in the work dir, the store's scratch dir and the blob cache's partial downloads (must be none after a job ends). */
   leftovers(): Promise<string[]>;
   close(): Promise<void>;
 }
@@ -35,9 +37,10 @@ export async function startHarness(o: { token?: string; insecure?: boolean; arti
   const artifactDir = o.artifactDir ?? join(dir, 'artifacts');
   cfg.template_center.artifact_dir = artifactDir;
   const workDir = o.workDir ?? join(dir, 'work');
+  const blobCacheDir = o.tc?.blobCacheDir ?? join(dir, 'blobs');
   const coordination = new MemoryCoordination();
   const tc = await startTemplateCenter(cfg, {
-    logger: silentLogger(), coordination, masterAddr: master.url, workDir,
+    logger: silentLogger(), coordination, masterAddr: master.url, workDir, blobCacheDir,
     callbackRetryMs: 30_000, progressTiming: { intervalMs: 200, heartbeatMs: 1000 }, ...o.tc,
   }).catch(async (err) => {
     await master.close();
@@ -46,7 +49,7 @@ export async function startHarness(o: { token?: string; insecure?: boolean; arti
   });
   const client = new TemplateCenterClient(tc.url, token);
   return {
-    tc, client, master, coordination, cfg, dir, artifactDir, workDir,
+    tc, client, master, coordination, cfg, dir, artifactDir, workDir, blobCacheDir,
     submit: async (source, extra = {}) => {
       const id = randomUUID();
       const req: BuildRequest = {
@@ -59,7 +62,7 @@ export async function startHarness(o: { token?: string; insecure?: boolean; arti
     },
     leftovers: async () => {
       const list = async (d: string) => (await readdir(d).catch(() => [] as string[])).map((n) => join(d, n));
-      return [...await list(workDir), ...await list(join(artifactDir, '.tmp'))];
+      return [...await list(workDir), ...await list(join(artifactDir, '.tmp')), ...await list(join(blobCacheDir, 'tmp'))];
     },
     close: async () => {
       await tc.close();

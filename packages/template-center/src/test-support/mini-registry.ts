@@ -6,6 +6,8 @@ export interface MiniRegistry {
   host: string;
   /** Blob requests answered so far. */
   blobRequests: number;
+  /** Blob requests so far, by digest. */
+  blobGets(digest: string): number;
   close(): Promise<void>;
 }
 
@@ -17,6 +19,7 @@ export interface MiniRegistry {
 export async function startMiniRegistry(layoutDir: string, o: { slowBytesPerSec?: number } = {}): Promise<MiniRegistry> {
   const index = JSON.parse(readFileSync(join(layoutDir, 'index.json'), 'utf8')) as { manifests: Array<{ digest: string; mediaType: string; annotations?: Record<string, string> }> };
   const state = { blobRequests: 0 };
+  const gets = new Map<string, number>();
   const sockets = new Set<import('node:net').Socket>();
   const server: Server = createServer((req, res) => {
     const m = /^\/v2\/(.+)\/(manifests|blobs)\/([^/]+)$/.exec(req.url ?? '');
@@ -33,6 +36,7 @@ export async function startMiniRegistry(layoutDir: string, o: { slowBytesPerSec?
       return;
     }
     state.blobRequests++;
+    gets.set(digest, (gets.get(digest) ?? 0) + 1);
     const data = readFileSync(path);
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length });
     if (!o.slowBytesPerSec || data.length < 4096) { createReadStream(path).pipe(res); return; }
@@ -51,6 +55,7 @@ export async function startMiniRegistry(layoutDir: string, o: { slowBytesPerSec?
   return {
     host: `127.0.0.1:${(server.address() as { port: number }).port}`,
     get blobRequests() { return state.blobRequests; },
+    blobGets: (digest) => gets.get(digest) ?? 0,
     close: () => new Promise((resolve) => {
       for (const s of sockets) s.destroy();
       server.close(() => resolve());
