@@ -60,7 +60,7 @@ export class DigestVerifier extends Transform {
   }
 
   private armIdle(): void {
-    clearTimeout(this.idle);
+    if (this.idle) { this.idle.refresh(); return; }
     const ms = this.o.idleTimeoutMs ?? 120_000;
     this.idle = setTimeout(() => this.destroy(new Error(`layer ${this.o.label}: the source sent nothing for ${ms / 1000} s`)), ms);
     this.idle.unref();
