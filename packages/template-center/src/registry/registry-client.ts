@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import type { Readable } from 'node:stream';
 import { MANIFEST_ACCEPT, MediaTypes } from '../image/oci-types.ts';
 import { parseChallenge, type AuthChallenge } from './challenge.ts';
+import { readText, streamGet } from './http-stream.ts';
 import { apiHost, type ImageReference } from './reference.ts';
 import { distributionErrorCode, RegistryError } from './registry-error.ts';
 
@@ -69,28 +69,57 @@ export class RegistryClient {
   }
 
   /**
-   * A blob's response body as a stream (not verified here: the caller hashes while it streams).
-   * `signal` stops this one download besides the client's own signal.
+   * A layer blob's response body as a stream (not verified here: the caller hashes while it
+   * streams), over node:http rather than fetch (see http-stream.ts). `signal` stops this one
+   * download besides the client's own signal. Same authentication, retries and errors as
+   * `request`.
    */
-  async blobStream(digest: string, signal?: AbortSignal): Promise<Readable> {
-    const res = await this.blob(digest, signal);
-    if (!res.body) throw new RegistryError(`blob ${digest} from ${this.where}: empty response`);
-    return Readable.fromWeb(res.body as unknown as WebReadableStream<Uint8Array>, { highWaterMark: 1024 * 1024 });
+  async blobStream(digest: string, extraSignal?: AbortSignal): Promise<Readable> {
+    const signal = this.signalWith(extraSignal);
+    let reauthenticated = false;
+    for (let attempt = 1; ; attempt++) {
+      let res;
+      try {
+        res = await streamGet(`${this.base}/blobs/${digest}`, {
+          headers: this.authorization ? { authorization: this.authorization } : {},
+          signal, headerTimeoutMs: HEADER_TIMEOUT_MS, timeoutError: () => this.headerTimeout(),
+        });
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason ?? err;
+        if (err instanceof RegistryError) throw err;
+        if (attempt < RETRIES) { await sleep(500 * attempt, signal); continue; }
+        throw this.networkError(err as Error);
+      }
+      const status = res.statusCode ?? 0;
+      if (status >= 200 && status < 300) return res;
+      if (status === 401 && !reauthenticated) {
+        res.destroy();
+        await this.authenticate(parseChallenge(headerValue(res.headers['www-authenticate'])));
+        reauthenticated = true;
+        attempt = 0;
+        continue;
+      }
+      const text = await readText(res);
+      if (status === 401) throw this.unauthorized();
+      if (status === 404) throw new RegistryError(`blob unknown: layer ${digest} is missing from ${this.where}`, 404);
+      if (status >= 500 && attempt < RETRIES) { await sleep(500 * attempt, signal); continue; }
+      throw this.statusError(status, text, `blob ${digest}`);
+    }
   }
 
-  private async blob(digest: string, signal?: AbortSignal): Promise<Response> {
+  private async blob(digest: string): Promise<Response> {
     for (let attempt = 1; ; attempt++) {
-      const res = await this.request(`/blobs/${digest}`, {}, signal);
+      const res = await this.request(`/blobs/${digest}`, {});
       if (res.ok) return res;
       const text = await res.text().catch(() => '');
       if (res.status === 404) throw new RegistryError(`blob unknown: layer ${digest} is missing from ${this.where}`, 404);
-      if (res.status >= 500 && attempt < RETRIES) { await sleep(500 * attempt, this.signalWith(signal)); continue; }
+      if (res.status >= 500 && attempt < RETRIES) { await sleep(500 * attempt, this.opts.signal); continue; }
       throw this.statusError(res.status, text, `blob ${digest}`);
     }
   }
 
-  private async request(path: string, h: { accept?: string }, extraSignal?: AbortSignal): Promise<Response> {
-    const signal = this.signalWith(extraSignal);
+  private async request(path: string, h: { accept?: string }): Promise<Response> {
+    const signal = this.opts.signal;
     let reauthenticated = false;
     for (let attempt = 1; ; attempt++) {
       const headers: Record<string, string> = {};
@@ -129,7 +158,7 @@ export class RegistryClient {
     if (outer?.aborted) throw outer.reason;
     const onAbort = () => ctl.abort(outer!.reason);
     outer?.addEventListener('abort', onAbort, { once: true });
-    const timer = setTimeout(() => ctl.abort(new RegistryError(`registry ${this.ref.registry} did not answer within ${HEADER_TIMEOUT_MS / 1000} s`, undefined, true)), HEADER_TIMEOUT_MS);
+    const timer = setTimeout(() => ctl.abort(this.headerTimeout()), HEADER_TIMEOUT_MS);
     try {
       // The listener stays while the body streams: aborting the job must also stop the body.
       return await fetch(url, { headers, signal: ctl.signal, redirect: 'follow' });
@@ -140,6 +169,10 @@ export class RegistryClient {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  private headerTimeout(): RegistryError {
+    return new RegistryError(`registry ${this.ref.registry} did not answer within ${HEADER_TIMEOUT_MS / 1000} s`, undefined, true);
   }
 
   private signalWith(extra?: AbortSignal): AbortSignal | undefined {
@@ -220,13 +253,17 @@ export class RegistryClient {
   }
 }
 
+function headerValue(h: string | string[] | undefined): string | null {
+  return (Array.isArray(h) ? h[0] : h) ?? null;
+}
+
 function basicAuth(c: RegistryCredentials): string {
   return `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
 }
 
 function causeOf(err: Error): string {
-  const c = err.cause as (Error & { code?: string; reason?: string }) | undefined;
-  if (!c) return err.message;
+  // fetch wraps the socket or TLS error as its cause; node:http rejects with it directly.
+  const c = (err.cause ?? err) as Error & { code?: string; reason?: string };
   // OpenSSL messages carry a file and line; its short reason reads better.
   const message = c.reason ?? c.message.split('\n')[0];
   return c.code && !message.includes(c.code) ? `${c.code} ${message}` : message;

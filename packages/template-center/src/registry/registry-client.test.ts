@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import { after, before, test } from 'node:test';
+import { parseReference } from './reference.ts';
+import { RegistryClient } from './registry-client.ts';
+
+const DIGEST = `sha256:${'a'.repeat(64)}`;
+const FLAKY = `sha256:${'b'.repeat(64)}`;
+const CREDS = { username: 'u', password: 'p' };
+const BASIC = `Basic ${Buffer.from('u:p').toString('base64')}`;
+let server: Server;
+let host: string;
+let flakyCalls = 0;
+
+before(async () => {
+  // Blobs only, behind Basic auth: enough to follow blobStream's own authentication and retries.
+  server = createServer((req, res) => {
+    if (req.headers.authorization !== BASIC) {
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="test"' }).end('{"errors":[{"code":"UNAUTHORIZED"}]}');
+      return;
+    }
+    if (req.url === `/v2/r/blobs/${DIGEST}`) { res.end('blob bytes'); return; }
+    if (req.url === `/v2/r/blobs/${FLAKY}`) {
+      flakyCalls++;
+      if (flakyCalls < 3) { res.writeHead(503).end('busy'); return; }
+      res.end('finally');
+      return;
+    }
+    res.writeHead(404).end('{"errors":[{"code":"BLOB_UNKNOWN"}]}');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  host = `127.0.0.1:${(server.address() as { port: number }).port}`;
+});
+
+after(() => {
+  server.closeAllConnections();
+  server.close();
+});
+
+const message = (m: string) => (e: Error) => { assert.equal(e.message, m); return true; };
+const read = async (s: AsyncIterable<Buffer>) => { let t = ''; for await (const c of s) t += c; return t; };
+const client = (auth?: typeof CREDS) => new RegistryClient(parseReference(`${host}/r:v1`), { auth, insecure: true });
+
+test('blobStream answers the challenge, retries 5xx and names missing blobs', async () => {
+  assert.equal(await read(await client(CREDS).blobStream(DIGEST)), 'blob bytes');
+  assert.equal(await read(await client(CREDS).blobStream(FLAKY)), 'finally');
+  assert.equal(flakyCalls, 3);
+  await assert.rejects(client(CREDS).blobStream(`sha256:${'c'.repeat(64)}`), message(`blob unknown: layer sha256:${'c'.repeat(64)} is missing from ${host}/r`));
+});
+
+test('blobStream without or with wrong credentials says so', async () => {
+  await assert.rejects(client().blobStream(DIGEST), message(`unauthorized: registry ${host} requires credentials to pull r`));
+  await assert.rejects(client({ username: 'u', password: 'nope' }).blobStream(DIGEST), message(`unauthorized: wrong credentials for registry ${host} (user "u" cannot pull r)`));
+});
+
+test('blobStream on a closed port fails after its retries with the socket error', async () => {
+  const c = new RegistryClient(parseReference('127.0.0.1:1/r:v1'), { insecure: true });
+  await assert.rejects(c.blobStream(DIGEST), message('cannot reach registry 127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1'));
+});
