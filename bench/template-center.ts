@@ -1,20 +1,23 @@
 /**
  * Template center build times and pull throughput, in one run:
- *   - `base` from the machine-wide cached tarball, and cold (mmdebstrap into a fresh cache dir);
- *   - a 3-layer image of about 100 MB (incompressible data, gzip layers) pulled from a local
- *     docker-registry and built into an ext4;
- *   - pull throughput of the same image: this build's PULLING phase (download, verify,
- *     decompress, unpack), this registry client alone (download and verify), and `skopeo copy`
- *     to an OCI layout (download and write), with ratios against skopeo.
+ *   - headline: the build's PULLING phase (resolve, download every layer, verify, write it to the
+ *     blob cache) against `skopeo copy docker://… oci:DIR` (download and write) of the same
+ *     3-layer image of about 100 MB (incompressible data, gzip layers) from a local
+ *     docker-registry, alternating, medians, as a ratio (skopeo time / PULLING time: 1 or more
+ *     means at least as fast). The blob cache is emptied before each of these builds;
+ *   - PULLING again with every layer in the blob cache (hits are hashed again, nothing downloaded);
+ *   - this registry client alone (download and verify, nothing written);
+ *   - the whole build of that image, and `base` from the machine-wide cached tarball and cold
+ *     (mmdebstrap into a fresh cache dir).
  *
- *   node --import tsx bench/template-center.ts [--runs 3] [--skip-cold]
+ *   node --import tsx bench/template-center.ts [--runs 7] [--skip-cold]
  *
  * Prints a table and writes bench/results/template-center.json. Needs root, docker-registry,
  * skopeo, mmdebstrap and Debian's mirror (cold base only).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,7 +30,7 @@ import { OciLayoutWriter } from '../packages/template-center/src/test-support/oc
 import { pushLayout, startRegistry } from '../packages/template-center/src/test-support/registry-server.ts';
 
 const args = process.argv.slice(2);
-const runs = Number(args[args.indexOf('--runs') + 1]) || 3;
+const runs = Number(args[args.indexOf('--runs') + 1]) || 7;
 const skipCold = args.includes('--skip-cold');
 const MB = 1024 * 1024;
 
@@ -93,30 +96,60 @@ async function main() {
       const ref = `${registry.host}/bench/image:v1`;
       await pushLayout(layout, 'v1', ref);
 
+      const source: BuildSource = { kind: 'registry', ref, insecure: true };
+      const emptyCache = () => {
+        for (const algo of readdirSync(h.blobCacheDir).filter((n) => n !== 'tmp')) rmSync(join(h.blobCacheDir, algo), { recursive: true, force: true });
+      };
+      // Both sides start with no dirty pages left by whatever ran before (the last build wrote ~300 MB).
+      const settle = () => { spawnSync('sync'); };
+      const coldBuild = async () => { emptyCache(); settle(); return timedBuild(h, source); };
+      const skopeoCopy = async (i: number) => {
+        const dest = join(scratch, `skopeo-${i}`);
+        settle();
+        try { return await run('skopeo', ['copy', '--quiet', '--src-tls-verify=false', `docker://${ref}`, `oci:${dest}:v1`]); } finally { rmSync(dest, { recursive: true, force: true }); }
+      };
+      // One of each first, unmeasured, so neither side pays for a cold page cache or first start.
+      await coldBuild();
+      await skopeoCopy(-1);
+
       const image: BuildTiming[] = [];
+      const cached: BuildTiming[] = [];
       const clientOnly: number[] = [];
       const skopeo: number[] = [];
       for (let i = 0; i < runs; i++) {
-        // Same run, alternating, so the machine's load hits all three alike.
-        image.push(await timedBuild(h, { kind: 'registry', ref, insecure: true }));
+        // Same run, alternating (and which goes first alternates too), so load hits both alike.
+        if (i % 2 === 0) {
+          image.push(await coldBuild());
+          skopeo.push(await skopeoCopy(i));
+        } else {
+          skopeo.push(await skopeoCopy(i));
+          image.push(await coldBuild());
+        }
+        cached.push(await timedBuild(h, source));
         clientOnly.push(await pullOnly(ref));
-        const dest = join(scratch, `skopeo-${i}`);
-        skopeo.push(await run('skopeo', ['copy', '--quiet', '--src-tls-verify=false', `docker://${ref}`, `oci:${dest}:v1`]));
-        rmSync(dest, { recursive: true, force: true });
       }
       const mbps = (ms: number) => compressedBytes / MB / (ms / 1000);
       const pull = median(image.map((b) => b.pullMs));
+      const skopeoMs = median(skopeo);
       results.image = {
         layers: 3, compressedBytes, runs,
+        pullingVsSkopeo: {
+          pullingMs: pull, skopeoMs, ratio: skopeoMs / pull,
+          // Each run's pair on its own: less sensitive to load that changes during the run.
+          medianPairRatio: median(skopeo.map((ms, i) => ms / image[i].pullMs)),
+          pullingAllMs: image.map((b) => b.pullMs), skopeoAllMs: skopeo,
+        },
         build: { totalMs: median(image.map((b) => b.totalMs)), pullMs: pull, buildMs: median(image.map((b) => b.buildMs)), uploadMs: median(image.map((b) => b.uploadMs)), ext4Bytes: image[0].sizeBytes, all: image },
+        buildWithLayersCached: { totalMs: median(cached.map((b) => b.totalMs)), pullMs: median(cached.map((b) => b.pullMs)), buildMs: median(cached.map((b) => b.buildMs)), all: cached },
         throughputMBps: {
           buildPullPhase: mbps(pull),
+          buildPullPhaseLayersCached: mbps(median(cached.map((b) => b.pullMs))),
           registryClientOnly: mbps(median(clientOnly)),
-          skopeoCopy: mbps(median(skopeo)),
+          skopeoCopy: mbps(skopeoMs),
         },
         ratioVsSkopeo: {
-          buildPullPhase: median(skopeo) / pull,
-          registryClientOnly: median(skopeo) / median(clientOnly),
+          buildPullPhase: skopeoMs / pull,
+          registryClientOnly: skopeoMs / median(clientOnly),
         },
         rawMs: { clientOnly, skopeo },
       };
@@ -149,19 +182,32 @@ async function pullOnly(ref: string): Promise<number> {
 
 function printTable(r: {
   loadavg: number[]; baseCached: BuildTiming & { tarballBytes: number }; baseCold?: BuildTiming & { mmdebstrapMs: number; totalWithMmdebstrapMs: number };
-  image: { compressedBytes: number; build: { totalMs: number; pullMs: number; buildMs: number; uploadMs: number; ext4Bytes: number }; throughputMBps: Record<string, number>; ratioVsSkopeo: Record<string, number> };
+  image: {
+    compressedBytes: number; runs: number;
+    pullingVsSkopeo: { pullingMs: number; skopeoMs: number; ratio: number; medianPairRatio: number };
+    build: { totalMs: number; pullMs: number; buildMs: number; uploadMs: number; ext4Bytes: number };
+    buildWithLayersCached: { totalMs: number; pullMs: number; buildMs: number };
+    throughputMBps: Record<string, number>; ratioVsSkopeo: Record<string, number>;
+  };
 }) {
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+  const ms = (x: number) => `${x.toFixed(0)} ms`;
+  const v = r.image.pullingVsSkopeo;
   const rows: Array<[string, string]> = [
+    [`PULLING vs skopeo copy (${(r.image.compressedBytes / MB).toFixed(0)} MB, 3 layers, median of ${r.image.runs})`, `${ms(v.pullingMs)} vs ${ms(v.skopeoMs)}: ratio ${v.ratio.toFixed(2)}`],
+    ['  median of the per-run ratios', v.medianPairRatio.toFixed(2)],
     ['base from cached tarball (build total)', s(r.baseCached.totalMs)],
-    ['  unpack / mkfs+sha / store', `${s(r.baseCached.pullMs)} / ${s(r.baseCached.buildMs)} / ${s(r.baseCached.uploadMs)}`],
+    ['  resolve / unpack+mkfs+sha / store', `${s(r.baseCached.pullMs)} / ${s(r.baseCached.buildMs)} / ${s(r.baseCached.uploadMs)}`],
     ...(r.baseCold ? [
       ['base cold: mmdebstrap', s(r.baseCold.mmdebstrapMs)] as [string, string],
       ['base cold: mmdebstrap + build', s(r.baseCold.totalWithMmdebstrapMs)] as [string, string],
     ] : []),
     [`image ${(r.image.compressedBytes / MB).toFixed(0)} MB, 3 layers (build total)`, s(r.image.build.totalMs)],
-    ['  pull+unpack / mkfs+sha / store', `${s(r.image.build.pullMs)} / ${s(r.image.build.buildMs)} / ${s(r.image.build.uploadMs)}`],
+    ['  pull / unpack+mkfs+sha / store', `${s(r.image.build.pullMs)} / ${s(r.image.build.buildMs)} / ${s(r.image.build.uploadMs)}`],
+    ['image build, layers cached (total)', s(r.image.buildWithLayersCached.totalMs)],
+    ['  pull (verify cached) / unpack+mkfs+sha', `${s(r.image.buildWithLayersCached.pullMs)} / ${s(r.image.buildWithLayersCached.buildMs)}`],
     ['pull MB/s: build PULLING phase', r.image.throughputMBps.buildPullPhase.toFixed(1)],
+    ['pull MB/s: PULLING, layers cached', r.image.throughputMBps.buildPullPhaseLayersCached.toFixed(1)],
     ['pull MB/s: registry client only', r.image.throughputMBps.registryClientOnly.toFixed(1)],
     ['pull MB/s: skopeo copy', r.image.throughputMBps.skopeoCopy.toFixed(1)],
     ['ratio vs skopeo: PULLING phase', r.image.ratioVsSkopeo.buildPullPhase.toFixed(2)],
