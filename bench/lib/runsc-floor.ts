@@ -27,47 +27,72 @@ export interface FloorOptions {
   n: number;
 }
 
+/** Prepared once, then one `runsc run` at a time, so floor runs can be interleaved with others. */
+export class RunscFloor {
+  private readonly names: ResourceNames;
+  private readonly driver: GvisorDriver;
+  private readonly pool: AddressPool;
+  private readonly lower: string;
+  private bundle: Awaited<ReturnType<typeof ensureRuntimeBundle>> | undefined;
+
+  constructor(private readonly o: Omit<FloorOptions, 'n'>) {
+    this.names = new ResourceNames(o.workDir);
+    this.driver = new GvisorDriver({ stateRoot: join(o.workDir, 'runsc'), names: this.names, logger: silentLogger() });
+    this.pool = new AddressPool(o.pool);
+    this.lower = join(o.workDir, 'lower');
+  }
+
+  async prepare(): Promise<void> {
+    this.bundle = await ensureRuntimeBundle(this.o.workDir, { envdBundle: this.o.envdBundle, nodeBinary: process.execPath, tini: '/usr/bin/tini-static', ptyModulesDir: defaultPtyModulesDir() });
+    await mkdir(this.lower, { recursive: true });
+    await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', this.o.image, this.lower]);
+  }
+
+  /** One sandbox: namespace and overlay made first (untimed), then `runsc run` until envd answers. */
+  async runOnce(): Promise<number> {
+    const { names } = this;
+    const id = ResourceNames.newInstanceId();
+    const addr = this.pool.allocate();
+    const ns = names.netns(id);
+    const ref = { instanceId: id, dir: join(this.o.workDir, 'i', id), netnsPath: netnsPath(ns) };
+    await createSandboxLink(ns, names.hostVeth(id), addr);
+    try {
+      const b = join(ref.dir, 'bundle');
+      for (const d of ['upper', 'work', 'rootfs', 'bundle']) await mkdir(join(ref.dir, d), { recursive: true });
+      await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${this.lower},upperdir=${ref.dir}/upper,workdir=${ref.dir}/work`, join(ref.dir, 'rootfs')]);
+      const spec = { ...ref, rootfs: { imagePath: this.o.image, mountDir: this.lower }, runtime: this.bundle!, resources: { cpuCount: 1, memoryMB: 512, diskSizeMB: 2048 }, env: {}, hostname: 'sandbox', files: {} };
+      await writeFile(join(b, 'config.json'), JSON.stringify(ociSpec(spec, join(ref.dir, 'rootfs'), `/${names.cgroupParent}/${names.container(id)}`)));
+      const [ms] = await timed(async () => {
+        await new Promise<void>((resolve, reject) => {
+          const p = spawn('nsenter', [`--net=${ref.netnsPath}`, 'runsc', `--root=${join(this.o.workDir, 'runsc')}`, '--platform=ptrace', '--network=host',
+            '--cpu-num-from-quota', 'run', '--detach', `--bundle=${b}`, names.container(id)], { stdio: 'ignore' });
+          p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`runsc run exited ${code}`))));
+        });
+        while (!(await envdHealthy(addr.sandboxAddress, 250))) await sleep(2);
+      });
+      return ms;
+    } finally {
+      await this.driver.destroy(ref);
+      await destroySandboxLink(ns, names.hostVeth(id));
+      this.pool.release(addr.slot);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.driver.settled();
+    await this.driver.removeParentCgroups();
+    await run('umount', [this.lower], { allowFail: true });
+  }
+}
+
 export async function measureRunscFloor(o: FloorOptions): Promise<number[]> {
-  const names = new ResourceNames(o.workDir);
-  const driver = new GvisorDriver({ stateRoot: join(o.workDir, 'runsc'), names, logger: silentLogger() });
-  const bundle = await ensureRuntimeBundle(o.workDir, { envdBundle: o.envdBundle, nodeBinary: process.execPath, tini: '/usr/bin/tini-static', ptyModulesDir: defaultPtyModulesDir() });
-  const lower = join(o.workDir, 'lower');
-  await mkdir(lower, { recursive: true });
-  await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', o.image, lower]);
-  const pool = new AddressPool(o.pool);
+  const floor = new RunscFloor(o);
+  await floor.prepare();
   const samples: number[] = [];
   try {
-    for (let i = 0; i < o.n; i++) {
-      const id = ResourceNames.newInstanceId();
-      const addr = pool.allocate();
-      const ns = names.netns(id);
-      const ref = { instanceId: id, dir: join(o.workDir, 'i', id), netnsPath: netnsPath(ns) };
-      await createSandboxLink(ns, names.hostVeth(id), addr);
-      try {
-        const b = join(ref.dir, 'bundle');
-        for (const d of ['upper', 'work', 'rootfs', 'bundle']) await mkdir(join(ref.dir, d), { recursive: true });
-        await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${ref.dir}/upper,workdir=${ref.dir}/work`, join(ref.dir, 'rootfs')]);
-        const spec = { ...ref, rootfs: { imagePath: o.image, mountDir: lower }, runtime: bundle, resources: { cpuCount: 1, memoryMB: 512, diskSizeMB: 2048 }, env: {}, hostname: 'sandbox', files: {} };
-        await writeFile(join(b, 'config.json'), JSON.stringify(ociSpec(spec, join(ref.dir, 'rootfs'), `/${names.cgroupParent}/${names.container(id)}`)));
-        const [ms] = await timed(async () => {
-          await new Promise<void>((resolve, reject) => {
-            const p = spawn('nsenter', [`--net=${ref.netnsPath}`, 'runsc', `--root=${join(o.workDir, 'runsc')}`, '--platform=ptrace', '--network=host',
-              '--cpu-num-from-quota', 'run', '--detach', `--bundle=${b}`, names.container(id)], { stdio: 'ignore' });
-            p.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`runsc run exited ${code}`))));
-          });
-          while (!(await envdHealthy(addr.sandboxAddress, 250))) await sleep(2);
-        });
-        samples.push(ms);
-      } finally {
-        await driver.destroy(ref);
-        await destroySandboxLink(ns, names.hostVeth(id));
-        pool.release(addr.slot);
-      }
-    }
+    for (let i = 0; i < o.n; i++) samples.push(await floor.runOnce());
   } finally {
-    await driver.settled();
-    await driver.removeParentCgroups();
-    await run('umount', [lower], { allowFail: true });
+    await floor.close();
   }
   return samples;
 }

@@ -86,6 +86,12 @@ for (const tdb of availableTestDatabases()) {
         assert.ok(h.events.some((e) => e.kind === 'sandbox.created' && e.sandboxId === s.sandboxId));
       });
 
+      await t.test('create: a mount of a volume that does not exist fails the create', async () => {
+        const e = await status(svc.create(input({ volumeMounts: [{ name: 'data', path: '/data', readOnly: false }] })));
+        assert.equal(e.status, 404);
+        assert.match(e.message, /volume data not found/);
+      });
+
       await t.test('create: unknown template is 404 with code 130404', async () => {
         const e = await status(svc.create(input({ template: 'nope' })));
         assert.equal(e.status, 404);

@@ -35,6 +35,9 @@ export class SandboxService {
   constructor(private readonly d: SandboxServiceDeps) {}
 
   async create(input: CreateSandboxInput): Promise<SandboxRecord> {
+    // Volumes arrive with the volumes issue; until then no volume exists, and a mount of one
+    // that does not exist fails the create (SPEC) rather than starting a sandbox without it.
+    if (input.volumeMounts.length > 0) throw notFound(`volume ${input.volumeMounts[0].name} not found`);
     const tpl = await this.d.templates.resolveForCreate(input.template);
     const cpuCount = input.cpuCount ?? tpl.cpuCount ?? this.d.cfg.svclet_conf.default_cpu_count;
     const memoryMB = input.memoryMB ?? tpl.memoryMB ?? this.d.cfg.svclet_conf.default_memory_mb;
