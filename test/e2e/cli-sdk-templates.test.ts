@@ -13,9 +13,10 @@ import { Sandbox as E2bSandbox } from 'e2b';
 import { Sandbox } from '@svc/sdk';
 import { OciLayoutWriter, type TestEntry } from '@svc/template-center/test-support/oci-builder';
 import { pushLayout, startRegistry, type TestRegistry } from '@svc/template-center/test-support/registry-server';
-import { SVC_BIN, startPlatform, useE2bEnv, type RunningPlatform } from './harness.ts';
+import { SVC_BIN, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 let p: RunningPlatform;
+diagnoseFailures(() => p);
 let registry: TestRegistry;
 before(async () => {
   p = await startPlatform();

@@ -5,9 +5,10 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sandbox, CommandExitError, NotFoundError } from 'e2b';
-import { runscProcesses, startPlatform, useE2bEnv, type RunningPlatform } from './harness.ts';
+import { runscProcesses, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 let p: RunningPlatform;
+diagnoseFailures(() => p);
 before(async () => {
   p = await startPlatform();
   useE2bEnv(p);

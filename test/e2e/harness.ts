@@ -3,7 +3,8 @@
  * ports of its own, and takes it down again, checking that no sandbox process is left behind.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { afterEach, beforeEach, type TestContext } from 'node:test';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 
@@ -92,4 +93,33 @@ export function runscProcesses(): string[] {
 /** Applies the e2b SDK's environment for the duration of a test file. */
 export function useE2bEnv(p: RunningPlatform): void {
   Object.assign(process.env, p.e2bEnv);
+}
+
+/**
+ * When a test of this file fails, print the platform's warnings and errors logged while it ran
+ * beside the failure, so a CI log says what the platform saw, not just what the client got.
+ */
+export function diagnoseFailures(platform: () => RunningPlatform | undefined): void {
+  let offset = 0;
+  beforeEach(() => {
+    const p = platform();
+    offset = p && existsSync(p.logFile) ? statSync(p.logFile).size : 0;
+  });
+  afterEach((ctx) => {
+    // `passed` came after the types this project pins (Node 20 has it at run time).
+    const t = ctx as TestContext & { passed?: boolean };
+    const p = platform();
+    if (t.passed !== false || !p || !existsSync(p.logFile)) return;
+    const lines = readFileSync(p.logFile).subarray(offset).toString('utf8').split('\n').filter(Boolean);
+    const problems = lines.flatMap((l) => {
+      try {
+        const { level, time: _t, pid: _p, hostname: _h, msg, component, ...rest } = JSON.parse(l) as Record<string, unknown>;
+        return (level as number) >= 40 ? [`[${component}] ${msg} ${JSON.stringify(rest)}`.slice(0, 1_500)] : [];
+      } catch {
+        return [];
+      }
+    });
+    t.diagnostic(`platform warnings and errors while this test ran (${problems.length}):`);
+    for (const line of problems.slice(-20)) t.diagnostic(line);
+  });
 }

@@ -7,9 +7,10 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import WebSocket from 'ws';
 import { Sandbox } from 'e2b';
-import { startPlatform, useE2bEnv, type RunningPlatform } from './harness.ts';
+import { startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 let p: RunningPlatform;
+diagnoseFailures(() => p);
 before(async () => {
   p = await startPlatform();
   useE2bEnv(p);

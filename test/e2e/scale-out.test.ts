@@ -8,13 +8,14 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { Sandbox } from 'e2b';
 import { randomId } from '@svc/common';
-import { startPlatform, useE2bEnv, type RunningPlatform } from './harness.ts';
+import { startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 const pgUrl = process.env.SVC_TEST_PG_URL;
 const redisHost = process.env.SVC_TEST_REDIS_HOST;
 const skip = !pgUrl || !redisHost ? 'needs SVC_TEST_PG_URL and SVC_TEST_REDIS_HOST (scripts/test-services.sh)' : undefined;
 
 let p: RunningPlatform;
+diagnoseFailures(() => p);
 const dbName = `svc_e2e_${randomId(8)}`;
 
 before(async () => {

@@ -87,6 +87,7 @@ describe('commands', () => {
     await until(() => reseen.includes('second line'), 'output on the second connection');
 
     assert.equal(await handle.kill(), true);
+    assert.equal((await sandbox.commands.list()).some((p) => p.pid === handle.pid), false, 'a killed process is still listed after kill returned');
     await assert.rejects(handle.wait(), (err: unknown) => err instanceof CommandExitError && err.exitCode === -1 && /signal: killed/.test(err.error ?? ''));
     await assert.rejects(again.wait(), CommandExitError);
     assert.equal(await sandbox.commands.kill(handle.pid), false);

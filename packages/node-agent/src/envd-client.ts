@@ -21,21 +21,33 @@ function request(address: string, method: string, path: string, opts: { timeoutM
   });
 }
 
-export async function envdHealthy(address: string, timeoutMs = 1_000): Promise<boolean> {
+/** Undefined when envd answers GET /health with 2xx, else what went wrong. */
+async function envdHealthProblem(address: string, timeoutMs: number): Promise<string | undefined> {
   try {
     const r = await request(address, 'GET', '/health', { timeoutMs });
-    return r.status >= 200 && r.status < 300;
-  } catch {
-    return false;
+    return r.status >= 200 && r.status < 300 ? undefined : `answered ${r.status}`;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code ?? (e as Error).message;
   }
 }
 
-/** Polls envd's GET /health until it answers 2xx; throws when the signal fires first. */
+export async function envdHealthy(address: string, timeoutMs = 1_000): Promise<boolean> {
+  return (await envdHealthProblem(address, timeoutMs)) === undefined;
+}
+
+/**
+ * Polls envd's GET /health until it answers 2xx. When the signal fires first it throws a 504
+ * that says what the last attempt got (refused, no route, no answer), which tells a sandbox
+ * whose envd never started from one the host cannot reach.
+ */
 export async function waitForEnvd(address: string, signal: AbortSignal): Promise<void> {
   let delay = 5;
+  let problem = 'not tried';
   while (true) {
-    if (signal.aborted) throw signal.reason instanceof Error ? signal.reason : new SvcError(504, 'envd did not answer in time');
-    if (await envdHealthy(address, 250)) return;
+    if (signal.aborted) throw new SvcError(504, `envd at ${address}:${ENVD_PORT} did not answer in time (last attempt: ${problem})`);
+    const p = await envdHealthProblem(address, 250);
+    if (p === undefined) return;
+    problem = p;
     await new Promise((r) => setTimeout(r, delay));
     delay = Math.min(delay * 2, 50);
   }

@@ -8,6 +8,7 @@ import type { RunResult } from './host/exec.ts';
 import { MasterLink } from './master-link.ts';
 import { ResourceNames } from './names.ts';
 import { AddressPool } from './network/address-pool.ts';
+import { readHostNetwork } from './network/host-conflicts.ts';
 import { Firewall } from './network/firewall.ts';
 import { registerRoutes } from './routes.ts';
 import { GvisorDriver } from './runtime/gvisor.ts';
@@ -59,7 +60,9 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
   const nodeId = await resolveNodeId(nc.node_id, stateDir);
   const names = new ResourceNames(stateDir);
-  const addresses = new AddressPool(nc.address_pool);
+  const addresses = new AddressPool(nc.address_pool, () => readHostNetwork(names.vethPrefix));
+  const wider = addresses.widerRoutes();
+  if (wider.length) logger.warn({ pool: addresses.cidr, interfaces: wider }, 'the address pool overlaps a network the host routes to: sandboxes hide those addresses of it; choose node_agent.address_pool outside it');
   const firewall = new Firewall(names.nftTable, names.vethPrefix, addresses.cidr);
   const records = new RecordStore(join(stateDir, 'instances'));
   const masterAddr = opts.masterAddr ?? cfg.master.addr;

@@ -105,4 +105,19 @@ describe('node agent networking', () => {
 
     await Promise.all([closed, open, allowed, denied].map((s) => client.deleteSandbox(s.sandboxId)));
   });
+
+  it('passes over pool addresses the host already uses (another agent, a bridge) instead of hanging on them', async () => {
+    const foreign = `natcl${Math.random().toString(36).slice(2, 6)}`;
+    await run('ip', ['link', 'add', foreign, 'type', 'veth', 'peer', 'name', `${foreign}p`]);
+    try {
+      await run('ip', ['addr', 'add', '10.201.3.1/30', 'dev', foreign]);
+      await run('ip', ['addr', 'add', '10.201.3.6/30', 'dev', foreign]);
+      await run('ip', ['link', 'set', foreign, 'up']);
+      const sb = await client.createSandbox(createRequest(env));
+      assert.equal(sb.address, '10.201.3.10', 'the first two /30s of the pool clash with the foreign interface');
+      await client.deleteSandbox(sb.sandboxId);
+    } finally {
+      await run('ip', ['link', 'del', foreign], { allowFail: true });
+    }
+  });
 });

@@ -216,6 +216,21 @@ describe('node agent sandboxes (real runsc)', () => {
     assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
   });
 
+  it('says why a create timed out when envd never answers: the last attempt and the sandbox console', async () => {
+    const broken = join(env.dir, 'broken-envd.mjs');
+    await writeFile(broken, "console.error('envd broken on purpose'); process.exit(3);\n");
+    const cfg = env.config({ state_dir: join(env.dir, 'state-broken'), address_pool: '10.201.9.0/29' });
+    const other = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: broken, livenessIntervalMs: 60_000 });
+    try {
+      const req = createRequest(env, { timeoutMs: 4_000 });
+      await rejects(new NodeAgentClient(other.url).createSandbox(req), 504,
+        /did not finish within 4000 ms: envd at 10\.201\.9\.2:49983 did not answer in time \(last attempt: ECONNREFUSED\); sandbox console: .*envd broken on purpose/);
+    } finally {
+      await other.close({ destroySandboxes: true });
+    }
+    assertClean(await other.settled().then(() => leftovers(cfg.node_agent.state_dir, new ResourceNames(cfg.node_agent.state_dir).tag)));
+  });
+
   it('releases a sandbox whose processes died', async () => {
     const sb = await client.createSandbox(createRequest(env));
     await agent.exec(sb.sandboxId, ['kill', '-9', '1']);

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { SvcError } from '@svc/common';
 import { AddressPool, parseCidr, intToIp } from './network/address-pool.ts';
+import type { HostNetwork } from './network/host-conflicts.ts';
 import { normalizePolicy } from './network/egress-policy.ts';
 import { checkResumeAdmission, usedMemoryMB } from './sandboxes/admission.ts';
 import { ResourceNames } from './names.ts';
@@ -19,6 +20,24 @@ describe('address pool', () => {
     assert.equal(pool.allocate().slot, 0);
     assert.equal(pool.reserve(1), false);
     assert.equal(pool.reserve(9), false);
+  });
+
+  it('passes over subnets that clash with the host network, and says so when none is left', () => {
+    const ip = (a: string) => parseCidr(a).base;
+    const host: HostNetwork = {
+      addresses: [{ iface: 'eth0', address: ip('10.201.8.2') }],
+      routes: [
+        { iface: 'eth0', range: { first: 0, last: 0xffffffff >>> 0 }, prefix: 0, gateway: ip('10.201.8.5') },
+        { iface: 'eth0', range: { first: ip('10.201.0.0'), last: ip('10.201.255.255') }, prefix: 16, gateway: 0 },
+        { iface: 'svOther', range: { first: ip('10.201.8.8'), last: ip('10.201.8.11') }, prefix: 30, gateway: 0 },
+      ],
+    };
+    const pool = new AddressPool('10.201.8.0/28', () => host);
+    // .0/30 holds a host address, .4/30 the default gateway, .8/30 another agent's sandbox; the
+    // /16 LAN route is as wide as the pool allows and does not clash.
+    assert.equal(pool.allocate().hostAddress, '10.201.8.13');
+    assert.throws(() => pool.allocate(), (e: SvcError) => e.status === 503 && /3 subnets clash with the host network, e.g. 10.201.8.0\/30 \(address of eth0\)/.test(e.message));
+    assert.deepEqual(pool.widerRoutes(), ['eth0']);
   });
 
   it('parses CIDRs and bare addresses', () => {

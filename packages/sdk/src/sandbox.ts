@@ -75,7 +75,7 @@ export class Sandbox {
     const opts = (typeof templateOrOpts === 'string' ? maybeOpts : templateOrOpts) ?? {};
     const template = typeof templateOrOpts === 'string' ? templateOrOpts : opts.template ?? defaultTemplate();
     const api = new ApiClient(opts);
-    const created = await api.post<WireSandbox>('/v2/sandboxes', { body: buildCreateBody(template, opts), signal: opts.signal });
+    const created = await api.post<WireSandbox>('/v2/sandboxes', { body: buildCreateBody(template, opts), signal: opts.signal, requestTimeoutMs: createRequestTimeout(opts, api.config.requestTimeoutMs) });
     if (!created?.sandboxID) throw new TemplateError('the API did not return a sandbox id');
     return new this({ ...api.config.toOpts(), ...fromWire(created) }) as InstanceType<S>;
   }
@@ -247,4 +247,15 @@ function dataPlaneDomain(sandboxUrl: string): string {
   const url = new URL(sandboxUrl);
   const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
   return `${loopback ? 'localhost' : url.hostname}${url.port ? `:${url.port}` : ''}`;
+}
+
+/**
+ * A create waits at least 90 s unless the caller set its own deadline: longer than the server's
+ * own create deadline (create_timeout_insec, 60 s by default), so a slow create ends with the
+ * server's answer and its reason rather than a bare client timeout.
+ */
+const MIN_CREATE_REQUEST_TIMEOUT_MS = 90_000;
+function createRequestTimeout(opts: { requestTimeoutMs?: number }, configured: number): number | undefined {
+  if (opts.requestTimeoutMs !== undefined || configured === 0) return undefined;
+  return Math.max(configured, MIN_CREATE_REQUEST_TIMEOUT_MS);
 }

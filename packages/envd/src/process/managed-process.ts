@@ -70,6 +70,15 @@ export abstract class ManagedProcess {
     }
   }
 
+  /** Resolves true once the process's end is reported, false when `ms` pass first. */
+  ended(ms: number): Promise<boolean> {
+    if (this.exit) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => { unsubscribe(); resolve(false); }, ms);
+      const unsubscribe = this.subscribe({ output: () => {}, end: () => { clearTimeout(timer); resolve(true); } });
+    });
+  }
+
   /** Kills the process when the client's deadline passes (E2B's envd does the same). */
   killAfter(ms: number): void {
     this.endTimer = setTimeout(() => this.signal('SIGKILL'), ms);

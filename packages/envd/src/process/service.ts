@@ -7,6 +7,8 @@ import type { ProcessLauncher } from './launcher.ts';
 import type { ManagedProcess } from './managed-process.ts';
 import type { ProcessRegistry } from './registry.ts';
 
+const KILL_SETTLE_MS = 2_000;
+
 /** process.Process: start, attach to, feed and signal processes in the sandbox. */
 export function processService(state: EnvdState, registry: ProcessRegistry, launcher: ProcessLauncher): ServiceImpl<typeof Process> {
   return {
@@ -53,10 +55,13 @@ export function processService(state: EnvdState, registry: ProcessRegistry, laun
       return {};
     },
 
-    sendSignal(request) {
+    async sendSignal(request) {
       const proc = registry.findRunning(request.process);
-      if (request.signal === Signal.SIGKILL) proc.signal('SIGKILL');
-      else if (request.signal === Signal.SIGTERM) proc.signal('SIGTERM');
+      if (request.signal === Signal.SIGKILL) {
+        proc.signal('SIGKILL');
+        // A killed process leaves the list before the answer, so kill-then-list agrees with itself.
+        await proc.ended(KILL_SETTLE_MS);
+      } else if (request.signal === Signal.SIGTERM) proc.signal('SIGTERM');
       else throw new ConnectError('unimplemented', `unsupported signal ${request.signal}, use SIGTERM or SIGKILL`);
       return {};
     },

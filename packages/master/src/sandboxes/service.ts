@@ -62,7 +62,7 @@ export class SandboxService {
       // The node may have got further than its answer says; make sure nothing is left there.
       client.deleteSandbox(sandboxId).catch(() => {});
       const e = err as SvcError;
-      if (e.status === 504) throw new SvcError(504, `sandbox create did not finish within create_timeout_insec (${timeoutMs / 1000} s)`);
+      if (e.status === 504) throw new SvcError(504, `sandbox create did not finish within create_timeout_insec (${timeoutMs / 1000} s) on node ${nodeId}; the node says: ${e.message}`);
       if (e instanceof SvcError && e.status < 500) throw e;
       throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
     }

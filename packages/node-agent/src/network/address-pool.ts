@@ -1,4 +1,5 @@
 import { SvcError } from '@svc/common';
+import { subnetClash, widerRoutesOver, type HostNetwork } from './host-conflicts.ts';
 
 export interface SandboxAddresses {
   /** Index of the /30 inside the pool. */
@@ -29,29 +30,51 @@ export function parseCidr(cidr: string): { base: number; prefix: number } {
   return { base: (ipToInt(m[1]) & mask) >>> 0, prefix };
 }
 
-/** Hands out one /30 per sandbox from the node's address pool. */
+/**
+ * Hands out one /30 per sandbox from the node's address pool. With a view of the host network,
+ * a /30 that clashes with it (an address, a gateway, another agent's sandbox route) is passed
+ * over: a sandbox there would be unreachable, or would cut the host off from that network.
+ */
 export class AddressPool {
   readonly cidr: string;
   private readonly base: number;
+  private readonly prefix: number;
   private readonly slots: number;
   private readonly used = new Set<number>();
 
-  constructor(cidr: string) {
+  constructor(cidr: string, private readonly hostNetwork?: () => HostNetwork) {
     const { base, prefix } = parseCidr(cidr);
     if (prefix > 30) throw new Error(`address pool ${cidr} is smaller than a /30`);
     this.cidr = `${intToIp(base)}/${prefix}`;
     this.base = base;
+    this.prefix = prefix;
     this.slots = 2 ** (30 - prefix);
   }
 
   allocate(): SandboxAddresses {
+    const host = this.hostNetwork?.();
+    let clashes = 0;
+    let example = '';
     for (let slot = 0; slot < this.slots; slot++) {
-      if (!this.used.has(slot)) {
-        this.used.add(slot);
-        return this.addresses(slot);
+      if (this.used.has(slot)) continue;
+      const net = this.base + slot * 4;
+      const clash = host && subnetClash({ first: net, last: net + 3 }, this.prefix, host);
+      if (clash) {
+        clashes++;
+        example ||= `${intToIp(net)}/30 (${clash})`;
+        continue;
       }
+      this.used.add(slot);
+      return this.addresses(slot);
     }
-    throw new SvcError(503, `address pool ${this.cidr} is exhausted (${this.slots} sandboxes)`);
+    const detail = clashes ? `; ${clashes} subnets clash with the host network, e.g. ${example}` : '';
+    throw new SvcError(503, `address pool ${this.cidr} is exhausted (${this.slots} sandboxes${detail})`);
+  }
+
+  /** Interfaces whose routes cover part of the pool: sandboxes hide those addresses of that network. */
+  widerRoutes(): string[] {
+    const host = this.hostNetwork?.();
+    return host ? widerRoutesOver({ first: this.base, last: this.base + this.slots * 4 - 1 }, this.prefix, host) : [];
   }
 
   /** Marks a slot taken (an adopted sandbox). False when the slot is outside the pool or already taken. */

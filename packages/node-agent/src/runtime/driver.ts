@@ -69,6 +69,8 @@ export interface RuntimeDriver {
   list(): Promise<string[]>;
   /** Removes whatever the driver holds for instances not in `keep` (after a crash). */
   sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void>;
+  /** The last lines the instance's PID 1 and envd printed ('' when none): for errors and logs. */
+  consoleTail(ref: InstanceRef, lines?: number): Promise<string>;
   /** Runs a command in the instance beside envd (tests and benchmarks). */
   exec(ref: InstanceRef, argv: string[], opts?: { detach?: boolean; timeoutMs?: number }): Promise<RunResult>;
 }

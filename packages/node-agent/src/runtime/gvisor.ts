@@ -279,6 +279,11 @@ export class GvisorDriver implements RuntimeDriver {
     return [`--root=${this.o.stateRoot}`, `--platform=${this.platform}`, '--network=host', '--cpu-num-from-quota'];
   }
 
+  async consoleTail(ref: InstanceRef, lines = 5): Promise<string> {
+    const text = await readFile(this.paths(ref.dir).console, 'utf8').catch(() => '');
+    return text.trim().split('\n').slice(-lines).join(' | ').slice(-2_000);
+  }
+
   private cmd(ref: InstanceRef, args: string[], opts: { allowFail?: boolean; timeoutMs?: number } = {}): Promise<RunResult> {
     return run('nsenter', [`--net=${ref.netnsPath}`, this.runsc, ...this.globalFlags(), ...args], { timeoutMs: opts.timeoutMs ?? 15_000, allowFail: opts.allowFail });
   }
@@ -299,8 +304,7 @@ export class GvisorDriver implements RuntimeDriver {
         child.on('close', (c) => { clearTimeout(timer); resolve(c ?? 1); });
       });
       if (code !== 0) {
-        const tail = (await readFile(paths.console, 'utf8').catch(() => '')).trim().split('\n').slice(-3).join(' | ');
-        throw new CommandError(['runsc', 'run', id], { code, stdout: '', stderr: tail });
+        throw new CommandError(['runsc', 'run', id], { code, stdout: '', stderr: await this.consoleTail(spec, 3) });
       }
     } finally {
       await log.close();

@@ -1,5 +1,5 @@
 import { rm } from 'node:fs/promises';
-import type { Logger } from '@svc/common';
+import { SvcError, type Logger } from '@svc/common';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import { waitForEnvd } from '../envd-client.ts';
 import { ResourceNames } from '../names.ts';
@@ -97,7 +97,13 @@ export class InstanceLauncher {
       this.d.logger.debug({ instanceId, role: req.role, sandboxId: req.sandboxId, marks }, 'instance started');
       return inst;
     } catch (err) {
+      const step = marks.booted !== undefined ? 'waiting for envd' : marks.prepared !== undefined ? 'booting' : 'preparing';
+      const consoleTail = await this.d.driver.consoleTail(inst.ref).catch(() => '');
+      this.d.logger.warn({ instanceId, role: req.role, sandboxId: req.sandboxId, step, ms: Date.now() - started, marks, err: (err as Error).message, console: consoleTail }, 'instance create failed');
       await this.teardown(inst).catch((e) => this.d.logger.error({ err: e, instanceId }, 'rollback of a failed create left something behind'));
+      if (err instanceof SvcError && step === 'waiting for envd') {
+        throw new SvcError(err.status, `${err.message}; sandbox console: ${consoleTail || '(empty)'}`);
+      }
       throw err;
     }
   }

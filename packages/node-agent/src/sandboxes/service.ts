@@ -300,8 +300,12 @@ function wrap(prefix: string, err: unknown): SvcError {
 }
 
 function createError(req: CreateSandboxOnNode, err: unknown, signal: AbortSignal): SvcError {
+  if (signal.aborted) {
+    // What the launch was waiting for when time ran out (envd's last answer, the console) if it knows.
+    const detail = err instanceof SvcError && err.status === 504 ? `: ${err.message}` : '';
+    return new SvcError(504, `sandbox ${req.sandboxId}: create did not finish within ${req.timeoutMs} ms${detail}`);
+  }
   if (err instanceof SvcError) return err;
-  if (signal.aborted) return new SvcError(504, `sandbox ${req.sandboxId}: create did not finish within ${req.timeoutMs} ms`);
   if (err instanceof CommandError) return new SvcError(500, `sandbox ${req.sandboxId}: runtime failed: ${err.message}`);
   return new SvcError(500, `sandbox ${req.sandboxId}: create failed: ${(err as Error).message}`);
 }
