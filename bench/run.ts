@@ -4,6 +4,7 @@
  *
  *   npm run bench            (as root; about 15 minutes on 2 cores)
  *   npm run bench -- platform proxy      (a subset)
+ *   npm run bench -- --summary           (only the summary, from the results on disk)
  * Each benchmark prints its own table and writes bench/results/<name>.json; this writes
  * bench/results/summary.json.
  */
@@ -14,7 +15,7 @@ import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
 const ALL = ['node-agent', 'platform', 'proxy', 'template-center'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
-const benches = chosen.length ? chosen : ALL;
+const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
 const failed: string[] = [];
 for (const b of benches) {
