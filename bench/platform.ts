@@ -33,6 +33,18 @@ const CREATES = arg('creates', 50);
 const N = arg('n', 20);
 const IDLE = Math.max(20, arg('idle', 20));
 const DATA = '/tmp/svc-bench-data';
+/** A pool of its own: sandboxes a killed run leaves behind never sit on the e2e tests' addresses. */
+const BENCH_NETWORK = { SVC_ADDRESS_POOL: '10.211.0.0/16' };
+
+/** Ctrl-C stops the platform, which destroys its sandboxes, before the bench exits. */
+function stopOnSignal(current: () => RunningPlatform): void {
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      console.error(`${sig}: stopping the platform`);
+      current().stop().finally(() => process.exit(130));
+    });
+  }
+}
 const progress = (what: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${what}\n`);
 
 interface Api { p: RunningPlatform; call<T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> }
@@ -90,7 +102,8 @@ async function main() {
   const rows: Record<string, Stat> = {};
 
   // ---- cold platform (no warm pool)
-  let p = await startPlatform({ dataDir: DATA, env: { SVC_WARM_POOL_SIZE: '0', SVC_LOG_LEVEL: 'warn' } });
+  let p = await startPlatform({ dataDir: DATA, env: { ...BENCH_NETWORK, SVC_WARM_POOL_SIZE: '0', SVC_LOG_LEVEL: 'warn' } });
+  stopOnSignal(() => p);
   useE2bEnv(p);
   let a = api(p);
   try {
@@ -219,7 +232,7 @@ nohup python3 /tmp/srv.py >/dev/null 2>&1 &`);
 
     progress('warm pool');
   // ---- warm pool
-  p = await startPlatform({ dataDir: DATA, env: { SVC_WARM_POOL_SIZE: '2', SVC_LOG_LEVEL: 'warn' } });
+  p = await startPlatform({ dataDir: DATA, env: { ...BENCH_NETWORK, SVC_WARM_POOL_SIZE: '2', SVC_LOG_LEVEL: 'warn' } });
   a = api(p);
   try {
     await a.call('DELETE', `/sandboxes/${(await createUntilEnvd(a))[1]}`); // fills the pool for this template
