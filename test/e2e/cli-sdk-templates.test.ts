@@ -31,9 +31,15 @@ after(async () => {
 interface CliResult { code: number; stdout: string; stderr: string }
 
 function svc(...args: string[]): Promise<CliResult> {
+  return svcWithInput(undefined, ...args);
+}
+
+/** Runs the CLI; `input`, when given, is written to its standard input and then closed. */
+function svcWithInput(input: string | undefined, ...args: string[]): Promise<CliResult> {
   return new Promise((res) => {
-    execFile(process.execPath, [SVC_BIN, ...args], { env: { ...process.env, SVC_DATA_DIR: p.dataDir }, maxBuffer: 16 << 20 },
+    const child = execFile(process.execPath, [SVC_BIN, ...args], { env: { ...process.env, SVC_DATA_DIR: p.dataDir }, maxBuffer: 16 << 20 },
       (err, stdout, stderr) => res({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr }));
+    if (input !== undefined) child.stdin!.end(input);
   });
 }
 
@@ -54,6 +60,9 @@ test('CLI: create, list, info, exec, pause, connect, timeout, kill', async () =>
   assert.equal(exec.code, 7);
   assert.equal(exec.stdout, 'out\n');
   assert.equal(exec.stderr, 'err\n');
+  const piped = await svcWithInput('one\ntwo\nthree\n', 'sandbox', 'exec', '-i', id, '--', 'wc', '-l');
+  assert.equal(piped.code, 0, piped.stderr);
+  assert.equal(piped.stdout.trim(), '3', 'exec -i passes standard input until EOF');
   assert.equal((await svc('sandbox', 'pause', id)).code, 0);
   assert.equal((await svcJson<{ state: string }>('sandbox', 'info', id)).state, 'paused');
   assert.equal((await svc('sandbox', 'connect', id, '--timeout', '300')).code, 0);

@@ -1,6 +1,6 @@
 /** `svc sandbox ...`: create, list, inspect, pause, connect, time out, kill and exec. */
 import { Command, Option } from 'commander';
-import { CommandExitError, Sandbox, ServiceBusyError, type ConnectionOpts, type SandboxInfo, type SandboxOpts } from '@svc/sdk';
+import { CommandExitError, Sandbox, ServiceBusyError, type CommandHandle, type ConnectionOpts, type SandboxInfo, type SandboxOpts } from '@svc/sdk';
 import { contextOf, type Context } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { formatPairs } from '../output.ts';
@@ -90,7 +90,8 @@ export function sandboxCommand(): Command {
     .option('--cwd <dir>', 'working directory')
     .option('--user <user>', 'user to run as')
     .option('--env <key=value>', 'environment variable (repeatable)', collect)
-    .action(async (id: string, words: string[], flags: { cwd?: string; user?: string; env?: string[] }, c: Command) =>
+    .option('-i, --stdin', "pass this command's standard input to the command (until EOF)")
+    .action(async (id: string, words: string[], flags: ExecFlags, c: Command) =>
       execCommand(contextOf(c), id, words, flags));
 
   return cmd;
@@ -160,12 +161,16 @@ function printInfo(ctx: Context, s: SandboxInfo): void {
   ]);
 }
 
-async function execCommand(ctx: Context, id: string, words: string[], f: { cwd?: string; user?: string; env?: string[] }): Promise<void> {
+interface ExecFlags { cwd?: string; user?: string; env?: string[]; stdin?: boolean }
+
+async function execCommand(ctx: Context, id: string, words: string[], f: ExecFlags): Promise<void> {
   const sbx = await Sandbox.connect(id, ctx.conn);
   const streaming = !ctx.out.json;
   let result: { exitCode: number; stdout: string; stderr: string; error?: string };
   try {
-    result = await sbx.commands.run(shellCommand(words), {
+    const handle = await sbx.commands.run(shellCommand(words), {
+      background: true,
+      stdin: !!f.stdin,
       cwd: f.cwd,
       user: f.user,
       envs: parsePairs(f.env, '--env'),
@@ -173,11 +178,27 @@ async function execCommand(ctx: Context, id: string, words: string[], f: { cwd?:
       onStdout: streaming ? (d) => { process.stdout.write(d); } : undefined,
       onStderr: streaming ? (d) => { process.stderr.write(d); } : undefined,
     });
+    if (f.stdin) void pumpStdin(handle);
+    result = await handle.wait();
   } catch (err) {
     if (!(err instanceof CommandExitError)) throw err;
     result = { exitCode: err.exitCode, stdout: err.stdout, stderr: err.stderr, error: err.error };
   }
+  if (f.stdin) process.stdin.destroy();
   if (!streaming) ctx.out.line(JSON.stringify(result, null, 2));
   // a command killed by a signal has no exit code (envd reports -1): fail with 1
   process.exitCode = result.exitCode < 0 ? 1 : Math.min(result.exitCode, 255);
+}
+
+/**
+ * Feeds our standard input to the command in order, then EOF. A command that ends before its
+ * input does makes the remaining sends fail; its exit status is what counts then.
+ */
+async function pumpStdin(handle: CommandHandle): Promise<void> {
+  try {
+    for await (const chunk of process.stdin) await handle.sendStdin(chunk as Buffer);
+    await handle.closeStdin();
+  } catch {
+    /* the command already ended */
+  }
 }
