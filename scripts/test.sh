@@ -14,4 +14,5 @@ npx tsc --noEmit -p tsconfig.json
 mapfile -t files < <(find packages test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 # e2e last: they bring the whole platform up.
 mapfile -t ordered < <(printf '%s\n' "${files[@]}" | grep -v '^test/e2e/'; printf '%s\n' "${files[@]}" | grep '^test/e2e/' || true)
-node --import tsx --test --test-concurrency=1 "${ordered[@]}"
+# A test that hangs fails after 10 minutes instead of holding the whole run.
+node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${ordered[@]}"

@@ -88,7 +88,10 @@ export class GvisorDriver implements RuntimeDriver {
    */
   async pause(ref: InstanceRef): Promise<PauseResult> {
     await this.cmd(ref, ['pause', this.o.names.container(ref.instanceId)]);
-    await this.setFreezer(ref, 'FROZEN').catch((err: Error) => {
+    await this.setFreezer(ref, 'FROZEN').catch(async (err: Error) => {
+      // A cgroup left FREEZING would hold the sentry half-stopped, and runsc could not talk to
+      // it on resume: go back to THAWED and keep the runsc pause alone.
+      await this.setFreezer(ref, 'THAWED').catch(() => {});
       this.o.logger.warn({ instanceId: ref.instanceId, err: err.message }, 'cgroup freeze failed; the sandbox is paused by runsc alone');
     });
     return { kind: 'freeze' };
