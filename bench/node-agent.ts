@@ -9,7 +9,7 @@
  *   node --import tsx bench/node-agent.ts [--n 10] [--idle 20]
  * Run as root. Prints a table and writes bench/results/node-agent.json.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -21,7 +21,7 @@ import { startNodeAgent, type NodeAgent } from '@svc/node-agent';
 import { ResourceNames } from '@svc/node-agent/names';
 import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
 import { measureRunscFloor } from './lib/runsc-floor.ts';
-import { sleep, stat, timed, usedMemoryMB } from './lib/stats.ts';
+import { printTable, ratio, sleep, stat, timed, usedMemoryMB, writeResult } from './lib/stats.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const arg = (name: string, d: number) => {
@@ -185,22 +185,19 @@ async function main() {
       pssPerSandboxMB: Math.round((pssKB / 1024 / IDLE) * 10) / 10,
       cgroupPerSandboxMB: Math.round((cgroupBytes / 1048576 / IDLE) * 10) / 10,
     };
-    Object.assign(results, { latency: table, memory, ratios: {
-      coldOverFloorP50: Math.round((table['agent create, cold → envd answers (ms)'].p50 / table['floor: runsc run → envd /health (ms)'].p50) * 100) / 100,
-      warmOverFloorP50: Math.round((table['agent create, warm pool (ms)'].p50 / table['floor: runsc run → envd /health (ms)'].p50) * 100) / 100,
-    } });
+    const floorP50 = table['floor: runsc run → envd /health (ms)'].p50;
+    const ratios = {
+      coldOverFloorP50: ratio(table['agent create, cold → envd answers (ms)'].p50, floorP50),
+      warmOverFloorP50: ratio(table['agent create, warm pool (ms)'].p50, floorP50),
+    };
+    Object.assign(results, { latency: table, memory, ratios });
 
-    const pad = (s: string, n: number) => s.padEnd(n);
     const host = results.host as { runsc: string; cpus: number; loadavgAtStart: number[] };
-    console.log(`\nnode agent on gVisor (${host.runsc}, ptrace), ${host.cpus} CPUs, load at start ${host.loadavgAtStart[0]}, busybox ext4 ${artifact.sizeBytes >> 20} MiB, envd: ${built.real ? 'real' : 'stand-in'}`);
-    console.log(pad('measure', 44) + pad('n', 5) + pad('p50', 9) + pad('p95', 9) + pad('min', 9) + 'max');
-    for (const [k, v] of Object.entries(table)) console.log(pad(k, 44) + pad(String(v.n), 5) + pad(String(v.p50), 9) + pad(String(v.p95), 9) + pad(String(v.min), 9) + v.max);
+    printTable(`node agent on gVisor (${host.runsc}, ptrace), ${host.cpus} CPUs, load at start ${host.loadavgAtStart[0]}, busybox ext4 ${artifact.sizeBytes >> 20} MiB, envd: ${built.real ? 'real' : 'stand-in'}`, table);
     console.log(`memory: ${memory.usedDeltaMB} MB used by ${IDLE} idle sandboxes → ${memory.perSandboxMB} MB each → ${memory.fitIn24GiB} fit in 24 GiB`);
     console.log(`        cross-checks per sandbox: PSS of its processes ${memory.pssPerSandboxMB} MB, memory cgroup ${memory.cgroupPerSandboxMB} MB (host used-memory delta includes other processes' noise)`);
-    console.log(`ratios (p50): cold create / floor = ${(results.ratios as Record<string, number>).coldOverFloorP50}, warm create / floor = ${(results.ratios as Record<string, number>).warmOverFloorP50}`);
-    mkdirSync(join(root, 'bench/results'), { recursive: true });
-    writeFileSync(join(root, 'bench/results/node-agent.json'), JSON.stringify(results, null, 2) + '\n');
-    console.log('wrote bench/results/node-agent.json');
+    console.log(`ratios (p50): cold create / floor = ${ratios.coldOverFloorP50}, warm create / floor = ${ratios.warmOverFloorP50}`);
+    console.log(`wrote ${writeResult('node-agent', results)}`);
   } finally {
     for (const a of agents) await a.close({ destroySandboxes: true }).catch((e) => console.error(e));
     await server.close();

@@ -109,7 +109,6 @@ async function main() {
   try {
     const base = (await a.call<{ artifact_id: string }>('GET', '/svc/template/base')).body;
     const image = join(DATA, 'node', 'artifacts', `${base.artifact_id}.ext4`);
-    await readFile(image).then(() => undefined);
 
     progress('cold creates, interleaved with the runsc floor');
     await a.call('DELETE', `/sandboxes/${(await createUntilEnvd(a))[1]}`); // first use: artifact mounted, caches warm
@@ -230,8 +229,8 @@ nohup python3 /tmp/srv.py >/dev/null 2>&1 &`);
     await p.stop();
   }
 
-    progress('warm pool');
   // ---- warm pool
+  progress('warm pool');
   p = await startPlatform({ dataDir: DATA, env: { ...BENCH_NETWORK, SVC_WARM_POOL_SIZE: '2', SVC_LOG_LEVEL: 'warn' } });
   a = api(p);
   try {

@@ -1,5 +1,5 @@
 import { badRequest } from '@svc/common';
-import { parseCidr, intToIp } from './address-pool.ts';
+import { parseCidr, intToIp } from './ipv4.ts';
 
 /** What a sandbox may reach outside itself, in layer-3 terms. */
 export interface EgressPolicy {

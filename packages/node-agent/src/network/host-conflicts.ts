@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
+import { ipToInt } from './ipv4.ts';
 
 /** A range of IPv4 addresses as unsigned 32-bit numbers, both ends included. */
 export interface Range { first: number; last: number }
@@ -27,18 +28,13 @@ function prefixOfMask(mask: number): number {
   return bits;
 }
 
-function toInt(ip: string): number {
-  const p = ip.split('.').map(Number);
-  return ((p[0] << 24) | (p[1] << 16) | (p[2] << 8) | p[3]) >>> 0;
-}
-
 /** Reads the host network now; interfaces whose name starts with `ownPrefix` are left out. */
 export function readHostNetwork(ownPrefix: string): HostNetwork {
   const foreign = (iface: string) => !iface.startsWith(ownPrefix);
   const addresses: HostNetwork['addresses'] = [];
   for (const [iface, list] of Object.entries(networkInterfaces())) {
     if (!foreign(iface)) continue;
-    for (const a of list ?? []) if (a.family === 'IPv4') addresses.push({ iface, address: toInt(a.address) });
+    for (const a of list ?? []) if (a.family === 'IPv4') addresses.push({ iface, address: ipToInt(a.address) });
   }
   const routes: HostNetwork['routes'] = [];
   let table = '';

@@ -1,6 +1,5 @@
-import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
-import { DigestMismatchError } from '../layers/layer-blob.ts';
+import { BlobCheck } from '../layers/blob-check.ts';
 
 export interface DigestVerifierOptions {
   /** `sha256:<hex>` or `sha512:<hex>`. */
@@ -18,40 +17,35 @@ export interface DigestVerifierOptions {
  * a source that goes quiet fails it too.
  */
 export class DigestVerifier extends Transform {
-  private readonly hash: Hash;
-  private readonly algo: string;
-  private total = 0;
+  private readonly check: BlobCheck;
   private idle: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: DigestVerifierOptions) {
     super({ highWaterMark: 1024 * 1024 });
-    this.algo = o.expectedDigest.split(':')[0];
-    this.hash = createHash(this.algo);
+    this.check = new BlobCheck(o);
     this.armIdle();
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.armIdle();
-    this.total += chunk.length;
-    const { expectedSize, label } = this.o;
-    if (expectedSize !== undefined && this.total > expectedSize) {
-      cb(new DigestMismatchError(`layer ${label} is larger than its manifest says (${expectedSize} bytes): digest mismatch`));
+    try {
+      this.check.update(chunk);
+    } catch (err) {
+      cb(err as Error);
       return;
     }
-    this.hash.update(chunk);
     this.o.onBytes?.(chunk.length);
     cb(null, chunk);
   }
 
   override _flush(cb: TransformCallback): void {
     clearTimeout(this.idle);
-    const { expectedSize, expectedDigest, label } = this.o;
-    if (expectedSize !== undefined && this.total !== expectedSize) {
-      cb(new DigestMismatchError(`layer ${label} digest mismatch: got ${this.total} bytes, manifest says ${expectedSize}`));
-      return;
+    try {
+      this.check.finish();
+      cb(null);
+    } catch (err) {
+      cb(err as Error);
     }
-    const got = `${this.algo}:${this.hash.digest('hex')}`;
-    cb(got === expectedDigest ? null : new DigestMismatchError(`layer ${label} digest mismatch: content hashes to ${got}`));
   }
 
   override _destroy(err: Error | null, cb: (err: Error | null) => void): void {

@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
-import { DigestMismatchError } from './layer-blob.ts';
+import { BlobCheck } from './blob-check.ts';
 
 export interface FeedOptions {
   expectedDigest?: string;
@@ -34,10 +33,8 @@ export class VerifiedFeed {
   }
 
   private async pump(): Promise<void> {
-    const { expectedDigest, expectedSize, label } = this.opts;
-    const algo = expectedDigest?.split(':')[0];
-    const hash = algo === 'sha256' || algo === 'sha512' ? createHash(algo) : undefined;
-    let total = 0;
+    const { label } = this.opts;
+    const check = new BlobCheck(this.opts);
     const idleMs = this.opts.idleTimeoutMs ?? 120_000;
     let idle: NodeJS.Timeout | undefined;
     const armIdle = () => {
@@ -48,33 +45,17 @@ export class VerifiedFeed {
     try {
       for await (const chunk of this.raw as AsyncIterable<Buffer>) {
         clearTimeout(idle);
-        hash?.update(chunk);
-        total += chunk.length;
         this.opts.onBytes?.(chunk.length);
-        if (expectedSize !== undefined && total > expectedSize) {
-          throw new DigestMismatchError(`layer ${label} is larger than its manifest says (${expectedSize} bytes): digest mismatch`);
-        }
+        check.update(chunk);
         if (this.feeding && !this.feed.destroyed && !this.feed.write(chunk)) await this.drained();
         armIdle();
       }
+      check.finish();
     } catch (err) {
       this.feed.destroy(err as Error);
       throw err;
     } finally {
       clearTimeout(idle);
-    }
-    if (expectedSize !== undefined && total !== expectedSize) {
-      const e = new DigestMismatchError(`layer ${label} digest mismatch: got ${total} bytes, manifest says ${expectedSize}`);
-      this.feed.destroy(e);
-      throw e;
-    }
-    if (hash && expectedDigest) {
-      const got = `${algo}:${hash.digest('hex')}`;
-      if (got !== expectedDigest) {
-        const e = new DigestMismatchError(`layer ${label} digest mismatch: content hashes to ${got}`);
-        this.feed.destroy(e);
-        throw e;
-      }
     }
     this.feed.end();
   }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import type { IncomingMessage } from 'node:http';
 import { MANIFEST_ACCEPT, MediaTypes } from '../image/oci-types.ts';
 import { parseChallenge, type AuthChallenge } from './challenge.ts';
 import { readText, streamGet } from './http-stream.ts';
@@ -45,7 +45,7 @@ export class RegistryClient {
   async manifest(reference: string): Promise<FetchedManifest> {
     const res = await this.request(`/manifests/${reference}`, { accept: MANIFEST_ACCEPT });
     if (!res.ok) throw await this.manifestError(res, reference);
-    const body = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference}`);
+    const body = await readLimited(res.body, Number(res.headers.get('content-length') ?? '0'), MAX_MANIFEST_BYTES, `manifest ${reference}`);
     const digest = `sha256:${createHash('sha256').update(body).digest('hex')}`;
     if (reference.startsWith('sha256:') && reference !== digest) {
       throw new RegistryError(`manifest ${reference} from ${this.where} digest mismatch: content hashes to ${digest}`);
@@ -61,8 +61,8 @@ export class RegistryClient {
 
   /** Small blob (image config) read whole and verified. */
   async blobBytes(digest: string, maxBytes = 16 * 1024 * 1024): Promise<Buffer> {
-    const res = await this.blob(digest);
-    const body = await readLimited(res, maxBytes, `blob ${digest}`);
+    const res = await this.blobStream(digest);
+    const body = await readLimited(res, Number(res.headers['content-length'] ?? '0'), maxBytes, `blob ${digest}`);
     const got = `sha256:${createHash('sha256').update(body).digest('hex')}`;
     if (got !== digest) throw new RegistryError(`config ${digest} from ${this.where} digest mismatch: content hashes to ${got}`);
     return body;
@@ -74,7 +74,7 @@ export class RegistryClient {
    * download besides the client's own signal. Same authentication, retries and errors as
    * `request`.
    */
-  async blobStream(digest: string, extraSignal?: AbortSignal): Promise<Readable> {
+  async blobStream(digest: string, extraSignal?: AbortSignal): Promise<IncomingMessage> {
     const signal = this.signalWith(extraSignal);
     let reauthenticated = false;
     for (let attempt = 1; ; attempt++) {
@@ -104,17 +104,6 @@ export class RegistryClient {
       if (status === 404) throw new RegistryError(`blob unknown: layer ${digest} is missing from ${this.where}`, 404);
       if (status >= 500 && attempt < RETRIES) { await sleep(500 * attempt, signal); continue; }
       throw this.statusError(status, text, `blob ${digest}`);
-    }
-  }
-
-  private async blob(digest: string): Promise<Response> {
-    for (let attempt = 1; ; attempt++) {
-      const res = await this.request(`/blobs/${digest}`, {});
-      if (res.ok) return res;
-      const text = await res.text().catch(() => '');
-      if (res.status === 404) throw new RegistryError(`blob unknown: layer ${digest} is missing from ${this.where}`, 404);
-      if (res.status >= 500 && attempt < RETRIES) { await sleep(500 * attempt, this.opts.signal); continue; }
-      throw this.statusError(res.status, text, `blob ${digest}`);
     }
   }
 
@@ -269,10 +258,12 @@ function causeOf(err: Error): string {
   return c.code && !message.includes(c.code) ? `${c.code} ${message}` : message;
 }
 
-async function readLimited(res: Response, max: number, what: string): Promise<Buffer> {
-  const len = Number(res.headers.get('content-length') ?? '0');
-  if (len > max) throw new RegistryError(`${what} is too large (${len} bytes)`);
-  const buf = Buffer.from(await res.arrayBuffer());
+/** A whole (small) response body, refused when its declared or actual length passes `max`. */
+async function readLimited(body: AsyncIterable<Uint8Array> | null, declaredLength: number, max: number, what: string): Promise<Buffer> {
+  if (declaredLength > max) throw new RegistryError(`${what} is too large (${declaredLength} bytes)`);
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body ?? []) chunks.push(chunk);
+  const buf = Buffer.concat(chunks);
   if (buf.length > max) throw new RegistryError(`${what} is too large (${buf.length} bytes)`);
   return buf;
 }
