@@ -5,6 +5,7 @@
  *   (c) pause and resume (freeze) through the API
  *   (d) host memory per idle sandbox (used-memory delta over N sandboxes) and the count that fits 24 GiB
  *   (e) `runsc exec echo` vs envd process.Start echo round trip
+ *   (f) the disk cap alone: make and mount a sandbox's 512 MB ext4 writable layer, and remove it
  *
  *   node --import tsx bench/node-agent.ts [--n 10] [--idle 20]
  * Run as root. Prints a table and writes bench/results/node-agent.json.
@@ -19,6 +20,7 @@ import { NodeAgentClient, type NodeSandbox } from '@svc/node-agent/api';
 import { run } from '@svc/node-agent/host/exec';
 import { startNodeAgent, type NodeAgent } from '@svc/node-agent';
 import { ResourceNames } from '@svc/node-agent/names';
+import { DiskLayer } from '@svc/node-agent/runtime/disk-layer';
 import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
 import { measureRunscFloor } from './lib/runsc-floor.ts';
 import { printTable, ratio, sleep, stat, timed, usedMemoryMB, writeResult } from './lib/stats.ts';
@@ -167,6 +169,16 @@ async function main() {
     // ---- (a) floor: raw runsc run in a prepared namespace until envd answers
     const floorMs = await measureRunscFloor({ image, envdBundle: built.path, workDir: join(dir, 'floor'), pool: '10.201.101.0/24', n: N });
 
+    // ---- (f) disk cap: part of every cold create above (and of every warm-pool start)
+    const diskMakeMs: number[] = [];
+    const diskRemoveMs: number[] = [];
+    for (let i = 0; i < N; i++) {
+      const layer = new DiskLayer(join(dir, 'disk-bench', String(i)));
+      diskMakeMs.push((await timed(() => layer.create(512 * 1024 * 1024)))[0]);
+      diskRemoveMs.push((await timed(() => layer.destroy()))[0]);
+    }
+    await rm(join(dir, 'disk-bench'), { recursive: true, force: true });
+
     const table = {
       'floor: runsc run → envd /health (ms)': stat(floorMs),
       'agent create, cold → envd answers (ms)': stat(coldMs),
@@ -176,6 +188,8 @@ async function main() {
       'delete (ms)': stat(deleteMs),
       'runsc exec echo (ms)': stat(execMs),
       ...(envdMs.length ? { 'envd process.Start echo (ms)': stat(envdMs) } : {}),
+      'disk cap: mkfs + loop mount, 512 MB (ms)': stat(diskMakeMs),
+      'disk cap: unmount + remove (ms)': stat(diskRemoveMs),
     };
     const memory = {
       idleSandboxes: IDLE,

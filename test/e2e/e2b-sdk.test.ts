@@ -157,3 +157,57 @@ test('list, getInfo, setTimeout and kill of a paused sandbox', async () => {
   assert.equal(await Sandbox.kill(sbx.sandboxId), true);
   assert.equal(await Sandbox.kill(sbx.sandboxId), false);
 });
+
+test('secure by default: envd routes refuse a missing, wrong or foreign token and a bad or expired signature', async () => {
+  const a = await Sandbox.create('base');
+  const b = await Sandbox.create('base');
+  try {
+    const tokenOf = (s: Sandbox) => (s as unknown as { envdAccessToken?: string }).envdAccessToken;
+    assert.ok(tokenOf(a) && tokenOf(b), 'the official SDK sends no `secure`; every sandbox still gets a token');
+    const call = (sbx: Sandbox, path: string, opts: { token?: string; method?: string; body?: string; type?: string } = {}) => fetch(`${p.sandboxUrl}${path}`, {
+      method: opts.method ?? 'GET',
+      headers: {
+        'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983',
+        ...(opts.token ? { 'X-Access-Token': opts.token } : {}),
+        ...(opts.type ? { 'Content-Type': opts.type } : {}),
+      },
+      body: opts.body,
+      signal: AbortSignal.timeout(10_000),
+    });
+    const routes: Array<[string, { method?: string; body?: string; type?: string }]> = [
+      ['/files?path=/etc/passwd', {}],
+      ['/files?path=/tmp/x', { method: 'POST', body: 'pwned', type: 'application/octet-stream' }],
+      ['/process.Process/List', { method: 'POST', body: '{}', type: 'application/json' }],
+      ['/filesystem.Filesystem/Stat', { method: 'POST', body: '{"path":"/etc/passwd"}', type: 'application/json' }],
+      ['/envs', {}],
+    ];
+    for (const [path, opts] of routes) {
+      for (const token of [undefined, 'wrong-token', tokenOf(b)]) {
+        const r = await call(a, path, { ...opts, token });
+        assert.equal(r.status, 401, `${opts.method ?? 'GET'} ${path} with ${token === undefined ? 'no token' : token === tokenOf(b) ? "another sandbox's token" : 'a wrong token'}`);
+        const body = await r.json() as { message: string };
+        assert.equal(typeof body.message, 'string');
+      }
+    }
+    assert.equal((await call(a, '/health')).status < 300, true, '/health stays open');
+    assert.equal((await call(a, '/files?path=/etc/passwd', { token: tokenOf(a) })).status, 200);
+    assert.equal((await a.files.exists('/tmp/x')), false, 'no refused write landed');
+
+    const viaProxy = (signed: string) => { const u = new URL(signed); return `${u.pathname}${u.search}`; };
+    await a.files.write('/tmp/signed.txt', 'signed');
+    const good = await call(a, viaProxy(await a.downloadUrl('/tmp/signed.txt')));
+    assert.equal(await good.text(), 'signed', 'a valid signature is enough');
+    const foreign = await call(a, viaProxy(await b.downloadUrl('/tmp/signed.txt')));
+    assert.equal(foreign.status, 401, "a URL signed with another sandbox's token");
+    const expiring = viaProxy(await a.downloadUrl('/tmp/signed.txt', { useSignatureExpiration: 1 }));
+    const expiringUpload = viaProxy(await a.uploadUrl('/tmp/late.txt', { useSignatureExpiration: 1 }));
+    await new Promise((r) => setTimeout(r, 2_100));
+    assert.equal((await call(a, expiring)).status, 401, 'an expired download signature');
+    assert.equal((await call(a, expiringUpload, { method: 'POST', body: 'late', type: 'application/octet-stream' })).status, 401, 'an expired upload signature');
+    const tampered = viaProxy(await a.downloadUrl('/tmp/signed.txt')).replace('signed.txt', 'other.txt');
+    assert.equal((await call(a, tampered)).status, 401, 'a signature for another path');
+  } finally {
+    await a.kill();
+    await b.kill();
+  }
+});

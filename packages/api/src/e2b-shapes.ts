@@ -93,7 +93,8 @@ export function parseNewSandbox(body: unknown): CreateSandboxInput {
     autoResume: autoResume ?? false,
     metadata: stringMap(body.metadata, 'metadata'),
     envVars: stringMap(body.envVars ?? body.env_vars, 'envVars'),
-    secure: optBool(body, 'secure') ?? false,
+    // E2B secures every sandbox; the SDK (2.x) no longer sends the flag. Only an explicit false opts out.
+    secure: optBool(body, 'secure') ?? true,
     allowInternetAccess: optBool(body, 'allow_internet_access', 'allowInternetAccess'),
     network: {
       allowOut: stringList(net.allowOut ?? net.allow_out, 'network.allowOut'),

@@ -91,6 +91,68 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.equal((await p.call('GET', '/nope')).status, 404);
     });
 
+    await t.test('bounds: every field is checked before anything starts; secure by default', async () => {
+      const before = p.node.calls.length;
+      const cases: Array<[Record<string, unknown>, RegExp]> = [
+        [{ templateID: 'base', timeout: 9007199254740992 }, /timeout/],
+        [{ templateID: 'base', timeout: -2 }, /timeout/],
+        [{ templateID: 'base', timeout: 1.5 }, /timeout/],
+        [{ templateID: 'x'.repeat(300) }, /templateID/],
+        [{ templateID: 'ba\u0000se' }, /templateID/],
+        [{ templateID: 'base', metadata: Object.fromEntries(Array.from({ length: 257 }, (_, i) => [`k${i}`, ''])) }, /metadata/],
+        [{ templateID: 'base', metadata: { ['k'.repeat(300)]: 'v' } }, /metadata key/],
+        [{ templateID: 'base', envVars: { 'A=B': 'x' } }, /envVars/],
+        [{ templateID: 'base', envVars: { '1A': 'x' } }, /envVars/],
+        [{ templateID: 'base', envVars: { A: 'x\u0000y' } }, /envVars\.A/],
+        [{ templateID: 'base', network: { allowOut: ['x'.repeat(300)] } }, /network\.allowOut\[0\]/],
+        [{ templateID: 'base', volumeMounts: [{ name: 'v', path: '/a/../b' }] }, /volumeMounts\[0\]\.path/],
+        [{ templateID: 'base', cpuCount: 100000 }, /cpuCount/],
+        [{ templateID: 'base', memoryMB: 1 }, /memoryMB/],
+      ];
+      for (const [body, field] of cases) {
+        const r = await p.call('POST', '/v2/sandboxes', body);
+        assert.equal(r.status, 400, JSON.stringify(body).slice(0, 80));
+        assert.match(r.body.message, field);
+      }
+      assert.equal(p.node.calls.length, before, 'no bad create reached the node');
+      assert.equal((await p.call('GET', '/sandboxes')).status, 200);
+      const plain = await p.call('POST', '/v2/sandboxes', { templateID: 'base', timeout: 2147483647 });
+      assert.equal(plain.status, 201);
+      assert.ok(plain.body.envdAccessToken, 'a create that does not say secure=false is secured');
+      const open = await p.call('POST', '/v2/sandboxes', { templateID: 'base', secure: false });
+      assert.equal(open.body.envdAccessToken, undefined, 'explicit secure=false opts out');
+      for (const id of [plain.body.sandboxID, open.body.sandboxID]) await p.call('DELETE', `/sandboxes/${id}`);
+      const far = await p.call('POST', `/sandboxes/${plain.body.sandboxID}/timeout`, { timeout: 9007199254740992 });
+      assert.ok(far.status === 400 || far.status === 410);
+    });
+
+    await t.test('a create the master cannot record stops the sandbox and leaves no row', async () => {
+      const { sql } = await import('kysely');
+      await sql`CREATE TRIGGER no_insert BEFORE INSERT ON t_svc_sandbox BEGIN SELECT RAISE(ABORT, 'disk is full'); END`.execute(p.master.db.kysely);
+      try {
+        const r = await p.call('POST', '/v2/sandboxes', { templateID: 'base' });
+        assert.equal(r.status, 503);
+        assert.match(r.body.message, /could not be recorded/);
+        const created = p.node.calls.filter((c) => c.startsWith('create ')).at(-1)!.slice(7);
+        for (let i = 0; i < 50 && p.node.sandboxes.has(created); i++) await new Promise((res) => setTimeout(res, 20));
+        assert.equal(p.node.sandboxes.has(created), false, 'the started sandbox was removed');
+      } finally {
+        await sql`DROP TRIGGER no_insert`.execute(p.master.db.kysely);
+      }
+    });
+
+    await t.test('a damaged row is skipped by lists and shown on the health route', async () => {
+      const ok = await p.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { damage: 'test' } });
+      await p.master.db.kysely.updateTable('t_svc_sandbox').set({ end_at: 9.9e18, metadata: '{nope' }).where('sandbox_id', '=', ok.body.sandboxID).execute();
+      assert.equal((await p.call('GET', '/sandboxes')).status, 200);
+      const v2 = await p.call('GET', '/v2/sandboxes');
+      assert.equal(v2.status, 200);
+      assert.ok(!v2.body.some((s: { sandboxID: string }) => s.sandboxID === ok.body.sandboxID));
+      const health = await (await fetch(`${p.master.url}/notify/health`)).json() as { damagedSandboxRows: Array<{ sandboxId: string }> };
+      assert.ok(health.damagedSandboxRows.some((d) => d.sandboxId === ok.body.sandboxID));
+      await p.master.db.kysely.deleteFrom('t_svc_sandbox').where('sandbox_id', '=', ok.body.sandboxID).execute();
+    });
+
     await t.test('lifecycle routes: pause 204/409, connect 201/200, resume, timeout, refreshes, delete 204/404', async () => {
       const c = await p.call('POST', '/v2/sandboxes', { templateID: 'base', timeout: 60, autoPause: true, autoResume: { enabled: true } });
       const id = c.body.sandboxID;
@@ -205,7 +267,7 @@ test("the master's /notify/health answers without touching its database", async 
     await p.master.db.close();
     const r = await fetch(`${p.master.url}/notify/health`);
     assert.equal(r.status, 200);
-    assert.deepEqual(await r.json(), { ok: true });
+    assert.deepEqual(await r.json(), { ok: true, damagedSandboxRows: [] });
     const nodes = await fetch(`${p.master.url}/v1/nodes`);
     assert.equal(nodes.status, 500, 'routes that need the database fail while it is gone');
   } finally {

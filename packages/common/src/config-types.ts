@@ -39,7 +39,15 @@ export interface SvcConfig {
     address_pool: string;
     state_dir: string;
     warm_pool_size: number;
-    host: { quota: { paused_resource_release_ratio: number } };
+    host: {
+      quota: {
+        paused_resource_release_ratio: number;
+        /** Sandboxes' nominal memory may add up to the node's memory times this (they rarely use it all). */
+        memory_overcommit: number;
+        /** Real memory (MB) admission keeps free for the host; 0: max(512, 5% of the node's memory). */
+        memory_reserve_mb: number;
+      };
+    };
     capacity: { cpu_count: number; memory_mb: number };
   };
   proxy: {

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { SvcError, toSvcError } from './errors.ts';
 import type { Logger } from './log.ts';
@@ -13,9 +14,10 @@ export interface HttpAppOptions {
  * a real HTTP status, malformed JSON and oversized bodies are 4xx, unknown routes are 404.
  */
 export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
+  const bodyLimit = opts.bodyLimit ?? 1024 * 1024;
   const app = Fastify({
     loggerInstance: opts.logger.child({}, { level: 'warn' }) as unknown as FastifyBaseLogger,
-    bodyLimit: opts.bodyLimit ?? 1024 * 1024,
+    bodyLimit,
     return503OnClosing: true,
     forceCloseConnections: true,
   });
@@ -29,15 +31,39 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
       done(new SvcError(400, 'request body is not valid JSON'), undefined);
     }
   });
-  app.setErrorHandler((err: unknown, req: FastifyRequest, reply: FastifyReply) => {
+  app.setErrorHandler(async (err: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const e = toSvcError(err);
     if (e.status >= 500 && !(err instanceof SvcError)) req.log.error({ err, url: req.url }, 'unhandled error');
-    sendError(reply, e);
+    // Answering while the client still uploads, then closing, resets the connection before the
+    // client reads the answer: read (and drop) the rest of the body first, within bounds.
+    if (e.status === 413) {
+      await drainRequest(req.raw);
+      return sendError(reply, new SvcError(413, `request body is larger than ${bodyLimit} bytes`));
+    }
+    return sendError(reply, e);
   });
   app.setNotFoundHandler((req, reply) => {
     sendError(reply, new SvcError(404, `no route for ${req.method} ${req.url.split('?')[0]}`));
   });
   return app;
+}
+
+const DRAIN_MAX_BYTES = 256 * 1024 * 1024;
+const DRAIN_MAX_MS = 10_000;
+
+function drainRequest(raw: IncomingMessage): Promise<void> {
+  if (raw.complete || raw.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    let seen = 0;
+    const done = () => { clearTimeout(timer); raw.off('data', onData); resolve(); };
+    const onData = (chunk: Buffer) => { seen += chunk.length; if (seen > DRAIN_MAX_BYTES) done(); };
+    const timer = setTimeout(done, DRAIN_MAX_MS);
+    raw.on('data', onData);
+    raw.once('end', done);
+    raw.once('close', done);
+    raw.once('error', done);
+    raw.resume();
+  });
 }
 
 export function sendError(reply: FastifyReply, e: SvcError): FastifyReply {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { readConfig } from './config.ts';
 import type { RequestHandler } from './server.ts';
+import { MemoryGuard } from './system/memory-guard.ts';
 import { ENVD_VERSION } from './version.ts';
 
 const config = readConfig(process.env);
@@ -41,6 +42,9 @@ server.listen(config.port, config.host, () => {
     load().catch((err: Error) => console.error(`envd: failed to load services: ${err.stack ?? err.message}`));
   });
 });
+
+// The node agent asks for it where the runtime has no OOM killer inside the sandbox (gVisor).
+if (process.env.SVC_ENVD_MEMORY_GUARD === '1') new MemoryGuard().start();
 
 // envd must outlive a bug in one request: log it and keep serving the sandbox.
 process.on('uncaughtException', (err) => console.error(`envd: uncaught exception: ${err.stack ?? err.message}`));

@@ -17,10 +17,36 @@
  *   /svc/template...                      → see docs/api.md
  */
 import { JsonClient } from '@svc/common';
-import type { PauseKind, SandboxMetrics } from '@svc/node-agent/api';
+import type { NodeMemory, PauseKind, SandboxMetrics } from '@svc/node-agent/api';
 import type { OnTimeout, SandboxState, TerminateReason } from './internal-api.ts';
 
 export type { SandboxState, OnTimeout, TerminateReason };
+
+/**
+ * Bounds of a create request (docs/api.md "Limits"), checked by the master before anything
+ * starts. SPEC.md leaves them open; timeout follows E2B's openapi (int32 seconds).
+ */
+export const SANDBOX_LIMITS = {
+  timeoutSec: 2_147_483_647,
+  templateRefBytes: 256,
+  metadataEntries: 256,
+  metadataKeyBytes: 256,
+  metadataValueBytes: 4096,
+  metadataTotalBytes: 64 * 1024,
+  envVarEntries: 1024,
+  envVarNameBytes: 256,
+  envVarValueBytes: 64 * 1024,
+  envVarsTotalBytes: 512 * 1024,
+  networkListEntries: 1024,
+  networkEntryBytes: 256,
+  networkRulesBytes: 64 * 1024,
+  volumeMounts: 32,
+  volumeNameChars: 128,
+  mountPathBytes: 4096,
+  cpuCount: 256,
+  memoryMBMin: 64,
+  memoryMBMax: 1024 * 1024,
+} as const;
 
 export interface NetworkConfig {
   allowOut: string[];
@@ -109,7 +135,7 @@ export interface NodeRecord {
   pauseKinds: PauseKind[];
   status: 'ready' | 'unreachable';
   capacity: { cpuCount: number; memoryMB: number };
-  usage: { running: number; paused: number; usedMemoryMB: number };
+  usage: { running: number; paused: number; usedMemoryMB: number; memory?: NodeMemory };
   pausedResourceReleaseRatio: number;
   labels: Record<string, string>;
   version: string;

@@ -48,20 +48,26 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
   });
 
-  app.get('/notify/health', async () => ({ ok: true }));
+  app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list() }));
   registerSandboxRoutes(app, sandboxes, logger);
   registerNodeRoutes(app, nodes, (nodeId) => {
     sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'node reconcile failed'));
     templates.onNodeRegistered(nodeId);
-  }, logger);
+  }, logger, (nodeId, ended) => {
+    sandboxes.recordEnded(nodeId, ended).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'recording sandboxes that ended on a node failed'));
+  });
 
   const timers = [
     setInterval(() => {
       repo.stuck(Date.now() - 60_000).then(async (rows) => {
-        for (const nodeId of new Set(rows.map((r) => r.node_id))) await sandboxes.reconcileNode(nodeId).catch(() => {});
-      }).catch(() => {});
+        for (const nodeId of new Set(rows.map((r) => r.node_id))) {
+          await sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'reconcile of a node with stuck sandboxes failed'));
+        }
+      }).catch((err) => logger.warn({ err: (err as Error).message }, 'looking for stuck sandboxes failed'));
     }, 30_000),
-    setInterval(() => { repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS).catch(() => {}); }, 600_000),
+    setInterval(() => {
+      repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS).catch((err) => logger.warn({ err: (err as Error).message }, 'purging old terminated sandboxes failed'));
+    }, 600_000),
   ];
   for (const t of timers) t.unref();
 

@@ -2,7 +2,7 @@
  * The master's internal routes, called by the other components (never by users).
  * They must stay on cluster-internal addresses (loopback in the one-host install).
  *
- *   GET  /notify/health                              → { ok: true }  (no database access)
+ *   GET  /notify/health                              → { ok: true, damagedSandboxRows } (no database access; rows a list skipped)
  *   POST /internal/v1/nodes/register                 → RegisterNodeResult   (body RegisterNode)
  *   POST /internal/v1/nodes/:nodeId/heartbeat        → 204 | 404 (unknown: register again)
  *   GET  /internal/v1/sandboxes/:id/route            → SandboxRoute | 404
@@ -15,11 +15,12 @@
  *   GET  /svc/template/artifact/download?artifact_id → the ext4 image (node agents pull through the master)
  */
 import { JsonClient } from '@svc/common';
-import type { PauseKind, RuntimeKind } from '@svc/node-agent/api';
+import type { EndedSandbox, NodeMemory, PauseKind, RuntimeKind } from '@svc/node-agent/api';
 
 /** Every state a sandbox can be in, as the master records it. */
 export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';
-export type TerminateReason = 'killed' | 'timeout' | 'failed';
+/** oom: the sandbox used more memory than the runtime could hold and the host stopped it. */
+export type TerminateReason = 'killed' | 'timeout' | 'failed' | 'oom';
 export type OnTimeout = 'kill' | 'pause';
 
 export interface RegisterNode {
@@ -42,6 +43,10 @@ export interface NodeHeartbeat {
   sandboxes: { running: number; paused: number };
   /** Memory the node counts as used by sandboxes, after the release ratio. */
   usedMemoryMB: number;
+  /** Sandboxes that stopped on their own lately, with why (repeated over a few beats). */
+  ended?: EndedSandbox[];
+  /** Measured memory: what admission goes by (absent from older node agents: nominal only). */
+  memory?: NodeMemory;
 }
 
 /** What the data-plane proxy needs to route and gate a request. */
@@ -56,6 +61,8 @@ export interface SandboxRoute {
   autoResume: boolean;
   /** Present when the sandbox requires a traffic access token (allow_public_traffic=false). */
   trafficAccessToken?: string;
+  /** Present when envd's port needs the envd access token (every sandbox but an explicit secure=false). */
+  envdAccessToken?: string;
 }
 
 export interface ActivityReport {

@@ -10,6 +10,7 @@
  *   POST   /v1/sandboxes/:id/pause          → NodeSandbox (state paused, pauseKind set) | 409 already paused
  *   POST   /v1/sandboxes/:id/resume         → NodeSandbox (state running) | 409 {code:130409} admission refused
  *   GET    /v1/sandboxes/:id/metrics        → SandboxMetrics
+ *   GET    /v1/ended-sandboxes              → EndedSandbox[]      (sandboxes that stopped on their own, recent first)
  *   POST   /v1/artifacts/:artifactId        → 200 ArtifactOnNode  (body EnsureArtifact; downloads when missing)
  *   DELETE /v1/artifacts/:artifactId        → 204                 (idempotent)
  *   GET    /v1/artifacts                    → ArtifactOnNode[]
@@ -66,6 +67,17 @@ export interface NodeSandbox {
   fromWarmPool?: boolean;
 }
 
+/** oom: the host's OOM killer stopped the whole sandbox; exited: its processes ended, cause unknown. */
+export type SandboxEndReason = 'oom' | 'exited';
+
+/** A sandbox that stopped without being asked to; the agent released it and remembers why. */
+export interface EndedSandbox {
+  sandboxId: string;
+  reason: SandboxEndReason;
+  message: string;
+  endedAt: string;
+}
+
 export interface SandboxMetrics {
   timestampUnix: number;
   cpuCount: number;
@@ -75,6 +87,42 @@ export interface SandboxMetrics {
   memCache: number;
   diskUsed: number;
   diskTotal: number;
+}
+
+/**
+ * A node's memory as measured, carried by heartbeats: admission goes by what sandboxes really
+ * use (an idle one uses a few tens of MB), not by their nominal memoryMB.
+ */
+export interface NodeMemory {
+  /** The host's MemAvailable. */
+  availableMB: number;
+  /** Kept free for the host and the platform; admission never plans into it. */
+  reserveMB: number;
+  /** What one more sandbox is expected to take: the measured average, at least NEW_SANDBOX_FLOOR_MB. */
+  perSandboxMB: number;
+  /** Nominal quota: node memory x memory_overcommit; nominal memoryMB of sandboxes adds up under it. */
+  quotaMB: number;
+  /** Nominal memory counted as used (paused sandboxes after the release ratio). */
+  usedNominalMB: number;
+}
+
+export const NEW_SANDBOX_FLOOR_MB = 16;
+
+/**
+ * The admission rule, shared by the master's scheduler and the node's own last check: a new
+ * sandbox of `needNominalMB` fits when the nominal quota holds it and the real memory left
+ * above the reserve, less `pendingMB` already promised, holds one more sandbox's measured
+ * size. Undefined: it fits; otherwise why not, with the real numbers.
+ */
+export function memoryRefusal(m: NodeMemory, needNominalMB: number, pendingMB = 0): string | undefined {
+  const realFree = m.availableMB - m.reserveMB - pendingMB;
+  if (realFree < m.perSandboxMB) {
+    return `${m.availableMB} MB of memory available${pendingMB ? ` (${pendingMB} MB promised to creates under way)` : ''}, ${m.reserveMB} MB kept in reserve, a sandbox here uses about ${m.perSandboxMB} MB`;
+  }
+  if (m.usedNominalMB + needNominalMB > m.quotaMB) {
+    return `nominal memory quota ${m.quotaMB} MB (memory x memory_overcommit) has ${m.quotaMB - m.usedNominalMB} MB left, the sandbox asks ${needNominalMB} MB`;
+  }
+  return undefined;
 }
 
 export interface NodeInfo {
@@ -121,6 +169,7 @@ export class NodeAgentClient {
   pauseSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`); }
   resumeSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`); }
   metrics(id: string) { return this.http.get<SandboxMetrics>(`/v1/sandboxes/${encodeURIComponent(id)}/metrics`); }
+  listEndedSandboxes() { return this.http.get<EndedSandbox[]>('/v1/ended-sandboxes'); }
   ensureArtifact(artifactId: string, req: EnsureArtifact, timeoutMs = 600_000) {
     return this.http.post<ArtifactOnNode>(`/v1/artifacts/${encodeURIComponent(artifactId)}`, req, { timeoutMs });
   }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createHttpApp, parseListen, SvcError, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo } from './api.ts';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
-import { enableIpForwarding, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
+import { enableIpForwarding, raisePidMax, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
 import type { RunResult } from './host/exec.ts';
 import { MasterLink } from './master-link.ts';
 import { ResourceNames } from './names.ts';
@@ -17,6 +17,8 @@ import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
 import { reconcile } from './sandboxes/reconcile.ts';
 import { SandboxService } from './sandboxes/service.ts';
+import { MemoryAdmission } from './sandboxes/memory-admission.ts';
+import { defaultReserveMB, MemoryGauge } from './host/memory-gauge.ts';
 import { chooseGvisorPlatform } from './runtime/gvisor-platform.ts';
 import { envdVersion, NODE_AGENT_VERSION } from './version.ts';
 
@@ -72,8 +74,10 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const driver = new GvisorDriver({ stateRoot: join(stateDir, 'runsc'), names, logger, runscPath: opts.runscPath, platform });
   const capacity = nodeCapacity(nc.capacity);
   const ratio = nc.host.quota.paused_resource_release_ratio;
+  const memoryQuotaMB = Math.floor(capacity.memoryMB * nc.host.quota.memory_overcommit);
 
   await enableIpForwarding(logger);
+  await raisePidMax(logger);
   await artifacts.load();
 
   let bundle: Promise<RuntimeBundle> | undefined;
@@ -94,11 +98,21 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const report = await reconcile({ logger, driver, records, names, firewall, addresses, launcher });
   const sc = cfg.svclet_conf;
   const service = new SandboxService({
-    logger, launcher, driver, artifacts, firewall, records, capacity, releaseRatio: ratio,
+    logger, launcher, driver, artifacts, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     warmPoolSize: nc.warm_pool_size,
     warmShape: { cpuCount: sc.default_cpu_count, memoryMB: sc.default_memory_mb, diskSizeMB: sc.default_disk_size_mb },
   });
   service.adopt(report.adopted);
+  const memory = new MemoryAdmission({
+    gauge: new MemoryGauge(names.cgroupParent), logger, quotaMB: memoryQuotaMB,
+    reserveMB: nc.host.quota.memory_reserve_mb || defaultReserveMB(capacity.memoryMB),
+    usage: () => {
+      const u = service.usage();
+      return { usedNominalMB: u.usedMemoryMB, sandboxes: u.running + u.paused + service.pool.count() };
+    },
+  });
+  service.useMemoryAdmission(memory);
+  await memory.measure();
 
   const app = createHttpApp({ logger });
   let url = '';
@@ -127,7 +141,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
       },
       heartbeat: () => {
         const u = service.usage();
-        return { sandboxes: { running: u.running, paused: u.paused }, usedMemoryMB: u.usedMemoryMB };
+        return { sandboxes: { running: u.running, paused: u.paused }, usedMemoryMB: u.usedMemoryMB, ended: service.recentlyEnded(), memory: memory.snapshot() };
       },
     })
     : undefined;
@@ -140,6 +154,10 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     service.sweepDead().catch((err) => logger.error({ err }, 'liveness sweep failed')).finally(() => { sweeping = false; });
   }, opts.livenessIntervalMs ?? 5_000);
   liveness.unref();
+  const memoryTimer = setInterval(() => {
+    memory.measure().catch((err) => logger.warn({ err: (err as Error).message }, 'measuring memory failed'));
+  }, 2_000);
+  memoryTimer.unref();
 
   logger.info({ nodeId, url, runtime: driver.kind, platform, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');
 
@@ -150,6 +168,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     close(closeOpts = {}) {
       closed ??= (async () => {
         clearInterval(liveness);
+        clearInterval(memoryTimer);
         link?.stop();
         await app.close();
         await service.close(closeOpts);

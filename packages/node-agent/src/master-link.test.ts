@@ -56,7 +56,7 @@ describe('node agent and the master', () => {
   before(async () => {
     env = await makeTestEnv('master', '10.201.6.0/24');
     port = await master.listen();
-    const cfg = env.config({ node_id: 'node-test-1', capacity: { cpu_count: 3, memory_mb: 3000 }, host: { quota: { paused_resource_release_ratio: 0.5 } } });
+    const cfg = env.config({ node_id: 'node-test-1', capacity: { cpu_count: 3, memory_mb: 3000 }, host: { quota: { paused_resource_release_ratio: 0.5, memory_overcommit: 1, memory_reserve_mb: 0 } } });
     agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: `http://127.0.0.1:${port}`, envdBundle: env.envd.path });
   });
 
@@ -76,7 +76,12 @@ describe('node agent and the master', () => {
     assert.deepEqual(reg.pauseKinds, ['freeze']);
     assert.deepEqual(reg.capacity, { cpuCount: 3, memoryMB: 3000 });
     assert.equal(reg.pausedResourceReleaseRatio, 0.5);
-    assert.deepEqual(master.heartbeats[0].body, { sandboxes: { running: 0, paused: 0 }, usedMemoryMB: 0 });
+    const beat = master.heartbeats[0].body as NodeHeartbeat;
+    assert.deepEqual(beat.sandboxes, { running: 0, paused: 0 });
+    assert.equal(beat.usedMemoryMB, 0);
+    assert.ok(beat.memory && beat.memory.availableMB > 0, 'heartbeats carry measured memory');
+    assert.equal(beat.memory.quotaMB, 3000, 'nominal quota: memory x memory_overcommit (1 here)');
+    assert.equal(beat.memory.reserveMB, 512);
 
     master.forget();
     await until(() => master.registrations.length >= 2);

@@ -88,7 +88,8 @@ describe('node agent crash reconciliation', () => {
       assert.deepEqual(left.links.map((l) => l.split('@')[0]).sort(), kept.map((k) => k.hostVeth).sort());
       assert.deepEqual(left.instances.sort(), kept.map((k) => k.instanceId).sort());
       assert.equal(left.runsc.filter((f) => f.endsWith('.state')).length, 2);
-      assert.equal(left.mounts.length, 2);
+      assert.equal(left.mounts.length, 4, 'each adopted sandbox keeps its rootfs overlay and its writable-layer disk');
+      assert.equal(left.loops.length, 2);
       assert.ok(!existsSync(`/var/run/netns/${strayNs}`));
       // Firewall rules exist for the adopted sandboxes only.
       assert.equal(left.nft.filter((l) => l.startsWith('chain sb_')).length, 2);

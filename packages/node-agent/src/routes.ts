@@ -28,6 +28,7 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => s.pause(id(req.params)));
   app.post<IdParams>('/v1/sandboxes/:id/resume', async (req) => s.resume(id(req.params)));
   app.get<IdParams>('/v1/sandboxes/:id/metrics', async (req) => s.metrics(id(req.params)));
+  app.get('/v1/ended-sandboxes', async () => s.ended());
 
   app.get('/v1/artifacts', async () => s.listArtifacts());
   app.post<IdParams>('/v1/artifacts/:id', async (req) => s.ensureArtifact(req.params.id, parseEnsureArtifact(req.body, req.params.id)));

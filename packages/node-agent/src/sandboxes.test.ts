@@ -7,6 +7,7 @@ import { NodeAgentClient } from './api.ts';
 import { envdHealthy } from './envd-client.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { ResourceNames } from './names.ts';
+import { sandboxLimits } from './runtime/sandbox-limits.ts';
 import { createRequest, leftovers, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -69,7 +70,8 @@ describe('node agent sandboxes (real runsc)', () => {
     const meminfo = await agent.exec(sb.sandboxId, ['cat', '/proc/meminfo']);
     assert.match(meminfo.stdout, /MemTotal:\s+262144 kB/);
     const cg = `/sys/fs/cgroup/memory/svc-${tag}/svc-${tag}-${agent.inspect(sb.sandboxId).instanceId}/memory.limit_in_bytes`;
-    assert.equal((await readFile(cg, 'utf8')).trim(), String(256 * 1024 * 1024));
+    // The host cgroup holds headroom for gVisor itself above the sandbox's own size (runtime/sandbox-limits.ts).
+    assert.equal((await readFile(cg, 'utf8')).trim(), String(sandboxLimits({ cpuCount: 1, memoryMB: 256, diskSizeMB: 512 }).hostMemoryBytes));
 
     const m = await client.metrics(sb.sandboxId);
     assert.equal(m.cpuCount, 1);
@@ -109,7 +111,7 @@ describe('node agent sandboxes (real runsc)', () => {
   it('pause freezes processes and envd; resume continues them with files intact; pause twice is 409', async () => {
     const sb = await client.createSandbox(createRequest(env));
     try {
-      const upper = join(agent.inspect(sb.sandboxId).dir, 'upper');
+      const upper = join(agent.inspect(sb.sandboxId).dir, 'disk', 'upper');
       await agent.exec(sb.sandboxId, ['sh', '-c', 'echo kept > /root/file']);
       await agent.exec(sb.sandboxId, ['sh', '-c', 'i=0; while :; do i=$((i+1)); echo $i > /root/counter; sleep 0.05; done'], { detach: true });
       const counter = async () => Number((await readFile(join(upper, 'root/counter'), 'utf8').catch(() => '')).trim()) || 0;
@@ -301,7 +303,7 @@ describe('node agent failures and admission', () => {
   });
 
   it('refuses a resume the release ratio cannot admit, with the exact message', async () => {
-    const cfg = env.config({ state_dir: join(env.dir, 'state-ratio'), capacity: { cpu_count: 2, memory_mb: 400 }, host: { quota: { paused_resource_release_ratio: 1 } } });
+    const cfg = env.config({ state_dir: join(env.dir, 'state-ratio'), capacity: { cpu_count: 2, memory_mb: 400 }, host: { quota: { paused_resource_release_ratio: 1, memory_overcommit: 1, memory_reserve_mb: 0 } } });
     const tag = new ResourceNames(cfg.node_agent.state_dir).tag;
     const agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path });
     try {

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createHttpApp, forbidden, type Logger } from '@svc/common';
 import { ADMIN_TOKEN_HEADER, type ProxyHealth } from './api.ts';
-import { sameSecret } from './traffic-token.ts';
+import { sameSecret } from './access-check.ts';
 
 export interface AdminHandlers {
   proxyId: string;

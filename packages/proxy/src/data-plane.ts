@@ -7,9 +7,8 @@ import { sendProxyError, sendProxyErrorOnSocket } from './error-response.ts';
 import { addForwardedHeaders, scanRequestHeaders, type ScannedRequest } from './headers.ts';
 import { HttpExchange } from './http-exchange.ts';
 import type { ProxyContext } from './proxy-context.ts';
-import { trafficTokenRejected } from './route-gate.ts';
 import { targetFromHeaders, targetFromHost, type Target } from './target.ts';
-import { trafficTokenAccepted, trafficTokenApplies } from './traffic-token.ts';
+import { accessRefusal, presentedAccess } from './access-check.ts';
 import { UpgradeExchange } from './upgrade-exchange.ts';
 
 const NO_TARGET = new SvcError(400, 'no sandbox named: use the host <port>-<sandboxID>.<domain> or the E2b-Sandbox-Id and E2b-Sandbox-Port headers');
@@ -29,8 +28,8 @@ export class DataPlane {
     const scan = scanRequestHeaders(req.rawHeaders);
     const target = targetOf(scan);
     if (target === null) { sendProxyError(res, NO_TARGET); return; }
-    const route = this.hotRoute(target, scan);
-    if (route === false) { this.reject(target, scan); sendProxyError(res, trafficTokenRejected()); return; }
+    const route = this.hotRoute(target, scan, req);
+    if (route instanceof SvcError) { this.reject(target, route); sendProxyError(res, route); return; }
     addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
     new HttpExchange(this.ctx, req, res, scan, target).start(route);
   };
@@ -39,22 +38,21 @@ export class DataPlane {
     const scan = scanRequestHeaders(req.rawHeaders);
     const target = targetOf(scan);
     if (target === null) { sendProxyErrorOnSocket(socket, NO_TARGET); return; }
-    const route = this.hotRoute(target, scan);
-    if (route === false) { this.reject(target, scan); sendProxyErrorOnSocket(socket, trafficTokenRejected()); return; }
+    const route = this.hotRoute(target, scan, req);
+    if (route instanceof SvcError) { this.reject(target, route); sendProxyErrorOnSocket(socket, route); return; }
     addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
     new UpgradeExchange(this.ctx, req, socket, head, scan, target).start(route);
   };
 
-  private reject(target: Target, scan: ScannedRequest): void {
-    this.ctx.logger.debug({ sandboxId: target.sandboxId, presented: scan.trafficTokens?.length ?? 0 }, 'traffic token rejected');
+  private reject(target: Target, refusal: SvcError): void {
+    this.ctx.logger.debug({ sandboxId: target.sandboxId, port: target.port, status: refusal.status }, 'request refused by the access check');
   }
 
-  /** A fresh running route from the cache; false when its token check fails; undefined: cold path. */
-  private hotRoute(target: Target, scan: ScannedRequest): SandboxRoute | false | undefined {
+  /** A fresh running route from the cache; the refusal when its access check fails; undefined: cold path. */
+  private hotRoute(target: Target, scan: ScannedRequest, req: IncomingMessage): SandboxRoute | SvcError | undefined {
     const route = this.cache.fresh(target.sandboxId);
     if (route === undefined || route.state !== 'running') return undefined;
-    if (!trafficTokenApplies(route, target.port)) return route;
-    return trafficTokenAccepted(route.trafficAccessToken, scan.trafficTokens) ? route : false;
+    return accessRefusal(route, target.port, presentedAccess(scan, req)) ?? route;
   }
 }
 

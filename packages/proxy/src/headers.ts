@@ -10,6 +10,8 @@ export interface ScannedRequest {
   sandboxPortHeader: string | undefined;
   /** Every traffic-token header value the client sent (usually none or one). */
   trafficTokens: string[] | undefined;
+  /** X-Access-Token: envd's access token (forwarded: envd checks it too). */
+  accessToken: string | undefined;
   forwardedFor: string | undefined;
   upgrade: string | undefined;
   /** True when the request carries a body (Content-Length > 0 or Transfer-Encoding). */
@@ -22,7 +24,7 @@ export interface ScannedRequest {
 
 export function scanRequestHeaders(raw: string[]): ScannedRequest {
   const s: ScannedRequest = {
-    host: undefined, sandboxIdHeader: undefined, sandboxPortHeader: undefined, trafficTokens: undefined,
+    host: undefined, sandboxIdHeader: undefined, sandboxPortHeader: undefined, trafficTokens: undefined, accessToken: undefined,
     forwardedFor: undefined, upgrade: undefined, hasBody: false, chunkedBody: false, forward: [],
   };
   const out = s.forward;
@@ -56,6 +58,7 @@ export function scanRequestHeaders(raw: string[]): ScannedRequest {
         const l = name.toLowerCase();
         if (l === 'e2b-sandbox-id') s.sandboxIdHeader = value;
         else if (l === 'content-length' && value !== '0') s.hasBody = true;
+        else if (l === 'x-access-token' && s.accessToken === undefined) s.accessToken = value;
         break;
       }
       case 15:

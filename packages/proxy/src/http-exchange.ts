@@ -3,6 +3,7 @@ import { SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/master/internal-api';
 import { filterResponseHeaders, hasContentLength, requestHead, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError } from './error-response.ts';
+import { presentedAccess } from './access-check.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import type { Target } from './target.ts';
 import type { ResponseSink, UpstreamConnection } from './upstream-pool.ts';
@@ -41,7 +42,7 @@ export class HttpExchange implements ResponseSink {
   }
 
   private resolveThenSend(): void {
-    this.ctx.gate.runningRoute(this.target.sandboxId, this.target.port, this.scan.trafficTokens).then(
+    this.ctx.gate.runningRoute(this.target.sandboxId, this.target.port, presentedAccess(this.scan, this.req)).then(
       (route) => { if (!this.res.destroyed) this.send(route); },
       (err) => sendProxyError(this.res, this.refused(err)),
     );

@@ -3,7 +3,7 @@ import type { Logger } from '@svc/common';
 import type { MasterInternalClient, SandboxRoute } from '@svc/master/internal-api';
 import type { AutoResumer } from './auto-resumer.ts';
 import type { BackendCache } from './backend-cache.ts';
-import { trafficTokenAccepted, trafficTokenApplies } from './traffic-token.ts';
+import { accessRefusal, type PresentedAccess } from './access-check.ts';
 
 export interface GateTiming {
   /** Longest a request waits for a pausing or resuming sandbox to settle. */
@@ -23,12 +23,13 @@ export class RouteGate {
     private readonly timing: GateTiming,
   ) {}
 
-  async runningRoute(sandboxId: string, port: number, presentedTokens: string[] | undefined): Promise<SandboxRoute> {
+  async runningRoute(sandboxId: string, port: number, presented: PresentedAccess): Promise<SandboxRoute> {
     const deadline = Date.now() + this.timing.settleWaitMs;
     // A cached terminated route answers 410 without asking the master again.
     let route = this.cache.fresh(sandboxId) ?? await this.cache.load(sandboxId);
     // Checked before any gating, so that a request without the token cannot wake a sandbox up.
-    if (trafficTokenApplies(route, port) && !trafficTokenAccepted(route.trafficAccessToken, presentedTokens)) throw trafficTokenRejected();
+    const refusal = accessRefusal(route, port, presented);
+    if (refusal) throw refusal;
     for (;;) {
       switch (route.state) {
         case 'running':
@@ -58,10 +59,6 @@ export class RouteGate {
       }
     }
   }
-}
-
-export function trafficTokenRejected() {
-  return new SvcError(403, 'missing or wrong traffic access token (send it in the ext-traffic-access-token header)');
 }
 
 function gone(route: SandboxRoute) {

@@ -5,6 +5,7 @@ import type { SandboxRoute } from '@svc/master/internal-api';
 import type { ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyErrorOnSocket } from './error-response.ts';
 import { backendError } from './http-exchange.ts';
+import { presentedAccess } from './access-check.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import type { Target } from './target.ts';
 
@@ -39,7 +40,7 @@ export class UpgradeExchange {
   }
 
   private resolveThenConnect(): void {
-    this.ctx.gate.runningRoute(this.target.sandboxId, this.target.port, this.scan.trafficTokens).then(
+    this.ctx.gate.runningRoute(this.target.sandboxId, this.target.port, presentedAccess(this.scan, this.req)).then(
       (route) => { if (!this.closed) this.connect(route); },
       (err) => sendProxyErrorOnSocket(this.client, this.refused(err)),
     );

@@ -40,13 +40,7 @@ const contentTypes: Record<string, string> = {
 export async function handleDownload(state: EnvdState, req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
   const path = query.get('path') ?? '';
   const username = query.get('username') ?? undefined;
-  checkFileAccess(state, req, {
-    path,
-    username,
-    operation: 'read',
-    signature: query.get('signature') ?? undefined,
-    signatureExpiration: query.get('signature_expiration') ?? undefined,
-  });
+  checkFileAccess(state, req, query);
   const user = state.user(username);
   const file = resolvePath(path, user, state.defaultWorkdir);
   let info;

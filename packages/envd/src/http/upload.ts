@@ -35,13 +35,7 @@ interface UploadContext {
 export async function handleUpload(state: EnvdState, store: MetadataStore, req: IncomingMessage, res: ServerResponse, query: URLSearchParams): Promise<void> {
   const queryPath = query.get('path') ?? undefined;
   const username = query.get('username') ?? undefined;
-  checkFileAccess(state, req, {
-    path: queryPath ?? '',
-    username,
-    operation: 'write',
-    signature: query.get('signature') ?? undefined,
-    signatureExpiration: query.get('signature_expiration') ?? undefined,
-  });
+  checkFileAccess(state, req, query);
   let body: AsyncIterable<Buffer>;
   try {
     body = decodedBody(req, req.headers['content-encoding']);

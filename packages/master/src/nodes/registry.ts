@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { badRequest, notFound, unavailable, SvcError } from '@svc/common';
-import { NodeAgentClient } from '@svc/node-agent/api';
+import { memoryRefusal, NodeAgentClient, type NodeMemory } from '@svc/node-agent/api';
 import type { Database, NodeRow } from '../db/schema.ts';
 import type { NodeHeartbeat, RegisterNode } from '../internal-api.ts';
 import type { NodeRecord } from '../api.ts';
@@ -10,6 +10,14 @@ export const HEARTBEAT_INTERVAL_MS = 3_000;
 /** A node that missed this many heartbeats is not scheduled onto. */
 const STALE_AFTER_MS = HEARTBEAT_INTERVAL_MS * 4;
 
+/** The usage column: what the last heartbeat said. */
+interface NodeUsage {
+  running: number;
+  paused: number;
+  usedMemoryMB: number;
+  memory?: NodeMemory;
+}
+
 export interface SchedulingNeed {
   memoryMB: number;
   cpuCount: number;
@@ -18,6 +26,8 @@ export interface SchedulingNeed {
 /** Registered node agents: registration, heartbeats, labels and placement choice. */
 export class NodeRegistry {
   private readonly clients = new Map<string, NodeAgentClient>();
+  /** Creates sent to each node since its last heartbeat (its measurement does not show them yet). */
+  private readonly promised = new Map<string, number>();
 
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -47,7 +57,11 @@ export class NodeRegistry {
   }
 
   async heartbeat(nodeId: string, hb: NodeHeartbeat): Promise<void> {
-    const usage = { running: hb?.sandboxes?.running ?? 0, paused: hb?.sandboxes?.paused ?? 0, usedMemoryMB: hb?.usedMemoryMB ?? 0 };
+    const usage: NodeUsage = {
+      running: hb?.sandboxes?.running ?? 0, paused: hb?.sandboxes?.paused ?? 0, usedMemoryMB: hb?.usedMemoryMB ?? 0,
+      ...(hb?.memory ? { memory: hb.memory } : {}),
+    };
+    this.promised.delete(nodeId);
     const r = await this.db.updateTable('t_svc_node')
       .set({ last_heartbeat_at: Date.now(), status: 'ready', usage: JSON.stringify(usage) })
       .where('node_id', '=', nodeId).executeTakeFirst();
@@ -64,18 +78,36 @@ export class NodeRegistry {
     return c;
   }
 
-  /** The live node with the most free memory that fits the need. */
+  /**
+   * The live node with the most real memory free that admits the sandbox (NodeMemory rule of
+   * @svc/node-agent/api: measured usage plus a reserve, and the nominal quota). Creates sent to
+   * a node since its last heartbeat count at one sandbox's measured size each. Nodes that
+   * report no measurement (older agents) are admitted by nominal memory alone.
+   */
   async pick(need: SchedulingNeed): Promise<{ nodeId: string; client: NodeAgentClient }> {
     const rows = await this.db.selectFrom('t_svc_node').selectAll().where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS).execute();
     if (rows.length === 0) throw unavailable('no node agent is available to run the sandbox', 5);
-    const scored = rows.map((r) => {
-      const cap = JSON.parse(r.capacity) as { memoryMB: number };
-      const usage = JSON.parse(r.usage) as { usedMemoryMB: number };
-      return { r, free: cap.memoryMB - usage.usedMemoryMB };
-    }).sort((a, b) => b.free - a.free);
-    const best = scored.find((s) => s.free >= need.memoryMB) ?? null;
-    if (!best) throw new SvcError(503, `no node has ${need.memoryMB} MB of memory free`, { headers: { 'Retry-After': '5' } });
-    return { nodeId: best.r.node_id, client: await this.client(best.r.node_id) };
+    const refusals: string[] = [];
+    const fits: Array<{ nodeId: string; free: number; perSandboxMB: number }> = [];
+    for (const r of rows) {
+      const usage = JSON.parse(r.usage) as NodeUsage;
+      const promised = this.promised.get(r.node_id) ?? 0;
+      let refusal: string | undefined;
+      let free: number;
+      if (usage.memory) {
+        refusal = memoryRefusal(usage.memory, need.memoryMB, promised * usage.memory.perSandboxMB);
+        free = usage.memory.availableMB - usage.memory.reserveMB - promised * usage.memory.perSandboxMB;
+      } else {
+        free = (JSON.parse(r.capacity) as { memoryMB: number }).memoryMB - usage.usedMemoryMB;
+        if (free < need.memoryMB) refusal = `${free} MB of nominal memory free, the sandbox asks ${need.memoryMB} MB`;
+      }
+      if (refusal) refusals.push(`node ${r.node_id}: ${refusal}`);
+      else fits.push({ nodeId: r.node_id, free, perSandboxMB: usage.memory?.perSandboxMB ?? need.memoryMB });
+    }
+    const best = fits.sort((x, y) => y.free - x.free)[0];
+    if (!best) throw new SvcError(503, `no node can take the sandbox now: ${refusals.join('; ')}`, { headers: { 'Retry-After': '5' } });
+    this.promised.set(best.nodeId, (this.promised.get(best.nodeId) ?? 0) + 1);
+    return { nodeId: best.nodeId, client: await this.client(best.nodeId) };
   }
 
   async list(): Promise<NodeRecord[]> {

@@ -5,6 +5,7 @@ import { HEARTBEAT_INTERVAL_MS, type NodeRegistry } from './registry.ts';
 
 export function registerNodeRoutes(
   app: FastifyInstance, nodes: NodeRegistry, onRegistered: (nodeId: string) => void, logger: Logger,
+  onEnded?: (nodeId: string, ended: NonNullable<NodeHeartbeat['ended']>) => void,
 ): void {
   app.post<{ Body: RegisterNode }>('/internal/v1/nodes/register', async (req): Promise<RegisterNodeResult> => {
     await nodes.register(req.body);
@@ -14,6 +15,7 @@ export function registerNodeRoutes(
   });
   app.post<{ Params: { id: string }; Body: NodeHeartbeat }>('/internal/v1/nodes/:id/heartbeat', async (req, reply) => {
     await nodes.heartbeat(req.params.id, req.body);
+    if (req.body?.ended?.length) onEnded?.(req.params.id, req.body.ended);
     reply.status(204).send();
   });
   app.get('/v1/nodes', async () => nodes.list());

@@ -40,5 +40,6 @@ export function toRoute(r: Row): SandboxRoute {
     envdPort: r.envd_port,
     autoResume: !!r.auto_resume,
     ...(r.traffic_access_token ? { trafficAccessToken: r.traffic_access_token } : {}),
+    ...(r.envd_access_token ? { envdAccessToken: r.envd_access_token } : {}),
   };
 }

@@ -1,17 +1,18 @@
 import type { FastifyInstance } from 'fastify';
-import { badRequest, type Logger } from '@svc/common';
-import type { CreateSandboxInput, ListSandboxesQuery } from '../api.ts';
+import type { Logger } from '@svc/common';
+import type { ListSandboxesQuery } from '../api.ts';
 import type { LifecycleReason } from '../internal-api.ts';
 import type { SandboxService } from './service.ts';
+import { checkCreateInput } from './create-input.ts';
 
 type IdParams = { Params: { id: string } };
 
 /** Gateway-facing sandbox routes (/v1/...) and the internal ones (/internal/v1/...). */
 export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService, logger: Logger): void {
-  app.post<{ Body: CreateSandboxInput }>('/v1/sandboxes', async (req, reply) => {
-    if (!req.body || typeof req.body !== 'object') throw badRequest('body must be a JSON object');
+  app.post<{ Body: unknown }>('/v1/sandboxes', async (req, reply) => {
+    const input = checkCreateInput(req.body);
     reply.status(201);
-    return svc.create(req.body);
+    return svc.create(input);
   });
   app.get<{ Querystring: ListSandboxesQuery }>('/v1/sandboxes', async (req) => svc.list(req.query));
   app.get<IdParams>('/v1/sandboxes/:id', async (req) => svc.get(req.params.id));

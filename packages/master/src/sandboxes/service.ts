@@ -3,13 +3,14 @@ import {
   badRequest, conflict, gone, newSandboxId, newToken, notFound, randomId, SvcError, unavailable,
   type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
-import type { NodeSandbox } from '@svc/node-agent/api';
+import type { EndedSandbox, NodeSandbox } from '@svc/node-agent/api';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/lifecycle/api';
 import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, SandboxPage, SandboxRecord } from '../api.ts';
 import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '../internal-api.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { ProxyCachePurger, TemplateResolver } from './ports.ts';
 import { toRecord, toRoute } from './record.ts';
+import { DamagedRows } from './damaged-rows.ts';
 import type { Row, SandboxRepo } from './repo.ts';
 import * as T from './timeouts.ts';
 
@@ -32,7 +33,10 @@ export interface SandboxServiceDeps {
 /** The sandbox state machine of SPEC "States and transitions", one lock per sandbox. */
 export class SandboxService {
   private readonly holder = `master-${process.pid}-${randomId(6)}`;
-  constructor(private readonly d: SandboxServiceDeps) {}
+  readonly damaged: DamagedRows;
+  constructor(private readonly d: SandboxServiceDeps) {
+    this.damaged = new DamagedRows(d.logger);
+  }
 
   async create(input: CreateSandboxInput): Promise<SandboxRecord> {
     // Volumes arrive with the volumes issue; until then no volume exists, and a mount of one
@@ -60,7 +64,7 @@ export class SandboxService {
       });
     } catch (err) {
       // The node may have got further than its answer says; make sure nothing is left there.
-      client.deleteSandbox(sandboxId).catch(() => {});
+      this.discardOnNode(client, nodeId, sandboxId, 'create failed on the node');
       const e = err as SvcError;
       if (e.status === 504) throw new SvcError(504, `sandbox create did not finish within create_timeout_insec (${timeoutMs / 1000} s) on node ${nodeId}; the node says: ${e.message}`);
       if (e instanceof SvcError && e.status < 500) throw e;
@@ -81,13 +85,32 @@ export class SandboxService {
       started_at: started, created_at: now, updated_at: started, terminated_at: null, terminate_reason: null,
       volume_mounts: JSON.stringify(input.volumeMounts),
     };
-    await this.d.repo.insert(row);
+    let record: SandboxRecord;
+    try {
+      record = toRecord(row);
+      await this.d.repo.insert(row);
+    } catch (err) {
+      // Atomic create: a sandbox that cannot be recorded must not keep running unseen.
+      this.discardOnNode(client, nodeId, sandboxId, 'the master could not record it');
+      this.d.logger.error({ sandboxId, nodeId, err }, 'sandbox started but could not be recorded; stopped it');
+      throw unavailable(`sandbox could not be recorded (${(err as Error).message}); nothing was kept, retry`, 2);
+    }
     this.emit('sandbox.created', sandboxId);
-    return toRecord(row);
+    return record;
+  }
+
+  /** Removes a sandbox from its node in the background, logging what fails (create rollbacks). */
+  private discardOnNode(client: { deleteSandbox(id: string): Promise<unknown> }, nodeId: string, sandboxId: string, why: string): void {
+    client.deleteSandbox(sandboxId).catch((err: SvcError) => {
+      if (err.status === 404) return;
+      this.d.logger.warn({ sandboxId, nodeId, why, err: err.message }, 'could not remove a sandbox after a failed create; node reconciliation removes it later');
+    });
   }
 
   async get(id: string): Promise<SandboxRecord> {
-    return toRecord(await this.live(id));
+    const rec = this.damaged.read(await this.live(id));
+    if (!rec) throw new SvcError(500, `the record of sandbox ${id} is damaged; the master's log and /notify/health say how`);
+    return rec;
   }
 
   async list(q: ListSandboxesQuery): Promise<SandboxPage> {
@@ -103,9 +126,9 @@ export class SandboxService {
       const rows = await this.d.repo.list({ states, templateIds, after, limit: limit + 1 });
       for (const r of rows.slice(0, limit)) {
         if (out.length === limit) break;
-        const md = JSON.parse(r.metadata) as Record<string, string>;
-        if (filter.every(([k, v]) => md[k] === v)) out.push(toRecord(r));
         after = { startedAt: Number(r.started_at), id: r.sandbox_id };
+        const rec = this.damaged.read(r);
+        if (rec && filter.every(([k, v]) => rec.metadata[k] === v)) out.push(rec);
       }
       if (out.length === limit) {
         const more = rows.length > limit || (await this.d.repo.list({ states, templateIds, after, limit: 1 })).length > 0;
@@ -259,10 +282,12 @@ export class SandboxService {
 
   async due(): Promise<DueSandbox[]> {
     const rows = await this.d.repo.due(Date.now());
-    return rows.map((r) => ({
-      sandboxId: r.sandbox_id, state: r.state as SandboxState, onTimeout: r.on_timeout as 'kill' | 'pause',
-      endAt: new Date(Number(r.end_at)).toISOString(),
-    }));
+    const out: DueSandbox[] = [];
+    for (const r of rows) {
+      const rec = this.damaged.read(r);
+      if (rec) out.push({ sandboxId: rec.sandboxId, state: rec.state, onTimeout: rec.lifecycle.onTimeout, endAt: rec.endAt! });
+    }
+    return out;
   }
 
   /**
@@ -280,11 +305,17 @@ export class SandboxService {
         await client.deleteSandbox(id).catch(() => {});
       }
     }
+    let endedOnNode: Promise<Map<string, EndedSandbox>> | undefined;
     for (const r of rows) {
       const s = onNode.get(r.sandbox_id);
       if (!s) {
-        await this.d.repo.update(r.sandbox_id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: 'failed', end_at: null });
-        this.emit('sandbox.killed', r.sandbox_id, 'failed');
+        endedOnNode ??= client.listEndedSandboxes().then((l) => new Map(l.map((e) => [e.sandboxId, e])), (err: Error) => {
+          this.d.logger.warn({ nodeId, err: err.message }, 'node did not say why its sandboxes ended');
+          return new Map<string, EndedSandbox>();
+        });
+        const reason = terminateReasonOf((await endedOnNode).get(r.sandbox_id));
+        await this.d.repo.update(r.sandbox_id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
+        this.emit('sandbox.killed', r.sandbox_id, reason);
       } else if (r.state !== s.state && (r.state === 'pausing' || r.state === 'resuming')) {
         await this.d.repo.update(r.sandbox_id, { state: s.state, pause_kind: s.state === 'paused' ? s.pauseKind ?? 'freeze' : null });
       } else if (r.state === 'killing') {
@@ -294,11 +325,24 @@ export class SandboxService {
     }
   }
 
+  /** Sandboxes a node reports as ended on their own (heartbeat): terminated here with the node's reason. */
+  async recordEnded(nodeId: string, ended: EndedSandbox[]): Promise<void> {
+    for (const e of ended.slice(0, 1_000)) {
+      const row = await this.d.repo.get(e.sandboxId);
+      if (!row || row.node_id !== nodeId || row.state === 'terminated' || row.state === 'killing') continue;
+      const reason = terminateReasonOf(e);
+      this.d.logger.info({ sandboxId: e.sandboxId, nodeId, reason, message: e.message }, 'sandbox ended on its node');
+      await this.d.repo.update(e.sandboxId, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
+      this.emit('sandbox.killed', e.sandboxId, reason);
+    }
+  }
+
   /** A live (non-terminated) row: 404 when unknown, 410 when it was killed or timed out. */
   private async live(id: string): Promise<Row> {
     const row = await this.d.repo.get(id);
     if (!row) throw notFound(`sandbox ${id} not found`);
     if (row.state === 'terminated') {
+      if (row.terminate_reason === 'oom') throw gone(`sandbox ${id} ran out of memory and was stopped by its host`);
       throw gone(row.terminate_reason === 'timeout' ? `sandbox ${id} timed out and was killed` : `sandbox ${id} was killed`);
     }
     return row;
@@ -359,6 +403,11 @@ function parseMetadataFilter(s: string | undefined): Array<[string, string]> {
     }
   }
   return out;
+}
+
+/** The master's reason for a sandbox its node lost: 'oom' when the node knows the host stopped it for memory. */
+function terminateReasonOf(e: EndedSandbox | undefined): TerminateReason {
+  return e?.reason === 'oom' ? 'oom' : 'failed';
 }
 
 function encodeToken(a: { startedAt: number; id: string }): string {

@@ -4,6 +4,7 @@
  * the projected timeout, null when the sandbox never times out.
  */
 import { badRequest } from '@svc/common';
+import { SANDBOX_LIMITS } from '../api.ts';
 
 export interface Deadline {
   timeoutSec: number;
@@ -18,6 +19,7 @@ function windowFrom(now: number, timeoutSec: number): Deadline {
 
 function checkSeconds(v: unknown, what: string): asserts v is number {
   if (typeof v !== 'number' || !Number.isInteger(v)) throw badRequest(`${what} must be an integer number of seconds`);
+  if (v > SANDBOX_LIMITS.timeoutSec) throw badRequest(`${what} must be at most ${SANDBOX_LIMITS.timeoutSec} seconds (got ${v})`);
 }
 
 /** Create: omitted = the server default (none when it is not positive); -1 never; 0 immediate; N seconds. */

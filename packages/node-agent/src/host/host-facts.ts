@@ -32,6 +32,23 @@ export async function enableIpForwarding(logger: Logger): Promise<void> {
   logger.info('enabled net.ipv4.ip_forward for sandbox egress');
 }
 
+/**
+ * Every gVisor sandbox holds a few dozen host threads (sentry, gofer, ptrace stubs), so the
+ * kernel's default of 32768 tasks caps a host at several hundred sandboxes long before memory
+ * does. Raised to the kernel's largest value, once, when lower.
+ */
+export async function raisePidMax(logger: Logger, want = 4_194_304): Promise<void> {
+  const path = '/proc/sys/kernel/pid_max';
+  const cur = Number((await readFile(path, 'utf8')).trim());
+  if (cur >= want) return;
+  try {
+    await writeFile(path, String(want));
+    logger.info({ from: cur, to: want }, 'raised kernel.pid_max so that many sandboxes fit');
+  } catch (err) {
+    logger.warn({ pidMax: cur, err: (err as Error).message }, 'could not raise kernel.pid_max; it limits how many sandboxes this host holds');
+  }
+}
+
 /** DNS servers a sandbox can use: the host's, minus loopback ones that mean nothing in a sandbox. */
 export async function sandboxResolvConf(): Promise<string | undefined> {
   const text = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');

@@ -30,6 +30,8 @@ export interface InstanceSpec extends InstanceRef {
 }
 
 export type InstanceStatus = 'running' | 'paused' | 'stopped' | 'missing';
+/** Why an instance stopped on its own, when the driver can tell: 'oom' = the host's OOM killer. */
+export type InstanceEndCause = 'oom';
 
 export interface PauseResult {
   kind: PauseKind;
@@ -65,6 +67,8 @@ export interface RuntimeDriver {
   resume(ref: InstanceRef): Promise<void>;
   status(ref: InstanceRef): Promise<InstanceStatus>;
   stats(ref: InstanceRef): Promise<InstanceStats>;
+  /** Why a stopped instance ended, when known; asked before destroy (which drops the evidence). */
+  endCause?(ref: InstanceRef): Promise<InstanceEndCause | undefined>;
   /** Instance ids the driver holds anything for on this host (reconciliation after a crash). */
   list(): Promise<string[]>;
   /** Removes whatever the driver holds for instances not in `keep` (after a crash). */

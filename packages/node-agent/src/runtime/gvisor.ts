@@ -1,13 +1,15 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Logger } from '@svc/common';
 import { CommandError, run, type RunResult } from '../host/exec.ts';
 import { isMountPoint, unmount } from '../host/mounts.ts';
 import type { ResourceNames } from '../names.ts';
-import type { InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from './driver.ts';
+import type { InstanceEndCause, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from './driver.ts';
+import { detachLoopDevice, DiskLayer, loopDevicesUnder } from './disk-layer.ts';
 import { ociSpec } from './oci-spec.ts';
+import { sandboxLimits } from './sandbox-limits.ts';
 import { writeIntoRootfs } from './rootfs-files.ts';
 import { DiskUsage } from '../host/disk-usage.ts';
 
@@ -50,8 +52,10 @@ export class GvisorDriver implements RuntimeDriver {
     if (!spec.rootfs.mountDir) throw new Error('gvisor needs the artifact mounted');
     const id = this.o.names.container(spec.instanceId);
     const paths = this.paths(spec.dir);
+    const limits = sandboxLimits(spec.resources);
     try {
-      for (const d of [paths.upper, paths.work, paths.rootfs, paths.bundle]) await mkdir(d, { recursive: true });
+      await paths.layer.create(limits.diskBytes);
+      for (const d of [paths.rootfs, paths.bundle]) await mkdir(d, { recursive: true });
       await run('mount', ['-t', 'overlay', 'overlay', '-o',
         `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.upper},workdir=${paths.work}`, paths.rootfs]);
       for (const [path, content] of Object.entries(spec.files)) {
@@ -60,6 +64,9 @@ export class GvisorDriver implements RuntimeDriver {
       const cgroupsPath = `/${this.o.names.cgroupParent}/${id}`;
       await writeFile(join(paths.bundle, 'config.json'), JSON.stringify(ociSpec(spec, paths.rootfs, cgroupsPath)), { mode: 0o600 });
       await this.runDetached(spec, id, paths);
+      // runsc made the cgroup with the sandbox's own size (what gVisor shows inside); the host
+      // limit gets headroom so that envd's memory guard, not the host's OOM killer, acts first.
+      await writeFile(join(CGROUP_ROOT, 'memory', this.o.names.cgroupParent, id, 'memory.limit_in_bytes'), String(limits.hostMemoryBytes));
     } catch (err) {
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
       throw err;
@@ -77,6 +84,7 @@ export class GvisorDriver implements RuntimeDriver {
       if (!r || (r.code !== 0 && existsSync(this.stateFile(id)))) await this.forceDelete(id);
     }
     if (await isMountPoint(paths.rootfs)) await unmount(paths.rootfs);
+    await paths.layer.destroy();
     await this.removeCgroups(id);
     await rm(ref.dir, { recursive: true, force: true });
   }
@@ -139,8 +147,15 @@ export class GvisorDriver implements RuntimeDriver {
       cpuUsageNs: Number(cpu.trim()),
       memUsedBytes: Math.max(0, Number(usage.trim()) - cache),
       memCacheBytes: cache,
-      diskUsedBytes: await this.diskUsage.of(this.paths(ref.dir).upper),
+      diskUsedBytes: (await this.paths(ref.dir).layer.usedBytes()) ?? await this.diskUsage.of(this.paths(ref.dir).upper),
     };
+  }
+
+  /** 'oom' when the host cgroup's OOM killer struck (it can only kill the sentry, so the whole sandbox). Read before destroy. */
+  async endCause(ref: InstanceRef): Promise<InstanceEndCause | undefined> {
+    const file = join(CGROUP_ROOT, 'memory', this.o.names.cgroupParent, this.o.names.container(ref.instanceId), 'memory.oom_control');
+    const text = await readFile(file, 'utf8').catch(() => '');
+    return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0) > 0 ? 'oom' : undefined;
   }
 
   async list(): Promise<string[]> {
@@ -182,8 +197,22 @@ export class GvisorDriver implements RuntimeDriver {
       if (!keep.has(instanceId)) await this.destroy({ instanceId, dir: dirOf(instanceId), netnsPath: netnsOf(instanceId) });
     }
     await this.killStrayProcesses(keep);
+    await this.detachStrayLoopDevices(keep, dirOf);
     for (const instanceId of await this.listCgroups()) {
       if (!keep.has(instanceId)) await this.removeCgroups(this.o.names.container(instanceId));
+    }
+  }
+
+  /** Writable-layer loop devices still attached for instances not kept (a lazy unmount after a crash). */
+  private async detachStrayLoopDevices(keep: Set<string>, dirOf: (instanceId: string) => string): Promise<void> {
+    const instancesRoot = dirname(dirOf('x'));
+    for (const dev of await loopDevicesUnder(instancesRoot)) {
+      const r = await run('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE', dev], { allowFail: true });
+      const instanceId = r.stdout.trim().slice(instancesRoot.length + 1).split('/')[0];
+      if (instanceId && !keep.has(instanceId)) {
+        this.o.logger.info({ dev, instanceId }, 'detaching the loop device of a removed sandbox');
+        await detachLoopDevice(dev);
+      }
     }
   }
 
@@ -273,7 +302,8 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   private paths(dir: string) {
-    return { upper: join(dir, 'upper'), work: join(dir, 'work'), rootfs: join(dir, 'rootfs'), bundle: join(dir, 'bundle'), console: join(dir, 'console.log') };
+    const layer = new DiskLayer(dir);
+    return { layer, upper: layer.upper, work: layer.work, rootfs: join(dir, 'rootfs'), bundle: join(dir, 'bundle'), console: join(dir, 'console.log') };
   }
 
   private stateFile(id: string) { return join(this.o.stateRoot, `${id}_sandbox:${id}.state`); }

@@ -1,16 +1,19 @@
 import { SANDBOX_RUNTIME_DIR } from './runtime-bundle.ts';
 import type { InstanceSpec } from './driver.ts';
+import { sandboxLimits } from './sandbox-limits.ts';
 
 const CAPS = [
   'CAP_CHOWN', 'CAP_DAC_OVERRIDE', 'CAP_FSETID', 'CAP_FOWNER', 'CAP_MKNOD', 'CAP_NET_RAW', 'CAP_SETGID',
   'CAP_SETUID', 'CAP_SETFCAP', 'CAP_SETPCAP', 'CAP_NET_BIND_SERVICE', 'CAP_SYS_CHROOT', 'CAP_KILL', 'CAP_AUDIT_WRITE',
 ];
 
-const CFS_PERIOD_US = 100_000;
+/** Tells envd to run its memory guard: gVisor has no OOM killer of its own inside the sandbox. */
+export const MEMORY_GUARD_ENV = 'SVC_ENVD_MEMORY_GUARD';
 
-/** The OCI runtime spec of one sandbox: tini → envd as PID 1, the runtime at /.svc, CPU and memory limits. */
+/** The OCI runtime spec of one sandbox: tini → envd as PID 1, the runtime at /.svc, CPU, memory and process limits. */
 export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: string): object {
-  const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env };
+  const limits = sandboxLimits(spec.resources);
+  const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [MEMORY_GUARD_ENV]: '1' };
   return {
     ociVersion: '1.0.2',
     process: {
@@ -20,7 +23,11 @@ export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: stri
       env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
       cwd: '/',
       capabilities: { bounding: CAPS, effective: CAPS, permitted: CAPS, inheritable: CAPS },
-      rlimits: [{ type: 'RLIMIT_NOFILE', hard: 1048576, soft: 1048576 }],
+      rlimits: [
+        { type: 'RLIMIT_NOFILE', hard: 1048576, soft: 1048576 },
+        // Enforced by the sentry for every uid (the sandbox's processes hold no CAP_SYS_RESOURCE): a fork storm gets EAGAIN.
+        { type: 'RLIMIT_NPROC', hard: limits.maxProcesses, soft: limits.maxProcesses },
+      ],
     },
     root: { path: rootfsDir, readonly: false },
     hostname: spec.hostname,
@@ -36,8 +43,9 @@ export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: stri
       namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }],
       cgroupsPath,
       resources: {
-        cpu: { quota: Math.round(spec.resources.cpuCount * CFS_PERIOD_US), period: CFS_PERIOD_US },
-        memory: { limit: spec.resources.memoryMB * 1024 * 1024 },
+        cpu: { quota: limits.cpuQuotaUs, period: limits.cpuPeriodUs },
+        // The sandbox's own size (runsc sizes the sentry's memory from it); the driver raises the host cgroup's limit after start.
+        memory: { limit: limits.guestMemoryBytes },
       },
     },
   };

@@ -1,5 +1,5 @@
 import { SvcError, conflict, notFound, type Logger } from '@svc/common';
-import type { ArtifactOnNode, CreateSandboxOnNode, EnsureArtifact, NodeSandbox, SandboxMetrics } from '../api.ts';
+import type { ArtifactOnNode, CreateSandboxOnNode, EndedSandbox, EnsureArtifact, NodeSandbox, SandboxMetrics } from '../api.ts';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
@@ -7,6 +7,7 @@ import { DEFAULT_POLICY, normalizePolicy, samePolicy, type EgressPolicy } from '
 import type { Firewall } from '../network/firewall.ts';
 import type { InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
 import { checkResumeAdmission, usedMemoryMB } from './admission.ts';
+import type { MemoryAdmission } from './memory-admission.ts';
 import type { Instance, InstanceLauncher } from './instances.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 import type { RecordStore } from './record.ts';
@@ -23,6 +24,8 @@ export interface SandboxServiceDeps {
   releaseRatio: number;
   warmPoolSize: number;
   warmShape: InstanceResources;
+  /** Nominal memory quota of the release-ratio check (node memory x memory_overcommit; default capacity). */
+  memoryQuotaMB?: number;
 }
 
 const GONE_REMEMBERED = 1000;
@@ -30,14 +33,16 @@ const GONE_REMEMBERED = 1000;
 /** The node's sandboxes and the operations of api.ts on them, one lock per sandbox id. */
 export class SandboxService {
   private readonly sandboxes = new Map<string, Instance>();
-  /** Sandboxes whose processes died, so a later GET can say so instead of a bare 404. */
-  private readonly gone = new Map<string, string>();
+  /** Sandboxes whose processes died, so a later GET can say so instead of a bare 404 (and the master learns why). */
+  private readonly gone = new Map<string, EndedSandbox>();
   /** Creates under way per artifact: an artifact is not deleted under them. */
   private readonly creating = new Map<string, number>();
   private readonly cpuSamples = new Map<string, { ns: number; at: number }>();
   private readonly locks = new KeyedMutex();
   readonly pool: WarmPool;
   private closing = false;
+  /** The node's real-memory admission (absent: creates are admitted by the master alone). */
+  private memory?: MemoryAdmission;
 
   constructor(private readonly d: SandboxServiceDeps) {
     this.pool = new WarmPool({
@@ -52,6 +57,10 @@ export class SandboxService {
       }),
       destroy: (inst) => d.launcher.teardown(inst),
     });
+  }
+
+  useMemoryAdmission(memory: MemoryAdmission): void {
+    this.memory = memory;
   }
 
   adopt(instances: Instance[]) {
@@ -73,6 +82,7 @@ export class SandboxService {
     const artifactId = req.artifact.artifactId;
     return this.locks.run(req.sandboxId, async () => {
       if (this.sandboxes.has(req.sandboxId)) throw conflict(`sandbox ${req.sandboxId} already exists on this node`);
+      const admitted = await this.memory?.admit(req.memoryMB);
       this.creating.set(artifactId, (this.creating.get(artifactId) ?? 0) + 1);
       const signal = AbortSignal.timeout(req.timeoutMs);
       const started = Date.now();
@@ -97,6 +107,7 @@ export class SandboxService {
       } catch (err) {
         throw createError(req, err, signal);
       } finally {
+        admitted?.();
         this.creating.set(artifactId, (this.creating.get(artifactId) ?? 1) - 1);
         // First use of an artifact starts its warm pool (not for one that failed to download).
         if (this.d.artifacts.get(artifactId)) this.pool.fill(artifactId);
@@ -129,7 +140,7 @@ export class SandboxService {
     return this.locks.run(id, async () => {
       const inst = this.find(id);
       if (inst.record.phase !== 'paused') return view(inst);
-      checkResumeAdmission({ state: 'paused', memoryMB: inst.record.memoryMB }, this.memoryHolders(), this.d.capacity.memoryMB, this.d.releaseRatio);
+      checkResumeAdmission({ state: 'paused', memoryMB: inst.record.memoryMB }, this.memoryHolders(), this.d.memoryQuotaMB ?? this.d.capacity.memoryMB, this.d.releaseRatio);
       await this.d.driver.resume(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: resume failed`, err); });
       Object.assign(inst.record, { phase: 'running', pauseKind: undefined, pausedAt: undefined, snapshotBytes: undefined });
       await this.d.records.save(inst.record);
@@ -225,13 +236,30 @@ export class SandboxService {
       if (!(await probe(inst))) continue;
       await this.locks.run(id, async () => {
         if (this.sandboxes.get(id) !== inst || !(await probe(inst))) return;
-        this.d.logger.warn({ sandboxId: id }, 'sandbox processes exited; releasing its resources');
+        const cause = await this.d.driver.endCause?.(inst.ref).catch((err) => {
+          this.d.logger.warn({ err, sandboxId: id }, 'could not tell why the sandbox ended');
+          return undefined;
+        });
+        const ended: EndedSandbox = cause === 'oom'
+          ? { sandboxId: id, reason: 'oom', message: `it ran out of memory (more than its ${inst.record.memoryMB} MB plus the runtime's headroom) and the host stopped it`, endedAt: new Date().toISOString() }
+          : { sandboxId: id, reason: 'exited', message: 'its processes exited', endedAt: new Date().toISOString() };
+        this.d.logger.warn({ sandboxId: id, reason: ended.reason }, 'sandbox processes exited; releasing its resources');
         await this.d.launcher.teardown(inst);
         this.sandboxes.delete(id);
-        this.gone.set(id, 'its processes exited');
+        this.gone.set(id, ended);
         if (this.gone.size > GONE_REMEMBERED) this.gone.delete(this.gone.keys().next().value!);
       }).catch((err) => this.d.logger.error({ err, sandboxId: id }, 'dead sandbox cleanup failed'));
     }
+  }
+
+  ended(): EndedSandbox[] {
+    return [...this.gone.values()].reverse();
+  }
+
+  /** What heartbeats carry to the master (repeated for a while, so one lost beat loses nothing). */
+  recentlyEnded(withinMs = 120_000): EndedSandbox[] {
+    const since = Date.now() - withinMs;
+    return this.ended().filter((e) => Date.parse(e.endedAt) >= since);
   }
 
   async close(opts: { destroySandboxes?: boolean } = {}): Promise<void> {
@@ -275,7 +303,7 @@ export class SandboxService {
   private find(id: string): Instance {
     const inst = this.sandboxes.get(id);
     if (!inst || inst.record.phase === 'creating') {
-      const why = this.gone.get(id);
+      const why = this.gone.get(id)?.message;
       throw notFound(why ? `sandbox ${id} is gone: ${why}` : `sandbox ${id} not found on this node`);
     }
     return inst;

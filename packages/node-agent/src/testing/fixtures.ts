@@ -127,5 +127,6 @@ export async function leftovers(stateDir: string, tag: string): Promise<Record<s
   const nft = (await run('nft', ['list', 'table', 'ip', `svc_${tag}`], { allowFail: true })).stdout.split('\n').filter((l) => /chain sb_|elements/.test(l)).map((l) => l.trim());
   const cgroups = existsSync(`/sys/fs/cgroup/memory/svc-${tag}`) ? (await readdir(`/sys/fs/cgroup/memory/svc-${tag}`, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name) : [];
   const instances = existsSync(join(stateDir, 'instances')) ? await readdir(join(stateDir, 'instances')) : [];
-  return { netns, links, mounts, runsc, nft, cgroups, instances };
+  const loops = (await run('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE'], { allowFail: true })).stdout.split('\n').filter((l) => l.includes(join(stateDir, 'instances') + '/'));
+  return { netns, links, mounts, runsc, nft, cgroups, instances, loops };
 }

@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import { after, before, test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { createHttpApp } from './http-server.ts';
+import { createLogger } from './log.ts';
+
+let app: FastifyInstance;
+let port: number;
+
+before(async () => {
+  app = createHttpApp({ logger: createLogger('test', { level: 'silent' }), bodyLimit: 64 * 1024 });
+  app.post('/echo', async (req) => ({ body: req.body ?? null }));
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  port = (app.server.address() as { port: number }).port;
+});
+after(() => app.close());
+
+function post(body: Buffer, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/echo', method: 'POST', headers: { 'content-type': 'application/json', ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => { text += c; });
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('a body over the limit gets 413 with the JSON error body, valid JSON or not, never a reset', async () => {
+  const garbage = Buffer.alloc(12 * 1024 * 1024, 'x{');
+  const json = Buffer.from(JSON.stringify({ a: 'y'.repeat(12 * 1024 * 1024) }));
+  for (let i = 0; i < 5; i++) {
+    for (const body of [garbage, json]) {
+      for (const headers of [{}, { 'transfer-encoding': 'chunked' }] as Record<string, string>[]) {
+        const r = await post(body, headers);
+        assert.equal(r.status, 413);
+        assert.deepEqual(JSON.parse(r.body), { code: 413, message: 'request body is larger than 65536 bytes' });
+      }
+    }
+  }
+});
+
+test('malformed JSON is a 400 with the JSON body; an empty JSON body is no body', async () => {
+  const bad = await post(Buffer.from('{"a":'));
+  assert.equal(bad.status, 400);
+  assert.equal(JSON.parse(bad.body).code, 400);
+  const empty = await post(Buffer.alloc(0));
+  assert.deepEqual(JSON.parse(empty.body), { body: null });
+});
+
+/** As curl uploads: headers, then the body in pieces while the answer may already be coming. */
+function uploadRaw(size: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, '127.0.0.1');
+    let answer = '';
+    sock.setEncoding('latin1');
+    sock.on('data', (d: string) => { answer += d; });
+    sock.on('error', (err) => (answer.includes('\r\n\r\n{') ? resolve(answer) : reject(err)));
+    sock.on('close', () => resolve(answer));
+    sock.on('connect', async () => {
+      sock.write(`POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${size}\r\n\r\n`);
+      const chunk = Buffer.alloc(64 * 1024, 'z');
+      for (let sent = 0; sent < size && !sock.destroyed; sent += chunk.length) {
+        if (!sock.write(chunk)) await new Promise((r) => sock.once('drain', r));
+      }
+    });
+  });
+}
+
+test('a raw upload far over the limit reads its 413 before the connection closes', async () => {
+  for (let i = 0; i < 5; i++) {
+    const answer = await uploadRaw(16 * 1024 * 1024);
+    assert.match(answer, /^HTTP\/1.1 413 /);
+  }
+});

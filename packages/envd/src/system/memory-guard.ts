@@ -1,0 +1,131 @@
+import { readdir, readFile } from 'node:fs/promises';
+
+const MiB = 1024 * 1024;
+
+export interface MemoryGuardOptions {
+  /** Kill once free memory falls below this share of the total (or 4 MiB, whichever is larger). */
+  reserveRatio?: number;
+  /** Poll interval while the sandbox is below half full, and above it. */
+  idleIntervalMs?: number;
+  busyIntervalMs?: number;
+  /** After a kill, memory takes a moment to come back; no second victim before then. */
+  cooldownMs?: number;
+  log?: (line: string) => void;
+  procDir?: string;
+}
+
+export interface MemoryReading { totalBytes: number; freeBytes: number }
+
+export interface Victim { pid: number; comm: string; residentBytes: number }
+
+/**
+ * The sandbox's OOM killer. gVisor has none of its own: processes may use more than the
+ * sandbox's memory, and the host cgroup then kills the whole sentry. This watches the
+ * sandbox's memory as gVisor reports it (/proc/meminfo, sized from the OCI limit) and, when it
+ * is nearly full, SIGKILLs the process with the largest resident set, as Linux's OOM killer
+ * would. Never envd, its ancestors (tini, PID 1) or a process whose oom_score_adj is -1000.
+ */
+export class MemoryGuard {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private coolUntil = 0;
+  private readonly o: Required<MemoryGuardOptions>;
+
+  constructor(opts: MemoryGuardOptions = {}) {
+    this.o = {
+      reserveRatio: 0.02, idleIntervalMs: 200, busyIntervalMs: 50, cooldownMs: 300,
+      log: (line) => console.error(line), procDir: '/proc', ...opts,
+    };
+  }
+
+  start(): void {
+    this.schedule(0);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+
+  private schedule(ms: number) {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.tick(), ms);
+  }
+
+  private async tick(): Promise<void> {
+    let next = this.o.idleIntervalMs;
+    try {
+      const m = await readMemory(this.o.procDir);
+      if (m.freeBytes < m.totalBytes / 2) next = this.o.busyIntervalMs;
+      if (m.freeBytes < Math.max(m.totalBytes * this.o.reserveRatio, 4 * MiB) && Date.now() >= this.coolUntil) {
+        await this.killLargest(m);
+      }
+    } catch (err) {
+      this.o.log(`envd: memory guard: ${(err as Error).message}`);
+      next = 1_000;
+    }
+    this.schedule(next);
+  }
+
+  private async killLargest(m: MemoryReading): Promise<void> {
+    const victim = await largestProcess(this.o.procDir, await protectedPids(this.o.procDir));
+    if (!victim) return;
+    try {
+      process.kill(victim.pid, 'SIGKILL');
+    } catch (err) {
+      this.o.log(`envd: memory guard: could not kill pid ${victim.pid}: ${(err as Error).message}`);
+      return;
+    }
+    this.coolUntil = Date.now() + this.o.cooldownMs;
+    this.o.log(`envd: memory guard: out of memory (${mib(m.totalBytes - m.freeBytes)} of ${mib(m.totalBytes)} MiB used): killed pid ${victim.pid} (${victim.comm}) using ${mib(victim.residentBytes)} MiB`);
+  }
+}
+
+const mib = (b: number) => Math.round(b / MiB);
+
+/** Total and free memory of the sandbox. gVisor clamps MemFree at 0 once processes use more than the total. */
+export async function readMemory(procDir = '/proc'): Promise<MemoryReading> {
+  const text = await readFile(`${procDir}/meminfo`, 'utf8');
+  const kb = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN) * 1024;
+  const totalBytes = kb('MemTotal');
+  const freeBytes = kb('MemAvailable');
+  if (!Number.isFinite(totalBytes) || !Number.isFinite(freeBytes)) throw new Error('/proc/meminfo lacks MemTotal or MemAvailable');
+  return { totalBytes, freeBytes };
+}
+
+/** envd and every ancestor of it (tini, PID 1): killing one would take the sandbox's agent down. */
+async function protectedPids(procDir: string): Promise<Set<number>> {
+  const pids = new Set<number>([1, process.pid]);
+  let pid = process.ppid;
+  while (pid > 1 && !pids.has(pid)) {
+    pids.add(pid);
+    pid = (await procStat(procDir, pid))?.ppid ?? 0;
+  }
+  return pids;
+}
+
+export async function largestProcess(procDir: string, exclude: Set<number>): Promise<Victim | undefined> {
+  let best: Victim | undefined;
+  for (const name of await readdir(procDir)) {
+    if (!/^\d+$/.test(name)) continue;
+    const pid = Number(name);
+    if (exclude.has(pid)) continue;
+    const [statm, stat, adj] = await Promise.all([
+      readFile(`${procDir}/${pid}/statm`, 'utf8').catch(() => ''),
+      procStat(procDir, pid),
+      readFile(`${procDir}/${pid}/oom_score_adj`, 'utf8').catch(() => '0'),
+    ]);
+    if (!stat || stat.state === 'Z' || Number(adj.trim()) === -1000) continue;
+    const residentBytes = Number(statm.split(' ')[1] ?? 0) * 4096;
+    if (!best || residentBytes > best.residentBytes) best = { pid, comm: stat.comm, residentBytes };
+  }
+  return best;
+}
+
+async function procStat(procDir: string, pid: number): Promise<{ comm: string; state: string; ppid: number } | undefined> {
+  const text = await readFile(`${procDir}/${pid}/stat`, 'utf8').catch(() => undefined);
+  if (!text) return undefined;
+  const close = text.lastIndexOf(')');
+  const [state, ppid] = text.slice(close + 2).split(' ');
+  return { comm: text.slice(text.indexOf('(') + 1, close), state, ppid: Number(ppid) };
+}

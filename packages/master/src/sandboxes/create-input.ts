@@ -1,0 +1,139 @@
+/**
+ * The master's own check of a create request, before anything is scheduled or started: types
+ * and the bounds of docs/api.md "Limits" (SANDBOX_LIMITS), field by field, the message naming
+ * the first bad field. The gateway translates E2B's names first; the master trusts no caller.
+ */
+import { badRequest } from '@svc/common';
+import { SANDBOX_LIMITS as L, type CreateSandboxInput, type NetworkConfig, type VolumeMount } from '../api.ts';
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const VOLUME_NAME = /^[a-zA-Z0-9_-]+$/;
+// Control characters break headers, logs and shells; ids and names never need them.
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
+
+function text(v: unknown, field: string, maxBytes: number, opts: { allowEmpty?: boolean; allowControl?: boolean } = {}): string {
+  if (typeof v !== 'string') throw badRequest(`${field} must be a string`);
+  if (!opts.allowEmpty && v === '') throw badRequest(`${field} must not be empty`);
+  if (bytes(v) > maxBytes) throw badRequest(`${field} is longer than ${maxBytes} bytes`);
+  if (opts.allowControl ? v.includes('\0') : CONTROL.test(v)) throw badRequest(`${field} must not contain control characters`);
+  return v;
+}
+
+function optInt(v: unknown, field: string, min: number, max: number): number | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isInteger(v)) throw badRequest(`${field} must be an integer`);
+  if (v < min || v > max) throw badRequest(`${field} must be from ${min} to ${max} (got ${v})`);
+  return v;
+}
+
+function optBool(v: unknown, field: string): boolean | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw badRequest(`${field} must be a boolean`);
+  return v;
+}
+
+function metadataOf(v: unknown): Record<string, string> {
+  if (v === undefined || v === null) return {};
+  if (!isObj(v)) throw badRequest('metadata must be an object of string values');
+  const entries = Object.entries(v);
+  if (entries.length > L.metadataEntries) throw badRequest(`metadata has ${entries.length} entries; at most ${L.metadataEntries}`);
+  let total = 0;
+  for (const [k, val] of entries) {
+    text(k, 'metadata key', L.metadataKeyBytes);
+    text(val, `metadata.${k}`, L.metadataValueBytes, { allowEmpty: true, allowControl: true });
+    total += bytes(k) + bytes(val as string);
+  }
+  if (total > L.metadataTotalBytes) throw badRequest(`metadata is larger than ${L.metadataTotalBytes} bytes in all`);
+  return v as Record<string, string>;
+}
+
+function envVarsOf(v: unknown): Record<string, string> {
+  if (v === undefined || v === null) return {};
+  if (!isObj(v)) throw badRequest('envVars must be an object of string values');
+  const entries = Object.entries(v);
+  if (entries.length > L.envVarEntries) throw badRequest(`envVars has ${entries.length} entries; at most ${L.envVarEntries}`);
+  let total = 0;
+  for (const [k, val] of entries) {
+    if (bytes(k) > L.envVarNameBytes || !ENV_NAME.test(k)) {
+      throw badRequest(`envVars: ${JSON.stringify(k.slice(0, 80))} is not a valid variable name (letters, digits and _, not starting with a digit, at most ${L.envVarNameBytes})`);
+    }
+    text(val, `envVars.${k}`, L.envVarValueBytes, { allowEmpty: true, allowControl: true });
+    total += bytes(k) + bytes(val as string);
+  }
+  if (total > L.envVarsTotalBytes) throw badRequest(`envVars is larger than ${L.envVarsTotalBytes} bytes in all`);
+  return v as Record<string, string>;
+}
+
+function addressList(v: unknown, field: string): string[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw badRequest(`${field} must be a list of strings`);
+  if (v.length > L.networkListEntries) throw badRequest(`${field} has ${v.length} entries; at most ${L.networkListEntries}`);
+  return v.map((x, i) => text(x, `${field}[${i}]`, L.networkEntryBytes));
+}
+
+function networkOf(v: unknown): NetworkConfig {
+  if (v === undefined || v === null) return { allowOut: [], denyOut: [], allowPublicTraffic: true };
+  if (!isObj(v)) throw badRequest('network must be an object');
+  const out: NetworkConfig = {
+    allowOut: addressList(v.allowOut, 'network.allowOut'),
+    denyOut: addressList(v.denyOut, 'network.denyOut'),
+    allowPublicTraffic: optBool(v.allowPublicTraffic, 'network.allowPublicTraffic') ?? true,
+  };
+  if (v.rules !== undefined && v.rules !== null) {
+    if (!Array.isArray(v.rules) && !isObj(v.rules)) throw badRequest('network.rules must be a list (or E2B\'s per-host object)');
+    if (bytes(JSON.stringify(v.rules)) > L.networkRulesBytes) throw badRequest(`network.rules is larger than ${L.networkRulesBytes} bytes`);
+    out.rules = v.rules;
+  }
+  return out;
+}
+
+function volumeMountsOf(v: unknown): VolumeMount[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw badRequest('volumeMounts must be a list of {name, path, readOnly?}');
+  if (v.length > L.volumeMounts) throw badRequest(`volumeMounts has ${v.length} entries; at most ${L.volumeMounts}`);
+  const names = new Set<string>();
+  const paths = new Set<string>();
+  return v.map((m, i) => {
+    if (!isObj(m)) throw badRequest(`volumeMounts[${i}] must be an object {name, path, readOnly?}`);
+    const name = text(m.name, `volumeMounts[${i}].name`, L.volumeNameChars);
+    if (!VOLUME_NAME.test(name)) throw badRequest(`volumeMounts[${i}].name must match ^[a-zA-Z0-9_-]+$`);
+    const path = text(m.path, `volumeMounts[${i}].path`, L.mountPathBytes);
+    if (!path.startsWith('/') || path.split('/').some((p) => p === '..' || p === '.')) {
+      throw badRequest(`volumeMounts[${i}].path must be an absolute path without . or .. parts`);
+    }
+    if (names.has(name)) throw badRequest(`volume ${name} is mounted twice; a sandbox may attach a volume only once`);
+    if (paths.has(path)) throw badRequest(`two volumes are mounted at ${path}`);
+    names.add(name);
+    paths.add(path);
+    return { name, path, readOnly: optBool(m.readOnly, `volumeMounts[${i}].readOnly`) ?? false };
+  });
+}
+
+export function checkCreateInput(body: unknown): CreateSandboxInput {
+  if (!isObj(body)) throw badRequest('request body must be a JSON object');
+  const template = text(body.template, 'templateID', L.templateRefBytes);
+  const onTimeout = body.onTimeout ?? 'kill';
+  if (onTimeout !== 'kill' && onTimeout !== 'pause') throw badRequest('lifecycle.onTimeout must be kill or pause');
+  const autoResume = optBool(body.autoResume, 'lifecycle.autoResume') ?? false;
+  if (autoResume && onTimeout !== 'pause') throw badRequest('lifecycle.autoResume needs onTimeout=pause');
+  const allowInternetAccess = optBool(body.allowInternetAccess, 'allowInternetAccess');
+  return {
+    template,
+    timeout: optInt(body.timeout, 'timeout', -1, L.timeoutSec),
+    onTimeout,
+    autoResume,
+    metadata: metadataOf(body.metadata),
+    envVars: envVarsOf(body.envVars),
+    secure: optBool(body.secure, 'secure') ?? true,
+    ...(allowInternetAccess === undefined ? {} : { allowInternetAccess }),
+    network: networkOf(body.network),
+    volumeMounts: volumeMountsOf(body.volumeMounts),
+    cpuCount: optInt(body.cpuCount, 'cpuCount', 1, L.cpuCount),
+    memoryMB: optInt(body.memoryMB, 'memoryMB', L.memoryMBMin, L.memoryMBMax),
+  };
+}

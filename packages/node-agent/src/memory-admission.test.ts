@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { silentLogger } from '@svc/common';
+import { memoryRefusal, type NodeMemory } from './api.ts';
+import { MemoryGauge, defaultReserveMB, perSandboxMB } from './host/memory-gauge.ts';
+import { MemoryAdmission } from './sandboxes/memory-admission.ts';
+
+const node = (o: Partial<NodeMemory> = {}): NodeMemory => ({ availableMB: 20_000, reserveMB: 1_000, perSandboxMB: 25, quotaMB: 400_000, usedNominalMB: 0, ...o });
+
+test('admission goes by measured memory above the reserve, and by the nominal quota', () => {
+  assert.equal(memoryRefusal(node(), 512), undefined);
+  assert.equal(memoryRefusal(node({ availableMB: 1_025 }), 512), undefined);
+  assert.ok(memoryRefusal(node({ availableMB: 1_024 }), 512), '24 MB over the reserve is not enough for 25');
+  assert.match(memoryRefusal(node({ availableMB: 1_020 }), 512)!, /1020 MB of memory available, 1000 MB kept in reserve, a sandbox here uses about 25 MB/);
+  assert.match(memoryRefusal(node({ availableMB: 1_100 }), 512, 100)!, /100 MB promised/);
+  assert.match(memoryRefusal(node({ usedNominalMB: 399_800 }), 512)!, /nominal memory quota 400000 MB .* has 200 MB left, the sandbox asks 512 MB/);
+});
+
+test('a new sandbox is expected to take the measured average, never less than the floor', () => {
+  assert.equal(perSandboxMB(2_500, 100), 25);
+  assert.equal(perSandboxMB(100, 100), 16);
+  assert.equal(perSandboxMB(0, 0), 16);
+  assert.equal(defaultReserveMB(24_000), 1_200);
+  assert.equal(defaultReserveMB(4_000), 512);
+});
+
+test('the gauge reads the host and a cgroup; the node refuses creates past its reserve, counting those under way', async () => {
+  const r = await new MemoryGauge('no-such-parent').read();
+  assert.ok(r.totalMB > 0 && r.availableMB > 0 && r.availableMB <= r.totalMB);
+  assert.equal(r.sandboxesMB, 0);
+  // A reserve that leaves room for exactly two more 16 MB sandboxes.
+  const gauge = { read: async () => ({ totalMB: 4_000, availableMB: 2_040, sandboxesMB: 0 }) };
+  const admission = new MemoryAdmission({
+    gauge, logger: silentLogger(), quotaMB: 1e9, reserveMB: 2_000, usage: () => ({ usedNominalMB: 0, sandboxes: 0 }),
+  });
+  const first = await admission.admit(512);
+  await admission.admit(512);
+  await assert.rejects(admission.admit(512), (e: { status: number; message: string }) => e.status === 503 && /promised to creates under way/.test(e.message));
+  first();
+  await admission.admit(512);
+});

@@ -1,0 +1,64 @@
+import { existsSync } from 'node:fs';
+import { mkdir, rm, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
+import { run } from '../host/exec.ts';
+import { isMountPoint, unmount } from '../host/mounts.ts';
+
+/**
+ * A sandbox's writable layer, capped at its disk size: a sparse file holding a fresh ext4,
+ * loop-mounted, with the overlay's upper and work directories inside. Writing past the cap
+ * fails with ENOSPC in the sandbox, and `df /` there shows the cap (overlayfs reports its
+ * upper filesystem). The loop device is set to clear itself on unmount, so unmounting is
+ * all a teardown (or a sweep after a crash) has to do. Costs ~45 ms (mkfs) + ~45 ms (mount).
+ */
+export class DiskLayer {
+  readonly image: string;
+  readonly mountDir: string;
+  readonly upper: string;
+  readonly work: string;
+
+  constructor(dir: string) {
+    this.image = join(dir, 'disk.ext4');
+    this.mountDir = join(dir, 'disk');
+    this.upper = join(this.mountDir, 'upper');
+    this.work = join(this.mountDir, 'work');
+  }
+
+  async create(sizeBytes: number): Promise<void> {
+    await mkdir(this.mountDir, { recursive: true });
+    await run('truncate', ['-s', String(sizeBytes), this.image]);
+    // No journal (the layer dies with its sandbox), no reserved blocks (the sandbox gets all
+    // of its size), lazy inode tables: a 512 MB layer takes ~45 ms and ~400 kB of real disk.
+    await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'lazy_itable_init=1,nodiscard', this.image]);
+    await run('mount', ['-t', 'ext4', '-o', 'loop,nodev', this.image, this.mountDir]);
+    await mkdir(this.upper);
+    await mkdir(this.work);
+  }
+
+  /** Unmounts (the loop device goes with it) and removes the image; safe to repeat. */
+  async destroy(): Promise<void> {
+    if (await isMountPoint(this.mountDir)) await unmount(this.mountDir);
+    await rm(this.image, { force: true });
+  }
+
+  /** Bytes used in the layer, from the filesystem's own count (no tree walk). */
+  async usedBytes(): Promise<number | undefined> {
+    if (!existsSync(this.mountDir) || !(await isMountPoint(this.mountDir))) return undefined;
+    const s = await statfs(this.mountDir);
+    return (s.blocks - s.bfree) * s.bsize;
+  }
+}
+
+/**
+ * Loop devices whose backing file lies under `root` (`losetup` shows a detached file as
+ * "path (deleted)"). Used after a crash: a device that a lazy unmount left attached.
+ */
+export async function loopDevicesUnder(root: string): Promise<string[]> {
+  const r = await run('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE'], { allowFail: true });
+  if (r.code !== 0) return [];
+  return r.stdout.split('\n').map((l) => l.trim().split(/\s+/)).filter(([dev, file]) => dev && file?.startsWith(root + '/')).map(([dev]) => dev);
+}
+
+export async function detachLoopDevice(dev: string): Promise<void> {
+  await run('losetup', ['--detach', dev], { allowFail: true });
+}

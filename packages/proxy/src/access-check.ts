@@ -1,0 +1,54 @@
+import { timingSafeEqual } from 'node:crypto';
+import { SvcError } from '@svc/common';
+import { fileSignatureProblem, signedFileRequest } from '@svc/common/envd-signature';
+import type { IncomingMessage } from 'node:http';
+import type { SandboxRoute } from '@svc/master/internal-api';
+import type { ScannedRequest } from './headers.ts';
+
+/** What a client presented, picked out of its request on the hot path. */
+export interface PresentedAccess {
+  trafficTokens: string[] | undefined;
+  accessToken: string | undefined;
+  method: string;
+  url: string;
+}
+
+export function presentedAccess(scan: ScannedRequest, req: IncomingMessage): PresentedAccess {
+  return { trafficTokens: scan.trafficTokens, accessToken: scan.accessToken, method: req.method ?? 'GET', url: req.url ?? '/' };
+}
+
+const TRAFFIC_TOKEN_REFUSED = 'missing or wrong traffic access token (send it in the ext-traffic-access-token header)';
+const ENVD_TOKEN_REFUSED = 'missing or wrong envd access token (send it in the X-Access-Token header, or use a signed file URL)';
+
+/**
+ * The one access check of the data plane, run before a request may wake or reach a sandbox:
+ * - envd's port (0 or the route's envdPort) of a secured sandbox needs its envd access token
+ *   (X-Access-Token) or, on /files, a valid URL signature; only /health is open. 401, as envd.
+ * - the sandbox's other ports need the traffic token when it has one (allow_public_traffic=false),
+ *   as in E2B the official SDK never sends that token to envd. 403.
+ * Undefined: allowed.
+ */
+export function accessRefusal(route: SandboxRoute, port: number, c: PresentedAccess): SvcError | undefined {
+  if (port === 0 || port === route.envdPort) {
+    if (!route.envdAccessToken) return undefined;
+    if (c.accessToken !== undefined) return sameSecret(route.envdAccessToken, c.accessToken) ? undefined : new SvcError(401, ENVD_TOKEN_REFUSED);
+    const q = c.url.indexOf('?');
+    const path = q < 0 ? c.url : c.url.slice(0, q);
+    if (path === '/health') return undefined;
+    if (path === '/files' && q >= 0) {
+      const problem = fileSignatureProblem(signedFileRequest(c.method, new URLSearchParams(c.url.slice(q + 1))), route.envdAccessToken);
+      return problem === undefined ? undefined : new SvcError(401, problem);
+    }
+    return new SvcError(401, ENVD_TOKEN_REFUSED);
+  }
+  if (!route.trafficAccessToken) return undefined;
+  if (c.trafficTokens !== undefined) for (const t of c.trafficTokens) if (sameSecret(route.trafficAccessToken, t)) return undefined;
+  return new SvcError(403, TRAFFIC_TOKEN_REFUSED);
+}
+
+/** Compared in constant time so a token cannot be guessed byte by byte. */
+export function sameSecret(a: string, b: string): boolean {
+  const ab = Buffer.from(a);
+  const bb = Buffer.from(b);
+  return ab.length === bb.length && timingSafeEqual(ab, bb);
+}
