@@ -13,7 +13,7 @@ let handler: RequestHandler | undefined;
 let loading: Promise<RequestHandler> | undefined;
 function load(): Promise<RequestHandler> {
   loading ??= Promise.all([import('./server.ts'), import('./state.ts')]).then(([server, state]) => {
-    handler = server.createRequestHandler(new state.EnvdState(config), { metadataFile });
+    handler = server.createRequestHandler(new state.EnvdState(config), { metadataFile, onMemoryPressure: () => guard?.alert() });
     return handler;
   });
   return loading;
@@ -44,7 +44,8 @@ server.listen(config.port, config.host, () => {
 });
 
 // The node agent asks for it where the runtime has no OOM killer inside the sandbox (gVisor).
-if (process.env.SVC_ENVD_MEMORY_GUARD === '1') new MemoryGuard().start();
+const guard = process.env.SVC_ENVD_MEMORY_GUARD === '1' ? new MemoryGuard() : undefined;
+guard?.start();
 
 // envd must outlive a bug in one request: log it and keep serving the sandbox.
 process.on('uncaughtException', (err) => console.error(`envd: uncaught exception: ${err.stack ?? err.message}`));

@@ -22,6 +22,8 @@ export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void
 export interface EnvdServerOptions {
   /** Where uploaded files' metadata is kept across envd restarts (none: memory only). */
   metadataFile?: string;
+  /** POST /svc/memory-pressure: the node agent saw the sandbox's memory filling up. */
+  onMemoryPressure?: () => void;
 }
 
 const maxMessageBytes = 64 * 1024 * 1024;
@@ -43,6 +45,13 @@ export function createRequestHandler(state: EnvdState, options: EnvdServerOption
     if (req.method === 'OPTIONS') return preflight(req, res);
     if (route === 'GET /health') {
       res.writeHead(204, { 'cache-control': 'no-store' });
+      return void res.end();
+    }
+    // From the node agent, straight to the sandbox address (the data-plane proxy refuses it
+    // without the token). It only makes the memory guard read faster for a while: no token needed.
+    if (route === 'POST /svc/memory-pressure') {
+      options.onMemoryPressure?.();
+      res.writeHead(204);
       return void res.end();
     }
 

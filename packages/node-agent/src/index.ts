@@ -18,6 +18,7 @@ import { RecordStore } from './sandboxes/record.ts';
 import { reconcile } from './sandboxes/reconcile.ts';
 import { SandboxService } from './sandboxes/service.ts';
 import { MemoryAdmission } from './sandboxes/memory-admission.ts';
+import { MemoryWatch } from './sandboxes/memory-watch.ts';
 import { defaultReserveMB, MemoryGauge } from './host/memory-gauge.ts';
 import { chooseGvisorPlatform } from './runtime/gvisor-platform.ts';
 import { envdVersion, NODE_AGENT_VERSION } from './version.ts';
@@ -154,6 +155,10 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     service.sweepDead().catch((err) => logger.error({ err }, 'liveness sweep failed')).finally(() => { sweeping = false; });
   }, opts.livenessIntervalMs ?? 5_000);
   liveness.unref();
+  const memoryWatch = driver.memoryUsedBytes
+    ? new MemoryWatch({ logger, running: () => service.runningInstances(), usedBytes: (inst) => driver.memoryUsedBytes!(inst.ref) })
+    : undefined;
+  memoryWatch?.start();
   const memoryTimer = setInterval(() => {
     memory.measure().catch((err) => logger.warn({ err: (err as Error).message }, 'measuring memory failed'));
   }, 2_000);
@@ -169,6 +174,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
       closed ??= (async () => {
         clearInterval(liveness);
         clearInterval(memoryTimer);
+        memoryWatch?.stop();
         link?.stop();
         await app.close();
         await service.close(closeOpts);

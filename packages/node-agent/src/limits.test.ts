@@ -3,9 +3,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { NodeAgentClient } from './api.ts';
 import { envdHealthy } from './envd-client.ts';
-import { startNodeAgent, type NodeAgent } from './index.ts';
-import { ResourceNames } from './names.ts';
-import { createRequest, leftovers, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
+import type { NodeAgent } from './index.ts';
+import { createRequest, startAgentUnderTest, type AgentUnderTest, type TestEnv } from './testing/fixtures.ts';
 
 /** Node inside the sandbox: the runtime at /.svc brings it (the busybox image has no python). */
 const NODE = ['/.svc/lib/ld-linux-x86-64.so.2', '--library-path', '/.svc/lib', '/.svc/bin/node'];
@@ -35,11 +34,9 @@ async function envdRun(address: string, cmd: string, args: string[]): Promise<{ 
   return { stdout, stderr, exitCode };
 }
 
-function assertClean(left: Record<string, string[]>) {
-  for (const [kind, items] of Object.entries(left)) assert.deepEqual(items, [], `${kind} left behind: ${items.join(', ')}`);
-}
 
 describe('sandbox limits behave like a VM (real runsc)', () => {
+  let t: AgentUnderTest;
   let env: TestEnv;
   let agent: NodeAgent;
   let client: NodeAgentClient;
@@ -47,19 +44,11 @@ describe('sandbox limits behave like a VM (real runsc)', () => {
   let tag: string;
 
   before(async () => {
-    env = await makeTestEnv('lim', '10.212.1.0/24');
-    const cfg = env.config();
-    stateDir = cfg.node_agent.state_dir;
-    tag = new ResourceNames(stateDir).tag;
-    agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
-    client = new NodeAgentClient(agent.url);
+    t = await startAgentUnderTest('lim', '10.212.1.0/24');
+    ({ env, agent, client, stateDir, tag } = t);
   });
 
-  after(async () => {
-    await agent?.close({ destroySandboxes: true });
-    if (stateDir) assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
-    await env?.cleanup();
-  });
+  after(() => t?.close());
 
   const cgroupFile = (sandboxId: string, controller: string, file: string) =>
     `/sys/fs/cgroup/${controller}/svc-${tag}/svc-${tag}-${agent.inspect(sandboxId).instanceId}/${file}`;

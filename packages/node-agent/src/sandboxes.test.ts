@@ -8,7 +8,7 @@ import { envdHealthy } from './envd-client.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { ResourceNames } from './names.ts';
 import { sandboxLimits } from './runtime/sandbox-limits.ts';
-import { createRequest, leftovers, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
+import { assertNothingLeft, createRequest, leftovers, makeTestEnv, startAgentUnderTest, testLogger, type AgentUnderTest, type TestEnv } from './testing/fixtures.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -24,11 +24,9 @@ async function rejects(p: Promise<unknown>, status: number, message?: RegExp): P
   assert.fail(`expected a ${status} error`);
 }
 
-function assertClean(left: Record<string, string[]>) {
-  for (const [kind, items] of Object.entries(left)) assert.deepEqual(items, [], `${kind} left behind: ${items.join(', ')}`);
-}
 
 describe('node agent sandboxes (real runsc)', () => {
+  let t: AgentUnderTest;
   let env: TestEnv;
   let agent: NodeAgent;
   let client: NodeAgentClient;
@@ -36,19 +34,11 @@ describe('node agent sandboxes (real runsc)', () => {
   let tag: string;
 
   before(async () => {
-    env = await makeTestEnv('sbx', '10.201.1.0/24');
-    const cfg = env.config();
-    stateDir = cfg.node_agent.state_dir;
-    tag = new ResourceNames(stateDir).tag;
-    agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
-    client = new NodeAgentClient(agent.url);
+    t = await startAgentUnderTest('sbx', '10.201.1.0/24');
+    ({ env, agent, client, stateDir, tag } = t);
   });
 
-  after(async () => {
-    await agent?.close({ destroySandboxes: true });
-    if (stateDir) assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
-    await env?.cleanup();
-  });
+  after(() => t?.close());
 
   it('creates a sandbox whose envd answers at its address, with the env vars given, and destroys it leaving nothing', async () => {
     const req = createRequest(env, { envVars: { GREETING: 'hello' }, metadata: { k: 'v' } });
@@ -82,7 +72,7 @@ describe('node agent sandboxes (real runsc)', () => {
     await client.deleteSandbox(sb.sandboxId);
     await rejects(client.getSandbox(sb.sandboxId), 404);
     assert.equal(await envdHealthy(sb.address, 300), false);
-    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
+    await t.assertClean();
   });
 
   it('holds a sandbox to its CPU quota', async () => {
@@ -156,7 +146,7 @@ describe('node agent sandboxes (real runsc)', () => {
     await client.pauseSandbox(sb.sandboxId);
     await client.deleteSandbox(sb.sandboxId);
     await rejects(client.getSandbox(sb.sandboxId), 404);
-    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
+    await t.assertClean();
   });
 
   it('reports the node', async () => {
@@ -200,7 +190,7 @@ describe('node agent sandboxes (real runsc)', () => {
     assert.ok(!(await client.listArtifacts()).some((a) => a.artifactId === 'art-wrong'));
     const missing = createRequest(env, { artifact: { ...env.artifact, artifactId: 'art-missing', downloadUrl: `${env.server.url}/nothing` } });
     await rejects(client.createSandbox(missing), 502, /answered 404/);
-    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
+    await t.assertClean();
   });
 
   it('ensures, lists and deletes artifacts; refuses to delete one in use', async () => {
@@ -225,7 +215,7 @@ describe('node agent sandboxes (real runsc)', () => {
     const req = createRequest(env, { timeoutMs: 150 });
     await rejects(client.createSandbox(req), 504, /did not finish within 150 ms/);
     await rejects(client.getSandbox(req.sandboxId), 404);
-    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
+    await t.assertClean();
   });
 
   it('says why a create timed out when envd never answers: the last attempt and the sandbox console', async () => {
@@ -240,7 +230,7 @@ describe('node agent sandboxes (real runsc)', () => {
     } finally {
       await other.close({ destroySandboxes: true });
     }
-    assertClean(await other.settled().then(() => leftovers(cfg.node_agent.state_dir, new ResourceNames(cfg.node_agent.state_dir).tag)));
+    assertNothingLeft(await other.settled().then(() => leftovers(cfg.node_agent.state_dir, new ResourceNames(cfg.node_agent.state_dir).tag)));
   });
 
   it('releases a sandbox whose processes died', async () => {
@@ -249,7 +239,7 @@ describe('node agent sandboxes (real runsc)', () => {
     for (let i = 0; i < 50 && (await envdHealthy(sb.address, 200)); i++) await sleep(50);
     await agent.sweepDead();
     await rejects(client.getSandbox(sb.sandboxId), 404, /processes exited/);
-    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
+    await t.assertClean();
     // The agent keeps serving others.
     const other = await client.createSandbox(createRequest(env));
     await client.deleteSandbox(other.sandboxId);
@@ -270,7 +260,7 @@ describe('node agent sandboxes (real runsc)', () => {
     assert.equal(((results[4] as PromiseRejectedResult).reason as SvcError).status, 409);
     await rejects(client.getSandbox(reqs[0].sandboxId), 404);
     await Promise.all([client.deleteSandbox(reqs[1].sandboxId), client.deleteSandbox(reqs[2].sandboxId)]);
-    assertClean(await agent.settled().then(() => leftovers(stateDir, tag)));
+    await t.assertClean();
   });
 });
 
@@ -292,14 +282,14 @@ describe('node agent failures and admission', () => {
       const req = createRequest(env);
       await rejects(client.createSandbox(req), 500, /simulated runsc failure/);
       await rejects(client.getSandbox(req.sandboxId), 404);
-      assertClean(await agent.settled().then(() => leftovers(cfg.node_agent.state_dir, tag)));
+      assertNothingLeft(await agent.settled().then(() => leftovers(cfg.node_agent.state_dir, tag)));
       assert.equal((await client.info()).sandboxes.running, 0);
       // The same id can be created again once the cause is gone (here: it fails the same way, cleanly).
       await rejects(client.createSandbox(req), 500);
     } finally {
       await agent.close({ destroySandboxes: true });
     }
-    assertClean(await leftovers(cfg.node_agent.state_dir, tag));
+    assertNothingLeft(await leftovers(cfg.node_agent.state_dir, tag));
   });
 
   it('refuses a resume the release ratio cannot admit, with the exact message', async () => {
@@ -322,6 +312,6 @@ describe('node agent failures and admission', () => {
     } finally {
       await agent.close({ destroySandboxes: true });
     }
-    assertClean(await leftovers(cfg.node_agent.state_dir, tag));
+    assertNothingLeft(await leftovers(cfg.node_agent.state_dir, tag));
   });
 });

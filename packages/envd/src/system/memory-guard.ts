@@ -7,13 +7,18 @@ export interface MemoryGuardOptions {
   /** Kill once free memory falls below this share of the total (or 4 MiB, whichever is larger). */
   reserveRatio?: number;
   /**
-   * Longest and shortest poll interval. In between, the guard waits about as long as the fastest
-   * allocator could take to use up the free memory (ALLOCATION_RATE): an idle sandbox is read
-   * about once a second, a nearly full one every busyIntervalMs. Each read is a syscall of its own
-   * under gVisor, dear under ptrace, and hundreds of idle sandboxes share one host.
+   * Reading the sandbox's memory is dear under gVisor (/proc/meminfo makes the sentry scan its
+   * memory file), and hundreds of idle sandboxes share a host. So the guard reads rarely
+   * (idleIntervalMs) until it is alerted: the node agent watches every sandbox's memory from the
+   * host, where a read is cheap, and alerts envd (POST /svc/memory-pressure) once a sandbox uses
+   * half its memory. While alerted it waits about as long as the fastest allocator could take
+   * to use up the free memory (ALLOCATION_RATE), between busyIntervalMs and alertIntervalMs.
    */
   idleIntervalMs?: number;
+  alertIntervalMs?: number;
   busyIntervalMs?: number;
+  /** How long one alert keeps the guard reading fast. */
+  alertMs?: number;
   /** After a kill, memory takes a moment to come back; no second victim before then. */
   cooldownMs?: number;
   log?: (line: string) => void;
@@ -33,13 +38,15 @@ export interface Victim { pid: number; comm: string; residentBytes: number }
  */
 export class MemoryGuard {
   private timer: NodeJS.Timeout | undefined;
+  private nextTickAt = 0;
+  private alertUntil = 0;
   private stopped = false;
   private coolUntil = 0;
   private readonly o: Required<MemoryGuardOptions>;
 
   constructor(opts: MemoryGuardOptions = {}) {
     this.o = {
-      reserveRatio: 0.02, idleIntervalMs: 2_000, busyIntervalMs: 50, cooldownMs: 300,
+      reserveRatio: 0.02, idleIntervalMs: 30_000, alertIntervalMs: 500, busyIntervalMs: 50, alertMs: 20_000, cooldownMs: 300,
       log: (line) => console.error(line), procDir: '/proc', ...opts,
     };
   }
@@ -53,8 +60,18 @@ export class MemoryGuard {
     clearTimeout(this.timer);
   }
 
+  /** Memory is filling up (the node agent saw it from the host): read fast for a while. */
+  alert(): void {
+    this.alertUntil = Date.now() + this.o.alertMs;
+    if (this.nextTickAt - Date.now() > this.o.busyIntervalMs) {
+      clearTimeout(this.timer);
+      this.schedule(0);
+    }
+  }
+
   private schedule(ms: number) {
     if (this.stopped) return;
+    this.nextTickAt = Date.now() + ms;
     this.timer = setTimeout(() => void this.tick(), ms);
   }
 
@@ -66,7 +83,8 @@ export class MemoryGuard {
       const m = this.meminfo.read(this.o.procDir);
       const threshold = Math.max(m.totalBytes * this.o.reserveRatio, 4 * MiB);
       const slackMs = ((m.freeBytes - threshold) / ALLOCATION_RATE) * 1000;
-      next = Math.min(this.o.idleIntervalMs, Math.max(this.o.busyIntervalMs, slackMs));
+      const alerted = Date.now() < this.alertUntil || m.freeBytes < m.totalBytes / 2;
+      next = alerted ? Math.min(this.o.alertIntervalMs, Math.max(this.o.busyIntervalMs, slackMs)) : this.o.idleIntervalMs;
       if (m.freeBytes < threshold && Date.now() >= this.coolUntil) {
         await this.killLargest(m);
       }

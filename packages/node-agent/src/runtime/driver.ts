@@ -67,6 +67,11 @@ export interface RuntimeDriver {
   resume(ref: InstanceRef): Promise<void>;
   status(ref: InstanceRef): Promise<InstanceStatus>;
   stats(ref: InstanceRef): Promise<InstanceStats>;
+  /**
+   * What the instance holds in host memory now (one cheap read). Present where the runtime has
+   * no OOM killer inside, so envd's memory guard needs alerting from the host.
+   */
+  memoryUsedBytes?(ref: InstanceRef): Promise<number>;
   /** Why a stopped instance ended, when known; asked before destroy (which drops the evidence). */
   endCause?(ref: InstanceRef): Promise<InstanceEndCause | undefined>;
   /** Instance ids the driver holds anything for on this host (reconciliation after a crash). */

@@ -138,6 +138,12 @@ export class GvisorDriver implements RuntimeDriver {
     return status === 'running' || status === 'paused' ? status : 'stopped';
   }
 
+  /** The host cgroup's usage: sentry, gofer and the sandbox's memory file. */
+  async memoryUsedBytes(ref: InstanceRef): Promise<number> {
+    const dir = join(CGROUP_ROOT, 'memory', this.o.names.cgroupParent, this.o.names.container(ref.instanceId));
+    return Number((await readFile(join(dir, 'memory.usage_in_bytes'), 'utf8')).trim());
+  }
+
   async stats(ref: InstanceRef): Promise<InstanceStats> {
     const cg = `${this.o.names.cgroupParent}/${this.o.names.container(ref.instanceId)}`;
     const read = (controller: string, file: string) => readFile(join(CGROUP_ROOT, controller, cg, file), 'utf8');

@@ -59,6 +59,11 @@ export class SandboxService {
     });
   }
 
+  /** Instances whose processes run now: handed-out sandboxes not paused, and warm ones. */
+  runningInstances(): Instance[] {
+    return [...[...this.sandboxes.values()].filter((i) => i.record.phase === 'running'), ...this.pool.instances()];
+  }
+
   useMemoryAdmission(memory: MemoryAdmission): void {
     this.memory = memory;
   }
@@ -156,7 +161,9 @@ export class SandboxService {
     const key = inst.record.instanceId;
     const read = () => this.d.driver.stats(inst.ref).catch((err) => {
       this.find(id); // gone meanwhile: 404
-      throw wrap(`sandbox ${id}: metrics unavailable`, err);
+      // Its cgroup went away under the read (the sandbox is ending): nothing to measure now, not an internal error.
+      if (err instanceof SvcError) throw err;
+      throw new SvcError(503, `sandbox ${id}: metrics unavailable: ${(err as Error).message}`);
     });
     let stats = await read();
     let prev = this.cpuSamples.get(key);

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
@@ -6,7 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultConfig, silentLogger, createLogger, type SvcConfig } from '@svc/common';
-import type { ArtifactRef, CreateSandboxOnNode } from '../api.ts';
+import { NodeAgentClient, type ArtifactRef, type CreateSandboxOnNode } from '../api.ts';
+import { startNodeAgent, type NodeAgent } from '../index.ts';
+import { ResourceNames } from '../names.ts';
 import { run } from '../host/exec.ts';
 
 export const STAND_IN_ENVD = fileURLToPath(new URL('./stand-in-envd.mjs', import.meta.url));
@@ -129,4 +132,37 @@ export async function leftovers(stateDir: string, tag: string): Promise<Record<s
   const instances = existsSync(join(stateDir, 'instances')) ? await readdir(join(stateDir, 'instances')) : [];
   const loops = (await run('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE'], { allowFail: true })).stdout.split('\n').filter((l) => l.includes(join(stateDir, 'instances') + '/'));
   return { netns, links, mounts, runsc, nft, cgroups, instances, loops };
+}
+
+export function assertNothingLeft(left: Record<string, string[]>): void {
+  for (const [kind, items] of Object.entries(left)) assert.deepEqual(items, [], `${kind} left behind: ${items.join(', ')}`);
+}
+
+/** A real node agent (runsc) of its own state dir and pool, with no master, for one test file. */
+export interface AgentUnderTest {
+  env: TestEnv;
+  agent: NodeAgent;
+  client: NodeAgentClient;
+  stateDir: string;
+  tag: string;
+  /** Waits for background cleanup, then fails on anything of this agent left on the host. */
+  assertClean(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startAgentUnderTest(name: string, pool: string): Promise<AgentUnderTest> {
+  const env = await makeTestEnv(name, pool);
+  const cfg = env.config();
+  const stateDir = cfg.node_agent.state_dir;
+  const tag = new ResourceNames(stateDir).tag;
+  const agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+  const assertClean = async () => assertNothingLeft(await agent.settled().then(() => leftovers(stateDir, tag)));
+  return {
+    env, agent, client: new NodeAgentClient(agent.url), stateDir, tag, assertClean,
+    async close() {
+      await agent.close({ destroySandboxes: true });
+      await assertClean();
+      await env.cleanup();
+    },
+  };
 }
