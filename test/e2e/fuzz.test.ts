@@ -11,7 +11,6 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig, parseListen } from '@svc/common';
 import { loadOrCreateSecrets } from '@svc/cli/secrets';
@@ -29,8 +28,22 @@ import type { Case, Component, RouteSpec } from './fuzz/spec.ts';
 import { judge } from './fuzz/verdict.ts';
 import { diagnoseFailures, runscProcesses, startPlatform, type RunningPlatform } from './harness.ts';
 
-/** Its own data directory: what the fuzzer leaves in the database (stray node rows, labels) stays out of the other e2e tests. */
+/**
+ * Its own data directory, kept between runs (the base template is built once): what the fuzzer
+ * leaves in the database (node rows it registered, labels) stays out of the other e2e tests.
+ */
 const DATA_DIR = '/tmp/svc-e2e-fuzz';
+/** Ports and an address pool of its own: the fuzzer can run beside another harness `svc up`. */
+const FUZZ_ENV = {
+  SVC_API_LISTEN: '127.0.0.1:13100',
+  SVC_MASTER_LISTEN: '127.0.0.1:18189',
+  SVC_NODE_AGENT_LISTEN: '127.0.0.1:18188',
+  SVC_PROXY_HTTP_PORT: '13102',
+  SVC_PROXY_ADMIN_PORT: '18182',
+  SVC_TEMPLATE_CENTER_LISTEN: '127.0.0.1:18190',
+  SVC_LIFECYCLE_LISTEN: '127.0.0.1:18183',
+  SVC_ADDRESS_POOL: '10.215.0.0/16',
+};
 const CONCURRENCY = Number(process.env.SVC_FUZZ_CONCURRENCY ?? 4);
 const PROXY_DATA_CASES = 80;
 
@@ -44,8 +57,9 @@ diagnoseFailures(() => p);
 
 before(async () => {
   console.log(`fuzz seed ${seed} (replay with SVC_FUZZ_SEED=${seed})`);
-  freshDataDir(DATA_DIR);
-  p = await startPlatform({ dataDir: DATA_DIR });
+  const starting = Date.now();
+  p = await startPlatform({ dataDir: DATA_DIR, env: FUZZ_ENV });
+  console.log(`svc up ready in ${Date.now() - starting} ms`);
   const cfg = loadConfig({ env: p.env, overrides: { data_dir: p.dataDir } });
   ports = {
     api: parseListen(cfg.api.listen).port,
@@ -60,37 +74,34 @@ before(async () => {
   const conn = { apiUrl: p.apiUrl, apiKey: p.apiKey, sandboxUrl: p.sandboxUrl };
   const [running, priv, doomed] = await Promise.all([
     Sandbox.create('base', { ...conn, secure: true, timeoutMs: 600_000 }),
-    Sandbox.create('base', { ...conn, network: { allowPublicTraffic: false }, timeoutMs: 600_000 }),
+    // not secure: its envd answers without a token, so the proxy's traffic-token gate is what is fuzzed
+    Sandbox.create('base', { ...conn, secure: false, network: { allowPublicTraffic: false }, timeoutMs: 600_000 }),
     Sandbox.create('base', { ...conn, timeoutMs: 600_000 }),
   ]);
   await doomed.kill();
   const detail = await api<{ envdAccessToken?: string }>('GET', `/sandboxes/${running.sandboxId}`);
-  const nodes = await api<{ nodeId: string }[]>('GET', '/nodes');
+  // The kept database also lists the nodes earlier runs' fuzzing registered: pick this platform's own.
+  const nodes = await api<{ nodeId: string; address: string }[]>('GET', '/nodes');
+  const node = nodes.find((n) => n.address === `http://127.0.0.1:${ports.nodeAgent}`);
+  assert.ok(node, `the platform's node agent is registered (${JSON.stringify(nodes)})`);
   assert.ok(detail.envdAccessToken, 'a secure sandbox has an envd access token');
   assert.ok(priv.trafficAccessToken, 'a sandbox without public traffic has a traffic token');
+  console.log(`sandboxes ready in ${Date.now() - starting} ms`);
   known = {
     apiKey: p.apiKey, callbackToken: secrets.template_callback_token, adminToken: secrets.proxy_admin_token, domain: p.domain,
-    nodeId: nodes[0].nodeId, running: running.sandboxId, envdToken: detail.envdAccessToken, private: priv.sandboxId,
+    nodeId: node.nodeId, running: running.sandboxId, envdToken: detail.envdAccessToken, private: priv.sandboxId,
     trafficToken: priv.trafficAccessToken, killed: doomed.sandboxId,
   };
 });
 
 after(async () => {
   if (!p) return;
+  const stopping = Date.now();
   await p.stop();
+  console.log(`svc up stopped in ${Date.now() - stopping} ms`);
   assert.deepEqual(runscProcesses().filter((l) => l.includes(p.dataDir)), [], 'svc up left sandbox processes behind');
   assert.deepEqual(await hostLeftovers(), [], 'svc up left host resources behind');
 });
-
-/**
- * Every run starts from an empty data directory: node rows and labels the fuzzer registered
- * cannot be removed through any API. Refused while anything is still mounted below it.
- */
-function freshDataDir(dir: string): void {
-  const mounted = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m) => m?.startsWith(`${dir}/`));
-  if (mounted.length) throw new Error(`${dir} still has mounts from an earlier run (${mounted.join(', ')}); unmount them first`);
-  rmSync(dir, { recursive: true, force: true });
-}
 
 /** Network namespaces, veths, mounts, runsc state, nft sets, cgroups and sandbox directories of this platform's node agent. */
 async function hostLeftovers(): Promise<[string, string[]][]> {
@@ -140,11 +151,15 @@ test(`fuzz every HTTP route (seed ${seed})`, { timeout: 300_000 }, async (t) => 
     });
     t.diagnostic(`phase "${name}": ${cases.length} requests in ${Date.now() - phaseStart} ms`);
     await assertAllAnswer(`after phase "${name}"`);
+    if (name === 'data plane and envd') defects.push(...await deadSandboxes());
   }
 
+  const cleanupStart = Date.now();
   await killEverySandbox();
   const listed = await api<unknown[]>('GET', '/v2/sandboxes?state=running,paused');
+  await removeFuzzTemplates();
 
+  t.diagnostic(`cleanup in ${Date.now() - cleanupStart} ms`);
   console.log(`fuzz summary (seed ${seed}, ${tally.total} requests, ${Math.round((Date.now() - started) / 1000)} s):`);
   for (const line of tally.lines()) console.log(`  ${line}`);
   for (const k of KNOWN_DEFECTS) console.log(`  known defect ${knownSeen.has(k.reason) ? `seen ${knownSeen.get(k.reason)}×` : 'NOT SEEN (stale entry?)'}: ${k.reason}`);
@@ -173,8 +188,20 @@ async function assertAllAnswer(when: string): Promise<void> {
   ];
   for (const [name, port, path] of checks) {
     const res = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(10_000) }).catch((err: Error) => err);
-    assert.ok(!(res instanceof Error) && res.ok, `${name} does not answer ${path} ${when}: ${res instanceof Error ? res.message : res.status}`);
+    assert.ok(!(res instanceof Error) && res.ok, `${name} does not answer ${path} ${when}: ${res instanceof Error ? res.message : res.status}\n`
+      + `svc up stderr (last 3000 characters):\n${p.stderrText().slice(-3000)}`);
   }
+}
+
+/** The two live sandboxes must survive the data-plane phase: a request that kills a sandbox is a defect. */
+async function deadSandboxes(): Promise<string[]> {
+  const out: string[] = [];
+  for (const [id, headers] of [[known.running, { 'x-access-token': known.envdToken }], [known.private, { 'e2b-traffic-access-token': known.trafficToken }]] as const) {
+    const res = await fetch(`${p.sandboxUrl}/health`, { headers: { 'e2b-sandbox-id': id, ...headers }, signal: AbortSignal.timeout(10_000) }).catch((err: Error) => err);
+    const status = res instanceof Error ? res.message : res.status;
+    if (status !== 204) out.push(`[envd] sandbox ${id} no longer answers GET /health after the data-plane phase (${status}): a request killed it or its envd`);
+  }
+  return out;
 }
 
 async function api<T>(method: string, path: string): Promise<T> {
@@ -194,6 +221,17 @@ async function killEverySandbox(): Promise<void> {
       if (res.status !== 204 && res.status !== 404 && res.status !== 503) throw new Error(`killing ${s.sandboxID}: ${res.status}`);
     }
     await new Promise((r) => setTimeout(r, 1_000));
+  }
+}
+
+/** Templates the fuzzer created (failed builds: no artifact to wait for), so the kept data directory does not grow. */
+async function removeFuzzTemplates(): Promise<void> {
+  const { templates } = await api<{ templates: { template_id: string; alias?: string | null }[] }>('GET', '/svc/template');
+  for (const tpl of templates) {
+    if (tpl.alias === 'base') continue;
+    const res = await fetch(`${p.apiUrl}/svc/template/${encodeURIComponent(tpl.template_id)}`, { method: 'DELETE', headers: { 'x-api-key': p.apiKey }, signal: AbortSignal.timeout(30_000) });
+    await res.body?.cancel();
+    if (res.status !== 204 && res.status !== 404) throw new Error(`removing template ${tpl.template_id}: ${res.status}`);
   }
 }
 

@@ -25,6 +25,8 @@ export interface RunningPlatform extends Endpoint {
   /** Environment for the official e2b SDK. */
   e2bEnv: Record<string, string>;
   logLines(): string[];
+  /** What `svc up` wrote to stderr so far (warnings, and the stack trace when it crashed). */
+  stderrText(): string;
   stop(): Promise<void>;
 }
 
@@ -66,6 +68,7 @@ export async function startPlatform(opts: { dataDir?: string; env?: Record<strin
     env,
     e2bEnv: { E2B_API_URL: endpoint.apiUrl, E2B_SANDBOX_URL: endpoint.sandboxUrl, E2B_API_KEY: endpoint.apiKey, E2B_DOMAIN: endpoint.domain },
     logLines: () => readFileSync(logFile, 'utf8').split('\n').filter(Boolean),
+    stderrText: () => stderr,
     stop: () => stopPlatform(child),
   };
 }
@@ -74,7 +77,10 @@ async function stopPlatform(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null) return;
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   child.kill('SIGTERM');
-  const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 60_000))]);
+  let timer: NodeJS.Timeout | undefined;
+  const code = await Promise.race([exited, new Promise<'timeout'>((r) => { timer = setTimeout(() => r('timeout'), 60_000); })]);
+  // A pending 60 s timer would keep the test process alive that long after every file.
+  clearTimeout(timer);
   if (code === 'timeout') {
     child.kill('SIGKILL');
     throw new Error('svc up did not stop within 60 s of SIGTERM');

@@ -46,6 +46,8 @@ export interface SvcConfig {
         memory_overcommit: number;
         /** Real memory (MB) admission keeps free for the host; 0: max(512, 5% of the node's memory). */
         memory_reserve_mb: number;
+        /** No new sandbox while CPU pressure (PSI some avg10, %) is at or above this; 0: off. */
+        max_cpu_pressure: number;
       };
     };
     capacity: { cpu_count: number; memory_mb: number };

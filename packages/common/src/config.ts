@@ -35,7 +35,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       address_pool: '10.200.0.0/16',
       state_dir: '',
       warm_pool_size: 0,
-      host: { quota: { paused_resource_release_ratio: 0, memory_overcommit: 40, memory_reserve_mb: 0 } },
+      host: { quota: { paused_resource_release_ratio: 0, memory_overcommit: 40, memory_reserve_mb: 0, max_cpu_pressure: 0 } },
       capacity: { cpu_count: 0, memory_mb: 0 },
     },
     proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '' },
@@ -76,6 +76,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_PAUSED_RESOURCE_RELEASE_RATIO', 'node_agent.host.quota.paused_resource_release_ratio', 'number'],
   ['SVC_MEMORY_OVERCOMMIT', 'node_agent.host.quota.memory_overcommit', 'number'],
   ['SVC_MEMORY_RESERVE_MB', 'node_agent.host.quota.memory_reserve_mb', 'int'],
+  ['SVC_MAX_CPU_PRESSURE', 'node_agent.host.quota.max_cpu_pressure', 'number'],
   ['SVC_PROXY_HTTP_PORT', 'proxy.http_port', 'int'],
   ['SVC_PROXY_HTTPS_PORT', 'proxy.https_port', 'int'],
   ['SVC_PROXY_ADMIN_PORT', 'proxy.admin_port', 'int'],
@@ -227,6 +228,8 @@ function validate(c: SvcConfig) {
   need(typeof oc === 'number' && oc >= 1 && oc <= 1000, 'node_agent.host.quota.memory_overcommit', `must be from 1 to 1000 (got ${oc})`);
   const reserve = c.node_agent.host.quota.memory_reserve_mb;
   need(Number.isInteger(reserve) && reserve >= 0, 'node_agent.host.quota.memory_reserve_mb', `must be a non-negative integer (got ${reserve})`);
+  const cpu = c.node_agent.host.quota.max_cpu_pressure;
+  need(typeof cpu === 'number' && cpu >= 0 && cpu <= 100, 'node_agent.host.quota.max_cpu_pressure', `must be from 0 (off) to 100 (got ${cpu})`);
   need(['auto', 'gvisor', 'microvm'].includes(c.node_agent.runtime), 'node_agent.runtime', `must be auto, gvisor or microvm (got ${JSON.stringify(c.node_agent.runtime)})`);
   need(/^\d+\.\d+\.\d+\.\d+\/(?:[8-9]|[12]\d|30)$/.test(c.node_agent.address_pool), 'node_agent.address_pool', `must be an IPv4 CIDR of /8../30 (got ${JSON.stringify(c.node_agent.address_pool)})`);
   need(Number.isInteger(c.node_agent.warm_pool_size) && c.node_agent.warm_pool_size >= 0, 'node_agent.warm_pool_size', 'must be a non-negative integer');

@@ -77,3 +77,39 @@ test('a raw upload far over the limit reads its 413 before the connection closes
     assert.match(answer, /^HTTP\/1.1 413 /);
   }
 });
+
+test('JSON nested deeper than the stack can re-serialise is a 400, shallow nesting and brackets in strings are fine', async () => {
+  const deep = await post(Buffer.from('['.repeat(20_000) + ']'.repeat(20_000)));
+  assert.equal(deep.status, 400);
+  assert.match(JSON.parse(deep.body).message, /nests deeper/);
+  const ok = await post(Buffer.from(JSON.stringify({ a: [[[{ b: '[[[[[[' + '{'.repeat(500) }]]] })));
+  assert.equal(ok.status, 200);
+});
+
+test('bytes that are not HTTP get the {code, message} JSON body too', async () => {
+  for (const [raw, status] of [['BLAH\r\n\r\n', 400], [`GET /echo HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20 * 1024)}\r\n\r\n`, 431]] as const) {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect({ host: '127.0.0.1', port }, () => socket.write(raw));
+      let text = '';
+      socket.on('data', (d) => { text += d.toString('latin1'); });
+      socket.on('close', () => resolve(text));
+      socket.on('error', reject);
+    });
+    assert.match(answer, new RegExp(`^HTTP/1.1 ${status} `));
+    assert.deepEqual(Object.keys(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))), ['code', 'message']);
+  }
+});
+
+test('the router\'s refusals (bad percent-encoding, overlong parameter) are {code, message} too', async () => {
+  const probe = createHttpApp({ logger: createLogger('test', { level: 'silent' }) });
+  probe.get('/x/:id', async () => ({}));
+  try {
+    for (const [url, status] of [['/x/%zz', 400], [`/x/${'a'.repeat(1000)}`, 414]] as const) {
+      const res = await probe.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, status);
+      assert.deepEqual(Object.keys(res.json()), ['code', 'message']);
+    }
+  } finally {
+    await probe.close();
+  }
+});

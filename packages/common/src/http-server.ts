@@ -1,4 +1,5 @@
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { SvcError, toSvcError } from './errors.ts';
 import type { Logger } from './log.ts';
@@ -20,11 +21,20 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     bodyLimit,
     return503OnClosing: true,
     forceCloseConnections: true,
+    clientErrorHandler: answerClientError,
+    // The router's own refusals (bad percent-encoding, an overlong path parameter) in the same shape.
+    frameworkErrors: (err, _req, reply) => {
+      const e = err as { statusCode?: number; code?: string };
+      const message = e.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'a path parameter is too long' : e.code === 'FST_ERR_BAD_URL' ? 'the URL is not validly percent-encoded' : err.message;
+      sendError(reply, new SvcError(e.statusCode ?? 400, message));
+    },
   });
   // Empty bodies with a JSON content type are common from SDKs (POST /pause with no body).
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);
     if (text.trim() === '') return done(null, undefined);
+    // JSON.parse copes with any depth, but JSON.stringify (forwarding, storing) recurses and overflows the stack.
+    if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return done(new SvcError(400, `request body nests deeper than ${MAX_JSON_DEPTH} levels`), undefined);
     try {
       done(null, JSON.parse(text));
     } catch {
@@ -51,7 +61,11 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
 const DRAIN_MAX_BYTES = 256 * 1024 * 1024;
 const DRAIN_MAX_MS = 10_000;
 
-function drainRequest(raw: IncomingMessage): Promise<void> {
+/**
+ * Reads and drops what is left of a request body (at most 256 MiB or 10 s): answering a client
+ * that still uploads and then closing resets the connection before it reads the answer.
+ */
+export function drainRequest(raw: IncomingMessage): Promise<void> {
   if (raw.complete || raw.destroyed) return Promise.resolve();
   return new Promise((resolve) => {
     let seen = 0;
@@ -64,6 +78,36 @@ function drainRequest(raw: IncomingMessage): Promise<void> {
     raw.once('error', done);
     raw.resume();
   });
+}
+
+const MAX_JSON_DEPTH = 100;
+
+/** Whether JSON text opens more than `max` arrays or objects inside each other (strings skipped). */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) { if (++depth > max) return true; }
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Bytes that never became a request (not HTTP, a header over the size limit, a timeout) get the
+ * same `{code, message}` body as every other error, instead of fastify's own shape.
+ */
+function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) { socket.destroy(err); return; }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message = status === 431 ? 'request headers are too large' : status === 408 ? 'request timed out' : 'malformed HTTP request';
+  const body = JSON.stringify({ code: status, message });
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
 export function sendError(reply: FastifyReply, e: SvcError): FastifyReply {

@@ -16,8 +16,8 @@
  *   DELETE /v1/nodes/:id/labels           → NodeRecord  (body { names: string[] })
  *   /svc/template...                      → see docs/api.md
  */
-import { JsonClient } from '@svc/common';
-import type { NodeMemory, PauseKind, SandboxMetrics } from '@svc/node-agent/api';
+import { badRequest, JsonClient } from '@svc/common';
+import type { NodeLoad, PauseKind, SandboxMetrics } from '@svc/node-agent/api';
 import type { OnTimeout, SandboxState, TerminateReason } from './internal-api.ts';
 
 export type { SandboxState, OnTimeout, TerminateReason };
@@ -135,11 +135,20 @@ export interface NodeRecord {
   pauseKinds: PauseKind[];
   status: 'ready' | 'unreachable';
   capacity: { cpuCount: number; memoryMB: number };
-  usage: { running: number; paused: number; usedMemoryMB: number; memory?: NodeMemory };
+  usage: { running: number; paused: number; usedMemoryMB: number; memory?: NodeLoad };
   pausedResourceReleaseRatio: number;
   labels: Record<string, string>;
   version: string;
   lastHeartbeatAt: string;
+}
+
+/** An id as a path segment; one that is not valid Unicode (a lone surrogate from a JSON body) cannot name anything. */
+function seg(id: string): string {
+  try {
+    return encodeURIComponent(id);
+  } catch {
+    throw badRequest('the id is not valid Unicode');
+  }
 }
 
 export class MasterClient {
@@ -149,28 +158,28 @@ export class MasterClient {
   }
   createSandbox(input: CreateSandboxInput) { return this.http.post<SandboxRecord>('/v1/sandboxes', input); }
   listSandboxes(q: ListSandboxesQuery) { return this.http.get<SandboxPage>('/v1/sandboxes', { query: { ...q } }); }
-  getSandbox(id: string) { return this.http.get<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}`); }
-  killSandbox(id: string) { return this.http.delete<void>(`/v1/sandboxes/${encodeURIComponent(id)}`); }
-  pauseSandbox(id: string) { return this.http.post<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`); }
+  getSandbox(id: string) { return this.http.get<SandboxRecord>(`/v1/sandboxes/${seg(id)}`); }
+  killSandbox(id: string) { return this.http.delete<void>(`/v1/sandboxes/${seg(id)}`); }
+  pauseSandbox(id: string) { return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/pause`); }
   connectSandbox(id: string, timeout?: number) {
-    return this.http.post<ConnectResult>(`/v1/sandboxes/${encodeURIComponent(id)}/connect`, { timeout });
+    return this.http.post<ConnectResult>(`/v1/sandboxes/${seg(id)}/connect`, { timeout });
   }
   resumeSandbox(id: string, timeout?: number) {
-    return this.http.post<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`, { timeout });
+    return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/resume`, { timeout });
   }
   setTimeout(id: string, timeout: number) {
-    return this.http.post<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}/timeout`, { timeout });
+    return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/timeout`, { timeout });
   }
   refresh(id: string, duration?: number) {
-    return this.http.post<SandboxRecord>(`/v1/sandboxes/${encodeURIComponent(id)}/refresh`, { duration });
+    return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/refresh`, { duration });
   }
-  metrics(id: string) { return this.http.get<SandboxMetrics[]>(`/v1/sandboxes/${encodeURIComponent(id)}/metrics`); }
+  metrics(id: string) { return this.http.get<SandboxMetrics[]>(`/v1/sandboxes/${seg(id)}/metrics`); }
   listNodes() { return this.http.get<NodeRecord[]>('/v1/nodes'); }
-  getNode(id: string) { return this.http.get<NodeRecord>(`/v1/nodes/${encodeURIComponent(id)}`); }
+  getNode(id: string) { return this.http.get<NodeRecord>(`/v1/nodes/${seg(id)}`); }
   addNodeLabels(id: string, labels: Record<string, string>) {
-    return this.http.post<NodeRecord>(`/v1/nodes/${encodeURIComponent(id)}/labels`, { labels });
+    return this.http.post<NodeRecord>(`/v1/nodes/${seg(id)}/labels`, { labels });
   }
   removeNodeLabels(id: string, names: string[]) {
-    return this.http.request<NodeRecord>('DELETE', `/v1/nodes/${encodeURIComponent(id)}/labels`, { body: { names } });
+    return this.http.request<NodeRecord>('DELETE', `/v1/nodes/${seg(id)}/labels`, { body: { names } });
   }
 }

@@ -15,7 +15,7 @@
  *   GET  /svc/template/artifact/download?artifact_id → the ext4 image (node agents pull through the master)
  */
 import { JsonClient } from '@svc/common';
-import type { EndedSandbox, NodeMemory, PauseKind, RuntimeKind } from '@svc/node-agent/api';
+import type { EndedSandbox, NodeLoad, PauseKind, RuntimeKind } from '@svc/node-agent/api';
 
 /** Every state a sandbox can be in, as the master records it. */
 export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';
@@ -46,7 +46,7 @@ export interface NodeHeartbeat {
   /** Sandboxes that stopped on their own lately, with why (repeated over a few beats). */
   ended?: EndedSandbox[];
   /** Measured memory: what admission goes by (absent from older node agents: nominal only). */
-  memory?: NodeMemory;
+  memory?: NodeLoad;
 }
 
 /** What the data-plane proxy needs to route and gate a request. */

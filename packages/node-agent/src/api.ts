@@ -90,10 +90,10 @@ export interface SandboxMetrics {
 }
 
 /**
- * A node's memory as measured, carried by heartbeats: admission goes by what sandboxes really
- * use (an idle one uses a few tens of MB), not by their nominal memoryMB.
+ * A node's memory and CPU as measured, carried by heartbeats: admission goes by what sandboxes
+ * really use (an idle one uses a few tens of MB), not by their nominal memoryMB.
  */
-export interface NodeMemory {
+export interface NodeLoad {
   /** The host's MemAvailable. */
   availableMB: number;
   /** Kept free for the host and the platform; admission never plans into it. */
@@ -104,6 +104,10 @@ export interface NodeMemory {
   quotaMB: number;
   /** Nominal memory counted as used (paused sandboxes after the release ratio). */
   usedNominalMB: number;
+  /** CPU pressure: share of the last 10 s in which some task waited for a CPU (PSI), -1 when unknown. */
+  cpuPressurePct: number;
+  /** node_agent.host.quota.max_cpu_pressure: no new sandbox at or above it; 0: off. */
+  maxCpuPressurePct: number;
 }
 
 export const NEW_SANDBOX_FLOOR_MB = 16;
@@ -114,7 +118,10 @@ export const NEW_SANDBOX_FLOOR_MB = 16;
  * above the reserve, less `pendingMB` already promised, holds one more sandbox's measured
  * size. Undefined: it fits; otherwise why not, with the real numbers.
  */
-export function memoryRefusal(m: NodeMemory, needNominalMB: number, pendingMB = 0): string | undefined {
+export function admissionRefusal(m: NodeLoad, needNominalMB: number, pendingMB = 0): string | undefined {
+  if (m.maxCpuPressurePct > 0 && m.cpuPressurePct >= m.maxCpuPressurePct) {
+    return `CPU pressure ${m.cpuPressurePct}% (tasks waited for a CPU that share of the last 10 s), at or above max_cpu_pressure ${m.maxCpuPressurePct}%`;
+  }
   const realFree = m.availableMB - m.reserveMB - pendingMB;
   if (realFree < m.perSandboxMB) {
     return `${m.availableMB} MB of memory available${pendingMB ? ` (${pendingMB} MB promised to creates under way)` : ''}, ${m.reserveMB} MB kept in reserve, a sandbox here uses about ${m.perSandboxMB} MB`;

@@ -107,6 +107,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const memory = new MemoryAdmission({
     gauge: new MemoryGauge(names.cgroupParent), logger, quotaMB: memoryQuotaMB,
     reserveMB: nc.host.quota.memory_reserve_mb || defaultReserveMB(capacity.memoryMB),
+    maxCpuPressurePct: nc.host.quota.max_cpu_pressure,
     usage: () => {
       const u = service.usage();
       return { usedNominalMB: u.usedMemoryMB, sandboxes: u.running + u.paused + service.pool.count() };

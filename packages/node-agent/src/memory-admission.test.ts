@@ -1,19 +1,22 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '@svc/common';
-import { memoryRefusal, type NodeMemory } from './api.ts';
+import { admissionRefusal, type NodeLoad } from './api.ts';
 import { MemoryGauge, defaultReserveMB, perSandboxMB } from './host/memory-gauge.ts';
 import { MemoryAdmission } from './sandboxes/memory-admission.ts';
 
-const node = (o: Partial<NodeMemory> = {}): NodeMemory => ({ availableMB: 20_000, reserveMB: 1_000, perSandboxMB: 25, quotaMB: 400_000, usedNominalMB: 0, ...o });
+const node = (o: Partial<NodeLoad> = {}): NodeLoad => ({ availableMB: 20_000, reserveMB: 1_000, perSandboxMB: 25, quotaMB: 400_000, usedNominalMB: 0, cpuPressurePct: 10, maxCpuPressurePct: 0, ...o });
 
 test('admission goes by measured memory above the reserve, and by the nominal quota', () => {
-  assert.equal(memoryRefusal(node(), 512), undefined);
-  assert.equal(memoryRefusal(node({ availableMB: 1_025 }), 512), undefined);
-  assert.ok(memoryRefusal(node({ availableMB: 1_024 }), 512), '24 MB over the reserve is not enough for 25');
-  assert.match(memoryRefusal(node({ availableMB: 1_020 }), 512)!, /1020 MB of memory available, 1000 MB kept in reserve, a sandbox here uses about 25 MB/);
-  assert.match(memoryRefusal(node({ availableMB: 1_100 }), 512, 100)!, /100 MB promised/);
-  assert.match(memoryRefusal(node({ usedNominalMB: 399_800 }), 512)!, /nominal memory quota 400000 MB .* has 200 MB left, the sandbox asks 512 MB/);
+  assert.equal(admissionRefusal(node(), 512), undefined);
+  assert.equal(admissionRefusal(node({ availableMB: 1_025 }), 512), undefined);
+  assert.ok(admissionRefusal(node({ availableMB: 1_024 }), 512), '24 MB over the reserve is not enough for 25');
+  assert.match(admissionRefusal(node({ availableMB: 1_020 }), 512)!, /1020 MB of memory available, 1000 MB kept in reserve, a sandbox here uses about 25 MB/);
+  assert.match(admissionRefusal(node({ availableMB: 1_100 }), 512, 100)!, /100 MB promised/);
+  assert.equal(admissionRefusal(node({ cpuPressurePct: 99 }), 512), undefined, 'no CPU term when max_cpu_pressure is 0');
+  assert.match(admissionRefusal(node({ cpuPressurePct: 91, maxCpuPressurePct: 90 }), 512)!, /CPU pressure 91% .* max_cpu_pressure 90%/);
+  assert.equal(admissionRefusal(node({ cpuPressurePct: 89, maxCpuPressurePct: 90 }), 512), undefined);
+  assert.match(admissionRefusal(node({ usedNominalMB: 399_800 }), 512)!, /nominal memory quota 400000 MB .* has 200 MB left, the sandbox asks 512 MB/);
 });
 
 test('a new sandbox is expected to take the measured average, never less than the floor', () => {
@@ -29,9 +32,9 @@ test('the gauge reads the host and a cgroup; the node refuses creates past its r
   assert.ok(r.totalMB > 0 && r.availableMB > 0 && r.availableMB <= r.totalMB);
   assert.equal(r.sandboxesMB, 0);
   // A reserve that leaves room for exactly two more 16 MB sandboxes.
-  const gauge = { read: async () => ({ totalMB: 4_000, availableMB: 2_040, sandboxesMB: 0 }) };
+  const gauge = { read: async () => ({ totalMB: 4_000, availableMB: 2_040, sandboxesMB: 0, cpuPressurePct: 5 }) };
   const admission = new MemoryAdmission({
-    gauge, logger: silentLogger(), quotaMB: 1e9, reserveMB: 2_000, usage: () => ({ usedNominalMB: 0, sandboxes: 0 }),
+    gauge, logger: silentLogger(), quotaMB: 1e9, reserveMB: 2_000, maxCpuPressurePct: 0, usage: () => ({ usedNominalMB: 0, sandboxes: 0 }),
   });
   const first = await admission.admit(512);
   await admission.admit(512);

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { STATUS_CODES } from 'node:http';
-import { SvcError } from '@svc/common';
+import { drainRequest, SvcError } from '@svc/common';
 
 /**
  * The proxy's own answers: opaque statuses with a uniform `{code, message}` JSON body,
@@ -9,6 +9,16 @@ import { SvcError } from '@svc/common';
  */
 export function sendProxyError(res: ServerResponse, err: SvcError): void {
   if (res.headersSent) { res.destroy(); return; }
+  const req = res.req;
+  // An early answer (no sandbox, refused, gone) while the client still uploads: let it finish first.
+  if (req && !req.complete && !req.destroyed) {
+    drainRequest(req).then(() => { if (!res.destroyed && !res.headersSent) writeProxyError(res, err); }, () => res.destroy());
+    return;
+  }
+  writeProxyError(res, err);
+}
+
+function writeProxyError(res: ServerResponse, err: SvcError): void {
   const body = JSON.stringify(err.toBody());
   const headers: Record<string, string | number> = {
     'Content-Type': 'application/json',
@@ -29,6 +39,8 @@ export function sendProxyErrorOnSocket(socket: Duplex, err: SvcError): void {
     + 'Cache-Control: no-store\r\nConnection: close\r\n';
   for (const [k, v] of Object.entries(err.headers)) head += `${k}: ${v}\r\n`;
   socket.end(`${head}\r\n${body}`);
+  // A client that never closes its side would keep the socket, and the server's close, forever.
+  setTimeout(() => socket.destroy(), 5_000).unref();
 }
 
 export function asSvcError(err: unknown): SvcError {

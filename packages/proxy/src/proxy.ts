@@ -3,7 +3,8 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { randomId, SvcError, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { sendProxyErrorOnSocket } from './error-response.ts';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/lifecycle/api';
 import type { MasterInternalClient } from '@svc/master/internal-api';
 import { ActivityTracker } from './activity-tracker.ts';
@@ -161,8 +162,10 @@ function dataPlaneServer<S extends Server>(server: S, dp: DataPlane, logger: Log
   server.headersTimeout = 66_000;
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code !== 'ECONNRESET') logger.debug({ code: err.code }, 'malformed client request');
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
-    else socket.destroy();
+    if (!socket.writable) { socket.destroy(); return; }
+    // The same uniform JSON body as every other answer of the proxy (SPEC "the service" 3).
+    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+    sendProxyErrorOnSocket(socket, new SvcError(tooLarge ? 431 : 400, tooLarge ? 'request headers are too large' : 'malformed HTTP request'));
   });
   return server;
 }

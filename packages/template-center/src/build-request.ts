@@ -4,13 +4,24 @@ import { isValidArtifactId } from './store/artifact-store.ts';
 
 const MAX_DISK_MB = 1024 * 1024;
 
+function printableUnicode(s: string): boolean {
+  if (/[\u0000-\u001f\u007f]/.test(s)) return false;
+  try {
+    encodeURIComponent(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Checks a submitted BuildRequest; a malformed one is a 400 naming the field. */
 export function parseBuildRequest(body: unknown): BuildRequest {
   const b = body as Partial<BuildRequest> | undefined;
   if (!b || typeof b !== 'object') throw badRequest('body must be a BuildRequest object');
   const str = (k: 'jobId' | 'templateId' | 'specHash') => {
     const v = b[k];
-    if (typeof v !== 'string' || !v || v.length > 256) throw badRequest(`${k} must be a non-empty string`);
+    // Control characters or a lone surrogate would break the status callback's URL (and crash its sender).
+    if (typeof v !== 'string' || !v || v.length > 256 || !printableUnicode(v)) throw badRequest(`${k} must be a non-empty string of printable Unicode`);
     return v;
   };
   if (!isValidArtifactId(b.artifactId)) throw badRequest('artifactId must be 1-128 characters of [A-Za-z0-9._-], not starting with a dot or dash');

@@ -13,18 +13,7 @@ export interface KnownDefect {
   matches(c: Case, o: Outcome, d: Defect): boolean;
 }
 
-const isCreate = (c: Case) => c.component === 'api' && (c.route === 'POST /sandboxes' || c.route === 'POST /v2/sandboxes');
-
-export const KNOWN_DEFECTS: KnownDefect[] = [
-  {
-    reason: 'lead: a huge `timeout` on sandbox create answers 500 (and stores a bad row)',
-    matches: (c, _o, d) => isCreate(c) && d.kind === '5xx' && /timeout/.test(c.note),
-  },
-  {
-    reason: 'lead: an 11 MB invalid-JSON body gets a connection reset instead of a 413/400 JSON answer',
-    matches: (c, _o, d) => d.kind === 'no-answer' && /^oversize invalid/.test(c.note) && (c.body?.length ?? 0) > 10 * 1024 * 1024,
-  },
-];
+export const KNOWN_DEFECTS: KnownDefect[] = [];
 
 export function knownDefect(c: Case, o: Outcome, d: Defect): KnownDefect | undefined {
   return KNOWN_DEFECTS.find((k) => k.matches(c, o, d));

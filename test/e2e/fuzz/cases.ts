@@ -177,7 +177,7 @@ export class CaseBuilder {
       const port = rng.chance(0.5) ? '49983' : rng.pick(ports);
       const how = rng.int(0, 5);
       if (how <= 2) {
-        const host = rng.pick([`${port}-${id}.${k.domain}`, `${port}-${id}`, `${port}-${id}:13002`, `-${id}.${k.domain}`, `${port}-.${k.domain}`, k.domain, '127.0.0.1', `${port}-${id}.${k.domain}.evil.example`, `${port}--${id}.x`]);
+        const host = rng.pick([`${port}-${id}.${k.domain}`, `${port}-${id}`, `${port}-${id}:${this.ports.proxyData}`, `-${id}.${k.domain}`, `${port}-.${k.domain}`, k.domain, '127.0.0.1', `${port}-${id}.${k.domain}.evil.example`, `${port}--${id}.x`]);
         headers.host = latin1(host);
         notes.push(`host ${short(host)}`);
       } else if (how <= 4) {

@@ -6,8 +6,18 @@ import { ConnectError } from './code.ts';
 export function decodedBody(req: IncomingMessage, encoding: string | undefined): AsyncIterable<Buffer> {
   const name = (encoding ?? 'identity').trim().toLowerCase();
   if (name === 'identity' || name === '') return req;
-  if (name === 'gzip') return req.pipe(createGunzip());
+  if (name === 'gzip') return gunzipped(req);
   throw new ConnectError('unimplemented', `unsupported compression "${encoding}", supported: gzip, identity`);
+}
+
+/** A body that is not gzip after all is the client's mistake, not an internal error. */
+async function* gunzipped(req: IncomingMessage): AsyncIterable<Buffer> {
+  try {
+    yield* req.pipe(createGunzip());
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code?.startsWith('Z_')) throw new ConnectError('invalid_argument', `cannot decompress the request body: ${(err as Error).message}`);
+    throw err;
+  }
 }
 
 /** Reads a whole (small) body, refusing more than maxBytes. */

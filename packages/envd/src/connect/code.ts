@@ -72,6 +72,9 @@ const codeByErrno: Record<string, Code> = {
   ENFILE: 'resource_exhausted',
   EXDEV: 'failed_precondition',
   EBUSY: 'unavailable',
+  // node's own argument checks (a NUL inside a command argument, say): the caller's input is wrong
+  ERR_INVALID_ARG_VALUE: 'invalid_argument',
+  ERR_INVALID_ARG_TYPE: 'invalid_argument',
 };
 
 /** Turns anything thrown by a handler into a ConnectError; Node errno errors get a matching code. */

@@ -172,7 +172,7 @@ export class ConnectRouter {
       if (envelope.flags & FLAG_END_STREAM) throw new ConnectError('invalid_argument', 'protocol error: unexpected end-stream message from the client');
       let data = envelope.data;
       if (envelope.flags & FLAG_COMPRESSED) {
-        if (!gzip) throw new ConnectError('internal', 'protocol error: compressed message without Connect-Content-Encoding');
+        if (!gzip) throw new ConnectError('invalid_argument', 'protocol error: compressed message without Connect-Content-Encoding');
         data = gunzipMessage(data, this.options.maxMessageBytes);
       }
       yield codec.parse(schema, data);

@@ -1,5 +1,5 @@
 import { stat, statfs } from 'node:fs/promises';
-import { ConnectError } from '../connect/code.ts';
+import { ConnectError, toConnectError } from '../connect/code.ts';
 
 // Filesystem magic numbers (linux/magic.h) of network and FUSE mounts.
 const networkFilesystems = new Set([0x6969, 0xff534d42, 0x517b, 0xfe534d42, 0x65735546]);
@@ -12,7 +12,7 @@ export async function checkWatchTarget(path: string, allowNetworkMounts: boolean
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') throw new ConnectError('not_found', `path ${path} not found`);
-    throw new ConnectError('internal', `error statting path ${path}: ${(err as Error).message}`);
+    throw toConnectError(err, `error statting path ${path}`);
   }
   if (!info.isDirectory()) throw new ConnectError('invalid_argument', `path ${path} is not a directory`);
   if (allowNetworkMounts) return;

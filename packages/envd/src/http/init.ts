@@ -3,6 +3,9 @@ import { ConnectError } from '../connect/code.ts';
 import { readAll } from '../connect/body.ts';
 import { ENVD_VERSION } from '../version.ts';
 import type { EnvdState } from '../state.ts';
+import { HttpError } from './respond.ts';
+
+const MAX_INIT_BYTES = 1024 * 1024;
 
 interface InitRequest {
   envVars?: Record<string, string>;
@@ -21,7 +24,10 @@ interface InitRequest {
  */
 export async function handleInit(state: EnvdState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   res.setHeader('x-envd-version', ENVD_VERSION);
-  const body = await readAll(req, 1024 * 1024);
+  const body = await readAll(req, MAX_INIT_BYTES).catch((err: unknown) => {
+    // resource_exhausted would be 507 (disk full) on envd's plain routes; an oversized request is 413
+    throw (err as ConnectError).code === 'resource_exhausted' ? new HttpError(413, (err as Error).message) : err;
+  });
   let init: InitRequest;
   try {
     init = body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as InitRequest);

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { badRequest, notFound, unavailable, SvcError } from '@svc/common';
-import { memoryRefusal, NodeAgentClient, type NodeMemory } from '@svc/node-agent/api';
+import { admissionRefusal, NodeAgentClient, type NodeLoad } from '@svc/node-agent/api';
 import type { Database, NodeRow } from '../db/schema.ts';
 import type { NodeHeartbeat, RegisterNode } from '../internal-api.ts';
 import type { NodeRecord } from '../api.ts';
@@ -15,7 +15,7 @@ interface NodeUsage {
   running: number;
   paused: number;
   usedMemoryMB: number;
-  memory?: NodeMemory;
+  memory?: NodeLoad;
 }
 
 export interface SchedulingNeed {
@@ -79,7 +79,7 @@ export class NodeRegistry {
   }
 
   /**
-   * The live node with the most real memory free that admits the sandbox (NodeMemory rule of
+   * The live node with the most real memory free that admits the sandbox (NodeLoad rule of
    * @svc/node-agent/api: measured usage plus a reserve, and the nominal quota). Creates sent to
    * a node since its last heartbeat count at one sandbox's measured size each. Nodes that
    * report no measurement (older agents) are admitted by nominal memory alone.
@@ -95,7 +95,7 @@ export class NodeRegistry {
       let refusal: string | undefined;
       let free: number;
       if (usage.memory) {
-        refusal = memoryRefusal(usage.memory, need.memoryMB, promised * usage.memory.perSandboxMB);
+        refusal = admissionRefusal(usage.memory, need.memoryMB, promised * usage.memory.perSandboxMB);
         free = usage.memory.availableMB - usage.memory.reserveMB - promised * usage.memory.perSandboxMB;
       } else {
         free = (JSON.parse(r.capacity) as { memoryMB: number }).memoryMB - usage.usedMemoryMB;

@@ -1,17 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '@svc/common';
-import type { NodeHeartbeat, RegisterNode, RegisterNodeResult } from '../internal-api.ts';
+import type { NodeHeartbeat, RegisterNodeResult } from '../internal-api.ts';
+import { parseRegisterNode } from './register-input.ts';
 import { HEARTBEAT_INTERVAL_MS, type NodeRegistry } from './registry.ts';
 
 export function registerNodeRoutes(
   app: FastifyInstance, nodes: NodeRegistry, onRegistered: (nodeId: string) => void, logger: Logger,
   onEnded?: (nodeId: string, ended: NonNullable<NodeHeartbeat['ended']>) => void,
 ): void {
-  app.post<{ Body: RegisterNode }>('/internal/v1/nodes/register', async (req): Promise<RegisterNodeResult> => {
-    await nodes.register(req.body);
-    logger.info({ nodeId: req.body.nodeId, address: req.body.address }, 'node registered');
-    onRegistered(req.body.nodeId);
-    return { nodeId: req.body.nodeId, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS };
+  app.post('/internal/v1/nodes/register', async (req): Promise<RegisterNodeResult> => {
+    const reg = parseRegisterNode(req.body);
+    await nodes.register(reg);
+    logger.info({ nodeId: reg.nodeId, address: reg.address }, 'node registered');
+    onRegistered(reg.nodeId);
+    return { nodeId: reg.nodeId, heartbeatIntervalMs: HEARTBEAT_INTERVAL_MS };
   });
   app.post<{ Params: { id: string }; Body: NodeHeartbeat }>('/internal/v1/nodes/:id/heartbeat', async (req, reply) => {
     await nodes.heartbeat(req.params.id, req.body);

@@ -114,7 +114,11 @@ export class SandboxService {
   }
 
   async list(q: ListSandboxesQuery): Promise<SandboxPage> {
-    const states = parseStates(q.state);
+    for (const k of ['metadata', 'template', 'nextToken'] as const) {
+      if (q[k] !== undefined && typeof q[k] !== 'string') throw badRequest(`${k} must be given once`);
+    }
+    // A repeated ?state= arrives as a list; it means the same as a comma list.
+    const states = parseStates(Array.isArray(q.state) ? q.state.join(',') : q.state);
     const limit = q.limit === undefined ? 100 : Number(q.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw badRequest('limit must be an integer from 1 to 1000');
     const filter = parseMetadataFilter(q.metadata);

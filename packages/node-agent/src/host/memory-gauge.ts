@@ -9,6 +9,8 @@ export interface MemoryReading {
   availableMB: number;
   /** What this agent's sandboxes use in all (their parent memory cgroup, page cache left out). */
   sandboxesMB: number;
+  /** PSI `some avg10` of /proc/pressure/cpu; -1 where the kernel has no PSI. */
+  cpuPressurePct: number;
 }
 
 /**
@@ -25,15 +27,18 @@ export class MemoryGauge {
   async read(): Promise<MemoryReading> {
     const meminfo = await readFile('/proc/meminfo', 'utf8');
     const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(meminfo)?.[1] ?? 0);
-    const [usage, stat] = await Promise.all([
+    const [usage, stat, psi] = await Promise.all([
       readFile(join(this.parentDir, 'memory.usage_in_bytes'), 'utf8').catch(() => '0'),
       readFile(join(this.parentDir, 'memory.stat'), 'utf8').catch(() => ''),
+      readFile('/proc/pressure/cpu', 'utf8').catch(() => ''),
     ]);
+    const some = /^some avg10=([\d.]+)/m.exec(psi);
     const cache = Number(/^total_cache (\d+)$/m.exec(stat)?.[1] ?? 0);
     return {
       totalMB: Math.floor(kb('MemTotal') / 1024),
       availableMB: Math.floor(kb('MemAvailable') / 1024),
       sandboxesMB: Math.max(0, Math.round((Number(usage.trim()) - cache) / MB)),
+      cpuPressurePct: some ? Math.round(Number(some[1])) : -1,
     };
   }
 }

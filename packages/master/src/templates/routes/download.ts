@@ -5,6 +5,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { badRequest, errorFromResponse, notFound, SvcError } from '@svc/common';
 import type { TemplateCenterClient } from '@svc/template-center/api';
 import type { ArtifactStore } from '../store/artifacts.ts';
+import { oneQueryValue } from './query.ts';
 
 /** A presigned URL this close to expiry is not handed out any more. */
 const URL_EXPIRY_MARGIN_MS = 10 * 60_000;
@@ -15,11 +16,11 @@ const URL_EXPIRY_MARGIN_MS = 10 * 60_000;
  * presigned URL recorded at build time, everything else streams from the template center.
  */
 export function registerDownloadRoute(app: FastifyInstance, artifacts: ArtifactStore, templateCenter: TemplateCenterClient): void {
-  app.route<{ Querystring: { artifact_id?: string } }>({
+  app.route<{ Querystring: { artifact_id?: string | string[] } }>({
     method: ['GET', 'HEAD'],
     url: '/svc/template/artifact/download',
     handler: async (req, reply) => {
-      const id = req.query.artifact_id;
+      const id = oneQueryValue(req.query.artifact_id, 'artifact_id');
       if (!id) throw badRequest('artifact_id is required');
       const a = await artifacts.get(id);
       if (!a) throw notFound(`artifact ${id} not found`);

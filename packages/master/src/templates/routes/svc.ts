@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TemplateService } from '../service.ts';
+import { oneQueryValue } from './query.ts';
 
 type IdParams = { Params: { id: string } };
 
@@ -12,7 +13,7 @@ export function registerSvcTemplateRoutes(app: FastifyInstance, svc: TemplateSer
     });
   }
   app.get('/svc/template', async () => ({ templates: await svc.list() }));
-  app.get<{ Querystring: { job_id?: string } }>('/svc/template/from-image', async (req) => svc.job(req.query.job_id));
+  app.get<{ Querystring: { job_id?: string | string[] } }>('/svc/template/from-image', async (req) => svc.job(oneQueryValue(req.query.job_id, 'job_id')));
   app.get<{ Params: { jobId: string } }>('/svc/template/build/:jobId/status', async (req) => svc.job(req.params.jobId));
   app.post('/svc/template/redo', async (req, reply) => {
     reply.status(202);

@@ -1,0 +1,28 @@
+import { badRequest } from '@svc/common';
+import type { PauseKind, RuntimeKind } from '@svc/node-agent/api';
+import type { RegisterNode } from '../internal-api.ts';
+
+const RUNTIMES: readonly RuntimeKind[] = ['gvisor', 'microvm'];
+const PAUSE_KINDS: readonly PauseKind[] = ['freeze', 'snapshot'];
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** A node agent's registration, checked field by field before it reaches the database. */
+export function parseRegisterNode(body: unknown): RegisterNode {
+  if (!isObject(body)) throw badRequest('body must be a RegisterNode object');
+  const { nodeId, address, runtime, pauseKinds, capacity, pausedResourceReleaseRatio, version } = body;
+  if (typeof nodeId !== 'string' || nodeId.length === 0 || nodeId.length > 256 || /[\u0000-\u001f\u007f/]/.test(nodeId)) throw badRequest('nodeId must be 1-256 characters, without control characters or /');
+  if (typeof address !== 'string' || !/^https?:\/\/[^\s]{1,2048}$/.test(address) || !URL.canParse(address)) throw badRequest('address must be the node agent\'s http(s) base URL');
+  if (!RUNTIMES.includes(runtime as RuntimeKind)) throw badRequest(`runtime must be one of ${RUNTIMES.join(', ')}`);
+  if (!Array.isArray(pauseKinds) || !pauseKinds.every((k) => PAUSE_KINDS.includes(k as PauseKind))) throw badRequest(`pauseKinds must be a list of ${PAUSE_KINDS.join(', ')}`);
+  if (!isObject(capacity) || !isCount(capacity.cpuCount) || !isCount(capacity.memoryMB)) throw badRequest('capacity must be {cpuCount, memoryMB} of non-negative integers');
+  if (typeof pausedResourceReleaseRatio !== 'number' || !(pausedResourceReleaseRatio >= 0 && pausedResourceReleaseRatio <= 1)) {
+    throw badRequest('pausedResourceReleaseRatio must be a number in [0, 1]');
+  }
+  if (typeof version !== 'string' || version.length > 128) throw badRequest('version must be a string of at most 128 characters');
+  return {
+    nodeId, address, runtime: runtime as RuntimeKind, pauseKinds: pauseKinds as PauseKind[],
+    capacity: { cpuCount: capacity.cpuCount as number, memoryMB: capacity.memoryMB as number }, pausedResourceReleaseRatio, version,
+  };
+}
