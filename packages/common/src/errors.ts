@@ -9,6 +9,13 @@ export const ErrorCodes = {
   conflict: 130409,
 } as const;
 
+const MAX_MESSAGE_CHARS = 2_000;
+
+/** An error message as it crosses the wire: a message that quotes an oversized input is cut. */
+export function boundedMessage(message: string): string {
+  return message.length > MAX_MESSAGE_CHARS ? `${message.slice(0, MAX_MESSAGE_CHARS)}… (cut)` : message;
+}
+
 export interface ErrorBody {
   code: number;
   message: string;
@@ -20,7 +27,7 @@ export class SvcError extends Error {
   readonly headers: Record<string, string>;
 
   constructor(status: number, message: string, opts: { code?: number; headers?: Record<string, string> } = {}) {
-    super(message);
+    super(boundedMessage(message));
     this.name = 'SvcError';
     this.status = status;
     this.code = opts.code ?? status;

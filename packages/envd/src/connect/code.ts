@@ -1,3 +1,4 @@
+import { boundedMessage } from '@svc/common/errors';
 /** Connect protocol error codes (https://connectrpc.com/docs/protocol#error-codes). */
 export type Code =
   | 'canceled'
@@ -45,7 +46,7 @@ export class ConnectError extends Error {
     readonly code: Code,
     message: string,
   ) {
-    super(message);
+    super(boundedMessage(message));
     this.name = 'ConnectError';
   }
 

@@ -2,7 +2,7 @@ import type { BigIntStats } from 'node:fs';
 import { lstat, realpath, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { ConnectError } from '../connect/code.ts';
+import { ConnectError, toConnectError } from '../connect/code.ts';
 import { FileType, type EntryInfoSchema } from '../gen/filesystem/filesystem_pb.ts';
 import type { UserDatabase } from '../system/users.ts';
 import { goModeString } from './file-mode.ts';
@@ -26,7 +26,7 @@ export class EntryReader {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') {
         throw new ConnectError('not_found', `file not found: ${path}`);
       }
-      throw new ConnectError('internal', `error getting file info: ${(err as Error).message}`);
+      throw toConnectError(err, 'error getting file info');
     }
     return this.fromStats(path, info);
   }

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { basename, extname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import { ConnectError } from '../connect/code.ts';
+import { ConnectError, toConnectError } from '../connect/code.ts';
 import type { EnvdState } from '../state.ts';
 import { resolvePath } from '../system/paths.ts';
 import { chooseResponseEncoding, identityAcceptable } from './encoding.ts';
@@ -49,7 +49,7 @@ export async function handleDownload(state: EnvdState, req: IncomingMessage, res
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') throw new ConnectError('not_found', `path '${file}' does not exist`);
-    throw err;
+    throw toConnectError(err, `error getting file info of '${file}'`);
   }
   if (info.isDirectory()) throw new ConnectError('invalid_argument', `path '${file}' is a directory`);
 
@@ -85,7 +85,7 @@ export async function handleDownload(state: EnvdState, req: IncomingMessage, res
     source.once('open', () => resolve());
     source.once('error', reject);
   }).catch((err) => {
-    throw new ConnectError('internal', `error opening file '${file}': ${(err as Error).message}`);
+    throw toConnectError(err, `error opening file '${file}'`);
   });
 
   if (encoding === 'gzip') {

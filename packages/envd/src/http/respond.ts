@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { giveUpOnBody } from '../connect/body.ts';
+import { boundedMessage } from '@svc/common/errors';
 import { ConnectError, httpStatusOf, toConnectError } from '../connect/code.ts';
 
 /** JSON error body of envd's plain HTTP routes: `{code: <http status>, message}`. */
@@ -8,7 +9,7 @@ export function sendError(res: ServerResponse, status: number, message: string):
     res.destroy();
     return;
   }
-  const body = JSON.stringify({ code: status, message });
+  const body = JSON.stringify({ code: status, message: boundedMessage(message) });
   giveUpOnBody(res);
   res.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',

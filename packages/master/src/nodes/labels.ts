@@ -2,6 +2,9 @@ import { badRequest } from '@svc/common';
 
 export const MAX_LABELS_PER_NODE = 64;
 
+/** A name as error messages quote it: never the whole of an oversized input. */
+const shown = (s: string) => JSON.stringify(s.length > 80 ? `${s.slice(0, 80)}…` : s);
+
 /** Namespaces that belong to the orchestrator convention and to the platform itself. */
 const RESERVED_PREFIXES = ['kubernetes.io', 'k8s.io', 'svc.io'];
 
@@ -16,20 +19,20 @@ export function checkLabelName(full: string): void {
   const name = slash >= 0 ? full.slice(slash + 1) : full;
   if (slash >= 0) {
     if (prefix.length === 0 || prefix.length > 253 || !prefix.split('.').every((p) => DNS1123_LABEL.test(p) && p.length <= 63)) {
-      throw badRequest(`label ${JSON.stringify(full)}: prefix must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')`);
+      throw badRequest(`label ${shown(full)}: prefix must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.')`);
     }
     for (const r of RESERVED_PREFIXES) {
-      if (prefix === r || prefix.endsWith(`.${r}`)) throw badRequest(`label ${JSON.stringify(full)}: the ${r} namespace is reserved`);
+      if (prefix === r || prefix.endsWith(`.${r}`)) throw badRequest(`label ${shown(full)}: the ${r} namespace is reserved`);
     }
   }
   if (name.length === 0 || name.length > 63 || !NAME.test(name)) {
-    throw badRequest(`label ${JSON.stringify(full)}: name must be 1-63 characters of letters, digits, '-', '_' and '.', starting and ending with a letter or digit`);
+    throw badRequest(`label ${shown(full)}: name must be 1-63 characters of letters, digits, '-', '_' and '.', starting and ending with a letter or digit`);
   }
 }
 
 export function checkLabelValue(name: string, value: unknown): asserts value is string {
-  if (typeof value !== 'string') throw badRequest(`label ${JSON.stringify(name)}: value must be a string`);
+  if (typeof value !== 'string') throw badRequest(`label ${shown(name)}: value must be a string`);
   if (value.length > 63 || (value !== '' && !NAME.test(value))) {
-    throw badRequest(`label ${JSON.stringify(name)}: value must be empty or 1-63 characters of letters, digits, '-', '_' and '.'`);
+    throw badRequest(`label ${shown(name)}: value must be empty or 1-63 characters of letters, digits, '-', '_' and '.'`);
   }
 }
