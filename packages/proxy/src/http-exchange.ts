@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SvcError } from '@svc/common';
+import { drainRequest, SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/master/internal-api';
 import { filterResponseHeaders, hasContentLength, requestHead, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError } from './error-response.ts';
@@ -133,6 +133,19 @@ export class HttpExchange implements ResponseSink {
     this.completed = true;
     if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(pairs(trailers));
     this.res.end();
+    if (this.bodyStarted && !this.req.complete) this.abandonRequestBody();
+  }
+
+  /**
+   * The backend answered before it read the whole body (an early error): stop forwarding, drop
+   * the connection (it is mid-body, so it can serve no other request), and read the rest of the
+   * client's upload so that the client gets to read the answer instead of stalling or a reset.
+   */
+  private abandonRequestBody(): void {
+    const conn = this.conn;
+    this.conn = undefined;
+    conn?.destroy();
+    void drainRequest(this.req);
   }
 
   onFailure(err: NodeJS.ErrnoException, responseStarted: boolean): void {
@@ -154,6 +167,7 @@ export class HttpExchange implements ResponseSink {
       }
     }
     this.ctx.logger.warn({ sandboxId: route.sandboxId, port: this.port, code: err.code }, 'backend request failed');
+    this.conn = undefined;
     sendProxyError(this.res, backendError(err, route.sandboxId, this.port));
   }
 
