@@ -104,10 +104,23 @@ export function nestsDeeperThan(text: string, max: number): boolean {
  */
 function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || !socket.writable) { socket.destroy(err); return; }
-  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
-  const message = status === 431 ? 'request headers are too large' : status === 408 ? 'request timed out' : 'malformed HTTP request';
-  const body = JSON.stringify({ code: status, message });
-  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  writeErrorOnSocket(socket, clientErrorAnswer(err));
+}
+
+/** The answer to bytes that never became a request, by the parser's error code. */
+export function clientErrorAnswer(err: NodeJS.ErrnoException): SvcError {
+  if (err.code === 'HPE_HEADER_OVERFLOW') return new SvcError(431, 'request headers are too large');
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new SvcError(408, 'request timed out');
+  return new SvcError(400, 'malformed HTTP request');
+}
+
+/** An error answer written on a raw socket (no response object: a client error or a refused upgrade), then the socket ends. */
+export function writeErrorOnSocket(socket: Duplex, err: SvcError, extraHeaders: Record<string, string> = {}): void {
+  const body = JSON.stringify(err.toBody());
+  let head = `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\n`
+    + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n`;
+  for (const [k, v] of Object.entries({ ...extraHeaders, ...err.headers })) head += `${k}: ${v}\r\n`;
+  socket.end(`${head}\r\n${body}`);
 }
 
 export function sendError(reply: FastifyReply, e: SvcError): FastifyReply {

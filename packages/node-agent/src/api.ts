@@ -118,12 +118,16 @@ export const NEW_SANDBOX_FLOOR_MB = 16;
  * above the reserve, less `pendingMB` already promised, holds one more sandbox's measured
  * size. Undefined: it fits; otherwise why not, with the real numbers.
  */
+/** Real memory above the reserve, less what creates under way were promised. */
+export function realFreeMB(m: NodeLoad, pendingMB = 0): number {
+  return m.availableMB - m.reserveMB - pendingMB;
+}
+
 export function admissionRefusal(m: NodeLoad, needNominalMB: number, pendingMB = 0): string | undefined {
   if (m.maxCpuPressurePct > 0 && m.cpuPressurePct >= m.maxCpuPressurePct) {
     return `CPU pressure ${m.cpuPressurePct}% (tasks waited for a CPU that share of the last 10 s), at or above max_cpu_pressure ${m.maxCpuPressurePct}%`;
   }
-  const realFree = m.availableMB - m.reserveMB - pendingMB;
-  if (realFree < m.perSandboxMB) {
+  if (realFreeMB(m, pendingMB) < m.perSandboxMB) {
     return `${m.availableMB} MB of memory available${pendingMB ? ` (${pendingMB} MB promised to creates under way)` : ''}, ${m.reserveMB} MB kept in reserve, a sandbox here uses about ${m.perSandboxMB} MB`;
   }
   if (m.usedNominalMB + needNominalMB > m.quotaMB) {

@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { STATUS_CODES } from 'node:http';
-import { drainRequest, SvcError } from '@svc/common';
+import { drainRequest, SvcError, writeErrorOnSocket } from '@svc/common';
 
 /**
  * The proxy's own answers: opaque statuses with a uniform `{code, message}` JSON body,
@@ -33,12 +32,7 @@ function writeProxyError(res: ServerResponse, err: SvcError): void {
 /** The same answer written on a raw socket (a WebSocket upgrade that never reached the backend). */
 export function sendProxyErrorOnSocket(socket: Duplex, err: SvcError): void {
   if (socket.destroyed) return;
-  const body = JSON.stringify(err.toBody());
-  let head = `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status] ?? 'Error'}\r\n`
-    + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`
-    + 'Cache-Control: no-store\r\nConnection: close\r\n';
-  for (const [k, v] of Object.entries(err.headers)) head += `${k}: ${v}\r\n`;
-  socket.end(`${head}\r\n${body}`);
+  writeErrorOnSocket(socket, err, { 'Cache-Control': 'no-store' });
   // A client that never closes its side would keep the socket, and the server's close, forever.
   setTimeout(() => socket.destroy(), 5_000).unref();
 }

@@ -3,7 +3,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { randomId, SvcError, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { clientErrorAnswer, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { sendProxyErrorOnSocket } from './error-response.ts';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/lifecycle/api';
 import type { MasterInternalClient } from '@svc/master/internal-api';
@@ -164,8 +164,7 @@ function dataPlaneServer<S extends Server>(server: S, dp: DataPlane, logger: Log
     if (err.code !== 'ECONNRESET') logger.debug({ code: err.code }, 'malformed client request');
     if (!socket.writable) { socket.destroy(); return; }
     // The same uniform JSON body as every other answer of the proxy (SPEC "the service" 3).
-    const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
-    sendProxyErrorOnSocket(socket, new SvcError(tooLarge ? 431 : 400, tooLarge ? 'request headers are too large' : 'malformed HTTP request'));
+    sendProxyErrorOnSocket(socket, clientErrorAnswer(err));
   });
   return server;
 }

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { badRequest, notFound, unavailable, SvcError } from '@svc/common';
-import { admissionRefusal, NodeAgentClient, type NodeLoad } from '@svc/node-agent/api';
+import { admissionRefusal, NodeAgentClient, realFreeMB, type NodeLoad } from '@svc/node-agent/api';
 import type { Database, NodeRow } from '../db/schema.ts';
 import type { NodeHeartbeat, RegisterNode } from '../internal-api.ts';
 import type { NodeRecord } from '../api.ts';
@@ -88,21 +88,22 @@ export class NodeRegistry {
     const rows = await this.db.selectFrom('t_svc_node').selectAll().where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS).execute();
     if (rows.length === 0) throw unavailable('no node agent is available to run the sandbox', 5);
     const refusals: string[] = [];
-    const fits: Array<{ nodeId: string; free: number; perSandboxMB: number }> = [];
+    const fits: Array<{ nodeId: string; free: number }> = [];
     for (const r of rows) {
       const usage = JSON.parse(r.usage) as NodeUsage;
       const promised = this.promised.get(r.node_id) ?? 0;
       let refusal: string | undefined;
       let free: number;
       if (usage.memory) {
-        refusal = admissionRefusal(usage.memory, need.memoryMB, promised * usage.memory.perSandboxMB);
-        free = usage.memory.availableMB - usage.memory.reserveMB - promised * usage.memory.perSandboxMB;
+        const pendingMB = promised * usage.memory.perSandboxMB;
+        refusal = admissionRefusal(usage.memory, need.memoryMB, pendingMB);
+        free = realFreeMB(usage.memory, pendingMB);
       } else {
         free = (JSON.parse(r.capacity) as { memoryMB: number }).memoryMB - usage.usedMemoryMB;
         if (free < need.memoryMB) refusal = `${free} MB of nominal memory free, the sandbox asks ${need.memoryMB} MB`;
       }
       if (refusal) refusals.push(`node ${r.node_id}: ${refusal}`);
-      else fits.push({ nodeId: r.node_id, free, perSandboxMB: usage.memory?.perSandboxMB ?? need.memoryMB });
+      else fits.push({ nodeId: r.node_id, free });
     }
     const best = fits.sort((x, y) => y.free - x.free)[0];
     if (!best) throw new SvcError(503, `no node can take the sandbox now: ${refusals.join('; ')}`, { headers: { 'Retry-After': '5' } });

@@ -317,9 +317,7 @@ export class SandboxService {
           this.d.logger.warn({ nodeId, err: err.message }, 'node did not say why its sandboxes ended');
           return new Map<string, EndedSandbox>();
         });
-        const reason = terminateReasonOf((await endedOnNode).get(r.sandbox_id));
-        await this.d.repo.update(r.sandbox_id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
-        this.emit('sandbox.killed', r.sandbox_id, reason);
+        await this.markEnded(r.sandbox_id, terminateReasonOf((await endedOnNode).get(r.sandbox_id)));
       } else if (r.state !== s.state && (r.state === 'pausing' || r.state === 'resuming')) {
         await this.d.repo.update(r.sandbox_id, { state: s.state, pause_kind: s.state === 'paused' ? s.pauseKind ?? 'freeze' : null });
       } else if (r.state === 'killing') {
@@ -336,9 +334,14 @@ export class SandboxService {
       if (!row || row.node_id !== nodeId || row.state === 'terminated' || row.state === 'killing') continue;
       const reason = terminateReasonOf(e);
       this.d.logger.info({ sandboxId: e.sandboxId, nodeId, reason, message: e.message }, 'sandbox ended on its node');
-      await this.d.repo.update(e.sandboxId, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
-      this.emit('sandbox.killed', e.sandboxId, reason);
+      await this.markEnded(e.sandboxId, reason);
     }
+  }
+
+  /** A sandbox its node no longer runs: terminated here, with the reason, and announced. */
+  private async markEnded(id: string, reason: TerminateReason): Promise<void> {
+    await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
+    this.emit('sandbox.killed', id, reason);
   }
 
   /** A live (non-terminated) row: 404 when unknown, 410 when it was killed or timed out. */

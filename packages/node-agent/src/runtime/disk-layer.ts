@@ -53,10 +53,12 @@ export class DiskLayer {
  * Loop devices whose backing file lies under `root` (`losetup` shows a detached file as
  * "path (deleted)"). Used after a crash: a device that a lazy unmount left attached.
  */
-export async function loopDevicesUnder(root: string): Promise<string[]> {
+export async function loopDevicesUnder(root: string): Promise<Array<{ dev: string; backingFile: string }>> {
   const r = await run('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE'], { allowFail: true });
   if (r.code !== 0) return [];
-  return r.stdout.split('\n').map((l) => l.trim().split(/\s+/)).filter(([dev, file]) => dev && file?.startsWith(root + '/')).map(([dev]) => dev);
+  return r.stdout.split('\n').map((l) => l.trim().split(/\s+/))
+    .filter(([dev, file]) => dev && file?.startsWith(root + '/'))
+    .map(([dev, backingFile]) => ({ dev, backingFile }));
 }
 
 export async function detachLoopDevice(dev: string): Promise<void> {

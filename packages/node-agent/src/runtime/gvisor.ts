@@ -66,7 +66,7 @@ export class GvisorDriver implements RuntimeDriver {
       await this.runDetached(spec, id, paths);
       // runsc made the cgroup with the sandbox's own size (what gVisor shows inside); the host
       // limit gets headroom so that envd's memory guard, not the host's OOM killer, acts first.
-      await writeFile(join(CGROUP_ROOT, 'memory', this.o.names.cgroupParent, id, 'memory.limit_in_bytes'), String(limits.hostMemoryBytes));
+      await writeFile(this.cgroupFile('memory', id, 'memory.limit_in_bytes'), String(limits.hostMemoryBytes));
     } catch (err) {
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
       throw err;
@@ -110,8 +110,13 @@ export class GvisorDriver implements RuntimeDriver {
     await this.cmd(ref, ['resume', this.o.names.container(ref.instanceId)]);
   }
 
+  /** A file of a container's cgroup under one controller (`container` is the runsc container id). */
+  private cgroupFile(controller: string, container: string, file: string): string {
+    return join(CGROUP_ROOT, controller, this.o.names.cgroupParent, container, file);
+  }
+
   private freezerState(ref: InstanceRef): string {
-    return join(CGROUP_ROOT, 'freezer', this.o.names.cgroupParent, this.o.names.container(ref.instanceId), 'freezer.state');
+    return this.cgroupFile('freezer', this.o.names.container(ref.instanceId), 'freezer.state');
   }
 
   private async setFreezer(ref: InstanceRef, want: 'FROZEN' | 'THAWED'): Promise<void> {
@@ -140,27 +145,26 @@ export class GvisorDriver implements RuntimeDriver {
 
   /** The host cgroup's usage: sentry, gofer and the sandbox's memory file. */
   async memoryUsedBytes(ref: InstanceRef): Promise<number> {
-    const dir = join(CGROUP_ROOT, 'memory', this.o.names.cgroupParent, this.o.names.container(ref.instanceId));
-    return Number((await readFile(join(dir, 'memory.usage_in_bytes'), 'utf8')).trim());
+    return Number((await readFile(this.cgroupFile('memory', this.o.names.container(ref.instanceId), 'memory.usage_in_bytes'), 'utf8')).trim());
   }
 
   async stats(ref: InstanceRef): Promise<InstanceStats> {
-    const cg = `${this.o.names.cgroupParent}/${this.o.names.container(ref.instanceId)}`;
-    const read = (controller: string, file: string) => readFile(join(CGROUP_ROOT, controller, cg, file), 'utf8');
+    const container = this.o.names.container(ref.instanceId);
+    const paths = this.paths(ref.dir);
+    const read = (controller: string, file: string) => readFile(this.cgroupFile(controller, container, file), 'utf8');
     const [cpu, usage, stat] = await Promise.all([read('cpuacct', 'cpuacct.usage'), read('memory', 'memory.usage_in_bytes'), read('memory', 'memory.stat')]);
     const cache = Number(/^total_cache (\d+)$/m.exec(stat)?.[1] ?? /^cache (\d+)$/m.exec(stat)?.[1] ?? 0);
     return {
       cpuUsageNs: Number(cpu.trim()),
       memUsedBytes: Math.max(0, Number(usage.trim()) - cache),
       memCacheBytes: cache,
-      diskUsedBytes: (await this.paths(ref.dir).layer.usedBytes()) ?? await this.diskUsage.of(this.paths(ref.dir).upper),
+      diskUsedBytes: (await paths.layer.usedBytes()) ?? await this.diskUsage.of(paths.upper),
     };
   }
 
   /** 'oom' when the host cgroup's OOM killer struck (it can only kill the sentry, so the whole sandbox). Read before destroy. */
   async endCause(ref: InstanceRef): Promise<InstanceEndCause | undefined> {
-    const file = join(CGROUP_ROOT, 'memory', this.o.names.cgroupParent, this.o.names.container(ref.instanceId), 'memory.oom_control');
-    const text = await readFile(file, 'utf8').catch(() => '');
+    const text = await readFile(this.cgroupFile('memory', this.o.names.container(ref.instanceId), 'memory.oom_control'), 'utf8').catch(() => '');
     return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0) > 0 ? 'oom' : undefined;
   }
 
@@ -212,9 +216,8 @@ export class GvisorDriver implements RuntimeDriver {
   /** Writable-layer loop devices still attached for instances not kept (a lazy unmount after a crash). */
   private async detachStrayLoopDevices(keep: Set<string>, dirOf: (instanceId: string) => string): Promise<void> {
     const instancesRoot = dirname(dirOf('x'));
-    for (const dev of await loopDevicesUnder(instancesRoot)) {
-      const r = await run('losetup', ['--list', '--noheadings', '--output', 'BACK-FILE', dev], { allowFail: true });
-      const instanceId = r.stdout.trim().slice(instancesRoot.length + 1).split('/')[0];
+    for (const { dev, backingFile } of await loopDevicesUnder(instancesRoot)) {
+      const instanceId = backingFile.slice(instancesRoot.length + 1).split('/')[0];
       if (instanceId && !keep.has(instanceId)) {
         this.o.logger.info({ dev, instanceId }, 'detaching the loop device of a removed sandbox');
         await detachLoopDevice(dev);
@@ -360,7 +363,7 @@ export class GvisorDriver implements RuntimeDriver {
     const pids = await this.runscPids(id);
     if (!pids) return false;
     for (const c of ['pids', 'memory']) {
-      const procs = await readFile(join(CGROUP_ROOT, c, this.o.names.cgroupParent, id, 'cgroup.procs'), 'utf8').catch(() => '');
+      const procs = await readFile(this.cgroupFile(c, id, 'cgroup.procs'), 'utf8').catch(() => '');
       for (const p of procs.split('\n').filter(Boolean).map(Number)) pids.push(p);
     }
     for (const pid of pids) { try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ } }
