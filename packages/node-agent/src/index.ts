@@ -12,7 +12,7 @@ import { readHostNetwork } from './network/host-conflicts.ts';
 import { Firewall } from './network/firewall.ts';
 import { registerRoutes } from './routes.ts';
 import { GvisorDriver } from './runtime/gvisor.ts';
-import { defaultEnvdBundle, defaultPtyModulesDir, ensureRuntimeBundle, type RuntimeBundle } from './runtime/runtime-bundle.ts';
+import { defaultEnvdBundle, defaultPtyModulesDir, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
 import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
 import { reconcile } from './sandboxes/reconcile.ts';
@@ -56,7 +56,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const logger = opts.logger;
   if (nc.runtime === 'microvm') throw new SvcError(500, 'node_agent.runtime microvm: the microvm driver is not available in this version; use gvisor or auto');
   if (process.getuid?.() !== 0) throw new Error('the node agent runs sandboxes and must run as root');
-  const missing = missingTools([opts.runscPath ?? 'runsc', 'nsenter', 'ip', 'nft', 'mount', 'umount', 'ldd', '/usr/bin/tini-static']);
+  const missing = missingTools([opts.runscPath ?? 'runsc', 'nsenter', 'ip', 'nft', 'mount', 'umount', 'ldd', SANDBOX_INIT]);
   if (missing.length) throw new Error(`node agent: missing host tools: ${missing.join(', ')} (scripts/install-system-deps.sh installs them)`);
 
   const stateDir = nc.state_dir;
@@ -86,7 +86,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     bundle ??= (async () => {
       const envdBundle = opts.envdBundle ?? defaultEnvdBundle();
       if (!envdBundle) throw new SvcError(503, 'envd bundle not found: run `npm run build` (dist/envd.mjs) or set SVC_ENVD_BUNDLE');
-      return ensureRuntimeBundle(stateDir, { envdBundle, nodeBinary: process.execPath, tini: '/usr/bin/tini-static', ptyModulesDir: defaultPtyModulesDir() });
+      return ensureRuntimeBundle(stateDir, { envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, ptyModulesDir: defaultPtyModulesDir() });
     })().catch((err) => { bundle = undefined; throw err; });
     return bundle;
   };

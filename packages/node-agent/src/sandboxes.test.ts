@@ -236,8 +236,11 @@ describe('node agent sandboxes (real runsc)', () => {
   it('releases a sandbox whose processes died', async () => {
     const sb = await client.createSandbox(createRequest(env));
     await agent.exec(sb.sandboxId, ['kill', '-9', '1']);
-    for (let i = 0; i < 50 && (await envdHealthy(sb.address, 200)); i++) await sleep(50);
-    await agent.sweepDead();
+    // The sweep reads the sandbox's processes from the host; they take a moment to exit.
+    for (let i = 0; i < 100 && (await client.getSandbox(sb.sandboxId).then(() => true, () => false)); i++) {
+      await agent.sweepDead();
+      await sleep(50);
+    }
     await rejects(client.getSandbox(sb.sandboxId), 404, /processes exited/);
     await t.assertClean();
     // The agent keeps serving others.

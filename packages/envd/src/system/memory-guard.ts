@@ -34,7 +34,7 @@ export interface Victim { pid: number; comm: string; residentBytes: number }
  * sandbox's memory, and the host cgroup then kills the whole sentry. This watches the
  * sandbox's memory as gVisor reports it (/proc/meminfo, sized from the OCI limit) and, when it
  * is nearly full, SIGKILLs the process with the largest resident set, as Linux's OOM killer
- * would. Never envd, its ancestors (tini, PID 1) or a process whose oom_score_adj is -1000.
+ * would. Never envd, its ancestors (the init, PID 1) or a process whose oom_score_adj is -1000.
  */
 export class MemoryGuard {
   private timer: NodeJS.Timeout | undefined;
@@ -143,7 +143,7 @@ function parseMeminfo(text: string): MemoryReading {
   return { totalBytes, freeBytes };
 }
 
-/** envd and every ancestor of it (tini, PID 1): killing one would take the sandbox's agent down. */
+/** envd and every ancestor of it (the init, PID 1): killing one would take the sandbox's agent down. */
 async function protectedPids(procDir: string): Promise<Set<number>> {
   const pids = new Set<number>([1, process.pid]);
   let pid = process.ppid;

@@ -72,6 +72,12 @@ export interface RuntimeDriver {
    * no OOM killer inside, so envd's memory guard needs alerting from the host.
    */
   memoryUsedBytes?(ref: InstanceRef): Promise<number>;
+  /**
+   * Whether the instance's processes still exist, read from the host without waking the
+   * sandbox: the liveness sweep asks this of every sandbox every few seconds, and a request
+   * to envd costs a sleeping gVisor sandbox about 3 ms of CPU. Absent: the sweep asks envd.
+   */
+  processesAlive?(ref: InstanceRef): Promise<boolean>;
   /** Why a stopped instance ended, when known; asked before destroy (which drops the evidence). */
   endCause?(ref: InstanceRef): Promise<InstanceEndCause | undefined>;
   /** Instance ids the driver holds anything for on this host (reconciliation after a crash). */

@@ -144,6 +144,12 @@ export class GvisorDriver implements RuntimeDriver {
   }
 
   /** The host cgroup's usage: sentry, gofer and the sandbox's memory file. */
+  async processesAlive(ref: InstanceRef): Promise<boolean> {
+    const pid = (await this.statePids(this.o.names.container(ref.instanceId)))?.sandbox;
+    // A zombie's cmdline reads empty; a reused pid is not runsc's.
+    return !!pid && pid > 1 && (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).includes('runsc');
+  }
+
   async memoryUsedBytes(ref: InstanceRef): Promise<number> {
     return Number((await readFile(this.cgroupFile('memory', this.o.names.container(ref.instanceId), 'memory.usage_in_bytes'), 'utf8')).trim());
   }
@@ -381,19 +387,26 @@ export class GvisorDriver implements RuntimeDriver {
 
   /** Sandbox and gofer pids from runsc's state file, when they are runsc's (pids get reused). */
   private async runscPids(id: string): Promise<number[] | undefined> {
+    const state = await this.statePids(id);
+    if (!state) return undefined;
+    const pids: number[] = [];
+    for (const pid of [state.sandbox, state.gofer]) {
+      if (!pid || pid <= 1) continue;
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
+      if (cmdline === undefined) continue;
+      if (!cmdline.includes('runsc')) return undefined;
+      pids.push(pid);
+    }
+    return pids;
+  }
+
+  /** The sandbox (sentry) and gofer pids runsc's state file names; undefined without one. */
+  private async statePids(id: string): Promise<{ sandbox?: number; gofer?: number } | undefined> {
     try {
       const state = JSON.parse(await readFile(this.stateFile(id), 'utf8')) as { goferPid?: number; sandbox?: { pid?: number } };
-      const pids: number[] = [];
-      for (const pid of [state.sandbox?.pid, state.goferPid]) {
-        if (!pid || pid <= 1) continue;
-        const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => undefined);
-        if (cmdline === undefined) continue;
-        if (!cmdline.includes('runsc')) return undefined;
-        pids.push(pid);
-      }
-      return pids;
+      return { sandbox: state.sandbox?.pid, gofer: state.goferPid };
     } catch {
-      return undefined;
+      return undefined; // no state file (never started, or deleted): nothing of runsc's to find
     }
   }
 

@@ -10,7 +10,7 @@ const CAPS = [
 /** Tells envd to run its memory guard: gVisor has no OOM killer of its own inside the sandbox. */
 export const MEMORY_GUARD_ENV = 'SVC_ENVD_MEMORY_GUARD';
 
-/** The OCI runtime spec of one sandbox: tini → envd as PID 1, the runtime at /.svc, CPU, memory and process limits. */
+/** The OCI runtime spec of one sandbox: dumb-init → envd as PID 1, the runtime at /.svc, CPU, memory and process limits. */
 export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: string): object {
   const limits = sandboxLimits(spec.resources);
   const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [MEMORY_GUARD_ENV]: '1' };

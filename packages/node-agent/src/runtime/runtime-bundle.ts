@@ -10,22 +10,29 @@ import { run } from '../host/exec.ts';
 /**
  * The read-only directory injected into every sandbox at /.svc: the host's node binary with
  * its shared libraries and dynamic loader (so envd runs in any image, even one without libc),
- * tini as PID 1, and the envd bundle with its native pty module next to it.
- *   /.svc/bin/node  /.svc/bin/tini  /.svc/lib/ld-linux-x86-64.so.2 ...  /.svc/envd/envd.mjs
+ * dumb-init as PID 1, and the envd bundle with its native pty module next to it.
+ *   /.svc/bin/node  /.svc/bin/dumb-init  /.svc/lib/ld-linux-x86-64.so.2 ...  /.svc/envd/envd.mjs
+ * PID 1 is dumb-init rather than tini because tini wakes every second to reap (sigtimedwait with
+ * a 1 s timeout), and under gVisor's ptrace platform each wake costs an idle sandbox about
+ * 0.05% of a core; dumb-init sleeps in sigwait until a signal comes (docs/decisions.md).
  */
 export const SANDBOX_RUNTIME_DIR = '/.svc';
+
+/** The host's init for sandboxes (Debian's dumb-init package). */
+export const SANDBOX_INIT = '/usr/bin/dumb-init';
 
 export interface RuntimeBundle {
   /** Host directory bind-mounted at /.svc. */
   dir: string;
-  /** Command line of the sandbox's PID 1 (tini → envd). */
+  /** Command line of the sandbox's PID 1 (dumb-init → envd). */
   initArgs: string[];
 }
 
 export interface RuntimeBundleSource {
   envdBundle: string;
   nodeBinary: string;
-  tini: string;
+  /** The init that reaps orphans and forwards signals (Debian's dumb-init, linked against libc). */
+  init: string;
   /** Directory holding @lydell/node-pty and its platform package. */
   ptyModulesDir?: string;
 }
@@ -53,14 +60,15 @@ export function defaultPtyModulesDir(): string | undefined {
 
 export function initArgs(): string[] {
   const d = SANDBOX_RUNTIME_DIR;
-  return [`${d}/bin/tini`, '--', `${d}/lib/ld-linux-x86-64.so.2`, '--library-path', `${d}/lib`, `${d}/bin/node`, `${d}/envd/envd.mjs`];
+  const loader = [`${d}/lib/ld-linux-x86-64.so.2`, '--library-path', `${d}/lib`];
+  return [...loader, `${d}/bin/dumb-init`, '--', ...loader, `${d}/bin/node`, `${d}/envd/envd.mjs`];
 }
 
 /** Assembles the runtime once per (node version, envd bundle) under `<stateDir>/runtime/`. */
 export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSource): Promise<RuntimeBundle> {
   if (!existsSync(src.envdBundle)) throw new SvcError(503, `envd bundle ${src.envdBundle} not found (run npm run build)`);
   const envd = await readFile(src.envdBundle);
-  const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(envd).digest('hex').slice(0, 12);
+  const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(src.init).update(envd).digest('hex').slice(0, 12);
   const dir = join(stateDir, 'runtime', `node-${process.version}-${key}`);
   if (existsSync(join(dir, '.complete'))) return { dir, initArgs: initArgs() };
 
@@ -70,11 +78,11 @@ export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSo
     await mkdir(join(tmp, 'lib'));
     await mkdir(join(tmp, 'envd'));
     await copyFile(src.nodeBinary, join(tmp, 'bin/node'));
-    await copyFile(src.tini, join(tmp, 'bin/tini'));
+    await copyFile(src.init, join(tmp, 'bin/dumb-init'));
     await chmod(join(tmp, 'bin/node'), 0o755);
-    await chmod(join(tmp, 'bin/tini'), 0o755);
+    await chmod(join(tmp, 'bin/dumb-init'), 0o755);
     const ptyNative = src.ptyModulesDir ? join(src.ptyModulesDir, `@lydell/node-pty-linux-${process.arch}`, 'pty.node') : undefined;
-    const libs = await sharedLibraries([src.nodeBinary, ...(ptyNative && existsSync(ptyNative) ? [ptyNative] : [])]);
+    const libs = await sharedLibraries([src.nodeBinary, src.init, ...(ptyNative && existsSync(ptyNative) ? [ptyNative] : [])]);
     for (const lib of libs) await copyFile(lib, join(tmp, 'lib', basename(lib)));
     if (!libs.some((l) => basename(l) === 'ld-linux-x86-64.so.2')) throw new Error(`no ld-linux-x86-64.so.2 among ${src.nodeBinary}'s libraries`);
     await writeFile(join(tmp, 'envd/envd.mjs'), envd);

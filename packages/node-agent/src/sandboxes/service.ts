@@ -229,7 +229,9 @@ export class SandboxService {
    */
   async sweepDead(): Promise<void> {
     const probe = async (inst: Instance) => {
-      if (inst.record.phase !== 'running' || (await envdHealthy(inst.record.address, 1_000))) return false;
+      if (inst.record.phase !== 'running') return false;
+      const alive = this.d.driver.processesAlive ? await this.d.driver.processesAlive(inst.ref) : await envdHealthy(inst.record.address, 1_000);
+      if (alive) return false;
       const status = await this.d.driver.status(inst.ref);
       return status === 'stopped' || status === 'missing';
     };
