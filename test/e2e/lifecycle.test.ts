@@ -1,5 +1,5 @@
 /**
- * Auto-pause on idle, auto-resume on the next plain HTTP request, kill on timeout (410),
+ * Auto-pause on idle, auto-resume on the next plain HTTP request, kill on timeout (410 on user ports),
  * private sandboxes behind a traffic token, WebSockets and streaming through the data plane.
  */
 import { after, before, test } from 'node:test';
@@ -76,12 +76,17 @@ test('onTimeout pause + autoResume: idles into pause, a plain HTTP request wakes
   }
 });
 
-test('onTimeout kill: the sandbox is reclaimed and then answers 410', async () => {
+test('onTimeout kill: the sandbox is reclaimed; its ports answer 410, envd 502 (the SDK: not running), REST 404', async () => {
   const sbx = await Sandbox.create('base', { timeoutMs: 3_000 });
   await startHttpServer(sbx, 8001);
-  await waitFor('the timeout kill', async () => ((await state(sbx.sandboxId)).status === 410 ? true : undefined), 30_000);
+  await waitFor('the timeout kill', async () => ((await state(sbx.sandboxId)).status === 404 ? true : undefined), 30_000);
   const r = await get(sbx.getHost(8001));
   assert.equal(r.status, 410);
+  assert.match(r.body, /timed out/);
+  assert.equal(await sbx.isRunning(), false);
+  await assert.rejects(sbx.commands.run('true'), (e: Error) => e.name === 'TimeoutError', 'E2B\'s answer for a sandbox that timed out');
+  await assert.rejects(Sandbox.connect(sbx.sandboxId), (e: Error) => e.name === 'SandboxNotFoundError');
+  await assert.rejects(sbx.getInfo(), (e: Error) => e.name === 'SandboxNotFoundError');
   assert.ok(p.logLines().some((l) => l.includes('timeout-killed sandbox') && l.includes(sbx.sandboxId)));
 });
 
@@ -93,6 +98,7 @@ test('a paused sandbox without autoResume stays paused and says so', async () =>
     const r = await get(sbx.getHost(8002));
     assert.equal(r.status, 409);
     assert.match(r.body, /paused/);
+    assert.equal(await sbx.isRunning(), false, 'envd\'s port answers 502: not running');
     assert.equal((await state(sbx.sandboxId)).state, 'paused');
   } finally {
     await Sandbox.kill(sbx.sandboxId);

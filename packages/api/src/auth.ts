@@ -3,7 +3,8 @@ import type { FastifyRequest } from 'fastify';
 import { SvcError, unauthorized } from '@svc/common';
 
 export interface AuthConfig {
-  apiKey: string;
+  /** Keys that open the API; none: no key is asked for. */
+  apiKeys: string[];
   callbackUrl: string;
 }
 
@@ -32,10 +33,11 @@ export function keysMatch(presented: string, expected: string): boolean {
 export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promise<void> {
   const path = req.url.split('?')[0];
   if (OPEN_PATHS.has(path)) return;
-  if (cfg.apiKey) {
+  if (cfg.apiKeys.length) {
     const key = presentedKey(req);
     if (!key) throw unauthorized('missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>');
-    if (!keysMatch(key, cfg.apiKey)) throw unauthorized('invalid API key');
+    // Every key is compared, so the time taken does not tell which one came close.
+    if (!cfg.apiKeys.map((k) => keysMatch(key, k)).includes(true)) throw unauthorized('invalid API key');
   }
   if (cfg.callbackUrl) {
     const headers: Record<string, string> = { 'X-Request-Path': path, 'X-Request-Method': req.method };

@@ -10,7 +10,8 @@ import { startMaster } from '@svc/master';
 import { FakeNodeAgent } from '@svc/master/testing/fake-node-agent';
 import { startApiGateway } from './index.ts';
 
-const KEY = 'test-key-123';
+const KEY = 'e2b_0123456789abcdef0123456789abcdef01234567';
+const PREVIOUS_KEY = 'svc_older-shape-key';
 
 async function platform(opts: { callback?: string } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'svc-gw-'));
@@ -19,6 +20,7 @@ async function platform(opts: { callback?: string } = {}) {
   cfg.master.listen = '127.0.0.1:0';
   cfg.api.listen = '127.0.0.1:0';
   cfg.api.api_key = KEY;
+  cfg.api.previous_api_keys = ` ${PREVIOUS_KEY} ,`;
   cfg.api.max_body_bytes = 4096;
   cfg.api.auth_callback_url = opts.callback ?? '';
   cfg.sandbox_domain = 'localhost:3002';
@@ -60,6 +62,8 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.equal((await p.call('GET', '/v2/sandboxes', undefined, {})).status, 401);
       assert.equal((await p.call('GET', '/v2/sandboxes', undefined, { 'x-api-key': 'nope' })).status, 401);
       assert.equal((await p.call('GET', '/v2/sandboxes', undefined, { authorization: `Bearer ${KEY}` })).status, 200);
+      assert.equal((await p.call('GET', '/v2/sandboxes', undefined, { 'x-api-key': PREVIOUS_KEY })).status, 200, 'a previous key still opens the API');
+      assert.equal((await p.call('GET', '/v2/sandboxes', undefined, { 'x-api-key': '' })).status, 401, 'the empty entry of the list is no key');
       const h = await p.call('GET', '/health', undefined, {});
       assert.equal(h.status, 200);
     });
@@ -182,7 +186,13 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       for (const f of ['timestamp', 'timestampUnix', 'cpuCount', 'cpuUsedPct', 'memUsed', 'memTotal', 'memCache', 'diskUsed', 'diskTotal']) assert.ok(f in m.body[0], f);
       assert.equal((await p.call('DELETE', `/sandboxes/${id}`)).status, 204);
       assert.equal((await p.call('DELETE', `/sandboxes/${id}`)).status, 404);
-      assert.equal((await p.call('GET', `/sandboxes/${id}`)).status, 410);
+      // E2B's answer for a killed sandbox on its REST routes is 404 (the SDK's SandboxNotFoundError), message kept.
+      const killed = await p.call('GET', `/sandboxes/${id}`);
+      assert.equal(killed.status, 404);
+      assert.match(killed.body.message, /was killed/);
+      assert.equal((await p.call('POST', `/sandboxes/${id}/connect`, { timeout: 10 })).status, 404);
+      assert.equal((await p.call('POST', `/sandboxes/${id}/timeout`, { timeout: 10 })).status, 404);
+      assert.equal((await p.call('POST', '/svc/sandbox/timeout', { sandbox_id: id, timeout: 10 })).status, 410, 'svc routes keep SPEC.md\'s 410');
     });
 
     await t.test('list v2: state filter, metadata filter, limit with X-Next-Token', async () => {

@@ -16,7 +16,8 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   const masterUrl = opts.masterUrl ?? cfg.master.addr;
   const master = new MasterClient(masterUrl, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000 });
   const app = createHttpApp({ logger: opts.logger, bodyLimit: cfg.api.max_body_bytes });
-  const auth = { apiKey: cfg.api.api_key, callbackUrl: cfg.api.auth_callback_url };
+  const apiKeys = [cfg.api.api_key, ...cfg.api.previous_api_keys.split(',')].map((k) => k.trim()).filter(Boolean);
+  const auth = { apiKeys: cfg.api.api_key ? apiKeys : [], callbackUrl: cfg.api.auth_callback_url };
   app.addHook('onRequest', async (req) => { await authenticate(req, auth); });
 
   app.get('/health', async () => ({ ok: true }));

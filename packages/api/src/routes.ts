@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { badRequest } from '@svc/common';
+import { badRequest, SvcError } from '@svc/common';
 import type { MasterClient } from '@svc/master/api';
 import { parseNewSandbox, toE2bListed, toE2bMetric, toE2bSandbox } from './e2b-shapes.ts';
 
@@ -37,22 +37,22 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
       return page.sandboxes.map((s) => toE2bListed(s, domain));
     });
 
-  app.get<Id>('/sandboxes/:sandboxID', async (req) => toE2bListed(await master.getSandbox(req.params.sandboxID), domain, true));
+  app.get<Id>('/sandboxes/:sandboxID', async (req) => toE2bListed(await asE2b(master.getSandbox(req.params.sandboxID)), domain, true));
   app.delete<Id>('/sandboxes/:sandboxID', async (req, reply) => {
     await master.killSandbox(req.params.sandboxID);
     return reply.status(204).send();
   });
   app.post<Id>('/sandboxes/:sandboxID/pause', async (req, reply) => {
-    await master.pauseSandbox(req.params.sandboxID);
+    await asE2b(master.pauseSandbox(req.params.sandboxID));
     return reply.status(204).send();
   });
   app.post<Id & Body>('/sandboxes/:sandboxID/resume', async (req, reply) => {
-    const s = await master.resumeSandbox(req.params.sandboxID, timeoutOf(req.body));
+    const s = await asE2b(master.resumeSandbox(req.params.sandboxID, timeoutOf(req.body)));
     reply.status(201);
     return toE2bSandbox(s, domain);
   });
   const connect = async (req: { params: { sandboxID: string }; body: Record<string, unknown> | undefined }, reply: { status(n: number): unknown }) => {
-    const r = await master.connectSandbox(req.params.sandboxID, timeoutOf(req.body));
+    const r = await asE2b(master.connectSandbox(req.params.sandboxID, timeoutOf(req.body)));
     reply.status(r.resumed ? 201 : 200);
     return toE2bSandbox(r.sandbox, domain);
   };
@@ -60,14 +60,14 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
   app.post<Id & Body>('/v2/sandboxes/:sandboxID/connect', connect);
   app.post<Id & Body>('/sandboxes/:sandboxID/timeout', async (req, reply) => {
     if (req.body?.timeout === undefined) throw badRequest('timeout is required (seconds)');
-    await master.setTimeout(req.params.sandboxID, req.body.timeout as number);
+    await asE2b(master.setTimeout(req.params.sandboxID, req.body.timeout as number));
     return reply.status(204).send();
   });
   app.post<Id & Body>('/sandboxes/:sandboxID/refreshes', async (req, reply) => {
-    await master.refresh(req.params.sandboxID, req.body?.duration as number | undefined);
+    await asE2b(master.refresh(req.params.sandboxID, req.body?.duration as number | undefined));
     return reply.status(204).send();
   });
-  app.get<Id>('/sandboxes/:sandboxID/metrics', async (req) => (await master.metrics(req.params.sandboxID)).map(toE2bMetric));
+  app.get<Id>('/sandboxes/:sandboxID/metrics', async (req) => (await asE2b(master.metrics(req.params.sandboxID))).map(toE2bMetric));
 
   app.post<Body>('/svc/sandbox/timeout', async (req) => {
     const id = sandboxIdOf(req.body);
@@ -85,6 +85,17 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
     master.addNodeLabels(req.params.id, req.body?.labels as Record<string, string>));
   app.delete<{ Params: { id: string }; Body: { names?: string[] } | undefined }>('/nodes/:id/labels', async (req) =>
     master.removeNodeLabels(req.params.id, req.body?.names as string[]));
+}
+
+/**
+ * E2B answers every REST route of a sandbox that was killed or timed out with 404, which the
+ * official SDK raises as SandboxNotFoundError; the master's 410 becomes that 404, its message
+ * kept (docs/compatibility.md). The /svc/... routes keep the 410.
+ */
+function asE2b<T>(call: Promise<T>): Promise<T> {
+  return call.catch((err: unknown) => {
+    throw err instanceof SvcError && err.status === 410 ? new SvcError(404, err.message) : err;
+  });
 }
 
 function timeoutOf(body: Record<string, unknown> | undefined): number | undefined {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { newToken } from '@svc/common';
@@ -5,16 +6,32 @@ import { newToken } from '@svc/common';
 /** Tokens `svc up` generates once per data directory, so a restart keeps the same API key. */
 export interface UpSecrets {
   api_key: string;
+  /** Keys an earlier version generated here: still accepted, no longer printed. */
+  previous_api_keys?: string[];
   template_callback_token: string;
   proxy_admin_token: string;
 }
+
+/**
+ * The official e2b SDK (2.45 and later) refuses a key that is not `e2b_` followed by hex before
+ * it sends anything, so keys are minted in that shape (docs/compatibility.md).
+ */
+export const E2B_KEY_SHAPE = /^e2b_[0-9a-f]+$/;
+export const newApiKey = () => `e2b_${randomBytes(20).toString('hex')}`;
 
 export function loadOrCreateSecrets(dataDir: string): UpSecrets {
   const file = join(dataDir, 'secrets.json');
   let cur: Partial<UpSecrets> = {};
   if (existsSync(file)) cur = JSON.parse(readFileSync(file, 'utf8'));
+  const previous = [...(cur.previous_api_keys ?? [])];
+  let apiKey = cur.api_key;
+  if (apiKey && !E2B_KEY_SHAPE.test(apiKey)) {
+    previous.push(apiKey);
+    apiKey = undefined;
+  }
   const out: UpSecrets = {
-    api_key: cur.api_key || `svc_${newToken()}`,
+    api_key: apiKey || newApiKey(),
+    ...(previous.length ? { previous_api_keys: previous } : {}),
     template_callback_token: cur.template_callback_token || newToken(),
     proxy_admin_token: cur.proxy_admin_token || newToken(),
   };

@@ -24,7 +24,10 @@ export async function runUp(opts: UpOptions): Promise<void> {
   }
   mkdirSync(cfg.data_dir, { recursive: true });
   const secrets = loadOrCreateSecrets(cfg.data_dir);
-  cfg.api.api_key ||= secrets.api_key;
+  if (!cfg.api.api_key) {
+    cfg.api.api_key = secrets.api_key;
+    cfg.api.previous_api_keys = [cfg.api.previous_api_keys, ...(secrets.previous_api_keys ?? [])].filter(Boolean).join(',');
+  }
   cfg.template_center.callback_token ||= secrets.template_callback_token;
   cfg.svcproxy.admin_token ||= secrets.proxy_admin_token;
   cfg.proxy.admin_token ||= cfg.svcproxy.admin_token;

@@ -8,6 +8,8 @@ export interface SvcConfig {
     listen: string;
     /** Empty: authentication disabled. */
     api_key: string;
+    /** Keys accepted besides api_key, comma-separated (a rotated-out key, keys of older installs). */
+    previous_api_keys: string;
     /** Optional operator auth callback URL (receives X-Request-Path / X-Request-Method). */
     auth_callback_url: string;
     max_body_bytes: number;

@@ -18,7 +18,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
   return {
     data_dir: dataDir,
     sandbox_domain: '',
-    api: { listen: '127.0.0.1:3000', api_key: '', auth_callback_url: '', max_body_bytes: 1024 * 1024 },
+    api: { listen: '127.0.0.1:3000', api_key: '', previous_api_keys: '', auth_callback_url: '', max_body_bytes: 1024 * 1024 },
     master: {
       listen: '127.0.0.1:8089',
       addr: '',
@@ -60,6 +60,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_SANDBOX_DOMAIN', 'sandbox_domain', 'string'],
   ['SVC_API_LISTEN', 'api.listen', 'string'],
   ['SVC_API_KEY', 'api.api_key', 'string'],
+  ['SVC_API_PREVIOUS_KEYS', 'api.previous_api_keys', 'string'],
   ['SVC_AUTH_CALLBACK_URL', 'api.auth_callback_url', 'string'],
   ['SVC_API_MAX_BODY_BYTES', 'api.max_body_bytes', 'int'],
   ['SVC_MASTER_LISTEN', 'master.listen', 'string'],

@@ -2,13 +2,13 @@ import type { Logger } from '@svc/common';
 import type { MasterInternalClient } from '@svc/master/internal-api';
 
 /**
- * Collects which sandboxes saw traffic and reports them to the master about once a second,
- * in one call. A request or WebSocket that stays open keeps its sandbox in every report
- * until it closes, so a long stream never lets the sandbox look idle.
+ * Collects which sandboxes saw traffic and reports them to the master about once a second, in
+ * one call. Traffic is bytes: a request that starts, and every chunk moved in either direction
+ * afterwards. A stream or WebSocket that stays open but silent is idle (docs/data-plane.md,
+ * "Activity"), so a sandbox whose client keeps a quiet connection open still times out.
  */
 export class ActivityTracker {
   private touched = new Set<string>();
-  private readonly open = new Map<string, number>();
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> = Promise.resolve();
   /** Logged once per outage, not once a second. */
@@ -19,26 +19,15 @@ export class ActivityTracker {
     this.timer.unref();
   }
 
-  /** A request or stream for the sandbox began; pair with end(). */
-  begin(sandboxId: string): void {
-    this.touched.add(sandboxId);
-    this.open.set(sandboxId, (this.open.get(sandboxId) ?? 0) + 1);
-  }
-
-  end(sandboxId: string): void {
-    const n = this.open.get(sandboxId);
-    if (n === undefined) return;
-    if (n <= 1) this.open.delete(sandboxId);
-    else this.open.set(sandboxId, n - 1);
+  /** Bytes moved for the sandbox (a request began, a chunk went up or down). */
+  touch(sandboxId: string): void {
     this.touched.add(sandboxId);
   }
 
   async flush(): Promise<void> {
-    const ids = this.touched;
+    if (this.touched.size === 0) return;
+    const sandboxIds = [...this.touched];
     this.touched = new Set();
-    for (const id of this.open.keys()) ids.add(id);
-    if (ids.size === 0) return;
-    const sandboxIds = [...ids];
     try {
       await this.master.reportActivity({ sandboxIds });
       if (this.failing) this.logger.info('activity reports reach the master again');

@@ -48,7 +48,8 @@ test('a request naming no sandbox is 400 and an unknown sandbox 404, both {code,
   assert.equal(r.status, 400);
   assert.equal(r.json().code, 400);
   assert.match(r.json<{ message: string }>().message, /E2b-Sandbox-Id/);
-  const r2 = await call(p.proxy.httpUrl, { host: sandboxHost(49983, 'nosuch') });
+  // A user port; envd's port answers 502 for a sandbox that is not there (gating.test.ts).
+  const r2 = await call(p.proxy.httpUrl, { host: sandboxHost(8000, 'nosuch') });
   assert.equal(r2.status, 404);
   assert.deepEqual(r2.json(), { code: 404, message: 'sandbox nosuch not found' });
   assert.equal(Object.keys(r2.headers).some((h) => /retcode/i.test(h)), false);
@@ -127,6 +128,64 @@ test('a streamed response reaches the client chunk by chunk, unbuffered', async 
   assert.equal(await firstChunk.rest, 'last');
 });
 
+test('activity is bytes: an open stream that goes silent, or only carries envd keepalives, stops counting', async () => {
+  const keepalive = Buffer.from([0, 0, 0, 0, 26, ...Buffer.from('{"event":{"keepalive":{}}}')]);
+  let stop = () => {};
+  p.master.add({ sandboxId: 'quiet', envdPort: up.port });
+  up.custom = (req, res) => {
+    if (req.url !== '/quiet') return false;
+    res.writeHead(200, { 'content-type': 'application/connect+json' });
+    res.write('{"started":true}');
+    const pings = setInterval(() => res.write(keepalive), 50);
+    stop = () => { clearInterval(pings); res.end(); };
+    return true;
+  };
+  const reported = () => p.master.calls.activity.filter((ids) => ids.includes('quiet')).length;
+  const port = Number(new URL(p.proxy.httpUrl).port);
+  const body = new Promise<Buffer>((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path: '/quiet', headers: { host: sandboxHost(up.port, 'quiet') } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (d: Buffer) => parts.push(d));
+      res.on('end', () => resolve(Buffer.concat(parts)));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  try {
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(reported() >= 1, 'the request and its first bytes are activity');
+    const before = reported();
+    await new Promise((r) => setTimeout(r, 1_000)); // five flushes of the proxy under test
+    assert.equal(reported(), before, 'an open stream carrying only keepalives is idle');
+  } finally {
+    stop();
+    up.custom = undefined;
+  }
+  assert.ok((await body).includes(keepalive), 'the keepalives still reach the client');
+});
+
+test('a WebSocket counts as activity only while frames move', async () => {
+  p.master.add({ sandboxId: 'wsquiet', envdPort: up.port });
+  const reported = () => p.master.calls.activity.filter((ids) => ids.includes('wsquiet')).length;
+  const ws = new WebSocket(`${p.proxy.httpUrl.replace('http', 'ws')}/`, { headers: { host: sandboxHost(up.port, 'wsquiet') } });
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  try {
+    ws.send('hello');
+    await new Promise((resolve) => ws.once('message', resolve));
+    await new Promise((r) => setTimeout(r, 500));
+    const before = reported();
+    assert.ok(before >= 1);
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(reported(), before, 'an open, silent WebSocket is idle');
+    ws.send('again');
+    await new Promise((resolve) => ws.once('message', resolve));
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(reported() > before, 'a frame is activity again');
+  } finally {
+    ws.close();
+  }
+});
+
 test('a request body is streamed to the sandbox as it is sent', async () => {
   const port = Number(new URL(p.proxy.httpUrl).port);
   const seen: string[] = [];
@@ -198,7 +257,7 @@ test('an upgrade to a sandbox that does not exist gets a JSON 404 on the raw soc
     s.on('data', (d) => { buf += d.toString(); });
     s.on('end', () => resolve(buf));
     s.on('error', reject);
-    s.write(`GET /ws HTTP/1.1\r\nHost: ${sandboxHost(49983, 'ghost')}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+    s.write(`GET /ws HTTP/1.1\r\nHost: ${sandboxHost(8000, 'ghost')}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
   });
   assert.match(text, /^HTTP\/1\.1 404 Not Found\r\n/);
   assert.match(text, /\{"code":404,"message":"sandbox ghost not found"\}$/);

@@ -85,9 +85,9 @@ test('a request without the token does not wake a paused sandbox', async () => {
   assert.equal(p.master.calls.resume.length, 0);
 });
 
-test('killed and timed-out sandboxes are 410 and say not to retry', async () => {
-  p.master.add({ sandboxId: 'dead', envdPort: up.port, state: 'terminated', terminateReason: 'timeout' });
-  p.master.add({ sandboxId: 'dying', envdPort: up.port, state: 'killing' });
+test('killed and timed-out sandboxes are 410 on their own ports and say not to retry', async () => {
+  p.master.add({ sandboxId: 'dead', envdPort: 49983, state: 'terminated', terminateReason: 'timeout' });
+  p.master.add({ sandboxId: 'dying', envdPort: 49983, state: 'killing' });
   const r = await get('dead');
   assert.equal(r.status, 410);
   assert.equal(r.json().code, 410);
@@ -97,7 +97,7 @@ test('killed and timed-out sandboxes are 410 and say not to retry', async () => 
   assert.equal((await get('dead')).status, 410);
   assert.equal(p.master.calls.route.length, lookups, 'a cached terminated route answers without the master');
   // A sandbox killed while its running route sits in the cache: the kill purges it.
-  p.master.add({ sandboxId: 'live', envdPort: up.port });
+  p.master.add({ sandboxId: 'live', envdPort: 49983 });
   assert.equal((await get('live')).status, 200);
   p.master.set('live', { state: 'terminated', terminateReason: 'killed' });
   await p.coordination.publish('sandbox.events', { kind: 'sandbox.killed', sandboxId: 'live', at: new Date().toISOString() });
@@ -120,12 +120,36 @@ test('paused with autoResume: the request waits for the resume, and concurrent r
   assert.match(p.logs.text(), /"sandboxId":"sleepy"[^\n]*"msg":"auto-resumed sandbox"/);
 });
 
-test('paused without autoResume: 409 telling to resume with connect', async () => {
-  p.master.add({ sandboxId: 'parked', envdPort: up.port, state: 'paused', autoResume: false });
+test('paused without autoResume: 409 on its own ports, telling to resume with connect', async () => {
+  p.master.add({ sandboxId: 'parked', envdPort: 49983, state: 'paused', autoResume: false });
   const r = await get('parked');
   assert.equal(r.status, 409);
   assert.match(r.json<{ message: string }>().message, /sandbox parked is paused; resume it with connect/);
   assert.equal(p.master.calls.resume.length, 0);
+});
+
+test('envd\'s port answers a sandbox that is not running with 502, as E2B\'s proxy does (the SDK reads it as not running)', async () => {
+  p.master.add({ sandboxId: 'envd-dead', envdPort: up.port, state: 'terminated', terminateReason: 'timeout' });
+  p.master.add({ sandboxId: 'envd-killed', envdPort: up.port, state: 'terminated', terminateReason: 'killed' });
+  p.master.add({ sandboxId: 'envd-dying', envdPort: up.port, state: 'killing' });
+  p.master.add({ sandboxId: 'envd-parked', envdPort: up.port, state: 'paused', autoResume: false });
+  const cases: Array<[string, RegExp]> = [
+    ['envd-dead', /not running: it timed out and was killed/],
+    ['envd-killed', /not running: it was killed/],
+    ['envd-dying', /not running/],
+    ['envd-parked', /not running: it is paused; resume it with connect/],
+  ];
+  for (const [id, message] of cases) {
+    const r = await get(id, {}, '/health');
+    assert.equal(r.status, 502, id);
+    assert.equal(r.json().code, 502);
+    assert.match(r.json<{ message: string }>().message, message);
+  }
+  assert.equal(p.master.calls.resume.length, 0, 'nothing resumed');
+  // An unknown sandbox: 502 on envd's port (the default one when no route is known), 404 elsewhere.
+  assert.equal((await call(p.proxy.httpUrl, { host: sandboxHost(49983, 'nobody'), path: '/health' })).status, 502);
+  assert.equal((await call(p.proxy.httpUrl, { headers: { 'e2b-sandbox-id': 'nobody' }, path: '/health' })).status, 502, 'no port named: envd');
+  assert.equal((await call(p.proxy.httpUrl, { host: sandboxHost(8000, 'nobody') })).status, 404);
 });
 
 test('auto-resume failure: 503 with Retry-After, at once', async () => {

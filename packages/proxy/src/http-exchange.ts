@@ -4,6 +4,7 @@ import type { SandboxRoute } from '@svc/master/internal-api';
 import { filterResponseHeaders, hasContentLength, requestHead, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError } from './error-response.ts';
 import { presentedAccess } from './access-check.ts';
+import { isKeepaliveFrame } from './keepalive-frames.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import type { Target } from './target.ts';
 import type { ResponseSink, UpstreamConnection } from './upstream-pool.ts';
@@ -23,7 +24,8 @@ export class HttpExchange implements ResponseSink {
   private bodyStarted = false;
   private retried = false;
   private completed = false;
-  private trackedId: string | undefined;
+  /** The sandbox whose activity this exchange's bytes count as, once known. */
+  private sandboxId: string | undefined;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -55,10 +57,8 @@ export class HttpExchange implements ResponseSink {
   }
 
   private send(route: SandboxRoute): void {
-    if (this.trackedId === undefined) {
-      this.trackedId = route.sandboxId;
-      this.ctx.activity.begin(route.sandboxId);
-    }
+    this.sandboxId = route.sandboxId;
+    this.ctx.activity.touch(route.sandboxId);
     const port = this.target.port || route.envdPort;
     if (this.head === undefined || this.port !== port || this.route?.address !== route.address) {
       this.head = requestHead(this.req.method ?? 'GET', this.req.url ?? '/', this.scan, `${route.address}:${port}`);
@@ -84,6 +84,7 @@ export class HttpExchange implements ResponseSink {
     const resumeReq = () => req.resume();
     req.on('data', (chunk: Buffer) => {
       if (this.conn !== conn) return;
+      this.ctx.activity.touch(this.sandboxId!);
       let ok: boolean;
       if (chunked) {
         conn.socket.cork();
@@ -121,6 +122,7 @@ export class HttpExchange implements ResponseSink {
   }
 
   onBody(chunk: Buffer): void {
+    if (!isKeepaliveFrame(chunk)) this.ctx.activity.touch(this.sandboxId!);
     if (this.res.write(chunk)) return;
     const conn = this.conn;
     if (conn === undefined) return;
@@ -172,7 +174,6 @@ export class HttpExchange implements ResponseSink {
   }
 
   private readonly onClientClose = (): void => {
-    if (this.trackedId !== undefined) this.ctx.activity.end(this.trackedId);
     if (!this.res.writableFinished) {
       this.conn?.destroy();
       this.conn = undefined;

@@ -26,19 +26,22 @@ export class RouteGate {
   async runningRoute(sandboxId: string, port: number, presented: PresentedAccess): Promise<SandboxRoute> {
     const deadline = Date.now() + this.timing.settleWaitMs;
     // A cached terminated route answers 410 without asking the master again.
-    let route = this.cache.fresh(sandboxId) ?? await this.cache.load(sandboxId);
+    let route = this.cache.fresh(sandboxId) ?? await this.cache.load(sandboxId).catch((err) => {
+      throw isEnvdPort(port) && err instanceof SvcError && err.status === 404 ? notRunning(sandboxId, 'it does not exist') : err;
+    });
     // Checked before any gating, so that a request without the token cannot wake a sandbox up.
     const refusal = accessRefusal(route, port, presented);
     if (refusal) throw refusal;
+    const envd = isEnvdPort(port, route);
     for (;;) {
       switch (route.state) {
         case 'running':
           return route;
         case 'killing':
         case 'terminated':
-          throw gone(route);
+          throw envd ? notRunning(sandboxId, route.terminateReason === 'timeout' ? 'it timed out and was killed' : 'it was killed') : gone(route);
         case 'paused':
-          if (!route.autoResume) throw pausedWithoutAutoResume(sandboxId);
+          if (!route.autoResume) throw envd ? notRunning(sandboxId, 'it is paused; resume it with connect') : pausedWithoutAutoResume(sandboxId);
           route = await this.resumer.resume(sandboxId);
           this.cache.set(route);
           if (route.state === 'running') return route;
@@ -61,6 +64,20 @@ export class RouteGate {
   }
 }
 
+/** Port 0 (no port named) and the route's envd port are envd's; before a route is known, 49983 is. */
+function isEnvdPort(port: number, route?: SandboxRoute): boolean {
+  return port === 0 || port === (route?.envdPort ?? DEFAULT_ENVD_PORT);
+}
+
+/**
+ * envd's port answers a sandbox that is not running with 502, as E2B's proxy does: the official
+ * SDK reads 502 as "not running" (`isRunning()` false, a cut stream a TimeoutError) and would
+ * throw on 404, 409 or 410 (docs/compatibility.md). Other ports keep 410 and 409.
+ */
+function notRunning(sandboxId: string, why: string) {
+  return new SvcError(502, `sandbox ${sandboxId} is not running: ${why}`);
+}
+
 function gone(route: SandboxRoute) {
   const why = route.terminateReason === 'timeout' ? 'timed out and was killed' : 'was killed';
   return new SvcError(410, `sandbox ${route.sandboxId} ${why}; it cannot come back, do not retry`);
@@ -70,6 +87,7 @@ function pausedWithoutAutoResume(sandboxId: string) {
   return new SvcError(409, `sandbox ${sandboxId} is paused; resume it with connect (Sandbox.connect) before sending requests to it`);
 }
 
+const DEFAULT_ENVD_PORT = 49983;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Route lookups at the master, with its failures turned into what a data-plane client should see. */

@@ -85,12 +85,15 @@ export class UpgradeExchange {
     const client = this.client;
     upstream.write(this.requestHead());
     if (this.head.length > 0) upstream.write(this.head);
-    this.ctx.activity.begin(sandboxId);
+    const touch = () => this.ctx.activity.touch(sandboxId);
+    touch();
+    // Every frame either way is activity; an open, silent WebSocket is idle.
+    upstream.on('data', touch);
+    client.on('data', touch);
     let ended = false;
     const close = () => {
       if (ended) return;
       ended = true;
-      this.ctx.activity.end(sandboxId);
       upstream.destroy();
       client.destroy();
     };
