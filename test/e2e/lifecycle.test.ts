@@ -76,6 +76,27 @@ test('onTimeout pause + autoResume: idles into pause, a plain HTTP request wakes
   }
 });
 
+test('idle means silence: a background command whose stream stays open does not keep the sandbox awake', async () => {
+  const sbx = await Sandbox.create('base', { timeoutMs: 8_000, lifecycle: { onTimeout: 'pause', autoResume: true } });
+  try {
+    await sbx.files.write('/home/user/www/index.html', 'still serving');
+    // The SDK keeps this command's stream open for as long as the client lives.
+    await sbx.commands.run('cd /home/user/www && exec python3 -m http.server 8000', { background: true, timeoutMs: 0 });
+    await waitFor('the HTTP server', async () => ((await get(sbx.getHost(8000))).status === 200 ? true : undefined));
+    const lastTraffic = Date.now();
+    await waitFor('the auto-pause', async () => ((await state(sbx.sandboxId)).state === 'paused' ? true : undefined), 30_000);
+    const pausedAfter = Date.now() - lastTraffic;
+    // The timeout, plus the proxy's report (1 s), a sweep (1 s) and the pause itself.
+    assert.ok(pausedAfter < 8_000 + 5_000, `paused ${pausedAfter} ms after the last byte`);
+    const page = await get(sbx.getHost(8000));
+    assert.equal(page.status, 200);
+    assert.match(page.body, /still serving/);
+    assert.equal((await state(sbx.sandboxId)).state, 'running');
+  } finally {
+    await sbx.kill();
+  }
+});
+
 test('onTimeout kill: the sandbox is reclaimed; its ports answer 410, envd 502 (the SDK: not running), REST 404', async () => {
   const sbx = await Sandbox.create('base', { timeoutMs: 3_000 });
   await startHttpServer(sbx, 8001);

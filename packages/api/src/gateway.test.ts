@@ -211,6 +211,49 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.equal((await p.call('GET', '/v2/sandboxes?state=weird')).status, 400);
     });
 
+    await t.test('list v2: order, startedAfter/startedBefore and X-Total-Running as E2B\'s openapi says', async () => {
+      const tag = `o${Date.now()}`;
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        ids.push((await p.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { tag } })).body.sandboxID);
+        await new Promise((r) => setTimeout(r, 15));
+      }
+      const q = `metadata=${encodeURIComponent(`tag=${tag}`)}`;
+      const listed = async (extra: string) => ((await p.call('GET', `/v2/sandboxes?${q}&${extra}`)).body as Array<{ sandboxID: string; startedAt: string }>);
+      assert.deepEqual((await listed('')).map((s) => s.sandboxID), [...ids].reverse(), 'newest first by default');
+      assert.deepEqual((await listed('order=asc')).map((s) => s.sandboxID), ids);
+      // Pages in ascending order continue in ascending order.
+      const first = await p.call('GET', `/v2/sandboxes?${q}&order=asc&limit=2`);
+      const rest = await p.call('GET', `/v2/sandboxes?${q}&order=asc&limit=2&nextToken=${first.headers.get('x-next-token')}`);
+      assert.deepEqual([...first.body, ...rest.body].map((s: { sandboxID: string }) => s.sandboxID), ids);
+      const all = await listed('order=asc');
+      const middle = all[1].startedAt;
+      assert.deepEqual((await listed(`startedAfter=${encodeURIComponent(middle)}&order=asc`)).map((s) => s.sandboxID), ids.slice(1));
+      assert.deepEqual((await listed(`startedBefore=${encodeURIComponent(middle)}&order=asc`)).map((s) => s.sandboxID), ids.slice(0, 2));
+      assert.deepEqual(await listed('startedAfter=2999-01-01T00:00:00Z'), []);
+      const running = await p.call('GET', '/v2/sandboxes?limit=1');
+      assert.ok(Number(running.headers.get('x-total-running')) >= 3, 'X-Total-Running counts every running sandbox');
+      const bad = await p.call('GET', '/v2/sandboxes?order=sideways');
+      assert.equal(bad.status, 400);
+      assert.match(bad.body.message, /order/);
+      const badTime = await p.call('GET', '/v2/sandboxes?startedAfter=yesterday');
+      assert.equal(badTime.status, 400);
+      assert.match(badTime.body.message, /startedAfter/);
+    });
+
+    await t.test('metrics: start and end (unix seconds) bound what comes back', async () => {
+      const id = (await p.call('POST', '/v2/sandboxes', { templateID: 'base' })).body.sandboxID;
+      const now = Math.floor(Date.now() / 1000);
+      assert.equal((await p.call('GET', `/sandboxes/${id}/metrics`)).body.length, 1);
+      assert.equal((await p.call('GET', `/sandboxes/${id}/metrics?start=${now - 60}&end=${now + 60}`)).body.length, 1);
+      assert.deepEqual((await p.call('GET', `/sandboxes/${id}/metrics?start=${now - 3600}&end=${now - 600}`)).body, [], 'a range in the past holds no sample');
+      assert.deepEqual((await p.call('GET', `/sandboxes/${id}/metrics?start=${now + 600}`)).body, [], 'nor one in the future');
+      for (const bad of ['start=abc', 'end=-5', `start=${now}&end=${now - 10}`]) {
+        const r = await p.call('GET', `/sandboxes/${id}/metrics?${bad}`);
+        assert.equal(r.status, 400, bad);
+      }
+    });
+
     await t.test('node labels through the gateway', async () => {
       const ok = await p.call('POST', '/nodes/n1/labels', { labels: { 'example.com/zone': 'a', tier: 'gold' } });
       assert.equal(ok.status, 200);

@@ -26,14 +26,18 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
     } while (nextToken);
     return out;
   });
-  app.get<{ Querystring: { metadata?: string; state?: string | string[]; limit?: string; nextToken?: string; template?: string } }>(
+  app.get<{ Querystring: { metadata?: string; state?: string | string[]; limit?: string; nextToken?: string; template?: string; order?: string; startedAfter?: string; startedBefore?: string } }>(
     '/v2/sandboxes', async (req, reply) => {
       const q = req.query;
       const state = Array.isArray(q.state) ? q.state.join(',') : q.state;
       const limit = q.limit === undefined ? undefined : Number(q.limit);
       if (limit !== undefined && !Number.isInteger(limit)) throw badRequest('limit must be an integer');
-      const page = await master.listSandboxes({ metadata: q.metadata, state, limit, nextToken: q.nextToken, template: q.template });
+      const page = await master.listSandboxes({
+        metadata: q.metadata, state, limit, nextToken: q.nextToken, template: q.template,
+        order: q.order, startedAfter: q.startedAfter, startedBefore: q.startedBefore,
+      });
       if (page.nextToken) reply.header('X-Next-Token', page.nextToken);
+      reply.header('X-Total-Running', String(page.totalRunning));
       return page.sandboxes.map((s) => toE2bListed(s, domain));
     });
 
@@ -67,7 +71,8 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
     await asE2b(master.refresh(req.params.sandboxID, req.body?.duration as number | undefined));
     return reply.status(204).send();
   });
-  app.get<Id>('/sandboxes/:sandboxID/metrics', async (req) => (await asE2b(master.metrics(req.params.sandboxID))).map(toE2bMetric));
+  app.get<Id & { Querystring: { start?: string; end?: string } }>('/sandboxes/:sandboxID/metrics', async (req) =>
+    (await asE2b(master.metrics(req.params.sandboxID, { start: req.query.start, end: req.query.end }))).map(toE2bMetric));
 
   app.post<Body>('/svc/sandbox/timeout', async (req) => {
     const id = sandboxIdOf(req.body);

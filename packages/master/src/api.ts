@@ -10,7 +10,7 @@
  *   POST   /v1/sandboxes/:id/resume       → SandboxRecord          (body { timeout? }, deprecated semantics)
  *   POST   /v1/sandboxes/:id/timeout      → SandboxRecord          (body { timeout })
  *   POST   /v1/sandboxes/:id/refresh      → SandboxRecord          (body { duration? })
- *   GET    /v1/sandboxes/:id/metrics      → SandboxMetrics[]
+ *   GET    /v1/sandboxes/:id/metrics      → SandboxMetrics[]      (query MetricsRange)
  *   GET    /v1/nodes, /v1/nodes/:id       → NodeRecord[] / NodeRecord
  *   POST   /v1/nodes/:id/labels           → NodeRecord  (body { labels: {name: value} })
  *   DELETE /v1/nodes/:id/labels           → NodeRecord  (body { names: string[] })
@@ -115,11 +115,24 @@ export interface ListSandboxesQuery {
   template?: string;
   limit?: number;
   nextToken?: string;
+  /** By start time: `desc` (newest first, the default) or `asc`. */
+  order?: string;
+  /** ISO 8601 timestamps; started at or after, at or before. */
+  startedAfter?: string;
+  startedBefore?: string;
 }
 
 export interface SandboxPage {
   sandboxes: SandboxRecord[];
   nextToken?: string;
+  /** How many sandboxes run now, whatever the filters (E2B's X-Total-Running). */
+  totalRunning: number;
+}
+
+/** A range of unix seconds for metrics, as numbers or as the query text; either end open. */
+export interface MetricsRange {
+  start?: number | string;
+  end?: number | string;
 }
 
 export interface ConnectResult {
@@ -173,7 +186,7 @@ export class MasterClient {
   refresh(id: string, duration?: number) {
     return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/refresh`, { duration });
   }
-  metrics(id: string) { return this.http.get<SandboxMetrics[]>(`/v1/sandboxes/${seg(id)}/metrics`); }
+  metrics(id: string, range: MetricsRange = {}) { return this.http.get<SandboxMetrics[]>(`/v1/sandboxes/${seg(id)}/metrics`, { query: { ...range } }); }
   listNodes() { return this.http.get<NodeRecord[]>('/v1/nodes'); }
   getNode(id: string) { return this.http.get<NodeRecord>(`/v1/nodes/${seg(id)}`); }
   addNodeLabels(id: string, labels: Record<string, string>) {

@@ -120,7 +120,7 @@ function masterRoutes(k: Known): RouteSpec[] {
     secure: false, allowInternetAccess: true, network: { allowOut: [], denyOut: [], allowPublicTraffic: true, rules: [] },
     volumeMounts: [], cpuCount: 1, memoryMB: 256,
   } satisfies Required<CreateSandboxInput>);
-  const listQuery = { state: 'running', metadata: 'owner=fuzz', template: 'base', limit: '5', nextToken: 'x' } satisfies Record<keyof ListSandboxesQuery, string>;
+  const listQuery = { state: 'running', metadata: 'owner=fuzz', template: 'base', limit: '5', nextToken: 'x', order: 'asc', startedAfter: '2026-01-01T00:00:00Z', startedBefore: '2099-01-01T00:00:00Z' } satisfies Record<keyof ListSandboxesQuery, string>;
   const reason = (r: LifecycleReason) => ({ reason: r });
   const register = json({
     nodeId: 'fuzz-node', address: NOWHERE, runtime: 'gvisor', pauseKinds: ['freeze'], capacity: { cpuCount: 1, memoryMB: 0 },

@@ -32,17 +32,29 @@ export class SandboxRepo {
   }
 
   /** Live sandboxes, newest first, keyset-paginated on (started_at, sandbox_id). */
-  async list(opts: { states: SandboxState[]; templateIds?: string[]; after?: { startedAt: number; id: string }; limit: number }): Promise<Row[]> {
+  async list(opts: {
+    states: SandboxState[]; templateIds?: string[]; after?: { startedAt: number; id: string }; limit: number;
+    order?: 'asc' | 'desc'; startedAfter?: number; startedBefore?: number;
+  }): Promise<Row[]> {
+    const order = opts.order ?? 'desc';
+    const past = order === 'desc' ? '<' : '>';
     let q = this.db.selectFrom('t_svc_sandbox').selectAll().where('state', 'in', opts.states);
     if (opts.templateIds) q = q.where('template_id', 'in', opts.templateIds);
+    if (opts.startedAfter !== undefined) q = q.where('started_at', '>=', opts.startedAfter);
+    if (opts.startedBefore !== undefined) q = q.where('started_at', '<=', opts.startedBefore);
     if (opts.after) {
       const { startedAt, id } = opts.after;
       q = q.where((eb) => eb.or([
-        eb('started_at', '<', startedAt),
-        eb.and([eb('started_at', '=', startedAt), eb('sandbox_id', '<', id)]),
+        eb('started_at', past, startedAt),
+        eb.and([eb('started_at', '=', startedAt), eb('sandbox_id', past, id)]),
       ]));
     }
-    return q.orderBy('started_at', 'desc').orderBy('sandbox_id', 'desc').limit(opts.limit).execute();
+    return q.orderBy('started_at', order).orderBy('sandbox_id', order).limit(opts.limit).execute();
+  }
+
+  async countRunning(): Promise<number> {
+    const r = await this.db.selectFrom('t_svc_sandbox').select((eb) => eb.fn.countAll<number | string>().as('n')).where('state', '=', 'running').executeTakeFirst();
+    return Number(r?.n ?? 0);
   }
 
   async listByNode(nodeId: string): Promise<Row[]> {

@@ -25,7 +25,7 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService,
   app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/resume', async (req) => svc.resume(req.params.id, req.body?.timeout));
   app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/timeout', async (req) => svc.setTimeout(req.params.id, req.body?.timeout));
   app.post<IdParams & { Body: { duration?: number } }>('/v1/sandboxes/:id/refresh', async (req) => svc.refresh(req.params.id, req.body?.duration));
-  app.get<IdParams>('/v1/sandboxes/:id/metrics', async (req) => svc.metrics(req.params.id));
+  app.get<IdParams & { Querystring: { start?: unknown; end?: unknown } }>('/v1/sandboxes/:id/metrics', async (req) => svc.metrics(req.params.id, req.query));
 
   app.get<IdParams>('/internal/v1/sandboxes/:id/route', async (req) => svc.route(req.params.id));
   app.post<{ Body: { sandboxIds: unknown } }>('/internal/v1/activity', async (req, reply) => {

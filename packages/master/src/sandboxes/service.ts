@@ -114,20 +114,26 @@ export class SandboxService {
   }
 
   async list(q: ListSandboxesQuery): Promise<SandboxPage> {
-    for (const k of ['metadata', 'template', 'nextToken'] as const) {
+    for (const k of ['metadata', 'template', 'nextToken', 'order', 'startedAfter', 'startedBefore'] as const) {
       if (q[k] !== undefined && typeof q[k] !== 'string') throw badRequest(`${k} must be given once`);
     }
     // A repeated ?state= arrives as a list; it means the same as a comma list.
     const states = parseStates(Array.isArray(q.state) ? q.state.join(',') : q.state);
     const limit = q.limit === undefined ? 100 : Number(q.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw badRequest('limit must be an integer from 1 to 1000');
+    if (q.order !== undefined && q.order !== 'asc' && q.order !== 'desc') throw badRequest('order must be asc or desc');
+    const order = q.order ?? 'desc';
+    const startedAfter = parseInstant(q.startedAfter, 'startedAfter');
+    const startedBefore = parseInstant(q.startedBefore, 'startedBefore');
     const filter = parseMetadataFilter(q.metadata);
     const templateIds = q.template ? await this.d.templates.idsFor(q.template) : undefined;
     let after = q.nextToken ? decodeToken(q.nextToken) : undefined;
+    const query = { states, templateIds, order, startedAfter, startedBefore } as const;
+    const totalRunning = await this.d.repo.countRunning();
     const out: SandboxRecord[] = [];
     // Metadata is JSON in a text column on three engines: filter here, page until the page is full.
     for (;;) {
-      const rows = await this.d.repo.list({ states, templateIds, after, limit: limit + 1 });
+      const rows = await this.d.repo.list({ ...query, after, limit: limit + 1 });
       for (const r of rows.slice(0, limit)) {
         if (out.length === limit) break;
         after = { startedAt: Number(r.started_at), id: r.sandbox_id };
@@ -135,10 +141,10 @@ export class SandboxService {
         if (rec && filter.every(([k, v]) => rec.metadata[k] === v)) out.push(rec);
       }
       if (out.length === limit) {
-        const more = rows.length > limit || (await this.d.repo.list({ states, templateIds, after, limit: 1 })).length > 0;
-        return { sandboxes: out, ...(more ? { nextToken: encodeToken(after!) } : {}) };
+        const more = rows.length > limit || (await this.d.repo.list({ ...query, after, limit: 1 })).length > 0;
+        return { sandboxes: out, totalRunning, ...(more ? { nextToken: encodeToken(after!) } : {}) };
       }
-      if (rows.length <= limit) return { sandboxes: out };
+      if (rows.length <= limit) return { sandboxes: out, totalRunning };
     }
   }
 
@@ -266,10 +272,19 @@ export class SandboxService {
     return toRecord((await this.d.repo.get(id))!);
   }
 
-  async metrics(id: string) {
+  /** The sandbox's metrics now, when now lies in the range of unix seconds asked for. */
+  async metrics(id: string, range: { start?: unknown; end?: unknown } = {}) {
+    const start = parseUnixSeconds(range.start, 'start');
+    const end = parseUnixSeconds(range.end, 'end');
+    if (start !== undefined && end !== undefined && start > end) throw badRequest('start must not be after end');
     const row = await this.live(id);
     if (row.state !== 'running' && row.state !== 'paused') return [];
-    return [await (await this.d.nodes.client(row.node_id)).metrics(id)];
+    const now = Date.now() / 1000;
+    // A sample is taken now: a range that ends before now, or starts after it, holds none.
+    if ((end !== undefined && end < Math.floor(now)) || (start !== undefined && start > Math.ceil(now))) return [];
+    const sample = await (await this.d.nodes.client(row.node_id)).metrics(id);
+    const inRange = (start === undefined || sample.timestampUnix >= start) && (end === undefined || sample.timestampUnix <= end);
+    return inRange ? [sample] : [];
   }
 
   async route(id: string): Promise<SandboxRoute> {
@@ -428,3 +443,19 @@ function decodeToken(t: string): { startedAt: number; id: string } {
 }
 
 export { LIVE };
+
+/** An ISO 8601 instant of a list filter, as epoch milliseconds. */
+function parseInstant(v: string | undefined, field: string): number | undefined {
+  if (v === undefined || v === '') return undefined;
+  const ms = Date.parse(v);
+  if (!Number.isFinite(ms)) throw badRequest(`${field} must be an ISO 8601 timestamp, such as 2026-01-31T12:00:00Z`);
+  return ms;
+}
+
+/** Unix seconds of a metrics range (a query string or a number). */
+function parseUnixSeconds(v: unknown, field: string): number | undefined {
+  if (v === undefined || v === '') return undefined;
+  const n = typeof v === 'string' && /^\d{1,12}$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
+  if (!Number.isInteger(n) || n < 0) throw badRequest(`${field} must be a unix timestamp in whole seconds`);
+  return n;
+}
