@@ -105,7 +105,10 @@ test('onTimeout kill: the sandbox is reclaimed; its ports answer 410, envd 502 (
   assert.equal(r.status, 410);
   assert.match(r.body, /timed out/);
   assert.equal(await sbx.isRunning(), false);
-  await assert.rejects(sbx.commands.run('true'), (e: Error) => e.name === 'TimeoutError', 'E2B\'s answer for a sandbox that timed out');
+  // What the official SDK makes of envd's 502, as against E2B: a stream start is "not running
+  // anymore", a plain call a TimeoutError.
+  await assert.rejects(sbx.commands.run('true'), (e: Error) => e.name === 'SandboxNotFoundError' && /not running/.test(e.message));
+  await assert.rejects(sbx.files.read('/etc/hostname'), (e: Error) => e.name === 'TimeoutError' && /timed out and was killed/.test(e.message));
   await assert.rejects(Sandbox.connect(sbx.sandboxId), (e: Error) => e.name === 'SandboxNotFoundError');
   await assert.rejects(sbx.getInfo(), (e: Error) => e.name === 'SandboxNotFoundError');
   assert.ok(p.logLines().some((l) => l.includes('timeout-killed sandbox') && l.includes(sbx.sandboxId)));

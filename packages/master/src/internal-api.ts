@@ -6,6 +6,7 @@
  *   POST /internal/v1/nodes/register                 → RegisterNodeResult   (body RegisterNode)
  *   POST /internal/v1/nodes/:nodeId/heartbeat        → 204 | 404 (unknown: register again)
  *   GET  /internal/v1/sandboxes/:id/route            → SandboxRoute | 404
+ *   POST /internal/v1/file-urls/route                → SandboxRoute | 401 (body SignedFileRequest: whose token signed it)
  *   POST /internal/v1/activity                       → 204  (body ActivityReport: resets idle clocks)
  *   GET  /internal/v1/lifecycle/due                  → DueSandbox[] (idle deadline reached)
  *   POST /internal/v1/sandboxes/:id/pause            → SandboxRoute (body { reason })
@@ -15,6 +16,7 @@
  *   GET  /svc/template/artifact/download?artifact_id → the ext4 image (node agents pull through the master)
  */
 import { JsonClient } from '@svc/common';
+import type { SignedFileRequest } from '@svc/common/envd-signature';
 import type { EndedSandbox, NodeLoad, PauseKind, RuntimeKind } from '@svc/node-agent/api';
 
 /** Every state a sandbox can be in, as the master records it. */
@@ -90,6 +92,13 @@ export class MasterInternalClient {
   }
   route(sandboxId: string, timeoutMs = 5_000) {
     return this.http.get<SandboxRoute>(`/internal/v1/sandboxes/${encodeURIComponent(sandboxId)}/route`, { timeoutMs });
+  }
+  /**
+   * The sandbox whose envd access token produced a signed file URL that names no sandbox (the
+   * SDK's uploadUrl/downloadUrl in single-URL mode); 401 when none did.
+   */
+  routeBySignature(req: SignedFileRequest, timeoutMs = 5_000) {
+    return this.http.post<SandboxRoute>('/internal/v1/file-urls/route', req, { timeoutMs });
   }
   reportActivity(report: ActivityReport) { return this.http.post<void>('/internal/v1/activity', report, { timeoutMs: 5_000 }); }
   due() { return this.http.get<DueSandbox[]>('/internal/v1/lifecycle/due'); }

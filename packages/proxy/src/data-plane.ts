@@ -9,6 +9,7 @@ import { HttpExchange } from './http-exchange.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import { targetFromHeaders, targetFromHost, type Target } from './target.ts';
 import { accessRefusal, presentedAccess } from './access-check.ts';
+import { SignedFileUrls } from './signed-file-urls.ts';
 import { UpgradeExchange } from './upgrade-exchange.ts';
 
 const NO_TARGET = new SvcError(400, 'no sandbox named: use the host <port>-<sandboxID>.<domain> or the E2b-Sandbox-Id and E2b-Sandbox-Port headers');
@@ -27,12 +28,28 @@ export class DataPlane {
   readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     const scan = scanRequestHeaders(req.rawHeaders);
     const target = targetOf(scan);
-    if (target === null) { sendProxyError(res, NO_TARGET); return; }
+    if (target === null) {
+      if (SignedFileUrls.matches(req.url)) this.forwardSignedFileUrl(req, res, scan);
+      else sendProxyError(res, NO_TARGET);
+      return;
+    }
     const route = this.hotRoute(target, scan, req);
     if (route instanceof SvcError) { this.reject(target, route); sendProxyError(res, route); return; }
     addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
     new HttpExchange(this.ctx, req, res, scan, target).start(route);
   };
+
+  /** A signed `/files` URL that names no sandbox: the signature says whose it is (401 when nobody's). */
+  private forwardSignedFileUrl(req: IncomingMessage, res: ServerResponse, scan: ScannedRequest): void {
+    this.ctx.signedFiles.route(req.method ?? 'GET', req.url!).then((found) => {
+      if (res.destroyed) return;
+      const target = { sandboxId: typeof found === 'string' ? found : found.sandboxId, port: 0 };
+      if (typeof found !== 'string') this.cache.set(found);
+      addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
+      // The cold path checks the signature against that sandbox again, expiry included.
+      new HttpExchange(this.ctx, req, res, scan, target).start(undefined);
+    }, (err: unknown) => sendProxyError(res, err instanceof SvcError ? err : new SvcError(503, 'sandbox routing failed')));
+  }
 
   readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const scan = scanRequestHeaders(req.rawHeaders);

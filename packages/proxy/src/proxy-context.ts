@@ -2,6 +2,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from '@svc/common';
 import type { ActivityTracker } from './activity-tracker.ts';
 import type { RouteGate } from './route-gate.ts';
+import type { SignedFileUrls } from './signed-file-urls.ts';
 import type { UpstreamPool } from './upstream-pool.ts';
 
 /** What every proxied exchange needs from the running proxy. */
@@ -13,6 +14,8 @@ export interface ProxyContext {
   connectTimeoutMs: number;
   /** Client sockets handed over by an Upgrade (no longer the HTTP server's), closed on shutdown. */
   upgradedSockets: Set<Duplex>;
+  /** Finds the sandbox of a signed file URL that names none (single-URL mode). */
+  signedFiles: SignedFileUrls;
   /** Forgets a sandbox's cached route (and its idle backend connections). */
   purgeRoute(sandboxId: string): void;
 }

@@ -15,6 +15,7 @@ import { BackendCache } from './backend-cache.ts';
 import { DataPlane } from './data-plane.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import { RouteGate, masterRouteLookup } from './route-gate.ts';
+import { SignedFileUrls } from './signed-file-urls.ts';
 import { UpstreamPool } from './upstream-pool.ts';
 
 export interface ProxyTuning {
@@ -88,6 +89,7 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
     logger,
     connectTimeoutMs: tuning.connectTimeoutMs,
     upgradedSockets: new Set(),
+    signedFiles: new SignedFileUrls((req) => deps.master.routeBySignature(req, tuning.routeLookupTimeoutMs)),
     purgeRoute: (id) => { cache.purge([id]); },
   };
 

@@ -52,6 +52,13 @@ export class SandboxRepo {
     return q.orderBy('started_at', order).orderBy('sandbox_id', order).limit(opts.limit).execute();
   }
 
+  /** envd access tokens of the sandboxes that are not terminated (signed file URLs name none). */
+  async envdTokens(): Promise<Array<{ sandboxId: string; token: string }>> {
+    const rows = await this.db.selectFrom('t_svc_sandbox').select(['sandbox_id', 'envd_access_token'])
+      .where('state', 'in', ['running', 'paused', 'pausing', 'resuming']).where('envd_access_token', 'is not', null).execute();
+    return rows.map((r) => ({ sandboxId: r.sandbox_id, token: r.envd_access_token! }));
+  }
+
   async countRunning(): Promise<number> {
     const r = await this.db.selectFrom('t_svc_sandbox').select((eb) => eb.fn.countAll<number | string>().as('n')).where('state', '=', 'running').executeTakeFirst();
     return Number(r?.n ?? 0);

@@ -28,6 +28,7 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService,
   app.get<IdParams & { Querystring: { start?: unknown; end?: unknown } }>('/v1/sandboxes/:id/metrics', async (req) => svc.metrics(req.params.id, req.query));
 
   app.get<IdParams>('/internal/v1/sandboxes/:id/route', async (req) => svc.route(req.params.id));
+  app.post<{ Body: unknown }>('/internal/v1/file-urls/route', async (req) => svc.routeBySignature(req.body));
   app.post<{ Body: { sandboxIds: unknown } }>('/internal/v1/activity', async (req, reply) => {
     await svc.activity(req.body?.sandboxIds);
     reply.status(204).send();

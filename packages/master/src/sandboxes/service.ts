@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import {
-  badRequest, conflict, gone, newSandboxId, newToken, notFound, randomId, SvcError, unavailable,
+  badRequest, conflict, gone, newSandboxId, newToken, notFound, randomId, SvcError, unauthorized, unavailable,
   type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
+import { fileSignatureProblem, type SignedFileRequest } from '@svc/common/envd-signature';
 import type { EndedSandbox, NodeSandbox } from '@svc/node-agent/api';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/lifecycle/api';
 import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, SandboxPage, SandboxRecord } from '../api.ts';
@@ -291,6 +292,25 @@ export class SandboxService {
     const row = await this.d.repo.get(id);
     if (!row) throw notFound(`sandbox ${id} not found`);
     return toRoute(row);
+  }
+
+  /**
+   * Which live sandbox's envd access token produced a file URL's signature: one hash per secured
+   * sandbox, compared in constant time (docs/benchmarks.md, signed URL look-up). The caller
+   * still checks the signature against that sandbox, expiry included.
+   */
+  async routeBySignature(body: unknown): Promise<SandboxRoute> {
+    const req = body as Partial<SignedFileRequest> | undefined;
+    const text = (v: unknown) => typeof v === 'string' && v.length <= 4096;
+    if (!req || !text(req.path) || !text(req.signature) || (req.operation !== 'read' && req.operation !== 'write')
+      || (req.username !== undefined && !text(req.username)) || (req.expiration !== undefined && !text(req.expiration))) {
+      throw badRequest('path, operation (read or write), signature and optional username and expiration are required as strings');
+    }
+    const signed = req as SignedFileRequest;
+    for (const c of await this.d.repo.envdTokens()) {
+      if (fileSignatureProblem(signed, c.token, 0) === undefined) return this.route(c.sandboxId);
+    }
+    throw unauthorized('invalid signature: no sandbox signed this file URL');
   }
 
   async activity(ids: unknown): Promise<void> {

@@ -5,6 +5,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { SvcError, createHttpApp, silentLogger } from '@svc/common';
+import { fileSignatureProblem, type SignedFileRequest } from '@svc/common/envd-signature';
 import type { DueSandbox, LifecycleReason, OnTimeout, SandboxRoute } from '@svc/master/internal-api';
 
 export interface FakeSandbox extends SandboxRoute {
@@ -71,6 +72,13 @@ export class FakeMaster {
     app.get<{ Params: { id: string } }>('/internal/v1/sandboxes/:id/route', async (req) => {
       this.calls.route.push(req.params.id);
       return routeOf(find(req.params.id));
+    });
+
+    app.post<{ Body: SignedFileRequest }>('/internal/v1/file-urls/route', async (req) => {
+      for (const sb of this.sandboxes.values()) {
+        if (sb.state !== 'terminated' && sb.envdAccessToken && fileSignatureProblem(req.body, sb.envdAccessToken, 0) === undefined) return routeOf(sb);
+      }
+      throw new SvcError(401, 'invalid signature: no sandbox signed this file URL');
     });
 
     app.post<{ Body: { sandboxIds: string[] } }>('/internal/v1/activity', async (req, reply) => {

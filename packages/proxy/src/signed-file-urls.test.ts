@@ -1,0 +1,80 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { fileSignature } from '@svc/common/envd-signature';
+import { call } from './testing/client.ts';
+import { startPlatform, Upstream, type Platform } from './testing/harness.ts';
+
+// The single-URL mode of `svc up`: the SDK's signed file URLs carry no sandbox id at all.
+let p: Platform;
+const ups: Upstream[] = [];
+
+before(async () => {
+  p = await startPlatform();
+  for (const name of ['alpha', 'beta']) {
+    const up = new Upstream(name);
+    await up.listen();
+    ups.push(up);
+    p.master.add({ sandboxId: name, envdPort: up.port, envdAccessToken: `token-of-${name}` });
+  }
+  for (let i = 0; i < 50; i++) p.master.add({ sandboxId: `other${i}`, envdPort: 1, envdAccessToken: `token-${i}` });
+  p.master.add({ sandboxId: 'insecure', envdPort: 1 });
+});
+after(async () => {
+  await p.close();
+  for (const up of ups) await up.close();
+});
+
+const nowSec = () => Math.floor(Date.now() / 1000);
+function signedUrl(token: string, opts: { path?: string; op?: 'read' | 'write'; user?: string; exp?: number } = {}): string {
+  const path = opts.path ?? '/home/user/a.txt';
+  const user = opts.user ?? 'user';
+  const sig = fileSignature(path, opts.op ?? 'read', user, token, opts.exp);
+  const q = new URLSearchParams({ path, username: user, signature: sig });
+  if (opts.exp !== undefined) q.set('signature_expiration', String(opts.exp));
+  return `/files?${q}`;
+}
+
+test('a signed download URL with no sandbox id reaches the sandbox whose token signed it', async () => {
+  for (const [name, i] of [['alpha', 0], ['beta', 1]] as const) {
+    const url = signedUrl(`token-of-${name}`, { exp: nowSec() + 60 });
+    const r = await call(p.proxy.httpUrl, { host: '127.0.0.1:3002', path: url });
+    assert.equal(r.status, 200, r.body);
+    assert.equal(r.json().upstream, ups[i].name);
+    assert.equal(r.json().url, url);
+  }
+  // Without an expiration, and for an upload (POST, operation write).
+  const forever = await call(p.proxy.httpUrl, { host: '127.0.0.1:3002', path: signedUrl('token-of-beta') });
+  assert.equal(forever.json().upstream, 'beta');
+  const upload = await call(p.proxy.httpUrl, { host: '127.0.0.1:3002', method: 'POST', path: signedUrl('token-of-alpha', { op: 'write' }), body: 'data' });
+  assert.equal(upload.status, 200);
+  assert.equal(upload.json().upstream, 'alpha');
+  assert.equal(upload.json().body, 'data');
+});
+
+test('a wrong, expired, tampered or foreign signature is 401 with the JSON body, never 400', async () => {
+  const bad = [
+    signedUrl('nobody-has-this-token'),
+    signedUrl('token-of-alpha', { exp: nowSec() - 5 }),
+    signedUrl('token-of-alpha', { op: 'write' }), // signed for an upload, used for a download
+    signedUrl('token-of-alpha').replace('a.txt', 'b.txt'),
+    '/files?signature=v1_garbage',
+    '/files?path=&signature=',
+  ];
+  for (const url of bad) {
+    const r = await call(p.proxy.httpUrl, { host: '127.0.0.1:3002', path: url });
+    assert.equal(r.status, 401, url);
+    assert.equal(r.json().code, 401);
+  }
+  const expired = await call(p.proxy.httpUrl, { host: '127.0.0.1:3002', path: signedUrl('token-of-alpha', { exp: nowSec() - 5 }) });
+  assert.match(expired.json<{ message: string }>().message, /expired/);
+  for (const up of ups) assert.ok(!up.requests.some((r) => r.url.includes('b.txt') || r.url.includes('garbage')), 'nothing refused reached a sandbox');
+  // A request that names no sandbox and is not a signed file URL stays a 400.
+  assert.equal((await call(p.proxy.httpUrl, { host: '127.0.0.1:3002', path: '/files?path=/etc/passwd' })).status, 400);
+});
+
+test('a signed URL of a sandbox that was killed since is 401: a terminated sandbox signs nothing', async () => {
+  p.master.set('beta', { state: 'terminated', terminateReason: 'killed' });
+  const r = await call(p.proxy.httpUrl, { host: '127.0.0.1:3002', path: signedUrl('token-of-beta', { path: '/x' }) });
+  assert.equal(r.status, 401, 'a terminated sandbox signs nothing any more');
+  p.master.set('beta', { state: 'running', terminateReason: undefined });
+});
