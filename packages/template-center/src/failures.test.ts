@@ -73,8 +73,8 @@ describe('builds that fail say why and leave nothing behind', () => {
     assert.match(await failed(h, req2), new RegExp(`^cannot reach registry 127\\.0\\.0\\.1:${port}: connect ECONNREFUSED`));
   });
 
-  test('plain-HTTP registry without insecure gets a hint', async () => {
-    const req = await h.submit({ kind: 'registry', ref: `${registry.host}/test/app:v1` });
+  test('plain-HTTP registry with insecure: false (HTTPS asked for) gets a hint', async () => {
+    const req = await h.submit({ kind: 'registry', ref: `${registry.host}/test/app:v1`, insecure: false });
     assert.equal(await failed(h, req), `cannot reach registry ${registry.host}: ERR_SSL_WRONG_VERSION_NUMBER wrong version number (it looks like a plain-HTTP registry: set insecure)`);
   });
 

@@ -52,7 +52,7 @@ export function parseCreateRequest(body: unknown, defaults: SvcConfig['svclet_co
   if (kind === 'image') {
     const auth = parseAuth(b.registry_auth);
     if (b.insecure_registry !== undefined && typeof b.insecure_registry !== 'boolean') throw invalidTemplateRequest('insecure_registry must be a boolean');
-    source = { kind: 'registry', ref: value, platform, ...(auth ? { auth } : {}), ...(b.insecure_registry ? { insecure: true } : {}) };
+    source = { kind: 'registry', ref: value, platform, ...(auth ? { auth } : {}), ...(b.insecure_registry !== undefined ? { insecure: b.insecure_registry } : {}) };
   } else if (kind === 'oci_layout') {
     source = { kind: 'oci-layout', path: value, platform };
   } else if (kind === 'docker_archive') {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, test } from 'node:test';
 import { parseReference } from './reference.ts';
-import { RegistryClient } from './registry-client.ts';
+import { isLoopbackRegistry, RegistryClient } from './registry-client.ts';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 const FLAKY = `sha256:${'b'.repeat(64)}`;
@@ -56,4 +56,15 @@ test('blobStream without or with wrong credentials says so', async () => {
 test('blobStream on a closed port fails after its retries with the socket error', async () => {
   const c = new RegistryClient(parseReference('127.0.0.1:1/r:v1'), { insecure: true });
   await assert.rejects(c.blobStream(DIGEST), message('cannot reach registry 127.0.0.1:1: connect ECONNREFUSED 127.0.0.1:1'));
+});
+
+test('a registry on loopback is plain HTTP without being told, as Docker does; every other host is HTTPS', async () => {
+  const plain = new RegistryClient(parseReference(`${host}/r:v1`), { auth: CREDS });
+  assert.equal(await read(await plain.blobStream(DIGEST)), 'blob bytes');
+  const forcedTls = new RegistryClient(parseReference(`${host}/r:v1`), { auth: CREDS, insecure: false });
+  await assert.rejects(forcedTls.blobStream(DIGEST), /plain-HTTP registry/);
+  for (const h of ['localhost', 'localhost:5000', '127.0.0.1', '127.1.2.3:443', '[::1]:5000', '[::1]']) assert.equal(isLoopbackRegistry(h), true, h);
+  for (const h of ['registry.example.com', 'registry.example.com:5000', '128.0.0.1', '10.0.0.1:5000', 'localhost.example.com', '127.0.0.1.nip.io', 'docker.io']) {
+    assert.equal(isLoopbackRegistry(h), false, h);
+  }
 });

@@ -10,7 +10,10 @@ export interface RegistryCredentials { username: string; password: string }
 
 export interface RegistryClientOptions {
   auth?: RegistryCredentials;
-  /** Plain HTTP. */
+  /**
+   * Plain HTTP when true, HTTPS when false; unset: plain HTTP for a registry on loopback
+   * (localhost, 127.0.0.0/8, ::1), as Docker does, and HTTPS for every other host.
+   */
   insecure?: boolean;
   signal?: AbortSignal;
 }
@@ -38,7 +41,7 @@ export class RegistryClient {
   readonly where: string;
 
   constructor(readonly ref: ImageReference, private readonly opts: RegistryClientOptions = {}) {
-    this.base = `${opts.insecure ? 'http' : 'https'}://${apiHost(ref.registry)}/v2/${ref.repository}`;
+    this.base = `${(opts.insecure ?? isLoopbackRegistry(ref.registry)) ? 'http' : 'https'}://${apiHost(ref.registry)}/v2/${ref.repository}`;
     this.where = `${ref.registry}/${ref.repository}`;
   }
 
@@ -275,4 +278,10 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     const onAbort = () => { clearTimeout(t); reject(signal!.reason); };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** A registry host (with an optional port) on this machine's loopback: localhost, 127.0.0.0/8, ::1. */
+export function isLoopbackRegistry(registry: string): boolean {
+  const host = registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.replace(/:\d+$/, '');
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
