@@ -2,6 +2,7 @@
 //   dist/envd.mjs  the in-sandbox agent (runs on the Node runtime the node agent injects)
 //   dist/svc.mjs   the CLI and every component, for `svc up` and a global install
 import { build } from 'esbuild';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 
 mkdirSync('dist', { recursive: true });
@@ -24,4 +25,11 @@ await build({
   // native addons and packages that load files relative to themselves stay in node_modules
   external: ['better-sqlite3', '@lydell/node-pty', '@lydell/node-pty-*', 'pg-native', 'pino', 'thread-stream', 'pino-*'],
 });
-console.log('built dist/envd.mjs and dist/svc.mjs');
+// The stat shim preloaded into gVisor sandboxes (packages/node-agent/native/stat-shim.c).
+try {
+  execFileSync('cc', ['-O2', '-Wall', '-shared', '-fPIC', '-o', 'dist/svc-stat-shim.so', 'packages/node-agent/native/stat-shim.c'], { stdio: 'inherit' });
+} catch (err) {
+  console.error(`build: compiling packages/node-agent/native/stat-shim.c failed (${err.message}); scripts/setup.sh installs gcc`);
+  process.exit(1);
+}
+console.log('built dist/envd.mjs, dist/svc.mjs and dist/svc-stat-shim.so');

@@ -35,6 +35,11 @@ test('commands: foreground, env, cwd, users, exit codes, background with stdin, 
       return true;
     });
     await assert.rejects(sbx.commands.run('/no/such/binary'), (e: unknown) => e instanceof CommandExitError && e.exitCode === 127);
+    // coreutils 9 stats with AT_NO_AUTOMOUNT, which this runsc refuses; the preloaded shim drops it.
+    const tools = await sbx.commands.run('ls -l /etc/os-release && stat -c %F /etc && cp -a /etc/hosts /tmp/h && find /tmp -name h && du -s /tmp/h');
+    assert.match(tools.stdout, /os-release/);
+    assert.match(tools.stdout, /^directory$/m);
+    assert.match(tools.stdout, /^\/tmp\/h$/m);
 
     const out: string[] = [];
     const cat = await sbx.commands.run('cat', { background: true, stdin: true, onStdout: (d) => { out.push(d); } });

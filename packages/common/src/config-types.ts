@@ -41,6 +41,7 @@ export interface SvcConfig {
     address_pool: string;
     state_dir: string;
     warm_pool_size: number;
+    warm_pool_max: number;
     host: {
       quota: {
         paused_resource_release_ratio: number;

@@ -2,7 +2,7 @@
  * The node agent's wire contract: what the master sends it and what it answers.
  * Routes (JSON, port 8088 by default):
  *   GET    /health                          → { ok: true, nodeId }
- *   GET    /v1/node                         → NodeInfo
+ *   GET    /v1/node                         → NodeInfo            (warm pool hits and misses included)
  *   POST   /v1/sandboxes                    → 201 NodeSandbox     (body CreateSandboxOnNode)
  *   GET    /v1/sandboxes                    → NodeSandbox[]       (everything this node runs or holds paused)
  *   GET    /v1/sandboxes/:id                → NodeSandbox | 404
@@ -146,6 +146,17 @@ export interface NodeInfo {
   pausedResourceReleaseRatio: number;
   sandboxes: { running: number; paused: number };
   version: string;
+  /** The warm pool: sandboxes started ahead, and how creates fared with it. */
+  warmPool?: WarmPoolStats;
+}
+
+export interface WarmPoolStats {
+  /** Creates served by a warm sandbox, and creates of the pool's shape that found it empty. */
+  hits: number;
+  misses: number;
+  ready: number;
+  /** Per template artifact: ready now and the size demand has set. */
+  artifacts: Record<string, { ready: number; target: number; hits: number; misses: number }>;
 }
 
 export interface EnsureArtifact {

@@ -12,7 +12,7 @@ import { readHostNetwork } from './network/host-conflicts.ts';
 import { Firewall } from './network/firewall.ts';
 import { registerRoutes } from './routes.ts';
 import { GvisorDriver } from './runtime/gvisor.ts';
-import { defaultEnvdBundle, defaultPtyModulesDir, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
+import { defaultEnvdBundle, defaultPtyModulesDir, defaultStatShim, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
 import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
 import { reconcile } from './sandboxes/reconcile.ts';
@@ -86,7 +86,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     bundle ??= (async () => {
       const envdBundle = opts.envdBundle ?? defaultEnvdBundle();
       if (!envdBundle) throw new SvcError(503, 'envd bundle not found: run `npm run build` (dist/envd.mjs) or set SVC_ENVD_BUNDLE');
-      return ensureRuntimeBundle(stateDir, { envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, ptyModulesDir: defaultPtyModulesDir() });
+      return ensureRuntimeBundle(stateDir, { envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, statShim: defaultStatShim(envdBundle), ptyModulesDir: defaultPtyModulesDir() });
     })().catch((err) => { bundle = undefined; throw err; });
     return bundle;
   };
@@ -101,6 +101,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const service = new SandboxService({
     logger, launcher, driver, artifacts, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     warmPoolSize: nc.warm_pool_size,
+    warmPoolMax: nc.warm_pool_max,
     warmShape: { cpuCount: sc.default_cpu_count, memoryMB: sc.default_memory_mb, diskSizeMB: sc.default_disk_size_mb },
   });
   service.adopt(report.adopted);
@@ -123,6 +124,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     return {
       nodeId, address: advertised(nc.addr, url), runtime: driver.kind, pauseKinds: driver.pauseKinds, capacity,
       pausedResourceReleaseRatio: ratio, sandboxes: { running: u.running, paused: u.paused }, version: NODE_AGENT_VERSION,
+      warmPool: service.pool.stats(),
     };
   };
   registerRoutes(app, {

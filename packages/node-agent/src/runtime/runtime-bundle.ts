@@ -33,6 +33,8 @@ export interface RuntimeBundleSource {
   nodeBinary: string;
   /** The init that reaps orphans and forwards signals (Debian's dumb-init, linked against libc). */
   init: string;
+  /** dist/svc-stat-shim.so, preloaded into sandbox programs (see STAT_SHIM_PRELOAD). */
+  statShim: string;
   /** Directory holding @lydell/node-pty and its platform package. */
   ptyModulesDir?: string;
 }
@@ -47,6 +49,19 @@ export function defaultEnvdBundle(): string | undefined {
   ];
   return candidates.find((p): p is string => !!p && existsSync(p));
 }
+
+/** The stat shim (scripts/build.mjs): beside the envd bundle, else the checkout's dist/. */
+export function defaultStatShim(envdBundle: string): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  const candidates = [process.env.SVC_STAT_SHIM, join(dirname(envdBundle), 'svc-stat-shim.so'), join(here, '../../../../dist/svc-stat-shim.so'), join(here, 'svc-stat-shim.so')];
+  return candidates.find((p): p is string => !!p && existsSync(p)) ?? join(dirname(envdBundle), 'svc-stat-shim.so');
+}
+
+/**
+ * `/etc/ld.so.preload` of every gVisor sandbox: the shim that drops AT_NO_AUTOMOUNT from statx and
+ * fstatat, which this runsc refuses (packages/node-agent/native/stat-shim.c, docs/decisions.md).
+ */
+export const STAT_SHIM_PRELOAD = `${SANDBOX_RUNTIME_DIR}/lib/svc-stat-shim.so\n`;
 
 /** node_modules directory that holds @lydell/node-pty, if installed. */
 export function defaultPtyModulesDir(): string | undefined {
@@ -67,8 +82,10 @@ export function initArgs(): string[] {
 /** Assembles the runtime once per (node version, envd bundle) under `<stateDir>/runtime/`. */
 export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSource): Promise<RuntimeBundle> {
   if (!existsSync(src.envdBundle)) throw new SvcError(503, `envd bundle ${src.envdBundle} not found (run npm run build)`);
+  if (!existsSync(src.statShim)) throw new SvcError(503, `stat shim ${src.statShim} not found (run npm run build)`);
   const envd = await readFile(src.envdBundle);
-  const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(src.init).update(envd).digest('hex').slice(0, 12);
+  const shim = await readFile(src.statShim);
+  const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(src.init).update(envd).update(shim).digest('hex').slice(0, 12);
   const dir = join(stateDir, 'runtime', `node-${process.version}-${key}`);
   if (existsSync(join(dir, '.complete'))) return { dir, initArgs: initArgs() };
 
@@ -81,6 +98,7 @@ export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSo
     await copyFile(src.init, join(tmp, 'bin/dumb-init'));
     await chmod(join(tmp, 'bin/node'), 0o755);
     await chmod(join(tmp, 'bin/dumb-init'), 0o755);
+    await writeFile(join(tmp, 'lib/svc-stat-shim.so'), shim, { mode: 0o755 });
     const ptyNative = src.ptyModulesDir ? join(src.ptyModulesDir, `@lydell/node-pty-linux-${process.arch}`, 'pty.node') : undefined;
     const libs = await sharedLibraries([src.nodeBinary, src.init, ...(ptyNative && existsSync(ptyNative) ? [ptyNative] : [])]);
     for (const lib of libs) await copyFile(lib, join(tmp, 'lib', basename(lib)));

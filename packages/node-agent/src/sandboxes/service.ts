@@ -1,5 +1,5 @@
 import { SvcError, conflict, notFound, type Logger } from '@svc/common';
-import type { ArtifactOnNode, CreateSandboxOnNode, EndedSandbox, EnsureArtifact, NodeSandbox, SandboxMetrics } from '../api.ts';
+import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type EndedSandbox, type EnsureArtifact, type NodeSandbox, type SandboxMetrics } from '../api.ts';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
@@ -23,6 +23,7 @@ export interface SandboxServiceDeps {
   capacity: { cpuCount: number; memoryMB: number };
   releaseRatio: number;
   warmPoolSize: number;
+  warmPoolMax: number;
   warmShape: InstanceResources;
   /** Nominal memory quota of the release-ratio check (node memory x memory_overcommit; default capacity). */
   memoryQuotaMB?: number;
@@ -47,8 +48,14 @@ export class SandboxService {
   constructor(private readonly d: SandboxServiceDeps) {
     this.pool = new WarmPool({
       size: d.warmPoolSize,
+      max: Math.max(d.warmPoolSize, d.warmPoolMax),
       shape: d.warmShape,
       logger: d.logger,
+      // Room for a warm sandbox leaves room for two real creates besides.
+      hasRoom: () => {
+        const m = this.memory?.snapshot();
+        return !m || admissionRefusal(m, d.warmShape.memoryMB, 2 * m.perSandboxMB) === undefined;
+      },
       start: (artifactId, signal) => d.launcher.launch({
         // Only envd runs in a warm sandbox until it is handed out, so it can wait with the
         // policy most creates ask for: then the hand-out needs no firewall change at all.

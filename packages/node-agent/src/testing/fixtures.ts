@@ -96,7 +96,8 @@ export async function makeTestEnv(name: string, pool: string): Promise<TestEnv> 
     artifact: { artifactId: `art-${name}`, sha256, sizeBytes, downloadUrl: `${server.url}/artifacts/busybox.ext4` },
     config(over = {}) {
       const cfg = defaultConfig(dir);
-      cfg.node_agent = { ...cfg.node_agent, listen: '127.0.0.1:0', address_pool: pool, state_dir: join(dir, 'state'), ...over };
+      // No warm pool unless a test asks for one: tests count the sandboxes they leave.
+      cfg.node_agent = { ...cfg.node_agent, listen: '127.0.0.1:0', address_pool: pool, state_dir: join(dir, 'state'), warm_pool_size: 0, ...over };
       cfg.svclet_conf = { ...cfg.svclet_conf, default_cpu_count: 1, default_memory_mb: 256, default_disk_size_mb: 512 };
       return cfg;
     },

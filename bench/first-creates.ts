@@ -1,0 +1,59 @@
+/**
+ * Fast out of the box (issue 9): on a fresh `svc up` with its defaults (a warm pool of 2 that
+ * grows with demand), ten sequential `Sandbox.create('base')` + `commands.run('true')` through
+ * the official e2b SDK, as a new user's first script does. Goal: p50 <= 100 ms. The floor beside
+ * it is the same on a platform without a warm pool (every create cold).
+ *
+ *   node --import tsx bench/first-creates.ts [--n 10]
+ * Run as root. Prints a table and writes bench/results/first-creates.json.
+ */
+import { Sandbox } from 'e2b';
+import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
+import { printTable, stat, timed, writeResult } from './lib/stats.ts';
+
+const arg = (name: string, d: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : d;
+};
+const N = arg('n', 10);
+const NETWORK = { SVC_ADDRESS_POOL: '10.214.0.0/16' };
+
+let platform: RunningPlatform | undefined;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => { void (platform?.stop() ?? Promise.resolve()).finally(() => process.exit(130)); });
+}
+
+async function firstCreates(env: Record<string, string>): Promise<{ ms: number[]; pool: unknown }> {
+  const p = await startPlatform({ dataDir: '/tmp/svc-bench-first-creates', env: { ...NETWORK, SVC_LOG_LEVEL: 'warn', ...env } });
+  platform = p;
+  useE2bEnv(p);
+  const made: Sandbox[] = [];
+  try {
+    const ms: number[] = [];
+    for (let i = 0; i < N; i++) {
+      const [t] = await timed(async () => {
+        const sbx = await Sandbox.create('base');
+        made.push(sbx);
+        await sbx.commands.run('true');
+      });
+      ms.push(t);
+    }
+    const node = await (await fetch(`http://${p.env.SVC_NODE_AGENT_LISTEN}/v1/node`)).json() as { warmPool?: unknown };
+    return { ms, pool: node.warmPool };
+  } finally {
+    for (const s of made) await s.kill().catch(() => false);
+    await p.stop();
+    platform = undefined;
+  }
+}
+
+const withPool = await firstCreates({});
+const cold = await firstCreates({ SVC_WARM_POOL_SIZE: '0' });
+const rows = {
+  [`svc up defaults: create + run('true'), ${N} in a row (ms)`]: stat(withPool.ms),
+  [`floor, no warm pool: create + run('true') (ms)`]: stat(cold.ms),
+};
+printTable('first creates on a fresh svc up, official e2b SDK', rows);
+console.log('each (ms):', withPool.ms.map(Math.round).join(' '));
+console.log('warm pool after the run:', JSON.stringify(withPool.pool));
+console.log(`wrote ${writeResult('first-creates', { n: N, latency: rows, samplesMs: withPool.ms, coldSamplesMs: cold.ms, warmPool: withPool.pool, goalP50Ms: 100 })}`);

@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { silentLogger } from '@svc/common';
+import type { Instance } from './instances.ts';
+import { WarmPool, type WarmPoolDeps } from './warm-pool.ts';
+
+const SHAPE = { cpuCount: 1, memoryMB: 512, diskSizeMB: 2048 };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A pool whose "sandboxes" start in `startMs` and are plain objects. */
+function pool(over: Partial<WarmPoolDeps> = {}, startMs = 20) {
+  let n = 0;
+  const started: string[] = [];
+  const destroyed: string[] = [];
+  let concurrent = 0;
+  let maxConcurrent = 0;
+  const p = new WarmPool({
+    size: 2, max: 4, shape: SHAPE, logger: silentLogger(), retryMs: 50, shrinkAfterMs: 200,
+    start: async (artifactId) => {
+      concurrent++;
+      maxConcurrent = Math.max(maxConcurrent, concurrent);
+      await sleep(startMs);
+      concurrent--;
+      const id = `w${++n}`;
+      started.push(id);
+      return { record: { artifactId, instanceId: id } } as unknown as Instance;
+    },
+    destroy: async (inst) => { destroyed.push(inst.record.instanceId); },
+    ...over,
+  });
+  return { p, started, destroyed, maxConcurrent: () => maxConcurrent };
+}
+
+async function until(cond: () => boolean, ms = 3_000) {
+  const end = Date.now() + ms;
+  while (!cond()) { if (Date.now() > end) assert.fail('timed out'); await sleep(5); }
+}
+
+test('starts at size, two at a time, and counts hits and misses', async () => {
+  const { p, maxConcurrent } = pool();
+  p.fill('a');
+  await until(() => p.count() === 2);
+  assert.equal(maxConcurrent(), 2, 'started in parallel');
+  assert.ok(p.take('a', SHAPE));
+  assert.equal(p.take('a', { ...SHAPE, memoryMB: 1024 }), undefined, 'another shape starts cold, and is no miss');
+  assert.deepEqual({ hits: p.stats().hits, misses: p.stats().misses }, { hits: 1, misses: 0 });
+  await until(() => p.count() === 2);
+  await p.close();
+});
+
+test('grows by one for each create that finds it empty, up to max, and shrinks back when idle', async () => {
+  const { p, destroyed } = pool({}, 100);
+  p.fill('a');
+  await until(() => p.count() === 2);
+  p.take('a', SHAPE);
+  p.take('a', SHAPE);
+  for (let i = 0; i < 5; i++) assert.equal(p.take('a', SHAPE), undefined);
+  assert.equal(p.stats().artifacts.a.target, 4, 'bounded by max');
+  assert.equal(p.stats().misses, 5);
+  await until(() => p.count() === 4);
+  // No hand-out for a while: one back per period, down to size, extra sandboxes destroyed.
+  await until(() => p.stats().artifacts.a.target === 2, 3_000);
+  assert.equal(p.count(), 2);
+  assert.equal(destroyed.length, 2);
+  await p.close();
+});
+
+test('starts nothing while the node has no memory for it, and resumes when it has', async () => {
+  let room = false;
+  const { p, started } = pool({ hasRoom: () => room });
+  p.fill('a');
+  await sleep(100);
+  assert.equal(started.length, 0);
+  room = true;
+  p.fill('a');
+  await until(() => p.count() === 2);
+  await p.close();
+});
+
+test('a failed start is retried later; close and drain destroy what is ready', async () => {
+  let fail = true;
+  const { p, destroyed } = pool({
+    start: async (artifactId) => {
+      if (fail) throw new Error('boom');
+      return { record: { artifactId, instanceId: `ok-${Math.random()}` } } as unknown as Instance;
+    },
+  });
+  p.fill('a');
+  await sleep(20);
+  assert.equal(p.count(), 0);
+  fail = false;
+  await until(() => p.count() === 2);
+  p.fill('b');
+  await until(() => p.count() === 4);
+  await p.drain('a');
+  assert.equal(p.count(), 2);
+  await p.close();
+  assert.equal(destroyed.length, 4);
+  assert.equal(p.take('b', SHAPE), undefined, 'a closed pool hands nothing out');
+});
