@@ -14,6 +14,8 @@ import { startTemplateCenter } from '@svc/template-center';
 export interface Platform {
   apiUrl: string;
   sandboxUrl: string;
+  /** The HTTPS listener of the data plane, when it runs. */
+  sandboxHttpsUrl?: string;
   masterUrl: string;
   master: Awaited<ReturnType<typeof startMaster>>;
   close(): Promise<void>;
@@ -47,7 +49,7 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
     closers.push(() => node.close({ destroySandboxes: true }));
     const api = await startApiGateway(cfg, { logger: logger.child({ component: 'api' }), masterUrl: master.url });
     closers.push(() => api.close());
-    return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, masterUrl: master.url, master, close };
+    return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, sandboxHttpsUrl: proxy.httpsUrl, masterUrl: master.url, master, close };
   } catch (err) {
     await close();
     throw err;

@@ -5,9 +5,10 @@ import { loadConfig, ConfigError, REDACTED_PATHS, type SvcConfig } from '@svc/co
 import { ensureBaseTemplate } from './base-template.ts';
 import { runDemo } from './demo.ts';
 import { startPlatform } from './platform.ts';
+import { ensureLocalTls } from './local-tls.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
 
-export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean }
+export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean }
 
 /** `svc up`: every component in one process on embedded defaults, until SIGINT or SIGTERM. */
 export async function runUp(opts: UpOptions): Promise<void> {
@@ -22,7 +23,25 @@ export async function runUp(opts: UpOptions): Promise<void> {
     process.stderr.write('svc up: sandboxes need root (network namespaces, mounts, gVisor); run it as root or with sudo\n');
     process.exit(2);
   }
+  if (opts.tls && !(opts.domain || cfg.sandbox_domain)) {
+    process.stderr.write('svc up: --tls needs --domain (or sandbox_domain): the certificate is for <port>-<sandboxID>.<domain>\n');
+    process.exit(2);
+  }
   mkdirSync(cfg.data_dir, { recursive: true });
+  if (opts.domain) cfg.sandbox_domain = opts.domain;
+  let caFile: string | undefined;
+  if (opts.tls) {
+    try {
+      const tls = ensureLocalTls(join(cfg.data_dir, 'tls'), cfg.sandbox_domain);
+      caFile = tls.caFile;
+      cfg.proxy.tls_cert_file = tls.certFile;
+      cfg.proxy.tls_key_file = tls.keyFile;
+      cfg.proxy.https_port ||= 443;
+    } catch (err) {
+      process.stderr.write(`svc up: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
+  }
   const secrets = loadOrCreateSecrets(cfg.data_dir);
   if (!cfg.api.api_key) {
     cfg.api.api_key = secrets.api_key;
@@ -62,7 +81,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
     process.exit(1);
   }
 
-  const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain };
+  const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
   writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify(endpoint, null, 2) + '\n', { mode: 0o600 });
   if (opts.json) {
     process.stdout.write(JSON.stringify({ ready: true, ...endpoint }) + '\n');
@@ -74,12 +93,29 @@ export async function runUp(opts: UpOptions): Promise<void> {
   say(`  API key:   ${cfg.api.api_key}`);
   say(`  Sandboxes: ${platform.sandboxUrl}  (template "base" is ready)`);
   say('');
+  if (platform.sandboxHttpsUrl && caFile) {
+    say(`  HTTPS:     ${platform.sandboxHttpsUrl}  (https://<port>-<sandboxID>.${cfg.sandbox_domain}; local CA ${caFile})`);
+  }
+  say('');
   say('Use the official e2b SDK unchanged:');
-  say(`  export E2B_API_URL=${platform.apiUrl}`);
-  say(`  export E2B_SANDBOX_URL=${platform.sandboxUrl}`);
-  say(`  export E2B_API_KEY=${cfg.api.api_key}`);
+  for (const line of e2bEnvLines(platform, cfg, caFile)) say(`  export ${line}`);
   say('Or the svc CLI and SDK (they read the same endpoint from the data directory):');
   say('  svc sandbox create --template base');
   if (opts.demo) await runDemo(endpoint, say).catch((err) => say(`demo failed: ${(err as Error).message}`));
   say('Press Ctrl+C to stop.');
+}
+
+/**
+ * What the official SDK needs. With a domain and HTTPS it finds sandboxes by name
+ * (https://<port>-<id>.<domain>, trusting the local CA); otherwise through one URL and the
+ * E2b-Sandbox-Id header, which works without DNS. E2B_DOMAIN makes getHost() name the domain.
+ */
+export function e2bEnvLines(platform: { apiUrl: string; sandboxUrl: string; sandboxHttpsUrl?: string }, cfg: SvcConfig, caFile?: string): string[] {
+  const lines = [`E2B_API_URL=${platform.apiUrl}`];
+  const byName = !!cfg.sandbox_domain && !!caFile && platform.sandboxHttpsUrl !== undefined && new URL(platform.sandboxHttpsUrl).port === '';
+  if (!byName) lines.push(`E2B_SANDBOX_URL=${platform.sandboxUrl}`);
+  if (cfg.sandbox_domain) lines.push(`E2B_DOMAIN=${cfg.sandbox_domain}`);
+  if (caFile) lines.push(`NODE_EXTRA_CA_CERTS=${caFile}`);
+  lines.push(`E2B_API_KEY=${cfg.api.api_key}`);
+  return lines;
 }

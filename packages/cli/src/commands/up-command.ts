@@ -7,11 +7,13 @@ export function upCommand(): Command {
     .option('--config <file>', 'configuration file (YAML)')
     .option('--rebuild-base', 'rebuild the default base template')
     .option('--demo', 'once up, create a sandbox, run a command in it, pause, resume and kill it')
-    .action(async (flags: { config?: string; rebuildBase?: boolean; demo?: boolean }, c: Command) => {
+    .option('--domain <name>', 'serve sandboxes by host name as <port>-<sandboxID>.<name> (needs wildcard DNS: docs/quickstart.md)')
+    .option('--tls', 'with --domain: HTTPS for those names, with a certificate from a local CA made once in the data directory')
+    .action(async (flags: { config?: string; rebuildBase?: boolean; demo?: boolean; domain?: string; tls?: boolean }, c: Command) => {
       const globals = c.optsWithGlobals() as { dataDir?: string; json?: boolean };
       // Loaded on demand: the platform's modules (databases, runtimes) are heavy, and the
       // other commands should start fast and work without them.
       const { runUp } = await import('../up.ts');
-      await runUp({ dataDir: globals.dataDir, config: flags.config, rebuildBase: flags.rebuildBase, demo: flags.demo, json: globals.json });
+      await runUp({ dataDir: globals.dataDir, config: flags.config, rebuildBase: flags.rebuildBase, demo: flags.demo, json: globals.json, domain: flags.domain, tls: flags.tls });
     });
 }
