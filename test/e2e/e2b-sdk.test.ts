@@ -35,6 +35,9 @@ test('commands: foreground, env, cwd, users, exit codes, background with stdin, 
       return true;
     });
     await assert.rejects(sbx.commands.run('/no/such/binary'), (e: unknown) => e instanceof CommandExitError && e.exitCode === 127);
+    // The tools E2B users expect of `base`.
+    const have = await sbx.commands.run('git --version && python --version && pip --version && node --version && npm --version && gcc --version | head -1 && python -m venv --without-pip /tmp/venv && /tmp/venv/bin/python -c "print(1)"');
+    for (const tool of [/git version/, /Python 3/, /^pip /m, /^v\d+\./m, /^\d+\.\d+\.\d+$/m, /gcc/]) assert.match(have.stdout, tool);
     // coreutils 9 stats with AT_NO_AUTOMOUNT, which this runsc refuses; the preloaded shim drops it.
     const tools = await sbx.commands.run('ls -l /etc/os-release && stat -c %F /etc && cp -a /etc/hosts /tmp/h && find /tmp -name h && du -s /tmp/h');
     assert.match(tools.stdout, /os-release/);

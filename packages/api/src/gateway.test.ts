@@ -226,6 +226,14 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       const first = await p.call('GET', `/v2/sandboxes?${q}&order=asc&limit=2`);
       const rest = await p.call('GET', `/v2/sandboxes?${q}&order=asc&limit=2&nextToken=${first.headers.get('x-next-token')}`);
       assert.deepEqual([...first.body, ...rest.body].map((s: { sandboxID: string }) => s.sandboxID), ids);
+      assert.equal(rest.headers.get('x-next-token'), null);
+      // A page that ends on the filter's last match has no next token, whatever else runs (as E2B).
+      await p.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { tag: 'someone-else' } });
+      for (const order of ['asc', 'desc']) {
+        const exact = await p.call('GET', `/v2/sandboxes?${q}&order=${order}&limit=3`);
+        assert.equal(exact.body.length, 3);
+        assert.equal(exact.headers.get('x-next-token'), null, order);
+      }
       const all = await listed('order=asc');
       const middle = all[1].startedAt;
       assert.deepEqual((await listed(`startedAfter=${encodeURIComponent(middle)}&order=asc`)).map((s) => s.sandboxID), ids.slice(1));

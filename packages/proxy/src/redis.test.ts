@@ -33,7 +33,8 @@ test('on Redis coordination: announcements land in Redis, auto-resume works, and
       p.master.set('rz', { state: 'terminated', terminateReason: 'killed' });
       assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 200, 'still cached');
       await observer.publish(SANDBOX_EVENTS_TOPIC, { kind: 'sandbox.killed', sandboxId: 'rz', at: new Date().toISOString() });
-      await waitFor(async () => (await call(p.proxy.httpUrl, { headers: h })).status === 410);
+      // No port named: envd's, which answers a killed sandbox with 502 (docs/compatibility.md).
+      await waitFor(async () => (await call(p.proxy.httpUrl, { headers: h })).status === 502);
     } finally {
       await observer.close();
     }

@@ -51,10 +51,11 @@ test('base rootfs: built once, cached, and through the pipeline it boots as `use
       assert.match(readFileSync(join(root, 'etc/passwd'), 'utf8'), /^user:x:1000:1000::\/home\/user:\/bin\/bash$/m);
       assert.equal(readFileSync(join(root, 'etc/sudoers.d/user'), 'utf8'), 'user ALL=(ALL:ALL) NOPASSWD: ALL\n');
       assert.equal(statSync(join(root, 'home/user')).uid, 1000);
-      for (const bin of ['usr/bin/bash', 'usr/bin/python3', 'usr/bin/curl', 'usr/bin/sudo', 'usr/bin/ps', 'usr/bin/ip']) {
+      for (const bin of ['usr/bin/bash', 'usr/bin/python3', 'usr/bin/curl', 'usr/bin/sudo', 'usr/bin/ps', 'usr/bin/ip', 'usr/bin/git', 'usr/bin/pip3', 'usr/bin/gcc-12', 'usr/bin/make']) {
         assert.ok(statSync(join(root, bin)).isFile(), bin);
       }
       assert.equal(statSync(join(root, 'usr/bin/sudo')).mode & 0o4000, 0o4000, 'sudo keeps its setuid bit');
+      for (const link of ['usr/bin/python', 'usr/bin/node', 'usr/bin/npm', 'usr/bin/gcc']) assert.ok(statSync(join(root, link)).isFile(), link);
       assert.ok(lstatSync(join(root, '.svc')).isDirectory());
       assert.ok(readFileSync(join(root, 'etc/ssl/certs/ca-certificates.crt'), 'utf8').includes('BEGIN CERTIFICATE'));
     } finally {

@@ -11,7 +11,12 @@ import { createInterface } from 'node:readline';
  * build pipeline as any image (as a rootfs-tar source). The tarball is cached machine-wide under
  * a key derived from everything that shapes it, so later calls return it at once.
  */
-export const BASE_PACKAGES = ['bash', 'python3', 'curl', 'ca-certificates', 'sudo', 'procps', 'iproute2'] as const;
+export const BASE_PACKAGES = [
+  'bash', 'python3', 'curl', 'ca-certificates', 'sudo', 'procps', 'iproute2',
+  // What E2B's own base template gives: git, `python` and pip with venv, Node.js and npm, and
+  // enough of a toolchain for `pip install` of packages that ship no wheel.
+  'git', 'python-is-python3', 'python3-pip', 'python3-venv', 'python3-dev', 'nodejs', 'npm', 'build-essential',
+] as const;
 
 /** Bump when the hooks below change what the tarball contains. */
 const RECIPE_VERSION = 1;

@@ -142,10 +142,29 @@ export class SandboxService {
         if (rec && filter.every(([k, v]) => rec.metadata[k] === v)) out.push(rec);
       }
       if (out.length === limit) {
-        const more = rows.length > limit || (await this.d.repo.list({ ...query, after, limit: 1 })).length > 0;
+        // A next page only when a sandbox that passes the filter follows: E2B's last page has no token.
+        const more = filter.length === 0
+          ? rows.length > limit || (await this.d.repo.list({ ...query, after, limit: 1 })).length > 0
+          : await this.matchFollows({ ...query, after: after! }, filter);
         return { sandboxes: out, totalRunning, ...(more ? { nextToken: encodeToken(after!) } : {}) };
       }
       if (rows.length <= limit) return { sandboxes: out, totalRunning };
+    }
+  }
+
+  /** Whether a row after the cursor passes the metadata filter (read a page at a time). */
+  private async matchFollows(q: Omit<Parameters<SandboxRepo['list']>[0], 'limit'>, filter: Array<[string, string]>): Promise<boolean> {
+    const page = 200;
+    let after = q.after;
+    for (;;) {
+      const rows = await this.d.repo.list({ ...q, after, limit: page });
+      for (const r of rows) {
+        const rec = this.damaged.read(r);
+        if (rec && filter.every(([k, v]) => rec.metadata[k] === v)) return true;
+      }
+      if (rows.length < page) return false;
+      const last = rows[rows.length - 1];
+      after = { startedAt: Number(last.started_at), id: last.sandbox_id };
     }
   }
 

@@ -59,7 +59,7 @@ export class GvisorDriver implements RuntimeDriver {
       for (const d of [paths.rootfs, paths.bundle]) await mkdir(d, { recursive: true });
       await run('mount', ['-t', 'overlay', 'overlay', '-o',
         `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.upper},workdir=${paths.work}`, paths.rootfs]);
-      for (const [path, content] of Object.entries({ ...spec.files, '/etc/ld.so.preload': STAT_SHIM_PRELOAD })) {
+      for (const [path, content] of Object.entries({ ...spec.files, '/etc/hostname': `${spec.hostname}\n`, '/etc/ld.so.preload': STAT_SHIM_PRELOAD })) {
         if (!(await writeIntoRootfs(paths.rootfs, path, content))) this.o.logger.warn({ path }, 'image holds a symlink or directory there; file not placed');
       }
       const cgroupsPath = `/${this.o.names.cgroupParent}/${id}`;
