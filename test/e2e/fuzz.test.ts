@@ -43,6 +43,8 @@ const FUZZ_ENV = {
   SVC_TEMPLATE_CENTER_LISTEN: '127.0.0.1:18190',
   SVC_LIFECYCLE_LISTEN: '127.0.0.1:18183',
   SVC_ADDRESS_POOL: '10.215.0.0/16',
+  // Warm sandboxes would count as leftovers once every sandbox is killed; the pool has tests of its own.
+  SVC_WARM_POOL_SIZE: '0',
 };
 const CONCURRENCY = Number(process.env.SVC_FUZZ_CONCURRENCY ?? 4);
 const PROXY_DATA_CASES = 80;

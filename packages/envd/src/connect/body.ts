@@ -20,14 +20,22 @@ async function* gunzipped(req: IncomingMessage): AsyncIterable<Buffer> {
   }
 }
 
-/** Reads a whole (small) body, refusing more than maxBytes. */
+/**
+ * Reads a whole (small) body, refusing more than maxBytes. Iterated by hand: leaving a `for
+ * await` early would destroy the request, and with it the socket, before the 413 is written, so
+ * the client (or the proxy in front) would see a reset instead of the answer; the caller's
+ * error answer drains the rest (giveUpOnBody).
+ */
 export async function readAll(body: AsyncIterable<Buffer>, maxBytes: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
-  for await (const chunk of body) {
-    total += chunk.length;
+  const it = body[Symbol.asyncIterator]();
+  for (;;) {
+    const next = await it.next();
+    if (next.done) break;
+    total += next.value.length;
     if (total > maxBytes) throw new ConnectError('resource_exhausted', `request body is larger than the limit of ${maxBytes} bytes`);
-    chunks.push(chunk);
+    chunks.push(next.value);
   }
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
 }

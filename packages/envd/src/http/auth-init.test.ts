@@ -136,3 +136,23 @@ test('/init personalises the sandbox: env vars, token, default user and workdir'
   const bad = await fetch(`${envd.url}/init`, { method: 'POST', headers: { 'x-access-token': 'second-token' }, body: '{"envVars": [1]}' });
   assert.equal(bad.status, 400);
 });
+
+test('an oversized /init is answered 413 with the JSON body after the whole upload, not reset', async () => {
+  const { request } = await import('node:http');
+  const url = new URL(`${envd.url}/init`);
+  const body = Buffer.from(JSON.stringify({ envVars: { A: '1' }, pad: 'x'.repeat(11 * 1024 * 1024) }));
+  for (let i = 0; i < 3; i++) {
+    const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request({ host: url.hostname, port: url.port, path: '/init', method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': body.length, 'x-access-token': 'first-token' } }, (res) => {
+        let text = '';
+        res.on('data', (d) => { text += d; });
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    assert.equal(answer.status, 413, answer.text);
+    assert.match(JSON.parse(answer.text).message, /larger than the limit/);
+  }
+});
