@@ -1,7 +1,7 @@
 import { JsonClient, SvcError } from '@svc/common';
-import { buildBaseRootfs } from '@svc/template-center/base-template';
+import { baseRootfsPath, buildBaseRootfs } from '@svc/template-center/base-template';
 
-interface TemplateInfo { template_id: string; alias?: string; status: string; latest_job_id?: string; error?: string }
+interface TemplateInfo { template_id: string; alias?: string; status: string; latest_job_id?: string; error?: string; source_image_ref?: string }
 interface JobInfo { job_id: string; status: string; phase?: string; error?: string; progress?: { message?: string } }
 
 export interface BaseTemplateOptions {
@@ -13,6 +13,7 @@ export interface BaseTemplateOptions {
 /**
  * Makes sure the `base` template exists and is ready: its root filesystem is built from Debian's
  * packages once per machine (cached) and goes through the same build pipeline as any image.
+ * A `base` built from another recipe (an older package list) is built again.
  */
 export async function ensureBaseTemplate(o: BaseTemplateOptions): Promise<string> {
   const master = new JsonClient(o.masterUrl, { timeoutMs: 60_000 });
@@ -20,7 +21,9 @@ export async function ensureBaseTemplate(o: BaseTemplateOptions): Promise<string
     if (e.status === 404) return undefined;
     throw e;
   });
-  if (existing?.status === 'ready' && !o.rebuild) return existing.template_id;
+  const current = existing?.source_image_ref === baseRootfsPath().path;
+  if (existing?.status === 'ready' && current && !o.rebuild) return existing.template_id;
+  if (existing?.status === 'ready' && !current) o.say('base template: its recipe changed since it was built; building it again');
 
   let lastPhase = '';
   const tar = await buildBaseRootfs({

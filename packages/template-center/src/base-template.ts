@@ -52,14 +52,23 @@ export interface BaseRootfs {
 const DEBIAN_SOURCES = '/etc/apt/sources.list.d/debian.sources';
 const building = new Map<string, Promise<BaseRootfs>>();
 
-export async function buildBaseRootfs(opts: BaseRootfsOptions = {}): Promise<BaseRootfs> {
+/**
+ * Where the tarball of the current recipe lives (whether built yet or not): its name carries a
+ * key of everything that shapes it, so a changed package list means another file.
+ */
+export function baseRootfsPath(opts: Pick<BaseRootfsOptions, 'cacheDir' | 'sources' | 'suite'> = {}): { path: string; key: string; suite: string; sources: string[] } {
   const cacheDir = opts.cacheDir ?? '/var/cache/svc';
   const sources = opts.sources ?? hostDebianSources();
   const suite = opts.suite ?? /^deb\s+\S+\s+(\S+)/.exec(sources[0] ?? '')?.[1];
   if (!suite) throw new Error(`cannot tell which Debian suite to use: no sources given and none found in ${DEBIAN_SOURCES}`);
+  const key = createHash('sha256').update(JSON.stringify({ packages: [...BASE_PACKAGES], suite, variant: 'minbase', arch: process.arch, recipe: RECIPE_VERSION })).digest('hex').slice(0, 16);
+  return { path: join(cacheDir, `base-rootfs-${suite}-${key}.tar`), key, suite, sources };
+}
+
+export async function buildBaseRootfs(opts: BaseRootfsOptions = {}): Promise<BaseRootfs> {
+  const { path, key, suite, sources } = baseRootfsPath(opts);
+  const cacheDir = opts.cacheDir ?? '/var/cache/svc';
   const packages = [...BASE_PACKAGES];
-  const key = createHash('sha256').update(JSON.stringify({ packages, suite, variant: 'minbase', arch: process.arch, recipe: RECIPE_VERSION })).digest('hex').slice(0, 16);
-  const path = join(cacheDir, `base-rootfs-${suite}-${key}.tar`);
   const started = Date.now();
 
   if (!opts.rebuild) {
