@@ -114,7 +114,8 @@ export function e2bEnvLines(platform: { apiUrl: string; sandboxUrl: string; sand
   const lines = [`E2B_API_URL=${platform.apiUrl}`];
   const byName = !!cfg.sandbox_domain && !!caFile && platform.sandboxHttpsUrl !== undefined && new URL(platform.sandboxHttpsUrl).port === '';
   if (!byName) lines.push(`E2B_SANDBOX_URL=${platform.sandboxUrl}`);
-  if (cfg.sandbox_domain) lines.push(`E2B_DOMAIN=${cfg.sandbox_domain}`);
+  // The default localhost:<port> names need no telling: the SDK gets the domain with every sandbox.
+  if (cfg.sandbox_domain && !/^localhost(:\d+)?$/.test(cfg.sandbox_domain)) lines.push(`E2B_DOMAIN=${cfg.sandbox_domain}`);
   if (caFile) lines.push(`NODE_EXTRA_CA_CERTS=${caFile}`);
   lines.push(`E2B_API_KEY=${cfg.api.api_key}`);
   return lines;
