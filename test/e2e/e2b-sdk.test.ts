@@ -38,6 +38,9 @@ test('commands: foreground, env, cwd, users, exit codes, background with stdin, 
     // The tools E2B users expect of `base`.
     const have = await sbx.commands.run('git --version && python --version && pip --version && node --version && npm --version && gcc --version | head -1 && python -m venv --without-pip /tmp/venv && /tmp/venv/bin/python -c "print(1)"');
     for (const tool of [/git version/, /Python 3/, /^pip /m, /^v\d+\./m, /^\d+\.\d+\.\d+$/m, /gcc/]) assert.match(have.stdout, tool);
+    // updateNetwork through the official SDK reaches the sandbox's firewall (enforcement: node-agent network.test.ts).
+    await sbx.updateNetwork({ denyOut: ['10.9.0.0/16'] });
+    assert.equal((await sbx.commands.run('echo still answering')).stdout.trim(), 'still answering');
     // coreutils 9 stats with AT_NO_AUTOMOUNT, which this runsc refuses; the preloaded shim drops it.
     const tools = await sbx.commands.run('ls -l /etc/os-release && stat -c %F /etc && cp -a /etc/hosts /tmp/h && find /tmp -name h && du -s /tmp/h');
     assert.match(tools.stdout, /os-release/);

@@ -262,6 +262,27 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       }
     });
 
+    await t.test('updateNetwork (PUT /sandboxes/{id}/network): replaces the egress lists, 409 when paused, 404 when killed', async () => {
+      const id = (await p.call('POST', '/v2/sandboxes', { templateID: 'base', network: { allowOut: ['10.0.0.1'], rules: { 'a.example': [] } } })).body.sandboxID;
+      const put = await p.call('PUT', `/sandboxes/${id}/network`, { allow_internet_access: false, denyOut: ['10.9.0.0/16'] });
+      assert.equal(put.status, 204);
+      const detail = (await p.call('GET', `/sandboxes/${id}`)).body;
+      assert.deepEqual(detail.network.allowOut, [], 'a field left out is cleared');
+      assert.deepEqual(detail.network.denyOut, ['10.9.0.0/16']);
+      assert.equal(detail.network.rules, undefined);
+      assert.equal(detail.allowInternetAccess, false);
+      assert.ok(p.node.calls.some((c) => c === `network ${id} {"allowInternetAccess":false,"network":{"allowOut":[],"denyOut":["10.9.0.0/16"]}}`));
+      for (const bad of [{ allowOut: 'x' }, { allow_internet_access: 'yes' }, { egressProxy: { address: 'p:1' } }, []]) {
+        const r = await p.call('PUT', `/sandboxes/${id}/network`, bad);
+        assert.equal(r.status, 400, JSON.stringify(bad));
+      }
+      await p.call('POST', `/sandboxes/${id}/pause`);
+      assert.equal((await p.call('PUT', `/sandboxes/${id}/network`, {})).status, 409);
+      await p.call('DELETE', `/sandboxes/${id}`);
+      assert.equal((await p.call('PUT', `/sandboxes/${id}/network`, {})).status, 404);
+      assert.equal((await p.call('PUT', '/sandboxes/inosuchsandbox0000000/network', {})).status, 404);
+    });
+
     await t.test('node labels through the gateway', async () => {
       const ok = await p.call('POST', '/nodes/n1/labels', { labels: { 'example.com/zone': 'a', tier: 'gold' } });
       assert.equal(ok.status, 200);

@@ -71,6 +71,10 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
     await asE2b(master.refresh(req.params.sandboxID, req.body?.duration as number | undefined));
     return reply.status(204).send();
   });
+  app.put<Id & Body>('/sandboxes/:sandboxID/network', async (req, reply) => {
+    await asE2b(master.updateNetwork(req.params.sandboxID, req.body));
+    return reply.status(204).send();
+  });
   app.get<Id & { Querystring: { start?: string; end?: string } }>('/sandboxes/:sandboxID/metrics', async (req) =>
     (await asE2b(master.metrics(req.params.sandboxID, { start: req.query.start, end: req.query.end }))).map(toE2bMetric));
 

@@ -6,6 +6,7 @@
  *   GET    /v1/sandboxes/:id              → SandboxRecord | 404 | 410
  *   DELETE /v1/sandboxes/:id              → 204 | 404 | 408 | 503 (Retry-After: 2)
  *   POST   /v1/sandboxes/:id/pause        → SandboxRecord | 409 already paused
+ *   PUT    /v1/sandboxes/:id/network      → SandboxRecord | 409 not running (body: E2B's SandboxNetworkUpdateConfig)
  *   POST   /v1/sandboxes/:id/connect      → ConnectResult          (body { timeout? })
  *   POST   /v1/sandboxes/:id/resume       → SandboxRecord          (body { timeout? }, deprecated semantics)
  *   POST   /v1/sandboxes/:id/timeout      → SandboxRecord          (body { timeout })
@@ -186,6 +187,7 @@ export class MasterClient {
   refresh(id: string, duration?: number) {
     return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/refresh`, { duration });
   }
+  updateNetwork(id: string, update: unknown) { return this.http.put<SandboxRecord>(`/v1/sandboxes/${seg(id)}/network`, update); }
   metrics(id: string, range: MetricsRange = {}) { return this.http.get<SandboxMetrics[]>(`/v1/sandboxes/${seg(id)}/metrics`, { query: { ...range } }); }
   listNodes() { return this.http.get<NodeRecord[]>('/v1/nodes'); }
   getNode(id: string) { return this.http.get<NodeRecord>(`/v1/nodes/${seg(id)}`); }

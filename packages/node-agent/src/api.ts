@@ -9,6 +9,7 @@
  *   DELETE /v1/sandboxes/:id                → 204 | 404           (running or paused; never resumes a paused one)
  *   POST   /v1/sandboxes/:id/pause          → NodeSandbox (state paused, pauseKind set) | 409 already paused
  *   POST   /v1/sandboxes/:id/resume         → NodeSandbox (state running) | 409 {code:130409} admission refused
+ *   PUT    /v1/sandboxes/:id/network        → NodeSandbox | 409 paused   (body NetworkUpdateOnNode: the whole new policy)
  *   GET    /v1/sandboxes/:id/metrics        → SandboxMetrics
  *   GET    /v1/ended-sandboxes              → EndedSandbox[]      (sandboxes that stopped on their own, recent first)
  *   POST   /v1/artifacts/:artifactId        → 200 ArtifactOnNode  (body EnsureArtifact; downloads when missing)
@@ -47,6 +48,9 @@ export interface CreateSandboxOnNode {
   /** Deadline the master gives this call (create_timeout_insec), for the agent's own cleanup. */
   timeoutMs: number;
 }
+
+/** A running sandbox's new egress policy, replacing the one it had (E2B's updateNetwork). */
+export type NetworkUpdateOnNode = Pick<CreateSandboxOnNode, 'allowInternetAccess' | 'network'>;
 
 export interface NodeSandbox {
   sandboxId: string;
@@ -188,6 +192,7 @@ export class NodeAgentClient {
   deleteSandbox(id: string, timeoutMs?: number) {
     return this.http.delete<void>(`/v1/sandboxes/${encodeURIComponent(id)}`, { timeoutMs });
   }
+  updateNetwork(id: string, update: NetworkUpdateOnNode) { return this.http.put<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/network`, update); }
   pauseSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`); }
   resumeSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`); }
   metrics(id: string) { return this.http.get<SandboxMetrics>(`/v1/sandboxes/${encodeURIComponent(id)}/metrics`); }

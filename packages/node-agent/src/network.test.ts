@@ -106,6 +106,28 @@ describe('node agent networking', () => {
     await Promise.all([closed, open, allowed, denied].map((s) => client.deleteSandbox(s.sandboxId)));
   });
 
+  it('updateNetwork replaces a running sandbox\'s policy at once, and refuses a paused sandbox', async () => {
+    const sb = await client.createSandbox(createRequest(env, { allowInternetAccess: true }));
+    try {
+      assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/);
+      await client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [`${upstream.host}/32`] } });
+      assert.doesNotMatch(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'denyOut took effect');
+      await client.updateNetwork(sb.sandboxId, { allowInternetAccess: false, network: { allowOut: [upstream.host], denyOut: [] } });
+      assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'allowOut opened the one address');
+      await client.updateNetwork(sb.sandboxId, { allowInternetAccess: false, network: { allowOut: [], denyOut: [] } });
+      assert.doesNotMatch(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'the update replaced the whole policy');
+      await assert.rejects(client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: ['not an address!'], denyOut: [] } }),
+        (e: { status?: number }) => e.status === 400);
+      await client.pauseSandbox(sb.sandboxId);
+      await assert.rejects(client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } }),
+        (e: { status?: number }) => e.status === 409);
+      await assert.rejects(client.updateNetwork('inosuchsandbox0000000', { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } }),
+        (e: { status?: number }) => e.status === 404);
+    } finally {
+      await client.deleteSandbox(sb.sandboxId);
+    }
+  });
+
   it('passes over pool addresses the host already uses (another agent, a bridge) instead of hanging on them', async () => {
     const foreign = `natcl${Math.random().toString(36).slice(2, 6)}`;
     await run('ip', ['link', 'add', foreign, 'type', 'veth', 'peer', 'name', `${foreign}p`]);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { NodeInfo } from './api.ts';
 import type { SandboxService } from './sandboxes/service.ts';
-import { checkSandboxId, parseCreate, parseEnsureArtifact } from './validate.ts';
+import { checkSandboxId, parseCreate, parseEnsureArtifact, parseNetworkUpdate } from './validate.ts';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
 export interface RouteDeps {
@@ -26,6 +26,7 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   app.get<IdParams>('/v1/sandboxes/:id', async (req) => s.get(id(req.params)));
   app.delete<IdParams>('/v1/sandboxes/:id', async (req, reply) => { await s.delete(id(req.params)); return reply.status(204).send(); });
   app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => s.pause(id(req.params)));
+  app.put<IdParams>('/v1/sandboxes/:id/network', async (req) => s.updateNetwork(id(req.params), parseNetworkUpdate(req.body)));
   app.post<IdParams>('/v1/sandboxes/:id/resume', async (req) => s.resume(id(req.params)));
   app.get<IdParams>('/v1/sandboxes/:id/metrics', async (req) => s.metrics(id(req.params)));
   app.get('/v1/ended-sandboxes', async () => s.ended());

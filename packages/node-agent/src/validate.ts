@@ -1,5 +1,5 @@
 import { badRequest } from '@svc/common';
-import type { CreateSandboxOnNode, EnsureArtifact } from './api.ts';
+import type { CreateSandboxOnNode, EnsureArtifact, NetworkUpdateOnNode } from './api.ts';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -69,5 +69,17 @@ export function parseCreate(body: unknown, defaults: { diskSizeMB: number; timeo
     network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut') },
     metadata: stringMap(body.metadata, 'metadata'),
     timeoutMs: body.timeoutMs === undefined ? defaults.timeoutMs : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
+  };
+}
+
+/** PUT /v1/sandboxes/:id/network: the whole egress policy, as create takes it. */
+export function parseNetworkUpdate(body: unknown): NetworkUpdateOnNode {
+  if (!isObject(body)) throw badRequest('body must be an object {allowInternetAccess, network: {allowOut, denyOut}}');
+  const network = body.network === undefined || body.network === null ? {} : body.network;
+  if (!isObject(network)) throw badRequest('network must be an object {allowOut, denyOut}');
+  if (typeof body.allowInternetAccess !== 'boolean') throw badRequest('allowInternetAccess must be a boolean');
+  return {
+    allowInternetAccess: body.allowInternetAccess,
+    network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut') },
   };
 }

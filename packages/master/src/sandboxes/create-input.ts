@@ -76,6 +76,19 @@ function addressList(v: unknown, field: string): string[] {
   return v.map((x, i) => text(x, `${field}[${i}]`, L.networkEntryBytes));
 }
 
+/**
+ * E2B's updateNetwork body (`PUT /sandboxes/{id}/network`): the whole new egress configuration;
+ * a field left out clears it. `allow_internet_access` is E2B's spelling, allowInternetAccess ours.
+ */
+export function parseNetworkUpdate(body: unknown): { allowInternetAccess?: boolean; allowOut: string[]; denyOut: string[]; rules?: unknown } {
+  if (body === undefined || body === null) body = {};
+  if (!isObj(body)) throw badRequest('the network update must be an object {allow_internet_access?, allowOut?, denyOut?, rules?}');
+  if (body.egressProxy !== undefined && body.egressProxy !== null) throw badRequest('egressProxy is not supported by this platform yet');
+  const allowInternetAccess = optBool(body.allow_internet_access ?? body.allowInternetAccess, 'allow_internet_access');
+  const { allowOut, denyOut, rules } = networkOf({ allowOut: body.allowOut, denyOut: body.denyOut, rules: body.rules });
+  return { ...(allowInternetAccess === undefined ? {} : { allowInternetAccess }), allowOut, denyOut, ...(rules === undefined ? {} : { rules }) };
+}
+
 function networkOf(v: unknown): NetworkConfig {
   if (v === undefined || v === null) return { allowOut: [], denyOut: [], allowPublicTraffic: true };
   if (!isObj(v)) throw badRequest('network must be an object');

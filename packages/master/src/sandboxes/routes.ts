@@ -21,6 +21,7 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService,
     reply.status(204).send();
   });
   app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => svc.pause(req.params.id, 'api'));
+  app.put<IdParams & { Body: unknown }>('/v1/sandboxes/:id/network', async (req) => svc.updateNetwork(req.params.id, req.body));
   app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/connect', async (req) => svc.connect(req.params.id, req.body?.timeout));
   app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/resume', async (req) => svc.resume(req.params.id, req.body?.timeout));
   app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/timeout', async (req) => svc.setTimeout(req.params.id, req.body?.timeout));

@@ -6,7 +6,8 @@ import {
 import { fileSignatureProblem, type SignedFileRequest } from '@svc/common/envd-signature';
 import type { EndedSandbox, NodeSandbox } from '@svc/node-agent/api';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/lifecycle/api';
-import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, SandboxPage, SandboxRecord } from '../api.ts';
+import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord } from '../api.ts';
+import { parseNetworkUpdate } from './create-input.ts';
 import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '../internal-api.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { ProxyCachePurger, TemplateResolver } from './ports.ts';
@@ -290,6 +291,25 @@ export class SandboxService {
     const d = T.atRefresh(Date.now(), deadlineOf(row), duration);
     await this.d.repo.update(id, { end_at: d.endAt });
     return toRecord((await this.d.repo.get(id))!);
+  }
+
+  /** E2B's updateNetwork: a running sandbox's whole egress configuration, replaced. */
+  async updateNetwork(id: string, body: unknown): Promise<SandboxRecord> {
+    const u = parseNetworkUpdate(body);
+    return this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry`), async () => {
+      const row = await this.live(id);
+      if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; its network can change only while it runs`);
+      const node = await this.d.nodes.client(row.node_id);
+      await node.updateNetwork(id, { allowInternetAccess: u.allowInternetAccess ?? true, network: { allowOut: u.allowOut, denyOut: u.denyOut } });
+      const current = JSON.parse(row.network) as NetworkConfig;
+      const network: NetworkConfig = { ...current, allowOut: u.allowOut, denyOut: u.denyOut };
+      if (u.rules === undefined) delete network.rules; else network.rules = u.rules;
+      await this.d.repo.update(id, {
+        network: JSON.stringify(network),
+        allow_internet_access: u.allowInternetAccess === undefined ? null : u.allowInternetAccess ? 1 : 0,
+      });
+      return toRecord((await this.d.repo.get(id))!);
+    });
   }
 
   /** The sandbox's metrics now, when now lies in the range of unix seconds asked for. */

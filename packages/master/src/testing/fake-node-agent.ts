@@ -45,6 +45,13 @@ export class FakeNodeAgent {
       if (!this.sandboxes.delete(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
       return reply.status(204).send();
     });
+    app.put<{ Params: { id: string }; Body: unknown }>('/v1/sandboxes/:id/network', async (req, reply) => {
+      this.calls.push(`network ${req.params.id} ${JSON.stringify(req.body)}`);
+      const s = this.sandboxes.get(req.params.id);
+      if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
+      if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
+      return s;
+    });
     app.post<{ Params: { id: string } }>('/v1/sandboxes/:id/pause', async (req, reply) => {
       this.calls.push(`pause ${req.params.id}`);
       await wait(this.behaviour.pauseDelayMs);

@@ -1,5 +1,5 @@
 import { SvcError, conflict, notFound, type Logger } from '@svc/common';
-import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type EndedSandbox, type EnsureArtifact, type NodeSandbox, type SandboxMetrics } from '../api.ts';
+import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type NodeSandbox, type SandboxMetrics } from '../api.ts';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
@@ -134,6 +134,20 @@ export class SandboxService {
       this.sandboxes.delete(id);
       this.cpuSamples.delete(inst.record.instanceId);
       this.d.logger.info({ sandboxId: id, paused: inst.record.phase === 'paused' }, 'sandbox destroyed');
+    });
+  }
+
+  /** Replaces a running sandbox's egress policy (its firewall chain) with the one given. */
+  async updateNetwork(id: string, update: NetworkUpdateOnNode): Promise<NodeSandbox> {
+    const { policy, ignored } = normalizePolicy({ allowInternetAccess: update.allowInternetAccess, ...update.network });
+    return this.locks.run(id, async () => {
+      const inst = this.find(id);
+      if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before changing its network`);
+      await this.d.firewall.update(inst.record.instanceId, policy);
+      inst.record.policy = policy;
+      await this.d.records.save(inst.record);
+      if (ignored.length) this.d.logger.info({ sandboxId: id, ignored }, 'network entries this node cannot enforce at layer 3 were left out');
+      return view(inst);
     });
   }
 
