@@ -26,7 +26,8 @@ export class ProcessLauncher {
     const cwd = await this.workingDirectory(config.cwd, user);
     const env = this.environment(user, config.envs);
     const executable = await findExecutable(config.cmd, cwd, env.PATH);
-    const exec = asUser(user, this.state.users.groupIds(user), executable, config.args);
+    // node-pty keeps envd's groups when it switches user; Node's child_process clears them.
+    const exec = asUser(user, this.state.users.groupIds(user), executable, config.args, { spawnClearsGroups: !request.pty });
     const spec: LaunchSpec = {
       ...exec,
       cwd,
