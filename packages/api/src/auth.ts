@@ -8,8 +8,8 @@ export interface AuthConfig {
   callbackUrl: string;
 }
 
-/** Routes that answer without a key (health checks for load balancers). */
-const OPEN_PATHS = new Set(['/health']);
+/** Routes that answer without a key (health checks for load balancers, the API's description). */
+const OPEN_PATHS = new Set(['/health', '/openapi.json']);
 
 export function presentedKey(req: FastifyRequest): string | undefined {
   const key = req.headers['x-api-key'];

@@ -66,6 +66,10 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.equal((await p.call('GET', '/v2/sandboxes', undefined, { 'x-api-key': '' })).status, 401, 'the empty entry of the list is no key');
       const h = await p.call('GET', '/health', undefined, {});
       assert.equal(h.status, 200);
+      const doc = await p.call('GET', '/openapi.json', undefined, {});
+      assert.equal(doc.status, 200, 'the API description is open');
+      assert.equal(doc.body.openapi, '3.0.3');
+      assert.ok(doc.body.paths['/v2/sandboxes'].get);
     });
 
     await t.test('create: 201 with the Sandbox fields', async () => {

@@ -1,0 +1,29 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHttpApp, silentLogger } from '@svc/common';
+import { MasterClient } from '@svc/master/api';
+import { OPENAPI } from './openapi.ts';
+import { registerSandboxRoutes } from './routes.ts';
+
+test('the OpenAPI document and the gateway\'s routes name the same paths and methods', async () => {
+  const app = createHttpApp({ logger: silentLogger() });
+  const registered = new Set<string>();
+  app.addHook('onRoute', (r) => {
+    for (const m of [r.method].flat()) if (m !== 'HEAD') registered.add(`${m} ${r.url.replace(/:([A-Za-z]+)/g, '{$1}')}`);
+  });
+  registerSandboxRoutes(app, new MasterClient('http://127.0.0.1:9'), 'example');
+  await app.ready();
+  // index.ts registers these two itself, beside the forwarded template prefixes.
+  registered.add('GET /health');
+  registered.add('GET /openapi.json');
+  const documented = new Set<string>();
+  for (const [path, item] of Object.entries(OPENAPI.paths)) for (const m of Object.keys(item)) documented.add(`${m.toUpperCase()} ${path}`);
+  assert.deepEqual([...registered].filter((r) => !documented.has(r)).sort(), [], 'served but not documented');
+  assert.deepEqual([...documented].filter((r) => !registered.has(r)).sort(), [], 'documented but not served');
+  await app.close();
+});
+
+test('every $ref of the document resolves', () => {
+  const refs = JSON.stringify(OPENAPI).match(/#\/components\/schemas\/[A-Za-z]+/g) ?? [];
+  for (const r of new Set(refs)) assert.ok(r.split('/').pop()! in OPENAPI.components.schemas, r);
+});
