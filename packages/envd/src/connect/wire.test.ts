@@ -163,6 +163,20 @@ test('errors carry Connect codes and HTTP statuses', async () => {
   }
 });
 
+test('a move across filesystems onto an existing directory is the caller\'s mistake (400), not internal', async () => {
+  const src = join('/dev/shm', `envd-move-${process.pid}`);
+  const dstDir = await mkdtemp(join(tmpdir(), 'envd-move-dst-'));
+  await writeFile(src, 'x');
+  try {
+    const res = await post(`${envd.url}/filesystem.Filesystem/Move`, JSON.stringify({ source: src, destination: dstDir }), { 'content-type': 'application/json', ...root });
+    assert.equal(res.status, 400, res.body.toString());
+    assert.equal(JSON.parse(res.body.toString()).code, 'invalid_argument');
+  } finally {
+    await rm(src, { force: true });
+    await rm(dstDir, { recursive: true, force: true });
+  }
+});
+
 test('start errors end the stream with a clear code', async () => {
   const cases: [Record<string, unknown>, string, RegExp][] = [
     [{ process: { cmd: 'definitely-not-a-binary' } }, 'not_found', /not found in PATH/],

@@ -52,8 +52,16 @@ export function filesystemService(state: EnvdState, entries: EntryReader, metada
         if (code === 'ENOENT') throw new ConnectError('not_found', `source file not found: ${source}`);
         if (code !== 'EXDEV') throw toConnectError(err, 'error renaming');
         // Different filesystems (e.g. onto a volume): copy, then remove the original.
-        await cp(source, destination, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true, force: true });
-        await rm(source, { recursive: true, force: true });
+        try {
+          await cp(source, destination, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true, force: true });
+          await rm(source, { recursive: true, force: true });
+        } catch (cpErr) {
+          // Node's cp refuses a file onto a directory and the like with ERR_FS_CP_* codes: the caller's mistake.
+          if ((cpErr as NodeJS.ErrnoException).code?.startsWith('ERR_FS_CP_')) {
+            throw new ConnectError('invalid_argument', `cannot move ${source} to ${destination}: ${(cpErr as Error).message}`);
+          }
+          throw toConnectError(cpErr, 'error moving across filesystems');
+        }
       }
       return { entry: await entries.read(destination) };
     },
