@@ -41,10 +41,9 @@ export class DataPlane {
 
   /** A signed `/files` URL that names no sandbox: the signature says whose it is (401 when nobody's). */
   private forwardSignedFileUrl(req: IncomingMessage, res: ServerResponse, scan: ScannedRequest): void {
-    this.ctx.signedFiles.route(req.method ?? 'GET', req.url!).then((found) => {
+    this.ctx.signedFiles.sandboxOf(req.method ?? 'GET', req.url!).then((sandboxId) => {
       if (res.destroyed) return;
-      const target = { sandboxId: typeof found === 'string' ? found : found.sandboxId, port: 0 };
-      if (typeof found !== 'string') this.cache.set(found);
+      const target = { sandboxId, port: 0 };
       addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
       // The cold path checks the signature against that sandbox again, expiry included.
       new HttpExchange(this.ctx, req, res, scan, target).start(undefined);

@@ -89,7 +89,7 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
     logger,
     connectTimeoutMs: tuning.connectTimeoutMs,
     upgradedSockets: new Set(),
-    signedFiles: new SignedFileUrls((req) => deps.master.routeBySignature(req, tuning.routeLookupTimeoutMs)),
+    signedFiles: new SignedFileUrls((req) => deps.master.routeBySignature(req, tuning.routeLookupTimeoutMs), (route) => cache.set(route)),
     purgeRoute: (id) => { cache.purge([id]); },
   };
 

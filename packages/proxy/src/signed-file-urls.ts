@@ -15,15 +15,19 @@ const REMEMBER_MS = 60_000;
 export class SignedFileUrls {
   private readonly known = new Map<string, { sandboxId: string; until: number }>();
 
-  constructor(private readonly lookup: (req: SignedFileRequest) => Promise<SandboxRoute>) {}
+  constructor(
+    private readonly lookup: (req: SignedFileRequest) => Promise<SandboxRoute>,
+    /** Keeps a route the look-up brought, so the request that follows needs no second one. */
+    private readonly remember: (route: SandboxRoute) => void,
+  ) {}
 
   /** True for `/files` with a `signature` parameter: worth a look-up rather than a 400. */
   static matches(url: string | undefined): boolean {
     return !!url && url.startsWith('/files?') && /[?&]signature=/.test(url);
   }
 
-  /** The route of the sandbox that signed the URL; 401 when none did. */
-  async route(method: string, url: string): Promise<SandboxRoute | string> {
+  /** The sandbox that signed the URL; 401 when none did. */
+  async sandboxOf(method: string, url: string): Promise<string> {
     const req = signedFileRequest(method, new URLSearchParams(url.slice(url.indexOf('?') + 1)));
     const key = `${req.operation}\n${req.signature}\n${req.path}\n${req.username ?? ''}\n${req.expiration ?? ''}`;
     const hit = this.known.get(key);
@@ -37,6 +41,7 @@ export class SignedFileUrls {
     }
     if (this.known.size >= REMEMBERED) this.known.delete(this.known.keys().next().value!);
     this.known.set(key, { sandboxId: route.sandboxId, until: Date.now() + REMEMBER_MS });
-    return route;
+    this.remember(route);
+    return route.sandboxId;
   }
 }
