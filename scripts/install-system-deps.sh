@@ -6,7 +6,7 @@
 set -euo pipefail
 profile="${1:-runtime}"
 
-runtime_pkgs=(runsc dumb-init gcc libc6-dev iproute2 nftables iptables e2fsprogs util-linux mmdebstrap zstd
+runtime_pkgs=(runsc dumb-init gcc libc6-dev openssl iproute2 nftables iptables e2fsprogs util-linux mmdebstrap zstd
   ca-certificates procps psmisc)
 test_pkgs=(busybox-static postgresql mariadb-server redis-server docker-registry skopeo curl qemu-system-x86 qemu-utils
   apache2-utils)
