@@ -8,6 +8,7 @@ import { Sandbox } from 'e2b';
 import { defaultConfig, MemoryCoordination, notFound, silentLogger } from '@svc/common';
 import { startMaster } from '@svc/master';
 import { FakeNodeAgent } from '@svc/master/testing/fake-node-agent';
+import { PublicSchemas } from '@svc/contracts';
 import { startApiGateway } from './index.ts';
 
 const KEY = 'e2b_0123456789abcdef0123456789abcdef01234567';
@@ -68,7 +69,7 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.equal(h.status, 200);
       const doc = await p.call('GET', '/openapi.json', undefined, {});
       assert.equal(doc.status, 200, 'the API description is open');
-      assert.equal(doc.body.openapi, '3.0.3');
+      assert.equal(doc.body.openapi, '3.1.0');
       assert.ok(doc.body.paths['/v2/sandboxes'].get);
     });
 
@@ -97,6 +98,56 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       const big = await p.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { x: 'y'.repeat(10_000) } });
       assert.equal(big.status, 413);
       assert.equal((await p.call('GET', '/nope')).status, 404);
+    });
+
+    await t.test('the contract checks input: each refusal is a 400 naming the field; bodies are not coerced, queries are', async () => {
+      const refused: Array<[string, string, unknown, RegExp]> = [
+        ['POST', '/v2/sandboxes', {}, /^templateID is required$/],
+        ['POST', '/v2/sandboxes', { templateID: 'base', timeout: 'soon' }, /^timeout must be integer$/],
+        ['POST', '/v2/sandboxes', { templateID: 'base', timeout: '30' }, /^timeout must be integer$/],
+        ['POST', '/v2/sandboxes', { templateID: 'base', secure: 'false' }, /^secure must be boolean$/],
+        ['POST', '/v2/sandboxes', { templateID: 'base', metadata: { a: 1 } }, /^metadata\.a must be string$/],
+        ['POST', '/v2/sandboxes', { templateID: 'base', network: { allowOut: ['ok', 7] } }, /^network\.allowOut\[1\] must be string$/],
+        ['POST', '/v2/sandboxes', { templateID: 'base', lifecycle: { on_timeout: 'explode' } }, /^lifecycle\.on_timeout must be one of kill, pause$/],
+        ['POST', '/v2/sandboxes', { templateID: 'base', volumeMounts: [{ name: 'v', path: 'relative' }] }, /^volumeMounts\[0\]\.path must match pattern/],
+        ['POST', '/v2/sandboxes', [], /^request body must be object$/],
+        ['GET', '/v2/sandboxes?limit=abc', undefined, /^query parameter limit must be integer$/],
+        ['GET', '/v2/sandboxes?limit=0', undefined, /^query parameter limit must be >= 1$/],
+        ['GET', '/v2/sandboxes?state=running,nope', undefined, /^query parameter state\[0\] must match pattern/],
+        ['GET', '/v2/sandboxes?order=sideways', undefined, /^query parameter order must be one of asc, desc$/],
+        ['GET', '/v2/sandboxes?startedAfter=yesterday', undefined, /^query parameter startedAfter must match format "date-time"$/],
+        ['GET', '/sandboxes/x/metrics?start=-1', undefined, /^query parameter start must be >= 0$/],
+        ['POST', '/sandboxes/x/timeout', {}, /^timeout is required$/],
+        ['POST', '/sandboxes/x/connect', { timeout: 1.5 }, /^timeout must be integer/],
+        ['POST', '/svc/sandbox/refresh', { duration: 5 }, /^sandbox_id is required$/],
+        ['POST', '/nodes/n1/labels', { labels: { a: 1 } }, /^labels\.a must be string$/],
+      ];
+      const before = p.node.calls.length;
+      for (const [method, path, body, message] of refused) {
+        const r = await p.call(method, path, body);
+        assert.equal(r.status, 400, `${method} ${path} ${JSON.stringify(body)}`);
+        assert.deepEqual(Object.keys(r.body).sort(), ['code', 'message']);
+        assert.match(r.body.message, message, `${method} ${path} ${JSON.stringify(body)}`);
+      }
+      assert.equal(p.node.calls.length, before, 'nothing reached a node');
+      // An optional body may be left out; a repeated or comma-separated state is one list.
+      assert.equal((await p.call('POST', '/sandboxes/inosuchsandbox0000000/connect')).status, 404);
+      assert.equal((await p.call('GET', '/v2/sandboxes?state=running&state=paused&limit=2')).status, 200);
+      assert.equal((await p.call('GET', '/v2/sandboxes?state=running,paused')).status, 200);
+    });
+
+    await t.test('answers carry the contract\'s fields and no others', async () => {
+      const made = await p.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { who: 'contract' } });
+      const allowed = (name: keyof typeof PublicSchemas) => new Set(Object.keys((PublicSchemas[name] as { properties: object }).properties));
+      for (const k of Object.keys(made.body)) assert.ok(allowed('Sandbox').has(k), `Sandbox.${k}`);
+      const detail = await p.call('GET', `/sandboxes/${made.body.sandboxID}`);
+      for (const k of Object.keys(detail.body)) assert.ok(allowed('SandboxDetail').has(k), `SandboxDetail.${k}`);
+      for (const k of ['domain', 'network', 'lifecycle', 'allowInternetAccess', 'metadata', 'state']) assert.ok(k in detail.body, k);
+      const listed = await p.call('GET', '/v2/sandboxes?metadata=who%3Dcontract');
+      assert.equal(listed.body.length, 1);
+      for (const k of Object.keys(listed.body[0])) assert.ok(allowed('ListedSandbox').has(k), `ListedSandbox.${k}`);
+      assert.ok(!('envdAccessToken' in listed.body[0]), 'a list does not hand out access tokens');
+      await p.call('DELETE', `/sandboxes/${made.body.sandboxID}`);
     });
 
     await t.test('bounds: every field is checked before anything starts; secure by default', async () => {

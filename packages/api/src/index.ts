@@ -3,7 +3,7 @@ import { createHttpApp, parseListen, type Logger, type SvcConfig } from '@svc/co
 import { MasterClient } from '@svc/master/api';
 import { authenticate } from './auth.ts';
 import { forwardToMaster } from './forward.ts';
-import { OPENAPI } from './openapi.ts';
+import { PUBLIC_API } from '@svc/contracts';
 import { registerSandboxRoutes } from './routes.ts';
 
 export interface ApiGateway {
@@ -22,7 +22,7 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   app.addHook('onRequest', async (req) => { await authenticate(req, auth); });
 
   app.get('/health', async () => ({ ok: true }));
-  app.get('/openapi.json', async () => OPENAPI);
+  app.get('/openapi.json', async () => PUBLIC_API);
   registerSandboxRoutes(app, master, cfg.sandbox_domain);
   for (const prefix of ['/svc/template', '/templates']) {
     app.all(prefix, (req, reply) => forwardToMaster(req, reply, masterUrl));

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHttpApp, silentLogger } from '@svc/common';
 import { MasterClient } from '@svc/master/api';
-import { OPENAPI } from './openapi.ts';
+import { PUBLIC_API as OPENAPI } from '@svc/contracts';
 import { registerSandboxRoutes } from './routes.ts';
 
 test('the OpenAPI document and the gateway\'s routes name the same paths and methods', async () => {

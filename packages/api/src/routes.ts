@@ -1,99 +1,98 @@
-import type { FastifyInstance } from 'fastify';
-import { badRequest, SvcError } from '@svc/common';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
+import { SvcError } from '@svc/common';
+import type {
+  PublicPath, WireNetworkUpdate, WireNewSandbox, WireNodeLabelNames, WireNodeLabels, WireRefresh, WireSetTimeout, WireSvcDeadline,
+  WireSvcRefresh, WireSvcSetTimeout, WireTimeoutRequest,
+} from '@svc/contracts';
 import type { MasterClient } from '@svc/master/api';
-import { parseNewSandbox, toE2bListed, toE2bMetric, toE2bSandbox } from './e2b-shapes.ts';
+import { parseNewSandbox, toE2bDetail, toE2bListed, toE2bMetric, toE2bSandbox } from './e2b-shapes.ts';
+import { fastifyPath, routeSchema } from './route-schemas.ts';
 
-type Id = { Params: { sandboxID: string } };
-type Body = { Body: Record<string, unknown> | undefined };
+type Id = { sandboxID: string };
+type Parts = { Params?: unknown; Querystring?: unknown; Body?: unknown };
+type Handler<P extends Parts> = (req: FastifyRequest<P>, reply: FastifyReply) => Promise<unknown>;
 
-/** The E2B-shaped sandbox routes plus svc's /svc/sandbox extensions and /nodes. */
+/**
+ * The E2B-shaped sandbox routes plus svc's /svc/sandbox extensions and /nodes. Each is registered
+ * under its path in the public OpenAPI document, whose schemas check its input and shape its answer.
+ */
 export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient, domain: string): void {
-  const create = async (req: { body: unknown }, reply: { status(n: number): unknown }) => {
+  const on = <P extends Parts>(method: HTTPMethods, path: PublicPath, handler: Handler<P>) =>
+    app.route({ method, url: fastifyPath(path), schema: routeSchema(path, method), handler: handler as Handler<Parts> });
+  const noContent = (reply: FastifyReply) => reply.status(204).send();
+
+  const create: Handler<{ Body: WireNewSandbox }> = async (req, reply) => {
     const sandbox = await master.createSandbox(parseNewSandbox(req.body));
     reply.status(201);
     return toE2bSandbox(sandbox, domain);
   };
-  app.post('/sandboxes', create);
-  app.post('/v2/sandboxes', create);
+  on('POST', '/sandboxes', create);
+  on('POST', '/v2/sandboxes', create);
 
-  app.get<{ Querystring: { metadata?: string } }>('/sandboxes', async (req) => {
+  on<{ Querystring: { metadata?: string } }>('GET', '/sandboxes', async (req) => {
     const out = [];
     let nextToken: string | undefined;
     do {
       const page = await master.listSandboxes({ metadata: req.query.metadata, state: 'running', limit: 1000, nextToken });
-      out.push(...page.sandboxes.map((s) => toE2bListed(s, domain)));
+      out.push(...page.sandboxes.map(toE2bListed));
       nextToken = page.nextToken;
     } while (nextToken);
     return out;
   });
-  app.get<{ Querystring: { metadata?: string; state?: string | string[]; limit?: string; nextToken?: string; template?: string; order?: string; startedAfter?: string; startedBefore?: string } }>(
-    '/v2/sandboxes', async (req, reply) => {
-      const q = req.query;
-      const state = Array.isArray(q.state) ? q.state.join(',') : q.state;
-      const limit = q.limit === undefined ? undefined : Number(q.limit);
-      if (limit !== undefined && !Number.isInteger(limit)) throw badRequest('limit must be an integer');
-      const page = await master.listSandboxes({
-        metadata: q.metadata, state, limit, nextToken: q.nextToken, template: q.template,
-        order: q.order, startedAfter: q.startedAfter, startedBefore: q.startedBefore,
-      });
-      if (page.nextToken) reply.header('X-Next-Token', page.nextToken);
-      reply.header('X-Total-Running', String(page.totalRunning));
-      return page.sandboxes.map((s) => toE2bListed(s, domain));
-    });
+  type ListQuery = { metadata?: string; state?: string[]; limit?: number; nextToken?: string; template?: string; order?: string; startedAfter?: string; startedBefore?: string };
+  on<{ Querystring: ListQuery }>('GET', '/v2/sandboxes', async (req, reply) => {
+    const { state, ...q } = req.query;
+    const page = await master.listSandboxes({ ...q, state: state?.join(',') });
+    if (page.nextToken) reply.header('X-Next-Token', page.nextToken);
+    reply.header('X-Total-Running', String(page.totalRunning));
+    return page.sandboxes.map(toE2bListed);
+  });
 
-  app.get<Id>('/sandboxes/:sandboxID', async (req) => toE2bListed(await asE2b(master.getSandbox(req.params.sandboxID)), domain, true));
-  app.delete<Id>('/sandboxes/:sandboxID', async (req, reply) => {
+  on<{ Params: Id }>('GET', '/sandboxes/{sandboxID}', async (req) => toE2bDetail(await asE2b(master.getSandbox(req.params.sandboxID)), domain));
+  on<{ Params: Id }>('DELETE', '/sandboxes/{sandboxID}', async (req, reply) => {
     await master.killSandbox(req.params.sandboxID);
-    return reply.status(204).send();
+    return noContent(reply);
   });
-  app.post<Id>('/sandboxes/:sandboxID/pause', async (req, reply) => {
+  on<{ Params: Id }>('POST', '/sandboxes/{sandboxID}/pause', async (req, reply) => {
     await asE2b(master.pauseSandbox(req.params.sandboxID));
-    return reply.status(204).send();
+    return noContent(reply);
   });
-  app.post<Id & Body>('/sandboxes/:sandboxID/resume', async (req, reply) => {
-    const s = await asE2b(master.resumeSandbox(req.params.sandboxID, timeoutOf(req.body)));
+  on<{ Params: Id; Body?: WireTimeoutRequest }>('POST', '/sandboxes/{sandboxID}/resume', async (req, reply) => {
+    const s = await asE2b(master.resumeSandbox(req.params.sandboxID, req.body?.timeout ?? undefined));
     reply.status(201);
     return toE2bSandbox(s, domain);
   });
-  const connect = async (req: { params: { sandboxID: string }; body: Record<string, unknown> | undefined }, reply: { status(n: number): unknown }) => {
-    const r = await asE2b(master.connectSandbox(req.params.sandboxID, timeoutOf(req.body)));
+  const connect: Handler<{ Params: Id; Body?: WireTimeoutRequest }> = async (req, reply) => {
+    const r = await asE2b(master.connectSandbox(req.params.sandboxID, req.body?.timeout ?? undefined));
     reply.status(r.resumed ? 201 : 200);
     return toE2bSandbox(r.sandbox, domain);
   };
-  app.post<Id & Body>('/sandboxes/:sandboxID/connect', connect);
-  app.post<Id & Body>('/v2/sandboxes/:sandboxID/connect', connect);
-  app.post<Id & Body>('/sandboxes/:sandboxID/timeout', async (req, reply) => {
-    if (req.body?.timeout === undefined) throw badRequest('timeout is required (seconds)');
-    await asE2b(master.setTimeout(req.params.sandboxID, req.body.timeout as number));
-    return reply.status(204).send();
+  on('POST', '/sandboxes/{sandboxID}/connect', connect);
+  on('POST', '/v2/sandboxes/{sandboxID}/connect', connect);
+  on<{ Params: Id; Body: WireSetTimeout }>('POST', '/sandboxes/{sandboxID}/timeout', async (req, reply) => {
+    await asE2b(master.setTimeout(req.params.sandboxID, req.body.timeout));
+    return noContent(reply);
   });
-  app.post<Id & Body>('/sandboxes/:sandboxID/refreshes', async (req, reply) => {
-    await asE2b(master.refresh(req.params.sandboxID, req.body?.duration as number | undefined));
-    return reply.status(204).send();
+  on<{ Params: Id; Body?: WireRefresh }>('POST', '/sandboxes/{sandboxID}/refreshes', async (req, reply) => {
+    await asE2b(master.refresh(req.params.sandboxID, req.body?.duration));
+    return noContent(reply);
   });
-  app.put<Id & Body>('/sandboxes/:sandboxID/network', async (req, reply) => {
+  on<{ Params: Id; Body: WireNetworkUpdate }>('PUT', '/sandboxes/{sandboxID}/network', async (req, reply) => {
     await asE2b(master.updateNetwork(req.params.sandboxID, req.body));
-    return reply.status(204).send();
+    return noContent(reply);
   });
-  app.get<Id & { Querystring: { start?: string; end?: string } }>('/sandboxes/:sandboxID/metrics', async (req) =>
-    (await asE2b(master.metrics(req.params.sandboxID, { start: req.query.start, end: req.query.end }))).map(toE2bMetric));
+  on<{ Params: Id; Querystring: { start?: number; end?: number } }>('GET', '/sandboxes/{sandboxID}/metrics', async (req) =>
+    (await asE2b(master.metrics(req.params.sandboxID, req.query))).map(toE2bMetric));
 
-  app.post<Body>('/svc/sandbox/timeout', async (req) => {
-    const id = sandboxIdOf(req.body);
-    if (req.body?.timeout === undefined) throw badRequest('timeout is required (seconds)');
-    return endAtView(await master.setTimeout(id, req.body.timeout as number));
-  });
-  app.post<Body>('/svc/sandbox/refresh', async (req) => {
-    const id = sandboxIdOf(req.body);
-    return endAtView(await master.refresh(id, req.body?.duration as number | undefined));
-  });
+  on<{ Body: WireSvcSetTimeout }>('POST', '/svc/sandbox/timeout', async (req) =>
+    deadlineOf(await master.setTimeout(req.body.sandbox_id, req.body.timeout)));
+  on<{ Body: WireSvcRefresh }>('POST', '/svc/sandbox/refresh', async (req) =>
+    deadlineOf(await master.refresh(req.body.sandbox_id, req.body.duration)));
 
-  app.get('/nodes', async () => master.listNodes());
-  app.get<{ Params: { id: string } }>('/nodes/:id', async (req) => master.getNode(req.params.id));
-  app.post<{ Params: { id: string }; Body: { labels?: Record<string, string> } | undefined }>('/nodes/:id/labels', async (req) =>
-    master.addNodeLabels(req.params.id, req.body?.labels as Record<string, string>));
-  app.delete<{ Params: { id: string }; Body: { names?: string[] } | undefined }>('/nodes/:id/labels', async (req) =>
-    master.removeNodeLabels(req.params.id, req.body?.names as string[]));
+  on('GET', '/nodes', async () => master.listNodes());
+  on<{ Params: { id: string } }>('GET', '/nodes/{id}', async (req) => master.getNode(req.params.id));
+  on<{ Params: { id: string }; Body: WireNodeLabels }>('POST', '/nodes/{id}/labels', async (req) => master.addNodeLabels(req.params.id, req.body.labels));
+  on<{ Params: { id: string }; Body: WireNodeLabelNames }>('DELETE', '/nodes/{id}/labels', async (req) => master.removeNodeLabels(req.params.id, req.body.names));
 }
 
 /**
@@ -107,19 +106,6 @@ function asE2b<T>(call: Promise<T>): Promise<T> {
   });
 }
 
-function timeoutOf(body: Record<string, unknown> | undefined): number | undefined {
-  const t = body?.timeout;
-  if (t === undefined || t === null) return undefined;
-  if (typeof t !== 'number' || !Number.isInteger(t)) throw badRequest('timeout must be an integer number of seconds');
-  return t;
-}
-
-function sandboxIdOf(body: Record<string, unknown> | undefined): string {
-  const id = body?.sandbox_id ?? body?.sandboxID;
-  if (typeof id !== 'string' || !id) throw badRequest('sandbox_id is required');
-  return id;
-}
-
-function endAtView(s: { sandboxId: string; timeout: number; endAt?: string }) {
+function deadlineOf(s: { sandboxId: string; timeout: number; endAt?: string }): WireSvcDeadline {
   return { sandbox_id: s.sandboxId, timeout: s.timeout, end_at: s.endAt ?? null };
 }

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { SvcError, toSvcError } from './errors.ts';
 import type { Logger } from './log.ts';
+import { compileValidator, schemaError } from './schema-validation.ts';
 
 export interface HttpAppOptions {
   logger: Logger;
@@ -22,6 +23,8 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
     return503OnClosing: true,
     forceCloseConnections: true,
     clientErrorHandler: answerClientError,
+    // A route's schema (from its contract) is checked by schema-validation.ts; a refusal names the field.
+    schemaErrorFormatter: (errors, dataVar) => schemaError(errors as Parameters<typeof schemaError>[0], dataVar),
     // The router's own refusals (bad percent-encoding, an overlong path parameter) in the same shape.
     frameworkErrors: (err, _req, reply) => {
       const e = err as { statusCode?: number; code?: string };
@@ -29,6 +32,7 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
       sendError(reply, new SvcError(e.statusCode ?? 400, message));
     },
   });
+  app.setValidatorCompiler(compileValidator);
   // Empty bodies with a JSON content type are common from SDKs (POST /pause with no body).
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = String(body);

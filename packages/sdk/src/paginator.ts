@@ -6,7 +6,7 @@ import { ApiClient } from './api-client.ts';
 import type { ConnectionOpts } from './config.ts';
 import { toSandboxInfo } from './sandbox-wire.ts';
 import type { SandboxInfo, SandboxListOpts } from './types.ts';
-import type { WireSandboxDetail } from './wire.ts';
+import type { WireListedSandbox } from './wire.ts';
 
 /**
  * `k=v&k2=v2` with every key and value URL-encoded first, exactly as the e2b SDK sends it
@@ -49,7 +49,7 @@ export class SandboxPaginator extends Paginator<SandboxInfo> {
     if (!this.hasNext) throw new Error('no more items to fetch');
     const { query, limit, ...conn } = this.opts;
     const api = new ApiClient(conn as ConnectionOpts);
-    const res = await api.request<WireSandboxDetail[]>('GET', '/v2/sandboxes', {
+    const res = await api.request<WireListedSandbox[]>('GET', '/v2/sandboxes', {
       query: {
         metadata: query?.metadata ? encodeMetadataFilter(query.metadata) : undefined,
         state: query?.state,

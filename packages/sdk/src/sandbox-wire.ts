@@ -5,7 +5,7 @@ import { timeoutToSeconds } from './config.ts';
 import { InvalidArgumentError } from './errors.ts';
 import { buildNetwork } from './network.ts';
 import type { SandboxInfo, SandboxMetrics, SandboxOpts } from './types.ts';
-import type { WireNewSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount } from './wire.ts';
+import type { WireListedSandbox, WireNewSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount } from './wire.ts';
 
 export function buildCreateBody(template: string, opts: SandboxOpts = {}): WireNewSandbox {
   const body: WireNewSandbox = { templateID: template };
@@ -53,27 +53,28 @@ function buildVolumeMounts(mounts: NonNullable<SandboxOpts['volumeMounts']>): Wi
   return list;
 }
 
-export function toSandboxInfo(d: WireSandboxDetail): SandboxInfo {
+/** A listed sandbox, or one sandbox's detail (which adds its domain, network and lifecycle). */
+export function toSandboxInfo(d: WireListedSandbox & Partial<Pick<WireSandboxDetail, 'domain' | 'allowInternetAccess' | 'network' | 'lifecycle'>>): SandboxInfo {
   const info: SandboxInfo = {
     sandboxId: d.sandboxID,
     templateId: d.templateID,
-    metadata: d.metadata ?? {},
+    metadata: d.metadata,
     startedAt: new Date(d.startedAt),
     state: d.state,
     cpuCount: d.cpuCount,
     memoryMB: d.memoryMB,
     envdVersion: d.envdVersion,
-    volumeMounts: d.volumeMounts ?? [],
+    volumeMounts: d.volumeMounts,
   };
   if (d.alias) info.name = d.alias;
   if (d.endAt) info.endAt = new Date(d.endAt);
-  if (d.diskSizeMB !== undefined) info.diskSizeMB = d.diskSizeMB;
+  info.diskSizeMB = d.diskSizeMB;
   if (d.allowInternetAccess !== undefined && d.allowInternetAccess !== null) info.allowInternetAccess = d.allowInternetAccess;
   if (d.network) info.network = d.network;
   if (d.lifecycle) info.lifecycle = { onTimeout: d.lifecycle.onTimeout, autoResume: d.lifecycle.autoResume };
   if (d.domain) info.sandboxDomain = d.domain;
   if (d.pauseKind) info.pauseKind = d.pauseKind;
-  if (d.timeout !== undefined) info.timeout = d.timeout;
+  info.timeout = d.timeout;
   return info;
 }
 

@@ -3,82 +3,13 @@
  * template and node routes. Only the SDK's mapping modules read these; the public types
  * are in types.ts.
  */
-import type { EgressRule } from './types.ts';
-
-/** The wire form of an egress rule is svc's own public form. */
-export type WireEgressRule = EgressRule;
-
-export interface WireNetwork {
-  allowOut?: string[];
-  denyOut?: string[];
-  allowPublicTraffic?: boolean;
-  rules?: WireEgressRule[];
-}
-
-export interface WireVolumeMount {
-  name: string;
-  path: string;
-  readOnly?: boolean;
-}
-
-export interface WireNewSandbox {
-  templateID: string;
-  timeout?: number;
-  metadata?: Record<string, string>;
-  envVars?: Record<string, string>;
-  secure?: boolean;
-  allow_internet_access?: boolean;
-  network?: WireNetwork;
-  lifecycle?: { onTimeout?: 'kill' | 'pause'; autoResume?: boolean };
-  volumeMounts?: WireVolumeMount[];
-  cpuCount?: number;
-  memoryMB?: number;
-}
-
-export interface WireSandbox {
-  sandboxID: string;
-  templateID: string;
-  alias?: string;
-  clientID?: string;
-  envdVersion: string;
-  envdAccessToken?: string | null;
-  trafficAccessToken?: string | null;
-  domain?: string | null;
-}
-
-export interface WireSandboxDetail {
-  sandboxID: string;
-  templateID: string;
-  alias?: string;
-  clientID?: string;
-  startedAt: string;
-  endAt?: string | null;
-  cpuCount: number;
-  memoryMB: number;
-  diskSizeMB?: number;
-  metadata?: Record<string, string> | null;
-  state: 'running' | 'paused';
-  envdVersion: string;
-  envdAccessToken?: string | null;
-  domain?: string | null;
-  lifecycle?: { onTimeout: 'kill' | 'pause'; autoResume: boolean };
-  network?: WireNetwork & { rules?: unknown };
-  allowInternetAccess?: boolean | null;
-  volumeMounts?: WireVolumeMount[];
-  pauseKind?: 'freeze' | 'snapshot';
-  timeout?: number;
-}
-
-export interface WireSandboxMetric {
-  timestamp: string;
-  cpuCount: number;
-  cpuUsedPct: number;
-  memUsed: number;
-  memTotal: number;
-  memCache?: number;
-  diskUsed: number;
-  diskTotal: number;
-}
+/**
+ * The sandbox routes' shapes come from the public API contract (@svc/contracts), the document
+ * the gateway validates with; only type imports, so nothing of it is bundled.
+ */
+export type {
+  WireListedSandbox, WireNetworkConfig as WireNetwork, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount,
+} from '@svc/contracts';
 
 export interface WireTemplateCreate {
   image?: string;

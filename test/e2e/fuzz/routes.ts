@@ -54,9 +54,11 @@ function apiRoutes(k: Known): RouteSpec[] {
     allow_internet_access: true, network: { allowOut: ['10.1.2.3'], denyOut: ['10.1.2.4'], allowPublicTraffic: true, rules: [] },
     lifecycle: { onTimeout: 'kill', autoResume: false }, volumeMounts: [{ name: 'fuzzvol', path: '/mnt/fuzz', readOnly: false }],
     cpuCount: 1, memoryMB: 256,
+    // docs/api.md spells some fields two ways, and E2B says some things its own way; all are fuzzed.
+    allowInternetAccess: true, autoPause: false, autoResume: { enabled: false }, env_vars: { B: '2' },
+    volume_mounts: [{ name: 'fuzzvol2', path: '/mnt/fuzz2', read_only: true }],
   } satisfies Required<WireNewSandbox>;
-  // docs/api.md spells some fields two ways; the alternates are fuzzed too.
-  const createBody = json({ ...newSandbox, autoPause: false, autoResume: { enabled: false }, env_vars: { B: '2' } });
+  const createBody = json(newSandbox);
   const live = { patch: { templateID: 'base', volumeMounts: [], timeout: 120 }, cases: 3 };
   const templateCreate = json({
     image: '127.0.0.1:1/fuzz/none:latest', alias: 'fuzz-alias', registry_auth: { username: 'u', password: 'p' }, insecure_registry: true,

@@ -1,0 +1,263 @@
+/**
+ * The shapes of the public REST API (docs/api.md, docs/compatibility.md): E2B's paths and shapes
+ * that svc serves, plus svc's `/svc/...` extensions. Each is a JSON Schema (the draft-07 subset
+ * that OpenAPI 3.1 and fastify's ajv share), so one object is at once the document's component,
+ * the gateway's validator and serializer, and, through `FromSchema`, the TypeScript type of the
+ * wire (public-api-types.ts).
+ *
+ * Where E2B (camelCase) and docs/api.md (snake_case) spell a request field differently, both
+ * spellings are accepted; answers use E2B's.
+ */
+
+const str = { type: 'string' } as const;
+const bool = { type: 'boolean' } as const;
+const int = { type: 'integer' } as const;
+const timestamp = { type: 'string', format: 'date-time' } as const;
+const stringMap = { type: 'object', additionalProperties: { type: 'string' } } as const;
+const stringList = { type: 'array', items: { type: 'string' } } as const;
+const onTimeout = { type: 'string', enum: ['kill', 'pause'] } as const;
+
+export const ErrorBody = {
+  type: 'object',
+  required: ['code', 'message'],
+  properties: { code: int, message: str },
+  additionalProperties: false,
+} as const;
+
+/**
+ * svc's egress rule list, or E2B's per-host transform map. The master checks what is inside
+ * (its size among it); the egress issue pins the rule's shape here.
+ */
+const EgressRules = { type: ['array', 'object'], description: 'svc egress rules (a list) or E2B per-host transform rules (an object)' } as const;
+
+export const NetworkConfig = {
+  type: 'object',
+  properties: {
+    allowOut: { ...stringList, description: 'Layer-3/4 allow list: CIDRs, IPs or host names' },
+    allow_out: stringList,
+    denyOut: { ...stringList, description: 'Layer-3/4 deny list' },
+    deny_out: stringList,
+    allowPublicTraffic: { ...bool, description: 'false: data-plane requests must carry the traffic access token' },
+    allow_public_traffic: bool,
+    rules: EgressRules,
+  },
+} as const;
+
+export const VolumeMount = {
+  type: 'object',
+  required: ['name', 'path'],
+  properties: {
+    name: { type: 'string', minLength: 1 },
+    path: { type: 'string', pattern: '^/', description: 'Absolute path inside the sandbox' },
+    readOnly: bool,
+    read_only: bool,
+  },
+} as const;
+
+/** A volume mount as answers give it. */
+export const MountedVolume = {
+  type: 'object',
+  required: ['name', 'path'],
+  properties: { name: str, path: str, readOnly: bool },
+  additionalProperties: false,
+} as const;
+
+export const NewSandbox = {
+  type: 'object',
+  required: ['templateID'],
+  properties: {
+    templateID: { type: 'string', minLength: 1, description: 'A template id or alias' },
+    timeout: { type: 'integer', minimum: -1, maximum: 2147483647, description: 'Idle timeout in seconds; -1 never' },
+    autoPause: { ...bool, description: 'E2B: pause instead of kill at the timeout' },
+    autoResume: {
+      type: ['object', 'boolean'],
+      description: 'E2B: {enabled} resumes a paused sandbox on the next request',
+      properties: { enabled: bool },
+    },
+    lifecycle: {
+      type: 'object',
+      description: 'svc: what happens at the idle timeout',
+      properties: { on_timeout: onTimeout, onTimeout, auto_resume: bool, autoResume: bool },
+    },
+    secure: { ...bool, default: true, description: 'Only false opts out of envd access tokens' },
+    allow_internet_access: bool,
+    allowInternetAccess: bool,
+    metadata: stringMap,
+    envVars: stringMap,
+    env_vars: stringMap,
+    network: NetworkConfig,
+    volumeMounts: { type: 'array', items: VolumeMount },
+    volume_mounts: { type: 'array', items: VolumeMount },
+    cpuCount: { type: 'integer', minimum: 1 },
+    memoryMB: { type: 'integer', minimum: 64 },
+  },
+} as const;
+
+/** The answer to create, connect and resume. */
+export const Sandbox = {
+  type: 'object',
+  required: ['sandboxID', 'templateID', 'clientID', 'envdVersion', 'domain'],
+  properties: {
+    sandboxID: str,
+    templateID: str,
+    alias: str,
+    clientID: { ...str, description: 'The node that runs it' },
+    envdVersion: str,
+    envdAccessToken: { ...str, description: 'Absent when the sandbox was created with secure false' },
+    trafficAccessToken: { type: ['string', 'null'] },
+    domain: str,
+  },
+  additionalProperties: false,
+} as const;
+
+const listedProperties = {
+  sandboxID: str,
+  templateID: str,
+  alias: str,
+  clientID: str,
+  startedAt: timestamp,
+  endAt: { ...timestamp, description: 'When the idle timeout ends it, if nothing touches it first' },
+  cpuCount: int,
+  memoryMB: int,
+  diskSizeMB: int,
+  metadata: stringMap,
+  state: { type: 'string', enum: ['running', 'paused'] },
+  envdVersion: str,
+  volumeMounts: { type: 'array', items: MountedVolume },
+  pauseKind: { type: 'string', enum: ['freeze', 'snapshot'] },
+  timeout: { ...int, description: 'The idle timeout in seconds' },
+} as const;
+const listedRequired = ['sandboxID', 'templateID', 'clientID', 'startedAt', 'cpuCount', 'memoryMB', 'diskSizeMB', 'metadata', 'state', 'envdVersion', 'volumeMounts', 'timeout'] as const;
+
+/** A sandbox in a list. */
+export const ListedSandbox = {
+  type: 'object',
+  required: listedRequired,
+  properties: listedProperties,
+  additionalProperties: false,
+} as const;
+
+/** One sandbox (GET /sandboxes/{id}): a listed sandbox with its token, network and lifecycle. */
+export const SandboxDetail = {
+  type: 'object',
+  required: [...listedRequired, 'domain', 'allowInternetAccess', 'network', 'lifecycle'],
+  properties: {
+    ...listedProperties,
+    envdAccessToken: str,
+    domain: str,
+    allowInternetAccess: { type: ['boolean', 'null'] },
+    network: {
+      type: 'object',
+      required: ['allowOut', 'denyOut', 'allowPublicTraffic'],
+      properties: { allowOut: stringList, denyOut: stringList, allowPublicTraffic: bool, rules: EgressRules },
+      additionalProperties: false,
+    },
+    lifecycle: {
+      type: 'object',
+      required: ['onTimeout', 'autoResume'],
+      properties: { onTimeout, autoResume: bool },
+      additionalProperties: false,
+    },
+  },
+  additionalProperties: false,
+} as const;
+
+export const TimeoutRequest = {
+  type: 'object',
+  properties: { timeout: { type: ['integer', 'null'], minimum: -1, maximum: 2147483647, description: 'Seconds; absent keeps the current one' } },
+} as const;
+
+export const SetTimeout = {
+  type: 'object',
+  required: ['timeout'],
+  properties: { timeout: { type: 'integer', minimum: -1, maximum: 2147483647, description: 'Seconds from now; -1 never' } },
+} as const;
+
+export const Refresh = {
+  type: 'object',
+  properties: { duration: { type: 'integer', minimum: 0, maximum: 2147483647, description: 'Seconds; absent uses the sandbox\'s timeout' } },
+} as const;
+
+export const NetworkUpdate = {
+  type: 'object',
+  description: 'The whole egress configuration; a field left out is cleared',
+  properties: { allow_internet_access: bool, allowOut: stringList, denyOut: stringList, rules: EgressRules },
+} as const;
+
+export const SandboxMetric = {
+  type: 'object',
+  required: ['timestamp', 'timestampUnix', 'cpuCount', 'cpuUsedPct', 'memUsed', 'memTotal', 'diskUsed', 'diskTotal'],
+  properties: {
+    timestamp,
+    timestampUnix: int,
+    cpuCount: int,
+    cpuUsedPct: { type: 'number' },
+    memUsed: int,
+    memTotal: int,
+    memCache: int,
+    diskUsed: int,
+    diskTotal: int,
+  },
+  additionalProperties: false,
+} as const;
+
+/** svc's `/svc/sandbox/timeout` and `/svc/sandbox/refresh` (docs/api.md). */
+export const SvcSetTimeout = {
+  type: 'object',
+  required: ['sandbox_id', 'timeout'],
+  properties: { sandbox_id: { type: 'string', minLength: 1 }, timeout: SetTimeout.properties.timeout },
+} as const;
+
+export const SvcRefresh = {
+  type: 'object',
+  required: ['sandbox_id'],
+  properties: { sandbox_id: { type: 'string', minLength: 1 }, duration: Refresh.properties.duration },
+} as const;
+
+export const SvcDeadline = {
+  type: 'object',
+  required: ['sandbox_id', 'timeout', 'end_at'],
+  properties: { sandbox_id: str, timeout: int, end_at: { type: ['string', 'null'], format: 'date-time' } },
+  additionalProperties: false,
+} as const;
+
+/** A node as the master reports it; its fields are the master's (docs/api.md). */
+export const Node = { type: 'object', additionalProperties: true } as const;
+
+export const NodeLabels = {
+  type: 'object',
+  required: ['labels'],
+  properties: { labels: stringMap },
+} as const;
+
+export const NodeLabelNames = {
+  type: 'object',
+  required: ['names'],
+  properties: { names: stringList },
+} as const;
+
+export const Health = { type: 'object', required: ['ok'], properties: { ok: bool } } as const;
+
+/** Every named shape, as the document's `components.schemas`. */
+export const SCHEMAS = {
+  Error: ErrorBody,
+  NewSandbox,
+  Sandbox,
+  ListedSandbox,
+  SandboxDetail,
+  MountedVolume,
+  VolumeMount,
+  NetworkConfig,
+  TimeoutRequest,
+  SetTimeout,
+  Refresh,
+  NetworkUpdate,
+  SandboxMetric,
+  SvcSetTimeout,
+  SvcRefresh,
+  SvcDeadline,
+  Node,
+  NodeLabels,
+  NodeLabelNames,
+  Health,
+} as const;

@@ -1,0 +1,140 @@
+/**
+ * The public REST API of the gateway as one OpenAPI 3.1 document: the source that the gateway
+ * validates requests and serializes answers from (packages/api), that it serves at
+ * GET /openapi.json, and that the wire types of our SDK are derived from (public-api-types.ts).
+ * docs/api.md describes it for people; docs/compatibility.md says where it follows E2B.
+ */
+import { SCHEMAS } from './public-api-schemas.ts';
+
+type SchemaName = keyof typeof SCHEMAS;
+
+const json = <S>(schema: S) => ({ content: { 'application/json': { schema } } });
+const ref = <N extends SchemaName>(name: N) => ({ $ref: `#/components/schemas/${name}` as const });
+const error = (description: string) => ({ description, ...json(ref('Error')) });
+const pathParam = (name: string) => ({ name, in: 'path', required: true, schema: { type: 'string', minLength: 1 } }) as const;
+const query = (name: string, schema: object, description: string) => ({ name, in: 'query', required: false, schema, description });
+const sandboxId = pathParam('sandboxID');
+const nodeId = pathParam('id');
+
+/** The errors every authenticated route can answer, besides its own. */
+const common = { 400: error('Bad input: the message names the field'), 401: error('Missing or wrong API key') };
+const ofSandbox = { ...common, 404: error('No such sandbox, or it was killed or timed out (the message says which)') };
+
+const sandboxRoute = <E extends object>(summary: string, extra: E) => ({ summary, parameters: [sandboxId], ...extra });
+const created = { 201: { description: 'Created', ...json(ref('Sandbox')) }, ...common, 404: error('No such template'), 503: error('No node can take the sandbox now') };
+const connectResponses = {
+  200: { description: 'It was running', ...json(ref('Sandbox')) },
+  201: { description: 'It was paused and is resumed', ...json(ref('Sandbox')) },
+  ...ofSandbox,
+  409: error('Busy, or refused by admission (retry)'),
+};
+const svcDeadlineResponses = {
+  200: { description: 'The new deadline', ...json(ref('SvcDeadline')) },
+  ...common,
+  404: error('No such sandbox'),
+  410: error('Killed or timed out'),
+};
+const nodeAnswer = { 200: { description: 'The node', ...json(ref('Node')) }, ...common, 404: error('No such node') };
+
+export const PUBLIC_API = {
+  openapi: '3.1.0',
+  info: {
+    title: 'svc public API',
+    version: '0.1.0',
+    description: 'E2B-compatible sandbox API (the official e2b SDK works unchanged) with svc extensions. '
+      + 'Errors are {code, message}. Authenticate with X-API-Key or Authorization: Bearer.',
+  },
+  security: [{ apiKey: [] }, { bearer: [] }],
+  paths: {
+    '/health': { get: { summary: 'Liveness of the gateway', security: [], responses: { 200: { description: 'Up', ...json(ref('Health')) } } } },
+    '/openapi.json': { get: { summary: 'This document', security: [], responses: { 200: { description: 'The OpenAPI document', ...json({ type: 'object', additionalProperties: true }) } } } },
+    '/sandboxes': {
+      post: { summary: 'Create a sandbox', requestBody: { required: true, ...json(ref('NewSandbox')) }, responses: created },
+      get: {
+        summary: 'Running sandboxes (all pages)',
+        parameters: [query('metadata', { type: 'string' }, 'URL-encoded k=v pairs joined by &')],
+        responses: { 200: { description: 'Sandboxes', ...json({ type: 'array', items: ref('ListedSandbox') }) }, ...common },
+      },
+    },
+    '/v2/sandboxes': {
+      post: { summary: 'Create a sandbox', requestBody: { required: true, ...json(ref('NewSandbox')) }, responses: created },
+      get: {
+        summary: 'List sandboxes, a page at a time',
+        parameters: [
+          query('metadata', { type: 'string' }, 'URL-encoded k=v pairs joined by &'),
+          query('state', { type: 'array', items: { type: 'string', pattern: '^(running|paused)(,(running|paused))*$' } }, 'running, paused: repeated or comma-separated'),
+          query('template', { type: 'string' }, 'A template id or alias'),
+          query('limit', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, 'Page size'),
+          query('nextToken', { type: 'string' }, 'The X-Next-Token of the previous page'),
+          query('order', { type: 'string', enum: ['asc', 'desc'], default: 'desc' }, 'By start time'),
+          query('startedAfter', { type: 'string', format: 'date-time' }, 'Started at or after'),
+          query('startedBefore', { type: 'string', format: 'date-time' }, 'Started at or before'),
+        ],
+        responses: {
+          200: {
+            description: 'A page of sandboxes',
+            headers: {
+              'X-Next-Token': { schema: { type: 'string' }, description: 'Present when another sandbox passes the filters' },
+              'X-Total-Running': { schema: { type: 'integer' }, description: 'Running sandboxes, filters aside' },
+            },
+            ...json({ type: 'array', items: ref('ListedSandbox') }),
+          },
+          ...common,
+        },
+      },
+    },
+    '/sandboxes/{sandboxID}': {
+      get: sandboxRoute('A sandbox', { responses: { 200: { description: 'The sandbox', ...json(ref('SandboxDetail')) }, ...ofSandbox } }),
+      delete: sandboxRoute('Kill a sandbox (returns after cleanup)', { responses: { 204: { description: 'Killed' }, ...ofSandbox, 503: error('Pausing or locked: retry after Retry-After') } }),
+    },
+    '/sandboxes/{sandboxID}/pause': { post: sandboxRoute('Pause a sandbox', { responses: { 204: { description: 'Paused' }, ...ofSandbox, 409: error('Already paused') } }) },
+    '/sandboxes/{sandboxID}/resume': {
+      post: sandboxRoute('Resume a paused sandbox (deprecated; use connect)', {
+        requestBody: json(ref('TimeoutRequest')),
+        responses: { 201: { description: 'Resumed', ...json(ref('Sandbox')) }, ...ofSandbox, 409: error('Not paused, busy, or refused by admission') },
+      }),
+    },
+    '/sandboxes/{sandboxID}/connect': { post: sandboxRoute('Connect: resume when paused, extend the timeout', { requestBody: json(ref('TimeoutRequest')), responses: connectResponses }) },
+    '/v2/sandboxes/{sandboxID}/connect': { post: sandboxRoute('Connect: resume when paused, extend the timeout', { requestBody: json(ref('TimeoutRequest')), responses: connectResponses }) },
+    '/sandboxes/{sandboxID}/timeout': {
+      post: sandboxRoute('Set the idle timeout from now', { requestBody: { required: true, ...json(ref('SetTimeout')) }, responses: { 204: { description: 'Set' }, ...ofSandbox } }),
+    },
+    '/sandboxes/{sandboxID}/refreshes': {
+      post: sandboxRoute('Keep the sandbox alive a while longer', { requestBody: json(ref('Refresh')), responses: { 204: { description: 'Refreshed' }, ...ofSandbox } }),
+    },
+    '/sandboxes/{sandboxID}/network': {
+      put: sandboxRoute('Replace a running sandbox\'s egress configuration', {
+        requestBody: { required: true, ...json(ref('NetworkUpdate')) },
+        responses: { 204: { description: 'Replaced' }, ...ofSandbox, 409: error('Not running') },
+      }),
+    },
+    '/sandboxes/{sandboxID}/metrics': {
+      get: {
+        summary: 'Metrics of the sandbox',
+        parameters: [sandboxId, query('start', { type: 'integer', minimum: 0 }, 'Unix seconds'), query('end', { type: 'integer', minimum: 0 }, 'Unix seconds')],
+        responses: { 200: { description: 'Samples in the range', ...json({ type: 'array', items: ref('SandboxMetric') }) }, ...ofSandbox },
+      },
+    },
+    '/svc/sandbox/timeout': { post: { summary: 'Set the idle timeout (svc extension)', requestBody: { required: true, ...json(ref('SvcSetTimeout')) }, responses: svcDeadlineResponses } },
+    '/svc/sandbox/refresh': { post: { summary: 'Refresh the idle deadline (svc extension)', requestBody: { required: true, ...json(ref('SvcRefresh')) }, responses: svcDeadlineResponses } },
+    '/nodes': { get: { summary: 'Nodes', responses: { 200: { description: 'Nodes', ...json({ type: 'array', items: ref('Node') }) }, ...common } } },
+    '/nodes/{id}': { get: { summary: 'A node', parameters: [nodeId], responses: nodeAnswer } },
+    '/nodes/{id}/labels': {
+      post: { summary: 'Add admin labels (at most 64 a node)', parameters: [nodeId], requestBody: { required: true, ...json(ref('NodeLabels')) }, responses: nodeAnswer },
+      delete: { summary: 'Remove admin labels', parameters: [nodeId], requestBody: { required: true, ...json(ref('NodeLabelNames')) }, responses: nodeAnswer },
+    },
+  },
+  'x-forwarded-prefixes': {
+    description: 'Passed to the master unchanged; their shapes are in docs/templates.md and docs/api.md.',
+    prefixes: ['/svc/template', '/templates'],
+  },
+  components: {
+    securitySchemes: {
+      apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+      bearer: { type: 'http', scheme: 'bearer' },
+    },
+    schemas: SCHEMAS,
+  },
+} as const;
+
+export type PublicPath = keyof typeof PUBLIC_API.paths;
