@@ -9,7 +9,7 @@ export interface AuthConfig {
 }
 
 /** Routes that answer without a key (health checks for load balancers, the API's description). */
-const OPEN_PATHS = new Set(['/health', '/openapi.json']);
+const OPEN_PATHS = new Set(['/health', '/openapi.json', '/docs']);
 
 export function presentedKey(req: FastifyRequest): string | undefined {
   const key = req.headers['x-api-key'];

@@ -71,6 +71,12 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.equal(doc.status, 200, 'the API description is open');
       assert.equal(doc.body.openapi, '3.1.0');
       assert.ok(doc.body.paths['/v2/sandboxes'].get);
+      const page = await fetch(`${p.gw.url}/docs`);
+      assert.equal(page.status, 200, 'the browsable page is open');
+      assert.match(page.headers.get('content-type') ?? '', /text\/html/);
+      const html = await page.text();
+      for (const path of Object.keys(doc.body.paths)) assert.ok(html.includes(`<code>${path}</code>`), `the page shows ${path}`);
+      assert.ok(!/<script/i.test(html), 'no scripts, nothing fetched from elsewhere');
     });
 
     await t.test('create: 201 with the Sandbox fields', async () => {

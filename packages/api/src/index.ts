@@ -4,6 +4,7 @@ import { MasterClient } from '@svc/master/api';
 import { authenticate } from './auth.ts';
 import { forwardToMaster } from './forward.ts';
 import { PUBLIC_API } from '@svc/contracts';
+import { renderDocsPage } from './docs-page.ts';
 import { registerSandboxRoutes } from './routes.ts';
 
 export interface ApiGateway {
@@ -23,6 +24,8 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
 
   app.get('/health', async () => ({ ok: true }));
   app.get('/openapi.json', async () => PUBLIC_API);
+  const docsPage = renderDocsPage();
+  app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(docsPage));
   registerSandboxRoutes(app, master, cfg.sandbox_domain);
   for (const prefix of ['/svc/template', '/templates']) {
     app.all(prefix, (req, reply) => forwardToMaster(req, reply, masterUrl));

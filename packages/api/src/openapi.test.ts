@@ -13,9 +13,10 @@ test('the OpenAPI document and the gateway\'s routes name the same paths and met
   });
   registerSandboxRoutes(app, new MasterClient('http://127.0.0.1:9'), 'example');
   await app.ready();
-  // index.ts registers these two itself, beside the forwarded template prefixes.
+  // index.ts registers these three itself, beside the forwarded template prefixes.
   registered.add('GET /health');
   registered.add('GET /openapi.json');
+  registered.add('GET /docs');
   const documented = new Set<string>();
   for (const [path, item] of Object.entries(OPENAPI.paths)) for (const m of Object.keys(item)) documented.add(`${m.toUpperCase()} ${path}`);
   assert.deepEqual([...registered].filter((r) => !documented.has(r)).sort(), [], 'served but not documented');

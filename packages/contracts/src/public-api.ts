@@ -48,6 +48,7 @@ export const PUBLIC_API = {
   paths: {
     '/health': { get: { summary: 'Liveness of the gateway', security: [], responses: { 200: { description: 'Up', ...json(ref('Health')) } } } },
     '/openapi.json': { get: { summary: 'This document', security: [], responses: { 200: { description: 'The OpenAPI document', ...json({ type: 'object', additionalProperties: true }) } } } },
+    '/docs': { get: { summary: 'This document as a web page', security: [], responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } } },
     '/sandboxes': {
       post: { summary: 'Create a sandbox', requestBody: { required: true, ...json(ref('NewSandbox')) }, responses: created },
       get: {

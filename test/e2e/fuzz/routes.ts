@@ -69,6 +69,7 @@ function apiRoutes(k: Known): RouteSpec[] {
   return [
     api('GET', '/health', { auth: 'none' }),
     api('GET', '/openapi.json', { auth: 'none' }),
+    api('GET', '/docs', { auth: 'none' }),
     api('POST', '/sandboxes', { body: createBody, live, random: 12 }),
     api('POST', '/v2/sandboxes', { body: createBody, live, random: 12 }),
     api('GET', '/sandboxes', { query: { metadata: 'owner=fuzz' } }),
