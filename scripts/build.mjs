@@ -25,11 +25,19 @@ await build({
   // native addons and packages that load files relative to themselves stay in node_modules
   external: ['better-sqlite3', '@lydell/node-pty', '@lydell/node-pty-*', 'pg-native', 'pino', 'thread-stream', 'pino-*'],
 });
-// The stat shim preloaded into gVisor sandboxes (packages/node-agent/native/stat-shim.c).
-try {
-  execFileSync('cc', ['-O2', '-Wall', '-shared', '-fPIC', '-o', 'dist/svc-stat-shim.so', 'packages/node-agent/native/stat-shim.c'], { stdio: 'inherit' });
-} catch (err) {
-  console.error(`build: compiling packages/node-agent/native/stat-shim.c failed (${err.message}); scripts/setup.sh installs gcc`);
-  process.exit(1);
+// Native parts of gVisor sandboxes, built with the host's cc (scripts/setup.sh installs gcc and
+// libc6-dev): the stat shim preloaded into every program (packages/node-agent/native/stat-shim.c),
+// and svc's sudo, static so that it runs in any image (packages/node-agent/native/sudo.c).
+const natives = [
+  ['dist/svc-stat-shim.so', ['-shared', '-fPIC'], 'packages/node-agent/native/stat-shim.c'],
+  ['dist/svc-sudo', ['-static'], 'packages/node-agent/native/sudo.c'],
+];
+for (const [out, flags, source] of natives) {
+  try {
+    execFileSync('cc', ['-O2', '-Wall', ...flags, '-o', out, source], { stdio: 'inherit' });
+  } catch (err) {
+    console.error(`build: compiling ${source} failed (${err.message}); scripts/setup.sh installs gcc and libc6-dev`);
+    process.exit(1);
+  }
 }
-console.log('built dist/envd.mjs, dist/svc.mjs and dist/svc-stat-shim.so');
+console.log('built dist/envd.mjs, dist/svc.mjs, dist/svc-stat-shim.so and dist/svc-sudo');

@@ -14,7 +14,7 @@ import { AddressPool } from '@svc/node-agent/network/address-pool';
 import { createSandboxLink, destroySandboxLink, netnsPath } from '@svc/node-agent/network/netns';
 import { GvisorDriver } from '@svc/node-agent/runtime/gvisor';
 import { ociSpec } from '@svc/node-agent/runtime/oci-spec';
-import { defaultPtyModulesDir, defaultStatShim, ensureRuntimeBundle, SANDBOX_INIT } from '@svc/node-agent/runtime/runtime-bundle';
+import { defaultNativeFile, defaultPtyModulesDir, ensureRuntimeBundle, SANDBOX_INIT } from '@svc/node-agent/runtime/runtime-bundle';
 import { sleep, timed } from './stats.ts';
 
 export interface FloorOptions {
@@ -43,7 +43,7 @@ export class RunscFloor {
   }
 
   async prepare(): Promise<void> {
-    this.bundle = await ensureRuntimeBundle(this.o.workDir, { envdBundle: this.o.envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, statShim: defaultStatShim(this.o.envdBundle), ptyModulesDir: defaultPtyModulesDir() });
+    this.bundle = await ensureRuntimeBundle(this.o.workDir, { envdBundle: this.o.envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, statShim: defaultNativeFile(this.o.envdBundle, 'svc-stat-shim.so'), sudo: defaultNativeFile(this.o.envdBundle, 'svc-sudo'), ptyModulesDir: defaultPtyModulesDir() });
     await mkdir(this.lower, { recursive: true });
     await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', this.o.image, this.lower]);
   }

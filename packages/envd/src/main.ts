@@ -47,6 +47,15 @@ server.listen(config.port, config.host, () => {
 const guard = process.env.SVC_ENVD_MEMORY_GUARD === '1' ? new MemoryGuard() : undefined;
 guard?.start();
 
+// Where set-uid programs cannot work (gVisor), sudo reaches root through envd.
+if (process.env.SVC_ENVD_SUDO) {
+  const helper = process.env.SVC_ENVD_SUDO;
+  import('./system/sudo-service.ts').then(
+    (m) => m.startSudoService(helper),
+    (err: Error) => console.error(`envd: sudo service not started: ${err.message}`),
+  );
+}
+
 // envd must outlive a bug in one request: log it and keep serving the sandbox.
 process.on('uncaughtException', (err) => console.error(`envd: uncaught exception: ${err.stack ?? err.message}`));
 process.on('unhandledRejection', (err) => console.error(`envd: unhandled rejection: ${(err as Error)?.stack ?? String(err)}`));

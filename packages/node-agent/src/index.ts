@@ -12,7 +12,7 @@ import { readHostNetwork } from './network/host-conflicts.ts';
 import { Firewall } from './network/firewall.ts';
 import { registerRoutes } from './routes.ts';
 import { GvisorDriver } from './runtime/gvisor.ts';
-import { defaultEnvdBundle, defaultPtyModulesDir, defaultStatShim, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
+import { defaultEnvdBundle, defaultPtyModulesDir, defaultNativeFile, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
 import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
 import { reconcile } from './sandboxes/reconcile.ts';
@@ -86,7 +86,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     bundle ??= (async () => {
       const envdBundle = opts.envdBundle ?? defaultEnvdBundle();
       if (!envdBundle) throw new SvcError(503, 'envd bundle not found: run `npm run build` (dist/envd.mjs) or set SVC_ENVD_BUNDLE');
-      return ensureRuntimeBundle(stateDir, { envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, statShim: defaultStatShim(envdBundle), ptyModulesDir: defaultPtyModulesDir() });
+      return ensureRuntimeBundle(stateDir, { envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, statShim: defaultNativeFile(envdBundle, 'svc-stat-shim.so', process.env.SVC_STAT_SHIM), sudo: defaultNativeFile(envdBundle, 'svc-sudo', process.env.SVC_SUDO_HELPER), ptyModulesDir: defaultPtyModulesDir() });
     })().catch((err) => { bundle = undefined; throw err; });
     return bundle;
   };

@@ -10,8 +10,8 @@ import type { InstanceEndCause, InstanceRef, InstanceSpec, InstanceStats, Instan
 import { detachLoopDevice, DiskLayer, loopDevicesUnder } from './disk-layer.ts';
 import { ociSpec } from './oci-spec.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
-import { writeIntoRootfs } from './rootfs-files.ts';
-import { STAT_SHIM_PRELOAD } from './runtime-bundle.ts';
+import { linkIntoRootfs, writeIntoRootfs } from './rootfs-files.ts';
+import { SANDBOX_SUDO, STAT_SHIM_PRELOAD } from './runtime-bundle.ts';
 import { DiskUsage } from '../host/disk-usage.ts';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
@@ -62,6 +62,9 @@ export class GvisorDriver implements RuntimeDriver {
       for (const [path, content] of Object.entries({ ...spec.files, '/etc/hostname': `${spec.hostname}\n`, '/etc/ld.so.preload': STAT_SHIM_PRELOAD })) {
         if (!(await writeIntoRootfs(paths.rootfs, path, content))) this.o.logger.warn({ path }, 'image holds a symlink or directory there; file not placed');
       }
+      // The image's set-uid sudo cannot raise privileges here; svc's goes through envd (docs/decisions.md).
+      const sudoPath = existsSync(join(paths.rootfs, 'usr/bin/sudo')) ? '/usr/bin/sudo' : '/usr/local/bin/sudo';
+      if (!(await linkIntoRootfs(paths.rootfs, sudoPath, SANDBOX_SUDO))) this.o.logger.warn({ path: sudoPath }, 'image holds a symlink or directory there; sudo not placed');
       const cgroupsPath = `/${this.o.names.cgroupParent}/${id}`;
       await writeFile(join(paths.bundle, 'config.json'), JSON.stringify(ociSpec(spec, paths.rootfs, cgroupsPath)), { mode: 0o600 });
       await this.runDetached(spec, id, paths);

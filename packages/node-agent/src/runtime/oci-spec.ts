@@ -1,4 +1,4 @@
-import { SANDBOX_RUNTIME_DIR } from './runtime-bundle.ts';
+import { SANDBOX_RUNTIME_DIR, SANDBOX_SUDO } from './runtime-bundle.ts';
 import type { InstanceSpec } from './driver.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
 
@@ -10,10 +10,13 @@ const CAPS = [
 /** Tells envd to run its memory guard: gVisor has no OOM killer of its own inside the sandbox. */
 export const MEMORY_GUARD_ENV = 'SVC_ENVD_MEMORY_GUARD';
 
+/** Tells envd to serve sudo through its helper: gVisor runs every process with "no new privileges". */
+export const SUDO_HELPER_ENV = 'SVC_ENVD_SUDO';
+
 /** The OCI runtime spec of one sandbox: dumb-init → envd as PID 1, the runtime at /.svc, CPU, memory and process limits. */
 export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: string): object {
   const limits = sandboxLimits(spec.resources);
-  const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [MEMORY_GUARD_ENV]: '1' };
+  const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [MEMORY_GUARD_ENV]: '1', [SUDO_HELPER_ENV]: SANDBOX_SUDO };
   return {
     ociVersion: '1.0.2',
     process: {

@@ -1,0 +1,64 @@
+/**
+ * envd's sudo service with the real helper (dist/svc-sudo, built by `npm run build`), on the
+ * host: the socket, the hand-over of each connection, who may use it, what comes back. The same
+ * inside a gVisor sandbox is in test/e2e/e2b-sdk.test.ts.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { startSudoService } from './sudo-service.ts';
+
+const HELPER = join(import.meta.dirname, '../../../../dist/svc-sudo');
+
+async function sudo(args: string[], opts: { socket: string; asUser?: string; input?: string; signalAfterMs?: number }) {
+  const env = { ...process.env, SVC_SUDO_SOCKET: opts.socket };
+  const child = opts.asUser
+    ? spawn('setpriv', [`--reuid=${opts.asUser}`, '--regid=65534', '--clear-groups', HELPER, ...args], { env })
+    : spawn(HELPER, args, { env });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
+  child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+  // A command that ends before reading its input closes the pipe first; that is no failure here.
+  child.stdin.on('error', () => {});
+  child.stdin.end(opts.input ?? '');
+  if (opts.signalAfterMs) setTimeout(() => child.kill('SIGINT'), opts.signalAfterMs);
+  const [code, signal] = await once(child, 'close') as [number | null, string | null];
+  return { code, signal, stdout, stderr };
+}
+
+test('sudo through envd: root runs as anyone, the sudoers decide for others, status and signals come back', { skip: !existsSync(HELPER) || process.getuid?.() !== 0 ? 'needs root and dist/svc-sudo (npm run build)' : false }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-sudo-'));
+  chmodSync(dir, 0o755);
+  const socket = join(dir, 'run/sudo.sock');
+  const server = startSudoService(HELPER, socket, () => {});
+  try {
+    await once(server, 'listening');
+    assert.equal(statSync(socket).mode & 0o777, 0o666, 'every user may reach the socket');
+
+    const asRoot = await sudo(['-u', 'nobody', 'id', '-un'], { socket });
+    assert.deepEqual([asRoot.code, asRoot.stdout], [0, 'nobody\n']);
+    const piped = await sudo(['-u', 'nobody', 'cat'], { socket, input: 'through stdin\n' });
+    assert.equal(piped.stdout, 'through stdin\n', 'the command reads the caller\'s own stdin');
+    assert.equal((await sudo(['sh', '-c', 'exit 9'], { socket })).code, 9);
+    assert.equal((await sudo(['/no/such/program'], { socket })).code, 127);
+    const env = await sudo(['GREETING=hi', 'sh', '-c', 'echo $GREETING $SUDO_USER $PATH'], { socket });
+    assert.equal(env.stdout, 'hi root /usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n');
+
+    const refused = await sudo(['id'], { socket, asUser: 'nobody' });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /nobody is not in the sudoers file/);
+    assert.equal(refused.stdout, '', 'nothing ran');
+
+    const interrupted = await sudo(['sleep', '30'], { socket, signalAfterMs: 300 });
+    assert.equal(interrupted.signal, 'SIGINT', 'the command got the signal and the client ends as it did');
+    assert.match((await sudo([], { socket })).stderr, /usage: sudo/);
+  } finally {
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
