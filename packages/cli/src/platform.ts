@@ -18,6 +18,8 @@ export interface Platform {
   sandboxHttpsUrl?: string;
   masterUrl: string;
   master: Awaited<ReturnType<typeof startMaster>>;
+  /** Warm sandboxes ready for hand-out on this host's node agent. */
+  warmCount(): number;
   close(): Promise<void>;
 }
 
@@ -49,7 +51,7 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
     closers.push(() => node.close({ destroySandboxes: true }));
     const api = await startApiGateway(cfg, { logger: logger.child({ component: 'api' }), masterUrl: master.url });
     closers.push(() => api.close());
-    return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, sandboxHttpsUrl: proxy.httpsUrl, masterUrl: master.url, master, close };
+    return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, sandboxHttpsUrl: proxy.httpsUrl, masterUrl: master.url, master, warmCount: () => node.warmCount(), close };
   } catch (err) {
     await close();
     throw err;

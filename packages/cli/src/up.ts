@@ -4,7 +4,7 @@ import pino from 'pino';
 import { loadConfig, ConfigError, REDACTED_PATHS, type SvcConfig } from '@svc/common';
 import { ensureBaseTemplate } from './base-template.ts';
 import { runDemo } from './demo.ts';
-import { startPlatform } from './platform.ts';
+import { startPlatform, type Platform } from './platform.ts';
 import { ensureLocalTls } from './local-tls.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
 
@@ -81,6 +81,9 @@ export async function runUp(opts: UpOptions): Promise<void> {
     process.exit(1);
   }
 
+  // "Up" means a first create is served from the warm pool: wait (briefly) for its first sandbox.
+  if (cfg.node_agent.warm_pool_size > 0) await waitForWarmSandbox(platform, say);
+
   const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
   writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify(endpoint, null, 2) + '\n', { mode: 0o600 });
   if (opts.json) {
@@ -103,6 +106,14 @@ export async function runUp(opts: UpOptions): Promise<void> {
   say('  svc sandbox create --template base');
   if (opts.demo) await runDemo(endpoint, say).catch((err) => say(`demo failed: ${(err as Error).message}`));
   say('Press Ctrl+C to stop.');
+}
+
+async function waitForWarmSandbox(platform: Platform, say: (line: string) => void, maxMs = 20_000): Promise<void> {
+  const until = Date.now() + maxMs;
+  if (platform.warmCount() > 0) return;
+  say('warming up the first sandboxes...');
+  while (platform.warmCount() === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  if (platform.warmCount() === 0) say('no warm sandbox yet (see the log); creates start cold until one is ready');
 }
 
 /**

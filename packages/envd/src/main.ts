@@ -39,7 +39,10 @@ server.listen(config.port, config.host, () => {
   const port = typeof address === 'object' && address ? address.port : config.port;
   console.log(`envd ${ENVD_VERSION} listening on ${config.host}:${port} (${Math.round(performance.now())} ms after process start)`);
   setImmediate(() => {
-    load().catch((err: Error) => console.error(`envd: failed to load services: ${err.stack ?? err.message}`));
+    load().then(
+      () => { if (process.env.SVC_ENVD_WARMUP === '1') void import('./warm-up.ts').then((m) => m.warmUp(port)); },
+      (err: Error) => console.error(`envd: failed to load services: ${err.stack ?? err.message}`),
+    );
   });
 });
 

@@ -116,6 +116,8 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   });
   service.useMemoryAdmission(memory);
   await memory.measure();
+  // Templates already on this node were put here to be used: their pools start now, as on arrival.
+  for (const a of service.listArtifacts()) service.pool.fill(a.artifactId);
 
   const app = createHttpApp({ logger });
   let url = '';

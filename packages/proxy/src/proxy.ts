@@ -94,9 +94,14 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
   };
 
   // Lifecycle events (from the master or the lifecycle manager) make a cached route stale at once.
+  // A new sandbox's route is fetched as soon as it is announced: the SDK's first request follows
+  // the create's answer within milliseconds, and would otherwise wait for the look-up itself.
   const unsubscribe = deps.coordination.subscribe(SANDBOX_EVENTS_TOPIC, (e) => {
     const ev = e as Partial<SandboxEvent>;
-    if (typeof ev.sandboxId === 'string' && ev.kind !== 'sandbox.created') cache.purge([ev.sandboxId]);
+    if (typeof ev.sandboxId !== 'string') return;
+    if (ev.kind !== 'sandbox.created') { cache.purge([ev.sandboxId]); return; }
+    const sandboxId = ev.sandboxId;
+    cache.load(sandboxId).catch((err: Error) => logger.debug({ sandboxId, err: err.message }, 'route prefetch of a new sandbox failed; its first request looks it up'));
   });
 
   const servers: Server[] = [];

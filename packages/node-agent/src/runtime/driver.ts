@@ -27,6 +27,12 @@ export interface InstanceSpec extends InstanceRef {
   hostname: string;
   /** Small files placed into the sandbox's writable layer before boot (e.g. /etc/resolv.conf). */
   files: Record<string, string>;
+  /**
+   * A warm-pool sandbox: it boots and waits at a low CPU weight, so that on a busy host the
+   * sandboxes users hold go first (a refill starts right when a user's create took one).
+   * `foreground` gives it the normal weight when it is handed out.
+   */
+  background?: boolean;
 }
 
 export type InstanceStatus = 'running' | 'paused' | 'stopped' | 'missing';
@@ -80,6 +86,8 @@ export interface RuntimeDriver {
   processesAlive?(ref: InstanceRef): Promise<boolean>;
   /** Why a stopped instance ended, when known; asked before destroy (which drops the evidence). */
   endCause?(ref: InstanceRef): Promise<InstanceEndCause | undefined>;
+  /** Gives an instance created with `background` the normal CPU weight. */
+  foreground?(ref: InstanceRef): Promise<void>;
   /** Instance ids the driver holds anything for on this host (reconciliation after a crash). */
   list(): Promise<string[]>;
   /** Removes whatever the driver holds for instances not in `keep` (after a crash). */

@@ -8,7 +8,7 @@ import { isMountPoint, unmount } from '../host/mounts.ts';
 import type { ResourceNames } from '../names.ts';
 import type { InstanceEndCause, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from './driver.ts';
 import { detachLoopDevice, DiskLayer, loopDevicesUnder } from './disk-layer.ts';
-import { ociSpec } from './oci-spec.ts';
+import { NORMAL_CPU_SHARES, ociSpec } from './oci-spec.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
 import { linkIntoRootfs, writeIntoRootfs } from './rootfs-files.ts';
 import { SANDBOX_SUDO, STAT_SHIM_PRELOAD } from './runtime-bundle.ts';
@@ -75,6 +75,10 @@ export class GvisorDriver implements RuntimeDriver {
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
       throw err;
     }
+  }
+
+  async foreground(ref: InstanceRef): Promise<void> {
+    await writeFile(this.cgroupFile('cpu', this.o.names.container(ref.instanceId), 'cpu.shares'), String(NORMAL_CPU_SHARES));
   }
 
   async destroy(ref: InstanceRef): Promise<void> {

@@ -10,6 +10,10 @@ const CAPS = [
 /** Tells envd to run its memory guard: gVisor has no OOM killer of its own inside the sandbox. */
 export const MEMORY_GUARD_ENV = 'SVC_ENVD_MEMORY_GUARD';
 
+/** cgroup cpu.shares: the kernel's default weight, and the weight of a warm-pool sandbox until it is handed out. */
+export const NORMAL_CPU_SHARES = 1024;
+export const BACKGROUND_CPU_SHARES = 32;
+
 /** Tells envd to serve sudo through its helper: gVisor runs every process with "no new privileges". */
 export const SUDO_HELPER_ENV = 'SVC_ENVD_SUDO';
 
@@ -46,7 +50,7 @@ export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: stri
       namespaces: [{ type: 'pid' }, { type: 'ipc' }, { type: 'uts' }, { type: 'mount' }],
       cgroupsPath,
       resources: {
-        cpu: { quota: limits.cpuQuotaUs, period: limits.cpuPeriodUs },
+        cpu: { quota: limits.cpuQuotaUs, period: limits.cpuPeriodUs, shares: spec.background ? BACKGROUND_CPU_SHARES : NORMAL_CPU_SHARES },
         // The sandbox's own size (runsc sizes the sentry's memory from it); the driver raises the host cgroup's limit after start.
         memory: { limit: limits.guestMemoryBytes },
       },

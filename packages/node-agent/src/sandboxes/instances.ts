@@ -88,6 +88,7 @@ export class InstanceLauncher {
         ...inst.ref,
         rootfs: { imagePath: this.d.artifacts.imagePath(req.artifactId), mountDir: (mountDir as PromiseFulfilledResult<string | undefined>).value },
         runtime: (bundle as PromiseFulfilledResult<RuntimeBundle>).value, resources: req.resources, env: req.env, hostname: 'sandbox', files: this.d.files,
+        background: req.role === 'warm',
       });
       mark('booted');
       await waitForEnvd(record.address, req.signal);
@@ -106,6 +107,11 @@ export class InstanceLauncher {
       }
       throw err;
     }
+  }
+
+  /** A warm instance handed out: from now on it weighs as much as any sandbox. */
+  async foreground(inst: Instance): Promise<void> {
+    await this.d.driver.foreground?.(inst.ref);
   }
 
   /** Releases everything an instance holds; safe on a half-made one and safe to repeat. */

@@ -59,7 +59,8 @@ export class SandboxService {
       start: (artifactId, signal) => d.launcher.launch({
         // Only envd runs in a warm sandbox until it is handed out, so it can wait with the
         // policy most creates ask for: then the hand-out needs no firewall change at all.
-        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: {}, policy: DEFAULT_POLICY, metadata: {},
+        // envd runs one command at boot, so that a user's first is not the first (packages/envd/src/warm-up.ts).
+        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: { SVC_ENVD_WARMUP: '1' }, policy: DEFAULT_POLICY, metadata: {},
         signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
       }),
       destroy: (inst) => d.launcher.teardown(inst),
@@ -121,8 +122,6 @@ export class SandboxService {
       } finally {
         admitted?.();
         this.creating.set(artifactId, (this.creating.get(artifactId) ?? 1) - 1);
-        // First use of an artifact starts its warm pool (not for one that failed to download).
-        if (this.d.artifacts.get(artifactId)) this.pool.fill(artifactId);
       }
     });
   }
@@ -304,12 +303,13 @@ export class SandboxService {
   get count() { return this.sandboxes.size + this.pool.count(); }
 
   private async fromWarmPool(req: CreateSandboxOnNode, resources: InstanceResources, env: Record<string, string>, policy: EgressPolicy): Promise<Instance | undefined> {
-    const inst = this.pool.take(req.artifact.artifactId, resources);
+    const inst = await this.pool.take(req.artifact.artifactId, resources);
     if (!inst) return undefined;
     try {
       await Promise.all([
         samePolicy(inst.record.policy, policy) ? undefined : this.d.firewall.update(inst.record.instanceId, policy),
         envdInit(inst.record.address, { envVars: env, accessToken: req.envdAccessToken, timestamp: new Date().toISOString() }),
+        this.d.launcher.foreground(inst),
       ]);
       Object.assign(inst.record, {
         role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, policy, metadata: req.metadata,

@@ -21,6 +21,18 @@ export interface WarmPoolDeps {
   concurrency?: number;
   /** A pool grown by demand gives one back after this long without a hand-out. */
   shrinkAfterMs?: number;
+  /**
+   * After a hand-out, the refill starts this much later (default 300 ms): the new sandbox's first
+   * commands follow its create at once, and a refill's boot would compete with them for the
+   * host's CPU and the agent's event loop. A create that finds the pool empty refills at once.
+   */
+  refillDelayMs?: number;
+  /** How long a create that finds the pool empty waits for a warm start already under way (default 5 s). */
+  maxWaitMs?: number;
+}
+
+interface Waiter {
+  give(inst: Instance | undefined): void;
 }
 
 interface ArtifactPool {
@@ -30,19 +42,24 @@ interface ArtifactPool {
   hits: number;
   misses: number;
   lastHandOut: number;
+  /** Creates that found the pool empty and wait for a start under way, oldest first. */
+  waiters: Waiter[];
 }
 
 /**
  * Sandboxes started ahead, per template artifact, so a create only has to personalise one.
  * Sized by demand: a used template starts at `size`; each create that finds its pool empty
  * grows it by one up to `max`; a pool without a hand-out for `shrinkAfterMs` gives one back down
- * to `size`; nothing is started while the node's memory admission has no room. Refilled as soon as
- * one is taken, emptied when the artifact goes away and when the agent closes.
+ * to `size`; nothing is started while the node's memory admission has no room. Refilled right
+ * after one is taken (refillDelayMs), emptied when the artifact goes away and when the agent
+ * closes. A create that finds it empty takes the next warm sandbox whose start is already under
+ * way rather than booting one of its own, when one is.
  */
 export class WarmPool {
   private readonly pools = new Map<string, ArtifactPool>();
   private readonly filling = new Map<string, Promise<void>>();
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
+  private readonly refillTimers = new Map<string, NodeJS.Timeout>();
   private readonly draining = new Set<string>();
   private readonly abort = new AbortController();
   private readonly shrinkTimer: NodeJS.Timeout;
@@ -79,8 +96,11 @@ export class WarmPool {
     return r.cpuCount === s.cpuCount && r.memoryMB === s.memoryMB && r.diskSizeMB === s.diskSizeMB;
   }
 
-  /** A ready warm instance of this artifact and shape, taken out of the pool (and refilled at once). */
-  take(artifactId: string, r: InstanceResources): Instance | undefined {
+  /**
+   * A warm instance of this artifact and shape: a ready one, or, when none is ready, the next one
+   * whose start is under way (waiting at most maxWaitMs). Undefined: start one cold.
+   */
+  async take(artifactId: string, r: InstanceResources): Promise<Instance | undefined> {
     if (!this.enabled || this.closed || !this.matches(r)) return undefined;
     const p = this.pool(artifactId);
     const inst = p.ready.shift();
@@ -88,13 +108,37 @@ export class WarmPool {
       p.hits++;
       this.hits++;
       p.lastHandOut = Date.now();
-    } else {
-      p.misses++;
-      this.misses++;
-      p.target = Math.min(this.d.max, p.target + 1);
+      this.refillSoon(artifactId);
+      return inst;
     }
+    p.misses++;
+    this.misses++;
+    p.target = Math.min(this.d.max, p.target + 1);
     this.fill(artifactId);
-    return inst;
+    if (p.starting <= p.waiters.length) return undefined;
+    const waited = await new Promise<Instance | undefined>((resolve) => {
+      const timer = setTimeout(() => {
+        p.waiters.splice(p.waiters.indexOf(waiter), 1);
+        resolve(undefined);
+      }, this.d.maxWaitMs ?? 5_000);
+      const waiter: Waiter = { give: (i) => { clearTimeout(timer); resolve(i); } };
+      p.waiters.push(waiter);
+    });
+    if (waited) p.lastHandOut = Date.now();
+    return waited;
+  }
+
+  private refillSoon(artifactId: string): void {
+    if (this.refillTimers.has(artifactId)) return;
+    this.refillTimers.set(artifactId, setTimeout(() => {
+      this.refillTimers.delete(artifactId);
+      this.fill(artifactId);
+    }, this.d.refillDelayMs ?? 300).unref());
+  }
+
+  /** Sends away every create waiting on this pool: they start cold. */
+  private releaseWaiters(p: ArtifactPool): void {
+    for (const w of p.waiters.splice(0)) w.give(undefined);
   }
 
   /** Starts filling the artifact's pool in the background (no-op when full or already filling). */
@@ -116,6 +160,10 @@ export class WarmPool {
     this.draining.add(artifactId);
     try {
       clearTimeout(this.retryTimers.get(artifactId));
+      clearTimeout(this.refillTimers.get(artifactId));
+      this.refillTimers.delete(artifactId);
+      const waiting = this.pools.get(artifactId);
+      if (waiting) this.releaseWaiters(waiting);
       await this.filling.get(artifactId)?.catch(() => { /* a failed fill was logged by the loop */ });
       const list = this.pools.get(artifactId)?.ready ?? [];
       this.pools.delete(artifactId);
@@ -129,7 +177,8 @@ export class WarmPool {
     this.closed = true;
     clearInterval(this.shrinkTimer);
     this.abort.abort(new Error('warm pool closing'));
-    for (const t of this.retryTimers.values()) clearTimeout(t);
+    for (const t of [...this.retryTimers.values(), ...this.refillTimers.values()]) clearTimeout(t);
+    for (const p of this.pools.values()) this.releaseWaiters(p);
     await Promise.allSettled([...this.filling.values()]);
     const all = this.instances();
     this.pools.clear();
@@ -139,7 +188,7 @@ export class WarmPool {
   private pool(artifactId: string): ArtifactPool {
     let p = this.pools.get(artifactId);
     if (!p) {
-      p = { ready: [], target: this.d.size, starting: 0, hits: 0, misses: 0, lastHandOut: Date.now() };
+      p = { ready: [], target: this.d.size, starting: 0, hits: 0, misses: 0, lastHandOut: Date.now(), waiters: [] };
       this.pools.set(artifactId, p);
     }
     return p;
@@ -162,6 +211,7 @@ export class WarmPool {
         } catch (err) {
           if (this.closed) return;
           failed = true;
+          this.releaseWaiters(p);
           this.d.logger.warn({ err, artifactId }, 'warm sandbox start failed; retrying later');
           clearTimeout(this.retryTimers.get(artifactId));
           this.retryTimers.set(artifactId, setTimeout(() => { this.retryTimers.delete(artifactId); this.fill(artifactId); }, this.d.retryMs ?? 30_000).unref());
@@ -173,7 +223,9 @@ export class WarmPool {
           await this.destroy(inst);
           return;
         }
-        p.ready.push(inst);
+        const waiter = p.waiters.shift();
+        if (waiter) waiter.give(inst);
+        else p.ready.push(inst);
       }
     };
     await Promise.all(Array.from({ length: Math.max(1, this.d.concurrency ?? 2) }, worker));

@@ -41,8 +41,8 @@ test('starts at size, two at a time, and counts hits and misses', async () => {
   p.fill('a');
   await until(() => p.count() === 2);
   assert.equal(maxConcurrent(), 2, 'started in parallel');
-  assert.ok(p.take('a', SHAPE));
-  assert.equal(p.take('a', { ...SHAPE, memoryMB: 1024 }), undefined, 'another shape starts cold, and is no miss');
+  assert.ok(await p.take('a', SHAPE));
+  assert.equal(await p.take('a', { ...SHAPE, memoryMB: 1024 }), undefined, 'another shape starts cold, and is no miss');
   assert.deepEqual({ hits: p.stats().hits, misses: p.stats().misses }, { hits: 1, misses: 0 });
   await until(() => p.count() === 2);
   await p.close();
@@ -52,9 +52,11 @@ test('grows by one for each create that finds it empty, up to max, and shrinks b
   const { p, destroyed } = pool({}, 100);
   p.fill('a');
   await until(() => p.count() === 2);
-  p.take('a', SHAPE);
-  p.take('a', SHAPE);
-  for (let i = 0; i < 5; i++) assert.equal(p.take('a', SHAPE), undefined);
+  await p.take('a', SHAPE);
+  await p.take('a', SHAPE);
+  // Each finds the pool empty: it grows, and the first two are handed the starts under way.
+  const found = await Promise.all(Array.from({ length: 5 }, () => p.take('a', SHAPE)));
+  assert.equal(found.filter(Boolean).length, 2, 'two creates got the two starts under way; three start cold');
   assert.equal(p.stats().artifacts.a.target, 4, 'bounded by max');
   assert.equal(p.stats().misses, 5);
   await until(() => p.count() === 4);
@@ -96,5 +98,46 @@ test('a failed start is retried later; close and drain destroy what is ready', a
   assert.equal(p.count(), 2);
   await p.close();
   assert.equal(destroyed.length, 4);
-  assert.equal(p.take('b', SHAPE), undefined, 'a closed pool hands nothing out');
+  assert.equal(await p.take('b', SHAPE), undefined, 'a closed pool hands nothing out');
+});
+
+test('a hand-out refills after refillDelayMs; a create that finds the pool empty waits for a start under way, not longer than maxWaitMs', async () => {
+  const { p, started } = pool({ refillDelayMs: 150, maxWaitMs: 400 }, 100);
+  p.fill('a');
+  await until(() => p.count() === 2);
+  await p.take('a', SHAPE);
+  await sleep(60);
+  assert.equal(started.length, 2, 'no refill yet: the new sandbox\'s first commands go first');
+  await until(() => started.length === 3);
+  await p.take('a', SHAPE);
+  await until(() => p.count() === 2);
+  // Empty now: a create waits for the start it sets off, and gets it.
+  await p.take('a', SHAPE);
+  await p.take('a', SHAPE);
+  const t0 = Date.now();
+  const got = await p.take('a', SHAPE);
+  assert.ok(got, 'handed the warm sandbox that was starting');
+  assert.ok(Date.now() - t0 < 350, 'sooner than a cold start of its own');
+  await p.close();
+
+  const slow = pool({ maxWaitMs: 100 }, 1_000);
+  slow.p.fill('b');
+  const t1 = Date.now();
+  assert.equal(await slow.p.take('b', SHAPE), undefined, 'gives up waiting: starts cold');
+  assert.ok(Date.now() - t1 < 500);
+  await slow.p.close();
+});
+
+test('waiting creates are sent away when a start fails or the pool closes', async () => {
+  const { p } = pool({ start: async () => { await sleep(50); throw new Error('boom'); } });
+  p.fill('a');
+  assert.equal(await p.take('a', SHAPE), undefined, 'the start it waited for failed: cold');
+  const { p: q } = pool({}, 5_000);
+  q.fill('b');
+  const waiting = q.take('b', SHAPE);
+  await sleep(20);
+  const closing = q.close();
+  assert.equal(await waiting, undefined);
+  await closing;
+  await p.close();
 });
