@@ -342,6 +342,7 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       await p.call('DELETE', `/sandboxes/${id}`);
       assert.equal((await p.call('PUT', `/sandboxes/${id}/network`, {})).status, 404);
       assert.equal((await p.call('PUT', '/sandboxes/inosuchsandbox0000000/network', {})).status, 404);
+      assert.equal((await p.call('PUT', `/sandboxes/${'c'.repeat(65)}/network`, { denyOut: ['10.9.0.0/16'] })).status, 404, 'an overlong id is unknown, not an error (found by the fuzzer)');
     });
 
     await t.test('node labels through the gateway', async () => {

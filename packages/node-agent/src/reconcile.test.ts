@@ -70,7 +70,10 @@ describe('node agent crash reconciliation', () => {
       await run('ip', ['netns', 'add', strayNs]);
       await run('ip', ['link', 'add', names.hostVeth('yyyyyyy'), 'type', 'veth', 'peer', 'name', `natpeer${names.tag}`]);
 
-      agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+      // Restarted without a pool: a template on the node would otherwise start warm sandboxes
+      // at once (warm-pool.test.ts), and this test counts what reconciliation leaves.
+      const restarted = { ...cfg, node_agent: { ...cfg.node_agent, warm_pool_size: 0 } };
+      agent = await startNodeAgent(restarted, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
       const c2 = new NodeAgentClient(agent.url);
       const list = await c2.listSandboxes();
       assert.deepEqual(list.map((s) => s.sandboxId).sort(), [running.sandboxId, paused.sandboxId].sort());

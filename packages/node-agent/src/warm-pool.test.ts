@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { NodeAgentClient } from './api.ts';
 import { run } from './host/exec.ts';
@@ -52,6 +53,13 @@ describe('node agent warm pool', () => {
     const ms = Date.now() - started;
     assert.equal(sb.fromWarmPool, true);
     assert.ok(ms < 500, `warm create took ${ms} ms`);
+    // Warm sandboxes wait at a low CPU weight; the one handed out weighs as much as any.
+    const names = new ResourceNames(stateDir);
+    const shares = (instanceId: string) => readFile(`/sys/fs/cgroup/cpu/${names.cgroupParent}/${names.container(instanceId)}/cpu.shares`, 'utf8').then(Number);
+    assert.equal(await shares(agent.inspect(sb.sandboxId).instanceId), 1024);
+    // Its envd ran the warm-up command at boot, before anyone asked (packages/envd/src/warm-up.ts).
+    const consoleLog = () => readFile(`${agent.inspect(sb.sandboxId).dir}/console.log`, 'utf8');
+    await until('the warm-up command', async () => /warm-up command done in \d+ ms \(HTTP 200\)/.test(await consoleLog()), 10_000);
     // Personalised through envd's /init: env vars and access token.
     assert.equal((await fetch(`http://${sb.address}:49983/envs`)).status, 401);
     const envs = await (await fetch(`http://${sb.address}:49983/envs`, { headers: { 'x-access-token': 'warm-token' } })).json() as Record<string, string>;
@@ -82,6 +90,14 @@ describe('node agent warm pool', () => {
     assert.equal(sb.fromWarmPool, undefined);
     await until('the pool to fill', () => agent.warmCount() === 2);
     await client.deleteSandbox(sb.sandboxId);
+  });
+
+  it('a restarted agent starts the pools of the templates it holds', async () => {
+    await agent.close({ destroySandboxes: true });
+    assert.equal(agent.warmCount(), 0);
+    agent = await startNodeAgent(env.config({ warm_pool_size: 2 }), { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+    client = new NodeAgentClient(agent.url);
+    await until('the pool to fill after the restart', () => agent.warmCount() === 2);
     // The after hook closes the agent and checks that nothing is left.
   });
 });

@@ -296,6 +296,8 @@ export class SandboxService {
   /** E2B's updateNetwork: a running sandbox's whole egress configuration, replaced. */
   async updateNetwork(id: string, body: unknown): Promise<SandboxRecord> {
     const u = parseNetworkUpdate(body);
+    // An unknown id is a 404 before any lock is named after it (a lock name has a length limit).
+    await this.live(id);
     return this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry`), async () => {
       const row = await this.live(id);
       if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; its network can change only while it runs`);

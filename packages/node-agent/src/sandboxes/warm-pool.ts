@@ -114,8 +114,11 @@ export class WarmPool {
     p.misses++;
     this.misses++;
     p.target = Math.min(this.d.max, p.target + 1);
+    // Only a start already under way is worth waiting for: one this miss sets off would boot no
+    // sooner than a cold start, and slower (it boots at a low CPU weight and runs the warm-up).
+    const underWay = p.starting - p.waiters.length;
     this.fill(artifactId);
-    if (p.starting <= p.waiters.length) return undefined;
+    if (underWay <= 0) return undefined;
     const waited = await new Promise<Instance | undefined>((resolve) => {
       const timer = setTimeout(() => {
         p.waiters.splice(p.waiters.indexOf(waiter), 1);

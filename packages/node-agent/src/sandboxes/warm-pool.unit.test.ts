@@ -111,9 +111,11 @@ test('a hand-out refills after refillDelayMs; a create that finds the pool empty
   await until(() => started.length === 3);
   await p.take('a', SHAPE);
   await until(() => p.count() === 2);
-  // Empty now: a create waits for the start it sets off, and gets it.
+  // Empty, with no start under way: a create starts cold (a start it set off would be no sooner).
   await p.take('a', SHAPE);
   await p.take('a', SHAPE);
+  assert.equal(await p.take('a', SHAPE), undefined);
+  // That miss set the refill off: the next create waits for one of its starts, and gets it.
   const t0 = Date.now();
   const got = await p.take('a', SHAPE);
   assert.ok(got, 'handed the warm sandbox that was starting');
@@ -122,6 +124,7 @@ test('a hand-out refills after refillDelayMs; a create that finds the pool empty
 
   const slow = pool({ maxWaitMs: 100 }, 1_000);
   slow.p.fill('b');
+  await sleep(10);
   const t1 = Date.now();
   assert.equal(await slow.p.take('b', SHAPE), undefined, 'gives up waiting: starts cold');
   assert.ok(Date.now() - t1 < 500);
@@ -131,9 +134,13 @@ test('a hand-out refills after refillDelayMs; a create that finds the pool empty
 test('waiting creates are sent away when a start fails or the pool closes', async () => {
   const { p } = pool({ start: async () => { await sleep(50); throw new Error('boom'); } });
   p.fill('a');
+  await sleep(10);
+  const t0 = Date.now();
   assert.equal(await p.take('a', SHAPE), undefined, 'the start it waited for failed: cold');
+  assert.ok(Date.now() - t0 < 200, 'sent away when the start failed, not after maxWaitMs');
   const { p: q } = pool({}, 5_000);
   q.fill('b');
+  await sleep(10);
   const waiting = q.take('b', SHAPE);
   await sleep(20);
   const closing = q.close();
