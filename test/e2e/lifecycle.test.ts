@@ -149,6 +149,30 @@ test('allow_public_traffic=false: requests need the traffic token', async () => 
   }
 });
 
+test('maskRequestHost: the sandbox\'s servers see the Host it names, ${PORT} made the port', async () => {
+  const sbx = await Sandbox.create('base', { network: { maskRequestHost: 'custom-host.example.com:${PORT}' } });
+  try {
+    await sbx.files.write('/home/user/host.py', [
+      'import http.server',
+      'class H(http.server.BaseHTTPRequestHandler):',
+      '    def do_GET(self):',
+      '        body = self.headers.get("Host", "").encode()',
+      '        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers(); self.wfile.write(body)',
+      '    def log_message(self, *a): pass',
+      'http.server.HTTPServer(("", 8004), H).serve_forever()',
+    ].join('\n'));
+    await sbx.commands.run('python3 /home/user/host.py', { background: true });
+    const seen = await waitFor('the Host echo', async () => {
+      const r = await get(sbx.getHost(8004)).catch(() => undefined);
+      return r?.status === 200 ? r.body : undefined;
+    });
+    assert.equal(seen, 'custom-host.example.com:8004');
+    assert.equal((await Sandbox.getInfo(sbx.sandboxId)).network?.maskRequestHost, 'custom-host.example.com:${PORT}');
+  } finally {
+    await sbx.kill();
+  }
+});
+
 test('a WebSocket echo and a long streaming response pass through unbuffered', async () => {
   const sbx = await Sandbox.create('base');
   try {

@@ -32,6 +32,7 @@ export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
       allowOut: net.allowOut ?? net.allow_out ?? [],
       denyOut: net.denyOut ?? net.deny_out ?? [],
       allowPublicTraffic: net.allowPublicTraffic ?? net.allow_public_traffic ?? true,
+      ...(net.maskRequestHost !== undefined ? { maskRequestHost: net.maskRequestHost } : {}),
       ...(net.rules !== undefined ? { rules: net.rules } : {}),
     },
     volumeMounts: volumeMountsOf(body.volumeMounts ?? body.volume_mounts ?? []),
@@ -94,6 +95,7 @@ export function toE2bDetail(s: SandboxRecord, domain: string): WireSandboxDetail
     allowInternetAccess: s.allowInternetAccess ?? null,
     network: {
       allowOut: s.network.allowOut, denyOut: s.network.denyOut, allowPublicTraffic: s.network.allowPublicTraffic,
+      ...(s.network.maskRequestHost !== undefined ? { maskRequestHost: s.network.maskRequestHost } : {}),
       ...(s.network.rules !== undefined ? { rules: s.network.rules as WireSandboxDetail['network']['rules'] } : {}),
     },
     lifecycle: { onTimeout: s.lifecycle.onTimeout, autoResume: s.lifecycle.autoResume },

@@ -116,6 +116,7 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
         ['POST', '/v2/sandboxes', { templateID: 'base', network: { allowOut: ['ok', 7] } }, /^network\.allowOut\[1\] must be string$/],
         ['POST', '/v2/sandboxes', { templateID: 'base', lifecycle: { on_timeout: 'explode' } }, /^lifecycle\.on_timeout must be one of kill, pause$/],
         ['POST', '/v2/sandboxes', { templateID: 'base', volumeMounts: [{ name: 'v', path: 'relative' }] }, /^volumeMounts\[0\]\.path must match pattern/],
+        ['POST', '/v2/sandboxes', { templateID: 'base', network: { maskRequestHost: 'evil\r\nX-Injected: 1' } }, /^network\.maskRequestHost must match pattern/],
         ['POST', '/v2/sandboxes', [], /^request body must be object$/],
         ['GET', '/v2/sandboxes?limit=abc', undefined, /^query parameter limit must be integer$/],
         ['GET', '/v2/sandboxes?limit=0', undefined, /^query parameter limit must be >= 1$/],

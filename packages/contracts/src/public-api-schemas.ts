@@ -17,6 +17,14 @@ const stringMap = { type: 'object', additionalProperties: { type: 'string' } } a
 const stringList = { type: 'array', items: { type: 'string' } } as const;
 const onTimeout = { type: 'string', enum: ['kill', 'pause'] } as const;
 
+/**
+ * E2B's `maskRequestHost`: the Host header a sandbox's servers see on requests through the proxy,
+ * `${PORT}` standing for the port asked for. A host name, IPv4 or [IPv6] with an optional port:
+ * nothing that could end a header line.
+ */
+export const MASK_REQUEST_HOST_PATTERN = '^(?:[A-Za-z0-9._~-]|\\$\\{PORT\\}|\\[[0-9A-Fa-f:.]+\\])+(?::(?:[0-9]{1,5}|\\$\\{PORT\\}))?$';
+const maskRequestHost = { type: 'string', minLength: 1, maxLength: 255, pattern: MASK_REQUEST_HOST_PATTERN, description: 'Host header for requests to the sandbox; ${PORT} is the port' } as const;
+
 export const ErrorBody = {
   type: 'object',
   required: ['code', 'message'],
@@ -39,6 +47,7 @@ export const NetworkConfig = {
     deny_out: stringList,
     allowPublicTraffic: { ...bool, description: 'false: data-plane requests must carry the traffic access token' },
     allow_public_traffic: bool,
+    maskRequestHost,
     rules: EgressRules,
   },
 } as const;
@@ -149,7 +158,7 @@ export const SandboxDetail = {
     network: {
       type: 'object',
       required: ['allowOut', 'denyOut', 'allowPublicTraffic'],
-      properties: { allowOut: stringList, denyOut: stringList, allowPublicTraffic: bool, rules: EgressRules },
+      properties: { allowOut: stringList, denyOut: stringList, allowPublicTraffic: bool, maskRequestHost: str, rules: EgressRules },
       additionalProperties: false,
     },
     lifecycle: {

@@ -53,6 +53,8 @@ export interface NetworkConfig {
   allowOut: string[];
   denyOut: string[];
   allowPublicTraffic: boolean;
+  /** E2B's maskRequestHost: the Host header the sandbox sees on proxied requests (`${PORT}`: the port). */
+  maskRequestHost?: string;
   /** Egress L7 rules, kept for the egress proxy (later issue). */
   rules?: unknown;
 }

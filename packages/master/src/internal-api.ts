@@ -65,6 +65,8 @@ export interface SandboxRoute {
   trafficAccessToken?: string;
   /** Present when envd's port needs the envd access token (every sandbox but an explicit secure=false). */
   envdAccessToken?: string;
+  /** The Host header requests to the sandbox carry instead of the client's (`${PORT}`: the port). */
+  maskRequestHost?: string;
 }
 
 export interface ActivityReport {

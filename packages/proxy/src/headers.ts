@@ -140,13 +140,30 @@ export function filterResponseHeaders(raw: string[]): string[] {
   return out;
 }
 
-/** The request line and headers as one latin1 string (header strings from node are latin1). */
-export function requestHead(method: string, url: string, s: ScannedRequest, fallbackHost: string): string {
+/** The Host a sandbox sees: its network's maskRequestHost, `${PORT}` made the port, when it sets one. */
+export function maskedHost(route: { maskRequestHost?: string }, port: number): string | undefined {
+  return route.maskRequestHost?.replaceAll('${PORT}', String(port));
+}
+
+/**
+ * The request line and headers as one latin1 string (header strings from node are latin1),
+ * without the blank line that ends them. `mask` replaces the client's Host (maskedHost).
+ */
+export function requestLines(method: string, url: string, s: ScannedRequest, fallbackHost: string, mask?: string): string {
   let head = `${method} ${url} HTTP/1.1\r\n`;
-  if (s.host === undefined) head += `Host: ${fallbackHost}\r\n`;
+  if (mask !== undefined) head += `Host: ${mask}\r\n`;
+  else if (s.host === undefined) head += `Host: ${fallbackHost}\r\n`;
   const h = s.forward;
-  for (let i = 0; i < h.length; i += 2) head += `${h[i]}: ${h[i + 1]}\r\n`;
-  return `${head}\r\n`;
+  for (let i = 0; i < h.length; i += 2) {
+    if (mask !== undefined && h[i].length === 4 && h[i].toLowerCase() === 'host') continue;
+    head += `${h[i]}: ${h[i + 1]}\r\n`;
+  }
+  return head;
+}
+
+/** requestLines and the blank line: a whole request head. */
+export function requestHead(method: string, url: string, s: ScannedRequest, fallbackHost: string, mask?: string): string {
+  return `${requestLines(method, url, s, fallbackHost, mask)}\r\n`;
 }
 
 export function hasContentLength(headers: string[]): boolean {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { drainRequest, SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/master/internal-api';
-import { filterResponseHeaders, hasContentLength, requestHead, type ScannedRequest } from './headers.ts';
+import { filterResponseHeaders, hasContentLength, maskedHost, requestHead, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError } from './error-response.ts';
 import { presentedAccess } from './access-check.ts';
 import { isKeepaliveFrame } from './keepalive-frames.ts';
@@ -61,7 +61,7 @@ export class HttpExchange implements ResponseSink {
     this.ctx.activity.touch(route.sandboxId);
     const port = this.target.port || route.envdPort;
     if (this.head === undefined || this.port !== port || this.route?.address !== route.address) {
-      this.head = requestHead(this.req.method ?? 'GET', this.req.url ?? '/', this.scan, `${route.address}:${port}`);
+      this.head = requestHead(this.req.method ?? 'GET', this.req.url ?? '/', this.scan, `${route.address}:${port}`, maskedHost(route, port));
     }
     this.route = route;
     this.port = port;

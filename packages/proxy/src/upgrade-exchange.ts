@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SandboxRoute } from '@svc/master/internal-api';
-import type { ScannedRequest } from './headers.ts';
+import { maskedHost, requestLines, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyErrorOnSocket } from './error-response.ts';
 import { backendError } from './http-exchange.ts';
 import { presentedAccess } from './access-check.ts';
@@ -60,7 +60,7 @@ export class UpgradeExchange {
     upstream.once('connect', () => {
       connected = true;
       clearTimeout(timer);
-      this.pipe(route.sandboxId, upstream);
+      this.pipe(route, port, upstream);
     });
     upstream.once('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
@@ -80,10 +80,11 @@ export class UpgradeExchange {
     sendProxyErrorOnSocket(this.client, backendError(err, route.sandboxId, port));
   }
 
-  private pipe(sandboxId: string, upstream: Socket): void {
+  private pipe(route: SandboxRoute, port: number, upstream: Socket): void {
     if (this.closed) { upstream.destroy(); return; }
+    const sandboxId = route.sandboxId;
     const client = this.client;
-    upstream.write(this.requestHead());
+    upstream.write(this.requestHead(route, port));
     if (this.head.length > 0) upstream.write(this.head);
     const touch = () => this.ctx.activity.touch(sandboxId);
     touch();
@@ -104,10 +105,8 @@ export class UpgradeExchange {
     client.pipe(upstream);
   }
 
-  private requestHead(): string {
-    let head = `${this.req.method} ${this.req.url} HTTP/1.1\r\n`;
-    const h = this.scan.forward;
-    for (let i = 0; i < h.length; i += 2) head += `${h[i]}: ${h[i + 1]}\r\n`;
-    return `${head}Connection: Upgrade\r\nUpgrade: ${this.scan.upgrade ?? 'websocket'}\r\n\r\n`;
+  private requestHead(route: SandboxRoute, port: number): string {
+    const lines = requestLines(this.req.method ?? 'GET', this.req.url ?? '/', this.scan, `${route.address}:${port}`, maskedHost(route, port));
+    return `${lines}Connection: Upgrade\r\nUpgrade: ${this.scan.upgrade ?? 'websocket'}\r\n\r\n`;
   }
 }

@@ -20,6 +20,7 @@ export function buildNetwork(opts: SandboxNetworkOpts | undefined): WireNetwork 
   if (allowOut) out.allowOut = allowOut;
   if (denyOut) out.denyOut = denyOut;
   if (opts.allowPublicTraffic !== undefined) out.allowPublicTraffic = opts.allowPublicTraffic;
+  if (opts.maskRequestHost !== undefined) out.maskRequestHost = opts.maskRequestHost;
   const rules = Array.isArray(opts.rules) ? opts.rules : translateHostRules(hostRules);
   if (rules.length > 0) {
     validateEgressRules(rules);

@@ -46,6 +46,8 @@ export interface SandboxNetworkOpts {
   denyOut?: SandboxNetworkSelector;
   /** false: every data-plane request must carry the sandbox's traffic access token. */
   allowPublicTraffic?: boolean;
+  /** The Host header the sandbox's servers see on requests through the proxy; `${PORT}` is the port. */
+  maskRequestHost?: string;
   rules?: SandboxNetworkRules;
 }
 

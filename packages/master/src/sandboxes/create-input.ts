@@ -4,6 +4,7 @@
  * the first bad field. The gateway translates E2B's names first; the master trusts no caller.
  */
 import { badRequest } from '@svc/common';
+import { MASK_REQUEST_HOST_PATTERN } from '@svc/contracts/public-api-schemas';
 import { SANDBOX_LIMITS as L, type CreateSandboxInput, type NetworkConfig, type VolumeMount } from '../api.ts';
 
 type Obj = Record<string, unknown>;
@@ -11,6 +12,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const VOLUME_NAME = /^[a-zA-Z0-9_-]+$/;
+const MASK_REQUEST_HOST = new RegExp(MASK_REQUEST_HOST_PATTERN);
 // Control characters break headers, logs and shells; ids and names never need them.
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -97,6 +99,11 @@ function networkOf(v: unknown): NetworkConfig {
     denyOut: addressList(v.denyOut, 'network.denyOut'),
     allowPublicTraffic: optBool(v.allowPublicTraffic, 'network.allowPublicTraffic') ?? true,
   };
+  if (v.maskRequestHost !== undefined && v.maskRequestHost !== null) {
+    const mask = text(v.maskRequestHost, 'network.maskRequestHost', 255);
+    if (!MASK_REQUEST_HOST.test(mask)) throw badRequest('network.maskRequestHost must be a host name or address with an optional port, ${PORT} standing for the port');
+    out.maskRequestHost = mask;
+  }
   if (v.rules !== undefined && v.rules !== null) {
     if (!Array.isArray(v.rules) && !isObj(v.rules)) throw badRequest('network.rules must be a list (or E2B\'s per-host object)');
     if (bytes(JSON.stringify(v.rules)) > L.networkRulesBytes) throw badRequest(`network.rules is larger than ${L.networkRulesBytes} bytes`);

@@ -41,5 +41,11 @@ export function toRoute(r: Row): SandboxRoute {
     autoResume: !!r.auto_resume,
     ...(r.traffic_access_token ? { trafficAccessToken: r.traffic_access_token } : {}),
     ...(r.envd_access_token ? { envdAccessToken: r.envd_access_token } : {}),
+    ...maskOf(r.network),
   };
+}
+
+function maskOf(network: string): { maskRequestHost?: string } {
+  const mask = (JSON.parse(network) as NetworkConfig).maskRequestHost;
+  return mask === undefined ? {} : { maskRequestHost: mask };
 }

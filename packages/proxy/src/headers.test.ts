@@ -1,0 +1,15 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { maskedHost, requestHead, scanRequestHeaders } from './headers.ts';
+
+test('maskRequestHost replaces the client\'s Host (once, ${PORT} made the port); without it the client\'s Host goes through', () => {
+  const scan = () => scanRequestHeaders(['Host', '8080-abc.example.com', 'Accept', '*/*', 'host', 'second.example.com']);
+  const mask = maskedHost({ maskRequestHost: 'custom-host.example.com:${PORT}' }, 8080);
+  assert.equal(mask, 'custom-host.example.com:8080');
+  const masked = requestHead('GET', '/x', scan(), '10.0.0.2:8080', mask);
+  assert.equal(masked, 'GET /x HTTP/1.1\r\nHost: custom-host.example.com:8080\r\nAccept: */*\r\n\r\n');
+  const plain = requestHead('GET', '/x', scan(), '10.0.0.2:8080', maskedHost({}, 8080));
+  assert.match(plain, /^GET \/x HTTP\/1\.1\r\nHost: 8080-abc\.example\.com\r\n/);
+  const none = requestHead('GET', '/', scanRequestHeaders(['Accept', '*/*']), '10.0.0.2:8080');
+  assert.match(none, /\r\nHost: 10\.0\.0\.2:8080\r\n/, 'a request without Host gets the backend\'s');
+});
