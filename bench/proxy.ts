@@ -18,7 +18,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MemoryCoordination, silentLogger } from '@svc/common';
-import { MasterInternalClient } from '@svc/master/internal-api';
+import { MasterInternalClient } from '@svc/contracts/master-internal';
 
 const thisFile = fileURLToPath(import.meta.url);
 const GOALS = { addedP50Ms: 0.5, throughputRatio: 0.7 };
@@ -365,7 +365,7 @@ async function main() {
 
     let autoResume: Awaited<ReturnType<typeof measureAutoResume>> | undefined;
     if (fake && adminUrl && args.resumeRounds > 0) {
-      const { ProxyAdminClient } = await import('@svc/proxy/api');
+      const { ProxyAdminClient } = await import('@svc/contracts/proxy-admin');
       const admin = new ProxyAdminClient(adminUrl, '');
       autoResume = await measureAutoResume({
         proxyUrl, sandboxId, port: Number(targetPort), path: args.path, rounds: args.resumeRounds,

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { defaultConfig, MemoryCoordination, silentLogger } from '@svc/common';
 import { fileSignature } from '@svc/common/envd-signature';
 import { startMaster } from '@svc/master';
-import { MasterInternalClient } from '@svc/master/internal-api';
+import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { printTable, stat, timed, writeResult } from './lib/stats.ts';
 
 const arg = (name: string, d: number) => {

@@ -7,14 +7,14 @@ import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { silentLogger } from '@svc/common';
-import { envdHealthy } from '@svc/node-agent/envd-client';
-import { run } from '@svc/node-agent/host/exec';
-import { ResourceNames } from '@svc/node-agent/names';
-import { AddressPool } from '@svc/node-agent/network/address-pool';
-import { createSandboxLink, destroySandboxLink, netnsPath } from '@svc/node-agent/network/netns';
-import { GvisorDriver } from '@svc/node-agent/runtime/gvisor';
-import { ociSpec } from '@svc/node-agent/runtime/oci-spec';
-import { defaultNativeFile, defaultPtyModulesDir, ensureRuntimeBundle, SANDBOX_INIT } from '@svc/node-agent/runtime/runtime-bundle';
+import { envdHealthy } from '../../packages/node-agent/src/envd-client.ts';
+import { run } from '../../packages/node-agent/src/host/exec.ts';
+import { ResourceNames } from '../../packages/node-agent/src/names.ts';
+import { AddressPool } from '../../packages/node-agent/src/network/address-pool.ts';
+import { createSandboxLink, destroySandboxLink, netnsPath } from '../../packages/node-agent/src/network/netns.ts';
+import { GvisorDriver } from '../../packages/node-agent/src/runtime/gvisor.ts';
+import { ociSpec } from '../../packages/node-agent/src/runtime/oci-spec.ts';
+import { defaultNativeFile, defaultPtyModulesDir, ensureRuntimeBundle, SANDBOX_INIT } from '../../packages/node-agent/src/runtime/runtime-bundle.ts';
 import { sleep, timed } from './stats.ts';
 
 export interface FloorOptions {

@@ -1,6 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import { SvcError, unauthorized } from '@svc/common';
+import { sameSecret, SvcError, unauthorized } from '@svc/common';
 
 export interface AuthConfig {
   /** Keys that open the API; none: no key is asked for. */
@@ -19,11 +18,6 @@ export function presentedKey(req: FastifyRequest): string | undefined {
   return undefined;
 }
 
-export function keysMatch(presented: string, expected: string): boolean {
-  const a = Buffer.from(presented);
-  const b = Buffer.from(expected);
-  return a.length === b.length && timingSafeEqual(a, b);
-}
 
 /**
  * API key check (X-API-Key or Authorization: Bearer), then the optional operator callback,
@@ -37,7 +31,7 @@ export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promis
     const key = presentedKey(req);
     if (!key) throw unauthorized('missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>');
     // Every key is compared, so the time taken does not tell which one came close.
-    if (!cfg.apiKeys.map((k) => keysMatch(key, k)).includes(true)) throw unauthorized('invalid API key');
+    if (!cfg.apiKeys.map((k) => sameSecret(key, k)).includes(true)) throw unauthorized('invalid API key');
   }
   if (cfg.callbackUrl) {
     const headers: Record<string, string> = { 'X-Request-Path': path, 'X-Request-Method': req.method };

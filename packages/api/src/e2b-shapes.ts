@@ -6,8 +6,8 @@
  */
 import { badRequest } from '@svc/common';
 import type { WireListedSandbox, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount } from '@svc/contracts';
-import type { CreateSandboxInput, SandboxRecord, VolumeMount } from '@svc/master/api';
-import type { SandboxMetrics } from '@svc/node-agent/api';
+import type { CreateSandboxInput, SandboxRecord, VolumeMount } from '@svc/contracts/master';
+import type { SandboxMetrics } from '@svc/contracts/node-agent';
 
 export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
   const lc = body.lifecycle ?? {};

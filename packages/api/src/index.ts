@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { createHttpApp, parseListen, type Logger, type SvcConfig } from '@svc/common';
-import { MasterClient } from '@svc/master/api';
+import { MasterClient } from '@svc/contracts/master';
 import { authenticate } from './auth.ts';
 import { forwardToMaster } from './forward.ts';
 import { PUBLIC_API } from '@svc/contracts';

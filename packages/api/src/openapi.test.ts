@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHttpApp, silentLogger } from '@svc/common';
-import { MasterClient } from '@svc/master/api';
+import { MasterClient } from '@svc/contracts/master';
 import { PUBLIC_API as OPENAPI } from '@svc/contracts';
 import { registerSandboxRoutes } from './routes.ts';
 

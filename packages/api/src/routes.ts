@@ -4,7 +4,7 @@ import type {
   PublicPath, WireNetworkUpdate, WireNewSandbox, WireNodeLabelNames, WireNodeLabels, WireRefresh, WireSetTimeout, WireSvcDeadline,
   WireSvcRefresh, WireSvcSetTimeout, WireTimeoutRequest,
 } from '@svc/contracts';
-import type { MasterClient } from '@svc/master/api';
+import type { MasterClient } from '@svc/contracts/master';
 import { parseNewSandbox, toE2bDetail, toE2bListed, toE2bMetric, toE2bSandbox } from './e2b-shapes.ts';
 import { fastifyPath, routeSchema } from './route-schemas.ts';
 

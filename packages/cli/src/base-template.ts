@@ -1,5 +1,5 @@
 import { JsonClient, SvcError } from '@svc/common';
-import { baseRootfsPath, buildBaseRootfs } from '@svc/template-center/base-template';
+import { baseRootfsPath, buildBaseRootfs } from '@svc/template-center';
 
 interface TemplateInfo { template_id: string; alias?: string; status: string; latest_job_id?: string; error?: string; source_image_ref?: string }
 interface JobInfo { job_id: string; status: string; phase?: string; error?: string; progress?: { message?: string } }

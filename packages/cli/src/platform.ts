@@ -6,7 +6,7 @@ import { coordinationFor, type Logger, type SvcConfig } from '@svc/common';
 import { startApiGateway } from '@svc/api';
 import { startLifecycle } from '@svc/lifecycle';
 import { startMaster } from '@svc/master';
-import { MasterInternalClient } from '@svc/master/internal-api';
+import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { startNodeAgent } from '@svc/node-agent';
 import { startProxy } from '@svc/proxy';
 import { startTemplateCenter } from '@svc/template-center';

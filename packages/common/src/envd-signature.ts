@@ -1,4 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { sameSecret } from './secrets.ts';
 
 /**
  * E2B's signed file URLs (the SDK's uploadUrl and downloadUrl): "v1_" +
@@ -28,9 +29,7 @@ export function fileSignatureProblem(req: SignedFileRequest, token: string, nowS
     expiration = Number(req.expiration);
     if (!Number.isInteger(expiration)) return 'invalid signature expiration';
   }
-  const expected = Buffer.from(fileSignature(req.path, req.operation, req.username ?? '', token, expiration));
-  const given = Buffer.from(req.signature);
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) return 'invalid signature';
+  if (!sameSecret(req.signature, fileSignature(req.path, req.operation, req.username ?? '', token, expiration))) return 'invalid signature';
   if (expiration !== undefined && expiration < nowSec) return 'signature is already expired';
   return undefined;
 }

@@ -6,4 +6,5 @@ export * from './coordination.ts';
 export * from './memory-coordination.ts';
 export * from './config.ts';
 export * from './ids.ts';
+export * from './secrets.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

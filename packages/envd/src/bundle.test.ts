@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
-import { StartRequestSchema, StartResponseSchema } from './gen/process/process_pb.ts';
+import { StartRequestSchema, StartResponseSchema } from '@svc/contracts/envd/process/process_pb';
 import { encode, openStream } from './testing/connect-client.ts';
 import { envdBundle } from './testing/envd-process.ts';
 

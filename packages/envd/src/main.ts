@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { readConfig } from './config.ts';
 import type { RequestHandler } from './server.ts';
 import { MemoryGuard } from './system/memory-guard.ts';
-import { ENVD_VERSION } from './version.ts';
+import { ENVD_VERSION } from '@svc/contracts/envd-version';
 
 const config = readConfig(process.env);
 const metadataFile = process.env.ENVD_METADATA_FILE ?? '/run/svc-envd/file-metadata.json';

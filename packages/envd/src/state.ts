@@ -1,4 +1,4 @@
-import { timingSafeEqual } from 'node:crypto';
+import { sameSecret } from '@svc/common/secrets';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { EnvdConfig } from './config.ts';
 import { ConnectError } from './connect/code.ts';
@@ -47,8 +47,7 @@ export class EnvdState {
 
   accessTokenMatches(candidate: string | undefined): boolean {
     if (!this.token || candidate === undefined) return false;
-    const given = Buffer.from(candidate);
-    return given.length === this.token.length && timingSafeEqual(given, this.token);
+    return sameSecret(candidate, this.token);
   }
 
   /** The token itself, for request signatures. */

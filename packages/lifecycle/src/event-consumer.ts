@@ -1,5 +1,5 @@
 import type { Coordination, Logger } from '@svc/common';
-import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from './api.ts';
+import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/contracts/lifecycle';
 
 export interface EventConsumerDeps {
   coord: Coordination;

@@ -1,9 +1,9 @@
 import { afterEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryCoordination, type Coordination, type SvcConfig } from '@svc/common';
-import { MasterInternalClient } from '@svc/master/internal-api';
+import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { FakeMaster } from '@svc/proxy/testing/fake-master';
-import { LifecycleClient, PROXY_INDEX_KEY, PROXY_KV_PREFIX, SANDBOX_EVENTS_TOPIC } from './api.ts';
+import { LifecycleClient, PROXY_INDEX_KEY, PROXY_KV_PREFIX, SANDBOX_EVENTS_TOPIC } from '@svc/contracts/lifecycle';
 import { startLifecycle, type RunningLifecycle } from './lifecycle.ts';
 import { actionFor } from './sweeper.ts';
 import { captureLogs, sleep, waitFor } from './testing.ts';

@@ -1,10 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import { SvcError, badRequest, createHttpApp, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
-import type { MasterInternalClient } from '@svc/master/internal-api';
-import { lifecycleReplicaListen, type LifecycleHealth, type ProxyAnnouncement } from './api.ts';
+import type { MasterInternalClient } from '@svc/contracts/master-internal';
+import { lifecycleReplicaListen, type LifecycleHealth, type ProxyAnnouncement } from '@svc/contracts/lifecycle';
 import { consumeSandboxEvents } from './event-consumer.ts';
 import { LeaderElection } from './leader-election.ts';
-import { ProxyRegistry } from './proxy-registry.ts';
+import { ProxyRegistry } from '@svc/contracts/proxy-registry';
 import { ResumeCoordinator } from './resume-coordinator.ts';
 import { Sweeper } from './sweeper.ts';
 

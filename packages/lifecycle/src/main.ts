@@ -4,7 +4,7 @@
  */
 import { createLogger, loadConfig } from '@svc/common';
 import { coordinationFor } from '@svc/common/redis-coordination';
-import { MasterInternalClient } from '@svc/master/internal-api';
+import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { startLifecycle, type RunningLifecycle } from './lifecycle.ts';
 
 const cfg = loadConfig();

@@ -1,5 +1,5 @@
 import { SvcError, type Coordination, type Logger } from '@svc/common';
-import type { MasterInternalClient, SandboxRoute } from '@svc/master/internal-api';
+import type { MasterInternalClient, SandboxRoute } from '@svc/contracts/master-internal';
 import { sandboxLockName, withRenewedLock } from './sandbox-lock.ts';
 
 export interface ResumeTiming {

@@ -1,5 +1,5 @@
 import { SvcError, type Coordination, type Logger } from '@svc/common';
-import type { DueSandbox, MasterInternalClient } from '@svc/master/internal-api';
+import type { DueSandbox, MasterInternalClient } from '@svc/contracts/master-internal';
 import { sandboxLockName, withRenewedLock } from './sandbox-lock.ts';
 
 export type SweepAction = 'pause' | 'kill';

@@ -1,5 +1,5 @@
 import type { Coordination, Logger } from '@svc/common';
-import { ProxyRegistry } from '@svc/lifecycle';
+import { ProxyRegistry } from '@svc/contracts/proxy-registry';
 import type { ProxyCachePurger } from './sandboxes/ports.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createHttpApp, parseListen, SvcError, type Logger, type SvcConfig } from '@svc/common';
-import type { NodeInfo } from './api.ts';
+import type { NodeInfo } from '@svc/contracts/node-agent';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
 import { enableIpForwarding, raisePidMax, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
 import type { RunResult } from './host/exec.ts';

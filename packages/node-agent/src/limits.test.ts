@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { NodeAgentClient } from './api.ts';
+import { NodeAgentClient } from '@svc/contracts/node-agent';
 import { envdHealthy } from './envd-client.ts';
 import type { NodeAgent } from './index.ts';
 import { createRequest, startAgentUnderTest, type AgentUnderTest, type TestEnv } from './testing/fixtures.ts';

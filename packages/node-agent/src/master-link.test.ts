@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import type { NodeHeartbeat, RegisterNode } from '@svc/master/internal-api';
+import type { NodeHeartbeat, RegisterNode } from '@svc/contracts/master-internal';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
 

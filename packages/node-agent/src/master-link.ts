@@ -1,5 +1,5 @@
 import type { Logger } from '@svc/common';
-import { MasterInternalClient, type NodeHeartbeat, type RegisterNode } from '@svc/master/internal-api';
+import { MasterInternalClient, type NodeHeartbeat, type RegisterNode } from '@svc/contracts/master-internal';
 
 export interface MasterLinkOptions {
   masterAddr: string;

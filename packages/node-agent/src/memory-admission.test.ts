@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '@svc/common';
-import { admissionRefusal, type NodeLoad } from './api.ts';
+import { admissionRefusal, type NodeLoad } from '@svc/contracts/node-agent';
 import { MemoryGauge, defaultReserveMB, perSandboxMB } from './host/memory-gauge.ts';
 import { MemoryAdmission } from './sandboxes/memory-admission.ts';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { NodeAgentClient, type NodeSandbox } from './api.ts';
+import { NodeAgentClient, type NodeSandbox } from '@svc/contracts/node-agent';
 import { run } from './host/exec.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { createRequest, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';

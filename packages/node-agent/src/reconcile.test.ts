@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { NodeAgentClient } from './api.ts';
+import { NodeAgentClient } from '@svc/contracts/node-agent';
 import { envdHealthy } from './envd-client.ts';
 import { run } from './host/exec.ts';
 import { startNodeAgent } from './index.ts';

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { NodeInfo } from './api.ts';
+import type { NodeInfo } from '@svc/contracts/node-agent';
 import type { SandboxService } from './sandboxes/service.ts';
 import { checkSandboxId, parseCreate, parseEnsureArtifact, parseNetworkUpdate } from './validate.ts';
 import { checkArtifactId } from './artifacts/artifact-store.ts';

@@ -3,7 +3,7 @@ import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { SvcError } from '@svc/common';
-import { NodeAgentClient } from './api.ts';
+import { NodeAgentClient } from '@svc/contracts/node-agent';
 import { envdHealthy } from './envd-client.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { ResourceNames } from './names.ts';

@@ -1,5 +1,5 @@
 import { badRequest } from '@svc/common';
-import type { CreateSandboxOnNode, EnsureArtifact, NetworkUpdateOnNode } from './api.ts';
+import type { CreateSandboxOnNode, EnsureArtifact, NetworkUpdateOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;

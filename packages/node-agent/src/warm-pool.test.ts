@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
-import { NodeAgentClient } from './api.ts';
+import { NodeAgentClient } from '@svc/contracts/node-agent';
 import { run } from './host/exec.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { ResourceNames } from './names.ts';

@@ -1,8 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
-import { SvcError } from '@svc/common';
+import { sameSecret, SvcError } from '@svc/common';
 import { fileSignatureProblem, signedFileRequest } from '@svc/common/envd-signature';
 import type { IncomingMessage } from 'node:http';
-import type { SandboxRoute } from '@svc/master/internal-api';
+import type { SandboxRoute } from '@svc/contracts/master-internal';
 import type { ScannedRequest } from './headers.ts';
 
 /** What a client presented, picked out of its request on the hot path. */
@@ -46,9 +45,3 @@ export function accessRefusal(route: SandboxRoute, port: number, c: PresentedAcc
   return new SvcError(403, TRAFFIC_TOKEN_REFUSED);
 }
 
-/** Compared in constant time so a token cannot be guessed byte by byte. */
-export function sameSecret(a: string, b: string): boolean {
-  const ab = Buffer.from(a);
-  const bb = Buffer.from(b);
-  return ab.length === bb.length && timingSafeEqual(ab, bb);
-}

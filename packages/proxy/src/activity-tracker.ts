@@ -1,5 +1,5 @@
 import type { Logger } from '@svc/common';
-import type { MasterInternalClient } from '@svc/master/internal-api';
+import type { MasterInternalClient } from '@svc/contracts/master-internal';
 
 /**
  * Collects which sandboxes saw traffic and reports them to the master about once a second, in

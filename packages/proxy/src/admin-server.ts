@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { createHttpApp, forbidden, type Logger } from '@svc/common';
-import { ADMIN_TOKEN_HEADER, type ProxyHealth } from './api.ts';
-import { sameSecret } from './access-check.ts';
+import { createHttpApp, forbidden, sameSecret, type Logger } from '@svc/common';
+import { ADMIN_TOKEN_HEADER, type ProxyHealth } from '@svc/contracts/proxy-admin';
 
 export interface AdminHandlers {
   proxyId: string;

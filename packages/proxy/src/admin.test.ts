@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PROXY_INDEX_KEY, PROXY_KV_PREFIX } from '@svc/lifecycle/api';
-import { ProxyAdminClient } from './api.ts';
+import { PROXY_INDEX_KEY, PROXY_KV_PREFIX } from '@svc/contracts/lifecycle';
+import { ProxyAdminClient } from '@svc/contracts/proxy-admin';
 import { adminTokenAccepted } from './admin-server.ts';
 import { call, sandboxHost } from './testing/client.ts';
 import { startPlatform, Upstream } from './testing/harness.ts';

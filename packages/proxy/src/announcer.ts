@@ -1,5 +1,5 @@
 import type { Logger } from '@svc/common';
-import { LifecycleClient, type ProxyAnnouncement } from '@svc/lifecycle/api';
+import { LifecycleClient, type ProxyAnnouncement } from '@svc/contracts/lifecycle';
 
 /**
  * Tells every lifecycle replica, every few seconds, that this proxy exists and where its admin

@@ -1,6 +1,6 @@
 import { SvcError, type Logger } from '@svc/common';
-import { LifecycleClient } from '@svc/lifecycle/api';
-import type { SandboxRoute } from '@svc/master/internal-api';
+import { LifecycleClient } from '@svc/contracts/lifecycle';
+import type { SandboxRoute } from '@svc/contracts/master-internal';
 
 /**
  * Asks a lifecycle replica to resume a paused sandbox while the data-plane request waits.

@@ -1,4 +1,4 @@
-import type { SandboxRoute } from '@svc/master/internal-api';
+import type { SandboxRoute } from '@svc/contracts/master-internal';
 
 interface Entry {
   route: SandboxRoute;

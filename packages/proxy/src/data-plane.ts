@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { SvcError } from '@svc/common';
-import type { SandboxRoute } from '@svc/master/internal-api';
+import type { SandboxRoute } from '@svc/contracts/master-internal';
 import type { BackendCache } from './backend-cache.ts';
 import { sendProxyError, sendProxyErrorOnSocket } from './error-response.ts';
 import { addForwardedHeaders, scanRequestHeaders, type ScannedRequest } from './headers.ts';

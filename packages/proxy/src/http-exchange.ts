@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { drainRequest, SvcError } from '@svc/common';
-import type { SandboxRoute } from '@svc/master/internal-api';
+import type { SandboxRoute } from '@svc/contracts/master-internal';
 import { filterResponseHeaders, hasContentLength, maskedHost, requestHead, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError } from './error-response.ts';
 import { presentedAccess } from './access-check.ts';

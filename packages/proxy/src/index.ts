@@ -1,2 +1,1 @@
 export { startProxy, DEFAULT_PROXY_TUNING, type ProxyDeps, type ProxyTuning, type RunningProxy } from './proxy.ts';
-export * from './api.ts';

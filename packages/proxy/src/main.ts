@@ -1,8 +1,8 @@
 /** Runs the data-plane proxy alone: `node --import tsx packages/proxy/src/main.ts` (config: SVC_CONFIG / SVC_* env). */
 import { createLogger, loadConfig } from '@svc/common';
 import { coordinationFor } from '@svc/common/redis-coordination';
-import { lifecycleReplicaUrls } from '@svc/lifecycle/api';
-import { MasterInternalClient } from '@svc/master/internal-api';
+import { lifecycleReplicaUrls } from '@svc/contracts/lifecycle';
+import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { startProxy } from './proxy.ts';
 
 const cfg = loadConfig();

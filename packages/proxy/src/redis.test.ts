@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RedisCoordination } from '@svc/common/redis-coordination';
 import { startRedisServer, type TestRedis } from '@svc/common/redis-coordination-test-server';
-import { PROXY_INDEX_KEY, SANDBOX_EVENTS_TOPIC } from '@svc/lifecycle/api';
+import { PROXY_INDEX_KEY, SANDBOX_EVENTS_TOPIC } from '@svc/contracts/lifecycle';
 import { call } from './testing/client.ts';
 import { startPlatform, Upstream } from './testing/harness.ts';
 

@@ -1,6 +1,6 @@
 import { SvcError } from '@svc/common';
 import type { Logger } from '@svc/common';
-import type { MasterInternalClient, SandboxRoute } from '@svc/master/internal-api';
+import type { MasterInternalClient, SandboxRoute } from '@svc/contracts/master-internal';
 import type { AutoResumer } from './auto-resumer.ts';
 import type { BackendCache } from './backend-cache.ts';
 import { accessRefusal, type PresentedAccess } from './access-check.ts';

@@ -1,6 +1,6 @@
 import { SvcError } from '@svc/common';
 import { signedFileRequest, type SignedFileRequest } from '@svc/common/envd-signature';
-import type { SandboxRoute } from '@svc/master/internal-api';
+import type { SandboxRoute } from '@svc/contracts/master-internal';
 
 const REMEMBERED = 1_000;
 const REMEMBER_MS = 60_000;

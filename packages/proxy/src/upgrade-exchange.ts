@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { SandboxRoute } from '@svc/master/internal-api';
+import type { SandboxRoute } from '@svc/contracts/master-internal';
 import { maskedHost, requestLines, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyErrorOnSocket } from './error-response.ts';
 import { backendError } from './http-exchange.ts';

@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, notFound, SvcError } from '@svc/common';
-import type { ArtifactStored } from './api.ts';
+import type { ArtifactStored } from '@svc/contracts/template-center';
 import { sha256File } from './build/file-sha256.ts';
 import { parseRange } from './http-range.ts';
 import { isValidArtifactId, type ArtifactStore } from './store/artifact-store.ts';

@@ -1,5 +1,5 @@
 import { badRequest } from '@svc/common';
-import type { BuildRequest, BuildSource } from './api.ts';
+import type { BuildRequest, BuildSource } from '@svc/contracts/template-center';
 import { isValidArtifactId } from './store/artifact-store.ts';
 
 const MAX_DISK_MB = 1024 * 1024;

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { progressKey, type JobProgress } from './api.ts';
+import { progressKey, type JobProgress } from '@svc/contracts/template-center';
 import { startHarness, type Harness } from './test-support/harness.ts';
 import { startMiniRegistry } from './test-support/mini-registry.ts';
 import { OciLayoutWriter } from './test-support/oci-builder.ts';

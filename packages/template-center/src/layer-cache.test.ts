@@ -5,7 +5,7 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { progressKey, type JobProgress, type JobStatusReport } from './api.ts';
+import { progressKey, type JobProgress, type JobStatusReport } from '@svc/contracts/template-center';
 import { mountReadOnly } from './test-support/ext4-mount.ts';
 import { startHarness, type Harness } from './test-support/harness.ts';
 import { startMiniRegistry, type MiniRegistry } from './test-support/mini-registry.ts';

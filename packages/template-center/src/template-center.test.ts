@@ -5,7 +5,7 @@ import { copyFileSync, existsSync, lstatSync, mkdtempSync, readFileSync, readlin
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { progressKey, type JobProgress, type JobStatusReport } from './api.ts';
+import { progressKey, type JobProgress, type JobStatusReport } from '@svc/contracts/template-center';
 import { compress, OciLayoutWriter, tarOf, type ImageSpec } from './test-support/oci-builder.ts';
 import { mountReadOnly } from './test-support/ext4-mount.ts';
 import { startHarness, TOKEN, type Harness } from './test-support/harness.ts';

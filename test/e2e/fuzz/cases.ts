@@ -3,8 +3,8 @@
  * path parameter, query key and body field, random combinations, bad credentials, malformed
  * and oversized bodies, odd content types and wrong methods.
  */
-import { ADMIN_TOKEN_HEADER, TRAFFIC_TOKEN_HEADERS } from '@svc/proxy/api';
-import { CALLBACK_TOKEN_HEADER } from '@svc/template-center/api';
+import { ADMIN_TOKEN_HEADER, TRAFFIC_TOKEN_HEADERS } from '@svc/contracts/proxy-admin';
+import { CALLBACK_TOKEN_HEADER } from '@svc/contracts/template-center';
 import { brokenEnvelopes, envelope, MALFORMED_JSON, multipart, ODD_CONTENT_TYPES, oversizeBody } from './bodies.ts';
 import { clone, fieldPaths, getAt, randomMutation, setAt } from './mutate.ts';
 import type { Rng } from './random.ts';

@@ -6,14 +6,14 @@
  */
 import { create, toJson, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
 import type { GenService } from '@bufbuild/protobuf/codegenv2';
-import type { CreateSandboxInput, ListSandboxesQuery } from '@svc/master/api';
-import type { ActivityReport, LifecycleReason, NodeHeartbeat, RegisterNode } from '@svc/master/internal-api';
-import type { CreateSandboxOnNode, EnsureArtifact } from '@svc/node-agent/api';
-import type { ProxyAnnouncement } from '@svc/lifecycle/api';
-import type { BuildRequest, JobStatusReport } from '@svc/template-center/api';
-import type { WireNewSandbox, WireTemplateCreate } from '@svc/sdk/wire';
-import { Filesystem } from '@svc/envd/gen/filesystem/filesystem_pb';
-import { Process, Signal } from '@svc/envd/gen/process/process_pb';
+import type { CreateSandboxInput, ListSandboxesQuery } from '@svc/contracts/master';
+import type { ActivityReport, LifecycleReason, NodeHeartbeat, RegisterNode } from '@svc/contracts/master-internal';
+import type { CreateSandboxOnNode, EnsureArtifact } from '@svc/contracts/node-agent';
+import type { ProxyAnnouncement } from '@svc/contracts/lifecycle';
+import type { BuildRequest, JobStatusReport } from '@svc/contracts/template-center';
+import type { WireNewSandbox, WireTemplateCreate } from '../../../packages/sdk/src/wire.ts';
+import { Filesystem } from '@svc/contracts/envd/filesystem/filesystem_pb';
+import { Process, Signal } from '@svc/contracts/envd/process/process_pb';
 import type { RouteSpec } from './spec.ts';
 import { MB, type Json } from './values.ts';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { after, before, test } from 'node:test';
 import { gzipSync } from 'node:zlib';
-import { StatResponseSchema, StatRequestSchema, FileType } from '../gen/filesystem/filesystem_pb.ts';
+import { StatResponseSchema, StatRequestSchema, FileType } from '@svc/contracts/envd/filesystem/filesystem_pb';
 import {
   ListResponseSchema,
   SendSignalRequestSchema,
@@ -15,7 +15,7 @@ import {
   StreamInputRequestSchema,
   StreamInputResponseSchema,
   type StartResponse,
-} from '../gen/process/process_pb.ts';
+} from '@svc/contracts/envd/process/process_pb';
 import { startEnvd, type RunningEnvd } from '../testing/envd-process.ts';
 import { decode, encode, envelope, openStream, post, readStream, splitEnvelopes } from '../testing/connect-client.ts';
 

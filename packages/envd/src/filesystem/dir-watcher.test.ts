@@ -3,7 +3,7 @@ import { chmod, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { EventType } from '../gen/filesystem/filesystem_pb.ts';
+import { EventType } from '@svc/contracts/envd/filesystem/filesystem_pb';
 import { DirWatcher, type ChangeEvent } from './dir-watcher.ts';
 
 let root: string;

@@ -2,7 +2,7 @@ import { watch, type FSWatcher, type Stats } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
 import { ConnectError } from '../connect/code.ts';
-import { EventType } from '../gen/filesystem/filesystem_pb.ts';
+import { EventType } from '@svc/contracts/envd/filesystem/filesystem_pb';
 
 export interface ChangeEvent {
   /** Absolute path of the entry. */

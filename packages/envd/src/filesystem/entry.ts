@@ -3,7 +3,7 @@ import { lstat, realpath, stat } from 'node:fs/promises';
 import { basename } from 'node:path';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { ConnectError, toConnectError } from '../connect/code.ts';
-import { FileType, type EntryInfoSchema } from '../gen/filesystem/filesystem_pb.ts';
+import { FileType, type EntryInfoSchema } from '@svc/contracts/envd/filesystem/filesystem_pb';
 import type { UserDatabase } from '../system/users.ts';
 import { goModeString } from './file-mode.ts';
 import type { FileIdentity, MetadataStore } from './metadata-store.ts';

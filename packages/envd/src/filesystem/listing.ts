@@ -1,6 +1,6 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { FileType } from '../gen/filesystem/filesystem_pb.ts';
+import { FileType } from '@svc/contracts/envd/filesystem/filesystem_pb';
 import type { EntryInit, EntryReader } from './entry.ts';
 
 /**

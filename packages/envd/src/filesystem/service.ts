@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { ConnectError, toConnectError } from '../connect/code.ts';
 import { Keepalive, keepaliveIntervalMs } from '../connect/keepalive.ts';
 import type { ServiceImpl } from '../connect/router.ts';
-import type { Filesystem } from '../gen/filesystem/filesystem_pb.ts';
+import type { Filesystem } from '@svc/contracts/envd/filesystem/filesystem_pb';
 import type { EnvdState } from '../state.ts';
 import { ensureDirs, resolvePath } from '../system/paths.ts';
 import { DirWatcher } from './dir-watcher.ts';

@@ -1,5 +1,5 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
-import { EventType, type FilesystemEventSchema } from '../gen/filesystem/filesystem_pb.ts';
+import { EventType, type FilesystemEventSchema } from '@svc/contracts/envd/filesystem/filesystem_pb';
 import type { ChangeEvent } from './dir-watcher.ts';
 import type { EntryReader } from './entry.ts';
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { ConnectError } from '../connect/code.ts';
-import type { FilesystemEventSchema } from '../gen/filesystem/filesystem_pb.ts';
+import type { FilesystemEventSchema } from '@svc/contracts/envd/filesystem/filesystem_pb';
 import { DirWatcher } from './dir-watcher.ts';
 import type { EventConverter } from './watch-events.ts';
 

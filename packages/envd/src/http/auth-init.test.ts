@@ -4,10 +4,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { StartResponseSchema } from '../gen/process/process_pb.ts';
+import { StartResponseSchema } from '@svc/contracts/envd/process/process_pb';
 import { envelope, post, readStream } from '../testing/connect-client.ts';
 import { startEnvd, type RunningEnvd } from '../testing/envd-process.ts';
-import { ENVD_VERSION } from '../version.ts';
+import { ENVD_VERSION } from '@svc/contracts/envd-version';
 
 let envd: RunningEnvd;
 let dir: string;

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConnectError } from '../connect/code.ts';
 import { readAll } from '../connect/body.ts';
-import { ENVD_VERSION } from '../version.ts';
+import { ENVD_VERSION } from '@svc/contracts/envd-version';
 import type { EnvdState } from '../state.ts';
 import { HttpError } from './respond.ts';
 

@@ -1,7 +1,7 @@
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { Keepalive, keepaliveIntervalMs } from '../connect/keepalive.ts';
 import type { CallContext, Send } from '../connect/router.ts';
-import type { ProcessEventSchema } from '../gen/process/process_pb.ts';
+import type { ProcessEventSchema } from '@svc/contracts/envd/process/process_pb';
 import type { ExitInfo } from './exit-status.ts';
 import type { ManagedProcess, OutputKind } from './managed-process.ts';
 

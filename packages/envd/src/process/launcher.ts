@@ -1,6 +1,6 @@
 import { stat, writeFile } from 'node:fs/promises';
 import { ConnectError } from '../connect/code.ts';
-import type { StartRequest } from '../gen/process/process_pb.ts';
+import type { StartRequest } from '@svc/contracts/envd/process/process_pb';
 import type { EnvdState } from '../state.ts';
 import { resolvePath } from '../system/paths.ts';
 import type { User } from '../system/users.ts';

@@ -1,4 +1,4 @@
-import type { ProcessConfig } from '../gen/process/process_pb.ts';
+import type { ProcessConfig } from '@svc/contracts/envd/process/process_pb';
 import type { ExitInfo } from './exit-status.ts';
 
 export type OutputKind = 'stdout' | 'stderr' | 'pty';

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { ConnectError } from '../connect/code.ts';
-import type { ProcessConfig } from '../gen/process/process_pb.ts';
+import type { ProcessConfig } from '@svc/contracts/envd/process/process_pb';
 import { exitInfo } from './exit-status.ts';
 import { ManagedProcess } from './managed-process.ts';
 import type { LaunchSpec } from './launch-spec.ts';

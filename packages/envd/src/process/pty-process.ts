@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import type { IPty } from '@lydell/node-pty';
 import { ConnectError } from '../connect/code.ts';
-import type { ProcessConfig } from '../gen/process/process_pb.ts';
+import type { ProcessConfig } from '@svc/contracts/envd/process/process_pb';
 import { exitInfo } from './exit-status.ts';
 import type { LaunchSpec } from './launch-spec.ts';
 import { ManagedProcess } from './managed-process.ts';

@@ -1,5 +1,5 @@
 import { ConnectError } from '../connect/code.ts';
-import type { ProcessSelector } from '../gen/process/process_pb.ts';
+import type { ProcessSelector } from '@svc/contracts/envd/process/process_pb';
 import type { ManagedProcess } from './managed-process.ts';
 
 /** How long an exited process can still be reached by Connect, to learn its exit code. */

@@ -1,6 +1,6 @@
 import { ConnectError } from '../connect/code.ts';
 import type { ServiceImpl } from '../connect/router.ts';
-import { Signal, type Process, type ProcessInput } from '../gen/process/process_pb.ts';
+import { Signal, type Process, type ProcessInput } from '@svc/contracts/envd/process/process_pb';
 import type { EnvdState } from '../state.ts';
 import { streamProcessEvents } from './event-stream.ts';
 import type { ProcessLauncher } from './launcher.ts';

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ENVD_VERSION } from '../version.ts';
+import { ENVD_VERSION } from '@svc/contracts/envd-version';
 
 export interface FakeApi {
   url: string;

@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/common';
-import type { PauseKind, RuntimeKind } from '@svc/node-agent/api';
-import type { RegisterNode } from '../internal-api.ts';
+import type { PauseKind, RuntimeKind } from '@svc/contracts/node-agent';
+import type { RegisterNode } from '@svc/contracts/master-internal';
 
 const RUNTIMES: readonly RuntimeKind[] = ['gvisor', 'microvm'];
 const PAUSE_KINDS: readonly PauseKind[] = ['freeze', 'snapshot'];

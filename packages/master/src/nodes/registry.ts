@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import { badRequest, notFound, unavailable, SvcError } from '@svc/common';
-import { admissionRefusal, NodeAgentClient, realFreeMB, type NodeLoad } from '@svc/node-agent/api';
+import { admissionRefusal, NodeAgentClient, realFreeMB, type NodeLoad } from '@svc/contracts/node-agent';
 import type { Database, NodeRow } from '../db/schema.ts';
-import type { NodeHeartbeat, RegisterNode } from '../internal-api.ts';
-import type { NodeRecord } from '../api.ts';
+import type { NodeHeartbeat, RegisterNode } from '@svc/contracts/master-internal';
+import type { NodeRecord } from '@svc/contracts/master';
 import { checkLabelName, checkLabelValue, MAX_LABELS_PER_NODE } from './labels.ts';
 
 export const HEARTBEAT_INTERVAL_MS = 3_000;

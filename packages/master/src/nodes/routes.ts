@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '@svc/common';
-import type { NodeHeartbeat, RegisterNodeResult } from '../internal-api.ts';
+import type { NodeHeartbeat, RegisterNodeResult } from '@svc/contracts/master-internal';
 import { parseRegisterNode } from './register-input.ts';
 import { HEARTBEAT_INTERVAL_MS, type NodeRegistry } from './registry.ts';
 

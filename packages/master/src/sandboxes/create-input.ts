@@ -5,7 +5,7 @@
  */
 import { badRequest } from '@svc/common';
 import { MASK_REQUEST_HOST_PATTERN } from '@svc/contracts/public-api-schemas';
-import { SANDBOX_LIMITS as L, type CreateSandboxInput, type NetworkConfig, type VolumeMount } from '../api.ts';
+import { SANDBOX_LIMITS as L, type CreateSandboxInput, type NetworkConfig, type VolumeMount } from '@svc/contracts/master';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);

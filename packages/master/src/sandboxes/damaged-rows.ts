@@ -1,5 +1,5 @@
 import type { Logger } from '@svc/common';
-import type { SandboxRecord } from '../api.ts';
+import type { SandboxRecord } from '@svc/contracts/master';
 import { toRecord } from './record.ts';
 import type { Row } from './repo.ts';
 

@@ -1,5 +1,5 @@
 /** What the sandbox service needs from the rest of the master, as small interfaces. */
-import type { ArtifactRef } from '@svc/node-agent/api';
+import type { ArtifactRef } from '@svc/contracts/node-agent';
 
 export interface ResolvedTemplate {
   templateId: string;

@@ -1,6 +1,6 @@
-import type { PauseKind } from '@svc/node-agent/api';
-import type { SandboxRecord, NetworkConfig, VolumeMount } from '../api.ts';
-import type { SandboxRoute, OnTimeout, SandboxState, TerminateReason } from '../internal-api.ts';
+import type { PauseKind } from '@svc/contracts/node-agent';
+import type { SandboxRecord, NetworkConfig, VolumeMount } from '@svc/contracts/master';
+import type { SandboxRoute, OnTimeout, SandboxState, TerminateReason } from '@svc/contracts/master-internal';
 import type { Row } from './repo.ts';
 
 export function toRecord(r: Row): SandboxRecord {

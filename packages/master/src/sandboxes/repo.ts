@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Database, SandboxRow } from '../db/schema.ts';
-import type { SandboxState } from '../internal-api.ts';
+import type { SandboxState } from '@svc/contracts/master-internal';
 import type { DbDriver } from '../db/connect.ts';
 
 export type Row = Selectable<SandboxRow>;

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '@svc/common';
-import type { ListSandboxesQuery } from '../api.ts';
-import type { LifecycleReason } from '../internal-api.ts';
+import type { ListSandboxesQuery } from '@svc/contracts/master';
+import type { LifecycleReason } from '@svc/contracts/master-internal';
 import type { SandboxService } from './service.ts';
 import { checkCreateInput } from './create-input.ts';
 

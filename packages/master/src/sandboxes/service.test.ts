@@ -1,14 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultConfig, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
-import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/lifecycle/api';
+import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/contracts/lifecycle';
 import { openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrator.ts';
 import { availableTestDatabases } from '../db/test-databases.ts';
 import { migrations } from '../migrations/index.ts';
 import { NodeRegistry } from '../nodes/registry.ts';
 import { FakeNodeAgent } from '../testing/fake-node-agent.ts';
-import type { CreateSandboxInput } from '../api.ts';
+import type { CreateSandboxInput } from '@svc/contracts/master';
 import { SandboxRepo } from './repo.ts';
 import { SandboxService } from './service.ts';
 import type { TemplateResolver } from './ports.ts';

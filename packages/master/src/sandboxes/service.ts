@@ -4,11 +4,11 @@ import {
   type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
 import { fileSignatureProblem, type SignedFileRequest } from '@svc/common/envd-signature';
-import type { EndedSandbox, NodeSandbox } from '@svc/node-agent/api';
-import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/lifecycle/api';
-import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord } from '../api.ts';
+import type { EndedSandbox, NodeSandbox } from '@svc/contracts/node-agent';
+import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
+import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord } from '@svc/contracts/master';
 import { parseNetworkUpdate } from './create-input.ts';
-import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '../internal-api.ts';
+import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '@svc/contracts/master-internal';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { ProxyCachePurger, TemplateResolver } from './ports.ts';
 import { toRecord, toRoute } from './record.ts';

@@ -4,7 +4,7 @@
  * the projected timeout, null when the sandbox never times out.
  */
 import { badRequest } from '@svc/common';
-import { SANDBOX_LIMITS } from '../api.ts';
+import { SANDBOX_LIMITS } from '@svc/contracts/master';
 
 export interface Deadline {
   timeoutSec: number;

@@ -1,4 +1,4 @@
-import type { ArtifactRef } from '@svc/node-agent/api';
+import type { ArtifactRef } from '@svc/contracts/node-agent';
 import type { ArtifactRow } from './tables.ts';
 
 /** Node agents always download through the master, whatever the store behind it. */

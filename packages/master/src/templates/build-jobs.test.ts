@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { progressKey } from '@svc/template-center/api';
+import { progressKey } from '@svc/contracts/template-center';
 import { onEveryEngine } from './testing/engines.ts';
 import type { Harness } from './testing/harness.ts';
 

@@ -1,5 +1,5 @@
 import { badRequest, newArtifactId, newJobId, notFound, SvcError, type Coordination, type Logger } from '@svc/common';
-import type { ArtifactStored, JobStatusReport, TemplateCenterClient } from '@svc/template-center/api';
+import type { ArtifactStored, JobStatusReport, TemplateCenterClient } from '@svc/contracts/template-center';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { Distributor } from './distribution.ts';
 import { NO_TEMPLATE_NODES } from './errors.ts';

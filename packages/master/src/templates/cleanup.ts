@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Logger, SvcError } from '@svc/common';
-import type { TemplateCenterClient } from '@svc/template-center/api';
+import type { TemplateCenterClient } from '@svc/contracts/template-center';
 import type { Database } from '../db/schema.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import { countReferences, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';

@@ -1,4 +1,4 @@
-import type { BuildSource } from '@svc/template-center/api';
+import type { BuildSource } from '@svc/contracts/template-center';
 import type { SvcConfig } from '@svc/common';
 import { parseAlias } from './alias.ts';
 import { invalidTemplateRequest } from './errors.ts';

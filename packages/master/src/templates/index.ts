@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { randomId, withLock, type Coordination, type Logger, type SvcConfig } from '@svc/common';
-import { TemplateCenterClient } from '@svc/template-center/api';
+import { TemplateCenterClient } from '@svc/contracts/template-center';
 import type { Db } from '../db/connect.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { TemplateResolver } from '../sandboxes/ports.ts';

@@ -1,5 +1,5 @@
 import type { Coordination } from '@svc/common';
-import { progressKey, type JobProgress } from '@svc/template-center/api';
+import { progressKey, type JobProgress } from '@svc/contracts/template-center';
 
 /** Live pull progress the template center keeps in the coordination store, or null. */
 export async function readProgress(coordination: Coordination, jobId: string): Promise<JobProgress | null> {

@@ -1,4 +1,4 @@
-import type { BuildRequest, BuildSource } from '@svc/template-center/api';
+import type { BuildRequest, BuildSource } from '@svc/contracts/template-center';
 
 /** What a template is built from, kept on the template row so a redo can rebuild it. */
 export interface BuildRecipe {

@@ -1,4 +1,4 @@
-import type { ImageInfo, JobProgress } from '@svc/template-center/api';
+import type { ImageInfo, JobProgress } from '@svc/contracts/template-center';
 import type { JobKind, JobPhase, JobRow, JobStatus, SourceKind, TemplateRow, TemplateStatus } from './tables.ts';
 import type { JobInfo, TemplateInfo } from './wire.ts';
 

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import {
   badRequest, newJobId, newTemplateId, notFound, type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
-import type { ImageInfo, TemplateCenterClient } from '@svc/template-center/api';
+import type { ImageInfo, TemplateCenterClient } from '@svc/contracts/template-center';
 import type { Database } from '../db/schema.ts';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
 import { parseAlias } from './alias.ts';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { BuildSource } from '@svc/template-center/api';
+import type { BuildSource } from '@svc/contracts/template-center';
 
 /**
  * Identity of a build spec: everything that decides the artifact's content (source, platform,

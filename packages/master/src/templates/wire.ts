@@ -2,7 +2,7 @@
  * Request and response shapes of the template routes (docs/api.md "Templates (svc shapes)").
  * Snake case on the wire, as the CLI and the E2B-style tools send them.
  */
-import type { ImageInfo } from '@svc/template-center/api';
+import type { ImageInfo } from '@svc/contracts/template-center';
 import type { JobKind, JobPhase, JobStatus, SourceKind, TemplateStatus } from './tables.ts';
 
 export interface TemplateCreate {

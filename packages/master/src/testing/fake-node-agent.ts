@@ -4,7 +4,7 @@
  * tests use the real node agent.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { CreateSandboxOnNode, NodeSandbox } from '@svc/node-agent/api';
+import type { CreateSandboxOnNode, NodeSandbox } from '@svc/contracts/node-agent';
 
 export interface FakeNodeBehaviour {
   createDelayMs: number;

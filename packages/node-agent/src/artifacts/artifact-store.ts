@@ -6,7 +6,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { SvcError, badRequest, conflict, notFound, type Logger } from '@svc/common';
-import type { ArtifactOnNode, EnsureArtifact } from '../api.ts';
+import type { ArtifactOnNode, EnsureArtifact } from '@svc/contracts/node-agent';
 import { run } from '../host/exec.ts';
 import { isMountPoint, listMountPoints, unmount } from '../host/mounts.ts';
 

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { NEW_SANDBOX_FLOOR_MB } from '../api.ts';
+import { NEW_SANDBOX_FLOOR_MB } from '@svc/contracts/node-agent';
 
 const MB = 1024 * 1024;
 

@@ -1,4 +1,4 @@
-import type { PauseKind, RuntimeKind } from '../api.ts';
+import type { PauseKind, RuntimeKind } from '@svc/contracts/node-agent';
 import type { RuntimeBundle } from './runtime-bundle.ts';
 import type { RunResult } from '../host/exec.ts';
 

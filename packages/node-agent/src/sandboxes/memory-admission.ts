@@ -1,5 +1,5 @@
 import { SvcError, type Logger } from '@svc/common';
-import { admissionRefusal, type NodeLoad } from '../api.ts';
+import { admissionRefusal, type NodeLoad } from '@svc/contracts/node-agent';
 import { perSandboxMB, type MemoryReading } from '../host/memory-gauge.ts';
 
 export interface MemoryAdmissionDeps {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { PauseKind, RuntimeKind } from '../api.ts';
+import type { PauseKind, RuntimeKind } from '@svc/contracts/node-agent';
 import type { EgressPolicy } from '../network/egress-policy.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { SvcError, conflict, notFound, type Logger } from '@svc/common';
-import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type NodeSandbox, type SandboxMetrics } from '../api.ts';
+import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type NodeSandbox, type SandboxMetrics } from '@svc/contracts/node-agent';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';

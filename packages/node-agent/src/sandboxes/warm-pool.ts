@@ -1,7 +1,7 @@
 import type { Logger } from '@svc/common';
 import type { InstanceResources } from '../runtime/driver.ts';
 import type { Instance } from './instances.ts';
-import type { WarmPoolStats } from '../api.ts';
+import type { WarmPoolStats } from '@svc/contracts/node-agent';
 
 export interface WarmPoolDeps {
   /** Warm sandboxes each used template starts with, and falls back to when idle; 0: no pool. */

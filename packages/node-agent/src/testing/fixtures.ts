@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultConfig, silentLogger, createLogger, type SvcConfig } from '@svc/common';
-import { NodeAgentClient, type ArtifactRef, type CreateSandboxOnNode } from '../api.ts';
+import { NodeAgentClient, type ArtifactRef, type CreateSandboxOnNode } from '@svc/contracts/node-agent';
 import { startNodeAgent, type NodeAgent } from '../index.ts';
 import { ResourceNames } from '../names.ts';
 import { run } from '../host/exec.ts';

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { SvcError, createHttpApp, silentLogger } from '@svc/common';
 import { fileSignatureProblem, type SignedFileRequest } from '@svc/common/envd-signature';
-import type { DueSandbox, LifecycleReason, OnTimeout, SandboxRoute } from '@svc/master/internal-api';
+import type { DueSandbox, LifecycleReason, OnTimeout, SandboxRoute } from '@svc/contracts/master-internal';
 
 export interface FakeSandbox extends SandboxRoute {
   onTimeout: OnTimeout;

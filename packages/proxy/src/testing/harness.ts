@@ -7,7 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import pino from 'pino';
 import { WebSocketServer } from 'ws';
 import { MemoryCoordination, REDACTED_PATHS, type Coordination, type Logger, type SvcConfig } from '@svc/common';
-import { MasterInternalClient } from '@svc/master/internal-api';
+import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { startLifecycle, type RunningLifecycle } from '@svc/lifecycle';
 import { startProxy, type ProxyTuning, type RunningProxy } from '../proxy.ts';
 import { FakeMaster } from './fake-master.ts';

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '@svc/common';
-import type { ArtifactStored, BuildRequest, ImageInfo, JobPhase } from '../api.ts';
+import type { ArtifactStored, BuildRequest, ImageInfo, JobPhase } from '@svc/contracts/template-center';
 import type { BlobCache } from '../blobs/blob-cache.ts';
 import { resolveSource } from '../image/resolve-source.ts';
 import { shortDigest } from '../layers/layer-blob.ts';

@@ -1,5 +1,5 @@
 import type { Logger } from '@svc/common';
-import { CALLBACK_TOKEN_HEADER, type JobStatusReport } from '../api.ts';
+import { CALLBACK_TOKEN_HEADER, type JobStatusReport } from '@svc/contracts/template-center';
 
 export interface CallbackOptions {
   masterAddr: string;

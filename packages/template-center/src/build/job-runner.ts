@@ -1,5 +1,5 @@
 import { unavailable, type Coordination, type Logger } from '@svc/common';
-import type { BuildRequest, JobStatusReport } from '../api.ts';
+import type { BuildRequest, JobStatusReport } from '@svc/contracts/template-center';
 import type { BlobCache } from '../blobs/blob-cache.ts';
 import type { ArtifactStore } from '../store/artifact-store.ts';
 import { BuildAbortedError, explain } from './build-error.ts';

@@ -1,5 +1,5 @@
 import type { Coordination, Logger } from '@svc/common';
-import { progressKey, type JobPhase, type JobProgress, type LayerProgress } from '../api.ts';
+import { progressKey, type JobPhase, type JobProgress, type LayerProgress } from '@svc/contracts/template-center';
 
 export interface ProgressTiming {
   /** Byte progress is written at most this often. */

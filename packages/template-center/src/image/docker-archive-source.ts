@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
-import type { BuildSource } from '../api.ts';
+import type { BuildSource } from '@svc/contracts/template-center';
 import type { ImageConfig } from './oci-types.ts';
 import { imageInfo, ImageSourceError, type ResolvedImage } from './resolved-image.ts';
 import { indexTar, resolveMember, type TarMember } from './tar-index.ts';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { BuildSource } from '../api.ts';
+import type { BuildSource } from '@svc/contracts/template-center';
 import { isFilesystemLayer, isIndex, isManifest, type Descriptor, type ImageConfig, type ImageIndex } from './oci-types.ts';
 import { hostPlatform, selectPlatform } from './platform.ts';
 import { imageInfo, ImageSourceError, type ResolvedImage } from './resolved-image.ts';

@@ -1,4 +1,4 @@
-import type { BuildSource } from '../api.ts';
+import type { BuildSource } from '@svc/contracts/template-center';
 import { RegistryClient } from '../registry/registry-client.ts';
 import { formatReference, parseReference } from '../registry/reference.ts';
 import { RegistryError } from '../registry/registry-error.ts';

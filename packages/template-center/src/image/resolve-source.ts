@@ -1,4 +1,4 @@
-import type { BuildSource } from '../api.ts';
+import type { BuildSource } from '@svc/contracts/template-center';
 import { resolveDockerArchive } from './docker-archive-source.ts';
 import { resolveOciLayout } from './oci-layout-source.ts';
 import { resolveRegistryImage } from './registry-source.ts';

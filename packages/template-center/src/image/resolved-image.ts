@@ -1,4 +1,4 @@
-import type { ImageInfo } from '../api.ts';
+import type { ImageInfo } from '@svc/contracts/template-center';
 import type { LayerBlob } from '../layers/layer-blob.ts';
 import type { ImageConfig } from './oci-types.ts';
 

@@ -1,6 +1,6 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import type { BuildSource } from '../api.ts';
+import type { BuildSource } from '@svc/contracts/template-center';
 import { imageInfo, ImageSourceError, type ResolvedImage } from './resolved-image.ts';
 
 type RootfsTarSource = Extract<BuildSource, { kind: 'rootfs-tar' }>;

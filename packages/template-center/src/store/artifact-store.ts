@@ -1,4 +1,4 @@
-import type { ArtifactStored } from '../api.ts';
+import type { ArtifactStored } from '@svc/contracts/template-center';
 
 export type ArtifactLocation =
   | { kind: 'file'; path: string; sha256: string; sizeBytes: number }

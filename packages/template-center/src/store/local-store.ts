@@ -1,7 +1,7 @@
 import { constants } from 'node:fs';
 import { copyFile, mkdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ArtifactStored } from '../api.ts';
+import type { ArtifactStored } from '@svc/contracts/template-center';
 import type { ArtifactLocation, ArtifactStore } from './artifact-store.ts';
 
 /**

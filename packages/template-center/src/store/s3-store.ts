@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, rm, stat, unlink } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import type { ArtifactStored } from '../api.ts';
+import type { ArtifactStored } from '@svc/contracts/template-center';
 import type { ArtifactLocation, ArtifactStore } from './artifact-store.ts';
 import { EMPTY_SHA256, presignUrl, signRequest, uriEncode, type SigV4Credentials } from './sigv4.ts';
 

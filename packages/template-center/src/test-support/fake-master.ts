@@ -1,7 +1,7 @@
 import Fastify from 'fastify';
-import type { JobStatusReport } from '../api.ts';
-import { CALLBACK_TOKEN_HEADER } from '../api.ts';
-import { verifyCallbackToken } from '../callback-token.ts';
+import type { JobStatusReport } from '@svc/contracts/template-center';
+import { CALLBACK_TOKEN_HEADER } from '@svc/contracts/template-center';
+import { verifyCallbackToken } from '@svc/contracts/template-callback';
 
 export interface FakeMaster {
   url: string;

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig, MemoryCoordination, silentLogger, type SvcConfig } from '@svc/common';
-import { TemplateCenterClient, type BuildRequest, type BuildSource } from '../api.ts';
+import { TemplateCenterClient, type BuildRequest, type BuildSource } from '@svc/contracts/template-center';
 import { startTemplateCenter, type RunningTemplateCenter, type TemplateCenterOptions } from '../template-center.ts';
 import { startFakeMaster, type FakeMaster } from './fake-master.ts';
 

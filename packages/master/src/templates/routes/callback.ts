@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { SvcError, type SvcConfig } from '@svc/common';
-import { CALLBACK_TOKEN_HEADER, type JobStatusReport } from '@svc/template-center/api';
-import { verifyCallbackToken } from '@svc/template-center/callback-token';
+import { CALLBACK_TOKEN_HEADER, type JobStatusReport } from '@svc/contracts/template-center';
+import { verifyCallbackToken } from '@svc/contracts/template-callback';
 import type { BuildJobs } from '../build-jobs.ts';
 
 /**

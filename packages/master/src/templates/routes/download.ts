@@ -3,7 +3,7 @@ import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { badRequest, errorFromResponse, notFound, SvcError } from '@svc/common';
-import type { TemplateCenterClient } from '@svc/template-center/api';
+import type { TemplateCenterClient } from '@svc/contracts/template-center';
 import type { ArtifactStore } from '../store/artifacts.ts';
 import { oneQueryValue } from './query.ts';
 

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { ArtifactOnNode, EnsureArtifact } from '@svc/node-agent/api';
+import type { ArtifactOnNode, EnsureArtifact } from '@svc/contracts/node-agent';
 
 export class FakeArtifactNode {
   readonly artifacts = new Map<string, ArtifactOnNode>();

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { CALLBACK_TOKEN_HEADER, type ArtifactStored, type BuildRequest, type JobStatusReport } from '@svc/template-center/api';
+import { CALLBACK_TOKEN_HEADER, type ArtifactStored, type BuildRequest, type JobStatusReport } from '@svc/contracts/template-center';
 
 export class FakeTemplateCenter {
   readonly builds: BuildRequest[] = [];

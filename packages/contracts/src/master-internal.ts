@@ -17,7 +17,7 @@
  */
 import { JsonClient } from '@svc/common';
 import type { SignedFileRequest } from '@svc/common/envd-signature';
-import type { EndedSandbox, NodeLoad, PauseKind, RuntimeKind } from '@svc/node-agent/api';
+import type { EndedSandbox, NodeLoad, PauseKind, RuntimeKind } from './node-agent.ts';
 
 /** Every state a sandbox can be in, as the master records it. */
 export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';

@@ -7,7 +7,7 @@
  * Events it consumes from the coordination bus: topic `sandbox.events` (SandboxEvent).
  */
 import { JsonClient, parseListen } from '@svc/common';
-import type { SandboxRoute } from '@svc/master/internal-api';
+import type { SandboxRoute } from './master-internal.ts';
 
 export interface LifecycleHealth {
   ok: true;

@@ -18,8 +18,8 @@
  *   /svc/template...                      → see docs/api.md
  */
 import { badRequest, JsonClient } from '@svc/common';
-import type { NodeLoad, PauseKind, SandboxMetrics } from '@svc/node-agent/api';
-import type { OnTimeout, SandboxState, TerminateReason } from './internal-api.ts';
+import type { NodeLoad, PauseKind, SandboxMetrics } from './node-agent.ts';
+import type { OnTimeout, SandboxState, TerminateReason } from './master-internal.ts';
 
 export type { SandboxState, OnTimeout, TerminateReason };
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { verifyCallbackToken } from './callback-token.ts';
+import { verifyCallbackToken } from './template-callback.ts';
 
 test('callback token: match, mismatch, missing, unset (fail closed) and the insecure opt-in', () => {
   assert.deepEqual(verifyCallbackToken('s3cret', 's3cret', false), { ok: true });

@@ -1,4 +1,4 @@
-import { timingSafeEqual, createHash } from 'node:crypto';
+import { sameSecret } from '@svc/common';
 
 export type TokenCheck = { ok: true } | { ok: false; status: 401 | 503; message: string };
 
@@ -14,9 +14,6 @@ export function verifyCallbackToken(header: string | string[] | undefined, confi
   }
   const presented = Array.isArray(header) ? header[0] : header;
   if (!presented) return { ok: false, status: 401, message: 'missing X-Svc-Template-Callback-Token' };
-  // Hashing first gives equal-length inputs, so neither the length nor the content leaks through timing.
-  const a = createHash('sha256').update(presented).digest();
-  const b = createHash('sha256').update(configuredToken).digest();
-  if (!timingSafeEqual(a, b)) return { ok: false, status: 401, message: 'wrong X-Svc-Template-Callback-Token' };
+  if (!sameSecret(presented, configuredToken)) return { ok: false, status: 401, message: 'wrong X-Svc-Template-Callback-Token' };
   return { ok: true };
 }

@@ -1,6 +1,6 @@
 import { badRequest, type Coordination, type Logger } from '@svc/common';
-import { ProxyAdminClient } from '@svc/proxy/api';
-import { PROXY_INDEX_KEY, PROXY_INDEX_LOCK, PROXY_KV_PREFIX, PROXY_TTL_MS, type ProxyAnnouncement } from './api.ts';
+import { ProxyAdminClient } from './proxy-admin.ts';
+import { PROXY_INDEX_KEY, PROXY_INDEX_LOCK, PROXY_KV_PREFIX, PROXY_TTL_MS, type ProxyAnnouncement } from './lifecycle.ts';
 
 const PROXY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
