@@ -120,6 +120,6 @@ async function main() {
 
 main().catch(async (err) => {
   console.error(err);
-  await platform?.stop().catch(() => {});
+  await platform?.stop().catch((err: Error) => console.error(`density: stopping the platform failed: ${err.message}`));
   process.exit(1);
 });

@@ -215,7 +215,7 @@ async function main() {
   } finally {
     for (const a of agents) await a.close({ destroySandboxes: true }).catch((e) => console.error(e));
     await server.close();
-    await rm(dir, { recursive: true, force: true }).catch(() => {});
+    await rm(dir, { recursive: true, force: true }).catch((err: Error) => console.error(`node-agent bench: could not remove ${dir}: ${err.message}`));
   }
 }
 

@@ -405,7 +405,7 @@ async function main() {
     console.log(`\nwrote ${out}`);
   } finally {
     for (const c of children) c.kill('SIGTERM');
-    for (const s of stops.reverse()) await s().catch(() => {});
+    for (const s of stops.reverse()) await s().catch((err: Error) => console.error(`proxy bench: a shutdown step failed: ${err.message}`));
   }
 }
 

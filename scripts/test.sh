@@ -8,8 +8,8 @@ eval "$(scripts/test-services.sh start)"
 export SVC_TEST_REQUIRE_ALL_DBS=1
 
 npm run --silent build
-echo "typecheck"
-npx tsc --noEmit -p tsconfig.json
+echo "lint: typecheck, borders between packages (dependency-cruiser), no silent catches (eslint)"
+npm run --silent lint
 
 mapfile -t files < <(find packages test -name '*.test.ts' -not -path '*/node_modules/*' | sort)
 # e2e last: they bring the whole platform up.

@@ -32,7 +32,9 @@ export async function ensureBaseTemplate(o: BaseTemplateOptions): Promise<string
       if (p.phase !== lastPhase) { o.say(`base template: ${p.phase}${p.message ? ` (${p.message})` : ''}`); lastPhase = p.phase; }
     },
   });
-  if (existing) await master.delete(`/svc/template/${existing.template_id}`).catch(() => {});
+  if (existing) {
+    await master.delete(`/svc/template/${existing.template_id}`).catch((err: Error) => o.say(`base template: could not remove the old ${existing.template_id} (${err.message}); building the new one anyway`));
+  }
   const created = await master.post<{ template_id: string; job_id: string }>('/svc/template', { rootfs_tar: tar.path, alias: 'base' });
   o.say(`base template: building ${created.template_id} (job ${created.job_id})`);
   let shown = '';

@@ -35,6 +35,6 @@ export async function withLock<T>(
   try {
     return { acquired: true, value: await fn() };
   } finally {
-    await c.unlock(name, holder).catch(() => {});
+    await c.unlock(name, holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next holder */ });
   }
 }

@@ -55,7 +55,7 @@ export class RedisCoordination implements Coordination {
     if (!set) {
       set = new Set();
       this.handlers.set(channel, set);
-      this.pendingSubscribes = Promise.all([this.pendingSubscribes, sub.subscribe(channel).catch(() => {})]);
+      this.pendingSubscribes = Promise.all([this.pendingSubscribes, sub.subscribe(channel).catch((err: Error) => { console.error(`redis coordination: subscribing to ${channel} failed: ${err.message}`); })]);
     }
     set.add(handler);
     return () => {
@@ -64,7 +64,7 @@ export class RedisCoordination implements Coordination {
       cur.delete(handler);
       if (cur.size === 0) {
         this.handlers.delete(channel);
-        void sub.unsubscribe(channel).catch(() => {});
+        void sub.unsubscribe(channel).catch(() => { /* the connection is going away or gone: nothing is subscribed then either */ });
       }
     };
   }

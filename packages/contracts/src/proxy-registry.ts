@@ -80,7 +80,7 @@ export class ProxyRegistry {
           const kept = [...new Set(ids.filter((_, i) => alive[i] !== null))];
           await this.coord.kvSet(PROXY_INDEX_KEY, JSON.stringify(kept));
         } finally {
-          await this.coord.unlock(PROXY_INDEX_LOCK, this.holder).catch(() => {});
+          await this.coord.unlock(PROXY_INDEX_LOCK, this.holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next writer */ });
         }
         return;
       }

@@ -65,7 +65,7 @@ export class LeaderElection {
     await this.ticking;
     if (this.leader) {
       this.leader = false;
-      await this.coord.releaseLease(LEADER_LEASE, this.holder).catch(() => {});
+      await this.coord.releaseLease(LEADER_LEASE, this.holder).catch(() => { /* the lease expires with its TTL: another replica leads a little later */ });
     }
   }
 

@@ -17,11 +17,11 @@ export async function withRenewedLock<T>(
   coord: Coordination, name: string, holder: string, ttlMs: number, fn: () => Promise<T>,
 ): Promise<{ acquired: true; value: T } | { acquired: false }> {
   if (!(await coord.acquireLease(name, holder, ttlMs))) return { acquired: false };
-  const renew = setInterval(() => { coord.acquireLease(name, holder, ttlMs).catch(() => {}); }, Math.max(50, Math.floor(ttlMs / 3)));
+  const renew = setInterval(() => { coord.acquireLease(name, holder, ttlMs).catch(() => { /* the next renewal tries again; a lease lost meanwhile is found at release */ }); }, Math.max(50, Math.floor(ttlMs / 3)));
   try {
     return { acquired: true, value: await fn() };
   } finally {
     clearInterval(renew);
-    await coord.releaseLease(name, holder).catch(() => {});
+    await coord.releaseLease(name, holder).catch(() => { /* the lease expires with its TTL */ });
   }
 }

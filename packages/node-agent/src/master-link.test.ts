@@ -62,7 +62,7 @@ describe('node agent and the master', () => {
 
   after(async () => {
     await agent?.close({ destroySandboxes: true });
-    await master.close().catch(() => {});
+    await master.close().catch(() => { /* closed already by the test */ });
     await env?.cleanup();
   });
 

@@ -97,7 +97,7 @@ export class CommandHandle {
     } finally {
       this.events.close();
     }
-    if (!this.result && !this.disconnected) await this.flush().catch(() => {});
+    if (!this.result && !this.disconnected) await this.flush().catch(() => { /* the stream's own failure, kept above, is what wait() reports */ });
   }
 
   private async flush(): Promise<void> {

@@ -135,7 +135,7 @@ for (const { name, start, skip, checksToken } of targets) {
       assert.equal(h.stdout, 'got abc\n');
       assert.equal(await h.kill(), true);
       await assert.rejects(h.wait(), CommandExitError);
-      await other.wait().catch(() => {});
+      await other.wait().catch(() => { /* killed by the test: its end is an error */ });
       assert.equal(attached.join(''), 'got abc\n');
       assert.equal(await sbx.commands.kill(h.pid), false, 'a gone process cannot be killed');
     });
@@ -215,7 +215,7 @@ for (const { name, start, skip, checksToken } of targets) {
       const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { chunks.push(d); } });
       await sbx.pty.resize(term.pid, { cols: 100, rows: 30 });
       await sbx.pty.sendInput(term.pid, new TextEncoder().encode('echo pty-$((40+2))\nexit 0\n'));
-      await term.wait().catch(() => {});
+      await term.wait().catch(() => { /* killed by the test: its end is an error */ });
       const out = Buffer.concat(chunks).toString();
       assert.match(out, /pty-42/);
       assert.equal(await sbx.pty.kill(term.pid), false);

@@ -194,7 +194,7 @@ export class Sandbox {
   /** True while envd answers; false when the data plane says the sandbox is paused, gone or unreachable. */
   async isRunning(opts: RequestOpts = {}): Promise<boolean> {
     const res = await new EnvdTransport(this.envd).http('GET', '/health', opts);
-    await res.body?.cancel().catch(() => {});
+    await res.body?.cancel().catch(() => { /* the answer is decided by its status; its body was unwanted */ });
     if (res.ok) return true;
     if ([404, 409, 410, 502].includes(res.status)) return false;
     throw dataPlaneError(res.status, '');

@@ -215,7 +215,7 @@ function throwIfAborted(signal: AbortSignal): void {
 /** Settles with the promise, or rejects with the abort reason as soon as the signal fires. */
 function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) {
-    promise.catch(() => {});
+    promise.catch(() => { /* the abort reason is the answer; the call's own end no longer matters */ });
     return Promise.reject(signal.reason);
   }
   return new Promise<T>((resolve, reject) => {

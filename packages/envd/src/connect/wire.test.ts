@@ -235,7 +235,7 @@ test('a client that goes away does not stop the process, and Connect finds it ag
   const first = await stream.next();
   const pid = first.value!.event!.event.case === 'start' ? first.value!.event!.event.value.pid : 0;
   controller.abort();
-  await stream.return(undefined).catch(() => {});
+  await stream.return(undefined).catch(() => { /* closing a stream the server already ended */ });
   const connected = openStream(`${envd.url}/process.Process/Connect`, StartResponseSchema, JSON.stringify({ process: { pid } }), {}, false);
   const events: string[] = [];
   let out = '';

@@ -127,7 +127,7 @@ async function createTarget(path: string, ctx: UploadContext): Promise<TargetFil
     try {
       await handle.writev(buffers);
     } catch (err) {
-      await close().catch(() => {});
+      await close().catch(() => { /* the upload has failed already; that failure is the answer */ });
       throw diskError(err, ctx, `error writing file '${path}'`);
     }
   };

@@ -39,7 +39,7 @@ export class ProcessLauncher {
       ? PtyProcess.start(spec, config, tag, request.pty.size?.cols ?? 0, request.pty.size?.rows ?? 0)
       : await PipedProcess.start(spec, config, tag, request.stdin ?? true);
     // Under memory pressure the kernel should pick user processes before envd.
-    writeFile(`/proc/${proc.pid}/oom_score_adj`, '100').catch(() => {});
+    writeFile(`/proc/${proc.pid}/oom_score_adj`, '100').catch(() => { /* a runtime without oom_score_adj (gVisor) or a process already gone: no preference is fine */ });
     return proc;
   }
 

@@ -382,7 +382,7 @@ export class SandboxService {
     for (const [id] of onNode) {
       if (!known.has(id)) {
         this.d.logger.info({ sandboxId: id, nodeId }, 'removing sandbox the master does not know');
-        await client.deleteSandbox(id).catch(() => {});
+        await client.deleteSandbox(id).catch((err: Error) => this.d.logger.warn({ sandboxId: id, nodeId, err: err.message }, 'reconcile: could not remove a sandbox the master does not know; the next reconcile tries again'));
       }
     }
     let endedOnNode: Promise<Map<string, EndedSandbox>> | undefined;
@@ -397,7 +397,7 @@ export class SandboxService {
       } else if (r.state !== s.state && (r.state === 'pausing' || r.state === 'resuming')) {
         await this.d.repo.update(r.sandbox_id, { state: s.state, pause_kind: s.state === 'paused' ? s.pauseKind ?? 'freeze' : null });
       } else if (r.state === 'killing') {
-        await client.deleteSandbox(r.sandbox_id).catch(() => {});
+        await client.deleteSandbox(r.sandbox_id).catch((err: Error) => this.d.logger.warn({ sandboxId: r.sandbox_id, nodeId, err: err.message }, 'reconcile: could not remove a killed sandbox from its node; the next reconcile tries again'));
         await this.d.repo.update(r.sandbox_id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: 'killed', end_at: null });
       }
     }
@@ -437,7 +437,7 @@ export class SandboxService {
     try {
       return await fn();
     } finally {
-      await this.d.coordination.unlock(name, this.holder).catch(() => {});
+      await this.d.coordination.unlock(name, this.holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next operation */ });
     }
   }
 

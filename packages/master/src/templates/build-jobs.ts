@@ -93,7 +93,7 @@ export class BuildJobs {
     if (job.status === 'BUILT' || job.status === 'FAILED') {
       // A build that outlived its job (reconciled as stale, template deleted): keep the artifact known,
       // so a redo can reuse it or the GC sweep can remove it.
-      if (report.status === 'BUILT' && report.artifact) await this.register(job, report.artifact).catch(() => {});
+      if (report.status === 'BUILT' && report.artifact) await this.register(job, report.artifact).catch((err: Error) => this.d.logger.warn({ jobId: job.job_id, err: err.message }, 'registering a built artifact failed; the job stays unfinished and is retried'));
       return;
     }
     const now = Date.now();
@@ -207,7 +207,7 @@ export class BuildJobs {
   private async distributeAndFinalize(jobId: string): Promise<void> {
     this.distributing.add(jobId);
     const beatMs = Math.max(1_000, Math.min(30_000, Math.floor(this.d.staleAfterMs / 3)));
-    const beat = setInterval(() => { this.d.jobs.touch(jobId, Date.now()).catch(() => {}); }, beatMs);
+    const beat = setInterval(() => { this.d.jobs.touch(jobId, Date.now()).catch((err: Error) => this.d.logger.warn({ jobId, err: err.message }, 'job heartbeat failed')); }, beatMs);
     beat.unref();
     let job: JobRow | undefined;
     try {
@@ -223,7 +223,7 @@ export class BuildJobs {
         await this.fail(job, NO_TEMPLATE_NODES);
         return;
       }
-      const r = await this.d.distributor.toNodes(artifact, targets, () => { this.d.jobs.touch(jobId, Date.now()).catch(() => {}); });
+      const r = await this.d.distributor.toNodes(artifact, targets, () => { this.d.jobs.touch(jobId, Date.now()).catch((err: Error) => this.d.logger.warn({ jobId, err: err.message }, 'job heartbeat failed')); });
       if (r.failed.length) {
         const detail = r.failed.map((f) => `${f.nodeId}: ${f.message}`).join('; ');
         await this.fail(job, `distribution failed on ${r.failed.length} of ${targets.length} node(s) (${detail}); ` +
@@ -235,7 +235,7 @@ export class BuildJobs {
       for (const t of await this.d.templates.followers(jobId)) await this.applyBuilt(t, built);
     } catch (err) {
       this.d.logger.error({ jobId, err: (err as Error).message }, 'template distribution failed');
-      if (job) await this.fail(job, `distribution failed: ${(err as Error).message}`).catch(() => {});
+      if (job) await this.fail(job, `distribution failed: ${(err as Error).message}`).catch((e: Error) => this.d.logger.error({ jobId, err: e.message }, 'could not mark a job failed after its distribution failed'));
     } finally {
       clearInterval(beat);
       this.distributing.delete(jobId);

@@ -104,7 +104,7 @@ export class ArtifactStore {
       const r = await run('umount', [dir], { allowFail: true });
       if (r.code !== 0) throw conflict(`artifact ${id} is still mounted and busy: ${r.stderr.trim()}`);
     }
-    await rmdir(dir).catch(() => {});
+    await rmdir(dir).catch(() => { /* never made, or already gone: nothing to remove */ });
     await rm(this.imagePath(id), { force: true });
     await rm(join(this.dir, `${id}.json`), { force: true });
     this.known.delete(id);

@@ -25,7 +25,7 @@ export async function createSandboxLink(netns: string, hostVeth: string, addr: S
     ].join('\n') + '\n',
   });
   // No IPv6 on the host side: the firewall rules are IPv4, so link-local IPv6 must not reach the host.
-  await writeFile(`/proc/sys/net/ipv6/conf/${hostVeth}/disable_ipv6`, '1').catch(() => {});
+  await writeFile(`/proc/sys/net/ipv6/conf/${hostVeth}/disable_ipv6`, '1').catch(() => { /* a host without IPv6 has nothing to disable */ });
   await run('ip', ['-n', netns, '-batch', '-'], {
     input: [
       `addr add ${addr.sandboxAddress}/30 dev eth0`,

@@ -47,6 +47,6 @@ async function kvmStarts(runsc: string): Promise<boolean> {
       child.on('error', () => { clearTimeout(timer); resolve(false); });
     });
   } finally {
-    await rm(root, { recursive: true, force: true }).catch(() => {});
+    await rm(root, { recursive: true, force: true }).catch((err: Error) => console.error(`gvisor platform probe: could not remove ${root}: ${err.message}`));
   }
 }

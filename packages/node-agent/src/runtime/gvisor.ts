@@ -85,7 +85,7 @@ export class GvisorDriver implements RuntimeDriver {
     const id = this.o.names.container(ref.instanceId);
     const paths = this.paths(ref.dir);
     // Frozen tasks take no signal; a paused sandbox is thawed (not resumed) so the kill lands.
-    await this.setFreezer(ref, 'THAWED').catch(() => {});
+    await this.setFreezer(ref, 'THAWED').catch(() => { /* never frozen, or its cgroup is gone: nothing to thaw */ });
     if (existsSync(this.stateFile(id)) && !(await this.killAndForget(id))) {
       const viaNetns = existsSync(ref.netnsPath);
       const r = viaNetns ? await this.cmd(ref, ['delete', '--force', id], { allowFail: true, timeoutMs: 30_000 }) : undefined;
@@ -107,14 +107,14 @@ export class GvisorDriver implements RuntimeDriver {
     await this.setFreezer(ref, 'FROZEN').catch(async (err: Error) => {
       // A cgroup left FREEZING would hold the sentry half-stopped, and runsc could not talk to
       // it on resume: go back to THAWED and keep the runsc pause alone.
-      await this.setFreezer(ref, 'THAWED').catch(() => {});
+      await this.setFreezer(ref, 'THAWED').catch(() => { /* reported just below, with the freeze's own error */ });
       this.o.logger.warn({ instanceId: ref.instanceId, err: err.message }, 'cgroup freeze failed; the sandbox is paused by runsc alone');
     });
     return { kind: 'freeze' };
   }
 
   async resume(ref: InstanceRef): Promise<void> {
-    await this.setFreezer(ref, 'THAWED').catch(() => {});
+    await this.setFreezer(ref, 'THAWED').catch(() => { /* paused by runsc alone (the freeze had failed): runsc resume says what is wrong */ });
     await this.cmd(ref, ['resume', this.o.names.container(ref.instanceId)]);
   }
 
@@ -275,7 +275,7 @@ export class GvisorDriver implements RuntimeDriver {
 
   /** Removes the parent cgroups once no sandbox of this agent is left. */
   async removeParentCgroups(): Promise<void> {
-    for (const c of CGROUP_CONTROLLERS) await rmdir(join(CGROUP_ROOT, c, this.o.names.cgroupParent)).catch(() => {});
+    for (const c of CGROUP_CONTROLLERS) await rmdir(join(CGROUP_ROOT, c, this.o.names.cgroupParent)).catch(() => { /* still holds sandboxes, or never made */ });
   }
 
   /** Per-controller cgroup directories of this agent's sandboxes (reconciliation). */

@@ -119,7 +119,7 @@ export class InstanceLauncher {
     const r = inst.record;
     if (r.phase !== 'creating') {
       r.phase = 'destroying';
-      await this.d.records.save(r).catch(() => {});
+      await this.d.records.save(r).catch((err: Error) => this.d.logger.warn({ instanceId: r.instanceId, err: err.message }, 'teardown: could not record the phase; reconciliation finds the instance'));
     }
     // Every step runs even when an earlier one fails, so one stuck part does not pin the rest.
     const errors: unknown[] = [];

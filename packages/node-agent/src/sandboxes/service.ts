@@ -319,7 +319,7 @@ export class SandboxService {
       return inst;
     } catch (err) {
       this.d.logger.warn({ err, sandboxId: req.sandboxId }, 'warm sandbox hand-out failed; starting cold');
-      await this.d.launcher.teardown(inst).catch(() => {});
+      await this.d.launcher.teardown(inst).catch((e: Error) => this.d.logger.error({ instanceId: inst.record.instanceId, err: e.message }, 'teardown of a warm sandbox whose hand-out failed left something behind'));
       return undefined;
     }
   }

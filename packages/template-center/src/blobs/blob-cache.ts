@@ -150,11 +150,11 @@ export class BlobCache {
     } catch (err) {
       if (req.signal.aborted) throw req.signal.reason;
       this.o.logger.warn({ digest: req.digest, err: (err as Error).message }, 'blob cache: cached blob is damaged; downloading it again');
-      await rm(path, { force: true }).catch(() => {});
+      await rm(path, { force: true }).catch((e: Error) => this.o.logger.warn({ digest: req.digest, err: e.message }, 'blob cache: could not remove a damaged blob'));
       return undefined;
     }
     const now = new Date();
-    await utimes(path, now, now).catch(() => {});
+    await utimes(path, now, now).catch(() => { /* only its place in the eviction order; removed meanwhile is fine */ });
     return st.size;
   }
 

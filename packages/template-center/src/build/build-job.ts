@@ -99,14 +99,14 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
     ctx.onPhase('UPLOADING');
     const artifact = await stage('storing the artifact', signal, () => ctx.store.put(req.artifactId, imagePath, { sha256, sizeBytes }, { move: true }));
     if (signal.aborted) {
-      await ctx.store.delete(req.artifactId).catch(() => {});
+      await ctx.store.delete(req.artifactId).catch((err: Error) => ctx.logger.warn({ artifactId: req.artifactId, err: err.message }, 'a cancelled build could not remove its artifact; the store sweep does'));
       await stage('storing the artifact', signal, async () => signal.throwIfAborted());
     }
     return { artifact, imageInfo: image.info };
   } finally {
     await lease.release();
     await rm(jobDir, { recursive: true, force: true }).catch((err) => ctx.logger.warn({ err: err.message, jobDir }, 'cannot remove build directory'));
-    await rm(imagePath, { force: true }).catch(() => {});
+    await rm(imagePath, { force: true }).catch((err: Error) => ctx.logger.warn({ imagePath, err: err.message }, 'could not remove a build\'s image file'));
   }
 }
 

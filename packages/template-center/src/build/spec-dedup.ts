@@ -61,7 +61,7 @@ export class SpecDedup<T> {
     } finally {
       clearInterval(renew);
       this.inflight.delete(specHash);
-      await this.coordination.releaseLease(lease, holder).catch(() => {});
+      await this.coordination.releaseLease(lease, holder).catch(() => { /* the lease expires with its TTL */ });
     }
   }
 

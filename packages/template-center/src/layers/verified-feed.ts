@@ -24,7 +24,7 @@ export class VerifiedFeed {
 
   constructor(private readonly raw: Readable, private readonly opts: FeedOptions) {
     this.done = this.pump();
-    this.done.catch(() => {});
+    this.done.catch(() => { /* whoever awaits done gets the failure; this only keeps it from counting as unhandled */ });
   }
 
   stopFeeding(): void {

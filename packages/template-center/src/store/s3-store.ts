@@ -81,7 +81,7 @@ export class S3ArtifactStore implements ArtifactStore {
     });
     if (!recRes.ok) throw await s3Error(recRes, `record of ${artifactId}`);
     this.records.set(artifactId, record);
-    if (opts.move) await unlink(file).catch(() => {});
+    if (opts.move) await unlink(file).catch(() => { /* uploaded; a local copy left behind is only disk */ });
     return record;
   }
 

@@ -1,0 +1,89 @@
+/**
+ * `npm run lint` catches what it promises to (docs/design.md, "Borders"): each test feeds the real
+ * configuration a small tree or file that breaks one rule and expects a refusal, and a clean one
+ * that passes.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { Linter } from 'eslint';
+import eslintConfig from '../eslint.config.mjs';
+
+const REPO = join(import.meta.dirname, '..');
+
+/** A tree of packages (name → package.json fields and files) checked by the repository's dependency-cruiser rules. */
+function cruise(packages: Record<string, { deps?: string[]; exports?: Record<string, string>; files: Record<string, string> }>) {
+  const root = mkdtempSync(join(tmpdir(), 'svc-lint-'));
+  try {
+    writeFileSync(join(root, 'tsconfig.json'), JSON.stringify({ compilerOptions: { module: 'ESNext', moduleResolution: 'Bundler', allowImportingTsExtensions: true, noEmit: true } }));
+    for (const [name, p] of Object.entries(packages)) {
+      const dir = join(root, 'packages', name);
+      mkdirSync(join(dir, 'src'), { recursive: true });
+      writeFileSync(join(dir, 'package.json'), JSON.stringify({
+        name: `@svc/${name}`, type: 'module', exports: p.exports ?? { '.': './src/index.ts' },
+        dependencies: Object.fromEntries((p.deps ?? []).map((d) => [`@svc/${d}`, '0.1.0'])),
+      }));
+      for (const [file, text] of Object.entries(p.files)) {
+        mkdirSync(dirname(join(dir, 'src', file)), { recursive: true });
+        writeFileSync(join(dir, 'src', file), text);
+      }
+    }
+    const r = spawnSync(join(REPO, 'node_modules/.bin/depcruise'), ['packages', '--config', join(REPO, '.dependency-cruiser.cjs'), '--output-type', 'err'], {
+      cwd: root, env: { ...process.env, SVC_LINT_ROOT: root }, encoding: 'utf8',
+    });
+    return { code: r.status, out: `${r.stdout}${r.stderr}` };
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+test('dependency-cruiser: a clean tree passes; an upward import, a deep import, a cycle and an upward declaration fail', () => {
+  const clean = cruise({
+    common: { files: { 'index.ts': 'export const base = 1;\n' } },
+    master: { deps: ['common'], files: { 'index.ts': "import { base } from '../../common/src/index.ts';\nexport const m = base;\n", 'inner.ts': 'export const inner = 2;\n' } },
+    api: { deps: ['common', 'master'], files: { 'index.ts': "import { m } from '../../master/src/index.ts';\nexport const a = m;\n" } },
+  });
+  assert.equal(clean.code, 0, clean.out);
+
+  const upward = cruise({
+    common: { files: { 'index.ts': "import { m } from '../../master/src/index.ts';\nexport const base = m;\n" } },
+    master: { deps: ['common'], files: { 'index.ts': 'export const m = 1;\n' } },
+  });
+  assert.notEqual(upward.code, 0);
+  assert.match(upward.out, /undeclared-from-common/);
+
+  const deep = cruise({
+    common: { files: { 'index.ts': 'export const base = 1;\n' } },
+    master: { deps: ['common'], files: { 'index.ts': 'export const m = 1;\n', 'inner.ts': 'export const inner = 2;\n' } },
+    api: { deps: ['common', 'master'], files: { 'index.ts': "import { inner } from '../../master/src/inner.ts';\nexport const a = inner;\n" } },
+  });
+  assert.notEqual(deep.code, 0);
+  assert.match(deep.out, /deep-import-into-master/);
+
+  const circle = cruise({
+    common: { files: { 'index.ts': "export { b } from './b.ts';\nexport const a = 1;\n", 'b.ts': "import { a } from './index.ts';\nexport const b = a;\n" } },
+  });
+  assert.notEqual(circle.code, 0);
+  assert.match(circle.out, /no-circular/);
+
+  const declaredUp = cruise({
+    common: { deps: ['master'], files: { 'index.ts': 'export const base = 1;\n' } },
+    master: { deps: ['common'], files: { 'index.ts': 'export const m = 1;\n' } },
+  });
+  assert.notEqual(declaredUp.code, 0);
+  assert.match(declaredUp.out, /declares @svc\/master, which is not below it/);
+});
+
+test('eslint: empty catch blocks and empty .catch() callbacks fail unless a comment says why', () => {
+  const linter = new Linter({ configType: 'flat' });
+  const lint = (code: string) => linter.verify(code, eslintConfig, 'packages/common/src/example.ts').map((m) => m.ruleId ?? m.message);
+  assert.deepEqual(lint('try { f(); } catch {}\n'), ['svc/no-silent-catch']);
+  assert.deepEqual(lint('p.catch(() => {});\n'), ['svc/no-silent-catch']);
+  assert.deepEqual(lint('p.catch(function () {});\n'), ['svc/no-silent-catch']);
+  assert.deepEqual(lint('try { f(); } catch { /* the file may be gone: nothing to clean */ }\n'), []);
+  assert.deepEqual(lint('p.catch(() => { /* the lease expires with its TTL */ });\n'), []);
+  assert.deepEqual(lint('p.catch((err: Error) => log.warn({ err }, "failed"));\n'), []);
+});
