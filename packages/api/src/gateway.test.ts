@@ -254,7 +254,7 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.match(killed.body.message, /was killed/);
       assert.equal((await p.call('POST', `/sandboxes/${id}/connect`, { timeout: 10 })).status, 404);
       assert.equal((await p.call('POST', `/sandboxes/${id}/timeout`, { timeout: 10 })).status, 404);
-      assert.equal((await p.call('POST', '/svc/sandbox/timeout', { sandbox_id: id, timeout: 10 })).status, 410, 'svc routes keep SPEC.md\'s 410');
+      assert.equal((await p.call('POST', '/svc/sandbox/timeout', { sandbox_id: id, timeout: 10 })).status, 410, 'svc routes keep their 410 (docs/compatibility.md)');
     });
 
     await t.test('list v2: state filter, metadata filter, limit with X-Next-Token', async () => {

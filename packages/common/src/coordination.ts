@@ -1,7 +1,7 @@
 /**
  * Leases, locks, events and a small shared key-value store. Embedded mode keeps them in
  * process (memory-coordination.ts); scale-out mode keeps them in Redis (redis-coordination.ts).
- * Lease and lock names stay under 64 characters (SPEC "Limits").
+ * Lease and lock names stay under 64 characters (docs/design.md, "Limits").
  */
 export interface Coordination {
   /** Acquires the lease, or renews it when `holder` already holds it. True when held afterwards. */

@@ -1,6 +1,6 @@
 /**
  * Errors that cross the wire. Every HTTP error body in svc is `{code, message}`:
- * `code` is one of the SPEC's domain codes where one applies (130400, 130404, 130409),
+ * `code` is one of the domain codes of docs/design.md, "Errors" where one applies (130400, 130404, 130409),
  * otherwise the HTTP status itself, which is what the official e2b SDK reads.
  */
 export const ErrorCodes = {

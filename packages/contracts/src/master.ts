@@ -25,7 +25,7 @@ export type { SandboxState, OnTimeout, TerminateReason };
 
 /**
  * Bounds of a create request (docs/api.md "Limits"), checked by the master before anything
- * starts. SPEC.md leaves them open; timeout follows E2B's openapi (int32 seconds).
+ * starts. docs/api.md lists them; timeout follows E2B's openapi (int32 seconds).
  */
 export const SANDBOX_LIMITS = {
   timeoutSec: 2_147_483_647,

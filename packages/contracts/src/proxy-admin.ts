@@ -9,7 +9,7 @@
 import { JsonClient } from '@svc/common';
 
 export const ADMIN_TOKEN_HEADER = 'x-svc-admin-token';
-/** Accepted traffic-token headers; the first two are the SPEC's, the third is E2B's. */
+/** Accepted traffic-token headers; the first two are svc's, the third is E2B's (docs/data-plane.md). */
 export const TRAFFIC_TOKEN_HEADERS = ['ext-traffic-access-token', 'svc-traffic-access-token', 'e2b-traffic-access-token'] as const;
 
 export interface ProxyHealth {

@@ -44,7 +44,7 @@ export interface BuildRequest {
   /** Identity of the build spec; concurrent builds of one spec are coordinated on it. */
   specHash: string;
   source: BuildSource;
-  /** Bake the egress root CA into the root filesystem (SPEC `with_cube_ca`). */
+  /** Bake the egress root CA into the root filesystem (`with_cube_ca`, docs/templates.md). */
   withSvcCa: boolean;
   /** Size of the ext4 image; 0 = fit the content plus headroom. */
   diskSizeMB: number;

@@ -60,7 +60,7 @@ describe('egress policy', () => {
 });
 
 describe('release-ratio admission', () => {
-  it('counts the unreleased part of paused sandboxes and refuses with the SPEC text', () => {
+  it('counts the unreleased part of paused sandboxes and refuses with the documented text (docs/design.md, Errors)', () => {
     const paused = { state: 'paused' as const, memoryMB: 512 };
     const others = [{ state: 'running' as const, memoryMB: 1024 }, { state: 'paused' as const, memoryMB: 1000 }];
     assert.equal(usedMemoryMB([...others, paused], 0.5), 1024 + 500 + 256);

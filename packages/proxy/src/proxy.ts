@@ -170,7 +170,7 @@ function dataPlaneServer<S extends Server>(server: S, dp: DataPlane, logger: Log
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code !== 'ECONNRESET') logger.debug({ code: err.code }, 'malformed client request');
     if (!socket.writable) { socket.destroy(); return; }
-    // The same uniform JSON body as every other answer of the proxy (SPEC "the service" 3).
+    // The same uniform JSON body as every other answer of the proxy (docs/design.md, "Errors").
     sendProxyErrorOnSocket(socket, clientErrorAnswer(err));
   });
   return server;

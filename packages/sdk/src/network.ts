@@ -1,7 +1,7 @@
 /**
  * Builds the `network` part of a create request: resolves e2b-style selector callbacks,
  * translates e2b's per-host header transforms into svc egress inject rules, and checks
- * the rule constraints of SPEC "Egress proxy behaviour" before the server re-checks them.
+ * the rule constraints of docs/api.md (egress rules) before the server re-checks them.
  */
 import { InvalidArgumentError } from './errors.ts';
 import type { EgressRule, SandboxNetworkOpts, SandboxNetworkRule, SandboxNetworkRules, SandboxNetworkSelector } from './types.ts';

@@ -5,7 +5,7 @@ import type { ConnectionOpts } from './config.ts';
 
 // ---------------------------------------------------------------- sandboxes
 
-/** An egress rule in svc's own form (SPEC "Egress rule"): first match wins, no match is denied. */
+/** An egress rule in svc's own form (docs/api.md, egress rules): first match wins, no match is denied. */
 export interface EgressRule {
   name?: string;
   match?: {

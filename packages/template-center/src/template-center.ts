@@ -47,7 +47,7 @@ export interface RunningTemplateCenter {
 }
 
 /**
- * The template center: builds ext4 root filesystems from images and keeps them (SPEC "Template
+ * The template center: builds ext4 root filesystems from images and keeps them (docs/templates.md, "Template
  * center behaviour"). Its routes live on loopback by default and all but /health require the
  * template callback token.
  */

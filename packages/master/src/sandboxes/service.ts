@@ -32,7 +32,7 @@ export interface SandboxServiceDeps {
   deleteTimeoutMs?: number;
 }
 
-/** The sandbox state machine of SPEC "States and transitions", one lock per sandbox. */
+/** The sandbox state machine of docs/design.md, "Sandbox states", one lock per sandbox. */
 export class SandboxService {
   private readonly holder = `master-${process.pid}-${randomId(6)}`;
   readonly damaged: DamagedRows;
@@ -42,7 +42,7 @@ export class SandboxService {
 
   async create(input: CreateSandboxInput): Promise<SandboxRecord> {
     // Volumes arrive with the volumes issue; until then no volume exists, and a mount of one
-    // that does not exist fails the create (SPEC) rather than starting a sandbox without it.
+    // that does not exist fails the create (docs/api.md) rather than starting a sandbox without it.
     if (input.volumeMounts.length > 0) throw notFound(`volume ${input.volumeMounts[0].name} not found`);
     const tpl = await this.d.templates.resolveForCreate(input.template);
     const cpuCount = input.cpuCount ?? tpl.cpuCount ?? this.d.cfg.svclet_conf.default_cpu_count;

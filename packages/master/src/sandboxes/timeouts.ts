@@ -1,5 +1,5 @@
 /**
- * The idle-timeout rules of SPEC "States and transitions", as pure functions over
+ * The idle-timeout rules of docs/design.md, "Sandbox states", as pure functions over
  * (timeoutSec, endAt). timeoutSec: -1 never, 0 immediate, N idle seconds. endAt: epoch ms of
  * the projected timeout, null when the sandbox never times out.
  */

@@ -24,7 +24,7 @@ export interface BuildJobsDeps {
 }
 
 /**
- * The build job state machine of SPEC "Build job states":
+ * The build job state machine of docs/design.md, "Build jobs":
  *   none → PENDING (submitted; at most one PENDING/RUNNING job per spec, held by a unique index)
  *   PENDING → RUNNING (callbacks move the phase PULLING, BUILDING, UPLOADING)
  *   RUNNING → BUILT (callback: register the artifact, DISTRIBUTING to every live node, finalize)

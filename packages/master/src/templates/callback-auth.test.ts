@@ -4,7 +4,7 @@ import { withSqliteHarness } from './testing/engines.ts';
 
 const REPORT = { status: 'RUNNING', phase: 'PULLING' } as const;
 
-test('template callback token (SPEC Authentication 4)', async (t) => {
+test('template callback token (docs/design.md, Authentication and secrets)', async (t) => {
   await t.test('configured token: right token 204, wrong or missing token 401, never a 200 business error', () =>
     withSqliteHarness({ token: 'right-token' }, async (h) => {
       const c = await h.create({ image: 'registry.example/a:1' });

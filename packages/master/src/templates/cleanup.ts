@@ -19,7 +19,7 @@ export interface CleanupDeps {
 }
 
 /**
- * Artifact deletion in the SPEC's three phases:
+ * Artifact deletion in three phases (docs/design.md, "Build jobs"):
  *   1. count references and mark the artifact CLEANUP_PENDING;
  *   2. destroy the copies on the placement nodes (idempotent);
  *   3. re-check references and status, drop the placement rows, ask the template center to delete

@@ -101,7 +101,7 @@ function parseAuth(v: unknown): { username: string; password: string } | undefin
   return { username: a.username, password: a.password };
 }
 
-/** `with_cube_ca` is the SPEC's name, `with_svc_ca` ours; both default true and must agree when both are sent. */
+/** `with_cube_ca` is the upstream name (docs/templates.md), `with_svc_ca` ours; both default true and must agree when both are sent. */
 function parseCaFlag(cube: unknown, svc: unknown): boolean {
   for (const [k, x] of [['with_cube_ca', cube], ['with_svc_ca', svc]] as const) {
     if (x !== undefined && x !== null && typeof x !== 'boolean') throw invalidTemplateRequest(`${k} must be a boolean`);

@@ -1,4 +1,4 @@
-/** The template domain's wire errors (SPEC error table). */
+/** The template domain's wire errors (docs/design.md, "Errors"). */
 import { badRequest, ErrorCodes, notFound, SvcError } from '@svc/common';
 
 export const templateIdRequired = () =>
@@ -15,7 +15,7 @@ export const templateNotFound = (ref: string) => notFound(`template ${ref} not f
 export const NO_TEMPLATE_NODES = 'ErrNoTemplateNodes: no live node to distribute the artifact to; register a node agent, then redo the template';
 
 /**
- * Failures of the template store are database errors on the wire (SPEC: ErrTemplateStoreNotInitialized
+ * Failures of the template store are database errors on the wire (docs/templates.md: ErrTemplateStoreNotInitialized
  * maps to a database error), never a bare "internal error".
  */
 export function storeError(err: unknown): SvcError {

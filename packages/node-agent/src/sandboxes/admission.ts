@@ -16,7 +16,7 @@ export function usedMemoryMB(sandboxes: MemoryHolder[], ratio: number): number {
 }
 
 /**
- * SPEC `host.quota.paused_resource_release_ratio`: a paused sandbox's released share of memory
+ * `host.quota.paused_resource_release_ratio` (docs/configuration.md): a paused sandbox's released share of memory
  * is counted as free, so resuming it must get that share back. With a ratio of 0 nothing was
  * released and resume is always admitted. `all` includes the sandbox being resumed (paused).
  */

@@ -8,7 +8,7 @@ const RESULT_TTL_MS = 10 * 60_000;
 const POLL_MS = 500;
 
 /**
- * Coordinates builds of the same spec (SPEC "Template center behaviour" 3): while one build of a
+ * Coordinates builds of the same spec (docs/design.md, "Build jobs"): while one build of a
  * specHash runs, a second one does not build again; it waits for the first and reuses its
  * result, so both jobs report BUILT with the same artifact. If the first fails, the waiter builds
  * on its own (its failure, if any, is then its own to report).

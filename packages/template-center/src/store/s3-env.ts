@@ -4,7 +4,7 @@ import type { S3StoreOptions } from './s3-store.ts';
  * The S3 store is configured through the environment (the shared config file has no section for
  * it yet): SVC_TEMPLATE_CENTER_S3_{ENDPOINT,REGION,BUCKET,ACCESS_KEY_ID,SECRET_ACCESS_KEY,
  * SESSION_TOKEN,PREFIX,FORCE_PATH_STYLE,PRESIGN_EXPIRES_SEC}. Unset endpoint or bucket: no S3 store.
- * PRESIGN_EXPIRES_SEC defaults to the SPEC's 37 days; AWS S3 itself refuses SigV4 presigned URLs
+ * PRESIGN_EXPIRES_SEC defaults to 37 days (docs/templates.md); AWS S3 itself refuses SigV4 presigned URLs
  * valid for more than 7 days (604800), so set it there.
  */
 export function s3OptionsFromEnv(env: NodeJS.ProcessEnv, scratchDir: string): S3StoreOptions | undefined {

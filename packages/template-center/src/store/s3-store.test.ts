@@ -19,7 +19,7 @@ const WEEK = 7 * 24 * 3600;
 const ENV: Record<string, string> = {
   REGION: 'us-east-1', BUCKET: 'artifacts', PREFIX: 'tc/', FORCE_PATH_STYLE: 'true',
   ACCESS_KEY_ID: S3RVER_CREDENTIALS.accessKeyId, SECRET_ACCESS_KEY: S3RVER_CREDENTIALS.secretAccessKey,
-  // The SPEC's 37 days is more than S3 servers accept for a SigV4 presigned URL.
+  // 37 days (docs/templates.md) is more than S3 servers accept for a SigV4 presigned URL.
   PRESIGN_EXPIRES_SEC: String(WEEK),
 };
 const savedEnv = new Map<string, string | undefined>();

@@ -16,7 +16,7 @@ export interface S3StoreOptions {
   prefix?: string;
   /** Bucket in the path (MinIO, Ceph) rather than in the host name (default true). */
   forcePathStyle?: boolean;
-  /** Lifetime of the presigned download URL recorded at build time (SPEC: 37 days). */
+  /** Lifetime of the presigned download URL recorded at build time (docs/templates.md: 37 days). */
   presignExpiresSec?: number;
   /** Local directory for images being built. */
   scratchDir: string;

@@ -5,7 +5,7 @@ import { verifyCallbackToken } from '@svc/contracts/template-callback';
 import type { BuildJobs } from '../build-jobs.ts';
 
 /**
- * The template center's status callback. SPEC "Authentication" 4: constant-time token check,
+ * The template center's status callback. docs/design.md, "Authentication and secrets": constant-time token check,
  * 401 on mismatch, 503 when no token is configured (unless the development opt-in), real statuses.
  */
 export function registerCallbackRoute(app: FastifyInstance, cfg: SvcConfig['template_center'], builds: BuildJobs): void {
