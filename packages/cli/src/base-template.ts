@@ -1,8 +1,6 @@
 import { JsonClient, SvcError } from '@svc/common';
+import type { JobAccepted, JobInfo, TemplateCreate, TemplateInfo } from '@svc/contracts/template-routes';
 import { baseRootfsPath, buildBaseRootfs } from '@svc/template-center';
-
-interface TemplateInfo { template_id: string; alias?: string; status: string; latest_job_id?: string; error?: string; source_image_ref?: string }
-interface JobInfo { job_id: string; status: string; phase?: string; error?: string; progress?: { message?: string } }
 
 export interface BaseTemplateOptions {
   masterUrl: string;
@@ -35,7 +33,8 @@ export async function ensureBaseTemplate(o: BaseTemplateOptions): Promise<string
   if (existing) {
     await master.delete(`/svc/template/${existing.template_id}`).catch((err: Error) => o.say(`base template: could not remove the old ${existing.template_id} (${err.message}); building the new one anyway`));
   }
-  const created = await master.post<{ template_id: string; job_id: string }>('/svc/template', { rootfs_tar: tar.path, alias: 'base' });
+  const request: TemplateCreate = { rootfs_tar: tar.path, alias: 'base' };
+  const created = await master.post<JobAccepted>('/svc/template', request);
   o.say(`base template: building ${created.template_id} (job ${created.job_id})`);
   let shown = '';
   for (;;) {

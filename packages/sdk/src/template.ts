@@ -156,7 +156,7 @@ export function toTemplateInfo(t: WireTemplateInfo): TemplateInfo {
     cpuCount: opt(t.cpu_count),
     memoryMB: opt(t.memory_mb),
     diskSizeMB: opt(t.disk_size_mb),
-    withSvcCa: opt(t.with_svc_ca ?? t.with_cube_ca),
+    withSvcCa: t.with_cube_ca,
     error: opt(t.error) || undefined,
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) (info as unknown as Record<string, unknown>)[k] = v;

@@ -4,7 +4,7 @@ import { parseAlias } from './alias.ts';
 import { invalidTemplateRequest } from './errors.ts';
 import { specHash } from './spec-hash.ts';
 import type { SourceKind } from './tables.ts';
-import type { TemplateCreate } from './wire.ts';
+import type { TemplateCreate } from '@svc/contracts/template-routes';
 
 /** A validated TemplateCreate. */
 export interface CreateSpec {

@@ -16,9 +16,9 @@ import { TemplateService } from './service.ts';
 import { ArtifactStore, DefinitionStore } from './store/artifacts.ts';
 import { JobStore } from './store/jobs.ts';
 import { TemplateStore } from './store/templates.ts';
-import type { JobAccepted, JobInfo, TemplateCreate } from './wire.ts';
+import type { JobAccepted, JobInfo, TemplateCreate } from '@svc/contracts/template-routes';
 
-export type { TemplateCreate, TemplateInfo, JobInfo, JobAccepted } from './wire.ts';
+export type { TemplateCreate, TemplateInfo, JobInfo, JobAccepted } from '@svc/contracts/template-routes';
 
 export interface TemplatesDeps {
   app: FastifyInstance;

@@ -1,6 +1,6 @@
 import type { ImageInfo, JobProgress } from '@svc/contracts/template-center';
 import type { JobKind, JobPhase, JobRow, JobStatus, SourceKind, TemplateRow, TemplateStatus } from './tables.ts';
-import type { JobInfo, TemplateInfo } from './wire.ts';
+import type { JobInfo, TemplateInfo } from '@svc/contracts/template-routes';
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(Number(ms)).toISOString());
 

@@ -18,7 +18,7 @@ import { liveSandboxCount, type ArtifactStore, type DefinitionStore } from './st
 import { ACTIVE, type JobStore } from './store/jobs.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
-import type { JobAccepted, JobInfo, TemplateInfo } from './wire.ts';
+import type { JobAccepted, JobInfo, TemplateInfo } from '@svc/contracts/template-routes';
 
 export interface TemplateServiceDeps {
   cfg: SvcConfig;

@@ -8,14 +8,12 @@
  *   t_svc_template_definition  a (template, artifact) pairing sandboxes were or are created from
  */
 
-export type TemplateStatus = 'building' | 'ready' | 'failed';
-export type JobKind = 'CREATE' | 'REDO' | 'LEGACY';
-export type JobStatus = 'PENDING' | 'RUNNING' | 'BUILT' | 'FAILED';
-export type JobPhase = 'PULLING' | 'BUILDING' | 'UPLOADING' | 'DISTRIBUTING';
+import type { JobKind, JobPhase, JobStatus, SourceKind, TemplateStatus } from '@svc/contracts/template-routes';
+
+export type { JobKind, JobPhase, JobStatus, SourceKind, TemplateStatus };
 export type ArtifactStatus = 'PENDING' | 'BUILDING' | 'READY' | 'CLEANUP_PENDING';
 /** `legacy-local`: a file on the master's disk, written by the legacy in-process builder. */
 export type ArtifactStorage = 'local' | 's3' | 'legacy-local';
-export type SourceKind = 'image' | 'oci_layout' | 'docker_archive' | 'rootfs_tar' | 'legacy';
 
 export interface TemplateRow {
   template_id: string;

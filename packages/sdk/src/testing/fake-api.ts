@@ -5,6 +5,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { randomUUID } from 'node:crypto';
+import type { JobInfo, JobKind, SourceKind, TemplateInfo } from '@svc/contracts/template-routes';
 
 export interface RecordedRequest {
   method: string;
@@ -29,33 +30,10 @@ interface SandboxRow {
   volumeMounts: { name: string; path: string; readOnly?: boolean }[];
 }
 
-interface TemplateRow {
-  template_id: string;
-  alias: string | null;
-  status: 'building' | 'ready' | 'failed';
-  source_image_ref: string | null;
-  latest_job_id: string | null;
-  artifact_id: string | null;
-  created_at: string;
-  updated_at: string;
-  cpu_count: number;
-  memory_mb: number;
-  disk_size_mb: number;
-  with_cube_ca: boolean;
-  error: string | null;
-}
+/** Template and job records in the contract's shapes, as the master answers them. */
+type TemplateRow = TemplateInfo;
 
-interface JobRow {
-  job_id: string;
-  template_id: string;
-  kind: string;
-  status: 'PENDING' | 'RUNNING' | 'BUILT' | 'FAILED';
-  phase: 'PULLING' | 'BUILDING' | 'UPLOADING' | 'DISTRIBUTING' | null;
-  error: string | null;
-  progress: { layers: { digest: string; total_bytes: number; done_bytes: number }[]; message: string | null };
-  created_at: string;
-  updated_at: string;
-  finished_at: string | null;
+interface JobRow extends JobInfo {
   /** Index into the fake's build script. */
   step: number;
   fail: boolean;
@@ -121,7 +99,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
   const base: TemplateRow = {
     template_id: 'base', alias: 'base', status: 'ready', source_image_ref: 'debian:bookworm', latest_job_id: 'job-base',
     artifact_id: 'art-base', created_at: '2026-01-01T00:00:00.000Z', updated_at: '2026-01-01T00:00:00.000Z',
-    cpu_count: 2, memory_mb: 512, disk_size_mb: 2048, with_cube_ca: true, error: null,
+    cpu_count: 2, memory_mb: 512, disk_size_mb: 2048, with_cube_ca: true, error: null, source_kind: 'rootfs_tar', image_info: null, legacy: false,
   };
   templates.set(base.template_id, base);
   nodes.set('node-1', {
@@ -257,10 +235,10 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
   });
 
   // ------------------------------------------------------------ templates
-  const newJob = (templateId: string, kind: string, fail: boolean): JobRow => {
+  const newJob = (templateId: string, kind: JobKind, fail: boolean): JobRow => {
     const job: JobRow = {
       job_id: `job-${randomUUID().slice(0, 8)}`, template_id: templateId, kind, status: 'PENDING', phase: null, error: null,
-      progress: { layers: [], message: null }, created_at: now(), updated_at: now(), finished_at: null, step: 0, fail,
+      progress: { layers: [], message: '' }, artifact_id: null, created_at: now(), updated_at: now(), finished_at: null, step: 0, fail,
     };
     jobs.set(job.job_id, job);
     return job;
@@ -297,6 +275,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
       template_id: id, alias: b.alias ?? null, status: 'building', source_image_ref: String(b[sources[0]]),
       latest_job_id: job.job_id, artifact_id: null, created_at: now(), updated_at: now(), cpu_count: b.cpu_count ?? 2,
       memory_mb: b.memory_mb ?? 512, disk_size_mb: b.disk_size_mb ?? 2048, with_cube_ca: b.with_svc_ca ?? true, error: null,
+      source_kind: sources[0] as SourceKind, image_info: null, legacy: false,
     });
     return reply.status(202).send({ template_id: id, job_id: job.job_id, status: job.status });
   });

@@ -1,9 +1,15 @@
 /**
- * Request and response shapes of the template routes (docs/api.md "Templates (svc shapes)").
+ * Request and response shapes of the template routes (docs/api.md "Templates (svc shapes)"),
+ * shared by the master that serves them, our SDK and CLI that call them, and the SDK's fake.
  * Snake case on the wire, as the CLI and the E2B-style tools send them.
  */
-import type { ImageInfo } from '@svc/contracts/template-center';
-import type { JobKind, JobPhase, JobStatus, SourceKind, TemplateStatus } from './tables.ts';
+import type { ImageInfo } from './template-center.ts';
+
+export type TemplateStatus = 'building' | 'ready' | 'failed';
+export type JobKind = 'CREATE' | 'REDO' | 'LEGACY';
+export type JobStatus = 'PENDING' | 'RUNNING' | 'BUILT' | 'FAILED';
+export type JobPhase = 'PULLING' | 'BUILDING' | 'UPLOADING' | 'DISTRIBUTING';
+export type SourceKind = 'image' | 'oci_layout' | 'docker_archive' | 'rootfs_tar' | 'legacy';
 
 export interface TemplateCreate {
   image?: string;
