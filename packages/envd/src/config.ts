@@ -2,7 +2,6 @@
 export interface EnvdConfig {
   host: string;
   port: number;
-  accessToken: string | undefined;
   /** Explicit default user; when unset, `user` if the image has one, else `root`. */
   defaultUser: string | undefined;
   /** Variables every started process receives (envd's environment minus its own settings). */
@@ -23,7 +22,6 @@ export function readConfig(env: NodeJS.ProcessEnv): EnvdConfig {
   return {
     host: env.ENVD_HOST || '0.0.0.0',
     port,
-    accessToken: env.SVC_ENVD_ACCESS_TOKEN || undefined,
     defaultUser: env.ENVD_DEFAULT_USER || undefined,
     sandboxEnv,
   };

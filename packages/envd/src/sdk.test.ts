@@ -14,7 +14,7 @@ const token = 'sdk-test-token';
 
 before(async () => {
   testUser = ensureTestUser();
-  envd = await startEnvd({ SVC_ENVD_ACCESS_TOKEN: token, TEMPLATE_VAR: 'from-template' });
+  envd = await startEnvd({ TEMPLATE_VAR: 'from-template' }, { accessToken: token });
   api = await startFakeApi(token);
   process.env.E2B_API_URL = api.url;
   process.env.E2B_API_KEY = 'x';

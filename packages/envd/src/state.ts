@@ -24,7 +24,7 @@ export class EnvdState {
     this.users = users;
     this.baseEnv = config.sandboxEnv;
     this.explicitDefaultUser = config.defaultUser;
-    this.setAccessToken(config.accessToken);
+    // The access token arrives only through POST /init, for a sandbox started cold or warm alike.
   }
 
   /** Env vars given to every process: start-up env, then /init's, then envd's internal ones. */

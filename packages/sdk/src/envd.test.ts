@@ -36,7 +36,7 @@ async function freePort(): Promise<number> {
 async function startRealEnvd(): Promise<Target> {
   const port = await freePort();
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', ENVD_MAIN], {
-    env: { ...process.env, ENVD_PORT: String(port), SVC_ENVD_ACCESS_TOKEN: 'tok', ENVD_METADATA_FILE: join(tmpdir(), `svc-sdk-envd-meta-${port}.json`) },
+    env: { ...process.env, ENVD_PORT: String(port), ENVD_METADATA_FILE: join(tmpdir(), `svc-sdk-envd-meta-${port}.json`) },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
@@ -52,6 +52,9 @@ async function startRealEnvd(): Promise<Target> {
     if (Date.now() > deadline) throw new Error(`envd did not come up: ${stderr}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+  // Personalised as the node agent does every sandbox: its access token through /init.
+  const init = await fetch(`${url}/init`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ accessToken: 'tok' }) });
+  assert.equal(init.status, 204);
   return {
     url,
     close: async () => {

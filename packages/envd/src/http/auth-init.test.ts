@@ -17,7 +17,7 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'envd-auth-'));
   file = join(dir, 'secret.txt');
   await writeFile(file, 'classified');
-  envd = await startEnvd({ SVC_ENVD_ACCESS_TOKEN: 'first-token', ENVD_DEFAULT_USER: 'root', BASE_VAR: 'base' });
+  envd = await startEnvd({ ENVD_DEFAULT_USER: 'root', BASE_VAR: 'base' }, { accessToken: 'first-token' });
 });
 after(async () => {
   await envd.stop();

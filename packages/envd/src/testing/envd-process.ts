@@ -43,7 +43,8 @@ export interface RunningEnvd {
 }
 
 /** Starts envd on a free loopback port with the given extra environment. */
-export async function startEnvd(env: Record<string, string> = {}): Promise<RunningEnvd> {
+/** Starts the built envd; `init` is then POSTed to /init, as the node agent personalises every sandbox. */
+export async function startEnvd(env: Record<string, string> = {}, init?: { accessToken?: string; envVars?: Record<string, string> }): Promise<RunningEnvd> {
   const file = await envdBundle();
   const child: ChildProcess = spawn(process.execPath, [file], {
     env: {
@@ -73,6 +74,10 @@ export async function startEnvd(env: Record<string, string> = {}): Promise<Runni
       reject(new Error(`envd exited with ${code}: ${output}`));
     });
   });
+  if (init) {
+    const r = await fetch(`http://127.0.0.1:${port}/init`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(init) });
+    if (r.status !== 204) throw new Error(`envd /init answered ${r.status}: ${await r.text()}`);
+  }
   return {
     url: `http://127.0.0.1:${port}`,
     port,

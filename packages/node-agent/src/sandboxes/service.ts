@@ -108,9 +108,13 @@ export class SandboxService {
         let inst = await this.fromWarmPool(req, resources, env, policy);
         if (!inst) {
           inst = await this.d.launcher.launch({
-            role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources,
-            env: { ...env, ...(req.envdAccessToken ? { SVC_ENVD_ACCESS_TOKEN: req.envdAccessToken } : {}) },
+            role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources, env: {},
             policy, metadata: req.metadata, signal,
+          });
+          const launched = inst;
+          await personalise(launched, req, env).catch(async (err: Error) => {
+            await this.d.launcher.teardown(launched).catch((e: Error) => this.d.logger.error({ instanceId: launched.record.instanceId, err: e.message }, 'teardown after a failed /init left something behind'));
+            throw err;
           });
         }
         this.sandboxes.set(req.sandboxId, inst);
@@ -308,7 +312,7 @@ export class SandboxService {
     try {
       await Promise.all([
         samePolicy(inst.record.policy, policy) ? undefined : this.d.firewall.update(inst.record.instanceId, policy),
-        envdInit(inst.record.address, { envVars: env, accessToken: req.envdAccessToken, timestamp: new Date().toISOString() }),
+        personalise(inst, req, env),
         this.d.launcher.foreground(inst),
       ]);
       Object.assign(inst.record, {
@@ -366,4 +370,12 @@ function createError(req: CreateSandboxOnNode, err: unknown, signal: AbortSignal
   if (err instanceof SvcError) return err;
   if (err instanceof CommandError) return new SvcError(500, `sandbox ${req.sandboxId}: runtime failed: ${err.message}`);
   return new SvcError(500, `sandbox ${req.sandboxId}: create failed: ${(err as Error).message}`);
+}
+
+/**
+ * The one way a sandbox gets its identity, started cold or taken from the warm pool: envd's
+ * POST /init with the sandbox's env vars and access token (docs/design.md, "Components").
+ */
+function personalise(inst: Instance, req: CreateSandboxOnNode, env: Record<string, string>): Promise<void> {
+  return envdInit(inst.record.address, { envVars: env, accessToken: req.envdAccessToken, timestamp: new Date().toISOString() });
 }
