@@ -14,6 +14,8 @@ export interface LifecycleHealth {
   replicaId: string;
   leader: boolean;
   warmingUp: boolean;
+  /** `sandbox.created` events this replica applied since it started. */
+  createEventsApplied: number;
 }
 
 export interface ProxyAnnouncement {

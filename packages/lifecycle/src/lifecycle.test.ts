@@ -88,10 +88,16 @@ test('a graceful leader exit hands the sweep over at once; the new leader warms 
   assert.ok(Date.now() - tookOver >= 900, 'the new leader waited out its warm-up');
 });
 
-test('create events are applied (logged with the sandbox id)', async () => {
-  const { logs, coordination } = await setup(cfgWith(), 1);
+test('create events are applied: counted on the health route, and logged with the sandbox id', async () => {
+  const { logs, coordination, running } = await setup(cfgWith(), 1);
+  const health = async () => (await fetch(`${running[0].url}/health`)).json() as Promise<{ createEventsApplied: number }>;
+  assert.equal((await health()).createEventsApplied, 0);
   await coordination.publish(SANDBOX_EVENTS_TOPIC, { kind: 'sandbox.created', sandboxId: 'new1', at: new Date().toISOString() });
-  await waitFor(() => logs.has('create event applied', { sandboxId: 'new1' }));
+  await coordination.publish(SANDBOX_EVENTS_TOPIC, { kind: 'sandbox.created', at: new Date().toISOString() });
+  await waitFor(async () => (await health()).createEventsApplied === 1, 5_000, 'the create event to be applied');
+  assert.ok(logs.has('create event applied', { sandboxId: 'new1' }));
+  await sleep(100);
+  assert.equal((await health()).createEventsApplied, 1, 'an event without a sandbox id is not applied');
 });
 
 test('resume: concurrent calls on both replicas resume the sandbox once and all get the running route', async () => {

@@ -66,7 +66,7 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: Li
   const events = consumeSandboxEvents({ coord: deps.coordination, logger, isLeader: () => election.isLeader(), purgeProxies });
 
   const app = createHttpApp({ logger });
-  app.get('/health', async (): Promise<LifecycleHealth> => ({ ok: true, replicaId, leader: election.isLeader(), warmingUp: warmingUp() }));
+  app.get('/health', async (): Promise<LifecycleHealth> => ({ ok: true, replicaId, leader: election.isLeader(), warmingUp: warmingUp(), createEventsApplied: events.created() }));
   app.post<{ Body: { sandboxId?: unknown } }>('/internal/resume', async (req) => {
     const id = req.body?.sandboxId;
     if (typeof id !== 'string' || id === '') throw badRequest('sandboxId is required');

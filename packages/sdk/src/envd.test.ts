@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -69,13 +69,13 @@ async function startFake(): Promise<Target> {
   return { url: fake.url, requests: fake.requests, close: fake.close };
 }
 
-const targets: { name: string; start: () => Promise<Target>; skip: boolean; checksToken: boolean }[] = [
-  { name: 'envd double', start: startFake, skip: false, checksToken: false },
-  { name: 'real envd', start: startRealEnvd, skip: !existsSync(ENVD_MAIN), checksToken: true },
+const targets: { name: string; start: () => Promise<Target>; checksToken: boolean }[] = [
+  { name: 'envd double', start: startFake, checksToken: false },
+  { name: 'real envd', start: startRealEnvd, checksToken: true },
 ];
 
-for (const { name, start, skip, checksToken } of targets) {
-  describe(`through ${name}`, { skip: skip ? 'packages/envd/src/main.ts is not there yet' : false }, () => {
+for (const { name, start, checksToken } of targets) {
+  describe(`through ${name}`, () => {
     let target: Target;
     let sbx: Sandbox;
     let dir: string;

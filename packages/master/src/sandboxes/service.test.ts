@@ -98,12 +98,21 @@ for (const tdb of availableTestDatabases()) {
         assert.equal(e.code, 130404);
       });
 
-      await t.test('create: a node failure is a clear 500 and nothing is left on the node', async () => {
+      await t.test('create: a node failure is a clear 500 and nothing is left on the node or in the database', async () => {
+        const rowsBefore = (await svc.list({ limit: 1000 })).sandboxes.length;
+        const onNodeBefore = node.sandboxes.size;
+        const callsBefore = node.calls.length;
         node.behaviour.failCreate = true;
         const e = await status(svc.create(input()));
         node.behaviour.failCreate = false;
         assert.equal(e.status, 500);
         assert.match(e.message, /sandbox create failed/);
+        // The node may have got further than its answer: the master removes whatever it made there.
+        const attempted = node.calls.slice(callsBefore).find((c) => c.startsWith('create '))!.slice('create '.length);
+        await waitUntil(() => node.calls.includes(`delete ${attempted}`));
+        assert.equal(node.sandboxes.size, onNodeBefore, 'nothing left on the node');
+        assert.equal((await svc.list({ limit: 1000 })).sandboxes.length, rowsBefore, 'no row for the failed create');
+        assert.equal((await status(svc.get(attempted))).status, 404);
       });
 
       await t.test('create: past create_timeout_insec is a 504', async () => {
@@ -292,6 +301,14 @@ for (const tdb of availableTestDatabases()) {
       await made.drop();
     }
   });
+}
+
+async function waitUntil(cond: () => boolean, ms = 3_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) assert.fail('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 test('timeout actions re-check the deadline: traffic since the due list wins', async () => {
