@@ -131,6 +131,7 @@ for (const tdb of availableTestDatabases()) {
         assert.equal(p.endAt, s.endAt);
         const e = await status(svc.pause(s.sandboxId));
         assert.equal(e.status, 409);
+        assert.ok(h.purged.some((ids) => ids.includes(s.sandboxId)), 'the pause purged the proxies\' cached route');
       });
 
       await t.test('paused → running by connect(): 201 semantics (resumed) and the sandbox.resumed event', async () => {
@@ -295,6 +296,7 @@ for (const tdb of availableTestDatabases()) {
         await svc.reconcileNode('n1');
         assert.equal((await status(svc.get(s.sandboxId))).status, 410);
         assert.ok(!node.sandboxes.has('iorphan'));
+        assert.ok(h.purged.some((ids) => ids.includes(s.sandboxId)), 'a sandbox that ended on its node is purged from the proxies like a killed one');
       });
     } finally {
       await h.close();

@@ -198,8 +198,7 @@ export class SandboxService {
       await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
     });
     if (reason === 'timeout') this.d.logger.info({ sandboxId: id }, 'sandbox timed out and was killed');
-    this.emit('sandbox.killed', id, reason);
-    void this.d.proxies.purge([id]);
+    this.changed('sandbox.killed', id, reason);
   }
 
   async pause(id: string, reason: LifecycleReason = 'api'): Promise<SandboxRecord> {
@@ -221,8 +220,7 @@ export class SandboxService {
       }
       return toRecord((await this.d.repo.get(id))!);
     });
-    this.emit('sandbox.paused', id, reason);
-    void this.d.proxies.purge([id]);
+    this.changed('sandbox.paused', id, reason);
     return out;
   }
 
@@ -274,8 +272,7 @@ export class SandboxService {
       await this.d.repo.update(id, { state: 'running', pause_kind: null, address: node.address, timeout_sec: d.timeoutSec, end_at: d.endAt });
       return toRecord((await this.d.repo.get(id))!);
     });
-    this.emit('sandbox.resumed', id, reason);
-    void this.d.proxies.purge([id]);
+    this.changed('sandbox.resumed', id, reason);
     return out;
   }
 
@@ -417,7 +414,7 @@ export class SandboxService {
   /** A sandbox its node no longer runs: terminated here, with the reason, and announced. */
   private async markEnded(id: string, reason: TerminateReason): Promise<void> {
     await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
-    this.emit('sandbox.killed', id, reason);
+    this.changed('sandbox.killed', id, reason);
   }
 
   /** A live (non-terminated) row: 404 when unknown, 410 when it was killed or timed out. */
@@ -439,6 +436,16 @@ export class SandboxService {
     } finally {
       await this.d.coordination.unlock(name, this.holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next operation */ });
     }
+  }
+
+  /**
+   * A sandbox changed state: announced on the bus (the lifecycle manager, and every proxy drops
+   * its cached route) and purged from every announced proxy's cache over its admin route, so a
+   * proxy that missed the event does not keep a stale route either (docs/design.md, "Events and caches").
+   */
+  private changed(kind: Exclude<SandboxEventKind, 'sandbox.created'>, sandboxId: string, reason?: string): void {
+    this.emit(kind, sandboxId, reason);
+    void this.d.proxies.purge([sandboxId]);
   }
 
   private emit(kind: SandboxEventKind, sandboxId: string, reason?: string) {
