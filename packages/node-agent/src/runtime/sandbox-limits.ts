@@ -6,8 +6,14 @@ const CFS_PERIOD_US = 100_000;
 const SENTRY_OVERHEAD_MB = 64;
 /** Under ptrace each process in the sandbox costs about 0.45 MB of host memory (stub process, page tables) that gVisor does not count as the sandbox's. */
 const HOST_MB_PER_PROCESS = 0.5;
-/** How far a fast allocation may run past the limit before envd's memory guard kills it (it polls every 50 ms near the limit; ~230 MB/s measured under ptrace). */
-const GUARD_OVERSHOOT_MB = 128;
+/**
+ * How far a fast allocation may run past the limit before envd's memory guard kills it. The
+ * guard reads fast once the node agent's watch (every 500 ms) alerts it, then every 50 ms; a
+ * Node.js Buffer loop allocates about 500 MB/s under ptrace, and on a busy host the alert comes
+ * late: 128 MB was seen to let the host's OOM killer take the whole sandbox in a full test run.
+ * The headroom is a limit, not a reservation: admission goes by measured memory.
+ */
+const GUARD_OVERSHOOT_MB = 384;
 
 /**
  * The limits one gVisor sandbox runs under, VM-like: the sandbox sees `memoryMB` (gVisor's

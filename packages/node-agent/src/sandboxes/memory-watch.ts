@@ -33,7 +33,7 @@ export class MemoryWatch {
       if (this.running) return;
       this.running = true;
       this.sweep().catch((err) => this.d.logger.warn({ err: (err as Error).message }, 'memory watch failed')).finally(() => { this.running = false; });
-    }, this.d.intervalMs ?? 1_000);
+    }, this.d.intervalMs ?? 500);
     this.timer.unref();
   }
 
