@@ -73,6 +73,15 @@ export interface SvcConfig {
     insecure_no_token: boolean;
     artifact_dir: string;
     reconcile: { interval_sec: number; stale_after_sec: number };
+    /** An S3-compatible artifact store; without an endpoint and a bucket artifacts stay on local disk. */
+    s3: {
+      endpoint: string; region: string; bucket: string; access_key_id: string; secret_access_key: string; session_token: string;
+      prefix: string; force_path_style: boolean;
+      /** Lifetime of presigned download URLs; 0: the store's default (37 days). */
+      presign_expires_sec: number;
+    };
+    /** Image layer blobs kept between builds: '' dir is <artifact_dir>/.blobs; 0 MB keeps nothing once a build ends. */
+    blob_cache: { dir: string; max_mb: number };
   };
   lifecycle: {
     replicas: number;

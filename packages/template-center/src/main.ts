@@ -2,8 +2,8 @@
  * Runs the template center alone: `node --import tsx packages/template-center/src/main.ts`.
  * Configuration: the shared config file and SVC_* variables (template_center section,
  * SVC_MASTER_ADDR for callbacks); SVC_TEMPLATE_CENTER_CA_CERT names the egress CA PEM;
- * SVC_TEMPLATE_CENTER_S3_* selects an S3-compatible store (see store/s3-env.ts);
- * SVC_TEMPLATE_CENTER_BLOB_CACHE_{DIR,MB} place and bound the layer blob cache (blobs/blob-cache-env.ts).
+ * `template_center.s3` (SVC_TEMPLATE_CENTER_S3_*) selects an S3-compatible store (store/s3-env.ts);
+ * `template_center.blob_cache` (SVC_TEMPLATE_CENTER_BLOB_CACHE_{DIR,MB}) places and bounds the layer blob cache.
  */
 import { createLogger, loadConfig } from '@svc/common';
 import { coordinationFor } from '@svc/common/redis-coordination';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { createHttpApp, parseListen, sendError, SvcError, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { registerArtifactRoutes } from './artifact-routes.ts';
 import { BlobCache } from './blobs/blob-cache.ts';
-import { blobCacheFromEnv } from './blobs/blob-cache-env.ts';
+import { blobCacheOf } from './blobs/blob-cache-env.ts';
 import { CallbackSender } from './build/callback-sender.ts';
 import { JobRunner } from './build/job-runner.ts';
 import type { ProgressTiming } from './build/progress-reporter.ts';
@@ -12,7 +12,7 @@ import { CALLBACK_TOKEN_HEADER } from '@svc/contracts/template-center';
 import { verifyCallbackToken } from '@svc/contracts/template-callback';
 import type { ArtifactStore } from './store/artifact-store.ts';
 import { LocalArtifactStore } from './store/local-store.ts';
-import { s3OptionsFromEnv } from './store/s3-env.ts';
+import { s3OptionsOf } from './store/s3-env.ts';
 import { S3ArtifactStore, type S3StoreOptions } from './store/s3-store.ts';
 
 export interface TemplateCenterOptions {
@@ -22,15 +22,15 @@ export interface TemplateCenterOptions {
   masterAddr?: string;
   /** PEM of the egress root CA, baked in when a build asks withSvcCa. */
   caCertPath?: string;
-  /** S3-compatible store; default from SVC_TEMPLATE_CENTER_S3_* or else the local artifact_dir. */
+  /** S3-compatible store; default from the config (`template_center.s3`), or else the local artifact_dir. */
   s3?: S3StoreOptions;
   /** A store to use as is (tests). */
   store?: ArtifactStore;
   /** Staging trees (default <artifact_dir>/.work). */
   workDir?: string;
-  /** Downloaded layer blobs, shared by builds (default SVC_TEMPLATE_CENTER_BLOB_CACHE_DIR or <artifact_dir>/.blobs). */
+  /** Downloaded layer blobs, shared by builds (default `template_center.blob_cache.dir` or <artifact_dir>/.blobs). */
   blobCacheDir?: string;
-  /** Least recently used blobs go above this (default SVC_TEMPLATE_CENTER_BLOB_CACHE_MB or 5 GiB). */
+  /** Least recently used blobs go above this (default `template_center.blob_cache.max_mb`, 5 GiB). */
   blobCacheMaxBytes?: number;
   maxConcurrentBuilds?: number;
   /** How long a status callback is retried while the master is unreachable. */
@@ -56,10 +56,10 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   const logger = opts.logger;
   const artifactDir = tc.artifact_dir || join(cfg.data_dir, 'artifacts');
   const workDir = opts.workDir ?? join(artifactDir, '.work');
-  const s3 = opts.s3 ?? s3OptionsFromEnv(process.env, join(workDir, 'images'));
+  const s3 = opts.s3 ?? s3OptionsOf(tc.s3, join(workDir, 'images'));
   const store = opts.store ?? (s3 ? new S3ArtifactStore(s3) : new LocalArtifactStore(artifactDir));
   await store.init();
-  const blobEnv = blobCacheFromEnv(process.env, join(artifactDir, '.blobs'));
+  const blobEnv = blobCacheOf(tc.blob_cache, join(artifactDir, '.blobs'));
   const blobs = new BlobCache({ dir: opts.blobCacheDir ?? blobEnv.dir, maxBytes: opts.blobCacheMaxBytes ?? blobEnv.maxBytes, logger });
   await blobs.init();
 

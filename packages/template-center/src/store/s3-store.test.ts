@@ -8,11 +8,12 @@ import { mountReadOnly } from '../test-support/ext4-mount.ts';
 import { startHarness, type Harness } from '../test-support/harness.ts';
 import { OciLayoutWriter } from '../test-support/oci-builder.ts';
 import { startS3rver, S3RVER_CREDENTIALS, type TestS3rver } from '../test-support/s3rver.ts';
-import { s3OptionsFromEnv } from './s3-env.ts';
+import { loadConfig, type SvcConfig } from '@svc/common';
+import { s3OptionsOf } from './s3-env.ts';
 import { S3ArtifactStore } from './s3-store.ts';
 
-// The whole template center with its S3 store configured the way main.ts gets it, from
-// SVC_TEMPLATE_CENTER_S3_*, against a real s3rver on loopback (which does not verify SigV4
+// The whole template center with its S3 store configured the way main.ts gets it, from the
+// config as SVC_TEMPLATE_CENTER_S3_* set it, against a real s3rver on loopback (which does not verify SigV4
 // signatures; see s3-store-s3rver.test.ts).
 
 const WEEK = 7 * 24 * 3600;
@@ -22,7 +23,7 @@ const ENV: Record<string, string> = {
   // 37 days (docs/templates.md) is more than S3 servers accept for a SigV4 presigned URL.
   PRESIGN_EXPIRES_SEC: String(WEEK),
 };
-const savedEnv = new Map<string, string | undefined>();
+let s3Config: SvcConfig['template_center']['s3'];
 let s3: TestS3rver;
 let h: Harness;
 let scratch: string;
@@ -40,21 +41,14 @@ before(async () => {
   }, 'v1');
   await w.write();
   s3 = await startS3rver('artifacts');
-  for (const [k, v] of Object.entries({ ...ENV, ENDPOINT: s3.endpoint })) {
-    const name = `SVC_TEMPLATE_CENTER_S3_${k}`;
-    savedEnv.set(name, process.env[name]);
-    process.env[name] = v;
-  }
-  h = await startHarness();
+  const env = Object.fromEntries(Object.entries({ ...ENV, ENDPOINT: s3.endpoint }).map(([k, v]) => [`SVC_TEMPLATE_CENTER_S3_${k}`, v]));
+  s3Config = loadConfig({ env }).template_center.s3;
+  h = await startHarness({ config: { s3: s3Config } });
 });
 
 after(async () => {
   await h?.close();
   await s3?.close();
-  for (const [name, v] of savedEnv) {
-    if (v === undefined) delete process.env[name];
-    else process.env[name] = v;
-  }
   rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -104,7 +98,7 @@ test('a template built into S3: 302 from the artifact route to the presigned URL
   }
 
   // Another replica with the same configuration finds the record in the bucket.
-  const replica = new S3ArtifactStore(s3OptionsFromEnv(process.env, join(scratch, 'replica'))!);
+  const replica = new S3ArtifactStore(s3OptionsOf(s3Config, join(scratch, 'replica'))!);
   assert.deepEqual(await replica.locate(req.artifactId), { kind: 'redirect', url: art.downloadUrl });
 
   assert.deepEqual(await h.client.deleteArtifact(req.artifactId), { deleted: true });

@@ -26,11 +26,16 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-export async function startHarness(o: { token?: string; insecure?: boolean; artifactDir?: string; workDir?: string; tc?: Partial<TemplateCenterOptions> } = {}): Promise<Harness> {
+export async function startHarness(o: {
+  token?: string; insecure?: boolean; artifactDir?: string; workDir?: string; tc?: Partial<TemplateCenterOptions>;
+  /** Config of the template center beside the harness's own settings (its S3 store, say). */
+  config?: Partial<SvcConfig['template_center']>;
+} = {}): Promise<Harness> {
   const dir = await mkdtemp(join(tmpdir(), 'tc-test-'));
   const token = o.token ?? TOKEN;
   const master = await startFakeMaster(token);
   const cfg = defaultConfig(dir);
+  Object.assign(cfg.template_center, o.config);
   cfg.template_center.listen = '127.0.0.1:0';
   cfg.template_center.callback_token = token;
   cfg.template_center.insecure_no_token = o.insecure ?? false;
