@@ -4,31 +4,24 @@
  * internet access. Rendered once from the document at start.
  */
 import { PUBLIC_API } from '@svc/contracts';
-import { dereference } from './route-schemas.ts';
-
-type Operation = {
-  summary?: string;
-  parameters?: readonly { name: string; in: string; required?: boolean; schema: object; description?: string }[];
-  requestBody?: { required?: boolean; content: Record<string, { schema: object }> };
-  responses: Record<string, { description: string; content?: Record<string, { schema: object }> }>;
-};
+import { dereference, type Operation } from './route-schemas.ts';
 
 const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 const schemaBlock = (schema: object) => `<pre>${escape(JSON.stringify(dereference(schema), null, 2))}</pre>`;
+const anchor = (method: string, path: string) => `${method}-${path}`.replace(/[^A-Za-z0-9]+/g, '-');
 
 function operationHtml(method: string, path: string, op: Operation): string {
-  const id = `${method}-${path}`.replace(/[^A-Za-z0-9]+/g, '-');
   const params = (op.parameters ?? []).map((p) =>
     `<tr><td><code>${escape(p.name)}</code></td><td>${p.in}</td><td>${p.required ? 'yes' : ''}</td><td><code>${escape(JSON.stringify(p.schema))}</code></td><td>${escape(p.description ?? '')}</td></tr>`).join('');
-  const body = op.requestBody?.content['application/json'];
+  const body = op.requestBody?.content['application/json']?.schema;
   const answers = Object.entries(op.responses).map(([status, r]) => {
     const s = r.content?.['application/json']?.schema;
     return `<li><b>${status}</b> ${escape(r.description)}${s ? `<details><summary>body</summary>${schemaBlock(s)}</details>` : ''}</li>`;
   }).join('');
-  return `<section id="${id}"><h3><span class="m">${method.toUpperCase()}</span> <code>${escape(path)}</code></h3>`
+  return `<section id="${anchor(method, path)}"><h3><span class="m">${method.toUpperCase()}</span> <code>${escape(path)}</code></h3>`
     + `<p>${escape(op.summary ?? '')}</p>`
     + (params ? `<table><tr><th>parameter</th><th>in</th><th>required</th><th>schema</th><th></th></tr>${params}</table>` : '')
-    + (body ? `<details open><summary>request body${op.requestBody?.required ? '' : ' (optional)'}</summary>${schemaBlock(body.schema)}</details>` : '')
+    + (body ? `<details open><summary>request body${op.requestBody?.required ? '' : ' (optional)'}</summary>${schemaBlock(body)}</details>` : '')
     + `<ul>${answers}</ul></section>`;
 }
 
@@ -37,8 +30,7 @@ export function renderDocsPage(): string {
   const index: string[] = [];
   for (const [path, item] of Object.entries(PUBLIC_API.paths)) {
     for (const [method, op] of Object.entries(item as Record<string, Operation>)) {
-      const id = `${method}-${path}`.replace(/[^A-Za-z0-9]+/g, '-');
-      index.push(`<li><a href="#${id}"><span class="m">${method.toUpperCase()}</span> ${escape(path)}</a> ${escape(op.summary ?? '')}</li>`);
+      index.push(`<li><a href="#${anchor(method, path)}"><span class="m">${method.toUpperCase()}</span> ${escape(path)}</a> ${escape(op.summary ?? '')}</li>`);
       ops.push(operationHtml(method, path, op));
     }
   }

@@ -6,9 +6,15 @@
 import type { FastifySchema } from 'fastify';
 import { PUBLIC_API, type PublicPath } from '@svc/contracts';
 
-type Json = Record<string, unknown>;
-type Parameter = { name: string; in: string; required?: boolean; schema: object };
-type Operation = { parameters?: readonly Parameter[]; requestBody?: { required?: boolean; content: Json }; responses: Record<string, { content?: Json }> };
+type Content = Record<string, { schema?: object }>;
+type Parameter = { name: string; in: string; required?: boolean; schema: object; description?: string };
+/** One operation of the document, as far as the gateway and its docs page read it. */
+export type Operation = {
+  summary?: string;
+  parameters?: readonly Parameter[];
+  requestBody?: { required?: boolean; content: Content };
+  responses: Record<string, { description: string; content?: Content }>;
+};
 
 const COMPONENTS = PUBLIC_API.components.schemas as unknown as Record<string, object>;
 
@@ -26,8 +32,8 @@ export function dereference(schema: unknown): unknown {
   return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, dereference(v)]));
 }
 
-function jsonSchemaOf(content: Json | undefined): object | undefined {
-  const media = content?.['application/json'] as { schema?: object } | undefined;
+function jsonSchemaOf(content: Content | undefined): object | undefined {
+  const media = content?.['application/json'];
   return media?.schema ? (dereference(media.schema) as object) : undefined;
 }
 

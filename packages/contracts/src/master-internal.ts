@@ -17,7 +17,7 @@
  */
 import { JsonClient } from '@svc/common';
 import type { SignedFileRequest } from '@svc/common/envd-signature';
-import type { EndedSandbox, NodeLoad, PauseKind, RuntimeKind } from './node-agent.ts';
+import type { EndedSandbox, NodeInfo, NodeLoad, PauseKind, RuntimeKind } from './node-agent.ts';
 
 /** Every state a sandbox can be in, as the master records it. */
 export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';
@@ -25,16 +25,8 @@ export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'kill
 export type TerminateReason = 'killed' | 'timeout' | 'failed' | 'oom';
 export type OnTimeout = 'kill' | 'pause';
 
-export interface RegisterNode {
-  nodeId: string;
-  /** Base URL of the node agent's API. */
-  address: string;
-  runtime: RuntimeKind;
-  pauseKinds: PauseKind[];
-  capacity: { cpuCount: number; memoryMB: number };
-  pausedResourceReleaseRatio: number;
-  version: string;
-}
+/** What a node agent says of itself when it registers: its NodeInfo without the live counts. */
+export type RegisterNode = Omit<NodeInfo, 'sandboxes' | 'warmPool'>;
 
 export interface RegisterNodeResult {
   nodeId: string;

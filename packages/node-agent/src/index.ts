@@ -21,7 +21,8 @@ import { MemoryAdmission } from './sandboxes/memory-admission.ts';
 import { MemoryWatch } from './sandboxes/memory-watch.ts';
 import { defaultReserveMB, MemoryGauge } from './host/memory-gauge.ts';
 import { chooseGvisorPlatform } from './runtime/gvisor-platform.ts';
-import { envdVersion, NODE_AGENT_VERSION } from './version.ts';
+import { ENVD_VERSION } from '@svc/contracts/envd-version';
+import { NODE_AGENT_VERSION } from './version.ts';
 
 export interface NodeAgentOptions {
   logger: Logger;
@@ -93,7 +94,8 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const resolv = await sandboxResolvConf();
   const launcher = new InstanceLauncher({
     logger, driver, artifacts, firewall, addresses, names, records, runtimeBundle,
-    envdVersion: await envdVersion(), files: resolv ? { '/etc/resolv.conf': resolv } : {},
+    // The envd bundle the sandboxes run is built from the same checkout.
+    envdVersion: ENVD_VERSION, files: resolv ? { '/etc/resolv.conf': resolv } : {},
   });
 
   const report = await reconcile({ logger, driver, records, names, firewall, addresses, launcher });

@@ -1,11 +1,8 @@
 /**
- * What the API gateway sends and expects (docs/api.md): E2B's sandbox shapes plus the svc
- * template and node routes. Only the SDK's mapping modules read these; the public types
- * are in types.ts.
- */
-/**
- * The sandbox routes' shapes come from the public API contract (@svc/contracts), the document
- * the gateway validates with; only type imports, so nothing of it is bundled.
+ * What the API gateway sends and expects (docs/api.md), read only by the SDK's mapping modules
+ * (the public types are in types.ts). The sandbox routes' shapes come from the public API
+ * contract (@svc/contracts), the document the gateway validates with; only type imports, so
+ * nothing of it is bundled.
  */
 export type {
   WireListedSandbox, WireNetworkConfig as WireNetwork, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount,
