@@ -21,22 +21,29 @@ async function* gunzipped(req: IncomingMessage): AsyncIterable<Buffer> {
 }
 
 /**
- * Reads a whole (small) body, refusing more than maxBytes. Iterated by hand: leaving a `for
- * await` early would destroy the request, and with it the socket, before the 413 is written, so
- * the client (or the proxy in front) would see a reset instead of the answer; the caller's
+ * Hands each chunk of a body to `consume`. Iterated by hand: leaving a `for await` early (when
+ * `consume` throws) would destroy the request, and with it the socket, before the error answer
+ * is written, so the client (or the proxy in front) would see a reset instead of the answer; the
  * error answer drains the rest (giveUpOnBody).
  */
-export async function readAll(body: AsyncIterable<Buffer>, maxBytes: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let total = 0;
+export async function forEachChunk(body: AsyncIterable<Buffer>, consume: (chunk: Buffer) => Promise<void> | void): Promise<void> {
   const it = body[Symbol.asyncIterator]();
   for (;;) {
     const next = await it.next();
-    if (next.done) break;
-    total += next.value.length;
-    if (total > maxBytes) throw new ConnectError('resource_exhausted', `request body is larger than the limit of ${maxBytes} bytes`);
-    chunks.push(next.value);
+    if (next.done) return;
+    await consume(next.value);
   }
+}
+
+/** Reads a whole (small) body, refusing more than maxBytes. */
+export async function readAll(body: AsyncIterable<Buffer>, maxBytes: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  await forEachChunk(body, (chunk) => {
+    total += chunk.length;
+    if (total > maxBytes) throw new ConnectError('resource_exhausted', `request body is larger than the limit of ${maxBytes} bytes`);
+    chunks.push(chunk);
+  });
   return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total);
 }
 
@@ -52,13 +59,17 @@ export function gunzipMessage(data: Buffer, maxBytes: number): Buffer {
 }
 
 /**
- * Before answering a request whose body was not read to the end (an error mid-upload): the
- * connection cannot carry another request, so close it after this response, and let the rest of
- * the body drain instead of stalling the socket.
+ * Before answering a request whose body was not read to the end (an error mid-upload): let the
+ * rest drain after the answer so the client can finish sending and read it. Closing the
+ * connection instead would reset the socket under a client still writing (EPIPE), and it gains
+ * nothing: the parser knows where the body ends, so the connection can carry the next request.
  */
 export function giveUpOnBody(res: ServerResponse): void {
   const req = res.req;
-  if (!req || req.complete) return;
-  if (!res.headersSent) res.setHeader('connection', 'close');
+  if (!req || req.complete || req.destroyed) return;
+  // A reader left mid-way holds the request back: a pipe into a gunzip, or an async iterator's
+  // 'readable' listener (while one is attached, resume() does not make the stream flow).
+  req.unpipe();
+  req.removeAllListeners('readable');
   req.resume();
 }

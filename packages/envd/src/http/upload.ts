@@ -2,7 +2,7 @@ import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { basename, dirname } from 'node:path';
 import { ConnectError, toConnectError } from '../connect/code.ts';
-import { decodedBody } from '../connect/body.ts';
+import { decodedBody, forEachChunk } from '../connect/body.ts';
 import { identityOf } from '../filesystem/entry.ts';
 import type { MetadataStore } from '../filesystem/metadata-store.ts';
 import type { EnvdState } from '../state.ts';
@@ -58,7 +58,7 @@ export async function handleUpload(state: EnvdState, store: MetadataStore, req: 
     if (queryPath === undefined) throw new ConnectError('invalid_argument', 'path query parameter is required for raw body upload');
     const path = resolvePath(queryPath, user, state.defaultWorkdir);
     const file = await createTarget(path, ctx);
-    for await (const chunk of body) await file.write(chunk);
+    await forEachChunk(body, (chunk) => file.write(chunk));
     uploaded = [await file.end()];
   } else if (mediaType.startsWith('multipart/')) {
     uploaded = await receiveMultipart(body, multipartBoundary(contentType), queryPath, state, ctx);
@@ -82,7 +82,7 @@ async function receiveMultipart(body: AsyncIterable<Buffer>, boundary: string, q
     const file = await createTarget(path, ctx);
     return { write: (data) => file.write(data), end: async () => void uploaded.push(await file.end()) };
   });
-  for await (const chunk of body) await reader.write(chunk);
+  await forEachChunk(body, (chunk) => reader.write(chunk));
   await reader.end();
   return uploaded;
 }
