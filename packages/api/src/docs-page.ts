@@ -4,7 +4,7 @@
  * internet access. Rendered once from the document at start.
  */
 import { PUBLIC_API } from '@svc/contracts';
-import { dereference, type Operation } from './route-schemas.ts';
+import { dereference, type Operation } from '@svc/contracts/route-schemas';
 
 const escape = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 const schemaBlock = (schema: object) => `<pre>${escape(JSON.stringify(dereference(schema), null, 2))}</pre>`;

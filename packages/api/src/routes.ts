@@ -6,7 +6,7 @@ import type {
 } from '@svc/contracts';
 import type { MasterClient } from '@svc/contracts/master';
 import { parseNewSandbox, toE2bDetail, toE2bListed, toE2bMetric, toE2bSandbox } from './e2b-shapes.ts';
-import { fastifyPath, routeSchema } from './route-schemas.ts';
+import { fastifyPath, routeSchema } from '@svc/contracts/route-schemas';
 
 type Id = { sandboxID: string };
 type Parts = { Params?: unknown; Querystring?: unknown; Body?: unknown };

@@ -7,4 +7,5 @@ export * from './memory-coordination.ts';
 export * from './config.ts';
 export * from './ids.ts';
 export * from './secrets.ts';
+export { schemaError } from './schema-validation.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

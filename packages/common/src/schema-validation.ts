@@ -25,14 +25,15 @@ export function compileValidator({ schema, httpPart }: { schema: object; httpPar
 
 const PART_NAMES: Record<string, string> = { body: '', querystring: 'query parameter ', params: 'path parameter ', headers: 'header ' };
 
-/** fastify's schemaErrorFormatter: the first refusal as a 400 that names the field. */
-export function schemaError(errors: ErrorObject[], dataVar: string): SvcError {
+/** fastify's schemaErrorFormatter: the first refusal as a 400 that names the field, with a domain code where the routes have one. */
+export function schemaError(errors: ErrorObject[], dataVar: string, code?: number): SvcError {
   const e = errors[0];
-  if (!e) return new SvcError(400, `invalid ${dataVar}`);
-  const field = fieldName(e);
   const prefix = PART_NAMES[dataVar] ?? `${dataVar} `;
-  if (!field) return new SvcError(400, dataVar === 'body' ? `request body ${describe(e)}` : `${dataVar} ${describe(e)}`);
-  return new SvcError(400, `${prefix}${field} ${describe(e)}`);
+  const field = e ? fieldName(e) : '';
+  const message = !e ? `invalid ${dataVar}`
+    : field ? `${prefix}${field} ${describe(e)}`
+      : dataVar === 'body' ? `request body ${describe(e)}` : `${dataVar} ${describe(e)}`;
+  return new SvcError(400, message, { code });
 }
 
 /** `/network/allowOut/0` as `network.allowOut[0]`; a missing property names itself. */

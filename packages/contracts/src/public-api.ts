@@ -5,8 +5,10 @@
  * docs/api.md describes it for people; docs/compatibility.md says where it follows E2B.
  */
 import { SCHEMAS } from './public-api-schemas.ts';
+import { TEMPLATE_SCHEMAS } from './template-route-schemas.ts';
 
-type SchemaName = keyof typeof SCHEMAS;
+const ALL_SCHEMAS = { ...SCHEMAS, ...TEMPLATE_SCHEMAS };
+type SchemaName = keyof typeof ALL_SCHEMAS;
 
 const json = <S>(schema: S) => ({ content: { 'application/json': { schema } } });
 const ref = <N extends SchemaName>(name: N) => ({ $ref: `#/components/schemas/${name}` as const });
@@ -34,6 +36,14 @@ const svcDeadlineResponses = {
   404: error('No such sandbox'),
   410: error('Killed or timed out'),
 };
+/** The template routes' 400s carry code 130400, their 404s 130404 (docs/api.md). */
+const ofTemplate = { 400: error('Bad input (code 130400): the message names the field'), 401: common[401], 404: error('No such template (code 130404)') };
+const templateId = pathParam('id');
+const accepted = { 202: { description: 'The build job is queued', ...json(ref('JobAccepted')) }, ...ofTemplate };
+const createTemplate = { summary: 'Create a template from an image (exactly one source)', requestBody: { required: true, ...json(ref('TemplateCreate')) }, responses: accepted };
+const jobAnswer = { 200: { description: 'The job', ...json(ref('JobInfo')) }, ...common, 404: error('No such job') };
+const e2bTemplateId = pathParam('templateID');
+
 const nodeAnswer = { 200: { description: 'The node', ...json(ref('Node')) }, ...common, 404: error('No such node') };
 
 export const PUBLIC_API = {
@@ -118,6 +128,67 @@ export const PUBLIC_API = {
     },
     '/svc/sandbox/timeout': { post: { summary: 'Set the idle timeout (svc extension)', requestBody: { required: true, ...json(ref('SvcSetTimeout')) }, responses: svcDeadlineResponses } },
     '/svc/sandbox/refresh': { post: { summary: 'Refresh the idle deadline (svc extension)', requestBody: { required: true, ...json(ref('SvcRefresh')) }, responses: svcDeadlineResponses } },
+    '/svc/template': {
+      post: createTemplate,
+      get: { summary: 'Templates', responses: { 200: { description: 'Every template', ...json(ref('TemplateList')) }, ...common } },
+    },
+    '/svc/template/from-image': {
+      post: { ...createTemplate, summary: 'Create a template (the same as POST /svc/template)' },
+      get: { summary: 'A build job', parameters: [query('job_id', { type: 'string', minLength: 1 }, 'The job (required)')], responses: jobAnswer },
+    },
+    '/svc/template/build/{jobId}/status': { get: { summary: 'A build job', parameters: [pathParam('jobId')], responses: jobAnswer } },
+    '/svc/template/redo': {
+      post: { summary: 'Redistribute the artifact, or rebuild from the recorded source', requestBody: json(ref('TemplateRef')), responses: accepted },
+    },
+    '/svc/template/migrate': {
+      post: {
+        summary: 'Move a legacy artifact into the template center\'s store',
+        requestBody: json(ref('TemplateRef')),
+        responses: { 200: { description: 'The template', ...json(ref('TemplateInfo')) }, ...ofTemplate },
+      },
+    },
+    '/svc/template/artifact/download': {
+      get: {
+        summary: 'An artifact (node agents; HEAD too): the file, or a redirect to its presigned URL',
+        parameters: [query('artifact_id', { type: 'string', minLength: 1 }, 'The artifact (required)')],
+        responses: {
+          200: { description: 'The artifact', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+          302: { description: 'Its presigned URL' },
+          ...common,
+          404: error('No such artifact, or not READY'),
+        },
+      },
+    },
+    '/svc/template/{id}': {
+      get: { summary: 'A template, by id or alias', parameters: [templateId], responses: { 200: { description: 'The template', ...json(ref('TemplateInfo')) }, ...ofTemplate } },
+      delete: { summary: 'Delete a template (its running sandboxes keep running)', parameters: [templateId], responses: { 204: { description: 'Deleted' }, ...ofTemplate } },
+    },
+    '/svc/template/{id}/alias': {
+      put: {
+        summary: 'Set or clear the alias',
+        parameters: [templateId],
+        requestBody: json(ref('TemplateAlias')),
+        responses: { 200: { description: 'The template', ...json(ref('TemplateInfo')) }, ...ofTemplate },
+      },
+    },
+    '/templates': {
+      post: { ...createTemplate, summary: 'Create a template (E2B path, svc body)', responses: { 202: { description: 'Queued', ...json(ref('E2bTemplateCreated')) }, ...ofTemplate } },
+      get: { summary: 'Templates (E2B shape)', responses: { 200: { description: 'Every template', ...json({ type: 'array', items: ref('E2bTemplate') }) }, ...common } },
+    },
+    '/templates/aliases/{alias}': {
+      get: { summary: 'The template of an alias', parameters: [pathParam('alias')], responses: { 200: { description: 'Its template', ...json(ref('E2bTemplateAlias')) }, ...ofTemplate } },
+    },
+    '/templates/{templateID}': {
+      get: { summary: 'A template with its builds (E2B shape)', parameters: [e2bTemplateId], responses: { 200: { description: 'The template', ...json(ref('E2bTemplateDetail')) }, ...ofTemplate } },
+      delete: { summary: 'Delete a template', parameters: [e2bTemplateId], responses: { 204: { description: 'Deleted' }, ...ofTemplate } },
+    },
+    '/templates/{templateID}/builds/{buildID}/status': {
+      get: {
+        summary: 'A build\'s status (E2B shape)',
+        parameters: [e2bTemplateId, pathParam('buildID')],
+        responses: { 200: { description: 'The build', ...json(ref('E2bBuildStatus')) }, ...ofTemplate },
+      },
+    },
     '/nodes': { get: { summary: 'Nodes', responses: { 200: { description: 'Nodes', ...json({ type: 'array', items: ref('Node') }) }, ...common } } },
     '/nodes/{id}': { get: { summary: 'A node', parameters: [nodeId], responses: nodeAnswer } },
     '/nodes/{id}/labels': {
@@ -125,16 +196,12 @@ export const PUBLIC_API = {
       delete: { summary: 'Remove admin labels', parameters: [nodeId], requestBody: { required: true, ...json(ref('NodeLabelNames')) }, responses: nodeAnswer },
     },
   },
-  'x-forwarded-prefixes': {
-    description: 'Passed to the master unchanged; their shapes are in docs/templates.md and docs/api.md.',
-    prefixes: ['/svc/template', '/templates'],
-  },
   components: {
     securitySchemes: {
       apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
       bearer: { type: 'http', scheme: 'bearer' },
     },
-    schemas: SCHEMAS,
+    schemas: ALL_SCHEMAS,
   },
 } as const;
 

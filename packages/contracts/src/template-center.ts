@@ -13,11 +13,11 @@
  * same header and rules. Live pull progress goes to the coordination store under progressKey(jobId).
  */
 import { JsonClient } from '@svc/common';
+import type { ImageInfo, JobPhase, JobStatus } from './template-routes.ts';
 
 export const CALLBACK_TOKEN_HEADER = 'x-svc-template-callback-token';
 
-export type JobStatus = 'PENDING' | 'RUNNING' | 'BUILT' | 'FAILED';
-export type JobPhase = 'PULLING' | 'BUILDING' | 'UPLOADING' | 'DISTRIBUTING';
+export type { JobPhase, JobStatus };
 
 export type BuildSource =
   /** An image in a registry, pulled through the OCI distribution API. */
@@ -50,20 +50,8 @@ export interface BuildRequest {
   diskSizeMB: number;
 }
 
-export interface ImageInfo {
-  /** Digest of the manifest that was built. */
-  digest?: string;
-  os?: string;
-  architecture?: string;
-  layers: number;
-  /** Compressed bytes pulled. */
-  sizeBytes: number;
-  env?: string[];
-  workingDir?: string;
-  user?: string;
-  entrypoint?: string[];
-  cmd?: string[];
-}
+/** What the build found in the image (template-route-schemas.ts ImageInfo). */
+export type { ImageInfo };
 
 export interface ArtifactStored {
   artifactId: string;

@@ -1,70 +1,29 @@
 /**
- * Request and response shapes of the template routes (docs/api.md "Templates (svc shapes)"),
- * shared by the master that serves them, our SDK and CLI that call them, and the SDK's fake.
- * Snake case on the wire, as the CLI and the E2B-style tools send them.
+ * The TypeScript types of the template routes (docs/api.md "Templates"), derived by the compiler
+ * from the schemas the master validates and serializes with (template-route-schemas.ts); shared
+ * by the master, our SDK and CLI, and the SDK's fake.
  */
-import type { ImageInfo } from './template-center.ts';
+import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
+import type * as S from './template-route-schemas.ts';
 
-export type TemplateStatus = 'building' | 'ready' | 'failed';
-export type JobKind = 'CREATE' | 'REDO' | 'LEGACY';
-export type JobStatus = 'PENDING' | 'RUNNING' | 'BUILT' | 'FAILED';
-export type JobPhase = 'PULLING' | 'BUILDING' | 'UPLOADING' | 'DISTRIBUTING';
-export type SourceKind = 'image' | 'oci_layout' | 'docker_archive' | 'rootfs_tar' | 'legacy';
+type Wire<Schema extends JSONSchema> = FromSchema<Schema, { keepDefaultedPropertiesOptional: true }>;
 
-export interface TemplateCreate {
-  image?: string;
-  oci_layout?: string;
-  docker_archive?: string;
-  rootfs_tar?: string;
-  alias?: string | null;
-  registry_auth?: { username: string; password: string };
-  insecure_registry?: boolean;
-  /** `os/arch[/variant]`; default the host's. Only for `image` and `oci_layout`. */
-  platform?: string;
-  with_cube_ca?: boolean;
-  with_svc_ca?: boolean;
-  cpu_count?: number;
-  memory_mb?: number;
-  disk_size_mb?: number;
-}
+export type TemplateStatus = (typeof S.TEMPLATE_STATUSES)[number];
+export type JobKind = (typeof S.JOB_KINDS)[number];
+export type JobStatus = (typeof S.JOB_STATUSES)[number];
+export type JobPhase = (typeof S.JOB_PHASES)[number];
+export type SourceKind = (typeof S.SOURCE_KINDS)[number];
+export type E2bBuildStatus = (typeof S.E2B_BUILD_STATUSES)[number];
 
-export interface TemplateInfo {
-  template_id: string;
-  alias: string | null;
-  status: TemplateStatus;
-  source_kind: SourceKind;
-  source_image_ref: string;
-  latest_job_id: string | null;
-  artifact_id: string | null;
-  created_at: string;
-  updated_at: string;
-  image_info: ImageInfo | null;
-  cpu_count: number;
-  memory_mb: number;
-  disk_size_mb: number;
-  with_cube_ca: boolean;
-  /** Built by the legacy in-process builder and not migrated yet (redo refuses it). */
-  legacy: boolean;
-  error: string | null;
-}
-
-export interface JobInfo {
-  job_id: string;
-  template_id: string;
-  kind: JobKind;
-  status: JobStatus;
-  phase: JobPhase | null;
-  artifact_id: string | null;
-  error: string | null;
-  progress: { layers: Array<{ digest: string; total_bytes: number; done_bytes: number }>; message: string };
-  created_at: string;
-  updated_at: string;
-  finished_at: string | null;
-}
-
-/** Answer of create and redo (202). */
-export interface JobAccepted {
-  template_id: string;
-  job_id: string;
-  status: JobStatus;
-}
+export type TemplateCreate = Wire<typeof S.TemplateCreate>;
+export type TemplateInfo = Wire<typeof S.TemplateInfo>;
+export type ImageInfo = Wire<typeof S.ImageInfo>;
+export type JobInfo = Wire<typeof S.JobInfo>;
+export type JobAccepted = Wire<typeof S.JobAccepted>;
+export type TemplateRef = Wire<typeof S.TemplateRef>;
+export type TemplateAlias = Wire<typeof S.TemplateAlias>;
+export type E2bTemplate = Wire<typeof S.E2bTemplate>;
+export type E2bTemplateDetail = Wire<typeof S.E2bTemplateDetail>;
+export type E2bTemplateCreated = Wire<typeof S.E2bTemplateCreated>;
+export type E2bTemplateAlias = Wire<typeof S.E2bTemplateAlias>;
+export type E2bBuildStatusAnswer = Wire<typeof S.E2bBuildStatus>;

@@ -25,17 +25,20 @@ const SOURCES = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar'] as const
 const OSES = new Set(['linux']);
 const ARCHES = new Set(['amd64', 'arm64', 'arm', '386', 'ppc64le', 's390x', 'riscv64']);
 
-export function parseCreateRequest(body: unknown, defaults: SvcConfig['svclet_conf']): CreateSpec {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw invalidTemplateRequest('body must be a JSON object (TemplateCreate)');
-  const b = body as TemplateCreate & Record<string, unknown>;
+/**
+ * The rules of a TemplateCreate that its schema (template-route-schemas.ts), already checked by the
+ * route, cannot state: exactly one source, paths that are absolute, options that fit the source,
+ * the platform's names, the alias rules; then the defaults.
+ */
+export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svclet_conf']): CreateSpec {
   const given = SOURCES.filter((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
   if (given.length !== 1) {
     throw invalidTemplateRequest(`exactly one source is required: one of ${SOURCES.join(', ')}` +
       (given.length ? ` (got ${given.join(' and ')})` : ''));
   }
-  const kind = given[0];
-  const value = b[kind];
-  if (typeof value !== 'string' || value.length > 4096 || /\s/.test(value)) throw invalidTemplateRequest(`${kind} must be a string without spaces`);
+  const kind = given[0]!;
+  const value = b[kind]!;
+  if (/\s/.test(value)) throw invalidTemplateRequest(`${kind} must be a string without spaces`);
   if (kind !== 'image' && !value.startsWith('/')) throw invalidTemplateRequest(`${kind} must be an absolute path (got "${value}")`);
 
   if (kind !== 'image') {
@@ -50,8 +53,7 @@ export function parseCreateRequest(body: unknown, defaults: SvcConfig['svclet_co
 
   let source: BuildSource;
   if (kind === 'image') {
-    const auth = parseAuth(b.registry_auth);
-    if (b.insecure_registry !== undefined && typeof b.insecure_registry !== 'boolean') throw invalidTemplateRequest('insecure_registry must be a boolean');
+    const auth = b.registry_auth ?? undefined;
     source = { kind: 'registry', ref: value, platform, ...(auth ? { auth } : {}), ...(b.insecure_registry !== undefined ? { insecure: b.insecure_registry } : {}) };
   } else if (kind === 'oci_layout') {
     source = { kind: 'oci-layout', path: value, platform };
@@ -62,9 +64,9 @@ export function parseCreateRequest(body: unknown, defaults: SvcConfig['svclet_co
   }
 
   const withSvcCa = parseCaFlag(b.with_cube_ca, b.with_svc_ca);
-  const cpuCount = intIn(b.cpu_count, 'cpu_count', 1, 256) ?? defaults.default_cpu_count;
-  const memoryMB = intIn(b.memory_mb, 'memory_mb', 64, 4 * 1024 * 1024) ?? defaults.default_memory_mb;
-  const diskGiven = intIn(b.disk_size_mb, 'disk_size_mb', 64, 16 * 1024 * 1024);
+  const cpuCount = b.cpu_count ?? defaults.default_cpu_count;
+  const memoryMB = b.memory_mb ?? defaults.default_memory_mb;
+  const diskGiven = b.disk_size_mb ?? undefined;
   const diskSizeMB = diskGiven ?? defaults.default_disk_size_mb;
   const buildDiskSizeMB = diskGiven ?? 0;
   return {
@@ -79,9 +81,8 @@ export function hostPlatform(): { os: string; architecture: string } {
   return { os: 'linux', architecture: arch ?? process.arch };
 }
 
-function parsePlatform(v: unknown): { os: string; architecture: string; variant?: string } {
+function parsePlatform(v: string | null | undefined): { os: string; architecture: string; variant?: string } {
   if (v === undefined || v === null || v === '') return hostPlatform();
-  if (typeof v !== 'string') throw invalidTemplateRequest('platform must be a string os/arch[/variant]');
   const parts = v.split('/');
   if (parts.length < 2 || parts.length > 3 || parts.some((p) => !/^[a-z0-9]+$/.test(p))) {
     throw invalidTemplateRequest(`platform "${v}" is invalid: use os/arch[/variant], for example linux/amd64 or linux/arm64/v8`);
@@ -92,30 +93,10 @@ function parsePlatform(v: unknown): { os: string; architecture: string; variant?
   return variant ? { os, architecture, variant } : { os, architecture };
 }
 
-function parseAuth(v: unknown): { username: string; password: string } | undefined {
-  if (v === undefined || v === null) return undefined;
-  const a = v as { username?: unknown; password?: unknown };
-  if (typeof v !== 'object' || typeof a.username !== 'string' || typeof a.password !== 'string' || !a.username) {
-    throw invalidTemplateRequest('registry_auth must be {username, password} with string values');
-  }
-  return { username: a.username, password: a.password };
-}
-
 /** `with_cube_ca` is the upstream name (docs/templates.md), `with_svc_ca` ours; both default true and must agree when both are sent. */
-function parseCaFlag(cube: unknown, svc: unknown): boolean {
-  for (const [k, x] of [['with_cube_ca', cube], ['with_svc_ca', svc]] as const) {
-    if (x !== undefined && x !== null && typeof x !== 'boolean') throw invalidTemplateRequest(`${k} must be a boolean`);
-  }
-  const a = typeof cube === 'boolean' ? cube : undefined;
-  const b = typeof svc === 'boolean' ? svc : undefined;
+function parseCaFlag(cube: boolean | null | undefined, svc: boolean | null | undefined): boolean {
+  const a = cube ?? undefined;
+  const b = svc ?? undefined;
   if (a !== undefined && b !== undefined && a !== b) throw invalidTemplateRequest('with_cube_ca and with_svc_ca disagree; send one of them');
   return a ?? b ?? true;
-}
-
-function intIn(v: unknown, name: string, min: number, max: number): number | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw invalidTemplateRequest(`${name} must be an integer from ${min} to ${max}`);
-  }
-  return v;
 }

@@ -97,12 +97,14 @@ onEveryEngine('template routes', {
       [{ image: 'a:1', platform: 'amd64' }, /os\/arch\[\/variant\]/],
       [{ image: 'a:1', platform: 'windows/amd64' }, /os must be linux/],
       [{ image: 'a:1', platform: 'linux/m68k' }, /unknown architecture/],
-      [{ image: 'a:1', registry_auth: { username: 'u' } }, /registry_auth must be/],
+      [{ image: 'a:1', registry_auth: { username: 'u' } }, /^registry_auth\.password is required$/],
       [{ image: 'a:1', with_cube_ca: true, with_svc_ca: false }, /disagree/],
-      [{ image: 'a:1', cpu_count: 0 }, /cpu_count must be an integer/],
-      [{ image: 'a:1', memory_mb: 1.5 }, /memory_mb must be an integer/],
+      [{ image: 'a:1', cpu_count: 0 }, /^cpu_count must be >= 1$/],
+      [{ image: 'a:1', memory_mb: 1.5 }, /^memory_mb must be integer or null$/],
+      [{ image: 'a:1', memoryMB: 512 }, /^memoryMB is not a known field$/],
+      [{ image: 7 }, /^image must be string or null$/],
       [{ image: 'has space:1' }, /without spaces/],
-      ['[1,2]', /JSON object/],
+      ['[1,2]', /^request body must be object$/],
     ];
     for (const [body, message] of cases) {
       const r = typeof body === 'string'

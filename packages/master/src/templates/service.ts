@@ -18,7 +18,7 @@ import { liveSandboxCount, type ArtifactStore, type DefinitionStore } from './st
 import { ACTIVE, type JobStore } from './store/jobs.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
-import type { JobAccepted, JobInfo, TemplateInfo } from '@svc/contracts/template-routes';
+import type { JobAccepted, JobInfo, TemplateCreate, TemplateInfo } from '@svc/contracts/template-routes';
 
 export interface TemplateServiceDeps {
   cfg: SvcConfig;
@@ -59,7 +59,8 @@ export class TemplateService {
     };
   }
 
-  async create(body: unknown): Promise<JobAccepted> {
+  /** `body` has passed the TemplateCreate schema; parseCreateRequest checks what a schema cannot say. */
+  async create(body: TemplateCreate): Promise<JobAccepted> {
     const spec = parseCreateRequest(body, this.d.cfg.svclet_conf);
     const now = Date.now();
     const recipe: BuildRecipe = { source: spec.source, withSvcCa: spec.withSvcCa, diskSizeMB: spec.buildDiskSizeMB };
@@ -83,7 +84,7 @@ export class TemplateService {
   }
 
   /** By id or alias; 404 code 130404 when neither matches. */
-  async row(ref: string | undefined): Promise<TemplateRow> {
+  async row(ref: string | null | undefined): Promise<TemplateRow> {
     if (!ref) throw templateIdRequired();
     const t = await this.d.templates.resolve(ref);
     if (!t) throw templateNotFound(ref);
@@ -91,13 +92,9 @@ export class TemplateService {
   }
 
   /** Absent, null or "" clears the alias. */
-  async setAlias(ref: string, body: unknown): Promise<TemplateInfo> {
-    if (body !== undefined && body !== null && (typeof body !== 'object' || Array.isArray(body))) {
-      throw invalidTemplateRequest('body must be a JSON object {alias}');
-    }
+  async setAlias(ref: string, alias: string | null | undefined): Promise<TemplateInfo> {
     const t = await this.row(ref);
-    const alias = parseAlias((body as { alias?: unknown } | undefined)?.alias);
-    await this.d.templates.setAlias(t.template_id, alias);
+    await this.d.templates.setAlias(t.template_id, parseAlias(alias));
     return this.get(t.template_id);
   }
 
@@ -129,10 +126,8 @@ export class TemplateService {
    * Redo: redistributes a READY artifact (the latest job's, or the current one), or rebuilds from
    * the recorded source. A legacy template fails at once: it has no build recipe.
    */
-  async redo(body: unknown): Promise<JobAccepted> {
-    const ref = (body as { template_id?: unknown } | undefined)?.template_id;
-    if (ref !== undefined && ref !== null && typeof ref !== 'string') throw invalidTemplateRequest('template_id must be a string');
-    const t = await this.row(ref as string | undefined);
+  async redo(ref: string | null | undefined): Promise<JobAccepted> {
+    const t = await this.row(ref);
     if (Number(t.legacy) === 1) {
       const how = t.source_image_ref ? ` (POST /svc/template with "image": "${t.source_image_ref}")` : '';
       return accepted(t.template_id, await this.d.builds.refuse(t, 'REDO',
@@ -164,10 +159,8 @@ export class TemplateService {
   }
 
   /** Moves a legacy artifact from the master's disk into the template center store (CLI tpl merge). */
-  async migrate(body: unknown): Promise<TemplateInfo> {
-    const ref = (body as { template_id?: unknown } | undefined)?.template_id;
-    if (ref !== undefined && ref !== null && typeof ref !== 'string') throw invalidTemplateRequest('template_id must be a string');
-    const t = await this.row(ref as string | undefined);
+  async migrate(ref: string | null | undefined): Promise<TemplateInfo> {
+    const t = await this.row(ref);
     if (!t.artifact_id) throw invalidTemplateRequest(`template ${t.template_id} has no artifact to migrate`);
     const a = await this.d.artifacts.get(t.artifact_id);
     if (!a || a.status !== 'READY') throw invalidTemplateRequest(`artifact ${t.artifact_id} of template ${t.template_id} is ${a?.status ?? 'missing'}, not READY`);

@@ -2,10 +2,10 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { badRequest, errorFromResponse, notFound, SvcError } from '@svc/common';
+import { badRequest, ErrorCodes, errorFromResponse, notFound, SvcError } from '@svc/common';
 import type { TemplateCenterClient } from '@svc/contracts/template-center';
 import type { ArtifactStore } from '../store/artifacts.ts';
-import { oneQueryValue } from './query.ts';
+import { documentRoute } from './document-route.ts';
 
 /** A presigned URL this close to expiry is not handed out any more. */
 const URL_EXPIRY_MARGIN_MS = 10 * 60_000;
@@ -16,37 +16,33 @@ const URL_EXPIRY_MARGIN_MS = 10 * 60_000;
  * presigned URL recorded at build time, everything else streams from the template center.
  */
 export function registerDownloadRoute(app: FastifyInstance, artifacts: ArtifactStore, templateCenter: TemplateCenterClient): void {
-  app.route<{ Querystring: { artifact_id?: string | string[] } }>({
-    method: ['GET', 'HEAD'],
-    url: '/svc/template/artifact/download',
-    handler: async (req, reply) => {
-      const id = oneQueryValue(req.query.artifact_id, 'artifact_id');
-      if (!id) throw badRequest('artifact_id is required');
-      const a = await artifacts.get(id);
-      if (!a) throw notFound(`artifact ${id} not found`);
-      if (a.status !== 'READY') throw notFound(`artifact ${id} is ${a.status}, not downloadable`);
-      const head = req.method === 'HEAD';
-      reply.header('x-svc-artifact-sha256', a.sha256 ?? '');
-      if (a.storage === 'legacy-local') return sendFile(reply, a.location!, head);
-      if (a.download_url && (a.url_expires_at === null || Number(a.url_expires_at) > Date.now() + URL_EXPIRY_MARGIN_MS)) {
-        return reply.redirect(a.download_url, 302);
-      }
-      const res = await templateCenter.download(id, head ? 'HEAD' : 'GET');
-      const location = res.headers.get('location');
-      if (res.status >= 300 && res.status < 400 && location) {
-        await res.body?.cancel();
-        return reply.redirect(location, 302);
-      }
-      if (!res.ok) throw errorFromResponse(res, await res.text());
-      reply.status(200).header('content-type', res.headers.get('content-type') ?? 'application/octet-stream');
-      const length = res.headers.get('content-length');
-      if (length) reply.header('content-length', length);
-      if (head || !res.body) {
-        await res.body?.cancel();
-        return reply.send();
-      }
-      return reply.send(Readable.fromWeb(res.body as never));
-    },
+  documentRoute(app)<{ Querystring: { artifact_id?: string } }>(['GET', 'HEAD'], '/svc/template/artifact/download', async (req, reply) => {
+    const id = req.query.artifact_id;
+    if (!id) throw badRequest('artifact_id is required', ErrorCodes.badRequest);
+    const a = await artifacts.get(id);
+    if (!a) throw notFound(`artifact ${id} not found`);
+    if (a.status !== 'READY') throw notFound(`artifact ${id} is ${a.status}, not downloadable`);
+    const head = req.method === 'HEAD';
+    reply.header('x-svc-artifact-sha256', a.sha256 ?? '');
+    if (a.storage === 'legacy-local') return sendFile(reply, a.location!, head);
+    if (a.download_url && (a.url_expires_at === null || Number(a.url_expires_at) > Date.now() + URL_EXPIRY_MARGIN_MS)) {
+      return reply.redirect(a.download_url, 302);
+    }
+    const res = await templateCenter.download(id, head ? 'HEAD' : 'GET');
+    const location = res.headers.get('location');
+    if (res.status >= 300 && res.status < 400 && location) {
+      await res.body?.cancel();
+      return reply.redirect(location, 302);
+    }
+    if (!res.ok) throw errorFromResponse(res, await res.text());
+    reply.status(200).header('content-type', res.headers.get('content-type') ?? 'application/octet-stream');
+    const length = res.headers.get('content-length');
+    if (length) reply.header('content-length', length);
+    if (head || !res.body) {
+      await res.body?.cancel();
+      return reply.send();
+    }
+    return reply.send(Readable.fromWeb(res.body as never));
   });
 }
 

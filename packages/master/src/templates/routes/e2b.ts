@@ -1,48 +1,50 @@
 import type { FastifyInstance } from 'fastify';
 import { notFound } from '@svc/common';
+import type { E2bBuildStatus, E2bBuildStatusAnswer, E2bTemplate, E2bTemplateDetail, TemplateCreate } from '@svc/contracts/template-routes';
 import type { TemplateService } from '../service.ts';
 import type { JobRow, TemplateRow } from '../tables.ts';
+import { documentRoute } from './document-route.ts';
 
-type BuildStatus = 'building' | 'waiting' | 'ready' | 'error';
-type IdParams = { Params: { id: string } };
+type Id = { Params: { templateID: string } };
 
 /** docs/api.md "Templates (E2B shapes)": the official e2b SDK's template routes. */
 export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateService): void {
-  app.post('/templates', async (req, reply) => {
+  const on = documentRoute(app);
+  on<{ Body: TemplateCreate }>('POST', '/templates', async (req, reply) => {
     const r = await svc.create(req.body);
     reply.status(202);
     return { templateID: r.template_id, buildID: r.job_id };
   });
-  app.get('/templates', async () => {
-    const out = [];
+  on('GET', '/templates', async () => {
+    const out: E2bTemplate[] = [];
     for (const t of await svc.list()) {
       const row = await svc.row(t.template_id);
       out.push(e2bTemplate(row, await svc.jobsOf(row.template_id)));
     }
     return out;
   });
-  app.get<{ Params: { alias: string } }>('/templates/aliases/:alias', async (req) => {
+  on<{ Params: { alias: string } }>('GET', '/templates/aliases/{alias}', async (req) => {
     const t = await svc.row(req.params.alias);
     if (t.alias !== req.params.alias) throw notFound(`template alias ${req.params.alias} not found`, 130404);
     return { templateID: t.template_id, public: false };
   });
-  app.get<IdParams>('/templates/:id', async (req) => {
-    const t = await svc.row(req.params.id);
+  on<Id>('GET', '/templates/{templateID}', async (req): Promise<E2bTemplateDetail> => {
+    const t = await svc.row(req.params.templateID);
     const jobs = await svc.jobsOf(t.template_id);
     return {
       ...names(t), templateID: t.template_id, public: false, createdAt: iso(t.created_at), updatedAt: iso(t.updated_at),
       lastSpawnedAt: null, spawnCount: 0, builds: (await withForeignLatest(svc, t, jobs)).map((j) => e2bBuild(t, j)),
     };
   });
-  app.delete<IdParams>('/templates/:id', async (req, reply) => {
-    await svc.delete(req.params.id);
-    reply.status(204).send();
+  on<Id>('DELETE', '/templates/{templateID}', async (req, reply) => {
+    await svc.delete(req.params.templateID);
+    return reply.status(204).send();
   });
-  app.get<{ Params: { id: string; buildId: string } }>('/templates/:id/builds/:buildId/status', async (req) => {
-    const t = await svc.row(req.params.id);
-    const info = await svc.job(req.params.buildId);
+  on<{ Params: { templateID: string; buildID: string } }>('GET', '/templates/{templateID}/builds/{buildID}/status', async (req): Promise<E2bBuildStatusAnswer> => {
+    const t = await svc.row(req.params.templateID);
+    const info = await svc.job(req.params.buildID);
     if (info.template_id !== t.template_id && t.latest_job_id !== info.job_id) {
-      throw notFound(`build ${req.params.buildId} of template ${t.template_id} not found`);
+      throw notFound(`build ${req.params.buildID} of template ${t.template_id} not found`);
     }
     const status = jobStatus(info.status);
     return {
@@ -53,7 +55,7 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
   });
 }
 
-function e2bTemplate(t: TemplateRow, jobs: JobRow[]) {
+function e2bTemplate(t: TemplateRow, jobs: JobRow[]): E2bTemplate {
   const lastBuilt = [...jobs].reverse().find((j) => j.status === 'BUILT');
   return {
     templateID: t.template_id, buildID: lastBuilt?.job_id ?? t.latest_job_id ?? '', ...names(t),
@@ -81,10 +83,10 @@ async function withForeignLatest(svc: TemplateService, t: TemplateRow, jobs: Job
 const names = (t: TemplateRow) => ({ aliases: t.alias ? [t.alias] : [], names: t.alias ? [t.alias] : [] });
 const iso = (ms: number) => new Date(Number(ms)).toISOString();
 
-function templateStatus(s: string): BuildStatus {
+function templateStatus(s: string): E2bBuildStatus {
   return s === 'ready' ? 'ready' : s === 'failed' ? 'error' : 'building';
 }
 
-function jobStatus(s: string): BuildStatus {
+function jobStatus(s: string): E2bBuildStatus {
   return s === 'PENDING' ? 'waiting' : s === 'RUNNING' ? 'building' : s === 'BUILT' ? 'ready' : 'error';
 }

@@ -1,10 +1,18 @@
 /**
- * Fastify route schemas read from the public OpenAPI document (@svc/contracts): the body,
- * query and path parameters a route validates, and the answers it serializes. Nothing here
- * restates a shape; a route's schema is wherever the document says it is.
+ * Route schemas read from the public OpenAPI document (public-api.ts), for the servers that serve
+ * its routes (the gateway, the master's template routes): the body, query and path parameters a
+ * route validates, and the answers it serializes. Nothing here restates a shape; a route's schema
+ * is wherever the document says it is.
  */
-import type { FastifySchema } from 'fastify';
-import { PUBLIC_API, type PublicPath } from '@svc/contracts';
+import { PUBLIC_API, type PublicPath } from './public-api.ts';
+
+/** What fastify takes as a route's `schema`. */
+export interface RouteSchema {
+  body?: object;
+  querystring?: object;
+  params?: object;
+  response?: Record<string, object>;
+}
 
 type Content = Record<string, { schema?: object }>;
 type Parameter = { name: string; in: string; required?: boolean; schema: object; description?: string };
@@ -48,11 +56,11 @@ function parametersIn(params: readonly Parameter[] | undefined, where: 'query' |
 }
 
 /** The operation of `method` on `path` in the document, as a fastify schema. */
-export function routeSchema(path: PublicPath, method: string): FastifySchema {
+export function routeSchema(path: PublicPath, method: string): RouteSchema {
   const item = PUBLIC_API.paths[path] as unknown as Record<string, Operation | undefined>;
   const op = item[method.toLowerCase()];
   if (!op) throw new Error(`the public API document has no ${method} ${path}`);
-  const schema: FastifySchema = {};
+  const schema: RouteSchema = {};
   const body = jsonSchemaOf(op.requestBody?.content) as { type?: unknown } | undefined;
   // fastify checks an absent body as null: an optional body may be null, or left out.
   if (body) schema.body = op.requestBody?.required ? body : { ...body, type: [body.type, 'null'] };

@@ -1,0 +1,30 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHttpApp, silentLogger } from '@svc/common';
+import { PUBLIC_API } from '@svc/contracts';
+import type { TemplateService } from '../service.ts';
+import { registerDownloadRoute } from './download.ts';
+import { registerE2bTemplateRoutes } from './e2b.ts';
+import { registerSvcTemplateRoutes } from './svc.ts';
+
+test('the template paths of the public OpenAPI document are the ones the master serves', async () => {
+  const app = createHttpApp({ logger: silentLogger() });
+  const served = new Set<string>();
+  app.addHook('onRoute', (r) => {
+    for (const m of [r.method].flat()) if (m !== 'HEAD') served.add(`${m} ${r.url.replace(/:([A-Za-z]+)/g, '{$1}')}`);
+  });
+  // Registering calls no service; the routes only need it when a request comes.
+  const service = {} as TemplateService;
+  registerSvcTemplateRoutes(app, service);
+  registerE2bTemplateRoutes(app, service);
+  registerDownloadRoute(app, {} as never, {} as never);
+  await app.ready();
+  const documented = new Set<string>();
+  for (const [path, item] of Object.entries(PUBLIC_API.paths)) {
+    if (!/^\/(svc\/template|templates)(\/|$)/.test(path)) continue;
+    for (const m of Object.keys(item)) documented.add(`${m.toUpperCase()} ${path}`);
+  }
+  assert.deepEqual([...served].filter((r) => !documented.has(r)).sort(), [], 'served but not documented');
+  assert.deepEqual([...documented].filter((r) => !served.has(r)).sort(), [], 'documented but not served');
+  await app.close();
+});
