@@ -8,4 +8,5 @@ export * from './config.ts';
 export * from './ids.ts';
 export * from './secrets.ts';
 export { schemaError } from './schema-validation.ts';
+export * from './periodic.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

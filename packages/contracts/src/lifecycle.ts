@@ -6,7 +6,7 @@
  *   POST /internal/v1/proxies/heartbeat    → 204 (body ProxyAnnouncement)
  * Events it consumes from the coordination bus: topic `sandbox.events` (SandboxEvent).
  */
-import { JsonClient, parseListen } from '@svc/common';
+import { JsonClient, parseListen, type TaskStats } from '@svc/common';
 import type { SandboxRoute } from './master-internal.ts';
 
 export interface LifecycleHealth {
@@ -16,6 +16,8 @@ export interface LifecycleHealth {
   warmingUp: boolean;
   /** `sandbox.created` events this replica applied since it started. */
   createEventsApplied: number;
+  /** How the replica's background tasks fare (the idle sweep). */
+  tasks: Record<string, TaskStats>;
 }
 
 export interface ProxyAnnouncement {

@@ -2,7 +2,7 @@
  * The master's internal routes, called by the other components (never by users).
  * They must stay on cluster-internal addresses (loopback in the one-host install).
  *
- *   GET  /notify/health                              → { ok: true, damagedSandboxRows } (no database access; rows a list skipped)
+ *   GET  /notify/health                              → { ok: true, damagedSandboxRows, tasks } (no database access; rows a list skipped; background tasks' counts)
  *   POST /internal/v1/nodes/register                 → RegisterNodeResult   (body RegisterNode)
  *   POST /internal/v1/nodes/:nodeId/heartbeat        → 204 | 404 (unknown: register again)
  *   GET  /internal/v1/sandboxes/:id/route            → SandboxRoute | 404

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { SvcError, badRequest, createHttpApp, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { Periodic, badRequest, createHttpApp, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
 import { lifecycleReplicaListen, type LifecycleHealth, type ProxyAnnouncement } from '@svc/contracts/lifecycle';
 import { consumeSandboxEvents } from './event-consumer.ts';
@@ -66,7 +66,10 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: Li
   const events = consumeSandboxEvents({ coord: deps.coordination, logger, isLeader: () => election.isLeader(), purgeProxies });
 
   const app = createHttpApp({ logger });
-  app.get('/health', async (): Promise<LifecycleHealth> => ({ ok: true, replicaId, leader: election.isLeader(), warmingUp: warmingUp(), createEventsApplied: events.created() }));
+  const periodic = new Periodic(logger);
+  app.get('/health', async (): Promise<LifecycleHealth> => ({
+    ok: true, replicaId, leader: election.isLeader(), warmingUp: warmingUp(), createEventsApplied: events.created(), tasks: periodic.stats(),
+  }));
   app.post<{ Body: { sandboxId?: unknown } }>('/internal/resume', async (req) => {
     const id = req.body?.sandboxId;
     if (typeof id !== 'string' || id === '') throw badRequest('sandboxId is required');
@@ -83,23 +86,7 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: Li
   const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`;
 
   election.start();
-  let stopped = false;
-  let sweeping: Promise<unknown> = Promise.resolve();
-  let sweepTimer: NodeJS.Timeout | undefined;
-  let sweepFailing = false; // logged once per outage, not once per sweep
-  const sweepLoop = () => {
-    if (stopped) return;
-    sweeping = (election.isLeader() && !warmingUp() ? sweeper.sweepOnce() : Promise.resolve())
-      .then(() => {
-        if (sweepFailing) logger.info('idle sweeps work again');
-        sweepFailing = false;
-      }, (err) => {
-        if (!sweepFailing) logger.warn({ err: (err as SvcError).message }, 'idle sweep failed');
-        sweepFailing = true;
-      })
-      .finally(() => { if (!stopped) sweepTimer = setTimeout(sweepLoop, lc.sweep_interval_ms); });
-  };
-  sweepTimer = setTimeout(sweepLoop, lc.sweep_interval_ms);
+  periodic.every('idle sweep', lc.sweep_interval_ms, () => (election.isLeader() && !warmingUp() ? sweeper.sweepOnce() : undefined));
   logger.info({ url, warmupSec: lc.warmup_sec }, 'lifecycle manager listening');
 
   return {
@@ -107,11 +94,9 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: Li
     url,
     isLeader: () => election.isLeader(),
     async close() {
-      stopped = true;
-      clearTimeout(sweepTimer);
       events.close();
       await app.close();
-      await sweeping;
+      await periodic.stop();
       await election.close();
     },
   };

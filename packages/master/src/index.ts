@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createHttpApp, parseListen, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { createHttpApp, parseListen, Periodic, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { openDatabase, type Db } from './db/connect.ts';
 import { migrate } from './db/migrator.ts';
 import { migrations } from './migrations/index.ts';
@@ -39,16 +39,17 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
 
   const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024 });
   const nodes = new NodeRegistry(db.kysely);
+  const periodic = new Periodic(logger);
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes })
-    : await startTemplates(cfg, { app, db, nodes, coordination, logger });
+    : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic });
   const repo = new SandboxRepo(db.kysely, db.driver);
   const sandboxes = new SandboxService({
     cfg, repo, nodes, templates: templates.resolver, coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
   });
 
-  app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list() }));
+  app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));
   registerSandboxRoutes(app, sandboxes, logger);
   registerNodeRoutes(app, nodes, (nodeId) => {
     sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'node reconcile failed'));
@@ -57,19 +58,13 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     sandboxes.recordEnded(nodeId, ended).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'recording sandboxes that ended on a node failed'));
   });
 
-  const timers = [
-    setInterval(() => {
-      repo.stuck(Date.now() - 60_000).then(async (rows) => {
-        for (const nodeId of new Set(rows.map((r) => r.node_id))) {
-          await sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'reconcile of a node with stuck sandboxes failed'));
-        }
-      }).catch((err) => logger.warn({ err: (err as Error).message }, 'looking for stuck sandboxes failed'));
-    }, 30_000),
-    setInterval(() => {
-      repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS).catch((err) => logger.warn({ err: (err as Error).message }, 'purging old terminated sandboxes failed'));
-    }, 600_000),
-  ];
-  for (const t of timers) t.unref();
+  periodic.every('stuck sandbox reconcile', 30_000, async () => {
+    const rows = await repo.stuck(Date.now() - 60_000);
+    for (const nodeId of new Set(rows.map((r) => r.node_id))) {
+      await sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'reconcile of a node with stuck sandboxes failed'));
+    }
+  });
+  periodic.every('terminated sandbox purge', 600_000, () => repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS));
 
   const { host, port } = parseListen(cfg.master.listen);
   await app.listen({ host, port });
@@ -78,7 +73,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   return {
     url, app, db, sandboxes, nodes, templates,
     async close() {
-      for (const t of timers) clearInterval(t);
+      await periodic.stop();
       await templates.close();
       await app.close();
       await db.close();

@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createHttpApp, parseListen, SvcError, type Logger, type SvcConfig } from '@svc/common';
+import { createHttpApp, parseListen, Periodic, SvcError, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo } from '@svc/contracts/node-agent';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
 import { enableIpForwarding, raisePidMax, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
@@ -131,8 +131,9 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
       warmPool: service.pool.stats(),
     };
   };
+  const periodic = new Periodic(logger);
   registerRoutes(app, {
-    service, nodeInfo, nodeId,
+    service, nodeInfo, nodeId, tasks: () => periodic.stats(),
     createDefaults: { diskSizeMB: sc.default_disk_size_mb, timeoutMs: cfg.master.create_timeout_insec * 1000 },
   });
   const { host, port } = parseListen(nc.listen);
@@ -155,21 +156,12 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     : undefined;
   link?.start();
 
-  let sweeping = false;
-  const liveness = setInterval(() => {
-    if (sweeping) return;
-    sweeping = true;
-    service.sweepDead().catch((err) => logger.error({ err }, 'liveness sweep failed')).finally(() => { sweeping = false; });
-  }, opts.livenessIntervalMs ?? 5_000);
-  liveness.unref();
+  periodic.every('liveness sweep', opts.livenessIntervalMs ?? 5_000, () => service.sweepDead());
   const memoryWatch = driver.memoryUsedBytes
     ? new MemoryWatch({ logger, running: () => service.runningInstances(), usedBytes: (inst) => driver.memoryUsedBytes!(inst.ref) })
     : undefined;
   memoryWatch?.start();
-  const memoryTimer = setInterval(() => {
-    memory.measure().catch((err) => logger.warn({ err: (err as Error).message }, 'measuring memory failed'));
-  }, 2_000);
-  memoryTimer.unref();
+  periodic.every('memory measure', 2_000, () => memory.measure());
 
   logger.info({ nodeId, url, runtime: driver.kind, platform, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');
 
@@ -179,8 +171,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     nodeId,
     close(closeOpts = {}) {
       closed ??= (async () => {
-        clearInterval(liveness);
-        clearInterval(memoryTimer);
+        await periodic.stop();
         memoryWatch?.stop();
         link?.stop();
         await app.close();

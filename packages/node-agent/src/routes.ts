@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { TaskStats } from '@svc/common';
 import type { NodeInfo } from '@svc/contracts/node-agent';
 import type { SandboxService } from './sandboxes/service.ts';
 import { checkSandboxId, parseCreate, parseEnsureArtifact, parseNetworkUpdate } from './validate.ts';
@@ -8,6 +9,8 @@ export interface RouteDeps {
   service: SandboxService;
   nodeInfo: () => NodeInfo;
   nodeId: string;
+  /** How the agent's background tasks fare (health). */
+  tasks: () => Record<string, TaskStats>;
   createDefaults: { diskSizeMB: number; timeoutMs: number };
 }
 
@@ -18,7 +21,7 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   const s = d.service;
   const id = (params: { id: string }) => { checkSandboxId(params.id); return params.id; };
 
-  app.get('/health', async () => ({ ok: true, nodeId: d.nodeId }));
+  app.get('/health', async () => ({ ok: true, nodeId: d.nodeId, tasks: d.tasks() }));
   app.get('/v1/node', async () => d.nodeInfo());
 
   app.post('/v1/sandboxes', async (req, reply) => reply.status(201).send(await s.create(parseCreate(req.body, d.createDefaults))));

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { randomId, withLock, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { randomId, withLock, type Coordination, type Logger, type Periodic, type SvcConfig } from '@svc/common';
 import { TemplateCenterClient } from '@svc/contracts/template-center';
 import type { Db } from '../db/connect.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
@@ -28,8 +28,8 @@ export interface TemplatesDeps {
   logger: Logger;
   /** How long unreferenced artifacts and superseded definitions are kept (default 1 hour). */
   artifactGraceMs?: number;
-  /** false: no background reconciler or GC sweep (tests drive reconcileOnce / sweepOnce). */
-  background?: boolean;
+  /** Where the background reconciler and GC sweep run; absent: none (tests drive reconcileOnce / sweepOnce). */
+  periodic?: Periodic;
 }
 
 /** What the rest of the master uses (other tests may replace the module with a fake of this). */
@@ -89,17 +89,10 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
   const lockTtlMs = Math.max(60_000, tc.reconcile.interval_sec * 1000);
   const reconcileOnce = () => builds.reconcile();
   const sweepOnce = () => cleanup.sweep();
-  const periodic = async () => {
-    await withLock(coordination, 'svc:templates:reconcile', holder, lockTtlMs, reconcileOnce)
-      .catch((err) => logger.warn({ err: (err as Error).message }, 'template reconcile failed'));
-    await withLock(coordination, 'svc:templates:gc', holder, lockTtlMs, sweepOnce)
-      .catch((err) => logger.warn({ err: (err as Error).message }, 'artifact GC sweep failed'));
-  };
-  const timers: NodeJS.Timeout[] = [];
-  if (deps.background !== false) {
-    timers.push(setInterval(() => { void periodic(); }, tc.reconcile.interval_sec * 1000));
-    timers.push(setTimeout(() => { void periodic(); }, 10_000));
-    for (const t of timers) t.unref();
+  if (deps.periodic) {
+    const every = tc.reconcile.interval_sec * 1000;
+    deps.periodic.every('template reconcile', every, () => withLock(coordination, 'svc:templates:reconcile', holder, lockTtlMs, reconcileOnce), { firstAfterMs: 10_000 });
+    deps.periodic.every('artifact GC sweep', every, () => withLock(coordination, 'svc:templates:gc', holder, lockTtlMs, sweepOnce), { firstAfterMs: 10_000 });
   }
 
   const nodeSyncs = new Map<string, Promise<void>>();
@@ -134,7 +127,6 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
     sweepOnce,
     settled,
     async close() {
-      for (const t of timers) clearTimeout(t);
       // A distribution may wait minutes on a node; an abandoned one is failed by the reconciler later.
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([settled(), new Promise((r) => { timer = setTimeout(r, CLOSE_WAIT_MS); })]);

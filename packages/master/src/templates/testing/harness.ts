@@ -65,7 +65,7 @@ export class Harness {
     h.coordination = o.coordination ?? new MemoryCoordination();
     h.module = await startTemplates(h.cfg, {
       app: h.app, db: h.db, nodes: h.nodes, coordination: h.coordination, logger: silentLogger(),
-      artifactGraceMs: o.graceMs ?? 3600_000, background: false,
+      artifactGraceMs: o.graceMs ?? 3600_000,
     });
     await h.app.listen({ host: '127.0.0.1', port });
     return h;
