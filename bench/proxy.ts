@@ -298,7 +298,7 @@ async function main() {
       const coordination = new MemoryCoordination();
       const lc = await startLifecycle(
         { lifecycle: { replicas: 1, listen: '127.0.0.1:0', sweep_interval_ms: 60_000, warmup_sec: 3600, lease_ttl_ms: 5_000 } },
-        { logger: silentLogger(), master: new MasterInternalClient(masterUrl), coordination, replicaIndex: 0, proxyAdminToken: '' },
+        { logger: silentLogger(), master: new MasterInternalClient(masterUrl), coordination, replicaIndex: 0 },
       );
       lifecycleUrl = lc.url;
       stops.push(() => lc.close());

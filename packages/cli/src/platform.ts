@@ -39,7 +39,6 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
     for (let i = 0; i < cfg.lifecycle.replicas; i++) {
       const lc = await startLifecycle(cfg, {
         logger: logger.child({ component: 'lifecycle' }), master: masterInternal, coordination, replicaIndex: i,
-        proxyAdminToken: cfg.svcproxy.admin_token,
       });
       lifecycleUrls.push(lc.url);
       closers.push(() => lc.close());

@@ -1,20 +1,17 @@
 import { badRequest, type Coordination, type Logger } from '@svc/common';
-import { ProxyAdminClient } from './proxy-admin.ts';
 import { PROXY_INDEX_KEY, PROXY_INDEX_LOCK, PROXY_KV_PREFIX, PROXY_TTL_MS, type ProxyAnnouncement } from './lifecycle.ts';
 
 const PROXY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * The data-plane proxies that announced themselves, kept in the coordination kv (layout in
- * api.ts) so every replica sees every proxy, and the cache purge sent to all of them.
+ * lifecycle.ts) so every replica and the master see every proxy: the lifecycle records the
+ * announcements, the master lists them to purge their caches (docs/design.md, "Events and caches").
  */
 export class ProxyRegistry {
-  private readonly clients = new Map<string, ProxyAdminClient>();
-
   constructor(
     private readonly coord: Coordination,
     private readonly holder: string,
-    private readonly adminToken: string,
     private readonly logger: Logger,
     private readonly ttlMs = PROXY_TTL_MS,
   ) {}
@@ -33,30 +30,6 @@ export class ProxyRegistry {
     const out: ProxyAnnouncement[] = [];
     ids.forEach((proxyId, i) => { if (urls[i]) out.push({ proxyId, adminUrl: urls[i]! }); });
     return out;
-  }
-
-  /** Purges the sandboxes from every live proxy's backend cache. Best effort; never throws. */
-  async purgeEverywhere(sandboxIds: string[]): Promise<void> {
-    let proxies: ProxyAnnouncement[];
-    try {
-      proxies = await this.list();
-    } catch (err) {
-      this.logger.warn({ err: (err as Error).message }, 'could not list proxies for a cache purge');
-      return;
-    }
-    await Promise.all(proxies.map(async (p) => {
-      try {
-        await this.client(p.adminUrl).purge(sandboxIds);
-      } catch (err) {
-        this.logger.warn({ proxyId: p.proxyId, sandboxIds, err: (err as Error).message }, 'proxy cache purge failed');
-      }
-    }));
-  }
-
-  private client(adminUrl: string): ProxyAdminClient {
-    let c = this.clients.get(adminUrl);
-    if (!c) { c = new ProxyAdminClient(adminUrl, this.adminToken); this.clients.set(adminUrl, c); }
-    return c;
   }
 
   private async readIndex(): Promise<string[]> {

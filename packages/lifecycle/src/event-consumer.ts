@@ -4,27 +4,20 @@ import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/contracts/lifecycl
 export interface EventConsumerDeps {
   coord: Coordination;
   logger: Logger;
-  /** Only one replica (the leader) fans cache purges out to the proxies. */
-  isLeader: () => boolean;
-  purgeProxies: (sandboxId: string) => void;
 }
 
 /**
- * Consumes sandbox lifecycle events: records new sandboxes and, on the leader, purges the
- * proxies' cached routes when a sandbox pauses, resumes or dies by someone else's hand
- * (an API pause, a connect), so no proxy keeps sending to a stale backend.
+ * Consumes sandbox lifecycle events: counts the creates it has seen (its health answer). Proxies'
+ * cached routes are not its business: the master purges them on every change (docs/design.md,
+ * "Events and caches").
  */
 export function consumeSandboxEvents(d: EventConsumerDeps): { close(): void; created: () => number } {
   let created = 0;
   const unsubscribe = d.coord.subscribe(SANDBOX_EVENTS_TOPIC, (raw) => {
     const ev = raw as Partial<SandboxEvent>;
-    if (typeof ev?.sandboxId !== 'string' || typeof ev.kind !== 'string') return;
-    if (ev.kind === 'sandbox.created') {
-      created++;
-      d.logger.info({ sandboxId: ev.sandboxId }, 'create event applied');
-      return;
-    }
-    if (d.isLeader()) d.purgeProxies(ev.sandboxId);
+    if (typeof ev?.sandboxId !== 'string' || ev.kind !== 'sandbox.created') return;
+    created++;
+    d.logger.info({ sandboxId: ev.sandboxId }, 'create event applied');
   });
   return { close: unsubscribe, created: () => created };
 }

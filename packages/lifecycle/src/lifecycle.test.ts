@@ -25,7 +25,7 @@ async function setup(cfg: LcCfg, replicas = 2, coordination: Coordination = new 
   const running: RunningLifecycle[] = [];
   for (let i = 0; i < replicas; i++) {
     running.push(await startLifecycle(cfg, {
-      logger: logs.logger, master: new MasterInternalClient(master.url), coordination, replicaIndex: i, proxyAdminToken: '',
+      logger: logs.logger, master: new MasterInternalClient(master.url), coordination, replicaIndex: i,
     }));
   }
   cleanups.push(async () => {
@@ -139,7 +139,7 @@ test('a resume that waits on another replica gives up with 503 within its bound'
   await master.start();
   const coordination = new MemoryCoordination();
   const lc = await startLifecycle(cfgWith(), {
-    logger: captureLogs().logger, master: new MasterInternalClient(master.url), coordination, replicaIndex: 0, proxyAdminToken: '',
+    logger: captureLogs().logger, master: new MasterInternalClient(master.url), coordination, replicaIndex: 0,
     tuning: { resumeTimeoutMs: 400 },
   });
   cleanups.push(async () => { await lc.close(); await master.close(); });

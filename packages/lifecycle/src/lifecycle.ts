@@ -25,8 +25,6 @@ export interface LifecycleDeps {
   coordination: Coordination;
   /** 0-based; replica i listens on lifecycle.listen's port + i. */
   replicaIndex: number;
-  /** Sent as X-Svc-Admin-Token when purging proxy caches (svcproxy.admin_token). */
-  proxyAdminToken: string;
   tuning?: Partial<LifecycleTuning>;
 }
 
@@ -53,17 +51,15 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: Li
     const now = Date.now();
     return now < startedAt + warmupMs || now < election.leaderSince() + warmupMs;
   };
-  const registry = new ProxyRegistry(deps.coordination, replicaId, deps.proxyAdminToken, logger);
-  const purgeProxies = (id: string) => { void registry.purgeEverywhere([id]); };
+  const registry = new ProxyRegistry(deps.coordination, replicaId, logger);
   const resumer = new ResumeCoordinator(deps.master, deps.coordination, replicaId,
-    { timeoutMs: tuning.resumeTimeoutMs, pollMs: tuning.resumePollMs, lockTtlMs }, logger, purgeProxies);
+    { timeoutMs: tuning.resumeTimeoutMs, pollMs: tuning.resumePollMs, lockTtlMs }, logger);
   const sweeper = new Sweeper({
     master: deps.master, coord: deps.coordination, replicaId, logger, lockTtlMs,
     concurrency: tuning.sweepConcurrency,
     mayAct: () => election.isLeader() && !warmingUp(),
-    afterAction: purgeProxies,
   });
-  const events = consumeSandboxEvents({ coord: deps.coordination, logger, isLeader: () => election.isLeader(), purgeProxies });
+  const events = consumeSandboxEvents({ coord: deps.coordination, logger });
 
   const app = createHttpApp({ logger });
   const periodic = new Periodic(logger);

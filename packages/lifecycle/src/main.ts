@@ -21,7 +21,7 @@ if (indexes.some((i) => !Number.isInteger(i) || i < 0)) {
 
 const replicas: RunningLifecycle[] = [];
 for (const replicaIndex of indexes) {
-  replicas.push(await startLifecycle(cfg, { logger, master, coordination, replicaIndex, proxyAdminToken: cfg.svcproxy.admin_token }));
+  replicas.push(await startLifecycle(cfg, { logger, master, coordination, replicaIndex }));
 }
 
 let stopping = false;

@@ -47,7 +47,7 @@ const lcCfg = (): Pick<SvcConfig, 'lifecycle'> => ({
 async function inProcessReplica(master: FakeMaster, db: number, replicaIndex: number) {
   const logs = captureLogs();
   const lc = await startLifecycle(lcCfg(), {
-    logger: logs.logger, master: new MasterInternalClient(master.url), coordination: coordination(db), replicaIndex, proxyAdminToken: '',
+    logger: logs.logger, master: new MasterInternalClient(master.url), coordination: coordination(db), replicaIndex,
   });
   cleanups.push(() => lc.close());
   return { lc, logs };

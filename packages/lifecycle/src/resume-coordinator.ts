@@ -25,7 +25,6 @@ export class ResumeCoordinator {
     private readonly replicaId: string,
     private readonly timing: ResumeTiming,
     private readonly logger: Logger,
-    private readonly afterResume: (sandboxId: string) => void,
   ) {}
 
   resume(sandboxId: string): Promise<SandboxRoute> {
@@ -68,7 +67,6 @@ export class ResumeCoordinator {
     const started = Date.now();
     const route = await this.master.resume(sandboxId, 'auto');
     this.logger.info({ sandboxId, ms: Date.now() - started }, 'auto-resumed sandbox');
-    this.afterResume(sandboxId);
     return route;
   }
 }

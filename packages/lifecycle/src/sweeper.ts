@@ -28,7 +28,6 @@ export interface SweeperDeps {
   concurrency: number;
   /** Checked before every action: a replica that lost the lease mid-sweep stops at once. */
   mayAct: () => boolean;
-  afterAction: (sandboxId: string) => void;
 }
 
 /** One idle sweep: asks the master what is due and pauses or kills each, under its lock. */
@@ -68,7 +67,6 @@ export class Sweeper {
           logger.info({ sandboxId: s.sandboxId, was: s.state }, 'timeout-killed sandbox');
           out.killed.push(s.sandboxId);
         }
-        this.d.afterAction(s.sandboxId);
         return true;
       });
       if (!r.acquired || !r.value) out.skipped.push(s.sandboxId);

@@ -1,7 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PROXY_INDEX_KEY, PROXY_KV_PREFIX } from '@svc/contracts/lifecycle';
+import { silentLogger } from '@svc/common';
 import { ProxyAdminClient } from '@svc/contracts/proxy-admin';
+import { ProxyRegistry } from '@svc/contracts/proxy-registry';
 import { adminTokenAccepted } from './admin-server.ts';
 import { call, sandboxHost } from './testing/client.ts';
 import { startPlatform, Upstream } from './testing/harness.ts';
@@ -71,7 +73,7 @@ test('healthz reports the last announcement; the proxy is recorded in the lifecy
   }
 });
 
-test('a resume by the lifecycle manager purges the proxy cache through the admin API', async () => {
+test('a purge sent to every announced proxy, as the master sends one after a change, empties their caches', async () => {
   const p = await startPlatform({ proxyAdminToken: 'tok-x' });
   const up = new Upstream();
   await up.listen();
@@ -81,10 +83,15 @@ test('a resume by the lifecycle manager purges the proxy cache through the admin
     p.master.add({ sandboxId: 'cached', envdPort: up.port });
     await call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'cached') });
     assert.equal((await admin.health()).cachedBackends, 1);
+    // A resume by the lifecycle manager no longer purges by itself: the master's resume does.
     p.master.set('cached', { state: 'paused' });
     const lifecycle = await fetch(`${p.lifecycles[0].url}/internal/resume`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sandboxId":"cached"}' });
     assert.equal(lifecycle.status, 200);
-    await waitFor(async () => (await admin.health()).cachedBackends === 0);
+    assert.equal((await admin.health()).cachedBackends, 1);
+    const announced = await new ProxyRegistry(p.coordination, 'test', silentLogger()).list();
+    assert.deepEqual(announced.map((a) => a.proxyId), [p.proxy.proxyId]);
+    for (const a of announced) await new ProxyAdminClient(a.adminUrl, 'tok-x').purge(['cached']);
+    assert.equal((await admin.health()).cachedBackends, 0);
   } finally {
     await p.close();
     await up.close();

@@ -3,7 +3,7 @@ import { LifecycleClient, type ProxyAnnouncement } from '@svc/contracts/lifecycl
 
 /**
  * Tells every lifecycle replica, every few seconds, that this proxy exists and where its admin
- * API is, so they can purge its backend cache after a resume.
+ * API is; they record it where the master finds it to purge this proxy's cache after a change.
  */
 export class Announcer {
   /** Epoch milliseconds of the last announcement some replica accepted (0: never). */

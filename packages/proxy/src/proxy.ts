@@ -93,13 +93,13 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
     purgeRoute: (id) => { cache.purge([id]); },
   };
 
-  // Lifecycle events (from the master or the lifecycle manager) make a cached route stale at once.
   // A new sandbox's route is fetched as soon as it is announced: the SDK's first request follows
   // the create's answer within milliseconds, and would otherwise wait for the look-up itself.
+  // Other changes reach the cache one way only, the master's purge through the admin API
+  // (docs/design.md, "Events and caches").
   const unsubscribe = deps.coordination.subscribe(SANDBOX_EVENTS_TOPIC, (e) => {
     const ev = e as Partial<SandboxEvent>;
-    if (typeof ev.sandboxId !== 'string') return;
-    if (ev.kind !== 'sandbox.created') { cache.purge([ev.sandboxId]); return; }
+    if (typeof ev.sandboxId !== 'string' || ev.kind !== 'sandbox.created') return;
     const sandboxId = ev.sandboxId;
     cache.load(sandboxId).catch((err: Error) => logger.debug({ sandboxId, err: err.message }, 'route prefetch of a new sandbox failed; its first request looks it up'));
   });

@@ -2,7 +2,10 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RedisCoordination } from '@svc/common/redis-coordination';
 import { startRedisServer, type TestRedis } from '@svc/common/redis-coordination-test-server';
-import { PROXY_INDEX_KEY, SANDBOX_EVENTS_TOPIC } from '@svc/contracts/lifecycle';
+import { silentLogger } from '@svc/common';
+import { PROXY_INDEX_KEY } from '@svc/contracts/lifecycle';
+import { ProxyAdminClient } from '@svc/contracts/proxy-admin';
+import { ProxyRegistry } from '@svc/contracts/proxy-registry';
 import { call } from './testing/client.ts';
 import { startPlatform, Upstream } from './testing/harness.ts';
 
@@ -10,7 +13,7 @@ let redis: TestRedis;
 before(async () => { redis = await startRedisServer(); });
 after(async () => { await redis.stop(); });
 
-test('on Redis coordination: announcements land in Redis, auto-resume works, and events purge cached routes', async () => {
+test('on Redis coordination: announcements land in Redis, auto-resume works, and a purge to the proxies listed there drops cached routes', async () => {
   const coordination = new RedisCoordination({ host: redis.host, port: redis.port, prefix: 'pxtest:' });
   const p = await startPlatform({ coordination });
   const up = new Upstream('r');
@@ -26,15 +29,14 @@ test('on Redis coordination: announcements land in Redis, auto-resume works, and
       const h = { 'E2b-Sandbox-Id': 'rz' };
       assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 200);
       assert.equal(p.master.calls.resume.length, 1);
-      await new Promise((r) => setTimeout(r, 200)); // the lifecycle's purge after the resume lands
       assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 200);
 
-      // Killed behind the cache's back; the event, published by another process, purges the route.
+      // Killed; another process (the master) lists the proxies from Redis and purges the route.
       p.master.set('rz', { state: 'terminated', terminateReason: 'killed' });
       assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 200, 'still cached');
-      await observer.publish(SANDBOX_EVENTS_TOPIC, { kind: 'sandbox.killed', sandboxId: 'rz', at: new Date().toISOString() });
+      for (const a of await new ProxyRegistry(observer, 'observer', silentLogger()).list()) await new ProxyAdminClient(a.adminUrl, '').purge(['rz']);
       // No port named: envd's, which answers a killed sandbox with 502 (docs/compatibility.md).
-      await waitFor(async () => (await call(p.proxy.httpUrl, { headers: h })).status === 502);
+      assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 502);
     } finally {
       await observer.close();
     }

@@ -113,7 +113,6 @@ export interface Platform {
 
 export interface PlatformOptions {
   proxyAdminToken?: string;
-  masterAdminToken?: string;
   lifecycleReplicas?: number;
   /** Override the lifecycle URLs the proxy uses (e.g. an unreachable one). */
   lifecycleUrls?: string[];
@@ -138,7 +137,6 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   for (let i = 0; i < cfg.lifecycle.replicas; i++) {
     lifecycles.push(await startLifecycle(cfg, {
       logger: logs.logger.child({ c: 'lifecycle' }), master: masterClient, coordination, replicaIndex: i,
-      proxyAdminToken: opts.masterAdminToken ?? opts.proxyAdminToken ?? '',
     }));
   }
   const proxy = await startProxy(cfg, {
