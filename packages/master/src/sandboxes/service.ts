@@ -18,6 +18,8 @@ import * as T from './timeouts.ts';
 
 const LOCK_TTL_MS = 120_000;
 const DELETE_TIMEOUT_MS = 30_000;
+/** The longest a state change waits for the proxies to drop their cached route before it answers. */
+const PURGE_WAIT_MS = 1_000;
 const LIVE: SandboxState[] = ['running', 'pausing', 'paused', 'resuming', 'killing'];
 
 export interface SandboxServiceDeps {
@@ -198,7 +200,7 @@ export class SandboxService {
       await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
     });
     if (reason === 'timeout') this.d.logger.info({ sandboxId: id }, 'sandbox timed out and was killed');
-    this.changed('sandbox.killed', id, reason);
+    await this.changed('sandbox.killed', id, reason);
   }
 
   async pause(id: string, reason: LifecycleReason = 'api'): Promise<SandboxRecord> {
@@ -220,7 +222,7 @@ export class SandboxService {
       }
       return toRecord((await this.d.repo.get(id))!);
     });
-    this.changed('sandbox.paused', id, reason);
+    await this.changed('sandbox.paused', id, reason);
     return out;
   }
 
@@ -272,7 +274,7 @@ export class SandboxService {
       await this.d.repo.update(id, { state: 'running', pause_kind: null, address: node.address, timeout_sec: d.timeoutSec, end_at: d.endAt });
       return toRecord((await this.d.repo.get(id))!);
     });
-    this.changed('sandbox.resumed', id, reason);
+    await this.changed('sandbox.resumed', id, reason);
     return out;
   }
 
@@ -414,7 +416,7 @@ export class SandboxService {
   /** A sandbox its node no longer runs: terminated here, with the reason, and announced. */
   private async markEnded(id: string, reason: TerminateReason): Promise<void> {
     await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
-    this.changed('sandbox.killed', id, reason);
+    await this.changed('sandbox.killed', id, reason);
   }
 
   /** A live (non-terminated) row: 404 when unknown, 410 when it was killed or timed out. */
@@ -439,13 +441,16 @@ export class SandboxService {
   }
 
   /**
-   * A sandbox changed state: announced on the bus (the lifecycle manager, and every proxy drops
-   * its cached route) and purged from every announced proxy's cache over its admin route, so a
-   * proxy that missed the event does not keep a stale route either (docs/design.md, "Events and caches").
+   * A sandbox changed state: announced on the bus, and purged from every announced proxy's cache
+   * over its admin route before the caller answers, so the next request through any proxy sees
+   * the change (docs/design.md, "Events and caches"). A proxy slower than PURGE_WAIT_MS is not
+   * waited for: its purge still lands, a moment later.
    */
-  private changed(kind: Exclude<SandboxEventKind, 'sandbox.created'>, sandboxId: string, reason?: string): void {
+  private async changed(kind: Exclude<SandboxEventKind, 'sandbox.created'>, sandboxId: string, reason?: string): Promise<void> {
     this.emit(kind, sandboxId, reason);
-    void this.d.proxies.purge([sandboxId]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.d.proxies.purge([sandboxId]), new Promise((r) => { timer = setTimeout(r, PURGE_WAIT_MS); })]);
+    clearTimeout(timer);
   }
 
   private emit(kind: SandboxEventKind, sandboxId: string, reason?: string) {
