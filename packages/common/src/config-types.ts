@@ -82,6 +82,8 @@ export interface SvcConfig {
     };
     /** Image layer blobs kept between builds: '' dir is <artifact_dir>/.blobs; 0 MB keeps nothing once a build ends. */
     blob_cache: { dir: string; max_mb: number };
+    /** PEM of the egress root CA, baked into templates built with with_svc_ca; '': none yet. */
+    ca_cert_file: string;
   };
   lifecycle: {
     replicas: number;

@@ -9,4 +9,5 @@ export * from './ids.ts';
 export * from './secrets.ts';
 export { schemaError } from './schema-validation.ts';
 export * from './periodic.ts';
+export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

@@ -20,7 +20,7 @@ export interface TemplateCenterOptions {
   coordination: Coordination;
   /** Where status callbacks go (default cfg.master.addr). */
   masterAddr?: string;
-  /** PEM of the egress root CA, baked in when a build asks withSvcCa. */
+  /** PEM of the egress root CA, baked in when a build asks withSvcCa (default `template_center.ca_cert_file`). */
   caCertPath?: string;
   /** S3-compatible store; default from the config (`template_center.s3`), or else the local artifact_dir. */
   s3?: S3StoreOptions;
@@ -66,7 +66,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const callbacks = new CallbackSender({ masterAddr, token: tc.callback_token, logger, retryForMs: opts.callbackRetryMs });
   const runner = new JobRunner({
-    store, workDir, blobs, caCertPath: opts.caCertPath, coordination: opts.coordination, callbacks, logger,
+    store, workDir, blobs, caCertPath: opts.caCertPath ?? (cfg.template_center.ca_cert_file || undefined), coordination: opts.coordination, callbacks, logger,
     maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
   });
 

@@ -1,0 +1,74 @@
+import { loadConfig } from './config.ts';
+import type { SvcConfig } from './config-types.ts';
+import type { Coordination } from './coordination.ts';
+import { createLogger, type Logger } from './log.ts';
+import { coordinationFor } from './redis-coordination.ts';
+
+export interface ComponentContext {
+  cfg: SvcConfig;
+  logger: Logger;
+  /** The coordination store of the config (`redis`: Redis, else in memory), made on first use and closed at the stop. */
+  coordination(): Coordination;
+  /** The command line after the script, with the config file's argument taken out. */
+  args: string[];
+}
+
+export interface Stoppable {
+  close(): Promise<void>;
+}
+
+/**
+ * The start-up every component's main.ts shares (docs/development.md, "Running a component"):
+ * the config with the same keys as `svc up` (a file given as `--config FILE` or SVC_CONFIG, then
+ * the SVC_* variables), a logger named for the component, the coordination store when the
+ * component needs one, and a stop on SIGINT or SIGTERM that closes what was started, then the
+ * store. A failure to start is one fatal log line and exit code 1. Health is each component's own
+ * route (docs/design.md).
+ */
+export async function runComponent(name: string, start: (ctx: ComponentContext) => Promise<Stoppable | Stoppable[]>, opts: { argv?: string[] } = {}): Promise<void> {
+  const logger = createLogger(name);
+  const argv = opts.argv ?? process.argv.slice(2);
+  let coordination: Coordination | undefined;
+  let started: Stoppable[] = [];
+  try {
+    const { file, args } = configArgument(argv);
+    const cfg = loadConfig({ file });
+    started = [await start({ cfg, logger, args, coordination: () => (coordination ??= coordinationFor(cfg.redis)) })].flat();
+  } catch (err) {
+    logger.fatal({ err }, `${name} failed to start`);
+    await coordination?.close().catch((e: Error) => logger.warn({ err: e.message }, 'closing the coordination store failed'));
+    process.exitCode = 1;
+    setTimeout(() => process.exit(1), 100).unref();
+    return;
+  }
+  let stopping = false;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, `${name} stopping`);
+      void Promise.all(started.map((s) => s.close()))
+        .then(() => coordination?.close())
+        .catch((err: Error) => logger.error({ err: err.message }, `${name} did not stop cleanly`))
+        .finally(() => process.exit(0));
+    });
+  }
+}
+
+/** `--config FILE` (or `--config=FILE`) out of the arguments; the rest are the component's. */
+export function configArgument(argv: string[]): { file: string | undefined; args: string[] } {
+  const args: string[] = [];
+  let file: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--config') {
+      file = argv[++i];
+      if (!file) throw new Error('--config needs a file');
+    } else if (a.startsWith('--config=')) {
+      file = a.slice('--config='.length);
+    } else {
+      args.push(a);
+    }
+  }
+  return { file, args };
+}
