@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { sameSecret } from './secrets.ts';
+import { badRequest } from './errors.ts';
 
 /**
  * E2B's signed file URLs (the SDK's uploadUrl and downloadUrl): "v1_" +
@@ -32,6 +33,17 @@ export function fileSignatureProblem(req: SignedFileRequest, token: string, nowS
   if (!sameSecret(req.signature, fileSignature(req.path, req.operation, req.username ?? '', token, expiration))) return 'invalid signature';
   if (expiration !== undefined && expiration < nowSec) return 'signature is already expired';
   return undefined;
+}
+
+/** A signed-URL look-up's body as the master's internal route takes it; anything else is a 400. */
+export function checkSignedFileRequest(body: unknown): SignedFileRequest {
+  const req = body as Partial<SignedFileRequest> | undefined;
+  const text = (v: unknown) => typeof v === 'string' && v.length <= 4096;
+  if (!req || !text(req.path) || !text(req.signature) || (req.operation !== 'read' && req.operation !== 'write')
+    || (req.username !== undefined && !text(req.username)) || (req.expiration !== undefined && !text(req.expiration))) {
+    throw badRequest('path, operation (read or write), signature and optional username and expiration are required as strings');
+  }
+  return req as SignedFileRequest;
 }
 
 /** The signed-URL fields of a /files request's query string. */

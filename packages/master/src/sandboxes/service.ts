@@ -3,7 +3,7 @@ import {
   badRequest, conflict, gone, newSandboxId, newToken, notFound, randomId, SvcError, unauthorized, unavailable,
   type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
-import { fileSignatureProblem, type SignedFileRequest } from '@svc/common/envd-signature';
+import { checkSignedFileRequest, fileSignatureProblem } from '@svc/common/envd-signature';
 import type { EndedSandbox, NodeSandbox } from '@svc/contracts/node-agent';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
 import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord } from '@svc/contracts/master';
@@ -340,13 +340,7 @@ export class SandboxService {
    * still checks the signature against that sandbox, expiry included.
    */
   async routeBySignature(body: unknown): Promise<SandboxRoute> {
-    const req = body as Partial<SignedFileRequest> | undefined;
-    const text = (v: unknown) => typeof v === 'string' && v.length <= 4096;
-    if (!req || !text(req.path) || !text(req.signature) || (req.operation !== 'read' && req.operation !== 'write')
-      || (req.username !== undefined && !text(req.username)) || (req.expiration !== undefined && !text(req.expiration))) {
-      throw badRequest('path, operation (read or write), signature and optional username and expiration are required as strings');
-    }
-    const signed = req as SignedFileRequest;
+    const signed = checkSignedFileRequest(body);
     for (const c of await this.d.repo.envdTokens()) {
       if (fileSignatureProblem(signed, c.token, 0) === undefined) return this.route(c.sandboxId);
     }

@@ -5,7 +5,7 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { SvcError, createHttpApp, silentLogger } from '@svc/common';
-import { fileSignatureProblem, type SignedFileRequest } from '@svc/common/envd-signature';
+import { checkSignedFileRequest, fileSignatureProblem } from '@svc/common/envd-signature';
 import type { DueSandbox, LifecycleReason, OnTimeout, SandboxRoute } from '@svc/contracts/master-internal';
 
 export interface FakeSandbox extends SandboxRoute {
@@ -74,9 +74,10 @@ export class FakeMaster {
       return routeOf(find(req.params.id));
     });
 
-    app.post<{ Body: SignedFileRequest }>('/internal/v1/file-urls/route', async (req) => {
+    app.post('/internal/v1/file-urls/route', async (req) => {
+      const signed = checkSignedFileRequest(req.body);
       for (const sb of this.sandboxes.values()) {
-        if (sb.state !== 'terminated' && sb.envdAccessToken && fileSignatureProblem(req.body, sb.envdAccessToken, 0) === undefined) return routeOf(sb);
+        if (sb.state !== 'terminated' && sb.envdAccessToken && fileSignatureProblem(signed, sb.envdAccessToken, 0) === undefined) return routeOf(sb);
       }
       throw new SvcError(401, 'invalid signature: no sandbox signed this file URL');
     });
@@ -98,7 +99,9 @@ export class FakeMaster {
     app.post<{ Params: { id: string }; Body: { reason: LifecycleReason } }>('/internal/v1/sandboxes/:id/pause', async (req) => {
       const sb = find(req.params.id);
       this.calls.pause.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
+      assertNotGone(sb);
       if (sb.state !== 'running') throw new SvcError(409, `sandbox ${sb.sandboxId} is ${sb.state}`);
+      assertDueForTimeout(sb, req.body?.reason);
       sb.state = 'pausing';
       try {
         await this.beforePause?.(sb.sandboxId);
@@ -116,6 +119,7 @@ export class FakeMaster {
       const sb = find(req.params.id);
       this.calls.resume.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
       if (this.resumeFailure) throw new SvcError(this.resumeFailure.status, this.resumeFailure.message);
+      assertNotGone(sb);
       if (sb.state === 'running') return routeOf(sb);
       if (sb.state !== 'paused') throw new SvcError(409, `sandbox ${sb.sandboxId} is ${sb.state}`);
       sb.state = 'resuming';
@@ -129,6 +133,7 @@ export class FakeMaster {
     app.post<{ Params: { id: string }; Body: { reason: LifecycleReason } }>('/internal/v1/sandboxes/:id/kill', async (req, reply) => {
       const sb = find(req.params.id);
       this.calls.kill.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
+      assertDueForTimeout(sb, req.body?.reason);
       sb.state = 'terminated';
       sb.terminateReason = req.body?.reason === 'timeout' ? 'timeout' : 'killed';
       sb.due = false;
@@ -142,6 +147,16 @@ export class FakeMaster {
   }
 
   async close(): Promise<void> { await this.app?.close(); }
+}
+
+/** As the master: a killed or timed-out sandbox is gone for pause and resume. */
+function assertNotGone(sb: FakeSandbox): void {
+  if (sb.state === 'terminated') throw new SvcError(410, `sandbox ${sb.sandboxId} was ${sb.terminateReason === 'timeout' ? 'timed out' : 'killed'}`);
+}
+
+/** As the master: the idle timeout acts only on a sandbox still due (traffic may have moved its deadline). */
+function assertDueForTimeout(sb: FakeSandbox, reason: LifecycleReason | undefined): void {
+  if (reason === 'timeout' && !sb.due) throw new SvcError(409, `sandbox ${sb.sandboxId} is no longer due: its idle deadline moved`);
 }
 
 function routeOf(sb: FakeSandbox): SandboxRoute {
