@@ -1,7 +1,8 @@
 /**
  * A node agent stand-in for the master's unit tests only: it implements the node-agent contract
- * over HTTP with an in-memory table and lets a test script failures and delays. Whole-platform
- * tests use the real node agent.
+ * over HTTP with an in-memory table and lets a test script failures and delays; it passes the
+ * same contract suite as the real agent (contracts/node-agent.contract.ts). Whole-platform tests
+ * use the real node agent.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { CreateSandboxOnNode, NodeSandbox } from '@svc/contracts/node-agent';
@@ -39,6 +40,10 @@ export class FakeNodeAgent {
       return reply.status(201).send(s);
     });
     app.get('/v1/sandboxes', async () => [...this.sandboxes.values()]);
+    app.get<{ Params: { id: string } }>('/v1/sandboxes/:id', async (req, reply) => {
+      const s = this.sandboxes.get(req.params.id);
+      return s ?? reply.status(404).send({ code: 404, message: 'not found' });
+    });
     app.delete<{ Params: { id: string } }>('/v1/sandboxes/:id', async (req, reply) => {
       this.calls.push(`delete ${req.params.id}`);
       await wait(this.behaviour.deleteDelayMs);

@@ -1,6 +1,7 @@
 /**
  * A stand-in for the master's internal routes, for tests and the proxy benchmark: an
- * in-memory sandbox table that the test edits directly, and a record of every call.
+ * in-memory sandbox table that the test edits directly, and a record of every call. It passes
+ * the same contract suite as the master (contracts/master-internal.contract.ts).
  */
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';

@@ -1,0 +1,88 @@
+/**
+ * The contract of the node agent's sandbox routes as the master uses them, as one test suite.
+ * The real node agent runs it (packages/node-agent/src/node-agent.contract.test.ts, real runsc)
+ * and so does the master's FakeNodeAgent (packages/master/src/testing/fake-node-agent.contract.test.ts),
+ * so a master test that passes against the fake says something about the wire.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { NodeAgentClient, type CreateSandboxOnNode, type NodeSandbox } from './node-agent.ts';
+
+export interface NodeAgentSubject {
+  url: string;
+  /** A create request the subject can serve (a template artifact it can start). */
+  createRequest(): CreateSandboxOnNode;
+  close(): Promise<void>;
+}
+
+async function statusOf(p: Promise<unknown>): Promise<number> {
+  try {
+    await p;
+  } catch (e) {
+    return (e as { status: number }).status;
+  }
+  throw new Error('expected the call to fail');
+}
+
+function assertSandbox(s: NodeSandbox, req: CreateSandboxOnNode, state: NodeSandbox['state']): void {
+  assert.equal(s.sandboxId, req.sandboxId);
+  assert.equal(s.templateId, req.templateId);
+  assert.equal(s.state, state);
+  assert.match(s.address, /^\d+\.\d+\.\d+\.\d+$/);
+  assert.equal(typeof s.envdPort, 'number');
+  assert.match(s.envdVersion, /^\d+\.\d+\.\d+/);
+  assert.ok(s.runtime === 'gvisor' || s.runtime === 'microvm');
+  assert.equal(s.cpuCount, req.cpuCount);
+  assert.equal(s.memoryMB, req.memoryMB);
+  assert.ok(!Number.isNaN(Date.parse(s.startedAt)));
+}
+
+export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSubject>): void {
+  test(`node agent sandbox routes contract: ${name}`, async (t) => {
+    const s = await make();
+    const agent = new NodeAgentClient(s.url);
+    const req = s.createRequest();
+    try {
+      await t.test('create answers the running sandbox; get and list show it', async () => {
+        assertSandbox(await agent.createSandbox(req), req, 'running');
+        assertSandbox(await agent.getSandbox(req.sandboxId), req, 'running');
+        assert.ok((await agent.listSandboxes()).some((x) => x.sandboxId === req.sandboxId));
+      });
+
+      await t.test('a network update of a running sandbox answers it', async () => {
+        assertSandbox(await agent.updateNetwork(req.sandboxId, { allowInternetAccess: false, network: { allowOut: ['10.0.0.1'], denyOut: [] } }), req, 'running');
+      });
+
+      await t.test('metrics are numbers', async () => {
+        const m = await agent.metrics(req.sandboxId);
+        for (const k of ['timestampUnix', 'cpuCount', 'cpuUsedPct', 'memUsed', 'memTotal', 'memCache', 'diskUsed', 'diskTotal'] as const) {
+          assert.equal(typeof m[k], 'number', k);
+        }
+      });
+
+      await t.test('pause answers it paused with its kind; a second pause and a network update are 409; resume answers it running', async () => {
+        const paused = await agent.pauseSandbox(req.sandboxId);
+        assertSandbox(paused, req, 'paused');
+        assert.ok(paused.pauseKind === 'freeze' || paused.pauseKind === 'snapshot');
+        assert.equal(await statusOf(agent.pauseSandbox(req.sandboxId)), 409);
+        assert.equal(await statusOf(agent.updateNetwork(req.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } })), 409);
+        const resumed = await agent.resumeSandbox(req.sandboxId);
+        assertSandbox(resumed, req, 'running');
+        assert.equal(resumed.pauseKind, undefined);
+      });
+
+      await t.test('delete answers 204; then the sandbox is 404 everywhere', async () => {
+        assert.equal(await agent.deleteSandbox(req.sandboxId), undefined);
+        assert.equal(await statusOf(agent.getSandbox(req.sandboxId)), 404);
+        assert.ok(!(await agent.listSandboxes()).some((x) => x.sandboxId === req.sandboxId));
+        assert.equal(await statusOf(agent.deleteSandbox(req.sandboxId)), 404);
+        assert.equal(await statusOf(agent.pauseSandbox(req.sandboxId)), 404);
+        assert.equal(await statusOf(agent.resumeSandbox(req.sandboxId)), 404);
+        assert.equal(await statusOf(agent.updateNetwork(req.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } })), 404);
+      });
+    } finally {
+      await agent.deleteSandbox(req.sandboxId).catch(() => { /* already deleted by the suite, or never created */ });
+      await s.close();
+    }
+  });
+}
