@@ -7,7 +7,7 @@ export * from './memory-coordination.ts';
 export * from './config.ts';
 export * from './ids.ts';
 export * from './secrets.ts';
-export { schemaError } from './schema-validation.ts';
+export { compileValidator, schemaError } from './schema-validation.ts';
 export * from './periodic.ts';
 export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

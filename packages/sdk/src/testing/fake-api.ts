@@ -1,10 +1,15 @@
 /**
  * A stand-in for the API gateway in SDK and CLI tests: the routes the SDK calls, with an
- * in-memory table, answering E2B shapes (docs/api.md). Template builds advance one step
- * per status poll so progress display can be exercised.
+ * in-memory table. Each route is registered from the public OpenAPI document, as the gateway's
+ * are, so its input is checked and its answer shaped by the same schemas; it passes the same
+ * contract suite as the gateway (contracts/public-api.contract.ts). Template builds advance one
+ * step per status poll so progress display can be exercised.
  */
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, HTTPMethods, RouteHandlerMethod } from 'fastify';
 import { randomUUID } from 'node:crypto';
+import { createHttpApp, silentLogger } from '@svc/common';
+import type { PublicPath } from '@svc/contracts';
+import { fastifyPath, routeSchema } from '@svc/contracts/route-schemas';
 import type { JobInfo, JobKind, SourceKind, TemplateInfo } from '@svc/contracts/template-routes';
 
 export interface RecordedRequest {
@@ -86,7 +91,9 @@ function err(reply: FastifyReply, status: number, message: string, code = status
 }
 
 export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> {
-  const app = Fastify({ logger: false });
+  const app = createHttpApp({ logger: silentLogger() });
+  const on = (method: HTTPMethods, path: PublicPath, handler: (req: any, reply: FastifyReply) => unknown) =>
+    app.route({ method, url: fastifyPath(path), schema: routeSchema(path, method), handler: handler as RouteHandlerMethod });
   const requests: RecordedRequest[] = [];
   const sandboxes = new Map<string, SandboxRow>();
   const templates = new Map<string, TemplateRow>();
@@ -105,12 +112,6 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
   nodes.set('node-1', {
     nodeId: 'node-1', address: 'http://127.0.0.1:8088', runtime: 'gvisor', status: 'ready',
     usage: { running: 0, paused: 0, usedMemoryMB: 0 }, labels: { zone: 'a' }, version: '0.1.0',
-  });
-
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = String(body);
-    if (!text.trim()) return done(null, undefined);
-    try { done(null, JSON.parse(text)); } catch { done(Object.assign(new Error('bad json'), { statusCode: 400 }), undefined); }
   });
 
   app.addHook('preHandler', async (req, reply) => {
@@ -133,7 +134,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     sandboxID: s.sandboxID, templateID: s.templateID, alias: s.alias, clientID: 'local', startedAt: s.startedAt,
     ...(endAt(s) ? { endAt: endAt(s) } : {}), cpuCount: 2, memoryMB: 512, diskSizeMB: 2048, metadata: s.metadata,
     state: s.state, envdVersion: opts.envdVersion ?? '0.6.4', envdAccessToken: s.envdAccessToken, domain: opts.domain ?? null,
-    lifecycle: s.lifecycle, network: s.network, allowInternetAccess: s.allowInternetAccess, volumeMounts: s.volumeMounts,
+    lifecycle: s.lifecycle, network: s.network, allowInternetAccess: s.allowInternetAccess ?? true, volumeMounts: s.volumeMounts,
     timeout: s.timeout, ...(s.state === 'paused' ? { pauseKind: 'freeze' } : {}),
   });
 
@@ -155,51 +156,55 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
       envdAccessToken: `tok-${randomUUID()}`,
       trafficAccessToken: b.network?.allowPublicTraffic === false ? randomUUID() : undefined,
       lifecycle: { onTimeout: lifecycle.onTimeout ?? 'kill', autoResume: lifecycle.autoResume ?? false },
-      network: b.network ?? {},
+      network: {
+        allowOut: b.network?.allowOut ?? [], denyOut: b.network?.denyOut ?? [], allowPublicTraffic: b.network?.allowPublicTraffic ?? true,
+        ...(b.network?.maskRequestHost ? { maskRequestHost: b.network.maskRequestHost } : {}),
+      },
       allowInternetAccess: b.allow_internet_access,
       volumeMounts: b.volumeMounts ?? [],
     };
     sandboxes.set(row.sandboxID, row);
     return reply.status(201).send(wireSandbox(row));
   };
-  app.post('/sandboxes', create);
-  app.post('/v2/sandboxes', create);
+  on('POST', '/sandboxes', create);
+  on('POST', '/v2/sandboxes', create);
 
-  app.get('/v2/sandboxes', async (req, reply) => {
-    const q = req.query as Record<string, string | undefined>;
-    const states = (q.state ?? 'running,paused').split(',');
+  on('GET', '/v2/sandboxes', async (req, reply) => {
+    // Read through the document's schema, as the gateway reads it: state is a list, limit a number.
+    const q = req.query as { state?: string[]; metadata?: string; nextToken?: string; limit?: number };
+    const states = q.state ? q.state.flatMap((x) => x.split(',')) : ['running', 'paused'];
     // decoded as the master does: the pairs, then each key and value
     const meta = Object.fromEntries([...new URLSearchParams(q.metadata ?? '')].map(([k, v]) => [decodeURIComponent(k), decodeURIComponent(v)]));
     let rows = [...sandboxes.values()].filter((s) => states.includes(s.state))
       .filter((s) => Object.entries(meta).every(([k, v]) => s.metadata[k] === v))
       .sort((a, b) => a.sandboxID.localeCompare(b.sandboxID));
     if (q.nextToken) rows = rows.filter((s) => s.sandboxID > q.nextToken!);
-    const limit = q.limit ? Number(q.limit) : 100;
+    const limit = q.limit ?? 100;
     const page = rows.slice(0, limit);
     if (rows.length > limit) reply.header('x-next-token', page[page.length - 1].sandboxID);
     return page.map(detail);
   });
-  app.get('/sandboxes', async () => [...sandboxes.values()].map(detail));
+  on('GET', '/sandboxes', async () => [...sandboxes.values()].map(detail));
 
-  app.get('/sandboxes/:id', async (req, reply) => {
-    const s = sandboxes.get((req.params as { id: string }).id);
+  on('GET', '/sandboxes/{sandboxID}', async (req, reply) => {
+    const s = sandboxes.get((req.params as { sandboxID: string }).sandboxID);
     return s ? detail(s) : err(reply, 404, 'sandbox not found');
   });
-  app.delete('/sandboxes/:id', async (req, reply) => {
-    const id = (req.params as { id: string }).id;
+  on('DELETE', '/sandboxes/{sandboxID}', async (req, reply) => {
+    const id = (req.params as { sandboxID: string }).sandboxID;
     if (busyOnce.delete(id)) return reply.header('retry-after', '1').status(503).send({ code: 503, message: `sandbox ${id} is pausing` });
     if (!sandboxes.delete(id)) return err(reply, 404, `sandbox ${id} not found`);
     return reply.status(204).send();
   });
-  app.post('/sandboxes/:id/pause', async (req, reply) => {
-    const s = sandboxes.get((req.params as { id: string }).id);
+  on('POST', '/sandboxes/{sandboxID}/pause', async (req, reply) => {
+    const s = sandboxes.get((req.params as { sandboxID: string }).sandboxID);
     if (!s) return err(reply, 404, 'sandbox not found');
     if (s.state === 'paused') return err(reply, 409, 'sandbox is already paused');
     s.state = 'paused';
     return reply.status(204).send();
   });
   const connect = async (req: any, reply: FastifyReply) => {
-    const s = sandboxes.get(req.params.id);
+    const s = sandboxes.get(req.params.sandboxID);
     if (!s) return err(reply, 404, 'sandbox not found');
     const t = req.body?.timeout;
     if (t !== undefined && (t === 0 || t < -1)) return err(reply, 400, 'timeout must be -1 or positive');
@@ -208,10 +213,10 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     s.state = 'running';
     return reply.status(resumed ? 201 : 200).send(wireSandbox(s));
   };
-  app.post('/sandboxes/:id/connect', connect);
-  app.post('/v2/sandboxes/:id/connect', connect);
-  app.post('/sandboxes/:id/resume', async (req, reply) => {
-    const s = sandboxes.get((req.params as { id: string }).id);
+  on('POST', '/sandboxes/{sandboxID}/connect', connect);
+  on('POST', '/v2/sandboxes/{sandboxID}/connect', connect);
+  on('POST', '/sandboxes/{sandboxID}/resume', async (req, reply) => {
+    const s = sandboxes.get((req.params as { sandboxID: string }).sandboxID);
     if (!s) return err(reply, 404, 'sandbox not found');
     if (s.state === 'running') return err(reply, 409, 'sandbox is already running');
     const t = (req.body as { timeout?: number } | undefined)?.timeout;
@@ -220,18 +225,21 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     s.state = 'running';
     return reply.status(201).send(wireSandbox(s));
   });
-  app.post('/sandboxes/:id/timeout', async (req, reply) => {
-    const s = sandboxes.get((req.params as { id: string }).id);
+  on('POST', '/sandboxes/{sandboxID}/timeout', async (req, reply) => {
+    const s = sandboxes.get((req.params as { sandboxID: string }).sandboxID);
     if (!s) return err(reply, 404, 'sandbox not found');
     const t = (req.body as { timeout?: number } | undefined)?.timeout;
     if (typeof t !== 'number') return err(reply, 400, 'timeout is required');
     s.timeout = t;
     return reply.status(204).send();
   });
-  app.get('/sandboxes/:id/metrics', async (req, reply) => {
-    const s = sandboxes.get((req.params as { id: string }).id);
+  on('GET', '/sandboxes/{sandboxID}/metrics', async (req, reply) => {
+    const s = sandboxes.get((req.params as { sandboxID: string }).sandboxID);
     if (!s) return err(reply, 404, 'sandbox not found');
-    return [{ timestamp: now(), cpuCount: 2, cpuUsedPct: 12.5, memUsed: 1 << 20, memTotal: 512 << 20, memCache: 0, diskUsed: 1 << 20, diskTotal: 2048 << 20 }];
+    return [{
+      timestamp: now(), timestampUnix: Math.floor(Date.now() / 1000), cpuCount: 2, cpuUsedPct: 12.5,
+      memUsed: 2 ** 20, memTotal: 512 * 2 ** 20, memCache: 0, diskUsed: 2 ** 20, diskTotal: 2048 * 2 ** 20,
+    }];
   });
 
   // ------------------------------------------------------------ templates
@@ -264,7 +272,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     }
   };
 
-  app.post('/svc/template', async (req, reply) => {
+  on('POST', '/svc/template', async (req, reply) => {
     const b = (req.body ?? {}) as Record<string, any>;
     const sources = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar'].filter((k) => b[k]);
     if (sources.length !== 1) return err(reply, 400, 'exactly one source is required', 130400);
@@ -279,38 +287,38 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     });
     return reply.status(202).send({ template_id: id, job_id: job.job_id, status: job.status });
   });
-  app.get('/svc/template', async () => ({ templates: [...templates.values()] }));
-  app.get('/svc/template/:id', async (req, reply) => {
+  on('GET', '/svc/template', async () => ({ templates: [...templates.values()] }));
+  on('GET', '/svc/template/{id}', async (req, reply) => {
     const t = findTemplate((req.params as { id: string }).id);
     return t ?? err(reply, 404, 'template not found', 130404);
   });
-  app.delete('/svc/template/:id', async (req, reply) => {
+  on('DELETE', '/svc/template/{id}', async (req, reply) => {
     const t = findTemplate((req.params as { id: string }).id);
     if (!t) return err(reply, 404, 'template not found', 130404);
     templates.delete(t.template_id);
     return reply.status(204).send();
   });
-  app.put('/svc/template/:id/alias', async (req, reply) => {
+  on('PUT', '/svc/template/{id}/alias', async (req, reply) => {
     const t = findTemplate((req.params as { id: string }).id);
     if (!t) return err(reply, 404, 'template not found', 130404);
     const alias = (req.body as { alias?: string | null } | undefined)?.alias;
     t.alias = alias || null;
     return t;
   });
-  app.post('/svc/template/redo', async (req, reply) => {
+  on('POST', '/svc/template/redo', async (req, reply) => {
     const t = findTemplate(String((req.body as { template_id?: string } | undefined)?.template_id ?? ''));
     if (!t) return err(reply, 404, 'template not found', 130404);
     const job = newJob(t.template_id, 'REDO', false);
     Object.assign(t, { status: 'building', latest_job_id: job.job_id });
     return reply.status(202).send({ template_id: t.template_id, job_id: job.job_id, status: job.status });
   });
-  app.post('/svc/template/migrate', async (req, reply) => {
+  on('POST', '/svc/template/migrate', async (req, reply) => {
     const t = findTemplate(String((req.body as { template_id?: string } | undefined)?.template_id ?? ''));
     if (!t) return err(reply, 404, 'template not found', 130404);
     return t;
   });
-  app.get('/svc/template/build/:job/status', async (req, reply) => {
-    const job = jobs.get((req.params as { job: string }).job);
+  on('GET', '/svc/template/build/{jobId}/status', async (req, reply) => {
+    const job = jobs.get((req.params as { jobId: string }).jobId);
     if (!job) return err(reply, 404, 'job not found', 130404);
     advance(job);
     const { step: _s, fail: _f, ...wire } = job;
@@ -318,21 +326,20 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
   });
 
   // ------------------------------------------------------------ nodes
-  app.get('/nodes', async () => [...nodes.values()]);
-  app.post('/nodes/:id/labels', async (req, reply) => {
+  on('GET', '/nodes', async () => [...nodes.values()]);
+  on('POST', '/nodes/{id}/labels', async (req, reply) => {
     const n = nodes.get((req.params as { id: string }).id);
     if (!n) return err(reply, 404, 'node not found');
     Object.assign(n.labels, (req.body as { labels?: Record<string, string> } | undefined)?.labels ?? {});
     return n;
   });
-  app.delete('/nodes/:id/labels', async (req, reply) => {
+  on('DELETE', '/nodes/{id}/labels', async (req, reply) => {
     const n = nodes.get((req.params as { id: string }).id);
     if (!n) return err(reply, 404, 'node not found');
     for (const name of (req.body as { names?: string[] } | undefined)?.names ?? []) delete n.labels[name];
     return n;
   });
 
-  app.setNotFoundHandler((req, reply) => err(reply, 404, `no route for ${req.method} ${req.url}`));
 
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
