@@ -52,12 +52,16 @@ export async function handleDownload(state: EnvdState, req: IncomingMessage, res
     throw toConnectError(err, `error getting file info of '${file}'`);
   }
   if (info.isDirectory()) throw new ConnectError('invalid_argument', `path '${file}' is a directory`);
+  // A device or a pipe could stream without end (/dev/zero); only regular files are served.
+  if (!info.isFile()) throw new ConnectError('invalid_argument', `path '${file}' is not a regular file`);
+  // Files of /proc and /sys say size 0 and have content: their length is known only once read.
+  const sizeKnown = info.size > 0;
 
   const acceptEncoding = req.headers['accept-encoding'];
   const contentType = contentTypes[extname(file).toLowerCase()] ?? 'application/octet-stream';
   let encoding = chooseResponseEncoding(acceptEncoding);
   if (encoding === 'gzip' && (compressedTypes.has(contentType) || info.size < 1024) && identityAcceptable(acceptEncoding)) encoding = 'identity';
-  const rangeHeader = req.headers.range;
+  const rangeHeader = sizeKnown ? req.headers.range : undefined;
   if (rangeHeader) {
     if (!identityAcceptable(acceptEncoding)) throw new HttpError(406, 'identity encoding not acceptable for Range request');
     encoding = 'identity';
@@ -97,7 +101,7 @@ export async function handleDownload(state: EnvdState, req: IncomingMessage, res
   if (range) {
     res.writeHead(206, { ...headers, 'content-range': `bytes ${range.start}-${range.end}/${info.size}`, 'content-length': range.end - range.start + 1 });
   } else {
-    res.writeHead(200, { ...headers, 'content-length': info.size });
+    res.writeHead(200, sizeKnown ? { ...headers, 'content-length': info.size } : headers);
   }
   if (req.method === 'HEAD') {
     source.destroy();

@@ -67,6 +67,17 @@ test('download errors', async () => {
   assert.equal(badUser.status, 401);
 });
 
+test('a file of /proc, which says size 0, is read whole; a device is refused, not streamed without end', async () => {
+  for (const accept of ['identity', 'gzip']) {
+    const version = await fetch(filesUrl('/proc/version'), { headers: { 'accept-encoding': accept } });
+    assert.equal(version.status, 200);
+    assert.match(await version.text(), /^Linux version /);
+  }
+  const device = await fetch(filesUrl('/dev/zero'));
+  assert.equal(device.status, 400);
+  assert.match(((await device.json()) as { message: string }).message, /not a regular file/);
+});
+
 test('multipart upload of several files, paths taken from the file names', async () => {
   const form = new FormData();
   form.append('file', new Blob(['one']), join(dir, 'multi/one.txt'));
