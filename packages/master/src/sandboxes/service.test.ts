@@ -182,6 +182,20 @@ for (const tdb of availableTestDatabases()) {
         assert.ok(h.events.some((e) => e.kind === 'sandbox.killed'));
       });
 
+      await t.test('connect while a pause is under way waits for it, then resumes (the API already shows it paused)', async () => {
+        const s = await svc.create(input());
+        node.behaviour.pauseDelayMs = 400;
+        const pausing = svc.pause(s.sandboxId);
+        await new Promise((r) => setTimeout(r, 100));
+        const connected = await svc.connect(s.sandboxId, undefined);
+        node.behaviour.pauseDelayMs = 0;
+        await pausing;
+        assert.equal(connected.resumed, true);
+        assert.equal(connected.sandbox.state, 'running');
+        assert.deepEqual(node.calls.filter((c) => c.endsWith(s.sandboxId)).slice(-2), [`pause ${s.sandboxId}`, `resume ${s.sandboxId}`]);
+        await svc.kill(s.sandboxId);
+      });
+
       await t.test('DELETE while pausing or locked: 503 with Retry-After: 2', async () => {
         const s = await svc.create(input());
         node.behaviour.pauseDelayMs = 400;

@@ -20,6 +20,8 @@ const LOCK_TTL_MS = 120_000;
 const DELETE_TIMEOUT_MS = 30_000;
 /** The longest a state change waits for the proxies to drop their cached route before it answers. */
 const PURGE_WAIT_MS = 1_000;
+/** The longest a connect or resume waits for a pause or resume under way to end. */
+const SETTLE_WAIT_MS = 30_000;
 const LIVE: SandboxState[] = ['running', 'pausing', 'paused', 'resuming', 'killing'];
 
 export interface SandboxServiceDeps {
@@ -229,7 +231,7 @@ export class SandboxService {
   /** connect(timeout): resumes a paused sandbox; 200 when it was running, 201 when it resumed. */
   async connect(id: string, timeout: number | undefined): Promise<ConnectResult> {
     if (timeout !== undefined && timeout !== null) T.atConnect(Date.now(), { timeoutSec: -1, endAt: null }, timeout, false);
-    const row = await this.live(id);
+    const row = await this.settled(id);
     if (row.state === 'running') {
       const d = T.atConnect(Date.now(), deadlineOf(row), timeout, false);
       await this.d.repo.update(id, { timeout_sec: d.timeoutSec, end_at: d.endAt });
@@ -242,14 +244,14 @@ export class SandboxService {
   /** Deprecated resume(timeout). */
   async resume(id: string, timeout: number | undefined): Promise<SandboxRecord> {
     if (timeout !== undefined && timeout !== null) T.atResume(Date.now(), { timeoutSec: -1, endAt: null }, timeout);
-    const row = await this.live(id);
+    const row = await this.settled(id);
     if (row.state === 'running') throw conflict(`sandbox ${id} is already running`);
     return this.resumeRow(row, 'api', (now, cur) => T.atResume(now, cur, timeout));
   }
 
   /** Auto-resume from the lifecycle manager: the idle clock restarts with the same length. */
   async resumeForTraffic(id: string, reason: LifecycleReason): Promise<SandboxRoute> {
-    const row = await this.live(id);
+    const row = await this.settled(id);
     if (row.state === 'running') return toRoute(row);
     await this.resumeRow(row, reason, T.restartWindow);
     return toRoute((await this.d.repo.get(id))!);
@@ -414,6 +416,21 @@ export class SandboxService {
   }
 
   /** A live (non-terminated) row: 404 when unknown, 410 when it was killed or timed out. */
+  /**
+   * The live row once no pause or resume is under way: a sandbox the API already shows as paused
+   * may still be pausing, and a connect right then should resume it, not fail (seen with E2B's
+   * Python SDK polling getInfo, then connecting). Waits at most SETTLE_WAIT_MS.
+   */
+  private async settled(id: string): Promise<Row> {
+    const deadline = Date.now() + SETTLE_WAIT_MS;
+    for (;;) {
+      const row = await this.live(id);
+      if (row.state !== 'pausing' && row.state !== 'resuming') return row;
+      if (Date.now() > deadline) throw conflict(`sandbox ${id} is still ${row.state} after ${SETTLE_WAIT_MS / 1000} s; retry later`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   private async live(id: string): Promise<Row> {
     const row = await this.d.repo.get(id);
     if (!row) throw notFound(`sandbox ${id} not found`);
