@@ -1,13 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Sandbox } from 'e2b';
-import { defaultConfig, MemoryCoordination, notFound, silentLogger } from '@svc/common';
-import { startMaster } from '@svc/master';
-import { FakeNodeAgent } from '@svc/master/testing/fake-node-agent';
+import { silentLogger } from '@svc/common';
+import { startMasterOverFakeNode } from '@svc/master/testing/master-over-fake-node';
 import { PublicSchemas } from '@svc/contracts';
 import { startApiGateway } from './index.ts';
 
@@ -15,32 +11,13 @@ const KEY = 'e2b_0123456789abcdef0123456789abcdef01234567';
 const PREVIOUS_KEY = 'svc_older-shape-key';
 
 async function platform(opts: { callback?: string } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-gw-'));
-  const cfg = defaultConfig(dir);
-  cfg.master.database = { driver: 'sqlite', path: join(dir, 'm.sqlite') };
-  cfg.master.listen = '127.0.0.1:0';
-  cfg.api.listen = '127.0.0.1:0';
-  cfg.api.api_key = KEY;
-  cfg.api.previous_api_keys = ` ${PREVIOUS_KEY} ,`;
-  cfg.api.max_body_bytes = 4096;
-  cfg.api.auth_callback_url = opts.callback ?? '';
-  cfg.sandbox_domain = 'localhost:3002';
-  const node = await new FakeNodeAgent().start();
-  const master = await startMaster(cfg, {
-    logger: silentLogger(), coordination: new MemoryCoordination(),
-    templates: async () => ({
-      resolver: {
-        async resolveForCreate(ref: string) {
-          if (ref !== 'base') throw notFound(`template ${ref} not found`, 130404);
-          return { templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024,
-            artifact: { artifactId: 'a', sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' } };
-        },
-        async idsFor(ref: string) { return ref === 'base' ? ['tpl-base'] : [ref]; },
-      },
-      onNodeRegistered() {}, async close() {},
-    }),
+  const { cfg, master, node, close: closeMaster } = await startMasterOverFakeNode((c) => {
+    c.api.api_key = KEY;
+    c.api.previous_api_keys = ` ${PREVIOUS_KEY} ,`;
+    c.api.max_body_bytes = 4096;
+    c.api.auth_callback_url = opts.callback ?? '';
+    c.sandbox_domain = 'localhost:3002';
   });
-  await master.nodes.register({ nodeId: 'n1', address: node.url, runtime: 'gvisor', pauseKinds: ['freeze'], capacity: { cpuCount: 2, memoryMB: 4096 }, pausedResourceReleaseRatio: 0, version: 't' });
   const gw = await startApiGateway(cfg, { logger: silentLogger(), masterUrl: master.url });
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = { 'x-api-key': KEY }) => {
     const res = await fetch(gw.url + path, {
@@ -52,7 +29,7 @@ async function platform(opts: { callback?: string } = {}) {
   };
   return {
     gw, master, node, call,
-    async close() { await gw.close(); await master.close(); await node.close(); rmSync(dir, { recursive: true, force: true }); },
+    async close() { await gw.close(); await closeMaster(); },
   };
 }
 
