@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { NodeAgentClient, type CreateSandboxOnNode, type NodeSandbox } from './node-agent.ts';
+import { NodeAgentClient, type CreateSandboxOnNode, type EnsureArtifact, type NodeSandbox } from './node-agent.ts';
 
 export interface NodeAgentSubject {
   url: string;
@@ -82,6 +82,48 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
       });
     } finally {
       await agent.deleteSandbox(req.sandboxId).catch(() => { /* already deleted by the suite, or never created */ });
+      await s.close();
+    }
+  });
+}
+
+export interface NodeArtifactSubject {
+  url: string;
+  /** An artifact the subject can download: its id and what the master would send to ensure it. */
+  artifact: { artifactId: string; ensure: EnsureArtifact };
+  close(): Promise<void>;
+}
+
+/** The node agent's artifact routes as the master's template distribution uses them. */
+export function nodeArtifactContract(name: string, make: () => Promise<NodeArtifactSubject>): void {
+  test(`node agent artifact routes contract: ${name}`, async (t) => {
+    const s = await make();
+    const agent = new NodeAgentClient(s.url);
+    const { artifactId, ensure } = s.artifact;
+    try {
+      await t.test('ensure downloads the artifact once and answers where it is; list shows it', async () => {
+        const a = await agent.ensureArtifact(artifactId, ensure);
+        assert.equal(a.artifactId, artifactId);
+        assert.equal(a.sha256.toLowerCase(), ensure.sha256.toLowerCase());
+        assert.equal(a.sizeBytes, ensure.sizeBytes);
+        assert.equal(typeof a.path, 'string');
+        assert.deepEqual(await agent.ensureArtifact(artifactId, ensure), a, 'a second ensure answers the same');
+        assert.ok((await agent.listArtifacts()).some((x) => x.artifactId === artifactId));
+      });
+
+      await t.test('a sha256 that is not 64 hex digits is 400; another sha256 for an id it holds is 409; a download that does not match is 502', async () => {
+        assert.equal(await statusOf(agent.ensureArtifact(`${artifactId}-x`, { ...ensure, sha256: 'not-a-digest' })), 400);
+        assert.equal(await statusOf(agent.ensureArtifact(artifactId, { ...ensure, sha256: '0'.repeat(64) })), 409);
+        assert.equal(await statusOf(agent.ensureArtifact(`${artifactId}-other`, { ...ensure, sha256: '0'.repeat(64) })), 502);
+        assert.ok(!(await agent.listArtifacts()).some((x) => x.artifactId === `${artifactId}-other`), 'nothing kept of a failed download');
+      });
+
+      await t.test('delete answers 204, again too; list no longer shows it', async () => {
+        assert.equal(await agent.deleteArtifact(artifactId), undefined);
+        assert.equal(await agent.deleteArtifact(artifactId), undefined);
+        assert.ok(!(await agent.listArtifacts()).some((x) => x.artifactId === artifactId));
+      });
+    } finally {
       await s.close();
     }
   });

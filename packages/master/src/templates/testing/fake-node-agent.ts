@@ -1,5 +1,6 @@
 /**
- * A node agent stand-in for the template tests: only the artifact routes of the node-agent contract.
+ * A node agent stand-in for the template tests: only the artifact routes of the node-agent
+ * contract, and it passes that contract's suite (contracts/node-agent.contract.ts).
  * ensureArtifact really downloads from the URL the master gives (through the master's download
  * route) and checks the sha256, so distribution is tested end to end on the master's side.
  */
@@ -23,7 +24,10 @@ export class FakeArtifactNode {
     app.post<{ Params: { id: string }; Body: EnsureArtifact }>('/v1/artifacts/:id', async (req, reply) => {
       this.log.push(`node ${this.nodeId} ensure ${req.params.id}`);
       if (this.failEnsureWith) return reply.status(this.failEnsureWith).send({ code: this.failEnsureWith, message: 'disk full' });
+      // As the node agent answers (contracts/node-agent.contract.ts).
+      if (!/^[0-9a-f]{64}$/i.test(req.body.sha256 ?? '')) return reply.status(400).send({ code: 400, message: 'sha256 must be 64 hex digits' });
       const have = this.artifacts.get(req.params.id);
+      if (have && have.sha256 !== req.body.sha256.toLowerCase()) return reply.status(409).send({ code: 409, message: `artifact is here with sha256 ${have.sha256}` });
       if (have) return have;
       const res = await fetch(req.body.downloadUrl);
       if (!res.ok) return reply.status(502).send({ code: 502, message: `download failed: ${res.status}` });

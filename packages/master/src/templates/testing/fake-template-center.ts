@@ -2,6 +2,7 @@
  * A template center stand-in for the master's template tests: it implements the /tc/api/v1 contract
  * over HTTP, records what the master asked, and lets the test decide the answers. Callbacks to the
  * master are sent by the test (callback()), so every step of a build is under the test's control.
+ * It passes the template center's contract suite (contracts/template-center.contract.ts).
  */
 import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
