@@ -1,7 +1,7 @@
 /**
  * The node agent's wire contract: what the master sends it and what it answers.
  * Routes (JSON, port 8088 by default):
- *   GET    /health                          → { ok: true, nodeId }
+ *   GET    /health                          → { ok: true, nodeId, tasks }  (tasks: its background work's counts)
  *   GET    /v1/node                         → NodeInfo            (warm pool hits and misses included)
  *   POST   /v1/sandboxes                    → 201 NodeSandbox     (body CreateSandboxOnNode)
  *   GET    /v1/sandboxes                    → NodeSandbox[]       (everything this node runs or holds paused)

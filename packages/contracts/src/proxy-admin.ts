@@ -6,7 +6,7 @@
  *        token set on only one side, is 403.
  * Data plane (port 3002 in `svc up`, 80/443 in production installs): see docs/data-plane.md.
  */
-import { JsonClient } from '@svc/common';
+import { JsonClient, type TaskStats } from '@svc/common';
 
 export const ADMIN_TOKEN_HEADER = 'x-svc-admin-token';
 /** Accepted traffic-token headers; the first two are svc's, the third is E2B's (docs/data-plane.md). */
@@ -17,6 +17,8 @@ export interface ProxyHealth {
   proxyId: string;
   heartbeat_last_pushed_ms: number;
   cachedBackends: number;
+  /** How the proxy's background tasks fare (announcement, activity report). */
+  tasks: Record<string, TaskStats>;
 }
 
 export class ProxyAdminClient {

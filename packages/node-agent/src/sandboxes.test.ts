@@ -157,7 +157,10 @@ describe('node agent sandboxes (real runsc)', () => {
     assert.ok(info.capacity.cpuCount > 0 && info.capacity.memoryMB > 0);
     assert.equal(info.pausedResourceReleaseRatio, 0);
     assert.equal(info.address, agent.url);
-    assert.deepEqual(await (await fetch(`${agent.url}/health`)).json(), { ok: true, nodeId: agent.nodeId });
+    const health = await (await fetch(`${agent.url}/health`)).json() as { ok: boolean; nodeId: string; tasks: Record<string, { runs: number; failures: number }> };
+    assert.deepEqual({ ok: health.ok, nodeId: health.nodeId }, { ok: true, nodeId: agent.nodeId });
+    assert.deepEqual(Object.keys(health.tasks).sort(), ['liveness sweep', 'memory measure']);
+    assert.equal(health.tasks['memory measure']!.failures, 0);
   });
 
   it('answers bad input with clear errors', async () => {

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createHttpApp, forbidden, sameSecret, type Logger } from '@svc/common';
+import { createHttpApp, forbidden, sameSecret, type Logger, type TaskStats } from '@svc/common';
 import { ADMIN_TOKEN_HEADER, type ProxyHealth } from '@svc/contracts/proxy-admin';
 
 export interface AdminHandlers {
@@ -7,6 +7,7 @@ export interface AdminHandlers {
   adminToken: string;
   heartbeatLastPushedMs(): number;
   cachedBackends(): number;
+  tasks(): Record<string, TaskStats>;
   purge(sandboxIds: string[] | undefined): number;
 }
 
@@ -19,6 +20,7 @@ export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstanc
     proxyId: h.proxyId,
     heartbeat_last_pushed_ms: h.heartbeatLastPushedMs(),
     cachedBackends: h.cachedBackends(),
+    tasks: h.tasks(),
   }));
 
   app.post('/admin/backend_cache/delete', async (req, reply) => {

@@ -66,8 +66,24 @@ test('healthz reports the last announcement; the proxy is recorded in the lifecy
     assert.equal(h.ok, true);
     assert.equal(h.proxyId, p.proxy.proxyId);
     assert.ok(Math.abs(Date.now() - h.heartbeat_last_pushed_ms) < 5_000);
+    assert.deepEqual(Object.keys(h.tasks).sort(), ['activity report', 'proxy announcement']);
+    assert.equal(h.tasks['proxy announcement']!.failures, 0);
     assert.deepEqual(JSON.parse((await p.coordination.kvGet(PROXY_INDEX_KEY))!), [p.proxy.proxyId]);
     assert.equal(await p.coordination.kvGet(PROXY_KV_PREFIX + p.proxy.proxyId), p.proxy.adminUrl);
+  } finally {
+    await p.close();
+  }
+});
+
+test('announcements no lifecycle replica accepts are counted as failures in the health answer', async () => {
+  const p = await startPlatform({ lifecycleReplicas: 1, lifecycleUrls: ['http://127.0.0.1:9'] });
+  try {
+    const admin = new ProxyAdminClient(p.proxy.adminUrl, '');
+    await waitFor(async () => ((await admin.health()).tasks['proxy announcement']?.failures ?? 0) >= 2);
+    const h = await admin.health();
+    assert.equal(h.heartbeat_last_pushed_ms, 0);
+    assert.match(h.tasks['proxy announcement']!.lastFailure!, /no lifecycle replica accepted/);
+    assert.ok(h.tasks['proxy announcement']!.failingSince);
   } finally {
     await p.close();
   }

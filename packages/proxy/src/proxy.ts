@@ -3,7 +3,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { clientErrorAnswer, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { clientErrorAnswer, Periodic, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { sendProxyErrorOnSocket } from './error-response.ts';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/contracts/lifecycle';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
@@ -80,7 +80,8 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
     tuning.routeCacheTtlMs,
     (route) => pool.dropIdle(route.address),
   );
-  const activity = new ActivityTracker(deps.master, tuning.activityFlushMs, logger);
+  const periodic = new Periodic(logger);
+  const activity = new ActivityTracker(deps.master, tuning.activityFlushMs, periodic);
   const resumer = new AutoResumer(deps.lifecycleUrls, tuning.resumeTimeoutMs, logger);
   const ctx: ProxyContext = {
     gate: new RouteGate(cache, resumer, { settleWaitMs: tuning.settleWaitMs, settlePollMs: tuning.settlePollMs }),
@@ -129,14 +130,14 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
     adminToken: cfg.proxy.admin_token,
     heartbeatLastPushedMs: () => announcer?.lastPushedMs ?? 0,
     cachedBackends: () => cache.size,
+    tasks: () => periodic.stats(),
     purge: (ids) => cache.purge(ids),
   });
   await admin.listen({ port: cfg.proxy.admin_port, host: bind });
   const adminPort = (admin.server.address() as AddressInfo).port;
   const adminUrl = `http://${clientHost(bind)}:${adminPort}`;
 
-  announcer = new Announcer(deps.lifecycleUrls, { proxyId, adminUrl: deps.adminAdvertiseUrl ?? adminUrl }, tuning.announceIntervalMs, logger);
-  void announcer.announce();
+  announcer = new Announcer(deps.lifecycleUrls, { proxyId, adminUrl: deps.adminAdvertiseUrl ?? adminUrl }, tuning.announceIntervalMs, periodic, logger);
 
   const httpUrl = `http://${clientHost(bind)}:${httpAddr.port}`;
   logger.info({ proxyId, httpUrl, httpsUrl, adminUrl }, 'data-plane proxy listening');
@@ -147,7 +148,6 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
     httpsUrl,
     adminUrl,
     async close() {
-      announcer?.close();
       unsubscribe();
       await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
         s.close(() => resolve());
@@ -155,7 +155,9 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
         for (const sock of ctx.upgradedSockets) sock.destroy();
       })));
       await admin.close();
-      await activity.close();
+      await periodic.stop();
+      // The last traffic still resets idle clocks; a failure now is the master going away with us.
+      await activity.flush().catch((err: Error) => logger.warn({ err: err.message }, 'last activity report failed'));
       cache.close();
       pool.closeAll();
     },
