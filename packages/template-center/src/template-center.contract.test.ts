@@ -22,6 +22,7 @@ templateCenterContract('the template center (a real build)', async () => {
     token: TOKEN,
     buildRequest: () => {
       const id = randomUUID();
+      h.master.expect(`job-${id}`);
       return {
         jobId: `job-${id}`, templateId: 'tpl-contract', artifactId: `art-${id.slice(0, 8)}`, specHash: `spec-${id}`,
         source: { kind: 'rootfs-tar', path: tarball }, withSvcCa: false, diskSizeMB: 0,

@@ -1,5 +1,6 @@
-import { badRequest, newArtifactId, newJobId, notFound, SvcError, type Coordination, type Logger } from '@svc/common';
+import { newArtifactId, newJobId, notFound, SvcError, type Coordination, type Logger } from '@svc/common';
 import type { ArtifactStored, JobStatusReport, TemplateCenterClient } from '@svc/contracts/template-center';
+import { checkJobStatusReport } from '@svc/contracts/template-callback';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { Distributor } from './distribution.ts';
 import { NO_TEMPLATE_NODES } from './errors.ts';
@@ -87,7 +88,7 @@ export class BuildJobs {
 
   /** The template center's status callback. */
   async onReport(jobId: string, report: JobStatusReport): Promise<void> {
-    checkReport(report);
+    checkJobStatusReport(report);
     const job = await this.d.jobs.get(jobId);
     if (!job) throw notFound(`build job ${jobId} not found`);
     if (job.status === 'BUILT' || job.status === 'FAILED') {
@@ -309,17 +310,3 @@ function newJobRow(t: TemplateRow, kind: JobKind, fields: Partial<JobRow>): JobR
   };
 }
 
-const STATUSES = new Set(['PENDING', 'RUNNING', 'BUILT', 'FAILED']);
-const PHASES = new Set(['PULLING', 'BUILDING', 'UPLOADING', 'DISTRIBUTING']);
-
-function checkReport(r: JobStatusReport): void {
-  if (!r || typeof r !== 'object' || !STATUSES.has(r.status)) throw badRequest('body must be a JobStatusReport with status PENDING, RUNNING, BUILT or FAILED');
-  if (r.phase !== undefined && r.phase !== null && !PHASES.has(r.phase)) throw badRequest(`unknown phase ${String(r.phase)}`);
-  if (r.status === 'BUILT') {
-    const a = r.artifact;
-    if (!a || typeof a.artifactId !== 'string' || !a.artifactId || typeof a.sha256 !== 'string' || typeof a.sizeBytes !== 'number'
-      || (a.storage !== 'local' && a.storage !== 's3') || typeof a.location !== 'string') {
-      throw badRequest('a BUILT report needs artifact {artifactId, sha256, sizeBytes, storage: local|s3, location}');
-    }
-  }
-}

@@ -1,7 +1,7 @@
-import Fastify from 'fastify';
+import { createHttpApp, silentLogger } from '@svc/common';
 import type { JobStatusReport } from '@svc/contracts/template-center';
 import { CALLBACK_TOKEN_HEADER } from '@svc/contracts/template-center';
-import { verifyCallbackToken } from '@svc/contracts/template-callback';
+import { checkJobStatusReport, verifyCallbackToken } from '@svc/contracts/template-callback';
 
 export interface FakeMaster {
   url: string;
@@ -14,14 +14,20 @@ export interface FakeMaster {
   failing: boolean;
   waitFor(jobId: string, pred: (r: JobStatusReport) => boolean, timeoutMs?: number): Promise<JobStatusReport>;
   final(jobId: string, timeoutMs?: number): Promise<JobStatusReport>;
+  /** A job the master knows of (as the real one does once it has asked for the build); others are 404. */
+  expect(jobId: string): void;
   close(): Promise<void>;
 }
 
-/** A master that records status callbacks, checking the token the way the real one must. */
+/**
+ * A master that records status callbacks, checking the token, the report and the job the way the
+ * real one does: it passes the callback's contract suite (contracts/template-callback.contract.ts).
+ */
 export async function startFakeMaster(token: string, port = 0): Promise<FakeMaster> {
-  const app = Fastify();
+  const app = createHttpApp({ logger: silentLogger() });
   const reports = new Map<string, JobStatusReport[]>();
   const waiters = new Set<() => void>();
+  const jobs = new Set<string>();
   const self: FakeMaster = {
     url: '', reports, events: [], refused: 0, failing: false,
     waitFor: (jobId, pred, timeoutMs = 60_000) => new Promise((resolve, reject) => {
@@ -37,15 +43,18 @@ export async function startFakeMaster(token: string, port = 0): Promise<FakeMast
       check();
     }),
     final: (jobId, timeoutMs) => self.waitFor(jobId, (r) => r.status === 'BUILT' || r.status === 'FAILED', timeoutMs),
+    expect: (jobId) => { jobs.add(jobId); },
     close: () => app.close(),
   };
   app.post<{ Params: { jobId: string } }>('/internal/template/jobs/:jobId/status', async (req, reply) => {
     const check = verifyCallbackToken(req.headers[CALLBACK_TOKEN_HEADER], token, false);
     if (!check.ok) { self.refused++; return reply.status(check.status).send({ code: check.status, message: check.message }); }
     if (self.failing) return reply.status(503).send({ code: 503, message: 'down' });
+    const report = checkJobStatusReport(req.body);
+    if (!jobs.has(req.params.jobId)) return reply.status(404).send({ code: 404, message: `build job ${req.params.jobId} not found` });
     const list = reports.get(req.params.jobId) ?? [];
-    list.push(req.body as JobStatusReport);
-    self.events.push({ jobId: req.params.jobId, report: req.body as JobStatusReport, at: performance.now() });
+    list.push(report);
+    self.events.push({ jobId: req.params.jobId, report, at: performance.now() });
     reports.set(req.params.jobId, list);
     for (const w of [...waiters]) w();
     return reply.status(204).send();

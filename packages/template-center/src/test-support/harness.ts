@@ -61,6 +61,7 @@ export async function startHarness(o: {
         jobId: `job-${id}`, templateId: 'tpl-test', artifactId: `art-${id.slice(0, 8)}`, specHash: `spec-${id}`,
         source, withSvcCa: false, diskSizeMB: 0, ...extra,
       };
+      master.expect(req.jobId);
       const res = await client.build(req);
       if (res.jobId !== req.jobId) throw new Error('wrong job id echoed');
       return req;
