@@ -7,6 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { statusOf } from './contract-testing.ts';
 import { fileSignature, type SignedFileRequest } from '@svc/common/envd-signature';
 import { MasterInternalClient, type OnTimeout, type SandboxRoute } from './master-internal.ts';
 
@@ -17,18 +18,6 @@ export interface MasterInternalSubject {
   /** Returns once the sandbox's idle deadline has passed with no activity. */
   makeDue(sandboxId: string): Promise<void>;
   close(): Promise<void>;
-}
-
-type Failure = { status: number; body: unknown };
-
-async function failure(p: Promise<unknown>): Promise<Failure> {
-  try {
-    await p;
-  } catch (e) {
-    const err = e as { status: number; body?: unknown; message: string; code?: number };
-    return { status: err.status, body: { code: err.code, message: err.message } };
-  }
-  throw new Error('expected the call to fail');
 }
 
 function assertRoute(r: SandboxRoute, sandboxId: string, state: SandboxRoute['state']): void {
@@ -46,8 +35,7 @@ export function masterInternalContract(name: string, make: () => Promise<MasterI
     const master = new MasterInternalClient(s.url);
     try {
       await t.test('an unknown sandbox\'s route is 404', async () => {
-        const f = await failure(master.route('sbx-never-created'));
-        assert.equal(f.status, 404);
+        assert.equal(await statusOf(master.route('sbx-never-created')), 404);
       });
 
       await t.test('a running sandbox\'s route carries what the proxy needs', async () => {
@@ -61,7 +49,7 @@ export function masterInternalContract(name: string, make: () => Promise<MasterI
       await t.test('pause answers the paused route, a second pause is 409, resume answers the running route', async () => {
         const { sandboxId } = await s.addRunning({ autoResume: false, onTimeout: 'pause' });
         assertRoute(await master.pause(sandboxId, 'api'), sandboxId, 'paused');
-        assert.equal((await failure(master.pause(sandboxId, 'api'))).status, 409);
+        assert.equal(await statusOf(master.pause(sandboxId, 'api')), 409);
         assertRoute(await master.route(sandboxId), sandboxId, 'paused');
         assertRoute(await master.resume(sandboxId, 'auto'), sandboxId, 'running');
         assertRoute(await master.route(sandboxId), sandboxId, 'running');
@@ -69,8 +57,8 @@ export function masterInternalContract(name: string, make: () => Promise<MasterI
 
       await t.test('the idle timeout\'s pause and kill are refused (409) unless the sandbox is due: traffic may have moved its deadline', async () => {
         const { sandboxId } = await s.addRunning({ autoResume: false, onTimeout: 'pause' });
-        assert.equal((await failure(master.pause(sandboxId, 'timeout'))).status, 409);
-        assert.equal((await failure(master.kill(sandboxId, 'timeout'))).status, 409);
+        assert.equal(await statusOf(master.pause(sandboxId, 'timeout')), 409);
+        assert.equal(await statusOf(master.kill(sandboxId, 'timeout')), 409);
         assertRoute(await master.route(sandboxId), sandboxId, 'running');
       });
 
@@ -81,8 +69,8 @@ export function masterInternalContract(name: string, make: () => Promise<MasterI
         const r = await master.route(sandboxId);
         assert.equal(r.state, 'terminated');
         assert.equal(r.terminateReason, 'timeout');
-        assert.equal((await failure(master.pause(sandboxId, 'api'))).status, 410, 'a killed sandbox is gone');
-        assert.equal((await failure(master.resume(sandboxId, 'auto'))).status, 410);
+        assert.equal(await statusOf(master.pause(sandboxId, 'api')), 410, 'a killed sandbox is gone');
+        assert.equal(await statusOf(master.resume(sandboxId, 'auto')), 410);
         const other = await s.addRunning({ autoResume: false, onTimeout: 'kill' });
         await master.kill(other.sandboxId, 'api');
         assert.equal((await master.route(other.sandboxId)).terminateReason, 'killed');
@@ -109,11 +97,11 @@ export function masterInternalContract(name: string, make: () => Promise<MasterI
         };
         assertRoute(await master.routeBySignature(signed), sandboxId, 'running');
         const wrong = { ...signed, signature: fileSignature('/home/user/a.txt', 'read', 'user', 'not-the-token') };
-        assert.equal((await failure(master.routeBySignature(wrong))).status, 401);
+        assert.equal(await statusOf(master.routeBySignature(wrong)), 401);
         const expired = Math.floor(Date.now() / 1000) - 60;
         const stale = { ...signed, expiration: String(expired), signature: fileSignature('/home/user/a.txt', 'read', 'user', envdAccessToken, expired) };
         assertRoute(await master.routeBySignature(stale), sandboxId, 'running');
-        assert.equal((await failure(master.routeBySignature({ ...signed, operation: 'delete' as never }))).status, 400);
+        assert.equal(await statusOf(master.routeBySignature({ ...signed, operation: 'delete' as never })), 400);
       });
     } finally {
       await s.close();

@@ -6,6 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { statusOf } from './contract-testing.ts';
 import { NodeAgentClient, type CreateSandboxOnNode, type EnsureArtifact, type NodeSandbox } from './node-agent.ts';
 
 export interface NodeAgentSubject {
@@ -13,15 +14,6 @@ export interface NodeAgentSubject {
   /** A create request the subject can serve (a template artifact it can start). */
   createRequest(): CreateSandboxOnNode;
   close(): Promise<void>;
-}
-
-async function statusOf(p: Promise<unknown>): Promise<number> {
-  try {
-    await p;
-  } catch (e) {
-    return (e as { status: number }).status;
-  }
-  throw new Error('expected the call to fail');
 }
 
 function assertSandbox(s: NodeSandbox, req: CreateSandboxOnNode, state: NodeSandbox['state']): void {

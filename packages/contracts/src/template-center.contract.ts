@@ -6,6 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { statusOf } from './contract-testing.ts';
 import { createHash } from 'node:crypto';
 import { TemplateCenterClient, type ArtifactStored, type BuildRequest } from './template-center.ts';
 
@@ -17,15 +18,6 @@ export interface TemplateCenterSubject {
   /** The artifact the finished build reported to the master. */
   built(req: BuildRequest): Promise<ArtifactStored>;
   close(): Promise<void>;
-}
-
-async function statusOf(p: Promise<unknown>): Promise<number> {
-  try {
-    await p;
-  } catch (e) {
-    return (e as { status: number }).status;
-  }
-  throw new Error('expected the call to fail');
 }
 
 export function templateCenterContract(name: string, make: () => Promise<TemplateCenterSubject>): void {
