@@ -6,7 +6,7 @@ import type {
 } from '@svc/contracts';
 import type { MasterClient } from '@svc/contracts/master';
 import { parseNewSandbox, toE2bDetail, toE2bListed, toE2bMetric, toE2bSandbox } from './e2b-shapes.ts';
-import { fastifyPath, routeSchema } from '@svc/contracts/route-schemas';
+import { documentedRoute } from '@svc/contracts/route-schemas';
 
 type Id = { sandboxID: string };
 type Parts = { Params?: unknown; Querystring?: unknown; Body?: unknown };
@@ -18,7 +18,7 @@ type Handler<P extends Parts> = (req: FastifyRequest<P>, reply: FastifyReply) =>
  */
 export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient, domain: string): void {
   const on = <P extends Parts>(method: HTTPMethods, path: PublicPath, handler: Handler<P>) =>
-    app.route({ method, url: fastifyPath(path), schema: routeSchema(path, method), handler: handler as Handler<Parts> });
+    app.route({ ...documentedRoute(method, path), handler: handler as Handler<Parts> });
   const noContent = (reply: FastifyReply) => reply.status(204).send();
 
   const create: Handler<{ Body: WireNewSandbox }> = async (req, reply) => {

@@ -79,3 +79,11 @@ export function routeSchema(path: PublicPath, method: string): RouteSchema {
 
 /** `/sandboxes/{sandboxID}` as fastify writes it: `/sandboxes/:sandboxID`. */
 export const fastifyPath = (path: PublicPath): string => path.replace(/\{([A-Za-z]+)\}/g, ':$1');
+
+/**
+ * What a server's `route()` needs of a documented operation (method, url, schema): the gateway,
+ * the master's template routes and the SDK's fake gateway each add only their handler.
+ */
+export function documentedRoute<M extends string>(method: M | M[], path: PublicPath): { method: M | M[]; url: string; schema: RouteSchema } {
+  return { method, url: fastifyPath(path), schema: routeSchema(path, Array.isArray(method) ? method[0]! : method) };
+}

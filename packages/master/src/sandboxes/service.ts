@@ -415,7 +415,6 @@ export class SandboxService {
     await this.changed('sandbox.killed', id, reason);
   }
 
-  /** A live (non-terminated) row: 404 when unknown, 410 when it was killed or timed out. */
   /**
    * The live row once no pause or resume is under way: a sandbox the API already shows as paused
    * may still be pausing, and a connect right then should resume it, not fail (seen with E2B's
@@ -431,6 +430,7 @@ export class SandboxService {
     }
   }
 
+  /** A live (non-terminated) row: 404 when unknown, 410 when it was killed or timed out. */
   private async live(id: string): Promise<Row> {
     const row = await this.d.repo.get(id);
     if (!row) throw notFound(`sandbox ${id} not found`);

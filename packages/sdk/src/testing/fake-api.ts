@@ -9,7 +9,7 @@ import type { FastifyInstance, FastifyReply, HTTPMethods, RouteHandlerMethod } f
 import { randomUUID } from 'node:crypto';
 import { createHttpApp, silentLogger } from '@svc/common';
 import type { PublicPath } from '@svc/contracts';
-import { fastifyPath, routeSchema } from '@svc/contracts/route-schemas';
+import { documentedRoute } from '@svc/contracts/route-schemas';
 import type { JobInfo, JobKind, SourceKind, TemplateInfo } from '@svc/contracts/template-routes';
 
 export interface RecordedRequest {
@@ -93,7 +93,7 @@ function err(reply: FastifyReply, status: number, message: string, code = status
 export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> {
   const app = createHttpApp({ logger: silentLogger() });
   const on = (method: HTTPMethods, path: PublicPath, handler: (req: any, reply: FastifyReply) => unknown) =>
-    app.route({ method, url: fastifyPath(path), schema: routeSchema(path, method), handler: handler as RouteHandlerMethod });
+    app.route({ ...documentedRoute(method, path), handler: handler as RouteHandlerMethod });
   const requests: RecordedRequest[] = [];
   const sandboxes = new Map<string, SandboxRow>();
   const templates = new Map<string, TemplateRow>();

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import type { PublicPath } from '@svc/contracts';
-import { fastifyPath, routeSchema } from '@svc/contracts/route-schemas';
+import { documentedRoute } from '@svc/contracts/route-schemas';
 
 type Parts = { Params?: unknown; Querystring?: unknown; Body?: unknown };
 export type Handler<P extends Parts> = (req: FastifyRequest<P>, reply: FastifyReply) => Promise<unknown>;
@@ -11,10 +11,5 @@ export type Handler<P extends Parts> = (req: FastifyRequest<P>, reply: FastifyRe
  */
 export function documentRoute(app: FastifyInstance) {
   return <P extends Parts>(method: HTTPMethods | HTTPMethods[], path: PublicPath, handler: Handler<P>) =>
-    app.route({
-      method,
-      url: fastifyPath(path),
-      schema: routeSchema(path, Array.isArray(method) ? method[0]! : method),
-      handler: handler as Handler<Parts>,
-    });
+    app.route({ ...documentedRoute(method, path), handler: handler as Handler<Parts> });
 }
