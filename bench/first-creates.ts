@@ -1,6 +1,6 @@
 /**
- * Fast out of the box (issue 9): on a fresh `svc up` with its defaults (a warm pool of 2 that
- * grows with demand), ten sequential `Sandbox.create('base')` + `commands.run('true')` through
+ * Fast out of the box (issue 9): on a fresh `svc up` with its defaults (a warm pool that starts
+ * at 8 a template and grows with demand), ten sequential `Sandbox.create('base')` + `commands.run('true')` through
  * the official e2b SDK, as a new user's first script does, then ten more one at a time (3 s
  * apart, the pool refilled between them). Goal: p50 <= 100 ms. The floor beside it is the same
  * on a platform without a warm pool (every create cold).
@@ -10,6 +10,7 @@
  */
 import { Sandbox } from 'e2b';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
+import { defaultConfig } from '@svc/common';
 import { printTable, stat, timed, writeResult } from './lib/stats.ts';
 
 const arg = (name: string, d: number) => {
@@ -17,7 +18,7 @@ const arg = (name: string, d: number) => {
   return i > 0 ? Number(process.argv[i + 1]) : d;
 };
 const N = arg('n', 10);
-/** --pool K: start with K warm sandboxes a template instead of svc up's default. */
+/** --pool K: start with K warm sandboxes a template instead of svc up's default (warm_pool_initial). */
 const POOL = arg('pool', 0);
 const NETWORK = { SVC_ADDRESS_POOL: '10.214.0.0/16' };
 
@@ -63,7 +64,8 @@ async function firstCreates(env: Record<string, string>, spaced: boolean): Promi
   }
 }
 
-const withPool = await firstCreates(POOL ? { SVC_WARM_POOL_SIZE: String(POOL) } : {}, true);
+const initial = POOL || defaultConfig().node_agent.warm_pool_initial;
+const withPool = await firstCreates({ SVC_WARM_POOL_INITIAL: String(initial), SVC_WARM_POOL_MAX: String(Math.max(8, initial)) }, true);
 const cold = await firstCreates({ SVC_WARM_POOL_SIZE: '0' }, false);
 const rows = {
   [`${POOL ? `pool ${POOL}` : 'svc up defaults'}: create + run('true'), ${N} in a row (ms)`]: stat(withPool.ms),

@@ -63,7 +63,7 @@ async function envdEcho(address: string): Promise<string> {
 
 function agentConfig(dir: string, name: string, warm: number): SvcConfig {
   const cfg = defaultConfig(dir);
-  cfg.node_agent = { ...cfg.node_agent, listen: '127.0.0.1:0', address_pool: POOL, state_dir: join(dir, name), warm_pool_size: warm };
+  cfg.node_agent = { ...cfg.node_agent, listen: '127.0.0.1:0', address_pool: POOL, state_dir: join(dir, name), warm_pool_size: warm, warm_pool_initial: 0 };
   cfg.svclet_conf = { ...cfg.svclet_conf, default_cpu_count: 1, default_memory_mb: 256, default_disk_size_mb: 512 };
   return cfg;
 }

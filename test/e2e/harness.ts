@@ -45,7 +45,8 @@ const E2E_PORTS = {
 export async function startPlatform(opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<RunningPlatform> {
   const dataDir = opts.dataDir ?? '/tmp/svc-e2e-data';
   mkdirSync(dataDir, { recursive: true });
-  const env: NodeJS.ProcessEnv = { ...process.env, ...E2E_PORTS, SVC_LIFECYCLE_WARMUP_SEC: '1', ...opts.env };
+  // Tests make no bursts of creates: a pool that starts at 2 (not svc up's 8) leaves the CPU to them.
+  const env: NodeJS.ProcessEnv = { ...process.env, ...E2E_PORTS, SVC_LIFECYCLE_WARMUP_SEC: '1', SVC_WARM_POOL_INITIAL: '2', ...opts.env };
   const child = spawn(process.execPath, [SVC_BIN, 'up', '--data-dir', dataDir, '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; });

@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
-import { loadConfig, ConfigError, REDACTED_PATHS, type SvcConfig } from '@svc/common';
+import { loadConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type SvcConfig } from '@svc/common';
 import { ensureBaseTemplate } from './base-template.ts';
 import { runDemo } from './demo.ts';
 import { startPlatform, type Platform } from './platform.ts';
@@ -81,8 +81,8 @@ export async function runUp(opts: UpOptions): Promise<void> {
     process.exit(1);
   }
 
-  // "Up" means a first create is served from the warm pool: wait (briefly) for its first sandbox.
-  if (cfg.node_agent.warm_pool_size > 0) await waitForWarmSandbox(platform, say);
+  // "Up" means the first creates are served from the warm pool: wait (briefly) for it to fill.
+  if (cfg.node_agent.warm_pool_size > 0) await waitForWarmPool(platform, warmPoolStart(cfg.node_agent), say);
 
   const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
   writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify(endpoint, null, 2) + '\n', { mode: 0o600 });
@@ -108,11 +108,11 @@ export async function runUp(opts: UpOptions): Promise<void> {
   say('Press Ctrl+C to stop.');
 }
 
-async function waitForWarmSandbox(platform: Platform, say: (line: string) => void, maxMs = 20_000): Promise<void> {
+async function waitForWarmPool(platform: Platform, size: number, say: (line: string) => void, maxMs = 20_000): Promise<void> {
   const until = Date.now() + maxMs;
-  if (platform.warmCount() > 0) return;
+  if (platform.warmCount() >= size) return;
   say('warming up the first sandboxes...');
-  while (platform.warmCount() === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  while (platform.warmCount() < size && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
   if (platform.warmCount() === 0) say('no warm sandbox yet (see the log); creates start cold until one is ready');
 }
 

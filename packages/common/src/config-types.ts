@@ -40,7 +40,10 @@ export interface SvcConfig {
     /** Sandbox addresses come from this IPv4 pool, a /30 per sandbox. */
     address_pool: string;
     state_dir: string;
+    /** Warm sandboxes a used template keeps at least (0: no warm pool). */
     warm_pool_size: number;
+    /** What a template's pool starts with, within [warm_pool_size, warm_pool_max] (see warmPoolStart). */
+    warm_pool_initial: number;
     warm_pool_max: number;
     host: {
       quota: {

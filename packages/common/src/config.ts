@@ -35,6 +35,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       address_pool: '10.200.0.0/16',
       state_dir: '',
       warm_pool_size: 2,
+      warm_pool_initial: 8,
       warm_pool_max: 8,
       host: { quota: { paused_resource_release_ratio: 0, memory_overcommit: 40, memory_reserve_mb: 0, max_cpu_pressure: 0 } },
       capacity: { cpu_count: 0, memory_mb: 0 },
@@ -81,6 +82,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_RUNTIME', 'node_agent.runtime', 'string'],
   ['SVC_ADDRESS_POOL', 'node_agent.address_pool', 'string'],
   ['SVC_WARM_POOL_SIZE', 'node_agent.warm_pool_size', 'int'],
+  ['SVC_WARM_POOL_INITIAL', 'node_agent.warm_pool_initial', 'int'],
   ['SVC_WARM_POOL_MAX', 'node_agent.warm_pool_max', 'int'],
   ['SVC_PAUSED_RESOURCE_RELEASE_RATIO', 'node_agent.host.quota.paused_resource_release_ratio', 'number'],
   ['SVC_MEMORY_OVERCOMMIT', 'node_agent.host.quota.memory_overcommit', 'number'],
@@ -120,6 +122,15 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_EXTERNAL_REDIS_PASSWORD', 'redis.password', 'string'],
   ['SVC_EXTERNAL_REDIS_DB', 'redis.db', 'int'],
 ];
+
+/**
+ * How many warm sandboxes a template's pool starts with: `warm_pool_initial` kept within
+ * [`warm_pool_size`, `warm_pool_max`], and none when the pool is off (size 0).
+ */
+export function warmPoolStart(c: SvcConfig['node_agent']): number {
+  if (c.warm_pool_size === 0) return 0;
+  return Math.min(Math.max(c.warm_pool_size, c.warm_pool_max), Math.max(c.warm_pool_size, c.warm_pool_initial));
+}
 
 /** Names replaced by newer ones, for a value with no modern spelling of its own. */
 const RENAMED: Record<string, string> = { SVC_PROXY_HOST_PORT: 'SVC_PROXY_HTTP_PORT' };
@@ -254,6 +265,7 @@ function validate(c: SvcConfig) {
   need(['auto', 'gvisor', 'microvm'].includes(c.node_agent.runtime), 'node_agent.runtime', `must be auto, gvisor or microvm (got ${JSON.stringify(c.node_agent.runtime)})`);
   need(/^\d+\.\d+\.\d+\.\d+\/(?:[8-9]|[12]\d|30)$/.test(c.node_agent.address_pool), 'node_agent.address_pool', `must be an IPv4 CIDR of /8../30 (got ${JSON.stringify(c.node_agent.address_pool)})`);
   need(Number.isInteger(c.node_agent.warm_pool_size) && c.node_agent.warm_pool_size >= 0, 'node_agent.warm_pool_size', 'must be a non-negative integer');
+  need(Number.isInteger(c.node_agent.warm_pool_initial) && c.node_agent.warm_pool_initial >= 0, 'node_agent.warm_pool_initial', 'must be a non-negative integer');
   need(Number.isInteger(c.node_agent.warm_pool_max) && c.node_agent.warm_pool_max >= c.node_agent.warm_pool_size, 'node_agent.warm_pool_max', 'must be an integer no smaller than warm_pool_size');
   need(Number.isInteger(c.lifecycle.replicas) && c.lifecycle.replicas >= 1 && c.lifecycle.replicas <= 8, 'lifecycle.replicas', `must be 1..8 (got ${c.lifecycle.replicas})`);
   need(c.lifecycle.sweep_interval_ms >= 100, 'lifecycle.sweep_interval_ms', 'must be at least 100');

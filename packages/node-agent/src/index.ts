@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createHttpApp, parseListen, Periodic, SvcError, type Logger, type SvcConfig } from '@svc/common';
+import { createHttpApp, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo } from '@svc/contracts/node-agent';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
 import { enableIpForwarding, raisePidMax, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
@@ -103,6 +103,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const service = new SandboxService({
     logger, launcher, driver, artifacts, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     warmPoolSize: nc.warm_pool_size,
+    warmPoolInitial: warmPoolStart(nc),
     warmPoolMax: nc.warm_pool_max,
     warmShape: { cpuCount: sc.default_cpu_count, memoryMB: sc.default_memory_mb, diskSizeMB: sc.default_disk_size_mb },
   });

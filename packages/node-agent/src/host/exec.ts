@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { CommandHelper, commandHelper } from './command-helper.ts';
 
 export interface RunResult {
   code: number;
@@ -12,6 +12,8 @@ export interface RunOptions {
   /** Resolve with the exit code instead of throwing on a non-zero exit. */
   allowFail?: boolean;
   env?: NodeJS.ProcessEnv;
+  /** Append the command's stdout and stderr to this file instead of capturing them. */
+  logPath?: string;
 }
 
 /** A host command that exited non-zero; the message carries its stderr. */
@@ -23,32 +25,26 @@ export class CommandError extends Error {
   }
 }
 
-/** Runs a host command to completion, capturing its output. */
-export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { stdio: ['pipe', 'pipe', 'pipe'], env: opts.env ?? process.env });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
-    const timer = opts.timeoutMs
-      ? setTimeout(() => { stderr += `\n(killed after ${opts.timeoutMs} ms)`; child.kill('SIGKILL'); }, opts.timeoutMs)
-      : undefined;
-    let settled = false;
-    const finish = (code: number | null, signal: NodeJS.Signals | null) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      const result = { code: code ?? (signal ? 128 : 1), stdout, stderr };
-      if (result.code !== 0 && !opts.allowFail) reject(new CommandError([cmd, ...args], result));
-      else resolve(result);
-    };
-    child.on('error', (err) => { settled = true; clearTimeout(timer); reject(err); });
-    child.on('close', finish);
-    // A detached grandchild (runsc exec --detach) can keep the pipes open forever: once the
-    // command itself has exited, give its output a moment to drain and then stop waiting.
-    child.on('exit', (code, signal) => { setTimeout(() => finish(code, signal), 300).unref(); });
-    child.stdin.on('error', () => { /* the command may exit before reading its input */ });
-    child.stdin.end(opts.input ?? '');
-  });
+/**
+ * Runs a host command to completion, capturing its output (started by the command helper, so
+ * the fork does not stall this process: host/command-helper.ts).
+ */
+export async function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
+  const reply = await commandHelper.request({ cmd, args, input: opts.input, timeoutMs: opts.timeoutMs, env: opts.env, logPath: opts.logPath });
+  const startError = CommandHelper.startError(reply);
+  if (startError) throw startError;
+  const result = { code: reply.code ?? (reply.signal ? 128 : 1), stdout: reply.stdout ?? '', stderr: reply.stderr ?? '' };
+  if (result.code !== 0 && !opts.allowFail) throw new CommandError([cmd, ...args], result);
+  return result;
+}
+
+/**
+ * Starts a host command that keeps running on its own (detached, output ignored). Resolves with
+ * its exit code when it ends within `earlyMs`, else with code 0 while it runs on.
+ */
+export async function runInBackground(cmd: string, args: string[], earlyMs: number): Promise<RunResult> {
+  const reply = await commandHelper.request({ cmd, args, backgroundEarlyMs: earlyMs });
+  const startError = CommandHelper.startError(reply);
+  if (startError) return { code: 127, stdout: '', stderr: startError.message };
+  return { code: reply.code ?? (reply.signal ? 128 : 1), stdout: '', stderr: '' };
 }

@@ -1,9 +1,8 @@
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Logger } from '@svc/common';
-import { CommandError, run, type RunResult } from '../host/exec.ts';
+import { CommandError, run, runInBackground, type RunResult } from '../host/exec.ts';
 import { isMountPoint, unmount } from '../host/mounts.ts';
 import type { ResourceNames } from '../names.ts';
 import type { InstanceEndCause, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from './driver.ts';
@@ -205,15 +204,10 @@ export class GvisorDriver implements RuntimeDriver {
    * the same job; it ends with the process or the sandbox.
    */
   private async execInBackground(ref: InstanceRef, id: string, argv: string[]): Promise<RunResult> {
-    const child = spawn('nsenter', [`--net=${ref.netnsPath}`, this.runsc, ...this.globalFlags(), 'exec', id, ...argv], { stdio: 'ignore', detached: true });
-    const early = await new Promise<number | undefined>((resolve) => {
-      const timer = setTimeout(() => resolve(undefined), 150);
-      child.once('exit', (code) => { clearTimeout(timer); resolve(code ?? 1); });
-      child.once('error', () => { clearTimeout(timer); resolve(127); });
-    });
-    child.unref();
-    return { code: early ?? 0, stdout: '', stderr: early ? `runsc exec exited ${early} at once` : '' };
+    const { code } = await runInBackground('nsenter', [`--net=${ref.netnsPath}`, this.runsc, ...this.globalFlags(), 'exec', id, ...argv], 150);
+    return { code, stdout: '', stderr: code ? `runsc exec exited ${code} at once` : '' };
   }
+
 
   async sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void> {
     await this.waitForRunsInFlight();
@@ -350,20 +344,10 @@ export class GvisorDriver implements RuntimeDriver {
    */
   private async runDetached(spec: InstanceSpec, id: string, paths: ReturnType<GvisorDriver['paths']>): Promise<void> {
     await mkdir(this.o.stateRoot, { recursive: true });
-    const log = await open(paths.console, 'a', 0o600);
-    try {
-      const argv = [`--net=${spec.netnsPath}`, this.runsc, ...this.globalFlags(), 'run', '--detach', `--bundle=${paths.bundle}`, id];
-      const code = await new Promise<number>((resolve, reject) => {
-        const child = spawn('nsenter', argv, { stdio: ['ignore', log.fd, log.fd] });
-        const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-        child.on('error', (e) => { clearTimeout(timer); reject(e); });
-        child.on('close', (c) => { clearTimeout(timer); resolve(c ?? 1); });
-      });
-      if (code !== 0) {
-        throw new CommandError(['runsc', 'run', id], { code, stdout: '', stderr: await this.consoleTail(spec, 3) });
-      }
-    } finally {
-      await log.close();
+    const argv = [`--net=${spec.netnsPath}`, this.runsc, ...this.globalFlags(), 'run', '--detach', `--bundle=${paths.bundle}`, id];
+    const { code } = await run('nsenter', argv, { logPath: paths.console, timeoutMs: 60_000, allowFail: true });
+    if (code !== 0) {
+      throw new CommandError(['runsc', 'run', id], { code, stdout: '', stderr: await this.consoleTail(spec, 3) });
     }
   }
 

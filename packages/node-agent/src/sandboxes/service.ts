@@ -23,6 +23,8 @@ export interface SandboxServiceDeps {
   capacity: { cpuCount: number; memoryMB: number };
   releaseRatio: number;
   warmPoolSize: number;
+  /** What a template's pool starts with (config warmPoolStart). */
+  warmPoolInitial: number;
   warmPoolMax: number;
   warmShape: InstanceResources;
   /** Nominal memory quota of the release-ratio check (node memory x memory_overcommit; default capacity). */
@@ -48,6 +50,7 @@ export class SandboxService {
   constructor(private readonly d: SandboxServiceDeps) {
     this.pool = new WarmPool({
       size: d.warmPoolSize,
+      initial: d.warmPoolInitial,
       max: Math.max(d.warmPoolSize, d.warmPoolMax),
       shape: d.warmShape,
       logger: d.logger,

@@ -4,8 +4,10 @@ import type { Instance } from './instances.ts';
 import type { WarmPoolStats } from '@svc/contracts/node-agent';
 
 export interface WarmPoolDeps {
-  /** Warm sandboxes each used template starts with, and falls back to when idle; 0: no pool. */
+  /** Warm sandboxes each used template keeps at least, falling back to them when idle; 0: no pool. */
   size: number;
+  /** What a template's pool starts with (default `size`): enough for a first burst of creates. */
+  initial?: number;
   /** The most a template's pool grows to while creates find it empty. */
   max: number;
   /** Resources warm sandboxes start with; a create asking for others starts cold. */
@@ -22,9 +24,10 @@ export interface WarmPoolDeps {
   /** A pool grown by demand gives one back after this long without a hand-out. */
   shrinkAfterMs?: number;
   /**
-   * After a hand-out, the refill starts this much later (default 300 ms): the new sandbox's first
-   * commands follow its create at once, and a refill's boot would compete with them for the
-   * host's CPU and the agent's event loop. A create that finds the pool empty refills at once.
+   * The refill starts once this long has passed without a hand-out (default 300 ms): the new
+   * sandbox's first commands follow its create at once, and during a burst of creates so do the
+   * next creates; a refill's boot would compete with them for the host's CPU. A create that finds
+   * the pool empty refills at once.
    */
   refillDelayMs?: number;
   /** How long a create that finds the pool empty waits for a warm start already under way (default 5 s). */
@@ -48,10 +51,10 @@ interface ArtifactPool {
 
 /**
  * Sandboxes started ahead, per template artifact, so a create only has to personalise one.
- * Sized by demand: a used template starts at `size`; each create that finds its pool empty
+ * Sized by demand: a used template starts at `initial`; each create that finds its pool empty
  * grows it by one up to `max`; a pool without a hand-out for `shrinkAfterMs` gives one back down
- * to `size`; nothing is started while the node's memory admission has no room. Refilled right
- * after one is taken (refillDelayMs), emptied when the artifact goes away and when the agent
+ * to `size`; nothing is started while the node's memory admission has no room. Refilled once
+ * hand-outs pause (refillDelayMs), emptied when the artifact goes away and when the agent
  * closes. A create that finds it empty takes the next warm sandbox whose start is already under
  * way rather than booting one of its own, when one is.
  */
@@ -132,7 +135,7 @@ export class WarmPool {
   }
 
   private refillSoon(artifactId: string): void {
-    if (this.refillTimers.has(artifactId)) return;
+    clearTimeout(this.refillTimers.get(artifactId));
     this.refillTimers.set(artifactId, setTimeout(() => {
       this.refillTimers.delete(artifactId);
       this.fill(artifactId);
@@ -191,7 +194,7 @@ export class WarmPool {
   private pool(artifactId: string): ArtifactPool {
     let p = this.pools.get(artifactId);
     if (!p) {
-      p = { ready: [], target: this.d.size, starting: 0, hits: 0, misses: 0, lastHandOut: Date.now(), waiters: [] };
+      p = { ready: [], target: Math.min(this.d.max, Math.max(this.d.size, this.d.initial ?? this.d.size)), starting: 0, hits: 0, misses: 0, lastHandOut: Date.now(), waiters: [] };
       this.pools.set(artifactId, p);
     }
     return p;

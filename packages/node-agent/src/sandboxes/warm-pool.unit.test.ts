@@ -148,3 +148,33 @@ test('waiting creates are sent away when a start fails or the pool closes', asyn
   await closing;
   await p.close();
 });
+
+test('starts at initial, within size and max, and shrinks from there to size when idle', async () => {
+  const { p, destroyed } = pool({ initial: 3 });
+  p.fill('a');
+  await until(() => p.count() === 3);
+  assert.equal(p.stats().artifacts.a.target, 3);
+  await until(() => destroyed.length === 1, 2_000);
+  assert.equal(p.stats().artifacts.a.target, 2, 'back to size after shrinkAfterMs without a hand-out');
+  await p.close();
+
+  const capped = pool({ initial: 10 });
+  capped.p.fill('b');
+  await until(() => capped.p.count() === 4);
+  assert.equal(capped.p.stats().artifacts.b.target, 4, 'never past max');
+  await capped.p.close();
+});
+
+test('a burst of hand-outs defers the refill until they pause', async () => {
+  const { p, started } = pool({ initial: 4, refillDelayMs: 150 });
+  p.fill('a');
+  await until(() => p.count() === 4);
+  for (let i = 0; i < 3; i++) {
+    assert.ok(await p.take('a', SHAPE));
+    await sleep(80);
+  }
+  assert.equal(started.length, 4, 'nothing started while creates kept coming');
+  await until(() => p.count() === 4);
+  assert.equal(started.length, 7);
+  await p.close();
+});

@@ -97,7 +97,7 @@ export async function makeTestEnv(name: string, pool: string): Promise<TestEnv> 
     config(over = {}) {
       const cfg = defaultConfig(dir);
       // No warm pool unless a test asks for one: tests count the sandboxes they leave.
-      cfg.node_agent = { ...cfg.node_agent, listen: '127.0.0.1:0', address_pool: pool, state_dir: join(dir, 'state'), warm_pool_size: 0, ...over };
+      cfg.node_agent = { ...cfg.node_agent, listen: '127.0.0.1:0', address_pool: pool, state_dir: join(dir, 'state'), warm_pool_size: 0, warm_pool_initial: 0, ...over };
       cfg.svclet_conf = { ...cfg.svclet_conf, default_cpu_count: 1, default_memory_mb: 256, default_disk_size_mb: 512 };
       return cfg;
     },
