@@ -63,6 +63,43 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
         assert.equal(resumed.pauseKind, undefined);
       });
 
+      await t.test('a snapshot captures the writable layer under the id given, leaves the sandbox running, and a create starts from it', async () => {
+        const layerId = `layer-${req.sandboxId}`;
+        const layer = await agent.snapshotSandbox(req.sandboxId, { layerId });
+        assert.equal(layer.layerId, layerId);
+        assert.equal(layer.artifactId, req.artifact.artifactId);
+        assert.equal(layer.sandboxId, req.sandboxId);
+        assert.equal(layer.contents, 'filesystem');
+        assert.match(layer.sha256, /^[0-9a-f]{64}$/);
+        assert.ok(layer.sizeBytes > 0);
+        assert.ok(!Number.isNaN(Date.parse(layer.createdAt)));
+        assertSandbox(await agent.getSandbox(req.sandboxId), req, 'running');
+        assert.ok((await agent.listLayers()).some((l) => l.layerId === layerId));
+        assert.equal(await statusOf(agent.snapshotSandbox(req.sandboxId, { layerId })), 409, 'the id is taken');
+        assert.equal(await statusOf(agent.snapshotSandbox(req.sandboxId, { layerId: '../x' })), 400);
+        assert.equal(await statusOf(agent.snapshotSandbox('no-such-sandbox', { layerId: `${layerId}-2` })), 404);
+
+        const child = { ...req, sandboxId: `${req.sandboxId}-c`, layerId };
+        try {
+          assertSandbox(await agent.createSandbox(child), child, 'running');
+          assert.equal(await statusOf(agent.createSandbox({ ...req, sandboxId: `${req.sandboxId}-d`, layerId: 'no-such-layer' })), 404);
+        } finally {
+          await agent.deleteSandbox(child.sandboxId).catch(() => { /* the create failed: nothing to delete */ });
+        }
+        assert.equal(await agent.deleteLayer(layerId), undefined);
+        assert.ok(!(await agent.listLayers()).some((l) => l.layerId === layerId));
+        assert.equal(await statusOf(agent.deleteLayer(layerId)), 404);
+      });
+
+      await t.test('a paused sandbox is not snapshotted (409)', async () => {
+        await agent.pauseSandbox(req.sandboxId);
+        try {
+          assert.equal(await statusOf(agent.snapshotSandbox(req.sandboxId, { layerId: `layer-${req.sandboxId}-p` })), 409);
+        } finally {
+          await agent.resumeSandbox(req.sandboxId);
+        }
+      });
+
       await t.test('delete answers 204; then the sandbox is 404 everywhere', async () => {
         assert.equal(await agent.deleteSandbox(req.sandboxId), undefined);
         assert.equal(await statusOf(agent.getSandbox(req.sandboxId)), 404);

@@ -47,6 +47,27 @@ export interface CreateSandboxOnNode {
   metadata: Record<string, string>;
   /** Deadline the master gives this call (create_timeout_insec), for the agent's own cleanup. */
   timeoutMs: number;
+  /** Start from this captured layer on the node (a snapshot's files) instead of an empty writable layer. */
+  layerId?: string;
+}
+
+/** Capture a sandbox's writable layer under this id (snapshots and forks). */
+export interface SnapshotSandboxOnNode {
+  layerId: string;
+}
+
+/** A writable layer captured from a sandbox and kept on a node. */
+export interface LayerOnNode {
+  layerId: string;
+  sha256: string;
+  sizeBytes: number;
+  /** The template artifact the layer lies over; a create from the layer uses the same. */
+  artifactId: string;
+  /** The sandbox it was captured from. */
+  sandboxId: string;
+  /** What it holds: the sandbox's files. Runtimes that capture memory add 'memory' (the microVM issue). */
+  contents: 'filesystem';
+  createdAt: string;
 }
 
 /** A running sandbox's new egress policy, replacing the one it had (E2B's updateNetwork). */
@@ -196,6 +217,11 @@ export class NodeAgentClient {
   pauseSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`); }
   resumeSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`); }
   metrics(id: string) { return this.http.get<SandboxMetrics>(`/v1/sandboxes/${encodeURIComponent(id)}/metrics`); }
+  snapshotSandbox(id: string, req: SnapshotSandboxOnNode) {
+    return this.http.post<LayerOnNode>(`/v1/sandboxes/${encodeURIComponent(id)}/snapshot`, req, { timeoutMs: 600_000 });
+  }
+  listLayers() { return this.http.get<LayerOnNode[]>('/v1/layers'); }
+  deleteLayer(id: string) { return this.http.delete<void>(`/v1/layers/${encodeURIComponent(id)}`); }
   listEndedSandboxes() { return this.http.get<EndedSandbox[]>('/v1/ended-sandboxes'); }
   ensureArtifact(artifactId: string, req: EnsureArtifact, timeoutMs = 600_000) {
     return this.http.post<ArtifactOnNode>(`/v1/artifacts/${encodeURIComponent(artifactId)}`, req, { timeoutMs });

@@ -8,6 +8,8 @@
  *   sudo [options] [VAR=value...] command...   (the client, installed as the sandbox's sudo)
  *     sends its standard input, output and error (SCM_RIGHTS), its working directory, the
  *     command and its environment, forwards the signals it gets, and exits as the command did.
+ *   svc-sudo --sync                             (the node agent, before a snapshot: sync(2) of the
+ *                                                sandbox's kernel, in images that have no sync)
  *   svc-sudo --serve                            (started by envd as root, the socket on fd 0)
  *     checks the caller (its SCM_CREDENTIALS, which the kernel vouches for) against the sudoers rules, runs the command as the target
  *     user on the caller's own descriptors, and sends back its wait status.
@@ -484,5 +486,7 @@ static int client(int argc, char **argv) {
 
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--serve") == 0) return serve(0);
+  /* The node agent flushes a sandbox's files before it captures them (a snapshot), in any image. */
+  if (argc == 2 && strcmp(argv[1], "--sync") == 0) { sync(); return 0; }
   return client(argc, argv);
 }

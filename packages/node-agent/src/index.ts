@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { createHttpApp, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo } from '@svc/contracts/node-agent';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
+import { LayerStore } from './artifacts/layer-store.ts';
 import { enableIpForwarding, raisePidMax, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
 import type { RunResult } from './host/exec.ts';
 import { MasterLink } from './master-link.ts';
@@ -71,6 +72,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const records = new RecordStore(join(stateDir, 'instances'));
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
+  const layers = new LayerStore(join(stateDir, 'layers'), logger);
   // runtime: auto picks gvisor; the microvm driver (KVM) comes later.
   const platform = await chooseGvisorPlatform(logger, opts.runscPath);
   const driver = new GvisorDriver({ stateRoot: join(stateDir, 'runsc'), names, logger, runscPath: opts.runscPath, platform });
@@ -81,6 +83,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   await enableIpForwarding(logger);
   await raisePidMax(logger);
   await artifacts.load();
+  await layers.load();
 
   let bundle: Promise<RuntimeBundle> | undefined;
   const runtimeBundle = () => {
@@ -101,7 +104,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const report = await reconcile({ logger, driver, records, names, firewall, addresses, launcher });
   const sc = cfg.svclet_conf;
   const service = new SandboxService({
-    logger, launcher, driver, artifacts, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
+    logger, launcher, driver, artifacts, layers, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     warmPoolSize: nc.warm_pool_size,
     warmPoolInitial: warmPoolStart(nc),
     warmPoolMax: nc.warm_pool_max,

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import type { TaskStats } from '@svc/common';
 import type { NodeInfo } from '@svc/contracts/node-agent';
 import type { SandboxService } from './sandboxes/service.ts';
-import { checkSandboxId, parseCreate, parseEnsureArtifact, parseNetworkUpdate } from './validate.ts';
+import { checkSandboxId, parseCreate, parseEnsureArtifact, parseNetworkUpdate, parseSnapshot } from './validate.ts';
+import { checkLayerId } from './artifacts/layer-store.ts';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
 export interface RouteDeps {
@@ -30,9 +31,16 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   app.delete<IdParams>('/v1/sandboxes/:id', async (req, reply) => { await s.delete(id(req.params)); return reply.status(204).send(); });
   app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => s.pause(id(req.params)));
   app.put<IdParams>('/v1/sandboxes/:id/network', async (req) => s.updateNetwork(id(req.params), parseNetworkUpdate(req.body)));
+  app.post<IdParams>('/v1/sandboxes/:id/snapshot', async (req, reply) => reply.status(201).send(await s.snapshot(id(req.params), parseSnapshot(req.body))));
   app.post<IdParams>('/v1/sandboxes/:id/resume', async (req) => s.resume(id(req.params)));
   app.get<IdParams>('/v1/sandboxes/:id/metrics', async (req) => s.metrics(id(req.params)));
   app.get('/v1/ended-sandboxes', async () => s.ended());
+
+  app.get('/v1/layers', async () => s.listLayers());
+  app.delete<IdParams>('/v1/layers/:id', async (req, reply) => {
+    await s.deleteLayer(checkLayerId(req.params.id));
+    return reply.status(204).send();
+  });
 
   app.get('/v1/artifacts', async () => s.listArtifacts());
   app.post<IdParams>('/v1/artifacts/:id', async (req) => s.ensureArtifact(req.params.id, parseEnsureArtifact(req.body, req.params.id)));

@@ -1,4 +1,5 @@
 import { badRequest } from '@svc/common';
+import { checkLayerId } from './artifacts/layer-store.ts';
 import type { CreateSandboxOnNode, EnsureArtifact, NetworkUpdateOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
@@ -69,7 +70,14 @@ export function parseCreate(body: unknown, defaults: { diskSizeMB: number; timeo
     network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut') },
     metadata: stringMap(body.metadata, 'metadata'),
     timeoutMs: body.timeoutMs === undefined ? defaults.timeoutMs : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
+    ...(body.layerId === undefined ? {} : { layerId: checkLayerId(body.layerId) }),
   };
+}
+
+/** POST /v1/sandboxes/:id/snapshot: the id the captured layer gets. */
+export function parseSnapshot(body: unknown): string {
+  if (!isObject(body)) throw badRequest('body must be a JSON object {layerId}');
+  return checkLayerId(body.layerId);
 }
 
 /** PUT /v1/sandboxes/:id/network: the whole egress policy, as create takes it. */

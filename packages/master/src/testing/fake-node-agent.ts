@@ -5,7 +5,10 @@
  * use the real node agent.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { CreateSandboxOnNode, NodeSandbox } from '@svc/contracts/node-agent';
+import { createHash } from 'node:crypto';
+import type { CreateSandboxOnNode, LayerOnNode, NodeSandbox, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+
+const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export interface FakeNodeBehaviour {
   createDelayMs: number;
@@ -18,6 +21,9 @@ export interface FakeNodeBehaviour {
 
 export class FakeNodeAgent {
   readonly sandboxes = new Map<string, NodeSandbox>();
+  readonly layers = new Map<string, LayerOnNode>();
+  /** The artifact each sandbox was created from (what its layer lies over). */
+  private readonly artifactOf = new Map<string, string>();
   readonly calls: string[] = [];
   readonly behaviour: FakeNodeBehaviour = { createDelayMs: 0, deleteDelayMs: 0, pauseDelayMs: 0, failCreate: false };
   private app!: FastifyInstance;
@@ -31,6 +37,10 @@ export class FakeNodeAgent {
       this.calls.push(`create ${req.body.sandboxId}`);
       await wait(this.behaviour.createDelayMs);
       if (this.behaviour.failCreate) return reply.status(500).send({ code: 500, message: 'runsc failed' });
+      const layer = req.body.layerId === undefined ? undefined : this.layers.get(req.body.layerId);
+      if (req.body.layerId !== undefined && !layer) return reply.status(404).send({ code: 404, message: `layer ${req.body.layerId} is not on this node` });
+      if (layer && layer.artifactId !== req.body.artifact.artifactId) return reply.status(409).send({ code: 409, message: 'layer lies over another artifact' });
+      this.artifactOf.set(req.body.sandboxId, req.body.artifact.artifactId);
       const s: NodeSandbox = {
         sandboxId: req.body.sandboxId, templateId: req.body.templateId, state: 'running', address: `10.99.0.${this.ip++}`,
         envdPort: 49983, envdVersion: '0.6.4', runtime: 'gvisor', cpuCount: req.body.cpuCount, memoryMB: req.body.memoryMB,
@@ -75,6 +85,27 @@ export class FakeNodeAgent {
       s.state = 'running';
       delete s.pauseKind;
       return s;
+    });
+    app.post<{ Params: { id: string }; Body: SnapshotSandboxOnNode }>('/v1/sandboxes/:id/snapshot', async (req, reply) => {
+      this.calls.push(`snapshot ${req.params.id}`);
+      const layerId = req.body?.layerId;
+      if (typeof layerId !== 'string' || !LAYER_ID.test(layerId)) return reply.status(400).send({ code: 400, message: 'layerId is not valid' });
+      const s = this.sandboxes.get(req.params.id);
+      if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
+      if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
+      if (this.layers.has(layerId)) return reply.status(409).send({ code: 409, message: 'layer exists' });
+      const layer: LayerOnNode = {
+        layerId, sha256: createHash('sha256').update(layerId).digest('hex'), sizeBytes: 10_240, artifactId: this.artifactOf.get(s.sandboxId) ?? '',
+        sandboxId: s.sandboxId, contents: 'filesystem', createdAt: new Date().toISOString(),
+      };
+      this.layers.set(layerId, layer);
+      return reply.status(201).send(layer);
+    });
+    app.get('/v1/layers', async () => [...this.layers.values()]);
+    app.delete<{ Params: { id: string } }>('/v1/layers/:id', async (req, reply) => {
+      this.calls.push(`delete layer ${req.params.id}`);
+      if (!this.layers.delete(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
+      return reply.status(204).send();
     });
     app.get<{ Params: { id: string } }>('/v1/sandboxes/:id/metrics', async () => ({
       timestampUnix: Math.floor(Date.now() / 1000), cpuCount: 1, cpuUsedPct: 1.5, memUsed: 1, memTotal: 2, memCache: 0, diskUsed: 1, diskTotal: 2,

@@ -27,6 +27,8 @@ export interface InstanceSpec extends InstanceRef {
   hostname: string;
   /** Small files placed into the sandbox's writable layer before boot (e.g. /etc/resolv.conf). */
   files: Record<string, string>;
+  /** A captured writable layer (captureLayer's archive) the instance starts from instead of an empty one. */
+  layerArchive?: string;
   /**
    * A warm-pool sandbox: it boots and waits at a low CPU weight, so that on a busy host the
    * sandboxes users hold go first (a refill starts right when a user's create took one).
@@ -94,6 +96,12 @@ export interface RuntimeDriver {
   sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void>;
   /** The last lines the instance's PID 1 and envd printed ('' when none): for errors and logs. */
   consoleTail(ref: InstanceRef, lines?: number): Promise<string>;
+  /**
+   * Writes the instance's writable layer (the files it changed over its template: overlay
+   * upper with whiteouts and opaque markers) as a tar to `archivePath`. The caller keeps the
+   * instance still meanwhile (flushed and paused).
+   */
+  captureLayer(ref: InstanceRef, archivePath: string): Promise<void>;
   /** Runs a command in the instance beside envd (tests and benchmarks). */
   exec(ref: InstanceRef, argv: string[], opts?: { detach?: boolean; timeoutMs?: number }): Promise<RunResult>;
 }

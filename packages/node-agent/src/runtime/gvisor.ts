@@ -14,6 +14,13 @@ import { SANDBOX_SUDO, STAT_SHIM_PRELOAD } from './runtime-bundle.ts';
 import { DiskUsage } from '../host/disk-usage.ts';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
+/**
+ * tar of an overlay upper directory: numeric owners, and the extended attributes that make it a
+ * layer (trusted.overlay.opaque on a directory that hides the template's) besides the files' own;
+ * whiteouts are character devices 0/0, which tar keeps as they are. Overlay's origin and impure
+ * markers name the template's inodes on this mount and are left out.
+ */
+const LAYER_TAR_FLAGS = ['--numeric-owner', '--xattrs', '--xattrs-include=*', '--xattrs-exclude=trusted.overlay.origin', '--xattrs-exclude=trusted.overlay.impure'];
 const CGROUP_CONTROLLERS = ['blkio', 'cpu', 'cpuacct', 'cpuset', 'devices', 'freezer', 'memory', 'pids', 'systemd'];
 
 export interface GvisorOptions {
@@ -55,6 +62,7 @@ export class GvisorDriver implements RuntimeDriver {
     const limits = sandboxLimits(spec.resources);
     try {
       await paths.layer.create(limits.diskBytes);
+      if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.upper], { timeoutMs: 600_000 });
       for (const d of [paths.rootfs, paths.bundle]) await mkdir(d, { recursive: true });
       await run('mount', ['-t', 'overlay', 'overlay', '-o',
         `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.upper},workdir=${paths.work}`, paths.rootfs]);
@@ -190,6 +198,10 @@ export class GvisorDriver implements RuntimeDriver {
       if (inst) ids.add(inst);
     }
     return [...ids];
+  }
+
+  async captureLayer(ref: InstanceRef, archivePath: string): Promise<void> {
+    await run('tar', ['--create', `--file=${archivePath}`, ...LAYER_TAR_FLAGS, '--sparse', '-C', this.paths(ref.dir).upper, '.'], { timeoutMs: 600_000 });
   }
 
   async exec(ref: InstanceRef, argv: string[], opts: { detach?: boolean; timeoutMs?: number } = {}): Promise<RunResult> {

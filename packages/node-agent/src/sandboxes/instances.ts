@@ -27,6 +27,8 @@ export interface LaunchRequest {
   policy: EgressPolicy;
   metadata: Record<string, string>;
   signal: AbortSignal;
+  /** A captured layer's archive to start from (LayerStore), instead of an empty writable layer. */
+  layerArchive?: string;
 }
 
 export interface LauncherDeps {
@@ -88,6 +90,7 @@ export class InstanceLauncher {
         ...inst.ref,
         rootfs: { imagePath: this.d.artifacts.imagePath(req.artifactId), mountDir: (mountDir as PromiseFulfilledResult<string | undefined>).value },
         runtime: (bundle as PromiseFulfilledResult<RuntimeBundle>).value, resources: req.resources, env: req.env, hostname: 'sandbox', files: this.d.files,
+        ...(req.layerArchive ? { layerArchive: req.layerArchive } : {}),
         background: req.role === 'warm',
       });
       mark('booted');

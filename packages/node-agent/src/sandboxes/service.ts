@@ -1,6 +1,7 @@
 import { SvcError, conflict, notFound, type Logger } from '@svc/common';
-import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type NodeSandbox, type SandboxMetrics } from '@svc/contracts/node-agent';
+import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type LayerOnNode, type NodeSandbox, type SandboxMetrics } from '@svc/contracts/node-agent';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
+import type { LayerStore } from '../artifacts/layer-store.ts';
 import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
 import { DEFAULT_POLICY, normalizePolicy, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
@@ -12,12 +13,15 @@ import type { Instance, InstanceLauncher } from './instances.ts';
 import { KeyedMutex } from './keyed-mutex.ts';
 import type { RecordStore } from './record.ts';
 import { WarmPool } from './warm-pool.ts';
+import { SANDBOX_SUDO } from '../runtime/runtime-bundle.ts';
 
 export interface SandboxServiceDeps {
   logger: Logger;
   launcher: InstanceLauncher;
   driver: RuntimeDriver;
   artifacts: ArtifactStore;
+  /** Writable layers captured from sandboxes (snapshots). */
+  layers: LayerStore;
   firewall: Firewall;
   records: RecordStore;
   capacity: { cpuCount: number; memoryMB: number };
@@ -108,12 +112,19 @@ export class SandboxService {
         const env = {
           ...req.envVars, E2B_SANDBOX: 'true', E2B_SANDBOX_ID: req.sandboxId, E2B_TEMPLATE_ID: req.templateId,
         };
-        let inst = await this.fromWarmPool(req, resources, env, policy);
+        // A warm sandbox booted with an empty writable layer: one from a captured layer starts cold.
+        let inst = req.layerId ? undefined : await this.fromWarmPool(req, resources, env, policy);
         if (!inst) {
-          inst = await this.d.launcher.launch({
+          const launch = (layerArchive?: string) => this.d.launcher.launch({
             role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources, env: {},
-            policy, metadata: req.metadata, signal,
+            policy, metadata: req.metadata, signal, ...(layerArchive ? { layerArchive } : {}),
           });
+          inst = req.layerId
+            ? await this.d.layers.reading(req.layerId, (archive, layer) => {
+              if (layer.artifactId !== artifactId) throw conflict(`layer ${req.layerId} lies over artifact ${layer.artifactId}, not ${artifactId}`);
+              return launch(archive);
+            })
+            : await launch();
           const launched = inst;
           await personalise(launched, req, env).catch(async (err: Error) => {
             await this.d.launcher.teardown(launched).catch((e: Error) => this.d.logger.error({ instanceId: launched.record.instanceId, err: e.message }, 'teardown after a failed /init left something behind'));
@@ -166,6 +177,43 @@ export class SandboxService {
       await this.d.records.save(inst.record);
       return view(inst);
     });
+  }
+
+  /**
+   * Captures a running sandbox's writable layer as a new layer on this node: its kernel's
+   * buffers flushed (`sync` inside), the sandbox paused while the layer is read, then resumed.
+   */
+  async snapshot(id: string, layerId: string): Promise<LayerOnNode> {
+    return this.locks.run(id, async () => {
+      const inst = this.find(id);
+      if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before taking a snapshot of it`);
+      if (this.d.layers.get(layerId)) throw conflict(`layer ${layerId} already exists on this node`);
+      const used = (await this.d.driver.stats(inst.ref).catch(() => undefined))?.diskUsedBytes;
+      const free = await this.d.layers.freeBytes();
+      if (used !== undefined && used > free) {
+        throw new SvcError(507, `sandbox ${id} holds ${used} bytes of changed files, more than the ${free} bytes free where this node keeps snapshots`);
+      }
+      const flushed = await this.d.driver.exec(inst.ref, [SANDBOX_SUDO, '--sync'], { timeoutMs: 60_000 });
+      if (flushed.code !== 0) throw new SvcError(500, `sandbox ${id}: sync before the snapshot failed: ${flushed.stderr.trim() || `exit ${flushed.code}`}`);
+      await this.d.driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause for the snapshot failed`, err); });
+      try {
+        return await this.d.layers.add(layerId, {
+          artifactId: inst.record.artifactId, sandboxId: id, contents: 'filesystem', createdAt: new Date().toISOString(),
+        }, (path) => this.d.driver.captureLayer(inst.ref, path));
+      } finally {
+        await this.d.driver.resume(inst.ref).catch((err: Error) => {
+          this.d.logger.error({ sandboxId: id, err: err.message }, 'sandbox could not be resumed after its snapshot');
+        });
+      }
+    });
+  }
+
+  listLayers(): LayerOnNode[] {
+    return this.d.layers.list();
+  }
+
+  deleteLayer(id: string): Promise<void> {
+    return this.d.layers.remove(id);
   }
 
   async resume(id: string): Promise<NodeSandbox> {

@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { badRequest, conflict, notFound, SvcError, type Logger } from '@svc/common';
+import type { LayerOnNode } from '@svc/contracts/node-agent';
+
+const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function checkLayerId(id: unknown): string {
+  if (typeof id !== 'string' || !LAYER_ID.test(id)) throw badRequest(`layer id ${JSON.stringify(id)} is not valid (letters, digits, . _ -, at most 128)`);
+  return id;
+}
+
+/**
+ * Writable layers captured from sandboxes (snapshots, forks): `<dir>/<layerId>.tar`, a tar of
+ * the overlay's upper directory with its whiteouts and opaque markers, and `<layerId>.json`
+ * saying what it is. A layer is written under a temporary name and renamed once complete, so a
+ * half-written one is never listed; a crash leaves only `.part-` files, removed at load.
+ */
+export class LayerStore {
+  private readonly known = new Map<string, LayerOnNode>();
+  /** Creates reading a layer now: it is not deleted under them. */
+  private readonly readers = new Map<string, number>();
+
+  constructor(private readonly dir: string, private readonly logger: Logger) {}
+
+  async load(): Promise<void> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    for (const name of await readdir(this.dir)) {
+      if (name.includes('.part-')) { await rm(join(this.dir, name), { force: true }); continue; }
+      if (!name.endsWith('.json')) continue;
+      try {
+        const l = JSON.parse(await readFile(join(this.dir, name), 'utf8')) as LayerOnNode;
+        if (existsSync(this.archivePath(l.layerId))) this.known.set(l.layerId, l);
+      } catch (err) {
+        this.logger.warn({ err, name }, 'unreadable layer metadata left out');
+      }
+    }
+  }
+
+  list(): LayerOnNode[] { return [...this.known.values()]; }
+  get(id: string): LayerOnNode | undefined { return this.known.get(id); }
+  archivePath(id: string) { return join(this.dir, `${id}.tar`); }
+
+  /** Bytes free where layers are written (a capture larger than this is refused before it starts). */
+  async freeBytes(): Promise<number> {
+    const s = await statfs(this.dir);
+    return s.bavail * s.bsize;
+  }
+
+  /**
+   * Writes a new layer: `write` fills the temporary path given; the layer is kept (hashed,
+   * described, renamed) only when it returns.
+   */
+  async add(id: string, meta: Omit<LayerOnNode, 'layerId' | 'sha256' | 'sizeBytes'>, write: (path: string) => Promise<void>): Promise<LayerOnNode> {
+    checkLayerId(id);
+    if (this.known.has(id)) throw conflict(`layer ${id} already exists on this node`);
+    const part = join(this.dir, `${id}.tar.part-${process.pid}-${Date.now()}`);
+    try {
+      await write(part);
+      const sizeBytes = (await stat(part)).size;
+      const sha256 = await sha256Of(part);
+      const layer: LayerOnNode = { layerId: id, sha256, sizeBytes, ...meta };
+      await writeFile(join(this.dir, `${id}.json.part-${process.pid}`), JSON.stringify(layer), { mode: 0o600 });
+      await rename(part, this.archivePath(id));
+      await rename(join(this.dir, `${id}.json.part-${process.pid}`), join(this.dir, `${id}.json`));
+      this.known.set(id, layer);
+      return layer;
+    } finally {
+      await rm(part, { force: true });
+      await rm(join(this.dir, `${id}.json.part-${process.pid}`), { force: true });
+    }
+  }
+
+  /** Runs `fn` with the layer's archive, holding it against deletion meanwhile. */
+  async reading<T>(id: string, fn: (archivePath: string, layer: LayerOnNode) => Promise<T>): Promise<T> {
+    const layer = this.known.get(id);
+    if (!layer) throw notFound(`layer ${id} is not on this node`);
+    this.readers.set(id, (this.readers.get(id) ?? 0) + 1);
+    try {
+      return await fn(this.archivePath(id), layer);
+    } finally {
+      const n = (this.readers.get(id) ?? 1) - 1;
+      if (n > 0) this.readers.set(id, n);
+      else this.readers.delete(id);
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    checkLayerId(id);
+    if (!this.known.has(id)) throw notFound(`layer ${id} is not on this node`);
+    const readers = this.readers.get(id) ?? 0;
+    if (readers > 0) throw new SvcError(409, `layer ${id} is being read by ${readers} create(s) on this node; retry when they are done`);
+    this.known.delete(id);
+    await rm(join(this.dir, `${id}.json`), { force: true });
+    await rm(this.archivePath(id), { force: true });
+  }
+}
+
+async function sha256Of(path: string): Promise<string> {
+  const h = createHash('sha256');
+  for await (const chunk of createReadStream(path)) h.update(chunk as Buffer);
+  return h.digest('hex');
+}
