@@ -31,7 +31,7 @@ async function main() {
   cfg.master.listen = '127.0.0.1:0';
   const master = await startMaster(cfg, {
     logger: silentLogger(), coordination: new MemoryCoordination(),
-    templates: async () => ({ resolver: { async resolveForCreate() { throw new Error('unused'); }, async idsFor(r: string) { return [r]; } }, onNodeRegistered() {}, async close() {} }),
+    templates: async () => ({ resolver: { async resolveForCreate() { throw new Error('unused'); }, async idsFor(r: string) { return [r]; }, async artifactRef() { throw new Error('unused'); } }, onNodeRegistered() {}, async close() {} }),
   });
   try {
     const now = Date.now();

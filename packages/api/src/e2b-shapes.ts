@@ -5,8 +5,8 @@
  * rules that tie two fields together.
  */
 import { badRequest } from '@svc/common';
-import type { WireListedSandbox, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount } from '@svc/contracts';
-import type { CreateSandboxInput, SandboxRecord, VolumeMount } from '@svc/contracts/master';
+import type { WireListedSandbox, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireSnapshotInfo, WireVolumeMount } from '@svc/contracts';
+import type { CreateSandboxInput, SandboxRecord, SnapshotRecord, VolumeMount } from '@svc/contracts/master';
 import type { SandboxMetrics } from '@svc/contracts/node-agent';
 
 export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
@@ -104,4 +104,9 @@ export function toE2bDetail(s: SandboxRecord, domain: string): WireSandboxDetail
 
 export function toE2bMetric(m: SandboxMetrics): WireSandboxMetric {
   return { timestamp: new Date(m.timestampUnix * 1000).toISOString(), ...m };
+}
+
+/** E2B's SnapshotInfo: the name when there is one (what Sandbox.create and delete take), else the id. */
+export function toE2bSnapshot(s: SnapshotRecord): WireSnapshotInfo {
+  return { snapshotID: s.name ?? s.snapshotId, names: s.name ? [s.name] : [] };
 }

@@ -1,11 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { SvcError } from '@svc/common';
 import type {
-  PublicPath, WireNetworkUpdate, WireNewSandbox, WireNodeLabelNames, WireNodeLabels, WireRefresh, WireSetTimeout, WireSvcDeadline,
+  PublicPath, WireForkRequest, WireNetworkUpdate, WireNewSandbox, WireSnapshotRequest, WireNodeLabelNames, WireNodeLabels, WireRefresh, WireSetTimeout, WireSvcDeadline,
   WireSvcRefresh, WireSvcSetTimeout, WireTimeoutRequest,
 } from '@svc/contracts';
 import type { MasterClient } from '@svc/contracts/master';
-import { parseNewSandbox, toE2bDetail, toE2bListed, toE2bMetric, toE2bSandbox } from './e2b-shapes.ts';
+import { parseNewSandbox, toE2bDetail, toE2bListed, toE2bMetric, toE2bSandbox, toE2bSnapshot } from './e2b-shapes.ts';
 import { documentedRoute } from '@svc/contracts/route-schemas';
 
 type Id = { sandboxID: string };
@@ -83,6 +83,22 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
   });
   on<{ Params: Id; Querystring: { start?: number; end?: number } }>('GET', '/sandboxes/{sandboxID}/metrics', async (req) =>
     (await asE2b(master.metrics(req.params.sandboxID, req.query))).map(toE2bMetric));
+
+  on<{ Params: Id; Body?: WireSnapshotRequest }>('POST', '/sandboxes/{sandboxID}/snapshots', async (req, reply) => {
+    const s = await asE2b(master.createSnapshot(req.params.sandboxID, { ...(req.body?.name ? { name: req.body.name } : {}) }));
+    reply.status(201);
+    return toE2bSnapshot(s);
+  });
+  on<{ Querystring: { sandboxID?: string; name?: string; limit?: number; nextToken?: string } }>('GET', '/snapshots', async (req, reply) => {
+    const page = await master.listSnapshots({ sandboxId: req.query.sandboxID, name: req.query.name, limit: req.query.limit, nextToken: req.query.nextToken });
+    if (page.nextToken) reply.header('X-Next-Token', page.nextToken);
+    return page.snapshots.map(toE2bSnapshot);
+  });
+  on<{ Params: Id; Body?: WireForkRequest }>('POST', '/sandboxes/{sandboxID}/fork', async (req, reply) => {
+    const results = await asE2b(master.forkSandbox(req.params.sandboxID, { ...(req.body?.count === undefined ? {} : { count: req.body.count }), ...(req.body?.timeout === undefined ? {} : { timeout: req.body.timeout }) }));
+    reply.status(201);
+    return results.map((r) => (r.sandbox ? { sandbox: toE2bSandbox(r.sandbox, domain) } : { error: r.error ?? { code: 500, message: 'the fork did not start' } }));
+  });
 
   on<{ Body: WireSvcSetTimeout }>('POST', '/svc/sandbox/timeout', async (req) =>
     deadlineOf(await master.setTimeout(req.body.sandbox_id, req.body.timeout)));

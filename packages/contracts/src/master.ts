@@ -144,6 +144,55 @@ export interface ConnectResult {
   sandbox: SandboxRecord;
 }
 
+/** A sandbox's files captured for new sandboxes to start from (docs/api.md, "Snapshots"). */
+export interface SnapshotRecord {
+  snapshotId: string;
+  /** The name given at capture; a later snapshot given the same name takes it over. */
+  name?: string;
+  /** The sandbox it was taken from, and that sandbox's template. */
+  sandboxId: string;
+  templateId: string;
+  /** What it holds: 'filesystem' on gVisor (files, not memory or processes). */
+  contents: 'filesystem';
+  /** Bytes the captured layer takes. */
+  sizeBytes: number;
+  nodeId: string;
+  createdAt: string;
+}
+
+export interface CreateSnapshotInput {
+  name?: string;
+}
+
+export interface ListSnapshotsQuery {
+  sandboxId?: string;
+  /** A snapshot id or name. */
+  name?: string;
+  limit?: number;
+  nextToken?: string;
+}
+
+export interface SnapshotPage {
+  snapshots: SnapshotRecord[];
+  nextToken?: string;
+}
+
+export interface ForkInput {
+  /** How many sandboxes (1 to MAX_FORK_COUNT). */
+  count?: number;
+  /** Their idle timeout in seconds (the origin's create default when absent). */
+  timeout?: number;
+}
+
+/** The most sandboxes one fork makes. */
+export const MAX_FORK_COUNT = 10;
+
+/** One fork's outcome: the sandbox, or why it did not start (E2B's SandboxForkResult). */
+export interface ForkResult {
+  sandbox?: SandboxRecord;
+  error?: { code: number; message: string };
+}
+
 export interface NodeRecord {
   nodeId: string;
   address: string;
@@ -191,6 +240,10 @@ export class MasterClient {
   }
   updateNetwork(id: string, update: unknown) { return this.http.put<SandboxRecord>(`/v1/sandboxes/${seg(id)}/network`, update); }
   metrics(id: string, range: MetricsRange = {}) { return this.http.get<SandboxMetrics[]>(`/v1/sandboxes/${seg(id)}/metrics`, { query: { ...range } }); }
+  createSnapshot(id: string, input: CreateSnapshotInput = {}) { return this.http.post<SnapshotRecord>(`/v1/sandboxes/${seg(id)}/snapshots`, input); }
+  listSnapshots(q: ListSnapshotsQuery = {}) { return this.http.get<SnapshotPage>('/v1/snapshots', { query: { ...q } }); }
+  deleteSnapshot(ref: string) { return this.http.delete<void>(`/v1/snapshots/${seg(ref)}`); }
+  forkSandbox(id: string, input: ForkInput = {}) { return this.http.post<ForkResult[]>(`/v1/sandboxes/${seg(id)}/fork`, input); }
   listNodes() { return this.http.get<NodeRecord[]>('/v1/nodes'); }
   getNode(id: string) { return this.http.get<NodeRecord>(`/v1/nodes/${seg(id)}`); }
   addNodeLabels(id: string, labels: Record<string, string>) {

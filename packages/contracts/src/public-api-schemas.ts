@@ -230,6 +230,38 @@ export const SvcDeadline = {
   additionalProperties: false,
 } as const;
 
+/** E2B's snapshot request: an optional name (a later snapshot given the same name takes it over). */
+export const SnapshotRequest = {
+  type: 'object',
+  properties: { name: { type: 'string', minLength: 1, maxLength: 128, description: 'Letters, digits, ., _ and -; not a template alias' } },
+} as const;
+
+/** E2B's SnapshotInfo: what Sandbox.create takes to start from it. */
+export const SnapshotInfo = {
+  type: 'object',
+  required: ['snapshotID', 'names'],
+  properties: {
+    snapshotID: { ...str, description: 'Its name when it has one, else its id; Sandbox.create takes either' },
+    names: { ...stringList, description: 'Its name, when it has one' },
+  },
+  additionalProperties: false,
+} as const;
+
+export const ForkRequest = {
+  type: 'object',
+  properties: {
+    count: { type: 'integer', minimum: 1, maximum: 10, default: 1, description: 'Sandboxes to start from one capture of the origin' },
+    timeout: { type: 'integer', minimum: -1, maximum: 2147483647, description: 'Their idle timeout in seconds' },
+  },
+} as const;
+
+/** One fork's outcome: exactly one of sandbox and error. */
+export const ForkResult = {
+  type: 'object',
+  properties: { sandbox: Sandbox, error: ErrorBody },
+  additionalProperties: false,
+} as const;
+
 /** A node as the master reports it; its fields are the master's (docs/api.md). */
 export const Node = { type: 'object', additionalProperties: true } as const;
 
@@ -265,6 +297,10 @@ export const SCHEMAS = {
   SvcSetTimeout,
   SvcRefresh,
   SvcDeadline,
+  SnapshotRequest,
+  SnapshotInfo,
+  ForkRequest,
+  ForkResult,
   Node,
   NodeLabels,
   NodeLabelNames,

@@ -126,6 +126,37 @@ export const PUBLIC_API = {
         responses: { 200: { description: 'Samples in the range', ...json({ type: 'array', items: ref('SandboxMetric') }) }, ...ofSandbox },
       },
     },
+    '/sandboxes/{sandboxID}/snapshots': {
+      post: sandboxRoute('Snapshot the sandbox\'s files (it is paused for the capture and runs on)', {
+        requestBody: json(ref('SnapshotRequest')),
+        responses: { 201: { description: 'The snapshot', ...json(ref('SnapshotInfo')) }, ...ofSandbox, 409: error('Paused (connect first), or busy'), 507: error('Not enough space on its node for the capture') },
+      }),
+    },
+    '/sandboxes/{sandboxID}/fork': {
+      post: sandboxRoute('Start sandboxes from one capture of this one', {
+        requestBody: json(ref('ForkRequest')),
+        responses: { 201: { description: 'One outcome per fork', ...json({ type: 'array', items: ref('ForkResult') }) }, ...ofSandbox, 409: error('Paused (connect first), or busy') },
+      }),
+    },
+    '/snapshots': {
+      get: {
+        summary: 'Snapshots, newest first, a page at a time',
+        parameters: [
+          query('sandboxID', { type: 'string' }, 'Taken of this sandbox'),
+          query('name', { type: 'string' }, 'A snapshot id or name'),
+          query('limit', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }, 'Page size'),
+          query('nextToken', { type: 'string' }, 'The X-Next-Token of the previous page'),
+        ],
+        responses: {
+          200: {
+            description: 'A page of snapshots',
+            headers: { 'X-Next-Token': { schema: { type: 'string' }, description: 'Present when there are more' } },
+            ...json({ type: 'array', items: ref('SnapshotInfo') }),
+          },
+          ...common,
+        },
+      },
+    },
     '/svc/sandbox/timeout': { post: { summary: 'Set the idle timeout (svc extension)', requestBody: { required: true, ...json(ref('SvcSetTimeout')) }, responses: svcDeadlineResponses } },
     '/svc/sandbox/refresh': { post: { summary: 'Refresh the idle deadline (svc extension)', requestBody: { required: true, ...json(ref('SvcRefresh')) }, responses: svcDeadlineResponses } },
     '/svc/template': {
@@ -180,7 +211,7 @@ export const PUBLIC_API = {
     },
     '/templates/{templateID}': {
       get: { summary: 'A template with its builds (E2B shape)', parameters: [e2bTemplateId], responses: { 200: { description: 'The template', ...json(ref('E2bTemplateDetail')) }, ...ofTemplate } },
-      delete: { summary: 'Delete a template', parameters: [e2bTemplateId], responses: { 204: { description: 'Deleted' }, ...ofTemplate } },
+      delete: { summary: 'Delete a template, or a snapshot (E2B deletes snapshots here)', parameters: [e2bTemplateId], responses: { 204: { description: 'Deleted' }, ...ofTemplate, 409: error('A template that snapshots start from (they are named), or a snapshot a create is reading (code 130409 / 409)') } },
     },
     '/templates/{templateID}/builds/{buildID}/status': {
       get: {

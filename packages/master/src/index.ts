@@ -10,6 +10,11 @@ import { SandboxRepo } from './sandboxes/repo.ts';
 import { registerSandboxRoutes } from './sandboxes/routes.ts';
 import { SandboxService } from './sandboxes/service.ts';
 import { startTemplates, type TemplatesModule } from './templates/index.ts';
+import { SnapshotCatalog } from './snapshots/catalog.ts';
+import { SnapshotRepo } from './snapshots/repo.ts';
+import { SnapshotAwareResolver } from './snapshots/resolver.ts';
+import { registerSnapshotRoutes } from './snapshots/routes.ts';
+import { SnapshotService } from './snapshots/service.ts';
 
 export interface MasterOptions {
   logger: Logger;
@@ -40,17 +45,21 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024 });
   const nodes = new NodeRegistry(db.kysely);
   const periodic = new Periodic(logger);
+  const snapshotRepo = new SnapshotRepo(db.kysely);
+  const snapshotCatalog = new SnapshotCatalog(snapshotRepo, nodes, logger);
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes })
-    : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic });
+    : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog });
   const repo = new SandboxRepo(db.kysely, db.driver);
   const sandboxes = new SandboxService({
-    cfg, repo, nodes, templates: templates.resolver, coordination, logger,
+    cfg, repo, nodes, templates: new SnapshotAwareResolver(templates.resolver, snapshotRepo), coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
   });
+  const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, logger });
 
   app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));
   registerSandboxRoutes(app, sandboxes, logger);
+  registerSnapshotRoutes(app, snapshots, snapshotCatalog);
   registerNodeRoutes(app, nodes, (nodeId) => {
     sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'node reconcile failed'));
     templates.onNodeRegistered(nodeId);

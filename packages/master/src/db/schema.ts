@@ -3,6 +3,7 @@
  * the same on SQLite, PostgreSQL and MySQL. Each feature module owns its tables' types.
  */
 import type { TemplateTables } from '../templates/tables.ts';
+import type { SnapshotTables } from '../snapshots/tables.ts';
 
 export interface SandboxRow {
   sandbox_id: string;
@@ -35,6 +36,8 @@ export interface SandboxRow {
   terminated_at: number | null;
   terminate_reason: string | null;
   volume_mounts: string;
+  /** JSON of the environment the sandbox was created with (null: created before snapshots). */
+  env_vars: string | null;
 }
 
 export interface NodeRow {
@@ -59,7 +62,7 @@ export interface MigrationRow {
   applied_at: number;
 }
 
-export interface Database extends TemplateTables {
+export interface Database extends TemplateTables, SnapshotTables {
   t_svc_sandbox: SandboxRow;
   t_svc_node: NodeRow;
   t_svc_migration: MigrationRow;

@@ -21,6 +21,8 @@ interface NodeUsage {
 export interface SchedulingNeed {
   memoryMB: number;
   cpuCount: number;
+  /** Only this node will do (it keeps the snapshot layer the sandbox starts from). */
+  onNode?: string;
 }
 
 /** Registered node agents: registration, heartbeats, labels and placement choice. */
@@ -85,7 +87,10 @@ export class NodeRegistry {
    * report no measurement (older agents) are admitted by nominal memory alone.
    */
   async pick(need: SchedulingNeed): Promise<{ nodeId: string; client: NodeAgentClient }> {
-    const rows = await this.db.selectFrom('t_svc_node').selectAll().where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS).execute();
+    let q = this.db.selectFrom('t_svc_node').selectAll().where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS);
+    if (need.onNode) q = q.where('node_id', '=', need.onNode);
+    const rows = await q.execute();
+    if (rows.length === 0 && need.onNode) throw unavailable(`node ${need.onNode}, which keeps the snapshot, is not available now`, 5);
     if (rows.length === 0) throw unavailable('no node agent is available to run the sandbox', 5);
     const refusals: string[] = [];
     const fits: Array<{ nodeId: string; free: number }> = [];

@@ -10,6 +10,8 @@ export interface ResolvedTemplate {
   diskSizeMB: number;
   /** The image's environment (ENV of its config), under the request's own env vars. */
   envVars?: Record<string, string>;
+  /** A snapshot's captured files: the sandbox starts from this layer, on the node that keeps it. */
+  layer?: { snapshotId: string; layerId: string; nodeId: string };
 }
 
 export interface TemplateResolver {
@@ -17,6 +19,8 @@ export interface TemplateResolver {
   resolveForCreate(ref: string): Promise<ResolvedTemplate>;
   /** Template ids an id-or-alias filter stands for (list filter). */
   idsFor(ref: string): Promise<string[]>;
+  /** A ready template artifact by id, as a node downloads it (a snapshot's template may have been rebuilt since). */
+  artifactRef(artifactId: string): Promise<ArtifactRef>;
 }
 
 /** Tells data-plane proxies to drop what they cached about sandboxes. */

@@ -22,6 +22,7 @@ const templates: TemplateResolver = {
     };
   },
   async idsFor(ref) { return ref === 'base' ? ['tpl-base'] : [ref]; },
+  async artifactRef(artifactId) { return { artifactId, sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' }; },
 };
 
 function input(over: Partial<CreateSandboxInput> = {}): CreateSandboxInput {

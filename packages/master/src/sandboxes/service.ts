@@ -4,13 +4,13 @@ import {
   type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
 import { checkSignedFileRequest, fileSignatureProblem } from '@svc/common/envd-signature';
-import type { EndedSandbox, NodeSandbox } from '@svc/contracts/node-agent';
+import type { EndedSandbox, NodeAgentClient, NodeSandbox } from '@svc/contracts/node-agent';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
 import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord } from '@svc/contracts/master';
 import { parseNetworkUpdate } from './create-input.ts';
 import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '@svc/contracts/master-internal';
 import type { NodeRegistry } from '../nodes/registry.ts';
-import type { ProxyCachePurger, TemplateResolver } from './ports.ts';
+import type { ProxyCachePurger, ResolvedTemplate, TemplateResolver } from './ports.ts';
 import { toRecord, toRoute } from './record.ts';
 import { DamagedRows } from './damaged-rows.ts';
 import type { Row, SandboxRepo } from './repo.ts';
@@ -44,16 +44,19 @@ export class SandboxService {
     this.damaged = new DamagedRows(d.logger);
   }
 
-  async create(input: CreateSandboxInput): Promise<SandboxRecord> {
+  /** A create; `resolved` when the caller already knows what it starts from (a fork). */
+  async create(input: CreateSandboxInput, resolved?: ResolvedTemplate): Promise<SandboxRecord> {
     // Volumes arrive with the volumes issue; until then no volume exists, and a mount of one
     // that does not exist fails the create (docs/api.md) rather than starting a sandbox without it.
     if (input.volumeMounts.length > 0) throw notFound(`volume ${input.volumeMounts[0].name} not found`);
-    const tpl = await this.d.templates.resolveForCreate(input.template);
+    const tpl = resolved ?? await this.d.templates.resolveForCreate(input.template);
     const cpuCount = input.cpuCount ?? tpl.cpuCount ?? this.d.cfg.svclet_conf.default_cpu_count;
     const memoryMB = input.memoryMB ?? tpl.memoryMB ?? this.d.cfg.svclet_conf.default_memory_mb;
     const now = Date.now();
     const deadline = T.atCreate(now, input.timeout, this.d.cfg.svclet_conf.default_timeout_insec);
-    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount });
+    // A snapshot's layer is kept on one node: its sandboxes start there.
+    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer ? { onNode: tpl.layer.nodeId } : {}) });
+    const envVars = { ...tpl.envVars, ...input.envVars };
     const sandboxId = newSandboxId();
     // A private sandbox is always secure: its envd port is guarded by the envd access token.
     const secure = input.secure || !input.network.allowPublicTraffic;
@@ -64,7 +67,7 @@ export class SandboxService {
     try {
       node = await client.createSandbox({
         sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
-        envVars: { ...tpl.envVars, ...input.envVars }, envdAccessToken, allowInternetAccess: input.allowInternetAccess !== false,
+        envVars, envdAccessToken, ...(tpl.layer ? { layerId: tpl.layer.layerId } : {}), allowInternetAccess: input.allowInternetAccess !== false,
         network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut },
         metadata: input.metadata, timeoutMs,
       });
@@ -89,7 +92,7 @@ export class SandboxService {
       // The idle clock starts once the sandbox runs, not when the request came in.
       end_at: deadline.endAt === null ? null : deadline.endAt + (started - now),
       started_at: started, created_at: now, updated_at: started, terminated_at: null, terminate_reason: null,
-      volume_mounts: JSON.stringify(input.volumeMounts),
+      volume_mounts: JSON.stringify(input.volumeMounts), env_vars: JSON.stringify(envVars),
     };
     let record: SandboxRecord;
     try {
@@ -111,6 +114,20 @@ export class SandboxService {
       if (err.status === 404) return;
       this.d.logger.warn({ sandboxId, nodeId, why, err: err.message }, 'could not remove a sandbox after a failed create; node reconciliation removes it later');
     });
+  }
+
+  /**
+   * A running sandbox as a snapshot or fork needs it: its record, the environment it was created
+   * with, and a client of its node. 409 when it is paused (connect to it first), 404/410 when gone.
+   */
+  async snapshotSource(id: string): Promise<{ record: SandboxRecord; envVars: Record<string, string>; node: NodeAgentClient }> {
+    const row = await this.settled(id);
+    if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; a snapshot is taken of a running sandbox (connect to it first)`);
+    return {
+      record: toRecord(row),
+      envVars: row.env_vars ? JSON.parse(row.env_vars) as Record<string, string> : {},
+      node: await this.d.nodes.client(row.node_id),
+    };
   }
 
   async get(id: string): Promise<SandboxRecord> {

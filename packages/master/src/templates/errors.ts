@@ -1,5 +1,5 @@
 /** The template domain's wire errors (docs/design.md, "Errors"). */
-import { badRequest, ErrorCodes, notFound, SvcError } from '@svc/common';
+import { badRequest, conflict, ErrorCodes, notFound, SvcError } from '@svc/common';
 
 export const templateIdRequired = () =>
   badRequest('ErrTemplateIDRequired: template_id is required', ErrorCodes.badRequest);
@@ -8,6 +8,9 @@ export const duplicateTemplate = (alias: string) =>
   badRequest(`ErrDuplicateTemplate: alias "${alias}" is already used by another template`, ErrorCodes.badRequest);
 
 export const invalidTemplateRequest = (message: string) => badRequest(message, ErrorCodes.badRequest);
+
+export const templateHasSnapshots = (ref: string, snapshotIds: string[]) =>
+  conflict(`template ${ref} has snapshots that start from it: ${snapshotIds.slice(0, 20).join(', ')}${snapshotIds.length > 20 ? ` and ${snapshotIds.length - 20} more` : ''}; delete them first`, ErrorCodes.conflict);
 
 export const templateNotFound = (ref: string) => notFound(`template ${ref} not found`, ErrorCodes.notFound);
 

@@ -9,7 +9,7 @@ import { ArtifactCleanup } from './cleanup.ts';
 import { Distributor } from './distribution.ts';
 import { registerCallbackRoute } from './routes/callback.ts';
 import { registerDownloadRoute } from './routes/download.ts';
-import { registerE2bTemplateRoutes } from './routes/e2b.ts';
+import { registerE2bTemplateRoutes, type SnapshotDeletion } from './routes/e2b.ts';
 import { withTemplateErrors } from './routes/error-scope.ts';
 import { registerSvcTemplateRoutes } from './routes/svc.ts';
 import { TemplateService } from './service.ts';
@@ -30,6 +30,8 @@ export interface TemplatesDeps {
   artifactGraceMs?: number;
   /** Where the background reconciler and GC sweep run; absent: none (tests drive reconcileOnce / sweepOnce). */
   periodic?: Periodic;
+  /** Snapshots, which E2B deletes through DELETE /templates/{id}. */
+  snapshots?: SnapshotDeletion;
 }
 
 /** What the rest of the master uses (other tests may replace the module with a fake of this). */
@@ -79,7 +81,7 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
 
   withTemplateErrors(app, (scope) => {
     registerSvcTemplateRoutes(scope, service);
-    registerE2bTemplateRoutes(scope, service);
+    registerE2bTemplateRoutes(scope, service, deps.snapshots);
     registerDownloadRoute(scope, artifacts, templateCenter);
   });
   registerCallbackRoute(app, tc, builds);

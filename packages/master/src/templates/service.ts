@@ -10,11 +10,11 @@ import { artifactRef } from './artifact-url.ts';
 import type { BuildJobs } from './build-jobs.ts';
 import type { ArtifactCleanup } from './cleanup.ts';
 import { parseCreateRequest } from './create-request.ts';
-import { invalidTemplateRequest, templateIdRequired, templateNotFound } from './errors.ts';
+import { invalidTemplateRequest, templateHasSnapshots, templateIdRequired, templateNotFound } from './errors.ts';
 import { readProgress } from './progress.ts';
 import type { BuildRecipe } from './recipe.ts';
 import { toJobInfo, toTemplateInfo } from './render.ts';
-import { liveSandboxCount, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
+import { liveSandboxCount, snapshotsOfTemplate, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
 import { ACTIVE, type JobStore } from './store/jobs.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
@@ -56,6 +56,11 @@ export class TemplateService {
     this.resolver = {
       resolveForCreate: (ref) => this.resolveForCreate(ref),
       idsFor: async (ref) => [(await this.d.templates.resolve(ref))?.template_id ?? ref],
+      artifactRef: async (artifactId) => {
+        const a = await this.d.artifacts.get(artifactId);
+        if (!a || a.status !== 'READY') throw invalidTemplateRequest(`template artifact ${artifactId} is ${a?.status ?? 'gone'}; a sandbox needs a ready one`);
+        return artifactRef(this.d.cfg.master.addr, a);
+      },
     };
   }
 
@@ -104,6 +109,8 @@ export class TemplateService {
    */
   async delete(ref: string): Promise<void> {
     const t = await this.row(ref);
+    const snapshots = await snapshotsOfTemplate(this.d.db, t.template_id);
+    if (snapshots.length) throw templateHasSnapshots(ref, snapshots);
     await this.d.builds.abandonFor(t);
     const latest = t.latest_job_id ? await this.d.jobs.get(t.latest_job_id) : undefined;
     const definitions = await this.d.definitions.forTemplate(t.template_id);

@@ -38,6 +38,7 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
           };
         },
         async idsFor(ref: string) { return ref === 'base' ? ['tpl-base'] : [ref]; },
+        async artifactRef(artifactId: string) { return { artifactId, sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' }; },
       },
       onNodeRegistered() {},
       async close() {},

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { notFound } from '@svc/common';
+import { notFound, type SvcError } from '@svc/common';
 import type { E2bBuildStatus, E2bBuildStatusAnswer, E2bTemplate, E2bTemplateDetail, TemplateCreate } from '@svc/contracts/template-routes';
 import type { TemplateService } from '../service.ts';
 import type { JobRow, TemplateRow } from '../tables.ts';
@@ -8,7 +8,13 @@ import { documentRoute } from './document-route.ts';
 type Id = { Params: { templateID: string } };
 
 /** docs/api.md "Templates (E2B shapes)": the official e2b SDK's template routes. */
-export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateService): void {
+/** What E2B's DELETE /templates/{id} needs of snapshots, which the official SDK deletes through it. */
+export interface SnapshotDeletion {
+  /** Deletes the snapshot `ref` names, if one does; false when none does. */
+  deleteIfSnapshot(ref: string): Promise<boolean>;
+}
+
+export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateService, snapshots?: SnapshotDeletion): void {
   const on = documentRoute(app);
   on<{ Body: TemplateCreate }>('POST', '/templates', async (req, reply) => {
     const r = await svc.create(req.body);
@@ -37,7 +43,10 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
     };
   });
   on<Id>('DELETE', '/templates/{templateID}', async (req, reply) => {
-    await svc.delete(req.params.templateID);
+    const ref = req.params.templateID;
+    const isTemplate = await svc.row(ref).then(() => true, (err: SvcError) => { if (err.status === 404) return false; throw err; });
+    if (!isTemplate && snapshots && await snapshots.deleteIfSnapshot(ref)) return reply.status(204).send();
+    await svc.delete(ref);
     return reply.status(204).send();
   });
   on<{ Params: { templateID: string; buildID: string } }>('GET', '/templates/{templateID}/builds/{buildID}/status', async (req): Promise<E2bBuildStatusAnswer> => {

@@ -140,7 +140,16 @@ export async function countReferences(db: Kysely<Database>, artifactId: string, 
         .where('t_svc_sandbox.state', '!=', 'terminated')),
     ]))
     .executeTakeFirst();
-  return Number(templates?.n ?? 0) + Number(latestJobs?.n ?? 0) + Number(jobs?.n ?? 0) + Number(definitions?.n ?? 0);
+  // A snapshot's layer lies over the artifact its sandbox ran: creates from it need that artifact.
+  const snapshots = await db.selectFrom('t_svc_snapshot').select((eb) => eb.fn.countAll().as('n'))
+    .where('artifact_id', '=', artifactId).executeTakeFirst();
+  return Number(templates?.n ?? 0) + Number(latestJobs?.n ?? 0) + Number(jobs?.n ?? 0) + Number(definitions?.n ?? 0) + Number(snapshots?.n ?? 0);
+}
+
+/** Snapshots taken of the template's sandboxes (they need its artifact). */
+export async function snapshotsOfTemplate(db: Kysely<Database>, templateId: string): Promise<string[]> {
+  const rows = await db.selectFrom('t_svc_snapshot').select('snapshot_id').where('template_id', '=', templateId).orderBy('snapshot_id').execute();
+  return rows.map((r) => r.snapshot_id);
 }
 
 /** Sandboxes of a template that are not terminated (running, paused or moving between). */

@@ -1,0 +1,33 @@
+import { SvcError } from '@svc/common';
+import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
+import type { SnapshotRepo } from './repo.ts';
+
+/**
+ * What a create's `templateID` names: a template (id or alias) first, else a snapshot (id or
+ * name), as E2B's `Sandbox.create(snapshotId)` passes a snapshot where a template goes. A
+ * snapshot starts from its template's artifact with its captured layer, on the node keeping it,
+ * with the environment its sandbox had. Neither: the template's 404.
+ */
+export class SnapshotAwareResolver implements TemplateResolver {
+  constructor(private readonly templates: TemplateResolver, private readonly snapshots: SnapshotRepo) {}
+
+  async resolveForCreate(ref: string): Promise<ResolvedTemplate> {
+    try {
+      return await this.templates.resolveForCreate(ref);
+    } catch (err) {
+      if (!(err instanceof SvcError) || err.status !== 404) throw err;
+      const s = await this.snapshots.resolve(ref);
+      if (!s) throw err;
+      return {
+        templateId: s.template_id,
+        artifact: await this.templates.artifactRef(s.artifact_id),
+        cpuCount: Number(s.cpu_count), memoryMB: Number(s.memory_mb), diskSizeMB: Number(s.disk_size_mb),
+        envVars: JSON.parse(s.env_vars) as Record<string, string>,
+        layer: { snapshotId: s.snapshot_id, layerId: s.layer_id, nodeId: s.node_id },
+      };
+    }
+  }
+
+  idsFor(ref: string): Promise<string[]> { return this.templates.idsFor(ref); }
+  artifactRef(artifactId: string) { return this.templates.artifactRef(artifactId); }
+}

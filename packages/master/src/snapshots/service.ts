@@ -1,0 +1,95 @@
+import { badRequest, randomId, SvcError, toSvcError, type Logger } from '@svc/common';
+import {
+  MAX_FORK_COUNT, type CreateSandboxInput, type CreateSnapshotInput, type ForkInput, type ForkResult, type SandboxRecord, type SnapshotRecord,
+} from '@svc/contracts/master';
+import type { LayerOnNode } from '@svc/contracts/node-agent';
+import type { TemplateResolver } from '../sandboxes/ports.ts';
+import type { SandboxService } from '../sandboxes/service.ts';
+import type { NodeRegistry } from '../nodes/registry.ts';
+import type { SnapshotRepo } from './repo.ts';
+import { toRecord } from './catalog.ts';
+
+/** A snapshot name: letters, digits, '.', '_' and '-', as a template alias. */
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export interface SnapshotServiceDeps {
+  repo: SnapshotRepo;
+  sandboxes: SandboxService;
+  nodes: NodeRegistry;
+  /** Templates alone (not snapshots): a snapshot name may not be a template's. */
+  templates: TemplateResolver;
+  logger: Logger;
+}
+
+/**
+ * Taking snapshots and forks (docs/api.md, "Snapshots"). A snapshot is a running sandbox's
+ * writable layer captured by its node agent and kept there; a create names it where a template
+ * goes (SnapshotAwareResolver); SnapshotCatalog lists and deletes them. A fork captures once and
+ * starts `count` sandboxes from that capture, which is dropped when they have started.
+ */
+export class SnapshotService {
+  constructor(private readonly d: SnapshotServiceDeps) {}
+
+  async create(sandboxId: string, input: CreateSnapshotInput): Promise<SnapshotRecord> {
+    const name = await this.checkName(input?.name);
+    const src = await this.d.sandboxes.snapshotSource(sandboxId);
+    const snapshotId = `snap-${randomId(16)}`;
+    const layer = await src.node.snapshotSandbox(sandboxId, { layerId: snapshotId });
+    const row = {
+      snapshot_id: snapshotId, name: name ?? null, sandbox_id: sandboxId, template_id: src.record.templateId,
+      artifact_id: layer.artifactId, layer_id: layer.layerId, layer_sha256: layer.sha256, size_bytes: layer.sizeBytes,
+      node_id: src.record.nodeId, contents: layer.contents, cpu_count: src.record.cpuCount, memory_mb: src.record.memoryMB,
+      disk_size_mb: src.record.diskSizeMB, env_vars: JSON.stringify(src.envVars), created_at: Date.now(),
+    };
+    try {
+      await this.d.repo.insert(row);
+    } catch (err) {
+      // Nothing half-made is kept: a layer without its record would never be listed or collected.
+      await src.node.deleteLayer(layer.layerId).catch((e: Error) => this.d.logger.warn({ snapshotId, err: e.message }, 'layer of an unrecorded snapshot left on its node'));
+      throw new SvcError(503, `snapshot of ${sandboxId} could not be recorded (${(err as Error).message}); nothing was kept, retry`);
+    }
+    this.d.logger.info({ snapshotId, sandboxId, name, sizeBytes: layer.sizeBytes }, 'snapshot taken');
+    return toRecord(row);
+  }
+
+  /**
+   * E2B's fork: one capture of the origin (which keeps running and sees none of their writes),
+   * `count` sandboxes started from it with the origin's settings, each reported on its own.
+   */
+  async fork(sandboxId: string, input: ForkInput): Promise<ForkResult[]> {
+    const count = input?.count ?? 1;
+    if (!Number.isInteger(count) || count < 1 || count > MAX_FORK_COUNT) throw badRequest(`count must be an integer from 1 to ${MAX_FORK_COUNT}`);
+    const src = await this.d.sandboxes.snapshotSource(sandboxId);
+    const layerId = `fork-${randomId(16)}`;
+    const layer: LayerOnNode = await src.node.snapshotSandbox(sandboxId, { layerId });
+    try {
+      const o = src.record;
+      const resolved = {
+        templateId: o.templateId, ...(o.alias ? { alias: o.alias } : {}), artifact: await this.d.templates.artifactRef(layer.artifactId),
+        cpuCount: o.cpuCount, memoryMB: o.memoryMB, diskSizeMB: o.diskSizeMB, envVars: src.envVars,
+        layer: { snapshotId: layerId, layerId, nodeId: o.nodeId },
+      };
+      const create: CreateSandboxInput = {
+        template: o.templateId, ...(input?.timeout === undefined ? {} : { timeout: input.timeout }),
+        onTimeout: o.lifecycle.onTimeout, autoResume: o.lifecycle.autoResume, metadata: o.metadata, envVars: {},
+        secure: o.secure, ...(o.allowInternetAccess === undefined ? {} : { allowInternetAccess: o.allowInternetAccess }),
+        network: o.network, volumeMounts: [], cpuCount: o.cpuCount, memoryMB: o.memoryMB,
+      };
+      const outcomes = await Promise.allSettled(Array.from({ length: count }, () => this.d.sandboxes.create(create, resolved)));
+      return outcomes.map((r): ForkResult => r.status === 'fulfilled'
+        ? { sandbox: r.value as SandboxRecord }
+        : { error: { code: toSvcError(r.reason).status, message: toSvcError(r.reason).message } });
+    } finally {
+      await src.node.deleteLayer(layerId).catch((err: Error) => this.d.logger.warn({ sandboxId, layerId, err: err.message }, 'fork layer could not be removed from its node'));
+    }
+  }
+
+  private async checkName(name: unknown): Promise<string | undefined> {
+    if (name === undefined || name === null || name === '') return undefined;
+    if (typeof name !== 'string' || !NAME.test(name)) throw badRequest(`name ${JSON.stringify(name)} is not valid: letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit`);
+    if (name.startsWith('snap-') || name.startsWith('fork-')) throw badRequest(`name ${name}: the prefixes snap- and fork- are kept for ids`);
+    const isTemplate = await this.d.templates.resolveForCreate(name).then(() => true, (err: SvcError) => err.status !== 404);
+    if (isTemplate) throw badRequest(`name ${name} is a template's; choose another`);
+    return name;
+  }
+}
