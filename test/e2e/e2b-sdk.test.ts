@@ -176,6 +176,57 @@ test('list, getInfo, setTimeout and kill of a paused sandbox', async () => {
   assert.equal(await Sandbox.kill(sbx.sandboxId), false);
 });
 
+test('snapshots and fork: files before the capture carry over, later writes and siblings\' writes do not; list, delete, bad input', async () => {
+  const origin = await Sandbox.create('base', { envs: { FROM_ORIGIN: 'yes' }, metadata: { suite: 'e2e-snap' } });
+  const made: Sandbox[] = [origin];
+  try {
+    await origin.files.write('/home/user/before.txt', 'before');
+    await origin.commands.run('sudo rm /etc/motd && mkdir -p /home/user/deep/er && echo x > /home/user/deep/er/f');
+    const snap = await origin.createSnapshot({ name: 'e2e-snap' });
+    assert.deepEqual(snap, { snapshotId: 'e2e-snap', names: ['e2e-snap'] });
+    await origin.files.write('/home/user/after.txt', 'after');
+
+    const [a, b] = [await Sandbox.create(snap.snapshotId), await Sandbox.create(snap.snapshotId)];
+    made.push(a, b);
+    assert.equal(await a.files.read('/home/user/before.txt'), 'before');
+    assert.equal(await a.files.read('/home/user/deep/er/f'), 'x\n');
+    assert.equal(await a.files.exists('/etc/motd'), false, 'a deletion before the capture carries over');
+    assert.equal(await a.files.exists('/home/user/after.txt'), false, 'a write after it does not');
+    assert.equal((await a.commands.run('echo $FROM_ORIGIN')).stdout.trim(), 'yes', 'the origin\'s environment carries over');
+    await a.files.write('/home/user/a.txt', 'a');
+    assert.equal(await b.files.exists('/home/user/a.txt'), false);
+
+    const listed = await Sandbox.listSnapshots({ sandboxId: origin.sandboxId }).nextItems();
+    assert.deepEqual(listed, [{ snapshotId: 'e2e-snap', names: ['e2e-snap'] }]);
+
+    const results = await Sandbox.fork(origin.sandboxId, { count: 2 });
+    const forks = results.filter((r): r is Sandbox => r instanceof Sandbox);
+    assert.equal(forks.length, 2, `both forks started: ${results.map(String).join('; ')}`);
+    made.push(...forks);
+    await forks[0].files.write('/home/user/fork0.txt', 'mine');
+    assert.equal(await forks[0].files.read('/home/user/after.txt'), 'after', 'a fork holds what the origin had when it was forked');
+    assert.equal(await forks[1].files.exists('/home/user/fork0.txt'), false);
+    assert.equal(await origin.files.exists('/home/user/fork0.txt'), false);
+    assert.equal((await origin.getInfo()).state, 'running', 'the origin runs on');
+
+    // Bad input: a name with bad characters, a paused sandbox, a template snapshots start from.
+    await assert.rejects(origin.createSnapshot({ name: 'no spaces/here' }), (e: Error & { statusCode?: number }) => e.statusCode === 400);
+    const api = { 'X-API-Key': p.apiKey, 'Content-Type': 'application/json' };
+    const tpl = await fetch(`${p.apiUrl}/templates/base`, { method: 'DELETE', headers: api });
+    assert.equal(tpl.status, 409);
+    assert.match(((await tpl.json()) as { message: string }).message, /snapshots that start from it: snap-/);
+    await b.pause();
+    await assert.rejects(b.createSnapshot(), (e: Error & { statusCode?: number }) => e.statusCode === 409);
+
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
+    assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false);
+    await assert.rejects(Sandbox.create(snap.snapshotId), (e: Error & { statusCode?: number }) => e.statusCode === 404);
+    assert.equal(await a.files.read('/home/user/before.txt'), 'before', 'sandboxes made from a snapshot outlive it');
+  } finally {
+    for (const s of made) await s.kill().catch(() => false);
+  }
+});
+
 test('secure by default: envd routes refuse a missing, wrong or foreign token and a bad or expired signature', async () => {
   const a = await Sandbox.create('base');
   const b = await Sandbox.create('base');

@@ -62,7 +62,6 @@ onEveryEngine('template routes', {
       ['POST', '/svc/template/redo', { template_id: 'tpl-nope' }],
       ['POST', '/svc/template/migrate', { template_id: 'nope' }],
       ['GET', '/templates/tpl-nope', undefined],
-      ['DELETE', '/templates/tpl-nope', undefined],
       ['GET', '/templates/aliases/nope', undefined],
     ] as const) {
       const r = await h.call(method, path, body);
@@ -70,6 +69,10 @@ onEveryEngine('template routes', {
       assert.equal(r.body.code, 130404, `${method} ${path}`);
       assert.match(r.body.message, /template .* not found/);
     }
+    // E2B's DELETE /templates/{id} also deletes snapshots; the official SDK reads only code 404 there.
+    const gone = await h.call('DELETE', '/templates/tpl-nope');
+    assert.deepEqual([gone.status, gone.body.code], [404, 404]);
+    assert.match(gone.body.message, /no template or snapshot tpl-nope/);
     for (const path of ['/svc/template/redo', '/svc/template/migrate']) {
       for (const body of [{}, { template_id: '' }, undefined]) {
         const r = await h.call('POST', path, body);

@@ -45,7 +45,11 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
   on<Id>('DELETE', '/templates/{templateID}', async (req, reply) => {
     const ref = req.params.templateID;
     const isTemplate = await svc.row(ref).then(() => true, (err: SvcError) => { if (err.status === 404) return false; throw err; });
-    if (!isTemplate && snapshots && await snapshots.deleteIfSnapshot(ref)) return reply.status(204).send();
+    if (!isTemplate) {
+      if (snapshots && await snapshots.deleteIfSnapshot(ref)) return reply.status(204).send();
+      // The official SDK's deleteSnapshot reads only code 404 as "not found" (docs/compatibility.md).
+      throw notFound(`no template or snapshot ${ref}`, 404);
+    }
     await svc.delete(ref);
     return reply.status(204).send();
   });
