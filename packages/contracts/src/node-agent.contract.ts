@@ -63,6 +63,17 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
         assert.equal(resumed.pauseKind, undefined);
       });
 
+      await t.test('a filesystem pause (memory false) answers kind filesystem; its resume needs the environment (400 without) and answers it running', async () => {
+        const paused = await agent.pauseSandbox(req.sandboxId, { memory: false });
+        assertSandbox(paused, req, 'paused');
+        assert.equal(paused.pauseKind, 'filesystem');
+        assert.equal(await statusOf(agent.pauseSandbox(req.sandboxId, { memory: false })), 409);
+        assert.equal(await statusOf(agent.resumeSandbox(req.sandboxId)), 400);
+        const resumed = await agent.resumeSandbox(req.sandboxId, { envVars: req.envVars, envdAccessToken: req.envdAccessToken });
+        assertSandbox(resumed, req, 'running');
+        assert.equal(resumed.pauseKind, undefined);
+      });
+
       await t.test('a snapshot captures the writable layer under the id given, leaves the sandbox running, and a create starts from it', async () => {
         const layerId = `layer-${req.sandboxId}`;
         const layer = await agent.snapshotSandbox(req.sandboxId, { layerId });

@@ -20,8 +20,11 @@
 import { JsonClient } from '@svc/common';
 
 export type RuntimeKind = 'gvisor' | 'microvm';
-/** freeze: processes stopped, memory kept. snapshot: state written to disk, nothing left running. */
-export type PauseKind = 'freeze' | 'snapshot';
+/**
+ * freeze: processes stopped, memory kept. snapshot: state written to disk, nothing left running.
+ * filesystem: processes ended and memory freed, files kept; resuming boots the sandbox again.
+ */
+export type PauseKind = 'freeze' | 'snapshot' | 'filesystem';
 
 export interface ArtifactRef {
   artifactId: string;
@@ -49,6 +52,22 @@ export interface CreateSandboxOnNode {
   timeoutMs: number;
   /** Start from this captured layer on the node (a snapshot's files) instead of an empty writable layer. */
   layerId?: string;
+}
+
+/** POST /v1/sandboxes/:id/pause. memory false: a filesystem pause (processes ended, files kept). */
+export interface PauseOnNode {
+  memory?: boolean;
+}
+
+/**
+ * POST /v1/sandboxes/:id/resume. A sandbox paused without its memory boots again and is given
+ * its identity anew: its environment and envd access token (the node keeps no secrets on disk).
+ * memory false on a frozen sandbox: drop its memory and boot it again from its files.
+ */
+export interface ResumeOnNode {
+  memory?: boolean;
+  envVars?: Record<string, string>;
+  envdAccessToken?: string;
 }
 
 /** Capture a sandbox's writable layer under this id (snapshots and forks). */
@@ -214,8 +233,8 @@ export class NodeAgentClient {
     return this.http.delete<void>(`/v1/sandboxes/${encodeURIComponent(id)}`, { timeoutMs });
   }
   updateNetwork(id: string, update: NetworkUpdateOnNode) { return this.http.put<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/network`, update); }
-  pauseSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`); }
-  resumeSandbox(id: string) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`); }
+  pauseSandbox(id: string, req: PauseOnNode = {}) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`, req); }
+  resumeSandbox(id: string, req: ResumeOnNode = {}) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`, req, { timeoutMs: 120_000 }); }
   metrics(id: string) { return this.http.get<SandboxMetrics>(`/v1/sandboxes/${encodeURIComponent(id)}/metrics`); }
   snapshotSandbox(id: string, req: SnapshotSandboxOnNode) {
     return this.http.post<LayerOnNode>(`/v1/sandboxes/${encodeURIComponent(id)}/snapshot`, req, { timeoutMs: 600_000 });

@@ -133,7 +133,7 @@ const listedProperties = {
   state: { type: 'string', enum: ['running', 'paused'] },
   envdVersion: str,
   volumeMounts: { type: 'array', items: MountedVolume },
-  pauseKind: { type: 'string', enum: ['freeze', 'snapshot'] },
+  pauseKind: { type: 'string', enum: ['freeze', 'snapshot', 'filesystem'], description: 'freeze: memory kept; filesystem: memory freed, resuming boots it again' },
   timeout: { ...int, description: 'The idle timeout in seconds' },
 } as const;
 const listedRequired = ['sandboxID', 'templateID', 'clientID', 'startedAt', 'cpuCount', 'memoryMB', 'diskSizeMB', 'metadata', 'state', 'envdVersion', 'volumeMounts', 'timeout'] as const;

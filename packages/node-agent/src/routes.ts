@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TaskStats } from '@svc/common';
 import type { NodeInfo } from '@svc/contracts/node-agent';
 import type { SandboxService } from './sandboxes/service.ts';
-import { checkSandboxId, parseCreate, parseEnsureArtifact, parseNetworkUpdate, parseSnapshot } from './validate.ts';
+import { checkSandboxId, parseCreate, parseEnsureArtifact, parseNetworkUpdate, parsePause, parseResume, parseSnapshot } from './validate.ts';
 import { checkLayerId } from './artifacts/layer-store.ts';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
@@ -29,10 +29,10 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   app.get('/v1/sandboxes', async () => s.list());
   app.get<IdParams>('/v1/sandboxes/:id', async (req) => s.get(id(req.params)));
   app.delete<IdParams>('/v1/sandboxes/:id', async (req, reply) => { await s.delete(id(req.params)); return reply.status(204).send(); });
-  app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => s.pause(id(req.params)));
+  app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => s.pause(id(req.params), parsePause(req.body)));
   app.put<IdParams>('/v1/sandboxes/:id/network', async (req) => s.updateNetwork(id(req.params), parseNetworkUpdate(req.body)));
   app.post<IdParams>('/v1/sandboxes/:id/snapshot', async (req, reply) => reply.status(201).send(await s.snapshot(id(req.params), parseSnapshot(req.body))));
-  app.post<IdParams>('/v1/sandboxes/:id/resume', async (req) => s.resume(id(req.params)));
+  app.post<IdParams>('/v1/sandboxes/:id/resume', async (req) => s.resume(id(req.params), parseResume(req.body)));
   app.get<IdParams>('/v1/sandboxes/:id/metrics', async (req) => s.metrics(id(req.params)));
   app.get('/v1/ended-sandboxes', async () => s.ended());
 

@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/common';
 import { checkLayerId } from './artifacts/layer-store.ts';
-import type { CreateSandboxOnNode, EnsureArtifact, NetworkUpdateOnNode } from '@svc/contracts/node-agent';
+import type { CreateSandboxOnNode, EnsureArtifact, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -71,6 +71,27 @@ export function parseCreate(body: unknown, defaults: { diskSizeMB: number; timeo
     metadata: stringMap(body.metadata, 'metadata'),
     timeoutMs: body.timeoutMs === undefined ? defaults.timeoutMs : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
     ...(body.layerId === undefined ? {} : { layerId: checkLayerId(body.layerId) }),
+  };
+}
+
+/** POST /v1/sandboxes/:id/pause: an empty body, or {memory}. */
+export function parsePause(body: unknown): PauseOnNode {
+  if (body === undefined || body === null || body === '') return {};
+  if (!isObject(body)) throw badRequest('body must be a JSON object {memory}');
+  if (body.memory !== undefined && typeof body.memory !== 'boolean') throw badRequest('memory must be a boolean');
+  return body.memory === undefined ? {} : { memory: body.memory };
+}
+
+/** POST /v1/sandboxes/:id/resume: an empty body, or {memory, envVars, envdAccessToken}. */
+export function parseResume(body: unknown): ResumeOnNode {
+  if (body === undefined || body === null || body === '') return {};
+  if (!isObject(body)) throw badRequest('body must be a JSON object {memory, envVars, envdAccessToken}');
+  if (body.memory !== undefined && typeof body.memory !== 'boolean') throw badRequest('memory must be a boolean');
+  if (body.envdAccessToken !== undefined && (typeof body.envdAccessToken !== 'string' || !body.envdAccessToken)) throw badRequest('envdAccessToken must be a non-empty string');
+  return {
+    ...(body.memory === undefined ? {} : { memory: body.memory }),
+    ...(body.envVars === undefined ? {} : { envVars: stringMap(body.envVars, 'envVars', ENV_NAME) }),
+    ...(body.envdAccessToken === undefined ? {} : { envdAccessToken: body.envdAccessToken as string }),
   };
 }
 

@@ -121,8 +121,8 @@ export interface SandboxInfo {
   lifecycle?: { onTimeout: 'kill' | 'pause'; autoResume: boolean };
   volumeMounts: { name: string; path: string; readOnly?: boolean }[];
   sandboxDomain?: string;
-  /** While paused: whether memory was kept ('freeze') or written out ('snapshot'). */
-  pauseKind?: 'freeze' | 'snapshot';
+  /** While paused: memory kept ('freeze'), written out ('snapshot'), or freed with the files kept ('filesystem': resuming boots it again). */
+  pauseKind?: 'freeze' | 'snapshot' | 'filesystem';
   /** The idle timeout in seconds (-1: never). */
   timeout?: number;
 }

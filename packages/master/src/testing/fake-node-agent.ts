@@ -6,7 +6,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify';
 import { createHash } from 'node:crypto';
-import type { CreateSandboxOnNode, LayerOnNode, NodeSandbox, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import type { CreateSandboxOnNode, LayerOnNode, NodeSandbox, PauseOnNode, ResumeOnNode, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
 
 const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -67,21 +67,23 @@ export class FakeNodeAgent {
       if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
       return s;
     });
-    app.post<{ Params: { id: string } }>('/v1/sandboxes/:id/pause', async (req, reply) => {
+    app.post<{ Params: { id: string }; Body?: PauseOnNode }>('/v1/sandboxes/:id/pause', async (req, reply) => {
       this.calls.push(`pause ${req.params.id}`);
       await wait(this.behaviour.pauseDelayMs);
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'already paused' });
       s.state = 'paused';
-      s.pauseKind = 'freeze';
+      s.pauseKind = req.body?.memory === false ? 'filesystem' : 'freeze';
       return s;
     });
-    app.post<{ Params: { id: string } }>('/v1/sandboxes/:id/resume', async (req, reply) => {
-      this.calls.push(`resume ${req.params.id}`);
+    app.post<{ Params: { id: string }; Body?: ResumeOnNode }>('/v1/sandboxes/:id/resume', async (req, reply) => {
+      this.calls.push(`resume ${req.params.id}${req.body?.envVars ? ' with identity' : ''}`);
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (this.behaviour.refuseResume) return reply.status(409).send({ code: 130409, message: this.behaviour.refuseResume });
+      const fromFiles = s.pauseKind === 'filesystem' || (s.state === 'paused' && req.body?.memory === false);
+      if (fromFiles && !req.body?.envVars) return reply.status(400).send({ code: 400, message: 'envVars are required to boot it again' });
       s.state = 'running';
       delete s.pauseKind;
       return s;

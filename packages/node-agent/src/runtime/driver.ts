@@ -72,6 +72,13 @@ export interface RuntimeDriver {
   /** Stops it and releases everything the driver holds for it (paused or not, never resuming). */
   destroy(ref: InstanceRef): Promise<void>;
   pause(ref: InstanceRef): Promise<PauseResult>;
+  /**
+   * A filesystem pause: stops the instance's processes and frees their memory, keeping its
+   * writable layer for `reboot`. Absent where the runtime cannot (it lacks 'filesystem' in pauseKinds).
+   */
+  stop?(ref: InstanceRef): Promise<void>;
+  /** Boots an instance that `stop` stopped, on the writable layer it kept. */
+  reboot?(spec: InstanceSpec): Promise<void>;
   resume(ref: InstanceRef): Promise<void>;
   status(ref: InstanceRef): Promise<InstanceStatus>;
   stats(ref: InstanceRef): Promise<InstanceStats>;

@@ -43,7 +43,7 @@ export interface GvisorOptions {
  */
 export class GvisorDriver implements RuntimeDriver {
   readonly kind = 'gvisor' as const;
-  readonly pauseKinds = ['freeze' as const];
+  readonly pauseKinds = ['freeze' as const, 'filesystem' as const];
   readonly rootfsInput = 'directory' as const;
   private readonly runsc: string;
   private readonly platform: string;
@@ -57,31 +57,65 @@ export class GvisorDriver implements RuntimeDriver {
 
   async create(spec: InstanceSpec): Promise<void> {
     if (!spec.rootfs.mountDir) throw new Error('gvisor needs the artifact mounted');
-    const id = this.o.names.container(spec.instanceId);
     const paths = this.paths(spec.dir);
-    const limits = sandboxLimits(spec.resources);
     try {
-      await paths.layer.create(limits.diskBytes);
+      await paths.layer.create(sandboxLimits(spec.resources).diskBytes);
       if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.upper], { timeoutMs: 600_000 });
-      for (const d of [paths.rootfs, paths.bundle]) await mkdir(d, { recursive: true });
-      await run('mount', ['-t', 'overlay', 'overlay', '-o',
-        `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.upper},workdir=${paths.work}`, paths.rootfs]);
-      for (const [path, content] of Object.entries({ ...spec.files, '/etc/hostname': `${spec.hostname}\n`, '/etc/ld.so.preload': STAT_SHIM_PRELOAD })) {
-        if (!(await writeIntoRootfs(paths.rootfs, path, content))) this.o.logger.warn({ path }, 'image holds a symlink or directory there; file not placed');
-      }
-      // The image's set-uid sudo cannot raise privileges here; svc's goes through envd (docs/decisions.md).
-      const sudoPath = existsSync(join(paths.rootfs, 'usr/bin/sudo')) ? '/usr/bin/sudo' : '/usr/local/bin/sudo';
-      if (!(await linkIntoRootfs(paths.rootfs, sudoPath, SANDBOX_SUDO))) this.o.logger.warn({ path: sudoPath }, 'image holds a symlink or directory there; sudo not placed');
-      const cgroupsPath = `/${this.o.names.cgroupParent}/${id}`;
-      await writeFile(join(paths.bundle, 'config.json'), JSON.stringify(ociSpec(spec, paths.rootfs, cgroupsPath)), { mode: 0o600 });
-      await this.runDetached(spec, id, paths);
-      // runsc made the cgroup with the sandbox's own size (what gVisor shows inside); the host
-      // limit gets headroom so that envd's memory guard, not the host's OOM killer, acts first.
-      await writeFile(this.cgroupFile('memory', id, 'memory.limit_in_bytes'), String(limits.hostMemoryBytes));
+      await this.boot(spec);
     } catch (err) {
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
       throw err;
     }
+  }
+
+  /**
+   * A filesystem pause: the sandbox's processes are killed (its memory freed) and its rootfs
+   * unmounted; the writable layer, namespace and address stay for `reboot`.
+   */
+  async stop(ref: InstanceRef): Promise<void> {
+    const id = this.o.names.container(ref.instanceId);
+    await this.setFreezer(ref, 'THAWED').catch(() => { /* never frozen, or its cgroup is gone: nothing to thaw */ });
+    if (existsSync(this.stateFile(id)) && !(await this.killAndForget(id))) await this.forceDelete(id);
+    const paths = this.paths(ref.dir);
+    if (await isMountPoint(paths.rootfs)) await unmount(paths.rootfs);
+    // The next boot makes the cgroups again under the same name: wait until these are gone.
+    await this.removeCgroups(id);
+    await this.cgroupJanitor.get(id);
+  }
+
+  /** Boots a stopped instance again on the writable layer it kept (after `stop`). */
+  async reboot(spec: InstanceSpec): Promise<void> {
+    if (!spec.rootfs.mountDir) throw new Error('gvisor needs the artifact mounted');
+    const paths = this.paths(spec.dir);
+    if (!(await isMountPoint(paths.layer.mountDir))) throw new Error(`the writable layer of ${spec.instanceId} is not mounted; it cannot be booted again`);
+    try {
+      await this.boot(spec);
+    } catch (err) {
+      await this.stop(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'stop after a failed reboot'));
+      throw err;
+    }
+  }
+
+  /** Mounts the rootfs (template under the writable layer), places svc's files, and starts runsc. */
+  private async boot(spec: InstanceSpec): Promise<void> {
+    const id = this.o.names.container(spec.instanceId);
+    const paths = this.paths(spec.dir);
+    const limits = sandboxLimits(spec.resources);
+    for (const d of [paths.rootfs, paths.bundle]) await mkdir(d, { recursive: true });
+    await run('mount', ['-t', 'overlay', 'overlay', '-o',
+      `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.upper},workdir=${paths.work}`, paths.rootfs]);
+    for (const [path, content] of Object.entries({ ...spec.files, '/etc/hostname': `${spec.hostname}\n`, '/etc/ld.so.preload': STAT_SHIM_PRELOAD })) {
+      if (!(await writeIntoRootfs(paths.rootfs, path, content))) this.o.logger.warn({ path }, 'image holds a symlink or directory there; file not placed');
+    }
+    // The image's set-uid sudo cannot raise privileges here; svc's goes through envd (docs/decisions.md).
+    const sudoPath = existsSync(join(paths.rootfs, 'usr/bin/sudo')) ? '/usr/bin/sudo' : '/usr/local/bin/sudo';
+    if (!(await linkIntoRootfs(paths.rootfs, sudoPath, SANDBOX_SUDO))) this.o.logger.warn({ path: sudoPath }, 'image holds a symlink or directory there; sudo not placed');
+    const cgroupsPath = `/${this.o.names.cgroupParent}/${id}`;
+    await writeFile(join(paths.bundle, 'config.json'), JSON.stringify(ociSpec(spec, paths.rootfs, cgroupsPath)), { mode: 0o600 });
+    await this.runDetached(spec, id, paths);
+    // runsc made the cgroup with the sandbox's own size (what gVisor shows inside); the host
+    // limit gets headroom so that envd's memory guard, not the host's OOM killer, acts first.
+    await writeFile(this.cgroupFile('memory', id, 'memory.limit_in_bytes'), String(limits.hostMemoryBytes));
   }
 
   async foreground(ref: InstanceRef): Promise<void> {

@@ -112,6 +112,21 @@ export class InstanceLauncher {
     }
   }
 
+  /** Boots an instance stopped by a filesystem pause again, on its kept writable layer; waits for envd. */
+  async reboot(inst: Instance, signal: AbortSignal): Promise<void> {
+    const r = inst.record;
+    if (!this.d.driver.reboot) throw new SvcError(400, `the ${this.d.driver.kind} runtime cannot boot a sandbox again from its files`);
+    const [runtime, mountDir] = await Promise.all([
+      this.d.runtimeBundle(),
+      this.d.driver.rootfsInput === 'directory' ? this.d.artifacts.mount(r.artifactId) : Promise.resolve(undefined),
+    ]);
+    await this.d.driver.reboot({
+      ...inst.ref, rootfs: { imagePath: this.d.artifacts.imagePath(r.artifactId), ...(mountDir ? { mountDir } : {}) }, runtime,
+      resources: { cpuCount: r.cpuCount, memoryMB: r.memoryMB, diskSizeMB: r.diskSizeMB }, env: {}, hostname: 'sandbox', files: this.d.files,
+    });
+    await waitForEnvd(r.address, signal);
+  }
+
   /** A warm instance handed out: from now on it weighs as much as any sandbox. */
   async foreground(inst: Instance): Promise<void> {
     await this.d.driver.foreground?.(inst.ref);

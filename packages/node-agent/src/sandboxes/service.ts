@@ -1,5 +1,5 @@
-import { SvcError, conflict, notFound, type Logger } from '@svc/common';
-import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type LayerOnNode, type NodeSandbox, type SandboxMetrics } from '@svc/contracts/node-agent';
+import { SvcError, badRequest, conflict, notFound, type Logger } from '@svc/common';
+import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SandboxMetrics } from '@svc/contracts/node-agent';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import type { LayerStore } from '../artifacts/layer-store.ts';
 import { CommandError } from '../host/exec.ts';
@@ -168,15 +168,28 @@ export class SandboxService {
     });
   }
 
-  async pause(id: string): Promise<NodeSandbox> {
+  async pause(id: string, opts: PauseOnNode = {}): Promise<NodeSandbox> {
     return this.locks.run(id, async () => {
       const inst = this.find(id);
       if (inst.record.phase === 'paused') throw conflict(`sandbox ${id} is already paused`);
+      if (opts.memory === false) {
+        await this.stopKeepingFiles(inst);
+        return view(inst);
+      }
       const res = await this.d.driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause failed`, err); });
       Object.assign(inst.record, { phase: 'paused', pauseKind: res.kind, pausedAt: new Date().toISOString(), snapshotBytes: res.snapshotBytes });
       await this.d.records.save(inst.record);
       return view(inst);
     });
+  }
+
+  /** A filesystem pause: the processes end and their memory is freed; the writable layer stays. */
+  private async stopKeepingFiles(inst: Instance): Promise<void> {
+    const id = inst.record.sandboxId!;
+    if (!this.d.driver.stop) throw new SvcError(400, `the ${this.d.driver.kind} runtime cannot pause without memory here; pause with memory kept`);
+    await this.d.driver.stop(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: filesystem pause failed`, err); });
+    Object.assign(inst.record, { phase: 'paused', pauseKind: 'filesystem', pausedAt: new Date().toISOString(), snapshotBytes: undefined });
+    await this.d.records.save(inst.record);
   }
 
   /**
@@ -216,11 +229,12 @@ export class SandboxService {
     return this.d.layers.remove(id);
   }
 
-  async resume(id: string): Promise<NodeSandbox> {
+  async resume(id: string, opts: ResumeOnNode = {}): Promise<NodeSandbox> {
     return this.locks.run(id, async () => {
       const inst = this.find(id);
       if (inst.record.phase !== 'paused') return view(inst);
       checkResumeAdmission({ state: 'paused', memoryMB: inst.record.memoryMB }, this.memoryHolders(), this.d.memoryQuotaMB ?? this.d.capacity.memoryMB, this.d.releaseRatio);
+      if (inst.record.pauseKind === 'filesystem' || opts.memory === false) return this.rebootFromFiles(inst, opts);
       await this.d.driver.resume(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: resume failed`, err); });
       Object.assign(inst.record, { phase: 'running', pauseKind: undefined, pausedAt: undefined, snapshotBytes: undefined });
       await this.d.records.save(inst.record);
@@ -229,6 +243,26 @@ export class SandboxService {
       });
       return view(inst);
     });
+  }
+
+  /**
+   * Boots a sandbox again from its files: one paused without its memory, or a frozen one whose
+   * memory the caller drops (E2B's connect with memory false). It gets its identity anew (envd
+   * /init with the environment and token the master sends); a failed boot leaves it paused.
+   */
+  private async rebootFromFiles(inst: Instance, opts: ResumeOnNode): Promise<NodeSandbox> {
+    const id = inst.record.sandboxId!;
+    if (!opts.envVars) throw badRequest(`sandbox ${id} boots again from its files: its envVars (and envdAccessToken when it is secure) are required`);
+    if (inst.record.pauseKind !== 'filesystem') await this.stopKeepingFiles(inst);
+    await this.d.launcher.reboot(inst, AbortSignal.timeout(60_000)).catch((err) => { throw wrap(`sandbox ${id}: boot from its files failed`, err); });
+    const env = { ...opts.envVars, E2B_SANDBOX: 'true', E2B_SANDBOX_ID: id, E2B_TEMPLATE_ID: inst.record.templateId };
+    await envdInit(inst.record.address, { envVars: env, accessToken: opts.envdAccessToken, timestamp: new Date().toISOString() }).catch(async (err) => {
+      await this.d.driver.stop!(inst.ref).catch((e: Error) => this.d.logger.error({ sandboxId: id, err: e.message }, 'stop after a failed /init left the sandbox running'));
+      throw wrap(`sandbox ${id}: envd /init after the boot failed`, err);
+    });
+    Object.assign(inst.record, { phase: 'running', pauseKind: undefined, pausedAt: undefined, snapshotBytes: undefined, startedAt: new Date().toISOString() });
+    await this.d.records.save(inst.record);
+    return view(inst);
   }
 
   async metrics(id: string): Promise<SandboxMetrics> {
