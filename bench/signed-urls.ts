@@ -44,7 +44,7 @@ async function main() {
         address: '10.0.0.2', envd_port: 49983, envd_version: '0.6.4', envd_access_token: `token-${i}`, traffic_access_token: null,
         secure: 1, runtime: 'gvisor', cpu_count: 1, memory_mb: 512, disk_size_mb: 2048, metadata: '{}', network: '{}',
         allow_internet_access: null, on_timeout: 'kill', auto_resume: 0, timeout_sec: -1, end_at: null,
-        started_at: now + i, created_at: now, updated_at: now, terminated_at: null, terminate_reason: null, volume_mounts: '[]',
+        started_at: now + i, created_at: now, updated_at: now, terminated_at: null, terminate_reason: null, volume_mounts: '[]', env_vars: null, auto_pause_memory: 1,
       }).execute();
     }
     const client = new MasterInternalClient(master.url);

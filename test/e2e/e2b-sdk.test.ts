@@ -164,6 +164,54 @@ test('pause and resume: no CPU while paused, the kind of pause, files, a backgro
   }
 });
 
+test('filesystem pause: processes gone, files kept, connect boots it again; the idle timeout does the same; auto-resume refused', async () => {
+  const kind = async (id: string) => (await fetch(`${p.apiUrl}/sandboxes/${id}`, { headers: { 'X-API-Key': p.apiKey } }).then((r) => r.json() as Promise<{ state: string; pauseKind?: string }>));
+  const sbx = await Sandbox.create('base', { envs: { KEPT_ENV: 'env-back' }, timeoutMs: 600_000 });
+  try {
+    await sbx.files.write('/home/user/kept.txt', 'kept');
+    await sbx.commands.run('nohup sleep 1000 >/dev/null 2>&1 &');
+    const runsc = () => runscProcesses().filter((l) => l.includes(p.dataDir)).length;
+    const before = runsc();
+    assert.equal(await sbx.pause({ keepMemory: false }), true);
+    assert.deepEqual(await kind(sbx.sandboxId), { ...(await kind(sbx.sandboxId)), state: 'paused', pauseKind: 'filesystem' });
+    assert.ok(runsc() < before, `its sentry and gofer are gone (${before} → ${runsc()} runsc processes)`);
+    // Traffic does not wake it: E2B's proxy answers a sandbox that is not running with 502 on the envd port.
+    const poke = await fetch(`${p.sandboxUrl}/health`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' } });
+    assert.equal(poke.status, 502);
+    assert.equal((await kind(sbx.sandboxId)).state, 'paused');
+
+    const back = await Sandbox.connect(sbx.sandboxId);
+    assert.equal(await back.files.read('/home/user/kept.txt'), 'kept');
+    assert.equal((await back.commands.run('echo $KEPT_ENV')).stdout.trim(), 'env-back', 'its environment is given back');
+    assert.equal((await back.commands.run('pgrep -x sleep || echo none')).stdout.trim(), 'none', 'processes do not survive it');
+
+    // A frozen sandbox connected with onResume 'reboot' drops its memory and boots from its files.
+    await back.pause();
+    const rebooted = await Sandbox.connect(sbx.sandboxId, { onResume: 'reboot' } as never);
+    assert.equal(await rebooted.files.read('/home/user/kept.txt'), 'kept');
+  } finally {
+    await sbx.kill();
+  }
+
+  const idle = await Sandbox.create('base', { timeoutMs: 3_000, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } } as never);
+  try {
+    await idle.files.write('/home/user/idle.txt', 'idle');
+    // The API shows a pause under way as paused already; its kind comes once it is done.
+    for (let i = 0; i < 80 && (await kind(idle.sandboxId)).pauseKind === undefined; i++) await new Promise((r) => setTimeout(r, 250));
+    assert.equal((await kind(idle.sandboxId)).pauseKind, 'filesystem', 'the idle timeout paused it without its memory');
+    assert.equal(await (await Sandbox.connect(idle.sandboxId)).files.read('/home/user/idle.txt'), 'idle');
+  } finally {
+    await idle.kill();
+  }
+
+  const refused = await fetch(`${p.apiUrl}/sandboxes`, {
+    method: 'POST', headers: { 'X-API-Key': p.apiKey, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ templateID: 'base', autoPause: true, autoPauseMemory: false, autoResume: { enabled: true } }),
+  });
+  assert.equal(refused.status, 400);
+  assert.match(((await refused.json()) as { message: string }).message, /autoResume cannot be combined with autoPauseMemory false/);
+});
+
 test('list, getInfo, setTimeout and kill of a paused sandbox', async () => {
   const sbx = await Sandbox.create('base', { metadata: { suite: 'e2e-list' } });
   const listed = await Sandbox.list({ query: { metadata: { suite: 'e2e-list' } } }).nextItems();

@@ -16,6 +16,10 @@ export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
   const ar = body.autoResume;
   const autoResume = lc.auto_resume ?? lc.autoResume ?? (typeof ar === 'boolean' ? ar : ar?.enabled);
   if (autoResume && onTimeout !== 'pause') throw badRequest('auto_resume needs on_timeout=pause');
+  const pauseMemory = lc.keep_memory ?? lc.keepMemory ?? body.autoPauseMemory;
+  if (pauseMemory === false && autoResume) {
+    throw badRequest('autoResume cannot be combined with autoPauseMemory false: a sandbox paused without its memory is resumed by connect, not by traffic');
+  }
 
   const net = body.network ?? {};
   return {
@@ -23,6 +27,7 @@ export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
     timeout: body.timeout,
     onTimeout: onTimeout ?? 'kill',
     autoResume: autoResume ?? false,
+    ...(pauseMemory === false ? { pauseMemory: false } : {}),
     metadata: body.metadata ?? {},
     envVars: body.envVars ?? body.env_vars ?? {},
     // E2B secures every sandbox; the SDK (2.x) no longer sends the flag. Only an explicit false opts out.

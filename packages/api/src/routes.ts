@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
 import { SvcError } from '@svc/common';
 import type {
-  PublicPath, WireForkRequest, WireNetworkUpdate, WireNewSandbox, WireSnapshotRequest, WireNodeLabelNames, WireNodeLabels, WireRefresh, WireSetTimeout, WireSvcDeadline,
+  PublicPath, WireForkRequest, WireNetworkUpdate, WireNewSandbox, WirePauseRequest, WireSnapshotRequest, WireNodeLabelNames, WireNodeLabels, WireRefresh, WireSetTimeout, WireSvcDeadline,
   WireSvcRefresh, WireSvcSetTimeout, WireTimeoutRequest,
 } from '@svc/contracts';
 import type { MasterClient } from '@svc/contracts/master';
@@ -53,17 +53,17 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
     await master.killSandbox(req.params.sandboxID);
     return noContent(reply);
   });
-  on<{ Params: Id }>('POST', '/sandboxes/{sandboxID}/pause', async (req, reply) => {
-    await asE2b(master.pauseSandbox(req.params.sandboxID));
+  on<{ Params: Id; Body?: WirePauseRequest }>('POST', '/sandboxes/{sandboxID}/pause', async (req, reply) => {
+    await asE2b(master.pauseSandbox(req.params.sandboxID, req.body?.memory === false ? { memory: false } : {}));
     return noContent(reply);
   });
   on<{ Params: Id; Body?: WireTimeoutRequest }>('POST', '/sandboxes/{sandboxID}/resume', async (req, reply) => {
-    const s = await asE2b(master.resumeSandbox(req.params.sandboxID, req.body?.timeout ?? undefined));
+    const s = await asE2b(master.resumeSandbox(req.params.sandboxID, req.body?.timeout ?? undefined, req.body?.memory === false ? { memory: false } : {}));
     reply.status(201);
     return toE2bSandbox(s, domain);
   });
   const connect: Handler<{ Params: Id; Body?: WireTimeoutRequest }> = async (req, reply) => {
-    const r = await asE2b(master.connectSandbox(req.params.sandboxID, req.body?.timeout ?? undefined));
+    const r = await asE2b(master.connectSandbox(req.params.sandboxID, req.body?.timeout ?? undefined, req.body?.memory === false ? { memory: false } : {}));
     reply.status(r.resumed ? 201 : 200);
     return toE2bSandbox(r.sandbox, domain);
   };

@@ -72,6 +72,8 @@ export interface CreateSandboxInput {
   timeout?: number;
   onTimeout: OnTimeout;
   autoResume: boolean;
+  /** false: the idle-timeout pause frees the memory and keeps the files (cannot go with autoResume). */
+  pauseMemory?: boolean;
   metadata: Record<string, string>;
   envVars: Record<string, string>;
   secure: boolean;
@@ -225,12 +227,14 @@ export class MasterClient {
   listSandboxes(q: ListSandboxesQuery) { return this.http.get<SandboxPage>('/v1/sandboxes', { query: { ...q } }); }
   getSandbox(id: string) { return this.http.get<SandboxRecord>(`/v1/sandboxes/${seg(id)}`); }
   killSandbox(id: string) { return this.http.delete<void>(`/v1/sandboxes/${seg(id)}`); }
-  pauseSandbox(id: string) { return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/pause`); }
-  connectSandbox(id: string, timeout?: number) {
-    return this.http.post<ConnectResult>(`/v1/sandboxes/${seg(id)}/connect`, { timeout });
+  /** memory false: free the memory and keep the files (a filesystem pause). */
+  pauseSandbox(id: string, opts: { memory?: boolean } = {}) { return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/pause`, opts); }
+  /** memory false: a paused sandbox boots again from its files, whatever memory it kept. */
+  connectSandbox(id: string, timeout?: number, opts: { memory?: boolean } = {}) {
+    return this.http.post<ConnectResult>(`/v1/sandboxes/${seg(id)}/connect`, { timeout, ...opts });
   }
-  resumeSandbox(id: string, timeout?: number) {
-    return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/resume`, { timeout });
+  resumeSandbox(id: string, timeout?: number, opts: { memory?: boolean } = {}) {
+    return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/resume`, { timeout, ...opts });
   }
   setTimeout(id: string, timeout: number) {
     return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/timeout`, { timeout });

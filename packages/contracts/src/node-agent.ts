@@ -24,7 +24,8 @@ export type RuntimeKind = 'gvisor' | 'microvm';
  * freeze: processes stopped, memory kept. snapshot: state written to disk, nothing left running.
  * filesystem: processes ended and memory freed, files kept; resuming boots the sandbox again.
  */
-export type PauseKind = 'freeze' | 'snapshot' | 'filesystem';
+export const PAUSE_KINDS = ['freeze', 'snapshot', 'filesystem'] as const;
+export type PauseKind = typeof PAUSE_KINDS[number];
 
 export interface ArtifactRef {
   artifactId: string;

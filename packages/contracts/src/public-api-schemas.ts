@@ -9,6 +9,8 @@
  * spellings are accepted; answers use E2B's.
  */
 
+import { PAUSE_KINDS } from './node-agent.ts';
+
 const str = { type: 'string' } as const;
 const bool = { type: 'boolean' } as const;
 const int = { type: 'integer' } as const;
@@ -78,6 +80,7 @@ export const NewSandbox = {
     templateID: { type: 'string', minLength: 1, description: 'A template id or alias' },
     timeout: { type: 'integer', minimum: -1, maximum: 2147483647, description: 'Idle timeout in seconds; -1 never' },
     autoPause: { ...bool, description: 'E2B: pause instead of kill at the timeout' },
+    autoPauseMemory: { ...bool, description: 'E2B: false makes the timeout pause free the memory and keep the files (not with autoResume)' },
     autoResume: {
       type: ['object', 'boolean'],
       description: 'E2B: {enabled} resumes a paused sandbox on the next request',
@@ -86,7 +89,7 @@ export const NewSandbox = {
     lifecycle: {
       type: 'object',
       description: 'svc: what happens at the idle timeout',
-      properties: { on_timeout: onTimeout, onTimeout, auto_resume: bool, autoResume: bool },
+      properties: { on_timeout: onTimeout, onTimeout, auto_resume: bool, autoResume: bool, keep_memory: bool, keepMemory: bool },
     },
     secure: { ...bool, default: true, description: 'Only false opts out of envd access tokens' },
     allow_internet_access: bool,
@@ -133,7 +136,7 @@ const listedProperties = {
   state: { type: 'string', enum: ['running', 'paused'] },
   envdVersion: str,
   volumeMounts: { type: 'array', items: MountedVolume },
-  pauseKind: { type: 'string', enum: ['freeze', 'snapshot', 'filesystem'], description: 'freeze: memory kept; filesystem: memory freed, resuming boots it again' },
+  pauseKind: { type: 'string', enum: PAUSE_KINDS, description: 'freeze: memory kept; filesystem: memory freed, resuming boots it again' },
   timeout: { ...int, description: 'The idle timeout in seconds' },
 } as const;
 const listedRequired = ['sandboxID', 'templateID', 'clientID', 'startedAt', 'cpuCount', 'memoryMB', 'diskSizeMB', 'metadata', 'state', 'envdVersion', 'volumeMounts', 'timeout'] as const;
@@ -173,7 +176,16 @@ export const SandboxDetail = {
 
 export const TimeoutRequest = {
   type: 'object',
-  properties: { timeout: { type: ['integer', 'null'], minimum: -1, maximum: 2147483647, description: 'Seconds; absent keeps the current one' } },
+  properties: {
+    timeout: { type: ['integer', 'null'], minimum: -1, maximum: 2147483647, description: 'Seconds; absent keeps the current one' },
+    memory: { ...bool, description: 'false: a paused sandbox boots again from its files, whatever memory it kept' },
+  },
+} as const;
+
+/** E2B's SandboxPauseRequest. */
+export const PauseRequest = {
+  type: 'object',
+  properties: { memory: { ...bool, default: true, description: 'false: free the memory and keep the files; resuming boots it again (no auto-resume)' } },
 } as const;
 
 export const SetTimeout = {
@@ -290,6 +302,7 @@ export const SCHEMAS = {
   VolumeMount,
   NetworkConfig,
   TimeoutRequest,
+  PauseRequest,
   SetTimeout,
   Refresh,
   NetworkUpdate,

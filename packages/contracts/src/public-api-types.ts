@@ -17,6 +17,7 @@ export type WireSandbox = Wire<typeof S.Sandbox>;
 export type WireListedSandbox = Wire<typeof S.ListedSandbox>;
 export type WireSandboxDetail = Wire<typeof S.SandboxDetail>;
 export type WireTimeoutRequest = Wire<typeof S.TimeoutRequest>;
+export type WirePauseRequest = Wire<typeof S.PauseRequest>;
 export type WireSetTimeout = Wire<typeof S.SetTimeout>;
 export type WireRefresh = Wire<typeof S.Refresh>;
 export type WireNetworkUpdate = Wire<typeof S.NetworkUpdate>;

@@ -98,7 +98,7 @@ export const PUBLIC_API = {
       get: sandboxRoute('A sandbox', { responses: { 200: { description: 'The sandbox', ...json(ref('SandboxDetail')) }, ...ofSandbox } }),
       delete: sandboxRoute('Kill a sandbox (returns after cleanup)', { responses: { 204: { description: 'Killed' }, ...ofSandbox, 503: error('Pausing or locked: retry after Retry-After') } }),
     },
-    '/sandboxes/{sandboxID}/pause': { post: sandboxRoute('Pause a sandbox', { responses: { 204: { description: 'Paused' }, ...ofSandbox, 409: error('Already paused') } }) },
+    '/sandboxes/{sandboxID}/pause': { post: sandboxRoute('Pause a sandbox', { requestBody: json(ref('PauseRequest')), responses: { 204: { description: 'Paused' }, ...ofSandbox, 409: error('Already paused') } }) },
     '/sandboxes/{sandboxID}/resume': {
       post: sandboxRoute('Resume a paused sandbox (deprecated; use connect)', {
         requestBody: json(ref('TimeoutRequest')),

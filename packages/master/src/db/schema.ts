@@ -38,6 +38,8 @@ export interface SandboxRow {
   volume_mounts: string;
   /** JSON of the environment the sandbox was created with (null: created before snapshots). */
   env_vars: string | null;
+  /** 1: the idle-timeout pause keeps memory (freeze); 0: it keeps only the files. */
+  auto_pause_memory: number;
 }
 
 export interface NodeRow {

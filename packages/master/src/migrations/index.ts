@@ -2,6 +2,7 @@ import type { Migration } from '../db/migrator.ts';
 import { migration as m20261122100000 } from './20261122100000_sandboxes_and_nodes.ts';
 import { migration as m20261122110000 } from './20261122110000_templates.ts';
 import { migration as m20261125120000 } from './20261125120000_snapshots.ts';
+import { migration as m20261125130000 } from './20261125130000_pause_memory.ts';
 
 /** Every migration the master knows; order here does not matter, names decide. */
-export const migrations: Migration[] = [m20261122100000, m20261122110000, m20261125120000];
+export const migrations: Migration[] = [m20261122100000, m20261122110000, m20261125120000, m20261125130000];

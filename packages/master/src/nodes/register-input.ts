@@ -1,9 +1,8 @@
 import { badRequest } from '@svc/common';
-import type { PauseKind, RuntimeKind } from '@svc/contracts/node-agent';
+import { PAUSE_KINDS, type PauseKind, type RuntimeKind } from '@svc/contracts/node-agent';
 import type { RegisterNode } from '@svc/contracts/master-internal';
 
 const RUNTIMES: readonly RuntimeKind[] = ['gvisor', 'microvm'];
-const PAUSE_KINDS: readonly PauseKind[] = ['freeze', 'snapshot'];
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;

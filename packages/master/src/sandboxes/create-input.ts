@@ -141,12 +141,15 @@ export function checkCreateInput(body: unknown): CreateSandboxInput {
   if (onTimeout !== 'kill' && onTimeout !== 'pause') throw badRequest('lifecycle.onTimeout must be kill or pause');
   const autoResume = optBool(body.autoResume, 'lifecycle.autoResume') ?? false;
   if (autoResume && onTimeout !== 'pause') throw badRequest('lifecycle.autoResume needs onTimeout=pause');
+  const pauseMemory = optBool(body.pauseMemory, 'pauseMemory') ?? true;
+  if (!pauseMemory && autoResume) throw badRequest('autoResume cannot be combined with autoPauseMemory false: a sandbox paused without its memory is resumed by connect, not by traffic');
   const allowInternetAccess = optBool(body.allowInternetAccess, 'allowInternetAccess');
   return {
     template,
     timeout: optInt(body.timeout, 'timeout', -1, L.timeoutSec),
     onTimeout,
     autoResume,
+    ...(pauseMemory ? {} : { pauseMemory: false }),
     metadata: metadataOf(body.metadata),
     envVars: envVarsOf(body.envVars),
     secure: optBool(body.secure, 'secure') ?? true,

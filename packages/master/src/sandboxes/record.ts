@@ -38,7 +38,8 @@ export function toRoute(r: Row): SandboxRoute {
     nodeId: r.node_id,
     address: r.address,
     envdPort: r.envd_port,
-    autoResume: !!r.auto_resume,
+    // Paused without its memory, it is resumed by connect only (E2B refuses auto-resume then).
+    autoResume: !!r.auto_resume && r.pause_kind !== 'filesystem',
     ...(r.traffic_access_token ? { trafficAccessToken: r.traffic_access_token } : {}),
     ...(r.envd_access_token ? { envdAccessToken: r.envd_access_token } : {}),
     ...maskOf(r.network),

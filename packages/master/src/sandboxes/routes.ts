@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from '@svc/common';
+import { badRequest, type Logger } from '@svc/common';
 import type { ListSandboxesQuery } from '@svc/contracts/master';
 import type { LifecycleReason } from '@svc/contracts/master-internal';
 import type { SandboxService } from './service.ts';
@@ -20,10 +20,10 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService,
     await svc.kill(req.params.id, 'killed');
     reply.status(204).send();
   });
-  app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => svc.pause(req.params.id, 'api'));
+  app.post<IdParams & { Body?: { memory?: unknown } }>('/v1/sandboxes/:id/pause', async (req) => svc.pause(req.params.id, 'api', memoryOpt(req.body)));
   app.put<IdParams & { Body: unknown }>('/v1/sandboxes/:id/network', async (req) => svc.updateNetwork(req.params.id, req.body));
-  app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/connect', async (req) => svc.connect(req.params.id, req.body?.timeout));
-  app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/resume', async (req) => svc.resume(req.params.id, req.body?.timeout));
+  app.post<IdParams & { Body: { timeout?: number; memory?: unknown } }>('/v1/sandboxes/:id/connect', async (req) => svc.connect(req.params.id, req.body?.timeout, memoryOpt(req.body)));
+  app.post<IdParams & { Body: { timeout?: number; memory?: unknown } }>('/v1/sandboxes/:id/resume', async (req) => svc.resume(req.params.id, req.body?.timeout, memoryOpt(req.body)));
   app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/timeout', async (req) => svc.setTimeout(req.params.id, req.body?.timeout));
   app.post<IdParams & { Body: { duration?: number } }>('/v1/sandboxes/:id/refresh', async (req) => svc.refresh(req.params.id, req.body?.duration));
   app.get<IdParams & { Querystring: { start?: unknown; end?: unknown } }>('/v1/sandboxes/:id/metrics', async (req) => svc.metrics(req.params.id, req.query));
@@ -46,4 +46,12 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService,
     reply.status(204).send();
   });
   void logger;
+}
+
+/** `memory` of a pause, connect or resume body: false asks for the files alone. */
+function memoryOpt(body: { memory?: unknown } | undefined): { memory?: boolean } {
+  const m = body?.memory;
+  if (m === undefined || m === null) return {};
+  if (typeof m !== 'boolean') throw badRequest('memory must be a boolean');
+  return { memory: m };
 }

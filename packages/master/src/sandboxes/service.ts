@@ -92,7 +92,7 @@ export class SandboxService {
       // The idle clock starts once the sandbox runs, not when the request came in.
       end_at: deadline.endAt === null ? null : deadline.endAt + (started - now),
       started_at: started, created_at: now, updated_at: started, terminated_at: null, terminate_reason: null,
-      volume_mounts: JSON.stringify(input.volumeMounts), env_vars: JSON.stringify(envVars),
+      volume_mounts: JSON.stringify(input.volumeMounts), env_vars: JSON.stringify(envVars), auto_pause_memory: input.pauseMemory === false ? 0 : 1,
     };
     let record: SandboxRecord;
     try {
@@ -222,8 +222,13 @@ export class SandboxService {
     await this.changed('sandbox.killed', id, reason);
   }
 
-  async pause(id: string, reason: LifecycleReason = 'api'): Promise<SandboxRecord> {
+  /**
+   * memory false (or, at the idle timeout, a sandbox created with autoPauseMemory false): a
+   * filesystem pause, which frees the memory and keeps the files; connect boots it again.
+   */
+  async pause(id: string, reason: LifecycleReason = 'api', opts: { memory?: boolean } = {}): Promise<SandboxRecord> {
     const row = await this.live(id);
+    const keepMemory = opts.memory ?? (reason === 'timeout' ? Number(row.auto_pause_memory) !== 0 : true);
     if (row.state === 'paused') throw conflict(`sandbox ${id} is already paused`);
     if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; retry later`);
     const out = await this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry later`), async () => {
@@ -233,7 +238,7 @@ export class SandboxService {
         throw conflict(cur.state === 'paused' ? `sandbox ${id} is already paused` : `sandbox ${id} is ${cur.state}; retry later`);
       }
       try {
-        const node = await (await this.d.nodes.client(row.node_id)).pauseSandbox(id);
+        const node = await (await this.d.nodes.client(row.node_id)).pauseSandbox(id, keepMemory ? {} : { memory: false });
         await this.d.repo.update(id, { state: 'paused', pause_kind: node.pauseKind ?? 'freeze' });
       } catch (err) {
         await this.d.repo.transition(id, ['pausing'], { state: 'running' });
@@ -246,7 +251,7 @@ export class SandboxService {
   }
 
   /** connect(timeout): resumes a paused sandbox; 200 when it was running, 201 when it resumed. */
-  async connect(id: string, timeout: number | undefined): Promise<ConnectResult> {
+  async connect(id: string, timeout: number | undefined, opts: { memory?: boolean } = {}): Promise<ConnectResult> {
     if (timeout !== undefined && timeout !== null) T.atConnect(Date.now(), { timeoutSec: -1, endAt: null }, timeout, false);
     const row = await this.settled(id);
     if (row.state === 'running') {
@@ -254,27 +259,28 @@ export class SandboxService {
       await this.d.repo.update(id, { timeout_sec: d.timeoutSec, end_at: d.endAt });
       return { resumed: false, sandbox: toRecord((await this.d.repo.get(id))!) };
     }
-    const sandbox = await this.resumeRow(row, 'connect', (now, cur) => T.atConnect(now, cur, timeout, true));
+    const sandbox = await this.resumeRow(row, 'connect', (now, cur) => T.atConnect(now, cur, timeout, true), opts);
     return { resumed: true, sandbox };
   }
 
   /** Deprecated resume(timeout). */
-  async resume(id: string, timeout: number | undefined): Promise<SandboxRecord> {
+  async resume(id: string, timeout: number | undefined, opts: { memory?: boolean } = {}): Promise<SandboxRecord> {
     if (timeout !== undefined && timeout !== null) T.atResume(Date.now(), { timeoutSec: -1, endAt: null }, timeout);
     const row = await this.settled(id);
     if (row.state === 'running') throw conflict(`sandbox ${id} is already running`);
-    return this.resumeRow(row, 'api', (now, cur) => T.atResume(now, cur, timeout));
+    return this.resumeRow(row, 'api', (now, cur) => T.atResume(now, cur, timeout), opts);
   }
 
   /** Auto-resume from the lifecycle manager: the idle clock restarts with the same length. */
   async resumeForTraffic(id: string, reason: LifecycleReason): Promise<SandboxRoute> {
     const row = await this.settled(id);
     if (row.state === 'running') return toRoute(row);
+    if (row.pause_kind === 'filesystem') throw conflict(`sandbox ${id} was paused without its memory; traffic does not resume it, connect does`);
     await this.resumeRow(row, reason, T.restartWindow);
     return toRoute((await this.d.repo.get(id))!);
   }
 
-  private async resumeRow(row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline): Promise<SandboxRecord> {
+  private async resumeRow(row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline, opts: { memory?: boolean } = {}): Promise<SandboxRecord> {
     const id = row.sandbox_id;
     if (row.state !== 'paused') throw conflict(`sandbox ${id} is ${row.state}; another lifecycle operation is settling, retry later`);
     const out = await this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry later`), async () => {
@@ -284,7 +290,13 @@ export class SandboxService {
       }
       let node: NodeSandbox;
       try {
-        node = await (await this.d.nodes.client(row.node_id)).resumeSandbox(id);
+        // A sandbox that boots again from its files is given its identity anew (the node keeps no secrets).
+        const boots = row.pause_kind === 'filesystem' || opts.memory === false;
+        node = await (await this.d.nodes.client(row.node_id)).resumeSandbox(id, boots ? {
+          ...(opts.memory === false ? { memory: false } : {}),
+          envVars: row.env_vars ? JSON.parse(row.env_vars) as Record<string, string> : {},
+          ...(row.envd_access_token ? { envdAccessToken: row.envd_access_token } : {}),
+        } : {});
       } catch (err) {
         await this.d.repo.transition(id, ['resuming'], { state: 'paused' });
         throw passThrough(err, `resume of sandbox ${id} failed`);

@@ -1,0 +1,21 @@
+import { Sandbox } from 'e2b';
+import { readFileSync } from 'node:fs';
+const avail = () => Number(readFileSync('/proc/meminfo', 'utf8').match(/MemAvailable:\s+(\d+)/)![1]) / 1024;
+const s = await Sandbox.create('base', { lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } as never });
+await s.files.write('/home/user/kept.txt', 'kept');
+await s.commands.run('python3 -c "x = bytearray(200*1024*1024); import time; time.sleep(1000)"', { background: true });
+await new Promise((r) => setTimeout(r, 3000));
+const before = avail();
+let t = performance.now();
+await s.pause({ keepMemory: false });
+console.log('fs pause ms', Math.round(performance.now() - t));
+await new Promise((r) => setTimeout(r, 1000));
+console.log('MemAvailable grew by MB', Math.round(avail() - before));
+const info = await s.getInfo();
+console.log('state', info.state, (info as any).pauseKind);
+t = performance.now();
+const back = await Sandbox.connect(s.sandboxId);
+console.log('connect (reboot) ms', Math.round(performance.now() - t));
+console.log('file:', await back.files.read('/home/user/kept.txt'), 'python running:', (await back.commands.run('pgrep -f bytearray || echo none')).stdout.trim());
+await back.kill();
+try { await Sandbox.create('base', { lifecycle: { onTimeout: { action: 'pause', keepMemory: false }, autoResume: true } as never }); console.log('autoResume+keepMemory false: accepted!'); } catch (e) { console.log('autoResume+keepMemory false refused:', (e as Error).message); }
