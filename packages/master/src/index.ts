@@ -73,6 +73,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
       await sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'reconcile of a node with stuck sandboxes failed'));
     }
   });
+  periodic.every('orphan snapshot layer sweep', 600_000, async () => { await snapshotCatalog.sweepOrphanLayers(); });
   periodic.every('terminated sandbox purge', 600_000, () => repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS));
 
   const { host, port } = parseListen(cfg.master.listen);

@@ -3,6 +3,9 @@ import type { ListSnapshotsQuery, SnapshotPage, SnapshotRecord } from '@svc/cont
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { SnapshotDbRow, SnapshotRepo } from './repo.ts';
 
+/** How old a layer no snapshot names must be before the sweep removes it (a capture takes less). */
+const ORPHAN_MIN_AGE_MS = 15 * 60_000;
+
 /**
  * The snapshots there are: listed, found, deleted (with their layer on the node that keeps it).
  * Needs no sandbox service, so the template module can use it (E2B deletes a snapshot through
@@ -45,6 +48,27 @@ export class SnapshotCatalog {
     }
     await this.repo.delete(row.snapshot_id);
     this.logger.info({ snapshotId: row.snapshot_id }, 'snapshot deleted');
+  }
+
+  /**
+   * Removes layers that nodes keep but no snapshot names: what a master that stopped between a
+   * capture and its record, or a fork that could not clean up, left behind. A layer younger than
+   * `minAgeMs` may belong to a capture under way and stays.
+   */
+  async sweepOrphanLayers(minAgeMs = ORPHAN_MIN_AGE_MS): Promise<string[]> {
+    const known = await this.repo.layerIds();
+    const removed: string[] = [];
+    for (const nodeId of await this.nodes.liveNodeIds()) {
+      const node = await this.nodes.client(nodeId);
+      for (const layer of await node.listLayers()) {
+        if (known.has(layer.layerId) || Date.now() - Date.parse(layer.createdAt) < minAgeMs) continue;
+        await node.deleteLayer(layer.layerId).then(() => removed.push(layer.layerId), (err: SvcError) => {
+          if (err.status !== 404) this.logger.warn({ nodeId, layerId: layer.layerId, err: err.message }, 'orphan layer not removed; the next sweep tries again');
+        });
+      }
+    }
+    if (removed.length) this.logger.info({ removed }, 'orphan snapshot layers removed');
+    return removed;
   }
 
   /** Deletes the snapshot `ref` names (id or name) if there is one; false when there is none. */
