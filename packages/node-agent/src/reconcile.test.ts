@@ -58,6 +58,10 @@ describe('node agent crash reconciliation', () => {
       const running = await c1.createSandbox(createRequest(env, { envVars: { KEEP: '1' } }));
       const paused = await c1.createSandbox(createRequest(env));
       await c1.pauseSandbox(paused.sandboxId);
+      // Paused without its memory: nothing of it runs, and its files must outlive the agent.
+      const filesOnly = await c1.createSandbox(createRequest(env));
+      await fetch(`http://${filesOnly.address}:49983/files?path=/root/kept.txt`, { method: 'POST', body: (() => { const f = new FormData(); f.append('file', new Blob(['kept']), 'kept.txt'); return f; })() });
+      await c1.pauseSandbox(filesOnly.sandboxId, { memory: false });
       // A create in flight when the agent dies: whatever it made is an orphan.
       const cut = createRequest(env, { memoryMB: 300 });
       const inFlight = c1.createSandbox(cut).catch(() => undefined);
@@ -76,32 +80,36 @@ describe('node agent crash reconciliation', () => {
       agent = await startNodeAgent(restarted, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
       const c2 = new NodeAgentClient(agent.url);
       const list = await c2.listSandboxes();
-      assert.deepEqual(list.map((s) => s.sandboxId).sort(), [running.sandboxId, paused.sandboxId].sort());
+      assert.deepEqual(list.map((s) => s.sandboxId).sort(), [running.sandboxId, paused.sandboxId, filesOnly.sandboxId].sort());
       assert.equal((await c2.getSandbox(running.sandboxId)).state, 'running');
       assert.equal((await c2.getSandbox(paused.sandboxId)).state, 'paused');
+      assert.equal((await c2.getSandbox(filesOnly.sandboxId)).pauseKind, 'filesystem');
       assert.ok(await envdHealthy(running.address), 'adopted sandbox does not answer');
       const envs = await (await fetch(`http://${running.address}:49983/envs`)).json() as Record<string, string>;
       assert.equal(envs.KEEP, '1');
       await assert.rejects(c2.getSandbox(cut.sandboxId), (e: { status: number }) => e.status === 404);
 
-      // Only the two adopted sandboxes' resources remain.
-      const kept = [agent.inspect(running.sandboxId), agent.inspect(paused.sandboxId)];
+      // Only the adopted sandboxes' resources remain.
+      const kept = [agent.inspect(running.sandboxId), agent.inspect(paused.sandboxId), agent.inspect(filesOnly.sandboxId)];
       const left = await leftovers(stateDir, names.tag);
       assert.deepEqual(left.netns.map((l) => l.split(' ')[0]).sort(), kept.map((k) => k.netns).sort());
       assert.deepEqual(left.links.map((l) => l.split('@')[0]).sort(), kept.map((k) => k.hostVeth).sort());
       assert.deepEqual(left.instances.sort(), kept.map((k) => k.instanceId).sort());
       assert.equal(left.runsc.filter((f) => f.endsWith('.state')).length, 2);
-      assert.equal(left.mounts.length, 4, 'each adopted sandbox keeps its rootfs overlay and its writable-layer disk');
-      assert.equal(left.loops.length, 2);
+      assert.equal(left.mounts.length, 5, 'each adopted sandbox keeps its writable-layer disk, the two that run or are frozen their rootfs overlay too');
+      assert.equal(left.loops.length, 3);
       assert.ok(!existsSync(`/var/run/netns/${strayNs}`));
       // Firewall rules exist for the adopted sandboxes only.
-      assert.equal(left.nft.filter((l) => l.startsWith('chain sb_')).length, 2);
+      assert.equal(left.nft.filter((l) => l.startsWith('chain sb_')).length, 3);
 
       // The adopted sandboxes are fully usable.
       assert.equal((await c2.resumeSandbox(paused.sandboxId)).state, 'running');
       assert.ok(await envdHealthy(paused.address));
+      assert.equal((await c2.resumeSandbox(filesOnly.sandboxId, { envVars: {} })).state, 'running');
+      assert.equal(await (await fetch(`http://${filesOnly.address}:49983/files?path=/root/kept.txt`)).text(), 'kept');
       await c2.deleteSandbox(running.sandboxId);
       await c2.deleteSandbox(paused.sandboxId);
+      await c2.deleteSandbox(filesOnly.sandboxId);
     } finally {
       // Whatever happened above, leave nothing running: a fresh agent adopts and destroys.
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

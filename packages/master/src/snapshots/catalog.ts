@@ -27,12 +27,6 @@ export class SnapshotCatalog {
     };
   }
 
-  /** The snapshot (id or name), or undefined: the E2B route that deletes it deletes templates too. */
-  async find(ref: string): Promise<SnapshotRecord | undefined> {
-    const row = await this.repo.resolve(ref);
-    return row ? toRecord(row) : undefined;
-  }
-
   /** 404 when unknown; 409 while a create from it is reading its layer. */
   async delete(ref: string): Promise<void> {
     const row = await this.repo.resolve(ref);

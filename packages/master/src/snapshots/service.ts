@@ -1,6 +1,6 @@
 import { badRequest, randomId, SvcError, toSvcError, type Logger } from '@svc/common';
 import {
-  MAX_FORK_COUNT, type CreateSandboxInput, type CreateSnapshotInput, type ForkInput, type ForkResult, type SandboxRecord, type SnapshotRecord,
+  MAX_FORK_COUNT, type CreateSandboxInput, type CreateSnapshotInput, type ForkInput, type ForkResult, type SnapshotRecord,
 } from '@svc/contracts/master';
 import type { LayerOnNode } from '@svc/contracts/node-agent';
 import type { TemplateResolver } from '../sandboxes/ports.ts';
@@ -77,7 +77,7 @@ export class SnapshotService {
       };
       const outcomes = await Promise.allSettled(Array.from({ length: count }, () => this.d.sandboxes.create(create, resolved)));
       return outcomes.map((r): ForkResult => r.status === 'fulfilled'
-        ? { sandbox: r.value as SandboxRecord }
+        ? { sandbox: r.value }
         : { error: { code: toSvcError(r.reason).status, message: toSvcError(r.reason).message } });
     } finally {
       await src.node.deleteLayer(layerId).catch((err: Error) => this.d.logger.warn({ sandboxId, layerId, err: err.message }, 'fork layer could not be removed from its node'));

@@ -35,6 +35,18 @@ export class DiskLayer {
     await mkdir(this.work);
   }
 
+  /**
+   * Whether the layer is there to boot from, mounting its image again when it is not mounted
+   * (after the host restarted). False: no image.
+   */
+  async ensureMounted(): Promise<boolean> {
+    if (await isMountPoint(this.mountDir)) return true;
+    if (!existsSync(this.image)) return false;
+    await mkdir(this.mountDir, { recursive: true });
+    await run('mount', ['-t', 'ext4', '-o', 'loop,nodev', this.image, this.mountDir]);
+    return true;
+  }
+
   /** Unmounts (the loop device goes with it) and removes the image; safe to repeat. */
   async destroy(): Promise<void> {
     if (await isMountPoint(this.mountDir)) await unmount(this.mountDir);

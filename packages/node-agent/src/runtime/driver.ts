@@ -79,6 +79,8 @@ export interface RuntimeDriver {
   stop?(ref: InstanceRef): Promise<void>;
   /** Boots an instance that `stop` stopped, on the writable layer it kept. */
   reboot?(spec: InstanceSpec): Promise<void>;
+  /** Whether a stopped instance's writable layer is there to boot from (adoption after an agent restart). */
+  keptLayer?(ref: InstanceRef): Promise<boolean>;
   resume(ref: InstanceRef): Promise<void>;
   status(ref: InstanceRef): Promise<InstanceStatus>;
   stats(ref: InstanceRef): Promise<InstanceStats>;

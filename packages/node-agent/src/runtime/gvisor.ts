@@ -83,6 +83,10 @@ export class GvisorDriver implements RuntimeDriver {
     await this.cgroupJanitor.get(id);
   }
 
+  async keptLayer(ref: InstanceRef): Promise<boolean> {
+    return this.paths(ref.dir).layer.ensureMounted();
+  }
+
   /** Boots a stopped instance again on the writable layer it kept (after `stop`). */
   async reboot(spec: InstanceSpec): Promise<void> {
     if (!spec.rootfs.mountDir) throw new Error('gvisor needs the artifact mounted');

@@ -37,6 +37,17 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
     const inst = { record: r, ref: refOf(d.names, d.records, r) };
     const live = r.role === 'sandbox' && (r.phase === 'running' || r.phase === 'paused') && !!r.sandboxId;
     if (live && d.addresses.reserve(r.slot)) {
+      // Paused without its memory, nothing of it runs: its kept writable layer is what it is.
+      if (r.phase === 'paused' && r.pauseKind === 'filesystem') {
+        const kept = await d.driver.keptLayer?.(inst.ref).catch((err: Error) => {
+          d.logger.warn({ instanceId: r.instanceId, err: err.message }, 'the writable layer of a filesystem-paused sandbox could not be mounted again');
+          return false;
+        });
+        if (kept) { adopted.push(inst); continue; }
+        d.addresses.release(r.slot);
+        doomed.push(inst);
+        continue;
+      }
       const status = await d.driver.status(inst.ref).catch(() => 'stopped' as const);
       if (status === 'running' || status === 'paused') {
         r.phase = status;
