@@ -73,7 +73,7 @@ describe('node agent and the master', () => {
     assert.equal(agent.nodeId, 'node-test-1');
     assert.equal(reg.address, agent.url);
     assert.equal(reg.runtime, 'gvisor');
-    assert.deepEqual(reg.pauseKinds, ['freeze']);
+    assert.deepEqual(reg.pauseKinds, ['freeze', 'filesystem']);
     assert.deepEqual(reg.capacity, { cpuCount: 3, memoryMB: 3000 });
     assert.equal(reg.pausedResourceReleaseRatio, 0.5);
     const beat = master.heartbeats[0].body as NodeHeartbeat;

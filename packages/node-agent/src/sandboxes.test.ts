@@ -153,7 +153,7 @@ describe('node agent sandboxes (real runsc)', () => {
     const info = await client.info();
     assert.equal(info.nodeId, agent.nodeId);
     assert.equal(info.runtime, 'gvisor');
-    assert.deepEqual(info.pauseKinds, ['freeze']);
+    assert.deepEqual(info.pauseKinds, ['freeze', 'filesystem']);
     assert.ok(info.capacity.cpuCount > 0 && info.capacity.memoryMB > 0);
     assert.equal(info.pausedResourceReleaseRatio, 0);
     assert.equal(info.address, agent.url);

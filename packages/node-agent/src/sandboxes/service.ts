@@ -317,9 +317,10 @@ export class SandboxService {
 
   usage() {
     const holders = this.memoryHolders();
+    const all = [...this.sandboxes.values()];
     return {
-      running: holders.filter((h) => h.state === 'running').length,
-      paused: holders.filter((h) => h.state === 'paused').length,
+      running: all.filter((i) => i.record.phase === 'running').length,
+      paused: all.filter((i) => i.record.phase === 'paused').length,
       usedMemoryMB: usedMemoryMB(holders, this.d.releaseRatio),
     };
   }
@@ -413,9 +414,10 @@ export class SandboxService {
     }
   }
 
+  /** Sandboxes that hold memory: running or frozen (one paused without its memory holds none). */
   private memoryHolders() {
     return [...this.sandboxes.values()]
-      .filter((i) => i.record.phase === 'running' || i.record.phase === 'paused')
+      .filter((i) => i.record.phase === 'running' || (i.record.phase === 'paused' && i.record.pauseKind !== 'filesystem'))
       .map((i) => ({ state: i.record.phase as 'running' | 'paused', memoryMB: i.record.memoryMB }));
   }
 
