@@ -1,6 +1,7 @@
 /**
  * The `svc` CLI run as a child process against the fake API (and the envd double for exec):
- * JSON output, tables, exit codes and error lines.
+ * JSON output, tables, exit codes and error lines. Snapshots, fork and the pause kinds run
+ * against the real gateway and master over the master's fake node agent.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -11,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import { build } from 'esbuild';
 import { startFakeApi, type FakeApi } from '@svc/sdk/testing/fake-api';
 import { startFakeEnvd, type FakeEnvd } from '@svc/sdk/testing/fake-envd';
+import { startGatewayOverFakeNode, type GatewayOverFakeNode } from '@svc/sdk/testing/gateway-over-fake-node';
 
 const MAIN = resolve(import.meta.dirname, 'main.ts');
 const BIN = resolve(import.meta.dirname, '../bin/svc.mjs');
@@ -123,7 +125,7 @@ describe('svc sandbox', () => {
     const s = json(await run(['sandbox', 'create', '--json']));
     const id = s.sandboxId;
     assert.equal(json(await run(['sandbox', 'info', id, '--json'])).sandboxId, id);
-    assert.deepEqual(json(await run(['sandbox', 'pause', id, '--json'])), { sandboxId: id, paused: true, alreadyPaused: false });
+    assert.deepEqual(json(await run(['sandbox', 'pause', id, '--json'])), { sandboxId: id, paused: true, alreadyPaused: false, keepMemory: true });
     const again = await run(['sandbox', 'pause', id]);
     assert.equal(again.code, 0);
     assert.match(again.stdout, /already paused/);
@@ -179,6 +181,138 @@ describe('svc sandbox', () => {
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /^svc: /, args.join(' '));
       assert.equal(r.stderr.trim().split('\n').length, 1, `${args.join(' ')}: ${r.stderr}`);
+    }
+  });
+});
+
+describe('svc sandbox snapshot|fork, svc snapshot, pause kinds (real gateway over the fake node)', () => {
+  let gw: GatewayOverFakeNode;
+  before(async () => { gw = await startGatewayOverFakeNode({ apiKey: 'key-2' }); });
+  after(() => gw?.close());
+  const runGw = (args: string[]) => svc(args, { SVC_API_URL: gw.url, SVC_API_KEY: 'key-2' });
+  const created = async () => json(await runGw(['sandbox', 'create', '--json'])).sandboxId as string;
+
+  test('snapshot prints the id; snapshot list (table, JSON, filters); create from one; delete', async () => {
+    const id = await created();
+    const named = await runGw(['sandbox', 'snapshot', id, '--name', 'cli-snap']);
+    assert.equal(named.code, 0, named.stderr);
+    assert.equal(named.stdout, 'cli-snap\n');
+    const unnamed = json(await runGw(['sandbox', 'snapshot', id, '--json']));
+    assert.match(unnamed.snapshotId, /^snap-/);
+    assert.deepEqual(unnamed.names, []);
+
+    const listed = json(await runGw(['snapshot', 'list', '--sandbox', id, '--json']));
+    assert.deepEqual(listed.map((x: { snapshotId: string }) => x.snapshotId).sort(), ['cli-snap', unnamed.snapshotId].sort());
+    assert.deepEqual(json(await runGw(['snapshot', 'list', '--name', 'cli-snap', '--json'])), [{ snapshotId: 'cli-snap', names: ['cli-snap'] }]);
+    const table = await runGw(['snapshot', 'ls']);
+    assert.match(table.stdout, /^SNAPSHOT\s+NAMES$/m);
+    assert.match(table.stdout, /^cli-snap\s+cli-snap$/m);
+    assert.match(table.stdout, new RegExp(`^${unnamed.snapshotId}\\s+-$`, 'm'));
+
+    const child = json(await runGw(['sandbox', 'create', '--template', 'cli-snap', '--json']));
+    assert.equal(child.state, 'running');
+
+    assert.deepEqual(json(await runGw(['snapshot', 'delete', 'cli-snap', '--json'])), { snapshotId: 'cli-snap', deleted: true });
+    const again = await runGw(['snapshot', 'delete', 'cli-snap']);
+    assert.equal(again.code, 1);
+    assert.equal(again.stderr, 'svc: snapshot cli-snap not found\n');
+    const template = await runGw(['snapshot', 'rm', 'base']);
+    assert.equal(template.code, 1);
+    assert.equal(template.stderr, 'svc: snapshot base not found\n');
+    assert.match((await runGw(['snapshot', 'delete', unnamed.snapshotId])).stdout, /^deleted snap-/);
+    assert.equal((await runGw(['snapshot', 'list', '--sandbox', id])).stdout.trim(), 'no snapshots');
+  });
+
+  test('snapshot: an unknown sandbox, a bad name, an empty name', async () => {
+    const unknown = await runGw(['sandbox', 'snapshot', 'sbx-missing']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /^svc: .*not found.* \(HTTP 404\)\n$/);
+    const id = await created();
+    const bad = await runGw(['sandbox', 'snapshot', id, '--name', 'bad name!']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^svc: .*name.*\(HTTP 400\)\n$/);
+    const empty = await runGw(['sandbox', 'snapshot', id, '--name', '']);
+    assert.equal(empty.code, 2);
+    assert.equal(empty.stderr, 'svc: --name must not be empty\n');
+  });
+
+  test('fork prints one id per fork; failures go to stderr and exit 1; bad counts and unknown sandboxes', async () => {
+    const id = await created();
+    const two = await runGw(['sandbox', 'fork', id, '--count', '2', '--timeout', '120']);
+    assert.equal(two.code, 0, two.stderr);
+    const ids = two.stdout.trim().split('\n');
+    assert.equal(ids.length, 2);
+    assert.equal(new Set([...ids, id]).size, 3);
+    for (const f of ids) {
+      const info = json(await runGw(['sandbox', 'info', f, '--json']));
+      assert.equal(info.state, 'running');
+      assert.equal(info.timeout, 120);
+    }
+    const one = json(await runGw(['sandbox', 'fork', id, '--json']));
+    assert.equal(one.length, 1);
+    assert.ok(one[0].sandboxId && !ids.includes(one[0].sandboxId));
+
+    for (const count of ['0', '11']) {
+      const r = await runGw(['sandbox', 'fork', id, '--count', count]);
+      assert.equal(r.code, 1, `--count ${count}`);
+      assert.match(r.stderr, /^svc: .*count.*\(HTTP 400\)\n$/, `--count ${count}`);
+    }
+    const word = await runGw(['sandbox', 'fork', id, '--count', 'two']);
+    assert.equal(word.code, 2);
+    assert.match(word.stderr, /^svc: --count must be a whole number/);
+    const unknown = await runGw(['sandbox', 'fork', 'sbx-missing']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /\(HTTP 404\)\n$/);
+
+    gw.m.node.behaviour.failCreate = true;
+    try {
+      const failed = await runGw(['sandbox', 'fork', id, '--count', '2']);
+      assert.equal(failed.code, 1);
+      assert.equal(failed.stdout, '');
+      const lines = failed.stderr.trim().split('\n');
+      assert.equal(lines.length, 2, failed.stderr);
+      assert.match(lines[0], /^svc: fork 1 of 2 did not start: .*\(HTTP 5\d\d/);
+      assert.match(lines[1], /^svc: fork 2 of 2 did not start: /);
+      const asJson = await runGw(['sandbox', 'fork', id, '--json']);
+      assert.equal(asJson.code, 1);
+      const entries = JSON.parse(asJson.stdout);
+      assert.equal(entries.length, 1);
+      assert.ok(entries[0].error.message);
+      assert.ok(entries[0].error.status >= 500);
+      assert.equal(asJson.stderr, 'svc: 1 of 1 forks did not start\n');
+    } finally {
+      gw.m.node.behaviour.failCreate = false;
+    }
+  });
+
+  test('pause --no-memory, connect --reboot, create --on-timeout pause --no-pause-memory', async () => {
+    const id = await created();
+    assert.deepEqual(json(await runGw(['sandbox', 'pause', id, '--no-memory', '--json'])), { sandboxId: id, paused: true, alreadyPaused: false, keepMemory: false });
+    assert.equal(json(await runGw(['sandbox', 'info', id, '--json'])).pauseKind, 'filesystem');
+    assert.match((await runGw(['sandbox', 'info', id])).stdout, /^state:\s+paused \(filesystem\)$/m);
+    assert.equal(json(await runGw(['sandbox', 'connect', id, '--json'])).state, 'running');
+    assert.equal(gw.m.node.calls.at(-1), `resume ${id} with identity`, 'booted again from its files');
+
+    assert.match((await runGw(['sandbox', 'pause', id])).stdout, new RegExp(`^paused ${id}\n$`));
+    const rebooted = await runGw(['sandbox', 'connect', id, '--reboot']);
+    assert.equal(rebooted.code, 0, rebooted.stderr);
+    assert.match(rebooted.stdout, /^state:\s+running$/m);
+    assert.equal(gw.m.node.calls.at(-1), `resume ${id} with identity`, '--reboot drops the kept memory');
+
+    const s = json(await runGw(['sandbox', 'create', '--on-timeout', 'pause', '--no-pause-memory', '--timeout', '1', '--json']));
+    assert.deepEqual(s.lifecycle, { onTimeout: 'pause', autoResume: false });
+    await new Promise((r) => setTimeout(r, 1100));
+    await gw.m.master.sandboxes.pause(s.sandboxId, 'timeout');
+    assert.equal(json(await runGw(['sandbox', 'info', s.sandboxId, '--json'])).pauseKind, 'filesystem', "the timeout's pause frees the memory");
+
+    for (const args of [
+      ['sandbox', 'create', '--no-pause-memory'],
+      ['sandbox', 'create', '--on-timeout', 'kill', '--no-pause-memory'],
+      ['sandbox', 'create', '--on-timeout', 'pause', '--no-pause-memory', '--auto-resume'],
+    ]) {
+      const r = await runGw(args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /^svc: --no-pause-memory /, args.join(' '));
     }
   });
 });

@@ -27,6 +27,12 @@ export function parseSeconds(value: string, what: string): number {
   return n;
 }
 
+/** A count as given on the command line: a whole number (its range is the server's to say). */
+export function parseCount(value: string, what: string): number {
+  if (!/^\d+$/.test(value.trim())) throw new UsageError(`${what} must be a whole number (got ${JSON.stringify(value)})`);
+  return Number(value);
+}
+
 /** Seconds to the SDK's milliseconds; -1 stays NEVER_TIMEOUT. */
 export function secondsToMs(seconds: number): number {
   return seconds === -1 ? NEVER_TIMEOUT : seconds * 1000;

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { nodeCommand } from './commands/node.ts';
 import { sandboxCommand } from './commands/sandbox.ts';
+import { snapshotCommand } from './commands/snapshot.ts';
 import { templateCommand } from './commands/template.ts';
 import { upCommand } from './commands/up-command.ts';
 import { EXIT_USAGE } from './errors.ts';
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
     .option('--data-dir <dir>', 'data directory (default: SVC_DATA_DIR or ~/.svc)');
   program.addCommand(upCommand());
   program.addCommand(sandboxCommand());
+  program.addCommand(snapshotCommand());
   program.addCommand(templateCommand());
   program.addCommand(nodeCommand());
   configureAll(program);

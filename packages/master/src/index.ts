@@ -9,7 +9,7 @@ import { AnnouncedProxyPurger } from './proxies.ts';
 import { SandboxRepo } from './sandboxes/repo.ts';
 import { registerSandboxRoutes } from './sandboxes/routes.ts';
 import { SandboxService } from './sandboxes/service.ts';
-import { startTemplates, type TemplatesModule } from './templates/index.ts';
+import { startTemplates, type SnapshotDeletion, type TemplatesModule } from './templates/index.ts';
 import { SnapshotCatalog } from './snapshots/catalog.ts';
 import { SnapshotRepo } from './snapshots/repo.ts';
 import { SnapshotAwareResolver } from './snapshots/resolver.ts';
@@ -20,7 +20,7 @@ export interface MasterOptions {
   logger: Logger;
   coordination: Coordination;
   /** Replaces the template module (unit tests of other parts of the master). */
-  templates?: (deps: { app: FastifyInstance; db: Db; nodes: NodeRegistry }) => Promise<TemplatesModule>;
+  templates?: (deps: { app: FastifyInstance; db: Db; nodes: NodeRegistry; snapshots: SnapshotDeletion }) => Promise<TemplatesModule>;
 }
 
 export interface Master {
@@ -48,7 +48,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const snapshotRepo = new SnapshotRepo(db.kysely);
   const snapshotCatalog = new SnapshotCatalog(snapshotRepo, nodes, logger);
   const templates = opts.templates
-    ? await opts.templates({ app, db, nodes })
+    ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
     : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog });
   const repo = new SandboxRepo(db.kysely, db.driver);
   const sandboxes = new SandboxService({

@@ -102,6 +102,19 @@ export function errorFromHttp(
   return err;
 }
 
+/**
+ * An error reported inside a 2xx answer (one fork's outcome, `{code, message}`): mapped to the
+ * class its code would have as an answer's status, as e2b maps it. A code that is no HTTP status
+ * gives a plain SandboxError carrying it.
+ */
+export function errorFromBody(body: { code?: number; message?: string } | undefined, fallbackMessage: string): SandboxError {
+  const code = body?.code;
+  if (typeof code === 'number' && Number.isInteger(code) && code >= 400 && code <= 599) {
+    return errorFromHttp(code, body, { fallbackMessage });
+  }
+  return new SandboxError(body?.message || fallbackMessage, { code });
+}
+
 function parseErrorBody(body: unknown): { code?: number | string; message?: string } {
   if (typeof body === 'string') {
     const text = body.trim();

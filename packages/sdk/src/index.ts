@@ -2,7 +2,7 @@ export { Sandbox, type SandboxConstructorOpts } from './sandbox.ts';
 export { Sandbox as default } from './sandbox.ts';
 export { Template, type WaitForBuildOpts } from './template.ts';
 export { Node } from './node.ts';
-export { Paginator, SandboxPaginator } from './paginator.ts';
+export { Paginator, SandboxPaginator, SnapshotPaginator } from './paginator.ts';
 export { Commands } from './commands.ts';
 export { CommandHandle } from './command-handle.ts';
 export { Pty } from './pty.ts';

@@ -4,9 +4,9 @@
  */
 import { ApiClient } from './api-client.ts';
 import type { ConnectionOpts } from './config.ts';
-import { toSandboxInfo } from './sandbox-wire.ts';
-import type { SandboxInfo, SandboxListOpts } from './types.ts';
-import type { WireListedSandbox } from './wire.ts';
+import { toSandboxInfo, toSnapshotInfo } from './sandbox-wire.ts';
+import type { SandboxInfo, SandboxListOpts, SnapshotInfo, SnapshotListOpts } from './types.ts';
+import type { WireListedSandbox, WireSnapshotInfo } from './wire.ts';
 
 /**
  * `k=v&k2=v2` with every key and value URL-encoded first, exactly as the e2b SDK sends it
@@ -59,5 +59,26 @@ export class SandboxPaginator extends Paginator<SandboxInfo> {
     });
     this.updatePagination(res.headers);
     return (res.data ?? []).map(toSandboxInfo);
+  }
+}
+
+/** Snapshots, newest first (`Sandbox.listSnapshots`). */
+export class SnapshotPaginator extends Paginator<SnapshotInfo> {
+  private readonly opts: SnapshotListOpts;
+
+  constructor(opts: SnapshotListOpts = {}) {
+    super(opts.nextToken);
+    this.opts = opts;
+  }
+
+  async nextItems(): Promise<SnapshotInfo[]> {
+    if (!this.hasNext) throw new Error('no more items to fetch');
+    const { sandboxId, name, limit, ...conn } = this.opts;
+    const api = new ApiClient(conn as ConnectionOpts);
+    const res = await api.request<WireSnapshotInfo[]>('GET', '/snapshots', {
+      query: { sandboxID: sandboxId, name, limit, nextToken: this.nextToken },
+    });
+    this.updatePagination(res.headers);
+    return (res.data ?? []).map(toSnapshotInfo);
   }
 }

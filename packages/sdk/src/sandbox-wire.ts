@@ -4,8 +4,8 @@
 import { timeoutToSeconds } from './config.ts';
 import { InvalidArgumentError } from './errors.ts';
 import { buildNetwork } from './network.ts';
-import type { SandboxInfo, SandboxMetrics, SandboxOpts } from './types.ts';
-import type { WireListedSandbox, WireNewSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount } from './wire.ts';
+import type { SandboxInfo, SandboxMetrics, SandboxOpts, SnapshotInfo } from './types.ts';
+import type { WireListedSandbox, WireNewSandbox, WireSandboxDetail, WireSandboxMetric, WireSnapshotInfo, WireVolumeMount } from './wire.ts';
 
 export function buildCreateBody(template: string, opts: SandboxOpts = {}): WireNewSandbox {
   const body: WireNewSandbox = { templateID: template };
@@ -16,24 +16,47 @@ export function buildCreateBody(template: string, opts: SandboxOpts = {}): WireN
   if (opts.allowInternetAccess !== undefined) body.allow_internet_access = opts.allowInternetAccess;
   const network = buildNetwork(opts.network);
   if (network) body.network = network;
-  if (opts.lifecycle) body.lifecycle = buildLifecycle(opts.lifecycle);
+  if (opts.lifecycle) {
+    const { lifecycle, keepMemory } = buildLifecycle(opts.lifecycle);
+    body.lifecycle = lifecycle;
+    // e2b's field for the kind of the timeout's pause; sent only when asked for, as e2b does
+    if (keepMemory !== undefined) body.autoPauseMemory = keepMemory;
+  }
   if (opts.volumeMounts) body.volumeMounts = buildVolumeMounts(opts.volumeMounts);
   if (opts.cpuCount !== undefined) body.cpuCount = opts.cpuCount;
   if (opts.memoryMB !== undefined) body.memoryMB = opts.memoryMB;
   return body;
 }
 
-function buildLifecycle(l: NonNullable<SandboxOpts['lifecycle']>): WireNewSandbox['lifecycle'] {
-  if (l.onTimeout !== undefined && l.onTimeout !== 'kill' && l.onTimeout !== 'pause') {
-    throw new InvalidArgumentError(`lifecycle.onTimeout must be 'kill' or 'pause' (got ${JSON.stringify(l.onTimeout)})`);
+/** The lifecycle as sent, and the kind of the timeout's pause when one was asked for. */
+function buildLifecycle(l: NonNullable<SandboxOpts['lifecycle']>): { lifecycle: NonNullable<WireNewSandbox['lifecycle']>; keepMemory?: boolean } {
+  const onTimeout: unknown = l.onTimeout;
+  const isObject = typeof onTimeout === 'object' && onTimeout !== null;
+  const action: unknown = isObject ? (onTimeout as { action?: unknown }).action : onTimeout;
+  if (onTimeout !== undefined && action !== 'kill' && action !== 'pause') {
+    const what = isObject ? 'lifecycle.onTimeout.action' : 'lifecycle.onTimeout';
+    throw new InvalidArgumentError(`${what} must be 'kill' or 'pause' (got ${JSON.stringify(action)})`);
   }
-  if (l.autoResume && l.onTimeout !== 'pause') {
+  const keepMemory = isObject ? (onTimeout as { keepMemory?: unknown }).keepMemory : undefined;
+  if (keepMemory !== undefined && typeof keepMemory !== 'boolean') {
+    throw new InvalidArgumentError(`lifecycle.onTimeout.keepMemory must be a boolean (got ${JSON.stringify(keepMemory)})`);
+  }
+  if (keepMemory !== undefined && action !== 'pause') {
+    throw new InvalidArgumentError("lifecycle.onTimeout.keepMemory is only allowed when the action is 'pause'");
+  }
+  if (l.autoResume && action !== 'pause') {
     throw new InvalidArgumentError("lifecycle.autoResume can only be true when onTimeout is 'pause'");
   }
-  const out: NonNullable<WireNewSandbox['lifecycle']> = {};
-  if (l.onTimeout !== undefined) out.onTimeout = l.onTimeout;
-  if (l.autoResume !== undefined) out.autoResume = l.autoResume;
-  return out;
+  if (l.autoResume && keepMemory === false) {
+    throw new InvalidArgumentError(
+      'lifecycle.autoResume cannot be true with onTimeout.keepMemory false: a sandbox paused without its memory '
+      + 'boots again from its files, so traffic does not resume it; resume it with Sandbox.connect()',
+    );
+  }
+  const lifecycle: NonNullable<WireNewSandbox['lifecycle']> = {};
+  if (action !== undefined) lifecycle.onTimeout = action as 'kill' | 'pause';
+  if (l.autoResume !== undefined) lifecycle.autoResume = l.autoResume;
+  return keepMemory === undefined ? { lifecycle } : { lifecycle, keepMemory };
 }
 
 function buildVolumeMounts(mounts: NonNullable<SandboxOpts['volumeMounts']>): WireVolumeMount[] {
@@ -89,4 +112,8 @@ export function toSandboxMetrics(m: WireSandboxMetric): SandboxMetrics {
     diskUsed: m.diskUsed,
     diskTotal: m.diskTotal,
   };
+}
+
+export function toSnapshotInfo(s: WireSnapshotInfo): SnapshotInfo {
+  return { snapshotId: s.snapshotID, names: s.names ?? [] };
 }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import {
-  AuthenticationError, ConflictError, InvalidArgumentError, NEVER_TIMEOUT, NotFoundError, Sandbox, SandboxNotFoundError,
-  ServiceBusyError, GoneError,
+  AuthenticationError, ConflictError, InvalidArgumentError, NEVER_TIMEOUT, NotFoundError, RateLimitError, Sandbox, SandboxError,
+  SandboxNotFoundError, ServiceBusyError, GoneError,
 } from './index.ts';
 import { startFakeApi, type FakeApi } from './testing/fake-api.ts';
 import { startFakeEnvd, type FakeEnvd } from './testing/fake-envd.ts';
@@ -137,6 +137,49 @@ describe('Sandbox.create', () => {
   });
 });
 
+describe('pause kinds', () => {
+  test("onTimeout {action: 'pause', keepMemory} is sent as e2b sends it; keepMemory false with autoResume is refused locally", async () => {
+    await Sandbox.create({ ...conn, lifecycle: { onTimeout: { action: 'pause', keepMemory: false } } });
+    assert.deepEqual(api.lastCreate(), { templateID: 'base', lifecycle: { onTimeout: 'pause' }, autoPauseMemory: false });
+    await Sandbox.create({ ...conn, lifecycle: { onTimeout: { action: 'pause', keepMemory: true }, autoResume: true } });
+    assert.deepEqual(api.lastCreate(), { templateID: 'base', lifecycle: { onTimeout: 'pause', autoResume: true }, autoPauseMemory: true });
+    await Sandbox.create({ ...conn, lifecycle: { onTimeout: { action: 'pause' } } });
+    assert.deepEqual(api.lastCreate(), { templateID: 'base', lifecycle: { onTimeout: 'pause' } }, 'no keepMemory: the server\'s default');
+    await Sandbox.create({ ...conn, lifecycle: { onTimeout: { action: 'kill' } } });
+    assert.deepEqual(api.lastCreate(), { templateID: 'base', lifecycle: { onTimeout: 'kill' } });
+
+    const before = api.requests.length;
+    await assert.rejects(
+      Sandbox.create({ ...conn, lifecycle: { onTimeout: { action: 'pause', keepMemory: false }, autoResume: true } }),
+      (e: unknown) => e instanceof InvalidArgumentError && /autoResume cannot be true with onTimeout.keepMemory false/.test(e.message),
+    );
+    await assert.rejects(Sandbox.create({ ...conn, lifecycle: { onTimeout: { action: 'kill', keepMemory: false } as never } }), /only allowed when the action is 'pause'/);
+    await assert.rejects(Sandbox.create({ ...conn, lifecycle: { onTimeout: { action: 'sleep' } as never } }), /onTimeout.action must be 'kill' or 'pause'/);
+    assert.equal(api.requests.length, before, 'nothing reached the server');
+  });
+
+  test("pause({keepMemory: false}) sends memory false; connect({onResume: 'reboot'}) sends memory false; other onResume values are refused", async () => {
+    const sbx = await Sandbox.create({ ...conn });
+    assert.equal(await sbx.pause({ keepMemory: false }), true);
+    assert.deepEqual(api.requests.at(-1)!.body, { memory: false });
+    assert.equal((await sbx.getInfo()).pauseKind, 'filesystem');
+    await sbx.connect({ onResume: 'reboot', timeoutMs: 30_000 });
+    assert.deepEqual(api.requests.at(-1)!.body, { timeout: 30, memory: false });
+    await Sandbox.connect(sbx.sandboxId, { ...conn, onResume: 'restore' });
+    assert.deepEqual(api.requests.at(-1)!.body, {}, "'restore' is the default and is not sent");
+
+    await Sandbox.pause(sbx.sandboxId, conn);
+    assert.equal(api.requests.at(-1)!.body, undefined, 'a plain pause sends no body');
+    assert.equal((await sbx.getInfo()).pauseKind, 'freeze');
+    const before = api.requests.length;
+    await assert.rejects(sbx.connect({ onResume: 'reboot-now' as never }), InvalidArgumentError);
+    await assert.rejects(Sandbox.resume(sbx.sandboxId, { ...conn, onResume: 'cold' as never }), /onResume must be 'restore' or 'reboot'/);
+    assert.equal(api.requests.length, before, 'nothing reached the server');
+    await sbx.resume({ onResume: 'reboot' });
+    assert.deepEqual(api.requests.at(-1)!.body, { memory: false });
+  });
+});
+
 describe('sandbox lifecycle', () => {
   test('getInfo, setTimeout, pause, connect, resume, metrics, kill', async () => {
     const sbx = await Sandbox.create({ ...conn, metadata: { k: 'v' }, timeoutMs: 60_000 });
@@ -222,6 +265,20 @@ describe('errors', () => {
     assert.ok(conflict instanceof ConflictError);
     assert.equal(conflict.code, 130409);
     assert.equal(conflict.status, 409);
+  });
+
+  test("a fork's error entry maps by its code as an answer's status would", async () => {
+    const { errorFromBody } = await import('./errors.ts');
+    const notFound = errorFromBody({ code: 404, message: 'template gone' }, 'fallback');
+    assert.ok(notFound instanceof NotFoundError && !(notFound instanceof SandboxNotFoundError));
+    assert.equal(notFound.message, 'template gone');
+    assert.equal(notFound.status, 404);
+    assert.ok(errorFromBody({ code: 429, message: 'slow down' }, 'x') instanceof RateLimitError);
+    assert.ok(errorFromBody({ code: 503, message: 'no node' }, 'x') instanceof ServiceBusyError);
+    const odd = errorFromBody({ code: 130409, message: 'refused' }, 'x');
+    assert.equal(odd.constructor, SandboxError);
+    assert.equal(odd.code, 130409);
+    assert.equal(errorFromBody(undefined, 'fork 1 did not start').message, 'fork 1 did not start');
   });
 
   test('an unreachable API is a clear error', async () => {

@@ -6,16 +6,19 @@
 import { ApiClient } from './api-client.ts';
 import { Commands } from './commands.ts';
 import { ConnectionConfig, defaultTemplate, timeoutToSeconds, type ConnectionOpts } from './config.ts';
-import { ConflictError, GoneError, SandboxNotFoundError, TemplateError } from './errors.ts';
+import { ConflictError, GoneError, InvalidArgumentError, NotFoundError, SandboxNotFoundError, TemplateError, errorFromBody } from './errors.ts';
 import { EnvdTransport, dataPlaneError, type EnvdTarget } from './envd/transport.ts';
 import { Filesystem } from './filesystem.ts';
-import { SandboxPaginator } from './paginator.ts';
+import { SandboxPaginator, SnapshotPaginator } from './paginator.ts';
 import { Pty } from './pty.ts';
-import { buildCreateBody, toSandboxInfo, toSandboxMetrics } from './sandbox-wire.ts';
+import { buildCreateBody, toSandboxInfo, toSandboxMetrics, toSnapshotInfo } from './sandbox-wire.ts';
 import type {
-  RequestOpts, SandboxApiOpts, SandboxConnectOpts, SandboxInfo, SandboxListOpts, SandboxMetrics, SandboxOpts,
+  CreateSnapshotOpts, RequestOpts, SandboxApiOpts, SandboxConnectOpts, SandboxForkOpts, SandboxInfo, SandboxListOpts, SandboxMetrics,
+  SandboxOnResume, SandboxOpts, SandboxPauseOpts, SnapshotInfo, SnapshotListOpts,
 } from './types.ts';
-import type { WireSandbox, WireSandboxDetail, WireSandboxMetric } from './wire.ts';
+import type {
+  WireForkRequest, WireForkResult, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireSnapshotInfo, WireSnapshotRequest, WireTimeoutRequest,
+} from './wire.ts';
 
 export interface SandboxConstructorOpts extends ConnectionOpts {
   sandboxId: string;
@@ -83,7 +86,8 @@ export class Sandbox {
   /**
    * Connects to a running or paused sandbox (a paused one is resumed). `timeoutMs`:
    * omitted keeps the current timeout, NEVER_TIMEOUT never times out, N > 0 makes sure
-   * at least N ms remain.
+   * at least N ms remain. `onResume: 'reboot'` boots a paused sandbox again from its files
+   * instead of restoring its memory.
    */
   static async connect<S extends typeof Sandbox>(this: S, sandboxId: string, opts: SandboxConnectOpts = {}): Promise<InstanceType<S>> {
     const api = new ApiClient(opts);
@@ -121,10 +125,17 @@ export class Sandbox {
     });
   }
 
-  /** True when the sandbox got paused, false when it already was. */
-  static async pause(sandboxId: string, opts: SandboxApiOpts = {}): Promise<boolean> {
+  /**
+   * True when the sandbox got paused, false when it already was. `keepMemory: false` frees its
+   * memory and keeps its files: connecting boots it again from them, traffic does not resume it.
+   */
+  static async pause(sandboxId: string, opts: SandboxPauseOpts = {}): Promise<boolean> {
     try {
-      await new ApiClient(opts).post(path(sandboxId, '/pause'), { notFound: SandboxNotFoundError, signal: opts.signal });
+      await new ApiClient(opts).post(path(sandboxId, '/pause'), {
+        body: opts.keepMemory === undefined ? undefined : { memory: opts.keepMemory },
+        notFound: SandboxNotFoundError,
+        signal: opts.signal,
+      });
       return true;
     } catch (err) {
       if (err instanceof ConflictError) return false;
@@ -147,24 +158,92 @@ export class Sandbox {
     return (metrics ?? []).map(toSandboxMetrics);
   }
 
+  /**
+   * Snapshots the sandbox's files (it is paused for the capture and runs on). `Sandbox.create`
+   * takes the answer's `snapshotId` where a template goes; the snapshot outlives the sandbox.
+   */
+  static async createSnapshot(sandboxId: string, opts: CreateSnapshotOpts = {}): Promise<SnapshotInfo> {
+    const body: WireSnapshotRequest = opts.name ? { name: opts.name } : {};
+    const wire = await new ApiClient(opts).post<WireSnapshotInfo>(path(sandboxId, '/snapshots'), { body, notFound: SandboxNotFoundError, signal: opts.signal });
+    return toSnapshotInfo(wire);
+  }
+
+  /** Lists snapshots, newest first, a page at a time; `sandboxId` and `name` (id or name) filter. */
+  static listSnapshots(opts: SnapshotListOpts = {}): SnapshotPaginator {
+    return new SnapshotPaginator(opts);
+  }
+
+  /**
+   * True when the snapshot (by id or name) was deleted, false when there was none. As in e2b it
+   * goes through DELETE /templates/{id}, which deletes a template of that id or alias as well.
+   */
+  static async deleteSnapshot(snapshotId: string, opts: SandboxApiOpts = {}): Promise<boolean> {
+    try {
+      await new ApiClient(opts).delete(`/templates/${encodeURIComponent(snapshotId)}`, { signal: opts.signal });
+      return true;
+    } catch (err) {
+      if (err instanceof NotFoundError) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * Starts `count` sandboxes (1 to 10, default 1) from one capture of a running sandbox, which
+   * keeps running. One entry per fork: a connected instance, or the Error that kept it from
+   * starting (of the class its code maps to, as for any API error).
+   */
+  static async fork<S extends typeof Sandbox>(this: S, sandboxId: string, opts: SandboxForkOpts = {}): Promise<Array<InstanceType<S> | Error>> {
+    const api = new ApiClient(opts);
+    const body: WireForkRequest = {};
+    if (opts.count !== undefined) body.count = opts.count;
+    if (opts.timeoutMs !== undefined) body.timeout = timeoutToSeconds(opts.timeoutMs);
+    const results = await api.post<WireForkResult[]>(path(sandboxId, '/fork'), {
+      body,
+      notFound: SandboxNotFoundError,
+      signal: opts.signal,
+      requestTimeoutMs: createRequestTimeout(opts, api.config.requestTimeoutMs),
+    });
+    return (results ?? []).map((r, i) => (r.sandbox?.sandboxID
+      ? new this({ ...api.config.toOpts(), ...fromWire(r.sandbox) }) as InstanceType<S>
+      : errorFromBody(r.error, `fork ${i + 1} of sandbox ${sandboxId} did not start`)));
+  }
+
   // ------------------------------------------------------------------ instance
 
   /** Connects again (resuming a paused sandbox) and returns this instance. */
-  async connect(opts: { timeoutMs?: number } & RequestOpts = {}): Promise<this> {
+  async connect(opts: { timeoutMs?: number; onResume?: SandboxOnResume } & RequestOpts = {}): Promise<this> {
     const wire = await connectWire(this.api(), this.sandboxId, opts);
     this.adoptTokens(wire);
     return this;
   }
 
   /** @deprecated Use `connect`. */
-  async resume(opts: { timeoutMs?: number } & RequestOpts = {}): Promise<this> {
+  async resume(opts: { timeoutMs?: number; onResume?: SandboxOnResume } & RequestOpts = {}): Promise<this> {
     const wire = await resumeWire(this.api(), this.sandboxId, opts);
     this.adoptTokens(wire);
     return this;
   }
 
-  async pause(opts: RequestOpts = {}): Promise<boolean> {
+  async pause(opts: { keepMemory?: boolean } & RequestOpts = {}): Promise<boolean> {
     return Sandbox.pause(this.sandboxId, this.apiOpts(opts));
+  }
+
+  async createSnapshot(opts: { name?: string } & RequestOpts = {}): Promise<SnapshotInfo> {
+    return Sandbox.createSnapshot(this.sandboxId, this.apiOpts(opts));
+  }
+
+  /** The snapshots taken of this sandbox. */
+  listSnapshots(opts: Omit<SnapshotListOpts, 'sandboxId'> = {}): SnapshotPaginator {
+    return Sandbox.listSnapshots({ ...this.connectionConfig.toOpts(), ...opts, sandboxId: this.sandboxId });
+  }
+
+  /** Forks this sandbox; the entries are instances of this sandbox's class, or Errors. */
+  async fork(opts: { count?: number; timeoutMs?: number } & RequestOpts = {}): Promise<Array<this | Error>> {
+    const cls = this.constructor as typeof Sandbox;
+    const configured = this.connectionConfig.requestTimeoutMs;
+    // a fork creates sandboxes: it gets a create's deadline unless this call sets its own
+    const requestTimeoutMs = opts.requestTimeoutMs ?? createRequestTimeout({}, configured) ?? configured;
+    return cls.fork(this.sandboxId, { ...this.connectionConfig.toOpts(), ...opts, requestTimeoutMs }) as Promise<Array<this | Error>>;
   }
 
   async kill(opts: RequestOpts = {}): Promise<boolean> {
@@ -204,7 +283,7 @@ export class Sandbox {
     return new ApiClient(this.connectionConfig);
   }
 
-  private apiOpts(opts: RequestOpts): SandboxApiOpts {
+  private apiOpts<O extends RequestOpts>(opts: O): SandboxApiOpts & O {
     return { ...this.connectionConfig.toOpts(), ...opts };
   }
 
@@ -224,18 +303,32 @@ function fromWire(w: WireSandbox) {
   };
 }
 
-async function connectWire(api: ApiClient, sandboxId: string, opts: { timeoutMs?: number } & RequestOpts): Promise<WireSandbox> {
+type ResumeOpts = { timeoutMs?: number; onResume?: SandboxOnResume } & RequestOpts;
+
+/** The body of connect and resume: the timeout when given, memory false to boot from the files ('reboot'). */
+function resumeBody(opts: ResumeOpts): WireTimeoutRequest {
+  const onResume: unknown = opts.onResume ?? undefined;
+  if (onResume !== undefined && onResume !== 'restore' && onResume !== 'reboot') {
+    throw new InvalidArgumentError(`onResume must be 'restore' or 'reboot' (got ${JSON.stringify(onResume)})`);
+  }
+  const body: WireTimeoutRequest = {};
+  if (opts.timeoutMs !== undefined) body.timeout = timeoutToSeconds(opts.timeoutMs);
+  if (onResume === 'reboot') body.memory = false;
+  return body;
+}
+
+async function connectWire(api: ApiClient, sandboxId: string, opts: ResumeOpts): Promise<WireSandbox> {
   return api.post<WireSandbox>(`/v2${path(sandboxId, '/connect')}`, {
-    body: opts.timeoutMs === undefined ? {} : { timeout: timeoutToSeconds(opts.timeoutMs) },
+    body: resumeBody(opts),
     notFound: SandboxNotFoundError,
     requestTimeoutMs: opts.requestTimeoutMs,
     signal: opts.signal,
   });
 }
 
-async function resumeWire(api: ApiClient, sandboxId: string, opts: { timeoutMs?: number } & RequestOpts): Promise<WireSandbox> {
+async function resumeWire(api: ApiClient, sandboxId: string, opts: ResumeOpts): Promise<WireSandbox> {
   return api.post<WireSandbox>(path(sandboxId, '/resume'), {
-    body: opts.timeoutMs === undefined ? {} : { timeout: timeoutToSeconds(opts.timeoutMs) },
+    body: resumeBody(opts),
     notFound: SandboxNotFoundError,
     requestTimeoutMs: opts.requestTimeoutMs,
     signal: opts.signal,

@@ -51,10 +51,20 @@ export interface SandboxNetworkOpts {
   rules?: SandboxNetworkRules;
 }
 
+/**
+ * What happens at the idle timeout, as in e2b: the bare action, or `{action: 'pause', keepMemory}`
+ * to choose the kind of pause. `keepMemory: false` frees the memory and keeps the files; resuming
+ * (through `connect`, never through traffic) boots the sandbox again from them.
+ */
+export type SandboxOnTimeout = 'kill' | 'pause' | { action: 'pause'; keepMemory?: boolean } | { action: 'kill' };
+
 export interface SandboxLifecycle {
   /** What happens at the idle timeout. Default 'kill'. */
-  onTimeout?: 'kill' | 'pause';
-  /** Resume a paused sandbox on the next request to it. Default false. */
+  onTimeout?: SandboxOnTimeout;
+  /**
+   * Resume a paused sandbox on the next request to it. Default false. Needs `onTimeout` pause
+   * and is refused with `keepMemory: false`.
+   */
   autoResume?: boolean;
 }
 
@@ -80,15 +90,66 @@ export interface SandboxOpts extends ConnectionOpts {
   memoryMB?: number;
 }
 
+/**
+ * How `connect` brings a paused sandbox back: 'restore' (the default) resumes it as it was
+ * paused; 'reboot' boots it again from its files, dropping whatever memory it kept. A no-op for
+ * a running sandbox; a sandbox paused without its memory always boots again.
+ */
+export type SandboxOnResume = 'restore' | 'reboot';
+
 export interface SandboxConnectOpts extends ConnectionOpts {
   /**
    * Omitted keeps the current timeout; NEVER_TIMEOUT never times out; N > 0 makes sure at
    * least N ms remain. 0 and values below -1 are rejected by the server.
    */
   timeoutMs?: number;
+  /** Default 'restore'; any other value than 'restore' and 'reboot' is an InvalidArgumentError. */
+  onResume?: SandboxOnResume;
 }
 
 export type SandboxApiOpts = Pick<ConnectionOpts, 'apiKey' | 'apiUrl' | 'headers' | 'requestTimeoutMs' | 'signal'>;
+
+export interface SandboxPauseOpts extends SandboxApiOpts {
+  /**
+   * Default true: the memory is kept. false frees the memory and keeps the files; connecting
+   * boots the sandbox again from them, and traffic does not resume it.
+   */
+  keepMemory?: boolean;
+}
+
+export interface SandboxForkOpts extends ConnectionOpts {
+  /** How many sandboxes to start from one capture of the origin, 1 to 10. Default 1. */
+  count?: number;
+  /** Their idle timeout in milliseconds (sent in whole seconds); default the server's. */
+  timeoutMs?: number;
+}
+
+// ---------------------------------------------------------------- snapshots
+
+export interface CreateSnapshotOpts extends SandboxApiOpts {
+  /**
+   * Letters, digits, '.', '_' and '-', at most 128, not a template's name; a later snapshot
+   * given the same name takes it over. Without one, the snapshot is known by its id.
+   */
+  name?: string;
+}
+
+export interface SnapshotInfo {
+  /** Its name when it has one, else its id (`snap-...`); `Sandbox.create` takes it where a template goes. */
+  snapshotId: string;
+  /** Its name, when it has one. */
+  names: string[];
+}
+
+export interface SnapshotListOpts extends Omit<SandboxApiOpts, 'signal'> {
+  /** Only snapshots taken of this sandbox. */
+  sandboxId?: string;
+  /** Only the snapshot with this id or name. */
+  name?: string;
+  /** Page size (1 to 1000). Default 100. */
+  limit?: number;
+  nextToken?: string;
+}
 
 export type SandboxState = 'running' | 'paused';
 

@@ -6,6 +6,7 @@
  */
 export type {
   WireListedSandbox, WireNetworkConfig as WireNetwork, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount,
+  WirePauseRequest, WireTimeoutRequest, WireSnapshotRequest, WireSnapshotInfo, WireForkRequest, WireForkResult,
 } from '@svc/contracts';
 
 /** The template routes' shapes, from the contract the master serves them with. */

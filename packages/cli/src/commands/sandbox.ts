@@ -1,10 +1,13 @@
-/** `svc sandbox ...`: create, list, inspect, pause, connect, time out, kill and exec. */
+/** `svc sandbox ...`: create, list, inspect, pause, connect, time out, kill, exec, snapshot and fork. */
 import { Command, Option } from 'commander';
-import { CommandExitError, Sandbox, ServiceBusyError, type CommandHandle, type ConnectionOpts, type SandboxInfo, type SandboxOpts } from '@svc/sdk';
+import {
+  CommandExitError, Sandbox, SandboxError, ServiceBusyError, type CommandHandle, type ConnectionOpts, type SandboxForkOpts, type SandboxInfo,
+  type SandboxOpts,
+} from '@svc/sdk';
 import { contextOf, type Context } from '../context.ts';
-import { CliError } from '../errors.ts';
+import { CliError, errorLine, UsageError } from '../errors.ts';
 import { formatPairs } from '../output.ts';
-import { collect, parsePairs, parseSeconds, parseStates, secondsToMs, shellCommand } from '../parse.ts';
+import { collect, parseCount, parsePairs, parseSeconds, parseStates, secondsToMs, shellCommand } from '../parse.ts';
 
 interface CreateFlags {
   template?: string;
@@ -13,6 +16,8 @@ interface CreateFlags {
   env?: string[];
   onTimeout?: 'kill' | 'pause';
   autoResume?: boolean;
+  /** false with --no-pause-memory. */
+  pauseMemory: boolean;
   internet: boolean;
   private?: boolean;
 }
@@ -28,6 +33,7 @@ export function sandboxCommand(): Command {
     .option('--env <key=value>', 'environment variable (repeatable)', collect)
     .addOption(new Option('--on-timeout <action>', 'what happens at the idle timeout').choices(['kill', 'pause']))
     .option('--auto-resume', 'resume on the next request when paused (needs --on-timeout pause)')
+    .option('--no-pause-memory', 'with --on-timeout pause: free the memory and keep the files at the timeout; connect boots it again (not with --auto-resume)')
     .option('--no-internet', 'deny outbound internet access')
     .option('--private', 'require the traffic access token on every data-plane request')
     .action(async (flags: CreateFlags, c: Command) => createSandbox(contextOf(c), flags));
@@ -48,20 +54,22 @@ export function sandboxCommand(): Command {
 
   cmd.command('pause <id>')
     .description('pause a running sandbox')
-    .action(async (id: string, _f: unknown, c: Command) => {
+    .option('--no-memory', 'free its memory and keep its files: connect boots it again, traffic does not resume it')
+    .action(async (id: string, flags: { memory: boolean }, c: Command) => {
       const ctx = contextOf(c);
-      const paused = await Sandbox.pause(id, ctx.conn);
-      ctx.out.result({ sandboxId: id, paused, alreadyPaused: !paused }, () =>
-        ctx.out.line(paused ? `paused ${id}` : `${id} was already paused`));
+      const paused = await Sandbox.pause(id, { ...ctx.conn, ...(flags.memory ? {} : { keepMemory: false }) });
+      ctx.out.result({ sandboxId: id, paused, alreadyPaused: !paused, keepMemory: flags.memory }, () =>
+        ctx.out.line(paused ? `paused ${id}${flags.memory ? '' : ' (memory freed, files kept)'}` : `${id} was already paused`));
     });
 
   cmd.command('connect <id>')
     .description('connect to a sandbox, resuming it when paused')
     .option('--timeout <seconds>', 'make sure at least this many seconds remain; -1 never times out')
-    .action(async (id: string, flags: { timeout?: string }, c: Command) => {
+    .option('--reboot', 'boot a paused sandbox again from its files instead of restoring its memory')
+    .action(async (id: string, flags: { timeout?: string; reboot?: boolean }, c: Command) => {
       const ctx = contextOf(c);
       const timeoutMs = flags.timeout === undefined ? undefined : secondsToMs(parseSeconds(flags.timeout, '--timeout'));
-      await Sandbox.connect(id, { ...ctx.conn, timeoutMs });
+      await Sandbox.connect(id, { ...ctx.conn, timeoutMs, ...(flags.reboot ? { onResume: 'reboot' as const } : {}) });
       const info = await Sandbox.getInfo(id, ctx.conn);
       ctx.out.result(info, () => printInfo(ctx, info));
     });
@@ -84,6 +92,22 @@ export function sandboxCommand(): Command {
       if (!killed) throw new CliError(`sandbox ${id} not found`);
       ctx.out.result({ sandboxId: id, killed }, () => ctx.out.line(`killed ${id}`));
     });
+
+  cmd.command('snapshot <id>')
+    .description("snapshot a running sandbox's files (it runs on) and print the snapshot id, which create --template takes")
+    .option('--name <name>', "name it: letters, digits, '.', '_' and '-' (a later snapshot given the name takes it over)")
+    .action(async (id: string, flags: { name?: string }, c: Command) => {
+      const ctx = contextOf(c);
+      if (flags.name !== undefined && !flags.name.trim()) throw new UsageError('--name must not be empty');
+      const snapshot = await Sandbox.createSnapshot(id, { ...ctx.conn, ...(flags.name === undefined ? {} : { name: flags.name }) });
+      ctx.out.result(snapshot, () => ctx.out.line(snapshot.snapshotId));
+    });
+
+  cmd.command('fork <id>')
+    .description('start sandboxes from one capture of a running sandbox (it runs on); print their ids, exit 1 if any did not start')
+    .option('--count <n>', 'how many (the server takes 1 to 10; default 1)')
+    .option('--timeout <seconds>', 'their idle timeout in seconds; -1 never')
+    .action(async (id: string, flags: { count?: string; timeout?: string }, c: Command) => forkSandbox(contextOf(c), id, flags));
 
   cmd.command('exec <id> <command...>')
     .description('run a command in the sandbox (after --), streaming its output; exits with its exit code')
@@ -116,7 +140,14 @@ async function createSandbox(ctx: Context, f: CreateFlags): Promise<void> {
   if (f.timeout !== undefined) opts.timeoutMs = secondsToMs(parseSeconds(f.timeout, '--timeout'));
   opts.metadata = parsePairs(f.metadata, '--metadata');
   opts.envs = parsePairs(f.env, '--env');
-  if (f.onTimeout || f.autoResume) opts.lifecycle = { onTimeout: f.onTimeout, autoResume: f.autoResume };
+  if (!f.pauseMemory && f.onTimeout !== 'pause') throw new UsageError('--no-pause-memory needs --on-timeout pause');
+  if (!f.pauseMemory && f.autoResume) {
+    throw new UsageError('--no-pause-memory cannot go with --auto-resume: a sandbox paused without its memory is resumed by connect, not by traffic');
+  }
+  if (f.onTimeout || f.autoResume) {
+    const onTimeout = f.onTimeout === 'pause' && !f.pauseMemory ? { action: 'pause' as const, keepMemory: false } : f.onTimeout;
+    opts.lifecycle = { onTimeout, autoResume: f.autoResume };
+  }
   if (!f.internet) opts.allowInternetAccess = false;
   if (f.private) opts.network = { allowPublicTraffic: false };
   const sbx = f.template ? await Sandbox.create(f.template, opts) : await Sandbox.create(opts);
@@ -126,6 +157,31 @@ async function createSandbox(ctx: Context, f: CreateFlags): Promise<void> {
     printInfo(ctx, info);
     if (sbx.trafficAccessToken) ctx.out.fields([['traffic token', sbx.trafficAccessToken]]);
   });
+}
+
+/**
+ * Prints each fork's sandbox id on stdout, and each fork that did not start as one `svc:` line on
+ * stderr; with --json, one entry per fork. Exits 1 when any did not start.
+ */
+async function forkSandbox(ctx: Context, id: string, f: { count?: string; timeout?: string }): Promise<void> {
+  const opts: SandboxForkOpts = { ...ctx.conn };
+  if (f.count !== undefined) opts.count = parseCount(f.count, '--count');
+  if (f.timeout !== undefined) opts.timeoutMs = secondsToMs(parseSeconds(f.timeout, '--timeout'));
+  const results = await Sandbox.fork(id, opts);
+  const failed = results.filter((r) => !(r instanceof Sandbox)).length;
+  const entries = results.map((r) => (r instanceof Sandbox
+    ? { sandboxId: r.sandboxId, ...(r.trafficAccessToken ? { trafficAccessToken: r.trafficAccessToken } : {}) }
+    : { error: { message: r.message, ...(r instanceof SandboxError ? { status: r.status, code: r.code } : {}) } }));
+  ctx.out.result(entries, () => {
+    results.forEach((r, i) => {
+      if (r instanceof Sandbox) ctx.out.line(r.sandboxId);
+      else process.stderr.write(`${errorLine(r).replace(/^svc: /, `svc: fork ${i + 1} of ${results.length} did not start: `)}\n`);
+    });
+  });
+  if (failed) {
+    if (ctx.out.json) process.stderr.write(`svc: ${failed} of ${results.length} forks did not start\n`);
+    process.exitCode = 1;
+  }
 }
 
 async function listSandboxes(ctx: Context, f: { state?: string; metadata?: string[] }): Promise<void> {

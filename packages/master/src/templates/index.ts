@@ -19,6 +19,7 @@ import { TemplateStore } from './store/templates.ts';
 import type { JobAccepted, JobInfo, TemplateCreate } from '@svc/contracts/template-routes';
 
 export type { TemplateCreate, TemplateInfo, JobInfo, JobAccepted } from '@svc/contracts/template-routes';
+export { deleteSnapshotNamed, type SnapshotDeletion } from './routes/e2b.ts';
 
 export interface TemplatesDeps {
   app: FastifyInstance;

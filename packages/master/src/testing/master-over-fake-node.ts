@@ -1,13 +1,17 @@
 /**
  * A real master (SQLite in a temporary directory) over the fake node agent, with one template,
  * `base`, resolved without a build: what the gateway's, the SDK's and the contract tests stand on.
- * FakeNodeAgent passes the node agent's contract suite (contracts/node-agent.contract.ts).
+ * FakeNodeAgent passes the node agent's contract suite (contracts/node-agent.contract.ts). The
+ * node beats as a real agent does, so a test may run longer than the master's staleness limit;
+ * E2B's DELETE /templates/{id} deletes snapshots through the template module's own function.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { defaultConfig, MemoryCoordination, notFound, silentLogger, type SvcConfig } from '@svc/common';
 import { startMaster, type Master } from '../index.ts';
+import { HEARTBEAT_INTERVAL_MS } from '../nodes/registry.ts';
+import { deleteSnapshotNamed } from '../templates/index.ts';
 import { FakeNodeAgent } from './fake-node-agent.ts';
 
 export interface MasterOverFakeNode {
@@ -28,29 +32,45 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
   const node = await new FakeNodeAgent().start();
   const master = await startMaster(cfg, {
     logger: silentLogger(), coordination: new MemoryCoordination(),
-    templates: async () => ({
-      resolver: {
-        async resolveForCreate(ref: string) {
-          if (ref !== 'base') throw notFound(`template ${ref} not found`, 130404);
-          return {
-            templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024,
-            artifact: { artifactId: 'a', sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' },
-          };
+    templates: async ({ app, snapshots }) => {
+      app.delete<{ Params: { templateID: string } }>('/templates/:templateID', async (req, reply) => {
+        await deleteSnapshotNamed(snapshots, req.params.templateID);
+        return reply.status(204).send();
+      });
+      return {
+        resolver: {
+          async resolveForCreate(ref: string) {
+            if (ref !== 'base') throw notFound(`template ${ref} not found`, 130404);
+            return {
+              templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024,
+              artifact: { artifactId: 'a', sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' },
+            };
+          },
+          async idsFor(ref: string) { return ref === 'base' ? ['tpl-base'] : [ref]; },
+          async artifactRef(artifactId: string) { return { artifactId, sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' }; },
         },
-        async idsFor(ref: string) { return ref === 'base' ? ['tpl-base'] : [ref]; },
-        async artifactRef(artifactId: string) { return { artifactId, sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' }; },
-      },
-      onNodeRegistered() {},
-      async close() {},
-    }),
+        onNodeRegistered() {},
+        async close() {},
+      };
+    },
   });
   await master.nodes.register({
-    nodeId: 'n1', address: node.url, runtime: 'gvisor', pauseKinds: ['freeze'],
+    nodeId: 'n1', address: node.url, runtime: 'gvisor', pauseKinds: ['freeze', 'filesystem'],
     capacity: { cpuCount: 8, memoryMB: 16384 }, pausedResourceReleaseRatio: 0, version: 't',
   });
+  const beat = setInterval(() => {
+    const sandboxes = [...node.sandboxes.values()];
+    const running = sandboxes.filter((s) => s.state === 'running');
+    master.nodes.heartbeat('n1', {
+      sandboxes: { running: running.length, paused: sandboxes.length - running.length },
+      usedMemoryMB: running.reduce((sum, s) => sum + s.memoryMB, 0),
+    }).catch((err: Error) => { process.stderr.write(`the fake node's heartbeat failed: ${err.message}\n`); });
+  }, HEARTBEAT_INTERVAL_MS);
+  beat.unref();
   return {
     cfg, master, node,
     async close() {
+      clearInterval(beat);
       await master.close();
       await node.close();
       rmSync(dir, { recursive: true, force: true });

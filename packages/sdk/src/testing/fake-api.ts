@@ -24,6 +24,8 @@ interface SandboxRow {
   templateID: string;
   alias?: string;
   state: 'running' | 'paused';
+  /** While paused: 'filesystem' after a pause with memory false (connect boots it again), else 'freeze'. */
+  pauseKind?: 'freeze' | 'filesystem';
   startedAt: string;
   timeout: number;
   metadata: Record<string, string>;
@@ -135,7 +137,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     ...(endAt(s) ? { endAt: endAt(s) } : {}), cpuCount: 2, memoryMB: 512, diskSizeMB: 2048, metadata: s.metadata,
     state: s.state, envdVersion: opts.envdVersion ?? '0.6.4', envdAccessToken: s.envdAccessToken, domain: opts.domain ?? null,
     lifecycle: s.lifecycle, network: s.network, allowInternetAccess: s.allowInternetAccess ?? true, volumeMounts: s.volumeMounts,
-    timeout: s.timeout, ...(s.state === 'paused' ? { pauseKind: 'freeze' } : {}),
+    timeout: s.timeout, ...(s.state === 'paused' ? { pauseKind: s.pauseKind ?? 'freeze' } : {}),
   });
 
   // ------------------------------------------------------------ sandboxes
@@ -145,6 +147,8 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     const tpl = findTemplate(String(b.templateID ?? ''));
     if (!tpl) return err(reply, 404, `template ${b.templateID} not found`, 130404);
     const lifecycle = b.lifecycle ?? {};
+    const pauseMemory = lifecycle.keepMemory ?? b.autoPauseMemory;
+    if (pauseMemory === false && lifecycle.autoResume) return err(reply, 400, 'autoResume cannot be combined with autoPauseMemory false');
     const row: SandboxRow = {
       sandboxID: `sbx-${randomUUID().slice(0, 8)}`,
       templateID: tpl.template_id,
@@ -201,6 +205,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     if (!s) return err(reply, 404, 'sandbox not found');
     if (s.state === 'paused') return err(reply, 409, 'sandbox is already paused');
     s.state = 'paused';
+    s.pauseKind = (req.body as { memory?: boolean } | undefined)?.memory === false ? 'filesystem' : 'freeze';
     return reply.status(204).send();
   });
   const connect = async (req: any, reply: FastifyReply) => {

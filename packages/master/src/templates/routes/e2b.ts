@@ -14,6 +14,15 @@ export interface SnapshotDeletion {
   deleteIfSnapshot(ref: string): Promise<boolean>;
 }
 
+/**
+ * DELETE /templates/{id} when no template has that id or alias: the snapshot it names, else a
+ * 404 with code 404, the only "not found" the official SDK's deleteSnapshot reads (docs/compatibility.md).
+ */
+export async function deleteSnapshotNamed(snapshots: SnapshotDeletion | undefined, ref: string): Promise<void> {
+  if (snapshots && await snapshots.deleteIfSnapshot(ref)) return;
+  throw notFound(`no template or snapshot ${ref}`, 404);
+}
+
 export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateService, snapshots?: SnapshotDeletion): void {
   const on = documentRoute(app);
   on<{ Body: TemplateCreate }>('POST', '/templates', async (req, reply) => {
@@ -46,9 +55,8 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
     const ref = req.params.templateID;
     const isTemplate = await svc.row(ref).then(() => true, (err: SvcError) => { if (err.status === 404) return false; throw err; });
     if (!isTemplate) {
-      if (snapshots && await snapshots.deleteIfSnapshot(ref)) return reply.status(204).send();
-      // The official SDK's deleteSnapshot reads only code 404 as "not found" (docs/compatibility.md).
-      throw notFound(`no template or snapshot ${ref}`, 404);
+      await deleteSnapshotNamed(snapshots, ref);
+      return reply.status(204).send();
     }
     await svc.delete(ref);
     return reply.status(204).send();
