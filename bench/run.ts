@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['node-agent', 'platform', 'proxy', 'template-center', 'signed-urls', 'density'];
+const ALL = ['node-agent', 'platform', 'proxy', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -55,6 +55,19 @@ if (tc) {
   rows.push(['build 3-layer ~100 MB image (s)', r2(tc.image.build.totalMs / 1000), `pull ${r2(tc.image.build.pullMs / 1000)} s`, '']);
   const t = tc.image.throughputMBps ?? {};
   rows.push(['pull MB/s: registry client / build phase', `${r2(t.registryClientOnly)} / ${r2(t.buildPullPhase)}`, `skopeo copy ${r2(t.skopeoCopy)}`, '≥ skopeo']);
+}
+
+const firsts = read('first-creates');
+if (firsts) {
+  const l = Object.values(firsts.latency) as Array<{ p50: number }>;
+  rows.push(['first creates, ten in a row / one at a time p50 (ms)', `${r2(l[0]?.p50)} / ${r2(l[1]?.p50)}`, `no pool ${r2(l[2]?.p50)}`, '≤ 100']);
+}
+const snaps = read('snapshots');
+if (snaps) {
+  const s = snaps.latency;
+  rows.push(['create from snapshot / template p50 (ms)', `${r2(s['create + run(true) from a snapshot (ms)']?.p50)} / ${r2(s['create + run(true) from the template, cold (ms)']?.p50)}`, `${snaps.ratios.createFromSnapshotOverTemplateP50}×`, '≤ 1.2×']);
+  rows.push(['filesystem pause / boot from files p50 (ms)', `${r2(s['filesystem pause (ms)']?.p50)} / ${r2(s['connect after it: boot from the files + run(true) (ms)']?.p50)}`, '', '']);
+  rows.push(['memory per paused sandbox: freeze / filesystem (MB)', `${snaps.memoryMB['freeze: per paused sandbox (MB)']} / ${snaps.memoryMB['filesystem: per paused sandbox (MB)']}`, '', 'filesystem 0']);
 }
 
 console.log('\n===== summary');
