@@ -87,7 +87,8 @@ export class SnapshotService {
   private async checkName(name: unknown): Promise<string | undefined> {
     if (name === undefined || name === null || name === '') return undefined;
     if (typeof name !== 'string' || !NAME.test(name)) throw badRequest(`name ${JSON.stringify(name)} is not valid: letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit`);
-    if (name.startsWith('snap-') || name.startsWith('fork-')) throw badRequest(`name ${name}: the prefixes snap- and fork- are kept for ids`);
+    // Ids are looked up before names: a name that is another snapshot's id would never be found.
+    if ((await this.d.repo.resolve(name))?.snapshot_id === name) throw badRequest(`name ${name} is a snapshot's id; choose another`);
     const isTemplate = await this.d.templates.resolveForCreate(name).then(() => true, (err: SvcError) => err.status !== 404);
     if (isTemplate) throw badRequest(`name ${name} is a template's; choose another`);
     return name;

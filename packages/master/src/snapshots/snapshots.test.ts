@@ -95,9 +95,11 @@ for (const tdb of availableTestDatabases()) {
       });
 
       await t.test('bad input: names, a template\'s name, a paused or unknown sandbox', async () => {
-        for (const name of ['has space', 'a/b', '-lead', 'x'.repeat(129), 'snap-mine', 'base']) {
+        const taken = (await h.catalog.list({ limit: 1 })).snapshots[0].snapshotId;
+        for (const name of ['has space', 'a/b', '-lead', 'x'.repeat(129), taken, 'base']) {
           assert.equal(await statusOf(h.snapshots.create(origin.sandboxId, { name })), 400, name);
         }
+        assert.equal((await h.snapshots.create(origin.sandboxId, { name: 'snap-named' })).name, 'snap-named', 'a name may look like an id (E2B\'s own tests use snap-<id>)');
         assert.equal(await statusOf(h.snapshots.create('inope', {})), 404);
         const paused = await h.sandboxes.create(input());
         await h.sandboxes.pause(paused.sandboxId);
