@@ -9,7 +9,7 @@ import type { EnvdState } from '../state.ts';
 import { resolvePath } from '../system/paths.ts';
 import { chooseResponseEncoding, identityAcceptable } from './encoding.ts';
 import { checkFileAccess } from './file-access.ts';
-import { HttpError } from './respond.ts';
+import { HttpError, sendError } from './respond.ts';
 
 // Already compressed: gzipping them again only costs the sandbox CPU.
 const compressedTypes = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/zip', 'application/gzip', 'application/pdf']);
@@ -78,8 +78,8 @@ export async function handleDownload(state: EnvdState, req: IncomingMessage, res
   if (rangeHeader) {
     range = parseRange(rangeHeader, info.size);
     if (!range) {
-      res.writeHead(416, { 'content-range': `bytes */${info.size}` });
-      res.end();
+      res.setHeader('content-range', `bytes */${info.size}`);
+      sendError(res, 416, `range ${rangeHeader.slice(0, 100)} is not satisfiable for a file of ${info.size} bytes`);
       return;
     }
   }

@@ -52,6 +52,13 @@ test('raw upload then download, with content type, gzip and ranges', async () =>
   assert.equal(range.status, 206);
   assert.equal(range.headers.get('content-range'), 'bytes 2-6/17');
   assert.equal(await range.text(), 'hello');
+  // A range past the end (or reversed) is a 416 with the file's size and the JSON error body.
+  for (const bad of ['bytes=999999999999-0', 'bytes=100-200']) {
+    const r = await fetch(filesUrl(path), { headers: { range: bad } });
+    assert.equal(r.status, 416, bad);
+    assert.equal(r.headers.get('content-range'), 'bytes */17');
+    assert.match(((await r.json()) as { message: string }).message, /not satisfiable for a file of 17 bytes/);
+  }
 
   const refused = await fetch(filesUrl(path), { headers: { 'accept-encoding': 'br, identity;q=0' } });
   assert.equal(refused.status, 406);
