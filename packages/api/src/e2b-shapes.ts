@@ -16,10 +16,8 @@ export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
   const ar = body.autoResume;
   const autoResume = lc.auto_resume ?? lc.autoResume ?? (typeof ar === 'boolean' ? ar : ar?.enabled);
   if (autoResume && onTimeout !== 'pause') throw badRequest('auto_resume needs on_timeout=pause');
+  // The master refuses it together with autoResume (master/src/sandboxes/create-input.ts).
   const pauseMemory = lc.keep_memory ?? lc.keepMemory ?? body.autoPauseMemory;
-  if (pauseMemory === false && autoResume) {
-    throw badRequest('autoResume cannot be combined with autoPauseMemory false: a sandbox paused without its memory is resumed by connect, not by traffic');
-  }
 
   const net = body.network ?? {};
   return {

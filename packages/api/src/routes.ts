@@ -54,16 +54,16 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
     return noContent(reply);
   });
   on<{ Params: Id; Body?: WirePauseRequest }>('POST', '/sandboxes/{sandboxID}/pause', async (req, reply) => {
-    await asE2b(master.pauseSandbox(req.params.sandboxID, req.body?.memory === false ? { memory: false } : {}));
+    await asE2b(master.pauseSandbox(req.params.sandboxID, memoryOf(req.body)));
     return noContent(reply);
   });
   on<{ Params: Id; Body?: WireTimeoutRequest }>('POST', '/sandboxes/{sandboxID}/resume', async (req, reply) => {
-    const s = await asE2b(master.resumeSandbox(req.params.sandboxID, req.body?.timeout ?? undefined, req.body?.memory === false ? { memory: false } : {}));
+    const s = await asE2b(master.resumeSandbox(req.params.sandboxID, req.body?.timeout ?? undefined, memoryOf(req.body)));
     reply.status(201);
     return toE2bSandbox(s, domain);
   });
   const connect: Handler<{ Params: Id; Body?: WireTimeoutRequest }> = async (req, reply) => {
-    const r = await asE2b(master.connectSandbox(req.params.sandboxID, req.body?.timeout ?? undefined, req.body?.memory === false ? { memory: false } : {}));
+    const r = await asE2b(master.connectSandbox(req.params.sandboxID, req.body?.timeout ?? undefined, memoryOf(req.body)));
     reply.status(r.resumed ? 201 : 200);
     return toE2bSandbox(r.sandbox, domain);
   };
@@ -120,6 +120,11 @@ function asE2b<T>(call: Promise<T>): Promise<T> {
   return call.catch((err: unknown) => {
     throw err instanceof SvcError && err.status === 410 ? new SvcError(404, err.message) : err;
   });
+}
+
+/** `memory: false` of a pause, connect or resume (free the memory, or boot from the files); nothing else is passed on. */
+function memoryOf(body: { memory?: boolean } | undefined): { memory?: false } {
+  return body?.memory === false ? { memory: false } : {};
 }
 
 function deadlineOf(s: { sandboxId: string; timeout: number; endAt?: string }): WireSvcDeadline {

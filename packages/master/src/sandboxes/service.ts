@@ -125,7 +125,7 @@ export class SandboxService {
     if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; a snapshot is taken of a running sandbox (connect to it first)`);
     return {
       record: toRecord(row),
-      envVars: row.env_vars ? JSON.parse(row.env_vars) as Record<string, string> : {},
+      envVars: envOf(row),
       node: await this.d.nodes.client(row.node_id),
     };
   }
@@ -294,7 +294,7 @@ export class SandboxService {
         const boots = row.pause_kind === 'filesystem' || opts.memory === false;
         node = await (await this.d.nodes.client(row.node_id)).resumeSandbox(id, boots ? {
           ...(opts.memory === false ? { memory: false } : {}),
-          envVars: row.env_vars ? JSON.parse(row.env_vars) as Record<string, string> : {},
+          envVars: envOf(row),
           ...(row.envd_access_token ? { envdAccessToken: row.envd_access_token } : {}),
         } : {});
       } catch (err) {
@@ -543,6 +543,11 @@ function parseMetadataFilter(s: string | undefined): Array<[string, string]> {
 /** The master's reason for a sandbox its node lost: 'oom' when the node knows the host stopped it for memory. */
 function terminateReasonOf(e: EndedSandbox | undefined): TerminateReason {
   return e?.reason === 'oom' ? 'oom' : 'failed';
+}
+
+/** The environment a sandbox was created with (none recorded for sandboxes older than snapshots). */
+function envOf(row: Row): Record<string, string> {
+  return row.env_vars ? JSON.parse(row.env_vars) as Record<string, string> : {};
 }
 
 function encodeToken(a: { startedAt: number; id: string }): string {

@@ -31,6 +31,18 @@ export class SnapshotCatalog {
   async delete(ref: string): Promise<void> {
     const row = await this.repo.resolve(ref);
     if (!row) throw notFound(`snapshot ${ref} not found`);
+    await this.deleteRow(row, ref);
+  }
+
+  /** Deletes the snapshot `ref` names (id or name) if there is one; false when there is none. */
+  async deleteIfSnapshot(ref: string): Promise<boolean> {
+    const row = await this.repo.resolve(ref);
+    if (!row) return false;
+    await this.deleteRow(row, ref);
+    return true;
+  }
+
+  private async deleteRow(row: SnapshotDbRow, ref: string): Promise<void> {
     const node = await this.nodes.client(row.node_id).catch(() => undefined);
     if (node) {
       await node.deleteLayer(row.layer_id).catch((err: SvcError) => {
@@ -63,13 +75,6 @@ export class SnapshotCatalog {
     }
     if (removed.length) this.logger.info({ removed }, 'orphan snapshot layers removed');
     return removed;
-  }
-
-  /** Deletes the snapshot `ref` names (id or name) if there is one; false when there is none. */
-  async deleteIfSnapshot(ref: string): Promise<boolean> {
-    if (!(await this.repo.resolve(ref))) return false;
-    await this.delete(ref);
-    return true;
   }
 }
 

@@ -41,17 +41,7 @@ export class SnapshotRepo {
     return q.orderBy('created_at', 'desc').orderBy('snapshot_id', 'desc').limit(opts.limit).execute();
   }
 
-  /** Snapshot ids that lie over a template (its deletion is refused while they exist). */
-  async idsOfTemplate(templateId: string): Promise<string[]> {
-    return (await this.db.selectFrom('t_svc_snapshot').select('snapshot_id').where('template_id', '=', templateId).execute()).map((r) => r.snapshot_id);
-  }
-
   async layerIds(): Promise<Set<string>> {
     return new Set((await this.db.selectFrom('t_svc_snapshot').select('layer_id').execute()).map((r) => r.layer_id));
-  }
-
-  /** Template artifacts that snapshots lie over (never collected while they do). */
-  async artifactIds(): Promise<Set<string>> {
-    return new Set((await this.db.selectFrom('t_svc_snapshot').select('artifact_id').distinct().execute()).map((r) => r.artifact_id));
   }
 }

@@ -1,4 +1,4 @@
-import { CommandHelper, commandHelper } from './command-helper.ts';
+import { CommandHelper, commandHelper, type HelperReply } from './command-helper.ts';
 
 export interface RunResult {
   code: number;
@@ -33,7 +33,7 @@ export async function run(cmd: string, args: string[], opts: RunOptions = {}): P
   const reply = await commandHelper.request({ cmd, args, input: opts.input, timeoutMs: opts.timeoutMs, env: opts.env, logPath: opts.logPath });
   const startError = CommandHelper.startError(reply);
   if (startError) throw startError;
-  const result = { code: reply.code ?? (reply.signal ? 128 : 1), stdout: reply.stdout ?? '', stderr: reply.stderr ?? '' };
+  const result = { code: exitCodeOf(reply), stdout: reply.stdout ?? '', stderr: reply.stderr ?? '' };
   if (result.code !== 0 && !opts.allowFail) throw new CommandError([cmd, ...args], result);
   return result;
 }
@@ -46,5 +46,10 @@ export async function runInBackground(cmd: string, args: string[], earlyMs: numb
   const reply = await commandHelper.request({ cmd, args, backgroundEarlyMs: earlyMs });
   const startError = CommandHelper.startError(reply);
   if (startError) return { code: 127, stdout: '', stderr: startError.message };
-  return { code: reply.code ?? (reply.signal ? 128 : 1), stdout: '', stderr: '' };
+  return { code: exitCodeOf(reply), stdout: '', stderr: '' };
+}
+
+/** A command ended by a signal has no exit code: 128 stands for it (1 when neither is known). */
+function exitCodeOf(reply: HelperReply): number {
+  return reply.code ?? (reply.signal ? 128 : 1);
 }

@@ -74,10 +74,7 @@ export class GvisorDriver implements RuntimeDriver {
    */
   async stop(ref: InstanceRef): Promise<void> {
     const id = this.o.names.container(ref.instanceId);
-    await this.setFreezer(ref, 'THAWED').catch(() => { /* never frozen, or its cgroup is gone: nothing to thaw */ });
-    if (existsSync(this.stateFile(id)) && !(await this.killAndForget(id))) await this.forceDelete(id);
-    const paths = this.paths(ref.dir);
-    if (await isMountPoint(paths.rootfs)) await unmount(paths.rootfs);
+    await this.endProcesses(ref, id);
     // The next boot makes the cgroups again under the same name: wait until these are gone.
     await this.removeCgroups(id);
     await this.cgroupJanitor.get(id);
@@ -128,7 +125,14 @@ export class GvisorDriver implements RuntimeDriver {
 
   async destroy(ref: InstanceRef): Promise<void> {
     const id = this.o.names.container(ref.instanceId);
-    const paths = this.paths(ref.dir);
+    await this.endProcesses(ref, id);
+    await this.paths(ref.dir).layer.destroy();
+    await this.removeCgroups(id);
+    await rm(ref.dir, { recursive: true, force: true });
+  }
+
+  /** Kills the sandbox's processes (paused or not) and unmounts its rootfs; its writable layer stays. */
+  private async endProcesses(ref: InstanceRef, id: string): Promise<void> {
     // Frozen tasks take no signal; a paused sandbox is thawed (not resumed) so the kill lands.
     await this.setFreezer(ref, 'THAWED').catch(() => { /* never frozen, or its cgroup is gone: nothing to thaw */ });
     if (existsSync(this.stateFile(id)) && !(await this.killAndForget(id))) {
@@ -136,10 +140,8 @@ export class GvisorDriver implements RuntimeDriver {
       const r = viaNetns ? await this.cmd(ref, ['delete', '--force', id], { allowFail: true, timeoutMs: 30_000 }) : undefined;
       if (!r || (r.code !== 0 && existsSync(this.stateFile(id)))) await this.forceDelete(id);
     }
-    if (await isMountPoint(paths.rootfs)) await unmount(paths.rootfs);
-    await paths.layer.destroy();
-    await this.removeCgroups(id);
-    await rm(ref.dir, { recursive: true, force: true });
+    const rootfs = this.paths(ref.dir).rootfs;
+    if (await isMountPoint(rootfs)) await unmount(rootfs);
   }
 
   /**

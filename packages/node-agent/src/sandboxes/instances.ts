@@ -7,7 +7,7 @@ import type { AddressPool } from '../network/address-pool.ts';
 import type { EgressPolicy } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
 import { createSandboxLink, destroySandboxLink, netnsPath } from '../network/netns.ts';
-import type { InstanceRef, InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
+import type { InstanceRef, InstanceResources, InstanceSpec, RuntimeDriver } from '../runtime/driver.ts';
 import type { RuntimeBundle } from '../runtime/runtime-bundle.ts';
 import type { InstanceRecord, RecordStore } from './record.ts';
 
@@ -77,7 +77,7 @@ export class InstanceLauncher {
       // race a namespace that is still being made.
       const [bundle, mountDir, link] = await Promise.allSettled([
         this.d.runtimeBundle(),
-        this.d.driver.rootfsInput === 'directory' ? this.d.artifacts.mount(req.artifactId) : Promise.resolve(undefined),
+        this.mountRootfs(req.artifactId),
         (async () => {
           await createSandboxLink(record.netns, record.hostVeth, addr);
           await this.d.firewall.add({ instanceId, hostVeth: record.hostVeth, sandboxAddress: record.address, policy: req.policy });
@@ -87,9 +87,7 @@ export class InstanceLauncher {
       mark('prepared');
       req.signal.throwIfAborted();
       await this.d.driver.create({
-        ...inst.ref,
-        rootfs: { imagePath: this.d.artifacts.imagePath(req.artifactId), mountDir: (mountDir as PromiseFulfilledResult<string | undefined>).value },
-        runtime: (bundle as PromiseFulfilledResult<RuntimeBundle>).value, resources: req.resources, env: req.env, hostname: 'sandbox', files: this.d.files,
+        ...this.specOf(inst, (bundle as PromiseFulfilledResult<RuntimeBundle>).value, (mountDir as PromiseFulfilledResult<string | undefined>).value, req.env),
         ...(req.layerArchive ? { layerArchive: req.layerArchive } : {}),
         background: req.role === 'warm',
       });
@@ -114,17 +112,24 @@ export class InstanceLauncher {
 
   /** Boots an instance stopped by a filesystem pause again, on its kept writable layer; waits for envd. */
   async reboot(inst: Instance, signal: AbortSignal): Promise<void> {
-    const r = inst.record;
     if (!this.d.driver.reboot) throw new SvcError(400, `the ${this.d.driver.kind} runtime cannot boot a sandbox again from its files`);
-    const [runtime, mountDir] = await Promise.all([
-      this.d.runtimeBundle(),
-      this.d.driver.rootfsInput === 'directory' ? this.d.artifacts.mount(r.artifactId) : Promise.resolve(undefined),
-    ]);
-    await this.d.driver.reboot({
+    const [runtime, mountDir] = await Promise.all([this.d.runtimeBundle(), this.mountRootfs(inst.record.artifactId)]);
+    await this.d.driver.reboot(this.specOf(inst, runtime, mountDir, {}));
+    await waitForEnvd(inst.record.address, signal);
+  }
+
+  /** The template's rootfs, mounted once, when the driver boots from a directory. */
+  private mountRootfs(artifactId: string): Promise<string | undefined> {
+    return this.d.driver.rootfsInput === 'directory' ? this.d.artifacts.mount(artifactId) : Promise.resolve(undefined);
+  }
+
+  /** What the driver boots: the instance's template, runtime and resources as its record has them. */
+  private specOf(inst: Instance, runtime: RuntimeBundle, mountDir: string | undefined, env: Record<string, string>): InstanceSpec {
+    const r = inst.record;
+    return {
       ...inst.ref, rootfs: { imagePath: this.d.artifacts.imagePath(r.artifactId), ...(mountDir ? { mountDir } : {}) }, runtime,
-      resources: { cpuCount: r.cpuCount, memoryMB: r.memoryMB, diskSizeMB: r.diskSizeMB }, env: {}, hostname: 'sandbox', files: this.d.files,
-    });
-    await waitForEnvd(r.address, signal);
+      resources: { cpuCount: r.cpuCount, memoryMB: r.memoryMB, diskSizeMB: r.diskSizeMB }, env, hostname: 'sandbox', files: this.d.files,
+    };
   }
 
   /** A warm instance handed out: from now on it weighs as much as any sandbox. */

@@ -109,11 +109,8 @@ export class SandboxService {
       try {
         await this.d.artifacts.ensure(artifactId, req.artifact);
         const resources = { cpuCount: req.cpuCount, memoryMB: req.memoryMB, diskSizeMB: req.diskSizeMB };
-        const env = {
-          ...req.envVars, E2B_SANDBOX: 'true', E2B_SANDBOX_ID: req.sandboxId, E2B_TEMPLATE_ID: req.templateId,
-        };
         // A warm sandbox booted with an empty writable layer: one from a captured layer starts cold.
-        let inst = req.layerId ? undefined : await this.fromWarmPool(req, resources, env, policy);
+        let inst = req.layerId ? undefined : await this.fromWarmPool(req, resources, policy);
         if (!inst) {
           const launch = (layerArchive?: string) => this.d.launcher.launch({
             role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources, env: {},
@@ -126,7 +123,7 @@ export class SandboxService {
             })
             : await launch();
           const launched = inst;
-          await personalise(launched, req, env).catch(async (err: Error) => {
+          await personalise(launched, req).catch(async (err: Error) => {
             await this.d.launcher.teardown(launched).catch((e: Error) => this.d.logger.error({ instanceId: launched.record.instanceId, err: e.message }, 'teardown after a failed /init left something behind'));
             throw err;
           });
@@ -255,8 +252,8 @@ export class SandboxService {
     if (!opts.envVars) throw badRequest(`sandbox ${id} boots again from its files: its envVars (and envdAccessToken when it is secure) are required`);
     if (inst.record.pauseKind !== 'filesystem') await this.stopKeepingFiles(inst);
     await this.d.launcher.reboot(inst, AbortSignal.timeout(60_000)).catch((err) => { throw wrap(`sandbox ${id}: boot from its files failed`, err); });
-    const env = { ...opts.envVars, E2B_SANDBOX: 'true', E2B_SANDBOX_ID: id, E2B_TEMPLATE_ID: inst.record.templateId };
-    await envdInit(inst.record.address, { envVars: env, accessToken: opts.envdAccessToken, timestamp: new Date().toISOString() }).catch(async (err) => {
+    const identity = { sandboxId: id, templateId: inst.record.templateId, envVars: opts.envVars, envdAccessToken: opts.envdAccessToken };
+    await personalise(inst, identity).catch(async (err) => {
       await this.d.driver.stop!(inst.ref).catch((e: Error) => this.d.logger.error({ sandboxId: id, err: e.message }, 'stop after a failed /init left the sandbox running'));
       throw wrap(`sandbox ${id}: envd /init after the boot failed`, err);
     });
@@ -392,13 +389,13 @@ export class SandboxService {
 
   get count() { return this.sandboxes.size + this.pool.count(); }
 
-  private async fromWarmPool(req: CreateSandboxOnNode, resources: InstanceResources, env: Record<string, string>, policy: EgressPolicy): Promise<Instance | undefined> {
+  private async fromWarmPool(req: CreateSandboxOnNode, resources: InstanceResources, policy: EgressPolicy): Promise<Instance | undefined> {
     const inst = await this.pool.take(req.artifact.artifactId, resources);
     if (!inst) return undefined;
     try {
       await Promise.all([
         samePolicy(inst.record.policy, policy) ? undefined : this.d.firewall.update(inst.record.instanceId, policy),
-        personalise(inst, req, env),
+        personalise(inst, req),
         this.d.launcher.foreground(inst),
       ]);
       Object.assign(inst.record, {
@@ -460,9 +457,11 @@ function createError(req: CreateSandboxOnNode, err: unknown, signal: AbortSignal
 }
 
 /**
- * The one way a sandbox gets its identity, started cold or taken from the warm pool: envd's
- * POST /init with the sandbox's env vars and access token (docs/design.md, "Components").
+ * The one way a sandbox gets its identity, started cold, taken from the warm pool or booted
+ * again from its files: envd's POST /init with the sandbox's env vars (and E2B's own) and access
+ * token (docs/design.md, "Components").
  */
-function personalise(inst: Instance, req: CreateSandboxOnNode, env: Record<string, string>): Promise<void> {
-  return envdInit(inst.record.address, { envVars: env, accessToken: req.envdAccessToken, timestamp: new Date().toISOString() });
+function personalise(inst: Instance, id: Pick<CreateSandboxOnNode, 'sandboxId' | 'templateId' | 'envVars' | 'envdAccessToken'>): Promise<void> {
+  const envVars = { ...id.envVars, E2B_SANDBOX: 'true', E2B_SANDBOX_ID: id.sandboxId, E2B_TEMPLATE_ID: id.templateId };
+  return envdInit(inst.record.address, { envVars, accessToken: id.envdAccessToken, timestamp: new Date().toISOString() });
 }

@@ -53,12 +53,10 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
   });
   on<Id>('DELETE', '/templates/{templateID}', async (req, reply) => {
     const ref = req.params.templateID;
-    const isTemplate = await svc.row(ref).then(() => true, (err: SvcError) => { if (err.status === 404) return false; throw err; });
-    if (!isTemplate) {
-      await deleteSnapshotNamed(snapshots, ref);
-      return reply.status(204).send();
-    }
-    await svc.delete(ref);
+    await svc.delete(ref).catch((err: SvcError) => {
+      if (err.status !== 404) throw err;
+      return deleteSnapshotNamed(snapshots, ref);
+    });
     return reply.status(204).send();
   });
   on<{ Params: { templateID: string; buildID: string } }>('GET', '/templates/{templateID}/builds/{buildID}/status', async (req): Promise<E2bBuildStatusAnswer> => {
