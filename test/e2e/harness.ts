@@ -3,7 +3,7 @@
  * ports of its own, and takes it down again, checking that no sandbox process is left behind.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { afterEach, beforeEach, type TestContext } from 'node:test';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -95,6 +95,35 @@ export function runscProcesses(): string[] {
   } catch {
     return [];
   }
+}
+
+/**
+ * The gVisor processes of one sandbox: the node agent records which instance serves it
+ * (<state>/instances/<instance>/record.json), and runsc's command lines name the instance's
+ * bundle. Counting every runsc process instead would count the warm pool refilling meanwhile.
+ */
+export function sandboxRunscProcesses(dataDir: string, sandboxId: string): string[] {
+  const instance = instanceDirs(dataDir).find((dir) => {
+    try {
+      return (JSON.parse(readFileSync(join(dir, 'record.json'), 'utf8')) as { sandboxId?: string }).sandboxId === sandboxId;
+    } catch {
+      return false; // an instance being written or torn down: not the one asked for
+    }
+  });
+  if (!instance) return [];
+  return runscProcesses().filter((l) => l.includes(`${instance}/`));
+}
+
+function instanceDirs(root: string, depth = 0): string[] {
+  if (depth > 3) return [];
+  const found: string[] = [];
+  for (const entry of readdirSync(root, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const dir = join(root, entry.name);
+    if (entry.name === 'instances') found.push(...readdirSync(dir).map((n) => join(dir, n)));
+    else found.push(...instanceDirs(dir, depth + 1));
+  }
+  return found;
 }
 
 /** Applies the e2b SDK's environment for the duration of a test file. */
