@@ -244,6 +244,17 @@ test('snapshots and fork: files before the capture carry over, later writes and 
     await a.files.write('/home/user/a.txt', 'a');
     assert.equal(await b.files.exists('/home/user/a.txt'), false);
 
+    // The snapshot is in the artifact store, not only on the node that took it: a node without
+    // the layer (here: this node, its copy removed) downloads it through the master.
+    const nodeAgent = `http://${p.env.SVC_NODE_AGENT_LISTEN}`;
+    const layersHere = async () => (await (await fetch(`${nodeAgent}/v1/layers`)).json()) as Array<{ layerId: string; sandboxId?: string }>;
+    const [snapId] = (await layersHere()).filter((l) => l.sandboxId === origin.sandboxId && l.layerId.startsWith('snap-')).map((l) => l.layerId);
+    assert.equal((await fetch(`${nodeAgent}/v1/layers/${snapId}`, { method: 'DELETE' })).status, 204);
+    const fromStore = await Sandbox.create(snap.snapshotId);
+    made.push(fromStore);
+    assert.equal(await fromStore.files.read('/home/user/before.txt'), 'before');
+    assert.ok((await layersHere()).some((l) => l.layerId === snapId), 'downloaded and kept');
+
     const listed = await Sandbox.listSnapshots({ sandboxId: origin.sandboxId }).nextItems();
     assert.deepEqual(listed, [{ snapshotId: 'e2e-snap', names: ['e2e-snap'] }]);
 

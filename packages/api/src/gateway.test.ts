@@ -11,7 +11,7 @@ const KEY = 'e2b_0123456789abcdef0123456789abcdef01234567';
 const PREVIOUS_KEY = 'svc_older-shape-key';
 
 async function platform(opts: { callback?: string } = {}) {
-  const { cfg, master, node, close: closeMaster } = await startMasterOverFakeNode((c) => {
+  const { cfg, master, node, templateCenter, close: closeMaster } = await startMasterOverFakeNode((c) => {
     c.api.api_key = KEY;
     c.api.previous_api_keys = ` ${PREVIOUS_KEY} ,`;
     c.api.max_body_bytes = 4096;
@@ -28,7 +28,7 @@ async function platform(opts: { callback?: string } = {}) {
     return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
   };
   return {
-    gw, master, node, call,
+    gw, master, node, templateCenter, call,
     async close() { await gw.close(); await closeMaster(); },
   };
 }
@@ -391,12 +391,13 @@ test("the master's /notify/health answers without touching its database", async 
     assert.equal(r.status, 200);
     const health = await r.json() as { ok: boolean; damagedSandboxRows: unknown[]; tasks: Record<string, { runs: number; failures: number }> };
     assert.deepEqual({ ok: health.ok, damagedSandboxRows: health.damagedSandboxRows }, { ok: true, damagedSandboxRows: [] });
-    assert.deepEqual(Object.keys(health.tasks).sort(), ['orphan snapshot layer sweep', 'stuck sandbox reconcile', 'terminated sandbox purge']);
+    assert.deepEqual(Object.keys(health.tasks).sort(), ['orphan snapshot layer sweep', 'pending snapshot sweep', 'stuck sandbox reconcile', 'terminated sandbox purge']);
     const nodes = await fetch(`${p.master.url}/v1/nodes`);
     assert.equal(nodes.status, 500, 'routes that need the database fail while it is gone');
   } finally {
     await p.gw.close();
     await p.master.app.close();
     await p.node.close();
+    await p.templateCenter.close();
   }
 });

@@ -11,6 +11,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   timeoutMs?: number;
   query?: Record<string, string | number | boolean | undefined>;
+  /** A raw body streamed as it is (application/octet-stream), instead of `body` as JSON. */
+  stream?: ReadableStream<Uint8Array>;
   /** 'manual' hands a 3xx back to the caller instead of following it (and sending our headers along). */
   redirect?: 'follow' | 'manual' | 'error';
 }
@@ -46,15 +48,19 @@ export class JsonClient {
       if (s) url += (url.includes('?') ? '&' : '?') + s;
     }
     const headers: Record<string, string> = { ...this.opts.headers, ...ro.headers };
-    let body: string | undefined;
-    if (ro.body !== undefined) {
+    let body: string | ReadableStream<Uint8Array> | undefined;
+    if (ro.stream) {
+      headers['content-type'] = 'application/octet-stream';
+      body = ro.stream;
+    } else if (ro.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(ro.body);
     }
     const timeoutMs = ro.timeoutMs ?? this.opts.timeoutMs;
     const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
     try {
-      return await fetch(url, { method, headers, body, signal, redirect: ro.redirect });
+      // duplex 'half' is what fetch asks of a streamed request body.
+      return await fetch(url, { method, headers, body, signal, redirect: ro.redirect, ...(ro.stream ? { duplex: 'half' } : {}) } as RequestInit);
     } catch (err) {
       const e = err as Error;
       if (e.name === 'TimeoutError') throw new SvcError(504, `${method} ${path}: no answer within ${timeoutMs} ms`);

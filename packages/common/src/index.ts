@@ -9,5 +9,6 @@ export * from './ids.ts';
 export * from './secrets.ts';
 export { compileValidator, schemaError } from './schema-validation.ts';
 export * from './periodic.ts';
+export { freePort } from './free-port.ts';
 export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

@@ -3,7 +3,8 @@
  * Nothing is persisted (`--save '' --appendonly no`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
+import { freePort } from './free-port.ts';
 
 export interface TestRedis {
   host: string;
@@ -37,14 +38,6 @@ export async function startRedisServer(): Promise<TestRedis> {
       await exited;
     },
   };
-}
-
-async function freePort(host: string): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((resolve, reject) => srv.once('error', reject).listen(0, host, resolve));
-  const { port } = srv.address() as { port: number };
-  await new Promise<void>((resolve) => srv.close(() => resolve()));
-  return port;
 }
 
 async function waitForPong(host: string, port: number, child: ChildProcess, timeoutMs: number): Promise<void> {

@@ -14,6 +14,7 @@
  *   POST /internal/v1/sandboxes/:id/kill             → 204          (body { reason })
  *   POST /internal/template/jobs/:jobId/status       → 204  (template center callback, see @svc/template-center api)
  *   GET  /svc/template/artifact/download?artifact_id → the ext4 image (node agents pull through the master)
+ *   GET  /internal/v1/layers/:layerId                → a snapshot layer's tar from the artifact store (node agents, for a create from a snapshot)
  */
 import { JsonClient } from '@svc/common';
 import type { SignedFileRequest } from '@svc/common/envd-signature';

@@ -6,8 +6,10 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
 import { statusOf } from './contract-testing.ts';
-import { NodeAgentClient, type CreateSandboxOnNode, type EnsureArtifact, type NodeSandbox } from './node-agent.ts';
+import { LAYER_SHA256_HEADER, NodeAgentClient, type CreateSandboxOnNode, type EnsureArtifact, type NodeSandbox } from './node-agent.ts';
 
 export interface NodeAgentSubject {
   url: string;
@@ -90,16 +92,42 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
         assert.equal(await statusOf(agent.snapshotSandbox(req.sandboxId, { layerId: '../x' })), 400);
         assert.equal(await statusOf(agent.snapshotSandbox('no-such-sandbox', { layerId: `${layerId}-2` })), 404);
 
-        const child = { ...req, sandboxId: `${req.sandboxId}-c`, layerId };
+        const ref = { layerId, sha256: layer.sha256, sizeBytes: layer.sizeBytes };
+        const child = { ...req, sandboxId: `${req.sandboxId}-c`, layer: ref };
         try {
           assertSandbox(await agent.createSandbox(child), child, 'running');
-          assert.equal(await statusOf(agent.createSandbox({ ...req, sandboxId: `${req.sandboxId}-d`, layerId: 'no-such-layer' })), 404);
+          assert.equal(await statusOf(agent.createSandbox({ ...req, sandboxId: `${req.sandboxId}-d`, layer: { ...ref, layerId: 'no-such-layer' } })), 404);
+          assert.equal(await statusOf(agent.createSandbox({ ...req, sandboxId: `${req.sandboxId}-d`, layer: { ...ref, sha256: 'f'.repeat(64) } })), 409, 'the layer here has another sha256');
         } finally {
           await agent.deleteSandbox(child.sandboxId).catch(() => { /* the create failed: nothing to delete */ });
         }
+
+        // Its archive is what the master copies into the artifact store; a node that lacks the
+        // layer downloads it (sha256-checked) for a create.
+        const archive = await agent.layerArchive(layerId);
+        assert.equal(archive.status, 200);
+        assert.equal(archive.headers.get(LAYER_SHA256_HEADER), layer.sha256);
+        const bytes = Buffer.from(await archive.arrayBuffer());
+        assert.equal(bytes.length, layer.sizeBytes);
+        assert.equal(createHash('sha256').update(bytes).digest('hex'), layer.sha256);
+        assert.equal((await agent.layerArchive('no-such-layer')).status, 404);
         assert.equal(await agent.deleteLayer(layerId), undefined);
         assert.ok(!(await agent.listLayers()).some((l) => l.layerId === layerId));
         assert.equal(await statusOf(agent.deleteLayer(layerId)), 404);
+
+        const store = await serveBytes(bytes);
+        const fetched = { ...req, sandboxId: `${req.sandboxId}-e`, layer: { ...ref, downloadUrl: store.url } };
+        try {
+          const wrong = { ...fetched, layer: { ...ref, layerId: `${layerId}-w`, sha256: 'e'.repeat(64), downloadUrl: store.url } };
+          assert.equal(await statusOf(agent.createSandbox(wrong)), 502, 'a download with another sha256 is refused');
+          assert.ok(!(await agent.listLayers()).some((l) => l.layerId === wrong.layer.layerId), 'and not kept');
+          assertSandbox(await agent.createSandbox(fetched), fetched, 'running');
+          assert.ok((await agent.listLayers()).some((l) => l.layerId === layerId && l.sha256 === layer.sha256), 'the downloaded layer is kept');
+        } finally {
+          await agent.deleteSandbox(fetched.sandboxId).catch(() => { /* the create failed: nothing to delete */ });
+          await agent.deleteLayer(layerId).catch(() => { /* never downloaded */ });
+          await store.close();
+        }
       });
 
       await t.test('a paused sandbox is not snapshotted (409)', async () => {
@@ -167,4 +195,14 @@ export function nodeArtifactContract(name: string, make: () => Promise<NodeArtif
       await s.close();
     }
   });
+}
+
+/** A loopback server answering every GET with `bytes` (the artifact store, as a node downloads from it). */
+async function serveBytes(bytes: Buffer): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer((_req, res) => res.writeHead(200, { 'content-length': bytes.length }).end(bytes));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/layer.tar`,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }

@@ -51,8 +51,20 @@ export interface CreateSandboxOnNode {
   metadata: Record<string, string>;
   /** Deadline the master gives this call (create_timeout_insec), for the agent's own cleanup. */
   timeoutMs: number;
-  /** Start from this captured layer on the node (a snapshot's files) instead of an empty writable layer. */
-  layerId?: string;
+  /** Start from this captured layer (a snapshot's files) instead of an empty writable layer. */
+  layer?: LayerRef;
+}
+
+/**
+ * A captured layer a create starts from. With downloadUrl the node fetches it when it lacks it
+ * (a stored snapshot, through the master) and keeps it, sha256-checked; without, it must be on
+ * the node already (a fork's capture, which never leaves the origin's node): 404 otherwise.
+ */
+export interface LayerRef {
+  layerId: string;
+  sha256: string;
+  sizeBytes: number;
+  downloadUrl?: string;
 }
 
 /** POST /v1/sandboxes/:id/pause. memory false: a filesystem pause (processes ended, files kept). */
@@ -76,6 +88,9 @@ export interface SnapshotSandboxOnNode {
   layerId: string;
 }
 
+/** The sha256 of a layer's archive (GET /v1/layers/:id/archive), and of a layer upload to the template center. */
+export const LAYER_SHA256_HEADER = 'x-svc-layer-sha256';
+
 /** A writable layer captured from a sandbox and kept on a node. */
 export interface LayerOnNode {
   layerId: string;
@@ -83,8 +98,8 @@ export interface LayerOnNode {
   sizeBytes: number;
   /** The template artifact the layer lies over; a create from the layer uses the same. */
   artifactId: string;
-  /** The sandbox it was captured from. */
-  sandboxId: string;
+  /** The sandbox it was captured from; absent on a node that downloaded it from the store. */
+  sandboxId?: string;
   /** What it holds: the sandbox's files. Runtimes that capture memory add 'memory' (the microVM issue). */
   contents: 'filesystem';
   createdAt: string;
@@ -241,6 +256,8 @@ export class NodeAgentClient {
     return this.http.post<LayerOnNode>(`/v1/sandboxes/${encodeURIComponent(id)}/snapshot`, req, { timeoutMs: 600_000 });
   }
   listLayers() { return this.http.get<LayerOnNode[]>('/v1/layers'); }
+  /** GET /v1/layers/:id/archive: the layer's tar, streamed (404 when the node lacks it). */
+  layerArchive(id: string) { return this.http.raw('GET', `/v1/layers/${encodeURIComponent(id)}/archive`, { timeoutMs: 0 }); }
   deleteLayer(id: string) { return this.http.delete<void>(`/v1/layers/${encodeURIComponent(id)}`); }
   listEndedSandboxes() { return this.http.get<EndedSandbox[]>('/v1/ended-sandboxes'); }
   ensureArtifact(artifactId: string, req: EnsureArtifact, timeoutMs = 600_000) {

@@ -1,13 +1,13 @@
 /**
  * The contract of the template center's routes as the master uses them (build, the artifact's
- * download and delete, the token every route asks), as one test suite. The template center runs
+ * download and delete, a snapshot layer's upload, the token every route asks), as one test suite. The template center runs
  * it (packages/template-center/src/template-center.contract.test.ts, a real build) and so does the
  * master's FakeTemplateCenter (packages/master/src/templates/testing/fake-template-center.contract.test.ts).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statusOf } from './contract-testing.ts';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { TemplateCenterClient, type ArtifactStored, type BuildRequest } from './template-center.ts';
 
 export interface TemplateCenterSubject {
@@ -36,6 +36,8 @@ export function templateCenterContract(name: string, make: () => Promise<Templat
         assert.equal(await statusOf(wrong.build(s.buildRequest())), 401);
         assert.equal(await statusOf(wrong.deleteArtifact('art-any')), 401);
         assert.equal((await wrong.download('art-any')).status, 401);
+        const bytes = randomBytes(1024);
+        assert.equal(await statusOf(wrong.putLayer('layer-any', { sha256: sha256Of(bytes), sizeBytes: bytes.length }, streamOf(bytes))), 401);
       });
 
       let artifact: ArtifactStored;
@@ -68,8 +70,57 @@ export function templateCenterContract(name: string, make: () => Promise<Templat
         assert.equal(gone.status, 404);
         await gone.body?.cancel();
       });
+
+      const layerId = `layer-${randomUUID().slice(0, 8)}`;
+      const layer = randomBytes(200 * 1024);
+      const layerMeta = { sha256: sha256Of(layer), sizeBytes: layer.length };
+      let layerStored: ArtifactStored;
+      await t.test('a layer upload is stored under its id (200, its sha256 and size)', async () => {
+        layerStored = await tc.putLayer(layerId, layerMeta, streamOf(layer));
+        assert.equal(layerStored.artifactId, layerId);
+        assert.equal(layerStored.sha256, layerMeta.sha256);
+        assert.equal(layerStored.sizeBytes, layer.length);
+        assert.ok(layerStored.storage === 'local' || layerStored.storage === 's3');
+      });
+
+      await t.test('the stored layer downloads whole as an artifact does', async () => {
+        const res = await tc.download(layerId);
+        assert.equal(res.status, 200);
+        assert.ok(Buffer.from(await res.arrayBuffer()).equals(layer));
+      });
+
+      await t.test('the same layer again is 200 with the same record', async () => {
+        assert.deepEqual(await tc.putLayer(layerId, layerMeta, streamOf(layer)), layerStored);
+      });
+
+      await t.test('other bytes under a stored layer id are 409', async () => {
+        const other = randomBytes(1024);
+        assert.equal(await statusOf(tc.putLayer(layerId, { sha256: sha256Of(other), sizeBytes: other.length }, streamOf(other))), 409);
+        const res = await tc.download(layerId);
+        assert.ok(Buffer.from(await res.arrayBuffer()).equals(layer), 'the stored layer is untouched');
+      });
+
+      await t.test('a layer whose bytes do not have its sha256 is 400 and nothing is kept', async () => {
+        const id = `layer-${randomUUID().slice(0, 8)}`;
+        const bytes = randomBytes(64 * 1024);
+        assert.equal(await statusOf(tc.putLayer(id, { sha256: sha256Of(Buffer.from('other')), sizeBytes: bytes.length }, streamOf(bytes))), 400);
+        assert.equal(await statusOf(tc.putLayer(id, { sha256: 'not-a-sha256', sizeBytes: bytes.length }, streamOf(bytes))), 400);
+        const gone = await tc.download(id);
+        assert.equal(gone.status, 404);
+        await gone.body?.cancel();
+      });
+
+      await t.test('a stored layer deletes as an artifact does; it is then 404', async () => {
+        assert.deepEqual(await tc.deleteArtifact(layerId), { deleted: true });
+        const gone = await tc.download(layerId);
+        assert.equal(gone.status, 404);
+        await gone.body?.cancel();
+      });
     } finally {
       await s.close();
     }
   });
 }
+
+const sha256Of = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+const streamOf = (b: Buffer) => new Blob([b]).stream();

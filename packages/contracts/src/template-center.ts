@@ -5,6 +5,11 @@
  *   POST /tc/api/v1/artifact/delete               → 200 { deleted: boolean } (body { artifactId })
  *   GET|HEAD /tc/api/v1/artifact/:artifactId      → the ext4 image (local store) or 302 to a presigned URL (s3)
  *   POST /tc/api/v1/artifact/migrate              → 200 ArtifactStored       (body { artifactId, localPath })
+ *   PUT  /tc/api/v1/layer/:layerId                → 200 ArtifactStored       (body: a snapshot layer's tar, streamed;
+ *        headers x-svc-layer-sha256 and content-length; 400 when they do not match what arrived, nothing kept;
+ *        409 when the id is stored with another sha256; 507 when the store lacks the room; the same
+ *        layer again is 200 and stores nothing new). The stored layer downloads and deletes as an
+ *        artifact does (GET|HEAD /tc/api/v1/artifact/:layerId, POST /tc/api/v1/artifact/delete).
  * Every /tc/api/v1 route requires X-Svc-Template-Callback-Token (compared in constant time with
  * SVC_TEMPLATE_CALLBACK_TOKEN): mismatch 401, token unset on this side 503, unless
  * SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN=true.
@@ -16,6 +21,9 @@ import { JsonClient } from '@svc/common';
 import type { ImageInfo, JobPhase, JobStatus } from './template-routes.ts';
 
 export const CALLBACK_TOKEN_HEADER = 'x-svc-template-callback-token';
+/** The sha256 a layer upload must have (PUT /tc/api/v1/layer/:layerId), as a node's archive says it. */
+export { LAYER_SHA256_HEADER } from './node-agent.ts';
+import { LAYER_SHA256_HEADER } from './node-agent.ts';
 
 export type { JobPhase, JobStatus };
 
@@ -104,6 +112,13 @@ export class TemplateCenterClient {
   deleteArtifact(artifactId: string) { return this.http.post<{ deleted: boolean }>('/tc/api/v1/artifact/delete', { artifactId }); }
   migrate(artifactId: string, localPath: string) {
     return this.http.post<ArtifactStored>('/tc/api/v1/artifact/migrate', { artifactId, localPath }, { timeoutMs: 600_000 });
+  }
+  /** Stores a snapshot layer (a tar) under its id in the artifact store, streamed from `body`. */
+  putLayer(layerId: string, meta: { sha256: string; sizeBytes: number }, body: ReadableStream<Uint8Array>) {
+    return this.http.request<ArtifactStored>('PUT', `/tc/api/v1/layer/${encodeURIComponent(layerId)}`, {
+      stream: body, timeoutMs: 3_600_000,
+      headers: { [LAYER_SHA256_HEADER]: meta.sha256, 'content-length': String(meta.sizeBytes) },
+    });
   }
   /** Raw response for streaming the image (or following the redirect). */
   download(artifactId: string, method: 'GET' | 'HEAD' = 'GET') {

@@ -15,6 +15,8 @@ import { SnapshotRepo } from './snapshots/repo.ts';
 import { SnapshotAwareResolver } from './snapshots/resolver.ts';
 import { registerSnapshotRoutes } from './snapshots/routes.ts';
 import { SnapshotService } from './snapshots/service.ts';
+import { TemplateCenterLayerStorage } from './snapshots/layer-storage.ts';
+import { TemplateCenterClient } from '@svc/contracts/template-center';
 
 export interface MasterOptions {
   logger: Logger;
@@ -46,20 +48,22 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const nodes = new NodeRegistry(db.kysely);
   const periodic = new Periodic(logger);
   const snapshotRepo = new SnapshotRepo(db.kysely);
-  const snapshotCatalog = new SnapshotCatalog(snapshotRepo, nodes, logger);
+  const layerStorage = new TemplateCenterLayerStorage(new TemplateCenterClient(cfg.template_center.addr, cfg.template_center.callback_token), cfg.master.addr);
+  const snapshotCatalog = new SnapshotCatalog(snapshotRepo, nodes, layerStorage, logger);
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
     : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog });
   const repo = new SandboxRepo(db.kysely, db.driver);
   const sandboxes = new SandboxService({
-    cfg, repo, nodes, templates: new SnapshotAwareResolver(templates.resolver, snapshotRepo), coordination, logger,
+    cfg, repo, nodes, templates: new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage), coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
   });
-  const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, logger });
+  const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
 
   app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));
   registerSandboxRoutes(app, sandboxes, logger);
   registerSnapshotRoutes(app, snapshots, snapshotCatalog);
+  layerStorage.registerDownloadRoute(app);
   registerNodeRoutes(app, nodes, (nodeId) => {
     sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'node reconcile failed'));
     templates.onNodeRegistered(nodeId);
@@ -74,6 +78,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     }
   });
   periodic.every('orphan snapshot layer sweep', 600_000, async () => { await snapshotCatalog.sweepOrphanLayers(); });
+  periodic.every('pending snapshot sweep', 600_000, async () => { await snapshotCatalog.finishPending(); }, { firstAfterMs: 30_000 });
   periodic.every('terminated sandbox purge', 600_000, () => repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS));
 
   const { host, port } = parseListen(cfg.master.listen);

@@ -72,7 +72,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const records = new RecordStore(join(stateDir, 'instances'));
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
-  const layers = new LayerStore(join(stateDir, 'layers'), logger);
+  const layers = new LayerStore(join(stateDir, 'layers'), logger, masterAddr || undefined);
   // runtime: auto picks gvisor; the microvm driver (KVM) comes later.
   const platform = await chooseGvisorPlatform(logger, opts.runscPath);
   const driver = new GvisorDriver({ stateRoot: join(stateDir, 'runsc'), names, logger, runscPath: opts.runscPath, platform });

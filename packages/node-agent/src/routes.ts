@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { TaskStats } from '@svc/common';
-import type { NodeInfo } from '@svc/contracts/node-agent';
+import { LAYER_SHA256_HEADER, type NodeInfo } from '@svc/contracts/node-agent';
 import type { SandboxService } from './sandboxes/service.ts';
 import { checkSandboxId, parseCreate, parseEnsureArtifact, parseNetworkUpdate, parsePause, parseResume, parseSnapshot } from './validate.ts';
 import { checkLayerId } from './artifacts/layer-store.ts';
@@ -37,6 +37,11 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   app.get('/v1/ended-sandboxes', async () => s.ended());
 
   app.get('/v1/layers', async () => s.listLayers());
+  app.get<IdParams>('/v1/layers/:id/archive', async (req, reply) => {
+    const { layer, stream } = s.layerArchive(checkLayerId(req.params.id));
+    return reply.header('content-type', 'application/x-tar').header('content-length', String(layer.sizeBytes))
+      .header(LAYER_SHA256_HEADER, layer.sha256).send(stream);
+  });
   app.delete<IdParams>('/v1/layers/:id', async (req, reply) => {
     await s.deleteLayer(checkLayerId(req.params.id));
     return reply.status(204).send();

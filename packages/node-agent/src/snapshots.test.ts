@@ -33,7 +33,7 @@ describe('node agent snapshots: a captured writable layer (real runsc)', () => {
     const layer = await client.snapshotSandbox(origin.sandboxId, { layerId: 'snap-layer-1' });
     await sh(origin.sandboxId, 'echo after > /root/after');
 
-    const child = { ...createRequest(t.env), layerId: layer.layerId };
+    const child = { ...createRequest(t.env), layer: { layerId: layer.layerId, sha256: layer.sha256, sizeBytes: layer.sizeBytes } };
     await client.createSandbox(child);
     try {
       assert.equal(await sh(child.sandboxId, 'cat /root/a /root/late /srv/d/f'), 'before\nlate\ndeep\n');
@@ -57,7 +57,7 @@ describe('node agent snapshots: a captured writable layer (real runsc)', () => {
     await client.createSandbox(origin);
     await sh(origin.sandboxId, 'echo shared > /root/s');
     const layer = await client.snapshotSandbox(origin.sandboxId, { layerId: 'snap-layer-2' });
-    const [a, b] = [{ ...createRequest(t.env), layerId: layer.layerId }, { ...createRequest(t.env), layerId: layer.layerId }];
+    const [a, b] = [{ ...createRequest(t.env), layer: { layerId: layer.layerId, sha256: layer.sha256, sizeBytes: layer.sizeBytes } }, { ...createRequest(t.env), layer: { layerId: layer.layerId, sha256: layer.sha256, sizeBytes: layer.sizeBytes } }];
     await Promise.all([client.createSandbox(a), client.createSandbox(b)]);
     try {
       await sh(a.sandboxId, 'echo mine > /root/s');

@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/common';
 import { checkLayerId } from './artifacts/layer-store.ts';
-import type { CreateSandboxOnNode, EnsureArtifact, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode } from '@svc/contracts/node-agent';
+import type { CreateSandboxOnNode, EnsureArtifact, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -70,7 +70,18 @@ export function parseCreate(body: unknown, defaults: { diskSizeMB: number; timeo
     network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut') },
     metadata: stringMap(body.metadata, 'metadata'),
     timeoutMs: body.timeoutMs === undefined ? defaults.timeoutMs : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
-    ...(body.layerId === undefined ? {} : { layerId: checkLayerId(body.layerId) }),
+    ...(body.layer === undefined ? {} : { layer: parseLayerRef(body.layer) }),
+  };
+}
+
+function parseLayerRef(v: unknown): LayerRef {
+  if (!isObject(v)) throw badRequest('layer must be an object {layerId, sha256, sizeBytes, downloadUrl?}');
+  const layerId = checkLayerId(v.layerId);
+  if (typeof v.sha256 !== 'string' || !/^[0-9a-fA-F]{64}$/.test(v.sha256)) throw badRequest('layer.sha256 must be 64 hex digits');
+  if (v.downloadUrl !== undefined && (typeof v.downloadUrl !== 'string' || !v.downloadUrl)) throw badRequest('layer.downloadUrl must be a non-empty string');
+  return {
+    layerId, sha256: v.sha256.toLowerCase(), sizeBytes: int(v.sizeBytes, 'layer.sizeBytes', 0, Number.MAX_SAFE_INTEGER),
+    ...(v.downloadUrl === undefined ? {} : { downloadUrl: v.downloadUrl as string }),
   };
 }
 

@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPlatform, Upstream } from './testing/harness.ts';
+import { freePort } from '@svc/common';
 
 function selfSigned(): { cert: string; key: string } {
   const dir = mkdtempSync(join(tmpdir(), 'svc-proxy-tls-'));
@@ -19,13 +19,6 @@ function selfSigned(): { cert: string; key: string } {
   }
 }
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address() as { port: number };
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
 
 test('HTTPS listener (proxy.https_port with a certificate): routes like HTTP and says X-Forwarded-Proto: https', async () => {
   const tls = selfSigned();

@@ -6,6 +6,7 @@ import { BlobCache } from './blobs/blob-cache.ts';
 import { blobCacheOf } from './blobs/blob-cache-env.ts';
 import { CallbackSender } from './build/callback-sender.ts';
 import { JobRunner } from './build/job-runner.ts';
+import { registerLayerRoutes } from './layer-routes.ts';
 import type { ProgressTiming } from './build/progress-reporter.ts';
 import { parseBuildRequest } from './build-request.ts';
 import { CALLBACK_TOKEN_HEADER } from '@svc/contracts/template-center';
@@ -47,9 +48,9 @@ export interface RunningTemplateCenter {
 }
 
 /**
- * The template center: builds ext4 root filesystems from images and keeps them (docs/templates.md, "Template
- * center behaviour"). Its routes live on loopback by default and all but /health require the
- * template callback token.
+ * The template center: builds ext4 root filesystems from images and keeps them, and snapshot layers
+ * (docs/templates.md, "Template center behaviour", "Snapshot layers"). Its routes live on loopback by
+ * default and all but /health require the template callback token.
  */
 export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOptions): Promise<RunningTemplateCenter> {
   const tc = cfg.template_center;
@@ -86,6 +87,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
       return reply.status(202).send({ jobId: build.jobId });
     });
     registerArtifactRoutes(scope, store);
+    await registerLayerRoutes(scope, store);
   });
 
   const { host, port } = parseListen(tc.listen);

@@ -175,7 +175,7 @@ function nodeAgentRoutes(k: Known): RouteSpec[] {
   const createOnNode = json({
     sandboxId: 'fuzz-node-sandbox', templateId: MISSING_TEMPLATE, artifact: { artifactId: 'art-fuzz', ...artifact }, cpuCount: 1, memoryMB: 128,
     diskSizeMB: 512, envVars: { FUZZ: '1' }, envdAccessToken: 'tok', allowInternetAccess: false, network: { allowOut: [], denyOut: [] },
-    metadata: { owner: 'fuzz' }, timeoutMs: 5_000, layerId: 'layer-fuzz',
+    metadata: { owner: 'fuzz' }, timeoutMs: 5_000, layer: { layerId: 'layer-fuzz', sha256: HEX64, sizeBytes: 1, downloadUrl: NOWHERE },
   } satisfies Required<CreateSandboxOnNode>);
   const n = (method: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({ component: 'node-agent', method, path, auth: 'none', bodyLimit: MB, ...extra });
   void k;
@@ -193,6 +193,7 @@ function nodeAgentRoutes(k: Known): RouteSpec[] {
     n('POST', '/v1/sandboxes/:id/snapshot', { params: { id: 'deadSandbox' }, body: json({ layerId: 'layer-fuzz' }) }),
     n('GET', '/v1/layers'),
     n('DELETE', '/v1/layers/:id', { params: { id: 'bogus' } }),
+    n('GET', '/v1/layers/:id/archive', { params: { id: 'bogus' } }),
     n('GET', '/v1/artifacts'),
     n('POST', '/v1/artifacts/:id', { params: { id: 'bogus' }, body: json(artifact) }),
     n('DELETE', '/v1/artifacts/:id', { params: { id: 'bogus' } }),

@@ -1,5 +1,5 @@
 /** What the sandbox service needs from the rest of the master, as small interfaces. */
-import type { ArtifactRef } from '@svc/contracts/node-agent';
+import type { ArtifactRef, LayerRef } from '@svc/contracts/node-agent';
 
 export interface ResolvedTemplate {
   templateId: string;
@@ -10,8 +10,11 @@ export interface ResolvedTemplate {
   diskSizeMB: number;
   /** The image's environment (ENV of its config), under the request's own env vars. */
   envVars?: Record<string, string>;
-  /** A snapshot's captured files: the sandbox starts from this layer, on the node that keeps it. */
-  layer?: { snapshotId: string; layerId: string; nodeId: string };
+  /**
+   * A snapshot's captured files: the sandbox starts from this layer, which its node downloads
+   * when it lacks it; nodeId when only that node has it (a fork's capture).
+   */
+  layer?: { snapshotId: string; ref: LayerRef; nodeId?: string };
 }
 
 export interface TemplateResolver {

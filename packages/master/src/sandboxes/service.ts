@@ -54,8 +54,8 @@ export class SandboxService {
     const memoryMB = input.memoryMB ?? tpl.memoryMB ?? this.d.cfg.svclet_conf.default_memory_mb;
     const now = Date.now();
     const deadline = T.atCreate(now, input.timeout, this.d.cfg.svclet_conf.default_timeout_insec);
-    // A snapshot's layer is kept on one node: its sandboxes start there.
-    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer ? { onNode: tpl.layer.nodeId } : {}) });
+    // A fork's capture is on the origin's node only: its sandboxes start there.
+    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}) });
     const envVars = { ...tpl.envVars, ...input.envVars };
     const sandboxId = newSandboxId();
     // A private sandbox is always secure: its envd port is guarded by the envd access token.
@@ -67,7 +67,7 @@ export class SandboxService {
     try {
       node = await client.createSandbox({
         sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
-        envVars, envdAccessToken, ...(tpl.layer ? { layerId: tpl.layer.layerId } : {}), allowInternetAccess: input.allowInternetAccess !== false,
+        envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
         network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut },
         metadata: input.metadata, timeoutMs,
       });

@@ -1,18 +1,21 @@
 import { badRequest, conflict, notFound, type Logger, type SvcError } from '@svc/common';
 import type { ListSnapshotsQuery, SnapshotPage, SnapshotRecord } from '@svc/contracts/master';
 import type { NodeRegistry } from '../nodes/registry.ts';
+import { copyLayerToStore } from './layer-copy.ts';
+import type { LayerStorage } from './ports.ts';
 import type { SnapshotDbRow, SnapshotRepo } from './repo.ts';
 
 /** How old a layer no snapshot names must be before the sweep removes it (a capture takes less). */
 const ORPHAN_MIN_AGE_MS = 15 * 60_000;
 
 /**
- * The snapshots there are: listed, found, deleted (with their layer on the node that keeps it).
+ * The snapshots there are: listed, found, deleted (with their layer, in the artifact store and on
+ * every node that has a copy), and the sweeps that finish or clear what a crash left half-done.
  * Needs no sandbox service, so the template module can use it (E2B deletes a snapshot through
  * DELETE /templates/{id}).
  */
 export class SnapshotCatalog {
-  constructor(private readonly repo: SnapshotRepo, private readonly nodes: NodeRegistry, private readonly logger: Logger) {}
+  constructor(private readonly repo: SnapshotRepo, private readonly nodes: NodeRegistry, private readonly storage: LayerStorage, private readonly logger: Logger) {}
 
   async list(q: ListSnapshotsQuery): Promise<SnapshotPage> {
     const limit = q.limit === undefined ? 100 : Number(q.limit);
@@ -42,18 +45,64 @@ export class SnapshotCatalog {
     return true;
   }
 
+  /**
+   * Copies on nodes first (a node where a create is reading it answers 409, and the snapshot
+   * stays), then the record, then the store's copy: a crash in between leaves a layer that no
+   * record names, never a record without its layer.
+   */
   private async deleteRow(row: SnapshotDbRow, ref: string): Promise<void> {
-    const node = await this.nodes.client(row.node_id).catch(() => undefined);
-    if (node) {
-      await node.deleteLayer(row.layer_id).catch((err: SvcError) => {
-        if (err.status === 404) return; // already gone from its node
-        throw err.status === 409 ? conflict(`snapshot ${ref}: ${err.message}`) : err;
-      });
-    } else {
-      this.logger.warn({ snapshotId: row.snapshot_id, nodeId: row.node_id }, 'snapshot deleted while its node is unknown; its layer stays there');
-    }
+    await this.deleteFromNodes(row.layer_id, (err) => { throw conflict(`snapshot ${ref}: ${err.message}`); });
     await this.repo.delete(row.snapshot_id);
+    await this.storage.delete(row.layer_id).catch((err: Error) => {
+      this.logger.warn({ snapshotId: row.snapshot_id, err: err.message }, 'snapshot deleted; its layer stays in the artifact store');
+    });
     this.logger.info({ snapshotId: row.snapshot_id }, 'snapshot deleted');
+  }
+
+  /** Drops a capture that could not be made ready: its copies, its record. Failures are logged; the sweeps finish the job. */
+  async discard(snapshotId: string, layerId: string): Promise<void> {
+    await this.deleteFromNodes(layerId, (err) => this.logger.warn({ snapshotId, err: err.message }, 'discarded capture still read on a node; the orphan sweep removes it'));
+    await this.storage.delete(layerId).catch((err: Error) => this.logger.warn({ snapshotId, err: err.message }, 'discarded capture stays in the artifact store'));
+    await this.repo.delete(snapshotId).catch((err: Error) => this.logger.warn({ snapshotId, err: err.message }, 'discarded capture still recorded as pending; the pending sweep retries'));
+  }
+
+  private async deleteFromNodes(layerId: string, onBusy: (err: SvcError) => void): Promise<void> {
+    for (const nodeId of await this.nodes.liveNodeIds()) {
+      const node = await this.nodes.client(nodeId);
+      await node.deleteLayer(layerId).catch((err: SvcError) => {
+        if (err.status === 404) return; // this node has no copy
+        if (err.status === 409) return onBusy(err);
+        this.logger.warn({ nodeId, layerId, err: err.message }, 'layer copy not removed from a node; the orphan sweep removes it');
+      });
+    }
+  }
+
+  /**
+   * Finishes captures a master stopped before it copied their layer into the store (and rows
+   * from before layers were stored): copied now and made ready, or, when their node no longer
+   * has the layer, removed. A capture younger than `minAgeMs` may be under way and waits.
+   */
+  async finishPending(minAgeMs = ORPHAN_MIN_AGE_MS): Promise<{ ready: string[]; removed: string[] }> {
+    const ready: string[] = [];
+    const removed: string[] = [];
+    const live = new Set(await this.nodes.liveNodeIds());
+    for (const row of await this.repo.pending(Date.now() - minAgeMs)) {
+      if (!live.has(row.node_id)) continue; // its node may come back with the layer
+      try {
+        await copyLayerToStore(await this.nodes.client(row.node_id), this.storage, { layerId: row.layer_id, sha256: row.layer_sha256, sizeBytes: Number(row.size_bytes) });
+        await this.repo.markReady(row.snapshot_id, row.name);
+        ready.push(row.snapshot_id);
+      } catch (err) {
+        if ((err as SvcError).status !== 404) {
+          this.logger.warn({ snapshotId: row.snapshot_id, err: (err as Error).message }, 'pending snapshot not stored yet; the next sweep tries again');
+          continue;
+        }
+        await this.discard(row.snapshot_id, row.layer_id);
+        removed.push(row.snapshot_id);
+      }
+    }
+    if (ready.length || removed.length) this.logger.info({ ready, removed }, 'pending snapshots finished');
+    return { ready, removed };
   }
 
   /**

@@ -8,18 +8,28 @@ export type SnapshotDbRow = Selectable<SnapshotRow>;
 export class SnapshotRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** Inserts a snapshot; a name it takes is first taken from the snapshot that had it. */
-  async insert(row: SnapshotRow): Promise<void> {
+  /** Records a capture whose layer is not in the store yet (status pending, no name). */
+  async insertPending(row: Omit<SnapshotRow, 'status' | 'name'>): Promise<void> {
+    await this.db.insertInto('t_svc_snapshot').values({ ...row, name: null, status: 'pending' }).execute();
+  }
+
+  /** The layer is in the store: the snapshot is listed and usable, and takes its name from any snapshot that had it. */
+  async markReady(id: string, name: string | null): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
-      if (row.name !== null) await tx.updateTable('t_svc_snapshot').set({ name: null }).where('name', '=', row.name).execute();
-      await tx.insertInto('t_svc_snapshot').values(row).execute();
+      if (name !== null) await tx.updateTable('t_svc_snapshot').set({ name: null }).where('name', '=', name).execute();
+      await tx.updateTable('t_svc_snapshot').set({ status: 'ready', ...(name === null ? {} : { name }) }).where('snapshot_id', '=', id).execute();
     });
   }
 
-  /** By id, else by name. */
+  /** A ready snapshot by id, else by name. */
   async resolve(ref: string): Promise<SnapshotDbRow | undefined> {
-    return (await this.db.selectFrom('t_svc_snapshot').selectAll().where('snapshot_id', '=', ref).executeTakeFirst())
-      ?? this.db.selectFrom('t_svc_snapshot').selectAll().where('name', '=', ref).executeTakeFirst();
+    const ready = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready');
+    return (await ready.where('snapshot_id', '=', ref).executeTakeFirst()) ?? ready.where('name', '=', ref).executeTakeFirst();
+  }
+
+  /** Captures whose layer has not reached the store, taken before `before`. */
+  async pending(before: number): Promise<SnapshotDbRow[]> {
+    return this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'pending').where('created_at', '<', before).execute();
   }
 
   async delete(id: string): Promise<void> {
@@ -28,7 +38,7 @@ export class SnapshotRepo {
 
   /** Newest first, keyset-paginated on (created_at, snapshot_id). */
   async list(opts: { sandboxId?: string; ref?: string; after?: { createdAt: number; id: string }; limit: number }): Promise<SnapshotDbRow[]> {
-    let q = this.db.selectFrom('t_svc_snapshot').selectAll();
+    let q = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready');
     if (opts.sandboxId) q = q.where('sandbox_id', '=', opts.sandboxId);
     if (opts.ref) {
       const ref = opts.ref;
@@ -41,6 +51,7 @@ export class SnapshotRepo {
     return q.orderBy('created_at', 'desc').orderBy('snapshot_id', 'desc').limit(opts.limit).execute();
   }
 
+  /** Every snapshot's layer, pending ones too. */
   async layerIds(): Promise<Set<string>> {
     return new Set((await this.db.selectFrom('t_svc_snapshot').select('layer_id').execute()).map((r) => r.layer_id));
   }

@@ -1,15 +1,16 @@
 import { SvcError } from '@svc/common';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
+import type { LayerStorage } from './ports.ts';
 import type { SnapshotRepo } from './repo.ts';
 
 /**
  * What a create's `templateID` names: a template (id or alias) first, else a snapshot (id or
  * name), as E2B's `Sandbox.create(snapshotId)` passes a snapshot where a template goes. A
- * snapshot starts from its template's artifact with its captured layer, on the node keeping it,
- * with the environment its sandbox had. Neither: the template's 404.
+ * snapshot starts from its template's artifact with its captured layer, which the node downloads
+ * from the artifact store when it lacks it, with the environment its sandbox had. Neither: the template's 404.
  */
 export class SnapshotAwareResolver implements TemplateResolver {
-  constructor(private readonly templates: TemplateResolver, private readonly snapshots: SnapshotRepo) {}
+  constructor(private readonly templates: TemplateResolver, private readonly snapshots: SnapshotRepo, private readonly storage: LayerStorage) {}
 
   async resolveForCreate(ref: string): Promise<ResolvedTemplate> {
     try {
@@ -23,7 +24,10 @@ export class SnapshotAwareResolver implements TemplateResolver {
         artifact: await this.templates.artifactRef(s.artifact_id),
         cpuCount: Number(s.cpu_count), memoryMB: Number(s.memory_mb), diskSizeMB: Number(s.disk_size_mb),
         envVars: JSON.parse(s.env_vars) as Record<string, string>,
-        layer: { snapshotId: s.snapshot_id, layerId: s.layer_id, nodeId: s.node_id },
+        layer: {
+          snapshotId: s.snapshot_id,
+          ref: { layerId: s.layer_id, sha256: s.layer_sha256, sizeBytes: Number(s.size_bytes), downloadUrl: this.storage.downloadUrl(s.layer_id) },
+        },
       };
     }
   }

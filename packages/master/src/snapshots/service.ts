@@ -7,7 +7,9 @@ import type { TemplateResolver } from '../sandboxes/ports.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { SnapshotRepo } from './repo.ts';
-import { toRecord } from './catalog.ts';
+import { toRecord, type SnapshotCatalog } from './catalog.ts';
+import { copyLayerToStore } from './layer-copy.ts';
+import type { LayerStorage } from './ports.ts';
 
 /** A snapshot name: letters, digits, '.', '_' and '-', as a template alias. */
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -18,14 +20,17 @@ export interface SnapshotServiceDeps {
   nodes: NodeRegistry;
   /** Templates alone (not snapshots): a snapshot name may not be a template's. */
   templates: TemplateResolver;
+  storage: LayerStorage;
+  catalog: SnapshotCatalog;
   logger: Logger;
 }
 
 /**
  * Taking snapshots and forks (docs/api.md, "Snapshots"). A snapshot is a running sandbox's
- * writable layer captured by its node agent and kept there; a create names it where a template
- * goes (SnapshotAwareResolver); SnapshotCatalog lists and deletes them. A fork captures once and
- * starts `count` sandboxes from that capture, which is dropped when they have started.
+ * writable layer captured by its node agent, recorded as pending, copied into the artifact store
+ * and only then ready (listed, usable); a create names it where a template goes
+ * (SnapshotAwareResolver); SnapshotCatalog lists and deletes them. A fork captures once and
+ * starts `count` sandboxes from that capture on the origin's node; the capture is then dropped.
  */
 export class SnapshotService {
   constructor(private readonly d: SnapshotServiceDeps) {}
@@ -36,20 +41,29 @@ export class SnapshotService {
     const snapshotId = `snap-${randomId(16)}`;
     const layer = await src.node.snapshotSandbox(sandboxId, { layerId: snapshotId });
     const row = {
-      snapshot_id: snapshotId, name: name ?? null, sandbox_id: sandboxId, template_id: src.record.templateId,
+      snapshot_id: snapshotId, sandbox_id: sandboxId, template_id: src.record.templateId,
       artifact_id: layer.artifactId, layer_id: layer.layerId, layer_sha256: layer.sha256, size_bytes: layer.sizeBytes,
       node_id: src.record.nodeId, contents: layer.contents, cpu_count: src.record.cpuCount, memory_mb: src.record.memoryMB,
       disk_size_mb: src.record.diskSizeMB, env_vars: JSON.stringify(src.envVars), created_at: Date.now(),
     };
     try {
-      await this.d.repo.insert(row);
+      await this.d.repo.insertPending(row);
     } catch (err) {
       // Nothing half-made is kept: a layer without its record would never be listed or collected.
       await src.node.deleteLayer(layer.layerId).catch((e: Error) => this.d.logger.warn({ snapshotId, err: e.message }, 'layer of an unrecorded snapshot left on its node'));
       throw new SvcError(503, `snapshot of ${sandboxId} could not be recorded (${(err as Error).message}); nothing was kept, retry`);
     }
+    try {
+      await copyLayerToStore(src.node, this.d.storage, layer);
+      await this.d.repo.markReady(snapshotId, name ?? null);
+    } catch (err) {
+      await this.d.catalog.discard(snapshotId, layer.layerId);
+      const e = toSvcError(err);
+      if (e.status === 507) throw e;
+      throw new SvcError(503, `snapshot of ${sandboxId} could not be stored (${e.message}); nothing was kept, retry`);
+    }
     this.d.logger.info({ snapshotId, sandboxId, name, sizeBytes: layer.sizeBytes }, 'snapshot taken');
-    return toRecord(row);
+    return toRecord({ ...row, name: name ?? null, status: 'ready' });
   }
 
   /**
@@ -67,7 +81,7 @@ export class SnapshotService {
       const resolved = {
         templateId: o.templateId, ...(o.alias ? { alias: o.alias } : {}), artifact: await this.d.templates.artifactRef(layer.artifactId),
         cpuCount: o.cpuCount, memoryMB: o.memoryMB, diskSizeMB: o.diskSizeMB, envVars: src.envVars,
-        layer: { snapshotId: layerId, layerId, nodeId: o.nodeId },
+        layer: { snapshotId: layerId, ref: { layerId, sha256: layer.sha256, sizeBytes: layer.sizeBytes }, nodeId: o.nodeId },
       };
       const create: CreateSandboxInput = {
         template: o.templateId, ...(input?.timeout === undefined ? {} : { timeout: input.timeout }),

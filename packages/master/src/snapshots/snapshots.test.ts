@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { defaultConfig, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
+import { defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
 import type { CreateSandboxInput } from '@svc/contracts/master';
 import { openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrator.ts';
@@ -15,6 +15,11 @@ import { SnapshotCatalog } from './catalog.ts';
 import { SnapshotRepo } from './repo.ts';
 import { SnapshotAwareResolver } from './resolver.ts';
 import { SnapshotService } from './service.ts';
+import Fastify from 'fastify';
+import { TemplateCenterClient } from '@svc/contracts/template-center';
+import { NodeAgentClient } from '@svc/contracts/node-agent';
+import { FakeTemplateCenter } from '../templates/testing/fake-template-center.ts';
+import { TemplateCenterLayerStorage } from './layer-storage.ts';
 
 const templates: TemplateResolver = {
   async resolveForCreate(ref) {
@@ -43,15 +48,25 @@ async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
   for (const [nodeId, node, memoryMB] of [['n1', n1, 8192], ['n2', n2, 16384]] as const) {
     await nodes.register({ nodeId, address: node.url, runtime: 'gvisor', pauseKinds: ['freeze', 'filesystem'], capacity: { cpuCount: 2, memoryMB }, pausedResourceReleaseRatio: 0, version: 't' });
   }
+  // The artifact store (the fake template center) and the master's layer download route.
+  const tc = await new FakeTemplateCenter('tok').start();
+  const masterApp = Fastify();
+  const masterPort = await freePort();
+  const storage = new TemplateCenterLayerStorage(new TemplateCenterClient(tc.url, 'tok'), `http://127.0.0.1:${masterPort}`);
+  storage.registerDownloadRoute(masterApp);
+  await masterApp.listen({ host: '127.0.0.1', port: masterPort });
   const repo = new SnapshotRepo(db.kysely);
-  const catalog = new SnapshotCatalog(repo, nodes, silentLogger());
+  const catalog = new SnapshotCatalog(repo, nodes, storage, silentLogger());
   const sandboxes = new SandboxService({
-    cfg: defaultConfig('/tmp/svc-test'), repo: new SandboxRepo(db.kysely, db.driver), nodes, templates: new SnapshotAwareResolver(templates, repo),
+    cfg: defaultConfig('/tmp/svc-test'), repo: new SandboxRepo(db.kysely, db.driver), nodes, templates: new SnapshotAwareResolver(templates, repo, storage),
     coordination: new MemoryCoordination(), logger: silentLogger(), proxies: { purge: async () => {} },
   });
-  const snapshots = new SnapshotService({ repo, sandboxes, nodes, templates, logger: silentLogger() });
+  const snapshots = new SnapshotService({ repo, sandboxes, nodes, templates, storage, catalog, logger: silentLogger() });
   const nodeOf = (id: string) => (n1.sandboxes.has(id) ? n1 : n2);
-  return { db, n1, n2, nodeOf, sandboxes, snapshots, catalog, async close() { await n1.close(); await n2.close(); await db.close(); } };
+  return {
+    db, n1, n2, tc, nodes, nodeOf, repo, sandboxes, snapshots, catalog,
+    async close() { await n1.close(); await n2.close(); await tc.close(); await masterApp.close(); await db.close(); },
+  };
 }
 
 for (const tdb of availableTestDatabases()) {
@@ -61,20 +76,58 @@ for (const tdb of availableTestDatabases()) {
     try {
       const origin = await h.sandboxes.create(input({ envVars: { MINE: 'yes' }, metadata: { app: 'a' } }));
       const originNode = h.nodeOf(origin.sandboxId);
+      // n2 says it is busy: sandboxes from a snapshot taken there are placed on n1, which must
+      // download the layer.
+      const big = await h.sandboxes.create(input({ envVars: { MINE: 'yes' } }));
+      assert.equal(big.nodeId, 'n2');
+      await h.nodes.heartbeat('n2', { sandboxes: { running: 2, paused: 0 }, usedMemoryMB: 12_000 });
 
-      await t.test('a snapshot is captured on the sandbox\'s node and recorded; creates from it start there from its layer, with its environment', async () => {
-        const snap = await h.snapshots.create(origin.sandboxId, { name: 'first' });
+      await t.test('a snapshot is captured on the sandbox\'s node and copied into the artifact store; a create from it runs on any node, which downloads the layer once, with its environment', async () => {
+        const snap = await h.snapshots.create(big.sandboxId, { name: 'first' });
         assert.equal(snap.name, 'first');
         assert.match(snap.snapshotId, /^snap-[a-z0-9]{16}$/);
-        assert.deepEqual([snap.sandboxId, snap.templateId, snap.contents, snap.nodeId], [origin.sandboxId, 'tpl-base', 'filesystem', origin.nodeId]);
+        assert.deepEqual([snap.sandboxId, snap.templateId, snap.contents, snap.nodeId], [big.sandboxId, 'tpl-base', 'filesystem', 'n2']);
+        assert.deepEqual(h.tc.files.get(snap.snapshotId), h.n2.layerBytes.get(snap.snapshotId), 'the store holds the layer the node captured');
         for (const ref of [snap.snapshotId, 'first']) {
-          const child = await h.sandboxes.create(input({ template: ref }));
-          assert.equal(child.nodeId, origin.nodeId, 'on the node that keeps the layer, though the other has more room');
+          const child = await h.sandboxes.create(input({ template: ref, memoryMB: 256 }));
+          assert.equal(child.nodeId, 'n1', 'placed by room, not on the capturing node');
           assert.equal(child.templateId, 'tpl-base');
-          assert.ok(originNode.calls.includes(`create ${child.sandboxId}`));
           const row = await h.db.kysely.selectFrom('t_svc_sandbox').select('env_vars').where('sandbox_id', '=', child.sandboxId).executeTakeFirstOrThrow();
           assert.deepEqual(JSON.parse(row.env_vars!), { FROM_IMAGE: '1', MINE: 'yes' });
         }
+        assert.deepEqual(h.n1.calls.filter((c) => c.startsWith('download layer')), [`download layer ${snap.snapshotId}`], 'downloaded once, then kept');
+        assert.deepEqual(h.n1.layerBytes.get(snap.snapshotId), h.n2.layerBytes.get(snap.snapshotId));
+      });
+
+      await t.test('a capture the store refuses is not kept anywhere: no record, no copy on its node; the store\'s 507 reaches the caller', async () => {
+        const before = (await h.catalog.list({})).snapshots.length;
+        h.tc.failLayerWith = 507;
+        try {
+          assert.equal(await statusOf(h.snapshots.create(origin.sandboxId, { name: 'too-big' })), 507);
+        } finally {
+          h.tc.failLayerWith = null;
+        }
+        assert.equal((await h.catalog.list({})).snapshots.length, before);
+        assert.equal((await h.db.kysely.selectFrom('t_svc_snapshot').select('snapshot_id').where('status', '=', 'pending').execute()).length, 0);
+        assert.ok(![...originNode.layers.keys()].some((l) => !h.tc.files.has(l) && l.startsWith('snap-')), 'no layer on the node without its stored copy');
+      });
+
+      await t.test('the pending sweep stores a capture a master stopped before storing, and drops one whose node lost the layer', async () => {
+        const layer = await new NodeAgentClient(originNode.url).snapshotSandbox(origin.sandboxId, { layerId: 'snap-crashedbefore0' });
+        const row = (layerId: string) => ({
+          snapshot_id: layerId, sandbox_id: origin.sandboxId, template_id: 'tpl-base', artifact_id: 'art-1', layer_id: layerId,
+          layer_sha256: layer.sha256, size_bytes: layer.sizeBytes, node_id: origin.nodeId, contents: 'filesystem', cpu_count: 1,
+          memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', created_at: Date.now() - 3600_000,
+        });
+        await h.repo.insertPending(row('snap-crashedbefore0'));
+        await h.repo.insertPending(row('snap-layergone00000'));
+        await h.repo.insertPending({ ...row('snap-underway000000'), created_at: Date.now() });
+        assert.deepEqual(await h.catalog.finishPending(), { ready: ['snap-crashedbefore0'], removed: ['snap-layergone00000'] });
+        assert.equal((await h.catalog.list({ name: 'snap-crashedbefore0' })).snapshots.length, 1, 'listed once stored');
+        assert.ok(h.tc.files.has('snap-crashedbefore0'));
+        assert.equal(await statusOf(h.catalog.delete('snap-underway000000')), 404, 'a capture under way is neither listed nor found');
+        await h.catalog.delete('snap-crashedbefore0');
+        await h.repo.delete('snap-underway000000');
       });
 
       await t.test('a name moves to the newest snapshot given it; list pages newest first and filters by sandbox and by name', async () => {
@@ -87,7 +140,7 @@ for (const tdb of availableTestDatabases()) {
         const p2 = await h.catalog.list({ limit: 2, nextToken: p1.nextToken });
         assert.equal(p2.snapshots.length, 1);
         assert.equal(p2.nextToken, undefined);
-        assert.equal((await h.catalog.list({ sandboxId: origin.sandboxId })).snapshots.length, 2);
+        assert.equal((await h.catalog.list({ sandboxId: origin.sandboxId })).snapshots.length, 1);
         assert.deepEqual((await h.catalog.list({ name: 'first' })).snapshots.map((s) => s.snapshotId), [second.snapshotId]);
         assert.equal((await h.catalog.list({ sandboxId: origin.sandboxId })).snapshots.filter((s) => s.name === 'first').length, 1);
         assert.equal(await statusOf(h.catalog.list({ nextToken: 'garbage' })), 400);
@@ -107,12 +160,13 @@ for (const tdb of availableTestDatabases()) {
         assert.equal(await statusOf(h.snapshots.fork(paused.sandboxId, {})), 409);
       });
 
-      await t.test('delete: its layer goes from its node; a create from it is then a 404; deleting again is a 404', async () => {
-        const snap = await h.snapshots.create(origin.sandboxId, {});
-        const layers = () => [...originNode.layers.keys()];
-        assert.ok(layers().includes(snap.snapshotId));
+      await t.test('delete: its layer goes from the store and from every node with a copy; a create from it is then a 404; deleting again is a 404', async () => {
+        const snap = await h.snapshots.create(big.sandboxId, {});
+        assert.equal((await h.sandboxes.create(input({ template: snap.snapshotId, memoryMB: 256 }))).nodeId, 'n1');
+        const copies = () => [h.n1, h.n2].filter((n) => n.layers.has(snap.snapshotId)).length + (h.tc.files.has(snap.snapshotId) ? 1 : 0);
+        assert.equal(copies(), 3);
         await h.catalog.delete(snap.snapshotId);
-        assert.ok(!layers().includes(snap.snapshotId));
+        assert.equal(copies(), 0);
         assert.equal(await statusOf(h.sandboxes.create(input({ template: snap.snapshotId }))), 404);
         assert.equal(await statusOf(h.catalog.delete(snap.snapshotId)), 404);
         assert.equal(await h.catalog.deleteIfSnapshot('nothing-here'), false);

@@ -1,4 +1,7 @@
-/** t_svc_snapshot: a sandbox's captured files, kept as a layer on the node that took it. */
+/**
+ * t_svc_snapshot: a sandbox's captured files, a layer kept in the artifact store (the template
+ * center's) and cached on the nodes that used it.
+ */
 export interface SnapshotRow {
   snapshot_id: string;
   /** A name the user gave it; unique, moved to the newest snapshot given the same name. */
@@ -10,8 +13,10 @@ export interface SnapshotRow {
   layer_id: string;
   layer_sha256: string;
   size_bytes: number;
-  /** The node that keeps the layer (creates from the snapshot run there). */
+  /** The node that captured the layer (and keeps a copy of it). */
   node_id: string;
+  /** 'pending' while the layer is on its node only, 'ready' once it is in the artifact store. */
+  status: 'pending' | 'ready';
   /** 'filesystem'; runtimes that capture memory add kinds (the microVM issue). */
   contents: string;
   cpu_count: number;

@@ -20,6 +20,7 @@ import type { JobAccepted, JobInfo, TemplateCreate } from '@svc/contracts/templa
 
 export type { TemplateCreate, TemplateInfo, JobInfo, JobAccepted } from '@svc/contracts/template-routes';
 export { deleteSnapshotNamed, type SnapshotDeletion } from './routes/e2b.ts';
+export { relayFromTemplateCenter } from './relay.ts';
 
 export interface TemplatesDeps {
   app: FastifyInstance;

@@ -5,8 +5,8 @@
  * use the real node agent.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { createHash } from 'node:crypto';
-import type { CreateSandboxOnNode, LayerOnNode, NodeSandbox, PauseOnNode, ResumeOnNode, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import { createHash, randomBytes } from 'node:crypto';
+import { LAYER_SHA256_HEADER, type CreateSandboxOnNode, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
 
 const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -22,6 +22,8 @@ export interface FakeNodeBehaviour {
 export class FakeNodeAgent {
   readonly sandboxes = new Map<string, NodeSandbox>();
   readonly layers = new Map<string, LayerOnNode>();
+  /** What each layer's archive holds (random bytes standing in for a tar). */
+  readonly layerBytes = new Map<string, Buffer>();
   /** The artifact each sandbox was created from (what its layer lies over). */
   private readonly artifactOf = new Map<string, string>();
   readonly calls: string[] = [];
@@ -37,8 +39,21 @@ export class FakeNodeAgent {
       this.calls.push(`create ${req.body.sandboxId}`);
       await wait(this.behaviour.createDelayMs);
       if (this.behaviour.failCreate) return reply.status(500).send({ code: 500, message: 'runsc failed' });
-      const layer = req.body.layerId === undefined ? undefined : this.layers.get(req.body.layerId);
-      if (req.body.layerId !== undefined && !layer) return reply.status(404).send({ code: 404, message: `layer ${req.body.layerId} is not on this node` });
+      const ref = req.body.layer;
+      let layer = ref && this.layers.get(ref.layerId);
+      if (ref && layer && layer.sha256 !== ref.sha256) return reply.status(409).send({ code: 409, message: `layer ${ref.layerId} is here with another sha256` });
+      if (ref && !layer) {
+        if (!ref.downloadUrl) return reply.status(404).send({ code: 404, message: `layer ${ref.layerId} is not on this node` });
+        const res = await fetch(ref.downloadUrl).catch(() => undefined);
+        const bytes = res?.ok ? Buffer.from(await res.arrayBuffer()) : undefined;
+        if (!bytes || createHash('sha256').update(bytes).digest('hex') !== ref.sha256) {
+          return reply.status(502).send({ code: 502, message: `layer ${ref.layerId}: download failed or its sha256 differs` });
+        }
+        layer = { layerId: ref.layerId, sha256: ref.sha256, sizeBytes: bytes.length, artifactId: req.body.artifact.artifactId, contents: 'filesystem', createdAt: new Date().toISOString() };
+        this.layers.set(ref.layerId, layer);
+        this.layerBytes.set(ref.layerId, bytes);
+        this.calls.push(`download layer ${ref.layerId}`);
+      }
       if (layer && layer.artifactId !== req.body.artifact.artifactId) return reply.status(409).send({ code: 409, message: 'layer lies over another artifact' });
       this.artifactOf.set(req.body.sandboxId, req.body.artifact.artifactId);
       const s: NodeSandbox = {
@@ -96,16 +111,25 @@ export class FakeNodeAgent {
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
       if (this.layers.has(layerId)) return reply.status(409).send({ code: 409, message: 'layer exists' });
+      const bytes = randomBytes(10_240);
       const layer: LayerOnNode = {
-        layerId, sha256: createHash('sha256').update(layerId).digest('hex'), sizeBytes: 10_240, artifactId: this.artifactOf.get(s.sandboxId) ?? '',
+        layerId, sha256: createHash('sha256').update(bytes).digest('hex'), sizeBytes: bytes.length, artifactId: this.artifactOf.get(s.sandboxId) ?? '',
         sandboxId: s.sandboxId, contents: 'filesystem', createdAt: new Date().toISOString(),
       };
       this.layers.set(layerId, layer);
+      this.layerBytes.set(layerId, bytes);
       return reply.status(201).send(layer);
     });
     app.get('/v1/layers', async () => [...this.layers.values()]);
+    app.get<{ Params: { id: string } }>('/v1/layers/:id/archive', async (req, reply) => {
+      const layer = this.layers.get(req.params.id);
+      const bytes = this.layerBytes.get(req.params.id);
+      if (!layer || !bytes) return reply.status(404).send({ code: 404, message: 'not found' });
+      return reply.header('content-type', 'application/x-tar').header(LAYER_SHA256_HEADER, layer.sha256).send(bytes);
+    });
     app.delete<{ Params: { id: string } }>('/v1/layers/:id', async (req, reply) => {
       this.calls.push(`delete layer ${req.params.id}`);
+      this.layerBytes.delete(req.params.id);
       if (!this.layers.delete(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
       return reply.status(204).send();
     });

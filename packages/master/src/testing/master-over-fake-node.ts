@@ -4,14 +4,16 @@
  * FakeNodeAgent passes the node agent's contract suite (contracts/node-agent.contract.ts). The
  * node beats as a real agent does, so a test may run longer than the master's staleness limit;
  * E2B's DELETE /templates/{id} deletes snapshots through the template module's own function.
+ * Snapshot layers go to a FakeTemplateCenter (it passes the template center's contract suite).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultConfig, MemoryCoordination, notFound, silentLogger, type SvcConfig } from '@svc/common';
+import { defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcConfig } from '@svc/common';
 import { startMaster, type Master } from '../index.ts';
 import { HEARTBEAT_INTERVAL_MS } from '../nodes/registry.ts';
 import { deleteSnapshotNamed } from '../templates/index.ts';
+import { FakeTemplateCenter } from '../templates/testing/fake-template-center.ts';
 import { FakeNodeAgent } from './fake-node-agent.ts';
 
 export interface MasterOverFakeNode {
@@ -19,6 +21,7 @@ export interface MasterOverFakeNode {
   cfg: SvcConfig;
   master: Master;
   node: FakeNodeAgent;
+  templateCenter: FakeTemplateCenter;
   close(): Promise<void>;
 }
 
@@ -26,8 +29,14 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
   const dir = mkdtempSync(join(tmpdir(), 'svc-master-'));
   const cfg = defaultConfig(dir);
   cfg.master.database = { driver: 'sqlite', path: join(dir, 'm.sqlite') };
-  cfg.master.listen = '127.0.0.1:0';
+  // Its address is in the layer download URLs it gives nodes, so the port is known before it starts.
+  const port = await freePort();
+  cfg.master.listen = `127.0.0.1:${port}`;
+  cfg.master.addr = `http://127.0.0.1:${port}`;
   cfg.api.listen = '127.0.0.1:0';
+  const templateCenter = await new FakeTemplateCenter('tc-token').start();
+  cfg.template_center.addr = templateCenter.url;
+  cfg.template_center.callback_token = 'tc-token';
   configure(cfg);
   const node = await new FakeNodeAgent().start();
   const master = await startMaster(cfg, {
@@ -68,11 +77,12 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
   }, HEARTBEAT_INTERVAL_MS);
   beat.unref();
   return {
-    cfg, master, node,
+    cfg, master, node, templateCenter,
     async close() {
       clearInterval(beat);
       await master.close();
       await node.close();
+      await templateCenter.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,14 +1,12 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream, existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readdir, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
-import { fileURLToPath } from 'node:url';
-import { SvcError, badRequest, conflict, notFound, type Logger } from '@svc/common';
+import { badRequest, conflict, notFound, type Logger } from '@svc/common';
 import type { ArtifactOnNode, EnsureArtifact } from '@svc/contracts/node-agent';
 import { run } from '../host/exec.ts';
 import { isMountPoint, listMountPoints, unmount } from '../host/mounts.ts';
+import { downloadVerified } from './verified-download.ts';
 
 const ARTIFACT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -123,44 +121,17 @@ export class ArtifactStore {
     const started = Date.now();
     const path = this.imagePath(id);
     const part = `${path}.part-${randomBytes(4).toString('hex')}`;
-    const hash = createHash('sha256');
-    let bytes = 0;
-    const counter = new Transform({
-      transform(chunk: Buffer, _enc, done) { hash.update(chunk); bytes += chunk.length; done(null, chunk); },
-    });
     try {
-      const source = await this.open(id, want.downloadUrl);
-      await pipeline(source, counter, createWriteStream(part, { mode: 0o644 }));
-      const sha = hash.digest('hex');
-      if (sha !== want.sha256.toLowerCase()) {
-        throw new SvcError(502, `artifact ${id}: sha256 mismatch: downloaded ${sha}, expected ${want.sha256.toLowerCase()}`);
-      }
-      if (want.sizeBytes && bytes !== want.sizeBytes) {
-        throw new SvcError(502, `artifact ${id}: size mismatch: downloaded ${bytes} bytes, expected ${want.sizeBytes}`);
-      }
+      const got = await downloadVerified(`artifact ${id}`, want.downloadUrl, this.baseUrl, part, want);
+      await chmod(part, 0o644);
       await rename(part, path);
-      const a: ArtifactOnNode = { artifactId: id, sha256: sha, sizeBytes: bytes, path };
+      const a: ArtifactOnNode = { artifactId: id, sha256: got.sha256, sizeBytes: got.sizeBytes, path };
       await writeFile(join(this.dir, `${id}.json`), JSON.stringify(a));
       this.known.set(id, a);
-      this.logger.info({ artifactId: id, bytes, ms: Date.now() - started }, 'artifact downloaded');
+      this.logger.info({ artifactId: id, bytes: got.sizeBytes, ms: Date.now() - started }, 'artifact downloaded');
       return a;
     } finally {
       await rm(part, { force: true });
     }
-  }
-
-  private async open(id: string, url: string): Promise<Readable> {
-    const resolved = url.startsWith('/') && this.baseUrl ? this.baseUrl.replace(/\/+$/, '') + url : url;
-    if (resolved.startsWith('file://')) return createReadStream(fileURLToPath(resolved));
-    let res: Response;
-    try {
-      res = await fetch(resolved);
-    } catch (err) {
-      throw new SvcError(502, `artifact ${id}: download from ${resolved} failed: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`);
-    }
-    if (!res.ok || !res.body) {
-      throw new SvcError(502, `artifact ${id}: download from ${resolved} answered ${res.status}`);
-    }
-    return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
   }
 }

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync, type ReadStream } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, stat, statfs, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { badRequest, conflict, notFound, SvcError, type Logger } from '@svc/common';
-import type { LayerOnNode } from '@svc/contracts/node-agent';
+import type { LayerOnNode, LayerRef } from '@svc/contracts/node-agent';
+import { downloadVerified } from './verified-download.ts';
 
 const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -17,13 +18,16 @@ export function checkLayerId(id: unknown): string {
  * the overlay's upper directory with its whiteouts and opaque markers, and `<layerId>.json`
  * saying what it is. A layer is written under a temporary name and renamed once complete, so a
  * half-written one is never listed; a crash leaves only `.part-` files, removed at load.
+ * Layers come from a capture here, or downloaded from the artifact store for a create (ensure).
  */
 export class LayerStore {
   private readonly known = new Map<string, LayerOnNode>();
   /** Creates reading a layer now: it is not deleted under them. */
   private readonly readers = new Map<string, number>();
 
-  constructor(private readonly dir: string, private readonly logger: Logger) {}
+  private readonly downloads = new Map<string, Promise<LayerOnNode>>();
+
+  constructor(private readonly dir: string, private readonly logger: Logger, private readonly baseUrl?: string) {}
 
   async load(): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
@@ -73,25 +77,71 @@ export class LayerStore {
     }
   }
 
+  /**
+   * The layer `ref` names, present and verified: downloaded when this node lacks it and `ref`
+   * says from where (concurrent calls share one download); `artifactId` is the template image
+   * a downloaded layer lies over.
+   */
+  async ensure(ref: LayerRef, artifactId: string): Promise<LayerOnNode> {
+    checkLayerId(ref.layerId);
+    const have = this.known.get(ref.layerId);
+    if (have) {
+      if (have.sha256 !== ref.sha256.toLowerCase()) throw conflict(`layer ${ref.layerId} is on this node with sha256 ${have.sha256}, not ${ref.sha256}`);
+      return have;
+    }
+    if (!ref.downloadUrl) throw notFound(`layer ${ref.layerId} is not on this node`);
+    let p = this.downloads.get(ref.layerId);
+    if (!p) {
+      p = this.add(ref.layerId, { artifactId, contents: 'filesystem', createdAt: new Date().toISOString() }, async (part) => {
+        const started = Date.now();
+        await downloadVerified(`layer ${ref.layerId}`, ref.downloadUrl!, this.baseUrl, part, ref);
+        this.logger.info({ layerId: ref.layerId, bytes: ref.sizeBytes, ms: Date.now() - started }, 'layer downloaded');
+      }).finally(() => this.downloads.delete(ref.layerId));
+      this.downloads.set(ref.layerId, p);
+    }
+    return p;
+  }
+
+  /**
+   * The layer's archive as a stream (GET /v1/layers/:id/archive), held against deletion until
+   * the stream closes.
+   */
+  openArchive(id: string): { layer: LayerOnNode; stream: ReadStream } {
+    const layer = this.known.get(id);
+    if (!layer) throw notFound(`layer ${id} is not on this node`);
+    const stream = createReadStream(this.archivePath(id), { highWaterMark: 1024 * 1024 });
+    this.hold(id);
+    stream.once('close', () => this.release(id));
+    return { layer, stream };
+  }
+
   /** Runs `fn` with the layer's archive, holding it against deletion meanwhile. */
   async reading<T>(id: string, fn: (archivePath: string, layer: LayerOnNode) => Promise<T>): Promise<T> {
     const layer = this.known.get(id);
     if (!layer) throw notFound(`layer ${id} is not on this node`);
-    this.readers.set(id, (this.readers.get(id) ?? 0) + 1);
+    this.hold(id);
     try {
       return await fn(this.archivePath(id), layer);
     } finally {
-      const n = (this.readers.get(id) ?? 1) - 1;
-      if (n > 0) this.readers.set(id, n);
-      else this.readers.delete(id);
+      this.release(id);
     }
+  }
+
+  private hold(id: string) {
+    this.readers.set(id, (this.readers.get(id) ?? 0) + 1);
+  }
+
+  private release(id: string) {
+    const n = (this.readers.get(id) ?? 1) - 1;
+    if (n > 0) this.readers.set(id, n);
+    else this.readers.delete(id);
   }
 
   async remove(id: string): Promise<void> {
     checkLayerId(id);
     if (!this.known.has(id)) throw notFound(`layer ${id} is not on this node`);
     const readers = this.readers.get(id) ?? 0;
-    if (readers > 0) throw new SvcError(409, `layer ${id} is being read by ${readers} create(s) on this node; retry when they are done`);
+    if (readers > 0) throw new SvcError(409, `layer ${id} is being read (${readers} create or download) on this node; retry when done`);
     this.known.delete(id);
     await rm(join(this.dir, `${id}.json`), { force: true });
     await rm(this.archivePath(id), { force: true });

@@ -110,15 +110,17 @@ export class SandboxService {
         await this.d.artifacts.ensure(artifactId, req.artifact);
         const resources = { cpuCount: req.cpuCount, memoryMB: req.memoryMB, diskSizeMB: req.diskSizeMB };
         // A warm sandbox booted with an empty writable layer: one from a captured layer starts cold.
-        let inst = req.layerId ? undefined : await this.fromWarmPool(req, resources, policy);
+        let inst = req.layer ? undefined : await this.fromWarmPool(req, resources, policy);
         if (!inst) {
           const launch = (layerArchive?: string) => this.d.launcher.launch({
             role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources, env: {},
             policy, metadata: req.metadata, signal, ...(layerArchive ? { layerArchive } : {}),
           });
-          inst = req.layerId
-            ? await this.d.layers.reading(req.layerId, (archive, layer) => {
-              if (layer.artifactId !== artifactId) throw conflict(`layer ${req.layerId} lies over artifact ${layer.artifactId}, not ${artifactId}`);
+          const layerRef = req.layer;
+          if (layerRef) await this.d.layers.ensure(layerRef, artifactId);
+          inst = layerRef
+            ? await this.d.layers.reading(layerRef.layerId, (archive, layer) => {
+              if (layer.artifactId !== artifactId) throw conflict(`layer ${layerRef.layerId} lies over artifact ${layer.artifactId}, not ${artifactId}`);
               return launch(archive);
             })
             : await launch();
@@ -220,6 +222,10 @@ export class SandboxService {
 
   listLayers(): LayerOnNode[] {
     return this.d.layers.list();
+  }
+
+  layerArchive(id: string) {
+    return this.d.layers.openArchive(id);
   }
 
   deleteLayer(id: string): Promise<void> {

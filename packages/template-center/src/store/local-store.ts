@@ -5,7 +5,7 @@ import type { ArtifactStored } from '@svc/contracts/template-center';
 import type { ArtifactLocation, ArtifactStore } from './artifact-store.ts';
 
 /**
- * Artifacts as files: `<dir>/<artifactId>.ext4` plus `<artifactId>.json` (its ArtifactStored
+ * Artifacts as files: `<dir>/<artifactId>.ext4` (a snapshot layer's tar too) plus `<artifactId>.json` (its ArtifactStored
  * record, written last, so an artifact without its record is not served). New images are
  * written under `<dir>/.tmp` on the same filesystem and renamed into place.
  */
@@ -53,11 +53,21 @@ export class LocalArtifactStore implements ArtifactStore {
   }
 
   async locate(artifactId: string): Promise<ArtifactLocation | null> {
+    const found = await this.find(artifactId);
+    if (!found) return null;
+    return { kind: 'file', path: this.dataPath(artifactId), sha256: found.record.sha256, sizeBytes: found.size };
+  }
+
+  async get(artifactId: string): Promise<ArtifactStored | null> {
+    return (await this.find(artifactId))?.record ?? null;
+  }
+
+  /** The record and the data's size, when both are there. */
+  private async find(artifactId: string): Promise<{ record: ArtifactStored; size: number } | null> {
     let record: ArtifactStored;
     try { record = JSON.parse(await readFile(this.recordPath(artifactId), 'utf8')) as ArtifactStored; } catch { return null; }
     const st = await stat(this.dataPath(artifactId)).catch(() => null);
-    if (!st) return null;
-    return { kind: 'file', path: this.dataPath(artifactId), sha256: record.sha256, sizeBytes: st.size };
+    return st ? { record, size: st.size } : null;
   }
 
   private async copyIn(from: string, to: string) {

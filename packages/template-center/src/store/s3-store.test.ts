@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -113,4 +113,31 @@ test('a template built into S3: 302 from the artifact route to the presigned URL
   const images = join(h.workDir, 'images');
   assert.deepEqual((await h.leftovers()).filter((p) => p !== images), []);
   assert.deepEqual(readdirSync(images), [], 'nothing left in the scratch dir');
+});
+
+test('a snapshot layer uploaded into S3: signed with its sha256, 302 to the presigned URL, another replica sees it stored, then gone', async () => {
+  const layer = randomBytes(300 * 1024);
+  const meta = { sha256: createHash('sha256').update(layer).digest('hex'), sizeBytes: layer.length };
+  const stored = await h.client.putLayer('layer-s3', meta, new Blob([layer]).stream());
+  assert.equal(stored.storage, 's3');
+  assert.equal(stored.location, 'tc/layer-s3.ext4');
+  assert.equal(stored.sha256, meta.sha256);
+  const upload = s3.requests.find((q) => q.method === 'PUT' && q.url === '/artifacts/tc/layer-s3.ext4')!;
+  assert.equal(upload.headers['x-amz-content-sha256'], meta.sha256);
+
+  const redirect = await h.client.download('layer-s3');
+  assert.equal(redirect.status, 302);
+  await redirect.body?.cancel();
+  const object = await fetch(redirect.headers.get('location')!);
+  assert.ok(Buffer.from(await object.arrayBuffer()).equals(layer));
+
+  const replica = new S3ArtifactStore(s3OptionsOf(s3Config, join(scratch, 'replica-layer'))!);
+  assert.deepEqual(await replica.get('layer-s3'), stored);
+  const puts = s3.requests.length;
+  assert.deepEqual(await h.client.putLayer('layer-s3', meta, new Blob([layer]).stream()), stored);
+  assert.equal(s3.requests.slice(puts).filter((q) => q.method === 'PUT').length, 0, 'the same layer again uploads nothing');
+
+  assert.deepEqual(await h.client.deleteArtifact('layer-s3'), { deleted: true });
+  assert.equal(await replica.get('layer-s3'), null);
+  assert.deepEqual(readdirSync(join(h.workDir, 'images')), [], 'nothing left in the scratch dir');
 });

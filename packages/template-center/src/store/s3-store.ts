@@ -34,6 +34,7 @@ const SINGLE_PUT_LIMIT = 5 * 1024 ** 3;
 export class S3ArtifactStore implements ArtifactStore {
   readonly kind = 's3' as const;
   readonly scratchDir: string;
+  readonly maxArtifactBytes = SINGLE_PUT_LIMIT;
   private readonly records = new Map<string, ArtifactStored>();
   private readyCache: { at: number; ok: boolean } | undefined;
 
@@ -97,15 +98,22 @@ export class S3ArtifactStore implements ArtifactStore {
   }
 
   async locate(artifactId: string): Promise<ArtifactLocation | null> {
-    let record = this.records.get(artifactId);
-    if (!record) {
-      const res = await this.send('GET', this.objectUrl(`${artifactId}.json`));
-      if (res.status === 404) return null;
-      if (!res.ok) throw await s3Error(res, `record of ${artifactId}`);
-      record = JSON.parse(await res.text()) as ArtifactStored;
-      this.records.set(artifactId, record);
+    const record = this.records.get(artifactId) ?? await this.get(artifactId);
+    return record?.downloadUrl ? { kind: 'redirect', url: record.downloadUrl } : null;
+  }
+
+  /** Reads the bucket, not the cache: another replica may have stored or deleted the artifact. */
+  async get(artifactId: string): Promise<ArtifactStored | null> {
+    const res = await this.send('GET', this.objectUrl(`${artifactId}.json`));
+    if (res.status === 404) {
+      await res.body?.cancel();
+      this.records.delete(artifactId);
+      return null;
     }
-    return record.downloadUrl ? { kind: 'redirect', url: record.downloadUrl } : null;
+    if (!res.ok) throw await s3Error(res, `record of ${artifactId}`);
+    const record = JSON.parse(await res.text()) as ArtifactStored;
+    this.records.set(artifactId, record);
+    return record;
   }
 
   private key(name: string) { return `${this.opts.prefix ?? ''}${name}`; }

@@ -1,10 +1,10 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { badRequest, ErrorCodes, errorFromResponse, notFound, SvcError } from '@svc/common';
+import { badRequest, ErrorCodes, notFound, SvcError } from '@svc/common';
 import type { TemplateCenterClient } from '@svc/contracts/template-center';
 import type { ArtifactStore } from '../store/artifacts.ts';
+import { relayFromTemplateCenter } from '../relay.ts';
 import { documentRoute } from './document-route.ts';
 
 /** A presigned URL this close to expiry is not handed out any more. */
@@ -28,21 +28,7 @@ export function registerDownloadRoute(app: FastifyInstance, artifacts: ArtifactS
     if (a.download_url && (a.url_expires_at === null || Number(a.url_expires_at) > Date.now() + URL_EXPIRY_MARGIN_MS)) {
       return reply.redirect(a.download_url, 302);
     }
-    const res = await templateCenter.download(id, head ? 'HEAD' : 'GET');
-    const location = res.headers.get('location');
-    if (res.status >= 300 && res.status < 400 && location) {
-      await res.body?.cancel();
-      return reply.redirect(location, 302);
-    }
-    if (!res.ok) throw errorFromResponse(res, await res.text());
-    reply.status(200).header('content-type', res.headers.get('content-type') ?? 'application/octet-stream');
-    const length = res.headers.get('content-length');
-    if (length) reply.header('content-length', length);
-    if (head || !res.body) {
-      await res.body?.cancel();
-      return reply.send();
-    }
-    return reply.send(Readable.fromWeb(res.body as never));
+    return relayFromTemplateCenter(reply, templateCenter, id, head);
   });
 }
 

@@ -6,13 +6,15 @@
  */
 import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { CALLBACK_TOKEN_HEADER, type ArtifactStored, type BuildRequest, type JobStatusReport } from '@svc/contracts/template-center';
+import { CALLBACK_TOKEN_HEADER, LAYER_SHA256_HEADER, type ArtifactStored, type BuildRequest, type JobStatusReport } from '@svc/contracts/template-center';
 
 export class FakeTemplateCenter {
   readonly builds: BuildRequest[] = [];
   readonly deletes: string[] = [];
   readonly migrations: Array<{ artifactId: string; localPath: string }> = [];
   readonly downloads: Array<{ method: string; artifactId: string }> = [];
+  /** Layer uploads (PUT /tc/api/v1/layer/:id) as they arrived, kept or not. */
+  readonly layerPuts: Array<{ layerId: string; sha256: string; sizeBytes: number }> = [];
   /** Artifact bytes served by GET /tc/api/v1/artifact/:id. */
   readonly files = new Map<string, Buffer>();
   /** When set for an artifact, downloads answer 302 there. */
@@ -20,6 +22,8 @@ export class FakeTemplateCenter {
   /** Set to make /build answer this status. */
   failBuildWith: number | null = null;
   failDeleteWith: number | null = null;
+  /** Set to make layer uploads answer this status (507, say). */
+  failLayerWith: number | null = null;
   /** Records the order of calls across the fakes (shared with the node agents). */
   log: string[] = [];
   url = '';
@@ -51,6 +55,27 @@ export class FakeTemplateCenter {
       const data = Buffer.from(`migrated ${req.body.artifactId}`);
       this.files.set(req.body.artifactId, data);
       return this.stored(req.body.artifactId, data);
+    });
+    app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: 256 * 1024 * 1024 }, (_req, body, done) => done(null, body));
+    app.put<{ Params: { id: string }; Body: Buffer | undefined }>('/tc/api/v1/layer/:id', async (req, reply) => {
+      const layerId = req.params.id;
+      const data = req.body ?? Buffer.alloc(0);
+      const sha256 = String(req.headers[LAYER_SHA256_HEADER] ?? '');
+      this.log.push(`tc put layer ${layerId}`);
+      this.layerPuts.push({ layerId, sha256, sizeBytes: data.length });
+      if (this.failLayerWith) return reply.status(this.failLayerWith).send({ code: this.failLayerWith, message: 'layer refused by the fake' });
+      const stored = this.files.get(layerId);
+      if (stored) {
+        const record = this.stored(layerId, stored);
+        if (record.sha256 !== sha256) return reply.status(409).send({ code: 409, message: `layer ${layerId} is stored with another sha256` });
+        return record;
+      }
+      const record = this.stored(layerId, data);
+      if (record.sha256 !== sha256 || data.length !== Number(req.headers['content-length'])) {
+        return reply.status(400).send({ code: 400, message: `layer ${layerId}: sha256 or size do not match what arrived` });
+      }
+      this.files.set(layerId, data);
+      return record;
     });
     app.route<{ Params: { id: string } }>({
       method: ['GET', 'HEAD'], url: '/tc/api/v1/artifact/:id',

@@ -2,12 +2,11 @@
  * One master's template module over a real database, with a fake template center and fake node
  * agents on loopback. Several harnesses can share a database and a template center (two masters).
  */
-import { createServer } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import { createHttpApp, defaultConfig, MemoryCoordination, silentLogger, type Coordination, type DatabaseConfig, type SvcConfig } from '@svc/common';
+import { createHttpApp, defaultConfig, freePort, MemoryCoordination, silentLogger, type Coordination, type DatabaseConfig, type SvcConfig } from '@svc/common';
 import { openDatabase, type Db } from '../../db/connect.ts';
 import { migrate } from '../../db/migrator.ts';
 import type { Database } from '../../db/schema.ts';
@@ -129,13 +128,3 @@ export class Harness {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}

@@ -1,0 +1,127 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { rm, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { badRequest, conflict, SvcError } from '@svc/common';
+import { LAYER_SHA256_HEADER, type ArtifactStored } from '@svc/contracts/template-center';
+import { isValidArtifactId, type ArtifactStore } from './store/artifact-store.ts';
+
+/** Room kept free beside an upload, for the store's records and whatever else writes there. */
+export const LAYER_ROOM_MARGIN = 64 * 1024 * 1024;
+
+export interface LayerRouteOptions {
+  /** Bytes free in a directory (default: statfs); tests give a small one. */
+  freeBytes?: (dir: string) => Promise<number>;
+  /** An upload whose bytes stop arriving this long is abandoned (default 60 s). */
+  idleTimeoutMs?: number;
+}
+
+const SHA256_RE = /^[0-9a-f]{64}$/i;
+
+/**
+ * PUT /tc/api/v1/layer/:layerId: a snapshot layer's tar, streamed into the artifact store, where
+ * it then downloads and deletes as an artifact does. Registered in a scope of its own: the body
+ * is the raw request, read without fastify's body limit.
+ */
+export async function registerLayerRoutes(app: FastifyInstance, store: ArtifactStore, opts: LayerRouteOptions = {}): Promise<void> {
+  const freeBytes = opts.freeBytes ?? (async (dir: string) => { const s = await statfs(dir); return s.bavail * s.bsize; });
+  const idleTimeoutMs = opts.idleTimeoutMs ?? 60_000;
+  const uploads = new KeyedQueue();
+
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    // The handler reads req.raw itself.
+    scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
+    scope.put<{ Params: { layerId: string } }>('/tc/api/v1/layer/:layerId', async (req): Promise<ArtifactStored> => {
+      const { layerId } = req.params;
+      if (!isValidArtifactId(layerId)) throw badRequest('invalid layer id');
+      const header = req.headers[LAYER_SHA256_HEADER];
+      if (typeof header !== 'string' || !SHA256_RE.test(header)) throw badRequest(`${LAYER_SHA256_HEADER} must be a sha256 of 64 hex digits`);
+      const sha256 = header.toLowerCase();
+      const sizeBytes = contentLength(req.headers['content-length']);
+      // A second upload of the same id waits for the first, then finds what it stored.
+      return uploads.run(layerId, () => storeLayer(req, store, layerId, { sha256, sizeBytes }, { freeBytes, idleTimeoutMs }));
+    });
+  });
+}
+
+async function storeLayer(
+  req: FastifyRequest, store: ArtifactStore, layerId: string, meta: { sha256: string; sizeBytes: number },
+  { freeBytes, idleTimeoutMs }: { freeBytes: (dir: string) => Promise<number>; idleTimeoutMs: number },
+): Promise<ArtifactStored> {
+  // Answers before the body is read leave it to node, which reads and drops the rest.
+  const existing = await store.get(layerId);
+  if (existing) {
+    if (existing.sha256 !== meta.sha256) throw conflict(`layer ${layerId} is already stored with sha256 ${existing.sha256}`);
+    return existing;
+  }
+  if (store.maxArtifactBytes !== undefined && meta.sizeBytes > store.maxArtifactBytes) {
+    throw new SvcError(507, `layer ${layerId} of ${meta.sizeBytes} bytes exceeds the ${store.maxArtifactBytes} bytes the ${store.kind} store takes in one upload`);
+  }
+  // The s3 store stages the upload in its scratch dir too, so the room is checked for both stores.
+  const needed = meta.sizeBytes + LAYER_ROOM_MARGIN;
+  const free = await freeBytes(store.scratchDir);
+  if (free < needed) throw noRoom(layerId, needed, free);
+
+  const part = join(store.scratchDir, `layer-${layerId}.part-${randomBytes(6).toString('hex')}`);
+  try {
+    const hash = createHash('sha256');
+    let seen = 0;
+    // A sender that stalls without closing (a partition) would hold the id's queue and the part
+    // file; cleared once the body is in, before a long store.put (s3) leaves the socket idle.
+    req.raw.setTimeout(idleTimeoutMs, () => req.raw.destroy());
+    try {
+      await pipeline(
+        // Not destroyed when the file fails: that would cut the connection before the answer.
+        req.raw.iterator({ destroyOnReturn: false }),
+        async function* count(source: AsyncIterable<Buffer>) {
+          for await (const chunk of source) { hash.update(chunk); seen += chunk.length; yield chunk; }
+        },
+        createWriteStream(part, { flags: 'wx' }),
+      );
+    } catch (err) {
+      // The client went away: nobody reads this answer, but it is no server error either.
+      if (req.raw.destroyed && !req.raw.complete) throw badRequest(`the upload of layer ${layerId} ended after ${seen} of ${meta.sizeBytes} bytes`);
+      // The file failed with the client still sending: drop the rest so the answer reaches it.
+      if (!req.raw.complete) req.raw.resume();
+      if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw noRoom(layerId, needed, await freeBytes(store.scratchDir));
+      throw err;
+    } finally {
+      req.raw.socket?.setTimeout(0);
+    }
+    if (seen !== meta.sizeBytes) throw badRequest(`layer ${layerId}: ${seen} bytes arrived, content-length said ${meta.sizeBytes}; nothing kept`);
+    const got = hash.digest('hex');
+    if (got !== meta.sha256) throw badRequest(`layer ${layerId}: the bytes that arrived have sha256 ${got}, ${LAYER_SHA256_HEADER} said ${meta.sha256}; nothing kept`);
+    return await store.put(layerId, part, meta, { move: true });
+  } finally {
+    await rm(part, { force: true });
+  }
+}
+
+function contentLength(value: string | undefined): number {
+  if (value === undefined) throw badRequest('content-length is required: a layer is uploaded with its size');
+  const n = /^\d+$/.test(value) ? Number(value) : NaN;
+  if (!Number.isSafeInteger(n)) throw badRequest(`content-length must be a non-negative integer, not ${JSON.stringify(value)}`);
+  return n;
+}
+
+function noRoom(layerId: string, needed: number, free: number): SvcError {
+  return new SvcError(507, `no room for layer ${layerId}: it needs ${needed} bytes (its size and a ${LAYER_ROOM_MARGIN}-byte margin), ${free} are free`);
+}
+
+/** Runs one task per key at a time, in arrival order. */
+class KeyedQueue {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const prev = this.tails.get(key) ?? Promise.resolve();
+    // The previous task's failure is its own caller's answer; this one runs regardless.
+    const result = prev.catch(() => undefined).then(task);
+    const tail = result.catch(() => undefined);
+    this.tails.set(key, tail);
+    void tail.then(() => { if (this.tails.get(key) === tail) this.tails.delete(key); });
+    return result;
+  }
+}
