@@ -256,8 +256,8 @@ export class NodeAgentClient {
     return this.http.post<LayerOnNode>(`/v1/sandboxes/${encodeURIComponent(id)}/snapshot`, req, { timeoutMs: 600_000 });
   }
   listLayers() { return this.http.get<LayerOnNode[]>('/v1/layers'); }
-  /** GET /v1/layers/:id/archive: the layer's tar, streamed (404 when the node lacks it). */
-  layerArchive(id: string) { return this.http.raw('GET', `/v1/layers/${encodeURIComponent(id)}/archive`, { timeoutMs: 0 }); }
+  /** GET /v1/layers/:id/archive: the layer's tar as a Node stream, whatever the status (404 when the node lacks it). */
+  layerArchive(id: string) { return this.http.stream('GET', `/v1/layers/${encodeURIComponent(id)}/archive`, { timeoutMs: 0 }); }
   deleteLayer(id: string) { return this.http.delete<void>(`/v1/layers/${encodeURIComponent(id)}`); }
   listEndedSandboxes() { return this.http.get<EndedSandbox[]>('/v1/ended-sandboxes'); }
   ensureArtifact(artifactId: string, req: EnsureArtifact, timeoutMs = 600_000) {

@@ -4,6 +4,7 @@
  * it (packages/template-center/src/template-center.contract.test.ts, a real build) and so does the
  * master's FakeTemplateCenter (packages/master/src/templates/testing/fake-template-center.contract.test.ts).
  */
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statusOf } from './contract-testing.ts';
@@ -123,4 +124,4 @@ export function templateCenterContract(name: string, make: () => Promise<Templat
 }
 
 const sha256Of = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-const streamOf = (b: Buffer) => new Blob([b]).stream();
+const streamOf = (b: Buffer) => Readable.from([b]);

@@ -17,6 +17,7 @@
  * Callback to the master: POST {SVC_MASTER_ADDR}/internal/template/jobs/:jobId/status (body JobStatusReport),
  * same header and rules. Live pull progress goes to the coordination store under progressKey(jobId).
  */
+import type { Readable } from 'node:stream';
 import { JsonClient } from '@svc/common';
 import type { ImageInfo, JobPhase, JobStatus } from './template-routes.ts';
 
@@ -114,10 +115,10 @@ export class TemplateCenterClient {
     return this.http.post<ArtifactStored>('/tc/api/v1/artifact/migrate', { artifactId, localPath }, { timeoutMs: 600_000 });
   }
   /** Stores a snapshot layer (a tar) under its id in the artifact store, streamed from `body`. */
-  putLayer(layerId: string, meta: { sha256: string; sizeBytes: number }, body: ReadableStream<Uint8Array>) {
-    return this.http.request<ArtifactStored>('PUT', `/tc/api/v1/layer/${encodeURIComponent(layerId)}`, {
-      stream: body, timeoutMs: 3_600_000,
-      headers: { [LAYER_SHA256_HEADER]: meta.sha256, 'content-length': String(meta.sizeBytes) },
+  putLayer(layerId: string, meta: { sha256: string; sizeBytes: number }, body: Readable) {
+    return this.http.streamJson<ArtifactStored>('PUT', `/tc/api/v1/layer/${encodeURIComponent(layerId)}`, {
+      body, timeoutMs: 3_600_000,
+      headers: { [LAYER_SHA256_HEADER]: meta.sha256, 'content-length': String(meta.sizeBytes), 'content-type': 'application/octet-stream' },
     });
   }
   /** Raw response for streaming the image (or following the redirect). */

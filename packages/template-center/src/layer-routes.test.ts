@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
@@ -36,7 +37,7 @@ const layerOf = (size: number) => {
   const data = randomBytes(size);
   return { data, meta: { sha256: createHash('sha256').update(data).digest('hex'), sizeBytes: size } };
 };
-const streamOf = (b: Buffer) => new Blob([b]).stream();
+const streamOf = (b: Buffer) => Readable.from([b]);
 const errorOf = (p: Promise<unknown>) => p.then(() => assert.fail('expected an error'), (e: SvcError) => e);
 
 async function until(cond: () => boolean, what: string, ms = 5_000) {

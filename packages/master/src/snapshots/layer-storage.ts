@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { badRequest } from '@svc/common';
 import type { TemplateCenterClient } from '@svc/contracts/template-center';
@@ -11,7 +12,7 @@ const DOWNLOAD_PATH = '/internal/v1/layers';
 export class TemplateCenterLayerStorage implements LayerStorage {
   constructor(private readonly templateCenter: TemplateCenterClient, private readonly masterAddr: string) {}
 
-  async put(layerId: string, meta: { sha256: string; sizeBytes: number }, archive: ReadableStream<Uint8Array>): Promise<void> {
+  async put(layerId: string, meta: { sha256: string; sizeBytes: number }, archive: Readable): Promise<void> {
     await this.templateCenter.putLayer(layerId, meta, archive);
   }
 

@@ -1,4 +1,5 @@
 /** What the snapshot module needs from the rest of the master, as small interfaces. */
+import type { Readable } from 'node:stream';
 
 /**
  * The artifact store (the template center's) as snapshots use it: a layer is copied in once
@@ -6,7 +7,7 @@
  */
 export interface LayerStorage {
   /** Copies a layer's archive in; the same layer again stores nothing new. 507 when there is no room. */
-  put(layerId: string, meta: { sha256: string; sizeBytes: number }, archive: ReadableStream<Uint8Array>): Promise<void>;
+  put(layerId: string, meta: { sha256: string; sizeBytes: number }, archive: Readable): Promise<void>;
   /** Removes it; nothing there is not an error. */
   delete(layerId: string): Promise<void>;
   /** Where a node agent downloads it (through the master). */

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -118,7 +119,7 @@ test('a template built into S3: 302 from the artifact route to the presigned URL
 test('a snapshot layer uploaded into S3: signed with its sha256, 302 to the presigned URL, another replica sees it stored, then gone', async () => {
   const layer = randomBytes(300 * 1024);
   const meta = { sha256: createHash('sha256').update(layer).digest('hex'), sizeBytes: layer.length };
-  const stored = await h.client.putLayer('layer-s3', meta, new Blob([layer]).stream());
+  const stored = await h.client.putLayer('layer-s3', meta, Readable.from([layer]));
   assert.equal(stored.storage, 's3');
   assert.equal(stored.location, 'tc/layer-s3.ext4');
   assert.equal(stored.sha256, meta.sha256);
@@ -134,7 +135,7 @@ test('a snapshot layer uploaded into S3: signed with its sha256, 302 to the pres
   const replica = new S3ArtifactStore(s3OptionsOf(s3Config, join(scratch, 'replica-layer'))!);
   assert.deepEqual(await replica.get('layer-s3'), stored);
   const puts = s3.requests.length;
-  assert.deepEqual(await h.client.putLayer('layer-s3', meta, new Blob([layer]).stream()), stored);
+  assert.deepEqual(await h.client.putLayer('layer-s3', meta, Readable.from([layer])), stored);
   assert.equal(s3.requests.slice(puts).filter((q) => q.method === 'PUT').length, 0, 'the same layer again uploads nothing');
 
   assert.deepEqual(await h.client.deleteArtifact('layer-s3'), { deleted: true });
