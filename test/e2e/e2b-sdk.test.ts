@@ -4,7 +4,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sandbox, CommandExitError, NotFoundError } from 'e2b';
+import { Sandbox, CommandExitError, NotFoundError, Template } from 'e2b';
 import { runscProcesses, sandboxRunscProcesses, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 let p: RunningPlatform;
@@ -212,7 +212,7 @@ test('filesystem pause: processes gone, files kept, connect boots it again; the 
   assert.match(((await refused.json()) as { message: string }).message, /autoResume cannot be combined with autoPauseMemory false/);
 });
 
-test('list, getInfo, setTimeout and kill of a paused sandbox', async () => {
+test('list, getInfo, setTimeout, logs and kill of a paused sandbox', async () => {
   const sbx = await Sandbox.create('base', { metadata: { suite: 'e2e-list' } });
   const listed = await Sandbox.list({ query: { metadata: { suite: 'e2e-list' } } }).nextItems();
   assert.deepEqual(listed.map((s) => s.sandboxId), [sbx.sandboxId]);
@@ -220,8 +220,15 @@ test('list, getInfo, setTimeout and kill of a paused sandbox', async () => {
   const info = await sbx.getInfo();
   assert.ok(info.endAt.getTime() > Date.now() + 100_000);
   await sbx.pause();
+  // Its log is envd's lines as its node keeps them, there while it is paused too.
+  const logs = async () => fetch(`${p.apiUrl}/v2/sandboxes/${sbx.sandboxId}/logs`, { headers: { 'X-API-Key': p.apiKey } });
+  const answer = await logs();
+  assert.equal(answer.status, 200);
+  const { logs: entries } = await answer.json() as { logs: Array<{ timestamp: string; level: string; message: string; fields: Record<string, string> }> };
+  assert.ok(entries.some((e) => e.fields.logger === 'envd' && /listening/.test(e.message) && Date.parse(e.timestamp) <= Date.now()), JSON.stringify(entries));
   assert.equal(await Sandbox.kill(sbx.sandboxId), true);
   assert.equal(await Sandbox.kill(sbx.sandboxId), false);
+  assert.equal((await logs()).status, 404);
 });
 
 test('snapshots and fork: files before the capture carry over, later writes and siblings\' writes do not; list, delete, bad input', async () => {
@@ -273,7 +280,7 @@ test('snapshots and fork: files before the capture carry over, later writes and 
     const api = { 'X-API-Key': p.apiKey, 'Content-Type': 'application/json' };
     const tpl = await fetch(`${p.apiUrl}/templates/base`, { method: 'DELETE', headers: api });
     assert.equal(tpl.status, 409);
-    assert.match(((await tpl.json()) as { message: string }).message, /snapshots that start from it: snap-/);
+    assert.match(((await tpl.json()) as { message: string }).message, /snapshots or built templates that start from it: snap-/);
     await b.pause();
     await assert.rejects(b.createSnapshot(), (e: Error & { statusCode?: number }) => e.statusCode === 409);
 
@@ -284,6 +291,55 @@ test('snapshots and fork: files before the capture carry over, later writes and 
   } finally {
     for (const s of made) await s.kill().catch(() => false);
   }
+});
+
+test('template builder: Template.build runs its steps in a sandbox of the base; sandboxes start with the files and env; an unchanged rebuild is cached; a failing step fails the build', async () => {
+  const name = `e2e-built-${Date.now().toString(36)}`;
+  const t = Template().fromTemplate('base')
+    .setEnvs({ BUILT_BY: 'svc' })
+    .runCmd(`echo "$BUILT_BY" > /opt/built.txt # ${name}: a first build, whatever this data dir built before`)
+    .setWorkdir('/srv/app')
+    .runCmd('pwd > /opt/where.txt')
+    .runCmd('id -un > /home/user/who.txt', { user: 'user' });
+  const logs: string[] = [];
+  const first = Date.now();
+  const info = await Template.build(t, name, { onBuildLogs: (e) => logs.push(e.message) });
+  const firstMs = Date.now() - first;
+  assert.equal(info.name, name);
+  assert.ok(logs.some((l) => l.includes('[2/5] RUN echo')), logs.join('\n'));
+  assert.equal(await Template.exists(name), true);
+
+  const sbx = await Sandbox.create(name);
+  try {
+    assert.equal(await sbx.files.read('/opt/built.txt'), 'svc\n');
+    assert.equal(await sbx.files.read('/opt/where.txt'), '/srv/app\n', 'WORKDIR is where the next steps run');
+    assert.equal(await sbx.files.read('/home/user/who.txt'), 'user\n', 'a step runs as the user it names');
+    assert.equal((await sbx.commands.run('echo $BUILT_BY')).stdout.trim(), 'svc', 'ENV is the sandboxes\' environment too');
+  } finally {
+    await sbx.kill();
+  }
+
+  const again: string[] = [];
+  const second = Date.now();
+  await Template.build(t, name, { onBuildLogs: (e) => again.push(e.message) });
+  assert.ok(again.some((l) => l.includes('cached')), again.join('\n'));
+  assert.ok(Date.now() - second < firstMs, `the cached rebuild (${Date.now() - second} ms) is quicker than the first (${firstMs} ms)`);
+
+  const failing = Template().fromTemplate(name).runCmd('echo about to fail; exit 7');
+  await assert.rejects(Template.build(failing, `${name}-bad`), (e: Error) => /exited with code 7: about to fail/.test(e.message));
+  await assert.rejects(Sandbox.create(`${name}-bad`), (e: Error & { statusCode?: number }) => e.statusCode === 400, 'a failed build leaves no template a sandbox can start');
+  await assert.rejects(Template.build(Template().fromImage('ubuntu:22.04'), `${name}-img`), (e: Error) => /fromImage ubuntu:22.04/.test(e.message));
+  const unchanged = await Sandbox.create(name);
+  await unchanged.kill();
+
+  // The base cannot go while a built template stands on it; the built template can, with its files.
+  const api = { 'X-API-Key': p.apiKey };
+  const refused = await fetch(`${p.apiUrl}/templates/base`, { method: 'DELETE', headers: api });
+  assert.equal(refused.status, 409);
+  assert.match(((await refused.json()) as { message: string }).message, new RegExp(`template ${name}`));
+  for (const n of [name, `${name}-bad`]) assert.equal((await fetch(`${p.apiUrl}/templates/${n}`, { method: 'DELETE', headers: api })).status, 204, n);
+  assert.equal(await Template.exists(name), false);
+  assert.equal((await fetch(`${p.apiUrl}/templates/base`, { method: 'GET', headers: api })).status, 200);
 });
 
 test('secure by default: envd routes refuse a missing, wrong or foreign token and a bad or expired signature', async () => {

@@ -5,9 +5,12 @@
  * rules that tie two fields together.
  */
 import { badRequest } from '@svc/common';
-import type { WireListedSandbox, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireSnapshotInfo, WireVolumeMount } from '@svc/contracts';
+import type {
+  WireListedSandbox, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxLogs, WireSandboxMetric, WireSnapshotInfo, WireVolumeMount,
+} from '@svc/contracts';
 import type { CreateSandboxInput, SandboxRecord, SnapshotRecord, VolumeMount } from '@svc/contracts/master';
-import type { SandboxMetrics } from '@svc/contracts/node-agent';
+import type { SandboxLogEntry, SandboxMetrics } from '@svc/contracts/node-agent';
+import { e2bLogLine } from '@svc/contracts/sandbox-logs';
 
 export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
   const lc = body.lifecycle ?? {};
@@ -107,6 +110,11 @@ export function toE2bDetail(s: SandboxRecord, domain: string): WireSandboxDetail
 
 export function toE2bMetric(m: SandboxMetrics): WireSandboxMetric {
   return { timestamp: new Date(m.timestampUnix * 1000).toISOString(), ...m };
+}
+
+/** E2B's v1 logs: each entry also as a line of JSON, its time beside it. */
+export function toE2bLogs(entries: SandboxLogEntry[]): WireSandboxLogs {
+  return { logs: entries.map((e) => ({ timestamp: e.timestamp, line: e2bLogLine(e) })), logEntries: entries };
 }
 
 /** E2B's SnapshotInfo: the name when there is one (what Sandbox.create and delete take), else the id. */

@@ -5,6 +5,7 @@ import { Sandbox } from 'e2b';
 import { silentLogger } from '@svc/common';
 import { startMasterOverFakeNode } from '@svc/master/testing/master-over-fake-node';
 import { PublicSchemas } from '@svc/contracts';
+import type { SandboxLogEntry } from '@svc/contracts/node-agent';
 import { startApiGateway } from './index.ts';
 
 const KEY = 'e2b_0123456789abcdef0123456789abcdef01234567';
@@ -298,6 +299,64 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       for (const bad of ['start=abc', 'end=-5', `start=${now}&end=${now - 10}`]) {
         const r = await p.call('GET', `/sandboxes/${id}/metrics?${bad}`);
         assert.equal(r.status, 400, bad);
+      }
+    });
+
+    await t.test("logs: E2B's v1 and v2 shapes of the node's entries, narrowed by the query; 400 naming the field; 404 when unknown or killed", async () => {
+      const id = (await p.call('POST', '/v2/sandboxes', { templateID: 'base' })).body.sandboxID;
+      const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+      const entries: SandboxLogEntry[] = [
+        { timestamp: at(0), level: 'info', message: 'sandbox booting', fields: { logger: 'node-agent' } },
+        { timestamp: at(1), level: 'debug', message: 'envd: detail', fields: { logger: 'envd' } },
+        { timestamp: at(2), level: 'warn', message: 'envd: memory low', fields: { logger: 'envd' } },
+        { timestamp: at(3), level: 'error', message: 'envd: memory guard killed pid 7', fields: { logger: 'envd' } },
+      ];
+      p.node.logs.set(id, entries);
+      const v2 = await p.call('GET', `/v2/sandboxes/${id}/logs`);
+      assert.equal(v2.status, 200);
+      assert.deepEqual(v2.body, { logs: entries });
+      const messages = async (q: string) => ((await p.call('GET', `/v2/sandboxes/${id}/logs?${q}`)).body.logs as SandboxLogEntry[]).map((e) => e.message);
+      assert.deepEqual(await messages('direction=backward&limit=2'), ['envd: memory guard killed pid 7', 'envd: memory low']);
+      assert.deepEqual(await messages(`cursor=${Date.parse(at(1))}&limit=2`), ['envd: detail', 'envd: memory low']);
+      assert.deepEqual(await messages(`cursor=${Date.parse(at(1))}&direction=backward`), ['envd: detail', 'sandbox booting']);
+      assert.deepEqual(await messages('level=warn'), ['envd: memory low', 'envd: memory guard killed pid 7']);
+      assert.deepEqual(await messages('search=memory&level=error'), ['envd: memory guard killed pid 7']);
+      assert.deepEqual(await messages('search=Memory'), [], 'the search is case-sensitive');
+
+      const v1 = await p.call('GET', `/sandboxes/${id}/logs?start=${Date.parse(at(2))}`);
+      assert.equal(v1.status, 200);
+      assert.deepEqual(v1.body.logEntries, entries.slice(2));
+      // E2B's CLI prints `logs`: each line is JSON with the level, the message and the fields.
+      assert.deepEqual(v1.body.logs, entries.slice(2).map((e) => ({ timestamp: e.timestamp, line: JSON.stringify({ logger: 'envd', level: e.level, message: e.message }) })));
+      assert.equal((await p.call('GET', `/sandboxes/${id}/logs?limit=1`)).body.logEntries[0].message, 'sandbox booting');
+
+      const refused: Array<[string, RegExp]> = [
+        [`/v2/sandboxes/${id}/logs?limit=0`, /^query parameter limit must be >= 1$/],
+        [`/v2/sandboxes/${id}/logs?limit=10001`, /^query parameter limit must be <= 1000$/],
+        [`/v2/sandboxes/${id}/logs?limit=abc`, /^query parameter limit must be integer$/],
+        [`/v2/sandboxes/${id}/logs?direction=sideways`, /^query parameter direction must be one of forward, backward$/],
+        [`/v2/sandboxes/${id}/logs?level=loud`, /^query parameter level must be one of debug, info, warn, error$/],
+        [`/v2/sandboxes/${id}/logs?cursor=-1`, /^query parameter cursor must be >= 0$/],
+        [`/v2/sandboxes/${id}/logs?search=${'x'.repeat(257)}`, /^query parameter search must NOT have more than 256 characters$/],
+        [`/sandboxes/${id}/logs?limit=0`, /^query parameter limit must be >= 1$/],
+        [`/sandboxes/${id}/logs?start=soon`, /^query parameter start must be integer$/],
+      ];
+      for (const [path, message] of refused) {
+        const r = await p.call('GET', path);
+        assert.equal(r.status, 400, path);
+        assert.match(r.body.message, message, path);
+      }
+
+      for (const path of ['/v2/sandboxes/inosuchsandbox0000000/logs', '/sandboxes/inosuchsandbox0000000/logs']) {
+        const r = await p.call('GET', path);
+        assert.equal(r.status, 404, path);
+        assert.deepEqual(Object.keys(r.body).sort(), ['code', 'message']);
+      }
+      assert.equal((await p.call('DELETE', `/sandboxes/${id}`)).status, 204);
+      for (const path of [`/v2/sandboxes/${id}/logs`, `/sandboxes/${id}/logs`]) {
+        const r = await p.call('GET', path);
+        assert.equal(r.status, 404, `${path} of a killed sandbox`);
+        assert.deepEqual(r.body, { code: 404, message: `sandbox ${id} was killed` });
       }
     });
 

@@ -3,7 +3,7 @@ import { createHttpApp, parseListen, type Logger, type SvcConfig } from '@svc/co
 import { MasterClient } from '@svc/contracts/master';
 import { authenticate } from './auth.ts';
 import { forwardToMaster } from './forward.ts';
-import { PUBLIC_API } from '@svc/contracts';
+import { MASTER_TEMPLATE_PREFIXES, PUBLIC_API } from '@svc/contracts';
 import { renderDocsPage } from './docs-page.ts';
 import { registerSandboxRoutes } from './routes.ts';
 
@@ -27,7 +27,7 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   const docsPage = renderDocsPage();
   app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(docsPage));
   registerSandboxRoutes(app, master, cfg.sandbox_domain);
-  for (const prefix of ['/svc/template', '/templates']) {
+  for (const prefix of MASTER_TEMPLATE_PREFIXES) {
     app.all(prefix, (req, reply) => forwardToMaster(req, reply, masterUrl));
     app.all(`${prefix}/*`, (req, reply) => forwardToMaster(req, reply, masterUrl));
   }

@@ -5,7 +5,8 @@ import type {
   WireSvcRefresh, WireSvcSetTimeout, WireTimeoutRequest,
 } from '@svc/contracts';
 import type { MasterClient } from '@svc/contracts/master';
-import { parseNewSandbox, toE2bDetail, toE2bListed, toE2bMetric, toE2bSandbox, toE2bSnapshot } from './e2b-shapes.ts';
+import type { SandboxLogsQuery } from '@svc/contracts/node-agent';
+import { parseNewSandbox, toE2bDetail, toE2bListed, toE2bLogs, toE2bMetric, toE2bSandbox, toE2bSnapshot } from './e2b-shapes.ts';
 import { documentedRoute } from '@svc/contracts/route-schemas';
 
 type Id = { sandboxID: string };
@@ -83,6 +84,11 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
   });
   on<{ Params: Id; Querystring: { start?: number; end?: number } }>('GET', '/sandboxes/{sandboxID}/metrics', async (req) =>
     (await asE2b(master.metrics(req.params.sandboxID, req.query))).map(toE2bMetric));
+
+  on<{ Params: Id; Querystring: { start?: number; limit?: number } }>('GET', '/sandboxes/{sandboxID}/logs', async (req) =>
+    toE2bLogs((await asE2b(master.sandboxLogs(req.params.sandboxID, { cursor: req.query.start, limit: req.query.limit }))).logs));
+  on<{ Params: Id; Querystring: SandboxLogsQuery }>('GET', '/v2/sandboxes/{sandboxID}/logs', async (req) =>
+    ({ logs: (await asE2b(master.sandboxLogs(req.params.sandboxID, req.query))).logs }));
 
   on<{ Params: Id; Body?: WireSnapshotRequest }>('POST', '/sandboxes/{sandboxID}/snapshots', async (req, reply) => {
     const s = await asE2b(master.createSnapshot(req.params.sandboxID, { ...(req.body?.name ? { name: req.body.name } : {}) }));

@@ -1,6 +1,6 @@
 /**
  * The `svc` CLI run as a child process against the fake API (and the envd double for exec):
- * JSON output, tables, exit codes and error lines. Snapshots, fork and the pause kinds run
+ * JSON output, tables, exit codes and error lines. Snapshots, fork, logs and the pause kinds run
  * against the real gateway and master over the master's fake node agent.
  */
 import assert from 'node:assert/strict';
@@ -185,7 +185,7 @@ describe('svc sandbox', () => {
   });
 });
 
-describe('svc sandbox snapshot|fork, svc snapshot, pause kinds (real gateway over the fake node)', () => {
+describe('svc sandbox snapshot|fork|logs, svc snapshot, pause kinds (real gateway over the fake node)', () => {
   let gw: GatewayOverFakeNode;
   before(async () => { gw = await startGatewayOverFakeNode({ apiKey: 'key-2' }); });
   after(() => gw?.close());
@@ -283,6 +283,30 @@ describe('svc sandbox snapshot|fork, svc snapshot, pause kinds (real gateway ove
     } finally {
       gw.m.node.behaviour.failCreate = false;
     }
+  });
+
+  test('logs: one line an entry, oldest first; --json, --level, --newest-first, --limit; unknown sandboxes and bad flags', async () => {
+    const id = await created();
+    const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+    gw.m.node.logs.set(id, [
+      { timestamp: at(0), level: 'info', message: 'sandbox booting', fields: { logger: 'node-agent' } },
+      { timestamp: at(1), level: 'error', message: 'envd: memory guard killed pid 7', fields: { logger: 'envd', pid: '7' } },
+    ]);
+    const human = await runGw(['sandbox', 'logs', id]);
+    assert.equal(human.code, 0, human.stderr);
+    assert.equal(human.stdout, `${at(0)} INFO  [node-agent] sandbox booting\n${at(1)} ERROR [envd] envd: memory guard killed pid 7 pid=7\n`);
+    const entries = json(await runGw(['sandbox', 'logs', id, '--json']));
+    assert.deepEqual(entries.map((e: { timestamp: string; level: string }) => [e.timestamp, e.level]), [[at(0), 'info'], [at(1), 'error']]);
+    assert.deepEqual(json(await runGw(['sandbox', 'logs', id, '--level', 'error', '--json'])).map((e: { message: string }) => e.message), ['envd: memory guard killed pid 7']);
+    assert.deepEqual(json(await runGw(['sandbox', 'logs', id, '--newest-first', '--limit', '1', '--json'])).map((e: { message: string }) => e.message), ['envd: memory guard killed pid 7']);
+    assert.equal((await runGw(['sandbox', 'logs', id, '--search', 'nothing like it'])).stdout, 'no log entries\n');
+    const unknown = await runGw(['sandbox', 'logs', 'sbx-missing']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /\(HTTP 404\)\n$/);
+    const zero = await runGw(['sandbox', 'logs', id, '--limit', '0']);
+    assert.equal(zero.code, 1);
+    assert.match(zero.stderr, /^svc: .*limit.*\(HTTP 400\)\n$/);
+    assert.equal((await runGw(['sandbox', 'logs', id, '--level', 'loud'])).code, 2);
   });
 
   test('pause --no-memory, connect --reboot, create --on-timeout pause --no-pause-memory', async () => {

@@ -12,13 +12,14 @@
  *   POST   /v1/sandboxes/:id/timeout      → SandboxRecord          (body { timeout })
  *   POST   /v1/sandboxes/:id/refresh      → SandboxRecord          (body { duration? })
  *   GET    /v1/sandboxes/:id/metrics      → SandboxMetrics[]      (query MetricsRange)
+ *   GET    /v1/sandboxes/:id/logs         → SandboxLogs          (query SandboxLogsQuery: the node agent's, passed on)
  *   GET    /v1/nodes, /v1/nodes/:id       → NodeRecord[] / NodeRecord
  *   POST   /v1/nodes/:id/labels           → NodeRecord  (body { labels: {name: value} })
  *   DELETE /v1/nodes/:id/labels           → NodeRecord  (body { names: string[] })
  *   /svc/template...                      → see docs/api.md
  */
 import { badRequest, JsonClient } from '@svc/common';
-import type { NodeLoad, PauseKind, SandboxMetrics } from './node-agent.ts';
+import type { NodeLoad, PauseKind, SandboxLogs, SandboxLogsQuery, SandboxMetrics } from './node-agent.ts';
 import type { OnTimeout, SandboxState, TerminateReason } from './master-internal.ts';
 
 export type { SandboxState, OnTimeout, TerminateReason };
@@ -244,6 +245,7 @@ export class MasterClient {
   }
   updateNetwork(id: string, update: unknown) { return this.http.put<SandboxRecord>(`/v1/sandboxes/${seg(id)}/network`, update); }
   metrics(id: string, range: MetricsRange = {}) { return this.http.get<SandboxMetrics[]>(`/v1/sandboxes/${seg(id)}/metrics`, { query: { ...range } }); }
+  sandboxLogs(id: string, q: SandboxLogsQuery = {}) { return this.http.get<SandboxLogs>(`/v1/sandboxes/${seg(id)}/logs`, { query: { ...q } }); }
   createSnapshot(id: string, input: CreateSnapshotInput = {}) { return this.http.post<SnapshotRecord>(`/v1/sandboxes/${seg(id)}/snapshots`, input); }
   listSnapshots(q: ListSnapshotsQuery = {}) { return this.http.get<SnapshotPage>('/v1/snapshots', { query: { ...q } }); }
   deleteSnapshot(ref: string) { return this.http.delete<void>(`/v1/snapshots/${seg(ref)}`); }

@@ -10,6 +10,8 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import { statusOf } from './contract-testing.ts';
 import { LAYER_SHA256_HEADER, NodeAgentClient, type CreateSandboxOnNode, type EnsureArtifact, type NodeSandbox } from './node-agent.ts';
+import type { SandboxLogsQuery } from './node-agent.ts';
+import { LOG_LEVELS } from './sandbox-logs.ts';
 
 export interface NodeAgentSubject {
   url: string;
@@ -54,10 +56,57 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
         }
       });
 
+      await t.test("logs: envd's lines with their times, oldest first, narrowed by the query, also while paused; 400 on bad input; 404 for an unknown sandbox", async () => {
+        const { logs } = await agent.sandboxLogs(req.sandboxId);
+        assert.ok(logs.some((e) => e.fields.logger === 'envd'), `an envd line in ${JSON.stringify(logs)}`);
+        for (const e of logs) {
+          assert.equal(new Date(e.timestamp).toISOString(), e.timestamp);
+          assert.ok(LOG_LEVELS.includes(e.level) && typeof e.message === 'string', JSON.stringify(e));
+          for (const v of Object.values(e.fields)) assert.equal(typeof v, 'string');
+        }
+        const times = logs.map((e) => Date.parse(e.timestamp));
+        assert.deepEqual(times, [...times].sort((a, b) => a - b), 'oldest first');
+        const first = logs[0]!;
+        const last = logs[logs.length - 1]!;
+        assert.deepEqual((await agent.sandboxLogs(req.sandboxId, { limit: 1 })).logs, [first]);
+        const [newest] = (await agent.sandboxLogs(req.sandboxId, { direction: 'backward', limit: 1 })).logs;
+        assert.ok(newest && Date.parse(newest.timestamp) >= Date.parse(last.timestamp), 'backward: newest first');
+        assert.deepEqual((await agent.sandboxLogs(req.sandboxId, { direction: 'backward', cursor: Date.parse(first.timestamp) - 1 })).logs, []);
+        assert.deepEqual((await agent.sandboxLogs(req.sandboxId, { cursor: Date.parse(last.timestamp) + 60_000 })).logs, []);
+        const found = (await agent.sandboxLogs(req.sandboxId, { search: first.message })).logs;
+        assert.ok(found.length > 0 && found.every((e) => e.message.includes(first.message)));
+        assert.ok((await agent.sandboxLogs(req.sandboxId, { level: 'error' })).logs.every((e) => e.level === 'error'));
+        await agent.pauseSandbox(req.sandboxId);
+        try {
+          assert.ok((await agent.sandboxLogs(req.sandboxId)).logs.length >= logs.length, 'a paused sandbox keeps its log');
+        } finally {
+          await agent.resumeSandbox(req.sandboxId);
+        }
+        const bad = { limit: ['0', '1001', 'abc'], direction: ['sideways'], level: ['loud'], cursor: ['-1'] };
+        for (const [field, values] of Object.entries(bad)) {
+          for (const v of values) {
+            const q = { [field]: v } as unknown as SandboxLogsQuery;
+            assert.equal(await statusOf(agent.sandboxLogs(req.sandboxId, q)), 400, `${field}=${v}`);
+          }
+        }
+        assert.equal(await statusOf(agent.sandboxLogs('no-such-sandbox')), 404);
+      });
+
+      await t.test('exec runs a shell command to its end: exit code, stdout, stderr, cwd and environment; 400 on bad input, 404 unknown', async () => {
+        const r = await agent.exec(req.sandboxId, { command: 'echo "out $GREETING"; pwd; echo err >&2; exit 3', cwd: '/tmp', envVars: { GREETING: 'hi' } });
+        assert.deepEqual(r, { exitCode: 3, stdout: 'out hi\n/tmp\n', stderr: 'err\n' });
+        assert.equal((await agent.exec(req.sandboxId, { command: 'true' })).exitCode, 0);
+        for (const bad of [{ command: '' }, { command: 'true', cwd: 'relative' }, { command: 'true', user: 'no such' }, { command: 'true', timeoutMs: 0 }]) {
+          assert.equal(await statusOf(agent.exec(req.sandboxId, bad)), 400, JSON.stringify(bad));
+        }
+        assert.equal(await statusOf(agent.exec('no-such-sandbox', { command: 'true' })), 404);
+      });
+
       await t.test('pause answers it paused with its kind; a second pause and a network update are 409; resume answers it running', async () => {
         const paused = await agent.pauseSandbox(req.sandboxId);
         assertSandbox(paused, req, 'paused');
         assert.ok(paused.pauseKind === 'freeze' || paused.pauseKind === 'snapshot');
+        assert.equal(await statusOf(agent.exec(req.sandboxId, { command: 'true' })), 409, 'no exec while paused');
         assert.equal(await statusOf(agent.pauseSandbox(req.sandboxId)), 409);
         assert.equal(await statusOf(agent.updateNetwork(req.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } })), 409);
         const resumed = await agent.resumeSandbox(req.sandboxId);

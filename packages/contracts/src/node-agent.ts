@@ -11,6 +11,8 @@
  *   POST   /v1/sandboxes/:id/resume         → NodeSandbox (state running) | 409 {code:130409} admission refused
  *   PUT    /v1/sandboxes/:id/network        → NodeSandbox | 409 paused   (body NetworkUpdateOnNode: the whole new policy)
  *   GET    /v1/sandboxes/:id/metrics        → SandboxMetrics
+ *   POST   /v1/sandboxes/:id/exec           → ExecResultOnNode    (body ExecOnNode; 409 paused)
+ *   GET    /v1/sandboxes/:id/logs           → SandboxLogs         (query SandboxLogsQuery; running or paused)
  *   GET    /v1/ended-sandboxes              → EndedSandbox[]      (sandboxes that stopped on their own, recent first)
  *   POST   /v1/artifacts/:artifactId        → 200 ArtifactOnNode  (body EnsureArtifact; downloads when missing)
  *   DELETE /v1/artifacts/:artifactId        → 204                 (idempotent)
@@ -105,6 +107,31 @@ export interface LayerOnNode {
   createdAt: string;
 }
 
+/**
+ * POST /v1/sandboxes/:id/exec: a shell command run to its end inside a running sandbox, as the
+ * template builder's steps run (`/bin/sh -c command`). Its output comes back whole up to
+ * EXEC_OUTPUT_LIMIT bytes a stream (the end kept, `truncated` set).
+ */
+export interface ExecOnNode {
+  command: string;
+  /** A user of the sandbox's image (default root). */
+  user?: string;
+  /** Absolute; default /. */
+  cwd?: string;
+  envVars?: Record<string, string>;
+  /** Default 600 000; at most 3 600 000. A command past it is killed: exit code 124. */
+  timeoutMs?: number;
+}
+
+export interface ExecResultOnNode {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  truncated?: boolean;
+}
+
+export const EXEC_OUTPUT_LIMIT = 256 * 1024;
+
 /** A running sandbox's new egress policy, replacing the one it had (E2B's updateNetwork). */
 export type NetworkUpdateOnNode = Pick<CreateSandboxOnNode, 'allowInternetAccess' | 'network'>;
 
@@ -147,6 +174,40 @@ export interface SandboxMetrics {
   memCache: number;
   diskUsed: number;
   diskTotal: number;
+}
+
+/** Levels of a sandbox log entry, lowest first (LOG_LEVELS in sandbox-logs.ts). */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+/** One entry of a sandbox's own log (E2B's SandboxLogEntry). */
+export interface SandboxLogEntry {
+  /** ISO 8601, milliseconds. */
+  timestamp: string;
+  level: LogLevel;
+  message: string;
+  fields: Record<string, string>;
+}
+
+/**
+ * GET /v1/sandboxes/:id/logs, on the node agent and the master alike (E2B's v2 query), checked by
+ * parseSandboxLogsQuery (sandbox-logs.ts, with SANDBOX_LOG_LIMITS). The entries are the sandbox's
+ * console file on its node: envd's lines and the node's boot marks.
+ */
+export interface SandboxLogsQuery {
+  /** Milliseconds since the epoch: forward, entries at or after it; backward, at or before it (default now). */
+  cursor?: number;
+  /** 1 to 1000; default 1000 (E2B's). */
+  limit?: number;
+  /** forward (default): oldest first; backward: newest first. */
+  direction?: 'forward' | 'backward';
+  /** The lowest level answered. */
+  level?: LogLevel;
+  /** A case-sensitive part of the message, at most 256 characters. */
+  search?: string;
+}
+
+export interface SandboxLogs {
+  logs: SandboxLogEntry[];
 }
 
 /**
@@ -252,8 +313,12 @@ export class NodeAgentClient {
   pauseSandbox(id: string, req: PauseOnNode = {}) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`, req); }
   resumeSandbox(id: string, req: ResumeOnNode = {}) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`, req, { timeoutMs: 120_000 }); }
   metrics(id: string) { return this.http.get<SandboxMetrics>(`/v1/sandboxes/${encodeURIComponent(id)}/metrics`); }
+  sandboxLogs(id: string, q: SandboxLogsQuery = {}) { return this.http.get<SandboxLogs>(`/v1/sandboxes/${encodeURIComponent(id)}/logs`, { query: { ...q } }); }
   snapshotSandbox(id: string, req: SnapshotSandboxOnNode) {
     return this.http.post<LayerOnNode>(`/v1/sandboxes/${encodeURIComponent(id)}/snapshot`, req, { timeoutMs: 600_000 });
+  }
+  exec(id: string, req: ExecOnNode) {
+    return this.http.post<ExecResultOnNode>(`/v1/sandboxes/${encodeURIComponent(id)}/exec`, req, { timeoutMs: (req.timeoutMs ?? 600_000) + 30_000 });
   }
   listLayers() { return this.http.get<LayerOnNode[]>('/v1/layers'); }
   /** GET /v1/layers/:id/archive: the layer's tar as a Node stream, whatever the status (404 when the node lacks it). */

@@ -10,6 +10,7 @@
  */
 
 import { PAUSE_KINDS } from './node-agent.ts';
+import { LOG_LEVELS } from './sandbox-logs.ts';
 
 const str = { type: 'string' } as const;
 const bool = { type: 'boolean' } as const;
@@ -222,6 +223,38 @@ export const SandboxMetric = {
   additionalProperties: false,
 } as const;
 
+/** E2B's SandboxLogEntry: one entry of the sandbox's own log (docs/api.md, "Sandbox logs"). */
+export const SandboxLogEntry = {
+  type: 'object',
+  required: ['timestamp', 'level', 'message', 'fields'],
+  properties: { timestamp, level: { type: 'string', enum: LOG_LEVELS }, message: str, fields: stringMap },
+  additionalProperties: false,
+} as const;
+
+/** E2B's SandboxLog: an entry as one line of JSON (`level`, `message` and its fields), which E2B's CLI parses. */
+export const SandboxLog = {
+  type: 'object',
+  required: ['timestamp', 'line'],
+  properties: { timestamp, line: str },
+  additionalProperties: false,
+} as const;
+
+/** E2B's SandboxLogs (GET /sandboxes/{sandboxID}/logs): the same entries both ways. */
+export const SandboxLogs = {
+  type: 'object',
+  required: ['logs', 'logEntries'],
+  properties: { logs: { type: 'array', items: SandboxLog }, logEntries: { type: 'array', items: SandboxLogEntry } },
+  additionalProperties: false,
+} as const;
+
+/** E2B's SandboxLogsV2Response (GET /v2/sandboxes/{sandboxID}/logs). */
+export const SandboxLogsV2Response = {
+  type: 'object',
+  required: ['logs'],
+  properties: { logs: { type: 'array', items: SandboxLogEntry } },
+  additionalProperties: false,
+} as const;
+
 /** svc's `/svc/sandbox/timeout` and `/svc/sandbox/refresh` (docs/api.md). */
 export const SvcSetTimeout = {
   type: 'object',
@@ -307,6 +340,10 @@ export const SCHEMAS = {
   Refresh,
   NetworkUpdate,
   SandboxMetric,
+  SandboxLogEntry,
+  SandboxLog,
+  SandboxLogs,
+  SandboxLogsV2Response,
   SvcSetTimeout,
   SvcRefresh,
   SvcDeadline,

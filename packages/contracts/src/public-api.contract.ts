@@ -69,6 +69,19 @@ export function publicApiContract(name: string, make: () => Promise<PublicApiSub
         assert.equal((await call('GET', '/sandboxes/{sandboxID}/metrics', { sandboxID: id })).status, 200);
       });
 
+      await t.test("logs answer E2B's shapes, v1 and v2, with the sandbox's start in them; a bad query is a 400", async () => {
+        const v2 = await call('GET', '/v2/sandboxes/{sandboxID}/logs', { sandboxID: id });
+        assert.equal(v2.status, 200);
+        assert.ok((v2.body as { logs: unknown[] }).logs.length > 0);
+        const v1 = await call('GET', '/sandboxes/{sandboxID}/logs', { sandboxID: id });
+        assert.equal(v1.status, 200);
+        const { logs, logEntries } = v1.body as { logs: Array<{ line: string }>; logEntries: unknown[] };
+        assert.equal(logs.length, logEntries.length);
+        for (const l of logs) assert.equal(typeof (JSON.parse(l.line) as { level?: unknown }).level, 'string', "E2B's CLI reads each line's level");
+        const bad = await fetch(`${s.url}/v2/sandboxes/${encodeURIComponent(id)}/logs?direction=sideways`, { headers: { 'x-api-key': s.apiKey } });
+        assert.equal(bad.status, 400);
+      });
+
       await t.test('pause answers 204 and a second pause 409; connect resumes (201), then finds it running (200)', async () => {
         assert.equal((await call('POST', '/sandboxes/{sandboxID}/pause', { sandboxID: id })).status, 204);
         assert.equal(((await call('GET', '/sandboxes/{sandboxID}', { sandboxID: id })).body as { state: string }).state, 'paused');

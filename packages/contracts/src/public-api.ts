@@ -6,6 +6,7 @@
  */
 import { SCHEMAS } from './public-api-schemas.ts';
 import { TEMPLATE_SCHEMAS } from './template-route-schemas.ts';
+import { LOG_DIRECTIONS, LOG_LEVELS, SANDBOX_LOG_LIMITS } from './sandbox-logs.ts';
 
 const ALL_SCHEMAS = { ...SCHEMAS, ...TEMPLATE_SCHEMAS };
 type SchemaName = keyof typeof ALL_SCHEMAS;
@@ -43,6 +44,8 @@ const accepted = { 202: { description: 'The build job is queued', ...json(ref('J
 const createTemplate = { summary: 'Create a template from an image (exactly one source)', requestBody: { required: true, ...json(ref('TemplateCreate')) }, responses: accepted };
 const jobAnswer = { 200: { description: 'The job', ...json(ref('JobInfo')) }, ...common, 404: error('No such job') };
 const e2bTemplateId = pathParam('templateID');
+
+const logLimit = query('limit', { type: 'integer', minimum: 1, maximum: SANDBOX_LOG_LIMITS.maxEntries, default: SANDBOX_LOG_LIMITS.defaultEntries }, 'At most this many entries');
 
 const nodeAnswer = { 200: { description: 'The node', ...json(ref('Node')) }, ...common, 404: error('No such node') };
 
@@ -124,6 +127,27 @@ export const PUBLIC_API = {
         summary: 'Metrics of the sandbox',
         parameters: [sandboxId, query('start', { type: 'integer', minimum: 0 }, 'Unix seconds'), query('end', { type: 'integer', minimum: 0 }, 'Unix seconds')],
         responses: { 200: { description: 'Samples in the range', ...json({ type: 'array', items: ref('SandboxMetric') }) }, ...ofSandbox },
+      },
+    },
+    '/sandboxes/{sandboxID}/logs': {
+      get: {
+        summary: 'The sandbox\'s own log, oldest first (deprecated by E2B; use /v2)',
+        parameters: [sandboxId, query('start', { type: 'integer', minimum: 0 }, 'Milliseconds since the epoch: entries at or after it'), logLimit],
+        responses: { 200: { description: 'Each entry as a JSON line and as a structured entry', ...json(ref('SandboxLogs')) }, ...ofSandbox },
+      },
+    },
+    '/v2/sandboxes/{sandboxID}/logs': {
+      get: {
+        summary: 'The sandbox\'s own log: envd\'s lines and its boots',
+        parameters: [
+          sandboxId,
+          query('cursor', { type: 'integer', minimum: 0 }, 'Milliseconds since the epoch: forward, entries at or after it; backward, at or before it (default now)'),
+          logLimit,
+          query('direction', { type: 'string', enum: LOG_DIRECTIONS, default: 'forward' }, 'forward: oldest first; backward: newest first'),
+          query('level', { type: 'string', enum: LOG_LEVELS }, 'The lowest level answered'),
+          query('search', { type: 'string', maxLength: SANDBOX_LOG_LIMITS.searchMaxChars }, 'A case-sensitive part of the message'),
+        ],
+        responses: { 200: { description: 'The entries', ...json(ref('SandboxLogsV2Response')) }, ...ofSandbox },
       },
     },
     '/sandboxes/{sandboxID}/snapshots': {
@@ -213,10 +237,25 @@ export const PUBLIC_API = {
       get: { summary: 'A template with its builds (E2B shape)', parameters: [e2bTemplateId], responses: { 200: { description: 'The template', ...json(ref('E2bTemplateDetail')) }, ...ofTemplate } },
       delete: { summary: 'Delete a template, or a snapshot (E2B deletes snapshots here)', parameters: [e2bTemplateId], responses: { 204: { description: 'Deleted' }, ...ofTemplate, 409: error('A template that snapshots start from (they are named), or a snapshot a create is reading (code 130409 / 409)') } },
     },
+    '/v3/templates': {
+      post: {
+        summary: 'Request a build of a template by name[:tag] (E2B\'s template builder); the same name again is a new build of that template',
+        requestBody: { required: true, ...json(ref('E2bBuildRequest')) },
+        responses: { 202: { description: 'The template and its build, waiting for its steps', ...json(ref('E2bBuildRequested')) }, ...ofTemplate },
+      },
+    },
+    '/v2/templates/{templateID}/builds/{buildID}': {
+      post: {
+        summary: 'Start a requested build: its base, steps, start and ready commands (E2B\'s template builder)',
+        parameters: [e2bTemplateId, pathParam('buildID')],
+        requestBody: { required: true, ...json(ref('E2bBuildStart')) },
+        responses: { 202: { description: 'Building' }, ...ofTemplate, 409: error('The build was started already') },
+      },
+    },
     '/templates/{templateID}/builds/{buildID}/status': {
       get: {
         summary: 'A build\'s status (E2B shape)',
-        parameters: [e2bTemplateId, pathParam('buildID')],
+        parameters: [e2bTemplateId, pathParam('buildID'), query('logsOffset', { type: 'integer', minimum: 0 }, 'Log entries already seen'), query('limit', { type: 'integer', minimum: 0, maximum: 100 }, 'At most this many log entries (default 100)'), query('level', { type: 'string', enum: ['debug', 'info', 'warn', 'error'] }, 'The lowest level answered')],
         responses: { 200: { description: 'The build', ...json(ref('E2bBuildStatus')) }, ...ofTemplate },
       },
     },
@@ -237,3 +276,11 @@ export const PUBLIC_API = {
 } as const;
 
 export type PublicPath = keyof typeof PUBLIC_API.paths;
+
+/** The public paths the gateway forwards to the master as they are: the template routes, E2B's builder's among them. */
+export const MASTER_TEMPLATE_PREFIXES = ['/svc/template', '/templates', '/v2/templates', '/v3/templates'] as const;
+
+/** Whether a public path is one of the master's template routes (MASTER_TEMPLATE_PREFIXES). */
+export function isMasterTemplatePath(path: string): boolean {
+  return MASTER_TEMPLATE_PREFIXES.some((p) => path === p || path.startsWith(`${p}/`));
+}

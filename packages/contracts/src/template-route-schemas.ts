@@ -23,7 +23,7 @@ export const TEMPLATE_STATUSES = ['building', 'ready', 'failed'] as const;
 export const JOB_KINDS = ['CREATE', 'REDO', 'LEGACY'] as const;
 export const JOB_STATUSES = ['PENDING', 'RUNNING', 'BUILT', 'FAILED'] as const;
 export const JOB_PHASES = ['PULLING', 'BUILDING', 'UPLOADING', 'DISTRIBUTING'] as const;
-export const SOURCE_KINDS = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar', 'legacy'] as const;
+export const SOURCE_KINDS = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar', 'legacy', 'builder'] as const;
 /** E2B's build status, as its template routes answer it. */
 export const E2B_BUILD_STATUSES = ['building', 'waiting', 'ready', 'error'] as const;
 
@@ -265,6 +265,59 @@ export const E2bBuildStatus = {
   additionalProperties: false,
 } as const;
 
+/** The step types the template builder runs (E2B's TemplateStep.type). */
+export const BUILD_STEP_TYPES = ['RUN', 'ENV', 'WORKDIR', 'USER', 'COPY'] as const;
+
+/** POST /v3/templates (E2B's TemplateBuildRequestV3): a build of a template named `name[:tag]`. */
+export const E2bBuildRequest = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 160, description: 'The template\'s name, with an optional :tag' },
+    alias: { type: 'string', minLength: 1, maxLength: 160, description: 'Deprecated: name' },
+    tags: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 128 }, maxItems: 32 },
+    cpuCount: { type: 'integer', minimum: 1, maximum: 64 },
+    memoryMB: { type: 'integer', minimum: 128, maximum: 1024 * 1024 },
+    minFreeDiskMb: { type: 'integer', minimum: 0 },
+    teamID: str,
+  },
+  additionalProperties: false,
+} as const;
+
+/** E2B's TemplateRequestResponseV3. */
+export const E2bBuildRequested = {
+  type: 'object',
+  required: ['templateID', 'buildID', 'names', 'aliases', 'tags', 'public'],
+  properties: { templateID: str, buildID: str, names: stringList, aliases: stringList, tags: stringList, public: bool },
+  additionalProperties: false,
+} as const;
+
+/** One step (E2B's TemplateStep); the SDK sends its builder's own fields beside these, ignored. */
+export const E2bBuildStep = {
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { type: 'string', enum: BUILD_STEP_TYPES },
+    args: { type: 'array', items: { type: 'string', maxLength: 65536 }, maxItems: 256 },
+    filesHash: str,
+    force: bool,
+  },
+} as const;
+
+/** POST /v2/templates/{templateID}/builds/{buildID} (E2B's TemplateBuildStartV2). */
+export const E2bBuildStart = {
+  type: 'object',
+  properties: {
+    fromImage: str,
+    fromTemplate: str,
+    fromImageRegistry: { type: 'object' },
+    steps: { type: 'array', items: E2bBuildStep, maxItems: 1000 },
+    startCmd: str,
+    readyCmd: str,
+    force: bool,
+  },
+  additionalProperties: false,
+} as const;
+
 /** Every named template shape, for the document's `components.schemas`. */
 export const TEMPLATE_SCHEMAS = {
   TemplateCreate,
@@ -280,4 +333,7 @@ export const TEMPLATE_SCHEMAS = {
   E2bTemplateCreated,
   E2bTemplateAlias,
   E2bBuildStatus,
+  E2bBuildRequest,
+  E2bBuildRequested,
+  E2bBuildStart,
 } as const;

@@ -27,3 +27,7 @@ export type E2bTemplateDetail = Wire<typeof S.E2bTemplateDetail>;
 export type E2bTemplateCreated = Wire<typeof S.E2bTemplateCreated>;
 export type E2bTemplateAlias = Wire<typeof S.E2bTemplateAlias>;
 export type E2bBuildStatusAnswer = Wire<typeof S.E2bBuildStatus>;
+export type E2bBuildRequest = Wire<typeof S.E2bBuildRequest>;
+export type E2bBuildRequested = Wire<typeof S.E2bBuildRequested>;
+export type E2bBuildStart = Wire<typeof S.E2bBuildStart>;
+export type BuildStepType = (typeof S.BUILD_STEP_TYPES)[number];

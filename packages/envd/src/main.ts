@@ -3,7 +3,9 @@ import { readConfig } from './config.ts';
 import type { RequestHandler } from './server.ts';
 import { MemoryGuard } from './system/memory-guard.ts';
 import { ENVD_VERSION } from '@svc/contracts/envd-version';
+import { consoleAsSandboxLog } from './console-log.ts';
 
+consoleAsSandboxLog();
 const config = readConfig(process.env);
 const metadataFile = process.env.ENVD_METADATA_FILE ?? '/run/svc-envd/file-metadata.json';
 
@@ -40,7 +42,7 @@ server.listen(config.port, config.host, () => {
   console.log(`envd ${ENVD_VERSION} listening on ${config.host}:${port} (${Math.round(performance.now())} ms after process start)`);
   setImmediate(() => {
     load().then(
-      () => { if (process.env.SVC_ENVD_WARMUP === '1') void import('./warm-up.ts').then((m) => m.warmUp(port)); },
+      () => { if (process.env.SVC_ENVD_WARMUP === '1') void import('./warm-up.ts').then((m) => m.warmUp(port, (line) => console.log(line))); },
       (err: Error) => console.error(`envd: failed to load services: ${err.stack ?? err.message}`),
     );
   });

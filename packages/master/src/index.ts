@@ -9,7 +9,10 @@ import { AnnouncedProxyPurger } from './proxies.ts';
 import { SandboxRepo } from './sandboxes/repo.ts';
 import { registerSandboxRoutes } from './sandboxes/routes.ts';
 import { SandboxService } from './sandboxes/service.ts';
-import { startTemplates, type SnapshotDeletion, type TemplatesModule } from './templates/index.ts';
+import { startTemplates, type BuilderStatus, type SnapshotDeletion, type TemplatesModule } from './templates/index.ts';
+import { BuildRepo } from './builds/repo.ts';
+import { registerBuildRoutes } from './builds/routes.ts';
+import { BuildService } from './builds/service.ts';
 import { SnapshotCatalog } from './snapshots/catalog.ts';
 import { SnapshotRepo } from './snapshots/repo.ts';
 import { SnapshotAwareResolver } from './snapshots/resolver.ts';
@@ -50,15 +53,27 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const snapshotRepo = new SnapshotRepo(db.kysely);
   const layerStorage = new TemplateCenterLayerStorage(new TemplateCenterClient(cfg.template_center.addr, cfg.template_center.callback_token), cfg.master.addr);
   const snapshotCatalog = new SnapshotCatalog(snapshotRepo, nodes, layerStorage, logger);
+  // Builds start after the sandbox service they need; the template module's status route asks them late.
+  let builds: BuildService | undefined;
+  const builderStatus: BuilderStatus = { status: (t, b, q) => builds?.status(t, b, q) ?? Promise.resolve(undefined) };
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
-    : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog });
+    : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus });
   const repo = new SandboxRepo(db.kysely, db.driver);
+  const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
   const sandboxes = new SandboxService({
-    cfg, repo, nodes, templates: new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage), coordination, logger,
+    cfg, repo, nodes, templates: sandboxResolver, coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
   });
   const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
+  if (templates.builder) {
+    builds = new BuildService({
+      repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger,
+      snapshots: { capture: (id, o) => snapshots.capture(id, o), byCacheKey: (key) => snapshotRepo.byCacheKey(key) },
+    });
+    await builds.failUnfinished();
+    registerBuildRoutes(app, builds);
+  }
 
   app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));
   registerSandboxRoutes(app, sandboxes, logger);
@@ -89,6 +104,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     url, app, db, sandboxes, nodes, templates,
     async close() {
       await periodic.stop();
+      await builds?.settled();
       await templates.close();
       await app.close();
       await db.close();

@@ -2,9 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { TaskStats } from '@svc/common';
 import { LAYER_SHA256_HEADER, type NodeInfo } from '@svc/contracts/node-agent';
 import type { SandboxService } from './sandboxes/service.ts';
-import { checkSandboxId, parseCreate, parseEnsureArtifact, parseNetworkUpdate, parsePause, parseResume, parseSnapshot } from './validate.ts';
+import { checkSandboxId, parseCreate, parseExec, parseEnsureArtifact, parseNetworkUpdate, parsePause, parseResume, parseSnapshot } from './validate.ts';
 import { checkLayerId } from './artifacts/layer-store.ts';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
+import { parseSandboxLogsQuery } from '@svc/contracts/sandbox-logs';
 
 export interface RouteDeps {
   service: SandboxService;
@@ -34,6 +35,8 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   app.post<IdParams>('/v1/sandboxes/:id/snapshot', async (req, reply) => reply.status(201).send(await s.snapshot(id(req.params), parseSnapshot(req.body))));
   app.post<IdParams>('/v1/sandboxes/:id/resume', async (req) => s.resume(id(req.params), parseResume(req.body)));
   app.get<IdParams>('/v1/sandboxes/:id/metrics', async (req) => s.metrics(id(req.params)));
+  app.post<IdParams>('/v1/sandboxes/:id/exec', async (req) => s.exec(id(req.params), parseExec(req.body)));
+  app.get<IdParams & { Querystring: Record<string, unknown> }>('/v1/sandboxes/:id/logs', async (req) => s.logs(id(req.params), parseSandboxLogsQuery(req.query)));
   app.get('/v1/ended-sandboxes', async () => s.ended());
 
   app.get('/v1/layers', async () => s.listLayers());

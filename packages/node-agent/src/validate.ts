@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/common';
 import { checkLayerId } from './artifacts/layer-store.ts';
-import type { CreateSandboxOnNode, EnsureArtifact, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode } from '@svc/contracts/node-agent';
+import type { CreateSandboxOnNode, EnsureArtifact, ExecOnNode, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -121,5 +121,22 @@ export function parseNetworkUpdate(body: unknown): NetworkUpdateOnNode {
   return {
     allowInternetAccess: body.allowInternetAccess,
     network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut') },
+  };
+}
+
+const USER_NAME = /^[a-z_][a-z0-9_.-]{0,31}$/i;
+
+/** POST /v1/sandboxes/:id/exec. */
+export function parseExec(body: unknown): Required<Omit<ExecOnNode, 'user'>> & { user: string } {
+  if (!isObject(body)) throw badRequest('body must be a JSON object {command, user, cwd, envVars, timeoutMs}');
+  if (typeof body.command !== 'string' || !body.command.trim()) throw badRequest('command must be a non-empty string');
+  if (body.user !== undefined && (typeof body.user !== 'string' || !USER_NAME.test(body.user))) throw badRequest('user must be a user name (letters, digits, _ . -)');
+  if (body.cwd !== undefined && (typeof body.cwd !== 'string' || !body.cwd.startsWith('/') || body.cwd.includes('\0'))) throw badRequest('cwd must be an absolute path');
+  return {
+    command: body.command,
+    user: (body.user as string | undefined) ?? 'root',
+    cwd: (body.cwd as string | undefined) ?? '/',
+    envVars: stringMap(body.envVars, 'envVars', ENV_NAME),
+    timeoutMs: body.timeoutMs === undefined ? 600_000 : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
   };
 }

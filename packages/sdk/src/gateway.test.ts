@@ -57,6 +57,25 @@ test('create, inspect, time out, pause, connect, resume and kill through the gat
   await assert.rejects(Sandbox.getInfo(sbx.sandboxId, conn), (e: unknown) => e instanceof GoneError || e instanceof NotFoundError);
 });
 
+test("getLogs: the sandbox's own log through the gateway, narrowed by the options; unknown sandboxes and bad options refused", async () => {
+  const sbx = await Sandbox.create('base', conn);
+  const at = (s: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, s)).toISOString();
+  m.node.logs.set(sbx.sandboxId, [
+    { timestamp: at(0), level: 'info', message: 'sandbox booting', fields: { logger: 'node-agent' } },
+    { timestamp: at(1), level: 'error', message: 'envd: memory guard killed pid 7', fields: { logger: 'envd' } },
+  ]);
+  const all = await sbx.getLogs();
+  assert.deepEqual(all.map((e) => [e.timestamp.toISOString(), e.level, e.message, e.fields.logger]), [
+    [at(0), 'info', 'sandbox booting', 'node-agent'], [at(1), 'error', 'envd: memory guard killed pid 7', 'envd'],
+  ]);
+  assert.deepEqual((await sbx.getLogs({ level: 'error' })).map((e) => e.message), ['envd: memory guard killed pid 7']);
+  assert.deepEqual((await sbx.getLogs({ direction: 'backward', limit: 1 })).map((e) => e.message), ['envd: memory guard killed pid 7']);
+  assert.deepEqual((await Sandbox.getLogs(sbx.sandboxId, { ...conn, cursor: new Date(at(1)), search: 'booting' })), []);
+  await assert.rejects(sbx.getLogs({ limit: 0 }), InvalidArgumentError);
+  await sbx.kill();
+  await assert.rejects(Sandbox.getLogs(sbx.sandboxId, conn), SandboxNotFoundError);
+});
+
 test('list pages and filters by metadata and state', async () => {
   const made: Sandbox[] = [];
   for (let i = 0; i < 5; i++) made.push(await Sandbox.create({ ...conn, metadata: { batch: 'list', odd: String(i % 2), tricky: 'a&b=100%' } }));

@@ -4,8 +4,8 @@
 import { timeoutToSeconds } from './config.ts';
 import { InvalidArgumentError } from './errors.ts';
 import { buildNetwork } from './network.ts';
-import type { SandboxInfo, SandboxMetrics, SandboxOpts, SnapshotInfo } from './types.ts';
-import type { WireListedSandbox, WireNewSandbox, WireSandboxDetail, WireSandboxMetric, WireSnapshotInfo, WireVolumeMount } from './wire.ts';
+import type { SandboxInfo, SandboxLogEntry, SandboxMetrics, SandboxOpts, SnapshotInfo } from './types.ts';
+import type { WireListedSandbox, WireNewSandbox, WireSandboxDetail, WireSandboxLogEntry, WireSandboxMetric, WireSnapshotInfo, WireVolumeMount } from './wire.ts';
 
 export function buildCreateBody(template: string, opts: SandboxOpts = {}): WireNewSandbox {
   const body: WireNewSandbox = { templateID: template };
@@ -112,6 +112,10 @@ export function toSandboxMetrics(m: WireSandboxMetric): SandboxMetrics {
     diskUsed: m.diskUsed,
     diskTotal: m.diskTotal,
   };
+}
+
+export function toSandboxLogEntry(e: WireSandboxLogEntry): SandboxLogEntry {
+  return { timestamp: new Date(e.timestamp), level: e.level, message: e.message, fields: e.fields };
 }
 
 export function toSnapshotInfo(s: WireSnapshotInfo): SnapshotInfo {

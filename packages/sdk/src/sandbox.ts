@@ -11,13 +11,13 @@ import { EnvdTransport, dataPlaneError, type EnvdTarget } from './envd/transport
 import { Filesystem } from './filesystem.ts';
 import { SandboxPaginator, SnapshotPaginator } from './paginator.ts';
 import { Pty } from './pty.ts';
-import { buildCreateBody, toSandboxInfo, toSandboxMetrics, toSnapshotInfo } from './sandbox-wire.ts';
+import { buildCreateBody, toSandboxInfo, toSandboxLogEntry, toSandboxMetrics, toSnapshotInfo } from './sandbox-wire.ts';
 import type {
-  CreateSnapshotOpts, RequestOpts, SandboxApiOpts, SandboxConnectOpts, SandboxForkOpts, SandboxInfo, SandboxListOpts, SandboxMetrics,
+  CreateSnapshotOpts, RequestOpts, SandboxApiOpts, SandboxConnectOpts, SandboxForkOpts, SandboxInfo, SandboxListOpts, SandboxLogEntry, SandboxLogsOpts, SandboxMetrics,
   SandboxOnResume, SandboxOpts, SandboxPauseOpts, SnapshotInfo, SnapshotListOpts,
 } from './types.ts';
 import type {
-  WireForkRequest, WireForkResult, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireSnapshotInfo, WireSnapshotRequest, WireTimeoutRequest,
+  WireForkRequest, WireForkResult, WireSandbox, WireSandboxDetail, WireSandboxLogsV2, WireSandboxMetric, WireSnapshotInfo, WireSnapshotRequest, WireTimeoutRequest,
 } from './wire.ts';
 
 export interface SandboxConstructorOpts extends ConnectionOpts {
@@ -158,6 +158,14 @@ export class Sandbox {
     return (metrics ?? []).map(toSandboxMetrics);
   }
 
+  /** The sandbox's own log (envd's lines and its boots), running or paused: E2B's v2 logs. */
+  static async getLogs(sandboxId: string, opts: SandboxLogsOpts = {}): Promise<SandboxLogEntry[]> {
+    const { cursor, limit, direction, level, search } = opts;
+    const query = { cursor: cursor instanceof Date ? cursor.getTime() : cursor, limit, direction, level, search };
+    const wire = await new ApiClient(opts).get<WireSandboxLogsV2>(`/v2${path(sandboxId, '/logs')}`, { query, notFound: SandboxNotFoundError, signal: opts.signal });
+    return (wire?.logs ?? []).map(toSandboxLogEntry);
+  }
+
   /**
    * Snapshots the sandbox's files (it is paused for the capture and runs on). `Sandbox.create`
    * takes the answer's `snapshotId` where a template goes; the snapshot outlives the sandbox.
@@ -260,6 +268,10 @@ export class Sandbox {
 
   async getMetrics(opts: RequestOpts = {}): Promise<SandboxMetrics[]> {
     return Sandbox.getMetrics(this.sandboxId, this.apiOpts(opts));
+  }
+
+  async getLogs(opts: Omit<SandboxLogsOpts, keyof SandboxApiOpts> & RequestOpts = {}): Promise<SandboxLogEntry[]> {
+    return Sandbox.getLogs(this.sandboxId, this.apiOpts(opts));
   }
 
   /**

@@ -199,6 +199,30 @@ export interface SandboxMetrics {
   diskTotal: number;
 }
 
+export type { LogLevel } from '@svc/contracts/node-agent';
+import type { LogLevel } from '@svc/contracts/node-agent';
+
+/** One entry of the sandbox's own log: envd's lines and the sandbox's boots, as its node keeps them. */
+export interface SandboxLogEntry {
+  timestamp: Date;
+  level: LogLevel;
+  message: string;
+  fields: Record<string, string>;
+}
+
+export interface SandboxLogsOpts extends SandboxApiOpts {
+  /** forward: entries at or after it (default: from the first); backward: at or before it (default: now). */
+  cursor?: Date | number;
+  /** 1 to 1000; default 1000. */
+  limit?: number;
+  /** forward (default): oldest first; backward: newest first. */
+  direction?: 'forward' | 'backward';
+  /** The lowest level returned. */
+  level?: LogLevel;
+  /** Only entries whose message holds this text (case-sensitive). */
+  search?: string;
+}
+
 // ---------------------------------------------------------------- templates
 
 export type TemplateSource =

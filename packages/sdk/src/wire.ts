@@ -6,7 +6,7 @@
  */
 export type {
   WireListedSandbox, WireNetworkConfig as WireNetwork, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount,
-  WirePauseRequest, WireTimeoutRequest, WireSnapshotRequest, WireSnapshotInfo, WireForkRequest, WireForkResult,
+  WirePauseRequest, WireTimeoutRequest, WireSnapshotRequest, WireSnapshotInfo, WireForkRequest, WireForkResult, WireSandboxLogEntry, WireSandboxLogsV2,
 } from '@svc/contracts';
 
 /** The template routes' shapes, from the contract the master serves them with. */

@@ -1,4 +1,4 @@
-/** `svc sandbox ...`: create, list, inspect, pause, connect, time out, kill, exec, snapshot and fork. */
+/** `svc sandbox ...`: create, list, inspect, pause, connect, time out, kill, exec, snapshot, fork and logs. */
 import { Command, Option } from 'commander';
 import {
   CommandExitError, Sandbox, SandboxError, ServiceBusyError, type CommandHandle, type ConnectionOpts, type SandboxForkOpts, type SandboxInfo,
@@ -8,6 +8,7 @@ import { contextOf, type Context } from '../context.ts';
 import { CliError, errorLine, UsageError } from '../errors.ts';
 import { formatPairs } from '../output.ts';
 import { collect, parseCount, parsePairs, parseSeconds, parseStates, secondsToMs, shellCommand } from '../parse.ts';
+import { sandboxLogsCommand } from './sandbox-logs.ts';
 
 interface CreateFlags {
   template?: string;
@@ -117,6 +118,8 @@ export function sandboxCommand(): Command {
     .option('-i, --stdin', "pass this command's standard input to the command (until EOF)")
     .action(async (id: string, words: string[], flags: ExecFlags, c: Command) =>
       execCommand(contextOf(c), id, words, flags));
+
+  cmd.addCommand(sandboxLogsCommand());
 
   return cmd;
 }

@@ -4,6 +4,7 @@
  */
 import type { TemplateTables } from '../templates/tables.ts';
 import type { SnapshotTables } from '../snapshots/tables.ts';
+import type { BuildTables } from '../builds/tables.ts';
 
 export interface SandboxRow {
   sandbox_id: string;
@@ -64,7 +65,7 @@ export interface MigrationRow {
   applied_at: number;
 }
 
-export interface Database extends TemplateTables, SnapshotTables {
+export interface Database extends TemplateTables, SnapshotTables, BuildTables {
   t_svc_sandbox: SandboxRow;
   t_svc_node: NodeRow;
   t_svc_migration: MigrationRow;

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { badRequest, type Logger } from '@svc/common';
 import type { ListSandboxesQuery } from '@svc/contracts/master';
+import { parseSandboxLogsQuery } from '@svc/contracts/sandbox-logs';
 import type { LifecycleReason } from '@svc/contracts/master-internal';
 import type { SandboxService } from './service.ts';
 import { checkCreateInput } from './create-input.ts';
@@ -27,6 +28,7 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService,
   app.post<IdParams & { Body: { timeout?: number } }>('/v1/sandboxes/:id/timeout', async (req) => svc.setTimeout(req.params.id, req.body?.timeout));
   app.post<IdParams & { Body: { duration?: number } }>('/v1/sandboxes/:id/refresh', async (req) => svc.refresh(req.params.id, req.body?.duration));
   app.get<IdParams & { Querystring: { start?: unknown; end?: unknown } }>('/v1/sandboxes/:id/metrics', async (req) => svc.metrics(req.params.id, req.query));
+  app.get<IdParams & { Querystring: Record<string, unknown> }>('/v1/sandboxes/:id/logs', async (req) => svc.logs(req.params.id, parseSandboxLogsQuery(req.query)));
 
   app.get<IdParams>('/internal/v1/sandboxes/:id/route', async (req) => svc.route(req.params.id));
   app.post<{ Body: unknown }>('/internal/v1/file-urls/route', async (req) => svc.routeBySignature(req.body));

@@ -4,7 +4,8 @@ import {
   type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
 import { checkSignedFileRequest, fileSignatureProblem } from '@svc/common/envd-signature';
-import type { EndedSandbox, NodeAgentClient, NodeSandbox } from '@svc/contracts/node-agent';
+import type { EndedSandbox, NodeAgentClient, NodeSandbox, SandboxLogs } from '@svc/contracts/node-agent';
+import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
 import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord } from '@svc/contracts/master';
 import { parseNetworkUpdate } from './create-input.ts';
@@ -357,6 +358,12 @@ export class SandboxService {
     const sample = await (await this.d.nodes.client(row.node_id)).metrics(id);
     const inRange = (start === undefined || sample.timestampUnix >= start) && (end === undefined || sample.timestampUnix <= end);
     return inRange ? [sample] : [];
+  }
+
+  /** The sandbox's own log, as its node keeps it (running or paused). */
+  async logs(id: string, q: SandboxLogSelection): Promise<SandboxLogs> {
+    const row = await this.live(id);
+    return (await this.d.nodes.client(row.node_id)).sandboxLogs(id, q);
   }
 
   async route(id: string): Promise<SandboxRoute> {

@@ -1,5 +1,6 @@
 import { badRequest, conflict, notFound, type Logger, type SvcError } from '@svc/common';
 import type { ListSnapshotsQuery, SnapshotPage, SnapshotRecord } from '@svc/contracts/master';
+import type { LayerRef } from '@svc/contracts/node-agent';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import { copyLayerToStore } from './layer-copy.ts';
 import type { LayerStorage } from './ports.ts';
@@ -30,11 +31,24 @@ export class SnapshotCatalog {
     };
   }
 
+  /** A build snapshot's layer, as a template the builder made starts from it. */
+  async layerOf(snapshotId: string): Promise<{ artifactId: string; envVars: Record<string, string>; ref: LayerRef } | undefined> {
+    const s = await this.repo.get(snapshotId);
+    if (!s) return undefined;
+    return { artifactId: s.artifact_id, envVars: JSON.parse(s.env_vars) as Record<string, string>, ref: layerRefOf(s, this.storage) };
+  }
+
   /** 404 when unknown; 409 while a create from it is reading its layer. */
   async delete(ref: string): Promise<void> {
     const row = await this.repo.resolve(ref);
     if (!row) throw notFound(`snapshot ${ref} not found`);
     await this.deleteRow(row, ref);
+  }
+
+  /** Deletes a build snapshot by its id (its template was deleted); nothing there is not an error. */
+  async deleteBuildSnapshot(snapshotId: string): Promise<void> {
+    const row = await this.repo.get(snapshotId);
+    if (row) await this.deleteRow(row, snapshotId);
   }
 
   /** Deletes the snapshot `ref` names (id or name) if there is one; false when there is none. */
@@ -125,6 +139,11 @@ export class SnapshotCatalog {
     if (removed.length) this.logger.info({ removed }, 'orphan snapshot layers removed');
     return removed;
   }
+}
+
+/** How a node finds a stored snapshot's layer: its id and sha256, downloaded through the master. */
+export function layerRefOf(s: SnapshotDbRow, storage: LayerStorage): LayerRef {
+  return { layerId: s.layer_id, sha256: s.layer_sha256, sizeBytes: Number(s.size_bytes), downloadUrl: storage.downloadUrl(s.layer_id) };
 }
 
 export function toRecord(r: SnapshotDbRow): SnapshotRecord {

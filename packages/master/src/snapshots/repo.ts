@@ -21,10 +21,21 @@ export class SnapshotRepo {
     });
   }
 
-  /** A ready snapshot by id, else by name. */
+  /** A user's ready snapshot by id, else by name. */
   async resolve(ref: string): Promise<SnapshotDbRow | undefined> {
-    const ready = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready');
+    const ready = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready').where('purpose', '=', 'snapshot');
     return (await ready.where('snapshot_id', '=', ref).executeTakeFirst()) ?? ready.where('name', '=', ref).executeTakeFirst();
+  }
+
+  /** A ready snapshot by id, whatever its purpose (a built template's layer). */
+  async get(id: string): Promise<SnapshotDbRow | undefined> {
+    return this.db.selectFrom('t_svc_snapshot').selectAll().where('snapshot_id', '=', id).where('status', '=', 'ready').executeTakeFirst();
+  }
+
+  /** The newest ready build snapshot with this cache key. */
+  async byCacheKey(key: string): Promise<SnapshotDbRow | undefined> {
+    return this.db.selectFrom('t_svc_snapshot').selectAll().where('cache_key', '=', key).where('purpose', '=', 'build')
+      .where('status', '=', 'ready').orderBy('created_at', 'desc').executeTakeFirst();
   }
 
   /** Captures whose layer has not reached the store, taken before `before`. */
@@ -38,7 +49,7 @@ export class SnapshotRepo {
 
   /** Newest first, keyset-paginated on (created_at, snapshot_id). */
   async list(opts: { sandboxId?: string; ref?: string; after?: { createdAt: number; id: string }; limit: number }): Promise<SnapshotDbRow[]> {
-    let q = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready');
+    let q = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready').where('purpose', '=', 'snapshot');
     if (opts.sandboxId) q = q.where('sandbox_id', '=', opts.sandboxId);
     if (opts.ref) {
       const ref = opts.ref;

@@ -1,5 +1,6 @@
 import { SvcError } from '@svc/common';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
+import { layerRefOf } from './catalog.ts';
 import type { LayerStorage } from './ports.ts';
 import type { SnapshotRepo } from './repo.ts';
 
@@ -24,10 +25,7 @@ export class SnapshotAwareResolver implements TemplateResolver {
         artifact: await this.templates.artifactRef(s.artifact_id),
         cpuCount: Number(s.cpu_count), memoryMB: Number(s.memory_mb), diskSizeMB: Number(s.disk_size_mb),
         envVars: JSON.parse(s.env_vars) as Record<string, string>,
-        layer: {
-          snapshotId: s.snapshot_id,
-          ref: { layerId: s.layer_id, sha256: s.layer_sha256, sizeBytes: Number(s.size_bytes), downloadUrl: this.storage.downloadUrl(s.layer_id) },
-        },
+        layer: { snapshotId: s.snapshot_id, ref: layerRefOf(s, this.storage) },
       };
     }
   }

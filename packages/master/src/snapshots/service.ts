@@ -6,7 +6,8 @@ import type { LayerOnNode } from '@svc/contracts/node-agent';
 import type { TemplateResolver } from '../sandboxes/ports.ts';
 import type { SandboxService } from '../sandboxes/service.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
-import type { SnapshotRepo } from './repo.ts';
+import type { SnapshotDbRow, SnapshotRepo } from './repo.ts';
+import type { SnapshotRow } from './tables.ts';
 import { toRecord, type SnapshotCatalog } from './catalog.ts';
 import { copyLayerToStore } from './layer-copy.ts';
 import type { LayerStorage } from './ports.ts';
@@ -37,6 +38,15 @@ export class SnapshotService {
 
   async create(sandboxId: string, input: CreateSnapshotInput): Promise<SnapshotRecord> {
     const name = await this.checkName(input?.name);
+    return toRecord(await this.capture(sandboxId, { purpose: 'snapshot', name: name ?? null }));
+  }
+
+  /**
+   * Captures a running sandbox's files as a stored snapshot: recorded pending, copied into the
+   * artifact store, then ready. A build's capture (purpose 'build') carries its cache key and
+   * the environment its steps set instead of the sandbox's own.
+   */
+  async capture(sandboxId: string, o: { purpose: SnapshotRow['purpose']; name?: string | null; cacheKey?: string; envVars?: Record<string, string> }): Promise<SnapshotDbRow> {
     const src = await this.d.sandboxes.snapshotSource(sandboxId);
     const snapshotId = `snap-${randomId(16)}`;
     const layer = await src.node.snapshotSandbox(sandboxId, { layerId: snapshotId });
@@ -44,7 +54,8 @@ export class SnapshotService {
       snapshot_id: snapshotId, sandbox_id: sandboxId, template_id: src.record.templateId,
       artifact_id: layer.artifactId, layer_id: layer.layerId, layer_sha256: layer.sha256, size_bytes: layer.sizeBytes,
       node_id: src.record.nodeId, contents: layer.contents, cpu_count: src.record.cpuCount, memory_mb: src.record.memoryMB,
-      disk_size_mb: src.record.diskSizeMB, env_vars: JSON.stringify(src.envVars), created_at: Date.now(),
+      disk_size_mb: src.record.diskSizeMB, env_vars: JSON.stringify(o.envVars ?? src.envVars), created_at: Date.now(),
+      purpose: o.purpose, cache_key: o.cacheKey ?? null,
     };
     try {
       await this.d.repo.insertPending(row);
@@ -55,15 +66,15 @@ export class SnapshotService {
     }
     try {
       await copyLayerToStore(src.node, this.d.storage, layer);
-      await this.d.repo.markReady(snapshotId, name ?? null);
+      await this.d.repo.markReady(snapshotId, o.name ?? null);
     } catch (err) {
       await this.d.catalog.discard(snapshotId, layer.layerId);
       const e = toSvcError(err);
       if (e.status === 507) throw e;
       throw new SvcError(503, `snapshot of ${sandboxId} could not be stored (${e.message}); nothing was kept, retry`);
     }
-    this.d.logger.info({ snapshotId, sandboxId, name, sizeBytes: layer.sizeBytes }, 'snapshot taken');
-    return toRecord({ ...row, name: name ?? null, status: 'ready' });
+    this.d.logger.info({ snapshotId, sandboxId, name: o.name, purpose: o.purpose, sizeBytes: layer.sizeBytes }, 'snapshot taken');
+    return { ...row, name: o.name ?? null, status: 'ready' };
   }
 
   /**

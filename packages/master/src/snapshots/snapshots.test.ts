@@ -65,7 +65,14 @@ async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
   const nodeOf = (id: string) => (n1.sandboxes.has(id) ? n1 : n2);
   return {
     db, n1, n2, tc, nodes, nodeOf, repo, sandboxes, snapshots, catalog,
-    async close() { await n1.close(); await n2.close(); await tc.close(); await masterApp.close(); await db.close(); },
+    async close() {
+      // The database closes whatever else fails: a pool left open is cut by the database's drop (PostgreSQL).
+      try {
+        await Promise.all([n1.close(), n2.close(), tc.close(), masterApp.close()]);
+      } finally {
+        await db.close();
+      }
+    },
   };
 }
 
@@ -117,7 +124,7 @@ for (const tdb of availableTestDatabases()) {
         const row = (layerId: string) => ({
           snapshot_id: layerId, sandbox_id: origin.sandboxId, template_id: 'tpl-base', artifact_id: 'art-1', layer_id: layerId,
           layer_sha256: layer.sha256, size_bytes: layer.sizeBytes, node_id: origin.nodeId, contents: 'filesystem', cpu_count: 1,
-          memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', created_at: Date.now() - 3600_000,
+          memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', created_at: Date.now() - 3600_000, purpose: 'snapshot' as const, cache_key: null,
         });
         await h.repo.insertPending(row('snap-crashedbefore0'));
         await h.repo.insertPending(row('snap-layergone00000'));

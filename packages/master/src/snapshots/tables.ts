@@ -17,6 +17,10 @@ export interface SnapshotRow {
   node_id: string;
   /** 'pending' while the layer is on its node only, 'ready' once it is in the artifact store. */
   status: 'pending' | 'ready';
+  /** 'snapshot': a user's (listed); 'build': a template build's result, found by its cache_key. */
+  purpose: 'snapshot' | 'build';
+  /** A build's: the hash of its base and steps (docs/templates.md, "The build cache"). */
+  cache_key: string | null;
   /** 'filesystem'; runtimes that capture memory add kinds (the microVM issue). */
   contents: string;
   cpu_count: number;

@@ -10,7 +10,7 @@ export const duplicateTemplate = (alias: string) =>
 export const invalidTemplateRequest = (message: string) => badRequest(message, ErrorCodes.badRequest);
 
 export const templateHasSnapshots = (ref: string, snapshotIds: string[]) =>
-  conflict(`template ${ref} has snapshots that start from it: ${snapshotIds.slice(0, 20).join(', ')}${snapshotIds.length > 20 ? ` and ${snapshotIds.length - 20} more` : ''}; delete them first`, ErrorCodes.conflict);
+  conflict(`template ${ref} has snapshots or built templates that start from it: ${snapshotIds.slice(0, 20).join(', ')}${snapshotIds.length > 20 ? ` and ${snapshotIds.length - 20} more` : ''}; delete them first`, ErrorCodes.conflict);
 
 export const templateNotFound = (ref: string) => notFound(`template ${ref} not found`, ErrorCodes.notFound);
 

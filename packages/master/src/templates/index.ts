@@ -9,17 +9,19 @@ import { ArtifactCleanup } from './cleanup.ts';
 import { Distributor } from './distribution.ts';
 import { registerCallbackRoute } from './routes/callback.ts';
 import { registerDownloadRoute } from './routes/download.ts';
-import { registerE2bTemplateRoutes, type SnapshotDeletion } from './routes/e2b.ts';
+import { registerE2bTemplateRoutes, type BuilderStatus, type SnapshotDeletion } from './routes/e2b.ts';
 import { withTemplateErrors } from './routes/error-scope.ts';
 import { registerSvcTemplateRoutes } from './routes/svc.ts';
-import { TemplateService } from './service.ts';
+import { TemplateService, type BuiltLayers } from './service.ts';
 import { ArtifactStore, DefinitionStore } from './store/artifacts.ts';
 import { JobStore } from './store/jobs.ts';
 import { TemplateStore } from './store/templates.ts';
 import type { JobAccepted, JobInfo, TemplateCreate } from '@svc/contracts/template-routes';
+import type { BuilderTemplates } from '../builds/ports.ts';
 
 export type { TemplateCreate, TemplateInfo, JobInfo, JobAccepted } from '@svc/contracts/template-routes';
-export { deleteSnapshotNamed, type SnapshotDeletion } from './routes/e2b.ts';
+export { deleteSnapshotNamed, type BuilderStatus, type SnapshotDeletion } from './routes/e2b.ts';
+export type { BuiltLayers } from './service.ts';
 export { relayFromTemplateCenter } from './relay.ts';
 
 export interface TemplatesDeps {
@@ -34,6 +36,10 @@ export interface TemplatesDeps {
   periodic?: Periodic;
   /** Snapshots, which E2B deletes through DELETE /templates/{id}. */
   snapshots?: SnapshotDeletion;
+  /** The layers of templates the builder made. */
+  builtLayers?: BuiltLayers;
+  /** Status of a builder build (E2B's status route serves both kinds of build). */
+  builderStatus?: BuilderStatus;
 }
 
 /** What the rest of the master uses (other tests may replace the module with a fake of this). */
@@ -44,6 +50,8 @@ export interface TemplatesModule {
   close(): Promise<void>;
   /** In-process create through the same pipeline as POST /svc/template (`svc up` may build `base` this way). */
   createTemplate?(input: TemplateCreate): Promise<JobAccepted>;
+  /** The template rows E2B's builder makes (absent: no builder routes). */
+  builder?: BuilderTemplates;
 }
 
 /** The real module, with the handles its tests and an embedding process use. */
@@ -79,11 +87,11 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
     staleAfterMs: tc.reconcile.stale_after_sec * 1000,
   });
   const cleanup = new ArtifactCleanup({ db, artifacts, definitions, nodes, templateCenter, logger, graceMs });
-  const service = new TemplateService({ cfg, db, templates, jobs, artifacts, definitions, builds, cleanup, templateCenter, coordination, logger });
+  const service = new TemplateService({ cfg, db, templates, jobs, artifacts, definitions, builds, cleanup, templateCenter, coordination, logger, builtLayers: deps.builtLayers, snapshots: deps.snapshots });
 
   withTemplateErrors(app, (scope) => {
     registerSvcTemplateRoutes(scope, service);
-    registerE2bTemplateRoutes(scope, service, deps.snapshots);
+    registerE2bTemplateRoutes(scope, service, deps.snapshots, deps.builderStatus);
     registerDownloadRoute(scope, artifacts, templateCenter);
   });
   registerCallbackRoute(app, tc, builds);
@@ -117,6 +125,7 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
     resolver: service.resolver,
     onNodeRegistered,
     service,
+    builder: service,
     createTemplate: (input) => service.create(input),
     waitForJob: async (jobId, timeoutMs) => {
       const deadline = Date.now() + timeoutMs;

@@ -1,10 +1,11 @@
 import type { Kysely } from 'kysely';
 import {
-  badRequest, newJobId, newTemplateId, notFound, type Coordination, type Logger, type SvcConfig,
+  badRequest, conflict, newJobId, newTemplateId, notFound, type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
 import type { ImageInfo, TemplateCenterClient } from '@svc/contracts/template-center';
 import type { Database } from '../db/schema.ts';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
+import type { LayerRef } from '@svc/contracts/node-agent';
 import { parseAlias } from './alias.ts';
 import { artifactRef } from './artifact-url.ts';
 import type { BuildJobs } from './build-jobs.ts';
@@ -14,7 +15,7 @@ import { invalidTemplateRequest, templateHasSnapshots, templateIdRequired, templ
 import { readProgress } from './progress.ts';
 import type { BuildRecipe } from './recipe.ts';
 import { toJobInfo, toTemplateInfo } from './render.ts';
-import { liveSandboxCount, snapshotsOfTemplate, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
+import { buildSnapshotsOnlyOf, liveSandboxCount, snapshotsOfTemplate, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
 import { ACTIVE, type JobStore } from './store/jobs.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
@@ -32,6 +33,15 @@ export interface TemplateServiceDeps {
   templateCenter: TemplateCenterClient;
   coordination: Coordination;
   logger: Logger;
+  /** The layers of templates the builder made (the snapshot module's). */
+  builtLayers?: BuiltLayers;
+  /** Removes a deleted builder template's build snapshots (the snapshot module's). */
+  snapshots?: { deleteBuildSnapshot(snapshotId: string): Promise<void> };
+}
+
+/** Where a built template's files are: a build snapshot's layer, over its artifact. */
+export interface BuiltLayers {
+  layerOf(snapshotId: string): Promise<{ artifactId: string; envVars: Record<string, string>; ref: LayerRef } | undefined>;
 }
 
 /** A template built by the legacy in-process builder, found on the master's disk (import path). */
@@ -73,11 +83,51 @@ export class TemplateService {
       template_id: newTemplateId(), alias: spec.alias, source_kind: spec.sourceKind, source_image_ref: spec.sourceImageRef,
       request_json: JSON.stringify(recipe), spec_hash: spec.specHash, cpu_count: spec.cpuCount, memory_mb: spec.memoryMB,
       disk_size_mb: spec.diskSizeMB, with_cube_ca: spec.withSvcCa ? 1 : 0, latest_job_id: null, artifact_id: null,
-      image_info: null, status: 'building', error: null, legacy: 0, created_at: now, updated_at: now,
+      image_info: null, status: 'building', error: null, legacy: 0, layer_snapshot_id: null, start_cmd: null, ready_cmd: null, created_at: now, updated_at: now,
     };
     await this.d.templates.insert(row);
     this.d.logger.info({ templateId: row.template_id, alias: row.alias, source: spec.sourceKind }, 'template created');
     return accepted(row.template_id, await this.d.builds.startBuild(row, 'CREATE'));
+  }
+
+  /**
+   * The template a builder build of `alias` makes: the one with that alias when the builder made
+   * it (a new build of it), else a new one (status building). 409 when an image template has it.
+   */
+  async forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }): Promise<TemplateRow> {
+    const name = parseAlias(alias);
+    if (!name) throw invalidTemplateRequest('name is required');
+    const have = await this.d.templates.resolve(name);
+    if (have) {
+      if (have.source_kind !== 'builder') throw conflict(`template ${name} was made from an image (svc tpl create); the builder cannot build it: choose another name`);
+      await this.d.templates.update(have.template_id, { cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB, ...(have.layer_snapshot_id ? {} : { status: 'building', error: null }) });
+      return { ...have, cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB };
+    }
+    const now = Date.now();
+    const row: TemplateRow = {
+      template_id: newTemplateId(), alias: name, source_kind: 'builder', source_image_ref: '', request_json: null, spec_hash: '',
+      cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB, disk_size_mb: this.d.cfg.svclet_conf.default_disk_size_mb, with_cube_ca: 0,
+      latest_job_id: null, artifact_id: null, image_info: null, status: 'building', error: null, legacy: 0,
+      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, created_at: now, updated_at: now,
+    };
+    await this.d.templates.insert(row);
+    this.d.logger.info({ templateId: row.template_id, alias: name }, 'template created for the builder');
+    return row;
+  }
+
+  async idOf(ref: string): Promise<string | undefined> {
+    return (await this.d.templates.resolve(ref))?.template_id;
+  }
+
+  /** A builder build finished: the template starts from its snapshot from now on. */
+  async builderBuilt(templateId: string, r: { snapshotId: string; startCmd: string | null; readyCmd: string | null }): Promise<void> {
+    await this.d.templates.update(templateId, { layer_snapshot_id: r.snapshotId, start_cmd: r.startCmd, ready_cmd: r.readyCmd, status: 'ready', error: null });
+  }
+
+  /** A builder build failed: a template that had a good build keeps it; one that never had fails. */
+  async builderFailed(templateId: string, error: string): Promise<void> {
+    const t = await this.d.templates.get(templateId);
+    if (t && !t.layer_snapshot_id) await this.d.templates.update(templateId, { status: 'failed', error });
   }
 
   async list(): Promise<TemplateInfo[]> {
@@ -115,7 +165,11 @@ export class TemplateService {
     const latest = t.latest_job_id ? await this.d.jobs.get(t.latest_job_id) : undefined;
     const definitions = await this.d.definitions.forTemplate(t.template_id);
     const owned = new Set([t.artifact_id, latest?.artifact_id, ...definitions.map((x) => x.artifact_id)].filter((x): x is string => !!x));
+    const buildSnapshots = t.source_kind === 'builder' ? await buildSnapshotsOnlyOf(this.d.db, t) : [];
     await this.d.templates.delete(t.template_id);
+    for (const id of buildSnapshots) {
+      await this.d.snapshots?.deleteBuildSnapshot(id).catch((err: Error) => this.d.logger.warn({ templateId: t.template_id, snapshotId: id, err: err.message }, 'build snapshot of a deleted template kept'));
+    }
     const sandboxes = await liveSandboxCount(this.d.db, t.template_id);
     if (sandboxes > 0) await this.d.definitions.supersedeAll(t.template_id);
     else await this.d.definitions.deleteForTemplate(t.template_id);
@@ -200,7 +254,7 @@ export class TemplateService {
       memory_mb: input.memoryMB ?? defaults.default_memory_mb, disk_size_mb: input.diskSizeMB ?? defaults.default_disk_size_mb,
       with_cube_ca: input.withCubeCa === false ? 0 : 1, latest_job_id: jobId, artifact_id: artifactId,
       image_info: input.imageInfo ? JSON.stringify(input.imageInfo) : null, status: 'ready', error: null, legacy: 1,
-      created_at: now, updated_at: now,
+      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, created_at: now, updated_at: now,
     };
     await this.d.templates.insert(t);
     await this.d.artifacts.insert({
@@ -221,6 +275,7 @@ export class TemplateService {
   private async resolveForCreate(ref: string): Promise<ResolvedTemplate> {
     const t = await this.d.templates.resolve(ref);
     if (!t) throw templateNotFound(ref);
+    if (t.status === 'ready' && t.layer_snapshot_id) return this.resolveBuilt(t, t.layer_snapshot_id);
     if (t.status !== 'ready' || !t.artifact_id) {
       throw invalidTemplateRequest(`template ${ref} is ${t.status}${t.error ? ` (${t.error})` : ''}; a sandbox needs a ready template`);
     }
@@ -232,6 +287,17 @@ export class TemplateService {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: artifactRef(this.d.cfg.master.addr, a),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
       envVars: imageEnv(t.image_info),
+    };
+  }
+
+  /** A template the builder made: its build snapshot's layer over that snapshot's artifact. */
+  private async resolveBuilt(t: TemplateRow, snapshotId: string): Promise<ResolvedTemplate> {
+    const layer = await this.d.builtLayers?.layerOf(snapshotId);
+    if (!layer) throw invalidTemplateRequest(`template ${t.template_id}: its build's files (${snapshotId}) are gone; build it again`);
+    return {
+      templateId: t.template_id, alias: t.alias ?? undefined, artifact: await this.resolver.artifactRef(layer.artifactId),
+      cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
+      envVars: layer.envVars, layer: { snapshotId, ref: layer.ref },
     };
   }
 

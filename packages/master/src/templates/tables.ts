@@ -33,6 +33,11 @@ export interface TemplateRow {
   status: string;
   error: string | null;
   legacy: number;
+  /** Made by the builder: the build snapshot its sandboxes start from (over that snapshot's artifact). */
+  layer_snapshot_id: string | null;
+  /** The builder's start and ready commands. */
+  start_cmd: string | null;
+  ready_cmd: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -5,8 +5,12 @@
  * use the real node agent.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
+import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { LAYER_SHA256_HEADER, type CreateSandboxOnNode, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import { LAYER_SHA256_HEADER, type CreateSandboxOnNode, type ExecOnNode, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import type { SandboxLogEntry } from '@svc/contracts/node-agent';
+import { parseSandboxLogsQuery, pickSandboxLogs } from '@svc/contracts/sandbox-logs';
+import { SvcError } from '@svc/common';
 
 const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -27,6 +31,8 @@ export class FakeNodeAgent {
   /** The artifact each sandbox was created from (what its layer lies over). */
   private readonly artifactOf = new Map<string, string>();
   readonly calls: string[] = [];
+  /** Each sandbox's log in the order written, as the real agent's console holds it at start; a test may add entries. */
+  readonly logs = new Map<string, SandboxLogEntry[]>();
   readonly behaviour: FakeNodeBehaviour = { createDelayMs: 0, deleteDelayMs: 0, pauseDelayMs: 0, failCreate: false };
   private app!: FastifyInstance;
   url = '';
@@ -62,6 +68,10 @@ export class FakeNodeAgent {
         startedAt: new Date().toISOString(),
       };
       this.sandboxes.set(s.sandboxId, s);
+      this.logs.set(s.sandboxId, [
+        { timestamp: s.startedAt, level: 'info', message: 'sandbox booting', fields: { logger: 'node-agent' } },
+        { timestamp: s.startedAt, level: 'info', message: `envd ${s.envdVersion} listening on 0.0.0.0:${s.envdPort}`, fields: { logger: 'envd' } },
+      ]);
       return reply.status(201).send(s);
     });
     app.get('/v1/sandboxes', async () => [...this.sandboxes.values()]);
@@ -72,6 +82,7 @@ export class FakeNodeAgent {
     app.delete<{ Params: { id: string } }>('/v1/sandboxes/:id', async (req, reply) => {
       this.calls.push(`delete ${req.params.id}`);
       await wait(this.behaviour.deleteDelayMs);
+      this.logs.delete(req.params.id);
       if (!this.sandboxes.delete(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
       return reply.status(204).send();
     });
@@ -120,6 +131,19 @@ export class FakeNodeAgent {
       this.layerBytes.set(layerId, bytes);
       return reply.status(201).send(layer);
     });
+    // Commands run on the host, as the test's user: enough for the contract's exit codes, output, cwd and env.
+    app.post<{ Params: { id: string }; Body: ExecOnNode }>('/v1/sandboxes/:id/exec', async (req, reply) => {
+      const b = req.body ?? ({} as ExecOnNode);
+      const bad = typeof b.command !== 'string' || !b.command.trim() || (b.cwd !== undefined && !b.cwd.startsWith('/'))
+        || (b.user !== undefined && !/^[a-z_][a-z0-9_.-]{0,31}$/i.test(b.user)) || (b.timeoutMs !== undefined && !(b.timeoutMs >= 1));
+      if (bad) return reply.status(400).send({ code: 400, message: 'bad exec request' });
+      const s = this.sandboxes.get(req.params.id);
+      if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
+      if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
+      this.calls.push(`exec ${req.params.id} ${b.command}`);
+      const r = spawnSync('/bin/sh', ['-c', b.command], { cwd: b.cwd ?? '/', env: { PATH: process.env.PATH, ...b.envVars }, encoding: 'utf8', timeout: b.timeoutMs ?? 600_000 });
+      return { exitCode: r.status ?? 124, stdout: r.stdout, stderr: r.stderr };
+    });
     app.get('/v1/layers', async () => [...this.layers.values()]);
     app.get<{ Params: { id: string } }>('/v1/layers/:id/archive', async (req, reply) => {
       const layer = this.layers.get(req.params.id);
@@ -136,6 +160,15 @@ export class FakeNodeAgent {
     app.get<{ Params: { id: string } }>('/v1/sandboxes/:id/metrics', async () => ({
       timestampUnix: Math.floor(Date.now() / 1000), cpuCount: 1, cpuUsedPct: 1.5, memUsed: 1, memTotal: 2, memCache: 0, diskUsed: 1, diskTotal: 2,
     }));
+    app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/v1/sandboxes/:id/logs', async (req, reply) => {
+      if (!this.sandboxes.has(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
+      try {
+        return { logs: pickSandboxLogs(this.logs.get(req.params.id) ?? [], parseSandboxLogsQuery(req.query)) };
+      } catch (err) {
+        if (err instanceof SvcError) return reply.status(err.status).send(err.toBody());
+        throw err;
+      }
+    });
     await app.listen({ host: '127.0.0.1', port: 0 });
     this.app = app;
     this.url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;

@@ -105,6 +105,8 @@ export interface RuntimeDriver {
   sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void>;
   /** The last lines the instance's PID 1 and envd printed ('' when none): for errors and logs. */
   consoleTail(ref: InstanceRef, lines?: number): Promise<string>;
+  /** The file the instance's PID 1 writes to: its log (GET /v1/sandboxes/:id/logs), one entry a line (sandbox-logs.ts). */
+  consolePath(ref: InstanceRef): string;
   /**
    * Writes the instance's writable layer (the files it changed over its template: overlay
    * upper with whiteouts and opaque markers) as a tar to `archivePath`. The caller keeps the
@@ -112,5 +114,6 @@ export interface RuntimeDriver {
    */
   captureLayer(ref: InstanceRef, archivePath: string): Promise<void>;
   /** Runs a command in the instance beside envd (tests and benchmarks). */
-  exec(ref: InstanceRef, argv: string[], opts?: { detach?: boolean; timeoutMs?: number }): Promise<RunResult>;
+  /** `flags`: the runtime's own (runsc exec: --user, --cwd, --env). */
+  exec(ref: InstanceRef, argv: string[], opts?: { detach?: boolean; timeoutMs?: number; flags?: string[] }): Promise<RunResult>;
 }

@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { appendFile, mkdir, open, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Logger } from '@svc/common';
+import { formatSandboxLogLine, SandboxLogLines } from '@svc/contracts/sandbox-logs';
 import { CommandError, run, runInBackground, type RunResult } from '../host/exec.ts';
 import { isMountPoint, unmount } from '../host/mounts.ts';
 import type { ResourceNames } from '../names.ts';
@@ -244,10 +245,10 @@ export class GvisorDriver implements RuntimeDriver {
     await run('tar', ['--create', `--file=${archivePath}`, ...LAYER_TAR_FLAGS, '--sparse', '-C', this.paths(ref.dir).upper, '.'], { timeoutMs: 600_000 });
   }
 
-  async exec(ref: InstanceRef, argv: string[], opts: { detach?: boolean; timeoutMs?: number } = {}): Promise<RunResult> {
+  async exec(ref: InstanceRef, argv: string[], opts: { detach?: boolean; timeoutMs?: number; flags?: string[] } = {}): Promise<RunResult> {
     const id = this.o.names.container(ref.instanceId);
     if (opts.detach) return this.execInBackground(ref, id, argv);
-    return this.cmd(ref, ['exec', id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true });
+    return this.cmd(ref, ['exec', ...(opts.flags ?? []), id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true });
   }
 
   /**
@@ -381,9 +382,14 @@ export class GvisorDriver implements RuntimeDriver {
     return [`--root=${this.o.stateRoot}`, `--platform=${this.platform}`, '--network=host', '--cpu-num-from-quota'];
   }
 
+  consolePath(ref: InstanceRef): string {
+    return this.paths(ref.dir).console;
+  }
+
   async consoleTail(ref: InstanceRef, lines = 5): Promise<string> {
     const text = await readFile(this.paths(ref.dir).console, 'utf8').catch(() => '');
-    return text.trim().split('\n').slice(-lines).join(' | ').slice(-2_000);
+    const entries = new SandboxLogLines();
+    return text.trim().split('\n').slice(-lines).map((l) => entries.entry(l)?.message ?? l).join(' | ').slice(-2_000);
   }
 
   private cmd(ref: InstanceRef, args: string[], opts: { allowFail?: boolean; timeoutMs?: number } = {}): Promise<RunResult> {
@@ -397,6 +403,9 @@ export class GvisorDriver implements RuntimeDriver {
   private async runDetached(spec: InstanceSpec, id: string, paths: ReturnType<GvisorDriver['paths']>): Promise<void> {
     await mkdir(this.o.stateRoot, { recursive: true });
     const argv = [`--net=${spec.netnsPath}`, this.runsc, ...this.globalFlags(), 'run', '--detach', `--bundle=${paths.bundle}`, id];
+    // Every boot is marked with its time: what runsc itself writes after it carries none (sandbox-logs.ts).
+    const message = existsSync(paths.console) ? 'sandbox booting again from its files' : 'sandbox booting';
+    await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message, fields: { logger: 'node-agent' } }), { mode: 0o600 });
     const { code } = await run('nsenter', argv, { logPath: paths.console, timeoutMs: 60_000, allowFail: true });
     if (code !== 0) {
       throw new CommandError(['runsc', 'run', id], { code, stdout: '', stderr: await this.consoleTail(spec, 3) });

@@ -1,5 +1,5 @@
 import { SvcError, badRequest, conflict, notFound, type Logger } from '@svc/common';
-import { admissionRefusal, type ArtifactOnNode, type CreateSandboxOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SandboxMetrics } from '@svc/contracts/node-agent';
+import { admissionRefusal, EXEC_OUTPUT_LIMIT, type ArtifactOnNode, type CreateSandboxOnNode, type ExecOnNode, type ExecResultOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SandboxMetrics } from '@svc/contracts/node-agent';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import type { LayerStore } from '../artifacts/layer-store.ts';
 import { CommandError } from '../host/exec.ts';
@@ -14,6 +14,9 @@ import { KeyedMutex } from './keyed-mutex.ts';
 import type { RecordStore } from './record.ts';
 import { WarmPool } from './warm-pool.ts';
 import { SANDBOX_SUDO } from '../runtime/runtime-bundle.ts';
+import type { SandboxLogs } from '@svc/contracts/node-agent';
+import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
+import { readConsoleLog } from './console-log.ts';
 
 export interface SandboxServiceDeps {
   logger: Logger;
@@ -38,6 +41,9 @@ export interface SandboxServiceDeps {
 const GONE_REMEMBERED = 1000;
 
 /** The node's sandboxes and the operations of api.ts on them, one lock per sandbox id. */
+/** A user's uid, gid and home, one a line, with nothing but `id` and the shell (busybox images too). */
+const WHO_IS = 'id -u "$1" && id -g "$1" && while IFS=: read -r n _ _ _ _ h _; do [ "$n" = "$1" ] && echo "$h"; done < /etc/passwd';
+
 export class SandboxService {
   private readonly sandboxes = new Map<string, Instance>();
   /** Sandboxes whose processes died, so a later GET can say so instead of a bare 404 (and the master learns why). */
@@ -266,6 +272,37 @@ export class SandboxService {
     Object.assign(inst.record, { phase: 'running', pauseKind: undefined, pausedAt: undefined, snapshotBytes: undefined, startedAt: new Date().toISOString() });
     await this.d.records.save(inst.record);
     return view(inst);
+  }
+
+  /** The sandbox's own log (its console file), running or paused. */
+  async logs(id: string, q: SandboxLogSelection): Promise<SandboxLogs> {
+    const inst = this.find(id);
+    return { logs: await readConsoleLog(this.d.driver.consolePath(inst.ref), q) };
+  }
+
+  /**
+   * Runs a shell command in a running sandbox to its end (the template builder's steps): as root
+   * through runsc, or as the user named, whose uid, gid and home the image's own passwd gives.
+   */
+  async exec(id: string, req: Required<ExecOnNode>): Promise<ExecResultOnNode> {
+    const inst = this.find(id);
+    if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before running commands in it`);
+    const env = { ...req.envVars };
+    const flags = [`--cwd=${req.cwd}`];
+    if (req.user !== 'root') {
+      const who = await this.d.driver.exec(inst.ref, ['/bin/sh', '-c', WHO_IS, 'whois', req.user]);
+      const [uid, gid, home] = who.stdout.trim().split('\n');
+      if (who.code !== 0 || !/^\d+$/.test(uid ?? '') || !/^\d+$/.test(gid ?? '')) throw badRequest(`user ${req.user} does not exist in sandbox ${id}`);
+      flags.push(`--user=${uid}:${gid}`);
+      env.HOME ??= home || '/';
+      env.USER ??= req.user;
+    }
+    for (const [k, v] of Object.entries(env)) flags.push(`--env=${k}=${v}`);
+    const r = await this.d.driver.exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, flags });
+    const killed = r.stderr.endsWith(`(killed after ${req.timeoutMs} ms)`);
+    const tail = (text: string) => (Buffer.byteLength(text) > EXEC_OUTPUT_LIMIT ? Buffer.from(text).subarray(-EXEC_OUTPUT_LIMIT).toString('utf8') : text);
+    const truncated = Buffer.byteLength(r.stdout) > EXEC_OUTPUT_LIMIT || Buffer.byteLength(r.stderr) > EXEC_OUTPUT_LIMIT;
+    return { exitCode: killed ? 124 : r.code, stdout: tail(r.stdout), stderr: tail(r.stderr), ...(truncated ? { truncated } : {}) };
   }
 
   async metrics(id: string): Promise<SandboxMetrics> {

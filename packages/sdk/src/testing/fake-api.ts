@@ -11,6 +11,8 @@ import { createHttpApp, silentLogger } from '@svc/common';
 import type { PublicPath } from '@svc/contracts';
 import { documentedRoute } from '@svc/contracts/route-schemas';
 import type { JobInfo, JobKind, SourceKind, TemplateInfo } from '@svc/contracts/template-routes';
+import type { SandboxLogEntry } from '@svc/contracts/node-agent';
+import { e2bLogLine, parseSandboxLogsQuery, pickSandboxLogs } from '@svc/contracts/sandbox-logs';
 
 export interface RecordedRequest {
   method: string;
@@ -245,6 +247,20 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
       timestamp: now(), timestampUnix: Math.floor(Date.now() / 1000), cpuCount: 2, cpuUsedPct: 12.5,
       memUsed: 2 ** 20, memTotal: 512 * 2 ** 20, memCache: 0, diskUsed: 2 ** 20, diskTotal: 2048 * 2 ** 20,
     }];
+  });
+
+  const logsOf = (s: SandboxRow): SandboxLogEntry[] => [{ timestamp: s.startedAt, level: 'info', message: 'sandbox booting', fields: { logger: 'node-agent' } }];
+  on('GET', '/sandboxes/{sandboxID}/logs', async (req, reply) => {
+    const s = sandboxes.get((req.params as { sandboxID: string }).sandboxID);
+    if (!s) return err(reply, 404, 'sandbox not found');
+    const q = req.query as { start?: number; limit?: number };
+    const entries = pickSandboxLogs(logsOf(s), parseSandboxLogsQuery({ cursor: q.start, limit: q.limit }));
+    return { logs: entries.map((e) => ({ timestamp: e.timestamp, line: e2bLogLine(e) })), logEntries: entries };
+  });
+  on('GET', '/v2/sandboxes/{sandboxID}/logs', async (req, reply) => {
+    const s = sandboxes.get((req.params as { sandboxID: string }).sandboxID);
+    if (!s) return err(reply, 404, 'sandbox not found');
+    return { logs: pickSandboxLogs(logsOf(s), parseSandboxLogsQuery(req.query as Record<string, unknown>)) };
   });
 
   // ------------------------------------------------------------ templates

@@ -1,13 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHttpApp, silentLogger } from '@svc/common';
-import { PUBLIC_API } from '@svc/contracts';
+import { isMasterTemplatePath, PUBLIC_API } from '@svc/contracts';
+import { registerBuildRoutes } from '../../builds/routes.ts';
 import type { TemplateService } from '../service.ts';
 import { registerDownloadRoute } from './download.ts';
 import { registerE2bTemplateRoutes } from './e2b.ts';
 import { registerSvcTemplateRoutes } from './svc.ts';
 
-test('the template paths of the public OpenAPI document are the ones the master serves', async () => {
+test('the template paths of the public OpenAPI document (the builder\'s too) are the ones the master serves', async () => {
   const app = createHttpApp({ logger: silentLogger() });
   const served = new Set<string>();
   app.addHook('onRoute', (r) => {
@@ -18,10 +19,11 @@ test('the template paths of the public OpenAPI document are the ones the master 
   registerSvcTemplateRoutes(app, service);
   registerE2bTemplateRoutes(app, service);
   registerDownloadRoute(app, {} as never, {} as never);
+  registerBuildRoutes(app, {} as never);
   await app.ready();
   const documented = new Set<string>();
   for (const [path, item] of Object.entries(PUBLIC_API.paths)) {
-    if (!/^\/(svc\/template|templates)(\/|$)/.test(path)) continue;
+    if (!isMasterTemplatePath(path)) continue;
     for (const m of Object.keys(item)) documented.add(`${m.toUpperCase()} ${path}`);
   }
   assert.deepEqual([...served].filter((r) => !documented.has(r)).sort(), [], 'served but not documented');

@@ -12,6 +12,8 @@ type Id = { Params: { templateID: string } };
 export interface SnapshotDeletion {
   /** Deletes the snapshot `ref` names, if one does; false when none does. */
   deleteIfSnapshot(ref: string): Promise<boolean>;
+  /** Deletes a build snapshot (a deleted builder template's). */
+  deleteBuildSnapshot(snapshotId: string): Promise<void>;
 }
 
 /**
@@ -23,7 +25,13 @@ export async function deleteSnapshotNamed(snapshots: SnapshotDeletion | undefine
   throw notFound(`no template or snapshot ${ref}`, 404);
 }
 
-export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateService, snapshots?: SnapshotDeletion): void {
+/** The status of a build the template builder runs (builds/), which E2B's one status route also serves. */
+export interface BuilderStatus {
+  /** Undefined when `buildId` is no builder build of the template. */
+  status(templateId: string, buildId: string, q: { logsOffset?: number; limit?: number; level?: string }): Promise<E2bBuildStatusAnswer | undefined>;
+}
+
+export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateService, snapshots?: SnapshotDeletion, builder?: BuilderStatus): void {
   const on = documentRoute(app);
   on<{ Body: TemplateCreate }>('POST', '/templates', async (req, reply) => {
     const r = await svc.create(req.body);
@@ -59,8 +67,11 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
     });
     return reply.status(204).send();
   });
-  on<{ Params: { templateID: string; buildID: string } }>('GET', '/templates/{templateID}/builds/{buildID}/status', async (req): Promise<E2bBuildStatusAnswer> => {
+  type StatusQuery = { logsOffset?: number; limit?: number; level?: string };
+  on<{ Params: { templateID: string; buildID: string }; Querystring: StatusQuery }>('GET', '/templates/{templateID}/builds/{buildID}/status', async (req): Promise<E2bBuildStatusAnswer> => {
     const t = await svc.row(req.params.templateID);
+    const built = await builder?.status(t.template_id, req.params.buildID, req.query);
+    if (built) return built;
     const info = await svc.job(req.params.buildID);
     if (info.template_id !== t.template_id && t.latest_job_id !== info.job_id) {
       throw notFound(`build ${req.params.buildID} of template ${t.template_id} not found`);

@@ -147,9 +147,28 @@ export async function countReferences(db: Kysely<Database>, artifactId: string, 
 }
 
 /** Snapshots taken of the template's sandboxes (they need its artifact). */
+/**
+ * What starts from the template's files and keeps it from being deleted: the user's snapshots of
+ * its sandboxes, by id, and templates the builder made from it, by name (their build snapshots lie
+ * over its artifact).
+ */
 export async function snapshotsOfTemplate(db: Kysely<Database>, templateId: string): Promise<string[]> {
-  const rows = await db.selectFrom('t_svc_snapshot').select('snapshot_id').where('template_id', '=', templateId).orderBy('snapshot_id').execute();
-  return rows.map((r) => r.snapshot_id);
+  const rows = await db.selectFrom('t_svc_snapshot').select(['snapshot_id', 'purpose']).where('template_id', '=', templateId).orderBy('snapshot_id').execute();
+  const built = rows.filter((r) => r.purpose === 'build').map((r) => r.snapshot_id);
+  const templates = built.length
+    ? await db.selectFrom('t_svc_template').select(['template_id', 'alias']).where('layer_snapshot_id', 'in', built).execute()
+    : [];
+  return [...rows.filter((r) => r.purpose !== 'build').map((r) => r.snapshot_id), ...templates.map((t) => `template ${t.alias ?? t.template_id}`)];
+}
+
+/** The build snapshots a builder template's builds made that no other template starts from. */
+export async function buildSnapshotsOnlyOf(db: Kysely<Database>, t: { template_id: string; layer_snapshot_id: string | null }): Promise<string[]> {
+  const made = await db.selectFrom('t_svc_build').select('snapshot_id').where('template_id', '=', t.template_id).where('snapshot_id', 'is not', null).execute();
+  const ids = [...new Set([t.layer_snapshot_id, ...made.map((r) => r.snapshot_id)].filter((x): x is string => !!x))];
+  if (!ids.length) return [];
+  const used = await db.selectFrom('t_svc_template').select('layer_snapshot_id').where('layer_snapshot_id', 'in', ids).where('template_id', '!=', t.template_id).execute();
+  const taken = new Set(used.map((r) => r.layer_snapshot_id));
+  return ids.filter((id) => !taken.has(id));
 }
 
 /** Sandboxes of a template that are not terminated (running, paused or moving between). */

@@ -1,0 +1,196 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { notFound, silentLogger, type SvcError } from '@svc/common';
+import type { ExecOnNode, NodeAgentClient } from '@svc/contracts/node-agent';
+import type { SandboxRecord } from '@svc/contracts/master';
+import { openDatabase } from '../db/connect.ts';
+import { migrate } from '../db/migrator.ts';
+import { availableTestDatabases } from '../db/test-databases.ts';
+import { migrations } from '../migrations/index.ts';
+import type { ResolvedTemplate } from '../sandboxes/ports.ts';
+import type { SnapshotDbRow } from '../snapshots/repo.ts';
+import type { TemplateRow } from '../templates/tables.ts';
+import { BuildRepo } from './repo.ts';
+import { BuildService } from './service.ts';
+
+// The builder's own logic on every database: the steps it runs and in what state, its log and
+// status, the cache, failures and bad input. The template rows, sandboxes, snapshots and node
+// stand in as small fakes of its ports; test/e2e/e2b-sdk.test.ts runs it through the official SDK
+// on real sandboxes.
+
+const base: ResolvedTemplate = {
+  templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024, envVars: { FROM_BASE: '1' },
+  artifact: { artifactId: 'art-1', sha256: 'a'.repeat(64), sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
+};
+
+function fakes() {
+  const templates = new Map<string, { row: TemplateRow; built?: string; failed?: string }>();
+  const execs: Array<{ sandboxId: string } & ExecOnNode> = [];
+  const captures: Array<{ sandboxId: string; cacheKey?: string; envVars?: Record<string, string> }> = [];
+  const killed: string[] = [];
+  const snapshots: SnapshotDbRow[] = [];
+  let exitCodes: Record<string, number> = {};
+  let n = 0;
+  return {
+    templates, execs, captures, killed,
+    failCommand(command: string, code: number) { exitCodes = { [command]: code }; },
+    ports: {
+      templates: {
+        async forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }) {
+          const have = [...templates.values()].find((t) => t.row.alias === alias);
+          if (have) return have.row;
+          const row = { template_id: `tpl-${++n}`, alias, cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB } as TemplateRow;
+          templates.set(row.template_id, { row });
+          return row;
+        },
+        async builderBuilt(id: string, r: { snapshotId: string }) { templates.get(id)!.built = r.snapshotId; },
+        async builderFailed(id: string, error: string) { templates.get(id)!.failed = error; },
+        async idOf(ref: string) { return [...templates.values()].find((t) => t.row.alias === ref || t.row.template_id === ref)?.row.template_id; },
+      },
+      resolver: {
+        async resolveForCreate(ref: string) { if (ref !== 'base') throw notFound(`template ${ref} not found`); return base; },
+        async idsFor(ref: string) { return [ref]; },
+        async artifactRef() { return base.artifact; },
+      },
+      sandboxes: {
+        async create() { return { sandboxId: `sbx-${++n}`, nodeId: 'n1' } as SandboxRecord; },
+        async kill(id: string) { killed.push(id); },
+      },
+      snapshots: {
+        async capture(sandboxId: string, o: { cacheKey?: string; envVars?: Record<string, string> }) {
+          captures.push({ sandboxId, ...o });
+          const row = { snapshot_id: `snap-${++n}`, size_bytes: 2048, cache_key: o.cacheKey ?? null } as SnapshotDbRow;
+          snapshots.push(row);
+          return row;
+        },
+        async byCacheKey(key: string) { return snapshots.find((s) => s.cache_key === key); },
+      },
+      nodes: {
+        async client() {
+          return {
+            async exec(sandboxId: string, req: ExecOnNode) {
+              execs.push({ sandboxId, ...req });
+              const code = exitCodes[req.command] ?? 0;
+              return { exitCode: code, stdout: `ran ${req.command}\n`, stderr: code ? 'it broke\n' : '' };
+            },
+          } as unknown as NodeAgentClient;
+        },
+      },
+    },
+  };
+}
+
+for (const tdb of availableTestDatabases()) {
+  test(`template builds on ${tdb.driver}`, { skip: tdb.skip }, async (t) => {
+    const made = await tdb.create!();
+    const db = await openDatabase(made.config);
+    try {
+      await migrate(db.kysely, db.driver, migrations);
+      const f = fakes();
+      const builds = new BuildService({ repo: new BuildRepo(db.kysely), ...f.ports, logger: silentLogger() });
+      const statusOf = (p: Promise<unknown>) => p.then(() => 200, (e: SvcError) => e.status);
+      const steps = [
+        { type: 'ENV' as const, args: ['A', '1', 'B', 'two'] },
+        { type: 'RUN' as const, args: ['make all'] },
+        { type: 'WORKDIR' as const, args: ['app'] },
+        { type: 'USER' as const, args: ['user'] },
+        { type: 'RUN' as const, args: ['id -un'] },
+        { type: 'RUN' as const, args: ['whoami', 'root'] },
+      ];
+
+      await t.test('a build runs its steps in order in a sandbox of the base, captures it and is ready; its log and status page through', async () => {
+        const r = await builds.request({ name: 'app:v1', cpuCount: 2, memoryMB: 512 });
+        assert.deepEqual({ ...r, buildID: '' }, { templateID: r.templateID, buildID: '', names: ['app'], aliases: ['app'], tags: ['v1'], public: false });
+        assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'waiting');
+        await builds.start('app', r.buildID, { fromTemplate: 'base', steps });
+        await builds.settled();
+        assert.deepEqual(f.execs.map((e) => [e.command, e.user, e.cwd, e.envVars]), [
+          ['make all', 'root', '/', { A: '1', B: 'two' }],
+          ['set -- \'/app\'; mkdir -p "$1"', 'root', '/', { A: '1', B: 'two' }],
+          ['id -un', 'user', '/app', { A: '1', B: 'two' }],
+          ['whoami', 'root', '/app', { A: '1', B: 'two' }],
+        ]);
+        assert.deepEqual(f.captures.map((c) => c.envVars), [{ FROM_BASE: '1', A: '1', B: 'two' }], 'the base\'s environment under the steps\'');
+        assert.equal(f.killed.length, 1, 'the build sandbox is killed');
+        assert.equal(f.templates.get(r.templateID)!.built, 'snap-3');
+        const all = await builds.status(r.templateID, r.buildID, {});
+        assert.equal(all!.status, 'ready');
+        assert.ok(all!.logEntries.some((e) => e.message === '[2/6] RUN make all'));
+        assert.ok(all!.logEntries.some((e) => e.message === 'ran make all' && e.level === 'info'));
+        const rest = await builds.status(r.templateID, r.buildID, { logsOffset: 3, limit: 2 });
+        assert.deepEqual(rest!.logEntries, all!.logEntries.slice(3, 5));
+        assert.ok((await builds.status(r.templateID, r.buildID, { level: 'warn' }))!.logEntries.length === 0);
+        assert.equal(await builds.status('tpl-other', r.buildID, {}), undefined, 'a build of another template is not this one\'s');
+      });
+
+      await t.test('the same base and steps again are cached: nothing runs; force runs them', async () => {
+        const before = f.execs.length;
+        const r = await builds.request({ name: 'app' });
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps });
+        await builds.settled();
+        assert.equal(f.execs.length, before);
+        const s = await builds.status(r.templateID, r.buildID, {});
+        assert.equal(s!.status, 'ready');
+        assert.ok(s!.logEntries.some((e) => /cached/.test(e.message)));
+        const forced = await builds.request({ name: 'app' });
+        await builds.start(forced.templateID, forced.buildID, { fromTemplate: 'base', steps, force: true });
+        await builds.settled();
+        assert.ok(f.execs.length > before);
+      });
+
+      await t.test('a failing step fails the build with its number, its exit code and its last output; the sandbox is killed', async () => {
+        f.failCommand('make all', 2);
+        const r = await builds.request({ name: 'broken' });
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps, force: true });
+        await builds.settled();
+        const s = await builds.status(r.templateID, r.buildID, {});
+        assert.equal(s!.status, 'error');
+        assert.deepEqual(s!.reason, { message: 'step 2 exited with code 2: it broke | ran make all', step: '2' });
+        assert.ok(s!.logEntries.some((e) => e.level === 'warn' && e.message === 'it broke'));
+        assert.match(f.templates.get(r.templateID)!.failed!, /step 2 exited/);
+        assert.equal(f.killed.length, f.captures.length + 1);
+        f.failCommand('', 0);
+      });
+
+      await t.test('an unknown base fails the build at step base', async () => {
+        const r = await builds.request({ name: 'orphan' });
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'nothing-here', steps: [] });
+        await builds.settled();
+        assert.equal((await builds.status(r.templateID, r.buildID, {}))!.reason?.step, 'base');
+      });
+
+      await t.test('bad input: names, bases, steps; a second start is 409, an unknown build 404', async () => {
+        for (const name of ['a:b:c', 'x:']) assert.equal(await statusOf(builds.request({ name })), 400, name);
+        assert.equal(await statusOf(builds.request({})), 400);
+        const r = await builds.request({ name: 'checked' });
+        const bad = [
+          {}, { fromTemplate: 'base', fromImage: 'e2bdev/base' }, { fromImage: 'ubuntu:22.04' },
+          { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['a', 'b'] }] },
+          { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: [' '] }] },
+          { fromTemplate: 'base', steps: [{ type: 'ENV' as const, args: ['ODD'] }] },
+          { fromTemplate: 'base', steps: [{ type: 'ENV' as const, args: ['1BAD', 'x'] }] },
+          { fromTemplate: 'base', steps: [{ type: 'USER' as const, args: ['no body'] }] },
+          { fromTemplate: 'base', steps: [{ type: 'WORKDIR' as const, args: [] }] },
+        ];
+        for (const spec of bad) assert.equal(await statusOf(builds.start(r.templateID, r.buildID, spec)), 400, JSON.stringify(spec));
+        assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'waiting', 'refused input leaves the build waiting');
+        await builds.start(r.templateID, r.buildID, { fromImage: 'e2bdev/base:latest' });
+        assert.equal(await statusOf(builds.start(r.templateID, r.buildID, { fromTemplate: 'base' })), 409);
+        assert.equal(await statusOf(builds.start(r.templateID, 'no-such-build', { fromTemplate: 'base' })), 404);
+        assert.equal(await statusOf(builds.start('tpl-elsewhere', r.buildID, { fromTemplate: 'base' })), 404);
+        await builds.settled();
+      });
+
+      await t.test('builds a stopped master left unfinished fail when it starts again', async () => {
+        const r = await builds.request({ name: 'interrupted' });
+        await builds.failUnfinished();
+        const s = await builds.status(r.templateID, r.buildID, {});
+        assert.equal(s!.status, 'error');
+        assert.match(s!.reason!.message, /master stopped/);
+      });
+    } finally {
+      await db.close();
+      await made.drop();
+    }
+  });
+}

@@ -1,0 +1,30 @@
+/** What the template builder needs from the rest of the master, as small interfaces. */
+import type { CreateSandboxInput, SandboxRecord } from '@svc/contracts/master';
+import type { NodeAgentClient } from '@svc/contracts/node-agent';
+import type { ResolvedTemplate } from '../sandboxes/ports.ts';
+import type { SnapshotDbRow } from '../snapshots/repo.ts';
+import type { SnapshotRow } from '../snapshots/tables.ts';
+import type { TemplateRow } from '../templates/tables.ts';
+
+/** The template rows builds make and finish (the template module's). */
+export interface BuilderTemplates {
+  forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }): Promise<TemplateRow>;
+  builderBuilt(templateId: string, r: { snapshotId: string; startCmd: string | null; readyCmd: string | null }): Promise<void>;
+  builderFailed(templateId: string, error: string): Promise<void>;
+  /** The id of the template an id or alias names, if any. */
+  idOf(ref: string): Promise<string | undefined>;
+}
+
+export interface BuildSandboxes {
+  create(input: CreateSandboxInput, resolved: ResolvedTemplate): Promise<SandboxRecord>;
+  kill(id: string): Promise<void>;
+}
+
+export interface BuildSnapshots {
+  capture(sandboxId: string, o: { purpose: SnapshotRow['purpose']; cacheKey?: string; envVars?: Record<string, string> }): Promise<SnapshotDbRow>;
+  byCacheKey(key: string): Promise<SnapshotDbRow | undefined>;
+}
+
+export interface BuildNodes {
+  client(nodeId: string): Promise<NodeAgentClient>;
+}

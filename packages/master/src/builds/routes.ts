@@ -1,0 +1,20 @@
+import type { FastifyInstance } from 'fastify';
+import type { E2bBuildRequest, E2bBuildStart } from '@svc/contracts/template-routes';
+import { documentRoute } from '../templates/routes/document-route.ts';
+import { withTemplateErrors } from '../templates/routes/error-scope.ts';
+import type { BuildService } from './service.ts';
+
+/** E2B's template builder routes (docs/templates.md, "The builder"); the status route is the template module's. */
+export function registerBuildRoutes(app: FastifyInstance, builds: BuildService): void {
+  withTemplateErrors(app, (scope) => {
+    const on = documentRoute(scope);
+    on<{ Body: E2bBuildRequest }>('POST', '/v3/templates', async (req, reply) => {
+      reply.status(202);
+      return builds.request(req.body);
+    });
+    on<{ Params: { templateID: string; buildID: string }; Body: E2bBuildStart }>('POST', '/v2/templates/{templateID}/builds/{buildID}', async (req, reply) => {
+      await builds.start(req.params.templateID, req.params.buildID, req.body);
+      return reply.status(202).send();
+    });
+  });
+}

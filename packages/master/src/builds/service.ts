@@ -1,0 +1,238 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { posix } from 'node:path';
+import { badRequest, conflict, notFound, toSvcError, type Logger } from '@svc/common';
+import type { CreateSandboxInput } from '@svc/contracts/master';
+import type { E2bBuildRequest, E2bBuildRequested, E2bBuildStart, E2bBuildStatusAnswer } from '@svc/contracts/template-routes';
+import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
+import type { BuildNodes, BuildSandboxes, BuildSnapshots, BuilderTemplates } from './ports.ts';
+import type { BuildRepo } from './repo.ts';
+import type { BuildRow } from './tables.ts';
+
+/** The base image E2B's `Template()` starts from when nothing else is named: our `base` template. */
+const E2B_DEFAULT_IMAGE = /^(?:docker\.io\/)?e2bdev\/base(?::[\w.-]+)?$/;
+const STEP_TIMEOUT_MS = 20 * 60_000;
+/** A build sandbox lives at most this long (it is killed when the build ends). */
+const BUILD_SANDBOX_TIMEOUT_SEC = 2 * 3600;
+/** Output lines of one step kept in the build log (the last ones). */
+const STEP_LOG_LINES = 400;
+const STATUS_ENTRIES = 100;
+
+type Step = NonNullable<E2bBuildStart['steps']>[number];
+type Level = 'debug' | 'info' | 'warn' | 'error';
+
+export interface BuildServiceDeps {
+  repo: BuildRepo;
+  templates: BuilderTemplates;
+  /** The master's resolver: templates (the builder's too) and snapshots. */
+  resolver: TemplateResolver;
+  sandboxes: BuildSandboxes;
+  snapshots: BuildSnapshots;
+  nodes: BuildNodes;
+  logger: Logger;
+}
+
+/** A step that failed: its number in E2B's counting (1 is the first step, `base` the start). */
+class StepFailed extends Error {
+  constructor(readonly step: string, message: string) { super(message); }
+}
+
+/**
+ * E2B's template builder (docs/templates.md, "The builder"): a build request names the template,
+ * the start request gives the base and the steps; the steps run in a real sandbox started from
+ * the base (RUN through the node agent as the step's user, ENV, WORKDIR and USER kept for the
+ * steps after), and the sandbox's files are then captured as a build snapshot, which the
+ * template starts from. A build whose base and steps were built before reuses that snapshot.
+ */
+export class BuildService {
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(private readonly d: BuildServiceDeps) {}
+
+  async request(body: E2bBuildRequest): Promise<E2bBuildRequested> {
+    const full = body.name ?? body.alias;
+    if (!full) throw badRequest('name is required');
+    const [name, tag, ...rest] = full.split(':');
+    if (rest.length || tag === '') throw badRequest(`name ${JSON.stringify(full)} is not name or name:tag`);
+    const cpuCount = body.cpuCount ?? 2;
+    const memoryMB = body.memoryMB ?? 1024;
+    const t = await this.d.templates.forBuild(name, { cpuCount, memoryMB });
+    const now = Date.now();
+    const buildId = randomUUID();
+    await this.d.repo.insert({
+      build_id: buildId, template_id: t.template_id, status: 'waiting', cpu_count: cpuCount, memory_mb: memoryMB, spec: null,
+      reason: null, snapshot_id: null, created_at: now, updated_at: now, finished_at: null,
+    });
+    const names = t.alias ? [t.alias] : [];
+    return { templateID: t.template_id, buildID: buildId, names, aliases: names, tags: [...(tag ? [tag] : []), ...(body.tags ?? [])], public: false };
+  }
+
+  /** Starts a requested build in the background; its progress is in status(). */
+  async start(templateRef: string, buildId: string, spec: E2bBuildStart): Promise<void> {
+    const b = await this.buildOf(templateRef, buildId);
+    const base = checkSpec(spec);
+    if (!(await this.d.repo.transition(buildId, 'waiting', { status: 'building', spec: JSON.stringify(spec) }))) {
+      throw conflict(`build ${buildId} was started already (it is ${(await this.d.repo.get(buildId))?.status})`);
+    }
+    const job = this.run(b, base, spec).catch((err: Error) => this.d.logger.error({ buildId, err: err.message }, 'template build ended without its outcome recorded'));
+    this.running.add(job);
+    void job.finally(() => this.running.delete(job));
+  }
+
+  async status(templateId: string, buildId: string, q: { logsOffset?: number; limit?: number; level?: string }): Promise<E2bBuildStatusAnswer | undefined> {
+    const b = await this.d.repo.get(buildId);
+    if (!b || b.template_id !== templateId) return undefined;
+    const entries = await this.d.repo.logs(buildId, q.logsOffset ?? 0, Math.min(q.limit ?? STATUS_ENTRIES, STATUS_ENTRIES), q.level);
+    const reason = b.reason ? JSON.parse(b.reason) as { message: string; step?: string } : undefined;
+    return {
+      templateID: templateId, buildID: buildId, status: b.status, logs: [],
+      logEntries: entries.map((e) => ({ timestamp: new Date(Number(e.at)).toISOString(), level: e.level as Level, message: e.message })),
+      ...(reason ? { reason } : {}),
+    };
+  }
+
+  /** Builds a stopped master left unfinished fail; their sandboxes end with their timeout. */
+  async failUnfinished(): Promise<void> {
+    for (const b of await this.d.repo.unfinished()) {
+      const message = 'the master stopped during the build; build again';
+      if (await this.d.repo.transition(b.build_id, b.status, { status: 'error', reason: JSON.stringify({ message }) })) {
+        await this.d.templates.builderFailed(b.template_id, message);
+      }
+    }
+  }
+
+  /** Waits for builds under way (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.running.size) await Promise.allSettled([...this.running]);
+  }
+
+  private async buildOf(templateRef: string, buildId: string): Promise<BuildRow> {
+    const b = await this.d.repo.get(buildId);
+    if (!b || (b.template_id !== templateRef && (await this.d.templates.idOf(templateRef)) !== b.template_id)) {
+      throw notFound(`build ${buildId} of template ${templateRef} not found`);
+    }
+    return b;
+  }
+
+  private async run(b: BuildRow, baseRef: string, spec: E2bBuildStart): Promise<void> {
+    let seq = 0;
+    const log = async (level: Level, message: string) => {
+      await this.d.repo.appendLog(b.build_id, seq++, { at: Date.now(), level, message });
+    };
+    const steps = spec.steps ?? [];
+    try {
+      await log('info', `Building from ${baseRef}: ${steps.length} step(s)`);
+      const base = await this.d.resolver.resolveForCreate(baseRef).catch((err) => {
+        throw new StepFailed('base', `the base ${baseRef} cannot be used: ${toSvcError(err).message}`);
+      });
+      const key = cacheKey(base, steps);
+      const cached = spec.force || steps.some((s) => s.force) ? undefined : await this.d.snapshots.byCacheKey(key);
+      let snapshotId: string;
+      if (cached) {
+        await log('info', 'Every step is cached from an earlier build: nothing to run');
+        snapshotId = cached.snapshot_id;
+      } else {
+        snapshotId = await this.runSteps(b, base, steps, key, log);
+      }
+      await this.d.templates.builderBuilt(b.template_id, { snapshotId, startCmd: spec.startCmd ?? null, readyCmd: spec.readyCmd ?? null });
+      await log('info', 'Build finished');
+      await this.d.repo.transition(b.build_id, 'building', { status: 'ready', snapshot_id: snapshotId });
+    } catch (err) {
+      const step = err instanceof StepFailed ? err.step : 'finalize';
+      const message = err instanceof StepFailed ? err.message : `the build failed: ${toSvcError(err).message}`;
+      await log('error', message).catch((e: Error) => this.d.logger.warn({ buildId: b.build_id, err: e.message }, 'build log line not written'));
+      await this.d.repo.transition(b.build_id, 'building', { status: 'error', reason: JSON.stringify({ message, step }) });
+      await this.d.templates.builderFailed(b.template_id, message);
+    }
+  }
+
+  /** Runs the steps in a sandbox of the base and captures its files; the sandbox is then killed. */
+  private async runSteps(b: BuildRow, base: ResolvedTemplate, steps: Step[], key: string, log: (level: Level, message: string) => Promise<void>): Promise<string> {
+    const input: CreateSandboxInput = {
+      template: base.templateId, timeout: BUILD_SANDBOX_TIMEOUT_SEC, onTimeout: 'kill', autoResume: false,
+      metadata: { 'svc.build': b.build_id }, envVars: {}, secure: false,
+      network: { allowOut: [], denyOut: [], allowPublicTraffic: true }, volumeMounts: [],
+      cpuCount: Number(b.cpu_count), memoryMB: Number(b.memory_mb),
+    };
+    const sbx = await this.d.sandboxes.create(input, base).catch((err) => {
+      throw new StepFailed('base', `no sandbox of the base could start: ${toSvcError(err).message}`);
+    });
+    try {
+      await log('info', `Build sandbox ${sbx.sandboxId} started`);
+      const node = await this.d.nodes.client(sbx.nodeId);
+      const state = { user: 'root', workdir: '/', env: {} as Record<string, string> };
+      for (const [i, step] of steps.entries()) {
+        const n = String(i + 1);
+        const args = step.args ?? [];
+        await log('info', `[${n}/${steps.length}] ${step.type} ${args.join(' ')}`.trimEnd());
+        if (step.type === 'ENV') {
+          for (let k = 0; k + 1 < args.length; k += 2) state.env[args[k]] = args[k + 1];
+        } else if (step.type === 'USER') {
+          state.user = args[0];
+        } else if (step.type === 'WORKDIR') {
+          const dir = posix.resolve(state.workdir, args[0]);
+          await this.exec(node, sbx.sandboxId, { command: 'mkdir -p "$1"', args: [dir], user: 'root', state: { ...state, workdir: '/' } }, n, log);
+          state.workdir = dir;
+        } else if (step.type === 'RUN') {
+          await this.exec(node, sbx.sandboxId, { command: args[0], user: args[1] || state.user, state }, n, log);
+        }
+      }
+      const snap = await this.d.snapshots.capture(sbx.sandboxId, { purpose: 'build', cacheKey: key, envVars: { ...base.envVars, ...state.env } })
+        .catch((err) => { throw new StepFailed('finalize', `the built files could not be kept: ${toSvcError(err).message}`); });
+      await log('info', `Files captured (${Math.round(Number(snap.size_bytes) / 1024)} KiB over the base)`);
+      return snap.snapshot_id;
+    } finally {
+      await this.d.sandboxes.kill(sbx.sandboxId).catch((err: Error) => this.d.logger.warn({ buildId: b.build_id, sandboxId: sbx.sandboxId, err: err.message }, 'build sandbox not killed; its timeout ends it'));
+    }
+  }
+
+  private async exec(
+    node: Awaited<ReturnType<BuildNodes['client']>>, sandboxId: string,
+    c: { command: string; args?: string[]; user: string; state: { workdir: string; env: Record<string, string> } },
+    step: string, log: (level: Level, message: string) => Promise<void>,
+  ): Promise<void> {
+    // Positional arguments reach the command as "$1"... (sh -c COMMAND sh ARGS).
+    const command = c.args?.length ? `set -- ${c.args.map(shellQuote).join(' ')}; ${c.command}` : c.command;
+    const r = await node.exec(sandboxId, { command, user: c.user, cwd: c.state.workdir, envVars: c.state.env, timeoutMs: STEP_TIMEOUT_MS })
+      .catch((err) => { throw new StepFailed(step, `step ${step} could not run: ${toSvcError(err).message}`); });
+    const lines = [...r.stdout.split('\n').map((l) => ['info', l] as const), ...r.stderr.split('\n').map((l) => ['warn', l] as const)].filter(([, l]) => l !== '');
+    for (const [level, line] of lines.slice(-STEP_LOG_LINES)) await log(level, line);
+    if (r.exitCode !== 0) {
+      const last = [...r.stderr.trim().split('\n'), ...r.stdout.trim().split('\n')].filter(Boolean).slice(-3).join(' | ');
+      throw new StepFailed(step, `step ${step} exited with code ${r.exitCode}${r.exitCode === 124 ? ` (killed after ${STEP_TIMEOUT_MS / 60_000} minutes)` : ''}${last ? `: ${last}` : ''}`);
+    }
+  }
+}
+
+/** The base a start request names, after its checks (each a 400 naming what is wrong). */
+function checkSpec(spec: E2bBuildStart): string {
+  const { fromImage, fromTemplate } = spec;
+  if (!!fromImage === !!fromTemplate) throw badRequest('exactly one of fromImage and fromTemplate must be given');
+  if (fromImage && !E2B_DEFAULT_IMAGE.test(fromImage)) {
+    throw badRequest(`fromImage ${fromImage}: this svc builds from templates and from e2bdev/base (its base template); make an image a template first (svc tpl create --image) and build from it with fromTemplate`);
+  }
+  for (const [i, s] of (spec.steps ?? []).entries()) {
+    const args = s.args ?? [];
+    const where = `steps[${i}] (${s.type})`;
+    if (s.type === 'COPY') throw badRequest(`${where}: COPY is not supported by this svc yet; RUN, ENV, WORKDIR and USER are`);
+    if (s.type === 'RUN' && !args[0]?.trim()) throw badRequest(`${where}: args[0] must be the command`);
+    if (s.type === 'ENV' && (args.length === 0 || args.length % 2 !== 0 || args.some((a, k) => k % 2 === 0 && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(a)))) {
+      throw badRequest(`${where}: args must be name, value pairs with names of letters, digits and _`);
+    }
+    if ((s.type === 'WORKDIR' || s.type === 'USER') && (args.length !== 1 || !args[0])) throw badRequest(`${where}: args must be one value`);
+    if (s.type === 'USER' && !/^[a-z_][a-z0-9_.-]{0,31}$/i.test(args[0])) throw badRequest(`${where}: ${args[0]} is not a user name`);
+  }
+  return fromTemplate ?? 'base';
+}
+
+/** The identity of what a build makes: its base's files and its steps (docs/templates.md, "The build cache"). */
+function cacheKey(base: ResolvedTemplate, steps: Step[]): string {
+  const identity = {
+    base: { artifact: base.artifact.sha256, layer: base.layer?.ref.sha256 ?? null },
+    steps: steps.map((s) => ({ type: s.type, args: s.args ?? [], filesHash: s.filesHash ?? null })),
+  };
+  return createHash('sha256').update(JSON.stringify(identity)).digest('hex');
+}
+
+function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
