@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['node-agent', 'platform', 'proxy', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots'];
+const ALL = ['node-agent', 'platform', 'proxy', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -68,6 +68,13 @@ if (snaps) {
   rows.push(['create from snapshot / template p50 (ms)', `${r2(s['create + run(true) from a snapshot (ms)']?.p50)} / ${r2(s['create + run(true) from the template, cold (ms)']?.p50)}`, `${snaps.ratios.createFromSnapshotOverTemplateP50}×`, '≤ 1.2×']);
   rows.push(['filesystem pause / boot from files p50 (ms)', `${r2(s['filesystem pause (ms)']?.p50)} / ${r2(s['connect after it: boot from the files + run(true) (ms)']?.p50)}`, '', '']);
   rows.push(['memory per paused sandbox: freeze / filesystem (MB)', `${snaps.memoryMB['freeze: per paused sandbox (MB)']} / ${snaps.memoryMB['filesystem: per paused sandbox (MB)']}`, '', 'filesystem 0']);
+}
+
+const builds = read('template-builds');
+if (builds) {
+  const b = builds.latency;
+  rows.push(['five-step build / unchanged rebuild p50 (ms)', `${r2(b['five-step build from base (ms)']?.p50)} / ${r2(b['its unchanged rebuild (ms)']?.p50)}`, `${builds.ratios.rebuildOverFirstP50}×`, '< 0.05×']);
+  rows.push(['a RUN step / commands.run p50 (ms)', `${r2(b['a RUN step of `true` in a build (ms)']?.p50)} / ${r2(b['the same command in a live sandbox, commands.run (ms)']?.p50)}`, `+${builds.ratios.runStepOverLiveMs} ms`, '']);
 }
 
 console.log('\n===== summary');

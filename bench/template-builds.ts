@@ -1,0 +1,101 @@
+/**
+ * E2B's template builder (issue 18), through the official e2b SDK's `Template.build` on `svc up`:
+ *   - a five-step build from `base` (ENV, two RUN, WORKDIR, a RUN as the user), each run with new
+ *     step text so that nothing is cached, and its unchanged rebuild (goal: under 5% of the first);
+ *   - what a RUN step adds over running the same command in a live sandbox (`commands.run`);
+ *   - a create from the built template against one from `base`, both cold (warm pool off).
+ * COPY, start and ready commands are not built yet (docs/templates.md), so the build has none.
+ *
+ *   node --import tsx bench/template-builds.ts [--n 5]
+ * Run as root. Prints a table and writes bench/results/template-builds.json.
+ */
+import { Sandbox, Template } from 'e2b';
+import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
+import { printTable, ratio, stat, timed, writeResult, type Stat } from './lib/stats.ts';
+
+const arg = (name: string, d: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : d;
+};
+const N = arg('n', 5);
+const STEPS = 10;
+
+let platform: RunningPlatform | undefined;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => { void (platform?.stop() ?? Promise.resolve()).finally(() => process.exit(130)); });
+}
+
+const fiveSteps = (tag: string) => Template().fromTemplate('base')
+  .setEnvs({ BENCH: tag })
+  .runCmd(`echo ${tag} > /opt/bench.txt`)
+  .runCmd('sha256sum /opt/bench.txt > /opt/bench.sum')
+  .setWorkdir('/srv/bench')
+  .runCmd('id -un > /home/user/who.txt', { user: 'user' });
+
+/** A build of `steps` RUN steps of `true`: the time it takes over the base build, a step. */
+const runSteps = (tag: string, steps: number) => {
+  let t = Template().fromTemplate('base').runCmd(`echo ${tag}`);
+  for (let i = 1; i < steps; i++) t = t.runCmd('true');
+  return t;
+};
+
+async function main(): Promise<void> {
+  const p = await startPlatform({ dataDir: '/tmp/svc-bench-builds', env: { SVC_ADDRESS_POOL: '10.214.0.0/16', SVC_WARM_POOL_SIZE: '0', SVC_LOG_LEVEL: 'warn' } });
+  platform = p;
+  useE2bEnv(p);
+  const rows: Record<string, Stat> = {};
+  const run = Date.now().toString(36);
+  try {
+    const first: number[] = [];
+    const again: number[] = [];
+    for (let i = 0; i < N; i++) {
+      const t = fiveSteps(`${run}-${i}`);
+      first.push((await timed(() => Template.build(t, `bench-five-${run}-${i}`)))[0]);
+      again.push((await timed(() => Template.build(t, `bench-five-${run}-${i}`)))[0]);
+    }
+    rows['five-step build from base (ms)'] = stat(first);
+    rows['its unchanged rebuild (ms)'] = stat(again);
+
+    // A RUN step's cost: builds of 1 and of STEPS steps, the difference over the steps added.
+    const one: number[] = [];
+    const many: number[] = [];
+    for (let i = 0; i < N; i++) {
+      one.push((await timed(() => Template.build(runSteps(`${run}-one-${i}`, 1), `bench-one-${run}-${i}`)))[0]);
+      many.push((await timed(() => Template.build(runSteps(`${run}-many-${i}`, STEPS), `bench-many-${run}-${i}`)))[0]);
+    }
+    const perStep = many.map((m, i) => (m - one[i]) / (STEPS - 1));
+    rows['a RUN step of `true` in a build (ms)'] = stat(perStep);
+    const live = await Sandbox.create('base');
+    const direct: number[] = [];
+    for (let i = 0; i < N * 4; i++) direct.push((await timed(() => live.commands.run('true')))[0]);
+    await live.kill();
+    rows['the same command in a live sandbox, commands.run (ms)'] = stat(direct);
+
+    // A sandbox of the built template against one of base, both cold.
+    const fromBuilt: number[] = [];
+    const fromBase: number[] = [];
+    for (let i = 0; i < N; i++) {
+      for (const [name, into] of [[`bench-five-${run}-0`, fromBuilt], ['base', fromBase]] as const) {
+        const [ms, s] = await timed(async () => { const s = await Sandbox.create(name); await s.commands.run('true'); return s; });
+        into.push(ms);
+        await s.kill();
+      }
+    }
+    rows['create + run(true) from the built template (ms)'] = stat(fromBuilt);
+    rows['create + run(true) from base (ms)'] = stat(fromBase);
+
+    const rebuildRatio = ratio(rows['its unchanged rebuild (ms)'].p50, rows['five-step build from base (ms)'].p50);
+    const stepOverhead = rows['a RUN step of `true` in a build (ms)'].p50 - rows['the same command in a live sandbox, commands.run (ms)'].p50;
+    printTable('template builds, official e2b SDK (Template.build), warm pool off', rows);
+    console.log(`unchanged rebuild / first build, p50: ${rebuildRatio}x (goal < 0.05)`);
+    console.log(`a RUN step adds ${Math.round(stepOverhead)} ms over commands.run of the same command (p50)`);
+    writeResult('template-builds', { n: N, latency: rows, ratios: { rebuildOverFirstP50: rebuildRatio, runStepOverLiveMs: Math.round(stepOverhead) }, goals: { rebuildRatio: 0.05 } });
+  } finally {
+    await p.stop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  void (platform?.stop() ?? Promise.resolve()).finally(() => process.exit(1));
+});
