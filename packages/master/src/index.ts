@@ -71,8 +71,9 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
       repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger,
       snapshots: { capture: (id, o) => snapshots.capture(id, o), byCacheKey: (key) => snapshotRepo.byCacheKey(key) },
     });
-    await builds.failUnfinished();
     registerBuildRoutes(app, builds);
+    const b = builds;
+    periodic.every('abandoned build sweep', 300_000, async () => { await b.failAbandoned(); });
   }
 
   app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));

@@ -181,12 +181,15 @@ for (const tdb of availableTestDatabases()) {
         await builds.settled();
       });
 
-      await t.test('builds a stopped master left unfinished fail when it starts again', async () => {
-        const r = await builds.request({ name: 'interrupted' });
-        await builds.failUnfinished();
-        const s = await builds.status(r.templateID, r.buildID, {});
-        assert.equal(s!.status, 'error');
-        assert.match(s!.reason!.message, /master stopped/);
+      await t.test('the sweep fails builds nothing runs any more: silent past a step\'s limit, or requested and never started for a day', async () => {
+        const waiting = await builds.request({ name: 'never-started' });
+        const building = await builds.request({ name: 'interrupted' });
+        await db.kysely.updateTable('t_svc_build').set({ status: 'building' }).where('build_id', '=', building.buildID).execute();
+        assert.deepEqual(await builds.failAbandoned(Date.now() + 60_000), [], 'recent builds are left alone, whichever master runs them');
+        assert.deepEqual((await builds.failAbandoned(Date.now() + 31 * 60_000)).sort(), [building.buildID]);
+        assert.match((await builds.status(building.templateID, building.buildID, {}))!.reason!.message, /master went away/);
+        assert.deepEqual(await builds.failAbandoned(Date.now() + 25 * 3600_000), [waiting.buildID]);
+        assert.match(f.templates.get(waiting.templateID)!.failed!, /never started/);
       });
     } finally {
       await db.close();

@@ -34,6 +34,12 @@ export class BuildRepo {
     await this.db.insertInto('t_svc_build_log').values({ build_id: buildId, seq, ...entry }).execute();
   }
 
+  /** When the build last wrote a log line (0: never). */
+  async lastLogAt(buildId: string): Promise<number> {
+    const r = await this.db.selectFrom('t_svc_build_log').select((eb) => eb.fn.max('at').as('at')).where('build_id', '=', buildId).executeTakeFirst();
+    return Number(r?.at ?? 0);
+  }
+
   /** Entries from `offset` (their order), at `minLevel` or above. */
   async logs(buildId: string, offset: number, limit: number, minLevel = 'debug'): Promise<BuildLogRow[]> {
     const levels = LEVELS.slice(Math.max(0, LEVELS.indexOf(minLevel)));

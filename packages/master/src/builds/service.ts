@@ -16,6 +16,9 @@ const BUILD_SANDBOX_TIMEOUT_SEC = 2 * 3600;
 /** Output lines of one step kept in the build log (the last ones). */
 const STEP_LOG_LINES = 400;
 const STATUS_ENTRIES = 100;
+/** A build silent this long is abandoned (failAbandoned); a requested one never started, after WAITING_LIMIT_MS. */
+const SILENT_LIMIT_MS = STEP_TIMEOUT_MS + 10 * 60_000;
+const WAITING_LIMIT_MS = 24 * 3600_000;
 
 type Step = NonNullable<E2bBuildStart['steps']>[number];
 type Level = 'debug' | 'info' | 'warn' | 'error';
@@ -90,14 +93,24 @@ export class BuildService {
     };
   }
 
-  /** Builds a stopped master left unfinished fail; their sandboxes end with their timeout. */
-  async failUnfinished(): Promise<void> {
+  /**
+   * Fails builds that nothing runs any more: a master that stopped mid-build left them. A build
+   * under way on any master writes a log line at least once a step, so one silent for longer than
+   * a step may run (with a margin) is abandoned; a requested build never started waits a day.
+   * Their sandboxes end with their timeout.
+   */
+  async failAbandoned(now = Date.now()): Promise<string[]> {
+    const failed: string[] = [];
     for (const b of await this.d.repo.unfinished()) {
-      const message = 'the master stopped during the build; build again';
+      const last = b.status === 'waiting' ? Number(b.created_at) : Math.max(Number(b.updated_at), await this.d.repo.lastLogAt(b.build_id));
+      if (now - last < (b.status === 'waiting' ? WAITING_LIMIT_MS : SILENT_LIMIT_MS)) continue;
+      const message = b.status === 'waiting' ? 'the build was requested but never started' : 'the build stopped (its master went away); build again';
       if (await this.d.repo.transition(b.build_id, b.status, { status: 'error', reason: JSON.stringify({ message }) })) {
         await this.d.templates.builderFailed(b.template_id, message);
+        failed.push(b.build_id);
       }
     }
+    return failed;
   }
 
   /** Waits for builds under way (tests, shutdown). */
