@@ -319,6 +319,16 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
     await sbx.kill();
   }
 
+  // Tags: a build asked for with name:tag, assigned more, started by name:tag, listed.
+  const tagged = await Template.build(t, `${name}:v1`);
+  assert.deepEqual((await Template.assignTags(`${name}:v1`, ['prod'])).tags, ['prod']);
+  const fromTag = await Sandbox.create(`${name}:prod`);
+  assert.equal(await fromTag.files.read('/opt/built.txt'), 'svc\n');
+  await fromTag.kill();
+  assert.deepEqual((await Template.getTags(tagged.templateId)).map((x) => x.tag).sort(), ['default', 'prod', 'v1']);
+  await Template.removeTags(name, 'prod');
+  await assert.rejects(Sandbox.create(`${name}:prod`), (e: Error & { statusCode?: number }) => e.statusCode === 404);
+
   const again: string[] = [];
   const second = Date.now();
   await Template.build(t, name, { onBuildLogs: (e) => again.push(e.message) });

@@ -237,6 +237,21 @@ export const PUBLIC_API = {
       get: { summary: 'A template with its builds (E2B shape)', parameters: [e2bTemplateId], responses: { 200: { description: 'The template', ...json(ref('E2bTemplateDetail')) }, ...ofTemplate } },
       delete: { summary: 'Delete a template, or a snapshot (E2B deletes snapshots here)', parameters: [e2bTemplateId], responses: { 204: { description: 'Deleted' }, ...ofTemplate, 409: error('A template that snapshots start from (they are named), or a snapshot a create is reading (code 130409 / 409)') } },
     },
+    '/templates/tags': {
+      post: {
+        summary: 'Give the build a `name:tag` (or `name`: the current build) names these tags too (E2B\'s assignTags)',
+        requestBody: { required: true, ...json(ref('E2bAssignTags')) },
+        responses: { 201: { description: 'The build and the tags given', ...json(ref('E2bAssignedTags')) }, ...ofTemplate },
+      },
+      delete: {
+        summary: 'Remove tags of a template (E2B\'s removeTags); `default` stays',
+        requestBody: { required: true, ...json(ref('E2bDeleteTags')) },
+        responses: { 204: { description: 'Removed' }, ...ofTemplate },
+      },
+    },
+    '/templates/{templateID}/tags': {
+      get: { summary: 'A template\'s tags and the builds they name', parameters: [e2bTemplateId], responses: { 200: { description: 'Its tags', ...json({ type: 'array', items: ref('E2bTemplateTag') }) }, ...ofTemplate } },
+    },
     '/v3/templates': {
       post: {
         summary: 'Request a build of a template by name[:tag] (E2B\'s template builder); the same name again is a new build of that template',

@@ -318,6 +318,30 @@ export const E2bBuildStart = {
   additionalProperties: false,
 } as const;
 
+const tagList = { type: 'array', items: { type: 'string', minLength: 1, maxLength: 128 }, minItems: 1, maxItems: 32 } as const;
+
+/** POST /templates/tags (E2B's AssignTemplateTagsRequest): `target` is `name:tag` or `name`. */
+export const E2bAssignTags = {
+  type: 'object', required: ['target', 'tags'],
+  properties: { target: { type: 'string', minLength: 1, maxLength: 300 }, tags: tagList },
+  additionalProperties: false,
+} as const;
+
+export const E2bAssignedTags = {
+  type: 'object', required: ['buildID', 'tags'], properties: { buildID: str, tags: stringList }, additionalProperties: false,
+} as const;
+
+/** DELETE /templates/tags (E2B's DeleteTemplateTagsRequest). */
+export const E2bDeleteTags = {
+  type: 'object', required: ['name', 'tags'],
+  properties: { name: { type: 'string', minLength: 1, maxLength: 160 }, tags: tagList },
+  additionalProperties: false,
+} as const;
+
+export const E2bTemplateTag = {
+  type: 'object', required: ['tag', 'buildID', 'createdAt'], properties: { tag: str, buildID: str, createdAt: timestamp }, additionalProperties: false,
+} as const;
+
 /** Every named template shape, for the document's `components.schemas`. */
 export const TEMPLATE_SCHEMAS = {
   TemplateCreate,
@@ -336,4 +360,8 @@ export const TEMPLATE_SCHEMAS = {
   E2bBuildRequest,
   E2bBuildRequested,
   E2bBuildStart,
+  E2bAssignTags,
+  E2bAssignedTags,
+  E2bDeleteTags,
+  E2bTemplateTag,
 } as const;

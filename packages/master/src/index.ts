@@ -55,7 +55,10 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const snapshotCatalog = new SnapshotCatalog(snapshotRepo, nodes, layerStorage, logger);
   // Builds start after the sandbox service they need; the template module's status route asks them late.
   let builds: BuildService | undefined;
-  const builderStatus: BuilderStatus = { status: (t, b, q) => builds?.status(t, b, q) ?? Promise.resolve(undefined) };
+  const builderStatus: BuilderStatus = {
+    status: (t, b, q) => builds?.status(t, b, q) ?? Promise.resolve(undefined),
+    snapshotOfTag: (t, tag) => builds?.snapshotOfTag(t, tag) ?? Promise.resolve(undefined),
+  };
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
     : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus });

@@ -123,6 +123,25 @@ for (const tdb of availableTestDatabases()) {
         assert.equal(await builds.status('tpl-other', r.buildID, {}), undefined, 'a build of another template is not this one\'s');
       });
 
+      await t.test('tags: a ready build gets default and the tags it asked for; assign moves tags to a build, remove drops them; bad input', async () => {
+        const [app] = [...f.templates.values()].filter((x) => x.row.alias === 'app').map((x) => x.row.template_id);
+        const first = (await builds.tags(app)).map((x) => [x.tag, x.buildID]);
+        assert.deepEqual(first.map(([tag]) => tag), ['default', 'v1']);
+        const buildId = first[0][1];
+        assert.equal(await builds.snapshotOfTag(app, 'v1'), f.templates.get(app)!.built);
+        assert.deepEqual(await builds.assignTags('app:v1', ['prod', 'stable', 'prod']), { buildID: buildId, tags: ['prod', 'stable'] });
+        assert.deepEqual(await builds.assignTags('app', ['latest']), { buildID: buildId, tags: ['latest'] }, 'a bare name is its default tag');
+        await builds.removeTags('app', ['stable', 'never-was']);
+        assert.deepEqual((await builds.tags('app')).map((x) => x.tag), ['default', 'latest', 'prod', 'v1']);
+        assert.equal(await statusOf(builds.assignTags('app:nope', ['x'])), 404);
+        assert.equal(await statusOf(builds.assignTags('nothing:v1', ['x'])), 404);
+        for (const bad of [['has space'], [':'], []]) assert.equal(await statusOf(builds.assignTags('app:v1', bad)), 400, JSON.stringify(bad));
+        assert.equal(await statusOf(builds.assignTags('a:b:c', ['x'])), 400);
+        assert.equal(await statusOf(builds.removeTags('app', ['default'])), 400);
+        assert.equal(await statusOf(builds.removeTags('nothing', ['x'])), 404);
+        assert.equal(await statusOf(builds.request({ name: 'app', tags: ['bad tag'] })), 400);
+      });
+
       await t.test('the same base and steps again are cached: nothing runs; force runs them', async () => {
         const before = f.execs.length;
         const r = await builds.request({ name: 'app' });

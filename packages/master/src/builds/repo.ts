@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import type { BuildLogRow, BuildRow, BuildStatus } from './tables.ts';
+import type { BuildLogRow, BuildRow, BuildStatus, TagRow } from './tables.ts';
 
 const LEVELS = ['debug', 'info', 'warn', 'error'];
 
@@ -45,5 +45,30 @@ export class BuildRepo {
     const levels = LEVELS.slice(Math.max(0, LEVELS.indexOf(minLevel)));
     return this.db.selectFrom('t_svc_build_log').selectAll().where('build_id', '=', buildId).where('level', 'in', levels)
       .orderBy('seq').offset(offset).limit(limit).execute();
+  }
+
+  /** Points each tag of the template at the build (a tag names one build; moved, not added). */
+  async setTags(templateId: string, buildId: string, tags: string[]): Promise<void> {
+    if (!tags.length) return;
+    await this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('t_svc_template_tag').where('template_id', '=', templateId).where('tag', 'in', tags).execute();
+      const now = Date.now();
+      await tx.insertInto('t_svc_template_tag').values(tags.map((tag) => ({ template_id: templateId, tag, build_id: buildId, created_at: now }))).execute();
+    });
+  }
+
+  async deleteTags(templateId: string, tags: string[]): Promise<void> {
+    await this.db.deleteFrom('t_svc_template_tag').where('template_id', '=', templateId).where('tag', 'in', tags).execute();
+  }
+
+  tags(templateId: string): Promise<TagRow[]> {
+    return this.db.selectFrom('t_svc_template_tag').selectAll().where('template_id', '=', templateId).orderBy('tag').execute();
+  }
+
+  /** The ready build a tag of the template names. */
+  async taggedBuild(templateId: string, tag: string): Promise<BuildRow | undefined> {
+    return this.db.selectFrom('t_svc_template_tag').innerJoin('t_svc_build', 't_svc_build.build_id', 't_svc_template_tag.build_id')
+      .selectAll('t_svc_build').where('t_svc_template_tag.template_id', '=', templateId).where('t_svc_template_tag.tag', '=', tag)
+      .where('t_svc_build.status', '=', 'ready').executeTakeFirst();
   }
 }

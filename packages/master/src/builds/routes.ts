@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { E2bBuildRequest, E2bBuildStart } from '@svc/contracts/template-routes';
+import type { E2bAssignTags, E2bBuildRequest, E2bBuildStart, E2bDeleteTags } from '@svc/contracts/template-routes';
 import { documentRoute } from '../templates/routes/document-route.ts';
 import { withTemplateErrors } from '../templates/routes/error-scope.ts';
 import type { BuildService } from './service.ts';
@@ -16,5 +16,14 @@ export function registerBuildRoutes(app: FastifyInstance, builds: BuildService):
       await builds.start(req.params.templateID, req.params.buildID, req.body);
       return reply.status(202).send();
     });
+    on<{ Body: E2bAssignTags }>('POST', '/templates/tags', async (req, reply) => {
+      reply.status(201);
+      return builds.assignTags(req.body.target, req.body.tags);
+    });
+    on<{ Body: E2bDeleteTags }>('DELETE', '/templates/tags', async (req, reply) => {
+      await builds.removeTags(req.body.name, req.body.tags);
+      return reply.status(204).send();
+    });
+    on<{ Params: { templateID: string } }>('GET', '/templates/{templateID}/tags', async (req) => builds.tags(req.params.templateID));
   });
 }

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
-import { badRequest, conflict, notFound, toSvcError, type Logger } from '@svc/common';
+import { badRequest, conflict, ErrorCodes, notFound, toSvcError, type Logger } from '@svc/common';
 import type { CreateSandboxInput } from '@svc/contracts/master';
 import type { E2bBuildRequest, E2bBuildRequested, E2bBuildStart, E2bBuildStatusAnswer } from '@svc/contracts/template-routes';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
@@ -16,6 +16,9 @@ const BUILD_SANDBOX_TIMEOUT_SEC = 2 * 3600;
 /** Output lines of one step kept in the build log (the last ones). */
 const STEP_LOG_LINES = 400;
 const STATUS_ENTRIES = 100;
+/** The tag of a template's current build (E2B's). */
+export const DEFAULT_TAG = 'default';
+const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** A build silent this long is abandoned (failAbandoned); a requested one never started, after WAITING_LIMIT_MS. */
 const SILENT_LIMIT_MS = STEP_TIMEOUT_MS + 10 * 60_000;
 const WAITING_LIMIT_MS = 24 * 3600_000;
@@ -54,19 +57,55 @@ export class BuildService {
   async request(body: E2bBuildRequest): Promise<E2bBuildRequested> {
     const full = body.name ?? body.alias;
     if (!full) throw badRequest('name is required');
-    const [name, tag, ...rest] = full.split(':');
-    if (rest.length || tag === '') throw badRequest(`name ${JSON.stringify(full)} is not name or name:tag`);
+    const [name, tag] = splitRef(full);
     const cpuCount = body.cpuCount ?? 2;
     const memoryMB = body.memoryMB ?? 1024;
+    const tags = checkTags([...(tag ? [tag] : []), ...(body.tags ?? [])]);
     const t = await this.d.templates.forBuild(name, { cpuCount, memoryMB });
     const now = Date.now();
     const buildId = randomUUID();
     await this.d.repo.insert({
       build_id: buildId, template_id: t.template_id, status: 'waiting', cpu_count: cpuCount, memory_mb: memoryMB, spec: null,
-      reason: null, snapshot_id: null, created_at: now, updated_at: now, finished_at: null,
+      reason: null, snapshot_id: null, tags: JSON.stringify(tags), created_at: now, updated_at: now, finished_at: null,
     });
     const names = t.alias ? [t.alias] : [];
-    return { templateID: t.template_id, buildID: buildId, names, aliases: names, tags: [...(tag ? [tag] : []), ...(body.tags ?? [])], public: false };
+    return { templateID: t.template_id, buildID: buildId, names, aliases: names, tags, public: false };
+  }
+
+  /** E2B's assignTags: the build `target` (`name:tag`, or `name` for the current one) gets these tags too. */
+  async assignTags(target: string, tags: string[]): Promise<{ buildID: string; tags: string[] }> {
+    const [name, tag = DEFAULT_TAG] = splitRef(target);
+    const wanted = checkTags(tags);
+    if (!wanted.length) throw badRequest('tags must name at least one tag');
+    const templateId = await this.templateIdOf(name);
+    const b = await this.d.repo.taggedBuild(templateId, tag);
+    if (!b) throw notFound(`template ${name} has no ready build tagged ${tag}`);
+    await this.d.repo.setTags(templateId, b.build_id, wanted);
+    return { buildID: b.build_id, tags: wanted };
+  }
+
+  /** E2B's removeTags; `default` (the current build) cannot be removed. */
+  async removeTags(name: string, tags: string[]): Promise<void> {
+    const gone = checkTags(tags);
+    if (!gone.length) throw badRequest('tags must name at least one tag');
+    if (gone.includes(DEFAULT_TAG)) throw badRequest(`the ${DEFAULT_TAG} tag names the template's current build and cannot be removed`);
+    await this.d.repo.deleteTags(await this.templateIdOf(name), gone);
+  }
+
+  async tags(templateRef: string): Promise<Array<{ tag: string; buildID: string; createdAt: string }>> {
+    const rows = await this.d.repo.tags(await this.templateIdOf(templateRef));
+    return rows.map((r) => ({ tag: r.tag, buildID: r.build_id, createdAt: new Date(Number(r.created_at)).toISOString() }));
+  }
+
+  /** The build snapshot a tag of the template names (a create of `name:tag`). */
+  async snapshotOfTag(templateId: string, tag: string): Promise<string | undefined> {
+    return (await this.d.repo.taggedBuild(templateId, tag))?.snapshot_id ?? undefined;
+  }
+
+  private async templateIdOf(ref: string): Promise<string> {
+    const id = await this.d.templates.idOf(ref);
+    if (!id) throw notFound(`template ${ref} not found`, ErrorCodes.notFound);
+    return id;
   }
 
   /** Starts a requested build in the background; its progress is in status(). */
@@ -149,6 +188,7 @@ export class BuildService {
       await this.d.templates.builderBuilt(b.template_id, { snapshotId, startCmd: spec.startCmd ?? null, readyCmd: spec.readyCmd ?? null });
       await log('info', 'Build finished');
       await this.d.repo.transition(b.build_id, 'building', { status: 'ready', snapshot_id: snapshotId });
+      await this.d.repo.setTags(b.template_id, b.build_id, [DEFAULT_TAG, ...(b.tags ? JSON.parse(b.tags) as string[] : [])]);
     } catch (err) {
       const step = err instanceof StepFailed ? err.step : 'finalize';
       const message = err instanceof StepFailed ? err.message : `the build failed: ${toSvcError(err).message}`;
@@ -235,6 +275,18 @@ function checkSpec(spec: E2bBuildStart): string {
     if (s.type === 'USER' && !/^[a-z_][a-z0-9_.-]{0,31}$/i.test(args[0])) throw badRequest(`${where}: ${args[0]} is not a user name`);
   }
   return fromTemplate ?? 'base';
+}
+
+/** `name` or `name:tag`. */
+function splitRef(ref: string): [string, string | undefined] {
+  const [name, tag, ...rest] = ref.split(':');
+  if (rest.length || tag === '' || !name) throw badRequest(`${JSON.stringify(ref)} is not name or name:tag`);
+  return [name, tag];
+}
+
+function checkTags(tags: string[]): string[] {
+  for (const t of tags) if (!TAG.test(t)) throw badRequest(`tag ${JSON.stringify(t)} is not valid: letters, digits, '.', '_' and '-', at most 128`);
+  return [...new Set(tags)];
 }
 
 /** The identity of what a build makes: its base's files and its steps (docs/templates.md, "The build cache"). */

@@ -13,6 +13,8 @@ export interface BuildRow {
   reason: string | null;
   /** The build snapshot its template starts from, once ready. */
   snapshot_id: string | null;
+  /** The tags it asked for (JSON list), given to it once ready, `default` among them. */
+  tags: string | null;
   created_at: number;
   updated_at: number;
   finished_at: number | null;
@@ -26,7 +28,16 @@ export interface BuildLogRow {
   message: string;
 }
 
+/** t_svc_template_tag: `name:tag` names one build of a template. */
+export interface TagRow {
+  template_id: string;
+  tag: string;
+  build_id: string;
+  created_at: number;
+}
+
 export interface BuildTables {
   t_svc_build: BuildRow;
   t_svc_build_log: BuildLogRow;
+  t_svc_template_tag: TagRow;
 }

@@ -2,7 +2,7 @@ import { invalidTemplateRequest } from './errors.ts';
 
 const ALIAS_RE = /^[a-z0-9-]{1,64}$/;
 /** Words that are routes under /svc/template and /templates; an alias there could never be read back. */
-const RESERVED = new Set(['from-image', 'redo', 'migrate', 'build', 'artifact', 'compat', 'aliases']);
+const RESERVED = new Set(['from-image', 'redo', 'migrate', 'build', 'artifact', 'compat', 'aliases', 'tags']);
 
 /**
  * Normalises an alias from a request: absent, null and "" mean "no alias" (null). Anything else

@@ -9,7 +9,8 @@ import { ArtifactCleanup } from './cleanup.ts';
 import { Distributor } from './distribution.ts';
 import { registerCallbackRoute } from './routes/callback.ts';
 import { registerDownloadRoute } from './routes/download.ts';
-import { registerE2bTemplateRoutes, type BuilderStatus, type SnapshotDeletion } from './routes/e2b.ts';
+import { registerE2bTemplateRoutes, type SnapshotDeletion } from './routes/e2b.ts';
+import type { BuilderStatus } from './builder-port.ts';
 import { withTemplateErrors } from './routes/error-scope.ts';
 import { registerSvcTemplateRoutes } from './routes/svc.ts';
 import { TemplateService, type BuiltLayers } from './service.ts';
@@ -20,7 +21,8 @@ import type { JobAccepted, JobInfo, TemplateCreate } from '@svc/contracts/templa
 import type { BuilderTemplates } from '../builds/ports.ts';
 
 export type { TemplateCreate, TemplateInfo, JobInfo, JobAccepted } from '@svc/contracts/template-routes';
-export { deleteSnapshotNamed, type BuilderStatus, type SnapshotDeletion } from './routes/e2b.ts';
+export { deleteSnapshotNamed, type SnapshotDeletion } from './routes/e2b.ts';
+export type { BuilderStatus } from './builder-port.ts';
 export type { BuiltLayers } from './service.ts';
 export { relayFromTemplateCenter } from './relay.ts';
 
@@ -87,7 +89,7 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
     staleAfterMs: tc.reconcile.stale_after_sec * 1000,
   });
   const cleanup = new ArtifactCleanup({ db, artifacts, definitions, nodes, templateCenter, logger, graceMs });
-  const service = new TemplateService({ cfg, db, templates, jobs, artifacts, definitions, builds, cleanup, templateCenter, coordination, logger, builtLayers: deps.builtLayers, snapshots: deps.snapshots });
+  const service = new TemplateService({ cfg, db, templates, jobs, artifacts, definitions, builds, cleanup, templateCenter, coordination, logger, builtLayers: deps.builtLayers, snapshots: deps.snapshots, builder: deps.builderStatus });
 
   withTemplateErrors(app, (scope) => {
     registerSvcTemplateRoutes(scope, service);

@@ -6,6 +6,7 @@ import type { ImageInfo, TemplateCenterClient } from '@svc/contracts/template-ce
 import type { Database } from '../db/schema.ts';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
 import type { LayerRef } from '@svc/contracts/node-agent';
+import type { BuilderStatus } from './builder-port.ts';
 import { parseAlias } from './alias.ts';
 import { artifactRef } from './artifact-url.ts';
 import type { BuildJobs } from './build-jobs.ts';
@@ -37,6 +38,8 @@ export interface TemplateServiceDeps {
   builtLayers?: BuiltLayers;
   /** Removes a deleted builder template's build snapshots (the snapshot module's). */
   snapshots?: { deleteBuildSnapshot(snapshotId: string): Promise<void> };
+  /** The builder's tags (a create of `name:tag`). */
+  builder?: Pick<BuilderStatus, 'snapshotOfTag'>;
 }
 
 /** Where a built template's files are: a build snapshot's layer, over its artifact. */
@@ -273,6 +276,7 @@ export class TemplateService {
   }
 
   private async resolveForCreate(ref: string): Promise<ResolvedTemplate> {
+    if (ref.includes(':')) return this.resolveTagged(ref);
     const t = await this.d.templates.resolve(ref);
     if (!t) throw templateNotFound(ref);
     if (t.status === 'ready' && t.layer_snapshot_id) return this.resolveBuilt(t, t.layer_snapshot_id);
@@ -288,6 +292,15 @@ export class TemplateService {
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
       envVars: imageEnv(t.image_info),
     };
+  }
+
+  /** `name:tag`: the build of a template the builder made that the tag names. */
+  private async resolveTagged(ref: string): Promise<ResolvedTemplate> {
+    const [name, tag] = ref.split(':', 2);
+    const t = await this.d.templates.resolve(name);
+    const snapshotId = t && await this.d.builder?.snapshotOfTag(t.template_id, tag);
+    if (!t || !snapshotId) throw templateNotFound(ref);
+    return this.resolveBuilt(t, snapshotId);
   }
 
   /** A template the builder made: its build snapshot's layer over that snapshot's artifact. */

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { notFound, type SvcError } from '@svc/common';
 import type { E2bBuildStatus, E2bBuildStatusAnswer, E2bTemplate, E2bTemplateDetail, TemplateCreate } from '@svc/contracts/template-routes';
 import type { TemplateService } from '../service.ts';
+import type { BuilderStatus } from '../builder-port.ts';
 import type { JobRow, TemplateRow } from '../tables.ts';
 import { documentRoute } from './document-route.ts';
 
@@ -25,11 +26,6 @@ export async function deleteSnapshotNamed(snapshots: SnapshotDeletion | undefine
   throw notFound(`no template or snapshot ${ref}`, 404);
 }
 
-/** The status of a build the template builder runs (builds/), which E2B's one status route also serves. */
-export interface BuilderStatus {
-  /** Undefined when `buildId` is no builder build of the template. */
-  status(templateId: string, buildId: string, q: { logsOffset?: number; limit?: number; level?: string }): Promise<E2bBuildStatusAnswer | undefined>;
-}
 
 export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateService, snapshots?: SnapshotDeletion, builder?: BuilderStatus): void {
   const on = documentRoute(app);
