@@ -4,7 +4,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sandbox, CommandExitError, NotFoundError, Template } from 'e2b';
+import { Sandbox, CommandExitError, NotFoundError, Template, waitForFile } from 'e2b';
 import { runscProcesses, sandboxRunscProcesses, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 let p: RunningPlatform;
@@ -334,6 +334,21 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
   await Template.build(t, name, { onBuildLogs: (e) => again.push(e.message) });
   assert.ok(again.some((l) => l.includes('cached')), again.join('\n'));
   assert.ok(Date.now() - second < firstMs, `the cached rebuild (${Date.now() - second} ms) is quicker than the first (${firstMs} ms)`);
+
+  // A start command: it runs when a sandbox of the template starts, which answers once the ready check passes.
+  const served = Template().fromTemplate(name)
+    .setStartCmd('while true; do date > /tmp/alive; sleep 1; done', waitForFile('/tmp/alive'));
+  const serveLogs: string[] = [];
+  await Template.build(served, `${name}-start`, { onBuildLogs: (e) => serveLogs.push(e.message) });
+  assert.ok(serveLogs.includes('Ready'), serveLogs.join('\n'));
+  const up = await Sandbox.create(`${name}-start`);
+  try {
+    assert.equal(await up.files.exists('/tmp/alive'), true, 'create answers once the ready check passes');
+    assert.match((await up.commands.run('ps -eo args')).stdout, /while true/, 'the start command runs on');
+  } finally {
+    await up.kill();
+  }
+  await fetch(`${p.apiUrl}/templates/${name}-start`, { method: 'DELETE', headers: { 'X-API-Key': p.apiKey } });
 
   const failing = Template().fromTemplate(name).runCmd('echo about to fail; exit 7');
   await assert.rejects(Template.build(failing, `${name}-bad`), (e: Error) => /exited with code 7: about to fail/.test(e.message));

@@ -171,6 +171,20 @@ for (const tdb of availableTestDatabases()) {
         f.failCommand('', 0);
       });
 
+      await t.test('a start command runs at the end of the build as the last USER in the last WORKDIR, then its ready check; the template keeps both', async () => {
+        const before = f.execs.length;
+        const r = await builds.request({ name: 'server' });
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps: [{ type: 'USER', args: ['user'] }, { type: 'WORKDIR', args: ['/srv'] }], startCmd: 'serve --port 8000', readyCmd: 'check 8000' });
+        await builds.settled();
+        assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'ready');
+        const ran = f.execs.slice(before).filter((e) => e.command.includes('serve') || e.command.startsWith('check'));
+        assert.deepEqual(ran.map((e) => [e.command, e.user, e.cwd]), [
+          ["nohup /bin/sh -c 'serve --port 8000' </dev/null >/proc/1/fd/1 2>&1 &", 'user', '/srv'],
+          ['check 8000', 'user', '/srv'],
+        ]);
+        assert.ok(f.templates.get(r.templateID)!.built);
+      });
+
       await t.test('an unknown base fails the build at step base', async () => {
         const r = await builds.request({ name: 'orphan' });
         await builds.start(r.templateID, r.buildID, { fromTemplate: 'nothing-here', steps: [] });

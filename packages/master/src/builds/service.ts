@@ -4,6 +4,7 @@ import { badRequest, conflict, ErrorCodes, notFound, toSvcError, type Logger } f
 import type { CreateSandboxInput } from '@svc/contracts/master';
 import type { E2bBuildRequest, E2bBuildRequested, E2bBuildStart, E2bBuildStatusAnswer } from '@svc/contracts/template-routes';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
+import { shellQuote, startAndWaitReady } from '../sandboxes/start-command.ts';
 import type { BuildNodes, BuildSandboxes, BuildSnapshots, BuilderTemplates } from './ports.ts';
 import type { BuildRepo } from './repo.ts';
 import type { BuildRow } from './tables.ts';
@@ -176,16 +177,17 @@ export class BuildService {
       const base = await this.d.resolver.resolveForCreate(baseRef).catch((err) => {
         throw new StepFailed('base', `the base ${baseRef} cannot be used: ${toSvcError(err).message}`);
       });
-      const key = cacheKey(base, steps);
+      const key = cacheKey(base, steps, spec);
       const cached = spec.force || steps.some((s) => s.force) ? undefined : await this.d.snapshots.byCacheKey(key);
       let snapshotId: string;
       if (cached) {
         await log('info', 'Every step is cached from an earlier build: nothing to run');
         snapshotId = cached.snapshot_id;
       } else {
-        snapshotId = await this.runSteps(b, base, steps, key, log);
+        snapshotId = await this.runSteps(b, base, steps, key, spec, log);
       }
-      await this.d.templates.builderBuilt(b.template_id, { snapshotId, startCmd: spec.startCmd ?? null, readyCmd: spec.readyCmd ?? null });
+      const { user, workdir } = finalState(steps);
+      await this.d.templates.builderBuilt(b.template_id, { snapshotId, startCmd: spec.startCmd ?? null, readyCmd: spec.readyCmd ?? null, user, workdir });
       await log('info', 'Build finished');
       await this.d.repo.transition(b.build_id, 'building', { status: 'ready', snapshot_id: snapshotId });
       await this.d.repo.setTags(b.template_id, b.build_id, [DEFAULT_TAG, ...(b.tags ? JSON.parse(b.tags) as string[] : [])]);
@@ -199,14 +201,16 @@ export class BuildService {
   }
 
   /** Runs the steps in a sandbox of the base and captures its files; the sandbox is then killed. */
-  private async runSteps(b: BuildRow, base: ResolvedTemplate, steps: Step[], key: string, log: (level: Level, message: string) => Promise<void>): Promise<string> {
+  private async runSteps(b: BuildRow, base: ResolvedTemplate, steps: Step[], key: string, spec: E2bBuildStart, log: (level: Level, message: string) => Promise<void>): Promise<string> {
     const input: CreateSandboxInput = {
       template: base.templateId, timeout: BUILD_SANDBOX_TIMEOUT_SEC, onTimeout: 'kill', autoResume: false,
       metadata: { 'svc.build': b.build_id }, envVars: {}, secure: false,
       network: { allowOut: [], denyOut: [], allowPublicTraffic: true }, volumeMounts: [],
       cpuCount: Number(b.cpu_count), memoryMB: Number(b.memory_mb),
     };
-    const sbx = await this.d.sandboxes.create(input, base).catch((err) => {
+    // A built base's start command is not the build's: the build runs its own at the end.
+    const { start: _baseStart, ...plainBase } = base;
+    const sbx = await this.d.sandboxes.create(input, plainBase).catch((err) => {
       throw new StepFailed('base', `no sandbox of the base could start: ${toSvcError(err).message}`);
     });
     try {
@@ -228,6 +232,12 @@ export class BuildService {
         } else if (step.type === 'RUN') {
           await this.exec(node, sbx.sandboxId, { command: args[0], user: args[1] || state.user, state }, n, log);
         }
+      }
+      if (spec.startCmd) {
+        await log('info', `Start command: ${spec.startCmd}${spec.readyCmd ? `; waiting for: ${spec.readyCmd}` : ''}`);
+        await startAndWaitReady(node, sbx.sandboxId, { command: spec.startCmd, readyCommand: spec.readyCmd, user: state.user, cwd: state.workdir, envVars: state.env }, (line) => log('info', line))
+          .catch((err) => { throw new StepFailed('finalize', `the start command did not come up: ${toSvcError(err).message}`); });
+        await log('info', 'Ready');
       }
       const snap = await this.d.snapshots.capture(sbx.sandboxId, { purpose: 'build', cacheKey: key, envVars: { ...base.envVars, ...state.env } })
         .catch((err) => { throw new StepFailed('finalize', `the built files could not be kept: ${toSvcError(err).message}`); });
@@ -277,6 +287,17 @@ function checkSpec(spec: E2bBuildStart): string {
   return fromTemplate ?? 'base';
 }
 
+/** The user and working directory the steps leave (USER and WORKDIR), as the start command and sandboxes get them. */
+function finalState(steps: Step[]): { user: string; workdir: string } {
+  let user = 'root';
+  let workdir = '/';
+  for (const s of steps) {
+    if (s.type === 'USER') user = s.args?.[0] ?? user;
+    if (s.type === 'WORKDIR') workdir = posix.resolve(workdir, s.args?.[0] ?? '.');
+  }
+  return { user, workdir };
+}
+
 /** `name` or `name:tag`. */
 function splitRef(ref: string): [string, string | undefined] {
   const [name, tag, ...rest] = ref.split(':');
@@ -290,14 +311,12 @@ function checkTags(tags: string[]): string[] {
 }
 
 /** The identity of what a build makes: its base's files and its steps (docs/templates.md, "The build cache"). */
-function cacheKey(base: ResolvedTemplate, steps: Step[]): string {
+function cacheKey(base: ResolvedTemplate, steps: Step[], start: Pick<E2bBuildStart, 'startCmd' | 'readyCmd'>): string {
   const identity = {
     base: { artifact: base.artifact.sha256, layer: base.layer?.ref.sha256 ?? null },
     steps: steps.map((s) => ({ type: s.type, args: s.args ?? [], filesHash: s.filesHash ?? null })),
+    // The capture follows the start command, which may write files.
+    start: [start.startCmd ?? null, start.readyCmd ?? null],
   };
   return createHash('sha256').update(JSON.stringify(identity)).digest('hex');
-}
-
-function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
 }

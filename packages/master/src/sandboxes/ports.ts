@@ -15,6 +15,8 @@ export interface ResolvedTemplate {
    * when it lacks it; nodeId when only that node has it (a fork's capture).
    */
   layer?: { snapshotId: string; ref: LayerRef; nodeId?: string };
+  /** A built template's start command: run once the sandbox is up; create answers when it is ready. */
+  start?: { command: string; readyCommand?: string; user: string; cwd: string };
 }
 
 export interface TemplateResolver {

@@ -9,6 +9,7 @@ import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
 import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord } from '@svc/contracts/master';
 import { parseNetworkUpdate } from './create-input.ts';
+import { startAndWaitReady } from './start-command.ts';
 import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '@svc/contracts/master-internal';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { ProxyCachePurger, ResolvedTemplate, TemplateResolver } from './ports.ts';
@@ -79,6 +80,12 @@ export class SandboxService {
       if (e.status === 504) throw new SvcError(504, `sandbox create did not finish within create_timeout_insec (${timeoutMs / 1000} s) on node ${nodeId}; the node says: ${e.message}`);
       if (e instanceof SvcError && e.status < 500) throw e;
       throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
+    }
+    if (tpl.start) {
+      await startAndWaitReady(client, sandboxId, { ...tpl.start, envVars }).catch((err) => {
+        this.discardOnNode(client, nodeId, sandboxId, 'its start command did not come up');
+        throw err;
+      });
     }
     const started = Date.now();
     const row: Row = {

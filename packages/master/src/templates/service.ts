@@ -123,8 +123,12 @@ export class TemplateService {
   }
 
   /** A builder build finished: the template starts from its snapshot from now on. */
-  async builderBuilt(templateId: string, r: { snapshotId: string; startCmd: string | null; readyCmd: string | null }): Promise<void> {
-    await this.d.templates.update(templateId, { layer_snapshot_id: r.snapshotId, start_cmd: r.startCmd, ready_cmd: r.readyCmd, status: 'ready', error: null });
+  async builderBuilt(templateId: string, r: { snapshotId: string; startCmd: string | null; readyCmd: string | null; user: string; workdir: string }): Promise<void> {
+    // The user and working directory the steps left, where an image keeps them (ImageInfo).
+    const info: ImageInfo = { layers: 0, sizeBytes: 0, user: r.user, workingDir: r.workdir };
+    await this.d.templates.update(templateId, {
+      layer_snapshot_id: r.snapshotId, start_cmd: r.startCmd, ready_cmd: r.readyCmd, image_info: JSON.stringify(info), status: 'ready', error: null,
+    });
   }
 
   /** A builder build failed: a template that had a good build keeps it; one that never had fails. */
@@ -307,10 +311,12 @@ export class TemplateService {
   private async resolveBuilt(t: TemplateRow, snapshotId: string): Promise<ResolvedTemplate> {
     const layer = await this.d.builtLayers?.layerOf(snapshotId);
     if (!layer) throw invalidTemplateRequest(`template ${t.template_id}: its build's files (${snapshotId}) are gone; build it again`);
+    const info = (t.image_info ? JSON.parse(t.image_info) : {}) as Partial<ImageInfo>;
     return {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: await this.resolver.artifactRef(layer.artifactId),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
       envVars: layer.envVars, layer: { snapshotId, ref: layer.ref },
+      ...(t.start_cmd ? { start: { command: t.start_cmd, ...(t.ready_cmd ? { readyCommand: t.ready_cmd } : {}), user: info.user ?? 'root', cwd: info.workingDir ?? '/' } } : {}),
     };
   }
 
