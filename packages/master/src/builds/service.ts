@@ -253,7 +253,7 @@ export class BuildService {
     c: { command: string; args?: string[]; user: string; state: { workdir: string; env: Record<string, string> } },
     step: string, log: (level: Level, message: string) => Promise<void>,
   ): Promise<void> {
-    // Positional arguments reach the command as "$1"... (sh -c COMMAND sh ARGS).
+    // Arguments reach the command as "$1"…, quoted, so a path is never re-read by the shell.
     const command = c.args?.length ? `set -- ${c.args.map(shellQuote).join(' ')}; ${c.command}` : c.command;
     const r = await node.exec(sandboxId, { command, user: c.user, cwd: c.state.workdir, envVars: c.state.env, timeoutMs: STEP_TIMEOUT_MS })
       .catch((err) => { throw new StepFailed(step, `step ${step} could not run: ${toSvcError(err).message}`); });
