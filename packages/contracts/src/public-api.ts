@@ -237,6 +237,20 @@ export const PUBLIC_API = {
       get: { summary: 'A template with its builds (E2B shape)', parameters: [e2bTemplateId], responses: { 200: { description: 'The template', ...json(ref('E2bTemplateDetail')) }, ...ofTemplate } },
       delete: { summary: 'Delete a template, or a snapshot (E2B deletes snapshots here)', parameters: [e2bTemplateId], responses: { 204: { description: 'Deleted' }, ...ofTemplate, 409: error('A template that snapshots start from (they are named), or a snapshot a create is reading (code 130409 / 409)') } },
     },
+    '/templates/{templateID}/builds/{buildID}/logs': {
+      get: {
+        summary: 'A builder build\'s log entries by time (E2B\'s build logs)',
+        parameters: [
+          e2bTemplateId, pathParam('buildID'),
+          query('cursor', { type: 'integer', minimum: 0 }, 'Milliseconds since the epoch: forward from it, or backward from it'),
+          query('direction', { type: 'string', enum: ['forward', 'backward'] }, 'forward (default): oldest first; backward: newest first'),
+          query('level', { type: 'string', enum: ['debug', 'info', 'warn', 'error'] }, 'The lowest level answered'),
+          query('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'At most this many (default 100)'),
+          query('source', { type: 'string', enum: ['temporary', 'persistent'] }, 'Accepted and ignored: svc keeps one log'),
+        ],
+        responses: { 200: { description: 'The entries', ...json(ref('E2bBuildLogs')) }, ...ofTemplate },
+      },
+    },
     '/templates/tags': {
       post: {
         summary: 'Give the build a `name:tag` (or `name`: the current build) names these tags too (E2B\'s assignTags)',

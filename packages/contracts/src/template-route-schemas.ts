@@ -342,6 +342,22 @@ export const E2bTemplateTag = {
   type: 'object', required: ['tag', 'buildID', 'createdAt'], properties: { tag: str, buildID: str, createdAt: timestamp }, additionalProperties: false,
 } as const;
 
+/** GET /templates/{templateID}/builds/{buildID}/logs (E2B's TemplateBuildLogsResponse). */
+export const E2bBuildLogs = {
+  type: 'object', required: ['logs'],
+  properties: {
+    logs: {
+      type: 'array',
+      items: {
+        type: 'object', required: ['timestamp', 'level', 'message'],
+        properties: { timestamp, level: { type: 'string', enum: ['debug', 'info', 'warn', 'error'] }, message: str, step: str },
+        additionalProperties: false,
+      },
+    },
+  },
+  additionalProperties: false,
+} as const;
+
 /** Every named template shape, for the document's `components.schemas`. */
 export const TEMPLATE_SCHEMAS = {
   TemplateCreate,
@@ -364,4 +380,5 @@ export const TEMPLATE_SCHEMAS = {
   E2bAssignedTags,
   E2bDeleteTags,
   E2bTemplateTag,
+  E2bBuildLogs,
 } as const;

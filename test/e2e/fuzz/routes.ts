@@ -112,6 +112,10 @@ function apiRoutes(k: Known): RouteSpec[] {
     api('DELETE', '/templates/:id', { params: { id: 'bogus' } }),
     api('GET', '/templates/:id/builds/:buildId/status', { params: { id: 'bogus', buildId: 'bogus' } }),
     api('POST', '/v3/templates', { body: json({ name: 'fuzz-built:v1', cpuCount: 1, memoryMB: 256 }) }),
+    api('GET', '/templates/:id/builds/:buildId/logs', { params: { id: 'bogus', buildId: 'bogus' } }),
+    api('POST', '/templates/tags', { body: json({ target: 'bogus:v1', tags: ['prod'] }) }),
+    api('DELETE', '/templates/tags', { body: json({ name: 'bogus', tags: ['prod'] }) }),
+    api('GET', '/templates/:id/tags', { params: { id: 'bogus' } }),
     api('POST', '/v2/templates/:id/builds/:buildId', { params: { id: 'bogus', buildId: 'bogus' }, body: json({ fromTemplate: 'base', steps: [{ type: 'RUN', args: ['true'] }] }) }),
     // in SPEC.md but not served by this version: must be a clean 404
     api('GET', '/volumes'),

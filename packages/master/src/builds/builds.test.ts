@@ -121,6 +121,11 @@ for (const tdb of availableTestDatabases()) {
         assert.deepEqual(rest!.logEntries, all!.logEntries.slice(3, 5));
         assert.ok((await builds.status(r.templateID, r.buildID, { level: 'warn' }))!.logEntries.length === 0);
         assert.equal(await builds.status('tpl-other', r.buildID, {}), undefined, 'a build of another template is not this one\'s');
+        const byTime = (await builds.logs('app', r.buildID, {})).logs;
+        assert.deepEqual(byTime.map((e) => e.message), all!.logEntries.map((e) => e.message), 'the logs route, oldest first');
+        assert.deepEqual((await builds.logs('app', r.buildID, { direction: 'backward', limit: 1 })).logs.map((e) => e.message), ['Build finished']);
+        assert.deepEqual((await builds.logs('app', r.buildID, { cursor: Date.now() + 60_000 })).logs, []);
+        assert.equal(await statusOf(builds.logs('tpl-other', r.buildID, {})), 404);
       });
 
       await t.test('tags: a ready build gets default and the tags it asked for; assign moves tags to a build, remove drops them; bad input', async () => {

@@ -34,6 +34,21 @@ export class BuildRepo {
     await this.db.insertInto('t_svc_build_log').values({ build_id: buildId, seq, ...entry }).execute();
   }
 
+  /**
+   * Entries by time (E2B's build logs route): forward from `cursor` (ms, default the start),
+   * oldest first; backward from `cursor` (default now), newest first.
+   */
+  async logsByTime(buildId: string, q: { cursor?: number; direction: 'forward' | 'backward'; limit: number; minLevel?: string }): Promise<BuildLogRow[]> {
+    const levels = LEVELS.slice(Math.max(0, LEVELS.indexOf(q.minLevel ?? 'debug')));
+    let sel = this.db.selectFrom('t_svc_build_log').selectAll().where('build_id', '=', buildId).where('level', 'in', levels);
+    if (q.direction === 'forward') {
+      if (q.cursor !== undefined) sel = sel.where('at', '>=', q.cursor);
+      return sel.orderBy('seq', 'asc').limit(q.limit).execute();
+    }
+    if (q.cursor !== undefined) sel = sel.where('at', '<=', q.cursor);
+    return sel.orderBy('seq', 'desc').limit(q.limit).execute();
+  }
+
   /** When the build last wrote a log line (0: never). */
   async lastLogAt(buildId: string): Promise<number> {
     const r = await this.db.selectFrom('t_svc_build_log').select((eb) => eb.fn.max('at').as('at')).where('build_id', '=', buildId).executeTakeFirst();

@@ -25,5 +25,7 @@ export function registerBuildRoutes(app: FastifyInstance, builds: BuildService):
       return reply.status(204).send();
     });
     on<{ Params: { templateID: string } }>('GET', '/templates/{templateID}/tags', async (req) => builds.tags(req.params.templateID));
+    type LogsQuery = { cursor?: number; direction?: 'forward' | 'backward'; level?: string; limit?: number };
+    on<{ Params: { templateID: string; buildID: string }; Querystring: LogsQuery }>('GET', '/templates/{templateID}/builds/{buildID}/logs', async (req) => builds.logs(req.params.templateID, req.params.buildID, req.query));
   });
 }

@@ -133,6 +133,13 @@ export class BuildService {
     };
   }
 
+  /** E2B's build logs route: entries by time, at most 1000 (default 100). */
+  async logs(templateRef: string, buildId: string, q: { cursor?: number; direction?: 'forward' | 'backward'; level?: string; limit?: number }) {
+    await this.buildOf(templateRef, buildId);
+    const rows = await this.d.repo.logsByTime(buildId, { cursor: q.cursor, direction: q.direction ?? 'forward', limit: q.limit ?? 100, minLevel: q.level });
+    return { logs: rows.map((e) => ({ timestamp: new Date(Number(e.at)).toISOString(), level: e.level as Level, message: e.message })) };
+  }
+
   /**
    * Fails builds that nothing runs any more: a master that stopped mid-build left them. A build
    * under way on any master writes a log line at least once a step, so one silent for longer than
