@@ -223,22 +223,18 @@ export class BuildService {
     try {
       await log('info', `Build sandbox ${sbx.sandboxId} started`);
       const node = await this.d.nodes.client(sbx.nodeId);
-      const state = { user: 'root', workdir: '/', env: {} as Record<string, string> };
+      let state = START_STATE;
       for (const [i, step] of steps.entries()) {
         const n = String(i + 1);
         const args = step.args ?? [];
         await log('info', `[${n}/${steps.length}] ${step.type} ${args.join(' ')}`.trimEnd());
-        if (step.type === 'ENV') {
-          for (let k = 0; k + 1 < args.length; k += 2) state.env[args[k]] = args[k + 1];
-        } else if (step.type === 'USER') {
-          state.user = args[0];
-        } else if (step.type === 'WORKDIR') {
-          const dir = posix.resolve(state.workdir, args[0]);
-          await this.exec(node, sbx.sandboxId, { command: 'mkdir -p "$1"', args: [dir], user: 'root', state: { ...state, workdir: '/' } }, n, log);
-          state.workdir = dir;
+        const next = applyStep(state, step);
+        if (step.type === 'WORKDIR') {
+          await this.exec(node, sbx.sandboxId, { command: 'mkdir -p "$1"', args: [next.workdir], user: 'root', state: { ...state, workdir: '/' } }, n, log);
         } else if (step.type === 'RUN') {
           await this.exec(node, sbx.sandboxId, { command: args[0], user: args[1] || state.user, state }, n, log);
         }
+        state = next;
       }
       if (spec.startCmd) {
         await log('info', `Start command: ${spec.startCmd}${spec.readyCmd ? `; waiting for: ${spec.readyCmd}` : ''}`);
@@ -294,15 +290,26 @@ function checkSpec(spec: E2bBuildStart): string {
   return fromTemplate ?? 'base';
 }
 
-/** The user and working directory the steps leave (USER and WORKDIR), as the start command and sandboxes get them. */
-function finalState(steps: Step[]): { user: string; workdir: string } {
-  let user = 'root';
-  let workdir = '/';
-  for (const s of steps) {
-    if (s.type === 'USER') user = s.args?.[0] ?? user;
-    if (s.type === 'WORKDIR') workdir = posix.resolve(workdir, s.args?.[0] ?? '.');
+/** What ENV, USER and WORKDIR steps set for the steps after them, and for the start command. */
+interface StepState { user: string; workdir: string; env: Record<string, string> }
+const START_STATE: StepState = { user: 'root', workdir: '/', env: {} };
+
+/** The state after a step: the one place ENV, USER and WORKDIR are interpreted. */
+function applyStep(state: StepState, step: Step): StepState {
+  const args = step.args ?? [];
+  if (step.type === 'ENV') {
+    const env = { ...state.env };
+    for (let k = 0; k + 1 < args.length; k += 2) env[args[k]] = args[k + 1];
+    return { ...state, env };
   }
-  return { user, workdir };
+  if (step.type === 'USER') return { ...state, user: args[0] };
+  if (step.type === 'WORKDIR') return { ...state, workdir: posix.resolve(state.workdir, args[0]) };
+  return state;
+}
+
+/** The user and working directory the steps leave, as the start command and sandboxes get them. */
+function finalState(steps: Step[]): StepState {
+  return steps.reduce(applyStep, START_STATE);
 }
 
 /** `name` or `name:tag`. */
