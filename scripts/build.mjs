@@ -27,10 +27,12 @@ await build({
 });
 // Native parts of gVisor sandboxes, built with the host's cc (scripts/setup.sh installs gcc and
 // libc6-dev): the stat shim preloaded into every program (packages/node-agent/native/stat-shim.c),
-// and svc's sudo, static so that it runs in any image (packages/node-agent/native/sudo.c).
+// svc's sudo, static so that it runs in any image (packages/node-agent/native/sudo.c), and envd's
+// spawner, static as well (packages/envd/native/spawner.c).
 const natives = [
   ['dist/svc-stat-shim.so', ['-shared', '-fPIC'], 'packages/node-agent/native/stat-shim.c'],
   ['dist/svc-sudo', ['-static'], 'packages/node-agent/native/sudo.c'],
+  ['dist/svc-spawner', ['-static'], 'packages/envd/native/spawner.c'],
 ];
 for (const [out, flags, source] of natives) {
   try {
@@ -40,4 +42,4 @@ for (const [out, flags, source] of natives) {
     process.exit(1);
   }
 }
-console.log('built dist/envd.mjs, dist/svc.mjs, dist/svc-stat-shim.so and dist/svc-sudo');
+console.log('built dist/envd.mjs, dist/svc.mjs, dist/svc-stat-shim.so, dist/svc-sudo and dist/svc-spawner');

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { CommandExitError, FilesystemEventType, NotFoundError, Sandbox, TimeoutError, type FilesystemEvent } from 'e2b';
-import { startEnvd, type RunningEnvd } from './testing/envd-process.ts';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { BUILT_SPAWNER, startEnvd, type RunningEnvd } from './testing/envd-process.ts';
 import { startFakeApi, type FakeApi } from './testing/fake-e2b-api.ts';
 import { ensureTestUser } from './testing/test-user.ts';
 
@@ -61,6 +63,13 @@ describe('commands', () => {
     assert.equal(who.stdout, `user\n${testUser.home}\n${testUser.home}\n${testUser.uid}\n`);
     const root = await sandbox.commands.run('whoami; pwd; echo $HOME', { user: 'root' });
     assert.equal(root.stdout, 'root\n/root\n/root\n');
+  });
+
+  test('commands start through the spawner when there is one (parent svc-spawner), as the user with its groups', { skip: !existsSync(BUILT_SPAWNER) && 'needs dist/svc-spawner (npm run build)' }, async () => {
+    const result = await sandbox.commands.run('cat /proc/$PPID/comm; id -G');
+    assert.equal(result.stdout.split('\n')[0], 'svc-spawner');
+    const groups = execFileSync('id', ['-G', 'user'], { encoding: 'utf8' });
+    assert.equal(result.stdout.split('\n')[1], groups.trim(), 'the user\'s groups from /etc/group');
   });
 
   test('env vars: the sandbox ones and the request ones', async () => {

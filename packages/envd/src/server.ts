@@ -15,6 +15,7 @@ import { handleUpload } from './http/upload.ts';
 import { ProcessLauncher } from './process/launcher.ts';
 import { ProcessRegistry } from './process/registry.ts';
 import { processService } from './process/service.ts';
+import type { Spawner } from './process/spawner.ts';
 import { basicAuthUsername, type EnvdState } from './state.ts';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -24,6 +25,8 @@ export interface EnvdServerOptions {
   metadataFile?: string;
   /** POST /svc/memory-pressure: the node agent saw the sandbox's memory filling up. */
   onMemoryPressure?: () => void;
+  /** envd's spawner (process/spawner.ts), when the node agent provides one. */
+  spawner?: Spawner;
 }
 
 const maxMessageBytes = 64 * 1024 * 1024;
@@ -34,7 +37,7 @@ export function createRequestHandler(state: EnvdState, options: EnvdServerOption
   const metadata = new MetadataStore(options.metadataFile);
   const entries = new EntryReader(state.users, metadata);
   const router = new ConnectRouter({ maxMessageBytes });
-  router.register(Process, processService(state, new ProcessRegistry(), new ProcessLauncher(state)));
+  router.register(Process, processService(state, new ProcessRegistry(), new ProcessLauncher(state, options.spawner)));
   router.register(Filesystem, filesystemService(state, entries, metadata, new WatcherRegistry()));
   const metrics = new MetricsCollector();
 

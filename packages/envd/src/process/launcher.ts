@@ -1,6 +1,6 @@
 import { stat, writeFile } from 'node:fs/promises';
 import { ConnectError } from '../connect/code.ts';
-import type { StartRequest } from '@svc/contracts/envd/process/process_pb';
+import type { ProcessConfig, StartRequest } from '@svc/contracts/envd/process/process_pb';
 import type { EnvdState } from '../state.ts';
 import { resolvePath } from '../system/paths.ts';
 import type { User } from '../system/users.ts';
@@ -10,6 +10,8 @@ import type { ManagedProcess } from './managed-process.ts';
 import { PipedProcess } from './piped-process.ts';
 import { asUser } from './privileges.ts';
 import { PtyProcess } from './pty-process.ts';
+import { SpawnedProcess } from './spawned-process.ts';
+import { SpawnerUnavailable, type Spawner } from './spawner.ts';
 
 const fallbackPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -17,6 +19,8 @@ const fallbackPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 export class ProcessLauncher {
   constructor(
     private readonly state: EnvdState,
+    /** Starts piped processes cheaply where there is one (spawner.ts); Node's spawn otherwise. */
+    private readonly spawner?: Spawner,
     private readonly envdPath = process.env.PATH || fallbackPath,
   ) {}
 
@@ -26,21 +30,34 @@ export class ProcessLauncher {
     const cwd = await this.workingDirectory(config.cwd, user);
     const env = this.environment(user, config.envs);
     const executable = await findExecutable(config.cmd, cwd, env.PATH);
-    // node-pty keeps envd's groups when it switches user; Node's child_process clears them.
-    const exec = asUser(user, this.state.users.groupIds(user), executable, config.args, { spawnClearsGroups: !request.pty });
-    const spec: LaunchSpec = {
-      ...exec,
+    const groups = this.state.users.groupIds(user);
+    const tag = request.tag;
+    const spec = (opts: Parameters<typeof asUser>[4]): LaunchSpec => ({
+      ...asUser(user, groups, executable, config.args, opts),
       cwd,
       env,
       displayCommand: [config.cmd, ...config.args].join(' '),
-    };
-    const tag = request.tag;
+    });
     const proc = request.pty
-      ? PtyProcess.start(spec, config, tag, request.pty.size?.cols ?? 0, request.pty.size?.rows ?? 0)
-      : await PipedProcess.start(spec, config, tag, request.stdin ?? true);
+      // node-pty keeps envd's groups when it switches user.
+      ? PtyProcess.start(spec({}), config, tag, request.pty.size?.cols ?? 0, request.pty.size?.rows ?? 0)
+      : await this.startPiped(spec, groups, config, tag, request.stdin ?? true);
     // Under memory pressure the kernel should pick user processes before envd.
     writeFile(`/proc/${proc.pid}/oom_score_adj`, '100').catch(() => { /* a runtime without oom_score_adj (gVisor) or a process already gone: no preference is fine */ });
     return proc;
+  }
+
+  private async startPiped(spec: (opts: Parameters<typeof asUser>[4]) => LaunchSpec, groups: number[], config: ProcessConfig, tag: string | undefined, withStdin: boolean): Promise<ManagedProcess> {
+    if (this.spawner?.available) {
+      try {
+        return await SpawnedProcess.start(this.spawner, spec({ spawnSetsGroups: true }), groups, config, tag, withStdin);
+      } catch (err) {
+        // The spawner died since: start this one (and the next) with Node's spawn.
+        if (!(err instanceof SpawnerUnavailable)) throw err;
+      }
+    }
+    // Node's child_process clears the groups when it switches user.
+    return PipedProcess.start(spec({ spawnClearsGroups: true }), config, tag, withStdin);
   }
 
   private async workingDirectory(requested: string | undefined, user: User): Promise<string> {

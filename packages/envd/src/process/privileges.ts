@@ -35,7 +35,7 @@ function findSetpriv(): string | null {
  * (Node's child_process does): then setpriv is left out, which saves an exec per command (about
  * 30 ms of `commands.run` under gVisor's ptrace, docs/benchmarks.md).
  */
-export function asUser(user: User, groups: number[], file: string, args: string[], opts: { spawnClearsGroups?: boolean } = {}): Exec {
+export function asUser(user: User, groups: number[], file: string, args: string[], opts: { spawnClearsGroups?: boolean; spawnSetsGroups?: boolean } = {}): Exec {
   const myUid = process.getuid?.() ?? 0;
   if (myUid !== 0) {
     if (user.uid !== myUid) {
@@ -44,6 +44,8 @@ export function asUser(user: User, groups: number[], file: string, args: string[
     return { file, args };
   }
   if (user.uid === 0 && user.gid === 0) return { file, args };
+  // envd's spawner sets the user's groups itself (spawner.ts).
+  if (opts.spawnSetsGroups) return { file, args, uid: user.uid, gid: user.gid };
   if (opts.spawnClearsGroups && groups.every((g) => g === user.gid)) return { file, args, uid: user.uid, gid: user.gid };
   const setpriv = findSetpriv();
   if (!setpriv) return { file, args, uid: user.uid, gid: user.gid };

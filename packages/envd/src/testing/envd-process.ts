@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -42,8 +42,11 @@ export interface RunningEnvd {
   stop(): Promise<void>;
 }
 
+/** The spawner `npm run build` compiles; envd starts its processes through it as in a sandbox. */
+export const BUILT_SPAWNER = join(repoRoot, 'dist/svc-spawner');
+
 /** Starts envd on a free loopback port with the given extra environment. */
-/** Starts the built envd; `init` is then POSTed to /init, as the node agent personalises every sandbox. */
+/** Starts the built envd (with dist/svc-spawner when built; SVC_ENVD_SPAWNER '' for none); `init` is then POSTed to /init, as the node agent personalises every sandbox. */
 export async function startEnvd(env: Record<string, string> = {}, init?: { accessToken?: string; envVars?: Record<string, string> }): Promise<RunningEnvd> {
   const file = await envdBundle();
   const child: ChildProcess = spawn(process.execPath, [file], {
@@ -53,6 +56,7 @@ export async function startEnvd(env: Record<string, string> = {}, init?: { acces
       ENVD_PORT: '0',
       ENVD_HOST: '127.0.0.1',
       ENVD_METADATA_FILE: join(dirname(file), `metadata-${Date.now()}-${Math.random()}.json`),
+      ...(existsSync(BUILT_SPAWNER) ? { SVC_ENVD_SPAWNER: BUILT_SPAWNER } : {}),
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

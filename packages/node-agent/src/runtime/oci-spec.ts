@@ -1,4 +1,4 @@
-import { SANDBOX_RUNTIME_DIR, SANDBOX_SUDO } from './runtime-bundle.ts';
+import { SANDBOX_RUNTIME_DIR, SANDBOX_SPAWNER, SANDBOX_SUDO } from './runtime-bundle.ts';
 import type { InstanceSpec } from './driver.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
 
@@ -17,10 +17,13 @@ export const BACKGROUND_CPU_SHARES = 32;
 /** Tells envd to serve sudo through its helper: gVisor runs every process with "no new privileges". */
 export const SUDO_HELPER_ENV = 'SVC_ENVD_SUDO';
 
+/** Tells envd to start its processes through the spawner: a fork of envd is slow under gVisor's ptrace platform. */
+export const SPAWNER_ENV = 'SVC_ENVD_SPAWNER';
+
 /** The OCI runtime spec of one sandbox: dumb-init → envd as PID 1, the runtime at /.svc, CPU, memory and process limits. */
 export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: string): object {
   const limits = sandboxLimits(spec.resources);
-  const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [MEMORY_GUARD_ENV]: '1', [SUDO_HELPER_ENV]: SANDBOX_SUDO };
+  const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [MEMORY_GUARD_ENV]: '1', [SUDO_HELPER_ENV]: SANDBOX_SUDO, [SPAWNER_ENV]: SANDBOX_SPAWNER };
   return {
     ociVersion: '1.0.2',
     process: {

@@ -11,8 +11,9 @@ import { run } from '../host/exec.ts';
  * The read-only directory injected into every sandbox at /.svc: the host's node binary with
  * its shared libraries and dynamic loader (so envd runs in any image, even one without libc),
  * dumb-init as PID 1, the envd bundle with its native pty module next to it, and the static
- * `svc-sudo` (sudo through envd where set-uid cannot work: packages/node-agent/native/sudo.c).
- *   /.svc/bin/node  /.svc/bin/dumb-init  /.svc/bin/svc-sudo  /.svc/lib/ld-linux-x86-64.so.2 ...  /.svc/envd/envd.mjs
+ * `svc-sudo` (sudo through envd where set-uid cannot work: packages/node-agent/native/sudo.c) and
+ * the static `svc-spawner` that starts envd's processes (packages/envd/native/spawner.c).
+ *   /.svc/bin/node  /.svc/bin/dumb-init  /.svc/bin/svc-sudo  /.svc/bin/svc-spawner  /.svc/lib/ld-linux-x86-64.so.2 ...  /.svc/envd/envd.mjs
  * PID 1 is dumb-init rather than tini because tini wakes every second to reap (sigtimedwait with
  * a 1 s timeout), and under gVisor's ptrace platform each wake costs an idle sandbox about
  * 0.05% of a core; dumb-init sleeps in sigwait until a signal comes (docs/decisions.md).
@@ -21,6 +22,9 @@ export const SANDBOX_RUNTIME_DIR = '/.svc';
 
 /** Where a sandbox finds svc's sudo (a static program: it runs in any image). */
 export const SANDBOX_SUDO = `${SANDBOX_RUNTIME_DIR}/bin/svc-sudo`;
+
+/** Where envd finds its spawner (static, packages/envd/native/spawner.c). */
+export const SANDBOX_SPAWNER = `${SANDBOX_RUNTIME_DIR}/bin/svc-spawner`;
 
 /** The host's init for sandboxes (Debian's dumb-init package). */
 export const SANDBOX_INIT = '/usr/bin/dumb-init';
@@ -41,6 +45,8 @@ export interface RuntimeBundleSource {
   statShim: string;
   /** dist/svc-sudo (see SANDBOX_SUDO). */
   sudo: string;
+  /** dist/svc-spawner (see SANDBOX_SPAWNER). */
+  spawner: string;
   /** Directory holding @lydell/node-pty and its platform package. */
   ptyModulesDir?: string;
 }
@@ -56,8 +62,8 @@ export function defaultEnvdBundle(): string | undefined {
   return candidates.find((p): p is string => !!p && existsSync(p));
 }
 
-/** A native file scripts/build.mjs makes (the stat shim, svc-sudo): beside the envd bundle, else the checkout's dist/. */
-export function defaultNativeFile(envdBundle: string, name: 'svc-stat-shim.so' | 'svc-sudo', override?: string): string {
+/** A native file scripts/build.mjs makes (the stat shim, svc-sudo, svc-spawner): beside the envd bundle, else the checkout's dist/. */
+export function defaultNativeFile(envdBundle: string, name: 'svc-stat-shim.so' | 'svc-sudo' | 'svc-spawner', override?: string): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const candidates = [override, join(dirname(envdBundle), name), join(here, '../../../../dist', name), join(here, name)];
   return candidates.find((p): p is string => !!p && existsSync(p)) ?? join(dirname(envdBundle), name);
@@ -88,11 +94,12 @@ export function initArgs(): string[] {
 /** Assembles the runtime once per (node version, envd bundle) under `<stateDir>/runtime/`. */
 export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSource): Promise<RuntimeBundle> {
   if (!existsSync(src.envdBundle)) throw new SvcError(503, `envd bundle ${src.envdBundle} not found (run npm run build)`);
-  for (const file of [src.statShim, src.sudo]) if (!existsSync(file)) throw new SvcError(503, `${file} not found (run npm run build)`);
+  for (const file of [src.statShim, src.sudo, src.spawner]) if (!existsSync(file)) throw new SvcError(503, `${file} not found (run npm run build)`);
   const envd = await readFile(src.envdBundle);
   const shim = await readFile(src.statShim);
   const sudo = await readFile(src.sudo);
-  const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(src.init).update(envd).update(shim).update(sudo).digest('hex').slice(0, 12);
+  const spawner = await readFile(src.spawner);
+  const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(src.init).update(envd).update(shim).update(sudo).update(spawner).digest('hex').slice(0, 12);
   const dir = join(stateDir, 'runtime', `node-${process.version}-${key}`);
   if (existsSync(join(dir, '.complete'))) return { dir, initArgs: initArgs() };
 
@@ -107,6 +114,7 @@ export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSo
     await chmod(join(tmp, 'bin/dumb-init'), 0o755);
     await writeFile(join(tmp, 'lib/svc-stat-shim.so'), shim, { mode: 0o755 });
     await writeFile(join(tmp, 'bin/svc-sudo'), sudo, { mode: 0o755 });
+    await writeFile(join(tmp, 'bin/svc-spawner'), spawner, { mode: 0o755 });
     const ptyNative = src.ptyModulesDir ? join(src.ptyModulesDir, `@lydell/node-pty-linux-${process.arch}`, 'pty.node') : undefined;
     const libs = await sharedLibraries([src.nodeBinary, src.init, ...(ptyNative && existsSync(ptyNative) ? [ptyNative] : [])]);
     for (const lib of libs) await copyFile(lib, join(tmp, 'lib', basename(lib)));

@@ -1,0 +1,361 @@
+/*
+ * svc-spawner: starts envd's piped processes (docs/decisions.md, "envd's spawner").
+ *
+ * Under gVisor's ptrace platform a fork costs in proportion to the forking process's address
+ * space: Node's child_process.spawn from envd takes 35-50 ms for /bin/true, a fork from this
+ * small static program under 10 ms. envd starts one spawner at boot and talks to it over its
+ * standard input and output; the spawner forks and execs each process, relays its standard
+ * streams and reports how it ended.
+ *
+ * Frames in both directions: u32 payload length, u8 type, u32 process id (envd's own number,
+ * not the pid), then the payload; integers little-endian.
+ *   envd -> spawner
+ *     SPAWN        i32 uid, i32 gid (-1: keep), u32 flags (1: stdin is a pipe), u32 group count,
+ *                  u32 argc, u32 envc, u32 groups[], then NUL-terminated file, cwd, argv[], env[]
+ *     STDIN        bytes for the process's standard input
+ *     STDIN_CLOSE  close its standard input
+ *     PAUSE/RESUME stop and restart reading its output (envd's subscriber is slow)
+ *     DETACH       stop waiting for its output: its end is reported once it has exited
+ *   spawner -> envd
+ *     STARTED      i32 pid          FAILED  i32 errno, then a message
+ *     STDOUT/STDERR  bytes          STDIN_ERROR  i32 errno
+ *     EXITED       i32 wait status, once the process is reaped and its output has closed
+ * The spawner ends when envd closes its standard input; the processes it started keep running.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+enum {
+  SPAWN = 1, STDIN_DATA = 2, STDIN_CLOSE = 3, PAUSE = 4, RESUME = 5, DETACH = 6,
+  STARTED = 10, FAILED = 11, STDOUT_DATA = 12, STDERR_DATA = 13, EXITED = 14, STDIN_ERROR = 15,
+};
+
+#define HEADER 9
+#define MAX_FRAME (64u * 1024 * 1024)
+#define READ_CHUNK 65536
+
+struct chunk { struct chunk *next; size_t len, off; char data[]; };
+
+struct proc {
+  uint32_t id;
+  pid_t pid;
+  int out[2];          /* stdout, stderr read ends; -1 once closed */
+  int in;              /* stdin write end; -1 when closed or never opened */
+  struct chunk *queue, *tail; /* stdin bytes not yet written */
+  int close_in;        /* close stdin once the queue is written */
+  int paused, exited, status;
+  struct proc *next;
+};
+
+static struct proc *procs;
+static int sigchld_pipe[2];
+static char *inbuf;
+static size_t inlen, incap;
+
+static void write_all(int fd, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) { struct pollfd w = { fd, POLLOUT, 0 }; poll(&w, 1, -1); continue; }
+      _exit(0); /* envd is gone: nothing is left to report to */
+    }
+    p += n; len -= (size_t)n;
+  }
+}
+
+static void put32(char *p, uint32_t v) { p[0] = (char)v; p[1] = (char)(v >> 8); p[2] = (char)(v >> 16); p[3] = (char)(v >> 24); }
+static uint32_t get32(const char *p) { const unsigned char *u = (const unsigned char *)p; return u[0] | (u[1] << 8) | (u[2] << 16) | ((uint32_t)u[3] << 24); }
+
+static void send_frame(int type, uint32_t id, const void *payload, size_t len) {
+  char head[HEADER];
+  put32(head, (uint32_t)len); head[4] = (char)type; put32(head + 5, id);
+  write_all(1, head, HEADER);
+  if (len) write_all(1, payload, len);
+}
+
+static void send_int(int type, uint32_t id, int32_t v) { char b[4]; put32(b, (uint32_t)v); send_frame(type, id, b, 4); }
+
+static void send_failure(uint32_t id, int err, const char *what) {
+  char msg[512];
+  put32(msg, (uint32_t)err);
+  int n = snprintf(msg + 4, sizeof msg - 4, "%s: %s", what, strerror(err));
+  send_frame(FAILED, id, msg, 4 + (size_t)(n < 0 ? 0 : n >= (int)sizeof msg - 4 ? (int)sizeof msg - 5 : n));
+}
+
+static struct proc *find(uint32_t id) {
+  for (struct proc *p = procs; p; p = p->next) if (p->id == id) return p;
+  return NULL;
+}
+
+static void close_fd(int *fd) { if (*fd >= 0) { close(*fd); *fd = -1; } }
+
+static void drop_queue(struct proc *p) {
+  while (p->queue) { struct chunk *c = p->queue; p->queue = c->next; free(c); }
+  p->tail = NULL;
+}
+
+static void maybe_finish(struct proc *p) {
+  if (!p->exited || p->out[0] >= 0 || p->out[1] >= 0) return;
+  send_int(EXITED, p->id, p->status);
+  close_fd(&p->in);
+  drop_queue(p);
+  for (struct proc **pp = &procs; *pp; pp = &(*pp)->next) if (*pp == p) { *pp = p->next; break; }
+  free(p);
+}
+
+/* Reads a NUL-terminated string at *off of the payload; NULL when it runs past the end. */
+static const char *take_string(const char *payload, size_t len, size_t *off) {
+  if (*off >= len) return NULL;
+  const char *s = payload + *off;
+  const char *nul = memchr(s, 0, len - *off);
+  if (!nul) return NULL;
+  *off += (size_t)(nul - s) + 1;
+  return s;
+}
+
+static void spawn_process(uint32_t id, const char *payload, size_t len) {
+  if (len < 24) { send_failure(id, EINVAL, "malformed spawn request"); return; }
+  int32_t uid = (int32_t)get32(payload), gid = (int32_t)get32(payload + 4);
+  uint32_t flags = get32(payload + 8), ngroups = get32(payload + 12), argc = get32(payload + 16), envc = get32(payload + 20);
+  size_t off = 24;
+  if (ngroups > 65536 || argc == 0 || argc > len || envc > len || off + (size_t)ngroups * 4 > len) { send_failure(id, EINVAL, "malformed spawn request"); return; }
+  gid_t *groups = calloc(ngroups + 1, sizeof *groups);
+  char **argv = calloc(argc + 1, sizeof *argv), **envp = calloc(envc + 1, sizeof *envp);
+  const char *file = NULL, *cwd = NULL;
+  int ok = groups && argv && envp;
+  for (uint32_t i = 0; ok && i < ngroups; i++, off += 4) groups[i] = get32(payload + off);
+  if (ok) ok = (file = take_string(payload, len, &off)) && (cwd = take_string(payload, len, &off));
+  for (uint32_t i = 0; ok && i < argc; i++) ok = (argv[i] = (char *)take_string(payload, len, &off)) != NULL;
+  for (uint32_t i = 0; ok && i < envc; i++) ok = (envp[i] = (char *)take_string(payload, len, &off)) != NULL;
+  if (!ok) { send_failure(id, EINVAL, "malformed spawn request"); goto out; }
+
+  int out[2] = { -1, -1 }, err[2] = { -1, -1 }, in[2] = { -1, -1 }, status[2] = { -1, -1 };
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC) || ((flags & 1) && pipe2(in, O_CLOEXEC)) || pipe2(status, O_CLOEXEC)) {
+    send_failure(id, errno, "pipe");
+    goto close_pipes;
+  }
+  pid_t pid = fork();
+  if (pid < 0) { send_failure(id, errno, "fork"); goto close_pipes; }
+  if (pid == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);
+    int stdin_fd = (flags & 1) ? in[0] : open("/dev/null", O_RDONLY | O_CLOEXEC);
+    const char *step = "setsid";
+    /* Own session, as Node's `detached`: a `kill 0` in user code must not reach envd. */
+    if (setsid() < 0) goto child_failed;
+    step = "dup2";
+    if (stdin_fd < 0 || dup2(stdin_fd, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0) goto child_failed;
+    step = "setgroups";
+    if (uid >= 0 && setgroups(ngroups, groups) < 0) goto child_failed;
+    step = "setgid";
+    if (gid >= 0 && setgid((gid_t)gid) < 0) goto child_failed;
+    step = "setuid";
+    if (uid >= 0 && setuid((uid_t)uid) < 0) goto child_failed;
+    step = "chdir";
+    if (chdir(cwd) < 0) goto child_failed;
+    step = "exec";
+    execve(file, argv, envp);
+  child_failed:;
+    int e = errno;
+    char report[128];
+    put32(report, (uint32_t)e);
+    size_t n = strlen(step);
+    memcpy(report + 4, step, n);
+    write_all(status[1], report, 4 + n);
+    _exit(127);
+  }
+  close_fd(&status[1]); close_fd(&out[1]); close_fd(&err[1]); close_fd(&in[0]);
+  /* The status pipe closes on a successful exec; a failure writes errno and the step first. */
+  char report[128];
+  ssize_t got, total = 0;
+  while ((got = read(status[0], report + total, sizeof report - 1 - (size_t)total)) != 0) {
+    if (got < 0) { if (errno == EINTR) continue; break; }
+    total += got;
+    if ((size_t)total >= sizeof report - 1) break;
+  }
+  if (total >= 4) {
+    report[total] = 0;
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
+    send_failure(id, (int)get32(report), report + 4);
+    goto close_pipes;
+  }
+  struct proc *p = calloc(1, sizeof *p);
+  if (!p) { kill(pid, SIGKILL); send_failure(id, ENOMEM, "spawner"); goto close_pipes; }
+  p->id = id; p->pid = pid;
+  p->out[0] = out[0]; p->out[1] = err[0]; p->in = in[1];
+  out[0] = err[0] = in[1] = -1;
+  if (p->in >= 0) fcntl(p->in, F_SETFL, fcntl(p->in, F_GETFL) | O_NONBLOCK);
+  p->next = procs; procs = p;
+  send_int(STARTED, id, pid);
+close_pipes:
+  close_fd(&out[0]); close_fd(&out[1]); close_fd(&err[0]); close_fd(&err[1]);
+  close_fd(&in[0]); close_fd(&in[1]); close_fd(&status[0]); close_fd(&status[1]);
+out:
+  free(groups); free(argv); free(envp);
+}
+
+static void flush_stdin(struct proc *p) {
+  while (p->in >= 0 && p->queue) {
+    struct chunk *c = p->queue;
+    ssize_t n = write(p->in, c->data + c->off, c->len - c->off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;
+      send_int(STDIN_ERROR, p->id, errno);
+      drop_queue(p);
+      close_fd(&p->in);
+      return;
+    }
+    c->off += (size_t)n;
+    if (c->off == c->len) { p->queue = c->next; if (!p->queue) p->tail = NULL; free(c); }
+  }
+  if (p->in >= 0 && !p->queue && p->close_in) close_fd(&p->in);
+}
+
+static void handle_frame(int type, uint32_t id, const char *payload, size_t len) {
+  if (type == SPAWN) { spawn_process(id, payload, len); return; }
+  struct proc *p = find(id);
+  if (!p) return; /* already ended: envd learns that from EXITED */
+  switch (type) {
+  case STDIN_DATA:
+    if (p->in < 0 || p->close_in || len == 0) break;
+    struct chunk *c = malloc(sizeof *c + len);
+    if (!c) { send_int(STDIN_ERROR, id, ENOMEM); break; }
+    c->next = NULL; c->len = len; c->off = 0;
+    memcpy(c->data, payload, len);
+    if (p->tail) p->tail->next = c; else p->queue = c;
+    p->tail = c;
+    flush_stdin(p);
+    break;
+  case STDIN_CLOSE: p->close_in = 1; flush_stdin(p); break;
+  case PAUSE: p->paused = 1; break;
+  case RESUME: p->paused = 0; break;
+  case DETACH: close_fd(&p->out[0]); close_fd(&p->out[1]); maybe_finish(p); break;
+  }
+}
+
+/* Reads what envd sent and handles every whole frame; returns 0 once envd has closed it. */
+static int read_commands(void) {
+  if (incap - inlen < READ_CHUNK) {
+    size_t cap = incap ? incap * 2 : 2 * READ_CHUNK;
+    char *grown = realloc(inbuf, cap);
+    if (!grown) return 0;
+    inbuf = grown; incap = cap;
+  }
+  ssize_t n = read(0, inbuf + inlen, incap - inlen);
+  if (n < 0) return errno == EINTR || errno == EAGAIN;
+  if (n == 0) return 0;
+  inlen += (size_t)n;
+  size_t at = 0;
+  while (inlen - at >= HEADER) {
+    uint32_t len = get32(inbuf + at);
+    if (len > MAX_FRAME) { fprintf(stderr, "svc-spawner: frame of %u bytes refused\n", len); return 0; }
+    if (inlen - at < HEADER + len) {
+      if (incap < HEADER + len) { /* grow for this frame on the next read */
+        memmove(inbuf, inbuf + at, inlen - at); inlen -= at; at = 0;
+        char *grown = realloc(inbuf, HEADER + len + READ_CHUNK);
+        if (!grown) return 0;
+        inbuf = grown; incap = HEADER + len + READ_CHUNK;
+      }
+      break;
+    }
+    handle_frame((unsigned char)inbuf[at + 4], get32(inbuf + at + 5), inbuf + at + HEADER, len);
+    at += HEADER + len;
+  }
+  memmove(inbuf, inbuf + at, inlen - at);
+  inlen -= at;
+  return 1;
+}
+
+static void read_output(struct proc *p, int which) {
+  static char buf[READ_CHUNK];
+  ssize_t n = read(p->out[which], buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  if (n <= 0) { close_fd(&p->out[which]); maybe_finish(p); return; }
+  send_frame(which ? STDERR_DATA : STDOUT_DATA, p->id, buf, (size_t)n);
+}
+
+static void reap(void) {
+  int status;
+  pid_t pid;
+  while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    for (struct proc *p = procs; p; p = p->next) {
+      if (p->pid != pid) continue;
+      p->exited = 1; p->status = status;
+      maybe_finish(p);
+      break;
+    }
+  }
+}
+
+static void on_sigchld(int sig) {
+  (void)sig;
+  int saved = errno;
+  ssize_t ignored = write(sigchld_pipe[1], "", 1);
+  (void)ignored;
+  errno = saved;
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK)) { perror("svc-spawner: pipe"); return 1; }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigchld;
+  sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+  sigaction(SIGCHLD, &sa, NULL);
+  fcntl(1, F_SETFD, FD_CLOEXEC);
+  fcntl(0, F_SETFD, FD_CLOEXEC);
+  for (;;) {
+    size_t count = 2;
+    for (struct proc *p = procs; p; p = p->next) count += 3;
+    struct pollfd *fds = calloc(count, sizeof *fds);
+    struct proc **owner = calloc(count, sizeof *owner);
+    int *which = calloc(count, sizeof *which);
+    if (!fds || !owner || !which) { fprintf(stderr, "svc-spawner: out of memory\n"); return 1; }
+    size_t n = 0;
+    fds[n++] = (struct pollfd){ 0, POLLIN, 0 };
+    fds[n++] = (struct pollfd){ sigchld_pipe[0], POLLIN, 0 };
+    for (struct proc *p = procs; p; p = p->next) {
+      for (int w = 0; w < 2; w++) {
+        if (p->out[w] < 0 || p->paused) continue;
+        owner[n] = p; which[n] = w;
+        fds[n++] = (struct pollfd){ p->out[w], POLLIN, 0 };
+      }
+      if (p->in >= 0 && p->queue) { owner[n] = p; which[n] = 2; fds[n++] = (struct pollfd){ p->in, POLLOUT, 0 }; }
+    }
+    if (poll(fds, n, -1) < 0 && errno != EINTR) { perror("svc-spawner: poll"); return 1; }
+    if (fds[1].revents) { char drain[64]; while (read(sigchld_pipe[0], drain, sizeof drain) > 0) {} }
+    /* Output first, then exits: a process's last bytes go out before its EXITED. */
+    for (size_t i = 2; i < n; i++) {
+      if (!fds[i].revents) continue;
+      struct proc *p = owner[i];
+      int still = 0;
+      for (struct proc *q = procs; q; q = q->next) if (q == p) { still = 1; break; }
+      if (!still) continue;
+      if (which[i] == 2) flush_stdin(p);
+      else if (p->out[which[i]] == fds[i].fd) read_output(p, which[i]);
+    }
+    reap();
+    int alive = 1;
+    if (fds[0].revents) alive = read_commands();
+    free(fds); free(owner); free(which);
+    if (!alive) return 0;
+  }
+}

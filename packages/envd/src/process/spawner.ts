@@ -1,0 +1,179 @@
+/**
+ * envd's side of svc-spawner (packages/envd/native/spawner.c, docs/decisions.md "envd's
+ * spawner"): one small helper process that forks and execs envd's piped processes, because a
+ * fork of envd itself costs tens of milliseconds under gVisor's ptrace platform. The frame
+ * format is described in spawner.c.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+
+const enum Frame {
+  Spawn = 1, Stdin = 2, StdinClose = 3, Pause = 4, Resume = 5, Detach = 6,
+  Started = 10, Failed = 11, Stdout = 12, Stderr = 13, Exited = 14, StdinError = 15,
+}
+
+const HEADER = 9;
+
+export interface SpawnRequest {
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  /** Switch to this user, its group and exactly these supplementary groups; absent: stay root. */
+  user?: { uid: number; gid: number; groups: number[] };
+  withStdin: boolean;
+}
+
+/** What a spawned process reports; `exited` comes once it is reaped and its output has closed. */
+export interface SpawnEvents {
+  output(kind: 'stdout' | 'stderr', data: Buffer): void;
+  stdinError(errno: number): void;
+  exited(code: number | null, signal: number | null): void;
+}
+
+/** A process started through the spawner. */
+export interface SpawnedChild {
+  readonly pid: number;
+  writeStdin(data: Uint8Array): void;
+  closeStdin(): void;
+  pause(): void;
+  resume(): void;
+  /** Stop waiting for its output: `exited` comes as soon as it has ended. */
+  detach(): void;
+}
+
+interface Pending {
+  resolve(child: SpawnedChild): void;
+  reject(err: Error): void;
+  events: SpawnEvents;
+}
+
+export class SpawnerUnavailable extends Error {}
+
+export class Spawner {
+  private readonly pending = new Map<number, Pending>();
+  private readonly live = new Map<number, SpawnEvents>();
+  private nextId = 1;
+  private buffered = Buffer.alloc(0);
+  private gone: Error | undefined;
+
+  private constructor(private readonly helper: ChildProcess, private readonly log: (line: string) => void) {
+    helper.stdout!.on('data', (chunk: Buffer) => this.receive(chunk));
+    helper.stderr!.setEncoding('utf8').on('data', (text: string) => log(`envd: spawner: ${text.trimEnd()}`));
+    helper.stdin!.on('error', () => { /* reported by 'exit' below */ });
+    helper.on('error', (err) => this.fail(err));
+    helper.on('exit', (code, signal) => this.fail(new Error(`svc-spawner exited (${signal ?? `code ${code}`})`)));
+  }
+
+  /** Starts the helper; its processes are then started by `spawn`. */
+  static start(path: string, log: (line: string) => void = console.error): Spawner {
+    const helper = spawn(path, [], { stdio: ['pipe', 'pipe', 'pipe'] });
+    return new Spawner(helper, log);
+  }
+
+  /** The helper's own pid. */
+  get pid(): number | undefined {
+    return this.helper.pid;
+  }
+
+  /** Whether the helper still runs: when not, envd starts processes itself. */
+  get available(): boolean {
+    return !this.gone;
+  }
+
+  spawn(req: SpawnRequest, events: SpawnEvents): Promise<SpawnedChild> {
+    if (this.gone) return Promise.reject(new SpawnerUnavailable(this.gone.message));
+    const id = this.nextId++;
+    // argv[0] is the file, as Node's spawn makes it.
+    const strings = [req.file, req.cwd, req.file, ...req.args, ...Object.entries(req.env).map(([k, v]) => `${k}=${v}`)];
+    for (const s of strings) if (s.includes('\0')) return Promise.reject(new Error('arguments and environment must not contain NUL bytes'));
+    const groups = req.user?.groups ?? [];
+    const fixed = Buffer.alloc(24 + groups.length * 4);
+    fixed.writeInt32LE(req.user ? req.user.uid : -1, 0);
+    fixed.writeInt32LE(req.user ? req.user.gid : -1, 4);
+    fixed.writeUInt32LE(req.withStdin ? 1 : 0, 8);
+    fixed.writeUInt32LE(groups.length, 12);
+    fixed.writeUInt32LE(req.args.length + 1, 16);
+    fixed.writeUInt32LE(Object.keys(req.env).length, 20);
+    groups.forEach((g, i) => fixed.writeUInt32LE(g, 24 + i * 4));
+    const payload = Buffer.concat([fixed, Buffer.from(strings.map((s) => `${s}\0`).join(''))]);
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, events });
+      this.send(Frame.Spawn, id, payload);
+    });
+  }
+
+  /** Ends the helper (envd is stopping); processes it started keep running. */
+  close(): void {
+    this.helper.stdin!.end();
+  }
+
+  private child(id: number, pid: number): SpawnedChild {
+    return {
+      pid,
+      writeStdin: (data) => { if (data.byteLength) this.send(Frame.Stdin, id, data); },
+      closeStdin: () => this.send(Frame.StdinClose, id),
+      pause: () => this.send(Frame.Pause, id),
+      resume: () => this.send(Frame.Resume, id),
+      detach: () => this.send(Frame.Detach, id),
+    };
+  }
+
+  private send(type: Frame, id: number, payload: Uint8Array = new Uint8Array(0)): void {
+    if (this.gone) return;
+    const head = Buffer.alloc(HEADER);
+    head.writeUInt32LE(payload.byteLength, 0);
+    head.writeUInt8(type, 4);
+    head.writeUInt32LE(id, 5);
+    this.helper.stdin!.write(payload.byteLength ? Buffer.concat([head, payload]) : head);
+  }
+
+  private receive(chunk: Buffer): void {
+    let buf = this.buffered.length ? Buffer.concat([this.buffered, chunk]) : chunk;
+    while (buf.length >= HEADER) {
+      const len = buf.readUInt32LE(0);
+      if (buf.length < HEADER + len) break;
+      this.handle(buf.readUInt8(4), buf.readUInt32LE(5), buf.subarray(HEADER, HEADER + len));
+      buf = buf.subarray(HEADER + len);
+    }
+    // Keep only the unfinished frame, copied so the chunk it came in can be freed.
+    this.buffered = buf.length ? Buffer.from(buf) : Buffer.alloc(0);
+  }
+
+  private handle(type: number, id: number, payload: Buffer): void {
+    if (type === Frame.Started || type === Frame.Failed) {
+      const p = this.pending.get(id);
+      if (!p) return;
+      this.pending.delete(id);
+      if (type === Frame.Started) {
+        this.live.set(id, p.events);
+        p.resolve(this.child(id, payload.readInt32LE(0)));
+      } else {
+        p.reject(Object.assign(new Error(payload.subarray(4).toString()), { errno: payload.readInt32LE(0) }));
+      }
+      return;
+    }
+    const events = this.live.get(id);
+    if (!events) return;
+    if (type === Frame.Stdout) events.output('stdout', Buffer.from(payload));
+    else if (type === Frame.Stderr) events.output('stderr', Buffer.from(payload));
+    else if (type === Frame.StdinError) events.stdinError(payload.readInt32LE(0));
+    else if (type === Frame.Exited) {
+      this.live.delete(id);
+      const status = payload.readInt32LE(0);
+      // A wait status: the low 7 bits name a terminating signal, else the exit code is above them.
+      const signal = status & 0x7f;
+      events.exited(signal ? null : (status >> 8) & 0xff, signal || null);
+    }
+  }
+
+  /** The helper is gone: pending starts fail, and processes it relayed end with their output lost. */
+  private fail(err: Error): void {
+    if (this.gone) return;
+    this.gone = err;
+    this.log(`envd: ${err.message}; processes start without it from now on`);
+    for (const p of this.pending.values()) p.reject(new SpawnerUnavailable(err.message));
+    this.pending.clear();
+    for (const events of this.live.values()) events.exited(null, null);
+    this.live.clear();
+  }
+}
