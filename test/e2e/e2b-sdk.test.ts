@@ -4,6 +4,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Sandbox, CommandExitError, NotFoundError, Template, waitForFile } from 'e2b';
 import { runscProcesses, sandboxRunscProcesses, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
@@ -365,6 +368,73 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
   for (const n of [name, `${name}-bad`]) assert.equal((await fetch(`${p.apiUrl}/templates/${n}`, { method: 'DELETE', headers: api })).status, 204, n);
   assert.equal(await Template.exists(name), false);
   assert.equal((await fetch(`${p.apiUrl}/templates/base`, { method: 'GET', headers: api })).status, 200);
+});
+
+test('template builder: copy uploads the context files through a signed URL and places them with Docker COPY semantics, owner and mode; changed files rebuild', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-e2e-context-'));
+  const name = `e2e-copy-${Date.now().toString(36)}`;
+  try {
+    mkdirSync(join(dir, 'app/lib'), { recursive: true });
+    writeFileSync(join(dir, 'app/index.js'), 'console.log("hi")\n');
+    writeFileSync(join(dir, 'app/lib/util.js'), 'exports.x = 1\n');
+    writeFileSync(join(dir, 'conf.json'), '{"secret":true}\n');
+    symlinkSync('index.js', join(dir, 'app/entry.js'));
+    const t = () => Template({ fileContextPath: dir }).fromTemplate('base')
+      .copy('app', '/srv/app/')
+      .copy('app/*.js', '/opt/js/')
+      .copy('conf.json', '/etc/svc-conf.json', { user: 'user', mode: 0o600 })
+      .setWorkdir('/home/user')
+      .copy('conf.json', 'relative/')
+      .runCmd('cat /srv/app/lib/util.js > /opt/copied-before-run.txt');
+    const logs: string[] = [];
+    await Template.build(t(), name, { onBuildLogs: (e) => logs.push(e.message) });
+    assert.ok(logs.some((l) => /Uploaded 'app'/.test(l)), logs.join('\n'));
+    const sbx = await Sandbox.create(name);
+    try {
+      assert.equal(await sbx.files.read('/srv/app/index.js'), 'console.log("hi")\n', 'a directory\'s contents land in the destination');
+      assert.equal(await sbx.files.read('/srv/app/lib/util.js'), 'exports.x = 1\n');
+      assert.equal((await sbx.commands.run('readlink /srv/app/entry.js')).stdout.trim(), 'index.js', 'a symlink stays a symlink');
+      assert.equal((await sbx.commands.run('ls /opt/js | sort | tr "\\n" " "')).stdout.trim(), 'entry.js index.js', 'a glob copies what it matched, not the rest');
+      assert.equal((await sbx.commands.run('stat -c "%U %a" /etc/svc-conf.json', { user: 'root' })).stdout.trim(), 'user 600', 'owner and mode as asked');
+      assert.equal((await sbx.commands.run('stat -c %U /srv/app/index.js')).stdout.trim(), 'root', 'the owner is the step\'s user by default');
+      assert.equal(await sbx.files.read('/home/user/relative/conf.json'), '{"secret":true}\n', 'a relative destination is under WORKDIR');
+      assert.equal(await sbx.files.read('/opt/copied-before-run.txt'), 'exports.x = 1\n', 'a later RUN sees the files');
+      assert.equal((await sbx.commands.run('ls -a /tmp | grep -c svc-copy || true')).stdout.trim(), '0', 'nothing of the unpacking is left');
+    } finally {
+      await sbx.kill();
+    }
+
+    const again: string[] = [];
+    await Template.build(t(), name, { onBuildLogs: (e) => again.push(e.message) });
+    assert.ok(again.some((l) => /already cached/.test(l)) && again.some((l) => /cached/.test(l)), again.join('\n'));
+    writeFileSync(join(dir, 'app/lib/util.js'), 'exports.x = 2\n');
+    await Template.build(t(), name);
+    const changed = await Sandbox.create(name);
+    assert.equal(await changed.files.read('/srv/app/lib/util.js'), 'exports.x = 2\n', 'changed files make a new build');
+    await changed.kill();
+
+    // The upload URL is the credential: no key needed, but a wrong, missing or foreign signature is 401.
+    const api = { 'X-API-Key': p.apiKey };
+    const hash = 'ab'.repeat(32);
+    const link = await fetch(`${p.apiUrl}/templates/${name}/files/${hash}`, { headers: api });
+    assert.equal(link.status, 201);
+    const { present, url } = await link.json() as { present: boolean; url: string };
+    assert.equal(present, false);
+    assert.ok(url.startsWith(`${p.apiUrl}/templates/files/${hash}?`), url);
+    const put = (u: string) => fetch(u, { method: 'PUT', body: 'not much' }).then((r) => r.status);
+    assert.equal(await put(url.replace(/signature=[0-9a-f]+/, `signature=${'0'.repeat(64)}`)), 401);
+    assert.equal(await put(url.split('?')[0]), 401);
+    assert.equal(await put(url.replace(hash, 'cd'.repeat(32))), 401, 'a signature is for its own hash');
+    assert.equal(await put(url.replace(/expires=\d+/, 'expires=1')), 401);
+    assert.equal((await fetch(`${p.apiUrl}/templates/${name}/files/not-a-hash`, { headers: api })).status, 400);
+    assert.equal((await fetch(`${p.apiUrl}/templates/no-such-template/files/${hash}`, { headers: api })).status, 404);
+    assert.equal((await fetch(`${p.apiUrl}/templates/${name}/files/${hash}`)).status, 401, 'asking for a link needs the key');
+    assert.equal(await put(url), 200);
+    assert.equal(((await (await fetch(`${p.apiUrl}/templates/${name}/files/${hash}`, { headers: api })).json()) as { present: boolean }).present, true);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await fetch(`${p.apiUrl}/templates/${name}`, { method: 'DELETE', headers: { 'X-API-Key': p.apiKey } });
+  }
 });
 
 test('secure by default: envd routes refuse a missing, wrong or foreign token and a bad or expired signature', async () => {

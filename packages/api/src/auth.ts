@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { sameSecret, SvcError, unauthorized } from '@svc/common';
+import { isContextFilesUpload } from '@svc/contracts';
 
 export interface AuthConfig {
   /** Keys that open the API; none: no key is asked for. */
@@ -27,6 +28,9 @@ export function presentedKey(req: FastifyRequest): string | undefined {
 export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promise<void> {
   const path = req.url.split('?')[0];
   if (OPEN_PATHS.has(path)) return;
+  // The SDK uploads a build's files with the signed URL alone, as to E2B's presigned URLs; the
+  // master checks the signature (packages/master/src/builds/context-files.ts).
+  if (isContextFilesUpload(req.method, path)) return;
   if (cfg.apiKeys.length) {
     const key = presentedKey(req);
     if (!key) throw unauthorized('missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>');

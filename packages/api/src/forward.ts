@@ -4,19 +4,34 @@ import { SvcError } from '@svc/common';
 
 const PASS_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 'etag', 'retry-after', 'x-next-token', 'accept-ranges', 'content-range'];
 
-/** Passes a request to the master unchanged (template routes), streaming the answer back. */
-export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, masterUrl: string): Promise<FastifyReply> {
-  const headers: Record<string, string> = {};
-  if (req.body !== undefined) headers['content-type'] = 'application/json';
+/**
+ * Passes a request to the master unchanged (template routes), streaming the answer back. A JSON
+ * body is passed as parsed; with `raw` the request's own bytes stream through (an upload).
+ */
+export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, masterUrl: string, opts: { raw?: boolean } = {}): Promise<FastifyReply> {
+  const headers: Record<string, string> = {
+    // The master builds URLs the SDK will call (upload links) on the address the SDK used.
+    'x-forwarded-host': firstValue(req.headers['x-forwarded-host']) ?? req.headers.host ?? '',
+    'x-forwarded-proto': firstValue(req.headers['x-forwarded-proto']) ?? req.protocol,
+  };
   if (typeof req.headers.range === 'string') headers.range = req.headers.range;
+  let body: string | NodeJS.ReadableStream | undefined;
+  if (opts.raw) {
+    for (const h of ['content-type', 'content-length'] as const) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h];
+    body = req.raw;
+  } else if (req.body !== undefined && req.method !== 'GET' && req.method !== 'HEAD') {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(req.body);
+  }
   let res: Response;
   try {
     res = await fetch(masterUrl + req.url, {
       method: req.method,
       headers,
-      body: req.body === undefined || req.method === 'GET' || req.method === 'HEAD' ? undefined : JSON.stringify(req.body),
+      body: body as RequestInit['body'],
       redirect: 'manual',
-    });
+      ...(opts.raw ? { duplex: 'half' } : {}),
+    } as RequestInit);
   } catch (err) {
     throw new SvcError(503, `master unavailable: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, { headers: { 'Retry-After': '2' } });
   }
@@ -27,4 +42,9 @@ export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, 
   }
   if (!res.body || req.method === 'HEAD' || res.status === 204) return reply.send();
   return reply.send(Readable.fromWeb(res.body as never));
+}
+
+function firstValue(v: string | string[] | undefined): string | undefined {
+  const one = Array.isArray(v) ? v[0] : v;
+  return one?.split(',')[0]?.trim() || undefined;
 }

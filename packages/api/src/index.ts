@@ -3,7 +3,7 @@ import { createHttpApp, parseListen, type Logger, type SvcConfig } from '@svc/co
 import { MasterClient } from '@svc/contracts/master';
 import { authenticate } from './auth.ts';
 import { forwardToMaster } from './forward.ts';
-import { MASTER_TEMPLATE_PREFIXES, PUBLIC_API } from '@svc/contracts';
+import { CONTEXT_FILES_UPLOAD_PATH, MASTER_TEMPLATE_PREFIXES, PUBLIC_API } from '@svc/contracts';
 import { renderDocsPage } from './docs-page.ts';
 import { registerSandboxRoutes } from './routes.ts';
 
@@ -27,6 +27,12 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   const docsPage = renderDocsPage();
   app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(docsPage));
   registerSandboxRoutes(app, master, cfg.sandbox_domain);
+  // A build's context files stream through to the master, which checks the URL's signature.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
+    scope.put(`${CONTEXT_FILES_UPLOAD_PATH}/:hash`, (req, reply) => forwardToMaster(req, reply, masterUrl, { raw: true }));
+  });
   for (const prefix of MASTER_TEMPLATE_PREFIXES) {
     app.all(prefix, (req, reply) => forwardToMaster(req, reply, masterUrl));
     app.all(`${prefix}/*`, (req, reply) => forwardToMaster(req, reply, masterUrl));

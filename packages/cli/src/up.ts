@@ -49,6 +49,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   }
   cfg.template_center.callback_token ||= secrets.template_callback_token;
   cfg.svcproxy.admin_token ||= secrets.proxy_admin_token;
+  cfg.master.upload_signing_key ||= secrets.upload_signing_key;
   cfg.proxy.admin_token ||= cfg.svcproxy.admin_token;
 
   const logFile = join(cfg.data_dir, 'svc.log');

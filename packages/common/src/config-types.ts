@@ -18,6 +18,11 @@ export interface SvcConfig {
     listen: string;
     /** Where other components reach the master. */
     addr: string;
+    /**
+     * Signs the upload URLs of template builds' context files (E2B's COPY); every master of a
+     * cluster needs the same one. Empty: a random key per process (URLs then work only on it).
+     */
+    upload_signing_key: string;
     create_timeout_insec: number;
     database: DatabaseConfig;
   };

@@ -22,6 +22,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
     master: {
       listen: '127.0.0.1:8089',
       addr: '',
+      upload_signing_key: '',
       create_timeout_insec: 60,
       database: { driver: 'sqlite', path: '' },
     },
@@ -74,6 +75,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_MASTER_LISTEN', 'master.listen', 'string'],
   ['SVC_MASTER_ADDR', 'master.addr', 'string'],
   ['SVC_CREATE_TIMEOUT_INSEC', 'master.create_timeout_insec', 'int'],
+  ['SVC_UPLOAD_SIGNING_KEY', 'master.upload_signing_key', 'string'],
   ['SVC_DEFAULT_TIMEOUT_INSEC', 'svclet_conf.default_timeout_insec', 'int'],
   ['SVC_ADMIN_TOKEN', 'svcproxy.admin_token', 'string'],
   ['SVC_NODE_AGENT_LISTEN', 'node_agent.listen', 'string'],

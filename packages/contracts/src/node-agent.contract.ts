@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { statusOf } from './contract-testing.ts';
 import { LAYER_SHA256_HEADER, NodeAgentClient, type CreateSandboxOnNode, type EnsureArtifact, type NodeSandbox } from './node-agent.ts';
 import type { SandboxLogsQuery } from './node-agent.ts';
@@ -100,6 +101,22 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
           assert.equal(await statusOf(agent.exec(req.sandboxId, bad)), 400, JSON.stringify(bad));
         }
         assert.equal(await statusOf(agent.exec('no-such-sandbox', { command: 'true' })), 404);
+      });
+
+      await t.test('exec with stdin: the node downloads the blob, checks its sha256 and size, and feeds it to the command; a mismatch is 502', async () => {
+        const blob = Buffer.from('fed through stdin\n');
+        const server = createServer((_q, res) => res.end(blob));
+        await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+        try {
+          const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/blob`;
+          const stdin = { url, sha256: createHash('sha256').update(blob).digest('hex'), sizeBytes: blob.length };
+          assert.deepEqual(await agent.exec(req.sandboxId, { command: 'cat; echo done', stdin }), { exitCode: 0, stdout: 'fed through stdin\ndone\n', stderr: '' });
+          assert.equal(await statusOf(agent.exec(req.sandboxId, { command: 'cat', stdin: { ...stdin, sha256: 'f'.repeat(64) } })), 502);
+          assert.equal(await statusOf(agent.exec(req.sandboxId, { command: 'cat', stdin: { ...stdin, sizeBytes: 1 } })), 502);
+          assert.equal(await statusOf(agent.exec(req.sandboxId, { command: 'cat', stdin: { url: 'ftp://x', sha256: stdin.sha256, sizeBytes: 1 } })), 400);
+        } finally {
+          server.close();
+        }
       });
 
       await t.test('pause answers it paused with its kind; a second pause and a network update are 409; resume answers it running', async () => {

@@ -121,6 +121,17 @@ export interface ExecOnNode {
   envVars?: Record<string, string>;
   /** Default 600 000; at most 3 600 000. A command past it is killed: exit code 124. */
   timeoutMs?: number;
+  /**
+   * The command's standard input: a blob the node downloads first (a path is taken relative to
+   * the master), checked against its sha256 and size (a build's context files for COPY).
+   */
+  stdin?: ExecInput;
+}
+
+export interface ExecInput {
+  url: string;
+  sha256: string;
+  sizeBytes: number;
 }
 
 export interface ExecResultOnNode {

@@ -251,6 +251,28 @@ export const PUBLIC_API = {
         responses: { 200: { description: 'The entries', ...json(ref('E2bBuildLogs')) }, ...ofTemplate },
       },
     },
+    '/templates/{templateID}/files/{hash}': {
+      get: {
+        summary: 'Whether a build\'s context files (a `copy` step\'s files hash) are stored, and where to upload them when not (E2B\'s template builder)',
+        parameters: [e2bTemplateId, { name: 'hash', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9a-f]{64}$' }, description: 'The files hash the SDK computed' }],
+        responses: { 201: { description: 'Present, or the signed upload URL', ...json(ref('E2bFileUpload')) }, ...ofTemplate },
+      },
+    },
+    '/templates/files/{hash}': {
+      put: {
+        summary: 'Upload a build\'s context files (a tar, gzipped or not) to the signed URL the route above gave; no API key',
+        security: [],
+        parameters: [
+          { name: 'hash', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9a-f]{64}$' } },
+          query('expires', { type: 'string' }, 'From the signed URL'), query('signature', { type: 'string' }, 'From the signed URL'),
+        ],
+        requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+        responses: {
+          200: { description: 'Stored', ...json({ type: 'object', properties: { hash: { type: 'string' }, sizeBytes: { type: 'integer' } } }) },
+          400: error('No content-length'), 401: error('No signature, a wrong one, or an expired URL'), 507: error('The store lacks the room'),
+        },
+      },
+    },
     '/templates/tags': {
       post: {
         summary: 'Give the build a `name:tag` (or `name`: the current build) names these tags too (E2B\'s assignTags)',
@@ -308,6 +330,22 @@ export type PublicPath = keyof typeof PUBLIC_API.paths;
 
 /** The public paths the gateway forwards to the master as they are: the template routes, E2B's builder's among them. */
 export const MASTER_TEMPLATE_PREFIXES = ['/svc/template', '/templates', '/v2/templates', '/v3/templates'] as const;
+
+/**
+ * Where the SDK PUTs a build's context files (E2B's COPY) with the signed URL the master gave:
+ * `PUT /templates/files/{hash}?expires=&signature=`. The gateway asks no API key there (the
+ * signature is the credential, checked by the master) and streams the body through.
+ */
+export const CONTEXT_FILES_UPLOAD_PATH = '/templates/files';
+
+export function isContextFilesHash(hash: string): boolean {
+  return /^[0-9a-f]{64}$/.test(hash);
+}
+
+/** Whether a request is a context-files upload (see CONTEXT_FILES_UPLOAD_PATH). */
+export function isContextFilesUpload(method: string, path: string): boolean {
+  return method === 'PUT' && path.startsWith(`${CONTEXT_FILES_UPLOAD_PATH}/`) && isContextFilesHash(path.slice(CONTEXT_FILES_UPLOAD_PATH.length + 1));
+}
 
 /** Whether a public path is one of the master's template routes (MASTER_TEMPLATE_PREFIXES). */
 export function isMasterTemplatePath(path: string): boolean {

@@ -90,6 +90,20 @@ export function templateCenterContract(name: string, make: () => Promise<Templat
         assert.ok(Buffer.from(await res.arrayBuffer()).equals(layer));
       });
 
+      await t.test('artifactInfo tells what the store holds under an id, undefined when nothing', async () => {
+        assert.deepEqual(await tc.artifactInfo(layerId), layerStored);
+        assert.equal(await tc.artifactInfo(`layer-${randomUUID().slice(0, 8)}`), undefined);
+      });
+
+      await t.test('an upload without a sha256 (a build\'s context files) is stored with the one its bytes have', async () => {
+        const id = `ctx-${randomUUID().slice(0, 8)}`;
+        const bytes = randomBytes(4096);
+        const stored = await tc.putLayer(id, { sizeBytes: bytes.length }, streamOf(bytes));
+        assert.equal(stored.sha256, sha256Of(bytes));
+        assert.equal(stored.sizeBytes, bytes.length);
+        assert.deepEqual(await tc.deleteArtifact(id), { deleted: true });
+      });
+
       await t.test('the same layer again is 200 with the same record', async () => {
         assert.deepEqual(await tc.putLayer(layerId, layerMeta, streamOf(layer)), layerStored);
       });

@@ -4,9 +4,10 @@
  *   POST /tc/api/v1/build                         → 202 { jobId }            (body BuildRequest)
  *   POST /tc/api/v1/artifact/delete               → 200 { deleted: boolean } (body { artifactId })
  *   GET|HEAD /tc/api/v1/artifact/:artifactId      → the ext4 image (local store) or 302 to a presigned URL (s3)
+ *   GET  /tc/api/v1/artifact/:artifactId/info     → 200 ArtifactStored (404 when the store lacks it)
  *   POST /tc/api/v1/artifact/migrate              → 200 ArtifactStored       (body { artifactId, localPath })
- *   PUT  /tc/api/v1/layer/:layerId                → 200 ArtifactStored       (body: a snapshot layer's tar, streamed;
- *        headers x-svc-layer-sha256 and content-length; 400 when they do not match what arrived, nothing kept;
+ *   PUT  /tc/api/v1/layer/:layerId                → 200 ArtifactStored       (body: a snapshot layer's tar or a build's context files, streamed;
+ *        headers content-length and, for a layer, x-svc-layer-sha256; 400 when they do not match what arrived, nothing kept;
  *        409 when the id is stored with another sha256; 507 when the store lacks the room; the same
  *        layer again is 200 and stores nothing new). The stored layer downloads and deletes as an
  *        artifact does (GET|HEAD /tc/api/v1/artifact/:layerId, POST /tc/api/v1/artifact/delete).
@@ -114,12 +115,24 @@ export class TemplateCenterClient {
   migrate(artifactId: string, localPath: string) {
     return this.http.post<ArtifactStored>('/tc/api/v1/artifact/migrate', { artifactId, localPath }, { timeoutMs: 600_000 });
   }
-  /** Stores a snapshot layer (a tar) under its id in the artifact store, streamed from `body`. */
-  putLayer(layerId: string, meta: { sha256: string; sizeBytes: number }, body: Readable) {
+  /**
+   * Stores a snapshot layer (a tar) or a build's context files under its id in the artifact
+   * store, streamed from `body`; without a sha256 the store keeps the one the bytes have.
+   */
+  putLayer(layerId: string, meta: { sha256?: string; sizeBytes: number }, body: Readable) {
     return this.http.streamJson<ArtifactStored>('PUT', `/tc/api/v1/layer/${encodeURIComponent(layerId)}`, {
       body, timeoutMs: 3_600_000,
-      headers: { [LAYER_SHA256_HEADER]: meta.sha256, 'content-length': String(meta.sizeBytes), 'content-type': 'application/octet-stream' },
+      headers: { ...(meta.sha256 ? { [LAYER_SHA256_HEADER]: meta.sha256 } : {}), 'content-length': String(meta.sizeBytes), 'content-type': 'application/octet-stream' },
     });
+  }
+  /** What the store holds under the id (its sha256 and size); undefined when nothing. */
+  async artifactInfo(artifactId: string): Promise<ArtifactStored | undefined> {
+    try {
+      return await this.http.get<ArtifactStored>(`/tc/api/v1/artifact/${encodeURIComponent(artifactId)}/info`);
+    } catch (err) {
+      if ((err as { status?: number }).status === 404) return undefined;
+      throw err;
+    }
   }
   /** Raw response for streaming the image (or following the redirect). */
   download(artifactId: string, method: 'GET' | 'HEAD' = 'GET') {

@@ -300,6 +300,8 @@ export const E2bBuildStep = {
     args: { type: 'array', items: { type: 'string', maxLength: 65536 }, maxItems: 256 },
     filesHash: str,
     force: bool,
+    /** COPY: whether the uploaded archive is gzipped (the SDK's default; svc reads it). */
+    gzip: bool,
   },
 } as const;
 
@@ -358,6 +360,13 @@ export const E2bBuildLogs = {
   additionalProperties: false,
 } as const;
 
+/** GET /templates/{templateID}/files/{hash} (E2B's TemplateBuildFileUpload). */
+export const E2bFileUpload = {
+  type: 'object', required: ['present'],
+  properties: { present: { type: 'boolean' }, url: { type: 'string', description: 'Where to PUT the archive (signed, no API key); absent when present' } },
+  additionalProperties: false,
+} as const;
+
 /** Every named template shape, for the document's `components.schemas`. */
 export const TEMPLATE_SCHEMAS = {
   TemplateCreate,
@@ -381,4 +390,5 @@ export const TEMPLATE_SCHEMAS = {
   E2bDeleteTags,
   E2bTemplateTag,
   E2bBuildLogs,
+  E2bFileUpload,
 } as const;

@@ -32,4 +32,5 @@ export type E2bBuildRequested = Wire<typeof S.E2bBuildRequested>;
 export type E2bBuildStart = Wire<typeof S.E2bBuildStart>;
 export type BuildStepType = (typeof S.BUILD_STEP_TYPES)[number];
 export type E2bAssignTags = Wire<typeof S.E2bAssignTags>;
+export type E2bFileUpload = Wire<typeof S.E2bFileUpload>;
 export type E2bDeleteTags = Wire<typeof S.E2bDeleteTags>;

@@ -10,7 +10,8 @@
  * Frames in both directions: u32 payload length, u8 type, u32 process id (envd's own number,
  * not the pid), then the payload; integers little-endian.
  *   envd -> spawner
- *     SPAWN        i32 uid, i32 gid (-1: keep), u32 flags (1: stdin is a pipe), u32 group count,
+ *     SPAWN        i32 uid, i32 gid (-1: keep), u32 flags (1: stdin is a pipe; 2: output paused
+ *                  until RESUME, so none is read before envd has someone to give it to), u32 group count,
  *                  u32 argc, u32 envc, u32 groups[], then NUL-terminated file, cwd, argv[], env[]
  *     STDIN        bytes for the process's standard input
  *     STDIN_CLOSE  close its standard input
@@ -18,7 +19,8 @@
  *     DETACH       stop waiting for its output: its end is reported once it has exited
  *   spawner -> envd
  *     STARTED      i32 pid          FAILED  i32 errno, then a message
- *     STDOUT/STDERR  bytes          STDIN_ERROR  i32 errno
+ *     STDOUT/STDERR  bytes          STDIN_ERROR  i32 errno (the STDIN frames not yet written are dropped)
+ *     STDIN_WRITTEN  u32 bytes: one STDIN frame is in the process's pipe (envd's writes wait for it)
  *     EXITED       i32 wait status, once the process is reaped and its output has closed
  * The spawner ends when envd closes its standard input; the processes it started keep running.
  */
@@ -38,7 +40,7 @@
 
 enum {
   SPAWN = 1, STDIN_DATA = 2, STDIN_CLOSE = 3, PAUSE = 4, RESUME = 5, DETACH = 6,
-  STARTED = 10, FAILED = 11, STDOUT_DATA = 12, STDERR_DATA = 13, EXITED = 14, STDIN_ERROR = 15,
+  STARTED = 10, FAILED = 11, STDOUT_DATA = 12, STDERR_DATA = 13, EXITED = 14, STDIN_ERROR = 15, STDIN_WRITTEN = 16,
 };
 
 #define HEADER 9
@@ -197,7 +199,7 @@ static void spawn_process(uint32_t id, const char *payload, size_t len) {
   }
   struct proc *p = calloc(1, sizeof *p);
   if (!p) { kill(pid, SIGKILL); send_failure(id, ENOMEM, "spawner"); goto close_pipes; }
-  p->id = id; p->pid = pid;
+  p->id = id; p->pid = pid; p->paused = (flags & 2) != 0;
   p->out[0] = out[0]; p->out[1] = err[0]; p->in = in[1];
   out[0] = err[0] = in[1] = -1;
   if (p->in >= 0) fcntl(p->in, F_SETFL, fcntl(p->in, F_GETFL) | O_NONBLOCK);
@@ -223,7 +225,12 @@ static void flush_stdin(struct proc *p) {
       return;
     }
     c->off += (size_t)n;
-    if (c->off == c->len) { p->queue = c->next; if (!p->queue) p->tail = NULL; free(c); }
+    if (c->off == c->len) {
+      send_int(STDIN_WRITTEN, p->id, (int32_t)c->len);
+      p->queue = c->next;
+      if (!p->queue) p->tail = NULL;
+      free(c);
+    }
   }
   if (p->in >= 0 && !p->queue && p->close_in) close_fd(&p->in);
 }
@@ -234,7 +241,7 @@ static void handle_frame(int type, uint32_t id, const char *payload, size_t len)
   if (!p) return; /* already ended: envd learns that from EXITED */
   switch (type) {
   case STDIN_DATA:
-    if (p->in < 0 || p->close_in || len == 0) break;
+    if (p->in < 0 || p->close_in || len == 0) { send_int(STDIN_ERROR, id, EPIPE); break; }
     struct chunk *c = malloc(sizeof *c + len);
     if (!c) { send_int(STDIN_ERROR, id, ENOMEM); break; }
     c->next = NULL; c->len = len; c->off = 0;

@@ -12,6 +12,7 @@ import { SandboxService } from './sandboxes/service.ts';
 import { startTemplates, type BuilderStatus, type SnapshotDeletion, type TemplatesModule } from './templates/index.ts';
 import { BuildRepo } from './builds/repo.ts';
 import { registerBuildRoutes } from './builds/routes.ts';
+import { ContextFiles } from './builds/context-files.ts';
 import { BuildService } from './builds/service.ts';
 import { SnapshotCatalog } from './snapshots/catalog.ts';
 import { SnapshotRepo } from './snapshots/repo.ts';
@@ -51,7 +52,8 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const nodes = new NodeRegistry(db.kysely);
   const periodic = new Periodic(logger);
   const snapshotRepo = new SnapshotRepo(db.kysely);
-  const layerStorage = new TemplateCenterLayerStorage(new TemplateCenterClient(cfg.template_center.addr, cfg.template_center.callback_token), cfg.master.addr);
+  const templateCenter = new TemplateCenterClient(cfg.template_center.addr, cfg.template_center.callback_token);
+  const layerStorage = new TemplateCenterLayerStorage(templateCenter, cfg.master.addr);
   const snapshotCatalog = new SnapshotCatalog(snapshotRepo, nodes, layerStorage, logger);
   // Builds start after the sandbox service they need; the template module's status route asks them late.
   let builds: BuildService | undefined;
@@ -70,8 +72,10 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   });
   const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
   if (templates.builder) {
+    const files = new ContextFiles({ templateCenter, masterAddr: cfg.master.addr, signingKey: cfg.master.upload_signing_key, logger });
+    await files.registerRoutes(app);
     builds = new BuildService({
-      repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger,
+      repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger, files,
       snapshots: { capture: (id, o) => snapshots.capture(id, o), byCacheKey: (key) => snapshotRepo.byCacheKey(key) },
     });
     registerBuildRoutes(app, builds);

@@ -6,6 +6,7 @@ import { ArtifactStore } from './artifacts/artifact-store.ts';
 import { LayerStore } from './artifacts/layer-store.ts';
 import { enableIpForwarding, raisePidMax, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
 import type { RunResult } from './host/exec.ts';
+import { ExecInputs } from './artifacts/exec-input.ts';
 import { MasterLink } from './master-link.ts';
 import { ResourceNames } from './names.ts';
 import { AddressPool } from './network/address-pool.ts';
@@ -73,6 +74,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
   const layers = new LayerStore(join(stateDir, 'layers'), logger, masterAddr || undefined);
+  const execInputs = new ExecInputs(join(stateDir, 'exec-inputs'), masterAddr || undefined);
   // runtime: auto picks gvisor; the microvm driver (KVM) comes later.
   const platform = await chooseGvisorPlatform(logger, opts.runscPath);
   const driver = new GvisorDriver({ stateRoot: join(stateDir, 'runsc'), names, logger, runscPath: opts.runscPath, platform });
@@ -104,7 +106,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const report = await reconcile({ logger, driver, records, names, firewall, addresses, launcher });
   const sc = cfg.svclet_conf;
   const service = new SandboxService({
-    logger, launcher, driver, artifacts, layers, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
+    logger, launcher, driver, artifacts, layers, execInputs, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     warmPoolSize: nc.warm_pool_size,
     warmPoolInitial: warmPoolStart(nc),
     warmPoolMax: nc.warm_pool_max,

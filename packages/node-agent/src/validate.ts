@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/common';
 import { checkLayerId } from './artifacts/layer-store.ts';
-import type { CreateSandboxOnNode, EnsureArtifact, ExecOnNode, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode } from '@svc/contracts/node-agent';
+import type { CreateSandboxOnNode, EnsureArtifact, ExecInput, ExecOnNode, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -127,7 +127,7 @@ export function parseNetworkUpdate(body: unknown): NetworkUpdateOnNode {
 const USER_NAME = /^[a-z_][a-z0-9_.-]{0,31}$/i;
 
 /** POST /v1/sandboxes/:id/exec. */
-export function parseExec(body: unknown): Required<Omit<ExecOnNode, 'user'>> & { user: string } {
+export function parseExec(body: unknown): Required<Omit<ExecOnNode, 'user' | 'stdin'>> & Pick<ExecOnNode, 'stdin'> & { user: string } {
   if (!isObject(body)) throw badRequest('body must be a JSON object {command, user, cwd, envVars, timeoutMs}');
   if (typeof body.command !== 'string' || !body.command.trim()) throw badRequest('command must be a non-empty string');
   if (body.user !== undefined && (typeof body.user !== 'string' || !USER_NAME.test(body.user))) throw badRequest('user must be a user name (letters, digits, _ . -)');
@@ -138,5 +138,13 @@ export function parseExec(body: unknown): Required<Omit<ExecOnNode, 'user'>> & {
     cwd: (body.cwd as string | undefined) ?? '/',
     envVars: stringMap(body.envVars, 'envVars', ENV_NAME),
     timeoutMs: body.timeoutMs === undefined ? 600_000 : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
+    ...(body.stdin === undefined ? {} : { stdin: parseExecInput(body.stdin) }),
   };
+}
+
+function parseExecInput(v: unknown): ExecInput {
+  if (!isObject(v)) throw badRequest('stdin must be an object {url, sha256, sizeBytes}');
+  if (typeof v.url !== 'string' || !(v.url.startsWith('/') || /^https?:\/\//.test(v.url))) throw badRequest('stdin.url must be a path on the master or an http(s) URL');
+  if (typeof v.sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(v.sha256)) throw badRequest('stdin.sha256 must be 64 hex digits');
+  return { url: v.url, sha256: v.sha256.toLowerCase(), sizeBytes: int(v.sizeBytes, 'stdin.sizeBytes', 0, Number.MAX_SAFE_INTEGER) };
 }

@@ -38,6 +38,15 @@ export function registerArtifactRoutes(app: FastifyInstance, store: ArtifactStor
   app.get('/tc/api/v1/artifact/:artifactId', { exposeHeadRoute: false }, serve);
   app.head('/tc/api/v1/artifact/:artifactId', serve);
 
+  // What the store knows of an artifact (sha256, size), wherever its bytes are.
+  app.get<{ Params: { artifactId: string } }>('/tc/api/v1/artifact/:artifactId/info', async (req): Promise<ArtifactStored> => {
+    const { artifactId } = req.params;
+    if (!isValidArtifactId(artifactId)) throw badRequest('invalid artifact id');
+    const stored = await store.get(artifactId);
+    if (!stored) throw notFound(`artifact ${artifactId} not found`);
+    return stored;
+  });
+
   app.post('/tc/api/v1/artifact/delete', async (req) => {
     const artifactId = (req.body as { artifactId?: unknown } | undefined)?.artifactId;
     if (!isValidArtifactId(artifactId)) throw badRequest('artifactId must be a valid artifact id');

@@ -187,3 +187,18 @@ test('concurrent uploads of one id: the same bytes are both 200, other bytes 409
     await s.close();
   }
 });
+
+test('a build\'s context files come without a sha256: stored with the one their bytes have; the first upload of an id stays', async () => {
+  const s = await serve();
+  try {
+    const { data, meta } = layerOf(5_000);
+    const stored = await s.client.putLayer('ctx-files', { sizeBytes: meta.sizeBytes }, streamOf(data));
+    assert.equal(stored.sha256, meta.sha256);
+    assert.equal(stored.sizeBytes, 5_000);
+    const other = layerOf(100);
+    assert.equal((await s.client.putLayer('ctx-files', { sizeBytes: 100 }, streamOf(other.data))).sha256, meta.sha256, 'the same id again keeps what it holds');
+    assert.equal((await errorOf(s.client.putLayer('ctx-short', { sizeBytes: 10 }, streamOf(other.data)))).status, 400, 'more bytes than content-length said');
+  } finally {
+    await s.close();
+  }
+});

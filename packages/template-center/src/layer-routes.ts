@@ -21,9 +21,12 @@ export interface LayerRouteOptions {
 const SHA256_RE = /^[0-9a-f]{64}$/i;
 
 /**
- * PUT /tc/api/v1/layer/:layerId: a snapshot layer's tar, streamed into the artifact store, where
- * it then downloads and deletes as an artifact does. Registered in a scope of its own: the body
- * is the raw request, read without fastify's body limit.
+ * PUT /tc/api/v1/layer/:layerId: a snapshot layer's tar, or a template build's context files,
+ * streamed into the artifact store, where it then downloads and deletes as an artifact does.
+ * A layer comes with the sha256 its node computed, which the bytes must have; context files come
+ * without one (their id is the SDK's hash of the files, not of the archive) and are stored with
+ * the sha256 their bytes have. Registered in a scope of its own: the body is the raw request,
+ * read without fastify's body limit.
  */
 export async function registerLayerRoutes(app: FastifyInstance, store: ArtifactStore, opts: LayerRouteOptions = {}): Promise<void> {
   const freeBytes = opts.freeBytes ?? (async (dir: string) => { const s = await statfs(dir); return s.bavail * s.bsize; });
@@ -38,8 +41,8 @@ export async function registerLayerRoutes(app: FastifyInstance, store: ArtifactS
       const { layerId } = req.params;
       if (!isValidArtifactId(layerId)) throw badRequest('invalid layer id');
       const header = req.headers[LAYER_SHA256_HEADER];
-      if (typeof header !== 'string' || !SHA256_RE.test(header)) throw badRequest(`${LAYER_SHA256_HEADER} must be a sha256 of 64 hex digits`);
-      const sha256 = header.toLowerCase();
+      if (header !== undefined && (typeof header !== 'string' || !SHA256_RE.test(header))) throw badRequest(`${LAYER_SHA256_HEADER} must be a sha256 of 64 hex digits`);
+      const sha256 = header?.toLowerCase();
       const sizeBytes = contentLength(req.headers['content-length']);
       // A second upload of the same id waits for the first, then finds what it stored.
       return uploads.run(layerId, () => storeLayer(req, store, layerId, { sha256, sizeBytes }, { freeBytes, idleTimeoutMs }));
@@ -48,13 +51,13 @@ export async function registerLayerRoutes(app: FastifyInstance, store: ArtifactS
 }
 
 async function storeLayer(
-  req: FastifyRequest, store: ArtifactStore, layerId: string, meta: { sha256: string; sizeBytes: number },
+  req: FastifyRequest, store: ArtifactStore, layerId: string, meta: { sha256?: string; sizeBytes: number },
   { freeBytes, idleTimeoutMs }: { freeBytes: (dir: string) => Promise<number>; idleTimeoutMs: number },
 ): Promise<ArtifactStored> {
   // Answers before the body is read leave it to node, which reads and drops the rest.
   const existing = await store.get(layerId);
   if (existing) {
-    if (existing.sha256 !== meta.sha256) throw conflict(`layer ${layerId} is already stored with sha256 ${existing.sha256}`);
+    if (meta.sha256 && existing.sha256 !== meta.sha256) throw conflict(`layer ${layerId} is already stored with sha256 ${existing.sha256}`);
     return existing;
   }
   if (store.maxArtifactBytes !== undefined && meta.sizeBytes > store.maxArtifactBytes) {
@@ -93,8 +96,8 @@ async function storeLayer(
     }
     if (seen !== meta.sizeBytes) throw badRequest(`layer ${layerId}: ${seen} bytes arrived, content-length said ${meta.sizeBytes}; nothing kept`);
     const got = hash.digest('hex');
-    if (got !== meta.sha256) throw badRequest(`layer ${layerId}: the bytes that arrived have sha256 ${got}, ${LAYER_SHA256_HEADER} said ${meta.sha256}; nothing kept`);
-    return await store.put(layerId, part, meta, { move: true });
+    if (meta.sha256 && got !== meta.sha256) throw badRequest(`layer ${layerId}: the bytes that arrived have sha256 ${got}, ${LAYER_SHA256_HEADER} said ${meta.sha256}; nothing kept`);
+    return await store.put(layerId, part, { sha256: got, sizeBytes: seen }, { move: true });
   } finally {
     await rm(part, { force: true });
   }

@@ -2,7 +2,7 @@ import { constants } from 'node:os';
 import { ConnectError } from '../connect/code.ts';
 import type { ProcessConfig } from '@svc/contracts/envd/process/process_pb';
 import { exitInfo } from './exit-status.ts';
-import { ManagedProcess } from './managed-process.ts';
+import { ManagedProcess, type ProcessListener } from './managed-process.ts';
 import type { LaunchSpec } from './launch-spec.ts';
 import { SpawnerUnavailable, type SpawnedChild, type Spawner } from './spawner.ts';
 
@@ -15,10 +15,21 @@ export class SpawnedProcess extends ManagedProcess {
   readonly isPty = false;
   private stdinOpen: boolean;
   private stdinError: string | undefined;
+  /** The process starts with its output unread; the first subscriber (its Start call) lets it flow. */
+  private releaseStart: (() => void) | undefined;
 
   private constructor(private readonly child: SpawnedChild, config: ProcessConfig, tag: string | undefined, withStdin: boolean) {
     super(child.pid, config, tag);
     this.stdinOpen = withStdin;
+    this.releaseStart = this.holdOutput();
+  }
+
+  override subscribe(listener: ProcessListener): () => void {
+    const unsubscribe = super.subscribe(listener);
+    const release = this.releaseStart;
+    this.releaseStart = undefined;
+    release?.();
+    return unsubscribe;
   }
 
   static async start(spawner: Spawner, spec: LaunchSpec, groups: number[] | undefined, config: ProcessConfig, tag: string | undefined, withStdin: boolean): Promise<SpawnedProcess> {
@@ -33,6 +44,7 @@ export class SpawnedProcess extends ManagedProcess {
         env: spec.env,
         user: spec.uid === undefined ? undefined : { uid: spec.uid, gid: spec.gid ?? spec.uid, groups: groups ?? [] },
         withStdin,
+        paused: true,
       },
       {
         output: (kind, data) => deliver((p) => p.emitOutput(kind, data)),
@@ -55,8 +67,9 @@ export class SpawnedProcess extends ManagedProcess {
     if (this.stdinError) {
       return Promise.reject(new ConnectError('failed_precondition', `error writing to stdin of process ${this.pid}: ${this.stdinError}`));
     }
-    this.child.writeStdin(data);
-    return Promise.resolve();
+    return this.child.writeStdin(data).catch((err: Error) => {
+      throw new ConnectError('failed_precondition', `error writing to stdin of process ${this.pid}: ${this.stdinError ?? err.message}`);
+    });
   }
 
   closeStdin(): void {

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs';
 import { BUILT_SPAWNER } from '../testing/envd-process.ts';
 import { Spawner, SpawnerUnavailable, type SpawnRequest, type SpawnedChild } from './spawner.ts';
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const skip = !existsSync(BUILT_SPAWNER) || process.getuid?.() !== 0 ? 'needs root and dist/svc-spawner (npm run build)' : false;
 
 interface Run { child: SpawnedChild; stdout: () => string; stderr: () => string; ended: Promise<{ code: number | null; signal: number | null }>; stdinErrors: number[] }
@@ -26,8 +27,6 @@ async function start(spawner: Spawner, file: string, args: string[], more: Parti
   });
   return { child, stdout: () => stdout, stderr: () => stderr, ended, stdinErrors };
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('the spawner runs processes, relays their output and reports how they ended', { skip }, async () => {
   const spawner = Spawner.start(BUILT_SPAWNER, () => {});
@@ -66,8 +65,8 @@ test('the spawner: standard input, users with their groups, and starts that fail
   const spawner = Spawner.start(BUILT_SPAWNER, () => {});
   try {
     const cat = await start(spawner, '/bin/cat', [], { withStdin: true });
-    cat.child.writeStdin(Buffer.from('line one\n'));
-    cat.child.writeStdin(Buffer.alloc(200_000, 'x'));
+    await cat.child.writeStdin(Buffer.from('line one\n'));
+    await cat.child.writeStdin(Buffer.alloc(200_000, 'x'));
     cat.child.closeStdin();
     assert.deepEqual(await cat.ended, { code: 0, signal: null });
     assert.equal(cat.stdout().length, 9 + 200_000, 'stdin larger than a pipe goes through, then EOF');
@@ -77,7 +76,14 @@ test('the spawner: standard input, users with their groups, and starts that fail
 
     const gone = await start(spawner, '/bin/true', [], { withStdin: true });
     await gone.ended;
-    gone.child.writeStdin(Buffer.from('too late')); // the process has ended: dropped, no crash
+    await assert.rejects(gone.child.writeStdin(Buffer.from('too late')), /ended/);
+
+    // A process that reads nothing holds the writer once its pipe is full: the write waits.
+    const sleeper = await start(spawner, '/bin/sleep', ['30'], { withStdin: true });
+    const blocked = await Promise.race([sleeper.child.writeStdin(Buffer.alloc(1 << 20)).then(() => 'written', () => 'failed'), sleep(500).then(() => 'waiting')]);
+    assert.equal(blocked, 'waiting');
+    process.kill(sleeper.child.pid, 'SIGKILL');
+    await sleeper.ended;
 
     const nobody = await start(spawner, '/usr/bin/id', [], { user: { uid: 65534, gid: 65534, groups: [65534, 100] } });
     await nobody.ended;

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 
 const enum Frame {
   Spawn = 1, Stdin = 2, StdinClose = 3, Pause = 4, Resume = 5, Detach = 6,
-  Started = 10, Failed = 11, Stdout = 12, Stderr = 13, Exited = 14, StdinError = 15,
+  Started = 10, Failed = 11, Stdout = 12, Stderr = 13, Exited = 14, StdinError = 15, StdinWritten = 16,
 }
 
 const HEADER = 9;
@@ -21,6 +21,8 @@ export interface SpawnRequest {
   /** Switch to this user, its group and exactly these supplementary groups; absent: stay root. */
   user?: { uid: number; gid: number; groups: number[] };
   withStdin: boolean;
+  /** Read no output until resume(): nothing arrives before there is someone to give it to. */
+  paused?: boolean;
 }
 
 /** What a spawned process reports; `exited` comes once it is reaped and its output has closed. */
@@ -33,7 +35,8 @@ export interface SpawnEvents {
 /** A process started through the spawner. */
 export interface SpawnedChild {
   readonly pid: number;
-  writeStdin(data: Uint8Array): void;
+  /** Resolves once the bytes are in the process's pipe (so a process that reads nothing holds the writer). */
+  writeStdin(data: Uint8Array): Promise<void>;
   closeStdin(): void;
   pause(): void;
   resume(): void;
@@ -52,6 +55,8 @@ export class SpawnerUnavailable extends Error {}
 export class Spawner {
   private readonly pending = new Map<number, Pending>();
   private readonly live = new Map<number, SpawnEvents>();
+  /** Per process, the stdin writes the helper has not yet put into its pipe, oldest first. */
+  private readonly writes = new Map<number, Array<{ resolve(): void; reject(err: Error): void }>>();
   private nextId = 1;
   private buffered = Buffer.alloc(0);
   private gone: Error | undefined;
@@ -90,7 +95,7 @@ export class Spawner {
     const fixed = Buffer.alloc(24 + groups.length * 4);
     fixed.writeInt32LE(req.user ? req.user.uid : -1, 0);
     fixed.writeInt32LE(req.user ? req.user.gid : -1, 4);
-    fixed.writeUInt32LE(req.withStdin ? 1 : 0, 8);
+    fixed.writeUInt32LE((req.withStdin ? 1 : 0) | (req.paused ? 2 : 0), 8);
     fixed.writeUInt32LE(groups.length, 12);
     fixed.writeUInt32LE(req.args.length + 1, 16);
     fixed.writeUInt32LE(Object.keys(req.env).length, 20);
@@ -110,7 +115,16 @@ export class Spawner {
   private child(id: number, pid: number): SpawnedChild {
     return {
       pid,
-      writeStdin: (data) => { if (data.byteLength) this.send(Frame.Stdin, id, data); },
+      writeStdin: (data) => {
+        if (!data.byteLength) return Promise.resolve();
+        if (this.gone || !this.live.has(id)) return Promise.reject(new Error('the process has ended'));
+        return new Promise((resolve, reject) => {
+          const queue = this.writes.get(id) ?? [];
+          queue.push({ resolve, reject });
+          this.writes.set(id, queue);
+          this.send(Frame.Stdin, id, data);
+        });
+      },
       closeStdin: () => this.send(Frame.StdinClose, id),
       pause: () => this.send(Frame.Pause, id),
       resume: () => this.send(Frame.Resume, id),
@@ -156,14 +170,24 @@ export class Spawner {
     if (!events) return;
     if (type === Frame.Stdout) events.output('stdout', Buffer.from(payload));
     else if (type === Frame.Stderr) events.output('stderr', Buffer.from(payload));
-    else if (type === Frame.StdinError) events.stdinError(payload.readInt32LE(0));
-    else if (type === Frame.Exited) {
+    else if (type === Frame.StdinWritten) this.writes.get(id)?.shift()?.resolve();
+    else if (type === Frame.StdinError) {
+      const errno = payload.readInt32LE(0);
+      this.failWrites(id, new Error(`stdin: errno ${errno}`));
+      events.stdinError(errno);
+    } else if (type === Frame.Exited) {
       this.live.delete(id);
+      this.failWrites(id, new Error('the process has ended'));
       const status = payload.readInt32LE(0);
       // A wait status: the low 7 bits name a terminating signal, else the exit code is above them.
       const signal = status & 0x7f;
       events.exited(signal ? null : (status >> 8) & 0xff, signal || null);
     }
+  }
+
+  private failWrites(id: number, err: Error): void {
+    for (const w of this.writes.get(id) ?? []) w.reject(err);
+    this.writes.delete(id);
   }
 
   /** The helper is gone: pending starts fail, and processes it relayed end with their output lost. */
@@ -173,7 +197,10 @@ export class Spawner {
     this.log(`envd: ${err.message}; processes start without it from now on`);
     for (const p of this.pending.values()) p.reject(new SpawnerUnavailable(err.message));
     this.pending.clear();
-    for (const events of this.live.values()) events.exited(null, null);
+    for (const [id, events] of this.live) {
+      this.failWrites(id, err);
+      events.exited(null, null);
+    }
     this.live.clear();
   }
 }

@@ -29,10 +29,11 @@ function fakes() {
   const captures: Array<{ sandboxId: string; cacheKey?: string; envVars?: Record<string, string> }> = [];
   const killed: string[] = [];
   const snapshots: SnapshotDbRow[] = [];
+  const uploaded = new Set<string>();
   let exitCodes: Record<string, number> = {};
   let n = 0;
   return {
-    templates, execs, captures, killed,
+    templates, execs, captures, killed, uploaded,
     failCommand(command: string, code: number) { exitCodes = { [command]: code }; },
     ports: {
       templates: {
@@ -51,6 +52,10 @@ function fakes() {
         async resolveForCreate(ref: string) { if (ref !== 'base') throw notFound(`template ${ref} not found`); return base; },
         async idsFor(ref: string) { return [ref]; },
         async artifactRef() { return base.artifact; },
+      },
+      files: {
+        async input(hash: string) { return uploaded.has(hash) ? { url: `/internal/v1/template-files/${hash}`, sha256: 'c'.repeat(64), sizeBytes: 10 } : undefined; },
+        async uploadLink(hash: string, origin: string) { return uploaded.has(hash) ? { present: true } : { present: false, url: `${origin}/templates/files/${hash}?signed` }; },
       },
       sandboxes: {
         async create() { return { sandboxId: `sbx-${++n}`, nodeId: 'n1' } as SandboxRecord; },
@@ -190,6 +195,36 @@ for (const tdb of availableTestDatabases()) {
         assert.ok(f.templates.get(r.templateID)!.built);
       });
 
+      await t.test('COPY: the files route says whether the files are stored; the step feeds the archive to tar as root, then moves the source with its owner and mode', async () => {
+        const r = await builds.request({ name: 'copier' });
+        const hash = 'e'.repeat(64);
+        assert.deepEqual(await builds.filesLink('copier', hash, 'http://api.test'), { present: false, url: `http://api.test/templates/files/${hash}?signed` });
+        assert.equal(await statusOf(builds.filesLink('nothing', hash, 'http://api.test')), 404);
+        f.uploaded.add(hash);
+        assert.deepEqual(await builds.filesLink(r.templateID, hash, 'http://api.test'), { present: true });
+        f.execs.length = 0;
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps: [
+          { type: 'USER' as const, args: ['user'] },
+          { type: 'COPY' as const, args: ['src/*.js', 'app/', '', '0644'], filesHash: hash },
+          { type: 'COPY' as const, args: ['conf.json', '/etc/app.json', 'root'], filesHash: hash, gzip: false },
+        ] });
+        await builds.settled();
+        assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'ready');
+        const [unpack, move, unpack2, move2] = f.execs;
+        assert.equal(unpack.user, 'root');
+        assert.deepEqual(unpack.stdin, { url: `/internal/v1/template-files/${hash}`, sha256: 'c'.repeat(64), sizeBytes: 10 });
+        assert.match(unpack.command, /tar -xzf - -C "\$1"$/);
+        assert.match(unpack2.command, /tar -xf - -C "\$1"$/, 'an archive sent without gzip is read as it is');
+        assert.match(move.command, /^set -- '\/tmp\/\.svc-copy-2-e{16}\/src' 'app\/' 'user:' '0644' '\/tmp\/\.svc-copy-2-e{16}'; /, 'the source up to its glob, the owner the step\'s user');
+        assert.equal(move.user, 'root');
+        assert.match(move2.command, /^set -- '\/tmp\/\.svc-copy-3-e{16}\/conf\.json' '\/etc\/app\.json' 'root:' '' /);
+        f.uploaded.delete(hash);
+        const again = await builds.request({ name: 'copier' });
+        assert.equal(await statusOf(builds.start(again.templateID, again.buildID, { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['x', 'y'], filesHash: hash }] })), 400, 'files never uploaded');
+        await builds.start(again.templateID, again.buildID, { fromTemplate: 'base' });
+        await builds.settled();
+      });
+
       await t.test('an unknown base fails the build at step base', async () => {
         const r = await builds.request({ name: 'orphan' });
         await builds.start(r.templateID, r.buildID, { fromTemplate: 'nothing-here', steps: [] });
@@ -204,6 +239,12 @@ for (const tdb of availableTestDatabases()) {
         const bad = [
           {}, { fromTemplate: 'base', fromImage: 'e2bdev/base' }, { fromImage: 'ubuntu:22.04' },
           { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['a', 'b'] }] },
+          { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['a', 'b'], filesHash: 'f'.repeat(64) }] },
+          { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['/etc/passwd', 'b'], filesHash: 'e'.repeat(64) }] },
+          { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['../up', 'b'], filesHash: 'e'.repeat(64) }] },
+          { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['a', 'b', 'user', '999'], filesHash: 'e'.repeat(64) }] },
+          { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['a', 'b', 'bad owner'], filesHash: 'e'.repeat(64) }] },
+          { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['a', ''], filesHash: 'e'.repeat(64) }] },
           { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: [' '] }] },
           { fromTemplate: 'base', steps: [{ type: 'ENV' as const, args: ['ODD'] }] },
           { fromTemplate: 'base', steps: [{ type: 'ENV' as const, args: ['1BAD', 'x'] }] },

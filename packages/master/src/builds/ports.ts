@@ -1,6 +1,6 @@
 /** What the template builder needs from the rest of the master, as small interfaces. */
 import type { CreateSandboxInput, SandboxRecord } from '@svc/contracts/master';
-import type { NodeAgentClient } from '@svc/contracts/node-agent';
+import type { ExecInput, NodeAgentClient } from '@svc/contracts/node-agent';
 import type { ResolvedTemplate } from '../sandboxes/ports.ts';
 import type { SnapshotDbRow } from '../snapshots/repo.ts';
 import type { SnapshotRow } from '../snapshots/tables.ts';
@@ -27,4 +27,10 @@ export interface BuildSnapshots {
 
 export interface BuildNodes {
   client(nodeId: string): Promise<NodeAgentClient>;
+}
+
+/** Context files of COPY steps, as the store holds them (context-files.ts). */
+export interface BuildFiles {
+  input(hash: string): Promise<ExecInput | undefined>;
+  uploadLink(hash: string, origin: string): Promise<{ present: boolean; url?: string }>;
 }

@@ -24,6 +24,13 @@ export function registerBuildRoutes(app: FastifyInstance, builds: BuildService):
       await builds.removeTags(req.body.name, req.body.tags);
       return reply.status(204).send();
     });
+    on<{ Params: { templateID: string; hash: string } }>('GET', '/templates/{templateID}/files/{hash}', async (req, reply) => {
+      // The gateway passes on the address the SDK used: the upload URL is on it.
+      const proto = req.headers['x-forwarded-proto'] ?? req.protocol;
+      const host = req.headers['x-forwarded-host'] ?? req.headers.host;
+      reply.status(201);
+      return builds.filesLink(req.params.templateID, req.params.hash, `${proto}://${host}`);
+    });
     on<{ Params: { templateID: string } }>('GET', '/templates/{templateID}/tags', async (req) => builds.tags(req.params.templateID));
     type LogsQuery = { cursor?: number; direction?: 'forward' | 'backward'; level?: string; limit?: number };
     on<{ Params: { templateID: string; buildID: string }; Querystring: LogsQuery }>('GET', '/templates/{templateID}/builds/{buildID}/logs', async (req) => builds.logs(req.params.templateID, req.params.buildID, req.query));

@@ -5,7 +5,8 @@ import type { CreateSandboxInput } from '@svc/contracts/master';
 import type { E2bBuildRequest, E2bBuildRequested, E2bBuildStart, E2bBuildStatusAnswer } from '@svc/contracts/template-routes';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
 import { shellQuote, startAndWaitReady } from '../sandboxes/start-command.ts';
-import type { BuildNodes, BuildSandboxes, BuildSnapshots, BuilderTemplates } from './ports.ts';
+import type { ExecInput } from '@svc/contracts/node-agent';
+import type { BuildFiles, BuildNodes, BuildSandboxes, BuildSnapshots, BuilderTemplates } from './ports.ts';
 import type { BuildRepo } from './repo.ts';
 import type { BuildRow } from './tables.ts';
 
@@ -35,6 +36,8 @@ export interface BuildServiceDeps {
   sandboxes: BuildSandboxes;
   snapshots: BuildSnapshots;
   nodes: BuildNodes;
+  /** Context files of COPY steps (context-files.ts). */
+  files: BuildFiles;
   logger: Logger;
 }
 
@@ -98,6 +101,12 @@ export class BuildService {
     return rows.map((r) => ({ tag: r.tag, buildID: r.build_id, createdAt: new Date(Number(r.created_at)).toISOString() }));
   }
 
+  /** E2B's files route: whether a COPY step's files are stored, or where to upload them. */
+  async filesLink(templateRef: string, hash: string, origin: string): Promise<{ present: boolean; url?: string }> {
+    await this.templateIdOf(templateRef);
+    return this.d.files.uploadLink(hash, origin);
+  }
+
   /** The build snapshot a tag of the template names (a create of `name:tag`). */
   async snapshotOfTag(templateId: string, tag: string): Promise<string | undefined> {
     return (await this.d.repo.taggedBuild(templateId, tag))?.snapshot_id ?? undefined;
@@ -113,6 +122,11 @@ export class BuildService {
   async start(templateRef: string, buildId: string, spec: E2bBuildStart): Promise<void> {
     const b = await this.buildOf(templateRef, buildId);
     const base = checkSpec(spec);
+    for (const [i, s] of (spec.steps ?? []).entries()) {
+      if (s.type === 'COPY' && !(await this.d.files.input(s.filesHash!))) {
+        throw badRequest(`steps[${i}] (COPY ${s.args?.[0]}): its files (hash ${s.filesHash}) were not uploaded; the SDK uploads them before it starts the build`);
+      }
+    }
     if (!(await this.d.repo.transition(buildId, 'waiting', { status: 'building', spec: JSON.stringify(spec) }))) {
       throw conflict(`build ${buildId} was started already (it is ${(await this.d.repo.get(buildId))?.status})`);
     }
@@ -233,6 +247,8 @@ export class BuildService {
           await this.exec(node, sbx.sandboxId, { command: 'mkdir -p "$1"', args: [next.workdir], user: 'root', state: { ...state, workdir: '/' } }, n, log);
         } else if (step.type === 'RUN') {
           await this.exec(node, sbx.sandboxId, { command: args[0], user: args[1] || state.user, state }, n, log);
+        } else if (step.type === 'COPY') {
+          await this.copy(node, sbx.sandboxId, step, state, n, log);
         }
         state = next;
       }
@@ -251,14 +267,31 @@ export class BuildService {
     }
   }
 
+  /**
+   * A COPY step: the node agent feeds the uploaded archive to tar in the sandbox, then COPY_SCRIPT
+   * moves what the source names to the destination with its owner and mode (docs/templates.md).
+   */
+  private async copy(node: Awaited<ReturnType<BuildNodes['client']>>, sandboxId: string, step: Step, state: StepState, n: string, log: (level: Level, message: string) => Promise<void>): Promise<void> {
+    const [src, dest, owner, mode] = step.args ?? [];
+    const input = await this.d.files.input(step.filesHash!);
+    if (!input) throw new StepFailed(n, `step ${n}: the files of COPY ${src} are gone from the store; build again to upload them`);
+    const dir = `/tmp/.svc-copy-${n}-${step.filesHash!.slice(0, 16)}`;
+    const unpack = step.gzip === false ? 'tar -xf -' : 'tar -xzf -';
+    await this.exec(node, sandboxId, { command: `rm -rf "$1" && mkdir -p "$1" && ${unpack} -C "$1"`, args: [dir], user: 'root', state: { ...state, workdir: '/' }, stdin: input }, n, log);
+    const who = owner || state.user;
+    await this.exec(node, sandboxId, {
+      command: COPY_SCRIPT, args: [posix.join(dir, copySourceBase(src)), dest, who.includes(':') ? who : `${who}:`, mode ?? '', dir], user: 'root', state,
+    }, n, log);
+  }
+
   private async exec(
     node: Awaited<ReturnType<BuildNodes['client']>>, sandboxId: string,
-    c: { command: string; args?: string[]; user: string; state: { workdir: string; env: Record<string, string> } },
+    c: { command: string; args?: string[]; user: string; state: { workdir: string; env: Record<string, string> }; stdin?: ExecInput },
     step: string, log: (level: Level, message: string) => Promise<void>,
   ): Promise<void> {
     // Arguments reach the command as "$1"…, quoted, so a path is never re-read by the shell.
     const command = c.args?.length ? `set -- ${c.args.map(shellQuote).join(' ')}; ${c.command}` : c.command;
-    const r = await node.exec(sandboxId, { command, user: c.user, cwd: c.state.workdir, envVars: c.state.env, timeoutMs: STEP_TIMEOUT_MS })
+    const r = await node.exec(sandboxId, { command, user: c.user, cwd: c.state.workdir, envVars: c.state.env, timeoutMs: STEP_TIMEOUT_MS, ...(c.stdin ? { stdin: c.stdin } : {}) })
       .catch((err) => { throw new StepFailed(step, `step ${step} could not run: ${toSvcError(err).message}`); });
     const lines = [...r.stdout.split('\n').map((l) => ['info', l] as const), ...r.stderr.split('\n').map((l) => ['warn', l] as const)].filter(([, l]) => l !== '');
     for (const [level, line] of lines.slice(-STEP_LOG_LINES)) await log(level, line);
@@ -279,7 +312,14 @@ function checkSpec(spec: E2bBuildStart): string {
   for (const [i, s] of (spec.steps ?? []).entries()) {
     const args = s.args ?? [];
     const where = `steps[${i}] (${s.type})`;
-    if (s.type === 'COPY') throw badRequest(`${where}: COPY is not supported by this svc yet; RUN, ENV, WORKDIR and USER are`);
+    if (s.type === 'COPY') {
+      const [src, dest, owner, mode] = args;
+      if (!src || src.startsWith('/') || src.split('/').includes('..')) throw badRequest(`${where}: args[0] must be a path inside the build context`);
+      if (!dest) throw badRequest(`${where}: args[1] must be the destination`);
+      if (owner && !/^[a-z_][a-z0-9_.-]{0,31}(:[a-z_][a-z0-9_.-]{0,31})?$/i.test(owner)) throw badRequest(`${where}: ${owner} is not user or user:group`);
+      if (mode && !/^[0-7]{3,4}$/.test(mode)) throw badRequest(`${where}: mode ${mode} is not an octal mode`);
+      if (!s.filesHash || !/^[0-9a-f]{64}$/.test(s.filesHash)) throw badRequest(`${where}: filesHash must be the files hash of 64 hex digits`);
+    }
     if (s.type === 'RUN' && !args[0]?.trim()) throw badRequest(`${where}: args[0] must be the command`);
     if (s.type === 'ENV' && (args.length === 0 || args.length % 2 !== 0 || args.some((a, k) => k % 2 === 0 && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(a)))) {
       throw badRequest(`${where}: args must be name, value pairs with names of letters, digits and _`);
@@ -288,6 +328,35 @@ function checkSpec(spec: E2bBuildStart): string {
     if (s.type === 'USER' && !/^[a-z_][a-z0-9_.-]{0,31}$/i.test(args[0])) throw badRequest(`${where}: ${args[0]} is not a user name`);
   }
   return fromTemplate ?? 'base';
+}
+
+/**
+ * COPY's move, as root in the step's WORKDIR: "$1" what the source names in the unpacked archive,
+ * "$2" the destination (relative to WORKDIR; a trailing / means a directory), "$3" the owner,
+ * "$4" the mode or empty, "$5" the unpack directory, removed at the end. Docker's COPY semantics:
+ * a directory's contents merge into the destination, a file or symlink lands at it or in it.
+ */
+const COPY_SCRIPT = [
+  'src="$1"; dest="$2"; owner="$3"; mode="$4"',
+  'case "$dest" in /*) ;; *) dest="$(pwd)/$dest" ;; esac',
+  'if [ ! -e "$src" ] && [ ! -L "$src" ]; then echo "COPY: ${src#$5/} is not among the uploaded files" >&2; exit 1; fi',
+  'if [ -d "$src" ] && [ ! -L "$src" ]; then',
+  '  chown -R "$owner" "$src" && { [ -z "$mode" ] || chmod -R "$mode" "$src"; } || exit 1',
+  '  mkdir -p "$dest" && (cd "$src" && tar -cf - .) | tar -xf - -C "$dest" --keep-directory-symlink --no-overwrite-dir || exit 1',
+  'else',
+  '  chown -h "$owner" "$src" || exit 1',
+  '  if [ -n "$mode" ] && [ ! -L "$src" ]; then chmod "$mode" "$src" || exit 1; fi',
+  '  case "$dest" in */) mkdir -p "$dest" ;; *) mkdir -p "$(dirname "$dest")" ;; esac || exit 1',
+  '  mv -f "$src" "$dest" || exit 1',
+  'fi',
+  'rm -rf "$5"',
+].join('\n');
+
+/** The part of a COPY source before its first glob: the SDK's archive holds only what matched below it. */
+function copySourceBase(src: string): string {
+  const parts = src.replace(/^\.\//, '').split('/').filter((p) => p && p !== '.');
+  const glob = parts.findIndex((p) => /[*?[{]/.test(p));
+  return (glob < 0 ? parts : parts.slice(0, glob)).join('/');
 }
 
 /** What ENV, USER and WORKDIR steps set for the steps after them, and for the start command. */

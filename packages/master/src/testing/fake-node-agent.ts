@@ -135,13 +135,22 @@ export class FakeNodeAgent {
     app.post<{ Params: { id: string }; Body: ExecOnNode }>('/v1/sandboxes/:id/exec', async (req, reply) => {
       const b = req.body ?? ({} as ExecOnNode);
       const bad = typeof b.command !== 'string' || !b.command.trim() || (b.cwd !== undefined && !b.cwd.startsWith('/'))
-        || (b.user !== undefined && !/^[a-z_][a-z0-9_.-]{0,31}$/i.test(b.user)) || (b.timeoutMs !== undefined && !(b.timeoutMs >= 1));
+        || (b.user !== undefined && !/^[a-z_][a-z0-9_.-]{0,31}$/i.test(b.user)) || (b.timeoutMs !== undefined && !(b.timeoutMs >= 1))
+        || (b.stdin !== undefined && !/^(https?:\/\/|\/)/.test(b.stdin.url ?? ''));
       if (bad) return reply.status(400).send({ code: 400, message: 'bad exec request' });
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
       this.calls.push(`exec ${req.params.id} ${b.command}`);
-      const r = spawnSync('/bin/sh', ['-c', b.command], { cwd: b.cwd ?? '/', env: { PATH: process.env.PATH, ...b.envVars }, encoding: 'utf8', timeout: b.timeoutMs ?? 600_000 });
+      let input: Buffer | undefined;
+      if (b.stdin) {
+        const res = await fetch(b.stdin.url);
+        input = Buffer.from(await res.arrayBuffer());
+        if (!res.ok || createHash('sha256').update(input).digest('hex') !== b.stdin.sha256 || input.length !== b.stdin.sizeBytes) {
+          return reply.status(502).send({ code: 502, message: `exec input: ${res.status}, or sha256 or size mismatch` });
+        }
+      }
+      const r = spawnSync('/bin/sh', ['-c', b.command], { cwd: b.cwd ?? '/', env: { PATH: process.env.PATH, ...b.envVars }, encoding: 'utf8', timeout: b.timeoutMs ?? 600_000, input });
       return { exitCode: r.status ?? 124, stdout: r.stdout, stderr: r.stderr };
     });
     app.get('/v1/layers', async () => [...this.layers.values()]);

@@ -18,6 +18,8 @@ export interface HelperRequest {
   cmd: string;
   args: string[];
   input?: string;
+  /** A file to read the command's standard input from (large or binary input). */
+  inputFile?: string;
   timeoutMs?: number;
   env?: Record<string, string | undefined>;
   /** Append stdout and stderr to this file instead of capturing them (stdin is then empty). */
@@ -61,14 +63,21 @@ function helperMain(): void {
       child.once('error', (err) => { clearTimeout(timer); if (!answered) { answered = true; failed(r.id, err); } });
       return;
     }
-    const logFd = r.logPath ? fs.openSync(r.logPath, 'a', 0o600) : undefined;
+    let logFd: number | undefined;
+    let inputFd: number | undefined;
     let child: import('node:child_process').ChildProcess;
     try {
+      logFd = r.logPath ? fs.openSync(r.logPath, 'a', 0o600) : undefined;
+      inputFd = r.inputFile ? fs.openSync(r.inputFile, 'r') : undefined;
       // With a log file, nothing of the helper is handed on: a daemon it starts (runsc's sandbox)
       // holds that file only.
-      child = childProcess.spawn(r.cmd, r.args, { stdio: logFd === undefined ? 'pipe' : ['ignore', logFd, logFd], env });
+      child = childProcess.spawn(r.cmd, r.args, { stdio: logFd !== undefined ? ['ignore', logFd, logFd] : [inputFd ?? 'pipe', 'pipe', 'pipe'], env });
+    } catch (err) {
+      failed(r.id, err as NodeJS.ErrnoException);
+      return;
     } finally {
       if (logFd !== undefined) fs.closeSync(logFd);
+      if (inputFd !== undefined) fs.closeSync(inputFd);
     }
     let stdout = '';
     let stderr = '';

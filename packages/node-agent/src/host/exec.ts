@@ -8,6 +8,8 @@ export interface RunResult {
 
 export interface RunOptions {
   input?: string;
+  /** Standard input from this file instead (large or binary input). */
+  inputFile?: string;
   timeoutMs?: number;
   /** Resolve with the exit code instead of throwing on a non-zero exit. */
   allowFail?: boolean;
@@ -30,7 +32,7 @@ export class CommandError extends Error {
  * the fork does not stall this process: host/command-helper.ts).
  */
 export async function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
-  const reply = await commandHelper.request({ cmd, args, input: opts.input, timeoutMs: opts.timeoutMs, env: opts.env, logPath: opts.logPath });
+  const reply = await commandHelper.request({ cmd, args, input: opts.input, inputFile: opts.inputFile, timeoutMs: opts.timeoutMs, env: opts.env, logPath: opts.logPath });
   const startError = CommandHelper.startError(reply);
   if (startError) throw startError;
   const result = { code: exitCodeOf(reply), stdout: reply.stdout ?? '', stderr: reply.stderr ?? '' };

@@ -115,5 +115,6 @@ export interface RuntimeDriver {
   captureLayer(ref: InstanceRef, archivePath: string): Promise<void>;
   /** Runs a command in the instance beside envd (tests and benchmarks). */
   /** `flags`: the runtime's own (runsc exec: --user, --cwd, --env). */
-  exec(ref: InstanceRef, argv: string[], opts?: { detach?: boolean; timeoutMs?: number; flags?: string[] }): Promise<RunResult>;
+  /** `inputFile`: the command's standard input is read from this host file. */
+  exec(ref: InstanceRef, argv: string[], opts?: { detach?: boolean; timeoutMs?: number; flags?: string[]; inputFile?: string }): Promise<RunResult>;
 }

@@ -2,6 +2,7 @@ import { SvcError, badRequest, conflict, notFound, type Logger } from '@svc/comm
 import { admissionRefusal, EXEC_OUTPUT_LIMIT, type ArtifactOnNode, type CreateSandboxOnNode, type ExecOnNode, type ExecResultOnNode, type NetworkUpdateOnNode, type EndedSandbox, type EnsureArtifact, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SandboxMetrics } from '@svc/contracts/node-agent';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import type { LayerStore } from '../artifacts/layer-store.ts';
+import type { ExecInputs } from '../artifacts/exec-input.ts';
 import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
 import { DEFAULT_POLICY, normalizePolicy, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
@@ -25,6 +26,8 @@ export interface SandboxServiceDeps {
   artifacts: ArtifactStore;
   /** Writable layers captured from sandboxes (snapshots). */
   layers: LayerStore;
+  /** Standard input of execs, downloaded first (a build's context files). */
+  execInputs: ExecInputs;
   firewall: Firewall;
   records: RecordStore;
   capacity: { cpuCount: number; memoryMB: number };
@@ -284,7 +287,7 @@ export class SandboxService {
    * Runs a shell command in a running sandbox to its end (the template builder's steps): as root
    * through runsc, or as the user named, whose uid, gid and home the image's own passwd gives.
    */
-  async exec(id: string, req: Required<ExecOnNode>): Promise<ExecResultOnNode> {
+  async exec(id: string, req: Required<Omit<ExecOnNode, 'stdin'>> & Pick<ExecOnNode, 'stdin'>): Promise<ExecResultOnNode> {
     const inst = this.find(id);
     if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before running commands in it`);
     const env = { ...req.envVars };
@@ -298,7 +301,8 @@ export class SandboxService {
       env.USER ??= req.user;
     }
     for (const [k, v] of Object.entries(env)) flags.push(`--env=${k}=${v}`);
-    const r = await this.d.driver.exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, flags });
+    const run = (inputFile?: string) => this.d.driver.exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, flags, inputFile });
+    const r = req.stdin ? await this.d.execInputs.with(req.stdin, run) : await run();
     const killed = r.stderr.endsWith(`(killed after ${req.timeoutMs} ms)`);
     const tail = (text: string) => (Buffer.byteLength(text) > EXEC_OUTPUT_LIMIT ? Buffer.from(text).subarray(-EXEC_OUTPUT_LIMIT).toString('utf8') : text);
     const truncated = Buffer.byteLength(r.stdout) > EXEC_OUTPUT_LIMIT || Buffer.byteLength(r.stderr) > EXEC_OUTPUT_LIMIT;

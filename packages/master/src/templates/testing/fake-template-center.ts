@@ -67,15 +67,20 @@ export class FakeTemplateCenter {
       const stored = this.files.get(layerId);
       if (stored) {
         const record = this.stored(layerId, stored);
-        if (record.sha256 !== sha256) return reply.status(409).send({ code: 409, message: `layer ${layerId} is stored with another sha256` });
+        if (sha256 && record.sha256 !== sha256) return reply.status(409).send({ code: 409, message: `layer ${layerId} is stored with another sha256` });
         return record;
       }
       const record = this.stored(layerId, data);
-      if (record.sha256 !== sha256 || data.length !== Number(req.headers['content-length'])) {
+      if ((sha256 && record.sha256 !== sha256) || data.length !== Number(req.headers['content-length'])) {
         return reply.status(400).send({ code: 400, message: `layer ${layerId}: sha256 or size do not match what arrived` });
       }
       this.files.set(layerId, data);
       return record;
+    });
+    app.get<{ Params: { id: string } }>('/tc/api/v1/artifact/:id/info', async (req, reply) => {
+      const data = this.files.get(req.params.id);
+      if (!data) return reply.status(404).send({ code: 404, message: 'no such artifact' });
+      return this.stored(req.params.id, data);
     });
     app.route<{ Params: { id: string } }>({
       method: ['GET', 'HEAD'], url: '/tc/api/v1/artifact/:id',

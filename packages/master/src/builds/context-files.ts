@@ -1,0 +1,97 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { badRequest, notFound, sameSecret, unauthorized, type Logger } from '@svc/common';
+import { CONTEXT_FILES_UPLOAD_PATH, isContextFilesHash } from '@svc/contracts';
+import type { ExecInput } from '@svc/contracts/node-agent';
+import type { TemplateCenterClient } from '@svc/contracts/template-center';
+import { relayFromTemplateCenter } from '../templates/index.ts';
+
+/** How long an upload URL is good for. */
+const UPLOAD_URL_TTL_SEC = 3600;
+const DOWNLOAD_PATH = '/internal/v1/template-files';
+
+/**
+ * A template build's context files (E2B's COPY, docs/templates.md "Copying files"): the SDK asks
+ * whether the archive of a files hash is present and, when not, PUTs it to a signed URL of the
+ * public API (no API key: the signature is the credential, as E2B's presigned URLs are). The
+ * archive goes into the template center's artifact store as `ctx-<hash>`; a build's COPY step
+ * has the node agent download it through the master and unpack it in the build sandbox.
+ */
+export class ContextFiles {
+  private readonly signingKey: string;
+
+  constructor(private readonly d: { templateCenter: TemplateCenterClient; masterAddr: string; signingKey: string; logger: Logger; now?: () => number }) {
+    if (!d.signingKey) d.logger.warn('master.upload_signing_key is empty: upload URLs of build files are signed with a key of this process and work only on this master until it restarts');
+    this.signingKey = d.signingKey || randomBytes(32).toString('hex');
+  }
+
+  /** What the store holds for a files hash: enough for a node to download and check it. */
+  async input(hash: string): Promise<ExecInput | undefined> {
+    const stored = await this.d.templateCenter.artifactInfo(artifactIdOf(hash));
+    if (!stored) return undefined;
+    return { url: `${this.d.masterAddr.replace(/\/+$/, '')}${DOWNLOAD_PATH}/${hash}`, sha256: stored.sha256, sizeBytes: stored.sizeBytes };
+  }
+
+  /** E2B's GET /templates/{templateID}/files/{hash}: present, or where to upload it. */
+  async uploadLink(hash: string, origin: string): Promise<{ present: boolean; url?: string }> {
+    if (!isContextFilesHash(hash)) throw badRequest('hash must be the files hash of 64 hex digits');
+    if (await this.input(hash)) return { present: true };
+    const expires = Math.floor(this.now() / 1000) + UPLOAD_URL_TTL_SEC;
+    return { present: false, url: `${origin.replace(/\/+$/, '')}${CONTEXT_FILES_UPLOAD_PATH}/${hash}?expires=${expires}&signature=${this.sign(hash, expires)}` };
+  }
+
+  async delete(hash: string): Promise<void> {
+    await this.d.templateCenter.deleteArtifact(artifactIdOf(hash));
+  }
+
+  /** The upload route (public, through the gateway) and the nodes' download route. */
+  async registerRoutes(app: FastifyInstance): Promise<void> {
+    app.route<{ Params: { hash: string } }>({
+      method: ['GET', 'HEAD'], url: `${DOWNLOAD_PATH}/:hash`, exposeHeadRoute: false,
+      handler: async (req, reply) => {
+        if (!isContextFilesHash(req.params.hash)) throw badRequest('hash must be 64 hex digits');
+        return relayFromTemplateCenter(reply, this.d.templateCenter, artifactIdOf(req.params.hash), req.method === 'HEAD');
+      },
+    });
+    await app.register(async (scope) => {
+      scope.removeAllContentTypeParsers();
+      // The handler streams req.raw into the store itself.
+      scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
+      scope.put<{ Params: { hash: string }; Querystring: { expires?: string; signature?: string } }>(`${CONTEXT_FILES_UPLOAD_PATH}/:hash`, async (req, reply) => {
+        const { hash } = req.params;
+        if (!isContextFilesHash(hash)) throw notFound('no such upload');
+        this.checkSignature(hash, req.query.expires, req.query.signature);
+        const sizeBytes = contentLength(req);
+        await this.d.templateCenter.putLayer(artifactIdOf(hash), { sizeBytes }, req.raw);
+        return reply.status(200).send({ hash, sizeBytes });
+      });
+    });
+  }
+
+  private checkSignature(hash: string, expires: string | undefined, signature: string | undefined): void {
+    if (!expires || !signature) throw unauthorized('the upload URL lacks its expires and signature parameters; ask GET /templates/{templateID}/files/{hash} for one');
+    const at = /^\d{1,12}$/.test(expires) ? Number(expires) : NaN;
+    // The signature is checked first, so an expired URL is told apart only once it is genuine.
+    if (!Number.isFinite(at) || !sameSecret(signature, this.sign(hash, at))) throw unauthorized('the upload URL\'s signature is not valid');
+    if (at * 1000 < this.now()) throw unauthorized('the upload URL has expired; ask for a new one');
+  }
+
+  private sign(hash: string, expires: number): string {
+    return createHmac('sha256', this.signingKey).update(`PUT ${CONTEXT_FILES_UPLOAD_PATH}/${hash} ${expires}`).digest('hex');
+  }
+
+  private now(): number {
+    return this.d.now?.() ?? Date.now();
+  }
+}
+
+function artifactIdOf(hash: string): string {
+  return `ctx-${hash}`;
+}
+
+function contentLength(req: FastifyRequest): number {
+  const v = req.headers['content-length'];
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n)) throw badRequest('content-length is required: the archive is uploaded with its size');
+  return n;
+}
