@@ -206,6 +206,44 @@ test('a request body is streamed to the sandbox as it is sent', async () => {
   assert.equal(seen.join(''), 'got:one;got:two;end');
 });
 
+test('a backend that answers before reading the upload: the client, kept alive or closing, reads the answer after its whole upload', async () => {
+  const port = Number(new URL(p.proxy.httpUrl).port);
+  const body = Buffer.alloc(8 * 1024 * 1024, 'x');
+  up.custom = (req, res) => {
+    if (req.url !== '/too-big') return false;
+    // Answers at once and then reads the rest (as envd does for an oversized /init).
+    res.writeHead(413, { 'content-type': 'application/json', 'content-length': '17' });
+    res.end('{"code":413,"m":1}'.slice(0, 17));
+    req.resume();
+    return true;
+  };
+  try {
+    // A client that sends its whole upload before it reads anything, on a connection it closes
+    // after this request: the answer must survive until then (a reset would discard it).
+    for (let i = 0; i < 3; i++) {
+      const answer = await new Promise<string>((resolve) => {
+        const sock = connect(port, '127.0.0.1');
+        let got = '';
+        sock.on('error', (err: NodeJS.ErrnoException) => resolve(`error ${err.code}`));
+        sock.on('data', (d) => { got += d.toString('latin1'); });
+        sock.on('end', () => resolve(got.split('\r\n')[0]));
+        sock.pause();
+        void (async () => {
+          sock.write(`POST /too-big HTTP/1.1\r\nHost: ${sandboxHost(up.port, 'sbxa')}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`);
+          for (let at = 0; at < body.length; at += 1024 * 1024) {
+            if (!sock.write(body.subarray(at, at + 1024 * 1024))) await new Promise((r) => sock.once('drain', r));
+            await new Promise((r) => setTimeout(r, 20));
+          }
+          sock.resume();
+        })();
+      });
+      assert.equal(answer, 'HTTP/1.1 413 Payload Too Large', `#${i}`);
+    }
+  } finally {
+    up.custom = undefined;
+  }
+});
+
 test('POST with Content-Length arrives whole', async () => {
   const r = await call(p.proxy.httpUrl, { method: 'POST', host: sandboxHost(up.port, 'sbxa'), path: '/echo', body: 'hello body', headers: { 'content-type': 'text/plain' } });
   assert.equal(r.json().body, 'hello body');

@@ -134,20 +134,22 @@ export class HttpExchange implements ResponseSink {
   onComplete(trailers: string[] | undefined): void {
     this.completed = true;
     if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(pairs(trailers));
-    this.res.end();
     if (this.bodyStarted && !this.req.complete) this.abandonRequestBody();
+    else this.res.end();
   }
 
   /**
    * The backend answered before it read the whole body (an early error): stop forwarding, drop
    * the connection (it is mid-body, so it can serve no other request), and read the rest of the
-   * client's upload so that the client gets to read the answer instead of stalling or a reset.
+   * client's upload before ending the answer. Ended at once, the answer would let node close a
+   * `Connection: close` client's socket under its upload, which then sees a reset (EPIPE) instead
+   * of the answer already written to it.
    */
   private abandonRequestBody(): void {
     const conn = this.conn;
     this.conn = undefined;
     conn?.destroy();
-    void drainRequest(this.req);
+    void drainRequest(this.req).then(() => this.res.end());
   }
 
   onFailure(err: NodeJS.ErrnoException, responseStarted: boolean): void {

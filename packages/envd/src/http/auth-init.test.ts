@@ -141,9 +141,11 @@ test('an oversized /init is answered 413 with the JSON body after the whole uplo
   const { request } = await import('node:http');
   const url = new URL(`${envd.url}/init`);
   const body = Buffer.from(JSON.stringify({ envVars: { A: '1' }, pad: 'x'.repeat(11 * 1024 * 1024) }));
-  for (let i = 0; i < 3; i++) {
+  // Twice on a kept-alive connection, twice as a client that closes after each request (agent:
+  // false sends Connection: close, and the socket must stay open until the upload is read).
+  for (let i = 0; i < 4; i++) {
     const answer = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = request({ host: url.hostname, port: url.port, path: '/init', method: 'POST',
+      const req = request({ host: url.hostname, port: url.port, path: '/init', method: 'POST', ...(i >= 2 ? { agent: false } : {}),
         headers: { 'content-type': 'application/json', 'content-length': body.length, 'x-access-token': 'first-token' } }, (res) => {
         let text = '';
         res.on('data', (d) => { text += d; });
@@ -155,4 +157,23 @@ test('an oversized /init is answered 413 with the JSON body after the whole uplo
     assert.equal(answer.status, 413, answer.text);
     assert.match(JSON.parse(answer.text).message, /larger than the limit/);
   }
+  // A client that sends all of it before reading, on a connection it closes: a reset would discard the answer.
+  const { connect } = await import('node:net');
+  const raw = await new Promise<string>((resolve) => {
+    const sock = connect(Number(url.port), url.hostname);
+    let got = '';
+    sock.on('error', (err: NodeJS.ErrnoException) => resolve(`error ${err.code}`));
+    sock.on('data', (d) => { got += d.toString('latin1'); });
+    sock.on('end', () => resolve(got.split('\r\n')[0]));
+    sock.pause();
+    void (async () => {
+      sock.write(`POST /init HTTP/1.1\r\nHost: envd\r\nConnection: close\r\nX-Access-Token: first-token\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
+      for (let at = 0; at < body.length; at += 1024 * 1024) {
+        if (!sock.write(body.subarray(at, at + 1024 * 1024))) await new Promise((r) => sock.once('drain', r));
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      sock.resume();
+    })();
+  });
+  assert.equal(raw, 'HTTP/1.1 413 Payload Too Large');
 });

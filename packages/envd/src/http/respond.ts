@@ -16,8 +16,22 @@ export function sendError(res: ServerResponse, status: number, message: string):
     'x-content-type-options': 'nosniff',
     'content-length': Buffer.byteLength(body),
   });
-  res.end(body);
+  // The answer is written now but ended once the upload is read: ended earlier, node would close
+  // a `Connection: close` client's socket under its upload, which then sees a reset, not this.
+  const req = res.req;
+  if (!req || req.complete || req.destroyed) {
+    res.end(body);
+    return;
+  }
+  res.write(body);
+  const end = () => { clearTimeout(timer); if (!res.writableEnded) res.end(); };
+  const timer = setTimeout(end, UPLOAD_DRAIN_MS);
+  req.once('end', end);
+  req.once('close', end);
 }
+
+/** How long an early error answer waits for the rest of the upload before it ends anyway. */
+const UPLOAD_DRAIN_MS = 30_000;
 
 /** An error of a plain HTTP route whose status has no Connect code (406, 507). */
 export class HttpError extends Error {
