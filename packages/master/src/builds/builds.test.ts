@@ -30,10 +30,12 @@ function fakes() {
   const killed: string[] = [];
   const snapshots: SnapshotDbRow[] = [];
   const uploaded = new Set<string>();
+  /** Image templates the builder asked for, by image, and how their builds stand. */
+  const images = new Map<string, { id: string; status: string; error: string | null; auth?: unknown }>();
   let exitCodes: Record<string, number> = {};
   let n = 0;
   return {
-    templates, execs, captures, killed, uploaded,
+    templates, execs, captures, killed, uploaded, images,
     failCommand(command: string, code: number) { exitCodes = { [command]: code }; },
     ports: {
       templates: {
@@ -47,9 +49,21 @@ function fakes() {
         async builderBuilt(id: string, r: { snapshotId: string }) { templates.get(id)!.built = r.snapshotId; },
         async builderFailed(id: string, error: string) { templates.get(id)!.failed = error; },
         async idOf(ref: string) { return [...templates.values()].find((t) => t.row.alias === ref || t.row.template_id === ref)?.row.template_id; },
+        async imageTemplate(image: string, auth?: unknown) {
+          const have = images.get(image);
+          if (have) return have.id;
+          const made = { id: `tpl-img-${++n}`, status: 'building', error: null, auth };
+          images.set(image, made);
+          return made.id;
+        },
+        async buildState(id: string) { return [...images.values()].find((i) => i.id === id); },
       },
       resolver: {
-        async resolveForCreate(ref: string) { if (ref !== 'base') throw notFound(`template ${ref} not found`); return base; },
+        async resolveForCreate(ref: string) {
+          if (ref.startsWith('tpl-img-')) return { ...base, templateId: ref, alias: undefined, artifact: { ...base.artifact, artifactId: `art-${ref}`, sha256: 'b'.repeat(64) } };
+          if (ref !== 'base') throw notFound(`template ${ref} not found`);
+          return base;
+        },
         async idsFor(ref: string) { return [ref]; },
         async artifactRef() { return base.artifact; },
       },
@@ -225,6 +239,34 @@ for (const tdb of availableTestDatabases()) {
         await builds.settled();
       });
 
+      await t.test('fromImage: the build waits for a template of the image (made once, with the credentials given), then runs on it; an image that fails fails the build at base', async () => {
+        const r = await builds.request({ name: 'on-image' });
+        await builds.start(r.templateID, r.buildID, { fromImage: 'registry.test/app:1', fromImageRegistry: { type: 'registry', username: 'me', password: 'pw' }, steps: [{ type: 'RUN' as const, args: ['echo on image'] }] });
+        await new Promise((res) => setTimeout(res, 300));
+        assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'building', 'waiting for the image');
+        const img = f.images.get('registry.test/app:1')!;
+        assert.deepEqual(img.auth, { username: 'me', password: 'pw' });
+        img.status = 'ready';
+        await builds.settled();
+        const s = await builds.status(r.templateID, r.buildID, {});
+        assert.equal(s!.status, 'ready', JSON.stringify(s));
+        assert.ok(s!.logEntries.some((e) => e.message === `Base image registry.test/app:1 is template ${img.id}`));
+
+        const again = await builds.request({ name: 'on-image-2' });
+        await builds.start(again.templateID, again.buildID, { fromImage: 'registry.test/app:1', fromImageRegistry: { type: 'gcp', serviceAccountJson: '{"k":1}' } });
+        await builds.settled();
+        assert.equal((await builds.status(again.templateID, again.buildID, {}))!.status, 'ready', 'the same image again: its template is reused');
+        assert.equal(f.images.size, 1);
+
+        const broken = await builds.request({ name: 'on-broken-image' });
+        f.images.set('registry.test/broken:1', { id: 'tpl-img-broken', status: 'failed', error: 'manifest unknown' });
+        await builds.start(broken.templateID, broken.buildID, { fromImage: 'registry.test/broken:1' });
+        await builds.settled();
+        const bs = await builds.status(broken.templateID, broken.buildID, {});
+        assert.equal(bs!.status, 'error');
+        assert.deepEqual(bs!.reason, { message: 'the image registry.test/broken:1 could not be made a template: manifest unknown', step: 'base' });
+      });
+
       await t.test('an unknown base fails the build at step base', async () => {
         const r = await builds.request({ name: 'orphan' });
         await builds.start(r.templateID, r.buildID, { fromTemplate: 'nothing-here', steps: [] });
@@ -237,7 +279,11 @@ for (const tdb of availableTestDatabases()) {
         assert.equal(await statusOf(builds.request({})), 400);
         const r = await builds.request({ name: 'checked' });
         const bad = [
-          {}, { fromTemplate: 'base', fromImage: 'e2bdev/base' }, { fromImage: 'ubuntu:22.04' },
+          {}, { fromTemplate: 'base', fromImage: 'e2bdev/base' },
+          { fromImage: 'ubuntu:22.04', fromImageRegistry: { type: 'aws', awsAccessKeyId: 'a', awsSecretAccessKey: 'b', awsRegion: 'c' } },
+          { fromImage: 'ubuntu:22.04', fromImageRegistry: { type: 'registry', username: 'u' } },
+          { fromImage: 'ubuntu:22.04', fromImageRegistry: { type: 'gcp' } },
+          { fromImage: 'ubuntu:22.04', fromImageRegistry: { type: 'other' } },
           { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['a', 'b'] }] },
           { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['a', 'b'], filesHash: 'f'.repeat(64) }] },
           { fromTemplate: 'base', steps: [{ type: 'COPY' as const, args: ['/etc/passwd', 'b'], filesHash: 'e'.repeat(64) }] },

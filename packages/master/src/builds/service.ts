@@ -24,6 +24,9 @@ const TAG = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** A build silent this long is abandoned (failAbandoned); a requested one never started, after WAITING_LIMIT_MS. */
 const SILENT_LIMIT_MS = STEP_TIMEOUT_MS + 10 * 60_000;
 const WAITING_LIMIT_MS = 24 * 3600_000;
+/** How long a build waits for the template of its `fromImage` (a pull and an ext4 build). */
+const IMAGE_BASE_LIMIT_MS = 20 * 60_000;
+const IMAGE_POLL_MS = 1_000;
 
 type Step = NonNullable<E2bBuildStart['steps']>[number];
 type Level = 'debug' | 'info' | 'warn' | 'error';
@@ -187,14 +190,37 @@ export class BuildService {
     return b;
   }
 
-  private async run(b: BuildRow, baseRef: string, spec: E2bBuildStart): Promise<void> {
+  /** An image base: its template (made, or one made before), once its pull and build are done. */
+  private async imageBase(base: Extract<BaseSpec, { kind: 'image' }>, log: (level: Level, message: string) => Promise<void>): Promise<string> {
+    await log('info', `Base image ${base.image}: pulling it as a template`);
+    const id = await this.d.templates.imageTemplate(base.image, base.auth).catch((err) => {
+      throw new StepFailed('base', `the image ${base.image} cannot be used: ${toSvcError(err).message}`);
+    });
+    const until = Date.now() + IMAGE_BASE_LIMIT_MS;
+    let said = Date.now();
+    for (;;) {
+      const state = await this.d.templates.buildState(id);
+      if (!state) throw new StepFailed('base', `the template ${id} of image ${base.image} was deleted`);
+      if (state.status === 'ready') break;
+      if (state.status === 'failed') throw new StepFailed('base', `the image ${base.image} could not be made a template: ${state.error ?? 'its build failed'}`);
+      if (Date.now() > until) throw new StepFailed('base', `the image ${base.image} was not ready after ${IMAGE_BASE_LIMIT_MS / 60_000} minutes`);
+      // A line a minute keeps the abandoned-build sweep away while a large image is pulled.
+      if (Date.now() - said > 60_000) { said = Date.now(); await log('info', `Still pulling ${base.image} (template ${id})`); }
+      await new Promise((r) => setTimeout(r, IMAGE_POLL_MS));
+    }
+    await log('info', `Base image ${base.image} is template ${id}`);
+    return id;
+  }
+
+  private async run(b: BuildRow, baseSpec: BaseSpec, spec: E2bBuildStart): Promise<void> {
     let seq = 0;
     const log = async (level: Level, message: string) => {
       await this.d.repo.appendLog(b.build_id, seq++, { at: Date.now(), level, message });
     };
     const steps = spec.steps ?? [];
     try {
-      await log('info', `Building from ${baseRef}: ${steps.length} step(s)`);
+      const baseRef = baseSpec.kind === 'template' ? baseSpec.ref : await this.imageBase(baseSpec, log);
+      await log('info', `Building from ${baseSpec.kind === 'template' ? baseRef : baseSpec.image}: ${steps.length} step(s)`);
       const base = await this.d.resolver.resolveForCreate(baseRef).catch((err) => {
         throw new StepFailed('base', `the base ${baseRef} cannot be used: ${toSvcError(err).message}`);
       });
@@ -302,13 +328,13 @@ export class BuildService {
   }
 }
 
+/** What a build starts from: a template, or a registry image (made a template first). */
+type BaseSpec = { kind: 'template'; ref: string } | { kind: 'image'; image: string; auth?: { username: string; password: string } };
+
 /** The base a start request names, after its checks (each a 400 naming what is wrong). */
-function checkSpec(spec: E2bBuildStart): string {
+function checkSpec(spec: E2bBuildStart): BaseSpec {
   const { fromImage, fromTemplate } = spec;
   if (!!fromImage === !!fromTemplate) throw badRequest('exactly one of fromImage and fromTemplate must be given');
-  if (fromImage && !E2B_DEFAULT_IMAGE.test(fromImage)) {
-    throw badRequest(`fromImage ${fromImage}: this svc builds from templates and from e2bdev/base (its base template); make an image a template first (svc tpl create --image) and build from it with fromTemplate`);
-  }
   for (const [i, s] of (spec.steps ?? []).entries()) {
     const args = s.args ?? [];
     const where = `steps[${i}] (${s.type})`;
@@ -327,7 +353,29 @@ function checkSpec(spec: E2bBuildStart): string {
     if ((s.type === 'WORKDIR' || s.type === 'USER') && (args.length !== 1 || !args[0])) throw badRequest(`${where}: args must be one value`);
     if (s.type === 'USER' && !/^[a-z_][a-z0-9_.-]{0,31}$/i.test(args[0])) throw badRequest(`${where}: ${args[0]} is not a user name`);
   }
-  return fromTemplate ?? 'base';
+  if (fromTemplate) return { kind: 'template', ref: fromTemplate };
+  if (E2B_DEFAULT_IMAGE.test(fromImage!)) return { kind: 'template', ref: 'base' };
+  const auth = registryAuth(spec.fromImageRegistry);
+  return { kind: 'image', image: fromImage!, ...(auth ? { auth } : {}) };
+}
+
+/**
+ * fromImageRegistry as registry credentials: `registry` {username, password} as they are; `gcp`
+ * as the `_json_key` login Google's registries take; `aws` needs ECR's token API: refused.
+ */
+function registryAuth(r: E2bBuildStart['fromImageRegistry']): { username: string; password: string } | undefined {
+  if (r === undefined || r === null) return undefined;
+  const reg = r as { type?: unknown; username?: unknown; password?: unknown; serviceAccountJson?: unknown };
+  if (reg.type === 'registry') {
+    if (typeof reg.username !== 'string' || !reg.username || typeof reg.password !== 'string') throw badRequest('fromImageRegistry of type registry needs username and password');
+    return { username: reg.username, password: reg.password };
+  }
+  if (reg.type === 'gcp') {
+    if (typeof reg.serviceAccountJson !== 'string' || !reg.serviceAccountJson) throw badRequest('fromImageRegistry of type gcp needs serviceAccountJson');
+    return { username: '_json_key', password: reg.serviceAccountJson };
+  }
+  if (reg.type === 'aws') throw badRequest('fromImageRegistry of type aws (ECR) is not supported by svc: give the registry\'s username and password (type registry), e.g. from `aws ecr get-login-password`');
+  throw badRequest('fromImageRegistry.type must be registry, gcp or aws');
 }
 
 /**

@@ -118,6 +118,24 @@ export class TemplateService {
     return row;
   }
 
+  /**
+   * The template a builder build `fromImage` starts from: one of the same image (and platform,
+   * disk size) that has not failed, else a new unnamed one, built as `svc tpl create --image` does.
+   */
+  async imageTemplate(image: string, auth?: { username: string; password: string }): Promise<string> {
+    const body: TemplateCreate = { image, ...(auth ? { registry_auth: auth } : {}) };
+    const spec = parseCreateRequest(body, this.d.cfg.svclet_conf);
+    const have = await this.d.templates.bySpecHash(spec.specHash);
+    if (have) return have.template_id;
+    return (await this.create(body)).template_id;
+  }
+
+  /** Where a template's build stands (the builder waits for an image base). */
+  async buildState(templateId: string): Promise<{ status: string; error: string | null } | undefined> {
+    const t = await this.d.templates.get(templateId);
+    return t ? { status: t.status, error: t.error } : undefined;
+  }
+
   async idOf(ref: string): Promise<string | undefined> {
     return (await this.d.templates.resolve(ref))?.template_id;
   }

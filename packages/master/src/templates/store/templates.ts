@@ -69,6 +69,12 @@ export class TemplateStore {
       .execute();
   }
 
+  /** The newest template of this spec that has not failed (a builder base made from an image). */
+  async bySpecHash(specHash: string): Promise<TemplateRow | undefined> {
+    return this.db.selectFrom('t_svc_template').selectAll().where('spec_hash', '=', specHash).where('status', '!=', 'failed')
+      .orderBy('created_at', 'desc').executeTakeFirst();
+  }
+
   async usingArtifact(artifactId: string): Promise<TemplateRow[]> {
     return this.db.selectFrom('t_svc_template').selectAll().where('artifact_id', '=', artifactId).execute();
   }
