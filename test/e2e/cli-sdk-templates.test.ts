@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sandbox as E2bSandbox } from 'e2b';
+import { Sandbox as E2bSandbox, Template } from 'e2b';
 import { Sandbox } from '@svc/sdk';
 import { OciLayoutWriter, type TestEntry } from '@svc/template-center/test-support/oci-builder';
 import { pushLayout, startRegistry, type TestRegistry } from '@svc/template-center/test-support/registry-server';
@@ -19,9 +19,10 @@ let p: RunningPlatform;
 diagnoseFailures(() => p);
 let registry: TestRegistry;
 before(async () => {
-  p = await startPlatform();
-  useE2bEnv(p);
   registry = await startRegistry();
+  // The same registry stands in for a Docker Hub mirror (template_center.registry_mirrors).
+  p = await startPlatform({ env: { SVC_REGISTRY_MIRRORS: `http://${registry.host}` } });
+  useE2bEnv(p);
 });
 after(async () => {
   await registry?.stop();
@@ -162,6 +163,37 @@ test('svc tpl create --image from a local registry; a sandbox boots from it by a
     assert.equal((await svc('tpl', 'delete', 'e2e-demo')).code, 0);
     assert.notEqual((await svc('tpl', 'info', 'e2e-demo')).code, 0);
   } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('Template.build fromImage: an image of a loopback registry, and a Docker Hub name served by the configured mirror', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-e2e-image-'));
+  const name = `e2e-from-image-${Date.now().toString(36)}`;
+  try {
+    await buildImageLayout(dir);
+    await pushLayout(dir, 'v1', `${registry.host}/e2e/built-on:v1`);
+    // docker.io/e2e/mirrored:v1 exists only on the mirror.
+    await pushLayout(dir, 'v1', `${registry.host}/e2e/mirrored:v1`);
+    const logs: string[] = [];
+    await Template.build(Template().fromImage(`${registry.host}/e2e/built-on:v1`).runCmd('echo "built on $APP_MODE" > /app/built.txt'), name, { onBuildLogs: (e) => logs.push(e.message) });
+    assert.ok(logs.some((l) => /Base image .*built-on:v1 is template tpl-/.test(l)), logs.join('\n'));
+    const sbx = await E2bSandbox.create(name);
+    try {
+      assert.match((await sbx.commands.run('cat /app/built.txt /app/hello.txt', { user: 'root' })).stdout, /built on demo\nhello from a registry image/);
+    } finally {
+      await sbx.kill();
+    }
+    await Template.build(Template().fromImage('e2e/mirrored:v1').runCmd('echo mirrored > /app/m.txt'), `${name}-m`);
+    const m = await E2bSandbox.create(`${name}-m`);
+    try {
+      assert.equal((await m.commands.run('cat /app/m.txt', { user: 'root' })).stdout, 'mirrored\n');
+    } finally {
+      await m.kill();
+    }
+    await assert.rejects(Template.build(Template().fromImage(`${registry.host}/e2e/missing:v1`), `${name}-x`), (e: Error) => /could not be made a template.*missing/s.test(e.message));
+  } finally {
+    for (const n of [name, `${name}-m`, `${name}-x`]) await fetch(`${p.apiUrl}/templates/${n}`, { method: 'DELETE', headers: { 'X-API-Key': p.apiKey } });
     await rm(dir, { recursive: true, force: true });
   }
 });

@@ -92,6 +92,11 @@ export interface SvcConfig {
     blob_cache: { dir: string; max_mb: number };
     /** PEM of the egress root CA, baked into templates built with with_svc_ca; '': none yet. */
     ca_cert_file: string;
+    /**
+     * Registries that serve Docker Hub's images (Docker's `registry-mirrors`), comma-separated
+     * URLs tried in order before Docker Hub, e.g. `http://mirror.internal:5000`.
+     */
+    registry_mirrors: string;
   };
   lifecycle: {
     replicas: number;

@@ -67,7 +67,8 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const callbacks = new CallbackSender({ masterAddr, token: tc.callback_token, logger, retryForMs: opts.callbackRetryMs });
   const runner = new JobRunner({
-    store, workDir, blobs, caCertPath: opts.caCertPath ?? (cfg.template_center.ca_cert_file || undefined), coordination: opts.coordination, callbacks, logger,
+    store, workDir, blobs, caCertPath: opts.caCertPath ?? (cfg.template_center.ca_cert_file || undefined),
+    registryMirrors: tc.registry_mirrors.split(',').map((m) => m.trim()).filter(Boolean), coordination: opts.coordination, callbacks, logger,
     maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
   });
 

@@ -124,11 +124,11 @@ for (const tdb of availableTestDatabases()) {
         await builds.start('app', r.buildID, { fromTemplate: 'base', steps });
         await builds.settled();
         assert.deepEqual(f.execs.map((e) => [e.command, e.user, e.cwd, e.envVars]), [
-          ['make all', 'root', '/', { A: '1', B: 'two' }],
-          ['set -- \'/app\'; mkdir -p "$1"', 'root', '/', { A: '1', B: 'two' }],
-          ['id -un', 'user', '/app', { A: '1', B: 'two' }],
-          ['whoami', 'root', '/app', { A: '1', B: 'two' }],
-        ]);
+          ['make all', 'root', '/', { FROM_BASE: '1', A: '1', B: 'two' }],
+          ['set -- \'/app\'; mkdir -p "$1"', 'root', '/', { FROM_BASE: '1', A: '1', B: 'two' }],
+          ['id -un', 'user', '/app', { FROM_BASE: '1', A: '1', B: 'two' }],
+          ['whoami', 'root', '/app', { FROM_BASE: '1', A: '1', B: 'two' }],
+        ], 'steps run with the base\'s environment and the ENV steps\'');
         assert.deepEqual(f.captures.map((c) => c.envVars), [{ FROM_BASE: '1', A: '1', B: 'two' }], 'the base\'s environment under the steps\'');
         assert.equal(f.killed.length, 1, 'the build sandbox is killed');
         assert.equal(f.templates.get(r.templateID)!.built, 'snap-3');

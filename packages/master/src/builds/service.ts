@@ -263,7 +263,8 @@ export class BuildService {
     try {
       await log('info', `Build sandbox ${sbx.sandboxId} started`);
       const node = await this.d.nodes.client(sbx.nodeId);
-      let state = START_STATE;
+      // Steps see the environment of the base (an image's ENV among it), as Docker's RUN does.
+      let state: StepState = { ...START_STATE, env: { ...base.envVars } };
       for (const [i, step] of steps.entries()) {
         const n = String(i + 1);
         const args = step.args ?? [];

@@ -23,6 +23,8 @@ export interface BuildContext {
   /** Where registry layers are downloaded to, and found again by later builds. */
   blobs: BlobCache;
   caCertPath?: string;
+  /** Registries that serve Docker Hub's images, tried before Docker Hub. */
+  registryMirrors?: string[];
   logger: Logger;
   progress: ProgressReporter;
   signal: AbortSignal;
@@ -50,7 +52,7 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
   try {
     await mkdir(staging, { mode: 0o755 });
 
-    const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal));
+    const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal, { mirrors: ctx.registryMirrors, logger: ctx.logger }));
     progress.setLayers(image.layers.map((l) => ({ digest: l.digest ?? l.diffId ?? l.label, totalBytes: l.size ?? 0 })));
     const layerName = (i: number) => {
       const l = image.layers[i];

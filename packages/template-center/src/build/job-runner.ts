@@ -13,6 +13,8 @@ export interface JobRunnerOptions {
   workDir: string;
   blobs: BlobCache;
   caCertPath?: string;
+  /** Registries that serve Docker Hub's images, tried in order before Docker Hub (registry-source.ts). */
+  registryMirrors?: string[];
   coordination: Coordination;
   callbacks: CallbackSender;
   logger: Logger;
@@ -87,6 +89,7 @@ export class JobRunner {
         workDir: this.o.workDir,
         blobs: this.o.blobs,
         caCertPath: this.o.caCertPath,
+        registryMirrors: this.o.registryMirrors,
         logger: log,
         progress,
         signal,

@@ -1,6 +1,7 @@
 import type { BuildSource } from '@svc/contracts/template-center';
 import { RegistryClient } from '../registry/registry-client.ts';
-import { formatReference, parseReference } from '../registry/reference.ts';
+import type { Logger } from '@svc/common';
+import { DOCKER_HUB, formatReference, parseReference, type ImageReference } from '../registry/reference.ts';
 import { RegistryError } from '../registry/registry-error.ts';
 import { isFilesystemLayer, isIndex, isManifest, type ImageConfig } from './oci-types.ts';
 import { formatPlatform, hostPlatform, selectPlatform } from './platform.ts';
@@ -8,12 +9,54 @@ import { imageInfo, ImageSourceError, type ResolvedImage } from './resolved-imag
 
 type RegistrySource = Extract<BuildSource, { kind: 'registry' }>;
 
-/** Resolves a registry reference to its manifest for the wanted platform and its config. */
-export async function resolveRegistryImage(src: RegistrySource, signal: AbortSignal): Promise<ResolvedImage> {
-  let ref;
+export interface RegistryOptions {
+  /**
+   * Registries that serve Docker Hub's images (Docker's `registry-mirrors`): URLs such as
+   * http://mirror.internal:5000, tried in order for docker.io references, Docker Hub last.
+   */
+  mirrors?: string[];
+  logger?: Logger;
+}
+
+/**
+ * Resolves a registry reference to its manifest for the wanted platform and its config. A Docker
+ * Hub reference is looked for on each mirror first (without the credentials, which are Docker
+ * Hub's), then on Docker Hub; the first that has it serves every layer.
+ */
+export async function resolveRegistryImage(src: RegistrySource, signal: AbortSignal, opts: RegistryOptions = {}): Promise<ResolvedImage> {
+  let ref: ImageReference;
   try { ref = parseReference(src.ref); } catch (err) { throw new ImageSourceError((err as Error).message); }
+  const mirrors = ref.registry === DOCKER_HUB ? (opts.mirrors ?? []) : [];
+  const tried: string[] = [];
+  for (const mirror of mirrors) {
+    const m = mirrorAddress(mirror);
+    try {
+      return await resolveFrom({ ...ref, registry: m.host }, src, signal, { insecure: m.insecure });
+    } catch (err) {
+      if (signal.aborted) throw err;
+      tried.push(`${mirror}: ${(err as Error).message}`);
+      opts.logger?.warn({ mirror, ref: src.ref, err: (err as Error).message }, 'registry mirror does not serve the image; trying the next');
+    }
+  }
+  try {
+    return await resolveFrom(ref, src, signal, { auth: src.auth, insecure: src.insecure });
+  } catch (err) {
+    if (!tried.length || !(err instanceof Error)) throw err;
+    err.message = `${err.message} (mirrors tried first: ${tried.join('; ')})`;
+    throw err;
+  }
+}
+
+/** A mirror's host[:port] and scheme; a bare host is HTTPS (plain HTTP on loopback, as always). */
+function mirrorAddress(mirror: string): { host: string; insecure?: boolean } {
+  const m = /^(https?):\/\/([^/]+)\/?$/.exec(mirror.trim());
+  if (m) return { host: m[2], insecure: m[1] === 'http' };
+  return { host: mirror.trim().replace(/\/+$/, '') };
+}
+
+async function resolveFrom(ref: ImageReference, src: RegistrySource, signal: AbortSignal, access: { auth?: RegistrySource['auth']; insecure?: boolean }): Promise<ResolvedImage> {
   const want = src.platform ?? hostPlatform();
-  const client = new RegistryClient(ref, { auth: src.auth, insecure: src.insecure, signal });
+  const client = new RegistryClient(ref, { auth: access.auth, insecure: access.insecure, signal });
   const name = formatReference(ref);
 
   let fetched = await client.manifest(ref.digest ?? ref.tag!);

@@ -1,13 +1,13 @@
 import type { BuildSource } from '@svc/contracts/template-center';
 import { resolveDockerArchive } from './docker-archive-source.ts';
 import { resolveOciLayout } from './oci-layout-source.ts';
-import { resolveRegistryImage } from './registry-source.ts';
+import { resolveRegistryImage, type RegistryOptions } from './registry-source.ts';
 import { ImageSourceError, type ResolvedImage } from './resolved-image.ts';
 import { resolveRootfsTar } from './rootfs-tar-source.ts';
 
-export function resolveSource(source: BuildSource, signal: AbortSignal): Promise<ResolvedImage> {
+export function resolveSource(source: BuildSource, signal: AbortSignal, registry: RegistryOptions = {}): Promise<ResolvedImage> {
   switch (source?.kind) {
-    case 'registry': return resolveRegistryImage(source, signal);
+    case 'registry': return resolveRegistryImage(source, signal, registry);
     case 'oci-layout': return resolveOciLayout(source);
     case 'docker-archive': return resolveDockerArchive(source);
     case 'rootfs-tar': return resolveRootfsTar(source);

@@ -7,7 +7,7 @@ export interface ImageReference {
   digest?: string;
 }
 
-const DOCKER_HUB = 'docker.io';
+export const DOCKER_HUB = 'docker.io';
 
 /**
  * Parses "[registry/]repo[:tag][@digest]" the way docker does: the first component is a registry
