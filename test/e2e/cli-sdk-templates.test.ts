@@ -176,7 +176,7 @@ test('Template.build fromImage: an image of a loopback registry, and a Docker Hu
     // docker.io/e2e/mirrored:v1 exists only on the mirror.
     await pushLayout(dir, 'v1', `${registry.host}/e2e/mirrored:v1`);
     const logs: string[] = [];
-    await Template.build(Template().fromImage(`${registry.host}/e2e/built-on:v1`).runCmd('echo "built on $APP_MODE" > /app/built.txt'), name, { onBuildLogs: (e) => logs.push(e.message) });
+    await Template.build(Template().fromImage(`${registry.host}/e2e/built-on:v1`).runCmd('echo "built on $APP_MODE" > /app/built.txt', { user: 'root' }), name, { onBuildLogs: (e) => logs.push(e.message) });
     assert.ok(logs.some((l) => /Base image .*built-on:v1 is template tpl-/.test(l)), logs.join('\n'));
     const sbx = await E2bSandbox.create(name);
     try {
@@ -184,7 +184,7 @@ test('Template.build fromImage: an image of a loopback registry, and a Docker Hu
     } finally {
       await sbx.kill();
     }
-    await Template.build(Template().fromImage('e2e/mirrored:v1').runCmd('echo mirrored > /app/m.txt'), `${name}-m`);
+    await Template.build(Template().fromImage('e2e/mirrored:v1').runCmd('echo mirrored > /app/m.txt', { user: 'root' }), `${name}-m`);
     const m = await E2bSandbox.create(`${name}-m`);
     try {
       assert.equal((await m.commands.run('cat /app/m.txt', { user: 'root' })).stdout, 'mirrored\n');

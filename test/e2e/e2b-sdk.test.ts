@@ -300,23 +300,26 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
   const name = `e2e-built-${Date.now().toString(36)}`;
   const t = Template().fromTemplate('base')
     .setEnvs({ BUILT_BY: 'svc' })
-    .runCmd(`echo "$BUILT_BY" > /opt/built.txt # ${name}: a first build, whatever this data dir built before`)
+    .runCmd(`echo "$BUILT_BY" > /opt/built.txt # ${name}: a first build, whatever this data dir built before`, { user: 'root' })
+    .runCmd('id -un > ~/default-user.txt')
     .setWorkdir('/srv/app')
-    .runCmd('pwd > /opt/where.txt')
-    .runCmd('id -un > /home/user/who.txt', { user: 'user' });
+    .runCmd('pwd > where.txt')
+    .runCmd('id -un > /root/who.txt', { user: 'root' });
   const logs: string[] = [];
   const first = Date.now();
   const info = await Template.build(t, name, { onBuildLogs: (e) => logs.push(e.message) });
   const firstMs = Date.now() - first;
   assert.equal(info.name, name);
-  assert.ok(logs.some((l) => l.includes('[2/5] RUN echo')), logs.join('\n'));
+  assert.ok(logs.some((l) => l.includes('[2/6] RUN echo')), logs.join('\n'));
   assert.equal(await Template.exists(name), true);
 
   const sbx = await Sandbox.create(name);
   try {
     assert.equal(await sbx.files.read('/opt/built.txt'), 'svc\n');
-    assert.equal(await sbx.files.read('/opt/where.txt'), '/srv/app\n', 'WORKDIR is where the next steps run');
-    assert.equal(await sbx.files.read('/home/user/who.txt'), 'user\n', 'a step runs as the user it names');
+    assert.equal(await sbx.files.read('/home/user/default-user.txt'), 'user\n', 'steps run as E2B\'s default user, in its home');
+    assert.equal(await sbx.files.read('/srv/app/where.txt'), '/srv/app\n', 'WORKDIR is where the next steps run, made for the user');
+    assert.equal((await sbx.commands.run('cat /root/who.txt', { user: 'root' })).stdout, 'root\n', 'a step runs as the user it names');
+    assert.equal((await sbx.commands.run('pwd; id -un')).stdout, '/srv/app\nuser\n', 'sandboxes start commands in the last WORKDIR as the last USER');
     assert.equal((await sbx.commands.run('echo $BUILT_BY')).stdout.trim(), 'svc', 'ENV is the sandboxes\' environment too');
   } finally {
     await sbx.kill();
@@ -385,7 +388,7 @@ test('template builder: copy uploads the context files through a signed URL and 
       .copy('conf.json', '/etc/svc-conf.json', { user: 'user', mode: 0o600 })
       .setWorkdir('/home/user')
       .copy('conf.json', 'relative/')
-      .runCmd('cat /srv/app/lib/util.js > /opt/copied-before-run.txt');
+      .runCmd('cat /srv/app/lib/util.js > /opt/copied-before-run.txt', { user: 'root' });
     const logs: string[] = [];
     await Template.build(t(), name, { onBuildLogs: (e) => logs.push(e.message) });
     assert.ok(logs.some((l) => /Uploaded 'app'/.test(l)), logs.join('\n'));
@@ -396,7 +399,7 @@ test('template builder: copy uploads the context files through a signed URL and 
       assert.equal((await sbx.commands.run('readlink /srv/app/entry.js')).stdout.trim(), 'index.js', 'a symlink stays a symlink');
       assert.equal((await sbx.commands.run('ls /opt/js | sort | tr "\\n" " "')).stdout.trim(), 'entry.js index.js', 'a glob copies what it matched, not the rest');
       assert.equal((await sbx.commands.run('stat -c "%U %a" /etc/svc-conf.json', { user: 'root' })).stdout.trim(), 'user 600', 'owner and mode as asked');
-      assert.equal((await sbx.commands.run('stat -c %U /srv/app/index.js')).stdout.trim(), 'root', 'the owner is the step\'s user by default');
+      assert.equal((await sbx.commands.run('stat -c %U /srv/app/index.js')).stdout.trim(), 'user', 'the owner is the step\'s user by default');
       assert.equal(await sbx.files.read('/home/user/relative/conf.json'), '{"secret":true}\n', 'a relative destination is under WORKDIR');
       assert.equal(await sbx.files.read('/opt/copied-before-run.txt'), 'exports.x = 1\n', 'a later RUN sees the files');
       assert.equal((await sbx.commands.run('ls -a /tmp | grep -c svc-copy || true')).stdout.trim(), '0', 'nothing of the unpacking is left');

@@ -55,6 +55,13 @@ export interface CreateSandboxOnNode {
   timeoutMs: number;
   /** Start from this captured layer (a snapshot's files) instead of an empty writable layer. */
   layer?: LayerRef;
+  /**
+   * The user commands run as and the directory they start in when a request names none: a built
+   * template's last USER and WORKDIR (envd's /init defaultUser, defaultWorkdir). Absent: envd's
+   * own (`user`, its home).
+   */
+  defaultUser?: string;
+  defaultWorkdir?: string;
 }
 
 /**
@@ -116,7 +123,7 @@ export interface ExecOnNode {
   command: string;
   /** A user of the sandbox's image (default root). */
   user?: string;
-  /** Absolute; default /. */
+  /** Absolute; default the user's home (/ for root, and for a user without one). */
   cwd?: string;
   envVars?: Record<string, string>;
   /** Default 600 000; at most 3 600 000. A command past it is killed: exit code 124. */

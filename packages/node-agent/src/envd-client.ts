@@ -56,6 +56,9 @@ export async function waitForEnvd(address: string, signal: AbortSignal): Promise
 export interface EnvdInit {
   envVars: Record<string, string>;
   accessToken?: string;
+  /** The user and directory of commands that name none (a built template's USER and WORKDIR). */
+  defaultUser?: string;
+  defaultWorkdir?: string;
   timestamp: string;
 }
 

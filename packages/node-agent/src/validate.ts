@@ -71,7 +71,19 @@ export function parseCreate(body: unknown, defaults: { diskSizeMB: number; timeo
     metadata: stringMap(body.metadata, 'metadata'),
     timeoutMs: body.timeoutMs === undefined ? defaults.timeoutMs : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
     ...(body.layer === undefined ? {} : { layer: parseLayerRef(body.layer) }),
+    ...(body.defaultUser === undefined ? {} : { defaultUser: userName(body.defaultUser, 'defaultUser') }),
+    ...(body.defaultWorkdir === undefined ? {} : { defaultWorkdir: absolutePath(body.defaultWorkdir, 'defaultWorkdir') }),
   };
+}
+
+function userName(v: unknown, field: string): string {
+  if (typeof v !== 'string' || !USER_NAME.test(v)) throw badRequest(`${field} must be a user name (letters, digits, _ . -)`);
+  return v;
+}
+
+function absolutePath(v: unknown, field: string): string {
+  if (typeof v !== 'string' || !v.startsWith('/') || v.includes('\0') || v.length > 4096) throw badRequest(`${field} must be an absolute path`);
+  return v;
 }
 
 function parseLayerRef(v: unknown): LayerRef {
@@ -127,7 +139,7 @@ export function parseNetworkUpdate(body: unknown): NetworkUpdateOnNode {
 const USER_NAME = /^[a-z_][a-z0-9_.-]{0,31}$/i;
 
 /** POST /v1/sandboxes/:id/exec. */
-export function parseExec(body: unknown): Required<Omit<ExecOnNode, 'user' | 'stdin'>> & Pick<ExecOnNode, 'stdin'> & { user: string } {
+export function parseExec(body: unknown): Required<Omit<ExecOnNode, 'user' | 'stdin' | 'cwd'>> & Pick<ExecOnNode, 'stdin' | 'cwd'> & { user: string } {
   if (!isObject(body)) throw badRequest('body must be a JSON object {command, user, cwd, envVars, timeoutMs}');
   if (typeof body.command !== 'string' || !body.command.trim()) throw badRequest('command must be a non-empty string');
   if (body.user !== undefined && (typeof body.user !== 'string' || !USER_NAME.test(body.user))) throw badRequest('user must be a user name (letters, digits, _ . -)');
@@ -135,7 +147,7 @@ export function parseExec(body: unknown): Required<Omit<ExecOnNode, 'user' | 'st
   return {
     command: body.command,
     user: (body.user as string | undefined) ?? 'root',
-    cwd: (body.cwd as string | undefined) ?? '/',
+    ...(body.cwd === undefined ? {} : { cwd: body.cwd as string }),
     envVars: stringMap(body.envVars, 'envVars', ENV_NAME),
     timeoutMs: body.timeoutMs === undefined ? 600_000 : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
     ...(body.stdin === undefined ? {} : { stdin: parseExecInput(body.stdin) }),

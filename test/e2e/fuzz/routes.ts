@@ -185,6 +185,7 @@ function nodeAgentRoutes(k: Known): RouteSpec[] {
     sandboxId: 'fuzz-node-sandbox', templateId: MISSING_TEMPLATE, artifact: { artifactId: 'art-fuzz', ...artifact }, cpuCount: 1, memoryMB: 128,
     diskSizeMB: 512, envVars: { FUZZ: '1' }, envdAccessToken: 'tok', allowInternetAccess: false, network: { allowOut: [], denyOut: [] },
     metadata: { owner: 'fuzz' }, timeoutMs: 5_000, layer: { layerId: 'layer-fuzz', sha256: HEX64, sizeBytes: 1, downloadUrl: NOWHERE },
+    defaultUser: 'user', defaultWorkdir: '/home/user',
   } satisfies Required<CreateSandboxOnNode>);
   const n = (method: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({ component: 'node-agent', method, path, auth: 'none', bodyLimit: MB, ...extra });
   void k;

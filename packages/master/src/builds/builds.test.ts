@@ -123,12 +123,16 @@ for (const tdb of availableTestDatabases()) {
         assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'waiting');
         await builds.start('app', r.buildID, { fromTemplate: 'base', steps });
         await builds.settled();
-        assert.deepEqual(f.execs.map((e) => [e.command, e.user, e.cwd, e.envVars]), [
-          ['make all', 'root', '/', { FROM_BASE: '1', A: '1', B: 'two' }],
-          ['set -- \'/app\'; mkdir -p "$1"', 'root', '/', { FROM_BASE: '1', A: '1', B: 'two' }],
-          ['id -un', 'user', '/app', { FROM_BASE: '1', A: '1', B: 'two' }],
-          ['whoami', 'root', '/app', { FROM_BASE: '1', A: '1', B: 'two' }],
-        ], 'steps run with the base\'s environment and the ENV steps\'');
+        const env = { FROM_BASE: '1', A: '1', B: 'two' };
+        assert.deepEqual(f.execs.map((e) => [e.command.split(';')[0], e.user, e.cwd, e.envVars]), [
+          ['make all', 'user', undefined, env],
+          ['set -- \'/home/user/app\' \'user:\'', 'root', '/', env],
+          ['set -- \'user\'', 'root', '/', env],
+          ['id -un', 'user', '/home/user/app', env],
+          ['whoami', 'root', '/home/user/app', env],
+        ], 'steps run as E2B\'s default user in its home until USER and WORKDIR say otherwise (a relative WORKDIR under that home, made and owned by the user), with the base\'s environment and the ENV steps\'');
+        assert.match(f.execs[1]!.command, /mkdir -p "\$1" && chown -R "\$2" "\$first"/);
+        assert.match(f.execs[2]!.command, /useradd --create-home --shell \/bin\/bash "\$1"/, 'USER makes a user the image lacks');
         assert.deepEqual(f.captures.map((c) => c.envVars), [{ FROM_BASE: '1', A: '1', B: 'two' }], 'the base\'s environment under the steps\'');
         assert.equal(f.killed.length, 1, 'the build sandbox is killed');
         assert.equal(f.templates.get(r.templateID)!.built, 'snap-3');
@@ -224,7 +228,7 @@ for (const tdb of availableTestDatabases()) {
         ] });
         await builds.settled();
         assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'ready');
-        const [unpack, move, unpack2, move2] = f.execs;
+        const [, unpack, move, unpack2, move2] = f.execs; // the first makes sure the USER exists
         assert.equal(unpack.user, 'root');
         assert.deepEqual(unpack.stdin, { url: `/internal/v1/template-files/${hash}`, sha256: 'c'.repeat(64), sizeBytes: 10 });
         assert.match(unpack.command, /tar -xzf - -C "\$1"$/);

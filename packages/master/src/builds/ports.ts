@@ -9,7 +9,7 @@ import type { TemplateRow } from '../templates/tables.ts';
 /** The template rows builds make and finish (the template module's). */
 export interface BuilderTemplates {
   forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }): Promise<TemplateRow>;
-  builderBuilt(templateId: string, r: { snapshotId: string; startCmd: string | null; readyCmd: string | null; user: string; workdir: string }): Promise<void>;
+  builderBuilt(templateId: string, r: { snapshotId: string; startCmd: string | null; readyCmd: string | null; user: string; workdir?: string }): Promise<void>;
   builderFailed(templateId: string, error: string): Promise<void>;
   /** The id of the template an id or alias names, if any. */
   idOf(ref: string): Promise<string | undefined>;

@@ -233,8 +233,8 @@ export class BuildService {
       } else {
         snapshotId = await this.runSteps(b, base, steps, key, spec, log);
       }
-      const { user, workdir } = finalState(steps);
-      await this.d.templates.builderBuilt(b.template_id, { snapshotId, startCmd: spec.startCmd ?? null, readyCmd: spec.readyCmd ?? null, user, workdir });
+      const { user, workdir } = steps.reduce(applyStep, startState(base));
+      await this.d.templates.builderBuilt(b.template_id, { snapshotId, startCmd: spec.startCmd ?? null, readyCmd: spec.readyCmd ?? null, user, ...(workdir ? { workdir } : {}) });
       await log('info', 'Build finished');
       await this.d.repo.transition(b.build_id, 'building', { status: 'ready', snapshot_id: snapshotId });
       await this.d.repo.setTags(b.template_id, b.build_id, [DEFAULT_TAG, ...(b.tags ? JSON.parse(b.tags) as string[] : [])]);
@@ -263,15 +263,16 @@ export class BuildService {
     try {
       await log('info', `Build sandbox ${sbx.sandboxId} started`);
       const node = await this.d.nodes.client(sbx.nodeId);
-      // Steps see the environment of the base (an image's ENV among it), as Docker's RUN does.
-      let state: StepState = { ...START_STATE, env: { ...base.envVars } };
+      let state = startState(base);
       for (const [i, step] of steps.entries()) {
         const n = String(i + 1);
         const args = step.args ?? [];
         await log('info', `[${n}/${steps.length}] ${step.type} ${args.join(' ')}`.trimEnd());
         const next = applyStep(state, step);
         if (step.type === 'WORKDIR') {
-          await this.exec(node, sbx.sandboxId, { command: 'mkdir -p "$1"', args: [next.workdir], user: 'root', state: { ...state, workdir: '/' } }, n, log);
+          await this.exec(node, sbx.sandboxId, { command: WORKDIR_SCRIPT, args: [next.workdir!, `${state.user}:`], user: 'root', state: { ...state, workdir: '/' } }, n, log);
+        } else if (step.type === 'USER') {
+          await this.exec(node, sbx.sandboxId, { command: USER_SCRIPT, args: [next.user], user: 'root', state: { ...state, workdir: '/' } }, n, log);
         } else if (step.type === 'RUN') {
           await this.exec(node, sbx.sandboxId, { command: args[0], user: args[1] || state.user, state }, n, log);
         } else if (step.type === 'COPY') {
@@ -281,7 +282,7 @@ export class BuildService {
       }
       if (spec.startCmd) {
         await log('info', `Start command: ${spec.startCmd}${spec.readyCmd ? `; waiting for: ${spec.readyCmd}` : ''}`);
-        await startAndWaitReady(node, sbx.sandboxId, { command: spec.startCmd, readyCommand: spec.readyCmd, user: state.user, cwd: state.workdir, envVars: state.env }, (line) => log('info', line))
+        await startAndWaitReady(node, sbx.sandboxId, { command: spec.startCmd, readyCommand: spec.readyCmd, user: state.user, ...(state.workdir ? { cwd: state.workdir } : {}), envVars: state.env }, (line) => log('info', line))
           .catch((err) => { throw new StepFailed('finalize', `the start command did not come up: ${toSvcError(err).message}`); });
         await log('info', 'Ready');
       }
@@ -313,12 +314,12 @@ export class BuildService {
 
   private async exec(
     node: Awaited<ReturnType<BuildNodes['client']>>, sandboxId: string,
-    c: { command: string; args?: string[]; user: string; state: { workdir: string; env: Record<string, string> }; stdin?: ExecInput },
+    c: { command: string; args?: string[]; user: string; state: { workdir?: string; env: Record<string, string> }; stdin?: ExecInput },
     step: string, log: (level: Level, message: string) => Promise<void>,
   ): Promise<void> {
     // Arguments reach the command as "$1"…, quoted, so a path is never re-read by the shell.
     const command = c.args?.length ? `set -- ${c.args.map(shellQuote).join(' ')}; ${c.command}` : c.command;
-    const r = await node.exec(sandboxId, { command, user: c.user, cwd: c.state.workdir, envVars: c.state.env, timeoutMs: STEP_TIMEOUT_MS, ...(c.stdin ? { stdin: c.stdin } : {}) })
+    const r = await node.exec(sandboxId, { command, user: c.user, ...(c.state.workdir ? { cwd: c.state.workdir } : {}), envVars: c.state.env, timeoutMs: STEP_TIMEOUT_MS, ...(c.stdin ? { stdin: c.stdin } : {}) })
       .catch((err) => { throw new StepFailed(step, `step ${step} could not run: ${toSvcError(err).message}`); });
     const lines = [...r.stdout.split('\n').map((l) => ['info', l] as const), ...r.stderr.split('\n').map((l) => ['warn', l] as const)].filter(([, l]) => l !== '');
     for (const [level, line] of lines.slice(-STEP_LOG_LINES)) await log(level, line);
@@ -401,6 +402,12 @@ const COPY_SCRIPT = [
   'rm -rf "$5"',
 ].join('\n');
 
+/** WORKDIR: the directories it makes are the current user's ("$2"), as E2B's are; existing ones keep their owner. */
+const WORKDIR_SCRIPT = 'd="$1"; first=""; while [ ! -e "$d" ]; do first="$d"; d="$(dirname "$d")"; done; [ -z "$first" ] || { mkdir -p "$1" && chown -R "$2" "$first"; }';
+
+/** USER: a user the image lacks is made (with a home and bash), as E2B's builder makes it. */
+const USER_SCRIPT = 'id -u "$1" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$1"';
+
 /** The part of a COPY source before its first glob: the SDK's archive holds only what matched below it. */
 function copySourceBase(src: string): string {
   const parts = src.replace(/^\.\//, '').split('/').filter((p) => p && p !== '.');
@@ -408,9 +415,19 @@ function copySourceBase(src: string): string {
   return (glob < 0 ? parts : parts.slice(0, glob)).join('/');
 }
 
-/** What ENV, USER and WORKDIR steps set for the steps after them, and for the start command. */
-interface StepState { user: string; workdir: string; env: Record<string, string> }
-const START_STATE: StepState = { user: 'root', workdir: '/', env: {} };
+/**
+ * What ENV, USER and WORKDIR steps set for the steps after them, and for the start command.
+ * `workdir` absent: the user's home, where envd and the node agent start a command that names none.
+ */
+interface StepState { user: string; workdir?: string; env: Record<string, string> }
+
+/** E2B's builds run their steps as `user` unless a USER step or the base says otherwise. */
+const DEFAULT_USER = 'user';
+
+/** Where a build's steps start: the base's recorded user, directory and environment (an image's ENV). */
+function startState(base: ResolvedTemplate): StepState {
+  return { user: base.defaultUser ?? DEFAULT_USER, ...(base.defaultWorkdir ? { workdir: base.defaultWorkdir } : {}), env: { ...base.envVars } };
+}
 
 /** The state after a step: the one place ENV, USER and WORKDIR are interpreted. */
 function applyStep(state: StepState, step: Step): StepState {
@@ -421,13 +438,13 @@ function applyStep(state: StepState, step: Step): StepState {
     return { ...state, env };
   }
   if (step.type === 'USER') return { ...state, user: args[0] };
-  if (step.type === 'WORKDIR') return { ...state, workdir: posix.resolve(state.workdir, args[0]) };
+  if (step.type === 'WORKDIR') return { ...state, workdir: posix.resolve(state.workdir ?? homeOf(state.user), args[0]) };
   return state;
 }
 
-/** The user and working directory the steps leave, as the start command and sandboxes get them. */
-function finalState(steps: Step[]): StepState {
-  return steps.reduce(applyStep, START_STATE);
+/** The home a relative WORKDIR is resolved against when none was set (Debian's layout). */
+function homeOf(user: string): string {
+  return user === 'root' ? '/root' : `/home/${user}`;
 }
 
 /** `name` or `name:tag`. */

@@ -16,7 +16,10 @@ export interface ResolvedTemplate {
    */
   layer?: { snapshotId: string; ref: LayerRef; nodeId?: string };
   /** A built template's start command: run once the sandbox is up; create answers when it is ready. */
-  start?: { command: string; readyCommand?: string; user: string; cwd: string };
+  start?: { command: string; readyCommand?: string; user: string; cwd?: string };
+  /** A built template's last USER and WORKDIR: whom commands that name none run as, and where. */
+  defaultUser?: string;
+  defaultWorkdir?: string;
 }
 
 export interface TemplateResolver {

@@ -70,6 +70,7 @@ export class SandboxService {
       node = await client.createSandbox({
         sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
         envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
+        ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
         network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut },
         metadata: input.metadata, timeoutMs,
       });

@@ -6,7 +6,8 @@ export interface StartCommand {
   command: string;
   readyCommand?: string;
   user: string;
-  cwd: string;
+  /** Absent: the user's home. */
+  cwd?: string;
   envVars: Record<string, string>;
 }
 
@@ -19,7 +20,7 @@ const READY_EVERY_MS = 250;
  * two minutes is a 504 naming its last output; `onOutput` sees what each check printed.
  */
 export async function startAndWaitReady(node: Pick<NodeAgentClient, 'exec'>, sandboxId: string, s: StartCommand, onOutput: (line: string) => Promise<void> = async () => {}): Promise<void> {
-  const exec = (command: string, timeoutMs: number) => node.exec(sandboxId, { command, user: s.user, cwd: s.cwd, envVars: s.envVars, timeoutMs });
+  const exec = (command: string, timeoutMs: number) => node.exec(sandboxId, { command, user: s.user, ...(s.cwd ? { cwd: s.cwd } : {}), envVars: s.envVars, timeoutMs });
   // PID 1's stdout is the sandbox's console; the command outlives this shell.
   const started = await exec(`nohup /bin/sh -c ${shellQuote(s.command)} </dev/null >/proc/1/fd/1 2>&1 &`, 30_000)
     .catch((err) => { throw new SvcError(502, `the start command could not be started: ${toSvcError(err).message}`); });

@@ -22,6 +22,9 @@ import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
 import type { JobAccepted, JobInfo, TemplateCreate, TemplateInfo } from '@svc/contracts/template-routes';
 
+/** Whom a built template's start command runs as when its build recorded no user (E2B's default user). */
+const BUILD_DEFAULT_USER = 'user';
+
 export interface TemplateServiceDeps {
   cfg: SvcConfig;
   db: Kysely<Database>;
@@ -141,9 +144,9 @@ export class TemplateService {
   }
 
   /** A builder build finished: the template starts from its snapshot from now on. */
-  async builderBuilt(templateId: string, r: { snapshotId: string; startCmd: string | null; readyCmd: string | null; user: string; workdir: string }): Promise<void> {
+  async builderBuilt(templateId: string, r: { snapshotId: string; startCmd: string | null; readyCmd: string | null; user: string; workdir?: string }): Promise<void> {
     // The user and working directory the steps left, where an image keeps them (ImageInfo).
-    const info: ImageInfo = { layers: 0, sizeBytes: 0, user: r.user, workingDir: r.workdir };
+    const info: ImageInfo = { layers: 0, sizeBytes: 0, user: r.user, ...(r.workdir ? { workingDir: r.workdir } : {}) };
     await this.d.templates.update(templateId, {
       layer_snapshot_id: r.snapshotId, start_cmd: r.startCmd, ready_cmd: r.readyCmd, image_info: JSON.stringify(info), status: 'ready', error: null,
     });
@@ -334,7 +337,8 @@ export class TemplateService {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: await this.resolver.artifactRef(layer.artifactId),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
       envVars: layer.envVars, layer: { snapshotId, ref: layer.ref },
-      ...(t.start_cmd ? { start: { command: t.start_cmd, ...(t.ready_cmd ? { readyCommand: t.ready_cmd } : {}), user: info.user ?? 'root', cwd: info.workingDir ?? '/' } } : {}),
+      ...(info.user ? { defaultUser: info.user } : {}), ...(info.workingDir ? { defaultWorkdir: info.workingDir } : {}),
+      ...(t.start_cmd ? { start: { command: t.start_cmd, ...(t.ready_cmd ? { readyCommand: t.ready_cmd } : {}), user: info.user ?? BUILD_DEFAULT_USER, ...(info.workingDir ? { cwd: info.workingDir } : {}) } } : {}),
     };
   }
 

@@ -29,6 +29,9 @@ export interface InstanceRecord {
   diskSizeMB: number;
   policy: EgressPolicy;
   metadata: Record<string, string>;
+  /** The template's USER and WORKDIR, given to envd's /init at every boot (CreateSandboxOnNode). */
+  defaultUser?: string;
+  defaultWorkdir?: string;
   envdVersion: string;
   startedAt: string;
   fromWarmPool?: boolean;

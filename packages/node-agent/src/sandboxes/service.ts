@@ -139,6 +139,10 @@ export class SandboxService {
             throw err;
           });
         }
+        if (req.defaultUser || req.defaultWorkdir) {
+          Object.assign(inst.record, { defaultUser: req.defaultUser, defaultWorkdir: req.defaultWorkdir });
+          await this.d.records.save(inst.record);
+        }
         this.sandboxes.set(req.sandboxId, inst);
         this.gone.delete(req.sandboxId);
         this.d.logger.info({ sandboxId: req.sandboxId, ms: Date.now() - started, fromWarmPool: !!inst.record.fromWarmPool }, 'sandbox created');
@@ -267,7 +271,10 @@ export class SandboxService {
     if (!opts.envVars) throw badRequest(`sandbox ${id} boots again from its files: its envVars (and envdAccessToken when it is secure) are required`);
     if (inst.record.pauseKind !== 'filesystem') await this.stopKeepingFiles(inst);
     await this.d.launcher.reboot(inst, AbortSignal.timeout(60_000)).catch((err) => { throw wrap(`sandbox ${id}: boot from its files failed`, err); });
-    const identity = { sandboxId: id, templateId: inst.record.templateId, envVars: opts.envVars, envdAccessToken: opts.envdAccessToken };
+    const identity = {
+      sandboxId: id, templateId: inst.record.templateId, envVars: opts.envVars, envdAccessToken: opts.envdAccessToken,
+      defaultUser: inst.record.defaultUser, defaultWorkdir: inst.record.defaultWorkdir,
+    };
     await personalise(inst, identity).catch(async (err) => {
       await this.d.driver.stop!(inst.ref).catch((e: Error) => this.d.logger.error({ sandboxId: id, err: e.message }, 'stop after a failed /init left the sandbox running'));
       throw wrap(`sandbox ${id}: envd /init after the boot failed`, err);
@@ -287,19 +294,23 @@ export class SandboxService {
    * Runs a shell command in a running sandbox to its end (the template builder's steps): as root
    * through runsc, or as the user named, whose uid, gid and home the image's own passwd gives.
    */
-  async exec(id: string, req: Required<Omit<ExecOnNode, 'stdin'>> & Pick<ExecOnNode, 'stdin'>): Promise<ExecResultOnNode> {
+  async exec(id: string, req: Required<Omit<ExecOnNode, 'stdin' | 'cwd'>> & Pick<ExecOnNode, 'stdin' | 'cwd'>): Promise<ExecResultOnNode> {
     const inst = this.find(id);
     if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before running commands in it`);
     const env = { ...req.envVars };
-    const flags = [`--cwd=${req.cwd}`];
+    const flags: string[] = [];
+    let home = '/';
     if (req.user !== 'root') {
       const who = await this.d.driver.exec(inst.ref, ['/bin/sh', '-c', WHO_IS, 'whois', req.user]);
-      const [uid, gid, home] = who.stdout.trim().split('\n');
+      const [uid, gid, dir] = who.stdout.trim().split('\n');
       if (who.code !== 0 || !/^\d+$/.test(uid ?? '') || !/^\d+$/.test(gid ?? '')) throw badRequest(`user ${req.user} does not exist in sandbox ${id}`);
       flags.push(`--user=${uid}:${gid}`);
-      env.HOME ??= home || '/';
+      home = dir || '/';
+      env.HOME ??= home;
       env.USER ??= req.user;
     }
+    // Without a cwd a command starts in its user's home, as envd starts one (root's is /).
+    flags.push(`--cwd=${req.cwd ?? home}`);
     for (const [k, v] of Object.entries(env)) flags.push(`--env=${k}=${v}`);
     const run = (inputFile?: string) => this.d.driver.exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, flags, inputFile });
     const r = req.stdin ? await this.d.execInputs.with(req.stdin, run) : await run();
@@ -447,7 +458,7 @@ export class SandboxService {
       ]);
       Object.assign(inst.record, {
         role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, policy, metadata: req.metadata,
-        fromWarmPool: true, startedAt: new Date().toISOString(),
+        fromWarmPool: true, startedAt: new Date().toISOString(), defaultUser: req.defaultUser, defaultWorkdir: req.defaultWorkdir,
       });
       await this.d.records.save(inst.record);
       return inst;
@@ -508,7 +519,10 @@ function createError(req: CreateSandboxOnNode, err: unknown, signal: AbortSignal
  * again from its files: envd's POST /init with the sandbox's env vars (and E2B's own) and access
  * token (docs/design.md, "Components").
  */
-function personalise(inst: Instance, id: Pick<CreateSandboxOnNode, 'sandboxId' | 'templateId' | 'envVars' | 'envdAccessToken'>): Promise<void> {
+function personalise(inst: Instance, id: Pick<CreateSandboxOnNode, 'sandboxId' | 'templateId' | 'envVars' | 'envdAccessToken' | 'defaultUser' | 'defaultWorkdir'>): Promise<void> {
   const envVars = { ...id.envVars, E2B_SANDBOX: 'true', E2B_SANDBOX_ID: id.sandboxId, E2B_TEMPLATE_ID: id.templateId };
-  return envdInit(inst.record.address, { envVars, accessToken: id.envdAccessToken, timestamp: new Date().toISOString() });
+  return envdInit(inst.record.address, {
+    envVars, accessToken: id.envdAccessToken, timestamp: new Date().toISOString(),
+    ...(id.defaultUser ? { defaultUser: id.defaultUser } : {}), ...(id.defaultWorkdir ? { defaultWorkdir: id.defaultWorkdir } : {}),
+  });
 }
