@@ -1,15 +1,19 @@
 /**
  * E2B's template builder (issue 18), through the official e2b SDK's `Template.build` on `svc up`:
- *   - a five-step build from `base` (ENV, two RUN, WORKDIR, a RUN as the user), each run with new
- *     step text so that nothing is cached, and its unchanged rebuild (goal: under 5% of the first);
+ *   - a five-step build from `base` (COPY of a 50-file context, ENV, two RUN, and a start command
+ *     with waitForPort), each with new RUN text so that no build is cached (the files' upload is,
+ *     after the first), and its unchanged rebuild (goal: under 5% of the first);
  *   - what a RUN step adds over running the same command in a live sandbox (`commands.run`);
- *   - a create from the built template against one from `base`, both cold (warm pool off).
- * COPY, start and ready commands are not built yet (docs/templates.md), so the build has none.
+ *   - a create from the built template (which starts its start command and waits for the port)
+ *     against one from `base`, both cold (warm pool off).
  *
  *   node --import tsx bench/template-builds.ts [--n 5]
  * Run as root. Prints a table and writes bench/results/template-builds.json.
  */
-import { Sandbox, Template } from 'e2b';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Sandbox, Template, waitForPort } from 'e2b';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { printTable, ratio, stat, timed, writeResult, type Stat } from './lib/stats.ts';
 
@@ -25,12 +29,20 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.once(sig, () => { void (platform?.stop() ?? Promise.resolve()).finally(() => process.exit(130)); });
 }
 
-const fiveSteps = (tag: string) => Template().fromTemplate('base')
+/** A build context of 50 small files (about 200 KB), as an app's sources. */
+function context(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-context-'));
+  mkdirSync(join(dir, 'app/lib'), { recursive: true });
+  for (let i = 0; i < 50; i++) writeFileSync(join(dir, `app/lib/module${i}.js`), `export const n = ${i};\n${'// padding\n'.repeat(400)}`);
+  return dir;
+}
+
+const fiveSteps = (tag: string, dir: string) => Template({ fileContextPath: dir }).fromTemplate('base')
+  .copy('app', '/srv/app/')
   .setEnvs({ BENCH: tag })
-  .runCmd(`echo ${tag} > /opt/bench.txt`)
-  .runCmd('sha256sum /opt/bench.txt > /opt/bench.sum')
-  .setWorkdir('/srv/bench')
-  .runCmd('id -un > /home/user/who.txt', { user: 'user' });
+  .runCmd(`echo ${tag} > /srv/app/tag.txt`)
+  .runCmd('sha256sum /srv/app/tag.txt > /srv/app/tag.sum')
+  .setStartCmd('python3 -m http.server 8000 --directory /srv/app', waitForPort(8000));
 
 /** A build of `steps` RUN steps of `true`: the time it takes over the base build, a step. */
 const runSteps = (tag: string, steps: number) => {
@@ -45,11 +57,12 @@ async function main(): Promise<void> {
   useE2bEnv(p);
   const rows: Record<string, Stat> = {};
   const run = Date.now().toString(36);
+  const dir = context();
   try {
     const first: number[] = [];
     const again: number[] = [];
     for (let i = 0; i < N; i++) {
-      const t = fiveSteps(`${run}-${i}`);
+      const t = fiveSteps(`${run}-${i}`, dir);
       first.push((await timed(() => Template.build(t, `bench-five-${run}-${i}`)))[0]);
       again.push((await timed(() => Template.build(t, `bench-five-${run}-${i}`)))[0]);
     }
@@ -91,6 +104,7 @@ async function main(): Promise<void> {
     console.log(`a RUN step adds ${Math.round(stepOverhead)} ms over commands.run of the same command (p50)`);
     writeResult('template-builds', { n: N, latency: rows, ratios: { rebuildOverFirstP50: rebuildRatio, runStepOverLiveMs: Math.round(stepOverhead) }, goals: { rebuildRatio: 0.05 } });
   } finally {
+    rmSync(dir, { recursive: true, force: true });
     await p.stop();
   }
 }

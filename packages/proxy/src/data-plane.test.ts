@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { connect, createServer, type Socket } from 'node:net';
 import WebSocket from 'ws';
+import { uploadThenRead } from '@svc/common/upload-then-read';
 import { call, sandboxHost } from './testing/client.ts';
 import { startPlatform, Upstream, type Platform } from './testing/harness.ts';
 
@@ -221,22 +222,7 @@ test('a backend that answers before reading the upload: the client, kept alive o
     // A client that sends its whole upload before it reads anything, on a connection it closes
     // after this request: the answer must survive until then (a reset would discard it).
     for (let i = 0; i < 3; i++) {
-      const answer = await new Promise<string>((resolve) => {
-        const sock = connect(port, '127.0.0.1');
-        let got = '';
-        sock.on('error', (err: NodeJS.ErrnoException) => resolve(`error ${err.code}`));
-        sock.on('data', (d) => { got += d.toString('latin1'); });
-        sock.on('end', () => resolve(got.split('\r\n')[0]));
-        sock.pause();
-        void (async () => {
-          sock.write(`POST /too-big HTTP/1.1\r\nHost: ${sandboxHost(up.port, 'sbxa')}\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`);
-          for (let at = 0; at < body.length; at += 1024 * 1024) {
-            if (!sock.write(body.subarray(at, at + 1024 * 1024))) await new Promise((r) => sock.once('drain', r));
-            await new Promise((r) => setTimeout(r, 20));
-          }
-          sock.resume();
-        })();
-      });
+      const answer = await uploadThenRead({ port, method: 'POST', path: '/too-big', headers: { Host: sandboxHost(up.port, 'sbxa') }, body });
       assert.equal(answer, 'HTTP/1.1 413 Payload Too Large', `#${i}`);
     }
   } finally {

@@ -4,6 +4,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { uploadThenRead } from '@svc/common/upload-then-read';
 import { StartResponseSchema } from '@svc/contracts/envd/process/process_pb';
 import { envelope, post, readStream } from '../testing/connect-client.ts';
 import { startEnvd, type RunningEnvd } from '../testing/envd-process.ts';
@@ -158,22 +159,6 @@ test('an oversized /init is answered 413 with the JSON body after the whole uplo
     assert.match(JSON.parse(answer.text).message, /larger than the limit/);
   }
   // A client that sends all of it before reading, on a connection it closes: a reset would discard the answer.
-  const { connect } = await import('node:net');
-  const raw = await new Promise<string>((resolve) => {
-    const sock = connect(Number(url.port), url.hostname);
-    let got = '';
-    sock.on('error', (err: NodeJS.ErrnoException) => resolve(`error ${err.code}`));
-    sock.on('data', (d) => { got += d.toString('latin1'); });
-    sock.on('end', () => resolve(got.split('\r\n')[0]));
-    sock.pause();
-    void (async () => {
-      sock.write(`POST /init HTTP/1.1\r\nHost: envd\r\nConnection: close\r\nX-Access-Token: first-token\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
-      for (let at = 0; at < body.length; at += 1024 * 1024) {
-        if (!sock.write(body.subarray(at, at + 1024 * 1024))) await new Promise((r) => sock.once('drain', r));
-        await new Promise((r) => setTimeout(r, 20));
-      }
-      sock.resume();
-    })();
-  });
+  const raw = await uploadThenRead({ port: Number(url.port), host: url.hostname, method: 'POST', path: '/init', headers: { Host: 'envd', 'X-Access-Token': 'first-token', 'Content-Type': 'application/json' }, body });
   assert.equal(raw, 'HTTP/1.1 413 Payload Too Large');
 });
