@@ -4,6 +4,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -359,7 +360,6 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
   const failing = Template().fromTemplate(name).runCmd('echo about to fail; exit 7');
   await assert.rejects(Template.build(failing, `${name}-bad`), (e: Error) => /exited with code 7: about to fail/.test(e.message));
   await assert.rejects(Sandbox.create(`${name}-bad`), (e: Error & { statusCode?: number }) => e.statusCode === 400, 'a failed build leaves no template a sandbox can start');
-  await assert.rejects(Template.build(Template().fromImage('ubuntu:22.04'), `${name}-img`), (e: Error) => /fromImage ubuntu:22.04/.test(e.message));
   const unchanged = await Sandbox.create(name);
   await unchanged.kill();
 
@@ -379,6 +379,8 @@ test('template builder: copy uploads the context files through a signed URL and 
   try {
     mkdirSync(join(dir, 'app/lib'), { recursive: true });
     writeFileSync(join(dir, 'app/index.js'), 'console.log("hi")\n');
+    // Files of this run only: the data dir may hold the archives of an earlier run, which would not be uploaded again.
+    writeFileSync(join(dir, 'app/run.txt'), name);
     writeFileSync(join(dir, 'app/lib/util.js'), 'exports.x = 1\n');
     writeFileSync(join(dir, 'conf.json'), '{"secret":true}\n');
     symlinkSync('index.js', join(dir, 'app/entry.js'));
@@ -418,7 +420,7 @@ test('template builder: copy uploads the context files through a signed URL and 
 
     // The upload URL is the credential: no key needed, but a wrong, missing or foreign signature is 401.
     const api = { 'X-API-Key': p.apiKey };
-    const hash = 'ab'.repeat(32);
+    const hash = randomBytes(32).toString('hex');
     const link = await fetch(`${p.apiUrl}/templates/${name}/files/${hash}`, { headers: api });
     assert.equal(link.status, 201);
     const { present, url } = await link.json() as { present: boolean; url: string };
@@ -427,7 +429,7 @@ test('template builder: copy uploads the context files through a signed URL and 
     const put = (u: string) => fetch(u, { method: 'PUT', body: 'not much' }).then((r) => r.status);
     assert.equal(await put(url.replace(/signature=[0-9a-f]+/, `signature=${'0'.repeat(64)}`)), 401);
     assert.equal(await put(url.split('?')[0]), 401);
-    assert.equal(await put(url.replace(hash, 'cd'.repeat(32))), 401, 'a signature is for its own hash');
+    assert.equal(await put(url.replace(hash, randomBytes(32).toString('hex'))), 401, 'a signature is for its own hash');
     assert.equal(await put(url.replace(/expires=\d+/, 'expires=1')), 401);
     assert.equal((await fetch(`${p.apiUrl}/templates/${name}/files/not-a-hash`, { headers: api })).status, 400);
     assert.equal((await fetch(`${p.apiUrl}/templates/no-such-template/files/${hash}`, { headers: api })).status, 404);

@@ -13,6 +13,8 @@ import type { BuildRow } from './tables.ts';
 /** The base image E2B's `Template()` starts from when nothing else is named: our `base` template. */
 const E2B_DEFAULT_IMAGE = /^(?:docker\.io\/)?e2bdev\/base(?::[\w.-]+)?$/;
 const STEP_TIMEOUT_MS = 20 * 60_000;
+/** A whole build's limit unless the master is told otherwise (master.build_timeout_sec). */
+const BUILD_TIMEOUT_MS = 3600_000;
 /** A build sandbox lives at most this long (it is killed when the build ends). */
 const BUILD_SANDBOX_TIMEOUT_SEC = 2 * 3600;
 /** Output lines of one step kept in the build log (the last ones). */
@@ -42,6 +44,10 @@ export interface BuildServiceDeps {
   /** Context files of COPY steps (context-files.ts). */
   files: BuildFiles;
   logger: Logger;
+  /** Builds that run their steps at once on this master; more wait their turn (default 2). */
+  maxConcurrent?: number;
+  /** A build still running after this long fails and its sandbox is killed (default an hour). */
+  timeoutMs?: number;
 }
 
 /** A step that failed: its number in E2B's counting (1 is the first step, `base` the start). */
@@ -58,8 +64,11 @@ class StepFailed extends Error {
  */
 export class BuildService {
   private readonly running = new Set<Promise<void>>();
+  private readonly slots: BuildSlots;
 
-  constructor(private readonly d: BuildServiceDeps) {}
+  constructor(private readonly d: BuildServiceDeps) {
+    this.slots = new BuildSlots(Math.max(1, d.maxConcurrent ?? 2));
+  }
 
   async request(body: E2bBuildRequest): Promise<E2bBuildRequested> {
     const full = body.name ?? body.alias;
@@ -231,7 +240,7 @@ export class BuildService {
         await log('info', 'Every step is cached from an earlier build: nothing to run');
         snapshotId = cached.snapshot_id;
       } else {
-        snapshotId = await this.runSteps(b, base, steps, key, spec, log);
+        snapshotId = await this.inSlot(log, () => this.runSteps(b, base, steps, key, spec, log, Date.now() + (this.d.timeoutMs ?? BUILD_TIMEOUT_MS)));
       }
       const { user, workdir } = steps.reduce(applyStep, startState(base));
       await this.d.templates.builderBuilt(b.template_id, { snapshotId, startCmd: spec.startCmd ?? null, readyCmd: spec.readyCmd ?? null, user, ...(workdir ? { workdir } : {}) });
@@ -248,7 +257,28 @@ export class BuildService {
   }
 
   /** Runs the steps in a sandbox of the base and captures its files; the sandbox is then killed. */
-  private async runSteps(b: BuildRow, base: ResolvedTemplate, steps: Step[], key: string, spec: E2bBuildStart, log: (level: Level, message: string) => Promise<void>): Promise<string> {
+  /** Runs `work` once one of the master's build slots is free; a line a minute while it waits. */
+  private async inSlot<T>(log: (level: Level, message: string) => Promise<void>, work: () => Promise<T>): Promise<T> {
+    if (!this.slots.free) {
+      await log('info', `Queued: ${this.slots.busy} build(s) running on this master, ${this.slots.waiting} waiting before this one`);
+      const ticker = setInterval(() => { void log('info', 'Still queued').catch(() => { /* the next line says it again */ }); }, 60_000);
+      try {
+        await this.slots.acquire();
+      } finally {
+        clearInterval(ticker);
+      }
+      await log('info', 'Starting: a build slot is free');
+    } else {
+      await this.slots.acquire();
+    }
+    try {
+      return await work();
+    } finally {
+      this.slots.release();
+    }
+  }
+
+  private async runSteps(b: BuildRow, base: ResolvedTemplate, steps: Step[], key: string, spec: E2bBuildStart, log: (level: Level, message: string) => Promise<void>, deadline: number): Promise<string> {
     const input: CreateSandboxInput = {
       template: base.templateId, timeout: BUILD_SANDBOX_TIMEOUT_SEC, onTimeout: 'kill', autoResume: false,
       metadata: { 'svc.build': b.build_id }, envVars: {}, secure: false,
@@ -266,6 +296,7 @@ export class BuildService {
       let state = startState(base);
       for (const [i, step] of steps.entries()) {
         const n = String(i + 1);
+        if (Date.now() > deadline) throw new StepFailed(n, `the build ran past its limit of ${Math.round((this.d.timeoutMs ?? BUILD_TIMEOUT_MS) / 60_000)} minutes before step ${n}`);
         const args = step.args ?? [];
         await log('info', `[${n}/${steps.length}] ${step.type} ${args.join(' ')}`.trimEnd());
         const next = applyStep(state, step);
@@ -332,6 +363,27 @@ export class BuildService {
 
 /** What a build starts from: a template, or a registry image (made a template first). */
 type BaseSpec = { kind: 'template'; ref: string } | { kind: 'image'; image: string; auth?: { username: string; password: string } };
+
+/** The builds one master runs at once; the others wait in arrival order. */
+class BuildSlots {
+  busy = 0;
+  private readonly queue: Array<() => void> = [];
+
+  constructor(private readonly size: number) {}
+
+  get free(): boolean { return this.busy < this.size && this.queue.length === 0; }
+  get waiting(): number { return this.queue.length; }
+
+  acquire(): Promise<void> {
+    if (this.free) { this.busy++; return Promise.resolve(); }
+    return new Promise((resolve) => this.queue.push(() => { this.busy++; resolve(); }));
+  }
+
+  release(): void {
+    this.busy--;
+    this.queue.shift()?.();
+  }
+}
 
 /** The base a start request names, after its checks (each a 400 naming what is wrong). */
 function checkSpec(spec: E2bBuildStart): BaseSpec {
