@@ -23,6 +23,10 @@ export interface SvcConfig {
      * cluster needs the same one. Empty: a random key per process (URLs then work only on it).
      */
     upload_signing_key: string;
+    /** Template builds (E2B's builder) that run their steps at once on one master; more are queued. */
+    max_concurrent_builds: number;
+    /** A template build still running after this long fails and its sandbox is killed. */
+    build_timeout_sec: number;
     create_timeout_insec: number;
     database: DatabaseConfig;
   };

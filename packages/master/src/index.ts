@@ -76,6 +76,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     await files.registerRoutes(app);
     builds = new BuildService({
       repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger, files,
+      maxConcurrent: cfg.master.max_concurrent_builds, timeoutMs: cfg.master.build_timeout_sec * 1000,
       snapshots: { capture: (id, o) => snapshots.capture(id, o), byCacheKey: (key) => snapshotRepo.byCacheKey(key) },
     });
     registerBuildRoutes(app, builds);

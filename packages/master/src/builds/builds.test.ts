@@ -33,9 +33,11 @@ function fakes() {
   /** Image templates the builder asked for, by image, and how their builds stand. */
   const images = new Map<string, { id: string; status: string; error: string | null; auth?: unknown }>();
   let exitCodes: Record<string, number> = {};
+  /** Commands that wait for this before they answer. */
+  const held = new Map<string, Promise<void>>();
   let n = 0;
   return {
-    templates, execs, captures, killed, uploaded, images,
+    templates, execs, captures, killed, uploaded, images, held,
     failCommand(command: string, code: number) { exitCodes = { [command]: code }; },
     ports: {
       templates: {
@@ -89,6 +91,7 @@ function fakes() {
           return {
             async exec(sandboxId: string, req: ExecOnNode) {
               execs.push({ sandboxId, ...req });
+              await held.get(req.command);
               const code = exitCodes[req.command] ?? 0;
               return { exitCode: code, stdout: `ran ${req.command}\n`, stderr: code ? 'it broke\n' : '' };
             },
@@ -269,6 +272,37 @@ for (const tdb of availableTestDatabases()) {
         const bs = await builds.status(broken.templateID, broken.buildID, {});
         assert.equal(bs!.status, 'error');
         assert.deepEqual(bs!.reason, { message: 'the image registry.test/broken:1 could not be made a template: manifest unknown', step: 'base' });
+      });
+
+      await t.test('a master runs as many builds at once as it may; the next waits its turn, saying so; a build past its limit fails', async () => {
+        const one = new BuildService({ repo: new BuildRepo(db.kysely), ...f.ports, logger: silentLogger(), maxConcurrent: 1, timeoutMs: 60_000 });
+        let release!: () => void;
+        f.held.set('hold on', new Promise((r) => { release = r; }));
+        const a = await one.request({ name: 'slot-a' });
+        const b = await one.request({ name: 'slot-b' });
+        await one.start(a.templateID, a.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: ['hold on'] }] });
+        await new Promise((r) => setTimeout(r, 200));
+        await one.start(b.templateID, b.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: ['echo second'] }] });
+        await new Promise((r) => setTimeout(r, 200));
+        const queued = await one.status(b.templateID, b.buildID, {});
+        assert.equal(queued!.status, 'building');
+        assert.ok(queued!.logEntries.some((e) => /^Queued: 1 build\(s\) running/.test(e.message)), JSON.stringify(queued!.logEntries));
+        assert.ok(!f.execs.some((e) => e.command === 'echo second'), 'the second waits for the first');
+        release();
+        await one.settled();
+        for (const r of [a, b]) assert.equal((await one.status(r.templateID, r.buildID, {}))!.status, 'ready');
+        f.held.delete('hold on');
+
+        const slow = new BuildService({ repo: new BuildRepo(db.kysely), ...f.ports, logger: silentLogger(), timeoutMs: 100 });
+        f.held.set('takes a while', new Promise((r) => setTimeout(r, 300)));
+        const c = await slow.request({ name: 'too-slow' });
+        await slow.start(c.templateID, c.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: ['takes a while'] }, { type: 'RUN' as const, args: ['never runs'] }] });
+        await slow.settled();
+        const late = await slow.status(c.templateID, c.buildID, {});
+        assert.equal(late!.status, 'error');
+        assert.match(late!.reason!.message, /ran past its limit of 0 minutes before step 2/);
+        assert.ok(!f.execs.some((e) => e.command === 'never runs'));
+        f.held.delete('takes a while');
       });
 
       await t.test('an unknown base fails the build at step base', async () => {

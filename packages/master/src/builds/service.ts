@@ -305,7 +305,7 @@ export class BuildService {
         } else if (step.type === 'USER') {
           await this.exec(node, sbx.sandboxId, { command: USER_SCRIPT, args: [next.user], user: 'root', state: { ...state, workdir: '/' } }, n, log);
         } else if (step.type === 'RUN') {
-          await this.exec(node, sbx.sandboxId, { command: args[0], user: args[1] || state.user, state }, n, log);
+          await this.exec(node, sbx.sandboxId, { command: args[0], user: args[1] || state.user, state, timeoutMs: Math.max(1_000, Math.min(STEP_TIMEOUT_MS, deadline - Date.now())) }, n, log);
         } else if (step.type === 'COPY') {
           await this.copy(node, sbx.sandboxId, step, state, n, log);
         }
@@ -345,18 +345,18 @@ export class BuildService {
 
   private async exec(
     node: Awaited<ReturnType<BuildNodes['client']>>, sandboxId: string,
-    c: { command: string; args?: string[]; user: string; state: { workdir?: string; env: Record<string, string> }; stdin?: ExecInput },
+    c: { command: string; args?: string[]; user: string; state: { workdir?: string; env: Record<string, string> }; stdin?: ExecInput; timeoutMs?: number },
     step: string, log: (level: Level, message: string) => Promise<void>,
   ): Promise<void> {
     // Arguments reach the command as "$1"…, quoted, so a path is never re-read by the shell.
     const command = c.args?.length ? `set -- ${c.args.map(shellQuote).join(' ')}; ${c.command}` : c.command;
-    const r = await node.exec(sandboxId, { command, user: c.user, ...(c.state.workdir ? { cwd: c.state.workdir } : {}), envVars: c.state.env, timeoutMs: STEP_TIMEOUT_MS, ...(c.stdin ? { stdin: c.stdin } : {}) })
+    const r = await node.exec(sandboxId, { command, user: c.user, ...(c.state.workdir ? { cwd: c.state.workdir } : {}), envVars: c.state.env, timeoutMs: c.timeoutMs ?? STEP_TIMEOUT_MS, ...(c.stdin ? { stdin: c.stdin } : {}) })
       .catch((err) => { throw new StepFailed(step, `step ${step} could not run: ${toSvcError(err).message}`); });
     const lines = [...r.stdout.split('\n').map((l) => ['info', l] as const), ...r.stderr.split('\n').map((l) => ['warn', l] as const)].filter(([, l]) => l !== '');
     for (const [level, line] of lines.slice(-STEP_LOG_LINES)) await log(level, line);
     if (r.exitCode !== 0) {
       const last = [...r.stderr.trim().split('\n'), ...r.stdout.trim().split('\n')].filter(Boolean).slice(-3).join(' | ');
-      throw new StepFailed(step, `step ${step} exited with code ${r.exitCode}${r.exitCode === 124 ? ` (killed after ${STEP_TIMEOUT_MS / 60_000} minutes)` : ''}${last ? `: ${last}` : ''}`);
+      throw new StepFailed(step, `step ${step} exited with code ${r.exitCode}${r.exitCode === 124 ? ` (killed after ${Math.round((c.timeoutMs ?? STEP_TIMEOUT_MS) / 1000)} s)` : ''}${last ? `: ${last}` : ''}`);
     }
   }
 }
