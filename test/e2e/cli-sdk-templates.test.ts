@@ -6,7 +6,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Sandbox as E2bSandbox, Template } from 'e2b';
@@ -194,6 +194,39 @@ test('Template.build fromImage: an image of a loopback registry, and a Docker Hu
     await assert.rejects(Template.build(Template().fromImage(`${registry.host}/e2e/missing:v1`), `${name}-x`), (e: Error) => /could not be made a template.*missing/s.test(e.message));
   } finally {
     for (const n of [name, `${name}-m`, `${name}-x`]) await fetch(`${p.apiUrl}/templates/${n}`, { method: 'DELETE', headers: { 'X-API-Key': p.apiKey } });
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('svc tpl build: a Dockerfile (FROM the SDK\'s default base, COPY, RUN, ENV, WORKDIR, CMD) becomes a template its sandboxes start from', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-e2e-dockerfile-'));
+  const name = `e2e-dockerfile-${Date.now().toString(36)}`;
+  try {
+    await mkdir(join(dir, 'ctx/site'), { recursive: true });
+    await writeFile(join(dir, 'ctx/site/index.html'), `<h1>${name}</h1>\n`);
+    await writeFile(join(dir, 'ctx/Dockerfile'), [
+      'FROM e2bdev/base:latest',
+      'ENV GREETING="hello from a Dockerfile"',
+      'COPY site /srv/site',
+      'RUN echo "$GREETING" > /srv/site/greeting.txt',
+      'WORKDIR /srv/site',
+      'CMD ["sleep", "3600"]',
+    ].join('\n'));
+    const built = await svc('tpl', 'build', name, '--path', join(dir, 'ctx'), '--json');
+    assert.equal(built.code, 0, built.stderr + built.stdout);
+    assert.equal(JSON.parse(built.stdout).name, name);
+    const sbx = await E2bSandbox.create(name);
+    try {
+      const r = await sbx.commands.run('pwd; cat index.html greeting.txt; ps -eo args | grep -c "[s]leep 3600"');
+      assert.equal(r.stdout, `/srv/site\n<h1>${name}</h1>\nhello from a Dockerfile\n1\n`, 'the last WORKDIR, the copied files, the RUN output, the CMD running');
+    } finally {
+      await sbx.kill();
+    }
+    const bad = await svc('tpl', 'build', `${name}-bad`, '--path', dir);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.stderr, /no Dockerfile/);
+  } finally {
+    for (const n of [name]) await fetch(`${p.apiUrl}/templates/${n}`, { method: 'DELETE', headers: { 'X-API-Key': p.apiKey } });
     await rm(dir, { recursive: true, force: true });
   }
 });

@@ -1,6 +1,8 @@
 export { Sandbox, type SandboxConstructorOpts } from './sandbox.ts';
 export { Sandbox as default } from './sandbox.ts';
 export { Template, type WaitForBuildOpts } from './template.ts';
+export { planFromDockerfile, type BuildPlan, type BuildStep } from './dockerfile.ts';
+export { buildTemplate, type BuildLogLine, type TemplateBuildOpts, type TemplateBuilt } from './template-build.ts';
 export { Node } from './node.ts';
 export { Paginator, SandboxPaginator, SnapshotPaginator } from './paginator.ts';
 export { Commands } from './commands.ts';

@@ -1,7 +1,8 @@
 /** `svc tpl ...`: build templates from images and manage them. */
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { Template, type JobInfo, type TemplateCreateOpts, type TemplateInfo } from '@svc/sdk';
+import { existsSync, readFileSync } from 'node:fs';
+import { buildTemplate, planFromDockerfile, Template, type JobInfo, type TemplateCreateOpts, type TemplateInfo } from '@svc/sdk';
 import { contextOf, type Context } from '../context.ts';
 import { CliError, UsageError } from '../errors.ts';
 import { formatBytes } from '../output.ts';
@@ -78,6 +79,20 @@ export function templateCommand(): Command {
       await finishBuild(ctx, ref.templateId, ref.jobId, flags.wait);
     });
 
+  cmd.command('build <name>')
+    .description('build a template from a Dockerfile with the template builder (name or name:tag), as `e2b template create` does')
+    .option('-p, --path <dir>', 'build context: where COPY sources are read from', '.')
+    .option('-d, --dockerfile <file>', 'the Dockerfile (default: e2b.Dockerfile or Dockerfile in the context)')
+    .option('-c, --cmd <command>', 'start command of its sandboxes (instead of the Dockerfile\'s CMD)')
+    .option('--ready-cmd <command>', 'command that exits 0 once the start command is up')
+    .option('--cpu-count <n>', 'vCPUs of the build and of its sandboxes', (v) => Number(v))
+    .option('--memory-mb <n>', 'memory of the build and of its sandboxes', (v) => Number(v))
+    .option('--no-cache', 'run every step again')
+    .action(async (name: string, f: BuildFlags, c: Command) => {
+      const ctx = contextOf(c);
+      await buildFromDockerfile(ctx, name, f);
+    });
+
   cmd.command('merge <id>')
     .description('migrate a legacy artifact into the template store')
     .action(async (id: string, _f: unknown, c: Command) => {
@@ -103,6 +118,34 @@ export function templateCommand(): Command {
     });
 
   return cmd;
+}
+
+interface BuildFlags {
+  path: string;
+  dockerfile?: string;
+  cmd?: string;
+  readyCmd?: string;
+  cpuCount?: number;
+  memoryMb?: number;
+  cache: boolean;
+}
+
+async function buildFromDockerfile(ctx: Context, name: string, f: BuildFlags): Promise<void> {
+  const contextDir = resolve(f.path);
+  const file = f.dockerfile ? resolve(f.dockerfile) : ['e2b.Dockerfile', 'Dockerfile'].map((n) => resolve(contextDir, n)).find((p) => existsSync(p));
+  if (!file || !existsSync(file)) throw new UsageError(`no Dockerfile: give --dockerfile, or put e2b.Dockerfile or Dockerfile in ${contextDir}`);
+  for (const [flag, v] of [['--cpu-count', f.cpuCount], ['--memory-mb', f.memoryMb]] as const) {
+    if (v !== undefined && !(Number.isInteger(v) && v > 0)) throw new UsageError(`${flag} takes a positive whole number`);
+  }
+  if (f.readyCmd && !f.cmd) throw new UsageError('--ready-cmd goes with --cmd');
+  const plan = planFromDockerfile(readFileSync(file, 'utf8'));
+  if (f.cmd) { plan.startCmd = f.cmd; plan.readyCmd = f.readyCmd; }
+  for (const k of plan.ignored) process.stderr.write(`svc: ${k} is not supported by the builder; it was left out\n`);
+  const built = await buildTemplate(plan, name, {
+    ...ctx.conn, contextDir, noCache: !f.cache, ...(f.cpuCount ? { cpuCount: f.cpuCount } : {}), ...(f.memoryMb ? { memoryMB: f.memoryMb } : {}),
+    onLog: (l) => { if (!ctx.out.json) ctx.out.line(`${l.timestamp.slice(11, 19)} ${l.level === 'info' ? '' : `${l.level} `}${l.message}`); },
+  });
+  ctx.out.result(built, () => ctx.out.fields([['template', built.templateId], ['build', built.buildId], ['name', built.name]]));
 }
 
 function createSpec(f: CreateFlags): TemplateCreateOpts {
