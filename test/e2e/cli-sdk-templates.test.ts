@@ -212,7 +212,8 @@ test('svc tpl build: a Dockerfile (FROM the SDK\'s default base, COPY, RUN, ENV,
       'WORKDIR /srv/site',
       'CMD ["sleep", "3600"]',
     ].join('\n'));
-    const built = await svc('tpl', 'build', name, '--path', join(dir, 'ctx'), '--json');
+    // --cmd and --ready-cmd stand in for the CMD (whose ready check is E2B's 20-second wait; planFromDockerfile's test covers it).
+    const built = await svc('tpl', 'build', name, '--path', join(dir, 'ctx'), '--cmd', 'sleep 3600', '--ready-cmd', 'true', '--json');
     assert.equal(built.code, 0, built.stderr + built.stdout);
     assert.equal(JSON.parse(built.stdout).name, name);
     const sbx = await E2bSandbox.create(name);
