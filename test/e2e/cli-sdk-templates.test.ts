@@ -218,7 +218,7 @@ test('svc tpl build: a Dockerfile (FROM the SDK\'s default base, COPY, RUN, ENV,
     assert.equal(JSON.parse(built.stdout).name, name);
     const sbx = await E2bSandbox.create(name);
     try {
-      const r = await sbx.commands.run('pwd; cat index.html greeting.txt; ps -eo args | grep -c "[s]leep 3600"');
+      const r = await sbx.commands.run('pwd; cat index.html greeting.txt; ps -eo comm | grep -cx sleep');
       assert.equal(r.stdout, `/srv/site\n<h1>${name}</h1>\nhello from a Dockerfile\n1\n`, 'the last WORKDIR, the copied files, the RUN output, the CMD running');
     } finally {
       await sbx.kill();
