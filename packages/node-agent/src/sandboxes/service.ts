@@ -49,6 +49,8 @@ const WHO_IS = 'id -u "$1" && id -g "$1" && while IFS=: read -r n _ _ _ _ h _; d
 
 export class SandboxService {
   private readonly sandboxes = new Map<string, Instance>();
+  /** Users of each sandbox's image looked up by exec (whoIs), dropped with the instance. */
+  private readonly users = new WeakMap<Instance, Map<string, { uid: string; gid: string; home: string }>>();
   /** Sandboxes whose processes died, so a later GET can say so instead of a bare 404 (and the master learns why). */
   private readonly gone = new Map<string, EndedSandbox>();
   /** Creates under way per artifact: an artifact is not deleted under them. */
@@ -301,11 +303,9 @@ export class SandboxService {
     const flags: string[] = [];
     let home = '/';
     if (req.user !== 'root') {
-      const who = await this.d.driver.exec(inst.ref, ['/bin/sh', '-c', WHO_IS, 'whois', req.user]);
-      const [uid, gid, dir] = who.stdout.trim().split('\n');
-      if (who.code !== 0 || !/^\d+$/.test(uid ?? '') || !/^\d+$/.test(gid ?? '')) throw badRequest(`user ${req.user} does not exist in sandbox ${id}`);
-      flags.push(`--user=${uid}:${gid}`);
-      home = dir || '/';
+      const who = await this.whoIs(inst, req.user);
+      flags.push(`--user=${who.uid}:${who.gid}`);
+      home = who.home;
       env.HOME ??= home;
       env.USER ??= req.user;
     }
@@ -318,6 +318,24 @@ export class SandboxService {
     const tail = (text: string) => (Buffer.byteLength(text) > EXEC_OUTPUT_LIMIT ? Buffer.from(text).subarray(-EXEC_OUTPUT_LIMIT).toString('utf8') : text);
     const truncated = Buffer.byteLength(r.stdout) > EXEC_OUTPUT_LIMIT || Buffer.byteLength(r.stderr) > EXEC_OUTPUT_LIMIT;
     return { exitCode: killed ? 124 : r.code, stdout: tail(r.stdout), stderr: tail(r.stderr), ...(truncated ? { truncated } : {}) };
+  }
+
+  /**
+   * A user's uid, gid and home in the sandbox's image, looked up once per sandbox (each lookup is
+   * a runsc exec, about 100 ms under ptrace): a build's steps run as the same user again and again.
+   * Only found users are kept, so a user a later step makes is found then.
+   */
+  private async whoIs(inst: Instance, user: string): Promise<{ uid: string; gid: string; home: string }> {
+    let users = this.users.get(inst);
+    const known = users?.get(user);
+    if (known) return known;
+    const who = await this.d.driver.exec(inst.ref, ['/bin/sh', '-c', WHO_IS, 'whois', user]);
+    const [uid, gid, dir] = who.stdout.trim().split('\n');
+    if (who.code !== 0 || !/^\d+$/.test(uid ?? '') || !/^\d+$/.test(gid ?? '')) throw badRequest(`user ${user} does not exist in sandbox ${inst.record.sandboxId}`);
+    const found = { uid: uid!, gid: gid!, home: dir || '/' };
+    if (!users) { users = new Map(); this.users.set(inst, users); }
+    users.set(user, found);
+    return found;
   }
 
   async metrics(id: string): Promise<SandboxMetrics> {
