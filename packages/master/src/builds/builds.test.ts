@@ -238,6 +238,7 @@ for (const tdb of availableTestDatabases()) {
         assert.match(unpack2.command, /tar -xf - -C "\$1"$/, 'an archive sent without gzip is read as it is');
         assert.match(move.command, /^set -- '\/tmp\/\.svc-copy-2-e{16}\/src' 'app\/' 'user:' '0644' '\/tmp\/\.svc-copy-2-e{16}'; /, 'the source up to its glob, the owner the step\'s user');
         assert.equal(move.user, 'root');
+        assert.equal(move.cwd, '/home/user', 'as root, but in the user\'s home: a relative destination lands there');
         assert.match(move2.command, /^set -- '\/tmp\/\.svc-copy-3-e{16}\/conf\.json' '\/etc\/app\.json' 'root:' '' /);
         f.uploaded.delete(hash);
         const again = await builds.request({ name: 'copier' });

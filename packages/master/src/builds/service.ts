@@ -338,8 +338,10 @@ export class BuildService {
     const unpack = step.gzip === false ? 'tar -xf -' : 'tar -xzf -';
     await this.exec(node, sandboxId, { command: `rm -rf "$1" && mkdir -p "$1" && ${unpack} -C "$1"`, args: [dir], user: 'root', state: { ...state, workdir: '/' }, stdin: input }, n, log);
     const who = owner || state.user;
+    // Run as root, but where the step's user is: a relative destination is under its WORKDIR, else its home.
     await this.exec(node, sandboxId, {
-      command: COPY_SCRIPT, args: [posix.join(dir, copySourceBase(src)), dest, who.includes(':') ? who : `${who}:`, mode ?? '', dir], user: 'root', state,
+      command: COPY_SCRIPT, args: [posix.join(dir, copySourceBase(src)), dest, who.includes(':') ? who : `${who}:`, mode ?? '', dir], user: 'root',
+      state: { ...state, workdir: state.workdir ?? homeOf(state.user) },
     }, n, log);
   }
 

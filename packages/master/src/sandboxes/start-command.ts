@@ -29,7 +29,8 @@ export async function startAndWaitReady(node: Pick<NodeAgentClient, 'exec'>, san
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let last = '';
   for (;;) {
-    const r = await exec(s.readyCommand, 10_000);
+    // A ready command may take its time (E2B's waitForTimeout(ms) is a sleep): up to the deadline.
+    const r = await exec(s.readyCommand, Math.max(1_000, deadline - Date.now()));
     if (r.exitCode === 0) return;
     const said = `${r.stdout}${r.stderr}`.trim();
     if (said && said !== last) await onOutput(said);
