@@ -256,7 +256,6 @@ export class BuildService {
     }
   }
 
-  /** Runs the steps in a sandbox of the base and captures its files; the sandbox is then killed. */
   /** Runs `work` once one of the master's build slots is free; a line a minute while it waits. */
   private async inSlot<T>(log: (level: Level, message: string) => Promise<void>, work: () => Promise<T>): Promise<T> {
     if (!this.slots.free) {
@@ -278,6 +277,7 @@ export class BuildService {
     }
   }
 
+  /** Runs the steps in a sandbox of the base and captures its files; the sandbox is then killed. */
   private async runSteps(b: BuildRow, base: ResolvedTemplate, steps: Step[], key: string, spec: E2bBuildStart, log: (level: Level, message: string) => Promise<void>, deadline: number): Promise<string> {
     const input: CreateSandboxInput = {
       template: base.templateId, timeout: BUILD_SANDBOX_TIMEOUT_SEC, onTimeout: 'kill', autoResume: false,

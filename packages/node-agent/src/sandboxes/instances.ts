@@ -26,6 +26,8 @@ export interface LaunchRequest {
   env: Record<string, string>;
   policy: EgressPolicy;
   metadata: Record<string, string>;
+  /** The template's USER and WORKDIR for envd's /init (InstanceRecord). */
+  defaults?: Pick<InstanceRecord, 'defaultUser' | 'defaultWorkdir'>;
   signal: AbortSignal;
   /** A captured layer's archive to start from (LayerStore), instead of an empty writable layer. */
   layerArchive?: string;
@@ -65,7 +67,7 @@ export class InstanceLauncher {
       artifactId: req.artifactId, runtime: this.d.driver.kind, slot: addr.slot, hostAddress: addr.hostAddress,
       address: addr.sandboxAddress, netns: this.d.names.netns(instanceId), hostVeth: this.d.names.hostVeth(instanceId),
       ...req.resources, policy: req.policy, metadata: req.metadata, envdVersion: this.d.envdVersion,
-      startedAt: new Date().toISOString(),
+      ...req.defaults, startedAt: new Date().toISOString(),
     };
     const inst: Instance = { record, ref: refOf(this.d.names, this.d.records, record) };
     const started = Date.now();

@@ -125,7 +125,7 @@ export class SandboxService {
         if (!inst) {
           const launch = (layerArchive?: string) => this.d.launcher.launch({
             role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources, env: {},
-            policy, metadata: req.metadata, signal, ...(layerArchive ? { layerArchive } : {}),
+            policy, metadata: req.metadata, defaults: { defaultUser: req.defaultUser, defaultWorkdir: req.defaultWorkdir }, signal, ...(layerArchive ? { layerArchive } : {}),
           });
           const layerRef = req.layer;
           if (layerRef) await this.d.layers.ensure(layerRef, artifactId);
@@ -140,10 +140,6 @@ export class SandboxService {
             await this.d.launcher.teardown(launched).catch((e: Error) => this.d.logger.error({ instanceId: launched.record.instanceId, err: e.message }, 'teardown after a failed /init left something behind'));
             throw err;
           });
-        }
-        if (req.defaultUser || req.defaultWorkdir) {
-          Object.assign(inst.record, { defaultUser: req.defaultUser, defaultWorkdir: req.defaultWorkdir });
-          await this.d.records.save(inst.record);
         }
         this.sandboxes.set(req.sandboxId, inst);
         this.gone.delete(req.sandboxId);
