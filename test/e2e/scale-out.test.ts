@@ -3,6 +3,7 @@
  * locks, events and shared store on Redis (the servers scripts/test-services.sh starts).
  * A sandbox idles into pause through the Redis-elected lifecycle leader and a request wakes it.
  */
+import { rmSync } from 'node:fs';
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
@@ -17,6 +18,7 @@ const skip = !pgUrl || !redisHost ? 'needs SVC_TEST_PG_URL and SVC_TEST_REDIS_HO
 let p: RunningPlatform;
 diagnoseFailures(() => p);
 const dbName = `svc_e2e_${randomId(8)}`;
+const DATA_DIR = '/tmp/svc-e2e-scale-out';
 
 before(async () => {
   if (skip) return;
@@ -26,8 +28,10 @@ before(async () => {
   await admin.end();
   const url = new URL(pgUrl!);
   url.pathname = `/${dbName}`;
+  // A fresh database each run: artifacts an earlier run's database knew would never be swept (about 1 GB a run).
+  rmSync(DATA_DIR, { recursive: true, force: true });
   p = await startPlatform({
-    dataDir: '/tmp/svc-e2e-scale-out',
+    dataDir: DATA_DIR,
     env: {
       SVC_EXTERNAL_POSTGRES_URL: url.toString(),
       SVC_EXTERNAL_REDIS_HOST: redisHost!,
