@@ -131,7 +131,8 @@ test('pause and resume: no CPU while paused, the kind of pause, files, a backgro
   const sbx = await Sandbox.create('base', { timeoutMs: 600_000 });
   try {
     await sbx.files.write('/home/user/state.txt', 'before pause');
-    await sbx.commands.run(`nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter; sleep 0.1; done' >/dev/null 2>&1 &`);
+    // Written aside and renamed: a read between a truncate and its write would see an empty file.
+    await sbx.commands.run(`nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/counter.new; mv /tmp/counter.new /tmp/counter; sleep 0.1; done' >/dev/null 2>&1 &`);
     await sbx.commands.run('nohup python3 -m http.server 8000 --directory /home/user >/dev/null 2>&1 &');
     // fetch cannot set Host, so name the sandbox the way the SDK's E2B_SANDBOX_URL mode does
     const viaProxy = async () => {
