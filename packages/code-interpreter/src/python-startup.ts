@@ -1,0 +1,190 @@
+/**
+ * Python run silently in every new IPython kernel before its first execution. It registers two
+ * display formatters of E2B's code interpreter:
+ * - `e2b/data`: a pandas DataFrame as its columns (`to_dict(orient='list')`), Timestamps as ISO
+ *   strings and missing values as None; only looked at when pandas is already imported;
+ * - `e2b/chart`: a matplotlib Figure as a chart dict (line, scatter, bar, pie, or unknown with
+ *   its title; several axes make a superchart), for the figures the inline backend displays.
+ * Everything lives inside one function that deletes itself, so the user's namespace stays empty.
+ * A formatter that fails returns None: the value still displays, without that representation.
+ */
+export const PYTHON_STARTUP = String.raw`
+def __svc_install_formatters():
+    import math
+    import re
+    import sys
+    import datetime
+    from IPython import get_ipython
+    from IPython.core.formatters import BaseFormatter
+    from traitlets import ObjectName, Unicode
+
+    def plain(value):
+        numpy = sys.modules.get('numpy')
+        pandas = sys.modules.get('pandas')
+        if pandas is not None and value is pandas.NaT:
+            return None
+        if pandas is not None and isinstance(value, pandas.Timestamp):
+            return value.isoformat()
+        if numpy is not None and isinstance(value, numpy.datetime64):
+            return str(value.astype('datetime64[s]'))
+        if numpy is not None and isinstance(value, numpy.generic):
+            value = value.item()
+        if isinstance(value, (datetime.date, datetime.datetime)):
+            return value.isoformat()
+        if isinstance(value, float) and math.isnan(value):
+            return None
+        return value
+
+    def frame_columns(frame):
+        return {str(name): [plain(v) for v in values] for name, values in frame.to_dict(orient='list').items()}
+
+    def text_or_none(text):
+        return text if text else None
+
+    def unit_of(label):
+        match = re.search(r'\s\((.*?)\)|\[(.*?)\]', label or '')
+        return (match.group(1) or match.group(2)) if match else None
+
+    def axis_info(ax, axis, name):
+        converter = getattr(axis, 'converter', None)
+        kind = type(converter).__name__ if converter is not None else ''
+        labels = [t.get_text() for t in axis.get_ticklabels()]
+        ticks = list(axis.get_ticklocs())
+        if 'Date' in kind:
+            import matplotlib.dates
+            scale = 'datetime'
+            ticks = [matplotlib.dates.num2date(t).isoformat() for t in ticks]
+        elif 'StrCategory' in kind:
+            scale = 'categorical'
+            ticks = [float(t) for t in ticks]
+        else:
+            scale = ax.get_xscale() if name == 'x' else ax.get_yscale()
+            ticks = [float(t) for t in ticks]
+        return {name + '_ticks': ticks, name + '_tick_labels': labels, name + '_scale': scale}
+
+    def is_grid_line(line):
+        xs, ys = line.get_xdata(), line.get_ydata()
+        return len(xs) == 2 and len(ys) == 2 and (xs[0] == xs[1] or ys[0] == ys[1])
+
+    def chart_kind(ax):
+        from matplotlib.collections import PathCollection
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Rectangle, Wedge
+        from matplotlib.text import Text
+        children = getattr(ax, '_children', None)
+        if children is None:
+            children = list(ax.lines) + list(ax.collections) + list(ax.patches)
+        artists = [a for a in children if not isinstance(a, Text)]
+        if artists and all(isinstance(a, Line2D) for a in artists):
+            return 'line'
+        artists = [a for a in artists if not (isinstance(a, Line2D) and is_grid_line(a))]
+        if not artists:
+            return 'unknown'
+        if all(isinstance(a, PathCollection) for a in artists):
+            return 'scatter'
+        if all(isinstance(a, Wedge) for a in artists):
+            return 'pie'
+        if all(isinstance(a, Rectangle) for a in artists):
+            return 'bar'
+        return 'unknown'
+
+    def labels_2d(ax, chart):
+        chart['x_label'] = text_or_none(ax.get_xlabel())
+        chart['y_label'] = text_or_none(ax.get_ylabel())
+        chart['x_unit'] = unit_of(chart['x_label'])
+        chart['y_unit'] = unit_of(chart['y_label'])
+
+    def element_label(label, prefix, name):
+        if label.startswith(prefix) and label[len(prefix):].isdigit():
+            return name + ' ' + label[len(prefix):]
+        return label
+
+    def axes_chart(ax):
+        kind = chart_kind(ax)
+        chart = {'type': kind, 'title': text_or_none(ax.get_title()), 'elements': []}
+        if kind in ('line', 'scatter'):
+            labels_2d(ax, chart)
+            chart.update(axis_info(ax, ax.xaxis, 'x'))
+            chart.update(axis_info(ax, ax.yaxis, 'y'))
+            if kind == 'line':
+                for line in ax.get_lines():
+                    if is_grid_line(line):
+                        continue
+                    points = [[plain(x), plain(y)] for x, y in zip(line.get_xdata(), line.get_ydata())]
+                    chart['elements'].append({'label': element_label(line.get_label(), '_child', 'Line'), 'points': points})
+            else:
+                for collection in ax.collections:
+                    points = [[plain(x), plain(y)] for x, y in collection.get_offsets()]
+                    chart['elements'].append({'label': collection.get_label(), 'points': points})
+        elif kind == 'bar':
+            labels_2d(ax, chart)
+            for container in ax.containers:
+                group = element_label(container.get_label(), '_container', 'Group')
+                bars = list(container)
+                horizontal = len(bars) > 1 and all(b.get_height() == bars[0].get_height() for b in bars)
+                axis = ax.yaxis if horizontal else ax.xaxis
+                names = {round(float(t), 6): l.get_text() for t, l in zip(axis.get_ticklocs(), axis.get_ticklabels())}
+                for bar in bars:
+                    center = bar.get_y() + bar.get_height() / 2 if horizontal else bar.get_x() + bar.get_width() / 2
+                    value = bar.get_width() if horizontal else bar.get_height()
+                    label = names.get(round(float(center), 6)) or str(plain(center))
+                    chart['elements'].append({'label': label, 'value': plain(value), 'group': group})
+            if horizontal_bars(ax):
+                chart['x_label'], chart['y_label'] = chart['y_label'], chart['x_label']
+                chart['x_unit'], chart['y_unit'] = chart['y_unit'], chart['x_unit']
+        elif kind == 'pie':
+            for wedge in ax.patches:
+                chart['elements'].append({'label': wedge.get_label(), 'angle': round(abs(float(wedge.theta2) - float(wedge.theta1)), 8), 'radius': float(wedge.r)})
+        return chart
+
+    def horizontal_bars(ax):
+        for container in ax.containers:
+            bars = list(container)
+            if len(bars) > 1 and all(b.get_height() == bars[0].get_height() for b in bars):
+                return True
+        return False
+
+    def figure_chart(figure):
+        axes = figure.get_axes()
+        if not axes or not any(ax.has_data() for ax in axes):
+            return None
+        if len(axes) == 1:
+            return axes_chart(axes[0])
+        suptitle = figure._suptitle.get_text() if getattr(figure, '_suptitle', None) is not None else ''
+        return {'type': 'superchart', 'title': text_or_none(suptitle), 'elements': [axes_chart(ax) for ax in axes]}
+
+    class DataFrameFormatter(BaseFormatter):
+        format_type = Unicode('e2b/data')
+        print_method = ObjectName('_repr_e2b_data_')
+        _return_type = (dict,)
+
+        def __call__(self, obj):
+            pandas = sys.modules.get('pandas')
+            if pandas is None or not isinstance(obj, pandas.DataFrame):
+                return super().__call__(obj)
+            try:
+                return frame_columns(obj)
+            except Exception:
+                return None
+
+    class FigureFormatter(BaseFormatter):
+        format_type = Unicode('e2b/chart')
+        print_method = ObjectName('_repr_e2b_chart_')
+        _return_type = (dict,)
+
+        def __call__(self, obj):
+            figure_module = sys.modules.get('matplotlib.figure')
+            if figure_module is None or not isinstance(obj, figure_module.Figure):
+                return super().__call__(obj)
+            try:
+                return figure_chart(obj)
+            except Exception:
+                return None
+
+    formatters = get_ipython().display_formatter.formatters
+    formatters['e2b/data'] = DataFrameFormatter(parent=get_ipython().display_formatter)
+    formatters['e2b/chart'] = FigureFormatter(parent=get_ipython().display_formatter)
+
+__svc_install_formatters()
+del __svc_install_formatters
+`;
