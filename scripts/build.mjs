@@ -1,5 +1,6 @@
 // Bundles the parts that run without the workspace around them:
 //   dist/envd.mjs  the in-sandbox agent (runs on the Node runtime the node agent injects)
+//   dist/code-interpreter.mjs  the in-sandbox code interpreter on port 49999 (same runtime)
 //   dist/svc.mjs   the CLI and every component, for `svc up` and a global install
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
@@ -16,6 +17,12 @@ await build({
   outfile: 'dist/envd.mjs',
   banner,
   external: ['@lydell/node-pty', '@lydell/node-pty-*'],
+});
+await build({
+  ...common,
+  entryPoints: ['packages/code-interpreter/src/main.ts'],
+  outfile: 'dist/code-interpreter.mjs',
+  banner,
 });
 await build({
   ...common,
@@ -42,4 +49,4 @@ for (const [out, flags, source] of natives) {
     process.exit(1);
   }
 }
-console.log('built dist/envd.mjs, dist/svc.mjs, dist/svc-stat-shim.so, dist/svc-sudo and dist/svc-spawner');
+console.log('built dist/envd.mjs, dist/code-interpreter.mjs, dist/svc.mjs, dist/svc-stat-shim.so, dist/svc-sudo and dist/svc-spawner');

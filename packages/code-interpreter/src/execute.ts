@@ -1,0 +1,88 @@
+/**
+ * One `POST /execute` answer: NDJSON lines as the kernel produces them, a keepalive line while
+ * nothing else comes (also while waiting for the context's lock), and `end_of_execution` last.
+ * A client that goes away interrupts the kernel, so the next execution is not blocked.
+ */
+import type { ServerResponse } from 'node:http';
+import type { ExecutionLine } from '@svc/contracts/code-interpreter';
+import type { Context } from './contexts.ts';
+import type { EnvChanges, ExecutionEnd, Log } from './kernel.ts';
+import type { SandboxEnv } from './sandbox-env.ts';
+
+export interface ExecutionDeps {
+  sandboxEnv: SandboxEnv;
+  log: Log;
+  keepaliveMs: number;
+}
+
+export async function streamExecution(
+  context: Context,
+  request: { code: string; env_vars?: Record<string, string> | null },
+  accessToken: string | undefined,
+  res: ServerResponse,
+  deps: ExecutionDeps,
+): Promise<void> {
+  res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
+  res.flushHeaders();
+  const gone = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
+  let lastWrite = Date.now();
+  const write = (line: ExecutionLine) => {
+    if (res.writableEnded || res.destroyed) return;
+    res.write(`${JSON.stringify(line)}\n`);
+    lastWrite = Date.now();
+  };
+  const keepalive = setInterval(() => {
+    if (Date.now() - lastWrite >= deps.keepaliveMs / 2) write({ type: 'keepalive' });
+  }, deps.keepaliveMs);
+
+  const release = await context.lock.acquire(gone.signal);
+  if (!release) {
+    clearInterval(keepalive);
+    return; // the client left while waiting its turn
+  }
+  const { kernel } = context;
+  let restore: EnvChanges | undefined;
+  try {
+    const sandbox = await deps.sandboxEnv.get(accessToken);
+    if (sandbox.fromEnvd && !context.sandboxEnvApplied) {
+      await kernel.setEnv(sandbox.vars);
+      context.sandboxEnvApplied = true;
+    }
+    if (request.env_vars) {
+      restore = Object.fromEntries(Object.keys(request.env_vars).map((k) => [k, sandbox.vars[k] ?? null]));
+      await kernel.setEnv(request.env_vars);
+    }
+    let end: ExecutionEnd;
+    try {
+      end = await kernel.execute(request.code, write, gone.signal);
+    } catch (err) {
+      // The kernel could not (re)start: the context stays, a later execution tries again.
+      deps.log('error', `execution failed: ${(err as Error).message}`, { context: context.id });
+      write({ type: 'error', name: 'KernelError', value: (err as Error).message, traceback: '' });
+      end = 'completed';
+    }
+    if (end === 'died') {
+      write({ type: 'error', name: 'UnexpectedEndOfExecution', value: 'The kernel ended before the execution finished; the next execution starts a new one', traceback: '' });
+      write({ type: 'unexpected_end_of_execution' });
+    }
+    if (end === 'interrupted') deps.log('info', 'execution interrupted: the client went away', { context: context.id });
+  } catch (err) {
+    deps.log('error', `execution failed: ${(err as Error).message}`, { context: context.id });
+    write({ type: 'error', name: 'ExecutionError', value: (err as Error).message, traceback: '' });
+  } finally {
+    clearInterval(keepalive);
+    write({ type: 'end_of_execution' });
+    res.end();
+  }
+  // The execution's own variables are put back before the next execution may start.
+  try {
+    if (restore) await kernel.setEnv(restore);
+  } catch (err) {
+    deps.log('warn', `restoring the environment after an execution failed: ${(err as Error).message}`, { context: context.id });
+  } finally {
+    release();
+  }
+}
