@@ -10,6 +10,7 @@ import type { ExecutionOutput } from '@svc/contracts/code-interpreter';
 import { environmentWith, type EnvChanges, type ExecutionEnd, type Kernel, type Log } from './kernel.ts';
 import { logExit, signalGroup, stopGroup } from './kernel-process.ts';
 import { REPL_HOST_SOURCE } from './js-repl-host.ts';
+import { resultFromMimeBundle } from './result.ts';
 
 const START_TIMEOUT_MS = 30_000;
 const INTERRUPT_GRACE_MS = 5_000;
@@ -74,7 +75,7 @@ export class JsKernel implements Kernel {
       host.onMessage = (m) => {
         if (!('id' in m) || m.id !== id) return;
         if (m.type === 'stream') emit({ type: m.name, text: m.text, timestamp: now() });
-        else if (m.type === 'result') emit({ type: 'result', text: m.text, is_main_result: true });
+        else if (m.type === 'result') emit(resultFromMimeBundle({ 'text/plain': m.text }, true));
         else if (m.type === 'error') emit({ type: 'error', name: m.name, value: m.value, traceback: m.traceback });
         else if (m.type === 'done') finish(interrupted ? 'interrupted' : 'completed');
       };

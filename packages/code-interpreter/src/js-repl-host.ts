@@ -44,8 +44,8 @@ function replHost(): void {
     const isError = cause instanceof Error || (typeof cause === 'object' && cause !== null && 'stack' in cause);
     const name = isError ? String(cause?.name ?? 'Error') : 'Error';
     const value = isError ? String(cause?.message ?? '') : `Uncaught ${util.inspect(err)}`;
-    // Frames of the REPL's and node's own code say nothing about the user's.
-    const traceback = isError ? String(cause?.stack ?? `${name}: ${value}`).split('\n').filter((l) => !/\(node:|at node:|\/repl\.js|REPLServer\.|domain\.js/.test(l)).join('\n') : value;
+    // Frames of node's, the REPL's and this host's code say nothing about the user's.
+    const traceback = isError ? String(cause?.stack ?? `${name}: ${value}`).split('\n').filter((l) => !/\(node:|at node:|\[eval\]|REPLServer\.|domain\.js/.test(l)).join('\n') : value;
     send({ type: 'error', id, name, value, traceback });
     finish(id);
   };
@@ -60,9 +60,13 @@ function replHost(): void {
   server.context.console = new Console({ stdout: out, stderr: err });
 
   // An interrupt while the code awaits something: the execution ends, its promise is left behind.
-  process.on('SIGINT', () => {
+  // While code runs synchronously, the REPL's SIGINT watchdog breaks it instead; a JS listener
+  // present then would stop the watchdog from working (the process dies of the signal), so the
+  // listener is off during that part.
+  const onSigint = () => {
     if (current) fail(current, Object.assign(new Error('Script execution was interrupted by `SIGINT`'), { stack: 'Error: Script execution was interrupted by `SIGINT`' }));
-  });
+  };
+  process.on('SIGINT', onSigint);
   process.on('unhandledRejection', (reason) => {
     process.stderr.write(`Unhandled promise rejection: ${util.inspect(reason)}\n`);
   });
@@ -78,11 +82,16 @@ function replHost(): void {
     }
     const id = m.id;
     current = id;
-    server.eval(m.code, server.context, 'cell', (e, value) => {
-      if (e) return fail(id, e);
-      if (current === id && value !== undefined) send({ type: 'result', id, text: util.inspect(value) });
-      finish(id);
-    });
+    process.removeListener('SIGINT', onSigint);
+    try {
+      server.eval(m.code, server.context, 'cell', (e, value) => {
+        if (e) return fail(id, e);
+        if (current === id && value !== undefined) send({ type: 'result', id, text: util.inspect(value) });
+        finish(id);
+      });
+    } finally {
+      process.on('SIGINT', onSigint);
+    }
   });
   // The service ends us when it goes; an orphan would otherwise keep running.
   process.on('disconnect', () => process.exit(0));
