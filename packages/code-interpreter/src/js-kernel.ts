@@ -62,6 +62,7 @@ export class JsKernel implements Kernel {
     }
     const id = randomUUID();
     const now = () => new Date().toISOString();
+    const idleOutput = host.onRawOutput;
     return new Promise<ExecutionEnd>((resolve) => {
       let interrupted = false;
       let graceTimer: NodeJS.Timeout | undefined;
@@ -69,7 +70,7 @@ export class JsKernel implements Kernel {
         clearTimeout(graceTimer);
         signal.removeEventListener('abort', onAbort);
         host.onMessage = () => {};
-        host.onRawOutput = () => {};
+        host.onRawOutput = idleOutput;
         resolve(end);
       };
       host.onMessage = (m) => {
@@ -153,7 +154,7 @@ export class JsKernel implements Kernel {
       ended: new Promise<void>((resolve) => { markEnded = resolve; }),
       executions: 0,
       onMessage: () => {},
-      onRawOutput: () => {},
+      onRawOutput: (name, text) => this.log('info', `kernel ${name}: ${text.trimEnd()}`, { pid: child.pid }),
     };
     child.on('message', (m: HostMessage) => host.onMessage(m));
     child.on('error', (err) => this.log('warn', `${this.language} kernel: ${err.message}`, { pid: child.pid }));

@@ -11,11 +11,12 @@
  */
 
 function replHost(): void {
-  const repl = require('node:repl') as typeof import('node:repl');
-  const domain = require('node:domain') as typeof import('node:domain');
-  const util = require('node:util') as typeof import('node:util');
-  const { Console } = require('node:console') as typeof import('node:console');
-  const { PassThrough, Writable } = require('node:stream') as typeof import('node:stream');
+  // Not require(): a bundler renames it, and this source runs outside the bundle.
+  const repl = process.getBuiltinModule('node:repl') as typeof import('node:repl');
+  const domain = process.getBuiltinModule('node:domain') as typeof import('node:domain');
+  const util = process.getBuiltinModule('node:util') as typeof import('node:util');
+  const { Console } = process.getBuiltinModule('node:console') as typeof import('node:console');
+  const { PassThrough, Writable } = process.getBuiltinModule('node:stream') as typeof import('node:stream');
 
   type Message = { type: 'execute'; id: string; code: string } | { type: 'env'; changes: Record<string, string | null> };
   const send = (m: Record<string, unknown>) => process.send?.(m);
