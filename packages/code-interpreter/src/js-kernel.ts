@@ -1,7 +1,7 @@
 /**
  * A JavaScript or TypeScript context: a child Node process running the REPL host
  * (js-repl-host.ts). TypeScript is transpiled to JavaScript here first (types removed, nothing
- * else changed), so both languages share the host.
+ * else changed), so both languages share the host; static imports become dynamic (esm-imports.ts).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -9,6 +9,7 @@ import { transform } from 'sucrase';
 import type { ExecutionOutput } from '@svc/contracts/code-interpreter';
 import { environmentWith, type EnvChanges, type ExecutionEnd, type Kernel, type Log } from './kernel.ts';
 import { logExit, signalGroup, stopGroup } from './kernel-process.ts';
+import { rewriteImports } from './esm-imports.ts';
 import { REPL_HOST_SOURCE } from './js-repl-host.ts';
 import { resultFromMimeBundle } from './result.ts';
 
@@ -60,6 +61,7 @@ export class JsKernel implements Kernel {
       }
       source = js;
     }
+    source = rewriteImports(source);
     const id = randomUUID();
     const now = () => new Date().toISOString();
     const idleOutput = host.onRawOutput;

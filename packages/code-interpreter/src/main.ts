@@ -1,6 +1,6 @@
 /**
  * The code interpreter inside a sandbox: listens on 0.0.0.0:49999 (SVC_CODE_INTERPRETER_PORT),
- * starts python's default context, logs JSON lines to stdout. Contexts start in /home/user when
+ * starts the python and javascript default contexts, logs JSON lines to stdout. Contexts start in /home/user when
  * it exists (SVC_CODE_INTERPRETER_CWD), else here.
  */
 import { existsSync } from 'node:fs';
@@ -22,8 +22,8 @@ interpreter.server.on('error', (err) => {
 interpreter.server.listen(port, host, () => {
   log('info', 'code interpreter listening', { host, port, cwd: defaultCwd });
   interpreter.warmUp().then(
-    () => log('info', 'default python context ready'),
-    (err: Error) => log('error', `default python context not started (it is tried again at first use): ${err.message}`),
+    () => log('info', 'default contexts ready'),
+    (err: Error) => log('error', `a default context did not start (it is tried again at first use): ${err.message}`),
   );
 });
 

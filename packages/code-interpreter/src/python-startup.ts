@@ -38,6 +38,13 @@ def __svc_install_formatters():
     def frame_columns(frame):
         return {str(name): [plain(v) for v in values] for name, values in frame.to_dict(orient='list').items()}
 
+    def rounded(value):
+        # About eight significant digits, so that 90% of a pie is 324 degrees, not 323.99999142.
+        value = float(value)
+        if value == 0 or not math.isfinite(value):
+            return value
+        return float(f'{value:.{max(1, 8 - int(math.floor(math.log10(abs(value)))))}g}')
+
     def text_or_none(text):
         return text if text else None
 
@@ -134,7 +141,7 @@ def __svc_install_formatters():
                 chart['x_unit'], chart['y_unit'] = chart['y_unit'], chart['x_unit']
         elif kind == 'pie':
             for wedge in ax.patches:
-                chart['elements'].append({'label': wedge.get_label(), 'angle': round(abs(float(wedge.theta2) - float(wedge.theta1)), 8), 'radius': float(wedge.r)})
+                chart['elements'].append({'label': wedge.get_label(), 'angle': abs(rounded(float(wedge.theta2) - float(wedge.theta1))), 'radius': float(wedge.r)})
         return chart
 
     def horizontal_bars(ax):

@@ -28,7 +28,7 @@ export interface CodeInterpreterOptions {
 export interface CodeInterpreter {
   server: Server;
   contexts: Contexts;
-  /** Starts python's default context, as E2B's server does when it starts. */
+  /** Starts the python and javascript default contexts, as E2B's server does when it starts. */
   warmUp(): Promise<void>;
   /** Ends every kernel and closes the server. */
   close(): Promise<void>;
@@ -134,7 +134,7 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
     server,
     contexts,
     async warmUp() {
-      await contexts.defaultFor('python');
+      await Promise.all([contexts.defaultFor('python'), contexts.defaultFor('javascript')]);
     },
     async close() {
       await contexts.shutdownAll();

@@ -106,6 +106,17 @@ test('python: display(DataFrame) gives data and html; a plot gives png and a lin
   assert.equal(chart.x_label, 'time (s)');
   assert.equal(chart.x_unit, 's');
   assert.deepEqual(chart.elements, [{ label: 'growth', points: [[1, 2], [2, 4], [3, 8]] }]);
+
+  const more = await execute({ code: [
+    'plt.figure()\nplt.bar(["A", "B"], [100, 200], label="Sold")\nplt.ylabel("Books [count]")',
+    'plt.figure()\nplt.pie([90, 10], labels=["No", "Yes"])',
+    'fig, ax = plt.subplots()\nax.add_artist(plt.Circle((0, 0), 1))\nax.set_title("Circles")',
+    'plt.show()',
+  ].join('\n') });
+  const [bar, pie, unknown] = of(more, 'result').map((r) => r.chart);
+  assert.deepEqual(bar, { type: 'bar', title: null, x_label: null, y_label: 'Books [count]', x_unit: null, y_unit: 'count', elements: [{ label: 'A', value: 100, group: 'Sold' }, { label: 'B', value: 200, group: 'Sold' }] });
+  assert.deepEqual(pie, { type: 'pie', title: null, elements: [{ label: 'No', angle: 324, radius: 1 }, { label: 'Yes', angle: 36, radius: 1 }] });
+  assert.deepEqual(unknown, { type: 'unknown', title: 'Circles', elements: [] });
 });
 
 test('python: an exception is an error line with name, value and traceback; the context goes on', async () => {
@@ -152,6 +163,7 @@ test('python contexts: own variables and cwd, restart clears variables, a killed
   assert.deepEqual({ language: ctx.language, cwd: ctx.cwd }, { language: 'python', cwd: dir });
   const listed = (await (await fetch(`${base}/contexts`)).json()) as CodeContext[];
   assert.ok(listed.some((c) => c.id === ctx.id && c.cwd === dir));
+  for (const language of ['python', 'javascript']) assert.ok(listed.some((c) => c.language === language), `the ${language} default context is listed`);
 
   assert.equal(errorOf(await execute({ code: 'only_in_default', context_id: ctx.id })).name, 'NameError', 'variables do not cross contexts');
   assert.equal(mainText(await execute({ code: 'import os\nos.getcwd()', context_id: ctx.id })), dir);
@@ -247,6 +259,9 @@ test('javascript: variables persist, console output, the last value, top-level a
   assert.match(error.traceback, /TypeError: bad thing\n\s+at boom/);
   assert.equal(mainText(await execute({ code: 'greeting', language: 'javascript' })), 'hi');
   assert.equal(errorOf(await execute({ code: 'let (', language: 'javascript' })).name, 'SyntaxError');
+  const imported = await execute({ code: "import { join } from 'node:path'\nimport * as os from 'node:os'\ntypeof os.tmpdir", language: 'javascript' });
+  assert.equal(mainText(imported), 'function', imported.body);
+  assert.equal(mainText(await execute({ code: 'join("a", "b")', language: 'javascript' })), 'a/b', 'an imported name persists');
 });
 
 test('typescript: type annotations and interfaces are compiled away', async () => {
