@@ -343,6 +343,28 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
   assert.ok(again.some((l) => l.includes('cached')), again.join('\n'));
   assert.ok(Date.now() - second < firstMs, `the cached rebuild (${Date.now() - second} ms) is quicker than the first (${firstMs} ms)`);
 
+  // A changed last step: the steps before it come from the cache; only it runs, on their files.
+  const changed = Template().fromTemplate('base')
+    .setEnvs({ BUILT_BY: 'svc' })
+    .runCmd(`echo "$BUILT_BY" > /opt/built.txt # ${name}: a first build, whatever this data dir built before`, { user: 'root' })
+    .runCmd('id -un > ~/default-user.txt')
+    .setWorkdir('/srv/app')
+    .runCmd('pwd > where.txt')
+    .runCmd('cat /opt/built.txt > /root/who.txt', { user: 'root' });
+  const partial: string[] = [];
+  await Template.build(changed, `${name}-changed`, { onBuildLogs: (e) => partial.push(e.message) });
+  assert.deepEqual(partial.filter((l) => /^\[\d\/6\]/.test(l)), [
+    '[1/6] CACHED ENV BUILT_BY svc', `[2/6] CACHED RUN echo "$BUILT_BY" > /opt/built.txt # ${name}: a first build, whatever this data dir built before root`,
+    '[3/6] CACHED RUN id -un > ~/default-user.txt', '[4/6] CACHED WORKDIR /srv/app', '[5/6] CACHED RUN pwd > where.txt',
+    '[6/6] RUN cat /opt/built.txt > /root/who.txt root',
+  ], partial.join('\n'));
+  const fromChanged = await Sandbox.create(`${name}-changed`);
+  try {
+    assert.equal((await fromChanged.commands.run('cat /root/who.txt /srv/app/where.txt', { user: 'root' })).stdout, 'svc\n/srv/app\n', 'the last step ran on the cached steps\' files');
+  } finally {
+    await fromChanged.kill();
+  }
+
   // A start command: it runs when a sandbox of the template starts, which answers once the ready check passes.
   const served = Template().fromTemplate(name)
     .setStartCmd('while true; do date > /tmp/alive; sleep 1; done', waitForFile('/tmp/alive'));

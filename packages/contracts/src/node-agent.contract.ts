@@ -103,6 +103,17 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
         assert.equal(await statusOf(agent.exec('no-such-sandbox', { command: 'true' })), 404);
       });
 
+      await t.test('exec hands over the output as it comes: a line printed before a pause arrives before the command ends', async () => {
+        const seen: Array<[string, string, number]> = [];
+        const start = Date.now();
+        const r = await agent.exec(req.sandboxId, { command: 'echo early; echo warned >&2; sleep 1; echo late' }, (stream, text) => { seen.push([stream, text, Date.now() - start]); });
+        assert.deepEqual(r, { exitCode: 0, stdout: 'early\nlate\n', stderr: 'warned\n' });
+        assert.deepEqual(seen.map(([stream, text]) => [stream, text]).sort(), [['stderr', 'warned\n'], ['stdout', 'early\n'], ['stdout', 'late\n']]);
+        const early = seen.find(([, text]) => text === 'early\n')![2];
+        const end = seen.find(([, text]) => text === 'late\n')![2];
+        assert.ok(end - early >= 700, `early came ${early} ms in, late ${end} ms: before the command ended`);
+      });
+
       await t.test('exec with stdin: the node downloads the blob, checks its sha256 and size, and feeds it to the command; a mismatch is 502', async () => {
         const blob = Buffer.from('fed through stdin\n');
         const server = createServer((_q, res) => res.end(blob));

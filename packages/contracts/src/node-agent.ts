@@ -11,7 +11,7 @@
  *   POST   /v1/sandboxes/:id/resume         → NodeSandbox (state running) | 409 {code:130409} admission refused
  *   PUT    /v1/sandboxes/:id/network        → NodeSandbox | 409 paused   (body NetworkUpdateOnNode: the whole new policy)
  *   GET    /v1/sandboxes/:id/metrics        → SandboxMetrics
- *   POST   /v1/sandboxes/:id/exec           → ExecResultOnNode    (body ExecOnNode; 409 paused)
+ *   POST   /v1/sandboxes/:id/exec           → NDJSON ExecStreamLine… (body ExecOnNode; 409 paused)
  *   GET    /v1/sandboxes/:id/logs           → SandboxLogs         (query SandboxLogsQuery; running or paused)
  *   GET    /v1/ended-sandboxes              → EndedSandbox[]      (sandboxes that stopped on their own, recent first)
  *   POST   /v1/artifacts/:artifactId        → 200 ArtifactOnNode  (body EnsureArtifact; downloads when missing)
@@ -19,7 +19,9 @@
  *   GET    /v1/artifacts                    → ArtifactOnNode[]
  * Errors are `{code, message}` (packages/common/src/errors.ts).
  */
-import { JsonClient } from '@svc/common';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import { errorFromStream, JsonClient, SvcError } from '@svc/common';
 
 export type RuntimeKind = 'gvisor' | 'microvm';
 /**
@@ -116,8 +118,10 @@ export interface LayerOnNode {
 
 /**
  * POST /v1/sandboxes/:id/exec: a shell command run to its end inside a running sandbox, as the
- * template builder's steps run (`/bin/sh -c command`). Its output comes back whole up to
- * EXEC_OUTPUT_LIMIT bytes a stream (the end kept, `truncated` set).
+ * template builder's steps run (`/bin/sh -c command`). The answer is NDJSON (ExecStreamLine): the
+ * output as it comes, then the result, whose output is whole up to EXEC_OUTPUT_LIMIT bytes a
+ * stream (the end kept, `truncated` set). A failure before the first line is an ordinary error
+ * answer; one after it, an `error` line.
  */
 export interface ExecOnNode {
   command: string;
@@ -147,6 +151,8 @@ export interface ExecResultOnNode {
   stderr: string;
   truncated?: boolean;
 }
+
+export type ExecStreamLine = { stdout: string } | { stderr: string } | { result: ExecResultOnNode } | { error: { status: number; message: string } };
 
 export const EXEC_OUTPUT_LIMIT = 256 * 1024;
 
@@ -335,8 +341,22 @@ export class NodeAgentClient {
   snapshotSandbox(id: string, req: SnapshotSandboxOnNode) {
     return this.http.post<LayerOnNode>(`/v1/sandboxes/${encodeURIComponent(id)}/snapshot`, req, { timeoutMs: 600_000 });
   }
-  exec(id: string, req: ExecOnNode) {
-    return this.http.post<ExecResultOnNode>(`/v1/sandboxes/${encodeURIComponent(id)}/exec`, req, { timeoutMs: (req.timeoutMs ?? 600_000) + 30_000 });
+  /** Runs a command to its end; `onOutput` gets its output as it comes. */
+  async exec(id: string, req: ExecOnNode, onOutput?: (stream: 'stdout' | 'stderr', text: string) => void): Promise<ExecResultOnNode> {
+    const path = `/v1/sandboxes/${encodeURIComponent(id)}/exec`;
+    const res = await this.http.stream('POST', path, {
+      body: Readable.from([JSON.stringify(req)]), headers: { 'content-type': 'application/json' }, timeoutMs: (req.timeoutMs ?? 600_000) + 30_000,
+    });
+    if ((res.statusCode ?? 500) >= 300) throw await errorFromStream(res);
+    for await (const text of createInterface({ input: res, crlfDelay: Infinity })) {
+      if (!text) continue;
+      const line = JSON.parse(text) as ExecStreamLine;
+      if ('result' in line) return line.result;
+      if ('error' in line) throw new SvcError(line.error.status, line.error.message);
+      if ('stdout' in line) onOutput?.('stdout', line.stdout);
+      else onOutput?.('stderr', line.stderr);
+    }
+    throw new SvcError(502, `POST ${path}: the answer ended before the command's result`);
   }
   listLayers() { return this.http.get<LayerOnNode[]>('/v1/layers'); }
   /** GET /v1/layers/:id/archive: the layer's tar as a Node stream, whatever the status (404 when the node lacks it). */

@@ -77,7 +77,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     builds = new BuildService({
       repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger, files,
       maxConcurrent: cfg.master.max_concurrent_builds, timeoutMs: cfg.master.build_timeout_sec * 1000,
-      snapshots: { capture: (id, o) => snapshots.capture(id, o), byCacheKey: (key) => snapshotRepo.byCacheKey(key) },
+      snapshots: { capture: (id, o) => snapshots.capture(id, o), byCacheKey: (key) => snapshotRepo.byCacheKey(key), layerOf: (id) => snapshotCatalog.layerOf(id) },
     });
     registerBuildRoutes(app, builds);
     const b = builds;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { TaskStats } from '@svc/common';
-import { LAYER_SHA256_HEADER, type NodeInfo } from '@svc/contracts/node-agent';
+import { toSvcError, type TaskStats } from '@svc/common';
+import { LAYER_SHA256_HEADER, type ExecStreamLine, type NodeInfo } from '@svc/contracts/node-agent';
 import type { SandboxService } from './sandboxes/service.ts';
 import { checkSandboxId, parseCreate, parseExec, parseEnsureArtifact, parseNetworkUpdate, parsePause, parseResume, parseSnapshot } from './validate.ts';
 import { checkLayerId } from './artifacts/layer-store.ts';
@@ -35,7 +35,28 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   app.post<IdParams>('/v1/sandboxes/:id/snapshot', async (req, reply) => reply.status(201).send(await s.snapshot(id(req.params), parseSnapshot(req.body))));
   app.post<IdParams>('/v1/sandboxes/:id/resume', async (req) => s.resume(id(req.params), parseResume(req.body)));
   app.get<IdParams>('/v1/sandboxes/:id/metrics', async (req) => s.metrics(id(req.params)));
-  app.post<IdParams>('/v1/sandboxes/:id/exec', async (req) => s.exec(id(req.params), parseExec(req.body)));
+  app.post<IdParams>('/v1/sandboxes/:id/exec', async (req, reply) => {
+    const sandboxId = id(req.params);
+    const body = parseExec(req.body);
+    // The answer starts with the first line: an error before it is an ordinary error answer.
+    let started = false;
+    const send = (line: ExecStreamLine) => {
+      if (!started) {
+        started = true;
+        reply.hijack();
+        reply.raw.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      }
+      reply.raw.write(`${JSON.stringify(line)}\n`);
+    };
+    try {
+      send({ result: await s.exec(sandboxId, body, (stream, text) => send(stream === 'stdout' ? { stdout: text } : { stderr: text })) });
+    } catch (err) {
+      if (!started) throw err;
+      const e = toSvcError(err);
+      send({ error: { status: e.status, message: e.message } });
+    }
+    reply.raw.end();
+  });
   app.get<IdParams & { Querystring: Record<string, unknown> }>('/v1/sandboxes/:id/logs', async (req) => s.logs(id(req.params), parseSandboxLogsQuery(req.query)));
   app.get('/v1/ended-sandboxes', async () => s.ended());
 

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { notFound, silentLogger, type SvcError } from '@svc/common';
+import { notFound, silentLogger, SvcError } from '@svc/common';
 import type { ExecOnNode, NodeAgentClient } from '@svc/contracts/node-agent';
 import type { SandboxRecord } from '@svc/contracts/master';
 import { openDatabase } from '../db/connect.ts';
@@ -26,7 +26,10 @@ const base: ResolvedTemplate = {
 function fakes() {
   const templates = new Map<string, { row: TemplateRow; built?: string; failed?: string }>();
   const execs: Array<{ sandboxId: string } & ExecOnNode> = [];
-  const captures: Array<{ sandboxId: string; cacheKey?: string; envVars?: Record<string, string> }> = [];
+  const captures: Array<{ sandboxId: string; cacheKey?: string; buildId?: string; envVars?: Record<string, string> }> = [];
+  /** The layer each build sandbox started from (a cached step's capture), by sandbox. */
+  const startedFrom = new Map<string, string | undefined>();
+  let failCaptures = false;
   const killed: string[] = [];
   const snapshots: SnapshotDbRow[] = [];
   const uploaded = new Set<string>();
@@ -37,7 +40,8 @@ function fakes() {
   const held = new Map<string, Promise<void>>();
   let n = 0;
   return {
-    templates, execs, captures, killed, uploaded, images, held,
+    templates, execs, captures, killed, uploaded, images, held, startedFrom,
+    failStepCaptures(on: boolean) { failCaptures = on; },
     failCommand(command: string, code: number) { exitCodes = { [command]: code }; },
     ports: {
       templates: {
@@ -74,25 +78,35 @@ function fakes() {
         async uploadLink(hash: string, origin: string) { return uploaded.has(hash) ? { present: true } : { present: false, url: `${origin}/templates/files/${hash}?signed` }; },
       },
       sandboxes: {
-        async create() { return { sandboxId: `sbx-${++n}`, nodeId: 'n1' } as SandboxRecord; },
+        async create(_input: unknown, resolved: ResolvedTemplate) {
+          const sandboxId = `sbx-${++n}`;
+          startedFrom.set(sandboxId, resolved.layer?.snapshotId);
+          return { sandboxId, nodeId: 'n1' } as SandboxRecord;
+        },
         async kill(id: string) { killed.push(id); },
       },
       snapshots: {
-        async capture(sandboxId: string, o: { cacheKey?: string; envVars?: Record<string, string> }) {
+        async capture(sandboxId: string, o: { cacheKey?: string; buildId?: string; envVars?: Record<string, string> }) {
+          if (failCaptures && execs.at(-1)?.command !== 'whoami') throw new SvcError(507, 'no room for it');
           captures.push({ sandboxId, ...o });
           const row = { snapshot_id: `snap-${++n}`, size_bytes: 2048, cache_key: o.cacheKey ?? null } as SnapshotDbRow;
           snapshots.push(row);
           return row;
         },
-        async byCacheKey(key: string) { return snapshots.find((s) => s.cache_key === key); },
+        async byCacheKey(key: string) { return snapshots.findLast((s) => s.cache_key === key); },
+        async layerOf(id: string) { return snapshots.some((s) => s.snapshot_id === id) ? { ref: { layerId: id, sha256: 'd'.repeat(64), sizeBytes: 1 } } : undefined; },
       },
       nodes: {
         async client() {
           return {
-            async exec(sandboxId: string, req: ExecOnNode) {
+            async exec(sandboxId: string, req: ExecOnNode, onOutput?: (stream: 'stdout' | 'stderr', text: string) => void) {
               execs.push({ sandboxId, ...req });
+              onOutput?.('stdout', 'ran ');
               await held.get(req.command);
               const code = exitCodes[req.command] ?? 0;
+              onOutput?.('stdout', `${req.command}\n`);
+              if (code) onOutput?.('stderr', 'it broke\n');
+              if (req.command === 'chatty') for (let i = 1; i <= 1500; i++) onOutput?.('stdout', `line ${i}\n`);
               return { exitCode: code, stdout: `ran ${req.command}\n`, stderr: code ? 'it broke\n' : '' };
             },
           } as unknown as NodeAgentClient;
@@ -136,9 +150,10 @@ for (const tdb of availableTestDatabases()) {
         ], 'steps run as E2B\'s default user in its home until USER and WORKDIR say otherwise (a relative WORKDIR under that home, made and owned by the user), with the base\'s environment and the ENV steps\'');
         assert.match(f.execs[1]!.command, /mkdir -p "\$1" && chown -R "\$2" "\$first"/);
         assert.match(f.execs[2]!.command, /useradd --create-home --shell \/bin\/bash "\$1"/, 'USER makes a user the image lacks');
-        assert.deepEqual(f.captures.map((c) => c.envVars), [{ FROM_BASE: '1', A: '1', B: 'two' }], 'the base\'s environment under the steps\'');
+        assert.deepEqual(f.captures.map((c) => c.envVars), [env, env, env], 'a capture after each RUN, the last one the build\'s: the base\'s environment under the steps\'');
+        assert.deepEqual(f.captures.map((c) => c.buildId), [r.buildID, r.buildID, r.buildID]);
         assert.equal(f.killed.length, 1, 'the build sandbox is killed');
-        assert.equal(f.templates.get(r.templateID)!.built, 'snap-3');
+        assert.equal(f.templates.get(r.templateID)!.built, 'snap-5');
         const all = await builds.status(r.templateID, r.buildID, {});
         assert.equal(all!.status, 'ready');
         assert.ok(all!.logEntries.some((e) => e.message === '[2/6] RUN make all'));
@@ -185,7 +200,72 @@ for (const tdb of availableTestDatabases()) {
         const forced = await builds.request({ name: 'app' });
         await builds.start(forced.templateID, forced.buildID, { fromTemplate: 'base', steps, force: true });
         await builds.settled();
-        assert.ok(f.execs.length > before);
+        assert.deepEqual(f.execs.slice(before).map((e) => e.command.split(';')[0]), ['make all', 'set -- \'/home/user/app\' \'user:\'', 'set -- \'user\'', 'id -un', 'whoami']);
+      });
+
+      await t.test('per step: a changed step resumes from the capture of the steps before it; a step\'s force runs it and those after; a start command adds its own capture', async () => {
+        const changed = [...steps.slice(0, 5), { type: 'RUN' as const, args: ['whoami', 'user'] }];
+        let before = f.execs.length;
+        const r = await builds.request({ name: 'app' });
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps: changed });
+        await builds.settled();
+        assert.deepEqual(f.execs.slice(before).map((e) => [e.command, e.user]), [['whoami', 'user']], 'only the changed last step runs');
+        const sbx = f.execs.at(-1)!.sandboxId;
+        assert.match(f.startedFrom.get(sbx) ?? '', /^snap-/, 'its sandbox starts from the capture of step 5');
+        const s = await builds.status(r.templateID, r.buildID, {});
+        assert.equal(s!.status, 'ready');
+        assert.deepEqual(s!.logEntries.filter((e) => /^\[\d\/6\]/.test(e.message)).map((e) => e.message), [
+          '[1/6] CACHED ENV A 1 B two', '[2/6] CACHED RUN make all', '[3/6] CACHED WORKDIR app', '[4/6] CACHED USER user', '[5/6] CACHED RUN id -un', '[6/6] RUN whoami user',
+        ]);
+
+        // skipCache() before step 5: steps 1 to 4 are cached (the capture after RUN make all), then WORKDIR and USER run again.
+        before = f.execs.length;
+        const forcedFrom5 = changed.map((x, i) => (i === 4 ? { ...x, force: true } : x));
+        const again = await builds.request({ name: 'app' });
+        await builds.start(again.templateID, again.buildID, { fromTemplate: 'base', steps: forcedFrom5 });
+        await builds.settled();
+        assert.deepEqual(f.execs.slice(before).map((e) => e.command.split(';')[0]), ['set -- \'/home/user/app\' \'user:\'', 'set -- \'user\'', 'id -un', 'whoami']);
+
+        // With a start command the build's capture follows it; the steps' captures are the same.
+        before = f.execs.length;
+        const started = await builds.request({ name: 'app' });
+        await builds.start(started.templateID, started.buildID, { fromTemplate: 'base', steps: changed, startCmd: 'serve' });
+        await builds.settled();
+        assert.deepEqual(f.execs.slice(before).map((e) => e.command.split(';')[0]).filter((c) => !c.includes('serve')), [], 'no step runs again');
+        assert.ok(f.execs.slice(before).some((e) => e.command.includes('serve')), 'the start command runs');
+        assert.equal((await builds.status(started.templateID, started.buildID, {}))!.status, 'ready');
+      });
+
+      await t.test('a step\'s output is logged as it comes, a line an entry: the first thousand lines, then how many were left out and the last hundred', async () => {
+        const r = await builds.request({ name: 'chatty' });
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN', args: ['chatty'] }] });
+        await builds.settled();
+        const status = await builds.status(r.templateID, r.buildID, {});
+        assert.equal(status!.status, 'ready');
+        const entries: string[] = [];
+        for (let offset = 0; ; offset += 100) {
+          const page = (await builds.status(r.templateID, r.buildID, { logsOffset: offset }))!.logEntries;
+          entries.push(...page.map((e) => e.message));
+          if (page.length < 100) break;
+        }
+        assert.ok(entries.includes('ran chatty'), 'a line split over two chunks is one entry');
+        assert.ok(entries.includes('line 999') && !entries.includes('line 1000') && !entries.includes('line 1400'), 'the first thousand lines: ran chatty, lines 1 to 999');
+        assert.ok(entries.includes('… 401 line(s) of output not shown …'), entries.slice(1000, 1010).join('\n'));
+        assert.ok(entries.includes('line 1401') && entries.includes('line 1500'));
+      });
+
+      await t.test('a step capture that fails only warns: the build goes on and ends ready', async () => {
+        f.failStepCaptures(true);
+        try {
+          const r = await builds.request({ name: 'nocache' });
+          await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps, force: true });
+          await builds.settled();
+          const s = await builds.status(r.templateID, r.buildID, {});
+          assert.equal(s!.status, 'ready', JSON.stringify(s!.reason));
+          assert.ok(s!.logEntries.some((e) => e.level === 'warn' && /step 2: its files could not be kept for the cache \(no room for it\)/.test(e.message)), JSON.stringify(s!.logEntries));
+        } finally {
+          f.failStepCaptures(false);
+        }
       });
 
       await t.test('a failing step fails the build with its number, its exit code and its last output; the sandbox is killed', async () => {
@@ -198,7 +278,7 @@ for (const tdb of availableTestDatabases()) {
         assert.deepEqual(s!.reason, { message: 'step 2 exited with code 2: it broke | ran make all', step: '2' });
         assert.ok(s!.logEntries.some((e) => e.level === 'warn' && e.message === 'it broke'));
         assert.match(f.templates.get(r.templateID)!.failed!, /step 2 exited/);
-        assert.equal(f.killed.length, f.captures.length + 1);
+        assert.equal(f.killed.at(-1), f.execs.at(-1)!.sandboxId, 'the sandbox of the failed step is killed');
         f.failCommand('', 0);
       });
 

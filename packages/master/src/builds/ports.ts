@@ -2,6 +2,7 @@
 import type { CreateSandboxInput, SandboxRecord } from '@svc/contracts/master';
 import type { ExecInput, NodeAgentClient } from '@svc/contracts/node-agent';
 import type { ResolvedTemplate } from '../sandboxes/ports.ts';
+import type { LayerRef } from '@svc/contracts/node-agent';
 import type { SnapshotDbRow } from '../snapshots/repo.ts';
 import type { SnapshotRow } from '../snapshots/tables.ts';
 import type { TemplateRow } from '../templates/tables.ts';
@@ -24,8 +25,10 @@ export interface BuildSandboxes {
 }
 
 export interface BuildSnapshots {
-  capture(sandboxId: string, o: { purpose: SnapshotRow['purpose']; cacheKey?: string; envVars?: Record<string, string> }): Promise<SnapshotDbRow>;
+  capture(sandboxId: string, o: { purpose: SnapshotRow['purpose']; cacheKey?: string; buildId?: string; envVars?: Record<string, string> }): Promise<SnapshotDbRow>;
   byCacheKey(key: string): Promise<SnapshotDbRow | undefined>;
+  /** A build snapshot's layer, to start a sandbox from (a cached step's files). */
+  layerOf(snapshotId: string): Promise<{ ref: LayerRef } | undefined>;
 }
 
 export interface BuildNodes {

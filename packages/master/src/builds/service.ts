@@ -17,8 +17,9 @@ const STEP_TIMEOUT_MS = 20 * 60_000;
 const BUILD_TIMEOUT_MS = 3600_000;
 /** A build sandbox lives at most this long (it is killed when the build ends). */
 const BUILD_SANDBOX_TIMEOUT_SEC = 2 * 3600;
-/** Output lines of one step kept in the build log (the last ones). */
-const STEP_LOG_LINES = 400;
+/** Output lines of one step written to the build log as they come; of the rest, the last STEP_LOG_TAIL. */
+const STEP_LOG_LINES = 1000;
+const STEP_LOG_TAIL = 100;
 const STATUS_ENTRIES = 100;
 /** The tag of a template's current build (E2B's). */
 export const DEFAULT_TAG = 'default';
@@ -233,14 +234,16 @@ export class BuildService {
       const base = await this.d.resolver.resolveForCreate(baseRef).catch((err) => {
         throw new StepFailed('base', `the base ${baseRef} cannot be used: ${toSvcError(err).message}`);
       });
-      const key = cacheKey(base, steps, spec);
-      const cached = spec.force || steps.some((s) => s.force) ? undefined : await this.d.snapshots.byCacheKey(key);
+      const keys = cacheKeys(base, steps, spec);
+      const forcedFrom = spec.force ? 0 : steps.findIndex((s) => s.force);
+      const whole = forcedFrom === -1 ? await this.d.snapshots.byCacheKey(keys.final) : undefined;
       let snapshotId: string;
-      if (cached) {
+      if (whole) {
         await log('info', 'Every step is cached from an earlier build: nothing to run');
-        snapshotId = cached.snapshot_id;
+        snapshotId = whole.snapshot_id;
       } else {
-        snapshotId = await this.inSlot(log, () => this.runSteps(b, base, steps, key, spec, log, Date.now() + (this.d.timeoutMs ?? BUILD_TIMEOUT_MS)));
+        const resume = await this.cachedPrefix(steps, keys.steps, forcedFrom === -1 ? steps.length : forcedFrom);
+        snapshotId = await this.inSlot(log, () => this.runSteps(b, base, steps, { keys, resume }, spec, log, Date.now() + (this.d.timeoutMs ?? BUILD_TIMEOUT_MS)));
       }
       const { user, workdir } = steps.reduce(applyStep, startState(base));
       await this.d.templates.builderBuilt(b.template_id, { snapshotId, startCmd: spec.startCmd ?? null, readyCmd: spec.readyCmd ?? null, user, ...(workdir ? { workdir } : {}) });
@@ -277,8 +280,28 @@ export class BuildService {
     }
   }
 
-  /** Runs the steps in a sandbox of the base and captures its files; the sandbox is then killed. */
-  private async runSteps(b: BuildRow, base: ResolvedTemplate, steps: Step[], key: string, spec: E2bBuildStart, log: (level: Level, message: string) => Promise<void>, deadline: number): Promise<string> {
+  /**
+   * The longest run of first steps (before `usable`, where a forced step starts) whose files an
+   * earlier build captured: the build resumes after it, from that capture.
+   */
+  private async cachedPrefix(steps: Step[], keys: string[], usable: number): Promise<{ after: number; snapshotId: string } | undefined> {
+    for (let i = usable - 1; i >= 0; i--) {
+      if (!capturesFiles(steps[i])) continue;
+      const hit = await this.d.snapshots.byCacheKey(keys[i]);
+      if (hit) return { after: i + 1, snapshotId: hit.snapshot_id };
+    }
+    return undefined;
+  }
+
+  /**
+   * Runs the steps in a sandbox of the base, or of the cached capture of the first steps, and
+   * captures its files after each step that changes them (the next build's cache) and at the
+   * end; the sandbox is then killed.
+   */
+  private async runSteps(
+    b: BuildRow, base: ResolvedTemplate, steps: Step[], cache: { keys: CacheKeys; resume?: { after: number; snapshotId: string } },
+    spec: E2bBuildStart, log: (level: Level, message: string) => Promise<void>, deadline: number,
+  ): Promise<string> {
     const input: CreateSandboxInput = {
       template: base.templateId, timeout: BUILD_SANDBOX_TIMEOUT_SEC, onTimeout: 'kill', autoResume: false,
       metadata: { 'svc.build': b.build_id }, envVars: {}, secure: false,
@@ -287,19 +310,31 @@ export class BuildService {
     };
     // A built base's start command is not the build's: the build runs its own at the end.
     const { start: _baseStart, ...plainBase } = base;
-    const sbx = await this.d.sandboxes.create(input, plainBase).catch((err) => {
-      throw new StepFailed('base', `no sandbox of the base could start: ${toSvcError(err).message}`);
+    const { keys } = cache;
+    // A cached capture holds every file change since the base's artifact: it replaces the base's layer.
+    const layer = cache.resume && await this.d.snapshots.layerOf(cache.resume.snapshotId);
+    if (cache.resume && !layer) await log('warn', `The cached files of the first ${cache.resume.after} step(s) are gone (deleted meanwhile): every step runs`);
+    const resume = layer ? cache.resume : undefined;
+    const from: ResolvedTemplate = layer && resume ? { ...plainBase, layer: { snapshotId: resume.snapshotId, ref: layer.ref } } : plainBase;
+    const sbx = await this.d.sandboxes.create(input, from).catch((err) => {
+      throw new StepFailed('base', `no sandbox of the ${resume ? 'cached steps' : 'base'} could start: ${toSvcError(err).message}`);
     });
     try {
       await log('info', `Build sandbox ${sbx.sandboxId} started`);
       const node = await this.d.nodes.client(sbx.nodeId);
       let state = startState(base);
+      let captured: string | undefined;
       for (const [i, step] of steps.entries()) {
         const n = String(i + 1);
-        if (Date.now() > deadline) throw new StepFailed(n, `the build ran past its limit of ${Math.round((this.d.timeoutMs ?? BUILD_TIMEOUT_MS) / 60_000)} minutes before step ${n}`);
         const args = step.args ?? [];
-        await log('info', `[${n}/${steps.length}] ${step.type} ${args.join(' ')}`.trimEnd());
         const next = applyStep(state, step);
+        if (resume && i < resume.after) {
+          await log('info', `[${n}/${steps.length}] CACHED ${step.type} ${args.join(' ')}`.trimEnd());
+          state = next;
+          continue;
+        }
+        if (Date.now() > deadline) throw new StepFailed(n, `the build ran past its limit of ${Math.round((this.d.timeoutMs ?? BUILD_TIMEOUT_MS) / 60_000)} minutes before step ${n}`);
+        await log('info', `[${n}/${steps.length}] ${step.type} ${args.join(' ')}`.trimEnd());
         if (step.type === 'WORKDIR') {
           await this.exec(node, sbx.sandboxId, { command: WORKDIR_SCRIPT, args: [next.workdir!, `${state.user}:`], user: 'root', state: { ...state, workdir: '/' } }, n, log);
         } else if (step.type === 'USER') {
@@ -310,20 +345,42 @@ export class BuildService {
           await this.copy(node, sbx.sandboxId, step, state, n, log);
         }
         state = next;
+        if (capturesFiles(step)) {
+          const envVars = { ...base.envVars, ...state.env };
+          if (keys.steps[i] === keys.final) {
+            captured = (await this.captureFinal(b, sbx.sandboxId, keys.final, envVars, log)).snapshot_id;
+          } else {
+            await this.captureStep(b, sbx.sandboxId, keys.steps[i], envVars, n, log);
+          }
+        }
       }
+      if (captured) return captured;
       if (spec.startCmd) {
         await log('info', `Start command: ${spec.startCmd}${spec.readyCmd ? `; waiting for: ${spec.readyCmd}` : ''}`);
         await startAndWaitReady(node, sbx.sandboxId, { command: spec.startCmd, readyCommand: spec.readyCmd, user: state.user, ...(state.workdir ? { cwd: state.workdir } : {}), envVars: state.env }, (line) => log('info', line))
           .catch((err) => { throw new StepFailed('finalize', `the start command did not come up: ${toSvcError(err).message}`); });
         await log('info', 'Ready');
       }
-      const snap = await this.d.snapshots.capture(sbx.sandboxId, { purpose: 'build', cacheKey: key, envVars: { ...base.envVars, ...state.env } })
-        .catch((err) => { throw new StepFailed('finalize', `the built files could not be kept: ${toSvcError(err).message}`); });
-      await log('info', `Files captured (${Math.round(Number(snap.size_bytes) / 1024)} KiB over the base)`);
+      const snap = await this.captureFinal(b, sbx.sandboxId, keys.final, { ...base.envVars, ...state.env }, log);
       return snap.snapshot_id;
     } finally {
       await this.d.sandboxes.kill(sbx.sandboxId).catch((err: Error) => this.d.logger.warn({ buildId: b.build_id, sandboxId: sbx.sandboxId, err: err.message }, 'build sandbox not killed; its timeout ends it'));
     }
+  }
+
+  private async captureFinal(b: BuildRow, sandboxId: string, key: string, envVars: Record<string, string>, log: (level: Level, message: string) => Promise<void>) {
+    const snap = await this.d.snapshots.capture(sandboxId, { purpose: 'build', cacheKey: key, buildId: b.build_id, envVars })
+      .catch((err) => { throw new StepFailed('finalize', `the built files could not be kept: ${toSvcError(err).message}`); });
+    await log('info', `Files captured (${Math.round(Number(snap.size_bytes) / 1024)} KiB over the base)`);
+    return snap;
+  }
+
+  /** A step's files kept for the next build's cache; one not kept costs that build its time, not this one. */
+  private async captureStep(b: BuildRow, sandboxId: string, key: string, envVars: Record<string, string>, n: string, log: (level: Level, message: string) => Promise<void>): Promise<void> {
+    await this.d.snapshots.capture(sandboxId, { purpose: 'build', cacheKey: key, buildId: b.build_id, envVars }).then(
+      () => undefined,
+      (err) => log('warn', `step ${n}: its files could not be kept for the cache (${toSvcError(err).message}); the build goes on`),
+    );
   }
 
   /**
@@ -352,14 +409,67 @@ export class BuildService {
   ): Promise<void> {
     // Arguments reach the command as "$1"…, quoted, so a path is never re-read by the shell.
     const command = c.args?.length ? `set -- ${c.args.map(shellQuote).join(' ')}; ${c.command}` : c.command;
-    const r = await node.exec(sandboxId, { command, user: c.user, ...(c.state.workdir ? { cwd: c.state.workdir } : {}), envVars: c.state.env, timeoutMs: c.timeoutMs ?? STEP_TIMEOUT_MS, ...(c.stdin ? { stdin: c.stdin } : {}) })
-      .catch((err) => { throw new StepFailed(step, `step ${step} could not run: ${toSvcError(err).message}`); });
-    const lines = [...r.stdout.split('\n').map((l) => ['info', l] as const), ...r.stderr.split('\n').map((l) => ['warn', l] as const)].filter(([, l]) => l !== '');
-    for (const [level, line] of lines.slice(-STEP_LOG_LINES)) await log(level, line);
+    const output = new StepOutput(log);
+    const r = await node.exec(sandboxId, { command, user: c.user, ...(c.state.workdir ? { cwd: c.state.workdir } : {}), envVars: c.state.env, timeoutMs: c.timeoutMs ?? STEP_TIMEOUT_MS, ...(c.stdin ? { stdin: c.stdin } : {}) }, (stream, text) => output.add(stream, text))
+      .catch(async (err) => {
+        await output.end().catch(() => { /* the step's own failure is the one to report */ });
+        throw new StepFailed(step, `step ${step} could not run: ${toSvcError(err).message}`);
+      });
+    await output.end();
     if (r.exitCode !== 0) {
       const last = [...r.stderr.trim().split('\n'), ...r.stdout.trim().split('\n')].filter(Boolean).slice(-3).join(' | ');
       throw new StepFailed(step, `step ${step} exited with code ${r.exitCode}${r.exitCode === 124 ? ` (killed after ${Math.round((c.timeoutMs ?? STEP_TIMEOUT_MS) / 1000)} s)` : ''}${last ? `: ${last}` : ''}`);
     }
+  }
+}
+
+/**
+ * A step's output in the build log as it comes, a line an entry (stdout info, stderr warn): the
+ * first STEP_LOG_LINES lines, then, when the step ends, how many were left out and the last ones.
+ */
+class StepOutput {
+  private readonly partial = { stdout: '', stderr: '' };
+  private written = 0;
+  private skipped = 0;
+  private readonly tail: Array<[Level, string]> = [];
+  private chain = Promise.resolve();
+
+  constructor(private readonly log: (level: Level, message: string) => Promise<void>) {}
+
+  add(stream: 'stdout' | 'stderr', text: string): void {
+    const lines = (this.partial[stream] + text).split('\n');
+    this.partial[stream] = lines.pop()!;
+    for (const line of lines) this.line(stream === 'stdout' ? 'info' : 'warn', line);
+  }
+
+  /** Writes what is left: unfinished lines, and the tail of a step that said too much. */
+  async end(): Promise<void> {
+    for (const stream of ['stdout', 'stderr'] as const) {
+      if (this.partial[stream]) this.line(stream === 'stdout' ? 'info' : 'warn', this.partial[stream]);
+      this.partial[stream] = '';
+    }
+    if (this.skipped) {
+      this.write('info', `… ${this.skipped - this.tail.length} line(s) of output not shown …`);
+      for (const [level, line] of this.tail) this.write(level, line);
+    }
+    await this.chain;
+  }
+
+  private line(level: Level, line: string): void {
+    if (line === '') return;
+    if (this.written < STEP_LOG_LINES) {
+      this.written++;
+      this.write(level, line);
+      return;
+    }
+    this.skipped++;
+    this.tail.push([level, line]);
+    if (this.tail.length > STEP_LOG_TAIL) this.tail.shift();
+  }
+
+  /** In order: each entry waits for the one before; one that fails fails the step's end. */
+  private write(level: Level, message: string): void {
+    this.chain = this.chain.then(() => this.log(level, message));
   }
 }
 
@@ -513,13 +623,27 @@ function checkTags(tags: string[]): string[] {
   return [...new Set(tags)];
 }
 
-/** The identity of what a build makes: its base's files and its steps (docs/templates.md, "The build cache"). */
-function cacheKey(base: ResolvedTemplate, steps: Step[], start: Pick<E2bBuildStart, 'startCmd' | 'readyCmd'>): string {
-  const identity = {
-    base: { artifact: base.artifact.sha256, layer: base.layer?.ref.sha256 ?? null },
-    steps: steps.map((s) => ({ type: s.type, args: s.args ?? [], filesHash: s.filesHash ?? null })),
-    // The capture follows the start command, which may write files.
-    start: [start.startCmd ?? null, start.readyCmd ?? null],
-  };
-  return createHash('sha256').update(JSON.stringify(identity)).digest('hex');
+/** The cache keys of a build's steps (each after the steps before it) and of what the build makes. */
+interface CacheKeys { steps: string[]; final: string }
+
+/**
+ * A build's cache keys (docs/templates.md, "The build cache"): each step's is the hash of the key
+ * before it (the base's files first) and the step (type, arguments, files hash); the build's is the
+ * last step's, or with a start command (which may write files) the hash of that and the commands.
+ */
+function cacheKeys(base: ResolvedTemplate, steps: Step[], start: Pick<E2bBuildStart, 'startCmd' | 'readyCmd'>): CacheKeys {
+  const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');
+  let key = sha({ base: { artifact: base.artifact.sha256, layer: base.layer?.ref.sha256 ?? null } });
+  const keys = steps.map((s) => (key = sha({ after: key, step: { type: s.type, args: s.args ?? [], filesHash: s.filesHash ?? null } })));
+  const last = keys.at(-1);
+  const final = last && !start.startCmd && capturesFiles(steps.at(-1)!) ? last : sha({ after: key, start: [start.startCmd ?? null, start.readyCmd ?? null] });
+  return { steps: keys, final };
+}
+
+/**
+ * Steps after which the build keeps a capture for the cache: those that do work. ENV changes only
+ * the steps' state; WORKDIR and USER are cheap to do again after the capture before them.
+ */
+function capturesFiles(step: Step): boolean {
+  return step.type === 'RUN' || step.type === 'COPY';
 }

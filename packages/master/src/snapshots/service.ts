@@ -43,10 +43,10 @@ export class SnapshotService {
 
   /**
    * Captures a running sandbox's files as a stored snapshot: recorded pending, copied into the
-   * artifact store, then ready. A build's capture (purpose 'build') carries its cache key and
-   * the environment its steps set instead of the sandbox's own.
+   * artifact store, then ready. A build's capture (purpose 'build') carries its cache key, its
+   * build and the environment its steps set instead of the sandbox's own.
    */
-  async capture(sandboxId: string, o: { purpose: SnapshotRow['purpose']; name?: string | null; cacheKey?: string; envVars?: Record<string, string> }): Promise<SnapshotDbRow> {
+  async capture(sandboxId: string, o: { purpose: SnapshotRow['purpose']; name?: string | null; cacheKey?: string; buildId?: string; envVars?: Record<string, string> }): Promise<SnapshotDbRow> {
     const src = await this.d.sandboxes.snapshotSource(sandboxId);
     const snapshotId = `snap-${randomId(16)}`;
     const layer = await src.node.snapshotSandbox(sandboxId, { layerId: snapshotId });
@@ -55,7 +55,7 @@ export class SnapshotService {
       artifact_id: layer.artifactId, layer_id: layer.layerId, layer_sha256: layer.sha256, size_bytes: layer.sizeBytes,
       node_id: src.record.nodeId, contents: layer.contents, cpu_count: src.record.cpuCount, memory_mb: src.record.memoryMB,
       disk_size_mb: src.record.diskSizeMB, env_vars: JSON.stringify(o.envVars ?? src.envVars), created_at: Date.now(),
-      purpose: o.purpose, cache_key: o.cacheKey ?? null,
+      purpose: o.purpose, cache_key: o.cacheKey ?? null, build_id: o.buildId ?? null,
     };
     try {
       await this.d.repo.insertPending(row);

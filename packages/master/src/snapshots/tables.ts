@@ -21,6 +21,8 @@ export interface SnapshotRow {
   purpose: 'snapshot' | 'build';
   /** A build's: the hash of its base and steps (docs/templates.md, "The build cache"). */
   cache_key: string | null;
+  /** A build's: the build that captured it (its result, or a step's files for the cache). */
+  build_id: string | null;
   /** 'filesystem'; runtimes that capture memory add kinds (the microVM issue). */
   contents: string;
   cpu_count: number;

@@ -5,9 +5,9 @@
  * use the real node agent.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { LAYER_SHA256_HEADER, type CreateSandboxOnNode, type ExecOnNode, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import { LAYER_SHA256_HEADER, type CreateSandboxOnNode, type ExecOnNode, type ExecStreamLine, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
 import type { SandboxLogEntry } from '@svc/contracts/node-agent';
 import { parseSandboxLogsQuery, pickSandboxLogs } from '@svc/contracts/sandbox-logs';
 import { SvcError } from '@svc/common';
@@ -150,8 +150,16 @@ export class FakeNodeAgent {
           return reply.status(502).send({ code: 502, message: `exec input: ${res.status}, or sha256 or size mismatch` });
         }
       }
-      const r = spawnSync('/bin/sh', ['-c', b.command], { cwd: b.cwd ?? '/', env: { PATH: process.env.PATH, ...b.envVars }, encoding: 'utf8', timeout: b.timeoutMs ?? 600_000, input });
-      return { exitCode: r.status ?? 124, stdout: r.stdout, stderr: r.stderr };
+      const child = spawn('/bin/sh', ['-c', b.command], { cwd: b.cwd ?? '/', env: { PATH: process.env.PATH, ...b.envVars }, timeout: b.timeoutMs ?? 600_000 });
+      child.stdin.on('error', () => { /* the command may exit before reading its input */ });
+      child.stdin.end(input ?? '');
+      reply.hijack();
+      reply.raw.writeHead(200, { 'content-type': 'application/x-ndjson' });
+      const send = (line: ExecStreamLine) => reply.raw.write(`${JSON.stringify(line)}\n`);
+      const out = { stdout: '', stderr: '' };
+      child.stdout.setEncoding('utf8').on('data', (d: string) => { out.stdout += d; send({ stdout: d }); });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => { out.stderr += d; send({ stderr: d }); });
+      child.on('close', (code) => { send({ result: { exitCode: code ?? 124, ...out } }); reply.raw.end(); });
     });
     app.get('/v1/layers', async () => [...this.layers.values()]);
     app.get<{ Params: { id: string } }>('/v1/layers/:id/archive', async (req, reply) => {

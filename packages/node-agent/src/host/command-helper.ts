@@ -24,11 +24,20 @@ export interface HelperRequest {
   env?: Record<string, string | undefined>;
   /** Append stdout and stderr to this file instead of capturing them (stdin is then empty). */
   logPath?: string;
+  /** Also send the output while the command runs, as HelperOutput messages. */
+  stream?: boolean;
   /**
    * Leave the command running on its own (detached, output ignored): the answer comes when it
    * exits within this many ms (its code), or after them (code 0, still running).
    */
   backgroundEarlyMs?: number;
+}
+
+/** Output of a command asked to stream, sent as it comes (the reply still carries all of it). */
+export interface HelperOutput {
+  id: number;
+  out: 'stdout' | 'stderr';
+  data: string;
 }
 
 /** How it ended: exit code or signal and output, or why it could not start. */
@@ -49,7 +58,7 @@ function helperMain(): void {
   const childProcess = process.getBuiltinModule('node:child_process');
   const fs = process.getBuiltinModule('node:fs');
   const readline = process.getBuiltinModule('node:readline');
-  const send = (m: HelperReply) => process.stdout.write(JSON.stringify(m) + '\n');
+  const send = (m: HelperReply | HelperOutput) => process.stdout.write(JSON.stringify(m) + '\n');
   const failed = (id: number, err: NodeJS.ErrnoException) => send({ id, error: { message: err.message, code: err.code } });
 
   const start = (r: HelperRequest) => {
@@ -81,8 +90,8 @@ function helperMain(): void {
     }
     let stdout = '';
     let stderr = '';
-    child.stdout?.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
-    child.stderr?.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => { stdout += d; if (r.stream) send({ id: r.id, out: 'stdout', data: d }); });
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => { stderr += d; if (r.stream) send({ id: r.id, out: 'stderr', data: d }); });
     const timer = r.timeoutMs
       ? setTimeout(() => { stderr += `\n(killed after ${r.timeoutMs} ms)`; child.kill('SIGKILL'); }, r.timeoutMs)
       : undefined;
@@ -138,16 +147,20 @@ export class CommandHelper {
   private child: ChildProcess | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, (reply: HelperReply) => void>();
+  private readonly listeners = new Map<number, (out: 'stdout' | 'stderr', data: string) => void>();
   private keepAlive: NodeJS.Timeout | undefined;
 
-  request(req: Omit<HelperRequest, 'id'>): Promise<HelperReply> {
+  /** Runs a command; with `onOutput`, its output is also handed over while it runs. */
+  request(req: Omit<HelperRequest, 'id' | 'stream'>, onOutput?: (out: 'stdout' | 'stderr', data: string) => void): Promise<HelperReply> {
     const child = this.ensure();
     const id = this.nextId++;
+    if (onOutput) this.listeners.set(id, onOutput);
     return new Promise<HelperReply>((resolve) => {
       this.pending.set(id, resolve);
       this.keepAlive ??= setInterval(() => { /* holds the event loop while commands run */ }, 1 << 30);
-      child.stdin!.write(JSON.stringify({ ...req, id }) + '\n');
+      child.stdin!.write(JSON.stringify({ ...req, id, ...(onOutput ? { stream: true } : {}) }) + '\n');
     }).finally(() => {
+      this.listeners.delete(id);
       if (this.pending.size === 0 && this.keepAlive) {
         clearInterval(this.keepAlive);
         this.keepAlive = undefined;
@@ -170,7 +183,12 @@ export class CommandHelper {
     child.unref();
     for (const s of [child.stdin, child.stdout]) (s as unknown as { unref?: () => void } | null)?.unref?.();
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      const reply = JSON.parse(line) as HelperReply;
+      const message = JSON.parse(line) as HelperReply | HelperOutput;
+      if ('out' in message) {
+        this.listeners.get(message.id)?.(message.out, message.data);
+        return;
+      }
+      const reply = message;
       const resolve = this.pending.get(reply.id);
       this.pending.delete(reply.id);
       resolve?.(reply);

@@ -16,6 +16,8 @@ export interface RunOptions {
   env?: NodeJS.ProcessEnv;
   /** Append the command's stdout and stderr to this file instead of capturing them. */
   logPath?: string;
+  /** The output as it comes, besides the whole of it in the result. */
+  onOutput?: (stream: 'stdout' | 'stderr', text: string) => void;
 }
 
 /** A host command that exited non-zero; the message carries its stderr. */
@@ -32,7 +34,7 @@ export class CommandError extends Error {
  * the fork does not stall this process: host/command-helper.ts).
  */
 export async function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {
-  const reply = await commandHelper.request({ cmd, args, input: opts.input, inputFile: opts.inputFile, timeoutMs: opts.timeoutMs, env: opts.env, logPath: opts.logPath });
+  const reply = await commandHelper.request({ cmd, args, input: opts.input, inputFile: opts.inputFile, timeoutMs: opts.timeoutMs, env: opts.env, logPath: opts.logPath }, opts.onOutput);
   const startError = CommandHelper.startError(reply);
   if (startError) throw startError;
   const result = { code: exitCodeOf(reply), stdout: reply.stdout ?? '', stderr: reply.stderr ?? '' };

@@ -116,5 +116,10 @@ export interface RuntimeDriver {
   /** Runs a command in the instance beside envd (tests and benchmarks). */
   /** `flags`: the runtime's own (runsc exec: --user, --cwd, --env). */
   /** `inputFile`: the command's standard input is read from this host file. */
-  exec(ref: InstanceRef, argv: string[], opts?: { detach?: boolean; timeoutMs?: number; flags?: string[]; inputFile?: string }): Promise<RunResult>;
+  /** `onOutput`: the output as it comes, besides the whole of it in the result. */
+  exec(ref: InstanceRef, argv: string[], opts?: ExecOptions): Promise<RunResult>;
 }
+
+export type ExecOutput = (stream: 'stdout' | 'stderr', text: string) => void;
+
+export interface ExecOptions { detach?: boolean; timeoutMs?: number; flags?: string[]; inputFile?: string; onOutput?: ExecOutput }

@@ -6,7 +6,7 @@ import { formatSandboxLogLine, SandboxLogLines } from '@svc/contracts/sandbox-lo
 import { CommandError, run, runInBackground, type RunResult } from '../host/exec.ts';
 import { isMountPoint, unmount } from '../host/mounts.ts';
 import type { ResourceNames } from '../names.ts';
-import type { InstanceEndCause, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from './driver.ts';
+import type { ExecOptions, ExecOutput, InstanceEndCause, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from './driver.ts';
 import { detachLoopDevice, DiskLayer, loopDevicesUnder } from './disk-layer.ts';
 import { NORMAL_CPU_SHARES, ociSpec } from './oci-spec.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
@@ -245,10 +245,10 @@ export class GvisorDriver implements RuntimeDriver {
     await run('tar', ['--create', `--file=${archivePath}`, ...LAYER_TAR_FLAGS, '--sparse', '-C', this.paths(ref.dir).upper, '.'], { timeoutMs: 600_000 });
   }
 
-  async exec(ref: InstanceRef, argv: string[], opts: { detach?: boolean; timeoutMs?: number; flags?: string[]; inputFile?: string } = {}): Promise<RunResult> {
+  async exec(ref: InstanceRef, argv: string[], opts: ExecOptions = {}): Promise<RunResult> {
     const id = this.o.names.container(ref.instanceId);
     if (opts.detach) return this.execInBackground(ref, id, argv);
-    return this.cmd(ref, ['exec', ...(opts.flags ?? []), id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true, inputFile: opts.inputFile });
+    return this.cmd(ref, ['exec', ...(opts.flags ?? []), id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true, inputFile: opts.inputFile, onOutput: opts.onOutput });
   }
 
   /**
@@ -392,8 +392,8 @@ export class GvisorDriver implements RuntimeDriver {
     return text.trim().split('\n').slice(-lines).map((l) => entries.entry(l)?.message ?? l).join(' | ').slice(-2_000);
   }
 
-  private cmd(ref: InstanceRef, args: string[], opts: { allowFail?: boolean; timeoutMs?: number; inputFile?: string } = {}): Promise<RunResult> {
-    return run('nsenter', [`--net=${ref.netnsPath}`, this.runsc, ...this.globalFlags(), ...args], { timeoutMs: opts.timeoutMs ?? 15_000, allowFail: opts.allowFail, inputFile: opts.inputFile });
+  private cmd(ref: InstanceRef, args: string[], opts: { allowFail?: boolean; timeoutMs?: number; inputFile?: string; onOutput?: ExecOutput } = {}): Promise<RunResult> {
+    return run('nsenter', [`--net=${ref.netnsPath}`, this.runsc, ...this.globalFlags(), ...args], { timeoutMs: opts.timeoutMs ?? 15_000, allowFail: opts.allowFail, inputFile: opts.inputFile, onOutput: opts.onOutput });
   }
 
   /**

@@ -7,7 +7,7 @@ import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
 import { DEFAULT_POLICY, normalizePolicy, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
-import type { InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
+import type { ExecOutput, InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
 import { checkResumeAdmission, usedMemoryMB } from './admission.ts';
 import type { MemoryAdmission } from './memory-admission.ts';
 import type { Instance, InstanceLauncher } from './instances.ts';
@@ -292,7 +292,7 @@ export class SandboxService {
    * Runs a shell command in a running sandbox to its end (the template builder's steps): as root
    * through runsc, or as the user named, whose uid, gid and home the image's own passwd gives.
    */
-  async exec(id: string, req: Required<Omit<ExecOnNode, 'stdin' | 'cwd'>> & Pick<ExecOnNode, 'stdin' | 'cwd'>): Promise<ExecResultOnNode> {
+  async exec(id: string, req: Required<Omit<ExecOnNode, 'stdin' | 'cwd'>> & Pick<ExecOnNode, 'stdin' | 'cwd'>, onOutput?: ExecOutput): Promise<ExecResultOnNode> {
     const inst = this.find(id);
     if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before running commands in it`);
     const env = { ...req.envVars };
@@ -308,7 +308,7 @@ export class SandboxService {
     // Without a cwd a command starts in its user's home, as envd starts one (root's is /).
     flags.push(`--cwd=${req.cwd ?? home}`);
     for (const [k, v] of Object.entries(env)) flags.push(`--env=${k}=${v}`);
-    const run = (inputFile?: string) => this.d.driver.exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, flags, inputFile });
+    const run = (inputFile?: string) => this.d.driver.exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, flags, inputFile, onOutput });
     const r = req.stdin ? await this.d.execInputs.with(req.stdin, run) : await run();
     const killed = r.stderr.endsWith(`(killed after ${req.timeoutMs} ms)`);
     const tail = (text: string) => (Buffer.byteLength(text) > EXEC_OUTPUT_LIMIT ? Buffer.from(text).subarray(-EXEC_OUTPUT_LIMIT).toString('utf8') : text);

@@ -161,13 +161,22 @@ export async function snapshotsOfTemplate(db: Kysely<Database>, templateId: stri
   return [...rows.filter((r) => r.purpose !== 'build').map((r) => r.snapshot_id), ...templates.map((t) => `template ${t.alias ?? t.template_id}`)];
 }
 
-/** The build snapshots a builder template's builds made that no other template starts from. */
+/**
+ * The build snapshots a builder template's builds made (their results and their steps' cache) that
+ * no other template's build captured, starts from or ended on: a cache hit can make another
+ * template's build end on this one's capture.
+ */
 export async function buildSnapshotsOnlyOf(db: Kysely<Database>, t: { template_id: string; layer_snapshot_id: string | null }): Promise<string[]> {
+  const builds = db.selectFrom('t_svc_build').select('build_id').where('template_id', '=', t.template_id);
   const made = await db.selectFrom('t_svc_build').select('snapshot_id').where('template_id', '=', t.template_id).where('snapshot_id', 'is not', null).execute();
-  const ids = [...new Set([t.layer_snapshot_id, ...made.map((r) => r.snapshot_id)].filter((x): x is string => !!x))];
+  const captured = await db.selectFrom('t_svc_snapshot').select('snapshot_id').where('purpose', '=', 'build').where('build_id', 'in', builds).execute();
+  const ids = [...new Set([t.layer_snapshot_id, ...made.map((r) => r.snapshot_id), ...captured.map((r) => r.snapshot_id)].filter((x): x is string => !!x))];
   if (!ids.length) return [];
-  const used = await db.selectFrom('t_svc_template').select('layer_snapshot_id').where('layer_snapshot_id', 'in', ids).where('template_id', '!=', t.template_id).execute();
-  const taken = new Set(used.map((r) => r.layer_snapshot_id));
+  const layers = await db.selectFrom('t_svc_template').select('layer_snapshot_id as id').where('layer_snapshot_id', 'in', ids).where('template_id', '!=', t.template_id).execute();
+  const results = await db.selectFrom('t_svc_build').select('snapshot_id as id').where('snapshot_id', 'in', ids).where('template_id', '!=', t.template_id).execute();
+  const othersCaptures = await db.selectFrom('t_svc_snapshot').select('snapshot_id as id').where('snapshot_id', 'in', ids)
+    .where('build_id', 'is not', null).where('build_id', 'not in', builds).execute();
+  const taken = new Set([...layers, ...results, ...othersCaptures].map((r) => r.id));
   return ids.filter((id) => !taken.has(id));
 }
 
