@@ -104,7 +104,8 @@ test('svc SDK: commands, files, pty and pause/connect', async () => {
 /** A small image of three layers: busybox, bash with its libraries, and an app layer with a whiteout. */
 async function buildImageLayout(dir: string): Promise<void> {
   const file = (name: string, path: string, mode = 0o755): TestEntry => ({ name, content: readFileSync(path), mode });
-  const applets = ['sh', 'ls', 'cat', 'echo', 'id', 'ps', 'sleep', 'mkdir', 'rm', 'env', 'whoami', 'uname', 'pwd', 'true'];
+  // A BusyBox image's tools: its tar lacks GNU tar's options, which a directory COPY must do without.
+  const applets = ['sh', 'ls', 'cat', 'echo', 'id', 'ps', 'sleep', 'mkdir', 'rm', 'env', 'whoami', 'uname', 'pwd', 'true', 'tar', 'gzip', 'mv', 'chown', 'chmod', 'grep', 'dirname'];
   const layout = new OciLayoutWriter(dir);
   await layout.tag({
     layers: [
@@ -176,11 +177,16 @@ test('Template.build fromImage: an image of a loopback registry, and a Docker Hu
     // docker.io/e2e/mirrored:v1 exists only on the mirror.
     await pushLayout(dir, 'v1', `${registry.host}/e2e/mirrored:v1`);
     const logs: string[] = [];
-    await Template.build(Template().fromImage(`${registry.host}/e2e/built-on:v1`).runCmd('echo "built on $APP_MODE" > /app/built.txt', { user: 'root' }), name, { onBuildLogs: (e) => logs.push(e.message) });
+    await mkdir(join(dir, 'ctx/site'), { recursive: true });
+    await writeFile(join(dir, 'ctx/site/index.html'), 'copied with BusyBox tar\n');
+    const fromImage = Template({ fileContextPath: join(dir, 'ctx') }).fromImage(`${registry.host}/e2e/built-on:v1`)
+      .runCmd('echo "built on $APP_MODE" > /app/built.txt', { user: 'root' })
+      .copy('site', '/app/site/', { user: 'root' });
+    await Template.build(fromImage, name, { onBuildLogs: (e) => logs.push(e.message) });
     assert.ok(logs.some((l) => /Base image .*built-on:v1 is template tpl-/.test(l)), logs.join('\n'));
     const sbx = await E2bSandbox.create(name);
     try {
-      assert.match((await sbx.commands.run('cat /app/built.txt /app/hello.txt', { user: 'root' })).stdout, /built on demo\nhello from a registry image/);
+      assert.match((await sbx.commands.run('cat /app/built.txt /app/hello.txt /app/site/index.html', { user: 'root' })).stdout, /built on demo\nhello from a registry image\ncopied with BusyBox tar/);
     } finally {
       await sbx.kill();
     }

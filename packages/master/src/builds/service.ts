@@ -556,7 +556,10 @@ const COPY_SCRIPT = [
   'if [ ! -e "$src" ] && [ ! -L "$src" ]; then echo "COPY: ${src#$5/} is not among the uploaded files" >&2; exit 1; fi',
   'if [ -d "$src" ] && [ ! -L "$src" ]; then',
   '  chown -R "$owner" "$src" && { [ -z "$mode" ] || chmod -R "$mode" "$src"; } || exit 1',
-  '  mkdir -p "$dest" && (cd "$src" && tar -cf - .) | tar -xf - -C "$dest" --keep-directory-symlink --no-overwrite-dir || exit 1',
+  // GNU tar keeps what the destination has (a symlink to a directory, a directory's owner); an
+  // image with another tar (BusyBox) merges without those options.
+  '  if tar --version 2>/dev/null | grep -q GNU; then keep="--keep-directory-symlink --no-overwrite-dir"; else keep=""; fi',
+  '  mkdir -p "$dest" && (cd "$src" && tar -cf - .) | tar -xf - -C "$dest" $keep || exit 1',
   'else',
   '  chown -h "$owner" "$src" || exit 1',
   '  if [ -n "$mode" ] && [ ! -L "$src" ]; then chmod "$mode" "$src" || exit 1; fi',
