@@ -1,16 +1,20 @@
 /**
  * `Sandbox`: the e2b-shaped entry point. Static methods act on a sandbox id through the
  * REST API; an instance also reaches the sandbox's envd through the data plane
- * (`files`, `commands`, `pty`).
+ * (`files`, `commands`, `pty`), and its code interpreter (`runCode`, the code contexts).
  */
 import { ApiClient } from './api-client.ts';
+import type { CodeContext } from '@svc/contracts/code-interpreter';
+import { CodeInterpreter, type CreateCodeContextOpts, type RunCodeOpts } from './code-interpreter.ts';
 import { Commands } from './commands.ts';
 import { ConnectionConfig, defaultTemplate, timeoutToSeconds, type ConnectionOpts } from './config.ts';
 import { ConflictError, GoneError, InvalidArgumentError, NotFoundError, SandboxNotFoundError, TemplateError, errorFromBody } from './errors.ts';
-import { EnvdTransport, dataPlaneError, type EnvdTarget } from './envd/transport.ts';
+import { EnvdTransport, dataPlaneError } from './envd/transport.ts';
+import type { Execution } from './execution.ts';
 import { Filesystem } from './filesystem.ts';
 import { SandboxPaginator, SnapshotPaginator } from './paginator.ts';
 import { Pty } from './pty.ts';
+import type { SandboxTarget } from './sandbox-port.ts';
 import { buildCreateBody, toSandboxInfo, toSandboxLogEntry, toSandboxMetrics, toSnapshotInfo } from './sandbox-wire.ts';
 import type {
   CreateSnapshotOpts, RequestOpts, SandboxApiOpts, SandboxConnectOpts, SandboxForkOpts, SandboxInfo, SandboxListOpts, SandboxLogEntry, SandboxLogsOpts, SandboxMetrics,
@@ -38,7 +42,8 @@ export class Sandbox {
   readonly commands: Commands;
   readonly pty: Pty;
   protected readonly connectionConfig: ConnectionConfig;
-  private readonly envd: EnvdTarget;
+  private readonly dataPlane: SandboxTarget;
+  private readonly codeInterpreter: CodeInterpreter;
 
   /** @internal Use `Sandbox.create` or `Sandbox.connect`. */
   constructor(opts: SandboxConstructorOpts) {
@@ -46,27 +51,28 @@ export class Sandbox {
     this.sandboxId = opts.sandboxId;
     this.sandboxDomain = opts.sandboxDomain;
     this.envdVersion = opts.envdVersion;
-    this.envd = {
+    this.dataPlane = {
       sandboxUrl: this.connectionConfig.sandboxUrl,
       sandboxId: opts.sandboxId,
       envdAccessToken: opts.envdAccessToken,
       trafficAccessToken: opts.trafficAccessToken,
       requestTimeoutMs: this.connectionConfig.requestTimeoutMs,
     };
-    const transport = new EnvdTransport(this.envd);
+    const transport = new EnvdTransport(this.dataPlane);
     this.files = new Filesystem(transport);
     this.commands = new Commands(transport);
     this.pty = new Pty(transport);
+    this.codeInterpreter = new CodeInterpreter(this.dataPlane);
   }
 
   /** Token for data-plane requests when the sandbox refuses public traffic. */
   get trafficAccessToken(): string | undefined {
-    return this.envd.trafficAccessToken;
+    return this.dataPlane.trafficAccessToken;
   }
 
   /** @internal envd's access token, sent as X-Access-Token. */
   protected get envdAccessToken(): string | undefined {
-    return this.envd.envdAccessToken;
+    return this.dataPlane.envdAccessToken;
   }
 
   // ------------------------------------------------------------------ static
@@ -284,11 +290,41 @@ export class Sandbox {
 
   /** True while envd answers; false when the data plane says the sandbox is paused, gone or unreachable. */
   async isRunning(opts: RequestOpts = {}): Promise<boolean> {
-    const res = await new EnvdTransport(this.envd).http('GET', '/health', opts);
+    const res = await new EnvdTransport(this.dataPlane).http('GET', '/health', opts);
     await res.body?.cancel().catch(() => { /* the answer is decided by its status; its body was unwanted */ });
     if (res.ok) return true;
     if ([404, 409, 410, 502].includes(res.status)) return false;
     throw dataPlaneError(res.status, '');
+  }
+
+  // ------------------------------------------------------------------ code interpreter (port 49999)
+
+  /**
+   * Runs `code` in the sandbox's code interpreter: in python's default context, in `language`'s or
+   * in `context`. Output reaches the callbacks as it comes; an error the code raises is
+   * `execution.error` (the run itself resolves). Past `timeoutMs` (default 60 s) the code is
+   * interrupted and the run rejects with a TimeoutError.
+   */
+  async runCode(code: string, opts: RunCodeOpts = {}): Promise<Execution> {
+    return this.codeInterpreter.runCode(code, opts);
+  }
+
+  /** A new context: its own kernel, with its own variables, in `language` (default python). */
+  async createCodeContext(opts: CreateCodeContextOpts = {}): Promise<CodeContext> {
+    return this.codeInterpreter.createContext(opts);
+  }
+
+  async listCodeContexts(opts: RequestOpts = {}): Promise<CodeContext[]> {
+    return this.codeInterpreter.listContexts(opts);
+  }
+
+  async removeCodeContext(context: CodeContext | string, opts: RequestOpts = {}): Promise<void> {
+    return this.codeInterpreter.removeContext(context, opts);
+  }
+
+  /** Starts the context's kernel again: its variables are gone, its id stays. */
+  async restartCodeContext(context: CodeContext | string, opts: RequestOpts = {}): Promise<void> {
+    return this.codeInterpreter.restartContext(context, opts);
   }
 
   private api(): ApiClient {
@@ -300,8 +336,8 @@ export class Sandbox {
   }
 
   private adoptTokens(wire: WireSandbox): void {
-    if (wire?.envdAccessToken) this.envd.envdAccessToken = wire.envdAccessToken;
-    if (wire?.trafficAccessToken) this.envd.trafficAccessToken = wire.trafficAccessToken;
+    if (wire?.envdAccessToken) this.dataPlane.envdAccessToken = wire.envdAccessToken;
+    if (wire?.trafficAccessToken) this.dataPlane.trafficAccessToken = wire.trafficAccessToken;
   }
 }
 

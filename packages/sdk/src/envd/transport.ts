@@ -1,8 +1,6 @@
 /**
- * How the SDK reaches a sandbox's envd: every request goes to the data-plane URL with
- * the routing headers (`E2b-Sandbox-Id`, `E2b-Sandbox-Port`), envd's access token and,
- * when the sandbox has one, the traffic access token. On top of that: plain HTTP (for
- * /files and /health), unary Connect calls and server streams.
+ * How the SDK reaches a sandbox's envd: its port through the data plane (sandbox-port.ts), and on
+ * top of that plain HTTP (for /files and /health), unary Connect calls and server streams.
  */
 import { transportError } from '../api-client.ts';
 import { ENVD_PORT } from '../config.ts';
@@ -10,23 +8,13 @@ import {
   ConnectError, SandboxError, SandboxNotFoundError, TimeoutError, errorFromConnect, errorFromHttp, type NotFoundError,
 } from '../errors.ts';
 import { PROTOCOL_VERSION_HEADER, TIMEOUT_HEADER, UNARY_CONTENT_TYPE, connectErrorFromJson } from './connect-protocol.ts';
+import { sandboxPortHeaders, sandboxPortUrl, type SandboxTarget } from '../sandbox-port.ts';
 import { RpcStream } from './rpc-stream.ts';
-
-export const TRAFFIC_TOKEN_HEADER = 'svc-traffic-access-token';
-export const ACCESS_TOKEN_HEADER = 'X-Access-Token';
 /** Asks envd to send keepalive messages on long streams (seconds), as the e2b SDK does. */
 export const KEEPALIVE_HEADER = 'Keepalive-Ping-Interval';
 export const KEEPALIVE_SECONDS = '50';
 
 export type RequestBody = NonNullable<RequestInit['body']>;
-
-export interface EnvdTarget {
-  sandboxUrl: string;
-  sandboxId: string;
-  envdAccessToken?: string;
-  trafficAccessToken?: string;
-  requestTimeoutMs: number;
-}
 
 export interface CallOpts {
   headers?: Record<string, string>;
@@ -51,27 +39,18 @@ export function userHeader(user?: string): Record<string, string> {
 }
 
 export class EnvdTransport {
-  constructor(private readonly target: EnvdTarget) {}
+  constructor(private readonly target: SandboxTarget) {}
 
   get requestTimeoutMs(): number {
     return this.target.requestTimeoutMs;
   }
 
   headers(extra: Record<string, string> = {}): Record<string, string> {
-    const h: Record<string, string> = {
-      'E2b-Sandbox-Id': this.target.sandboxId,
-      'E2b-Sandbox-Port': String(ENVD_PORT),
-    };
-    if (this.target.envdAccessToken) h[ACCESS_TOKEN_HEADER] = this.target.envdAccessToken;
-    if (this.target.trafficAccessToken) h[TRAFFIC_TOKEN_HEADER] = this.target.trafficAccessToken;
-    return { ...h, ...extra };
+    return sandboxPortHeaders(this.target, ENVD_PORT, extra);
   }
 
   url(path: string, query?: Record<string, string | undefined>): string {
-    const q = new URLSearchParams();
-    for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined) q.set(k, v);
-    const s = q.toString();
-    return `${this.target.sandboxUrl}${path}${s ? `?${s}` : ''}`;
+    return sandboxPortUrl(this.target, path, query);
   }
 
   /** A plain HTTP request to envd. Transport failures throw; HTTP errors are left to the caller. */
