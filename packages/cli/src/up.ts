@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
-import { loadConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type SvcConfig } from '@svc/common';
+import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type SvcConfig } from '@svc/common';
 import { ensureBaseTemplate } from './base-template.ts';
 import { runDemo } from './demo.ts';
 import { startPlatform, type Platform } from './platform.ts';
@@ -14,7 +14,8 @@ export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: bo
 export async function runUp(opts: UpOptions): Promise<void> {
   let cfg: SvcConfig;
   try {
-    cfg = loadConfig({ file: opts.config, overrides: opts.dataDir ? { data_dir: opts.dataDir } : {} });
+    // Validated below, once --tls has made its certificate (the HTTPS port needs one).
+    cfg = loadConfig({ file: opts.config, overrides: opts.dataDir ? { data_dir: opts.dataDir } : {}, validate: false });
   } catch (e) {
     if (e instanceof ConfigError) { process.stderr.write(`svc up: ${e.message}\n`); process.exit(2); }
     throw e;
@@ -41,6 +42,12 @@ export async function runUp(opts: UpOptions): Promise<void> {
       process.stderr.write(`svc up: ${(err as Error).message}\n`);
       process.exit(2);
     }
+  }
+  try {
+    validateConfig(cfg);
+  } catch (e) {
+    if (e instanceof ConfigError) { process.stderr.write(`svc up: ${e.message}\n`); process.exit(2); }
+    throw e;
   }
   const secrets = loadOrCreateSecrets(cfg.data_dir);
   if (!cfg.api.api_key) {

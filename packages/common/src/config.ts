@@ -150,6 +150,8 @@ export interface LoadOptions {
   /** Applied after the file and before the environment (command-line flags). */
   overrides?: Record<string, unknown>;
   onDeprecated?: (message: string) => void;
+  /** False: the caller fills in more (`svc up --tls` its certificate) and calls validateConfig itself. */
+  validate?: boolean;
 }
 
 export function loadConfig(opts: LoadOptions = {}): SvcConfig {
@@ -187,7 +189,7 @@ export function loadConfig(opts: LoadOptions = {}): SvcConfig {
   applyExternalDatabase(cfg as unknown as SvcConfig, env, warn);
   const out = cfg as unknown as SvcConfig;
   fillDerived(out);
-  validate(out);
+  if (opts.validate !== false) validateConfig(out);
   return out;
 }
 
@@ -243,7 +245,8 @@ function hostForClient(listen: string): string {
 
 const LISTEN_RE = /^(?:[A-Za-z0-9.\-]+|\[[0-9a-fA-F:]+\])?:\d{1,5}$/;
 
-function validate(c: SvcConfig) {
+/** Throws a ConfigError naming the first key whose value cannot work. */
+export function validateConfig(c: SvcConfig): void {
   const need = (ok: boolean, key: string, problem: string) => { if (!ok) throw new ConfigError(key, problem); };
   for (const key of ['api.listen', 'master.listen', 'node_agent.listen', 'template_center.listen', 'lifecycle.listen']) {
     const v = getPath(c as unknown as Record<string, unknown>, key);
