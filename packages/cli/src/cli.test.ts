@@ -1,7 +1,8 @@
 /**
- * The `svc` CLI run as a child process against the fake API (and the envd double for exec):
- * JSON output, tables, exit codes and error lines. Snapshots, fork, logs and the pause kinds run
- * against the real gateway and master over the master's fake node agent.
+ * The `svc` CLI run as a child process against the fake API (and the envd double for exec, the
+ * code interpreter double for run-code): JSON output, tables, exit codes and error lines.
+ * Snapshots, fork, logs and the pause kinds run against the real gateway and master over the
+ * master's fake node agent.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -11,6 +12,7 @@ import { join, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { build } from 'esbuild';
 import { startFakeApi, type FakeApi } from '@svc/sdk/testing/fake-api';
+import { startFakeCodeInterpreter, type FakeCodeInterpreter } from '@svc/sdk/testing/fake-code-interpreter';
 import { startFakeEnvd, type FakeEnvd } from '@svc/sdk/testing/fake-envd';
 import { startGatewayOverFakeNode, type GatewayOverFakeNode } from '@svc/sdk/testing/gateway-over-fake-node';
 
@@ -50,6 +52,17 @@ function svc(args: string[], env: Record<string, string> = {}, entry: string[] =
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
       res({ code, stdout, stderr });
     });
+  });
+}
+
+/** As svc, with `input` on its standard input (closed at once without it). */
+function svcWithInput(args: string[], env: Record<string, string>, input?: string): Promise<Run> {
+  return new Promise((res) => {
+    const child = execFile(process.execPath, [bundle, ...args], { env: baseEnv(env) }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+      res({ code, stdout, stderr });
+    });
+    child.stdin!.end(input ?? '');
   });
 }
 
@@ -164,6 +177,70 @@ describe('svc sandbox', () => {
     const start = envd.requests.findLast((r) => r.path === '/process.Process/Start')!;
     assert.equal(start.headers['e2b-sandbox-id'], s.sandboxId);
     assert.equal(start.headers['x-access-token'], api.sandboxes.get(s.sandboxId)!.envdAccessToken);
+  });
+
+  describe('run-code (against the code interpreter double)', () => {
+    let ci: FakeCodeInterpreter;
+    let sandboxId: string;
+    before(async () => {
+      ci = await startFakeCodeInterpreter();
+      sandboxId = json(await run(['sandbox', 'create', '--json'])).sandboxId;
+    });
+    after(() => ci.close());
+    const runCode = (args: string[], input?: string) => svcWithInput(
+      ['--sandbox-url', ci.url, 'sandbox', 'run-code', sandboxId, ...args],
+      { SVC_API_URL: api.url, SVC_API_KEY: 'key-1' },
+      input,
+    );
+    const stamp = '2026-01-02T03:04:05.678Z';
+
+    test('streams output, prints results (binary ones as a note) and the traceback; exit 1 on an error', async () => {
+      ci.onExecute = (_req, answer) => {
+        answer.line({ type: 'stdout', text: 'hello\n', timestamp: stamp });
+        answer.line({ type: 'stderr', text: 'careful\n', timestamp: stamp });
+        answer.line({ type: 'result', text: '<Figure size 640x480>', png: Buffer.alloc(2048).toString('base64'), is_main_result: false });
+        answer.line({ type: 'result', html: '<b>x</b>', is_main_result: false });
+        answer.line({ type: 'result', text: '42', is_main_result: true });
+        answer.line({ type: 'error', name: 'ValueError', value: 'bad', traceback: 'Traceback (most recent call last):\nValueError: bad' });
+        answer.end();
+      };
+      const r = await runCode(['x = 1', '--language', 'python', '--env', 'A=1', '--timeout', '5']);
+      assert.equal(r.code, 1, r.stderr);
+      assert.equal(r.stdout, 'hello\n<Figure size 640x480>\n[image/png 2.0 KiB]\n[text/html]\n42\n');
+      assert.equal(r.stderr, 'careful\nTraceback (most recent call last):\nValueError: bad\n');
+      const req = ci.requests.at(-1)!;
+      assert.deepEqual(req.body, { code: 'x = 1', language: 'python', env_vars: { A: '1' } });
+      assert.equal(req.headers['e2b-sandbox-id'], sandboxId);
+      assert.equal(req.headers['e2b-sandbox-port'], '49999');
+      assert.equal(req.headers['x-access-token'], api.sandboxes.get(sandboxId)!.envdAccessToken);
+    });
+
+    test('--json prints the whole execution; code from stdin', async () => {
+      ci.onExecute = (req, answer) => {
+        answer.line({ type: 'stdout', text: `ran ${req.code}`, timestamp: stamp });
+        answer.line({ type: 'result', text: '2', is_main_result: true });
+        answer.line({ type: 'number_of_executions', execution_count: 3 });
+        answer.end();
+      };
+      const r = await runCode(['--json', '--context', 'ctx-1'], 'print(1)\n1 + 1\n');
+      assert.equal(r.code, 0, r.stderr);
+      assert.deepEqual(JSON.parse(r.stdout), {
+        results: [{ text: '2', isMainResult: true }], logs: { stdout: ['ran print(1)\n1 + 1\n'], stderr: [] }, executionCount: 3, text: '2',
+      });
+      assert.deepEqual(ci.requests.at(-1)!.body, { code: 'print(1)\n1 + 1\n', context_id: 'ctx-1' });
+      const dash = await runCode(['-', '--json'], 'from stdin');
+      assert.equal(JSON.parse(dash.stdout).logs.stdout[0], 'ran from stdin');
+    });
+
+    test('--language with --context is a usage error; an unknown context exits 1 with the service\'s message', async () => {
+      const both = await runCode(['1', '--language', 'python', '--context', 'c']);
+      assert.equal(both.code, 2);
+      assert.match(both.stderr, /^svc: --language and --context/);
+      ci.onExecute = (_req, answer) => answer.fail(404, 'Context nope not found');
+      const missing = await runCode(['1', '--context', 'nope']);
+      assert.equal(missing.code, 1);
+      assert.equal(missing.stderr, 'svc: Context nope not found (HTTP 404)\n');
+    });
   });
 
   test('usage errors exit 2 with one line', async () => {

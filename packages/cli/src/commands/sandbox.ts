@@ -1,4 +1,4 @@
-/** `svc sandbox ...`: create, list, inspect, pause, connect, time out, kill, exec, snapshot, fork and logs. */
+/** `svc sandbox ...`: create, list, inspect, pause, connect, time out, kill, exec, run-code, snapshot, fork and logs. */
 import { Command, Option } from 'commander';
 import {
   CommandExitError, Sandbox, SandboxError, ServiceBusyError, type CommandHandle, type ConnectionOpts, type SandboxForkOpts, type SandboxInfo,
@@ -9,6 +9,7 @@ import { CliError, errorLine, UsageError } from '../errors.ts';
 import { formatPairs } from '../output.ts';
 import { collect, parseCount, parsePairs, parseSeconds, parseStates, secondsToMs, shellCommand } from '../parse.ts';
 import { sandboxLogsCommand } from './sandbox-logs.ts';
+import { sandboxRunCodeCommand } from './sandbox-run-code.ts';
 
 interface CreateFlags {
   template?: string;
@@ -119,6 +120,7 @@ export function sandboxCommand(): Command {
     .action(async (id: string, words: string[], flags: ExecFlags, c: Command) =>
       execCommand(contextOf(c), id, words, flags));
 
+  cmd.addCommand(sandboxRunCodeCommand());
   cmd.addCommand(sandboxLogsCommand());
 
   return cmd;
