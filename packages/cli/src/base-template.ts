@@ -1,6 +1,7 @@
 import { JsonClient, SvcError } from '@svc/common';
+import { CODE_INTERPRETER_READY_CMD, CODE_INTERPRETER_START_CMD } from '@svc/contracts/code-interpreter';
 import type { JobAccepted, JobInfo, TemplateCreate, TemplateInfo } from '@svc/contracts/template-routes';
-import { baseRootfsPath, buildBaseRootfs } from '@svc/template-center';
+import { baseRootfsPath, buildBaseRootfs, type RootfsFlavor } from '@svc/template-center';
 
 export interface BaseTemplateOptions {
   masterUrl: string;
@@ -8,41 +9,61 @@ export interface BaseTemplateOptions {
   say: (line: string) => void;
 }
 
+/** The templates `svc up` makes from Debian's packages: their alias, root filesystem and start command. */
+const MADE_HERE: Record<'base' | 'code-interpreter-v1', { flavor: RootfsFlavor; start?: Pick<TemplateCreate, 'start_cmd' | 'ready_cmd'> }> = {
+  base: { flavor: 'base' },
+  // E2B's name for it: @e2b/code-interpreter creates sandboxes of `code-interpreter-v1` (docs/code-interpreter.md).
+  'code-interpreter-v1': { flavor: 'code-interpreter', start: { start_cmd: CODE_INTERPRETER_START_CMD, ready_cmd: CODE_INTERPRETER_READY_CMD } },
+};
+
+/** `base`: see ensureMadeTemplate. */
+export function ensureBaseTemplate(o: BaseTemplateOptions): Promise<string> {
+  return ensureMadeTemplate('base', o);
+}
+
+/** `code-interpreter-v1`: see ensureMadeTemplate. */
+export function ensureCodeInterpreterTemplate(o: BaseTemplateOptions): Promise<string> {
+  return ensureMadeTemplate('code-interpreter-v1', o);
+}
+
 /**
- * Makes sure the `base` template exists and is ready: its root filesystem is built from Debian's
- * packages once per machine (cached) and goes through the same build pipeline as any image.
- * A `base` built from another recipe (an older package list) is built again.
+ * Makes sure a template `svc up` offers exists and is ready: its root filesystem is built from
+ * Debian's packages once per machine (cached) and goes through the same build pipeline as any
+ * image. One built from another recipe (an older package list) is built again.
  */
-export async function ensureBaseTemplate(o: BaseTemplateOptions): Promise<string> {
+async function ensureMadeTemplate(alias: keyof typeof MADE_HERE, o: BaseTemplateOptions): Promise<string> {
+  const { flavor, start } = MADE_HERE[alias];
   const master = new JsonClient(o.masterUrl, { timeoutMs: 60_000 });
-  const existing = await master.get<TemplateInfo>('/svc/template/base').catch((e: SvcError) => {
+  const existing = await master.get<TemplateInfo>(`/svc/template/${alias}`).catch((e: SvcError) => {
     if (e.status === 404) return undefined;
     throw e;
   });
-  const current = existing?.source_image_ref === baseRootfsPath().path;
+  const current = existing?.source_image_ref === baseRootfsPath({ flavor }).path
+    && (existing.start_cmd ?? null) === (start?.start_cmd ?? null) && (existing.ready_cmd ?? null) === (start?.ready_cmd ?? null);
   if (existing?.status === 'ready' && current && !o.rebuild) return existing.template_id;
-  if (existing?.status === 'ready' && !current) o.say('base template: its recipe changed since it was built; building it again');
+  if (existing?.status === 'ready' && !current) o.say(`${alias} template: its recipe or start command changed since it was built; building it again`);
 
   let lastPhase = '';
   const tar = await buildBaseRootfs({
+    flavor,
     rebuild: o.rebuild,
     onProgress: (p: { phase: string; message?: string }) => {
-      if (p.phase !== lastPhase) { o.say(`base template: ${p.phase}${p.message ? ` (${p.message})` : ''}`); lastPhase = p.phase; }
+      if (p.phase !== lastPhase) { o.say(`${alias} template: ${p.phase}${p.message ? ` (${p.message})` : ''}`); lastPhase = p.phase; }
     },
   });
   if (existing) {
-    await master.delete(`/svc/template/${existing.template_id}`).catch((err: Error) => o.say(`base template: could not remove the old ${existing.template_id} (${err.message}); building the new one anyway`));
+    await master.delete(`/svc/template/${existing.template_id}`).catch((err: Error) => o.say(`${alias} template: could not remove the old ${existing.template_id} (${err.message}); building the new one anyway`));
   }
-  const request: TemplateCreate = { rootfs_tar: tar.path, alias: 'base' };
+  const request: TemplateCreate = { rootfs_tar: tar.path, alias, ...start };
   const created = await master.post<JobAccepted>('/svc/template', request);
-  o.say(`base template: building ${created.template_id} (job ${created.job_id})`);
+  o.say(`${alias} template: building ${created.template_id} (job ${created.job_id})`);
   let shown = '';
   for (;;) {
     const job = await master.get<JobInfo>(`/svc/template/build/${created.job_id}/status`);
     const line = `${job.status}${job.phase ? `/${job.phase}` : ''}`;
-    if (line !== shown) { o.say(`base template: ${line}`); shown = line; }
+    if (line !== shown) { o.say(`${alias} template: ${line}`); shown = line; }
     if (job.status === 'BUILT') return created.template_id;
-    if (job.status === 'FAILED') throw new Error(`the base template failed to build: ${job.error ?? 'unknown reason'}`);
+    if (job.status === 'FAILED') throw new Error(`the ${alias} template failed to build: ${job.error ?? 'unknown reason'}`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }

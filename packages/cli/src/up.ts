@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type SvcConfig } from '@svc/common';
-import { ensureBaseTemplate } from './base-template.ts';
+import { ensureBaseTemplate, ensureCodeInterpreterTemplate } from './base-template.ts';
 import { runDemo } from './demo.ts';
 import { startPlatform, type Platform } from './platform.ts';
 import { ensureLocalTls } from './local-tls.ts';
@@ -83,6 +83,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
 
   try {
     await ensureBaseTemplate({ masterUrl: platform.masterUrl, rebuild: !!opts.rebuildBase, say });
+    if (cfg.template_center.code_interpreter_template) await ensureCodeInterpreterTemplate({ masterUrl: platform.masterUrl, rebuild: !!opts.rebuildBase, say });
   } catch (err) {
     process.stderr.write(`svc up: ${(err as Error).message}\n`);
     await platform.close();

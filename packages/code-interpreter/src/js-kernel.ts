@@ -143,7 +143,8 @@ export class JsKernel implements Kernel {
 
   private launch(): Promise<Host> {
     const started = Date.now();
-    const child = spawn(process.execPath, ['-e', REPL_HOST_SOURCE], {
+    const [node, ...nodeArgs] = nodeCommand();
+    const child = spawn(node, [...nodeArgs, '-e', REPL_HOST_SOURCE], {
       cwd: this.cwd,
       env: environmentWith(this.env),
       detached: true,
@@ -190,4 +191,13 @@ function transpile(code: string): string | Error {
   } catch (err) {
     return err as Error;
   }
+}
+
+/**
+ * How to start Node: SVC_CODE_INTERPRETER_NODE when the service runs on the /.svc runtime, whose
+ * execPath is its loader (SANDBOX_NODE_COMMAND), else this process's own binary.
+ */
+function nodeCommand(): string[] {
+  const given = process.env.SVC_CODE_INTERPRETER_NODE?.trim();
+  return given ? given.split(/\s+/) : [process.execPath];
 }

@@ -101,6 +101,8 @@ export interface SvcConfig {
      * URLs tried in order before Docker Hub, e.g. `http://mirror.internal:5000`.
      */
     registry_mirrors: string;
+    /** `svc up` makes the code-interpreter-v1 template (docs/code-interpreter.md). */
+    code_interpreter_template: boolean;
   };
   lifecycle: {
     replicas: number;

@@ -7,6 +7,23 @@
 
 export const CODE_INTERPRETER_PORT = 49999;
 
+/** Where the node agent puts the service's bundle in every sandbox (the read-only /.svc runtime). */
+export const CODE_INTERPRETER_BUNDLE = '/.svc/code-interpreter/code-interpreter.mjs';
+
+/**
+ * Node as every sandbox has it: the /.svc runtime's binary through its own loader and libraries,
+ * so it runs whatever the image's libc. Started this way, a process's execPath is the loader, so
+ * the service is told the whole command (SVC_CODE_INTERPRETER_NODE) for the Node processes it
+ * starts itself (JavaScript contexts).
+ */
+export const SANDBOX_NODE_COMMAND = '/.svc/lib/ld-linux-x86-64.so.2 --library-path /.svc/lib /.svc/bin/node';
+
+/** The `code-interpreter-v1` template's start command (docs/code-interpreter.md). */
+export const CODE_INTERPRETER_START_CMD = `SVC_CODE_INTERPRETER_NODE='${SANDBOX_NODE_COMMAND}' exec ${SANDBOX_NODE_COMMAND} ${CODE_INTERPRETER_BUNDLE}`;
+
+/** Its ready command: the service answers (its kernels start behind it; an execution waits for them). */
+export const CODE_INTERPRETER_READY_CMD = `curl -sf -o /dev/null http://127.0.0.1:${CODE_INTERPRETER_PORT}/health`;
+
 /** The languages a context can run; `js` and `ts` are accepted as aliases (normalizeLanguage). */
 export const CODE_LANGUAGES = ['python', 'javascript', 'typescript', 'bash'] as const;
 export type CodeLanguage = (typeof CODE_LANGUAGES)[number];

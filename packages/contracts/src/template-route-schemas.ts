@@ -49,6 +49,8 @@ export const TemplateCreate = {
     cpu_count: size(1, 256, 'Default vCPUs of its sandboxes'),
     memory_mb: size(64, 4 * 1024 * 1024, 'Default memory of its sandboxes'),
     disk_size_mb: size(64, 16 * 1024 * 1024, 'Disk size; default: fits the content'),
+    start_cmd: { type: ['string', 'null'], maxLength: 4096, description: 'Started in the background in each sandbox (as `user`); the create answers once ready_cmd passes (docs/templates.md)' },
+    ready_cmd: { type: ['string', 'null'], maxLength: 4096, description: 'Run until it exits 0 before a create answers; only with start_cmd' },
   },
   additionalProperties: false,
 } as const;
@@ -94,6 +96,8 @@ export const TemplateInfo = {
     with_cube_ca: bool,
     legacy: { ...bool, description: 'Built by the legacy in-process builder and not migrated yet (redo refuses it)' },
     error: nullableString,
+    start_cmd: { ...nullableString, description: 'Started in each sandbox (a create waits for ready_cmd); absent when none' },
+    ready_cmd: { ...nullableString, description: 'When a sandbox\'s start command is ready' },
   },
   additionalProperties: false,
 } as const;

@@ -3,7 +3,7 @@ import { lstatSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { BASE_PACKAGES, buildBaseRootfs, hostDebianSources, type BaseProgress } from './base-template.ts';
+import { BASE_PACKAGES, baseRootfsPath, buildBaseRootfs, CODE_INTERPRETER_PACKAGES, hostDebianSources, ROOTFS_FLAVORS, type BaseProgress } from './base-template.ts';
 import { mountReadOnly } from './test-support/ext4-mount.ts';
 import { startHarness } from './test-support/harness.ts';
 
@@ -24,6 +24,16 @@ test('Debian deb822 sources become one-line entries for mmdebstrap', () => {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('each root filesystem flavor has its own tarball, named by it and keyed by its packages', () => {
+  const sources = ['deb http://deb.debian.org/debian bookworm main'];
+  const base = baseRootfsPath({ sources, cacheDir: '/c' });
+  const ci = baseRootfsPath({ sources, cacheDir: '/c', flavor: 'code-interpreter' });
+  assert.match(base.path, /^\/c\/base-rootfs-bookworm-[0-9a-f]{16}\.tar$/);
+  assert.match(ci.path, /^\/c\/code-interpreter-rootfs-bookworm-[0-9a-f]{16}\.tar$/);
+  assert.notEqual(base.key, ci.key);
+  assert.deepEqual(ROOTFS_FLAVORS['code-interpreter'], [...BASE_PACKAGES, ...CODE_INTERPRETER_PACKAGES]);
 });
 
 // Real mmdebstrap against this machine's Debian mirror; the tarball is cached machine-wide, so

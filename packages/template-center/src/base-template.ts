@@ -18,6 +18,19 @@ export const BASE_PACKAGES = [
   'git', 'python-is-python3', 'python3-pip', 'python3-venv', 'python3-dev', 'nodejs', 'npm', 'build-essential',
 ] as const;
 
+/**
+ * What the `code-interpreter-v1` template adds to the base: a Jupyter kernel for Python and the
+ * libraries agents use for tables and charts (docs/code-interpreter.md).
+ */
+export const CODE_INTERPRETER_PACKAGES = ['python3-ipykernel', 'python3-numpy', 'python3-pandas', 'python3-matplotlib'] as const;
+
+/** The root filesystems svc builds from Debian's packages, by name: each a tarball of its own. */
+export const ROOTFS_FLAVORS = {
+  base: [...BASE_PACKAGES],
+  'code-interpreter': [...BASE_PACKAGES, ...CODE_INTERPRETER_PACKAGES],
+} as const satisfies Record<string, readonly string[]>;
+export type RootfsFlavor = keyof typeof ROOTFS_FLAVORS;
+
 /** Bump when the hooks below change what the tarball contains. */
 const RECIPE_VERSION = 2;
 
@@ -30,6 +43,8 @@ export interface BaseProgress {
 }
 
 export interface BaseRootfsOptions {
+  /** Which root filesystem (default base). */
+  flavor?: RootfsFlavor;
   cacheDir?: string;
   rebuild?: boolean;
   onProgress?: (p: BaseProgress) => void;
@@ -56,19 +71,21 @@ const building = new Map<string, Promise<BaseRootfs>>();
  * Where the tarball of the current recipe lives (whether built yet or not): its name carries a
  * key of everything that shapes it, so a changed package list means another file.
  */
-export function baseRootfsPath(opts: Pick<BaseRootfsOptions, 'cacheDir' | 'sources' | 'suite'> = {}): { path: string; key: string; suite: string; sources: string[] } {
+export function baseRootfsPath(opts: Pick<BaseRootfsOptions, 'flavor' | 'cacheDir' | 'sources' | 'suite'> = {}): { path: string; key: string; suite: string; sources: string[] } {
+  const flavor = opts.flavor ?? 'base';
   const cacheDir = opts.cacheDir ?? '/var/cache/svc';
   const sources = opts.sources ?? hostDebianSources();
   const suite = opts.suite ?? /^deb\s+\S+\s+(\S+)/.exec(sources[0] ?? '')?.[1];
   if (!suite) throw new Error(`cannot tell which Debian suite to use: no sources given and none found in ${DEBIAN_SOURCES}`);
-  const key = createHash('sha256').update(JSON.stringify({ packages: [...BASE_PACKAGES], suite, variant: 'minbase', arch: process.arch, recipe: RECIPE_VERSION })).digest('hex').slice(0, 16);
-  return { path: join(cacheDir, `base-rootfs-${suite}-${key}.tar`), key, suite, sources };
+  const key = createHash('sha256').update(JSON.stringify({ packages: [...ROOTFS_FLAVORS[flavor]], suite, variant: 'minbase', arch: process.arch, recipe: RECIPE_VERSION })).digest('hex').slice(0, 16);
+  return { path: join(cacheDir, `${flavor}-rootfs-${suite}-${key}.tar`), key, suite, sources };
 }
 
 export async function buildBaseRootfs(opts: BaseRootfsOptions = {}): Promise<BaseRootfs> {
   const { path, key, suite, sources } = baseRootfsPath(opts);
   const cacheDir = opts.cacheDir ?? '/var/cache/svc';
-  const packages = [...BASE_PACKAGES];
+  const flavor = opts.flavor ?? 'base';
+  const packages = [...ROOTFS_FLAVORS[flavor]];
   const started = Date.now();
 
   if (!opts.rebuild) {
@@ -91,7 +108,7 @@ export async function buildBaseRootfs(opts: BaseRootfsOptions = {}): Promise<Bas
       await rm(tmp, { force: true });
       throw err;
     }
-    await removeStaleTarballs(cacheDir, path);
+    await removeStaleTarballs(cacheDir, flavor, path);
     const sizeBytes = (await stat(path)).size;
     opts.onProgress?.({ phase: 'done', message: path, elapsedMs: Date.now() - started });
     return { path, cached: false, sizeBytes, durationMs: Date.now() - started, packages, key };
@@ -193,10 +210,12 @@ function runMmdebstrap(r: MmdebstrapRun): Promise<void> {
   });
 }
 
-async function removeStaleTarballs(dir: string, keep: string): Promise<void> {
+/** Older tarballs of the same flavor (another recipe or package list). */
+async function removeStaleTarballs(dir: string, flavor: RootfsFlavor, keep: string): Promise<void> {
+  const stale = new RegExp(`^${flavor}-rootfs-.*\\.tar(\\.tmp-\\d+-\\d+)?$`);
   for (const name of await readdir(dir).catch(() => [] as string[])) {
     const p = join(dir, name);
-    if (p !== keep && /^base-rootfs-.*\.tar(\.tmp-\d+-\d+)?$/.test(name)) {
+    if (p !== keep && stale.test(name)) {
       // A temp file of a concurrent run in another process is left alone unless it is old.
       const st = await stat(p).catch(() => null);
       if (st && (!name.includes('.tmp-') || Date.now() - st.mtimeMs > 3600_000)) await rm(p, { force: true });

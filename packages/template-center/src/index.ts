@@ -1,2 +1,2 @@
 export { startTemplateCenter, type RunningTemplateCenter, type TemplateCenterOptions } from './template-center.ts';
-export { baseRootfsPath, buildBaseRootfs, type BaseRootfs, type BaseRootfsOptions, type BaseProgress } from './base-template.ts';
+export { baseRootfsPath, buildBaseRootfs, ROOTFS_FLAVORS, type BaseRootfs, type BaseRootfsOptions, type BaseProgress, type RootfsFlavor } from './base-template.ts';

@@ -19,6 +19,9 @@ export interface CreateSpec {
   /** Disk size the template center is asked for: 0 = fit the content plus headroom. */
   buildDiskSizeMB: number;
   specHash: string;
+  /** Started in each sandbox, which a create waits for until readyCmd passes. */
+  startCmd: string | null;
+  readyCmd: string | null;
 }
 
 const SOURCES = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar'] as const;
@@ -69,7 +72,11 @@ export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svcle
   const diskGiven = b.disk_size_mb ?? undefined;
   const diskSizeMB = diskGiven ?? defaults.default_disk_size_mb;
   const buildDiskSizeMB = diskGiven ?? 0;
+  const startCmd = b.start_cmd?.trim() || null;
+  const readyCmd = b.ready_cmd?.trim() || null;
+  if (readyCmd && !startCmd) throw invalidTemplateRequest('ready_cmd needs a start_cmd: it says when the start command is ready');
   return {
+    startCmd, readyCmd,
     alias: parseAlias(b.alias),
     sourceKind: kind, sourceImageRef: value, source, withSvcCa, cpuCount, memoryMB, diskSizeMB, buildDiskSizeMB,
     specHash: specHash(source, withSvcCa, buildDiskSizeMB),

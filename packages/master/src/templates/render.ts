@@ -22,6 +22,7 @@ export function toTemplateInfo(t: TemplateRow): TemplateInfo {
     with_cube_ca: Number(t.with_cube_ca) === 1,
     legacy: Number(t.legacy) === 1,
     error: t.error,
+    ...(t.start_cmd ? { start_cmd: t.start_cmd, ready_cmd: t.ready_cmd } : {}),
   };
 }
 

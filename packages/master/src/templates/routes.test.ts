@@ -107,6 +107,8 @@ onEveryEngine('template routes', {
       [{ image: 'a:1', memoryMB: 512 }, /^memoryMB is not a known field$/],
       [{ image: 7 }, /^image must be string or null$/],
       [{ image: 'has space:1' }, /without spaces/],
+      [{ image: 'a:1', ready_cmd: 'true' }, /ready_cmd needs a start_cmd/],
+      [{ image: 'a:1', start_cmd: 7 }, /^start_cmd must be string or null$/],
       ['[1,2]', /^request body must be object$/],
     ];
     for (const [body, message] of cases) {
@@ -152,8 +154,19 @@ onEveryEngine('template routes', {
       assert.ok(k in info, k);
     }
     assert.equal(JSON.stringify(info).includes('request'), false);
+    assert.equal('start_cmd' in info, false, 'no start command: no start_cmd');
     const list = await h.call('GET', '/svc/template');
     assert.deepEqual(list.body.templates.map((t: { template_id: string }) => t.template_id), [c.template_id]);
+  },
+
+  'a start command given at create is shown and handed to its sandboxes as the user, with its ready command': async (h) => {
+    await h.addNode('n1');
+    const c = await h.create({ rootfs_tar: '/srv/ci.tar', alias: 'served', start_cmd: 'serve --port 1', ready_cmd: 'curl -sf http://127.0.0.1:1/' });
+    await h.finishBuild(c.job_id);
+    const info = (await h.call('GET', '/svc/template/served')).body;
+    assert.deepEqual([info.start_cmd, info.ready_cmd], ['serve --port 1', 'curl -sf http://127.0.0.1:1/']);
+    const resolved = await h.module.resolver.resolveForCreate('served');
+    assert.deepEqual(resolved.start, { command: 'serve --port 1', readyCommand: 'curl -sf http://127.0.0.1:1/', user: 'user' });
   },
 
   'E2B shapes: POST /templates, GET /templates, /templates/:id, aliases, build status, DELETE': async (h) => {

@@ -22,8 +22,14 @@ import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
 import type { JobAccepted, JobInfo, TemplateCreate, TemplateInfo } from '@svc/contracts/template-routes';
 
-/** Whom a built template's start command runs as when its build recorded no user (E2B's default user). */
+/** Whom a template's start command runs as when its build or image recorded no user (E2B's default user). */
 const BUILD_DEFAULT_USER = 'user';
+
+/** A template's start command, if it has one, as its sandboxes run it: as its user, in its directory. */
+function startOf(t: TemplateRow, info: Partial<ImageInfo>): Pick<ResolvedTemplate, 'start'> {
+  if (!t.start_cmd) return {};
+  return { start: { command: t.start_cmd, ...(t.ready_cmd ? { readyCommand: t.ready_cmd } : {}), user: info.user ?? BUILD_DEFAULT_USER, ...(info.workingDir ? { cwd: info.workingDir } : {}) } };
+}
 
 export interface TemplateServiceDeps {
   cfg: SvcConfig;
@@ -89,7 +95,7 @@ export class TemplateService {
       template_id: newTemplateId(), alias: spec.alias, source_kind: spec.sourceKind, source_image_ref: spec.sourceImageRef,
       request_json: JSON.stringify(recipe), spec_hash: spec.specHash, cpu_count: spec.cpuCount, memory_mb: spec.memoryMB,
       disk_size_mb: spec.diskSizeMB, with_cube_ca: spec.withSvcCa ? 1 : 0, latest_job_id: null, artifact_id: null,
-      image_info: null, status: 'building', error: null, legacy: 0, layer_snapshot_id: null, start_cmd: null, ready_cmd: null, created_at: now, updated_at: now,
+      image_info: null, status: 'building', error: null, legacy: 0, layer_snapshot_id: null, start_cmd: spec.startCmd, ready_cmd: spec.readyCmd, created_at: now, updated_at: now,
     };
     await this.d.templates.insert(row);
     this.d.logger.info({ templateId: row.template_id, alias: row.alias, source: spec.sourceKind }, 'template created');
@@ -316,6 +322,7 @@ export class TemplateService {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: artifactRef(this.d.cfg.master.addr, a),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
       envVars: imageEnv(t.image_info),
+      ...startOf(t, (t.image_info ? JSON.parse(t.image_info) : {}) as Partial<ImageInfo>),
     };
   }
 
@@ -338,7 +345,7 @@ export class TemplateService {
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
       envVars: layer.envVars, layer: { snapshotId, ref: layer.ref },
       ...(info.user ? { defaultUser: info.user } : {}), ...(info.workingDir ? { defaultWorkdir: info.workingDir } : {}),
-      ...(t.start_cmd ? { start: { command: t.start_cmd, ...(t.ready_cmd ? { readyCommand: t.ready_cmd } : {}), user: info.user ?? BUILD_DEFAULT_USER, ...(info.workingDir ? { cwd: info.workingDir } : {}) } } : {}),
+      ...startOf(t, info),
     };
   }
 

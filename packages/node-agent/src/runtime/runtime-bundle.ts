@@ -5,6 +5,7 @@ import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SvcError } from '@svc/common';
+import { CODE_INTERPRETER_BUNDLE } from '@svc/contracts/code-interpreter';
 import { run } from '../host/exec.ts';
 
 /**
@@ -12,8 +13,10 @@ import { run } from '../host/exec.ts';
  * its shared libraries and dynamic loader (so envd runs in any image, even one without libc),
  * dumb-init as PID 1, the envd bundle with its native pty module next to it, and the static
  * `svc-sudo` (sudo through envd where set-uid cannot work: packages/node-agent/native/sudo.c) and
- * the static `svc-spawner` that starts envd's processes (packages/envd/native/spawner.c).
+ * the static `svc-spawner` that starts envd's processes (packages/envd/native/spawner.c), and the
+ * code interpreter's bundle, which the code-interpreter-v1 template starts (packages/code-interpreter).
  *   /.svc/bin/node  /.svc/bin/dumb-init  /.svc/bin/svc-sudo  /.svc/bin/svc-spawner  /.svc/lib/ld-linux-x86-64.so.2 ...  /.svc/envd/envd.mjs
+ *   /.svc/code-interpreter/code-interpreter.mjs
  * PID 1 is dumb-init rather than tini because tini wakes every second to reap (sigtimedwait with
  * a 1 s timeout), and under gVisor's ptrace platform each wake costs an idle sandbox about
  * 0.05% of a core; dumb-init sleeps in sigwait until a signal comes (docs/decisions.md).
@@ -47,6 +50,8 @@ export interface RuntimeBundleSource {
   sudo: string;
   /** dist/svc-spawner (see SANDBOX_SPAWNER). */
   spawner: string;
+  /** dist/code-interpreter.mjs, at CODE_INTERPRETER_BUNDLE (the code-interpreter-v1 template starts it). */
+  codeInterpreter: string;
   /** Directory holding @lydell/node-pty and its platform package. */
   ptyModulesDir?: string;
 }
@@ -62,8 +67,8 @@ export function defaultEnvdBundle(): string | undefined {
   return candidates.find((p): p is string => !!p && existsSync(p));
 }
 
-/** A native file scripts/build.mjs makes (the stat shim, svc-sudo, svc-spawner): beside the envd bundle, else the checkout's dist/. */
-export function defaultNativeFile(envdBundle: string, name: 'svc-stat-shim.so' | 'svc-sudo' | 'svc-spawner', override?: string): string {
+/** A file scripts/build.mjs makes (the stat shim, svc-sudo, svc-spawner, the code interpreter): beside the envd bundle, else the checkout's dist/. */
+export function defaultNativeFile(envdBundle: string, name: 'svc-stat-shim.so' | 'svc-sudo' | 'svc-spawner' | 'code-interpreter.mjs', override?: string): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const candidates = [override, join(dirname(envdBundle), name), join(here, '../../../../dist', name), join(here, name)];
   return candidates.find((p): p is string => !!p && existsSync(p)) ?? join(dirname(envdBundle), name);
@@ -94,12 +99,14 @@ export function initArgs(): string[] {
 /** Assembles the runtime once per (node version, envd bundle) under `<stateDir>/runtime/`. */
 export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSource): Promise<RuntimeBundle> {
   if (!existsSync(src.envdBundle)) throw new SvcError(503, `envd bundle ${src.envdBundle} not found (run npm run build)`);
-  for (const file of [src.statShim, src.sudo, src.spawner]) if (!existsSync(file)) throw new SvcError(503, `${file} not found (run npm run build)`);
+  for (const file of [src.statShim, src.sudo, src.spawner, src.codeInterpreter]) if (!existsSync(file)) throw new SvcError(503, `${file} not found (run npm run build)`);
   const envd = await readFile(src.envdBundle);
   const shim = await readFile(src.statShim);
   const sudo = await readFile(src.sudo);
   const spawner = await readFile(src.spawner);
-  const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(src.init).update(envd).update(shim).update(sudo).update(spawner).digest('hex').slice(0, 12);
+  const codeInterpreter = await readFile(src.codeInterpreter);
+  const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(src.init).update(envd).update(shim).update(sudo).update(spawner)
+    .update(codeInterpreter).digest('hex').slice(0, 12);
   const dir = join(stateDir, 'runtime', `node-${process.version}-${key}`);
   if (existsSync(join(dir, '.complete'))) return { dir, initArgs: initArgs() };
 
@@ -120,6 +127,10 @@ export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSo
     for (const lib of libs) await copyFile(lib, join(tmp, 'lib', basename(lib)));
     if (!libs.some((l) => basename(l) === 'ld-linux-x86-64.so.2')) throw new Error(`no ld-linux-x86-64.so.2 among ${src.nodeBinary}'s libraries`);
     await writeFile(join(tmp, 'envd/envd.mjs'), envd);
+    const interpreterPath = join(tmp, CODE_INTERPRETER_BUNDLE.slice(SANDBOX_RUNTIME_DIR.length + 1));
+    await mkdir(dirname(interpreterPath), { recursive: true });
+    await writeFile(interpreterPath, codeInterpreter);
+    if (existsSync(`${src.codeInterpreter}.map`)) await copyFile(`${src.codeInterpreter}.map`, `${interpreterPath}.map`);
     if (existsSync(`${src.envdBundle}.map`)) await copyFile(`${src.envdBundle}.map`, join(tmp, 'envd/envd.mjs.map'));
     if (src.ptyModulesDir) {
       for (const name of ['node-pty', `node-pty-linux-${process.arch}`]) {
