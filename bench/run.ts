@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['node-agent', 'platform', 'proxy', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds'];
+const ALL = ['node-agent', 'platform', 'proxy', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -75,6 +75,13 @@ if (builds) {
   const b = builds.latency;
   rows.push(['five-step build / unchanged rebuild p50 (ms)', `${r2(b['five-step build from base (ms)']?.p50)} / ${r2(b['its unchanged rebuild (ms)']?.p50)}`, `${builds.ratios.rebuildOverFirstP50}×`, '< 0.05×']);
   rows.push(['a RUN step / commands.run p50 (ms)', `${r2(b['a RUN step of `true` in a build (ms)']?.p50)} / ${r2(b['the same command in a live sandbox, commands.run (ms)']?.p50)}`, `+${builds.ratios.runStepOverLiveMs} ms`, '']);
+}
+
+const interpreter = read('code-interpreter');
+if (interpreter) {
+  const c = interpreter.latency;
+  rows.push(["runCode('1+1') p50 / p95 (ms)", `${r2(c["runCode('1+1') through the platform (ms)"]?.p50)} / ${r2(c["runCode('1+1') through the platform (ms)"]?.p95)}`, `floor ${r2(c['floor: jupyter_client → bare ipykernel on the host (ms)']?.p50)}`, '']);
+  rows.push(['code interpreter: create → first result p50 (ms)', r2(c["create → first runCode('1+1') result (ms)"]?.p50), '', '']);
 }
 
 console.log('\n===== summary');

@@ -3,32 +3,28 @@
 //   dist/code-interpreter.mjs  the in-sandbox code interpreter on port 49999 (same runtime)
 //   dist/svc.mjs   the CLI and every component, for `svc up` and a global install
 import { build } from 'esbuild';
+import { NODE_BUNDLE } from './bundle-options.mjs';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 
 mkdirSync('dist', { recursive: true });
-const common = { bundle: true, platform: 'node', target: 'node20', format: 'esm', sourcemap: 'linked', logLevel: 'warning' };
-// CommonJS dependencies bundled into ESM still call require(); give them one.
-const banner = { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" };
+const common = { ...NODE_BUNDLE, sourcemap: 'linked' };
 
 await build({
   ...common,
   entryPoints: ['packages/envd/src/main.ts'],
   outfile: 'dist/envd.mjs',
-  banner,
   external: ['@lydell/node-pty', '@lydell/node-pty-*'],
 });
 await build({
   ...common,
   entryPoints: ['packages/code-interpreter/src/main.ts'],
   outfile: 'dist/code-interpreter.mjs',
-  banner,
 });
 await build({
   ...common,
   entryPoints: ['packages/cli/src/main.ts'],
   outfile: 'dist/svc.mjs',
-  banner,
   // native addons and packages that load files relative to themselves stay in node_modules
   external: ['better-sqlite3', '@lydell/node-pty', '@lydell/node-pty-*', 'pg-native', 'pino', 'thread-stream', 'pino-*'],
 });

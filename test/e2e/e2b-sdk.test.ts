@@ -300,13 +300,14 @@ test('snapshots and fork: files before the capture carry over, later writes and 
 
 test('template builder: Template.build runs its steps in a sandbox of the base; sandboxes start with the files and env; an unchanged rebuild is cached; a failing step fails the build', async () => {
   const name = `e2e-built-${Date.now().toString(36)}`;
-  const t = Template().fromTemplate('base')
+  const withLastStep = (last: string) => Template().fromTemplate('base')
     .setEnvs({ BUILT_BY: 'svc' })
     .runCmd(`echo "$BUILT_BY" > /opt/built.txt # ${name}: a first build, whatever this data dir built before`, { user: 'root' })
     .runCmd('id -un > ~/default-user.txt')
     .setWorkdir('/srv/app')
     .runCmd('pwd > where.txt')
-    .runCmd('id -un > /root/who.txt', { user: 'root' });
+    .runCmd(last, { user: 'root' });
+  const t = withLastStep('id -un > /root/who.txt');
   const logs: string[] = [];
   const first = Date.now();
   const info = await Template.build(t, name, { onBuildLogs: (e) => logs.push(e.message) });
@@ -344,13 +345,7 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
   assert.ok(Date.now() - second < firstMs, `the cached rebuild (${Date.now() - second} ms) is quicker than the first (${firstMs} ms)`);
 
   // A changed last step: the steps before it come from the cache; only it runs, on their files.
-  const changed = Template().fromTemplate('base')
-    .setEnvs({ BUILT_BY: 'svc' })
-    .runCmd(`echo "$BUILT_BY" > /opt/built.txt # ${name}: a first build, whatever this data dir built before`, { user: 'root' })
-    .runCmd('id -un > ~/default-user.txt')
-    .setWorkdir('/srv/app')
-    .runCmd('pwd > where.txt')
-    .runCmd('cat /opt/built.txt > /root/who.txt', { user: 'root' });
+  const changed = withLastStep('cat /opt/built.txt > /root/who.txt');
   const partial: string[] = [];
   await Template.build(changed, `${name}-changed`, { onBuildLogs: (e) => partial.push(e.message) });
   assert.deepEqual(partial.filter((l) => /^\[\d\/6\]/.test(l)), [

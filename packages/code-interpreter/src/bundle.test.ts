@@ -12,6 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, test } from 'node:test';
 import { build } from 'esbuild';
+import { NODE_BUNDLE } from '../../../scripts/bundle-options.mjs';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 let dir: string | undefined;
@@ -36,16 +37,7 @@ async function freePort(): Promise<number> {
 test('the bundle serves python, javascript and bash executions on its own', async () => {
   dir = await mkdtemp(join(tmpdir(), 'code-interpreter-bundle-'));
   const outfile = join(dir, 'code-interpreter.mjs');
-  await build({
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    logLevel: 'warning',
-    entryPoints: [join(repoRoot, 'packages/code-interpreter/src/main.ts')],
-    outfile,
-    banner: { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" },
-  });
+  await build({ ...NODE_BUNDLE, entryPoints: [join(repoRoot, 'packages/code-interpreter/src/main.ts')], outfile });
   const port = await freePort();
   let output = '';
   child = spawn(process.execPath, [outfile], {

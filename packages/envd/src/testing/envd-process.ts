@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { NODE_BUNDLE } from '../../../../scripts/bundle-options.mjs';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../../..');
 let bundle: Promise<string> | undefined;
@@ -18,14 +19,9 @@ export function envdBundle(): Promise<string> {
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
     const outfile = join(dir, 'envd.mjs');
     await build({
-      bundle: true,
-      platform: 'node',
-      target: 'node20',
-      format: 'esm',
-      logLevel: 'warning',
+      ...NODE_BUNDLE,
       entryPoints: [join(repoRoot, 'packages/envd/src/main.ts')],
       outfile,
-      banner: { js: "import { createRequire as __svcCreateRequire } from 'node:module'; const require = __svcCreateRequire(import.meta.url);" },
       external: ['@lydell/node-pty', '@lydell/node-pty-*'],
     });
     return outfile;
