@@ -23,6 +23,8 @@ after(async () => {
 });
 
 test('python: state kept between runs, the last value, stdout streamed before the run ends, an exception with its traceback', async () => {
+  // As on E2B, code runs as root in /home/user.
+  assert.equal((await sbx.runCode('import os, getpass; (getpass.getuser(), os.getcwd())')).text, "('root', '/home/user')");
   await sbx.runCode('x = 41');
   const r = await sbx.runCode('x + 1');
   assert.equal(r.text, '42');

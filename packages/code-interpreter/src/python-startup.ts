@@ -5,7 +5,8 @@
  *   strings and missing values as None; only looked at when pandas is already imported;
  * - `e2b/chart`: a matplotlib Figure as a chart dict (line, scatter, bar, pie, or unknown with
  *   its title; several axes make a superchart), for the figures the inline backend displays.
- * Everything lives inside one function that deletes itself, so the user's namespace stays empty.
+ * And, as E2B's kernels do, an image Pillow saves to a file is displayed as well.
+ * Everything lives inside functions that delete themselves, so the user's namespace stays empty.
  * A formatter that fails returns None: the value still displays, without that representation.
  */
 export const PYTHON_STARTUP = String.raw`
@@ -194,4 +195,24 @@ def __svc_install_formatters():
 
 __svc_install_formatters()
 del __svc_install_formatters
+
+def __svc_show_saved_images():
+    # As E2B's kernels: an image saved to a file is also shown (a result with its PNG). Pillow
+    # comes with matplotlib; without it there is nothing to do.
+    try:
+        from PIL import Image
+    except ImportError:
+        return
+    from IPython.display import display
+    save = Image.Image.save
+
+    def save_and_show(image, fp, format=None, **params):
+        if isinstance(fp, str):
+            display(image)
+        return save(image, fp, format, **params)
+
+    Image.Image.save = save_and_show
+
+__svc_show_saved_images()
+del __svc_show_saved_images
 `;

@@ -50,6 +50,7 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
   const contexts = new Contexts(kernelFactory(log), opts.defaultCwd, log);
   const sandboxEnv = new SandboxEnv(log, opts.envdEnvsUrl);
   const keepaliveMs = opts.keepaliveMs ?? KEEPALIVE_MS;
+  let warming = false;
 
   const routes = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -63,6 +64,9 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
 
     if (path === '/health') {
       if (method !== 'GET') return sendError(res, 405, 'use GET');
+      // As E2B's server, healthy once its default contexts are there (or failed to start: they
+      // are tried again at first use), so that a sandbox's create answers with them listed.
+      if (warming) return sendError(res, 503, 'the default python and javascript contexts are starting');
       return sendJson(res, 200, 'OK');
     }
 
@@ -134,7 +138,12 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
     server,
     contexts,
     async warmUp() {
-      await Promise.all([contexts.defaultFor('python'), contexts.defaultFor('javascript')]);
+      warming = true;
+      try {
+        await Promise.all([contexts.defaultFor('python'), contexts.defaultFor('javascript')]);
+      } finally {
+        warming = false;
+      }
     },
     async close() {
       await contexts.shutdownAll();

@@ -73,6 +73,23 @@ test('GET /health answers OK', async () => {
   assert.equal(await res.json(), 'OK');
 });
 
+test('GET /health answers 503 while the default contexts start, then OK with them listed', async () => {
+  const starting = createCodeInterpreter({ log: () => {}, defaultCwd: workDir, envdEnvsUrl: 'http://127.0.0.1:9/envs' });
+  await new Promise<void>((r) => starting.server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(starting.server.address() as { port: number }).port}`;
+  try {
+    const warm = starting.warmUp();
+    assert.equal((await fetch(`${url}/health`)).status, 503);
+    await warm;
+    assert.equal((await fetch(`${url}/health`)).status, 200);
+    const listed = (await (await fetch(`${url}/contexts`)).json()) as CodeContext[];
+    assert.deepEqual(listed.map((c) => c.language).sort(), ['javascript', 'python']);
+  } finally {
+    await starting.close();
+  }
+});
+
+
 test('python: print is stdout with timestamps, the last expression the main result, variables persist', async () => {
   const first = await execute({ code: 'x = 40\nprint("hello")\nprint("to stderr", file=__import__("sys").stderr)\nx + 2' }, { 'X-Access-Token': 'token-1' });
   assert.equal(first.status, 200);
@@ -283,4 +300,12 @@ test('bash: variables and cd persist, a failing command is an error', async () =
   assert.equal(stdout(await execute({ code: 'printf "no newline"', context_id: ctx.id })), 'no newline');
   assert.equal(stdout(await execute({ code: 'read line; echo "read: $line"', context_id: ctx.id })), 'read: \n', 'stdin is empty');
   assert.equal((await fetch(`${base}/contexts/${ctx.id}`, { method: 'DELETE' })).status, 204);
+});
+
+test('python: an image Pillow saves to a file is shown as well, as E2B\'s kernels do', async () => {
+  const run = await execute({ code: `from PIL import Image\nImage.new("RGB", (4, 4)).save("${workDir}/saved.png")\nprint("saved")` });
+  assert.equal(stdout(run), 'saved\n');
+  const png = of(run, 'result').find((r) => r.png);
+  assert.ok(png, JSON.stringify(run.lines));
+  assert.equal(Buffer.from(png.png!, 'base64').subarray(1, 4).toString(), 'PNG');
 });

@@ -18,10 +18,13 @@ export const CODE_INTERPRETER_BUNDLE = '/.svc/code-interpreter/code-interpreter.
  */
 export const SANDBOX_NODE_COMMAND = '/.svc/lib/ld-linux-x86-64.so.2 --library-path /.svc/lib /.svc/bin/node';
 
-/** The `code-interpreter-v1` template's start command (docs/code-interpreter.md). */
-export const CODE_INTERPRETER_START_CMD = `SVC_CODE_INTERPRETER_NODE='${SANDBOX_NODE_COMMAND}' exec ${SANDBOX_NODE_COMMAND} ${CODE_INTERPRETER_BUNDLE}`;
+/**
+ * The `code-interpreter-v1` template's start command (docs/code-interpreter.md): as root, through
+ * sudo, as E2B's template starts its Jupyter server, so code runs as root in /home/user there too.
+ */
+export const CODE_INTERPRETER_START_CMD = `exec sudo env SVC_CODE_INTERPRETER_NODE='${SANDBOX_NODE_COMMAND}' ${SANDBOX_NODE_COMMAND} ${CODE_INTERPRETER_BUNDLE}`;
 
-/** Its ready command: the service answers (its kernels start behind it; an execution waits for them). */
+/** Its ready command: the service answers /health once its default contexts have started. */
 export const CODE_INTERPRETER_READY_CMD = `curl -sf -o /dev/null http://127.0.0.1:${CODE_INTERPRETER_PORT}/health`;
 
 /** The languages a context can run; `js` and `ts` are accepted as aliases (normalizeLanguage). */
