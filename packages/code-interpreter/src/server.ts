@@ -50,7 +50,8 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
   const contexts = new Contexts(kernelFactory(log), opts.defaultCwd, log);
   const sandboxEnv = new SandboxEnv(log, opts.envdEnvsUrl);
   const keepaliveMs = opts.keepaliveMs ?? KEEPALIVE_MS;
-  let warming = false;
+  /** The default contexts' start, settled either way (a failed one is tried again at first use). */
+  let warming: Promise<void> = Promise.resolve();
 
   const routes = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -64,9 +65,6 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
 
     if (path === '/health') {
       if (method !== 'GET') return sendError(res, 405, 'use GET');
-      // As E2B's server, healthy once its default contexts are there (or failed to start: they
-      // are tried again at first use), so that a sandbox's create answers with them listed.
-      if (warming) return sendError(res, 503, 'the default python and javascript contexts are starting');
       return sendJson(res, 200, 'OK');
     }
 
@@ -91,7 +89,9 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
     }
 
     if (path === '/contexts') {
-      if (method === 'GET') return sendJson(res, 200, contexts.list());
+      // E2B's server starts its default contexts before it serves: a list waits for them (and
+      // shows them), while a create answers as soon as the service listens (docs/code-interpreter.md).
+      if (method === 'GET') return sendJson(res, 200, (await warming, contexts.list()));
       if (method !== 'POST') return sendError(res, 405, 'use GET or POST');
       const body = await readJson(req);
       if (isProblem(body)) return sendProblem(res, body);
@@ -138,12 +138,9 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
     server,
     contexts,
     async warmUp() {
-      warming = true;
-      try {
-        await Promise.all([contexts.defaultFor('python'), contexts.defaultFor('javascript')]);
-      } finally {
-        warming = false;
-      }
+      const started = Promise.all([contexts.defaultFor('python'), contexts.defaultFor('javascript')]);
+      warming = started.then(() => undefined, () => undefined);
+      await started;
     },
     async close() {
       await contexts.shutdownAll();

@@ -24,7 +24,7 @@ export const SANDBOX_NODE_COMMAND = '/.svc/lib/ld-linux-x86-64.so.2 --library-pa
  */
 export const CODE_INTERPRETER_START_CMD = `exec sudo env SVC_CODE_INTERPRETER_NODE='${SANDBOX_NODE_COMMAND}' ${SANDBOX_NODE_COMMAND} ${CODE_INTERPRETER_BUNDLE}`;
 
-/** Its ready command: the service answers /health once its default contexts have started. */
+/** Its ready command: the service answers (its default contexts start behind it; a run or a list waits for them). */
 export const CODE_INTERPRETER_READY_CMD = `curl -sf -o /dev/null http://127.0.0.1:${CODE_INTERPRETER_PORT}/health`;
 
 /** The languages a context can run; `js` and `ts` are accepted as aliases (normalizeLanguage). */
