@@ -1,6 +1,7 @@
 /**
  * One `POST /execute` answer: NDJSON lines as the kernel produces them, a keepalive line while
- * nothing else comes (also while waiting for the context's lock), and `end_of_execution` last.
+ * nothing else comes (also while a default context starts or the context's lock is taken), and
+ * `end_of_execution` last.
  * A client that goes away interrupts the kernel, so the next execution is not blocked.
  */
 import type { ServerResponse } from 'node:http';
@@ -16,7 +17,7 @@ export interface ExecutionDeps {
 }
 
 export async function streamExecution(
-  context: Context,
+  target: Context | Promise<Context>,
   request: { code: string; env_vars?: Record<string, string> | null },
   accessToken: string | undefined,
   res: ServerResponse,
@@ -38,6 +39,19 @@ export async function streamExecution(
     if (Date.now() - lastWrite >= deps.keepaliveMs / 2) write({ type: 'keepalive' });
   }, deps.keepaliveMs);
 
+  // A default context may still be starting: the answer has begun (headers, keepalives) meanwhile,
+  // so a client sees a live request, as E2B's server answers once it serves at all.
+  let context: Context;
+  try {
+    context = await target;
+  } catch (err) {
+    deps.log('error', `execution failed: ${(err as Error).message}`);
+    write({ type: 'error', name: 'KernelError', value: (err as Error).message, traceback: '' });
+    clearInterval(keepalive);
+    write({ type: 'end_of_execution' });
+    res.end();
+    return;
+  }
   const release = await context.lock.acquire(gone.signal);
   if (!release) {
     clearInterval(keepalive);

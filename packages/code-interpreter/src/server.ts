@@ -79,11 +79,8 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
         context = contexts.get(request.context_id);
         if (!context) return sendError(res, 404, `Context ${request.context_id} not found`);
       } else {
-        try {
-          context = await contexts.defaultFor(request.language ?? 'python');
-        } catch (err) {
-          return sendError(res, 500, (err as Error).message);
-        }
+        // Not awaited: a kernel that fails to start is an `error` line of the answer.
+        context = contexts.defaultFor(request.language ?? 'python');
       }
       return streamExecution(context, request, header(req, 'x-access-token'), res, { sandboxEnv, log, keepaliveMs });
     }
@@ -93,6 +90,7 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
       // shows them), while a create answers as soon as the service listens (docs/code-interpreter.md).
       if (method === 'GET') return sendJson(res, 200, (await warming, contexts.list()));
       if (method !== 'POST') return sendError(res, 405, 'use GET or POST');
+      await warming; // contexts made after the defaults, as E2B's list orders them
       const body = await readJson(req);
       if (isProblem(body)) return sendProblem(res, body);
       const request = parseCreateContext(body.json);
