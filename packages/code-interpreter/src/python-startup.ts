@@ -197,21 +197,44 @@ __svc_install_formatters()
 del __svc_install_formatters
 
 def __svc_show_saved_images():
-    # As E2B's kernels: an image saved to a file is also shown (a result with its PNG). Pillow
-    # comes with matplotlib; without it there is nothing to do.
-    try:
-        from PIL import Image
-    except ImportError:
+    # As E2B's kernels: an image saved to a file is also shown (a result with its PNG). Pillow is
+    # patched when something imports it, so that a kernel that never uses it does not load it.
+    import sys
+
+    def patch(Image):
+        from IPython.display import display
+        save = Image.Image.save
+
+        def save_and_show(image, fp, format=None, **params):
+            if isinstance(fp, str):
+                display(image)
+            return save(image, fp, format, **params)
+
+        Image.Image.save = save_and_show
+
+    if 'PIL.Image' in sys.modules:
+        patch(sys.modules['PIL.Image'])
         return
-    from IPython.display import display
-    save = Image.Image.save
+    import importlib.abc
+    import importlib.machinery
 
-    def save_and_show(image, fp, format=None, **params):
-        if isinstance(fp, str):
-            display(image)
-        return save(image, fp, format, **params)
+    class PatchOnImport(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != 'PIL.Image':
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.loader is not None:
+                run = spec.loader.exec_module
 
-    Image.Image.save = save_and_show
+                def run_and_patch(module):
+                    run(module)
+                    patch(module)
+
+                spec.loader.exec_module = run_and_patch
+            return spec
+
+    sys.meta_path.insert(0, PatchOnImport())
 
 __svc_show_saved_images()
 del __svc_show_saved_images
