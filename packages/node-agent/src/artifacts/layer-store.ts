@@ -111,7 +111,17 @@ export class LayerStore {
     if (!layer) throw notFound(`layer ${id} is not on this node`);
     const stream = createReadStream(this.archivePath(id), { highWaterMark: 1024 * 1024 });
     this.hold(id);
-    stream.once('close', () => this.release(id));
+    // Held until every byte is read ('end'), or until the stream is torn down without it
+    // ('close'). 'close' alone comes after the reader has had the last byte, so a reader that
+    // deleted the layer right away found it still held.
+    let held = true;
+    const release = () => {
+      if (!held) return;
+      held = false;
+      this.release(id);
+    };
+    stream.once('end', release);
+    stream.once('close', release);
     return { layer, stream };
   }
 
