@@ -10,16 +10,20 @@ import { loadOrCreateSecrets } from './secrets.ts';
 
 export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean }
 
-/** `svc up`: every component in one process on embedded defaults, until SIGINT or SIGTERM. */
-export async function runUp(opts: UpOptions): Promise<void> {
-  let cfg: SvcConfig;
+/** A configuration that cannot work ends `svc up` with its message and exit code 2. */
+function orExitOnConfigError<T>(read: () => T): T {
   try {
-    // Validated below, once --tls has made its certificate (the HTTPS port needs one).
-    cfg = loadConfig({ file: opts.config, overrides: opts.dataDir ? { data_dir: opts.dataDir } : {}, validate: false });
+    return read();
   } catch (e) {
     if (e instanceof ConfigError) { process.stderr.write(`svc up: ${e.message}\n`); process.exit(2); }
     throw e;
   }
+}
+
+/** `svc up`: every component in one process on embedded defaults, until SIGINT or SIGTERM. */
+export async function runUp(opts: UpOptions): Promise<void> {
+  // Validated below, once --tls has made its certificate (the HTTPS port needs one).
+  const cfg: SvcConfig = orExitOnConfigError(() => loadConfig({ file: opts.config, overrides: opts.dataDir ? { data_dir: opts.dataDir } : {}, validate: false }));
   if (process.getuid && process.getuid() !== 0) {
     process.stderr.write('svc up: sandboxes need root (network namespaces, mounts, gVisor); run it as root or with sudo\n');
     process.exit(2);
@@ -43,12 +47,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
       process.exit(2);
     }
   }
-  try {
-    validateConfig(cfg);
-  } catch (e) {
-    if (e instanceof ConfigError) { process.stderr.write(`svc up: ${e.message}\n`); process.exit(2); }
-    throw e;
-  }
+  orExitOnConfigError(() => validateConfig(cfg));
   const secrets = loadOrCreateSecrets(cfg.data_dir);
   if (!cfg.api.api_key) {
     cfg.api.api_key = secrets.api_key;

@@ -321,8 +321,7 @@ export class TemplateService {
     return {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: artifactRef(this.d.cfg.master.addr, a),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
-      envVars: imageEnv(t.image_info),
-      ...startOf(t, (t.image_info ? JSON.parse(t.image_info) : {}) as Partial<ImageInfo>),
+      ...imageDefaults(t),
     };
   }
 
@@ -339,7 +338,7 @@ export class TemplateService {
   private async resolveBuilt(t: TemplateRow, snapshotId: string): Promise<ResolvedTemplate> {
     const layer = await this.d.builtLayers?.layerOf(snapshotId);
     if (!layer) throw invalidTemplateRequest(`template ${t.template_id}: its build's files (${snapshotId}) are gone; build it again`);
-    const info = (t.image_info ? JSON.parse(t.image_info) : {}) as Partial<ImageInfo>;
+    const info = imageInfoOf(t);
     return {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: await this.resolver.artifactRef(layer.artifactId),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
@@ -364,11 +363,21 @@ function accepted(templateId: string, job: JobRow): JobAccepted {
   return { template_id: templateId, job_id: job.job_id, status: job.status as JobAccepted['status'] };
 }
 
+/** The image config a template recorded, read once per resolve; unreadable is none. */
+function imageInfoOf(t: TemplateRow): Partial<ImageInfo> {
+  if (!t.image_info) return {};
+  try { return JSON.parse(t.image_info) as Partial<ImageInfo>; } catch { return {}; }
+}
+
+/** What an image template's sandboxes start with: the image config's Env and the template's start command. */
+function imageDefaults(t: TemplateRow): Pick<ResolvedTemplate, 'envVars' | 'start'> {
+  const info = imageInfoOf(t);
+  return { envVars: imageEnv(info), ...startOf(t, info) };
+}
+
 /** `KEY=value` pairs of the image config's Env, as a map. */
-function imageEnv(imageInfo: string | null): Record<string, string> {
-  if (!imageInfo) return {};
-  let env: unknown;
-  try { env = (JSON.parse(imageInfo) as { env?: unknown }).env; } catch { return {}; }
+function imageEnv(info: Partial<ImageInfo>): Record<string, string> {
+  const env: unknown = info.env;
   const out: Record<string, string> = {};
   if (!Array.isArray(env)) return out;
   for (const kv of env) {
