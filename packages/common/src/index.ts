@@ -10,5 +10,6 @@ export * from './secrets.ts';
 export { compileValidator, schemaError } from './schema-validation.ts';
 export * from './periodic.ts';
 export { freePort } from './free-port.ts';
+export { fileStreamClosed } from './streams.ts';
 export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

@@ -4,7 +4,7 @@ import { rm, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { badRequest, conflict, SvcError } from '@svc/common';
+import { badRequest, conflict, fileStreamClosed, SvcError } from '@svc/common';
 import { LAYER_SHA256_HEADER, type ArtifactStored } from '@svc/contracts/template-center';
 import { isValidArtifactId, type ArtifactStore } from './store/artifact-store.ts';
 
@@ -72,6 +72,7 @@ async function storeLayer(
   try {
     const hash = createHash('sha256');
     let seen = 0;
+    const file = createWriteStream(part, { flags: 'wx' });
     // A sender that stalls without closing (a partition) would hold the id's queue and the part
     // file; cleared once the body is in, before a long store.put (s3) leaves the socket idle.
     req.raw.setTimeout(idleTimeoutMs, () => req.raw.destroy());
@@ -82,9 +83,10 @@ async function storeLayer(
         async function* count(source: AsyncIterable<Buffer>) {
           for await (const chunk of source) { hash.update(chunk); seen += chunk.length; yield chunk; }
         },
-        createWriteStream(part, { flags: 'wx' }),
+        file,
       );
     } catch (err) {
+      await fileStreamClosed(file);
       // The client went away: nobody reads this answer, but it is no server error either.
       if (req.raw.destroyed && !req.raw.complete) throw badRequest(`the upload of layer ${layerId} ended after ${seen} of ${meta.sizeBytes} bytes`);
       // The file failed with the client still sending: drop the rest so the answer reaches it.

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { Logger } from '@svc/common';
+import { fileStreamClosed, type Logger } from '@svc/common';
 import { ImageSourceError } from '../image/resolved-image.ts';
 import { DigestVerifier } from './digest-verifier.ts';
 import { pickEvictions, type CachedBlob } from './lru.ts';
@@ -161,18 +161,21 @@ export class BlobCache {
   private async download(path: string, req: BlobRequest): Promise<void> {
     await mkdir(dirname(path), { recursive: true });
     const tmp = join(this.tmpDir, `${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}`);
+    let file: WriteStream | undefined;
     try {
       const source = await req.open(req.signal);
+      // A deep write buffer: with the default 16 KiB the download pauses on nearly every chunk.
+      file = createWriteStream(tmp, { flags: 'wx', highWaterMark: 4 * 1024 * 1024 });
       // No fsync: a blob damaged by a crash is caught by the hash check of its next use.
       await pipeline(
         source,
         new DigestVerifier({ expectedDigest: req.digest, expectedSize: req.size, label: req.label, onBytes: req.onBytes }),
-        // A deep write buffer: with the default 16 KiB the download pauses on nearly every chunk.
-        createWriteStream(tmp, { flags: 'wx', highWaterMark: 4 * 1024 * 1024 }),
+        file,
         { signal: req.signal },
       );
       await rename(tmp, path);
     } catch (err) {
+      if (file) await fileStreamClosed(file);
       await rm(tmp, { force: true });
       throw req.signal.aborted ? req.signal.reason : err;
     }
