@@ -85,6 +85,17 @@ export interface SandboxEgressPolicy {
   address: string;
   rules: EgressRule[];
   fallback?: EgressFallback;
+  /**
+   * E2B's per-host transforms for hosts that no rule allows: they inject only into requests the
+   * fallback allows (E2B: "rules do not grant network access"). Exact hosts first, then wildcards
+   * by longest suffix; the first that matches the Host applies.
+   */
+  transforms?: EgressTransform[];
+}
+
+export interface EgressTransform {
+  host: string;
+  inject: EgressInject[];
 }
 
 /** A policy as the admin API shows it: every secret replaced by REDACTED. */
@@ -295,7 +306,11 @@ function checkInject(raw: unknown, at: string): EgressInject {
 
 /** The policy with every secret replaced by REDACTED: what any read shows. */
 export function redactPolicy(p: SandboxEgressPolicy): SandboxEgressPolicyView {
-  return { ...p, rules: redactRules(p.rules) };
+  return {
+    ...p,
+    rules: redactRules(p.rules),
+    ...(p.transforms ? { transforms: p.transforms.map((t) => ({ ...t, inject: t.inject.map((x) => ({ ...x, secret: REDACTED })) })) } : {}),
+  };
 }
 
 export function redactRules(rules: EgressRule[]): EgressRule[] {
