@@ -1,7 +1,7 @@
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, type Dialect } from 'kysely';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { DatabaseConfig } from '@svc/common';
+import type { DatabaseConfig, Logger } from '@svc/common';
 import type { Database } from './schema.ts';
 
 export type DbDriver = DatabaseConfig['driver'];
@@ -13,13 +13,19 @@ export interface Db {
 }
 
 /** Opens the master's database: SQLite (embedded default), PostgreSQL or MySQL/MariaDB. */
-export async function openDatabase(cfg: DatabaseConfig): Promise<Db> {
-  const dialect = await makeDialect(cfg);
+export async function openDatabase(cfg: DatabaseConfig, logger?: Logger): Promise<Db> {
+  // A pooled connection that the server drops while idle (a restart, an administrator) is
+  // replaced at the next query; unheard, the pool's error event would end the process.
+  const onIdleError = (err: Error) => {
+    if (logger) logger.warn({ driver: cfg.driver, err: err.message }, 'database: an idle pooled connection failed; it is replaced at the next query');
+    else process.stderr.write(`database: an idle pooled connection failed (${err.message}); it is replaced at the next query\n`);
+  };
+  const dialect = await makeDialect(cfg, onIdleError);
   const kysely = new Kysely<Database>({ dialect });
   return { kysely, driver: cfg.driver, close: () => kysely.destroy() };
 }
 
-async function makeDialect(cfg: DatabaseConfig): Promise<Dialect> {
+async function makeDialect(cfg: DatabaseConfig, onIdleError: (err: Error) => void): Promise<Dialect> {
   switch (cfg.driver) {
     case 'sqlite': {
       const { default: BetterSqlite3 } = await import('better-sqlite3');
@@ -34,7 +40,9 @@ async function makeDialect(cfg: DatabaseConfig): Promise<Dialect> {
       const pg = await import('pg');
       // bigint columns hold epoch milliseconds, well inside Number's exact range
       pg.default.types.setTypeParser(20, (v: string) => Number(v));
-      return new PostgresDialect({ pool: new pg.default.Pool({ connectionString: cfg.url, max: 10 }) });
+      const pool = new pg.default.Pool({ connectionString: cfg.url, max: 10 });
+      pool.on('error', onIdleError);
+      return new PostgresDialect({ pool });
     }
     case 'mysql': {
       const mysql = await import('mysql2');
