@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { EgressRule, SandboxEgressPolicy } from '@svc/contracts/egress';
+import { decide, decideByAddress, pathMatches, transformFor, type RequestFacts } from './decide.ts';
+
+const policy = (rules: EgressRule[], fallback?: SandboxEgressPolicy['fallback']): SandboxEgressPolicy => ({ sandboxId: 'sbx', address: '10.0.0.2', rules, ...(fallback ? { fallback } : {}) });
+const facts = (f: Partial<RequestFacts> = {}): RequestFacts => ({ scheme: 'https', port: 443, sni: 'api.example.com', host: 'api.example.com', method: 'GET', path: '/v1/items?x=1', ...f });
+const allow = (name: string, match: EgressRule['match'], extra: Partial<EgressRule['action']> = {}): EgressRule => ({ name, match, action: { allow: true, ...extra } });
+const deny = (name: string, match: EgressRule['match'], extra: Partial<EgressRule['action']> = {}): EgressRule => ({ name, match, action: { allow: false, ...extra } });
+const verdictOf = (p: SandboxEgressPolicy, f: RequestFacts) => {
+  const d = decide(p, f);
+  return 'rule' in d ? `${d.verdict}:${d.rule.name}` : d.verdict;
+};
+
+test('first match wins; no match is default deny', () => {
+  const p = policy([allow('a', { host: 'api.example.com' }), deny('b', { host: 'api.example.com' })]);
+  assert.equal(verdictOf(p, facts()), 'allow:a');
+  assert.equal(verdictOf(p, facts({ host: 'other.example.com' })), 'default_deny');
+  assert.equal(verdictOf(policy([]), facts()), 'default_deny');
+});
+
+test('an allow exception listed before a broad deny', () => {
+  const p = policy([allow('exception', { host: 'api.example.com', path: '/v1/public/*' }), deny('broad', { host: '*.example.com' }), allow('rest', {})]);
+  assert.equal(verdictOf(p, facts({ path: '/v1/public/x' })), 'allow:exception');
+  assert.equal(verdictOf(p, facts({ path: '/v1/private' })), 'deny:broad');
+  assert.equal(verdictOf(p, facts({ host: 'example.com', sni: 'example.com' })), 'allow:rest');
+});
+
+test('all match fields are ANDed; absent fields are wildcards; method is an OR list', () => {
+  const p = policy([allow('a', { scheme: 'https', host: 'api.example.com', method: ['GET', 'HEAD'], path: '/v1/items?x=1' })]);
+  assert.equal(verdictOf(p, facts()), 'allow:a');
+  assert.equal(verdictOf(p, facts({ method: 'head' })), 'allow:a');
+  assert.equal(verdictOf(p, facts({ method: 'POST' })), 'default_deny');
+  assert.equal(verdictOf(p, facts({ path: '/v1/items' })), 'default_deny');
+  assert.equal(verdictOf(p, facts({ scheme: 'http', port: 80, sni: undefined })), 'default_deny');
+  assert.equal(verdictOf(policy([allow('any', {})]), facts({ method: 'DELETE', path: '/anything' })), 'allow:any');
+});
+
+test('scheme compares case-insensitively', () => {
+  const p = policy([allow('a', { scheme: 'HTTPS' as 'https' })]);
+  assert.equal(verdictOf(p, facts()), 'allow:a');
+});
+
+test('ports: a rule port needs equality; an allow without port covers only the defaults; a deny without port any port', () => {
+  const withPort = policy([allow('p', { scheme: 'https', port: 8443 })]);
+  assert.equal(verdictOf(withPort, facts({ port: 8443 })), 'allow:p');
+  assert.equal(verdictOf(withPort, facts({ port: 443 })), 'default_deny');
+
+  const noPort = policy([allow('a', { host: 'api.example.com' })]);
+  assert.equal(verdictOf(noPort, facts({ port: 443 })), 'allow:a');
+  assert.equal(verdictOf(noPort, facts({ scheme: 'http', port: 80, sni: undefined })), 'allow:a');
+  assert.equal(verdictOf(noPort, facts({ port: 8443 })), 'default_deny');
+  assert.equal(verdictOf(noPort, facts({ scheme: 'http', port: 443, sni: undefined })), 'default_deny');
+
+  const httpsOnly = policy([allow('s', { scheme: 'https' })]);
+  assert.equal(verdictOf(httpsOnly, facts({ port: 80 })), 'default_deny');
+
+  const broadDeny = policy([deny('d', { host: 'api.example.com' }), allow('all', { scheme: 'https', port: 9000 })]);
+  assert.equal(verdictOf(broadDeny, facts({ port: 9000 })), 'deny:d');
+});
+
+test('sni matches only a present SNI; host and SNI wildcards never match the apex', () => {
+  const p = policy([allow('s', { sni: '*.example.com' })]);
+  assert.equal(verdictOf(p, facts()), 'allow:s');
+  assert.equal(verdictOf(p, facts({ sni: undefined })), 'default_deny');
+  assert.equal(verdictOf(p, facts({ sni: 'example.com' })), 'default_deny');
+  const h = policy([allow('h', { host: '*.example.com' })]);
+  assert.equal(verdictOf(h, facts({ host: 'example.com' })), 'default_deny');
+  assert.equal(verdictOf(h, facts({ host: 'deep.api.example.com' })), 'allow:h');
+});
+
+test('paths: exact, or a prefix with one trailing *', () => {
+  assert.equal(pathMatches('/v1/items', '/v1/items'), true);
+  assert.equal(pathMatches('/v1/items', '/v1/items?x=1'), false);
+  assert.equal(pathMatches('/v1/*', '/v1/items?x=1'), true);
+  assert.equal(pathMatches('/v1/*', '/v2'), false);
+  assert.equal(pathMatches('*', '/anything'), true);
+});
+
+const reasonOf = (d: ReturnType<typeof decide>) => (d.verdict === 'deny' ? d.reason : d.verdict);
+
+test('a deny rule that carries inject is a malformed deny', () => {
+  const p = policy([deny('bad', {}, { inject: [{ header: 'X-Key', secret: 's3cret' }] })]);
+  assert.equal(reasonOf(decide(p, facts())), 'malformed_rule');
+  assert.equal(reasonOf(decide(policy([deny('plain', {})]), facts())), 'deny_rule');
+});
+
+test('no rule matched with a fallback: the address decides (allowOut, then denyOut, then internet access)', () => {
+  const fallback = { allowInternetAccess: true, allowOut: ['10.1.0.0/16'], denyOut: ['10.0.0.0/8', '192.168.1.7'] };
+  assert.equal(verdictOf(policy([], fallback), facts()), 'by_address');
+  assert.equal(decideByAddress(fallback, '10.1.2.3').allow, true);
+  assert.equal(decideByAddress(fallback, '10.2.0.1').allow, false);
+  assert.equal(decideByAddress(fallback, '192.168.1.7').allow, false);
+  assert.equal(decideByAddress(fallback, '192.168.1.8').allow, true);
+  assert.equal(decideByAddress({ ...fallback, allowInternetAccess: false }, '8.8.8.8').allow, false);
+  assert.equal(decideByAddress({ allowInternetAccess: false, allowOut: ['0.0.0.0/0'], denyOut: [] }, '200.1.1.1').allow, true);
+});
+
+test('transformFor: the first transform whose host pattern matches', () => {
+  const p: SandboxEgressPolicy = { ...policy([]), transforms: [
+    { host: 'api.example.com', inject: [{ header: 'X-A', secret: 'a' }] },
+    { host: '*.example.com', inject: [{ header: 'X-B', secret: 'b' }] },
+  ] };
+  assert.equal(transformFor(p, 'api.example.com')?.inject[0].header, 'X-A');
+  assert.equal(transformFor(p, 'x.api.example.com')?.inject[0].header, 'X-B');
+  assert.equal(transformFor(p, 'example.com'), undefined);
+  assert.equal(transformFor(policy([]), 'api.example.com'), undefined);
+});

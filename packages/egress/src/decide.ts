@@ -1,0 +1,94 @@
+import type { EgressFallback, EgressRule, EgressScheme, EgressTransform, SandboxEgressPolicy } from '@svc/contracts/egress';
+import { hostMatches } from './host-match.ts';
+import { firstContaining } from './ipv4.ts';
+
+/** What the proxy knows of a request when it decides, before any upstream contact. */
+export interface RequestFacts {
+  scheme: EgressScheme;
+  port: number;
+  /** The TLS server name; absent on HTTP and on a ClientHello without one. */
+  sni?: string;
+  /** The Host header (or absolute-form URL host) without its port. */
+  host: string;
+  method: string;
+  /** The request URI as sent: path and query. */
+  path: string;
+}
+
+export type Decision =
+  | { verdict: 'allow'; rule: EgressRule }
+  | { verdict: 'deny'; rule: EgressRule; reason: 'deny_rule' | 'malformed_rule' }
+  /** No rule matched and the policy has no layer-3 fallback: SPEC's default deny. */
+  | { verdict: 'default_deny' }
+  /** No rule matched: the upstream's address decides (E2B's allowOut / denyOut / allowInternetAccess). */
+  | { verdict: 'by_address'; fallback: EgressFallback };
+
+export const DEFAULT_PORT: Record<EgressScheme, number> = { http: 80, https: 443 };
+
+/** First matching rule wins; SPEC.md "Egress rule" and "Egress proxy behaviour" 4 and 7. */
+export function decide(policy: SandboxEgressPolicy, facts: RequestFacts): Decision {
+  for (const rule of policy.rules) {
+    if (!ruleMatches(rule, facts)) continue;
+    if (!rule.action.allow) {
+      // A deny rule that injects is a configuration error that the checks refuse; should one
+      // arrive anyway, it still denies, and its inject goes nowhere.
+      const malformed = (rule.action.inject?.length ?? 0) > 0;
+      return { verdict: 'deny', rule, reason: malformed ? 'malformed_rule' : 'deny_rule' };
+    }
+    return { verdict: 'allow', rule };
+  }
+  return policy.fallback ? { verdict: 'by_address', fallback: policy.fallback } : { verdict: 'default_deny' };
+}
+
+export function ruleMatches(rule: EgressRule, facts: RequestFacts): boolean {
+  const m = rule.match;
+  if (m.scheme !== undefined && m.scheme.toLowerCase() !== facts.scheme) return false;
+  if (!portMatches(rule, facts)) return false;
+  if (m.sni !== undefined && (facts.sni === undefined || !hostMatches(m.sni, facts.sni))) return false;
+  if (m.host !== undefined && !hostMatches(m.host, facts.host)) return false;
+  if (m.method !== undefined) {
+    const method = facts.method.toUpperCase();
+    if (!m.method.some((x) => x.toUpperCase() === method)) return false;
+  }
+  if (m.path !== undefined && !pathMatches(m.path, facts.path)) return false;
+  return true;
+}
+
+/**
+ * A rule with a port needs that port. Without one, an allow rule covers only its scheme's
+ * default port (both defaults when it names no scheme), while a deny rule covers any port.
+ */
+function portMatches(rule: EgressRule, facts: RequestFacts): boolean {
+  if (rule.match.port !== undefined) return rule.match.port === facts.port;
+  if (!rule.action.allow) return true;
+  return facts.port === DEFAULT_PORT[facts.scheme];
+}
+
+export function pathMatches(pattern: string, uri: string): boolean {
+  return pattern.endsWith('*') ? uri.startsWith(pattern.slice(0, -1)) : uri === pattern;
+}
+
+export interface AddressVerdict {
+  allow: boolean;
+  /** Which list or setting decided, for the audit log and the 403's message. */
+  why: string;
+}
+
+/** The layer-3 fallback on the upstream's resolved IPv4: allowOut, then denyOut, then allowInternetAccess. */
+export function decideByAddress(fallback: EgressFallback, ip: string): AddressVerdict {
+  const allowed = firstContaining(fallback.allowOut, ip);
+  if (allowed) return { allow: true, why: `${ip} is in allow_out ${allowed}` };
+  const denied = firstContaining(fallback.denyOut, ip);
+  if (denied) return { allow: false, why: `${ip} is in deny_out ${denied}` };
+  return fallback.allowInternetAccess
+    ? { allow: true, why: 'internet access is allowed' }
+    : { allow: false, why: `${ip} is in no allow_out entry and internet access is off` };
+}
+
+/**
+ * E2B's per-host transform for a request the fallback allowed: the first whose host pattern
+ * matches (the master orders them exact hosts first, then wildcards by longest suffix).
+ */
+export function transformFor(policy: SandboxEgressPolicy, host: string): EgressTransform | undefined {
+  return policy.transforms?.find((t) => hostMatches(t.host, host));
+}

@@ -1,0 +1,104 @@
+import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+
+/**
+ * Every sandbox's egress policy, by sandbox id and by source address. An address belongs to one
+ * sandbox at a time: a newer policy at an address replaces the older sandbox's, whose address
+ * was given out again.
+ */
+export class PolicyStore {
+  private readonly byId = new Map<string, SandboxEgressPolicy>();
+  private readonly byAddress = new Map<string, SandboxEgressPolicy>();
+  private secrets: Set<string> | undefined;
+  private isReady = false;
+  /** Ids changed through put/delete while a bootstrap load was under way: newer than its answer. */
+  private touchedDuringBootstrap: Set<string> | undefined;
+
+  get ready(): boolean {
+    return this.isReady;
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  forAddress(address: string): SandboxEgressPolicy | undefined {
+    return this.byAddress.get(address);
+  }
+
+  get(sandboxId: string): SandboxEgressPolicy | undefined {
+    return this.byId.get(sandboxId);
+  }
+
+  list(): SandboxEgressPolicy[] {
+    return [...this.byId.values()];
+  }
+
+  /** Stores a policy; returns the id of another sandbox it displaced from the same address. */
+  put(policy: SandboxEgressPolicy): { displaced?: string } {
+    this.touchedDuringBootstrap?.add(policy.sandboxId);
+    return this.store(policy);
+  }
+
+  /** Idempotent. */
+  delete(sandboxId: string): boolean {
+    this.touchedDuringBootstrap?.add(sandboxId);
+    return this.remove(sandboxId);
+  }
+
+  /** Call before asking the master for every policy: puts and deletes from now on win over its answer. */
+  beginBootstrap(): void {
+    this.touchedDuringBootstrap = new Set();
+  }
+
+  /**
+   * The master's full list: replaces everything except the sandboxes changed since
+   * beginBootstrap (their put or delete is newer than the list), then the store is ready.
+   */
+  replaceAll(policies: SandboxEgressPolicy[]): void {
+    const keep = this.touchedDuringBootstrap ?? new Set<string>();
+    for (const id of [...this.byId.keys()]) if (!keep.has(id)) this.remove(id);
+    for (const p of policies) if (!keep.has(p.sandboxId)) this.store(p);
+    this.touchedDuringBootstrap = undefined;
+    this.isReady = true;
+  }
+
+  markReady(): void {
+    this.touchedDuringBootstrap = undefined;
+    this.isReady = true;
+  }
+
+  /** Every inject secret configured now, for the audit log's redaction. */
+  liveSecrets(): Set<string> {
+    if (this.secrets === undefined) {
+      this.secrets = new Set();
+      for (const p of this.byId.values()) {
+        for (const r of p.rules) for (const i of r.action.inject ?? []) if (i.secret) this.secrets.add(i.secret);
+        for (const t of p.transforms ?? []) for (const i of t.inject) if (i.secret) this.secrets.add(i.secret);
+      }
+    }
+    return this.secrets;
+  }
+
+  private store(policy: SandboxEgressPolicy): { displaced?: string } {
+    this.remove(policy.sandboxId);
+    const holder = this.byAddress.get(policy.address);
+    let displaced: string | undefined;
+    if (holder && holder.sandboxId !== policy.sandboxId) {
+      this.remove(holder.sandboxId);
+      displaced = holder.sandboxId;
+    }
+    this.byId.set(policy.sandboxId, policy);
+    this.byAddress.set(policy.address, policy);
+    this.secrets = undefined;
+    return displaced ? { displaced } : {};
+  }
+
+  private remove(sandboxId: string): boolean {
+    const old = this.byId.get(sandboxId);
+    if (!old) return false;
+    this.byId.delete(sandboxId);
+    if (this.byAddress.get(old.address) === old) this.byAddress.delete(old.address);
+    this.secrets = undefined;
+    return true;
+  }
+}
