@@ -1,0 +1,68 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { badRequest, createHttpApp, forbidden, notFound, sameSecret, unavailable, type Logger, type TaskStats } from '@svc/common';
+import { EGRESS_ADMIN_TOKEN_HEADER, EgressRuleError, redactPolicy, type EgressHealth, type SandboxEgressPolicyView } from '@svc/contracts/egress';
+import { checkPolicy } from './policy-check.ts';
+import type { PolicyStore } from './policy-store.ts';
+
+export interface EgressAdminOptions {
+  logger: Logger;
+  adminToken: string;
+  store: PolicyStore;
+  tasks(): Record<string, TaskStats>;
+}
+
+/**
+ * The egress admin API (routes in contracts/src/egress.ts). Health answers anyone; the policy
+ * routes need X-Svc-Admin-Token, and with no token configured they refuse everyone (503): the
+ * policies hold secrets, so there is no open development mode.
+ */
+export function createEgressAdminApp(opts: EgressAdminOptions): FastifyInstance {
+  const { store, logger } = opts;
+  const app = createHttpApp({ logger });
+
+  app.get('/admin/healthz', async (): Promise<EgressHealth> => ({ ok: true, ready: store.ready, policies: store.size, tasks: opts.tasks() }));
+
+  const checkToken = async (req: FastifyRequest) => {
+    if (opts.adminToken === '') throw unavailable('the egress admin API is off: egress.admin_token is not configured');
+    const presented = req.headers[EGRESS_ADMIN_TOKEN_HEADER];
+    if (typeof presented !== 'string' || !sameSecret(presented, opts.adminToken)) {
+      throw forbidden('admin token mismatch: X-Svc-Admin-Token must equal egress.admin_token');
+    }
+  };
+
+  app.register(async (routes) => {
+    routes.addHook('onRequest', checkToken);
+
+    routes.get('/admin/policies', async (): Promise<SandboxEgressPolicyView[]> => store.list().map(redactPolicy));
+
+    routes.get<{ Params: { sandboxId: string } }>('/admin/policies/:sandboxId', async (req): Promise<SandboxEgressPolicyView> => {
+      const policy = store.get(req.params.sandboxId);
+      if (!policy) throw notFound(`no egress policy for sandbox ${req.params.sandboxId}`);
+      return redactPolicy(policy);
+    });
+
+    routes.put<{ Params: { sandboxId: string } }>('/admin/policies/:sandboxId', async (req): Promise<SandboxEgressPolicyView> => {
+      const body = req.body as { sandboxId?: unknown } | undefined;
+      if (body?.sandboxId !== req.params.sandboxId) {
+        throw badRequest(`the body's sandboxId ${JSON.stringify(body?.sandboxId)} differs from the path's ${JSON.stringify(req.params.sandboxId)}`);
+      }
+      let policy;
+      try {
+        policy = checkPolicy(body);
+      } catch (err) {
+        if (err instanceof EgressRuleError) throw badRequest(err.message);
+        throw err;
+      }
+      const { displaced } = store.put(policy);
+      if (displaced) logger.info({ sandboxId: policy.sandboxId, address: policy.address, displaced }, 'egress policy replaced an older sandbox\'s at the same address');
+      return redactPolicy(policy);
+    });
+
+    routes.delete<{ Params: { sandboxId: string } }>('/admin/policies/:sandboxId', async (req, reply) => {
+      store.delete(req.params.sandboxId);
+      return reply.status(204).send();
+    });
+  });
+
+  return app;
+}

@@ -1,0 +1,4 @@
+export { startEgressProxy, type EgressProxy, type EgressProxyOptions } from './egress-proxy.ts';
+export { EgressCa, type LeafCertificate } from './certificates.ts';
+export type { PolicyStore } from './policy-store.ts';
+export type { Destination } from './original-destination.ts';

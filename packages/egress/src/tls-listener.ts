@@ -1,0 +1,126 @@
+import net, { type Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
+import { peekClientHello } from './client-hello.ts';
+import { plainIpv4 } from './ipv4.ts';
+import type { LeafContexts } from './leaf-contexts.ts';
+import type { Destination } from './original-destination.ts';
+
+/** What the HTTP layer learns about a connection from its TLS side. */
+export interface TlsConnection {
+  sandboxIp: string;
+  /** The ClientHello's server name, lower case; absent when the client sent none. */
+  sni?: string;
+  /** The name the leaf was made for: the SNI, or else the original destination's IP. */
+  certName: string;
+  tlsVersion: string;
+  cipher: string;
+}
+
+export interface TlsHandshakeFailure {
+  sandboxIp: string;
+  sni: string;
+  reason: string;
+}
+
+export interface TlsListenerOptions {
+  leaves: LeafContexts;
+  originalDestination: (socket: Socket) => Promise<Destination | undefined>;
+  /** A connection whose handshake completed, to be served as HTTP/1.1. */
+  onSecure: (socket: TLSSocket, conn: TlsConnection) => void;
+  onHandshakeFailure: (failure: TlsHandshakeFailure) => void;
+  /** From accept to the end of the handshake. */
+  handshakeTimeoutMs?: number;
+}
+
+const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+
+/**
+ * The HTTPS listener's TCP side: reads the ClientHello to choose the leaf (for its SNI, or for
+ * the original destination's IP when there is none), then hands the socket to TLS with that
+ * leaf. A plain tls.Server cannot do this: it asks for a certificate only when SNI is present.
+ */
+export function createTlsListener(opts: TlsListenerOptions): { server: net.Server; destroyAll(): void } {
+  const live = new Set<Socket>();
+  const timeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  const server = net.createServer({ pauseOnConnect: false }, (socket) => {
+    live.add(socket);
+    socket.once('close', () => live.delete(socket));
+    acceptTls(socket, opts, timeoutMs, live);
+  });
+  return {
+    server,
+    destroyAll: () => { for (const s of live) s.destroy(); live.clear(); },
+  };
+}
+
+function acceptTls(socket: Socket, opts: TlsListenerOptions, timeoutMs: number, live: Set<Socket>): void {
+  const sandboxIp = plainIpv4(socket.remoteAddress);
+  let failed = false;
+  /** The handshake completed: what happens to the connection now is the HTTP server's business. */
+  let secure = false;
+  const fail = (sni: string, reason: string, s: Socket = socket) => {
+    if (failed || secure) return;
+    failed = true;
+    clearTimeout(deadline);
+    opts.onHandshakeFailure({ sandboxIp, sni, reason });
+    s.destroy();
+  };
+  socket.setNoDelay(true);
+  const deadline = setTimeout(() => fail('', `no TLS handshake within ${timeoutMs / 1000} s`), timeoutMs);
+  socket.once('close', () => clearTimeout(deadline));
+
+  let buffered = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    const peek = peekClientHello(buffered);
+    if (peek.state === 'incomplete') return;
+    socket.off('data', onData);
+    socket.off('end', onEnd);
+    socket.pause();
+    if (peek.state === 'not_tls') return fail('', peek.detail);
+    // The bytes go back to the socket's buffer; TLSSocket reads them first (node's initRead).
+    socket.unshift(buffered);
+    const sni = peek.serverName?.toLowerCase().replace(/\.$/, '');
+    startTls(sni).catch((err: unknown) => fail(sni ?? '', `handshake setup failed: ${(err as Error).message}`));
+  };
+  const onEnd = () => fail('', buffered.length ? 'the client closed the connection mid-ClientHello' : 'the client closed the connection before its ClientHello');
+  socket.on('data', onData);
+  socket.once('end', onEnd);
+  socket.on('error', (err) => fail('', `connection error before the handshake: ${err.message}`));
+
+  const startTls = async (sni: string | undefined) => {
+    let certName = sni;
+    if (!certName) {
+      const dst = await opts.originalDestination(socket);
+      if (socket.destroyed) return fail('', 'the client closed the connection while its original destination was looked up');
+      if (!dst) return fail('', 'no server name (SNI) and the original destination is unknown');
+      certName = dst.ip;
+    }
+    let context;
+    try {
+      context = opts.leaves.forName(certName);
+    } catch (err) {
+      return fail(sni ?? '', `no certificate for ${JSON.stringify(certName)}: ${(err as Error).message}`);
+    }
+    const tlsSocket = new TLSSocket(socket, { isServer: true, secureContext: context, ALPNProtocols: ['http/1.1'] });
+    live.add(tlsSocket);
+    // The TLS socket took over the TCP handle: the raw socket may never report its close.
+    tlsSocket.once('close', () => { live.delete(tlsSocket); live.delete(socket); });
+    const onTlsError = (err: NodeJS.ErrnoException) => fail(sni ?? '', `TLS handshake failed: ${err.message}`, tlsSocket);
+    tlsSocket.on('error', onTlsError);
+    tlsSocket.once('close', () => fail(sni ?? '', 'the client closed the connection mid-handshake', tlsSocket));
+    tlsSocket.once('secure', () => {
+      secure = true;
+      clearTimeout(deadline);
+      // From here the HTTP server owns the socket: its error handler and timeouts apply.
+      tlsSocket.off('error', onTlsError);
+      opts.onSecure(tlsSocket, {
+        sandboxIp,
+        ...(sni ? { sni } : {}),
+        certName: certName as string,
+        tlsVersion: tlsSocket.getProtocol() ?? '',
+        cipher: tlsSocket.getCipher()?.standardName ?? tlsSocket.getCipher()?.name ?? '',
+      });
+    });
+  };
+}
