@@ -1,12 +1,14 @@
 import { JsonClient, SvcError } from '@svc/common';
 import { CODE_INTERPRETER_READY_CMD, CODE_INTERPRETER_START_CMD } from '@svc/contracts/code-interpreter';
 import type { JobAccepted, JobInfo, TemplateCreate, TemplateInfo } from '@svc/contracts/template-routes';
-import { baseRootfsPath, buildBaseRootfs, type RootfsFlavor } from '@svc/template-center';
+import { baseRootfsPath, buildBaseRootfs, CA_FINGERPRINT_ENV, caFingerprint, type RootfsFlavor } from '@svc/template-center';
 
 export interface BaseTemplateOptions {
   masterUrl: string;
   rebuild: boolean;
   say: (line: string) => void;
+  /** The egress root CA the templates must trust (docs/egress.md); a template with another or none is built again. */
+  egressCaPem?: string;
 }
 
 /** The templates `svc up` makes from Debian's packages: their alias, root filesystem and start command. */
@@ -40,8 +42,11 @@ async function ensureMadeTemplate(alias: keyof typeof MADE_HERE, o: BaseTemplate
   });
   const current = existing?.source_image_ref === baseRootfsPath({ flavor }).path
     && (existing.start_cmd ?? null) === (start?.start_cmd ?? null) && (existing.ready_cmd ?? null) === (start?.ready_cmd ?? null);
-  if (existing?.status === 'ready' && current && !o.rebuild) return existing.template_id;
+  const wantCa = o.egressCaPem ? `${CA_FINGERPRINT_ENV}=${caFingerprint(o.egressCaPem)}` : undefined;
+  const caCurrent = !wantCa || !!existing?.image_info?.env?.includes(wantCa);
+  if (existing?.status === 'ready' && current && caCurrent && !o.rebuild) return existing.template_id;
   if (existing?.status === 'ready' && !current) o.say(`${alias} template: its recipe or start command changed since it was built; building it again`);
+  else if (existing?.status === 'ready' && !caCurrent) o.say(`${alias} template: it does not trust the egress proxy's CA yet; building it again`);
 
   let lastPhase = '';
   const tar = await buildBaseRootfs({

@@ -10,6 +10,8 @@ export interface UpSecrets {
   previous_api_keys?: string[];
   template_callback_token: string;
   proxy_admin_token: string;
+  /** The egress proxy's admin API and the master's policy route (egress.admin_token). */
+  egress_admin_token: string;
   /** Signs context-file upload URLs of template builds (master.upload_signing_key). */
   upload_signing_key: string;
 }
@@ -36,6 +38,7 @@ export function loadOrCreateSecrets(dataDir: string): UpSecrets {
     ...(previous.length ? { previous_api_keys: previous } : {}),
     template_callback_token: cur.template_callback_token || newToken(),
     proxy_admin_token: cur.proxy_admin_token || newToken(),
+    egress_admin_token: cur.egress_admin_token || newToken(),
     upload_signing_key: cur.upload_signing_key || newToken(),
   };
   if (JSON.stringify(out) !== JSON.stringify(cur)) {

@@ -104,6 +104,28 @@ export interface SvcConfig {
     /** `svc up` makes the code-interpreter-v1 template (docs/code-interpreter.md). */
     code_interpreter_template: boolean;
   };
+  /** The egress proxy (docs/egress.md): one per host, in the path of sandboxes that have layer-7 rules. */
+  egress: {
+    enabled: boolean;
+    /** The sandbox-facing address the listeners bind; '': the first host address of node_agent.address_pool. */
+    address: string;
+    http_port: number;
+    https_port: number;
+    admin_bind: string;
+    admin_port: number;
+    /** Where the master and node agent reach the admin API; '': http://<admin_bind>:<admin_port>. */
+    admin_addr: string;
+    /** X-Svc-Admin-Token of the admin API and of the master's policy route; '': admin API closed. */
+    admin_token: string;
+    /** JSON Lines; '': <data_dir>/log/svc-egress/access.jsonl. */
+    audit_log: string;
+    /** The root CA (ca.pem, ca-key.pem), made when missing; '': <data_dir>/egress-ca. */
+    ca_dir: string;
+    /** Host overrides for upstream lookups, `host=ipv4` comma-separated (split-horizon names, tests). */
+    resolve: string;
+    /** PEM of CAs trusted for upstreams besides the system's. */
+    upstream_ca_file: string;
+  };
   lifecycle: {
     replicas: number;
     /** First replica listens here, the next on port+1, ... */

@@ -60,6 +60,10 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       registry_mirrors: '',
       code_interpreter_template: true,
     },
+    egress: {
+      enabled: true, address: '', http_port: 8080, https_port: 8443, admin_bind: '127.0.0.1', admin_port: 9091, admin_addr: '',
+      admin_token: '', audit_log: '', ca_dir: '', resolve: '', upstream_ca_file: '',
+    },
     lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },
     redis: { host: '', port: 6379, password: '', db: 0 },
   };
@@ -123,6 +127,18 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_TEMPLATE_CENTER_CA_CERT', 'template_center.ca_cert_file', 'string'],
   ['SVC_REGISTRY_MIRRORS', 'template_center.registry_mirrors', 'string'],
   ['SVC_CODE_INTERPRETER_TEMPLATE', 'template_center.code_interpreter_template', 'bool'],
+  ['SVC_EGRESS_ENABLED', 'egress.enabled', 'bool'],
+  ['SVC_EGRESS_ADDRESS', 'egress.address', 'string'],
+  ['SVC_EGRESS_HTTP_PORT', 'egress.http_port', 'int'],
+  ['SVC_EGRESS_HTTPS_PORT', 'egress.https_port', 'int'],
+  ['SVC_EGRESS_ADMIN_BIND', 'egress.admin_bind', 'string'],
+  ['SVC_EGRESS_ADMIN_PORT', 'egress.admin_port', 'int'],
+  ['SVC_EGRESS_ADMIN_ADDR', 'egress.admin_addr', 'string'],
+  ['SVC_EGRESS_ADMIN_TOKEN', 'egress.admin_token', 'string'],
+  ['SVC_EGRESS_AUDIT_LOG', 'egress.audit_log', 'string'],
+  ['SVC_EGRESS_CA_DIR', 'egress.ca_dir', 'string'],
+  ['SVC_EGRESS_RESOLVE', 'egress.resolve', 'string'],
+  ['SVC_EGRESS_UPSTREAM_CA_FILE', 'egress.upstream_ca_file', 'string'],
   ['SVC_LIFECYCLE_REPLICAS', 'lifecycle.replicas', 'int'],
   ['SVC_LIFECYCLE_LISTEN', 'lifecycle.listen', 'string'],
   ['SVC_LIFECYCLE_WARMUP_SEC', 'lifecycle.warmup_sec', 'int'],
@@ -239,6 +255,34 @@ function fillDerived(c: SvcConfig) {
   if (!c.node_agent.state_dir) c.node_agent.state_dir = join(c.data_dir, 'node');
   if (!c.template_center.artifact_dir) c.template_center.artifact_dir = join(c.data_dir, 'artifacts');
   if (!c.sandbox_domain) c.sandbox_domain = `localhost:${c.proxy.http_port}`;
+  if (!c.egress.admin_addr) c.egress.admin_addr = `http://${c.egress.admin_bind === '0.0.0.0' ? '127.0.0.1' : c.egress.admin_bind}:${c.egress.admin_port}`;
+  if (!c.egress.audit_log) c.egress.audit_log = join(c.data_dir, 'log', 'svc-egress', 'access.jsonl');
+  if (!c.egress.ca_dir) c.egress.ca_dir = join(c.data_dir, 'egress-ca');
+  if (!c.egress.address && /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.node_agent.address_pool)) c.egress.address = egressAddressOf(c.node_agent.address_pool);
+  if (!c.template_center.ca_cert_file && c.egress.enabled) c.template_center.ca_cert_file = join(c.egress.ca_dir, 'ca.pem');
+}
+
+/**
+ * The egress proxy's default address: the host side of the address pool's first /30, which the
+ * node agent keeps for it (docs/egress.md).
+ */
+export function egressAddressOf(pool: string): string {
+  const [ip, prefix] = pool.split('/');
+  const n = ip.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+  const base = n - (n % 2 ** (32 - Number(prefix)));
+  const first = base + 1;
+  return [24, 16, 8, 0].map((s) => Math.floor(first / 2 ** s) % 256).join('.');
+}
+
+/** `host=ipv4,host=ipv4` → map; a ConfigError names the bad entry. */
+export function parseEgressResolve(value: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const entry of value.split(',').map((e) => e.trim()).filter(Boolean)) {
+    const m = /^([A-Za-z0-9.-]+)=(\d+\.\d+\.\d+\.\d+)$/.exec(entry);
+    if (!m) throw new ConfigError('egress.resolve', `entries are host=ipv4, comma-separated (got ${JSON.stringify(entry)})`);
+    out[m[1].toLowerCase()] = m[2];
+  }
+  return out;
 }
 
 function hostForClient(listen: string): string {
@@ -290,6 +334,12 @@ export function validateConfig(c: SvcConfig): void {
   if (db.driver === 'postgres') need(/^postgres(ql)?:\/\//.test(db.url), 'master.database.url', 'must be a postgres:// URL');
   if (db.driver === 'mysql') need(!!db.host, 'master.database.host', 'must be set');
   need(Number.isInteger(c.redis.port) && c.redis.port > 0, 'redis.port', 'must be a port');
+  for (const key of ['egress.http_port', 'egress.https_port', 'egress.admin_port'] as const) {
+    const v = getPath(c as unknown as Record<string, unknown>, key) as number;
+    need(Number.isInteger(v) && v >= 1 && v <= 65535, key, `must be a port 1..65535 (got ${v})`);
+  }
+  need(/^\d+\.\d+\.\d+\.\d+$/.test(c.egress.address), 'egress.address', `must be an IPv4 address (got ${JSON.stringify(c.egress.address)})`);
+  parseEgressResolve(c.egress.resolve);
 }
 
 function coerce(raw: string, kind: Kind, key: string): unknown {

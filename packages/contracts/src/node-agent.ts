@@ -51,7 +51,8 @@ export interface CreateSandboxOnNode {
   envdAccessToken?: string;
   /** false: no outbound traffic except what allowOut names. */
   allowInternetAccess: boolean;
-  network: { allowOut: string[]; denyOut: string[] };
+  /** steer: the TCP ports of its layer-7 rules, which go to the egress proxy (docs/egress.md). */
+  network: { allowOut: string[]; denyOut: string[]; steer?: Array<{ port: number; scheme: 'http' | 'https' }> };
   metadata: Record<string, string>;
   /** Deadline the master gives this call (create_timeout_insec), for the agent's own cleanup. */
   timeoutMs: number;
@@ -291,6 +292,8 @@ export interface NodeInfo {
   pausedResourceReleaseRatio: number;
   sandboxes: { running: number; paused: number };
   version: string;
+  /** The admin API of this host's egress proxy, where the master sends its sandboxes' policies; absent: none. */
+  egressAdminUrl?: string;
   /** The warm pool: sandboxes started ahead, and how creates fared with it. */
   warmPool?: WarmPoolStats;
 }

@@ -5,6 +5,7 @@ import { migrate } from './db/migrator.ts';
 import { migrations } from './migrations/index.ts';
 import { NodeRegistry } from './nodes/registry.ts';
 import { registerNodeRoutes } from './nodes/routes.ts';
+import { NodeEgressPolicies } from './egress-policies.ts';
 import { AnnouncedProxyPurger } from './proxies.ts';
 import { SandboxRepo } from './sandboxes/repo.ts';
 import { registerSandboxRoutes } from './sandboxes/routes.ts';
@@ -43,7 +44,7 @@ const TERMINATED_RETENTION_MS = 24 * 3600_000;
 
 export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<Master> {
   const { logger, coordination } = opts;
-  const db = await openDatabase(cfg.master.database);
+  const db = await openDatabase(cfg.master.database, logger);
   const result = await migrate(db.kysely, db.driver, migrations);
   if (result.applied.length) logger.info({ applied: result.applied }, 'database migrations applied');
   if (result.unknown.length) logger.warn({ unknown: result.unknown }, 'database has migrations this build does not know (a newer master ran here?)');
@@ -69,6 +70,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const sandboxes = new SandboxService({
     cfg, repo, nodes, templates: sandboxResolver, coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
+    egress: new NodeEgressPolicies(nodes, cfg.egress.admin_token, logger),
   });
   const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
   if (templates.builder) {
@@ -85,7 +87,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   }
 
   app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));
-  registerSandboxRoutes(app, sandboxes, logger);
+  registerSandboxRoutes(app, sandboxes, logger, cfg.egress.admin_token);
   registerSnapshotRoutes(app, snapshots, snapshotCatalog);
   layerStorage.registerDownloadRoute(app);
   registerNodeRoutes(app, nodes, (nodeId) => {

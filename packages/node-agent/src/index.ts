@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createHttpApp, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
+import { createHttpApp, egressAddressOf, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo } from '@svc/contracts/node-agent';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
 import { LayerStore } from './artifacts/layer-store.ts';
@@ -12,6 +12,7 @@ import { ResourceNames } from './names.ts';
 import { AddressPool } from './network/address-pool.ts';
 import { readHostNetwork } from './network/host-conflicts.ts';
 import { Firewall } from './network/firewall.ts';
+import { ensureEgressAddress, removeEgressAddress } from './network/egress-link.ts';
 import { registerRoutes } from './routes.ts';
 import { GvisorDriver } from './runtime/gvisor.ts';
 import { defaultEnvdBundle, defaultPtyModulesDir, defaultNativeFile, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
@@ -69,7 +70,13 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const addresses = new AddressPool(nc.address_pool, () => readHostNetwork(names.vethPrefix));
   const wider = addresses.widerRoutes();
   if (wider.length) logger.warn({ pool: addresses.cidr, interfaces: wider }, 'the address pool overlaps a network the host routes to: sandboxes hide those addresses of it; choose node_agent.address_pool outside it');
-  const firewall = new Firewall(names.nftTable, names.vethPrefix, addresses.cidr);
+  const eg = { ...cfg.egress, address: cfg.egress.address || egressAddressOf(nc.address_pool) };
+  if (eg.enabled) {
+    // The proxy's address may sit in the pool (its first /30 by default): no sandbox gets that /30.
+    addresses.reserveAddress(eg.address);
+    await ensureEgressAddress(eg.address);
+  }
+  const firewall = new Firewall(names.nftTable, names.vethPrefix, addresses.cidr, eg.enabled ? { address: eg.address, httpPort: eg.http_port, httpsPort: eg.https_port } : undefined);
   const records = new RecordStore(join(stateDir, 'instances'));
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
@@ -134,6 +141,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     return {
       nodeId, address: advertised(nc.addr, url), runtime: driver.kind, pauseKinds: driver.pauseKinds, capacity,
       pausedResourceReleaseRatio: ratio, sandboxes: { running: u.running, paused: u.paused }, version: NODE_AGENT_VERSION,
+      ...(eg.enabled ? { egressAdminUrl: eg.admin_addr } : {}),
       warmPool: service.pool.stats(),
     };
   };
@@ -152,7 +160,10 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
       masterAddr, logger,
       registration: () => {
         const i = nodeInfo();
-        return { nodeId, address: i.address, runtime: i.runtime, pauseKinds: i.pauseKinds, capacity, pausedResourceReleaseRatio: ratio, version: i.version };
+        return {
+          nodeId, address: i.address, runtime: i.runtime, pauseKinds: i.pauseKinds, capacity, pausedResourceReleaseRatio: ratio, version: i.version,
+          ...(i.egressAdminUrl ? { egressAdminUrl: i.egressAdminUrl } : {}),
+        };
       },
       heartbeat: () => {
         const u = service.usage();
@@ -185,6 +196,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
         await driver.settled();
         if (service.count === 0) {
           await firewall.drop();
+          if (eg.enabled) await removeEgressAddress(eg.address);
           await driver.removeParentCgroups();
           await artifacts.unmountAll(new Set());
         }

@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { NodeAgentClient, type NodeSandbox } from '@svc/contracts/node-agent';
+import { egressAddressOf } from '@svc/common';
 import { run } from './host/exec.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { createRequest, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
@@ -125,6 +126,35 @@ describe('node agent networking', () => {
         (e: { status?: number }) => e.status === 404);
     } finally {
       await client.deleteSandbox(sb.sandboxId);
+    }
+  });
+
+  it('steers a sandbox\'s rule ports to the egress proxy\'s listeners, from its own address only; other ports follow layer 3', async () => {
+    const address = egressAddressOf('10.201.3.0/24');
+    // A stand-in for the proxy on its listeners: it answers with the address it saw the request from.
+    const stand = (scheme: string) => http.createServer((q, s) => s.end(`proxy-${scheme} from ${q.socket.remoteAddress}`));
+    const proxies = [stand('http'), stand('https')];
+    await new Promise<void>((r) => proxies[0].listen(env.egressPorts.http, address, r));
+    await new Promise<void>((r) => proxies[1].listen(env.egressPorts.https, address, r));
+    const sb = await client.createSandbox(createRequest(env, {
+      allowInternetAccess: false,
+      network: { allowOut: [], denyOut: [], steer: [{ port: 8080, scheme: 'https' }, { port: 80, scheme: 'http' }] },
+    }));
+    try {
+      // 8080 is a rule port: it lands on the proxy's HTTPS listener, whatever the address asked for.
+      assert.match(await fetchFrom(sb, upstream.host, 8080), new RegExp(`proxy-https from ${sb.address.replace(/\./g, '\\.')}`));
+      assert.match(await fetchFrom(sb, '192.0.2.1', 80), /proxy-http from/);
+      // 8081 is not: layer 3 decides, and this sandbox may not go out.
+      assert.equal(await fetchFrom(sb, upstream.host, 8081), '');
+      // The update that drops the rules takes the steering away at once.
+      await client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } });
+      assert.match(await fetchFrom(sb, upstream.host, 8080), /upstream-ok/);
+      await assert.rejects(client.updateNetwork(sb.sandboxId, {
+        allowInternetAccess: true, network: { allowOut: [], denyOut: [], steer: [{ port: 8080, scheme: 'https' }, { port: 8080, scheme: 'http' }] },
+      }), (e: { status?: number; message?: string }) => e.status === 400 && /both http and https/.test(e.message ?? ''));
+    } finally {
+      await client.deleteSandbox(sb.sandboxId);
+      for (const p of proxies) p.close();
     }
   });
 

@@ -67,7 +67,7 @@ export function parseCreate(body: unknown, defaults: { diskSizeMB: number; timeo
     envVars: stringMap(body.envVars, 'envVars', ENV_NAME),
     envdAccessToken: body.envdAccessToken as string | undefined,
     allowInternetAccess: body.allowInternetAccess !== false,
-    network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut') },
+    network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut'), steer: steerList(network.steer) },
     metadata: stringMap(body.metadata, 'metadata'),
     timeoutMs: body.timeoutMs === undefined ? defaults.timeoutMs : int(body.timeoutMs, 'timeoutMs', 1, 3_600_000),
     ...(body.layer === undefined ? {} : { layer: parseLayerRef(body.layer) }),
@@ -132,7 +132,7 @@ export function parseNetworkUpdate(body: unknown): NetworkUpdateOnNode {
   if (typeof body.allowInternetAccess !== 'boolean') throw badRequest('allowInternetAccess must be a boolean');
   return {
     allowInternetAccess: body.allowInternetAccess,
-    network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut') },
+    network: { allowOut: stringList(network.allowOut, 'network.allowOut'), denyOut: stringList(network.denyOut, 'network.denyOut'), steer: steerList(network.steer) },
   };
 }
 
@@ -159,4 +159,11 @@ function parseExecInput(v: unknown): ExecInput {
   if (typeof v.url !== 'string' || !(v.url.startsWith('/') || /^https?:\/\//.test(v.url))) throw badRequest('stdin.url must be a path on the master or an http(s) URL');
   if (typeof v.sha256 !== 'string' || !/^[0-9a-f]{64}$/i.test(v.sha256)) throw badRequest('stdin.sha256 must be 64 hex digits');
   return { url: v.url, sha256: v.sha256.toLowerCase(), sizeBytes: int(v.sizeBytes, 'stdin.sizeBytes', 0, Number.MAX_SAFE_INTEGER) };
+}
+
+/** The shape only; normalizePolicy checks each entry. */
+function steerList(v: unknown): Array<{ port: number; scheme: 'http' | 'https' }> {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) throw badRequest('network.steer must be a list of {port, scheme}');
+  return v as Array<{ port: number; scheme: 'http' | 'https' }>;
 }

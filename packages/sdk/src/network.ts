@@ -3,12 +3,12 @@
  * translates e2b's per-host header transforms into svc egress inject rules, and checks
  * the rule constraints of docs/api.md (egress rules) before the server re-checks them.
  */
+import { checkEgressRules, EgressRuleError } from '@svc/contracts/egress';
 import { InvalidArgumentError } from './errors.ts';
 import type { EgressRule, SandboxNetworkOpts, SandboxNetworkRule, SandboxNetworkRules, SandboxNetworkSelector } from './types.ts';
 import type { WireNetwork } from './wire.ts';
 
 export const ALL_TRAFFIC = '0.0.0.0/0';
-const MAX_PORT_SCHEME_TUPLES_PER_HOST = 8;
 
 export function buildNetwork(opts: SandboxNetworkOpts | undefined): WireNetwork | undefined {
   if (!opts) return undefined;
@@ -21,10 +21,10 @@ export function buildNetwork(opts: SandboxNetworkOpts | undefined): WireNetwork 
   if (denyOut) out.denyOut = denyOut;
   if (opts.allowPublicTraffic !== undefined) out.allowPublicTraffic = opts.allowPublicTraffic;
   if (opts.maskRequestHost !== undefined) out.maskRequestHost = opts.maskRequestHost;
-  const rules = Array.isArray(opts.rules) ? opts.rules : translateHostRules(hostRules);
-  if (rules.length > 0) {
-    validateEgressRules(rules);
-    out.rules = rules;
+  if (Array.isArray(opts.rules)) {
+    if (opts.rules.length > 0) out.rules = validateEgressRules(opts.rules);
+  } else if (hostRules.size > 0) {
+    out.rules = wireHostRules(hostRules);
   }
   return out;
 }
@@ -42,53 +42,25 @@ function hostRuleMap(rules: SandboxNetworkRules | undefined): Map<string, Sandbo
   return rules instanceof Map ? new Map(rules) : new Map(Object.entries(rules));
 }
 
-/** One allow rule per host carrying its headers as injected secrets. */
-function translateHostRules(hostRules: Map<string, SandboxNetworkRule[]>): EgressRule[] {
-  const out: EgressRule[] = [];
+/**
+ * E2B's host → rules map, sent as E2B sends it: the server applies E2B's meaning (the headers are
+ * injected into requests that the allow lists let through; they grant nothing themselves).
+ */
+function wireHostRules(hostRules: Map<string, SandboxNetworkRule[]>): Record<string, Array<{ transform: { headers: Record<string, string> } }>> {
+  const out: Record<string, Array<{ transform: { headers: Record<string, string> } }>> = {};
   for (const [host, rules] of hostRules) {
-    const inject = rules.flatMap((r) => Object.entries(r.transform?.headers ?? {}).map(([header, secret]) => ({ header, secret })));
-    if (inject.length === 0) continue;
-    out.push({ name: `transform-${host}`, match: { host }, action: { allow: true, inject } });
+    if (host.trim() === '*') throw new InvalidArgumentError('network.rules: a bare "*" is not a host; use a domain or "*.domain"');
+    out[host.toLowerCase()] = rules.map((r) => ({ transform: { headers: { ...(r.transform?.headers ?? {}) } } }));
   }
   return out;
 }
 
-export function validateEgressRules(rules: EgressRule[]): void {
-  const schemeOf = new Map<string, string>();
-  const tuplesOf = new Map<string, Set<string>>();
-  rules.forEach((rule, i) => {
-    const where = `network.rules[${i}]${rule.name ? ` (${rule.name})` : ''}`;
-    if (!rule.action || typeof rule.action.allow !== 'boolean') throw new InvalidArgumentError(`${where}: action.allow must be a boolean`);
-    const m = rule.match ?? {};
-    if (m.scheme !== undefined && m.scheme.toLowerCase() !== 'http' && m.scheme.toLowerCase() !== 'https') {
-      throw new InvalidArgumentError(`${where}: scheme must be http or https`);
-    }
-    if (m.port !== undefined) {
-      if (!Number.isInteger(m.port) || m.port < 1 || m.port > 65535) throw new InvalidArgumentError(`${where}: port must be 1 to 65535`);
-      if (!m.scheme) throw new InvalidArgumentError(`${where}: port requires scheme`);
-    }
-    for (const field of ['host', 'sni'] as const) {
-      if (m[field]?.includes('/')) throw new InvalidArgumentError(`${where}: ${field} must be a domain name or a single IP, not a CIDR`);
-    }
-    if (m.path !== undefined && m.path.indexOf('*') !== -1 && m.path.indexOf('*') !== m.path.length - 1) {
-      throw new InvalidArgumentError(`${where}: path may only end with a single '*'`);
-    }
-    const host = m.host?.toLowerCase();
-    if (!host) return;
-    const scheme = m.scheme?.toLowerCase();
-    const ports = m.port !== undefined ? [m.port] : scheme ? [scheme === 'https' ? 443 : 80] : [80, 443];
-    for (const port of ports) {
-      const s = scheme ?? (port === 443 ? 'https' : 'http');
-      const key = `${host}:${port}`;
-      const seen = schemeOf.get(key);
-      if (scheme && seen && seen !== scheme) throw new InvalidArgumentError(`${where}: rules for ${key} disagree on scheme (${seen} and ${scheme})`);
-      if (scheme) schemeOf.set(key, scheme);
-      const tuples = tuplesOf.get(host) ?? new Set<string>();
-      tuples.add(`${port}/${s}`);
-      tuplesOf.set(host, tuples);
-      if (tuples.size > MAX_PORT_SCHEME_TUPLES_PER_HOST) {
-        throw new InvalidArgumentError(`${where}: more than ${MAX_PORT_SCHEME_TUPLES_PER_HOST} (port, scheme) pairs for host ${host}`);
-      }
-    }
-  });
+/** SPEC.md's constraints, the same checks the server runs (@svc/contracts/egress). */
+export function validateEgressRules(rules: EgressRule[]): EgressRule[] {
+  try {
+    return checkEgressRules(rules);
+  } catch (err) {
+    if (err instanceof EgressRuleError) throw new InvalidArgumentError(err.message);
+    throw err;
+  }
 }

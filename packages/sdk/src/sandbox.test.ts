@@ -99,7 +99,7 @@ describe('Sandbox.create', () => {
     });
   });
 
-  test('e2b-style header transforms become inject rules; bad rules are refused locally', async () => {
+  test('e2b-style header transforms are sent as e2b sends them; bad rules are refused locally', async () => {
     await Sandbox.create({
       ...conn,
       network: {
@@ -109,7 +109,7 @@ describe('Sandbox.create', () => {
     });
     assert.deepEqual(api.lastCreate()!.network, {
       allowOut: ['api.example.com'],
-      rules: [{ name: 'transform-api.example.com', match: { host: 'api.example.com' }, action: { allow: true, inject: [{ header: 'Authorization', secret: 'Bearer s3cret' }] } }],
+      rules: { 'api.example.com': [{ transform: { headers: { Authorization: 'Bearer s3cret' } } }] },
     });
     const before = api.requests.length;
     await assert.rejects(
@@ -130,7 +130,7 @@ describe('Sandbox.create', () => {
           ],
         },
       }),
-      /disagree on scheme/,
+      /disagree on the scheme/,
     );
     await assert.rejects(Sandbox.create({ ...conn, lifecycle: { onTimeout: 'kill', autoResume: true } }), InvalidArgumentError);
     assert.equal(api.requests.length, before, 'nothing reached the server');

@@ -28,7 +28,7 @@ export interface SandboxNetworkRule {
   transform?: { headers?: Record<string, string> };
 }
 
-/** Either svc's rule list or e2b's host → rules map (translated into inject rules). */
+/** Either svc's rule list or e2b's host → rules map (docs/egress.md). */
 export type SandboxNetworkRules = EgressRule[] | Record<string, SandboxNetworkRule[]> | Map<string, SandboxNetworkRule[]>;
 
 export interface SandboxNetworkSelectorContext {

@@ -1,8 +1,10 @@
 /** `svc sandbox ...`: create, list, inspect, pause, connect, time out, kill, exec, run-code, snapshot, fork and logs. */
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { parse as parseYaml } from 'yaml';
 import {
   CommandExitError, Sandbox, SandboxError, ServiceBusyError, type CommandHandle, type ConnectionOpts, type SandboxForkOpts, type SandboxInfo,
-  type SandboxOpts,
+  type EgressRule, type SandboxOpts,
 } from '@svc/sdk';
 import { contextOf, type Context } from '../context.ts';
 import { CliError, errorLine, UsageError } from '../errors.ts';
@@ -22,6 +24,9 @@ interface CreateFlags {
   pauseMemory: boolean;
   internet: boolean;
   private?: boolean;
+  networkRules?: string;
+  allowOut?: string[];
+  denyOut?: string[];
 }
 
 export function sandboxCommand(): Command {
@@ -38,6 +43,9 @@ export function sandboxCommand(): Command {
     .option('--no-pause-memory', 'with --on-timeout pause: free the memory and keep the files at the timeout; connect boots it again (not with --auto-resume)')
     .option('--no-internet', 'deny outbound internet access')
     .option('--private', 'require the traffic access token on every data-plane request')
+    .option('--network-rules <file>', 'egress rules: a JSON or YAML file holding a list of {name, match, action} (docs/egress.md)')
+    .option('--allow-out <entry>', 'allow outbound traffic to a CIDR, an IP or a host name (repeatable)', collect)
+    .option('--deny-out <entry>', 'deny outbound traffic to a CIDR or an IP (repeatable)', collect)
     .action(async (flags: CreateFlags, c: Command) => createSandbox(contextOf(c), flags));
 
   cmd.command('list').alias('ls')
@@ -140,6 +148,25 @@ async function killWhenSettled(id: string, conn: ConnectionOpts): Promise<boolea
   }
 }
 
+/** A list of rules in SPEC.md's form; the SDK checks each rule before anything is sent. */
+function readNetworkRules(file: string): EgressRule[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new UsageError(`--network-rules: cannot read ${file}: ${(err as Error).message}`);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new UsageError(`--network-rules: ${file} is neither JSON nor YAML: ${(err as Error).message.split('\n')[0]}`);
+  }
+  const rules = (doc as { rules?: unknown } | null)?.rules ?? doc;
+  if (!Array.isArray(rules)) throw new UsageError(`--network-rules: ${file} must hold a list of rules {name, match, action} (or {rules: [...]})`);
+  return rules as EgressRule[];
+}
+
 async function createSandbox(ctx: Context, f: CreateFlags): Promise<void> {
   const opts: SandboxOpts = { ...ctx.conn };
   if (f.timeout !== undefined) opts.timeoutMs = secondsToMs(parseSeconds(f.timeout, '--timeout'));
@@ -154,7 +181,12 @@ async function createSandbox(ctx: Context, f: CreateFlags): Promise<void> {
     opts.lifecycle = { onTimeout, autoResume: f.autoResume };
   }
   if (!f.internet) opts.allowInternetAccess = false;
-  if (f.private) opts.network = { allowPublicTraffic: false };
+  const network: NonNullable<SandboxOpts['network']> = {};
+  if (f.private) network.allowPublicTraffic = false;
+  if (f.allowOut?.length) network.allowOut = f.allowOut;
+  if (f.denyOut?.length) network.denyOut = f.denyOut;
+  if (f.networkRules) network.rules = readNetworkRules(f.networkRules);
+  if (Object.keys(network).length) opts.network = network;
   const sbx = f.template ? await Sandbox.create(f.template, opts) : await Sandbox.create(opts);
   const info = await Sandbox.getInfo(sbx.sandboxId, ctx.conn);
   const result = { ...info, ...(sbx.trafficAccessToken ? { trafficAccessToken: sbx.trafficAccessToken } : {}) };

@@ -57,6 +57,7 @@ export interface NodeRow {
   version: string;
   registered_at: number;
   last_heartbeat_at: number;
+  egress_admin_url: string | null;
 }
 
 export interface MigrationRow {

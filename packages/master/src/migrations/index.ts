@@ -7,6 +7,7 @@ import { migration as m20261126100000 } from './20261126100000_snapshot_store.ts
 import { migration as m20261126110000 } from './20261126110000_template_builds.ts';
 import { migration as m20261126120000 } from './20261126120000_template_tags.ts';
 import { migration as m20261126130000 } from './20261126130000_build_step_cache.ts';
+import { migration as m20261127100000 } from './20261127100000_node_egress.ts';
 
 /** Every migration the master knows; order here does not matter, names decide. */
-export const migrations: Migration[] = [m20261122100000, m20261122110000, m20261125120000, m20261125130000, m20261126100000, m20261126110000, m20261126120000, m20261126130000];
+export const migrations: Migration[] = [m20261122100000, m20261122110000, m20261125120000, m20261125130000, m20261126100000, m20261126110000, m20261126120000, m20261126130000, m20261127100000];

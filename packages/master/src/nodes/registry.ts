@@ -46,6 +46,7 @@ export class NodeRegistry {
       status: 'ready',
       version: req.version ?? '',
       last_heartbeat_at: now,
+      egress_admin_url: req.egressAdminUrl ?? null,
     };
     if (existing) {
       await this.db.updateTable('t_svc_node').set(values).where('node_id', '=', req.nodeId).execute();
@@ -68,6 +69,11 @@ export class NodeRegistry {
       .set({ last_heartbeat_at: Date.now(), status: 'ready', usage: JSON.stringify(usage) })
       .where('node_id', '=', nodeId).executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) throw notFound(`node ${nodeId} is not registered`);
+  }
+
+  /** The admin URL of the node's egress proxy; undefined when it has none. */
+  async egressAdminUrl(nodeId: string): Promise<string | undefined> {
+    return (await this.row(nodeId))?.egress_admin_url ?? undefined;
   }
 
   async client(nodeId: string): Promise<NodeAgentClient> {

@@ -1,4 +1,5 @@
 /** What the sandbox service needs from the rest of the master, as small interfaces. */
+import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { ArtifactRef, LayerRef } from '@svc/contracts/node-agent';
 
 export interface ResolvedTemplate {
@@ -29,6 +30,16 @@ export interface TemplateResolver {
   idsFor(ref: string): Promise<string[]>;
   /** A ready template artifact by id, as a node downloads it (a snapshot's template may have been rebuilt since). */
   artifactRef(artifactId: string): Promise<ArtifactRef>;
+}
+
+/** Sends sandboxes' egress policies to the egress proxy of their node (docs/egress.md). */
+export interface EgressPolicies {
+  /** Whether the node has an egress proxy to send policies to. */
+  available(nodeId: string): Promise<boolean>;
+  /** Replaces the sandbox's policy there; throws when the proxy cannot take it. */
+  put(nodeId: string, policy: SandboxEgressPolicy): Promise<void>;
+  /** Drops the sandbox's policy there; never throws (a failure is logged). */
+  remove(nodeId: string, sandboxId: string): Promise<void>;
 }
 
 /** Tells data-plane proxies to drop what they cached about sandboxes. */

@@ -1,3 +1,4 @@
+import { redactNetwork } from './egress-plan.ts';
 import type { PauseKind } from '@svc/contracts/node-agent';
 import type { SandboxRecord, NetworkConfig, VolumeMount } from '@svc/contracts/master';
 import type { SandboxRoute, OnTimeout, SandboxState, TerminateReason } from '@svc/contracts/master-internal';
@@ -19,7 +20,8 @@ export function toRecord(r: Row): SandboxRecord {
     memoryMB: r.memory_mb,
     diskSizeMB: r.disk_size_mb,
     metadata: JSON.parse(r.metadata),
-    network: JSON.parse(r.network) as NetworkConfig,
+    // Reads never show an inject secret (SPEC.md "Egress proxy behaviour" 8).
+    network: redactNetwork(JSON.parse(r.network) as NetworkConfig),
     ...(r.allow_internet_access === null ? {} : { allowInternetAccess: !!r.allow_internet_access }),
     lifecycle: { onTimeout: r.on_timeout as OnTimeout, autoResume: !!r.auto_resume },
     timeout: r.timeout_sec,

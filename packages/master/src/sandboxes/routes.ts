@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { badRequest, type Logger } from '@svc/common';
+import { badRequest, forbidden, sameSecret, unavailable, type Logger } from '@svc/common';
+import { EGRESS_ADMIN_TOKEN_HEADER } from '@svc/contracts/egress';
 import type { ListSandboxesQuery } from '@svc/contracts/master';
 import { parseSandboxLogsQuery } from '@svc/contracts/sandbox-logs';
 import type { LifecycleReason } from '@svc/contracts/master-internal';
@@ -9,7 +10,15 @@ import { checkCreateInput } from './create-input.ts';
 type IdParams = { Params: { id: string } };
 
 /** Gateway-facing sandbox routes (/v1/...) and the internal ones (/internal/v1/...). */
-export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService, logger: Logger): void {
+export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService, logger: Logger, egressAdminToken = ''): void {
+  // The egress proxy loads its node's policies here at start; they hold the inject secrets.
+  app.get<{ Querystring: { nodeId?: string } }>('/internal/v1/egress/policies', async (req) => {
+    if (!egressAdminToken) throw unavailable('egress.admin_token is not set on the master: the egress proxy cannot load policies (fail closed)');
+    const presented = req.headers[EGRESS_ADMIN_TOKEN_HEADER];
+    if (typeof presented !== 'string' || !sameSecret(presented, egressAdminToken)) throw forbidden('X-Svc-Admin-Token must equal egress.admin_token');
+    if (!req.query.nodeId) throw badRequest('nodeId is required');
+    return svc.egressPolicies(req.query.nodeId);
+  });
   app.post<{ Body: unknown }>('/v1/sandboxes', async (req, reply) => {
     const input = checkCreateInput(req.body);
     reply.status(201);

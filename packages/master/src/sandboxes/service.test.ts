@@ -10,6 +10,7 @@ import { NodeRegistry } from '../nodes/registry.ts';
 import { FakeNodeAgent } from '../testing/fake-node-agent.ts';
 import type { CreateSandboxInput } from '@svc/contracts/master';
 import { SandboxRepo } from './repo.ts';
+import { NodeEgressPolicies } from '../egress-policies.ts';
 import { SandboxService } from './service.ts';
 import type { TemplateResolver } from './ports.ts';
 
@@ -59,7 +60,7 @@ async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
   const purged: string[][] = [];
   const svc = new SandboxService({
     cfg, repo: new SandboxRepo(db.kysely, db.driver), nodes, templates, coordination, logger: silentLogger(),
-    proxies: { purge: async (ids) => { purged.push(ids); } }, deleteTimeoutMs: 300,
+    proxies: { purge: async (ids) => { purged.push(ids); } }, egress: new NodeEgressPolicies(nodes, '', silentLogger()), deleteTimeoutMs: 300,
   });
   return { db, node, svc, events, coordination, cfg, purged, async close() { await node.close(); await db.close(); } };
 }

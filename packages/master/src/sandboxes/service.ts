@@ -7,12 +7,14 @@ import { checkSignedFileRequest, fileSignatureProblem } from '@svc/common/envd-s
 import type { EndedSandbox, NodeAgentClient, NodeSandbox, SandboxLogs } from '@svc/contracts/node-agent';
 import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
+import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord } from '@svc/contracts/master';
 import { parseNetworkUpdate } from './create-input.ts';
 import { startAndWaitReady } from './start-command.ts';
 import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '@svc/contracts/master-internal';
 import type { NodeRegistry } from '../nodes/registry.ts';
-import type { ProxyCachePurger, ResolvedTemplate, TemplateResolver } from './ports.ts';
+import type { EgressPolicies, ProxyCachePurger, ResolvedTemplate, TemplateResolver } from './ports.ts';
+import { planEgress, type EgressPlan } from './egress-plan.ts';
 import { toRecord, toRoute } from './record.ts';
 import { DamagedRows } from './damaged-rows.ts';
 import type { Row, SandboxRepo } from './repo.ts';
@@ -33,6 +35,7 @@ export interface SandboxServiceDeps {
   templates: TemplateResolver;
   coordination: Coordination;
   proxies: ProxyCachePurger;
+  egress: EgressPolicies;
   logger: Logger;
   /** How long a DELETE waits for the node before answering 408 (default 30 s). */
   deleteTimeoutMs?: number;
@@ -56,8 +59,12 @@ export class SandboxService {
     const memoryMB = input.memoryMB ?? tpl.memoryMB ?? this.d.cfg.svclet_conf.default_memory_mb;
     const now = Date.now();
     const deadline = T.atCreate(now, input.timeout, this.d.cfg.svclet_conf.default_timeout_insec);
+    const egress = planEgress(input.network, input.allowInternetAccess !== false);
     // A fork's capture is on the origin's node only: its sandboxes start there.
     const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}) });
+    if (egress.policy && !(await this.d.egress.available(nodeId))) {
+      throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
+    }
     const envVars = { ...tpl.envVars, ...input.envVars };
     const sandboxId = newSandboxId();
     // A private sandbox is always secure: its envd port is guarded by the envd access token.
@@ -71,7 +78,7 @@ export class SandboxService {
         sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
         envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
         ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
-        network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut },
+        network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut, ...(egress.steer.length ? { steer: egress.steer } : {}) },
         metadata: input.metadata, timeoutMs,
       });
     } catch (err) {
@@ -82,8 +89,14 @@ export class SandboxService {
       if (e instanceof SvcError && e.status < 500) throw e;
       throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
     }
+    // Before anything runs in it: until the proxy has the policy, it refuses the sandbox's requests.
+    await this.pushEgress(nodeId, sandboxId, node.address, egress).catch((err) => {
+      this.discardOnNode(client, nodeId, sandboxId, 'its egress policy could not be set');
+      throw err;
+    });
     if (tpl.start) {
       await startAndWaitReady(client, sandboxId, { ...tpl.start, envVars }).catch((err) => {
+        this.dropEgress(nodeId, sandboxId, egress);
         this.discardOnNode(client, nodeId, sandboxId, 'its start command did not come up');
         throw err;
       });
@@ -110,11 +123,43 @@ export class SandboxService {
     } catch (err) {
       // Atomic create: a sandbox that cannot be recorded must not keep running unseen.
       this.discardOnNode(client, nodeId, sandboxId, 'the master could not record it');
+      this.dropEgress(nodeId, sandboxId, egress);
       this.d.logger.error({ sandboxId, nodeId, err }, 'sandbox started but could not be recorded; stopped it');
       throw unavailable(`sandbox could not be recorded (${(err as Error).message}); nothing was kept, retry`, 2);
     }
     this.emit('sandbox.created', sandboxId);
     return record;
+  }
+
+  private async pushEgress(nodeId: string, sandboxId: string, address: string, plan: EgressPlan): Promise<void> {
+    if (plan.policy) await this.d.egress.put(nodeId, { sandboxId, address, ...plan.policy });
+  }
+
+  /** In the background; remove logs what fails. */
+  private dropEgress(nodeId: string, sandboxId: string, plan: EgressPlan): void {
+    if (plan.policy) void this.d.egress.remove(nodeId, sandboxId);
+  }
+
+  /** The egress plan of a recorded sandbox. */
+  egressPlanOf(row: Row): EgressPlan {
+    try {
+      return planEgress(JSON.parse(row.network) as NetworkConfig, row.allow_internet_access === null || Number(row.allow_internet_access) !== 0);
+    } catch (err) {
+      // Recorded before its rules were checked: no policy the proxy would take, so none (its requests are refused).
+      this.d.logger.warn({ sandboxId: row.sandbox_id, err: (err as Error).message }, 'a recorded sandbox\'s network rules do not pass the checks');
+      return { steer: [] };
+    }
+  }
+
+  /** The policies the egress proxy of a node enforces: its live sandboxes that have one. */
+  async egressPolicies(nodeId: string): Promise<SandboxEgressPolicy[]> {
+    const rows = await this.d.repo.listByNode(nodeId);
+    const out: SandboxEgressPolicy[] = [];
+    for (const row of rows) {
+      const plan = this.egressPlanOf(row);
+      if (plan.policy) out.push({ sandboxId: row.sandbox_id, address: row.address, ...plan.policy });
+    }
+    return out;
   }
 
   /** Removes a sandbox from its node in the background, logging what fails (create rollbacks). */
@@ -129,12 +174,14 @@ export class SandboxService {
    * A running sandbox as a snapshot or fork needs it: its record, the environment it was created
    * with, and a client of its node. 409 when it is paused (connect to it first), 404/410 when gone.
    */
-  async snapshotSource(id: string): Promise<{ record: SandboxRecord; envVars: Record<string, string>; node: NodeAgentClient }> {
+  async snapshotSource(id: string): Promise<{ record: SandboxRecord; envVars: Record<string, string>; network: NetworkConfig; node: NodeAgentClient }> {
     const row = await this.settled(id);
     if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; a snapshot is taken of a running sandbox (connect to it first)`);
     return {
       record: toRecord(row),
       envVars: envOf(row),
+      // With its inject secrets, which the record shows redacted: a fork enforces the same policy.
+      network: JSON.parse(row.network) as NetworkConfig,
       node: await this.d.nodes.client(row.node_id),
     };
   }
@@ -226,6 +273,7 @@ export class SandboxService {
         if (e.status !== 404) this.d.logger.warn({ sandboxId: id, err: e.message }, 'node delete failed; marking terminated');
       }
       await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
+      this.dropEgress(cur.node_id, id, this.egressPlanOf(cur));
     });
     if (reason === 'timeout') this.d.logger.info({ sandboxId: id }, 'sandbox timed out and was killed');
     await this.changed('sandbox.killed', id, reason);
@@ -312,6 +360,10 @@ export class SandboxService {
       }
       const d = nextDeadline(Date.now(), deadlineOf(row));
       await this.d.repo.update(id, { state: 'running', pause_kind: null, address: node.address, timeout_sec: d.timeoutSec, end_at: d.endAt });
+      // A sandbox that booted again may have a new address; the proxy finds it by its address.
+      await this.pushEgress(row.node_id, id, node.address, this.egressPlanOf(row)).catch((err: Error) => {
+        this.d.logger.error({ sandboxId: id, err: err.message }, 'resumed sandbox\'s egress policy could not be set; the proxy refuses its requests until the policy is set again');
+      });
       return toRecord((await this.d.repo.get(id))!);
     });
     await this.changed('sandbox.resumed', id, reason);
@@ -340,11 +392,22 @@ export class SandboxService {
     return this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry`), async () => {
       const row = await this.live(id);
       if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; its network can change only while it runs`);
-      const node = await this.d.nodes.client(row.node_id);
-      await node.updateNetwork(id, { allowInternetAccess: u.allowInternetAccess ?? true, network: { allowOut: u.allowOut, denyOut: u.denyOut } });
       const current = JSON.parse(row.network) as NetworkConfig;
       const network: NetworkConfig = { ...current, allowOut: u.allowOut, denyOut: u.denyOut };
       if (u.rules === undefined) delete network.rules; else network.rules = u.rules;
+      const before = this.egressPlanOf(row);
+      const plan = planEgress(network, u.allowInternetAccess ?? true);
+      if (plan.policy && !(await this.d.egress.available(row.node_id))) {
+        throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${row.node_id} has none`);
+      }
+      // The policy first: traffic steered by the new rules finds it there.
+      await this.pushEgress(row.node_id, id, row.address, plan);
+      const node = await this.d.nodes.client(row.node_id);
+      await node.updateNetwork(id, {
+        allowInternetAccess: u.allowInternetAccess ?? true,
+        network: { allowOut: u.allowOut, denyOut: u.denyOut, ...(plan.steer.length ? { steer: plan.steer } : {}) },
+      });
+      if (before.policy && !plan.policy) await this.d.egress.remove(row.node_id, id);
       await this.d.repo.update(id, {
         network: JSON.stringify(network),
         allow_internet_access: u.allowInternetAccess === undefined ? null : u.allowInternetAccess ? 1 : 0,

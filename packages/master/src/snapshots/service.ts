@@ -98,7 +98,7 @@ export class SnapshotService {
         template: o.templateId, ...(input?.timeout === undefined ? {} : { timeout: input.timeout }),
         onTimeout: o.lifecycle.onTimeout, autoResume: o.lifecycle.autoResume, metadata: o.metadata, envVars: {},
         secure: o.secure, ...(o.allowInternetAccess === undefined ? {} : { allowInternetAccess: o.allowInternetAccess }),
-        network: o.network, volumeMounts: [], cpuCount: o.cpuCount, memoryMB: o.memoryMB,
+        network: src.network, volumeMounts: [], cpuCount: o.cpuCount, memoryMB: o.memoryMB,
       };
       const outcomes = await Promise.allSettled(Array.from({ length: count }, () => this.d.sandboxes.create(create, resolved)));
       return outcomes.map((r): ForkResult => r.status === 'fulfilled'

@@ -9,6 +9,7 @@ import { migrations } from '../migrations/index.ts';
 import { NodeRegistry } from '../nodes/registry.ts';
 import { FakeNodeAgent } from '../testing/fake-node-agent.ts';
 import { SandboxRepo } from '../sandboxes/repo.ts';
+import { NodeEgressPolicies } from '../egress-policies.ts';
 import { SandboxService } from '../sandboxes/service.ts';
 import type { TemplateResolver } from '../sandboxes/ports.ts';
 import { SnapshotCatalog } from './catalog.ts';
@@ -59,7 +60,7 @@ async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
   const catalog = new SnapshotCatalog(repo, nodes, storage, silentLogger());
   const sandboxes = new SandboxService({
     cfg: defaultConfig('/tmp/svc-test'), repo: new SandboxRepo(db.kysely, db.driver), nodes, templates: new SnapshotAwareResolver(templates, repo, storage),
-    coordination: new MemoryCoordination(), logger: silentLogger(), proxies: { purge: async () => {} },
+    coordination: new MemoryCoordination(), logger: silentLogger(), proxies: { purge: async () => {} }, egress: new NodeEgressPolicies(nodes, '', silentLogger()),
   });
   const snapshots = new SnapshotService({ repo, sandboxes, nodes, templates, storage, catalog, logger: silentLogger() });
   const nodeOf = (id: string) => (n1.sandboxes.has(id) ? n1 : n2);

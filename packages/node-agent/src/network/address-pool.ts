@@ -67,6 +67,13 @@ export class AddressPool {
     return true;
   }
 
+  /** Keeps the /30 holding this address (when the pool has it) from ever being handed out. */
+  reserveAddress(address: string) {
+    const ip = address.split('.').reduce((a, o) => a * 256 + Number(o), 0);
+    const slot = Math.floor((ip - this.base) / 4);
+    if (slot >= 0 && slot < this.slots) this.used.add(slot);
+  }
+
   release(slot: number) {
     this.used.delete(slot);
   }

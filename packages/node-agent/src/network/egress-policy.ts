@@ -8,22 +8,28 @@ export interface EgressPolicy {
   allowOut: string[];
   /** IPv4 CIDRs, denied when internet access is otherwise allowed. */
   denyOut: string[];
+  /** TCP ports sent to the egress proxy instead (the ports of its layer-7 rules), with their scheme. */
+  steer: SteeredPort[];
 }
 
+export interface SteeredPort { port: number; scheme: 'http' | 'https' }
+
 /** Warm sandboxes wait with no way out until they are handed out. */
-export const DENY_ALL: EgressPolicy = { allowInternetAccess: false, allowOut: [], denyOut: [] };
+export const DENY_ALL: EgressPolicy = { allowInternetAccess: false, allowOut: [], denyOut: [], steer: [] };
 /** What a create asks for unless it says otherwise. */
-export const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOut: [], denyOut: [] };
+export const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOut: [], denyOut: [], steer: [] };
 
 export function samePolicy(a: EgressPolicy, b: EgressPolicy): boolean {
   const same = (x: string[], y: string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
-  return a.allowInternetAccess === b.allowInternetAccess && same(a.allowOut, b.allowOut) && same(a.denyOut, b.denyOut);
+  const steer = (p: EgressPolicy) => (p.steer ?? []).map((t) => `${t.port}/${t.scheme}`);
+  return a.allowInternetAccess === b.allowInternetAccess && same(a.allowOut, b.allowOut) && same(a.denyOut, b.denyOut) && same(steer(a), steer(b));
 }
 
 export interface PolicyInput {
   allowInternetAccess: boolean;
   allowOut: string[];
   denyOut: string[];
+  steer?: SteeredPort[];
 }
 
 /**
@@ -57,6 +63,7 @@ export function normalizePolicy(input: PolicyInput): { policy: EgressPolicy; ign
       allowInternetAccess: input.allowInternetAccess,
       allowOut: cidrs(input.allowOut, 'allowOut', true),
       denyOut: cidrs(input.denyOut, 'denyOut', false),
+      steer: steeredPorts(input.steer ?? []),
     },
     ignored,
   };
@@ -65,4 +72,19 @@ export function normalizePolicy(input: PolicyInput): { policy: EgressPolicy; ign
 /** True when anything may leave the sandbox, so its traffic needs source NAT. */
 export function reachesOutside(p: EgressPolicy): boolean {
   return p.allowInternetAccess || p.allowOut.length > 0;
+}
+
+/** One scheme per port: the node steers by port alone, to the proxy's HTTP or HTTPS listener. */
+function steeredPorts(list: unknown[]): SteeredPort[] {
+  if (!Array.isArray(list) || list.length > 256) throw badRequest('network.steer must be a list of at most 256 {port, scheme}');
+  const byPort = new Map<number, SteeredPort>();
+  for (const t of list as SteeredPort[]) {
+    if (!t || !Number.isInteger(t.port) || t.port < 1 || t.port > 65535 || (t.scheme !== 'http' && t.scheme !== 'https')) {
+      throw badRequest(`network.steer: ${JSON.stringify(t)} is not {port: 1..65535, scheme: http|https}`);
+    }
+    const seen = byPort.get(t.port);
+    if (seen && seen.scheme !== t.scheme) throw badRequest(`network.steer: port ${t.port} is steered as both http and https; a node steers by port, so one scheme per port across all hosts`);
+    byPort.set(t.port, { port: t.port, scheme: t.scheme });
+  }
+  return [...byPort.values()].sort((a, b) => a.port - b.port);
 }

@@ -1,3 +1,4 @@
+import { SvcError } from '@svc/common';
 import { run } from '../host/exec.ts';
 import { type EgressPolicy, reachesOutside } from './egress-policy.ts';
 
@@ -6,6 +7,13 @@ export interface FirewallSandbox {
   hostVeth: string;
   sandboxAddress: string;
   policy: EgressPolicy;
+}
+
+/** Where steered traffic goes: the egress proxy's listeners (docs/egress.md). */
+export interface EgressTarget {
+  address: string;
+  httpPort: number;
+  httpsPort: number;
 }
 
 /** Link-local (cloud metadata services) is never reachable unless allowOut names it. */
@@ -18,12 +26,19 @@ const ALWAYS_DENIED = ['169.254.0.0/16'];
  *                nothing new is forwarded into a sandbox.
  *   input:       a sandbox cannot open connections to the host (DNAT'd flows excepted,
  *                for a transparent egress proxy).
+ *   prerouting:  the ports of a sandbox's layer-7 rules are DNAT'd to the egress proxy (its own
+ *                chain, verdict map by interface); such flows never reach forward.
  *   postrouting: source NAT for sandboxes that may reach outside.
  */
 export class Firewall {
   private readonly sandboxes = new Map<string, FirewallSandbox>();
 
-  constructor(private readonly table: string, private readonly vethPrefix: string, private readonly poolCidr: string) {}
+  constructor(
+    private readonly table: string,
+    private readonly vethPrefix: string,
+    private readonly poolCidr: string,
+    private readonly egress?: EgressTarget,
+  ) {}
 
   /** Replaces the whole table atomically with these sandboxes' rules. */
   async rebuild(sandboxes: FirewallSandbox[]): Promise<void> {
@@ -34,6 +49,7 @@ export class Firewall {
       `delete table ip ${t}`,
       `table ip ${t} {`,
       '  map sandbox_out { type ifname : verdict; }',
+      '  map sandbox_steer { type ifname : verdict; }',
       '  set sandbox_nat { type ipv4_addr; }',
       '  chain forward {',
       '    type filter hook forward priority -5; policy accept;',
@@ -47,6 +63,10 @@ export class Firewall {
       `    iifname ${p} ct state established,related accept`,
       `    iifname ${p} ct status dnat accept`,
       `    iifname ${p} drop`,
+      '  }',
+      '  chain prerouting {',
+      '    type nat hook prerouting priority -100; policy accept;',
+      '    iifname vmap @sandbox_steer',
       '  }',
       '  chain postrouting {',
       '    type nat hook postrouting priority 100; policy accept;',
@@ -71,7 +91,7 @@ export class Firewall {
     if (!old) throw new Error(`firewall: no rules for instance ${instanceId}`);
     const next = { ...old, policy };
     const t = this.table;
-    const lines = [`flush chain ip ${t} ${chainOf(instanceId)}`, ...this.chainRules(next)];
+    const lines = [`flush chain ip ${t} ${chainOf(instanceId)}`, ...this.chainRules(next), `flush chain ip ${t} ${steerChainOf(instanceId)}`, ...this.steerRules(next)];
     if (reachesOutside(old.policy) && !reachesOutside(policy)) lines.push(`delete element ip ${t} sandbox_nat { ${old.sandboxAddress} }`);
     if (!reachesOutside(old.policy) && reachesOutside(policy)) lines.push(`add element ip ${t} sandbox_nat { ${old.sandboxAddress} }`);
     await this.apply(lines);
@@ -86,6 +106,9 @@ export class Firewall {
       `delete element ip ${t} sandbox_out { "${s.hostVeth}" }`,
       `flush chain ip ${t} ${chainOf(instanceId)}`,
       `delete chain ip ${t} ${chainOf(instanceId)}`,
+      `delete element ip ${t} sandbox_steer { "${s.hostVeth}" }`,
+      `flush chain ip ${t} ${steerChainOf(instanceId)}`,
+      `delete chain ip ${t} ${steerChainOf(instanceId)}`,
     ];
     if (reachesOutside(s.policy)) lines.push(`delete element ip ${t} sandbox_nat { ${s.sandboxAddress} }`);
     await this.apply(lines);
@@ -102,6 +125,8 @@ export class Firewall {
     const t = this.table;
     const lines = [`add chain ip ${t} ${chainOf(s.instanceId)}`, ...this.chainRules(s)];
     lines.push(`add element ip ${t} sandbox_out { "${s.hostVeth}" : jump ${chainOf(s.instanceId)} }`);
+    lines.push(`add chain ip ${t} ${steerChainOf(s.instanceId)}`, ...this.steerRules(s));
+    lines.push(`add element ip ${t} sandbox_steer { "${s.hostVeth}" : jump ${steerChainOf(s.instanceId)} }`);
     if (reachesOutside(s.policy)) lines.push(`add element ip ${t} sandbox_nat { ${s.sandboxAddress} }`);
     return lines;
   }
@@ -120,9 +145,26 @@ export class Firewall {
     return lines;
   }
 
+  /** The sandbox's rule ports, to the proxy's listener for their scheme; only from its own address. */
+  private steerRules(s: FirewallSandbox): string[] {
+    const steer = s.policy.steer ?? [];
+    if (steer.length === 0) return [];
+    if (!this.egress) throw new SvcError(400, 'network rules need the egress proxy, and this node has none (egress.enabled is false)');
+    const r = (rule: string) => `add rule ip ${this.table} ${steerChainOf(s.instanceId)} ${rule}`;
+    const lines: string[] = [];
+    for (const scheme of ['http', 'https'] as const) {
+      const ports = steer.filter((t) => t.scheme === scheme).map((t) => t.port);
+      if (ports.length === 0) continue;
+      const to = `${this.egress.address}:${scheme === 'https' ? this.egress.httpsPort : this.egress.httpPort}`;
+      lines.push(r(`ip saddr ${s.sandboxAddress} tcp dport { ${ports.join(', ')} } dnat to ${to}`));
+    }
+    return lines;
+  }
+
   private async apply(lines: string[]): Promise<void> {
     await run('nft', ['-f', '-'], { input: lines.join('\n') + '\n' });
   }
 }
 
 const chainOf = (instanceId: string) => `sb_${instanceId}`;
+const steerChainOf = (instanceId: string) => `st_${instanceId}`;

@@ -6,7 +6,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { defaultConfig, silentLogger, createLogger, type SvcConfig } from '@svc/common';
+import { defaultConfig, egressAddressOf, silentLogger, createLogger, type SvcConfig } from '@svc/common';
 import { NodeAgentClient, type ArtifactRef, type CreateSandboxOnNode } from '@svc/contracts/node-agent';
 import { startNodeAgent, type NodeAgent } from '../index.ts';
 import { ResourceNames } from '../names.ts';
@@ -76,6 +76,8 @@ export interface TestEnv {
   artifact: ArtifactRef;
   server: Awaited<ReturnType<typeof serveFiles>>;
   envd: { path: string; real: boolean };
+  /** Where the agent steers sandboxes' rule ports (at egressAddressOf(pool)); nothing listens unless a test does. */
+  egressPorts: { http: number; https: number };
   config(over?: Partial<SvcConfig['node_agent']>): SvcConfig;
   cleanup(): Promise<void>;
 }
@@ -91,14 +93,18 @@ export async function makeTestEnv(name: string, pool: string): Promise<TestEnv> 
   const sizeBytes = (await stat(image)).size;
   const server = await serveFiles({ '/artifacts/busybox.ext4': image });
   const envd = await envdForTests(dir);
+  const offset = Math.floor(Math.random() * 1000);
+  const egressPorts = { http: 31000 + offset, https: 32000 + offset };
   return {
-    dir, image, server, envd,
+    dir, image, server, envd, egressPorts,
     artifact: { artifactId: `art-${name}`, sha256, sizeBytes, downloadUrl: `${server.url}/artifacts/busybox.ext4` },
     config(over = {}) {
       const cfg = defaultConfig(dir);
       // No warm pool unless a test asks for one: tests count the sandboxes they leave.
       cfg.node_agent = { ...cfg.node_agent, listen: '127.0.0.1:0', address_pool: pool, state_dir: join(dir, 'state'), warm_pool_size: 0, warm_pool_initial: 0, ...over };
       cfg.svclet_conf = { ...cfg.svclet_conf, default_cpu_count: 1, default_memory_mb: 256, default_disk_size_mb: 512 };
+      // Steered traffic goes to this address and these ports, where a test may stand in for the proxy.
+      cfg.egress = { ...cfg.egress, address: egressAddressOf(pool), http_port: egressPorts.http, https_port: egressPorts.https };
       return cfg;
     },
     async cleanup() {

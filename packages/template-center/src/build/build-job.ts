@@ -6,7 +6,7 @@ import type { ArtifactStored, BuildRequest, ImageInfo, JobPhase } from '@svc/con
 import type { BlobCache } from '../blobs/blob-cache.ts';
 import { resolveSource } from '../image/resolve-source.ts';
 import { shortDigest } from '../layers/layer-blob.ts';
-import { injectSandboxEssentials } from '../rootfs/inject.ts';
+import { injectSandboxEssentials, withCaEnv } from '../rootfs/inject.ts';
 import { measureTree } from '../rootfs/measure.ts';
 import { fitSizeMB, ImageTooSmallError, makeExt4 } from '../rootfs/mkfs.ts';
 import type { ArtifactStore } from '../store/artifact-store.ts';
@@ -104,7 +104,7 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
       await ctx.store.delete(req.artifactId).catch((err: Error) => ctx.logger.warn({ artifactId: req.artifactId, err: err.message }, 'a cancelled build could not remove its artifact; the store sweep does'));
       await stage('storing the artifact', signal, async () => signal.throwIfAborted());
     }
-    return { artifact, imageInfo: image.info };
+    return { artifact, imageInfo: injected.caInstalled && caPem ? { ...image.info, env: withCaEnv(image.info.env, caPem) } : image.info };
   } finally {
     await lease.release();
     await rm(jobDir, { recursive: true, force: true }).catch((err) => ctx.logger.warn({ err: err.message, jobDir }, 'cannot remove build directory'));

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { chownSync, cpSync, lchownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathInRoot } from '../layers/safe-path.ts';
@@ -16,6 +17,30 @@ export interface InjectResult {
 
 export const SVC_MOUNT_POINT = '/.svc';
 const USER = 'user';
+const CA_FILE = '/usr/local/share/ca-certificates/svc-egress.crt';
+const CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';
+
+/**
+ * What a template with the egress CA sets in every sandbox, so that Node, OpenSSL and Python's
+ * requests trust the proxy's certificates (docs/egress.md). An image's own setting wins.
+ */
+export function withCaEnv(env: string[] | undefined, caPem: string): string[] {
+  const out = [...(env ?? [])].filter((e) => !e.startsWith(`${CA_FINGERPRINT_ENV}=`));
+  out.push(`${CA_FINGERPRINT_ENV}=${caFingerprint(caPem)}`);
+  const has = (name: string) => out.some((e) => e.startsWith(`${name}=`));
+  for (const [name, value] of [['NODE_EXTRA_CA_CERTS', CA_FILE], ['SSL_CERT_FILE', CA_BUNDLE], ['REQUESTS_CA_BUNDLE', CA_BUNDLE]]) {
+    if (!has(name)) out.push(`${name}=${value}`);
+  }
+  return out;
+}
+
+/** Which CA a template holds: `svc up` builds its templates again when the egress CA changed. */
+export const CA_FINGERPRINT_ENV = 'SVC_EGRESS_CA_SHA256';
+
+export function caFingerprint(caPem: string): string {
+  return createHash('sha256').update(caPem.trim()).digest('hex');
+}
+
 const DEFAULT_HOSTS = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n';
 const DEFAULT_RESOLV = 'nameserver 8.8.8.8\nnameserver 1.1.1.1\n';
 
@@ -39,11 +64,15 @@ export function injectSandboxEssentials(root: string, opts: InjectOptions = {}):
   if (opts.caPem) {
     const pem = opts.caPem.endsWith('\n') ? opts.caPem : `${opts.caPem}\n`;
     mkdirInRoot(root, '/usr/local/share/ca-certificates', 0o755);
-    writeFileSync(p('/usr/local/share/ca-certificates/svc-egress.crt'), pem, { mode: 0o644 });
-    const bundle = p('/etc/ssl/certs/ca-certificates.crt');
+    writeFileSync(p(CA_FILE), pem, { mode: 0o644 });
+    const bundle = p(CA_BUNDLE);
     if (isFile(bundle)) {
       const current = readFileSync(bundle, 'utf8');
       if (!current.includes(pem.trim())) writeFileSync(bundle, appendLine(current.replace(/\n*$/, ''), pem.trimEnd()));
+    } else if (lstatOrNull(bundle) === null) {
+      // An image without a bundle trusted nothing; now it trusts the proxy, as SSL_CERT_FILE says.
+      mkdirInRoot(root, '/etc/ssl/certs', 0o755);
+      writeFileSync(bundle, pem, { mode: 0o644 });
     }
     caInstalled = true;
   }
