@@ -8,7 +8,7 @@ set -euo pipefail
 profile="${1:-runtime}"
 
 runtime_pkgs=(runsc dumb-init gcc libc6-dev openssl iproute2 nftables iptables e2fsprogs util-linux mmdebstrap zstd
-  ca-certificates procps psmisc)
+  ca-certificates procps psmisc conntrack)
 test_pkgs=(busybox-static postgresql mariadb-server redis-server docker-registry skopeo curl qemu-system-x86 qemu-utils
   apache2-utils python3-ipykernel python3-numpy python3-pandas python3-matplotlib)
 

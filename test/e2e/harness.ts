@@ -40,6 +40,9 @@ const E2E_PORTS = {
   SVC_TEMPLATE_CENTER_LISTEN: '127.0.0.1:18090',
   SVC_LIFECYCLE_LISTEN: '127.0.0.1:18083',
   SVC_ADDRESS_POOL: '10.210.0.0/16',
+  SVC_EGRESS_HTTP_PORT: '18180',
+  SVC_EGRESS_HTTPS_PORT: '18443',
+  SVC_EGRESS_ADMIN_PORT: '19091',
 };
 
 export async function startPlatform(opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<RunningPlatform> {

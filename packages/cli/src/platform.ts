@@ -4,6 +4,7 @@
  */
 import { coordinationFor, type Logger, type SvcConfig } from '@svc/common';
 import { startApiGateway } from '@svc/api';
+import { startEgressFromConfig } from '@svc/egress';
 import { startLifecycle } from '@svc/lifecycle';
 import { startMaster } from '@svc/master';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
@@ -18,6 +19,8 @@ export interface Platform {
   sandboxHttpsUrl?: string;
   masterUrl: string;
   master: Awaited<ReturnType<typeof startMaster>>;
+  /** The egress proxy's root CA, which templates bake in; absent when egress.enabled is false. */
+  egressCaPem?: string;
   /** Warm sandboxes ready for hand-out on this host's node agent. */
   warmCount(): number;
   close(): Promise<void>;
@@ -48,9 +51,14 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
     const node = await startNodeAgent(cfg, { logger: logger.child({ component: 'node-agent' }), masterAddr: master.url });
     // Stopping the platform stops every sandbox: nothing is left running behind it.
     closers.push(() => node.close({ destroySandboxes: true }));
+    // After the node agent: it holds the address the proxy listens on.
+    const egress = cfg.egress.enabled
+      ? await startEgressFromConfig(cfg, { logger: logger.child({ component: 'egress' }), nodeId: node.nodeId, masterAddr: master.url })
+      : undefined;
+    if (egress) closers.push(() => egress.close());
     const api = await startApiGateway(cfg, { logger: logger.child({ component: 'api' }), masterUrl: master.url });
     closers.push(() => api.close());
-    return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, sandboxHttpsUrl: proxy.httpsUrl, masterUrl: master.url, master, warmCount: () => node.warmCount(), close };
+    return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, sandboxHttpsUrl: proxy.httpsUrl, masterUrl: master.url, master, ...(egress ? { egressCaPem: egress.caPem } : {}), warmCount: () => node.warmCount(), close };
   } catch (err) {
     await close();
     throw err;

@@ -57,6 +57,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   cfg.svcproxy.admin_token ||= secrets.proxy_admin_token;
   cfg.master.upload_signing_key ||= secrets.upload_signing_key;
   cfg.proxy.admin_token ||= cfg.svcproxy.admin_token;
+  cfg.egress.admin_token ||= secrets.egress_admin_token;
 
   const logFile = join(cfg.data_dir, 'svc.log');
   const logger = pino({ level: process.env.SVC_LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
@@ -81,8 +82,9 @@ export async function runUp(opts: UpOptions): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
   try {
-    await ensureBaseTemplate({ masterUrl: platform.masterUrl, rebuild: !!opts.rebuildBase, say });
-    if (cfg.template_center.code_interpreter_template) await ensureCodeInterpreterTemplate({ masterUrl: platform.masterUrl, rebuild: !!opts.rebuildBase, say });
+    const made = { masterUrl: platform.masterUrl, rebuild: !!opts.rebuildBase, say, ...(platform.egressCaPem ? { egressCaPem: platform.egressCaPem } : {}) };
+    await ensureBaseTemplate(made);
+    if (cfg.template_center.code_interpreter_template) await ensureCodeInterpreterTemplate(made);
   } catch (err) {
     process.stderr.write(`svc up: ${(err as Error).message}\n`);
     await platform.close();

@@ -1,0 +1,32 @@
+import { readFileSync } from 'node:fs';
+import { egressAddressOf, parseEgressResolve, type Logger, type SvcConfig } from '@svc/common';
+import { EgressPolicySource } from '@svc/contracts/egress';
+import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
+
+export interface EgressFromConfigOptions {
+  logger: Logger;
+  /** The node whose sandboxes this proxy serves: it loads their policies from the master at start. */
+  nodeId: string;
+  /** Default `master.addr`. */
+  masterAddr?: string;
+}
+
+/** The egress proxy as `svc up` and `svc egress` run it: every setting from the configuration (docs/egress.md). */
+export function startEgressFromConfig(cfg: SvcConfig, o: EgressFromConfigOptions): Promise<EgressProxy> {
+  const eg = cfg.egress;
+  const source = new EgressPolicySource(o.masterAddr ?? cfg.master.addr, eg.admin_token);
+  return startEgressProxy({
+    bind: eg.address || egressAddressOf(cfg.node_agent.address_pool),
+    httpPort: eg.http_port,
+    httpsPort: eg.https_port,
+    adminBind: eg.admin_bind,
+    adminPort: eg.admin_port,
+    adminToken: eg.admin_token,
+    caDir: eg.ca_dir,
+    auditLogPath: eg.audit_log,
+    resolve: parseEgressResolve(eg.resolve),
+    ...(eg.upstream_ca_file ? { upstreamCa: readFileSync(eg.upstream_ca_file, 'utf8') } : {}),
+    policySource: () => source.policies(o.nodeId),
+    logger: o.logger,
+  });
+}
