@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { Sandbox as E2bSandbox } from 'e2b';
 import { InvalidArgumentError, Sandbox, type EgressRule } from '@svc/sdk';
 import { SVC_BIN, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
-import { INTERNET_ADDRESS, startInternet, type Internet } from './internet/internet.ts';
+import { INTERNET_ADDRESS, OTHER_ADDRESS, startInternet, type Internet } from './internet/internet.ts';
 
 const NAMES = ['api.example.test', 'open.example.test', 'example.test', 'deep.sub.example.test'];
 const SECRET = 'sk-e2e-0123456789-never-in-the-sandbox';
@@ -166,13 +166,16 @@ test('the official e2b SDK: allowOut host names with denyOut all, header transfo
     assert.equal(inet.requests().find((r) => r.path === '/e2b')!.headers!['x-api-key'], E2B_SECRET);
     assert.equal((await curl(ours, 'http://open.example.test/plain')).status, 200, 'allowOut names cover http too');
     assert.equal((await curl(ours, 'https://example.test/')).status, 403, 'a host allowOut does not name: denied by denyOut');
-    // A port no rule covers follows layer 3: denyOut 0.0.0.0/0 drops it.
-    const direct = await ours.commands.run(`curl -s -m 3 -o /dev/null -w '%{http_code}' http://${INTERNET_ADDRESS}:8081/ || true`);
-    assert.equal(direct.stdout.trim(), '000');
+    // A port no rule covers follows layer 3 (SPEC.md "Egress proxy behaviour" 5): the learned
+    // addresses of allowOut's names are allowed on any port, everything else falls to denyOut.
+    const learned = await ours.commands.run(`curl -s -m 10 -o /dev/null -w '%{http_code}' http://${INTERNET_ADDRESS}:8081/ || true`);
+    assert.equal(learned.stdout.trim(), '200', 'api.example.test resolves here: its address is allowed on any port');
+    const direct = await ours.commands.run(`curl -s -m 3 -o /dev/null -w '%{http_code}' http://${OTHER_ADDRESS}:8081/ || true`);
+    assert.equal(direct.stdout.trim(), '000', 'an address no allowOut entry names is denied by denyOut');
 
     // Omitted fields clear: allowOut and the transforms go, everything is allowed again at layer 3.
     await sbx.updateNetwork({});
-    const after = await ours.commands.run(`curl -s -m 10 -o /dev/null -w '%{http_code}' http://${INTERNET_ADDRESS}:8081/`);
+    const after = await ours.commands.run(`curl -s -m 10 -o /dev/null -w '%{http_code}' http://${OTHER_ADDRESS}:8081/`);
     assert.equal(after.stdout.trim(), '200');
     const n = inet.requests().length;
     // Not steered any more: curl reaches the upstream itself and does not trust its certificate.

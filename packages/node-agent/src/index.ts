@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createHttpApp, egressAddressOf, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
+import { createHttpApp, egressAddressOf, parseEgressResolve, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo } from '@svc/contracts/node-agent';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
 import { LayerStore } from './artifacts/layer-store.ts';
@@ -13,6 +13,7 @@ import { AddressPool } from './network/address-pool.ts';
 import { readHostNetwork } from './network/host-conflicts.ts';
 import { Firewall } from './network/firewall.ts';
 import { ensureEgressAddress, removeEgressAddress } from './network/egress-link.ts';
+import { HostLearner } from './network/host-learner.ts';
 import { registerRoutes } from './routes.ts';
 import { GvisorDriver } from './runtime/gvisor.ts';
 import { defaultEnvdBundle, defaultPtyModulesDir, defaultNativeFile, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
@@ -114,6 +115,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const sc = cfg.svclet_conf;
   const service = new SandboxService({
     logger, launcher, driver, artifacts, layers, execInputs, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
+    hosts: new HostLearner(parseEgressResolve(cfg.egress.resolve), logger),
     warmPoolSize: nc.warm_pool_size,
     warmPoolInitial: warmPoolStart(nc),
     warmPoolMax: nc.warm_pool_max,
@@ -179,6 +181,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     : undefined;
   memoryWatch?.start();
   periodic.every('memory measure', 2_000, () => memory.measure());
+  periodic.every('allowOut host names learned again', 60_000, () => service.relearnHosts());
 
   logger.info({ nodeId, url, runtime: driver.kind, platform, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');
 

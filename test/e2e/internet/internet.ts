@@ -12,6 +12,8 @@ import { EgressCa } from '@svc/egress';
 const NETNS = 'svc-e2e-inet';
 const HOST_VETH = 'svce2einet0';
 export const INTERNET_ADDRESS = '10.203.0.2';
+/** A second address of the same servers that no test name resolves to. */
+export const OTHER_ADDRESS = '10.203.0.3';
 const HOST_ADDRESS = '10.203.0.1';
 
 export interface UpstreamEvent {
@@ -42,6 +44,7 @@ export async function startInternet(names: string[]): Promise<Internet> {
   ip(['addr', 'add', `${HOST_ADDRESS}/24`, 'dev', HOST_VETH]);
   ip(['link', 'set', HOST_VETH, 'up']);
   ip(['-n', NETNS, 'addr', 'add', `${INTERNET_ADDRESS}/24`, 'dev', 'eth0']);
+  ip(['-n', NETNS, 'addr', 'add', `${OTHER_ADDRESS}/24`, 'dev', 'eth0']);
   ip(['-n', NETNS, 'link', 'set', 'eth0', 'up']);
   ip(['-n', NETNS, 'link', 'set', 'lo', 'up']);
   // Replies to sandboxes (whose traffic the host masquerades) go back through the host.

@@ -10,6 +10,10 @@ export interface EgressPolicy {
   denyOut: string[];
   /** TCP ports sent to the egress proxy instead (the ports of its layer-7 rules), with their scheme. */
   steer: SteeredPort[];
+  /** Host names of allowOut (not wildcards): their learned addresses are allowed on any port. */
+  allowOutHosts?: string[];
+  /** Those addresses as /32s, learned at create and on a period (HostLearner). */
+  learned?: string[];
 }
 
 export interface SteeredPort { port: number; scheme: 'http' | 'https' }
@@ -22,7 +26,8 @@ export const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOu
 export function samePolicy(a: EgressPolicy, b: EgressPolicy): boolean {
   const same = (x: string[], y: string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
   const steer = (p: EgressPolicy) => (p.steer ?? []).map((t) => `${t.port}/${t.scheme}`);
-  return a.allowInternetAccess === b.allowInternetAccess && same(a.allowOut, b.allowOut) && same(a.denyOut, b.denyOut) && same(steer(a), steer(b));
+  return a.allowInternetAccess === b.allowInternetAccess && same(a.allowOut, b.allowOut) && same(a.denyOut, b.denyOut) && same(steer(a), steer(b))
+    && same(a.allowOutHosts ?? [], b.allowOutHosts ?? []) && same(a.learned ?? [], b.learned ?? []);
 }
 
 export interface PolicyInput {
@@ -40,6 +45,7 @@ export interface PolicyInput {
  */
 export function normalizePolicy(input: PolicyInput): { policy: EgressPolicy; ignored: string[] } {
   const ignored: string[] = [];
+  const hosts: string[] = [];
   const cidrs = (list: string[], field: string, domainsAllowed: boolean) => {
     const out: string[] = [];
     for (const raw of list) {
@@ -53,7 +59,8 @@ export function normalizePolicy(input: PolicyInput): { policy: EgressPolicy; ign
           throw badRequest(`network.${field}: ${JSON.stringify(entry)} is not an IPv4 address or CIDR`);
         }
         if (!domainsAllowed) throw badRequest(`network.${field}: ${JSON.stringify(entry)} is a domain; this node enforces ${field} by IPv4 address or CIDR only`);
-        ignored.push(entry);
+        // A wildcard names no address to learn: only the egress proxy can allow it (by SNI or Host).
+        if (entry.includes('*')) ignored.push(entry); else hosts.push(entry.toLowerCase().replace(/\.$/, ''));
       }
     }
     return [...new Set(out)];
@@ -64,6 +71,7 @@ export function normalizePolicy(input: PolicyInput): { policy: EgressPolicy; ign
       allowOut: cidrs(input.allowOut, 'allowOut', true),
       denyOut: cidrs(input.denyOut, 'denyOut', false),
       steer: steeredPorts(input.steer ?? []),
+      allowOutHosts: [...new Set(hosts)].sort(),
     },
     ignored,
   };
@@ -71,7 +79,7 @@ export function normalizePolicy(input: PolicyInput): { policy: EgressPolicy; ign
 
 /** True when anything may leave the sandbox, so its traffic needs source NAT. */
 export function reachesOutside(p: EgressPolicy): boolean {
-  return p.allowInternetAccess || p.allowOut.length > 0;
+  return p.allowInternetAccess || p.allowOut.length > 0 || (p.learned?.length ?? 0) > 0;
 }
 
 /** One scheme per port: the node steers by port alone, to the proxy's HTTP or HTTPS listener. */

@@ -139,7 +139,7 @@ export class Firewall {
       r('ct state established,related accept'),
       r(`ip daddr ${this.poolCidr} drop`),
     ];
-    for (const c of s.policy.allowOut) lines.push(r(`ip daddr ${c} accept`));
+    for (const c of [...s.policy.allowOut, ...(s.policy.learned ?? [])]) lines.push(r(`ip daddr ${c} accept`));
     for (const c of [...ALWAYS_DENIED, ...s.policy.denyOut]) lines.push(r(`ip daddr ${c} drop`));
     lines.push(r(s.policy.allowInternetAccess ? 'accept' : 'drop'));
     return lines;

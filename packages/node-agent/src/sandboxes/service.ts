@@ -7,6 +7,7 @@ import { CommandError } from '../host/exec.ts';
 import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts';
 import { DEFAULT_POLICY, normalizePolicy, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
+import type { HostLearner } from '../network/host-learner.ts';
 import type { ExecOutput, InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
 import { checkResumeAdmission, usedMemoryMB } from './admission.ts';
 import type { MemoryAdmission } from './memory-admission.ts';
@@ -39,6 +40,8 @@ export interface SandboxServiceDeps {
   warmShape: InstanceResources;
   /** Nominal memory quota of the release-ratio check (node memory x memory_overcommit; default capacity). */
   memoryQuotaMB?: number;
+  /** Addresses of allowOut's host names (absent: host names allow nothing at layer 3). */
+  hosts?: HostLearner;
 }
 
 const GONE_REMEMBERED = 1000;
@@ -110,6 +113,7 @@ export class SandboxService {
     if (this.closing) throw new SvcError(503, 'node agent is shutting down');
     const { policy, ignored } = normalizePolicy({ allowInternetAccess: req.allowInternetAccess, ...req.network });
     if (ignored.length) this.d.logger.info({ sandboxId: req.sandboxId, ignored }, 'network entries this node cannot enforce at layer 3 were left out');
+    await this.learnHosts(policy);
     const artifactId = req.artifact.artifactId;
     return this.locks.run(req.sandboxId, async () => {
       if (this.sandboxes.has(req.sandboxId)) throw conflict(`sandbox ${req.sandboxId} already exists on this node`);
@@ -167,6 +171,7 @@ export class SandboxService {
   /** Replaces a running sandbox's egress policy (its firewall chain) with the one given. */
   async updateNetwork(id: string, update: NetworkUpdateOnNode): Promise<NodeSandbox> {
     const { policy, ignored } = normalizePolicy({ allowInternetAccess: update.allowInternetAccess, ...update.network });
+    await this.learnHosts(policy);
     return this.locks.run(id, async () => {
       const inst = this.find(id);
       if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before changing its network`);
@@ -176,6 +181,26 @@ export class SandboxService {
       if (ignored.length) this.d.logger.info({ sandboxId: id, ignored }, 'network entries this node cannot enforce at layer 3 were left out');
       return view(inst);
     });
+  }
+
+  private async learnHosts(policy: EgressPolicy): Promise<void> {
+    if (this.d.hosts && policy.allowOutHosts?.length) policy.learned = await this.d.hosts.learn(policy.allowOutHosts);
+  }
+
+  /** Learns allowOut's host names again; a running sandbox whose addresses changed gets them at once. */
+  async relearnHosts(): Promise<void> {
+    for (const inst of [...this.sandboxes.values()]) {
+      if (!inst.record.policy.allowOutHosts?.length || inst.record.phase !== 'running' || !inst.record.sandboxId) continue;
+      const next = { ...inst.record.policy };
+      await this.learnHosts(next);
+      if (samePolicy(next, inst.record.policy)) continue;
+      await this.locks.run(inst.record.sandboxId, async () => {
+        if (inst.record.phase !== 'running') return;
+        await this.d.firewall.update(inst.record.instanceId, next);
+        inst.record.policy = next;
+        await this.d.records.save(inst.record);
+      });
+    }
   }
 
   async pause(id: string, opts: PauseOnNode = {}): Promise<NodeSandbox> {
