@@ -3,9 +3,9 @@
  * per-sandbox policy the master pushes, the checks every side runs on rules (SDK, master, proxy),
  * the audit log's records, and the admin API.
  *
- * Admin routes (port 9091 or SVC_EGRESS_ADMIN_PORT, loopback by default), all with
+ * Admin routes (port 9091 or SVC_EGRESS_ADMIN_PORT, loopback by default); all but healthz need
  * X-Svc-Admin-Token equal to `egress.admin_token` (403 otherwise, 503 when the proxy has none):
- *   GET    /admin/healthz                      → EgressHealth
+ *   GET    /admin/healthz                      → EgressHealth (no token: it shows no policy)
  *   GET    /admin/policies                     → SandboxEgressPolicyView[] (secrets redacted)
  *   GET    /admin/policies/:sandboxId          → SandboxEgressPolicyView | 404
  *   PUT    /admin/policies/:sandboxId          → SandboxEgressPolicyView (body SandboxEgressPolicy; replaces)
