@@ -151,9 +151,10 @@ export class SandboxService {
     }
   }
 
-  /** The policies the egress proxy of a node enforces: its live sandboxes that have one. */
+  /** The policies the egress proxy of a node enforces: its running sandboxes that have one. */
   async egressPolicies(nodeId: string): Promise<SandboxEgressPolicy[]> {
-    const rows = await this.d.repo.listByNode(nodeId);
+    // Only running ones: a paused sandbox's address may be another's by now, and its resume sends its policy again.
+    const rows = (await this.d.repo.listByNode(nodeId)).filter((r) => r.state === 'running' || r.state === 'pausing');
     const out: SandboxEgressPolicy[] = [];
     for (const row of rows) {
       const plan = this.egressPlanOf(row);
