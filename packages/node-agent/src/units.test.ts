@@ -49,10 +49,10 @@ describe('address pool', () => {
 });
 
 describe('egress policy', () => {
-  it('keeps IPv4 CIDRs, drops IPv6 and allowOut domains, refuses denyOut domains and junk', () => {
-    const { policy, ignored } = normalizePolicy({ allowInternetAccess: false, allowOut: ['1.2.3.4', '10.9.8.7/8', 'example.com', '::1'], denyOut: ['0.0.0.0/0'] });
-    assert.deepEqual(policy, { allowInternetAccess: false, allowOut: ['1.2.3.4/32', '10.0.0.0/8'], denyOut: ['0.0.0.0/0'] });
-    assert.deepEqual(ignored, ['example.com', '::1']);
+  it('keeps IPv4 CIDRs, drops IPv6 and wildcards, keeps allowOut host names to learn, refuses denyOut domains and junk', () => {
+    const { policy, ignored } = normalizePolicy({ allowInternetAccess: false, allowOut: ['1.2.3.4', '10.9.8.7/8', 'Example.com', '*.wild.com', '::1'], denyOut: ['0.0.0.0/0'] });
+    assert.deepEqual(policy, { allowInternetAccess: false, allowOut: ['1.2.3.4/32', '10.0.0.0/8'], denyOut: ['0.0.0.0/0'], steer: [], allowOutHosts: ['example.com'] });
+    assert.deepEqual(ignored, ['*.wild.com', '::1']);
     assert.throws(() => normalizePolicy({ allowInternetAccess: true, allowOut: [], denyOut: ['example.com'] }), (e: SvcError) => e.status === 400);
     assert.throws(() => normalizePolicy({ allowInternetAccess: true, allowOut: ['1.2.3.999'], denyOut: [] }), (e: SvcError) => e.status === 400);
     assert.throws(() => normalizePolicy({ allowInternetAccess: true, allowOut: ['a b'], denyOut: [] }), (e: SvcError) => e.status === 400);
