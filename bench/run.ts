@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['node-agent', 'platform', 'proxy', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter'];
+const ALL = ['node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -49,6 +49,16 @@ if (platform) {
 if (proxy) {
   rows.push(['proxy added p50 / p99, loopback upstream (ms)', `${r2(proxy.latencyMs.addedP50)} / ${r2(proxy.latencyMs.addedP99)}`, `direct p50 ${r2(proxy.latencyMs.direct.p50)}`, '≤ 0.5 at p50']);
   rows.push(['proxy throughput, loopback upstream', `${r2(proxy.throughputRps.ratio)} of direct`, `${Math.round(proxy.throughputRps.proxy)} vs ${Math.round(proxy.throughputRps.direct)} req/s`, '≥ 0.7']);
+}
+const egress = read('egress');
+if (egress?.httpsKeepAlive) {
+  const ka = egress.httpsKeepAlive;
+  rows.push(['egress HTTPS keep-alive throughput', `${r2(ka.throughputRatio)} of direct`, `${ka.proxy.rps} vs ${ka.direct.rps} req/s`, '≥ 0.5']);
+  rows.push(['egress HTTPS added p50 / p99 (ms)', `${r2(ka.addedP50Ms)} / ${r2(ka.addedP99Ms)}`, `direct p50 ${r2(ka.direct.latencyMs.p50)}`, '≤ 2 at p50']);
+}
+if (egress?.httpsNewConnections) {
+  const nc = egress.httpsNewConnections;
+  rows.push(['egress new HTTPS connections/s', String(nc.proxy.rps), `direct ${nc.direct.rps}`, '≥ 1,000']);
 }
 if (tc) {
   rows.push(['build base: cold / from cached rootfs (s)', `${r2(tc.baseCold.totalWithMmdebstrapMs / 1000)} / ${r2(tc.baseCached.totalMs / 1000)}`, `mmdebstrap ${r2(tc.baseCold.mmdebstrapMs / 1000)} s`, '']);
