@@ -47,6 +47,18 @@ async function ensureMadeTemplate(alias: keyof typeof MADE_HERE, o: BaseTemplate
   if (existing?.status === 'ready' && current && caCurrent && !o.rebuild) return existing.template_id;
   if (existing?.status === 'ready' && !current) o.say(`${alias} template: its recipe or start command changed since it was built; building it again`);
   else if (existing?.status === 'ready' && !caCurrent) o.say(`${alias} template: it does not trust the egress proxy's CA yet; building it again`);
+  if (existing) {
+    // Removed before the new one is made (the alias is unique). Templates built on it keep it:
+    // a ready one then stays in use as it is, which only a rebuild of those templates changes.
+    const removed = await master.delete(`/svc/template/${existing.template_id}`).then(() => true, (err: Error) => {
+      o.say(`${alias} template: ${existing.template_id} cannot be replaced (${err.message}); keeping it`);
+      return false;
+    });
+    if (!removed) {
+      if (existing.status === 'ready') return existing.template_id;
+      throw new Error(`the ${alias} template ${existing.template_id} is ${existing.status} and cannot be removed to build it again`);
+    }
+  }
 
   let lastPhase = '';
   const tar = await buildBaseRootfs({
@@ -56,9 +68,6 @@ async function ensureMadeTemplate(alias: keyof typeof MADE_HERE, o: BaseTemplate
       if (p.phase !== lastPhase) { o.say(`${alias} template: ${p.phase}${p.message ? ` (${p.message})` : ''}`); lastPhase = p.phase; }
     },
   });
-  if (existing) {
-    await master.delete(`/svc/template/${existing.template_id}`).catch((err: Error) => o.say(`${alias} template: could not remove the old ${existing.template_id} (${err.message}); building the new one anyway`));
-  }
   const request: TemplateCreate = { rootfs_tar: tar.path, alias, ...start };
   const created = await master.post<JobAccepted>('/svc/template', request);
   o.say(`${alias} template: building ${created.template_id} (job ${created.job_id})`);

@@ -149,7 +149,12 @@ describe('registry builds', () => {
     assert.equal(info.layers, 3);
     assert.match(info.digest!, /^sha256:[a-f0-9]{64}$/);
     assert.equal(info.architecture, 'amd64');
-    assert.deepEqual(info.env, ['PATH=/usr/bin:/bin', 'FOO=bar']);
+    // The image's own environment, then what makes its programs trust the egress CA baked in.
+    assert.deepEqual(info.env!.slice(0, 2), ['PATH=/usr/bin:/bin', 'FOO=bar']);
+    assert.match(info.env![2], /^SVC_EGRESS_CA_SHA256=[a-f0-9]{64}$/);
+    assert.deepEqual(info.env!.slice(3), [
+      'NODE_EXTRA_CA_CERTS=/usr/local/share/ca-certificates/svc-egress.crt', 'SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt', 'REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt',
+    ]);
     assert.deepEqual(info.cmd, ['/bin/sh', '-c', 'echo hi']);
     assert.equal(info.workingDir, '/srv');
 
