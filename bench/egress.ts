@@ -35,6 +35,7 @@ import { silentLogger } from '@svc/common';
 import { EGRESS_ADMIN_TOKEN_HEADER, type SandboxEgressPolicy } from '@svc/contracts/egress';
 import { EgressCa, startEgressProxy } from '@svc/egress';
 import { stat, type Stat, writeResult } from './lib/stats.ts';
+import { KeepAliveConn, parseResponse } from './lib/http1-client.ts';
 import { cpuMs } from './proxy.ts';
 
 const thisFile = fileURLToPath(import.meta.url);
@@ -160,75 +161,6 @@ function open(t: Target): net.Socket {
   return socket;
 }
 
-/** One complete response at the start of buf: its status and total length; null if incomplete. */
-function parseResponse(buf: Buffer): { status: number; length: number } | null {
-  const headEnd = buf.indexOf('\r\n\r\n');
-  if (headEnd < 0) return null;
-  const head = buf.toString('latin1', 0, headEnd);
-  const status = Number(head.slice(9, 12));
-  const cl = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-  let pos = headEnd + 4;
-  if (cl) {
-    const end = pos + Number(cl[1]);
-    return buf.length >= end ? { status, length: end } : null;
-  }
-  if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) {
-    for (;;) {
-      const lineEnd = buf.indexOf('\r\n', pos);
-      if (lineEnd < 0) return null;
-      const size = parseInt(buf.toString('latin1', pos, lineEnd), 16);
-      pos = lineEnd + 2;
-      if (size === 0) {
-        const trailerEnd = buf.indexOf('\r\n', pos);
-        return trailerEnd < 0 ? null : { status, length: trailerEnd + 2 };
-      }
-      pos += size + 2;
-      if (pos > buf.length) return null;
-    }
-  }
-  return { status, length: pos };
-}
-
-class KeepAliveConn {
-  private readonly socket: net.Socket;
-  private buf: Buffer = Buffer.alloc(0);
-  private waiting: ((status: number) => void) | undefined;
-  private failed: ((err: Error) => void) | undefined;
-  readonly ready: Promise<void>;
-
-  constructor(private readonly t: Target) {
-    this.socket = open(t);
-    this.ready = new Promise((resolve, reject) => {
-      this.socket.once(t.scheme === 'https' ? 'secureConnect' : 'connect', () => resolve());
-      this.socket.once('error', reject);
-    });
-    this.socket.on('data', (d: Buffer) => this.onData(d));
-    this.socket.on('error', (err) => this.failed?.(err));
-    this.socket.on('close', () => this.failed?.(new Error(`${t.name}: connection closed`)));
-  }
-
-  send(): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.waiting = resolve;
-      this.failed = reject;
-      this.socket.write(this.t.request);
-    });
-  }
-
-  close() { this.failed = undefined; this.socket.destroy(); }
-
-  private onData(d: Buffer) {
-    this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
-    const parsed = parseResponse(this.buf);
-    if (parsed === null) return;
-    this.buf = this.buf.subarray(parsed.length);
-    const done = this.waiting;
-    this.waiting = undefined;
-    this.failed = undefined;
-    done?.(parsed.status);
-  }
-}
-
 /** One request on a connection of its own: connect, handshake, request, response; then the client closes. */
 function oneShot(t: Target): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -253,7 +185,7 @@ function oneShot(t: Target): Promise<number> {
 const check = (t: Target, status: number) => { if (status !== 200) throw new Error(`${t.name}: HTTP ${status}`); };
 
 async function keepAliveLatency(t: Target, n: number): Promise<number[]> {
-  const conn = new KeepAliveConn(t);
+  const conn = new KeepAliveConn(() => open(t), t.scheme === 'https' ? 'secureConnect' : 'connect', t.request, t.name);
   await conn.ready;
   const out = new Array<number>(n);
   for (let i = 0; i < n; i++) {
@@ -294,7 +226,7 @@ export async function withCpu(pids: Record<string, number | undefined>, fn: () =
 }
 
 export async function keepAliveRate(t: Target, connections: number, seconds: number) {
-  const conns = Array.from({ length: connections }, () => new KeepAliveConn(t));
+  const conns = Array.from({ length: connections }, () => new KeepAliveConn(() => open(t), t.scheme === 'https' ? 'secureConnect' : 'connect', t.request, t.name));
   await Promise.all(conns.map((c) => c.ready));
   let requests = 0;
   const until = Date.now() + seconds * 1000;

@@ -13,12 +13,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MemoryCoordination, silentLogger } from '@svc/common';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
+import { KeepAliveConn } from './lib/http1-client.ts';
 
 const thisFile = fileURLToPath(import.meta.url);
 const GOALS = { addedP50Ms: 0.5, throughputRatio: 0.7 };
@@ -94,79 +95,6 @@ function startChild<T>(args: string[]): Promise<{ child: ChildProcess; info: T }
   });
 }
 
-// ---------------------------------------------------------------------------------------------
-// A lean keep-alive HTTP/1.1 client on raw sockets, so the load generator costs little and
-// the same for both paths.
-
-class KeepAliveConn {
-  private readonly socket: Socket;
-  private buf: Buffer = Buffer.alloc(0);
-  private waiting: ((status: number) => void) | undefined;
-  private failed: ((err: Error) => void) | undefined;
-  readonly ready: Promise<void>;
-
-  constructor(host: string, port: number, private readonly requestBytes: Buffer) {
-    this.socket = connect({ host, port, noDelay: true });
-    this.ready = new Promise((resolve, reject) => {
-      this.socket.once('connect', () => resolve());
-      this.socket.once('error', reject);
-    });
-    this.socket.on('data', (d: Buffer) => this.onData(d));
-    this.socket.on('error', (err) => this.failed?.(err));
-    this.socket.on('close', () => this.failed?.(new Error('connection closed')));
-  }
-
-  send(): Promise<number> {
-    return new Promise((resolve, reject) => {
-      this.waiting = resolve;
-      this.failed = reject;
-      this.socket.write(this.requestBytes);
-    });
-  }
-
-  close() { this.socket.destroy(); }
-
-  private onData(d: Buffer) {
-    this.buf = this.buf.length === 0 ? d : Buffer.concat([this.buf, d]);
-    const parsed = parseResponse(this.buf);
-    if (parsed === null) return;
-    this.buf = this.buf.subarray(parsed.length);
-    const done = this.waiting;
-    this.waiting = undefined;
-    done?.(parsed.status);
-  }
-}
-
-/** One complete response at the start of buf: its status and total length; null if incomplete. */
-function parseResponse(buf: Buffer): { status: number; length: number } | null {
-  const headEnd = buf.indexOf('\r\n\r\n');
-  if (headEnd < 0) return null;
-  const head = buf.toString('latin1', 0, headEnd);
-  const status = Number(head.slice(9, 12));
-  const cl = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-  let pos = headEnd + 4;
-  if (status === 204 || status === 304) return { status, length: pos };
-  if (cl) {
-    const end = pos + Number(cl[1]);
-    return buf.length >= end ? { status, length: end } : null;
-  }
-  if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) {
-    for (;;) {
-      const lineEnd = buf.indexOf('\r\n', pos);
-      if (lineEnd < 0) return null;
-      const size = parseInt(buf.toString('latin1', pos, lineEnd), 16);
-      pos = lineEnd + 2;
-      if (size === 0) {
-        const trailerEnd = buf.indexOf('\r\n', pos);
-        return trailerEnd < 0 ? null : { status, length: trailerEnd + 2 };
-      }
-      pos += size + 2;
-      if (pos > buf.length) return null;
-    }
-  }
-  return { status, length: pos };
-}
-
 interface Endpoint { name: string; host: string; port: number; request: Buffer }
 
 export function endpoint(name: string, url: string, path: string, headers: Record<string, string>): Endpoint {
@@ -177,7 +105,7 @@ export function endpoint(name: string, url: string, path: string, headers: Recor
 }
 
 export async function latencySamples(ep: Endpoint, n: number): Promise<number[]> {
-  const conn = new KeepAliveConn(ep.host, ep.port, ep.request);
+  const conn = new KeepAliveConn(() => connect({ host: ep.host, port: ep.port, noDelay: true }), 'connect', ep.request);
   await conn.ready;
   const out: number[] = new Array(n);
   for (let i = 0; i < n; i++) {
@@ -191,7 +119,7 @@ export async function latencySamples(ep: Endpoint, n: number): Promise<number[]>
 }
 
 export async function throughput(ep: Endpoint, connections: number, seconds: number): Promise<{ rps: number; requests: number }> {
-  const conns = Array.from({ length: connections }, () => new KeepAliveConn(ep.host, ep.port, ep.request));
+  const conns = Array.from({ length: connections }, () => new KeepAliveConn(() => connect({ host: ep.host, port: ep.port, noDelay: true }), 'connect', ep.request));
   await Promise.all(conns.map((c) => c.ready));
   let done = 0;
   const until = Date.now() + seconds * 1000;
