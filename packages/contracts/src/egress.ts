@@ -23,6 +23,8 @@ export const EGRESS_DEFAULTS = {
   /** Upstream read and send timeouts (SPEC.md "Limits"). */
   ioTimeoutMs: 2 * 60 * 60 * 1000,
   maxTuplesPerHost: 8,
+  /** Host names (not wildcards) in one sandbox's allowOut, whose addresses its node learns and allows. */
+  maxAllowOutHosts: 64,
 } as const;
 
 export const EGRESS_ADMIN_TOKEN_HEADER = 'x-svc-admin-token';

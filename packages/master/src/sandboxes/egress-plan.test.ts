@@ -53,6 +53,7 @@ test('bad input is a 400 that names the problem', () => {
   bad({ rules: { 'a.com': [{ transform: { headers: { Host: 'evil' } } }] } }, /cannot be Host/);
   bad({ rules: { 'a.com': [{ transform: { headers: { A: 'x\r\nB: y' } } }] } }, /line breaks/);
   bad({ allowOut: ['not a host!'] }, /allowOut\[0\]/);
+  bad({ allowOut: Array.from({ length: 65 }, (_, i) => `h${i}.example.com`) }, /at most 64/);
   bad({
     rules: [
       { match: { host: 'a.com', scheme: 'http', port: 8000 }, action: { allow: true } },

@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/common';
 import {
-  checkEgressRules, checkHostPattern, EgressRuleError, REDACTED, redactRules, steeredTuples,
+  checkEgressRules, checkHostPattern, EGRESS_DEFAULTS, EgressRuleError, REDACTED, redactRules, steeredTuples,
   type EgressInject, type EgressRule, type EgressScheme, type EgressTransform, type SandboxEgressPolicy,
 } from '@svc/contracts/egress';
 import type { NetworkConfig } from '@svc/contracts/master';
@@ -45,6 +45,10 @@ export function planEgress(network: Pick<NetworkConfig, 'allowOut' | 'denyOut' |
     } catch (err) {
       throw badRequest((err as Error).message);
     }
+  }
+  const named = new Set(domains.filter((d) => !d.startsWith('*.')));
+  if (named.size > EGRESS_DEFAULTS.maxAllowOutHosts) {
+    throw badRequest(`network.allowOut names ${named.size} host names; a sandbox may name at most ${EGRESS_DEFAULTS.maxAllowOutHosts} (their addresses are learned and allowed), or use a wildcard (*.example.com) or egress rules`);
   }
   const covered = transforms.filter((t) => domains.some((d) => covers(d, t.host)));
   const loose = transforms.filter((t) => !covered.includes(t));

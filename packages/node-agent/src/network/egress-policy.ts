@@ -1,4 +1,5 @@
 import { badRequest } from '@svc/common';
+import { EGRESS_DEFAULTS } from '@svc/contracts/egress';
 import { parseCidr, intToIp } from './ipv4.ts';
 
 /** What a sandbox may reach outside itself, in layer-3 terms. */
@@ -17,6 +18,7 @@ export interface EgressPolicy {
 }
 
 export interface SteeredPort { port: number; scheme: 'http' | 'https' }
+
 
 /** Warm sandboxes wait with no way out until they are handed out. */
 export const DENY_ALL: EgressPolicy = { allowInternetAccess: false, allowOut: [], denyOut: [], steer: [] };
@@ -71,7 +73,7 @@ export function normalizePolicy(input: PolicyInput): { policy: EgressPolicy; ign
       allowOut: cidrs(input.allowOut, 'allowOut', true),
       denyOut: cidrs(input.denyOut, 'denyOut', false),
       steer: steeredPorts(input.steer ?? []),
-      allowOutHosts: [...new Set(hosts)].sort(),
+      allowOutHosts: allowOutHosts(hosts),
     },
     ignored,
   };
@@ -95,4 +97,12 @@ function steeredPorts(list: unknown[]): SteeredPort[] {
     byPort.set(t.port, { port: t.port, scheme: t.scheme });
   }
   return [...byPort.values()].sort((a, b) => a.port - b.port);
+}
+
+function allowOutHosts(hosts: string[]): string[] {
+  const unique = [...new Set(hosts)].sort();
+  if (unique.length > EGRESS_DEFAULTS.maxAllowOutHosts) {
+    throw badRequest(`network.allowOut names ${unique.length} host names; a sandbox may name at most ${EGRESS_DEFAULTS.maxAllowOutHosts} (their addresses are learned and allowed), or use a wildcard (*.example.com) or egress rules`);
+  }
+  return unique;
 }
