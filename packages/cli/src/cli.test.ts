@@ -457,12 +457,14 @@ describe('endpoint resolution', () => {
 
 describe('svc tpl', () => {
   test('create waits, reporting phases, and prints the template', async () => {
-    const r = await run(['tpl', 'create', '--image', 'reg.local/app:1', '--alias', 'app-1', '--registry-user', 'u', '--registry-password', 'p', '--insecure-registry', '--platform', 'linux/arm64', '--no-svc-ca']);
+    const r = await run(['tpl', 'create', '--image', 'reg.local/app:1', '--alias', 'app-1', '--registry-user', 'u', '--registry-password', 'p', '--insecure-registry', '--platform', 'linux/arm64', '--no-svc-ca',
+      '--start-cmd', 'node server.js', '--ready-cmd', 'curl -sf localhost:3000']);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(api.requests.findLast((q) => q.method === 'POST' && q.url === '/svc/template')!.body, {
       image: 'reg.local/app:1', alias: 'app-1', registry_auth: { username: 'u', password: 'p' }, insecure_registry: true,
-      platform: 'linux/arm64', with_svc_ca: false,
+      platform: 'linux/arm64', with_svc_ca: false, start_cmd: 'node server.js', ready_cmd: 'curl -sf localhost:3000',
     });
+    assert.equal((await run(['tpl', 'create', '--image', 'x', '--ready-cmd', 'true'])).code, 2, '--ready-cmd without --start-cmd is a usage error');
     assert.match(r.stderr, /pulling \(.* in 2 layers\)/);
     assert.match(r.stderr, /built/);
     assert.match(r.stdout, /^status:\s+ready$/m);

@@ -14,12 +14,13 @@ after(() => api.close());
 test('create sends snake_case fields and the build is followed to BUILT', async () => {
   const ref = await Template.create({
     image: 'registry.local/app:1', alias: 'app', registryAuth: { username: 'u', password: 'p' },
-    insecureRegistry: true, platform: 'linux/amd64', withSvcCa: false,
+    insecureRegistry: true, platform: 'linux/amd64', withSvcCa: false, startCmd: 'python3 -m http.server 8000', readyCmd: 'curl -sf localhost:8000',
   }, conn);
   assert.deepEqual(api.requests[api.requests.length - 1].body, {
     image: 'registry.local/app:1', alias: 'app', registry_auth: { username: 'u', password: 'p' },
-    insecure_registry: true, platform: 'linux/amd64', with_svc_ca: false,
+    insecure_registry: true, platform: 'linux/amd64', with_svc_ca: false, start_cmd: 'python3 -m http.server 8000', ready_cmd: 'curl -sf localhost:8000',
   });
+  await assert.rejects(Template.create({ image: 'x', readyCmd: 'true' }, conn), /readyCmd needs startCmd/);
   assert.match(ref.templateId, /^tpl-/);
   const seen: JobInfo[] = [];
   const job = await Template.waitForBuild(ref.jobId, { ...conn, pollMs: 1, onProgress: (j) => seen.push(j) });

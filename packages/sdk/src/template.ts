@@ -134,6 +134,9 @@ export function buildCreateBody(spec: TemplateCreateOpts): WireTemplateCreate {
   if (spec.cpuCount !== undefined) body.cpu_count = spec.cpuCount;
   if (spec.memoryMB !== undefined) body.memory_mb = spec.memoryMB;
   if (spec.diskSizeMB !== undefined) body.disk_size_mb = spec.diskSizeMB;
+  if (spec.readyCmd !== undefined && spec.startCmd === undefined) throw new InvalidArgumentError('readyCmd needs startCmd');
+  if (spec.startCmd !== undefined) body.start_cmd = spec.startCmd;
+  if (spec.readyCmd !== undefined) body.ready_cmd = spec.readyCmd;
   return body;
 }
 
@@ -157,6 +160,8 @@ export function toTemplateInfo(t: WireTemplateInfo): TemplateInfo {
     memoryMB: opt(t.memory_mb),
     diskSizeMB: opt(t.disk_size_mb),
     withSvcCa: t.with_cube_ca,
+    startCmd: opt(t.start_cmd),
+    readyCmd: opt(t.ready_cmd),
     error: opt(t.error) || undefined,
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) (info as unknown as Record<string, unknown>)[k] = v;

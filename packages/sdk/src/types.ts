@@ -243,6 +243,10 @@ export type TemplateCreateOpts = TemplateSource & {
   cpuCount?: number;
   memoryMB?: number;
   diskSizeMB?: number;
+  /** Started in each sandbox of the template; a create answers once readyCmd exits 0 (docs/templates.md). */
+  startCmd?: string;
+  /** Needs startCmd. */
+  readyCmd?: string;
 };
 
 export interface TemplateBuildRef {
@@ -265,6 +269,8 @@ export interface TemplateInfo {
   memoryMB?: number;
   diskSizeMB?: number;
   withSvcCa?: boolean;
+  startCmd?: string;
+  readyCmd?: string;
   error?: string;
 }
 

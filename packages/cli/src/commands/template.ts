@@ -20,6 +20,8 @@ interface CreateFlags {
   platform?: string;
   svcCa: boolean;
   wait: boolean;
+  startCmd?: string;
+  readyCmd?: string;
 }
 
 export function templateCommand(): Command {
@@ -37,6 +39,8 @@ export function templateCommand(): Command {
     .option('--insecure-registry', 'pull over plain HTTP')
     .option('--platform <os/arch>', 'image platform (default: the host\'s)')
     .option('--no-svc-ca', 'do not bake the egress root CA into the image')
+    .option('--start-cmd <command>', 'started in each sandbox of the template; a create answers once --ready-cmd passes')
+    .option('--ready-cmd <command>', 'exits 0 once the start command is up (needs --start-cmd)')
     .option('--no-wait', 'return once the build is accepted')
     .action(async (flags: CreateFlags, c: Command) => createTemplate(contextOf(c), flags));
 
@@ -165,6 +169,9 @@ function createSpec(f: CreateFlags): TemplateCreateOpts {
   if (f.insecureRegistry) spec.insecureRegistry = true;
   if (f.platform) spec.platform = f.platform;
   if (!f.svcCa) spec.withSvcCa = false;
+  if (f.readyCmd !== undefined && f.startCmd === undefined) throw new UsageError('--ready-cmd needs --start-cmd');
+  if (f.startCmd !== undefined) spec.startCmd = f.startCmd;
+  if (f.readyCmd !== undefined) spec.readyCmd = f.readyCmd;
   return spec;
 }
 
@@ -208,6 +215,8 @@ function printTemplate(ctx: Context, t: TemplateInfo): void {
     ['memory', t.memoryMB === undefined ? undefined : `${t.memoryMB} MiB`],
     ['disk', t.diskSizeMB === undefined ? undefined : `${t.diskSizeMB} MiB`],
     ['svc CA', t.withSvcCa === undefined ? undefined : t.withSvcCa ? 'baked in' : 'no'],
+    ['start command', t.startCmd],
+    ['ready command', t.readyCmd],
     ['created', t.createdAt],
     ['updated', t.updatedAt],
     ['error', t.error],
