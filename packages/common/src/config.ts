@@ -3,6 +3,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { SvcConfig } from './config-types.ts';
+import { intToIp, isIpv4, parseCidr } from './ipv4.ts';
 
 export type { SvcConfig, DatabaseConfig, RedisConfig } from './config-types.ts';
 
@@ -258,7 +259,13 @@ function fillDerived(c: SvcConfig) {
   if (!c.egress.admin_addr) c.egress.admin_addr = `http://${c.egress.admin_bind === '0.0.0.0' ? '127.0.0.1' : c.egress.admin_bind}:${c.egress.admin_port}`;
   if (!c.egress.audit_log) c.egress.audit_log = join(c.data_dir, 'log', 'svc-egress', 'access.jsonl');
   if (!c.egress.ca_dir) c.egress.ca_dir = join(c.data_dir, 'egress-ca');
-  if (!c.egress.address && /^\d+\.\d+\.\d+\.\d+\/\d+$/.test(c.node_agent.address_pool)) c.egress.address = egressAddressOf(c.node_agent.address_pool);
+  if (!c.egress.address) {
+    try {
+      c.egress.address = egressAddressOf(c.node_agent.address_pool);
+    } catch {
+      // A pool that is no CIDR: validateConfig names node_agent.address_pool, the cause.
+    }
+  }
   if (!c.template_center.ca_cert_file && c.egress.enabled) c.template_center.ca_cert_file = join(c.egress.ca_dir, 'ca.pem');
 }
 
@@ -267,11 +274,7 @@ function fillDerived(c: SvcConfig) {
  * node agent keeps for it (docs/egress.md).
  */
 export function egressAddressOf(pool: string): string {
-  const [ip, prefix] = pool.split('/');
-  const n = ip.split('.').reduce((a, o) => a * 256 + Number(o), 0);
-  const base = n - (n % 2 ** (32 - Number(prefix)));
-  const first = base + 1;
-  return [24, 16, 8, 0].map((s) => Math.floor(first / 2 ** s) % 256).join('.');
+  return intToIp(parseCidr(pool).base + 1);
 }
 
 /** `host=ipv4,host=ipv4` → map; a ConfigError names the bad entry. */
@@ -320,7 +323,7 @@ export function validateConfig(c: SvcConfig): void {
   const cpu = c.node_agent.host.quota.max_cpu_pressure;
   need(typeof cpu === 'number' && cpu >= 0 && cpu <= 100, 'node_agent.host.quota.max_cpu_pressure', `must be from 0 (off) to 100 (got ${cpu})`);
   need(['auto', 'gvisor', 'microvm'].includes(c.node_agent.runtime), 'node_agent.runtime', `must be auto, gvisor or microvm (got ${JSON.stringify(c.node_agent.runtime)})`);
-  need(/^\d+\.\d+\.\d+\.\d+\/(?:[8-9]|[12]\d|30)$/.test(c.node_agent.address_pool), 'node_agent.address_pool', `must be an IPv4 CIDR of /8../30 (got ${JSON.stringify(c.node_agent.address_pool)})`);
+  need(/^\d+\.\d+\.\d+\.\d+\/(?:[8-9]|[12]\d|30)$/.test(c.node_agent.address_pool) && isIpv4(c.node_agent.address_pool.split('/')[0]), 'node_agent.address_pool', `must be an IPv4 CIDR of /8../30 (got ${JSON.stringify(c.node_agent.address_pool)})`);
   need(Number.isInteger(c.node_agent.warm_pool_size) && c.node_agent.warm_pool_size >= 0, 'node_agent.warm_pool_size', 'must be a non-negative integer');
   need(Number.isInteger(c.node_agent.warm_pool_initial) && c.node_agent.warm_pool_initial >= 0, 'node_agent.warm_pool_initial', 'must be a non-negative integer');
   need(Number.isInteger(c.node_agent.warm_pool_max) && c.node_agent.warm_pool_max >= c.node_agent.warm_pool_size, 'node_agent.warm_pool_max', 'must be an integer no smaller than warm_pool_size');

@@ -11,5 +11,6 @@ export { compileValidator, schemaError } from './schema-validation.ts';
 export * from './periodic.ts';
 export { freePort } from './free-port.ts';
 export { fileStreamClosed } from './streams.ts';
+export { intToIp, ipToInt, isIpv4, parseCidr } from './ipv4.ts';
 export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

@@ -13,7 +13,7 @@
  * The master's route the proxy loads every policy from at start (the same token):
  *   GET    /internal/v1/egress/policies?nodeId → SandboxEgressPolicy[] (secrets included)
  */
-import { JsonClient, type TaskStats } from '@svc/common';
+import { isIpv4, JsonClient, type TaskStats } from '@svc/common';
 
 export const EGRESS_DEFAULTS = {
   httpPort: 8080,
@@ -176,7 +176,6 @@ export interface EgressTlsHandshakeRecord {
 export class EgressRuleError extends Error {}
 
 const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const METHOD = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/;
 const FORBIDDEN_INJECT_HEADERS = new Set(['host', 'content-length', 'transfer-encoding', 'connection', 'upgrade', 'te', 'trailer', 'keep-alive', 'proxy-connection']);
@@ -185,7 +184,7 @@ const FORBIDDEN_INJECT_HEADERS = new Set(['host', 'content-length', 'transfer-en
 export function checkHostPattern(value: string, where: string): string {
   const v = value.trim().toLowerCase().replace(/\.$/, '');
   if (v.includes('/')) throw new EgressRuleError(`${where} must be a domain name or a single IP, not a CIDR (${JSON.stringify(value)})`);
-  if (IPV4.test(v)) return v;
+  if (isIpv4(v)) return v;
   const name = v.startsWith('*.') ? v.slice(2) : v;
   if (!name || name.length > 253 || !name.split('.').every((l) => LABEL.test(l)) || /^[\d.]+$/.test(name)) {
     throw new EgressRuleError(`${where} must be a domain name (optionally starting with "*.") or a single IPv4 address, not ${JSON.stringify(value)}`);

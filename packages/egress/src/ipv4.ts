@@ -1,19 +1,12 @@
-/** IPv4 addresses and CIDR blocks, as the policies name them. */
+/** IPv4 addresses and CIDR blocks, as the policies name them (arithmetic: @svc/common's ipv4). */
+import { ipToInt, isIpv4 } from '@svc/common';
 
-const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
-
-export function isIpv4(value: string): boolean {
-  return IPV4.test(value);
-}
+export { isIpv4 };
 
 /** The socket's remote address as the policies name it: an IPv4-mapped IPv6 address loses its `::ffff:`. */
 export function plainIpv4(address: string | undefined): string {
   if (!address) return '';
   return address.startsWith('::ffff:') && isIpv4(address.slice(7)) ? address.slice(7) : address;
-}
-
-function toInt(ip: string): number {
-  return ip.split('.').reduce((acc, octet) => acc * 256 + Number(octet), 0);
 }
 
 export interface Cidr {
@@ -28,7 +21,7 @@ export function parseCidr(text: string): Cidr | undefined {
   if (rest.length || !isIpv4(ip)) return undefined;
   const prefix = bits === undefined ? 32 : /^\d{1,2}$/.test(bits) ? Number(bits) : NaN;
   if (!(prefix >= 0 && prefix <= 32)) return undefined;
-  return { text: text.trim(), base: toInt(ip), prefix };
+  return { text: text.trim(), base: ipToInt(ip), prefix };
 }
 
 export function cidrContains(cidr: Cidr, ip: string): boolean {
@@ -36,7 +29,7 @@ export function cidrContains(cidr: Cidr, ip: string): boolean {
   if (cidr.prefix === 0) return true;
   const shift = 32 - cidr.prefix;
   // >>> keeps the comparison unsigned for addresses at or above 128.0.0.0
-  return (toInt(ip) >>> shift) === (cidr.base >>> shift);
+  return (ipToInt(ip) >>> shift) === (cidr.base >>> shift);
 }
 
 /** The first CIDR of the list that holds the address. */

@@ -1,8 +1,8 @@
 import { SvcError } from '@svc/common';
 import { subnetClash, widerRoutesOver, type HostNetwork } from './host-conflicts.ts';
-import { intToIp, parseCidr } from './ipv4.ts';
+import { intToIp, ipToInt, parseCidr } from '@svc/common';
 
-export { intToIp, parseCidr } from './ipv4.ts';
+export { intToIp, parseCidr } from '@svc/common';
 
 export interface SandboxAddresses {
   /** Index of the /30 inside the pool. */
@@ -69,8 +69,7 @@ export class AddressPool {
 
   /** Keeps the /30 holding this address (when the pool has it) from ever being handed out. */
   reserveAddress(address: string) {
-    const ip = address.split('.').reduce((a, o) => a * 256 + Number(o), 0);
-    const slot = Math.floor((ip - this.base) / 4);
+    const slot = Math.floor((ipToInt(address) - this.base) / 4);
     if (slot >= 0 && slot < this.slots) this.used.add(slot);
   }
 

@@ -1,6 +1,5 @@
-import { badRequest } from '@svc/common';
+import { badRequest, intToIp, parseCidr } from '@svc/common';
 import { EGRESS_DEFAULTS } from '@svc/contracts/egress';
-import { parseCidr, intToIp } from './ipv4.ts';
 
 /** What a sandbox may reach outside itself, in layer-3 terms. */
 export interface EgressPolicy {

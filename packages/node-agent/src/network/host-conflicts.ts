@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import { ipToInt } from './ipv4.ts';
+import { ipToInt } from '@svc/common';
 
 /** A range of IPv4 addresses as unsigned 32-bit numbers, both ends included. */
 export interface Range { first: number; last: number }

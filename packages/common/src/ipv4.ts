@@ -1,4 +1,11 @@
-/** IPv4 addresses as unsigned 32-bit numbers. */
+/** IPv4 addresses as unsigned 32-bit numbers, and CIDR blocks: the one arithmetic of the node agent, the egress proxy and the configuration. */
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
+
+/** A dotted-quad IPv4 address, each octet 0..255 without a leading sign. */
+export function isIpv4(value: string): boolean {
+  return IPV4.test(value);
+}
 
 export function ipToInt(ip: string): number {
   const parts = ip.split('.').map(Number);
