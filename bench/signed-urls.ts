@@ -1,3 +1,4 @@
+import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 /**
  * The signed file URL look-up of the single-URL mode (issue 9): a `/files?...&signature=` URL
  * that names no sandbox is routed to the sandbox whose envd access token produced the signature,
@@ -40,7 +41,7 @@ async function main() {
       const id = `bench${String(i).padStart(15, '0')}`;
       ids.push(id);
       await master.db.kysely.insertInto('t_svc_sandbox').values({
-        sandbox_id: id, template_id: 'tpl-bench', alias: null, node_id: 'n1', state: 'running', pause_kind: null,
+        sandbox_id: id, team_id: DEFAULT_TEAM_ID, template_id: 'tpl-bench', alias: null, node_id: 'n1', state: 'running', pause_kind: null,
         address: '10.0.0.2', envd_port: 49983, envd_version: '0.6.4', envd_access_token: `token-${i}`, traffic_access_token: null,
         secure: 1, runtime: 'gvisor', cpu_count: 1, memory_mb: 512, disk_size_mb: 2048, metadata: '{}', network: '{}',
         allow_internet_access: null, on_timeout: 'kill', auto_resume: 0, timeout_sec: -1, end_at: null,

@@ -1,18 +1,29 @@
 import type { FastifyRequest } from 'fastify';
-import { sameSecret, SvcError, unauthorized } from '@svc/common';
+import { SvcError, unauthorized } from '@svc/common';
 import { isContextFilesUpload } from '@svc/contracts';
+import type { KeyVerifier } from './key-verifier.ts';
+import { MinuteCounter, tooManyRequests } from './rate-limits.ts';
+import { setIdentity } from './request-identity.ts';
 
 export interface AuthConfig {
-  /** Keys that open the API; none: no key is asked for. */
-  apiKeys: string[];
+  /** Checks presented keys; undefined: no key is asked for (every call is the operator's). */
+  verifier?: KeyVerifier;
   callbackUrl: string;
+  /** Failed key checks from one address in a minute before it gets 429. */
+  maxFailuresPerMin: number;
+  failures: MinuteCounter;
+  /** Each team's requests this minute, against its maxRequestsPerMinute. */
+  requests: MinuteCounter;
 }
 
-/** Routes that answer without a key (health checks for load balancers, the API's description). */
-const OPEN_PATHS = new Set(['/health', '/openapi.json', '/docs']);
+/**
+ * Routes that answer without a key: health checks for load balancers, the API's description,
+ * and the workload identity issuer's documents, which AWS and GCP fetch (docs/security.md).
+ */
+const OPEN_PATHS = new Set(['/health', '/openapi.json', '/docs', '/.well-known/openid-configuration', '/.well-known/jwks.json']);
 
 export function presentedKey(req: FastifyRequest): string | undefined {
-  const key = req.headers['x-api-key'];
+  const key = req.headers['x-api-key'] ?? req.headers['x-admin-token'];
   if (typeof key === 'string' && key) return key;
   const auth = req.headers.authorization;
   if (typeof auth === 'string' && /^bearer\s+/i.test(auth)) return auth.replace(/^bearer\s+/i, '').trim();
@@ -31,11 +42,21 @@ export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promis
   // The SDK uploads a build's files with the signed URL alone, as to E2B's presigned URLs; the
   // master checks the signature (packages/master/src/builds/context-files.ts).
   if (isContextFilesUpload(req.method, path)) return;
-  if (cfg.apiKeys.length) {
+  if (cfg.verifier) {
+    const source = req.ip;
+    const blocked = cfg.failures.over(source, cfg.maxFailuresPerMin);
+    if (blocked) throw tooManyRequests(`too many failed API key checks from ${source} (${blocked.count} this minute; the limit is ${cfg.maxFailuresPerMin}); retry in ${blocked.retryAfterSec} s`, blocked.retryAfterSec);
     const key = presentedKey(req);
-    if (!key) throw unauthorized('missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>');
-    // Every key is compared, so the time taken does not tell which one came close.
-    if (!cfg.apiKeys.map((k) => sameSecret(key, k)).includes(true)) throw unauthorized('invalid API key');
+    const identity = key === undefined ? undefined : await cfg.verifier.verify(key);
+    if (!identity) {
+      cfg.failures.add(source);
+      throw unauthorized(key === undefined ? 'missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>' : 'invalid API key');
+    }
+    const limit = identity.limits.maxRequestsPerMinute;
+    const over = cfg.requests.over(identity.teamId, limit);
+    if (over) throw tooManyRequests(`team quota maxRequestsPerMinute reached: the team may make ${limit} API requests a minute and made ${over.count}; retry in ${over.retryAfterSec} s`, over.retryAfterSec);
+    if (limit > 0) cfg.requests.add(identity.teamId);
+    setIdentity(req, identity);
   }
   if (cfg.callbackUrl) {
     const headers: Record<string, string> = { 'X-Request-Path': path, 'X-Request-Method': req.method };

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SvcError } from '@svc/common';
+import { teamHeaders } from './request-identity.ts';
 
 const PASS_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 'etag', 'retry-after', 'x-next-token', 'accept-ranges', 'content-range'];
 
@@ -13,6 +14,8 @@ export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, 
     // The master builds URLs the SDK will call (upload links) on the address the SDK used.
     'x-forwarded-host': firstValue(req.headers['x-forwarded-host']) ?? req.headers.host ?? '',
     'x-forwarded-proto': firstValue(req.headers['x-forwarded-proto']) ?? req.protocol,
+    // The team the key speaks for; a team header the client sent is never passed on.
+    ...teamHeaders(req),
   };
   if (typeof req.headers.range === 'string') headers.range = req.headers.range;
   let body: string | NodeJS.ReadableStream | undefined;

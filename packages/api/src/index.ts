@@ -1,7 +1,16 @@
 import type { FastifyInstance } from 'fastify';
+import { join } from 'node:path';
 import { createHttpApp, parseListen, type Logger, type SvcConfig } from '@svc/common';
 import { MasterClient } from '@svc/contracts/master';
-import { authenticate } from './auth.ts';
+import { authenticate, type AuthConfig } from './auth.ts';
+import { TeamsClient } from '@svc/contracts/teams';
+import { KeyVerifier } from './key-verifier.ts';
+import { MinuteCounter } from './rate-limits.ts';
+import { ApiAuditLog } from './audit-log.ts';
+import { identityOf } from './request-identity.ts';
+import { registerTeamRoutes } from './team-routes.ts';
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 import { forwardToMaster } from './forward.ts';
 import { CONTEXT_FILES_UPLOAD_PATH, MASTER_TEMPLATE_PREFIXES, PUBLIC_API } from '@svc/contracts';
 import { renderDocsPage } from './docs-page.ts';
@@ -19,14 +28,37 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   const master = new MasterClient(masterUrl, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000 });
   const app = createHttpApp({ logger: opts.logger, bodyLimit: cfg.api.max_body_bytes });
   const apiKeys = [cfg.api.api_key, ...cfg.api.previous_api_keys.split(',')].map((k) => k.trim()).filter(Boolean);
-  const auth = { apiKeys: cfg.api.api_key ? apiKeys : [], callbackUrl: cfg.api.auth_callback_url };
+  const auth: AuthConfig = {
+    ...(cfg.api.api_key ? { verifier: new KeyVerifier(apiKeys, new TeamsClient(masterUrl)) } : {}),
+    callbackUrl: cfg.api.auth_callback_url,
+    maxFailuresPerMin: cfg.api.max_failed_keys_per_min,
+    failures: new MinuteCounter(),
+    requests: new MinuteCounter(),
+  };
   app.addHook('onRequest', async (req) => { await authenticate(req, auth); });
+  const audit = new ApiAuditLog(auditLogPath(cfg), opts.logger);
+  app.addHook('onResponse', async (req, reply) => {
+    if (!MUTATING.has(req.method)) return;
+    const id = identityOf(req);
+    const params = (req.params ?? {}) as Record<string, unknown>;
+    const resource = Object.values(params).find((v): v is string => typeof v === 'string' && v !== '') ?? null;
+    audit.write({
+      ts: new Date().toISOString(), type: 'api_call', key_id: id?.keyId ?? null, team_id: id?.teamId ?? null, method: req.method,
+      route: req.routeOptions.url ?? '', path: req.url.split('?')[0]!, resource, status: reply.statusCode, source: req.ip,
+      duration_ms: Math.round(reply.elapsedTime),
+    });
+  });
 
   app.get('/health', async () => ({ ok: true }));
   app.get('/openapi.json', async () => PUBLIC_API);
   const docsPage = renderDocsPage();
   app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(docsPage));
   registerSandboxRoutes(app, master, cfg.sandbox_domain);
+  registerTeamRoutes(app, masterUrl);
+  // The vault and the workload identity issuer's documents are the master's (docs/security.md).
+  for (const path of ['/secrets', '/secrets/*', '/.well-known/openid-configuration', '/.well-known/jwks.json']) {
+    app.all(path, (req, reply) => forwardToMaster(req, reply, masterUrl));
+  }
   // A build's context files stream through to the master, which checks the URL's signature.
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
@@ -42,5 +74,10 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   await app.listen({ host, port });
   const url = `http://${host}:${(app.server.address() as { port: number }).port}`;
   opts.logger.info({ url }, 'API gateway listening');
-  return { url, app, close: () => app.close() };
+  return { url, app, close: async () => { await app.close(); await audit.close(); } };
+}
+
+/** api.audit_log, by default beside the egress proxy's log (docs/security.md, "Audit"). */
+export function auditLogPath(cfg: SvcConfig): string {
+  return cfg.api.audit_log || join(cfg.data_dir, 'log', 'svc-api', 'audit.jsonl');
 }

@@ -4,6 +4,7 @@ import { nodeCommand } from './commands/node.ts';
 import { sandboxCommand } from './commands/sandbox.ts';
 import { snapshotCommand } from './commands/snapshot.ts';
 import { templateCommand } from './commands/template.ts';
+import { keyCommand, teamCommand } from './commands/team.ts';
 import { upCommand } from './commands/up-command.ts';
 import { EXIT_USAGE } from './errors.ts';
 
@@ -23,6 +24,8 @@ export function buildProgram(): Command {
   program.addCommand(snapshotCommand());
   program.addCommand(templateCommand());
   program.addCommand(nodeCommand());
+  program.addCommand(teamCommand());
+  program.addCommand(keyCommand());
   configureAll(program);
   return program;
 }

@@ -13,6 +13,10 @@ export interface SvcConfig {
     /** Optional operator auth callback URL (receives X-Request-Path / X-Request-Method). */
     auth_callback_url: string;
     max_body_bytes: number;
+    /** JSON Lines of every mutating call (who, what, result); '': <data_dir>/log/svc-api/audit.jsonl. */
+    audit_log: string;
+    /** Failed key checks from one source address in a minute before it gets 429. */
+    max_failed_keys_per_min: number;
   };
   master: {
     listen: string;
@@ -29,6 +33,12 @@ export interface SvcConfig {
     build_timeout_sec: number;
     create_timeout_insec: number;
     database: DatabaseConfig;
+    /** The vault key file (docs/security.md); '': <data_dir>/vault/key.json, made when missing. */
+    vault_key_file: string;
+    /** The OIDC issuer of workload tokens: the API's public URL ('': the API's own address). */
+    identity_issuer_url: string;
+    /** SPIFFE trust domain of workload tokens' subjects. */
+    identity_trust_domain: string;
   };
   svclet_conf: {
     /** Cluster default idle timeout; <= 0 means no idle TTL (shipped -1). */

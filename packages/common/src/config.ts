@@ -19,11 +19,14 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
   return {
     data_dir: dataDir,
     sandbox_domain: '',
-    api: { listen: '127.0.0.1:3000', api_key: '', previous_api_keys: '', auth_callback_url: '', max_body_bytes: 1024 * 1024 },
+    api: { listen: '127.0.0.1:3000', api_key: '', previous_api_keys: '', auth_callback_url: '', max_body_bytes: 1024 * 1024, audit_log: '', max_failed_keys_per_min: 30 },
     master: {
       listen: '127.0.0.1:8089',
       addr: '',
       upload_signing_key: '',
+      vault_key_file: '',
+      identity_issuer_url: '',
+      identity_trust_domain: 'svc.local',
       max_concurrent_builds: 2,
       build_timeout_sec: 3600,
       create_timeout_insec: 60,
@@ -85,6 +88,11 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_MASTER_ADDR', 'master.addr', 'string'],
   ['SVC_CREATE_TIMEOUT_INSEC', 'master.create_timeout_insec', 'int'],
   ['SVC_UPLOAD_SIGNING_KEY', 'master.upload_signing_key', 'string'],
+  ['SVC_VAULT_KEY_FILE', 'master.vault_key_file', 'string'],
+  ['SVC_IDENTITY_ISSUER_URL', 'master.identity_issuer_url', 'string'],
+  ['SVC_IDENTITY_TRUST_DOMAIN', 'master.identity_trust_domain', 'string'],
+  ['SVC_API_AUDIT_LOG', 'api.audit_log', 'string'],
+  ['SVC_API_MAX_FAILED_KEYS_PER_MIN', 'api.max_failed_keys_per_min', 'int'],
   ['SVC_MAX_CONCURRENT_BUILDS', 'master.max_concurrent_builds', 'int'],
   ['SVC_BUILD_TIMEOUT_SEC', 'master.build_timeout_sec', 'int'],
   ['SVC_DEFAULT_TIMEOUT_INSEC', 'svclet_conf.default_timeout_insec', 'int'],
@@ -257,6 +265,7 @@ function fillDerived(c: SvcConfig) {
   if (!c.template_center.artifact_dir) c.template_center.artifact_dir = join(c.data_dir, 'artifacts');
   if (!c.sandbox_domain) c.sandbox_domain = `localhost:${c.proxy.http_port}`;
   if (!c.egress.admin_addr) c.egress.admin_addr = `http://${c.egress.admin_bind === '0.0.0.0' ? '127.0.0.1' : c.egress.admin_bind}:${c.egress.admin_port}`;
+  if (!c.master.identity_issuer_url) c.master.identity_issuer_url = `http://${hostForClient(c.api.listen)}`;
   if (!c.egress.audit_log) c.egress.audit_log = join(c.data_dir, 'log', 'svc-egress', 'access.jsonl');
   if (!c.egress.ca_dir) c.egress.ca_dir = join(c.data_dir, 'egress-ca');
   if (!c.egress.address) {
@@ -288,7 +297,7 @@ export function parseEgressResolve(value: string): Record<string, string> {
   return out;
 }
 
-function hostForClient(listen: string): string {
+export function hostForClient(listen: string): string {
   return listen.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^:/, '127.0.0.1:');
 }
 

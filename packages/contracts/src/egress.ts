@@ -83,6 +83,8 @@ export interface EgressFallback {
 /** What the proxy enforces for one sandbox, found by its source address. */
 export interface SandboxEgressPolicy {
   sandboxId: string;
+  /** The sandbox's team: whose secrets its `${e2b.secrets.NAME}` placeholders name (docs/security.md). */
+  teamId?: string;
   /** The sandbox's IPv4 address: the source of its traffic. */
   address: string;
   rules: EgressRule[];
@@ -144,6 +146,7 @@ export type EgressSecurityReason =
   | 'host_sni_mismatch'
   | 'inject_fired'
   | 'not_ready'
+  | 'placeholder_unresolved'
   | 'unknown_sandbox';
 
 export interface EgressSecurityEvent {

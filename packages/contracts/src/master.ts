@@ -84,10 +84,22 @@ export interface CreateSandboxInput {
   volumeMounts: VolumeMount[];
   cpuCount?: number;
   memoryMB?: number;
+  /** Workload tokens by name (E2B's iam.tokens): `${e2b.identity.tokens.NAME}` in a transform mints one. */
+  iam?: { tokens: Record<string, IamToken> };
 }
+
+export interface IamToken {
+  audience: string;
+  /** 'JWT-SVID', the one kind there is. */
+  tokenType: string;
+}
+
+export const IAM_LIMITS = { tokens: 16, nameBytes: 128, audienceBytes: 1024 } as const;
 
 export interface SandboxRecord {
   sandboxId: string;
+  /** The team it belongs to (docs/security.md). */
+  teamId: string;
   templateId: string;
   alias?: string;
   nodeId: string;
@@ -221,8 +233,12 @@ function seg(id: string): string {
 
 export class MasterClient {
   readonly http: JsonClient;
-  constructor(baseUrl: string, opts: { timeoutMs?: number } = {}) {
-    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 120_000 });
+  constructor(private readonly baseUrl: string, private readonly opts: { timeoutMs?: number; headers?: Record<string, string> } = {}) {
+    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 120_000, ...(opts.headers ? { headers: opts.headers } : {}) });
+  }
+  /** The same client, sending these headers too (the gateway's team header, docs/security.md). */
+  with(headers: Record<string, string>): MasterClient {
+    return Object.keys(headers).length ? new MasterClient(this.baseUrl, { ...this.opts, headers: { ...this.opts.headers, ...headers } }) : this;
   }
   createSandbox(input: CreateSandboxInput) { return this.http.post<SandboxRecord>('/v1/sandboxes', input); }
   listSandboxes(q: ListSandboxesQuery) { return this.http.get<SandboxPage>('/v1/sandboxes', { query: { ...q } }); }

@@ -103,6 +103,16 @@ export const NewSandbox = {
     volume_mounts: { type: 'array', items: VolumeMount },
     cpuCount: { type: 'integer', minimum: 1 },
     memoryMB: { type: 'integer', minimum: 64 },
+    iam: {
+      type: 'object',
+      description: 'E2B: workload tokens the egress proxy mints for ${e2b.identity.tokens.NAME} (docs/security.md)',
+      properties: {
+        tokens: {
+          type: 'object',
+          additionalProperties: { type: 'object', required: ['audience', 'tokenType'], properties: { audience: str, tokenType: str } },
+        },
+      },
+    },
   },
 } as const;
 

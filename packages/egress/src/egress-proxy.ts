@@ -1,3 +1,4 @@
+import { PlaceholderResolver, type PlaceholderSources } from './placeholders.ts';
 import http from 'node:http';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
@@ -35,6 +36,8 @@ export interface EgressProxyOptions {
   resolve?: Record<string, string>;
   /** PEM trusted for upstream TLS besides node's and the system's roots. */
   upstreamCa?: string;
+  /** Where `${e2b.secrets.…}` and `${e2b.identity.tokens.…}` are resolved; absent: a request that needs one is refused. */
+  placeholders?: PlaceholderSources;
   /** Every policy of this node (the master's list), retried with backoff until it answers; absent: ready at once. */
   policySource?: () => Promise<SandboxEgressPolicy[]>;
   connectTimeoutMs?: number;
@@ -68,7 +71,8 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const ioTimeoutMs = opts.ioTimeoutMs ?? EGRESS_DEFAULTS.ioTimeoutMs;
   const ca = await EgressCa.loadOrCreate(opts.caDir);
   const store = new PolicyStore();
-  const audit = await AuditLog.open(opts.auditLogPath, { logger, liveSecrets: () => store.liveSecrets() });
+  const placeholders = new PlaceholderResolver(opts.placeholders);
+  const audit = await AuditLog.open(opts.auditLogPath, { logger, liveSecrets: () => [...store.liveSecrets(), ...placeholders.liveValues()] });
   const upstreams = new Upstreams({
     resolve: opts.resolve,
     upstreamCa: opts.upstreamCa,
@@ -76,7 +80,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     connectTimeoutMs: opts.connectTimeoutMs ?? EGRESS_DEFAULTS.connectTimeoutMs,
     ioTimeoutMs,
   });
-  const deps: ProxyDeps = { store, audit, upstreams, logger };
+  const deps: ProxyDeps = { store, placeholders, audit, upstreams, logger };
   const connections = new WeakMap<Socket, ConnectionFacts>();
 
   const httpServer = createHttpServer(ioTimeoutMs, (req, res) => {

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { egressAddressOf, parseEgressResolve, type Logger, type SvcConfig } from '@svc/common';
 import { EgressPolicySource } from '@svc/contracts/egress';
+import { SecretResolverClient } from '@svc/contracts/secrets';
+import { IdentityMintClient } from '@svc/contracts/identity';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
 
 export interface EgressFromConfigOptions {
@@ -27,6 +29,10 @@ export function startEgressFromConfig(cfg: SvcConfig, o: EgressFromConfigOptions
     resolve: parseEgressResolve(eg.resolve),
     ...(eg.upstream_ca_file ? { upstreamCa: readFileSync(eg.upstream_ca_file, 'utf8') } : {}),
     policySource: () => source.policies(o.nodeId),
+    placeholders: {
+      secrets: new SecretResolverClient(o.masterAddr ?? cfg.master.addr, eg.admin_token),
+      tokens: new IdentityMintClient(o.masterAddr ?? cfg.master.addr, eg.admin_token),
+    },
     logger: o.logger,
   });
 }

@@ -13,6 +13,10 @@ export function checkPolicy(input: unknown): SandboxEgressPolicy {
   if (typeof sandboxId !== 'string' || !sandboxId || sandboxId.length > 128) throw new EgressRuleError('sandboxId must be a string of 1 to 128 characters');
   if (typeof address !== 'string' || !isIpv4(address)) throw new EgressRuleError(`address must be an IPv4 address, not ${JSON.stringify(address)}`);
   const policy: SandboxEgressPolicy = { sandboxId, address, rules: checkEgressRules(input.rules ?? []) };
+  if (input.teamId !== undefined && input.teamId !== null) {
+    if (typeof input.teamId !== 'string' || !input.teamId || input.teamId.length > 128) throw new EgressRuleError('teamId must be a string of 1 to 128 characters');
+    policy.teamId = input.teamId;
+  }
   if (input.fallback !== undefined && input.fallback !== null) policy.fallback = checkFallback(input.fallback);
   if (input.transforms !== undefined && input.transforms !== null) {
     const transforms = checkTransforms(input.transforms);

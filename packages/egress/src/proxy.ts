@@ -4,6 +4,7 @@ import type { EgressAuditLevel, EgressInject, EgressRequestRecord, EgressRule, E
 import { auditTimestamp, type AuditLog } from './audit-log.ts';
 import { decide, decideByAddress, transformFor, type RequestFacts } from './decide.ts';
 import { injectedHeaders, sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
+import { PlaceholderError, type PlaceholderResolver } from './placeholders.ts';
 import { normalizeHost } from './host-match.ts';
 import type { PolicyStore } from './policy-store.ts';
 import { requestTarget, type RequestTarget } from './request-target.ts';
@@ -22,6 +23,7 @@ export interface ConnectionFacts {
 
 export interface ProxyDeps {
   store: PolicyStore;
+  placeholders: PlaceholderResolver;
   audit: AuditLog;
   upstreams: Upstreams;
   logger: Logger;
@@ -113,7 +115,7 @@ class Exchange {
         }
         // E2B's transforms grant nothing: they inject only into what the fallback allowed.
         const transform = transformFor(policy, target.host);
-        const headers = transform ? this.injectOrRefuse(`transform ${transform.host}`, transform.inject) : [];
+        const headers = transform ? await this.injectOrRefuse(`transform ${transform.host}`, transform.inject) : [];
         if (headers === undefined || this.refuseUpgrade()) return;
         return this.forward(ip, headers);
       }
@@ -128,7 +130,7 @@ class Exchange {
     if (this.refuseUpgrade()) return;
     const ip = await this.resolve();
     if (ip === undefined) return;
-    const headers = this.injectOrRefuse(rule.name, rule.action.inject ?? []);
+    const headers = await this.injectOrRefuse(rule.name, rule.action.inject ?? []);
     if (headers !== undefined) this.forward(ip, headers);
   }
 
@@ -136,10 +138,19 @@ class Exchange {
    * The headers an inject adds, after its guard: on HTTPS the Host must be the name the client's
    * TLS verified, or the request is refused (undefined). Records that the inject fired.
    */
-  private injectOrRefuse(source: string, inject: EgressInject[]): InjectedHeader[] | undefined {
+  private async injectOrRefuse(source: string, inject: EgressInject[]): Promise<InjectedHeader[] | undefined> {
     if (inject.length === 0) return [];
     if (this.conn.scheme === 'https' && !this.hostMatchesTls(source)) return undefined;
-    const headers = injectedHeaders(inject);
+    let headers: InjectedHeader[];
+    try {
+      // Secrets and workload tokens named by placeholders, resolved for this request (docs/security.md).
+      headers = await this.deps.placeholders.fill(this.policy!, injectedHeaders(inject));
+    } catch (err) {
+      if (!(err instanceof PlaceholderError)) throw err;
+      this.securityEvent('placeholder_unresolved', source, err.message);
+      this.answer(err.status, `egress ${err.status === 403 ? 'denied' : 'unavailable'}: ${err.message}; nothing was sent upstream`);
+      return undefined;
+    }
     this.record.injected = headers.map((h) => h.name);
     this.securityEvent('inject_fired', source, `injected ${this.record.injected.join(', ')}`);
     return headers;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createHttpApp, parseListen, Periodic, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { createHttpApp, hostForClient, parseListen, Periodic, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { openDatabase, type Db } from './db/connect.ts';
 import { migrate } from './db/migrator.ts';
 import { migrations } from './migrations/index.ts';
@@ -22,6 +22,19 @@ import { registerSnapshotRoutes } from './snapshots/routes.ts';
 import { SnapshotService } from './snapshots/service.ts';
 import { TemplateCenterLayerStorage } from './snapshots/layer-storage.ts';
 import { TemplateCenterClient } from '@svc/contracts/template-center';
+import { join } from 'node:path';
+import { TeamService } from './teams/service.ts';
+import { registerTeamRoutes } from './teams/routes.ts';
+import { guardOwnedRoutes } from './teams/ownership.ts';
+import { masterOwnedRoutes } from './teams/guards.ts';
+import { loadVaultKeyFile } from './vault/vault.ts';
+import { SecretRepo } from './secrets/repo.ts';
+import { SecretService } from './secrets/service.ts';
+import { registerSecretRoutes } from './secrets/routes.ts';
+import { WorkloadIdentityIssuer } from './identity/issuer.ts';
+import { DbSigningKeyStore } from './identity/key-store.ts';
+import { registerIdentityRoutes } from './identity/routes.ts';
+import { registerMintRoute } from './identity/mint-route.ts';
 
 export interface MasterOptions {
   logger: Logger;
@@ -50,8 +63,24 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   if (result.unknown.length) logger.warn({ unknown: result.unknown }, 'database has migrations this build does not know (a newer master ran here?)');
 
   const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024 });
+  const teams = new TeamService(db.kysely, logger);
+  await teams.ensureDefault();
+  // Before any route: a team's call that names another team's resource is a 404 (docs/security.md).
+  let ownerOfTemplate: (ref: string) => Promise<{ teamId: string; public?: boolean } | undefined> = async () => undefined;
+  guardOwnedRoutes(app, masterOwnedRoutes({
+    sandbox: async (id) => { const r = await repo.get(id); return r && { teamId: r.team_id }; },
+    snapshot: async (ref) => { const s = await snapshotRepo.resolve(ref); return s && { teamId: s.team_id }; },
+    template: (ref) => ownerOfTemplate(ref),
+  }));
+  const vault = loadVaultKeyFile(cfg.master.vault_key_file || join(cfg.data_dir, 'vault', 'key.json'), { create: !cfg.master.vault_key_file });
+  const secrets = new SecretService(new SecretRepo(db.kysely), vault);
+  const identity = new WorkloadIdentityIssuer({
+    store: new DbSigningKeyStore(db.kysely, vault), issuerUrl: (cfg.master.identity_issuer_url || `http://${hostForClient(cfg.api.listen)}`).replace(/\/+$/, ''), trustDomain: cfg.master.identity_trust_domain,
+  });
+  await identity.start();
   const nodes = new NodeRegistry(db.kysely);
   const periodic = new Periodic(logger);
+  const repo = new SandboxRepo(db.kysely, db.driver);
   const snapshotRepo = new SnapshotRepo(db.kysely);
   const templateCenter = new TemplateCenterClient(cfg.template_center.addr, cfg.template_center.callback_token);
   const layerStorage = new TemplateCenterLayerStorage(templateCenter, cfg.master.addr);
@@ -65,12 +94,13 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
     : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus });
-  const repo = new SandboxRepo(db.kysely, db.driver);
+  if (templates.ownerOf) ownerOfTemplate = templates.ownerOf;
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
   const sandboxes = new SandboxService({
     cfg, repo, nodes, templates: sandboxResolver, coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
     egress: new NodeEgressPolicies(nodes, cfg.egress.admin_token, logger),
+    quotas: teams, secrets,
   });
   const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
   if (templates.builder) {
@@ -89,6 +119,17 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));
   registerSandboxRoutes(app, sandboxes, logger, cfg.egress.admin_token);
   registerSnapshotRoutes(app, snapshots, snapshotCatalog);
+  registerTeamRoutes(app, teams, { runningByTeam: () => repo.runningByTeam(), killAll: (teamId) => sandboxes.killTeam(teamId) });
+  registerSecretRoutes(app, secrets, cfg.egress.admin_token);
+  registerIdentityRoutes(app, identity);
+  registerMintRoute(app, identity, {
+    async of(sandboxId) {
+      const r = await repo.get(sandboxId);
+      if (!r || r.state === 'terminated') return undefined;
+      return { teamId: r.team_id, tokens: r.iam ? JSON.parse(r.iam) as Record<string, { audience: string }> : {} };
+    },
+  }, cfg.egress.admin_token);
+  periodic.every('workload identity key rotation', 60_000, () => identity.rotateIfDue());
   layerStorage.registerDownloadRoute(app);
   registerNodeRoutes(app, nodes, (nodeId) => {
     sandboxes.reconcileNode(nodeId).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'node reconcile failed'));

@@ -4,6 +4,7 @@ export { Template, type WaitForBuildOpts } from './template.ts';
 export { planFromDockerfile, type BuildPlan, type BuildStep } from './dockerfile.ts';
 export { buildTemplate, type BuildLogLine, type TemplateBuildOpts, type TemplateBuilt } from './template-build.ts';
 export { Node } from './node.ts';
+export { ApiKey, Team, type ApiKeyRecord, type CreatedKey, type CreatedTeamInfo, type TeamLimits, type TeamRecord } from './team.ts';
 export { Paginator, SandboxPaginator, SnapshotPaginator } from './paginator.ts';
 export { Commands } from './commands.ts';
 export { CommandHandle } from './command-handle.ts';

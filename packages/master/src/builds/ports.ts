@@ -9,7 +9,8 @@ import type { TemplateRow } from '../templates/tables.ts';
 
 /** The template rows builds make and finish (the template module's). */
 export interface BuilderTemplates {
-  forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }): Promise<TemplateRow>;
+  /** teamId: the team asking (undefined: the operator); another team's name is taken (409). */
+  forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }, owner?: { teamId?: string }): Promise<TemplateRow>;
   builderBuilt(templateId: string, r: { snapshotId: string; startCmd: string | null; readyCmd: string | null; user: string; workdir?: string }): Promise<void>;
   builderFailed(templateId: string, error: string): Promise<void>;
   /** The id of the template an id or alias names, if any. */

@@ -3,6 +3,7 @@ import type { E2bAssignTags, E2bBuildRequest, E2bBuildStart, E2bDeleteTags } fro
 import { documentRoute } from '../templates/routes/document-route.ts';
 import { withTemplateErrors } from '../templates/routes/error-scope.ts';
 import type { BuildService } from './service.ts';
+import { callerTeam } from '../teams/caller.ts';
 
 /** E2B's template builder routes (docs/templates.md, "The builder"); the status route is the template module's. */
 export function registerBuildRoutes(app: FastifyInstance, builds: BuildService): void {
@@ -10,7 +11,7 @@ export function registerBuildRoutes(app: FastifyInstance, builds: BuildService):
     const on = documentRoute(scope);
     on<{ Body: E2bBuildRequest }>('POST', '/v3/templates', async (req, reply) => {
       reply.status(202);
-      return builds.request(req.body);
+      return builds.request(req.body, callerTeam(req));
     });
     on<{ Params: { templateID: string; buildID: string }; Body: E2bBuildStart }>('POST', '/v2/templates/{templateID}/builds/{buildID}', async (req, reply) => {
       await builds.start(req.params.templateID, req.params.buildID, req.body);

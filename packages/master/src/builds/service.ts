@@ -71,19 +71,19 @@ export class BuildService {
     this.slots = new BuildSlots(Math.max(1, d.maxConcurrent ?? 2));
   }
 
-  async request(body: E2bBuildRequest): Promise<E2bBuildRequested> {
+  async request(body: E2bBuildRequest, caller?: string): Promise<E2bBuildRequested> {
     const full = body.name ?? body.alias;
     if (!full) throw badRequest('name is required');
     const [name, tag] = splitRef(full);
     const cpuCount = body.cpuCount ?? 2;
     const memoryMB = body.memoryMB ?? 1024;
     const tags = checkTags([...(tag ? [tag] : []), ...(body.tags ?? [])]);
-    const t = await this.d.templates.forBuild(name, { cpuCount, memoryMB });
+    const t = await this.d.templates.forBuild(name, { cpuCount, memoryMB }, { teamId: caller });
     const now = Date.now();
     const buildId = randomUUID();
     await this.d.repo.insert({
       build_id: buildId, template_id: t.template_id, status: 'waiting', cpu_count: cpuCount, memory_mb: memoryMB, spec: null,
-      reason: null, snapshot_id: null, tags: JSON.stringify(tags), created_at: now, updated_at: now, finished_at: null,
+      reason: null, snapshot_id: null, tags: JSON.stringify(tags), team_id: t.team_id, created_at: now, updated_at: now, finished_at: null,
     });
     const names = t.alias ? [t.alias] : [];
     return { templateID: t.template_id, buildID: buildId, names, aliases: names, tags, public: false };

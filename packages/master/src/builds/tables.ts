@@ -15,6 +15,8 @@ export interface BuildRow {
   snapshot_id: string | null;
   /** The tags it asked for (JSON list), given to it once ready, `default` among them. */
   tags: string | null;
+  /** The team that asked for it (its template's). */
+  team_id: string;
   created_at: number;
   updated_at: number;
   finished_at: number | null;

@@ -5,6 +5,9 @@
 import type { TemplateTables } from '../templates/tables.ts';
 import type { SnapshotTables } from '../snapshots/tables.ts';
 import type { BuildTables } from '../builds/tables.ts';
+import type { IdentityTables } from '../identity/tables.ts';
+import type { TeamTables } from '../teams/tables.ts';
+import type { SecretTables } from '../secrets/tables.ts';
 
 export interface SandboxRow {
   sandbox_id: string;
@@ -41,6 +44,10 @@ export interface SandboxRow {
   env_vars: string | null;
   /** 1: the idle-timeout pause keeps memory (freeze); 0: it keeps only the files. */
   auto_pause_memory: number;
+  /** The team it belongs to (docs/security.md). */
+  team_id: string;
+  /** E2B's iam.tokens JSON ({name: {audience, tokenType}}); null: none. */
+  iam: string | null;
 }
 
 export interface NodeRow {
@@ -66,7 +73,7 @@ export interface MigrationRow {
   applied_at: number;
 }
 
-export interface Database extends TemplateTables, SnapshotTables, BuildTables {
+export interface Database extends TemplateTables, SnapshotTables, BuildTables, TeamTables, IdentityTables, SecretTables {
   t_svc_sandbox: SandboxRow;
   t_svc_node: NodeRow;
   t_svc_migration: MigrationRow;

@@ -2,7 +2,8 @@ import { sql, type Kysely } from 'kysely';
 import type { DbDriver } from './connect.ts';
 
 /** Portable column types; each maps to the same meaning on SQLite, PostgreSQL and MySQL. */
-export type ColumnType = 'id' | 'string' | 'text' | 'int' | 'bigint' | 'bool' | 'double';
+/** `longtext`: text past MySQL's 64 KiB `text` (mediumtext there, 16 MiB). */
+export type ColumnType = 'id' | 'string' | 'text' | 'longtext' | 'int' | 'bigint' | 'bool' | 'double';
 
 export interface ColumnDef {
   name: string;
@@ -19,8 +20,10 @@ export type MigrationStep =
   | { op: 'addColumn'; table: string; column: ColumnDef }
   | { op: 'createIndex'; table: string; name: string; columns: string[]; unique?: boolean };
 
-function sqlType(t: ColumnType): string {
+function sqlType(t: ColumnType, driver: DbDriver): string | ReturnType<typeof sql.raw> {
   switch (t) {
+    // Kysely's type parser knows no mediumtext: given raw.
+    case 'longtext': return driver === 'mysql' ? sql.raw('mediumtext') : 'text';
     case 'id': return 'varchar(128)';
     case 'string': return 'varchar(255)';
     case 'text': return 'text';
@@ -36,7 +39,7 @@ export async function applyStep(db: Kysely<any>, driver: DbDriver, step: Migrati
     case 'createTable': {
       let b = db.schema.createTable(step.table).ifNotExists();
       for (const c of step.columns) {
-        b = b.addColumn(c.name, sqlType(c.type) as never, (col) => {
+        b = b.addColumn(c.name, sqlType(c.type, driver) as never, (col) => {
           let x = col;
           if (!c.nullable) x = x.notNull();
           if (c.primaryKey) x = x.primaryKey();
@@ -53,7 +56,7 @@ export async function applyStep(db: Kysely<any>, driver: DbDriver, step: Migrati
       const exists = await columnExists(db, driver, step.table, step.column.name);
       if (exists) return;
       const c = step.column;
-      await db.schema.alterTable(step.table).addColumn(c.name, sqlType(c.type) as never, (col) => {
+      await db.schema.alterTable(step.table).addColumn(c.name, sqlType(c.type, driver) as never, (col) => {
         let x = col;
         if (!c.nullable) x = x.notNull();
         if (c.default !== undefined) x = x.defaultTo(typeof c.default === 'boolean' ? Number(c.default) : c.default);

@@ -8,6 +8,9 @@ import { migration as m20261126110000 } from './20261126110000_template_builds.t
 import { migration as m20261126120000 } from './20261126120000_template_tags.ts';
 import { migration as m20261126130000 } from './20261126130000_build_step_cache.ts';
 import { migration as m20261127100000 } from './20261127100000_node_egress.ts';
+import { migration as m20261128090000 } from './20261128090000_teams.ts';
+import { migration as m20261128100000 } from './20261128100000_identity_keys.ts';
+import { migration as m20261128110000 } from './20261128110000_secrets.ts';
 
 /** Every migration the master knows; order here does not matter, names decide. */
-export const migrations: Migration[] = [m20261122100000, m20261122110000, m20261125120000, m20261125130000, m20261126100000, m20261126110000, m20261126120000, m20261126130000, m20261127100000];
+export const migrations: Migration[] = [m20261122100000, m20261122110000, m20261125120000, m20261125130000, m20261126100000, m20261126110000, m20261126120000, m20261126130000, m20261127100000, m20261128090000, m20261128100000, m20261128110000];

@@ -5,7 +5,7 @@
  */
 import { badRequest } from '@svc/common';
 import { MASK_REQUEST_HOST_PATTERN } from '@svc/contracts/public-api-schemas';
-import { SANDBOX_LIMITS as L, type CreateSandboxInput, type NetworkConfig, type VolumeMount } from '@svc/contracts/master';
+import { IAM_LIMITS, SANDBOX_LIMITS as L, type CreateSandboxInput, type IamToken, type NetworkConfig, type VolumeMount } from '@svc/contracts/master';
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -158,5 +158,31 @@ export function checkCreateInput(body: unknown): CreateSandboxInput {
     volumeMounts: volumeMountsOf(body.volumeMounts),
     cpuCount: optInt(body.cpuCount, 'cpuCount', 1, L.cpuCount),
     memoryMB: optInt(body.memoryMB, 'memoryMB', L.memoryMBMin, L.memoryMBMax),
+    ...iamOf(body.iam),
   };
+}
+
+/** E2B's iam.tokens: names usable in `${e2b.identity.tokens.NAME}`, each with its audience. */
+function iamOf(v: unknown): { iam?: { tokens: Record<string, IamToken> } } {
+  if (v === undefined || v === null) return {};
+  if (!isObj(v)) throw badRequest('iam must be an object {tokens: {name: {audience, tokenType}}}');
+  for (const k of Object.keys(v)) if (k !== 'tokens') throw badRequest(`iam.${k} is not known: iam has tokens only`);
+  if (v.tokens === undefined || v.tokens === null) return {};
+  if (!isObj(v.tokens)) throw badRequest('iam.tokens must be an object of {audience, tokenType}');
+  const entries = Object.entries(v.tokens);
+  if (entries.length > IAM_LIMITS.tokens) throw badRequest(`iam.tokens has ${entries.length} tokens; at most ${IAM_LIMITS.tokens}`);
+  const tokens: Record<string, IamToken> = {};
+  for (const [name, t] of entries) {
+    const where = `iam.tokens.${name}`;
+    // The name goes into a placeholder that ends at the first '}' (E2B's SDK refuses these too).
+    if (!name || /[{}\s\u0000-\u001f\u007f]/.test(name) || bytes(name) > IAM_LIMITS.nameBytes) {
+      throw badRequest(`iam token name ${JSON.stringify(name)} must be 1 to ${IAM_LIMITS.nameBytes} bytes without braces, spaces or control characters`);
+    }
+    if (!isObj(t)) throw badRequest(`${where} must be {audience, tokenType}`);
+    for (const k of Object.keys(t)) if (k !== 'audience' && k !== 'tokenType') throw badRequest(`${where}.${k} is not known`);
+    const audience = text(t.audience, `${where}.audience`, IAM_LIMITS.audienceBytes);
+    if (t.tokenType !== 'JWT-SVID') throw badRequest(`${where}.tokenType must be JWT-SVID (got ${JSON.stringify(t.tokenType)})`);
+    tokens[name] = { audience, tokenType: 'JWT-SVID' };
+  }
+  return entries.length ? { iam: { tokens } } : {};
 }

@@ -1,6 +1,8 @@
 /** What the sandbox service needs from the rest of the master, as small interfaces. */
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { ArtifactRef, LayerRef } from '@svc/contracts/node-agent';
+import type { TeamLimits } from '@svc/contracts/teams';
+import type { Owner } from '../teams/ownership.ts';
 
 export interface ResolvedTemplate {
   templateId: string;
@@ -21,6 +23,8 @@ export interface ResolvedTemplate {
   /** A built template's last USER and WORKDIR: whom commands that name none run as, and where. */
   defaultUser?: string;
   defaultWorkdir?: string;
+  /** Whose it is: a team starts sandboxes only from its own or public ones (docs/security.md). */
+  owner?: Owner;
 }
 
 export interface TemplateResolver {
@@ -45,4 +49,15 @@ export interface EgressPolicies {
 /** Tells data-plane proxies to drop what they cached about sandboxes. */
 export interface ProxyCachePurger {
   purge(sandboxIds: string[]): Promise<void>;
+}
+
+/** A team's limits, for the quota checks (docs/security.md, "Quotas"). */
+export interface TeamQuotas {
+  limits(teamId: string): Promise<TeamLimits>;
+}
+
+/** The secrets vault, as sandbox create checks the placeholders of its rules. */
+export interface SecretNames {
+  /** The names among `names` that the team has no secret of. */
+  missing(teamId: string, names: string[]): Promise<string[]>;
 }

@@ -7,6 +7,7 @@ import type { Row } from './repo.ts';
 export function toRecord(r: Row): SandboxRecord {
   return {
     sandboxId: r.sandbox_id,
+    teamId: r.team_id,
     templateId: r.template_id,
     ...(r.alias ? { alias: r.alias } : {}),
     nodeId: r.node_id,

@@ -34,12 +34,13 @@ export class SandboxRepo {
   /** Live sandboxes, newest first, keyset-paginated on (started_at, sandbox_id). */
   async list(opts: {
     states: SandboxState[]; templateIds?: string[]; after?: { startedAt: number; id: string }; limit: number;
-    order?: 'asc' | 'desc'; startedAfter?: number; startedBefore?: number;
+    order?: 'asc' | 'desc'; startedAfter?: number; startedBefore?: number; teamId?: string;
   }): Promise<Row[]> {
     const order = opts.order ?? 'desc';
     const past = order === 'desc' ? '<' : '>';
     let q = this.db.selectFrom('t_svc_sandbox').selectAll().where('state', 'in', opts.states);
     if (opts.templateIds) q = q.where('template_id', 'in', opts.templateIds);
+    if (opts.teamId !== undefined) q = q.where('team_id', '=', opts.teamId);
     if (opts.startedAfter !== undefined) q = q.where('started_at', '>=', opts.startedAfter);
     if (opts.startedBefore !== undefined) q = q.where('started_at', '<=', opts.startedBefore);
     if (opts.after) {
@@ -59,9 +60,26 @@ export class SandboxRepo {
     return rows.map((r) => ({ sandboxId: r.sandbox_id, token: r.envd_access_token! }));
   }
 
-  async countRunning(): Promise<number> {
-    const r = await this.db.selectFrom('t_svc_sandbox').select((eb) => eb.fn.countAll<number | string>().as('n')).where('state', '=', 'running').executeTakeFirst();
+  async countRunning(teamId?: string): Promise<number> {
+    let q = this.db.selectFrom('t_svc_sandbox').select((eb) => eb.fn.countAll<number | string>().as('n')).where('state', '=', 'running');
+    if (teamId !== undefined) q = q.where('team_id', '=', teamId);
+    const r = await q.executeTakeFirst();
     return Number(r?.n ?? 0);
+  }
+
+  /** What a team's sandboxes that hold resources (running, or on their way in or out) take. */
+  async teamUsage(teamId: string): Promise<{ sandboxes: number; memoryMB: number; vcpus: number }> {
+    const r = await this.db.selectFrom('t_svc_sandbox')
+      .select((eb) => [eb.fn.countAll<number | string>().as('n'), eb.fn.sum<number | string | null>('memory_mb').as('mem'), eb.fn.sum<number | string | null>('cpu_count').as('cpu')])
+      .where('team_id', '=', teamId).where('state', 'in', ['running', 'pausing', 'resuming']).executeTakeFirst();
+    return { sandboxes: Number(r?.n ?? 0), memoryMB: Number(r?.mem ?? 0), vcpus: Number(r?.cpu ?? 0) };
+  }
+
+  /** Running sandboxes per team (E2B's admin running-counts). */
+  async runningByTeam(): Promise<Record<string, number>> {
+    const rows = await this.db.selectFrom('t_svc_sandbox').select((eb) => ['team_id', eb.fn.countAll<number | string>().as('n')])
+      .where('state', '=', 'running').groupBy('team_id').execute();
+    return Object.fromEntries(rows.map((r) => [r.team_id, Number(r.n)]));
   }
 
   async listByNode(nodeId: string): Promise<Row[]> {

@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { badRequest, forbidden, sameSecret, unavailable, type Logger } from '@svc/common';
-import { EGRESS_ADMIN_TOKEN_HEADER } from '@svc/contracts/egress';
+import { badRequest, type Logger } from '@svc/common';
+import { requireEgressAdmin } from '../egress-admin-auth.ts';
 import type { ListSandboxesQuery } from '@svc/contracts/master';
 import { parseSandboxLogsQuery } from '@svc/contracts/sandbox-logs';
 import type { LifecycleReason } from '@svc/contracts/master-internal';
 import type { SandboxService } from './service.ts';
 import { checkCreateInput } from './create-input.ts';
+import { callerTeam } from '../teams/caller.ts';
 
 type IdParams = { Params: { id: string } };
 
@@ -13,18 +14,16 @@ type IdParams = { Params: { id: string } };
 export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService, logger: Logger, egressAdminToken = ''): void {
   // The egress proxy loads its node's policies here at start; they hold the inject secrets.
   app.get<{ Querystring: { nodeId?: string } }>('/internal/v1/egress/policies', async (req) => {
-    if (!egressAdminToken) throw unavailable('egress.admin_token is not set on the master: the egress proxy cannot load policies (fail closed)');
-    const presented = req.headers[EGRESS_ADMIN_TOKEN_HEADER];
-    if (typeof presented !== 'string' || !sameSecret(presented, egressAdminToken)) throw forbidden('X-Svc-Admin-Token must equal egress.admin_token');
+    requireEgressAdmin(req, egressAdminToken, 'load policies');
     if (!req.query.nodeId) throw badRequest('nodeId is required');
     return svc.egressPolicies(req.query.nodeId);
   });
   app.post<{ Body: unknown }>('/v1/sandboxes', async (req, reply) => {
     const input = checkCreateInput(req.body);
     reply.status(201);
-    return svc.create(input);
+    return svc.create(input, undefined, callerTeam(req));
   });
-  app.get<{ Querystring: ListSandboxesQuery }>('/v1/sandboxes', async (req) => svc.list(req.query));
+  app.get<{ Querystring: ListSandboxesQuery }>('/v1/sandboxes', async (req) => svc.list(req.query, callerTeam(req)));
   app.get<IdParams>('/v1/sandboxes/:id', async (req) => svc.get(req.params.id));
   app.delete<IdParams>('/v1/sandboxes/:id', async (req, reply) => {
     await svc.kill(req.params.id, 'killed');

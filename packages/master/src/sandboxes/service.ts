@@ -13,7 +13,11 @@ import { parseNetworkUpdate } from './create-input.ts';
 import { startAndWaitReady } from './start-command.ts';
 import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '@svc/contracts/master-internal';
 import type { NodeRegistry } from '../nodes/registry.ts';
-import type { EgressPolicies, ProxyCachePurger, ResolvedTemplate, TemplateResolver } from './ports.ts';
+import type { EgressPolicies, ProxyCachePurger, ResolvedTemplate, SecretNames, TeamQuotas, TemplateResolver } from './ports.ts';
+import { placeholderRefs } from '@svc/contracts/secrets';
+import { SandboxQuota } from './quota.ts';
+import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
+import { usableBy } from '../teams/ownership.ts';
 import { planEgress, type EgressPlan } from './egress-plan.ts';
 import { toRecord, toRoute } from './record.ts';
 import { DamagedRows } from './damaged-rows.ts';
@@ -37,6 +41,10 @@ export interface SandboxServiceDeps {
   proxies: ProxyCachePurger;
   egress: EgressPolicies;
   logger: Logger;
+  /** Teams' limits; absent: no quotas (unit tests of other parts). */
+  quotas?: TeamQuotas;
+  /** Which secret names a team lacks; absent: no vault, so no secret placeholders. */
+  secrets?: SecretNames;
   /** How long a DELETE waits for the node before answering 408 (default 30 s). */
   deleteTimeoutMs?: number;
 }
@@ -45,21 +53,39 @@ export interface SandboxServiceDeps {
 export class SandboxService {
   private readonly holder = `master-${process.pid}-${randomId(6)}`;
   readonly damaged: DamagedRows;
+  private readonly quota: SandboxQuota;
   constructor(private readonly d: SandboxServiceDeps) {
     this.damaged = new DamagedRows(d.logger);
+    this.quota = new SandboxQuota(d.quotas, (teamId) => d.repo.teamUsage(teamId));
   }
 
-  /** A create; `resolved` when the caller already knows what it starts from (a fork). */
-  async create(input: CreateSandboxInput, resolved?: ResolvedTemplate): Promise<SandboxRecord> {
+  /**
+   * A create for `caller` (undefined: the operator, whose sandboxes are the default team's);
+   * `resolved` when the caller already knows what it starts from (a fork).
+   */
+  async create(input: CreateSandboxInput, resolved?: ResolvedTemplate, caller?: string): Promise<SandboxRecord> {
+    const tpl = resolved ?? await this.d.templates.resolveForCreate(input.template);
+    // Another team's private template or snapshot is as unknown as a missing one (docs/security.md).
+    if (tpl.owner && !usableBy(caller, tpl.owner)) throw notFound(`template ${input.template} not found`, 130404);
+    const teamId = caller ?? DEFAULT_TEAM_ID;
+    const cpuCount = input.cpuCount ?? tpl.cpuCount ?? this.d.cfg.svclet_conf.default_cpu_count;
+    const memoryMB = input.memoryMB ?? tpl.memoryMB ?? this.d.cfg.svclet_conf.default_memory_mb;
+    const release = await this.quota.admit(teamId, { memoryMB, cpuCount });
+    try {
+      return await this.createAdmitted(input, tpl, teamId, cpuCount, memoryMB);
+    } finally {
+      release();
+    }
+  }
+
+  private async createAdmitted(input: CreateSandboxInput, tpl: ResolvedTemplate, teamId: string, cpuCount: number, memoryMB: number): Promise<SandboxRecord> {
     // Volumes arrive with the volumes issue; until then no volume exists, and a mount of one
     // that does not exist fails the create (docs/api.md) rather than starting a sandbox without it.
     if (input.volumeMounts.length > 0) throw notFound(`volume ${input.volumeMounts[0].name} not found`);
-    const tpl = resolved ?? await this.d.templates.resolveForCreate(input.template);
-    const cpuCount = input.cpuCount ?? tpl.cpuCount ?? this.d.cfg.svclet_conf.default_cpu_count;
-    const memoryMB = input.memoryMB ?? tpl.memoryMB ?? this.d.cfg.svclet_conf.default_memory_mb;
     const now = Date.now();
     const deadline = T.atCreate(now, input.timeout, this.d.cfg.svclet_conf.default_timeout_insec);
     const egress = planEgress(input.network, input.allowInternetAccess !== false);
+    await this.checkPlaceholders(input.network, teamId, Object.keys(input.iam?.tokens ?? {}));
     // A fork's capture is on the origin's node only: its sandboxes start there.
     const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}) });
     if (egress.policy && !(await this.d.egress.available(nodeId))) {
@@ -90,7 +116,7 @@ export class SandboxService {
       throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
     }
     // Before anything runs in it: until the proxy has the policy, it refuses the sandbox's requests.
-    await this.pushEgress(nodeId, sandboxId, node.address, egress).catch((err) => {
+    await this.pushEgress(nodeId, sandboxId, node.address, egress, teamId).catch((err) => {
       this.discardOnNode(client, nodeId, sandboxId, 'its egress policy could not be set');
       throw err;
     });
@@ -103,7 +129,7 @@ export class SandboxService {
     }
     const started = Date.now();
     const row: Row = {
-      sandbox_id: sandboxId, template_id: tpl.templateId, alias: tpl.alias ?? null, node_id: nodeId,
+      sandbox_id: sandboxId, team_id: teamId, iam: input.iam ? JSON.stringify(input.iam.tokens) : null, template_id: tpl.templateId, alias: tpl.alias ?? null, node_id: nodeId,
       state: 'running', pause_kind: null, address: node.address, envd_port: node.envdPort, envd_version: node.envdVersion,
       envd_access_token: envdAccessToken ?? null, traffic_access_token: trafficAccessToken ?? null,
       secure: secure ? 1 : 0, runtime: node.runtime, cpu_count: cpuCount, memory_mb: memoryMB,
@@ -131,8 +157,31 @@ export class SandboxService {
     return record;
   }
 
-  private async pushEgress(nodeId: string, sandboxId: string, address: string, plan: EgressPlan): Promise<void> {
-    if (plan.policy) await this.d.egress.put(nodeId, { sandboxId, address, ...plan.policy });
+  private async pushEgress(nodeId: string, sandboxId: string, address: string, plan: EgressPlan, teamId: string): Promise<void> {
+    if (plan.policy) await this.d.egress.put(nodeId, { sandboxId, address, teamId, ...plan.policy });
+  }
+
+  /**
+   * Every `${e2b.secrets.NAME}` in the network rules names a secret of the team, and every
+   * `${e2b.identity.tokens.NAME}` a token the sandbox registered: else 400 naming them, before
+   * anything starts (docs/security.md). The egress proxy resolves them per request.
+   */
+  private async checkPlaceholders(network: NetworkConfig, teamId: string, tokenNames: string[]): Promise<void> {
+    if (network.rules === undefined) return;
+    const refs = { secrets: new Set<string>(), tokens: new Set<string>() };
+    for (const s of stringsIn(network.rules)) {
+      const r = placeholderRefs(s);
+      r.secrets.forEach((n) => refs.secrets.add(n));
+      r.tokens.forEach((n) => refs.tokens.add(n));
+    }
+    const unknownTokens = [...refs.tokens].filter((n) => !tokenNames.includes(n));
+    if (unknownTokens.length) {
+      throw badRequest(`network rules use workload tokens that the sandbox does not register in iam.tokens: ${unknownTokens.join(', ')}`);
+    }
+    if (refs.secrets.size === 0) return;
+    if (!this.d.secrets) throw badRequest('network rules use ${e2b.secrets.…} placeholders, and this master has no secrets vault');
+    const missing = await this.d.secrets.missing(teamId, [...refs.secrets]);
+    if (missing.length) throw badRequest(`network rules use secrets the team does not have: ${missing.join(', ')} (create them with Secret.create or POST /secrets)`);
   }
 
   /** In the background; remove logs what fails. */
@@ -158,7 +207,7 @@ export class SandboxService {
     const out: SandboxEgressPolicy[] = [];
     for (const row of rows) {
       const plan = this.egressPlanOf(row);
-      if (plan.policy) out.push({ sandboxId: row.sandbox_id, address: row.address, ...plan.policy });
+      if (plan.policy) out.push({ sandboxId: row.sandbox_id, address: row.address, teamId: row.team_id, ...plan.policy });
     }
     return out;
   }
@@ -193,7 +242,8 @@ export class SandboxService {
     return rec;
   }
 
-  async list(q: ListSandboxesQuery): Promise<SandboxPage> {
+  /** A team's sandboxes (undefined: every team's, the operator's view). */
+  async list(q: ListSandboxesQuery, caller?: string): Promise<SandboxPage> {
     for (const k of ['metadata', 'template', 'nextToken', 'order', 'startedAfter', 'startedBefore'] as const) {
       if (q[k] !== undefined && typeof q[k] !== 'string') throw badRequest(`${k} must be given once`);
     }
@@ -208,8 +258,8 @@ export class SandboxService {
     const filter = parseMetadataFilter(q.metadata);
     const templateIds = q.template ? await this.d.templates.idsFor(q.template) : undefined;
     let after = q.nextToken ? decodeToken(q.nextToken) : undefined;
-    const query = { states, templateIds, order, startedAfter, startedBefore } as const;
-    const totalRunning = await this.d.repo.countRunning();
+    const query = { states, templateIds, order, startedAfter, startedBefore, teamId: caller } as const;
+    const totalRunning = await this.d.repo.countRunning(caller);
     const out: SandboxRecord[] = [];
     // Metadata is JSON in a text column on three engines: filter here, page until the page is full.
     for (;;) {
@@ -341,6 +391,8 @@ export class SandboxService {
   private async resumeRow(row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline, opts: { memory?: boolean } = {}): Promise<SandboxRecord> {
     const id = row.sandbox_id;
     if (row.state !== 'paused') throw conflict(`sandbox ${id} is ${row.state}; another lifecycle operation is settling, retry later`);
+    // A paused sandbox holds no place in its team's quota; resuming takes one again.
+    const release = await this.quota.admit(row.team_id, { memoryMB: row.memory_mb, cpuCount: row.cpu_count });
     const out = await this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry later`), async () => {
       if (!(await this.d.repo.transition(id, ['paused'], { state: 'resuming' }))) {
         const cur = await this.live(id);
@@ -362,12 +414,34 @@ export class SandboxService {
       const d = nextDeadline(Date.now(), deadlineOf(row));
       await this.d.repo.update(id, { state: 'running', pause_kind: null, address: node.address, timeout_sec: d.timeoutSec, end_at: d.endAt });
       // A sandbox that booted again may have a new address; the proxy finds it by its address.
-      await this.pushEgress(row.node_id, id, node.address, this.egressPlanOf(row)).catch((err: Error) => {
+      await this.pushEgress(row.node_id, id, node.address, this.egressPlanOf(row), row.team_id).catch((err: Error) => {
         this.d.logger.error({ sandboxId: id, err: err.message }, 'resumed sandbox\'s egress policy could not be set; the proxy refuses its requests until the policy is set again');
       });
       return toRecord((await this.d.repo.get(id))!);
-    });
+    }).finally(release);
     await this.changed('sandbox.resumed', id, reason);
+    return out;
+  }
+
+  /** Kills every sandbox of a team, running or paused (E2B's admin kill). */
+  async killTeam(teamId: string): Promise<{ killedCount: number; failedCount: number }> {
+    const out = { killedCount: 0, failedCount: 0 };
+    const failed = new Set<string>();
+    for (;;) {
+      const rows = await this.d.repo.list({ states: ['running', 'paused'], teamId, limit: 100 });
+      const batch = rows.filter((r) => !failed.has(r.sandbox_id));
+      if (batch.length === 0) break;
+      for (const r of batch) {
+        try {
+          await this.kill(r.sandbox_id, 'killed');
+          out.killedCount++;
+        } catch (err) {
+          this.d.logger.warn({ sandboxId: r.sandbox_id, teamId, err: (err as Error).message }, 'team-wide kill: a sandbox could not be killed');
+          failed.add(r.sandbox_id);
+          out.failedCount++;
+        }
+      }
+    }
     return out;
   }
 
@@ -402,7 +476,8 @@ export class SandboxService {
         throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${row.node_id} has none`);
       }
       // The policy first: traffic steered by the new rules finds it there.
-      await this.pushEgress(row.node_id, id, row.address, plan);
+      await this.checkPlaceholders(network, row.team_id, iamNamesOf(row));
+      await this.pushEgress(row.node_id, id, row.address, plan, row.team_id);
       const node = await this.d.nodes.client(row.node_id);
       await node.updateNetwork(id, {
         allowInternetAccess: u.allowInternetAccess ?? true,
@@ -655,4 +730,16 @@ function parseUnixSeconds(v: unknown, field: string): number | undefined {
   const n = typeof v === 'string' && /^\d{1,12}$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
   if (!Number.isInteger(n) || n < 0) throw badRequest(`${field} must be a unix timestamp in whole seconds`);
   return n;
+}
+
+/** Every string anywhere in a JSON value (the network rules, whatever shape they came in). */
+function stringsIn(v: unknown): string[] {
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v)) return v.flatMap(stringsIn);
+  if (v && typeof v === 'object') return Object.values(v).flatMap(stringsIn);
+  return [];
+}
+
+function iamNamesOf(row: Row): string[] {
+  return row.iam ? Object.keys(JSON.parse(row.iam) as Record<string, unknown>) : [];
 }

@@ -18,11 +18,12 @@ const ORPHAN_MIN_AGE_MS = 15 * 60_000;
 export class SnapshotCatalog {
   constructor(private readonly repo: SnapshotRepo, private readonly nodes: NodeRegistry, private readonly storage: LayerStorage, private readonly logger: Logger) {}
 
-  async list(q: ListSnapshotsQuery): Promise<SnapshotPage> {
+  /** A team's snapshots (undefined: every team's, the operator's view). */
+  async list(q: ListSnapshotsQuery, caller?: string): Promise<SnapshotPage> {
     const limit = q.limit === undefined ? 100 : Number(q.limit);
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw badRequest('limit must be an integer from 1 to 1000');
     const after = q.nextToken ? decodeToken(q.nextToken) : undefined;
-    const rows = await this.repo.list({ sandboxId: q.sandboxId || undefined, ref: q.name || undefined, after, limit: limit + 1 });
+    const rows = await this.repo.list({ sandboxId: q.sandboxId || undefined, ref: q.name || undefined, after, limit: limit + 1, teamId: caller });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {

@@ -48,8 +48,9 @@ export class SnapshotRepo {
   }
 
   /** Newest first, keyset-paginated on (created_at, snapshot_id). */
-  async list(opts: { sandboxId?: string; ref?: string; after?: { createdAt: number; id: string }; limit: number }): Promise<SnapshotDbRow[]> {
+  async list(opts: { sandboxId?: string; ref?: string; after?: { createdAt: number; id: string }; limit: number; teamId?: string }): Promise<SnapshotDbRow[]> {
     let q = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready').where('purpose', '=', 'snapshot');
+    if (opts.teamId !== undefined) q = q.where('team_id', '=', opts.teamId);
     if (opts.sandboxId) q = q.where('sandbox_id', '=', opts.sandboxId);
     if (opts.ref) {
       const ref = opts.ref;

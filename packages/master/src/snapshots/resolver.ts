@@ -26,6 +26,7 @@ export class SnapshotAwareResolver implements TemplateResolver {
         cpuCount: Number(s.cpu_count), memoryMB: Number(s.memory_mb), diskSizeMB: Number(s.disk_size_mb),
         envVars: JSON.parse(s.env_vars) as Record<string, string>,
         layer: { snapshotId: s.snapshot_id, ref: layerRefOf(s, this.storage) },
+        owner: { teamId: s.team_id },
       };
     }
   }

@@ -1,4 +1,4 @@
-import { badRequest, randomId, SvcError, toSvcError, type Logger } from '@svc/common';
+import { badRequest, conflict, randomId, SvcError, toSvcError, type Logger } from '@svc/common';
 import {
   MAX_FORK_COUNT, type CreateSandboxInput, type CreateSnapshotInput, type ForkInput, type ForkResult, type SnapshotRecord,
 } from '@svc/contracts/master';
@@ -36,8 +36,8 @@ export interface SnapshotServiceDeps {
 export class SnapshotService {
   constructor(private readonly d: SnapshotServiceDeps) {}
 
-  async create(sandboxId: string, input: CreateSnapshotInput): Promise<SnapshotRecord> {
-    const name = await this.checkName(input?.name);
+  async create(sandboxId: string, input: CreateSnapshotInput, caller?: string): Promise<SnapshotRecord> {
+    const name = await this.checkName(input?.name, caller);
     return toRecord(await this.capture(sandboxId, { purpose: 'snapshot', name: name ?? null }));
   }
 
@@ -55,7 +55,7 @@ export class SnapshotService {
       artifact_id: layer.artifactId, layer_id: layer.layerId, layer_sha256: layer.sha256, size_bytes: layer.sizeBytes,
       node_id: src.record.nodeId, contents: layer.contents, cpu_count: src.record.cpuCount, memory_mb: src.record.memoryMB,
       disk_size_mb: src.record.diskSizeMB, env_vars: JSON.stringify(o.envVars ?? src.envVars), created_at: Date.now(),
-      purpose: o.purpose, cache_key: o.cacheKey ?? null, build_id: o.buildId ?? null,
+      purpose: o.purpose, cache_key: o.cacheKey ?? null, build_id: o.buildId ?? null, team_id: src.record.teamId,
     };
     try {
       await this.d.repo.insertPending(row);
@@ -100,7 +100,8 @@ export class SnapshotService {
         secure: o.secure, ...(o.allowInternetAccess === undefined ? {} : { allowInternetAccess: o.allowInternetAccess }),
         network: src.network, volumeMounts: [], cpuCount: o.cpuCount, memoryMB: o.memoryMB,
       };
-      const outcomes = await Promise.allSettled(Array.from({ length: count }, () => this.d.sandboxes.create(create, resolved)));
+      // Forks are the origin's team's, and count against its quota.
+      const outcomes = await Promise.allSettled(Array.from({ length: count }, () => this.d.sandboxes.create(create, resolved, o.teamId)));
       return outcomes.map((r): ForkResult => r.status === 'fulfilled'
         ? { sandbox: r.value }
         : { error: { code: toSvcError(r.reason).status, message: toSvcError(r.reason).message } });
@@ -109,11 +110,14 @@ export class SnapshotService {
     }
   }
 
-  private async checkName(name: unknown): Promise<string | undefined> {
+  private async checkName(name: unknown, caller: string | undefined): Promise<string | undefined> {
     if (name === undefined || name === null || name === '') return undefined;
     if (typeof name !== 'string' || !NAME.test(name)) throw badRequest(`name ${JSON.stringify(name)} is not valid: letters, digits, '.', '_' and '-', at most 128, starting with a letter or digit`);
+    const holder = await this.d.repo.resolve(name);
     // Ids are looked up before names: a name that is another snapshot's id would never be found.
-    if ((await this.d.repo.resolve(name))?.snapshot_id === name) throw badRequest(`name ${name} is a snapshot's id; choose another`);
+    if (holder?.snapshot_id === name) throw badRequest(`name ${name} is a snapshot's id; choose another`);
+    // A name moves to the newest snapshot given it, but never from another team's (docs/security.md).
+    if (holder && caller !== undefined && holder.team_id !== caller) throw conflict(`the snapshot name ${name} is taken: choose another`);
     const isTemplate = await this.d.templates.resolveForCreate(name).then(() => true, (err: SvcError) => err.status !== 404);
     if (isTemplate) throw badRequest(`name ${name} is a template's; choose another`);
     return name;

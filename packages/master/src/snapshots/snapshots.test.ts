@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import assert from 'node:assert/strict';
 import { defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
 import type { CreateSandboxInput } from '@svc/contracts/master';
@@ -124,7 +125,7 @@ for (const tdb of availableTestDatabases()) {
         const layer = await new NodeAgentClient(originNode.url).snapshotSandbox(origin.sandboxId, { layerId: 'snap-crashedbefore0' });
         const row = (layerId: string) => ({
           snapshot_id: layerId, sandbox_id: origin.sandboxId, template_id: 'tpl-base', artifact_id: 'art-1', layer_id: layerId,
-          layer_sha256: layer.sha256, size_bytes: layer.sizeBytes, node_id: origin.nodeId, contents: 'filesystem', cpu_count: 1,
+          layer_sha256: layer.sha256, size_bytes: layer.sizeBytes, node_id: origin.nodeId, contents: 'filesystem', cpu_count: 1, team_id: DEFAULT_TEAM_ID,
           memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', created_at: Date.now() - 3600_000, purpose: 'snapshot' as const, cache_key: null, build_id: null,
         });
         await h.repo.insertPending(row('snap-crashedbefore0'));

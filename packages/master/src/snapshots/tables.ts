@@ -30,6 +30,8 @@ export interface SnapshotRow {
   disk_size_mb: number;
   /** JSON of the environment its sandbox had. */
   env_vars: string;
+  /** The team it belongs to (its sandbox's). */
+  team_id: string;
   created_at: number;
 }
 

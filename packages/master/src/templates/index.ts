@@ -14,6 +14,7 @@ import type { BuilderStatus } from './builder-port.ts';
 import { withTemplateErrors } from './routes/error-scope.ts';
 import { registerSvcTemplateRoutes } from './routes/svc.ts';
 import { TemplateService, type BuiltLayers } from './service.ts';
+import type { Owner } from '../teams/ownership.ts';
 import { ArtifactStore, DefinitionStore } from './store/artifacts.ts';
 import { JobStore } from './store/jobs.ts';
 import { TemplateStore } from './store/templates.ts';
@@ -54,6 +55,8 @@ export interface TemplatesModule {
   createTemplate?(input: TemplateCreate): Promise<JobAccepted>;
   /** The template rows E2B's builder makes (absent: no builder routes). */
   builder?: BuilderTemplates;
+  /** Whose the template `ref` names is (docs/security.md); absent: every template is the operator's. */
+  ownerOf?(ref: string): Promise<Owner | undefined>;
 }
 
 /** The real module, with the handles its tests and an embedding process use. */
@@ -125,6 +128,7 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
 
   return {
     resolver: service.resolver,
+    ownerOf: (ref) => service.ownerOfRef(ref),
     onNodeRegistered,
     service,
     builder: service,

@@ -1,3 +1,5 @@
+import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
+import type { Owner } from '../teams/ownership.ts';
 import type { Kysely } from 'kysely';
 import {
   badRequest, conflict, newJobId, newTemplateId, notFound, type Coordination, type Logger, type SvcConfig,
@@ -87,7 +89,7 @@ export class TemplateService {
   }
 
   /** `body` has passed the TemplateCreate schema; parseCreateRequest checks what a schema cannot say. */
-  async create(body: TemplateCreate): Promise<JobAccepted> {
+  async create(body: TemplateCreate, owner: TemplateOwner = OPERATOR): Promise<JobAccepted> {
     const spec = parseCreateRequest(body, this.d.cfg.svclet_conf);
     const now = Date.now();
     const recipe: BuildRecipe = { source: spec.source, withSvcCa: spec.withSvcCa, diskSizeMB: spec.buildDiskSizeMB };
@@ -95,7 +97,7 @@ export class TemplateService {
       template_id: newTemplateId(), alias: spec.alias, source_kind: spec.sourceKind, source_image_ref: spec.sourceImageRef,
       request_json: JSON.stringify(recipe), spec_hash: spec.specHash, cpu_count: spec.cpuCount, memory_mb: spec.memoryMB,
       disk_size_mb: spec.diskSizeMB, with_cube_ca: spec.withSvcCa ? 1 : 0, latest_job_id: null, artifact_id: null,
-      image_info: null, status: 'building', error: null, legacy: 0, layer_snapshot_id: null, start_cmd: spec.startCmd, ready_cmd: spec.readyCmd, created_at: now, updated_at: now,
+      image_info: null, status: 'building', error: null, legacy: 0, layer_snapshot_id: null, start_cmd: spec.startCmd, ready_cmd: spec.readyCmd, ...ownerColumns(owner), created_at: now, updated_at: now,
     };
     await this.d.templates.insert(row);
     this.d.logger.info({ templateId: row.template_id, alias: row.alias, source: spec.sourceKind }, 'template created');
@@ -106,11 +108,13 @@ export class TemplateService {
    * The template a builder build of `alias` makes: the one with that alias when the builder made
    * it (a new build of it), else a new one (status building). 409 when an image template has it.
    */
-  async forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }): Promise<TemplateRow> {
+  async forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }, owner: TemplateOwner = OPERATOR): Promise<TemplateRow> {
     const name = parseAlias(alias);
     if (!name) throw invalidTemplateRequest('name is required');
     const have = await this.d.templates.resolve(name);
     if (have) {
+      // Names are one namespace for every team (docs/security.md): another team's is taken.
+      if (owner.teamId !== undefined && have.team_id !== owner.teamId) throw conflict(`the template name ${name} is taken: choose another name`);
       if (have.source_kind !== 'builder') throw conflict(`template ${name} was made from an image (svc tpl create); the builder cannot build it: choose another name`);
       await this.d.templates.update(have.template_id, { cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB, ...(have.layer_snapshot_id ? {} : { status: 'building', error: null }) });
       return { ...have, cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB };
@@ -120,7 +124,7 @@ export class TemplateService {
       template_id: newTemplateId(), alias: name, source_kind: 'builder', source_image_ref: '', request_json: null, spec_hash: '',
       cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB, disk_size_mb: this.d.cfg.svclet_conf.default_disk_size_mb, with_cube_ca: 0,
       latest_job_id: null, artifact_id: null, image_info: null, status: 'building', error: null, legacy: 0,
-      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, created_at: now, updated_at: now,
+      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, ...ownerColumns(owner), created_at: now, updated_at: now,
     };
     await this.d.templates.insert(row);
     this.d.logger.info({ templateId: row.template_id, alias: name }, 'template created for the builder');
@@ -164,8 +168,16 @@ export class TemplateService {
     if (t && !t.layer_snapshot_id) await this.d.templates.update(templateId, { status: 'failed', error });
   }
 
-  async list(): Promise<TemplateInfo[]> {
-    return (await this.d.templates.list()).map(toTemplateInfo);
+  /** A team's templates and the public ones (undefined: every template, the operator's view). */
+  async list(caller?: string): Promise<TemplateInfo[]> {
+    const rows = await this.d.templates.list();
+    return rows.filter((t) => caller === undefined || t.team_id === caller || Number(t.public) === 1).map(toTemplateInfo);
+  }
+
+  /** Whose the template `ref` (id, alias, or `name:tag`) is; undefined when none is called so. */
+  async ownerOfRef(ref: string): Promise<Owner | undefined> {
+    const t = await this.d.templates.resolve(ref.split(':', 1)[0]!);
+    return t ? ownerOf(t) : undefined;
   }
 
   async get(ref: string): Promise<TemplateInfo> {
@@ -288,7 +300,7 @@ export class TemplateService {
       memory_mb: input.memoryMB ?? defaults.default_memory_mb, disk_size_mb: input.diskSizeMB ?? defaults.default_disk_size_mb,
       with_cube_ca: input.withCubeCa === false ? 0 : 1, latest_job_id: jobId, artifact_id: artifactId,
       image_info: input.imageInfo ? JSON.stringify(input.imageInfo) : null, status: 'ready', error: null, legacy: 1,
-      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, created_at: now, updated_at: now,
+      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, ...ownerColumns(OPERATOR), created_at: now, updated_at: now,
     };
     await this.d.templates.insert(t);
     await this.d.artifacts.insert({
@@ -321,7 +333,7 @@ export class TemplateService {
     return {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: artifactRef(this.d.cfg.master.addr, a),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
-      ...imageDefaults(t),
+      ...imageDefaults(t), owner: ownerOf(t),
     };
   }
 
@@ -342,7 +354,7 @@ export class TemplateService {
     return {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: await this.resolver.artifactRef(layer.artifactId),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
-      envVars: layer.envVars, layer: { snapshotId, ref: layer.ref },
+      envVars: layer.envVars, layer: { snapshotId, ref: layer.ref }, owner: ownerOf(t),
       ...(info.user ? { defaultUser: info.user } : {}), ...(info.workingDir ? { defaultWorkdir: info.workingDir } : {}),
       ...startOf(t, info),
     };
@@ -386,4 +398,21 @@ function imageEnv(info: Partial<ImageInfo>): Record<string, string> {
     if (i > 0) out[kv.slice(0, i)] = kv.slice(i + 1);
   }
   return out;
+}
+
+/**
+ * Who makes a template: a team (undefined: the operator, on the master's own address, whose
+ * templates, svc up's base ones, are public and the default team's). docs/security.md.
+ */
+export interface TemplateOwner {
+  teamId?: string;
+}
+const OPERATOR: TemplateOwner = {};
+
+function ownerColumns(owner: TemplateOwner): { team_id: string; public: number } {
+  return owner.teamId === undefined ? { team_id: DEFAULT_TEAM_ID, public: 1 } : { team_id: owner.teamId, public: 0 };
+}
+
+export function ownerOf(t: TemplateRow): Owner {
+  return { teamId: t.team_id, public: Number(t.public) === 1 };
 }

@@ -38,6 +38,9 @@ export interface TemplateRow {
   /** The builder's start and ready commands. */
   start_cmd: string | null;
   ready_cmd: string | null;
+  /** The team it belongs to; public 1: every team may start sandboxes from it (docs/security.md). */
+  team_id: string;
+  public: number;
   created_at: number;
   updated_at: number;
 }

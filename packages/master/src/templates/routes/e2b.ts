@@ -5,6 +5,7 @@ import type { TemplateService } from '../service.ts';
 import type { BuilderStatus } from '../builder-port.ts';
 import type { JobRow, TemplateRow } from '../tables.ts';
 import { documentRoute } from './document-route.ts';
+import { callerTeam } from '../../teams/caller.ts';
 
 type Id = { Params: { templateID: string } };
 
@@ -30,13 +31,13 @@ export async function deleteSnapshotNamed(snapshots: SnapshotDeletion | undefine
 export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateService, snapshots?: SnapshotDeletion, builder?: BuilderStatus): void {
   const on = documentRoute(app);
   on<{ Body: TemplateCreate }>('POST', '/templates', async (req, reply) => {
-    const r = await svc.create(req.body);
+    const r = await svc.create(req.body, { teamId: callerTeam(req) });
     reply.status(202);
     return { templateID: r.template_id, buildID: r.job_id };
   });
-  on('GET', '/templates', async () => {
+  on('GET', '/templates', async (req) => {
     const out: E2bTemplate[] = [];
-    for (const t of await svc.list()) {
+    for (const t of await svc.list(callerTeam(req))) {
       const row = await svc.row(t.template_id);
       out.push(e2bTemplate(row, await svc.jobsOf(row.template_id)));
     }
@@ -45,13 +46,13 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
   on<{ Params: { alias: string } }>('GET', '/templates/aliases/{alias}', async (req) => {
     const t = await svc.row(req.params.alias);
     if (t.alias !== req.params.alias) throw notFound(`template alias ${req.params.alias} not found`, 130404);
-    return { templateID: t.template_id, public: false };
+    return { templateID: t.template_id, public: Number(t.public) === 1 };
   });
   on<Id>('GET', '/templates/{templateID}', async (req): Promise<E2bTemplateDetail> => {
     const t = await svc.row(req.params.templateID);
     const jobs = await svc.jobsOf(t.template_id);
     return {
-      ...names(t), templateID: t.template_id, public: false, createdAt: iso(t.created_at), updatedAt: iso(t.updated_at),
+      ...names(t), templateID: t.template_id, public: Number(t.public) === 1, createdAt: iso(t.created_at), updatedAt: iso(t.updated_at),
       lastSpawnedAt: null, spawnCount: 0, builds: (await withForeignLatest(svc, t, jobs)).map((j) => e2bBuild(t, j)),
     };
   });
@@ -86,7 +87,7 @@ function e2bTemplate(t: TemplateRow, jobs: JobRow[]): E2bTemplate {
   return {
     templateID: t.template_id, buildID: lastBuilt?.job_id ?? t.latest_job_id ?? '', ...names(t),
     cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
-    public: false, createdAt: iso(t.created_at), updatedAt: iso(t.updated_at), createdBy: null, lastSpawnedAt: null,
+    public: Number(t.public) === 1, createdAt: iso(t.created_at), updatedAt: iso(t.updated_at), createdBy: null, lastSpawnedAt: null,
     spawnCount: 0, buildCount: jobs.length, buildStatus: templateStatus(t.status), envdVersion: '',
   };
 }

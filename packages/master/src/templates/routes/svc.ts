@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { TemplateAlias, TemplateCreate, TemplateRef } from '@svc/contracts/template-routes';
 import type { TemplateService } from '../service.ts';
 import { documentRoute } from './document-route.ts';
+import { callerTeam } from '../../teams/caller.ts';
 
 type Id = { Params: { id: string } };
 
@@ -11,10 +12,10 @@ export function registerSvcTemplateRoutes(app: FastifyInstance, svc: TemplateSer
   for (const path of ['/svc/template', '/svc/template/from-image'] as const) {
     on<{ Body: TemplateCreate }>('POST', path, async (req, reply) => {
       reply.status(202);
-      return svc.create(req.body);
+      return svc.create(req.body, { teamId: callerTeam(req) });
     });
   }
-  on('GET', '/svc/template', async () => ({ templates: await svc.list() }));
+  on('GET', '/svc/template', async (req) => ({ templates: await svc.list(callerTeam(req)) }));
   on<{ Querystring: { job_id?: string } }>('GET', '/svc/template/from-image', async (req) => svc.job(req.query.job_id));
   on<{ Params: { jobId: string } }>('GET', '/svc/template/build/{jobId}/status', async (req) => svc.job(req.params.jobId));
   on<{ Body?: TemplateRef | null }>('POST', '/svc/template/redo', async (req, reply) => {

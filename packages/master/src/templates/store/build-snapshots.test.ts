@@ -1,3 +1,4 @@
+import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { openDatabase } from '../../db/connect.ts';
@@ -23,10 +24,10 @@ for (const tdb of availableTestDatabases()) {
       } as never).execute();
       const build = (id: string, templateId: string, snapshotId: string | null) => k.insertInto('t_svc_build').values({
         build_id: id, template_id: templateId, status: 'ready', cpu_count: 1, memory_mb: 256, spec: null, reason: null,
-        snapshot_id: snapshotId, tags: null, created_at: now, updated_at: now, finished_at: now,
+        snapshot_id: snapshotId, tags: null, team_id: DEFAULT_TEAM_ID, created_at: now, updated_at: now, finished_at: now,
       }).execute();
       const snapshot = (id: string, buildId: string) => k.insertInto('t_svc_snapshot').values({
-        snapshot_id: id, name: null, sandbox_id: 'sbx', template_id: 'base', artifact_id: 'art', layer_id: id, layer_sha256: 'a'.repeat(64),
+        snapshot_id: id, team_id: DEFAULT_TEAM_ID, name: null, sandbox_id: 'sbx', template_id: 'base', artifact_id: 'art', layer_id: id, layer_sha256: 'a'.repeat(64),
         size_bytes: 1, node_id: 'n1', status: 'ready', purpose: 'build', cache_key: `key-${id}`, build_id: buildId, contents: 'filesystem',
         cpu_count: 1, memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', created_at: now,
       }).execute();

@@ -1,0 +1,108 @@
+import { fillPlaceholders, placeholderRefs, type ResolvedSecrets } from '@svc/contracts/secrets';
+import type { MintedWorkloadToken } from '@svc/contracts/identity';
+import { SvcError } from '@svc/common';
+import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+import type { InjectedHeader } from './headers.ts';
+
+/** Where placeholders are resolved: the master's vault and its workload identity issuer. */
+export interface PlaceholderSources {
+  secrets: { resolve(teamId: string, names: string[]): Promise<ResolvedSecrets> };
+  tokens: { mint(sandboxId: string, name: string): Promise<MintedWorkloadToken> };
+}
+
+/** Why a request's placeholders could not be filled; status 403 (unknown) or 503 (master). */
+export class PlaceholderError extends Error {
+  constructor(readonly status: 403 | 503, message: string) {
+    super(message);
+  }
+}
+
+/** How long a secret's value is reused: an update or delete reaches requests within this time. */
+export const SECRET_CACHE_MS = 5_000;
+/** A workload token is minted again when this little of its life is left. */
+export const TOKEN_RENEW_BEFORE_SEC = 300;
+const MAX_CACHED = 10_000;
+
+/**
+ * Fills `${e2b.secrets.NAME}` and `${e2b.identity.tokens.NAME}` in injected header values, per
+ * request (docs/security.md): secrets from the sandbox's own team's vault, tokens minted for the
+ * sandbox by the master. The values live only here, in memory, and go only upstream.
+ */
+export class PlaceholderResolver {
+  private readonly secrets = new Map<string, { value: string; until: number }>();
+  private readonly tokens = new Map<string, MintedWorkloadToken>();
+
+  constructor(private readonly sources: PlaceholderSources | undefined, private readonly now: () => number = Date.now) {}
+
+  /** The headers with their placeholders filled; headers without any are returned as they are. */
+  async fill(policy: SandboxEgressPolicy, headers: InjectedHeader[]): Promise<InjectedHeader[]> {
+    const refs = { secrets: new Set<string>(), tokens: new Set<string>() };
+    for (const h of headers) {
+      const r = placeholderRefs(h.value);
+      r.secrets.forEach((n) => refs.secrets.add(n));
+      r.tokens.forEach((n) => refs.tokens.add(n));
+    }
+    if (refs.secrets.size === 0 && refs.tokens.size === 0) return headers;
+    if (!this.sources) throw new PlaceholderError(403, 'this egress proxy has no master to resolve secrets and workload tokens from');
+    const secretValues = await this.secretValues(policy, [...refs.secrets]);
+    const tokenValues = new Map<string, string>();
+    for (const name of refs.tokens) tokenValues.set(name, await this.token(policy.sandboxId, name));
+    const lookup = { secret: (n: string) => secretValues.get(n)!, token: (n: string) => tokenValues.get(n)! };
+    return headers.map((h) => ({ name: h.name, value: fillPlaceholders(h.value, lookup) }));
+  }
+
+  /** Every value held now: the audit log redacts them should one ever reach a record. */
+  *liveValues(): Iterable<string> {
+    for (const s of this.secrets.values()) yield s.value;
+    for (const t of this.tokens.values()) yield t.token;
+  }
+
+  private async secretValues(policy: SandboxEgressPolicy, names: string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (names.length === 0) return out;
+    if (!policy.teamId) throw new PlaceholderError(403, `the sandbox's policy names no team, so its secrets (${names.join(', ')}) cannot be resolved`);
+    const now = this.now();
+    const wanted: string[] = [];
+    for (const n of names) {
+      const hit = this.secrets.get(`${policy.teamId}\n${n}`);
+      if (hit && hit.until > now) out.set(n, hit.value);
+      else wanted.push(n);
+    }
+    if (wanted.length === 0) return out;
+    let answer: ResolvedSecrets;
+    try {
+      answer = await this.sources!.secrets.resolve(policy.teamId, wanted);
+    } catch (err) {
+      throw new PlaceholderError(503, `the secrets ${wanted.join(', ')} could not be resolved: the master did not answer (${(err as Error).message})`);
+    }
+    if (answer.missing.length) throw new PlaceholderError(403, `the sandbox's team has no secret ${answer.missing.join(', ')} (deleted since the rule was set?)`);
+    if (this.secrets.size + wanted.length > MAX_CACHED) this.secrets.clear();
+    for (const n of wanted) {
+      const value = answer.values[n]!;
+      out.set(n, value);
+      this.secrets.set(`${policy.teamId}\n${n}`, { value, until: now + SECRET_CACHE_MS });
+    }
+    return out;
+  }
+
+  private async token(sandboxId: string, name: string): Promise<string> {
+    const key = `${sandboxId}\n${name}`;
+    const hit = this.tokens.get(key);
+    if (hit && hit.expiresAt - TOKEN_RENEW_BEFORE_SEC > this.now() / 1000) return hit.token;
+    let minted: MintedWorkloadToken;
+    try {
+      minted = await this.sources!.tokens.mint(sandboxId, name);
+    } catch (err) {
+      if (err instanceof SvcError && err.status === 404) throw new PlaceholderError(403, `workload token ${name}: ${err.message}`);
+      throw new PlaceholderError(503, `workload token ${name} could not be minted: the master did not answer (${(err as Error).message})`);
+    }
+    if (this.tokens.size >= MAX_CACHED) this.tokens.clear();
+    this.tokens.set(key, minted);
+    return minted.token;
+  }
+
+  /** A sandbox that is gone takes its tokens with it. */
+  forget(sandboxId: string): void {
+    for (const k of this.tokens.keys()) if (k.startsWith(`${sandboxId}\n`)) this.tokens.delete(k);
+  }
+}

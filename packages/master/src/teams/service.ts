@@ -1,0 +1,184 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { badRequest, conflict, notFound, unauthorized, type Logger } from '@svc/common';
+import {
+  apiKeyHash, apiKeyMask, checkLimits, DEFAULT_TEAM_ID, NO_LIMITS, TEAM_NAME_PATTERN,
+  type ApiKeyRecord, type CreatedKey, type CreatedTeam, type KeyIdentity, type TeamLimits, type TeamRecord,
+} from '@svc/contracts/teams';
+import type { Database } from '../db/schema.ts';
+import type { ApiKeyRow, TeamRow } from './tables.ts';
+
+const KEY_NAME_MAX = 128;
+/** last_used_at is written at most this often per key, not on every request. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+/**
+ * Teams and their API keys (docs/security.md). `caller` is the team a call is made for
+ * (undefined: the operator): a team sees and changes only itself and its own keys, and another
+ * team's ids answer 404 as if they did not exist.
+ */
+export class TeamService {
+  constructor(private readonly db: Kysely<Database>, private readonly logger: Logger) {}
+
+  /** The team `svc up`'s admin key speaks for; everything made before teams is its. */
+  async ensureDefault(): Promise<void> {
+    const found = await this.db.selectFrom('t_svc_team').select('team_id').where('team_id', '=', DEFAULT_TEAM_ID).executeTakeFirst();
+    if (found) return;
+    await this.db.insertInto('t_svc_team').values({ team_id: DEFAULT_TEAM_ID, name: 'default', is_default: 1, limits: JSON.stringify(NO_LIMITS), created_at: Date.now() })
+      .execute().catch(async (err) => {
+        // Another master made it at the same moment.
+        if (!await this.db.selectFrom('t_svc_team').select('team_id').where('team_id', '=', DEFAULT_TEAM_ID).executeTakeFirst()) throw err;
+      });
+  }
+
+  async createTeam(caller: string | undefined, body: unknown): Promise<CreatedTeam> {
+    if (caller !== undefined) throw notFound('no such route for a team key: teams are made with the admin key');
+    const { name, limits } = parseCreateTeam(body);
+    if (await this.db.selectFrom('t_svc_team').select('team_id').where('name', '=', name).executeTakeFirst()) throw conflict(`a team named ${name} exists`);
+    const teamId = randomUUID();
+    const row: TeamRow = { team_id: teamId, name, is_default: 0, limits: JSON.stringify({ ...NO_LIMITS, ...limits }), created_at: Date.now() };
+    try {
+      await this.db.insertInto('t_svc_team').values(row).execute();
+    } catch (err) {
+      if (await this.db.selectFrom('t_svc_team').select('team_id').where('name', '=', name).executeTakeFirst()) throw conflict(`a team named ${name} exists`);
+      throw err;
+    }
+    const key = await this.createKey(undefined, teamId, { name: 'default' });
+    return { team: teamRecord(row), key };
+  }
+
+  async listTeams(caller: string | undefined): Promise<TeamRecord[]> {
+    let q = this.db.selectFrom('t_svc_team').selectAll().orderBy('created_at').orderBy('team_id');
+    if (caller !== undefined) q = q.where('team_id', '=', caller);
+    return (await q.execute()).map(teamRecord);
+  }
+
+  async getTeam(caller: string | undefined, teamId: string): Promise<TeamRecord> {
+    return teamRecord(await this.teamRow(caller, teamId));
+  }
+
+  async setLimits(caller: string | undefined, teamId: string, body: unknown): Promise<TeamRecord> {
+    if (caller !== undefined) throw notFound('no such route for a team key: limits are set with the admin key');
+    const row = await this.teamRow(undefined, teamId);
+    const given = (body ?? {}) as { limits?: unknown };
+    if (typeof given !== 'object' || Array.isArray(given)) throw badRequest('the body must be {"limits": {...}}');
+    for (const k of Object.keys(given)) if (k !== 'limits') throw badRequest(`unknown field ${JSON.stringify(k)}: the body is {"limits": {...}}`);
+    const limits = { ...parseLimits(row.limits), ...limitsOf(given.limits) };
+    await this.db.updateTable('t_svc_team').set({ limits: JSON.stringify(limits) }).where('team_id', '=', teamId).execute();
+    return teamRecord({ ...row, limits: JSON.stringify(limits) });
+  }
+
+  /** A team's limits (the quota checks'). */
+  async limits(teamId: string): Promise<TeamLimits> {
+    const row = await this.db.selectFrom('t_svc_team').select('limits').where('team_id', '=', teamId).executeTakeFirst();
+    return row ? parseLimits(row.limits) : NO_LIMITS;
+  }
+
+  async createKey(caller: string | undefined, teamId: string, body: unknown): Promise<CreatedKey> {
+    await this.teamRow(caller, teamId);
+    const name = keyName((body ?? {}) as Record<string, unknown>);
+    const apiKey = `e2b_${randomBytes(20).toString('hex')}`;
+    const row: ApiKeyRow = {
+      key_id: randomUUID(), team_id: teamId, name, key_hash: apiKeyHash(apiKey), mask: JSON.stringify(apiKeyMask(apiKey)),
+      created_at: Date.now(), last_used_at: null, revoked_at: null,
+    };
+    await this.db.insertInto('t_svc_api_key').values(row).execute();
+    return { ...keyRecord(row), apiKey };
+  }
+
+  async listKeys(caller: string | undefined, teamId?: string): Promise<ApiKeyRecord[]> {
+    const team = caller ?? teamId;
+    let q = this.db.selectFrom('t_svc_api_key').selectAll().where('revoked_at', 'is', null).orderBy('created_at').orderBy('key_id');
+    if (team !== undefined) q = q.where('team_id', '=', team);
+    return (await q.execute()).map(keyRecord);
+  }
+
+  async renameKey(caller: string | undefined, keyId: string, body: unknown): Promise<ApiKeyRecord> {
+    const row = await this.keyRow(caller, keyId);
+    const name = keyName((body ?? {}) as Record<string, unknown>, true);
+    await this.db.updateTable('t_svc_api_key').set({ name }).where('key_id', '=', keyId).execute();
+    return keyRecord({ ...row, name });
+  }
+
+  /** Revoked keys stop opening anything within the gateways' cache time (docs/security.md). */
+  async revokeKey(caller: string | undefined, keyId: string): Promise<void> {
+    await this.keyRow(caller, keyId);
+    await this.db.updateTable('t_svc_api_key').set({ revoked_at: Date.now() }).where('key_id', '=', keyId).where('revoked_at', 'is', null).execute();
+  }
+
+  /** Who a key (by its hash) speaks for; 401 for an unknown or revoked key. */
+  async verify(body: unknown): Promise<KeyIdentity> {
+    const keyHash = (body as { keyHash?: unknown } | undefined)?.keyHash;
+    if (typeof keyHash !== 'string' || !/^[0-9a-f]{64}$/.test(keyHash)) throw badRequest('keyHash must be 64 hex digits (SHA-256 of the key)');
+    const row = await this.db.selectFrom('t_svc_api_key').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+    if (!row || row.revoked_at !== null) throw unauthorized('invalid API key');
+    const now = Date.now();
+    if (row.last_used_at === null || now - Number(row.last_used_at) > LAST_USED_RESOLUTION_MS) {
+      this.db.updateTable('t_svc_api_key').set({ last_used_at: now }).where('key_id', '=', row.key_id).execute()
+        .catch((err) => this.logger.warn({ keyId: row.key_id, err: (err as Error).message }, 'recording when an API key was last used failed'));
+    }
+    return { keyId: row.key_id, teamId: row.team_id, admin: false, limits: await this.limits(row.team_id) };
+  }
+
+  private async teamRow(caller: string | undefined, teamId: string): Promise<TeamRow> {
+    const row = caller !== undefined && caller !== teamId
+      ? undefined
+      : await this.db.selectFrom('t_svc_team').selectAll().where('team_id', '=', teamId).executeTakeFirst();
+    if (!row) throw notFound(`team ${teamId} not found`);
+    return row;
+  }
+
+  private async keyRow(caller: string | undefined, keyId: string): Promise<ApiKeyRow> {
+    let q = this.db.selectFrom('t_svc_api_key').selectAll().where('key_id', '=', keyId).where('revoked_at', 'is', null);
+    if (caller !== undefined) q = q.where('team_id', '=', caller);
+    const row = await q.executeTakeFirst();
+    if (!row) throw notFound(`API key ${keyId} not found`);
+    return row;
+  }
+}
+
+function parseCreateTeam(body: unknown): { name: string; limits: Partial<TeamLimits> } {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body must be {"name": ..., "limits"?: {...}}');
+  const b = body as Record<string, unknown>;
+  for (const k of Object.keys(b)) if (k !== 'name' && k !== 'limits') throw badRequest(`unknown field ${JSON.stringify(k)}`);
+  if (typeof b.name !== 'string' || !TEAM_NAME_PATTERN.test(b.name)) throw badRequest(`name must match ${TEAM_NAME_PATTERN}`);
+  return { name: b.name, limits: limitsOf(b.limits) };
+}
+
+function limitsOf(v: unknown): Partial<TeamLimits> {
+  try {
+    return checkLimits(v);
+  } catch (err) {
+    throw badRequest((err as Error).message);
+  }
+}
+
+function keyName(b: Record<string, unknown>, required = false): string {
+  if (typeof b !== 'object' || b === null || Array.isArray(b)) throw badRequest('the body must be {"name": ...}');
+  for (const k of Object.keys(b)) if (k !== 'name') throw badRequest(`unknown field ${JSON.stringify(k)}`);
+  if (b.name === undefined || b.name === null) {
+    if (required) throw badRequest('name is required');
+    return 'key';
+  }
+  if (typeof b.name !== 'string' || !b.name.trim() || b.name.length > KEY_NAME_MAX || /\p{Cc}/u.test(b.name)) {
+    throw badRequest(`name must be 1 to ${KEY_NAME_MAX} printable characters`);
+  }
+  return b.name;
+}
+
+function parseLimits(json: string): TeamLimits {
+  return { ...NO_LIMITS, ...(JSON.parse(json) as Partial<TeamLimits>) };
+}
+
+function teamRecord(r: TeamRow): TeamRecord {
+  return { teamId: r.team_id, name: r.name, isDefault: Number(r.is_default) === 1, limits: parseLimits(r.limits), createdAt: new Date(Number(r.created_at)).toISOString() };
+}
+
+function keyRecord(r: ApiKeyRow): ApiKeyRecord {
+  return {
+    keyId: r.key_id, teamId: r.team_id, name: r.name, mask: JSON.parse(r.mask) as ApiKeyRecord['mask'],
+    createdAt: new Date(Number(r.created_at)).toISOString(),
+    ...(r.last_used_at !== null ? { lastUsedAt: new Date(Number(r.last_used_at)).toISOString() } : {}),
+    ...(r.revoked_at !== null ? { revokedAt: new Date(Number(r.revoked_at)).toISOString() } : {}),
+  };
+}
