@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter'];
+const ALL = ['node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -59,6 +59,13 @@ if (egress?.httpsKeepAlive) {
 if (egress?.httpsNewConnections) {
   const nc = egress.httpsNewConnections;
   rows.push(['egress new HTTPS connections/s', String(nc.proxy.rps), `direct ${nc.direct.rps}`, '≥ 1,000']);
+}
+const auth = read('auth');
+if (auth) {
+  const k = auth.keyCheckAdded;
+  rows.push([`API key check added p50 / p99, ${auth.keys} keys (ms)`, `${k.uncachedP50Ms} / ${k.uncachedP99Ms}`, `cached ${k.cachedP50Ms} / ${k.cachedP99Ms}`, '']);
+  rows.push(['secret placeholder per egress request (µs)', `${auth.placeholderCostUs.cachedP50} cached`, `${auth.placeholderCostUs.fromMasterP50} fetched`, '']);
+  rows.push(['workload tokens minted /s', String(auth.mintPerSec), `route p50 ${auth.mintRouteP50Ms} ms`, '']);
 }
 if (tc) {
   rows.push(['build base: cold / from cached rootfs (s)', `${r2(tc.baseCold.totalWithMmdebstrapMs / 1000)} / ${r2(tc.baseCached.totalMs / 1000)}`, `mmdebstrap ${r2(tc.baseCold.mmdebstrapMs / 1000)} s`, '']);

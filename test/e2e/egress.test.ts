@@ -8,8 +8,9 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { Sandbox as E2bSandbox } from 'e2b';
-import { InvalidArgumentError, Sandbox, type EgressRule } from '@svc/sdk';
+import { ALL_TRAFFIC, Sandbox as E2bSandbox, Secret as E2bSecret } from 'e2b';
+import { createPublicKey, verify as verifySignature, type JsonWebKey } from 'node:crypto';
+import { InvalidArgumentError, Sandbox, Team, type EgressRule } from '@svc/sdk';
 import { SVC_BIN, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 import { INTERNET_ADDRESS, OTHER_ADDRESS, startInternet, type Internet } from './internet/internet.ts';
 
@@ -197,6 +198,88 @@ test('the CLI: --network-rules FILE', async () => {
   try {
     assert.equal((await curl(sbx, 'https://open.example.test/cli')).status, 200);
     assert.equal((await curl(sbx, 'https://api.example.test/cli')).status, 403);
+  } finally {
+    await sbx.kill();
+  }
+});
+
+/** A JWT checked against a JWKS with node:crypto alone: not the issuer's own code. */
+function verifyAgainstJwks(token: string, jwks: { keys: Array<{ kid: string } & Record<string, unknown>> }): { header: Record<string, unknown>; claims: Record<string, unknown> } {
+  const [h, c, s] = token.split('.');
+  const header = JSON.parse(Buffer.from(h!, 'base64url').toString()) as Record<string, unknown>;
+  const claims = JSON.parse(Buffer.from(c!, 'base64url').toString()) as Record<string, unknown>;
+  const jwk = jwks.keys.find((k) => k.kid === header.kid);
+  assert.ok(jwk, `the JWKS publishes the token's key ${String(header.kid)}`);
+  const key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
+  assert.ok(verifySignature('sha256', Buffer.from(`${h}.${c}`), { key, dsaEncoding: 'ieee-p1363' }, Buffer.from(s!, 'base64url')), 'the signature verifies');
+  return { header, claims };
+}
+
+test('teams, the vault and workload identity through the official SDK: a secret and a minted token reach the upstream and nowhere else; another team sees nothing', async () => {
+  const VALUE = 'vault-value-7f3e9a1c-only-upstream';
+  const run = Date.now().toString(36);
+  const a = await Team.create(`e2e-a-${run}`, conn());
+  const b = await Team.create(`e2e-b-${run}`, conn());
+  const asA = { apiKey: a.apiKey };
+  const asB = { apiKey: b.apiKey };
+  await E2bSecret.create('upstream-token', VALUE, asA);
+  const sbx = await E2bSandbox.create('base', {
+    ...asA,
+    network: {
+      allowOut: ['api.example.test'],
+      denyOut: [ALL_TRAFFIC],
+      rules: {
+        'api.example.test': [{
+          transform: ({ iam }) => ({ headers: { Authorization: `Bearer ${E2bSecret.fill('upstream-token')}`, 'X-Workload-Token': iam.tokens.aws } }),
+        }],
+      },
+    },
+    iam: { tokens: { aws: E2bSecret.iamToken({ audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' }) } },
+  });
+  const ours = await Sandbox.connect(sbx.sandboxId, { ...conn(), apiKey: a.apiKey });
+  try {
+    const r = await curl(ours, 'https://api.example.test/vault');
+    assert.equal(r.status, 200, r.body);
+    const seen = inet.requests().find((q) => q.path === '/vault')!;
+    assert.equal(seen.headers!.authorization, `Bearer ${VALUE}`, 'the upstream receives the secret\'s value');
+    const token = String(seen.headers!['x-workload-token']);
+    const jwks = await (await fetch(`${p.apiUrl}/.well-known/jwks.json`)).json() as { keys: Array<{ kid: string }> };
+    const discovery = await (await fetch(`${p.apiUrl}/.well-known/openid-configuration`)).json() as { issuer: string; jwks_uri: string };
+    const { header, claims } = verifyAgainstJwks(token, jwks);
+    assert.equal(header.alg, 'ES256');
+    assert.equal(claims.aud, 'sts.amazonaws.com', 'the audience exactly as registered');
+    assert.equal(claims.iss, discovery.issuer);
+    assert.equal(claims.sub, `spiffe://svc.local/team/${a.teamId}/sandbox/${sbx.sandboxId}`);
+    assert.ok(Number(claims.exp) - Number(claims.iat) <= 3600 && Number(claims.exp) > Date.now() / 1000, 'an hour at most, not expired');
+
+    // Nothing of the value or the token inside the sandbox, in any read, log or the database.
+    const inside = await ours.commands.run('env; cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n"; grep -rs "vault-value" /etc /root /home /tmp 2>/dev/null || true', { timeoutMs: 30_000 });
+    assert.ok(!inside.stdout.includes(VALUE) && !inside.stdout.includes(token), 'the sandbox never sees the value or the token');
+    assert.ok(!JSON.stringify(await E2bSandbox.getInfo(sbx.sandboxId, asA)).includes(VALUE));
+    for (const file of [`${p.dataDir}/master.sqlite`, auditPath(), p.logFile, `${p.dataDir}/log/svc-api/audit.jsonl`]) {
+      const bytes = readFileSync(file);
+      assert.ok(!bytes.includes(Buffer.from(VALUE)), `${file} does not hold the secret's value`);
+      assert.ok(!bytes.includes(Buffer.from(token)), `${file} does not hold the minted token`);
+    }
+
+    // Team B: none of A's sandbox, secret or data plane.
+    await assert.rejects(E2bSandbox.connect(sbx.sandboxId, asB), (e: Error) => e.name === 'SandboxNotFoundError', 'B cannot connect to A\'s sandbox');
+    assert.equal(await E2bSecret.exists('upstream-token', asB), false);
+    await assert.rejects(
+      E2bSandbox.create('base', { ...asB, network: { allowOut: ['api.example.test'], rules: { 'api.example.test': [{ transform: { headers: { Authorization: E2bSecret.fill('upstream-token') } } }] } } }),
+      (e: Error) => /upstream-token/.test(e.message), 'a placeholder of a secret the team lacks fails the create, naming it',
+    );
+    const bSbx = await E2bSandbox.create('base', asB);
+    try {
+      const bToken = (await fetch(`${p.apiUrl}/sandboxes/${bSbx.sandboxId}`, { headers: { 'X-API-Key': b.apiKey } }).then((x) => x.json()) as { envdAccessToken: string }).envdAccessToken;
+      const cross = await fetch(`${p.sandboxUrl}/health`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': bToken } });
+      const crossRun = await fetch(`${p.sandboxUrl}/process.Process/List`, {
+        method: 'POST', headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': bToken, 'content-type': 'application/json' }, body: '{}',
+      });
+      assert.equal(crossRun.status, 401, `B's envd token opens nothing in A's sandbox (health: ${cross.status})`);
+    } finally {
+      await bSbx.kill();
+    }
   } finally {
     await sbx.kill();
   }

@@ -3,3 +3,4 @@ export { startEgressFromConfig, type EgressFromConfigOptions } from './from-conf
 export { EgressCa, type LeafCertificate } from './certificates.ts';
 export type { PolicyStore } from './policy-store.ts';
 export type { Destination } from './original-destination.ts';
+export { PlaceholderResolver, PlaceholderError, type PlaceholderSources } from './placeholders.ts';

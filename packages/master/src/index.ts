@@ -50,6 +50,8 @@ export interface Master {
   sandboxes: SandboxService;
   nodes: NodeRegistry;
   templates: TemplatesModule;
+  /** The workload identity issuer (docs/security.md). */
+  identity: WorkloadIdentityIssuer;
   close(): Promise<void>;
 }
 
@@ -108,7 +110,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     await files.registerRoutes(app);
     builds = new BuildService({
       repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger, files,
-      maxConcurrent: cfg.master.max_concurrent_builds, timeoutMs: cfg.master.build_timeout_sec * 1000,
+      maxConcurrent: cfg.master.max_concurrent_builds, timeoutMs: cfg.master.build_timeout_sec * 1000, quotas: teams,
       snapshots: { capture: (id, o) => snapshots.capture(id, o), byCacheKey: (key) => snapshotRepo.byCacheKey(key), layerOf: (id) => snapshotCatalog.layerOf(id) },
     });
     registerBuildRoutes(app, builds);
@@ -153,7 +155,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const url = `http://${host}:${(app.server.address() as { port: number }).port}`;
   logger.info({ url }, 'master listening');
   return {
-    url, app, db, sandboxes, nodes, templates,
+    url, app, db, sandboxes, nodes, templates, identity,
     async close() {
       await periodic.stop();
       await builds?.settled();

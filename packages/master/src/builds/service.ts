@@ -1,6 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { posix } from 'node:path';
-import { badRequest, conflict, ErrorCodes, notFound, toSvcError, type Logger } from '@svc/common';
+import { badRequest, conflict, ErrorCodes, notFound, SvcError, toSvcError, type Logger } from '@svc/common';
+import type { TeamQuotas } from '../sandboxes/ports.ts';
+import { usableBy } from '../teams/ownership.ts';
 import type { CreateSandboxInput } from '@svc/contracts/master';
 import type { E2bBuildRequest, E2bBuildRequested, E2bBuildStart, E2bBuildStatusAnswer } from '@svc/contracts/template-routes';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
@@ -49,6 +51,8 @@ export interface BuildServiceDeps {
   maxConcurrent?: number;
   /** A build still running after this long fails and its sandbox is killed (default an hour). */
   timeoutMs?: number;
+  /** Teams' limits (maxConcurrentBuilds); absent: none. */
+  quotas?: TeamQuotas;
 }
 
 /** A step that failed: its number in E2B's counting (1 is the first step, `base` the start). */
@@ -139,6 +143,12 @@ export class BuildService {
       if (s.type === 'COPY' && !(await this.d.files.input(s.filesHash!))) {
         throw badRequest(`steps[${i}] (COPY ${s.args?.[0]}): its files (hash ${s.filesHash}) were not uploaded; the SDK uploads them before it starts the build`);
       }
+    }
+    // A team's builds at once (docs/security.md, "Quotas"): over it, E2B's 429 and the build stays waiting.
+    const limit = this.d.quotas ? (await this.d.quotas.limits(b.team_id)).maxConcurrentBuilds : 0;
+    if (limit) {
+      const building = await this.d.repo.countBuilding(b.team_id);
+      if (building >= limit) throw new SvcError(429, `team quota maxConcurrentBuilds reached: the team may run ${limit} template builds at once and runs ${building}; start this one when one ends`);
     }
     if (!(await this.d.repo.transition(buildId, 'waiting', { status: 'building', spec: JSON.stringify(spec) }))) {
       throw conflict(`build ${buildId} was started already (it is ${(await this.d.repo.get(buildId))?.status})`);
@@ -234,6 +244,8 @@ export class BuildService {
       const base = await this.d.resolver.resolveForCreate(baseRef).catch((err) => {
         throw new StepFailed('base', `the base ${baseRef} cannot be used: ${toSvcError(err).message}`);
       });
+      // Another team's private template is no base (docs/security.md): it is reported as not found.
+      if (base.owner && !usableBy(b.team_id, base.owner)) throw new StepFailed('base', `the base ${baseRef} cannot be used: template ${baseRef} not found`);
       const keys = cacheKeys(base, steps, spec);
       const forcedFrom = spec.force ? 0 : steps.findIndex((s) => s.force);
       const whole = forcedFrom === -1 ? await this.d.snapshots.byCacheKey(keys.final) : undefined;

@@ -38,7 +38,8 @@ export const migration: Migration = {
     { op: 'addColumn', table: 't_svc_snapshot', column: { name: 'team_id', type: 'id', default: DEFAULT_TEAM_ID } },
     { op: 'addColumn', table: 't_svc_template', column: { name: 'team_id', type: 'id', default: DEFAULT_TEAM_ID } },
     // 1: every team may start sandboxes from it (svc up's base templates); only its team changes it.
-    { op: 'addColumn', table: 't_svc_template', column: { name: 'public', type: 'bool', default: false } },
+    // Templates from before teams were every key's to use, and stay usable by every team.
+    { op: 'addColumn', table: 't_svc_template', column: { name: 'public', type: 'bool', default: true } },
     { op: 'addColumn', table: 't_svc_build', column: { name: 'team_id', type: 'id', default: DEFAULT_TEAM_ID } },
   ],
 };
