@@ -25,6 +25,7 @@ export function buildCreateBody(template: string, opts: SandboxOpts = {}): WireN
   if (opts.volumeMounts) body.volumeMounts = buildVolumeMounts(opts.volumeMounts);
   if (opts.cpuCount !== undefined) body.cpuCount = opts.cpuCount;
   if (opts.memoryMB !== undefined) body.memoryMB = opts.memoryMB;
+  if (opts.iam && Object.keys(opts.iam.tokens).length) body.iam = { tokens: opts.iam.tokens };
   return body;
 }
 

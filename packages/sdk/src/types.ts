@@ -88,6 +88,11 @@ export interface SandboxOpts extends ConnectionOpts {
   /** svc extensions: resources of the sandbox. */
   cpuCount?: number;
   memoryMB?: number;
+  /**
+   * Workload tokens by name (E2B's iam): a rule's header value `${e2b.identity.tokens.NAME}` is
+   * replaced on the way out by a JWT the platform signs for this sandbox (docs/security.md).
+   */
+  iam?: { tokens: Record<string, { audience: string; tokenType: 'JWT-SVID' }> };
 }
 
 /**

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import { onEveryEngine } from './testing/engines.ts';
 
 const IMAGE = { image: 'registry.example/library/node:22' };
@@ -51,6 +52,31 @@ onEveryEngine('template routes', {
     const onCreate = await h.call('POST', '/svc/template', { ...IMAGE, alias: 'UPPER' });
     assert.equal(onCreate.status, 400);
     assert.match(onCreate.body.message, /\[a-z0-9-\]/);
+  },
+
+  'teams: another team\'s template answers as a missing one on every route; a public one is read, never changed': async (h) => {
+    const A = { 'x-svc-team': 'team-a' };
+    const B = { 'x-svc-team': 'team-b' };
+    const made = await h.call('POST', '/svc/template', { ...IMAGE, alias: 'private-a' }, A);
+    assert.equal(made.status, 202);
+    const id = made.body.template_id as string;
+    const pub = await h.create({ image: 'registry.example/public:1', alias: 'public-base' });
+    for (const [method, path, body] of [
+      ['GET', `/svc/template/${id}`], ['GET', '/svc/template/private-a'], ['DELETE', `/svc/template/${id}`], ['PUT', `/svc/template/${id}/alias`, { alias: 'stolen' }],
+      ['GET', `/templates/${id}`], ['DELETE', '/templates/private-a'], ['GET', '/templates/aliases/private-a'], ['POST', '/svc/template/redo', { template_id: id }],
+      ['GET', `/templates/${id}/builds/${made.body.job_id}/status`], ['DELETE', `/svc/template/${pub.template_id}`], ['PUT', `/svc/template/${pub.template_id}/alias`, { alias: 'mine' }],
+    ] as Array<[string, string, unknown?]>) {
+      const r = await h.call(method, path, body, B);
+      assert.equal(r.status, 404, `${method} ${path}: ${JSON.stringify(r.body)}`);
+      assert.equal(r.body.code, 130404, `${method} ${path}: the template's own not-found code`);
+    }
+    const listed = (await h.call('GET', '/svc/template', undefined, B)).body.templates.map((t: { template_id: string }) => t.template_id);
+    assert.deepEqual(listed, [pub.template_id], 'B lists the public template, not A\'s');
+    assert.deepEqual((await h.call('GET', '/templates', undefined, B)).body.map((t: { templateID: string; public: boolean }) => [t.templateID, t.public]), [[pub.template_id, true]]);
+    assert.equal((await h.call('GET', `/svc/template/${pub.template_id}`, undefined, B)).status, 200, 'a public template is read by every team');
+    assert.equal((await h.call('GET', `/svc/template/${id}`, undefined, A)).status, 200, 'A still has its own');
+    assert.equal((await h.call('GET', `/templates/aliases/private-a`, undefined, A)).body.public, false);
+    assert.equal((await h.call('GET', '/svc/template')).body.templates.length, 2, 'the operator sees every template');
   },
 
   'unknown id or alias: 404 code 130404; missing template id: 400 ErrTemplateIDRequired': async (h) => {
@@ -196,12 +222,12 @@ onEveryEngine('template routes', {
     assert.equal(t.memoryMB, 512);
     assert.equal(t.buildStatus, 'ready');
     assert.equal(t.buildCount, 1);
-    assert.equal(t.public, false);
+    assert.equal(t.public, true, 'the operator makes public templates (docs/security.md)');
 
     const detail = await h.call('GET', `/templates/${templateID}`);
     assert.equal(detail.body.templateID, templateID);
     assert.deepEqual(detail.body.builds.map((b: { buildID: string; status: string }) => [b.buildID, b.status]), [[buildID, 'ready']]);
-    assert.deepEqual((await h.call('GET', '/templates/aliases/e2b-one')).body, { templateID, public: false });
+    assert.deepEqual((await h.call('GET', '/templates/aliases/e2b-one')).body, { templateID, public: true });
     // The alias route answers for aliases only, not ids.
     assert.equal((await h.call('GET', `/templates/aliases/${templateID}`)).status, 404);
 
@@ -229,6 +255,7 @@ onEveryEngine('template routes', {
     assert.deepEqual({ ...r, artifact: { ...r.artifact, sha256: 'x' } }, {
       templateId: c.template_id, alias: 'node', cpuCount: 3, memoryMB: 768, diskSizeMB: 3000, envVars: {},
       artifact: { artifactId: h.tc.lastBuild().artifactId, sha256: 'x', sizeBytes: r.artifact.sizeBytes, downloadUrl: `${h.url}/svc/template/artifact/download?artifact_id=${h.tc.lastBuild().artifactId}` },
+      owner: { teamId: DEFAULT_TEAM_ID, public: true },
     });
     assert.deepEqual(await h.module.resolver.idsFor('node'), [c.template_id]);
     assert.deepEqual(await h.module.resolver.idsFor(c.template_id), [c.template_id]);

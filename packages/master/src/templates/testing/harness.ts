@@ -13,6 +13,8 @@ import type { Database } from '../../db/schema.ts';
 import { migrations } from '../../migrations/index.ts';
 import { NodeRegistry } from '../../nodes/registry.ts';
 import { startTemplates, type TemplatesRuntime } from '../index.ts';
+import { guardOwnedRoutes } from '../../teams/ownership.ts';
+import { masterOwnedRoutes } from '../../teams/guards.ts';
 import { FakeArtifactNode } from './fake-node-agent.ts';
 import { FakeTemplateCenter } from './fake-template-center.ts';
 
@@ -60,6 +62,8 @@ export class Harness {
     await migrate(h.db.kysely, h.db.driver, migrations);
     // createHttpApp raises its logger to warn; this one writes nowhere.
     h.app = createHttpApp({ logger: pino({ level: 'silent' }, new Writable({ write: (_c, _e, cb) => cb() })) });
+    // The master's isolation guard, as index.ts installs it before any route.
+    guardOwnedRoutes(h.app, masterOwnedRoutes({ sandbox: async () => undefined, snapshot: async () => undefined, template: (ref) => h.module.ownerOf!(ref) }));
     h.nodes = new NodeRegistry(h.db.kysely);
     h.coordination = o.coordination ?? new MemoryCoordination();
     h.module = await startTemplates(h.cfg, {
