@@ -541,3 +541,41 @@ describe('svc node', () => {
     assert.equal((await run(['node', 'label', 'node-1', 'nokey'])).code, 2);
   });
 });
+
+describe('svc team, svc key (real gateway over the fake node)', () => {
+  let gw: GatewayOverFakeNode;
+  before(async () => { gw = await startGatewayOverFakeNode({ apiKey: 'e2b_00000000000000000000000000000000000000ad' }); });
+  after(() => gw?.close());
+  const as = (key: string) => (args: string[]) => svc(args, { SVC_API_URL: gw.url, SVC_API_KEY: key });
+  const admin = (args: string[]) => as(gw.apiKey)(args);
+
+  test('team create prints teamId, apiKey, apiKeyId; the key works and sees only its team; limits; key create, list, revoke', async () => {
+    const made = json(await admin(['team', 'create', 'cli-team', '--max-sandboxes', '1', '--json']));
+    assert.deepEqual(Object.keys(made).sort(), ['apiKey', 'apiKeyId', 'teamId']);
+    assert.match(made.apiKey, /^e2b_[0-9a-f]{40}$/);
+    const team = as(made.apiKey);
+    assert.equal((await team(['sandbox', 'create', '--json'])).code, 0);
+    const over = await team(['sandbox', 'create']);
+    assert.equal(over.code, 1);
+    assert.match(over.stderr, /maxSandboxes/);
+    assert.deepEqual(json(await admin(['sandbox', 'list', '--json'])), [], 'the admin key speaks for the default team: it does not see the team\'s sandbox');
+    const limits = json(await admin(['team', 'limits', made.teamId, '--max-sandboxes', '0', '--max-memory-mb', '4096', '--json']));
+    assert.equal(limits.limits.maxMemoryMB, 4096);
+    assert.equal((await admin(['team', 'limits', made.teamId])).code, 1, 'no limit named');
+    assert.equal((await admin(['team', 'create', 'bad name'])).code, 1);
+    assert.equal((await team(['team', 'create', 'sneaky'])).code, 1, 'a team key makes no teams');
+    const table = await admin(['team', 'list']);
+    assert.match(table.stdout, /^ID\s+NAME\s+DEFAULT\s+LIMITS$/m);
+    assert.match(table.stdout, /cli-team\s+-\s+maxMemoryMB=4096/);
+
+    const key = json(await admin(['key', 'create', '--team', made.teamId, '--name', 'ci', '--json']));
+    assert.equal(key.teamId, made.teamId);
+    const listed = json(await team(['key', 'list', '--json']));
+    assert.deepEqual(listed.map((k: { keyId: string }) => k.keyId).sort(), [made.apiKeyId, key.apiKeyId].sort());
+    assert.ok(!JSON.stringify(listed).includes(key.apiKey), 'listing never shows a key');
+    assert.equal((await team(['key', 'revoke', key.apiKeyId])).code, 0);
+    assert.equal((await team(['key', 'revoke', key.apiKeyId])).code, 1, 'a revoked key is gone');
+    await new Promise((r) => setTimeout(r, 1000));
+    assert.equal((await as(key.apiKey)(['sandbox', 'list'])).code, 1, 'the revoked key opens nothing');
+  });
+});
