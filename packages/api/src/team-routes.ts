@@ -75,7 +75,11 @@ export function registerTeamRoutes(app: FastifyInstance, masterUrl: string): voi
     return operator.setLimits(req.params.id, ((req.body ?? {}) as { limits?: never }).limits ?? {});
   });
   app.post<Id>('/svc/teams/:id/keys', async (req, reply) => created(reply, await clientFor(req).createKey(req.params.id, nameOf(req.body))));
-  app.get<{ Querystring: { teamId?: string } }>('/svc/keys', async (req): Promise<ApiKeyRecord[]> => clientFor(req).listKeys(req.query.teamId));
+  app.get<{ Querystring: { teamId?: unknown } }>('/svc/keys', async (req): Promise<ApiKeyRecord[]> => {
+    const { teamId } = req.query;
+    if (teamId !== undefined && typeof teamId !== 'string') throw badRequest('teamId must be given once');
+    return clientFor(req).listKeys(teamId);
+  });
   app.delete<Id>('/svc/keys/:id', async (req, reply) => {
     await clientFor(req).revokeKey(req.params.id);
     return reply.status(204).send();

@@ -5,6 +5,7 @@ import { RateLimitError, Sandbox, Secret } from 'e2b';
 import { silentLogger } from '@svc/common';
 import { startMasterOverFakeNode } from '@svc/master/testing/master-over-fake-node';
 import { API_KEY_PATTERN } from '@svc/contracts/teams';
+import { PUBLIC_API } from '@svc/contracts';
 import { auditLogPath, startApiGateway } from './index.ts';
 import { KEY_CACHE_MS } from './key-verifier.ts';
 
@@ -76,15 +77,18 @@ test('teams: keys, isolation, quotas, revocation, the vault, audit', async (t) =
 
     await t.test('isolation: team B sees none of team A\'s resources; every route answers 404 as for a missing id', async () => {
       assert.equal(snapA.status, 201, JSON.stringify(snapA.body));
-      const routes: Array<[string, string, unknown?]> = [
-        ['GET', `/sandboxes/${sbxA}`], ['DELETE', `/sandboxes/${sbxA}`], ['POST', `/sandboxes/${sbxA}/pause`, {}],
-        ['POST', `/sandboxes/${sbxA}/resume`, {}], ['POST', `/sandboxes/${sbxA}/connect`, { timeout: 10 }], ['POST', `/v2/sandboxes/${sbxA}/connect`, { timeout: 10 }],
-        ['POST', `/sandboxes/${sbxA}/timeout`, { timeout: 10 }], ['POST', `/sandboxes/${sbxA}/refreshes`, {}], ['PUT', `/sandboxes/${sbxA}/network`, {}],
-        ['GET', `/sandboxes/${sbxA}/metrics`], ['GET', `/sandboxes/${sbxA}/logs`], ['GET', `/v2/sandboxes/${sbxA}/logs`],
-        ['POST', `/sandboxes/${sbxA}/snapshots`, {}], ['POST', `/sandboxes/${sbxA}/fork`, {}],
+      // Every route of the OpenAPI document that names a sandbox, with a body its schema takes.
+      const bodies: Record<string, unknown> = { '/sandboxes/{sandboxID}/timeout': { timeout: 10 }, '/sandboxes/{sandboxID}/connect': { timeout: 10 }, '/v2/sandboxes/{sandboxID}/connect': { timeout: 10 } };
+      const routes: Array<[string, string, unknown?]> = [];
+      for (const [path, item] of Object.entries(PUBLIC_API.paths)) {
+        if (!path.includes('{sandboxID}')) continue;
+        for (const method of Object.keys(item)) routes.push([method.toUpperCase(), path.replace('{sandboxID}', sbxA), method === 'get' || method === 'delete' ? undefined : bodies[path] ?? {}]);
+      }
+      assert.ok(routes.length >= 14, `the document names ${routes.length} sandbox routes`);
+      routes.push(
         ['POST', '/svc/sandbox/timeout', { sandbox_id: sbxA, timeout: 10 }], ['POST', '/svc/sandbox/refresh', { sandbox_id: sbxA }],
         ['DELETE', '/templates/snap-of-a'], ['GET', '/secrets/db-password'], ['POST', '/secrets/db-password', { value: 'x' }], ['DELETE', '/secrets/db-password'],
-      ];
+      );
       for (const [method, path, body] of routes) {
         const r = await p.call(b.apiKey, method, path, body);
         const missing = await p.call(b.apiKey, method, path.replace(sbxA, 'i0000000000000000000').replace('snap-of-a', 'no-such-snap').replace('db-password', 'no-such-secret'), body);

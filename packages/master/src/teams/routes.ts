@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { notFound } from '@svc/common';
+import { badRequest, notFound } from '@svc/common';
 import { callerTeam } from './caller.ts';
 import type { TeamService } from './service.ts';
 
@@ -38,7 +38,11 @@ export function registerTeamRoutes(app: FastifyInstance, teams: TeamService, adm
     reply.status(201);
     return key;
   });
-  app.get<{ Querystring: { teamId?: string } }>('/v1/keys', async (req) => teams.listKeys(callerTeam(req), req.query.teamId));
+  app.get<{ Querystring: { teamId?: unknown } }>('/v1/keys', async (req) => {
+    const { teamId } = req.query;
+    if (teamId !== undefined && typeof teamId !== 'string') throw badRequest('teamId must be given once');
+    return teams.listKeys(callerTeam(req), teamId);
+  });
   app.patch<Id>('/v1/keys/:id', async (req) => teams.renameKey(callerTeam(req), req.params.id, req.body));
   app.delete<Id>('/v1/keys/:id', async (req, reply) => {
     await teams.revokeKey(callerTeam(req), req.params.id);
