@@ -7,7 +7,7 @@ import { TeamsClient } from '@svc/contracts/teams';
 import { KeyVerifier } from './key-verifier.ts';
 import { MinuteCounter } from './rate-limits.ts';
 import { ApiAuditLog } from './audit-log.ts';
-import { identityOf } from './request-identity.ts';
+import { identityOf, requireAdmin } from './request-identity.ts';
 import { registerTeamRoutes } from './team-routes.ts';
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -64,6 +64,10 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
     scope.put(`${CONTEXT_FILES_UPLOAD_PATH}/:hash`, (req, reply) => forwardToMaster(req, reply, masterUrl, { raw: true }));
+  });
+  // Template artifacts are whole root filesystems, for nodes; through the API only the operator's (docs/security.md).
+  app.addHook('preHandler', async (req) => {
+    if (req.url.startsWith('/svc/template/artifact/')) requireAdmin(req, 'template artifacts');
   });
   for (const prefix of MASTER_TEMPLATE_PREFIXES) {
     app.all(prefix, (req, reply) => forwardToMaster(req, reply, masterUrl));

@@ -107,7 +107,7 @@ test('teams: keys, isolation, quotas, revocation, the vault, audit', async (t) =
       assert.equal(await Secret.exists('db-password', p.sdk(b.apiKey)), false);
       assert.deepEqual(await Secret.list(p.sdk(b.apiKey)).nextItems(), []);
       // The operator's routes.
-      for (const [method, path] of [['GET', '/nodes'], ['GET', '/admin/sandboxes/running-counts'], ['POST', `/admin/teams/${a.teamId}/sandboxes/kill`]] as const) {
+      for (const [method, path] of [['GET', '/nodes'], ['GET', '/admin/sandboxes/running-counts'], ['POST', `/admin/teams/${a.teamId}/sandboxes/kill`], ['GET', '/svc/template/artifact/download?artifact_id=a']] as const) {
         assert.equal((await p.call(b.apiKey, method, path)).status, 403, `${method} ${path} needs the admin key`);
       }
       assert.equal((await p.call(b.apiKey, 'GET', '/v2/sandboxes', undefined, { 'x-svc-team': a.teamId })).body.length, 0, 'a team header sent by a client is not believed');

@@ -1,5 +1,5 @@
 import { notFound } from '@svc/common';
-import { bodyField, pathParam, type OwnedRoute, type Owner } from './ownership.ts';
+import { bodyField, pathParam, queryField, type OwnedRoute, type Owner } from './ownership.ts';
 
 /** How the master finds the owner of each kind of resource a route names. */
 export interface OwnerLookups {
@@ -7,6 +7,8 @@ export interface OwnerLookups {
   snapshot(ref: string): Promise<Owner | undefined>;
   /** A template by id, alias or `name:tag`. */
   template(ref: string): Promise<Owner | undefined>;
+  /** The template a build job builds. */
+  job(jobId: string): Promise<Owner | undefined>;
 }
 
 const templateMissing = (ref: string) => notFound(`template ${ref} not found`, 130404);
@@ -26,5 +28,7 @@ export function masterOwnedRoutes(find: OwnerLookups): OwnedRoute[] {
     { route: /^\/templates\/aliases\/:alias$/, idOf: pathParam('alias'), ownerOf: find.template, notFound: templateMissing },
     { route: /^\/templates\/tags$/, idOf: (req) => bodyField('target')(req) ?? bodyField('name')(req), ownerOf: find.template, notFound: templateMissing },
     { route: /^\/svc\/template\/(redo|migrate)$/, idOf: bodyField('template_id'), ownerOf: find.template, notFound: templateMissing },
+    { route: /^\/svc\/template\/build\/:jobId\/status$/, idOf: pathParam('jobId'), ownerOf: find.job, notFound: (id) => notFound(`build job ${id} not found`) },
+    { route: /^\/svc\/template\/from-image$/, idOf: queryField('job_id'), ownerOf: find.job, notFound: (id) => notFound(`build job ${id} not found`) },
   ];
 }

@@ -48,6 +48,11 @@ export const pathParam = (name: string) => (req: FastifyRequest): string | undef
   return typeof v === 'string' ? v : undefined;
 };
 
+export const queryField = (name: string) => (req: FastifyRequest): string | undefined => {
+  const v = (req.query as Record<string, unknown> | undefined)?.[name];
+  return typeof v === 'string' ? v : undefined;
+};
+
 export const bodyField = (name: string) => (req: FastifyRequest): string | undefined => {
   const v = (req.body as Record<string, unknown> | undefined)?.[name];
   return typeof v === 'string' ? v : undefined;

@@ -57,6 +57,8 @@ export interface TemplatesModule {
   builder?: BuilderTemplates;
   /** Whose the template `ref` names is (docs/security.md); absent: every template is the operator's. */
   ownerOf?(ref: string): Promise<Owner | undefined>;
+  /** Whose the template a build job (of an image template) builds is. */
+  ownerOfJob?(jobId: string): Promise<Owner | undefined>;
 }
 
 /** The real module, with the handles its tests and an embedding process use. */
@@ -129,6 +131,7 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
   return {
     resolver: service.resolver,
     ownerOf: (ref) => service.ownerOfRef(ref),
+    ownerOfJob: (jobId) => service.ownerOfJob(jobId),
     onNodeRegistered,
     service,
     builder: service,

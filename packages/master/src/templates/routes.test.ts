@@ -70,6 +70,13 @@ onEveryEngine('template routes', {
       assert.equal(r.status, 404, `${method} ${path}: ${JSON.stringify(r.body)}`);
       assert.equal(r.body.code, 130404, `${method} ${path}: the template's own not-found code`);
     }
+    for (const path of [`/svc/template/build/${made.body.job_id}/status`, `/svc/template/from-image?job_id=${made.body.job_id}`]) {
+      const r = await h.call('GET', path, undefined, B);
+      const missing = await h.call('GET', path.replace(made.body.job_id, 'job-missing'), undefined, B);
+      assert.deepEqual([r.status, r.body.code], [missing.status, missing.body.code], `${path}: as for a missing job`);
+      assert.equal(r.status, 404);
+      assert.equal((await h.call('GET', path, undefined, A)).status, 200, 'A reads its own job');
+    }
     const listed = (await h.call('GET', '/svc/template', undefined, B)).body.templates.map((t: { template_id: string }) => t.template_id);
     assert.deepEqual(listed, [pub.template_id], 'B lists the public template, not A\'s');
     assert.deepEqual((await h.call('GET', '/templates', undefined, B)).body.map((t: { templateID: string; public: boolean }) => [t.templateID, t.public]), [[pub.template_id, true]]);

@@ -174,6 +174,13 @@ export class TemplateService {
     return rows.filter((t) => caller === undefined || t.team_id === caller || Number(t.public) === 1).map(toTemplateInfo);
   }
 
+  /** Whose the template a build job builds is; undefined when there is no such job. */
+  async ownerOfJob(jobId: string): Promise<Owner | undefined> {
+    const j = await this.d.jobs.get(jobId);
+    const t = j && await this.d.templates.get(j.template_id);
+    return t ? ownerOf(t) : undefined;
+  }
+
   /** Whose the template `ref` (id, alias, or `name:tag`) is; undefined when none is called so. */
   async ownerOfRef(ref: string): Promise<Owner | undefined> {
     const t = await this.d.templates.resolve(ref.split(':', 1)[0]!);

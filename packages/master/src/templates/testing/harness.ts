@@ -63,7 +63,7 @@ export class Harness {
     // createHttpApp raises its logger to warn; this one writes nowhere.
     h.app = createHttpApp({ logger: pino({ level: 'silent' }, new Writable({ write: (_c, _e, cb) => cb() })) });
     // The master's isolation guard, as index.ts installs it before any route.
-    guardOwnedRoutes(h.app, masterOwnedRoutes({ sandbox: async () => undefined, snapshot: async () => undefined, template: (ref) => h.module.ownerOf!(ref) }));
+    guardOwnedRoutes(h.app, masterOwnedRoutes({ sandbox: async () => undefined, snapshot: async () => undefined, template: (ref) => h.module.ownerOf!(ref), job: (id) => h.module.ownerOfJob!(id) }));
     h.nodes = new NodeRegistry(h.db.kysely);
     h.coordination = o.coordination ?? new MemoryCoordination();
     h.module = await startTemplates(h.cfg, {
