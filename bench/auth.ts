@@ -19,12 +19,9 @@ import { SecretResolverClient } from '@svc/contracts/secrets';
 import { IdentityMintClient } from '@svc/contracts/identity';
 import { PlaceholderResolver } from '@svc/egress';
 import { printTable, stat, timed, writeResult, type Stat } from './lib/stats.ts';
+import { numberArg } from './lib/args.ts';
 
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : d;
-};
-const KEYS = arg('keys', 10_000);
+const KEYS = numberArg('keys', 10_000);
 const RUNS = 1000;
 const ADMIN = `e2b_${'a'.repeat(40)}`;
 const EGRESS_TOKEN = 'bench-egress-admin-token';

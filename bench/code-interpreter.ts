@@ -18,12 +18,9 @@ import { Sandbox } from '@e2b/code-interpreter';
 import { createCodeInterpreter } from '../packages/code-interpreter/src/index.ts';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { printTable, ratio, stat, timed, writeResult, type Stat } from './lib/stats.ts';
+import { numberArg } from './lib/args.ts';
 
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : d;
-};
-const N = arg('n', 40);
+const N = numberArg('n', 40);
 const CREATES = Math.max(3, Math.round(N / 8));
 
 let platform: RunningPlatform | undefined;

@@ -13,13 +13,10 @@ import { loadavg } from 'node:os';
 import { Sandbox } from 'e2b';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { printTable, stat, timed, usedMemoryMB, writeResult, type Stat } from './lib/stats.ts';
+import { numberArg } from './lib/args.ts';
 
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : d;
-};
-const MAX = arg('max', 1200);
-const MINUTES = arg('minutes', 50);
+const MAX = numberArg('max', 1200);
+const MINUTES = numberArg('minutes', 50);
 const CONCURRENCY = 2;
 const DATA = '/tmp/svc-bench-density';
 const progress = (what: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${what}\n`);

@@ -37,6 +37,7 @@ import { EgressCa, startEgressProxy } from '@svc/egress';
 import { stat, type Stat, writeResult } from './lib/stats.ts';
 import { KeepAliveConn, parseResponse } from './lib/http1-client.ts';
 import { cpuMs } from './proxy.ts';
+import { readFlags } from './lib/args.ts';
 
 const thisFile = fileURLToPath(import.meta.url);
 const HOST = 'api.example.test';
@@ -57,16 +58,7 @@ type Phase = (typeof PHASES)[number];
 interface Args { mode?: string; rest: Record<string, string>; seconds: number; connections: number; samples: number; only?: Phase[] }
 
 function parseArgs(argv: string[]): Args {
-  const rest: Record<string, string> = {};
-  let mode: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--serve-upstream' || a === '--serve-proxy') { mode = a.slice(8); continue; }
-    if (!a.startsWith('--')) continue;
-    rest[a.slice(2)] = argv[i + 1] ?? '';
-    i++;
-  }
-  const num = (k: string, d: number) => (rest[k] === undefined ? d : Number(rest[k]));
+  const { mode, rest, num } = readFlags(argv, ['upstream', 'proxy']);
   const only = rest.only ? rest.only.split(',').map((p) => p.trim()) : undefined;
   for (const p of only ?? []) if (!(PHASES as readonly string[]).includes(p)) throw new Error(`--only: unknown phase ${p} (${PHASES.join(', ')})`);
   return { mode, rest, seconds: num('seconds', 6), connections: num('connections', 16), samples: num('samples', 2000), only: only as Phase[] | undefined };
@@ -388,24 +380,22 @@ async function main() {
     let httpsKa: ReturnType<typeof summarize> | undefined;
     let httpsNew: ReturnType<typeof summarize> | undefined;
     let httpKa: ReturnType<typeof summarize> | undefined;
-    if (phases.has('https-keepalive')) {
+    /** Latency in two interleaved halves, then the paired rate, direct against through the proxy. */
+    const measureHttps = async (latency: (x: Target, n: number) => Promise<number[]>, rateOf: typeof keepAliveRate) => {
       const lat = { direct: [] as number[], proxy: [] as number[] };
       for (let r = 0; r < 2; r++) {
-        lat.direct.push(...await keepAliveLatency(t.httpsDirect, Math.ceil(args.samples / 2)));
-        lat.proxy.push(...await keepAliveLatency(t.httpsProxy, Math.ceil(args.samples / 2)));
+        lat.direct.push(...await latency(t.httpsDirect, Math.ceil(args.samples / 2)));
+        lat.proxy.push(...await latency(t.httpsProxy, Math.ceil(args.samples / 2)));
       }
-      const rate = await paired(2, () => withCpu(pidsDirect, () => keepAliveRate(t.httpsDirect, N, half)), () => withCpu(pidsProxy, () => keepAliveRate(t.httpsProxy, N, half)));
-      httpsKa = summarize(rate, lat);
+      const rate = await paired(2, () => withCpu(pidsDirect, () => rateOf(t.httpsDirect, N, half)), () => withCpu(pidsProxy, () => rateOf(t.httpsProxy, N, half)));
+      return summarize(rate, lat);
+    };
+    if (phases.has('https-keepalive')) {
+      httpsKa = await measureHttps(keepAliveLatency, keepAliveRate);
       result.httpsKeepAlive = httpsKa;
     }
     if (phases.has('https-new')) {
-      const lat = { direct: [] as number[], proxy: [] as number[] };
-      for (let r = 0; r < 2; r++) {
-        lat.direct.push(...await newConnectionLatency(t.httpsDirect, Math.ceil(args.samples / 2)));
-        lat.proxy.push(...await newConnectionLatency(t.httpsProxy, Math.ceil(args.samples / 2)));
-      }
-      const rate = await paired(2, () => withCpu(pidsDirect, () => newConnectionRate(t.httpsDirect, N, half)), () => withCpu(pidsProxy, () => newConnectionRate(t.httpsProxy, N, half)));
-      httpsNew = summarize(rate, lat);
+      httpsNew = await measureHttps(newConnectionLatency, newConnectionRate);
       result.httpsNewConnections = httpsNew;
     }
     if (phases.has('http-keepalive')) {

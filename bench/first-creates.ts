@@ -12,14 +12,11 @@ import { Sandbox } from 'e2b';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { defaultConfig } from '@svc/common';
 import { printTable, stat, timed, writeResult } from './lib/stats.ts';
+import { numberArg } from './lib/args.ts';
 
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : d;
-};
-const N = arg('n', 10);
+const N = numberArg('n', 10);
 /** --pool K: start with K warm sandboxes a template instead of svc up's default (warm_pool_initial). */
-const POOL = arg('pool', 0);
+const POOL = numberArg('pool', 0);
 const NETWORK = { SVC_ADDRESS_POOL: '10.214.0.0/16' };
 
 let platform: RunningPlatform | undefined;

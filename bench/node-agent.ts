@@ -24,14 +24,11 @@ import { DiskLayer } from '../packages/node-agent/src/runtime/disk-layer.ts';
 import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
 import { measureRunscFloor } from './lib/runsc-floor.ts';
 import { printTable, ratio, sleep, stat, timed, usedMemoryMB, writeResult } from './lib/stats.ts';
+import { numberArg } from './lib/args.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : d;
-};
-const N = arg('n', 10);
-const IDLE = Math.max(20, arg('idle', 20));
+const N = numberArg('n', 10);
+const IDLE = Math.max(20, numberArg('idle', 20));
 const POOL = '10.201.100.0/24';
 
 /** One envelope of the Connect streaming protocol: flags byte, big-endian length, JSON. */

@@ -22,16 +22,13 @@ import { Sandbox } from 'e2b';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { RunscFloor } from './lib/runsc-floor.ts';
 import { BENCH_ROOT, printTable, ratio, sleep, stat, timed, usedMemoryMB, writeResult, type Stat } from './lib/stats.ts';
+import { numberArg } from './lib/args.ts';
 import { endpoint, latencySamples, measureAutoResume, throughput } from './proxy.ts';
 
 const run = promisify(execFile);
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : d;
-};
-const CREATES = arg('creates', 50);
-const N = arg('n', 20);
-const IDLE = Math.max(20, arg('idle', 20));
+const CREATES = numberArg('creates', 50);
+const N = numberArg('n', 20);
+const IDLE = Math.max(20, numberArg('idle', 20));
 const DATA = '/tmp/svc-bench-data';
 /** A pool of its own: sandboxes a killed run leaves behind never sit on the e2e tests' addresses. */
 const BENCH_NETWORK = { SVC_ADDRESS_POOL: '10.211.0.0/16' };

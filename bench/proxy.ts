@@ -20,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { MemoryCoordination, silentLogger } from '@svc/common';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { KeepAliveConn } from './lib/http1-client.ts';
+import { readFlags } from './lib/args.ts';
 
 const thisFile = fileURLToPath(import.meta.url);
 const GOALS = { addedP50Ms: 0.5, throughputRatio: 0.7 };
@@ -33,16 +34,7 @@ interface Args {
 }
 
 function parseArgs(argv: string[]): Args & { mode?: string; rest: Record<string, string> } {
-  const rest: Record<string, string> = {};
-  let mode: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--serve-upstream' || a === '--serve-proxy') { mode = a.slice(8); continue; }
-    if (!a.startsWith('--')) continue;
-    rest[a.slice(2)] = argv[i + 1] ?? '';
-    i++;
-  }
-  const num = (k: string, d: number) => (rest[k] === undefined ? d : Number(rest[k]));
+  const { mode, rest, num } = readFlags(argv, ['upstream', 'proxy']);
   return {
     mode, rest,
     target: rest.target, sandboxId: rest['sandbox-id'], master: rest.master, proxy: rest.proxy, path: rest.path ?? '/',

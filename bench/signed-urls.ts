@@ -17,12 +17,9 @@ import { fileSignature } from '@svc/common/envd-signature';
 import { startMaster } from '@svc/master';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { printTable, stat, timed, writeResult } from './lib/stats.ts';
+import { numberArg } from './lib/args.ts';
 
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : d;
-};
-const N = arg('sandboxes', 1000);
+const N = numberArg('sandboxes', 1000);
 const RUNS = 200;
 
 async function main() {

@@ -18,12 +18,9 @@ import { Sandbox } from 'e2b';
 import { MasterClient } from '@svc/contracts/master';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { printTable, ratio, sleep, stat, timed, writeResult, type Stat } from './lib/stats.ts';
+import { numberArg } from './lib/args.ts';
 
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : d;
-};
-const N = arg('n', 10);
+const N = numberArg('n', 10);
 const PAUSED = 5;
 const round = (v: number) => Math.round(v * 10) / 10;
 

@@ -18,12 +18,9 @@ import { join } from 'node:path';
 import { Sandbox, Template, waitForPort } from 'e2b';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { printTable, ratio, stat, timed, writeResult, type Stat } from './lib/stats.ts';
+import { numberArg } from './lib/args.ts';
 
-const arg = (name: string, d: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? Number(process.argv[i + 1]) : d;
-};
-const N = arg('n', 5);
+const N = numberArg('n', 5);
 const STEPS = 10;
 
 let platform: RunningPlatform | undefined;

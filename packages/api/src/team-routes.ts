@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest } from '@svc/common';
-import { DEFAULT_TEAM_ID, TeamsClient, type ApiKeyRecord, type CreatedKey, type TeamRecord } from '@svc/contracts/teams';
+import { DEFAULT_TEAM_ID, TEAM_HEADER, TeamsClient, type ApiKeyRecord, type CreatedKey, type TeamRecord } from '@svc/contracts/teams';
 import { identityOf, requireAdmin, teamHeaders } from './request-identity.ts';
 import { presentedKey } from './auth.ts';
 
@@ -48,9 +48,8 @@ export function registerTeamRoutes(app: FastifyInstance, masterUrl: string): voi
   });
   app.delete<{ Params: { teamID: string; apiKeyID: string } }>('/admin/teams/:teamID/api-keys/:apiKeyID', async (req, reply) => {
     requireAdmin(req, 'admin routes');
-    const keys = await operator.listKeys(req.params.teamID);
-    if (!keys.some((k) => k.keyId === req.params.apiKeyID)) return reply.status(404).send({ code: 404, message: `API key ${req.params.apiKeyID} of team ${req.params.teamID} not found` });
-    await operator.revokeKey(req.params.apiKeyID);
+    // Scoped to the named team by the master, as a team key's call is: another team's key is its 404.
+    await new TeamsClient(masterUrl, { headers: { [TEAM_HEADER]: req.params.teamID } }).revokeKey(req.params.apiKeyID);
     return reply.status(204).send();
   });
   app.post<{ Params: { teamID: string } }>('/admin/teams/:teamID/sandboxes/kill', async (req) => {

@@ -100,9 +100,4 @@ export class PlaceholderResolver {
     this.tokens.set(key, minted);
     return minted.token;
   }
-
-  /** A sandbox that is gone takes its tokens with it. */
-  forget(sandboxId: string): void {
-    for (const k of this.tokens.keys()) if (k.startsWith(`${sandboxId}\n`)) this.tokens.delete(k);
-  }
 }

@@ -68,13 +68,12 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const teams = new TeamService(db.kysely, logger);
   await teams.ensureDefault();
   // Before any route: a team's call that names another team's resource is a 404 (docs/security.md).
-  let ownerOfTemplate: (ref: string) => Promise<{ teamId: string; public?: boolean } | undefined> = async () => undefined;
-  let ownerOfJob: (jobId: string) => Promise<{ teamId: string; public?: boolean } | undefined> = async () => undefined;
   guardOwnedRoutes(app, masterOwnedRoutes({
     sandbox: async (id) => { const r = await repo.get(id); return r && { teamId: r.team_id }; },
     snapshot: async (ref) => { const s = await snapshotRepo.resolve(ref); return s && { teamId: s.team_id }; },
-    template: (ref) => ownerOfTemplate(ref),
-    job: (jobId) => ownerOfJob(jobId),
+    // The template module starts below; requests come only once the master listens.
+    template: async (ref) => templates.ownerOf?.(ref),
+    job: async (jobId) => templates.ownerOfJob?.(jobId),
   }));
   const vault = loadVaultKeyFile(cfg.master.vault_key_file || join(cfg.data_dir, 'vault', 'key.json'), { create: !cfg.master.vault_key_file });
   const secrets = new SecretService(new SecretRepo(db.kysely), vault);
@@ -98,8 +97,6 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
     : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus });
-  if (templates.ownerOf) ownerOfTemplate = templates.ownerOf;
-  if (templates.ownerOfJob) ownerOfJob = templates.ownerOfJob;
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
   const sandboxes = new SandboxService({
     cfg, repo, nodes, templates: sandboxResolver, coordination, logger,

@@ -13,8 +13,3 @@ export function callerTeam(req: FastifyRequest): string | undefined {
   if (typeof v !== 'string' || !v) throw badRequest(`${TEAM_HEADER} must be one team id`);
   return v;
 }
-
-/** Whether a caller may see a row of `rowTeam`: the operator sees all; a team only its own. */
-export function visibleTo(caller: string | undefined, rowTeam: string): boolean {
-  return caller === undefined || caller === rowTeam;
-}

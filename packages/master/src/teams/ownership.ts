@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { notFound, type SvcError } from '@svc/common';
+import type { SvcError } from '@svc/common';
 import { callerTeam } from './caller.ts';
 
 /** Whose a resource is: its team, and whether every team may read it (svc up's base templates). */
@@ -62,5 +62,3 @@ export const bodyField = (name: string) => (req: FastifyRequest): string | undef
 export function usableBy(caller: string | undefined, owner: Owner): boolean {
   return caller === undefined || owner.teamId === caller || owner.public === true;
 }
-
-export { notFound };

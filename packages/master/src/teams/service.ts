@@ -110,14 +110,17 @@ export class TeamService {
   async verify(body: unknown): Promise<KeyIdentity> {
     const keyHash = (body as { keyHash?: unknown } | undefined)?.keyHash;
     if (typeof keyHash !== 'string' || !/^[0-9a-f]{64}$/.test(keyHash)) throw badRequest('keyHash must be 64 hex digits (SHA-256 of the key)');
-    const row = await this.db.selectFrom('t_svc_api_key').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+    // One query on the gateway's cache miss: the key and its team's limits.
+    const row = await this.db.selectFrom('t_svc_api_key').innerJoin('t_svc_team', 't_svc_team.team_id', 't_svc_api_key.team_id')
+      .select(['t_svc_api_key.key_id', 't_svc_api_key.team_id', 't_svc_api_key.last_used_at', 't_svc_api_key.revoked_at', 't_svc_team.limits'])
+      .where('t_svc_api_key.key_hash', '=', keyHash).executeTakeFirst();
     if (!row || row.revoked_at !== null) throw unauthorized('invalid API key');
     const now = Date.now();
     if (row.last_used_at === null || now - Number(row.last_used_at) > LAST_USED_RESOLUTION_MS) {
       this.db.updateTable('t_svc_api_key').set({ last_used_at: now }).where('key_id', '=', row.key_id).execute()
         .catch((err) => this.logger.warn({ keyId: row.key_id, err: (err as Error).message }, 'recording when an API key was last used failed'));
     }
-    return { keyId: row.key_id, teamId: row.team_id, admin: false, limits: await this.limits(row.team_id) };
+    return { keyId: row.key_id, teamId: row.team_id, admin: false, limits: parseLimits(row.limits) };
   }
 
   private async teamRow(caller: string | undefined, teamId: string): Promise<TeamRow> {
