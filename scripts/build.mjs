@@ -2,10 +2,12 @@
 //   dist/envd.mjs  the in-sandbox agent (runs on the Node runtime the node agent injects)
 //   dist/code-interpreter.mjs  the in-sandbox code interpreter on port 49999 (same runtime)
 //   dist/svc.mjs   the CLI and every component, for `svc up` and a global install
+//   dist/volume_plugin.proto  the volume plugin protocol, read beside the bundle by svc.mjs's gRPC plugin client
+//   dist/svc-volume-local.mjs  the built-in local volume plugin, executable (a `binary_path`, or `--serve-rpc`)
 import { build } from 'esbuild';
 import { NODE_BUNDLE } from './bundle-options.mjs';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
 
 mkdirSync('dist', { recursive: true });
 const common = { ...NODE_BUNDLE, sourcemap: 'linked' };
@@ -28,6 +30,16 @@ await build({
   // native addons and packages that load files relative to themselves stay in node_modules
   external: ['better-sqlite3', '@lydell/node-pty', '@lydell/node-pty-*', 'pg-native', 'pino', 'thread-stream', 'pino-*'],
 });
+// packages/volumes loads its .proto at run time: from the source tree, or beside the bundle
+copyFileSync('packages/volumes/proto/volume_plugin.proto', 'dist/volume_plugin.proto');
+// self-contained (no external packages): it runs from any directory, given the .proto beside it
+await build({
+  ...common,
+  entryPoints: ['packages/volumes/src/local-plugin/binary-main.ts'],
+  outfile: 'dist/svc-volume-local.mjs',
+  banner: { js: `#!/usr/bin/env node\n${NODE_BUNDLE.banner.js}` },
+});
+chmodSync('dist/svc-volume-local.mjs', 0o755);
 // Native parts of gVisor sandboxes, built with the host's cc (scripts/setup.sh installs gcc and
 // libc6-dev): the stat shim preloaded into every program (packages/node-agent/native/stat-shim.c),
 // svc's sudo, static so that it runs in any image (packages/node-agent/native/sudo.c), and envd's
@@ -45,4 +57,7 @@ for (const [out, flags, source] of natives) {
     process.exit(1);
   }
 }
-console.log('built dist/envd.mjs, dist/code-interpreter.mjs, dist/svc.mjs, dist/svc-stat-shim.so, dist/svc-sudo and dist/svc-spawner');
+console.log(
+  'built dist/envd.mjs, dist/code-interpreter.mjs, dist/svc.mjs, dist/volume_plugin.proto, dist/svc-volume-local.mjs, ' +
+    'dist/svc-stat-shim.so, dist/svc-sudo and dist/svc-spawner',
+);

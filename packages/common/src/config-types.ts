@@ -39,6 +39,8 @@ export interface SvcConfig {
     identity_issuer_url: string;
     /** SPIFFE trust domain of workload tokens' subjects. */
     identity_trust_domain: string;
+    /** Volume plugins whose controller hooks the master calls; the first is the default driver (docs/volume-plugins.md). */
+    volume_plugins: VolumePluginConfig[];
   };
   svclet_conf: {
     /** Cluster default idle timeout; <= 0 means no idle TTL (shipped -1). */
@@ -76,6 +78,10 @@ export interface SvcConfig {
       };
     };
     capacity: { cpu_count: number; memory_mb: number };
+    /** Volume plugins whose node hooks the agent calls; names match the master's. Empty: the master's list. */
+    volume_plugins: VolumePluginConfig[];
+    /** Where plugins put volumes' host mounts; an Attach answering a path outside it fails the create. */
+    volume_plugin_base_dir: string;
   };
   proxy: {
     http_port: number;
@@ -158,4 +164,16 @@ export interface RedisConfig {
   port: number;
   password: string;
   db: number;
+}
+
+/** One `volume_plugins[]` entry (docs/volume-plugins.md). */
+export interface VolumePluginConfig {
+  name: string;
+  type: 'binary' | 'rpc';
+  /** binary: the executable, run once per hook. */
+  binary_path?: string;
+  /** rpc: a Unix socket path (bare, or unix:PATH), or host:port for TCP. */
+  socket_path?: string;
+  /** How long one hook may take before the call fails; default 30 000. */
+  timeout_ms?: number;
 }

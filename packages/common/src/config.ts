@@ -5,7 +5,7 @@ import { parse as parseYaml } from 'yaml';
 import type { SvcConfig } from './config-types.ts';
 import { intToIp, isIpv4, parseCidr } from './ipv4.ts';
 
-export type { SvcConfig, DatabaseConfig, RedisConfig } from './config-types.ts';
+export type { SvcConfig, DatabaseConfig, RedisConfig, VolumePluginConfig } from './config-types.ts';
 
 /** A configuration problem; its message is one line that names the key. */
 export class ConfigError extends Error {
@@ -31,6 +31,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       build_timeout_sec: 3600,
       create_timeout_insec: 60,
       database: { driver: 'sqlite', path: '' },
+      volume_plugins: [],
     },
     svclet_conf: { default_timeout_insec: -1, default_cpu_count: 1, default_memory_mb: 512, default_disk_size_mb: 2048 },
     svcproxy: { admin_token: '' },
@@ -46,6 +47,8 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       warm_pool_max: 8,
       host: { quota: { paused_resource_release_ratio: 0, memory_overcommit: 40, memory_reserve_mb: 0, max_cpu_pressure: 0 } },
       capacity: { cpu_count: 0, memory_mb: 0 },
+      volume_plugins: [],
+      volume_plugin_base_dir: '/data/svc-shared/volume',
     },
     proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '' },
     template_center: {
@@ -100,6 +103,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_NODE_AGENT_LISTEN', 'node_agent.listen', 'string'],
   ['SVC_NODE_AGENT_ADDR', 'node_agent.addr', 'string'],
   ['SVC_NODE_ID', 'node_agent.node_id', 'string'],
+  ['SVC_VOLUME_PLUGIN_BASE_DIR', 'node_agent.volume_plugin_base_dir', 'string'],
   ['SVC_RUNTIME', 'node_agent.runtime', 'string'],
   ['SVC_ADDRESS_POOL', 'node_agent.address_pool', 'string'],
   ['SVC_WARM_POOL_SIZE', 'node_agent.warm_pool_size', 'int'],
@@ -262,6 +266,8 @@ function fillDerived(c: SvcConfig) {
   if (!c.node_agent.addr) c.node_agent.addr = `http://${hostForClient(c.node_agent.listen)}`;
   if (!c.template_center.addr) c.template_center.addr = `http://${hostForClient(c.template_center.listen)}`;
   if (!c.node_agent.state_dir) c.node_agent.state_dir = join(c.data_dir, 'node');
+  // One file configures both sides in a one-host install: the node's list is the master's unless it has its own.
+  if (c.node_agent.volume_plugins.length === 0) c.node_agent.volume_plugins = c.master.volume_plugins;
   if (!c.template_center.artifact_dir) c.template_center.artifact_dir = join(c.data_dir, 'artifacts');
   if (!c.sandbox_domain) c.sandbox_domain = `localhost:${c.proxy.http_port}`;
   if (!c.egress.admin_addr) c.egress.admin_addr = `http://${c.egress.admin_bind === '0.0.0.0' ? '127.0.0.1' : c.egress.admin_bind}:${c.egress.admin_port}`;
@@ -331,6 +337,10 @@ export function validateConfig(c: SvcConfig): void {
   need(Number.isInteger(reserve) && reserve >= 0, 'node_agent.host.quota.memory_reserve_mb', `must be a non-negative integer (got ${reserve})`);
   const cpu = c.node_agent.host.quota.max_cpu_pressure;
   need(typeof cpu === 'number' && cpu >= 0 && cpu <= 100, 'node_agent.host.quota.max_cpu_pressure', `must be from 0 (off) to 100 (got ${cpu})`);
+  need(c.node_agent.volume_plugin_base_dir.startsWith('/'), 'node_agent.volume_plugin_base_dir', `must be an absolute path (got ${JSON.stringify(c.node_agent.volume_plugin_base_dir)})`);
+  for (const key of ['master', 'node_agent'] as const) {
+    need(Array.isArray(c[key].volume_plugins), `${key}.volume_plugins`, 'must be a list of {name, type, binary_path | socket_path}');
+  }
   need(['auto', 'gvisor', 'microvm'].includes(c.node_agent.runtime), 'node_agent.runtime', `must be auto, gvisor or microvm (got ${JSON.stringify(c.node_agent.runtime)})`);
   need(/^\d+\.\d+\.\d+\.\d+\/(?:[8-9]|[12]\d|30)$/.test(c.node_agent.address_pool) && isIpv4(c.node_agent.address_pool.split('/')[0]), 'node_agent.address_pool', `must be an IPv4 CIDR of /8../30 (got ${JSON.stringify(c.node_agent.address_pool)})`);
   need(Number.isInteger(c.node_agent.warm_pool_size) && c.node_agent.warm_pool_size >= 0, 'node_agent.warm_pool_size', 'must be a non-negative integer');

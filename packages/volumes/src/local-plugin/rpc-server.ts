@@ -1,0 +1,127 @@
+/**
+ * The local plugin as an `rpc` plugin: both services of proto/volume_plugin.proto on a Unix
+ * socket (mode 0600: only root, which runs the master and the node agent, may call it).
+ */
+import { chmod, lstat, unlink } from 'node:fs/promises';
+import { Server, ServerCredentials, status, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { volumeProto } from '../plugins/proto.ts';
+import { LocalVolumeError, type LocalVolumes } from './local-volumes.ts';
+
+export interface LocalRpcServerOptions {
+  /** A filesystem path (a `unix:` prefix is accepted and dropped). */
+  socketPath: string;
+  volumes: LocalVolumes;
+}
+
+export interface LocalRpcServer {
+  /** Stops taking calls, lets running ones finish (a few seconds at most) and removes the socket. */
+  close(): Promise<void>;
+}
+
+const SHUTDOWN_GRACE_MS = 5_000;
+
+type Request = Record<string, unknown>;
+
+export async function startLocalRpcServer(opts: LocalRpcServerOptions): Promise<LocalRpcServer> {
+  const socketPath = opts.socketPath.replace(/^unix:/, '');
+  const { volumes } = opts;
+  await removeStaleSocket(socketPath);
+
+  const server = new Server();
+  const proto = volumeProto();
+  server.addService(proto.controller, {
+    Create: handler(async (r) => {
+      const out = await volumes.create({ volumeId: str(r.volume_id), name: str(r.name) });
+      return { token: out.token, private_data: out.privateData };
+    }),
+    Destroy: handler(async (r) => {
+      await volumes.destroy({ volumeId: str(r.volume_id) });
+      return {};
+    }),
+  });
+  server.addService(proto.node, {
+    Attach: handler(async (r) => {
+      const out = await volumes.attach({
+        sandboxId: str(r.sandbox_id),
+        namespace: str(r.namespace),
+        volumeId: str(r.volume_id),
+        refCount: Number(r.ref_count ?? 0),
+        volumeBaseDir: str(r.volume_base_dir),
+        privateData: str(r.private_data),
+      });
+      return { host_path: out.hostPath, metadata: out.metadata };
+    }),
+    Detach: handler(async (r) => {
+      await volumes.detach({
+        sandboxId: str(r.sandbox_id),
+        namespace: str(r.namespace),
+        volumeId: str(r.volume_id),
+        refCount: Number(r.ref_count ?? 0),
+        metadata: (r.metadata ?? {}) as Record<string, string>,
+      });
+      return {};
+    }),
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.bindAsync(`unix:${socketPath}`, ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+  });
+  try {
+    await chmod(socketPath, 0o600);
+  } catch (err) {
+    server.forceShutdown();
+    throw err;
+  }
+
+  let closed: Promise<void> | undefined;
+  return {
+    close() {
+      closed ??= (async () => {
+        await new Promise<void>((resolve) => {
+          const force = setTimeout(() => {
+            server.forceShutdown();
+            resolve();
+          }, SHUTDOWN_GRACE_MS);
+          server.tryShutdown(() => {
+            clearTimeout(force);
+            resolve();
+          });
+        });
+        await unlink(socketPath).catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') throw err;
+        });
+      })();
+      return closed;
+    },
+  };
+}
+
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/** A unary handler that answers what `fn` returns, or the gRPC status of what it throws. */
+function handler(fn: (request: Request) => Promise<object>): UntypedServiceImplementation[string] {
+  return (call: ServerUnaryCall<Request, object>, callback: sendUnaryData<object>) => {
+    fn(call.request).then(
+      (answer) => callback(null, answer),
+      (err: unknown) => callback({ code: statusOf(err), details: err instanceof Error ? err.message : String(err) }),
+    );
+  };
+}
+
+function statusOf(err: unknown): status {
+  if (!(err instanceof LocalVolumeError)) return status.INTERNAL;
+  if (err.kind === 'invalid') return status.INVALID_ARGUMENT;
+  if (err.kind === 'not_found') return status.NOT_FOUND;
+  return status.INTERNAL;
+}
+
+/** A socket file left by a server that is gone would make the bind fail with EADDRINUSE. */
+async function removeStaleSocket(socketPath: string): Promise<void> {
+  const st = await lstat(socketPath).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (!st) return;
+  if (!st.isSocket()) throw new Error(`${socketPath} exists and is not a socket; not removing it`);
+  await unlink(socketPath);
+}
