@@ -218,8 +218,8 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
         }
       });
 
-      await t.test('delete answers 204; then the sandbox is 404 everywhere', async () => {
-        assert.equal(await agent.deleteSandbox(req.sandboxId), undefined);
+      await t.test('delete answers 204 (no volume counts flipped); then the sandbox is 404 everywhere', async () => {
+        assert.deepEqual(await agent.deleteSandbox(req.sandboxId), {});
         assert.equal(await statusOf(agent.getSandbox(req.sandboxId)), 404);
         assert.ok(!(await agent.listSandboxes()).some((x) => x.sandboxId === req.sandboxId));
         assert.equal(await statusOf(agent.deleteSandbox(req.sandboxId)), 404);

@@ -6,7 +6,8 @@
  *   POST   /v1/sandboxes                    → 201 NodeSandbox     (body CreateSandboxOnNode)
  *   GET    /v1/sandboxes                    → NodeSandbox[]       (everything this node runs or holds paused)
  *   GET    /v1/sandboxes/:id                → NodeSandbox | 404
- *   DELETE /v1/sandboxes/:id                → 204 | 404           (running or paused; never resumes a paused one)
+ *   DELETE /v1/sandboxes/:id                → 204 | 200 ExtInfo | 404 (running or paused; never resumes a paused one;
+ *                                            200 when volume counts flipped, docs/volumes.md)
  *   POST   /v1/sandboxes/:id/pause          → NodeSandbox (state paused, pauseKind set) | 409 already paused
  *   POST   /v1/sandboxes/:id/resume         → NodeSandbox (state running) | 409 {code:130409} admission refused
  *   PUT    /v1/sandboxes/:id/network        → NodeSandbox | 409 paused   (body NetworkUpdateOnNode: the whole new policy)
@@ -17,11 +18,14 @@
  *   POST   /v1/artifacts/:artifactId        → 200 ArtifactOnNode  (body EnsureArtifact; downloads when missing)
  *   DELETE /v1/artifacts/:artifactId        → 204                 (idempotent)
  *   GET    /v1/artifacts                    → ArtifactOnNode[]
+ *   GET    /v1/volumes/attachments          → NodeVolumeAttachment[] (node-local volume counts)
+ *   *      /v1/volume-content/:volumeId/... → the volume content API (packages/contracts/src/volumes.ts)
  * Errors are `{code, message}` (packages/common/src/errors.ts).
  */
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { errorFromStream, JsonClient, SvcError } from '@svc/common';
+import type { ExtInfo, NodeVolumeAttachment, VolumeMountOnNode } from './volumes.ts';
 
 export type RuntimeKind = 'gvisor' | 'microvm';
 /**
@@ -65,6 +69,12 @@ export interface CreateSandboxOnNode {
    */
   defaultUser?: string;
   defaultWorkdir?: string;
+  /**
+   * Volumes to attach (each once) and mount, from the master's current volume records. A node
+   * agent without volume support ignores them (SPEC "Versioning" 2); the master sends them only
+   * to nodes whose NodeInfo.features names NODE_FEATURE_VOLUMES.
+   */
+  volumes?: VolumeMountOnNode[];
 }
 
 /**
@@ -93,6 +103,11 @@ export interface ResumeOnNode {
   memory?: boolean;
   envVars?: Record<string, string>;
   envdAccessToken?: string;
+  /**
+   * A sandbox that boots again re-attaches its volumes: the master's current records of them
+   * (re-validated: a volume deleted meanwhile fails the resume). Absent: the node's own.
+   */
+  volumes?: VolumeMountOnNode[];
 }
 
 /** Capture a sandbox's writable layer under this id (snapshots and forks). */
@@ -177,6 +192,8 @@ export interface NodeSandbox {
   startedAt: string;
   /** True when the create was served by a warm-pool sandbox. */
   fromWarmPool?: boolean;
+  /** Volume count flips of this operation (create, pause, resume), for the master's refcount. */
+  extInfo?: ExtInfo;
 }
 
 /** oom: the host's OOM killer stopped the whole sandbox; exited: its processes ended, cause unknown. */
@@ -296,6 +313,8 @@ export interface NodeInfo {
   egressAdminUrl?: string;
   /** The warm pool: sandboxes started ahead, and how creates fared with it. */
   warmPool?: WarmPoolStats;
+  /** What this agent supports beyond the base protocol (NODE_FEATURE_VOLUMES); absent on old agents. */
+  features?: string[];
 }
 
 export interface WarmPoolStats {
@@ -333,8 +352,9 @@ export class NodeAgentClient {
   }
   listSandboxes() { return this.http.get<NodeSandbox[]>('/v1/sandboxes'); }
   getSandbox(id: string) { return this.http.get<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}`); }
-  deleteSandbox(id: string, timeoutMs?: number) {
-    return this.http.delete<void>(`/v1/sandboxes/${encodeURIComponent(id)}`, { timeoutMs });
+  /** The volume count flips the destroy made ({} when none). */
+  async deleteSandbox(id: string, timeoutMs?: number): Promise<ExtInfo> {
+    return (await this.http.delete<ExtInfo | undefined>(`/v1/sandboxes/${encodeURIComponent(id)}`, { timeoutMs })) ?? {};
   }
   updateNetwork(id: string, update: NetworkUpdateOnNode) { return this.http.put<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/network`, update); }
   pauseSandbox(id: string, req: PauseOnNode = {}) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`, req); }
@@ -371,4 +391,5 @@ export class NodeAgentClient {
   }
   deleteArtifact(artifactId: string) { return this.http.delete<void>(`/v1/artifacts/${encodeURIComponent(artifactId)}`); }
   listArtifacts() { return this.http.get<ArtifactOnNode[]>('/v1/artifacts'); }
+  volumeAttachments() { return this.http.get<NodeVolumeAttachment[]>('/v1/volumes/attachments'); }
 }

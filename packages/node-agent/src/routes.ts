@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { toSvcError, type TaskStats } from '@svc/common';
 import { LAYER_SHA256_HEADER, type ExecStreamLine, type NodeInfo } from '@svc/contracts/node-agent';
 import type { SandboxService } from './sandboxes/service.ts';
+import type { VolumeAttachments } from './volumes/attachments.ts';
 import { checkSandboxId, parseCreate, parseExec, parseEnsureArtifact, parseNetworkUpdate, parsePause, parseResume, parseSnapshot } from './validate.ts';
 import { checkLayerId } from './artifacts/layer-store.ts';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
@@ -14,6 +15,7 @@ export interface RouteDeps {
   /** How the agent's background tasks fare (health). */
   tasks: () => Record<string, TaskStats>;
   createDefaults: { diskSizeMB: number; timeoutMs: number };
+  volumes: VolumeAttachments;
 }
 
 type IdParams = { Params: { id: string } };
@@ -29,7 +31,11 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   app.post('/v1/sandboxes', async (req, reply) => reply.status(201).send(await s.create(parseCreate(req.body, d.createDefaults))));
   app.get('/v1/sandboxes', async () => s.list());
   app.get<IdParams>('/v1/sandboxes/:id', async (req) => s.get(id(req.params)));
-  app.delete<IdParams>('/v1/sandboxes/:id', async (req, reply) => { await s.delete(id(req.params)); return reply.status(204).send(); });
+  app.delete<IdParams>('/v1/sandboxes/:id', async (req, reply) => {
+    const ext = await s.delete(id(req.params));
+    // 204 as ever, unless volume counts flipped: then the flips (older masters ignore the body).
+    return ext.volumeRefFlips?.length ? reply.status(200).send(ext) : reply.status(204).send();
+  });
   app.post<IdParams>('/v1/sandboxes/:id/pause', async (req) => s.pause(id(req.params), parsePause(req.body)));
   app.put<IdParams>('/v1/sandboxes/:id/network', async (req) => s.updateNetwork(id(req.params), parseNetworkUpdate(req.body)));
   app.post<IdParams>('/v1/sandboxes/:id/snapshot', async (req, reply) => reply.status(201).send(await s.snapshot(id(req.params), parseSnapshot(req.body))));
@@ -70,6 +76,8 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
     await s.deleteLayer(checkLayerId(req.params.id));
     return reply.status(204).send();
   });
+
+  app.get('/v1/volumes/attachments', async () => d.volumes.list());
 
   app.get('/v1/artifacts', async () => s.listArtifacts());
   app.post<IdParams>('/v1/artifacts/:id', async (req) => s.ensureArtifact(req.params.id, parseEnsureArtifact(req.body, req.params.id)));

@@ -2,6 +2,7 @@ import { badRequest } from '@svc/common';
 import { checkLayerId } from './artifacts/layer-store.ts';
 import type { CreateSandboxOnNode, EnsureArtifact, ExecInput, ExecOnNode, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
+import { parseVolumeMountsOnNode } from '@svc/contracts/volumes';
 
 const SANDBOX_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -73,6 +74,7 @@ export function parseCreate(body: unknown, defaults: { diskSizeMB: number; timeo
     ...(body.layer === undefined ? {} : { layer: parseLayerRef(body.layer) }),
     ...(body.defaultUser === undefined ? {} : { defaultUser: userName(body.defaultUser, 'defaultUser') }),
     ...(body.defaultWorkdir === undefined ? {} : { defaultWorkdir: absolutePath(body.defaultWorkdir, 'defaultWorkdir') }),
+    ...(body.volumes === undefined ? {} : { volumes: parseVolumeMountsOnNode(body.volumes) }),
   };
 }
 
@@ -115,6 +117,7 @@ export function parseResume(body: unknown): ResumeOnNode {
     ...(body.memory === undefined ? {} : { memory: body.memory }),
     ...(body.envVars === undefined ? {} : { envVars: stringMap(body.envVars, 'envVars', ENV_NAME) }),
     ...(body.envdAccessToken === undefined ? {} : { envdAccessToken: body.envdAccessToken as string }),
+    ...(body.volumes === undefined ? {} : { volumes: parseVolumeMountsOnNode(body.volumes) }),
   };
 }
 

@@ -142,9 +142,14 @@ function apiRoutes(k: Known): RouteSpec[] {
     api('DELETE', '/secrets/:id', { params: { id: 'bogus' } }),
     api('GET', '/.well-known/openid-configuration', { auth: 'none' }),
     api('GET', '/.well-known/jwks.json', { auth: 'none' }),
-    // in SPEC.md but not served by this version: must be a clean 404
     api('GET', '/volumes'),
-    api('POST', '/volumes', { body: { name: 'fuzzvol' } }),
+    api('POST', '/volumes', { body: { name: 'fuzzvol', driver: 'local' } }),
+    api('GET', '/volumes/:id', { params: { id: 'bogus' } }),
+    api('DELETE', '/volumes/:id', { params: { id: 'bogus' } }),
+    api('GET', '/volumecontent/:id/dir', { params: { id: 'bogus' }, query: { path: '/', depth: '2' } }),
+    api('GET', '/volumecontent/:id/path', { params: { id: 'bogus' }, query: { path: '/a' } }),
+    api('DELETE', '/volumecontent/:id/path', { params: { id: 'bogus' }, query: { path: '/a' } }),
+    // in SPEC.md but not served by this version: must be a clean 404
     api('POST', '/svc/sandbox/preview', { body: { sandbox_id: k.running } }),
     api('GET', '/svc/template/compat'),
   ];
@@ -206,6 +211,12 @@ function masterRoutes(k: Known): RouteSpec[] {
     m('GET', '/secrets/:id', { params: { id: 'bogus' } }),
     m('DELETE', '/secrets/:id', { params: { id: 'bogus' } }),
     m('POST', '/internal/v1/secrets/resolve', { body: { teamId: 'fuzz', names: ['a', 'b'] } }),
+    m('GET', '/svc/volume'),
+    m('POST', '/svc/volume', { body: { name: 'fuzz-master-vol', driver: 'local' } }),
+    m('GET', '/svc/volume/:id', { params: { id: 'bogus' } }),
+    m('DELETE', '/svc/volume/:id', { params: { id: 'bogus' } }),
+    m('GET', '/v1/volumes/refcounts'),
+    m('GET', '/svc/volumecontent/:id/path', { params: { id: 'bogus' }, query: { path: '/' } }),
     m('POST', '/internal/v1/identity/tokens', { body: { sandboxId: k.running, name: 'aws' } }),
     m('GET', '/.well-known/jwks.json'),
     m('GET', '/v1/nodes'),
@@ -230,6 +241,7 @@ function nodeAgentRoutes(k: Known): RouteSpec[] {
     diskSizeMB: 512, envVars: { FUZZ: '1' }, envdAccessToken: 'tok', allowInternetAccess: false, network: { allowOut: [], denyOut: [] },
     metadata: { owner: 'fuzz' }, timeoutMs: 5_000, layer: { layerId: 'layer-fuzz', sha256: HEX64, sizeBytes: 1, downloadUrl: NOWHERE },
     defaultUser: 'user', defaultWorkdir: '/home/user',
+    volumes: [{ volumeId: 'vol-fuzz', driver: 'local', privateData: '', path: '/mnt/fuzz', readOnly: true }],
   } satisfies Required<CreateSandboxOnNode>);
   const n = (method: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({ component: 'node-agent', method, path, auth: 'none', bodyLimit: MB, ...extra });
   void k;
@@ -250,6 +262,8 @@ function nodeAgentRoutes(k: Known): RouteSpec[] {
     n('GET', '/v1/layers'),
     n('DELETE', '/v1/layers/:id', { params: { id: 'bogus' } }),
     n('GET', '/v1/layers/:id/archive', { params: { id: 'bogus' } }),
+    n('GET', '/v1/volumes/attachments'),
+    n('GET', '/v1/volume-content/:id/path', { params: { id: 'bogus' }, query: { path: '/' } }),
     n('GET', '/v1/artifacts'),
     n('POST', '/v1/artifacts/:id', { params: { id: 'bogus' }, body: json(artifact) }),
     n('DELETE', '/v1/artifacts/:id', { params: { id: 'bogus' } }),

@@ -29,12 +29,21 @@ export interface InstanceSpec extends InstanceRef {
   files: Record<string, string>;
   /** A captured writable layer (captureLayer's archive) the instance starts from instead of an empty one. */
   layerArchive?: string;
+  /** Host directories (volumes' host paths) bound into the instance at `path`. */
+  mounts?: HostMount[];
   /**
    * A warm-pool sandbox: it boots and waits at a low CPU weight, so that on a busy host the
    * sandboxes users hold go first (a refill starts right when a user's create took one).
    * `foreground` gives it the normal weight when it is handed out.
    */
   background?: boolean;
+}
+
+export interface HostMount {
+  hostPath: string;
+  /** Absolute inside the sandbox. */
+  path: string;
+  readOnly: boolean;
 }
 
 export type InstanceStatus = 'running' | 'paused' | 'stopped' | 'missing';

@@ -47,6 +47,8 @@ export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: stri
       { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'nodev', 'mode=1777', 'size=65536k'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
       { destination: SANDBOX_RUNTIME_DIR, type: 'bind', source: spec.runtime.dir, options: ['rbind', 'ro'] },
+      // Volumes: a read-only one refuses every write inside the sandbox, and shows writes made through other mounts.
+      ...(spec.mounts ?? []).map((m) => ({ destination: m.path, type: 'bind', source: m.hostPath, options: ['rbind', m.readOnly ? 'ro' : 'rw'] })),
     ],
     linux: {
       // No network namespace here: runsc uses the host stack of the namespace it was started in.

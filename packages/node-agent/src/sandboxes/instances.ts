@@ -10,6 +10,7 @@ import { createSandboxLink, destroySandboxLink, netnsPath } from '../network/net
 import type { InstanceRef, InstanceResources, InstanceSpec, RuntimeDriver } from '../runtime/driver.ts';
 import type { RuntimeBundle } from '../runtime/runtime-bundle.ts';
 import type { InstanceRecord, RecordStore } from './record.ts';
+import type { AttachedVolume } from '../volumes/attachments.ts';
 
 /** A runtime instance the agent holds: a user sandbox or a warm one. */
 export interface Instance {
@@ -31,6 +32,8 @@ export interface LaunchRequest {
   signal: AbortSignal;
   /** A captured layer's archive to start from (LayerStore), instead of an empty writable layer. */
   layerArchive?: string;
+  /** Volumes attached for it, mounted at boot. */
+  volumes?: AttachedVolume[];
 }
 
 export interface LauncherDeps {
@@ -67,7 +70,7 @@ export class InstanceLauncher {
       artifactId: req.artifactId, runtime: this.d.driver.kind, slot: addr.slot, hostAddress: addr.hostAddress,
       address: addr.sandboxAddress, netns: this.d.names.netns(instanceId), hostVeth: this.d.names.hostVeth(instanceId),
       ...req.resources, policy: req.policy, metadata: req.metadata, envdVersion: this.d.envdVersion,
-      ...req.defaults, startedAt: new Date().toISOString(),
+      ...req.defaults, startedAt: new Date().toISOString(), ...(req.volumes?.length ? { volumes: req.volumes } : {}),
     };
     const inst: Instance = { record, ref: refOf(this.d.names, this.d.records, record) };
     const started = Date.now();
@@ -131,6 +134,7 @@ export class InstanceLauncher {
     return {
       ...inst.ref, rootfs: { imagePath: this.d.artifacts.imagePath(r.artifactId), ...(mountDir ? { mountDir } : {}) }, runtime,
       resources: { cpuCount: r.cpuCount, memoryMB: r.memoryMB, diskSizeMB: r.diskSizeMB }, env, hostname: 'sandbox', files: this.d.files,
+      ...(r.volumes?.length && !r.volumesDetached ? { mounts: r.volumes.map((v) => ({ hostPath: v.hostPath, path: v.path, readOnly: v.readOnly })) } : {}),
     };
   }
 

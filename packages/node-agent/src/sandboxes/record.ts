@@ -3,6 +3,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { join } from 'node:path';
 import type { PauseKind, RuntimeKind } from '@svc/contracts/node-agent';
 import type { EgressPolicy } from '../network/egress-policy.ts';
+import type { AttachedVolume } from '../volumes/attachments.ts';
 
 /**
  * What the agent keeps on disk about one runtime instance, so that after a crash it can
@@ -38,6 +39,10 @@ export interface InstanceRecord {
   pauseKind?: PauseKind;
   pausedAt?: string;
   snapshotBytes?: number;
+  /** The sandbox's volumes, mounted at boot (docs/volumes.md). */
+  volumes?: AttachedVolume[];
+  /** A filesystem pause detached them; the boot that resumes it attaches them again. */
+  volumesDetached?: boolean;
 }
 
 /** Records under `<stateDir>/instances/<instanceId>/record.json`, replaced atomically. */

@@ -19,6 +19,8 @@ import { SANDBOX_SUDO } from '../runtime/runtime-bundle.ts';
 import type { SandboxLogs } from '@svc/contracts/node-agent';
 import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import { readConsoleLog } from './console-log.ts';
+import type { ExtInfo, VolumeMountOnNode, VolumeRefFlip } from '@svc/contracts/volumes';
+import type { AttachedVolume, VolumeAttachments } from '../volumes/attachments.ts';
 
 export interface SandboxServiceDeps {
   logger: Logger;
@@ -42,6 +44,8 @@ export interface SandboxServiceDeps {
   memoryQuotaMB?: number;
   /** Addresses of allowOut's host names (absent: host names allow nothing at layer 3). */
   hosts?: HostLearner;
+  /** The node-local volume counts and plugins (docs/volumes.md). */
+  volumes: VolumeAttachments;
 }
 
 const GONE_REMEMBERED = 1000;
@@ -98,7 +102,11 @@ export class SandboxService {
   }
 
   adopt(instances: Instance[]) {
-    for (const inst of instances) if (inst.record.sandboxId) this.sandboxes.set(inst.record.sandboxId, inst);
+    for (const inst of instances) {
+      if (!inst.record.sandboxId) continue;
+      this.sandboxes.set(inst.record.sandboxId, inst);
+      if (inst.record.volumes?.length && !inst.record.volumesDetached) this.d.volumes.adopt(inst.record.sandboxId, inst.record.volumes);
+    }
   }
 
   list(): NodeSandbox[] {
@@ -121,16 +129,29 @@ export class SandboxService {
       this.creating.set(artifactId, (this.creating.get(artifactId) ?? 0) + 1);
       const signal = AbortSignal.timeout(req.timeoutMs);
       const started = Date.now();
+      let flips: VolumeRefFlip[] = [];
       try {
         await this.d.artifacts.ensure(artifactId, req.artifact);
         const resources = { cpuCount: req.cpuCount, memoryMB: req.memoryMB, diskSizeMB: req.diskSizeMB };
-        // A warm sandbox booted with an empty writable layer: one from a captured layer starts cold.
-        let inst = req.layer ? undefined : await this.fromWarmPool(req, resources, policy);
+        // A warm sandbox booted with an empty writable layer and no volumes: one from a captured
+        // layer, or with volumes (bound at boot), starts cold.
+        let inst = req.layer || req.volumes?.length ? undefined : await this.fromWarmPool(req, resources, policy);
         if (!inst) {
-          const launch = (layerArchive?: string) => this.d.launcher.launch({
-            role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources, env: {},
-            policy, metadata: req.metadata, defaults: { defaultUser: req.defaultUser, defaultWorkdir: req.defaultWorkdir }, signal, ...(layerArchive ? { layerArchive } : {}),
-          });
+          const launch = async (layerArchive?: string) => {
+            const volumes = await this.d.volumes.attach(sandboxHolder(req.sandboxId), req.volumes ?? []);
+            try {
+              const launched = await this.d.launcher.launch({
+                role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources, env: {},
+                policy, metadata: req.metadata, defaults: { defaultUser: req.defaultUser, defaultWorkdir: req.defaultWorkdir }, signal,
+                ...(layerArchive ? { layerArchive } : {}), ...(volumes.attached.length ? { volumes: volumes.attached } : {}),
+              });
+              flips = volumes.flips;
+              return launched;
+            } catch (err) {
+              await this.d.volumes.detach(sandboxHolder(req.sandboxId), volumes.attached.map((v) => v.volumeId));
+              throw err;
+            }
+          };
           const layerRef = req.layer;
           if (layerRef) await this.d.layers.ensure(layerRef, artifactId);
           inst = layerRef
@@ -142,13 +163,14 @@ export class SandboxService {
           const launched = inst;
           await personalise(launched, req).catch(async (err: Error) => {
             await this.d.launcher.teardown(launched).catch((e: Error) => this.d.logger.error({ instanceId: launched.record.instanceId, err: e.message }, 'teardown after a failed /init left something behind'));
+            await this.d.volumes.detach(sandboxHolder(req.sandboxId), (launched.record.volumes ?? []).map((v) => v.volumeId));
             throw err;
           });
         }
         this.sandboxes.set(req.sandboxId, inst);
         this.gone.delete(req.sandboxId);
         this.d.logger.info({ sandboxId: req.sandboxId, ms: Date.now() - started, fromWarmPool: !!inst.record.fromWarmPool }, 'sandbox created');
-        return view(inst);
+        return withFlips(view(inst), flips);
       } catch (err) {
         throw createError(req, err, signal);
       } finally {
@@ -158,13 +180,17 @@ export class SandboxService {
     });
   }
 
-  async delete(id: string): Promise<void> {
-    await this.locks.run(id, async () => {
+  /** Destroys a sandbox (running or paused); the answer carries the volume count flips. */
+  async delete(id: string): Promise<ExtInfo> {
+    return this.locks.run(id, async () => {
       const inst = this.find(id);
+      const attached = attachedVolumeIds(inst);
       await this.d.launcher.teardown(inst).catch((err) => { throw wrap(`sandbox ${id}: destroy failed`, err); });
       this.sandboxes.delete(id);
       this.cpuSamples.delete(inst.record.instanceId);
+      const flips = await this.d.volumes.detach(sandboxHolder(id), attached);
       this.d.logger.info({ sandboxId: id, paused: inst.record.phase === 'paused' }, 'sandbox destroyed');
+      return flips.length ? { volumeRefFlips: flips } : {};
     });
   }
 
@@ -208,8 +234,8 @@ export class SandboxService {
       const inst = this.find(id);
       if (inst.record.phase === 'paused') throw conflict(`sandbox ${id} is already paused`);
       if (opts.memory === false) {
-        await this.stopKeepingFiles(inst);
-        return view(inst);
+        const flips = await this.stopKeepingFiles(inst);
+        return withFlips(view(inst), flips);
       }
       const res = await this.d.driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause failed`, err); });
       Object.assign(inst.record, { phase: 'paused', pauseKind: res.kind, pausedAt: new Date().toISOString(), snapshotBytes: res.snapshotBytes });
@@ -218,13 +244,19 @@ export class SandboxService {
     });
   }
 
-  /** A filesystem pause: the processes end and their memory is freed; the writable layer stays. */
-  private async stopKeepingFiles(inst: Instance): Promise<void> {
+  /**
+   * A filesystem pause: the processes end and their memory is freed; the writable layer stays.
+   * Its volumes are detached (the counts move at pause time) and attached again by the boot
+   * that resumes it. A frozen sandbox keeps them: its processes still hold the mounts.
+   */
+  private async stopKeepingFiles(inst: Instance): Promise<VolumeRefFlip[]> {
     const id = inst.record.sandboxId!;
     if (!this.d.driver.stop) throw new SvcError(400, `the ${this.d.driver.kind} runtime cannot pause without memory here; pause with memory kept`);
     await this.d.driver.stop(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: filesystem pause failed`, err); });
-    Object.assign(inst.record, { phase: 'paused', pauseKind: 'filesystem', pausedAt: new Date().toISOString(), snapshotBytes: undefined });
+    const attached = attachedVolumeIds(inst);
+    Object.assign(inst.record, { phase: 'paused', pauseKind: 'filesystem', pausedAt: new Date().toISOString(), snapshotBytes: undefined, ...(attached.length ? { volumesDetached: true } : {}) });
     await this.d.records.save(inst.record);
+    return this.d.volumes.detach(sandboxHolder(id), attached);
   }
 
   /**
@@ -292,19 +324,47 @@ export class SandboxService {
   private async rebootFromFiles(inst: Instance, opts: ResumeOnNode): Promise<NodeSandbox> {
     const id = inst.record.sandboxId!;
     if (!opts.envVars) throw badRequest(`sandbox ${id} boots again from its files: its envVars (and envdAccessToken when it is secure) are required`);
-    if (inst.record.pauseKind !== 'filesystem') await this.stopKeepingFiles(inst);
-    await this.d.launcher.reboot(inst, AbortSignal.timeout(60_000)).catch((err) => { throw wrap(`sandbox ${id}: boot from its files failed`, err); });
+    const flips = inst.record.pauseKind !== 'filesystem' ? await this.stopKeepingFiles(inst) : [];
+    flips.push(...await this.reattach(inst, opts.volumes));
+    await this.d.launcher.reboot(inst, AbortSignal.timeout(60_000)).catch(async (err) => {
+      flips.push(...await this.detachForPause(inst));
+      throw wrap(`sandbox ${id}: boot from its files failed`, err);
+    });
     const identity = {
       sandboxId: id, templateId: inst.record.templateId, envVars: opts.envVars, envdAccessToken: opts.envdAccessToken,
       defaultUser: inst.record.defaultUser, defaultWorkdir: inst.record.defaultWorkdir,
     };
     await personalise(inst, identity).catch(async (err) => {
       await this.d.driver.stop!(inst.ref).catch((e: Error) => this.d.logger.error({ sandboxId: id, err: e.message }, 'stop after a failed /init left the sandbox running'));
+      await this.detachForPause(inst);
       throw wrap(`sandbox ${id}: envd /init after the boot failed`, err);
     });
     Object.assign(inst.record, { phase: 'running', pauseKind: undefined, pausedAt: undefined, snapshotBytes: undefined, startedAt: new Date().toISOString() });
     await this.d.records.save(inst.record);
-    return view(inst);
+    return withFlips(view(inst), flips);
+  }
+
+  /**
+   * Attaches a stopped sandbox's volumes again before its boot: the master's current records
+   * when it sends them (re-validated there), else the ones the node kept.
+   */
+  private async reattach(inst: Instance, current: VolumeMountOnNode[] | undefined): Promise<VolumeRefFlip[]> {
+    const kept = inst.record.volumes ?? [];
+    if (!inst.record.volumesDetached || kept.length === 0) return [];
+    const mounts = current ?? kept.map(({ hostPath: _h, metadata: _m, ...m }) => m);
+    const { attached, flips } = await this.d.volumes.attach(sandboxHolder(inst.record.sandboxId!), mounts);
+    Object.assign(inst.record, { volumes: attached, volumesDetached: false });
+    await this.d.records.save(inst.record);
+    return flips;
+  }
+
+  /** After a failed boot the sandbox stays paused without its volumes attached. */
+  private async detachForPause(inst: Instance): Promise<VolumeRefFlip[]> {
+    const attached = attachedVolumeIds(inst);
+    if (attached.length === 0) return [];
+    inst.record.volumesDetached = true;
+    await this.d.records.save(inst.record);
+    return this.d.volumes.detach(sandboxHolder(inst.record.sandboxId!), attached);
   }
 
   /** The sandbox's own log (its console file), running or paused. */
@@ -457,8 +517,11 @@ export class SandboxService {
           ? { sandboxId: id, reason: 'oom', message: `it ran out of memory (more than its ${inst.record.memoryMB} MB plus the runtime's headroom) and the host stopped it`, endedAt: new Date().toISOString() }
           : { sandboxId: id, reason: 'exited', message: 'its processes exited', endedAt: new Date().toISOString() };
         this.d.logger.warn({ sandboxId: id, reason: ended.reason }, 'sandbox processes exited; releasing its resources');
+        const attached = attachedVolumeIds(inst);
         await this.d.launcher.teardown(inst);
         this.sandboxes.delete(id);
+        // The master learns of the end from the heartbeat, and recounts volumes from the nodes' lists.
+        await this.d.volumes.detach(sandboxHolder(id), attached);
         this.gone.set(id, ended);
         if (this.gone.size > GONE_REMEMBERED) this.gone.delete(this.gone.keys().next().value!);
       }).catch((err) => this.d.logger.error({ err, sandboxId: id }, 'dead sandbox cleanup failed'));
@@ -523,6 +586,17 @@ export class SandboxService {
     }
     return inst;
   }
+}
+
+const sandboxHolder = (sandboxId: string) => ({ id: sandboxId, kind: 'sandbox' as const });
+
+/** The volumes a sandbox holds attached now (none after a filesystem pause). */
+function attachedVolumeIds(inst: Instance): string[] {
+  return inst.record.volumesDetached ? [] : (inst.record.volumes ?? []).map((v: AttachedVolume) => v.volumeId);
+}
+
+function withFlips(s: NodeSandbox, flips: VolumeRefFlip[]): NodeSandbox {
+  return flips.length ? { ...s, extInfo: { volumeRefFlips: flips } } : s;
 }
 
 function view(inst: Instance): NodeSandbox {

@@ -157,9 +157,9 @@ export interface AgentUnderTest {
   close(): Promise<void>;
 }
 
-export async function startAgentUnderTest(name: string, pool: string): Promise<AgentUnderTest> {
+export async function startAgentUnderTest(name: string, pool: string, over: (env: TestEnv) => Partial<SvcConfig['node_agent']> = () => ({})): Promise<AgentUnderTest> {
   const env = await makeTestEnv(name, pool);
-  const cfg = env.config();
+  const cfg = env.config(over(env));
   const stateDir = cfg.node_agent.state_dir;
   const tag = new ResourceNames(stateDir).tag;
   const agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
