@@ -5,11 +5,20 @@ import { teamHeaders } from './request-identity.ts';
 
 const PASS_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 'etag', 'retry-after', 'x-next-token', 'accept-ranges', 'content-range'];
 
+export interface ForwardOptions {
+  /** The request's own bytes stream through (an upload) instead of its parsed JSON. */
+  raw?: boolean;
+  /** The master's path for it (the query string is kept); default the request's own. */
+  path?: string;
+  /** Request headers passed on as they came (the volume content API's Authorization). */
+  passHeaders?: string[];
+}
+
 /**
  * Passes a request to the master unchanged (template routes), streaming the answer back. A JSON
  * body is passed as parsed; with `raw` the request's own bytes stream through (an upload).
  */
-export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, masterUrl: string, opts: { raw?: boolean } = {}): Promise<FastifyReply> {
+export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, masterUrl: string, opts: ForwardOptions = {}): Promise<FastifyReply> {
   const headers: Record<string, string> = {
     // The master builds URLs the SDK will call (upload links) on the address the SDK used.
     'x-forwarded-host': firstValue(req.headers['x-forwarded-host']) ?? req.headers.host ?? '',
@@ -18,22 +27,30 @@ export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, 
     ...teamHeaders(req),
   };
   if (typeof req.headers.range === 'string') headers.range = req.headers.range;
+  for (const h of opts.passHeaders ?? []) {
+    const v = req.headers[h];
+    if (typeof v === 'string') headers[h] = v;
+  }
   let body: string | NodeJS.ReadableStream | undefined;
-  if (opts.raw) {
+  const bodyless = req.method === 'GET' || req.method === 'HEAD' || req.method === 'DELETE';
+  if (opts.raw && !bodyless) {
     for (const h of ['content-type', 'content-length'] as const) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h];
     body = req.raw;
+  } else if (opts.raw) {
+    // Nothing to pass: the request has no body.
   } else if (req.body !== undefined && req.method !== 'GET' && req.method !== 'HEAD') {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(req.body);
   }
   let res: Response;
   try {
-    res = await fetch(masterUrl + req.url, {
+    const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
+    res = await fetch(masterUrl + (opts.path === undefined ? req.url : opts.path + query), {
       method: req.method,
       headers,
       body: body as RequestInit['body'],
       redirect: 'manual',
-      ...(opts.raw ? { duplex: 'half' } : {}),
+      ...(body === req.raw ? { duplex: 'half' } : {}),
     } as RequestInit);
   } catch (err) {
     throw new SvcError(503, `master unavailable: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, { headers: { 'Retry-After': '2' } });

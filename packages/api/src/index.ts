@@ -9,6 +9,7 @@ import { MinuteCounter } from './rate-limits.ts';
 import { ApiAuditLog } from './audit-log.ts';
 import { identityOf, requireAdmin } from './request-identity.ts';
 import { registerTeamRoutes } from './team-routes.ts';
+import { registerVolumeContentRoutes, registerVolumeRoutes } from './volume-routes.ts';
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 import { forwardToMaster } from './forward.ts';
@@ -64,6 +65,12 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
     scope.put(`${CONTEXT_FILES_UPLOAD_PATH}/:hash`, (req, reply) => forwardToMaster(req, reply, masterUrl, { raw: true }));
+  });
+  registerVolumeRoutes(app, masterUrl);
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
+    registerVolumeContentRoutes(scope, masterUrl);
   });
   // Template artifacts are whole root filesystems, for nodes; through the API only the operator's (docs/security.md).
   app.addHook('preHandler', async (req) => {

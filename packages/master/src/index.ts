@@ -35,6 +35,11 @@ import { WorkloadIdentityIssuer } from './identity/issuer.ts';
 import { DbSigningKeyStore } from './identity/key-store.ts';
 import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerMintRoute } from './identity/mint-route.ts';
+import { VolumePluginRegistry } from '@svc/volumes';
+import { VolumeService } from './volumes/service.ts';
+import { VolumeRepo } from './volumes/repo.ts';
+import { volumeNodesOf } from './volumes/nodes.ts';
+import { registerVolumeRoutes } from './volumes/routes.ts';
 
 export interface MasterOptions {
   logger: Logger;
@@ -97,12 +102,14 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
     : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus });
+  const volumePlugins = new VolumePluginRegistry(cfg.master.volume_plugins);
+  const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes), logger });
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
   const sandboxes = new SandboxService({
     cfg, repo, nodes, templates: sandboxResolver, coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
     egress: new NodeEgressPolicies(nodes, cfg.egress.admin_token, logger),
-    quotas: teams, secrets,
+    quotas: teams, secrets, volumes,
   });
   const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
   if (templates.builder) {
@@ -123,6 +130,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   registerSnapshotRoutes(app, snapshots, snapshotCatalog);
   registerTeamRoutes(app, teams, { runningByTeam: () => repo.runningByTeam(), killAll: (teamId) => sandboxes.killTeam(teamId) });
   registerSecretRoutes(app, secrets, cfg.egress.admin_token);
+  await registerVolumeRoutes(app, volumes, volumeNodesOf(nodes));
   registerIdentityRoutes(app, identity);
   registerMintRoute(app, identity, {
     async of(sandboxId) {
@@ -148,6 +156,8 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   });
   periodic.every('orphan snapshot layer sweep', 600_000, async () => { await snapshotCatalog.sweepOrphanLayers(); });
   periodic.every('pending snapshot sweep', 600_000, async () => { await snapshotCatalog.finishPending(); }, { firstAfterMs: 30_000 });
+  // Counts move by the nodes' flips; this mends what lost answers and sandboxes that died on a node left.
+  periodic.every('volume refcount recount', 60_000, () => volumes.recount(), { firstAfterMs: 15_000 });
   periodic.every('terminated sandbox purge', 600_000, () => repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS));
 
   const { host, port } = parseListen(cfg.master.listen);
@@ -160,6 +170,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
       await periodic.stop();
       await builds?.settled();
       await templates.close();
+      await volumePlugins.close();
       await app.close();
       await db.close();
     },

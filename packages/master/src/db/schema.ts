@@ -8,6 +8,7 @@ import type { BuildTables } from '../builds/tables.ts';
 import type { IdentityTables } from '../identity/tables.ts';
 import type { TeamTables } from '../teams/tables.ts';
 import type { SecretTables } from '../secrets/tables.ts';
+import type { VolumeTables } from '../volumes/tables.ts';
 
 export interface SandboxRow {
   sandbox_id: string;
@@ -65,6 +66,8 @@ export interface NodeRow {
   registered_at: number;
   last_heartbeat_at: number;
   egress_admin_url: string | null;
+  /** JSON list of NodeInfo.features; null: an agent older than them. */
+  features: string | null;
 }
 
 export interface MigrationRow {
@@ -73,7 +76,7 @@ export interface MigrationRow {
   applied_at: number;
 }
 
-export interface Database extends TemplateTables, SnapshotTables, BuildTables, TeamTables, IdentityTables, SecretTables {
+export interface Database extends TemplateTables, SnapshotTables, BuildTables, TeamTables, IdentityTables, SecretTables, VolumeTables {
   t_svc_sandbox: SandboxRow;
   t_svc_node: NodeRow;
   t_svc_migration: MigrationRow;

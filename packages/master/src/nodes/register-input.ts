@@ -10,7 +10,7 @@ const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v)
 /** A node agent's registration, checked field by field before it reaches the database. */
 export function parseRegisterNode(body: unknown): RegisterNode {
   if (!isObject(body)) throw badRequest('body must be a RegisterNode object');
-  const { nodeId, address, runtime, pauseKinds, capacity, pausedResourceReleaseRatio, version, egressAdminUrl } = body;
+  const { nodeId, address, runtime, pauseKinds, capacity, pausedResourceReleaseRatio, version, egressAdminUrl, features } = body;
   if (typeof nodeId !== 'string' || nodeId.length === 0 || nodeId.length > 256 || /[\u0000-\u001f\u007f/]/.test(nodeId)) throw badRequest('nodeId must be 1-256 characters, without control characters or /');
   if (typeof address !== 'string' || !/^https?:\/\/[^\s]{1,2048}$/.test(address) || !URL.canParse(address)) throw badRequest('address must be the node agent\'s http(s) base URL');
   if (!RUNTIMES.includes(runtime as RuntimeKind)) throw badRequest(`runtime must be one of ${RUNTIMES.join(', ')}`);
@@ -23,9 +23,13 @@ export function parseRegisterNode(body: unknown): RegisterNode {
   if (egressAdminUrl !== undefined && (typeof egressAdminUrl !== 'string' || !/^https?:\/\/[^\s]{1,2048}$/.test(egressAdminUrl) || !URL.canParse(egressAdminUrl))) {
     throw badRequest('egressAdminUrl must be the egress proxy\'s admin http(s) base URL');
   }
+  if (features !== undefined && (!Array.isArray(features) || features.length > 64 || !features.every((f) => typeof f === 'string' && /^[a-z0-9_.-]{1,64}$/.test(f)))) {
+    throw badRequest('features must be a list of at most 64 feature names');
+  }
   return {
     nodeId, address, runtime: runtime as RuntimeKind, pauseKinds: pauseKinds as PauseKind[],
     capacity: { cpuCount: capacity.cpuCount as number, memoryMB: capacity.memoryMB as number }, pausedResourceReleaseRatio, version,
     ...(egressAdminUrl ? { egressAdminUrl } : {}),
+    ...(features ? { features: features as string[] } : {}),
   };
 }

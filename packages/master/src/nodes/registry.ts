@@ -47,6 +47,7 @@ export class NodeRegistry {
       version: req.version ?? '',
       last_heartbeat_at: now,
       egress_admin_url: req.egressAdminUrl ?? null,
+      features: Array.isArray(req.features) ? JSON.stringify(req.features.filter((f) => typeof f === 'string').slice(0, 64)) : null,
     };
     if (existing) {
       await this.db.updateTable('t_svc_node').set(values).where('node_id', '=', req.nodeId).execute();
@@ -69,6 +70,16 @@ export class NodeRegistry {
       .set({ last_heartbeat_at: Date.now(), status: 'ready', usage: JSON.stringify(usage) })
       .where('node_id', '=', nodeId).executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) throw notFound(`node ${nodeId} is not registered`);
+  }
+
+  /** What the node agent supports beyond the base protocol (NodeInfo.features); [] for an older agent. */
+  async features(nodeId: string): Promise<string[]> {
+    const raw = (await this.row(nodeId))?.features;
+    try {
+      return raw ? JSON.parse(raw) as string[] : [];
+    } catch {
+      return [];
+    }
   }
 
   /** The admin URL of the node's egress proxy; undefined when it has none. */

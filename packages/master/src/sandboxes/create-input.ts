@@ -5,6 +5,7 @@
  */
 import { badRequest } from '@svc/common';
 import { MASK_REQUEST_HOST_PATTERN } from '@svc/contracts/public-api-schemas';
+import { cleanMountPath, mountPathProblem } from '@svc/contracts/volumes';
 import { IAM_LIMITS, SANDBOX_LIMITS as L, type CreateSandboxInput, type IamToken, type NetworkConfig, type VolumeMount } from '@svc/contracts/master';
 
 type Obj = Record<string, unknown>;
@@ -122,10 +123,10 @@ function volumeMountsOf(v: unknown): VolumeMount[] {
     if (!isObj(m)) throw badRequest(`volumeMounts[${i}] must be an object {name, path, readOnly?}`);
     const name = text(m.name, `volumeMounts[${i}].name`, L.volumeNameChars);
     if (!VOLUME_NAME.test(name)) throw badRequest(`volumeMounts[${i}].name must match ^[a-zA-Z0-9_-]+$`);
-    const path = text(m.path, `volumeMounts[${i}].path`, L.mountPathBytes);
-    if (!path.startsWith('/') || path.split('/').some((p) => p === '..' || p === '.')) {
-      throw badRequest(`volumeMounts[${i}].path must be an absolute path without . or .. parts`);
-    }
+    const given = text(m.path, `volumeMounts[${i}].path`, L.mountPathBytes);
+    const problem = mountPathProblem(given);
+    if (problem) throw badRequest(`volumeMounts[${i}].path ${problem}`);
+    const path = cleanMountPath(given);
     if (names.has(name)) throw badRequest(`volume ${name} is mounted twice; a sandbox may attach a volume only once`);
     if (paths.has(path)) throw badRequest(`two volumes are mounted at ${path}`);
     names.add(name);

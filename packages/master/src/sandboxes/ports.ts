@@ -3,6 +3,8 @@ import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { ArtifactRef, LayerRef } from '@svc/contracts/node-agent';
 import type { TeamLimits } from '@svc/contracts/teams';
 import type { Owner } from '../teams/ownership.ts';
+import type { VolumeMount } from '@svc/contracts/master';
+import type { VolumeMountOnNode, VolumeRefFlip } from '@svc/contracts/volumes';
 
 export interface ResolvedTemplate {
   templateId: string;
@@ -23,6 +25,8 @@ export interface ResolvedTemplate {
   /** A built template's last USER and WORKDIR: whom commands that name none run as, and where. */
   defaultUser?: string;
   defaultWorkdir?: string;
+  /** A snapshot's volume mounts, by volume id: a create that names none mounts these. */
+  volumeMounts?: Array<{ volumeId: string; path: string; readOnly: boolean }>;
   /** Whose it is: a team starts sandboxes only from its own or public ones (docs/security.md). */
   owner?: Owner;
 }
@@ -60,4 +64,14 @@ export interface TeamQuotas {
 export interface SecretNames {
   /** The names among `names` that the team has no secret of. */
   missing(teamId: string, names: string[]): Promise<string[]>;
+}
+
+/** Persistent volumes, as sandboxes mount them (docs/volumes.md). */
+export interface SandboxVolumes {
+  /** A create's mounts resolved in the team (id, then name): 404 for a volume it has not. */
+  resolveMounts(teamId: string, mounts: VolumeMount[]): Promise<Array<{ mount: VolumeMount & { volumeId: string }; onNode: VolumeMountOnNode }>>;
+  /** The current records of a sandbox's recorded mounts (resume re-validates them): 404 for one deleted since. */
+  current(recorded: Array<VolumeMount & { volumeId?: string }>, teamId: string): Promise<VolumeMountOnNode[]>;
+  /** A node's count flips, from a create, destroy, pause or resume answer. */
+  applyFlips(flips: VolumeRefFlip[] | undefined): Promise<void>;
 }

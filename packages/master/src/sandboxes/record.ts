@@ -28,7 +28,8 @@ export function toRecord(r: Row): SandboxRecord {
     timeout: r.timeout_sec,
     ...(r.end_at === null ? {} : { endAt: new Date(Number(r.end_at)).toISOString() }),
     startedAt: new Date(Number(r.started_at)).toISOString(),
-    volumeMounts: JSON.parse(r.volume_mounts) as VolumeMount[],
+    // The row also keeps each mount's volume id (resume re-validates by it); answers show what was asked.
+    volumeMounts: (JSON.parse(r.volume_mounts) as VolumeMount[]).map((m) => ({ name: m.name, path: m.path, readOnly: m.readOnly })),
     ...(r.terminate_reason ? { terminateReason: r.terminate_reason as TerminateReason } : {}),
   };
 }

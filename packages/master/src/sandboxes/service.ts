@@ -8,12 +8,13 @@ import type { EndedSandbox, NodeAgentClient, NodeSandbox, SandboxLogs } from '@s
 import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
-import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord } from '@svc/contracts/master';
+import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord, VolumeMount } from '@svc/contracts/master';
 import { parseNetworkUpdate } from './create-input.ts';
 import { startAndWaitReady } from './start-command.ts';
 import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '@svc/contracts/master-internal';
 import type { NodeRegistry } from '../nodes/registry.ts';
-import type { EgressPolicies, ProxyCachePurger, ResolvedTemplate, SecretNames, TeamQuotas, TemplateResolver } from './ports.ts';
+import type { EgressPolicies, ProxyCachePurger, ResolvedTemplate, SandboxVolumes, SecretNames, TeamQuotas, TemplateResolver } from './ports.ts';
+import { NODE_FEATURE_VOLUMES, type ExtInfo, type VolumeMountOnNode } from '@svc/contracts/volumes';
 import { placeholderRefs } from '@svc/contracts/secrets';
 import { SandboxQuota } from './quota.ts';
 import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
@@ -45,6 +46,8 @@ export interface SandboxServiceDeps {
   quotas?: TeamQuotas;
   /** Which secret names a team lacks; absent: no vault, so no secret placeholders. */
   secrets?: SecretNames;
+  /** Persistent volumes; absent: none exist, so a create that mounts one fails with 404. */
+  volumes?: SandboxVolumes;
   /** How long a DELETE waits for the node before answering 408 (default 30 s). */
   deleteTimeoutMs?: number;
 }
@@ -79,9 +82,10 @@ export class SandboxService {
   }
 
   private async createAdmitted(input: CreateSandboxInput, tpl: ResolvedTemplate, teamId: string, cpuCount: number, memoryMB: number): Promise<SandboxRecord> {
-    // Volumes arrive with the volumes issue; until then no volume exists, and a mount of one
-    // that does not exist fails the create (docs/api.md) rather than starting a sandbox without it.
-    if (input.volumeMounts.length > 0) throw notFound(`volume ${input.volumeMounts[0].name} not found`);
+    // A snapshot's own mounts, unless the create names mounts of its own (docs/volumes.md).
+    const asked = input.volumeMounts.length > 0 ? input.volumeMounts : (tpl.volumeMounts ?? []).map((m) => ({ name: m.volumeId, path: m.path, readOnly: m.readOnly }));
+    if (asked.length > 0 && !this.d.volumes) throw notFound(`volume ${asked[0].name} not found`);
+    const mounts = asked.length > 0 ? await this.d.volumes!.resolveMounts(teamId, asked) : [];
     const now = Date.now();
     const deadline = T.atCreate(now, input.timeout, this.d.cfg.svclet_conf.default_timeout_insec);
     const egress = planEgress(input.network, input.allowInternetAccess !== false);
@@ -91,6 +95,7 @@ export class SandboxService {
     if (egress.policy && !(await this.d.egress.available(nodeId))) {
       throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
     }
+    const volumes = await this.volumesFor(nodeId, mounts.map((m) => m.onNode));
     const envVars = { ...tpl.envVars, ...input.envVars };
     const sandboxId = newSandboxId();
     // A private sandbox is always secure: its envd port is guarded by the envd access token.
@@ -105,7 +110,7 @@ export class SandboxService {
         envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
         ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
         network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut, ...(egress.steer.length ? { steer: egress.steer } : {}) },
-        metadata: input.metadata, timeoutMs,
+        metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}),
       });
     } catch (err) {
       // The node may have got further than its answer says; make sure nothing is left there.
@@ -115,6 +120,7 @@ export class SandboxService {
       if (e instanceof SvcError && e.status < 500) throw e;
       throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
     }
+    await this.d.volumes?.applyFlips(node.extInfo?.volumeRefFlips);
     // Before anything runs in it: until the proxy has the policy, it refuses the sandbox's requests.
     await this.pushEgress(nodeId, sandboxId, node.address, egress, teamId).catch((err) => {
       this.discardOnNode(client, nodeId, sandboxId, 'its egress policy could not be set');
@@ -140,7 +146,7 @@ export class SandboxService {
       // The idle clock starts once the sandbox runs, not when the request came in.
       end_at: deadline.endAt === null ? null : deadline.endAt + (started - now),
       started_at: started, created_at: now, updated_at: started, terminated_at: null, terminate_reason: null,
-      volume_mounts: JSON.stringify(input.volumeMounts), env_vars: JSON.stringify(envVars), auto_pause_memory: input.pauseMemory === false ? 0 : 1,
+      volume_mounts: JSON.stringify(mounts.length ? mounts.map((m) => m.mount) : asked), env_vars: JSON.stringify(envVars), auto_pause_memory: input.pauseMemory === false ? 0 : 1,
     };
     let record: SandboxRecord;
     try {
@@ -212,9 +218,26 @@ export class SandboxService {
     return out;
   }
 
+  /**
+   * The volumes a node is sent: all of them where the agent supports volumes; none on an older
+   * agent, where the mounts are a no-op and the create goes on (SPEC "Versioning" 2).
+   */
+  private async volumesFor(nodeId: string, volumes: VolumeMountOnNode[]): Promise<VolumeMountOnNode[]> {
+    if (volumes.length === 0) return [];
+    if ((await this.d.nodes.features(nodeId)).includes(NODE_FEATURE_VOLUMES)) return volumes;
+    this.d.logger.warn({ nodeId, volumes: volumes.map((v) => v.volumeId) }, 'node agent without volume support: the sandbox starts without its volume mounts');
+    return [];
+  }
+
+  /** A node's destroy, whose answer moves the volume counts. */
+  private async deleteOnNode(client: { deleteSandbox(id: string, timeoutMs?: number): Promise<ExtInfo> }, sandboxId: string, timeoutMs?: number): Promise<void> {
+    const ext = await client.deleteSandbox(sandboxId, timeoutMs);
+    await this.d.volumes?.applyFlips(ext?.volumeRefFlips);
+  }
+
   /** Removes a sandbox from its node in the background, logging what fails (create rollbacks). */
-  private discardOnNode(client: { deleteSandbox(id: string): Promise<unknown> }, nodeId: string, sandboxId: string, why: string): void {
-    client.deleteSandbox(sandboxId).catch((err: SvcError) => {
+  private discardOnNode(client: { deleteSandbox(id: string, timeoutMs?: number): Promise<ExtInfo> }, nodeId: string, sandboxId: string, why: string): void {
+    this.deleteOnNode(client, sandboxId).catch((err: SvcError) => {
       if (err.status === 404) return;
       this.d.logger.warn({ sandboxId, nodeId, why, err: err.message }, 'could not remove a sandbox after a failed create; node reconciliation removes it later');
     });
@@ -224,7 +247,7 @@ export class SandboxService {
    * A running sandbox as a snapshot or fork needs it: its record, the environment it was created
    * with, and a client of its node. 409 when it is paused (connect to it first), 404/410 when gone.
    */
-  async snapshotSource(id: string): Promise<{ record: SandboxRecord; envVars: Record<string, string>; network: NetworkConfig; node: NodeAgentClient }> {
+  async snapshotSource(id: string): Promise<{ record: SandboxRecord; envVars: Record<string, string>; network: NetworkConfig; volumeMounts: Array<VolumeMount & { volumeId?: string }>; node: NodeAgentClient }> {
     const row = await this.settled(id);
     if (row.state !== 'running') throw conflict(`sandbox ${id} is ${row.state}; a snapshot is taken of a running sandbox (connect to it first)`);
     return {
@@ -232,6 +255,8 @@ export class SandboxService {
       envVars: envOf(row),
       // With its inject secrets, which the record shows redacted: a fork enforces the same policy.
       network: JSON.parse(row.network) as NetworkConfig,
+      // With their volume ids, which a snapshot keeps and a fork mounts again.
+      volumeMounts: JSON.parse(row.volume_mounts) as Array<VolumeMount & { volumeId?: string }>,
       node: await this.d.nodes.client(row.node_id),
     };
   }
@@ -313,7 +338,7 @@ export class SandboxService {
       }
       try {
         const client = await this.d.nodes.client(cur.node_id);
-        await client.deleteSandbox(id, this.d.deleteTimeoutMs ?? DELETE_TIMEOUT_MS);
+        await this.deleteOnNode(client, id, this.d.deleteTimeoutMs ?? DELETE_TIMEOUT_MS);
       } catch (err) {
         const e = err as SvcError;
         if (e.status === 504) {
@@ -348,6 +373,7 @@ export class SandboxService {
       try {
         const node = await (await this.d.nodes.client(row.node_id)).pauseSandbox(id, keepMemory ? {} : { memory: false });
         await this.d.repo.update(id, { state: 'paused', pause_kind: node.pauseKind ?? 'freeze' });
+        await this.d.volumes?.applyFlips(node.extInfo?.volumeRefFlips);
       } catch (err) {
         await this.d.repo.transition(id, ['pausing'], { state: 'running' });
         throw passThrough(err, `pause of sandbox ${id} failed`);
@@ -402,11 +428,15 @@ export class SandboxService {
       try {
         // A sandbox that boots again from its files is given its identity anew (the node keeps no secrets).
         const boots = row.pause_kind === 'filesystem' || opts.memory === false;
+        // Its volumes attach again at the boot: their current records, re-validated (404 for one deleted since).
+        const volumes = boots ? await this.recordedVolumes(row) : [];
         node = await (await this.d.nodes.client(row.node_id)).resumeSandbox(id, boots ? {
           ...(opts.memory === false ? { memory: false } : {}),
           envVars: envOf(row),
           ...(row.envd_access_token ? { envdAccessToken: row.envd_access_token } : {}),
+          ...(volumes.length ? { volumes } : {}),
         } : {});
+        await this.d.volumes?.applyFlips(node.extInfo?.volumeRefFlips);
       } catch (err) {
         await this.d.repo.transition(id, ['resuming'], { state: 'paused' });
         throw passThrough(err, `resume of sandbox ${id} failed`);
@@ -421,6 +451,14 @@ export class SandboxService {
     }).finally(release);
     await this.changed('sandbox.resumed', id, reason);
     return out;
+  }
+
+  /** The current records of a sandbox's volumes, for a boot that attaches them again. */
+  private async recordedVolumes(row: Row): Promise<VolumeMountOnNode[]> {
+    const recorded = JSON.parse(row.volume_mounts) as Array<VolumeMount & { volumeId?: string }>;
+    if (recorded.length === 0 || !this.d.volumes) return [];
+    if (!(await this.d.nodes.features(row.node_id)).includes(NODE_FEATURE_VOLUMES)) return [];
+    return this.d.volumes.current(recorded, row.team_id);
   }
 
   /** Kills every sandbox of a team, running or paused (E2B's admin kill). */
@@ -560,7 +598,7 @@ export class SandboxService {
     for (const [id] of onNode) {
       if (!known.has(id)) {
         this.d.logger.info({ sandboxId: id, nodeId }, 'removing sandbox the master does not know');
-        await client.deleteSandbox(id).catch((err: Error) => this.d.logger.warn({ sandboxId: id, nodeId, err: err.message }, 'reconcile: could not remove a sandbox the master does not know; the next reconcile tries again'));
+        await this.deleteOnNode(client, id).catch((err: Error) => this.d.logger.warn({ sandboxId: id, nodeId, err: err.message }, 'reconcile: could not remove a sandbox the master does not know; the next reconcile tries again'));
       }
     }
     let endedOnNode: Promise<Map<string, EndedSandbox>> | undefined;
@@ -575,7 +613,7 @@ export class SandboxService {
       } else if (r.state !== s.state && (r.state === 'pausing' || r.state === 'resuming')) {
         await this.d.repo.update(r.sandbox_id, { state: s.state, pause_kind: s.state === 'paused' ? s.pauseKind ?? 'freeze' : null });
       } else if (r.state === 'killing') {
-        await client.deleteSandbox(r.sandbox_id).catch((err: Error) => this.d.logger.warn({ sandboxId: r.sandbox_id, nodeId, err: err.message }, 'reconcile: could not remove a killed sandbox from its node; the next reconcile tries again'));
+        await this.deleteOnNode(client, r.sandbox_id).catch((err: Error) => this.d.logger.warn({ sandboxId: r.sandbox_id, nodeId, err: err.message }, 'reconcile: could not remove a killed sandbox from its node; the next reconcile tries again'));
         await this.d.repo.update(r.sandbox_id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: 'killed', end_at: null });
       }
     }

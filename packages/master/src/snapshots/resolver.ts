@@ -27,10 +27,17 @@ export class SnapshotAwareResolver implements TemplateResolver {
         envVars: JSON.parse(s.env_vars) as Record<string, string>,
         layer: { snapshotId: s.snapshot_id, ref: layerRefOf(s, this.storage) },
         owner: { teamId: s.team_id },
+        ...(s.volume_mounts ? { volumeMounts: volumeMountsOf(s.volume_mounts) } : {}),
       };
     }
   }
 
   idsFor(ref: string): Promise<string[]> { return this.templates.idsFor(ref); }
   artifactRef(artifactId: string) { return this.templates.artifactRef(artifactId); }
+}
+
+/** A snapshot's recorded mounts: those with a volume id (a mount recorded without one is left out). */
+function volumeMountsOf(json: string): Array<{ volumeId: string; path: string; readOnly: boolean }> {
+  const list = JSON.parse(json) as Array<{ volumeId?: string; path: string; readOnly: boolean }>;
+  return list.filter((m): m is { volumeId: string; path: string; readOnly: boolean } => typeof m.volumeId === 'string').map((m) => ({ volumeId: m.volumeId, path: m.path, readOnly: m.readOnly === true }));
 }

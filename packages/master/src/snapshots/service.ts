@@ -56,6 +56,7 @@ export class SnapshotService {
       node_id: src.record.nodeId, contents: layer.contents, cpu_count: src.record.cpuCount, memory_mb: src.record.memoryMB,
       disk_size_mb: src.record.diskSizeMB, env_vars: JSON.stringify(o.envVars ?? src.envVars), created_at: Date.now(),
       purpose: o.purpose, cache_key: o.cacheKey ?? null, build_id: o.buildId ?? null, team_id: src.record.teamId,
+      volume_mounts: src.volumeMounts.length ? JSON.stringify(src.volumeMounts) : null,
     };
     try {
       await this.d.repo.insertPending(row);
@@ -98,7 +99,9 @@ export class SnapshotService {
         template: o.templateId, ...(input?.timeout === undefined ? {} : { timeout: input.timeout }),
         onTimeout: o.lifecycle.onTimeout, autoResume: o.lifecycle.autoResume, metadata: o.metadata, envVars: {},
         secure: o.secure, ...(o.allowInternetAccess === undefined ? {} : { allowInternetAccess: o.allowInternetAccess }),
-        network: src.network, volumeMounts: [], cpuCount: o.cpuCount, memoryMB: o.memoryMB,
+        // Forks share the origin's volumes (docs/volumes.md), found again by their ids.
+        network: src.network, volumeMounts: src.volumeMounts.map((m) => ({ name: m.volumeId ?? m.name, path: m.path, readOnly: m.readOnly })),
+        cpuCount: o.cpuCount, memoryMB: o.memoryMB,
       };
       // Forks are the origin's team's, and count against its quota.
       const outcomes = await Promise.allSettled(Array.from({ length: count }, () => this.d.sandboxes.create(create, resolved, o.teamId)));

@@ -126,7 +126,7 @@ for (const tdb of availableTestDatabases()) {
         const row = (layerId: string) => ({
           snapshot_id: layerId, sandbox_id: origin.sandboxId, template_id: 'tpl-base', artifact_id: 'art-1', layer_id: layerId,
           layer_sha256: layer.sha256, size_bytes: layer.sizeBytes, node_id: origin.nodeId, contents: 'filesystem', cpu_count: 1, team_id: DEFAULT_TEAM_ID,
-          memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', created_at: Date.now() - 3600_000, purpose: 'snapshot' as const, cache_key: null, build_id: null,
+          memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', created_at: Date.now() - 3600_000, purpose: 'snapshot' as const, cache_key: null, build_id: null, volume_mounts: null,
         });
         await h.repo.insertPending(row('snap-crashedbefore0'));
         await h.repo.insertPending(row('snap-layergone00000'));

@@ -23,6 +23,8 @@ export interface SnapshotRow {
   cache_key: string | null;
   /** A build's: the build that captured it (its result, or a step's files for the cache). */
   build_id: string | null;
+  /** JSON of the sandbox's volume mounts with their volume ids (docs/volumes.md); null: none. */
+  volume_mounts: string | null;
   /** 'filesystem'; runtimes that capture memory add kinds (the microVM issue). */
   contents: string;
   cpu_count: number;

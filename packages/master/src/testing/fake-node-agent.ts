@@ -31,6 +31,8 @@ export class FakeNodeAgent {
   /** The artifact each sandbox was created from (what its layer lies over). */
   private readonly artifactOf = new Map<string, string>();
   readonly calls: string[] = [];
+  /** Each create's body as it arrived (what the master sent). */
+  readonly createBodies = new Map<string, CreateSandboxOnNode>();
   /** Each sandbox's log in the order written, as the real agent's console holds it at start; a test may add entries. */
   readonly logs = new Map<string, SandboxLogEntry[]>();
   readonly behaviour: FakeNodeBehaviour = { createDelayMs: 0, deleteDelayMs: 0, pauseDelayMs: 0, failCreate: false };
@@ -43,6 +45,7 @@ export class FakeNodeAgent {
     const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
     app.post<{ Body: CreateSandboxOnNode }>('/v1/sandboxes', async (req, reply) => {
       this.calls.push(`create ${req.body.sandboxId}`);
+      this.createBodies.set(req.body.sandboxId, req.body);
       await wait(this.behaviour.createDelayMs);
       if (this.behaviour.failCreate) return reply.status(500).send({ code: 500, message: 'runsc failed' });
       const ref = req.body.layer;

@@ -1,0 +1,29 @@
+import type { FastifyInstance } from 'fastify';
+import { forwardToMaster } from './forward.ts';
+
+/**
+ * E2B's /volumes routes, forwarded to the master's /svc/volume with the caller's team
+ * (docs/volumes.md). Ids and names go in one wildcard: the router caps a parameter at 100
+ * characters, and a name may have 128.
+ */
+export function registerVolumeRoutes(app: FastifyInstance, masterUrl: string): void {
+  app.get('/volumes', (req, reply) => forwardToMaster(req, reply, masterUrl, { path: '/svc/volume' }));
+  app.post('/volumes', (req, reply) => forwardToMaster(req, reply, masterUrl, { path: '/svc/volume' }));
+  for (const method of ['GET', 'DELETE'] as const) {
+    app.route<{ Params: { '*': string } }>({
+      method, url: '/volumes/*',
+      handler: (req, reply) => forwardToMaster(req, reply, masterUrl, { path: `/svc/volume/${encodeURIComponent(req.params['*'])}` }),
+    });
+  }
+}
+
+/**
+ * E2B's volume content API (/volumecontent/{volumeID}/dir|file|path), passed through as bytes
+ * to the master, which checks the volume's token and has a node serve the call. Register it in
+ * a scope without body parsers.
+ */
+export function registerVolumeContentRoutes(scope: FastifyInstance, masterUrl: string): void {
+  scope.all<{ Params: { '*': string } }>('/volumecontent/*', (req, reply) => forwardToMaster(req, reply, masterUrl, {
+    raw: true, path: `/svc/volumecontent/${req.params['*'].split('/').map(encodeURIComponent).join('/')}`, passHeaders: ['authorization'],
+  }));
+}

@@ -1,0 +1,18 @@
+/** What the volume service needs from the rest of the master, as small interfaces. */
+import type { NodeVolumeAttachment, VolumeControllerHooks } from '@svc/contracts/volumes';
+
+/** The master's volume_plugins (packages/volumes' registry). */
+export interface ControllerPlugins {
+  /** The first configured plugin's name; undefined when none is. */
+  defaultDriver(): string | undefined;
+  /** Throws 400 code 130400 `unknown driver` when the master has no plugin of that name. */
+  controller(driver: string): VolumeControllerHooks;
+}
+
+/** The node agents, as far as volumes go. */
+export interface VolumeNodes {
+  /** Live nodes whose agent supports volumes, with a base URL to reach each. */
+  live(): Promise<Array<{ nodeId: string; baseUrl: string }>>;
+  /** The node-local counts of one node. */
+  attachments(nodeId: string): Promise<NodeVolumeAttachment[]>;
+}

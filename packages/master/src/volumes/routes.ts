@@ -1,0 +1,83 @@
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { badRequest, notFound, SvcError, unavailable } from '@svc/common';
+import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
+import { encodeVolumeHeader, VOLUME_CONTENT_KINDS, VOLUME_HEADER, type NewVolume, type VolumeContentKind } from '@svc/contracts/volumes';
+import { callerTeam } from '../teams/caller.ts';
+import type { VolumeService } from './service.ts';
+import type { VolumeNodes } from './ports.ts';
+
+// Wildcards, not `:volumeID`: the router caps a parameter at 100 characters, and a name may have 128.
+type RefParams = { Params: { '*': string } };
+
+/** Headers of a content answer passed back to the caller. */
+const PASS_BACK = ['content-type', 'content-length', 'content-disposition', 'last-modified'];
+
+/**
+ * The master's volume routes (docs/volumes.md): the gateway maps E2B's /volumes onto /svc/volume
+ * and /volumecontent onto /svc/volumecontent, with the team header. No team header: the operator,
+ * whose volumes are the default team's.
+ */
+export async function registerVolumeRoutes(app: FastifyInstance, service: VolumeService, nodes: VolumeNodes): Promise<void> {
+  app.get('/svc/volume', async (req) => service.list(callerTeam(req)));
+  app.post<{ Body: unknown }>('/svc/volume', async (req, reply) => {
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    if (typeof body !== 'object' || Array.isArray(body)) throw badRequest('body must be a JSON object {name?, driver?}');
+    for (const k of ['name', 'driver'] as const) if (body[k] !== undefined && typeof body[k] !== 'string') throw badRequest(`${k} must be a string`);
+    const created = await service.create(callerTeam(req) ?? DEFAULT_TEAM_ID, body as NewVolume);
+    return reply.status(201).send(created);
+  });
+  app.get('/v1/volumes/refcounts', async () => service.refcounts());
+  app.get<RefParams>('/svc/volume/*', async (req) => service.get(callerTeam(req), refOf(req)));
+  app.delete<RefParams>('/svc/volume/*', async (req, reply) => {
+    await service.destroy(callerTeam(req), refOf(req));
+    return reply.status(204).send();
+  });
+
+  // The content API passes bodies through untouched (uploads stream): no parser in this scope.
+  await app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
+    scope.all<RefParams>('/svc/volumecontent/*', async (req, reply) => proxyContent(req, reply, service, nodes));
+  });
+}
+
+function refOf(req: FastifyRequest<RefParams>): string {
+  const ref = req.params['*'];
+  if (!ref || ref.includes('/')) throw notFound(`no route for ${req.method} ${req.url.split('?')[0]}`);
+  return ref;
+}
+
+/**
+ * One content call: authorized here (team or volume token), served by a node agent that
+ * attaches the volume for the call (the plugin's Attach gives its host path there).
+ */
+async function proxyContent(req: FastifyRequest<RefParams>, reply: FastifyReply, service: VolumeService, nodes: VolumeNodes): Promise<FastifyReply> {
+  const [ref, kind, ...rest] = req.params['*'].split('/');
+  if (!ref || rest.length || !VOLUME_CONTENT_KINDS.includes(kind as VolumeContentKind)) throw notFound(`no route for ${req.method} ${req.url.split('?')[0]}`);
+  const auth = req.headers.authorization;
+  const bearer = typeof auth === 'string' && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : undefined;
+  const row = await service.authorizeContent(ref, callerTeam(req), bearer);
+  const live = await nodes.live();
+  if (live.length === 0) throw unavailable('no node agent with volume support is available to serve the volume\'s content', 5);
+  const node = live[Math.floor(Math.random() * live.length)];
+  const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
+  const headers: Record<string, string> = { [VOLUME_HEADER]: encodeVolumeHeader({ volumeId: row.volume_id, driver: row.driver, privateData: row.private_data }) };
+  for (const h of ['content-type', 'content-length'] as const) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h];
+  const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE';
+  let res: Response;
+  try {
+    res = await fetch(`${node.baseUrl}/v1/volume-content/${encodeURIComponent(row.volume_id)}/${kind}${query}`, {
+      method: req.method, headers, ...(hasBody ? { body: req.raw as unknown as RequestInit['body'], duplex: 'half' } : {}),
+    } as RequestInit);
+  } catch (err) {
+    throw new SvcError(503, `node ${node.nodeId} did not answer the volume content call: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, { headers: { 'Retry-After': '2' } });
+  }
+  reply.status(res.status);
+  for (const h of PASS_BACK) {
+    const v = res.headers.get(h);
+    if (v) reply.header(h, v);
+  }
+  if (!res.body || req.method === 'HEAD' || res.status === 204) return reply.send();
+  return reply.send(Readable.fromWeb(res.body as never));
+}

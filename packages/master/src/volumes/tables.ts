@@ -1,0 +1,21 @@
+/** Persistent volumes (docs/volumes.md). Data lives with the volume's plugin; this is the record. */
+export interface VolumeRow {
+  /** A UUID. */
+  volume_id: string;
+  team_id: string;
+  /** Unique within a team (the id when the create named none). */
+  name: string;
+  /** The plugin that serves it (a `volume_plugins[].name`). */
+  driver: string;
+  /** The plugin's token ('' when it gave none): the volume content API accepts it as a bearer token. */
+  token: string;
+  /** The plugin's opaque state, passed to Attach; never returned to clients. */
+  private_data: string;
+  /** Nodes that hold it attached (SPEC "Volume reference counting"). */
+  refcount: number;
+  created_at: number;
+}
+
+export interface VolumeTables {
+  t_svc_volume: VolumeRow;
+}
