@@ -542,6 +542,56 @@ describe('svc node', () => {
   });
 });
 
+describe('svc volume', () => {
+  test('create prints id, name and token; list; info by id or name; --json everywhere', async () => {
+    const made = json(await run(['volume', 'create', 'cli-vol', '--json']));
+    assert.deepEqual(Object.keys(made).sort(), ['name', 'token', 'volumeId']);
+    assert.equal(made.name, 'cli-vol');
+    assert.deepEqual(api.requests[api.requests.length - 1].body, { name: 'cli-vol' });
+    const human = await run(['volume', 'create', '--driver', 'local']);
+    assert.equal(human.code, 0, human.stderr);
+    assert.deepEqual(api.requests[api.requests.length - 1].body, { driver: 'local' });
+    const [, id] = /^id:\s+(\S+)$/m.exec(human.stdout)!;
+    assert.match(human.stdout, new RegExp(`^name:\\s+${id}$`, 'm'), 'an unnamed volume is named by its id');
+    assert.match(human.stdout, /^token:\s+vtok-/m);
+
+    const listed = json(await run(['volume', 'list', '--json']));
+    assert.deepEqual(listed.find((v: { volumeId: string }) => v.volumeId === made.volumeId), { volumeId: made.volumeId, name: 'cli-vol' });
+    const table = await run(['volume', 'ls']);
+    assert.match(table.stdout, /^ID\s+NAME$/m);
+    assert.match(table.stdout, new RegExp(`^${made.volumeId}\\s+cli-vol$`, 'm'));
+    assert.deepEqual(json(await run(['volume', 'info', 'cli-vol', '--json'])), made);
+    assert.match((await run(['volume', 'info', made.volumeId])).stdout, new RegExp(`^token:\\s+${made.token}$`, 'm'));
+  });
+
+  test('refusals exit 1 with one line: a bad name (nothing sent), an unknown driver, a missing volume, a mounted one', async () => {
+    const sent = api.requests.length;
+    const bad = await run(['volume', 'create', 'bad name']);
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^svc: the volume name "bad name" must match .*\n$/);
+    assert.equal(api.requests.length, sent);
+    const driver = await run(['volume', 'create', 'v2', '--driver', 'ceph']);
+    assert.equal(driver.code, 1);
+    assert.equal(driver.stderr, 'svc: unknown driver "ceph" (HTTP 400, code 130400)\n');
+    const missing = await run(['volume', 'info', 'nope']);
+    assert.equal(missing.code, 1);
+    assert.equal(missing.stderr, 'svc: volume nope not found (HTTP 404)\n');
+
+    const vol = json(await run(['volume', 'create', 'in-use', '--json']));
+    const sbx = json(await run(['sandbox', 'create', '--json']));
+    api.sandboxes.get(sbx.sandboxId)!.volumeMounts.push({ name: vol.volumeId, path: '/data' });
+    const busy = await run(['volume', 'delete', 'in-use']);
+    assert.equal(busy.code, 1);
+    assert.equal(busy.stderr, 'svc: volume in-use is mounted by a sandbox (HTTP 409, code 130409)\n');
+    json(await run(['sandbox', 'kill', sbx.sandboxId, '--json']));
+    assert.deepEqual(json(await run(['volume', 'delete', 'in-use', '--json'])), { volume: 'in-use', deleted: true });
+    const gone = await run(['volume', 'rm', vol.volumeId]);
+    assert.equal(gone.code, 1);
+    assert.equal(gone.stderr, `svc: volume ${vol.volumeId} not found\n`);
+    assert.equal((await run(['volume', 'info'])).code, 2, 'a usage error');
+  });
+});
+
 describe('svc team, svc key (real gateway over the fake node)', () => {
   let gw: GatewayOverFakeNode;
   before(async () => { gw = await startGatewayOverFakeNode({ apiKey: 'e2b_00000000000000000000000000000000000000ad' }); });

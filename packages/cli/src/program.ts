@@ -6,6 +6,7 @@ import { snapshotCommand } from './commands/snapshot.ts';
 import { templateCommand } from './commands/template.ts';
 import { keyCommand, teamCommand } from './commands/team.ts';
 import { upCommand } from './commands/up-command.ts';
+import { volumeCommand } from './commands/volume.ts';
 import { EXIT_USAGE } from './errors.ts';
 
 export const VERSION = '0.1.0';
@@ -23,6 +24,7 @@ export function buildProgram(): Command {
   program.addCommand(sandboxCommand());
   program.addCommand(snapshotCommand());
   program.addCommand(templateCommand());
+  program.addCommand(volumeCommand());
   program.addCommand(nodeCommand());
   program.addCommand(teamCommand());
   program.addCommand(keyCommand());

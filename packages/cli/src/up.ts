@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type SvcConfig } from '@svc/common';
 import { ensureBaseTemplate, ensureCodeInterpreterTemplate } from './base-template.ts';
@@ -7,6 +7,7 @@ import { runDemo } from './demo.ts';
 import { startPlatform, type Platform } from './platform.ts';
 import { ensureLocalTls } from './local-tls.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
+import { LocalVolumes, startLocalRpcServer, type LocalRpcServer } from '@svc/volumes';
 
 export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean }
 
@@ -47,6 +48,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
       process.exit(2);
     }
   }
+  const builtInPlugin = useBuiltInVolumePlugin(cfg);
   orExitOnConfigError(() => validateConfig(cfg));
   const secrets = loadOrCreateSecrets(cfg.data_dir);
   if (!cfg.api.api_key) {
@@ -68,6 +70,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   const say = (line: string) => { if (!opts.json) process.stdout.write(`${line}\n`); };
 
   say(`svc: starting (data directory ${cfg.data_dir}, logs in ${logFile})`);
+  const volumePlugin = builtInPlugin ? await builtInPlugin() : undefined;
   const platform = await startPlatform(cfg, logger);
   let stopping = false;
   const stop = async (signal: string) => {
@@ -75,6 +78,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
     stopping = true;
     say(`svc: ${signal} received, stopping every sandbox and component`);
     await platform.close();
+    await volumePlugin?.close();
     logger.flush();
     process.exit(0);
   };
@@ -88,6 +92,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   } catch (err) {
     process.stderr.write(`svc up: ${(err as Error).message}\n`);
     await platform.close();
+    await volumePlugin?.close();
     process.exit(1);
   }
 
@@ -132,7 +137,8 @@ async function waitForWarmPool(platform: Platform, size: number, say: (line: str
  * E2b-Sandbox-Id header, which works without DNS. E2B_DOMAIN makes getHost() name the domain.
  */
 export function e2bEnvLines(platform: { apiUrl: string; sandboxUrl: string; sandboxHttpsUrl?: string }, cfg: SvcConfig, caFile?: string): string[] {
-  const lines = [`E2B_API_URL=${platform.apiUrl}`];
+  // E2B's Volume sends its content calls to E2B_VOLUME_API_URL (docs/volumes.md): the same API.
+  const lines = [`E2B_API_URL=${platform.apiUrl}`, `E2B_VOLUME_API_URL=${platform.apiUrl}`];
   const byName = !!cfg.sandbox_domain && !!caFile && platform.sandboxHttpsUrl !== undefined && new URL(platform.sandboxHttpsUrl).port === '';
   if (!byName) lines.push(`E2B_SANDBOX_URL=${platform.sandboxUrl}`);
   // The default localhost:<port> names need no telling: the SDK gets the domain with every sandbox.
@@ -140,4 +146,22 @@ export function e2bEnvLines(platform: { apiUrl: string; sandboxUrl: string; sand
   if (caFile) lines.push(`NODE_EXTRA_CA_CERTS=${caFile}`);
   lines.push(`E2B_API_KEY=${cfg.api.api_key}`);
   return lines;
+}
+
+/**
+ * Volumes out of the box: with no volume_plugins configured, the built-in directory-backed
+ * `local` plugin (docs/volume-plugins.md), served in this process over gRPC on a Unix socket in
+ * the data directory (a hook then costs no process start), its data under <data_dir>/volumes
+ * unless SVC_LOCAL_VOLUME_ROOT says otherwise. Returns what starts it.
+ */
+function useBuiltInVolumePlugin(cfg: SvcConfig): (() => Promise<LocalRpcServer>) | undefined {
+  if (cfg.master.volume_plugins.length > 0 || cfg.node_agent.volume_plugins.length > 0) return undefined;
+  const socketPath = join(cfg.data_dir, 'run', 'volume-local.sock');
+  cfg.master.volume_plugins = [{ name: 'local', type: 'rpc', socket_path: socketPath }];
+  cfg.node_agent.volume_plugins = cfg.master.volume_plugins;
+  const root = process.env.SVC_LOCAL_VOLUME_ROOT || join(cfg.data_dir, 'volumes');
+  return async () => {
+    mkdirSync(dirname(socketPath), { recursive: true, mode: 0o700 });
+    return startLocalRpcServer({ socketPath, volumes: new LocalVolumes({ root }) });
+  };
 }

@@ -3,13 +3,15 @@
  * and non-2xx answers turned into the typed errors of errors.ts.
  */
 import { ConnectionConfig, type ConnectionOpts } from './config.ts';
-import { SandboxError, TimeoutError, errorFromHttp, type NotFoundError } from './errors.ts';
+import { SandboxError, TimeoutError, errorFromHttp, type ErrorClass, type NotFoundError } from './errors.ts';
 
 export interface ApiRequest {
   body?: unknown;
   query?: Record<string, string | number | boolean | string[] | undefined>;
   /** Error class for a 404 answer. */
   notFound?: typeof NotFoundError;
+  /** Error classes for other statuses, instead of the usual ones (errors.ts). */
+  errorClasses?: Partial<Record<number, ErrorClass>>;
   requestTimeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -53,6 +55,7 @@ export class ApiClient {
     if (!res.ok) {
       throw errorFromHttp(res.status, text, {
         notFound: req.notFound,
+        classes: req.errorClasses,
         retryAfter: res.headers.get('retry-after'),
         fallbackMessage: `${method} ${path}: HTTP ${res.status} ${res.statusText}`,
       });

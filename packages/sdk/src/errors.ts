@@ -33,8 +33,15 @@ export class NotFoundError extends SandboxError {}
 export class FileNotFoundError extends NotFoundError {}
 export class SandboxNotFoundError extends NotFoundError {}
 export class TemplateNotFoundError extends NotFoundError {}
+export class VolumeNotFoundError extends NotFoundError {}
 export class AuthenticationError extends SandboxError {}
-export class ConflictError extends SandboxError {}
+/**
+ * The API refused the request and no more specific class says why: the volume routes' 400 (code
+ * 130400: unknown driver, a name taken) is one. Client-side checks throw InvalidArgumentError instead.
+ */
+export class ApiError extends SandboxError {}
+/** 409: the request conflicts with the resource's state (a volume still mounted: code 130409). */
+export class ConflictError extends ApiError {}
 /** The sandbox is being killed, was killed or timed out: retrying will not help. */
 export class GoneError extends SandboxError {}
 export class RateLimitError extends SandboxError {}
@@ -66,7 +73,7 @@ export class CommandExitError extends SandboxError implements CommandResult {
   get stderr() { return this.result.stderr; }
 }
 
-type ErrorClass = new (message: string, details: ErrorDetails) => SandboxError;
+export type ErrorClass = new (message: string, details: ErrorDetails) => SandboxError;
 
 const byStatus: Record<number, ErrorClass> = {
   400: InvalidArgumentError,
@@ -84,16 +91,16 @@ const byStatus: Record<number, ErrorClass> = {
 
 /**
  * Maps a non-2xx REST answer to an error. `notFound` picks the 404 class for the
- * resource at hand (sandbox, template, file).
+ * resource at hand (sandbox, template, file); `classes` overrides the class of other statuses.
  */
 export function errorFromHttp(
   status: number,
   body: unknown,
-  opts: { notFound?: ErrorClass; retryAfter?: string | null; fallbackMessage?: string } = {},
+  opts: { notFound?: ErrorClass; classes?: Partial<Record<number, ErrorClass>>; retryAfter?: string | null; fallbackMessage?: string } = {},
 ): SandboxError {
   const parsed = parseErrorBody(body);
   const message = parsed.message || opts.fallbackMessage || `HTTP ${status}`;
-  const Cls = status === 404 && opts.notFound ? opts.notFound : byStatus[status] ?? SandboxError;
+  const Cls = status === 404 && opts.notFound ? opts.notFound : opts.classes?.[status] ?? byStatus[status] ?? SandboxError;
   const err = new Cls(message, { status, code: parsed.code ?? status });
   if (err instanceof ServiceBusyError && opts.retryAfter) {
     const sec = Number(opts.retryAfter);

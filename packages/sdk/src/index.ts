@@ -5,6 +5,7 @@ export { planFromDockerfile, type BuildPlan, type BuildStep } from './dockerfile
 export { buildTemplate, type BuildLogLine, type TemplateBuildOpts, type TemplateBuilt } from './template-build.ts';
 export { Node } from './node.ts';
 export { ApiKey, Team, type ApiKeyRecord, type CreatedKey, type CreatedTeamInfo, type TeamLimits, type TeamRecord } from './team.ts';
+export { Volume, VolumeMount, type VolumeAndToken, type VolumeCreateOpts, type VolumeInfo } from './volume.ts';
 export { Paginator, SandboxPaginator, SnapshotPaginator } from './paginator.ts';
 export { Commands } from './commands.ts';
 export { CommandHandle } from './command-handle.ts';
@@ -22,7 +23,7 @@ export {
 } from './config.ts';
 export {
   SandboxError, TimeoutError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError, FileNotFoundError,
-  SandboxNotFoundError, TemplateNotFoundError, AuthenticationError, ConflictError, GoneError, RateLimitError,
+  SandboxNotFoundError, TemplateNotFoundError, VolumeNotFoundError, AuthenticationError, ApiError, ConflictError, GoneError, RateLimitError,
   TemplateError, ServiceBusyError, CommandExitError, type CommandResult, type ErrorDetails,
 } from './errors.ts';
 export * from './types.ts';

@@ -4,7 +4,7 @@
 import { timeoutToSeconds } from './config.ts';
 import { InvalidArgumentError } from './errors.ts';
 import { buildNetwork } from './network.ts';
-import type { SandboxInfo, SandboxLogEntry, SandboxMetrics, SandboxOpts, SnapshotInfo } from './types.ts';
+import type { SandboxInfo, SandboxLogEntry, SandboxMetrics, SandboxOpts, SnapshotInfo, VolumeMountTarget } from './types.ts';
 import type { WireListedSandbox, WireNewSandbox, WireSandboxDetail, WireSandboxLogEntry, WireSandboxMetric, WireSnapshotInfo, WireVolumeMount } from './wire.ts';
 
 export function buildCreateBody(template: string, opts: SandboxOpts = {}): WireNewSandbox {
@@ -62,11 +62,8 @@ function buildLifecycle(l: NonNullable<SandboxOpts['lifecycle']>): { lifecycle: 
 
 function buildVolumeMounts(mounts: NonNullable<SandboxOpts['volumeMounts']>): WireVolumeMount[] {
   const list: WireVolumeMount[] = Array.isArray(mounts)
-    ? mounts.map((m) => ({ name: m.name, path: m.path, ...(m.readOnly ? { readOnly: true } : {}) }))
-    : Object.entries(mounts).map(([path, target]) =>
-        typeof target === 'string'
-          ? { name: target, path }
-          : { name: target.name, path, ...(target.readOnly ? { readOnly: true } : {}) });
+    ? mounts.map((m) => mountOf((m as { path?: unknown } | null)?.path, m))
+    : Object.entries(mounts).map(([path, target]) => mountOf(path, target));
   const seen = new Set<string>();
   for (const m of list) {
     if (!m.name) throw new InvalidArgumentError(`volume mount at ${m.path}: a volume name is required`);
@@ -75,6 +72,21 @@ function buildVolumeMounts(mounts: NonNullable<SandboxOpts['volumeMounts']>): Wi
     seen.add(m.name);
   }
   return list;
+}
+
+/**
+ * One mount as sent. A `Volume` (anything with a `volumeId`) goes by its id: the server reads a
+ * mount's name as a volume id first, then as the team's volume name, so the id is unambiguous.
+ */
+function mountOf(path: unknown, target: VolumeMountTarget | { name: string; path: string; readOnly?: boolean }): WireVolumeMount {
+  if (typeof path !== 'string') throw new InvalidArgumentError(`volume mount path must be a string (got ${JSON.stringify(path)})`);
+  if (typeof target === 'string') return { name: target, path };
+  const t = (typeof target === 'object' && target !== null ? target : {}) as { volumeId?: unknown; name?: unknown; readOnly?: unknown };
+  const name = typeof t.volumeId === 'string' ? t.volumeId : t.name;
+  if (typeof name !== 'string') {
+    throw new InvalidArgumentError(`volume mount at ${path}: give a volume id or name, a Volume or VolumeMount(volume) (got ${typeof target === 'object' && target !== null ? 'an object with no volumeId or name' : JSON.stringify(target)})`);
+  }
+  return { name, path, ...(t.readOnly ? { readOnly: true } : {}) };
 }
 
 /** A listed sandbox, or one sandbox's detail (which adds its domain, network and lifecycle). */

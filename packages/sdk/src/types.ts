@@ -68,8 +68,12 @@ export interface SandboxLifecycle {
   autoResume?: boolean;
 }
 
-/** A mount target: a volume id or name, or `{name, readOnly}`. */
-export type VolumeMountTarget = string | { name: string; readOnly?: boolean };
+/**
+ * A mount target: a volume id or name; a `Volume` (mounted by its id, read-write); or `{name,
+ * readOnly}`, which `VolumeMount(volume, {readOnly})` makes. The server reads a mount's `name` as a
+ * volume id first, then as the name of one of the team's volumes.
+ */
+export type VolumeMountTarget = string | { readonly volumeId: string } | { name: string; readOnly?: boolean };
 
 export interface SandboxOpts extends ConnectionOpts {
   template?: string;
@@ -83,7 +87,11 @@ export interface SandboxOpts extends ConnectionOpts {
   allowInternetAccess?: boolean;
   network?: SandboxNetworkOpts;
   lifecycle?: SandboxLifecycle;
-  /** Mount path → volume (e2b's map form), or a list of `{name, path, readOnly}`. */
+  /**
+   * Mount path → volume (e2b's map form: `{'/data': volume, '/ro': VolumeMount(other, {readOnly: true}), '/x': 'name-or-id'}`),
+   * or a list of `{name, path, readOnly}` (`{path, ...VolumeMount(volume)}` for a `Volume`). A volume
+   * may be mounted once per sandbox; paths are absolute.
+   */
   volumeMounts?: Record<string, VolumeMountTarget> | { name: string; path: string; readOnly?: boolean }[];
   /** svc extensions: resources of the sandbox. */
   cpuCount?: number;

@@ -14,6 +14,9 @@ export type {
   TemplateCreate as WireTemplateCreate, TemplateInfo as WireTemplateInfo, JobInfo as WireJobInfo, JobAccepted as WireTemplateJobRef,
 } from '@svc/contracts/template-routes';
 
+/** The volume routes' shapes (E2B's Volume, VolumeAndToken and NewVolume). */
+export type { VolumeInfo as WireVolume, VolumeAndToken as WireVolumeAndToken, NewVolume as WireNewVolume } from '@svc/contracts/volumes';
+
 /** Node records are not pinned down by docs/api.md; these are the fields the SDK reads. */
 export interface WireNode {
   id?: string;

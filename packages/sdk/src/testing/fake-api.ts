@@ -3,16 +3,18 @@
  * in-memory table. Each route is registered from the public OpenAPI document, as the gateway's
  * are, so its input is checked and its answer shaped by the same schemas; it passes the same
  * contract suite as the gateway (contracts/public-api.contract.ts). Template builds advance one
- * step per status poll so progress display can be exercised.
+ * step per status poll so progress display can be exercised. Volumes have no plugins behind them:
+ * the drivers are names (`volumeDrivers`), and a volume is in use while a running sandbox mounts it.
  */
 import type { FastifyInstance, FastifyReply, HTTPMethods, RouteHandlerMethod } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { createHttpApp, silentLogger } from '@svc/common';
-import type { PublicPath } from '@svc/contracts';
+import { PUBLIC_API, type PublicPath } from '@svc/contracts';
 import { documentedRoute } from '@svc/contracts/route-schemas';
 import type { JobInfo, JobKind, SourceKind, TemplateInfo } from '@svc/contracts/template-routes';
 import type { SandboxLogEntry } from '@svc/contracts/node-agent';
 import { e2bLogLine, parseSandboxLogsQuery, pickSandboxLogs } from '@svc/contracts/sandbox-logs';
+import { VOLUME_CODES, VOLUME_LIMITS, VOLUME_NAME_PATTERN } from '@svc/contracts/volumes';
 
 export interface RecordedRequest {
   method: string;
@@ -39,6 +41,13 @@ interface SandboxRow {
   volumeMounts: { name: string; path: string; readOnly?: boolean }[];
 }
 
+interface VolumeRow {
+  volumeID: string;
+  name: string;
+  driver: string;
+  token: string;
+}
+
 /** Template and job records in the contract's shapes, as the master answers them. */
 type TemplateRow = TemplateInfo;
 
@@ -63,6 +72,8 @@ export interface FakeApiOptions {
   apiKey?: string;
   domain?: string;
   envdVersion?: string;
+  /** The volume plugins' names, the default first. Default ['local']. */
+  volumeDrivers?: string[];
 }
 
 export interface FakeApi {
@@ -73,6 +84,7 @@ export interface FakeApi {
   templates: Map<string, TemplateRow>;
   jobs: Map<string, JobRow>;
   nodes: Map<string, NodeRow>;
+  volumes: Map<string, VolumeRow>;
   /** Sandboxes whose next DELETE answers 503 with Retry-After (as while pausing). */
   busyOnce: Set<string>;
   /** The body of the last sandbox create. */
@@ -104,6 +116,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
   const jobs = new Map<string, JobRow>();
   const nodes = new Map<string, NodeRow>();
   const busyOnce = new Set<string>();
+  const volumes = new Map<string, VolumeRow>();
   const now = () => new Date().toISOString();
   let creates: Record<string, unknown>[] = [];
 
@@ -361,6 +374,52 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     return n;
   });
 
+  // ------------------------------------------------------------ volumes
+  // Checked against the document once it describes them; until then plain routes, the reference in
+  // a wildcard as the gateway takes it (a name may be longer than the router's 100-character cap on a parameter).
+  const documented = (method: HTTPMethods, path: string) =>
+    (PUBLIC_API.paths as unknown as Record<string, Record<string, unknown> | undefined>)[path]?.[method.toLowerCase()] !== undefined;
+  const onVolumes = (method: HTTPMethods, path: string, handler: (req: any, reply: FastifyReply) => unknown) =>
+    documented(method, path)
+      ? on(method, path as PublicPath, handler)
+      : app.route({ method, url: path.replace('{volumeID}', '*'), handler: handler as RouteHandlerMethod });
+  const volumeRef = (req: { params: { volumeID?: string; '*'?: string } }) => req.params.volumeID ?? req.params['*'] ?? '';
+  const drivers = opts.volumeDrivers ?? ['local'];
+  /** By id, then by name, as the gateway resolves a volume reference. */
+  const findVolume = (ref: string) => volumes.get(ref) ?? [...volumes.values()].find((v) => v.name === ref);
+  const volumeInUse = (v: VolumeRow) =>
+    [...sandboxes.values()].some((s) => s.state === 'running' && s.volumeMounts.some((m) => m.name === v.volumeID || m.name === v.name));
+
+  onVolumes('GET', '/volumes', async () => [...volumes.values()].map((v) => ({ volumeID: v.volumeID, name: v.name })));
+  onVolumes('POST', '/volumes', async (req, reply) => {
+    const b = (req.body ?? {}) as { name?: unknown; driver?: unknown };
+    if (b.name !== undefined) {
+      if (typeof b.name !== 'string' || b.name.length > VOLUME_LIMITS.nameChars || !VOLUME_NAME_PATTERN.test(b.name)) {
+        return err(reply, 400, `name must match ${VOLUME_NAME_PATTERN.source}, at most ${VOLUME_LIMITS.nameChars} characters`);
+      }
+      if ([...volumes.values()].some((v) => v.name === b.name)) return err(reply, 400, `Volume with name '${b.name}' already exists`);
+    }
+    if (b.driver !== undefined && typeof b.driver !== 'string') return err(reply, 400, 'driver must be a string');
+    const driver = (b.driver as string | undefined) ?? drivers[0];
+    if (!driver || !drivers.includes(driver)) return err(reply, 400, `unknown driver ${JSON.stringify(driver)}`, VOLUME_CODES.unknownDriver);
+    const volumeID = randomUUID();
+    const row: VolumeRow = { volumeID, name: (b.name as string | undefined) ?? volumeID, driver, token: `vtok-${randomUUID()}` };
+    volumes.set(volumeID, row);
+    return reply.status(201).send({ volumeID, name: row.name, token: row.token });
+  });
+  onVolumes('GET', '/volumes/{volumeID}', async (req, reply) => {
+    const ref = volumeRef(req);
+    const v = findVolume(ref);
+    return v ? { volumeID: v.volumeID, name: v.name, token: v.token } : err(reply, 404, `volume ${ref} not found`);
+  });
+  onVolumes('DELETE', '/volumes/{volumeID}', async (req, reply) => {
+    const ref = volumeRef(req);
+    const v = findVolume(ref);
+    if (!v) return err(reply, 404, `volume ${ref} not found`);
+    if (volumeInUse(v)) return err(reply, 409, `volume ${ref} is mounted by a sandbox`, VOLUME_CODES.inUse);
+    volumes.delete(v.volumeID);
+    return reply.status(204).send();
+  });
 
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
@@ -371,6 +430,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     templates,
     jobs,
     nodes,
+    volumes,
     busyOnce,
     lastCreate: () => creates[creates.length - 1],
     close: async () => { creates = []; await app.close(); },
