@@ -71,7 +71,7 @@ export async function startPlatform(opts: { dataDir?: string; env?: Record<strin
     dataDir,
     logFile,
     env,
-    e2bEnv: { E2B_API_URL: endpoint.apiUrl, E2B_SANDBOX_URL: endpoint.sandboxUrl, E2B_API_KEY: endpoint.apiKey, E2B_DOMAIN: endpoint.domain },
+    e2bEnv: { E2B_API_URL: endpoint.apiUrl, E2B_VOLUME_API_URL: endpoint.apiUrl, E2B_SANDBOX_URL: endpoint.sandboxUrl, E2B_API_KEY: endpoint.apiKey, E2B_DOMAIN: endpoint.domain },
     logLines: () => readFileSync(logFile, 'utf8').split('\n').filter(Boolean),
     stderrText: () => stderr,
     stop: () => stopPlatform(child),
