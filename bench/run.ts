@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth'];
+const ALL = ['node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth', 'volumes'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -66,6 +66,13 @@ if (auth) {
   rows.push([`API key check added p50 / p99, ${auth.keys} keys (ms)`, `${k.uncachedP50Ms} / ${k.uncachedP99Ms}`, `cached ${k.cachedP50Ms} / ${k.cachedP99Ms}`, '']);
   rows.push(['secret placeholder per egress request (µs)', `${auth.placeholderCostUs.cachedP50} cached`, `${auth.placeholderCostUs.fromMasterP50} fetched`, '']);
   rows.push(['workload tokens minted /s', String(auth.mintPerSec), `route p50 ${auth.mintRouteP50Ms} ms`, '']);
+}
+const vols = read('volumes');
+if (vols) {
+  const l = vols.latency;
+  const attached = r2(l['node agent attach, first on the node (ms)'].p50 + Math.max(0, vols.floorMountAddedP50Ms));
+  rows.push(['a volume adds to a create, p50 (ms)', `${attached} (attach + gVisor's mount)`, `end to end ${vols.createAddedP50Ms} (runsc varies ±100)`, '≤ 20']);
+  rows.push(['volume mount / host directory, write and read', `${vols.throughput.ratios.write} / ${vols.throughput.ratios.read}`, `${vols.throughput.writeMBps.mount} / ${vols.throughput.readMBps.mount} MB/s`, '≥ 0.5']);
 }
 if (tc) {
   rows.push(['build base: cold / from cached rootfs (s)', `${r2(tc.baseCold.totalWithMmdebstrapMs / 1000)} / ${r2(tc.baseCached.totalMs / 1000)}`, `mmdebstrap ${r2(tc.baseCold.mmdebstrapMs / 1000)} s`, '']);

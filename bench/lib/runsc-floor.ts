@@ -13,6 +13,7 @@ import { ResourceNames } from '../../packages/node-agent/src/names.ts';
 import { AddressPool } from '../../packages/node-agent/src/network/address-pool.ts';
 import { createSandboxLink, destroySandboxLink, netnsPath } from '../../packages/node-agent/src/network/netns.ts';
 import { GvisorDriver } from '../../packages/node-agent/src/runtime/gvisor.ts';
+import type { HostMount } from '../../packages/node-agent/src/runtime/driver.ts';
 import { ociSpec } from '../../packages/node-agent/src/runtime/oci-spec.ts';
 import { defaultNativeFile, defaultPtyModulesDir, ensureRuntimeBundle, SANDBOX_INIT } from '../../packages/node-agent/src/runtime/runtime-bundle.ts';
 import { sleep, timed } from './stats.ts';
@@ -48,8 +49,11 @@ export class RunscFloor {
     await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', this.o.image, this.lower]);
   }
 
-  /** One sandbox: namespace and overlay made first (untimed), then `runsc run` until envd answers. */
-  async runOnce(): Promise<number> {
+  /**
+   * One sandbox: namespace and overlay made first (untimed), then `runsc run` until envd answers.
+   * `mounts`: host directories bound into it, as volumes are.
+   */
+  async runOnce(mounts: HostMount[] = []): Promise<number> {
     const { names } = this;
     const id = ResourceNames.newInstanceId();
     const addr = this.pool.allocate();
@@ -60,7 +64,7 @@ export class RunscFloor {
       const b = join(ref.dir, 'bundle');
       for (const d of ['upper', 'work', 'rootfs', 'bundle']) await mkdir(join(ref.dir, d), { recursive: true });
       await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${this.lower},upperdir=${ref.dir}/upper,workdir=${ref.dir}/work`, join(ref.dir, 'rootfs')]);
-      const spec = { ...ref, rootfs: { imagePath: this.o.image, mountDir: this.lower }, runtime: this.bundle!, resources: { cpuCount: 1, memoryMB: 512, diskSizeMB: 2048 }, env: {}, hostname: 'sandbox', files: {} };
+      const spec = { ...ref, rootfs: { imagePath: this.o.image, mountDir: this.lower }, runtime: this.bundle!, resources: { cpuCount: 1, memoryMB: 512, diskSizeMB: 2048 }, env: {}, hostname: 'sandbox', files: {}, mounts };
       await writeFile(join(b, 'config.json'), JSON.stringify(ociSpec(spec, join(ref.dir, 'rootfs'), `/${names.cgroupParent}/${names.container(id)}`)));
       const [ms] = await timed(async () => {
         await new Promise<void>((resolve, reject) => {

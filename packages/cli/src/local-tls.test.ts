@@ -52,12 +52,12 @@ test('the E2B_* lines: by name over HTTPS on 443, else one URL with the sandbox 
   const cfg = defaultConfig('/tmp/x');
   cfg.api.api_key = 'e2b_00';
   const plain = e2bEnvLines({ apiUrl: 'http://127.0.0.1:3000', sandboxUrl: 'http://127.0.0.1:3002' }, cfg);
-  assert.deepEqual(plain, ['E2B_API_URL=http://127.0.0.1:3000', 'E2B_SANDBOX_URL=http://127.0.0.1:3002', 'E2B_API_KEY=e2b_00']);
+  assert.deepEqual(plain, ['E2B_API_URL=http://127.0.0.1:3000', 'E2B_VOLUME_API_URL=http://127.0.0.1:3000', 'E2B_SANDBOX_URL=http://127.0.0.1:3002', 'E2B_API_KEY=e2b_00']);
   cfg.sandbox_domain = 'localhost:3002';
   assert.deepEqual(e2bEnvLines({ apiUrl: 'http://127.0.0.1:3000', sandboxUrl: 'http://127.0.0.1:3002' }, cfg), plain, 'the default domain is not printed');
   cfg.sandbox_domain = 'sbx.example.com';
   const named = e2bEnvLines({ apiUrl: 'http://127.0.0.1:3000', sandboxUrl: 'http://127.0.0.1:3002', sandboxHttpsUrl: 'https://127.0.0.1' }, cfg, '/d/tls/ca.pem');
-  assert.deepEqual(named, ['E2B_API_URL=http://127.0.0.1:3000', 'E2B_DOMAIN=sbx.example.com', 'NODE_EXTRA_CA_CERTS=/d/tls/ca.pem', 'E2B_API_KEY=e2b_00']);
+  assert.deepEqual(named, ['E2B_API_URL=http://127.0.0.1:3000', 'E2B_VOLUME_API_URL=http://127.0.0.1:3000', 'E2B_DOMAIN=sbx.example.com', 'NODE_EXTRA_CA_CERTS=/d/tls/ca.pem', 'E2B_API_KEY=e2b_00']);
   const otherPort = e2bEnvLines({ apiUrl: 'http://a', sandboxUrl: 'http://127.0.0.1:3002', sandboxHttpsUrl: 'https://127.0.0.1:8443' }, cfg, '/ca.pem');
   assert.ok(otherPort.includes('E2B_SANDBOX_URL=http://127.0.0.1:3002'), 'the SDK builds https://<port>-<id>.<domain> without a port: 443 only');
 });

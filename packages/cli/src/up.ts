@@ -1,13 +1,13 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import pino from 'pino';
-import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type SvcConfig } from '@svc/common';
+import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type Logger, type SvcConfig } from '@svc/common';
 import { ensureBaseTemplate, ensureCodeInterpreterTemplate } from './base-template.ts';
 import { runDemo } from './demo.ts';
 import { startPlatform, type Platform } from './platform.ts';
 import { ensureLocalTls } from './local-tls.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
-import { LocalVolumes, startLocalRpcServer, type LocalRpcServer } from '@svc/volumes';
+import { startLocalVolumePlugin, type LocalVolumePlugin } from './local-volume-plugin.ts';
 
 export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean }
 
@@ -70,7 +70,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   const say = (line: string) => { if (!opts.json) process.stdout.write(`${line}\n`); };
 
   say(`svc: starting (data directory ${cfg.data_dir}, logs in ${logFile})`);
-  const volumePlugin = builtInPlugin ? await builtInPlugin() : undefined;
+  const volumePlugin = builtInPlugin ? await builtInPlugin(logger.child({ component: 'volume-plugin-local' })) : undefined;
   const platform = await startPlatform(cfg, logger);
   let stopping = false;
   const stop = async (signal: string) => {
@@ -150,18 +150,14 @@ export function e2bEnvLines(platform: { apiUrl: string; sandboxUrl: string; sand
 
 /**
  * Volumes out of the box: with no volume_plugins configured, the built-in directory-backed
- * `local` plugin (docs/volume-plugins.md), served in this process over gRPC on a Unix socket in
- * the data directory (a hook then costs no process start), its data under <data_dir>/volumes
- * unless SVC_LOCAL_VOLUME_ROOT says otherwise. Returns what starts it.
+ * `local` plugin (docs/volume-plugins.md) over gRPC on a Unix socket in the data directory, its
+ * data under <data_dir>/volumes unless SVC_LOCAL_VOLUME_ROOT says otherwise. Returns what starts it.
  */
-function useBuiltInVolumePlugin(cfg: SvcConfig): (() => Promise<LocalRpcServer>) | undefined {
+function useBuiltInVolumePlugin(cfg: SvcConfig): ((logger: Logger) => Promise<LocalVolumePlugin>) | undefined {
   if (cfg.master.volume_plugins.length > 0 || cfg.node_agent.volume_plugins.length > 0) return undefined;
   const socketPath = join(cfg.data_dir, 'run', 'volume-local.sock');
   cfg.master.volume_plugins = [{ name: 'local', type: 'rpc', socket_path: socketPath }];
   cfg.node_agent.volume_plugins = cfg.master.volume_plugins;
   const root = process.env.SVC_LOCAL_VOLUME_ROOT || join(cfg.data_dir, 'volumes');
-  return async () => {
-    mkdirSync(dirname(socketPath), { recursive: true, mode: 0o700 });
-    return startLocalRpcServer({ socketPath, volumes: new LocalVolumes({ root }) });
-  };
+  return (logger) => startLocalVolumePlugin({ socketPath, root, logger });
 }

@@ -43,6 +43,8 @@ export interface AttachmentsDeps {
 export class VolumeAttachments {
   private readonly held = new Map<string, Held>();
   private readonly locks = new KeyedMutex();
+  /** The base directory resolved once (it does not move under a running agent). */
+  private base?: Promise<string | undefined>;
 
   constructor(private readonly d: AttachmentsDeps) {}
 
@@ -58,6 +60,8 @@ export class VolumeAttachments {
       }
       return { attached, flips };
     } catch (err) {
+      // Operators read plugin failures here (SPEC: `no plugin registered for driver` is a log diagnostic).
+      this.d.logger.warn({ holder: holder.id, volumes: mounts.map((m) => `${m.volumeId}:${m.driver}`), err: (err as Error).message }, 'volume attach failed; detaching what was attached');
       // Rollback: the create fails with nothing of it left attached (SPEC "Plugin rules" 5); the
       // rollback's flips cancel the attach's, so the master is told neither.
       await this.detach(holder, attached.map((a) => a.volumeId));
@@ -116,7 +120,8 @@ export class VolumeAttachments {
       const out = await hooks.attach({
         sandboxId: holder.id, namespace: VOLUME_NAMESPACE, volumeId: m.volumeId, refCount, volumeBaseDir: this.d.baseDir, privateData: m.privateData,
       }).catch((err: Error) => { throw attachError(m, err); });
-      const problem = await this.hostPathProblem(out.hostPath);
+      // A host path the node already validated and holds needs no second look.
+      const problem = cur?.hostPath === out.hostPath ? undefined : await this.hostPathProblem(out.hostPath);
       if (problem) {
         // The plugin mounted something (or says so): undo it with the same count, as after a failed create.
         if (refCount === 0) await this.callDetach(hooks, holder, m.volumeId, 0, out.metadata);
@@ -167,10 +172,13 @@ export class VolumeAttachments {
    */
   private async hostPathProblem(hostPath: string): Promise<string | undefined> {
     if (typeof hostPath !== 'string' || !hostPath.startsWith('/')) return 'which is not an absolute path';
-    const resolved = await Promise.all([realpath(hostPath), realpath(this.d.baseDir)]);
-    const [path, base] = resolved;
+    this.base ??= realpath(this.d.baseDir);
+    const [path, base] = await Promise.all([realpath(hostPath), this.base]);
     if (path === undefined) return `which does not exist or did not answer within ${HOST_BIND_TIMEOUT_MS} ms`;
-    if (base === undefined) return `and the base directory ${this.d.baseDir} does not exist`;
+    if (base === undefined) {
+      this.base = undefined;
+      return `and the base directory ${this.d.baseDir} does not exist`;
+    }
     if (path === base || !path.startsWith(`${base}/`)) return `outside volume_plugin_base_dir ${base}`;
     return undefined;
   }
