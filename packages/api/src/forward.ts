@@ -1,6 +1,5 @@
-import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { SvcError } from '@svc/common';
+import { relayAnswer, SvcError } from '@svc/common';
 import { teamHeaders } from './request-identity.ts';
 
 const PASS_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 'etag', 'retry-after', 'x-next-token', 'accept-ranges', 'content-range'];
@@ -55,13 +54,7 @@ export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, 
   } catch (err) {
     throw new SvcError(503, `master unavailable: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, { headers: { 'Retry-After': '2' } });
   }
-  reply.status(res.status);
-  for (const h of PASS_RESPONSE_HEADERS) {
-    const v = res.headers.get(h);
-    if (v) reply.header(h, v);
-  }
-  if (!res.body || req.method === 'HEAD' || res.status === 204) return reply.send();
-  return reply.send(Readable.fromWeb(res.body as never));
+  return relayAnswer(req, reply, res, PASS_RESPONSE_HEADERS);
 }
 
 function firstValue(v: string | string[] | undefined): string | undefined {

@@ -1,5 +1,5 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
-import type { Duplex } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { SvcError, toSvcError } from './errors.ts';
 import type { Logger } from './log.ts';
@@ -137,4 +137,18 @@ export function parseListen(addr: string, defaultHost = '127.0.0.1'): { host: st
   const m = /^(?:\[?([^\]]*?)\]?:)?(\d+)$/.exec(addr.trim());
   if (!m) throw new Error(`bad listen address: ${addr}`);
   return { host: m[1] || defaultHost, port: Number(m[2]) };
+}
+
+/**
+ * Sends an answer fetched from another component back as this route's: its status, the named
+ * headers, and its body streamed through (none for HEAD or 204).
+ */
+export function relayAnswer(req: FastifyRequest, reply: FastifyReply, res: Response, passHeaders: readonly string[]): FastifyReply {
+  reply.status(res.status);
+  for (const h of passHeaders) {
+    const v = res.headers.get(h);
+    if (v) reply.header(h, v);
+  }
+  if (!res.body || req.method === 'HEAD' || res.status === 204) return reply.send();
+  return reply.send(Readable.fromWeb(res.body as never));
 }

@@ -1,6 +1,5 @@
-import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest, notFound, SvcError, unavailable } from '@svc/common';
+import { badRequest, notFound, relayAnswer, SvcError, unavailable } from '@svc/common';
 import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import { encodeVolumeHeader, VOLUME_CONTENT_KINDS, VOLUME_HEADER, type NewVolume, type VolumeContentKind } from '@svc/contracts/volumes';
 import { callerTeam } from '../teams/caller.ts';
@@ -73,11 +72,5 @@ async function proxyContent(req: FastifyRequest<RefParams>, reply: FastifyReply,
   } catch (err) {
     throw new SvcError(503, `node ${node.nodeId} did not answer the volume content call: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, { headers: { 'Retry-After': '2' } });
   }
-  reply.status(res.status);
-  for (const h of PASS_BACK) {
-    const v = res.headers.get(h);
-    if (v) reply.header(h, v);
-  }
-  if (!res.body || req.method === 'HEAD' || res.status === 204) return reply.send();
-  return reply.send(Readable.fromWeb(res.body as never));
+  return relayAnswer(req, reply, res, PASS_BACK);
 }

@@ -38,7 +38,14 @@ export class VolumeService {
     const driver = input.driver ?? this.d.plugins.defaultDriver();
     if (driver === undefined) throw badRequest(`${UNKNOWN_DRIVER}: the master has no volume_plugins configured (docs/volume-plugins.md)`, VOLUME_CODES.unknownDriver);
     if (typeof driver !== 'string' || driver === '' || driver.length > VOLUME_LIMITS.driverChars) throw badRequest('driver must be a plugin name', VOLUME_CODES.unknownDriver);
-    const hooks = this.d.plugins.controller(driver);
+    let hooks: ReturnType<ControllerPlugins['controller']>;
+    try {
+      hooks = this.d.plugins.controller(driver);
+    } catch (err) {
+      // SPEC's log diagnostic `unknown driver`: the master lacks the entry, or the names differ.
+      this.d.logger.warn({ driver, teamId, err: (err as Error).message }, 'volume create names a driver the master has no plugin for');
+      throw err;
+    }
     if (await this.d.repo.byName(teamId, name)) throw badRequest(`Volume with name '${name}' already exists`);
     const out = await hooks.create({ volumeId, name }).catch((err: Error) => { throw pluginFailure(driver, 'create', err); });
     const row = { volume_id: volumeId, team_id: teamId, name, driver, token: out.token, private_data: out.privateData, refcount: 0, created_at: Date.now() };
