@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import type { SvcError } from '@svc/common';
-import type { NodeAgentClient } from '@svc/contracts/node-agent';
+import { NodeAgentClient } from '@svc/contracts/node-agent';
 import type { VolumeMountOnNode } from '@svc/contracts/volumes';
 import { LocalVolumes } from '@svc/volumes';
 import type { NodeAgent } from './index.ts';
-import { createRequest, startAgentUnderTest, type AgentUnderTest } from './testing/fixtures.ts';
+import { createRequest, makeTestEnv, startAgentUnderTest, testLogger, type AgentUnderTest } from './testing/fixtures.ts';
+import { startNodeAgent } from './index.ts';
 import { listMountPoints } from './host/mounts.ts';
 
 const statusOf = (p: Promise<unknown>) => p.then(() => 200, (e: SvcError) => e.status);
@@ -133,5 +134,31 @@ describe('node agent volumes: attach, share, read-only, counts, failures (real r
       assert.equal(await statusOf(client.createSandbox(createRequest(t.env, { volumes: [mount('vol-ok', path)] }))), 400, path);
     }
     assert.deepEqual(await client.volumeAttachments(), []);
+  });
+});
+
+describe('node agent volumes across an agent restart (real runsc)', () => {
+  it('a sandbox kept running through a restart keeps its volume counted, and its delete detaches it', async () => {
+    const env = await makeTestEnv('volrestart', '10.201.36.0/24');
+    const baseDir = join(env.dir, 'volume-base');
+    await writePlugins(env.dir, baseDir, join(env.dir, 'volume-data'));
+    const cfg = env.config({ volume_plugin_base_dir: baseDir, volume_plugins: [{ name: 'local', type: 'binary', binary_path: join(env.dir, 'plugins', 'local') }] });
+    await new LocalVolumes({ root: join(env.dir, 'volume-data') }).create({ volumeId: 'vol-kept', name: 'kept' });
+    const start = () => startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+    let agent = await start();
+    try {
+      const req = createRequest(env, { volumes: [{ volumeId: 'vol-kept', driver: 'local', privateData: '', path: '/kept', readOnly: false }] });
+      await new NodeAgentClient(agent.url).createSandbox(req);
+      await agent.close();
+      agent = await start();
+      const client = new NodeAgentClient(agent.url);
+      assert.deepEqual((await client.volumeAttachments()).map((a) => [a.volumeId, a.refCount, a.holders]), [['vol-kept', 1, [req.sandboxId]]], 'adopted with its sandbox');
+      assert.equal((await agent.exec(req.sandboxId, ['sh', '-c', 'echo still > /kept/f && cat /kept/f'])).stdout, 'still\n');
+      assert.deepEqual(await client.deleteSandbox(req.sandboxId), { volumeRefFlips: [{ volumeId: 'vol-kept', delta: -1 }] });
+      assert.deepEqual((await listMountPoints()).filter((m) => m.startsWith(`${baseDir}/`)), []);
+    } finally {
+      await agent.close({ destroySandboxes: true });
+      await env.cleanup();
+    }
   });
 });
