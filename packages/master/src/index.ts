@@ -130,7 +130,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   registerSnapshotRoutes(app, snapshots, snapshotCatalog);
   registerTeamRoutes(app, teams, { runningByTeam: () => repo.runningByTeam(), killAll: (teamId) => sandboxes.killTeam(teamId) });
   registerSecretRoutes(app, secrets, cfg.egress.admin_token);
-  await registerVolumeRoutes(app, volumes, volumeNodesOf(nodes));
+  await registerVolumeRoutes(app, volumes);
   registerIdentityRoutes(app, identity);
   registerMintRoute(app, identity, {
     async of(sandboxId) {

@@ -1,10 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest, notFound, relayAnswer, SvcError, unavailable } from '@svc/common';
+import { badRequest, notFound, relayAnswer, SvcError } from '@svc/common';
 import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import { encodeVolumeHeader, VOLUME_CONTENT_KINDS, VOLUME_HEADER, type NewVolume, type VolumeContentKind } from '@svc/contracts/volumes';
 import { callerTeam } from '../teams/caller.ts';
 import type { VolumeService } from './service.ts';
-import type { VolumeNodes } from './ports.ts';
 
 // Wildcards, not `:volumeID`: the router caps a parameter at 100 characters, and a name may have 128.
 type RefParams = { Params: { '*': string } };
@@ -17,7 +16,7 @@ const PASS_BACK = ['content-type', 'content-length', 'content-disposition', 'las
  * and /volumecontent onto /svc/volumecontent, with the team header. No team header: the operator,
  * whose volumes are the default team's.
  */
-export async function registerVolumeRoutes(app: FastifyInstance, service: VolumeService, nodes: VolumeNodes): Promise<void> {
+export async function registerVolumeRoutes(app: FastifyInstance, service: VolumeService): Promise<void> {
   app.get('/svc/volume', async (req) => service.list(callerTeam(req)));
   app.post<{ Body: unknown }>('/svc/volume', async (req, reply) => {
     const body = (req.body ?? {}) as Record<string, unknown>;
@@ -37,7 +36,7 @@ export async function registerVolumeRoutes(app: FastifyInstance, service: Volume
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-    scope.all<RefParams>('/svc/volumecontent/*', async (req, reply) => proxyContent(req, reply, service, nodes));
+    scope.all<RefParams>('/svc/volumecontent/*', async (req, reply) => proxyContent(req, reply, service));
   });
 }
 
@@ -51,15 +50,13 @@ function refOf(req: FastifyRequest<RefParams>): string {
  * One content call: authorized here (team or volume token), served by a node agent that
  * attaches the volume for the call (the plugin's Attach gives its host path there).
  */
-async function proxyContent(req: FastifyRequest<RefParams>, reply: FastifyReply, service: VolumeService, nodes: VolumeNodes): Promise<FastifyReply> {
+async function proxyContent(req: FastifyRequest<RefParams>, reply: FastifyReply, service: VolumeService): Promise<FastifyReply> {
   const [ref, kind, ...rest] = req.params['*'].split('/');
   if (!ref || rest.length || !VOLUME_CONTENT_KINDS.includes(kind as VolumeContentKind)) throw notFound(`no route for ${req.method} ${req.url.split('?')[0]}`);
   const auth = req.headers.authorization;
   const bearer = typeof auth === 'string' && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : undefined;
   const row = await service.authorizeContent(ref, callerTeam(req), bearer);
-  const live = await nodes.live();
-  if (live.length === 0) throw unavailable('no node agent with volume support is available to serve the volume\'s content', 5);
-  const node = live[Math.floor(Math.random() * live.length)];
+  const node = await service.contentNode();
   const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
   const headers: Record<string, string> = { [VOLUME_HEADER]: encodeVolumeHeader({ volumeId: row.volume_id, driver: row.driver, privateData: row.private_data }) };
   for (const h of ['content-type', 'content-length'] as const) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h];

@@ -1,5 +1,5 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { badRequest, conflict, notFound, SvcError, unauthorized, type Logger } from '@svc/common';
+import { badRequest, conflict, notFound, SvcError, unauthorized, unavailable, type Logger } from '@svc/common';
 import type { VolumeMount } from '@svc/contracts/master';
 import {
   checkVolumeName, UNKNOWN_DRIVER, VOLUME_CODES, VOLUME_LIMITS,
@@ -176,6 +176,13 @@ export class VolumeService {
     const row = await this.d.repo.byId(ref);
     if (!row || !row.token || !sameSecret(row.token, bearer)) throw unauthorized('invalid volume token: send the token Volume.create or Volume.getInfo gave, as Authorization: Bearer <token>');
     return row;
+  }
+
+  /** A live node with volume support to serve a content call (any: it attaches the volume for the call). */
+  async contentNode(): Promise<{ nodeId: string; baseUrl: string }> {
+    const live = await this.d.nodes.live();
+    if (live.length === 0) throw unavailable('no node agent with volume support is available to serve the volume\'s content', 5);
+    return live[Math.floor(Math.random() * live.length)];
   }
 
   private async nodesHolding(volumeId: string): Promise<string[]> {

@@ -53,7 +53,7 @@ async function setup(config: DatabaseConfig) {
   const repo = new VolumeRepo(db.kysely);
   const service = new VolumeService({ repo, plugins, nodes, logger: silentLogger() });
   const app = createHttpApp({ logger: silentLogger() });
-  await registerVolumeRoutes(app, service, nodes);
+  await registerVolumeRoutes(app, service);
   await app.ready();
   return {
     app, service, repo, held, dataDir: join(dir, 'data'),
