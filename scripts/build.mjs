@@ -3,6 +3,7 @@
 //   dist/code-interpreter.mjs  the in-sandbox code interpreter on port 49999 (same runtime)
 //   dist/svc.mjs   the CLI and every component, for `svc up` and a global install
 //   dist/volume_plugin.proto  the volume plugin protocol, read beside the bundle by svc.mjs's gRPC plugin client
+//   dist/guest-init.sh        the microvm guest's init, put into its initramfs by the node agent
 //   dist/svc-volume-local.mjs  the built-in local volume plugin, executable (a `binary_path`, or `--serve-rpc`)
 import { build } from 'esbuild';
 import { NODE_BUNDLE } from './bundle-options.mjs';
@@ -32,6 +33,8 @@ await build({
 });
 // packages/volumes loads its .proto at run time: from the source tree, or beside the bundle
 copyFileSync('packages/volumes/proto/volume_plugin.proto', 'dist/volume_plugin.proto');
+// The microvm driver puts the guest's init into its initramfs: from the source tree, or beside the bundle
+copyFileSync('packages/node-agent/guest/init.sh', 'dist/guest-init.sh');
 // self-contained (no external packages): it runs from any directory, given the .proto beside it
 await build({
   ...common,
@@ -58,6 +61,6 @@ for (const [out, flags, source] of natives) {
   }
 }
 console.log(
-  'built dist/envd.mjs, dist/code-interpreter.mjs, dist/svc.mjs, dist/volume_plugin.proto, dist/svc-volume-local.mjs, ' +
+  'built dist/envd.mjs, dist/code-interpreter.mjs, dist/svc.mjs, dist/volume_plugin.proto, dist/guest-init.sh, dist/svc-volume-local.mjs, ' +
     'dist/svc-stat-shim.so, dist/svc-sudo and dist/svc-spawner',
 );

@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs the Debian packages svc needs. Idempotent: packages already present are skipped.
 # Usage: scripts/install-system-deps.sh [runtime|test]   (default: runtime)
-#   runtime: what `svc up` needs (gVisor, networking tools, ext4 tools, mmdebstrap for `base`)
+#   runtime: what `svc up` needs (gVisor, QEMU and busybox-static for the microvm runtime,
+#            networking tools, ext4 tools, mmdebstrap for `base`)
 #   test:    runtime + the real servers the tests start (PostgreSQL, MariaDB, Redis, registry, skopeo)
 #            and the Jupyter kernel with numpy, pandas and matplotlib the code interpreter tests use
 set -euo pipefail
 profile="${1:-runtime}"
 
 runtime_pkgs=(runsc dumb-init gcc libc6-dev openssl iproute2 nftables iptables e2fsprogs util-linux mmdebstrap zstd
-  ca-certificates procps psmisc conntrack)
-test_pkgs=(busybox-static postgresql mariadb-server redis-server docker-registry skopeo curl qemu-system-x86 qemu-utils
+  ca-certificates procps psmisc conntrack qemu-system-x86 qemu-utils busybox-static)
+test_pkgs=(postgresql mariadb-server redis-server docker-registry skopeo curl
   apache2-utils python3-ipykernel python3-numpy python3-pandas python3-matplotlib)
 
 want=("${runtime_pkgs[@]}")

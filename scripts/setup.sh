@@ -8,8 +8,10 @@ profile=runtime
 
 if [ "$(id -u)" -eq 0 ]; then
   scripts/install-system-deps.sh "$profile"
+  scripts/guest-kernel.sh
 elif command -v sudo >/dev/null; then
   sudo scripts/install-system-deps.sh "$profile"
+  sudo scripts/guest-kernel.sh
 else
   echo "setup: installing Debian packages needs root (or sudo)" >&2; exit 1
 fi

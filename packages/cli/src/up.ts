@@ -9,7 +9,7 @@ import { ensureLocalTls } from './local-tls.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
 import { startLocalVolumePlugin, type LocalVolumePlugin } from './local-volume-plugin.ts';
 
-export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean }
+export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean; runtime?: string }
 
 /** A configuration that cannot work ends `svc up` with its message and exit code 2. */
 function orExitOnConfigError<T>(read: () => T): T {
@@ -35,6 +35,8 @@ export async function runUp(opts: UpOptions): Promise<void> {
   }
   mkdirSync(cfg.data_dir, { recursive: true });
   if (opts.domain) cfg.sandbox_domain = opts.domain;
+  // Checked with the rest of the configuration below (node_agent.runtime).
+  if (opts.runtime) cfg.node_agent.runtime = opts.runtime as SvcConfig['node_agent']['runtime'];
   let caFile: string | undefined;
   if (opts.tls) {
     try {
@@ -97,7 +99,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   }
 
   // "Up" means the first creates are served from the warm pool: wait (briefly) for it to fill.
-  if (cfg.node_agent.warm_pool_size > 0) await waitForWarmPool(platform, warmPoolStart(cfg.node_agent), say);
+  if (cfg.node_agent.warm_pool_size > 0 && platform.runtime !== 'microvm') await waitForWarmPool(platform, warmPoolStart(cfg.node_agent), say);
 
   const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
   writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify(endpoint, null, 2) + '\n', { mode: 0o600 });

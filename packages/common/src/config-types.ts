@@ -58,6 +58,8 @@ export interface SvcConfig {
     addr: string;
     node_id: string;
     runtime: 'auto' | 'gvisor' | 'microvm';
+    /** The microvm driver's guest kernel: vmlinuz and modules/ (scripts/guest-kernel.sh installs it). */
+    guest_kernel_dir: string;
     /** Sandbox addresses come from this IPv4 pool, a /30 per sandbox. */
     address_pool: string;
     state_dir: string;

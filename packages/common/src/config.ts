@@ -40,6 +40,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       addr: '',
       node_id: '',
       runtime: 'auto',
+      guest_kernel_dir: '/var/lib/svc/guest-kernel/current',
       address_pool: '10.200.0.0/16',
       state_dir: '',
       warm_pool_size: 2,
@@ -104,6 +105,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_NODE_AGENT_ADDR', 'node_agent.addr', 'string'],
   ['SVC_NODE_ID', 'node_agent.node_id', 'string'],
   ['SVC_VOLUME_PLUGIN_BASE_DIR', 'node_agent.volume_plugin_base_dir', 'string'],
+  ['SVC_GUEST_KERNEL_DIR', 'node_agent.guest_kernel_dir', 'string'],
   ['SVC_RUNTIME', 'node_agent.runtime', 'string'],
   ['SVC_ADDRESS_POOL', 'node_agent.address_pool', 'string'],
   ['SVC_WARM_POOL_SIZE', 'node_agent.warm_pool_size', 'int'],
@@ -337,6 +339,7 @@ export function validateConfig(c: SvcConfig): void {
   need(Number.isInteger(reserve) && reserve >= 0, 'node_agent.host.quota.memory_reserve_mb', `must be a non-negative integer (got ${reserve})`);
   const cpu = c.node_agent.host.quota.max_cpu_pressure;
   need(typeof cpu === 'number' && cpu >= 0 && cpu <= 100, 'node_agent.host.quota.max_cpu_pressure', `must be from 0 (off) to 100 (got ${cpu})`);
+  need(c.node_agent.guest_kernel_dir.startsWith('/'), 'node_agent.guest_kernel_dir', `must be an absolute path (got ${JSON.stringify(c.node_agent.guest_kernel_dir)})`);
   need(c.node_agent.volume_plugin_base_dir.startsWith('/'), 'node_agent.volume_plugin_base_dir', `must be an absolute path (got ${JSON.stringify(c.node_agent.volume_plugin_base_dir)})`);
   for (const key of ['master', 'node_agent'] as const) {
     need(Array.isArray(c[key].volume_plugins), `${key}.volume_plugins`, 'must be a list of {name, type, binary_path | socket_path}');

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createHttpApp, egressAddressOf, parseEgressResolve, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
-import type { NodeInfo } from '@svc/contracts/node-agent';
+import type { NodeInfo, RuntimeKind } from '@svc/contracts/node-agent';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
 import { LayerStore } from './artifacts/layer-store.ts';
 import { enableIpForwarding, raisePidMax, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
@@ -15,7 +15,7 @@ import { Firewall } from './network/firewall.ts';
 import { ensureEgressAddress, removeEgressAddress } from './network/egress-link.ts';
 import { HostLearner } from './network/host-learner.ts';
 import { registerRoutes } from './routes.ts';
-import { GvisorDriver } from './runtime/gvisor.ts';
+import { chooseDriver } from './runtime/choose-driver.ts';
 import { defaultEnvdBundle, defaultPtyModulesDir, defaultNativeFile, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
 import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
@@ -24,7 +24,6 @@ import { SandboxService } from './sandboxes/service.ts';
 import { MemoryAdmission } from './sandboxes/memory-admission.ts';
 import { MemoryWatch } from './sandboxes/memory-watch.ts';
 import { defaultReserveMB, MemoryGauge } from './host/memory-gauge.ts';
-import { chooseGvisorPlatform } from './runtime/gvisor-platform.ts';
 import { ENVD_VERSION } from '@svc/contracts/envd-version';
 import { NODE_AGENT_VERSION } from './version.ts';
 import { randomBytes } from 'node:crypto';
@@ -47,6 +46,8 @@ export interface NodeAgentOptions {
 export interface NodeAgent {
   url: string;
   nodeId: string;
+  /** The runtime this node chose (node_agent.runtime, docs/runtimes.md). */
+  runtime: RuntimeKind;
   /** Stops serving. Warm sandboxes are destroyed; user sandboxes keep running (and are adopted at the next start) unless destroySandboxes. */
   close(opts?: { destroySandboxes?: boolean }): Promise<void>;
   /** For tests and benchmarks: run a command in a sandbox beside envd. */
@@ -63,9 +64,8 @@ export interface NodeAgent {
 export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Promise<NodeAgent> {
   const nc = cfg.node_agent;
   const logger = opts.logger;
-  if (nc.runtime === 'microvm') throw new SvcError(500, 'node_agent.runtime microvm: the microvm driver is not available in this version; use gvisor or auto');
   if (process.getuid?.() !== 0) throw new Error('the node agent runs sandboxes and must run as root');
-  const missing = missingTools([opts.runscPath ?? 'runsc', 'nsenter', 'ip', 'nft', 'mount', 'umount', 'ldd', SANDBOX_INIT]);
+  const missing = missingTools(['nsenter', 'ip', 'nft', 'mount', 'umount', 'ldd', SANDBOX_INIT]);
   if (missing.length) throw new Error(`node agent: missing host tools: ${missing.join(', ')} (scripts/install-system-deps.sh installs them)`);
 
   const stateDir = nc.state_dir;
@@ -87,9 +87,12 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
   const layers = new LayerStore(join(stateDir, 'layers'), logger, masterAddr || undefined);
   const execInputs = new ExecInputs(join(stateDir, 'exec-inputs'), masterAddr || undefined);
-  // runtime: auto picks gvisor; the microvm driver (KVM) comes later.
-  const platform = await chooseGvisorPlatform(logger, opts.runscPath);
-  const driver = new GvisorDriver({ stateRoot: join(stateDir, 'runsc'), names, logger, runscPath: opts.runscPath, platform });
+  // The service comes later; the microvm driver asks it where a guest's envd is only when it runs a command.
+  const late: { service?: SandboxService } = {};
+  const { driver, platform } = await chooseDriver({
+    runtime: nc.runtime, guestKernelDir: nc.guest_kernel_dir, stateDir, names, logger, runscPath: opts.runscPath,
+    envdOf: (instanceId) => late.service?.envdTarget(instanceId),
+  });
   const capacity = nodeCapacity(nc.capacity);
   const ratio = nc.host.quota.paused_resource_release_ratio;
   const memoryQuotaMB = Math.floor(capacity.memoryMB * nc.host.quota.memory_overcommit);
@@ -125,12 +128,14 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const service = new SandboxService({
     logger, launcher, driver, artifacts, layers, execInputs, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     hosts: new HostLearner(parseEgressResolve(cfg.egress.resolve), logger),
-    warmPoolSize: nc.warm_pool_size,
+    // A microvm guest holds its whole RAM while it waits: no warm pool there (docs/runtimes.md).
+    warmPoolSize: driver.kind === 'microvm' ? 0 : nc.warm_pool_size,
     warmPoolInitial: warmPoolStart(nc),
     warmPoolMax: nc.warm_pool_max,
     warmShape: { cpuCount: sc.default_cpu_count, memoryMB: sc.default_memory_mb, diskSizeMB: sc.default_disk_size_mb },
     volumes,
   });
+  late.service = service;
   service.adopt(report.adopted);
   const memory = new MemoryAdmission({
     gauge: new MemoryGauge(names.cgroupParent), logger, quotaMB: memoryQuotaMB,
@@ -213,6 +218,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   return {
     url,
     nodeId,
+    runtime: driver.kind,
     close(closeOpts = {}) {
       closed ??= (async () => {
         await periodic.stop();
@@ -221,11 +227,11 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
         await app.close();
         await service.close(closeOpts);
         await volumePlugins.close();
-        await driver.settled();
+        await driver.settled?.();
         if (service.count === 0) {
           await firewall.drop();
           if (eg.enabled) await removeEgressAddress(eg.address);
-          await driver.removeParentCgroups();
+          await driver.removeParentCgroups?.();
           await artifacts.unmountAll(new Set());
         }
       })();
@@ -236,7 +242,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
       const { record: r, ref } = service.instanceOf(sandboxId);
       return { instanceId: r.instanceId, dir: ref.dir, netns: r.netns, hostVeth: r.hostVeth, address: r.address };
     },
-    settled: () => driver.settled(),
+    settled: async () => { await driver.settled?.(); },
     sweepDead: () => service.sweepDead(),
     warmCount: () => service.pool.count(),
   };

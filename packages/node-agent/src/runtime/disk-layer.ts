@@ -47,6 +47,11 @@ export class DiskLayer {
     return true;
   }
 
+  /** Unmounts the image and keeps it (a microvm guest mounts it itself); safe to repeat. */
+  async unmount(): Promise<void> {
+    if (await isMountPoint(this.mountDir)) await unmount(this.mountDir);
+  }
+
   /** Unmounts (the loop device goes with it) and removes the image; safe to repeat. */
   async destroy(): Promise<void> {
     if (await isMountPoint(this.mountDir)) await unmount(this.mountDir);

@@ -108,8 +108,10 @@ export interface RuntimeDriver {
   endCause?(ref: InstanceRef): Promise<InstanceEndCause | undefined>;
   /** Gives an instance created with `background` the normal CPU weight. */
   foreground?(ref: InstanceRef): Promise<void>;
-  /** Instance ids the driver holds anything for on this host (reconciliation after a crash). */
-  list(): Promise<string[]>;
+  /** Resolves when the driver's background cleanup (gvisor: cgroups of killed sandboxes) is done. */
+  settled?(): Promise<void>;
+  /** Removes what the driver made for all its sandboxes once none is left (gvisor: parent cgroups). */
+  removeParentCgroups?(): Promise<void>;
   /** Removes whatever the driver holds for instances not in `keep` (after a crash). */
   sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void>;
   /** The last lines the instance's PID 1 and envd printed ('' when none): for errors and logs. */
@@ -122,13 +124,23 @@ export interface RuntimeDriver {
    * instance still meanwhile (flushed and paused).
    */
   captureLayer(ref: InstanceRef, archivePath: string): Promise<void>;
-  /** Runs a command in the instance beside envd (tests and benchmarks). */
-  /** `flags`: the runtime's own (runsc exec: --user, --cwd, --env). */
-  /** `inputFile`: the command's standard input is read from this host file. */
-  /** `onOutput`: the output as it comes, besides the whole of it in the result. */
+  /**
+   * Runs a command in the instance beside envd (builds, snapshots, tests): as root unless
+   * `user` says otherwise, its standard input read from the host file `inputFile`, its output
+   * given to `onOutput` as it comes besides the whole of it in the result.
+   */
   exec(ref: InstanceRef, argv: string[], opts?: ExecOptions): Promise<RunResult>;
 }
 
 export type ExecOutput = (stream: 'stdout' | 'stderr', text: string) => void;
 
-export interface ExecOptions { detach?: boolean; timeoutMs?: number; flags?: string[]; inputFile?: string; onOutput?: ExecOutput }
+export interface ExecOptions {
+  detach?: boolean;
+  timeoutMs?: number;
+  /** The user (name, and the uid and gid the image gives it); root when absent. */
+  user?: { name: string; uid: string; gid: string };
+  cwd?: string;
+  env?: Record<string, string>;
+  inputFile?: string;
+  onOutput?: ExecOutput;
+}

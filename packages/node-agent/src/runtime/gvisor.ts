@@ -248,7 +248,12 @@ export class GvisorDriver implements RuntimeDriver {
   async exec(ref: InstanceRef, argv: string[], opts: ExecOptions = {}): Promise<RunResult> {
     const id = this.o.names.container(ref.instanceId);
     if (opts.detach) return this.execInBackground(ref, id, argv);
-    return this.cmd(ref, ['exec', ...(opts.flags ?? []), id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true, inputFile: opts.inputFile, onOutput: opts.onOutput });
+    const flags = [
+      ...(opts.user ? [`--user=${opts.user.uid}:${opts.user.gid}`] : []),
+      ...(opts.cwd ? [`--cwd=${opts.cwd}`] : []),
+      ...Object.entries(opts.env ?? {}).map(([k, v]) => `--env=${k}=${v}`),
+    ];
+    return this.cmd(ref, ['exec', ...flags, id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true, inputFile: opts.inputFile, onOutput: opts.onOutput });
   }
 
   /**

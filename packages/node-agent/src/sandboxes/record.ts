@@ -34,6 +34,8 @@ export interface InstanceRecord {
   defaultUser?: string;
   defaultWorkdir?: string;
   envdVersion: string;
+  /** The token envd was given at /init (secure sandboxes); the microvm driver's exec presents it. */
+  envdAccessToken?: string;
   startedAt: string;
   fromWarmPool?: boolean;
   pauseKind?: PauseKind;

@@ -8,7 +8,7 @@ import { ENVD_PORT, envdHealthy, envdInit, waitForEnvd } from '../envd-client.ts
 import { DEFAULT_POLICY, normalizePolicy, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
 import type { HostLearner } from '../network/host-learner.ts';
-import type { ExecOutput, InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
+import type { ExecOptions, ExecOutput, InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
 import { checkResumeAdmission, usedMemoryMB } from './admission.ts';
 import type { MemoryAdmission } from './memory-admission.ts';
 import type { Instance, InstanceLauncher } from './instances.ts';
@@ -90,6 +90,12 @@ export class SandboxService {
       }),
       destroy: (inst) => d.launcher.teardown(inst),
     });
+  }
+
+  /** Where an instance's envd answers, and the token it was given (the microvm driver's way in). */
+  envdTarget(instanceId: string): { address: string; accessToken?: string } | undefined {
+    const inst = [...this.sandboxes.values(), ...this.pool.instances()].find((i) => i.record.instanceId === instanceId);
+    return inst && { address: inst.record.address, accessToken: inst.record.envdAccessToken };
   }
 
   /** Instances whose processes run now: handed-out sandboxes not paused, and warm ones. */
@@ -381,19 +387,18 @@ export class SandboxService {
     const inst = this.find(id);
     if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before running commands in it`);
     const env = { ...req.envVars };
-    const flags: string[] = [];
+    let user: ExecOptions['user'];
     let home = '/';
     if (req.user !== 'root') {
       const who = await this.whoIs(inst, req.user);
-      flags.push(`--user=${who.uid}:${who.gid}`);
+      user = { name: req.user, uid: who.uid, gid: who.gid };
       home = who.home;
       env.HOME ??= home;
       env.USER ??= req.user;
     }
     // Without a cwd a command starts in its user's home, as envd starts one (root's is /).
-    flags.push(`--cwd=${req.cwd ?? home}`);
-    for (const [k, v] of Object.entries(env)) flags.push(`--env=${k}=${v}`);
-    const run = (inputFile?: string) => this.d.driver.exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, flags, inputFile, onOutput });
+    const cwd = req.cwd ?? home;
+    const run = (inputFile?: string) => this.d.driver.exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, user, cwd, env, inputFile, onOutput });
     const r = req.stdin ? await this.d.execInputs.with(req.stdin, run) : await run();
     const killed = r.stderr.endsWith(`(killed after ${req.timeoutMs} ms)`);
     const tail = (text: string) => (Buffer.byteLength(text) > EXEC_OUTPUT_LIMIT ? Buffer.from(text).subarray(-EXEC_OUTPUT_LIMIT).toString('utf8') : text);
@@ -634,6 +639,8 @@ function createError(req: CreateSandboxOnNode, err: unknown, signal: AbortSignal
  */
 function personalise(inst: Instance, id: Pick<CreateSandboxOnNode, 'sandboxId' | 'templateId' | 'envVars' | 'envdAccessToken' | 'defaultUser' | 'defaultWorkdir'>): Promise<void> {
   const envVars = { ...id.envVars, E2B_SANDBOX: 'true', E2B_SANDBOX_ID: id.sandboxId, E2B_TEMPLATE_ID: id.templateId };
+  // Kept with the record (0600, the agent's state dir): the microvm driver reaches its guest through envd alone.
+  inst.record.envdAccessToken = id.envdAccessToken;
   return envdInit(inst.record.address, {
     envVars, accessToken: id.envdAccessToken, timestamp: new Date().toISOString(),
     ...(id.defaultUser ? { defaultUser: id.defaultUser } : {}), ...(id.defaultWorkdir ? { defaultWorkdir: id.defaultWorkdir } : {}),

@@ -1,0 +1,129 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { NodeAgentClient } from '@svc/contracts/node-agent';
+import { envdHealthy } from './envd-client.ts';
+import { startNodeAgent, type NodeAgent } from './index.ts';
+import { ResourceNames } from './names.ts';
+import { assertNothingLeft, createRequest, leftovers, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
+import { DEFAULT_GUEST_KERNEL_DIR } from './runtime/microvm/guest-assets.ts';
+
+const QEMU = 'qemu-system-x86_64';
+const missing = spawnSync(QEMU, ['--version']).status !== 0 ? `${QEMU} is missing (scripts/install-system-deps.sh installs qemu-system-x86)`
+  : !existsSync(join(DEFAULT_GUEST_KERNEL_DIR, 'vmlinuz')) ? `no guest kernel in ${DEFAULT_GUEST_KERNEL_DIR} (scripts/guest-kernel.sh installs it)` : undefined;
+
+/** QEMU processes whose command line names this state dir. */
+async function qemuProcesses(stateDir: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.startsWith(QEMU) && cmdline.includes(stateDir)) pids.push(Number(pid));
+  }
+  return pids;
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const get = async (url: string) => {
+  const r = await fetch(url, { signal: AbortSignal.timeout(3_000) });
+  return r.ok ? (await r.text()).trim() : undefined;
+};
+
+// Under TCG (no KVM here) a guest boots in seconds, not milliseconds: one sandbox carries the whole story.
+describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', { skip: missing ?? false }, () => {
+  let env: TestEnv;
+  let agent: NodeAgent | undefined;
+  let stateDir: string;
+  let tag: string;
+  let cfg: ReturnType<TestEnv['config']>;
+
+  before(async () => {
+    env = await makeTestEnv('mvm', '10.201.9.0/24');
+    cfg = env.config({ runtime: 'microvm' });
+    stateDir = cfg.node_agent.state_dir;
+    tag = new ResourceNames(stateDir).tag;
+    agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+  });
+
+  after(async () => {
+    await agent?.close({ destroySandboxes: true });
+    await env?.cleanup();
+  });
+
+  it('boots a guest, runs commands, pauses to a file with no QEMU left, survives an agent restart, resumes with its processes and server, and is killed leaving nothing', async () => {
+    let client = new NodeAgentClient(agent!.url);
+    const req = createRequest(env, { envVars: { GREETING: 'hello' }, memoryMB: 256, timeoutMs: 120_000 });
+    const sb = await client.createSandbox(req);
+    assert.equal(sb.runtime, 'microvm');
+    assert.ok(await envdHealthy(sb.address));
+    const envs = await (await fetch(`http://${sb.address}:49983/envs`)).json() as Record<string, string>;
+    assert.equal(envs.GREETING, 'hello');
+
+    // A real kernel of its own: the guest's, not the host's, with the memory asked for.
+    const uname = await agent!.exec(sb.sandboxId, ['busybox', 'uname', '-r']);
+    assert.equal(uname.code, 0, uname.stderr);
+    assert.notEqual(uname.stdout.trim(), spawnSync('uname', ['-r']).stdout.toString().trim());
+    const meminfo = await agent!.exec(sb.sandboxId, ['cat', '/proc/meminfo']);
+    const totalMB = Number(/MemTotal:\s+(\d+)/.exec(meminfo.stdout)?.[1]) / 1024;
+    assert.ok(totalMB > 180 && totalMB <= 256, `guest memory ${totalMB} MB`);
+    const df = await agent!.exec(sb.sandboxId, ['busybox', 'df', '-m', '/']);
+    assert.match(df.stdout, /overlay/);
+
+    // A file, a counter in the background, and an HTTP server on a port of the sandbox's.
+    assert.equal((await agent!.exec(sb.sandboxId, ['sh', '-c', 'echo kept > /root/file && mkdir -p /www && echo served > /www/index.html'])).code, 0);
+    await agent!.exec(sb.sandboxId, ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.2; done'], { detach: true });
+    await agent!.exec(sb.sandboxId, ['busybox', 'httpd', '-f', '-p', '8080', '-h', '/www'], { detach: true });
+    assert.equal(await until('the server', () => get(`http://${sb.address}:8080/`)), 'served');
+    const before = Number((await agent!.exec(sb.sandboxId, ['cat', '/tmp/count'])).stdout);
+    assert.ok(before > 0);
+
+    const paused = await client.pauseSandbox(sb.sandboxId);
+    assert.equal(paused.state, 'paused');
+    assert.equal(paused.pauseKind, 'snapshot');
+    assert.ok((paused.snapshotBytes ?? 0) > 1_000_000, `snapshot of ${paused.snapshotBytes} bytes`);
+    assert.deepEqual(await qemuProcesses(stateDir), [], 'a paused microvm leaves no QEMU process');
+    assert.equal(await envdHealthy(sb.address, 500), false);
+
+    // The agent goes away and comes back: the paused sandbox is adopted from its files.
+    await agent!.close();
+    agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+    client = new NodeAgentClient(agent.url);
+    assert.equal((await client.getSandbox(sb.sandboxId)).state, 'paused');
+
+    const resumed = await client.resumeSandbox(sb.sandboxId);
+    assert.equal(resumed.state, 'running');
+    assert.equal((await qemuProcesses(stateDir)).length, 1);
+    assert.equal(await until('the server after resume', () => get(`http://${sb.address}:8080/`)), 'served');
+    const after = Number((await agent.exec(sb.sandboxId, ['cat', '/tmp/count'])).stdout);
+    assert.ok(after >= before, `the counter went on from ${before} (now ${after})`);
+    await until('the counter to move', async () => (Number((await agent!.exec(sb.sandboxId, ['cat', '/tmp/count'])).stdout) > after ? true : undefined));
+    assert.equal((await agent.exec(sb.sandboxId, ['cat', '/root/file'])).stdout.trim(), 'kept');
+
+    await client.deleteSandbox(sb.sandboxId);
+    assert.deepEqual(await qemuProcesses(stateDir), []);
+    assertNothingLeft(await leftovers(stateDir, tag));
+  });
+
+  it('kills a paused sandbox without resuming it, and a bad kernel dir is a clear error', async () => {
+    const client = new NodeAgentClient(agent!.url);
+    const sb = await client.createSandbox(createRequest(env, { memoryMB: 256, timeoutMs: 120_000 }));
+    await client.pauseSandbox(sb.sandboxId);
+    await client.deleteSandbox(sb.sandboxId);
+    assert.deepEqual(await qemuProcesses(stateDir), []);
+    assertNothingLeft(await leftovers(stateDir, tag));
+    await assert.rejects(startNodeAgent({ ...cfg, node_agent: { ...cfg.node_agent, state_dir: join(env.dir, 'state-2'), guest_kernel_dir: join(env.dir, 'no-kernel') } }, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path }),
+      /no guest kernel at .*no-kernel\/vmlinuz/);
+  });
+});

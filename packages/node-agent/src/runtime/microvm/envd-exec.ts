@@ -1,0 +1,119 @@
+import http from 'node:http';
+import { createReadStream } from 'node:fs';
+import { ENVD_PORT } from '../../envd-client.ts';
+import type { RunResult } from '../../host/exec.ts';
+import type { ExecOptions } from '../driver.ts';
+
+/** How the host reaches a guest's envd: its address, and the access token a secure sandbox was given. */
+export interface EnvdTarget {
+  address: string;
+  accessToken?: string;
+}
+
+/**
+ * Runs a command in a microvm guest through envd's own Process API (Connect, JSON), the one
+ * way into a guest: the host has no runsc exec there. The same request the SDK sends, as root
+ * unless `opts.user` names another user; standard input from `opts.inputFile`; a command still
+ * running at `timeoutMs` is killed and its stderr ends as a host command's does.
+ */
+export async function execThroughEnvd(target: EnvdTarget, argv: string[], opts: ExecOptions = {}): Promise<RunResult> {
+  const [cmd, ...args] = argv;
+  const headers: Record<string, string> = {
+    authorization: `Basic ${Buffer.from(`${opts.user?.name ?? 'root'}:`).toString('base64')}`,
+    ...(target.accessToken ? { 'x-access-token': target.accessToken } : {}),
+  };
+  const timeoutMs = opts.timeoutMs ?? 30_000;
+  const start = { process: { cmd, args, envs: opts.env ?? {}, ...(opts.cwd ? { cwd: opts.cwd } : {}) }, stdin: !!opts.inputFile };
+  return new Promise<RunResult>((resolve, reject) => {
+    let stdout = '';
+    let stderr = '';
+    let pid: number | undefined;
+    let exitCode: number | undefined;
+    let killedAfter = false;
+    let buffered = Buffer.alloc(0);
+    const timer = setTimeout(() => {
+      killedAfter = true;
+      if (pid !== undefined) void unary(target, headers, 'SendSignal', { process: { pid }, signal: 'SIGNAL_SIGKILL' }).catch(() => req.destroy());
+      else req.destroy();
+    }, timeoutMs);
+    const req = http.request({
+      host: target.address, port: ENVD_PORT, method: 'POST', path: '/process.Process/Start', agent: false,
+      headers: { ...headers, 'content-type': 'application/connect+json', 'connect-protocol-version': '1' },
+    }, (res) => {
+      if (res.statusCode !== 200) {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => { body += d; }).on('end', () => { clearTimeout(timer); reject(new Error(`envd Process.Start answered ${res.statusCode}: ${body.slice(0, 200)}`)); });
+        return;
+      }
+      res.on('data', (chunk: Buffer) => {
+        buffered = Buffer.concat([buffered, chunk]);
+        while (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt32BE(1)) {
+          const flags = buffered[0]!;
+          const size = buffered.readUInt32BE(1);
+          const message = JSON.parse(buffered.subarray(5, 5 + size).toString('utf8')) as StartMessage;
+          buffered = buffered.subarray(5 + size);
+          if (flags & 2) {
+            if (message.error && exitCode === undefined && !killedAfter) stderr += `${message.error.message}\n`;
+            continue;
+          }
+          const event = message.event ?? {};
+          if (event.start) {
+            pid = event.start.pid;
+            if (opts.detach) { clearTimeout(timer); req.destroy(); resolve({ code: 0, stdout: '', stderr: '' }); return; }
+            if (opts.inputFile) void sendInputFile(target, headers, pid, opts.inputFile).catch((err: Error) => { stderr += `stdin: ${err.message}\n`; });
+          }
+          if (event.data?.stdout) { const text = Buffer.from(event.data.stdout, 'base64').toString('utf8'); stdout += text; opts.onOutput?.('stdout', text); }
+          if (event.data?.stderr) { const text = Buffer.from(event.data.stderr, 'base64').toString('utf8'); stderr += text; opts.onOutput?.('stderr', text); }
+          if (event.end) exitCode = event.end.exitCode ?? (event.end.exited === false ? 137 : 0);
+        }
+      });
+      res.on('end', () => {
+        clearTimeout(timer);
+        if (killedAfter) stderr += `\n(killed after ${timeoutMs} ms)`;
+        resolve({ code: killedAfter ? 137 : exitCode ?? 1, stdout, stderr });
+      });
+      res.on('error', (err) => { clearTimeout(timer); reject(err); });
+    });
+    req.on('error', (err) => {
+      clearTimeout(timer);
+      if (opts.detach && pid !== undefined) return;
+      reject(new Error(`envd at ${target.address}: ${err.message}`));
+    });
+    const body = Buffer.from(JSON.stringify(start));
+    const envelope = Buffer.alloc(5);
+    envelope.writeUInt32BE(body.length, 1);
+    req.end(Buffer.concat([envelope, body]));
+  });
+}
+
+interface StartMessage {
+  event?: {
+    start?: { pid: number };
+    data?: { stdout?: string; stderr?: string };
+    end?: { exitCode?: number; exited?: boolean; status?: string };
+  };
+  error?: { code: string; message: string };
+}
+
+async function sendInputFile(target: EnvdTarget, headers: Record<string, string>, pid: number, path: string): Promise<void> {
+  for await (const chunk of createReadStream(path, { highWaterMark: 64 * 1024 })) {
+    await unary(target, headers, 'SendInput', { process: { pid }, input: { stdin: (chunk as Buffer).toString('base64') } });
+  }
+  await unary(target, headers, 'CloseStdin', { process: { pid } });
+}
+
+function unary(target: EnvdTarget, headers: Record<string, string>, method: string, body: unknown): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify(body);
+    const req = http.request({
+      host: target.address, port: ENVD_PORT, method: 'POST', path: `/process.Process/${method}`, agent: false, timeout: 10_000,
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`envd ${method} answered ${res.statusCode}: ${text.slice(0, 200)}`))));
+    });
+    req.on('timeout', () => req.destroy(new Error(`envd ${method}: no answer within 10 s`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
