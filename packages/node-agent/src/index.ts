@@ -125,13 +125,14 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
 
   const report = await reconcile({ logger, driver, records, names, firewall, addresses, launcher });
   const sc = cfg.svclet_conf;
+  // A microvm guest holds its whole RAM while it waits: no warm pool there (docs/runtimes.md).
+  const warmPool = driver.kind === 'microvm'
+    ? { warmPoolSize: 0, warmPoolInitial: 0, warmPoolMax: 0 }
+    : { warmPoolSize: nc.warm_pool_size, warmPoolInitial: warmPoolStart(nc), warmPoolMax: nc.warm_pool_max };
   const service = new SandboxService({
     logger, launcher, driver, artifacts, layers, execInputs, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     hosts: new HostLearner(parseEgressResolve(cfg.egress.resolve), logger),
-    // A microvm guest holds its whole RAM while it waits: no warm pool there (docs/runtimes.md).
-    warmPoolSize: driver.kind === 'microvm' ? 0 : nc.warm_pool_size,
-    warmPoolInitial: warmPoolStart(nc),
-    warmPoolMax: nc.warm_pool_max,
+    ...warmPool,
     warmShape: { cpuCount: sc.default_cpu_count, memoryMB: sc.default_memory_mb, diskSizeMB: sc.default_disk_size_mb },
     volumes,
   });

@@ -1,0 +1,108 @@
+/**
+ * The microvm runtime on a real node agent (QEMU microvm; KVM where a guest boots, else TCG,
+ * which the table says):
+ *   create   cold: boot until envd answers (the node agent's create, busybox template)
+ *   pause    QMP stop, the machine state written to a file, QEMU ended
+ *   resume   QEMU started on that file until envd answers again
+ *   memory   QEMU's resident memory per running sandbox, and what the guest says it uses
+ *   floor    bare QEMU with the same kernel and initramfs until a first program runs and ends (no disks, no envd)
+ *
+ *   node --import tsx bench/microvm.ts [--n 5]
+ * Run as root. Prints a table and writes bench/results/microvm.json. Create from a template
+ * snapshot is not offered yet (docs/runtimes.md), so it has no row.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { defaultConfig, silentLogger } from '@svc/common';
+import { NodeAgentClient, type CreateSandboxOnNode } from '@svc/contracts/node-agent';
+import { startNodeAgent } from '@svc/node-agent';
+import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
+import { run } from '../packages/node-agent/src/host/exec.ts';
+import { DEFAULT_GUEST_KERNEL_DIR, ensureGuestBoot } from '../packages/node-agent/src/runtime/microvm/guest-assets.ts';
+import { numberArg } from './lib/args.ts';
+import { printTable, stat, timed, writeResult, type Stat } from './lib/stats.ts';
+import { mkdtemp, rm, stat as fileStat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
+
+const N = numberArg('n', 5);
+const POOL = '10.201.120.0/24';
+const MEMORY_MB = 256;
+
+async function qemuRss(pidFile: string): Promise<number> {
+  const pid = (await readFile(pidFile, 'utf8')).trim();
+  const status = await readFile(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) / 1024;
+}
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'bench-microvm-'));
+  const image = await buildBusyboxImage(dir);
+  const server = await serveFiles({ '/a.ext4': image });
+  const envd = await envdForTests(dir);
+  const cfg = defaultConfig(dir);
+  cfg.node_agent = { ...cfg.node_agent, runtime: 'microvm', listen: '127.0.0.1:0', address_pool: POOL, state_dir: join(dir, 'state') };
+  const agent = await startNodeAgent(cfg, { logger: silentLogger(), masterAddr: '', envdBundle: envd.path, livenessIntervalMs: 600_000 });
+  const client = new NodeAgentClient(agent.url);
+  const accel = (await readFile('/var/cache/svc/microvm-kvm.json', 'utf8').then((t) => (JSON.parse(t) as { boots: boolean }).boots, () => false)) ? 'kvm' : 'tcg';
+  const artifact = { artifactId: 'art-bench-microvm', sha256: await sha256File(image), sizeBytes: (await fileStat(image)).size, downloadUrl: `${server.url}/a.ext4` };
+  const request = (): CreateSandboxOnNode => ({
+    sandboxId: `bm${Math.random().toString(36).slice(2, 12)}`, templateId: 'bench', artifact, cpuCount: 1, memoryMB: MEMORY_MB, diskSizeMB: 512,
+    envVars: {}, allowInternetAccess: true, network: { allowOut: [], denyOut: [] }, metadata: {}, timeoutMs: 180_000,
+  });
+  const creates: number[] = [];
+  const pauses: number[] = [];
+  const resumes: number[] = [];
+  const rss: number[] = [];
+  const guestUsed: number[] = [];
+  const snapshotMB: number[] = [];
+  try {
+    await client.deleteSandbox((await client.createSandbox(request())).sandboxId); // the artifact's download and mount, once
+    for (let i = 0; i < N; i++) {
+      const [createMs, sb] = await timed(() => client.createSandbox(request()));
+      creates.push(createMs);
+      const { dir: instanceDir } = agent.inspect(sb.sandboxId);
+      rss.push(await qemuRss(join(instanceDir, 'qemu.pid')));
+      const meminfo = (await agent.exec(sb.sandboxId, ['cat', '/proc/meminfo'])).stdout;
+      const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+)`, 'm').exec(meminfo)?.[1] ?? 0);
+      guestUsed.push((kb('MemTotal') - kb('MemAvailable')) / 1024);
+      const [pauseMs, paused] = await timed(() => client.pauseSandbox(sb.sandboxId));
+      pauses.push(pauseMs);
+      snapshotMB.push((paused.snapshotBytes ?? 0) / 1024 / 1024);
+      const [resumeMs] = await timed(() => client.resumeSandbox(sb.sandboxId));
+      resumes.push(resumeMs);
+      await client.deleteSandbox(sb.sandboxId);
+    }
+  } finally {
+    await agent.close({ destroySandboxes: true });
+    await server.close();
+  }
+
+  // The floor: QEMU with the same kernel and initramfs, its first program busybox printing its
+  // usage and ending, which ends the guest (panic=-1 with -no-reboot): boot to userspace, no disks, no envd.
+  const floor: number[] = [];
+  const guest = await ensureGuestBoot(join(dir, 'state'), DEFAULT_GUEST_KERNEL_DIR);
+  for (let i = 0; i < N; i++) {
+    const [ms] = await timed(() => run('qemu-system-x86_64', ['-M', 'microvm', '-accel', accel === 'tcg' ? 'tcg,tb-size=64' : 'kvm', '-cpu', accel === 'kvm' ? 'host' : 'max', '-m', String(MEMORY_MB),
+      '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot', '-kernel', guest.kernel, '-initrd', guest.initrd,
+      '-append', 'console=ttyS0 quiet panic=-1 rdinit=/bin/busybox', '-serial', 'stdio'], { timeoutMs: 120_000, allowFail: true }));
+    floor.push(ms);
+  }
+  if (existsSync(dir)) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+
+  const rows: Record<string, Stat> = {
+    [`create, cold (${accel}), ms`]: stat(creates),
+    [`pause to a file (${accel}), ms`]: stat(pauses),
+    [`resume from the file (${accel}), ms`]: stat(resumes),
+    [`floor: bare QEMU boot to a first program (${accel}), ms`]: stat(floor),
+    [`QEMU resident memory, ${MEMORY_MB} MB guest, MB`]: stat(rss),
+    ['guest memory in use (MemTotal - MemAvailable), MB']: stat(guestUsed),
+    ['snapshot file, MB']: stat(snapshotMB),
+  };
+  printTable(`microvm runtime (${accel}${accel === 'tcg' ? ': software emulation, no KVM on this host' : ''}), n=${N}`, rows);
+  const overhead = stat(rss.map((r, i) => r - guestUsed[i]!));
+  console.log(`QEMU memory above the guest's memory in use: p50 ${overhead.p50.toFixed(1)} MB (goal on KVM: at most 30 MB)`);
+  console.log(`written ${writeResult('microvm', { accel, n: N, memoryMB: MEMORY_MB, rows, overheadMB: overhead })}`);
+}
+
+await main();

@@ -1,0 +1,94 @@
+/**
+ * The whole platform on the microvm runtime (`svc up --runtime microvm`; TCG here, where there is
+ * no KVM), driven by the official e2b SDK: create, commands, files, a pause that leaves no QEMU
+ * process, a resume that brings back a background process and a listening HTTP server answering
+ * through the data-plane proxy, and kill.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { Sandbox } from 'e2b';
+import { startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
+
+const KERNEL = '/var/lib/svc/guest-kernel/current/vmlinuz';
+const missing = spawnSync('qemu-system-x86_64', ['--version']).status !== 0 ? 'qemu-system-x86_64 is missing (scripts/install-system-deps.sh installs it)'
+  : !existsSync(KERNEL) ? `no guest kernel at ${KERNEL} (scripts/guest-kernel.sh installs it)` : undefined;
+
+let p: RunningPlatform | undefined;
+diagnoseFailures(() => p);
+before(async () => {
+  if (missing) return;
+  p = await startPlatform({ dataDir: '/tmp/svc-e2e-microvm', env: { SVC_RUNTIME: 'microvm' } });
+  useE2bEnv(p);
+});
+after(async () => { await p?.stop(); });
+
+function qemuProcesses(dataDir: string): string[] {
+  try {
+    return execFileSync('pgrep', ['-a', '-f', 'qemu-system'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(dataDir));
+  } catch {
+    return []; // pgrep exits 1 when nothing matches
+  }
+}
+
+async function viaProxy(sandboxId: string, port: number): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${p!.sandboxUrl}/`, { headers: { 'E2b-Sandbox-Id': sandboxId, 'E2b-Sandbox-Port': String(port) }, signal: AbortSignal.timeout(10_000) });
+  return { status: res.status, body: await res.text() };
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+test('the e2b SDK on microvm sandboxes: create, commands, files, pause to disk, resume with processes and a server, kill', { skip: missing ?? false }, async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 600_000 });
+  const info = await sbx.getInfo();
+  assert.equal(info.sandboxId, sbx.sandboxId);
+  assert.equal(qemuProcesses(p!.dataDir).length, 1);
+
+  // The guest's own kernel, and the template's user.
+  const who = await sbx.commands.run('uname -r; id -un');
+  assert.match(who.stdout, /^\d+\.\d+\.\d+-.*\nuser\n$/);
+  assert.notEqual(who.stdout.split('\n')[0], execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim());
+  await assert.rejects(sbx.commands.run('exit 3'), (e: Error & { exitCode?: number }) => e.exitCode === 3);
+
+  await sbx.files.write('/home/user/notes.txt', 'kept across the pause');
+  assert.equal(await sbx.files.read('/home/user/notes.txt'), 'kept across the pause');
+
+  // A counter and an HTTP server in the background, reached through the data-plane proxy.
+  await sbx.commands.run('mkdir -p /tmp/www && echo served > /tmp/www/index.html');
+  await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.2; done', { background: true });
+  await sbx.commands.run('cd /tmp/www && exec python3 -m http.server 8000', { background: true });
+  const served = await waitFor('the server through the proxy', async () => {
+    const r = await viaProxy(sbx.sandboxId, 8000);
+    return r.status === 200 ? r.body : undefined;
+  });
+  assert.equal(served.trim(), 'served');
+  const counted = Number((await sbx.commands.run('cat /tmp/count')).stdout);
+
+  // Pause writes the machine to disk and ends QEMU: nothing of the sandbox runs.
+  await sbx.betaPause();
+  assert.deepEqual(qemuProcesses(p!.dataDir), [], 'a paused microvm sandbox leaves no QEMU process');
+  assert.equal((await sbx.getInfo()).state, 'paused');
+
+  const back = await Sandbox.connect(sbx.sandboxId);
+  assert.equal(qemuProcesses(p!.dataDir).length, 1);
+  assert.equal(await back.files.read('/home/user/notes.txt'), 'kept across the pause');
+  const r = await viaProxy(sbx.sandboxId, 8000);
+  assert.equal(r.status, 200);
+  assert.equal(r.body.trim(), 'served');
+  const now = Number((await back.commands.run('cat /tmp/count')).stdout);
+  assert.ok(now >= counted, `the counter went on from ${counted} (now ${now})`);
+  await waitFor('the counter to move on', async () => (Number((await back.commands.run('cat /tmp/count')).stdout) > now ? true : undefined));
+
+  await back.kill();
+  assert.deepEqual(qemuProcesses(p!.dataDir), []);
+  assert.equal(await Sandbox.connect(sbx.sandboxId).then(() => 'connected', (e: Error) => e.name), 'SandboxNotFoundError');
+});
