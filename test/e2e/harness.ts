@@ -163,3 +163,14 @@ export function diagnoseFailures(platform: () => RunningPlatform | undefined): v
     for (const line of problems.slice(-20)) t.diagnostic(line);
   });
 }
+
+/** Polls `fn` until it gives a value (errors count as not yet); fails naming `what` after the timeout. */
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import WebSocket from 'ws';
 import { Sandbox } from 'e2b';
-import { startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
+import { startPlatform, useE2bEnv, diagnoseFailures, waitFor, type RunningPlatform } from './harness.ts';
 
 let p: RunningPlatform;
 diagnoseFailures(() => p);
@@ -19,15 +19,6 @@ after(async () => { await p?.stop(); });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
 
 async function state(id: string): Promise<{ status: number; state?: string }> {
   const res = await fetch(`${p.apiUrl}/sandboxes/${id}`, { headers: { 'X-API-Key': p.apiKey } });

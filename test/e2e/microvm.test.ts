@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Sandbox } from 'e2b';
-import { startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
+import { startPlatform, useE2bEnv, diagnoseFailures, waitFor, type RunningPlatform } from './harness.ts';
 
 const KERNEL = '/var/lib/svc/guest-kernel/current/vmlinuz';
 const missing = spawnSync('qemu-system-x86_64', ['--version']).status !== 0 ? 'qemu-system-x86_64 is missing (scripts/install-system-deps.sh installs it)'
@@ -37,15 +37,6 @@ async function viaProxy(sandboxId: string, port: number): Promise<{ status: numb
   return { status: res.status, body: await res.text() };
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 test('the e2b SDK on microvm sandboxes: create, commands, files, pause to disk, resume with processes and a server, kill', { skip: missing ?? false }, async () => {
   const sbx = await Sandbox.create({ timeoutMs: 600_000 });
