@@ -17,7 +17,6 @@ before(async () => {
 });
 after(async () => { await p?.stop(); });
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 
 async function state(id: string): Promise<{ status: number; state?: string }> {
