@@ -167,8 +167,8 @@ export interface SnapshotRecord {
   /** The sandbox it was taken from, and that sandbox's template. */
   sandboxId: string;
   templateId: string;
-  /** What it holds: 'filesystem' on gVisor (files, not memory or processes). */
-  contents: 'filesystem';
+  /** What it holds: 'filesystem' on gVisor (files, not memory or processes); 'memory' on microvm (files, memory and processes). */
+  contents: 'filesystem' | 'memory';
   /** Bytes the captured layer takes. */
   sizeBytes: number;
   nodeId: string;

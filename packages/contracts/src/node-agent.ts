@@ -113,7 +113,15 @@ export interface ResumeOnNode {
 /** Capture a sandbox's writable layer under this id (snapshots and forks). */
 export interface SnapshotSandboxOnNode {
   layerId: string;
+  /**
+   * Capture the running machine too (its memory and processes) where the runtime can
+   * (microvm); otherwise, or when false, the files alone. Template builds ask for files.
+   */
+  memory?: boolean;
 }
+
+/** What a captured layer holds: the sandbox's files, or its whole machine (files, memory, processes: microvm). */
+export type LayerContents = 'filesystem' | 'memory';
 
 /** The sha256 of a layer's archive (GET /v1/layers/:id/archive), and of a layer upload to the template center. */
 export const LAYER_SHA256_HEADER = 'x-svc-layer-sha256';
@@ -127,8 +135,8 @@ export interface LayerOnNode {
   artifactId: string;
   /** The sandbox it was captured from; absent on a node that downloaded it from the store. */
   sandboxId?: string;
-  /** What it holds: the sandbox's files. Runtimes that capture memory add 'memory' (the microVM issue). */
-  contents: 'filesystem';
+  /** What it holds: the sandbox's files, or on microvm its whole machine ('memory'), which only that runtime restores. */
+  contents: LayerContents;
   createdAt: string;
 }
 

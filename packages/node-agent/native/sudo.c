@@ -10,6 +10,11 @@
  *     command and its environment, forwards the signals it gets, and exits as the command did.
  *   svc-sudo --sync                             (the node agent, before a snapshot: sync(2) of the
  *                                                sandbox's kernel, in images that have no sync)
+ *   svc-sudo --after-restore MS HEX             (the node agent, after a microvm guest is restored
+ *                                                from a saved state: sets the clock, which stood still,
+ *                                                and adds the host's random bytes to the kernel's pool
+ *                                                and reseeds it, so guests restored from one saved
+ *                                                state do not draw the same random numbers)
  *   svc-sudo --serve                            (started by envd as root, the socket on fd 0)
  *     checks the caller (its SCM_CREDENTIALS, which the kernel vouches for) against the sudoers rules, runs the command as the target
  *     user on the caller's own descriptors, and sends back its wait status.
@@ -20,19 +25,23 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
+#include <linux/random.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SOCKET_PATH "/run/svc-envd/sudo.sock"
@@ -484,9 +493,35 @@ static int client(int argc, char **argv) {
   return 1;
 }
 
+/* A microvm guest restored from a saved state wakes with the clock and the random pool it had when saved. */
+static int after_restore(const char *ms_text, const char *hex) {
+  char *end;
+  long long ms = strtoll(ms_text, &end, 10);
+  size_t n = strlen(hex) / 2;
+  if (*end || ms <= 0 || strlen(hex) % 2 || n == 0 || n > 512) {
+    fprintf(stderr, "svc-sudo: --after-restore takes milliseconds since the epoch and up to 512 random bytes in hex\n");
+    return 2;
+  }
+  struct { int entropy_count; int buf_size; unsigned char buf[512]; } seed = { .entropy_count = (int)n * 8, .buf_size = (int)n };
+  for (size_t i = 0; i < n; i++) {
+    unsigned int byte;
+    if (sscanf(hex + 2 * i, "%2x", &byte) != 1) { fprintf(stderr, "svc-sudo: --after-restore: not hex\n"); return 2; }
+    seed.buf[i] = (unsigned char)byte;
+  }
+  struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
+  if (clock_settime(CLOCK_REALTIME, &ts) != 0) { perror("svc-sudo: clock_settime"); return 1; }
+  int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) { perror("svc-sudo: /dev/urandom"); return 1; }
+  int ok = ioctl(fd, RNDADDENTROPY, &seed) == 0 && ioctl(fd, RNDRESEEDCRNG) == 0;
+  if (!ok) perror("svc-sudo: reseeding the kernel's random pool");
+  close(fd);
+  return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--serve") == 0) return serve(0);
   /* The node agent flushes a sandbox's files before it captures them (a snapshot), in any image. */
   if (argc == 2 && strcmp(argv[1], "--sync") == 0) { sync(); return 0; }
+  if (argc == 4 && strcmp(argv[1], "--after-restore") == 0) return after_restore(argv[2], argv[3]);
   return client(argc, argv);
 }

@@ -87,11 +87,11 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
   const layers = new LayerStore(join(stateDir, 'layers'), logger, masterAddr || undefined);
   const execInputs = new ExecInputs(join(stateDir, 'exec-inputs'), masterAddr || undefined);
-  // The service comes later; the microvm driver asks it where a guest's envd is only when it runs a command.
+  // The service comes later; the microvm driver asks it for a guest's envd token only when it runs a command.
   const late: { service?: SandboxService } = {};
   const { driver, platform } = await chooseDriver({
     runtime: nc.runtime, guestKernelDir: nc.guest_kernel_dir, stateDir, names, logger, runscPath: opts.runscPath,
-    envdOf: (instanceId) => late.service?.envdTarget(instanceId),
+    envdTokenOf: (instanceId) => late.service?.envdToken(instanceId),
   });
   const capacity = nodeCapacity(nc.capacity);
   const ratio = nc.host.quota.paused_resource_release_ratio;

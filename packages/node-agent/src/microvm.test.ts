@@ -116,6 +116,63 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
     assertNothingLeft(await leftovers(stateDir, tag));
   });
 
+  it('creates from the template\'s saved guest: its clock is the host\'s and its random numbers its own', async () => {
+    const client = new NodeAgentClient(agent!.url);
+    await agent!.settled(); // the saved guest the first cold create asked for
+    const a = await client.createSandbox(createRequest(env, { memoryMB: 256, timeoutMs: 120_000 }));
+    const b = await client.createSandbox(createRequest(env, { memoryMB: 256, timeoutMs: 120_000 }));
+    try {
+      for (const sb of [a, b]) {
+        const log = await readFile(join(agent!.inspect(sb.sandboxId).dir, 'console.log'), 'utf8');
+        assert.match(log, /restored from its template's saved guest/);
+        const guestNow = Number((await agent!.exec(sb.sandboxId, ['date', '+%s'])).stdout);
+        assert.ok(Math.abs(guestNow - Date.now() / 1000) < 5, `guest clock ${guestNow} vs host ${Date.now() / 1000}`);
+      }
+      const draw = async (id: string) => (await agent!.exec(id, ['busybox', 'od', '-An', '-tx1', '-N16', '/dev/urandom'])).stdout.trim();
+      assert.notEqual(await draw(a.sandboxId), await draw(b.sandboxId), 'guests restored from one saved state draw their own random numbers');
+      // Its own address, reached from the host, and its own files.
+      await agent!.exec(a.sandboxId, ['sh', '-c', 'echo a > /root/who']);
+      assert.equal((await agent!.exec(b.sandboxId, ['sh', '-c', 'cat /root/who 2>/dev/null || echo none'])).stdout.trim(), 'none');
+      assert.ok(await envdHealthy(a.address) && await envdHealthy(b.address));
+    } finally {
+      await client.deleteSandbox(a.sandboxId);
+      await client.deleteSandbox(b.sandboxId);
+    }
+  });
+
+  it('a snapshot holds the machine: a sandbox made from it goes on with its processes and server; files only when asked', async () => {
+    const client = new NodeAgentClient(agent!.url);
+    const origin = await client.createSandbox(createRequest(env, { memoryMB: 256, timeoutMs: 120_000, envdAccessToken: 'origin-token' }));
+    const made: string[] = [origin.sandboxId];
+    try {
+      await agent!.exec(origin.sandboxId, ['sh', '-c', 'mkdir -p /www && echo from-origin > /www/index.html && echo kept > /root/file']);
+      await agent!.exec(origin.sandboxId, ['busybox', 'httpd', '-f', '-p', '8080', '-h', '/www'], { detach: true });
+      assert.equal(await until('the origin server', () => get(`http://${origin.address}:8080/`)), 'from-origin');
+      const layer = await client.snapshotSandbox(origin.sandboxId, { layerId: 'mvm-machine-1' });
+      assert.equal(layer.contents, 'memory');
+      assert.equal((await client.getSandbox(origin.sandboxId)).state, 'running');
+      assert.equal(await until('the origin server after the snapshot', () => get(`http://${origin.address}:8080/`)), 'from-origin');
+
+      const child = await client.createSandbox({ ...createRequest(env, { memoryMB: 256, timeoutMs: 120_000, envdAccessToken: 'child-token' }), layer: { layerId: layer.layerId, sha256: layer.sha256, sizeBytes: layer.sizeBytes } });
+      made.push(child.sandboxId);
+      // The server the origin started answers in the child, at the child's own address, with no command run there.
+      assert.equal(await until('the server in the child', () => get(`http://${child.address}:8080/`)), 'from-origin');
+      assert.equal((await agent!.exec(child.sandboxId, ['cat', '/root/file'])).stdout.trim(), 'kept');
+      // The child's envd takes the child's token, not the origin's.
+      const envs = (token: string) => fetch(`http://${child.address}:49983/envs`, { headers: { 'X-Access-Token': token } }).then((r) => r.status);
+      assert.equal(await envs('child-token'), 200);
+      assert.equal(await envs('origin-token'), 401);
+
+      // Another shape than the machine's is refused; a files-only snapshot is there for builds.
+      await assert.rejects(client.createSandbox({ ...createRequest(env, { memoryMB: 384, timeoutMs: 120_000 }), layer: { layerId: layer.layerId, sha256: layer.sha256, sizeBytes: layer.sizeBytes } }),
+        (e: Error & { status?: number }) => e.status === 409 && /256 MB/.test(e.message));
+      const files = await client.snapshotSandbox(origin.sandboxId, { layerId: 'mvm-files-1', memory: false });
+      assert.equal(files.contents, 'filesystem');
+    } finally {
+      for (const id of made) await client.deleteSandbox(id).catch(() => undefined);
+    }
+  });
+
   it('kills a paused sandbox without resuming it, and a bad kernel dir is a clear error', async () => {
     const client = new NodeAgentClient(agent!.url);
     const sb = await client.createSandbox(createRequest(env, { memoryMB: 256, timeoutMs: 120_000 }));

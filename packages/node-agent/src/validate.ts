@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/common';
 import { checkLayerId } from './artifacts/layer-store.ts';
-import type { CreateSandboxOnNode, EnsureArtifact, ExecInput, ExecOnNode, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode } from '@svc/contracts/node-agent';
+import type { CreateSandboxOnNode, EnsureArtifact, ExecInput, ExecOnNode, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 import { parseVolumeMountsOnNode } from '@svc/contracts/volumes';
 
@@ -121,10 +121,11 @@ export function parseResume(body: unknown): ResumeOnNode {
   };
 }
 
-/** POST /v1/sandboxes/:id/snapshot: the id the captured layer gets. */
-export function parseSnapshot(body: unknown): string {
-  if (!isObject(body)) throw badRequest('body must be a JSON object {layerId}');
-  return checkLayerId(body.layerId);
+/** POST /v1/sandboxes/:id/snapshot: the id the captured layer gets, and whether to capture memory where the runtime can. */
+export function parseSnapshot(body: unknown): SnapshotSandboxOnNode {
+  if (!isObject(body)) throw badRequest('body must be a JSON object {layerId, memory}');
+  if (body.memory !== undefined && typeof body.memory !== 'boolean') throw badRequest('memory must be a boolean');
+  return { layerId: checkLayerId(body.layerId), ...(body.memory === undefined ? {} : { memory: body.memory }) };
 }
 
 /** PUT /v1/sandboxes/:id/network: the whole egress policy, as create takes it. */

@@ -150,7 +150,7 @@ export function layerRefOf(s: SnapshotDbRow, storage: LayerStorage): LayerRef {
 export function toRecord(r: SnapshotDbRow): SnapshotRecord {
   return {
     snapshotId: r.snapshot_id, ...(r.name ? { name: r.name } : {}), sandboxId: r.sandbox_id, templateId: r.template_id,
-    contents: 'filesystem', sizeBytes: Number(r.size_bytes), nodeId: r.node_id, createdAt: new Date(Number(r.created_at)).toISOString(),
+    contents: r.contents === 'memory' ? 'memory' : 'filesystem', sizeBytes: Number(r.size_bytes), nodeId: r.node_id, createdAt: new Date(Number(r.created_at)).toISOString(),
   };
 }
 

@@ -49,7 +49,9 @@ export class SnapshotService {
   async capture(sandboxId: string, o: { purpose: SnapshotRow['purpose']; name?: string | null; cacheKey?: string; buildId?: string; envVars?: Record<string, string> }): Promise<SnapshotDbRow> {
     const src = await this.d.sandboxes.snapshotSource(sandboxId);
     const snapshotId = `snap-${randomId(16)}`;
-    const layer = await src.node.snapshotSandbox(sandboxId, { layerId: snapshotId });
+    // A user's snapshot keeps the machine where the node's runtime can (microvm: memory and
+    // processes too); a build's keeps files, which any runtime starts from.
+    const layer = await src.node.snapshotSandbox(sandboxId, { layerId: snapshotId, memory: o.purpose !== 'build' });
     const row = {
       snapshot_id: snapshotId, sandbox_id: sandboxId, template_id: src.record.templateId,
       artifact_id: layer.artifactId, layer_id: layer.layerId, layer_sha256: layer.sha256, size_bytes: layer.sizeBytes,

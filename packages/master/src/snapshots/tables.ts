@@ -25,7 +25,7 @@ export interface SnapshotRow {
   build_id: string | null;
   /** JSON of the sandbox's volume mounts with their volume ids (docs/volumes.md); null: none. */
   volume_mounts: string | null;
-  /** 'filesystem'; runtimes that capture memory add kinds (the microVM issue). */
+  /** 'filesystem', or 'memory' (a microvm's whole machine: docs/runtimes.md). */
   contents: string;
   cpu_count: number;
   memory_mb: number;

@@ -1,11 +1,12 @@
 import { join } from 'node:path';
 import { SvcError, type Logger } from '@svc/common';
-import type { ResourceNames } from '../names.ts';
+import { ResourceNames } from '../names.ts';
+import { netnsPath } from '../network/netns.ts';
+import { run } from '../host/exec.ts';
 import type { RuntimeDriver } from './driver.ts';
 import { GvisorDriver } from './gvisor.ts';
 import { chooseGvisorPlatform } from './gvisor-platform.ts';
 import { ensureGuestBoot, ensureRuntimeDisk } from './microvm/guest-assets.ts';
-import type { EnvdTarget } from './microvm/envd-exec.ts';
 import { kvmBootsGuest } from './microvm/kvm-probe.ts';
 import { MicrovmDriver } from './microvm/microvm.ts';
 import { missingTools } from '../host/host-facts.ts';
@@ -23,7 +24,7 @@ export interface DriverChoiceOptions {
   names: ResourceNames;
   logger: Logger;
   runscPath?: string;
-  envdOf: (instanceId: string) => EnvdTarget | undefined;
+  envdTokenOf: (instanceId: string) => string | undefined;
 }
 
 /**
@@ -53,5 +54,16 @@ async function microvmDriver(o: DriverChoiceOptions): Promise<DriverChoice> {
   if (missing.length) throw new SvcError(503, `node_agent.runtime microvm: missing host tools: ${missing.join(', ')} (scripts/install-system-deps.sh installs them)`);
   const guest = await ensureGuestBoot(o.stateDir, o.guestKernelDir);
   const accel = (await kvmBootsGuest(o.logger, guest)) ? 'kvm' as const : 'tcg' as const;
-  return { driver: new MicrovmDriver({ logger: o.logger, accel, guest, runtimeDisk: ensureRuntimeDisk, envdOf: o.envdOf }), platform: accel };
+  const scratchNetns = async () => {
+    const name = o.names.netns(ResourceNames.newInstanceId());
+    await run('ip', ['netns', 'add', name]);
+    return { path: netnsPath(name), remove: async () => { await run('ip', ['netns', 'del', name], { allowFail: true }); } };
+  };
+  const driver = new MicrovmDriver({
+    logger: o.logger, accel, guest, runtimeDisk: ensureRuntimeDisk, envdTokenOf: o.envdTokenOf, scratchNetns,
+    templatesDir: join(o.stateDir, 'guest', 'templates'),
+  });
+  // Saved guests of an earlier run: half-made ones go (a crash while making them); complete ones stay valid.
+  await driver.templates.sweep();
+  return { driver, platform: accel };
 }

@@ -1,4 +1,4 @@
-import type { PauseKind, RuntimeKind } from '@svc/contracts/node-agent';
+import type { LayerContents, PauseKind, RuntimeKind } from '@svc/contracts/node-agent';
 import type { RuntimeBundle } from './runtime-bundle.ts';
 import type { RunResult } from '../host/exec.ts';
 
@@ -15,6 +15,8 @@ export interface InstanceRef {
   dir: string;
   /** The instance's network namespace (veth for gvisor, a tap device inside it for microvm). */
   netnsPath: string;
+  /** The sandbox's address, where its envd answers (absent in a sweep, which has only ids). */
+  address?: string;
 }
 
 export interface InstanceSpec extends InstanceRef {
@@ -29,6 +31,8 @@ export interface InstanceSpec extends InstanceRef {
   files: Record<string, string>;
   /** A captured writable layer (captureLayer's archive) the instance starts from instead of an empty one. */
   layerArchive?: string;
+  /** 'memory': `layerArchive` is a captured machine (captureMachine's archive), which the instance resumes. */
+  layerContents?: LayerContents;
   /** Host directories (volumes' host paths) bound into the instance at `path`. */
   mounts?: HostMount[];
   /**
@@ -124,6 +128,12 @@ export interface RuntimeDriver {
    * instance still meanwhile (flushed and paused).
    */
   captureLayer(ref: InstanceRef, archivePath: string): Promise<void>;
+  /**
+   * Writes a paused instance's whole machine (its disk, memory and what restoring it needs) as
+   * a tar to `archivePath`, for `create` with `layerContents: 'memory'`. Absent where the
+   * runtime cannot (gvisor here: it pauses by freezing).
+   */
+  captureMachine?(ref: InstanceRef, archivePath: string): Promise<void>;
   /**
    * Runs a command in the instance beside envd (builds, snapshots, tests): as root unless
    * `user` says otherwise, its standard input read from the host file `inputFile`, its output

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, open, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Logger } from '@svc/common';
+import { SvcError, type Logger } from '@svc/common';
 import { formatSandboxLogLine, SandboxLogLines } from '@svc/contracts/sandbox-logs';
 import { CommandError, run, runInBackground, type RunResult } from '../host/exec.ts';
 import { isMountPoint, unmount } from '../host/mounts.ts';
@@ -58,6 +58,7 @@ export class GvisorDriver implements RuntimeDriver {
 
   async create(spec: InstanceSpec): Promise<void> {
     if (!spec.rootfs.mountDir) throw new Error('gvisor needs the artifact mounted');
+    if (spec.layerContents === 'memory') throw new SvcError(409, 'this snapshot holds a microvm sandbox\'s memory; only a node on the microvm runtime starts it (docs/runtimes.md)');
     const paths = this.paths(spec.dir);
     try {
       await paths.layer.create(sandboxLimits(spec.resources).diskBytes);

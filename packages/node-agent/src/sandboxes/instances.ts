@@ -8,6 +8,7 @@ import type { EgressPolicy } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
 import { createSandboxLink, destroySandboxLink, netnsPath } from '../network/netns.ts';
 import type { InstanceRef, InstanceResources, InstanceSpec, RuntimeDriver } from '../runtime/driver.ts';
+import type { LayerContents } from '@svc/contracts/node-agent';
 import type { RuntimeBundle } from '../runtime/runtime-bundle.ts';
 import type { InstanceRecord, RecordStore } from './record.ts';
 import type { AttachedVolume } from '../volumes/attachments.ts';
@@ -32,6 +33,7 @@ export interface LaunchRequest {
   signal: AbortSignal;
   /** A captured layer's archive to start from (LayerStore), instead of an empty writable layer. */
   layerArchive?: string;
+  layerContents?: LayerContents;
   /** Volumes attached for it, mounted at boot. */
   volumes?: AttachedVolume[];
 }
@@ -51,7 +53,7 @@ export interface LauncherDeps {
 }
 
 export const refOf = (names: ResourceNames, records: RecordStore, r: InstanceRecord): InstanceRef => ({
-  instanceId: r.instanceId, dir: records.dirOf(r.instanceId), netnsPath: netnsPath(r.netns),
+  instanceId: r.instanceId, dir: records.dirOf(r.instanceId), netnsPath: netnsPath(r.netns), address: r.address,
 });
 
 /**
@@ -93,7 +95,7 @@ export class InstanceLauncher {
       req.signal.throwIfAborted();
       await this.d.driver.create({
         ...this.specOf(inst, (bundle as PromiseFulfilledResult<RuntimeBundle>).value, (mountDir as PromiseFulfilledResult<string | undefined>).value, req.env),
-        ...(req.layerArchive ? { layerArchive: req.layerArchive } : {}),
+        ...(req.layerArchive ? { layerArchive: req.layerArchive, layerContents: req.layerContents ?? 'filesystem' } : {}),
         background: req.role === 'warm',
       });
       mark('booted');

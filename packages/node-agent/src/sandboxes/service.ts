@@ -16,7 +16,7 @@ import { KeyedMutex } from './keyed-mutex.ts';
 import type { RecordStore } from './record.ts';
 import { WarmPool } from './warm-pool.ts';
 import { SANDBOX_SUDO } from '../runtime/runtime-bundle.ts';
-import type { SandboxLogs } from '@svc/contracts/node-agent';
+import type { LayerContents, SandboxLogs, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
 import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import { readConsoleLog } from './console-log.ts';
 import type { ExtInfo, VolumeMountOnNode, VolumeRefFlip } from '@svc/contracts/volumes';
@@ -92,10 +92,9 @@ export class SandboxService {
     });
   }
 
-  /** Where an instance's envd answers, and the token it was given (the microvm driver's way in). */
-  envdTarget(instanceId: string): { address: string; accessToken?: string } | undefined {
-    const inst = [...this.sandboxes.values(), ...this.pool.instances()].find((i) => i.record.instanceId === instanceId);
-    return inst && { address: inst.record.address, accessToken: inst.record.envdAccessToken };
+  /** The token an instance's envd was given at /init (the microvm driver's way in); none before /init. */
+  envdToken(instanceId: string): string | undefined {
+    return [...this.sandboxes.values(), ...this.pool.instances()].find((i) => i.record.instanceId === instanceId)?.record.envdAccessToken;
   }
 
   /** Instances whose processes run now: handed-out sandboxes not paused, and warm ones. */
@@ -143,13 +142,13 @@ export class SandboxService {
         // layer, or with volumes (bound at boot), starts cold.
         let inst = req.layer || req.volumes?.length ? undefined : await this.fromWarmPool(req, resources, policy);
         if (!inst) {
-          const launch = async (layerArchive?: string) => {
+          const launch = async (layerArchive?: string, layerContents?: LayerContents) => {
             const volumes = await this.d.volumes.attach(sandboxHolder(req.sandboxId), req.volumes ?? []);
             try {
               const launched = await this.d.launcher.launch({
                 role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources, env: {},
                 policy, metadata: req.metadata, defaults: { defaultUser: req.defaultUser, defaultWorkdir: req.defaultWorkdir }, signal,
-                ...(layerArchive ? { layerArchive } : {}), ...(volumes.attached.length ? { volumes: volumes.attached } : {}),
+                ...(layerArchive ? { layerArchive, layerContents } : {}), ...(volumes.attached.length ? { volumes: volumes.attached } : {}),
               });
               flips = volumes.flips;
               return launched;
@@ -163,7 +162,7 @@ export class SandboxService {
           inst = layerRef
             ? await this.d.layers.reading(layerRef.layerId, (archive, layer) => {
               if (layer.artifactId !== artifactId) throw conflict(`layer ${layerRef.layerId} lies over artifact ${layer.artifactId}, not ${artifactId}`);
-              return launch(archive);
+              return launch(archive, layer.contents);
             })
             : await launch();
           const launched = inst;
@@ -269,7 +268,8 @@ export class SandboxService {
    * Captures a running sandbox's writable layer as a new layer on this node: its kernel's
    * buffers flushed (`sync` inside), the sandbox paused while the layer is read, then resumed.
    */
-  async snapshot(id: string, layerId: string): Promise<LayerOnNode> {
+  async snapshot(id: string, req: SnapshotSandboxOnNode): Promise<LayerOnNode> {
+    const { layerId } = req;
     return this.locks.run(id, async () => {
       const inst = this.find(id);
       if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before taking a snapshot of it`);
@@ -279,13 +279,18 @@ export class SandboxService {
       if (used !== undefined && used > free) {
         throw new SvcError(507, `sandbox ${id} holds ${used} bytes of changed files, more than the ${free} bytes free where this node keeps snapshots`);
       }
-      const flushed = await this.d.driver.exec(inst.ref, [SANDBOX_SUDO, '--sync'], { timeoutMs: 60_000 });
-      if (flushed.code !== 0) throw new SvcError(500, `sandbox ${id}: sync before the snapshot failed: ${flushed.stderr.trim() || `exit ${flushed.code}`}`);
+      // The whole machine where the runtime can save it (its memory holds what the files lack);
+      // the files alone otherwise, flushed from the sandbox's kernel first.
+      const captureMachine = req.memory !== false ? this.d.driver.captureMachine?.bind(this.d.driver) : undefined;
+      if (!captureMachine) {
+        const flushed = await this.d.driver.exec(inst.ref, [SANDBOX_SUDO, '--sync'], { timeoutMs: 60_000 });
+        if (flushed.code !== 0) throw new SvcError(500, `sandbox ${id}: sync before the snapshot failed: ${flushed.stderr.trim() || `exit ${flushed.code}`}`);
+      }
       await this.d.driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause for the snapshot failed`, err); });
       try {
         return await this.d.layers.add(layerId, {
-          artifactId: inst.record.artifactId, sandboxId: id, contents: 'filesystem', createdAt: new Date().toISOString(),
-        }, (path) => this.d.driver.captureLayer(inst.ref, path));
+          artifactId: inst.record.artifactId, sandboxId: id, contents: captureMachine ? 'memory' : 'filesystem', createdAt: new Date().toISOString(),
+        }, (path) => (captureMachine ? captureMachine(inst.ref, path) : this.d.driver.captureLayer(inst.ref, path)));
       } finally {
         await this.d.driver.resume(inst.ref).catch((err: Error) => {
           this.d.logger.error({ sandboxId: id, err: err.message }, 'sandbox could not be resumed after its snapshot');

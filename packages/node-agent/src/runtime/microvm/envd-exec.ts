@@ -117,3 +117,23 @@ function unary(target: EnvdTarget, headers: Record<string, string>, method: stri
     req.end(payload);
   });
 }
+
+/**
+ * envd's POST /init with the current token and none in the body: the token is cleared (E2B's
+ * /init semantics, packages/envd/src/http/init.ts), so the /init that gives the sandbox its own
+ * identity needs none. No timestamp: it must not outdate the /init that follows.
+ */
+export function clearEnvdToken(target: EnvdTarget & { accessToken: string }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({
+      host: target.address, port: ENVD_PORT, method: 'POST', path: '/init', agent: false, timeout: 10_000,
+      headers: { 'x-access-token': target.accessToken, 'content-type': 'application/json', 'content-length': 2 },
+    }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => (res.statusCode! < 300 ? resolve() : reject(new Error(`envd /init answered ${res.statusCode}: ${text.slice(0, 200)}`))));
+    });
+    req.on('timeout', () => req.destroy(new Error('envd /init: no answer within 10 s')));
+    req.on('error', reject);
+    req.end('{}');
+  });
+}

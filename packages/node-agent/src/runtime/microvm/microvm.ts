@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { Logger } from '@svc/common';
+import { SvcError, type Logger } from '@svc/common';
 import { formatSandboxLogLine, SandboxLogLines } from '@svc/contracts/sandbox-logs';
 import { run, type RunResult } from '../../host/exec.ts';
 import { isMountPoint, unmount } from '../../host/mounts.ts';
@@ -11,9 +12,10 @@ import { QmpClient } from '../qmp.ts';
 import { linkIntoRootfs, writeIntoRootfs } from '../rootfs-files.ts';
 import { SANDBOX_SUDO, type RuntimeBundle } from '../runtime-bundle.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
-import { execThroughEnvd, type EnvdTarget } from './envd-exec.ts';
+import { clearEnvdToken, execThroughEnvd } from './envd-exec.ts';
 import type { GuestBoot } from './guest-assets.ts';
-import { ensureGuestNetwork, GUEST_TAP, type GuestNetwork } from './guest-network.ts';
+import { ensureGuestNetwork, GUEST_CIDR, GUEST_GATEWAY, GUEST_MAC, GUEST_TAP } from './guest-network.ts';
+import { TemplateSnapshots, templateKey } from './template-snapshots.ts';
 
 /** Same layer format as gvisor's (disk-layer.ts): a layer captured on one driver boots on the other. */
 const LAYER_TAR_FLAGS = ['--numeric-owner', '--xattrs', '--xattrs-include=*', '--xattrs-exclude=trusted.overlay.origin', '--xattrs-exclude=trusted.overlay.impure'];
@@ -28,14 +30,26 @@ export interface MicrovmOptions {
   guest: GuestBoot;
   /** The read-only ext4 image of svc's runtime directory (guest-assets.ts ensureRuntimeDisk). */
   runtimeDisk: (bundle: RuntimeBundle) => Promise<string>;
-  /** Where the instance's envd answers and with which token: the one way into a guest (envd-exec.ts). */
-  envdOf: (instanceId: string) => EnvdTarget | undefined;
+  /** The access token a secure sandbox's envd was given: commands go into a guest through envd alone (envd-exec.ts). */
+  envdTokenOf: (instanceId: string) => string | undefined;
+  /** Where saved template guests live (template-snapshots.ts). */
+  templatesDir: string;
+  /** A scratch network namespace for booting a template guest, and its removal. */
+  scratchNetns: () => Promise<{ path: string; remove: () => Promise<void> }>;
   qemuPath?: string;
 }
 
 /** What QEMU was started with, kept so that a resume starts the same machine (migration needs it). */
 interface LaunchSpec {
   argv: string[];
+  /** The shape QEMU was given (a captured machine restores only with the same). */
+  resources?: InstanceSpec['resources'];
+}
+
+/** machine.json in a captured machine's archive. */
+interface SavedMachine {
+  resources?: InstanceSpec['resources'];
+  envdToken?: string;
 }
 
 /**
@@ -52,22 +66,126 @@ export class MicrovmDriver implements RuntimeDriver {
   readonly pauseKinds = ['snapshot' as const, 'filesystem' as const];
   readonly rootfsInput = 'directory' as const;
   private readonly qemu: string;
+  readonly templates: TemplateSnapshots;
 
   constructor(private readonly o: MicrovmOptions) {
     this.qemu = o.qemuPath ?? 'qemu-system-x86_64';
+    this.templates = new TemplateSnapshots(o.templatesDir, o.logger);
   }
 
+  /**
+   * Restores the template's saved guest when there is one for this template and shape, else
+   * boots cold and has the saved guest made in the background for the next create.
+   */
   async create(spec: InstanceSpec): Promise<void> {
     const paths = this.paths(spec.dir);
     try {
-      if (spec.mounts?.length) throw new Error('volumes are not offered by the microvm runtime yet (docs/runtimes.md)');
+      if (spec.mounts?.length) throw new SvcError(400, 'volumes are not offered by the microvm runtime yet (docs/runtimes.md)');
+      if (spec.layerArchive && spec.layerContents === 'memory') {
+        await this.restoreMachine(spec, spec.layerArchive);
+        return;
+      }
+      const key = spec.layerArchive ? undefined : await this.templateKeyOf(spec);
+      const saved = key && this.templates.find(key);
+      if (saved) {
+        await this.restoreTemplate(spec, saved);
+        return;
+      }
       await paths.layer.create(sandboxLimits(spec.resources).diskBytes);
       if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.layer.upper], { timeoutMs: 600_000 });
       await this.boot(spec);
+      if (key) this.templates.makeSoon(key, (dir) => this.makeTemplate(spec, dir));
     } catch (err) {
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
       throw err;
     }
+  }
+
+  private async templateKeyOf(spec: InstanceSpec): Promise<string> {
+    const image = await stat(spec.rootfs.imagePath);
+    return templateKey(spec, {
+      runtimeDisk: await this.o.runtimeDisk(spec.runtime), kernel: this.o.guest.kernel, initrd: this.o.guest.initrd, accel: this.o.accel,
+      imageStamp: `${image.size}:${image.mtimeMs}`,
+    });
+  }
+
+  /**
+   * Boots a guest like a create's, in a scratch namespace of its own, waits until its envd
+   * listens (its log line on the console: the scratch namespace is not reachable from here)
+   * and saves it into `dir`.
+   */
+  private async makeTemplate(like: InstanceSpec, dir: string): Promise<void> {
+    const netns = await this.o.scratchNetns();
+    const ref: InstanceRef = { instanceId: `tpl-${randomBytes(4).toString('hex')}`, dir, netnsPath: netns.path };
+    try {
+      await this.paths(dir).layer.create(sandboxLimits(like.resources).diskBytes);
+      await this.boot({ ...like, ...ref, layerArchive: undefined, mounts: undefined });
+      const deadline = Date.now() + 180_000;
+      while (!/listening on 0\.0\.0\.0:49983/.test(await readFile(this.paths(dir).console, 'utf8').catch(() => ''))) {
+        if (!(await this.qemuPid(ref))) throw new Error(`the template guest ended before its envd listened: ${await this.consoleTail(ref, 3)}`);
+        if (Date.now() > deadline) throw new Error('the template guest\'s envd did not listen within 180 s');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await this.pause(ref);
+      await rm(this.paths(dir).launch, { force: true });
+    } catch (err) {
+      await this.endQemu(ref);
+      throw err;
+    } finally {
+      await netns.remove();
+    }
+  }
+
+  /** A new sandbox from a saved template guest: a copy of its layer, QEMU on its state, the clock set. */
+  private async restoreTemplate(spec: InstanceSpec, saved: string): Promise<void> {
+    const paths = this.paths(spec.dir);
+    await mkdir(spec.dir, { recursive: true });
+    await run('cp', ['--sparse=always', join(saved, 'disk.ext4'), paths.layer.image]);
+    await ensureGuestNetwork(spec.netnsPath);
+    const launch: LaunchSpec = { argv: this.qemuArgs(spec, await this.o.runtimeDisk(spec.runtime)), resources: spec.resources };
+    await writeFile(paths.launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
+    await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message: `sandbox restored from its template's saved guest (QEMU microvm, ${this.o.accel})`, fields: { logger: 'node-agent' } }), { mode: 0o600 });
+    await this.launchFromState(spec, launch.argv, join(saved, 'memory.state'));
+  }
+
+  /**
+   * Writes a paused instance's machine: its writable layer's image, its saved state, and its
+   * shape and envd token (machine.json), which a restore needs (its memory holds the token anyway).
+   */
+  async captureMachine(ref: InstanceRef, archivePath: string): Promise<void> {
+    const paths = this.paths(ref.dir);
+    if (!existsSync(paths.state)) throw new Error(`instance ${ref.instanceId} is not paused to a file; its machine cannot be read`);
+    const launch = JSON.parse(await readFile(paths.launch, 'utf8')) as LaunchSpec;
+    const machine: SavedMachine = { resources: launch.resources, envdToken: this.o.envdTokenOf(ref.instanceId) };
+    await writeFile(paths.machine, JSON.stringify(machine) + '\n', { mode: 0o600 });
+    try {
+      await run('tar', ['--create', `--file=${archivePath}`, '--sparse', '-C', ref.dir, 'disk.ext4', 'memory.state', 'machine.json'], { timeoutMs: 600_000 });
+    } finally {
+      await rm(paths.machine, { force: true });
+    }
+  }
+
+  /**
+   * A new sandbox that goes on from a captured machine: its disk and memory, its processes. Its
+   * envd still holds the old sandbox's token, which is cleared here so that /init gives it the new one.
+   */
+  private async restoreMachine(spec: InstanceSpec, archive: string): Promise<void> {
+    const paths = this.paths(spec.dir);
+    await mkdir(spec.dir, { recursive: true });
+    await run('tar', ['--extract', `--file=${archive}`, '-C', spec.dir, 'disk.ext4', 'memory.state', 'machine.json'], { timeoutMs: 600_000 });
+    const machine = JSON.parse(await readFile(paths.machine, 'utf8')) as SavedMachine;
+    await rm(paths.machine, { force: true });
+    const want = machine.resources;
+    if (want && (want.cpuCount !== spec.resources.cpuCount || want.memoryMB !== spec.resources.memoryMB)) {
+      throw new SvcError(409, `this snapshot holds a machine of ${want.cpuCount} CPUs and ${want.memoryMB} MB; it cannot start as ${spec.resources.cpuCount} CPUs and ${spec.resources.memoryMB} MB`);
+    }
+    await ensureGuestNetwork(spec.netnsPath);
+    const launch: LaunchSpec = { argv: this.qemuArgs(spec, await this.o.runtimeDisk(spec.runtime)), resources: spec.resources };
+    await writeFile(paths.launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
+    await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message: `sandbox restored from a snapshot of a machine (QEMU microvm, ${this.o.accel})`, fields: { logger: 'node-agent' } }), { mode: 0o600 });
+    await this.launchFromState(spec, launch.argv, paths.state, machine.envdToken);
+    await rm(paths.state, { force: true });
+    if (machine.envdToken && spec.address) await clearEnvdToken({ address: spec.address, accessToken: machine.envdToken });
   }
 
   /** Places svc's files into the writable layer (through a host-side overlay, as gvisor does), then starts QEMU. */
@@ -94,15 +212,15 @@ export class MicrovmDriver implements RuntimeDriver {
     const held = await run('losetup', ['--associated', paths.layer.image], { allowFail: true });
     if (held.stdout.trim()) throw new Error(`the writable layer of ${spec.instanceId} is still mounted on the host; the guest cannot take it`);
 
-    const net = await ensureGuestNetwork(spec.netnsPath, spec.dir, spec.instanceId);
-    const launch: LaunchSpec = { argv: this.qemuArgs(spec, net, await this.o.runtimeDisk(spec.runtime)) };
+    await ensureGuestNetwork(spec.netnsPath);
+    const launch: LaunchSpec = { argv: this.qemuArgs(spec, await this.o.runtimeDisk(spec.runtime)), resources: spec.resources };
     await writeFile(paths.launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
     const message = existsSync(paths.console) ? 'sandbox booting again from its files' : `sandbox booting (QEMU microvm, ${this.o.accel})`;
     await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message, fields: { logger: 'node-agent' } }), { mode: 0o600 });
     await this.launch(spec, launch.argv);
   }
 
-  private qemuArgs(spec: InstanceSpec, net: GuestNetwork, runtimeDisk: string): string[] {
+  private qemuArgs(spec: InstanceSpec, runtimeDisk: string): string[] {
     const paths = this.paths(spec.dir);
     const drive = (id: string, file: string, readOnly: boolean) => [
       '-drive', `id=${id},file=${file},format=raw,if=none,cache=writeback${readOnly ? ',readonly=on' : ''}`,
@@ -110,7 +228,7 @@ export class MicrovmDriver implements RuntimeDriver {
     ];
     // SVC_MICROVM_KERNEL_LOG=1 keeps the guest kernel's boot messages in the sandbox's log (slower boot).
     const quiet = process.env.SVC_MICROVM_KERNEL_LOG === '1' ? [] : ['quiet'];
-    const cmdline = ['console=ttyS0', ...quiet, 'panic=-1', 'reboot=t', `svc.ip=${net.cidr}`, `svc.gw=${net.gateway}`];
+    const cmdline = ['console=ttyS0', ...quiet, 'panic=-1', 'reboot=t', `svc.ip=${GUEST_CIDR}`, `svc.gw=${GUEST_GATEWAY}`];
     return [
       // TCG's translation cache defaults to 1 GiB; 64 MB serves a guest this size and keeps QEMU small.
       '-M', 'microvm,x-option-roms=off,rtc=on', '-accel', this.o.accel === 'tcg' ? 'tcg,tb-size=64' : 'kvm', '-cpu', this.o.accel === 'kvm' ? 'host' : 'max',
@@ -121,7 +239,7 @@ export class MicrovmDriver implements RuntimeDriver {
       ...drive('template', spec.rootfs.imagePath, true),
       ...drive('layer', paths.layer.image, false),
       ...drive('runtime', runtimeDisk, true),
-      '-netdev', `tap,id=net0,ifname=${GUEST_TAP},script=no,downscript=no`, '-device', `virtio-net-device,netdev=net0,mac=${net.mac}`,
+      '-netdev', `tap,id=net0,ifname=${GUEST_TAP},script=no,downscript=no`, '-device', `virtio-net-device,netdev=net0,mac=${GUEST_MAC}`,
       '-qmp', `unix:${paths.qmp},server=on,wait=off`,
     ];
   }
@@ -218,8 +336,18 @@ export class MicrovmDriver implements RuntimeDriver {
       throw new Error(`instance ${ref.instanceId} has no saved state to resume from`);
     }
     const launch = JSON.parse(await readFile(paths.launch, 'utf8')) as LaunchSpec;
-    await ensureGuestNetwork(ref.netnsPath, ref.dir, ref.instanceId);
-    await this.launch(ref, launch.argv, `exec:cat ${paths.state}`);
+    await ensureGuestNetwork(ref.netnsPath);
+    await this.launchFromState(ref, launch.argv, paths.state);
+    await rm(paths.state, { force: true });
+  }
+
+  /**
+   * QEMU on a saved state until the guest runs, then the guest's clock set to the host's (it
+   * stood still while the state was on disk) and its random pool reseeded (guests restored from
+   * one template state would draw the same numbers). A guest that does not come back is ended.
+   */
+  private async launchFromState(ref: InstanceRef, argv: string[], state: string, envdToken?: string): Promise<void> {
+    await this.launch(ref, argv, `exec:cat ${state}`);
     try {
       await this.qmp(ref, async (q) => {
         const deadline = Date.now() + MIGRATE_TIMEOUT_MS;
@@ -236,7 +364,11 @@ export class MicrovmDriver implements RuntimeDriver {
       await this.endQemu(ref);
       throw err;
     }
-    await rm(paths.state, { force: true });
+    // svc-sudo sets the clock and reseeds the kernel's random pool (packages/node-agent/native/sudo.c).
+    const renew = [SANDBOX_SUDO, '--after-restore', String(Date.now()), randomBytes(64).toString('hex')];
+    const set = await (envdToken && ref.address ? execThroughEnvd({ address: ref.address, accessToken: envdToken }, renew, { timeoutMs: 10_000 }) : this.exec(ref, renew, { timeoutMs: 10_000 }))
+      .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
+    if (set.code !== 0) this.o.logger.warn({ instanceId: ref.instanceId, err: set.stderr.trim() }, 'the guest clock and random pool could not be renewed after a restore');
   }
 
   /**
@@ -339,16 +471,20 @@ export class MicrovmDriver implements RuntimeDriver {
   }
 
   async exec(ref: InstanceRef, argv: string[], opts: ExecOptions = {}): Promise<RunResult> {
-    const target = this.o.envdOf(ref.instanceId);
-    if (!target) throw new Error(`instance ${ref.instanceId} has no envd address`);
-    return execThroughEnvd(target, argv, opts);
+    if (!ref.address) throw new Error(`instance ${ref.instanceId} has no address to reach its envd at`);
+    return execThroughEnvd({ address: ref.address, accessToken: this.o.envdTokenOf(ref.instanceId) }, argv, opts);
+  }
+
+  /** Resolves when no template guest is being made. */
+  async settled(): Promise<void> {
+    await this.templates.settled();
   }
 
   private paths(dir: string) {
     const layer = new DiskLayer(dir);
     return {
       layer, rootfs: join(dir, 'rootfs'), console: join(dir, 'console.log'), qmp: join(dir, 'qmp.sock'), pid: join(dir, 'qemu.pid'),
-      state: join(dir, 'memory.state'), launch: join(dir, 'launch.json'),
+      state: join(dir, 'memory.state'), launch: join(dir, 'launch.json'), machine: join(dir, 'machine.json'),
     };
   }
 }

@@ -1,0 +1,70 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Logger } from '@svc/common';
+import type { InstanceSpec } from '../driver.ts';
+
+/**
+ * Guests saved once their envd was up, one per template and sandbox shape: a create with that
+ * template and shape starts QEMU on the saved state instead of booting (E2B's and CubeSandbox's
+ * way to create fast), then gets its identity through envd's /init as any create does. Each
+ * lives in `<root>/<key>/` (the writable layer's image `disk.ext4` and `memory.state`), written
+ * under a temporary name and renamed when complete; what a key covers is in `templateKey`.
+ */
+export class TemplateSnapshots {
+  private readonly making = new Map<string, Promise<void>>();
+
+  constructor(private readonly root: string, private readonly logger: Logger) {}
+
+  /** The saved guest's directory for this key, when there is one. */
+  find(key: string): string | undefined {
+    const dir = join(this.root, key);
+    return existsSync(join(dir, 'memory.state')) ? dir : undefined;
+  }
+
+  /**
+   * Makes the saved guest for `key` in the background, once: `make` boots a guest in the
+   * directory it is given and saves it there. A failure is logged; the next create tries again.
+   */
+  makeSoon(key: string, make: (dir: string) => Promise<void>): void {
+    if (this.making.has(key) || this.find(key)) return;
+    const job = (async () => {
+      const tmp = join(this.root, `${key}.tmp-${randomBytes(4).toString('hex')}`);
+      const started = Date.now();
+      try {
+        await make(tmp);
+        await rename(tmp, join(this.root, key));
+        this.logger.info({ key, ms: Date.now() - started }, 'template snapshot saved: creates of this template and shape restore it');
+      } catch (err) {
+        this.logger.warn({ key, err: (err as Error).message }, 'template snapshot could not be made; creates boot cold');
+        await rm(tmp, { recursive: true, force: true });
+      }
+    })().finally(() => this.making.delete(key));
+    this.making.set(key, job);
+  }
+
+  /** Resolves when no snapshot is being made (tests, shutdown). */
+  async settled(): Promise<void> {
+    while (this.making.size) await Promise.all(this.making.values());
+  }
+
+  /** Removes half-made snapshots (a crash while making one) and those no key names any more. */
+  async sweep(keep: (key: string) => boolean = () => true): Promise<void> {
+    for (const name of await readdir(this.root).catch(() => [] as string[])) {
+      if (name.includes('.tmp-') || !keep(name)) await rm(join(this.root, name), { recursive: true, force: true });
+    }
+  }
+}
+
+/**
+ * What a saved guest depends on: the template's image (path, size and time), the shape, svc's runtime disk, the
+ * guest kernel and initramfs, PID 1's environment and the files placed at boot, and how QEMU
+ * runs. A create that differs in any of them boots cold. Creates with a captured layer or with
+ * volumes always boot cold (their disks are their own).
+ */
+export function templateKey(spec: InstanceSpec, parts: { runtimeDisk: string; kernel: string; initrd: string; accel: string; imageStamp: string }): string {
+  const h = createHash('sha256');
+  h.update(JSON.stringify([parts.imageStamp, spec.rootfs.imagePath, spec.resources, parts.runtimeDisk, parts.kernel, parts.initrd, parts.accel, spec.env, spec.files, spec.hostname]));
+  return h.digest('hex').slice(0, 16);
+}
