@@ -18,7 +18,7 @@ import { NodeAgentClient, type CreateSandboxOnNode } from '@svc/contracts/node-a
 import { startNodeAgent } from '@svc/node-agent';
 import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
 import { run } from '../packages/node-agent/src/host/exec.ts';
-import { DEFAULT_GUEST_KERNEL_DIR, ensureGuestBoot } from '../packages/node-agent/src/runtime/microvm/guest-assets.ts';
+import { DEFAULT_GUEST_KERNEL_DIR, ensureGuestBoot, hostTscKhz } from '../packages/node-agent/src/runtime/microvm/guest-assets.ts';
 import { numberArg } from './lib/args.ts';
 import { printTable, stat, timed, writeResult, type Stat } from './lib/stats.ts';
 import { mkdtemp, rm, stat as fileStat } from 'node:fs/promises';
@@ -82,10 +82,11 @@ async function main(): Promise<void> {
   // usage and ending, which ends the guest (panic=-1 with -no-reboot): boot to userspace, no disks, no envd.
   const floor: number[] = [];
   const guest = await ensureGuestBoot(join(dir, 'state'), DEFAULT_GUEST_KERNEL_DIR);
+  const tsc = accel === 'tcg' ? await hostTscKhz() : undefined; // as the driver gives it (microvm.ts)
   for (let i = 0; i < N; i++) {
     const [ms] = await timed(() => run('qemu-system-x86_64', ['-M', 'microvm', '-accel', accel === 'tcg' ? 'tcg,tb-size=64' : 'kvm', '-cpu', accel === 'kvm' ? 'host' : 'max', '-m', String(MEMORY_MB),
       '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot', '-kernel', guest.kernel, '-initrd', guest.initrd,
-      '-append', 'console=ttyS0 quiet panic=-1 rdinit=/bin/busybox', '-serial', 'stdio'], { timeoutMs: 120_000, allowFail: true }));
+      '-append', `console=ttyS0 quiet panic=-1 rdinit=/bin/busybox${tsc ? ` tsc_early_khz=${tsc}` : ''}`, '-serial', 'stdio'], { timeoutMs: 120_000, allowFail: true }));
     floor.push(ms);
   }
   if (existsSync(dir)) await rm(dir, { recursive: true, force: true }).catch(() => undefined);

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Sandbox, CommandExitError, NotFoundError, Template, waitForFile } from 'e2b';
-import { runscProcesses, sandboxRunscProcesses, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
+import { RUNTIME, sandboxProcesses, sandboxProcessesAll, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 let p: RunningPlatform;
 diagnoseFailures(() => p);
@@ -19,7 +19,7 @@ before(async () => {
 });
 after(async () => {
   await p?.stop();
-  assert.deepEqual(runscProcesses().filter((l) => l.includes(p.dataDir)), [], 'svc up left sandbox processes behind');
+  assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(p.dataDir)), [], 'svc up left sandbox processes behind');
 });
 
 test('commands: foreground, env, cwd, users, exit codes, background with stdin, kill', async () => {
@@ -150,7 +150,8 @@ test('pause and resume: no CPU while paused, the kind of pause, files, a backgro
     const info = await sbx.getInfo();
     assert.equal(info.state, 'paused');
     const raw = await fetch(`${p.apiUrl}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-Key': p.apiKey } }).then((r) => r.json() as Promise<{ pauseKind?: string }>);
-    assert.equal(raw.pauseKind, 'freeze');
+    // gVisor freezes (memory kept); a microVM is written to disk and QEMU ends.
+    assert.equal(raw.pauseKind, RUNTIME === 'microvm' ? 'snapshot' : 'freeze');
     // The counter loop kept the sandbox busy; frozen, it uses no CPU at all.
     const metrics = await Sandbox.getMetrics(sbx.sandboxId);
     await new Promise((r) => setTimeout(r, 1000));
@@ -175,11 +176,11 @@ test('filesystem pause: processes gone, files kept, connect boots it again; the 
   try {
     await sbx.files.write('/home/user/kept.txt', 'kept');
     await sbx.commands.run('nohup sleep 1000 >/dev/null 2>&1 &');
-    const runsc = () => sandboxRunscProcesses(p.dataDir, sbx.sandboxId);
-    assert.ok(runsc().length > 0, 'its gVisor processes are found while it runs');
+    const runsc = () => sandboxProcesses(p.dataDir, sbx.sandboxId);
+    assert.ok(runsc().length > 0, 'its runtime processes are found while it runs');
     assert.equal(await sbx.pause({ keepMemory: false }), true);
     assert.deepEqual(await kind(sbx.sandboxId), { ...(await kind(sbx.sandboxId)), state: 'paused', pauseKind: 'filesystem' });
-    assert.deepEqual(runsc(), [], 'its sentry and gofer are gone');
+    assert.deepEqual(runsc(), [], 'its runtime processes (sentry and gofer, or QEMU) are gone');
     // Traffic does not wake it: E2B's proxy answers a sandbox that is not running with 502 on the envd port.
     const poke = await fetch(`${p.sandboxUrl}/health`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' } });
     assert.equal(poke.status, 502);

@@ -26,7 +26,7 @@ import { routeCatalog, type Known } from './fuzz/routes.ts';
 import { send } from './fuzz/send.ts';
 import type { Case, Component, RouteSpec } from './fuzz/spec.ts';
 import { judge } from './fuzz/verdict.ts';
-import { diagnoseFailures, runscProcesses, startPlatform, type RunningPlatform } from './harness.ts';
+import { diagnoseFailures, sandboxProcessesAll, startPlatform, type RunningPlatform } from './harness.ts';
 
 /**
  * Its own data directory, kept between runs (the base template is built once): what the fuzzer
@@ -103,7 +103,7 @@ after(async () => {
   const stopping = Date.now();
   await p.stop();
   console.log(`svc up stopped in ${Date.now() - stopping} ms`);
-  assert.deepEqual(runscProcesses().filter((l) => l.includes(p.dataDir)), [], 'svc up left sandbox processes behind');
+  assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(p.dataDir)), [], 'svc up left sandbox processes behind');
   assert.deepEqual(await hostLeftovers(), [], 'svc up left host resources behind');
 });
 

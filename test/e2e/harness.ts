@@ -92,21 +92,24 @@ async function stopPlatform(child: ChildProcess): Promise<void> {
   }
 }
 
-/** Sandbox processes (gVisor's) still running on this machine. */
-export function runscProcesses(): string[] {
+/** The runtime the platform under test runs (`SVC_RUNTIME`, as `svc up` reads it). */
+export const RUNTIME: 'gvisor' | 'microvm' = process.env.SVC_RUNTIME === 'microvm' ? 'microvm' : 'gvisor';
+
+/** Sandbox processes (gVisor's runsc, or QEMU for microvm) still running on this machine. */
+export function sandboxProcessesAll(): string[] {
   try {
-    return execFileSync('pgrep', ['-a', '-f', 'runsc'], { encoding: 'utf8' }).split('\n').filter((l) => l && !l.includes('pgrep'));
+    return execFileSync('pgrep', ['-a', '-f', 'runsc|qemu-system'], { encoding: 'utf8' }).split('\n').filter((l) => l && !l.includes('pgrep'));
   } catch {
     return [];
   }
 }
 
 /**
- * The gVisor processes of one sandbox: the node agent records which instance serves it
- * (<state>/instances/<instance>/record.json), and runsc's command lines name the instance's
- * bundle. Counting every runsc process instead would count the warm pool refilling meanwhile.
+ * The processes of one sandbox (gVisor's or QEMU): the node agent records which instance serves
+ * it (<state>/instances/<instance>/record.json), and runsc's and QEMU's command lines name the
+ * instance's directory. Counting every such process would count the warm pool refilling meanwhile.
  */
-export function sandboxRunscProcesses(dataDir: string, sandboxId: string): string[] {
+export function sandboxProcesses(dataDir: string, sandboxId: string): string[] {
   const instance = instanceDirs(dataDir).find((dir) => {
     try {
       return (JSON.parse(readFileSync(join(dir, 'record.json'), 'utf8')) as { sandboxId?: string }).sandboxId === sandboxId;
@@ -115,7 +118,7 @@ export function sandboxRunscProcesses(dataDir: string, sandboxId: string): strin
     }
   });
   if (!instance) return [];
-  return runscProcesses().filter((l) => l.includes(`${instance}/`));
+  return sandboxProcessesAll().filter((l) => l.includes(`${instance}/`));
 }
 
 function instanceDirs(root: string, depth = 0): string[] {

@@ -87,6 +87,8 @@ export interface LayerRef {
   sha256: string;
   sizeBytes: number;
   downloadUrl?: string;
+  /** What the archive holds (a node that downloads it records so); absent: 'filesystem'. */
+  contents?: LayerContents;
 }
 
 /** POST /v1/sandboxes/:id/pause. memory false: a filesystem pause (processes ended, files kept). */

@@ -46,6 +46,8 @@ mount --move /dev /newroot/dev
 mkdir -p /newroot/dev/pts /newroot/dev/shm
 mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /newroot/dev/pts
 mount -t tmpfs -o nosuid,nodev,mode=1777 shm /newroot/dev/shm
+# The console is the sandbox's log: every user may write to it, as /proc/1/fd/1 under gVisor.
+chmod 0622 /newroot/dev/console
 
 [ -f /layer/boot/exec.sh ] || fail "no boot script on the writable layer"
 # exec.sh ends in `exec env -i K=V ... switch_root /newroot ARGV...`: PID 1 stays this process.

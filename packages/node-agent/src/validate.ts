@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/common';
 import { checkLayerId } from './artifacts/layer-store.ts';
-import type { CreateSandboxOnNode, EnsureArtifact, ExecInput, ExecOnNode, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import type { CreateSandboxOnNode, EnsureArtifact, ExecInput, ExecOnNode, LayerContents, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 import { parseVolumeMountsOnNode } from '@svc/contracts/volumes';
 
@@ -88,14 +88,20 @@ function absolutePath(v: unknown, field: string): string {
   return v;
 }
 
+function layerContents(v: unknown): LayerContents {
+  if (v !== 'filesystem' && v !== 'memory') throw badRequest('layer.contents must be filesystem or memory');
+  return v;
+}
+
 function parseLayerRef(v: unknown): LayerRef {
-  if (!isObject(v)) throw badRequest('layer must be an object {layerId, sha256, sizeBytes, downloadUrl?}');
+  if (!isObject(v)) throw badRequest('layer must be an object {layerId, sha256, sizeBytes, downloadUrl?, contents?}');
   const layerId = checkLayerId(v.layerId);
   if (typeof v.sha256 !== 'string' || !/^[0-9a-fA-F]{64}$/.test(v.sha256)) throw badRequest('layer.sha256 must be 64 hex digits');
   if (v.downloadUrl !== undefined && (typeof v.downloadUrl !== 'string' || !v.downloadUrl)) throw badRequest('layer.downloadUrl must be a non-empty string');
   return {
     layerId, sha256: v.sha256.toLowerCase(), sizeBytes: int(v.sizeBytes, 'layer.sizeBytes', 0, Number.MAX_SAFE_INTEGER),
     ...(v.downloadUrl === undefined ? {} : { downloadUrl: v.downloadUrl as string }),
+    ...(v.contents === undefined ? {} : { contents: layerContents(v.contents) }),
   };
 }
 

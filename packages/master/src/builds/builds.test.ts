@@ -231,7 +231,7 @@ for (const tdb of availableTestDatabases()) {
         const started = await builds.request({ name: 'app' });
         await builds.start(started.templateID, started.buildID, { fromTemplate: 'base', steps: changed, startCmd: 'serve' });
         await builds.settled();
-        assert.deepEqual(f.execs.slice(before).map((e) => e.command.split(';')[0]).filter((c) => !c.includes('serve')), [], 'no step runs again');
+        assert.deepEqual(f.execs.slice(before).filter((e) => !e.command.includes('serve')).map((e) => e.command.split(';')[0]), [], 'no step runs again');
         assert.ok(f.execs.slice(before).some((e) => e.command.includes('serve')), 'the start command runs');
         assert.equal((await builds.status(started.templateID, started.buildID, {}))!.status, 'ready');
       });
@@ -290,7 +290,7 @@ for (const tdb of availableTestDatabases()) {
         assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'ready');
         const ran = f.execs.slice(before).filter((e) => e.command.includes('serve') || e.command.startsWith('check'));
         assert.deepEqual(ran.map((e) => [e.command, e.user, e.cwd]), [
-          ["nohup /bin/sh -c 'serve --port 8000' </dev/null >/proc/1/fd/1 2>&1 &", 'user', '/srv'],
+          ['out=/proc/1/fd/1; [ -w "$out" ] || out=/dev/console; nohup /bin/sh -c \'serve --port 8000\' </dev/null >"$out" 2>&1 &', 'user', '/srv'],
           ['check 8000', 'user', '/srv'],
         ]);
         assert.ok(f.templates.get(r.templateID)!.built);

@@ -21,8 +21,10 @@ const READY_EVERY_MS = 250;
  */
 export async function startAndWaitReady(node: Pick<NodeAgentClient, 'exec'>, sandboxId: string, s: StartCommand, onOutput: (line: string) => Promise<void> = async () => {}): Promise<void> {
   const exec = (command: string, timeoutMs: number) => node.exec(sandboxId, { command, user: s.user, ...(s.cwd ? { cwd: s.cwd } : {}), envVars: s.envVars, timeoutMs });
-  // PID 1's stdout is the sandbox's console; the command outlives this shell.
-  const started = await exec(`nohup /bin/sh -c ${shellQuote(s.command)} </dev/null >/proc/1/fd/1 2>&1 &`, 30_000)
+  // PID 1's stdout is the sandbox's console; the command outlives this shell. A microvm guest
+  // keeps /proc/1 from other users, and gives everyone /dev/console instead (docs/runtimes.md).
+  const pickConsole = 'out=/proc/1/fd/1; [ -w "$out" ] || out=/dev/console';
+  const started = await exec(`${pickConsole}; nohup /bin/sh -c ${shellQuote(s.command)} </dev/null >"$out" 2>&1 &`, 30_000)
     .catch((err) => { throw new SvcError(502, `the start command could not be started: ${toSvcError(err).message}`); });
   if (started.exitCode !== 0) throw new SvcError(502, `the start command could not be started (exit ${started.exitCode}): ${started.stderr.trim()}`);
   if (!s.readyCommand) return;

@@ -144,7 +144,10 @@ export class SnapshotCatalog {
 
 /** How a node finds a stored snapshot's layer: its id and sha256, downloaded through the master. */
 export function layerRefOf(s: SnapshotDbRow, storage: LayerStorage): LayerRef {
-  return { layerId: s.layer_id, sha256: s.layer_sha256, sizeBytes: Number(s.size_bytes), downloadUrl: storage.downloadUrl(s.layer_id) };
+  return {
+    layerId: s.layer_id, sha256: s.layer_sha256, sizeBytes: Number(s.size_bytes), downloadUrl: storage.downloadUrl(s.layer_id),
+    ...(s.contents === 'memory' ? { contents: 'memory' as const } : {}),
+  };
 }
 
 export function toRecord(r: SnapshotDbRow): SnapshotRecord {

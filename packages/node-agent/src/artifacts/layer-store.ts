@@ -92,7 +92,7 @@ export class LayerStore {
     if (!ref.downloadUrl) throw notFound(`layer ${ref.layerId} is not on this node`);
     let p = this.downloads.get(ref.layerId);
     if (!p) {
-      p = this.add(ref.layerId, { artifactId, contents: 'filesystem', createdAt: new Date().toISOString() }, async (part) => {
+      p = this.add(ref.layerId, { artifactId, contents: ref.contents ?? 'filesystem', createdAt: new Date().toISOString() }, async (part) => {
         const started = Date.now();
         await downloadVerified(`layer ${ref.layerId}`, ref.downloadUrl!, this.baseUrl, part, ref);
         this.logger.info({ layerId: ref.layerId, bytes: ref.sizeBytes, ms: Date.now() - started }, 'layer downloaded');

@@ -6,7 +6,7 @@ import { run } from '../host/exec.ts';
 import type { RuntimeDriver } from './driver.ts';
 import { GvisorDriver } from './gvisor.ts';
 import { chooseGvisorPlatform } from './gvisor-platform.ts';
-import { ensureGuestBoot, ensureRuntimeDisk } from './microvm/guest-assets.ts';
+import { ensureGuestBoot, ensureRuntimeDisk, hostTscKhz } from './microvm/guest-assets.ts';
 import { kvmBootsGuest } from './microvm/kvm-probe.ts';
 import { MicrovmDriver } from './microvm/microvm.ts';
 import { missingTools } from '../host/host-facts.ts';
@@ -60,7 +60,7 @@ async function microvmDriver(o: DriverChoiceOptions): Promise<DriverChoice> {
     return { path: netnsPath(name), remove: async () => { await run('ip', ['netns', 'del', name], { allowFail: true }); } };
   };
   const driver = new MicrovmDriver({
-    logger: o.logger, accel, guest, runtimeDisk: ensureRuntimeDisk, envdTokenOf: o.envdTokenOf, scratchNetns,
+    logger: o.logger, accel, guest, runtimeDisk: ensureRuntimeDisk, tscKhz: accel === 'tcg' ? await hostTscKhz() : undefined, envdTokenOf: o.envdTokenOf, scratchNetns,
     templatesDir: join(o.stateDir, 'guest', 'templates'),
   });
   // Saved guests of an earlier run: half-made ones go (a crash while making them); complete ones stay valid.

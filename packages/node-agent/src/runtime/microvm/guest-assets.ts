@@ -91,3 +91,14 @@ async function writeAtomically(path: string, data: Buffer): Promise<void> {
   await writeFile(tmp, data, { mode: 0o644 });
   await rename(tmp, path);
 }
+
+/**
+ * The host's TSC rate in kHz, which a TCG guest's TSC runs at: what /proc/cpuinfo says of the
+ * first CPU (a guest host reports its TSC there; on bare metal, where KVM runs guests, it is not
+ * needed). Undefined when unknown: the guest measures it then.
+ */
+export async function hostTscKhz(): Promise<number | undefined> {
+  const text = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
+  const mhz = Number(/^cpu MHz\s*:\s*([\d.]+)/m.exec(text)?.[1]);
+  return mhz > 0 ? Math.round(mhz * 1000) : undefined;
+}

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { appendFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, copyFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SvcError, type Logger } from '@svc/common';
@@ -12,6 +12,7 @@ import { QmpClient } from '../qmp.ts';
 import { linkIntoRootfs, writeIntoRootfs } from '../rootfs-files.ts';
 import { SANDBOX_SUDO, type RuntimeBundle } from '../runtime-bundle.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
+import { SUDO_HELPER_ENV } from '../oci-spec.ts';
 import { clearEnvdToken, execThroughEnvd } from './envd-exec.ts';
 import type { GuestBoot } from './guest-assets.ts';
 import { ensureGuestNetwork, GUEST_CIDR, GUEST_GATEWAY, GUEST_MAC, GUEST_TAP } from './guest-network.ts';
@@ -27,6 +28,11 @@ export interface MicrovmOptions {
   logger: Logger;
   /** 'kvm' where a KVM guest really boots (kvm-probe.ts), else 'tcg' (software emulation). */
   accel: 'kvm' | 'tcg';
+  /**
+   * Under TCG the guest's TSC is the host's: its rate in kHz, given to the guest kernel so that
+   * it does not measure it (guest-assets.ts hostTscKhz).
+   */
+  tscKhz?: number;
   guest: GuestBoot;
   /** The read-only ext4 image of svc's runtime directory (guest-assets.ts ensureRuntimeDisk). */
   runtimeDisk: (bundle: RuntimeBundle) => Promise<string>;
@@ -94,7 +100,10 @@ export class MicrovmDriver implements RuntimeDriver {
       await paths.layer.create(sandboxLimits(spec.resources).diskBytes);
       if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.layer.upper], { timeoutMs: 600_000 });
       await this.boot(spec);
-      if (key) this.templates.makeSoon(key, (dir) => this.makeTemplate(spec, dir));
+      if (key) {
+        const uses = [spec.rootfs.imagePath, await this.o.runtimeDisk(spec.runtime), this.o.guest.kernel, this.o.guest.initrd];
+        this.templates.makeSoon(key, uses, (dir) => this.makeTemplate(spec, dir));
+      }
     } catch (err) {
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
       throw err;
@@ -105,7 +114,7 @@ export class MicrovmDriver implements RuntimeDriver {
     const image = await stat(spec.rootfs.imagePath);
     return templateKey(spec, {
       runtimeDisk: await this.o.runtimeDisk(spec.runtime), kernel: this.o.guest.kernel, initrd: this.o.guest.initrd, accel: this.o.accel,
-      imageStamp: `${image.size}:${image.mtimeMs}`,
+      imageStamp: `${image.size}:${image.mtimeMs}`, bootScript: bootScript(bootEnv(spec), spec.runtime.initArgs),
     });
   }
 
@@ -144,6 +153,8 @@ export class MicrovmDriver implements RuntimeDriver {
     await ensureGuestNetwork(spec.netnsPath);
     const launch: LaunchSpec = { argv: this.qemuArgs(spec, await this.o.runtimeDisk(spec.runtime)), resources: spec.resources };
     await writeFile(paths.launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
+    // The saved guest's boot log is this sandbox's too: the envd now serving it printed it.
+    await copyFile(join(saved, 'console.log'), paths.console).catch(() => { /* a saved guest without its log: the restore line below stands alone */ });
     await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message: `sandbox restored from its template's saved guest (QEMU microvm, ${this.o.accel})`, fields: { logger: 'node-agent' } }), { mode: 0o600 });
     await this.launchFromState(spec, launch.argv, join(saved, 'memory.state'));
   }
@@ -207,7 +218,7 @@ export class MicrovmDriver implements RuntimeDriver {
     const bootDir = join(paths.layer.mountDir, 'boot');
     await mkdir(bootDir, { recursive: true, mode: 0o700 });
     await writeFile(join(bootDir, 'hostname'), `${spec.hostname}\n`);
-    await writeFile(join(bootDir, 'exec.sh'), bootScript(spec.env, spec.runtime.initArgs), { mode: 0o600 });
+    await writeFile(join(bootDir, 'exec.sh'), bootScript(bootEnv(spec), spec.runtime.initArgs), { mode: 0o600 });
     await paths.layer.unmount();
     const held = await run('losetup', ['--associated', paths.layer.image], { allowFail: true });
     if (held.stdout.trim()) throw new Error(`the writable layer of ${spec.instanceId} is still mounted on the host; the guest cannot take it`);
@@ -228,7 +239,10 @@ export class MicrovmDriver implements RuntimeDriver {
     ];
     // SVC_MICROVM_KERNEL_LOG=1 keeps the guest kernel's boot messages in the sandbox's log (slower boot).
     const quiet = process.env.SVC_MICROVM_KERNEL_LOG === '1' ? [] : ['quiet'];
-    const cmdline = ['console=ttyS0', ...quiet, 'panic=-1', 'reboot=t', `svc.ip=${GUEST_CIDR}`, `svc.gw=${GUEST_GATEWAY}`];
+    // Under TCG on a busy host the guest's TSC calibration against the PIT fails and the boot
+    // hangs (7 of 9 concurrent boots, measured): the rate is given instead.
+    const tsc = this.o.accel === 'tcg' && this.o.tscKhz ? [`tsc_early_khz=${this.o.tscKhz}`] : [];
+    const cmdline = ['console=ttyS0', ...quiet, ...tsc, 'panic=-1', 'reboot=t', `svc.ip=${GUEST_CIDR}`, `svc.gw=${GUEST_GATEWAY}`];
     return [
       // TCG's translation cache defaults to 1 GiB; 64 MB serves a guest this size and keeps QEMU small.
       '-M', 'microvm,x-option-roms=off,rtc=on', '-accel', this.o.accel === 'tcg' ? 'tcg,tb-size=64' : 'kvm', '-cpu', this.o.accel === 'kvm' ? 'host' : 'max',
@@ -487,6 +501,14 @@ export class MicrovmDriver implements RuntimeDriver {
       state: join(dir, 'memory.state'), launch: join(dir, 'launch.json'), machine: join(dir, 'machine.json'),
     };
   }
+}
+
+/**
+ * PID 1's environment: gvisor's (oci-spec.ts) without what only gVisor needs (the memory
+ * guard, the spawner). sudo still goes through envd, since /usr/bin/sudo is svc's here too.
+ */
+function bootEnv(spec: InstanceSpec): Record<string, string> {
+  return { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [SUDO_HELPER_ENV]: SANDBOX_SUDO };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '@svc/common';
 import type { InstanceSpec } from '../driver.ts';
@@ -27,13 +27,14 @@ export class TemplateSnapshots {
    * Makes the saved guest for `key` in the background, once: `make` boots a guest in the
    * directory it is given and saves it there. A failure is logged; the next create tries again.
    */
-  makeSoon(key: string, make: (dir: string) => Promise<void>): void {
+  makeSoon(key: string, uses: string[], make: (dir: string) => Promise<void>): void {
     if (this.making.has(key) || this.find(key)) return;
     const job = (async () => {
       const tmp = join(this.root, `${key}.tmp-${randomBytes(4).toString('hex')}`);
       const started = Date.now();
       try {
         await make(tmp);
+        await writeFile(join(tmp, 'uses.json'), JSON.stringify(uses) + '\n');
         await rename(tmp, join(this.root, key));
         this.logger.info({ key, ms: Date.now() - started }, 'template snapshot saved: creates of this template and shape restore it');
       } catch (err) {
@@ -49,22 +50,44 @@ export class TemplateSnapshots {
     while (this.making.size) await Promise.all(this.making.values());
   }
 
-  /** Removes half-made snapshots (a crash while making one) and those no key names any more. */
-  async sweep(keep: (key: string) => boolean = () => true): Promise<void> {
+  /**
+   * Removes half-made saved guests (an agent that ended while making one; its QEMU, if still
+   * there, is killed) and those whose template image, runtime disk, kernel or initramfs is gone.
+   */
+  async sweep(): Promise<void> {
     for (const name of await readdir(this.root).catch(() => [] as string[])) {
-      if (name.includes('.tmp-') || !keep(name)) await rm(join(this.root, name), { recursive: true, force: true });
+      const dir = join(this.root, name);
+      let stale = name.includes('.tmp-');
+      if (stale) await killQemuOf(dir);
+      else {
+        const uses = await readFile(join(dir, 'uses.json'), 'utf8').then((t) => JSON.parse(t) as string[], () => undefined);
+        stale = !uses || uses.some((p) => !existsSync(p));
+      }
+      if (stale) {
+        this.logger.info({ dir }, 'removing a saved template guest that is half-made or outdated');
+        await rm(dir, { recursive: true, force: true });
+      }
     }
   }
 }
 
 /**
  * What a saved guest depends on: the template's image (path, size and time), the shape, svc's runtime disk, the
- * guest kernel and initramfs, PID 1's environment and the files placed at boot, and how QEMU
+ * guest kernel and initramfs, PID 1's environment and command line, the files placed at boot, and how QEMU
  * runs. A create that differs in any of them boots cold. Creates with a captured layer or with
  * volumes always boot cold (their disks are their own).
  */
-export function templateKey(spec: InstanceSpec, parts: { runtimeDisk: string; kernel: string; initrd: string; accel: string; imageStamp: string }): string {
+export function templateKey(spec: InstanceSpec, parts: { runtimeDisk: string; kernel: string; initrd: string; accel: string; imageStamp: string; bootScript: string }): string {
   const h = createHash('sha256');
-  h.update(JSON.stringify([parts.imageStamp, spec.rootfs.imagePath, spec.resources, parts.runtimeDisk, parts.kernel, parts.initrd, parts.accel, spec.env, spec.files, spec.hostname]));
+  h.update(JSON.stringify([parts.imageStamp, spec.rootfs.imagePath, spec.resources, parts.runtimeDisk, parts.kernel, parts.initrd, parts.accel, parts.bootScript, spec.files, spec.hostname]));
   return h.digest('hex').slice(0, 16);
+}
+
+/** The QEMU a pid file in `dir` names, when its command line is about `dir`. */
+async function killQemuOf(dir: string): Promise<void> {
+  const pid = Number((await readFile(join(dir, 'qemu.pid'), 'utf8').catch(() => '')).trim());
+  if (!pid) return;
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  if (!cmdline.includes(dir)) return;
+  try { process.kill(pid, 'SIGKILL'); } catch { /* gone meanwhile */ }
 }
