@@ -1,15 +1,16 @@
 /**
  * The microvm runtime on a real node agent (QEMU microvm; KVM where a guest boots, else TCG,
  * which the table says):
- *   create   cold: boot until envd answers (the node agent's create, busybox template)
+ *   create   cold: boot until envd answers (the node agent's create, busybox template), the
+ *            template's saved guests removed before each; and from the template's saved guest
+ *            (what every create after the first of a template and shape does)
  *   pause    QMP stop, the machine state written to a file, QEMU ended
  *   resume   QEMU started on that file until envd answers again
  *   memory   QEMU's resident memory per running sandbox, and what the guest says it uses
  *   floor    bare QEMU with the same kernel and initramfs until a first program runs and ends (no disks, no envd)
  *
  *   node --import tsx bench/microvm.ts [--n 5]
- * Run as root. Prints a table and writes bench/results/microvm.json. Create from a template
- * snapshot is not offered yet (docs/runtimes.md), so it has no row.
+ * Run as root. Prints a table and writes bench/results/microvm.json.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -51,6 +52,8 @@ async function main(): Promise<void> {
     envVars: {}, allowInternetAccess: true, network: { allowOut: [], denyOut: [] }, metadata: {}, timeoutMs: 180_000,
   });
   const creates: number[] = [];
+  const restores: number[] = [];
+  const templatesDir = join(dir, 'state', 'guest', 'templates');
   const pauses: number[] = [];
   const resumes: number[] = [];
   const rss: number[] = [];
@@ -59,6 +62,8 @@ async function main(): Promise<void> {
   try {
     await client.deleteSandbox((await client.createSandbox(request())).sandboxId); // the artifact's download and mount, once
     for (let i = 0; i < N; i++) {
+      await agent.settled(); // the saved guest the last cold create asked for, then away with it
+      await rm(templatesDir, { recursive: true, force: true });
       const [createMs, sb] = await timed(() => client.createSandbox(request()));
       creates.push(createMs);
       const { dir: instanceDir } = agent.inspect(sb.sandboxId);
@@ -71,6 +76,12 @@ async function main(): Promise<void> {
       snapshotMB.push((paused.snapshotBytes ?? 0) / 1024 / 1024);
       const [resumeMs] = await timed(() => client.resumeSandbox(sb.sandboxId));
       resumes.push(resumeMs);
+      await client.deleteSandbox(sb.sandboxId);
+    }
+    await agent.settled();
+    for (let i = 0; i < N; i++) {
+      const [createMs, sb] = await timed(() => client.createSandbox(request()));
+      restores.push(createMs);
       await client.deleteSandbox(sb.sandboxId);
     }
   } finally {
@@ -93,6 +104,7 @@ async function main(): Promise<void> {
 
   const rows: Record<string, Stat> = {
     [`create, cold (${accel}), ms`]: stat(creates),
+    [`create from the template's saved guest (${accel}), ms`]: stat(restores),
     [`pause to a file (${accel}), ms`]: stat(pauses),
     [`resume from the file (${accel}), ms`]: stat(resumes),
     [`floor: bare QEMU boot to a first program (${accel}), ms`]: stat(floor),

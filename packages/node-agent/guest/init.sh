@@ -33,6 +33,12 @@ mount -t ext4 -o nodev "$layer" /layer || fail "cannot mount the writable layer"
 mount -t overlay overlay -o "lowerdir=/template,upperdir=/layer/upper,workdir=/layer/work" /newroot || fail "cannot mount the root overlay"
 mkdir -p /newroot/.svc /newroot/proc /newroot/sys /newroot/dev /newroot/tmp
 mount -t ext4 -o ro,noload "$runtime" /newroot/.svc || fail "cannot mount the runtime disk"
+# Volumes over virtiofs, a line each: tag, ro or rw, path (the host enforces ro too).
+if [ -f /layer/boot/volumes ]; then
+  while read -r tag mode path; do
+    mkdir -p "/newroot$path" && mount -t virtiofs -o "$mode" "$tag" "/newroot$path" || fail "cannot mount volume $tag at $path"
+  done < /layer/boot/volumes
+fi
 
 ip link set lo up
 if [ -n "$(arg svc.ip)" ]; then

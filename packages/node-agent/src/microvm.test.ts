@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { LocalVolumes } from '@svc/volumes';
+import type { VolumeMountOnNode } from '@svc/contracts/volumes';
+import { listMountPoints } from './host/mounts.ts';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NodeAgentClient } from '@svc/contracts/node-agent';
@@ -12,6 +16,7 @@ import { assertNothingLeft, createRequest, leftovers, makeTestEnv, testLogger, t
 import { DEFAULT_GUEST_KERNEL_DIR } from './runtime/microvm/guest-assets.ts';
 
 const QEMU = 'qemu-system-x86_64';
+const LOCAL_PLUGIN = fileURLToPath(new URL('../../volumes/src/local-plugin/binary-main.ts', import.meta.url));
 const missing = spawnSync(QEMU, ['--version']).status !== 0 ? `${QEMU} is missing (scripts/install-system-deps.sh installs qemu-system-x86)`
   : !existsSync(join(DEFAULT_GUEST_KERNEL_DIR, 'vmlinuz')) ? `no guest kernel in ${DEFAULT_GUEST_KERNEL_DIR} (scripts/guest-kernel.sh installs it)` : undefined;
 
@@ -51,7 +56,10 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
 
   before(async () => {
     env = await makeTestEnv('mvm', '10.201.9.0/24');
-    cfg = env.config({ runtime: 'microvm' });
+    // The local volume plugin, run from source as a binary plugin.
+    const plugin = join(env.dir, 'local-plugin');
+    await writeFile(plugin, `#!/bin/sh\nSVC_LOCAL_VOLUME_ROOT='${join(env.dir, 'volume-data')}' exec '${process.execPath}' --import tsx '${LOCAL_PLUGIN}' "$@"\n`, { mode: 0o755 });
+    cfg = env.config({ runtime: 'microvm', volume_plugin_base_dir: join(env.dir, 'volume-base'), volume_plugins: [{ name: 'local', type: 'binary', binary_path: plugin }] });
     stateDir = cfg.node_agent.state_dir;
     tag = new ResourceNames(stateDir).tag;
     agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
@@ -171,6 +179,34 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
     } finally {
       for (const id of made) await client.deleteSandbox(id).catch(() => undefined);
     }
+  });
+
+  it('volumes over virtiofs: shared between guests, read-only enforced, a pause without memory, nothing left mounted', async () => {
+    const client = new NodeAgentClient(agent!.url);
+    const local = new LocalVolumes({ root: join(env.dir, 'volume-data') });
+    await local.create({ volumeId: 'vol-mvm', name: 'mvm' });
+    const mount = (readOnly: boolean): VolumeMountOnNode => ({ volumeId: 'vol-mvm', driver: 'local', privateData: '', path: '/data', readOnly });
+    const writer = await client.createSandbox(createRequest(env, { memoryMB: 256, timeoutMs: 120_000, volumes: [mount(false)] }));
+    const reader = await client.createSandbox(createRequest(env, { memoryMB: 256, timeoutMs: 120_000, volumes: [mount(true)] }));
+    const sh = (id: string, script: string) => agent!.exec(id, ['sh', '-c', script]);
+    try {
+      assert.equal((await sh(writer.sandboxId, 'echo hello > /data/note')).code, 0);
+      assert.equal(await readFile(join(env.dir, 'volume-data', 'vol-mvm', 'note'), 'utf8'), 'hello\n', 'the data is the plugin\'s');
+      assert.equal((await sh(reader.sandboxId, 'cat /data/note')).stdout, 'hello\n');
+      for (const cmd of ['echo x > /data/new', 'rm /data/note', 'mount -o remount,rw /data && echo x > /data/new']) {
+        assert.notEqual((await sh(reader.sandboxId, cmd)).code, 0, `${cmd} must fail on a read-only mount`);
+      }
+      // QEMU 7.2 cannot save a virtiofs device: the pause keeps files, not memory, and the boot brings the volume back.
+      const paused = await client.pauseSandbox(writer.sandboxId);
+      assert.equal(paused.pauseKind, 'filesystem');
+      await client.resumeSandbox(writer.sandboxId, { envVars: {} });
+      assert.equal((await sh(writer.sandboxId, 'cat /data/note')).stdout, 'hello\n');
+    } finally {
+      await client.deleteSandbox(reader.sandboxId);
+      await client.deleteSandbox(writer.sandboxId);
+    }
+    assert.deepEqual((await listMountPoints()).filter((m) => m.startsWith(join(env.dir, 'volume-base') + '/') || m.startsWith(join(stateDir, 'instances'))), []);
+    assert.equal(await readFile(join(env.dir, 'volume-data', 'vol-mvm', 'note'), 'utf8'), 'hello\n', 'a kill never touches volume data');
   });
 
   it('kills a paused sandbox without resuming it, and a bad kernel dir is a clear error', async () => {

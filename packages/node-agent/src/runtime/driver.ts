@@ -90,6 +90,8 @@ export interface RuntimeDriver {
    * writable layer for `reboot`. Absent where the runtime cannot (it lacks 'filesystem' in pauseKinds).
    */
   stop?(ref: InstanceRef): Promise<void>;
+  /** Why this instance cannot pause with its memory, when it cannot (its pause is then a filesystem pause). */
+  memoryPauseBlocked?(ref: InstanceRef): Promise<string | undefined>;
   /** Boots an instance that `stop` stopped, on the writable layer it kept. */
   reboot?(spec: InstanceSpec): Promise<void>;
   /** Whether a stopped instance's writable layer is there to boot from (adoption after an agent restart). */

@@ -238,7 +238,9 @@ export class SandboxService {
     return this.locks.run(id, async () => {
       const inst = this.find(id);
       if (inst.record.phase === 'paused') throw conflict(`sandbox ${id} is already paused`);
-      if (opts.memory === false) {
+      const blocked = opts.memory === false ? undefined : await this.d.driver.memoryPauseBlocked?.(inst.ref);
+      if (blocked) this.d.logger.info({ sandboxId: id, reason: blocked }, 'paused without its memory');
+      if (opts.memory === false || blocked) {
         const flips = await this.stopKeepingFiles(inst);
         return withFlips(view(inst), flips);
       }
@@ -274,6 +276,8 @@ export class SandboxService {
       const inst = this.find(id);
       if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before taking a snapshot of it`);
       if (this.d.layers.get(layerId)) throw conflict(`layer ${layerId} already exists on this node`);
+      const blocked = await this.d.driver.memoryPauseBlocked?.(inst.ref);
+      if (blocked) throw conflict(`sandbox ${id} cannot be captured: ${blocked}`);
       const used = (await this.d.driver.stats(inst.ref).catch(() => undefined))?.diskUsedBytes;
       const free = await this.d.layers.freeBytes();
       if (used !== undefined && used > free) {

@@ -17,10 +17,13 @@ import { clearEnvdToken, execThroughEnvd } from './envd-exec.ts';
 import type { GuestBoot } from './guest-assets.ts';
 import { ensureGuestNetwork, GUEST_CIDR, GUEST_GATEWAY, GUEST_MAC, GUEST_TAP } from './guest-network.ts';
 import { TemplateSnapshots, templateKey } from './template-snapshots.ts';
+import { endVolumeServers, guestVolumes, releaseVolumeBinds, startVolumeServers, volumeBootFile, volumeQemuArgs } from './guest-volumes.ts';
 
 /** Same layer format as gvisor's (disk-layer.ts): a layer captured on one driver boots on the other. */
 const LAYER_TAR_FLAGS = ['--numeric-owner', '--xattrs', '--xattrs-include=*', '--xattrs-exclude=trusted.overlay.origin', '--xattrs-exclude=trusted.overlay.impure'];
 const QMP_TIMEOUT_MS = 10_000;
+/** Names the machine qemuArgs builds (its devices): a saved guest of another revision is not restored. Change it with them. */
+const MACHINE_REVISION = 'microvm-2';
 /** Writing guest memory to disk: bounded by the guest's size and the disk, not by QEMU's answer time. */
 const MIGRATE_TIMEOUT_MS = 300_000;
 
@@ -50,6 +53,8 @@ interface LaunchSpec {
   argv: string[];
   /** The shape QEMU was given (a captured machine restores only with the same). */
   resources?: InstanceSpec['resources'];
+  /** Volumes over virtiofs: the guest cannot be saved (memoryPauseBlocked). */
+  volumes?: boolean;
 }
 
 /** machine.json in a captured machine's archive. */
@@ -86,12 +91,11 @@ export class MicrovmDriver implements RuntimeDriver {
   async create(spec: InstanceSpec): Promise<void> {
     const paths = this.paths(spec.dir);
     try {
-      if (spec.mounts?.length) throw new SvcError(400, 'volumes are not offered by the microvm runtime yet (docs/runtimes.md)');
       if (spec.layerArchive && spec.layerContents === 'memory') {
         await this.restoreMachine(spec, spec.layerArchive);
         return;
       }
-      const key = spec.layerArchive ? undefined : await this.templateKeyOf(spec);
+      const key = spec.layerArchive || spec.mounts?.length ? undefined : await this.templateKeyOf(spec);
       const saved = key && this.templates.find(key);
       if (saved) {
         await this.restoreTemplate(spec, saved);
@@ -114,7 +118,7 @@ export class MicrovmDriver implements RuntimeDriver {
     const image = await stat(spec.rootfs.imagePath);
     return templateKey(spec, {
       runtimeDisk: await this.o.runtimeDisk(spec.runtime), kernel: this.o.guest.kernel, initrd: this.o.guest.initrd, accel: this.o.accel,
-      imageStamp: `${image.size}:${image.mtimeMs}`, bootScript: bootScript(bootEnv(spec), spec.runtime.initArgs),
+      imageStamp: `${image.size}:${image.mtimeMs}`, bootScript: bootScript(bootEnv(spec), spec.runtime.initArgs), machine: MACHINE_REVISION,
     });
   }
 
@@ -219,12 +223,19 @@ export class MicrovmDriver implements RuntimeDriver {
     await mkdir(bootDir, { recursive: true, mode: 0o700 });
     await writeFile(join(bootDir, 'hostname'), `${spec.hostname}\n`);
     await writeFile(join(bootDir, 'exec.sh'), bootScript(bootEnv(spec), spec.runtime.initArgs), { mode: 0o600 });
+    const volumes = guestVolumes(spec.dir, spec.mounts ?? []);
+    if (volumes.length) await writeFile(join(bootDir, 'volumes'), volumeBootFile(volumes));
+    else await rm(join(bootDir, 'volumes'), { force: true });
     await paths.layer.unmount();
     const held = await run('losetup', ['--associated', paths.layer.image], { allowFail: true });
     if (held.stdout.trim()) throw new Error(`the writable layer of ${spec.instanceId} is still mounted on the host; the guest cannot take it`);
 
     await ensureGuestNetwork(spec.netnsPath);
-    const launch: LaunchSpec = { argv: this.qemuArgs(spec, await this.o.runtimeDisk(spec.runtime)), resources: spec.resources };
+    await startVolumeServers(spec.dir, volumes);
+    const launch: LaunchSpec = {
+      argv: [...this.qemuArgs(spec, await this.o.runtimeDisk(spec.runtime)), ...volumeQemuArgs(volumes, spec.resources.memoryMB)],
+      resources: spec.resources, ...(volumes.length ? { volumes: true } : {}),
+    };
     await writeFile(paths.launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
     const message = existsSync(paths.console) ? 'sandbox booting again from its files' : `sandbox booting (QEMU microvm, ${this.o.accel})`;
     await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message, fields: { logger: 'node-agent' } }), { mode: 0o600 });
@@ -248,6 +259,8 @@ export class MicrovmDriver implements RuntimeDriver {
       '-M', 'microvm,x-option-roms=off,rtc=on', '-accel', this.o.accel === 'tcg' ? 'tcg,tb-size=64' : 'kvm', '-cpu', this.o.accel === 'kvm' ? 'host' : 'max',
       '-smp', String(spec.resources.cpuCount), '-m', String(spec.resources.memoryMB),
       '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot',
+      // Modern virtio-mmio: vhost-user devices (virtiofs) refuse legacy ones.
+      '-global', 'virtio-mmio.force-legacy=false',
       '-kernel', this.o.guest.kernel, '-initrd', this.o.guest.initrd, '-append', cmdline.join(' '),
       '-chardev', `file,id=console,path=${paths.console},append=on`, '-serial', 'chardev:console',
       ...drive('template', spec.rootfs.imagePath, true),
@@ -271,6 +284,9 @@ export class MicrovmDriver implements RuntimeDriver {
   async destroy(ref: InstanceRef): Promise<void> {
     await this.endQemu(ref);
     const paths = this.paths(ref.dir);
+    // The read-only binds lead into volumes: down before the directory is removed.
+    await endVolumeServers(ref.dir);
+    await releaseVolumeBinds(ref.dir);
     if (await isMountPoint(paths.rootfs)) await unmount(paths.rootfs);
     await paths.layer.destroy();
     await rm(ref.dir, { recursive: true, force: true });
@@ -395,7 +411,18 @@ export class MicrovmDriver implements RuntimeDriver {
       if (synced.code !== 0) this.o.logger.warn({ instanceId: ref.instanceId, err: synced.stderr.trim() }, 'sync before stopping the guest failed; its last writes may be lost');
     }
     await this.endQemu(ref);
+    await endVolumeServers(ref.dir);
+    await releaseVolumeBinds(ref.dir);
     await rm(this.paths(ref.dir).state, { force: true });
+  }
+
+  /**
+   * A guest with volumes cannot be saved: QEMU 7.2 cannot migrate a vhost-user-fs device. Its
+   * pause is a filesystem pause (the service asks this first).
+   */
+  async memoryPauseBlocked(ref: InstanceRef): Promise<string | undefined> {
+    const launch = await readFile(this.paths(ref.dir).launch, 'utf8').then((t) => JSON.parse(t) as LaunchSpec, () => undefined);
+    return launch?.volumes ? 'a microvm sandbox with volumes cannot be saved with its memory (QEMU 7.2 cannot migrate virtiofs)' : undefined;
   }
 
   async reboot(spec: InstanceSpec): Promise<void> {

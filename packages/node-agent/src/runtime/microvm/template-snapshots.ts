@@ -77,9 +77,9 @@ export class TemplateSnapshots {
  * runs. A create that differs in any of them boots cold. Creates with a captured layer or with
  * volumes always boot cold (their disks are their own).
  */
-export function templateKey(spec: InstanceSpec, parts: { runtimeDisk: string; kernel: string; initrd: string; accel: string; imageStamp: string; bootScript: string }): string {
+export function templateKey(spec: InstanceSpec, parts: { runtimeDisk: string; kernel: string; initrd: string; accel: string; imageStamp: string; bootScript: string; machine: string }): string {
   const h = createHash('sha256');
-  h.update(JSON.stringify([parts.imageStamp, spec.rootfs.imagePath, spec.resources, parts.runtimeDisk, parts.kernel, parts.initrd, parts.accel, parts.bootScript, spec.files, spec.hostname]));
+  h.update(JSON.stringify([parts.imageStamp, spec.rootfs.imagePath, spec.resources, parts.runtimeDisk, parts.kernel, parts.initrd, parts.accel, parts.machine, parts.bootScript, spec.files, spec.hostname]));
   return h.digest('hex').slice(0, 16);
 }
 
