@@ -16,3 +16,12 @@ mapfile -t files < <(find packages test -name '*.test.ts' -not -path '*/node_mod
 mapfile -t ordered < <(printf '%s\n' "${files[@]}" | grep -v '^test/e2e/'; printf '%s\n' "${files[@]}" | grep '^test/e2e/' || true)
 # A test that hangs fails after 10 minutes instead of holding the whole run.
 node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${ordered[@]}"
+
+# The official SDK's whole-platform suite again on the microvm runtime (QEMU; TCG where there is
+# no KVM, about 5 minutes here): both drivers must pass it (docs/runtimes.md).
+if command -v qemu-system-x86_64 >/dev/null && [ -e /var/lib/svc/guest-kernel/current/vmlinuz ]; then
+  echo "the e2b SDK suite on the microvm runtime"
+  SVC_RUNTIME=microvm node --import tsx --test --test-timeout=600000 test/e2e/e2b-sdk.test.ts
+else
+  echo "skipped: the e2b SDK suite on the microvm runtime (no qemu-system-x86_64 or guest kernel; scripts/setup.sh installs both)"
+fi

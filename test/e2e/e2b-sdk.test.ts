@@ -299,7 +299,22 @@ test('snapshots and fork: files before the capture carry over, later writes and 
   }
 });
 
+/**
+ * Templates a failed earlier run in this data dir left (the data dir is kept between runs for
+ * its cached base): the base refuses deletion while they stand on it, and the refusal lists them.
+ * Those built on others (longer names) go first.
+ */
+async function removeTemplatesOfEarlierRuns(prefix: string): Promise<void> {
+  const headers = { 'X-API-Key': p.apiKey };
+  const listed = await fetch(`${p.apiUrl}/templates`, { headers }).then((r) => r.json() as Promise<Array<{ templateID: string; aliases?: string[] }>>);
+  const stale = listed.filter((t) => (t.aliases ?? []).some((a) => a.startsWith(prefix)));
+  for (const t of stale.sort((a, b) => (b.aliases?.[0]?.length ?? 0) - (a.aliases?.[0]?.length ?? 0))) {
+    await fetch(`${p.apiUrl}/templates/${t.templateID}`, { method: 'DELETE', headers });
+  }
+}
+
 test('template builder: Template.build runs its steps in a sandbox of the base; sandboxes start with the files and env; an unchanged rebuild is cached; a failing step fails the build', async () => {
+  await removeTemplatesOfEarlierRuns('e2e-built-');
   const name = `e2e-built-${Date.now().toString(36)}`;
   const withLastStep = (last: string) => Template().fromTemplate('base')
     .setEnvs({ BUILT_BY: 'svc' })

@@ -11,6 +11,9 @@ import { createInterface } from 'node:readline';
 export const REPO = resolve(import.meta.dirname, '../..');
 export const SVC_BIN = join(REPO, 'packages/cli/bin/svc.mjs');
 
+/** The runtime the platform under test runs (`SVC_RUNTIME`, as `svc up` reads it). */
+export const RUNTIME: 'gvisor' | 'microvm' = process.env.SVC_RUNTIME === 'microvm' ? 'microvm' : 'gvisor';
+
 export interface Endpoint {
   apiUrl: string;
   apiKey: string;
@@ -46,7 +49,8 @@ const E2E_PORTS = {
 };
 
 export async function startPlatform(opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<RunningPlatform> {
-  const dataDir = opts.dataDir ?? '/tmp/svc-e2e-data';
+  // A data dir per runtime: what one runtime's runs leave is not the other's.
+  const dataDir = opts.dataDir ?? (RUNTIME === 'microvm' ? '/tmp/svc-e2e-data-microvm' : '/tmp/svc-e2e-data');
   mkdirSync(dataDir, { recursive: true });
   // Tests make no bursts of creates: a pool that starts at 2 (not svc up's 8) leaves the CPU to them.
   // The code-interpreter-v1 template (1.5 GB) only where a test asks for it.
@@ -91,9 +95,6 @@ async function stopPlatform(child: ChildProcess): Promise<void> {
     throw new Error('svc up did not stop within 60 s of SIGTERM');
   }
 }
-
-/** The runtime the platform under test runs (`SVC_RUNTIME`, as `svc up` reads it). */
-export const RUNTIME: 'gvisor' | 'microvm' = process.env.SVC_RUNTIME === 'microvm' ? 'microvm' : 'gvisor';
 
 /** Sandbox processes (gVisor's runsc, or QEMU for microvm) still running on this machine. */
 export function sandboxProcessesAll(): string[] {
