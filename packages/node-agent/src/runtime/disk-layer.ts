@@ -5,6 +5,15 @@ import { run } from '../host/exec.ts';
 import { isMountPoint, unmount } from '../host/mounts.ts';
 
 /**
+ * tar of an overlay upper directory: numeric owners, and the extended attributes that make it a
+ * layer (trusted.overlay.opaque on a directory that hides the template's) besides the files' own;
+ * whiteouts are character devices 0/0, which tar keeps as they are. Overlay's origin and impure
+ * markers name the template's inodes on this mount and are left out. Both drivers write and read
+ * layers with it, so a layer captured on one boots on the other.
+ */
+export const LAYER_TAR_FLAGS = ['--numeric-owner', '--xattrs', '--xattrs-include=*', '--xattrs-exclude=trusted.overlay.origin', '--xattrs-exclude=trusted.overlay.impure'];
+
+/**
  * A sandbox's writable layer, capped at its disk size: a sparse file holding a fresh ext4,
  * loop-mounted, with the overlay's upper and work directories inside. Writing past the cap
  * fails with ENOSPC in the sandbox, and `df /` there shows the cap (overlayfs reports its

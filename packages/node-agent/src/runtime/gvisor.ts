@@ -7,7 +7,7 @@ import { CommandError, run, runInBackground, type RunResult } from '../host/exec
 import { isMountPoint, unmount } from '../host/mounts.ts';
 import type { ResourceNames } from '../names.ts';
 import type { ExecOptions, ExecOutput, InstanceEndCause, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from './driver.ts';
-import { detachLoopDevice, DiskLayer, loopDevicesUnder } from './disk-layer.ts';
+import { detachLoopDevice, DiskLayer, LAYER_TAR_FLAGS, loopDevicesUnder } from './disk-layer.ts';
 import { NORMAL_CPU_SHARES, ociSpec } from './oci-spec.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
 import { linkIntoRootfs, writeIntoRootfs } from './rootfs-files.ts';
@@ -15,13 +15,6 @@ import { SANDBOX_SUDO, STAT_SHIM_PRELOAD } from './runtime-bundle.ts';
 import { DiskUsage } from '../host/disk-usage.ts';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
-/**
- * tar of an overlay upper directory: numeric owners, and the extended attributes that make it a
- * layer (trusted.overlay.opaque on a directory that hides the template's) besides the files' own;
- * whiteouts are character devices 0/0, which tar keeps as they are. Overlay's origin and impure
- * markers name the template's inodes on this mount and are left out.
- */
-const LAYER_TAR_FLAGS = ['--numeric-owner', '--xattrs', '--xattrs-include=*', '--xattrs-exclude=trusted.overlay.origin', '--xattrs-exclude=trusted.overlay.impure'];
 const CGROUP_CONTROLLERS = ['blkio', 'cpu', 'cpuacct', 'cpuset', 'devices', 'freezer', 'memory', 'pids', 'systemd'];
 
 export interface GvisorOptions {

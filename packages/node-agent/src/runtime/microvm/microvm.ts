@@ -7,7 +7,7 @@ import { formatSandboxLogLine, SandboxLogLines } from '@svc/contracts/sandbox-lo
 import { run, type RunResult } from '../../host/exec.ts';
 import { isMountPoint, unmount } from '../../host/mounts.ts';
 import type { ExecOptions, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from '../driver.ts';
-import { DiskLayer } from '../disk-layer.ts';
+import { DiskLayer, LAYER_TAR_FLAGS } from '../disk-layer.ts';
 import { QmpClient } from '../qmp.ts';
 import { linkIntoRootfs, writeIntoRootfs } from '../rootfs-files.ts';
 import { SANDBOX_SUDO, type RuntimeBundle } from '../runtime-bundle.ts';
@@ -19,8 +19,6 @@ import { ensureGuestNetwork, GUEST_CIDR, GUEST_GATEWAY, GUEST_MAC, GUEST_TAP } f
 import { TemplateSnapshots, templateKey } from './template-snapshots.ts';
 import { endVolumeServers, guestVolumes, releaseVolumeBinds, startVolumeServers, volumeBootFile, volumeQemuArgs } from './guest-volumes.ts';
 
-/** Same layer format as gvisor's (disk-layer.ts): a layer captured on one driver boots on the other. */
-const LAYER_TAR_FLAGS = ['--numeric-owner', '--xattrs', '--xattrs-include=*', '--xattrs-exclude=trusted.overlay.origin', '--xattrs-exclude=trusted.overlay.impure'];
 const QMP_TIMEOUT_MS = 10_000;
 /** Names the machine qemuArgs builds (its devices): a saved guest of another revision is not restored. Change it with them. */
 const MACHINE_REVISION = 'microvm-2';
