@@ -89,6 +89,7 @@ export function toE2bListed(s: SandboxRecord): WireListedSandbox {
     envdVersion: s.envdVersion,
     volumeMounts: s.volumeMounts,
     ...(s.pauseKind ? { pauseKind: s.pauseKind } : {}),
+    ...(s.runtime ? { runtime: s.runtime } : {}),
     timeout: s.timeout,
   };
 }

@@ -19,7 +19,7 @@
  *   /svc/template...                      → see docs/api.md
  */
 import { badRequest, JsonClient } from '@svc/common';
-import type { NodeLoad, PauseKind, SandboxLogs, SandboxLogsQuery, SandboxMetrics } from './node-agent.ts';
+import type { NodeLoad, PauseKind, RuntimeKind, SandboxLogs, SandboxLogsQuery, SandboxMetrics } from './node-agent.ts';
 import type { OnTimeout, SandboxState, TerminateReason } from './master-internal.ts';
 
 export type { SandboxState, OnTimeout, TerminateReason };
@@ -105,6 +105,8 @@ export interface SandboxRecord {
   nodeId: string;
   state: SandboxState;
   pauseKind?: PauseKind;
+  /** What runs it: its node's runtime (docs/runtimes.md). */
+  runtime?: RuntimeKind;
   envdVersion: string;
   envdAccessToken?: string;
   trafficAccessToken?: string;

@@ -147,7 +147,8 @@ const listedProperties = {
   state: { type: 'string', enum: ['running', 'paused'] },
   envdVersion: str,
   volumeMounts: { type: 'array', items: MountedVolume },
-  pauseKind: { type: 'string', enum: PAUSE_KINDS, description: 'freeze: memory kept; filesystem: memory freed, resuming boots it again' },
+  pauseKind: { type: 'string', enum: PAUSE_KINDS, description: 'freeze: memory kept; snapshot: the machine written to disk (microvm); filesystem: memory freed, resuming boots it again' },
+  runtime: { type: 'string', enum: ['gvisor', 'microvm'], description: 'What runs the sandbox (docs/runtimes.md)' },
   timeout: { ...int, description: 'The idle timeout in seconds' },
 } as const;
 const listedRequired = ['sandboxID', 'templateID', 'clientID', 'startedAt', 'cpuCount', 'memoryMB', 'diskSizeMB', 'metadata', 'state', 'envdVersion', 'volumeMounts', 'timeout'] as const;

@@ -13,6 +13,7 @@ export function toRecord(r: Row): SandboxRecord {
     nodeId: r.node_id,
     state: r.state as SandboxState,
     ...(r.state === 'paused' && r.pause_kind ? { pauseKind: r.pause_kind as PauseKind } : {}),
+    ...(r.runtime === 'gvisor' || r.runtime === 'microvm' ? { runtime: r.runtime } : {}),
     envdVersion: r.envd_version,
     ...(r.envd_access_token ? { envdAccessToken: r.envd_access_token } : {}),
     ...(r.traffic_access_token ? { trafficAccessToken: r.traffic_access_token } : {}),
