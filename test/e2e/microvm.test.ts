@@ -43,6 +43,8 @@ test('the e2b SDK on microvm sandboxes: create, commands, files, pause to disk, 
   const info = await sbx.getInfo();
   assert.equal(info.sandboxId, sbx.sandboxId);
   assert.equal(qemuProcesses(p!.dataDir).length, 1);
+  const detail = await fetch(`${p!.apiUrl}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-Key': p!.apiKey } }).then((r) => r.json() as Promise<{ runtime?: string }>);
+  assert.equal(detail.runtime, 'microvm', 'its info says which runtime runs it');
 
   // The guest's own kernel, and the template's user.
   const who = await sbx.commands.run('uname -r; id -un');
