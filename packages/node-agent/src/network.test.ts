@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { NodeAgentClient, type NodeSandbox } from '@svc/contracts/node-agent';
@@ -7,6 +9,7 @@ import { egressAddressOf } from '@svc/common';
 import { run } from './host/exec.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { createRequest, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
+import { DEFAULT_GUEST_KERNEL_DIR } from './runtime/microvm/guest-assets.ts';
 
 /**
  * An "internet" upstream: an HTTP server in a namespace this test makes, joined to the host by
@@ -39,137 +42,143 @@ async function makeUpstream(suffix: string) {
   };
 }
 
-describe('node agent networking', () => {
-  let env: TestEnv;
-  let agent: NodeAgent;
-  let client: NodeAgentClient;
-  let upstream: Awaited<ReturnType<typeof makeUpstream>>;
-  let hostServer: http.Server;
-  let hostPort: number;
+const QEMU_MISSING = spawnSync('qemu-system-x86_64', ['--version']).status !== 0 || !existsSync(join(DEFAULT_GUEST_KERNEL_DIR, 'vmlinuz'));
 
-  before(async () => {
-    env = await makeTestEnv('net', '10.201.3.0/24');
-    upstream = await makeUpstream(Math.random().toString(36).slice(2, 6));
-    hostServer = http.createServer((_q, s) => s.end('host-ok'));
-    await new Promise<void>((r) => hostServer.listen(0, '0.0.0.0', r));
-    hostPort = (hostServer.address() as { port: number }).port;
-    agent = await startNodeAgent(env.config(), { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
-    client = new NodeAgentClient(agent.url);
+// The same policy on both runtimes: a microvm guest's traffic leaves through its namespace's
+// translation to the sandbox's address, and meets the same host-side rules (docs/runtimes.md).
+for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.13.0/24']] as const) {
+  describe(`node agent networking (${runtime})`, { skip: runtime === 'microvm' && QEMU_MISSING ? 'qemu-system-x86_64 or the guest kernel is missing (scripts/setup.sh)' : false }, () => {
+    let env: TestEnv;
+    let agent: NodeAgent;
+    let client: NodeAgentClient;
+    let upstream: Awaited<ReturnType<typeof makeUpstream>>;
+    let hostServer: http.Server;
+    let hostPort: number;
+
+    before(async () => {
+      env = await makeTestEnv(runtime === 'gvisor' ? 'net' : 'netmv', pool);
+      upstream = await makeUpstream(Math.random().toString(36).slice(2, 6));
+      hostServer = http.createServer((_q, s) => s.end('host-ok'));
+      await new Promise<void>((r) => hostServer.listen(0, '0.0.0.0', r));
+      hostPort = (hostServer.address() as { port: number }).port;
+      agent = await startNodeAgent(env.config({ runtime }), { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+      client = new NodeAgentClient(agent.url);
+    });
+
+    after(async () => {
+      await agent?.close({ destroySandboxes: true });
+      await upstream?.close();
+      hostServer?.closeAllConnections();
+      hostServer?.close();
+      await env?.cleanup();
+    });
+
+    /** The HTTP answer a sandbox gets from host:port (busybox nc, 1 s timeout); '' when blocked. */
+    const fetchFrom = async (sb: NodeSandbox, host: string, port: number) =>
+      (await agent.exec(sb.sandboxId, ['sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 1 ${host} ${port}`])).stdout;
+
+    it('enforces allowInternetAccess, allowOut and denyOut; isolates sandboxes from each other and from the host', async () => {
+      const [closed, open, allowed, denied] = await Promise.all([
+        client.createSandbox(createRequest(env, { allowInternetAccess: false })),
+        client.createSandbox(createRequest(env, { allowInternetAccess: true })),
+        client.createSandbox(createRequest(env, { allowInternetAccess: false, network: { allowOut: ['10.201.250.2'], denyOut: [] } })),
+        client.createSandbox(createRequest(env, { allowInternetAccess: true, network: { allowOut: [], denyOut: ['10.201.250.0/30'] } })),
+      ]);
+      const hostSide = agent.inspect(open.sandboxId).address.replace(/\.2$/, '.1');
+      const [viaClosed, viaOpen, viaAllowed, viaDenied, toSandbox, toHost, controlOpen] = await Promise.all([
+        fetchFrom(closed, upstream.host, upstream.port),
+        fetchFrom(open, upstream.host, upstream.port),
+        fetchFrom(allowed, upstream.host, upstream.port),
+        fetchFrom(denied, upstream.host, upstream.port),
+        fetchFrom(open, closed.address, 49983),
+        fetchFrom(open, hostSide, hostPort),
+        fetchFrom(open, '127.0.0.1', 49983),
+      ]);
+      assert.doesNotMatch(viaClosed, /upstream-ok/, 'allowInternetAccess=false reached the upstream');
+      assert.match(viaOpen, /upstream-ok/, 'allowInternetAccess=true did not reach the upstream');
+      assert.match(viaAllowed, /upstream-ok/, 'allowOut did not open the upstream');
+      assert.doesNotMatch(viaDenied, /upstream-ok/, 'denyOut did not block the upstream');
+      assert.doesNotMatch(toSandbox, /HTTP\/1\.1/, 'a sandbox reached another sandbox');
+      assert.doesNotMatch(toHost, /host-ok/, 'a sandbox reached a host service');
+      assert.match(controlOpen, /HTTP\/1\.1 /, 'the probe itself does not work');
+
+      // The host reaches user ports at the sandbox address.
+      await agent.exec(open.sandboxId, ['sh', '-c', 'mkdir -p /www && echo user-port-ok > /www/index.html']);
+      await agent.exec(open.sandboxId, ['httpd', '-p', '8000', '-h', '/www']);
+      let body = '';
+      for (let i = 0; i < 40 && !body; i++) {
+        body = await fetch(`http://${open.address}:8000/`).then((r) => r.text()).catch(() => '');
+        if (!body) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(body.trim(), 'user-port-ok');
+
+      await Promise.all([closed, open, allowed, denied].map((s) => client.deleteSandbox(s.sandboxId)));
+    });
+
+    it('updateNetwork replaces a running sandbox\'s policy at once, and refuses a paused sandbox', async () => {
+      const sb = await client.createSandbox(createRequest(env, { allowInternetAccess: true }));
+      try {
+        assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/);
+        await client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [`${upstream.host}/32`] } });
+        assert.doesNotMatch(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'denyOut took effect');
+        await client.updateNetwork(sb.sandboxId, { allowInternetAccess: false, network: { allowOut: [upstream.host], denyOut: [] } });
+        assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'allowOut opened the one address');
+        await client.updateNetwork(sb.sandboxId, { allowInternetAccess: false, network: { allowOut: [], denyOut: [] } });
+        assert.doesNotMatch(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'the update replaced the whole policy');
+        await assert.rejects(client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: ['not an address!'], denyOut: [] } }),
+          (e: { status?: number }) => e.status === 400);
+        await client.pauseSandbox(sb.sandboxId);
+        await assert.rejects(client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } }),
+          (e: { status?: number }) => e.status === 409);
+        await assert.rejects(client.updateNetwork('inosuchsandbox0000000', { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } }),
+          (e: { status?: number }) => e.status === 404);
+      } finally {
+        await client.deleteSandbox(sb.sandboxId);
+      }
+    });
+
+    it('steers a sandbox\'s rule ports to the egress proxy\'s listeners, from its own address only; other ports follow layer 3', async () => {
+      const address = egressAddressOf(pool);
+      // A stand-in for the proxy on its listeners: it answers with the address it saw the request from.
+      const stand = (scheme: string) => http.createServer((q, s) => s.end(`proxy-${scheme} from ${q.socket.remoteAddress}`));
+      const proxies = [stand('http'), stand('https')];
+      await new Promise<void>((r) => proxies[0].listen(env.egressPorts.http, address, r));
+      await new Promise<void>((r) => proxies[1].listen(env.egressPorts.https, address, r));
+      const sb = await client.createSandbox(createRequest(env, {
+        allowInternetAccess: false,
+        network: { allowOut: [], denyOut: [], steer: [{ port: 8080, scheme: 'https' }, { port: 80, scheme: 'http' }] },
+      }));
+      try {
+        // 8080 is a rule port: it lands on the proxy's HTTPS listener, whatever the address asked for.
+        assert.match(await fetchFrom(sb, upstream.host, 8080), new RegExp(`proxy-https from ${sb.address.replace(/\./g, '\\.')}`));
+        assert.match(await fetchFrom(sb, '192.0.2.1', 80), /proxy-http from/);
+        // 8081 is not: layer 3 decides, and this sandbox may not go out.
+        assert.equal(await fetchFrom(sb, upstream.host, 8081), '');
+        // The update that drops the rules takes the steering away at once.
+        await client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } });
+        assert.match(await fetchFrom(sb, upstream.host, 8080), /upstream-ok/);
+        await assert.rejects(client.updateNetwork(sb.sandboxId, {
+          allowInternetAccess: true, network: { allowOut: [], denyOut: [], steer: [{ port: 8080, scheme: 'https' }, { port: 8080, scheme: 'http' }] },
+        }), (e: { status?: number; message?: string }) => e.status === 400 && /both http and https/.test(e.message ?? ''));
+      } finally {
+        await client.deleteSandbox(sb.sandboxId);
+        for (const p of proxies) p.close();
+      }
+    });
+
+    it('passes over pool addresses the host already uses (another agent, a bridge) instead of hanging on them', { skip: runtime === 'microvm' ? 'the address pool is the same code on both runtimes' : false }, async () => {
+      const foreign = `natcl${Math.random().toString(36).slice(2, 6)}`;
+      await run('ip', ['link', 'add', foreign, 'type', 'veth', 'peer', 'name', `${foreign}p`]);
+      try {
+        await run('ip', ['addr', 'add', '10.201.3.1/30', 'dev', foreign]);
+        await run('ip', ['addr', 'add', '10.201.3.6/30', 'dev', foreign]);
+        await run('ip', ['link', 'set', foreign, 'up']);
+        const sb = await client.createSandbox(createRequest(env));
+        assert.equal(sb.address, '10.201.3.10', 'the first two /30s of the pool clash with the foreign interface');
+        await client.deleteSandbox(sb.sandboxId);
+      } finally {
+        await run('ip', ['link', 'del', foreign], { allowFail: true });
+      }
+    });
   });
-
-  after(async () => {
-    await agent?.close({ destroySandboxes: true });
-    await upstream?.close();
-    hostServer?.closeAllConnections();
-    hostServer?.close();
-    await env?.cleanup();
-  });
-
-  /** The HTTP answer a sandbox gets from host:port (busybox nc, 1 s timeout); '' when blocked. */
-  const fetchFrom = async (sb: NodeSandbox, host: string, port: number) =>
-    (await agent.exec(sb.sandboxId, ['sh', '-c', `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 1 ${host} ${port}`])).stdout;
-
-  it('enforces allowInternetAccess, allowOut and denyOut; isolates sandboxes from each other and from the host', async () => {
-    const [closed, open, allowed, denied] = await Promise.all([
-      client.createSandbox(createRequest(env, { allowInternetAccess: false })),
-      client.createSandbox(createRequest(env, { allowInternetAccess: true })),
-      client.createSandbox(createRequest(env, { allowInternetAccess: false, network: { allowOut: ['10.201.250.2'], denyOut: [] } })),
-      client.createSandbox(createRequest(env, { allowInternetAccess: true, network: { allowOut: [], denyOut: ['10.201.250.0/30'] } })),
-    ]);
-    const hostSide = agent.inspect(open.sandboxId).address.replace(/\.2$/, '.1');
-    const [viaClosed, viaOpen, viaAllowed, viaDenied, toSandbox, toHost, controlOpen] = await Promise.all([
-      fetchFrom(closed, upstream.host, upstream.port),
-      fetchFrom(open, upstream.host, upstream.port),
-      fetchFrom(allowed, upstream.host, upstream.port),
-      fetchFrom(denied, upstream.host, upstream.port),
-      fetchFrom(open, closed.address, 49983),
-      fetchFrom(open, hostSide, hostPort),
-      fetchFrom(open, '127.0.0.1', 49983),
-    ]);
-    assert.doesNotMatch(viaClosed, /upstream-ok/, 'allowInternetAccess=false reached the upstream');
-    assert.match(viaOpen, /upstream-ok/, 'allowInternetAccess=true did not reach the upstream');
-    assert.match(viaAllowed, /upstream-ok/, 'allowOut did not open the upstream');
-    assert.doesNotMatch(viaDenied, /upstream-ok/, 'denyOut did not block the upstream');
-    assert.doesNotMatch(toSandbox, /HTTP\/1\.1/, 'a sandbox reached another sandbox');
-    assert.doesNotMatch(toHost, /host-ok/, 'a sandbox reached a host service');
-    assert.match(controlOpen, /HTTP\/1\.1 /, 'the probe itself does not work');
-
-    // The host reaches user ports at the sandbox address.
-    await agent.exec(open.sandboxId, ['sh', '-c', 'mkdir -p /www && echo user-port-ok > /www/index.html']);
-    await agent.exec(open.sandboxId, ['httpd', '-p', '8000', '-h', '/www']);
-    let body = '';
-    for (let i = 0; i < 40 && !body; i++) {
-      body = await fetch(`http://${open.address}:8000/`).then((r) => r.text()).catch(() => '');
-      if (!body) await new Promise((r) => setTimeout(r, 50));
-    }
-    assert.equal(body.trim(), 'user-port-ok');
-
-    await Promise.all([closed, open, allowed, denied].map((s) => client.deleteSandbox(s.sandboxId)));
-  });
-
-  it('updateNetwork replaces a running sandbox\'s policy at once, and refuses a paused sandbox', async () => {
-    const sb = await client.createSandbox(createRequest(env, { allowInternetAccess: true }));
-    try {
-      assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/);
-      await client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [`${upstream.host}/32`] } });
-      assert.doesNotMatch(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'denyOut took effect');
-      await client.updateNetwork(sb.sandboxId, { allowInternetAccess: false, network: { allowOut: [upstream.host], denyOut: [] } });
-      assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'allowOut opened the one address');
-      await client.updateNetwork(sb.sandboxId, { allowInternetAccess: false, network: { allowOut: [], denyOut: [] } });
-      assert.doesNotMatch(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'the update replaced the whole policy');
-      await assert.rejects(client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: ['not an address!'], denyOut: [] } }),
-        (e: { status?: number }) => e.status === 400);
-      await client.pauseSandbox(sb.sandboxId);
-      await assert.rejects(client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } }),
-        (e: { status?: number }) => e.status === 409);
-      await assert.rejects(client.updateNetwork('inosuchsandbox0000000', { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } }),
-        (e: { status?: number }) => e.status === 404);
-    } finally {
-      await client.deleteSandbox(sb.sandboxId);
-    }
-  });
-
-  it('steers a sandbox\'s rule ports to the egress proxy\'s listeners, from its own address only; other ports follow layer 3', async () => {
-    const address = egressAddressOf('10.201.3.0/24');
-    // A stand-in for the proxy on its listeners: it answers with the address it saw the request from.
-    const stand = (scheme: string) => http.createServer((q, s) => s.end(`proxy-${scheme} from ${q.socket.remoteAddress}`));
-    const proxies = [stand('http'), stand('https')];
-    await new Promise<void>((r) => proxies[0].listen(env.egressPorts.http, address, r));
-    await new Promise<void>((r) => proxies[1].listen(env.egressPorts.https, address, r));
-    const sb = await client.createSandbox(createRequest(env, {
-      allowInternetAccess: false,
-      network: { allowOut: [], denyOut: [], steer: [{ port: 8080, scheme: 'https' }, { port: 80, scheme: 'http' }] },
-    }));
-    try {
-      // 8080 is a rule port: it lands on the proxy's HTTPS listener, whatever the address asked for.
-      assert.match(await fetchFrom(sb, upstream.host, 8080), new RegExp(`proxy-https from ${sb.address.replace(/\./g, '\\.')}`));
-      assert.match(await fetchFrom(sb, '192.0.2.1', 80), /proxy-http from/);
-      // 8081 is not: layer 3 decides, and this sandbox may not go out.
-      assert.equal(await fetchFrom(sb, upstream.host, 8081), '');
-      // The update that drops the rules takes the steering away at once.
-      await client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } });
-      assert.match(await fetchFrom(sb, upstream.host, 8080), /upstream-ok/);
-      await assert.rejects(client.updateNetwork(sb.sandboxId, {
-        allowInternetAccess: true, network: { allowOut: [], denyOut: [], steer: [{ port: 8080, scheme: 'https' }, { port: 8080, scheme: 'http' }] },
-      }), (e: { status?: number; message?: string }) => e.status === 400 && /both http and https/.test(e.message ?? ''));
-    } finally {
-      await client.deleteSandbox(sb.sandboxId);
-      for (const p of proxies) p.close();
-    }
-  });
-
-  it('passes over pool addresses the host already uses (another agent, a bridge) instead of hanging on them', async () => {
-    const foreign = `natcl${Math.random().toString(36).slice(2, 6)}`;
-    await run('ip', ['link', 'add', foreign, 'type', 'veth', 'peer', 'name', `${foreign}p`]);
-    try {
-      await run('ip', ['addr', 'add', '10.201.3.1/30', 'dev', foreign]);
-      await run('ip', ['addr', 'add', '10.201.3.6/30', 'dev', foreign]);
-      await run('ip', ['link', 'set', foreign, 'up']);
-      const sb = await client.createSandbox(createRequest(env));
-      assert.equal(sb.address, '10.201.3.10', 'the first two /30s of the pool clash with the foreign interface');
-      await client.deleteSandbox(sb.sandboxId);
-    } finally {
-      await run('ip', ['link', 'del', foreign], { allowFail: true });
-    }
-  });
-});
+}

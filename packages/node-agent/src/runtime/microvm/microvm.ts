@@ -63,8 +63,8 @@ interface SavedMachine {
 
 /**
  * QEMU `microvm` sandboxes (docs/runtimes.md, "microvm"). Each sandbox is one QEMU process,
- * daemonized so that it outlives the agent, started in the sandbox's network namespace with a
- * tap device bridged to the namespace's veth end. Disks: the template's ext4 (read-only,
+ * daemonized so that it outlives the agent, started in the sandbox's network namespace on a
+ * tap device there (guest-network.ts: one guest address, translated to the sandbox's). Disks: the template's ext4 (read-only,
  * shared), the sandbox's writable layer (the same ext4 image gvisor uses, mounted by the guest
  * as the overlay's upper) and svc's runtime directory (read-only, shared). Pause writes the
  * machine's state to a file and ends QEMU, so a paused sandbox holds no process and no memory;
