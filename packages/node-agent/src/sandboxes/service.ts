@@ -267,8 +267,9 @@ export class SandboxService {
   }
 
   /**
-   * Captures a running sandbox's writable layer as a new layer on this node: its kernel's
-   * buffers flushed (`sync` inside), the sandbox paused while the layer is read, then resumed.
+   * Captures a running sandbox as a new layer on this node: its whole machine where the runtime
+   * can save one (microvm, unless `memory: false`), else its writable layer with its kernel's
+   * buffers flushed (`sync` inside); the sandbox is paused while it is read, then resumed.
    */
   async snapshot(id: string, req: SnapshotSandboxOnNode): Promise<LayerOnNode> {
     const { layerId } = req;
