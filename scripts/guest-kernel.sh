@@ -8,7 +8,7 @@ root="${1:-${SVC_GUEST_KERNEL_ROOT:-/var/lib/svc/guest-kernel}}"
 # Load order matters: each module's dependencies come first.
 modules=(virtio_ring virtio virtio_mmio virtio_blk failover net_failover virtio_net overlay fuse virtiofs)
 
-pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+pkg=$(apt-cache depends linux-image-cloud-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ && !found {print $2; found = 1}')
 if [ -z "$pkg" ]; then
   if [ -e "$root/current/vmlinuz" ]; then echo "guest kernel: apt knows no linux-image-cloud-amd64; keeping $(readlink "$root/current")"; exit 0; fi
   echo "guest kernel: apt knows no linux-image-cloud-amd64 (run apt-get update)" >&2; exit 1
