@@ -3,9 +3,10 @@ import { SvcError } from '@svc/common';
 
 export const ENVD_PORT = 49983;
 
-interface Answer { status: number; body: string }
+export interface EnvdAnswer { status: number; body: string }
 
-function request(address: string, method: string, path: string, opts: { timeoutMs: number; body?: unknown; headers?: Record<string, string> }): Promise<Answer> {
+/** One JSON request to envd at `address` (its whole answer, any status). */
+export function envdRequest(address: string, method: string, path: string, opts: { timeoutMs: number; body?: unknown; headers?: Record<string, string> }): Promise<EnvdAnswer> {
   return new Promise((resolve, reject) => {
     const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const req = http.request({
@@ -24,7 +25,7 @@ function request(address: string, method: string, path: string, opts: { timeoutM
 /** Undefined when envd answers GET /health with 2xx, else what went wrong. */
 async function envdHealthProblem(address: string, timeoutMs: number): Promise<string | undefined> {
   try {
-    const r = await request(address, 'GET', '/health', { timeoutMs });
+    const r = await envdRequest(address, 'GET', '/health', { timeoutMs });
     return r.status >= 200 && r.status < 300 ? undefined : `answered ${r.status}`;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code ?? (e as Error).message;
@@ -64,6 +65,6 @@ export interface EnvdInit {
 
 /** envd's POST /init (E2B shape): personalises a started envd with env vars and an access token. */
 export async function envdInit(address: string, body: EnvdInit): Promise<void> {
-  const r = await request(address, 'POST', '/init', { timeoutMs: 5_000, body });
+  const r = await envdRequest(address, 'POST', '/init', { timeoutMs: 5_000, body });
   if (r.status < 200 || r.status >= 300) throw new Error(`envd POST /init answered ${r.status}: ${r.body.slice(0, 200)}`);
 }

@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs';
-import { appendFile, mkdir, open, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { SvcError, type Logger } from '@svc/common';
-import { formatSandboxLogLine, SandboxLogLines } from '@svc/contracts/sandbox-logs';
 import { CommandError, run, runInBackground, type RunResult } from '../host/exec.ts';
 import { isMountPoint, unmount } from '../host/mounts.ts';
 import type { ResourceNames } from '../names.ts';
@@ -10,8 +9,9 @@ import type { ExecOptions, ExecOutput, InstanceEndCause, InstanceRef, InstanceSp
 import { detachLoopDevice, DiskLayer, LAYER_TAR_FLAGS, loopDevicesUnder } from './disk-layer.ts';
 import { NORMAL_CPU_SHARES, ociSpec } from './oci-spec.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
-import { linkIntoRootfs, writeIntoRootfs } from './rootfs-files.ts';
-import { SANDBOX_SUDO, STAT_SHIM_PRELOAD } from './runtime-bundle.ts';
+import { placeSandboxFiles } from './rootfs-files.ts';
+import { appendAgentLine, consoleTailOf } from './console-file.ts';
+import { STAT_SHIM_PRELOAD } from './runtime-bundle.ts';
 import { DiskUsage } from '../host/disk-usage.ts';
 
 const CGROUP_ROOT = '/sys/fs/cgroup';
@@ -100,12 +100,8 @@ export class GvisorDriver implements RuntimeDriver {
     for (const d of [paths.rootfs, paths.bundle]) await mkdir(d, { recursive: true });
     await run('mount', ['-t', 'overlay', 'overlay', '-o',
       `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.upper},workdir=${paths.work}`, paths.rootfs]);
-    for (const [path, content] of Object.entries({ ...spec.files, '/etc/hostname': `${spec.hostname}\n`, '/etc/ld.so.preload': STAT_SHIM_PRELOAD })) {
-      if (!(await writeIntoRootfs(paths.rootfs, path, content))) this.o.logger.warn({ path }, 'image holds a symlink or directory there; file not placed');
-    }
     // The image's set-uid sudo cannot raise privileges here; svc's goes through envd (docs/decisions.md).
-    const sudoPath = existsSync(join(paths.rootfs, 'usr/bin/sudo')) ? '/usr/bin/sudo' : '/usr/local/bin/sudo';
-    if (!(await linkIntoRootfs(paths.rootfs, sudoPath, SANDBOX_SUDO))) this.o.logger.warn({ path: sudoPath }, 'image holds a symlink or directory there; sudo not placed');
+    await placeSandboxFiles(paths.rootfs, { ...spec.files, '/etc/hostname': `${spec.hostname}\n`, '/etc/ld.so.preload': STAT_SHIM_PRELOAD }, this.o.logger);
     const cgroupsPath = `/${this.o.names.cgroupParent}/${id}`;
     await writeFile(join(paths.bundle, 'config.json'), JSON.stringify(ociSpec(spec, paths.rootfs, cgroupsPath)), { mode: 0o600 });
     await this.runDetached(spec, id, paths);
@@ -385,10 +381,8 @@ export class GvisorDriver implements RuntimeDriver {
     return this.paths(ref.dir).console;
   }
 
-  async consoleTail(ref: InstanceRef, lines = 5): Promise<string> {
-    const text = await readFile(this.paths(ref.dir).console, 'utf8').catch(() => '');
-    const entries = new SandboxLogLines();
-    return text.trim().split('\n').slice(-lines).map((l) => entries.entry(l)?.message ?? l).join(' | ').slice(-2_000);
+  consoleTail(ref: InstanceRef, lines = 5): Promise<string> {
+    return consoleTailOf(this.paths(ref.dir).console, lines);
   }
 
   private cmd(ref: InstanceRef, args: string[], opts: { allowFail?: boolean; timeoutMs?: number; inputFile?: string; onOutput?: ExecOutput } = {}): Promise<RunResult> {
@@ -404,7 +398,7 @@ export class GvisorDriver implements RuntimeDriver {
     const argv = [`--net=${spec.netnsPath}`, this.runsc, ...this.globalFlags(), 'run', '--detach', `--bundle=${paths.bundle}`, id];
     // Every boot is marked with its time: what runsc itself writes after it carries none (sandbox-logs.ts).
     const message = existsSync(paths.console) ? 'sandbox booting again from its files' : 'sandbox booting';
-    await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message, fields: { logger: 'node-agent' } }), { mode: 0o600 });
+    await appendAgentLine(paths.console, message);
     const { code } = await run('nsenter', argv, { logPath: paths.console, timeoutMs: 60_000, allowFail: true });
     if (code !== 0) {
       throw new CommandError(['runsc', 'run', id], { code, stdout: '', stderr: await this.consoleTail(spec, 3) });

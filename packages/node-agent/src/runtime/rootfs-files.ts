@@ -1,5 +1,8 @@
+import { existsSync } from 'node:fs';
 import { lstat, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Logger } from '@svc/common';
+import { SANDBOX_SUDO } from './runtime-bundle.ts';
 
 /**
  * Writes a file into a sandbox root on the host without following any symlink the image
@@ -36,4 +39,17 @@ async function placeIn(root: string, sandboxPath: string): Promise<string | unde
   if (st?.isDirectory()) return undefined;
   if (st) await rm(target);
   return target;
+}
+
+/**
+ * What every sandbox root gets at boot, on either runtime: `files` (resolv.conf, hostname, ...)
+ * and svc's sudo in the image's sudo's place (it goes through envd: docs/decisions.md). A path
+ * an image holds as a symlink or directory is left alone and logged.
+ */
+export async function placeSandboxFiles(root: string, files: Record<string, string>, logger: Logger): Promise<void> {
+  for (const [path, content] of Object.entries(files)) {
+    if (!(await writeIntoRootfs(root, path, content))) logger.warn({ path }, 'image holds a symlink or directory there; file not placed');
+  }
+  const sudoPath = existsSync(join(root, 'usr/bin/sudo')) ? '/usr/bin/sudo' : '/usr/local/bin/sudo';
+  if (!(await linkIntoRootfs(root, sudoPath, SANDBOX_SUDO))) logger.warn({ path: sudoPath }, 'image holds a symlink or directory there; sudo not placed');
 }

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { createReadStream } from 'node:fs';
-import { ENVD_PORT } from '../../envd-client.ts';
+import { ENVD_PORT, envdRequest } from '../../envd-client.ts';
 import type { RunResult } from '../../host/exec.ts';
 import type { ExecOptions } from '../driver.ts';
 
@@ -102,20 +102,9 @@ async function sendInputFile(target: EnvdTarget, headers: Record<string, string>
   await unary(target, headers, 'CloseStdin', { process: { pid } });
 }
 
-function unary(target: EnvdTarget, headers: Record<string, string>, method: string, body: unknown): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const req = http.request({
-      host: target.address, port: ENVD_PORT, method: 'POST', path: `/process.Process/${method}`, agent: false, timeout: 10_000,
-      headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`envd ${method} answered ${res.statusCode}: ${text.slice(0, 200)}`))));
-    });
-    req.on('timeout', () => req.destroy(new Error(`envd ${method}: no answer within 10 s`)));
-    req.on('error', reject);
-    req.end(payload);
-  });
+async function unary(target: EnvdTarget, headers: Record<string, string>, method: string, body: unknown): Promise<void> {
+  const r = await envdRequest(target.address, 'POST', `/process.Process/${method}`, { timeoutMs: 10_000, body, headers });
+  if (r.status !== 200) throw new Error(`envd ${method} answered ${r.status}: ${r.body.slice(0, 200)}`);
 }
 
 /**
@@ -123,17 +112,7 @@ function unary(target: EnvdTarget, headers: Record<string, string>, method: stri
  * /init semantics, packages/envd/src/http/init.ts), so the /init that gives the sandbox its own
  * identity needs none. No timestamp: it must not outdate the /init that follows.
  */
-export function clearEnvdToken(target: EnvdTarget & { accessToken: string }): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({
-      host: target.address, port: ENVD_PORT, method: 'POST', path: '/init', agent: false, timeout: 10_000,
-      headers: { 'x-access-token': target.accessToken, 'content-type': 'application/json', 'content-length': 2 },
-    }, (res) => {
-      let text = '';
-      res.setEncoding('utf8').on('data', (d: string) => { text += d; }).on('end', () => (res.statusCode! < 300 ? resolve() : reject(new Error(`envd /init answered ${res.statusCode}: ${text.slice(0, 200)}`))));
-    });
-    req.on('timeout', () => req.destroy(new Error('envd /init: no answer within 10 s')));
-    req.on('error', reject);
-    req.end('{}');
-  });
+export async function clearEnvdToken(target: EnvdTarget & { accessToken: string }): Promise<void> {
+  const r = await envdRequest(target.address, 'POST', '/init', { timeoutMs: 10_000, body: {}, headers: { 'x-access-token': target.accessToken } });
+  if (r.status >= 300) throw new Error(`envd /init answered ${r.status}: ${r.body.slice(0, 200)}`);
 }

@@ -1,15 +1,15 @@
 import { existsSync } from 'node:fs';
-import { appendFile, copyFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { SvcError, type Logger } from '@svc/common';
-import { formatSandboxLogLine, SandboxLogLines } from '@svc/contracts/sandbox-logs';
 import { run, type RunResult } from '../../host/exec.ts';
 import { isMountPoint, unmount } from '../../host/mounts.ts';
 import type { ExecOptions, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from '../driver.ts';
 import { DiskLayer, LAYER_TAR_FLAGS } from '../disk-layer.ts';
 import { QmpClient } from '../qmp.ts';
-import { linkIntoRootfs, writeIntoRootfs } from '../rootfs-files.ts';
+import { placeSandboxFiles } from '../rootfs-files.ts';
+import { appendAgentLine, consoleTailOf } from '../console-file.ts';
 import { SANDBOX_SUDO, type RuntimeBundle } from '../runtime-bundle.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
 import { SUDO_HELPER_ENV } from '../oci-spec.ts';
@@ -17,7 +17,7 @@ import { clearEnvdToken, execThroughEnvd } from './envd-exec.ts';
 import type { GuestBoot } from './guest-assets.ts';
 import { ensureGuestNetwork, GUEST_CIDR, GUEST_GATEWAY, GUEST_MAC, GUEST_TAP } from './guest-network.ts';
 import { TemplateSnapshots, templateKey } from './template-snapshots.ts';
-import { endVolumeServers, guestVolumes, releaseVolumeBinds, startVolumeServers, volumeBootFile, volumeQemuArgs } from './guest-volumes.ts';
+import { endVolumeServers, guestVolumes, releaseVolumeBinds, startVolumeServers, volumeBootFile, volumeQemuArgs, type GuestVolume } from './guest-volumes.ts';
 
 const QMP_TIMEOUT_MS = 10_000;
 /** Names the machine qemuArgs builds (its devices): a saved guest of another revision is not restored. Change it with them. */
@@ -153,11 +153,10 @@ export class MicrovmDriver implements RuntimeDriver {
     await mkdir(spec.dir, { recursive: true });
     await run('cp', ['--sparse=always', join(saved, 'disk.ext4'), paths.layer.image]);
     await ensureGuestNetwork(spec.netnsPath);
-    const launch: LaunchSpec = { argv: this.qemuArgs(spec, await this.o.runtimeDisk(spec.runtime)), resources: spec.resources };
-    await writeFile(paths.launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
+    const launch = await this.writeLaunch(spec, []);
     // The saved guest's boot log is this sandbox's too: the envd now serving it printed it.
     await copyFile(join(saved, 'console.log'), paths.console).catch(() => { /* a saved guest without its log: the restore line below stands alone */ });
-    await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message: `sandbox restored from its template's saved guest (QEMU microvm, ${this.o.accel})`, fields: { logger: 'node-agent' } }), { mode: 0o600 });
+    await appendAgentLine(paths.console, `sandbox restored from its template's saved guest (QEMU microvm, ${this.o.accel})`);
     await this.launchFromState(spec, launch.argv, join(saved, 'memory.state'));
   }
 
@@ -193,9 +192,8 @@ export class MicrovmDriver implements RuntimeDriver {
       throw new SvcError(409, `this snapshot holds a machine of ${want.cpuCount} CPUs and ${want.memoryMB} MB; it cannot start as ${spec.resources.cpuCount} CPUs and ${spec.resources.memoryMB} MB`);
     }
     await ensureGuestNetwork(spec.netnsPath);
-    const launch: LaunchSpec = { argv: this.qemuArgs(spec, await this.o.runtimeDisk(spec.runtime)), resources: spec.resources };
-    await writeFile(paths.launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
-    await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message: `sandbox restored from a snapshot of a machine (QEMU microvm, ${this.o.accel})`, fields: { logger: 'node-agent' } }), { mode: 0o600 });
+    const launch = await this.writeLaunch(spec, []);
+    await appendAgentLine(paths.console, `sandbox restored from a snapshot of a machine (QEMU microvm, ${this.o.accel})`);
     await this.launchFromState(spec, launch.argv, paths.state, machine.envdToken);
     await rm(paths.state, { force: true });
     if (machine.envdToken && spec.address) await clearEnvdToken({ address: spec.address, accessToken: machine.envdToken });
@@ -209,11 +207,7 @@ export class MicrovmDriver implements RuntimeDriver {
     await mkdir(paths.rootfs, { recursive: true });
     await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.layer.upper},workdir=${paths.layer.work}`, paths.rootfs]);
     try {
-      for (const [path, content] of Object.entries({ ...spec.files, '/etc/hostname': `${spec.hostname}\n` })) {
-        if (!(await writeIntoRootfs(paths.rootfs, path, content))) this.o.logger.warn({ path }, 'image holds a symlink or directory there; file not placed');
-      }
-      const sudoPath = existsSync(join(paths.rootfs, 'usr/bin/sudo')) ? '/usr/bin/sudo' : '/usr/local/bin/sudo';
-      if (!(await linkIntoRootfs(paths.rootfs, sudoPath, SANDBOX_SUDO))) this.o.logger.warn({ path: sudoPath }, 'image holds a symlink or directory there; sudo not placed');
+      await placeSandboxFiles(paths.rootfs, { ...spec.files, '/etc/hostname': `${spec.hostname}\n` }, this.o.logger);
     } finally {
       await unmount(paths.rootfs);
     }
@@ -230,14 +224,19 @@ export class MicrovmDriver implements RuntimeDriver {
 
     await ensureGuestNetwork(spec.netnsPath);
     await startVolumeServers(spec.dir, volumes);
+    const launch = await this.writeLaunch(spec, volumes);
+    await appendAgentLine(paths.console, existsSync(paths.console) ? 'sandbox booting again from its files' : `sandbox booting (QEMU microvm, ${this.o.accel})`);
+    await this.launch(spec, launch.argv);
+  }
+
+  /** QEMU's command line for this instance, kept in launch.json for the resume that must start the same machine. */
+  private async writeLaunch(spec: InstanceSpec, volumes: GuestVolume[]): Promise<LaunchSpec> {
     const launch: LaunchSpec = {
       argv: [...this.qemuArgs(spec, await this.o.runtimeDisk(spec.runtime)), ...volumeQemuArgs(volumes, spec.resources.memoryMB)],
       resources: spec.resources, ...(volumes.length ? { volumes: true } : {}),
     };
-    await writeFile(paths.launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
-    const message = existsSync(paths.console) ? 'sandbox booting again from its files' : `sandbox booting (QEMU microvm, ${this.o.accel})`;
-    await appendFile(paths.console, formatSandboxLogLine({ timestamp: new Date().toISOString(), level: 'info', message, fields: { logger: 'node-agent' } }), { mode: 0o600 });
-    await this.launch(spec, launch.argv);
+    await writeFile(this.paths(spec.dir).launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
+    return launch;
   }
 
   private qemuArgs(spec: InstanceSpec, runtimeDisk: string): string[] {
@@ -280,14 +279,19 @@ export class MicrovmDriver implements RuntimeDriver {
   }
 
   async destroy(ref: InstanceRef): Promise<void> {
-    await this.endQemu(ref);
-    const paths = this.paths(ref.dir);
     // The read-only binds lead into volumes: down before the directory is removed.
-    await endVolumeServers(ref.dir);
-    await releaseVolumeBinds(ref.dir);
+    await this.endProcesses(ref);
+    const paths = this.paths(ref.dir);
     if (await isMountPoint(paths.rootfs)) await unmount(paths.rootfs);
     await paths.layer.destroy();
     await rm(ref.dir, { recursive: true, force: true });
+  }
+
+  /** Ends QEMU and the volumes' virtiofsd, and takes the read-only binds down. */
+  private async endProcesses(ref: InstanceRef): Promise<void> {
+    await this.endQemu(ref);
+    await endVolumeServers(ref.dir);
+    await releaseVolumeBinds(ref.dir);
   }
 
   /** Kills QEMU (a paused instance has none) and waits until it is gone. */
@@ -408,9 +412,7 @@ export class MicrovmDriver implements RuntimeDriver {
       const synced = await this.exec(ref, ['/bin/sync'], { timeoutMs: 30_000 }).catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
       if (synced.code !== 0) this.o.logger.warn({ instanceId: ref.instanceId, err: synced.stderr.trim() }, 'sync before stopping the guest failed; its last writes may be lost');
     }
-    await this.endQemu(ref);
-    await endVolumeServers(ref.dir);
-    await releaseVolumeBinds(ref.dir);
+    await this.endProcesses(ref);
     await rm(this.paths(ref.dir).state, { force: true });
   }
 
@@ -455,8 +457,7 @@ export class MicrovmDriver implements RuntimeDriver {
    * QEMU's resident memory: the guest's RAM in use plus QEMU's own. Not offered as
    * memoryUsedBytes: the guest kernel has its own OOM killer, which ends one process.
    */
-  private async residentBytes(ref: InstanceRef): Promise<number> {
-    const pid = await this.qemuPid(ref);
+  private async residentBytes(pid: number | undefined): Promise<number> {
     if (!pid) return 0;
     const status = await readFile(`/proc/${pid}/status`, 'utf8');
     return Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1] ?? 0) * 1024;
@@ -472,7 +473,7 @@ export class MicrovmDriver implements RuntimeDriver {
       cpuUsageNs = (Number(fields[11]) + Number(fields[12])) * 10_000_000;
     }
     const image = await stat(this.paths(ref.dir).layer.image).catch(() => undefined);
-    return { cpuUsageNs, memUsedBytes: await this.residentBytes(ref), memCacheBytes: 0, diskUsedBytes: image ? image.blocks * 512 : 0 };
+    return { cpuUsageNs, memUsedBytes: await this.residentBytes(pid), memCacheBytes: 0, diskUsedBytes: image ? image.blocks * 512 : 0 };
   }
 
   async sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void> {
@@ -490,10 +491,8 @@ export class MicrovmDriver implements RuntimeDriver {
     return this.paths(ref.dir).console;
   }
 
-  async consoleTail(ref: InstanceRef, lines = 5): Promise<string> {
-    const text = await readFile(this.paths(ref.dir).console, 'utf8').catch(() => '');
-    const entries = new SandboxLogLines();
-    return text.replace(/\r/g, '').trim().split('\n').slice(-lines).map((l) => entries.entry(l)?.message ?? l).join(' | ').slice(-2_000);
+  consoleTail(ref: InstanceRef, lines = 5): Promise<string> {
+    return consoleTailOf(this.paths(ref.dir).console, lines);
   }
 
   /** Reads the layer with the guest stopped (the caller paused it: QEMU has ended). */
