@@ -6,12 +6,15 @@
 # built as a bzImage with everything built in (no modules). The result goes to
 #   <DIR>/custom-<kernel version>-<first 12 hex of the fragment's sha256>/vmlinuz
 # with an empty modules/modules.order (nothing for the guest's init to load). Cached: an
-# existing vmlinuz there is kept and nothing is built. It never touches <DIR>/current (which
-# kernel guests boot is decided apart). Build tools missing are installed when run as root.
-# Usage: scripts/guest-kernel-build.sh [DIR]   (default: /var/lib/svc/guest-kernel)
+# existing vmlinuz there is kept and nothing is built. With --make-current it then points
+# <DIR>/current at the result (guests boot it); without, it leaves <DIR>/current alone. Build
+# tools missing are installed when run as root.
+# Usage: scripts/guest-kernel-build.sh [--make-current] [DIR]   (default: /var/lib/svc/guest-kernel)
 #   SVC_KERNEL_BUILD_JOBS sets make's -j (default: the number of CPUs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+make_current=0
+[ "${1:-}" = "--make-current" ] && { make_current=1; shift; }
 root="${1:-${SVC_GUEST_KERNEL_ROOT:-/var/lib/svc/guest-kernel}}"
 fragment="$PWD/packages/node-agent/guest/kernel.config"
 pkg=linux-source-6.1
@@ -25,7 +28,11 @@ hash=$(sha256sum "$fragment" | cut -c1-12)
 candidate=$(apt-cache policy "$pkg" 2>/dev/null | awk '/Candidate:/ {print $2}')
 if [ -z "$candidate" ] || [ "$candidate" = "(none)" ]; then
   cached=$(ls -d "$root"/custom-*-"$hash" 2>/dev/null | sort -V | tail -1 || true)
-  if [ -n "$cached" ] && [ -e "$cached/vmlinuz" ]; then echo "guest kernel build: apt knows no $pkg; keeping $cached/vmlinuz"; exit 0; fi
+  if [ -n "$cached" ] && [ -e "$cached/vmlinuz" ]; then
+    echo "guest kernel build: apt knows no $pkg; keeping $cached/vmlinuz"
+    [ $make_current = 1 ] && ln -sfn "$(basename "$cached")" "$root/current"
+    exit 0
+  fi
   echo "guest kernel build: apt knows no $pkg (run apt-get update)" >&2; exit 1
 fi
 version=${candidate%-*}
@@ -33,6 +40,7 @@ version=${version#*:}
 dest="$root/custom-$version-$hash"
 if [ -e "$dest/vmlinuz" ]; then
   echo "guest kernel build: $dest/vmlinuz present (cached)"
+  [ $make_current = 1 ] && ln -sfn "$(basename "$dest")" "$root/current"
   exit 0
 fi
 
@@ -87,3 +95,5 @@ cp "$src/.config" "$dest.tmp/config"
 rm -rf "$dest"
 mv "$dest.tmp" "$dest"
 echo "guest kernel build: installed Linux $version in $dest/vmlinuz ($(stat -c %s "$dest/vmlinuz") bytes, $((SECONDS - start)) s)"
+[ $make_current = 1 ] && ln -sfn "$(basename "$dest")" "$root/current"
+exit 0
