@@ -23,8 +23,10 @@ export interface Platform {
   egressCaPem?: string;
   /** Warm sandboxes ready for hand-out on this host's node agent. */
   warmCount(): number;
-  /** What runs this host's sandboxes (the microvm runtime keeps no warm pool). */
+  /** What runs this host's sandboxes when a create names no runtime. */
   runtime: 'gvisor' | 'microvm';
+  /** Every runtime the host offers (only gvisor keeps a warm pool). */
+  runtimes: Array<'gvisor' | 'microvm'>;
   close(): Promise<void>;
 }
 
@@ -60,7 +62,7 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
     if (egress) closers.push(() => egress.close());
     const api = await startApiGateway(cfg, { logger: logger.child({ component: 'api' }), masterUrl: master.url });
     closers.push(() => api.close());
-    return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, sandboxHttpsUrl: proxy.httpsUrl, masterUrl: master.url, master, ...(egress ? { egressCaPem: egress.caPem } : {}), warmCount: () => node.warmCount(), runtime: node.runtime, close };
+    return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, sandboxHttpsUrl: proxy.httpsUrl, masterUrl: master.url, master, ...(egress ? { egressCaPem: egress.caPem } : {}), warmCount: () => node.warmCount(), runtime: node.runtime, runtimes: node.runtimes, close };
   } catch (err) {
     await close();
     throw err;

@@ -36,7 +36,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   mkdirSync(cfg.data_dir, { recursive: true });
   if (opts.domain) cfg.sandbox_domain = opts.domain;
   // Checked with the rest of the configuration below (node_agent.runtime).
-  if (opts.runtime) cfg.node_agent.runtime = opts.runtime as SvcConfig['node_agent']['runtime'];
+  if (opts.runtime) cfg.node_agent.runtime = opts.runtime;
   let caFile: string | undefined;
   if (opts.tls) {
     try {
@@ -99,7 +99,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   }
 
   // "Up" means the first creates are served from the warm pool: wait (briefly) for it to fill.
-  if (cfg.node_agent.warm_pool_size > 0 && platform.runtime !== 'microvm') await waitForWarmPool(platform, warmPoolStart(cfg.node_agent), say);
+  if (cfg.node_agent.warm_pool_size > 0 && platform.runtimes.includes('gvisor')) await waitForWarmPool(platform, warmPoolStart(cfg.node_agent), say);
 
   const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
   writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify(endpoint, null, 2) + '\n', { mode: 0o600 });

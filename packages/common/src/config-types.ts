@@ -57,7 +57,11 @@ export interface SvcConfig {
     listen: string;
     addr: string;
     node_id: string;
-    runtime: 'auto' | 'gvisor' | 'microvm';
+    /**
+     * auto, gvisor, microvm, or a comma-separated list of gvisor and microvm: the node offers
+     * each, the first is its default (runtimeSetting, docs/runtimes.md).
+     */
+    runtime: string;
     /** The microvm driver's guest kernel: vmlinuz and modules/ (scripts/guest-kernel.sh installs it). */
     guest_kernel_dir: string;
     /** Sandbox addresses come from this IPv4 pool, a /30 per sandbox. */

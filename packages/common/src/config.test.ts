@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from './config.ts';
+import { ConfigError, loadConfig, runtimeSetting } from './config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-cfg-'));
 const file = (name: string, text: string) => { const p = join(dir, name); writeFileSync(p, text); return p; };
@@ -50,7 +50,9 @@ test('a bad configuration is one clear line naming the key', () => {
     [{ env: { SVC_CREATE_TIMEOUT_INSEC: 'soon' } }, /^configuration error: master\.create_timeout_insec \(from SVC_CREATE_TIMEOUT_INSEC\): must be an integer/],
     [{ env: { SVC_CREATE_TIMEOUT_INSEC: '0' } }, /^configuration error: master\.create_timeout_insec: must be a positive number/],
     [{ env: { SVC_PAUSED_RESOURCE_RELEASE_RATIO: '1.5' } }, /paused_resource_release_ratio: must be in \[0,1\]/],
-    [{ env: { SVC_RUNTIME: 'docker' } }, /node_agent\.runtime: must be auto, gvisor or microvm/],
+    [{ env: { SVC_RUNTIME: 'docker' } }, /node_agent\.runtime: must be auto, gvisor, microvm, or both as a list/],
+    [{ env: { SVC_RUNTIME: 'gvisor,gvisor' } }, /node_agent\.runtime: must be auto/],
+    [{ env: { SVC_RUNTIME: 'auto,microvm' } }, /node_agent\.runtime: must be auto/],
     [{ env: { SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN: 'maybe' } }, /insecure_no_token .*must be true or false/],
     [{ file: file('b.yaml', 'api:\n  lisen: x\n') }, /^configuration error: api\.lisen: unknown key/],
     [{ file: file('c.yaml', 'proxy:\n  http_port: "80"\n') }, /proxy\.http_port: must be a number/],
@@ -65,4 +67,12 @@ test('a bad configuration is one clear line naming the key', () => {
       return true;
     });
   }
+});
+
+test('node_agent.runtime: auto, one runtime, or a list with the default first', () => {
+  assert.equal(runtimeSetting('auto'), 'auto');
+  assert.deepEqual(runtimeSetting('microvm'), ['microvm']);
+  assert.deepEqual(runtimeSetting('gvisor, microvm'), ['gvisor', 'microvm']);
+  assert.deepEqual(runtimeSetting('microvm,gvisor'), ['microvm', 'gvisor']);
+  for (const bad of ['', 'docker', 'gvisor,', 'gvisor,gvisor', 'auto,gvisor', 42]) assert.equal(runtimeSetting(bad), undefined, String(bad));
 });

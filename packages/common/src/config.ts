@@ -290,6 +290,18 @@ function fillDerived(c: SvcConfig) {
  * The egress proxy's default address: the host side of the address pool's first /30, which the
  * node agent keeps for it (docs/egress.md).
  */
+/**
+ * node_agent.runtime read: `auto` (microvm where KVM boots a guest, else gvisor), or the runtimes
+ * the node offers, its default first. undefined: not a valid setting.
+ */
+export function runtimeSetting(value: unknown): 'auto' | Array<'gvisor' | 'microvm'> | undefined {
+  if (typeof value !== 'string') return undefined;
+  if (value === 'auto') return 'auto';
+  const kinds = value.split(',').map((k) => k.trim());
+  if (!kinds.every((k): k is 'gvisor' | 'microvm' => k === 'gvisor' || k === 'microvm')) return undefined;
+  return new Set(kinds).size === kinds.length ? kinds : undefined;
+}
+
 export function egressAddressOf(pool: string): string {
   return intToIp(parseCidr(pool).base + 1);
 }
@@ -344,7 +356,7 @@ export function validateConfig(c: SvcConfig): void {
   for (const key of ['master', 'node_agent'] as const) {
     need(Array.isArray(c[key].volume_plugins), `${key}.volume_plugins`, 'must be a list of {name, type, binary_path | socket_path}');
   }
-  need(['auto', 'gvisor', 'microvm'].includes(c.node_agent.runtime), 'node_agent.runtime', `must be auto, gvisor or microvm (got ${JSON.stringify(c.node_agent.runtime)})`);
+  need(runtimeSetting(c.node_agent.runtime) !== undefined, 'node_agent.runtime', `must be auto, gvisor, microvm, or both as a list with the default first (gvisor,microvm) (got ${JSON.stringify(c.node_agent.runtime)})`);
   need(/^\d+\.\d+\.\d+\.\d+\/(?:[8-9]|[12]\d|30)$/.test(c.node_agent.address_pool) && isIpv4(c.node_agent.address_pool.split('/')[0]), 'node_agent.address_pool', `must be an IPv4 CIDR of /8../30 (got ${JSON.stringify(c.node_agent.address_pool)})`);
   need(Number.isInteger(c.node_agent.warm_pool_size) && c.node_agent.warm_pool_size >= 0, 'node_agent.warm_pool_size', 'must be a non-negative integer');
   need(Number.isInteger(c.node_agent.warm_pool_initial) && c.node_agent.warm_pool_initial >= 0, 'node_agent.warm_pool_initial', 'must be a non-negative integer');

@@ -27,7 +27,8 @@ import { Readable } from 'node:stream';
 import { errorFromStream, JsonClient, SvcError } from '@svc/common';
 import type { ExtInfo, NodeVolumeAttachment, VolumeMountOnNode } from './volumes.ts';
 
-export type RuntimeKind = 'gvisor' | 'microvm';
+export const RUNTIME_KINDS = ['gvisor', 'microvm'] as const;
+export type RuntimeKind = typeof RUNTIME_KINDS[number];
 /**
  * freeze: processes stopped, memory kept. snapshot: state written to disk, nothing left running.
  * filesystem: processes ended and memory freed, files kept; resuming boots the sandbox again.
@@ -75,6 +76,8 @@ export interface CreateSandboxOnNode {
    * to nodes whose NodeInfo.features names NODE_FEATURE_VOLUMES.
    */
   volumes?: VolumeMountOnNode[];
+  /** Which of the node's runtimes runs it (NodeInfo.runtimes); absent: the node's default. */
+  runtime?: RuntimeKind;
 }
 
 /**
@@ -312,8 +315,11 @@ export function admissionRefusal(m: NodeLoad, needNominalMB: number, pendingMB =
 export interface NodeInfo {
   nodeId: string;
   address: string;
+  /** The node's default runtime: what runs a create that names none. */
   runtime: RuntimeKind;
-  /** Pause kinds this node's driver offers, best first. */
+  /** Every runtime the node offers, the default first (absent from older agents: just `runtime`). */
+  runtimes?: RuntimeKind[];
+  /** Pause kinds the default runtime's driver offers, best first. */
   pauseKinds: PauseKind[];
   capacity: { cpuCount: number; memoryMB: number };
   pausedResourceReleaseRatio: number;

@@ -15,7 +15,7 @@ import { Firewall } from './network/firewall.ts';
 import { ensureEgressAddress, removeEgressAddress } from './network/egress-link.ts';
 import { HostLearner } from './network/host-learner.ts';
 import { registerRoutes } from './routes.ts';
-import { chooseDriver } from './runtime/choose-driver.ts';
+import { chooseDrivers } from './runtime/choose-drivers.ts';
 import { defaultEnvdBundle, defaultPtyModulesDir, defaultNativeFile, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
 import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
@@ -46,8 +46,10 @@ export interface NodeAgentOptions {
 export interface NodeAgent {
   url: string;
   nodeId: string;
-  /** The runtime this node chose (node_agent.runtime, docs/runtimes.md). */
+  /** The runtime this node chose as its default (node_agent.runtime, docs/runtimes.md). */
   runtime: RuntimeKind;
+  /** Every runtime it offers, the default first. */
+  runtimes: RuntimeKind[];
   /** Stops serving. Warm sandboxes are destroyed; user sandboxes keep running (and are adopted at the next start) unless destroySandboxes. */
   close(opts?: { destroySandboxes?: boolean }): Promise<void>;
   /** For tests and benchmarks: run a command in a sandbox beside envd. */
@@ -89,7 +91,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const execInputs = new ExecInputs(join(stateDir, 'exec-inputs'), masterAddr || undefined);
   // The service comes later; the microvm driver asks it for a guest's envd token only when it runs a command.
   const late: { service?: SandboxService } = {};
-  const { driver, platform } = await chooseDriver({
+  const { drivers, platforms } = await chooseDrivers({
     runtime: nc.runtime, guestKernelDir: nc.guest_kernel_dir, stateDir, names, logger, runscPath: opts.runscPath,
     envdTokenOf: (instanceId) => late.service?.envdToken(instanceId),
   });
@@ -113,7 +115,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   };
   const resolv = await sandboxResolvConf();
   const launcher = new InstanceLauncher({
-    logger, driver, artifacts, firewall, addresses, names, records, runtimeBundle,
+    logger, drivers, artifacts, firewall, addresses, names, records, runtimeBundle,
     // The envd bundle the sandboxes run is built from the same checkout.
     envdVersion: ENVD_VERSION, files: resolv ? { '/etc/resolv.conf': resolv } : {},
   });
@@ -123,14 +125,14 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   await mkdir(nc.volume_plugin_base_dir, { recursive: true, mode: 0o755 });
   const volumes = new VolumeAttachments({ logger, hooksFor: (driver) => volumePlugins.node(driver), baseDir: nc.volume_plugin_base_dir });
 
-  const report = await reconcile({ logger, driver, records, names, firewall, addresses, launcher });
+  const report = await reconcile({ logger, drivers, records, names, firewall, addresses, launcher });
   const sc = cfg.svclet_conf;
-  // A microvm guest holds its whole RAM while it waits: no warm pool there (docs/runtimes.md).
-  const warmPool = driver.kind === 'microvm'
-    ? { warmPoolSize: 0, warmPoolInitial: 0, warmPoolMax: 0 }
-    : { warmPoolSize: nc.warm_pool_size, warmPoolInitial: warmPoolStart(nc), warmPoolMax: nc.warm_pool_max };
+  // A microvm guest holds its whole RAM while it waits: the warm pool is gvisor's alone (docs/runtimes.md).
+  const warmPool = drivers.find('gvisor')
+    ? { warmPoolSize: nc.warm_pool_size, warmPoolInitial: warmPoolStart(nc), warmPoolMax: nc.warm_pool_max, warmRuntime: 'gvisor' as const }
+    : { warmPoolSize: 0, warmPoolInitial: 0, warmPoolMax: 0 };
   const service = new SandboxService({
-    logger, launcher, driver, artifacts, layers, execInputs, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
+    logger, launcher, drivers, artifacts, layers, execInputs, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     hosts: new HostLearner(parseEgressResolve(cfg.egress.resolve), logger),
     ...warmPool,
     warmShape: { cpuCount: sc.default_cpu_count, memoryMB: sc.default_memory_mb, diskSizeMB: sc.default_disk_size_mb },
@@ -157,7 +159,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const nodeInfo = (): NodeInfo => {
     const u = service.usage();
     return {
-      nodeId, address: advertised(nc.addr, url), runtime: driver.kind, pauseKinds: driver.pauseKinds, capacity,
+      nodeId, address: advertised(nc.addr, url), runtime: drivers.default.kind, runtimes: drivers.kinds(), pauseKinds: drivers.default.pauseKinds, capacity,
       pausedResourceReleaseRatio: ratio, sandboxes: { running: u.running, paused: u.paused }, version: NODE_AGENT_VERSION,
       ...(eg.enabled ? { egressAdminUrl: eg.admin_addr } : {}),
       warmPool: service.pool.stats(),
@@ -192,7 +194,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
       registration: () => {
         const i = nodeInfo();
         return {
-          nodeId, address: i.address, runtime: i.runtime, pauseKinds: i.pauseKinds, capacity, pausedResourceReleaseRatio: ratio, version: i.version,
+          nodeId, address: i.address, runtime: i.runtime, runtimes: i.runtimes, pauseKinds: i.pauseKinds, capacity, pausedResourceReleaseRatio: ratio, version: i.version,
           ...(i.egressAdminUrl ? { egressAdminUrl: i.egressAdminUrl } : {}),
           features: i.features,
         };
@@ -206,20 +208,26 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   link?.start();
 
   periodic.every('liveness sweep', opts.livenessIntervalMs ?? 5_000, () => service.sweepDead());
-  const memoryWatch = driver.memoryUsedBytes
-    ? new MemoryWatch({ logger, running: () => service.runningInstances(), usedBytes: (inst) => driver.memoryUsedBytes!(inst.ref) })
+  // Only instances whose runtime has no OOM killer inside are watched (memoryUsedBytes).
+  const memoryWatch = drivers.all().some((d) => d.memoryUsedBytes)
+    ? new MemoryWatch({
+      logger,
+      running: () => service.runningInstances().filter((inst) => drivers.of(inst.record).memoryUsedBytes),
+      usedBytes: (inst) => drivers.of(inst.record).memoryUsedBytes!(inst.ref),
+    })
     : undefined;
   memoryWatch?.start();
   periodic.every('memory measure', 2_000, () => memory.measure());
   periodic.every('allowOut host names learned again', 60_000, () => service.relearnHosts());
 
-  logger.info({ nodeId, url, runtime: driver.kind, platform, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');
+  logger.info({ nodeId, url, runtimes: drivers.kinds(), platforms, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');
 
   let closed: Promise<void> | undefined;
   return {
     url,
     nodeId,
-    runtime: driver.kind,
+    runtime: drivers.default.kind,
+    runtimes: drivers.kinds(),
     close(closeOpts = {}) {
       closed ??= (async () => {
         await periodic.stop();
@@ -228,22 +236,25 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
         await app.close();
         await service.close(closeOpts);
         await volumePlugins.close();
-        await driver.settled?.();
+        await Promise.all(drivers.all().map((d) => d.settled?.()));
         if (service.count === 0) {
           await firewall.drop();
           if (eg.enabled) await removeEgressAddress(eg.address);
-          await driver.removeParentCgroups?.();
+          await Promise.all(drivers.all().map((d) => d.removeParentCgroups?.()));
           await artifacts.unmountAll(new Set());
         }
       })();
       return closed;
     },
-    exec: (sandboxId, argv, execOpts) => driver.exec(service.instanceOf(sandboxId).ref, argv, execOpts),
+    exec: (sandboxId, argv, execOpts) => {
+      const inst = service.instanceOf(sandboxId);
+      return drivers.of(inst.record).exec(inst.ref, argv, execOpts);
+    },
     inspect: (sandboxId) => {
       const { record: r, ref } = service.instanceOf(sandboxId);
       return { instanceId: r.instanceId, dir: ref.dir, netns: r.netns, hostVeth: r.hostVeth, address: r.address };
     },
-    settled: async () => { await driver.settled?.(); },
+    settled: async () => { await Promise.all(drivers.all().map((d) => d.settled?.())); },
     sweepDead: () => service.sweepDead(),
     warmCount: () => service.pool.count(),
   };

@@ -1,6 +1,6 @@
 import { badRequest } from '@svc/common';
 import { checkLayerId } from './artifacts/layer-store.ts';
-import type { CreateSandboxOnNode, EnsureArtifact, ExecInput, ExecOnNode, LayerContents, LayerRef, NetworkUpdateOnNode, PauseOnNode, ResumeOnNode, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import { RUNTIME_KINDS, type CreateSandboxOnNode, type EnsureArtifact, type ExecInput, type ExecOnNode, type LayerContents, type LayerRef, type NetworkUpdateOnNode, type PauseOnNode, type ResumeOnNode, type RuntimeKind, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 import { parseVolumeMountsOnNode } from '@svc/contracts/volumes';
 
@@ -75,7 +75,13 @@ export function parseCreate(body: unknown, defaults: { diskSizeMB: number; timeo
     ...(body.defaultUser === undefined ? {} : { defaultUser: userName(body.defaultUser, 'defaultUser') }),
     ...(body.defaultWorkdir === undefined ? {} : { defaultWorkdir: absolutePath(body.defaultWorkdir, 'defaultWorkdir') }),
     ...(body.volumes === undefined ? {} : { volumes: parseVolumeMountsOnNode(body.volumes) }),
+    ...(body.runtime === undefined ? {} : { runtime: runtimeKind(body.runtime) }),
   };
+}
+
+function runtimeKind(v: unknown): RuntimeKind {
+  if (!RUNTIME_KINDS.includes(v as RuntimeKind)) throw badRequest(`runtime must be one of ${RUNTIME_KINDS.join(', ')}`);
+  return v as RuntimeKind;
 }
 
 function userName(v: unknown, field: string): string {

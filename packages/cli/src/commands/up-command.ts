@@ -9,7 +9,7 @@ export function upCommand(): Command {
     .option('--demo', 'once up, create a sandbox, run a command in it, pause, resume and kill it')
     .option('--domain <name>', 'serve sandboxes by host name as <port>-<sandboxID>.<name> (needs wildcard DNS: docs/quickstart.md)')
     .option('--tls', 'with --domain: HTTPS for those names, with a certificate from a local CA made once in the data directory')
-    .option('--runtime <kind>', 'what runs sandboxes: auto (microvm where KVM boots a guest, else gvisor), gvisor or microvm (docs/runtimes.md)')
+    .option('--runtime <kind>', 'what runs sandboxes: auto (microvm where KVM boots a guest, else gvisor), gvisor, microvm, or both with the default first (gvisor,microvm) (docs/runtimes.md)')
     .action(async (flags: { config?: string; rebuildBase?: boolean; demo?: boolean; domain?: string; tls?: boolean; runtime?: string }, c: Command) => {
       const globals = c.optsWithGlobals() as { dataDir?: string; json?: boolean };
       // Loaded on demand: the platform's modules (databases, runtimes) are heavy, and the

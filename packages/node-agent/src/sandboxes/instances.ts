@@ -7,8 +7,9 @@ import type { AddressPool } from '../network/address-pool.ts';
 import type { EgressPolicy } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
 import { createSandboxLink, destroySandboxLink, netnsPath } from '../network/netns.ts';
-import type { InstanceRef, InstanceResources, InstanceSpec, RuntimeDriver } from '../runtime/driver.ts';
-import type { LayerContents } from '@svc/contracts/node-agent';
+import type { InstanceRef, InstanceResources, InstanceSpec } from '../runtime/driver.ts';
+import type { RuntimeDrivers } from '../runtime/drivers.ts';
+import type { LayerContents, RuntimeKind } from '@svc/contracts/node-agent';
 import type { RuntimeBundle } from '../runtime/runtime-bundle.ts';
 import type { InstanceRecord, RecordStore } from './record.ts';
 import type { AttachedVolume } from '../volumes/attachments.ts';
@@ -36,11 +37,13 @@ export interface LaunchRequest {
   layerContents?: LayerContents;
   /** Volumes attached for it, mounted at boot. */
   volumes?: AttachedVolume[];
+  /** Which of the node's runtimes runs it (absent: the default). */
+  runtime?: RuntimeKind;
 }
 
 export interface LauncherDeps {
   logger: Logger;
-  driver: RuntimeDriver;
+  drivers: RuntimeDrivers;
   artifacts: ArtifactStore;
   firewall: Firewall;
   addresses: AddressPool;
@@ -65,11 +68,12 @@ export class InstanceLauncher {
   constructor(private readonly d: LauncherDeps) {}
 
   async launch(req: LaunchRequest): Promise<Instance> {
+    const driver = this.d.drivers.forCreate(req.runtime);
     const instanceId = ResourceNames.newInstanceId();
     const addr = this.d.addresses.allocate();
     const record: InstanceRecord = {
       instanceId, role: req.role, phase: 'creating', sandboxId: req.sandboxId, templateId: req.templateId,
-      artifactId: req.artifactId, runtime: this.d.driver.kind, slot: addr.slot, hostAddress: addr.hostAddress,
+      artifactId: req.artifactId, runtime: driver.kind, slot: addr.slot, hostAddress: addr.hostAddress,
       address: addr.sandboxAddress, netns: this.d.names.netns(instanceId), hostVeth: this.d.names.hostVeth(instanceId),
       ...req.resources, policy: req.policy, metadata: req.metadata, envdVersion: this.d.envdVersion,
       ...req.defaults, startedAt: new Date().toISOString(), ...(req.volumes?.length ? { volumes: req.volumes } : {}),
@@ -84,7 +88,7 @@ export class InstanceLauncher {
       // race a namespace that is still being made.
       const [bundle, mountDir, link] = await Promise.allSettled([
         this.d.runtimeBundle(),
-        this.mountRootfs(req.artifactId),
+        this.mountRootfs(record),
         (async () => {
           await createSandboxLink(record.netns, record.hostVeth, addr);
           await this.d.firewall.add({ instanceId, hostVeth: record.hostVeth, sandboxAddress: record.address, policy: req.policy });
@@ -93,7 +97,7 @@ export class InstanceLauncher {
       for (const r of [bundle, mountDir, link]) if (r.status === 'rejected') throw r.reason;
       mark('prepared');
       req.signal.throwIfAborted();
-      await this.d.driver.create({
+      await driver.create({
         ...this.specOf(inst, (bundle as PromiseFulfilledResult<RuntimeBundle>).value, (mountDir as PromiseFulfilledResult<string | undefined>).value, req.env),
         ...(req.layerArchive ? { layerArchive: req.layerArchive, layerContents: req.layerContents ?? 'filesystem' } : {}),
         background: req.role === 'warm',
@@ -107,7 +111,7 @@ export class InstanceLauncher {
       return inst;
     } catch (err) {
       const step = marks.booted !== undefined ? 'waiting for envd' : marks.prepared !== undefined ? 'booting' : 'preparing';
-      const consoleTail = await this.d.driver.consoleTail(inst.ref).catch(() => '');
+      const consoleTail = await driver.consoleTail(inst.ref).catch(() => '');
       this.d.logger.warn({ instanceId, role: req.role, sandboxId: req.sandboxId, step, ms: Date.now() - started, marks, err: (err as Error).message, console: consoleTail }, 'instance create failed');
       await this.teardown(inst).catch((e) => this.d.logger.error({ err: e, instanceId }, 'rollback of a failed create left something behind'));
       if (err instanceof SvcError && step === 'waiting for envd') {
@@ -119,15 +123,16 @@ export class InstanceLauncher {
 
   /** Boots an instance stopped by a filesystem pause again, on its kept writable layer; waits for envd. */
   async reboot(inst: Instance, signal: AbortSignal): Promise<void> {
-    if (!this.d.driver.reboot) throw new SvcError(400, `the ${this.d.driver.kind} runtime cannot boot a sandbox again from its files`);
-    const [runtime, mountDir] = await Promise.all([this.d.runtimeBundle(), this.mountRootfs(inst.record.artifactId)]);
-    await this.d.driver.reboot(this.specOf(inst, runtime, mountDir, {}));
+    const driver = this.d.drivers.of(inst.record);
+    if (!driver.reboot) throw new SvcError(400, `the ${driver.kind} runtime cannot boot a sandbox again from its files`);
+    const [runtime, mountDir] = await Promise.all([this.d.runtimeBundle(), this.mountRootfs(inst.record)]);
+    await driver.reboot(this.specOf(inst, runtime, mountDir, {}));
     await waitForEnvd(inst.record.address, signal);
   }
 
   /** The template's rootfs, mounted once, when the driver boots from a directory. */
-  private mountRootfs(artifactId: string): Promise<string | undefined> {
-    return this.d.driver.rootfsInput === 'directory' ? this.d.artifacts.mount(artifactId) : Promise.resolve(undefined);
+  private mountRootfs(r: InstanceRecord): Promise<string | undefined> {
+    return this.d.drivers.of(r).rootfsInput === 'directory' ? this.d.artifacts.mount(r.artifactId) : Promise.resolve(undefined);
   }
 
   /** What the driver boots: the instance's template, runtime and resources as its record has them. */
@@ -142,7 +147,7 @@ export class InstanceLauncher {
 
   /** A warm instance handed out: from now on it weighs as much as any sandbox. */
   async foreground(inst: Instance): Promise<void> {
-    await this.d.driver.foreground?.(inst.ref);
+    await this.d.drivers.of(inst.record).foreground?.(inst.ref);
   }
 
   /** Releases everything an instance holds; safe on a half-made one and safe to repeat. */
@@ -155,7 +160,7 @@ export class InstanceLauncher {
     // Every step runs even when an earlier one fails, so one stuck part does not pin the rest.
     const errors: unknown[] = [];
     const step = async (fn: () => Promise<unknown>) => { try { await fn(); } catch (e) { errors.push(e); } };
-    await step(() => this.d.driver.destroy(inst.ref));
+    await step(() => this.d.drivers.of(r).destroy(inst.ref));
     await step(() => this.d.firewall.remove(r.instanceId));
     await step(() => destroySandboxLink(r.netns, r.hostVeth));
     if (errors.length) throw errors[0];

@@ -5,13 +5,13 @@ import type { ResourceNames } from '../names.ts';
 import type { AddressPool } from '../network/address-pool.ts';
 import type { Firewall } from '../network/firewall.ts';
 import { destroySandboxLink, listLinks, listNetns, netnsPath } from '../network/netns.ts';
-import type { RuntimeDriver } from '../runtime/driver.ts';
+import type { RuntimeDrivers } from '../runtime/drivers.ts';
 import { refOf, type Instance, type InstanceLauncher } from './instances.ts';
 import type { RecordStore } from './record.ts';
 
 export interface ReconcileDeps {
   logger: Logger;
-  driver: RuntimeDriver;
+  drivers: RuntimeDrivers;
   records: RecordStore;
   names: ResourceNames;
   firewall: Firewall;
@@ -33,13 +33,22 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
   const { records, strayDirs } = await d.records.loadAll();
   const adopted: Instance[] = [];
   const doomed: Instance[] = [];
+  /** Instances of a runtime this node no longer offers: nothing here can stop them, so they are left as they are. */
+  const foreign: Instance[] = [];
   for (const r of records) {
     const inst = { record: r, ref: refOf(d.names, d.records, r) };
+    const driver = d.drivers.find(r.runtime);
+    if (!driver) {
+      d.addresses.reserve(r.slot);
+      foreign.push(inst);
+      d.logger.error({ instanceId: r.instanceId, sandboxId: r.sandboxId, runtime: r.runtime, offered: d.drivers.kinds() }, 'an instance runs on a runtime this node no longer offers (node_agent.runtime): left alone, with its address, until the node offers it again');
+      continue;
+    }
     const live = r.role === 'sandbox' && (r.phase === 'running' || r.phase === 'paused') && !!r.sandboxId;
     if (live && d.addresses.reserve(r.slot)) {
       // Paused without its memory, nothing of it runs: its kept writable layer is what it is.
       if (r.phase === 'paused' && r.pauseKind === 'filesystem') {
-        const kept = await d.driver.keptLayer?.(inst.ref).catch((err: Error) => {
+        const kept = await driver.keptLayer?.(inst.ref).catch((err: Error) => {
           d.logger.warn({ instanceId: r.instanceId, err: err.message }, 'the writable layer of a filesystem-paused sandbox could not be mounted again');
           return false;
         });
@@ -48,7 +57,7 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
         doomed.push(inst);
         continue;
       }
-      const status = await d.driver.status(inst.ref).catch(() => 'stopped' as const);
+      const status = await driver.status(inst.ref).catch(() => 'stopped' as const);
       if (status === 'running' || status === 'paused') {
         r.phase = status;
         await d.records.save(r);
@@ -71,8 +80,8 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
     removed.push(inst.record.instanceId);
   }
 
-  const keep = new Set(adopted.map((i) => i.record.instanceId));
-  await d.driver.sweep(keep, (id) => d.records.dirOf(id), (id) => netnsPath(d.names.netns(id)));
+  const keep = new Set([...adopted, ...foreign].map((i) => i.record.instanceId));
+  for (const driver of d.drivers.all()) await driver.sweep(keep, (id) => d.records.dirOf(id), (id) => netnsPath(d.names.netns(id)));
   for (const name of await listNetns()) {
     const id = d.names.instanceOfNetns(name);
     if (id && !keep.has(id)) { await destroySandboxLink(name, d.names.hostVeth(id)); removed.push(id); }

@@ -9,6 +9,7 @@ import { DEFAULT_POLICY, normalizePolicy, samePolicy, type EgressPolicy } from '
 import type { Firewall } from '../network/firewall.ts';
 import type { HostLearner } from '../network/host-learner.ts';
 import type { ExecOptions, ExecOutput, InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
+import type { RuntimeDrivers } from '../runtime/drivers.ts';
 import { checkResumeAdmission, usedMemoryMB } from './admission.ts';
 import type { MemoryAdmission } from './memory-admission.ts';
 import type { Instance, InstanceLauncher } from './instances.ts';
@@ -16,7 +17,7 @@ import { KeyedMutex } from './keyed-mutex.ts';
 import type { RecordStore } from './record.ts';
 import { WarmPool } from './warm-pool.ts';
 import { SANDBOX_SUDO } from '../runtime/runtime-bundle.ts';
-import type { LayerContents, SandboxLogs, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import type { LayerContents, RuntimeKind, SandboxLogs, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
 import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import { readConsoleLog } from './console-log.ts';
 import type { ExtInfo, VolumeMountOnNode, VolumeRefFlip } from '@svc/contracts/volumes';
@@ -25,7 +26,7 @@ import type { AttachedVolume, VolumeAttachments } from '../volumes/attachments.t
 export interface SandboxServiceDeps {
   logger: Logger;
   launcher: InstanceLauncher;
-  driver: RuntimeDriver;
+  drivers: RuntimeDrivers;
   artifacts: ArtifactStore;
   /** Writable layers captured from sandboxes (snapshots). */
   layers: LayerStore;
@@ -40,6 +41,8 @@ export interface SandboxServiceDeps {
   warmPoolInitial: number;
   warmPoolMax: number;
   warmShape: InstanceResources;
+  /** The runtime warm sandboxes run on (creates on another runtime start cold). */
+  warmRuntime?: RuntimeKind;
   /** Nominal memory quota of the release-ratio check (node memory x memory_overcommit; default capacity). */
   memoryQuotaMB?: number;
   /** Addresses of allowOut's host names (absent: host names allow nothing at layer 3). */
@@ -85,7 +88,7 @@ export class SandboxService {
         // Only envd runs in a warm sandbox until it is handed out, so it can wait with the
         // policy most creates ask for: then the hand-out needs no firewall change at all.
         // envd runs one command at boot, so that a user's first is not the first (packages/envd/src/warm-up.ts).
-        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: { SVC_ENVD_WARMUP: '1' }, policy: DEFAULT_POLICY, metadata: {},
+        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: { SVC_ENVD_WARMUP: '1' }, policy: DEFAULT_POLICY, metadata: {}, runtime: d.warmRuntime,
         signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
       }),
       destroy: (inst) => d.launcher.teardown(inst),
@@ -128,6 +131,9 @@ export class SandboxService {
     if (ignored.length) this.d.logger.info({ sandboxId: req.sandboxId, ignored }, 'network entries this node cannot enforce at layer 3 were left out');
     await this.learnHosts(policy);
     const artifactId = req.artifact.artifactId;
+    // A memory layer is a saved machine, which only the microvm runtime restores.
+    const runtime = req.runtime ?? (req.layer?.contents === 'memory' && this.d.drivers.find('microvm') ? 'microvm' : undefined);
+    const driver = this.d.drivers.forCreate(runtime);
     return this.locks.run(req.sandboxId, async () => {
       if (this.sandboxes.has(req.sandboxId)) throw conflict(`sandbox ${req.sandboxId} already exists on this node`);
       const admitted = await this.memory?.admit(req.memoryMB);
@@ -140,14 +146,14 @@ export class SandboxService {
         const resources = { cpuCount: req.cpuCount, memoryMB: req.memoryMB, diskSizeMB: req.diskSizeMB };
         // A warm sandbox booted with an empty writable layer and no volumes: one from a captured
         // layer, or with volumes (bound at boot), starts cold.
-        let inst = req.layer || req.volumes?.length ? undefined : await this.fromWarmPool(req, resources, policy);
+        let inst = req.layer || req.volumes?.length || driver.kind !== this.d.warmRuntime ? undefined : await this.fromWarmPool(req, resources, policy);
         if (!inst) {
           const launch = async (layerArchive?: string, layerContents?: LayerContents) => {
             const volumes = await this.d.volumes.attach(sandboxHolder(req.sandboxId), req.volumes ?? []);
             try {
               const launched = await this.d.launcher.launch({
                 role: 'sandbox', sandboxId: req.sandboxId, templateId: req.templateId, artifactId, resources, env: {},
-                policy, metadata: req.metadata, defaults: { defaultUser: req.defaultUser, defaultWorkdir: req.defaultWorkdir }, signal,
+                policy, metadata: req.metadata, defaults: { defaultUser: req.defaultUser, defaultWorkdir: req.defaultWorkdir }, signal, runtime: driver.kind,
                 ...(layerArchive ? { layerArchive, layerContents } : {}), ...(volumes.attached.length ? { volumes: volumes.attached } : {}),
               });
               flips = volumes.flips;
@@ -238,13 +244,13 @@ export class SandboxService {
     return this.locks.run(id, async () => {
       const inst = this.find(id);
       if (inst.record.phase === 'paused') throw conflict(`sandbox ${id} is already paused`);
-      const blocked = opts.memory === false ? undefined : await this.d.driver.memoryPauseBlocked?.(inst.ref);
+      const blocked = opts.memory === false ? undefined : await this.driverOf(inst).memoryPauseBlocked?.(inst.ref);
       if (blocked) this.d.logger.info({ sandboxId: id, reason: blocked }, 'paused without its memory');
       if (opts.memory === false || blocked) {
         const flips = await this.stopKeepingFiles(inst);
         return withFlips(view(inst), flips);
       }
-      const res = await this.d.driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause failed`, err); });
+      const res = await this.driverOf(inst).pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause failed`, err); });
       Object.assign(inst.record, { phase: 'paused', pauseKind: res.kind, pausedAt: new Date().toISOString(), snapshotBytes: res.snapshotBytes });
       await this.d.records.save(inst.record);
       return view(inst);
@@ -258,8 +264,9 @@ export class SandboxService {
    */
   private async stopKeepingFiles(inst: Instance): Promise<VolumeRefFlip[]> {
     const id = inst.record.sandboxId!;
-    if (!this.d.driver.stop) throw new SvcError(400, `the ${this.d.driver.kind} runtime cannot pause without memory here; pause with memory kept`);
-    await this.d.driver.stop(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: filesystem pause failed`, err); });
+    const driver = this.driverOf(inst);
+    if (!driver.stop) throw new SvcError(400, `the ${driver.kind} runtime cannot pause without memory here; pause with memory kept`);
+    await driver.stop(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: filesystem pause failed`, err); });
     const attached = attachedVolumeIds(inst);
     Object.assign(inst.record, { phase: 'paused', pauseKind: 'filesystem', pausedAt: new Date().toISOString(), snapshotBytes: undefined, ...(attached.length ? { volumesDetached: true } : {}) });
     await this.d.records.save(inst.record);
@@ -277,27 +284,28 @@ export class SandboxService {
       const inst = this.find(id);
       if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before taking a snapshot of it`);
       if (this.d.layers.get(layerId)) throw conflict(`layer ${layerId} already exists on this node`);
-      const blocked = await this.d.driver.memoryPauseBlocked?.(inst.ref);
+      const driver = this.driverOf(inst);
+      const blocked = await driver.memoryPauseBlocked?.(inst.ref);
       if (blocked) throw conflict(`sandbox ${id} cannot be captured: ${blocked}`);
-      const used = (await this.d.driver.stats(inst.ref).catch(() => undefined))?.diskUsedBytes;
+      const used = (await driver.stats(inst.ref).catch(() => undefined))?.diskUsedBytes;
       const free = await this.d.layers.freeBytes();
       if (used !== undefined && used > free) {
         throw new SvcError(507, `sandbox ${id} holds ${used} bytes of changed files, more than the ${free} bytes free where this node keeps snapshots`);
       }
       // The whole machine where the runtime can save it (its memory holds what the files lack);
       // the files alone otherwise, flushed from the sandbox's kernel first.
-      const captureMachine = req.memory !== false ? this.d.driver.captureMachine?.bind(this.d.driver) : undefined;
+      const captureMachine = req.memory !== false ? driver.captureMachine?.bind(driver) : undefined;
       if (!captureMachine) {
-        const flushed = await this.d.driver.exec(inst.ref, [SANDBOX_SUDO, '--sync'], { timeoutMs: 60_000 });
+        const flushed = await driver.exec(inst.ref, [SANDBOX_SUDO, '--sync'], { timeoutMs: 60_000 });
         if (flushed.code !== 0) throw new SvcError(500, `sandbox ${id}: sync before the snapshot failed: ${flushed.stderr.trim() || `exit ${flushed.code}`}`);
       }
-      await this.d.driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause for the snapshot failed`, err); });
+      await driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause for the snapshot failed`, err); });
       try {
         return await this.d.layers.add(layerId, {
           artifactId: inst.record.artifactId, sandboxId: id, contents: captureMachine ? 'memory' : 'filesystem', createdAt: new Date().toISOString(),
-        }, (path) => (captureMachine ? captureMachine(inst.ref, path) : this.d.driver.captureLayer(inst.ref, path)));
+        }, (path) => (captureMachine ? captureMachine(inst.ref, path) : driver.captureLayer(inst.ref, path)));
       } finally {
-        await this.d.driver.resume(inst.ref).catch((err: Error) => {
+        await driver.resume(inst.ref).catch((err: Error) => {
           this.d.logger.error({ sandboxId: id, err: err.message }, 'sandbox could not be resumed after its snapshot');
         });
       }
@@ -322,7 +330,7 @@ export class SandboxService {
       if (inst.record.phase !== 'paused') return view(inst);
       checkResumeAdmission({ state: 'paused', memoryMB: inst.record.memoryMB }, this.memoryHolders(), this.d.memoryQuotaMB ?? this.d.capacity.memoryMB, this.d.releaseRatio);
       if (inst.record.pauseKind === 'filesystem' || opts.memory === false) return this.rebootFromFiles(inst, opts);
-      await this.d.driver.resume(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: resume failed`, err); });
+      await this.driverOf(inst).resume(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: resume failed`, err); });
       Object.assign(inst.record, { phase: 'running', pauseKind: undefined, pausedAt: undefined, snapshotBytes: undefined });
       await this.d.records.save(inst.record);
       await waitForEnvd(inst.record.address, AbortSignal.timeout(10_000)).catch(() => {
@@ -351,7 +359,7 @@ export class SandboxService {
       defaultUser: inst.record.defaultUser, defaultWorkdir: inst.record.defaultWorkdir,
     };
     await personalise(inst, identity).catch(async (err) => {
-      await this.d.driver.stop!(inst.ref).catch((e: Error) => this.d.logger.error({ sandboxId: id, err: e.message }, 'stop after a failed /init left the sandbox running'));
+      await this.driverOf(inst).stop!(inst.ref).catch((e: Error) => this.d.logger.error({ sandboxId: id, err: e.message }, 'stop after a failed /init left the sandbox running'));
       await this.detachForPause(inst);
       throw wrap(`sandbox ${id}: envd /init after the boot failed`, err);
     });
@@ -386,7 +394,7 @@ export class SandboxService {
   /** The sandbox's own log (its console file), running or paused. */
   async logs(id: string, q: SandboxLogSelection): Promise<SandboxLogs> {
     const inst = this.find(id);
-    return { logs: await readConsoleLog(this.d.driver.consolePath(inst.ref), q) };
+    return { logs: await readConsoleLog(this.driverOf(inst).consolePath(inst.ref), q) };
   }
 
   /**
@@ -408,7 +416,7 @@ export class SandboxService {
     }
     // Without a cwd a command starts in its user's home, as envd starts one (root's is /).
     const cwd = req.cwd ?? home;
-    const run = (inputFile?: string) => this.d.driver.exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, user, cwd, env, inputFile, onOutput });
+    const run = (inputFile?: string) => this.driverOf(inst).exec(inst.ref, ['/bin/sh', '-c', req.command], { timeoutMs: req.timeoutMs, user, cwd, env, inputFile, onOutput });
     const r = req.stdin ? await this.d.execInputs.with(req.stdin, run) : await run();
     const killed = r.stderr.endsWith(`(killed after ${req.timeoutMs} ms)`);
     const tail = (text: string) => (Buffer.byteLength(text) > EXEC_OUTPUT_LIMIT ? Buffer.from(text).subarray(-EXEC_OUTPUT_LIMIT).toString('utf8') : text);
@@ -425,7 +433,7 @@ export class SandboxService {
     let users = this.users.get(inst);
     const known = users?.get(user);
     if (known) return known;
-    const who = await this.d.driver.exec(inst.ref, ['/bin/sh', '-c', WHO_IS, 'whois', user]);
+    const who = await this.driverOf(inst).exec(inst.ref, ['/bin/sh', '-c', WHO_IS, 'whois', user]);
     const [uid, gid, dir] = who.stdout.trim().split('\n');
     if (who.code !== 0 || !/^\d+$/.test(uid ?? '') || !/^\d+$/.test(gid ?? '')) throw badRequest(`user ${user} does not exist in sandbox ${inst.record.sandboxId}`);
     const found = { uid: uid!, gid: gid!, home: dir || '/' };
@@ -437,7 +445,7 @@ export class SandboxService {
   async metrics(id: string): Promise<SandboxMetrics> {
     const inst = this.find(id);
     const key = inst.record.instanceId;
-    const read = () => this.d.driver.stats(inst.ref).catch((err) => {
+    const read = () => this.driverOf(inst).stats(inst.ref).catch((err) => {
       this.find(id); // gone meanwhile: 404
       // Its cgroup went away under the read (the sandbox is ending): nothing to measure now, not an internal error.
       if (err instanceof SvcError) throw err;
@@ -468,7 +476,7 @@ export class SandboxService {
 
   async ensureArtifact(id: string, req: EnsureArtifact): Promise<ArtifactOnNode> {
     const a = await this.d.artifacts.ensure(id, req);
-    if (this.d.driver.rootfsInput === 'directory') await this.d.artifacts.mount(id);
+    if (this.d.drivers.all().some((d) => d.rootfsInput === 'directory')) await this.d.artifacts.mount(id);
     this.pool.fill(id);
     return a;
   }
@@ -509,9 +517,10 @@ export class SandboxService {
   async sweepDead(): Promise<void> {
     const probe = async (inst: Instance) => {
       if (inst.record.phase !== 'running') return false;
-      const alive = this.d.driver.processesAlive ? await this.d.driver.processesAlive(inst.ref) : await envdHealthy(inst.record.address, 1_000);
+      const driver = this.driverOf(inst);
+      const alive = driver.processesAlive ? await driver.processesAlive(inst.ref) : await envdHealthy(inst.record.address, 1_000);
       if (alive) return false;
-      const status = await this.d.driver.status(inst.ref);
+      const status = await driver.status(inst.ref);
       return status === 'stopped' || status === 'missing';
     };
     for (const inst of this.pool.instances()) {
@@ -524,7 +533,7 @@ export class SandboxService {
       if (!(await probe(inst))) continue;
       await this.locks.run(id, async () => {
         if (this.sandboxes.get(id) !== inst || !(await probe(inst))) return;
-        const cause = await this.d.driver.endCause?.(inst.ref).catch((err) => {
+        const cause = await this.driverOf(inst).endCause?.(inst.ref).catch((err) => {
           this.d.logger.warn({ err, sandboxId: id }, 'could not tell why the sandbox ended');
           return undefined;
         });
@@ -591,6 +600,11 @@ export class SandboxService {
     return [...this.sandboxes.values()]
       .filter((i) => i.record.phase === 'running' || (i.record.phase === 'paused' && i.record.pauseKind !== 'filesystem'))
       .map((i) => ({ state: i.record.phase as 'running' | 'paused', memoryMB: i.record.memoryMB }));
+  }
+
+  /** The driver that runs the instance (its record's runtime). */
+  private driverOf(inst: Instance): RuntimeDriver {
+    return this.d.drivers.of(inst.record);
   }
 
   private find(id: string): Instance {

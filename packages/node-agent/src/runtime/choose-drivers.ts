@@ -1,9 +1,11 @@
 import { join } from 'node:path';
-import { SvcError, type Logger } from '@svc/common';
+import { runtimeSetting, SvcError, type Logger } from '@svc/common';
+import type { RuntimeKind } from '@svc/contracts/node-agent';
 import { ResourceNames } from '../names.ts';
 import { netnsPath } from '../network/netns.ts';
 import { run } from '../host/exec.ts';
 import type { RuntimeDriver } from './driver.ts';
+import { RuntimeDrivers } from './drivers.ts';
 import { GvisorDriver } from './gvisor.ts';
 import { chooseGvisorPlatform } from './gvisor-platform.ts';
 import { ensureGuestBoot, ensureRuntimeDisk, hostTscKhz } from './microvm/guest-assets.ts';
@@ -12,13 +14,14 @@ import { MicrovmDriver } from './microvm/microvm.ts';
 import { missingTools } from '../host/host-facts.ts';
 
 export interface DriverChoice {
-  driver: RuntimeDriver;
-  /** What runs the sandboxes, for the log: ptrace/kvm (gvisor) or tcg/kvm (microvm). */
-  platform: string;
+  drivers: RuntimeDrivers;
+  /** What runs the sandboxes, for the log, per runtime: ptrace/kvm (gvisor) or tcg/kvm (microvm). */
+  platforms: Partial<Record<RuntimeKind, string>>;
 }
 
 export interface DriverChoiceOptions {
-  runtime: 'auto' | 'gvisor' | 'microvm';
+  /** node_agent.runtime (runtimeSetting). */
+  runtime: string;
   guestKernelDir: string;
   stateDir: string;
   names: ResourceNames;
@@ -28,28 +31,39 @@ export interface DriverChoiceOptions {
 }
 
 /**
- * `node_agent.runtime`: gvisor, microvm (KVM where a guest really boots, else TCG, which is
- * for tests: slow), or auto, which takes microvm only where KVM boots a guest (docs/runtimes.md).
+ * `node_agent.runtime`: auto takes microvm only where KVM boots a guest, else gvisor; a list
+ * (gvisor, microvm, or both) makes each, the first the default; microvm under TCG is for
+ * tests: slow (docs/runtimes.md).
  */
-export async function chooseDriver(o: DriverChoiceOptions): Promise<DriverChoice> {
-  if (o.runtime !== 'gvisor') {
+export async function chooseDrivers(o: DriverChoiceOptions): Promise<DriverChoice> {
+  const setting = runtimeSetting(o.runtime);
+  if (!setting) throw new Error(`node_agent.runtime: ${JSON.stringify(o.runtime)} is not auto, gvisor, microvm or a list of them`);
+  if (setting === 'auto') {
     const microvm = await microvmDriver(o).catch((err: Error) => {
-      if (o.runtime === 'microvm') throw err;
       o.logger.info({ reason: err.message }, 'runtime auto: microvm not available here');
       return undefined;
     });
-    if (microvm && (o.runtime === 'microvm' || microvm.platform === 'kvm')) {
-      if (microvm.platform === 'tcg') o.logger.warn('microvm runs under TCG (software emulation, no KVM here): fit for tests, slow for users');
-      return microvm;
-    }
+    if (microvm?.platform === 'kvm') return { drivers: new RuntimeDrivers([microvm.driver]), platforms: { microvm: 'kvm' } };
+    const gvisor = await gvisorDriver(o);
+    return { drivers: new RuntimeDrivers([gvisor.driver]), platforms: { gvisor: gvisor.platform } };
   }
+  const made: Array<{ driver: RuntimeDriver; platform: string }> = [];
+  for (const kind of setting) {
+    const one = kind === 'gvisor' ? await gvisorDriver(o) : await microvmDriver(o);
+    if (kind === 'microvm' && one.platform === 'tcg') o.logger.warn('microvm runs under TCG (software emulation, no KVM here): fit for tests, slow for users');
+    made.push(one);
+  }
+  return { drivers: new RuntimeDrivers(made.map((m) => m.driver)), platforms: Object.fromEntries(made.map((m) => [m.driver.kind, m.platform])) };
+}
+
+async function gvisorDriver(o: DriverChoiceOptions): Promise<{ driver: RuntimeDriver; platform: string }> {
   const platform = await chooseGvisorPlatform(o.logger, o.runscPath);
   const missing = missingTools([o.runscPath ?? 'runsc']);
   if (missing.length) throw new Error(`node agent: missing host tools: ${missing.join(', ')} (scripts/install-system-deps.sh installs them)`);
   return { driver: new GvisorDriver({ stateRoot: join(o.stateDir, 'runsc'), names: o.names, logger: o.logger, runscPath: o.runscPath, platform }), platform };
 }
 
-async function microvmDriver(o: DriverChoiceOptions): Promise<DriverChoice> {
+async function microvmDriver(o: DriverChoiceOptions): Promise<{ driver: RuntimeDriver; platform: string }> {
   const missing = missingTools(['qemu-system-x86_64', 'losetup', 'mkfs.ext4']);
   if (missing.length) throw new SvcError(503, `node_agent.runtime microvm: missing host tools: ${missing.join(', ')} (scripts/install-system-deps.sh installs them)`);
   const guest = await ensureGuestBoot(o.stateDir, o.guestKernelDir);
