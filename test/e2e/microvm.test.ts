@@ -1,14 +1,16 @@
 /**
- * The whole platform on the microvm runtime (`svc up --runtime microvm`; TCG here, where there is
- * no KVM), driven by the official e2b SDK: create, commands, files, a pause that leaves no QEMU
- * process, a resume that brings back a background process and a listening HTTP server answering
- * through the data-plane proxy, and kill.
+ * The whole platform on a node offering both runtimes, microvm the default (`svc up --runtime
+ * microvm,gvisor`; TCG here, where there is no KVM), driven by the official e2b SDK: create,
+ * commands, files, a pause that leaves no QEMU process, a resume that brings back a background
+ * process and a listening HTTP server answering through the data-plane proxy, and kill. Then a
+ * create through our SDK that names gvisor gets gvisor beside it.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { Sandbox } from 'e2b';
+import { Sandbox as SvcSandbox } from '@svc/sdk';
 import { startPlatform, useE2bEnv, diagnoseFailures, waitFor, type RunningPlatform } from './harness.ts';
 
 const KERNEL = '/var/lib/svc/guest-kernel/current/vmlinuz';
@@ -19,7 +21,7 @@ let p: RunningPlatform | undefined;
 diagnoseFailures(() => p);
 before(async () => {
   if (missing) return;
-  p = await startPlatform({ dataDir: '/tmp/svc-e2e-microvm', env: { SVC_RUNTIME: 'microvm' } });
+  p = await startPlatform({ dataDir: '/tmp/svc-e2e-microvm', env: { SVC_RUNTIME: 'microvm,gvisor' } });
   useE2bEnv(p);
 });
 after(async () => { await p?.stop(); });
@@ -84,4 +86,28 @@ test('the e2b SDK on microvm sandboxes: create, commands, files, pause to disk, 
   await back.kill();
   assert.deepEqual(qemuProcesses(p!.dataDir), []);
   assert.equal(await Sandbox.connect(sbx.sandboxId).then(() => 'connected', (e: Error) => e.name), 'SandboxNotFoundError');
+});
+
+test('a create names its runtime: gvisor beside microvm on one node, each pausing its own way', { skip: missing ?? false }, async () => {
+  const conn = { apiUrl: p!.apiUrl, apiKey: p!.apiKey, sandboxUrl: p!.sandboxUrl, timeoutMs: 300_000 };
+  const g = await SvcSandbox.create('base', { ...conn, runtime: 'gvisor' });
+  const m = await SvcSandbox.create('base', conn);
+  try {
+    assert.equal((await SvcSandbox.getInfo(g.sandboxId, conn)).runtime, 'gvisor');
+    assert.equal((await SvcSandbox.getInfo(m.sandboxId, conn)).runtime, 'microvm', "no runtime named: the node's default");
+    const kernels = await Promise.all([g, m].map(async (s) => (await s.commands.run('uname -r')).stdout.trim()));
+    assert.notEqual(kernels[0], kernels[1]);
+    await g.pause();
+    await m.pause();
+    assert.equal((await SvcSandbox.getInfo(g.sandboxId, conn)).pauseKind, 'freeze');
+    assert.equal((await SvcSandbox.getInfo(m.sandboxId, conn)).pauseKind, 'snapshot');
+    for (const s of [g, m]) {
+      const back = await SvcSandbox.connect(s.sandboxId, conn);
+      assert.equal((await back.commands.run('echo back')).stdout, 'back\n');
+    }
+    await assert.rejects(SvcSandbox.create('base', { ...conn, runtime: 'firecracker' as never }), (e: Error) => /runtime/.test(e.message));
+  } finally {
+    await g.kill();
+    await m.kill();
+  }
 });

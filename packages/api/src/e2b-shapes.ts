@@ -44,6 +44,7 @@ export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
     volumeMounts: volumeMountsOf(body.volumeMounts ?? body.volume_mounts ?? []),
     cpuCount: body.cpuCount,
     memoryMB: body.memoryMB,
+    ...(body.runtime ? { runtime: body.runtime } : {}),
     ...(body.iam?.tokens && Object.keys(body.iam.tokens).length ? { iam: { tokens: body.iam.tokens } } : {}),
   };
 }

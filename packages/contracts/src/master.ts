@@ -86,6 +86,8 @@ export interface CreateSandboxInput {
   memoryMB?: number;
   /** Workload tokens by name (E2B's iam.tokens): `${e2b.identity.tokens.NAME}` in a transform mints one. */
   iam?: { tokens: Record<string, IamToken> };
+  /** svc: what runs it (docs/runtimes.md); undefined: the template's, else the chosen node's default. */
+  runtime?: RuntimeKind;
 }
 
 export interface IamToken {
@@ -213,7 +215,10 @@ export interface ForkResult {
 export interface NodeRecord {
   nodeId: string;
   address: string;
+  /** The node's default runtime. */
   runtime: string;
+  /** Every runtime it offers, the default first. */
+  runtimes: RuntimeKind[];
   pauseKinds: PauseKind[];
   status: 'ready' | 'unreachable';
   capacity: { cpuCount: number; memoryMB: number };

@@ -9,7 +9,7 @@
  * spellings are accepted; answers use E2B's.
  */
 
-import { PAUSE_KINDS } from './node-agent.ts';
+import { PAUSE_KINDS, RUNTIME_KINDS } from './node-agent.ts';
 import { LOG_LEVELS } from './sandbox-logs.ts';
 
 const str = { type: 'string' } as const;
@@ -103,6 +103,7 @@ export const NewSandbox = {
     volume_mounts: { type: 'array', items: VolumeMount },
     cpuCount: { type: 'integer', minimum: 1 },
     memoryMB: { type: 'integer', minimum: 64 },
+    runtime: { type: 'string', enum: RUNTIME_KINDS, description: 'svc: what runs the sandbox (docs/runtimes.md); default: the template\'s, else the node\'s' },
     iam: {
       type: 'object',
       description: 'E2B: workload tokens the egress proxy mints for ${e2b.identity.tokens.NAME} (docs/security.md)',

@@ -9,6 +9,8 @@
  * in its 400 (code 130400).
  */
 
+import { RUNTIME_KINDS } from './node-agent.ts';
+
 const str = { type: 'string' } as const;
 const int = { type: 'integer' } as const;
 const bool = { type: 'boolean' } as const;
@@ -51,6 +53,7 @@ export const TemplateCreate = {
     disk_size_mb: size(64, 16 * 1024 * 1024, 'Disk size; default: fits the content'),
     start_cmd: { type: ['string', 'null'], maxLength: 4096, description: 'Started in the background in each sandbox (as `user`); the create answers once ready_cmd passes (docs/templates.md)' },
     ready_cmd: { type: ['string', 'null'], maxLength: 4096, description: 'Run until it exits 0 before a create answers; only with start_cmd' },
+    runtime: { type: ['string', 'null'], enum: [...RUNTIME_KINDS, null], description: 'What runs its sandboxes when a create names none (docs/runtimes.md); default: the node\'s' },
   },
   additionalProperties: false,
 } as const;
@@ -98,6 +101,7 @@ export const TemplateInfo = {
     error: nullableString,
     start_cmd: { ...nullableString, description: 'Started in each sandbox (a create waits for ready_cmd); absent when none' },
     ready_cmd: { ...nullableString, description: 'When a sandbox\'s start command is ready' },
+    runtime: { type: ['string', 'null'], enum: [...RUNTIME_KINDS, null], description: 'What runs its sandboxes when a create names none; absent: the node\'s default' },
   },
   additionalProperties: false,
 } as const;

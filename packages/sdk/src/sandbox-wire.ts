@@ -25,6 +25,7 @@ export function buildCreateBody(template: string, opts: SandboxOpts = {}): WireN
   if (opts.volumeMounts) body.volumeMounts = buildVolumeMounts(opts.volumeMounts);
   if (opts.cpuCount !== undefined) body.cpuCount = opts.cpuCount;
   if (opts.memoryMB !== undefined) body.memoryMB = opts.memoryMB;
+  if (opts.runtime !== undefined) body.runtime = opts.runtime;
   if (opts.iam && Object.keys(opts.iam.tokens).length) body.iam = { tokens: opts.iam.tokens };
   return body;
 }
@@ -110,6 +111,7 @@ export function toSandboxInfo(d: WireListedSandbox & Partial<Pick<WireSandboxDet
   if (d.lifecycle) info.lifecycle = { onTimeout: d.lifecycle.onTimeout, autoResume: d.lifecycle.autoResume };
   if (d.domain) info.sandboxDomain = d.domain;
   if (d.pauseKind) info.pauseKind = d.pauseKind;
+  if (d.runtime) info.runtime = d.runtime;
   info.timeout = d.timeout;
   return info;
 }

@@ -137,6 +137,7 @@ export function buildCreateBody(spec: TemplateCreateOpts): WireTemplateCreate {
   if (spec.readyCmd !== undefined && spec.startCmd === undefined) throw new InvalidArgumentError('readyCmd needs startCmd');
   if (spec.startCmd !== undefined) body.start_cmd = spec.startCmd;
   if (spec.readyCmd !== undefined) body.ready_cmd = spec.readyCmd;
+  if (spec.runtime !== undefined) body.runtime = spec.runtime;
   return body;
 }
 
@@ -162,6 +163,7 @@ export function toTemplateInfo(t: WireTemplateInfo): TemplateInfo {
     withSvcCa: t.with_cube_ca,
     startCmd: opt(t.start_cmd),
     readyCmd: opt(t.ready_cmd),
+    runtime: opt(t.runtime),
     error: opt(t.error) || undefined,
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) (info as unknown as Record<string, unknown>)[k] = v;

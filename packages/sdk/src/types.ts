@@ -96,6 +96,8 @@ export interface SandboxOpts extends ConnectionOpts {
   /** svc extensions: resources of the sandbox. */
   cpuCount?: number;
   memoryMB?: number;
+  /** svc extension: what runs it (docs/runtimes.md); default: the template's, else the node's. */
+  runtime?: 'gvisor' | 'microvm';
   /**
    * Workload tokens by name (E2B's iam): a rule's header value `${e2b.identity.tokens.NAME}` is
    * replaced on the way out by a JWT the platform signs for this sandbox (docs/security.md).
@@ -197,6 +199,8 @@ export interface SandboxInfo {
   sandboxDomain?: string;
   /** While paused: memory kept ('freeze'), written out ('snapshot'), or freed with the files kept ('filesystem': resuming boots it again). */
   pauseKind?: 'freeze' | 'snapshot' | 'filesystem';
+  /** What runs it (docs/runtimes.md). */
+  runtime?: 'gvisor' | 'microvm';
   /** The idle timeout in seconds (-1: never). */
   timeout?: number;
 }
@@ -260,6 +264,8 @@ export type TemplateCreateOpts = TemplateSource & {
   startCmd?: string;
   /** Needs startCmd. */
   readyCmd?: string;
+  /** What runs its sandboxes when a create names none (docs/runtimes.md); default: the node's. */
+  runtime?: 'gvisor' | 'microvm';
 };
 
 export interface TemplateBuildRef {
@@ -284,6 +290,7 @@ export interface TemplateInfo {
   withSvcCa?: boolean;
   startCmd?: string;
   readyCmd?: string;
+  runtime?: 'gvisor' | 'microvm';
   error?: string;
 }
 

@@ -57,13 +57,13 @@ function apiRoutes(k: Known): RouteSpec[] {
     // docs/api.md spells some fields two ways, and E2B says some things its own way; all are fuzzed.
     allowInternetAccess: true, autoPause: false, autoPauseMemory: true, autoResume: { enabled: false }, env_vars: { B: '2' },
     volume_mounts: [{ name: 'fuzzvol2', path: '/mnt/fuzz2', read_only: true }],
-    iam: { tokens: { aws: { audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' } } },
+    iam: { tokens: { aws: { audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' } } }, runtime: 'gvisor',
   } satisfies Required<WireNewSandbox>;
   const createBody = json(newSandbox);
   const live = { patch: { templateID: 'base', volumeMounts: [], timeout: 120 }, cases: 3 };
   const templateCreate = json({
     image: '127.0.0.1:1/fuzz/none:latest', alias: 'fuzz-alias', registry_auth: { username: 'u', password: 'p' }, insecure_registry: true,
-    platform: 'linux/amd64', with_svc_ca: false, cpu_count: 1, memory_mb: 256, disk_size_mb: 512,
+    platform: 'linux/amd64', with_svc_ca: false, cpu_count: 1, memory_mb: 256, disk_size_mb: 512, runtime: 'gvisor',
   } satisfies Omit<WireTemplateCreate, 'oci_layout' | 'docker_archive' | 'rootfs_tar'>);
   const sb = { sandboxID: 'sandbox' } as const;
   const api = (method: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({ component: 'api', method, path, auth: 'apiKey', bodyLimit: MB, ...extra });
@@ -162,12 +162,12 @@ function masterRoutes(k: Known): RouteSpec[] {
     template: MISSING_TEMPLATE, timeout: 120, onTimeout: 'kill', autoResume: false, metadata: { owner: 'fuzz' }, envVars: { FUZZ: '1' },
     secure: false, allowInternetAccess: true, network: { allowOut: [], denyOut: [], allowPublicTraffic: true, rules: [] },
     volumeMounts: [], cpuCount: 1, memoryMB: 256, pauseMemory: true,
-    iam: { tokens: { aws: { audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' } } },
+    iam: { tokens: { aws: { audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' } } }, runtime: 'gvisor',
   } satisfies Required<CreateSandboxInput>);
   const listQuery = { state: 'running', metadata: 'owner=fuzz', template: 'base', limit: '5', nextToken: 'x', order: 'asc', startedAfter: '2026-01-01T00:00:00Z', startedBefore: '2099-01-01T00:00:00Z' } satisfies Record<keyof ListSandboxesQuery, string>;
   const reason = (r: LifecycleReason) => ({ reason: r });
   const register = json({
-    nodeId: 'fuzz-node', address: NOWHERE, runtime: 'gvisor', pauseKinds: ['freeze'], capacity: { cpuCount: 1, memoryMB: 0 },
+    nodeId: 'fuzz-node', address: NOWHERE, runtime: 'gvisor', runtimes: ['gvisor'], pauseKinds: ['freeze'], capacity: { cpuCount: 1, memoryMB: 0 },
     pausedResourceReleaseRatio: 0, version: 'fuzz',
   } satisfies RegisterNode);
   const heartbeat = json({ sandboxes: { running: 0, paused: 0 }, usedMemoryMB: 0 } satisfies NodeHeartbeat);
@@ -241,7 +241,7 @@ function nodeAgentRoutes(k: Known): RouteSpec[] {
     diskSizeMB: 512, envVars: { FUZZ: '1' }, envdAccessToken: 'tok', allowInternetAccess: false, network: { allowOut: [], denyOut: [] },
     metadata: { owner: 'fuzz' }, timeoutMs: 5_000, layer: { layerId: 'layer-fuzz', sha256: HEX64, sizeBytes: 1, downloadUrl: NOWHERE },
     defaultUser: 'user', defaultWorkdir: '/home/user',
-    volumes: [{ volumeId: 'vol-fuzz', driver: 'local', privateData: '', path: '/mnt/fuzz', readOnly: true }],
+    volumes: [{ volumeId: 'vol-fuzz', driver: 'local', privateData: '', path: '/mnt/fuzz', readOnly: true }], runtime: 'gvisor',
   } satisfies Required<CreateSandboxOnNode>);
   const n = (method: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({ component: 'node-agent', method, path, auth: 'none', bodyLimit: MB, ...extra });
   void k;

@@ -23,7 +23,7 @@ export function nodeCommand(): Command {
       ctx.out.result(nodes, () => ctx.out.table(nodes, [
         { header: 'ID', value: (n) => n.id },
         { header: 'STATUS', value: (n) => field(n, 'status') },
-        { header: 'RUNTIME', value: (n) => field(n, 'runtime') },
+        { header: 'RUNTIMES', value: (n) => (Array.isArray(n.runtimes) ? n.runtimes.join(',') : field(n, 'runtime')) },
         { header: 'ADDRESS', value: (n) => field(n, 'address') },
         { header: 'RUNNING', value: (n) => field(n, 'usage', 'running') },
         { header: 'PAUSED', value: (n) => field(n, 'usage', 'paused') },

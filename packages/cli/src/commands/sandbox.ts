@@ -27,6 +27,7 @@ interface CreateFlags {
   networkRules?: string;
   allowOut?: string[];
   denyOut?: string[];
+  runtime?: 'gvisor' | 'microvm';
 }
 
 export function sandboxCommand(): Command {
@@ -46,6 +47,7 @@ export function sandboxCommand(): Command {
     .option('--network-rules <file>', 'egress rules: a JSON or YAML file holding a list of {name, match, action} (docs/egress.md)')
     .option('--allow-out <entry>', 'allow outbound traffic to a CIDR, an IP or a host name (repeatable)', collect)
     .option('--deny-out <entry>', 'deny outbound traffic to a CIDR or an IP (repeatable)', collect)
+    .addOption(new Option('--runtime <kind>', "what runs it (default: the template's, else the node's; docs/runtimes.md)").choices(['gvisor', 'microvm']))
     .action(async (flags: CreateFlags, c: Command) => createSandbox(contextOf(c), flags));
 
   cmd.command('list').alias('ls')
@@ -187,6 +189,7 @@ async function createSandbox(ctx: Context, f: CreateFlags): Promise<void> {
   if (f.denyOut?.length) network.denyOut = f.denyOut;
   if (f.networkRules) network.rules = readNetworkRules(f.networkRules);
   if (Object.keys(network).length) opts.network = network;
+  if (f.runtime) opts.runtime = f.runtime;
   const sbx = f.template ? await Sandbox.create(f.template, opts) : await Sandbox.create(opts);
   const info = await Sandbox.getInfo(sbx.sandboxId, ctx.conn);
   const result = { ...info, ...(sbx.trafficAccessToken ? { trafficAccessToken: sbx.trafficAccessToken } : {}) };
@@ -241,6 +244,7 @@ function printInfo(ctx: Context, s: SandboxInfo): void {
     ['id', s.sandboxId],
     ['template', s.name ? `${s.templateId} (${s.name})` : s.templateId],
     ['state', s.pauseKind ? `${s.state} (${s.pauseKind})` : s.state],
+    ['runtime', s.runtime],
     ['started', s.startedAt],
     ['ends', s.endAt ?? 'never'],
     ['timeout', s.timeout === undefined ? undefined : s.timeout === -1 ? 'never' : `${s.timeout}s`],

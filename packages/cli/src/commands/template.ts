@@ -1,6 +1,6 @@
 /** `svc tpl ...`: build templates from images and manage them. */
 import { resolve } from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { buildTemplate, planFromDockerfile, Template, type JobInfo, type TemplateCreateOpts, type TemplateInfo } from '@svc/sdk';
 import { contextOf, type Context } from '../context.ts';
@@ -22,6 +22,7 @@ interface CreateFlags {
   wait: boolean;
   startCmd?: string;
   readyCmd?: string;
+  runtime?: 'gvisor' | 'microvm';
 }
 
 export function templateCommand(): Command {
@@ -41,6 +42,7 @@ export function templateCommand(): Command {
     .option('--no-svc-ca', 'do not bake the egress root CA into the image')
     .option('--start-cmd <command>', 'started in each sandbox of the template; a create answers once --ready-cmd passes')
     .option('--ready-cmd <command>', 'exits 0 once the start command is up (needs --start-cmd)')
+    .addOption(new Option('--runtime <kind>', "what runs its sandboxes when a create names none (default: the node's; docs/runtimes.md)").choices(['gvisor', 'microvm']))
     .option('--no-wait', 'return once the build is accepted')
     .action(async (flags: CreateFlags, c: Command) => createTemplate(contextOf(c), flags));
 
@@ -172,6 +174,7 @@ function createSpec(f: CreateFlags): TemplateCreateOpts {
   if (f.readyCmd !== undefined && f.startCmd === undefined) throw new UsageError('--ready-cmd needs --start-cmd');
   if (f.startCmd !== undefined) spec.startCmd = f.startCmd;
   if (f.readyCmd !== undefined) spec.readyCmd = f.readyCmd;
+  if (f.runtime) spec.runtime = f.runtime;
   return spec;
 }
 
@@ -217,6 +220,7 @@ function printTemplate(ctx: Context, t: TemplateInfo): void {
     ['svc CA', t.withSvcCa === undefined ? undefined : t.withSvcCa ? 'baked in' : 'no'],
     ['start command', t.startCmd],
     ['ready command', t.readyCmd],
+    ['runtime', t.runtime],
     ['created', t.createdAt],
     ['updated', t.updatedAt],
     ['error', t.error],

@@ -68,6 +68,8 @@ export interface NodeRow {
   egress_admin_url: string | null;
   /** JSON list of NodeInfo.features; null: an agent older than them. */
   features: string | null;
+  /** JSON list of NodeInfo.runtimes (the default first); null: an agent older than them, which offers `runtime` alone. */
+  runtimes: string | null;
 }
 
 export interface MigrationRow {

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { badRequest, notFound, unavailable, SvcError } from '@svc/common';
-import { admissionRefusal, NodeAgentClient, realFreeMB, type NodeLoad } from '@svc/contracts/node-agent';
+import { admissionRefusal, NodeAgentClient, realFreeMB, type NodeLoad, type RuntimeKind } from '@svc/contracts/node-agent';
 import type { Database, NodeRow } from '../db/schema.ts';
 import type { NodeHeartbeat, RegisterNode } from '@svc/contracts/master-internal';
 import type { NodeRecord } from '@svc/contracts/master';
@@ -23,6 +23,8 @@ export interface SchedulingNeed {
   cpuCount: number;
   /** Only this node will do (it keeps the snapshot layer the sandbox starts from). */
   onNode?: string;
+  /** Only nodes that offer this runtime will do (absent: any, which runs it on its default). */
+  runtime?: RuntimeKind;
 }
 
 /** Registered node agents: registration, heartbeats, labels and placement choice. */
@@ -40,6 +42,7 @@ export class NodeRegistry {
     const values = {
       address: req.address,
       runtime: req.runtime,
+      runtimes: JSON.stringify(req.runtimes ?? [req.runtime]),
       pause_kinds: JSON.stringify(req.pauseKinds ?? []),
       capacity: JSON.stringify(req.capacity),
       release_ratio: req.pausedResourceReleaseRatio ?? 0,
@@ -106,9 +109,15 @@ export class NodeRegistry {
   async pick(need: SchedulingNeed): Promise<{ nodeId: string; client: NodeAgentClient }> {
     let q = this.db.selectFrom('t_svc_node').selectAll().where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS);
     if (need.onNode) q = q.where('node_id', '=', need.onNode);
-    const rows = await q.execute();
+    let rows = await q.execute();
     if (rows.length === 0 && need.onNode) throw unavailable(`node ${need.onNode}, which keeps the snapshot, is not available now`, 5);
     if (rows.length === 0) throw unavailable('no node agent is available to run the sandbox', 5);
+    if (need.runtime) {
+      const runtime = need.runtime;
+      const live = rows;
+      rows = live.filter((r) => runtimesOf(r).includes(runtime));
+      if (rows.length === 0) await this.noNodeOffers(runtime, need.onNode);
+    }
     const refusals: string[] = [];
     const fits: Array<{ nodeId: string; free: number }> = [];
     for (const r of rows) {
@@ -131,6 +140,18 @@ export class NodeRegistry {
     if (!best) throw new SvcError(503, `no node can take the sandbox now: ${refusals.join('; ')}`, { headers: { 'Retry-After': '5' } });
     this.promised.set(best.nodeId, (this.promised.get(best.nodeId) ?? 0) + 1);
     return { nodeId: best.nodeId, client: await this.client(best.nodeId) };
+  }
+
+  /**
+   * Why no live node can take a create that asks for `runtime`: 503 when a node that offers it
+   * is down (or is not the one that keeps the snapshot), 400 when none is registered at all.
+   */
+  private async noNodeOffers(runtime: RuntimeKind, onNode: string | undefined): Promise<never> {
+    if (onNode) throw badRequest(`node ${onNode}, which keeps the snapshot, does not offer the ${runtime} runtime`);
+    const all = await this.db.selectFrom('t_svc_node').selectAll().execute();
+    if (all.some((r) => runtimesOf(r).includes(runtime))) throw unavailable(`no node that offers the ${runtime} runtime is available now`, 5);
+    const offered = [...new Set(all.flatMap(runtimesOf))];
+    throw badRequest(`no node offers the ${runtime} runtime (${offered.length ? `nodes offer ${offered.join(', ')}` : 'no node is registered'}); node_agent.runtime says what a node offers (docs/runtimes.md)`);
   }
 
   async list(): Promise<NodeRecord[]> {
@@ -201,6 +222,7 @@ function toRecord(r: NodeRow): NodeRecord {
     nodeId: r.node_id,
     address: r.address,
     runtime: r.runtime,
+    runtimes: runtimesOf(r),
     pauseKinds: JSON.parse(r.pause_kinds),
     status: r.last_heartbeat_at > Date.now() - STALE_AFTER_MS ? 'ready' : 'unreachable',
     capacity: JSON.parse(r.capacity),
@@ -210,4 +232,16 @@ function toRecord(r: NodeRow): NodeRecord {
     version: r.version,
     lastHeartbeatAt: new Date(Number(r.last_heartbeat_at)).toISOString(),
   };
+}
+
+/** The runtimes a node offers, its default first (an agent older than NodeInfo.runtimes: its one). */
+function runtimesOf(r: NodeRow): RuntimeKind[] {
+  if (r.runtimes) {
+    try {
+      return JSON.parse(r.runtimes) as RuntimeKind[];
+    } catch {
+      // A row this master did not write in this form: the default alone is what is known.
+    }
+  }
+  return [r.runtime as RuntimeKind];
 }

@@ -6,6 +6,7 @@
 import { badRequest } from '@svc/common';
 import { MASK_REQUEST_HOST_PATTERN } from '@svc/contracts/public-api-schemas';
 import { cleanMountPath, mountPathProblem } from '@svc/contracts/volumes';
+import { RUNTIME_KINDS, type RuntimeKind } from '@svc/contracts/node-agent';
 import { IAM_LIMITS, SANDBOX_LIMITS as L, type CreateSandboxInput, type IamToken, type NetworkConfig, type VolumeMount } from '@svc/contracts/master';
 
 type Obj = Record<string, unknown>;
@@ -158,6 +159,7 @@ export function checkCreateInput(body: unknown): CreateSandboxInput {
     network: networkOf(body.network),
     volumeMounts: volumeMountsOf(body.volumeMounts),
     cpuCount: optInt(body.cpuCount, 'cpuCount', 1, L.cpuCount),
+    ...(body.runtime === undefined ? {} : { runtime: runtimeOf(body.runtime) }),
     memoryMB: optInt(body.memoryMB, 'memoryMB', L.memoryMBMin, L.memoryMBMax),
     ...iamOf(body.iam),
   };
@@ -186,4 +188,9 @@ function iamOf(v: unknown): { iam?: { tokens: Record<string, IamToken> } } {
     tokens[name] = { audience, tokenType: 'JWT-SVID' };
   }
   return entries.length ? { iam: { tokens } } : {};
+}
+
+function runtimeOf(v: unknown): RuntimeKind {
+  if (!RUNTIME_KINDS.includes(v as RuntimeKind)) throw badRequest(`runtime must be one of ${RUNTIME_KINDS.join(', ')}`);
+  return v as RuntimeKind;
 }

@@ -1,6 +1,6 @@
 /** What the sandbox service needs from the rest of the master, as small interfaces. */
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
-import type { ArtifactRef, LayerRef } from '@svc/contracts/node-agent';
+import type { ArtifactRef, LayerRef, RuntimeKind } from '@svc/contracts/node-agent';
 import type { TeamLimits } from '@svc/contracts/teams';
 import type { Owner } from '../teams/ownership.ts';
 import type { VolumeMount } from '@svc/contracts/master';
@@ -29,6 +29,8 @@ export interface ResolvedTemplate {
   volumeMounts?: Array<{ volumeId: string; path: string; readOnly: boolean }>;
   /** Whose it is: a team starts sandboxes only from its own or public ones (docs/security.md). */
   owner?: Owner;
+  /** The runtime its sandboxes run on when a create names none (absent: the node's default). */
+  runtime?: RuntimeKind;
 }
 
 export interface TemplateResolver {

@@ -62,7 +62,7 @@ async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
     cfg, repo: new SandboxRepo(db.kysely, db.driver), nodes, templates, coordination, logger: silentLogger(),
     proxies: { purge: async (ids) => { purged.push(ids); } }, egress: new NodeEgressPolicies(nodes, '', silentLogger()), deleteTimeoutMs: 300,
   });
-  return { db, node, svc, events, coordination, cfg, purged, async close() { await node.close(); await db.close(); } };
+  return { db, node, nodes, svc, events, coordination, cfg, purged, async close() { await node.close(); await db.close(); } };
 }
 
 const flush = () => new Promise((r) => setImmediate(r));
@@ -313,6 +313,44 @@ for (const tdb of availableTestDatabases()) {
         assert.equal((await status(svc.get(s.sandboxId))).status, 410);
         assert.ok(!node.sandboxes.has('iorphan'));
         assert.ok(h.purged.some((ids) => ids.includes(s.sandboxId)), 'a sandbox that ended on its node is purged from the proxies like a killed one');
+      });
+
+      await t.test('runtime: placed on a node that offers it; none offers it is 400, a saved machine needs microvm', async () => {
+        const asked = await status(svc.create(input({ runtime: 'microvm' })));
+        assert.equal(asked.status, 400);
+        assert.match(asked.message, /no node offers the microvm runtime \(nodes offer gvisor\)/);
+        const tpl = await templates.resolveForCreate('base');
+        const fromTemplate = await status(svc.create(input(), { ...tpl, runtime: 'microvm' }));
+        assert.equal(fromTemplate.status, 400, "the template's runtime counts like the request's");
+        const machine = { ...tpl, layer: { snapshotId: 'snap-1', ref: { layerId: 'snap-1', sha256: 'x', sizeBytes: 1, contents: 'memory' as const } } };
+        const gvisorMachine = await status(svc.create(input({ runtime: 'gvisor' }), machine));
+        assert.equal(gvisorMachine.status, 400);
+        assert.match(gvisorMachine.message, /only the microvm runtime restores/);
+
+        const both = await new FakeNodeAgent().start();
+        try {
+          await h.nodes.register({
+            nodeId: 'n2', address: both.url, runtime: 'gvisor', runtimes: ['gvisor', 'microvm'], pauseKinds: ['freeze'],
+            capacity: { cpuCount: 2, memoryMB: 1024 }, pausedResourceReleaseRatio: 0, version: 't',
+          });
+          const s = await svc.create(input({ runtime: 'microvm' }));
+          assert.equal(s.nodeId, 'n2', 'n1 has more memory free but offers gvisor only');
+          assert.equal(s.runtime, 'microvm');
+          assert.ok(both.calls.includes(`create ${s.sandboxId}`));
+          assert.equal(both.createBodies.get(s.sandboxId)?.runtime, 'microvm', 'the node is told which of its runtimes runs it');
+          const viaTemplate = await svc.create(input(), { ...tpl, runtime: 'microvm' });
+          assert.equal(viaTemplate.nodeId, 'n2');
+          const plain = await svc.create(input());
+          assert.equal(plain.nodeId, 'n1', 'no runtime asked: the node with the most memory free');
+          assert.equal(node.createBodies.get(plain.sandboxId)?.runtime, undefined, "and it runs on that node's default");
+          assert.deepEqual((await h.nodes.get('n2')).runtimes, ['gvisor', 'microvm']);
+          assert.deepEqual((await h.nodes.get('n1')).runtimes, ['gvisor'], 'an agent that sends no runtimes offers its runtime');
+          await h.db.kysely.updateTable('t_svc_node').set({ last_heartbeat_at: 0 }).where('node_id', '=', 'n2').execute();
+          const down = await status(svc.create(input({ runtime: 'microvm' })));
+          assert.equal(down.status, 503, 'the node that offers it is down: retry later');
+        } finally {
+          await both.close();
+        }
       });
     } finally {
       await h.close();

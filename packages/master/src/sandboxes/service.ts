@@ -4,7 +4,7 @@ import {
   type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
 import { checkSignedFileRequest, fileSignatureProblem } from '@svc/common/envd-signature';
-import type { EndedSandbox, NodeAgentClient, NodeSandbox, SandboxLogs } from '@svc/contracts/node-agent';
+import type { EndedSandbox, NodeAgentClient, NodeSandbox, RuntimeKind, SandboxLogs } from '@svc/contracts/node-agent';
 import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
@@ -90,8 +90,9 @@ export class SandboxService {
     const deadline = T.atCreate(now, input.timeout, this.d.cfg.svclet_conf.default_timeout_insec);
     const egress = planEgress(input.network, input.allowInternetAccess !== false);
     await this.checkPlaceholders(input.network, teamId, Object.keys(input.iam?.tokens ?? {}));
+    const runtime = runtimeFor(input, tpl);
     // A fork's capture is on the origin's node only: its sandboxes start there.
-    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}) });
+    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}), ...(runtime ? { runtime } : {}) });
     if (egress.policy && !(await this.d.egress.available(nodeId))) {
       throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
     }
@@ -110,7 +111,7 @@ export class SandboxService {
         envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
         ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
         network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut, ...(egress.steer.length ? { steer: egress.steer } : {}) },
-        metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}),
+        metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}), ...(runtime ? { runtime } : {}),
       });
     } catch (err) {
       // The node may have got further than its answer says; make sure nothing is left there.
@@ -780,4 +781,17 @@ function stringsIn(v: unknown): string[] {
 
 function iamNamesOf(row: Row): string[] {
   return row.iam ? Object.keys(JSON.parse(row.iam) as Record<string, unknown>) : [];
+}
+
+/**
+ * The runtime a create asks for (docs/runtimes.md): the request's, else a saved machine's
+ * (microvm: only it restores one), else the template's; undefined: the chosen node's default.
+ */
+function runtimeFor(input: CreateSandboxInput, tpl: ResolvedTemplate): RuntimeKind | undefined {
+  const machine = tpl.layer?.ref.contents === 'memory';
+  const runtime = input.runtime ?? (machine ? 'microvm' : tpl.runtime);
+  if (machine && runtime !== 'microvm') {
+    throw badRequest(`snapshot ${tpl.layer!.snapshotId} holds a running machine, which only the microvm runtime restores; runtime ${runtime} cannot start it`);
+  }
+  return runtime;
 }

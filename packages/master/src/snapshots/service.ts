@@ -95,7 +95,9 @@ export class SnapshotService {
       const resolved = {
         templateId: o.templateId, ...(o.alias ? { alias: o.alias } : {}), artifact: await this.d.templates.artifactRef(layer.artifactId),
         cpuCount: o.cpuCount, memoryMB: o.memoryMB, diskSizeMB: o.diskSizeMB, envVars: src.envVars,
-        layer: { snapshotId: layerId, ref: { layerId, sha256: layer.sha256, sizeBytes: layer.sizeBytes }, nodeId: o.nodeId },
+        layer: { snapshotId: layerId, ref: { layerId, sha256: layer.sha256, sizeBytes: layer.sizeBytes, ...(layer.contents ? { contents: layer.contents } : {}) }, nodeId: o.nodeId },
+        // Forks run where the origin runs (a saved machine restores only on its runtime).
+        ...(o.runtime ? { runtime: o.runtime } : {}),
       };
       const create: CreateSandboxInput = {
         template: o.templateId, ...(input?.timeout === undefined ? {} : { timeout: input.timeout }),

@@ -5,6 +5,7 @@ import { invalidTemplateRequest } from './errors.ts';
 import { specHash } from './spec-hash.ts';
 import type { SourceKind } from './tables.ts';
 import type { TemplateCreate } from '@svc/contracts/template-routes';
+import type { RuntimeKind } from '@svc/contracts/node-agent';
 
 /** A validated TemplateCreate. */
 export interface CreateSpec {
@@ -22,6 +23,8 @@ export interface CreateSpec {
   /** Started in each sandbox, which a create waits for until readyCmd passes. */
   startCmd: string | null;
   readyCmd: string | null;
+  /** What runs its sandboxes when a create names no runtime; null: the node's default. */
+  runtime: RuntimeKind | null;
 }
 
 const SOURCES = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar'] as const;
@@ -76,7 +79,7 @@ export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svcle
   const readyCmd = b.ready_cmd?.trim() || null;
   if (readyCmd && !startCmd) throw invalidTemplateRequest('ready_cmd needs a start_cmd: it says when the start command is ready');
   return {
-    startCmd, readyCmd,
+    startCmd, readyCmd, runtime: b.runtime ?? null,
     alias: parseAlias(b.alias),
     sourceKind: kind, sourceImageRef: value, source, withSvcCa, cpuCount, memoryMB, diskSizeMB, buildDiskSizeMB,
     specHash: specHash(source, withSvcCa, buildDiskSizeMB),

@@ -23,6 +23,7 @@ export function toTemplateInfo(t: TemplateRow): TemplateInfo {
     legacy: Number(t.legacy) === 1,
     error: t.error,
     ...(t.start_cmd ? { start_cmd: t.start_cmd, ready_cmd: t.ready_cmd } : {}),
+    ...(t.runtime === 'gvisor' || t.runtime === 'microvm' ? { runtime: t.runtime } : {}),
   };
 }
 

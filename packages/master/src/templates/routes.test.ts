@@ -142,6 +142,7 @@ onEveryEngine('template routes', {
       [{ image: 'has space:1' }, /without spaces/],
       [{ image: 'a:1', ready_cmd: 'true' }, /ready_cmd needs a start_cmd/],
       [{ image: 'a:1', start_cmd: 7 }, /^start_cmd must be string or null$/],
+      [{ image: 'a:1', runtime: 'docker' }, /^runtime must be one of gvisor, microvm/],
       ['[1,2]', /^request body must be object$/],
     ];
     for (const [body, message] of cases) {
@@ -200,6 +201,18 @@ onEveryEngine('template routes', {
     assert.deepEqual([info.start_cmd, info.ready_cmd], ['serve --port 1', 'curl -sf http://127.0.0.1:1/']);
     const resolved = await h.module.resolver.resolveForCreate('served');
     assert.deepEqual(resolved.start, { command: 'serve --port 1', readyCommand: 'curl -sf http://127.0.0.1:1/', user: 'user' });
+  },
+
+  'a runtime given at create is shown and carried to its sandboxes; none given: the node decides': async (h) => {
+    await h.addNode('n1');
+    const c = await h.create({ rootfs_tar: '/srv/vm.tar', alias: 'vm', runtime: 'microvm' });
+    await h.finishBuild(c.job_id);
+    assert.equal((await h.call('GET', '/svc/template/vm')).body.runtime, 'microvm');
+    assert.equal((await h.module.resolver.resolveForCreate('vm')).runtime, 'microvm');
+    const plain = await h.create({ rootfs_tar: '/srv/plain.tar', alias: 'plain' });
+    await h.finishBuild(plain.job_id);
+    assert.equal('runtime' in (await h.call('GET', '/svc/template/plain')).body, false);
+    assert.equal((await h.module.resolver.resolveForCreate('plain')).runtime, undefined);
   },
 
   'E2B shapes: POST /templates, GET /templates, /templates/:id, aliases, build status, DELETE': async (h) => {

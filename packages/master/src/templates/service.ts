@@ -7,7 +7,7 @@ import {
 import type { ImageInfo, TemplateCenterClient } from '@svc/contracts/template-center';
 import type { Database } from '../db/schema.ts';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
-import type { LayerRef } from '@svc/contracts/node-agent';
+import type { LayerRef, RuntimeKind } from '@svc/contracts/node-agent';
 import type { BuilderStatus } from './builder-port.ts';
 import { parseAlias } from './alias.ts';
 import { artifactRef } from './artifact-url.ts';
@@ -97,7 +97,7 @@ export class TemplateService {
       template_id: newTemplateId(), alias: spec.alias, source_kind: spec.sourceKind, source_image_ref: spec.sourceImageRef,
       request_json: JSON.stringify(recipe), spec_hash: spec.specHash, cpu_count: spec.cpuCount, memory_mb: spec.memoryMB,
       disk_size_mb: spec.diskSizeMB, with_cube_ca: spec.withSvcCa ? 1 : 0, latest_job_id: null, artifact_id: null,
-      image_info: null, status: 'building', error: null, legacy: 0, layer_snapshot_id: null, start_cmd: spec.startCmd, ready_cmd: spec.readyCmd, ...ownerColumns(owner), created_at: now, updated_at: now,
+      image_info: null, status: 'building', error: null, legacy: 0, layer_snapshot_id: null, start_cmd: spec.startCmd, ready_cmd: spec.readyCmd, runtime: spec.runtime, ...ownerColumns(owner), created_at: now, updated_at: now,
     };
     await this.d.templates.insert(row);
     this.d.logger.info({ templateId: row.template_id, alias: row.alias, source: spec.sourceKind }, 'template created');
@@ -124,7 +124,7 @@ export class TemplateService {
       template_id: newTemplateId(), alias: name, source_kind: 'builder', source_image_ref: '', request_json: null, spec_hash: '',
       cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB, disk_size_mb: this.d.cfg.svclet_conf.default_disk_size_mb, with_cube_ca: 0,
       latest_job_id: null, artifact_id: null, image_info: null, status: 'building', error: null, legacy: 0,
-      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, ...ownerColumns(owner), created_at: now, updated_at: now,
+      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, runtime: null, ...ownerColumns(owner), created_at: now, updated_at: now,
     };
     await this.d.templates.insert(row);
     this.d.logger.info({ templateId: row.template_id, alias: name }, 'template created for the builder');
@@ -307,7 +307,7 @@ export class TemplateService {
       memory_mb: input.memoryMB ?? defaults.default_memory_mb, disk_size_mb: input.diskSizeMB ?? defaults.default_disk_size_mb,
       with_cube_ca: input.withCubeCa === false ? 0 : 1, latest_job_id: jobId, artifact_id: artifactId,
       image_info: input.imageInfo ? JSON.stringify(input.imageInfo) : null, status: 'ready', error: null, legacy: 1,
-      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, ...ownerColumns(OPERATOR), created_at: now, updated_at: now,
+      layer_snapshot_id: null, start_cmd: null, ready_cmd: null, runtime: null, ...ownerColumns(OPERATOR), created_at: now, updated_at: now,
     };
     await this.d.templates.insert(t);
     await this.d.artifacts.insert({
@@ -340,7 +340,7 @@ export class TemplateService {
     return {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: artifactRef(this.d.cfg.master.addr, a),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
-      ...imageDefaults(t), owner: ownerOf(t),
+      ...imageDefaults(t), owner: ownerOf(t), ...runtimeOf(t),
     };
   }
 
@@ -361,7 +361,7 @@ export class TemplateService {
     return {
       templateId: t.template_id, alias: t.alias ?? undefined, artifact: await this.resolver.artifactRef(layer.artifactId),
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
-      envVars: layer.envVars, layer: { snapshotId, ref: layer.ref }, owner: ownerOf(t),
+      envVars: layer.envVars, layer: { snapshotId, ref: layer.ref }, owner: ownerOf(t), ...runtimeOf(t),
       ...(info.user ? { defaultUser: info.user } : {}), ...(info.workingDir ? { defaultWorkdir: info.workingDir } : {}),
       ...startOf(t, info),
     };
@@ -422,4 +422,9 @@ function ownerColumns(owner: TemplateOwner): { team_id: string; public: number }
 
 export function ownerOf(t: TemplateRow): Owner {
   return { teamId: t.team_id, public: Number(t.public) === 1 };
+}
+
+/** The template's runtime, when it names one (TemplateCreate.runtime). */
+function runtimeOf(t: TemplateRow): { runtime?: RuntimeKind } {
+  return t.runtime === 'gvisor' || t.runtime === 'microvm' ? { runtime: t.runtime } : {};
 }

@@ -38,6 +38,8 @@ export interface TemplateRow {
   /** The builder's start and ready commands. */
   start_cmd: string | null;
   ready_cmd: string | null;
+  /** The runtime its sandboxes run on when a create names none; null: the node's default (docs/runtimes.md). */
+  runtime: string | null;
   /** The team it belongs to; public 1: every team may start sandboxes from it (docs/security.md). */
   team_id: string;
   public: number;

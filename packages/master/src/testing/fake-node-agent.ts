@@ -67,7 +67,7 @@ export class FakeNodeAgent {
       this.artifactOf.set(req.body.sandboxId, req.body.artifact.artifactId);
       const s: NodeSandbox = {
         sandboxId: req.body.sandboxId, templateId: req.body.templateId, state: 'running', address: `10.99.0.${this.ip++}`,
-        envdPort: 49983, envdVersion: '0.6.4', runtime: 'gvisor', cpuCount: req.body.cpuCount, memoryMB: req.body.memoryMB,
+        envdPort: 49983, envdVersion: '0.6.4', runtime: req.body.runtime ?? 'gvisor', cpuCount: req.body.cpuCount, memoryMB: req.body.memoryMB,
         startedAt: new Date().toISOString(),
       };
       this.sandboxes.set(s.sandboxId, s);
