@@ -5,9 +5,10 @@
 import { CommanderError } from 'commander';
 import { errorLine, exitCodeFor } from './errors.ts';
 import { buildProgram, commanderExitCode } from './program.ts';
+import { COMPONENT_NAMES } from './commands/components.ts';
 
 /** Commands that keep serving after their action returns. */
-const LONG_RUNNING = new Set(['up']);
+const LONG_RUNNING = new Set(['up', ...COMPONENT_NAMES]);
 
 export async function main(argv: string[]): Promise<{ code: number; keepRunning: boolean }> {
   const program = buildProgram();

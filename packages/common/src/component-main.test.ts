@@ -40,7 +40,7 @@ function run(script: string, args: string[]): Run {
   return { exit, lines, kill: (s) => child.kill(s), waitFor };
 }
 
-test('the master and the API gateway run alone from one config file, answer their health routes and stop on SIGTERM', async () => {
+test('the master (`svc master`) and the API gateway (its main.ts) run alone from one config file, answer their health routes and stop on SIGTERM', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'svc-main-'));
   try {
     const config = join(dir, 'svc.yaml');
@@ -48,7 +48,7 @@ test('the master and the API gateway run alone from one config file, answer thei
       'master:', '  listen: 127.0.0.1:0', `  database: { driver: sqlite, path: ${join(dir, 'master.db')} }`,
       'api:', '  listen: 127.0.0.1:0',
     ].join('\n'));
-    const master = run('packages/master/src/main.ts', ['--config', config]);
+    const master = run('packages/cli/src/main.ts', ['master', '--config', config]);
     const masterUrl = JSON.parse(await master.waitFor(/master listening/)).url as string;
     const health = await (await fetch(`${masterUrl}/notify/health`)).json() as { ok: boolean; tasks: object };
     assert.equal(health.ok, true);
@@ -71,7 +71,9 @@ test('the master and the API gateway run alone from one config file, answer thei
 });
 
 test('a component that cannot start says why in one fatal line and exits 1', async () => {
-  const bad = run('packages/master/src/main.ts', ['--config', '/nonexistent/svc.yaml']);
-  assert.equal(await bad.exit, 1);
-  assert.ok(bad.lines.some((l) => /failed to start/.test(l) && /does not exist/.test(l)), bad.lines.join('\n'));
+  for (const [script, args] of [['packages/master/src/main.ts', []], ['packages/cli/src/main.ts', ['lifecycle']]] as const) {
+    const bad = run(script, [...args, '--config', '/nonexistent/svc.yaml']);
+    assert.equal(await bad.exit, 1);
+    assert.ok(bad.lines.some((l) => /failed to start/.test(l) && /does not exist/.test(l)), bad.lines.join('\n'));
+  }
 });

@@ -17,6 +17,9 @@ export interface Stoppable {
   close(): Promise<void>;
 }
 
+/** How a component starts from its context: each package's `component.ts`, which its main.ts and `svc <component>` run. */
+export type ComponentStart = (ctx: ComponentContext) => Promise<Stoppable | Stoppable[]>;
+
 /**
  * The start-up every component's main.ts shares (docs/development.md, "Running a component"):
  * the config with the same keys as `svc up` (a file given as `--config FILE` or SVC_CONFIG, then
@@ -25,7 +28,7 @@ export interface Stoppable {
  * store. A failure to start is one fatal log line and exit code 1. Health is each component's own
  * route (docs/design.md).
  */
-export async function runComponent(name: string, start: (ctx: ComponentContext) => Promise<Stoppable | Stoppable[]>, opts: { argv?: string[] } = {}): Promise<void> {
+export async function runComponent(name: string, start: ComponentStart, opts: { argv?: string[] } = {}): Promise<void> {
   const logger = createLogger(name);
   const argv = opts.argv ?? process.argv.slice(2);
   let coordination: Coordination | undefined;

@@ -3,15 +3,6 @@
  * starts replica N (default: all `lifecycle.replicas` of them in this process).
  */
 import { runComponent } from '@svc/common';
-import { MasterInternalClient } from '@svc/contracts/master-internal';
-import { startLifecycle, type RunningLifecycle } from './lifecycle.ts';
+import { startLifecycleComponent } from './component.ts';
 
-await runComponent('lifecycle', async ({ cfg, logger, coordination, args }) => {
-  const flag = args.indexOf('--replica');
-  const indexes = flag >= 0 ? [Number(args[flag + 1])] : Array.from({ length: cfg.lifecycle.replicas }, (_, i) => i);
-  if (indexes.some((i) => !Number.isInteger(i) || i < 0)) throw new Error('--replica needs a replica index (0, 1, ...)');
-  const master = new MasterInternalClient(cfg.master.addr);
-  const replicas: RunningLifecycle[] = [];
-  for (const replicaIndex of indexes) replicas.push(await startLifecycle(cfg, { logger, master, coordination: coordination(), replicaIndex }));
-  return replicas;
-});
+await runComponent('lifecycle', startLifecycleComponent);

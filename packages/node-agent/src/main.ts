@@ -3,6 +3,6 @@
  * Stopping it leaves its sandboxes running; the next start adopts them.
  */
 import { runComponent } from '@svc/common';
-import { startNodeAgent } from './index.ts';
+import { startNodeAgentComponent } from './component.ts';
 
-await runComponent('node-agent', ({ cfg, logger }) => startNodeAgent(cfg, { logger }));
+await runComponent('node-agent', startNodeAgentComponent);

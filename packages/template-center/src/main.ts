@@ -4,6 +4,6 @@
  * calls the master back at `master.addr` (docs/configuration.md).
  */
 import { runComponent } from '@svc/common';
-import { startTemplateCenter } from './template-center.ts';
+import { startTemplateCenterComponent } from './component.ts';
 
-await runComponent('template-center', ({ cfg, logger, coordination }) => startTemplateCenter(cfg, { logger, coordination: coordination(), masterAddr: cfg.master.addr }));
+await runComponent('template-center', startTemplateCenterComponent);
