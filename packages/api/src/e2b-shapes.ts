@@ -45,6 +45,7 @@ export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
     cpuCount: body.cpuCount,
     memoryMB: body.memoryMB,
     ...(body.runtime ? { runtime: body.runtime } : {}),
+    ...(body.nodeSelector && Object.keys(body.nodeSelector).length ? { nodeSelector: body.nodeSelector } : {}),
     ...(body.iam?.tokens && Object.keys(body.iam.tokens).length ? { iam: { tokens: body.iam.tokens } } : {}),
   };
 }

@@ -32,6 +32,8 @@ export interface SvcConfig {
     /** A template build still running after this long fails and its sandbox is killed. */
     build_timeout_sec: number;
     create_timeout_insec: number;
+    /** Where creates go among the nodes that can take them: spread (the most memory free) or pack (the least that fits) (docs/cluster.md). */
+    placement: 'spread' | 'pack';
     database: DatabaseConfig;
     /** The vault key file (docs/security.md); '': <data_dir>/vault/key.json, made when missing. */
     vault_key_file: string;
@@ -62,6 +64,8 @@ export interface SvcConfig {
      * each, the first is its default (runtimeSetting, docs/runtimes.md).
      */
     runtime: string;
+    /** Labels the node registers with, `name=value,...` (docs/cluster.md); the label routes add more. */
+    labels: string;
     /** The microvm driver's guest kernel: vmlinuz and modules/ (scripts/guest-kernel.sh installs it). */
     guest_kernel_dir: string;
     /** Sandbox addresses come from this IPv4 pool, a /30 per sandbox. */

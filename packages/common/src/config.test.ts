@@ -52,6 +52,7 @@ test('a bad configuration is one clear line naming the key', () => {
     [{ env: { SVC_PAUSED_RESOURCE_RELEASE_RATIO: '1.5' } }, /paused_resource_release_ratio: must be in \[0,1\]/],
     [{ env: { SVC_RUNTIME: 'docker' } }, /node_agent\.runtime: must be auto, gvisor, microvm, or both as a list/],
     [{ env: { SVC_RUNTIME: 'gvisor,gvisor' } }, /node_agent\.runtime: must be auto/],
+    [{ env: { SVC_PLACEMENT: 'random' } }, /master\.placement: must be spread or pack/],
     [{ env: { SVC_RUNTIME: 'auto,microvm' } }, /node_agent\.runtime: must be auto/],
     [{ env: { SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN: 'maybe' } }, /insecure_no_token .*must be true or false/],
     [{ file: file('b.yaml', 'api:\n  lisen: x\n') }, /^configuration error: api\.lisen: unknown key/],

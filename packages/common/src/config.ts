@@ -30,6 +30,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       max_concurrent_builds: 2,
       build_timeout_sec: 3600,
       create_timeout_insec: 60,
+      placement: 'spread',
       database: { driver: 'sqlite', path: '' },
       volume_plugins: [],
     },
@@ -40,6 +41,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       addr: '',
       node_id: '',
       runtime: 'auto',
+      labels: '',
       guest_kernel_dir: '/var/lib/svc/guest-kernel/current',
       address_pool: '10.200.0.0/16',
       state_dir: '',
@@ -91,6 +93,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_MASTER_LISTEN', 'master.listen', 'string'],
   ['SVC_MASTER_ADDR', 'master.addr', 'string'],
   ['SVC_CREATE_TIMEOUT_INSEC', 'master.create_timeout_insec', 'int'],
+  ['SVC_PLACEMENT', 'master.placement', 'string'],
   ['SVC_UPLOAD_SIGNING_KEY', 'master.upload_signing_key', 'string'],
   ['SVC_VAULT_KEY_FILE', 'master.vault_key_file', 'string'],
   ['SVC_IDENTITY_ISSUER_URL', 'master.identity_issuer_url', 'string'],
@@ -107,6 +110,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_VOLUME_PLUGIN_BASE_DIR', 'node_agent.volume_plugin_base_dir', 'string'],
   ['SVC_GUEST_KERNEL_DIR', 'node_agent.guest_kernel_dir', 'string'],
   ['SVC_RUNTIME', 'node_agent.runtime', 'string'],
+  ['SVC_NODE_LABELS', 'node_agent.labels', 'string'],
   ['SVC_ADDRESS_POOL', 'node_agent.address_pool', 'string'],
   ['SVC_WARM_POOL_SIZE', 'node_agent.warm_pool_size', 'int'],
   ['SVC_WARM_POOL_INITIAL', 'node_agent.warm_pool_initial', 'int'],
@@ -339,6 +343,8 @@ export function validateConfig(c: SvcConfig): void {
     need(!!c.proxy.tls_cert_file && existsSync(c.proxy.tls_cert_file), 'proxy.tls_cert_file', 'must name a PEM certificate file when proxy.https_port is set');
     need(!!c.proxy.tls_key_file && existsSync(c.proxy.tls_key_file), 'proxy.tls_key_file', 'must name a PEM key file when proxy.https_port is set');
   }
+  need(c.master.placement === 'spread' || c.master.placement === 'pack', 'master.placement', `must be spread or pack (got ${JSON.stringify(c.master.placement)})`);
+  need(typeof c.node_agent.labels === 'string', 'node_agent.labels', 'must be a string of name=value pairs, comma-separated');
   need(Number.isInteger(c.master.create_timeout_insec) && c.master.create_timeout_insec > 0, 'master.create_timeout_insec', `must be a positive number of seconds (got ${c.master.create_timeout_insec})`);
   need(Number.isInteger(c.svclet_conf.default_timeout_insec), 'svclet_conf.default_timeout_insec', `must be an integer number of seconds (got ${c.svclet_conf.default_timeout_insec})`);
   need(Number.isInteger(c.svclet_conf.default_cpu_count) && c.svclet_conf.default_cpu_count > 0, 'svclet_conf.default_cpu_count', 'must be a positive integer');

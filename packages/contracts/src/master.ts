@@ -88,6 +88,8 @@ export interface CreateSandboxInput {
   iam?: { tokens: Record<string, IamToken> };
   /** svc: what runs it (docs/runtimes.md); undefined: the template's, else the chosen node's default. */
   runtime?: RuntimeKind;
+  /** svc: only a node whose labels hold every name=value of it runs the sandbox (docs/cluster.md). */
+  nodeSelector?: Record<string, string>;
 }
 
 export interface IamToken {

@@ -331,6 +331,8 @@ export interface NodeInfo {
   warmPool?: WarmPoolStats;
   /** What this agent supports beyond the base protocol (NODE_FEATURE_VOLUMES); absent on old agents. */
   features?: string[];
+  /** Labels from its configuration (node_agent.labels), set on the node at each registration. */
+  labels?: Record<string, string>;
 }
 
 export interface WarmPoolStats {

@@ -103,6 +103,7 @@ export const NewSandbox = {
     volume_mounts: { type: 'array', items: VolumeMount },
     cpuCount: { type: 'integer', minimum: 1 },
     memoryMB: { type: 'integer', minimum: 64 },
+    nodeSelector: { ...stringMap, description: 'svc: only a node whose labels hold every name=value of it runs the sandbox (docs/cluster.md)' },
     runtime: { type: 'string', enum: RUNTIME_KINDS, description: 'svc: what runs the sandbox (docs/runtimes.md); default: the template\'s, else the node\'s' },
     iam: {
       type: 'object',

@@ -16,6 +16,7 @@ import { ensureEgressAddress, removeEgressAddress } from './network/egress-link.
 import { HostLearner } from './network/host-learner.ts';
 import { registerRoutes } from './routes.ts';
 import { chooseDrivers } from './runtime/choose-drivers.ts';
+import { parseLabelList } from '@svc/contracts/node-labels';
 import { defaultEnvdBundle, defaultPtyModulesDir, defaultNativeFile, ensureRuntimeBundle, SANDBOX_INIT, type RuntimeBundle } from './runtime/runtime-bundle.ts';
 import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
@@ -73,6 +74,8 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const stateDir = nc.state_dir;
   await mkdir(stateDir, { recursive: true, mode: 0o700 });
   const nodeId = await resolveNodeId(nc.node_id, stateDir);
+  // Checked by the label rules before anything starts: a bad one stops the agent, naming it.
+  const labels = parseLabelList(nc.labels, 'node_agent.labels');
   const names = new ResourceNames(stateDir);
   const addresses = new AddressPool(nc.address_pool, () => readHostNetwork(names.vethPrefix));
   const wider = addresses.widerRoutes();
@@ -164,6 +167,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
       ...(eg.enabled ? { egressAdminUrl: eg.admin_addr } : {}),
       warmPool: service.pool.stats(),
       features: [NODE_FEATURE_VOLUMES],
+      ...(Object.keys(labels).length ? { labels } : {}),
     };
   };
   const periodic = new Periodic(logger);
@@ -197,6 +201,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
           nodeId, address: i.address, runtime: i.runtime, runtimes: i.runtimes, pauseKinds: i.pauseKinds, capacity, pausedResourceReleaseRatio: ratio, version: i.version,
           ...(i.egressAdminUrl ? { egressAdminUrl: i.egressAdminUrl } : {}),
           features: i.features,
+          ...(i.labels ? { labels: i.labels } : {}),
         };
       },
       heartbeat: () => {

@@ -26,6 +26,7 @@ export function buildCreateBody(template: string, opts: SandboxOpts = {}): WireN
   if (opts.cpuCount !== undefined) body.cpuCount = opts.cpuCount;
   if (opts.memoryMB !== undefined) body.memoryMB = opts.memoryMB;
   if (opts.runtime !== undefined) body.runtime = opts.runtime;
+  if (opts.nodeSelector && Object.keys(opts.nodeSelector).length) body.nodeSelector = opts.nodeSelector;
   if (opts.iam && Object.keys(opts.iam.tokens).length) body.iam = { tokens: opts.iam.tokens };
   return body;
 }

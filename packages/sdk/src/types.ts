@@ -98,6 +98,8 @@ export interface SandboxOpts extends ConnectionOpts {
   memoryMB?: number;
   /** svc extension: what runs it (docs/runtimes.md); default: the template's, else the node's. */
   runtime?: 'gvisor' | 'microvm';
+  /** svc extension: only a node whose labels hold every name=value of it runs the sandbox (docs/cluster.md). */
+  nodeSelector?: Record<string, string>;
   /**
    * Workload tokens by name (E2B's iam): a rule's header value `${e2b.identity.tokens.NAME}` is
    * replaced on the way out by a JWT the platform signs for this sandbox (docs/security.md).

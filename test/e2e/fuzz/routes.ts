@@ -57,7 +57,7 @@ function apiRoutes(k: Known): RouteSpec[] {
     // docs/api.md spells some fields two ways, and E2B says some things its own way; all are fuzzed.
     allowInternetAccess: true, autoPause: false, autoPauseMemory: true, autoResume: { enabled: false }, env_vars: { B: '2' },
     volume_mounts: [{ name: 'fuzzvol2', path: '/mnt/fuzz2', read_only: true }],
-    iam: { tokens: { aws: { audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' } } }, runtime: 'gvisor',
+    iam: { tokens: { aws: { audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' } } }, runtime: 'gvisor', nodeSelector: {},
   } satisfies Required<WireNewSandbox>;
   const createBody = json(newSandbox);
   const live = { patch: { templateID: 'base', volumeMounts: [], timeout: 120 }, cases: 3 };
@@ -162,12 +162,12 @@ function masterRoutes(k: Known): RouteSpec[] {
     template: MISSING_TEMPLATE, timeout: 120, onTimeout: 'kill', autoResume: false, metadata: { owner: 'fuzz' }, envVars: { FUZZ: '1' },
     secure: false, allowInternetAccess: true, network: { allowOut: [], denyOut: [], allowPublicTraffic: true, rules: [] },
     volumeMounts: [], cpuCount: 1, memoryMB: 256, pauseMemory: true,
-    iam: { tokens: { aws: { audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' } } }, runtime: 'gvisor',
+    iam: { tokens: { aws: { audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' } } }, runtime: 'gvisor', nodeSelector: {},
   } satisfies Required<CreateSandboxInput>);
   const listQuery = { state: 'running', metadata: 'owner=fuzz', template: 'base', limit: '5', nextToken: 'x', order: 'asc', startedAfter: '2026-01-01T00:00:00Z', startedBefore: '2099-01-01T00:00:00Z' } satisfies Record<keyof ListSandboxesQuery, string>;
   const reason = (r: LifecycleReason) => ({ reason: r });
   const register = json({
-    nodeId: 'fuzz-node', address: NOWHERE, runtime: 'gvisor', runtimes: ['gvisor'], pauseKinds: ['freeze'], capacity: { cpuCount: 1, memoryMB: 0 },
+    nodeId: 'fuzz-node', address: NOWHERE, runtime: 'gvisor', runtimes: ['gvisor'], labels: {}, pauseKinds: ['freeze'], capacity: { cpuCount: 1, memoryMB: 0 },
     pausedResourceReleaseRatio: 0, version: 'fuzz',
   } satisfies RegisterNode);
   const heartbeat = json({ sandboxes: { running: 0, paused: 0 }, usedMemoryMB: 0 } satisfies NodeHeartbeat);

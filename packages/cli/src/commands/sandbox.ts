@@ -28,6 +28,7 @@ interface CreateFlags {
   allowOut?: string[];
   denyOut?: string[];
   runtime?: 'gvisor' | 'microvm';
+  nodeSelector?: string[];
 }
 
 export function sandboxCommand(): Command {
@@ -47,6 +48,7 @@ export function sandboxCommand(): Command {
     .option('--network-rules <file>', 'egress rules: a JSON or YAML file holding a list of {name, match, action} (docs/egress.md)')
     .option('--allow-out <entry>', 'allow outbound traffic to a CIDR, an IP or a host name (repeatable)', collect)
     .option('--deny-out <entry>', 'deny outbound traffic to a CIDR or an IP (repeatable)', collect)
+    .option('--node-selector <name=value>', 'run it on a node with this label (repeatable: all must hold; docs/cluster.md)', collect)
     .addOption(new Option('--runtime <kind>', "what runs it (default: the template's, else the node's; docs/runtimes.md)").choices(['gvisor', 'microvm']))
     .action(async (flags: CreateFlags, c: Command) => createSandbox(contextOf(c), flags));
 
@@ -190,6 +192,8 @@ async function createSandbox(ctx: Context, f: CreateFlags): Promise<void> {
   if (f.networkRules) network.rules = readNetworkRules(f.networkRules);
   if (Object.keys(network).length) opts.network = network;
   if (f.runtime) opts.runtime = f.runtime;
+  const selector = parsePairs(f.nodeSelector, '--node-selector');
+  if (selector && Object.keys(selector).length) opts.nodeSelector = selector;
   const sbx = f.template ? await Sandbox.create(f.template, opts) : await Sandbox.create(opts);
   const info = await Sandbox.getInfo(sbx.sandboxId, ctx.conn);
   const result = { ...info, ...(sbx.trafficAccessToken ? { trafficAccessToken: sbx.trafficAccessToken } : {}) };

@@ -1,6 +1,7 @@
 import { badRequest } from '@svc/common';
 import { PAUSE_KINDS, RUNTIME_KINDS as RUNTIMES, type PauseKind, type RuntimeKind } from '@svc/contracts/node-agent';
 import type { RegisterNode } from '@svc/contracts/master-internal';
+import { checkLabels } from '@svc/contracts/node-labels';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
@@ -8,7 +9,7 @@ const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v)
 /** A node agent's registration, checked field by field before it reaches the database. */
 export function parseRegisterNode(body: unknown): RegisterNode {
   if (!isObject(body)) throw badRequest('body must be a RegisterNode object');
-  const { nodeId, address, runtime, runtimes, pauseKinds, capacity, pausedResourceReleaseRatio, version, egressAdminUrl, features } = body;
+  const { nodeId, address, runtime, runtimes, pauseKinds, capacity, pausedResourceReleaseRatio, version, egressAdminUrl, features, labels } = body;
   if (typeof nodeId !== 'string' || nodeId.length === 0 || nodeId.length > 256 || /[\u0000-\u001f\u007f/]/.test(nodeId)) throw badRequest('nodeId must be 1-256 characters, without control characters or /');
   if (typeof address !== 'string' || !/^https?:\/\/[^\s]{1,2048}$/.test(address) || !URL.canParse(address)) throw badRequest('address must be the node agent\'s http(s) base URL');
   if (!RUNTIMES.includes(runtime as RuntimeKind)) throw badRequest(`runtime must be one of ${RUNTIMES.join(', ')}`);
@@ -33,5 +34,6 @@ export function parseRegisterNode(body: unknown): RegisterNode {
     capacity: { cpuCount: capacity.cpuCount as number, memoryMB: capacity.memoryMB as number }, pausedResourceReleaseRatio, version,
     ...(egressAdminUrl ? { egressAdminUrl } : {}),
     ...(features ? { features: features as string[] } : {}),
+    ...(labels !== undefined ? { labels: checkLabels(labels, 'labels') } : {}),
   };
 }

@@ -4,7 +4,7 @@ import { admissionRefusal, NodeAgentClient, realFreeMB, type NodeLoad, type Runt
 import type { Database, NodeRow } from '../db/schema.ts';
 import type { NodeHeartbeat, RegisterNode } from '@svc/contracts/master-internal';
 import type { NodeRecord } from '@svc/contracts/master';
-import { checkLabelName, checkLabelValue, MAX_LABELS_PER_NODE } from './labels.ts';
+import { checkLabelName, checkLabelValue, matchesSelector, MAX_LABELS_PER_NODE } from '@svc/contracts/node-labels';
 
 export const HEARTBEAT_INTERVAL_MS = 3_000;
 /** A node that missed this many heartbeats is not scheduled onto. */
@@ -25,7 +25,12 @@ export interface SchedulingNeed {
   onNode?: string;
   /** Only nodes that offer this runtime will do (absent: any, which runs it on its default). */
   runtime?: RuntimeKind;
+  /** Only nodes whose labels hold every name=value of it will do (a create's nodeSelector). */
+  selector?: Record<string, string>;
 }
+
+/** spread: the node with the most memory free; pack: the one with the least that still fits (master.placement). */
+export type PlacementPolicy = 'spread' | 'pack';
 
 /** Registered node agents: registration, heartbeats, labels and placement choice. */
 export class NodeRegistry {
@@ -33,7 +38,7 @@ export class NodeRegistry {
   /** Creates sent to each node since its last heartbeat (its measurement does not show them yet). */
   private readonly promised = new Map<string, number>();
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(private readonly db: Kysely<Database>, private readonly placement: PlacementPolicy = 'spread') {}
 
   async register(req: RegisterNode): Promise<void> {
     if (!req?.nodeId || !req.address) throw badRequest('nodeId and address are required');
@@ -54,9 +59,11 @@ export class NodeRegistry {
     };
     if (existing) {
       await this.db.updateTable('t_svc_node').set(values).where('node_id', '=', req.nodeId).execute();
+      // Its configured labels go over those the label routes set under the same names.
+      if (req.labels && Object.keys(req.labels).length) await this.updateLabels(req.nodeId, (cur) => ({ ...cur, ...req.labels }));
     } else {
       await this.db.insertInto('t_svc_node').values({
-        node_id: req.nodeId, ...values, labels: '{}', labels_version: 0,
+        node_id: req.nodeId, ...values, labels: JSON.stringify(req.labels ?? {}), labels_version: 0,
         usage: JSON.stringify({ running: 0, paused: 0, usedMemoryMB: 0 }), registered_at: now,
       }).execute();
     }
@@ -112,12 +119,8 @@ export class NodeRegistry {
     let rows = await q.execute();
     if (rows.length === 0 && need.onNode) throw unavailable(`node ${need.onNode}, which keeps the snapshot, is not available now`, 5);
     if (rows.length === 0) throw unavailable('no node agent is available to run the sandbox', 5);
-    if (need.runtime) {
-      const runtime = need.runtime;
-      const live = rows;
-      rows = live.filter((r) => runtimesOf(r).includes(runtime));
-      if (rows.length === 0) await this.noNodeOffers(runtime, need.onNode);
-    }
+    rows = rows.filter((r) => fitsNeed(r, need));
+    if (rows.length === 0) await this.noNodeMatches(need);
     const refusals: string[] = [];
     const fits: Array<{ nodeId: string; free: number }> = [];
     for (const r of rows) {
@@ -136,22 +139,30 @@ export class NodeRegistry {
       if (refusal) refusals.push(`node ${r.node_id}: ${refusal}`);
       else fits.push({ nodeId: r.node_id, free });
     }
-    const best = fits.sort((x, y) => y.free - x.free)[0];
+    const best = fits.sort((x, y) => (this.placement === 'pack' ? x.free - y.free : y.free - x.free))[0];
     if (!best) throw new SvcError(503, `no node can take the sandbox now: ${refusals.join('; ')}`, { headers: { 'Retry-After': '5' } });
     this.promised.set(best.nodeId, (this.promised.get(best.nodeId) ?? 0) + 1);
     return { nodeId: best.nodeId, client: await this.client(best.nodeId) };
   }
 
   /**
-   * Why no live node can take a create that asks for `runtime`: 503 when a node that offers it
-   * is down (or is not the one that keeps the snapshot), 400 when none is registered at all.
+   * Why no live node can take a create that asks for a runtime or labels: 503 when a node that
+   * has them is down, 400 when no registered node has them (or the node that keeps the
+   * snapshot lacks them).
    */
-  private async noNodeOffers(runtime: RuntimeKind, onNode: string | undefined): Promise<never> {
-    if (onNode) throw badRequest(`node ${onNode}, which keeps the snapshot, does not offer the ${runtime} runtime`);
+  private async noNodeMatches(need: SchedulingNeed): Promise<never> {
+    const asked = [
+      ...(need.runtime ? [`the ${need.runtime} runtime`] : []),
+      ...(need.selector && Object.keys(need.selector).length ? [`labels ${Object.entries(need.selector).map(([k, v]) => `${k}=${v}`).join(',')}`] : []),
+    ].join(' and ');
+    if (need.onNode) throw badRequest(`node ${need.onNode}, which keeps the snapshot, lacks ${asked}`);
     const all = await this.db.selectFrom('t_svc_node').selectAll().execute();
-    if (all.some((r) => runtimesOf(r).includes(runtime))) throw unavailable(`no node that offers the ${runtime} runtime is available now`, 5);
-    const offered = [...new Set(all.flatMap(runtimesOf))];
-    throw badRequest(`no node offers the ${runtime} runtime (${offered.length ? `nodes offer ${offered.join(', ')}` : 'no node is registered'}); node_agent.runtime says what a node offers (docs/runtimes.md)`);
+    if (all.some((r) => fitsNeed(r, need))) throw unavailable(`no node with ${asked} is available now`, 5);
+    if (need.runtime && !all.some((r) => runtimesOf(r).includes(need.runtime!))) {
+      const offered = [...new Set(all.flatMap(runtimesOf))];
+      throw badRequest(`no node offers the ${need.runtime} runtime (${offered.length ? `nodes offer ${offered.join(', ')}` : 'no node is registered'}); node_agent.runtime says what a node offers (docs/runtimes.md)`);
+    }
+    throw badRequest(`no node has ${asked} (svc node list shows the nodes' runtimes and labels; docs/cluster.md)`);
   }
 
   async list(): Promise<NodeRecord[]> {
@@ -244,4 +255,9 @@ function runtimesOf(r: NodeRow): RuntimeKind[] {
     }
   }
   return [r.runtime as RuntimeKind];
+}
+
+/** Whether the node offers what the create asks for: its runtime and its labels. */
+function fitsNeed(r: NodeRow, need: SchedulingNeed): boolean {
+  return (!need.runtime || runtimesOf(r).includes(need.runtime)) && matchesSelector(JSON.parse(r.labels) as Record<string, string>, need.selector);
 }

@@ -7,6 +7,7 @@ import { badRequest } from '@svc/common';
 import { MASK_REQUEST_HOST_PATTERN } from '@svc/contracts/public-api-schemas';
 import { cleanMountPath, mountPathProblem } from '@svc/contracts/volumes';
 import { RUNTIME_KINDS, type RuntimeKind } from '@svc/contracts/node-agent';
+import { checkLabels } from '@svc/contracts/node-labels';
 import { IAM_LIMITS, SANDBOX_LIMITS as L, type CreateSandboxInput, type IamToken, type NetworkConfig, type VolumeMount } from '@svc/contracts/master';
 
 type Obj = Record<string, unknown>;
@@ -160,6 +161,7 @@ export function checkCreateInput(body: unknown): CreateSandboxInput {
     volumeMounts: volumeMountsOf(body.volumeMounts),
     cpuCount: optInt(body.cpuCount, 'cpuCount', 1, L.cpuCount),
     ...(body.runtime === undefined ? {} : { runtime: runtimeOf(body.runtime) }),
+    ...(body.nodeSelector === undefined ? {} : { nodeSelector: checkLabels(body.nodeSelector, 'nodeSelector') }),
     memoryMB: optInt(body.memoryMB, 'memoryMB', L.memoryMBMin, L.memoryMBMax),
     ...iamOf(body.iam),
   };

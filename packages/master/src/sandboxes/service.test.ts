@@ -352,6 +352,35 @@ for (const tdb of availableTestDatabases()) {
           await both.close();
         }
       });
+
+      await t.test('nodeSelector: placed on a node whose labels hold it; labels a node registers with; none has them is 400', async () => {
+        const other = await new FakeNodeAgent().start();
+        try {
+          await h.nodes.addLabels('n1', { tier: 'api-set' });
+          await h.nodes.register({
+            nodeId: 'n3', address: other.url, runtime: 'gvisor', pauseKinds: ['freeze'], labels: { zone: 'b', tier: 'gold' },
+            capacity: { cpuCount: 2, memoryMB: 1024 }, pausedResourceReleaseRatio: 0, version: 't',
+          });
+          assert.deepEqual((await h.nodes.get('n3')).labels, { zone: 'b', tier: 'gold' });
+          const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+          assert.equal(s.nodeId, 'n3', 'n1 has more memory free, but not the label');
+          assert.equal((await svc.create(input({ nodeSelector: { tier: 'api-set' } }))).nodeId, 'n1', 'labels from the label routes count too');
+          const none = await status(svc.create(input({ nodeSelector: { zone: 'c' } })));
+          assert.equal(none.status, 400);
+          assert.match(none.message, /no node has labels zone=c/);
+          // A registration again puts its configured labels over the same names, and keeps the others.
+          await h.nodes.addLabels('n3', { tier: 'silver', extra: 'x' });
+          await h.nodes.register({
+            nodeId: 'n3', address: other.url, runtime: 'gvisor', pauseKinds: ['freeze'], labels: { zone: 'b', tier: 'gold' },
+            capacity: { cpuCount: 2, memoryMB: 1024 }, pausedResourceReleaseRatio: 0, version: 't',
+          });
+          assert.deepEqual((await h.nodes.get('n3')).labels, { zone: 'b', tier: 'gold', extra: 'x' });
+          await h.db.kysely.updateTable('t_svc_node').set({ last_heartbeat_at: 0 }).where('node_id', '=', 'n3').execute();
+          assert.equal((await status(svc.create(input({ nodeSelector: { zone: 'b' } })))).status, 503, 'the node with the label is down');
+        } finally {
+          await other.close();
+        }
+      });
     } finally {
       await h.close();
       await made.drop();

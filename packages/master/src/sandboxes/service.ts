@@ -92,7 +92,7 @@ export class SandboxService {
     await this.checkPlaceholders(input.network, teamId, Object.keys(input.iam?.tokens ?? {}));
     const runtime = runtimeFor(input, tpl);
     // A fork's capture is on the origin's node only: its sandboxes start there.
-    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}), ...(runtime ? { runtime } : {}) });
+    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}), ...(runtime ? { runtime } : {}), ...(input.nodeSelector ? { selector: input.nodeSelector } : {}) });
     if (egress.policy && !(await this.d.egress.available(nodeId))) {
       throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
     }

@@ -1,3 +1,7 @@
+/**
+ * Node label rules (SPEC.md "Node label endpoints"), shared by the master (its label routes, a
+ * node's registration, a create's nodeSelector) and the node agent (node_agent.labels at start).
+ */
 import { badRequest } from '@svc/common';
 
 export const MAX_LABELS_PER_NODE = 64;
@@ -35,4 +39,29 @@ export function checkLabelValue(name: string, value: unknown): asserts value is 
   if (value.length > 63 || (value !== '' && !NAME.test(value))) {
     throw badRequest(`label ${shown(name)}: value must be empty or 1-63 characters of letters, digits, '-', '_' and '.'`);
   }
+}
+
+/** Every name and value of `labels` (an object of strings) checked: 400 naming the first bad one. */
+export function checkLabels(labels: unknown, what: string): Record<string, string> {
+  if (!labels || typeof labels !== 'object' || Array.isArray(labels)) throw badRequest(`${what} must be an object of label name to value`);
+  const entries = Object.entries(labels as Record<string, unknown>);
+  if (entries.length > MAX_LABELS_PER_NODE) throw badRequest(`${what} has ${entries.length} labels; at most ${MAX_LABELS_PER_NODE}`);
+  for (const [k, v] of entries) { checkLabelName(k); checkLabelValue(k, v); }
+  return labels as Record<string, string>;
+}
+
+/** `name=value,name2=value2` (node_agent.labels, --node-selector) as an object; names and values checked. */
+export function parseLabelList(text: string, what: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) throw badRequest(`${what}: ${JSON.stringify(part)} is not name=value`);
+    out[part.slice(0, eq)] = part.slice(eq + 1);
+  }
+  return checkLabels(out, what);
+}
+
+/** Whether a node's labels hold every name=value of the selector. */
+export function matchesSelector(labels: Record<string, string>, selector: Record<string, string> | undefined): boolean {
+  return !selector || Object.entries(selector).every(([k, v]) => labels[k] === v);
 }
