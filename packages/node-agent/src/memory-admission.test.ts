@@ -42,3 +42,16 @@ test('the gauge reads the host and a cgroup; the node refuses creates past its r
   first();
   await admission.admit(512);
 });
+
+test('creates that arrive together are admitted one after another: never past the nominal quota or the reserve', async () => {
+  // Each reading takes a while, as a real one does: concurrent creates would all read the same free memory.
+  const gauge = { read: async () => { await new Promise((r) => setTimeout(r, 5)); return { totalMB: 8_000, availableMB: 7_000, sandboxesMB: 0, cpuPressurePct: 5 }; } };
+  const admission = new MemoryAdmission({
+    gauge, logger: silentLogger(), quotaMB: 2_048, reserveMB: 1_000, maxCpuPressurePct: 0, usage: () => ({ usedNominalMB: 0, sandboxes: 0 }),
+  });
+  const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => admission.admit(512)));
+  assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 4, '2048 MB of quota holds four 512 MB sandboxes');
+  assert.ok(outcomes.filter((o) => o.status === 'rejected').every((o) => /nominal memory quota 2048 MB/.test((o as PromiseRejectedResult).reason.message)));
+  for (const o of outcomes) if (o.status === 'fulfilled') o.value();
+  await admission.admit(512);
+});

@@ -27,6 +27,8 @@ export interface SchedulingNeed {
   runtime?: RuntimeKind;
   /** Only nodes whose labels hold every name=value of it will do (a create's nodeSelector). */
   selector?: Record<string, string>;
+  /** Nodes that refused this create already (their own admission): not asked again. */
+  exclude?: string[];
 }
 
 /** spread: the node with the most memory free; pack: the one with the least that still fits (master.placement). */
@@ -116,6 +118,7 @@ export class NodeRegistry {
   async pick(need: SchedulingNeed): Promise<{ nodeId: string; client: NodeAgentClient }> {
     let q = this.db.selectFrom('t_svc_node').selectAll().where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS);
     if (need.onNode) q = q.where('node_id', '=', need.onNode);
+    if (need.exclude?.length) q = q.where('node_id', 'not in', need.exclude);
     let rows = await q.execute();
     if (rows.length === 0 && need.onNode) throw unavailable(`node ${need.onNode}, which keeps the snapshot, is not available now`, 5);
     if (rows.length === 0) throw unavailable('no node agent is available to run the sandbox', 5);

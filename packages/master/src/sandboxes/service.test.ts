@@ -375,6 +375,19 @@ for (const tdb of availableTestDatabases()) {
             capacity: { cpuCount: 2, memoryMB: 1024 }, pausedResourceReleaseRatio: 0, version: 't',
           });
           assert.deepEqual((await h.nodes.get('n3')).labels, { zone: 'b', tier: 'gold', extra: 'x' });
+          // A node that refuses (its own admission: another master filled it) is left out, and the next one asked.
+          node.behaviour.refuseCreate = 'this node cannot take another sandbox now: nominal memory quota';
+          try {
+            const moved = await svc.create(input());
+            assert.equal(moved.nodeId, 'n3', 'n1 refused: the next node took it');
+            other.behaviour.refuseCreate = 'this node cannot take another sandbox now: reserve';
+            const full = await status(svc.create(input()));
+            assert.equal(full.status, 503);
+            assert.match(full.message, /no node can take the sandbox now: node n1: .*nominal memory quota; node n3: .*reserve/);
+          } finally {
+            node.behaviour.refuseCreate = undefined;
+            other.behaviour.refuseCreate = undefined;
+          }
           await h.db.kysely.updateTable('t_svc_node').set({ last_heartbeat_at: 0 }).where('node_id', '=', 'n3').execute();
           assert.equal((await status(svc.create(input({ nodeSelector: { zone: 'b' } })))).status, 503, 'the node with the label is down');
         } finally {

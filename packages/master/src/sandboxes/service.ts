@@ -91,12 +91,6 @@ export class SandboxService {
     const egress = planEgress(input.network, input.allowInternetAccess !== false);
     await this.checkPlaceholders(input.network, teamId, Object.keys(input.iam?.tokens ?? {}));
     const runtime = runtimeFor(input, tpl);
-    // A fork's capture is on the origin's node only: its sandboxes start there.
-    const { nodeId, client } = await this.d.nodes.pick({ memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}), ...(runtime ? { runtime } : {}), ...(input.nodeSelector ? { selector: input.nodeSelector } : {}) });
-    if (egress.policy && !(await this.d.egress.available(nodeId))) {
-      throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
-    }
-    const volumes = await this.volumesFor(nodeId, mounts.map((m) => m.onNode));
     const envVars = { ...tpl.envVars, ...input.envVars };
     const sandboxId = newSandboxId();
     // A private sandbox is always secure: its envd port is guarded by the envd access token.
@@ -104,22 +98,50 @@ export class SandboxService {
     const envdAccessToken = secure ? newToken() : undefined;
     const trafficAccessToken = input.network.allowPublicTraffic ? undefined : randomUUID();
     const timeoutMs = this.d.cfg.master.create_timeout_insec * 1000;
+    // A node's own admission is the last word (another master may have filled it since its last
+    // heartbeat): a node that refuses (503) is left out and the next one asked, up to three.
+    const refused: string[] = [];
+    const refusals: string[] = [];
+    let nodeId: string;
+    let client: NodeAgentClient;
     let node: NodeSandbox;
-    try {
-      node = await client.createSandbox({
+    for (;;) {
+      // A fork's capture is on the origin's node only: its sandboxes start there.
+      ({ nodeId, client } = await this.d.nodes.pick({
+        memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}), ...(runtime ? { runtime } : {}),
+        ...(input.nodeSelector ? { selector: input.nodeSelector } : {}), ...(refused.length ? { exclude: refused } : {}),
+      }).catch((err: SvcError) => {
+        if (refused.length && err.status === 503) throw unavailable(`no node can take the sandbox now: ${refusals.join('; ')}`, 5);
+        throw err;
+      }));
+      if (egress.policy && !(await this.d.egress.available(nodeId))) {
+        throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
+      }
+      const volumes = await this.volumesFor(nodeId, mounts.map((m) => m.onNode));
+      try {
+        node = await client.createSandbox({
         sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
         envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
         ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
         network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut, ...(egress.steer.length ? { steer: egress.steer } : {}) },
         metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}), ...(runtime ? { runtime } : {}),
-      });
-    } catch (err) {
-      // The node may have got further than its answer says; make sure nothing is left there.
-      this.discardOnNode(client, nodeId, sandboxId, 'create failed on the node');
-      const e = err as SvcError;
-      if (e.status === 504) throw new SvcError(504, `sandbox create did not finish within create_timeout_insec (${timeoutMs / 1000} s) on node ${nodeId}; the node says: ${e.message}`);
-      if (e instanceof SvcError && e.status < 500) throw e;
-      throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
+        });
+        break;
+      } catch (err) {
+        const e = err as SvcError;
+        // A refusal comes before the node makes anything (node-agent memory-admission.ts).
+        if (e instanceof SvcError && e.status === 503 && !tpl.layer?.nodeId && refused.length < 2) {
+          refused.push(nodeId);
+          refusals.push(`node ${nodeId}: ${e.message}`);
+          this.d.logger.info({ sandboxId, nodeId, reason: e.message }, 'node refused the create; asking another');
+          continue;
+        }
+        // The node may have got further than its answer says; make sure nothing is left there.
+        this.discardOnNode(client, nodeId, sandboxId, 'create failed on the node');
+        if (e.status === 504) throw new SvcError(504, `sandbox create did not finish within create_timeout_insec (${timeoutMs / 1000} s) on node ${nodeId}; the node says: ${e.message}`);
+        if (e instanceof SvcError && e.status < 500) throw e;
+        throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
+      }
     }
     await this.d.volumes?.applyFlips(node.extInfo?.volumeRefFlips);
     // Before anything runs in it: until the proxy has the policy, it refuses the sandbox's requests.

@@ -21,6 +21,8 @@ export interface FakeNodeBehaviour {
   failCreate: boolean;
   /** When set, resume answers 409 with this message and code 130409. */
   refuseResume?: string;
+  /** When set, create answers 503 with this message, as a full node's admission does. */
+  refuseCreate?: string;
 }
 
 export class FakeNodeAgent {
@@ -48,6 +50,7 @@ export class FakeNodeAgent {
       this.createBodies.set(req.body.sandboxId, req.body);
       await wait(this.behaviour.createDelayMs);
       if (this.behaviour.failCreate) return reply.status(500).send({ code: 500, message: 'runsc failed' });
+      if (this.behaviour.refuseCreate) return reply.status(503).send({ code: 503, message: this.behaviour.refuseCreate });
       const ref = req.body.layer;
       let layer = ref && this.layers.get(ref.layerId);
       if (ref && layer && layer.sha256 !== ref.sha256) return reply.status(409).send({ code: 409, message: `layer ${ref.layerId} is here with another sha256` });

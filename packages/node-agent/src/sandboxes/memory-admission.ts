@@ -22,6 +22,10 @@ export interface MemoryAdmissionDeps {
 export class MemoryAdmission {
   private last: NodeLoad | undefined;
   private inFlight = 0;
+  /** Nominal memory of the creates admitted and not made yet. */
+  private inFlightMB = 0;
+  /** Admissions run one after another (admit). */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly d: MemoryAdmissionDeps) {}
 
@@ -40,16 +44,36 @@ export class MemoryAdmission {
     return this.last;
   }
 
-  /** Admits one create of `memoryMB` nominal, or throws 503 naming the numbers. Call the result when it is done. */
-  async admit(memoryMB: number): Promise<() => void> {
-    const m = await this.measure();
+  /**
+   * Admits one create of `memoryMB` nominal, or throws 503 naming the numbers. Call the result
+   * when it is done. One at a time: creates that arrive together (from several masters too)
+   * each see the others, so the node is never admitted past its limits.
+   */
+  admit(memoryMB: number): Promise<() => void> {
+    const turn = this.queue.then(() => this.admitNow(memoryMB));
+    // The next admission waits for this one's check, not for its outcome.
+    this.queue = turn.then(() => undefined, () => undefined);
+    return turn;
+  }
+
+  private async admitNow(memoryMB: number): Promise<() => void> {
+    const measured = await this.measure();
+    // Creates admitted but not made yet hold their nominal memory as well as their real share.
+    const m = { ...measured, usedNominalMB: measured.usedNominalMB + this.inFlightMB };
     const refusal = admissionRefusal(m, memoryMB, this.inFlight * m.perSandboxMB);
     if (refusal) {
       this.d.logger.warn({ memoryMB, ...m, inFlight: this.inFlight }, 'create refused: node is full');
       throw new SvcError(503, `this node cannot take another sandbox now: ${refusal}`, { headers: { 'Retry-After': '5' } });
     }
     this.inFlight++;
+    this.inFlightMB += memoryMB;
     let released = false;
-    return () => { if (!released) { released = true; this.inFlight--; } };
+    return () => {
+      if (released) return;
+      released = true;
+      this.inFlight--;
+      this.inFlightMB -= memoryMB;
+    };
   }
+
 }
