@@ -25,8 +25,10 @@ async function makeUpstream(suffix: string) {
   await run('ip', ['-n', ns, 'addr', 'add', '10.201.250.2/30', 'dev', 'eth0']);
   await run('ip', ['-n', ns, 'link', 'set', 'eth0', 'up']);
   await run('ip', ['-n', ns, 'link', 'set', 'lo', 'up']);
+  // 8080 answers HTTP; 9090 holds every connection open (a long-lived outbound connection).
   const server: ChildProcess = spawn('nsenter', [`--net=/var/run/netns/${ns}`, process.execPath, '-e',
-    "require('http').createServer((q,s)=>s.end('upstream-ok')).listen(8080,'0.0.0.0')"], { stdio: 'ignore' });
+    "require('http').createServer((q,s)=>s.end('upstream-ok')).listen(8080,'0.0.0.0');"
+    + "require('net').createServer((c)=>{c.resume();c.on('error',()=>{})}).listen(9090,'0.0.0.0')"], { stdio: 'ignore' });
   for (let i = 0; i < 100; i++) {
     if ((await fetch('http://10.201.250.2:8080/').then((r) => r.text()).catch(() => '')) === 'upstream-ok') break;
     await new Promise((r) => setTimeout(r, 50));
@@ -34,6 +36,7 @@ async function makeUpstream(suffix: string) {
   return {
     host: '10.201.250.2',
     port: 8080,
+    holdPort: 9090,
     async close() {
       server.kill('SIGKILL');
       await run('ip', ['link', 'del', veth], { allowFail: true });
@@ -132,6 +135,24 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
           (e: { status?: number }) => e.status === 409);
         await assert.rejects(client.updateNetwork('inosuchsandbox0000000', { allowInternetAccess: true, network: { allowOut: [], denyOut: [] } }),
           (e: { status?: number }) => e.status === 404);
+      } finally {
+        await client.deleteSandbox(sb.sandboxId);
+      }
+    });
+
+    it('a pause drops the connections the sandbox opened (SPEC "Pause fidelity" 7); new ones work after the resume', async () => {
+      const sb = await client.createSandbox(createRequest(env, { timeoutMs: 120_000 }));
+      const ncExit = async () => (await agent.exec(sb.sandboxId, ['sh', '-c', 'cat /tmp/nc.exit 2>/dev/null || echo running'])).stdout.trim();
+      try {
+        await agent.exec(sb.sandboxId, ['sh', '-c', `(while true; do echo ping; sleep 0.3; done) | nc ${upstream.host} ${upstream.holdPort} >/dev/null 2>&1; echo $? > /tmp/nc.exit`], { detach: true });
+        await new Promise((r) => setTimeout(r, 1_500));
+        assert.equal(await ncExit(), 'running', 'the connection is up before the pause');
+        await client.pauseSandbox(sb.sandboxId);
+        await client.resumeSandbox(sb.sandboxId);
+        const deadline = Date.now() + 15_000;
+        while (await ncExit() === 'running' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 300));
+        assert.notEqual(await ncExit(), 'running', 'the connection opened before the pause went on after the resume');
+        assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'a new connection works');
       } finally {
         await client.deleteSandbox(sb.sandboxId);
       }

@@ -10,6 +10,7 @@ import type { Firewall } from '../network/firewall.ts';
 import type { HostLearner } from '../network/host-learner.ts';
 import type { ExecOptions, ExecOutput, InstanceResources, RuntimeDriver } from '../runtime/driver.ts';
 import type { RuntimeDrivers } from '../runtime/drivers.ts';
+import { dropOutboundConnections } from '../network/drop-outbound.ts';
 import { checkResumeAdmission, usedMemoryMB } from './admission.ts';
 import type { MemoryAdmission } from './memory-admission.ts';
 import type { Instance, InstanceLauncher } from './instances.ts';
@@ -251,6 +252,8 @@ export class SandboxService {
         return withFlips(view(inst), flips);
       }
       const res = await this.driverOf(inst).pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause failed`, err); });
+      await dropOutboundConnections(inst.ref.netnsPath, inst.record.hostAddress).catch((err: Error) =>
+        this.d.logger.error({ sandboxId: id, err: err.message }, 'pause: the sandbox\'s outbound connections could not be dropped; they may go on after the resume'));
       Object.assign(inst.record, { phase: 'paused', pauseKind: res.kind, pausedAt: new Date().toISOString(), snapshotBytes: res.snapshotBytes });
       await this.d.records.save(inst.record);
       return view(inst);
