@@ -6,7 +6,8 @@
  *
  * What it shows: both nodes register with their runtimes and labels (`svc node list`); a
  * create's nodeSelector picks the node, and the proxy reaches a sandbox on either; creates
- * hammered at both masters at once never put a node past its quota.
+ * hammered at both masters at once never put a node past its quota; a node killed with SIGKILL
+ * has its running sandboxes reported lost, and removes them when it returns.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -48,6 +49,8 @@ function config(over: Record<string, unknown>): string {
     master: {
       listen: `127.0.0.1:${ports.masterA}`, addr: `http://127.0.0.1:${ports.masterA}`,
       database: db!.config, upload_signing_key: 'cluster-upload-key',
+      // Node loss is told sooner than the default 30 s, so the test does not wait as long.
+      node_lost_after_sec: 6,
     },
     redis: { host: REDIS_HOST, port: Number(REDIS_PORT), db: REDIS_DB },
     template_center: { listen: `127.0.0.1:${ports.tc}`, callback_token: 'cluster-callback' },
@@ -123,7 +126,7 @@ async function startCluster(engine: { create?: () => Promise<TestDatabase> }): P
     data_dir: join(DIR, 'data-master-b'),
     master: {
       listen: `127.0.0.1:${ports.masterB}`, addr: `http://127.0.0.1:${ports.masterB}`,
-      database: db!.config, upload_signing_key: 'cluster-upload-key', vault_key_file: join(DIR, 'data-master-a', 'vault', 'key.json'),
+      database: db!.config, upload_signing_key: 'cluster-upload-key', vault_key_file: join(DIR, 'data-master-a', 'vault', 'key.json'), node_lost_after_sec: 6,
     },
   }));
   start('template-center', ['template-center'], config({ data_dir: join(DIR, 'data-tc') }));
@@ -155,7 +158,7 @@ async function stopCluster(): Promise<void> {
   const ids = list ? (Array.isArray(list.body) ? list.body : list.body.sandboxes ?? []).map((s) => s.sandboxId) : [];
   await Promise.all(ids.map((id) => fetch(`${master('masterA')}/v1/sandboxes/${id}`, { method: 'DELETE' }).catch(() => undefined)));
   for (const p of procs.reverse()) {
-    if (p.child.exitCode !== null) continue;
+    if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
     const exited = new Promise((r) => p.child.once('exit', r));
     p.child.kill('SIGTERM');
     await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
@@ -190,6 +193,31 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         }
       }
       await assert.rejects(Sandbox.create('base', { ...conn, nodeSelector: { zone: 'c' } }), (e: Error) => /no node has labels zone=c/.test(e.message));
+    });
+
+    it('a node killed with SIGKILL: its running sandbox is reported lost, creates go to the other node, and the node removes it when it returns', async (t) => {
+      const conn = { apiUrl: `http://127.0.0.1:${ports.api}`, apiKey: API_KEY, sandboxUrl: `http://127.0.0.1:${ports.proxy}`, timeoutMs: 120_000 };
+      const sbx = await Sandbox.create('base', { ...conn, nodeSelector: { zone: 'b' } });
+      const nodeB = procs.find((p) => p.name === 'node-b' && p.child.exitCode === null && p.child.signalCode === null)!;
+      const killedAt = Date.now();
+      nodeB.child.kill('SIGKILL');
+      const lost = await until('the sandbox reported lost', async () => {
+        const r = await json<{ message: string }>(`${master('masterA')}/v1/sandboxes/${sbx.sandboxId}`);
+        return r.status === 410 ? r.body.message : undefined;
+      });
+      t.diagnostic(`reported lost ${Date.now() - killedAt} ms after the kill (node_lost_after_sec 6, swept every 5 s)`);
+      assert.match(lost, /lost with its node node-b/);
+      const elsewhere = await Sandbox.create('base', conn);
+      assert.equal((await json<{ nodeId: string }>(`${master('masterA')}/v1/sandboxes/${elsewhere.sandboxId}`)).body.nodeId, 'node-a');
+      await elsewhere.kill();
+
+      // It comes back: it adopts what still runs there, and the master has it remove the sandbox it reported lost.
+      start('node-b', ['node-agent'], node('b', ports.masterB, '10.214.1.0/24'));
+      await until('node b back, with nothing of the lost sandbox left', async () => {
+        const onNode = await json<Array<{ sandboxId: string }>>(`http://127.0.0.1:${ports.nodeb}/v1/sandboxes`);
+        return onNode.status === 200 && onNode.body.length === 0 ? true : undefined;
+      });
+      assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(join(DIR, 'node-b'))), []);
     });
 
     it('creates hammered at both masters at once never put a node past its quota', async () => {

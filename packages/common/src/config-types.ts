@@ -34,6 +34,8 @@ export interface SvcConfig {
     create_timeout_insec: number;
     /** Where creates go among the nodes that can take them: spread (the most memory free) or pack (the least that fits) (docs/cluster.md). */
     placement: 'spread' | 'pack';
+    /** A node silent this long is lost: its running sandboxes are reported ended (docs/cluster.md). */
+    node_lost_after_sec: number;
     database: DatabaseConfig;
     /** The vault key file (docs/security.md); '': <data_dir>/vault/key.json, made when missing. */
     vault_key_file: string;

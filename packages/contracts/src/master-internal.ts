@@ -22,8 +22,11 @@ import type { EndedSandbox, NodeInfo, NodeLoad, PauseKind, RuntimeKind } from '.
 
 /** Every state a sandbox can be in, as the master records it. */
 export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';
-/** oom: the sandbox used more memory than the runtime could hold and the host stopped it. */
-export type TerminateReason = 'killed' | 'timeout' | 'failed' | 'oom';
+/**
+ * oom: the sandbox used more memory than the runtime could hold and the host stopped it.
+ * node_lost: its node stopped answering for longer than master.node_lost_after_sec (docs/cluster.md).
+ */
+export type TerminateReason = 'killed' | 'timeout' | 'failed' | 'oom' | 'node_lost';
 export type OnTimeout = 'kill' | 'pause';
 
 /** What a node agent says of itself when it registers: its NodeInfo without the live counts. */

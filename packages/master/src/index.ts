@@ -148,6 +148,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     sandboxes.recordEnded(nodeId, ended).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'recording sandboxes that ended on a node failed'));
   });
 
+  periodic.every('lost node sweep', 5_000, () => sandboxes.sweepLostNodes());
   periodic.every('stuck sandbox reconcile', 30_000, async () => {
     const rows = await repo.stuck(Date.now() - 60_000);
     for (const nodeId of new Set(rows.map((r) => r.node_id))) {

@@ -179,6 +179,12 @@ export class NodeRegistry {
     return toRecord(row);
   }
 
+  /** Nodes whose last heartbeat is older than `silentMs`, with it. */
+  async silentNodes(silentMs: number): Promise<Array<{ nodeId: string; lastHeartbeatAt: number }>> {
+    const rows = await this.db.selectFrom('t_svc_node').select(['node_id', 'last_heartbeat_at']).where('last_heartbeat_at', '<', Date.now() - silentMs).execute();
+    return rows.map((r) => ({ nodeId: r.node_id, lastHeartbeatAt: Number(r.last_heartbeat_at) }));
+  }
+
   async liveNodeIds(): Promise<string[]> {
     const rows = await this.db.selectFrom('t_svc_node').select('node_id').where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS).execute();
     return rows.map((r) => r.node_id);

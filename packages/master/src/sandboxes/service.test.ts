@@ -353,6 +353,31 @@ for (const tdb of availableTestDatabases()) {
         }
       });
 
+      await t.test('node loss: a node silent past node_lost_after_sec has its running sandboxes ended as node_lost; paused ones wait for it', async () => {
+        const far = await new FakeNodeAgent().start();
+        try {
+          await h.nodes.register({
+            nodeId: 'n5', address: far.url, runtime: 'gvisor', pauseKinds: ['freeze'], labels: { site: 'far' },
+            capacity: { cpuCount: 2, memoryMB: 1024 }, pausedResourceReleaseRatio: 0, version: 't',
+          });
+          const running = await svc.create(input({ nodeSelector: { site: 'far' } }));
+          const paused = await svc.create(input({ nodeSelector: { site: 'far' } }));
+          await svc.pause(paused.sandboxId);
+          await svc.sweepLostNodes();
+          assert.equal((await svc.get(running.sandboxId)).state, 'running', 'a node that beats is not lost');
+          await h.db.kysely.updateTable('t_svc_node').set({ last_heartbeat_at: Date.now() - (h.cfg.master.node_lost_after_sec + 1) * 1000 }).where('node_id', '=', 'n5').execute();
+          await svc.sweepLostNodes();
+          const lost = await status(svc.get(running.sandboxId));
+          assert.equal(lost.status, 410);
+          assert.match(lost.message, /lost with its node n5/);
+          assert.equal((await svc.get(paused.sandboxId)).state, 'paused', 'its state is on the node: it waits for it');
+          await flush();
+          assert.ok(h.events.some((e) => e.kind === 'sandbox.killed' && e.sandboxId === running.sandboxId));
+        } finally {
+          await far.close();
+        }
+      });
+
       await t.test('nodeSelector: placed on a node whose labels hold it; labels a node registers with; none has them is 400', async () => {
         const other = await new FakeNodeAgent().start();
         try {

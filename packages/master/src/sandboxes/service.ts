@@ -642,6 +642,23 @@ export class SandboxService {
     }
   }
 
+  /**
+   * Node loss (docs/cluster.md): a node silent for master.node_lost_after_sec has its running
+   * sandboxes (and those mid-operation) terminated here with reason node_lost, so the API never
+   * shows them running. Paused ones stay paused: their state is on the node's disk, and they
+   * resume when it returns. A returning node removes what was terminated (reconcileNode).
+   */
+  async sweepLostNodes(): Promise<void> {
+    const silentMs = this.d.cfg.master.node_lost_after_sec * 1000;
+    for (const { nodeId, lastHeartbeatAt } of await this.d.nodes.silentNodes(silentMs)) {
+      for (const r of await this.d.repo.listByNode(nodeId)) {
+        if (r.state === 'paused') continue;
+        this.d.logger.warn({ sandboxId: r.sandbox_id, nodeId, state: r.state, silentSinceMs: Date.now() - lastHeartbeatAt }, 'sandbox lost with its node');
+        await this.markEnded(r.sandbox_id, 'node_lost');
+      }
+    }
+  }
+
   /** Sandboxes a node reports as ended on their own (heartbeat): terminated here with the node's reason. */
   async recordEnded(nodeId: string, ended: EndedSandbox[]): Promise<void> {
     for (const e of ended.slice(0, 1_000)) {
@@ -680,6 +697,7 @@ export class SandboxService {
     if (!row) throw notFound(`sandbox ${id} not found`);
     if (row.state === 'terminated') {
       if (row.terminate_reason === 'oom') throw gone(`sandbox ${id} ran out of memory and was stopped by its host`);
+      if (row.terminate_reason === 'node_lost') throw gone(`sandbox ${id} was lost with its node ${row.node_id}, which stopped answering`);
       throw gone(row.terminate_reason === 'timeout' ? `sandbox ${id} timed out and was killed` : `sandbox ${id} was killed`);
     }
     return row;
