@@ -56,9 +56,28 @@ export class DiskLayer {
     return true;
   }
 
-  /** Unmounts the image and keeps it (a microvm guest mounts it itself); safe to repeat. */
+  /** Unmounts the image and keeps it (a microvm guest mounts it itself), its loop device released too; safe to repeat. */
   async unmount(): Promise<void> {
     if (await isMountPoint(this.mountDir)) await unmount(this.mountDir);
+    await this.releaseLoopDevice();
+  }
+
+  /**
+   * A loop mount's device goes after the unmount, not with it (autoclear acts at its last close,
+   * which lags on a busy host): waits up to 2 s for it, then detaches one still there.
+   */
+  private async releaseLoopDevice(): Promise<void> {
+    const deadline = Date.now() + 2_000;
+    for (;;) {
+      const r = await run('losetup', ['--associated', this.image], { allowFail: true });
+      const devs = r.stdout.split('\n').map((l) => /^(\/dev\/loop\d+):/.exec(l)?.[1]).filter((d): d is string => !!d);
+      if (devs.length === 0) return;
+      if (Date.now() > deadline) {
+        for (const dev of devs) await detachLoopDevice(dev);
+        return;
+      }
+      await new Promise((res) => setTimeout(res, 50));
+    }
   }
 
   /** Unmounts (the loop device goes with it) and removes the image; safe to repeat. */
