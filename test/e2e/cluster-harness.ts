@@ -1,7 +1,8 @@
 /**
  * A cluster on one machine (docs/cluster.md), every component a process of its own started as an
  * operator starts it (`svc <component> --config FILE`): two masters on one database and one
- * Redis, an API gateway, a template center, a data-plane proxy, and two node agents (labels
+ * Redis, an API gateway, a template center, two data-plane proxies, two lifecycle replicas, and
+ * two node agents (labels
  * zone=a and zone=b) with their own state, address pools and ports, each registered with a
  * different master. For test/e2e/cluster.test.ts and bench/cluster.ts.
  */
@@ -32,12 +33,20 @@ export interface ClusterOptions {
 
 interface Proc { name: string; child: ChildProcess; log: string }
 
-async function freePort(): Promise<number> {
+async function freePort(port = 0): Promise<number> {
   return new Promise((res, rej) => {
     const s = createServer();
     s.once('error', rej);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address() as { port: number }; s.close(() => res(port)); });
+    s.listen(port, '127.0.0.1', () => { const { port: got } = s.address() as { port: number }; s.close(() => res(got)); });
   });
+}
+
+/** Two free ports in a row: lifecycle replica i listens on lifecycle.listen's port plus i. */
+async function freePortPair(): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    if (await freePort(p + 1).then(() => true, () => false)) return p;
+  }
 }
 
 export async function json<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T }> {
@@ -66,6 +75,7 @@ export class Cluster {
   master(which: 'A' | 'B'): string { return `http://127.0.0.1:${this.ports[`master${which}`]}`; }
   get apiUrl(): string { return `http://127.0.0.1:${this.ports.api}`; }
   get proxyUrl(): string { return `http://127.0.0.1:${this.ports.proxy}`; }
+  get proxy2Url(): string { return `http://127.0.0.1:${this.ports.proxy2}`; }
   nodeUrl(name: 'a' | 'b'): string { return `http://127.0.0.1:${this.ports[`node${name}`]}`; }
   nodeStateDir(name: 'a' | 'b'): string { return join(this.o.dir, `node-${name}`); }
   /** The SDK's and CLI's connection to the cluster. */
@@ -107,7 +117,7 @@ export class Cluster {
       template_center: { listen: `127.0.0.1:${this.ports.tc}`, callback_token: 'cluster-callback' },
       proxy: { http_port: this.ports.proxy, admin_port: this.ports.proxyAdmin, admin_token: 'cluster-proxy' },
       svcproxy: { admin_token: 'cluster-proxy' },
-      lifecycle: { replicas: 1, listen: `127.0.0.1:${this.ports.lifecycle}` },
+      lifecycle: { replicas: 2, listen: `127.0.0.1:${this.ports.lifecycle}` },
       egress: { enabled: false },
       ...over,
     });
@@ -151,7 +161,8 @@ export class Cluster {
     const dir = this.o.dir;
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
-    for (const k of ['api', 'masterA', 'masterB', 'tc', 'proxy', 'proxyAdmin', 'lifecycle', 'nodea', 'nodeb']) this.ports[k] = await freePort();
+    for (const k of ['api', 'masterA', 'masterB', 'tc', 'proxy', 'proxyAdmin', 'proxy2', 'proxyAdmin2', 'nodea', 'nodeb']) this.ports[k] = await freePort();
+    this.ports.lifecycle = await freePortPair();
     execFileSync('redis-cli', ['-h', REDIS_HOST!, '-p', REDIS_PORT!, '-n', String(REDIS_DB), 'flushdb']);
 
     this.start('master-a', ['master'], this.config({ data_dir: join(dir, 'data-master-a') }));
@@ -161,10 +172,15 @@ export class Cluster {
     this.start('template-center', ['template-center'], this.config({ data_dir: join(dir, 'data-tc') }));
     this.start('api', ['api'], this.config({ data_dir: join(dir, 'data-api') }));
     this.start('proxy', ['proxy'], this.config({ data_dir: join(dir, 'data-proxy') }));
+    this.start('proxy-2', ['proxy'], this.config({
+      data_dir: join(dir, 'data-proxy-2'), proxy: { http_port: this.ports.proxy2, admin_port: this.ports.proxyAdmin2, admin_token: 'cluster-proxy' },
+    }));
+    for (const replica of [0, 1]) this.start(`lifecycle-${replica}`, ['lifecycle', '--replica', String(replica)], this.config({ data_dir: join(dir, `data-lifecycle-${replica}`) }));
     this.startNode('a');
     this.startNode('b');
     await waitFor('master B', () => ok(`${this.master('B')}/notify/health`), 60_000);
     await waitFor('the API gateway', () => ok(`${this.apiUrl}/health`), 60_000);
+    for (const replica of [0, 1]) await waitFor(`lifecycle replica ${replica}`, () => ok(`http://127.0.0.1:${this.ports.lifecycle + replica}/health`), 60_000);
     await waitFor('both nodes registered', async () => {
       const { body } = await json<Array<{ nodeId: string; status: string }>>(`${this.master('A')}/v1/nodes`);
       return body.filter((n) => n.status === 'ready').length === 2 ? true : undefined;

@@ -6,7 +6,8 @@
  *
  * What it shows: both nodes register with their runtimes and labels (`svc node list`); a
  * create's nodeSelector picks the node, and the proxy reaches a sandbox on either; creates
- * hammered at both masters at once never put a node past its quota; a node killed with SIGKILL
+ * hammered at both masters at once never put a node past its quota; the lifecycle replicas pause
+ * at the idle timeout and a second proxy resumes; a node killed with SIGKILL
  * has its running sandboxes reported lost, and removes them when it returns.
  */
 import { after, before, describe, it } from 'node:test';
@@ -42,6 +43,9 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
           const { body } = await json<{ nodeId: string }>(`${c.master('B')}/v1/sandboxes/${sbx.sandboxId}`);
           assert.equal(body.nodeId, `node-${zone}`, 'placed on the node with the label; the other master sees it too');
           assert.equal((await sbx.commands.run('echo hello from $ZONE', { envs: { ZONE: zone } })).stdout, `hello from ${zone}\n`);
+          // Any proxy reaches any node.
+          const viaSecond = await Sandbox.connect(sbx.sandboxId, { ...conn, sandboxUrl: c.proxy2Url });
+          assert.equal((await viaSecond.commands.run('echo second proxy')).stdout, 'second proxy\n');
         } finally {
           await sbx.kill();
         }
@@ -71,6 +75,18 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         return onNode.status === 200 && onNode.body.length === 0 ? true : undefined;
       }, 60_000);
       assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(c.nodeStateDir('b'))), []);
+    });
+
+    it('the lifecycle replicas pause a sandbox at its idle timeout, and a connect resumes it on its node', async () => {
+      const sbx = await Sandbox.create('base', { ...c.conn, timeoutMs: 3_000, lifecycle: { onTimeout: 'pause' }, nodeSelector: { zone: 'b' } });
+      try {
+        await sbx.files.write('/tmp/kept', 'kept');
+        await waitFor('the idle-timeout pause', async () => ((await Sandbox.getInfo(sbx.sandboxId, c.conn)).state === 'paused' ? true : undefined), 60_000);
+        const back = await Sandbox.connect(sbx.sandboxId, { ...c.conn, sandboxUrl: c.proxy2Url, timeoutMs: 120_000 });
+        assert.equal(await back.files.read('/tmp/kept'), 'kept');
+      } finally {
+        await Sandbox.kill(sbx.sandboxId, c.conn);
+      }
     });
 
     it('creates hammered at both masters at once never put a node past its quota', async () => {

@@ -532,7 +532,7 @@ describe('svc tpl', () => {
 describe('svc node', () => {
   test('list, label, unlabel', async () => {
     const table = await run(['node', 'list']);
-    assert.match(table.stdout, /^ID\s+STATUS\s+RUNTIMES\s+ADDRESS\s+RUNNING\s+PAUSED\s+LABELS$/m);
+    assert.match(table.stdout, /^ID\s+STATUS\s+RUNTIMES\s+ADDRESS\s+RUNNING\s+PAUSED\s+MEMORY MB \(USED\/CAPACITY\)\s+LABELS$/m);
     assert.match(table.stdout, /^node-1\s+ready\s+gvisor/m);
     const labeled = json(await run(['node', 'label', 'node-1', 'disk=ssd', 'svc.dev/tier=gold', '--json']));
     assert.equal(labeled.labels.disk, 'ssd');

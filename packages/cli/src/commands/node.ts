@@ -27,6 +27,7 @@ export function nodeCommand(): Command {
         { header: 'ADDRESS', value: (n) => field(n, 'address') },
         { header: 'RUNNING', value: (n) => field(n, 'usage', 'running') },
         { header: 'PAUSED', value: (n) => field(n, 'usage', 'paused') },
+        { header: 'MEMORY MB (USED/CAPACITY)', value: (n) => (field(n, 'capacity', 'memoryMB') === undefined ? undefined : `${field(n, 'usage', 'usedMemoryMB') ?? 0}/${field(n, 'capacity', 'memoryMB')}`) },
         { header: 'LABELS', value: (n) => formatPairs(n.labels) },
       ], 'no nodes'));
     });
