@@ -100,8 +100,7 @@ export class SandboxService {
     const timeoutMs = this.d.cfg.master.create_timeout_insec * 1000;
     // A node's own admission is the last word (another master may have filled it since its last
     // heartbeat): a node that refuses (503) is left out and the next one asked, up to three.
-    const refused: string[] = [];
-    const refusals: string[] = [];
+    const refusals: Array<{ nodeId: string; message: string }> = [];
     let nodeId: string;
     let client: NodeAgentClient;
     let node: NodeSandbox;
@@ -109,9 +108,9 @@ export class SandboxService {
       // A fork's capture is on the origin's node only: its sandboxes start there.
       ({ nodeId, client } = await this.d.nodes.pick({
         memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}), ...(runtime ? { runtime } : {}),
-        ...(input.nodeSelector ? { selector: input.nodeSelector } : {}), ...(refused.length ? { exclude: refused } : {}),
+        ...(input.nodeSelector ? { selector: input.nodeSelector } : {}), ...(refusals.length ? { exclude: refusals.map((r) => r.nodeId) } : {}),
       }).catch((err: SvcError) => {
-        if (refused.length && err.status === 503) throw unavailable(`no node can take the sandbox now: ${refusals.join('; ')}`, 5);
+        if (refusals.length && err.status === 503) throw unavailable(`no node can take the sandbox now: ${refusals.map((r) => `node ${r.nodeId}: ${r.message}`).join('; ')}`, 5);
         throw err;
       }));
       if (egress.policy && !(await this.d.egress.available(nodeId))) {
@@ -120,19 +119,18 @@ export class SandboxService {
       const volumes = await this.volumesFor(nodeId, mounts.map((m) => m.onNode));
       try {
         node = await client.createSandbox({
-        sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
-        envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
-        ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
-        network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut, ...(egress.steer.length ? { steer: egress.steer } : {}) },
-        metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}), ...(runtime ? { runtime } : {}),
+          sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
+          envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
+          ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
+          network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut, ...(egress.steer.length ? { steer: egress.steer } : {}) },
+          metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}), ...(runtime ? { runtime } : {}),
         });
         break;
       } catch (err) {
         const e = err as SvcError;
         // A refusal comes before the node makes anything (node-agent memory-admission.ts).
-        if (e instanceof SvcError && e.status === 503 && !tpl.layer?.nodeId && refused.length < 2) {
-          refused.push(nodeId);
-          refusals.push(`node ${nodeId}: ${e.message}`);
+        if (e instanceof SvcError && e.status === 503 && !tpl.layer?.nodeId && refusals.length < 2) {
+          refusals.push({ nodeId, message: e.message });
           this.d.logger.info({ sandboxId, nodeId, reason: e.message }, 'node refused the create; asking another');
           continue;
         }

@@ -218,9 +218,8 @@ export class MicrovmDriver implements RuntimeDriver {
     const volumes = guestVolumes(spec.dir, spec.mounts ?? []);
     if (volumes.length) await writeFile(join(bootDir, 'volumes'), volumeBootFile(volumes));
     else await rm(join(bootDir, 'volumes'), { force: true });
+    // Its loop device released too (disk-layer.ts): the guest takes the image for itself.
     await paths.layer.unmount();
-    const held = await run('losetup', ['--associated', paths.layer.image], { allowFail: true });
-    if (held.stdout.trim()) throw new Error(`the writable layer of ${spec.instanceId} is still mounted on the host; the guest cannot take it`);
 
     await ensureGuestNetwork(spec.netnsPath);
     await startVolumeServers(spec.dir, volumes);
