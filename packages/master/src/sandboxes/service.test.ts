@@ -198,6 +198,17 @@ for (const tdb of availableTestDatabases()) {
         await svc.kill(s.sandboxId);
       });
 
+      await t.test('connect that finds the sandbox paused while the pause still holds its lock waits for the lock', async () => {
+        const s = await svc.create(input());
+        await svc.pause(s.sandboxId);
+        await h.coordination.tryLock(`sbx:${s.sandboxId}`, 'a-pause-finishing', 5_000);
+        setTimeout(() => { void h.coordination.unlock(`sbx:${s.sandboxId}`, 'a-pause-finishing'); }, 300);
+        const connected = await svc.connect(s.sandboxId, undefined);
+        assert.equal(connected.resumed, true);
+        assert.equal(connected.sandbox.state, 'running');
+        await svc.kill(s.sandboxId);
+      });
+
       await t.test('DELETE while pausing or locked: 503 with Retry-After: 2', async () => {
         const s = await svc.create(input());
         node.behaviour.pauseDelayMs = 400;
@@ -225,10 +236,10 @@ for (const tdb of availableTestDatabases()) {
         await new Promise((r) => setTimeout(r, 800));
       });
 
-      await t.test('resume while another operation settles: 409', async () => {
+      await t.test('resume while another operation holds the lock past the wait: 409', async () => {
         const s = await svc.create(input());
         await svc.pause(s.sandboxId);
-        await h.coordination.tryLock(`sbx:${s.sandboxId}`, 'other', 5_000);
+        await h.coordination.tryLock(`sbx:${s.sandboxId}`, 'other', 30_000);
         assert.equal((await status(svc.connect(s.sandboxId, undefined))).status, 409);
         await h.coordination.unlock(`sbx:${s.sandboxId}`, 'other');
       });

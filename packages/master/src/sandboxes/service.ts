@@ -26,6 +26,8 @@ import type { Row, SandboxRepo } from './repo.ts';
 import * as T from './timeouts.ts';
 
 const LOCK_TTL_MS = 120_000;
+/** How long a resume that found its sandbox paused waits for the pause to let go of the lock. */
+const RESUME_LOCK_WAIT_MS = 2_000;
 const DELETE_TIMEOUT_MS = 30_000;
 /** The longest a state change waits for the proxies to drop their cached route before it answers. */
 const PURGE_WAIT_MS = 1_000;
@@ -469,7 +471,7 @@ export class SandboxService {
         this.d.logger.error({ sandboxId: id, err: err.message }, 'resumed sandbox\'s egress policy could not be set; the proxy refuses its requests until the policy is set again');
       });
       return toRecord((await this.d.repo.get(id))!);
-    }).finally(release);
+    }, RESUME_LOCK_WAIT_MS).finally(release);
     await this.changed('sandbox.resumed', id, reason);
     return out;
   }
@@ -701,9 +703,18 @@ export class SandboxService {
     return row;
   }
 
-  private async locked<V>(id: string, busy: () => SvcError, fn: () => Promise<V>): Promise<V> {
+  /**
+   * Runs fn holding the sandbox's lifecycle lock; busy() when another holder has it. With waitMs,
+   * the lock is retried that long first: an operation writes its settled state just before it
+   * unlocks, so a caller that waited for the state can otherwise find the lock still held.
+   */
+  private async locked<V>(id: string, busy: () => SvcError, fn: () => Promise<V>, waitMs = 0): Promise<V> {
     const name = `sbx:${id}`;
-    if (!(await this.d.coordination.tryLock(name, this.holder, LOCK_TTL_MS))) throw busy();
+    const deadline = Date.now() + waitMs;
+    while (!(await this.d.coordination.tryLock(name, this.holder, LOCK_TTL_MS))) {
+      if (Date.now() >= deadline) throw busy();
+      await new Promise((r) => setTimeout(r, 25));
+    }
     try {
       return await fn();
     } finally {
