@@ -36,6 +36,12 @@ export interface SvcConfig {
     placement: 'spread' | 'pack';
     /** A node silent this long is lost: its running sandboxes are reported ended (docs/cluster.md). */
     node_lost_after_sec: number;
+    /**
+     * Whether a pause copies the paused sandbox's state into the artifact store, so another node
+     * can resume it (docs/cluster.md, "Cross-node restore"): auto does when more than one node is
+     * registered; a drain stores whatever it pauses in any case.
+     */
+    pause_to_store: 'auto' | 'always' | 'never';
     database: DatabaseConfig;
     /** The vault key file (docs/security.md); '': <data_dir>/vault/key.json, made when missing. */
     vault_key_file: string;

@@ -32,6 +32,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       create_timeout_insec: 60,
       placement: 'spread',
       node_lost_after_sec: 30,
+      pause_to_store: 'auto',
       database: { driver: 'sqlite', path: '' },
       volume_plugins: [],
     },
@@ -96,6 +97,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_CREATE_TIMEOUT_INSEC', 'master.create_timeout_insec', 'int'],
   ['SVC_PLACEMENT', 'master.placement', 'string'],
   ['SVC_NODE_LOST_AFTER_SEC', 'master.node_lost_after_sec', 'int'],
+  ['SVC_PAUSE_TO_STORE', 'master.pause_to_store', 'string'],
   ['SVC_UPLOAD_SIGNING_KEY', 'master.upload_signing_key', 'string'],
   ['SVC_VAULT_KEY_FILE', 'master.vault_key_file', 'string'],
   ['SVC_IDENTITY_ISSUER_URL', 'master.identity_issuer_url', 'string'],
@@ -346,6 +348,7 @@ export function validateConfig(c: SvcConfig): void {
     need(!!c.proxy.tls_key_file && existsSync(c.proxy.tls_key_file), 'proxy.tls_key_file', 'must name a PEM key file when proxy.https_port is set');
   }
   need(Number.isInteger(c.master.node_lost_after_sec) && c.master.node_lost_after_sec >= 5, 'master.node_lost_after_sec', `must be a whole number of seconds, at least 5 (got ${c.master.node_lost_after_sec})`);
+  need(['auto', 'always', 'never'].includes(c.master.pause_to_store), 'master.pause_to_store', `must be auto, always or never (got ${JSON.stringify(c.master.pause_to_store)})`);
   need(c.master.placement === 'spread' || c.master.placement === 'pack', 'master.placement', `must be spread or pack (got ${JSON.stringify(c.master.placement)})`);
   need(typeof c.node_agent.labels === 'string', 'node_agent.labels', 'must be a string of name=value pairs, comma-separated');
   need(Number.isInteger(c.master.create_timeout_insec) && c.master.create_timeout_insec > 0, 'master.create_timeout_insec', `must be a positive number of seconds (got ${c.master.create_timeout_insec})`);

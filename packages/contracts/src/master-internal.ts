@@ -76,7 +76,8 @@ export interface DueSandbox {
   endAt: string;
 }
 
-export type LifecycleReason = 'api' | 'timeout' | 'auto' | 'connect';
+/** drain: a node drain paused the sandbox and moved it (docs/cluster.md). */
+export type LifecycleReason = 'api' | 'timeout' | 'auto' | 'connect' | 'drain';
 
 export class MasterInternalClient {
   private readonly http: JsonClient;

@@ -16,6 +16,8 @@
  *   GET    /v1/nodes, /v1/nodes/:id       → NodeRecord[] / NodeRecord
  *   POST   /v1/nodes/:id/labels           → NodeRecord  (body { labels: {name: value} })
  *   DELETE /v1/nodes/:id/labels           → NodeRecord  (body { names: string[] })
+ *   POST   /v1/nodes/:id/drain            → DrainReport (no new sandboxes; its sandboxes moved; docs/cluster.md)
+ *   DELETE /v1/nodes/:id/drain            → NodeRecord  (takes sandboxes again)
  *   /svc/template...                      → see docs/api.md
  */
 import { badRequest, JsonClient } from '@svc/common';
@@ -222,13 +224,25 @@ export interface NodeRecord {
   /** Every runtime it offers, the default first. */
   runtimes: RuntimeKind[];
   pauseKinds: PauseKind[];
-  status: 'ready' | 'unreachable';
+  /** draining: it takes no new sandboxes (svc node drain; docs/cluster.md). */
+  status: 'ready' | 'draining' | 'unreachable';
   capacity: { cpuCount: number; memoryMB: number };
   usage: { running: number; paused: number; usedMemoryMB: number; memory?: NodeLoad };
   pausedResourceReleaseRatio: number;
   labels: Record<string, string>;
   version: string;
   lastHeartbeatAt: string;
+}
+
+/** What `svc node drain` did (POST /v1/nodes/:id/drain; docs/cluster.md). */
+export interface DrainReport {
+  node: NodeRecord;
+  /** Running sandboxes paused, stored and resumed on another node. */
+  moved: string[];
+  /** Paused sandboxes whose state is now in the artifact store: they resume on another node. */
+  stored: string[];
+  /** What could not be moved, and why (drain again once it is mended). */
+  failed: Array<{ sandboxId: string; message: string }>;
 }
 
 /** An id as a path segment; one that is not valid Unicode (a lone surrogate from a JSON body) cannot name anything. */
@@ -283,4 +297,6 @@ export class MasterClient {
   removeNodeLabels(id: string, names: string[]) {
     return this.http.request<NodeRecord>('DELETE', `/v1/nodes/${seg(id)}/labels`, { body: { names } });
   }
+  drainNode(id: string) { return this.http.post<DrainReport>(`/v1/nodes/${seg(id)}/drain`, {}); }
+  undrainNode(id: string) { return this.http.request<NodeRecord>('DELETE', `/v1/nodes/${seg(id)}/drain`); }
 }

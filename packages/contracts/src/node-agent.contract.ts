@@ -209,12 +209,28 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
         }
       });
 
-      await t.test('a paused sandbox is not snapshotted (409)', async () => {
-        await agent.pauseSandbox(req.sandboxId);
+      await t.test('a paused sandbox is captured as it lies (its pause package), unless frozen (409)', async () => {
+        const paused = await agent.pauseSandbox(req.sandboxId);
         try {
-          assert.equal(await statusOf(agent.snapshotSandbox(req.sandboxId, { layerId: `layer-${req.sandboxId}-p` })), 409);
+          const layerId = `layer-${req.sandboxId}-p`;
+          if (paused.pauseKind === 'freeze') {
+            assert.equal(await statusOf(agent.snapshotSandbox(req.sandboxId, { layerId })), 409);
+          } else {
+            assert.equal((await agent.snapshotSandbox(req.sandboxId, { layerId })).contents, 'memory');
+            await agent.deleteLayer(layerId);
+          }
         } finally {
           await agent.resumeSandbox(req.sandboxId);
+        }
+        await agent.pauseSandbox(req.sandboxId, { memory: false });
+        try {
+          const layer = await agent.snapshotSandbox(req.sandboxId, { layerId: `layer-${req.sandboxId}-f` });
+          assert.equal(layer.contents, 'filesystem');
+          assert.equal(layer.sandboxId, req.sandboxId);
+          assert.equal((await agent.getSandbox(req.sandboxId)).state, 'paused', 'the capture does not wake it');
+          await agent.deleteLayer(layer.layerId);
+        } finally {
+          await agent.resumeSandbox(req.sandboxId, { envVars: req.envVars, envdAccessToken: req.envdAccessToken });
         }
       });
 

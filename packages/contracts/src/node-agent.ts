@@ -115,7 +115,11 @@ export interface ResumeOnNode {
   volumes?: VolumeMountOnNode[];
 }
 
-/** Capture a sandbox's writable layer under this id (snapshots and forks). */
+/**
+ * Capture a sandbox's writable layer under this id (snapshots and forks). A paused sandbox is
+ * captured as it lies, without waking it (a pause package, docs/cluster.md): a saved machine
+ * ('snapshot' pause) whole, a 'filesystem' pause's files; a frozen one is 409.
+ */
 export interface SnapshotSandboxOnNode {
   layerId: string;
   /**

@@ -335,6 +335,22 @@ export const NodeLabelNames = {
   properties: { names: stringList },
 } as const;
 
+/** What a drain did (docs/cluster.md, "Draining a node"). */
+export const NodeDrain = {
+  type: 'object',
+  required: ['node', 'moved', 'stored', 'failed'],
+  properties: {
+    node: Node,
+    moved: { ...stringList, description: 'Running sandboxes paused, stored and resumed on another node' },
+    stored: { ...stringList, description: 'Paused sandboxes whose state is now in the artifact store; they resume on another node' },
+    failed: {
+      type: 'array', description: 'What could not be moved, and why',
+      items: { type: 'object', required: ['sandboxId', 'message'], properties: { sandboxId: str, message: str }, additionalProperties: false },
+    },
+  },
+  additionalProperties: false,
+} as const;
+
 export const Health = { type: 'object', required: ['ok'], properties: { ok: bool } } as const;
 
 /** Every named shape, as the document's `components.schemas`. */
@@ -367,5 +383,6 @@ export const SCHEMAS = {
   Node,
   NodeLabels,
   NodeLabelNames,
+  NodeDrain,
   Health,
 } as const;

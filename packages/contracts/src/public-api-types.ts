@@ -35,3 +35,4 @@ export type WireForkResult = Wire<typeof S.ForkResult>;
 export type WireNode = Wire<typeof S.Node>;
 export type WireNodeLabels = Wire<typeof S.NodeLabels>;
 export type WireNodeLabelNames = Wire<typeof S.NodeLabelNames>;
+export type WireNodeDrain = Wire<typeof S.NodeDrain>;

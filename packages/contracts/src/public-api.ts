@@ -316,6 +316,10 @@ export const PUBLIC_API = {
       post: { summary: 'Add admin labels (at most 64 a node)', parameters: [nodeId], requestBody: { required: true, ...json(ref('NodeLabels')) }, responses: nodeAnswer },
       delete: { summary: 'Remove admin labels', parameters: [nodeId], requestBody: { required: true, ...json(ref('NodeLabelNames')) }, responses: nodeAnswer },
     },
+    '/nodes/{id}/drain': {
+      post: { summary: 'Drain a node: it takes no new sandboxes, its running ones move to other nodes and its paused ones are stored to resume elsewhere (docs/cluster.md)', parameters: [nodeId], responses: { 200: { description: 'What the drain did', ...json(ref('NodeDrain')) }, ...common, 404: error('No such node') } },
+      delete: { summary: 'Undrain a node: it takes new sandboxes again', parameters: [nodeId], responses: nodeAnswer },
+    },
   },
   components: {
     securitySchemes: {

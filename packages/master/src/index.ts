@@ -4,7 +4,7 @@ import { openDatabase, type Db } from './db/connect.ts';
 import { migrate } from './db/migrator.ts';
 import { migrations } from './migrations/index.ts';
 import { NodeRegistry } from './nodes/registry.ts';
-import { registerNodeRoutes } from './nodes/routes.ts';
+import { registerDrainRoutes, registerNodeRoutes } from './nodes/routes.ts';
 import { NodeEgressPolicies } from './egress-policies.ts';
 import { AnnouncedProxyPurger } from './proxies.ts';
 import { SandboxRepo } from './sandboxes/repo.ts';
@@ -21,6 +21,8 @@ import { SnapshotAwareResolver } from './snapshots/resolver.ts';
 import { registerSnapshotRoutes } from './snapshots/routes.ts';
 import { SnapshotService } from './snapshots/service.ts';
 import { TemplateCenterLayerStorage } from './snapshots/layer-storage.ts';
+import { PausePackageStore } from './snapshots/pause-packages.ts';
+import { NodeDrain } from './sandboxes/drain.ts';
 import { TemplateCenterClient } from '@svc/contracts/template-center';
 import { join } from 'node:path';
 import { TeamService } from './teams/service.ts';
@@ -93,6 +95,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const templateCenter = new TemplateCenterClient(cfg.template_center.addr, cfg.template_center.callback_token);
   const layerStorage = new TemplateCenterLayerStorage(templateCenter, cfg.master.addr);
   const snapshotCatalog = new SnapshotCatalog(snapshotRepo, nodes, layerStorage, logger);
+  const pausePackages = new PausePackageStore(snapshotRepo, nodes, layerStorage, snapshotCatalog, logger);
   // Builds start after the sandbox service they need; the template module's status route asks them late.
   let builds: BuildService | undefined;
   const builderStatus: BuilderStatus = {
@@ -109,7 +112,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     cfg, repo, nodes, templates: sandboxResolver, coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
     egress: new NodeEgressPolicies(nodes, cfg.egress.admin_token, logger),
-    quotas: teams, secrets, volumes,
+    quotas: teams, secrets, volumes, pausePackages,
   });
   const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
   if (templates.builder) {
@@ -149,6 +152,10 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   });
 
   periodic.every('lost node sweep', 5_000, () => sandboxes.sweepLostNodes());
+  registerDrainRoutes(app, nodes, (nodeId) => new NodeDrain({ nodes, repo, sandboxes, logger }).drain(nodeId));
+  periodic.every('stale pause package sweep', 600_000, async () => {
+    await pausePackages.sweepStale(async (sandboxId) => (await repo.get(sandboxId))?.pause_snapshot_id ?? null);
+  }, { firstAfterMs: 60_000 });
   periodic.every('stuck sandbox reconcile', 30_000, async () => {
     const rows = await repo.stuck(Date.now() - 60_000);
     for (const nodeId of new Set(rows.map((r) => r.node_id))) {

@@ -3,7 +3,7 @@
  */
 import { ApiClient } from './api-client.ts';
 import { InvalidArgumentError, NotFoundError } from './errors.ts';
-import type { NodeInfo, SandboxApiOpts } from './types.ts';
+import type { NodeDrainResult, NodeInfo, SandboxApiOpts } from './types.ts';
 import type { WireNode } from './wire.ts';
 
 const MAX_LABELS = 64;
@@ -47,6 +47,22 @@ export class Node {
       signal: opts.signal,
     });
     return res && typeof res === 'object' ? toNodeInfo(res) : undefined;
+  }
+
+  /**
+   * Drains a node: it takes no new sandboxes, its running sandboxes are paused and resumed on
+   * other nodes, and its paused ones are stored to resume elsewhere. Answers when that is done.
+   */
+  static async drain(nodeId: string, opts: SandboxApiOpts = {}): Promise<NodeDrainResult> {
+    const res = await new ApiClient(opts).post<{ node: WireNode; moved?: string[]; stored?: string[]; failed?: NodeDrainResult['failed'] }>(nodePath(nodeId, '/drain'), {
+      body: {}, notFound: NotFoundError, signal: opts.signal,
+    });
+    return { node: toNodeInfo(res.node), moved: res.moved ?? [], stored: res.stored ?? [], failed: res.failed ?? [] };
+  }
+
+  /** Undoes a drain: the node takes new sandboxes again. */
+  static async undrain(nodeId: string, opts: SandboxApiOpts = {}): Promise<NodeInfo> {
+    return toNodeInfo(await new ApiClient(opts).delete<WireNode>(nodePath(nodeId, '/drain'), { notFound: NotFoundError, signal: opts.signal }));
   }
 }
 

@@ -327,6 +327,17 @@ export interface NodeInfo {
   [key: string]: unknown;
 }
 
+/** What a node drain did (Node.drain; docs/cluster.md). */
+export interface NodeDrainResult {
+  node: NodeInfo;
+  /** Running sandboxes paused, stored and resumed on another node. */
+  moved: string[];
+  /** Paused sandboxes whose state is now in the artifact store: they resume on another node. */
+  stored: string[];
+  /** What could not be moved, and why (drain again once it is mended). */
+  failed: Array<{ sandboxId: string; message: string }>;
+}
+
 // ---------------------------------------------------------------- envd: commands and pty
 
 export type Username = string;

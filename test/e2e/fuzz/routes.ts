@@ -93,6 +93,9 @@ function apiRoutes(k: Known): RouteSpec[] {
     api('GET', '/nodes/:id', { params: { id: 'node' } }),
     api('POST', '/nodes/:id/labels', { params: { id: 'node' }, body: { labels: { 'fuzz.example.com/tier': 'a' } } }),
     api('DELETE', '/nodes/:id/labels', { params: { id: 'node' }, body: { names: ['fuzz.example.com/tier'] } }),
+    // A missing node only: draining the platform's one node would pause its sandboxes mid-fuzz.
+    api('POST', '/nodes/:id/drain', { params: { id: 'bogus' } }),
+    api('DELETE', '/nodes/:id/drain', { params: { id: 'bogus' } }),
     // template routes: the gateway forwards them to the master
     api('POST', '/svc/template', { body: templateCreate }),
     api('POST', '/svc/template/from-image', { body: templateCreate }),
@@ -223,6 +226,8 @@ function masterRoutes(k: Known): RouteSpec[] {
     m('GET', '/v1/nodes/:id', { params: { id: 'node' } }),
     m('POST', '/v1/nodes/:id/labels', { params: { id: 'node' }, body: { labels: { tier: 'b' } } }),
     m('DELETE', '/v1/nodes/:id/labels', { params: { id: 'node' }, body: { names: ['tier'] } }),
+    m('POST', '/v1/nodes/:id/drain', { params: { id: 'bogus' } }),
+    m('DELETE', '/v1/nodes/:id/drain', { params: { id: 'bogus' } }),
     m('POST', '/internal/template/jobs/:jobId/status', { params: { jobId: 'bogus' }, body: jobReport, auth: 'callbackToken' }),
     m('GET', '/svc/template/:id', { params: { id: 'bogus' } }),
     m('PATCH', '/svc/template/:id', { params: { id: 'bogus' }, body: {} }),

@@ -1,4 +1,4 @@
-/** `svc node ...`: list nodes and manage their admin labels. */
+/** `svc node ...`: list nodes, manage their admin labels, drain them. */
 import { Command } from 'commander';
 import { Node, type NodeInfo } from '@svc/sdk';
 import { contextOf } from '../context.ts';
@@ -48,6 +48,26 @@ export function nodeCommand(): Command {
       const node = await Node.unlabel(id, names, ctx.conn);
       if (!node) throw new CliError(`the server did not return node ${id}`);
       ctx.out.result(node, () => ctx.out.line(`${node.id}: ${formatPairs(node.labels)}`));
+    });
+
+  cmd.command('drain <id>')
+    .description('take no new sandboxes there; move its running sandboxes to other nodes and store its paused ones (docs/cluster.md)')
+    .action(async (id: string, _f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const r = await Node.drain(id, ctx.conn);
+      ctx.out.result(r, () => {
+        ctx.out.line(`${r.node.id}: ${field(r.node, 'status')}; moved ${r.moved.length}, stored ${r.stored.length}, failed ${r.failed.length}`);
+        for (const f of r.failed) ctx.out.line(`  ${f.sandboxId}: ${f.message}`);
+      });
+      if (r.failed.length) throw new CliError(`${r.failed.length} sandbox(es) could not be moved off ${id}; run the drain again once the reason is mended`);
+    });
+
+  cmd.command('undrain <id>')
+    .description('let a drained node take new sandboxes again')
+    .action(async (id: string, _f: unknown, c: Command) => {
+      const ctx = contextOf(c);
+      const node = await Node.undrain(id, ctx.conn);
+      ctx.out.result(node, () => ctx.out.line(`${node.id}: ${field(node, 'status')}`));
     });
 
   return cmd;

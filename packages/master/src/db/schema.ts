@@ -49,6 +49,8 @@ export interface SandboxRow {
   team_id: string;
   /** E2B's iam.tokens JSON ({name: {audience, tokenType}}); null: none. */
   iam: string | null;
+  /** A paused sandbox's state in the artifact store (t_svc_snapshot, purpose 'pause'); null: on its node only. */
+  pause_snapshot_id: string | null;
 }
 
 export interface NodeRow {

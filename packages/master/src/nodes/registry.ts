@@ -9,6 +9,8 @@ import { checkLabelName, checkLabelValue, matchesSelector, MAX_LABELS_PER_NODE }
 export const HEARTBEAT_INTERVAL_MS = 3_000;
 /** A node that missed this many heartbeats is not scheduled onto. */
 const STALE_AFTER_MS = HEARTBEAT_INTERVAL_MS * 4;
+/** The status column of a drained node (else 'ready'). */
+const DRAINING = 'draining';
 
 /** The usage column: what the last heartbeat said. */
 interface NodeUsage {
@@ -53,7 +55,8 @@ export class NodeRegistry {
       pause_kinds: JSON.stringify(req.pauseKinds ?? []),
       capacity: JSON.stringify(req.capacity),
       release_ratio: req.pausedResourceReleaseRatio ?? 0,
-      status: 'ready',
+      // A drained node stays drained across its restarts, until it is undrained.
+      status: existing?.status === DRAINING ? DRAINING : 'ready',
       version: req.version ?? '',
       last_heartbeat_at: now,
       egress_admin_url: req.egressAdminUrl ?? null,
@@ -79,7 +82,7 @@ export class NodeRegistry {
     };
     this.promised.delete(nodeId);
     const r = await this.db.updateTable('t_svc_node')
-      .set({ last_heartbeat_at: Date.now(), status: 'ready', usage: JSON.stringify(usage) })
+      .set({ last_heartbeat_at: Date.now(), usage: JSON.stringify(usage) })
       .where('node_id', '=', nodeId).executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) throw notFound(`node ${nodeId} is not registered`);
   }
@@ -116,7 +119,7 @@ export class NodeRegistry {
    * report no measurement (older agents) are admitted by nominal memory alone.
    */
   async pick(need: SchedulingNeed): Promise<{ nodeId: string; client: NodeAgentClient }> {
-    let q = this.db.selectFrom('t_svc_node').selectAll().where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS);
+    let q = this.db.selectFrom('t_svc_node').selectAll().where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS).where('status', '!=', DRAINING);
     if (need.onNode) q = q.where('node_id', '=', need.onNode);
     if (need.exclude?.length) q = q.where('node_id', 'not in', need.exclude);
     let rows = await q.execute();
@@ -185,6 +188,29 @@ export class NodeRegistry {
     return rows.map((r) => ({ nodeId: r.node_id, lastHeartbeatAt: Number(r.last_heartbeat_at) }));
   }
 
+  /**
+   * Drains a node (no new sandboxes go there; docs/cluster.md, "Draining a node") or undrains
+   * it. 404 when it is not registered.
+   */
+  async setDraining(nodeId: string, draining: boolean): Promise<NodeRecord> {
+    const r = await this.db.updateTable('t_svc_node').set({ status: draining ? DRAINING : 'ready' }).where('node_id', '=', nodeId).executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) throw notFound(`node ${nodeId} not found`);
+    return this.get(nodeId);
+  }
+
+  /** Where a sandbox on this node may go on: 'ready' there, 'draining' (move it), 'lost' (silent or unknown). */
+  async standing(nodeId: string): Promise<'ready' | 'draining' | 'lost'> {
+    const row = await this.row(nodeId);
+    if (!row || Number(row.last_heartbeat_at) <= Date.now() - STALE_AFTER_MS) return 'lost';
+    return row.status === DRAINING ? 'draining' : 'ready';
+  }
+
+  /** How many nodes are registered, live or not. */
+  async count(): Promise<number> {
+    const r = await this.db.selectFrom('t_svc_node').select((eb) => eb.fn.countAll<number | string>().as('n')).executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
   async liveNodeIds(): Promise<string[]> {
     const rows = await this.db.selectFrom('t_svc_node').select('node_id').where('last_heartbeat_at', '>', Date.now() - STALE_AFTER_MS).execute();
     return rows.map((r) => r.node_id);
@@ -244,7 +270,7 @@ function toRecord(r: NodeRow): NodeRecord {
     runtime: r.runtime,
     runtimes: runtimesOf(r),
     pauseKinds: JSON.parse(r.pause_kinds),
-    status: r.last_heartbeat_at > Date.now() - STALE_AFTER_MS ? 'ready' : 'unreachable',
+    status: r.last_heartbeat_at <= Date.now() - STALE_AFTER_MS ? 'unreachable' : r.status === DRAINING ? 'draining' : 'ready',
     capacity: JSON.parse(r.capacity),
     usage: JSON.parse(r.usage),
     pausedResourceReleaseRatio: Number(r.release_ratio),

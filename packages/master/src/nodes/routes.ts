@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '@svc/common';
 import type { NodeHeartbeat, RegisterNodeResult } from '@svc/contracts/master-internal';
+import type { DrainReport } from '@svc/contracts/master';
 import { parseRegisterNode } from './register-input.ts';
 import { HEARTBEAT_INTERVAL_MS, type NodeRegistry } from './registry.ts';
 
@@ -26,4 +27,13 @@ export function registerNodeRoutes(
     nodes.addLabels(req.params.id, req.body?.labels));
   app.delete<{ Params: { id: string }; Body: { names?: unknown } }>('/v1/nodes/:id/labels', async (req) =>
     nodes.removeLabels(req.params.id, req.body?.names));
+}
+
+/** POST|DELETE /v1/nodes/:id/drain (docs/cluster.md, "Draining a node"). */
+export function registerDrainRoutes(app: FastifyInstance, nodes: NodeRegistry, drain: (nodeId: string) => Promise<DrainReport>): void {
+  app.post<{ Params: { id: string } }>('/v1/nodes/:id/drain', async (req) => {
+    await nodes.get(req.params.id);
+    return drain(req.params.id);
+  });
+  app.delete<{ Params: { id: string } }>('/v1/nodes/:id/drain', async (req) => nodes.setDraining(req.params.id, false));
 }

@@ -77,3 +77,26 @@ export interface SandboxVolumes {
   /** A node's count flips, from a create, destroy, pause or resume answer. */
   applyFlips(flips: VolumeRefFlip[] | undefined): Promise<void>;
 }
+
+/** A paused sandbox's state kept in the artifact store, as another node restores it. */
+export interface StoredPause {
+  snapshotId: string;
+  /** The template artifact its layer lies over. */
+  artifactId: string;
+  /** Downloaded by the node that resumes it (contents 'memory' restores the machine). */
+  layer: LayerRef;
+}
+
+/**
+ * Pause packages (docs/cluster.md, "Cross-node restore"): a paused sandbox's state copied from
+ * its node into the artifact store, so that another node resumes it when its own is lost or
+ * drained.
+ */
+export interface PausePackages {
+  /** Captures the paused sandbox on its node as it lies and stores it: the package, once ready. */
+  store(sandbox: { sandboxId: string; nodeId: string; templateId: string; teamId: string; cpuCount: number; memoryMB: number; diskSizeMB: number }): Promise<StoredPause>;
+  /** A ready package; undefined when there is none by that id. */
+  get(snapshotId: string): Promise<StoredPause | undefined>;
+  /** Removes a package from the store, its nodes and its record; failures are logged and swept later. */
+  drop(snapshotId: string): Promise<void>;
+}

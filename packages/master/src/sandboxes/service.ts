@@ -11,9 +11,10 @@ import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord, VolumeMount } from '@svc/contracts/master';
 import { parseNetworkUpdate } from './create-input.ts';
 import { startAndWaitReady } from './start-command.ts';
+import { placeSandbox, type Placed } from './placement.ts';
 import type { DueSandbox, LifecycleReason, SandboxRoute, SandboxState, TerminateReason } from '@svc/contracts/master-internal';
 import type { NodeRegistry } from '../nodes/registry.ts';
-import type { EgressPolicies, ProxyCachePurger, ResolvedTemplate, SandboxVolumes, SecretNames, TeamQuotas, TemplateResolver } from './ports.ts';
+import type { EgressPolicies, PausePackages, ProxyCachePurger, ResolvedTemplate, SandboxVolumes, SecretNames, TeamQuotas, TemplateResolver } from './ports.ts';
 import { NODE_FEATURE_VOLUMES, type ExtInfo, type VolumeMountOnNode } from '@svc/contracts/volumes';
 import { placeholderRefs } from '@svc/contracts/secrets';
 import { SandboxQuota } from './quota.ts';
@@ -50,6 +51,8 @@ export interface SandboxServiceDeps {
   secrets?: SecretNames;
   /** Persistent volumes; absent: none exist, so a create that mounts one fails with 404. */
   volumes?: SandboxVolumes;
+  /** Pause packages in the artifact store (cross-node restore); absent: a paused sandbox stays on its node. */
+  pausePackages?: PausePackages;
   /** How long a DELETE waits for the node before answering 408 (default 30 s). */
   deleteTimeoutMs?: number;
 }
@@ -100,49 +103,24 @@ export class SandboxService {
     const envdAccessToken = secure ? newToken() : undefined;
     const trafficAccessToken = input.network.allowPublicTraffic ? undefined : randomUUID();
     const timeoutMs = this.d.cfg.master.create_timeout_insec * 1000;
-    // A node's own admission is the last word (another master may have filled it since its last
-    // heartbeat): a node that refuses (503) is left out and the next one asked, up to three.
-    const refusals: Array<{ nodeId: string; message: string }> = [];
-    let nodeId: string;
-    let client: NodeAgentClient;
-    let node: NodeSandbox;
-    for (;;) {
-      // A fork's capture is on the origin's node only: its sandboxes start there.
-      ({ nodeId, client } = await this.d.nodes.pick({
-        memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}), ...(runtime ? { runtime } : {}),
-        ...(input.nodeSelector ? { selector: input.nodeSelector } : {}), ...(refusals.length ? { exclude: refusals.map((r) => r.nodeId) } : {}),
-      }).catch((err: SvcError) => {
-        if (refusals.length && err.status === 503) throw unavailable(`no node can take the sandbox now: ${refusals.map((r) => `node ${r.nodeId}: ${r.message}`).join('; ')}`, 5);
-        throw err;
-      }));
+    // A fork's capture is on the origin's node only: its sandboxes start there.
+    const need = {
+      memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}), ...(runtime ? { runtime } : {}),
+      ...(input.nodeSelector ? { selector: input.nodeSelector } : {}),
+    };
+    const { nodeId, client, node } = await placeSandbox(this.placing(sandboxId), sandboxId, need, async (nodeId) => {
       if (egress.policy && !(await this.d.egress.available(nodeId))) {
         throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
       }
       const volumes = await this.volumesFor(nodeId, mounts.map((m) => m.onNode));
-      try {
-        node = await client.createSandbox({
-          sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
-          envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
-          ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
-          network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut, ...(egress.steer.length ? { steer: egress.steer } : {}) },
-          metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}), ...(runtime ? { runtime } : {}),
-        });
-        break;
-      } catch (err) {
-        const e = err as SvcError;
-        // A refusal comes before the node makes anything (node-agent memory-admission.ts).
-        if (e instanceof SvcError && e.status === 503 && !tpl.layer?.nodeId && refusals.length < 2) {
-          refusals.push({ nodeId, message: e.message });
-          this.d.logger.info({ sandboxId, nodeId, reason: e.message }, 'node refused the create; asking another');
-          continue;
-        }
-        // The node may have got further than its answer says; make sure nothing is left there.
-        this.discardOnNode(client, nodeId, sandboxId, 'create failed on the node');
-        if (e.status === 504) throw new SvcError(504, `sandbox create did not finish within create_timeout_insec (${timeoutMs / 1000} s) on node ${nodeId}; the node says: ${e.message}`);
-        if (e instanceof SvcError && e.status < 500) throw e;
-        throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
-      }
-    }
+      return {
+        sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
+        envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
+        ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
+        network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut, ...(egress.steer.length ? { steer: egress.steer } : {}) },
+        metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}), ...(runtime ? { runtime } : {}),
+      };
+    }, timeoutMs);
     await this.d.volumes?.applyFlips(node.extInfo?.volumeRefFlips);
     // Before anything runs in it: until the proxy has the policy, it refuses the sandbox's requests.
     await this.pushEgress(nodeId, sandboxId, node.address, egress, teamId).catch((err) => {
@@ -170,6 +148,7 @@ export class SandboxService {
       end_at: deadline.endAt === null ? null : deadline.endAt + (started - now),
       started_at: started, created_at: now, updated_at: started, terminated_at: null, terminate_reason: null,
       volume_mounts: JSON.stringify(mounts.length ? mounts.map((m) => m.mount) : asked), env_vars: JSON.stringify(envVars), auto_pause_memory: input.pauseMemory === false ? 0 : 1,
+      pause_snapshot_id: null,
     };
     let record: SandboxRecord;
     try {
@@ -250,6 +229,11 @@ export class SandboxService {
     if ((await this.d.nodes.features(nodeId)).includes(NODE_FEATURE_VOLUMES)) return volumes;
     this.d.logger.warn({ nodeId, volumes: volumes.map((v) => v.volumeId) }, 'node agent without volume support: the sandbox starts without its volume mounts');
     return [];
+  }
+
+  /** What placeSandbox needs: the registry, and how to leave nothing on a node a create failed on. */
+  private placing(sandboxId: string) {
+    return { nodes: this.d.nodes, logger: this.d.logger, discard: (client: NodeAgentClient, nodeId: string, why: string) => this.discardOnNode(client, nodeId, sandboxId, why) };
   }
 
   /** A node's destroy, whose answer moves the volume counts. */
@@ -371,8 +355,9 @@ export class SandboxService {
         // 404: already gone on the node. Unreachable node: it removes orphans when it registers again.
         if (e.status !== 404) this.d.logger.warn({ sandboxId: id, err: e.message }, 'node delete failed; marking terminated');
       }
-      await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
+      await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null, pause_snapshot_id: null });
       this.dropEgress(cur.node_id, id, this.egressPlanOf(cur));
+      void this.dropPausePackage(id, cur.pause_snapshot_id);
     });
     if (reason === 'timeout') this.d.logger.info({ sandboxId: id }, 'sandbox timed out and was killed');
     await this.changed('sandbox.killed', id, reason);
@@ -382,7 +367,7 @@ export class SandboxService {
    * memory false (or, at the idle timeout, a sandbox created with autoPauseMemory false): a
    * filesystem pause, which frees the memory and keeps the files; connect boots it again.
    */
-  async pause(id: string, reason: LifecycleReason = 'api', opts: { memory?: boolean } = {}): Promise<SandboxRecord> {
+  async pause(id: string, reason: LifecycleReason = 'api', opts: { memory?: boolean; store?: boolean } = {}): Promise<SandboxRecord> {
     const row = await this.live(id);
     const keepMemory = opts.memory ?? (reason === 'timeout' ? Number(row.auto_pause_memory) !== 0 : true);
     if (row.state === 'paused') throw conflict(`sandbox ${id} is already paused`);
@@ -395,7 +380,10 @@ export class SandboxService {
       }
       try {
         const node = await (await this.d.nodes.client(row.node_id)).pauseSandbox(id, keepMemory ? {} : { memory: false });
-        await this.d.repo.update(id, { state: 'paused', pause_kind: node.pauseKind ?? 'freeze' });
+        const pauseKind = node.pauseKind ?? 'freeze';
+        // Stored while the row still says pausing: a connect waits for the package to be whole.
+        const stored = await this.storePause(row, pauseKind, opts.store === true);
+        await this.d.repo.update(id, { state: 'paused', pause_kind: pauseKind, pause_snapshot_id: stored ?? null });
         await this.d.volumes?.applyFlips(node.extInfo?.volumeRefFlips);
       } catch (err) {
         await this.d.repo.transition(id, ['pausing'], { state: 'running' });
@@ -405,6 +393,51 @@ export class SandboxService {
     });
     await this.changed('sandbox.paused', id, reason);
     return out;
+  }
+
+  /**
+   * Copies a paused sandbox's state into the artifact store when master.pause_to_store says so
+   * (or `force`, a drain): its package id, or undefined (a frozen sandbox has none; a failure is
+   * logged and leaves the sandbox paused on its node alone).
+   */
+  private async storePause(row: Row, pauseKind: string, force: boolean): Promise<string | undefined> {
+    if (!this.d.pausePackages || pauseKind === 'freeze') return undefined;
+    const policy = this.d.cfg.master.pause_to_store;
+    if (!force && (policy === 'never' || (policy === 'auto' && (await this.d.nodes.count()) < 2))) return undefined;
+    try {
+      const stored = await this.d.pausePackages.store({
+        sandboxId: row.sandbox_id, nodeId: row.node_id, templateId: row.template_id, teamId: row.team_id,
+        cpuCount: Number(row.cpu_count), memoryMB: Number(row.memory_mb), diskSizeMB: Number(row.disk_size_mb),
+      });
+      return stored.snapshotId;
+    } catch (err) {
+      this.d.logger.warn({ sandboxId: row.sandbox_id, nodeId: row.node_id, err: (err as Error).message }, 'pause package not stored: the sandbox resumes only on its own node');
+      return undefined;
+    }
+  }
+
+  /**
+   * Stores the package of a sandbox already paused without one (a drain): 409 when it is not
+   * paused, or paused by freezing (which cannot be captured).
+   */
+  async storePausePackage(id: string): Promise<void> {
+    await this.locked(id, () => conflict(`sandbox ${id} is busy with another lifecycle operation; retry later`), async () => {
+      const row = await this.live(id);
+      if (row.state !== 'paused') throw conflict(`sandbox ${id} is ${row.state}, not paused`);
+      if (row.pause_snapshot_id) return;
+      if (row.pause_kind === 'freeze') throw conflict(`sandbox ${id} is paused by freezing, which cannot be captured`);
+      const stored = await this.storePause(row, row.pause_kind ?? 'freeze', true);
+      if (!stored) throw unavailable(`the pause package of sandbox ${id} could not be stored (the master's log says why)`, 5);
+      if (!(await this.d.repo.transition(id, ['paused'], { pause_snapshot_id: stored }))) await this.dropPausePackage(id, stored);
+    }, RESUME_LOCK_WAIT_MS);
+  }
+
+  /** In the background: a package its sandbox no longer needs (it runs again, or was killed). */
+  private dropPausePackage(sandboxId: string, snapshotId: string | null): Promise<void> {
+    if (!snapshotId || !this.d.pausePackages) return Promise.resolve();
+    return this.d.pausePackages.drop(snapshotId).catch((err: Error) => {
+      this.d.logger.warn({ sandboxId, snapshotId, err: err.message }, 'pause package not dropped; the stale package sweep removes it');
+    });
   }
 
   /** connect(timeout): resumes a paused sandbox; 200 when it was running, 201 when it resumed. */
@@ -428,6 +461,13 @@ export class SandboxService {
     return this.resumeRow(row, 'api', (now, cur) => T.atResume(now, cur, timeout), opts);
   }
 
+  /** A drain's move: the paused sandbox resumes (on another node when its package is stored); its idle clock restarts. */
+  async resumeMoved(id: string): Promise<SandboxRecord> {
+    const row = await this.settled(id);
+    if (row.state === 'running') return toRecord(row);
+    return this.resumeRow(row, 'drain', T.restartWindow);
+  }
+
   /** Auto-resume from the lifecycle manager: the idle clock restarts with the same length. */
   async resumeForTraffic(id: string, reason: LifecycleReason): Promise<SandboxRoute> {
     const row = await this.settled(id);
@@ -447,16 +487,24 @@ export class SandboxService {
         const cur = await this.live(id);
         throw conflict(`sandbox ${id} is ${cur.state}; another lifecycle operation is settling, retry later`);
       }
+      // Read again under the lock: a drain may have stored its package since.
+      const cur = (await this.d.repo.get(id))!;
+      const standing = await this.d.nodes.standing(cur.node_id);
+      if (standing !== 'ready' && cur.pause_snapshot_id && this.d.pausePackages) return this.moveAndResume(cur, standing, nextDeadline);
+      if (standing === 'lost') {
+        await this.d.repo.transition(id, ['resuming'], { state: 'paused' });
+        throw unavailable(`sandbox ${id} is paused on node ${cur.node_id}, which is not answering, and its state is not in the artifact store; it resumes when the node returns`, 5);
+      }
       let node: NodeSandbox;
       try {
         // A sandbox that boots again from its files is given its identity anew (the node keeps no secrets).
-        const boots = row.pause_kind === 'filesystem' || opts.memory === false;
+        const boots = cur.pause_kind === 'filesystem' || opts.memory === false;
         // Its volumes attach again at the boot: their current records, re-validated (404 for one deleted since).
-        const volumes = boots ? await this.recordedVolumes(row) : [];
-        node = await (await this.d.nodes.client(row.node_id)).resumeSandbox(id, boots ? {
+        const volumes = boots ? await this.recordedVolumes(cur, cur.node_id) : [];
+        node = await (await this.d.nodes.client(cur.node_id)).resumeSandbox(id, boots ? {
           ...(opts.memory === false ? { memory: false } : {}),
-          envVars: envOf(row),
-          ...(row.envd_access_token ? { envdAccessToken: row.envd_access_token } : {}),
+          envVars: envOf(cur),
+          ...(cur.envd_access_token ? { envdAccessToken: cur.envd_access_token } : {}),
           ...(volumes.length ? { volumes } : {}),
         } : {});
         await this.d.volumes?.applyFlips(node.extInfo?.volumeRefFlips);
@@ -464,10 +512,11 @@ export class SandboxService {
         await this.d.repo.transition(id, ['resuming'], { state: 'paused' });
         throw passThrough(err, `resume of sandbox ${id} failed`);
       }
-      const d = nextDeadline(Date.now(), deadlineOf(row));
-      await this.d.repo.update(id, { state: 'running', pause_kind: null, address: node.address, timeout_sec: d.timeoutSec, end_at: d.endAt });
+      const d = nextDeadline(Date.now(), deadlineOf(cur));
+      await this.d.repo.update(id, { state: 'running', pause_kind: null, pause_snapshot_id: null, address: node.address, timeout_sec: d.timeoutSec, end_at: d.endAt });
+      void this.dropPausePackage(id, cur.pause_snapshot_id);
       // A sandbox that booted again may have a new address; the proxy finds it by its address.
-      await this.pushEgress(row.node_id, id, node.address, this.egressPlanOf(row), row.team_id).catch((err: Error) => {
+      await this.pushEgress(cur.node_id, id, node.address, this.egressPlanOf(cur), cur.team_id).catch((err: Error) => {
         this.d.logger.error({ sandboxId: id, err: err.message }, 'resumed sandbox\'s egress policy could not be set; the proxy refuses its requests until the policy is set again');
       });
       return toRecord((await this.d.repo.get(id))!);
@@ -476,11 +525,63 @@ export class SandboxService {
     return out;
   }
 
-  /** The current records of a sandbox's volumes, for a boot that attaches them again. */
-  private async recordedVolumes(row: Row): Promise<VolumeMountOnNode[]> {
+  /**
+   * Cross-node restore (docs/cluster.md): a paused sandbox whose node is lost or drained starts
+   * on another node from its package in the artifact store, under the same id, address-book and
+   * identity; the node it left removes its copy (now, when draining; when it returns, if lost).
+   * Called under the lock with the row in 'resuming'.
+   */
+  private async moveAndResume(cur: Row, standing: 'draining' | 'lost', nextDeadline: (now: number, cur: T.Deadline) => T.Deadline): Promise<SandboxRecord> {
+    const id = cur.sandbox_id;
+    const plan = this.egressPlanOf(cur);
+    let placed: Placed;
+    try {
+      const pkg = await this.d.pausePackages!.get(cur.pause_snapshot_id!);
+      if (!pkg) throw unavailable(`the stored state of sandbox ${id} is gone; it resumes when node ${cur.node_id} takes it again`, 5);
+      const artifact = await this.d.templates.artifactRef(pkg.artifactId);
+      // A boot from files runs as the template says; a deleted template leaves envd's defaults.
+      const tpl = await this.d.templates.resolveForCreate(cur.template_id).catch(() => undefined);
+      const network = JSON.parse(cur.network) as NetworkConfig;
+      const need = { memoryMB: Number(cur.memory_mb), cpuCount: Number(cur.cpu_count), runtime: cur.runtime as RuntimeKind, exclude: [cur.node_id] };
+      placed = await placeSandbox(this.placing(id), id, need, async (nodeId) => {
+        if (plan.policy && !(await this.d.egress.available(nodeId))) throw badRequest(`sandbox ${id} has network rules, which need the egress proxy, and node ${nodeId} has none`);
+        const volumes = await this.recordedVolumes(cur, nodeId);
+        return {
+          sandboxId: id, templateId: cur.template_id, artifact, cpuCount: Number(cur.cpu_count), memoryMB: Number(cur.memory_mb), diskSizeMB: Number(cur.disk_size_mb),
+          envVars: envOf(cur), ...(cur.envd_access_token ? { envdAccessToken: cur.envd_access_token } : {}), layer: pkg.layer,
+          allowInternetAccess: cur.allow_internet_access === null || Number(cur.allow_internet_access) !== 0,
+          ...(tpl?.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl?.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
+          network: { allowOut: network.allowOut ?? [], denyOut: network.denyOut ?? [], ...(plan.steer.length ? { steer: plan.steer } : {}) },
+          metadata: JSON.parse(cur.metadata) as Record<string, string>, timeoutMs: this.d.cfg.master.create_timeout_insec * 1000,
+          ...(volumes.length ? { volumes } : {}), runtime: cur.runtime as RuntimeKind,
+        };
+      }, this.d.cfg.master.create_timeout_insec * 1000);
+      await this.d.volumes?.applyFlips(placed.node.extInfo?.volumeRefFlips);
+    } catch (err) {
+      await this.d.repo.transition(id, ['resuming'], { state: 'paused' });
+      throw passThrough(err, `resume of sandbox ${id} on another node failed`);
+    }
+    const d = nextDeadline(Date.now(), deadlineOf(cur));
+    await this.d.repo.update(id, {
+      state: 'running', pause_kind: null, pause_snapshot_id: null, node_id: placed.nodeId, address: placed.node.address,
+      envd_port: placed.node.envdPort, envd_version: placed.node.envdVersion, runtime: placed.node.runtime, timeout_sec: d.timeoutSec, end_at: d.endAt,
+    });
+    this.d.logger.info({ sandboxId: id, from: cur.node_id, to: placed.nodeId, why: standing }, 'paused sandbox resumed on another node');
+    void this.dropPausePackage(id, cur.pause_snapshot_id);
+    this.dropEgress(cur.node_id, id, plan);
+    await this.pushEgress(placed.nodeId, id, placed.node.address, plan, cur.team_id).catch((err: Error) => {
+      this.d.logger.error({ sandboxId: id, err: err.message }, 'moved sandbox\'s egress policy could not be set; the proxy refuses its requests until the policy is set again');
+    });
+    // A drained node still answers: its copy goes now. A lost one removes it when it returns (reconcileNode).
+    if (standing === 'draining') this.discardOnNode(await this.d.nodes.client(cur.node_id), cur.node_id, id, 'it moved to another node');
+    return toRecord((await this.d.repo.get(id))!);
+  }
+
+  /** The current records of a sandbox's volumes, for a boot on `nodeId` that attaches them again. */
+  private async recordedVolumes(row: Row, nodeId: string): Promise<VolumeMountOnNode[]> {
     const recorded = JSON.parse(row.volume_mounts) as Array<VolumeMount & { volumeId?: string }>;
     if (recorded.length === 0 || !this.d.volumes) return [];
-    if (!(await this.d.nodes.features(row.node_id)).includes(NODE_FEATURE_VOLUMES)) return [];
+    if (!(await this.d.nodes.features(nodeId)).includes(NODE_FEATURE_VOLUMES)) return [];
     return this.d.volumes.current(recorded, row.team_id);
   }
 

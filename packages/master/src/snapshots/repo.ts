@@ -43,6 +43,11 @@ export class SnapshotRepo {
     return this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'pending').where('created_at', '<', before).execute();
   }
 
+  /** Every row of a purpose (ready or not) made before `before`. */
+  async byPurpose(purpose: SnapshotDbRow['purpose'], before: number): Promise<SnapshotDbRow[]> {
+    return this.db.selectFrom('t_svc_snapshot').selectAll().where('purpose', '=', purpose).where('created_at', '<', before).execute();
+  }
+
   async delete(id: string): Promise<void> {
     await this.db.deleteFrom('t_svc_snapshot').where('snapshot_id', '=', id).execute();
   }

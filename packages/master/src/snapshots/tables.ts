@@ -17,8 +17,11 @@ export interface SnapshotRow {
   node_id: string;
   /** 'pending' while the layer is on its node only, 'ready' once it is in the artifact store. */
   status: 'pending' | 'ready';
-  /** 'snapshot': a user's (listed); 'build': a template build's result, found by its cache_key. */
-  purpose: 'snapshot' | 'build';
+  /**
+   * 'snapshot': a user's (listed); 'build': a template build's result, found by its cache_key;
+   * 'pause': a paused sandbox's state, which another node resumes it from (docs/cluster.md).
+   */
+  purpose: 'snapshot' | 'build' | 'pause';
   /** A build's: the hash of its base and steps (docs/templates.md, "The build cache"). */
   cache_key: string | null;
   /** A build's: the build that captured it (its result, or a step's files for the cache). */

@@ -126,8 +126,9 @@ export class FakeNodeAgent {
       if (typeof layerId !== 'string' || !LAYER_ID.test(layerId)) return reply.status(400).send({ code: 400, message: 'layerId is not valid' });
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
-      if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
       if (this.layers.has(layerId)) return reply.status(409).send({ code: 409, message: 'layer exists' });
+      // A paused sandbox is captured as it lies, unless it is frozen (as the real agent).
+      if (s.pauseKind === 'freeze') return reply.status(409).send({ code: 409, message: 'frozen; cannot be captured' });
       const bytes = randomBytes(10_240);
       const layer: LayerOnNode = {
         layerId, sha256: createHash('sha256').update(bytes).digest('hex'), sizeBytes: bytes.length, artifactId: this.artifactOf.get(s.sandboxId) ?? '',

@@ -280,13 +280,15 @@ export class SandboxService {
    * Captures a running sandbox as a new layer on this node: its whole machine where the runtime
    * can save one (microvm, unless `memory: false`), else its writable layer with its kernel's
    * buffers flushed (`sync` inside); the sandbox is paused while it is read, then resumed.
+   * A paused sandbox is captured as it lies (its pause package, docs/cluster.md): a saved
+   * machine whole, a filesystem pause's files; a frozen one cannot be (409).
    */
   async snapshot(id: string, req: SnapshotSandboxOnNode): Promise<LayerOnNode> {
     const { layerId } = req;
     return this.locks.run(id, async () => {
       const inst = this.find(id);
-      if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before taking a snapshot of it`);
       if (this.d.layers.get(layerId)) throw conflict(`layer ${layerId} already exists on this node`);
+      if (inst.record.phase !== 'running') return this.capturePaused(inst, layerId);
       const driver = this.driverOf(inst);
       const blocked = await driver.memoryPauseBlocked?.(inst.ref);
       if (blocked) throw conflict(`sandbox ${id} cannot be captured: ${blocked}`);
@@ -313,6 +315,20 @@ export class SandboxService {
         });
       }
     });
+  }
+
+  /** A paused sandbox's state as a layer, read without waking it (the caller holds its lock). */
+  private async capturePaused(inst: Instance, layerId: string): Promise<LayerOnNode> {
+    const id = inst.record.sandboxId!;
+    const driver = this.driverOf(inst);
+    const meta = { artifactId: inst.record.artifactId, sandboxId: id, createdAt: new Date().toISOString() };
+    if (inst.record.pauseKind === 'snapshot' && driver.captureMachine) {
+      return this.d.layers.add(layerId, { ...meta, contents: 'memory' }, (path) => driver.captureMachine!(inst.ref, path));
+    }
+    if (inst.record.pauseKind === 'filesystem') {
+      return this.d.layers.add(layerId, { ...meta, contents: 'filesystem' }, (path) => driver.captureLayer(inst.ref, path));
+    }
+    throw conflict(`sandbox ${id} is paused by freezing its processes, which cannot be captured; resume it first, or pause it without its memory`);
   }
 
   listLayers(): LayerOnNode[] {

@@ -61,7 +61,7 @@ interface NodeRow {
   nodeId: string;
   address: string;
   runtime: string;
-  status: 'ready' | 'unreachable';
+  status: 'ready' | 'draining' | 'unreachable';
   usage: { running: number; paused: number; usedMemoryMB: number };
   labels: Record<string, string>;
   version: string;
@@ -371,6 +371,18 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     const n = nodes.get((req.params as { id: string }).id);
     if (!n) return err(reply, 404, 'node not found');
     for (const name of (req.body as { names?: string[] } | undefined)?.names ?? []) delete n.labels[name];
+    return n;
+  });
+  on('POST', '/nodes/{id}/drain', async (req, reply) => {
+    const n = nodes.get((req.params as { id: string }).id);
+    if (!n) return err(reply, 404, 'node not found');
+    n.status = 'draining';
+    return { node: n, moved: [], stored: [], failed: [] };
+  });
+  on('DELETE', '/nodes/{id}/drain', async (req, reply) => {
+    const n = nodes.get((req.params as { id: string }).id);
+    if (!n) return err(reply, 404, 'node not found');
+    n.status = 'ready';
     return n;
   });
 

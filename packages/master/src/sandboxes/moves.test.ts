@@ -1,0 +1,149 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MasterClient, type CreateSandboxInput } from '@svc/contracts/master';
+import type { SvcError } from '@svc/common';
+import { FakeNodeAgent } from '../testing/fake-node-agent.ts';
+import { startMasterOverFakeNode } from '../testing/master-over-fake-node.ts';
+
+const input = (over: Partial<CreateSandboxInput> = {}): CreateSandboxInput => ({
+  template: 'base', onTimeout: 'kill', autoResume: false, metadata: { app: 'm' }, envVars: { A: '1' }, secure: true,
+  network: { allowOut: [], denyOut: [], allowPublicTraffic: true }, volumeMounts: [], ...over,
+});
+
+async function statusOf(p: Promise<unknown>): Promise<{ status: number; message: string }> {
+  try {
+    await p;
+  } catch (e) {
+    return { status: (e as SvcError).status, message: (e as Error).message };
+  }
+  throw new Error('expected an error');
+}
+
+const until = async (what: string, check: () => boolean | Promise<boolean>) => {
+  for (let i = 0; i < 100; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+
+test('pause packages, cross-node restore and drain over two fake nodes (docs/cluster.md)', async (t) => {
+  const h = await startMasterOverFakeNode();
+  // n2, labelled zone=b, beats only when the test says: it can be lost on purpose.
+  const n2 = await new FakeNodeAgent().start();
+  const register = () => h.master.nodes.register({
+    nodeId: 'n2', address: n2.url, runtime: 'gvisor', pauseKinds: ['freeze', 'filesystem'], labels: { zone: 'b' },
+    capacity: { cpuCount: 8, memoryMB: 16384 }, pausedResourceReleaseRatio: 0, version: 't',
+  });
+  await register();
+  const lose = (nodeId: string) => h.master.db.kysely.updateTable('t_svc_node').set({ last_heartbeat_at: 0 }).where('node_id', '=', nodeId).execute();
+  const row = (id: string) => h.master.db.kysely.selectFrom('t_svc_sandbox').selectAll().where('sandbox_id', '=', id).executeTakeFirstOrThrow();
+  const packageRows = () => h.master.db.kysely.selectFrom('t_svc_snapshot').selectAll().where('purpose', '=', 'pause').execute();
+  const svc = h.master.sandboxes;
+  const master = new MasterClient(h.master.url);
+  try {
+    await t.test('a filesystem pause stores its package (two nodes: pause_to_store auto); a frozen one cannot', async () => {
+      const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      assert.equal(s.nodeId, 'n2');
+      await svc.pause(s.sandboxId, 'api', { memory: false });
+      const r = await row(s.sandboxId);
+      assert.match(r.pause_snapshot_id ?? '', /^pause-/);
+      const [pkg] = (await packageRows()).filter((p) => p.snapshot_id === r.pause_snapshot_id);
+      assert.equal(pkg.status, 'ready');
+      assert.ok(h.templateCenter.layerPuts.some((p) => p.layerId === pkg.layer_id), 'the package is in the artifact store');
+      assert.ok(!n2.layers.has(pkg.layer_id), 'its node keeps no copy beside the paused sandbox');
+      assert.equal((await master.listSnapshots()).snapshots.length, 0, 'packages are not listed as snapshots');
+      const frozen = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      await svc.pause(frozen.sandboxId);
+      assert.equal((await row(frozen.sandboxId)).pause_snapshot_id, null);
+      await svc.kill(frozen.sandboxId);
+      await svc.kill(s.sandboxId);
+      await until('the killed sandbox\'s package to go', async () => (await packageRows()).length === 0);
+    });
+
+    await t.test('a paused sandbox of a lost node resumes on another from its package; the node, back, removes its copy', async () => {
+      const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      const token = (await row(s.sandboxId)).envd_access_token;
+      await svc.pause(s.sandboxId, 'api', { memory: false });
+      const pkgId = (await row(s.sandboxId)).pause_snapshot_id!;
+      await lose('n2');
+      const connected = await svc.connect(s.sandboxId, 60);
+      assert.equal(connected.resumed, true);
+      assert.equal(connected.sandbox.nodeId, 'n1');
+      assert.equal(connected.sandbox.state, 'running');
+      const body = h.node.createBodies.get(s.sandboxId)!;
+      assert.equal(body.layer?.layerId, pkgId, 'created from the package');
+      assert.match(body.layer?.downloadUrl ?? '', /\/internal\/v1\/layers\//);
+      assert.equal(body.envdAccessToken, token, 'the same envd token: the SDK that holds it goes on');
+      assert.deepEqual(body.envVars, { A: '1' });
+      assert.deepEqual(body.metadata, { app: 'm' });
+      const after = await row(s.sandboxId);
+      assert.equal(after.node_id, 'n1');
+      assert.equal(after.pause_snapshot_id, null);
+      await until('the used package to go', async () => (await packageRows()).length === 0);
+      assert.ok(h.node.calls.includes(`download layer ${pkgId}`));
+      // n2 comes back still holding its paused copy: the master has it removed, not resumed.
+      assert.equal(n2.sandboxes.get(s.sandboxId)?.state, 'paused');
+      await register();
+      await h.master.sandboxes.reconcileNode('n2');
+      assert.ok(!n2.sandboxes.has(s.sandboxId), 'the copy left behind is removed');
+      assert.equal((await svc.get(s.sandboxId)).nodeId, 'n1', 'one sandbox, on n1');
+      await svc.kill(s.sandboxId);
+    });
+
+    await t.test('a lost node\'s sandbox without a package: 503 naming the node, and it stays paused', async () => {
+      await register();
+      const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      await svc.pause(s.sandboxId);
+      await lose('n2');
+      const e = await statusOf(svc.connect(s.sandboxId, 60));
+      assert.equal(e.status, 503);
+      assert.match(e.message, /node n2, which is not answering/);
+      assert.equal((await row(s.sandboxId)).state, 'paused');
+      await register();
+      await svc.kill(s.sandboxId);
+    });
+
+    await t.test('drain: new creates avoid the node; running sandboxes move, paused ones are stored; undrain', async () => {
+      await register();
+      const running = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      const frozen = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      await svc.pause(frozen.sandboxId);
+      const report = await master.drainNode('n2');
+      assert.equal(report.node.status, 'draining');
+      assert.deepEqual(report.moved, [running.sandboxId]);
+      assert.deepEqual(report.stored, [frozen.sandboxId]);
+      assert.deepEqual(report.failed, []);
+      assert.equal((await svc.get(running.sandboxId)).nodeId, 'n1');
+      assert.equal((await svc.get(running.sandboxId)).state, 'running');
+      assert.ok(!n2.sandboxes.has(running.sandboxId), 'the drained node\'s copy is removed at once');
+      assert.equal((await svc.get(frozen.sandboxId)).state, 'paused');
+      assert.ok((await row(frozen.sandboxId)).pause_snapshot_id, 'the frozen one was paused again without memory and stored');
+      // Heartbeats and a restart keep it drained.
+      await h.master.nodes.heartbeat('n2', { sandboxes: { running: 0, paused: 1 }, usedMemoryMB: 0 });
+      await register();
+      assert.equal((await master.getNode('n2')).status, 'draining');
+      const e = await statusOf(svc.create(input({ nodeSelector: { zone: 'b' } })));
+      assert.equal(e.status, 503, 'the only zone=b node is draining');
+      assert.equal((await svc.connect(frozen.sandboxId, 60)).sandbox.nodeId, 'n1', 'the stored one resumes elsewhere');
+      assert.equal((await master.undrainNode('n2')).status, 'ready');
+      assert.equal((await svc.create(input({ nodeSelector: { zone: 'b' } }))).nodeId, 'n2');
+      assert.equal((await statusOf(master.drainNode('no-such-node'))).status, 404);
+    });
+
+    await t.test('a drain with nowhere to go reports what stayed; the sandbox is kept paused with its package', async () => {
+      const alone = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      await lose('n1');
+      const report = await master.drainNode('n2');
+      assert.equal(report.moved.length, 0);
+      assert.ok(report.failed.some((f) => f.sandboxId === alone.sandboxId && /no node/.test(f.message)), JSON.stringify(report.failed));
+      const r = await row(alone.sandboxId);
+      assert.equal(r.state, 'paused');
+      assert.ok(r.pause_snapshot_id);
+      await master.undrainNode('n2');
+    });
+  } finally {
+    await h.close();
+    await n2.close();
+  }
+});
