@@ -91,6 +91,21 @@ export class Cluster {
     this.startNode(name);
   }
 
+  /** SIGKILLs a running component by its process name (lifecycle-0, proxy-2, ...). */
+  kill(name: string): void {
+    this.procs.find((p) => p.name === name && p.child.exitCode === null && p.child.signalCode === null)!.child.kill('SIGKILL');
+  }
+
+  /** Starts a lifecycle replica again. */
+  restartLifecycle(replica: 0 | 1): void {
+    this.start(`lifecycle-${replica}`, ['lifecycle', '--replica', String(replica)], this.config({ data_dir: join(this.o.dir, `data-lifecycle-${replica}`) }));
+  }
+
+  /** Starts the second proxy again. */
+  restartProxy2(): void {
+    this.start('proxy-2', ['proxy'], this.proxy2Config());
+  }
+
   /** Deletes every sandbox, stops every process, drops the database; asserts no sandbox process is left. */
   async stop(): Promise<void> {
     // Every sandbox goes first; node agents leave theirs running when they stop.
@@ -144,6 +159,12 @@ export class Cluster {
     this.procs.push({ name, child, log });
   }
 
+  private proxy2Config(): string {
+    return this.config({
+      data_dir: join(this.o.dir, 'data-proxy-2'), proxy: { http_port: this.ports.proxy2, admin_port: this.ports.proxyAdmin2, admin_token: 'cluster-proxy' },
+    });
+  }
+
   private startNode(name: 'a' | 'b'): void {
     this.start(`node-${name}`, ['node-agent'], this.config({
       // Node a registers with master A, node b with master B.
@@ -172,9 +193,7 @@ export class Cluster {
     this.start('template-center', ['template-center'], this.config({ data_dir: join(dir, 'data-tc') }));
     this.start('api', ['api'], this.config({ data_dir: join(dir, 'data-api') }));
     this.start('proxy', ['proxy'], this.config({ data_dir: join(dir, 'data-proxy') }));
-    this.start('proxy-2', ['proxy'], this.config({
-      data_dir: join(dir, 'data-proxy-2'), proxy: { http_port: this.ports.proxy2, admin_port: this.ports.proxyAdmin2, admin_token: 'cluster-proxy' },
-    }));
+    this.start('proxy-2', ['proxy'], this.proxy2Config());
     for (const replica of [0, 1]) this.start(`lifecycle-${replica}`, ['lifecycle', '--replica', String(replica)], this.config({ data_dir: join(dir, `data-lifecycle-${replica}`) }));
     this.startNode('a');
     this.startNode('b');

@@ -8,7 +8,9 @@
  * create's nodeSelector picks the node, and the proxy reaches a sandbox on either; creates
  * hammered at both masters at once never put a node past its quota; the lifecycle replicas pause
  * at the idle timeout and a second proxy resumes; a node killed with SIGKILL
- * has its running sandboxes reported lost, and removes them when it returns.
+ * has its running sandboxes reported lost, and removes them when it returns; a paused sandbox of
+ * a killed node resumes on the other node (cross-node restore); `svc node drain` moves a running
+ * sandbox; a lifecycle leader or a proxy killed mid-work leaves nothing stuck.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -75,6 +77,97 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         return onNode.status === 200 && onNode.body.length === 0 ? true : undefined;
       }, 60_000);
       assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(c.nodeStateDir('b'))), []);
+    });
+
+    it('cross-node restore: a paused sandbox of a node killed with SIGKILL resumes on the other node with its files; the node, back, keeps no copy', async (t) => {
+      const sbx = await Sandbox.create('base', { ...c.conn, nodeSelector: { zone: 'b' } });
+      await sbx.files.write('/home/user/moved.txt', 'made on node b');
+      // Without memory: gVisor here can store a paused sandbox's files, not its frozen processes.
+      await sbx.pause({ keepMemory: false });
+      c.killNode('b');
+      await waitFor('node b seen down', async () => ((await json<{ status: string }>(`${c.master('A')}/v1/nodes/node-b`)).body.status === 'unreachable' ? true : undefined), 60_000);
+      const started = Date.now();
+      const back = await Sandbox.connect(sbx.sandboxId, { ...c.conn, sandboxUrl: c.proxy2Url });
+      t.diagnostic(`resumed on the other node in ${Date.now() - started} ms`);
+      assert.equal((await json<{ nodeId: string }>(`${c.master('B')}/v1/sandboxes/${sbx.sandboxId}`)).body.nodeId, 'node-a');
+      assert.equal(await back.files.read('/home/user/moved.txt'), 'made on node b');
+      assert.equal((await back.commands.run('echo running on a')).stdout, 'running on a\n');
+      c.restartNode('b');
+      await waitFor('node b back, its paused copy removed', async () => {
+        const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl('b')}/v1/sandboxes`);
+        return onNode.status === 200 && !onNode.body.some((x) => x.sandboxId === sbx.sandboxId) ? true : undefined;
+      }, 60_000);
+      await waitFor('node b ready', async () => ((await json<{ status: string }>(`${c.master('A')}/v1/nodes/node-b`)).body.status === 'ready' ? true : undefined), 60_000);
+      assert.equal((await back.commands.run('cat /home/user/moved.txt')).stdout, 'made on node b', 'still one sandbox, on node a');
+      await back.kill();
+    });
+
+    it('svc node drain moves a running sandbox to the other node with its files; creates avoid the node until svc node undrain', async () => {
+      const cli = (args: string[]) => execFileSync(process.execPath, [SVC, ...args, '--api-url', c.apiUrl, '--api-key', API_KEY, '--json'], { encoding: 'utf8' });
+      const sbx = await Sandbox.create('base', { ...c.conn, nodeSelector: { zone: 'a' } });
+      try {
+        await sbx.files.write('/home/user/drained.txt', 'made on node a');
+        const report = JSON.parse(cli(['node', 'drain', 'node-a'])) as { node: { status: string }; moved: string[]; failed: unknown[] };
+        assert.equal(report.node.status, 'draining');
+        assert.deepEqual(report.moved, [sbx.sandboxId]);
+        assert.deepEqual(report.failed, []);
+        assert.equal((await json<{ nodeId: string; state: string }>(`${c.master('A')}/v1/sandboxes/${sbx.sandboxId}`)).body.nodeId, 'node-b');
+        const moved = await Sandbox.connect(sbx.sandboxId, c.conn);
+        assert.equal(await moved.files.read('/home/user/drained.txt'), 'made on node a');
+        const onA = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl('a')}/v1/sandboxes`);
+        assert.ok(!onA.body.some((x) => x.sandboxId === sbx.sandboxId), 'node a keeps nothing of it');
+        const other = await Sandbox.create('base', c.conn);
+        assert.equal((await json<{ nodeId: string }>(`${c.master('A')}/v1/sandboxes/${other.sandboxId}`)).body.nodeId, 'node-b', 'a draining node takes no create');
+        await other.kill();
+        assert.equal((JSON.parse(cli(['node', 'undrain', 'node-a'])) as { status: string }).status, 'ready');
+      } finally {
+        await Sandbox.kill(sbx.sandboxId, c.conn);
+      }
+    });
+
+    it('the lifecycle leader killed with SIGKILL: the other replica takes the lease and pauses at the idle timeout', async () => {
+      const leaderOf = async () => {
+        for (const replica of [0, 1] as const) {
+          const h = await json<{ leader: boolean }>(`http://127.0.0.1:${c.ports.lifecycle + replica}/health`).catch(() => undefined);
+          if (h?.body.leader) return replica;
+        }
+        return undefined;
+      };
+      const leader = await waitFor('a lifecycle leader', leaderOf, 60_000);
+      const sbx = await Sandbox.create('base', { ...c.conn, timeoutMs: 4_000, lifecycle: { onTimeout: 'pause' } });
+      try {
+        c.kill(`lifecycle-${leader}`);
+        await waitFor('the idle-timeout pause by the other replica', async () => ((await Sandbox.getInfo(sbx.sandboxId, c.conn)).state === 'paused' ? true : undefined), 60_000);
+        assert.equal(await leaderOf(), leader === 0 ? 1 : 0);
+      } finally {
+        c.restartLifecycle(leader);
+        await Sandbox.kill(sbx.sandboxId, c.conn);
+      }
+      await waitFor(`lifecycle replica ${leader} back`, async () => ((await fetch(`http://127.0.0.1:${c.ports.lifecycle + leader}/health`).catch(() => undefined))?.ok ? true : undefined), 60_000);
+    });
+
+    it('a proxy killed with SIGKILL while its request auto-resumes a sandbox: the sandbox is not left stuck, and the other proxy reaches it', async () => {
+      const sbx = await Sandbox.create('base', { ...c.conn, lifecycle: { onTimeout: 'pause', autoResume: true } });
+      try {
+        await sbx.files.write('/home/user/kept.txt', 'kept');
+        await sbx.pause();
+        // A request to envd through proxy 2 makes it ask for the auto-resume; proxy 2 dies under it.
+        const traffic = fetch(`${c.proxy2Url}/health`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '49983' } }).catch((e: Error) => e);
+        await new Promise((r) => setTimeout(r, 150));
+        c.kill('proxy-2');
+        await traffic;
+        const settled = await waitFor('the sandbox settled', async () => {
+          const state = (await Sandbox.getInfo(sbx.sandboxId, c.conn)).state;
+          return state === 'running' || state === 'paused' ? state : undefined;
+        }, 60_000);
+        assert.ok(settled === 'running' || settled === 'paused');
+        const back = await Sandbox.connect(sbx.sandboxId, c.conn);
+        assert.equal(await back.files.read('/home/user/kept.txt'), 'kept', 'nothing lost, through the first proxy');
+      } finally {
+        c.restartProxy2();
+        await Sandbox.kill(sbx.sandboxId, c.conn);
+      }
+      await waitFor('proxy 2 back', async () => ((await fetch(`${c.proxy2Url}/health`).catch(() => undefined)) ? true : undefined), 60_000);
     });
 
     it('the lifecycle replicas pause a sandbox at its idle timeout, and a connect resumes it on its node', async () => {
