@@ -176,6 +176,19 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
         (e: Error & { status?: number }) => e.status === 409 && /256 MB/.test(e.message));
       const files = await client.snapshotSandbox(origin.sandboxId, { layerId: 'mvm-files-1', memory: false });
       assert.equal(files.contents, 'filesystem');
+
+      // A paused guest is captured as it lies (its pause package, docs/cluster.md), without a
+      // QEMU started; restored with the origin's token, as a move to another node does.
+      const running = (await qemuProcesses(stateDir)).length;
+      assert.equal((await client.pauseSandbox(origin.sandboxId)).pauseKind, 'snapshot');
+      const pkg = await client.snapshotSandbox(origin.sandboxId, { layerId: 'mvm-pause-1' });
+      assert.equal(pkg.contents, 'memory');
+      assert.equal((await client.getSandbox(origin.sandboxId)).state, 'paused');
+      assert.equal((await qemuProcesses(stateDir)).length, running - 1, 'the paused guest\'s QEMU is gone, and the capture started none');
+      const moved = await client.createSandbox({ ...createRequest(env, { memoryMB: 256, timeoutMs: 120_000, envdAccessToken: 'origin-token' }), layer: { layerId: pkg.layerId, sha256: pkg.sha256, sizeBytes: pkg.sizeBytes } });
+      made.push(moved.sandboxId);
+      assert.equal(await until('the server in the moved guest', () => get(`http://${moved.address}:8080/`)), 'from-origin');
+      assert.equal(await fetch(`http://${moved.address}:49983/envs`, { headers: { 'X-Access-Token': 'origin-token' } }).then((r) => r.status), 200);
     } finally {
       for (const id of made) await client.deleteSandbox(id).catch(() => undefined);
     }

@@ -4,7 +4,7 @@
 import { ApiClient } from './api-client.ts';
 import { InvalidArgumentError, NotFoundError } from './errors.ts';
 import type { NodeDrainResult, NodeInfo, SandboxApiOpts } from './types.ts';
-import type { WireNode } from './wire.ts';
+import type { WireNode, WireNodeDrain } from './wire.ts';
 
 const MAX_LABELS = 64;
 // optional DNS-1123 subdomain prefix, then a name of alphanumerics, '-', '_' and '.'
@@ -54,10 +54,8 @@ export class Node {
    * other nodes, and its paused ones are stored to resume elsewhere. Answers when that is done.
    */
   static async drain(nodeId: string, opts: SandboxApiOpts = {}): Promise<NodeDrainResult> {
-    const res = await new ApiClient(opts).post<{ node: WireNode; moved?: string[]; stored?: string[]; failed?: NodeDrainResult['failed'] }>(nodePath(nodeId, '/drain'), {
-      body: {}, notFound: NotFoundError, signal: opts.signal,
-    });
-    return { node: toNodeInfo(res.node), moved: res.moved ?? [], stored: res.stored ?? [], failed: res.failed ?? [] };
+    const res = await new ApiClient(opts).post<WireNodeDrain>(nodePath(nodeId, '/drain'), { body: {}, notFound: NotFoundError, signal: opts.signal });
+    return { node: toNodeInfo(res.node as WireNode), moved: res.moved, stored: res.stored, failed: res.failed };
   }
 
   /** Undoes a drain: the node takes new sandboxes again. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { InvalidArgumentError, Node, SandboxError, Template, TemplateNotFoundError, type JobInfo } from './index.ts';
+import { InvalidArgumentError, Node, NotFoundError, SandboxError, Template, TemplateNotFoundError, type JobInfo } from './index.ts';
 import { startFakeApi, type FakeApi } from './testing/fake-api.ts';
 
 let api: FakeApi;
@@ -70,4 +70,13 @@ test('nodes: list, label, unlabel', async () => {
   assert.deepEqual((await Node.label('node-1', { 'svc.dev/gpu': 'yes' }, conn))?.labels, { zone: 'a', 'svc.dev/gpu': 'yes' });
   assert.deepEqual((await Node.unlabel('node-1', ['zone'], conn))?.labels, { 'svc.dev/gpu': 'yes' });
   await assert.rejects(Node.label('node-1', { 'bad label': 'x' }, conn), InvalidArgumentError);
+});
+
+test('nodes: drain and undrain', async () => {
+  const drained = await Node.drain('node-1', conn);
+  assert.equal(drained.node.id, 'node-1');
+  assert.equal(drained.node.status, 'draining');
+  assert.deepEqual([drained.moved, drained.stored, drained.failed], [[], [], []]);
+  assert.equal((await Node.undrain('node-1', conn)).status, 'ready');
+  await assert.rejects(Node.drain('no-such-node', conn), NotFoundError);
 });
