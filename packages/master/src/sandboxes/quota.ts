@@ -1,4 +1,4 @@
-import { SvcError } from '@svc/common';
+import { randomId, SvcError, unavailable, type Coordination, type Logger } from '@svc/common';
 import type { TeamLimits } from '@svc/contracts/teams';
 import type { TeamQuotas } from './ports.ts';
 
@@ -8,38 +8,77 @@ export interface Usage {
   vcpus: number;
 }
 
+/** A reservation outlives a master that stopped mid-create by at most this long. */
+const HELD_TTL_MS = 15 * 60_000;
+/** How long an admission waits for another master's admission of the same team. */
+const LOCK_WAIT_MS = 5_000;
+const LOCK_TTL_MS = 5_000;
+
+interface Held extends Usage {
+  until: number;
+}
+
 /**
  * A team's sandbox quotas (docs/security.md, "Quotas"): concurrent sandboxes, their memory and
- * their vCPUs. What a create or resume under way will take is reserved here until its row says
- * so, so two requests of one team at once cannot both pass the last free place on this master.
- * Over a limit: E2B's 429, naming the limit and the use, and nothing is started.
+ * their vCPUs. What a create or resume under way will take is reserved until its row says so,
+ * so two requests of one team at once cannot both pass the last free place. Reservations live
+ * in the coordination store (Redis in a cluster), taken under a per-team lock, so this holds
+ * across masters too. Over a limit: E2B's 429, naming the limit and the use, and nothing is
+ * started.
  */
 export class SandboxQuota {
-  private readonly reserved = new Map<string, Usage>();
+  private readonly holder = `quota-${process.pid}-${randomId(6)}`;
 
-  constructor(private readonly quotas: TeamQuotas | undefined, private readonly usage: (teamId: string) => Promise<Usage>) {}
+  constructor(
+    private readonly quotas: TeamQuotas | undefined, private readonly usage: (teamId: string) => Promise<Usage>,
+    private readonly coordination: Coordination, private readonly logger: Logger,
+  ) {}
 
-  /** Reserves one sandbox of this size for the team; the returned function gives it back. */
-  async admit(teamId: string, need: { memoryMB: number; cpuCount: number }): Promise<() => void> {
+  /**
+   * Reserves one sandbox of this size for the team; the returned function gives it back (it
+   * never throws: a reservation it cannot drop is logged and expires after HELD_TTL_MS).
+   */
+  async admit(teamId: string, need: { memoryMB: number; cpuCount: number }): Promise<() => Promise<void>> {
     const limits = this.quotas ? await this.quotas.limits(teamId) : undefined;
-    if (limits && (limits.maxSandboxes || limits.maxMemoryMB || limits.maxVcpus)) {
+    if (!limits || !(limits.maxSandboxes || limits.maxMemoryMB || limits.maxVcpus)) return async () => {};
+    const id = randomId(12);
+    await this.withTeam(teamId, async (held) => {
       const used = await this.usage(teamId);
-      const held = this.reserved.get(teamId) ?? { sandboxes: 0, memoryMB: 0, vcpus: 0 };
-      check(limits, 'maxSandboxes', used.sandboxes + held.sandboxes, 1, 'concurrent sandboxes');
-      check(limits, 'maxMemoryMB', used.memoryMB + held.memoryMB, need.memoryMB, 'MB of sandbox memory');
-      check(limits, 'maxVcpus', used.vcpus + held.vcpus, need.cpuCount, 'vCPUs');
-    }
-    const cur = this.reserved.get(teamId) ?? { sandboxes: 0, memoryMB: 0, vcpus: 0 };
-    this.reserved.set(teamId, { sandboxes: cur.sandboxes + 1, memoryMB: cur.memoryMB + need.memoryMB, vcpus: cur.vcpus + need.cpuCount });
+      const sum = Object.values(held).reduce((a, h) => ({ sandboxes: a.sandboxes + h.sandboxes, memoryMB: a.memoryMB + h.memoryMB, vcpus: a.vcpus + h.vcpus }), { sandboxes: 0, memoryMB: 0, vcpus: 0 });
+      check(limits, 'maxSandboxes', used.sandboxes + sum.sandboxes, 1, 'concurrent sandboxes');
+      check(limits, 'maxMemoryMB', used.memoryMB + sum.memoryMB, need.memoryMB, 'MB of sandbox memory');
+      check(limits, 'maxVcpus', used.vcpus + sum.vcpus, need.cpuCount, 'vCPUs');
+      held[id] = { sandboxes: 1, memoryMB: need.memoryMB, vcpus: need.cpuCount, until: Date.now() + HELD_TTL_MS };
+    });
     let released = false;
-    return () => {
+    return async () => {
       if (released) return;
       released = true;
-      const now = this.reserved.get(teamId)!;
-      const left = { sandboxes: now.sandboxes - 1, memoryMB: now.memoryMB - need.memoryMB, vcpus: now.vcpus - need.cpuCount };
-      if (left.sandboxes <= 0) this.reserved.delete(teamId);
-      else this.reserved.set(teamId, left);
+      await this.withTeam(teamId, async (held) => { delete held[id]; }).catch((err: Error) => {
+        this.logger.warn({ teamId, err: err.message }, 'a quota reservation could not be given back; it holds its place until it expires (15 min)');
+      });
     };
+  }
+
+  /** Runs `change` on the team's live reservations under its lock, then writes them back. */
+  private async withTeam(teamId: string, change: (held: Record<string, Held>) => Promise<void>): Promise<void> {
+    const lock = `quota:${teamId}`;
+    const key = `quota-held:${teamId}`;
+    const deadline = Date.now() + LOCK_WAIT_MS;
+    while (!(await this.coordination.tryLock(lock, this.holder, LOCK_TTL_MS))) {
+      if (Date.now() > deadline) throw unavailable(`the quota of team ${teamId} is being checked by another request; retry`, 1);
+      await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+    }
+    try {
+      const raw = await this.coordination.kvGet(key);
+      const now = Date.now();
+      const held = Object.fromEntries(Object.entries(raw ? JSON.parse(raw) as Record<string, Held> : {}).filter(([, h]) => h.until > now));
+      await change(held);
+      if (Object.keys(held).length) await this.coordination.kvSet(key, JSON.stringify(held), HELD_TTL_MS);
+      else await this.coordination.kvDel(key);
+    } finally {
+      await this.coordination.unlock(lock, this.holder).catch(() => { /* the lock expires with its TTL: a failed unlock delays the team's next admission by at most that */ });
+    }
   }
 }
 

@@ -64,7 +64,7 @@ export class SandboxService {
   private readonly quota: SandboxQuota;
   constructor(private readonly d: SandboxServiceDeps) {
     this.damaged = new DamagedRows(d.logger);
-    this.quota = new SandboxQuota(d.quotas, (teamId) => d.repo.teamUsage(teamId));
+    this.quota = new SandboxQuota(d.quotas, (teamId) => d.repo.teamUsage(teamId), d.coordination, d.logger);
   }
 
   /**
@@ -82,7 +82,7 @@ export class SandboxService {
     try {
       return await this.createAdmitted(input, tpl, teamId, cpuCount, memoryMB);
     } finally {
-      release();
+      await release();
     }
   }
 

@@ -1,0 +1,46 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MemoryCoordination, RedisCoordination, silentLogger, type Coordination, type SvcError } from '@svc/common';
+import { startRedisServer, type TestRedis } from '@svc/common/redis-coordination-test-server';
+import { NO_LIMITS } from '@svc/contracts/teams';
+import { SandboxQuota } from './quota.ts';
+
+let redis: TestRedis;
+const opened: Coordination[] = [];
+before(async () => { redis = await startRedisServer(); });
+after(async () => {
+  await Promise.all(opened.map((c) => c.close()));
+  await redis.stop();
+});
+
+const limits = { limits: async () => ({ ...NO_LIMITS, maxSandboxes: 3 }) };
+const none = async () => ({ sandboxes: 0, memoryMB: 0, vcpus: 0 });
+
+// Two masters: each its own SandboxQuota, over one store (two Redis connections, or one memory store).
+const stores: Array<[string, () => [Coordination, Coordination]]> = [
+  ['memory', () => { const m = new MemoryCoordination(); return [m, m]; }],
+  ['Redis', () => {
+    const prefix = `quota-${Math.random()}:`;
+    const pair = [0, 1].map(() => new RedisCoordination({ host: redis.host, port: redis.port, prefix }));
+    opened.push(...pair);
+    return [pair[0], pair[1]];
+  }],
+];
+
+for (const [name, open] of stores) {
+  test(`team quotas hold across two masters sharing ${name}: concurrent creates never pass the limit`, async () => {
+    const [ca, cb] = open();
+    const masters = [new SandboxQuota(limits, none, ca, silentLogger()), new SandboxQuota(limits, none, cb, silentLogger())];
+    const outcomes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => masters[i % 2].admit('team-1', { memoryMB: 256, cpuCount: 1 })));
+    const admitted = outcomes.filter((o): o is PromiseFulfilledResult<() => Promise<void>> => o.status === 'fulfilled');
+    assert.equal(admitted.length, 3);
+    for (const o of outcomes) if (o.status === 'rejected') assert.equal((o.reason as SvcError).status, 429);
+    // Another team is not held back; a place given back is taken again, from either master.
+    await (await masters[1].admit('team-2', { memoryMB: 256, cpuCount: 1 }))();
+    await admitted[0].value();
+    await admitted[0].value(); // a second release gives back nothing more
+    const again = await masters[1].admit('team-1', { memoryMB: 256, cpuCount: 1 });
+    await assert.rejects(masters[0].admit('team-1', { memoryMB: 256, cpuCount: 1 }), (e: SvcError) => e.status === 429);
+    for (const r of [again, admitted[1].value, admitted[2].value]) await r();
+  });
+}
