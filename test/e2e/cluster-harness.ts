@@ -8,7 +8,9 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { buildBaseRootfs } from '@svc/template-center';
@@ -29,6 +31,11 @@ export interface ClusterOptions {
   nodeMemoryMB: number;
   /** master.node_lost_after_sec. */
   nodeLostAfterSec: number;
+  /**
+   * cluster_tls: the components' own listeners serve HTTPS with a certificate of a CA made for
+   * the cluster, which each process trusts through NODE_EXTRA_CA_CERTS (docs/cluster.md).
+   */
+  tls?: boolean;
 }
 
 interface Proc { name: string; child: ChildProcess; log: string }
@@ -49,12 +56,36 @@ async function freePortPair(): Promise<number> {
   }
 }
 
-export async function json<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T }> {
-  const r = await fetch(url, { ...init, headers: { 'content-type': 'application/json', ...init?.headers }, signal: AbortSignal.timeout(120_000) });
-  return { status: r.status, body: await r.json() as T };
+/** The CA of the running cluster's certificates (tls: true), which this process's own calls trust. */
+let clusterCa: Buffer | undefined;
+
+/** A call to a component; an https:// one trusts the cluster's CA. */
+function call(url: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}, timeoutMs = 120_000): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const send = url.startsWith('https:') ? httpsRequest : httpRequest;
+    const req = send(url, { method: init.method ?? 'GET', headers: init.headers, timeout: timeoutMs, ...(clusterCa ? { ca: clusterCa } : {}) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${url}: no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    req.end(init.body);
+  });
 }
 
-const ok = async (url: string) => ((await fetch(url, { signal: AbortSignal.timeout(2_000) })).ok ? true : undefined);
+export async function json<T>(url: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: T }> {
+  const r = await call(url, { ...init, headers: { 'content-type': 'application/json', ...init.headers } });
+  return { status: r.status, body: JSON.parse(r.text || 'null') as T };
+}
+
+/** A DELETE of a sandbox through a master. */
+export async function deleteSandbox(masterUrl: string, id: string): Promise<void> {
+  await call(`${masterUrl}/v1/sandboxes/${id}`, { method: 'DELETE' });
+}
+
+const ok = async (url: string) => ((await call(url, {}, 2_000)).status === 200 ? true : undefined);
 
 export class Cluster {
   readonly ports: Record<string, number> = {};
@@ -67,16 +98,21 @@ export class Cluster {
     try {
       await c.bringUp();
     } catch (err) {
+      // Nothing of a cluster that did not come up may go on (its lifecycle replicas would hold the next one's lease).
+      await c.stopProcesses();
       throw new Error(`${(err as Error).message}; logs in ${o.dir}`);
     }
     return c;
   }
 
-  master(which: 'A' | 'B'): string { return `http://127.0.0.1:${this.ports[`master${which}`]}`; }
+  /** http, or https with tls. */
+  get scheme(): string { return this.o.tls ? 'https' : 'http'; }
+  master(which: 'A' | 'B'): string { return `${this.scheme}://127.0.0.1:${this.ports[`master${which}`]}`; }
   get apiUrl(): string { return `http://127.0.0.1:${this.ports.api}`; }
   get proxyUrl(): string { return `http://127.0.0.1:${this.ports.proxy}`; }
   get proxy2Url(): string { return `http://127.0.0.1:${this.ports.proxy2}`; }
-  nodeUrl(name: 'a' | 'b'): string { return `http://127.0.0.1:${this.ports[`node${name}`]}`; }
+  nodeUrl(name: 'a' | 'b'): string { return `${this.scheme}://127.0.0.1:${this.ports[`node${name}`]}`; }
+  lifecycleUrl(replica: 0 | 1): string { return `${this.scheme}://127.0.0.1:${this.ports.lifecycle + replica}`; }
   nodeStateDir(name: 'a' | 'b'): string { return join(this.o.dir, `node-${name}`); }
   /** The SDK's and CLI's connection to the cluster. */
   get conn() { return { apiUrl: this.apiUrl, apiKey: API_KEY, sandboxUrl: this.proxyUrl, timeoutMs: 120_000 }; }
@@ -111,16 +147,22 @@ export class Cluster {
     // Every sandbox goes first; node agents leave theirs running when they stop.
     const list = await json<{ sandboxes?: Array<{ sandboxId: string }> }>(`${this.master('A')}/v1/sandboxes?limit=1000`).catch(() => undefined);
     const ids = (list?.body.sandboxes ?? []).map((s) => s.sandboxId);
-    await Promise.all(ids.map((id) => fetch(`${this.master('A')}/v1/sandboxes/${id}`, { method: 'DELETE' }).catch(() => undefined)));
-    for (const p of this.procs.reverse()) {
+    await Promise.all(ids.map((id) => deleteSandbox(this.master('A'), id).catch(() => undefined)));
+    await this.stopProcesses();
+    await this.o.db.drop();
+    clusterCa = undefined;
+    assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(this.o.dir)), [], 'no sandbox process of the cluster is left');
+  }
+
+  /** SIGTERM to every process, newest first; SIGKILL to one that has not ended after 30 s. */
+  private async stopProcesses(): Promise<void> {
+    for (const p of [...this.procs].reverse()) {
       if (p.child.exitCode !== null || p.child.signalCode !== null) continue;
       const exited = new Promise((r) => p.child.once('exit', r));
       p.child.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 30_000))]);
       if (p.child.exitCode === null) p.child.kill('SIGKILL');
     }
-    await this.o.db.drop();
-    assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(this.o.dir)), [], 'no sandbox process of the cluster is left');
   }
 
   /** A component's configuration file (JSON, which YAML reads): the shared keys, then its own. */
@@ -134,6 +176,7 @@ export class Cluster {
       svcproxy: { admin_token: 'cluster-proxy' },
       lifecycle: { replicas: 2, listen: `127.0.0.1:${this.ports.lifecycle}` },
       egress: { enabled: false },
+      ...(this.o.tls ? { cluster_tls: { cert_file: join(this.o.dir, 'tls', 'cluster.pem'), key_file: join(this.o.dir, 'tls', 'cluster.key') } } : {}),
       ...over,
     });
   }
@@ -142,7 +185,7 @@ export class Cluster {
   private masterSection(which: 'A' | 'B') {
     const port = this.ports[`master${which}`];
     return {
-      listen: `127.0.0.1:${port}`, addr: `http://127.0.0.1:${port}`, database: this.o.db.config, upload_signing_key: 'cluster-upload-key',
+      listen: `127.0.0.1:${port}`, addr: `${this.scheme}://127.0.0.1:${port}`, database: this.o.db.config, upload_signing_key: 'cluster-upload-key',
       node_lost_after_sec: this.o.nodeLostAfterSec,
       ...(which === 'B' ? { vault_key_file: join(this.o.dir, 'data-master-a', 'vault', 'key.json') } : {}),
     };
@@ -153,7 +196,8 @@ export class Cluster {
     writeFileSync(file, cfg);
     const log = join(this.o.dir, `${name}.log`);
     const out = createWriteStream(log, { flags: 'a' });
-    const child = spawn(process.execPath, [SVC, ...args, '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH, HOME: process.env.HOME } });
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...(this.o.tls ? { NODE_EXTRA_CA_CERTS: join(this.o.dir, 'tls', 'ca.pem') } : {}) };
+    const child = spawn(process.execPath, [SVC, ...args, '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], env });
     child.stdout!.pipe(out);
     child.stderr!.pipe(out);
     this.procs.push({ name, child, log });
@@ -185,6 +229,7 @@ export class Cluster {
     for (const k of ['api', 'masterA', 'masterB', 'tc', 'proxy', 'proxyAdmin', 'proxy2', 'proxyAdmin2', 'nodea', 'nodeb']) this.ports[k] = await freePort();
     this.ports.lifecycle = await freePortPair();
     execFileSync('redis-cli', ['-h', REDIS_HOST!, '-p', REDIS_PORT!, '-n', String(REDIS_DB), 'flushdb']);
+    if (this.o.tls) clusterCa = makeClusterCertificate(join(dir, 'tls'));
 
     this.start('master-a', ['master'], this.config({ data_dir: join(dir, 'data-master-a') }));
     await waitFor('master A', () => ok(`${this.master('A')}/notify/health`), 60_000);
@@ -199,7 +244,7 @@ export class Cluster {
     this.startNode('b');
     await waitFor('master B', () => ok(`${this.master('B')}/notify/health`), 60_000);
     await waitFor('the API gateway', () => ok(`${this.apiUrl}/health`), 60_000);
-    for (const replica of [0, 1]) await waitFor(`lifecycle replica ${replica}`, () => ok(`http://127.0.0.1:${this.ports.lifecycle + replica}/health`), 60_000);
+    for (const replica of [0, 1] as const) await waitFor(`lifecycle replica ${replica}`, () => ok(`${this.lifecycleUrl(replica)}/health`), 60_000);
     await waitFor('both nodes registered', async () => {
       const { body } = await json<Array<{ nodeId: string; status: string }>>(`${this.master('A')}/v1/nodes`);
       return body.filter((n) => n.status === 'ready').length === 2 ? true : undefined;
@@ -215,4 +260,19 @@ export class Cluster {
       return body.status === 'BUILT' ? true : undefined;
     }, 300_000);
   }
+}
+
+/**
+ * A CA made for the cluster and one certificate it signs for 127.0.0.1 and localhost, which
+ * every component serves (cluster_tls): openssl, from scripts/install-system-deps.sh.
+ */
+function makeClusterCertificate(dir: string): Buffer {
+  mkdirSync(dir, { recursive: true });
+  const ossl = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  ossl(['req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=svc cluster test CA']);
+  ossl(['req', ...ec, '-keyout', 'cluster.key', '-out', 'cluster.csr', '-subj', '/CN=127.0.0.1']);
+  writeFileSync(join(dir, 'san.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
+  ossl(['x509', '-req', '-in', 'cluster.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'cluster.pem', '-days', '2', '-extfile', 'san.cnf']);
+  return readFileSync(join(dir, 'ca.pem'));
 }

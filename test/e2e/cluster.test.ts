@@ -18,7 +18,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Sandbox } from '@svc/sdk';
 import { availableTestDatabases } from '@svc/master/testing/test-databases';
-import { API_KEY, Cluster, json, REDIS_HOST } from './cluster-harness.ts';
+import { API_KEY, Cluster, deleteSandbox, json, REDIS_HOST } from './cluster-harness.ts';
 import { REPO, sandboxProcessesAll, waitFor } from './harness.ts';
 
 const SVC = join(REPO, 'dist/svc.mjs');
@@ -27,16 +27,20 @@ const skipAll = !REDIS_HOST ? 'Redis is not running (scripts/test-services.sh st
 // The cluster on each external engine SPEC.md names for its state, always with Redis.
 for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite')) {
   const skip = skipAll || engine.skip || false;
-  describe(`a cluster on ${engine.driver} and Redis`, { skip }, () => {
+  describe(`a cluster on ${engine.driver} and Redis${engine.driver === 'mysql' ? ', TLS between components' : ''}`, { skip }, () => {
     let c: Cluster;
     // Room for four sandboxes of 256 MB on each node: what the hammer below fills. Node loss told after 6 s, not 30.
-    before(async () => { c = await Cluster.start({ dir: '/tmp/svc-e2e-cluster', db: await engine.create!(), nodeMemoryMB: 1024, nodeLostAfterSec: 6 }); });
+    // The MariaDB run speaks TLS between components (cluster_tls); the PostgreSQL run plain HTTP.
+    before(async () => { c = await Cluster.start({ dir: '/tmp/svc-e2e-cluster', db: await engine.create!(), nodeMemoryMB: 1024, nodeLostAfterSec: 6, tls: engine.driver === 'mysql' }); });
     after(() => c?.stop());
 
     it('two nodes, two masters: registration, labels and runtimes, placement by selector, the proxy reaches either node', async () => {
       const cli = (args: string[]) => execFileSync(process.execPath, [SVC, ...args, '--api-url', c.apiUrl, '--api-key', API_KEY, '--json'], { encoding: 'utf8' });
       const nodes = JSON.parse(cli(['node', 'list'])) as Array<{ id: string; labels: Record<string, string>; runtimes?: string[] }>;
       assert.deepEqual(nodes.map((n) => [n.id, n.labels.zone, n.runtimes]).sort(), [['node-a', 'a', ['gvisor']], ['node-b', 'b', ['gvisor']]]);
+      // With cluster_tls the nodes registered HTTPS addresses, and the masters answer HTTPS alone.
+      for (const n of nodes as Array<{ address?: string }>) assert.ok(n.address?.startsWith(`${c.scheme}://`), `node address ${n.address}`);
+      if (c.scheme === 'https') await assert.rejects(fetch(`${c.master('A').replace('https:', 'http:')}/v1/nodes`).then((r) => r.text()));
 
       const conn = c.conn;
       for (const zone of ['a', 'b'] as const) {
@@ -128,7 +132,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
     it('the lifecycle leader killed with SIGKILL: the other replica takes the lease and pauses at the idle timeout', async () => {
       const leaderOf = async () => {
         for (const replica of [0, 1] as const) {
-          const h = await json<{ leader: boolean }>(`http://127.0.0.1:${c.ports.lifecycle + replica}/health`).catch(() => undefined);
+          const h = await json<{ leader: boolean }>(`${c.lifecycleUrl(replica)}/health`).catch(() => undefined);
           if (h?.body.leader) return replica;
         }
         return undefined;
@@ -143,7 +147,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         c.restartLifecycle(leader);
         await Sandbox.kill(sbx.sandboxId, c.conn);
       }
-      await waitFor(`lifecycle replica ${leader} back`, async () => ((await fetch(`http://127.0.0.1:${c.ports.lifecycle + leader}/health`).catch(() => undefined))?.ok ? true : undefined), 60_000);
+      await waitFor(`lifecycle replica ${leader} back`, async () => ((await json(`${c.lifecycleUrl(leader)}/health`)).status === 200 ? true : undefined), 60_000);
     });
 
     it('a proxy killed with SIGKILL while its request auto-resumes a sandbox: the sandbox is not left stuck, and the other proxy reaches it', async () => {
@@ -200,7 +204,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(name)}/v1/sandboxes`);
         assert.equal(onNode.body.length, perNode(id));
       }
-      await Promise.all(made.map((o) => fetch(`${c.master('A')}/v1/sandboxes/${o.body.sandboxId}`, { method: 'DELETE' })));
+      await Promise.all(made.map((o) => deleteSandbox(c.master('A'), o.body.sandboxId!)));
     });
   });
 }

@@ -36,6 +36,9 @@ export async function runComponent(name: string, start: ComponentStart, opts: { 
   try {
     const { file, args } = configArgument(argv);
     const cfg = loadConfig({ file });
+    if (cfg.cluster_tls.cert_file && !process.env.NODE_EXTRA_CA_CERTS) {
+      logger.warn('cluster_tls is set and NODE_EXTRA_CA_CERTS is not: this component trusts the system CAs alone when it calls the others; a private cluster CA goes in NODE_EXTRA_CA_CERTS (docs/cluster.md)');
+    }
     started = [await start({ cfg, logger, args, coordination: () => (coordination ??= coordinationFor(cfg.redis)) })].flat();
   } catch (err) {
     logger.fatal({ err }, `${name} failed to start`);

@@ -169,6 +169,12 @@ export interface SvcConfig {
     lease_ttl_ms: number;
   };
   redis: RedisConfig;
+  /**
+   * TLS on the components' own listeners (master, node agent, template center, lifecycle,
+   * proxy admin, egress admin) and https:// in the addresses they give each other; both files
+   * or neither (docs/cluster.md, "Traffic between components").
+   */
+  cluster_tls: { cert_file: string; key_file: string };
 }
 
 export type DatabaseConfig =

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig, runtimeSetting } from './config.ts';
+import { clusterTlsOf, ConfigError, internalScheme, loadConfig, runtimeSetting } from './config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-cfg-'));
 const file = (name: string, text: string) => { const p = join(dir, name); writeFileSync(p, text); return p; };
@@ -53,6 +53,8 @@ test('a bad configuration is one clear line naming the key', () => {
     [{ env: { SVC_RUNTIME: 'docker' } }, /node_agent\.runtime: must be auto, gvisor, microvm, or both as a list/],
     [{ env: { SVC_RUNTIME: 'gvisor,gvisor' } }, /node_agent\.runtime: must be auto/],
     [{ env: { SVC_PLACEMENT: 'random' } }, /master\.placement: must be spread or pack/],
+    [{ env: { SVC_PAUSE_TO_STORE: 'sometimes' } }, /master\.pause_to_store: must be auto, always or never/],
+    [{ env: { SVC_CLUSTER_TLS_CERT_FILE: '/etc/svc/tls/cluster.pem' } }, /cluster_tls: cert_file and key_file go together/],
     [{ env: { SVC_RUNTIME: 'auto,microvm' } }, /node_agent\.runtime: must be auto/],
     [{ env: { SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN: 'maybe' } }, /insecure_no_token .*must be true or false/],
     [{ file: file('b.yaml', 'api:\n  lisen: x\n') }, /^configuration error: api\.lisen: unknown key/],
@@ -76,4 +78,17 @@ test('node_agent.runtime: auto, one runtime, or a list with the default first', 
   assert.deepEqual(runtimeSetting('gvisor, microvm'), ['gvisor', 'microvm']);
   assert.deepEqual(runtimeSetting('microvm,gvisor'), ['microvm', 'gvisor']);
   for (const bad of ['', 'docker', 'gvisor,', 'gvisor,gvisor', 'auto,gvisor', 42]) assert.equal(runtimeSetting(bad), undefined, String(bad));
+});
+
+test('cluster_tls: the derived component addresses become https; an unreadable file stops the start with its key', () => {
+  const plain = loadConfig({ env: {} });
+  assert.equal(internalScheme(plain), 'http');
+  assert.equal(clusterTlsOf(plain), undefined);
+  const cert = file('tls.pem', 'CERT');
+  const key = file('tls.key', 'KEY');
+  const tls = loadConfig({ env: { SVC_CLUSTER_TLS_CERT_FILE: cert, SVC_CLUSTER_TLS_KEY_FILE: key } });
+  for (const addr of [tls.master.addr, tls.node_agent.addr, tls.template_center.addr, tls.egress.admin_addr]) assert.match(addr, /^https:\/\//);
+  assert.deepEqual(clusterTlsOf(tls), { cert: Buffer.from('CERT'), key: Buffer.from('KEY') });
+  const missing = loadConfig({ env: { SVC_CLUSTER_TLS_CERT_FILE: join(dir, 'nope.pem'), SVC_CLUSTER_TLS_KEY_FILE: key } });
+  assert.throws(() => clusterTlsOf(missing), (e: Error) => e instanceof ConfigError && /^configuration error: cluster_tls\.cert_file: cannot be read/.test(e.message));
 });

@@ -78,6 +78,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
     },
     lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },
     redis: { host: '', port: 6379, password: '', db: 0 },
+    cluster_tls: { cert_file: '', key_file: '' },
   };
 }
 
@@ -98,6 +99,8 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_PLACEMENT', 'master.placement', 'string'],
   ['SVC_NODE_LOST_AFTER_SEC', 'master.node_lost_after_sec', 'int'],
   ['SVC_PAUSE_TO_STORE', 'master.pause_to_store', 'string'],
+  ['SVC_CLUSTER_TLS_CERT_FILE', 'cluster_tls.cert_file', 'string'],
+  ['SVC_CLUSTER_TLS_KEY_FILE', 'cluster_tls.key_file', 'string'],
   ['SVC_UPLOAD_SIGNING_KEY', 'master.upload_signing_key', 'string'],
   ['SVC_VAULT_KEY_FILE', 'master.vault_key_file', 'string'],
   ['SVC_IDENTITY_ISSUER_URL', 'master.identity_issuer_url', 'string'],
@@ -272,15 +275,16 @@ function applyExternalDatabase(cfg: SvcConfig, env: NodeJS.ProcessEnv, warn: (m:
 function fillDerived(c: SvcConfig) {
   c.data_dir = resolve(c.data_dir.replace(/^~(?=$|\/)/, homedir()));
   if (c.master.database.driver === 'sqlite' && !c.master.database.path) c.master.database.path = join(c.data_dir, 'master.sqlite');
-  if (!c.master.addr) c.master.addr = `http://${hostForClient(c.master.listen)}`;
-  if (!c.node_agent.addr) c.node_agent.addr = `http://${hostForClient(c.node_agent.listen)}`;
-  if (!c.template_center.addr) c.template_center.addr = `http://${hostForClient(c.template_center.listen)}`;
+  const scheme = internalScheme(c);
+  if (!c.master.addr) c.master.addr = `${scheme}://${hostForClient(c.master.listen)}`;
+  if (!c.node_agent.addr) c.node_agent.addr = `${scheme}://${hostForClient(c.node_agent.listen)}`;
+  if (!c.template_center.addr) c.template_center.addr = `${scheme}://${hostForClient(c.template_center.listen)}`;
   if (!c.node_agent.state_dir) c.node_agent.state_dir = join(c.data_dir, 'node');
   // One file configures both sides in a one-host install: the node's list is the master's unless it has its own.
   if (c.node_agent.volume_plugins.length === 0) c.node_agent.volume_plugins = c.master.volume_plugins;
   if (!c.template_center.artifact_dir) c.template_center.artifact_dir = join(c.data_dir, 'artifacts');
   if (!c.sandbox_domain) c.sandbox_domain = `localhost:${c.proxy.http_port}`;
-  if (!c.egress.admin_addr) c.egress.admin_addr = `http://${c.egress.admin_bind === '0.0.0.0' ? '127.0.0.1' : c.egress.admin_bind}:${c.egress.admin_port}`;
+  if (!c.egress.admin_addr) c.egress.admin_addr = `${scheme}://${c.egress.admin_bind === '0.0.0.0' ? '127.0.0.1' : c.egress.admin_bind}:${c.egress.admin_port}`;
   if (!c.master.identity_issuer_url) c.master.identity_issuer_url = `http://${hostForClient(c.api.listen)}`;
   if (!c.egress.audit_log) c.egress.audit_log = join(c.data_dir, 'log', 'svc-egress', 'access.jsonl');
   if (!c.egress.ca_dir) c.egress.ca_dir = join(c.data_dir, 'egress-ca');
@@ -349,6 +353,7 @@ export function validateConfig(c: SvcConfig): void {
   }
   need(Number.isInteger(c.master.node_lost_after_sec) && c.master.node_lost_after_sec >= 5, 'master.node_lost_after_sec', `must be a whole number of seconds, at least 5 (got ${c.master.node_lost_after_sec})`);
   need(['auto', 'always', 'never'].includes(c.master.pause_to_store), 'master.pause_to_store', `must be auto, always or never (got ${JSON.stringify(c.master.pause_to_store)})`);
+  need(!c.cluster_tls.cert_file === !c.cluster_tls.key_file, 'cluster_tls', 'cert_file and key_file go together: set both, or neither');
   need(c.master.placement === 'spread' || c.master.placement === 'pack', 'master.placement', `must be spread or pack (got ${JSON.stringify(c.master.placement)})`);
   need(typeof c.node_agent.labels === 'string', 'node_agent.labels', 'must be a string of name=value pairs, comma-separated');
   need(Number.isInteger(c.master.create_timeout_insec) && c.master.create_timeout_insec > 0, 'master.create_timeout_insec', `must be a positive number of seconds (got ${c.master.create_timeout_insec})`);
@@ -434,4 +439,25 @@ function setPath(obj: Record<string, unknown>, path: string, value: unknown) {
 
 function getPath(obj: Record<string, unknown>, path: string): unknown {
   return path.split('.').reduce<unknown>((o, p) => (o as Record<string, unknown> | undefined)?.[p], obj);
+}
+
+/** The scheme the components speak to each other: https when cluster_tls is set (docs/cluster.md). */
+export function internalScheme(c: { cluster_tls?: SvcConfig['cluster_tls'] }): 'http' | 'https' {
+  return c.cluster_tls?.cert_file ? 'https' : 'http';
+}
+
+/**
+ * The key and certificate a component's own listener serves with (cluster_tls), read now so a
+ * missing or unreadable file stops the component at start; undefined when cluster_tls is unset.
+ */
+export function clusterTlsOf(c: { cluster_tls?: SvcConfig['cluster_tls'] }): { key: Buffer; cert: Buffer } | undefined {
+  if (!c.cluster_tls?.cert_file) return undefined;
+  const read = (file: string, key: string) => {
+    try {
+      return readFileSync(file);
+    } catch (err) {
+      throw new ConfigError(`cluster_tls.${key}`, `cannot be read: ${(err as Error).message}`);
+    }
+  };
+  return { cert: read(c.cluster_tls.cert_file, 'cert_file'), key: read(c.cluster_tls.key_file, 'key_file') };
 }

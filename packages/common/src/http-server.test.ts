@@ -1,5 +1,10 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
@@ -111,5 +116,28 @@ test('the router\'s refusals (bad percent-encoding, overlong parameter) are {cod
     }
   } finally {
     await probe.close();
+  }
+});
+
+test('https: the app serves TLS with the given key and certificate (cluster_tls), and refuses plain HTTP', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-tls-'));
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'k.pem', '-out', 'c.pem', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { cwd: dir, stdio: 'ignore' });
+  const cert = readFileSync(join(dir, 'c.pem'));
+  const app = createHttpApp({ logger: createLogger('test', { level: 'silent' }), https: { key: readFileSync(join(dir, 'k.pem')), cert } });
+  app.get('/hello', async () => ({ ok: true }));
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const port = (app.server.address() as { port: number }).port;
+  try {
+    const body = await new Promise<string>((resolve, reject) => {
+      httpsRequest(`https://127.0.0.1:${port}/hello`, { ca: cert }, (res) => {
+        let t = '';
+        res.on('data', (d: Buffer) => { t += d; });
+        res.on('end', () => resolve(t));
+      }).on('error', reject).end();
+    });
+    assert.deepEqual(JSON.parse(body), { ok: true });
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/hello`).then((r) => r.text()));
+  } finally {
+    await app.close();
   }
 });

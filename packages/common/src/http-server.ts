@@ -9,6 +9,8 @@ export interface HttpAppOptions {
   logger: Logger;
   /** Largest accepted request body in bytes (default 1 MiB). */
   bodyLimit?: number;
+  /** Serve HTTPS with this key and certificate (cluster_tls: clusterTlsOf). */
+  https?: { key: Buffer; cert: Buffer };
 }
 
 /**
@@ -18,6 +20,7 @@ export interface HttpAppOptions {
 export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
   const bodyLimit = opts.bodyLimit ?? 1024 * 1024;
   const app = Fastify({
+    ...(opts.https ? { https: opts.https } : {}),
     loggerInstance: opts.logger.child({}, { level: 'warn' }) as unknown as FastifyBaseLogger,
     bodyLimit,
     return503OnClosing: true,

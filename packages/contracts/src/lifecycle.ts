@@ -56,12 +56,12 @@ export function lifecycleReplicaListen(listen: string, index: number): { host: s
 }
 
 /** Base URLs of all configured replicas, as the data-plane proxy calls them. */
-export function lifecycleReplicaUrls(lc: { listen: string; replicas: number }): string[] {
+export function lifecycleReplicaUrls(lc: { listen: string; replicas: number }, scheme: 'http' | 'https' = 'http'): string[] {
   const urls: string[] = [];
   for (let i = 0; i < lc.replicas; i++) {
     const { host, port } = lifecycleReplicaListen(lc.listen, i);
     const h = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
-    urls.push(`http://${h}:${port}`);
+    urls.push(`${scheme}://${h}:${port}`);
   }
   return urls;
 }

@@ -6,6 +6,8 @@ import type { PolicyStore } from './policy-store.ts';
 
 export interface EgressAdminOptions {
   logger: Logger;
+  /** cluster_tls: the admin listener serves HTTPS (docs/cluster.md). */
+  https?: { key: Buffer; cert: Buffer };
   adminToken: string;
   store: PolicyStore;
   tasks(): Record<string, TaskStats>;
@@ -18,7 +20,7 @@ export interface EgressAdminOptions {
  */
 export function createEgressAdminApp(opts: EgressAdminOptions): FastifyInstance {
   const { store, logger } = opts;
-  const app = createHttpApp({ logger });
+  const app = createHttpApp({ logger, https: opts.https });
 
   app.get('/admin/healthz', async (): Promise<EgressHealth> => ({ ok: true, ready: store.ready, policies: store.size, tasks: opts.tasks() }));
 

@@ -29,6 +29,8 @@ export interface EgressProxyOptions {
   adminPort: number;
   /** '' turns the admin policy routes off (503); health still answers. */
   adminToken: string;
+  /** cluster_tls: the admin listener serves HTTPS. */
+  adminHttps?: { key: Buffer; cert: Buffer };
   /** Holds ca.pem and ca-key.pem (made when missing). */
   caDir: string;
   auditLogPath: string;
@@ -115,7 +117,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   });
 
   const bootstrap = new Bootstrap(store, logger, opts.policySource);
-  const admin = createEgressAdminApp({ logger, adminToken: opts.adminToken, store, tasks: () => bootstrap.stats() });
+  const admin = createEgressAdminApp({ logger, https: opts.adminHttps, adminToken: opts.adminToken, store, tasks: () => bootstrap.stats() });
 
   const started: Array<{ close(): Promise<unknown> }> = [];
   try {

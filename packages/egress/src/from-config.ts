@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { egressAddressOf, parseEgressResolve, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, egressAddressOf, parseEgressResolve, type Logger, type SvcConfig } from '@svc/common';
 import { EgressPolicySource } from '@svc/contracts/egress';
 import { SecretResolverClient } from '@svc/contracts/secrets';
 import { IdentityMintClient } from '@svc/contracts/identity';
@@ -24,6 +24,7 @@ export function startEgressFromConfig(cfg: SvcConfig, o: EgressFromConfigOptions
     adminBind: eg.admin_bind,
     adminPort: eg.admin_port,
     adminToken: eg.admin_token,
+    adminHttps: clusterTlsOf(cfg),
     caDir: eg.ca_dir,
     auditLogPath: eg.audit_log,
     resolve: parseEgressResolve(eg.resolve),

@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { Periodic, badRequest, createHttpApp, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { Periodic, badRequest, clusterTlsOf, createHttpApp, internalScheme, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
 import { lifecycleReplicaListen, type LifecycleHealth, type ProxyAnnouncement } from '@svc/contracts/lifecycle';
 import { consumeSandboxEvents } from './event-consumer.ts';
@@ -35,7 +35,7 @@ export interface RunningLifecycle {
   close(): Promise<void>;
 }
 
-export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: LifecycleDeps): Promise<RunningLifecycle> {
+export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'> & { cluster_tls?: SvcConfig['cluster_tls'] }, deps: LifecycleDeps): Promise<RunningLifecycle> {
   const tuning = { ...DEFAULT_LIFECYCLE_TUNING, ...deps.tuning };
   const lc = cfg.lifecycle;
   const replicaId = `lifecycle-${deps.replicaIndex}-${randomId(6)}`;
@@ -61,7 +61,7 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: Li
   });
   const events = consumeSandboxEvents({ coord: deps.coordination, logger });
 
-  const app = createHttpApp({ logger });
+  const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
   const periodic = new Periodic(logger);
   app.get('/health', async (): Promise<LifecycleHealth> => ({
     ok: true, replicaId, leader: election.isLeader(), warmingUp: warmingUp(), createEventsApplied: events.created(), tasks: periodic.stats(),
@@ -79,7 +79,7 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'>, deps: Li
   const { host, port } = lifecycleReplicaListen(lc.listen, deps.replicaIndex);
   await app.listen({ host, port });
   const bound = (app.server.address() as AddressInfo).port;
-  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`;
+  const url = `${internalScheme(cfg)}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`;
 
   election.start();
   periodic.every('idle sweep', lc.sweep_interval_ms, () => (election.isLeader() && !warmingUp() ? sweeper.sweepOnce() : undefined));

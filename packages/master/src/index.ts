@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { createHttpApp, hostForClient, parseListen, Periodic, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, createHttpApp, hostForClient, internalScheme, parseListen, Periodic, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { openDatabase, type Db } from './db/connect.ts';
 import { migrate } from './db/migrator.ts';
 import { migrations } from './migrations/index.ts';
@@ -71,7 +71,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   if (result.applied.length) logger.info({ applied: result.applied }, 'database migrations applied');
   if (result.unknown.length) logger.warn({ unknown: result.unknown }, 'database has migrations this build does not know (a newer master ran here?)');
 
-  const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024 });
+  const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024, https: clusterTlsOf(cfg) });
   const teams = new TeamService(db.kysely, logger);
   await teams.ensureDefault();
   // Before any route: a team's call that names another team's resource is a 404 (docs/security.md).
@@ -170,7 +170,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
 
   const { host, port } = parseListen(cfg.master.listen);
   await app.listen({ host, port });
-  const url = `http://${host}:${(app.server.address() as { port: number }).port}`;
+  const url = `${internalScheme(cfg)}://${host}:${(app.server.address() as { port: number }).port}`;
   logger.info({ url }, 'master listening');
   return {
     url, app, db, sandboxes, nodes, templates, identity,

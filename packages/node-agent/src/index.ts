@@ -1,6 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { createHttpApp, egressAddressOf, parseEgressResolve, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, createHttpApp, egressAddressOf, internalScheme, parseEgressResolve, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo, RuntimeKind } from '@svc/contracts/node-agent';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
 import { LayerStore } from './artifacts/layer-store.ts';
@@ -157,7 +157,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   // Templates already on this node were put here to be used: their pools start now, as on arrival.
   for (const a of service.listArtifacts()) service.pool.fill(a.artifactId);
 
-  const app = createHttpApp({ logger });
+  const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
   let url = '';
   const nodeInfo = (): NodeInfo => {
     const u = service.usage();
@@ -190,7 +190,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const { host, port } = parseListen(nc.listen);
   await app.listen({ host, port });
   const addr = app.server.address();
-  url = typeof addr === 'object' && addr ? `http://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}` : nc.addr;
+  url = typeof addr === 'object' && addr ? `${internalScheme(cfg)}://${addr.family === 'IPv6' ? `[${addr.address}]` : addr.address}:${addr.port}` : nc.addr;
 
   const link = masterAddr
     ? new MasterLink({

@@ -3,6 +3,8 @@ import { createHttpApp, forbidden, sameSecret, type Logger, type TaskStats } fro
 import { ADMIN_TOKEN_HEADER, type ProxyHealth } from '@svc/contracts/proxy-admin';
 
 export interface AdminHandlers {
+  /** cluster_tls: the admin listener serves HTTPS (docs/cluster.md). */
+  https?: { key: Buffer; cert: Buffer };
   proxyId: string;
   adminToken: string;
   heartbeatLastPushedMs(): number;
@@ -13,7 +15,7 @@ export interface AdminHandlers {
 
 /** The admin API on its own port (8082 by default): health and backend-cache purge. */
 export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstance {
-  const app = createHttpApp({ logger });
+  const app = createHttpApp({ logger, https: h.https });
 
   app.get('/admin/healthz', async (): Promise<ProxyHealth> => ({
     ok: true,

@@ -1,4 +1,4 @@
-import type { ComponentStart } from '@svc/common';
+import { internalScheme, type ComponentStart } from '@svc/common';
 import { lifecycleReplicaUrls } from '@svc/contracts/lifecycle';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { startProxy } from './proxy.ts';
@@ -7,6 +7,6 @@ import { startProxy } from './proxy.ts';
 export const startProxyComponent: ComponentStart = ({ cfg, logger, coordination }) => startProxy(cfg, {
   logger,
   master: new MasterInternalClient(cfg.master.addr),
-  lifecycleUrls: lifecycleReplicaUrls(cfg.lifecycle),
+  lifecycleUrls: lifecycleReplicaUrls(cfg.lifecycle, internalScheme(cfg)),
   coordination: coordination(),
 });

@@ -3,7 +3,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { clientErrorAnswer, Periodic, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { clientErrorAnswer, clusterTlsOf, internalScheme, Periodic, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { sendProxyErrorOnSocket } from './error-response.ts';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/contracts/lifecycle';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
@@ -68,7 +68,7 @@ export interface RunningProxy {
   close(): Promise<void>;
 }
 
-export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps): Promise<RunningProxy> {
+export async function startProxy(cfg: Pick<SvcConfig, 'proxy'> & { cluster_tls?: SvcConfig['cluster_tls'] }, deps: ProxyDeps): Promise<RunningProxy> {
   const tuning = { ...DEFAULT_PROXY_TUNING, ...deps.tuning };
   const logger = deps.logger;
   const proxyId = `proxy-${hostname()}-${randomId(6)}`;
@@ -126,6 +126,7 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
 
   let announcer: Announcer | undefined;
   const admin = createAdminApp(logger, {
+    https: clusterTlsOf(cfg),
     proxyId,
     adminToken: cfg.proxy.admin_token,
     heartbeatLastPushedMs: () => announcer?.lastPushedMs ?? 0,
@@ -135,7 +136,7 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'>, deps: ProxyDeps)
   });
   await admin.listen({ port: cfg.proxy.admin_port, host: bind });
   const adminPort = (admin.server.address() as AddressInfo).port;
-  const adminUrl = `http://${clientHost(bind)}:${adminPort}`;
+  const adminUrl = `${internalScheme(cfg)}://${clientHost(bind)}:${adminPort}`;
 
   announcer = new Announcer(deps.lifecycleUrls, { proxyId, adminUrl: deps.adminAdvertiseUrl ?? adminUrl }, tuning.announceIntervalMs, periodic, logger);
 

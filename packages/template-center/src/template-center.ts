@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { createHttpApp, parseListen, sendError, SvcError, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, createHttpApp, internalScheme, parseListen, sendError, SvcError, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { registerArtifactRoutes } from './artifact-routes.ts';
 import { BlobCache } from './blobs/blob-cache.ts';
 import { blobCacheOf } from './blobs/blob-cache-env.ts';
@@ -72,7 +72,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
     maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
   });
 
-  const app = createHttpApp({ logger });
+  const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
   app.get('/health', async (_req, reply) => {
     const ok = await store.ready();
     return reply.status(ok ? 200 : 503).send({ ok, store: store.kind });
@@ -95,7 +95,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   await app.listen({ host, port });
   const address = app.server.address();
   const boundPort = typeof address === 'object' && address ? address.port : port;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
+  const url = `${internalScheme(cfg)}://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
   if (!isLoopback(host)) logger.warn({ listen: tc.listen }, 'template center listens beyond loopback; keep it on a cluster-internal network');
   if (!tc.callback_token) {
     logger.warn(tc.insecure_no_token ? 'template callback token unset: running without authentication (insecure_no_token)' : 'template callback token unset: every build request will be refused with 503');

@@ -527,8 +527,8 @@ export class SandboxService {
 
   /**
    * Cross-node restore (docs/cluster.md): a paused sandbox whose node is lost or drained starts
-   * on another node from its package in the artifact store, under the same id, address-book and
-   * identity; the node it left removes its copy (now, when draining; when it returns, if lost).
+   * on another node from its package in the artifact store, under the same id, tokens and
+   * settings; the node it left removes its copy (now, when draining; when it returns, if lost).
    * Called under the lock with the row in 'resuming'.
    */
   private async moveAndResume(cur: Row, standing: 'draining' | 'lost', nextDeadline: (now: number, cur: T.Deadline) => T.Deadline): Promise<SandboxRecord> {
@@ -773,7 +773,9 @@ export class SandboxService {
 
   /** A sandbox its node no longer runs: terminated here, with the reason, and announced. */
   private async markEnded(id: string, reason: TerminateReason): Promise<void> {
-    await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null });
+    const stored = (await this.d.repo.get(id))?.pause_snapshot_id ?? null;
+    await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null, pause_snapshot_id: null });
+    void this.dropPausePackage(id, stored);
     await this.changed('sandbox.killed', id, reason);
   }
 
