@@ -91,6 +91,21 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
       await svc.kill(s.sandboxId);
     });
 
+    await t.test('the lost node sweep leaves a sandbox moving off the node alone, and settles a move a stopped master left', async () => {
+      await register();
+      const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      await svc.pause(s.sandboxId, 'api', { memory: false });
+      await lose('n2');
+      // As a master that stopped in the middle of moveAndResume leaves it: resuming, its lock free.
+      await h.master.db.kysely.updateTable('t_svc_sandbox').set({ state: 'resuming' }).where('sandbox_id', '=', s.sandboxId).execute();
+      await svc.sweepLostNodes();
+      const r = await row(s.sandboxId);
+      assert.equal(r.state, 'paused', 'not reported lost: its state is in the store');
+      assert.ok(r.pause_snapshot_id);
+      assert.equal((await svc.connect(s.sandboxId, 60)).sandbox.nodeId, 'n1', 'the next resume moves it');
+      await svc.kill(s.sandboxId);
+    });
+
     await t.test('a lost node\'s sandbox without a package: 503 naming the node, and it stays paused', async () => {
       await register();
       const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));

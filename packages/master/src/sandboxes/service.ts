@@ -754,9 +754,31 @@ export class SandboxService {
     for (const { nodeId, lastHeartbeatAt } of await this.d.nodes.silentNodes(silentMs)) {
       for (const r of await this.d.repo.listByNode(nodeId)) {
         if (r.state === 'paused') continue;
+        // A paused sandbox moving off the lost node from its package (moveAndResume) is not lost.
+        if (r.state === 'resuming' && r.pause_snapshot_id) {
+          await this.settleAbandonedMove(r);
+          continue;
+        }
         this.d.logger.warn({ sandboxId: r.sandbox_id, nodeId, state: r.state, silentSinceMs: Date.now() - lastHeartbeatAt }, 'sandbox lost with its node');
         await this.markEnded(r.sandbox_id, 'node_lost');
       }
+    }
+  }
+
+  /**
+   * A move whose lock is free has no one doing it: a master stopped in the middle. The sandbox
+   * goes back to paused with its package, and the next resume moves it again; whatever the
+   * stopped move started on another node is removed when that node is reconciled.
+   */
+  private async settleAbandonedMove(r: Row): Promise<void> {
+    const name = `sbx:${r.sandbox_id}`;
+    if (!(await this.d.coordination.tryLock(name, this.holder, LOCK_TTL_MS))) return;
+    try {
+      if (await this.d.repo.transition(r.sandbox_id, ['resuming'], { state: 'paused' })) {
+        this.d.logger.warn({ sandboxId: r.sandbox_id, nodeId: r.node_id }, 'a move to another node was abandoned midway; the sandbox is paused again with its stored state');
+      }
+    } finally {
+      await this.d.coordination.unlock(name, this.holder).catch(() => { /* the lock expires with its TTL */ });
     }
   }
 
