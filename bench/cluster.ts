@@ -67,15 +67,22 @@ try {
   for (let i = 0; i < 200; i++) pickMs.push((await timed(() => registry.pick({ memoryMB: 256, cpuCount: 1 })))[0]);
   await conn.close();
 
-  // Cross-node restore: sandboxes paused (files only: gVisor) with their package stored on node b;
-  // the same on node a, resumed where they are, for comparison.
+  // Cross-node restore: sandboxes paused (files only: gVisor) with their package stored. Those on
+  // node b resume on node a once b is dead; those on node a resume where they are, for comparison.
+  // Placed by draining the other (empty) node meanwhile, not by a selector: a move keeps to one.
   const K = 5;
   const pauseStoreMs: number[] = [];
   const sameNodeResumeMs: number[] = [];
   const onB: string[] = [];
-  for (const zone of ['a', 'b']) {
-    for (let i = 0; i < K; i++) {
-      const sbx = await Sandbox.create('base', { ...cluster.conn, nodeSelector: { zone } });
+  for (const [zone, other] of [['a', 'b'], ['b', 'a']] as const) {
+    await json(`${cluster.master('A')}/v1/nodes/node-${other}/drain`, { method: 'POST', body: '{}' });
+    const made: Sandbox[] = [];
+    try {
+      for (let i = 0; i < K; i++) made.push(await Sandbox.create('base', cluster.conn));
+    } finally {
+      await json(`${cluster.master('A')}/v1/nodes/node-${other}/drain`, { method: 'DELETE' });
+    }
+    for (const [i, sbx] of made.entries()) {
       await sbx.files.write('/home/user/state.txt', `sandbox ${i}`);
       pauseStoreMs.push((await timed(() => sbx.pause({ keepMemory: false })))[0]);
       if (zone === 'b') { onB.push(sbx.sandboxId); continue; }

@@ -33,6 +33,11 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
     // The MariaDB run speaks TLS between components (cluster_tls); the PostgreSQL run plain HTTP.
     before(async () => { c = await Cluster.start({ dir: '/tmp/svc-e2e-cluster', db: await engine.create!(), nodeMemoryMB: 1024, nodeLostAfterSec: 6, tls: engine.driver === 'mysql' }); });
     after(() => c?.stop());
+    /** The node a sandbox runs on, and the other one. */
+    const nodesOf = async (id: string): Promise<['a' | 'b', 'a' | 'b']> => {
+      const on = (await json<{ nodeId: string }>(`${c.master('A')}/v1/sandboxes/${id}`)).body.nodeId;
+      return on === 'node-a' ? ['a', 'b'] : ['b', 'a'];
+    };
 
     it('two nodes, two masters: registration, labels and runtimes, placement by selector, the proxy reaches either node', async () => {
       const cli = (args: string[]) => execFileSync(process.execPath, [SVC, ...args, '--api-url', c.apiUrl, '--api-key', API_KEY, '--json'], { encoding: 'utf8' });
@@ -84,46 +89,70 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
     });
 
     it('cross-node restore: a paused sandbox of a node killed with SIGKILL resumes on the other node with its files; the node, back, keeps no copy', async (t) => {
-      const sbx = await Sandbox.create('base', { ...c.conn, nodeSelector: { zone: 'b' } });
-      await sbx.files.write('/home/user/moved.txt', 'made on node b');
+      // No selector: a move keeps to one, and each label here is one node's.
+      const sbx = await Sandbox.create('base', c.conn);
+      const [from, to] = await nodesOf(sbx.sandboxId);
+      await sbx.files.write('/home/user/moved.txt', `made on node ${from}`);
       // Without memory: gVisor here can store a paused sandbox's files, not its frozen processes.
       await sbx.pause({ keepMemory: false });
-      c.killNode('b');
-      await waitFor('node b seen down', async () => ((await json<{ status: string }>(`${c.master('A')}/v1/nodes/node-b`)).body.status === 'unreachable' ? true : undefined), 60_000);
+      c.killNode(from);
+      await waitFor(`node ${from} seen down`, async () => ((await json<{ status: string }>(`${c.master('A')}/v1/nodes/node-${from}`)).body.status === 'unreachable' ? true : undefined), 60_000);
       const started = Date.now();
       const back = await Sandbox.connect(sbx.sandboxId, { ...c.conn, sandboxUrl: c.proxy2Url });
       t.diagnostic(`resumed on the other node in ${Date.now() - started} ms`);
-      assert.equal((await json<{ nodeId: string }>(`${c.master('B')}/v1/sandboxes/${sbx.sandboxId}`)).body.nodeId, 'node-a');
-      assert.equal(await back.files.read('/home/user/moved.txt'), 'made on node b');
-      assert.equal((await back.commands.run('echo running on a')).stdout, 'running on a\n');
-      c.restartNode('b');
-      await waitFor('node b back, its paused copy removed', async () => {
-        const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl('b')}/v1/sandboxes`);
+      assert.equal((await json<{ nodeId: string }>(`${c.master('B')}/v1/sandboxes/${sbx.sandboxId}`)).body.nodeId, `node-${to}`);
+      assert.equal(await back.files.read('/home/user/moved.txt'), `made on node ${from}`);
+      assert.equal((await back.commands.run('echo running')).stdout, 'running\n');
+      c.restartNode(from);
+      await waitFor(`node ${from} back, its paused copy removed`, async () => {
+        const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(from)}/v1/sandboxes`);
         return onNode.status === 200 && !onNode.body.some((x) => x.sandboxId === sbx.sandboxId) ? true : undefined;
       }, 60_000);
-      await waitFor('node b ready', async () => ((await json<{ status: string }>(`${c.master('A')}/v1/nodes/node-b`)).body.status === 'ready' ? true : undefined), 60_000);
-      assert.equal((await back.commands.run('cat /home/user/moved.txt')).stdout, 'made on node b', 'still one sandbox, on node a');
+      await waitFor(`node ${from} ready`, async () => ((await json<{ status: string }>(`${c.master('A')}/v1/nodes/node-${from}`)).body.status === 'ready' ? true : undefined), 60_000);
+      assert.equal((await back.commands.run('cat /home/user/moved.txt')).stdout, `made on node ${from}`, 'still one sandbox, on the other node');
       await back.kill();
+    });
+
+    it('a move keeps to the create\'s nodeSelector: svc node drain reports the sandbox no other node may take, and leaves it paused with its state stored', async () => {
+      const cli = (args: string[]) => execFileSync(process.execPath, [SVC, ...args, '--api-url', c.apiUrl, '--api-key', API_KEY, '--json'], { encoding: 'utf8' });
+      const sbx = await Sandbox.create('base', { ...c.conn, nodeSelector: { zone: 'a' } });
+      try {
+        let out = '';
+        try {
+          cli(['node', 'drain', 'node-a']);
+        } catch (e) {
+          out = String((e as { stdout?: string }).stdout);
+        }
+        const report = JSON.parse(out) as { moved: string[]; failed: Array<{ sandboxId: string; message: string }> };
+        assert.deepEqual(report.moved, []);
+        assert.equal(report.failed[0]?.sandboxId, sbx.sandboxId);
+        assert.match(report.failed[0].message, /labels zone=a/);
+        assert.equal((await Sandbox.getInfo(sbx.sandboxId, c.conn)).state, 'paused');
+      } finally {
+        cli(['node', 'undrain', 'node-a']);
+        await Sandbox.kill(sbx.sandboxId, c.conn);
+      }
     });
 
     it('svc node drain moves a running sandbox to the other node with its files; creates avoid the node until svc node undrain', async () => {
       const cli = (args: string[]) => execFileSync(process.execPath, [SVC, ...args, '--api-url', c.apiUrl, '--api-key', API_KEY, '--json'], { encoding: 'utf8' });
-      const sbx = await Sandbox.create('base', { ...c.conn, nodeSelector: { zone: 'a' } });
+      const sbx = await Sandbox.create('base', c.conn);
+      const [from, to] = await nodesOf(sbx.sandboxId);
       try {
-        await sbx.files.write('/home/user/drained.txt', 'made on node a');
-        const report = JSON.parse(cli(['node', 'drain', 'node-a'])) as { node: { status: string }; moved: string[]; failed: unknown[] };
+        await sbx.files.write('/home/user/drained.txt', `made on node ${from}`);
+        const report = JSON.parse(cli(['node', 'drain', `node-${from}`])) as { node: { status: string }; moved: string[]; failed: unknown[] };
         assert.equal(report.node.status, 'draining');
         assert.deepEqual(report.moved, [sbx.sandboxId]);
         assert.deepEqual(report.failed, []);
-        assert.equal((await json<{ nodeId: string; state: string }>(`${c.master('A')}/v1/sandboxes/${sbx.sandboxId}`)).body.nodeId, 'node-b');
+        assert.equal((await json<{ nodeId: string; state: string }>(`${c.master('A')}/v1/sandboxes/${sbx.sandboxId}`)).body.nodeId, `node-${to}`);
         const moved = await Sandbox.connect(sbx.sandboxId, c.conn);
-        assert.equal(await moved.files.read('/home/user/drained.txt'), 'made on node a');
-        const onA = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl('a')}/v1/sandboxes`);
-        assert.ok(!onA.body.some((x) => x.sandboxId === sbx.sandboxId), 'node a keeps nothing of it');
+        assert.equal(await moved.files.read('/home/user/drained.txt'), `made on node ${from}`);
+        const onFrom = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(from)}/v1/sandboxes`);
+        assert.ok(!onFrom.body.some((x) => x.sandboxId === sbx.sandboxId), `node ${from} keeps nothing of it`);
         const other = await Sandbox.create('base', c.conn);
-        assert.equal((await json<{ nodeId: string }>(`${c.master('A')}/v1/sandboxes/${other.sandboxId}`)).body.nodeId, 'node-b', 'a draining node takes no create');
+        assert.equal((await json<{ nodeId: string }>(`${c.master('A')}/v1/sandboxes/${other.sandboxId}`)).body.nodeId, `node-${to}`, 'a draining node takes no create');
         await other.kill();
-        assert.equal((JSON.parse(cli(['node', 'undrain', 'node-a'])) as { status: string }).status, 'ready');
+        assert.equal((JSON.parse(cli(['node', 'undrain', `node-${from}`])) as { status: string }).status, 'ready');
       } finally {
         await Sandbox.kill(sbx.sandboxId, c.conn);
       }

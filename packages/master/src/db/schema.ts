@@ -51,6 +51,8 @@ export interface SandboxRow {
   iam: string | null;
   /** A paused sandbox's state in the artifact store (t_svc_snapshot, purpose 'pause'); null: on its node only. */
   pause_snapshot_id: string | null;
+  /** JSON of the create's nodeSelector; null: none (a move to another node keeps to it). */
+  node_selector: string | null;
 }
 
 export interface NodeRow {

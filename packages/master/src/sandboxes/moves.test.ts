@@ -41,6 +41,12 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
   const packageRows = () => h.master.db.kysely.selectFrom('t_svc_snapshot').selectAll().where('purpose', '=', 'pause').execute();
   const svc = h.master.sandboxes;
   const master = new MasterClient(h.master.url);
+  // Placed on n2 by its label, then recorded as a create without a selector would be: a move keeps to a selector (tested apart).
+  const onN2 = async (over: Partial<CreateSandboxInput> = {}) => {
+    const s = await svc.create(input({ ...over, nodeSelector: { zone: 'b' } }));
+    await h.master.db.kysely.updateTable('t_svc_sandbox').set({ node_selector: null }).where('sandbox_id', '=', s.sandboxId).execute();
+    return s;
+  };
   try {
     await t.test('a filesystem pause stores its package (two nodes: pause_to_store auto); a frozen one cannot', async () => {
       const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
@@ -62,7 +68,7 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
     });
 
     await t.test('a paused sandbox of a lost node resumes on another from its package; the node, back, removes its copy', async () => {
-      const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      const s = await onN2();
       const token = (await row(s.sandboxId)).envd_access_token;
       await svc.pause(s.sandboxId, 'api', { memory: false });
       const pkgId = (await row(s.sandboxId)).pause_snapshot_id!;
@@ -93,7 +99,7 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
 
     await t.test('the lost node sweep leaves a sandbox moving off the node alone, and settles a move a stopped master left', async () => {
       await register();
-      const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      const s = await onN2();
       await svc.pause(s.sandboxId, 'api', { memory: false });
       await lose('n2');
       // As a master that stopped in the middle of moveAndResume leaves it: resuming, its lock free.
@@ -108,7 +114,7 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
 
     await t.test('a lost node\'s sandbox without a package: 503 naming the node, and it stays paused', async () => {
       await register();
-      const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      const s = await onN2();
       await svc.pause(s.sandboxId);
       await lose('n2');
       const e = await statusOf(svc.connect(s.sandboxId, 60));
@@ -119,10 +125,24 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
       await svc.kill(s.sandboxId);
     });
 
+    await t.test('a move keeps to the create\'s nodeSelector: with no other node holding its labels, 503 and it stays paused', async () => {
+      await register();
+      const s = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      await svc.pause(s.sandboxId, 'api', { memory: false });
+      assert.ok((await row(s.sandboxId)).pause_snapshot_id);
+      await lose('n2');
+      const e = await statusOf(svc.connect(s.sandboxId, 60));
+      assert.equal(e.status, 503);
+      assert.match(e.message, /no node with the gvisor runtime and labels zone=b is available now/);
+      assert.equal((await row(s.sandboxId)).state, 'paused');
+      await register();
+      await svc.kill(s.sandboxId);
+    });
+
     await t.test('drain: new creates avoid the node; running sandboxes move, paused ones are stored; undrain', async () => {
       await register();
-      const running = await svc.create(input({ nodeSelector: { zone: 'b' } }));
-      const frozen = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      const running = await onN2();
+      const frozen = await onN2();
       await svc.pause(frozen.sandboxId);
       const report = await master.drainNode('n2');
       assert.equal(report.node.status, 'draining');
@@ -147,7 +167,7 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
     });
 
     await t.test('a drain with nowhere to go reports what stayed; the sandbox is kept paused with its package', async () => {
-      const alone = await svc.create(input({ nodeSelector: { zone: 'b' } }));
+      const alone = await onN2();
       await lose('n1');
       const report = await master.drainNode('n2');
       assert.equal(report.moved.length, 0);

@@ -148,7 +148,7 @@ export class SandboxService {
       end_at: deadline.endAt === null ? null : deadline.endAt + (started - now),
       started_at: started, created_at: now, updated_at: started, terminated_at: null, terminate_reason: null,
       volume_mounts: JSON.stringify(mounts.length ? mounts.map((m) => m.mount) : asked), env_vars: JSON.stringify(envVars), auto_pause_memory: input.pauseMemory === false ? 0 : 1,
-      pause_snapshot_id: null,
+      pause_snapshot_id: null, node_selector: input.nodeSelector && Object.keys(input.nodeSelector).length ? JSON.stringify(input.nodeSelector) : null,
     };
     let record: SandboxRecord;
     try {
@@ -542,7 +542,10 @@ export class SandboxService {
       // A boot from files runs as the template says; a deleted template leaves envd's defaults.
       const tpl = await this.d.templates.resolveForCreate(cur.template_id).catch(() => undefined);
       const network = JSON.parse(cur.network) as NetworkConfig;
-      const need = { memoryMB: Number(cur.memory_mb), cpuCount: Number(cur.cpu_count), runtime: cur.runtime as RuntimeKind, exclude: [cur.node_id] };
+      const need = {
+        memoryMB: Number(cur.memory_mb), cpuCount: Number(cur.cpu_count), runtime: cur.runtime as RuntimeKind, exclude: [cur.node_id],
+        ...(cur.node_selector ? { selector: JSON.parse(cur.node_selector) as Record<string, string> } : {}),
+      };
       placed = await placeSandbox(this.placing(id), id, need, async (nodeId) => {
         if (plan.policy && !(await this.d.egress.available(nodeId))) throw badRequest(`sandbox ${id} has network rules, which need the egress proxy, and node ${nodeId} has none`);
         const volumes = await this.recordedVolumes(cur, nodeId);

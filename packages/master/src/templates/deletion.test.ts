@@ -26,7 +26,7 @@ async function addSandbox(h: Harness, id: string, templateId: string, state: str
     address: '10.0.0.2', envd_port: 49983, envd_version: '0', envd_access_token: null, traffic_access_token: null, secure: 0,
     runtime: 'gvisor', cpu_count: 1, memory_mb: 256, disk_size_mb: 1024, metadata: '{}', network: '{}', allow_internet_access: null,
     on_timeout: 'kill', auto_resume: 0, timeout_sec: -1, end_at: null, started_at: now, created_at: now, updated_at: now,
-    terminated_at: null, terminate_reason: null, volume_mounts: '[]', env_vars: null, auto_pause_memory: 1, team_id: DEFAULT_TEAM_ID, iam: null, pause_snapshot_id: null,
+    terminated_at: null, terminate_reason: null, volume_mounts: '[]', env_vars: null, auto_pause_memory: 1, team_id: DEFAULT_TEAM_ID, iam: null, pause_snapshot_id: null, node_selector: null,
   };
   await h.kysely.insertInto('t_svc_sandbox').values(row).execute();
 }
