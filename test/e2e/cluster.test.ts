@@ -33,6 +33,11 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
     // The MariaDB run speaks TLS between components (cluster_tls); the PostgreSQL run plain HTTP.
     before(async () => { c = await Cluster.start({ dir: '/tmp/svc-e2e-cluster', db: await engine.create!(), nodeMemoryMB: 1024, nodeLostAfterSec: 6, tls: engine.driver === 'mysql' }); });
     after(() => c?.stop());
+    /**
+     * A kill once the sandbox is out of a pause or resume under way (the API already shows a
+     * pausing sandbox as paused, and a DELETE then answers 503 with Retry-After).
+     */
+    const killSettled = (id: string) => waitFor(`sandbox ${id} killed`, () => Sandbox.kill(id, c.conn).then(() => true), 60_000);
     /** The node a sandbox runs on, and the other one. */
     const nodesOf = async (id: string): Promise<['a' | 'b', 'a' | 'b']> => {
       const on = (await json<{ nodeId: string }>(`${c.master('A')}/v1/sandboxes/${id}`)).body.nodeId;
@@ -130,7 +135,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         assert.equal((await Sandbox.getInfo(sbx.sandboxId, c.conn)).state, 'paused');
       } finally {
         cli(['node', 'undrain', 'node-a']);
-        await Sandbox.kill(sbx.sandboxId, c.conn);
+        await killSettled(sbx.sandboxId);
       }
     });
 
@@ -154,7 +159,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         await other.kill();
         assert.equal((JSON.parse(cli(['node', 'undrain', `node-${from}`])) as { status: string }).status, 'ready');
       } finally {
-        await Sandbox.kill(sbx.sandboxId, c.conn);
+        await killSettled(sbx.sandboxId);
       }
     });
 
@@ -174,7 +179,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         assert.equal(await leaderOf(), leader === 0 ? 1 : 0);
       } finally {
         c.restartLifecycle(leader);
-        await Sandbox.kill(sbx.sandboxId, c.conn);
+        await killSettled(sbx.sandboxId);
       }
       await waitFor(`lifecycle replica ${leader} back`, async () => ((await json(`${c.lifecycleUrl(leader)}/health`)).status === 200 ? true : undefined), 60_000);
     });
@@ -198,7 +203,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         assert.equal(await back.files.read('/home/user/kept.txt'), 'kept', 'nothing lost, through the first proxy');
       } finally {
         c.restartProxy2();
-        await Sandbox.kill(sbx.sandboxId, c.conn);
+        await killSettled(sbx.sandboxId);
       }
       await waitFor('proxy 2 back', async () => ((await fetch(`${c.proxy2Url}/health`).catch(() => undefined)) ? true : undefined), 60_000);
     });
@@ -211,7 +216,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         const back = await Sandbox.connect(sbx.sandboxId, { ...c.conn, sandboxUrl: c.proxy2Url, timeoutMs: 120_000 });
         assert.equal(await back.files.read('/tmp/kept'), 'kept');
       } finally {
-        await Sandbox.kill(sbx.sandboxId, c.conn);
+        await killSettled(sbx.sandboxId);
       }
     });
 
