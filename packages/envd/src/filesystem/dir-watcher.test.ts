@@ -91,3 +91,14 @@ test('removing the watched directory is reported once', async () => {
   const events = await observe(false, none, (d) => rm(d, { recursive: true }));
   assert.deepEqual(events, ['REMOVE .']);
 });
+
+test('a root that cannot be read answers with the errno\'s code, as every envd route does (a file: invalid_argument, not internal)', async () => {
+  const file = join(root, 'plain-file');
+  await writeFile(file, 'x');
+  await assert.rejects(DirWatcher.open(file, false, { events: () => {}, error: () => {} }), (e: Error & { code?: unknown }) => {
+    assert.match(e.message, /error watching .*plain-file/);
+    assert.equal(String(e.code), 'invalid_argument');
+    return true;
+  });
+  await assert.rejects(DirWatcher.open(join(root, 'missing'), false, { events: () => {}, error: () => {} }), (e: Error & { code?: unknown }) => String(e.code) === 'not_found');
+});

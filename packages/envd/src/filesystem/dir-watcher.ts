@@ -1,7 +1,7 @@
 import { watch, type FSWatcher, type Stats } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
-import { ConnectError } from '../connect/code.ts';
+import { ConnectError, toConnectError } from '../connect/code.ts';
 import { EventType } from '@svc/contracts/envd/filesystem/filesystem_pb';
 
 export interface ChangeEvent {
@@ -280,11 +280,10 @@ function known(info: Stats): Known {
   return { ino: info.ino, dir: info.isDirectory(), mode: info.mode & 0o7777, uid: info.uid, gid: info.gid };
 }
 
+/** The errno mapping every envd route uses (connect/code.ts), with the inotify limits named. */
 function toWatchError(err: unknown, dir: string): ConnectError {
   if (err instanceof ConnectError) return err;
   const code = (err as NodeJS.ErrnoException).code;
-  const message = `error watching ${dir}: ${(err as Error).message}`;
-  if (code === 'ENOSPC' || code === 'EMFILE') return new ConnectError('resource_exhausted', `${message} (inotify limits reached)`);
-  if (code === 'ENOENT') return new ConnectError('not_found', message);
-  return new ConnectError('internal', message);
+  if (code === 'ENOSPC' || code === 'EMFILE') return new ConnectError('resource_exhausted', `error watching ${dir}: ${(err as Error).message} (inotify limits reached)`);
+  return toConnectError(err, `error watching ${dir}`);
 }
