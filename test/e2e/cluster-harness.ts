@@ -119,7 +119,7 @@ export class Cluster {
 
   /** Kills a node agent with SIGKILL (its sandboxes keep running, as on a crash). */
   killNode(name: 'a' | 'b'): void {
-    this.procs.find((p) => p.name === `node-${name}` && p.child.exitCode === null && p.child.signalCode === null)!.child.kill('SIGKILL');
+    this.kill(`node-${name}`);
   }
 
   /** Starts a node agent again on its state. */

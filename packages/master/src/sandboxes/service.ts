@@ -736,7 +736,7 @@ export class SandboxService {
           this.d.logger.warn({ nodeId, err: err.message }, 'node did not say why its sandboxes ended');
           return new Map<string, EndedSandbox>();
         });
-        await this.markEnded(r.sandbox_id, terminateReasonOf((await endedOnNode).get(r.sandbox_id)));
+        await this.markEnded(r, terminateReasonOf((await endedOnNode).get(r.sandbox_id)));
       } else if (r.state !== s.state && (r.state === 'pausing' || r.state === 'resuming')) {
         await this.d.repo.update(r.sandbox_id, { state: s.state, pause_kind: s.state === 'paused' ? s.pauseKind ?? 'freeze' : null });
       } else if (r.state === 'killing') {
@@ -763,7 +763,7 @@ export class SandboxService {
           continue;
         }
         this.d.logger.warn({ sandboxId: r.sandbox_id, nodeId, state: r.state, silentSinceMs: Date.now() - lastHeartbeatAt }, 'sandbox lost with its node');
-        await this.markEnded(r.sandbox_id, 'node_lost');
+        await this.markEnded(r, 'node_lost');
       }
     }
   }
@@ -792,15 +792,15 @@ export class SandboxService {
       if (!row || row.node_id !== nodeId || row.state === 'terminated' || row.state === 'killing') continue;
       const reason = terminateReasonOf(e);
       this.d.logger.info({ sandboxId: e.sandboxId, nodeId, reason, message: e.message }, 'sandbox ended on its node');
-      await this.markEnded(e.sandboxId, reason);
+      await this.markEnded(row, reason);
     }
   }
 
-  /** A sandbox its node no longer runs: terminated here, with the reason, and announced. */
-  private async markEnded(id: string, reason: TerminateReason): Promise<void> {
-    const stored = (await this.d.repo.get(id))?.pause_snapshot_id ?? null;
+  /** A sandbox its node no longer runs (its row as the caller read it): terminated here, with the reason, and announced. */
+  private async markEnded(row: Row, reason: TerminateReason): Promise<void> {
+    const id = row.sandbox_id;
     await this.d.repo.update(id, { state: 'terminated', terminated_at: Date.now(), terminate_reason: reason, end_at: null, pause_snapshot_id: null });
-    void this.dropPausePackage(id, stored);
+    void this.dropPausePackage(id, row.pause_snapshot_id);
     await this.changed('sandbox.killed', id, reason);
   }
 
