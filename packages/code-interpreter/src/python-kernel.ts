@@ -214,7 +214,10 @@ export class PythonKernel implements Kernel {
             break; // clear_output, update_display_data and comms have no execution line
         }
       };
-      const request = s.client.request('shell', 'execute_request', { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: false, stop_on_error: true }, onBroadcast);
+      // stop_on_error false: a context runs one execution at a time (its lock), so there is no queue
+      // to abort, and with it ipykernel aborts an execution that arrives just after an error
+      // (its abort window closes on a later dispatch; seen in CI as the next cell's lost result).
+      const request = s.client.request('shell', 'execute_request', { code, silent: false, store_history: true, user_expressions: {}, allow_stdin: false, stop_on_error: false }, onBroadcast);
       void request.reply.then((m) => {
         replied = true;
         const c = m.content;
