@@ -286,7 +286,7 @@ test('snapshots and fork: files before the capture carry over, later writes and 
     const api = { 'X-API-Key': p.apiKey, 'Content-Type': 'application/json' };
     const tpl = await fetch(`${p.apiUrl}/templates/base`, { method: 'DELETE', headers: api });
     assert.equal(tpl.status, 409);
-    assert.match(((await tpl.json()) as { message: string }).message, /snapshots or built templates that start from it: snap-/);
+    assert.match(((await tpl.json()) as { message: string }).message, /snapshots or built templates that start from it: (template [^,]+, )*snap-/);
     await b.pause();
     await assert.rejects(b.createSnapshot(), (e: Error & { statusCode?: number }) => e.statusCode === 409);
 

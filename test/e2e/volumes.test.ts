@@ -111,9 +111,10 @@ test('a snapshot records its volume mounts and a create from it mounts the volum
   const vol = await Volume.create(`snap-${Date.now()}`);
   const origin = await Sandbox.create('base', { volumeMounts: { '/data': vol } });
   const made: Sandbox[] = [origin];
+  let snap: { snapshotId: string } | undefined;
   try {
     await origin.commands.run('echo at-snapshot > /data/f');
-    const snap = await origin.createSnapshot();
+    snap = await origin.createSnapshot();
     await origin.commands.run('echo later > /data/f');
     const restored = await Sandbox.create(snap.snapshotId);
     made.push(restored);
@@ -125,6 +126,8 @@ test('a snapshot records its volume mounts and a create from it mounts the volum
     assert.equal((await origin.commands.run('cat /data/g')).stdout, 'from-fork\n', 'the fork shares the volume');
   } finally {
     for (const s of made) await s.kill().catch(() => undefined);
+    // The data dir outlives the run: a snapshot left here would hold the base template in later runs.
+    if (snap) await Sandbox.deleteSnapshot(snap.snapshotId);
   }
   assert.equal(await Volume.destroy(vol.volumeId), true);
 });

@@ -121,6 +121,31 @@ onEveryEngine('artifact deletion', {
     assert.deepEqual(h.tc.deletes, [artifactId]);
   }],
 
+  'a refusal names the templates built on it before its many snapshots; a pause package does not hold it': async (h) => {
+    await h.addNode('n1');
+    const { templateId, artifactId } = await readyTemplate(h);
+    const snapshot = (id: string, purpose: 'snapshot' | 'build' | 'pause') => h.kysely.insertInto('t_svc_snapshot').values({
+      snapshot_id: id, name: null, sandbox_id: 'sb-1', template_id: templateId, artifact_id: artifactId, layer_id: id, layer_sha256: 'x',
+      size_bytes: 1, node_id: 'n1', status: 'ready', purpose, cache_key: null, build_id: null, volume_mounts: null, contents: 'filesystem',
+      cpu_count: 1, memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', team_id: DEFAULT_TEAM_ID, created_at: Date.now(),
+    }).execute();
+    await snapshot('snap-pkg', 'pause');
+    for (let i = 0; i < 25; i++) await snapshot(`snap-${String(i).padStart(2, '0')}`, 'snapshot');
+    await snapshot('snap-built', 'build');
+    const { templateId: builtId } = await readyTemplate(h, { ...IMAGE, alias: 'built-on-it' });
+    await h.kysely.updateTable('t_svc_template').set({ layer_snapshot_id: 'snap-built' }).where('template_id', '=', builtId).execute();
+
+    const refused = await h.call('DELETE', `/svc/template/${templateId}`);
+    assert.equal(refused.status, 409);
+    assert.match(refused.body.message, new RegExp(`^template ${templateId} has snapshots or built templates that start from it: template built-on-it, snap-00, snap-01, .* and 6 more; delete them first$`));
+    assert.doesNotMatch(refused.body.message, /snap-pkg|snap-built/, 'neither the pause package nor the build snapshot is for the user to delete');
+
+    await h.kysely.deleteFrom('t_svc_snapshot').where('purpose', '!=', 'pause').execute();
+    await h.kysely.updateTable('t_svc_template').set({ layer_snapshot_id: null }).where('template_id', '=', builtId).execute();
+    assert.equal((await h.call('DELETE', `/svc/template/${templateId}`)).status, 204, 'a paused sandbox\'s package does not hold the template');
+    assert.equal((await artifact(h, artifactId))?.status, 'READY', 'the package still needs the artifact');
+  },
+
   'GC sweep: an artifact a redo left behind is deleted once unreferenced past its deadline': [{ graceMs: 500 }, async (h) => {
     const node = await h.addNode('n1');
     const { templateId, artifactId: first } = await readyTemplate(h);

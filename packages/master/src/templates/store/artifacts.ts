@@ -146,19 +146,21 @@ export async function countReferences(db: Kysely<Database>, artifactId: string, 
   return Number(templates?.n ?? 0) + Number(latestJobs?.n ?? 0) + Number(jobs?.n ?? 0) + Number(definitions?.n ?? 0) + Number(snapshots?.n ?? 0);
 }
 
-/** Snapshots taken of the template's sandboxes (they need its artifact). */
 /**
- * What starts from the template's files and keeps it from being deleted: the user's snapshots of
- * its sandboxes, by id, and templates the builder made from it, by name (their build snapshots lie
- * over its artifact).
+ * What starts from the template's files and keeps it from being deleted: templates the builder made
+ * from it, by name (their build snapshots lie over its artifact), then the user's snapshots of its
+ * sandboxes, by id. Templates come first: they are few, and the refusal lists only the first 20.
+ * A pause package does not hold the template: a paused sandbox outlives its template as a running
+ * one does, and the package's row keeps the artifact referenced (referencesTo).
  */
 export async function snapshotsOfTemplate(db: Kysely<Database>, templateId: string): Promise<string[]> {
-  const rows = await db.selectFrom('t_svc_snapshot').select(['snapshot_id', 'purpose']).where('template_id', '=', templateId).orderBy('snapshot_id').execute();
+  const rows = await db.selectFrom('t_svc_snapshot').select(['snapshot_id', 'purpose']).where('template_id', '=', templateId)
+    .where('purpose', '!=', 'pause').orderBy('snapshot_id').execute();
   const built = rows.filter((r) => r.purpose === 'build').map((r) => r.snapshot_id);
   const templates = built.length
-    ? await db.selectFrom('t_svc_template').select(['template_id', 'alias']).where('layer_snapshot_id', 'in', built).execute()
+    ? await db.selectFrom('t_svc_template').select(['template_id', 'alias']).where('layer_snapshot_id', 'in', built).orderBy('template_id').execute()
     : [];
-  return [...rows.filter((r) => r.purpose !== 'build').map((r) => r.snapshot_id), ...templates.map((t) => `template ${t.alias ?? t.template_id}`)];
+  return [...templates.map((t) => `template ${t.alias ?? t.template_id}`), ...rows.filter((r) => r.purpose === 'snapshot').map((r) => r.snapshot_id)];
 }
 
 /**
