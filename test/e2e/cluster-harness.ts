@@ -13,6 +13,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import type { DatabaseConfig } from '@svc/common';
 import { buildBaseRootfs } from '@svc/template-center';
 import type { TestDatabase } from '@svc/master/testing/test-databases';
 import { REPO, sandboxProcessesAll, waitFor } from './harness.ts';
@@ -20,6 +21,9 @@ import { REPO, sandboxProcessesAll, waitFor } from './harness.ts';
 const SVC = join(REPO, 'dist/svc.mjs');
 export const REDIS_HOST = process.env.SVC_TEST_REDIS_HOST;
 const REDIS_PORT = process.env.SVC_TEST_REDIS_PORT;
+/** scripts/test-services.sh's Redis TLS port and the CA of its servers' certificates. */
+const REDIS_TLS_PORT = process.env.SVC_TEST_REDIS_TLS_PORT;
+const SERVICES_CA = process.env.SVC_TEST_TLS_CA;
 export const API_KEY = 'cluster-test-key';
 const REDIS_DB = 11;
 
@@ -33,7 +37,8 @@ export interface ClusterOptions {
   nodeLostAfterSec: number;
   /**
    * cluster_tls: the components' own listeners serve HTTPS with a certificate of a CA made for
-   * the cluster, which each process trusts through NODE_EXTRA_CA_CERTS (docs/cluster.md).
+   * the cluster, and they reach the database (MySQL only) and Redis over TLS; each process trusts
+   * both CAs through NODE_EXTRA_CA_CERTS (docs/cluster.md).
    */
   tls?: boolean;
 }
@@ -91,7 +96,9 @@ export class Cluster {
   readonly ports: Record<string, number> = {};
   private readonly procs: Proc[] = [];
 
-  private constructor(private readonly o: ClusterOptions) {}
+  private constructor(private readonly o: ClusterOptions) {
+    this.database = o.db.config;
+  }
 
   static async start(o: ClusterOptions): Promise<Cluster> {
     const c = new Cluster(o);
@@ -170,7 +177,7 @@ export class Cluster {
     return JSON.stringify({
       api: { listen: `127.0.0.1:${this.ports.api}`, api_key: API_KEY },
       master: this.masterSection('A'),
-      redis: { host: REDIS_HOST, port: Number(REDIS_PORT), db: REDIS_DB },
+      redis: this.o.tls ? { host: REDIS_HOST, port: Number(REDIS_TLS_PORT), db: REDIS_DB, tls: true } : { host: REDIS_HOST, port: Number(REDIS_PORT), db: REDIS_DB },
       template_center: { listen: `127.0.0.1:${this.ports.tc}`, callback_token: 'cluster-callback' },
       proxy: { http_port: this.ports.proxy, admin_port: this.ports.proxyAdmin, admin_token: 'cluster-proxy' },
       svcproxy: { admin_token: 'cluster-proxy' },
@@ -182,10 +189,14 @@ export class Cluster {
   }
 
   /** Both masters share the database and the vault key the first made (docs/cluster.md). */
+  /** The masters' database settings: the test database's, or with tls an account MariaDB serves over TLS only. */
+  private database: DatabaseConfig;
+
   private masterSection(which: 'A' | 'B') {
     const port = this.ports[`master${which}`];
     return {
-      listen: `127.0.0.1:${port}`, addr: `${this.scheme}://127.0.0.1:${port}`, database: this.o.db.config, upload_signing_key: 'cluster-upload-key',
+      listen: `127.0.0.1:${port}`, addr: `${this.scheme}://127.0.0.1:${port}`, upload_signing_key: 'cluster-upload-key',
+      database: this.database,
       node_lost_after_sec: this.o.nodeLostAfterSec,
       ...(which === 'B' ? { vault_key_file: join(this.o.dir, 'data-master-a', 'vault', 'key.json') } : {}),
     };
@@ -196,7 +207,7 @@ export class Cluster {
     writeFileSync(file, cfg);
     const log = join(this.o.dir, `${name}.log`);
     const out = createWriteStream(log, { flags: 'a' });
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...(this.o.tls ? { NODE_EXTRA_CA_CERTS: join(this.o.dir, 'tls', 'ca.pem') } : {}) };
+    const env = { PATH: process.env.PATH, HOME: process.env.HOME, ...(this.o.tls ? { NODE_EXTRA_CA_CERTS: join(this.o.dir, 'tls', 'trust.pem') } : {}) };
     const child = spawn(process.execPath, [SVC, ...args, '--config', file], { stdio: ['ignore', 'pipe', 'pipe'], env });
     child.stdout!.pipe(out);
     child.stderr!.pipe(out);
@@ -229,7 +240,12 @@ export class Cluster {
     for (const k of ['api', 'masterA', 'masterB', 'tc', 'proxy', 'proxyAdmin', 'proxy2', 'proxyAdmin2', 'nodea', 'nodeb']) this.ports[k] = await freePort();
     this.ports.lifecycle = await freePortPair();
     execFileSync('redis-cli', ['-h', REDIS_HOST!, '-p', REDIS_PORT!, '-n', String(REDIS_DB), 'flushdb']);
-    if (this.o.tls) clusterCa = makeClusterCertificate(join(dir, 'tls'));
+    if (this.o.tls) {
+      if (!REDIS_TLS_PORT || !SERVICES_CA) throw new Error('SVC_TEST_REDIS_TLS_PORT and SVC_TEST_TLS_CA are not set (run scripts/test-services.sh start)');
+      clusterCa = makeClusterCertificate(join(dir, 'tls'));
+      writeFileSync(join(dir, 'tls', 'trust.pem'), Buffer.concat([clusterCa, readFileSync(SERVICES_CA)]));
+      this.database = await tlsOnlyAccount(this.o.db.config);
+    }
 
     this.start('master-a', ['master'], this.config({ data_dir: join(dir, 'data-master-a') }));
     await waitFor('master A', () => ok(`${this.master('A')}/notify/health`), 60_000);
@@ -275,4 +291,21 @@ function makeClusterCertificate(dir: string): Buffer {
   writeFileSync(join(dir, 'san.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\n');
   ossl(['x509', '-req', '-in', 'cluster.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'cluster.pem', '-days', '2', '-extfile', 'san.cnf']);
   return readFileSync(join(dir, 'ca.pem'));
+}
+
+/**
+ * With cluster_tls on MariaDB: an account of the test database that the server admits over TLS
+ * only (REQUIRE SSL), so a master that did not speak TLS to it could not start.
+ */
+async function tlsOnlyAccount(db: DatabaseConfig): Promise<DatabaseConfig> {
+  if (db.driver !== 'mysql') return db;
+  const my = await import('mysql2/promise');
+  const admin = await my.createConnection({ host: db.host, port: db.port, user: db.user, password: db.password });
+  try {
+    await admin.query("CREATE USER IF NOT EXISTS 'svc_tls_only'@'127.0.0.1' IDENTIFIED BY 'svc_tls_only' REQUIRE SSL");
+    await admin.query(`GRANT ALL PRIVILEGES ON \`${db.database}\`.* TO 'svc_tls_only'@'127.0.0.1'`);
+  } finally {
+    await admin.end();
+  }
+  return { ...db, user: 'svc_tls_only', password: 'svc_tls_only', tls: true };
 }

@@ -27,10 +27,10 @@ const skipAll = !REDIS_HOST ? 'Redis is not running (scripts/test-services.sh st
 // The cluster on each external engine SPEC.md names for its state, always with Redis.
 for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite')) {
   const skip = skipAll || engine.skip || false;
-  describe(`a cluster on ${engine.driver} and Redis${engine.driver === 'mysql' ? ', TLS between components' : ''}`, { skip }, () => {
+  describe(`a cluster on ${engine.driver} and Redis${engine.driver === 'mysql' ? ', TLS everywhere' : ''}`, { skip }, () => {
     let c: Cluster;
     // Room for four sandboxes of 256 MB on each node: what the hammer below fills. Node loss told after 6 s, not 30.
-    // The MariaDB run speaks TLS between components (cluster_tls); the PostgreSQL run plain HTTP.
+    // The MariaDB run speaks TLS between components (cluster_tls) and to MariaDB and Redis; the PostgreSQL run plain.
     before(async () => { c = await Cluster.start({ dir: '/tmp/svc-e2e-cluster', db: await engine.create!(), nodeMemoryMB: 1024, nodeLostAfterSec: 6, tls: engine.driver === 'mysql' }); });
     after(() => c?.stop());
     /**

@@ -31,7 +31,7 @@ export interface Platform {
 }
 
 export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Platform> {
-  const coordination = coordinationFor(cfg.redis);
+  const coordination = coordinationFor(cfg.redis, { logger });
   const closers: Array<() => Promise<void>> = [async () => coordination.close()];
   const close = async () => {
     for (const c of closers.reverse()) await c().catch((err) => logger.warn({ err: (err as Error).message }, 'shutdown step failed'));

@@ -39,7 +39,7 @@ export async function runComponent(name: string, start: ComponentStart, opts: { 
     if (cfg.cluster_tls.cert_file && !process.env.NODE_EXTRA_CA_CERTS) {
       logger.warn('cluster_tls is set and NODE_EXTRA_CA_CERTS is not: this component trusts the system CAs alone when it calls the others; a private cluster CA goes in NODE_EXTRA_CA_CERTS (docs/cluster.md)');
     }
-    started = [await start({ cfg, logger, args, coordination: () => (coordination ??= coordinationFor(cfg.redis)) })].flat();
+    started = [await start({ cfg, logger, args, coordination: () => (coordination ??= coordinationFor(cfg.redis, { logger })) })].flat();
   } catch (err) {
     logger.fatal({ err }, `${name} failed to start`);
     await coordination?.close().catch((e: Error) => logger.warn({ err: e.message }, 'closing the coordination store failed'));

@@ -180,7 +180,11 @@ export interface SvcConfig {
 export type DatabaseConfig =
   | { driver: 'sqlite'; path: string }
   | { driver: 'postgres'; url: string }
-  | { driver: 'mysql'; host: string; port: number; user: string; password: string; database: string };
+  | {
+    driver: 'mysql'; host: string; port: number; user: string; password: string; database: string;
+    /** TLS to the server, its certificate checked against the system's CAs and NODE_EXTRA_CA_CERTS (docs/cluster.md). */
+    tls?: boolean;
+  };
 
 export interface RedisConfig {
   /** Empty host: embedded (in-process) coordination. */
@@ -188,6 +192,8 @@ export interface RedisConfig {
   port: number;
   password: string;
   db: number;
+  /** TLS to Redis, its certificate checked against the system's CAs and NODE_EXTRA_CA_CERTS (docs/cluster.md). */
+  tls: boolean;
 }
 
 /** One `volume_plugins[]` entry (docs/volume-plugins.md). */

@@ -38,9 +38,17 @@ test('older prefixes still work and log a deprecation notice', () => {
 
 test('external databases and Redis from SVC_EXTERNAL_*', () => {
   const my = loadConfig({ env: { SVC_EXTERNAL_MYSQL_HOST: 'db', SVC_EXTERNAL_MYSQL_PASSWORD: 'p', SVC_EXTERNAL_REDIS_HOST: 'r', SVC_EXTERNAL_REDIS_PORT: '6380' } });
-  assert.deepEqual(my.master.database, { driver: 'mysql', host: 'db', port: 3306, user: 'root', password: 'p', database: 'svc' });
+  assert.deepEqual(my.master.database, { driver: 'mysql', host: 'db', port: 3306, user: 'root', password: 'p', database: 'svc', tls: false });
   assert.equal(my.redis.host, 'r');
   assert.equal(my.redis.port, 6380);
+  assert.equal(my.redis.tls, false);
+  const tls = loadConfig({ env: { SVC_EXTERNAL_MYSQL_HOST: 'db', SVC_EXTERNAL_MYSQL_TLS: 'true', SVC_EXTERNAL_REDIS_HOST: 'r', SVC_EXTERNAL_REDIS_TLS: '1' } });
+  assert.equal((tls.master.database as { tls?: boolean }).tls, true);
+  assert.equal(tls.redis.tls, true);
+  assert.throws(() => loadConfig({ env: { SVC_EXTERNAL_MYSQL_HOST: 'db', SVC_EXTERNAL_MYSQL_TLS: 'maybe' } }), /master\.database\.tls \(from SVC_EXTERNAL_MYSQL_TLS\): must be true or false/);
+  assert.throws(() => loadConfig({ env: { SVC_EXTERNAL_REDIS_TLS: 'maybe' } }), /redis\.tls \(from SVC_EXTERNAL_REDIS_TLS\): must be true or false/);
+  assert.throws(() => loadConfig({ overrides: { 'redis.tls': 'yes' } }), /redis\.tls: must be true or false/);
+  assert.throws(() => loadConfig({ overrides: { 'master.database': { driver: 'mysql', host: 'db', port: 3306, tls: 'yes' } } }), /master\.database\.tls: must be true or false/);
   const pg = loadConfig({ env: { SVC_EXTERNAL_POSTGRES_URL: 'postgres://u@h/d' } });
   assert.deepEqual(pg.master.database, { driver: 'postgres', url: 'postgres://u@h/d' });
 });

@@ -77,7 +77,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       admin_token: '', audit_log: '', ca_dir: '', resolve: '', upstream_ca_file: '',
     },
     lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },
-    redis: { host: '', port: 6379, password: '', db: 0 },
+    redis: { host: '', port: 6379, password: '', db: 0, tls: false },
     cluster_tls: { cert_file: '', key_file: '' },
   };
 }
@@ -173,6 +173,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_EXTERNAL_REDIS_PORT', 'redis.port', 'int'],
   ['SVC_EXTERNAL_REDIS_PASSWORD', 'redis.password', 'string'],
   ['SVC_EXTERNAL_REDIS_DB', 'redis.db', 'int'],
+  ['SVC_EXTERNAL_REDIS_TLS', 'redis.tls', 'bool'],
 ];
 
 /**
@@ -268,6 +269,7 @@ function applyExternalDatabase(cfg: SvcConfig, env: NodeJS.ProcessEnv, warn: (m:
       user: envValue(env, 'SVC_EXTERNAL_MYSQL_USER', warn) ?? 'root',
       password: envValue(env, 'SVC_EXTERNAL_MYSQL_PASSWORD', warn) ?? '',
       database: envValue(env, 'SVC_EXTERNAL_MYSQL_DATABASE', warn) ?? 'svc',
+      tls: coerce(envValue(env, 'SVC_EXTERNAL_MYSQL_TLS', warn) ?? 'false', 'bool', 'master.database.tls (from SVC_EXTERNAL_MYSQL_TLS)') as boolean,
     };
   }
 }
@@ -387,6 +389,8 @@ export function validateConfig(c: SvcConfig): void {
   need(['sqlite', 'postgres', 'mysql'].includes(db.driver), 'master.database.driver', `must be sqlite, postgres or mysql (got ${JSON.stringify(db.driver)})`);
   if (db.driver === 'postgres') need(/^postgres(ql)?:\/\//.test(db.url), 'master.database.url', 'must be a postgres:// URL');
   if (db.driver === 'mysql') need(!!db.host, 'master.database.host', 'must be set');
+  if (db.driver === 'mysql') need(db.tls === undefined || typeof db.tls === 'boolean', 'master.database.tls', 'must be true or false');
+  need(typeof c.redis.tls === 'boolean', 'redis.tls', 'must be true or false');
   need(Number.isInteger(c.redis.port) && c.redis.port > 0, 'redis.port', 'must be a port');
   for (const key of ['egress.http_port', 'egress.https_port', 'egress.admin_port'] as const) {
     const v = getPath(c as unknown as Record<string, unknown>, key) as number;

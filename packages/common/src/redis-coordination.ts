@@ -1,6 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import { checkLockName, type Coordination } from './coordination.ts';
 import type { RedisConfig } from './config-types.ts';
+import type { Logger } from './log.ts';
 import { MemoryCoordination } from './memory-coordination.ts';
 
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end`;
@@ -9,6 +10,11 @@ const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call
 export interface RedisCoordinationOptions extends RedisOptions {
   /** Prefix for every key and channel, so several platforms can share one Redis. */
   prefix?: string;
+  /**
+   * Told why a connection failed (a refused port, a certificate not trusted): once per distinct
+   * reason until the connection is ready again. Commands fail with ioredis' retry message alone.
+   */
+  onConnectionError?: (err: Error, connection: 'commands' | 'subscriber') => void;
 }
 
 /** Coordination on Redis, for several master, proxy and lifecycle-manager replicas. */
@@ -20,12 +26,26 @@ export class RedisCoordination implements Coordination {
   private readonly handlers = new Map<string, Set<(e: unknown) => void>>();
   private pendingSubscribes: Promise<unknown> = Promise.resolve();
 
+  private readonly onConnectionError: RedisCoordinationOptions['onConnectionError'];
+
   constructor(opts: RedisCoordinationOptions) {
-    const { prefix = 'svc:', ...redisOpts } = opts;
+    const { prefix = 'svc:', onConnectionError, ...redisOpts } = opts;
     this.prefix = prefix;
     this.redisOpts = redisOpts;
-    this.cmd = new Redis({ lazyConnect: false, maxRetriesPerRequest: 2, ...redisOpts });
-    this.cmd.on('error', () => { /* reconnects by itself; callers see command errors */ });
+    this.onConnectionError = onConnectionError;
+    this.cmd = this.watched(new Redis({ lazyConnect: false, maxRetriesPerRequest: 2, ...redisOpts }), 'commands');
+  }
+
+  /** ioredis reconnects by itself; its errors go to onConnectionError, each reason once until ready. */
+  private watched(conn: Redis, role: 'commands' | 'subscriber'): Redis {
+    let told = '';
+    conn.on('error', (err: Error) => {
+      if (err.message === told) return;
+      told = err.message;
+      this.onConnectionError?.(err, role);
+    });
+    conn.on('ready', () => { told = ''; });
+    return conn;
   }
 
   private k(name: string) { return this.prefix + name; }
@@ -75,8 +95,7 @@ export class RedisCoordination implements Coordination {
   private subscriber(): Redis {
     if (this.sub) return this.sub;
     // A connection in subscriber mode can run no other command, hence a second one.
-    const sub = new Redis({ ...this.redisOpts, maxRetriesPerRequest: null });
-    sub.on('error', () => {});
+    const sub = this.watched(new Redis({ ...this.redisOpts, maxRetriesPerRequest: null }), 'subscriber');
     sub.on('message', (channel: string, msg: string) => {
       let event: unknown;
       try { event = JSON.parse(msg); } catch { return; }
@@ -104,13 +123,16 @@ export class RedisCoordination implements Coordination {
 }
 
 /** Redis-backed coordination when `redis.host` is set, in-process otherwise. */
-export function coordinationFor(redis: RedisConfig, opts: { prefix?: string } = {}): Coordination {
+export function coordinationFor(redis: RedisConfig, opts: { prefix?: string; logger?: Logger } = {}): Coordination {
   if (!redis.host) return new MemoryCoordination();
   return new RedisCoordination({
     host: redis.host,
     port: redis.port,
     password: redis.password || undefined,
     db: redis.db,
+    // An empty options object: Node's default trust (system CAs and NODE_EXTRA_CA_CERTS) and a hostname check.
+    tls: redis.tls ? {} : undefined,
     prefix: opts.prefix,
+    onConnectionError: (err, connection) => opts.logger?.warn({ redis: `${redis.host}:${redis.port}`, tls: redis.tls, connection, err: err.message }, 'redis connection failed; retrying'),
   });
 }

@@ -50,6 +50,8 @@ async function makeDialect(cfg: DatabaseConfig, onIdleError: (err: Error) => voi
         pool: mysql.createPool({
           host: cfg.host, port: cfg.port, user: cfg.user, password: cfg.password, database: cfg.database,
           connectionLimit: 10, supportBigNumbers: true, bigNumberStrings: false,
+          // Verified against Node's default trust (system CAs and NODE_EXTRA_CA_CERTS), with a hostname check.
+          ssl: cfg.tls ? { rejectUnauthorized: true, verifyIdentity: true } : undefined,
         }),
       });
     }
