@@ -246,7 +246,7 @@ export class SandboxService {
   private discardOnNode(client: { deleteSandbox(id: string, timeoutMs?: number): Promise<ExtInfo> }, nodeId: string, sandboxId: string, why: string): void {
     this.deleteOnNode(client, sandboxId).catch((err: SvcError) => {
       if (err.status === 404) return;
-      this.d.logger.warn({ sandboxId, nodeId, why, err: err.message }, 'could not remove a sandbox after a failed create; node reconciliation removes it later');
+      this.d.logger.warn({ sandboxId, nodeId, why, err: err.message }, 'could not remove a sandbox after a failed create; the orphan sweep removes it later');
     });
   }
 
@@ -783,6 +783,37 @@ export class SandboxService {
     } finally {
       await this.d.coordination.unlock(name, this.holder).catch(() => { /* the lock expires with its TTL */ });
     }
+  }
+
+  /**
+   * Orphans (docs/cluster.md, "Orphans"): sandboxes a node runs that no record here puts there,
+   * because a master stopped between a node's create and its record, a move was abandoned, a
+   * rollback's removal failed, or the node came back from a partition after its sandboxes were
+   * reported lost. Only those the node started more than `olderThanMs` ago go, so a create or
+   * move under way (recorded once its node has the sandbox) is never touched, and only while
+   * no one holds the sandbox's lock.
+   */
+  async removeOrphans(nodeId: string, olderThanMs: number): Promise<string[]> {
+    const client = await this.d.nodes.client(nodeId);
+    const cutoff = Date.now() - olderThanMs;
+    const removed: string[] = [];
+    const ours = (r: Row | undefined) => !!r && r.node_id === nodeId && r.state !== 'terminated';
+    for (const s of await client.listSandboxes()) {
+      if (!(Date.parse(s.startedAt) <= cutoff) || ours(await this.d.repo.get(s.sandboxId))) continue;
+      const lock = `sbx:${s.sandboxId}`;
+      if (!(await this.d.coordination.tryLock(lock, this.holder, LOCK_TTL_MS))) continue;
+      try {
+        const r = await this.d.repo.get(s.sandboxId);
+        if (ours(r)) continue;
+        this.d.logger.warn({ sandboxId: s.sandboxId, nodeId, startedAt: s.startedAt, recorded: r ? { nodeId: r.node_id, state: r.state } : null }, 'removing a sandbox its node runs and no record here puts there');
+        await this.deleteOnNode(client, s.sandboxId).then(() => removed.push(s.sandboxId), (err: Error) => {
+          this.d.logger.warn({ sandboxId: s.sandboxId, nodeId, err: err.message }, 'orphan sweep: could not remove the sandbox; the next sweep tries again');
+        });
+      } finally {
+        await this.d.coordination.unlock(lock, this.holder).catch(() => { /* the lock expires with its TTL */ });
+      }
+    }
+    return removed;
   }
 
   /** Sandboxes a node reports as ended on their own (heartbeat): terminated here with the node's reason. */

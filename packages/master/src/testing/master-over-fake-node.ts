@@ -22,6 +22,8 @@ export interface MasterOverFakeNode {
   master: Master;
   node: FakeNodeAgent;
   templateCenter: FakeTemplateCenter;
+  /** The master's coordination store: a test may hold a lock as another master would. */
+  coordination: MemoryCoordination;
   close(): Promise<void>;
 }
 
@@ -39,8 +41,9 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
   cfg.template_center.callback_token = 'tc-token';
   configure(cfg);
   const node = await new FakeNodeAgent().start();
+  const coordination = new MemoryCoordination();
   const master = await startMaster(cfg, {
-    logger: silentLogger(), coordination: new MemoryCoordination(),
+    logger: silentLogger(), coordination,
     templates: async ({ app, snapshots }) => {
       app.delete<{ Params: { templateID: string } }>('/templates/:templateID', async (req, reply) => {
         await deleteSnapshotNamed(snapshots, req.params.templateID);
@@ -77,7 +80,7 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
   }, HEARTBEAT_INTERVAL_MS);
   beat.unref();
   return {
-    cfg, master, node, templateCenter,
+    cfg, master, node, templateCenter, coordination,
     async close() {
       clearInterval(beat);
       await master.close();
