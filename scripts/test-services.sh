@@ -24,8 +24,10 @@ make_tls() {
 }
 
 my_ok() { mariadb-admin --protocol=tcp -h 127.0.0.1 -P $my_port -usvc -psvc ping >/dev/null 2>&1; }
-# A server started by an older copy of this script has no TLS: it is replaced.
-my_tls_ok() { [ "$(mariadb --protocol=tcp -h 127.0.0.1 -P $my_port -usvc -psvc -N -e 'SELECT @@have_ssl' 2>/dev/null)" = YES ]; }
+# A server without TLS (started by an older copy of this script) or with another CA's certificate is replaced.
+my_tls_ok() {
+  mariadb --protocol=tcp -h 127.0.0.1 -P $my_port -usvc -psvc --ssl --ssl-ca="$dir/tls/ca.pem" --ssl-verify-server-cert -N -e 'SELECT 1' >/dev/null 2>&1
+}
 redis_ok() { redis-cli -h 127.0.0.1 -p $redis_port ping >/dev/null 2>&1; }
 redis_tls_ok() { redis-cli -h 127.0.0.1 -p $redis_tls_port --tls --cacert "$dir/tls/ca.pem" ping >/dev/null 2>&1; }
 
