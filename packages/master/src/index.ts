@@ -163,10 +163,10 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     }
   });
   // Well past a create's or a move's longest run: what is recorded nowhere by then never will be.
-  const orphanAfterMs = 2 * cfg.master.create_timeout_insec * 1000 + 60_000;
+  const orphanGraceMs = 2 * cfg.master.create_timeout_insec * 1000 + 60_000;
   periodic.every('orphan sandbox sweep', 600_000, async () => {
     for (const nodeId of await nodes.liveNodeIds()) {
-      await sandboxes.removeOrphans(nodeId, orphanAfterMs).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'orphan sweep of a node failed'));
+      await sandboxes.removeOrphans(nodeId, orphanGraceMs).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'orphan sweep of a node failed'));
     }
   }, { firstAfterMs: 120_000 });
   periodic.every('orphan snapshot layer sweep', 600_000, async () => { await snapshotCatalog.sweepOrphanLayers(); });

@@ -60,6 +60,8 @@ export interface SandboxServiceDeps {
 /** The sandbox state machine of docs/design.md, "Sandbox states", one lock per sandbox. */
 export class SandboxService {
   private readonly holder = `master-${process.pid}-${randomId(6)}`;
+  /** `node/sandbox` → when this master first saw the node run it with no record putting it there. */
+  private readonly orphansSeen = new Map<string, number>();
   readonly damaged: DamagedRows;
   private readonly quota: SandboxQuota;
   constructor(private readonly d: SandboxServiceDeps) {
@@ -789,30 +791,36 @@ export class SandboxService {
    * Orphans (docs/cluster.md, "Orphans"): sandboxes a node runs that no record here puts there,
    * because a master stopped between a node's create and its record, a move was abandoned, a
    * rollback's removal failed, or the node came back from a partition after its sandboxes were
-   * reported lost. Only those the node started more than `olderThanMs` ago go, so a create or
-   * move under way (recorded once its node has the sandbox) is never touched, and only while
-   * no one holds the sandbox's lock.
+   * reported lost. One goes once this master has seen it unrecorded for `graceMs` (on its own
+   * clock, not the node's), so a create or move under way (recorded once its node has the
+   * sandbox) is never touched; and only while no one holds the sandbox's lock.
    */
-  async removeOrphans(nodeId: string, olderThanMs: number): Promise<string[]> {
+  async removeOrphans(nodeId: string, graceMs: number): Promise<string[]> {
     const client = await this.d.nodes.client(nodeId);
-    const cutoff = Date.now() - olderThanMs;
+    const now = Date.now();
     const removed: string[] = [];
     const ours = (r: Row | undefined) => !!r && r.node_id === nodeId && r.state !== 'terminated';
+    const seen = new Map<string, number>();
     for (const s of await client.listSandboxes()) {
-      if (!(Date.parse(s.startedAt) <= cutoff) || ours(await this.d.repo.get(s.sandboxId))) continue;
+      if (ours(await this.d.repo.get(s.sandboxId))) continue;
+      const since = this.orphansSeen.get(`${nodeId}/${s.sandboxId}`) ?? now;
+      seen.set(`${nodeId}/${s.sandboxId}`, since);
+      if (now - since < graceMs) continue;
       const lock = `sbx:${s.sandboxId}`;
       if (!(await this.d.coordination.tryLock(lock, this.holder, LOCK_TTL_MS))) continue;
       try {
         const r = await this.d.repo.get(s.sandboxId);
         if (ours(r)) continue;
-        this.d.logger.warn({ sandboxId: s.sandboxId, nodeId, startedAt: s.startedAt, recorded: r ? { nodeId: r.node_id, state: r.state } : null }, 'removing a sandbox its node runs and no record here puts there');
-        await this.deleteOnNode(client, s.sandboxId).then(() => removed.push(s.sandboxId), (err: Error) => {
+        this.d.logger.warn({ sandboxId: s.sandboxId, nodeId, unrecordedSinceMs: now - since, recorded: r ? { nodeId: r.node_id, state: r.state } : null }, 'removing a sandbox its node runs and no record here puts there');
+        await this.deleteOnNode(client, s.sandboxId).then(() => { removed.push(s.sandboxId); seen.delete(`${nodeId}/${s.sandboxId}`); }, (err: Error) => {
           this.d.logger.warn({ sandboxId: s.sandboxId, nodeId, err: err.message }, 'orphan sweep: could not remove the sandbox; the next sweep tries again');
         });
       } finally {
         await this.d.coordination.unlock(lock, this.holder).catch(() => { /* the lock expires with its TTL */ });
       }
     }
+    for (const key of this.orphansSeen.keys()) if (key.startsWith(`${nodeId}/`)) this.orphansSeen.delete(key);
+    for (const [key, since] of seen) this.orphansSeen.set(key, since);
     return removed;
   }
 
