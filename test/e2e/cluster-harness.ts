@@ -188,10 +188,10 @@ export class Cluster {
     });
   }
 
-  /** Both masters share the database and the vault key the first made (docs/cluster.md). */
   /** The masters' database settings: the test database's, or with tls an account MariaDB serves over TLS only. */
   private database: DatabaseConfig;
 
+  /** Both masters share the database and the vault key the first made (docs/cluster.md). */
   private masterSection(which: 'A' | 'B') {
     const port = this.ports[`master${which}`];
     return {
