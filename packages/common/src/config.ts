@@ -388,8 +388,10 @@ export function validateConfig(c: SvcConfig): void {
   const db = c.master.database;
   need(['sqlite', 'postgres', 'mysql'].includes(db.driver), 'master.database.driver', `must be sqlite, postgres or mysql (got ${JSON.stringify(db.driver)})`);
   if (db.driver === 'postgres') need(/^postgres(ql)?:\/\//.test(db.url), 'master.database.url', 'must be a postgres:// URL');
-  if (db.driver === 'mysql') need(!!db.host, 'master.database.host', 'must be set');
-  if (db.driver === 'mysql') need(db.tls === undefined || typeof db.tls === 'boolean', 'master.database.tls', 'must be true or false');
+  if (db.driver === 'mysql') {
+    need(!!db.host, 'master.database.host', 'must be set');
+    need(db.tls === undefined || typeof db.tls === 'boolean', 'master.database.tls', 'must be true or false');
+  }
   need(typeof c.redis.tls === 'boolean', 'redis.tls', 'must be true or false');
   need(Number.isInteger(c.redis.port) && c.redis.port > 0, 'redis.port', 'must be a port');
   for (const key of ['egress.http_port', 'egress.https_port', 'egress.admin_port'] as const) {

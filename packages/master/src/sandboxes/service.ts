@@ -773,18 +773,14 @@ export class SandboxService {
   /**
    * A move whose lock is free has no one doing it: a master stopped in the middle. The sandbox
    * goes back to paused with its package, and the next resume moves it again; whatever the
-   * stopped move started on another node is removed when that node is reconciled.
+   * stopped move started on another node is removed by the orphan sweep (removeOrphans).
    */
   private async settleAbandonedMove(r: Row): Promise<void> {
-    const name = `sbx:${r.sandbox_id}`;
-    if (!(await this.d.coordination.tryLock(name, this.holder, LOCK_TTL_MS))) return;
-    try {
+    await this.whenFree(r.sandbox_id, async () => {
       if (await this.d.repo.transition(r.sandbox_id, ['resuming'], { state: 'paused' })) {
         this.d.logger.warn({ sandboxId: r.sandbox_id, nodeId: r.node_id }, 'a move to another node was abandoned midway; the sandbox is paused again with its stored state');
       }
-    } finally {
-      await this.d.coordination.unlock(name, this.holder).catch(() => { /* the lock expires with its TTL */ });
-    }
+    });
   }
 
   /**
@@ -803,21 +799,18 @@ export class SandboxService {
     const seen = new Map<string, number>();
     for (const s of await client.listSandboxes()) {
       if (ours(await this.d.repo.get(s.sandboxId))) continue;
-      const since = this.orphansSeen.get(`${nodeId}/${s.sandboxId}`) ?? now;
-      seen.set(`${nodeId}/${s.sandboxId}`, since);
+      const key = `${nodeId}/${s.sandboxId}`;
+      const since = this.orphansSeen.get(key) ?? now;
+      seen.set(key, since);
       if (now - since < graceMs) continue;
-      const lock = `sbx:${s.sandboxId}`;
-      if (!(await this.d.coordination.tryLock(lock, this.holder, LOCK_TTL_MS))) continue;
-      try {
+      await this.whenFree(s.sandboxId, async () => {
         const r = await this.d.repo.get(s.sandboxId);
-        if (ours(r)) continue;
+        if (ours(r)) return;
         this.d.logger.warn({ sandboxId: s.sandboxId, nodeId, unrecordedSinceMs: now - since, recorded: r ? { nodeId: r.node_id, state: r.state } : null }, 'removing a sandbox its node runs and no record here puts there');
-        await this.deleteOnNode(client, s.sandboxId).then(() => { removed.push(s.sandboxId); seen.delete(`${nodeId}/${s.sandboxId}`); }, (err: Error) => {
+        await this.deleteOnNode(client, s.sandboxId).then(() => { removed.push(s.sandboxId); seen.delete(key); }, (err: Error) => {
           this.d.logger.warn({ sandboxId: s.sandboxId, nodeId, err: err.message }, 'orphan sweep: could not remove the sandbox; the next sweep tries again');
         });
-      } finally {
-        await this.d.coordination.unlock(lock, this.holder).catch(() => { /* the lock expires with its TTL */ });
-      }
+      });
     }
     for (const key of this.orphansSeen.keys()) if (key.startsWith(`${nodeId}/`)) this.orphansSeen.delete(key);
     for (const [key, since] of seen) this.orphansSeen.set(key, since);
@@ -886,6 +879,17 @@ export class SandboxService {
       return await fn();
     } finally {
       await this.d.coordination.unlock(name, this.holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next operation */ });
+    }
+  }
+
+  /** Runs fn holding the sandbox's lifecycle lock if no one holds it now; a sweep skips a busy sandbox. */
+  private async whenFree(id: string, fn: () => Promise<void>): Promise<void> {
+    const name = `sbx:${id}`;
+    if (!(await this.d.coordination.tryLock(name, this.holder, LOCK_TTL_MS))) return;
+    try {
+      await fn();
+    } finally {
+      await this.d.coordination.unlock(name, this.holder).catch(() => { /* the lock expires with its TTL */ });
     }
   }
 

@@ -151,7 +151,7 @@ export async function countReferences(db: Kysely<Database>, artifactId: string, 
  * from it, by name (their build snapshots lie over its artifact), then the user's snapshots of its
  * sandboxes, by id. Templates come first: they are few, and the refusal lists only the first 20.
  * A pause package does not hold the template: a paused sandbox outlives its template as a running
- * one does, and the package's row keeps the artifact referenced (referencesTo).
+ * one does, and the package's row keeps the artifact referenced (countReferences).
  */
 export async function snapshotsOfTemplate(db: Kysely<Database>, templateId: string): Promise<string[]> {
   const rows = await db.selectFrom('t_svc_snapshot').select(['snapshot_id', 'purpose']).where('template_id', '=', templateId)
