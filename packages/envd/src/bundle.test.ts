@@ -52,13 +52,15 @@ test('the bundle runs on its own and loads node-pty from the node_modules beside
     console.log(`envd bundle: listening after ${listeningMs.toFixed(0)} ms; idle RSS ${(kib('VmRSS') / 1024).toFixed(1)} MiB (anonymous ${(kib('RssAnon') / 1024).toFixed(1)} MiB, file-backed ${(kib('RssFile') / 1024).toFixed(1)} MiB)`);
 
     let screen = '';
+    let end = 'no end event';
     const request = encode(StartRequestSchema, { process: { cmd: '/bin/sh', args: ['-c', 'tty; echo cols=$(stty size)'] }, pty: { size: { cols: 91, rows: 17 } } }, false);
     for await (const message of openStream(`http://127.0.0.1:${port}/process.Process/Start`, StartResponseSchema, request, {}, false)) {
       const event = message.event!.event;
       if (event.case === 'data' && event.value.output.case === 'pty') screen += Buffer.from(event.value.output.value).toString();
+      if (event.case === 'end') end = `end: exit code ${event.value.exitCode}, status ${event.value.status}`;
     }
-    assert.match(screen, /\/dev\/pts\/\d+/);
-    assert.match(screen, /cols=17 91/);
+    assert.match(screen, /\/dev\/pts\/\d+/, end);
+    assert.match(screen, /cols=17 91/, `${JSON.stringify(screen)} then ${end}`);
   } finally {
     child.kill();
   }

@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import type { Socket } from 'node:net';
 import type { IPty } from '@lydell/node-pty';
 import { ConnectError } from '../connect/code.ts';
 import type { ProcessConfig } from '@svc/contracts/envd/process/process_pb';
@@ -28,6 +29,8 @@ function loadNodePty(): NodePty {
 /** A process attached to a pseudo-terminal; its output arrives as `pty` data. */
 export class PtyProcess extends ManagedProcess {
   readonly isPty = true;
+  private held = false;
+  private destroyWhenReleased: (() => void) | undefined;
 
   private constructor(
     private readonly term: IPty,
@@ -39,6 +42,24 @@ export class PtyProcess extends ManagedProcess {
     (term as unknown as { on(event: 'error', listener: () => void): void }).on('error', () => {});
     term.onData((data) => this.emitOutput('pty', typeof data === 'string' ? Buffer.from(data) : (data as Buffer)));
     term.onExit(({ exitCode, signal }) => this.emitEnd(exitInfo(signal ? null : exitCode, signal || null)));
+    this.keepUnreadOutputWhileHeld();
+  }
+
+  /**
+   * node-pty reports the exit once the terminal's read side closes, or 200 ms after the process
+   * exits, when it destroys the terminal (a grandchild may hold it open). While a slow client
+   * holds the output, nothing is read, so that destroy would drop what the process wrote last.
+   * Here it waits for the hold to end; then node-pty's 200 ms apply to reading again.
+   */
+  private keepUnreadOutputWhileHeld(): void {
+    const socket = (this.term as unknown as { _socket?: Socket })._socket;
+    if (!socket) throw new Error('node-pty without a terminal socket: its version is not the one envd was written for');
+    const destroy = socket.destroy.bind(socket);
+    socket.destroy = (...args: Parameters<Socket['destroy']>) => {
+      if (!this.held || args[0]) return destroy(...args);
+      this.destroyWhenReleased = () => setTimeout(() => socket.destroy(), 200);
+      return socket;
+    };
   }
 
   static start(spec: LaunchSpec, config: ProcessConfig, tag: string | undefined, cols: number, rows: number): PtyProcess {
@@ -79,11 +100,16 @@ export class PtyProcess extends ManagedProcess {
   }
 
   protected pauseOutput(): void {
+    this.held = true;
     this.term.pause();
   }
 
   protected resumeOutput(): void {
+    this.held = false;
     this.term.resume();
+    const destroyLater = this.destroyWhenReleased;
+    this.destroyWhenReleased = undefined;
+    destroyLater?.();
   }
 
   protected detachOutput(): void {
