@@ -120,7 +120,8 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
   on<{ Params: { id: string } }>('GET', '/nodes/{id}', async (req) => m(req).getNode(req.params.id));
   on<{ Params: { id: string }; Body: WireNodeLabels }>('POST', '/nodes/{id}/labels', async (req) => m(req).addNodeLabels(req.params.id, req.body.labels));
   on<{ Params: { id: string }; Body: WireNodeLabelNames }>('DELETE', '/nodes/{id}/labels', async (req) => m(req).removeNodeLabels(req.params.id, req.body.names));
-  on<{ Params: { id: string } }>('POST', '/nodes/{id}/drain', async (req) => m(req).drainNode(req.params.id));
+  on<{ Params: { id: string } }>('POST', '/nodes/{id}/drain', async (req, reply) => reply.status(202).send(await m(req).drainNode(req.params.id)));
+  on<{ Params: { id: string } }>('GET', '/nodes/{id}/drain', async (req) => m(req).drainStatus(req.params.id));
   on<{ Params: { id: string } }>('DELETE', '/nodes/{id}/drain', async (req) => m(req).undrainNode(req.params.id));
 }
 

@@ -544,6 +544,20 @@ describe('svc node', () => {
     assert.match(missing.stderr, /node not found \(HTTP 404\)/);
     assert.equal((await run(['node', 'label', 'node-1', 'nokey'])).code, 2);
   });
+
+  test('drain waits for the drain and tells each sandbox on stderr; --no-wait, drain-status, undrain', async () => {
+    const drained = await run(['node', 'drain', 'node-1']);
+    assert.equal(drained.code, 0, drained.stderr);
+    assert.equal(drained.stderr, 'draining node-1: 1 sandbox(es)\n  moved sbx-moved\n');
+    assert.equal(drained.stdout, 'node-1: draining; drain done, 1 of 1 gone over; moved 1, stored 0, failed 0\n');
+    const started = json(await run(['node', 'drain', 'node-1', '--no-wait', '--json']));
+    assert.equal(started.state, 'running');
+    assert.equal(json(await run(['node', 'drain-status', 'node-1', '--json'])).state, 'done');
+    assert.equal(json(await run(['node', 'undrain', 'node-1', '--json'])).status, 'ready');
+    const missing = await run(['node', 'drain', 'node-9']);
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /node not found \(HTTP 404\)/);
+  });
 });
 
 describe('svc volume', () => {

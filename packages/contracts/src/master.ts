@@ -16,7 +16,8 @@
  *   GET    /v1/nodes, /v1/nodes/:id       → NodeRecord[] / NodeRecord
  *   POST   /v1/nodes/:id/labels           → NodeRecord  (body { labels: {name: value} })
  *   DELETE /v1/nodes/:id/labels           → NodeRecord  (body { names: string[] })
- *   POST   /v1/nodes/:id/drain            → DrainReport (no new sandboxes; its sandboxes moved; docs/cluster.md)
+ *   POST   /v1/nodes/:id/drain            → 202 DrainStatus (starts it, or answers the one under way; docs/cluster.md)
+ *   GET    /v1/nodes/:id/drain            → DrainStatus (the latest drain of the node; 404 when there is none)
  *   DELETE /v1/nodes/:id/drain            → NodeRecord  (takes sandboxes again)
  *   /svc/template...                      → see docs/api.md
  */
@@ -234,15 +235,27 @@ export interface NodeRecord {
   lastHeartbeatAt: string;
 }
 
-/** What `svc node drain` did (POST /v1/nodes/:id/drain; docs/cluster.md). */
-export interface DrainReport {
+/**
+ * A drain's course: running while its master goes over the node's sandboxes; done when it has;
+ * stopped when the node was undrained first; interrupted when the master running it stopped.
+ */
+export type DrainState = 'running' | 'done' | 'stopped' | 'interrupted';
+
+/** The latest `svc node drain` of a node (POST|GET /v1/nodes/:id/drain; docs/cluster.md). */
+export interface DrainStatus {
   node: NodeRecord;
+  state: DrainState;
+  /** The node's sandboxes when the drain started, and how many of them it has yet to go over. */
+  total: number;
+  remaining: number;
   /** Running sandboxes paused, stored and resumed on another node. */
   moved: string[];
   /** Paused sandboxes whose state is now in the artifact store: they resume on another node. */
   stored: string[];
   /** What could not be moved, and why (drain again once it is mended). */
   failed: Array<{ sandboxId: string; message: string }>;
+  startedAt: string;
+  finishedAt?: string;
 }
 
 /** An id as a path segment; one that is not valid Unicode (a lone surrogate from a JSON body) cannot name anything. */
@@ -297,6 +310,7 @@ export class MasterClient {
   removeNodeLabels(id: string, names: string[]) {
     return this.http.request<NodeRecord>('DELETE', `/v1/nodes/${seg(id)}/labels`, { body: { names } });
   }
-  drainNode(id: string) { return this.http.post<DrainReport>(`/v1/nodes/${seg(id)}/drain`, {}); }
+  drainNode(id: string) { return this.http.post<DrainStatus>(`/v1/nodes/${seg(id)}/drain`, {}); }
+  drainStatus(id: string) { return this.http.get<DrainStatus>(`/v1/nodes/${seg(id)}/drain`); }
   undrainNode(id: string) { return this.http.request<NodeRecord>('DELETE', `/v1/nodes/${seg(id)}/drain`); }
 }

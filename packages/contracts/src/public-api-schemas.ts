@@ -338,9 +338,18 @@ export const NodeLabelNames = {
 /** What a drain did (docs/cluster.md, "Draining a node"). */
 export const NodeDrain = {
   type: 'object',
-  required: ['node', 'moved', 'stored', 'failed'],
+  description: 'The latest drain of a node (docs/cluster.md, "Draining a node")',
+  required: ['node', 'state', 'total', 'remaining', 'moved', 'stored', 'failed', 'startedAt'],
   properties: {
     node: Node,
+    state: {
+      type: 'string', enum: ['running', 'done', 'stopped', 'interrupted'],
+      description: 'running: under way; done: every sandbox was gone over; stopped: the node was undrained first; interrupted: the master running it stopped (drain again)',
+    },
+    total: { type: 'integer', minimum: 0, description: 'Sandboxes on the node when the drain started' },
+    remaining: { type: 'integer', minimum: 0, description: 'Of those, how many the drain has yet to go over' },
+    startedAt: { type: 'string', format: 'date-time' },
+    finishedAt: { type: 'string', format: 'date-time' },
     moved: { ...stringList, description: 'Running sandboxes paused, stored and resumed on another node' },
     stored: { ...stringList, description: 'Paused sandboxes whose state is now in the artifact store; they resume on another node' },
     failed: {

@@ -317,7 +317,8 @@ export const PUBLIC_API = {
       delete: { summary: 'Remove admin labels', parameters: [nodeId], requestBody: { required: true, ...json(ref('NodeLabelNames')) }, responses: nodeAnswer },
     },
     '/nodes/{id}/drain': {
-      post: { summary: 'Drain a node: it takes no new sandboxes, its running ones move to other nodes and its paused ones are stored to resume elsewhere (docs/cluster.md)', parameters: [nodeId], responses: { 200: { description: 'What the drain did', ...json(ref('NodeDrain')) }, ...common, 404: error('No such node') } },
+      post: { summary: 'Drain a node: it takes no new sandboxes, its running ones move to other nodes and its paused ones are stored to resume elsewhere (docs/cluster.md). Answers at once; the drain goes on in the background, and a drain under way is answered, not started twice', parameters: [nodeId], responses: { 202: { description: 'The drain, just started or under way', ...json(ref('NodeDrain')) }, ...common, 404: error('No such node'), 503: error('The master is stopping') } },
+      get: { summary: 'The latest drain of a node, under way or ended', parameters: [nodeId], responses: { 200: { description: 'The drain', ...json(ref('NodeDrain')) }, ...common, 404: error('No such node, or none drained in the last 7 days') } },
       delete: { summary: 'Undrain a node: it takes new sandboxes again', parameters: [nodeId], responses: nodeAnswer },
     },
   },

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { clusterTlsOf, createHttpApp, hostForClient, internalScheme, parseListen, Periodic, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, createHttpApp, hostForClient, internalScheme, parseListen, Periodic, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import { openDatabase, type Db } from './db/connect.ts';
 import { migrate } from './db/migrator.ts';
 import { migrations } from './migrations/index.ts';
@@ -22,7 +22,7 @@ import { registerSnapshotRoutes } from './snapshots/routes.ts';
 import { SnapshotService } from './snapshots/service.ts';
 import { TemplateCenterLayerStorage } from './snapshots/layer-storage.ts';
 import { PausePackageStore } from './snapshots/pause-packages.ts';
-import { NodeDrain } from './sandboxes/drain.ts';
+import { NodeDrains } from './sandboxes/drain.ts';
 import { TemplateCenterClient } from '@svc/contracts/template-center';
 import { join } from 'node:path';
 import { TeamService } from './teams/service.ts';
@@ -152,7 +152,8 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   });
 
   periodic.every('lost node sweep', 5_000, () => sandboxes.sweepLostNodes());
-  registerDrainRoutes(app, nodes, (nodeId) => new NodeDrain({ nodes, repo, sandboxes, logger }).drain(nodeId));
+  const drains = new NodeDrains({ nodes, repo, sandboxes, coordination, holder: `master-${process.pid}-${randomId(6)}`, logger });
+  registerDrainRoutes(app, drains);
   periodic.every('stale pause package sweep', 600_000, async () => {
     await pausePackages.sweepStale(async (sandboxId) => (await repo.get(sandboxId))?.pause_snapshot_id ?? null);
   }, { firstAfterMs: 60_000 });
@@ -183,6 +184,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     url, app, db, sandboxes, nodes, templates, identity,
     async close() {
       await periodic.stop();
+      await drains.stop();
       await builds?.settled();
       await templates.close();
       await volumePlugins.close();

@@ -3,7 +3,7 @@
  */
 import { ApiClient } from './api-client.ts';
 import { InvalidArgumentError, NotFoundError } from './errors.ts';
-import type { NodeDrainResult, NodeInfo, SandboxApiOpts } from './types.ts';
+import type { NodeDrainOpts, NodeDrainResult, NodeInfo, SandboxApiOpts } from './types.ts';
 import type { WireNode, WireNodeDrain } from './wire.ts';
 
 const MAX_LABELS = 64;
@@ -51,11 +51,27 @@ export class Node {
 
   /**
    * Drains a node: it takes no new sandboxes, its running sandboxes are paused and resumed on
-   * other nodes, and its paused ones are stored to resume elsewhere. Answers when that is done.
+   * other nodes, and its paused ones are stored to resume elsewhere. The platform does that in
+   * the background; this waits for it (polling its status, `onProgress` told of each change)
+   * unless `wait` is false. A drain under way is joined, not started twice. Aborting `signal`
+   * stops the waiting, not the drain.
    */
-  static async drain(nodeId: string, opts: SandboxApiOpts = {}): Promise<NodeDrainResult> {
-    const res = await new ApiClient(opts).post<WireNodeDrain>(nodePath(nodeId, '/drain'), { body: {}, notFound: NotFoundError, signal: opts.signal });
-    return { node: toNodeInfo(res.node as WireNode), moved: res.moved, stored: res.stored, failed: res.failed };
+  static async drain(nodeId: string, opts: NodeDrainOpts = {}): Promise<NodeDrainResult> {
+    let status = toDrainResult(await new ApiClient(opts).post<WireNodeDrain>(nodePath(nodeId, '/drain'), { body: {}, notFound: NotFoundError, signal: opts.signal }));
+    if (opts.wait === false) return status;
+    opts.onProgress?.(status);
+    while (status.state === 'running') {
+      await sleep(opts.pollIntervalMs ?? 1000, opts.signal);
+      const next = await Node.drainStatus(nodeId, opts);
+      if (next.remaining !== status.remaining || next.state !== status.state) opts.onProgress?.(next);
+      status = next;
+    }
+    return status;
+  }
+
+  /** The node's latest drain, under way or ended; NotFoundError when it has none on record. */
+  static async drainStatus(nodeId: string, opts: SandboxApiOpts = {}): Promise<NodeDrainResult> {
+    return toDrainResult(await new ApiClient(opts).get<WireNodeDrain>(nodePath(nodeId, '/drain'), { notFound: NotFoundError, signal: opts.signal }));
   }
 
   /** Undoes a drain: the node takes new sandboxes again. */
@@ -66,6 +82,20 @@ export class Node {
 
 function checkLabelName(name: string): void {
   if (!LABEL_NAME.test(name)) throw new InvalidArgumentError(`label name ${JSON.stringify(name)} is not a valid [prefix/]name`);
+}
+
+function toDrainResult(d: WireNodeDrain): NodeDrainResult {
+  const { node, ...rest } = d;
+  return { ...rest, node: toNodeInfo(node as WireNode) };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => { clearTimeout(timer); reject(signal!.reason); };
+    const timer = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function toNodeInfo(n: WireNode): NodeInfo {

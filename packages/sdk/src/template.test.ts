@@ -73,10 +73,17 @@ test('nodes: list, label, unlabel', async () => {
 });
 
 test('nodes: drain and undrain', async () => {
-  const drained = await Node.drain('node-1', conn);
+  const seen: string[] = [];
+  const drained = await Node.drain('node-1', { ...conn, pollIntervalMs: 10, onProgress: (s) => seen.push(`${s.state} ${s.remaining}/${s.total}`) });
   assert.equal(drained.node.id, 'node-1');
   assert.equal(drained.node.status, 'draining');
-  assert.deepEqual([drained.moved, drained.stored, drained.failed], [[], [], []]);
+  assert.equal(drained.state, 'done');
+  assert.deepEqual([drained.moved, drained.stored, drained.failed], [['sbx-moved'], [], []]);
+  assert.deepEqual(seen, ['running 1/1', 'done 0/1'], 'told as it starts and as it goes over the sandbox');
+  assert.deepEqual(await Node.drainStatus('node-1', conn), drained);
+  const started = await Node.drain('node-1', { ...conn, wait: false });
+  assert.equal(started.state, 'running', 'wait: false answers once it has started');
+  await assert.rejects(Node.drainStatus('node-2', conn), NotFoundError);
   assert.equal((await Node.undrain('node-1', conn)).status, 'ready');
   await assert.rejects(Node.drain('no-such-node', conn), NotFoundError);
 });

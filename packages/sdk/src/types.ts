@@ -327,15 +327,31 @@ export interface NodeInfo {
   [key: string]: unknown;
 }
 
-/** What a node drain did (Node.drain; docs/cluster.md). */
+/** A node's drain, under way or ended (Node.drain, Node.drainStatus; docs/cluster.md). */
 export interface NodeDrainResult {
   node: NodeInfo;
+  /** running: under way; done; stopped: undrained first; interrupted: its master stopped (drain again). */
+  state: 'running' | 'done' | 'stopped' | 'interrupted';
+  /** The node's sandboxes when the drain started, and how many it has yet to go over. */
+  total: number;
+  remaining: number;
+  startedAt: string;
+  finishedAt?: string;
   /** Running sandboxes paused, stored and resumed on another node. */
   moved: string[];
   /** Paused sandboxes whose state is now in the artifact store: they resume on another node. */
   stored: string[];
   /** What could not be moved, and why (drain again once it is mended). */
   failed: Array<{ sandboxId: string; message: string }>;
+}
+
+export interface NodeDrainOpts extends SandboxApiOpts {
+  /** Wait for the drain to end (default true); false answers as soon as it has started. */
+  wait?: boolean;
+  /** Told of the drain as it starts and each time it goes over a sandbox, while waiting. */
+  onProgress?: (status: NodeDrainResult) => void;
+  /** How often the status is asked while waiting (default 1000 ms). */
+  pollIntervalMs?: number;
 }
 
 // ---------------------------------------------------------------- envd: commands and pty

@@ -1,6 +1,6 @@
 /** `svc node ...`: list nodes, manage their admin labels, drain them. */
 import { Command } from 'commander';
-import { Node, type NodeInfo } from '@svc/sdk';
+import { Node, type NodeDrainResult, type NodeInfo } from '@svc/sdk';
 import { contextOf } from '../context.ts';
 import { CliError } from '../errors.ts';
 import { formatPairs } from '../output.ts';
@@ -11,6 +11,29 @@ const field = (n: NodeInfo, ...path: string[]) => {
   for (const p of path) v = (v as Record<string, unknown> | undefined)?.[p];
   return v === undefined || v === null ? undefined : String(v);
 };
+
+/** One line on stderr per sandbox the drain has gone over since the last status. */
+function drainProgress(): (r: NodeDrainResult) => void {
+  const told = { moved: 0, stored: 0, failed: 0 };
+  return (r) => {
+    if (told.moved + told.stored + told.failed === 0 && r.remaining === r.total) process.stderr.write(`draining ${r.node.id}: ${r.total} sandbox(es)\n`);
+    for (const id of r.moved.slice(told.moved)) process.stderr.write(`  moved ${id}\n`);
+    for (const id of r.stored.slice(told.stored)) process.stderr.write(`  stored ${id}\n`);
+    for (const f of r.failed.slice(told.failed)) process.stderr.write(`  failed ${f.sandboxId}: ${f.message}\n`);
+    Object.assign(told, { moved: r.moved.length, stored: r.stored.length, failed: r.failed.length });
+  };
+}
+
+/** The drain's summary; exits 1 when a sandbox could not be moved or the drain did not finish. */
+function printDrain(ctx: ReturnType<typeof contextOf>, r: NodeDrainResult): void {
+  ctx.out.result(r, () => {
+    ctx.out.line(`${r.node.id}: ${field(r.node, 'status')}; drain ${r.state}, ${r.total - r.remaining} of ${r.total} gone over; moved ${r.moved.length}, stored ${r.stored.length}, failed ${r.failed.length}`);
+    for (const f of r.failed) ctx.out.line(`  ${f.sandboxId}: ${f.message}`);
+  });
+  if (r.failed.length) throw new CliError(`${r.failed.length} sandbox(es) could not be moved off ${r.node.id}; run the drain again once the reason is mended`);
+  if (r.state === 'stopped') throw new CliError(`the drain of ${r.node.id} stopped: the node was undrained`);
+  if (r.state === 'interrupted') throw new CliError(`the drain of ${r.node.id} was interrupted: the master running it stopped; run the drain again`);
+}
 
 export function nodeCommand(): Command {
   const cmd = new Command('node').description('compute nodes and their labels');
@@ -51,15 +74,19 @@ export function nodeCommand(): Command {
     });
 
   cmd.command('drain <id>')
-    .description('take no new sandboxes there; move its running sandboxes to other nodes and store its paused ones (docs/cluster.md)')
+    .description('take no new sandboxes there; move its running sandboxes to other nodes and store its paused ones (docs/cluster.md); waits for the drain, telling each sandbox on stderr')
+    .option('--no-wait', 'answer once the drain has started; `svc node drain-status` follows it')
+    .action(async (id: string, flags: { wait: boolean }, c: Command) => {
+      const ctx = contextOf(c);
+      const r = await Node.drain(id, { ...ctx.conn, wait: flags.wait, onProgress: drainProgress() });
+      printDrain(ctx, r);
+    });
+
+  cmd.command('drain-status <id>')
+    .description('the latest drain of a node, under way or ended')
     .action(async (id: string, _f: unknown, c: Command) => {
       const ctx = contextOf(c);
-      const r = await Node.drain(id, ctx.conn);
-      ctx.out.result(r, () => {
-        ctx.out.line(`${r.node.id}: ${field(r.node, 'status')}; moved ${r.moved.length}, stored ${r.stored.length}, failed ${r.failed.length}`);
-        for (const f of r.failed) ctx.out.line(`  ${f.sandboxId}: ${f.message}`);
-      });
-      if (r.failed.length) throw new CliError(`${r.failed.length} sandbox(es) could not be moved off ${id}; run the drain again once the reason is mended`);
+      printDrain(ctx, await Node.drainStatus(id, ctx.conn));
     });
 
   cmd.command('undrain <id>')

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from '@svc/common';
 import type { NodeHeartbeat, RegisterNodeResult } from '@svc/contracts/master-internal';
-import type { DrainReport } from '@svc/contracts/master';
+import type { DrainStatus, NodeRecord } from '@svc/contracts/master';
 import { parseRegisterNode } from './register-input.ts';
 import { HEARTBEAT_INTERVAL_MS, type NodeRegistry } from './registry.ts';
 
@@ -29,11 +29,13 @@ export function registerNodeRoutes(
     nodes.removeLabels(req.params.id, req.body?.names));
 }
 
-/** POST|DELETE /v1/nodes/:id/drain (docs/cluster.md, "Draining a node"). */
-export function registerDrainRoutes(app: FastifyInstance, nodes: NodeRegistry, drain: (nodeId: string) => Promise<DrainReport>): void {
-  app.post<{ Params: { id: string } }>('/v1/nodes/:id/drain', async (req) => {
-    await nodes.get(req.params.id);
-    return drain(req.params.id);
-  });
-  app.delete<{ Params: { id: string } }>('/v1/nodes/:id/drain', async (req) => nodes.setDraining(req.params.id, false));
+/** POST|GET|DELETE /v1/nodes/:id/drain (docs/cluster.md, "Draining a node"). */
+export function registerDrainRoutes(app: FastifyInstance, drains: {
+  start(nodeId: string): Promise<DrainStatus>;
+  status(nodeId: string): Promise<DrainStatus>;
+  undrain(nodeId: string): Promise<NodeRecord>;
+}): void {
+  app.post<{ Params: { id: string } }>('/v1/nodes/:id/drain', async (req, reply) => reply.status(202).send(await drains.start(req.params.id)));
+  app.get<{ Params: { id: string } }>('/v1/nodes/:id/drain', async (req) => drains.status(req.params.id));
+  app.delete<{ Params: { id: string } }>('/v1/nodes/:id/drain', async (req) => drains.undrain(req.params.id));
 }

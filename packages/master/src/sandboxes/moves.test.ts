@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MasterClient, type CreateSandboxInput } from '@svc/contracts/master';
+import { MasterClient, type CreateSandboxInput, type DrainStatus } from '@svc/contracts/master';
 import type { SvcError } from '@svc/common';
 import { FakeNodeAgent } from '../testing/fake-node-agent.ts';
 import { startMasterOverFakeNode } from '../testing/master-over-fake-node.ts';
+import { drainCoordinationNames } from './drain.ts';
 
 const input = (over: Partial<CreateSandboxInput> = {}): CreateSandboxInput => ({
   template: 'base', onTimeout: 'kill', autoResume: false, metadata: { app: 'm' }, envVars: { A: '1' }, secure: true,
@@ -139,16 +140,42 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
       await svc.kill(s.sandboxId);
     });
 
+    // A drain answers at once and goes on in the background; this follows it to its end.
+    const drained = async (nodeId: string) => follow(await master.drainNode(nodeId));
+    const follow = async (from: DrainStatus) => {
+      let status = from;
+      const nodeId = from.node.nodeId;
+      while (status.state === 'running') {
+        await new Promise((r) => setTimeout(r, 20));
+        status = await master.drainStatus(nodeId);
+      }
+      return status;
+    };
+
     await t.test('drain: new creates avoid the node; running sandboxes move, paused ones are stored; undrain', async () => {
       await register();
       const running = await onN2();
       const frozen = await onN2();
       await svc.pause(frozen.sandboxId);
-      const report = await master.drainNode('n2');
+      n2.behaviour.pauseDelayMs = 300;
+      const started = await master.drainNode('n2');
+      assert.equal(started.state, 'running', 'the drain answers before its first move is done');
+      assert.equal(started.total, 2);
+      assert.equal(started.remaining, 2);
+      assert.equal(started.node.status, 'draining');
+      const again = await master.drainNode('n2');
+      assert.equal(again.startedAt, started.startedAt, 'a drain asked for again while under way is the same drain');
+      const report = await drained('n2');
+      n2.behaviour.pauseDelayMs = 0;
+      assert.equal(report.state, 'done');
+      assert.equal(report.remaining, 0);
+      assert.ok(report.finishedAt);
       assert.equal(report.node.status, 'draining');
       assert.deepEqual(report.moved, [running.sandboxId]);
       assert.deepEqual(report.stored, [frozen.sandboxId]);
       assert.deepEqual(report.failed, []);
+      assert.equal(n2.calls.filter((c) => c === `pause ${running.sandboxId}`).length, 1, 'one drain ran, not two');
+      assert.deepEqual(await master.drainStatus('n2'), report, 'its end stays readable');
       assert.equal((await svc.get(running.sandboxId)).nodeId, 'n1');
       assert.equal((await svc.get(running.sandboxId)).state, 'running');
       assert.ok(!n2.sandboxes.has(running.sandboxId), 'the drained node\'s copy is removed at once');
@@ -164,12 +191,48 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
       assert.equal((await master.undrainNode('n2')).status, 'ready');
       assert.equal((await svc.create(input({ nodeSelector: { zone: 'b' } }))).nodeId, 'n2');
       assert.equal((await statusOf(master.drainNode('no-such-node'))).status, 404);
+      assert.equal((await statusOf(master.drainStatus('no-such-node'))).status, 404);
+      assert.match((await statusOf(master.drainStatus('n1'))).message, /node n1 has no drain on record/);
+    });
+
+    await t.test('an undrain stops a drain under way before its next sandbox', async () => {
+      const ids = [(await onN2()).sandboxId, (await onN2()).sandboxId, (await onN2()).sandboxId];
+      n2.behaviour.pauseDelayMs = 300;
+      const started = await master.drainNode('n2');
+      await master.undrainNode('n2');
+      const status = await follow(started);
+      n2.behaviour.pauseDelayMs = 0;
+      assert.equal(status.state, 'stopped');
+      assert.ok(status.remaining >= 2, `it went over ${status.total - status.remaining} of 3`);
+      assert.equal(status.node.status, 'ready');
+      for (const id of ids.filter((i) => !status.moved.includes(i))) assert.equal((await svc.get(id)).nodeId, 'n2');
+      for (const id of ids) await svc.kill(id);
+    });
+
+    await t.test('a drain another master runs is answered, not run twice; once its lease lapses it reads interrupted', async () => {
+      const other = await onN2();
+      const { lease, record } = drainCoordinationNames('n2');
+      await h.coordination.acquireLease(lease, 'another-master', 60_000);
+      const theirs = { state: 'running', total: 5, remaining: 4, moved: ['x'], stored: [], failed: [], startedAt: new Date(0).toISOString() };
+      await h.coordination.kvSet(record, JSON.stringify(theirs));
+      const answered = await master.drainNode('n2');
+      assert.equal(answered.state, 'running');
+      assert.deepEqual(answered.moved, ['x']);
+      assert.equal(answered.startedAt, theirs.startedAt);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok(!n2.calls.includes(`pause ${other.sandboxId}`), 'this master did not drain the node too');
+      await h.coordination.releaseLease(lease, 'another-master');
+      assert.equal((await master.drainStatus('n2')).state, 'interrupted');
+      assert.equal((await drained('n2')).state, 'done', 'a drain asked for again then runs here');
+      assert.equal((await svc.get(other.sandboxId)).nodeId, 'n1');
+      await master.undrainNode('n2');
+      await svc.kill(other.sandboxId);
     });
 
     await t.test('a drain with nowhere to go reports what stayed; the sandbox is kept paused with its package', async () => {
       const alone = await onN2();
       await lose('n1');
-      const report = await master.drainNode('n2');
+      const report = await drained('n2');
       assert.equal(report.moved.length, 0);
       assert.ok(report.failed.some((f) => f.sandboxId === alone.sandboxId && /no node/.test(f.message)), JSON.stringify(report.failed));
       const r = await row(alone.sandboxId);
