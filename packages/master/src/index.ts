@@ -165,7 +165,8 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   });
   // Well past a create's or a move's longest run: what is recorded nowhere by then never will be.
   const orphanGraceMs = 2 * cfg.master.create_timeout_insec * 1000 + 60_000;
-  periodic.every('orphan sandbox sweep', 600_000, async () => {
+  // Every minute, so an orphan goes within a minute or two of its grace: one list per live node.
+  periodic.every('orphan sandbox sweep', 60_000, async () => {
     for (const nodeId of await nodes.liveNodeIds()) {
       await sandboxes.removeOrphans(nodeId, orphanGraceMs).catch((err) => logger.warn({ nodeId, err: (err as Error).message }, 'orphan sweep of a node failed'));
     }
