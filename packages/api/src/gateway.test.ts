@@ -454,9 +454,6 @@ test("the master's /notify/health answers without touching its database", async 
     const nodes = await fetch(`${p.master.url}/v1/nodes`);
     assert.equal(nodes.status, 500, 'routes that need the database fail while it is gone');
   } finally {
-    await p.gw.close();
-    await p.master.app.close();
-    await p.node.close();
-    await p.templateCenter.close();
+    await p.close();
   }
 });

@@ -1,11 +1,12 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { clusterTlsOf, ConfigError, internalScheme, loadConfig, runtimeSetting } from './config.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-cfg-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
 const file = (name: string, text: string) => { const p = join(dir, name); writeFileSync(p, text); return p; };
 
 test('defaults, YAML file and environment overlay', () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -139,5 +139,6 @@ test('https: the app serves TLS with the given key and certificate (cluster_tls)
     await assert.rejects(fetch(`http://127.0.0.1:${port}/hello`).then((r) => r.text()));
   } finally {
     await app.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
