@@ -149,6 +149,8 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         assert.equal(report.node.status, 'draining');
         assert.deepEqual(report.moved, [sbx.sandboxId]);
         assert.deepEqual(report.failed, []);
+        const seenByB = (await json<{ state: string; moved: string[] }>(`${c.master('B')}/v1/nodes/node-${from}/drain`)).body;
+        assert.deepEqual([seenByB.state, seenByB.moved], ['done', [sbx.sandboxId]], 'the other master answers for the drain: its course is in Redis');
         assert.equal((await json<{ nodeId: string; state: string }>(`${c.master('A')}/v1/sandboxes/${sbx.sandboxId}`)).body.nodeId, `node-${to}`);
         const moved = await Sandbox.connect(sbx.sandboxId, c.conn);
         assert.equal(await moved.files.read('/home/user/drained.txt'), `made on node ${from}`);
