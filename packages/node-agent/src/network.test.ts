@@ -57,6 +57,9 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
     let upstream: Awaited<ReturnType<typeof makeUpstream>>;
     let hostServer: http.Server;
     let hostPort: number;
+    // Four guests booting at once under TCG take longer than gVisor's 30 s (as in microvm.test.ts).
+    const sandboxRequest = (over: Parameters<typeof createRequest>[1] = {}) =>
+      createRequest(env, { ...(runtime === 'microvm' ? { timeoutMs: 120_000 } : {}), ...over });
 
     before(async () => {
       env = await makeTestEnv(runtime === 'gvisor' ? 'net' : 'netmv', pool);
@@ -82,10 +85,10 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
 
     it('enforces allowInternetAccess, allowOut and denyOut; isolates sandboxes from each other and from the host', async () => {
       const [closed, open, allowed, denied] = await Promise.all([
-        client.createSandbox(createRequest(env, { allowInternetAccess: false })),
-        client.createSandbox(createRequest(env, { allowInternetAccess: true })),
-        client.createSandbox(createRequest(env, { allowInternetAccess: false, network: { allowOut: ['10.201.250.2'], denyOut: [] } })),
-        client.createSandbox(createRequest(env, { allowInternetAccess: true, network: { allowOut: [], denyOut: ['10.201.250.0/30'] } })),
+        client.createSandbox(sandboxRequest({ allowInternetAccess: false })),
+        client.createSandbox(sandboxRequest({ allowInternetAccess: true })),
+        client.createSandbox(sandboxRequest({ allowInternetAccess: false, network: { allowOut: ['10.201.250.2'], denyOut: [] } })),
+        client.createSandbox(sandboxRequest({ allowInternetAccess: true, network: { allowOut: [], denyOut: ['10.201.250.0/30'] } })),
       ]);
       const hostSide = agent.inspect(open.sandboxId).address.replace(/\.2$/, '.1');
       const [viaClosed, viaOpen, viaAllowed, viaDenied, toSandbox, toHost, controlOpen] = await Promise.all([
@@ -119,7 +122,7 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
     });
 
     it('updateNetwork replaces a running sandbox\'s policy at once, and refuses a paused sandbox', async () => {
-      const sb = await client.createSandbox(createRequest(env, { allowInternetAccess: true }));
+      const sb = await client.createSandbox(sandboxRequest({ allowInternetAccess: true }));
       try {
         assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/);
         await client.updateNetwork(sb.sandboxId, { allowInternetAccess: true, network: { allowOut: [], denyOut: [`${upstream.host}/32`] } });
@@ -141,7 +144,7 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
     });
 
     it('a pause drops the connections the sandbox opened (SPEC "Pause fidelity" 7); new ones work after the resume', async () => {
-      const sb = await client.createSandbox(createRequest(env, { timeoutMs: 120_000 }));
+      const sb = await client.createSandbox(sandboxRequest({ timeoutMs: 120_000 }));
       const ncExit = async () => (await agent.exec(sb.sandboxId, ['sh', '-c', 'cat /tmp/nc.exit 2>/dev/null || echo running'])).stdout.trim();
       try {
         await agent.exec(sb.sandboxId, ['sh', '-c', `(while true; do echo ping; sleep 0.3; done) | nc ${upstream.host} ${upstream.holdPort} >/dev/null 2>&1; echo $? > /tmp/nc.exit`], { detach: true });
@@ -165,7 +168,7 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
       const proxies = [stand('http'), stand('https')];
       await new Promise<void>((r) => proxies[0].listen(env.egressPorts.http, address, r));
       await new Promise<void>((r) => proxies[1].listen(env.egressPorts.https, address, r));
-      const sb = await client.createSandbox(createRequest(env, {
+      const sb = await client.createSandbox(sandboxRequest({
         allowInternetAccess: false,
         network: { allowOut: [], denyOut: [], steer: [{ port: 8080, scheme: 'https' }, { port: 80, scheme: 'http' }] },
       }));
@@ -194,7 +197,7 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
         await run('ip', ['addr', 'add', '10.201.3.1/30', 'dev', foreign]);
         await run('ip', ['addr', 'add', '10.201.3.6/30', 'dev', foreign]);
         await run('ip', ['link', 'set', foreign, 'up']);
-        const sb = await client.createSandbox(createRequest(env));
+        const sb = await client.createSandbox(sandboxRequest());
         assert.equal(sb.address, '10.201.3.10', 'the first two /30s of the pool clash with the foreign interface');
         await client.deleteSandbox(sb.sandboxId);
       } finally {
