@@ -7,7 +7,7 @@ import type { SandboxService } from './service.ts';
 
 type DrainRecord = Omit<DrainStatus, 'node'>;
 
-/** The runner renews its lease this often; a stopped master's drain reads `interrupted` once it lapses. */
+/** The drain's lease lasts this long and is renewed every quarter of it: a stopped master's drain reads `interrupted` within a minute. */
 const LEASE_TTL_MS = 60_000;
 /** How long the last drain of a node can be read back. */
 const RECORD_TTL_MS = 7 * 24 * 3600_000;
