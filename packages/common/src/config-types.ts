@@ -42,6 +42,8 @@ export interface SvcConfig {
      * registered; a drain stores whatever it pauses in any case.
      */
     pause_to_store: 'auto' | 'always' | 'never';
+    /** How many sandboxes a node drain moves at once (docs/cluster.md, "Draining a node"), 1 to 16. */
+    drain_concurrency: number;
     database: DatabaseConfig;
     /** The vault key file (docs/security.md); '': <data_dir>/vault/key.json, made when missing. */
     vault_key_file: string;

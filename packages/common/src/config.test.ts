@@ -63,6 +63,8 @@ test('a bad configuration is one clear line naming the key', () => {
     [{ env: { SVC_RUNTIME: 'gvisor,gvisor' } }, /node_agent\.runtime: must be auto/],
     [{ env: { SVC_PLACEMENT: 'random' } }, /master\.placement: must be spread or pack/],
     [{ env: { SVC_PAUSE_TO_STORE: 'sometimes' } }, /master\.pause_to_store: must be auto, always or never/],
+    [{ env: { SVC_DRAIN_CONCURRENCY: '0' } }, /master\.drain_concurrency: must be a whole number from 1 to 16 \(got 0\)/],
+    [{ env: { SVC_DRAIN_CONCURRENCY: '17' } }, /master\.drain_concurrency: must be a whole number from 1 to 16/],
     [{ env: { SVC_CLUSTER_TLS_CERT_FILE: '/etc/svc/tls/cluster.pem' } }, /cluster_tls: cert_file and key_file go together/],
     [{ env: { SVC_RUNTIME: 'auto,microvm' } }, /node_agent\.runtime: must be auto/],
     [{ env: { SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN: 'maybe' } }, /insecure_no_token .*must be true or false/],

@@ -33,6 +33,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       placement: 'spread',
       node_lost_after_sec: 30,
       pause_to_store: 'auto',
+      drain_concurrency: 2,
       database: { driver: 'sqlite', path: '' },
       volume_plugins: [],
     },
@@ -99,6 +100,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_PLACEMENT', 'master.placement', 'string'],
   ['SVC_NODE_LOST_AFTER_SEC', 'master.node_lost_after_sec', 'int'],
   ['SVC_PAUSE_TO_STORE', 'master.pause_to_store', 'string'],
+  ['SVC_DRAIN_CONCURRENCY', 'master.drain_concurrency', 'int'],
   ['SVC_CLUSTER_TLS_CERT_FILE', 'cluster_tls.cert_file', 'string'],
   ['SVC_CLUSTER_TLS_KEY_FILE', 'cluster_tls.key_file', 'string'],
   ['SVC_UPLOAD_SIGNING_KEY', 'master.upload_signing_key', 'string'],
@@ -354,6 +356,7 @@ export function validateConfig(c: SvcConfig): void {
     need(!!c.proxy.tls_key_file && existsSync(c.proxy.tls_key_file), 'proxy.tls_key_file', 'must name a PEM key file when proxy.https_port is set');
   }
   need(Number.isInteger(c.master.node_lost_after_sec) && c.master.node_lost_after_sec >= 5, 'master.node_lost_after_sec', `must be a whole number of seconds, at least 5 (got ${c.master.node_lost_after_sec})`);
+  need(Number.isInteger(c.master.drain_concurrency) && c.master.drain_concurrency >= 1 && c.master.drain_concurrency <= 16, 'master.drain_concurrency', `must be a whole number from 1 to 16 (got ${c.master.drain_concurrency})`);
   need(['auto', 'always', 'never'].includes(c.master.pause_to_store), 'master.pause_to_store', `must be auto, always or never (got ${JSON.stringify(c.master.pause_to_store)})`);
   need(!c.cluster_tls.cert_file === !c.cluster_tls.key_file, 'cluster_tls', 'cert_file and key_file go together: set both, or neither');
   need(c.master.placement === 'spread' || c.master.placement === 'pack', 'master.placement', `must be spread or pack (got ${JSON.stringify(c.master.placement)})`);

@@ -152,7 +152,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   });
 
   periodic.every('lost node sweep', 5_000, () => sandboxes.sweepLostNodes());
-  const drains = new NodeDrains({ nodes, repo, sandboxes, coordination, holder: `master-${process.pid}-${randomId(6)}`, logger });
+  const drains = new NodeDrains({ nodes, repo, sandboxes, coordination, holder: `master-${process.pid}-${randomId(6)}`, logger, concurrency: cfg.master.drain_concurrency });
   registerDrainRoutes(app, drains);
   periodic.every('stale pause package sweep', 600_000, async () => {
     await pausePackages.sweepStale(async (sandboxId) => (await repo.get(sandboxId))?.pause_snapshot_id ?? null);

@@ -24,8 +24,8 @@ export function drainCoordinationNames(nodeId: string): { lease: string; record:
  * has its state stored, so its next resume happens elsewhere. What cannot be moved is reported,
  * and a drain may be run again.
  *
- * A drain goes on in the background of the master that started it, one sandbox at a time, for
- * as long as that takes; its course is kept in the coordination store, so any master answers
+ * A drain goes on in the background of the master that started it, a few sandboxes at a time
+ * (master.drain_concurrency), for as long as that takes; its course is kept in the coordination store, so any master answers
  * for it, and a lease names the master running it, so there is one drain per node at a time.
  */
 export class NodeDrains {
@@ -34,6 +34,8 @@ export class NodeDrains {
 
   constructor(private readonly d: {
     nodes: NodeRegistry; repo: SandboxRepo; sandboxes: SandboxService; coordination: Coordination; holder: string; logger: Logger;
+    /** How many sandboxes move at once (master.drain_concurrency). */
+    concurrency: number;
   }) {}
 
   /** Starts a drain of the node, or answers the one under way. 404 for a node not registered. */
@@ -57,7 +59,7 @@ export class NodeDrains {
     return { node, ...record };
   }
 
-  /** The node takes new sandboxes again; a drain under way stops before its next sandbox. */
+  /** The node takes new sandboxes again; a drain under way finishes the moves in hand and starts no more. */
   undrain(nodeId: string): Promise<NodeRecord> {
     return this.d.nodes.setDraining(nodeId, false);
   }
@@ -75,7 +77,7 @@ export class NodeDrains {
     return { node, ...record };
   }
 
-  /** A stopping master ends its drains after the sandbox each is on: they read `interrupted`. */
+  /** A stopping master ends its drains after the moves in hand: they read `interrupted`. */
   async stop(): Promise<void> {
     this.stopping = true;
     await Promise.all(this.running.values());
@@ -89,19 +91,29 @@ export class NodeDrains {
     }, LEASE_TTL_MS / 4);
     renew.unref();
     try {
-      for (const listed of rows) {
-        if (this.stopping) {
-          record.state = 'interrupted';
-          break;
+      // `concurrency` workers take the listed sandboxes in turn; each checks first that the
+      // drain should go on, so an undrain or a stopping master ends it after the moves in hand.
+      let next = 0;
+      const worker = async () => {
+        while (next < rows.length && record.state === 'running') {
+          if (this.stopping) {
+            record.state = 'interrupted';
+            break;
+          }
+          if ((await this.d.nodes.standing(nodeId)) === 'ready') {
+            record.state = 'stopped';
+            break;
+          }
+          if (next >= rows.length || record.state !== 'running') break;
+          const listed = rows[next++];
+          await this.drainOne(nodeId, listed.sandbox_id, record);
+          record.remaining--;
+          await this.save(nodeId, record);
         }
-        if ((await this.d.nodes.standing(nodeId)) === 'ready') {
-          record.state = 'stopped';
-          break;
-        }
-        await this.drainOne(nodeId, listed.sandbox_id, record);
-        record.remaining--;
-        await this.save(nodeId, record);
-      }
+      };
+      const workers = await Promise.allSettled(Array.from({ length: Math.min(this.d.concurrency, rows.length) }, worker));
+      const failure = workers.find((w): w is PromiseRejectedResult => w.status === 'rejected');
+      if (failure) throw failure.reason;
       if (record.state === 'running') record.state = 'done';
     } catch (err) {
       // The store or the database failed under the drain: what is left is for a drain run again.
