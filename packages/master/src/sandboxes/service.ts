@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
-  badRequest, conflict, gone, newSandboxId, newToken, notFound, randomId, SvcError, unauthorized, unavailable,
+  badRequest, conflict, gone, newSandboxId, newToken, notFound, randomId, SvcError, unauthorized, unavailable, withLock,
   type Coordination, type Logger, type SvcConfig,
 } from '@svc/common';
 import { checkSignedFileRequest, fileSignatureProblem } from '@svc/common/envd-signature';
@@ -797,8 +797,10 @@ export class SandboxService {
     const removed: string[] = [];
     const ours = (r: Row | undefined) => !!r && r.node_id === nodeId && r.state !== 'terminated';
     const seen = new Map<string, number>();
+    // One read of the node's records; a sandbox recorded since is first seen now, so its grace covers it.
+    const recorded = new Set((await this.d.repo.listByNode(nodeId)).map((r) => r.sandbox_id));
     for (const s of await client.listSandboxes()) {
-      if (ours(await this.d.repo.get(s.sandboxId))) continue;
+      if (recorded.has(s.sandboxId)) continue;
       const key = `${nodeId}/${s.sandboxId}`;
       const since = this.orphansSeen.get(key) ?? now;
       seen.set(key, since);
@@ -884,13 +886,7 @@ export class SandboxService {
 
   /** Runs fn holding the sandbox's lifecycle lock if no one holds it now; a sweep skips a busy sandbox. */
   private async whenFree(id: string, fn: () => Promise<void>): Promise<void> {
-    const name = `sbx:${id}`;
-    if (!(await this.d.coordination.tryLock(name, this.holder, LOCK_TTL_MS))) return;
-    try {
-      await fn();
-    } finally {
-      await this.d.coordination.unlock(name, this.holder).catch(() => { /* the lock expires with its TTL */ });
-    }
+    await withLock(this.d.coordination, `sbx:${id}`, this.holder, LOCK_TTL_MS, fn);
   }
 
   /**
