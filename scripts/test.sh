@@ -17,6 +17,12 @@ mapfile -t ordered < <(printf '%s\n' "${files[@]}" | grep -v '^test/e2e/'; print
 # A test that hangs fails after 10 minutes instead of holding the whole run.
 node --import tsx --test --test-concurrency=1 --test-timeout=600000 "${ordered[@]}"
 
+# The official SDK's whole-platform suite again with the older release users still run (e2b 2.46.0,
+# which E2B's self-hosted Embed pinned; installed beside the pinned one as the npm alias e2b-2.46),
+# so a release that changes the wire shows here (docs/compatibility.md).
+echo "the e2b SDK suite with e2b 2.46.0"
+SVC_E2B_SDK=e2b-2.46 node --import tsx --test --test-timeout=600000 test/e2e/e2b-sdk.test.ts
+
 # The official SDK's whole-platform suite again on the microvm runtime (QEMU; TCG where there is
 # no KVM, about 5 minutes here): both drivers must pass it (docs/runtimes.md).
 if command -v qemu-system-x86_64 >/dev/null && [ -e /var/lib/svc/guest-kernel/current/vmlinuz ]; then

@@ -5,6 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
 import { Sandbox } from '@e2b/code-interpreter';
 import { Sandbox as SvcSandbox } from '@svc/sdk';
 import { SVC_BIN, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
@@ -13,10 +14,30 @@ let p: RunningPlatform;
 let sbx: Sandbox;
 diagnoseFailures(() => p);
 before(async () => {
-  p = await startPlatform({ dataDir: '/tmp/svc-e2e-code-interpreter', env: { SVC_CODE_INTERPRETER_TEMPLATE: 'true' } });
+  // svc up is up once `base` is; code-interpreter-v1 builds after that in the background (about
+  // 6 minutes on a fresh machine), and a create of it meanwhile waits for it within the create
+  // timeout, which is long here for that reason (docs/quickstart.md).
+  // The create goes over node:http, which has no deadline of its own (fetch gives up on headers
+  // after 300 s), and the official SDK then connects to the sandbox it made.
+  p = await startPlatform({ dataDir: '/tmp/svc-e2e-code-interpreter', env: { SVC_CODE_INTERPRETER_TEMPLATE: 'true', SVC_CREATE_TIMEOUT_INSEC: '1200' } });
   useE2bEnv(p);
-  sbx = await Sandbox.create({ timeoutMs: 600_000 });
+  const made = await postJson(`${p.apiUrl}/sandboxes`, { templateID: 'code-interpreter-v1', timeout: 600 }, { 'X-API-Key': p.apiKey });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  sbx = await Sandbox.connect(String(made.body.sandboxID));
 });
+/** A POST with no client deadline: it waits as long as the server does. */
+function postJson(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' } }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => { text += c; });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text || '{}') as Record<string, unknown> }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
 after(async () => {
   await sbx?.kill().catch(() => false);
   await p?.stop();

@@ -1,6 +1,8 @@
 /**
  * The official e2b SDK, pointed at `svc up` with E2B_API_URL / E2B_SANDBOX_URL / E2B_API_KEY,
- * drives real gVisor sandboxes: commands, files, PTY, watch, pause and resume.
+ * drives real gVisor sandboxes: commands, files, PTY, watch, pause and resume. SVC_E2B_SDK names
+ * another release installed beside it under an npm alias (e2b-2.46: the one E2B's self-hosted
+ * Embed pinned), which scripts/test.sh runs this file with too (docs/compatibility.md).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -8,8 +10,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Sandbox, CommandExitError, NotFoundError, Template, waitForFile } from 'e2b';
+import type * as E2b from 'e2b';
 import { RUNTIME, sandboxProcesses, sandboxProcessesAll, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
+
+const SDK = process.env.SVC_E2B_SDK || 'e2b';
+const { Sandbox, CommandExitError, NotFoundError, Template, waitForFile } = (await import(SDK)) as typeof E2b;
+type Sandbox = E2b.Sandbox;
+console.log(`# the official SDK under test: ${SDK}`);
 
 let p: RunningPlatform;
 diagnoseFailures(() => p);

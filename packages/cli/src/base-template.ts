@@ -1,7 +1,7 @@
 import { JsonClient, SvcError } from '@svc/common';
 import { CODE_INTERPRETER_READY_CMD, CODE_INTERPRETER_START_CMD } from '@svc/contracts/code-interpreter';
 import type { JobAccepted, JobInfo, TemplateCreate, TemplateInfo } from '@svc/contracts/template-routes';
-import { baseRootfsPath, buildBaseRootfs, CA_FINGERPRINT_ENV, caFingerprint, type RootfsFlavor } from '@svc/template-center';
+import { baseRootfsPath, CA_FINGERPRINT_ENV, caFingerprint, type RootfsFlavor } from '@svc/template-center';
 
 export interface BaseTemplateOptions {
   masterUrl: string;
@@ -12,39 +12,58 @@ export interface BaseTemplateOptions {
 }
 
 /** The templates `svc up` makes from Debian's packages: their alias, root filesystem and start command. */
-const MADE_HERE: Record<'base' | 'code-interpreter-v1', { flavor: RootfsFlavor; start?: Pick<TemplateCreate, 'start_cmd' | 'ready_cmd'> }> = {
+const MADE_HERE: Record<MadeTemplate, { flavor: RootfsFlavor; start?: Pick<TemplateCreate, 'start_cmd' | 'ready_cmd'> }> = {
   base: { flavor: 'base' },
   // E2B's name for it: @e2b/code-interpreter creates sandboxes of `code-interpreter-v1` (docs/code-interpreter.md).
   'code-interpreter-v1': { flavor: 'code-interpreter', start: { start_cmd: CODE_INTERPRETER_START_CMD, ready_cmd: CODE_INTERPRETER_READY_CMD } },
 };
+export type MadeTemplate = 'base' | 'code-interpreter-v1';
 
-/** `base`: see ensureMadeTemplate. */
-export function ensureBaseTemplate(o: BaseTemplateOptions): Promise<string> {
-  return ensureMadeTemplate('base', o);
+/** A template `svc up` offers, made or found: its id, and the build to wait for when one was started. */
+export interface MadeTemplateStart {
+  alias: MadeTemplate;
+  templateId: string;
+  /** The build started for it; undefined when it was ready already. */
+  jobId?: string;
 }
 
-/** `code-interpreter-v1`: see ensureMadeTemplate. */
-export function ensureCodeInterpreterTemplate(o: BaseTemplateOptions): Promise<string> {
-  return ensureMadeTemplate('code-interpreter-v1', o);
+/** `base`, ready: see startMadeTemplate; waits for its build. */
+export async function ensureBaseTemplate(o: BaseTemplateOptions): Promise<string> {
+  const started = await startMadeTemplate('base', o);
+  if (started.jobId) await waitForMadeTemplate(started, o);
+  return started.templateId;
 }
 
 /**
- * Makes sure a template `svc up` offers exists and is ready: its root filesystem is built from
- * Debian's packages once per machine (cached) and goes through the same build pipeline as any
- * image. One built from another recipe (an older package list) is built again.
+ * What a template of ours is made from: a root filesystem the template center makes from Debian's
+ * packages, at the recipe this svc has (base-template.ts in the template center).
  */
-async function ensureMadeTemplate(alias: keyof typeof MADE_HERE, o: BaseTemplateOptions): Promise<string> {
+function debianSource(flavor: RootfsFlavor): string {
+  return `${flavor}@${baseRootfsPath({ flavor }).key}`;
+}
+
+/**
+ * Makes sure a template `svc up` offers exists and is ready or building. Its root filesystem is
+ * made by the template center from Debian's packages (once per machine, cached) as the build's
+ * first phase, so the template exists, with its progress in `svc tpl status`, from the start
+ * (docs/quickstart.md). One built from another recipe (an older package list), another start
+ * command or without the current egress CA is built again.
+ */
+export async function startMadeTemplate(alias: MadeTemplate, o: BaseTemplateOptions): Promise<MadeTemplateStart> {
   const { flavor, start } = MADE_HERE[alias];
   const master = new JsonClient(o.masterUrl, { timeoutMs: 60_000 });
   const existing = await master.get<TemplateInfo>(`/svc/template/${alias}`).catch((e: SvcError) => {
     if (e.status === 404) return undefined;
     throw e;
   });
-  const current = existing?.source_image_ref === baseRootfsPath({ flavor }).path
-    && (existing.start_cmd ?? null) === (start?.start_cmd ?? null) && (existing.ready_cmd ?? null) === (start?.ready_cmd ?? null);
+  const source = debianSource(flavor);
+  // A template an older svc made from the same recipe's tarball is as current as one made now.
+  const sameRootfs = existing?.source_image_ref === source || existing?.source_image_ref === baseRootfsPath({ flavor }).path;
+  const current = sameRootfs
+    && (existing?.start_cmd ?? null) === (start?.start_cmd ?? null) && (existing?.ready_cmd ?? null) === (start?.ready_cmd ?? null);
   const wantCa = o.egressCaPem ? `${CA_FINGERPRINT_ENV}=${caFingerprint(o.egressCaPem)}` : undefined;
   const caCurrent = !wantCa || !!existing?.image_info?.env?.includes(wantCa);
-  if (existing?.status === 'ready' && current && caCurrent && !o.rebuild) return existing.template_id;
+  if (existing?.status === 'ready' && current && caCurrent && !o.rebuild) return { alias, templateId: existing.template_id };
   if (existing?.status === 'ready' && !current) o.say(`${alias} template: its recipe or start command changed since it was built; building it again`);
   else if (existing?.status === 'ready' && !caCurrent) o.say(`${alias} template: it does not trust the egress proxy's CA yet; building it again`);
   if (existing) {
@@ -55,29 +74,31 @@ async function ensureMadeTemplate(alias: keyof typeof MADE_HERE, o: BaseTemplate
       return false;
     });
     if (!removed) {
-      if (existing.status === 'ready') return existing.template_id;
+      if (existing.status === 'ready') return { alias, templateId: existing.template_id };
       throw new Error(`the ${alias} template ${existing.template_id} is ${existing.status} and cannot be removed to build it again`);
     }
   }
-
-  let lastPhase = '';
-  const tar = await buildBaseRootfs({
-    flavor,
-    rebuild: o.rebuild,
-    onProgress: (p: { phase: string; message?: string }) => {
-      if (p.phase !== lastPhase) { o.say(`${alias} template: ${p.phase}${p.message ? ` (${p.message})` : ''}`); lastPhase = p.phase; }
-    },
-  });
-  const request: TemplateCreate = { rootfs_tar: tar.path, alias, ...start };
+  const request: TemplateCreate = { debian_rootfs: source, alias, ...start };
   const created = await master.post<JobAccepted>('/svc/template', request);
-  o.say(`${alias} template: building ${created.template_id} (job ${created.job_id})`);
+  return { alias, templateId: created.template_id, jobId: created.job_id };
+}
+
+/**
+ * Follows a build startMadeTemplate started, a line per phase and progress message; with
+ * `quiet`, only its end. Throws with the build's reason when it failed.
+ */
+export async function waitForMadeTemplate(started: MadeTemplateStart, o: Pick<BaseTemplateOptions, 'masterUrl' | 'say'> & { quiet?: boolean; pollMs?: number }): Promise<void> {
+  if (!started.jobId) return;
+  const master = new JsonClient(o.masterUrl, { timeoutMs: 60_000 });
+  if (!o.quiet) o.say(`${started.alias} template: building ${started.templateId} (job ${started.jobId})`);
   let shown = '';
   for (;;) {
-    const job = await master.get<JobInfo>(`/svc/template/build/${created.job_id}/status`);
-    const line = `${job.status}${job.phase ? `/${job.phase}` : ''}`;
-    if (line !== shown) { o.say(`${alias} template: ${line}`); shown = line; }
-    if (job.status === 'BUILT') return created.template_id;
-    if (job.status === 'FAILED') throw new Error(`the ${alias} template failed to build: ${job.error ?? 'unknown reason'}`);
-    await new Promise((r) => setTimeout(r, 500));
+    const job = await master.get<JobInfo>(`/svc/template/build/${started.jobId}/status`);
+    const line = `${job.status}${job.phase ? `/${job.phase}` : ''}${job.progress?.message ? `: ${job.progress.message}` : ''}`;
+    if (line !== shown && !o.quiet) o.say(`${started.alias} template: ${line}`);
+    shown = line;
+    if (job.status === 'BUILT') return;
+    if (job.status === 'FAILED') throw new Error(`the ${started.alias} template failed to build (job ${started.jobId}): ${job.error ?? 'unknown reason'}`);
+    await new Promise((r) => setTimeout(r, o.pollMs ?? 500));
   }
 }

@@ -1,15 +1,22 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type Logger, type SvcConfig } from '@svc/common';
-import { ensureBaseTemplate, ensureCodeInterpreterTemplate } from './base-template.ts';
+import { buildBaseRootfs } from '@svc/template-center';
+import { ensureBaseTemplate, startMadeTemplate, waitForMadeTemplate, type BaseTemplateOptions } from './base-template.ts';
+import { dataDirShortOfSpace } from './disk-space.ts';
+import { minimalKernelHint, prepareMicrovm } from './microvm-setup.ts';
 import { runDemo } from './demo.ts';
 import { startPlatform, type Platform } from './platform.ts';
 import { ensureLocalTls } from './local-tls.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
 import { startLocalVolumePlugin, type LocalVolumePlugin } from './local-volume-plugin.ts';
 
-export interface UpOptions { dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean; runtime?: string }
+export interface UpOptions {
+  dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean; runtime?: string;
+  /** false: no code-interpreter-v1 template (--no-code-interpreter). */
+  codeInterpreter?: boolean;
+}
 
 /** A configuration that cannot work ends `svc up` with its message and exit code 2. */
 function orExitOnConfigError<T>(read: () => T): T {
@@ -34,6 +41,11 @@ export async function runUp(opts: UpOptions): Promise<void> {
     process.exit(2);
   }
   mkdirSync(cfg.data_dir, { recursive: true });
+  if (opts.codeInterpreter === false) cfg.template_center.code_interpreter_template = false;
+  // A data directory that never came up builds its templates: on a full disk, say so now, not midway through one.
+  const fresh = !existsSync(join(cfg.data_dir, 'endpoint.json'));
+  const short = fresh ? dataDirShortOfSpace(cfg.data_dir, cfg.template_center.code_interpreter_template) : undefined;
+  if (short) { process.stderr.write(`svc up: ${short}\n`); process.exit(2); }
   if (opts.domain) cfg.sandbox_domain = opts.domain;
   // Checked with the rest of the configuration below (node_agent.runtime).
   if (opts.runtime) cfg.node_agent.runtime = opts.runtime;
@@ -72,6 +84,14 @@ export async function runUp(opts: UpOptions): Promise<void> {
   const say = (line: string) => { if (!opts.json) process.stdout.write(`${line}\n`); };
 
   say(`svc: starting (data directory ${cfg.data_dir}, logs in ${logFile})`);
+  await prepareMicrovm({ cfg, say }).catch((err: Error) => {
+    process.stderr.write(`svc up: ${err.message}\n`);
+    process.exit(1);
+  });
+  // A fresh data directory makes `base` first thing: its root filesystem (mmdebstrap, about a
+  // minute and a half here when not cached) is made while the components start, and the
+  // template center's build of it then finds it made (docs/quickstart.md).
+  const baseRootfs = fresh || opts.rebuildBase ? prefetchBaseRootfs(!!opts.rebuildBase, say) : Promise.resolve();
   const volumePlugin = builtInPlugin ? await builtInPlugin(logger.child({ component: 'volume-plugin-local' })) : undefined;
   const platform = await startPlatform(cfg, logger);
   let stopping = false;
@@ -87,10 +107,10 @@ export async function runUp(opts: UpOptions): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
+  const made: BaseTemplateOptions = { masterUrl: platform.masterUrl, rebuild: !!opts.rebuildBase, say, ...(platform.egressCaPem ? { egressCaPem: platform.egressCaPem } : {}) };
   try {
-    const made = { masterUrl: platform.masterUrl, rebuild: !!opts.rebuildBase, say, ...(platform.egressCaPem ? { egressCaPem: platform.egressCaPem } : {}) };
+    await baseRootfs;
     await ensureBaseTemplate(made);
-    if (cfg.template_center.code_interpreter_template) await ensureCodeInterpreterTemplate(made);
   } catch (err) {
     process.stderr.write(`svc up: ${(err as Error).message}\n`);
     await platform.close();
@@ -117,12 +137,49 @@ export async function runUp(opts: UpOptions): Promise<void> {
     say(`  HTTPS:     ${platform.sandboxHttpsUrl}  (https://<port>-<sandboxID>.${cfg.sandbox_domain}; local CA ${caFile})`);
   }
   say('');
+  const kernelHint = minimalKernelHint(platform.runtimes, cfg);
+  if (kernelHint) say(kernelHint);
   say('Use the official e2b SDK unchanged:');
   for (const line of e2bEnvLines(platform, cfg, caFile)) say(`  export ${line}`);
   say('Or the svc CLI and SDK (they read the same endpoint from the data directory):');
   say('  svc sandbox create --template base');
   if (opts.demo) await runDemo(endpoint, say).catch((err) => say(`demo failed: ${(err as Error).message}`));
   say('Press Ctrl+C to stop.');
+  if (cfg.template_center.code_interpreter_template) void codeInterpreterInBackground(made, () => stopping);
+}
+
+/**
+ * `code-interpreter-v1` after `svc up` is up (and after the demo): a line when its build starts
+ * and one when it is ready or failed; its progress in `svc tpl status`. A create of it meanwhile
+ * waits for it within the create timeout (docs/quickstart.md).
+ */
+async function codeInterpreterInBackground(made: BaseTemplateOptions, stopping: () => boolean): Promise<void> {
+  try {
+    const started = await startMadeTemplate('code-interpreter-v1', made);
+    if (!started.jobId) return;
+    made.say(`code-interpreter-v1 template: building in the background (job ${started.jobId}; svc tpl status ${started.jobId}); creates of it wait for it`);
+    const t = Date.now();
+    await waitForMadeTemplate(started, { ...made, quiet: true, pollMs: 2_000 });
+    made.say(`code-interpreter-v1 template: ready (${Math.round((Date.now() - t) / 1000)} s)`);
+  } catch (err) {
+    if (!stopping()) made.say(`code-interpreter-v1 template: ${(err as Error).message}`);
+  }
+}
+
+/** The base root filesystem, made (or found cached) while the components start; its phases said as they come. */
+async function prefetchBaseRootfs(rebuild: boolean, say: (line: string) => void): Promise<void> {
+  let lastPhase = '';
+  await buildBaseRootfs({
+    flavor: 'base', rebuild,
+    onProgress: (p) => {
+      if (p.phase === 'cached' || p.phase === lastPhase) return;
+      lastPhase = p.phase;
+      say(`base template: ${p.phase === 'done' ? 'root filesystem made' : p.phase}${p.phase === 'done' ? ` in ${Math.round(p.elapsedMs / 1000)} s` : p.message ? ` (${p.message.slice(0, 100)})` : ''}`);
+    },
+  }).then(() => undefined, (err: Error) => {
+    // The template center's build makes it again and fails the template with the reason if it must.
+    say(`base template: making its root filesystem failed (${err.message}); the build tries again`);
+  });
 }
 
 async function waitForWarmPool(platform: Platform, size: number, say: (line: string) => void, maxMs = 20_000): Promise<void> {

@@ -43,8 +43,18 @@ export type BuildSource =
   | { kind: 'oci-layout'; path: string; ref?: string; platform?: { os: string; architecture: string; variant?: string } }
   /** A `docker save` tarball. */
   | { kind: 'docker-archive'; path: string }
-  /** A tarball of a root filesystem (the base template is built this way). */
-  | { kind: 'rootfs-tar'; path: string };
+  /** A tarball of a root filesystem. */
+  | { kind: 'rootfs-tar'; path: string }
+  /**
+   * A root filesystem the template center makes from Debian's packages (mmdebstrap, cached
+   * machine-wide): how `svc up` makes `base` and `code-interpreter-v1`, so that the template
+   * exists, and shows its progress, while its packages install (docs/templates.md).
+   */
+  | { kind: 'debian-rootfs'; flavor: DebianRootfsFlavor; recipe?: string };
+
+/** The root filesystems the template center makes from Debian's packages. */
+export const DEBIAN_ROOTFS_FLAVORS = ['base', 'code-interpreter'] as const;
+export type DebianRootfsFlavor = (typeof DEBIAN_ROOTFS_FLAVORS)[number];
 
 export interface BuildRequest {
   jobId: string;

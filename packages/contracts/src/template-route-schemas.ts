@@ -25,7 +25,7 @@ export const TEMPLATE_STATUSES = ['building', 'ready', 'failed'] as const;
 export const JOB_KINDS = ['CREATE', 'REDO', 'LEGACY'] as const;
 export const JOB_STATUSES = ['PENDING', 'RUNNING', 'BUILT', 'FAILED'] as const;
 export const JOB_PHASES = ['PULLING', 'BUILDING', 'UPLOADING', 'DISTRIBUTING'] as const;
-export const SOURCE_KINDS = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar', 'legacy', 'builder'] as const;
+export const SOURCE_KINDS = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar', 'debian_rootfs', 'legacy', 'builder'] as const;
 /** E2B's build status, as its template routes answer it. */
 export const E2B_BUILD_STATUSES = ['building', 'waiting', 'ready', 'error'] as const;
 
@@ -36,6 +36,10 @@ export const TemplateCreate = {
     oci_layout: source('Absolute path of an OCI image layout directory'),
     docker_archive: source('Absolute path of a `docker save` archive'),
     rootfs_tar: source('Absolute path of a root filesystem tar'),
+    debian_rootfs: {
+      type: ['string', 'null'], pattern: '^(base|code-interpreter)(@[0-9a-f]{16})?$',
+      description: 'A root filesystem the template center makes from Debian\'s packages: base or code-interpreter, optionally @ the recipe key it must have (svc up makes its templates this way)',
+    },
     alias: { ...nullableString, description: '1 to 64 characters from [a-z0-9-]; not tpl-...' },
     registry_auth: {
       type: ['object', 'null'],

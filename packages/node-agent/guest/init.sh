@@ -31,7 +31,9 @@ template=$(disk svc-template); layer=$(disk svc-layer); runtime=$(disk svc-runti
 mount -t ext4 -o ro,noload "$template" /template || fail "cannot mount the template"
 mount -t ext4 -o nodev "$layer" /layer || fail "cannot mount the writable layer"
 mount -t overlay overlay -o "lowerdir=/template,upperdir=/layer/upper,workdir=/layer/work" /newroot || fail "cannot mount the root overlay"
-mkdir -p /newroot/.svc /newroot/proc /newroot/sys /newroot/dev /newroot/tmp
+mkdir -p /newroot/.svc /newroot/proc /newroot/sys /newroot/dev
+# /tmp is the root's own, on the sandbox's disk (docs/runtimes.md, "/tmp"), sticky 1777 as under gVisor.
+[ -L /newroot/tmp ] || { mkdir -p /newroot/tmp && chmod 1777 /newroot/tmp; }
 mount -t ext4 -o ro,noload "$runtime" /newroot/.svc || fail "cannot mount the runtime disk"
 # Volumes over virtiofs, a line each: tag, ro or rw, path (the host enforces ro too).
 if [ -f /layer/boot/volumes ]; then

@@ -32,6 +32,8 @@ import { registerVolumeContentRoutes, VolumePluginRegistry } from '@svc/volumes'
 import { decodeVolumeHeader, NODE_FEATURE_VOLUMES, VOLUME_HEADER } from '@svc/contracts/volumes';
 import { VolumeAttachments } from './volumes/attachments.ts';
 
+export { probeHost, type HostProbes } from './runtime/host-probe.ts';
+
 export interface NodeAgentOptions {
   logger: Logger;
   /** Master base URL; default `master.addr` from the config; '' runs without a master. */

@@ -139,4 +139,25 @@ describe('sandbox limits behave like a VM (real runsc)', () => {
       await client.deleteSandbox(sb.sandboxId);
     }
   });
+
+  it('/tmp is on the sandbox disk: 700 MB in a 256 MB sandbox is written, sticky 1777, and a full disk is ENOSPC there', async () => {
+    const sb = await client.createSandbox(createRequest(env, { memoryMB: 256, diskSizeMB: 1024 }));
+    try {
+      assert.equal((await agent.exec(sb.sandboxId, ['/bin/busybox', 'stat', '-c', '%a', '/tmp'])).stdout.trim(), '1777');
+      const r = await agent.exec(sb.sandboxId, ['/bin/busybox', 'dd', 'if=/dev/zero', 'of=/tmp/big', 'bs=1M', 'count=700']);
+      assert.equal(r.code, 0, `dd into /tmp failed: ${r.stderr}`);
+      assert.equal((await agent.exec(sb.sandboxId, ['/bin/busybox', 'stat', '-c', '%s', '/tmp/big'])).stdout.trim(), String(700 * 1024 * 1024));
+      await assertAnswers(sb.sandboxId);
+      const m = await client.metrics(sb.sandboxId);
+      assert.ok(m.diskUsed > 650 * 1024 * 1024, `the disk holds it: metrics say ${m.diskUsed} bytes used`);
+      assert.ok(m.memUsed < 200 * 1024 * 1024, `memory does not: ${m.memUsed} bytes used`);
+      // The rest of the 1 GB disk: ENOSPC, not the memory guard.
+      const full = await agent.exec(sb.sandboxId, ['/bin/busybox', 'dd', 'if=/dev/zero', 'of=/tmp/more', 'bs=1M', 'count=500']);
+      assert.notEqual(full.code, 0);
+      assert.match(full.stderr + full.stdout, /No space left on device/);
+      await assertAnswers(sb.sandboxId);
+    } finally {
+      await client.deleteSandbox(sb.sandboxId);
+    }
+  });
 });

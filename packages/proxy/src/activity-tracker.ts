@@ -3,8 +3,9 @@ import type { MasterInternalClient } from '@svc/contracts/master-internal';
 
 /**
  * Collects which sandboxes saw traffic and reports them to the master about once a second, in
- * one call. Traffic is bytes: a request that starts, and every chunk moved in either direction
- * afterwards. A stream or WebSocket that stays open but silent is idle (docs/data-plane.md,
+ * one call. Traffic is bytes that reached a process in the sandbox: an answer it sent (a response
+ * head, a chunk, a frame) and every chunk sent to it over a connection it accepted. An answer the
+ * proxy gives by itself (502 for a refused connection, 403, 401, 404, 410) is not. A stream or WebSocket that stays open but silent is idle (docs/data-plane.md,
  * "Activity"), so a sandbox whose client keeps a quiet connection open still times out. A report
  * that fails is a failure of the periodic task (logged once an outage, counted in the health).
  */
@@ -15,7 +16,7 @@ export class ActivityTracker {
     periodic.every('activity report', flushMs, () => this.flush());
   }
 
-  /** Bytes moved for the sandbox (a request began, a chunk went up or down). */
+  /** Bytes moved between a client and a process in the sandbox (an answer began, a chunk went up or down). */
   touch(sandboxId: string): void {
     this.touched.add(sandboxId);
   }

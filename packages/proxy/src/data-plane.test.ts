@@ -65,6 +65,28 @@ test('a sandbox port with nothing listening is 502', async () => {
   assert.match(r.json<{ message: string }>().message, new RegExp(`nothing listens on port ${port}`));
 });
 
+test('only an answer from the sandbox is activity: a poller of a closed port, answered 502 by the proxy, lets it idle', async () => {
+  p.master.add({ sandboxId: 'polled', envdPort: up.port });
+  const closed = new Upstream();
+  const port = await closed.listen();
+  await closed.close();
+  const reported = () => p.master.calls.activity.filter((ids) => ids.includes('polled')).length;
+  for (let i = 0; i < 5; i++) {
+    const r = await call(p.proxy.httpUrl, { host: sandboxHost(port, 'polled'), path: '/health' });
+    assert.equal(r.status, 502);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  const ws = new WebSocket(`${p.proxy.httpUrl.replace('http', 'ws')}/`, { headers: { host: sandboxHost(port, 'polled') } });
+  await new Promise<void>((resolve) => { ws.once('error', () => resolve()); ws.once('unexpected-response', () => resolve()); });
+  ws.terminate();
+  await new Promise((res) => setTimeout(res, 500)); // two flushes of the proxy under test
+  assert.equal(reported(), 0, 'refused connections and the proxy\'s own 502s are not activity');
+  const r = await call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'polled'), path: '/echo' });
+  assert.equal(r.status, 200);
+  await new Promise((res) => setTimeout(res, 500));
+  assert.equal(reported(), 1, 'a service\'s answer is');
+});
+
 test('adds X-Forwarded-*, drops hop-by-hop headers, keeps the rest', async () => {
   up.requests.length = 0;
   const r = await call(p.proxy.httpUrl, {

@@ -57,8 +57,10 @@ export class HttpExchange implements ResponseSink {
   }
 
   private send(route: SandboxRoute): void {
+    // Not activity yet: only an answer from a process in the sandbox is (onHead, onBody), so a
+    // poller of a port where nothing listens, answered 502 by the proxy, lets the sandbox idle
+    // out (docs/data-plane.md, "Activity").
     this.sandboxId = route.sandboxId;
-    this.ctx.activity.touch(route.sandboxId);
     const port = this.target.port || route.envdPort;
     if (this.head === undefined || this.port !== port || this.route?.address !== route.address) {
       this.head = requestHead(this.req.method ?? 'GET', this.req.url ?? '/', this.scan, `${route.address}:${port}`, maskedHost(route, port));
@@ -84,6 +86,7 @@ export class HttpExchange implements ResponseSink {
     const resumeReq = () => req.resume();
     req.on('data', (chunk: Buffer) => {
       if (this.conn !== conn) return;
+      // The connection was made, so a process in the sandbox takes these bytes.
       this.ctx.activity.touch(this.sandboxId!);
       let ok: boolean;
       if (chunked) {
@@ -108,6 +111,7 @@ export class HttpExchange implements ResponseSink {
     const res = this.res;
     if (res.destroyed) return;
     this.responded = true;
+    this.ctx.activity.touch(this.sandboxId!);
     try {
       res.writeHead(status, statusText || undefined, filterResponseHeaders(headers));
     } catch {

@@ -87,8 +87,8 @@ export class UpgradeExchange {
     upstream.write(this.requestHead(route, port));
     if (this.head.length > 0) upstream.write(this.head);
     const touch = () => this.ctx.activity.touch(sandboxId);
-    touch();
-    // Every frame either way is activity; an open, silent WebSocket is idle.
+    // Every frame either way is activity, the first being the sandbox's answer to the upgrade;
+    // an open, silent WebSocket is idle, and so is one the proxy refused.
     upstream.on('data', touch);
     client.on('data', touch);
     let ended = false;

@@ -1,5 +1,5 @@
 import { badRequest } from '@svc/common';
-import type { BuildRequest, BuildSource } from '@svc/contracts/template-center';
+import { DEBIAN_ROOTFS_FLAVORS, type BuildRequest, type BuildSource, type DebianRootfsFlavor } from '@svc/contracts/template-center';
 import { isValidArtifactId } from './store/artifact-store.ts';
 
 const MAX_DISK_MB = 1024 * 1024;
@@ -78,6 +78,12 @@ function parseSource(s: unknown): BuildSource {
     case 'oci-layout': return { kind: 'oci-layout', path: absolutePath(), ref: optString('ref'), platform: platform() };
     case 'docker-archive': return { kind: 'docker-archive', path: absolutePath() };
     case 'rootfs-tar': return { kind: 'rootfs-tar', path: absolutePath() };
-    default: throw badRequest('source.kind must be registry, oci-layout, docker-archive or rootfs-tar');
+    case 'debian-rootfs': {
+      const flavor = needString('flavor');
+      if (!(DEBIAN_ROOTFS_FLAVORS as readonly string[]).includes(flavor)) throw badRequest(`source.flavor must be one of ${DEBIAN_ROOTFS_FLAVORS.join(', ')}`);
+      const recipe = optString('recipe');
+      return { kind: 'debian-rootfs', flavor: flavor as DebianRootfsFlavor, ...(recipe ? { recipe } : {}) };
+    }
+    default: throw badRequest('source.kind must be registry, oci-layout, docker-archive, rootfs-tar or debian-rootfs');
   }
 }

@@ -1,4 +1,4 @@
-import type { BuildSource } from '@svc/contracts/template-center';
+import type { BuildSource, DebianRootfsFlavor } from '@svc/contracts/template-center';
 import type { SvcConfig } from '@svc/common';
 import { parseAlias } from './alias.ts';
 import { invalidTemplateRequest } from './errors.ts';
@@ -27,7 +27,7 @@ export interface CreateSpec {
   runtime: RuntimeKind | null;
 }
 
-const SOURCES = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar'] as const;
+const SOURCES = ['image', 'oci_layout', 'docker_archive', 'rootfs_tar', 'debian_rootfs'] as const;
 const OSES = new Set(['linux']);
 const ARCHES = new Set(['amd64', 'arm64', 'arm', '386', 'ppc64le', 's390x', 'riscv64']);
 
@@ -45,7 +45,7 @@ export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svcle
   const kind = given[0]!;
   const value = b[kind]!;
   if (/\s/.test(value)) throw invalidTemplateRequest(`${kind} must be a string without spaces`);
-  if (kind !== 'image' && !value.startsWith('/')) throw invalidTemplateRequest(`${kind} must be an absolute path (got "${value}")`);
+  if (kind !== 'image' && kind !== 'debian_rootfs' && !value.startsWith('/')) throw invalidTemplateRequest(`${kind} must be an absolute path (got "${value}")`);
 
   if (kind !== 'image') {
     for (const k of ['registry_auth', 'insecure_registry'] as const) {
@@ -65,8 +65,12 @@ export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svcle
     source = { kind: 'oci-layout', path: value, platform };
   } else if (kind === 'docker_archive') {
     source = { kind: 'docker-archive', path: value };
-  } else {
+  } else if (kind === 'rootfs_tar') {
     source = { kind: 'rootfs-tar', path: value };
+  } else {
+    // The route's schema allows only base or code-interpreter, optionally @<recipe key>.
+    const [flavor, recipe] = value.split('@') as [DebianRootfsFlavor, string | undefined];
+    source = { kind: 'debian-rootfs', flavor, ...(recipe ? { recipe } : {}) };
   }
 
   const withSvcCa = parseCaFlag(b.with_cube_ca, b.with_svc_ca);

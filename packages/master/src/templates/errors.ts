@@ -1,5 +1,5 @@
 /** The template domain's wire errors (docs/design.md, "Errors"). */
-import { badRequest, conflict, ErrorCodes, notFound, SvcError } from '@svc/common';
+import { badRequest, conflict, ErrorCodes, notFound, SvcError, unavailable } from '@svc/common';
 
 export const templateIdRequired = () =>
   badRequest('ErrTemplateIDRequired: template_id is required', ErrorCodes.badRequest);
@@ -11,6 +11,9 @@ export const invalidTemplateRequest = (message: string) => badRequest(message, E
 
 export const templateHasSnapshots = (ref: string, snapshotIds: string[]) =>
   conflict(`template ${ref} has snapshots or built templates that start from it: ${snapshotIds.slice(0, 20).join(', ')}${snapshotIds.length > 20 ? ` and ${snapshotIds.length - 20} more` : ''}; delete them first`, ErrorCodes.conflict);
+
+/** A template the platform makes for itself is not there yet, or failed to build: the platform's fault, so 503. */
+export const templateBuildUnavailable = (message: string, retryAfterSec?: number) => unavailable(message, retryAfterSec);
 
 export const templateNotFound = (ref: string) => notFound(`template ${ref} not found`, ErrorCodes.notFound);
 

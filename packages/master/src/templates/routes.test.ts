@@ -281,6 +281,44 @@ onEveryEngine('template routes', {
     assert.deepEqual(await h.module.resolver.idsFor(c.template_id), [c.template_id]);
   },
 
+  'a template the platform makes (debian_rootfs): a create waits for its build, a failed one is 503 naming the build, bad sources 400': async (h) => {
+    await h.addNode('n1');
+    const ci = await h.create({ debian_rootfs: 'code-interpreter@0123456789abcdef', alias: 'code-interpreter-v1' });
+    assert.equal((await h.call('GET', `/svc/template/${ci.template_id}`)).body.source_image_ref, 'code-interpreter@0123456789abcdef');
+    assert.deepEqual(h.tc.lastBuild().source, { kind: 'debian-rootfs', flavor: 'code-interpreter', recipe: '0123456789abcdef' });
+    const t0 = Date.now();
+    const waiting = h.module.resolver.resolveForCreate('code-interpreter-v1');
+    await new Promise((r) => setTimeout(r, 1_200));
+    await h.finishBuild(ci.job_id);
+    const r = await waiting;
+    assert.equal(r.templateId, ci.template_id);
+    assert.ok(Date.now() - t0 >= 1_200, 'the create waited for the build');
+
+    const broken = await h.create({ debian_rootfs: 'base', alias: 'made-here' });
+    await h.tc.callback(h.url, broken.job_id, { status: 'FAILED', error: 'mmdebstrap failed (1): E: Unable to locate package' });
+    const failed = await h.module.resolver.resolveForCreate('made-here').catch((e) => e);
+    assert.equal(failed.status, 503);
+    assert.match(failed.message, new RegExp(`build ${broken.job_id}: mmdebstrap failed`));
+    assert.match(failed.message, new RegExp(`svc tpl status ${broken.job_id}`));
+
+    const slow = await h.create({ debian_rootfs: 'base', alias: 'made-slowly' });
+    const timeout = h.cfg.master.create_timeout_insec;
+    h.cfg.master.create_timeout_insec = 1;
+    try {
+      const late = await h.module.resolver.resolveForCreate('made-slowly').catch((e) => e);
+      assert.equal(late.status, 503);
+      assert.match(late.message, new RegExp(`still being built \\(build ${slow.job_id}\\)`));
+    } finally {
+      h.cfg.master.create_timeout_insec = timeout;
+    }
+    // A user's template that is building is still the user's 400 at once (routes above).
+    for (const bad of ['alpine', 'base@xyz', 'base@0123', '/abs/path', '']) {
+      const x = await h.call('POST', '/svc/template', { debian_rootfs: bad });
+      assert.equal(x.status, 400, bad);
+    }
+    assert.equal((await h.call('POST', '/svc/template', { debian_rootfs: 'base', image: 'registry.example/x:1' })).status, 400);
+  },
+
   'store failures are database errors on the wire': async (h) => {
     await h.kysely.schema.dropTable('t_svc_template').execute();
     const r = await h.call('GET', '/svc/template');

@@ -9,7 +9,7 @@ import type { ExecOptions, ExecOutput, InstanceEndCause, InstanceRef, InstanceSp
 import { detachLoopDevice, DiskLayer, LAYER_TAR_FLAGS, loopDevicesUnder } from './disk-layer.ts';
 import { NORMAL_CPU_SHARES, ociSpec } from './oci-spec.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
-import { placeSandboxFiles } from './rootfs-files.ts';
+import { ensureTmpDir, placeSandboxFiles } from './rootfs-files.ts';
 import { appendAgentLine, consoleTailOf } from './console-file.ts';
 import { STAT_SHIM_PRELOAD } from './runtime-bundle.ts';
 import { DiskUsage } from '../host/disk-usage.ts';
@@ -102,8 +102,9 @@ export class GvisorDriver implements RuntimeDriver {
       `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.upper},workdir=${paths.work}`, paths.rootfs]);
     // The image's set-uid sudo cannot raise privileges here; svc's goes through envd (docs/decisions.md).
     await placeSandboxFiles(paths.rootfs, { ...spec.files, '/etc/hostname': `${spec.hostname}\n`, '/etc/ld.so.preload': STAT_SHIM_PRELOAD }, this.o.logger);
+    const tmpOnDisk = await ensureTmpDir(paths.rootfs, this.o.logger);
     const cgroupsPath = `/${this.o.names.cgroupParent}/${id}`;
-    await writeFile(join(paths.bundle, 'config.json'), JSON.stringify(ociSpec(spec, paths.rootfs, cgroupsPath)), { mode: 0o600 });
+    await writeFile(join(paths.bundle, 'config.json'), JSON.stringify(ociSpec(spec, paths.rootfs, cgroupsPath, { tmpOnDisk })), { mode: 0o600 });
     await this.runDetached(spec, id, paths);
     // runsc made the cgroup with the sandbox's own size (what gVisor shows inside); the host
     // limit gets headroom so that envd's memory guard, not the host's OOM killer, acts first.

@@ -21,7 +21,7 @@ export const SUDO_HELPER_ENV = 'SVC_ENVD_SUDO';
 export const SPAWNER_ENV = 'SVC_ENVD_SPAWNER';
 
 /** The OCI runtime spec of one sandbox: dumb-init → envd as PID 1, the runtime at /.svc, CPU, memory and process limits. */
-export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: string): object {
+export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: string, o: { tmpOnDisk: boolean } = { tmpOnDisk: true }): object {
   const limits = sandboxLimits(spec.resources);
   const env = { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [MEMORY_GUARD_ENV]: '1', [SUDO_HELPER_ENV]: SANDBOX_SUDO, [SPAWNER_ENV]: SANDBOX_SPAWNER };
   return {
@@ -47,6 +47,12 @@ export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: stri
       { destination: '/dev/shm', type: 'tmpfs', source: 'shm', options: ['nosuid', 'nodev', 'mode=1777', 'size=65536k'] },
       { destination: '/sys', type: 'sysfs', source: 'sysfs', options: ['nosuid', 'noexec', 'nodev', 'ro'] },
       { destination: SANDBOX_RUNTIME_DIR, type: 'bind', source: spec.runtime.dir, options: ['rbind', 'ro'] },
+      // /tmp on the sandbox's disk, as in E2B: runsc otherwise mounts an unsized tmpfs over an
+      // empty /tmp, held in the sandbox's memory (700 MB written there killed a 512 MB sandbox)
+      // and missing from pauses, snapshots and template builds. The bind of the root's own /tmp
+      // keeps it in the writable layer, under diskSizeMB (docs/runtimes.md, "/tmp").
+      // Only for a /tmp that is a real directory (ensureTmpDir): a symlink would be followed on the host.
+      ...(o.tmpOnDisk ? [{ destination: '/tmp', type: 'bind', source: `${rootfsDir}/tmp`, options: ['rbind', 'rw'] }] : []),
       // Volumes: a read-only one refuses every write inside the sandbox, and shows writes made through other mounts.
       ...(spec.mounts ?? []).map((m) => ({ destination: m.path, type: 'bind', source: m.hostPath, options: ['rbind', m.readOnly ? 'ro' : 'rw'] })),
     ],

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '@svc/common';
 import { SANDBOX_SUDO } from './runtime-bundle.ts';
@@ -52,4 +52,30 @@ export async function placeSandboxFiles(root: string, files: Record<string, stri
   }
   const sudoPath = existsSync(join(root, 'usr/bin/sudo')) ? '/usr/bin/sudo' : '/usr/local/bin/sudo';
   if (!(await linkIntoRootfs(root, sudoPath, SANDBOX_SUDO))) logger.warn({ path: sudoPath }, 'image holds a symlink or directory there; sudo not placed');
+}
+
+/**
+ * Whether the sandbox root's /tmp is a real directory the runtime may mount on the sandbox's
+ * disk (oci-spec.ts): made when the image has none, and sticky and writable by all (1777) as
+ * the tmpfs it replaces was, whatever mode the image gave it. An image's
+ * /tmp that is a symlink or a file is left alone (false): following it on the host could bind
+ * a host directory into the sandbox.
+ */
+export async function ensureTmpDir(root: string, logger: Logger): Promise<boolean> {
+  const tmp = join(root, 'tmp');
+  const st = await lstat(tmp).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return undefined;
+    throw err;
+  });
+  if (st?.isDirectory()) {
+    if ((st.mode & 0o7777) !== 0o1777) await chmod(tmp, 0o1777);
+    return true;
+  }
+  if (st) {
+    logger.warn({ path: '/tmp' }, 'image holds /tmp as a symlink or file; /tmp is not put on the sandbox disk');
+    return false;
+  }
+  await mkdir(tmp);
+  await chmod(tmp, 0o1777);
+  return true;
 }

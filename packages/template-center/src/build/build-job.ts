@@ -52,7 +52,7 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
   try {
     await mkdir(staging, { mode: 0o755 });
 
-    const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal, { mirrors: ctx.registryMirrors, logger: ctx.logger }));
+    const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal, { mirrors: ctx.registryMirrors, logger: ctx.logger, onMessage: (m) => progress.setMessage(m) }));
     progress.setLayers(image.layers.map((l) => ({ digest: l.digest ?? l.diffId ?? l.label, totalBytes: l.size ?? 0 })));
     const layerName = (i: number) => {
       const l = image.layers[i];

@@ -4,9 +4,16 @@ import { resolveOciLayout } from './oci-layout-source.ts';
 import { resolveRegistryImage, type RegistryOptions } from './registry-source.ts';
 import { ImageSourceError, type ResolvedImage } from './resolved-image.ts';
 import { resolveRootfsTar } from './rootfs-tar-source.ts';
+import { resolveDebianRootfs } from './debian-rootfs-source.ts';
 
-export function resolveSource(source: BuildSource, signal: AbortSignal, registry: RegistryOptions = {}): Promise<ResolvedImage> {
+/** How a source that is made rather than fetched (debian-rootfs) says what it is doing. */
+export interface SourceProgress {
+  onMessage?: (message: string) => void;
+}
+
+export function resolveSource(source: BuildSource, signal: AbortSignal, registry: RegistryOptions & SourceProgress = {}): Promise<ResolvedImage> {
   switch (source?.kind) {
+    case 'debian-rootfs': return resolveDebianRootfs(source, signal, registry.onMessage);
     case 'registry': return resolveRegistryImage(source, signal, registry);
     case 'oci-layout': return resolveOciLayout(source);
     case 'docker-archive': return resolveDockerArchive(source);
@@ -22,5 +29,6 @@ export function describeSource(source: BuildSource): string {
     case 'oci-layout': return `oci:${source.path}${source.ref ? `:${source.ref}` : ''}`;
     case 'docker-archive': return `docker-archive:${source.path}`;
     case 'rootfs-tar': return `rootfs-tar:${source.path}`;
+    case 'debian-rootfs': return `debian-rootfs:${source.flavor}${source.recipe ? `@${source.recipe}` : ''}`;
   }
 }
