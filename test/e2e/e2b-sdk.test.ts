@@ -7,7 +7,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as E2b from 'e2b';
@@ -27,6 +27,10 @@ before(async () => {
 after(async () => {
   await p?.stop();
   assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(p.dataDir)), [], 'svc up left sandbox processes behind');
+  // A clean stop leaves nothing of the data directory mounted (templates' artifacts, sandboxes' disks),
+  // so that it can be moved or removed; the next start mounts again.
+  const mounted = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((l) => l.split(' ')[4]).filter((m) => m?.startsWith(`${p.dataDir}/`));
+  assert.deepEqual(mounted, [], 'svc up left mounts in its data directory');
 });
 
 test('commands: foreground, env, cwd, users, exit codes, background with stdin, kill', async () => {

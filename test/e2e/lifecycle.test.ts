@@ -104,6 +104,26 @@ test('onTimeout kill: the sandbox is reclaimed; its ports answer 410, envd 502 (
   assert.ok(p.logLines().some((l) => l.includes('timeout-killed sandbox') && l.includes(sbx.sandboxId)));
 });
 
+test('idle means a service answered: a sandbox polled every second on a closed port still times out, then answers 410', async () => {
+  const sbx = await Sandbox.create('base', { timeoutMs: 4_000 });
+  const started = Date.now();
+  let polls = 0;
+  let killedAfterMs: number | undefined;
+  // A health checker of a port where nothing listens: the proxy answers 502 by itself each time.
+  while (Date.now() - started < 30_000) {
+    const r = await get(sbx.getHost(8000), '/health');
+    polls++;
+    if (r.status === 410) { killedAfterMs = Date.now() - started; break; }
+    assert.equal(r.status, 502, `poll ${polls}: ${r.body}`);
+    await new Promise((res) => setTimeout(res, 1_000));
+  }
+  assert.ok(killedAfterMs !== undefined, `still not killed after ${polls} polls of a closed port`);
+  // Its 4 s timeout plus one lifecycle sweep (1 s here); the rest is the kill itself and the
+  // second between polls, with room for a loaded CI machine. Counted as activity, it never ends.
+  assert.ok(killedAfterMs <= 4_000 + 1_000 + 3_000, `killed after ${killedAfterMs} ms`);
+  assert.equal((await state(sbx.sandboxId)).status, 404);
+});
+
 test('a paused sandbox without autoResume stays paused and says so', async () => {
   const sbx = await Sandbox.create('base', { timeoutMs: 300_000 });
   try {
