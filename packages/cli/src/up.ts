@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type Logger, type SvcConfig } from '@svc/common';
-import { buildBaseRootfs } from '@svc/template-center';
+import { ensureDebianImage } from '@svc/template-center';
 import { ensureBaseTemplate, startMadeTemplate, waitForMadeTemplate, type BaseTemplateOptions } from './base-template.ts';
 import { dataDirShortOfSpace } from './disk-space.ts';
 import { minimalKernelHint, prepareMicrovm } from './microvm-setup.ts';
@@ -88,10 +88,10 @@ export async function runUp(opts: UpOptions): Promise<void> {
     process.stderr.write(`svc up: ${err.message}\n`);
     process.exit(1);
   });
-  // A fresh data directory makes `base` first thing: its root filesystem (mmdebstrap, about a
-  // minute and a half here when not cached) is made while the components start, and the
-  // template center's build of it then finds it made (docs/quickstart.md).
-  const baseRootfs = fresh || opts.rebuildBase ? prefetchBaseRootfs(!!opts.rebuildBase, say) : Promise.resolve();
+  // A fresh data directory makes `base` first thing: its machine-wide image (mmdebstrap, about
+  // two minutes here when not cached) is made while the components start, and the template
+  // center's build of it then finds it made (docs/quickstart.md).
+  const baseRootfs = fresh || opts.rebuildBase ? prefetchBaseImage(!!opts.rebuildBase, say) : Promise.resolve();
   const volumePlugin = builtInPlugin ? await builtInPlugin(logger.child({ component: 'volume-plugin-local' })) : undefined;
   const platform = await startPlatform(cfg, logger);
   let stopping = false;
@@ -166,19 +166,19 @@ async function codeInterpreterInBackground(made: BaseTemplateOptions, stopping: 
   }
 }
 
-/** The base root filesystem, made (or found cached) while the components start; its phases said as they come. */
-async function prefetchBaseRootfs(rebuild: boolean, say: (line: string) => void): Promise<void> {
+/** The base image, made (or found cached) while the components start; its phases said as they come. */
+async function prefetchBaseImage(rebuild: boolean, say: (line: string) => void): Promise<void> {
   let lastPhase = '';
-  await buildBaseRootfs({
+  await ensureDebianImage({
     flavor: 'base', rebuild,
     onProgress: (p) => {
       if (p.phase === 'cached' || p.phase === lastPhase) return;
       lastPhase = p.phase;
-      say(`base template: ${p.phase === 'done' ? 'root filesystem made' : p.phase}${p.phase === 'done' ? ` in ${Math.round(p.elapsedMs / 1000)} s` : p.message ? ` (${p.message.slice(0, 100)})` : ''}`);
+      say(`base template: ${p.phase === 'done' ? 'image made from Debian\'s packages' : p.phase}${p.phase === 'done' ? ` in ${Math.round(p.elapsedMs / 1000)} s` : p.message ? ` (${p.message.slice(0, 100)})` : ''}`);
     },
   }).then(() => undefined, (err: Error) => {
     // The template center's build makes it again and fails the template with the reason if it must.
-    say(`base template: making its root filesystem failed (${err.message}); the build tries again`);
+    say(`base template: making its image failed (${err.message}); the build tries again`);
   });
 }
 

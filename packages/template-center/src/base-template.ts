@@ -102,7 +102,7 @@ export async function buildBaseRootfs(opts: BaseRootfsOptions = {}): Promise<Bas
     await mkdir(cacheDir, { recursive: true });
     const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
     try {
-      await runMmdebstrap({ suite, sources, packages, out: tmp, signal: opts.signal, onProgress: (phase, message) => opts.onProgress?.({ phase, message, elapsedMs: Date.now() - started }) });
+      await runMmdebstrap({ suite, sources, packages, format: 'tar', out: tmp, signal: opts.signal, onProgress: (phase, message) => opts.onProgress?.({ phase, message, elapsedMs: Date.now() - started }) });
       await rename(tmp, path);
     } catch (err) {
       await rm(tmp, { force: true });
@@ -119,6 +119,20 @@ export async function buildBaseRootfs(opts: BaseRootfsOptions = {}): Promise<Bas
   } finally {
     building.delete(path);
   }
+}
+
+/**
+ * The same root filesystem as buildBaseRootfs, made straight into the directory `dir` (which
+ * must not exist yet), not packed into a tarball: what the machine-wide image of debian-image.ts
+ * is made from, sparing the tarball's packing and unpacking (about 30 s for `base`).
+ */
+export async function makeDebianTree(dir: string, opts: Pick<BaseRootfsOptions, 'flavor' | 'onProgress' | 'signal' | 'sources' | 'suite'> = {}): Promise<void> {
+  const { suite, sources } = baseRootfsPath(opts);
+  const started = Date.now();
+  await runMmdebstrap({
+    suite, sources, packages: [...ROOTFS_FLAVORS[opts.flavor ?? 'base']], format: 'directory', out: dir, signal: opts.signal,
+    onProgress: (phase, message) => opts.onProgress?.({ phase, message, elapsedMs: Date.now() - started }),
+  });
 }
 
 /** One-line `deb` entries from this machine's deb822 Debian sources. */
@@ -138,6 +152,7 @@ interface MmdebstrapRun {
   suite: string;
   sources: string[];
   packages: string[];
+  format: 'tar' | 'directory';
   out: string;
   signal?: AbortSignal;
   onProgress: (phase: BasePhase, message?: string) => void;
@@ -167,7 +182,7 @@ function runMmdebstrap(r: MmdebstrapRun): Promise<void> {
   const args = [
     '--variant=minbase',
     '--mode=root',
-    '--format=tar',
+    `--format=${r.format}`,
     `--include=${r.packages.join(',')}`,
     '--aptopt=APT::Install-Recommends "false"',
     // No fsync per unpacked file: the tree only lives until it is packed into the tarball.

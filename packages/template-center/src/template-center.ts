@@ -37,6 +37,8 @@ export interface TemplateCenterOptions {
   /** How long a status callback is retried while the master is unreachable. */
   callbackRetryMs?: number;
   progressTiming?: Partial<ProgressTiming>;
+  /** Where the images of `debian-rootfs` sources are cached (default /var/cache/svc, machine-wide). */
+  debianImageDir?: string;
 }
 
 export interface RunningTemplateCenter {
@@ -70,6 +72,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
     store, workDir, blobs, caCertPath: opts.caCertPath ?? (cfg.template_center.ca_cert_file || undefined),
     registryMirrors: tc.registry_mirrors.split(',').map((m) => m.trim()).filter(Boolean), coordination: opts.coordination, callbacks, logger,
     maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
+    debianImageDir: opts.debianImageDir,
   });
 
   const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });

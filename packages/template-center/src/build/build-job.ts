@@ -1,48 +1,28 @@
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from '@svc/common';
-import type { ArtifactStored, BuildRequest, ImageInfo, JobPhase } from '@svc/contracts/template-center';
-import type { BlobCache } from '../blobs/blob-cache.ts';
+import type { BuildRequest } from '@svc/contracts/template-center';
 import { resolveSource } from '../image/resolve-source.ts';
 import { shortDigest } from '../layers/layer-blob.ts';
 import { injectSandboxEssentials, withCaEnv } from '../rootfs/inject.ts';
 import { measureTree } from '../rootfs/measure.ts';
 import { fitSizeMB, ImageTooSmallError, makeExt4 } from '../rootfs/mkfs.ts';
-import type { ArtifactStore } from '../store/artifact-store.ts';
 import { stage } from './build-error.ts';
-import { sha256File } from './file-sha256.ts';
-import type { ProgressReporter } from './progress-reporter.ts';
+import type { BuildContext, BuildResult } from './build-context.ts';
+import { buildDebianArtifact } from './debian-build.ts';
 import { pullLayers } from './pull-layers.ts';
+import { readCa, storeImage } from './store-image.ts';
 import { unpackImage } from './unpack-image.ts';
 
-export interface BuildContext {
-  store: ArtifactStore;
-  /** Where staging trees are unpacked. */
-  workDir: string;
-  /** Where registry layers are downloaded to, and found again by later builds. */
-  blobs: BlobCache;
-  caCertPath?: string;
-  /** Registries that serve Docker Hub's images, tried before Docker Hub. */
-  registryMirrors?: string[];
-  logger: Logger;
-  progress: ProgressReporter;
-  signal: AbortSignal;
-  onPhase: (phase: JobPhase) => void;
-}
-
-export interface BuildResult {
-  artifact: ArtifactStored;
-  imageInfo: ImageInfo;
-}
+export type { BuildContext, BuildResult };
 
 /**
  * One build from source to stored artifact: PULLING (resolve the image, download registry layers
  * into the blob cache), BUILDING (apply the layers, sandbox essentials, mkfs.ext4, sha256),
- * UPLOADING (into the store). Whatever happens, the staging tree and any partial image are
+ * UPLOADING (into the store). A `debian-rootfs` source takes its own path (debian-build.ts). Whatever happens, the staging tree and any partial image are
  * removed; an artifact stored by a build that was then aborted is deleted again.
  */
 export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promise<BuildResult> {
+  if (req.source.kind === 'debian-rootfs') return buildDebianArtifact(req, req.source, ctx);
   const { signal, progress } = ctx;
   await mkdir(ctx.workDir, { recursive: true });
   const jobDir = await mkdtemp(join(ctx.workDir, `${req.jobId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40)}-`));
@@ -52,7 +32,7 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
   try {
     await mkdir(staging, { mode: 0o755 });
 
-    const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal, { mirrors: ctx.registryMirrors, logger: ctx.logger, onMessage: (m) => progress.setMessage(m) }));
+    const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal, { mirrors: ctx.registryMirrors, logger: ctx.logger }));
     progress.setLayers(image.layers.map((l) => ({ digest: l.digest ?? l.diffId ?? l.label, totalBytes: l.size ?? 0 })));
     const layerName = (i: number) => {
       const l = image.layers[i];
@@ -96,29 +76,11 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
       return (await stat(imagePath)).size;
     });
     await rm(jobDir, { recursive: true, force: true }); // free the disk before the upload
-    const sha256 = await stage('hashing the root filesystem', signal, () => sha256File(imagePath, signal));
-
-    ctx.onPhase('UPLOADING');
-    const artifact = await stage('storing the artifact', signal, () => ctx.store.put(req.artifactId, imagePath, { sha256, sizeBytes }, { move: true }));
-    if (signal.aborted) {
-      await ctx.store.delete(req.artifactId).catch((err: Error) => ctx.logger.warn({ artifactId: req.artifactId, err: err.message }, 'a cancelled build could not remove its artifact; the store sweep does'));
-      await stage('storing the artifact', signal, async () => signal.throwIfAborted());
-    }
+    const artifact = await storeImage(req, ctx, imagePath, sizeBytes);
     return { artifact, imageInfo: injected.caInstalled && caPem ? { ...image.info, env: withCaEnv(image.info.env, caPem) } : image.info };
   } finally {
     await lease.release();
     await rm(jobDir, { recursive: true, force: true }).catch((err) => ctx.logger.warn({ err: err.message, jobDir }, 'cannot remove build directory'));
     await rm(imagePath, { force: true }).catch((err: Error) => ctx.logger.warn({ imagePath, err: err.message }, 'could not remove a build\'s image file'));
   }
-}
-
-async function readCa(ctx: BuildContext): Promise<string | undefined> {
-  if (!ctx.caCertPath || !existsSync(ctx.caCertPath)) {
-    // Info, not warn: the egress proxy that provides the CA comes later, so this happens on every build.
-    ctx.logger.info({ caCertPath: ctx.caCertPath }, 'withSvcCa requested but no egress CA exists yet; building without it');
-    return undefined;
-  }
-  const pem = await readFile(ctx.caCertPath, 'utf8');
-  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`${ctx.caCertPath} holds no PEM certificate`);
-  return pem;
 }

@@ -15,6 +15,8 @@ export interface JobRunnerOptions {
   caCertPath?: string;
   /** Registries that serve Docker Hub's images, tried in order before Docker Hub (registry-source.ts). */
   registryMirrors?: string[];
+  /** Where the images of `debian-rootfs` sources are cached (debian-image.ts; default /var/cache/svc). */
+  debianImageDir?: string;
   coordination: Coordination;
   callbacks: CallbackSender;
   logger: Logger;
@@ -90,6 +92,7 @@ export class JobRunner {
         blobs: this.o.blobs,
         caCertPath: this.o.caCertPath,
         registryMirrors: this.o.registryMirrors,
+        debianImageDir: this.o.debianImageDir,
         logger: log,
         progress,
         signal,

@@ -4,16 +4,11 @@ import { resolveOciLayout } from './oci-layout-source.ts';
 import { resolveRegistryImage, type RegistryOptions } from './registry-source.ts';
 import { ImageSourceError, type ResolvedImage } from './resolved-image.ts';
 import { resolveRootfsTar } from './rootfs-tar-source.ts';
-import { resolveDebianRootfs } from './debian-rootfs-source.ts';
 
-/** How a source that is made rather than fetched (debian-rootfs) says what it is doing. */
-export interface SourceProgress {
-  onMessage?: (message: string) => void;
-}
-
-export function resolveSource(source: BuildSource, signal: AbortSignal, registry: RegistryOptions & SourceProgress = {}): Promise<ResolvedImage> {
+export function resolveSource(source: BuildSource, signal: AbortSignal, registry: RegistryOptions = {}): Promise<ResolvedImage> {
   switch (source?.kind) {
-    case 'debian-rootfs': return resolveDebianRootfs(source, signal, registry.onMessage);
+    // Made, not fetched: its build takes its own path (build/debian-build.ts).
+    case 'debian-rootfs': return Promise.reject(new ImageSourceError('a debian-rootfs source is made by its own build path, not resolved as an image'));
     case 'registry': return resolveRegistryImage(source, signal, registry);
     case 'oci-layout': return resolveOciLayout(source);
     case 'docker-archive': return resolveDockerArchive(source);

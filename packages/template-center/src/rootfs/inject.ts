@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { chownSync, cpSync, lchownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, cpSync, lchownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathInRoot } from '../layers/safe-path.ts';
 import { appendLine, groupIds, parsePasswd } from './passwd.ts';
@@ -48,7 +48,9 @@ const DEFAULT_RESOLV = 'nameserver 8.8.8.8\nnameserver 1.1.1.1\n';
  * Adds what every sandbox relies on to an unpacked image: the /.svc mount point (envd and its
  * runtime are bind-mounted there at run time), a `user` account, name resolution defaults and,
  * on request, the egress root CA. Every path is resolved inside the root, so an image whose
- * /etc is a symbolic link cannot send these writes outside it.
+ * /etc is a symbolic link cannot send these writes outside it. Running it again on its own
+ * result changes nothing but a CA it is given (debian-build.ts relies on that). A change to what
+ * it writes into Debian's trees bumps IMAGE_RECIPE_VERSION in debian-image.ts.
  */
 export function injectSandboxEssentials(root: string, opts: InjectOptions = {}): InjectResult {
   const p = (imagePath: string) => pathInRoot(root, imagePath);
@@ -128,6 +130,8 @@ function mkdirInRoot(root: string, imagePath: string, mode: number) {
   if (st) rmSync(host, { recursive: true, force: true });
   mkdirSync(dirname(host), { recursive: true, mode: 0o755 });
   mkdirSync(host, { mode });
+  // mkdir's mode goes through the umask: /tmp must be 1777, not 1755.
+  chmodSync(host, mode);
   chownSync(host, 0, 0);
 }
 
