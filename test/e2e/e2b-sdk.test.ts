@@ -186,6 +186,8 @@ test('filesystem pause: processes gone, files kept, connect boots it again; the 
   const sbx = await Sandbox.create('base', { envs: { KEPT_ENV: 'env-back' }, timeoutMs: 600_000 });
   try {
     await sbx.files.write('/home/user/kept.txt', 'kept');
+    // /tmp is on the sandbox's disk, as in E2B, not in its memory: it survives this pause too.
+    await sbx.files.write('/tmp/kept-too.txt', 'kept in /tmp');
     await sbx.commands.run('nohup sleep 1000 >/dev/null 2>&1 &');
     const runsc = () => sandboxProcesses(p.dataDir, sbx.sandboxId);
     assert.ok(runsc().length > 0, 'its runtime processes are found while it runs');
@@ -199,6 +201,8 @@ test('filesystem pause: processes gone, files kept, connect boots it again; the 
 
     const back = await Sandbox.connect(sbx.sandboxId);
     assert.equal(await back.files.read('/home/user/kept.txt'), 'kept');
+    assert.equal(await back.files.read('/tmp/kept-too.txt'), 'kept in /tmp');
+    assert.equal((await back.commands.run('stat -c %a /tmp')).stdout.trim(), '1777');
     assert.equal((await back.commands.run('echo $KEPT_ENV')).stdout.trim(), 'env-back', 'its environment is given back');
     assert.equal((await back.commands.run('pgrep -x sleep || echo none')).stdout.trim(), 'none', 'processes do not survive it');
 
@@ -330,7 +334,7 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
   const withLastStep = (last: string) => Template().fromTemplate('base')
     .setEnvs({ BUILT_BY: 'svc' })
     .runCmd(`echo "$BUILT_BY" > /opt/built.txt # ${name}: a first build, whatever this data dir built before`, { user: 'root' })
-    .runCmd('id -un > ~/default-user.txt')
+    .runCmd('id -un > ~/default-user.txt && echo written-in-the-build > /tmp/from-build.txt')
     .setWorkdir('/srv/app')
     .runCmd('pwd > where.txt')
     .runCmd(last, { user: 'root' });
@@ -346,6 +350,7 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
   const sbx = await Sandbox.create(name);
   try {
     assert.equal(await sbx.files.read('/opt/built.txt'), 'svc\n');
+    assert.equal(await sbx.files.read('/tmp/from-build.txt'), 'written-in-the-build\n', 'what a step writes into /tmp is in the template, as on E2B');
     assert.equal(await sbx.files.read('/home/user/default-user.txt'), 'user\n', 'steps run as E2B\'s default user, in its home');
     assert.equal(await sbx.files.read('/srv/app/where.txt'), '/srv/app\n', 'WORKDIR is where the next steps run, made for the user');
     assert.equal((await sbx.commands.run('cat /root/who.txt', { user: 'root' })).stdout, 'root\n', 'a step runs as the user it names');

@@ -1,22 +1,14 @@
 import { unavailable, type Coordination, type Logger } from '@svc/common';
 import type { BuildRequest, JobStatusReport } from '@svc/contracts/template-center';
-import type { BlobCache } from '../blobs/blob-cache.ts';
-import type { ArtifactStore } from '../store/artifact-store.ts';
+import type { BuildContext } from './build-context.ts';
 import { BuildAbortedError, explain } from './build-error.ts';
 import { buildArtifact, type BuildResult } from './build-job.ts';
 import type { CallbackSender } from './callback-sender.ts';
 import { ProgressReporter, type ProgressTiming } from './progress-reporter.ts';
 import { SpecDedup } from './spec-dedup.ts';
 
-export interface JobRunnerOptions {
-  store: ArtifactStore;
-  workDir: string;
-  blobs: BlobCache;
-  caCertPath?: string;
-  /** Registries that serve Docker Hub's images, tried in order before Docker Hub (registry-source.ts). */
-  registryMirrors?: string[];
-  /** Where the images of `debian-rootfs` sources are cached (debian-image.ts; default /var/cache/svc). */
-  debianImageDir?: string;
+/** Where builds write and what they read (build-context.ts), and the runner's own wiring. */
+export interface JobRunnerOptions extends Pick<BuildContext, 'store' | 'workDir' | 'blobs' | 'caCertPath' | 'registryMirrors' | 'debianImageDir'> {
   coordination: Coordination;
   callbacks: CallbackSender;
   logger: Logger;
