@@ -42,6 +42,12 @@ export interface ArtifactRef {
   sizeBytes: number;
   /** Where the node agent downloads the ext4 image from (through the master). */
   downloadUrl: string;
+  /**
+   * Where the image lies on the template center's disk when its store is local: a node agent on
+   * the same filesystem hard-links it and checks its sha256 instead of downloading it (docs/
+   * templates.md); anywhere else the download is used.
+   */
+  localPath?: string;
 }
 
 export interface CreateSandboxOnNode {
@@ -352,6 +358,8 @@ export interface EnsureArtifact {
   sha256: string;
   sizeBytes: number;
   downloadUrl: string;
+  /** ArtifactRef.localPath. */
+  localPath?: string;
 }
 
 export interface ArtifactOnNode {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile, chmod } from 'node:fs/promises';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { SvcError } from '@svc/common';
@@ -212,6 +213,27 @@ describe('node agent sandboxes (real runsc)', () => {
     await client.deleteArtifact(artifactId);
     await client.deleteArtifact(artifactId);
     assert.ok(!(await client.listArtifacts()).some((x) => x.artifactId === artifactId));
+  });
+
+  it('links the template center\'s own file when it is on this filesystem, verified; a wrong one is downloaded instead', async () => {
+    const { artifactId, ...rest } = env.artifact;
+    const hits = env.server.hits();
+    const a = await client.ensureArtifact(artifactId, { ...rest, localPath: env.image });
+    assert.equal(env.server.hits(), hits, 'linked, not downloaded');
+    assert.equal(statSync(a.path).ino, statSync(env.image).ino, 'the same file, hard-linked');
+    await client.deleteArtifact(artifactId);
+    assert.ok(existsSync(env.image), 'removing the node\'s copy leaves the template center\'s');
+
+    const impostor = join(env.dir, 'impostor.ext4');
+    writeFileSync(impostor, Buffer.alloc(statSync(env.image).size, 1));
+    const b = await client.ensureArtifact(artifactId, { ...rest, localPath: impostor });
+    assert.equal(env.server.hits(), hits + 1, 'a file with another sha256 is not taken: downloaded');
+    assert.notEqual(statSync(b.path).ino, statSync(impostor).ino);
+    await client.deleteArtifact(artifactId);
+    await client.ensureArtifact(artifactId, { ...rest, localPath: join(env.dir, 'no-such.ext4') });
+    assert.equal(env.server.hits(), hits + 2, 'a path that is not there: downloaded');
+    await client.deleteArtifact(artifactId);
+    await rejects(client.ensureArtifact(artifactId, { ...rest, localPath: 'relative.ext4' }), 400, /absolute/);
   });
 
   it('rolls back a create that misses its deadline', async () => {

@@ -41,7 +41,8 @@ export function parseEnsureArtifact(body: unknown, artifactId: string): EnsureAr
   if (typeof body.sha256 !== 'string' || !/^[0-9a-fA-F]{64}$/.test(body.sha256)) throw badRequest('sha256 must be 64 hex digits');
   if (typeof body.downloadUrl !== 'string' || !body.downloadUrl) throw badRequest('downloadUrl is required');
   const sizeBytes = body.sizeBytes === undefined ? 0 : int(body.sizeBytes, 'sizeBytes', 0, Number.MAX_SAFE_INTEGER);
-  return { sha256: body.sha256.toLowerCase(), sizeBytes, downloadUrl: body.downloadUrl };
+  if (body.localPath !== undefined && (typeof body.localPath !== 'string' || !body.localPath.startsWith('/'))) throw badRequest('localPath must be an absolute path');
+  return { sha256: body.sha256.toLowerCase(), sizeBytes, downloadUrl: body.downloadUrl, ...(body.localPath ? { localPath: body.localPath } : {}) };
 }
 
 /** Checks a create request field by field; the message names the first bad field. */

@@ -33,7 +33,7 @@ export class Distributor {
       for (let nodeId = queue.shift(); nodeId !== undefined; nodeId = queue.shift()) {
         try {
           const client = await this.d.nodes.client(nodeId);
-          await client.ensureArtifact(ref.artifactId, { sha256: ref.sha256, sizeBytes: ref.sizeBytes, downloadUrl: ref.downloadUrl });
+          await client.ensureArtifact(ref.artifactId, { sha256: ref.sha256, sizeBytes: ref.sizeBytes, downloadUrl: ref.downloadUrl, ...(ref.localPath ? { localPath: ref.localPath } : {}) });
           await this.d.artifacts.setPlacement(ref.artifactId, nodeId, 'READY');
           result.placed.push(nodeId);
         } catch (err) {

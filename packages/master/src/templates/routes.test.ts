@@ -274,7 +274,11 @@ onEveryEngine('template routes', {
     const r = await h.module.resolver.resolveForCreate('node');
     assert.deepEqual({ ...r, artifact: { ...r.artifact, sha256: 'x' } }, {
       templateId: c.template_id, alias: 'node', cpuCount: 3, memoryMB: 768, diskSizeMB: 3000, envVars: {},
-      artifact: { artifactId: h.tc.lastBuild().artifactId, sha256: 'x', sizeBytes: r.artifact.sizeBytes, downloadUrl: `${h.url}/svc/template/artifact/download?artifact_id=${h.tc.lastBuild().artifactId}` },
+      // A local store's path too: a node agent on the same disk links it (ArtifactRef.localPath).
+      artifact: {
+        artifactId: h.tc.lastBuild().artifactId, sha256: 'x', sizeBytes: r.artifact.sizeBytes, downloadUrl: `${h.url}/svc/template/artifact/download?artifact_id=${h.tc.lastBuild().artifactId}`,
+        localPath: `/var/lib/tc/${h.tc.lastBuild().artifactId}.ext4`,
+      },
       owner: { teamId: DEFAULT_TEAM_ID, public: true },
     });
     assert.deepEqual(await h.module.resolver.idsFor('node'), [c.template_id]);

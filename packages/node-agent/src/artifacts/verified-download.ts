@@ -33,6 +33,17 @@ export async function downloadVerified(what: string, url: string, baseUrl: strin
   return { sha256, sizeBytes: bytes };
 }
 
+/** The sha256 (hex) and size of a file already on this host (a linked artifact, artifact-store.ts). */
+export async function fileDigest(path: string): Promise<{ sha256: string; sizeBytes: number }> {
+  const hash = createHash('sha256');
+  let bytes = 0;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
+    hash.update(chunk as Buffer);
+    bytes += (chunk as Buffer).length;
+  }
+  return { sha256: hash.digest('hex'), sizeBytes: bytes };
+}
+
 async function open(what: string, url: string, baseUrl: string | undefined): Promise<Readable> {
   const resolved = url.startsWith('/') && baseUrl ? baseUrl.replace(/\/+$/, '') + url : url;
   if (resolved.startsWith('file://')) return createReadStream(fileURLToPath(resolved));
