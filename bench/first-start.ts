@@ -1,20 +1,21 @@
 /**
  * A new user's first start (issue 32): `svc up --demo` on an empty data directory, timed from
- * the command to "svc is up" and to the demo's end, with the machine-wide base root filesystem
- * cache cold (mmdebstrap runs) and warm (`scripts/setup.sh` made it with `svc prepare`, or an
- * earlier data directory did). Beside them, the floor of the cold case: mmdebstrap of `base`
+ * the command to "svc is up" and to the demo's end, with the machine-wide `base` image cold
+ * (mmdebstrap runs) and warm (`scripts/setup.sh` made it with `svc prepare`, or an earlier data
+ * directory did). Beside them, the floor of the cold case: mmdebstrap of `base` into a directory
  * alone, from the same run. The code-interpreter-v1 template builds after the demo in the
  * background and is not waited for (it is measured by bench/code-interpreter.ts).
  *
  *   node --import tsx bench/first-start.ts [--skip-cold]
- * Run as root. The cold case moves the cached base tarball aside for its run and puts it back
- * (or keeps the one it made). Prints a table and writes bench/results/first-start.json.
+ * Run as root. The cold case moves the cached base image and tarball aside for its run and puts
+ * them back (or keeps the image it made). Prints a table and writes bench/results/first-start.json.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { buildBaseRootfs } from '@svc/template-center';
+import { ensureDebianImage } from '@svc/template-center';
+import { makeDebianTree } from '../packages/template-center/src/base-template.ts';
 import { REPO, SVC_BIN } from '../test/e2e/harness.ts';
 import { writeResult } from './lib/stats.ts';
 
@@ -50,7 +51,7 @@ async function firstStart(dataDir: string): Promise<FirstStart> {
     const timer = setTimeout(() => reject(new Error(`no demo after 15 minutes\n${stderr}`)), 900_000);
     child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`svc up exited with ${code}\n${stderr}`)); });
     createInterface({ input: child.stdout! }).on('line', (line) => {
-      if (/base template: root filesystem made/.test(line)) out.rootfsMadeS = at();
+      if (/base template: image made/.test(line)) out.rootfsMadeS = at();
       if (/base template: BUILT/.test(line)) out.baseBuiltS = at();
       if (line === 'svc is up.') out.upS = at();
       if (/^ {2}\S.*\(\d+ ms\)$/.test(line)) out.demoSteps!.push(line.trim());
@@ -66,23 +67,26 @@ async function firstStart(dataDir: string): Promise<FirstStart> {
   return out as FirstStart;
 }
 
-function baseTarballs(dir: string): string[] {
-  return existsSync(dir) ? readdirSync(dir).filter((n) => /^base-rootfs-.*\.tar$/.test(n)) : [];
+/** What makes a start warm: the base image (and its description), and the tarball it would be unpacked from. */
+function baseCaches(dir: string): string[] {
+  return existsSync(dir) ? readdirSync(dir).filter((n) => /^base-rootfs-.*\.tar$|^base-image-.*\.ext4(\.json)?$/.test(n)) : [];
 }
 
-/** The cold case: no cached base tarball for its run. */
+/** The cold case: no cached base image or tarball for its run. */
 async function coldFirstStart(): Promise<{ start: FirstStart; mmdebstrapAloneS: number }> {
   mkdirSync(ASIDE, { recursive: true });
-  for (const n of baseTarballs(CACHE)) renameSync(join(CACHE, n), join(ASIDE, n));
+  for (const n of baseCaches(CACHE)) renameSync(join(CACHE, n), join(ASIDE, n));
+  const tree = `/tmp/svc-bench-first-start-tree-${process.pid}`;
   try {
     const start = await firstStart('/tmp/svc-bench-first-start-cold');
-    // The floor: mmdebstrap alone, as the cold start ran it (its tarball is made again).
+    // The floor: mmdebstrap into a directory alone, as the cold start ran it.
     const t0 = performance.now();
-    await buildBaseRootfs({ flavor: 'base', rebuild: true });
+    await makeDebianTree(tree, { flavor: 'base' });
     return { start, mmdebstrapAloneS: Math.round((performance.now() - t0) / 100) / 10 };
   } finally {
+    rmSync(tree, { recursive: true, force: true });
     // What the run made is as good as what was aside; an interrupted run gets its old one back.
-    for (const n of baseTarballs(ASIDE)) {
+    for (const n of baseCaches(ASIDE)) {
       if (existsSync(join(CACHE, n))) rmSync(join(ASIDE, n));
       else renameSync(join(ASIDE, n), join(CACHE, n));
     }
@@ -90,14 +94,14 @@ async function coldFirstStart(): Promise<{ start: FirstStart; mmdebstrapAloneS: 
 }
 
 const cold = process.argv.includes('--skip-cold') ? undefined : await coldFirstStart();
-// The warm case needs the tarball: made here if the cold case was skipped and none is cached.
-await buildBaseRootfs({ flavor: 'base' });
+// The warm case needs the image: made here if the cold case was skipped and none is cached.
+await ensureDebianImage({ flavor: 'base' });
 const warm = await firstStart('/tmp/svc-bench-first-start-warm');
 
 const rows: Array<[string, string, string]> = [];
 if (cold) {
   rows.push(['cold cache: to "svc is up" (s)', String(cold.start.upS), `mmdebstrap of base alone ${cold.mmdebstrapAloneS} s`]);
-  rows.push(['cold cache: to the demo\'s end (s)', String(cold.start.demoEndS), `root filesystem made at ${cold.start.rootfsMadeS} s`]);
+  rows.push(['cold cache: to the demo\'s end (s)', String(cold.start.demoEndS), `image made at ${cold.start.rootfsMadeS} s`]);
 }
 rows.push(['warm cache, new data dir: to "svc is up" (s)', String(warm.upS), 'goal ≤ 15']);
 rows.push(['warm cache, new data dir: to the demo\'s end (s)', String(warm.demoEndS), `base built at ${warm.baseBuiltS} s`]);
