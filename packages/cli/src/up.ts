@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type Logger, type SvcConfig } from '@svc/common';
 import { ensureDebianImage } from '@svc/template-center';
-import { ensureBaseTemplate, startMadeTemplate, waitForMadeTemplate, type BaseTemplateOptions } from './base-template.ts';
+import { ensureBaseTemplate, startMadeTemplate, waitForMadeTemplate, type BaseTemplateOptions, type MadeTemplateStart } from './base-template.ts';
 import { dataDirShortOfSpace } from './disk-space.ts';
 import { minimalKernelHint, prepareMicrovm } from './microvm-setup.ts';
 import { runDemo } from './demo.ts';
@@ -120,6 +120,16 @@ export async function runUp(opts: UpOptions): Promise<void> {
 
   // "Up" means the first creates are served from the warm pool: wait (briefly) for it to fill.
   if (cfg.node_agent.warm_pool_size > 0 && platform.runtimes.includes('gvisor')) await waitForWarmPool(platform, warmPoolStart(cfg.node_agent), say);
+  // code-interpreter-v1's build is asked for before svc says it is up, so that the template exists (building) for
+  // every create that follows: one meanwhile waits for it instead of a 404.
+  if (cfg.template_center.code_interpreter_template) {
+    const started = await startMadeTemplate('code-interpreter-v1', made).catch((err: Error) => {
+      say(`code-interpreter-v1 template: ${err.message}`);
+      logger.warn({ err: err.message }, 'code-interpreter-v1 could not be started');
+      return undefined;
+    });
+    if (started?.jobId) void codeInterpreterInBackground(started, made, () => stopping, logger);
+  }
 
   const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
   writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify(endpoint, null, 2) + '\n', { mode: 0o600 });
@@ -145,24 +155,26 @@ export async function runUp(opts: UpOptions): Promise<void> {
   say('  svc sandbox create --template base');
   if (opts.demo) await runDemo(endpoint, say).catch((err) => say(`demo failed: ${(err as Error).message}`));
   say('Press Ctrl+C to stop.');
-  if (cfg.template_center.code_interpreter_template) void codeInterpreterInBackground(made, () => stopping);
 }
 
 /**
- * `code-interpreter-v1` after `svc up` is up (and after the demo): a line when its build starts
- * and one when it is ready or failed; its progress in `svc tpl status`. A create of it meanwhile
- * waits for it within the create timeout (docs/quickstart.md).
+ * `code-interpreter-v1` in the background once `base` is ready: a line when its build starts and
+ * one when it is ready or failed (logged too: `--json` prints neither); its progress in `svc tpl
+ * status`. A create of it meanwhile waits for it within the create timeout (docs/quickstart.md).
  */
-async function codeInterpreterInBackground(made: BaseTemplateOptions, stopping: () => boolean): Promise<void> {
+async function codeInterpreterInBackground(started: MadeTemplateStart, made: BaseTemplateOptions, stopping: () => boolean, logger: Logger): Promise<void> {
   try {
-    const started = await startMadeTemplate('code-interpreter-v1', made);
-    if (!started.jobId) return;
     made.say(`code-interpreter-v1 template: building in the background (job ${started.jobId}; svc tpl status ${started.jobId}); creates of it wait for it`);
+    logger.info({ jobId: started.jobId, templateId: started.templateId }, 'code-interpreter-v1 building in the background');
     const t = Date.now();
     await waitForMadeTemplate(started, { ...made, quiet: true, pollMs: 2_000 });
     made.say(`code-interpreter-v1 template: ready (${Math.round((Date.now() - t) / 1000)} s)`);
+    logger.info({ jobId: started.jobId, ms: Date.now() - t }, 'code-interpreter-v1 ready');
   } catch (err) {
-    if (!stopping()) made.say(`code-interpreter-v1 template: ${(err as Error).message}`);
+    // A stop cuts the build short: nothing to report then.
+    if (stopping()) return;
+    made.say(`code-interpreter-v1 template: ${(err as Error).message}`);
+    logger.warn({ err: (err as Error).message }, 'code-interpreter-v1 could not be built; its creates answer 503 naming the build');
   }
 }
 
