@@ -59,7 +59,9 @@ test('the e2b SDK on microvm sandboxes: create, commands, files, pause to disk, 
 
   // A counter and an HTTP server in the background, reached through the data-plane proxy.
   await sbx.commands.run('mkdir -p /tmp/www && echo served > /tmp/www/index.html');
-  await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.2; done', { background: true });
+  // Written aside and renamed: a read between a truncate and its write would see an empty file
+  // (CI once read "" right after the resume: 0).
+  await sbx.commands.run('i=0; while true; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.2; done', { background: true });
   await sbx.commands.run('cd /tmp/www && exec python3 -m http.server 8000', { background: true });
   const served = await waitFor('the server through the proxy', async () => {
     const r = await viaProxy(sbx.sandboxId, 8000);
