@@ -107,7 +107,9 @@ async function makeImage(o: DebianImageOptions, cacheDir: string, path: string, 
     progress('done', path);
     return { path, key, sizeBytes: (await stat(path)).size, imageInfo: info, cached: false };
   } finally {
-    await rm(tree, { recursive: true, force: true });
+    // A making cut short can find mmdebstrap's children still writing into the tree (ENOTEMPTY):
+    // the error that cut it is the one to report, and removeStaleImages takes the rest later.
+    await rm(tree, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
     await rm(tmp, { force: true });
     await rm(`${path}.json.tmp`, { force: true });
   }
