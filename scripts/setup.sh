@@ -49,8 +49,8 @@ if [ $npm_fresh = 1 ]; then
 fi
 npm run --silent build
 prepare_ok=1
-# Niced: the compile beside it is the longest step, and the one to finish first.
-as_root nice -n 10 node dist/svc.mjs prepare || prepare_ok=0
+# Not niced: both take about as long, and niced, mmdebstrap became the longer one (measured).
+as_root node dist/svc.mjs prepare || prepare_ok=0
 if [ $npm_fresh = 1 ]; then
   wait "$rebuild_pid" || { echo "setup: building the native modules failed; run npm rebuild better-sqlite3 to see why" >&2; exit 1; }
 fi
