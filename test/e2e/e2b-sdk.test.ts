@@ -382,7 +382,7 @@ test('template builder: Template.build runs its steps in a sandbox of the base; 
   await Template.build(changed, `${name}-changed`, { onBuildLogs: (e) => partial.push(e.message) });
   assert.deepEqual(partial.filter((l) => /^\[\d\/6\]/.test(l)), [
     '[1/6] CACHED ENV BUILT_BY svc', `[2/6] CACHED RUN echo "$BUILT_BY" > /opt/built.txt # ${name}: a first build, whatever this data dir built before root`,
-    '[3/6] CACHED RUN id -un > ~/default-user.txt', '[4/6] CACHED WORKDIR /srv/app', '[5/6] CACHED RUN pwd > where.txt',
+    '[3/6] CACHED RUN id -un > ~/default-user.txt && echo written-in-the-build > /tmp/from-build.txt', '[4/6] CACHED WORKDIR /srv/app', '[5/6] CACHED RUN pwd > where.txt',
     '[6/6] RUN cat /opt/built.txt > /root/who.txt root',
   ], partial.join('\n'));
   const fromChanged = await Sandbox.create(`${name}-changed`);
