@@ -14,7 +14,8 @@ import { artifactRef } from './artifact-url.ts';
 import type { BuildJobs } from './build-jobs.ts';
 import type { ArtifactCleanup } from './cleanup.ts';
 import { parseCreateRequest } from './create-request.ts';
-import { invalidTemplateRequest, templateBuildUnavailable, templateHasSnapshots, templateIdRequired, templateNotFound } from './errors.ts';
+import { invalidTemplateRequest, templateHasSnapshots, templateIdRequired, templateNotFound } from './errors.ts';
+import { platformTemplateReady } from './platform-templates.ts';
 import { readProgress } from './progress.ts';
 import type { BuildRecipe } from './recipe.ts';
 import { toJobInfo, toTemplateInfo } from './render.ts';
@@ -23,9 +24,6 @@ import { ACTIVE, type JobStore } from './store/jobs.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
 import type { JobAccepted, JobInfo, TemplateCreate, TemplateInfo } from '@svc/contracts/template-routes';
-
-/** How often a create waiting for a template the platform is building reads it again. */
-const PLATFORM_TEMPLATE_POLL_MS = 500;
 
 /** Whom a template's start command runs as when its build or image recorded no user (E2B's default user). */
 const BUILD_DEFAULT_USER = 'user';
@@ -332,7 +330,7 @@ export class TemplateService {
     if (ref.includes(':')) return this.resolveTagged(ref);
     let t = await this.d.templates.resolve(ref);
     if (!t) throw templateNotFound(ref);
-    if (t.source_kind === 'debian_rootfs') t = await this.platformTemplateReady(t);
+    if (t.source_kind === 'debian_rootfs') t = await platformTemplateReady(this.d.templates, t, this.d.cfg.master.create_timeout_insec);
     if (t.status === 'ready' && t.layer_snapshot_id) return this.resolveBuilt(t, t.layer_snapshot_id);
     if (t.status !== 'ready' || !t.artifact_id) {
       throw invalidTemplateRequest(`template ${ref} is ${t.status}${t.error ? ` (${t.error})` : ''}; a sandbox needs a ready template`);
@@ -346,31 +344,6 @@ export class TemplateService {
       cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
       ...imageDefaults(t), owner: ownerOf(t), ...runtimeOf(t),
     };
-  }
-
-  /**
-   * A template the platform makes for itself (`svc up` builds `code-interpreter-v1` in the
-   * background, docs/quickstart.md): a create that finds it still building waits for it within
-   * the create timeout, and one that finds its build failed is the platform's failure, a 503
-   * naming the build and where its log is, never the user's 400.
-   */
-  private async platformTemplateReady(first: TemplateRow): Promise<TemplateRow> {
-    const until = Date.now() + this.d.cfg.master.create_timeout_insec * 1000;
-    let t: TemplateRow | undefined = first;
-    while (t && t.status === 'building' && !t.artifact_id && Date.now() < until) {
-      await new Promise((r) => setTimeout(r, PLATFORM_TEMPLATE_POLL_MS));
-      t = await this.d.templates.get(first.template_id);
-    }
-    if (!t) throw templateNotFound(first.alias ?? first.template_id);
-    const name = t.alias ?? t.template_id;
-    const log = `svc tpl status ${t.latest_job_id ?? ''} or GET /templates/${t.template_id}/builds/${t.latest_job_id ?? ''}/status; the template center's log has the rest`;
-    if (t.status === 'failed' && !t.artifact_id) {
-      throw templateBuildUnavailable(`template ${name} could not be built (build ${t.latest_job_id}: ${t.error ?? 'no reason recorded'}); its status and log: ${log}`);
-    }
-    if (t.status === 'building' && !t.artifact_id) {
-      throw templateBuildUnavailable(`template ${name} is still being built (build ${t.latest_job_id}) after ${this.d.cfg.master.create_timeout_insec} s; try again shortly, or follow it: ${log}`, 10);
-    }
-    return t;
   }
 
   /** `name:tag`: the build of a template the builder made that the tag names. */
