@@ -46,16 +46,16 @@ async function firstCreates(env: Record<string, string>, spaced: boolean): Promi
     // after the pool has refilled (a few seconds apart), its sandbox killed before the next.
     const spacedMs: number[] = [];
     if (spaced) {
-      for (const s of made.splice(0)) await s.kill().catch(() => false);
+      for (const s of made.splice(0)) await s.kill().catch(() => { /* best effort: the sandbox may already be gone; the platform's stop removes the rest */ return false; });
       for (let i = 0; i < N; i++) {
         await new Promise((r) => setTimeout(r, 3_000));
         spacedMs.push(await createAndRun(made));
-        await made.pop()!.kill().catch(() => false);
+        await made.pop()!.kill().catch(() => { /* best effort: the sandbox may already be gone; the platform's stop removes the rest */ return false; });
       }
     }
     return { ms, spacedMs, pool: node.warmPool };
   } finally {
-    for (const s of made) await s.kill().catch(() => false);
+    for (const s of made) await s.kill().catch(() => { /* best effort: the sandbox may already be gone; the platform's stop removes the rest */ return false; });
     await p.stop();
     platform = undefined;
   }

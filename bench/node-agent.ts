@@ -143,7 +143,7 @@ async function main() {
       const cg = `/sys/fs/cgroup/memory/svc-${tag}/svc-${tag}-${cold.inspect(s.sandboxId).instanceId}`;
       cgroupBytes += Number(await readFile(`${cg}/memory.usage_in_bytes`, 'utf8'));
       for (const pid of (await readFile(`${cg}/cgroup.procs`, 'utf8')).split('\n').filter(Boolean)) {
-        const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => '');
+        const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8').catch(() => { /* the process exited since the listing: no memory */ return ''; });
         pssKB += Number(/^Pss:\s+(\d+)/m.exec(rollup)?.[1] ?? 0);
       }
     }

@@ -64,7 +64,7 @@ function api(p: RunningPlatform): Api {
 /** envd's /health through the data-plane proxy: the sandbox answers. */
 async function envdAnswers(p: RunningPlatform, id: string): Promise<void> {
   for (;;) {
-    const r = await fetch(`${p.sandboxUrl}/health`, { headers: { 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': '49983' } }).catch(() => undefined);
+    const r = await fetch(`${p.sandboxUrl}/health`, { headers: { 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': '49983' } }).catch(() => { /* not answering yet: poll again */ return undefined; });
     if (r && r.status < 300) return;
     await sleep(2);
   }
@@ -179,7 +179,7 @@ PY
 nohup python3 /tmp/srv.py >/dev/null 2>&1 &`);
     const direct = endpoint('direct', `http://${inst.address}:8000`, '/', { Host: `${inst.address}:8000` });
     const proxied = endpoint('proxy', p.sandboxUrl, '/', { Host: `8000-${sbx.sandboxId}.${p.domain}` });
-    for (let i = 0; i < 100; i++) { if (await latencySamples(direct, 1).then(() => true, () => false)) break; await sleep(100); }
+    for (let i = 0; i < 100; i++) { if (await latencySamples(direct, 1).then(() => true, () => { /* the server is not up yet */ return false; })) break; await sleep(100); }
     await latencySamples(direct, 200);
     await latencySamples(proxied, 200);
     const dLat = stat(await latencySamples(direct, 1000));
@@ -200,7 +200,7 @@ nohup python3 /tmp/srv.py >/dev/null 2>&1 &`);
     const ar = await Sandbox.create('base', { timeoutMs: 600_000, lifecycle: { onTimeout: 'pause', autoResume: true } });
     await ar.commands.run('nohup python3 -m http.server 8000 >/dev/null 2>&1 &');
     for (let i = 0; i < 100; i++) {
-      const r = await fetch(`${p.sandboxUrl}/`, { headers: { 'E2b-Sandbox-Id': ar.sandboxId, 'E2b-Sandbox-Port': '8000' } }).catch(() => undefined);
+      const r = await fetch(`${p.sandboxUrl}/`, { headers: { 'E2b-Sandbox-Id': ar.sandboxId, 'E2b-Sandbox-Port': '8000' } }).catch(() => { /* the server is not up yet: poll again */ return undefined; });
       if (r?.status === 200) break;
       await sleep(100);
     }

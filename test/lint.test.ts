@@ -87,3 +87,53 @@ test('eslint: empty catch blocks and empty .catch() callbacks fail unless a comm
   assert.deepEqual(lint('p.catch(() => { /* the lease expires with its TTL */ });\n'), []);
   assert.deepEqual(lint('p.catch((err: Error) => log.warn({ err }, "failed"));\n'), []);
 });
+
+test('eslint: a rejection callback that turns every error into a constant fails unless a block body with a comment says why', () => {
+  const linter = new Linter({ configType: 'flat' });
+  const lint = (code: string) => linter.verify(code, eslintConfig, 'packages/common/src/example.ts').map((m) => m.messageId ?? m.message);
+  for (const constant of ['undefined', 'null', "''", 'false', '0', "'x'", '[]', '({})', 'void 0', '[] as string[]', '-1']) {
+    assert.deepEqual(lint(`p.catch(() => ${constant});\n`), ['constant'], `.catch(() => ${constant})`);
+    assert.deepEqual(lint(`p.then((v) => v, () => ${constant});\n`), ['constant'], `.then(ok, () => ${constant})`);
+  }
+  assert.deepEqual(lint('p.catch(function () { return null; });\n'), ['constant']);
+  assert.deepEqual(lint('p.catch(() => { return null; });\n'), ['constant']);
+  assert.deepEqual(lint('p.catch(() => { return; });\n'), ['constant']);
+  assert.deepEqual(lint('p.then(ok, () => {});\n'), ['callback']);
+  // logged, handled, or silent on purpose with the reason inside
+  assert.deepEqual(lint('p.catch((err: Error) => { log.warn({ sandboxId, err: err.message }, "kill failed"); return null; });\n'), []);
+  assert.deepEqual(lint('p.catch((err: NodeJS.ErrnoException) => { if (err.code === "ENOENT") return null; throw err; });\n'), []);
+  assert.deepEqual(lint('p.catch(whenMissing(undefined));\n'), []);
+  assert.deepEqual(lint('p.catch(() => { /* best effort: the file may already be gone */ return null; });\n'), []);
+  assert.deepEqual(lint('p.then(ok, () => { /* not up yet: poll again */ return false; });\n'), []);
+  assert.deepEqual(lint('p.catch((err: Error) => err.message);\n'), []);
+  assert.deepEqual(lint('p.then(() => null);\n'), [], 'a fulfilment callback is not a rejection handler');
+});
+
+test('knip: an export nothing imports fails; the same tree without it passes', () => {
+  const root = mkdtempSync(join(tmpdir(), 'svc-knip-'));
+  try {
+    const write = (file: string, text: string) => {
+      mkdirSync(dirname(join(root, file)), { recursive: true });
+      writeFileSync(join(root, file), text);
+    };
+    write('package.json', JSON.stringify({ name: 'root', private: true, type: 'module', workspaces: ['packages/*'] }));
+    write('tsconfig.json', JSON.stringify({ compilerOptions: { module: 'ESNext', moduleResolution: 'Bundler', allowImportingTsExtensions: true, noEmit: true } }));
+    write('packages/common/package.json', JSON.stringify({ name: '@svc/common', type: 'module', exports: { '.': './src/index.ts' } }));
+    write('packages/common/src/index.ts', "export { used } from './inner.ts';\n");
+    write('packages/master/package.json', JSON.stringify({ name: '@svc/master', type: 'module', exports: { '.': './src/index.ts' }, dependencies: { '@svc/common': '0.1.0' } }));
+    write('packages/master/src/index.ts', "import { used } from '../../common/src/index.ts';\nexport const m = used;\n");
+    const knip = () => {
+      const r = spawnSync(join(REPO, 'node_modules/.bin/knip'), ['--config', join(REPO, 'knip.json'), '--reporter', 'compact', '--no-progress'], { cwd: root, encoding: 'utf8' });
+      return { code: r.status, out: `${r.stdout}${r.stderr}` };
+    };
+    write('packages/common/src/inner.ts', 'export const used = 1;\nexport const dead = 2;\n');
+    const dead = knip();
+    assert.notEqual(dead.code, 0, dead.out);
+    assert.match(dead.out, /packages\/common\/src\/inner\.ts: dead/);
+    write('packages/common/src/inner.ts', 'export const used = 1;\n');
+    const clean = knip();
+    assert.equal(clean.code, 0, clean.out);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});

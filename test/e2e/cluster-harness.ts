@@ -57,7 +57,7 @@ async function freePort(port = 0): Promise<number> {
 async function freePortPair(): Promise<number> {
   for (;;) {
     const p = await freePort();
-    if (await freePort(p + 1).then(() => true, () => false)) return p;
+    if (await freePort(p + 1).then(() => true, () => { /* the next port is taken: try another pair */ return false; })) return p;
   }
 }
 
@@ -152,9 +152,9 @@ export class Cluster {
   /** Deletes every sandbox, stops every process, drops the database; asserts no sandbox process is left. */
   async stop(): Promise<void> {
     // Every sandbox goes first; node agents leave theirs running when they stop.
-    const list = await json<{ sandboxes?: Array<{ sandboxId: string }> }>(`${this.master('A')}/v1/sandboxes?limit=1000`).catch(() => undefined);
+    const list = await json<{ sandboxes?: Array<{ sandboxId: string }> }>(`${this.master('A')}/v1/sandboxes?limit=1000`).catch(() => { /* master A is down: its node agents stop below */ return undefined; });
     const ids = (list?.body.sandboxes ?? []).map((s) => s.sandboxId);
-    await Promise.all(ids.map((id) => deleteSandbox(this.master('A'), id).catch(() => undefined)));
+    await Promise.all(ids.map((id) => deleteSandbox(this.master('A'), id).catch(() => { /* best effort: the processes stop next */ })));
     await this.stopProcesses();
     await this.o.db.drop();
     clusterCa = undefined;

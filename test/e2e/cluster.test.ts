@@ -24,7 +24,7 @@ import { REPO, sandboxProcessesAll, waitFor } from './harness.ts';
 const SVC = join(REPO, 'dist/svc.mjs');
 const skipAll = !REDIS_HOST ? 'Redis is not running (scripts/test-services.sh start)' : process.getuid?.() !== 0 ? 'node agents run as root' : false;
 
-// The cluster on each external engine SPEC.md names for its state, always with Redis.
+// The cluster on each external database engine of docs/configuration.md "Database", always with Redis.
 for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite')) {
   const skip = skipAll || engine.skip || false;
   describe(`a cluster on ${engine.driver} and Redis${engine.driver === 'mysql' ? ', TLS everywhere' : ''}`, { skip }, () => {
@@ -168,7 +168,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
     it('the lifecycle leader killed with SIGKILL: the other replica takes the lease and pauses at the idle timeout', async () => {
       const leaderOf = async () => {
         for (const replica of [0, 1] as const) {
-          const h = await json<{ leader: boolean }>(`${c.lifecycleUrl(replica)}/health`).catch(() => undefined);
+          const h = await json<{ leader: boolean }>(`${c.lifecycleUrl(replica)}/health`).catch(() => { /* this replica is down: not the leader */ return undefined; });
           if (h?.body.leader) return replica;
         }
         return undefined;
@@ -207,7 +207,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         c.restartProxy2();
         await killSettled(sbx.sandboxId);
       }
-      await waitFor('proxy 2 back', async () => ((await fetch(`${c.proxy2Url}/health`).catch(() => undefined)) ? true : undefined), 60_000);
+      await waitFor('proxy 2 back', async () => ((await fetch(`${c.proxy2Url}/health`).catch(() => { /* not back yet */ return undefined; })) ? true : undefined), 60_000);
     });
 
     it('the lifecycle replicas pause a sandbox at its idle timeout, and a connect resumes it on its node', async () => {

@@ -153,7 +153,7 @@ test('pause and resume: no CPU while paused, the kind of pause, files, a backgro
       return { status: res.status, text: await res.text() };
     };
     for (let i = 0; i < 50; i++) {
-      const r = await viaProxy().catch(() => undefined);
+      const r = await viaProxy().catch(() => { /* the server is not up yet: poll again */ return undefined; });
       if (r?.status === 200) break;
       await new Promise((res) => setTimeout(res, 200));
     }
@@ -312,7 +312,7 @@ test('snapshots and fork: files before the capture carry over, later writes and 
     await assert.rejects(Sandbox.create(snap.snapshotId), (e: Error & { statusCode?: number }) => hasStatus(e, 404));
     assert.equal(await a.files.read('/home/user/before.txt'), 'before', 'sandboxes made from a snapshot outlive it');
   } finally {
-    for (const s of made) await s.kill().catch(() => false);
+    for (const s of made) await s.kill().catch(() => { /* best effort: the sandbox may already be gone */ return false; });
   }
 });
 

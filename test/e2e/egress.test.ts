@@ -1,6 +1,6 @@
 /**
  * The egress proxy through the whole platform: real sandboxes call "the internet" (upstream
- * servers in a namespace of the test's own) with curl and Python; rules of SPEC.md's form through
+ * servers in a namespace of the test's own) with curl and Python; rules of the form of docs/egress.md "Rules" through
  * our SDK and CLI, E2B's network options through the official SDK; the audit log and every read
  * checked for the injected secrets.
  */
@@ -49,7 +49,7 @@ async function curl(sbx: Sandbox, url: string, extra = ''): Promise<{ status: nu
   return { status: Number(code), body: rest.join('\n') };
 }
 
-const SPEC_RULES: EgressRule[] = [
+const RULES: EgressRule[] = [
   {
     name: 'models-read', match: { host: 'api.example.test', scheme: 'https', method: ['GET'], path: '/v1/*' },
     action: { allow: true, inject: [{ header: 'Authorization', format: 'Bearer ${SECRET}', secret: SECRET }] },
@@ -59,8 +59,8 @@ const SPEC_RULES: EgressRule[] = [
   { name: 'example-subdomains-denied', match: { host: '*.example.test' }, action: { allow: false } },
 ];
 
-test('SPEC rules through our SDK: path, method, first match, an exception before a broad deny, wildcard against the apex, inject unseen by the sandbox', async () => {
-  const sbx = await Sandbox.create('base', { ...conn(), network: { rules: SPEC_RULES } });
+test('rules of docs/egress.md through our SDK: path, method, first match, an exception before a broad deny, wildcard against the apex, inject unseen by the sandbox', async () => {
+  const sbx = await Sandbox.create('base', { ...conn(), network: { rules: RULES } });
   try {
     const before = inet.requests().length;
     const ok = await curl(sbx, 'https://api.example.test/v1/models');
@@ -167,7 +167,7 @@ test('the official e2b SDK: allowOut host names with denyOut all, header transfo
     assert.equal(inet.requests().find((r) => r.path === '/e2b')!.headers!['x-api-key'], E2B_SECRET);
     assert.equal((await curl(ours, 'http://open.example.test/plain')).status, 200, 'allowOut names cover http too');
     assert.equal((await curl(ours, 'https://example.test/')).status, 403, 'a host allowOut does not name: denied by denyOut');
-    // A port no rule covers follows layer 3 (SPEC.md "Egress proxy behaviour" 5): the learned
+    // A port no rule covers follows layer 3 (docs/egress.md "E2B's network options"): the learned
     // addresses of allowOut's names are allowed on any port, everything else falls to denyOut.
     const learned = await ours.commands.run(`curl -s -m 10 -o /dev/null -w '%{http_code}' http://${INTERNET_ADDRESS}:8081/ || true`);
     assert.equal(learned.stdout.trim(), '200', 'api.example.test resolves here: its address is allowed on any port');

@@ -171,10 +171,14 @@ export function diagnoseFailures(platform: () => RunningPlatform | undefined): v
 /** Polls `fn` until it gives a value (errors count as not yet); fails naming `what` after the timeout. */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   const end = Date.now() + timeoutMs;
+  let last: Error | undefined;
   for (;;) {
-    const v = await fn().catch(() => undefined);
+    const v = await fn().catch((err: Error) => {
+      last = err; // not yet: fn is asked again until the deadline, and the timeout says the last error
+      return undefined;
+    });
     if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${last.message})` : ''}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

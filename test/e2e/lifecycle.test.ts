@@ -173,7 +173,7 @@ test('maskRequestHost: the sandbox\'s servers see the Host it names, ${PORT} mad
     ].join('\n'));
     await sbx.commands.run('python3 /home/user/host.py', { background: true });
     const seen = await waitFor('the Host echo', async () => {
-      const r = await get(sbx.getHost(8004)).catch(() => undefined);
+      const r = await get(sbx.getHost(8004)).catch(() => { /* the server is not up yet: poll again */ return undefined; });
       return r?.status === 200 ? r.body : undefined;
     });
     assert.equal(seen, 'custom-host.example.com:8004');

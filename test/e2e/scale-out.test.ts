@@ -56,7 +56,7 @@ test('on PostgreSQL and Redis: create, auto-pause on idle, auto-resume on a requ
     await sbx.files.write('/home/user/www/index.html', 'scaled out');
     await sbx.commands.run('nohup python3 -m http.server 8000 --directory /home/user/www >/dev/null 2>&1 &');
     const page = () => fetch(`${p.sandboxUrl}/`, { headers: { 'E2b-Sandbox-Id': sbx.sandboxId, 'E2b-Sandbox-Port': '8000' } });
-    for (let i = 0; i < 50 && (await page().then((r) => r.status, () => 0)) !== 200; i++) await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 50 && (await page().then((r) => r.status, () => { /* not up yet: poll again */ return 0; })) !== 200; i++) await new Promise((r) => setTimeout(r, 200));
     let state = '';
     for (let i = 0; i < 60 && state !== 'paused'; i++) {
       await new Promise((r) => setTimeout(r, 500));

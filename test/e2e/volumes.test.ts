@@ -125,7 +125,7 @@ test('a snapshot records its volume mounts and a create from it mounts the volum
     await fork.commands.run('echo from-fork > /data/g');
     assert.equal((await origin.commands.run('cat /data/g')).stdout, 'from-fork\n', 'the fork shares the volume');
   } finally {
-    for (const s of made) await s.kill().catch(() => undefined);
+    for (const s of made) await s.kill().catch(() => { /* best effort: the sandbox may already be gone */ });
     // The data dir outlives the run: a snapshot left here would hold the base template in later runs.
     if (snap) await Sandbox.deleteSnapshot(snap.snapshotId);
   }
@@ -174,7 +174,7 @@ test('refcounts after 100 random create, pause, resume and kill operations match
       assert.equal(onNode?.refCount ?? 0, held.get(v.volumeId), `node-local count of ${v.name} against the sandboxes that hold it`);
     }
   } finally {
-    for (const e of live) await e.sbx.kill().catch(() => undefined);
+    for (const e of live) await e.sbx.kill().catch(() => { /* best effort: the sandbox may already be gone */ });
   }
   for (const v of vols) {
     assert.equal((await refcounts()).get(v.volumeId), 0);

@@ -22,7 +22,7 @@ export interface AuthConfig {
  */
 const OPEN_PATHS = new Set(['/health', '/openapi.json', '/docs', '/.well-known/openid-configuration', '/.well-known/jwks.json']);
 
-export function isVolumeContentWithToken(req: FastifyRequest, path: string): boolean {
+function isVolumeContentWithToken(req: FastifyRequest, path: string): boolean {
   return path.startsWith('/volumecontent/') && req.headers['x-api-key'] === undefined && req.headers['x-admin-token'] === undefined
     && typeof req.headers.authorization === 'string' && /^bearer\s+\S/i.test(req.headers.authorization);
 }

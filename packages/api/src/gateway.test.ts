@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import { Sandbox } from 'e2b';
-import { silentLogger } from '@svc/common';
+import { ErrorCodes, silentLogger } from '@svc/common';
 import { startMasterOverFakeNode } from '@svc/master/testing/master-over-fake-node';
 import { PublicSchemas } from '@svc/contracts';
 import type { SandboxLogEntry } from '@svc/contracts/node-agent';
@@ -78,7 +78,7 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.equal((await p.call('POST', '/v2/sandboxes', {})).status, 400);
       const unknown = await p.call('POST', '/v2/sandboxes', { templateID: 'nope' });
       assert.equal(unknown.status, 404);
-      assert.equal(unknown.body.code, 130404);
+      assert.equal(unknown.body.code, ErrorCodes.templateNotFound);
       const big = await p.call('POST', '/v2/sandboxes', { templateID: 'base', metadata: { x: 'y'.repeat(10_000) } });
       assert.equal(big.status, 413);
       assert.equal((await p.call('GET', '/nope')).status, 404);

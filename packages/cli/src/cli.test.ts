@@ -15,6 +15,7 @@ import { startFakeApi, type FakeApi } from '@svc/sdk/testing/fake-api';
 import { startFakeCodeInterpreter, type FakeCodeInterpreter } from '@svc/sdk/testing/fake-code-interpreter';
 import { startFakeEnvd, type FakeEnvd } from '@svc/sdk/testing/fake-envd';
 import { startGatewayOverFakeNode, type GatewayOverFakeNode } from '@svc/sdk/testing/gateway-over-fake-node';
+import { ErrorCodes } from '@svc/common';
 
 const MAIN = resolve(import.meta.dirname, 'main.ts');
 const BIN = resolve(import.meta.dirname, '../bin/svc.mjs');
@@ -525,7 +526,7 @@ describe('svc tpl', () => {
     assert.equal(missing.code, 1);
     assert.equal(missing.stderr, `svc: template ${t.templateId} not found\n`);
     const info = await run(['tpl', 'info', t.templateId]);
-    assert.match(info.stderr, /\(HTTP 404, code 130404\)/);
+    assert.match(info.stderr, new RegExp(`\\(HTTP 404, code ${ErrorCodes.templateNotFound}\\)`));
   });
 });
 

@@ -16,20 +16,20 @@ export interface EndpointFlags {
   dataDir?: string;
 }
 
-export interface EndpointFile {
+interface EndpointFile {
   apiUrl?: string;
   apiKey?: string;
   sandboxUrl?: string;
 }
 
-export const ENDPOINT_FILE = 'endpoint.json';
+const ENDPOINT_FILE = 'endpoint.json';
 
-export function resolveDataDir(flag?: string): string {
+function resolveDataDir(flag?: string): string {
   const dir = flag || process.env.SVC_DATA_DIR || join(homedir(), '.svc');
   return resolve(dir);
 }
 
-export function readEndpointFile(dataDir: string): EndpointFile {
+function readEndpointFile(dataDir: string): EndpointFile {
   const path = join(dataDir, ENDPOINT_FILE);
   let text: string;
   try {

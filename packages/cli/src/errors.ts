@@ -4,7 +4,7 @@
  */
 import { SandboxError } from '@svc/sdk';
 
-export const EXIT_FAILURE = 1;
+const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
 /** The command line itself is wrong (a missing or malformed argument). */

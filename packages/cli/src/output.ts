@@ -45,7 +45,7 @@ export class Output {
   }
 }
 
-export function formatCell(v: Cell): string {
+function formatCell(v: Cell): string {
   if (v === undefined || v === null || v === '') return '-';
   if (v instanceof Date) return v.toISOString().replace(/\.\d{3}Z$/, 'Z');
   return String(v);

@@ -11,7 +11,7 @@ import { componentCommands } from './commands/components.ts';
 import { volumeCommand } from './commands/volume.ts';
 import { EXIT_USAGE } from './errors.ts';
 
-export const VERSION = '0.1.0';
+const VERSION = '0.1.0';
 
 export function buildProgram(): Command {
   const program = new Command('svc')

@@ -21,7 +21,7 @@ export interface UpSecrets {
  * it sends anything, so keys are minted in that shape (docs/compatibility.md).
  */
 export const E2B_KEY_SHAPE = /^e2b_[0-9a-f]+$/;
-export const newApiKey = () => `e2b_${randomBytes(20).toString('hex')}`;
+const newApiKey = () => `e2b_${randomBytes(20).toString('hex')}`;
 
 export function loadOrCreateSecrets(dataDir: string): UpSecrets {
   const file = join(dataDir, 'secrets.json');

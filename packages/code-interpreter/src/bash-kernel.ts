@@ -21,7 +21,7 @@ import { logExit, signalGroup, stopGroup } from './kernel-process.ts';
 const INTERRUPT_GRACE_MS = 5_000;
 
 /** Splits a stream at a marker that may arrive cut across chunks; what follows it is the marker's tail. */
-export class MarkerScanner {
+class MarkerScanner {
   private held = '';
 
   constructor(private readonly marker: string) {}

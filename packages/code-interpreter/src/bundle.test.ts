@@ -49,7 +49,7 @@ test('the bundle serves python, javascript and bash executions on its own', asyn
   child.stderr!.on('data', (d: Buffer) => { output += d.toString(); });
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
-    const ok = await fetch(`${base}/health`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${base}/health`).then((r) => r.ok, () => { /* not listening yet: poll again */ return false; });
     if (ok) break;
     assert.ok(i < 100, `the bundle did not listen: ${output}`);
     await new Promise((r) => setTimeout(r, 100));

@@ -70,7 +70,7 @@ export class Contexts {
     if (!context) return false;
     this.byId.delete(id);
     for (const [language, pending] of this.defaults) {
-      if ((await pending.catch(() => undefined)) === context) this.defaults.delete(language);
+      if ((await pending.catch(() => { /* a default that failed to start is not this context; its caller had the error */ })) === context) this.defaults.delete(language);
     }
     await context.kernel.shutdown();
     this.log('info', 'context removed', { id });

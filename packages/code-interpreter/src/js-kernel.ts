@@ -125,7 +125,7 @@ export class JsKernel implements Kernel {
   }
 
   async shutdown(): Promise<void> {
-    const host = this.host ?? (await this.starting?.catch(() => undefined));
+    const host = this.host ?? (await this.starting?.catch(() => { /* a failed start left no host to stop; start's caller had the error */ return undefined; }));
     this.host = undefined;
     this.starting = undefined;
     if (host) await stopGroup(host.child);

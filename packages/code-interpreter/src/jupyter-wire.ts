@@ -6,9 +6,9 @@
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 
 export const DELIMITER = Buffer.from('<IDS|MSG>');
-export const PROTOCOL_VERSION = '5.3';
+const PROTOCOL_VERSION = '5.3';
 
-export interface JupyterHeader {
+interface JupyterHeader {
   msg_id: string;
   msg_type: string;
   session: string;

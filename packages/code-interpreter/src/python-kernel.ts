@@ -73,7 +73,7 @@ export class PythonKernel implements Kernel {
   }
 
   async shutdown(): Promise<void> {
-    const s = this.session ?? (await this.starting?.catch(() => undefined));
+    const s = this.session ?? (await this.starting?.catch(() => { /* a failed start left no session to close; start's caller had the error */ return undefined; }));
     this.session = undefined;
     this.starting = undefined;
     if (!s) return;
@@ -262,7 +262,7 @@ let pythonFound: Promise<string> | undefined;
  * The Python to run kernels with: SVC_CODE_INTERPRETER_PYTHON, else the first of `python3` on the
  * PATH and Debian's /usr/bin/python3 that has ipykernel (a PATH python of pyenv or a venv may lack it).
  */
-export function findPython(): Promise<string> {
+function findPython(): Promise<string> {
   pythonFound ??= (async () => {
     const chosen = process.env.SVC_CODE_INTERPRETER_PYTHON;
     if (chosen) return chosen;

@@ -36,7 +36,7 @@ export interface CodeInterpreter {
 
 const KEEPALIVE_MS = 5_000;
 
-export function kernelFactory(log: Log): KernelFactory {
+function kernelFactory(log: Log): KernelFactory {
   return (language: CodeLanguage, cwd: string): Kernel => {
     const kernelLog: Log = (level, message, fields) => log(level, message, { language, ...fields });
     if (language === 'python') return new PythonKernel(cwd, kernelLog);
@@ -137,7 +137,7 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
     contexts,
     async warmUp() {
       const started = Promise.all([contexts.defaultFor('python'), contexts.defaultFor('javascript')]);
-      warming = started.then(() => undefined, () => undefined);
+      warming = started.then(() => undefined, () => { /* warmUp's caller gets the failure from `started`; listing only waits for the attempt */ });
       await started;
     },
     async close() {

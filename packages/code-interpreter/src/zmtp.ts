@@ -42,7 +42,7 @@ export function encodeMessage(parts: Buffer[]): Buffer {
 }
 
 /** A command frame: the name's length and name, then the body. */
-export function encodeCommand(name: string, body: Buffer = Buffer.alloc(0)): Buffer {
+function encodeCommand(name: string, body: Buffer = Buffer.alloc(0)): Buffer {
   return encodeFrame(Buffer.concat([Buffer.from([name.length]), Buffer.from(name, 'ascii'), body]), { command: true });
 }
 

@@ -4,8 +4,11 @@
  * otherwise the HTTP status itself, which is what the official e2b SDK reads.
  */
 export const ErrorCodes = {
+  /** A bad template or volume request. */
   badRequest: 130400,
-  notFound: 130404,
+  /** No such template (id or alias); other 404s carry code 404. */
+  templateNotFound: 130404,
+  /** A volume in use, or a resume refused by the release-ratio policy. */
   conflict: 130409,
 } as const;
 

@@ -11,6 +11,7 @@ export { compileValidator, schemaError } from './schema-validation.ts';
 export * from './periodic.ts';
 export { freePort } from './free-port.ts';
 export { fileStreamClosed } from './streams.ts';
+export { whenMissing } from './missing.ts';
 export { intToIp, ipToInt, isIpv4, parseCidr } from './ipv4.ts';
 export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

@@ -113,7 +113,7 @@ export function coordinationContract(hooks: ContractHooks) {
   });
 }
 
-export async function waitFor(cond: () => boolean, timeoutMs = 3_000): Promise<void> {
+async function waitFor(cond: () => boolean, timeoutMs = 3_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');

@@ -1,5 +1,5 @@
 /**
- * The egress proxy's contract (docs/egress.md): the rule form of SPEC.md "Egress rule", the
+ * The egress proxy's contract (docs/egress.md): the rule form of docs/egress.md "Rules", the
  * per-sandbox policy the master pushes, the checks every side runs on rules (SDK, master, proxy),
  * the audit log's records, and the admin API.
  *
@@ -20,7 +20,7 @@ export const EGRESS_DEFAULTS = {
   httpsPort: 8443,
   adminPort: 9091,
   connectTimeoutMs: 10_000,
-  /** Upstream read and send timeouts (SPEC.md "Limits"). */
+  /** Upstream read and send timeouts (docs/egress.md "Known limits"). */
   ioTimeoutMs: 2 * 60 * 60 * 1000,
   maxTuplesPerHost: 8,
   /** Host names (not wildcards) in one sandbox's allowOut, whose addresses its node learns and allows. */
@@ -70,7 +70,7 @@ export interface EgressRule {
 /**
  * E2B's layer-3 lists, for a request through the proxy that no rule matched (E2B's allowOut
  * names hosts besides addresses). The upstream's address decides: allowOut CIDRs first, then
- * denyOut, then allowInternetAccess. Absent on a policy: SPEC.md's default deny.
+ * denyOut, then allowInternetAccess. Absent on a policy: the default deny of docs/egress.md "Rules".
  */
 export interface EgressFallback {
   allowInternetAccess: boolean;
@@ -114,7 +114,7 @@ export interface EgressHealth {
   tasks: Record<string, TaskStats>;
 }
 
-// ---- audit log (SPEC.md "Egress audit log record", "Events" 1) ----
+// ---- audit log (docs/egress.md "Audit log") ----
 
 export interface EgressRequestRecord {
   ts: string;
@@ -173,9 +173,9 @@ export interface EgressTlsHandshakeRecord {
   reason: string;
 }
 
-// ---- rule checks (SPEC.md "Egress proxy behaviour" 2 and 3) ----
+// ---- rule checks (docs/egress.md "Rules") ----
 
-/** A rule that breaks SPEC.md's constraints; the SDK throws it as InvalidArgumentError, the server as 400. */
+/** A rule that breaks the constraints of docs/egress.md "Rules"; the SDK throws it as InvalidArgumentError, the server as 400. */
 export class EgressRuleError extends Error {}
 
 const LABEL = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
@@ -195,7 +195,7 @@ export function checkHostPattern(value: string, where: string): string {
   return v;
 }
 
-/** The (port, scheme) flows a rule's match intercepts (SPEC.md "Egress proxy behaviour" 2). */
+/** The (port, scheme) flows a rule's match intercepts (docs/egress.md "Rules": which ports a rule takes over). */
 export function interceptedTuples(m: EgressMatch): Array<{ port: number; scheme: EgressScheme }> {
   if (m.port !== undefined && m.scheme) return [{ port: m.port, scheme: m.scheme }];
   if (m.scheme) return [{ port: m.scheme === 'https' ? 443 : 80, scheme: m.scheme }];
@@ -203,7 +203,7 @@ export function interceptedTuples(m: EgressMatch): Array<{ port: number; scheme:
 }
 
 /**
- * Checks rules against SPEC.md's constraints and returns them normalized (lower-case scheme,
+ * Checks rules against the constraints of docs/egress.md "Rules" and returns them normalized (lower-case scheme,
  * host and SNI, upper-case methods, names filled in). Throws EgressRuleError naming the rule.
  */
 export function checkEgressRules(input: unknown): EgressRule[] {
@@ -287,7 +287,7 @@ function checkAction(raw: unknown, at: string): EgressAction {
   }
   if (raw.inject !== undefined && raw.inject !== null) {
     if (!Array.isArray(raw.inject)) throw new EgressRuleError(`${at}: action.inject must be a list of {header, format, secret}`);
-    if (!raw.allow && raw.inject.length > 0) throw new EgressRuleError(`${at}: a deny rule cannot inject (SPEC: a configuration error); inject only after allow`);
+    if (!raw.allow && raw.inject.length > 0) throw new EgressRuleError(`${at}: a deny rule cannot inject (a configuration error); inject only after allow`);
     a.inject = raw.inject.map((x: unknown, j: number) => checkInject(x, `${at}: action.inject[${j}]`));
   }
   return a;

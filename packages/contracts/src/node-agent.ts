@@ -78,7 +78,7 @@ export interface CreateSandboxOnNode {
   defaultWorkdir?: string;
   /**
    * Volumes to attach (each once) and mount, from the master's current volume records. A node
-   * agent without volume support ignores them (SPEC "Versioning" 2); the master sends them only
+   * agent without volume support ignores them (docs/cluster.md "Upgrade order"); the master sends them only
    * to nodes whose NodeInfo.features names NODE_FEATURE_VOLUMES.
    */
   volumes?: VolumeMountOnNode[];

@@ -1,5 +1,5 @@
 /**
- * Node label rules (SPEC.md "Node label endpoints"), shared by the master (its label routes, a
+ * Node label rules (docs/cluster.md "Placement"), shared by the master (its label routes, a
  * node's registration, a create's nodeSelector) and the node agent (node_agent.labels at start).
  */
 import { badRequest } from '@svc/common';

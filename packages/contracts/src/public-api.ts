@@ -4,6 +4,7 @@
  * GET /openapi.json, and that the wire types of our SDK are derived from (public-api-types.ts).
  * docs/api.md describes it for people; docs/compatibility.md says where it follows E2B.
  */
+import { ErrorCodes } from '@svc/common/errors';
 import { SCHEMAS } from './public-api-schemas.ts';
 import { TEMPLATE_SCHEMAS } from './template-route-schemas.ts';
 import { LOG_DIRECTIONS, LOG_LEVELS, SANDBOX_LOG_LIMITS } from './sandbox-logs.ts';
@@ -38,7 +39,11 @@ const svcDeadlineResponses = {
   410: error('Killed or timed out'),
 };
 /** The template routes' 400s carry code 130400, their 404s 130404 (docs/api.md). */
-const ofTemplate = { 400: error('Bad input (code 130400): the message names the field'), 401: common[401], 404: error('No such template (code 130404)') };
+const ofTemplate = {
+  400: error(`Bad input (code ${ErrorCodes.badRequest}): the message names the field`),
+  401: common[401],
+  404: error(`No such template (code ${ErrorCodes.templateNotFound})`),
+};
 const templateId = pathParam('id');
 const accepted = { 202: { description: 'The build job is queued', ...json(ref('JobAccepted')) }, ...ofTemplate };
 const createTemplate = { summary: 'Create a template from an image (exactly one source)', requestBody: { required: true, ...json(ref('TemplateCreate')) }, responses: accepted };

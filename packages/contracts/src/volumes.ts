@@ -31,17 +31,17 @@ export const VOLUME_LIMITS = {
   driverChars: 64,
 } as const;
 
-/** SPEC: the node agent's default `volume_plugin_base_dir`. */
+/** The node agent's default `volume_plugin_base_dir` (docs/volume-plugins.md "Configuration"). */
 export const DEFAULT_VOLUME_BASE_DIR = '/data/svc-shared/volume';
-/** SPEC "Limits": a host directory bind or remount that takes longer fails instead of blocking. */
+/** A host directory bind or remount that takes longer fails instead of blocking (docs/volumes.md "Limits and figures"). */
 export const HOST_BIND_TIMEOUT_MS = 3_000;
 /** Default time a plugin hook may take before the call fails (`volume_plugins[].timeout_ms`). */
 export const DEFAULT_HOOK_TIMEOUT_MS = 30_000;
 
-/** Error codes of SPEC "the service": unknown driver, volume still mounted. */
+/** Error codes of the volume routes (docs/volumes.md "The REST routes"): unknown driver, volume still mounted. */
 export const VOLUME_CODES = { unknownDriver: 130400, inUse: 130409 } as const;
 
-/** Diagnostics SPEC names: the node agent lacks the entry / the master lacks it or the names differ. */
+/** Diagnostics of docs/volume-plugins.md "Diagnostics": the node agent lacks the entry / the master lacks it or the names differ. */
 export const NO_PLUGIN_FOR_DRIVER = 'no plugin registered for driver';
 export const UNKNOWN_DRIVER = 'unknown driver';
 
@@ -97,7 +97,7 @@ export interface VolumePlugin extends VolumeControllerHooks, VolumeNodeHooks {
   close(): Promise<void>;
 }
 
-/** The containerd-style namespace the hooks are told (SPEC "Attach": container runtime namespace). */
+/** The containerd-style namespace the hooks are told (docs/volume-plugins.md "Binary plugins": `--namespace`, the container runtime namespace). */
 export const VOLUME_NAMESPACE = 'svc';
 
 // ---- records and the public wire ------------------------------------------------------------------
@@ -125,10 +125,10 @@ export interface VolumeMountOnNode extends VolumeOnNode {
   readOnly: boolean;
 }
 
-/** A node-local count flip (SPEC "Volume reference counting"): +1 on 0→1, -1 on 1→0. */
+/** A node-local count flip (docs/volumes.md "Lifecycle and counts"): +1 on 0→1, -1 on 1→0. */
 export interface VolumeRefFlip { volumeId: string; delta: 1 | -1 }
 
-/** What create, destroy, pause and resume answers carry besides the sandbox (SPEC "Refcount notification"). */
+/** What create, destroy, pause and resume answers carry besides the sandbox (docs/volumes.md "Lifecycle and counts"). */
 export interface ExtInfo { volumeRefFlips?: VolumeRefFlip[] }
 
 /** A node's holders of one volume (GET /v1/volumes/attachments). */
@@ -162,7 +162,7 @@ export function decodeVolumeHeader(value: unknown): VolumeOnNode {
   return { volumeId: v.volumeId, driver: v.driver, privateData: v.privateData };
 }
 
-/** Node features the master reads from NodeInfo: without 'volumes' a mount is a no-op (SPEC "Versioning" 2). */
+/** Node features the master reads from NodeInfo: without 'volumes' a mount is a no-op (docs/cluster.md "Upgrade order"). */
 export const NODE_FEATURE_VOLUMES = 'volumes';
 
 // ---- the volume content API (E2B's /volumecontent, served for the official SDK's Volume) -----------

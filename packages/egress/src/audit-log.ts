@@ -4,7 +4,7 @@ import { dirname } from 'node:path';
 import type { Logger } from '@svc/common';
 import { REDACTED, type EgressRequestRecord, type EgressSecurityEvent, type EgressTlsHandshakeRecord } from '@svc/contracts/egress';
 
-/** The three kinds of line of the audit file (SPEC.md "Events" 1); request records carry no `type`. */
+/** The three kinds of line of the audit file (docs/egress.md "Audit log"); request records carry no `type`. */
 export type AuditRecord = EgressRequestRecord | EgressSecurityEvent | EgressTlsHandshakeRecord;
 
 export interface AuditLogOptions {

@@ -30,9 +30,9 @@ const LEAF_RENEW_BEFORE_MS = DAY_MS;
 const MAX_CN_LENGTH = 64;
 const DNS_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;
 
-export const CA_COMMON_NAME = 'svc egress root CA';
-export const CA_CERT_FILE = 'ca.pem';
-export const CA_KEY_FILE = 'ca-key.pem';
+const CA_COMMON_NAME = 'svc egress root CA';
+const CA_CERT_FILE = 'ca.pem';
+const CA_KEY_FILE = 'ca-key.pem';
 
 export interface LeafCertificate {
   /** PEM of the leaf alone (the sandbox trusts the root directly). */
@@ -51,7 +51,7 @@ interface CaFacts {
 }
 
 /** A certificate or leaf name the CA refuses to sign: not a DNS name or an IPv4 address. */
-export class LeafNameError extends Error {}
+class LeafNameError extends Error {}
 
 /**
  * The egress proxy's root CA (baked into templates) and the leaves it signs on the fly for

@@ -14,7 +14,7 @@ const CLIENT_HELLO = 1;
 const SERVER_NAME_EXTENSION = 0;
 const HOST_NAME = 0;
 /** A ClientHello with post-quantum key shares is about 2 KB; this leaves room and bounds memory. */
-export const MAX_CLIENT_HELLO_BYTES = 64 * 1024;
+const MAX_CLIENT_HELLO_BYTES = 64 * 1024;
 
 export function peekClientHello(buf: Buffer): HelloPeek {
   const payloads: Buffer[] = [];

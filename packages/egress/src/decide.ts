@@ -18,14 +18,14 @@ export interface RequestFacts {
 export type Decision =
   | { verdict: 'allow'; rule: EgressRule }
   | { verdict: 'deny'; rule: EgressRule; reason: 'deny_rule' | 'malformed_rule' }
-  /** No rule matched and the policy has no layer-3 fallback: SPEC's default deny. */
+  /** No rule matched and the policy has no layer-3 fallback: the default deny of docs/egress.md "Rules". */
   | { verdict: 'default_deny' }
   /** No rule matched: the upstream's address decides (E2B's allowOut / denyOut / allowInternetAccess). */
   | { verdict: 'by_address'; fallback: EgressFallback };
 
 export const DEFAULT_PORT: Record<EgressScheme, number> = { http: 80, https: 443 };
 
-/** First matching rule wins; SPEC.md "Egress rule" and "Egress proxy behaviour" 4 and 7. */
+/** First matching rule wins (docs/egress.md "Rules"); a layer-3 fallback decides by address (docs/egress.md "E2B's network options"). */
 export function decide(policy: SandboxEgressPolicy, facts: RequestFacts): Decision {
   for (const rule of policy.rules) {
     if (!ruleMatches(rule, facts)) continue;
@@ -40,7 +40,7 @@ export function decide(policy: SandboxEgressPolicy, facts: RequestFacts): Decisi
   return policy.fallback ? { verdict: 'by_address', fallback: policy.fallback } : { verdict: 'default_deny' };
 }
 
-export function ruleMatches(rule: EgressRule, facts: RequestFacts): boolean {
+function ruleMatches(rule: EgressRule, facts: RequestFacts): boolean {
   const m = rule.match;
   if (m.scheme !== undefined && m.scheme.toLowerCase() !== facts.scheme) return false;
   if (!portMatches(rule, facts)) return false;

@@ -19,7 +19,7 @@ const TAG = {
   set: 0x31,
 } as const;
 
-export function tlv(tag: number, content: Buffer): Buffer {
+function tlv(tag: number, content: Buffer): Buffer {
   return Buffer.concat([Buffer.from([tag]), encodeLength(content.length), content]);
 }
 
@@ -36,7 +36,7 @@ export const nullValue = () => tlv(TAG.null, Buffer.alloc(0));
 export const boolean = (v: boolean) => tlv(TAG.boolean, Buffer.from([v ? 0xff : 0x00]));
 export const octetString = (v: Buffer) => tlv(TAG.octetString, v);
 export const utf8String = (v: string) => tlv(TAG.utf8String, Buffer.from(v, 'utf8'));
-export const ia5String = (v: string) => tlv(TAG.ia5String, Buffer.from(v, 'ascii'));
+const ia5String = (v: string) => tlv(TAG.ia5String, Buffer.from(v, 'ascii'));
 
 /** A non-negative INTEGER from its big-endian magnitude, in the minimal two's-complement form. */
 export function unsignedInteger(magnitude: Buffer | number): Buffer {

@@ -173,7 +173,7 @@ function request(c: Call & { proxyPort: number; ca: string }): Promise<Answer> {
 }
 
 async function auditLines(): Promise<Array<Record<string, unknown>>> {
-  const text = await readFile(join(dir, 'log', 'svc-egress', 'access.jsonl'), 'utf8').catch(() => '');
+  const text = await readFile(join(dir, 'log', 'svc-egress', 'access.jsonl'), 'utf8').catch(() => { /* no line written yet: no file */ return ''; });
   return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
 

@@ -24,7 +24,7 @@ export function parseCidr(text: string): Cidr | undefined {
   return { text: text.trim(), base: ipToInt(ip), prefix };
 }
 
-export function cidrContains(cidr: Cidr, ip: string): boolean {
+function cidrContains(cidr: Cidr, ip: string): boolean {
   if (!isIpv4(ip)) return false;
   if (cidr.prefix === 0) return true;
   const shift = 32 - cidr.prefix;

@@ -18,9 +18,9 @@ export class PlaceholderError extends Error {
 }
 
 /** How long a secret's value is reused: an update or delete reaches requests within this time. */
-export const SECRET_CACHE_MS = 5_000;
+const SECRET_CACHE_MS = 5_000;
 /** A workload token is minted again when this little of its life is left. */
-export const TOKEN_RENEW_BEFORE_SEC = 300;
+const TOKEN_RENEW_BEFORE_SEC = 300;
 const MAX_CACHED = 10_000;
 
 /**

@@ -33,7 +33,7 @@ export interface ProxyDeps {
 const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
 
 /**
- * One request from a sandbox, SPEC.md "Egress proxy behaviour": identify the sandbox by its
+ * One request from a sandbox, docs/egress.md "How traffic reaches the proxy": identify the sandbox by its
  * address, decide by its rules before any upstream contact, inject on allow, forward with
  * streamed bodies, and write the audit records.
  */

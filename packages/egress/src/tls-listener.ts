@@ -6,7 +6,7 @@ import type { LeafContexts } from './leaf-contexts.ts';
 import type { Destination } from './original-destination.ts';
 
 /** What the HTTP layer learns about a connection from its TLS side. */
-export interface TlsConnection {
+interface TlsConnection {
   sandboxIp: string;
   /** The ClientHello's server name, lower case; absent when the client sent none. */
   sni?: string;
@@ -16,7 +16,7 @@ export interface TlsConnection {
   cipher: string;
 }
 
-export interface TlsHandshakeFailure {
+interface TlsHandshakeFailure {
   sandboxIp: string;
   sni: string;
   reason: string;

@@ -72,7 +72,7 @@ class PooledHttpsAgent extends https.Agent {
 
 /**
  * The upstream side of the proxy: name resolution (overrides, then DNS, IPv4 only) and
- * keep-alive connection pools, with the connect and idle timeouts of SPEC.md "Limits".
+ * keep-alive connection pools, with the connect and idle timeouts of docs/egress.md "Known limits".
  */
 export class Upstreams {
   private readonly httpAgent: PooledHttpAgent;

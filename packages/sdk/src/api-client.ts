@@ -51,7 +51,11 @@ export class ApiClient {
     } catch (err) {
       throw transportError(err, `${method} ${url}`);
     }
-    const text = await res.text().catch(() => '');
+    const text = await res.text().catch((err: unknown) => {
+      if (res.ok) throw transportError(err, `${method} ${url}`);
+      /* the error answer's body was cut off: the status alone makes the error */
+      return '';
+    });
     if (!res.ok) {
       throw errorFromHttp(res.status, text, {
         notFound: req.notFound,

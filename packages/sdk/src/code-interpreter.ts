@@ -208,7 +208,11 @@ function parseLine(text: string): ExecutionLine {
 }
 
 async function httpError(res: Response, what: string): Promise<SandboxError> {
-  return httpErrorOf(res, await res.text().catch(() => ''), what);
+  const text = await res.text().catch(() => {
+    /* the error answer's body was cut off: the status alone makes the error */
+    return '';
+  });
+  return httpErrorOf(res, text, what);
 }
 
 /** svc's `{code, message}` body as the SDK's error of its status (404: NotFoundError, for a context or the sandbox). */

@@ -10,7 +10,7 @@ import type {
 } from './types.ts';
 import { WatchHandle } from './watch-handle.ts';
 
-export const DEFAULT_WATCH_TIMEOUT_MS = 60_000;
+const DEFAULT_WATCH_TIMEOUT_MS = 60_000;
 
 type ReadFormat = 'text' | 'bytes' | 'blob' | 'stream';
 
@@ -170,7 +170,10 @@ function toBody(data: WriteData): RequestBody {
 }
 
 async function filesError(res: Response): Promise<SandboxError> {
-  const text = await res.text().catch(() => '');
+  const text = await res.text().catch(() => {
+    /* the error answer's body was cut off: the status alone makes the error */
+    return '';
+  });
   if (res.status === 404) return errorFromHttp(404, text, { notFound: FileNotFoundError });
   return dataPlaneError(res.status, text);
 }

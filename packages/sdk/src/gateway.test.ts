@@ -9,6 +9,7 @@ import {
   SandboxNotFoundError, type SnapshotInfo,
 } from './index.ts';
 import { startGatewayOverFakeNode, type GatewayOverFakeNode } from './testing/gateway-over-fake-node.ts';
+import { ErrorCodes } from '@svc/common';
 
 const KEY = 'sdk-test-key';
 let conn: { apiUrl: string; apiKey: string };
@@ -92,7 +93,7 @@ test('list pages and filters by metadata and state', async () => {
 });
 
 test('errors carry the status and the server code', async () => {
-  await assert.rejects(Sandbox.create('nope', conn), (e: unknown) => e instanceof NotFoundError && e.status === 404 && e.code === 130404);
+  await assert.rejects(Sandbox.create('nope', conn), (e: unknown) => e instanceof NotFoundError && e.status === 404 && e.code === ErrorCodes.templateNotFound);
   await assert.rejects(Sandbox.create({ ...conn, apiKey: 'wrong' }), (e: unknown) => e instanceof AuthenticationError && e.status === 401);
   await assert.rejects(Sandbox.connect('sbx-missing', conn), SandboxNotFoundError);
   await assert.rejects(Sandbox.setTimeout('sbx-missing', 1000, conn), SandboxNotFoundError);

@@ -55,8 +55,8 @@ function wireHostRules(hostRules: Map<string, SandboxNetworkRule[]>): Record<str
   return out;
 }
 
-/** SPEC.md's constraints, the same checks the server runs (@svc/contracts/egress). */
-export function validateEgressRules(rules: EgressRule[]): EgressRule[] {
+/** The constraints of docs/egress.md "Rules", the same checks the server runs (@svc/contracts/egress). */
+function validateEgressRules(rules: EgressRule[]): EgressRule[] {
   try {
     return checkEgressRules(rules);
   } catch (err) {

@@ -12,7 +12,7 @@ import type { WireListedSandbox, WireSnapshotInfo } from './wire.ts';
  * `k=v&k2=v2` with every key and value URL-encoded first, exactly as the e2b SDK sends it
  * (the server decodes the pairs, then each key and value).
  */
-export function encodeMetadataFilter(metadata: Record<string, string>): string {
+function encodeMetadataFilter(metadata: Record<string, string>): string {
   const encoded = Object.entries(metadata).map(([k, v]): [string, string] => [encodeURIComponent(k), encodeURIComponent(v)]);
   return new URLSearchParams(encoded).toString();
 }

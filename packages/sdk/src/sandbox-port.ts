@@ -4,8 +4,8 @@
  * envd's access token and, when the sandbox has one, the traffic access token. envd (49983) and
  * the code interpreter (49999) are both reached this way.
  */
-export const TRAFFIC_TOKEN_HEADER = 'svc-traffic-access-token';
-export const ACCESS_TOKEN_HEADER = 'X-Access-Token';
+const TRAFFIC_TOKEN_HEADER = 'svc-traffic-access-token';
+const ACCESS_TOKEN_HEADER = 'X-Access-Token';
 
 /** One sandbox as the data plane sees it. Shared by a sandbox's clients: a reconnect updates its tokens. */
 export interface SandboxTarget {

@@ -6,6 +6,7 @@ import {
 } from './index.ts';
 import { startFakeApi, type FakeApi } from './testing/fake-api.ts';
 import { startFakeEnvd, type FakeEnvd } from './testing/fake-envd.ts';
+import { ErrorCodes } from '@svc/common';
 
 let api: FakeApi;
 let envd: FakeEnvd;
@@ -69,7 +70,7 @@ describe('Sandbox.create', () => {
     assert.equal(api.lastCreate()!.templateID, 'base');
     process.env.SVC_TEMPLATE_ID = 'custom';
     try {
-      await assert.rejects(Sandbox.create({ ...conn }), (e: unknown) => e instanceof NotFoundError && (e as NotFoundError).code === 130404);
+      await assert.rejects(Sandbox.create({ ...conn }), (e: unknown) => e instanceof NotFoundError && (e as NotFoundError).code === ErrorCodes.templateNotFound);
       assert.equal(api.lastCreate()!.templateID, 'custom');
     } finally {
       delete process.env.SVC_TEMPLATE_ID;

@@ -83,7 +83,11 @@ async function contextFiles(contextDir: string, src: string): Promise<ContextEnt
   if (/[*?]/.test(last)) {
     const dir = parts.join('/');
     const re = new RegExp(`^${last.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
-    for (const name of (await readdir(join(contextDir, dir)).catch(() => [] as string[])).sort()) if (re.test(name)) roots.push(dir ? `${dir}/${name}` : name);
+    const names = await readdir(join(contextDir, dir)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return [] as string[]; // no such directory: nothing matches
+      throw err;
+    });
+    for (const name of names.sort()) if (re.test(name)) roots.push(dir ? `${dir}/${name}` : name);
   } else {
     roots.push(clean === '.' ? '' : clean);
   }

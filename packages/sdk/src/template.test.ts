@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { InvalidArgumentError, Node, NotFoundError, SandboxError, Template, TemplateNotFoundError, type JobInfo } from './index.ts';
 import { startFakeApi, type FakeApi } from './testing/fake-api.ts';
+import { ErrorCodes } from '@svc/common';
 
 let api: FakeApi;
 let conn: { apiUrl: string };
@@ -52,7 +53,7 @@ test('alias, redo, migrate, delete', async () => {
   assert.equal((await Template.migrate(ref.templateId, conn)).templateId, ref.templateId);
   assert.equal(await Template.delete(ref.templateId, conn), true);
   assert.equal(await Template.delete(ref.templateId, conn), false);
-  await assert.rejects(Template.get(ref.templateId, conn), (e: unknown) => e instanceof TemplateNotFoundError && e.code === 130404);
+  await assert.rejects(Template.get(ref.templateId, conn), (e: unknown) => e instanceof TemplateNotFoundError && e.code === ErrorCodes.templateNotFound);
 });
 
 test('bad specs are refused before any request', async () => {

@@ -111,7 +111,7 @@ function checkAlias(alias: string): void {
   if (!ALIAS_PATTERN.test(alias)) throw new InvalidArgumentError(`alias ${JSON.stringify(alias)} must be 1 to 64 characters of a-z, 0-9 and '-'`);
 }
 
-export function buildCreateBody(spec: TemplateCreateOpts): WireTemplateCreate {
+function buildCreateBody(spec: TemplateCreateOpts): WireTemplateCreate {
   const s = spec as Partial<Record<'image' | 'ociLayout' | 'dockerArchive' | 'rootfsTar', string>> & TemplateCreateOpts;
   const sources = (['image', 'ociLayout', 'dockerArchive', 'rootfsTar'] as const).filter((k) => s[k]);
   if (sources.length !== 1) {
@@ -148,7 +148,7 @@ function toBuildRef(r: WireTemplateJobRef): TemplateBuildRef {
   return { templateId: r.template_id, jobId: r.job_id, status: r.status };
 }
 
-export function toTemplateInfo(t: WireTemplateInfo): TemplateInfo {
+function toTemplateInfo(t: WireTemplateInfo): TemplateInfo {
   const info: TemplateInfo = { templateId: t.template_id, status: t.status, createdAt: new Date(t.created_at) };
   const optional: Partial<TemplateInfo> = {
     alias: opt(t.alias) || undefined,
@@ -170,7 +170,7 @@ export function toTemplateInfo(t: WireTemplateInfo): TemplateInfo {
   return info;
 }
 
-export function toJobInfo(j: WireJobInfo): JobInfo {
+function toJobInfo(j: WireJobInfo): JobInfo {
   const info: JobInfo = {
     jobId: j.job_id,
     templateId: j.template_id,

@@ -6,7 +6,7 @@
  */
 export type {
   WireListedSandbox, WireNetworkConfig as WireNetwork, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount,
-  WirePauseRequest, WireTimeoutRequest, WireSnapshotRequest, WireSnapshotInfo, WireForkRequest, WireForkResult, WireSandboxLogEntry, WireSandboxLogsV2,
+  WireTimeoutRequest, WireSnapshotRequest, WireSnapshotInfo, WireForkRequest, WireForkResult, WireSandboxLogEntry, WireSandboxLogsV2,
   WireNodeDrain,
 } from '@svc/contracts';
 

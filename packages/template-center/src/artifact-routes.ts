@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest, notFound, SvcError } from '@svc/common';
+import { badRequest, notFound, SvcError, whenMissing } from '@svc/common';
 import type { ArtifactStored } from '@svc/contracts/template-center';
 import { sha256File } from './build/file-sha256.ts';
 import { parseRange } from './http-range.ts';
@@ -57,7 +57,7 @@ export function registerArtifactRoutes(app: FastifyInstance, store: ArtifactStor
     const { artifactId, localPath } = (req.body ?? {}) as { artifactId?: unknown; localPath?: unknown };
     if (!isValidArtifactId(artifactId)) throw badRequest('artifactId must be a valid artifact id');
     if (typeof localPath !== 'string' || !localPath.startsWith('/')) throw badRequest('localPath must be an absolute path');
-    const st = await stat(localPath).catch(() => null);
+    const st = await stat(localPath).catch(whenMissing(null));
     if (!st?.isFile()) throw notFound(`legacy artifact file ${localPath} does not exist`);
     if (!(await isExt4(localPath))) throw new SvcError(422, `${localPath} is not an ext4 file system image`);
     const sha256 = await sha256File(localPath);

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { whenMissing } from '@svc/common';
 
 /**
  * The `base` template's root filesystem, built locally from Debian's packages with mmdebstrap
@@ -34,7 +35,7 @@ export type RootfsFlavor = keyof typeof ROOTFS_FLAVORS;
 /** Bump when the hooks below change what the tarball contains. */
 const RECIPE_VERSION = 2;
 
-export type BasePhase = 'cached' | 'preparing' | 'downloading' | 'extracting' | 'installing' | 'configuring' | 'packing' | 'done';
+type BasePhase = 'cached' | 'preparing' | 'downloading' | 'extracting' | 'installing' | 'configuring' | 'packing' | 'done';
 
 export interface BaseProgress {
   phase: BasePhase;
@@ -89,7 +90,7 @@ export async function buildBaseRootfs(opts: BaseRootfsOptions = {}): Promise<Bas
   const started = Date.now();
 
   if (!opts.rebuild) {
-    const st = await stat(path).catch(() => null);
+    const st = await stat(path).catch(whenMissing(null));
     if (st?.isFile()) {
       opts.onProgress?.({ phase: 'cached', message: path, elapsedMs: Date.now() - started });
       return { path, cached: true, sizeBytes: st.size, durationMs: Date.now() - started, packages, key };
@@ -228,11 +229,11 @@ function runMmdebstrap(r: MmdebstrapRun): Promise<void> {
 /** Older tarballs of the same flavor (another recipe or package list). */
 async function removeStaleTarballs(dir: string, flavor: RootfsFlavor, keep: string): Promise<void> {
   const stale = new RegExp(`^${flavor}-rootfs-.*\\.tar(\\.tmp-\\d+-\\d+)?$`);
-  for (const name of await readdir(dir).catch(() => [] as string[])) {
+  for (const name of await readdir(dir).catch(whenMissing([] as string[]))) {
     const p = join(dir, name);
     if (p !== keep && stale.test(name)) {
       // A temp file of a concurrent run in another process is left alone unless it is old.
-      const st = await stat(p).catch(() => null);
+      const st = await stat(p).catch(whenMissing(null)); // removed by that run meanwhile
       if (st && (!name.includes('.tmp-') || Date.now() - st.mtimeMs > 3600_000)) await rm(p, { force: true });
     }
   }

@@ -9,6 +9,7 @@ import { imageInfo } from './image/resolved-image.ts';
 import { injectSandboxEssentials } from './rootfs/inject.ts';
 import { measureTree } from './rootfs/measure.ts';
 import { fitSizeMB, ImageTooSmallError, makeExt4 } from './rootfs/mkfs.ts';
+import { whenMissing } from '@svc/common';
 
 /**
  * Bump when what goes into the image besides the packages changes: injectSandboxEssentials
@@ -75,9 +76,9 @@ export async function ensureDebianImage(o: DebianImageOptions): Promise<DebianIm
 }
 
 async function readCached(path: string, key: string): Promise<DebianImage | undefined> {
-  const st = await stat(path).catch(() => undefined);
+  const st = await stat(path).catch(whenMissing(undefined));
   if (!st?.isFile()) return undefined;
-  const meta = await readFile(`${path}.json`, 'utf8').then((t) => JSON.parse(t) as { imageInfo: ImageInfo }, () => undefined);
+  const meta = await readFile(`${path}.json`, 'utf8').then((t) => JSON.parse(t) as { imageInfo: ImageInfo }, whenMissing(undefined));
   // An image without its description (a crash between the two renames) is made again.
   if (!meta) return undefined;
   return { path, key, sizeBytes: st.size, imageInfo: meta.imageInfo, cached: true };
@@ -107,9 +108,10 @@ async function makeImage(o: DebianImageOptions, cacheDir: string, path: string, 
     progress('done', path);
     return { path, key, sizeBytes: (await stat(path)).size, imageInfo: info, cached: false };
   } finally {
-    // A making cut short can find mmdebstrap's children still writing into the tree (ENOTEMPTY):
-    // the error that cut it is the one to report, and removeStaleImages takes the rest later.
-    await rm(tree, { recursive: true, force: true, maxRetries: 3 }).catch(() => undefined);
+    await rm(tree, { recursive: true, force: true, maxRetries: 3 }).catch(() => {
+      // A making cut short can find mmdebstrap's children still writing into the tree (ENOTEMPTY):
+      // the error that cut it is the one to report, and removeStaleImages takes the rest later.
+    });
     await rm(tmp, { force: true });
     await rm(`${path}.json.tmp`, { force: true });
   }
@@ -122,7 +124,7 @@ async function makeImage(o: DebianImageOptions, cacheDir: string, path: string, 
  */
 async function makeTree(o: DebianImageOptions, cacheDir: string, tree: string, progress: (phase: BaseProgress['phase'], message?: string) => void): Promise<void> {
   const tarball = baseRootfsPath({ flavor: o.flavor, cacheDir }).path;
-  if (!o.rebuild && (await stat(tarball).catch(() => undefined))?.isFile()) {
+  if (!o.rebuild && (await stat(tarball).catch(whenMissing(undefined)))?.isFile()) {
     progress('extracting', `unpacking ${tarball}`);
     await mkdir(tree);
     // Our own tarball, made by mmdebstrap as root: owners, modes and attributes as they are.
@@ -135,10 +137,10 @@ async function makeTree(o: DebianImageOptions, cacheDir: string, tree: string, p
 /** Images of an older recipe of the same flavor, and the leftovers of a making that was killed an hour ago or more. */
 async function removeStaleImages(dir: string, flavor: RootfsFlavor, keep: string): Promise<void> {
   const ours = new RegExp(`^${flavor}-image-.*\\.ext4`);
-  for (const name of await readdir(dir).catch(() => [] as string[])) {
+  for (const name of await readdir(dir).catch(whenMissing([] as string[]))) {
     const p = join(dir, name);
     if (!ours.test(name) || p === keep || p === `${keep}.json`) continue;
-    const st = await stat(p).catch(() => undefined);
+    const st = await stat(p).catch(whenMissing(undefined));
     if (st && (!name.includes('.tmp-') || Date.now() - st.mtimeMs > 3600_000)) await rm(p, { recursive: true, force: true });
   }
 }

@@ -122,9 +122,8 @@ class KeyedQueue {
 
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
     const prev = this.tails.get(key) ?? Promise.resolve();
-    // The previous task's failure is its own caller's answer; this one runs regardless.
-    const result = prev.catch(() => undefined).then(task);
-    const tail = result.catch(() => undefined);
+    const result = prev.catch(() => { /* the previous task's failure is its own caller's answer; this one runs regardless */ }).then(task);
+    const tail = result.catch(() => { /* this task's failure goes to its caller through `result`; the queue only waits */ });
     this.tails.set(key, tail);
     void tail.then(() => { if (this.tails.get(key) === tail) this.tails.delete(key); });
     return result;

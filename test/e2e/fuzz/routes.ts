@@ -152,7 +152,7 @@ function apiRoutes(k: Known): RouteSpec[] {
     api('GET', '/volumecontent/:id/dir', { params: { id: 'bogus' }, query: { path: '/', depth: '2' } }),
     api('GET', '/volumecontent/:id/path', { params: { id: 'bogus' }, query: { path: '/a' } }),
     api('DELETE', '/volumecontent/:id/path', { params: { id: 'bogus' }, query: { path: '/a' } }),
-    // in SPEC.md but not served by this version: must be a clean 404
+    // routes of E2B's platform this version does not serve: a clean 404, never a 5xx
     api('POST', '/svc/sandbox/preview', { body: { sandbox_id: k.running } }),
     api('GET', '/svc/template/compat'),
   ];

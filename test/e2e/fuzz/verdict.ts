@@ -1,6 +1,6 @@
 /**
  * What counts as a defect: no answer within the deadline, a dropped connection, a 5xx other
- * than SPEC.md's 502/503/504, an error body that is not `{code, message}` (packages/common/src/
+ * than the 502/503/504 of docs/design.md "Errors", an error body that is not `{code, message}` (packages/common/src/
  * errors.ts; envd's Connect routes answer Connect's `{code: "<name>", message}`), and a Connect
  * stream that ends in an internal error.
  */
@@ -14,7 +14,7 @@ export interface Defect {
   detail: string;
 }
 
-/** SPEC.md "the service" table: the only 5xx a client may see. */
+/** docs/design.md "Errors": the only 5xx a client may see. */
 const DOCUMENTED_5XX = new Set([502, 503, 504]);
 const CONNECT_CODES = new Set([
   'canceled', 'unknown', 'invalid_argument', 'deadline_exceeded', 'not_found', 'already_exists', 'permission_denied', 'resource_exhausted',

@@ -152,7 +152,7 @@ async function killWhenSettled(id: string, conn: ConnectionOpts): Promise<boolea
   }
 }
 
-/** A list of rules in SPEC.md's form; the SDK checks each rule before anything is sent. */
+/** A list of rules in the form of docs/egress.md "Rules"; the SDK checks each rule before anything is sent. */
 function readNetworkRules(file: string): EgressRule[] {
   let text: string;
   try {

@@ -19,11 +19,11 @@ export interface CallContext {
 type In<M> = M extends { input: infer I extends DescMessage } ? MessageShape<I> : never;
 type Out<M> = M extends { output: infer O extends DescMessage } ? MessageInitShape<O> : never;
 
-export type UnaryImpl<M> = (request: In<M>, ctx: CallContext) => Promise<Out<M>> | Out<M>;
+type UnaryImpl<M> = (request: In<M>, ctx: CallContext) => Promise<Out<M>> | Out<M>;
 /** Sends one message; a returned promise means "the client is slow, wait for it if you can". */
 export type Send<M> = (message: M) => Promise<void> | undefined;
-export type ServerStreamingImpl<M> = (request: In<M>, ctx: CallContext, send: Send<Out<M>>) => Promise<void>;
-export type ClientStreamingImpl<M> = (requests: AsyncIterable<In<M>>, ctx: CallContext) => Promise<Out<M>>;
+type ServerStreamingImpl<M> = (request: In<M>, ctx: CallContext, send: Send<Out<M>>) => Promise<void>;
+type ClientStreamingImpl<M> = (requests: AsyncIterable<In<M>>, ctx: CallContext) => Promise<Out<M>>;
 
 type MethodImpls<S extends GenServiceMethods> = {
   [K in keyof S]: S[K]['methodKind'] extends 'unary'

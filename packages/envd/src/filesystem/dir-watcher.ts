@@ -3,6 +3,7 @@ import { lstat, readdir } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
 import { ConnectError, toConnectError } from '../connect/code.ts';
 import { EventType } from '@svc/contracts/envd/filesystem/filesystem_pb';
+import { whenMissing } from '@svc/common/missing';
 
 export interface ChangeEvent {
   /** Absolute path of the entry. */
@@ -120,7 +121,7 @@ export class DirWatcher {
     }
     for (const name of names) {
       const path = join(dir, name);
-      const info = await lstat(path).catch(() => undefined);
+      const info = await lstat(path).catch(whenMissing(undefined)); // gone since the listing: not announced
       if (!info) continue;
       entries.set(name, known(info));
       announce?.push({ path, name: this.nameOf(path), type: EventType.CREATE });
@@ -155,7 +156,7 @@ export class DirWatcher {
     // What exists now, once per path touched by the batch.
     const now = new Map<string, Stats | undefined>();
     await Promise.all(
-      [...new Set(batch.map((r) => join(r.dir, r.name)))].map(async (path) => now.set(path, await lstat(path).catch(() => undefined))),
+      [...new Set(batch.map((r) => join(r.dir, r.name)))].map(async (path) => now.set(path, await lstat(path).catch(whenMissing(undefined)))),
     );
     const renames = countBy(batch, 'rename');
     const changes = countBy(batch, 'change');
@@ -173,7 +174,7 @@ export class DirWatcher {
       const before = touched.has(path) ? touched.get(path)!.before : watched.entries.get(raw.name);
       if (!touched.has(path)) touched.set(path, { watched, name: raw.name, before });
       if (raw.name === basename(raw.dir) && !before && !current) {
-        if (raw.dir === this.root && raw.kind === 'rename' && !this.rootGone && !(await lstat(this.root).catch(() => undefined))) {
+        if (raw.dir === this.root && raw.kind === 'rename' && !this.rootGone && !(await lstat(this.root).catch(whenMissing(undefined)))) {
           this.rootGone = true;
           planned.push({ path: raw.dir, name: '.', type: EventType.REMOVE });
         }

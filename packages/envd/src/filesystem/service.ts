@@ -13,6 +13,7 @@ import type { MetadataStore } from './metadata-store.ts';
 import { checkWatchTarget } from './watch-target.ts';
 import { eventConverter } from './watch-events.ts';
 import type { WatcherRegistry } from './watcher-registry.ts';
+import { whenMissing } from '@svc/common/missing';
 
 /**
  * filesystem.Filesystem. Like E2B's envd, operations run with envd's own (root) rights; the
@@ -32,7 +33,7 @@ export function filesystemService(state: EnvdState, entries: EntryReader, metada
 
     async makeDir(request, ctx) {
       const { user, path } = resolveFor(request.path, ctx.requestHeaders);
-      const existing = await stat(path).catch(() => undefined);
+      const existing = await stat(path).catch(whenMissing(undefined));
       if (existing?.isDirectory()) throw new ConnectError('already_exists', `directory already exists: ${path}`);
       if (existing) throw new ConnectError('invalid_argument', `path already exists but it is not a directory: ${path}`);
       await ensureDirs(path, user.uid, user.gid).catch((err) => {
@@ -89,7 +90,7 @@ export function filesystemService(state: EnvdState, entries: EntryReader, metada
 
     async remove(request, ctx) {
       const { path } = resolveFor(request.path, ctx.requestHeaders);
-      const removed = await lstat(path, { bigint: true }).catch(() => undefined);
+      const removed = await lstat(path, { bigint: true }).catch(whenMissing(undefined));
       if (removed?.isFile()) metadata.delete(identityOf(removed));
       await rm(path, { recursive: true, force: true }).catch((err) => {
         throw toConnectError(err, 'error removing file or directory');

@@ -16,8 +16,10 @@ export async function checkWatchTarget(path: string, allowNetworkMounts: boolean
   }
   if (!info.isDirectory()) throw new ConnectError('invalid_argument', `path ${path} is not a directory`);
   if (allowNetworkMounts) return;
-  const fs = await statfs(path).catch(() => undefined);
-  if (fs && networkFilesystems.has(Number(fs.type) >>> 0)) {
+  const fs = await statfs(path).catch((err) => {
+    throw toConnectError(err, `error statting the filesystem of ${path}`);
+  });
+  if (networkFilesystems.has(Number(fs.type) >>> 0)) {
     throw new ConnectError('invalid_argument', `cannot watch path on network filesystem: ${path}`);
   }
 }

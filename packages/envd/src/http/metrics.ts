@@ -7,7 +7,10 @@ interface CpuTimes {
 }
 
 async function readCpuTimes(): Promise<CpuTimes | undefined> {
-  const text = await readFile('/proc/stat', 'utf8').catch(() => undefined);
+  const text = await readFile('/proc/stat', 'utf8').catch((err: Error) => {
+    console.error(`metrics: cannot read /proc/stat, CPU use reads 0: ${err.message}`);
+    return undefined;
+  });
   const line = text?.split('\n', 1)[0];
   if (!line?.startsWith('cpu ')) return undefined;
   const values = line.trim().split(/\s+/).slice(1).map(Number);
@@ -18,7 +21,10 @@ async function readCpuTimes(): Promise<CpuTimes | undefined> {
 }
 
 async function readMeminfo(): Promise<Map<string, number>> {
-  const text = await readFile('/proc/meminfo', 'utf8').catch(() => '');
+  const text = await readFile('/proc/meminfo', 'utf8').catch((err: Error) => {
+    console.error(`metrics: cannot read /proc/meminfo, memory reads 0: ${err.message}`);
+    return '';
+  });
   const values = new Map<string, number>();
   for (const line of text.split('\n')) {
     const match = /^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+kB)?$/.exec(line.trim());
@@ -36,7 +42,11 @@ export class MetricsCollector {
   }
 
   async collect(): Promise<Record<string, number>> {
-    const [previous, current, mem, disk] = await Promise.all([this.last, readCpuTimes(), readMeminfo(), statfs('/').catch(() => undefined)]);
+    const rootFs = statfs('/').catch((err: Error) => {
+      console.error(`metrics: cannot statfs /, disk reads 0: ${err.message}`);
+      return undefined;
+    });
+    const [previous, current, mem, disk] = await Promise.all([this.last, readCpuTimes(), readMeminfo(), rootFs]);
     this.last = Promise.resolve(current);
     let cpuPct = 0;
     if (previous && current && current.total > previous.total) {

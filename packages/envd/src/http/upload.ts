@@ -12,6 +12,7 @@ import { checkFileAccess } from './file-access.ts';
 import { metadataFromHeaders } from './metadata-headers.ts';
 import { MultipartReader, multipartBoundary, type PartSink } from './multipart.ts';
 import { HttpError, sendJson } from './respond.ts';
+import { whenMissing } from '@svc/common/missing';
 
 interface Uploaded {
   path: string;
@@ -101,7 +102,7 @@ async function createTarget(path: string, ctx: UploadContext): Promise<TargetFil
   } catch (err) {
     throw diskError(err, ctx, `error ensuring directories for '${path}'`);
   }
-  const existing = await stat(path).catch(() => undefined);
+  const existing = await stat(path).catch(whenMissing(undefined));
   if (existing?.isDirectory()) throw new ConnectError('invalid_argument', `path is a directory: ${path}`);
   let handle: FileHandle;
   try {

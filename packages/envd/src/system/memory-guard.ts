@@ -161,9 +161,9 @@ export async function largestProcess(procDir: string, exclude: Set<number>): Pro
     const pid = Number(name);
     if (exclude.has(pid)) continue;
     const [statm, stat, adj] = await Promise.all([
-      readFile(`${procDir}/${pid}/statm`, 'utf8').catch(() => ''),
+      readFile(`${procDir}/${pid}/statm`, 'utf8').catch(() => { /* exited since the listing (ENOENT, ESRCH): no candidate */ return ''; }),
       procStat(procDir, pid),
-      readFile(`${procDir}/${pid}/oom_score_adj`, 'utf8').catch(() => '0'),
+      readFile(`${procDir}/${pid}/oom_score_adj`, 'utf8').catch(() => { /* exited since the listing: procStat drops it */ return '0'; }),
     ]);
     if (!stat || stat.state === 'Z' || Number(adj.trim()) === -1000) continue;
     const residentBytes = Number(statm.split(' ')[1] ?? 0) * 4096;
@@ -173,7 +173,7 @@ export async function largestProcess(procDir: string, exclude: Set<number>): Pro
 }
 
 async function procStat(procDir: string, pid: number): Promise<{ comm: string; state: string; ppid: number } | undefined> {
-  const text = await readFile(`${procDir}/${pid}/stat`, 'utf8').catch(() => undefined);
+  const text = await readFile(`${procDir}/${pid}/stat`, 'utf8').catch(() => { /* the process has exited (ENOENT, ESRCH): no parent, no candidate */ return undefined; });
   if (!text) return undefined;
   const close = text.lastIndexOf(')');
   const [state, ppid] = text.slice(close + 2).split(' ');

@@ -11,7 +11,7 @@ import { chmodSync, mkdirSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { dirname } from 'node:path';
 
-export const SUDO_SOCKET = '/run/svc-envd/sudo.sock';
+const SUDO_SOCKET = '/run/svc-envd/sudo.sock';
 
 export function startSudoService(helper: string, socketPath = SUDO_SOCKET, log: (line: string) => void = console.error): Server {
   mkdirSync(dirname(socketPath), { recursive: true, mode: 0o755 });

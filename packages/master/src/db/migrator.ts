@@ -14,12 +14,12 @@ export interface Migration {
   steps: MigrationStep[];
 }
 
-export const MIGRATION_TABLE = 't_svc_migration';
+const MIGRATION_TABLE = 't_svc_migration';
 const NAME_RE = /^\d{14}_[a-z0-9_]+$/;
 
 export class MigrationError extends Error {}
 
-export function fingerprint(m: Migration): string {
+function fingerprint(m: Migration): string {
   return createHash('sha256').update(JSON.stringify(m.steps)).digest('hex');
 }
 

@@ -76,7 +76,7 @@ export interface NodeRow {
   runtimes: string | null;
 }
 
-export interface MigrationRow {
+interface MigrationRow {
   name: string;
   fingerprint: string;
   applied_at: number;

@@ -3,9 +3,9 @@ import type { DbDriver } from './connect.ts';
 
 /** Portable column types; each maps to the same meaning on SQLite, PostgreSQL and MySQL. */
 /** `longtext`: text past MySQL's 64 KiB `text` (mediumtext there, 16 MiB). */
-export type ColumnType = 'id' | 'string' | 'text' | 'longtext' | 'int' | 'bigint' | 'bool' | 'double';
+type ColumnType = 'id' | 'string' | 'text' | 'longtext' | 'int' | 'bigint' | 'bool' | 'double';
 
-export interface ColumnDef {
+interface ColumnDef {
   name: string;
   type: ColumnType;
   /** Default false: columns are NOT NULL unless said otherwise. */

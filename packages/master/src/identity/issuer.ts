@@ -54,9 +54,9 @@ export interface OpenIdConfiguration {
 }
 
 const HOUR_MS = 3_600_000;
-export const DEFAULT_ROTATE_EVERY_MS = 24 * HOUR_MS;
-export const DEFAULT_PRE_PUBLISH_MS = HOUR_MS;
-export const DEFAULT_MAX_TTL_SEC = 3600;
+const DEFAULT_ROTATE_EVERY_MS = 24 * HOUR_MS;
+const DEFAULT_PRE_PUBLISH_MS = HOUR_MS;
+const DEFAULT_MAX_TTL_SEC = 3600;
 /** Covers clocks that differ between masters and a master that has not reloaded the store yet. */
 export const RETIRED_KEY_GRACE_MS = 5 * 60_000;
 

@@ -35,10 +35,10 @@ export interface VerifyOptions {
   now?: number;
 }
 
-export class JwtError extends Error {}
+class JwtError extends Error {}
 
 /** Leeway for clocks that disagree a little between the signer and the verifier. */
-export const CLOCK_SKEW_SEC = 60;
+const CLOCK_SKEW_SEC = 60;
 
 const ES256_SIGNATURE_BYTES = 64;
 
@@ -65,7 +65,7 @@ export function publicJwk(key: KeyObject): EcPublicJwk {
 }
 
 /** RFC 7638: SHA-256 of the required members in lexicographic order, without whitespace. */
-export function jwkThumbprint(jwk: { crv: string; kty: string; x: string; y: string }): string {
+function jwkThumbprint(jwk: { crv: string; kty: string; x: string; y: string }): string {
   const canonical = JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y });
   return createHash('sha256').update(canonical).digest('base64url');
 }

@@ -2,7 +2,7 @@
  * t_svc_identity_key: the keys that sign workload identity tokens, shared by every master. The
  * private key is sealed by the vault, its kid the additional data.
  */
-export interface IdentityKeyRow {
+interface IdentityKeyRow {
   /** RFC 7638 thumbprint of the public key, as published in the JWKS. */
   kid: string;
   /** The PKCS#8 PEM private key, sealed (vault.ts). */

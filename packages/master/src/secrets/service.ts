@@ -12,7 +12,7 @@ export interface SecretPage {
   nextToken?: string;
 }
 
-export const newSecretId = () => 'sec_' + randomId(24);
+const newSecretId = () => 'sec_' + randomId(24);
 
 /** A version's seal opens only in its own row: the context names the secret and the version. */
 const sealContext = (secretId: string, version: number) => `${secretId}:${version}`;

@@ -1,4 +1,4 @@
-import { notFound } from '@svc/common';
+import { ErrorCodes, notFound } from '@svc/common';
 import { bodyField, pathParam, queryField, type OwnedRoute, type Owner } from './ownership.ts';
 
 /** How the master finds the owner of each kind of resource a route names. */
@@ -11,7 +11,7 @@ export interface OwnerLookups {
   job(jobId: string): Promise<Owner | undefined>;
 }
 
-const templateMissing = (ref: string) => notFound(`template ${ref} not found`, 130404);
+const templateMissing = (ref: string) => notFound(`template ${ref} not found`, ErrorCodes.templateNotFound);
 
 /**
  * Every master route that names a resource, and where it names it (docs/security.md, "Isolation").

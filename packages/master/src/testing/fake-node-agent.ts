@@ -56,8 +56,9 @@ export class FakeNodeAgent {
       if (ref && layer && layer.sha256 !== ref.sha256) return reply.status(409).send({ code: 409, message: `layer ${ref.layerId} is here with another sha256` });
       if (ref && !layer) {
         if (!ref.downloadUrl) return reply.status(404).send({ code: 404, message: `layer ${ref.layerId} is not on this node` });
-        const res = await fetch(ref.downloadUrl).catch(() => undefined);
-        const bytes = res?.ok ? Buffer.from(await res.arrayBuffer()) : undefined;
+        const res = await fetch(ref.downloadUrl).catch((err: Error) => err);
+        if (res instanceof Error) return reply.status(502).send({ code: 502, message: `layer ${ref.layerId}: download failed: ${res.message}` });
+        const bytes = res.ok ? Buffer.from(await res.arrayBuffer()) : undefined;
         if (!bytes || createHash('sha256').update(bytes).digest('hex') !== ref.sha256) {
           return reply.status(502).send({ code: 502, message: `layer ${ref.layerId}: download failed or its sha256 differs` });
         }

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcConfig } from '@svc/common';
+import { ErrorCodes, defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcConfig } from '@svc/common';
 import { startMaster, type Master } from '../index.ts';
 import { HEARTBEAT_INTERVAL_MS } from '../nodes/registry.ts';
 import { deleteSnapshotNamed } from '../templates/index.ts';
@@ -52,7 +52,7 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
       return {
         resolver: {
           async resolveForCreate(ref: string) {
-            if (ref !== 'base') throw notFound(`template ${ref} not found`, 130404);
+            if (ref !== 'base') throw notFound(`template ${ref} not found`, ErrorCodes.templateNotFound);
             return {
               templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024,
               artifact: { artifactId: 'a', sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' },

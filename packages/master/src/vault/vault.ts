@@ -21,7 +21,7 @@ export interface VaultKeyFile {
 const FORMAT = 'v1';
 const KEY_ID_PATTERN = /^[a-zA-Z0-9_-]{1,32}$/;
 
-export class VaultError extends Error {}
+class VaultError extends Error {}
 
 export class Vault implements Sealer {
   private readonly keys = new Map<string, Buffer>();

@@ -42,7 +42,7 @@ export class VolumeService {
     try {
       hooks = this.d.plugins.controller(driver);
     } catch (err) {
-      // SPEC's log diagnostic `unknown driver`: the master lacks the entry, or the names differ.
+      // The `unknown driver` diagnostic of docs/volume-plugins.md "Diagnostics": the master lacks the entry, or the names differ.
       this.d.logger.warn({ driver, teamId, err: (err as Error).message }, 'volume create names a driver the master has no plugin for');
       throw err;
     }

@@ -11,7 +11,7 @@ export interface VolumeRow {
   token: string;
   /** The plugin's opaque state, passed to Attach; never returned to clients. */
   private_data: string;
-  /** Nodes that hold it attached (SPEC "Volume reference counting"). */
+  /** Nodes that hold it attached (docs/volumes.md "Lifecycle and counts"). */
   refcount: number;
   created_at: number;
 }

@@ -10,7 +10,7 @@ import { startMasterOverFakeNode } from '../testing/master-over-fake-node.ts';
 const LOCAL_PLUGIN = fileURLToPath(new URL('../../../volumes/src/local-plugin/binary-main.ts', import.meta.url));
 
 /**
- * SPEC "Versioning" 2, a new master over an old node agent: volume create and delete work, and
+ * docs/cluster.md "Upgrade order", a new master over an old node agent: volume create and delete work, and
  * a sandbox that mounts a volume starts without the mount instead of failing. The fake node
  * agent registers without `features`, as agents older than volumes do.
  */

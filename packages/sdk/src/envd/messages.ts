@@ -11,7 +11,7 @@ export const FILESYSTEM = 'filesystem.Filesystem';
 
 // ------------------------------------------------------------------ process
 
-export interface ProcessConfigJson {
+interface ProcessConfigJson {
   cmd: string;
   args?: string[];
   envs?: Record<string, string>;
@@ -24,8 +24,6 @@ export interface StartRequestJson {
   tag?: string;
   stdin?: boolean;
 }
-
-export type ProcessSelectorJson = { pid: number } | { tag: string };
 
 export type ProcessEvent =
   | { type: 'start'; pid: number }
@@ -133,7 +131,7 @@ export function toBase64(data: Uint8Array | string): string {
   return (typeof data === 'string' ? Buffer.from(data, 'utf8') : Buffer.from(data.buffer, data.byteOffset, data.byteLength)).toString('base64');
 }
 
-export function fromBase64(s: string): Uint8Array {
+function fromBase64(s: string): Uint8Array {
   const b = Buffer.from(s, 'base64');
   return new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
 }

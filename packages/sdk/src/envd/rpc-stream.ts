@@ -118,7 +118,10 @@ export class RpcStream<T> implements AsyncIterable<T> {
         throw e;
       }
       if (!res.ok || !res.body) {
-        const text = await res.text().catch(() => '');
+        const text = await res.text().catch(() => {
+          /* the error answer's body was cut off: the status alone makes the error */
+          return '';
+        });
         throw connectErrorFromBody(text, res.status) ?? this.opts.httpError(res.status, text);
       }
       const reader = res.body.getReader();

@@ -11,8 +11,8 @@ import { PROTOCOL_VERSION_HEADER, TIMEOUT_HEADER, UNARY_CONTENT_TYPE, connectErr
 import { sandboxPortHeaders, sandboxPortUrl, type SandboxTarget } from '../sandbox-port.ts';
 import { RpcStream } from './rpc-stream.ts';
 /** Asks envd to send keepalive messages on long streams (seconds), as the e2b SDK does. */
-export const KEEPALIVE_HEADER = 'Keepalive-Ping-Interval';
-export const KEEPALIVE_SECONDS = '50';
+const KEEPALIVE_HEADER = 'Keepalive-Ping-Interval';
+const KEEPALIVE_SECONDS = '50';
 
 export type RequestBody = NonNullable<RequestInit['body']>;
 
@@ -82,7 +82,11 @@ export class EnvdTransport {
       },
       body: JSON.stringify(message ?? {}),
     });
-    const text = await res.text().catch(() => '');
+    const text = await res.text().catch((err: unknown) => {
+      if (res.ok) throw transportError(err, procedure);
+      /* the error answer's body was cut off: the status alone makes the error */
+      return '';
+    });
     if (!res.ok) {
       let body: unknown = text;
       try { body = JSON.parse(text); } catch { /* not JSON */ }

@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance, FastifyReply, HTTPMethods, RouteHandlerMethod } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { createHttpApp, silentLogger } from '@svc/common';
+import { ErrorCodes, createHttpApp, silentLogger } from '@svc/common';
 import { PUBLIC_API, type PublicPath } from '@svc/contracts';
 import { documentedRoute } from '@svc/contracts/route-schemas';
 import type { JobInfo, JobKind, SourceKind, TemplateInfo } from '@svc/contracts/template-routes';
@@ -160,7 +160,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     const b = (req.body ?? {}) as Record<string, any>;
     creates.push(b);
     const tpl = findTemplate(String(b.templateID ?? ''));
-    if (!tpl) return err(reply, 404, `template ${b.templateID} not found`, 130404);
+    if (!tpl) return err(reply, 404, `template ${b.templateID} not found`, ErrorCodes.templateNotFound);
     const lifecycle = b.lifecycle ?? {};
     const pauseMemory = lifecycle.keepMemory ?? b.autoPauseMemory;
     if (pauseMemory === false && lifecycle.autoResume) return err(reply, 400, 'autoResume cannot be combined with autoPauseMemory false');
@@ -324,36 +324,36 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
   on('GET', '/svc/template', async () => ({ templates: [...templates.values()] }));
   on('GET', '/svc/template/{id}', async (req, reply) => {
     const t = findTemplate((req.params as { id: string }).id);
-    return t ?? err(reply, 404, 'template not found', 130404);
+    return t ?? err(reply, 404, 'template not found', ErrorCodes.templateNotFound);
   });
   on('DELETE', '/svc/template/{id}', async (req, reply) => {
     const t = findTemplate((req.params as { id: string }).id);
-    if (!t) return err(reply, 404, 'template not found', 130404);
+    if (!t) return err(reply, 404, 'template not found', ErrorCodes.templateNotFound);
     templates.delete(t.template_id);
     return reply.status(204).send();
   });
   on('PUT', '/svc/template/{id}/alias', async (req, reply) => {
     const t = findTemplate((req.params as { id: string }).id);
-    if (!t) return err(reply, 404, 'template not found', 130404);
+    if (!t) return err(reply, 404, 'template not found', ErrorCodes.templateNotFound);
     const alias = (req.body as { alias?: string | null } | undefined)?.alias;
     t.alias = alias || null;
     return t;
   });
   on('POST', '/svc/template/redo', async (req, reply) => {
     const t = findTemplate(String((req.body as { template_id?: string } | undefined)?.template_id ?? ''));
-    if (!t) return err(reply, 404, 'template not found', 130404);
+    if (!t) return err(reply, 404, 'template not found', ErrorCodes.templateNotFound);
     const job = newJob(t.template_id, 'REDO', false);
     Object.assign(t, { status: 'building', latest_job_id: job.job_id });
     return reply.status(202).send({ template_id: t.template_id, job_id: job.job_id, status: job.status });
   });
   on('POST', '/svc/template/migrate', async (req, reply) => {
     const t = findTemplate(String((req.body as { template_id?: string } | undefined)?.template_id ?? ''));
-    if (!t) return err(reply, 404, 'template not found', 130404);
+    if (!t) return err(reply, 404, 'template not found', ErrorCodes.templateNotFound);
     return t;
   });
   on('GET', '/svc/template/build/{jobId}/status', async (req, reply) => {
     const job = jobs.get((req.params as { jobId: string }).jobId);
-    if (!job) return err(reply, 404, 'job not found', 130404);
+    if (!job) return err(reply, 404, 'job not found', ErrorCodes.templateNotFound);
     advance(job);
     const { step: _s, fail: _f, ...wire } = job;
     return wire;

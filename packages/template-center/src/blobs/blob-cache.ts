@@ -4,7 +4,7 @@ import { mkdir, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { fileStreamClosed, type Logger } from '@svc/common';
+import { fileStreamClosed, type Logger, whenMissing } from '@svc/common';
 import { ImageSourceError } from '../image/resolved-image.ts';
 import { DigestVerifier } from './digest-verifier.ts';
 import { pickEvictions, type CachedBlob } from './lru.ts';
@@ -104,9 +104,9 @@ export class BlobCache {
   async list(): Promise<CachedBlob[]> {
     const out: CachedBlob[] = [];
     for (const algo of ALGOS) {
-      const names = await readdir(join(this.o.dir, algo)).catch(() => [] as string[]);
+      const names = await readdir(join(this.o.dir, algo)).catch(whenMissing([] as string[]));
       for (const hex of names) {
-        const st = await stat(join(this.o.dir, algo, hex)).catch(() => undefined);
+        const st = await stat(join(this.o.dir, algo, hex)).catch(whenMissing(undefined));
         if (st?.isFile()) out.push({ digest: `${algo}:${hex}`, sizeBytes: st.size, usedAtMs: st.mtimeMs });
       }
     }
@@ -137,7 +137,7 @@ export class BlobCache {
 
   /** The size of the cached blob when it is there and sound (it is then marked used). */
   private async verifyCached(path: string, req: BlobRequest): Promise<number | undefined> {
-    const st = await stat(path).catch(() => undefined);
+    const st = await stat(path).catch(whenMissing(undefined));
     if (!st) return undefined;
     try {
       if (req.size !== undefined && st.size !== req.size) throw new Error(`${st.size} bytes cached, manifest says ${req.size}`);

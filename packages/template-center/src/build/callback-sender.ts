@@ -70,7 +70,7 @@ export class CallbackSender {
       let problem: string;
       try {
         const res = await fetch(url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
-        const text = await res.text().catch(() => '');
+        const text = await res.text().catch(() => { /* a cut-off body: the status alone says what went wrong */ return ''; });
         if (res.ok) return;
         problem = `${res.status} ${text.slice(0, 200)}`;
         if (res.status < 500 && res.status !== 408 && res.status !== 429) {

@@ -17,13 +17,3 @@ export function resolveSource(source: BuildSource, signal: AbortSignal, registry
   }
 }
 
-/** A short human name for a source, for logs and the job's source_image_ref. */
-export function describeSource(source: BuildSource): string {
-  switch (source.kind) {
-    case 'registry': return source.ref;
-    case 'oci-layout': return `oci:${source.path}${source.ref ? `:${source.ref}` : ''}`;
-    case 'docker-archive': return `docker-archive:${source.path}`;
-    case 'rootfs-tar': return `rootfs-tar:${source.path}`;
-    case 'debian-rootfs': return `debian-rootfs:${source.flavor}${source.recipe ? `@${source.recipe}` : ''}`;
-  }
-}

@@ -181,7 +181,7 @@ function chmodNoFollow(path: string, mode: number) {
   try { fchmodSync(fd, mode); } finally { closeSync(fd); }
 }
 
-export function lstatOrNull(path: string): Stats | null {
+function lstatOrNull(path: string): Stats | null {
   try { return lstatSync(path); } catch { return null; }
 }
 

@@ -3,12 +3,12 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 
-export type Compression = 'gzip' | 'zstd' | 'none';
+type Compression = 'gzip' | 'zstd' | 'none';
 
 const GZIP_MAGIC = [0x1f, 0x8b];
 const ZSTD_MAGIC = [0x28, 0xb5, 0x2f, 0xfd];
 
-export function sniffCompression(head: Buffer): Compression {
+function sniffCompression(head: Buffer): Compression {
   const starts = (m: number[]) => head.length >= m.length && m.every((b, i) => head[i] === b);
   if (starts(GZIP_MAGIC)) return 'gzip';
   if (starts(ZSTD_MAGIC)) return 'zstd';

@@ -6,7 +6,7 @@ import { readText, streamGet } from './http-stream.ts';
 import { apiHost, type ImageReference } from './reference.ts';
 import { distributionErrorCode, RegistryError } from './registry-error.ts';
 
-export interface RegistryCredentials { username: string; password: string }
+interface RegistryCredentials { username: string; password: string }
 
 export interface RegistryClientOptions {
   auth?: RegistryCredentials;
@@ -218,7 +218,10 @@ export class RegistryClient {
   }
 
   private async manifestError(res: Response, reference: string): Promise<RegistryError> {
-    const text = await res.text().catch(() => '');
+    const text = await res.text().catch(() => {
+      /* the error answer's body was cut off: the status alone makes the error */
+      return '';
+    });
     if (res.status === 404) {
       const { code } = distributionErrorCode(text);
       if (code === 'NAME_UNKNOWN') return new RegistryError(`name unknown: repository ${this.where} not found`, 404);

@@ -15,7 +15,7 @@ export interface InjectResult {
   caInstalled: boolean;
 }
 
-export const SVC_MOUNT_POINT = '/.svc';
+const SVC_MOUNT_POINT = '/.svc';
 const USER = 'user';
 const CA_FILE = '/usr/local/share/ca-certificates/svc-egress.crt';
 const CA_BUNDLE = '/etc/ssl/certs/ca-certificates.crt';

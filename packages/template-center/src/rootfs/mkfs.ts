@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { open, rm } from 'node:fs/promises';
 import type { TreeSize } from './measure.ts';
 
-export const ROOTFS_LABEL = 'svc-rootfs';
+const ROOTFS_LABEL = 'svc-rootfs';
 const MiB = 1024 * 1024;
 
 export class NoSpaceError extends Error {}
@@ -19,7 +19,7 @@ export function fitSizeMB(tree: TreeSize): number {
   return Math.ceil((tree.dataBytes * 1.1 + inodeBytes + journal + 32 * MiB) / MiB);
 }
 
-export const inodeCount = (tree: TreeSize) => Math.ceil(tree.inodes * 1.2) + 4096;
+const inodeCount = (tree: TreeSize) => Math.ceil(tree.inodes * 1.2) + 4096;
 
 export interface MkfsOptions {
   staging: string;

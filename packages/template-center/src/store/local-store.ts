@@ -3,6 +3,7 @@ import { copyFile, mkdir, readFile, rename, rm, stat, unlink, writeFile } from '
 import { join } from 'node:path';
 import type { ArtifactStored } from '@svc/contracts/template-center';
 import type { ArtifactLocation, ArtifactStore } from './artifact-store.ts';
+import { whenMissing } from '@svc/common';
 
 /**
  * Artifacts as files: `<dir>/<artifactId>.ext4` (a snapshot layer's tar too) plus `<artifactId>.json` (its ArtifactStored
@@ -25,7 +26,7 @@ export class LocalArtifactStore implements ArtifactStore {
   }
 
   async ready(): Promise<boolean> {
-    return stat(this.dir).then((s) => s.isDirectory(), () => false);
+    return stat(this.dir).then((s) => s.isDirectory(), whenMissing(false));
   }
 
   async put(artifactId: string, file: string, meta: { sha256: string; sizeBytes: number }, opts: { move: boolean }): Promise<ArtifactStored> {
@@ -66,7 +67,7 @@ export class LocalArtifactStore implements ArtifactStore {
   private async find(artifactId: string): Promise<{ record: ArtifactStored; size: number } | null> {
     let record: ArtifactStored;
     try { record = JSON.parse(await readFile(this.recordPath(artifactId), 'utf8')) as ArtifactStored; } catch { return null; }
-    const st = await stat(this.dataPath(artifactId)).catch(() => null);
+    const st = await stat(this.dataPath(artifactId)).catch(whenMissing(null));
     return st ? { record, size: st.size } : null;
   }
 

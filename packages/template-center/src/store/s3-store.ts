@@ -22,7 +22,7 @@ export interface S3StoreOptions {
   scratchDir: string;
 }
 
-export const PRESIGN_LIFETIME_SEC = 37 * 24 * 3600;
+const PRESIGN_LIFETIME_SEC = 37 * 24 * 3600;
 const SINGLE_PUT_LIMIT = 5 * 1024 ** 3;
 
 /**
@@ -49,7 +49,11 @@ export class S3ArtifactStore implements ArtifactStore {
 
   async ready(): Promise<boolean> {
     if (this.readyCache && Date.now() - this.readyCache.at < 10_000) return this.readyCache.ok;
-    const ok = await this.send('HEAD', this.bucketUrl()).then((r) => r.ok, () => false);
+    const ok = await this.send('HEAD', this.bucketUrl()).then((r) => r.ok, () => {
+      // Unreachable (refused, DNS, timeout) is not ready: /health answers 503, and the store's
+      // next read or write fails with the network error itself.
+      return false;
+    });
     this.readyCache = { at: Date.now(), ok };
     return ok;
   }
@@ -142,7 +146,10 @@ export class S3ArtifactStore implements ArtifactStore {
 }
 
 async function s3Error(res: Response, what: string): Promise<Error> {
-  const text = await res.text().catch(() => '');
+  const text = await res.text().catch(() => {
+    /* the error answer's body was cut off: the status alone makes the error */
+    return '';
+  });
   const code = /<Code>([^<]+)<\/Code>/.exec(text)?.[1];
   const msg = /<Message>([^<]+)<\/Message>/.exec(text)?.[1];
   return new Error(`S3 store: ${what} failed: ${res.status}${code ? ` ${code}` : ''}${msg ? `: ${msg}` : ''}`);

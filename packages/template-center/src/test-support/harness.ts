@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultConfig, MemoryCoordination, silentLogger, type SvcConfig } from '@svc/common';
+import { defaultConfig, MemoryCoordination, silentLogger, type SvcConfig, whenMissing } from '@svc/common';
 import { TemplateCenterClient, type BuildRequest, type BuildSource } from '@svc/contracts/template-center';
 import { startTemplateCenter, type RunningTemplateCenter, type TemplateCenterOptions } from '../template-center.ts';
 import { startFakeMaster, type FakeMaster } from './fake-master.ts';
@@ -67,7 +67,7 @@ export async function startHarness(o: {
       return req;
     },
     leftovers: async () => {
-      const list = async (d: string) => (await readdir(d).catch(() => [] as string[])).map((n) => join(d, n));
+      const list = async (d: string) => (await readdir(d).catch(whenMissing([] as string[]))).map((n) => join(d, n));
       return [...await list(workDir), ...await list(join(artifactDir, '.tmp')), ...await list(join(blobCacheDir, 'tmp'))];
     },
     close: async () => {

@@ -59,7 +59,7 @@ export async function startRegistry(auth: RegistryAuth = {}): Promise<TestRegist
   const deadline = Date.now() + 15_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`docker-registry exited: ${stderr}`);
-    const ok = await fetch(`http://${host}/v2/`).then((r) => r.status === 200 || r.status === 401, () => false);
+    const ok = await fetch(`http://${host}/v2/`).then((r) => r.status === 200 || r.status === 401, () => { /* not listening yet: poll again */ return false; });
     if (ok) break;
     if (Date.now() > deadline) { child.kill('SIGKILL'); throw new Error(`docker-registry did not start: ${stderr}`); }
     await new Promise((r) => setTimeout(r, 100));

@@ -26,7 +26,7 @@ import { lstat, mkdir, open, opendir, readlink, rename, rmdir, unlink, type File
 import { badRequest } from '@svc/common';
 
 /** Linux O_PATH (the same value on x86-64 and arm64); node's fs.constants lacks it. */
-export const O_PATH = 0o10000000;
+const O_PATH = 0o10000000;
 /** Longest path accepted from a client, in bytes (Linux PATH_MAX). */
 export const MAX_PATH_BYTES = 4096;
 

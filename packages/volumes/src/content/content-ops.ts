@@ -35,11 +35,11 @@ export const VOLUME_CONTENT_DEFAULTS = {
 /** E2B's depth range for a listing (depth 0 is taken as 1). */
 export const LIST_DEPTH = { min: 1, max: 10 } as const;
 /** Entries one listing may return before it is refused (400). */
-export const DEFAULT_MAX_LIST_ENTRIES = 10_000;
+const DEFAULT_MAX_LIST_ENTRIES = 10_000;
 /** Directory nesting a recursive remove descends before it is refused (400). */
-export const MAX_REMOVE_DEPTH = 1024;
+const MAX_REMOVE_DEPTH = 1024;
 /** Entries one remove may delete before it gives up (409: the tree keeps growing). */
-export const MAX_REMOVE_ENTRIES = 10_000_000;
+const MAX_REMOVE_ENTRIES = 10_000_000;
 /** Largest uid or gid (uint32; 2^32-1 is chown's "unchanged"). */
 export const MAX_ID = 0xffff_ffff;
 /** Largest mode accepted; only the permission bits (0o777) are applied, as E2B does. */
@@ -395,7 +395,7 @@ function typeOf(st: Stats): VolumeEntryStat['type'] {
 }
 
 /** E2B's VolumeEntryStat: mode is the permission bits (mode & 0o777), times are ISO strings. */
-export function entryOf(name: string, path: string, st: Stats, target?: string): VolumeEntryStat {
+function entryOf(name: string, path: string, st: Stats, target?: string): VolumeEntryStat {
   const entry: VolumeEntryStat = {
     name,
     path,

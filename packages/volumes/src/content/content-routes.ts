@@ -23,7 +23,7 @@ import { normalizeVolumePath } from './confined-fs.ts';
 import { LIST_DEPTH, MAX_ID, MAX_MODE, VolumeContent, type MetadataUpdate, type VolumeContentOptions } from './content-ops.ts';
 
 /** Default largest upload: 10 GiB. */
-export const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 ** 3;
+const DEFAULT_MAX_UPLOAD_BYTES = 10 * 1024 ** 3;
 
 /** A volume's content on this host, held for one request. */
 export interface OpenedVolume {

@@ -28,7 +28,7 @@ import {
 import { bindMount, mountCount, unmount } from './mounts.ts';
 
 export const DEFAULT_LOCAL_VOLUME_ROOT = '/data/svc-shared/volume-data';
-export const LOCAL_VOLUME_ID_PATTERN = /^[a-zA-Z0-9_-]{1,128}$/;
+const LOCAL_VOLUME_ID_PATTERN = /^[a-zA-Z0-9_-]{1,128}$/;
 const TOKEN_PREFIX = 'svcvol_';
 /** Stacked mounts a detach takes off (more than one only after crashes between mount and answer). */
 const MAX_UNMOUNTS = 8;
@@ -148,7 +148,7 @@ export class LocalVolumes implements VolumeControllerHooks, VolumeNodeHooks {
     const run = before.then(fn);
     const settled = run.then(
       () => undefined,
-      () => undefined,
+      () => { /* the failure is fn's caller's answer through `run`; the next call only waits for this one */ },
     );
     this.running.set(volumeId, settled);
     try {
@@ -195,7 +195,7 @@ async function readToken(file: string): Promise<string | undefined> {
 }
 
 /** A volume id names a directory: only [a-zA-Z0-9_-], so it cannot leave the root. */
-export function checkVolumeId(volumeId: string): string {
+function checkVolumeId(volumeId: string): string {
   if (typeof volumeId !== 'string' || !LOCAL_VOLUME_ID_PATTERN.test(volumeId)) {
     throw new LocalVolumeError('invalid', `volume id ${JSON.stringify(volumeId)} must match ^[a-zA-Z0-9_-]{1,128}$`);
   }

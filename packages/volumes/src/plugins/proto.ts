@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { loadSync, type ServiceDefinition } from '@grpc/proto-loader';
 
-export const PROTO_PACKAGE = 'svc.volume.v1';
+const PROTO_PACKAGE = 'svc.volume.v1';
 
 export interface VolumeProto {
   /** VolumeControllerService: Create, Destroy. */
@@ -17,7 +17,7 @@ export interface VolumeProto {
 }
 
 /** Where the .proto is looked for, in order: the source layout, then beside the bundle. */
-export function protoCandidates(): string[] {
+function protoCandidates(): string[] {
   return [
     fileURLToPath(new URL('../../proto/volume_plugin.proto', import.meta.url)),
     fileURLToPath(new URL('./volume_plugin.proto', import.meta.url)),

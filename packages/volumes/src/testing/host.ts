@@ -9,7 +9,7 @@ export function tempDir(prefix: string): string {
 }
 
 /** Mount points at or under `dir`, deepest first. */
-export function mountsUnder(dir: string): string[] {
+function mountsUnder(dir: string): string[] {
   const unescape = (f: string) => f.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
   return readFileSync('/proc/self/mountinfo', 'utf8')
     .split('\n')
