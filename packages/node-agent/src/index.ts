@@ -21,7 +21,8 @@ import { defaultEnvdBundle, defaultPtyModulesDir, defaultNativeFile, ensureRunti
 import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
 import { reconcile } from './sandboxes/reconcile.ts';
-import { SandboxService } from './sandboxes/service.ts';
+import { NodeSandboxes } from './sandboxes/node-sandboxes.ts';
+import { NodeArtifacts } from './artifacts/node-artifacts.ts';
 import { MemoryAdmission } from './sandboxes/memory-admission.ts';
 import { MemoryWatch } from './sandboxes/memory-watch.ts';
 import { defaultReserveMB, MemoryGauge } from './host/memory-gauge.ts';
@@ -94,11 +95,11 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
   const layers = new LayerStore(join(stateDir, 'layers'), logger, masterAddr || undefined);
   const execInputs = new ExecInputs(join(stateDir, 'exec-inputs'), masterAddr || undefined);
-  // The service comes later; the microvm driver asks it for a guest's envd token only when it runs a command.
-  const late: { service?: SandboxService } = {};
+  // The sandboxes come later; the microvm driver asks them for a guest's envd token only when it runs a command.
+  const late: { sandboxes?: NodeSandboxes } = {};
   const { drivers, platforms } = await chooseDrivers({
     runtime: nc.runtime, guestKernelDir: nc.guest_kernel_dir, stateDir, names, logger, runscPath: opts.runscPath,
-    envdTokenOf: (instanceId) => late.service?.envdToken(instanceId),
+    envdTokenOf: (instanceId) => late.sandboxes?.envdToken(instanceId),
   });
   const capacity = nodeCapacity(nc.capacity);
   const ratio = nc.host.quota.paused_resource_release_ratio;
@@ -126,7 +127,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   });
 
   const volumePlugins = new VolumePluginRegistry(nc.volume_plugins);
-  // Host paths plugins answer must lie inside it (SPEC "Plugin rules" 5); made here so that the check can resolve it.
+  // Host paths plugins answer must lie inside it (docs/volume-plugins.md, "Rules"); made here so that the check can resolve it.
   await mkdir(nc.volume_plugin_base_dir, { recursive: true, mode: 0o755 });
   const volumes = new VolumeAttachments({ logger, hooksFor: (driver) => volumePlugins.node(driver), baseDir: nc.volume_plugin_base_dir });
 
@@ -136,45 +137,47 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const warmPool = drivers.find('gvisor')
     ? { warmPoolSize: nc.warm_pool_size, warmPoolInitial: warmPoolStart(nc), warmPoolMax: nc.warm_pool_max, warmRuntime: 'gvisor' as const }
     : { warmPoolSize: 0, warmPoolInitial: 0, warmPoolMax: 0 };
-  const service = new SandboxService({
+  const sandboxes = new NodeSandboxes({
     logger, launcher, drivers, artifacts, layers, execInputs, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     hosts: new HostLearner(parseEgressResolve(cfg.egress.resolve), logger),
     ...warmPool,
     warmShape: { cpuCount: sc.default_cpu_count, memoryMB: sc.default_memory_mb, diskSizeMB: sc.default_disk_size_mb },
     volumes,
   });
-  late.service = service;
-  service.adopt(report.adopted);
+  late.sandboxes = sandboxes;
+  sandboxes.adopt(report.adopted);
   const memory = new MemoryAdmission({
     gauge: new MemoryGauge(names.cgroupParent), logger, quotaMB: memoryQuotaMB,
     reserveMB: nc.host.quota.memory_reserve_mb || defaultReserveMB(capacity.memoryMB),
     maxCpuPressurePct: nc.host.quota.max_cpu_pressure,
     usage: () => {
-      const u = service.usage();
-      return { usedNominalMB: u.usedMemoryMB, sandboxes: u.running + u.paused + service.pool.count() };
+      const u = sandboxes.usage();
+      return { usedNominalMB: u.usedMemoryMB, sandboxes: u.running + u.paused + sandboxes.pool.count() };
     },
   });
-  service.useMemoryAdmission(memory);
+  sandboxes.useMemoryAdmission(memory);
   await memory.measure();
   // Templates already on this node were put here to be used: their pools start now, as on arrival.
-  for (const a of service.listArtifacts()) service.pool.fill(a.artifactId);
+  for (const a of artifacts.list()) sandboxes.pool.fill(a.artifactId);
 
   const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
   let url = '';
   const nodeInfo = (): NodeInfo => {
-    const u = service.usage();
+    const u = sandboxes.usage();
     return {
       nodeId, address: advertised(nc.addr, url), runtime: drivers.default.kind, runtimes: drivers.kinds(), pauseKinds: drivers.default.pauseKinds, capacity,
       pausedResourceReleaseRatio: ratio, sandboxes: { running: u.running, paused: u.paused }, version: NODE_AGENT_VERSION,
       ...(eg.enabled ? { egressAdminUrl: eg.admin_addr } : {}),
-      warmPool: service.pool.stats(),
+      warmPool: sandboxes.pool.stats(),
       features: [NODE_FEATURE_VOLUMES],
       ...(Object.keys(labels).length ? { labels } : {}),
     };
   };
   const periodic = new Periodic(logger);
   registerRoutes(app, {
-    service, nodeInfo, nodeId, tasks: () => periodic.stats(),
+    sandboxes, nodeInfo, nodeId,
+    artifacts: new NodeArtifacts({ store: artifacts, drivers, pool: sandboxes.pool, users: (artifactId) => sandboxes.artifactUsers(artifactId) }),
+    layers, tasks: () => periodic.stats(),
     createDefaults: { diskSizeMB: sc.default_disk_size_mb, timeoutMs: cfg.master.create_timeout_insec * 1000 },
     volumes,
   });
@@ -207,25 +210,25 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
         };
       },
       heartbeat: () => {
-        const u = service.usage();
-        return { sandboxes: { running: u.running, paused: u.paused }, usedMemoryMB: u.usedMemoryMB, ended: service.recentlyEnded(), memory: memory.snapshot() };
+        const u = sandboxes.usage();
+        return { sandboxes: { running: u.running, paused: u.paused }, usedMemoryMB: u.usedMemoryMB, ended: sandboxes.recentlyEnded(), memory: memory.snapshot() };
       },
     })
     : undefined;
   link?.start();
 
-  periodic.every('liveness sweep', opts.livenessIntervalMs ?? 5_000, () => service.sweepDead());
+  periodic.every('liveness sweep', opts.livenessIntervalMs ?? 5_000, () => sandboxes.sweepDead());
   // Only instances whose runtime has no OOM killer inside are watched (memoryUsedBytes).
   const memoryWatch = drivers.all().some((d) => d.memoryUsedBytes)
     ? new MemoryWatch({
       logger,
-      running: () => service.runningInstances().filter((inst) => drivers.of(inst.record).memoryUsedBytes),
+      running: () => sandboxes.runningInstances().filter((inst) => drivers.of(inst.record).memoryUsedBytes),
       usedBytes: (inst) => drivers.of(inst.record).memoryUsedBytes!(inst.ref),
     })
     : undefined;
   memoryWatch?.start();
   periodic.every('memory measure', 2_000, () => memory.measure());
-  periodic.every('allowOut host names learned again', 60_000, () => service.relearnHosts());
+  periodic.every('allowOut host names learned again', 60_000, () => sandboxes.relearnHosts());
 
   logger.info({ nodeId, url, runtimes: drivers.kinds(), platforms, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');
 
@@ -241,10 +244,10 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
         memoryWatch?.stop();
         link?.stop();
         await app.close();
-        await service.close(closeOpts);
+        await sandboxes.close(closeOpts);
         await volumePlugins.close();
         await Promise.all(drivers.all().map((d) => d.settled?.()));
-        if (service.count === 0) {
+        if (sandboxes.count === 0) {
           await firewall.drop();
           if (eg.enabled) await removeEgressAddress(eg.address);
           await Promise.all(drivers.all().map((d) => d.removeParentCgroups?.()));
@@ -254,16 +257,16 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
       return closed;
     },
     exec: (sandboxId, argv, execOpts) => {
-      const inst = service.instanceOf(sandboxId);
+      const inst = sandboxes.instanceOf(sandboxId);
       return drivers.of(inst.record).exec(inst.ref, argv, execOpts);
     },
     inspect: (sandboxId) => {
-      const { record: r, ref } = service.instanceOf(sandboxId);
+      const { record: r, ref } = sandboxes.instanceOf(sandboxId);
       return { instanceId: r.instanceId, dir: ref.dir, netns: r.netns, hostVeth: r.hostVeth, address: r.address };
     },
     settled: async () => { await Promise.all(drivers.all().map((d) => d.settled?.())); },
-    sweepDead: () => service.sweepDead(),
-    warmCount: () => service.pool.count(),
+    sweepDead: () => sandboxes.sweepDead(),
+    warmCount: () => sandboxes.pool.count(),
   };
 }
 

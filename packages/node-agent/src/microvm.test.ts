@@ -25,7 +25,7 @@ async function qemuProcesses(stateDir: string): Promise<number[]> {
   const pids: number[] = [];
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => { /* it ended while /proc was read */ return ''; });
     if (cmdline.startsWith(QEMU) && cmdline.includes(stateDir)) pids.push(Number(pid));
   }
   return pids;
@@ -34,7 +34,7 @@ async function qemuProcesses(stateDir: string): Promise<number[]> {
 async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    const v = await fn().catch(() => undefined);
+    const v = await fn().catch(() => { /* not yet: tried again until the deadline, which names what was awaited */ return undefined; });
     if (v !== undefined) return v;
     await new Promise((r) => setTimeout(r, 200));
   }
@@ -190,7 +190,7 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
       assert.equal(await until('the server in the moved guest', () => get(`http://${moved.address}:8080/`)), 'from-origin');
       assert.equal(await fetch(`http://${moved.address}:49983/envs`, { headers: { 'X-Access-Token': 'origin-token' } }).then((r) => r.status), 200);
     } finally {
-      for (const id of made) await client.deleteSandbox(id).catch(() => undefined);
+      for (const id of made) await client.deleteSandbox(id).catch(() => { /* already gone (a failed step ended it): nothing to clean up */ });
     }
   });
 

@@ -30,7 +30,7 @@ async function makeUpstream(suffix: string) {
     "require('http').createServer((q,s)=>s.end('upstream-ok')).listen(8080,'0.0.0.0');"
     + "require('net').createServer((c)=>{c.resume();c.on('error',()=>{})}).listen(9090,'0.0.0.0')"], { stdio: 'ignore' });
   for (let i = 0; i < 100; i++) {
-    if ((await fetch('http://10.201.250.2:8080/').then((r) => r.text()).catch(() => '')) === 'upstream-ok') break;
+    if ((await fetch('http://10.201.250.2:8080/').then((r) => r.text()).catch(() => { /* not listening yet: polled again */ return ''; })) === 'upstream-ok') break;
     await new Promise((r) => setTimeout(r, 50));
   }
   return {
@@ -113,7 +113,7 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
       await agent.exec(open.sandboxId, ['httpd', '-p', '8000', '-h', '/www']);
       let body = '';
       for (let i = 0; i < 40 && !body; i++) {
-        body = await fetch(`http://${open.address}:8000/`).then((r) => r.text()).catch(() => '');
+        body = await fetch(`http://${open.address}:8000/`).then((r) => r.text()).catch(() => { /* not listening yet: polled again */ return ''; });
         if (!body) await new Promise((r) => setTimeout(r, 50));
       }
       assert.equal(body.trim(), 'user-port-ok');
@@ -143,7 +143,7 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
       }
     });
 
-    it('a pause drops the connections the sandbox opened (SPEC "Pause fidelity" 7); new ones work after the resume', async () => {
+    it('a pause drops the connections the sandbox opened (docs/runtimes.md, the pause paragraph); new ones work after the resume', async () => {
       const sb = await client.createSandbox(sandboxRequest({ timeoutMs: 120_000 }));
       const ncExit = async () => (await agent.exec(sb.sandboxId, ['sh', '-c', 'cat /tmp/nc.exit 2>/dev/null || echo running'])).stdout.trim();
       try {

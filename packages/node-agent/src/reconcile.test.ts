@@ -64,7 +64,7 @@ describe('node agent crash reconciliation', () => {
       await c1.pauseSandbox(filesOnly.sandboxId, { memory: false });
       // A create in flight when the agent dies: whatever it made is an orphan.
       const cut = createRequest(env, { memoryMB: 300 });
-      const inFlight = c1.createSandbox(cut).catch(() => undefined);
+      const inFlight = c1.createSandbox(cut).catch(() => { /* the agent is killed under it: its failure is the point */ return undefined; });
       await until(async () => (await readRecords(stateDir)).some((r) => r.sandboxId === cut.sandboxId && r.phase === 'creating'));
       child.kill('SIGKILL');
       await once(child, 'exit');

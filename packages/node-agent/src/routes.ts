@@ -1,15 +1,19 @@
 import type { FastifyInstance } from 'fastify';
 import { toSvcError, type TaskStats } from '@svc/common';
 import { LAYER_SHA256_HEADER, type ExecStreamLine, type NodeInfo } from '@svc/contracts/node-agent';
-import type { SandboxService } from './sandboxes/service.ts';
+import type { NodeSandboxes } from './sandboxes/node-sandboxes.ts';
+import type { NodeArtifacts } from './artifacts/node-artifacts.ts';
 import type { VolumeAttachments } from './volumes/attachments.ts';
 import { checkSandboxId, parseCreate, parseExec, parseEnsureArtifact, parseNetworkUpdate, parsePause, parseResume, parseSnapshot } from './validate.ts';
-import { checkLayerId } from './artifacts/layer-store.ts';
+import { checkLayerId, type LayerStore } from './artifacts/layer-store.ts';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
 import { parseSandboxLogsQuery } from '@svc/contracts/sandbox-logs';
 
 export interface RouteDeps {
-  service: SandboxService;
+  sandboxes: NodeSandboxes;
+  artifacts: NodeArtifacts;
+  /** Layers captured from sandboxes (snapshots), served to other nodes and removed by the master. */
+  layers: LayerStore;
   nodeInfo: () => NodeInfo;
   nodeId: string;
   /** How the agent's background tasks fare (health). */
@@ -22,7 +26,7 @@ type IdParams = { Params: { id: string } };
 
 /** The routes of api.ts. */
 export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
-  const s = d.service;
+  const s = d.sandboxes;
   const id = (params: { id: string }) => { checkSandboxId(params.id); return params.id; };
 
   app.get('/health', async () => ({ ok: true, nodeId: d.nodeId, tasks: d.tasks() }));
@@ -66,24 +70,24 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   app.get<IdParams & { Querystring: Record<string, unknown> }>('/v1/sandboxes/:id/logs', async (req) => s.logs(id(req.params), parseSandboxLogsQuery(req.query)));
   app.get('/v1/ended-sandboxes', async () => s.ended());
 
-  app.get('/v1/layers', async () => s.listLayers());
+  app.get('/v1/layers', async () => d.layers.list());
   app.get<IdParams>('/v1/layers/:id/archive', async (req, reply) => {
-    const { layer, stream } = s.layerArchive(checkLayerId(req.params.id));
+    const { layer, stream } = d.layers.openArchive(checkLayerId(req.params.id));
     return reply.header('content-type', 'application/x-tar').header('content-length', String(layer.sizeBytes))
       .header(LAYER_SHA256_HEADER, layer.sha256).send(stream);
   });
   app.delete<IdParams>('/v1/layers/:id', async (req, reply) => {
-    await s.deleteLayer(checkLayerId(req.params.id));
+    await d.layers.remove(checkLayerId(req.params.id));
     return reply.status(204).send();
   });
 
   app.get('/v1/volumes/attachments', async () => d.volumes.list());
 
-  app.get('/v1/artifacts', async () => s.listArtifacts());
-  app.post<IdParams>('/v1/artifacts/:id', async (req) => s.ensureArtifact(req.params.id, parseEnsureArtifact(req.body, req.params.id)));
+  app.get('/v1/artifacts', async () => d.artifacts.list());
+  app.post<IdParams>('/v1/artifacts/:id', async (req) => d.artifacts.ensure(req.params.id, parseEnsureArtifact(req.body, req.params.id)));
   app.delete<IdParams>('/v1/artifacts/:id', async (req, reply) => {
     checkArtifactId(req.params.id);
-    await s.deleteArtifact(req.params.id);
+    await d.artifacts.delete(req.params.id);
     return reply.status(204).send();
   });
 }

@@ -105,7 +105,7 @@ describe('node agent sandboxes (real runsc)', () => {
       const upper = join(agent.inspect(sb.sandboxId).dir, 'disk', 'upper');
       await agent.exec(sb.sandboxId, ['sh', '-c', 'echo kept > /root/file']);
       await agent.exec(sb.sandboxId, ['sh', '-c', 'i=0; while :; do i=$((i+1)); echo $i > /root/counter; sleep 0.05; done'], { detach: true });
-      const counter = async () => Number((await readFile(join(upper, 'root/counter'), 'utf8').catch(() => '')).trim()) || 0;
+      const counter = async () => Number((await readFile(join(upper, 'root/counter'), 'utf8').catch(() => { /* not written yet: counts as 0 */ return ''; })).trim()) || 0;
       /** Waits (up to 5 s: ptrace sandboxes are slow on a busy machine) for the counter to pass `n`. */
       const counterPasses = async (n: number) => {
         for (let i = 0; i < 100; i++) {
@@ -262,7 +262,7 @@ describe('node agent sandboxes (real runsc)', () => {
     const sb = await client.createSandbox(createRequest(env));
     await agent.exec(sb.sandboxId, ['kill', '-9', '1']);
     // The sweep reads the sandbox's processes from the host; they take a moment to exit.
-    for (let i = 0; i < 100 && (await client.getSandbox(sb.sandboxId).then(() => true, () => false)); i++) {
+    for (let i = 0; i < 100 && (await client.getSandbox(sb.sandboxId).then(() => true, () => { /* 404: the sweep released it */ return false; })); i++) {
       await agent.sweepDead();
       await sleep(50);
     }

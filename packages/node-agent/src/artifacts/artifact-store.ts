@@ -144,7 +144,7 @@ export class ArtifactStore {
    */
   private async linkVerified(id: string, want: EnsureArtifact, part: string): Promise<{ sha256: string; sizeBytes: number; linked: true } | undefined> {
     const src = want.localPath!;
-    const st = await lstat(src).catch(() => undefined);
+    const st = await lstat(src).catch(() => { /* not on this machine (the master's path on another host): downloaded instead */ return undefined; });
     if (!st?.isFile() || (want.sizeBytes && st.size !== want.sizeBytes)) return undefined;
     const linked = await link(src, part).then(() => true, (err: NodeJS.ErrnoException) => {
       // Another filesystem or host (EXDEV, ENOENT), or not ours to link (EPERM): the download does it.

@@ -34,7 +34,7 @@ export interface HelperRequest {
 }
 
 /** Output of a command asked to stream, sent as it comes (the reply still carries all of it). */
-export interface HelperOutput {
+interface HelperOutput {
   id: number;
   out: 'stdout' | 'stderr';
   data: string;

@@ -19,11 +19,11 @@ export class DiskUsage {
 
 async function walk(dir: string): Promise<number> {
   let total = 0;
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => { /* removed while walked (a running sandbox's files come and go): holds nothing now */ return []; });
   for (const e of entries) {
     const p = join(dir, e.name);
     if (e.isDirectory()) total += await walk(p);
-    const st = await lstat(p).catch(() => undefined);
+    const st = await lstat(p).catch(() => { /* removed while walked: counts nothing */ return undefined; });
     if (st) total += st.blocks * 512;
   }
   return total;

@@ -16,11 +16,12 @@ export function nodeCapacity(cfg: { cpu_count: number; memory_mb: number }): { c
 export async function resolveNodeId(configured: string, stateDir: string): Promise<string> {
   if (configured) return configured;
   const file = join(stateDir, 'node-id');
-  const existing = await readFile(file, 'utf8').catch(() => '');
+  // Only a missing file makes a new id: any other failure would give the node a second identity.
+  const existing = await readFile(file, 'utf8').catch((err: NodeJS.ErrnoException) => { if (err.code === 'ENOENT') return ''; throw err; });
   if (existing.trim()) return existing.trim();
   const id = `node-${randomId(12)}`;
   await mkdir(stateDir, { recursive: true });
-  await writeFile(file, `${id}\n`, { flag: 'wx' }).catch(async () => undefined);
+  await writeFile(file, `${id}\n`, { flag: 'wx' }).catch(() => { /* another start wrote it first (EEXIST): the read below takes that one, and shows any other failure */ });
   return (await readFile(file, 'utf8')).trim();
 }
 
@@ -51,7 +52,7 @@ export async function raisePidMax(logger: Logger, want = 4_194_304): Promise<voi
 
 /** DNS servers a sandbox can use: the host's, minus loopback ones that mean nothing in a sandbox. */
 export async function sandboxResolvConf(): Promise<string | undefined> {
-  const text = await readFile('/etc/resolv.conf', 'utf8').catch(() => '');
+  const text = await readFile('/etc/resolv.conf', 'utf8').catch(() => { /* a host without resolv.conf: sandboxes keep their image's own */ return ''; });
   const servers = [...text.matchAll(/^nameserver\s+(\S+)/gm)].map((m) => m[1]).filter((s) => !s.startsWith('127.') && s !== '::1' && !s.includes(':'));
   if (!servers.length) return undefined;
   return servers.map((s) => `nameserver ${s}`).join('\n') + '\n';

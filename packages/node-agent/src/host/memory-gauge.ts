@@ -28,9 +28,9 @@ export class MemoryGauge {
     const meminfo = await readFile('/proc/meminfo', 'utf8');
     const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(meminfo)?.[1] ?? 0);
     const [usage, stat, psi] = await Promise.all([
-      readFile(join(this.parentDir, 'memory.usage_in_bytes'), 'utf8').catch(() => '0'),
-      readFile(join(this.parentDir, 'memory.stat'), 'utf8').catch(() => ''),
-      readFile('/proc/pressure/cpu', 'utf8').catch(() => ''),
+      readFile(join(this.parentDir, 'memory.usage_in_bytes'), 'utf8').catch(() => { /* no parent cgroup until the first sandbox starts: nothing used */ return '0'; }),
+      readFile(join(this.parentDir, 'memory.stat'), 'utf8').catch(() => { /* no parent cgroup yet: no cache to subtract */ return ''; }),
+      readFile('/proc/pressure/cpu', 'utf8').catch(() => { /* a kernel without PSI: no CPU pressure known, none refused for it */ return ''; }),
     ]);
     const some = /^some avg10=([\d.]+)/m.exec(psi);
     const cache = Number(/^total_cache (\d+)$/m.exec(stat)?.[1] ?? 0);

@@ -1,10 +1,10 @@
 import { run } from '../host/exec.ts';
 
 /**
- * SPEC "Pause fidelity" 7: a pause drops the TCP connections the sandbox opened; those the host
- * opened to it (the data-plane proxy, envd's clients: from `hostAddress`, its veth peer) and
- * its own loopback ones stay. Runs in the sandbox's namespace on both runtimes
- * (docs/runtimes.md, "Pause"):
+ * A pause drops the TCP connections the sandbox opened; those the host opened to it (the
+ * data-plane proxy, envd's clients: from `hostAddress`, its veth peer) and its own loopback ones
+ * stay (docs/runtimes.md, the paragraph on pauses under its first table). Runs in the sandbox's
+ * namespace on both runtimes:
  *
  * - its sockets to other peers are destroyed (gvisor's, which live in this namespace's
  *   kernel): the process learns on its next read or write, when it runs again;

@@ -16,11 +16,8 @@ export interface EgressPolicy {
   learned?: string[];
 }
 
-export interface SteeredPort { port: number; scheme: 'http' | 'https' }
+interface SteeredPort { port: number; scheme: 'http' | 'https' }
 
-
-/** Warm sandboxes wait with no way out until they are handed out. */
-export const DENY_ALL: EgressPolicy = { allowInternetAccess: false, allowOut: [], denyOut: [], steer: [] };
 /** What a create asks for unless it says otherwise. */
 export const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOut: [], denyOut: [], steer: [] };
 

@@ -6,7 +6,7 @@ const LOOKUP_TIMEOUT_MS = 2_000;
 
 /**
  * The IPv4 addresses of the host names in sandboxes' allowOut, which the firewall allows on any
- * port (SPEC.md "Egress proxy behaviour" 5: a domain's learned IPs get a /32 any-port allow; its
+ * port (docs/egress.md, "E2B's network options": a domain's learned IPs get a /32 any-port allow; its
  * rule ports still go to the egress proxy, which the DNAT before any filtering makes win).
  * Learned again on a period, as addresses change; a name that does not resolve allows nothing.
  * normalizePolicy caps the names per sandbox (EGRESS_DEFAULTS.maxAllowOutHosts), so a create waits at most

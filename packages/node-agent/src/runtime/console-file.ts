@@ -8,7 +8,7 @@ export async function appendAgentLine(consolePath: string, message: string): Pro
 
 /** The last `lines` entries of a console file as one line ('' when none): for errors and logs. */
 export async function consoleTailOf(consolePath: string, lines = 5): Promise<string> {
-  const text = await readFile(consolePath, 'utf8').catch(() => '');
+  const text = await readFile(consolePath, 'utf8').catch(() => { /* nothing written yet (or the instance is gone): no entries */ return ''; });
   const entries = new SandboxLogLines();
   // A serial console (microvm) ends its lines with CR LF.
   return text.replace(/\r/g, '').trim().split('\n').slice(-lines).map((l) => entries.entry(l)?.message ?? l).join(' | ').slice(-2_000);

@@ -19,7 +19,7 @@ export async function chooseGvisorPlatform(logger: Logger, runsc = 'runsc', cach
   if (!existsSync('/dev/kvm')) return 'ptrace';
   await mkdir(cacheDir, { recursive: true });
   const cacheFile = join(cacheDir, 'gvisor-platform.json');
-  const cached = await readFile(cacheFile, 'utf8').then((t) => JSON.parse(t) as { kernel: string; platform: string }, () => undefined);
+  const cached = await readFile(cacheFile, 'utf8').then((t) => JSON.parse(t) as { kernel: string; platform: string }, () => { /* no answer kept yet: probed below */ return undefined; });
   if (cached?.kernel === release()) return cached.platform;
   const platform = (await kvmStarts(runsc)) ? 'kvm' : 'ptrace';
   logger.info({ platform, kernel: release() }, platform === 'kvm' ? 'gVisor runs on KVM here' : 'gVisor KVM does not start on this host; using ptrace');

@@ -8,17 +8,17 @@ const CAPS = [
 ];
 
 /** Tells envd to run its memory guard: gVisor has no OOM killer of its own inside the sandbox. */
-export const MEMORY_GUARD_ENV = 'SVC_ENVD_MEMORY_GUARD';
+const MEMORY_GUARD_ENV = 'SVC_ENVD_MEMORY_GUARD';
 
 /** cgroup cpu.shares: the kernel's default weight, and the weight of a warm-pool sandbox until it is handed out. */
 export const NORMAL_CPU_SHARES = 1024;
-export const BACKGROUND_CPU_SHARES = 32;
+const BACKGROUND_CPU_SHARES = 32;
 
 /** Tells envd to serve sudo through its helper: gVisor runs every process with "no new privileges". */
 export const SUDO_HELPER_ENV = 'SVC_ENVD_SUDO';
 
 /** Tells envd to start its processes through the spawner: a fork of envd is slow under gVisor's ptrace platform. */
-export const SPAWNER_ENV = 'SVC_ENVD_SPAWNER';
+const SPAWNER_ENV = 'SVC_ENVD_SPAWNER';
 
 /** The OCI runtime spec of one sandbox: dumb-init → envd as PID 1, the runtime at /.svc, CPU, memory and process limits. */
 export function ociSpec(spec: InstanceSpec, rootfsDir: string, cgroupsPath: string, o: { tmpOnDisk: boolean } = { tmpOnDisk: true }): object {

@@ -9,7 +9,7 @@ import { SANDBOX_SUDO } from './runtime-bundle.ts';
  * holds: an image's `/etc -> /host/path` must not make the agent write outside the sandbox.
  * Returns false (and writes nothing) when a symlink is in the way.
  */
-export async function writeIntoRootfs(root: string, sandboxPath: string, content: string): Promise<boolean> {
+async function writeIntoRootfs(root: string, sandboxPath: string, content: string): Promise<boolean> {
   const target = await placeIn(root, sandboxPath);
   if (!target) return false;
   await writeFile(target, content, { flag: 'wx', mode: 0o644 });
@@ -17,7 +17,7 @@ export async function writeIntoRootfs(root: string, sandboxPath: string, content
 }
 
 /** Makes `sandboxPath` a symlink to `linkTarget` (a path inside the sandbox), on the same terms. */
-export async function linkIntoRootfs(root: string, sandboxPath: string, linkTarget: string): Promise<boolean> {
+async function linkIntoRootfs(root: string, sandboxPath: string, linkTarget: string): Promise<boolean> {
   const target = await placeIn(root, sandboxPath);
   if (!target) return false;
   await symlink(linkTarget, target);
@@ -30,12 +30,12 @@ async function placeIn(root: string, sandboxPath: string): Promise<string | unde
   let dir = root;
   for (const part of parts.slice(0, -1)) {
     dir = join(dir, part);
-    const st = await lstat(dir).catch(() => undefined);
+    const st = await lstat(dir).catch(() => { /* not there: made just below (which reports any other failure) */ return undefined; });
     if (!st) await mkdir(dir, { mode: 0o755 });
     else if (!st.isDirectory()) return undefined;
   }
   const target = join(dir, parts[parts.length - 1]);
-  const st = await lstat(target).catch(() => undefined);
+  const st = await lstat(target).catch(() => { /* not there: written fresh below */ return undefined; });
   if (st?.isDirectory()) return undefined;
   if (st) await rm(target);
   return target;

@@ -90,7 +90,7 @@ export function defaultPtyModulesDir(): string | undefined {
   }
 }
 
-export function initArgs(): string[] {
+function initArgs(): string[] {
   const d = SANDBOX_RUNTIME_DIR;
   const loader = [`${d}/lib/ld-linux-x86-64.so.2`, '--library-path', `${d}/lib`];
   return [...loader, `${d}/bin/dumb-init`, '--', ...loader, `${d}/bin/node`, `${d}/envd/envd.mjs`];

@@ -6,7 +6,7 @@ export interface MemoryHolder {
 }
 
 /** Memory a paused sandbox gives back to the node's quota under the release ratio. */
-export const releasedMB = (memoryMB: number, ratio: number) => Math.round(memoryMB * ratio);
+const releasedMB = (memoryMB: number, ratio: number) => Math.round(memoryMB * ratio);
 
 /** Memory the node counts as used: running sandboxes in full, paused ones minus what they released. */
 export function usedMemoryMB(sandboxes: MemoryHolder[], ratio: number): number {

@@ -111,7 +111,7 @@ export class InstanceLauncher {
       return inst;
     } catch (err) {
       const step = marks.booted !== undefined ? 'waiting for envd' : marks.prepared !== undefined ? 'booting' : 'preparing';
-      const consoleTail = await driver.consoleTail(inst.ref).catch(() => '');
+      const consoleTail = await driver.consoleTail(inst.ref).catch(() => { /* no console to quote: the warning below goes without it */ return ''; });
       this.d.logger.warn({ instanceId, role: req.role, sandboxId: req.sandboxId, step, ms: Date.now() - started, marks, err: (err as Error).message, console: consoleTail }, 'instance create failed');
       await this.teardown(inst).catch((e) => this.d.logger.error({ err: e, instanceId }, 'rollback of a failed create left something behind'));
       if (err instanceof SvcError && step === 'waiting for envd') {

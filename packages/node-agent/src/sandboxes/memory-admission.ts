@@ -52,7 +52,7 @@ export class MemoryAdmission {
   admit(memoryMB: number): Promise<() => void> {
     const turn = this.queue.then(() => this.admitNow(memoryMB));
     // The next admission waits for this one's check, not for its outcome.
-    this.queue = turn.then(() => undefined, () => undefined);
+    this.queue = turn.then(() => undefined, () => { /* the refusal reaches the caller through `turn`; the queue only orders */ return undefined; });
     return turn;
   }
 

@@ -46,7 +46,11 @@ export class MemoryWatch {
     const live = new Set<string>();
     for (const inst of this.d.running()) {
       live.add(inst.record.instanceId);
-      const used = await this.d.usedBytes(inst).catch(() => 0);
+      const used = await this.d.usedBytes(inst).catch((err: Error) => {
+        // Usually its cgroup went with the sandbox between the list and the read; watched again next round.
+        this.d.logger.debug({ instanceId: inst.record.instanceId, err: err.message }, 'memory use unreadable; not watched this round');
+        return 0;
+      });
       if (used < inst.record.memoryMB * 1024 * 1024 * ALERT_SHARE) continue;
       if (now - (this.alertedAt.get(inst.record.instanceId) ?? 0) < REALERT_MS) continue;
       this.alertedAt.set(inst.record.instanceId, now);

@@ -57,7 +57,10 @@ export async function reconcile(d: ReconcileDeps): Promise<ReconcileReport> {
         doomed.push(inst);
         continue;
       }
-      const status = await driver.status(inst.ref).catch(() => 'stopped' as const);
+      const status = await driver.status(inst.ref).catch((err: Error) => {
+        d.logger.warn({ instanceId: r.instanceId, sandboxId: r.sandboxId, err: err.message }, 'runtime status unreadable at start; the instance is taken as stopped');
+        return 'stopped' as const;
+      });
       if (status === 'running' || status === 'paused') {
         r.phase = status;
         await d.records.save(r);

@@ -14,7 +14,7 @@ export interface AttachedVolume extends VolumeMountOnNode {
 
 /**
  * Who holds an attachment: a sandbox, or a content API call in flight. Only sandboxes move the
- * master's refcount (SPEC "Volume reference counting"): a content call attaches and detaches
+ * master's refcount (docs/volumes.md, "Lifecycle and counts"): a content call attaches and detaches
  * within one request, and reporting its flips could interleave with a sandbox's and skew it.
  */
 export interface Holder { id: string; kind: 'sandbox' | 'content' }
@@ -60,9 +60,9 @@ export class VolumeAttachments {
       }
       return { attached, flips };
     } catch (err) {
-      // Operators read plugin failures here (SPEC: `no plugin registered for driver` is a log diagnostic).
+      // Operators read plugin failures here (docs/volume-plugins.md, "Rules": failures say why, in the answer or this log).
       this.d.logger.warn({ holder: holder.id, volumes: mounts.map((m) => `${m.volumeId}:${m.driver}`), err: (err as Error).message }, 'volume attach failed; detaching what was attached');
-      // Rollback: the create fails with nothing of it left attached (SPEC "Plugin rules" 5); the
+      // Rollback: the create fails with nothing of it left attached (docs/volume-plugins.md, "Diagnostics"); the
       // rollback's flips cancel the attach's, so the master is told neither.
       await this.detach(holder, attached.map((a) => a.volumeId));
       throw err;
@@ -168,7 +168,7 @@ export class VolumeAttachments {
   /**
    * Why a host path cannot be mounted into a sandbox, or undefined. Resolved by `realpath` in a
    * child process with the bind timeout: a hung network mount fails the create instead of
-   * blocking a thread of this process (SPEC "Limits": 3 s).
+   * blocking a thread of this process (docs/volumes.md, "Limits and figures": 3 s).
    */
   private async hostPathProblem(hostPath: string): Promise<string | undefined> {
     if (typeof hostPath !== 'string' || !hostPath.startsWith('/')) return 'which is not an absolute path';
@@ -191,7 +191,10 @@ function sandboxCount(h: Held): number {
 }
 
 async function realpath(path: string): Promise<string | undefined> {
-  const r = await run('realpath', ['-e', '--', path], { allowFail: true, timeoutMs: HOST_BIND_TIMEOUT_MS }).catch(() => undefined);
+  const r = await run('realpath', ['-e', '--', path], { allowFail: true, timeoutMs: HOST_BIND_TIMEOUT_MS }).catch(() => {
+    // Timed out (a hung mount under it): unresolvable, which the caller refuses with the path named.
+    return undefined;
+  });
   return r && r.code === 0 ? r.stdout.trim() : undefined;
 }
 

@@ -37,7 +37,7 @@ export async function ensureGuestBoot(stateDir: string, kernelDir: string): Prom
   if (!existsSync(BUSYBOX)) throw new SvcError(503, `${BUSYBOX} is missing: install busybox-static (scripts/install-system-deps.sh)`);
   const init = await readFile(initScript());
   const busybox = await readFile(BUSYBOX);
-  const order = (await readFile(join(kernelDir, 'modules', 'modules.order'), 'utf8').catch(() => '')).split(/\s+/).filter(Boolean);
+  const order = (await readFile(join(kernelDir, 'modules', 'modules.order'), 'utf8').catch(() => { /* a kernel built without modules: the initramfs has none */ return ''; })).split(/\s+/).filter(Boolean);
   const modules = await Promise.all(order.map(async (m) => ({ name: m, data: await readFile(join(kernelDir, 'modules', `${m}.ko`)) })));
   const hash = createHash('sha256').update(init).update(busybox).update(order.join(' '));
   for (const m of modules) hash.update(m.data);
@@ -98,7 +98,7 @@ async function writeAtomically(path: string, data: Buffer): Promise<void> {
  * needed). Undefined when unknown: the guest measures it then.
  */
 export async function hostTscKhz(): Promise<number | undefined> {
-  const text = await readFile('/proc/cpuinfo', 'utf8').catch(() => '');
+  const text = await readFile('/proc/cpuinfo', 'utf8').catch(() => { /* unknown rate: the guest measures it */ return ''; });
   const mhz = Number(/^cpu MHz\s*:\s*([\d.]+)/m.exec(text)?.[1]);
   return mhz > 0 ? Math.round(mhz * 1000) : undefined;
 }

@@ -7,7 +7,7 @@ import { run } from '../../host/exec.ts';
  * two (DNAT in, SNAT out), and the host side (veth, firewall, egress steering, allowOut and
  * denyOut) sees the sandbox's address as before. Link-local, so no user network collides.
  */
-export const GUEST_ADDRESS = '169.254.77.2';
+const GUEST_ADDRESS = '169.254.77.2';
 export const GUEST_GATEWAY = '169.254.77.1';
 export const GUEST_CIDR = `${GUEST_ADDRESS}/30`;
 export const GUEST_MAC = '02:53:00:00:00:02';

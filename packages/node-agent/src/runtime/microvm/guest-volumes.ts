@@ -6,7 +6,7 @@ import { isMountPoint, unmount } from '../../host/mounts.ts';
 import type { HostMount } from '../driver.ts';
 
 /** Debian's QEMU ships the C virtiofsd beside its other helpers. */
-export const VIRTIOFSD = '/usr/lib/qemu/virtiofsd';
+const VIRTIOFSD = '/usr/lib/qemu/virtiofsd';
 
 /** One volume as the guest sees it: a virtiofs tag mounted at `path`. */
 export interface GuestVolume extends HostMount {
@@ -67,9 +67,9 @@ export function volumeBootFile(volumes: GuestVolume[]): string {
 /** virtiofsd processes still serving this instance (one whose QEMU never connected, after a failed boot). */
 export async function endVolumeServers(dir: string): Promise<void> {
   const marker = `--socket-path=${dir}/`;
-  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+  for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => { /* it ended while /proc was read */ return ''; })).split('\0');
     if (argv[0] === VIRTIOFSD && argv.some((a) => a.startsWith(marker))) { try { process.kill(Number(pid), 'SIGKILL'); } catch { /* gone */ } }
   }
 }
@@ -77,7 +77,7 @@ export async function endVolumeServers(dir: string): Promise<void> {
 /** Takes the read-only binds down (before the instance's directory goes: they lead into volumes). */
 export async function releaseVolumeBinds(dir: string): Promise<void> {
   const root = join(dir, 'volumes');
-  for (const name of await readdir(root).catch(() => [] as string[])) {
+  for (const name of await readdir(root).catch(() => { /* no volumes directory: the guest had no volumes */ return [] as string[]; })) {
     const bind = join(root, name);
     if (await isMountPoint(bind)) await unmount(bind);
   }

@@ -16,7 +16,7 @@ export async function kvmBootsGuest(logger: Logger, guest: GuestBoot, qemu = 'qe
   if (!existsSync('/dev/kvm')) return false;
   const key = `${release()} ${guest.kernel}`;
   const cacheFile = join(cacheDir, 'microvm-kvm.json');
-  const cached = await readFile(cacheFile, 'utf8').then((t) => JSON.parse(t) as { key: string; boots: boolean }, () => undefined);
+  const cached = await readFile(cacheFile, 'utf8').then((t) => JSON.parse(t) as { key: string; boots: boolean }, () => { /* no answer kept yet: probed below */ return undefined; });
   if (cached?.key === key) return cached.boots;
   const r = await run(qemu, ['-M', 'microvm', '-accel', 'kvm', '-cpu', 'host', '-m', '128', '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot',
     '-kernel', guest.kernel, '-initrd', guest.initrd, '-append', 'console=ttyS0 quiet panic=-1', '-serial', 'stdio'], { timeoutMs: 20_000, allowFail: true });

@@ -55,12 +55,12 @@ export class TemplateSnapshots {
    * there, is killed) and those whose template image, runtime disk, kernel or initramfs is gone.
    */
   async sweep(): Promise<void> {
-    for (const name of await readdir(this.root).catch(() => [] as string[])) {
+    for (const name of await readdir(this.root).catch(() => { /* no saved guests made yet */ return [] as string[]; })) {
       const dir = join(this.root, name);
       let stale = name.includes('.tmp-');
       if (stale) await killQemuOf(dir);
       else {
-        const uses = await readFile(join(dir, 'uses.json'), 'utf8').then((t) => JSON.parse(t) as string[], () => undefined);
+        const uses = await readFile(join(dir, 'uses.json'), 'utf8').then((t) => JSON.parse(t) as string[], () => { /* no uses.json (or a torn one): the saved guest is stale */ return undefined; });
         stale = !uses || uses.some((p) => !existsSync(p));
       }
       if (stale) {
@@ -85,9 +85,9 @@ export function templateKey(spec: InstanceSpec, parts: { runtimeDisk: string; ke
 
 /** The QEMU a pid file in `dir` names, when its command line is about `dir`. */
 async function killQemuOf(dir: string): Promise<void> {
-  const pid = Number((await readFile(join(dir, 'qemu.pid'), 'utf8').catch(() => '')).trim());
+  const pid = Number((await readFile(join(dir, 'qemu.pid'), 'utf8').catch(() => { /* QEMU never started for it */ return ''; })).trim());
   if (!pid) return;
-  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => { /* no such process: it has ended */ return ''; });
   if (!cmdline.includes(dir)) return;
   try { process.kill(pid, 'SIGKILL'); } catch { /* gone meanwhile */ }
 }

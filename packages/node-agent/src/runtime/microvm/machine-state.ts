@@ -1,0 +1,162 @@
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { SvcError, type Logger } from '@svc/common';
+import { run, type RunResult } from '../../host/exec.ts';
+import type { ExecOptions, InstanceRef, InstanceSpec, PauseResult } from '../driver.ts';
+import { appendAgentLine } from '../console-file.ts';
+import { SANDBOX_SUDO } from '../runtime-bundle.ts';
+import { clearEnvdToken, execThroughEnvd } from './envd-exec.ts';
+import { ensureGuestNetwork } from './guest-network.ts';
+import { microvmPaths } from './instance-files.ts';
+import { readLaunch, writeLaunch, type MachineOptions } from './qemu-command.ts';
+import { endQemu, qemuPid, startQemu, withQmp } from './qemu-process.ts';
+
+/** Writing guest memory to disk: bounded by the guest's size and the disk, not by QEMU's answer time. */
+const MIGRATE_TIMEOUT_MS = 300_000;
+
+/** machine.json in a captured machine's archive. */
+interface SavedMachine {
+  resources?: InstanceSpec['resources'];
+  envdToken?: string;
+}
+
+/** What saving and restoring a guest's whole state needs of the driver. */
+export interface MachineStateDeps extends MachineOptions {
+  logger: Logger;
+  qemu: string;
+  /** The read-only runtime disk of the instance's bundle (guest-assets.ts ensureRuntimeDisk). */
+  runtimeDisk: (spec: InstanceSpec) => Promise<string>;
+  /** Runs a command in the guest through its envd with the token its sandbox was given. */
+  exec: (ref: InstanceRef, argv: string[], opts: ExecOptions) => Promise<RunResult>;
+  envdTokenOf: (instanceId: string) => string | undefined;
+}
+
+/**
+ * A guest's whole state (memory, devices) on disk: the memory pause and its resume, and
+ * captured machines (snapshots with memory) and the sandboxes restored from them.
+ */
+export class MachineState {
+  constructor(private readonly o: MachineStateDeps) {}
+
+  /**
+   * Stops the guest, writes its whole state (memory, devices) to `memory.state` and ends QEMU.
+   * A failed save leaves the guest running as it was.
+   */
+  async save(ref: InstanceRef): Promise<PauseResult> {
+    const paths = microvmPaths(ref.dir);
+    const tmp = `${paths.state}.tmp`;
+    await rm(tmp, { force: true });
+    await withQmp(ref, async (q) => {
+      await q.execute('stop');
+      try {
+        await q.execute('migrate', { uri: `exec:cat > ${tmp}` });
+        const deadline = Date.now() + MIGRATE_TIMEOUT_MS;
+        while (true) {
+          const m = await q.execute<{ status?: string; 'error-desc'?: string }>('query-migrate');
+          if (m.status === 'completed') break;
+          if (m.status === 'failed' || m.status === 'cancelled') throw new Error(`saving the guest failed: ${m['error-desc'] ?? m.status}`);
+          if (Date.now() > deadline) {
+            await q.execute('migrate_cancel').catch((err: Error) => this.o.logger.warn({ instanceId: ref.instanceId, err: err.message }, 'the overdue save could not be cancelled; the guest is continued anyway'));
+            throw new Error('saving the guest took too long');
+          }
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      } catch (err) {
+        await q.execute('cont').catch((e: Error) => this.o.logger.error({ instanceId: ref.instanceId, err: e.message }, 'guest could not be continued after a failed save'));
+        await rm(tmp, { force: true });
+        throw err;
+      }
+      await q.execute('quit').catch(() => { /* QEMU may close the socket before answering quit */ });
+    });
+    const deadline = Date.now() + 10_000;
+    while (await qemuPid(ref)) {
+      if (Date.now() > deadline) { await endQemu(ref); break; }
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    await rename(tmp, paths.state);
+    return { kind: 'snapshot', snapshotBytes: (await stat(paths.state)).size };
+  }
+
+  /** Starts QEMU again on the saved state; the guest goes on where it stopped. */
+  async resume(ref: InstanceRef): Promise<void> {
+    const paths = microvmPaths(ref.dir);
+    if (!existsSync(paths.state)) {
+      if (await qemuPid(ref)) return; // running already
+      throw new Error(`instance ${ref.instanceId} has no saved state to resume from`);
+    }
+    const launch = await readLaunch(ref.dir);
+    await ensureGuestNetwork(ref.netnsPath);
+    await this.startFrom(ref, launch.argv, paths.state);
+    await rm(paths.state, { force: true });
+  }
+
+  /**
+   * QEMU on a saved state until the guest runs, then the guest's clock set to the host's (it
+   * stood still while the state was on disk) and its random pool reseeded (guests restored from
+   * one template state would draw the same numbers). A guest that does not come back is ended.
+   */
+  async startFrom(ref: InstanceRef, argv: string[], state: string, envdToken?: string): Promise<void> {
+    await startQemu(this.o.qemu, ref, argv, `exec:cat ${state}`);
+    try {
+      await withQmp(ref, async (q) => {
+        const deadline = Date.now() + MIGRATE_TIMEOUT_MS;
+        while (true) {
+          const s = await q.execute<{ status: string }>('query-status');
+          if (s.status === 'running') return;
+          if (s.status === 'paused' || s.status === 'postmigrate') { await q.execute('cont'); return; }
+          if (s.status !== 'inmigrate') throw new Error(`the guest did not come back from its saved state (status ${s.status})`);
+          if (Date.now() > deadline) throw new Error('loading the guest took too long');
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      });
+    } catch (err) {
+      await endQemu(ref);
+      throw err;
+    }
+    // svc-sudo sets the clock and reseeds the kernel's random pool (packages/node-agent/native/sudo.c).
+    const renew = [SANDBOX_SUDO, '--after-restore', String(Date.now()), randomBytes(64).toString('hex')];
+    const set = await (envdToken && ref.address ? execThroughEnvd({ address: ref.address, accessToken: envdToken }, renew, { timeoutMs: 10_000 }) : this.o.exec(ref, renew, { timeoutMs: 10_000 }))
+      .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
+    if (set.code !== 0) this.o.logger.warn({ instanceId: ref.instanceId, err: set.stderr.trim() }, 'the guest clock and random pool could not be renewed after a restore');
+  }
+
+  /**
+   * Writes a paused instance's machine: its writable layer's image, its saved state, and its
+   * shape and envd token (machine.json), which a restore needs (its memory holds the token anyway).
+   */
+  async capture(ref: InstanceRef, archivePath: string): Promise<void> {
+    const paths = microvmPaths(ref.dir);
+    if (!existsSync(paths.state)) throw new Error(`instance ${ref.instanceId} is not paused to a file; its machine cannot be read`);
+    const launch = await readLaunch(ref.dir);
+    const machine: SavedMachine = { resources: launch.resources, envdToken: this.o.envdTokenOf(ref.instanceId) };
+    await writeFile(paths.machine, JSON.stringify(machine) + '\n', { mode: 0o600 });
+    try {
+      await run('tar', ['--create', `--file=${archivePath}`, '--sparse', '-C', ref.dir, 'disk.ext4', 'memory.state', 'machine.json'], { timeoutMs: 600_000 });
+    } finally {
+      await rm(paths.machine, { force: true });
+    }
+  }
+
+  /**
+   * A new sandbox that goes on from a captured machine: its disk and memory, its processes. Its
+   * envd still holds the old sandbox's token, which is cleared here so that /init gives it the new one.
+   */
+  async restore(spec: InstanceSpec, archive: string): Promise<void> {
+    const paths = microvmPaths(spec.dir);
+    await mkdir(spec.dir, { recursive: true });
+    await run('tar', ['--extract', `--file=${archive}`, '-C', spec.dir, 'disk.ext4', 'memory.state', 'machine.json'], { timeoutMs: 600_000 });
+    const machine = JSON.parse(await readFile(paths.machine, 'utf8')) as SavedMachine;
+    await rm(paths.machine, { force: true });
+    const want = machine.resources;
+    if (want && (want.cpuCount !== spec.resources.cpuCount || want.memoryMB !== spec.resources.memoryMB)) {
+      throw new SvcError(409, `this snapshot holds a machine of ${want.cpuCount} CPUs and ${want.memoryMB} MB; it cannot start as ${spec.resources.cpuCount} CPUs and ${spec.resources.memoryMB} MB`);
+    }
+    await ensureGuestNetwork(spec.netnsPath);
+    const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec), []);
+    await appendAgentLine(paths.console, `sandbox restored from a snapshot of a machine (QEMU microvm, ${this.o.accel})`);
+    await this.startFrom(spec, launch.argv, paths.state, machine.envdToken);
+    await rm(paths.state, { force: true });
+    if (machine.envdToken && spec.address) await clearEnvdToken({ address: spec.address, accessToken: machine.envdToken });
+  }
+}
