@@ -2,7 +2,7 @@ import type { ArtifactRef } from '@svc/contracts/node-agent';
 import type { ArtifactRow } from './tables.ts';
 
 /** Node agents always download through the master, whatever the store behind it. */
-export function artifactDownloadUrl(masterAddr: string, artifactId: string): string {
+function artifactDownloadUrl(masterAddr: string, artifactId: string): string {
   return `${masterAddr.replace(/\/+$/, '')}/svc/template/artifact/download?artifact_id=${encodeURIComponent(artifactId)}`;
 }
 

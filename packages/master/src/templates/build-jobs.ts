@@ -135,7 +135,7 @@ export class BuildJobs {
         await this.d.jobs.touch(job.job_id, now);
         continue;
       }
-      const seen = progressTime(await readProgress(this.d.coordination, job.job_id));
+      const seen = progressTime(await readProgress(this.d.coordination, job.job_id, this.d.logger));
       if (seen > cutoff) {
         await this.d.jobs.touch(job.job_id, seen);
         continue;
@@ -179,7 +179,7 @@ export class BuildJobs {
       await this.fail(job, problem);
       return;
     }
-    const progress = await readProgress(this.d.coordination, job.job_id);
+    const progress = await readProgress(this.d.coordination, job.job_id, this.d.logger);
     const moved = await this.d.jobs.startDistributing(job.job_id, {
       artifact_id: stored.artifactId,
       image_info: report.imageInfo ? JSON.stringify(report.imageInfo) : null,
@@ -245,7 +245,7 @@ export class BuildJobs {
 
   /** Moves an active job to FAILED (optionally only while its progress clock is `clock`). */
   private async fail(job: JobRow, error: string, clock?: number): Promise<boolean> {
-    const progress = await readProgress(this.d.coordination, job.job_id);
+    const progress = await readProgress(this.d.coordination, job.job_id, this.d.logger);
     const moved = await this.d.jobs.transition(job.job_id, ACTIVE, {
       status: 'FAILED', error, ...(progress ? { progress_json: JSON.stringify(progress) } : {}),
     }, clock);

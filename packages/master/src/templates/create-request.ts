@@ -90,7 +90,7 @@ export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svcle
   };
 }
 
-export function hostPlatform(): { os: string; architecture: string } {
+function hostPlatform(): { os: string; architecture: string } {
   const arch = ({ x64: 'amd64', arm64: 'arm64', arm: 'arm', ia32: '386', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' } as Record<string, string>)[process.arch];
   return { os: 'linux', architecture: arch ?? process.arch };
 }

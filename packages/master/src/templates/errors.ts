@@ -15,7 +15,7 @@ export const templateHasSnapshots = (ref: string, snapshotIds: string[]) =>
 /** A template the platform makes for itself is not there yet, or failed to build: the platform's fault, so 503. */
 export const templateBuildUnavailable = (message: string, retryAfterSec?: number) => unavailable(message, retryAfterSec);
 
-export const templateNotFound = (ref: string) => notFound(`template ${ref} not found`, ErrorCodes.notFound);
+export const templateNotFound = (ref: string) => notFound(`template ${ref} not found`, ErrorCodes.templateNotFound);
 
 /** The reason recorded on a job whose built artifact had nowhere to go. */
 export const NO_TEMPLATE_NODES = 'ErrNoTemplateNodes: no live node to distribute the artifact to; register a node agent, then redo the template';

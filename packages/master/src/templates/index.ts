@@ -13,7 +13,8 @@ import { registerE2bTemplateRoutes, type SnapshotDeletion } from './routes/e2b.t
 import type { BuilderStatus } from './builder-port.ts';
 import { withTemplateErrors } from './routes/error-scope.ts';
 import { registerSvcTemplateRoutes } from './routes/svc.ts';
-import { TemplateService, type BuiltLayers } from './service.ts';
+import { TemplateService } from './service.ts';
+import type { BuiltLayers } from './template-resolver.ts';
 import type { Owner } from '../teams/ownership.ts';
 import { ArtifactStore, DefinitionStore } from './store/artifacts.ts';
 import { JobStore } from './store/jobs.ts';
@@ -21,10 +22,8 @@ import { TemplateStore } from './store/templates.ts';
 import type { JobAccepted, JobInfo, TemplateCreate } from '@svc/contracts/template-routes';
 import type { BuilderTemplates } from '../builds/ports.ts';
 
-export type { TemplateCreate, TemplateInfo, JobInfo, JobAccepted } from '@svc/contracts/template-routes';
 export { deleteSnapshotNamed, type SnapshotDeletion } from './routes/e2b.ts';
 export type { BuilderStatus } from './builder-port.ts';
-export type { BuiltLayers } from './service.ts';
 export { relayFromTemplateCenter } from './relay.ts';
 
 export interface TemplatesDeps {

@@ -13,7 +13,7 @@ import type { JobKind, JobPhase, JobStatus, SourceKind, TemplateStatus } from '@
 export type { JobKind, JobPhase, JobStatus, SourceKind, TemplateStatus };
 export type ArtifactStatus = 'PENDING' | 'BUILDING' | 'READY' | 'CLEANUP_PENDING';
 /** `legacy-local`: a file on the master's disk, written by the legacy in-process builder. */
-export type ArtifactStorage = 'local' | 's3' | 'legacy-local';
+type ArtifactStorage = 'local' | 's3' | 'legacy-local';
 
 export interface TemplateRow {
   template_id: string;

@@ -33,7 +33,11 @@ export function registerDownloadRoute(app: FastifyInstance, artifacts: ArtifactS
 }
 
 async function sendFile(reply: FastifyReply, path: string, head: boolean): Promise<FastifyReply> {
-  const st = await stat(path).catch(() => null);
+  const st = await stat(path).catch((err: NodeJS.ErrnoException) => {
+    // Only a file that is not there is "missing"; another failure (permissions, I/O) is the master's: a 500, logged.
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return null;
+    throw new SvcError(500, `the legacy artifact file cannot be read on this master: ${err.message}`);
+  });
   if (!st?.isFile()) throw new SvcError(404, 'the legacy artifact file is missing on this master');
   reply.status(200).header('content-type', 'application/octet-stream').header('content-length', String(st.size));
   return reply.send(head ? undefined : createReadStream(path));

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { notFound, type SvcError } from '@svc/common';
+import { ErrorCodes, notFound, type SvcError } from '@svc/common';
 import type { E2bBuildStatus, E2bBuildStatusAnswer, E2bTemplate, E2bTemplateDetail, TemplateCreate } from '@svc/contracts/template-routes';
 import type { TemplateService } from '../service.ts';
 import type { BuilderStatus } from '../builder-port.ts';
@@ -45,7 +45,7 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
   });
   on<{ Params: { alias: string } }>('GET', '/templates/aliases/{alias}', async (req) => {
     const t = await svc.row(req.params.alias);
-    if (t.alias !== req.params.alias) throw notFound(`template alias ${req.params.alias} not found`, 130404);
+    if (t.alias !== req.params.alias) throw notFound(`template alias ${req.params.alias} not found`, ErrorCodes.templateNotFound);
     return { templateID: t.template_id, public: Number(t.public) === 1 };
   });
   on<Id>('GET', '/templates/{templateID}', async (req): Promise<E2bTemplateDetail> => {

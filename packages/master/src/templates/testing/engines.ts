@@ -27,7 +27,7 @@ export function onEveryEngine(title: string, cases: Record<string, Case>): void 
   }
 }
 
-export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
