@@ -9,7 +9,7 @@ import { NodeEgressPolicies } from './egress-policies.ts';
 import { AnnouncedProxyPurger } from './proxies.ts';
 import { SandboxRepo } from './sandboxes/repo.ts';
 import { registerSandboxRoutes } from './sandboxes/routes.ts';
-import { SandboxService } from './sandboxes/service.ts';
+import { MasterSandboxes } from './sandboxes/service.ts';
 import { startTemplates, type BuilderStatus, type SnapshotDeletion, type TemplatesModule } from './templates/index.ts';
 import { BuildRepo } from './builds/repo.ts';
 import { registerBuildRoutes } from './builds/routes.ts';
@@ -54,7 +54,7 @@ export interface Master {
   url: string;
   app: FastifyInstance;
   db: Db;
-  sandboxes: SandboxService;
+  sandboxes: MasterSandboxes;
   nodes: NodeRegistry;
   templates: TemplatesModule;
   /** The workload identity issuer (docs/security.md). */
@@ -108,7 +108,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const volumePlugins = new VolumePluginRegistry(cfg.master.volume_plugins);
   const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes), logger });
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
-  const sandboxes = new SandboxService({
+  const sandboxes = new MasterSandboxes({
     cfg, repo, nodes, templates: sandboxResolver, coordination, logger,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
     egress: new NodeEgressPolicies(nodes, cfg.egress.admin_token, logger),

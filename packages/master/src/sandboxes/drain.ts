@@ -3,7 +3,7 @@ import { notFound, unavailable, type Coordination, type Logger } from '@svc/comm
 import type { DrainStatus, NodeRecord } from '@svc/contracts/master';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { Row, SandboxRepo } from './repo.ts';
-import type { SandboxService } from './service.ts';
+import type { MasterSandboxes } from './service.ts';
 
 type DrainRecord = Omit<DrainStatus, 'node'>;
 
@@ -33,7 +33,7 @@ export class NodeDrains {
   private stopping = false;
 
   constructor(private readonly d: {
-    nodes: NodeRegistry; repo: SandboxRepo; sandboxes: SandboxService; coordination: Coordination; holder: string; logger: Logger;
+    nodes: NodeRegistry; repo: SandboxRepo; sandboxes: MasterSandboxes; coordination: Coordination; holder: string; logger: Logger;
     /** How many sandboxes move at once (master.drain_concurrency). */
     concurrency: number;
   }) {}

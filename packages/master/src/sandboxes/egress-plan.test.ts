@@ -9,7 +9,7 @@ test('no rules and no host names: the proxy is not in the path', () => {
   assert.deepEqual(planEgress(net({ allowOut: ['1.1.1.1', '10.0.0.0/8'], denyOut: ['0.0.0.0/0'] }), true), { steer: [] });
 });
 
-test('SPEC rules: steered by their ports, checked, default deny (no fallback)', () => {
+test('rules (docs/egress.md, "Rules"): steered by their ports, checked, default deny (no fallback)', () => {
   const plan = planEgress(net({
     rules: [
       { name: 'a', match: { host: 'API.example.com', scheme: 'https', port: 8443 }, action: { allow: true } },

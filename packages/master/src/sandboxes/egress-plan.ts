@@ -17,13 +17,13 @@ const CIDR_OR_IP = /^[\d.]+(\/\d+)?$/;
 
 /**
  * Turns the create (or network update) settings into the proxy's policy:
- * - SPEC.md's rule list (`network.rules` as a list) comes first, and what it leaves unmatched is
- *   denied (SPEC.md "Egress rule");
+ * - our rule list (`network.rules` as a list: docs/egress.md, "Rules") comes first, and what it
+ *   leaves unmatched is denied;
  * - E2B's form: host names in allowOut become allow rules for those hosts; E2B's per-host header
  *   transforms inject into requests to hosts that allowOut names, or, for other hosts, into what
  *   the layer-3 lists allow (E2B: transforms do not grant access); a request no rule matched is
  *   decided by its upstream address against allowOut/denyOut, as layer 3 decides the rest.
- * Throws 400 on a rule that breaks SPEC.md's constraints.
+ * Throws 400 on a rule that breaks the constraints of docs/egress.md, "Rules".
  */
 export function planEgress(network: Pick<NetworkConfig, 'allowOut' | 'denyOut' | 'rules'>, allowInternetAccess: boolean): EgressPlan {
   const specForm = Array.isArray(network.rules);
@@ -98,7 +98,7 @@ function e2bTransforms(raw: unknown): EgressTransform[] {
       for (const [header, value] of Object.entries(headers)) inject.push({ header, secret: value as string });
     }
     if (inject.length === 0) continue;
-    // The same checks as a SPEC rule's inject (header names, no line breaks, no framing headers).
+    // The same checks as a rule's inject (header names, no line breaks, no framing headers: docs/egress.md, "Rules").
     checkEgressRules([{ name: 'transform', match: { host }, action: { allow: true, inject } }]);
     out.push({ host, inject });
   }

@@ -34,7 +34,7 @@ export interface ResolvedTemplate {
 }
 
 export interface TemplateResolver {
-  /** By id or alias. 404 (code 130404) when unknown, 400 when it has no ready artifact. */
+  /** By id or alias. 404 (ErrorCodes.templateNotFound) when unknown, 400 when it has no ready artifact. */
   resolveForCreate(ref: string): Promise<ResolvedTemplate>;
   /** Template ids an id-or-alias filter stands for (list filter). */
   idsFor(ref: string): Promise<string[]>;

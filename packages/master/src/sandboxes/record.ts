@@ -22,7 +22,7 @@ export function toRecord(r: Row): SandboxRecord {
     memoryMB: r.memory_mb,
     diskSizeMB: r.disk_size_mb,
     metadata: JSON.parse(r.metadata),
-    // Reads never show an inject secret (SPEC.md "Egress proxy behaviour" 8).
+    // Reads never show an inject secret (docs/egress.md, end of "Audit log").
     network: redactNetwork(JSON.parse(r.network) as NetworkConfig),
     ...(r.allow_internet_access === null ? {} : { allowInternetAccess: !!r.allow_internet_access }),
     lifecycle: { onTimeout: r.on_timeout as OnTimeout, autoResume: !!r.auto_resume },

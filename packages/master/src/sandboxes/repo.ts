@@ -4,11 +4,14 @@ import type { SandboxState } from '@svc/contracts/master-internal';
 import type { DbDriver } from '../db/connect.ts';
 
 export type Row = Selectable<SandboxRow>;
+/** The columns a write may set beside the state; the state itself moves only through transitions.ts. */
+export type SandboxPatch = Partial<Omit<SandboxRow, 'state' | 'sandbox_id'>> & { state?: never };
 
 /** Database access for t_svc_sandbox. State moves are compare-and-set on the current state. */
 export class SandboxRepo {
   constructor(private readonly db: Kysely<Database>, private readonly driver: DbDriver) {}
 
+  /** Only transitions.ts records a sandbox (its state is the table's first). */
   async insert(row: SandboxRow): Promise<void> {
     await this.db.insertInto('t_svc_sandbox').values(row).execute();
   }
@@ -17,17 +20,31 @@ export class SandboxRepo {
     return this.db.selectFrom('t_svc_sandbox').selectAll().where('sandbox_id', '=', id).executeTakeFirst();
   }
 
-  /** Updates when the row is still in one of `from`; answers whether it did. */
-  async transition(id: string, from: SandboxState[], patch: Partial<SandboxRow>): Promise<boolean> {
+  /**
+   * Moves the row into `to` when it is still in one of `from`; answers whether it did. Only
+   * transitions.ts calls it, after checking the move against the state table.
+   */
+  async writeState(id: string, from: SandboxState[], to: SandboxState, patch: SandboxPatch): Promise<boolean> {
     const r = await this.db.updateTable('t_svc_sandbox')
-      .set({ ...patch, updated_at: Date.now() })
+      .set({ ...patch, state: to, updated_at: Date.now() })
       .where('sandbox_id', '=', id)
       .where('state', 'in', from)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }
 
-  async update(id: string, patch: Partial<SandboxRow>): Promise<void> {
+  /** Writes columns other than the state while the row is in one of `states`; answers whether it did. */
+  async updateIn(id: string, states: SandboxState[], patch: SandboxPatch): Promise<boolean> {
+    const r = await this.db.updateTable('t_svc_sandbox')
+      .set({ ...patch, updated_at: Date.now() })
+      .where('sandbox_id', '=', id)
+      .where('state', 'in', states)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  /** Writes columns other than the state (a deadline, the network). */
+  async update(id: string, patch: SandboxPatch): Promise<void> {
     await this.db.updateTable('t_svc_sandbox').set({ ...patch, updated_at: Date.now() }).where('sandbox_id', '=', id).execute();
   }
 

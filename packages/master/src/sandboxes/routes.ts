@@ -4,14 +4,14 @@ import { requireEgressAdmin } from '../egress-admin-auth.ts';
 import type { ListSandboxesQuery } from '@svc/contracts/master';
 import { parseSandboxLogsQuery } from '@svc/contracts/sandbox-logs';
 import type { LifecycleReason } from '@svc/contracts/master-internal';
-import type { SandboxService } from './service.ts';
+import type { MasterSandboxes } from './service.ts';
 import { checkCreateInput } from './create-input.ts';
 import { callerTeam } from '../teams/caller.ts';
 
 type IdParams = { Params: { id: string } };
 
 /** Gateway-facing sandbox routes (/v1/...) and the internal ones (/internal/v1/...). */
-export function registerSandboxRoutes(app: FastifyInstance, svc: SandboxService, logger: Logger, egressAdminToken = ''): void {
+export function registerSandboxRoutes(app: FastifyInstance, svc: MasterSandboxes, logger: Logger, egressAdminToken = ''): void {
   // The egress proxy loads its node's policies here at start; they hold the inject secrets.
   app.get<{ Querystring: { nodeId?: string } }>('/internal/v1/egress/policies', async (req) => {
     requireEgressAdmin(req, egressAdminToken, 'load policies');

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { defaultConfig, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
+import { defaultConfig, ErrorCodes, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/contracts/lifecycle';
 import { openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrator.ts';
@@ -11,12 +11,12 @@ import { FakeNodeAgent } from '../testing/fake-node-agent.ts';
 import type { CreateSandboxInput } from '@svc/contracts/master';
 import { SandboxRepo } from './repo.ts';
 import { NodeEgressPolicies } from '../egress-policies.ts';
-import { SandboxService } from './service.ts';
+import { MasterSandboxes } from './service.ts';
 import type { TemplateResolver } from './ports.ts';
 
 const templates: TemplateResolver = {
   async resolveForCreate(ref) {
-    if (ref !== 'base' && ref !== 'tpl-base') throw notFound(`template ${ref} not found`, 130404);
+    if (ref !== 'base' && ref !== 'tpl-base') throw notFound(`template ${ref} not found`, ErrorCodes.templateNotFound);
     return {
       templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024,
       artifact: { artifactId: 'art-1', sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
@@ -58,7 +58,7 @@ async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
   const cfg = defaultConfig('/tmp/svc-test');
   cfg.master.create_timeout_insec = 1;
   const purged: string[][] = [];
-  const svc = new SandboxService({
+  const svc = new MasterSandboxes({
     cfg, repo: new SandboxRepo(db.kysely, db.driver), nodes, templates, coordination, logger: silentLogger(),
     proxies: { purge: async (ids) => { purged.push(ids); } }, egress: new NodeEgressPolicies(nodes, '', silentLogger()), deleteTimeoutMs: 300,
   });
@@ -94,10 +94,10 @@ for (const tdb of availableTestDatabases()) {
         assert.match(e.message, /volume data not found/);
       });
 
-      await t.test('create: unknown template is 404 with code 130404', async () => {
+      await t.test('create: unknown template is 404 with the template-not-found code (130404)', async () => {
         const e = await status(svc.create(input({ template: 'nope' })));
         assert.equal(e.status, 404);
-        assert.equal(e.code, 130404);
+        assert.equal(e.code, ErrorCodes.templateNotFound);
       });
 
       await t.test('create: a node failure is a clear 500 and nothing is left on the node or in the database', async () => {

@@ -11,7 +11,7 @@ export interface Deadline {
   endAt: number | null;
 }
 
-export const NEVER = -1;
+const NEVER = -1;
 
 function windowFrom(now: number, timeoutSec: number): Deadline {
   return { timeoutSec, endAt: timeoutSec < 0 ? null : now + timeoutSec * 1000 };

@@ -4,7 +4,7 @@ import {
 } from '@svc/contracts/master';
 import type { LayerOnNode } from '@svc/contracts/node-agent';
 import type { TemplateResolver } from '../sandboxes/ports.ts';
-import type { SandboxService } from '../sandboxes/service.ts';
+import type { MasterSandboxes } from '../sandboxes/service.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { SnapshotDbRow, SnapshotRepo } from './repo.ts';
 import type { SnapshotRow } from './tables.ts';
@@ -17,7 +17,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export interface SnapshotServiceDeps {
   repo: SnapshotRepo;
-  sandboxes: SandboxService;
+  sandboxes: MasterSandboxes;
   nodes: NodeRegistry;
   /** Templates alone (not snapshots): a snapshot name may not be a template's. */
   templates: TemplateResolver;

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import assert from 'node:assert/strict';
-import { defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
+import { ErrorCodes, defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
 import type { CreateSandboxInput } from '@svc/contracts/master';
 import { openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrator.ts';
@@ -11,7 +11,7 @@ import { NodeRegistry } from '../nodes/registry.ts';
 import { FakeNodeAgent } from '../testing/fake-node-agent.ts';
 import { SandboxRepo } from '../sandboxes/repo.ts';
 import { NodeEgressPolicies } from '../egress-policies.ts';
-import { SandboxService } from '../sandboxes/service.ts';
+import { MasterSandboxes } from '../sandboxes/service.ts';
 import type { TemplateResolver } from '../sandboxes/ports.ts';
 import { SnapshotCatalog } from './catalog.ts';
 import { SnapshotRepo } from './repo.ts';
@@ -25,7 +25,7 @@ import { TemplateCenterLayerStorage } from './layer-storage.ts';
 
 const templates: TemplateResolver = {
   async resolveForCreate(ref) {
-    if (ref !== 'base') throw notFound(`template ${ref} not found`, 130404);
+    if (ref !== 'base') throw notFound(`template ${ref} not found`, ErrorCodes.templateNotFound);
     return {
       templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024, envVars: { FROM_IMAGE: '1' },
       artifact: { artifactId: 'art-1', sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
@@ -59,7 +59,7 @@ async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
   await masterApp.listen({ host: '127.0.0.1', port: masterPort });
   const repo = new SnapshotRepo(db.kysely);
   const catalog = new SnapshotCatalog(repo, nodes, storage, silentLogger());
-  const sandboxes = new SandboxService({
+  const sandboxes = new MasterSandboxes({
     cfg: defaultConfig('/tmp/svc-test'), repo: new SandboxRepo(db.kysely, db.driver), nodes, templates: new SnapshotAwareResolver(templates, repo, storage),
     coordination: new MemoryCoordination(), logger: silentLogger(), proxies: { purge: async () => {} }, egress: new NodeEgressPolicies(nodes, '', silentLogger()),
   });

@@ -1,0 +1,37 @@
+import { badRequest } from '@svc/common';
+import type { SandboxRecord } from '@svc/contracts/master';
+import type { DueSandbox } from '@svc/contracts/master-internal';
+import type { SandboxContext } from './context.ts';
+import { toRecord } from './record.ts';
+import { deadlineOf, liveRow, rereadRow } from './rows.ts';
+import * as T from './timeouts.ts';
+
+export async function setSandboxTimeout(c: SandboxContext, id: string, timeout: unknown): Promise<SandboxRecord> {
+  const d = T.atSetTimeout(Date.now(), timeout);
+  await liveRow(c, id);
+  await c.d.repo.update(id, { timeout_sec: d.timeoutSec, end_at: d.endAt });
+  return toRecord(await rereadRow(c, id));
+}
+
+export async function refreshSandbox(c: SandboxContext, id: string, duration: unknown): Promise<SandboxRecord> {
+  const row = await liveRow(c, id);
+  const d = T.atRefresh(Date.now(), deadlineOf(row), duration);
+  await c.d.repo.update(id, { end_at: d.endAt });
+  return toRecord(await rereadRow(c, id));
+}
+
+export async function recordActivity(c: SandboxContext, ids: unknown): Promise<void> {
+  if (!Array.isArray(ids)) throw badRequest('sandboxIds must be a list');
+  const clean = ids.filter((x): x is string => typeof x === 'string').slice(0, 10_000);
+  await c.d.repo.touch(clean, Date.now());
+}
+
+export async function dueSandboxes(c: SandboxContext): Promise<DueSandbox[]> {
+  const rows = await c.d.repo.due(Date.now());
+  const out: DueSandbox[] = [];
+  for (const r of rows) {
+    const rec = c.damaged.read(r);
+    if (rec) out.push({ sandboxId: rec.sandboxId, state: rec.state, onTimeout: rec.lifecycle.onTimeout, endAt: rec.endAt! });
+  }
+  return out;
+}
