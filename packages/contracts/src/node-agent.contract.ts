@@ -10,12 +10,15 @@ import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { statusOf } from './contract-testing.ts';
-import { LAYER_SHA256_HEADER, NodeAgentClient, type CreateSandboxOnNode, type EnsureArtifact, type NodeSandbox } from './node-agent.ts';
+import { LAYER_SHA256_HEADER, NODE_AGENT_ROUTES, NodeAgentClient, type CreateSandboxOnNode, type EnsureArtifact, type NodeSandbox } from './node-agent.ts';
+import { routeGaps, type RegisteredRoute } from './route-table.ts';
 import type { SandboxLogsQuery } from './node-agent.ts';
 import { LOG_LEVELS } from './sandbox-logs.ts';
 
 export interface NodeAgentSubject {
   url: string;
+  /** A fake's registered routes, each of which must be in NODE_AGENT_ROUTES (the real agent's are checked beside its server). */
+  served?: () => RegisteredRoute[];
   /** A create request the subject can serve (a template artifact it can start). */
   createRequest(): CreateSandboxOnNode;
   close(): Promise<void>;
@@ -40,6 +43,10 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
     const agent = new NodeAgentClient(s.url);
     const req = s.createRequest();
     try {
+      await t.test('serves no route outside NODE_AGENT_ROUTES', { skip: !s.served && 'the real agent: routes.test.ts' }, () => {
+        assert.deepEqual(routeGaps(NODE_AGENT_ROUTES, s.served!()).unlisted, []);
+      });
+
       await t.test('create answers the running sandbox; get and list show it', async () => {
         assertSandbox(await agent.createSandbox(req), req, 'running');
         assertSandbox(await agent.getSandbox(req.sandboxId), req, 'running');
@@ -252,6 +259,8 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
 
 export interface NodeArtifactSubject {
   url: string;
+  /** As NodeAgentSubject's. */
+  served?: () => RegisteredRoute[];
   /** An artifact the subject can download: its id and what the master would send to ensure it. */
   artifact: { artifactId: string; ensure: EnsureArtifact };
   close(): Promise<void>;
@@ -264,6 +273,10 @@ export function nodeArtifactContract(name: string, make: () => Promise<NodeArtif
     const agent = new NodeAgentClient(s.url);
     const { artifactId, ensure } = s.artifact;
     try {
+      await t.test('serves no route outside NODE_AGENT_ROUTES', { skip: !s.served && 'the real agent: routes.test.ts' }, () => {
+        assert.deepEqual(routeGaps(NODE_AGENT_ROUTES, s.served!()).unlisted, []);
+      });
+
       await t.test('ensure downloads the artifact once and answers where it is; list shows it', async () => {
         const a = await agent.ensureArtifact(artifactId, ensure);
         assert.equal(a.artifactId, artifactId);

@@ -26,6 +26,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { errorFromStream, JsonClient, SvcError } from '@svc/common';
 import type { ExtInfo, NodeVolumeAttachment, VolumeMountOnNode } from './volumes.ts';
+import { call, pathTo, type RouteTable } from './route-table.ts';
 
 export const RUNTIME_KINDS = ['gvisor', 'microvm'] as const;
 export type RuntimeKind = typeof RUNTIME_KINDS[number];
@@ -369,6 +370,37 @@ export interface ArtifactOnNode {
   path: string;
 }
 
+/**
+ * The node agent's routes (route-table.ts): its server registers them, NodeAgentClient and the
+ * master's fake node agent go through them. The volume content API under `/v1/volume-content`
+ * has its own contract (volumes.ts).
+ */
+export const NODE_AGENT_ROUTES = {
+  health: { method: 'GET', path: '/health' },
+  info: { method: 'GET', path: '/v1/node' },
+  createSandbox: { method: 'POST', path: '/v1/sandboxes' },
+  listSandboxes: { method: 'GET', path: '/v1/sandboxes' },
+  getSandbox: { method: 'GET', path: '/v1/sandboxes/:id' },
+  deleteSandbox: { method: 'DELETE', path: '/v1/sandboxes/:id' },
+  pauseSandbox: { method: 'POST', path: '/v1/sandboxes/:id/pause' },
+  resumeSandbox: { method: 'POST', path: '/v1/sandboxes/:id/resume' },
+  updateNetwork: { method: 'PUT', path: '/v1/sandboxes/:id/network' },
+  snapshotSandbox: { method: 'POST', path: '/v1/sandboxes/:id/snapshot' },
+  metrics: { method: 'GET', path: '/v1/sandboxes/:id/metrics' },
+  exec: { method: 'POST', path: '/v1/sandboxes/:id/exec' },
+  sandboxLogs: { method: 'GET', path: '/v1/sandboxes/:id/logs' },
+  endedSandboxes: { method: 'GET', path: '/v1/ended-sandboxes' },
+  listLayers: { method: 'GET', path: '/v1/layers' },
+  layerArchive: { method: 'GET', path: '/v1/layers/:id/archive' },
+  deleteLayer: { method: 'DELETE', path: '/v1/layers/:id' },
+  listArtifacts: { method: 'GET', path: '/v1/artifacts' },
+  ensureArtifact: { method: 'POST', path: '/v1/artifacts/:id' },
+  deleteArtifact: { method: 'DELETE', path: '/v1/artifacts/:id' },
+  volumeAttachments: { method: 'GET', path: '/v1/volumes/attachments' },
+} as const satisfies RouteTable;
+
+const R = NODE_AGENT_ROUTES;
+
 /** Typed client the master uses to drive one node agent. */
 export class NodeAgentClient {
   private readonly http: JsonClient;
@@ -376,28 +408,28 @@ export class NodeAgentClient {
     this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 30_000 });
   }
   get baseUrl() { return this.http.baseUrl; }
-  info() { return this.http.get<NodeInfo>('/v1/node'); }
+  info() { return call<NodeInfo>(this.http, R.info); }
   createSandbox(req: CreateSandboxOnNode) {
-    return this.http.post<NodeSandbox>('/v1/sandboxes', req, { timeoutMs: req.timeoutMs + 2_000 });
+    return call<NodeSandbox>(this.http, R.createSandbox, {}, { body: req, timeoutMs: req.timeoutMs + 2_000 });
   }
-  listSandboxes() { return this.http.get<NodeSandbox[]>('/v1/sandboxes'); }
-  getSandbox(id: string) { return this.http.get<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}`); }
+  listSandboxes() { return call<NodeSandbox[]>(this.http, R.listSandboxes); }
+  getSandbox(id: string) { return call<NodeSandbox>(this.http, R.getSandbox, { id }); }
   /** The volume count flips the destroy made ({} when none). */
   async deleteSandbox(id: string, timeoutMs?: number): Promise<ExtInfo> {
-    return (await this.http.delete<ExtInfo | undefined>(`/v1/sandboxes/${encodeURIComponent(id)}`, { timeoutMs })) ?? {};
+    return (await call<ExtInfo | undefined>(this.http, R.deleteSandbox, { id }, { timeoutMs })) ?? {};
   }
-  updateNetwork(id: string, update: NetworkUpdateOnNode) { return this.http.put<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/network`, update); }
-  pauseSandbox(id: string, req: PauseOnNode = {}) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/pause`, req); }
-  resumeSandbox(id: string, req: ResumeOnNode = {}) { return this.http.post<NodeSandbox>(`/v1/sandboxes/${encodeURIComponent(id)}/resume`, req, { timeoutMs: 120_000 }); }
-  metrics(id: string) { return this.http.get<SandboxMetrics>(`/v1/sandboxes/${encodeURIComponent(id)}/metrics`); }
-  sandboxLogs(id: string, q: SandboxLogsQuery = {}) { return this.http.get<SandboxLogs>(`/v1/sandboxes/${encodeURIComponent(id)}/logs`, { query: { ...q } }); }
+  updateNetwork(id: string, update: NetworkUpdateOnNode) { return call<NodeSandbox>(this.http, R.updateNetwork, { id }, { body: update }); }
+  pauseSandbox(id: string, req: PauseOnNode = {}) { return call<NodeSandbox>(this.http, R.pauseSandbox, { id }, { body: req }); }
+  resumeSandbox(id: string, req: ResumeOnNode = {}) { return call<NodeSandbox>(this.http, R.resumeSandbox, { id }, { body: req, timeoutMs: 120_000 }); }
+  metrics(id: string) { return call<SandboxMetrics>(this.http, R.metrics, { id }); }
+  sandboxLogs(id: string, q: SandboxLogsQuery = {}) { return call<SandboxLogs>(this.http, R.sandboxLogs, { id }, { query: { ...q } }); }
   snapshotSandbox(id: string, req: SnapshotSandboxOnNode) {
-    return this.http.post<LayerOnNode>(`/v1/sandboxes/${encodeURIComponent(id)}/snapshot`, req, { timeoutMs: 600_000 });
+    return call<LayerOnNode>(this.http, R.snapshotSandbox, { id }, { body: req, timeoutMs: 600_000 });
   }
   /** Runs a command to its end; `onOutput` gets its output as it comes. */
   async exec(id: string, req: ExecOnNode, onOutput?: (stream: 'stdout' | 'stderr', text: string) => void): Promise<ExecResultOnNode> {
-    const path = `/v1/sandboxes/${encodeURIComponent(id)}/exec`;
-    const res = await this.http.stream('POST', path, {
+    const path = pathTo(R.exec, { id });
+    const res = await this.http.stream(R.exec.method, path, {
       body: Readable.from([JSON.stringify(req)]), headers: { 'content-type': 'application/json' }, timeoutMs: (req.timeoutMs ?? 600_000) + 30_000,
     });
     if ((res.statusCode ?? 500) >= 300) throw await errorFromStream(res);
@@ -411,15 +443,15 @@ export class NodeAgentClient {
     }
     throw new SvcError(502, `POST ${path}: the answer ended before the command's result`);
   }
-  listLayers() { return this.http.get<LayerOnNode[]>('/v1/layers'); }
-  /** GET /v1/layers/:id/archive: the layer's tar as a Node stream, whatever the status (404 when the node lacks it). */
-  layerArchive(id: string) { return this.http.stream('GET', `/v1/layers/${encodeURIComponent(id)}/archive`, { timeoutMs: 0 }); }
-  deleteLayer(id: string) { return this.http.delete<void>(`/v1/layers/${encodeURIComponent(id)}`); }
-  listEndedSandboxes() { return this.http.get<EndedSandbox[]>('/v1/ended-sandboxes'); }
+  listLayers() { return call<LayerOnNode[]>(this.http, R.listLayers); }
+  /** The layer's tar as a Node stream, whatever the status (404 when the node lacks it). */
+  layerArchive(id: string) { return this.http.stream(R.layerArchive.method, pathTo(R.layerArchive, { id }), { timeoutMs: 0 }); }
+  deleteLayer(id: string) { return call<void>(this.http, R.deleteLayer, { id }); }
+  listEndedSandboxes() { return call<EndedSandbox[]>(this.http, R.endedSandboxes); }
   ensureArtifact(artifactId: string, req: EnsureArtifact, timeoutMs = 600_000) {
-    return this.http.post<ArtifactOnNode>(`/v1/artifacts/${encodeURIComponent(artifactId)}`, req, { timeoutMs });
+    return call<ArtifactOnNode>(this.http, R.ensureArtifact, { id: artifactId }, { body: req, timeoutMs });
   }
-  deleteArtifact(artifactId: string) { return this.http.delete<void>(`/v1/artifacts/${encodeURIComponent(artifactId)}`); }
-  listArtifacts() { return this.http.get<ArtifactOnNode[]>('/v1/artifacts'); }
-  volumeAttachments() { return this.http.get<NodeVolumeAttachment[]>('/v1/volumes/attachments'); }
+  deleteArtifact(artifactId: string) { return call<void>(this.http, R.deleteArtifact, { id: artifactId }); }
+  listArtifacts() { return call<ArtifactOnNode[]>(this.http, R.listArtifacts); }
+  volumeAttachments() { return call<NodeVolumeAttachment[]>(this.http, R.volumeAttachments); }
 }

@@ -6,6 +6,7 @@ nodeAgentContract('the master\'s FakeNodeAgent', async () => {
   const fake = await new FakeNodeAgent().start();
   return {
     url: fake.url,
+    served: () => fake.served,
     createRequest: () => ({
       sandboxId: `sb${randomBytes(5).toString('hex')}`, templateId: 'tpl-test',
       artifact: { artifactId: 'art-1', sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },

@@ -5,9 +5,10 @@
  * use the real node agent.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
+import type { RegisteredRoute } from '@svc/contracts/route-table';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { LAYER_SHA256_HEADER, type CreateSandboxOnNode, type ExecOnNode, type ExecStreamLine, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import { LAYER_SHA256_HEADER, NODE_AGENT_ROUTES as R, type CreateSandboxOnNode, type ExecOnNode, type ExecStreamLine, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
 import type { SandboxLogEntry } from '@svc/contracts/node-agent';
 import { parseSandboxLogsQuery, pickSandboxLogs } from '@svc/contracts/sandbox-logs';
 import { SvcError } from '@svc/common';
@@ -39,13 +40,16 @@ export class FakeNodeAgent {
   readonly logs = new Map<string, SandboxLogEntry[]>();
   readonly behaviour: FakeNodeBehaviour = { createDelayMs: 0, deleteDelayMs: 0, pauseDelayMs: 0, failCreate: false };
   private app!: FastifyInstance;
+  /** The routes it registered (its contract suite checks them against NODE_AGENT_ROUTES). */
+  readonly served: RegisteredRoute[] = [];
   url = '';
   private ip = 2;
 
   async start(): Promise<this> {
     const app = Fastify();
+    app.addHook('onRoute', (r) => { this.served.push({ method: r.method, url: r.url }); });
     const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-    app.post<{ Body: CreateSandboxOnNode }>('/v1/sandboxes', async (req, reply) => {
+    app.post<{ Body: CreateSandboxOnNode }>(R.createSandbox.path, async (req, reply) => {
       this.calls.push(`create ${req.body.sandboxId}`);
       this.createBodies.set(req.body.sandboxId, req.body);
       await wait(this.behaviour.createDelayMs);
@@ -81,26 +85,26 @@ export class FakeNodeAgent {
       ]);
       return reply.status(201).send(s);
     });
-    app.get('/v1/sandboxes', async () => [...this.sandboxes.values()]);
-    app.get<{ Params: { id: string } }>('/v1/sandboxes/:id', async (req, reply) => {
+    app.get(R.listSandboxes.path, async () => [...this.sandboxes.values()]);
+    app.get<{ Params: { id: string } }>(R.getSandbox.path, async (req, reply) => {
       const s = this.sandboxes.get(req.params.id);
       return s ?? reply.status(404).send({ code: 404, message: 'not found' });
     });
-    app.delete<{ Params: { id: string } }>('/v1/sandboxes/:id', async (req, reply) => {
+    app.delete<{ Params: { id: string } }>(R.deleteSandbox.path, async (req, reply) => {
       this.calls.push(`delete ${req.params.id}`);
       await wait(this.behaviour.deleteDelayMs);
       this.logs.delete(req.params.id);
       if (!this.sandboxes.delete(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
       return reply.status(204).send();
     });
-    app.put<{ Params: { id: string }; Body: unknown }>('/v1/sandboxes/:id/network', async (req, reply) => {
+    app.put<{ Params: { id: string }; Body: unknown }>(R.updateNetwork.path, async (req, reply) => {
       this.calls.push(`network ${req.params.id} ${JSON.stringify(req.body)}`);
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
       return s;
     });
-    app.post<{ Params: { id: string }; Body?: PauseOnNode }>('/v1/sandboxes/:id/pause', async (req, reply) => {
+    app.post<{ Params: { id: string }; Body?: PauseOnNode }>(R.pauseSandbox.path, async (req, reply) => {
       this.calls.push(`pause ${req.params.id}`);
       await wait(this.behaviour.pauseDelayMs);
       const s = this.sandboxes.get(req.params.id);
@@ -110,7 +114,7 @@ export class FakeNodeAgent {
       s.pauseKind = req.body?.memory === false ? 'filesystem' : 'freeze';
       return s;
     });
-    app.post<{ Params: { id: string }; Body?: ResumeOnNode }>('/v1/sandboxes/:id/resume', async (req, reply) => {
+    app.post<{ Params: { id: string }; Body?: ResumeOnNode }>(R.resumeSandbox.path, async (req, reply) => {
       this.calls.push(`resume ${req.params.id}${req.body?.envVars ? ' with identity' : ''}`);
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
@@ -121,7 +125,7 @@ export class FakeNodeAgent {
       delete s.pauseKind;
       return s;
     });
-    app.post<{ Params: { id: string }; Body: SnapshotSandboxOnNode }>('/v1/sandboxes/:id/snapshot', async (req, reply) => {
+    app.post<{ Params: { id: string }; Body: SnapshotSandboxOnNode }>(R.snapshotSandbox.path, async (req, reply) => {
       this.calls.push(`snapshot ${req.params.id}`);
       const layerId = req.body?.layerId;
       if (typeof layerId !== 'string' || !LAYER_ID.test(layerId)) return reply.status(400).send({ code: 400, message: 'layerId is not valid' });
@@ -140,7 +144,7 @@ export class FakeNodeAgent {
       return reply.status(201).send(layer);
     });
     // Commands run on the host, as the test's user: enough for the contract's exit codes, output, cwd and env.
-    app.post<{ Params: { id: string }; Body: ExecOnNode }>('/v1/sandboxes/:id/exec', async (req, reply) => {
+    app.post<{ Params: { id: string }; Body: ExecOnNode }>(R.exec.path, async (req, reply) => {
       const b = req.body ?? ({} as ExecOnNode);
       const bad = typeof b.command !== 'string' || !b.command.trim() || (b.cwd !== undefined && !b.cwd.startsWith('/'))
         || (b.user !== undefined && !/^[a-z_][a-z0-9_.-]{0,31}$/i.test(b.user)) || (b.timeoutMs !== undefined && !(b.timeoutMs >= 1))
@@ -169,23 +173,23 @@ export class FakeNodeAgent {
       child.stderr.setEncoding('utf8').on('data', (d: string) => { out.stderr += d; send({ stderr: d }); });
       child.on('close', (code) => { send({ result: { exitCode: code ?? 124, ...out } }); reply.raw.end(); });
     });
-    app.get('/v1/layers', async () => [...this.layers.values()]);
-    app.get<{ Params: { id: string } }>('/v1/layers/:id/archive', async (req, reply) => {
+    app.get(R.listLayers.path, async () => [...this.layers.values()]);
+    app.get<{ Params: { id: string } }>(R.layerArchive.path, async (req, reply) => {
       const layer = this.layers.get(req.params.id);
       const bytes = this.layerBytes.get(req.params.id);
       if (!layer || !bytes) return reply.status(404).send({ code: 404, message: 'not found' });
       return reply.header('content-type', 'application/x-tar').header(LAYER_SHA256_HEADER, layer.sha256).send(bytes);
     });
-    app.delete<{ Params: { id: string } }>('/v1/layers/:id', async (req, reply) => {
+    app.delete<{ Params: { id: string } }>(R.deleteLayer.path, async (req, reply) => {
       this.calls.push(`delete layer ${req.params.id}`);
       this.layerBytes.delete(req.params.id);
       if (!this.layers.delete(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
       return reply.status(204).send();
     });
-    app.get<{ Params: { id: string } }>('/v1/sandboxes/:id/metrics', async () => ({
+    app.get<{ Params: { id: string } }>(R.metrics.path, async () => ({
       timestampUnix: Math.floor(Date.now() / 1000), cpuCount: 1, cpuUsedPct: 1.5, memUsed: 1, memTotal: 2, memCache: 0, diskUsed: 1, diskTotal: 2,
     }));
-    app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/v1/sandboxes/:id/logs', async (req, reply) => {
+    app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>(R.sandboxLogs.path, async (req, reply) => {
       if (!this.sandboxes.has(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
       try {
         return { logs: pickSandboxLogs(this.logs.get(req.params.id) ?? [], parseSandboxLogsQuery(req.query)) };

@@ -11,6 +11,7 @@ nodeArtifactContract('the template tests\' FakeArtifactNode', async () => {
   const node = await new FakeArtifactNode('n1').start();
   return {
     url: node.url,
+    served: () => node.served,
     artifact: {
       artifactId: 'art-contract',
       ensure: { sha256: createHash('sha256').update(bytes).digest('hex'), sizeBytes: bytes.length, downloadUrl: `http://127.0.0.1:${(files.address() as AddressInfo).port}/a.ext4` },

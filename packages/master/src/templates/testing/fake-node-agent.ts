@@ -6,7 +6,8 @@
  */
 import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { ArtifactOnNode, EnsureArtifact } from '@svc/contracts/node-agent';
+import type { RegisteredRoute } from '@svc/contracts/route-table';
+import { NODE_AGENT_ROUTES as R, type ArtifactOnNode, type EnsureArtifact } from '@svc/contracts/node-agent';
 
 export class FakeArtifactNode {
   readonly artifacts = new Map<string, ArtifactOnNode>();
@@ -15,13 +16,16 @@ export class FakeArtifactNode {
   failDeleteWith: number | null = null;
   url = '';
   private app!: FastifyInstance;
+  /** The routes it registered (its contract suite checks them against NODE_AGENT_ROUTES). */
+  readonly served: RegisteredRoute[] = [];
 
   constructor(readonly nodeId: string, private readonly log: string[] = []) {}
 
   async start(): Promise<this> {
     const app = Fastify();
-    app.get('/health', async () => ({ ok: true, nodeId: this.nodeId }));
-    app.post<{ Params: { id: string }; Body: EnsureArtifact }>('/v1/artifacts/:id', async (req, reply) => {
+    app.addHook('onRoute', (r) => { this.served.push({ method: r.method, url: r.url }); });
+    app.get(R.health.path, async () => ({ ok: true, nodeId: this.nodeId }));
+    app.post<{ Params: { id: string }; Body: EnsureArtifact }>(R.ensureArtifact.path, async (req, reply) => {
       this.log.push(`node ${this.nodeId} ensure ${req.params.id}`);
       if (this.failEnsureWith) return reply.status(this.failEnsureWith).send({ code: this.failEnsureWith, message: 'disk full' });
       // As the node agent answers (contracts/node-agent.contract.ts).
@@ -38,13 +42,13 @@ export class FakeArtifactNode {
       this.artifacts.set(req.params.id, a);
       return a;
     });
-    app.delete<{ Params: { id: string } }>('/v1/artifacts/:id', async (req, reply) => {
+    app.delete<{ Params: { id: string } }>(R.deleteArtifact.path, async (req, reply) => {
       this.log.push(`node ${this.nodeId} delete ${req.params.id}`);
       if (this.failDeleteWith) return reply.status(this.failDeleteWith).send({ code: this.failDeleteWith, message: 'busy' });
       this.artifacts.delete(req.params.id);
       return reply.status(204).send();
     });
-    app.get('/v1/artifacts', async () => [...this.artifacts.values()]);
+    app.get(R.listArtifacts.path, async () => [...this.artifacts.values()]);
     await app.listen({ host: '127.0.0.1', port: 0 });
     this.app = app;
     this.url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
