@@ -62,7 +62,23 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
   app.setNotFoundHandler((req, reply) => {
     sendError(reply, new SvcError(404, `no route for ${req.method} ${req.url.split('?')[0]}`));
   });
+  const routes: ServedRoute[] = [];
+  served.set(app, routes);
+  app.addHook('onRoute', (r) => { routes.push({ method: r.method, url: r.url }); });
   return app;
+}
+
+/** A route a server registered, as fastify's onRoute hook gives it (a GET brings its HEAD). */
+export interface ServedRoute { method: string | string[]; url: string }
+
+const served = new WeakMap<FastifyInstance, ServedRoute[]>();
+
+/**
+ * Every route registered on an app createHttpApp made, in any of its scopes: what a test holds
+ * against the server's route table in packages/contracts (route-table.ts).
+ */
+export function servedRoutes(app: FastifyInstance): ServedRoute[] {
+  return [...(served.get(app) ?? [])];
 }
 
 const DRAIN_MAX_BYTES = 256 * 1024 * 1024;

@@ -11,14 +11,15 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { statusOf } from './contract-testing.ts';
 import { LAYER_SHA256_HEADER, NODE_AGENT_ROUTES, NodeAgentClient, type CreateSandboxOnNode, type EnsureArtifact, type NodeSandbox } from './node-agent.ts';
-import { routeGaps, type RegisteredRoute } from './route-table.ts';
+import type { ServedRoute } from '@svc/common';
+import { routeGaps } from './route-table.ts';
 import type { SandboxLogsQuery } from './node-agent.ts';
 import { LOG_LEVELS } from './sandbox-logs.ts';
 
 export interface NodeAgentSubject {
   url: string;
   /** A fake's registered routes, each of which must be in NODE_AGENT_ROUTES (the real agent's are checked beside its server). */
-  served?: () => RegisteredRoute[];
+  served?: () => ServedRoute[];
   /** A create request the subject can serve (a template artifact it can start). */
   createRequest(): CreateSandboxOnNode;
   close(): Promise<void>;
@@ -260,7 +261,7 @@ export function nodeAgentContract(name: string, make: () => Promise<NodeAgentSub
 export interface NodeArtifactSubject {
   url: string;
   /** As NodeAgentSubject's. */
-  served?: () => RegisteredRoute[];
+  served?: () => ServedRoute[];
   /** An artifact the subject can download: its id and what the master would send to ensure it. */
   artifact: { artifactId: string; ensure: EnsureArtifact };
   close(): Promise<void>;

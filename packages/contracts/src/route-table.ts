@@ -5,7 +5,7 @@
  * fails when the server registers a route its table lacks or the other way round
  * (docs/design.md, "Borders").
  */
-import type { JsonClient, RequestOptions } from '@svc/common';
+import type { JsonClient, RequestOptions, ServedRoute } from '@svc/common';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -31,14 +31,11 @@ export function call<T>(http: JsonClient, route: Route, params: Record<string, s
   return http.request<T>(route.method, pathTo(route, params), ro);
 }
 
-/** What a server registered: fastify's onRoute hook gives these (HEAD is its own copy of a GET). */
-export interface RegisteredRoute { method: string | string[]; url: string }
-
 /**
  * The differences between a table and what a server registered under the table's scope:
  * `unlisted` are registered and absent from the table, `unserved` in the table and not registered.
  */
-export function routeGaps(table: RouteTable, registered: RegisteredRoute[], inScope: (url: string) => boolean = () => true): { unlisted: string[]; unserved: string[] } {
+export function routeGaps(table: RouteTable, registered: ServedRoute[], inScope: (url: string) => boolean = () => true): { unlisted: string[]; unserved: string[] } {
   const key = (m: string, url: string) => `${m.toUpperCase()} ${url}`;
   const served = new Set(registered.flatMap((r) => (Array.isArray(r.method) ? r.method : [r.method]).filter((m) => m !== 'HEAD').map((m) => key(m, r.url))));
   const listed = new Set(Object.values(table).map((r) => key(r.method, r.path)));

@@ -26,6 +26,7 @@ export const CALLBACK_TOKEN_HEADER = 'x-svc-template-callback-token';
 /** The sha256 a layer upload must have (PUT /tc/api/v1/layer/:layerId), as a node's archive says it. */
 export { LAYER_SHA256_HEADER } from './node-agent.ts';
 import { LAYER_SHA256_HEADER } from './node-agent.ts';
+import { call, pathTo, type RouteTable } from './route-table.ts';
 
 export type { JobPhase, JobStatus };
 
@@ -113,24 +114,40 @@ export interface JobStatusReport {
 
 export const progressKey = (jobId: string) => `tc:job:${jobId}:progress`;
 
+/**
+ * The template center's routes (route-table.ts): its server registers them and
+ * TemplateCenterClient calls them. The artifact download also answers HEAD.
+ */
+export const TEMPLATE_CENTER_ROUTES = {
+  health: { method: 'GET', path: '/health' },
+  build: { method: 'POST', path: '/tc/api/v1/build' },
+  deleteArtifact: { method: 'POST', path: '/tc/api/v1/artifact/delete' },
+  migrate: { method: 'POST', path: '/tc/api/v1/artifact/migrate' },
+  downloadArtifact: { method: 'GET', path: '/tc/api/v1/artifact/:artifactId' },
+  artifactInfo: { method: 'GET', path: '/tc/api/v1/artifact/:artifactId/info' },
+  putLayer: { method: 'PUT', path: '/tc/api/v1/layer/:layerId' },
+} as const satisfies RouteTable;
+
+const R = TEMPLATE_CENTER_ROUTES;
+
 export class TemplateCenterClient {
   private readonly http: JsonClient;
   constructor(baseUrl: string, token: string) {
     this.http = new JsonClient(baseUrl, { timeoutMs: 30_000, headers: token ? { [CALLBACK_TOKEN_HEADER]: token } : {} });
   }
   get baseUrl() { return this.http.baseUrl; }
-  health() { return this.http.get<{ ok: boolean; store: string }>('/health', { timeoutMs: 3_000 }); }
-  build(req: BuildRequest) { return this.http.post<{ jobId: string }>('/tc/api/v1/build', req); }
-  deleteArtifact(artifactId: string) { return this.http.post<{ deleted: boolean }>('/tc/api/v1/artifact/delete', { artifactId }); }
+  health() { return call<{ ok: boolean; store: string }>(this.http, R.health, {}, { timeoutMs: 3_000 }); }
+  build(req: BuildRequest) { return call<{ jobId: string }>(this.http, R.build, {}, { body: req }); }
+  deleteArtifact(artifactId: string) { return call<{ deleted: boolean }>(this.http, R.deleteArtifact, {}, { body: { artifactId } }); }
   migrate(artifactId: string, localPath: string) {
-    return this.http.post<ArtifactStored>('/tc/api/v1/artifact/migrate', { artifactId, localPath }, { timeoutMs: 600_000 });
+    return call<ArtifactStored>(this.http, R.migrate, {}, { body: { artifactId, localPath }, timeoutMs: 600_000 });
   }
   /**
    * Stores a snapshot layer (a tar) or a build's context files under its id in the artifact
    * store, streamed from `body`; without a sha256 the store keeps the one the bytes have.
    */
   putLayer(layerId: string, meta: { sha256?: string; sizeBytes: number }, body: Readable) {
-    return this.http.streamJson<ArtifactStored>('PUT', `/tc/api/v1/layer/${encodeURIComponent(layerId)}`, {
+    return this.http.streamJson<ArtifactStored>(R.putLayer.method, pathTo(R.putLayer, { layerId }), {
       body, timeoutMs: 3_600_000,
       headers: { ...(meta.sha256 ? { [LAYER_SHA256_HEADER]: meta.sha256 } : {}), 'content-length': String(meta.sizeBytes), 'content-type': 'application/octet-stream' },
     });
@@ -138,7 +155,7 @@ export class TemplateCenterClient {
   /** What the store holds under the id (its sha256 and size); undefined when nothing. */
   async artifactInfo(artifactId: string): Promise<ArtifactStored | undefined> {
     try {
-      return await this.http.get<ArtifactStored>(`/tc/api/v1/artifact/${encodeURIComponent(artifactId)}/info`);
+      return await call<ArtifactStored>(this.http, R.artifactInfo, { artifactId });
     } catch (err) {
       if ((err as { status?: number }).status === 404) return undefined;
       throw err;
@@ -146,6 +163,6 @@ export class TemplateCenterClient {
   }
   /** Raw response for streaming the image (or following the redirect). */
   download(artifactId: string, method: 'GET' | 'HEAD' = 'GET') {
-    return this.http.raw(method, `/tc/api/v1/artifact/${encodeURIComponent(artifactId)}`, { timeoutMs: 0, redirect: 'manual' });
+    return this.http.raw(method, pathTo(R.downloadArtifact, { artifactId }), { timeoutMs: 0, redirect: 'manual' });
   }
 }

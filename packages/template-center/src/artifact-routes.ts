@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, notFound, SvcError, whenMissing } from '@svc/common';
-import type { ArtifactStored } from '@svc/contracts/template-center';
+import { TEMPLATE_CENTER_ROUTES as R, type ArtifactStored } from '@svc/contracts/template-center';
 import { sha256File } from './build/file-sha256.ts';
 import { parseRange } from './http-range.ts';
 import { isValidArtifactId, type ArtifactStore } from './store/artifact-store.ts';
@@ -35,11 +35,11 @@ export function registerArtifactRoutes(app: FastifyInstance, store: ArtifactStor
     return reply.send(createReadStream(loc.path, { start, end, highWaterMark: 1024 * 1024 }));
   };
   // fastify's derived HEAD would read the whole image to discard it: HEAD gets its own route.
-  app.get('/tc/api/v1/artifact/:artifactId', { exposeHeadRoute: false }, serve);
-  app.head('/tc/api/v1/artifact/:artifactId', serve);
+  app.get(R.downloadArtifact.path, { exposeHeadRoute: false }, serve);
+  app.head(R.downloadArtifact.path, serve);
 
   // What the store knows of an artifact (sha256, size), wherever its bytes are.
-  app.get<{ Params: { artifactId: string } }>('/tc/api/v1/artifact/:artifactId/info', async (req): Promise<ArtifactStored> => {
+  app.get<{ Params: { artifactId: string } }>(R.artifactInfo.path, async (req): Promise<ArtifactStored> => {
     const { artifactId } = req.params;
     if (!isValidArtifactId(artifactId)) throw badRequest('invalid artifact id');
     const stored = await store.get(artifactId);
@@ -47,13 +47,13 @@ export function registerArtifactRoutes(app: FastifyInstance, store: ArtifactStor
     return stored;
   });
 
-  app.post('/tc/api/v1/artifact/delete', async (req) => {
+  app.post(R.deleteArtifact.path, async (req) => {
     const artifactId = (req.body as { artifactId?: unknown } | undefined)?.artifactId;
     if (!isValidArtifactId(artifactId)) throw badRequest('artifactId must be a valid artifact id');
     return { deleted: await store.delete(artifactId) };
   });
 
-  app.post('/tc/api/v1/artifact/migrate', async (req): Promise<ArtifactStored> => {
+  app.post(R.migrate.path, async (req): Promise<ArtifactStored> => {
     const { artifactId, localPath } = (req.body ?? {}) as { artifactId?: unknown; localPath?: unknown };
     if (!isValidArtifactId(artifactId)) throw badRequest('artifactId must be a valid artifact id');
     if (typeof localPath !== 'string' || !localPath.startsWith('/')) throw badRequest('localPath must be an absolute path');

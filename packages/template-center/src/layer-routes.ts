@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest, conflict, fileStreamClosed, SvcError } from '@svc/common';
-import { LAYER_SHA256_HEADER, type ArtifactStored } from '@svc/contracts/template-center';
+import { LAYER_SHA256_HEADER, TEMPLATE_CENTER_ROUTES as R, type ArtifactStored } from '@svc/contracts/template-center';
 import { isValidArtifactId, type ArtifactStore } from './store/artifact-store.ts';
 
 /** Room kept free beside an upload, for the store's records and whatever else writes there. */
@@ -37,7 +37,7 @@ export async function registerLayerRoutes(app: FastifyInstance, store: ArtifactS
     scope.removeAllContentTypeParsers();
     // The handler reads req.raw itself.
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-    scope.put<{ Params: { layerId: string } }>('/tc/api/v1/layer/:layerId', async (req): Promise<ArtifactStored> => {
+    scope.put<{ Params: { layerId: string } }>(R.putLayer.path, async (req): Promise<ArtifactStored> => {
       const { layerId } = req.params;
       if (!isValidArtifactId(layerId)) throw badRequest('invalid layer id');
       const header = req.headers[LAYER_SHA256_HEADER];

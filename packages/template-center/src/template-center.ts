@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { clusterTlsOf, createHttpApp, internalScheme, parseListen, sendError, SvcError, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, createHttpApp, internalScheme, parseListen, sendError, servedRoutes, SvcError, type Coordination, type ServedRoute, type Logger, type SvcConfig } from '@svc/common';
 import { registerArtifactRoutes } from './artifact-routes.ts';
 import { BlobCache } from './blobs/blob-cache.ts';
 import { blobCacheOf } from './blobs/blob-cache-env.ts';
@@ -9,7 +9,7 @@ import { JobRunner } from './build/job-runner.ts';
 import { registerLayerRoutes } from './layer-routes.ts';
 import type { ProgressTiming } from './build/progress-reporter.ts';
 import { parseBuildRequest } from './build-request.ts';
-import { CALLBACK_TOKEN_HEADER } from '@svc/contracts/template-center';
+import { CALLBACK_TOKEN_HEADER, TEMPLATE_CENTER_ROUTES as R } from '@svc/contracts/template-center';
 import { verifyCallbackToken } from '@svc/contracts/template-callback';
 import type { ArtifactStore } from './store/artifact-store.ts';
 import { LocalArtifactStore } from './store/local-store.ts';
@@ -46,6 +46,8 @@ export interface RunningTemplateCenter {
   store: ArtifactStore;
   /** Jobs accepted and not finished. */
   activeJobs(): number;
+  /** What the server registered, held against TEMPLATE_CENTER_ROUTES by routes.test.ts. */
+  routes(): ServedRoute[];
   close(): Promise<void>;
 }
 
@@ -76,7 +78,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   });
 
   const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
-  app.get('/health', async (_req, reply) => {
+  app.get(R.health.path, async (_req, reply) => {
     const ok = await store.ready();
     return reply.status(ok ? 200 : 503).send({ ok, store: store.kind });
   });
@@ -85,7 +87,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
       const check = verifyCallbackToken(req.headers[CALLBACK_TOKEN_HEADER], tc.callback_token, tc.insecure_no_token);
       if (!check.ok) return sendError(reply, new SvcError(check.status, check.message));
     });
-    scope.post('/tc/api/v1/build', async (req, reply) => {
+    scope.post(R.build.path, async (req, reply) => {
       const build = parseBuildRequest(req.body);
       runner.submit(build);
       return reply.status(202).send({ jobId: build.jobId });
@@ -110,6 +112,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
     url,
     store,
     activeJobs: () => runner.activeJobs,
+    routes: () => servedRoutes(app),
     close: () => closing ??= (async () => {
       await app.close();
       await runner.close();

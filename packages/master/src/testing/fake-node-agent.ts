@@ -5,7 +5,7 @@
  * use the real node agent.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { RegisteredRoute } from '@svc/contracts/route-table';
+import type { ServedRoute } from '@svc/common';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { LAYER_SHA256_HEADER, NODE_AGENT_ROUTES as R, type CreateSandboxOnNode, type ExecOnNode, type ExecStreamLine, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
@@ -41,7 +41,7 @@ export class FakeNodeAgent {
   readonly behaviour: FakeNodeBehaviour = { createDelayMs: 0, deleteDelayMs: 0, pauseDelayMs: 0, failCreate: false };
   private app!: FastifyInstance;
   /** The routes it registered (its contract suite checks them against NODE_AGENT_ROUTES). */
-  readonly served: RegisteredRoute[] = [];
+  readonly served: ServedRoute[] = [];
   url = '';
   private ip = 2;
 

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { RegisteredRoute } from '@svc/contracts/route-table';
+import type { ServedRoute } from '@svc/common';
 import { NODE_AGENT_ROUTES as R, type ArtifactOnNode, type EnsureArtifact } from '@svc/contracts/node-agent';
 
 export class FakeArtifactNode {
@@ -17,7 +17,7 @@ export class FakeArtifactNode {
   url = '';
   private app!: FastifyInstance;
   /** The routes it registered (its contract suite checks them against NODE_AGENT_ROUTES). */
-  readonly served: RegisteredRoute[] = [];
+  readonly served: ServedRoute[] = [];
 
   constructor(readonly nodeId: string, private readonly log: string[] = []) {}
 
