@@ -29,7 +29,7 @@ await build({
   entryPoints: ['packages/cli/src/main.ts'],
   outfile: 'dist/svc.mjs',
   // native addons and packages that load files relative to themselves stay in node_modules
-  external: ['libsql', '@libsql/*', '@lydell/node-pty', '@lydell/node-pty-*', 'pg-native', 'pino', 'thread-stream', 'pino-*'],
+  external: ['better-sqlite3', '@lydell/node-pty', '@lydell/node-pty-*', 'pg-native', 'pino', 'thread-stream', 'pino-*'],
 });
 // packages/volumes loads its .proto at run time: from the source tree, or beside the bundle
 copyFileSync('packages/volumes/proto/volume_plugin.proto', 'dist/volume_plugin.proto');

@@ -28,12 +28,9 @@ export async function openDatabase(cfg: DatabaseConfig, logger?: Logger): Promis
 async function makeDialect(cfg: DatabaseConfig, onIdleError: (err: Error) => void): Promise<Dialect> {
   switch (cfg.driver) {
     case 'sqlite': {
-      // libsql: SQLite with a prebuilt binding from the npm registry, where better-sqlite3 compiled
-      // from source for about 2 minutes at set-up (docs/quickstart.md). Kysely calls only its
-      // prepare().all/iterate/run, which return plain rows (its get() adds a _metadata property).
-      const { default: Sqlite } = await import('libsql');
+      const { default: BetterSqlite3 } = await import('better-sqlite3');
       if (cfg.path !== ':memory:') mkdirSync(dirname(cfg.path), { recursive: true });
-      const db = new Sqlite(cfg.path);
+      const db = new BetterSqlite3(cfg.path);
       db.pragma('journal_mode = WAL');
       db.pragma('busy_timeout = 5000');
       db.pragma('synchronous = NORMAL');
