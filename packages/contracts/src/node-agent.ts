@@ -26,7 +26,11 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { errorFromStream, JsonClient, SvcError } from '@svc/common';
 import type { ExtInfo, NodeVolumeAttachment, VolumeMountOnNode } from './volumes.ts';
-import { call, pathTo, type RouteTable } from './route-table.ts';
+import { call, pathTo } from './route-table.ts';
+import { NODE_AGENT_ROUTES } from './node-agent-routes.ts';
+
+export * from './node-load.ts';
+export { NODE_AGENT_ROUTES } from './node-agent-routes.ts';
 
 export const RUNTIME_KINDS = ['gvisor', 'microvm'] as const;
 export type RuntimeKind = typeof RUNTIME_KINDS[number];
@@ -276,53 +280,6 @@ export interface SandboxLogs {
   logs: SandboxLogEntry[];
 }
 
-/**
- * A node's memory and CPU as measured, carried by heartbeats: admission goes by what sandboxes
- * really use (an idle one uses a few tens of MB), not by their nominal memoryMB.
- */
-export interface NodeLoad {
-  /** The host's MemAvailable. */
-  availableMB: number;
-  /** Kept free for the host and the platform; admission never plans into it. */
-  reserveMB: number;
-  /** What one more sandbox is expected to take: the measured average, at least NEW_SANDBOX_FLOOR_MB. */
-  perSandboxMB: number;
-  /** Nominal quota: node memory x memory_overcommit; nominal memoryMB of sandboxes adds up under it. */
-  quotaMB: number;
-  /** Nominal memory counted as used (paused sandboxes after the release ratio). */
-  usedNominalMB: number;
-  /** CPU pressure: share of the last 10 s in which some task waited for a CPU (PSI), -1 when unknown. */
-  cpuPressurePct: number;
-  /** node_agent.host.quota.max_cpu_pressure: no new sandbox at or above it; 0: off. */
-  maxCpuPressurePct: number;
-}
-
-export const NEW_SANDBOX_FLOOR_MB = 16;
-
-/**
- * The admission rule, shared by the master's scheduler and the node's own last check: a new
- * sandbox of `needNominalMB` fits when the nominal quota holds it and the real memory left
- * above the reserve, less `pendingMB` already promised, holds one more sandbox's measured
- * size. Undefined: it fits; otherwise why not, with the real numbers.
- */
-/** Real memory above the reserve, less what creates under way were promised. */
-export function realFreeMB(m: NodeLoad, pendingMB = 0): number {
-  return m.availableMB - m.reserveMB - pendingMB;
-}
-
-export function admissionRefusal(m: NodeLoad, needNominalMB: number, pendingMB = 0): string | undefined {
-  if (m.maxCpuPressurePct > 0 && m.cpuPressurePct >= m.maxCpuPressurePct) {
-    return `CPU pressure ${m.cpuPressurePct}% (tasks waited for a CPU that share of the last 10 s), at or above max_cpu_pressure ${m.maxCpuPressurePct}%`;
-  }
-  if (realFreeMB(m, pendingMB) < m.perSandboxMB) {
-    return `${m.availableMB} MB of memory available${pendingMB ? ` (${pendingMB} MB promised to creates under way)` : ''}, ${m.reserveMB} MB kept in reserve, a sandbox here uses about ${m.perSandboxMB} MB`;
-  }
-  if (m.usedNominalMB + needNominalMB > m.quotaMB) {
-    return `nominal memory quota ${m.quotaMB} MB (memory x memory_overcommit) has ${m.quotaMB - m.usedNominalMB} MB left, the sandbox asks ${needNominalMB} MB`;
-  }
-  return undefined;
-}
-
 export interface NodeInfo {
   nodeId: string;
   address: string;
@@ -369,35 +326,6 @@ export interface ArtifactOnNode {
   sizeBytes: number;
   path: string;
 }
-
-/**
- * The node agent's routes (route-table.ts): its server registers them, NodeAgentClient and the
- * master's fake node agent go through them. The volume content API under `/v1/volume-content`
- * has its own contract (volumes.ts).
- */
-export const NODE_AGENT_ROUTES = {
-  health: { method: 'GET', path: '/health' },
-  info: { method: 'GET', path: '/v1/node' },
-  createSandbox: { method: 'POST', path: '/v1/sandboxes' },
-  listSandboxes: { method: 'GET', path: '/v1/sandboxes' },
-  getSandbox: { method: 'GET', path: '/v1/sandboxes/:id' },
-  deleteSandbox: { method: 'DELETE', path: '/v1/sandboxes/:id' },
-  pauseSandbox: { method: 'POST', path: '/v1/sandboxes/:id/pause' },
-  resumeSandbox: { method: 'POST', path: '/v1/sandboxes/:id/resume' },
-  updateNetwork: { method: 'PUT', path: '/v1/sandboxes/:id/network' },
-  snapshotSandbox: { method: 'POST', path: '/v1/sandboxes/:id/snapshot' },
-  metrics: { method: 'GET', path: '/v1/sandboxes/:id/metrics' },
-  exec: { method: 'POST', path: '/v1/sandboxes/:id/exec' },
-  sandboxLogs: { method: 'GET', path: '/v1/sandboxes/:id/logs' },
-  endedSandboxes: { method: 'GET', path: '/v1/ended-sandboxes' },
-  listLayers: { method: 'GET', path: '/v1/layers' },
-  layerArchive: { method: 'GET', path: '/v1/layers/:id/archive' },
-  deleteLayer: { method: 'DELETE', path: '/v1/layers/:id' },
-  listArtifacts: { method: 'GET', path: '/v1/artifacts' },
-  ensureArtifact: { method: 'POST', path: '/v1/artifacts/:id' },
-  deleteArtifact: { method: 'DELETE', path: '/v1/artifacts/:id' },
-  volumeAttachments: { method: 'GET', path: '/v1/volumes/attachments' },
-} as const satisfies RouteTable;
 
 const R = NODE_AGENT_ROUTES;
 

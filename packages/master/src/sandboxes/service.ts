@@ -15,7 +15,7 @@ import type { ResolvedTemplate } from './ports.ts';
 import { SandboxQuota } from './quota.ts';
 import { dueSandboxes, recordActivity, refreshSandbox, setSandboxTimeout } from './deadlines.ts';
 import { sandboxLogs, sandboxMetrics } from './observe.ts';
-import { getSandbox, snapshotSource } from './records.ts';
+import { getSandbox, snapshotSource } from './reads.ts';
 import { routeBySignature, routeOf } from './routing.ts';
 import { connectSandbox, resumeForTraffic, resumeMoved, resumeSandbox } from './resume.ts';
 import { reconcileNode, recordEnded, removeOrphans, sweepLostNodes } from './sweeps.ts';
