@@ -1,12 +1,21 @@
 /**
  * The REST client for the API gateway: JSON in and out, `X-API-Key`, request deadlines,
  * and non-2xx answers turned into the typed errors of errors.ts.
+ *
+ * Typed by the public OpenAPI document (@svc/contracts, public-api-operations.ts): `call` takes a
+ * method and one of the document's path templates for it (another path does not compile), fills
+ * and URL-encodes the template's `{name}`s from `params`, takes the body the document's
+ * requestBody describes and answers what its 2xx response describes. `request` is the same for the
+ * few routes the document lacks, typed by off-document-routes.ts.
  */
+import type { PublicAnswer, PublicBody, PublicJsonPath, PublicMethod, PublicPathParams } from '@svc/contracts/public-api-operations';
 import { ConnectionConfig, type ConnectionOpts } from './config.ts';
-import { SandboxError, TimeoutError, errorFromHttp, type ErrorClass, type NotFoundError } from './errors.ts';
+import { InvalidArgumentError, SandboxError, TimeoutError, errorFromHttp, type ErrorClass, type NotFoundError } from './errors.ts';
+import type { OffDocumentPath, OffDocumentRoute } from './off-document-routes.ts';
 
+/** What any call takes besides its path, parameters and body. */
 export interface ApiRequest {
-  body?: unknown;
+  /** Not checked against the document, whose query parameters' names its type does not keep. */
   query?: Record<string, string | number | boolean | string[] | undefined>;
   /** Error class for a 404 answer. */
   notFound?: typeof NotFoundError;
@@ -22,6 +31,16 @@ export interface ApiResponse<T> {
   data: T;
 }
 
+/** A path template's parameters, or none for a template without `{name}`s. */
+type ParamsOf<P extends string> = [keyof PublicPathParams<P>] extends [never] ? { params?: undefined } : { params: PublicPathParams<P> };
+/** The options of `call`: the parameters and body of the document's operation. */
+type CallOptions<M extends PublicMethod, P extends PublicJsonPath<M>> = ApiRequest & ParamsOf<P> & PublicBody<M, P>;
+/** The options of `request`: the parameters and body of the off-document table's route. */
+type RequestOptions<M extends PublicMethod, P extends string> = ApiRequest & ParamsOf<P>
+  & (OffDocumentRoute<M, P> extends { body: infer B } ? { body: B } : { body?: undefined });
+/** The options argument, optional when nothing in it is required. */
+type OptionsArg<O> = object extends O ? [opts?: O] : [opts: O];
+
 export class ApiClient {
   readonly config: ConnectionConfig;
 
@@ -29,20 +48,37 @@ export class ApiClient {
     this.config = opts instanceof ConnectionConfig ? opts : new ConnectionConfig(opts);
   }
 
-  async get<T>(path: string, req: ApiRequest = {}) { return (await this.request<T>('GET', path, req)).data; }
-  async post<T>(path: string, req: ApiRequest = {}) { return (await this.request<T>('POST', path, req)).data; }
-  async put<T>(path: string, req: ApiRequest = {}) { return (await this.request<T>('PUT', path, req)).data; }
-  async delete<T>(path: string, req: ApiRequest = {}) { return (await this.request<T>('DELETE', path, req)).data; }
+  /** One operation of the public document; a non-2xx answer throws. */
+  async call<M extends PublicMethod, P extends PublicJsonPath<M>>(method: M, path: P, ...[opts]: OptionsArg<CallOptions<M, P>>): Promise<PublicAnswer<M, P>> {
+    return (await this.callWithResponse(method, path, ...([opts] as OptionsArg<CallOptions<M, P>>))).data;
+  }
 
-  /** Sends one request; a non-2xx answer throws. */
-  async request<T>(method: string, path: string, req: ApiRequest = {}): Promise<ApiResponse<T>> {
+  /** `call`, with the answer's status and headers (X-Next-Token, ...). */
+  async callWithResponse<M extends PublicMethod, P extends PublicJsonPath<M>>(method: M, path: P, ...[opts]: OptionsArg<CallOptions<M, P>>): Promise<ApiResponse<PublicAnswer<M, P>>> {
+    const o: ApiRequest & { params?: Record<string, string>; body?: unknown } = opts ?? {};
+    // the document's type is the answer's: the gateway serializes its answers with the same schemas
+    return this.send(method, fillPath(path, o.params), o.body, o) as Promise<ApiResponse<PublicAnswer<M, P>>>;
+  }
+
+  /**
+   * A route the public document does not describe (off-document-routes.ts says which and why),
+   * typed by that table instead; a non-2xx answer throws.
+   */
+  async request<M extends PublicMethod, P extends OffDocumentPath<M>>(method: M, path: P, ...[opts]: OptionsArg<RequestOptions<M, P>>): Promise<OffDocumentRoute<M, P>['answer']> {
+    const o: ApiRequest & { params?: Record<string, string>; body?: unknown } = opts ?? {};
+    // on trust: the table's hand-written type, no schema behind it
+    return (await this.send(method, fillPath(path, o.params), o.body, o)).data as OffDocumentRoute<M, P>['answer'];
+  }
+
+  /** Sends one request to `path` (filled in), JSON `body` when defined; a non-2xx answer throws. */
+  private async send(method: string, path: string, reqBody: unknown, req: ApiRequest): Promise<ApiResponse<unknown>> {
     const url = this.config.apiUrl + path + queryString(req.query);
     const headers: Record<string, string> = { accept: 'application/json', ...this.config.headers };
     if (this.config.apiKey) headers['x-api-key'] = this.config.apiKey;
     let body: string | undefined;
-    if (req.body !== undefined) {
+    if (reqBody !== undefined) {
       headers['content-type'] = 'application/json';
-      body = JSON.stringify(req.body);
+      body = JSON.stringify(reqBody);
     }
     const signal = this.config.requestSignal(req.requestTimeoutMs, req.signal);
     let res: Response;
@@ -72,8 +108,20 @@ export class ApiClient {
         throw new SandboxError(`${method} ${path}: the server answered with invalid JSON`, { status: res.status });
       }
     }
-    return { status: res.status, headers: res.headers, data: data as T };
+    return { status: res.status, headers: res.headers, data };
   }
+}
+
+/**
+ * A path template with each `{name}` replaced by its parameter, URL-encoded as one path segment
+ * (encodeURIComponent: a `/` in a value stays inside the segment).
+ */
+function fillPath(template: string, params: Record<string, string> | undefined): string {
+  return template.replace(/\{([^{}]+)\}/g, (_, name: string) => {
+    const value = params?.[name];
+    if (typeof value !== 'string') throw new InvalidArgumentError(`${template}: no value for the path parameter ${name}`);
+    return encodeURIComponent(value);
+  });
 }
 
 function queryString(query: ApiRequest['query']): string {

@@ -10,17 +10,16 @@ const MAX_LABELS = 64;
 // optional DNS-1123 subdomain prefix, then a name of alphanumerics, '-', '_' and '.'
 const LABEL_NAME = /^(?:[a-z0-9](?:[-a-z0-9]*[a-z0-9])?(?:\.[a-z0-9](?:[-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 
-const nodePath = (id: string, rest = '') => `/nodes/${encodeURIComponent(id)}${rest}`;
-
 export class Node {
   static async list(opts: SandboxApiOpts = {}): Promise<NodeInfo[]> {
-    const res = await new ApiClient(opts).get<WireNode[] | { nodes?: WireNode[] }>('/nodes', { signal: opts.signal });
+    // the document answers a list; an answer of `{nodes}` is read too, as it always was
+    const res = await new ApiClient(opts).call('GET', '/nodes', { signal: opts.signal }) as WireNode[] | { nodes?: WireNode[] };
     const nodes = Array.isArray(res) ? res : res?.nodes ?? [];
     return nodes.map(toNodeInfo);
   }
 
   static async get(nodeId: string, opts: SandboxApiOpts = {}): Promise<NodeInfo> {
-    return toNodeInfo(await new ApiClient(opts).get<WireNode>(nodePath(nodeId), { notFound: NotFoundError, signal: opts.signal }));
+    return toNodeInfo(await new ApiClient(opts).call('GET', '/nodes/{id}', { params: { id: nodeId }, notFound: NotFoundError, signal: opts.signal }));
   }
 
   /** Adds or replaces admin labels; answers the node as the server reports it, when it does. */
@@ -29,7 +28,8 @@ export class Node {
     if (names.length === 0) throw new InvalidArgumentError('give at least one label');
     if (names.length > MAX_LABELS) throw new InvalidArgumentError(`a node carries at most ${MAX_LABELS} labels`);
     for (const n of names) checkLabelName(n);
-    const res = await new ApiClient(opts).post<WireNode | undefined>(nodePath(nodeId, '/labels'), {
+    const res = await new ApiClient(opts).call('POST', '/nodes/{id}/labels', {
+      params: { id: nodeId },
       body: { labels },
       notFound: NotFoundError,
       signal: opts.signal,
@@ -41,7 +41,8 @@ export class Node {
   static async unlabel(nodeId: string, names: string[], opts: SandboxApiOpts = {}): Promise<NodeInfo | undefined> {
     if (names.length === 0) throw new InvalidArgumentError('give at least one label name');
     for (const n of names) checkLabelName(n);
-    const res = await new ApiClient(opts).delete<WireNode | undefined>(nodePath(nodeId, '/labels'), {
+    const res = await new ApiClient(opts).call('DELETE', '/nodes/{id}/labels', {
+      params: { id: nodeId },
       body: { names },
       notFound: NotFoundError,
       signal: opts.signal,
@@ -57,7 +58,7 @@ export class Node {
    * stops the waiting, not the drain.
    */
   static async drain(nodeId: string, opts: NodeDrainOpts = {}): Promise<NodeDrainResult> {
-    let status = toDrainResult(await new ApiClient(opts).post<WireNodeDrain>(nodePath(nodeId, '/drain'), { body: {}, notFound: NotFoundError, signal: opts.signal }));
+    let status = toDrainResult(await new ApiClient(opts).call('POST', '/nodes/{id}/drain', { params: { id: nodeId }, body: {}, notFound: NotFoundError, signal: opts.signal }));
     if (opts.wait === false) return status;
     opts.onProgress?.(status);
     while (status.state === 'running') {
@@ -71,12 +72,12 @@ export class Node {
 
   /** The node's latest drain, under way or ended; NotFoundError when it has none on record. */
   static async drainStatus(nodeId: string, opts: SandboxApiOpts = {}): Promise<NodeDrainResult> {
-    return toDrainResult(await new ApiClient(opts).get<WireNodeDrain>(nodePath(nodeId, '/drain'), { notFound: NotFoundError, signal: opts.signal }));
+    return toDrainResult(await new ApiClient(opts).call('GET', '/nodes/{id}/drain', { params: { id: nodeId }, notFound: NotFoundError, signal: opts.signal }));
   }
 
   /** Undoes a drain: the node takes new sandboxes again. */
   static async undrain(nodeId: string, opts: SandboxApiOpts = {}): Promise<NodeInfo> {
-    return toNodeInfo(await new ApiClient(opts).delete<WireNode>(nodePath(nodeId, '/drain'), { notFound: NotFoundError, signal: opts.signal }));
+    return toNodeInfo(await new ApiClient(opts).call('DELETE', '/nodes/{id}/drain', { params: { id: nodeId }, notFound: NotFoundError, signal: opts.signal }));
   }
 }
 

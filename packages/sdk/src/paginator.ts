@@ -6,7 +6,6 @@ import { ApiClient } from './api-client.ts';
 import type { ConnectionOpts } from './config.ts';
 import { toSandboxInfo, toSnapshotInfo } from './sandbox-wire.ts';
 import type { SandboxInfo, SandboxListOpts, SnapshotInfo, SnapshotListOpts } from './types.ts';
-import type { WireListedSandbox, WireSnapshotInfo } from './wire.ts';
 
 /**
  * `k=v&k2=v2` with every key and value URL-encoded first, exactly as the e2b SDK sends it
@@ -49,7 +48,7 @@ export class SandboxPaginator extends Paginator<SandboxInfo> {
     if (!this.hasNext) throw new Error('no more items to fetch');
     const { query, limit, ...conn } = this.opts;
     const api = new ApiClient(conn as ConnectionOpts);
-    const res = await api.request<WireListedSandbox[]>('GET', '/v2/sandboxes', {
+    const res = await api.callWithResponse('GET', '/v2/sandboxes', {
       query: {
         metadata: query?.metadata ? encodeMetadataFilter(query.metadata) : undefined,
         state: query?.state,
@@ -75,7 +74,7 @@ export class SnapshotPaginator extends Paginator<SnapshotInfo> {
     if (!this.hasNext) throw new Error('no more items to fetch');
     const { sandboxId, name, limit, ...conn } = this.opts;
     const api = new ApiClient(conn as ConnectionOpts);
-    const res = await api.request<WireSnapshotInfo[]>('GET', '/snapshots', {
+    const res = await api.callWithResponse('GET', '/snapshots', {
       query: { sandboxID: sandboxId, name, limit, nextToken: this.nextToken },
     });
     this.updatePagination(res.headers);

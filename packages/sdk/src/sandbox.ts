@@ -20,9 +20,7 @@ import type {
   CreateSnapshotOpts, RequestOpts, SandboxApiOpts, SandboxConnectOpts, SandboxForkOpts, SandboxInfo, SandboxListOpts, SandboxLogEntry, SandboxLogsOpts, SandboxMetrics,
   SandboxOnResume, SandboxOpts, SandboxPauseOpts, SnapshotInfo, SnapshotListOpts,
 } from './types.ts';
-import type {
-  WireForkRequest, WireForkResult, WireSandbox, WireSandboxDetail, WireSandboxLogsV2, WireSandboxMetric, WireSnapshotInfo, WireSnapshotRequest, WireTimeoutRequest,
-} from './wire.ts';
+import type { WireForkRequest, WireSandbox, WireSnapshotRequest, WireTimeoutRequest } from './wire.ts';
 
 export interface SandboxConstructorOpts extends ConnectionOpts {
   sandboxId: string;
@@ -31,8 +29,6 @@ export interface SandboxConstructorOpts extends ConnectionOpts {
   envdAccessToken?: string;
   trafficAccessToken?: string;
 }
-
-const path = (id: string, rest = '') => `/sandboxes/${encodeURIComponent(id)}${rest}`;
 
 export class Sandbox {
   readonly sandboxId: string;
@@ -84,7 +80,7 @@ export class Sandbox {
     const opts = (typeof templateOrOpts === 'string' ? maybeOpts : templateOrOpts) ?? {};
     const template = typeof templateOrOpts === 'string' ? templateOrOpts : opts.template ?? defaultTemplate();
     const api = new ApiClient(opts);
-    const created = await api.post<WireSandbox>('/v2/sandboxes', { body: buildCreateBody(template, opts), signal: opts.signal, requestTimeoutMs: createRequestTimeout(opts, api.config.requestTimeoutMs) });
+    const created = await api.call('POST', '/v2/sandboxes', { body: buildCreateBody(template, opts), signal: opts.signal, requestTimeoutMs: createRequestTimeout(opts, api.config.requestTimeoutMs) });
     if (!created?.sandboxID) throw new TemplateError('the API did not return a sandbox id');
     return new this({ ...api.config.toOpts(), ...fromWire(created) }) as InstanceType<S>;
   }
@@ -109,7 +105,7 @@ export class Sandbox {
   /** True when the sandbox was killed, false when it did not exist (or was already gone). */
   static async kill(sandboxId: string, opts: SandboxApiOpts = {}): Promise<boolean> {
     try {
-      await new ApiClient(opts).delete(path(sandboxId), { notFound: SandboxNotFoundError, signal: opts.signal });
+      await new ApiClient(opts).call('DELETE', '/sandboxes/{sandboxID}', { params: { sandboxID: sandboxId }, notFound: SandboxNotFoundError, signal: opts.signal });
       return true;
     } catch (err) {
       if (err instanceof SandboxNotFoundError || err instanceof GoneError) return false;
@@ -118,13 +114,14 @@ export class Sandbox {
   }
 
   static async getInfo(sandboxId: string, opts: SandboxApiOpts = {}): Promise<SandboxInfo> {
-    const detail = await new ApiClient(opts).get<WireSandboxDetail>(path(sandboxId), { notFound: SandboxNotFoundError, signal: opts.signal });
+    const detail = await new ApiClient(opts).call('GET', '/sandboxes/{sandboxID}', { params: { sandboxID: sandboxId }, notFound: SandboxNotFoundError, signal: opts.signal });
     return toSandboxInfo(detail);
   }
 
   /** Sets the idle timeout (it can shorten it too); NEVER_TIMEOUT never times out. */
   static async setTimeout(sandboxId: string, timeoutMs: number, opts: SandboxApiOpts = {}): Promise<void> {
-    await new ApiClient(opts).post(path(sandboxId, '/timeout'), {
+    await new ApiClient(opts).call('POST', '/sandboxes/{sandboxID}/timeout', {
+      params: { sandboxID: sandboxId },
       body: { timeout: timeoutToSeconds(timeoutMs) },
       notFound: SandboxNotFoundError,
       signal: opts.signal,
@@ -137,7 +134,8 @@ export class Sandbox {
    */
   static async pause(sandboxId: string, opts: SandboxPauseOpts = {}): Promise<boolean> {
     try {
-      await new ApiClient(opts).post(path(sandboxId, '/pause'), {
+      await new ApiClient(opts).call('POST', '/sandboxes/{sandboxID}/pause', {
+        params: { sandboxID: sandboxId },
         body: opts.keepMemory === undefined ? undefined : { memory: opts.keepMemory },
         notFound: SandboxNotFoundError,
         signal: opts.signal,
@@ -160,7 +158,7 @@ export class Sandbox {
   }
 
   static async getMetrics(sandboxId: string, opts: SandboxApiOpts = {}): Promise<SandboxMetrics[]> {
-    const metrics = await new ApiClient(opts).get<WireSandboxMetric[]>(path(sandboxId, '/metrics'), { notFound: SandboxNotFoundError, signal: opts.signal });
+    const metrics = await new ApiClient(opts).call('GET', '/sandboxes/{sandboxID}/metrics', { params: { sandboxID: sandboxId }, notFound: SandboxNotFoundError, signal: opts.signal });
     return (metrics ?? []).map(toSandboxMetrics);
   }
 
@@ -168,7 +166,7 @@ export class Sandbox {
   static async getLogs(sandboxId: string, opts: SandboxLogsOpts = {}): Promise<SandboxLogEntry[]> {
     const { cursor, limit, direction, level, search } = opts;
     const query = { cursor: cursor instanceof Date ? cursor.getTime() : cursor, limit, direction, level, search };
-    const wire = await new ApiClient(opts).get<WireSandboxLogsV2>(`/v2${path(sandboxId, '/logs')}`, { query, notFound: SandboxNotFoundError, signal: opts.signal });
+    const wire = await new ApiClient(opts).call('GET', '/v2/sandboxes/{sandboxID}/logs', { params: { sandboxID: sandboxId }, query, notFound: SandboxNotFoundError, signal: opts.signal });
     return (wire?.logs ?? []).map(toSandboxLogEntry);
   }
 
@@ -178,7 +176,7 @@ export class Sandbox {
    */
   static async createSnapshot(sandboxId: string, opts: CreateSnapshotOpts = {}): Promise<SnapshotInfo> {
     const body: WireSnapshotRequest = opts.name ? { name: opts.name } : {};
-    const wire = await new ApiClient(opts).post<WireSnapshotInfo>(path(sandboxId, '/snapshots'), { body, notFound: SandboxNotFoundError, signal: opts.signal });
+    const wire = await new ApiClient(opts).call('POST', '/sandboxes/{sandboxID}/snapshots', { params: { sandboxID: sandboxId }, body, notFound: SandboxNotFoundError, signal: opts.signal });
     return toSnapshotInfo(wire);
   }
 
@@ -193,7 +191,7 @@ export class Sandbox {
    */
   static async deleteSnapshot(snapshotId: string, opts: SandboxApiOpts = {}): Promise<boolean> {
     try {
-      await new ApiClient(opts).delete(`/templates/${encodeURIComponent(snapshotId)}`, { signal: opts.signal });
+      await new ApiClient(opts).call('DELETE', '/templates/{templateID}', { params: { templateID: snapshotId }, signal: opts.signal });
       return true;
     } catch (err) {
       if (err instanceof NotFoundError) return false;
@@ -211,7 +209,8 @@ export class Sandbox {
     const body: WireForkRequest = {};
     if (opts.count !== undefined) body.count = opts.count;
     if (opts.timeoutMs !== undefined) body.timeout = timeoutToSeconds(opts.timeoutMs);
-    const results = await api.post<WireForkResult[]>(path(sandboxId, '/fork'), {
+    const results = await api.call('POST', '/sandboxes/{sandboxID}/fork', {
+      params: { sandboxID: sandboxId },
       body,
       notFound: SandboxNotFoundError,
       signal: opts.signal,
@@ -366,7 +365,8 @@ function resumeBody(opts: ResumeOpts): WireTimeoutRequest {
 }
 
 async function connectWire(api: ApiClient, sandboxId: string, opts: ResumeOpts): Promise<WireSandbox> {
-  return api.post<WireSandbox>(`/v2${path(sandboxId, '/connect')}`, {
+  return api.call('POST', '/v2/sandboxes/{sandboxID}/connect', {
+    params: { sandboxID: sandboxId },
     body: resumeBody(opts),
     notFound: SandboxNotFoundError,
     requestTimeoutMs: opts.requestTimeoutMs,
@@ -375,7 +375,8 @@ async function connectWire(api: ApiClient, sandboxId: string, opts: ResumeOpts):
 }
 
 async function resumeWire(api: ApiClient, sandboxId: string, opts: ResumeOpts): Promise<WireSandbox> {
-  return api.post<WireSandbox>(path(sandboxId, '/resume'), {
+  return api.call('POST', '/sandboxes/{sandboxID}/resume', {
+    params: { sandboxID: sandboxId },
     body: resumeBody(opts),
     notFound: SandboxNotFoundError,
     requestTimeoutMs: opts.requestTimeoutMs,

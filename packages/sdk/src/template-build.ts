@@ -10,7 +10,6 @@ import { createReadStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
-import type { E2bBuildRequested, E2bBuildStatusAnswer, E2bFileUpload } from '@svc/contracts/template-routes';
 import { ApiClient } from './api-client.ts';
 import type { BuildPlan } from './dockerfile.ts';
 import { InvalidArgumentError, SandboxError } from './errors.ts';
@@ -34,20 +33,21 @@ export interface TemplateBuilt { templateId: string; buildId: string; name: stri
 
 export async function buildTemplate(plan: BuildPlan, name: string, o: TemplateBuildOpts): Promise<TemplateBuilt> {
   const api = new ApiClient(o);
-  const requested = await api.post<E2bBuildRequested>('/v3/templates', { body: { name, ...(o.cpuCount ? { cpuCount: o.cpuCount } : {}), ...(o.memoryMB ? { memoryMB: o.memoryMB } : {}) }, signal: o.signal });
+  const requested = await api.call('POST', '/v3/templates', { body: { name, ...(o.cpuCount ? { cpuCount: o.cpuCount } : {}), ...(o.memoryMB ? { memoryMB: o.memoryMB } : {}) }, signal: o.signal });
   const { templateID, buildID } = requested;
   const steps = [];
   for (const step of plan.steps) {
     if (step.type !== 'COPY') { steps.push(step); continue; }
     const files = await contextFiles(o.contextDir, step.args[0]!);
     const filesHash = hashFiles(files, step.args[1]!);
-    const link = await api.get<E2bFileUpload>(`/templates/${encodeURIComponent(templateID)}/files/${filesHash}`, { signal: o.signal });
+    const link = await api.call('GET', '/templates/{templateID}/files/{hash}', { params: { templateID, hash: filesHash }, signal: o.signal });
     if (!link.present && link.url) await upload(link.url, o.contextDir, files, o.signal);
     o.onLog?.({ timestamp: new Date().toISOString(), level: 'info', message: `${link.present ? 'Already uploaded' : 'Uploaded'}: ${step.args[0]} (${files.length} entries)` });
     steps.push({ ...step, filesHash });
   }
   const fromImage = /^(?:docker\.io\/)?e2bdev\/base(?::[\w.-]+)?$/.test(plan.fromImage) ? undefined : plan.fromImage;
-  await api.post(`/v2/templates/${encodeURIComponent(templateID)}/builds/${encodeURIComponent(buildID)}`, {
+  await api.call('POST', '/v2/templates/{templateID}/builds/{buildID}', {
+    params: { templateID, buildID },
     body: {
       ...(fromImage ? { fromImage } : { fromTemplate: 'base' }),
       steps, force: !!o.noCache,
@@ -57,7 +57,7 @@ export async function buildTemplate(plan: BuildPlan, name: string, o: TemplateBu
   });
   let offset = 0;
   for (;;) {
-    const s = await api.get<E2bBuildStatusAnswer>(`/templates/${encodeURIComponent(templateID)}/builds/${encodeURIComponent(buildID)}/status`, { query: { logsOffset: offset }, signal: o.signal });
+    const s = await api.call('GET', '/templates/{templateID}/builds/{buildID}/status', { params: { templateID, buildID }, query: { logsOffset: offset }, signal: o.signal });
     for (const e of s.logEntries ?? []) o.onLog?.(e);
     offset += s.logEntries?.length ?? 0;
     if (s.status === 'ready') return { templateId: templateID, buildId: buildID, name };
@@ -115,7 +115,11 @@ function hashFiles(files: ContextEntry[], dest: string): string {
   return h.digest('hex');
 }
 
-/** A gzipped tar of the entries (relative to the context), PUT to the signed URL. */
+/**
+ * A gzipped tar of the entries (relative to the context), PUT to the signed URL. Not through
+ * ApiClient: the document's `PUT /templates/files/{hash}` takes bytes, not JSON, at the whole URL
+ * the platform signed (its query is the credential; no API key is sent).
+ */
 async function upload(url: string, contextDir: string, files: ContextEntry[], signal?: AbortSignal): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-build-context-'));
   try {

@@ -11,7 +11,6 @@ import type {
 import type { WireJobInfo, WireTemplateCreate, WireTemplateInfo, WireTemplateJobRef } from './wire.ts';
 
 const ALIAS_PATTERN = /^[a-z0-9-]{1,64}$/;
-const id = (templateId: string) => `/svc/template/${encodeURIComponent(templateId)}`;
 
 export interface WaitForBuildOpts extends SandboxApiOpts {
   /** Called with every job snapshot while polling. */
@@ -24,25 +23,25 @@ export interface WaitForBuildOpts extends SandboxApiOpts {
 
 export class Template {
   static async list(opts: SandboxApiOpts = {}): Promise<TemplateInfo[]> {
-    const res = await new ApiClient(opts).get<{ templates?: WireTemplateInfo[] }>('/svc/template', { signal: opts.signal });
+    const res = await new ApiClient(opts).call('GET', '/svc/template', { signal: opts.signal });
     return (res?.templates ?? []).map(toTemplateInfo);
   }
 
   /** By id or alias. */
   static async get(templateId: string, opts: SandboxApiOpts = {}): Promise<TemplateInfo> {
-    return toTemplateInfo(await new ApiClient(opts).get<WireTemplateInfo>(id(templateId), { notFound: TemplateNotFoundError, signal: opts.signal }));
+    return toTemplateInfo(await new ApiClient(opts).call('GET', '/svc/template/{id}', { params: { id: templateId }, notFound: TemplateNotFoundError, signal: opts.signal }));
   }
 
   /** Starts a build; follow it with `status` or `waitForBuild`. */
   static async create(spec: TemplateCreateOpts, opts: SandboxApiOpts = {}): Promise<TemplateBuildRef> {
-    const ref = await new ApiClient(opts).post<WireTemplateJobRef>('/svc/template', { body: buildCreateBody(spec), signal: opts.signal });
+    const ref = await new ApiClient(opts).call('POST', '/svc/template', { body: buildCreateBody(spec), signal: opts.signal });
     return toBuildRef(ref);
   }
 
   /** True when deleted, false when there was no such template. */
   static async delete(templateId: string, opts: SandboxApiOpts = {}): Promise<boolean> {
     try {
-      await new ApiClient(opts).delete(id(templateId), { notFound: TemplateNotFoundError, signal: opts.signal });
+      await new ApiClient(opts).call('DELETE', '/svc/template/{id}', { params: { id: templateId }, notFound: TemplateNotFoundError, signal: opts.signal });
       return true;
     } catch (err) {
       if (err instanceof TemplateNotFoundError) return false;
@@ -53,7 +52,8 @@ export class Template {
   /** Sets the alias; no alias (or '') clears it. */
   static async setAlias(templateId: string, alias?: string | null, opts: SandboxApiOpts = {}): Promise<TemplateInfo> {
     if (alias) checkAlias(alias);
-    const info = await new ApiClient(opts).put<WireTemplateInfo>(`${id(templateId)}/alias`, {
+    const info = await new ApiClient(opts).call('PUT', '/svc/template/{id}/alias', {
+      params: { id: templateId },
       body: { alias: alias || null },
       notFound: TemplateNotFoundError,
       signal: opts.signal,
@@ -63,7 +63,8 @@ export class Template {
 
   /** The build job's state and progress. */
   static async status(jobId: string, opts: SandboxApiOpts = {}): Promise<JobInfo> {
-    const job = await new ApiClient(opts).get<WireJobInfo>(`/svc/template/build/${encodeURIComponent(jobId)}/status`, {
+    const job = await new ApiClient(opts).call('GET', '/svc/template/build/{jobId}/status', {
+      params: { jobId },
       notFound: TemplateNotFoundError,
       signal: opts.signal,
     });
@@ -72,7 +73,7 @@ export class Template {
 
   /** Rebuilds (or redistributes) a template. */
   static async redo(templateId: string, opts: SandboxApiOpts = {}): Promise<TemplateBuildRef> {
-    const ref = await new ApiClient(opts).post<WireTemplateJobRef>('/svc/template/redo', {
+    const ref = await new ApiClient(opts).call('POST', '/svc/template/redo', {
       body: { template_id: templateId },
       notFound: TemplateNotFoundError,
       signal: opts.signal,
@@ -82,7 +83,7 @@ export class Template {
 
   /** Moves a legacy artifact into the template center's store (CLI: `tpl merge`). */
   static async migrate(templateId: string, opts: SandboxApiOpts = {}): Promise<TemplateInfo> {
-    const info = await new ApiClient(opts).post<WireTemplateInfo>('/svc/template/migrate', {
+    const info = await new ApiClient(opts).call('POST', '/svc/template/migrate', {
       body: { template_id: templateId },
       notFound: TemplateNotFoundError,
       signal: opts.signal,

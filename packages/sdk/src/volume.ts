@@ -12,7 +12,7 @@ import { ApiClient, type ApiRequest } from './api-client.ts';
 import { ConnectionConfig, type ConnectionOpts } from './config.ts';
 import { ApiError, InvalidArgumentError, SandboxError, VolumeNotFoundError } from './errors.ts';
 import type { RequestOpts } from './types.ts';
-import type { WireNewVolume, WireVolume, WireVolumeAndToken } from './wire.ts';
+import type { WireNewVolume, WireVolumeAndToken } from './wire.ts';
 import { VOLUME_LIMITS, VOLUME_NAME_PATTERN } from '@svc/contracts/volumes';
 
 /** A volume as listed: no token. */
@@ -55,9 +55,10 @@ const REFUSED: Pick<ApiRequest, 'errorClasses'> = { errorClasses: { 400: ApiErro
 /** On one volume's route, 404 is that volume's (on /volumes it would be a platform without volumes). */
 const ONE_VOLUME: Pick<ApiRequest, 'notFound' | 'errorClasses'> = { ...REFUSED, notFound: VolumeNotFoundError };
 
-const volumePath = (volumeId: string) => {
+/** The `{volumeID}` of a volume's route: its id, or the team's name for it. */
+const volumeParams = (volumeId: string) => {
   if (typeof volumeId !== 'string' || volumeId === '') throw new InvalidArgumentError('a volume id (or name) is required');
-  return `/volumes/${encodeURIComponent(volumeId)}`;
+  return { volumeID: volumeId };
 };
 
 function checkName(name: unknown): string {
@@ -103,26 +104,26 @@ export class Volume {
       body.driver = opts.driver;
     }
     const api = new ApiClient(opts);
-    const created = await api.post<WireVolumeAndToken>('/volumes', { body, ...REFUSED, signal: opts.signal });
+    const created = await api.request('POST', '/volumes', { body, ...REFUSED, signal: opts.signal });
     return new Volume(withToken(created), api.config.toOpts());
   }
 
   /** The volume with this id (or the team's volume with this name); a VolumeNotFoundError when there is none. */
   static async connect(volumeId: string, opts: ConnectionOpts = {}): Promise<Volume> {
     const api = new ApiClient(opts);
-    const info = withToken(await api.get<WireVolumeAndToken>(volumePath(volumeId), { ...ONE_VOLUME, signal: opts.signal }));
+    const info = withToken(await api.request('GET', '/volumes/{volumeID}', { params: volumeParams(volumeId), ...ONE_VOLUME, signal: opts.signal }));
     return new Volume(info, api.config.toOpts());
   }
 
   /** The team's volumes, without their tokens. */
   static async list(opts: ConnectionOpts = {}): Promise<VolumeInfo[]> {
-    const listed = await new ApiClient(opts).get<WireVolume[]>('/volumes', { ...REFUSED, signal: opts.signal });
+    const listed = await new ApiClient(opts).request('GET', '/volumes', { ...REFUSED, signal: opts.signal });
     return (Array.isArray(listed) ? listed : []).map((v) => ({ volumeId: v.volumeID, name: v.name }));
   }
 
   /** The volume with this id (or name) and its token; a VolumeNotFoundError when there is none. */
   static async getInfo(volumeId: string, opts: ConnectionOpts = {}): Promise<VolumeAndToken> {
-    return withToken(await new ApiClient(opts).get<WireVolumeAndToken>(volumePath(volumeId), { ...ONE_VOLUME, signal: opts.signal }));
+    return withToken(await new ApiClient(opts).request('GET', '/volumes/{volumeID}', { params: volumeParams(volumeId), ...ONE_VOLUME, signal: opts.signal }));
   }
 
   /**
@@ -130,9 +131,9 @@ export class Volume {
    * volume a sandbox still mounts is refused with a ConflictError (code 130409).
    */
   static async destroy(volumeId: string, opts: ConnectionOpts = {}): Promise<boolean> {
-    const path = volumePath(volumeId);
+    const params = volumeParams(volumeId);
     try {
-      await new ApiClient(opts).delete(path, { ...ONE_VOLUME, signal: opts.signal });
+      await new ApiClient(opts).request('DELETE', '/volumes/{volumeID}', { params, ...ONE_VOLUME, signal: opts.signal });
       return true;
     } catch (err) {
       if (err instanceof VolumeNotFoundError) return false;

@@ -6,8 +6,7 @@
  */
 export type {
   WireListedSandbox, WireNetworkConfig as WireNetwork, WireNewSandbox, WireSandbox, WireSandboxDetail, WireSandboxMetric, WireVolumeMount,
-  WireTimeoutRequest, WireSnapshotRequest, WireSnapshotInfo, WireForkRequest, WireForkResult, WireSandboxLogEntry, WireSandboxLogsV2,
-  WireNodeDrain,
+  WireTimeoutRequest, WireSnapshotRequest, WireSnapshotInfo, WireForkRequest, WireSandboxLogEntry, WireNodeDrain,
 } from '@svc/contracts';
 
 /** The template routes' shapes, from the contract the master serves them with. */
@@ -16,7 +15,7 @@ export type {
 } from '@svc/contracts/template-routes';
 
 /** The volume routes' shapes (E2B's Volume, VolumeAndToken and NewVolume). */
-export type { VolumeInfo as WireVolume, VolumeAndToken as WireVolumeAndToken, NewVolume as WireNewVolume } from '@svc/contracts/volumes';
+export type { VolumeAndToken as WireVolumeAndToken, NewVolume as WireNewVolume } from '@svc/contracts/volumes';
 
 /** Node records are not pinned down by docs/api.md; these are the fields the SDK reads. */
 export interface WireNode {
