@@ -109,6 +109,28 @@ test('eslint: a rejection callback that turns every error into a constant fails 
   assert.deepEqual(lint('p.then(() => null);\n'), [], 'a fulfilment callback is not a rejection handler');
 });
 
+test('eslint: a route registered from a literal path fails; one from its route table passes', () => {
+  const linter = new Linter({ configType: 'flat' });
+  const lint = (code: string, file = 'packages/master/src/example.ts') => linter.verify(code, eslintConfig, file).map((m) => m.ruleId ?? m.message);
+  // A route missing from its table: served, and listed nowhere a client or fake reads.
+  assert.deepEqual(lint("app.post('/internal/v1/new', async (req) => svc.go(req.body));\n"), ['svc/route-from-table']);
+  assert.deepEqual(lint("app.get(`/v1/things/${kind}`, async () => list());\n"), ['svc/route-from-table']);
+  assert.deepEqual(lint("app.delete<{ Params: { id: string } }>('/v1/x/:id', async function (req) { return drop(req.params.id); });\n"), ['svc/route-from-table']);
+  assert.deepEqual(lint("app.route({ method: 'GET', url: '/v1/y', handler: async () => 1 });\n"), ['svc/route-from-table']);
+  assert.deepEqual(lint("this.app.put('/tc/api/v1/layer/:id', handler, async () => 1);\n", 'packages/node-agent/src/testing/fake.ts'), ['svc/route-from-table'], 'fakes too');
+  // Beside the table: its body and query schemas would not be checked.
+  assert.deepEqual(lint('app.post(R.exec.path, async (req) => run(req.body));\n'), ['svc/route-from-table']);
+  assert.deepEqual(lint('scope.get(T.download.path, { exposeHeadRoute: false }, relay);\n'), ['svc/route-from-table']);
+  // From the table; a HEAD twin of a table route; a client's call; not a route at all; a test's own server; the gateway's public document routes.
+  assert.deepEqual(lint("app.route({ method: 'HEAD', url: DOWNLOAD.path, handler: download });\n"), []);
+  assert.deepEqual(lint("master.post('/svc/template', request);\n"), []);
+  assert.deepEqual(lint('serve(app, MASTER_ROUTES.getSandbox, async (req) => svc.get(req.params.id));\n'), []);
+  assert.deepEqual(lint("app.route({ ...documentedRoute('GET', path), handler });\n"), []);
+  assert.deepEqual(lint("headers.get('/x');\nmap.get('/a', fallback);\n"), []);
+  assert.deepEqual(lint("app.get('/anything', async () => 1);\n", 'packages/master/src/example.test.ts'), []);
+  assert.deepEqual(lint("app.get('/docs', async () => page);\n", 'packages/api/src/example.ts'), []);
+});
+
 test('knip: an export nothing imports fails; the same tree without it passes', () => {
   const root = mkdtempSync(join(tmpdir(), 'svc-knip-'));
   try {

@@ -4,7 +4,7 @@ import type {
   PublicPath, WireForkRequest, WireNetworkUpdate, WireNewSandbox, WirePauseRequest, WireSnapshotRequest, WireNodeLabelNames, WireNodeLabels, WireRefresh, WireSetTimeout, WireSvcDeadline,
   WireSvcRefresh, WireSvcSetTimeout, WireTimeoutRequest,
 } from '@svc/contracts';
-import type { MasterClient } from '@svc/contracts/master';
+import type { ListSandboxesQuery, MasterClient } from '@svc/contracts/master';
 import type { SandboxLogsQuery } from '@svc/contracts/node-agent';
 import { parseNewSandbox, toE2bDetail, toE2bListed, toE2bLogs, toE2bMetric, toE2bSandbox, toE2bSnapshot } from './e2b-shapes.ts';
 import { documentedRoute } from '@svc/contracts/route-schemas';
@@ -43,7 +43,8 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
     } while (nextToken);
     return out;
   });
-  type ListQuery = { metadata?: string; state?: string[]; limit?: number; nextToken?: string; template?: string; order?: string; startedAfter?: string; startedBefore?: string };
+  // The public document has checked these (order is asc or desc): the master's list query, states a list.
+  type ListQuery = Omit<ListSandboxesQuery, 'state'> & { state?: string[] };
   on<{ Querystring: ListQuery }>('GET', '/v2/sandboxes', async (req, reply) => {
     const { state, ...q } = req.query;
     const page = await m(req).listSandboxes({ ...q, state: state?.join(',') });

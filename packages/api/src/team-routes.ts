@@ -33,7 +33,7 @@ export function registerTeamRoutes(app: FastifyInstance, masterUrl: string): voi
   app.get('/api-keys', async (req) => (await clientFor(req).listKeys(teamOf(req))).map(e2bKey));
   app.post('/api-keys', async (req, reply) => created(reply, e2bCreatedKey(await clientFor(req).createKey(teamOf(req), nameOf(req.body)))));
   app.patch<{ Params: { apiKeyID: string } }>('/api-keys/:apiKeyID', async (req, reply) => {
-    await clientFor(req).renameKey(req.params.apiKeyID, (req.body as { name?: unknown } | undefined)?.name);
+    await clientFor(req).renameKey(req.params.apiKeyID, nameOf(req.body));
     return reply.status(200).send();
   });
   app.delete<{ Params: { apiKeyID: string } }>('/api-keys/:apiKeyID', async (req, reply) => {

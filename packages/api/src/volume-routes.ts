@@ -1,4 +1,6 @@
 import type { FastifyInstance } from 'fastify';
+import { pathTo } from '@svc/contracts/route-table';
+import { MASTER_VOLUME_ROUTES, masterVolumePath, VOLUME_CONTENT_PATH } from '@svc/contracts/volumes';
 import { forwardToMaster } from './forward.ts';
 
 /**
@@ -7,12 +9,12 @@ import { forwardToMaster } from './forward.ts';
  * characters, and a name may have 128.
  */
 export function registerVolumeRoutes(app: FastifyInstance, masterUrl: string): void {
-  app.get('/volumes', (req, reply) => forwardToMaster(req, reply, masterUrl, { path: '/svc/volume' }));
-  app.post('/volumes', (req, reply) => forwardToMaster(req, reply, masterUrl, { path: '/svc/volume' }));
+  app.get('/volumes', (req, reply) => forwardToMaster(req, reply, masterUrl, { path: pathTo(MASTER_VOLUME_ROUTES.list) }));
+  app.post('/volumes', (req, reply) => forwardToMaster(req, reply, masterUrl, { path: pathTo(MASTER_VOLUME_ROUTES.create) }));
   for (const method of ['GET', 'DELETE'] as const) {
     app.route<{ Params: { '*': string } }>({
       method, url: '/volumes/*',
-      handler: (req, reply) => forwardToMaster(req, reply, masterUrl, { path: `/svc/volume/${encodeURIComponent(req.params['*'])}` }),
+      handler: (req, reply) => forwardToMaster(req, reply, masterUrl, { path: masterVolumePath(req.params['*']) }),
     });
   }
 }
@@ -24,6 +26,6 @@ export function registerVolumeRoutes(app: FastifyInstance, masterUrl: string): v
  */
 export function registerVolumeContentRoutes(scope: FastifyInstance, masterUrl: string): void {
   scope.all<{ Params: { '*': string } }>('/volumecontent/*', (req, reply) => forwardToMaster(req, reply, masterUrl, {
-    raw: true, path: `/svc/volumecontent/${req.params['*'].split('/').map(encodeURIComponent).join('/')}`, passHeaders: ['authorization'],
+    raw: true, path: `${VOLUME_CONTENT_PATH}/${req.params['*'].split('/').map(encodeURIComponent).join('/')}`, passHeaders: ['authorization'],
   }));
 }

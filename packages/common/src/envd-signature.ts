@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { sameSecret } from './secrets.ts';
-import { badRequest } from './errors.ts';
 
 /**
  * E2B's signed file URLs (the SDK's uploadUrl and downloadUrl): "v1_" +
@@ -10,10 +9,10 @@ import { badRequest } from './errors.ts';
 export interface SignedFileRequest {
   path: string;
   operation: 'read' | 'write';
-  username: string | undefined;
-  signature: string | undefined;
+  username?: string | undefined;
+  signature?: string | undefined;
   /** Unix seconds as sent in `signature_expiration`; undefined when the URL never expires. */
-  expiration: string | undefined;
+  expiration?: string | undefined;
 }
 
 export function fileSignature(path: string, operation: string, username: string, token: string, expiration?: number): string {
@@ -36,16 +35,6 @@ export function fileSignatureProblem(req: SignedFileRequest, token: string, nowS
 }
 
 /** A signed-URL look-up's body as the master's internal route takes it; anything else is a 400. */
-export function checkSignedFileRequest(body: unknown): SignedFileRequest {
-  const req = body as Partial<SignedFileRequest> | undefined;
-  const text = (v: unknown) => typeof v === 'string' && v.length <= 4096;
-  if (!req || !text(req.path) || !text(req.signature) || (req.operation !== 'read' && req.operation !== 'write')
-    || (req.username !== undefined && !text(req.username)) || (req.expiration !== undefined && !text(req.expiration))) {
-    throw badRequest('path, operation (read or write), signature and optional username and expiration are required as strings');
-  }
-  return req as SignedFileRequest;
-}
-
 /** The signed-URL fields of a /files request's query string. */
 export function signedFileRequest(method: string, query: URLSearchParams): SignedFileRequest {
   return {

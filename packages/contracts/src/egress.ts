@@ -3,8 +3,10 @@
  * per-sandbox policy the master pushes, the checks every side runs on rules (SDK, master, proxy),
  * the audit log's records, and the admin API.
  *
- * Admin routes (port 9091 or SVC_EGRESS_ADMIN_PORT, loopback by default); all but healthz need
- * X-Svc-Admin-Token equal to `egress.admin_token` (403 otherwise, 503 when the proxy has none):
+ * Admin routes (port 9091 or SVC_EGRESS_ADMIN_PORT, loopback by default; EGRESS_ADMIN_ROUTES in
+ * egress-routes.ts, with their clients); all
+ * but healthz need X-Svc-Admin-Token equal to `egress.admin_token` (403 otherwise, 503 when the
+ * proxy has none; before the body is looked at):
  *   GET    /admin/healthz                      → EgressHealth (no token: it shows no policy)
  *   GET    /admin/policies                     → SandboxEgressPolicyView[] (secrets redacted)
  *   GET    /admin/policies/:sandboxId          → SandboxEgressPolicyView | 404
@@ -13,7 +15,7 @@
  * The master's route the proxy loads every policy from at start (the same token):
  *   GET    /internal/v1/egress/policies?nodeId → SandboxEgressPolicy[] (secrets included)
  */
-import { isIpv4, JsonClient, type TaskStats } from '@svc/common';
+import { isIpv4, type TaskStats } from '@svc/common';
 
 export const EGRESS_DEFAULTS = {
   httpPort: 8080,
@@ -71,17 +73,21 @@ export interface EgressRule {
  * E2B's layer-3 lists, for a request through the proxy that no rule matched (E2B's allowOut
  * names hosts besides addresses). The upstream's address decides: allowOut CIDRs first, then
  * denyOut, then allowInternetAccess. Absent on a policy: the default deny of docs/egress.md "Rules".
+ * (A type, not an interface, as SandboxEgressPolicy: the admin route's body schema takes it.)
  */
-export interface EgressFallback {
+export type EgressFallback = {
   allowInternetAccess: boolean;
   /** IPv4 CIDRs. */
   allowOut: string[];
   /** IPv4 CIDRs. */
   denyOut: string[];
-}
+};
 
-/** What the proxy enforces for one sandbox, found by its source address. */
-export interface SandboxEgressPolicy {
+/**
+ * What the proxy enforces for one sandbox, found by its source address. A type, not an
+ * interface: it is what the PUT admin route's body schema (EgressPolicyBody) takes.
+ */
+export type SandboxEgressPolicy = {
   sandboxId: string;
   /** The sandbox's team: whose secrets its `${e2b.secrets.NAME}` placeholders name (docs/security.md). */
   teamId?: string;
@@ -95,7 +101,7 @@ export interface SandboxEgressPolicy {
    * by longest suffix; the first that matches the Host applies.
    */
   transforms?: EgressTransform[];
-}
+};
 
 export interface EgressTransform {
   host: string;
@@ -332,25 +338,4 @@ export function steeredTuples(rules: EgressRule[]): Array<{ port: number; scheme
 
 function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-export class EgressAdminClient {
-  private readonly http: JsonClient;
-  constructor(baseUrl: string, adminToken: string, timeoutMs = 3_000) {
-    this.http = new JsonClient(baseUrl, { timeoutMs, headers: adminToken ? { [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } : {} });
-  }
-  health() { return this.http.get<EgressHealth>('/admin/healthz'); }
-  list() { return this.http.get<SandboxEgressPolicyView[]>('/admin/policies'); }
-  get(sandboxId: string) { return this.http.get<SandboxEgressPolicyView>(`/admin/policies/${encodeURIComponent(sandboxId)}`); }
-  put(policy: SandboxEgressPolicy) { return this.http.put<SandboxEgressPolicyView>(`/admin/policies/${encodeURIComponent(policy.sandboxId)}`, policy); }
-  delete(sandboxId: string) { return this.http.delete<void>(`/admin/policies/${encodeURIComponent(sandboxId)}`); }
-}
-
-/** The proxy's view of the master: every policy of its node, loaded at start. */
-export class EgressPolicySource {
-  private readonly http: JsonClient;
-  constructor(masterUrl: string, adminToken: string) {
-    this.http = new JsonClient(masterUrl, { timeoutMs: 10_000, headers: adminToken ? { [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } : {} });
-  }
-  policies(nodeId: string) { return this.http.get<SandboxEgressPolicy[]>('/internal/v1/egress/policies', { query: { nodeId } }); }
 }

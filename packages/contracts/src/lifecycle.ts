@@ -1,5 +1,6 @@
 /**
- * The lifecycle manager's routes (first replica on 8083, the next on 8084, ...):
+ * The lifecycle manager's routes (first replica on 8083, the next on 8084, ...), in
+ * LIFECYCLE_ROUTES below:
  *   GET  /health                           → LifecycleHealth
  *   POST /internal/resume                  → SandboxRoute once running (body { sandboxId })
  *        Concurrent resumes of one sandbox are coalesced. Failure: 503 with Retry-After, at once.
@@ -8,6 +9,7 @@
  */
 import { JsonClient, parseListen, type TaskStats } from '@svc/common';
 import type { SandboxRoute } from './master-internal.ts';
+import { answers, call, type RouteTable } from './route-table.ts';
 
 export interface LifecycleHealth {
   ok: true;
@@ -20,11 +22,41 @@ export interface LifecycleHealth {
   tasks: Record<string, TaskStats>;
 }
 
-export interface ProxyAnnouncement {
+/** What a proxy announces (a type, not an interface: it is what the heartbeat route's schema takes). */
+export type ProxyAnnouncement = {
+  /** 1-128 characters of [A-Za-z0-9._:-]: it names the proxy's key in the coordination kv. */
   proxyId: string;
   /** Base URL of the proxy's admin API (cache purge, healthz). */
   adminUrl: string;
-}
+};
+
+/**
+ * The lifecycle manager's routes (route-table.ts): its server registers them, LifecycleClient
+ * calls them. The schemas refuse a body of another shape with a 400 naming the field; a body's
+ * other fields are let through, unread.
+ */
+export const LIFECYCLE_ROUTES = {
+  health: { method: 'GET', path: '/health', answer: answers<LifecycleHealth>() },
+  resume: {
+    method: 'POST',
+    path: '/internal/resume',
+    body: { type: 'object', required: ['sandboxId'], properties: { sandboxId: { type: 'string', minLength: 1 } } },
+    answer: answers<SandboxRoute>(),
+  },
+  proxyHeartbeat: {
+    method: 'POST',
+    path: '/internal/v1/proxies/heartbeat',
+    body: {
+      type: 'object',
+      required: ['proxyId', 'adminUrl'],
+      properties: {
+        proxyId: { type: 'string', pattern: '^[A-Za-z0-9._:-]{1,128}$' },
+        adminUrl: { type: 'string', pattern: '^https?://[^\\s/]+' },
+      },
+    },
+    answer: answers<void>(),
+  },
+} as const satisfies RouteTable;
 
 /**
  * Announced proxies in the coordination kv (Coordination has no key listing, hence an index):
@@ -66,15 +98,15 @@ export function lifecycleReplicaUrls(lc: { listen: string; replicas: number }, s
   return urls;
 }
 
+const R = LIFECYCLE_ROUTES;
+
 export class LifecycleClient {
   private readonly http: JsonClient;
   constructor(baseUrl: string, opts: { timeoutMs?: number } = {}) {
     this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 60_000 });
   }
   get baseUrl() { return this.http.baseUrl; }
-  health() { return this.http.get<LifecycleHealth>('/health', { timeoutMs: 2_000 }); }
-  resume(sandboxId: string, timeoutMs?: number) {
-    return this.http.post<SandboxRoute>('/internal/resume', { sandboxId }, { timeoutMs });
-  }
-  announceProxy(a: ProxyAnnouncement) { return this.http.post<void>('/internal/v1/proxies/heartbeat', a, { timeoutMs: 2_000 }); }
+  health() { return call(this.http, R.health, {}, { timeoutMs: 2_000 }); }
+  resume(sandboxId: string, timeoutMs?: number) { return call(this.http, R.resume, {}, { body: { sandboxId }, timeoutMs }); }
+  announceProxy(a: ProxyAnnouncement) { return call(this.http, R.proxyHeartbeat, {}, { body: a, timeoutMs: 2_000 }); }
 }

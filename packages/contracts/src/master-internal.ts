@@ -16,9 +16,11 @@
  *   GET  /svc/template/artifact/download?artifact_id → the ext4 image (node agents pull through the master)
  *   GET  /internal/v1/layers/:layerId                → a snapshot layer's tar from the artifact store (node agents, for a create from a snapshot)
  */
-import { JsonClient } from '@svc/common';
+import { JsonClient, type TaskStats } from '@svc/common';
 import type { SignedFileRequest } from '@svc/common/envd-signature';
 import type { EndedSandbox, NodeInfo, NodeLoad, PauseKind, RuntimeKind } from './node-agent.ts';
+import { answers, call, type RouteTable } from './route-table.ts';
+import { ActivityBody, HeartbeatBody, LifecycleBody, SignedFileRequestBody } from './master-schemas.ts';
 
 /** Every state a sandbox can be in, as the master records it. */
 export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';
@@ -79,35 +81,44 @@ export interface DueSandbox {
 /** drain: a node drain paused the sandbox and moved it (docs/cluster.md). */
 export type LifecycleReason = 'api' | 'timeout' | 'auto' | 'connect' | 'drain';
 
+/**
+ * The master's internal routes (route-table.ts) that MasterInternalClient calls: the master
+ * registers them from here. The egress proxy's policy load (egress.ts), the template center's
+ * callback, the key, secret and identity routes and the downloads have tables of their own
+ * beside their clients.
+ */
+export const MASTER_INTERNAL_ROUTES = {
+  health: { method: 'GET', path: '/notify/health', answer: answers<{ ok: boolean; damagedSandboxRows: unknown[]; tasks: Record<string, TaskStats> }>() },
+  registerNode: { method: 'POST', path: '/internal/v1/nodes/register', answer: answers<RegisterNodeResult>() },
+  heartbeat: { method: 'POST', path: '/internal/v1/nodes/:id/heartbeat', body: HeartbeatBody, answer: answers<void>() },
+  route: { method: 'GET', path: '/internal/v1/sandboxes/:id/route', answer: answers<SandboxRoute>() },
+  routeBySignature: { method: 'POST', path: '/internal/v1/file-urls/route', body: SignedFileRequestBody, answer: answers<SandboxRoute>() },
+  activity: { method: 'POST', path: '/internal/v1/activity', body: ActivityBody, answer: answers<void>() },
+  due: { method: 'GET', path: '/internal/v1/lifecycle/due', answer: answers<DueSandbox[]>() },
+  pause: { method: 'POST', path: '/internal/v1/sandboxes/:id/pause', body: LifecycleBody, answer: answers<SandboxRoute>() },
+  resume: { method: 'POST', path: '/internal/v1/sandboxes/:id/resume', body: LifecycleBody, answer: answers<SandboxRoute>() },
+  kill: { method: 'POST', path: '/internal/v1/sandboxes/:id/kill', body: LifecycleBody, answer: answers<void>() },
+} as const satisfies RouteTable;
+
+const R = MASTER_INTERNAL_ROUTES;
+
 export class MasterInternalClient {
   private readonly http: JsonClient;
   constructor(baseUrl: string, opts: { timeoutMs?: number } = {}) {
     this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 30_000 });
   }
   get baseUrl() { return this.http.baseUrl; }
-  registerNode(req: RegisterNode) { return this.http.post<RegisterNodeResult>('/internal/v1/nodes/register', req); }
-  heartbeat(nodeId: string, hb: NodeHeartbeat) {
-    return this.http.post<void>(`/internal/v1/nodes/${encodeURIComponent(nodeId)}/heartbeat`, hb, { timeoutMs: 5_000 });
-  }
-  route(sandboxId: string, timeoutMs = 5_000) {
-    return this.http.get<SandboxRoute>(`/internal/v1/sandboxes/${encodeURIComponent(sandboxId)}/route`, { timeoutMs });
-  }
+  registerNode(req: RegisterNode) { return call(this.http, R.registerNode, {}, { body: req }); }
+  heartbeat(nodeId: string, hb: NodeHeartbeat) { return call(this.http, R.heartbeat, { id: nodeId }, { body: hb, timeoutMs: 5_000 }); }
+  route(sandboxId: string, timeoutMs = 5_000) { return call(this.http, R.route, { id: sandboxId }, { timeoutMs }); }
   /**
    * The sandbox whose envd access token produced a signed file URL that names no sandbox (the
    * SDK's uploadUrl/downloadUrl in single-URL mode); 401 when none did.
    */
-  routeBySignature(req: SignedFileRequest, timeoutMs = 5_000) {
-    return this.http.post<SandboxRoute>('/internal/v1/file-urls/route', req, { timeoutMs });
-  }
-  reportActivity(report: ActivityReport) { return this.http.post<void>('/internal/v1/activity', report, { timeoutMs: 5_000 }); }
-  due() { return this.http.get<DueSandbox[]>('/internal/v1/lifecycle/due'); }
-  pause(sandboxId: string, reason: LifecycleReason) {
-    return this.http.post<SandboxRoute>(`/internal/v1/sandboxes/${encodeURIComponent(sandboxId)}/pause`, { reason });
-  }
-  resume(sandboxId: string, reason: LifecycleReason) {
-    return this.http.post<SandboxRoute>(`/internal/v1/sandboxes/${encodeURIComponent(sandboxId)}/resume`, { reason });
-  }
-  kill(sandboxId: string, reason: LifecycleReason) {
-    return this.http.post<void>(`/internal/v1/sandboxes/${encodeURIComponent(sandboxId)}/kill`, { reason });
-  }
+  routeBySignature(req: SignedFileRequest, timeoutMs = 5_000) { return call(this.http, R.routeBySignature, {}, { body: req, timeoutMs }); }
+  reportActivity(report: ActivityReport) { return call(this.http, R.activity, {}, { body: report, timeoutMs: 5_000 }); }
+  due() { return call(this.http, R.due, {}); }
+  pause(sandboxId: string, reason: LifecycleReason) { return call(this.http, R.pause, { id: sandboxId }, { body: { reason } }); }
+  resume(sandboxId: string, reason: LifecycleReason) { return call(this.http, R.resume, { id: sandboxId }, { body: { reason } }); }
+  kill(sandboxId: string, reason: LifecycleReason) { return call(this.http, R.kill, { id: sandboxId }, { body: { reason } }); }
 }

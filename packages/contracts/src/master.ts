@@ -21,37 +21,15 @@
  *   DELETE /v1/nodes/:id/drain            → NodeRecord  (takes sandboxes again)
  *   /svc/template...                      → see docs/api.md
  */
-import { badRequest, JsonClient } from '@svc/common';
+import { JsonClient } from '@svc/common';
+import { answers, call, type RouteTable, type WireOf } from './route-table.ts';
+import { ForkBody, ListSandboxesQuerySchema, ListSnapshotsQuerySchema, MetricsQuery, PauseBody, RefreshBody, SetTimeoutBody, SnapshotBody, WakeBody } from './master-schemas.ts';
 import type { NodeLoad, PauseKind, RuntimeKind, SandboxLogs, SandboxLogsQuery, SandboxMetrics } from './node-agent.ts';
 import type { OnTimeout, SandboxState, TerminateReason } from './master-internal.ts';
 
 export type { SandboxState, OnTimeout, TerminateReason };
 
-/**
- * Bounds of a create request (docs/api.md "Limits"), checked by the master before anything
- * starts. docs/api.md lists them; timeout follows E2B's openapi (int32 seconds).
- */
-export const SANDBOX_LIMITS = {
-  timeoutSec: 2_147_483_647,
-  templateRefBytes: 256,
-  metadataEntries: 256,
-  metadataKeyBytes: 256,
-  metadataValueBytes: 4096,
-  metadataTotalBytes: 64 * 1024,
-  envVarEntries: 1024,
-  envVarNameBytes: 256,
-  envVarValueBytes: 64 * 1024,
-  envVarsTotalBytes: 512 * 1024,
-  networkListEntries: 1024,
-  networkEntryBytes: 256,
-  networkRulesBytes: 64 * 1024,
-  volumeMounts: 32,
-  volumeNameChars: 128,
-  mountPathBytes: 4096,
-  cpuCount: 256,
-  memoryMBMin: 64,
-  memoryMBMax: 1024 * 1024,
-} as const;
+export { MAX_FORK_COUNT, SANDBOX_LIMITS } from './master-schemas.ts';
 
 export interface NetworkConfig {
   allowOut: string[];
@@ -134,20 +112,12 @@ export interface SandboxRecord {
   terminateReason?: TerminateReason;
 }
 
-export interface ListSandboxesQuery {
-  /** Comma-separated states (running, paused); default both. */
-  state?: string;
-  /** `k=v&k2=v2`, URL-encoded pairs as E2B sends them. */
-  metadata?: string;
-  template?: string;
-  limit?: number;
-  nextToken?: string;
-  /** By start time: `desc` (newest first, the default) or `asc`. */
-  order?: string;
-  /** ISO 8601 timestamps; started at or after, at or before. */
-  startedAfter?: string;
-  startedBefore?: string;
-}
+/**
+ * The list's query (ListSandboxesQuerySchema): `state` comma-separated states (running, paused;
+ * default both), `metadata` `k=v&k2=v2` URL-encoded pairs as E2B sends them, `order` by start
+ * time (`desc`, newest first, the default), `startedAfter`/`startedBefore` ISO 8601.
+ */
+export type ListSandboxesQuery = WireOf<typeof ListSandboxesQuerySchema>;
 
 export interface SandboxPage {
   sandboxes: SandboxRecord[];
@@ -156,11 +126,8 @@ export interface SandboxPage {
   totalRunning: number;
 }
 
-/** A range of unix seconds for metrics, as numbers or as the query text; either end open. */
-export interface MetricsRange {
-  start?: number | string;
-  end?: number | string;
-}
+/** A range of unix seconds for metrics; either end open. */
+export type MetricsRange = WireOf<typeof MetricsQuery>;
 
 export interface ConnectResult {
   /** True when the sandbox was paused and this call resumed it (E2B answers 201 then). */
@@ -188,13 +155,7 @@ export interface CreateSnapshotInput {
   name?: string;
 }
 
-export interface ListSnapshotsQuery {
-  sandboxId?: string;
-  /** A snapshot id or name. */
-  name?: string;
-  limit?: number;
-  nextToken?: string;
-}
+export type ListSnapshotsQuery = WireOf<typeof ListSnapshotsQuerySchema>;
 
 export interface SnapshotPage {
   snapshots: SnapshotRecord[];
@@ -208,8 +169,6 @@ export interface ForkInput {
   timeout?: number;
 }
 
-/** The most sandboxes one fork makes. */
-export const MAX_FORK_COUNT = 10;
 
 /** One fork's outcome: the sandbox, or why it did not start (E2B's SandboxForkResult). */
 export interface ForkResult {
@@ -258,14 +217,35 @@ export interface DrainStatus {
   finishedAt?: string;
 }
 
-/** An id as a path segment; one that is not valid Unicode (a lone surrogate from a JSON body) cannot name anything. */
-function seg(id: string): string {
-  try {
-    return encodeURIComponent(id);
-  } catch {
-    throw badRequest('the id is not valid Unicode');
-  }
-}
+/** The master's gateway-facing routes (route-table.ts): the master registers them, MasterClient calls them. */
+export const MASTER_ROUTES = {
+  createSandbox: { method: 'POST', path: '/v1/sandboxes', answer: answers<SandboxRecord>() },
+  listSandboxes: { method: 'GET', path: '/v1/sandboxes', query: ListSandboxesQuerySchema, answer: answers<SandboxPage>() },
+  getSandbox: { method: 'GET', path: '/v1/sandboxes/:id', answer: answers<SandboxRecord>() },
+  killSandbox: { method: 'DELETE', path: '/v1/sandboxes/:id', answer: answers<void>() },
+  pauseSandbox: { method: 'POST', path: '/v1/sandboxes/:id/pause', body: PauseBody, answer: answers<SandboxRecord>() },
+  connectSandbox: { method: 'POST', path: '/v1/sandboxes/:id/connect', body: WakeBody, answer: answers<ConnectResult>() },
+  resumeSandbox: { method: 'POST', path: '/v1/sandboxes/:id/resume', body: WakeBody, answer: answers<SandboxRecord>() },
+  setTimeout: { method: 'POST', path: '/v1/sandboxes/:id/timeout', body: SetTimeoutBody, answer: answers<SandboxRecord>() },
+  refresh: { method: 'POST', path: '/v1/sandboxes/:id/refresh', body: RefreshBody, answer: answers<SandboxRecord>() },
+  // E2B's SandboxNetworkUpdateConfig, with its two spellings: checked by the master (create-input.ts).
+  updateNetwork: { method: 'PUT', path: '/v1/sandboxes/:id/network', answer: answers<SandboxRecord>() },
+  metrics: { method: 'GET', path: '/v1/sandboxes/:id/metrics', query: MetricsQuery, answer: answers<SandboxMetrics[]>() },
+  sandboxLogs: { method: 'GET', path: '/v1/sandboxes/:id/logs', answer: answers<SandboxLogs>() },
+  createSnapshot: { method: 'POST', path: '/v1/sandboxes/:id/snapshots', body: SnapshotBody, answer: answers<SnapshotRecord>() },
+  forkSandbox: { method: 'POST', path: '/v1/sandboxes/:id/fork', body: ForkBody, answer: answers<ForkResult[]>() },
+  listSnapshots: { method: 'GET', path: '/v1/snapshots', query: ListSnapshotsQuerySchema, answer: answers<SnapshotPage>() },
+  deleteSnapshot: { method: 'DELETE', path: '/v1/snapshots/:id', answer: answers<void>() },
+  listNodes: { method: 'GET', path: '/v1/nodes', answer: answers<NodeRecord[]>() },
+  getNode: { method: 'GET', path: '/v1/nodes/:id', answer: answers<NodeRecord>() },
+  addNodeLabels: { method: 'POST', path: '/v1/nodes/:id/labels', answer: answers<NodeRecord>() },
+  removeNodeLabels: { method: 'DELETE', path: '/v1/nodes/:id/labels', answer: answers<NodeRecord>() },
+  drainNode: { method: 'POST', path: '/v1/nodes/:id/drain', answer: answers<DrainStatus>() },
+  drainStatus: { method: 'GET', path: '/v1/nodes/:id/drain', answer: answers<DrainStatus>() },
+  undrainNode: { method: 'DELETE', path: '/v1/nodes/:id/drain', answer: answers<NodeRecord>() },
+} as const satisfies RouteTable;
+
+const R = MASTER_ROUTES;
 
 export class MasterClient {
   readonly http: JsonClient;
@@ -276,41 +256,33 @@ export class MasterClient {
   with(headers: Record<string, string>): MasterClient {
     return Object.keys(headers).length ? new MasterClient(this.baseUrl, { ...this.opts, headers: { ...this.opts.headers, ...headers } }) : this;
   }
-  createSandbox(input: CreateSandboxInput) { return this.http.post<SandboxRecord>('/v1/sandboxes', input); }
-  listSandboxes(q: ListSandboxesQuery) { return this.http.get<SandboxPage>('/v1/sandboxes', { query: { ...q } }); }
-  getSandbox(id: string) { return this.http.get<SandboxRecord>(`/v1/sandboxes/${seg(id)}`); }
-  killSandbox(id: string) { return this.http.delete<void>(`/v1/sandboxes/${seg(id)}`); }
+  createSandbox(input: CreateSandboxInput) { return call(this.http, R.createSandbox, {}, { body: input }); }
+  listSandboxes(q: ListSandboxesQuery) { return call(this.http, R.listSandboxes, {}, { query: q }); }
+  getSandbox(id: string) { return call(this.http, R.getSandbox, { id }); }
+  killSandbox(id: string) { return call(this.http, R.killSandbox, { id }); }
   /** memory false: free the memory and keep the files (a filesystem pause). */
-  pauseSandbox(id: string, opts: { memory?: boolean } = {}) { return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/pause`, opts); }
+  pauseSandbox(id: string, opts: { memory?: boolean } = {}) { return call(this.http, R.pauseSandbox, { id }, { body: opts }); }
   /** memory false: a paused sandbox boots again from its files, whatever memory it kept. */
   connectSandbox(id: string, timeout?: number, opts: { memory?: boolean } = {}) {
-    return this.http.post<ConnectResult>(`/v1/sandboxes/${seg(id)}/connect`, { timeout, ...opts });
+    return call(this.http, R.connectSandbox, { id }, { body: { timeout, ...opts } });
   }
   resumeSandbox(id: string, timeout?: number, opts: { memory?: boolean } = {}) {
-    return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/resume`, { timeout, ...opts });
+    return call(this.http, R.resumeSandbox, { id }, { body: { timeout, ...opts } });
   }
-  setTimeout(id: string, timeout: number) {
-    return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/timeout`, { timeout });
-  }
-  refresh(id: string, duration?: number) {
-    return this.http.post<SandboxRecord>(`/v1/sandboxes/${seg(id)}/refresh`, { duration });
-  }
-  updateNetwork(id: string, update: unknown) { return this.http.put<SandboxRecord>(`/v1/sandboxes/${seg(id)}/network`, update); }
-  metrics(id: string, range: MetricsRange = {}) { return this.http.get<SandboxMetrics[]>(`/v1/sandboxes/${seg(id)}/metrics`, { query: { ...range } }); }
-  sandboxLogs(id: string, q: SandboxLogsQuery = {}) { return this.http.get<SandboxLogs>(`/v1/sandboxes/${seg(id)}/logs`, { query: { ...q } }); }
-  createSnapshot(id: string, input: CreateSnapshotInput = {}) { return this.http.post<SnapshotRecord>(`/v1/sandboxes/${seg(id)}/snapshots`, input); }
-  listSnapshots(q: ListSnapshotsQuery = {}) { return this.http.get<SnapshotPage>('/v1/snapshots', { query: { ...q } }); }
-  deleteSnapshot(ref: string) { return this.http.delete<void>(`/v1/snapshots/${seg(ref)}`); }
-  forkSandbox(id: string, input: ForkInput = {}) { return this.http.post<ForkResult[]>(`/v1/sandboxes/${seg(id)}/fork`, input); }
-  listNodes() { return this.http.get<NodeRecord[]>('/v1/nodes'); }
-  getNode(id: string) { return this.http.get<NodeRecord>(`/v1/nodes/${seg(id)}`); }
-  addNodeLabels(id: string, labels: Record<string, string>) {
-    return this.http.post<NodeRecord>(`/v1/nodes/${seg(id)}/labels`, { labels });
-  }
-  removeNodeLabels(id: string, names: string[]) {
-    return this.http.request<NodeRecord>('DELETE', `/v1/nodes/${seg(id)}/labels`, { body: { names } });
-  }
-  drainNode(id: string) { return this.http.post<DrainStatus>(`/v1/nodes/${seg(id)}/drain`, {}); }
-  drainStatus(id: string) { return this.http.get<DrainStatus>(`/v1/nodes/${seg(id)}/drain`); }
-  undrainNode(id: string) { return this.http.request<NodeRecord>('DELETE', `/v1/nodes/${seg(id)}/drain`); }
+  setTimeout(id: string, timeout: number) { return call(this.http, R.setTimeout, { id }, { body: { timeout } }); }
+  refresh(id: string, duration?: number) { return call(this.http, R.refresh, { id }, { body: { duration } }); }
+  updateNetwork(id: string, update: unknown) { return call(this.http, R.updateNetwork, { id }, { body: update }); }
+  metrics(id: string, range: MetricsRange = {}) { return call(this.http, R.metrics, { id }, { query: range }); }
+  sandboxLogs(id: string, q: SandboxLogsQuery = {}) { return call(this.http, R.sandboxLogs, { id }, { query: { ...q } }); }
+  createSnapshot(id: string, input: CreateSnapshotInput = {}) { return call(this.http, R.createSnapshot, { id }, { body: input }); }
+  listSnapshots(q: ListSnapshotsQuery = {}) { return call(this.http, R.listSnapshots, {}, { query: q }); }
+  deleteSnapshot(ref: string) { return call(this.http, R.deleteSnapshot, { id: ref }); }
+  forkSandbox(id: string, input: ForkInput = {}) { return call(this.http, R.forkSandbox, { id }, { body: input }); }
+  listNodes() { return call(this.http, R.listNodes, {}); }
+  getNode(id: string) { return call(this.http, R.getNode, { id }); }
+  addNodeLabels(id: string, labels: Record<string, string>) { return call(this.http, R.addNodeLabels, { id }, { body: { labels } }); }
+  removeNodeLabels(id: string, names: string[]) { return call(this.http, R.removeNodeLabels, { id }, { body: { names } }); }
+  drainNode(id: string) { return call(this.http, R.drainNode, { id }, { body: {} }); }
+  drainStatus(id: string) { return call(this.http, R.drainStatus, { id }); }
+  undrainNode(id: string) { return call(this.http, R.undrainNode, { id }); }
 }

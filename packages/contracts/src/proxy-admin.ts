@@ -1,12 +1,13 @@
 /**
- * The data-plane proxy's admin routes (port 8082 or SVC_PROXY_ADMIN_PORT):
+ * The data-plane proxy's admin routes (port 8082 or SVC_PROXY_ADMIN_PORT), in PROXY_ADMIN_ROUTES:
  *   GET  /admin/healthz                 → ProxyHealth
- *   POST /admin/backend_cache/delete    → 204 (body { sandboxIds?: string[] }; none = purge all)
+ *   POST /admin/backend_cache/delete    → 204 (body { sandboxIds?: string[] }; none, or no body = purge all)
  *        Header X-Svc-Admin-Token must equal the proxy's $svc_admin_token; a mismatch, or a
- *        token set on only one side, is 403.
+ *        token set on only one side, is 403 (before the body is looked at).
  * Data plane (port 3002 in `svc up`, 80/443 in production installs): see docs/data-plane.md.
  */
 import { JsonClient, type TaskStats } from '@svc/common';
+import { answers, call, type RouteTable } from './route-table.ts';
 
 export const ADMIN_TOKEN_HEADER = 'x-svc-admin-token';
 /** Accepted traffic-token headers; the first two are svc's, the third is E2B's (docs/data-plane.md). */
@@ -21,11 +22,29 @@ export interface ProxyHealth {
   tasks: Record<string, TaskStats>;
 }
 
+/**
+ * The proxy's admin routes (route-table.ts): its admin server registers them, ProxyAdminClient
+ * (the master's cache purge) calls them.
+ */
+export const PROXY_ADMIN_ROUTES = {
+  health: { method: 'GET', path: '/admin/healthz', answer: answers<ProxyHealth>() },
+  purge: {
+    method: 'POST',
+    path: '/admin/backend_cache/delete',
+    // null: no body at all (fastify validates an absent body as null), which purges everything.
+    body: { type: ['object', 'null'], properties: { sandboxIds: { type: 'array', items: { type: 'string' } } } },
+    answer: answers<void>(),
+  },
+} as const satisfies RouteTable;
+
+const R = PROXY_ADMIN_ROUTES;
+
 export class ProxyAdminClient {
   private readonly http: JsonClient;
   constructor(baseUrl: string, adminToken: string) {
     this.http = new JsonClient(baseUrl, { timeoutMs: 3_000, headers: adminToken ? { [ADMIN_TOKEN_HEADER]: adminToken } : {} });
   }
-  health() { return this.http.get<ProxyHealth>('/admin/healthz'); }
-  purge(sandboxIds?: string[]) { return this.http.post<void>('/admin/backend_cache/delete', { sandboxIds }); }
+  health() { return call(this.http, R.health, {}); }
+  /** Purges these sandboxes' cached routes; none: every cached route. */
+  purge(sandboxIds?: string[]) { return call(this.http, R.purge, {}, { body: { sandboxIds } }); }
 }

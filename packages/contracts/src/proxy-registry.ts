@@ -1,7 +1,5 @@
-import { badRequest, type Coordination, type Logger } from '@svc/common';
+import type { Coordination, Logger } from '@svc/common';
 import { PROXY_INDEX_KEY, PROXY_INDEX_LOCK, PROXY_KV_PREFIX, PROXY_TTL_MS, type ProxyAnnouncement } from './lifecycle.ts';
-
-const PROXY_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * The data-plane proxies that announced themselves, kept in the coordination kv (layout in
@@ -16,9 +14,8 @@ export class ProxyRegistry {
     private readonly ttlMs = PROXY_TTL_MS,
   ) {}
 
+  /** An announcement as the heartbeat route's schema let it through (LIFECYCLE_ROUTES: the proxyId's and adminUrl's form). */
   async record(a: ProxyAnnouncement): Promise<void> {
-    if (typeof a?.proxyId !== 'string' || !PROXY_ID.test(a.proxyId)) throw badRequest('proxyId must be 1-128 characters of [A-Za-z0-9._:-]');
-    if (typeof a.adminUrl !== 'string' || !/^https?:\/\/[^\s/]+/.test(a.adminUrl)) throw badRequest('adminUrl must be an http(s) URL');
     await this.coord.kvSet(PROXY_KV_PREFIX + a.proxyId, a.adminUrl, this.ttlMs);
     const index = await this.readIndex();
     if (!index.includes(a.proxyId)) await this.rewriteIndex((ids) => [...ids, a.proxyId]);

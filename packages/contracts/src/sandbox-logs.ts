@@ -1,12 +1,13 @@
 /**
  * A sandbox's own log, shared by everyone who writes, reads or answers it: the line format that
  * envd and the node agent write to the sandbox's console file (the node agent reads it back),
- * the check of a logs query (node agent, its fake, master), and which entries answer a query.
- * The wire types are the node agent's (node-agent.ts); this module imports nothing else of
- * theirs, so that envd, which writes the lines, bundles only this.
+ * the check of a logs query (the master and the node agent's fake; the node agent checks it with
+ * its route's schema, node-agent-schemas.ts, to the same bounds), and which entries answer a
+ * query. The wire types are the node agent's (node-agent-types.ts); this module imports nothing
+ * else of theirs, so that envd, which writes the lines, bundles only this.
  */
 import { badRequest } from '@svc/common/errors';
-import type { LogLevel, SandboxLogEntry, SandboxLogsQuery } from './node-agent.ts';
+import type { LogLevel, SandboxLogEntry, SandboxLogsQuery } from './node-agent-types.ts';
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const satisfies readonly LogLevel[];
 export const LOG_DIRECTIONS = ['forward', 'backward'] as const satisfies readonly NonNullable<SandboxLogsQuery['direction']>[];

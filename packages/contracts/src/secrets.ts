@@ -11,11 +11,13 @@
  * No answer carries a value. A secret of another team answers 404 like a missing one.
  *
  * The egress proxy's route (header EGRESS_ADMIN_TOKEN_HEADER equal to egress.admin_token;
- * 403 otherwise, 503 when the master has none):
+ * 403 otherwise, 503 when the master has none, both before the body is looked at):
  *   POST   /internal/v1/secrets/resolve → ResolvedSecrets (body ResolveSecretsInput)
+ * SECRET_ROUTES below is their table.
  */
 import { badRequest, JsonClient } from '@svc/common';
 import { EGRESS_ADMIN_TOKEN_HEADER } from './egress.ts';
+import { answers, call, type BodyOf, type RouteTable } from './route-table.ts';
 
 /** E2B's documented limits (its openapi, NewSecret and SecretMetadata). */
 export const SECRET_LIMITS = {
@@ -38,7 +40,6 @@ export const SECRET_LIMITS = {
 } as const;
 
 export const SECRET_ID_PATTERN = /^sec_[a-z0-9]{24}$/;
-export const SECRETS_RESOLVE_PATH = '/internal/v1/secrets/resolve';
 
 export type SecretMetadata = Record<string, string>;
 
@@ -80,42 +81,88 @@ export function isSecretId(ref: string): boolean {
   return SECRET_ID_PATTERN.test(ref);
 }
 
-// ---- checks (the master answers their errors as 400) ----
+// ---- the routes' schemas: a refusal is a 400 naming the field, and never quotes a value ----
+
+/** The value's byte size and its Unicode are the master's check (checkSecretValue). */
+const secretValue = { type: 'string', minLength: SECRET_LIMITS.valueMinBytes } as const;
+
+/** String values by string keys; null or absent: none. Byte sizes are the master's check (checkSecretMetadata). */
+const metadata = {
+  type: ['object', 'null'],
+  additionalProperties: { type: 'string' },
+  maxProperties: SECRET_LIMITS.metadataMaxEntries,
+} as const;
+
+const NewSecretBody = {
+  type: 'object',
+  required: ['name', 'value'],
+  properties: { name: { type: 'string', pattern: SECRET_LIMITS.namePattern.source }, value: secretValue, metadata },
+  additionalProperties: false,
+} as const;
+
+const SecretUpdateBody = {
+  type: 'object',
+  required: ['value'],
+  properties: { value: secretValue, metadata },
+  additionalProperties: false,
+} as const;
+
+/** Names are kept as asked: a name no secret can have is reported missing, not refused. */
+const ResolveSecretsBody = {
+  type: 'object',
+  required: ['teamId', 'names'],
+  properties: {
+    teamId: { type: 'string', minLength: 1 },
+    names: { type: 'array', items: { type: 'string' }, maxItems: SECRET_LIMITS.resolveMaxNames },
+  },
+  additionalProperties: false,
+} as const;
+
+/** As E2B's list takes them: a limit of up to 4 digits (empty: the default; its range is the master's check), the token a page gave. */
+const ListSecretsQuery = {
+  type: 'object',
+  properties: { limit: { type: 'string', pattern: '^[0-9]{0,4}$' }, nextToken: { type: 'string' } },
+} as const;
+
+/** The master's vault routes (route-table.ts). A wildcard, not `:secretID`: the router caps a parameter at 100 characters, and a name may have 128. */
+export const SECRET_ROUTES = {
+  list: { method: 'GET', path: '/secrets', query: ListSecretsQuery, answer: answers<WireSecret[]>() },
+  create: { method: 'POST', path: '/secrets', body: NewSecretBody, answer: answers<WireSecret>() },
+  get: { method: 'GET', path: '/secrets/*', answer: answers<WireSecret>() },
+  update: { method: 'POST', path: '/secrets/*', body: SecretUpdateBody, answer: answers<WireSecret>() },
+  delete: { method: 'DELETE', path: '/secrets/*', answer: answers<void>() },
+  resolve: { method: 'POST', path: '/internal/v1/secrets/resolve', body: ResolveSecretsBody, answer: answers<ResolvedSecrets>() },
+} as const satisfies RouteTable;
+
+// ---- what the schemas cannot say (the master answers these errors as 400) ----
 
 const LONE_SURROGATE = /\p{Cs}/u;
 
-/** A valid name in its stored (lower-case) form. */
-export function checkSecretName(v: unknown): string {
-  if (typeof v !== 'string') throw badRequest('name must be a string');
-  if (!SECRET_LIMITS.namePattern.test(v)) {
-    throw badRequest(`name must be 1 to ${SECRET_LIMITS.nameMaxChars} characters of letters, digits, '_', '.' and '-' (got ${JSON.stringify(v.slice(0, 200))})`);
-  }
+/** A name (past the schema's pattern) in its stored, lower-case form. */
+function checkSecretName(v: string): string {
   const name = v.toLowerCase();
   if (name.startsWith(SECRET_LIMITS.reservedNamePrefix)) throw badRequest(`name cannot start with "${SECRET_LIMITS.reservedNamePrefix}": that prefix is reserved for secret ids`);
   return name;
 }
 
 /** The errors never quote the value. */
-export function checkSecretValue(v: unknown): string {
-  if (typeof v !== 'string') throw badRequest('value must be a string');
+function checkSecretValue(v: string): string {
   const bytes = Buffer.byteLength(v, 'utf8');
-  if (bytes < SECRET_LIMITS.valueMinBytes) throw badRequest('value must not be empty');
   if (bytes > SECRET_LIMITS.valueMaxBytes) throw badRequest(`value is ${bytes} bytes; at most ${SECRET_LIMITS.valueMaxBytes} bytes (UTF-8) are allowed`);
   // A lone surrogate would be stored as U+FFFD: the value read back would differ from the one given.
   if (LONE_SURROGATE.test(v)) throw badRequest('value is not valid Unicode (it holds a lone surrogate)');
   return v;
 }
 
-export function checkSecretMetadata(v: unknown): SecretMetadata {
-  if (!isPlainObject(v)) throw badRequest('metadata must be an object of string keys to string values');
+/** SDKs that omit an unset field may also send it as null: both mean "not given". */
+function checkSecretMetadata(v: SecretMetadata | null | undefined): SecretMetadata | undefined {
+  if (v === undefined || v === null) return undefined;
   const entries = Object.entries(v);
-  if (entries.length > SECRET_LIMITS.metadataMaxEntries) throw badRequest(`metadata has ${entries.length} entries; at most ${SECRET_LIMITS.metadataMaxEntries} are allowed`);
   let total = 0;
   for (const [key, value] of entries) {
     const keyBytes = Buffer.byteLength(key, 'utf8');
     if (keyBytes === 0) throw badRequest('metadata keys must not be empty');
     if (keyBytes > SECRET_LIMITS.metadataKeyMaxBytes) throw badRequest(`metadata key ${JSON.stringify(key.slice(0, 40))}… is ${keyBytes} bytes; at most ${SECRET_LIMITS.metadataKeyMaxBytes} are allowed`);
-    if (typeof value !== 'string') throw badRequest(`metadata.${key} must be a string`);
     const valueBytes = Buffer.byteLength(value, 'utf8');
     if (valueBytes > SECRET_LIMITS.metadataValueMaxBytes) throw badRequest(`metadata.${key} is ${valueBytes} bytes; at most ${SECRET_LIMITS.metadataValueMaxBytes} are allowed`);
     total += keyBytes + valueBytes;
@@ -125,43 +172,16 @@ export function checkSecretMetadata(v: unknown): SecretMetadata {
   return Object.fromEntries(entries) as SecretMetadata;
 }
 
-/** POST /secrets's body. */
-export function checkNewSecret(body: unknown): NewSecretInput {
-  const b = checkBodyFields(body, ['name', 'value', 'metadata']);
-  const metadata = optionalMetadata(b.metadata);
+/** POST /secrets's body, past its schema. */
+export function checkNewSecret(b: BodyOf<typeof SECRET_ROUTES.create>): NewSecretInput {
+  const metadata = checkSecretMetadata(b.metadata);
   return { name: checkSecretName(b.name), value: checkSecretValue(b.value), ...(metadata ? { metadata } : {}) };
 }
 
-/** POST /secrets/:secretID's body. */
-export function checkSecretUpdate(body: unknown): SecretUpdateInput {
-  const b = checkBodyFields(body, ['value', 'metadata']);
-  const metadata = optionalMetadata(b.metadata);
+/** POST /secrets/:secretID's body, past its schema. */
+export function checkSecretUpdate(b: BodyOf<typeof SECRET_ROUTES.update>): SecretUpdateInput {
+  const metadata = checkSecretMetadata(b.metadata);
   return { value: checkSecretValue(b.value), ...(metadata ? { metadata } : {}) };
-}
-
-/** The resolve route's body. Names are kept as asked: a name no secret can have is reported missing, not refused. */
-export function checkResolveInput(body: unknown): ResolveSecretsInput {
-  const b = checkBodyFields(body, ['teamId', 'names']);
-  if (typeof b.teamId !== 'string' || !b.teamId) throw badRequest('teamId must be a non-empty string');
-  if (!Array.isArray(b.names) || !b.names.every((n) => typeof n === 'string')) throw badRequest('names must be a list of strings');
-  if (b.names.length > SECRET_LIMITS.resolveMaxNames) throw badRequest(`names holds ${b.names.length} names; at most ${SECRET_LIMITS.resolveMaxNames} per call`);
-  return { teamId: b.teamId, names: b.names as string[] };
-}
-
-/** SDKs that omit an unset field may also send it as null: both mean "not given". */
-function optionalMetadata(v: unknown): SecretMetadata | undefined {
-  return v === undefined || v === null ? undefined : checkSecretMetadata(v);
-}
-
-function checkBodyFields(body: unknown, known: string[]): Record<string, unknown> {
-  if (!isPlainObject(body)) throw badRequest(`the request body must be a JSON object with ${known.join(', ')}`);
-  const extra = Object.keys(body).filter((k) => !known.includes(k));
-  if (extra.length) throw badRequest(`unknown fields ${extra.map((k) => JSON.stringify(k.slice(0, 64))).join(', ')} (known: ${known.join(', ')})`);
-  return body;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 // ---- placeholders (the grammar of E2B's SDK: Secret.fill, iam tokens) ----
@@ -233,7 +253,7 @@ export class SecretResolverClient {
   }
 
   async resolve(teamId: string, names: string[]): Promise<ResolvedSecrets> {
-    const answer = await this.http.post<ResolvedSecrets>(SECRETS_RESOLVE_PATH, { teamId, names } satisfies ResolveSecretsInput);
+    const answer = await call(this.http, SECRET_ROUTES.resolve, {}, { body: { teamId, names } satisfies ResolveSecretsInput });
     // Without a prototype, values['constructor'] or values['toString'] is undefined, not Object's.
     const values: Record<string, string> = Object.assign(Object.create(null), answer.values);
     return { values, missing: answer.missing };

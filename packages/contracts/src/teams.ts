@@ -3,17 +3,23 @@
  * and the master. The gateway verifies a key, then calls the master on the team's behalf with
  * TEAM_HEADER set; the master scopes every read and write to that team. A call without the
  * header is the operator's (the master's address is private, docs/security.md "Trust").
- *   POST   /v1/teams                 → 201 CreatedTeam   (body CreateTeamInput)
- *   GET    /v1/teams                 → TeamRecord[]
- *   GET    /v1/teams/:id             → TeamRecord | 404
- *   PATCH  /v1/teams/:id             → TeamRecord        (body { limits: Partial<TeamLimits> })
- *   POST   /v1/teams/:id/keys        → 201 CreatedKey    (body { name? })
- *   GET    /v1/keys                  → ApiKeyRecord[]    (query teamId?)
- *   DELETE /v1/keys/:id              → 204 | 404         (revokes)
- *   POST   /internal/v1/keys/verify  → KeyIdentity | 401 (body { keyHash })
+ * The routes are TEAM_ROUTES below:
+ *   POST   /v1/teams                     → 201 CreatedTeam   (body CreateTeamInput; operator only)
+ *   GET    /v1/teams                     → TeamRecord[]
+ *   GET    /v1/teams/:id                 → TeamRecord | 404
+ *   PATCH  /v1/teams/:id                 → TeamRecord        (body { limits: Partial<TeamLimits> }; operator only)
+ *   POST   /v1/teams/:id/keys            → 201 CreatedKey    (body { name? })
+ *   POST   /v1/teams/:id/sandboxes/kill  → { killedCount, failedCount } (operator only)
+ *   GET    /v1/keys                      → ApiKeyRecord[]    (query teamId?)
+ *   PATCH  /v1/keys/:id                  → ApiKeyRecord      (body { name })
+ *   DELETE /v1/keys/:id                  → 204 | 404         (revokes)
+ *   GET    /v1/admin/running-counts      → running sandboxes by team id (operator only)
+ *   POST   /internal/v1/keys/verify      → KeyIdentity | 401 (body { keyHash })
+ * An operator-only route answers a team's call 404, as a route that does not exist.
  */
 import { createHash } from 'node:crypto';
 import { JsonClient } from '@svc/common';
+import { answers, call, type RouteTable } from './route-table.ts';
 
 /** The header the gateway sets on every call it makes for a team; a client's own is dropped. */
 export const TEAM_HEADER = 'x-svc-team';
@@ -103,9 +109,78 @@ export function checkLimits(v: unknown): Partial<TeamLimits> {
   return out;
 }
 
-function seg(id: string): string {
-  return encodeURIComponent(id);
+/** A limit as a body gives it: a whole number, 0 or more (0: no limit). */
+const limit = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
+
+const limitProperties = {
+  maxSandboxes: limit, maxMemoryMB: limit, maxVcpus: limit, maxConcurrentBuilds: limit, maxRequestsPerMinute: limit,
+} as const satisfies Record<keyof TeamLimits, unknown>;
+
+/** Limits in a body: the known names only; null or absent sets none. */
+const LimitsBody = {
+  type: ['object', 'null'],
+  properties: limitProperties,
+  additionalProperties: false,
+} as const;
+
+const CreateTeamBody = {
+  type: 'object',
+  required: ['name'],
+  properties: { name: { type: 'string', pattern: TEAM_NAME_PATTERN.source }, limits: LimitsBody },
+  additionalProperties: false,
+} as const;
+
+/** No body, or null, sets nothing. */
+const SetLimitsBody = {
+  type: ['object', 'null'],
+  properties: { limits: LimitsBody },
+  additionalProperties: false,
+} as const;
+
+/**
+ * A key's name (create: absent is "key"; rename: required). Its text (1 to 128 printable
+ * characters) is the master's check.
+ */
+const KeyNameBody = {
+  type: ['object', 'null'],
+  properties: { name: { type: ['string', 'null'] } },
+  additionalProperties: false,
+} as const;
+
+const VerifyKeyBody = {
+  type: 'object',
+  required: ['keyHash'],
+  properties: { keyHash: { type: 'string', pattern: '^[0-9a-f]{64}$', description: 'SHA-256 of the key, hex (apiKeyHash)' } },
+} as const;
+
+/** teamId given once: the operator's filter (a team's call lists its own keys whatever it names). */
+const ListKeysQuery = {
+  type: 'object',
+  properties: { teamId: { type: 'string' } },
+} as const;
+
+/** What killing a team's sandboxes did. */
+interface KilledSandboxes {
+  killedCount: number;
+  failedCount: number;
 }
+
+/** The master's team and key routes (route-table.ts): the master serves them, TeamsClient calls them. */
+export const TEAM_ROUTES = {
+  createTeam: { method: 'POST', path: '/v1/teams', body: CreateTeamBody, answer: answers<CreatedTeam>() },
+  listTeams: { method: 'GET', path: '/v1/teams', answer: answers<TeamRecord[]>() },
+  getTeam: { method: 'GET', path: '/v1/teams/:id', answer: answers<TeamRecord>() },
+  setLimits: { method: 'PATCH', path: '/v1/teams/:id', body: SetLimitsBody, answer: answers<TeamRecord>() },
+  createKey: { method: 'POST', path: '/v1/teams/:id/keys', body: KeyNameBody, answer: answers<CreatedKey>() },
+  killTeamSandboxes: { method: 'POST', path: '/v1/teams/:id/sandboxes/kill', answer: answers<KilledSandboxes>() },
+  listKeys: { method: 'GET', path: '/v1/keys', query: ListKeysQuery, answer: answers<ApiKeyRecord[]>() },
+  renameKey: { method: 'PATCH', path: '/v1/keys/:id', body: KeyNameBody, answer: answers<ApiKeyRecord>() },
+  revokeKey: { method: 'DELETE', path: '/v1/keys/:id', answer: answers<void>() },
+  runningCounts: { method: 'GET', path: '/v1/admin/running-counts', answer: answers<Record<string, number>>() },
+  verify: { method: 'POST', path: '/internal/v1/keys/verify', body: VerifyKeyBody, answer: answers<KeyIdentity>() },
+} as const satisfies RouteTable;
+
+const R = TEAM_ROUTES;
 
 export class TeamsClient {
   readonly http: JsonClient;
@@ -113,15 +188,16 @@ export class TeamsClient {
   constructor(baseUrl: string, opts: { timeoutMs?: number; headers?: Record<string, string> } = {}) {
     this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 10_000, ...(opts.headers ? { headers: opts.headers } : {}) });
   }
-  createTeam(input: CreateTeamInput) { return this.http.post<CreatedTeam>('/v1/teams', input); }
-  listTeams() { return this.http.get<TeamRecord[]>('/v1/teams'); }
-  getTeam(id: string) { return this.http.get<TeamRecord>(`/v1/teams/${seg(id)}`); }
-  setLimits(id: string, limits: Partial<TeamLimits>) { return this.http.request<TeamRecord>('PATCH', `/v1/teams/${seg(id)}`, { body: { limits } }); }
-  createKey(teamId: string, name?: string) { return this.http.post<CreatedKey>(`/v1/teams/${seg(teamId)}/keys`, { name }); }
-  listKeys(teamId?: string) { return this.http.get<ApiKeyRecord[]>('/v1/keys', { query: { teamId } }); }
-  renameKey(id: string, name: unknown) { return this.http.request<ApiKeyRecord>('PATCH', `/v1/keys/${seg(id)}`, { body: { name } }); }
-  revokeKey(id: string) { return this.http.delete<void>(`/v1/keys/${seg(id)}`); }
-  runningCounts() { return this.http.get<Record<string, number>>('/v1/admin/running-counts'); }
-  killTeamSandboxes(teamId: string) { return this.http.post<{ killedCount: number; failedCount: number }>(`/v1/teams/${seg(teamId)}/sandboxes/kill`, {}); }
-  verify(keyHash: string) { return this.http.post<KeyIdentity>('/internal/v1/keys/verify', { keyHash }); }
+  createTeam(input: CreateTeamInput) { return call(this.http, R.createTeam, {}, { body: input }); }
+  listTeams() { return call(this.http, R.listTeams, {}); }
+  getTeam(id: string) { return call(this.http, R.getTeam, { id }); }
+  setLimits(id: string, limits: Partial<TeamLimits>) { return call(this.http, R.setLimits, { id }, { body: { limits } }); }
+  createKey(teamId: string, name?: string) { return call(this.http, R.createKey, { id: teamId }, { body: { name } }); }
+  listKeys(teamId?: string) { return call(this.http, R.listKeys, {}, { query: { teamId } }); }
+  /** No name: the master's 400 (a key's name is required here). */
+  renameKey(id: string, name: string | undefined) { return call(this.http, R.renameKey, { id }, { body: { name } }); }
+  revokeKey(id: string) { return call(this.http, R.revokeKey, { id }); }
+  runningCounts() { return call(this.http, R.runningCounts, {}); }
+  killTeamSandboxes(teamId: string) { return call(this.http, R.killTeamSandboxes, { id: teamId }, { body: {} }); }
+  verify(keyHash: string) { return call(this.http, R.verify, {}, { body: { keyHash } }); }
 }

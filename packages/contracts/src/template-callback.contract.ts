@@ -6,6 +6,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { pathTo } from './route-table.ts';
+import { TEMPLATE_CALLBACK_ROUTES } from './template-callback.ts';
 import { CALLBACK_TOKEN_HEADER } from './template-center.ts';
 
 export interface TemplateCallbackSubject {
@@ -20,8 +22,8 @@ export function templateCallbackContract(name: string, make: () => Promise<Templ
   test(`template status callback contract: ${name}`, async (t) => {
     const s = await make();
     const post = async (jobId: string, body: unknown, token: string | null = s.token) => {
-      const res = await fetch(`${s.url}/internal/template/jobs/${encodeURIComponent(jobId)}/status`, {
-        method: 'POST',
+      const res = await fetch(`${s.url}${pathTo(TEMPLATE_CALLBACK_ROUTES.status, { jobId })}`, {
+        method: TEMPLATE_CALLBACK_ROUTES.status.method,
         headers: { 'content-type': 'application/json', ...(token !== null ? { [CALLBACK_TOKEN_HEADER]: token } : {}) },
         body: JSON.stringify(body),
       });

@@ -1,6 +1,6 @@
-import { badRequest, sameSecret } from '@svc/common';
+import { sameSecret } from '@svc/common';
+import { answers, type RouteTable } from './route-table.ts';
 import { JOB_PHASES, JOB_STATUSES } from './template-route-schemas.ts';
-import type { JobStatusReport } from './template-center.ts';
 
 export type TokenCheck = { ok: true } | { ok: false; status: 401 | 503; message: string };
 
@@ -20,20 +20,40 @@ export function verifyCallbackToken(header: string | string[] | undefined, confi
   return { ok: true };
 }
 
-const STATUSES = new Set<string>(JOB_STATUSES);
-const PHASES = new Set<string>(JOB_PHASES);
+/** The stored artifact of a BUILT report: what the master registers (ArtifactStored; its other fields are not checked). */
+const BuiltArtifact = {
+  type: 'object',
+  required: ['artifactId', 'sha256', 'sizeBytes', 'storage', 'location'],
+  properties: {
+    artifactId: { type: 'string', minLength: 1 },
+    sha256: { type: 'string' },
+    sizeBytes: { type: 'number' },
+    storage: { type: 'string', enum: ['local', 's3'] },
+    location: { type: 'string' },
+  },
+} as const;
 
-/** A status callback's body, as the master takes it (and the template center's test double); anything else is a 400. */
-export function checkJobStatusReport(body: unknown): JobStatusReport {
-  const r = body as JobStatusReport | undefined;
-  if (!r || typeof r !== 'object' || !STATUSES.has(r.status)) throw badRequest('body must be a JobStatusReport with status PENDING, RUNNING, BUILT or FAILED');
-  if (r.phase !== undefined && r.phase !== null && !PHASES.has(r.phase)) throw badRequest(`unknown phase ${String(r.phase)}`);
-  if (r.status === 'BUILT') {
-    const a = r.artifact;
-    if (!a || typeof a.artifactId !== 'string' || !a.artifactId || typeof a.sha256 !== 'string' || typeof a.sizeBytes !== 'number'
-      || (a.storage !== 'local' && a.storage !== 's3') || typeof a.location !== 'string') {
-      throw badRequest('a BUILT report needs artifact {artifactId, sha256, sizeBytes, storage: local|s3, location}');
-    }
-  }
-  return r;
-}
+/**
+ * A status report (JobStatusReport) as the master takes it: a known status, a known phase or
+ * none, and with BUILT the artifact; anything else is a 400 naming the field. The other fields
+ * (error, imageInfo) are the template center's, as JobStatusReport types them.
+ */
+const JobStatusReportBody = {
+  type: 'object',
+  required: ['status'],
+  properties: {
+    status: { type: 'string', enum: JOB_STATUSES },
+    phase: { type: ['string', 'null'], enum: [...JOB_PHASES, null] },
+  },
+  if: { properties: { status: { const: 'BUILT' } } },
+  then: { required: ['artifact'], properties: { artifact: BuiltArtifact } },
+} as const;
+
+/**
+ * The master's status callback (route-table.ts): the master and the template center's test
+ * double of it serve it, the template center's CallbackSender posts to it. The token
+ * (CALLBACK_TOKEN_HEADER, verifyCallbackToken) is checked before the body.
+ */
+export const TEMPLATE_CALLBACK_ROUTES = {
+  status: { method: 'POST', path: '/internal/template/jobs/:jobId/status', body: JobStatusReportBody, answer: answers<void>() },
+} as const satisfies RouteTable;

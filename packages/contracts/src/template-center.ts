@@ -26,7 +26,7 @@ export const CALLBACK_TOKEN_HEADER = 'x-svc-template-callback-token';
 /** The sha256 a layer upload must have (PUT /tc/api/v1/layer/:layerId), as a node's archive says it. */
 export { LAYER_SHA256_HEADER } from './node-agent.ts';
 import { LAYER_SHA256_HEADER } from './node-agent.ts';
-import { call, pathTo, type RouteTable } from './route-table.ts';
+import { answers, call, pathTo, type RouteTable } from './route-table.ts';
 
 export type { JobPhase, JobStatus };
 
@@ -114,18 +114,33 @@ export interface JobStatusReport {
 
 export const progressKey = (jobId: string) => `tc:job:${jobId}:progress`;
 
+/** An artifact's or a layer's id: what the store names its files after (1-128 of [A-Za-z0-9._-], not starting with a dot or dash). */
+const ArtifactIdSchema = { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$' } as const;
+
+/** POST /tc/api/v1/artifact/delete; other fields are let through, unread. */
+const DeleteArtifactBody = { type: 'object', required: ['artifactId'], properties: { artifactId: ArtifactIdSchema } } as const;
+
+/** POST /tc/api/v1/artifact/migrate; other fields are let through, unread. */
+const MigrateBody = {
+  type: 'object',
+  required: ['artifactId', 'localPath'],
+  properties: { artifactId: ArtifactIdSchema, localPath: { type: 'string', pattern: '^/', description: 'An absolute path on the template center host' } },
+} as const;
+
 /**
  * The template center's routes (route-table.ts): its server registers them and
- * TemplateCenterClient calls them. The artifact download also answers HEAD.
+ * TemplateCenterClient calls them. The artifact download also answers HEAD. The delete and
+ * migrate bodies are checked against their schemas before the handler runs; a build's body is
+ * checked by the template center itself (template-center/src/build-request.ts).
  */
 export const TEMPLATE_CENTER_ROUTES = {
-  health: { method: 'GET', path: '/health' },
-  build: { method: 'POST', path: '/tc/api/v1/build' },
-  deleteArtifact: { method: 'POST', path: '/tc/api/v1/artifact/delete' },
-  migrate: { method: 'POST', path: '/tc/api/v1/artifact/migrate' },
+  health: { method: 'GET', path: '/health', answer: answers<{ ok: boolean; store: string }>() },
+  build: { method: 'POST', path: '/tc/api/v1/build', answer: answers<{ jobId: string }>() },
+  deleteArtifact: { method: 'POST', path: '/tc/api/v1/artifact/delete', body: DeleteArtifactBody, answer: answers<{ deleted: boolean }>() },
+  migrate: { method: 'POST', path: '/tc/api/v1/artifact/migrate', body: MigrateBody, answer: answers<ArtifactStored>() },
   downloadArtifact: { method: 'GET', path: '/tc/api/v1/artifact/:artifactId' },
-  artifactInfo: { method: 'GET', path: '/tc/api/v1/artifact/:artifactId/info' },
-  putLayer: { method: 'PUT', path: '/tc/api/v1/layer/:layerId' },
+  artifactInfo: { method: 'GET', path: '/tc/api/v1/artifact/:artifactId/info', answer: answers<ArtifactStored>() },
+  putLayer: { method: 'PUT', path: '/tc/api/v1/layer/:layerId', answer: answers<ArtifactStored>() },
 } as const satisfies RouteTable;
 
 const R = TEMPLATE_CENTER_ROUTES;
@@ -136,11 +151,11 @@ export class TemplateCenterClient {
     this.http = new JsonClient(baseUrl, { timeoutMs: 30_000, headers: token ? { [CALLBACK_TOKEN_HEADER]: token } : {} });
   }
   get baseUrl() { return this.http.baseUrl; }
-  health() { return call<{ ok: boolean; store: string }>(this.http, R.health, {}, { timeoutMs: 3_000 }); }
-  build(req: BuildRequest) { return call<{ jobId: string }>(this.http, R.build, {}, { body: req }); }
-  deleteArtifact(artifactId: string) { return call<{ deleted: boolean }>(this.http, R.deleteArtifact, {}, { body: { artifactId } }); }
+  health() { return call(this.http, R.health, {}, { timeoutMs: 3_000 }); }
+  build(req: BuildRequest) { return call(this.http, R.build, {}, { body: req }); }
+  deleteArtifact(artifactId: string) { return call(this.http, R.deleteArtifact, {}, { body: { artifactId } }); }
   migrate(artifactId: string, localPath: string) {
-    return call<ArtifactStored>(this.http, R.migrate, {}, { body: { artifactId, localPath }, timeoutMs: 600_000 });
+    return call(this.http, R.migrate, {}, { body: { artifactId, localPath }, timeoutMs: 600_000 });
   }
   /**
    * Stores a snapshot layer (a tar) or a build's context files under its id in the artifact
@@ -155,7 +170,7 @@ export class TemplateCenterClient {
   /** What the store holds under the id (its sha256 and size); undefined when nothing. */
   async artifactInfo(artifactId: string): Promise<ArtifactStored | undefined> {
     try {
-      return await call<ArtifactStored>(this.http, R.artifactInfo, { artifactId });
+      return await call(this.http, R.artifactInfo, { artifactId });
     } catch (err) {
       if ((err as { status?: number }).status === 404) return undefined;
       throw err;

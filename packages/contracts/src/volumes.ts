@@ -2,13 +2,14 @@
  * Persistent volumes (docs/volumes.md): the records, the plugin protocol's messages
  * (docs/volume-plugins.md) and the wire between gateway, master and node agent.
  *
- * Master (the gateway maps E2B's /volumes and /volumecontent onto these):
+ * Master (the gateway maps E2B's /volumes and /volumecontent onto these; MASTER_VOLUME_ROUTES):
  *   POST   /svc/volume                         → 201 VolumeAndToken   (body NewVolume; 400 code 130400 unknown driver)
  *   GET    /svc/volume                         → VolumeInfo[]
  *   GET    /svc/volume/:ref                    → VolumeAndToken | 404 (ref: id, or the team's name)
  *   DELETE /svc/volume/:ref                    → 204 | 404 | 409 code 130409 (mounted)
- *   *      /svc/volume/:ref/content/{dir,file,path}  → the volume content API (VOLUME_CONTENT_ROUTES),
- *                                                 authorized by the team header or `Authorization: Bearer <token>`
+ *   *      /svc/volumecontent/:ref/{dir,file,path}  → the volume content API (VOLUME_CONTENT_PATH: every
+ *                                                 method, passed through), authorized by the team header or
+ *                                                 `Authorization: Bearer <token>`
  *   GET    /v1/volumes/refcounts               → VolumeRefcount[]     (operator: the master's counts, tests and `svc volume list`)
  * Node agent:
  *   GET    /v1/volumes/attachments             → NodeVolumeAttachment[]  (node-local counts)
@@ -17,6 +18,7 @@
  */
 import { badRequest } from '@svc/common/errors';
 import type { VolumePluginConfig } from '@svc/common';
+import { answers, type RouteTable } from './route-table.ts';
 
 export const VOLUME_NAME_PATTERN = /^[a-zA-Z0-9_-]+$/;
 
@@ -109,6 +111,35 @@ export interface VolumeAndToken extends VolumeInfo { token: string }
 export interface NewVolume { name?: string; driver?: string }
 
 export interface VolumeRefcount { volumeID: string; refcount: number }
+
+/** No body, or null, is a volume with no name given (its id) on the default driver; the name's rules are the master's check. */
+const NewVolumeBody = {
+  type: ['object', 'null'],
+  properties: { name: { type: 'string' }, driver: { type: 'string' } },
+} as const;
+
+/**
+ * The master's volume routes (route-table.ts). Wildcards, not `:ref`: the router caps a
+ * parameter at 100 characters, and a name may have 128 (masterVolumePath fills them).
+ */
+export const MASTER_VOLUME_ROUTES = {
+  list: { method: 'GET', path: '/svc/volume', answer: answers<VolumeInfo[]>() },
+  create: { method: 'POST', path: '/svc/volume', body: NewVolumeBody, answer: answers<VolumeAndToken>() },
+  get: { method: 'GET', path: '/svc/volume/*', answer: answers<VolumeAndToken>() },
+  destroy: { method: 'DELETE', path: '/svc/volume/*', answer: answers<void>() },
+  refcounts: { method: 'GET', path: '/v1/volumes/refcounts', answer: answers<VolumeRefcount[]>() },
+} as const satisfies RouteTable;
+
+/** The path of one volume (MASTER_VOLUME_ROUTES.get and .destroy): the ref URL-encoded in the wildcard. */
+export function masterVolumePath(ref: string): string {
+  return `${MASTER_VOLUME_ROUTES.get.path.slice(0, -1)}${encodeURIComponent(ref)}`;
+}
+
+/**
+ * The master's volume content API: `${VOLUME_CONTENT_PATH}/<ref>/{dir,file,path}`, every method,
+ * its bodies passed through to a node agent untouched (VOLUME_CONTENT_KINDS).
+ */
+export const VOLUME_CONTENT_PATH = '/svc/volumecontent';
 
 // ---- master ↔ node agent ---------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest, createHttpApp, forbidden, notFound, sameSecret, unavailable, type Logger, type TaskStats } from '@svc/common';
-import { EGRESS_ADMIN_TOKEN_HEADER, EgressRuleError, redactPolicy, type EgressHealth, type SandboxEgressPolicyView } from '@svc/contracts/egress';
+import { EGRESS_ADMIN_TOKEN_HEADER, EgressRuleError, redactPolicy, type EgressHealth } from '@svc/contracts/egress';
+import { EGRESS_ADMIN_ROUTES as R } from '@svc/contracts/egress-routes';
+import { serve } from '@svc/contracts/route-table';
 import { checkPolicy } from './policy-check.ts';
 import type { PolicyStore } from './policy-store.ts';
 
@@ -14,15 +16,16 @@ export interface EgressAdminOptions {
 }
 
 /**
- * The egress admin API (routes in contracts/src/egress.ts). Health answers anyone; the policy
- * routes need X-Svc-Admin-Token, and with no token configured they refuse everyone (503): the
- * policies hold secrets, so there is no open development mode.
+ * The egress admin API: the routes of EGRESS_ADMIN_ROUTES (contracts/src/egress.ts);
+ * admin-routes.test.ts holds the two the same. Health answers anyone; the policy routes need
+ * X-Svc-Admin-Token, and with no token configured they refuse everyone (503): the policies hold
+ * secrets, so there is no open development mode.
  */
 export function createEgressAdminApp(opts: EgressAdminOptions): FastifyInstance {
   const { store, logger } = opts;
   const app = createHttpApp({ logger, https: opts.https });
 
-  app.get('/admin/healthz', async (): Promise<EgressHealth> => ({ ok: true, ready: store.ready, policies: store.size, tasks: opts.tasks() }));
+  serve(app, R.health, async (): Promise<EgressHealth> => ({ ok: true, ready: store.ready, policies: store.size, tasks: opts.tasks() }));
 
   const checkToken = async (req: FastifyRequest) => {
     if (opts.adminToken === '') throw unavailable('the egress admin API is off: egress.admin_token is not configured');
@@ -35,18 +38,19 @@ export function createEgressAdminApp(opts: EgressAdminOptions): FastifyInstance 
   app.register(async (routes) => {
     routes.addHook('onRequest', checkToken);
 
-    routes.get('/admin/policies', async (): Promise<SandboxEgressPolicyView[]> => store.list().map(redactPolicy));
+    serve(routes, R.listPolicies, async () => store.list().map(redactPolicy));
 
-    routes.get<{ Params: { sandboxId: string } }>('/admin/policies/:sandboxId', async (req): Promise<SandboxEgressPolicyView> => {
+    serve(routes, R.getPolicy, async (req) => {
       const policy = store.get(req.params.sandboxId);
       if (!policy) throw notFound(`no egress policy for sandbox ${req.params.sandboxId}`);
       return redactPolicy(policy);
     });
 
-    routes.put<{ Params: { sandboxId: string } }>('/admin/policies/:sandboxId', async (req): Promise<SandboxEgressPolicyView> => {
-      const body = req.body as { sandboxId?: unknown } | undefined;
-      if (body?.sandboxId !== req.params.sandboxId) {
-        throw badRequest(`the body's sandboxId ${JSON.stringify(body?.sandboxId)} differs from the path's ${JSON.stringify(req.params.sandboxId)}`);
+    // The schema says the fields' types; what is inside them checkPolicy checks, as for every policy loaded.
+    serve(routes, R.putPolicy, async (req) => {
+      const body = req.body;
+      if (body.sandboxId !== req.params.sandboxId) {
+        throw badRequest(`the body's sandboxId ${JSON.stringify(body.sandboxId)} differs from the path's ${JSON.stringify(req.params.sandboxId)}`);
       }
       let policy;
       try {
@@ -60,7 +64,7 @@ export function createEgressAdminApp(opts: EgressAdminOptions): FastifyInstance 
       return redactPolicy(policy);
     });
 
-    routes.delete<{ Params: { sandboxId: string } }>('/admin/policies/:sandboxId', async (req, reply) => {
+    serve(routes, R.deletePolicy, async (req, reply) => {
       store.delete(req.params.sandboxId);
       return reply.status(204).send();
     });

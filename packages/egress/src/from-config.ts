@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { clusterTlsOf, egressAddressOf, parseEgressResolve, type Logger, type SvcConfig } from '@svc/common';
-import { EgressPolicySource } from '@svc/contracts/egress';
+import { EgressPolicySource } from '@svc/contracts/egress-routes';
 import { SecretResolverClient } from '@svc/contracts/secrets';
 import { IdentityMintClient } from '@svc/contracts/identity';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';

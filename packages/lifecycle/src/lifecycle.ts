@@ -1,11 +1,12 @@
 import type { AddressInfo } from 'node:net';
-import { Periodic, badRequest, clusterTlsOf, createHttpApp, internalScheme, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { Periodic, clusterTlsOf, createHttpApp, internalScheme, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
-import { lifecycleReplicaListen, type LifecycleHealth, type ProxyAnnouncement } from '@svc/contracts/lifecycle';
+import { lifecycleReplicaListen } from '@svc/contracts/lifecycle';
 import { consumeSandboxEvents } from './event-consumer.ts';
 import { LeaderElection } from './leader-election.ts';
 import { ProxyRegistry } from '@svc/contracts/proxy-registry';
 import { ResumeCoordinator } from './resume-coordinator.ts';
+import { registerRoutes } from './routes.ts';
 import { Sweeper } from './sweeper.ts';
 
 export interface LifecycleTuning {
@@ -63,17 +64,12 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'> & { clust
 
   const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
   const periodic = new Periodic(logger);
-  app.get('/health', async (): Promise<LifecycleHealth> => ({
-    ok: true, replicaId, leader: election.isLeader(), warmingUp: warmingUp(), createEventsApplied: events.created(), tasks: periodic.stats(),
-  }));
-  app.post<{ Body: { sandboxId?: unknown } }>('/internal/resume', async (req) => {
-    const id = req.body?.sandboxId;
-    if (typeof id !== 'string' || id === '') throw badRequest('sandboxId is required');
-    return resumer.resume(id);
-  });
-  app.post<{ Body: ProxyAnnouncement }>('/internal/v1/proxies/heartbeat', async (req, reply) => {
-    await registry.record(req.body);
-    return reply.status(204).send();
+  registerRoutes(app, {
+    health: () => ({
+      ok: true, replicaId, leader: election.isLeader(), warmingUp: warmingUp(), createEventsApplied: events.created(), tasks: periodic.stats(),
+    }),
+    resume: (sandboxId) => resumer.resume(sandboxId),
+    recordProxy: (a) => registry.record(a),
   });
 
   const { host, port } = lifecycleReplicaListen(lc.listen, deps.replicaIndex);

@@ -1,5 +1,6 @@
 import { SvcError, type Logger } from '@svc/common';
-import { EgressAdminClient, type SandboxEgressPolicy } from '@svc/contracts/egress';
+import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+import { EgressAdminClient } from '@svc/contracts/egress-routes';
 import type { NodeRegistry } from './nodes/registry.ts';
 import type { EgressPolicies } from './sandboxes/ports.ts';
 

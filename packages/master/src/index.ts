@@ -9,6 +9,8 @@ import { NodeEgressPolicies } from './egress-policies.ts';
 import { AnnouncedProxyPurger } from './proxies.ts';
 import { SandboxRepo } from './sandboxes/repo.ts';
 import { registerSandboxRoutes } from './sandboxes/routes.ts';
+import { MASTER_INTERNAL_ROUTES } from '@svc/contracts/master-internal';
+import { serve } from '@svc/contracts/route-table';
 import { MasterSandboxes } from './sandboxes/service.ts';
 import { startTemplates, type BuilderStatus, type SnapshotDeletion, type TemplatesModule } from './templates/index.ts';
 import { BuildRepo } from './builds/repo.ts';
@@ -128,8 +130,8 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     periodic.every('abandoned build sweep', 300_000, async () => { await b.failAbandoned(); });
   }
 
-  app.get('/notify/health', async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));
-  registerSandboxRoutes(app, sandboxes, logger, cfg.egress.admin_token);
+  serve(app, MASTER_INTERNAL_ROUTES.health, async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));
+  registerSandboxRoutes(app, sandboxes, cfg.egress.admin_token);
   registerSnapshotRoutes(app, snapshots, snapshotCatalog);
   registerTeamRoutes(app, teams, { runningByTeam: () => repo.runningByTeam(), killAll: (teamId) => sandboxes.killTeam(teamId) });
   registerSecretRoutes(app, secrets, cfg.egress.admin_token);

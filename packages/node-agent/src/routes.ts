@@ -1,13 +1,13 @@
 import type { FastifyInstance } from 'fastify';
 import { toSvcError, type TaskStats } from '@svc/common';
 import { LAYER_SHA256_HEADER, NODE_AGENT_ROUTES as R, type ExecStreamLine, type NodeInfo } from '@svc/contracts/node-agent';
+import { serve } from '@svc/contracts/route-table';
 import type { NodeSandboxes } from './sandboxes/node-sandboxes.ts';
 import type { NodeArtifacts } from './artifacts/node-artifacts.ts';
 import type { VolumeAttachments } from './volumes/attachments.ts';
-import { checkSandboxId, parseCreate, parseExec, parseEnsureArtifact, parseNetworkUpdate, parsePause, parseResume, parseSnapshot } from './validate.ts';
+import { checkSandboxId, parseCreate, parseExec, parseEnsureArtifact, parseLogsQuery, parseNetworkUpdate, parsePause, parseResume, parseSnapshot } from './validate.ts';
 import { checkLayerId, type LayerStore } from './artifacts/layer-store.ts';
 import { checkArtifactId } from './artifacts/artifact-store.ts';
-import { parseSandboxLogsQuery } from '@svc/contracts/sandbox-logs';
 
 export interface RouteDeps {
   sandboxes: NodeSandboxes;
@@ -22,30 +22,31 @@ export interface RouteDeps {
   volumes: VolumeAttachments;
 }
 
-type IdParams = { Params: { id: string } };
-
-/** The routes of NODE_AGENT_ROUTES (packages/contracts/src/node-agent.ts); routes.test.ts holds the two the same. */
+/**
+ * The routes of NODE_AGENT_ROUTES (packages/contracts/src/node-agent-routes.ts), each with its
+ * schemas; routes.test.ts holds the two the same.
+ */
 export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
   const s = d.sandboxes;
   const id = (params: { id: string }) => { checkSandboxId(params.id); return params.id; };
 
-  app.get(R.health.path, async () => ({ ok: true, nodeId: d.nodeId, tasks: d.tasks() }));
-  app.get(R.info.path, async () => d.nodeInfo());
+  serve(app, R.health, async () => ({ ok: true, nodeId: d.nodeId, tasks: d.tasks() }));
+  serve(app, R.info, async () => d.nodeInfo());
 
-  app.post(R.createSandbox.path, async (req, reply) => reply.status(201).send(await s.create(parseCreate(req.body, d.createDefaults))));
-  app.get(R.listSandboxes.path, async () => s.list());
-  app.get<IdParams>(R.getSandbox.path, async (req) => s.get(id(req.params)));
-  app.delete<IdParams>(R.deleteSandbox.path, async (req, reply) => {
+  serve(app, R.createSandbox, async (req, reply) => reply.status(201).send(await s.create(parseCreate(req.body, d.createDefaults))));
+  serve(app, R.listSandboxes, async () => s.list());
+  serve(app, R.getSandbox, async (req) => s.get(id(req.params)));
+  serve(app, R.deleteSandbox, async (req, reply) => {
     const ext = await s.delete(id(req.params));
     // 204 as ever, unless volume counts flipped: then the flips (older masters ignore the body).
     return ext.volumeRefFlips?.length ? reply.status(200).send(ext) : reply.status(204).send();
   });
-  app.post<IdParams>(R.pauseSandbox.path, async (req) => s.pause(id(req.params), parsePause(req.body)));
-  app.put<IdParams>(R.updateNetwork.path, async (req) => s.updateNetwork(id(req.params), parseNetworkUpdate(req.body)));
-  app.post<IdParams>(R.snapshotSandbox.path, async (req, reply) => reply.status(201).send(await s.snapshot(id(req.params), parseSnapshot(req.body))));
-  app.post<IdParams>(R.resumeSandbox.path, async (req) => s.resume(id(req.params), parseResume(req.body)));
-  app.get<IdParams>(R.metrics.path, async (req) => s.metrics(id(req.params)));
-  app.post<IdParams>(R.exec.path, async (req, reply) => {
+  serve(app, R.pauseSandbox, async (req) => s.pause(id(req.params), parsePause(req.body)));
+  serve(app, R.updateNetwork, async (req) => s.updateNetwork(id(req.params), parseNetworkUpdate(req.body)));
+  serve(app, R.snapshotSandbox, async (req, reply) => reply.status(201).send(await s.snapshot(id(req.params), parseSnapshot(req.body))));
+  serve(app, R.resumeSandbox, async (req) => s.resume(id(req.params), parseResume(req.body)));
+  serve(app, R.metrics, async (req) => s.metrics(id(req.params)));
+  serve(app, R.exec, async (req, reply) => {
     const sandboxId = id(req.params);
     const body = parseExec(req.body);
     // The answer starts with the first line: an error before it is an ordinary error answer.
@@ -67,25 +68,25 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
     }
     reply.raw.end();
   });
-  app.get<IdParams & { Querystring: Record<string, unknown> }>(R.sandboxLogs.path, async (req) => s.logs(id(req.params), parseSandboxLogsQuery(req.query)));
-  app.get(R.endedSandboxes.path, async () => s.ended());
+  serve(app, R.sandboxLogs, async (req) => s.logs(id(req.params), parseLogsQuery(req.query)));
+  serve(app, R.endedSandboxes, async () => s.ended());
 
-  app.get(R.listLayers.path, async () => d.layers.list());
-  app.get<IdParams>(R.layerArchive.path, async (req, reply) => {
+  serve(app, R.listLayers, async () => d.layers.list());
+  serve(app, R.layerArchive, async (req, reply) => {
     const { layer, stream } = d.layers.openArchive(checkLayerId(req.params.id));
     return reply.header('content-type', 'application/x-tar').header('content-length', String(layer.sizeBytes))
       .header(LAYER_SHA256_HEADER, layer.sha256).send(stream);
   });
-  app.delete<IdParams>(R.deleteLayer.path, async (req, reply) => {
+  serve(app, R.deleteLayer, async (req, reply) => {
     await d.layers.remove(checkLayerId(req.params.id));
     return reply.status(204).send();
   });
 
-  app.get(R.volumeAttachments.path, async () => d.volumes.list());
+  serve(app, R.volumeAttachments, async () => d.volumes.list());
 
-  app.get(R.listArtifacts.path, async () => d.artifacts.list());
-  app.post<IdParams>(R.ensureArtifact.path, async (req) => d.artifacts.ensure(req.params.id, parseEnsureArtifact(req.body, req.params.id)));
-  app.delete<IdParams>(R.deleteArtifact.path, async (req, reply) => {
+  serve(app, R.listArtifacts, async () => d.artifacts.list());
+  serve(app, R.ensureArtifact, async (req) => d.artifacts.ensure(req.params.id, parseEnsureArtifact(req.body, req.params.id)));
+  serve(app, R.deleteArtifact, async (req, reply) => {
     checkArtifactId(req.params.id);
     await d.artifacts.delete(req.params.id);
     return reply.status(204).send();

@@ -233,7 +233,7 @@ describe('node agent sandboxes (real runsc)', () => {
     await client.ensureArtifact(artifactId, { ...rest, localPath: join(env.dir, 'no-such.ext4') });
     assert.equal(env.server.hits(), hits + 2, 'a path that is not there: downloaded');
     await client.deleteArtifact(artifactId);
-    await rejects(client.ensureArtifact(artifactId, { ...rest, localPath: 'relative.ext4' }), 400, /absolute/);
+    await rejects(client.ensureArtifact(artifactId, { ...rest, localPath: 'relative.ext4' }), 400, /localPath must match pattern "\^\/"/);
   });
 
   it('rolls back a create that misses its deadline', async () => {

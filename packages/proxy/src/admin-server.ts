@@ -1,6 +1,7 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createHttpApp, forbidden, sameSecret, type Logger, type TaskStats } from '@svc/common';
-import { ADMIN_TOKEN_HEADER, type ProxyHealth } from '@svc/contracts/proxy-admin';
+import { ADMIN_TOKEN_HEADER, PROXY_ADMIN_ROUTES as R, type ProxyHealth } from '@svc/contracts/proxy-admin';
+import { serve } from '@svc/contracts/route-table';
 
 export interface AdminHandlers {
   /** cluster_tls: the admin listener serves HTTPS (docs/cluster.md). */
@@ -13,11 +14,15 @@ export interface AdminHandlers {
   purge(sandboxIds: string[] | undefined): number;
 }
 
-/** The admin API on its own port (8082 by default): health and backend-cache purge. */
+/**
+ * The admin API on its own port (8082 by default): the routes of PROXY_ADMIN_ROUTES
+ * (packages/contracts/src/proxy-admin.ts), health and backend-cache purge; admin-routes.test.ts
+ * holds the two the same.
+ */
 export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstance {
   const app = createHttpApp({ logger, https: h.https });
 
-  app.get('/admin/healthz', async (): Promise<ProxyHealth> => ({
+  serve(app, R.health, async (): Promise<ProxyHealth> => ({
     ok: true,
     proxyId: h.proxyId,
     heartbeat_last_pushed_ms: h.heartbeatLastPushedMs(),
@@ -25,16 +30,23 @@ export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstanc
     tasks: h.tasks(),
   }));
 
-  app.post('/admin/backend_cache/delete', async (req, reply) => {
+  // The token is checked on request, before the body is read and validated: a caller without it
+  // learns nothing of the body's shape.
+  const checkToken = async (req: FastifyRequest) => {
     const presented = req.headers[ADMIN_TOKEN_HEADER];
     if (!adminTokenAccepted(h.adminToken, typeof presented === 'string' ? presented : undefined)) {
       throw forbidden('admin token mismatch: X-Svc-Admin-Token must equal the proxy\'s $svc_admin_token');
     }
-    const body = (req.body ?? {}) as { sandboxIds?: unknown };
-    const ids = Array.isArray(body.sandboxIds) ? body.sandboxIds.filter((x): x is string => typeof x === 'string') : undefined;
-    const purged = h.purge(ids);
-    logger.debug({ purged, sandboxIds: ids }, 'backend cache purged');
-    return reply.status(204).send();
+  };
+
+  app.register(async (guarded) => {
+    guarded.addHook('onRequest', checkToken);
+    serve(guarded, R.purge, async (req, reply) => {
+      const ids = req.body?.sandboxIds;
+      const purged = h.purge(ids);
+      logger.debug({ purged, sandboxIds: ids }, 'backend cache purged');
+      return reply.status(204).send();
+    });
   });
 
   return app;

@@ -2,7 +2,8 @@ import { createReadStream } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, notFound, SvcError, whenMissing } from '@svc/common';
-import { TEMPLATE_CENTER_ROUTES as R, type ArtifactStored } from '@svc/contracts/template-center';
+import { serve } from '@svc/contracts/route-table';
+import { TEMPLATE_CENTER_ROUTES as R } from '@svc/contracts/template-center';
 import { sha256File } from './build/file-sha256.ts';
 import { parseRange } from './http-range.ts';
 import { isValidArtifactId, type ArtifactStore } from './store/artifact-store.ts';
@@ -11,7 +12,7 @@ const EXT4_MAGIC_OFFSET = 1080;
 
 /** Download (file with ranges, or redirect to the presigned URL), delete and migrate. */
 export function registerArtifactRoutes(app: FastifyInstance, store: ArtifactStore): void {
-  const serve = async (req: FastifyRequest<{ Params: { artifactId: string } }>, reply: FastifyReply) => {
+  const download = async (req: FastifyRequest<{ Params: { artifactId: string } }>, reply: FastifyReply) => {
     const { artifactId } = req.params;
     if (!isValidArtifactId(artifactId)) throw badRequest('invalid artifact id');
     const loc = await store.locate(artifactId);
@@ -34,12 +35,13 @@ export function registerArtifactRoutes(app: FastifyInstance, store: ArtifactStor
     if (req.method === 'HEAD' || length === 0) return reply.send();
     return reply.send(createReadStream(loc.path, { start, end, highWaterMark: 1024 * 1024 }));
   };
-  // fastify's derived HEAD would read the whole image to discard it: HEAD gets its own route.
-  app.get(R.downloadArtifact.path, { exposeHeadRoute: false }, serve);
-  app.head(R.downloadArtifact.path, serve);
+  // fastify's derived HEAD would read the whole image to discard it: HEAD gets its own route,
+  // the same handler, registered first so that the GET brings none.
+  app.route({ method: 'HEAD', url: R.downloadArtifact.path, handler: download });
+  serve(app, R.downloadArtifact, download);
 
   // What the store knows of an artifact (sha256, size), wherever its bytes are.
-  app.get<{ Params: { artifactId: string } }>(R.artifactInfo.path, async (req): Promise<ArtifactStored> => {
+  serve(app, R.artifactInfo, async (req) => {
     const { artifactId } = req.params;
     if (!isValidArtifactId(artifactId)) throw badRequest('invalid artifact id');
     const stored = await store.get(artifactId);
@@ -47,16 +49,12 @@ export function registerArtifactRoutes(app: FastifyInstance, store: ArtifactStor
     return stored;
   });
 
-  app.post(R.deleteArtifact.path, async (req) => {
-    const artifactId = (req.body as { artifactId?: unknown } | undefined)?.artifactId;
-    if (!isValidArtifactId(artifactId)) throw badRequest('artifactId must be a valid artifact id');
-    return { deleted: await store.delete(artifactId) };
-  });
+  // The body's schema (TEMPLATE_CENTER_ROUTES) holds a valid artifact id.
+  serve(app, R.deleteArtifact, async (req) => ({ deleted: await store.delete(req.body.artifactId) }));
 
-  app.post(R.migrate.path, async (req): Promise<ArtifactStored> => {
-    const { artifactId, localPath } = (req.body ?? {}) as { artifactId?: unknown; localPath?: unknown };
-    if (!isValidArtifactId(artifactId)) throw badRequest('artifactId must be a valid artifact id');
-    if (typeof localPath !== 'string' || !localPath.startsWith('/')) throw badRequest('localPath must be an absolute path');
+  // The body's schema holds a valid artifact id and an absolute localPath.
+  serve(app, R.migrate, async (req) => {
+    const { artifactId, localPath } = req.body;
     const st = await stat(localPath).catch(whenMissing(null));
     if (!st?.isFile()) throw notFound(`legacy artifact file ${localPath} does not exist`);
     if (!(await isExt4(localPath))) throw new SvcError(422, `${localPath} is not an ext4 file system image`);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { badRequest, conflict, fileStreamClosed, SvcError } from '@svc/common';
+import { serve } from '@svc/contracts/route-table';
 import { LAYER_SHA256_HEADER, TEMPLATE_CENTER_ROUTES as R, type ArtifactStored } from '@svc/contracts/template-center';
 import { isValidArtifactId, type ArtifactStore } from './store/artifact-store.ts';
 
@@ -37,7 +38,7 @@ export async function registerLayerRoutes(app: FastifyInstance, store: ArtifactS
     scope.removeAllContentTypeParsers();
     // The handler reads req.raw itself.
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-    scope.put<{ Params: { layerId: string } }>(R.putLayer.path, async (req): Promise<ArtifactStored> => {
+    serve(scope, R.putLayer, async (req) => {
       const { layerId } = req.params;
       if (!isValidArtifactId(layerId)) throw badRequest('invalid layer id');
       const header = req.headers[LAYER_SHA256_HEADER];

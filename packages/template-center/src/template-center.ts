@@ -11,6 +11,7 @@ import type { ProgressTiming } from './build/progress-reporter.ts';
 import { parseBuildRequest } from './build-request.ts';
 import { CALLBACK_TOKEN_HEADER, TEMPLATE_CENTER_ROUTES as R } from '@svc/contracts/template-center';
 import { verifyCallbackToken } from '@svc/contracts/template-callback';
+import { serve } from '@svc/contracts/route-table';
 import type { ArtifactStore } from './store/artifact-store.ts';
 import { LocalArtifactStore } from './store/local-store.ts';
 import { s3OptionsOf } from './store/s3-env.ts';
@@ -78,7 +79,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   });
 
   const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
-  app.get(R.health.path, async (_req, reply) => {
+  serve(app, R.health, async (_req, reply) => {
     const ok = await store.ready();
     return reply.status(ok ? 200 : 503).send({ ok, store: store.kind });
   });
@@ -87,7 +88,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
       const check = verifyCallbackToken(req.headers[CALLBACK_TOKEN_HEADER], tc.callback_token, tc.insecure_no_token);
       if (!check.ok) return sendError(reply, new SvcError(check.status, check.message));
     });
-    scope.post(R.build.path, async (req, reply) => {
+    serve(scope, R.build, async (req, reply) => {
       const build = parseBuildRequest(req.body);
       runner.submit(build);
       return reply.status(202).send({ jobId: build.jobId });

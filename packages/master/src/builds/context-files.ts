@@ -1,14 +1,16 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, notFound, sameSecret, unauthorized, type Logger } from '@svc/common';
 import { CONTEXT_FILES_UPLOAD_PATH, isContextFilesHash } from '@svc/contracts';
+import { MASTER_DOWNLOAD_ROUTES } from '@svc/contracts/master-downloads';
 import type { ExecInput } from '@svc/contracts/node-agent';
+import { pathTo, serve } from '@svc/contracts/route-table';
 import type { TemplateCenterClient } from '@svc/contracts/template-center';
 import { relayFromTemplateCenter } from '../templates/index.ts';
 
 /** How long an upload URL is good for. */
 const UPLOAD_URL_TTL_SEC = 3600;
-const DOWNLOAD_PATH = '/internal/v1/template-files';
+const DOWNLOAD = MASTER_DOWNLOAD_ROUTES.templateFiles;
 
 /**
  * A template build's context files (E2B's COPY, docs/templates.md "Copying files"): the SDK asks
@@ -29,7 +31,7 @@ export class ContextFiles {
   async input(hash: string): Promise<ExecInput | undefined> {
     const stored = await this.d.templateCenter.artifactInfo(artifactIdOf(hash));
     if (!stored) return undefined;
-    return { url: `${this.d.masterAddr.replace(/\/+$/, '')}${DOWNLOAD_PATH}/${hash}`, sha256: stored.sha256, sizeBytes: stored.sizeBytes };
+    return { url: `${this.d.masterAddr.replace(/\/+$/, '')}${pathTo(DOWNLOAD, { hash })}`, sha256: stored.sha256, sizeBytes: stored.sizeBytes };
   }
 
   /** E2B's GET /templates/{templateID}/files/{hash}: present, or where to upload it. */
@@ -44,15 +46,15 @@ export class ContextFiles {
     await this.d.templateCenter.deleteArtifact(artifactIdOf(hash));
   }
 
-  /** The upload route (public, through the gateway) and the nodes' download route. */
+  /** The upload route (public, through the gateway) and the nodes' download route (MASTER_DOWNLOAD_ROUTES.templateFiles). */
   async registerRoutes(app: FastifyInstance): Promise<void> {
-    app.route<{ Params: { hash: string } }>({
-      method: ['GET', 'HEAD'], url: `${DOWNLOAD_PATH}/:hash`, exposeHeadRoute: false,
-      handler: async (req, reply) => {
-        if (!isContextFilesHash(req.params.hash)) throw badRequest('hash must be 64 hex digits');
-        return relayFromTemplateCenter(reply, this.d.templateCenter, artifactIdOf(req.params.hash), req.method === 'HEAD');
-      },
-    });
+    const download = async (req: FastifyRequest<{ Params: { hash: string } }>, reply: FastifyReply) => {
+      if (!isContextFilesHash(req.params.hash)) throw badRequest('hash must be 64 hex digits');
+      return relayFromTemplateCenter(reply, this.d.templateCenter, artifactIdOf(req.params.hash), req.method === 'HEAD');
+    };
+    // HEAD first, the same handler: the GET would otherwise bring fastify's own HEAD, which answers content-length 0.
+    app.route({ method: 'HEAD', url: DOWNLOAD.path, handler: download });
+    serve(app, DOWNLOAD, download);
     await app.register(async (scope) => {
       scope.removeAllContentTypeParsers();
       // The handler streams req.raw into the store itself.

@@ -1,5 +1,6 @@
 import { createPrivateKey, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
-import { publicJwk, sign, type EcPublicJwk, type JwkSet, type JwtHeader } from './jwt.ts';
+import type { EcPublicJwk, JwkSet, OpenIdConfiguration } from '@svc/contracts/identity';
+import { publicJwk, sign, type JwtHeader } from './jwt.ts';
 import type { SigningKeyStore } from './key-store.ts';
 
 /**
@@ -42,15 +43,6 @@ export interface MintedToken {
   token: string;
   /** Unix seconds, the token's `exp`. */
   expiresAt: number;
-}
-
-export interface OpenIdConfiguration {
-  issuer: string;
-  jwks_uri: string;
-  response_types_supported: string[];
-  subject_types_supported: string[];
-  id_token_signing_alg_values_supported: string[];
-  claims_supported: string[];
 }
 
 const HOUR_MS = 3_600_000;

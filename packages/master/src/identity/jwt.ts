@@ -1,4 +1,5 @@
 import { createHash, createPublicKey, sign as cryptoSign, verify as cryptoVerify, type KeyObject } from 'node:crypto';
+import type { EcPublicJwk, JwkSet } from '@svc/contracts/identity';
 
 /**
  * ES256 JSON Web Tokens (RFC 7519, RFC 7518 §3.4) with node:crypto alone: enough to sign the
@@ -12,21 +13,6 @@ export interface JwtHeader {
 }
 
 export type JwtClaims = Record<string, unknown>;
-
-/** A P-256 public key as published in the JWKS. */
-export interface EcPublicJwk {
-  kty: 'EC';
-  crv: 'P-256';
-  x: string;
-  y: string;
-  kid: string;
-  alg: 'ES256';
-  use: 'sig';
-}
-
-export interface JwkSet {
-  keys: EcPublicJwk[];
-}
 
 export interface VerifyOptions {
   audience: string;

@@ -81,11 +81,19 @@ function addressList(v: unknown, field: string): string[] {
   return v.map((x, i) => text(x, `${field}[${i}]`, L.networkEntryBytes));
 }
 
+/** A network update as parsed: the whole new egress configuration. */
+export interface NetworkUpdate {
+  allowInternetAccess?: boolean;
+  allowOut: string[];
+  denyOut: string[];
+  rules?: unknown;
+}
+
 /**
  * E2B's updateNetwork body (`PUT /sandboxes/{id}/network`): the whole new egress configuration;
  * a field left out clears it. `allow_internet_access` is E2B's spelling, allowInternetAccess ours.
  */
-export function parseNetworkUpdate(body: unknown): { allowInternetAccess?: boolean; allowOut: string[]; denyOut: string[]; rules?: unknown } {
+export function parseNetworkUpdate(body: unknown): NetworkUpdate {
   if (body === undefined || body === null) body = {};
   if (!isObj(body)) throw badRequest('the network update must be an object {allow_internet_access?, allowOut?, denyOut?, rules?}');
   if (body.egressProxy !== undefined && body.egressProxy !== null) throw badRequest('egressProxy is not supported by this platform yet');

@@ -1,15 +1,14 @@
 import { badRequest, conflict } from '@svc/common';
 import type { NetworkConfig, SandboxRecord } from '@svc/contracts/master';
 import type { SandboxContext } from './context.ts';
-import { parseNetworkUpdate } from './create-input.ts';
+import type { NetworkUpdate } from './create-input.ts';
 import { checkPlaceholders, egressPlanOf, pushEgress } from './egress.ts';
 import { planEgress } from './egress-plan.ts';
 import { toRecord } from './record.ts';
 import { busyMessage, iamNamesOf, liveRow, rereadRow } from './rows.ts';
 
 /** E2B's updateNetwork: a running sandbox's whole egress configuration, replaced. */
-export async function updateNetwork(c: SandboxContext, id: string, body: unknown): Promise<SandboxRecord> {
-  const u = parseNetworkUpdate(body);
+export async function updateNetwork(c: SandboxContext, id: string, u: NetworkUpdate): Promise<SandboxRecord> {
   // An unknown id is a 404 before any lock is named after it (a lock name has a length limit).
   await liveRow(c, id);
   return c.t.locked(id, () => conflict(busyMessage(id, 'retry')), async () => {

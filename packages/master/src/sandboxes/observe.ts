@@ -1,13 +1,13 @@
 import { badRequest } from '@svc/common';
+import type { MetricsRange } from '@svc/contracts/master';
 import type { SandboxLogs } from '@svc/contracts/node-agent';
 import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import type { SandboxContext } from './context.ts';
 import { liveRow } from './rows.ts';
 
 /** The sandbox's metrics now, when now lies in the range of unix seconds asked for. */
-export async function sandboxMetrics(c: SandboxContext, id: string, range: { start?: unknown; end?: unknown } = {}) {
-  const start = parseUnixSeconds(range.start, 'start');
-  const end = parseUnixSeconds(range.end, 'end');
+export async function sandboxMetrics(c: SandboxContext, id: string, range: MetricsRange = {}) {
+  const { start, end } = range;
   if (start !== undefined && end !== undefined && start > end) throw badRequest('start must not be after end');
   const row = await liveRow(c, id);
   if (row.state !== 'running' && row.state !== 'paused') return [];
@@ -23,12 +23,4 @@ export async function sandboxMetrics(c: SandboxContext, id: string, range: { sta
 export async function sandboxLogs(c: SandboxContext, id: string, q: SandboxLogSelection): Promise<SandboxLogs> {
   const row = await liveRow(c, id);
   return (await c.d.nodes.client(row.node_id)).sandboxLogs(id, q);
-}
-
-/** Unix seconds of a metrics range (a query string or a number). */
-function parseUnixSeconds(v: unknown, field: string): number | undefined {
-  if (v === undefined || v === '') return undefined;
-  const n = typeof v === 'string' && /^\d{1,12}$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
-  if (!Number.isInteger(n) || n < 0) throw badRequest(`${field} must be a unix timestamp in whole seconds`);
-  return n;
 }

@@ -1,5 +1,5 @@
 import { notFound, unauthorized } from '@svc/common';
-import { checkSignedFileRequest, fileSignatureProblem } from '@svc/common/envd-signature';
+import { fileSignatureProblem, type SignedFileRequest } from '@svc/common/envd-signature';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
 import type { SandboxContext } from './context.ts';
 import { toRoute } from './record.ts';
@@ -15,8 +15,7 @@ export async function routeOf(c: SandboxContext, id: string): Promise<SandboxRou
  * sandbox, compared in constant time (docs/benchmarks.md, signed URL look-up). The caller
  * still checks the signature against that sandbox, expiry included.
  */
-export async function routeBySignature(c: SandboxContext, body: unknown): Promise<SandboxRoute> {
-  const signed = checkSignedFileRequest(body);
+export async function routeBySignature(c: SandboxContext, signed: SignedFileRequest): Promise<SandboxRoute> {
   for (const tok of await c.d.repo.envdTokens()) {
     if (fileSignatureProblem(signed, tok.token, 0) === undefined) return routeOf(c, tok.sandboxId);
   }

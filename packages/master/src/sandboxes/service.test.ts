@@ -19,11 +19,11 @@ const templates: TemplateResolver = {
     if (ref !== 'base' && ref !== 'tpl-base') throw notFound(`template ${ref} not found`, ErrorCodes.templateNotFound);
     return {
       templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024,
-      artifact: { artifactId: 'art-1', sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
+      artifact: { artifactId: 'art-1', sha256: 'a'.repeat(64), sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
     };
   },
   async idsFor(ref) { return ref === 'base' ? ['tpl-base'] : [ref]; },
-  async artifactRef(artifactId) { return { artifactId, sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' }; },
+  async artifactRef(artifactId) { return { artifactId, sha256: 'a'.repeat(64), sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' }; },
 };
 
 function input(over: Partial<CreateSandboxInput> = {}): CreateSandboxInput {
@@ -292,7 +292,7 @@ for (const tdb of availableTestDatabases()) {
         assert.ok(Date.parse(refreshed.endAt!) >= Date.now() + 99_000);
         const never = await svc.setTimeout(s.sandboxId, -1);
         assert.equal(never.endAt, undefined);
-        assert.equal((await status(svc.setTimeout(s.sandboxId, 'x'))).status, 400);
+        assert.equal((await status(svc.setTimeout(s.sandboxId, 1.5))).status, 400);
       });
 
       await t.test('list: state and metadata filters, limit and nextToken pagination', async () => {

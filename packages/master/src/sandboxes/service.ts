@@ -1,7 +1,8 @@
 import type { EndedSandbox, NodeAgentClient, SandboxLogs } from '@svc/contracts/node-agent';
 import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
-import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, NetworkConfig, SandboxPage, SandboxRecord, VolumeMount } from '@svc/contracts/master';
+import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, MetricsRange, NetworkConfig, SandboxPage, SandboxRecord, VolumeMount } from '@svc/contracts/master';
+import type { SignedFileRequest } from '@svc/common/envd-signature';
 import type { DueSandbox, LifecycleReason, SandboxRoute, TerminateReason } from '@svc/contracts/master-internal';
 import type { MasterSandboxesDeps, SandboxContext } from './context.ts';
 import { DamagedRows } from './damaged-rows.ts';
@@ -10,6 +11,7 @@ import { createSandbox } from './create.ts';
 import { killSandbox, killTeam } from './kill.ts';
 import { listSandboxes } from './listing.ts';
 import { updateNetwork } from './network.ts';
+import type { NetworkUpdate } from './create-input.ts';
 import { pauseSandbox, storePausePackage } from './pause.ts';
 import type { ResolvedTemplate } from './ports.ts';
 import { SandboxQuota } from './quota.ts';
@@ -57,18 +59,18 @@ export class MasterSandboxes {
   resume(id: string, timeout: number | undefined, opts: { memory?: boolean } = {}): Promise<SandboxRecord> { return resumeSandbox(this.c, id, timeout, opts); }
   resumeMoved(id: string): Promise<SandboxRecord> { return resumeMoved(this.c, id); }
   resumeForTraffic(id: string, reason: LifecycleReason): Promise<SandboxRoute> { return resumeForTraffic(this.c, id, reason); }
-  setTimeout(id: string, timeout: unknown): Promise<SandboxRecord> { return setSandboxTimeout(this.c, id, timeout); }
-  refresh(id: string, duration: unknown): Promise<SandboxRecord> { return refreshSandbox(this.c, id, duration); }
-  updateNetwork(id: string, body: unknown): Promise<SandboxRecord> { return updateNetwork(this.c, id, body); }
-  metrics(id: string, range: { start?: unknown; end?: unknown } = {}) { return sandboxMetrics(this.c, id, range); }
+  setTimeout(id: string, timeout: number): Promise<SandboxRecord> { return setSandboxTimeout(this.c, id, timeout); }
+  refresh(id: string, duration: number | undefined): Promise<SandboxRecord> { return refreshSandbox(this.c, id, duration); }
+  updateNetwork(id: string, update: NetworkUpdate): Promise<SandboxRecord> { return updateNetwork(this.c, id, update); }
+  metrics(id: string, range: MetricsRange = {}) { return sandboxMetrics(this.c, id, range); }
   logs(id: string, q: SandboxLogSelection): Promise<SandboxLogs> { return sandboxLogs(this.c, id, q); }
   snapshotSource(id: string): Promise<{ record: SandboxRecord; envVars: Record<string, string>; network: NetworkConfig; volumeMounts: Array<VolumeMount & { volumeId?: string }>; node: NodeAgentClient }> {
     return snapshotSource(this.c, id);
   }
 
   route(id: string): Promise<SandboxRoute> { return routeOf(this.c, id); }
-  routeBySignature(body: unknown): Promise<SandboxRoute> { return routeBySignature(this.c, body); }
-  activity(ids: unknown): Promise<void> { return recordActivity(this.c, ids); }
+  routeBySignature(signed: SignedFileRequest): Promise<SandboxRoute> { return routeBySignature(this.c, signed); }
+  activity(ids: string[]): Promise<void> { return recordActivity(this.c, ids); }
   due(): Promise<DueSandbox[]> { return dueSandboxes(this.c); }
   egressPolicies(nodeId: string): Promise<SandboxEgressPolicy[]> { return egressPolicies(this.c, nodeId); }
 

@@ -43,7 +43,7 @@ test('deprecated resume: the resume table', () => {
 test('set_timeout may shorten, refresh and activity only extend, pause keeps', () => {
   assert.deepEqual(atSetTimeout(now, 5), { timeoutSec: 5, endAt: now + s(5) });
   assert.deepEqual(atSetTimeout(now, -1), { timeoutSec: -1, endAt: null });
-  assert.throws(() => atSetTimeout(now, 'x'), /integer/);
+  assert.throws(() => atSetTimeout(now, 1.5), /integer/);
   const cur = { timeoutSec: 60, endAt: now + s(10) };
   assert.deepEqual(atRefresh(now, cur, undefined), { timeoutSec: 60, endAt: now + s(60) });
   assert.deepEqual(atRefresh(now, cur, 5), cur, 'refresh never shortens');

@@ -56,20 +56,20 @@ export function atResume(now: number, cur: Deadline, requested: number | undefin
 }
 
 /** set_timeout: replaces the timeout and starts its window now; it can shorten the deadline. */
-export function atSetTimeout(now: number, requested: unknown): Deadline {
+export function atSetTimeout(now: number, requested: number): Deadline {
   checkSeconds(requested, 'timeout');
   if (requested < -1) throw badRequest('timeout must be -1 (never), 0 (immediate) or a positive number of seconds');
   return windowFrom(now, requested);
 }
 
 /** refresh(duration?): extends the deadline to at least now + duration (default: the timeout length). */
-export function atRefresh(now: number, cur: Deadline, durationSec: unknown): Deadline {
+export function atRefresh(now: number, cur: Deadline, durationSec: number | undefined): Deadline {
   if (durationSec !== undefined && durationSec !== null) {
     checkSeconds(durationSec, 'duration');
     if (durationSec < 0) throw badRequest('duration must be a non-negative number of seconds');
   }
   if (cur.endAt === null) return cur;
-  const len = (durationSec as number | undefined) ?? cur.timeoutSec;
+  const len = durationSec ?? cur.timeoutSec;
   const wanted = now + Math.max(0, len) * 1000;
   return wanted > cur.endAt ? { timeoutSec: cur.timeoutSec, endAt: wanted } : cur;
 }

@@ -60,8 +60,8 @@ export class SecretService {
     if (!(await this.repo.delete(teamId, secretId))) throw notFoundError(ref);
   }
 
-  /** Oldest first; `limit` and `nextToken` as E2B's query gives them (strings). */
-  async list(teamId: string, query: { limit?: unknown; nextToken?: unknown }): Promise<SecretPage> {
+  /** Oldest first; `limit` and `nextToken` as E2B's query gives them (text; SECRET_ROUTES.list's schema). */
+  async list(teamId: string, query: { limit?: string; nextToken?: string }): Promise<SecretPage> {
     const limit = parseLimit(query.limit);
     const after = query.nextToken === undefined || query.nextToken === '' ? undefined : decodePageToken(query.nextToken);
     // One more than asked tells whether another page follows.
@@ -125,9 +125,9 @@ function toWire(row: SecretDbRow): WireSecret {
   };
 }
 
-function parseLimit(v: unknown): number {
+function parseLimit(v: string | undefined): number {
   if (v === undefined || v === '') return SECRET_LIMITS.listDefaultLimit;
-  const n = typeof v === 'string' && /^\d{1,4}$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
+  const n = /^\d{1,4}$/.test(v) ? Number(v) : NaN;
   if (!Number.isInteger(n) || n < 1 || n > SECRET_LIMITS.listMaxLimit) throw badRequest(`limit must be a whole number from 1 to ${SECRET_LIMITS.listMaxLimit}`);
   return n;
 }
@@ -137,8 +137,8 @@ function encodePageToken(row: SecretDbRow): string {
   return Buffer.from(`${Number(row.created_at)}:${row.secret_id}`).toString('base64url');
 }
 
-function decodePageToken(token: unknown): { createdAt: number; id: string } {
-  const m = typeof token === 'string' ? /^(\d{1,15}):(sec_[a-z0-9]{24})$/.exec(Buffer.from(token, 'base64url').toString('utf8')) : null;
+function decodePageToken(token: string): { createdAt: number; id: string } {
+  const m = /^(\d{1,15}):(sec_[a-z0-9]{24})$/.exec(Buffer.from(token, 'base64url').toString('utf8'));
   if (!m) throw badRequest('nextToken is not one this server gave');
   return { createdAt: Number(m[1]), id: m[2] };
 }

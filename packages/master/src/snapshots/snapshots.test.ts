@@ -28,11 +28,11 @@ const templates: TemplateResolver = {
     if (ref !== 'base') throw notFound(`template ${ref} not found`, ErrorCodes.templateNotFound);
     return {
       templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024, envVars: { FROM_IMAGE: '1' },
-      artifact: { artifactId: 'art-1', sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
+      artifact: { artifactId: 'art-1', sha256: 'a'.repeat(64), sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
     };
   },
   async idsFor(ref) { return [ref === 'base' ? 'tpl-base' : ref]; },
-  async artifactRef(artifactId) { return { artifactId, sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' }; },
+  async artifactRef(artifactId) { return { artifactId, sha256: 'a'.repeat(64), sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' }; },
 };
 
 const input = (over: Partial<CreateSandboxInput> = {}): CreateSandboxInput => ({

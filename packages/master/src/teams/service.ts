@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { badRequest, conflict, notFound, unauthorized, type Logger } from '@svc/common';
 import {
-  apiKeyHash, apiKeyMask, checkLimits, DEFAULT_TEAM_ID, NO_LIMITS, TEAM_NAME_PATTERN,
+  apiKeyHash, apiKeyMask, DEFAULT_TEAM_ID, NO_LIMITS,
   type ApiKeyRecord, type CreatedKey, type CreatedTeam, type KeyIdentity, type TeamLimits, type TeamRecord,
 } from '@svc/contracts/teams';
 import type { Database } from '../db/schema.ts';
@@ -12,10 +12,20 @@ const KEY_NAME_MAX = 128;
 /** last_used_at is written at most this often per key, not on every request. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
+/** Limits as a call gives them: absent or null sets none. */
+type LimitsInput = Partial<TeamLimits> | null | undefined;
+
+/** What a team key is told on an operator's route (teams.ts): the route does not exist for it. */
+export const TEAM_KEY_REFUSALS = {
+  createTeam: 'no such route for a team key: teams are made with the admin key',
+  setLimits: 'no such route for a team key: limits are set with the admin key',
+} as const;
+
 /**
  * Teams and their API keys (docs/security.md). `caller` is the team a call is made for
  * (undefined: the operator): a team sees and changes only itself and its own keys, and another
- * team's ids answer 404 as if they did not exist.
+ * team's ids answer 404 as if they did not exist. The routes check the inputs' shapes (the
+ * schemas of TEAM_ROUTES); the rules a schema does not say are checked here.
  */
 export class TeamService {
   constructor(private readonly db: Kysely<Database>, private readonly logger: Logger) {}
@@ -31,9 +41,10 @@ export class TeamService {
       });
   }
 
-  async createTeam(caller: string | undefined, body: unknown): Promise<CreatedTeam> {
-    if (caller !== undefined) throw notFound('no such route for a team key: teams are made with the admin key');
-    const { name, limits } = parseCreateTeam(body);
+  async createTeam(caller: string | undefined, input: { name: string; limits?: LimitsInput }): Promise<CreatedTeam> {
+    if (caller !== undefined) throw notFound(TEAM_KEY_REFUSALS.createTeam);
+    const { name } = input;
+    const limits = input.limits ?? {};
     if (await this.db.selectFrom('t_svc_team').select('team_id').where('name', '=', name).executeTakeFirst()) throw conflict(`a team named ${name} exists`);
     const teamId = randomUUID();
     const row: TeamRow = { team_id: teamId, name, is_default: 0, limits: JSON.stringify({ ...NO_LIMITS, ...limits }), created_at: Date.now() };
@@ -43,7 +54,7 @@ export class TeamService {
       if (await this.db.selectFrom('t_svc_team').select('team_id').where('name', '=', name).executeTakeFirst()) throw conflict(`a team named ${name} exists`);
       throw err;
     }
-    const key = await this.createKey(undefined, teamId, { name: 'default' });
+    const key = await this.createKey(undefined, teamId, 'default');
     return { team: teamRecord(row), key };
   }
 
@@ -57,13 +68,10 @@ export class TeamService {
     return teamRecord(await this.teamRow(caller, teamId));
   }
 
-  async setLimits(caller: string | undefined, teamId: string, body: unknown): Promise<TeamRecord> {
-    if (caller !== undefined) throw notFound('no such route for a team key: limits are set with the admin key');
+  async setLimits(caller: string | undefined, teamId: string, given: LimitsInput): Promise<TeamRecord> {
+    if (caller !== undefined) throw notFound(TEAM_KEY_REFUSALS.setLimits);
     const row = await this.teamRow(undefined, teamId);
-    const given = (body ?? {}) as { limits?: unknown };
-    if (typeof given !== 'object' || Array.isArray(given)) throw badRequest('the body must be {"limits": {...}}');
-    for (const k of Object.keys(given)) if (k !== 'limits') throw badRequest(`unknown field ${JSON.stringify(k)}: the body is {"limits": {...}}`);
-    const limits = { ...parseLimits(row.limits), ...limitsOf(given.limits) };
+    const limits = { ...parseLimits(row.limits), ...given };
     await this.db.updateTable('t_svc_team').set({ limits: JSON.stringify(limits) }).where('team_id', '=', teamId).execute();
     return teamRecord({ ...row, limits: JSON.stringify(limits) });
   }
@@ -74,9 +82,10 @@ export class TeamService {
     return row ? parseLimits(row.limits) : NO_LIMITS;
   }
 
-  async createKey(caller: string | undefined, teamId: string, body: unknown): Promise<CreatedKey> {
+  /** name: absent or null is "key". */
+  async createKey(caller: string | undefined, teamId: string, given: string | null | undefined): Promise<CreatedKey> {
     await this.teamRow(caller, teamId);
-    const name = keyName((body ?? {}) as Record<string, unknown>);
+    const name = keyName(given);
     const apiKey = `e2b_${randomBytes(20).toString('hex')}`;
     const row: ApiKeyRow = {
       key_id: randomUUID(), team_id: teamId, name, key_hash: apiKeyHash(apiKey), mask: JSON.stringify(apiKeyMask(apiKey)),
@@ -93,9 +102,9 @@ export class TeamService {
     return (await q.execute()).map(keyRecord);
   }
 
-  async renameKey(caller: string | undefined, keyId: string, body: unknown): Promise<ApiKeyRecord> {
+  async renameKey(caller: string | undefined, keyId: string, given: string | null | undefined): Promise<ApiKeyRecord> {
     const row = await this.keyRow(caller, keyId);
-    const name = keyName((body ?? {}) as Record<string, unknown>, true);
+    const name = keyName(given, true);
     await this.db.updateTable('t_svc_api_key').set({ name }).where('key_id', '=', keyId).execute();
     return keyRecord({ ...row, name });
   }
@@ -106,10 +115,8 @@ export class TeamService {
     await this.db.updateTable('t_svc_api_key').set({ revoked_at: Date.now() }).where('key_id', '=', keyId).where('revoked_at', 'is', null).execute();
   }
 
-  /** Who a key (by its hash) speaks for; 401 for an unknown or revoked key. */
-  async verify(body: unknown): Promise<KeyIdentity> {
-    const keyHash = (body as { keyHash?: unknown } | undefined)?.keyHash;
-    if (typeof keyHash !== 'string' || !/^[0-9a-f]{64}$/.test(keyHash)) throw badRequest('keyHash must be 64 hex digits (SHA-256 of the key)');
+  /** Who a key (by its hash: 64 hex digits, as the route's schema says) speaks for; 401 for an unknown or revoked key. */
+  async verify(keyHash: string): Promise<KeyIdentity> {
     // One query on the gateway's cache miss: the key and its team's limits.
     const row = await this.db.selectFrom('t_svc_api_key').innerJoin('t_svc_team', 't_svc_team.team_id', 't_svc_api_key.team_id')
       .select(['t_svc_api_key.key_id', 't_svc_api_key.team_id', 't_svc_api_key.last_used_at', 't_svc_api_key.revoked_at', 't_svc_team.limits'])
@@ -140,33 +147,13 @@ export class TeamService {
   }
 }
 
-function parseCreateTeam(body: unknown): { name: string; limits: Partial<TeamLimits> } {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body must be {"name": ..., "limits"?: {...}}');
-  const b = body as Record<string, unknown>;
-  for (const k of Object.keys(b)) if (k !== 'name' && k !== 'limits') throw badRequest(`unknown field ${JSON.stringify(k)}`);
-  if (typeof b.name !== 'string' || !TEAM_NAME_PATTERN.test(b.name)) throw badRequest(`name must match ${TEAM_NAME_PATTERN}`);
-  return { name: b.name, limits: limitsOf(b.limits) };
-}
-
-function limitsOf(v: unknown): Partial<TeamLimits> {
-  try {
-    return checkLimits(v);
-  } catch (err) {
-    throw badRequest((err as Error).message);
-  }
-}
-
-function keyName(b: Record<string, unknown>, required = false): string {
-  if (typeof b !== 'object' || b === null || Array.isArray(b)) throw badRequest('the body must be {"name": ...}');
-  for (const k of Object.keys(b)) if (k !== 'name') throw badRequest(`unknown field ${JSON.stringify(k)}`);
-  if (b.name === undefined || b.name === null) {
+function keyName(name: string | null | undefined, required = false): string {
+  if (name === undefined || name === null) {
     if (required) throw badRequest('name is required');
     return 'key';
   }
-  if (typeof b.name !== 'string' || !b.name.trim() || b.name.length > KEY_NAME_MAX || /\p{Cc}/u.test(b.name)) {
-    throw badRequest(`name must be 1 to ${KEY_NAME_MAX} printable characters`);
-  }
-  return b.name;
+  if (!name.trim() || name.length > KEY_NAME_MAX || /\p{Cc}/u.test(name)) throw badRequest(`name must be 1 to ${KEY_NAME_MAX} printable characters`);
+  return name;
 }
 
 function parseLimits(json: string): TeamLimits {

@@ -9,7 +9,7 @@ nodeAgentContract('the master\'s FakeNodeAgent', async () => {
     served: () => fake.served,
     createRequest: () => ({
       sandboxId: `sb${randomBytes(5).toString('hex')}`, templateId: 'tpl-test',
-      artifact: { artifactId: 'art-1', sha256: 'x', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
+      artifact: { artifactId: 'art-1', sha256: 'a'.repeat(64), sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/x' },
       cpuCount: 1, memoryMB: 256, diskSizeMB: 512, envVars: {}, allowInternetAccess: true, network: { allowOut: [], denyOut: [] },
       metadata: {}, timeoutMs: 30_000,
     }),

@@ -5,15 +5,14 @@
  * use the real node agent.
  */
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { ServedRoute } from '@svc/common';
+import { compileValidator, schemaError, sendError, type ServedRoute } from '@svc/common';
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { LAYER_SHA256_HEADER, NODE_AGENT_ROUTES as R, type CreateSandboxOnNode, type ExecOnNode, type ExecStreamLine, type LayerOnNode, type NodeSandbox, type PauseOnNode, type ResumeOnNode, type SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import { LAYER_SHA256_HEADER, NODE_AGENT_ROUTES as R, type CreateSandboxOnNode, type ExecStreamLine, type LayerOnNode, type NodeSandbox } from '@svc/contracts/node-agent';
+import { serve } from '@svc/contracts/route-table';
 import type { SandboxLogEntry } from '@svc/contracts/node-agent';
 import { parseSandboxLogsQuery, pickSandboxLogs } from '@svc/contracts/sandbox-logs';
 import { SvcError } from '@svc/common';
-
-const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
 export interface FakeNodeBehaviour {
   createDelayMs: number;
@@ -46,12 +45,19 @@ export class FakeNodeAgent {
   private ip = 2;
 
   async start(): Promise<this> {
-    const app = Fastify();
+    // Bodies and the logs query are checked against NODE_AGENT_ROUTES' schemas as the real agent
+    // checks them (common/schema-validation.ts), and a refusal answered as its are: 400 naming the field.
+    const app = Fastify({ schemaErrorFormatter: (errors, dataVar) => schemaError(errors as Parameters<typeof schemaError>[0], dataVar) });
+    app.setValidatorCompiler(compileValidator);
+    app.setErrorHandler(async (err, _req, reply) => {
+      if (err instanceof SvcError) return sendError(reply, err);
+      throw err;
+    });
     app.addHook('onRoute', (r) => { this.served.push({ method: r.method, url: r.url }); });
     const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-    app.post<{ Body: CreateSandboxOnNode }>(R.createSandbox.path, async (req, reply) => {
+    serve(app, R.createSandbox, async (req, reply) => {
       this.calls.push(`create ${req.body.sandboxId}`);
-      this.createBodies.set(req.body.sandboxId, req.body);
+      this.createBodies.set(req.body.sandboxId, req.body as CreateSandboxOnNode);
       await wait(this.behaviour.createDelayMs);
       if (this.behaviour.failCreate) return reply.status(500).send({ code: 500, message: 'runsc failed' });
       if (this.behaviour.refuseCreate) return reply.status(503).send({ code: 503, message: this.behaviour.refuseCreate });
@@ -85,50 +91,51 @@ export class FakeNodeAgent {
       ]);
       return reply.status(201).send(s);
     });
-    app.get(R.listSandboxes.path, async () => [...this.sandboxes.values()]);
-    app.get<{ Params: { id: string } }>(R.getSandbox.path, async (req, reply) => {
+    serve(app, R.listSandboxes, async () => [...this.sandboxes.values()]);
+    serve(app, R.getSandbox, async (req, reply) => {
       const s = this.sandboxes.get(req.params.id);
       return s ?? reply.status(404).send({ code: 404, message: 'not found' });
     });
-    app.delete<{ Params: { id: string } }>(R.deleteSandbox.path, async (req, reply) => {
+    serve(app, R.deleteSandbox, async (req, reply) => {
       this.calls.push(`delete ${req.params.id}`);
       await wait(this.behaviour.deleteDelayMs);
       this.logs.delete(req.params.id);
       if (!this.sandboxes.delete(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
       return reply.status(204).send();
     });
-    app.put<{ Params: { id: string }; Body: unknown }>(R.updateNetwork.path, async (req, reply) => {
+    serve(app, R.updateNetwork, async (req, reply) => {
       this.calls.push(`network ${req.params.id} ${JSON.stringify(req.body)}`);
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
       return s;
     });
-    app.post<{ Params: { id: string }; Body?: PauseOnNode }>(R.pauseSandbox.path, async (req, reply) => {
+    serve(app, R.pauseSandbox, async (req, reply) => {
+      const body = req.body || undefined;
       this.calls.push(`pause ${req.params.id}`);
       await wait(this.behaviour.pauseDelayMs);
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'already paused' });
       s.state = 'paused';
-      s.pauseKind = req.body?.memory === false ? 'filesystem' : 'freeze';
+      s.pauseKind = body?.memory === false ? 'filesystem' : 'freeze';
       return s;
     });
-    app.post<{ Params: { id: string }; Body?: ResumeOnNode }>(R.resumeSandbox.path, async (req, reply) => {
-      this.calls.push(`resume ${req.params.id}${req.body?.envVars ? ' with identity' : ''}`);
+    serve(app, R.resumeSandbox, async (req, reply) => {
+      const body = req.body || undefined;
+      this.calls.push(`resume ${req.params.id}${body?.envVars ? ' with identity' : ''}`);
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (this.behaviour.refuseResume) return reply.status(409).send({ code: 130409, message: this.behaviour.refuseResume });
-      const fromFiles = s.pauseKind === 'filesystem' || (s.state === 'paused' && req.body?.memory === false);
-      if (fromFiles && !req.body?.envVars) return reply.status(400).send({ code: 400, message: 'envVars are required to boot it again' });
+      const fromFiles = s.pauseKind === 'filesystem' || (s.state === 'paused' && body?.memory === false);
+      if (fromFiles && !body?.envVars) return reply.status(400).send({ code: 400, message: 'envVars are required to boot it again' });
       s.state = 'running';
       delete s.pauseKind;
       return s;
     });
-    app.post<{ Params: { id: string }; Body: SnapshotSandboxOnNode }>(R.snapshotSandbox.path, async (req, reply) => {
+    serve(app, R.snapshotSandbox, async (req, reply) => {
       this.calls.push(`snapshot ${req.params.id}`);
-      const layerId = req.body?.layerId;
-      if (typeof layerId !== 'string' || !LAYER_ID.test(layerId)) return reply.status(400).send({ code: 400, message: 'layerId is not valid' });
+      const { layerId } = req.body;
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (this.layers.has(layerId)) return reply.status(409).send({ code: 409, message: 'layer exists' });
@@ -144,12 +151,8 @@ export class FakeNodeAgent {
       return reply.status(201).send(layer);
     });
     // Commands run on the host, as the test's user: enough for the contract's exit codes, output, cwd and env.
-    app.post<{ Params: { id: string }; Body: ExecOnNode }>(R.exec.path, async (req, reply) => {
-      const b = req.body ?? ({} as ExecOnNode);
-      const bad = typeof b.command !== 'string' || !b.command.trim() || (b.cwd !== undefined && !b.cwd.startsWith('/'))
-        || (b.user !== undefined && !/^[a-z_][a-z0-9_.-]{0,31}$/i.test(b.user)) || (b.timeoutMs !== undefined && !(b.timeoutMs >= 1))
-        || (b.stdin !== undefined && !/^(https?:\/\/|\/)/.test(b.stdin.url ?? ''));
-      if (bad) return reply.status(400).send({ code: 400, message: 'bad exec request' });
+    serve(app, R.exec, async (req, reply) => {
+      const b = req.body;
       const s = this.sandboxes.get(req.params.id);
       if (!s) return reply.status(404).send({ code: 404, message: 'not found' });
       if (s.state === 'paused') return reply.status(409).send({ code: 409, message: 'paused' });
@@ -173,23 +176,23 @@ export class FakeNodeAgent {
       child.stderr.setEncoding('utf8').on('data', (d: string) => { out.stderr += d; send({ stderr: d }); });
       child.on('close', (code) => { send({ result: { exitCode: code ?? 124, ...out } }); reply.raw.end(); });
     });
-    app.get(R.listLayers.path, async () => [...this.layers.values()]);
-    app.get<{ Params: { id: string } }>(R.layerArchive.path, async (req, reply) => {
+    serve(app, R.listLayers, async () => [...this.layers.values()]);
+    serve(app, R.layerArchive, async (req, reply) => {
       const layer = this.layers.get(req.params.id);
       const bytes = this.layerBytes.get(req.params.id);
       if (!layer || !bytes) return reply.status(404).send({ code: 404, message: 'not found' });
       return reply.header('content-type', 'application/x-tar').header(LAYER_SHA256_HEADER, layer.sha256).send(bytes);
     });
-    app.delete<{ Params: { id: string } }>(R.deleteLayer.path, async (req, reply) => {
+    serve(app, R.deleteLayer, async (req, reply) => {
       this.calls.push(`delete layer ${req.params.id}`);
       this.layerBytes.delete(req.params.id);
       if (!this.layers.delete(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
       return reply.status(204).send();
     });
-    app.get<{ Params: { id: string } }>(R.metrics.path, async () => ({
+    serve(app, R.metrics, async () => ({
       timestampUnix: Math.floor(Date.now() / 1000), cpuCount: 1, cpuUsedPct: 1.5, memUsed: 1, memTotal: 2, memCache: 0, diskUsed: 1, diskTotal: 2,
     }));
-    app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>(R.sandboxLogs.path, async (req, reply) => {
+    serve(app, R.sandboxLogs, async (req, reply) => {
       if (!this.sandboxes.has(req.params.id)) return reply.status(404).send({ code: 404, message: 'not found' });
       try {
         return { logs: pickSandboxLogs(this.logs.get(req.params.id) ?? [], parseSandboxLogsQuery(req.query)) };

@@ -13,6 +13,7 @@ import { ErrorCodes, defaultConfig, freePort, MemoryCoordination, notFound, sile
 import { startMaster, type Master } from '../index.ts';
 import { HEARTBEAT_INTERVAL_MS } from '../nodes/registry.ts';
 import { deleteSnapshotNamed } from '../templates/index.ts';
+import { documentRoute } from '../templates/routes/document-route.ts';
 import { FakeTemplateCenter } from '../templates/testing/fake-template-center.ts';
 import { FakeNodeAgent } from './fake-node-agent.ts';
 
@@ -45,7 +46,7 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
   const master = await startMaster(cfg, {
     logger: silentLogger(), coordination,
     templates: async ({ app, snapshots }) => {
-      app.delete<{ Params: { templateID: string } }>('/templates/:templateID', async (req, reply) => {
+      documentRoute(app)<{ Params: { templateID: string } }>('DELETE', '/templates/{templateID}', async (req, reply) => {
         await deleteSnapshotNamed(snapshots, req.params.templateID);
         return reply.status(204).send();
       });
@@ -55,11 +56,11 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
             if (ref !== 'base') throw notFound(`template ${ref} not found`, ErrorCodes.templateNotFound);
             return {
               templateId: 'tpl-base', alias: 'base', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024,
-              artifact: { artifactId: 'a', sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' },
+              artifact: { artifactId: 'a', sha256: 'a'.repeat(64), sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' },
             };
           },
           async idsFor(ref: string) { return ref === 'base' ? ['tpl-base'] : [ref]; },
-          async artifactRef(artifactId: string) { return { artifactId, sha256: 's', sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' }; },
+          async artifactRef(artifactId: string) { return { artifactId, sha256: 'a'.repeat(64), sizeBytes: 1, downloadUrl: 'http://127.0.0.1:1/' }; },
         },
         onNodeRegistered() {},
         async close() {},

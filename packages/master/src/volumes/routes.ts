@@ -1,7 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest, notFound, relayAnswer, SvcError } from '@svc/common';
+import { notFound, relayAnswer, SvcError } from '@svc/common';
+import { serve } from '@svc/contracts/route-table';
 import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
-import { encodeVolumeHeader, VOLUME_CONTENT_KINDS, VOLUME_HEADER, type NewVolume, type VolumeContentKind } from '@svc/contracts/volumes';
+import {
+  encodeVolumeHeader, MASTER_VOLUME_ROUTES as R, VOLUME_CONTENT_KINDS, VOLUME_CONTENT_PATH, VOLUME_HEADER, type VolumeContentKind,
+} from '@svc/contracts/volumes';
 import { callerTeam } from '../teams/caller.ts';
 import type { VolumeService } from './service.ts';
 
@@ -12,22 +15,22 @@ type RefParams = { Params: { '*': string } };
 const PASS_BACK = ['content-type', 'content-length', 'content-disposition', 'last-modified'];
 
 /**
- * The master's volume routes (docs/volumes.md): the gateway maps E2B's /volumes onto /svc/volume
- * and /volumecontent onto /svc/volumecontent, with the team header. No team header: the operator,
- * whose volumes are the default team's.
+ * The master's volume routes (docs/volumes.md): MASTER_VOLUME_ROUTES, and the content API under
+ * VOLUME_CONTENT_PATH (packages/contracts/src/volumes.ts). The gateway maps E2B's /volumes onto
+ * /svc/volume and /volumecontent onto /svc/volumecontent, with the team header. No team header:
+ * the operator, whose volumes are the default team's.
  */
 export async function registerVolumeRoutes(app: FastifyInstance, service: VolumeService): Promise<void> {
-  app.get('/svc/volume', async (req) => service.list(callerTeam(req)));
-  app.post<{ Body: unknown }>('/svc/volume', async (req, reply) => {
-    const body = (req.body ?? {}) as Record<string, unknown>;
-    if (typeof body !== 'object' || Array.isArray(body)) throw badRequest('body must be a JSON object {name?, driver?}');
-    for (const k of ['name', 'driver'] as const) if (body[k] !== undefined && typeof body[k] !== 'string') throw badRequest(`${k} must be a string`);
-    const created = await service.create(callerTeam(req) ?? DEFAULT_TEAM_ID, body as NewVolume);
+  serve(app, R.list, async (req) => service.list(callerTeam(req)));
+  serve(app, R.create, async (req, reply) => {
+    const name = req.body?.name;
+    const driver = req.body?.driver;
+    const created = await service.create(callerTeam(req) ?? DEFAULT_TEAM_ID, { ...(name !== undefined ? { name } : {}), ...(driver !== undefined ? { driver } : {}) });
     return reply.status(201).send(created);
   });
-  app.get('/v1/volumes/refcounts', async () => service.refcounts());
-  app.get<RefParams>('/svc/volume/*', async (req) => service.get(callerTeam(req), refOf(req)));
-  app.delete<RefParams>('/svc/volume/*', async (req, reply) => {
+  serve(app, R.refcounts, async () => service.refcounts());
+  serve(app, R.get, async (req) => service.get(callerTeam(req), refOf(req)));
+  serve(app, R.destroy, async (req, reply) => {
     await service.destroy(callerTeam(req), refOf(req));
     return reply.status(204).send();
   });
@@ -36,11 +39,11 @@ export async function registerVolumeRoutes(app: FastifyInstance, service: Volume
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-    scope.all<RefParams>('/svc/volumecontent/*', async (req, reply) => proxyContent(req, reply, service));
+    scope.all<RefParams>(`${VOLUME_CONTENT_PATH}/*`, async (req, reply) => proxyContent(req, reply, service));
   });
 }
 
-function refOf(req: FastifyRequest<RefParams>): string {
+function refOf(req: FastifyRequest & { params: { '*': string } }): string {
   const ref = req.params['*'];
   if (!ref || ref.includes('/')) throw notFound(`no route for ${req.method} ${req.url.split('?')[0]}`);
   return ref;

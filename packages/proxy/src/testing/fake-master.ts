@@ -6,8 +6,9 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { SvcError, createHttpApp, silentLogger } from '@svc/common';
-import { checkSignedFileRequest, fileSignatureProblem } from '@svc/common/envd-signature';
-import type { DueSandbox, LifecycleReason, OnTimeout, SandboxRoute } from '@svc/contracts/master-internal';
+import { fileSignatureProblem } from '@svc/common/envd-signature';
+import { MASTER_INTERNAL_ROUTES as I, type DueSandbox, type LifecycleReason, type OnTimeout, type SandboxRoute } from '@svc/contracts/master-internal';
+import { serve } from '@svc/contracts/route-table';
 
 export interface FakeSandbox extends SandboxRoute {
   onTimeout: OnTimeout;
@@ -70,39 +71,39 @@ export class FakeMaster {
       return sb;
     };
 
-    app.get<{ Params: { id: string } }>('/internal/v1/sandboxes/:id/route', async (req) => {
+    serve(app, I.route, async (req) => {
       this.calls.route.push(req.params.id);
       return routeOf(find(req.params.id));
     });
 
-    app.post('/internal/v1/file-urls/route', async (req) => {
-      const signed = checkSignedFileRequest(req.body);
+    serve(app, I.routeBySignature, async (req) => {
+      const signed = req.body;
       for (const sb of this.sandboxes.values()) {
         if (sb.state !== 'terminated' && sb.envdAccessToken && fileSignatureProblem(signed, sb.envdAccessToken, 0) === undefined) return routeOf(sb);
       }
       throw new SvcError(401, 'invalid signature: no sandbox signed this file URL');
     });
 
-    app.post<{ Body: { sandboxIds: string[] } }>('/internal/v1/activity', async (req, reply) => {
-      const ids = req.body?.sandboxIds ?? [];
+    serve(app, I.activity, async (req, reply) => {
+      const ids = req.body.sandboxIds;
       this.calls.activity.push(ids);
       for (const id of ids) { const sb = this.sandboxes.get(id); if (sb) sb.due = false; }
       return reply.status(204).send();
     });
 
-    app.get('/internal/v1/lifecycle/due', async (): Promise<DueSandbox[]> => {
+    serve(app, I.due, async (): Promise<DueSandbox[]> => {
       this.calls.due++;
       return [...this.sandboxes.values()]
         .filter((sb) => sb.due && (sb.state === 'running' || sb.state === 'paused'))
         .map((sb) => ({ sandboxId: sb.sandboxId, state: sb.state, onTimeout: sb.onTimeout, endAt: new Date().toISOString() }));
     });
 
-    app.post<{ Params: { id: string }; Body: { reason: LifecycleReason } }>('/internal/v1/sandboxes/:id/pause', async (req) => {
+    serve(app, I.pause, async (req) => {
       const sb = find(req.params.id);
-      this.calls.pause.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
+      this.calls.pause.push({ sandboxId: sb.sandboxId, reason: req.body.reason });
       assertNotGone(sb);
       if (sb.state !== 'running') throw new SvcError(409, `sandbox ${sb.sandboxId} is ${sb.state}`);
-      assertDueForTimeout(sb, req.body?.reason);
+      assertDueForTimeout(sb, req.body.reason);
       sb.state = 'pausing';
       try {
         await this.beforePause?.(sb.sandboxId);
@@ -116,9 +117,9 @@ export class FakeMaster {
       return routeOf(sb);
     });
 
-    app.post<{ Params: { id: string }; Body: { reason: LifecycleReason } }>('/internal/v1/sandboxes/:id/resume', async (req) => {
+    serve(app, I.resume, async (req) => {
       const sb = find(req.params.id);
-      this.calls.resume.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
+      this.calls.resume.push({ sandboxId: sb.sandboxId, reason: req.body.reason });
       if (this.resumeFailure) throw new SvcError(this.resumeFailure.status, this.resumeFailure.message);
       assertNotGone(sb);
       if (sb.state === 'running') return routeOf(sb);
@@ -131,12 +132,12 @@ export class FakeMaster {
       return routeOf(sb);
     });
 
-    app.post<{ Params: { id: string }; Body: { reason: LifecycleReason } }>('/internal/v1/sandboxes/:id/kill', async (req, reply) => {
+    serve(app, I.kill, async (req, reply) => {
       const sb = find(req.params.id);
-      this.calls.kill.push({ sandboxId: sb.sandboxId, reason: req.body?.reason });
-      assertDueForTimeout(sb, req.body?.reason);
+      this.calls.kill.push({ sandboxId: sb.sandboxId, reason: req.body.reason });
+      assertDueForTimeout(sb, req.body.reason);
       sb.state = 'terminated';
-      sb.terminateReason = req.body?.reason === 'timeout' ? 'timeout' : 'killed';
+      sb.terminateReason = req.body.reason === 'timeout' ? 'timeout' : 'killed';
       sb.due = false;
       return reply.status(204).send();
     });

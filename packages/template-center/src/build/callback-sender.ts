@@ -1,4 +1,6 @@
 import type { Logger } from '@svc/common';
+import { pathTo } from '@svc/contracts/route-table';
+import { TEMPLATE_CALLBACK_ROUTES } from '@svc/contracts/template-callback';
 import { CALLBACK_TOKEN_HEADER, type JobStatusReport } from '@svc/contracts/template-center';
 
 export interface CallbackOptions {
@@ -20,7 +22,7 @@ interface JobQueue {
 const isTerminal = (r: JobStatusReport) => r.status === 'BUILT' || r.status === 'FAILED';
 
 /**
- * Status callbacks to the master, POST /internal/template/jobs/:jobId/status. Reports of one job
+ * Status callbacks to the master, TEMPLATE_CALLBACK_ROUTES.status. Reports of one job
  * go out one at a time and in order; a phase report still waiting when a newer one arrives is
  * dropped (only the latest state matters), a terminal report never is. Delivery retries with
  * exponential backoff while the master is down or answers 5xx; a 4xx is final.
@@ -60,7 +62,7 @@ export class CallbackSender {
   }
 
   private async deliver(jobId: string, report: JobStatusReport, superseded: () => boolean): Promise<void> {
-    const url = `${this.o.masterAddr.replace(/\/+$/, '')}/internal/template/jobs/${encodeURIComponent(jobId)}/status`;
+    const url = `${this.o.masterAddr.replace(/\/+$/, '')}${pathTo(TEMPLATE_CALLBACK_ROUTES.status, { jobId })}`;
     const headers: Record<string, string> = { 'content-type': 'application/json' };
     if (this.o.token) headers[CALLBACK_TOKEN_HEADER] = this.o.token;
     const body = JSON.stringify(report);

@@ -1,6 +1,8 @@
 import { notFound, SvcError } from '@svc/common';
 import type { SandboxRecord } from '@svc/contracts/master';
 import type { ExecOnNode, NodeAgentClient } from '@svc/contracts/node-agent';
+import { MASTER_DOWNLOAD_ROUTES } from '@svc/contracts/master-downloads';
+import { pathTo } from '@svc/contracts/route-table';
 import type { ResolvedTemplate } from '../../sandboxes/ports.ts';
 import type { SnapshotDbRow } from '../../snapshots/repo.ts';
 import type { TemplateRow } from '../../templates/tables.ts';
@@ -63,7 +65,7 @@ export function fakes() {
         async artifactRef() { return base.artifact; },
       },
       files: {
-        async input(hash: string) { return uploaded.has(hash) ? { url: `/internal/v1/template-files/${hash}`, sha256: 'c'.repeat(64), sizeBytes: 10 } : undefined; },
+        async input(hash: string) { return uploaded.has(hash) ? { url: pathTo(MASTER_DOWNLOAD_ROUTES.templateFiles, { hash }), sha256: 'c'.repeat(64), sizeBytes: 10 } : undefined; },
         async uploadLink(hash: string, origin: string) { return uploaded.has(hash) ? { present: true } : { present: false, url: `${origin}/templates/files/${hash}?signed` }; },
       },
       sandboxes: {

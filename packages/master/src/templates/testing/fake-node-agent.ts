@@ -6,8 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import type { ServedRoute } from '@svc/common';
-import { NODE_AGENT_ROUTES as R, type ArtifactOnNode, type EnsureArtifact } from '@svc/contracts/node-agent';
+import { compileValidator, schemaError, sendError, SvcError, type ServedRoute } from '@svc/common';
+import { NODE_AGENT_ROUTES as R, type ArtifactOnNode } from '@svc/contracts/node-agent';
+import { serve } from '@svc/contracts/route-table';
 
 export class FakeArtifactNode {
   readonly artifacts = new Map<string, ArtifactOnNode>();
@@ -22,14 +23,19 @@ export class FakeArtifactNode {
   constructor(readonly nodeId: string, private readonly log: string[] = []) {}
 
   async start(): Promise<this> {
-    const app = Fastify();
+    // Bodies are checked against NODE_AGENT_ROUTES' schemas as the real agent checks them
+    // (common/schema-validation.ts), and a refusal answered as its are: 400 naming the field.
+    const app = Fastify({ schemaErrorFormatter: (errors, dataVar) => schemaError(errors as Parameters<typeof schemaError>[0], dataVar) });
+    app.setValidatorCompiler(compileValidator);
+    app.setErrorHandler(async (err, _req, reply) => {
+      if (err instanceof SvcError) return sendError(reply, err);
+      throw err;
+    });
     app.addHook('onRoute', (r) => { this.served.push({ method: r.method, url: r.url }); });
-    app.get(R.health.path, async () => ({ ok: true, nodeId: this.nodeId }));
-    app.post<{ Params: { id: string }; Body: EnsureArtifact }>(R.ensureArtifact.path, async (req, reply) => {
+    serve(app, R.health, async () => ({ ok: true, nodeId: this.nodeId, tasks: {} }));
+    serve(app, R.ensureArtifact, async (req, reply) => {
       this.log.push(`node ${this.nodeId} ensure ${req.params.id}`);
       if (this.failEnsureWith) return reply.status(this.failEnsureWith).send({ code: this.failEnsureWith, message: 'disk full' });
-      // As the node agent answers (contracts/node-agent.contract.ts).
-      if (!/^[0-9a-f]{64}$/i.test(req.body.sha256 ?? '')) return reply.status(400).send({ code: 400, message: 'sha256 must be 64 hex digits' });
       const have = this.artifacts.get(req.params.id);
       if (have && have.sha256 !== req.body.sha256.toLowerCase()) return reply.status(409).send({ code: 409, message: `artifact is here with sha256 ${have.sha256}` });
       if (have) return have;
@@ -42,13 +48,13 @@ export class FakeArtifactNode {
       this.artifacts.set(req.params.id, a);
       return a;
     });
-    app.delete<{ Params: { id: string } }>(R.deleteArtifact.path, async (req, reply) => {
+    serve(app, R.deleteArtifact, async (req, reply) => {
       this.log.push(`node ${this.nodeId} delete ${req.params.id}`);
       if (this.failDeleteWith) return reply.status(this.failDeleteWith).send({ code: this.failDeleteWith, message: 'busy' });
       this.artifacts.delete(req.params.id);
       return reply.status(204).send();
     });
-    app.get(R.listArtifacts.path, async () => [...this.artifacts.values()]);
+    serve(app, R.listArtifacts, async () => [...this.artifacts.values()]);
     await app.listen({ host: '127.0.0.1', port: 0 });
     this.app = app;
     this.url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;

@@ -6,7 +6,9 @@
  */
 import { createHash } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { CALLBACK_TOKEN_HEADER, LAYER_SHA256_HEADER, type ArtifactStored, type BuildRequest, type JobStatusReport } from '@svc/contracts/template-center';
+import { pathTo, serve } from '@svc/contracts/route-table';
+import { TEMPLATE_CALLBACK_ROUTES } from '@svc/contracts/template-callback';
+import { CALLBACK_TOKEN_HEADER, LAYER_SHA256_HEADER, TEMPLATE_CENTER_ROUTES as T, type ArtifactStored, type BuildRequest, type JobStatusReport } from '@svc/contracts/template-center';
 
 export class FakeTemplateCenter {
   readonly builds: BuildRequest[] = [];
@@ -37,29 +39,32 @@ export class FakeTemplateCenter {
       if (!req.url.startsWith('/tc/api/v1')) return;
       if (this.token && req.headers[CALLBACK_TOKEN_HEADER] !== this.token) return reply.status(401).send({ code: 401, message: 'wrong token' });
     });
-    app.get('/health', async () => ({ ok: true, store: 'local' }));
-    app.post<{ Body: BuildRequest }>('/tc/api/v1/build', async (req, reply) => {
-      this.log.push(`tc build ${req.body.jobId}`);
+    serve(app, T.health, async () => ({ ok: true, store: 'local' }));
+    serve(app, T.build, async (req, reply) => {
+      const body = req.body as BuildRequest;
+      this.log.push(`tc build ${body.jobId}`);
       if (this.failBuildWith) return reply.status(this.failBuildWith).send({ code: this.failBuildWith, message: 'build refused by the fake' });
-      this.builds.push(req.body);
-      return reply.status(202).send({ jobId: req.body.jobId });
+      this.builds.push(body);
+      return reply.status(202).send({ jobId: body.jobId });
     });
-    app.post<{ Body: { artifactId: string } }>('/tc/api/v1/artifact/delete', async (req, reply) => {
-      this.log.push(`tc delete ${req.body.artifactId}`);
+    serve(app, T.deleteArtifact, async (req, reply) => {
+      const { artifactId } = req.body as { artifactId: string };
+      this.log.push(`tc delete ${artifactId}`);
       if (this.failDeleteWith) return reply.status(this.failDeleteWith).send({ code: this.failDeleteWith, message: 'delete refused by the fake' });
-      this.deletes.push(req.body.artifactId);
-      return { deleted: this.files.delete(req.body.artifactId) };
+      this.deletes.push(artifactId);
+      return { deleted: this.files.delete(artifactId) };
     });
-    app.post<{ Body: { artifactId: string; localPath: string } }>('/tc/api/v1/artifact/migrate', async (req) => {
-      this.migrations.push(req.body);
-      const data = Buffer.from(`migrated ${req.body.artifactId}`);
-      this.files.set(req.body.artifactId, data);
-      return this.stored(req.body.artifactId, data);
+    serve(app, T.migrate, async (req) => {
+      const body = req.body as { artifactId: string; localPath: string };
+      this.migrations.push(body);
+      const data = Buffer.from(`migrated ${body.artifactId}`);
+      this.files.set(body.artifactId, data);
+      return this.stored(body.artifactId, data);
     });
     app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: 256 * 1024 * 1024 }, (_req, body, done) => done(null, body));
-    app.put<{ Params: { id: string }; Body: Buffer | undefined }>('/tc/api/v1/layer/:id', async (req, reply) => {
-      const layerId = req.params.id;
-      const data = req.body ?? Buffer.alloc(0);
+    serve(app, T.putLayer, async (req, reply) => {
+      const layerId = req.params.layerId;
+      const data = (req.body as Buffer | undefined) ?? Buffer.alloc(0);
       const sha256 = String(req.headers[LAYER_SHA256_HEADER] ?? '');
       this.log.push(`tc put layer ${layerId}`);
       this.layerPuts.push({ layerId, sha256, sizeBytes: data.length });
@@ -77,22 +82,21 @@ export class FakeTemplateCenter {
       this.files.set(layerId, data);
       return record;
     });
-    app.get<{ Params: { id: string } }>('/tc/api/v1/artifact/:id/info', async (req, reply) => {
-      const data = this.files.get(req.params.id);
+    serve(app, T.artifactInfo, async (req, reply) => {
+      const data = this.files.get(req.params.artifactId);
       if (!data) return reply.status(404).send({ code: 404, message: 'no such artifact' });
-      return this.stored(req.params.id, data);
+      return this.stored(req.params.artifactId, data);
     });
-    app.route<{ Params: { id: string } }>({
-      method: ['GET', 'HEAD'], url: '/tc/api/v1/artifact/:id',
-      handler: async (req, reply) => {
-        this.downloads.push({ method: req.method, artifactId: req.params.id });
-        const to = this.redirects.get(req.params.id);
-        if (to) return reply.redirect(to, 302);
-        const data = this.files.get(req.params.id);
-        if (!data) return reply.status(404).send({ code: 404, message: 'no such artifact' });
-        reply.header('content-type', 'application/octet-stream').header('content-length', String(data.length));
-        return reply.send(req.method === 'HEAD' ? undefined : data);
-      },
+    serve(app, T.downloadArtifact, async (req, reply) => {
+      const artifactId = req.params.artifactId;
+      this.downloads.push({ method: req.method, artifactId });
+      const to = this.redirects.get(artifactId);
+      if (to) return reply.redirect(to, 302);
+      const data = this.files.get(artifactId);
+      if (!data) return reply.status(404).send({ code: 404, message: 'no such artifact' });
+      // For a HEAD, fastify sends the headers of this answer without its body.
+      reply.header('content-type', 'application/octet-stream').header('content-length', String(data.length));
+      return reply.send(data);
     });
     await app.listen({ host: '127.0.0.1', port: 0 });
     this.app = app;
@@ -115,7 +119,7 @@ export class FakeTemplateCenter {
 
   /** Posts a status callback to the master as the real template center would. */
   async callback(masterUrl: string, jobId: string, report: JobStatusReport, token: string | null = this.token): Promise<number> {
-    const res = await fetch(`${masterUrl}/internal/template/jobs/${jobId}/status`, {
+    const res = await fetch(`${masterUrl}${pathTo(TEMPLATE_CALLBACK_ROUTES.status, { jobId })}`, {
       method: 'POST', body: JSON.stringify(report),
       headers: { 'content-type': 'application/json', ...(token !== null ? { [CALLBACK_TOKEN_HEADER]: token } : {}) },
     });
