@@ -20,9 +20,13 @@ import { randomBytes } from 'node:crypto';
 import { constants as C, type Stats } from 'node:fs';
 import { chmod, chown, type FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { SvcError, badRequest, conflict, notFound } from '@svc/common';
+import { badRequest, conflict } from '@svc/common';
 import type { VolumeEntryStat } from '@svc/contracts/volumes';
 import { ConfinedDir, childPath, errnoOf, fdPath, normalizeVolumePath, pathComponents, walkDirs, type WalkStep } from './confined-fs.ts';
+import {
+  baseName, checkInt, copyInto, describe, entryOf, lstatOrNull, PERM_MASK, readlinkOrUndefined, removeEntry, removeOwnFile, requireRegular, setOwnerAndMode,
+} from './content-entries.ts';
+import { explain } from './content-errors.ts';
 
 /** E2B's defaults (orchestrator/pkg/volumes/service.go). */
 export const VOLUME_CONTENT_DEFAULTS = {
@@ -36,8 +40,6 @@ export const VOLUME_CONTENT_DEFAULTS = {
 export const LIST_DEPTH = { min: 1, max: 10 } as const;
 /** Entries one listing may return before it is refused (400). */
 const DEFAULT_MAX_LIST_ENTRIES = 10_000;
-/** Directory nesting a recursive remove descends before it is refused (400). */
-const MAX_REMOVE_DEPTH = 1024;
 /** Entries one remove may delete before it gives up (409: the tree keeps growing). */
 const MAX_REMOVE_ENTRIES = 10_000_000;
 /** Largest uid or gid (uint32; 2^32-1 is chown's "unchanged"). */
@@ -45,7 +47,6 @@ export const MAX_ID = 0xffff_ffff;
 /** Largest mode accepted; only the permission bits (0o777) are applied, as E2B does. */
 export const MAX_MODE = 0o7777;
 
-const PERM_MASK = 0o777;
 const UPLOAD_PREFIX = '.svc-upload-';
 
 export interface CreateOptions {
@@ -372,231 +373,5 @@ export class VolumeContent {
         await child.close();
       }
     }
-  }
-}
-
-// ---- helpers -------------------------------------------------------------------------------------
-
-function baseName(vpath: string): string {
-  return vpath.slice(vpath.lastIndexOf('/') + 1);
-}
-
-function checkInt(v: unknown, field: string, min: number, max: number): void {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-    throw badRequest(`${field} must be an integer from ${min} to ${max}`);
-  }
-}
-
-function typeOf(st: Stats): VolumeEntryStat['type'] {
-  if (st.isFile()) return 'file';
-  if (st.isDirectory()) return 'directory';
-  if (st.isSymbolicLink()) return 'symlink';
-  return 'unknown';
-}
-
-/** E2B's VolumeEntryStat: mode is the permission bits (mode & 0o777), times are ISO strings. */
-function entryOf(name: string, path: string, st: Stats, target?: string): VolumeEntryStat {
-  const entry: VolumeEntryStat = {
-    name,
-    path,
-    type: typeOf(st),
-    size: st.size,
-    mode: st.mode & PERM_MASK,
-    uid: st.uid,
-    gid: st.gid,
-    atime: st.atime.toISOString(),
-    mtime: st.mtime.toISOString(),
-    ctime: st.ctime.toISOString(),
-  };
-  if (target !== undefined) entry.target = target;
-  return entry;
-}
-
-async function describe(dir: ConfinedDir, name: string, vpath: string): Promise<VolumeEntryStat> {
-  const st = await dir.lstat(name);
-  const target = st.isSymbolicLink() ? await readlinkOrUndefined(dir, name) : undefined;
-  return entryOf(name, vpath, st, target);
-}
-
-async function readlinkOrUndefined(dir: ConfinedDir, name: string | Buffer): Promise<string | undefined> {
-  try {
-    return await dir.readlink(name);
-  } catch (err) {
-    // Replaced since its lstat: the entry is still described, without a target.
-    if (errnoOf(err) === 'ENOENT' || errnoOf(err) === 'EINVAL') return undefined;
-    throw err;
-  }
-}
-
-async function lstatOrNull(dir: ConfinedDir, name: string): Promise<Stats | null> {
-  try {
-    return await dir.lstat(name);
-  } catch (err) {
-    if (errnoOf(err) === 'ENOENT') return null;
-    throw err;
-  }
-}
-
-/** chown then chmod a directory just made, through an O_PATH descriptor of it; its entry. */
-async function setOwnerAndMode(dir: ConfinedDir, name: string, vpath: string, uid: number, gid: number, mode: number): Promise<VolumeEntryStat> {
-  const made = await dir.openDir(name, vpath);
-  try {
-    await chown(fdPath(made.fd), uid, gid);
-    // Again after the umask had its say, and after chown (which clears set-id bits).
-    await chmod(fdPath(made.fd), mode);
-    return entryOf(name, vpath, await made.stat());
-  } finally {
-    await made.close();
-  }
-}
-
-function requireRegular(st: Stats, vpath: string): void {
-  if (st.isFile()) return;
-  if (st.isDirectory()) throw badRequest(`failed to read file: "${vpath}" is a directory`);
-  if (st.isSymbolicLink()) throw badRequest(`failed to read file: "${vpath}" is a symlink (symlinks are not followed)`);
-  throw badRequest(`failed to read file: "${vpath}" is not a regular file`);
-}
-
-/** Streams `body` into `file`, at most `maxBytes` bytes (413 beyond). */
-async function copyInto(file: FileHandle, body: Readable | AsyncIterable<Uint8Array>, maxBytes: number, vpath: string): Promise<void> {
-  let seen = 0;
-  for await (const chunk of body as AsyncIterable<Uint8Array | string>) {
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-    seen += buf.byteLength;
-    if (seen > maxBytes) throw new SvcError(413, `the upload to "${vpath}" is larger than ${maxBytes} bytes`);
-    let off = 0;
-    while (off < buf.byteLength) {
-      const { bytesWritten } = await file.write(buf, off, buf.byteLength - off);
-      off += bytesWritten;
-    }
-  }
-}
-
-/** Unlinks `name` in `dir` if it is still the file this request created (a failed upload keeps nothing). */
-async function removeOwnFile(dir: ConfinedDir, name: string, file: FileHandle): Promise<void> {
-  try {
-    const [mine, there] = await Promise.all([file.stat(), dir.lstat(name)]);
-    if (mine.ino === there.ino && mine.dev === there.dev) await dir.unlink(name);
-  } catch (err) {
-    // Gone already (renamed or removed by the sandbox): nothing of ours is left to remove.
-    if (errnoOf(err) !== 'ENOENT') throw err;
-  }
-}
-
-/**
- * Removes the entry `name` of `parent`: a directory recursively (never following a symlink:
- * each level is opened with O_NOFOLLOW|O_DIRECTORY through its parent's descriptor), anything
- * else by unlink. `isDir` is a hint (d_type or lstat); a swap since is handled by the errors,
- * a few times, then given up on (409).
- */
-async function removeEntry(parent: ConfinedDir, name: Buffer, isDirHint: boolean, depth: number, budget: { entries: number }): Promise<void> {
-  let isDir = isDirHint;
-  for (let swaps = 0; ; swaps++) {
-    if (swaps > 8 || --budget.entries < 0) throw conflict('the directory keeps changing while it is removed; nothing more was removed');
-    if (!isDir) {
-      try {
-        await parent.unlink(name);
-        return;
-      } catch (err) {
-        if (errnoOf(err) === 'ENOENT') return;
-        if (errnoOf(err) !== 'EISDIR') throw err;
-        isDir = true; // a directory after all
-        continue;
-      }
-    }
-    if (depth >= MAX_REMOVE_DEPTH) throw badRequest(`the directory nests deeper than ${MAX_REMOVE_DEPTH} levels; remove its deeper part first`);
-    let dir: ConfinedDir;
-    try {
-      dir = await parent.openDir(name, '');
-    } catch (err) {
-      if (errnoOf(err) === 'ENOENT') return;
-      if (errnoOf(err) !== 'ENOTDIR') throw err;
-      isDir = false; // a file or symlink now
-      continue;
-    }
-    try {
-      if (await emptyAndRemove(parent, dir, name, depth, budget)) return;
-    } finally {
-      await dir.close();
-    }
-    isDir = false; // the name holds something else now
-  }
-}
-
-/** Empties `dir` (the entry `name` of `parent`) and removes it; false when the name no longer holds a directory. */
-async function emptyAndRemove(parent: ConfinedDir, dir: ConfinedDir, name: Buffer, depth: number, budget: { entries: number }): Promise<boolean> {
-  for (let attempt = 0; ; attempt++) {
-    // Batches: what was read is removed, then the directory is read again until it is empty.
-    for (let batch = await dir.readEntries(512); batch.length > 0; batch = await dir.readEntries(512)) {
-      for (const ent of batch) await removeEntry(dir, ent.name, ent.isDirectory(), depth + 1, budget);
-    }
-    try {
-      await parent.rmdir(name);
-      return true;
-    } catch (err) {
-      if (errnoOf(err) === 'ENOENT') return true;
-      if (errnoOf(err) === 'ENOTDIR') return false;
-      // ENOTEMPTY: something was added meanwhile.
-      if (errnoOf(err) !== 'ENOTEMPTY' || attempt >= 3) throw err;
-    }
-  }
-}
-
-/**
- * The wire error for a failure of `action` on `vpath`. A kernel error names the client's path,
- * never the host's; a component that is a symlink or a file is told apart by an lstat walk.
- */
-async function explain(err: unknown, root: ConfinedDir, vpath: string, action: string): Promise<unknown> {
-  if (err instanceof SvcError) return err;
-  switch (errnoOf(err)) {
-    case 'ENOENT':
-      return notFound(`failed to ${action}: "${vpath}" not found`);
-    case 'EEXIST':
-      return conflict(`failed to ${action}: "${vpath}" already exists`);
-    case 'ENOTDIR':
-    case 'ELOOP': {
-      const found = await firstNonDirectory(root, vpath);
-      if (found?.symlink) return badRequest(`failed to ${action}: "${found.path}" is a symlink; the volume content API does not follow symlinks`);
-      if (found?.path === vpath) return badRequest(`failed to ${action}: "${vpath}" is not a directory`);
-      return badRequest(`failed to ${action}: a component of the path is a file, but must be a directory`);
-    }
-    case 'EISDIR':
-      return conflict(`failed to ${action}: "${vpath}" is a directory`);
-    case 'ENOTEMPTY':
-      return conflict(`failed to ${action}: "${vpath}" changed while it was removed`);
-    case 'ENAMETOOLONG':
-      return badRequest(`failed to ${action}: a component of "${vpath}" is too long`);
-    case 'ENOSPC':
-    case 'EDQUOT':
-      return new SvcError(507, `failed to ${action}: the volume is full`);
-    case 'EROFS':
-      return new SvcError(403, `failed to ${action}: the volume is read-only`);
-    case 'EPERM':
-    case 'EACCES':
-      return new SvcError(403, `failed to ${action}: "${vpath}": operation not permitted`);
-    default:
-      return err;
-  }
-}
-
-/** The first component of `vpath` (the last included) that is not a directory, walking without following. */
-async function firstNonDirectory(root: ConfinedDir, vpath: string): Promise<{ path: string; symlink: boolean } | undefined> {
-  let dir = root;
-  try {
-    for (const name of pathComponents(vpath)) {
-      const path = childPath(dir.volumePath, name);
-      const st = await dir.lstat(name);
-      if (!st.isDirectory()) return { path, symlink: st.isSymbolicLink() };
-      const next = await dir.openDir(name, path);
-      if (dir !== root) await dir.close();
-      dir = next;
-    }
-    return undefined;
-  } catch (err) {
-    // Only to word an error message: a path that changed again is described as a plain ENOTDIR.
-    if (errnoOf(err) !== undefined) return undefined;
-    throw err;
-  } finally {
-    if (dir !== root) await dir.close();
   }
 }
