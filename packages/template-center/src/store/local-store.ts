@@ -65,8 +65,15 @@ export class LocalArtifactStore implements ArtifactStore {
 
   /** The record and the data's size, when both are there. */
   private async find(artifactId: string): Promise<{ record: ArtifactStored; size: number } | null> {
+    // Written by rename (put), so a record is whole or absent; an unreadable one is an error, not a miss.
+    const text = await readFile(this.recordPath(artifactId), 'utf8').catch(whenMissing(null));
+    if (text === null) return null;
     let record: ArtifactStored;
-    try { record = JSON.parse(await readFile(this.recordPath(artifactId), 'utf8')) as ArtifactStored; } catch { return null; }
+    try {
+      record = JSON.parse(text) as ArtifactStored;
+    } catch {
+      throw new Error(`the local artifact store's record of ${artifactId} (${this.recordPath(artifactId)}) is not valid JSON`);
+    }
     const st = await stat(this.dataPath(artifactId)).catch(whenMissing(null));
     return st ? { record, size: st.size } : null;
   }
