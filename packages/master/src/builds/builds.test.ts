@@ -260,9 +260,11 @@ for (const tdb of availableTestDatabases()) {
         const a = await one.request({ name: 'slot-a' });
         const b = await one.request({ name: 'slot-b' });
         await one.start(a.templateID, a.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: ['hold on'] }] });
-        await new Promise((r) => setTimeout(r, 200));
+        // Polled, not slept for: a loaded machine takes its time to reach the held step.
+        await until(() => f.execs.some((e) => e.command === 'hold on'), 'the first build runs its held step');
         await one.start(b.templateID, b.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: ['echo second'] }] });
-        await new Promise((r) => setTimeout(r, 200));
+        const isQueued = async () => (await one.status(b.templateID, b.buildID, {}))!.logEntries.some((e) => /^Queued: 1 build\(s\) running/.test(e.message));
+        await untilAsync(isQueued, 'the second build says it is queued');
         const queued = await one.status(b.templateID, b.buildID, {});
         assert.equal(queued!.status, 'building');
         assert.ok(queued!.logEntries.some((e) => /^Queued: 1 build\(s\) running/.test(e.message)), JSON.stringify(queued!.logEntries));
@@ -338,4 +340,16 @@ for (const tdb of availableTestDatabases()) {
       await made.drop();
     }
   });
+}
+
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  await untilAsync(async () => cond(), what, ms);
+}
+
+async function untilAsync(cond: () => Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) assert.fail(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
