@@ -21,6 +21,11 @@ export interface Move {
   to: SandboxState;
   /** The event the move announces; none for a step into a transient state or a rollback. */
   event?: SandboxEventKind;
+  /**
+   * The proxies drop the sandbox's cached route though no event is announced: the node is about
+   * to stop the sandbox and may release its address, so no request may still go to it as running.
+   */
+  purges?: true;
 }
 
 const LIVE_STATES: SandboxState[] = ['running', 'pausing', 'paused', 'resuming', 'killing'];
@@ -31,14 +36,14 @@ const LIVE_STATES: SandboxState[] = ['running', 'pausing', 'paused', 'resuming',
  */
 export const STATE_TABLE: readonly Move[] = [
   { from: 'none', trigger: 'create', condition: 'the template exists and a node has room', to: 'running', event: 'sandbox.created' },
-  { from: 'running', trigger: 'pause', condition: 'asked: the API, the idle timeout with on_timeout pause, a drain', to: 'pausing' },
+  { from: 'running', trigger: 'pause', condition: 'asked: the API, the idle timeout with on_timeout pause, a drain', to: 'pausing', purges: true },
   { from: 'pausing', trigger: 'paused', condition: 'its node paused it', to: 'paused', event: 'sandbox.paused' },
   { from: 'pausing', trigger: 'pause-failed', condition: 'its node did not pause it', to: 'running' },
   { from: 'paused', trigger: 'resume', condition: 'connect, resume, a request with auto_resume, a drain', to: 'resuming' },
   { from: 'resuming', trigger: 'resumed', condition: 'its node, or another from its stored package, runs it', to: 'running', event: 'sandbox.resumed' },
   { from: 'resuming', trigger: 'resume-failed', condition: 'no node runs it, or a move to another node was abandoned', to: 'paused' },
-  { from: 'running', trigger: 'kill', condition: 'the API, the idle timeout with on_timeout kill, a team kill', to: 'killing' },
-  { from: 'paused', trigger: 'kill', condition: 'the same; a paused sandbox is not resumed first', to: 'killing' },
+  { from: 'running', trigger: 'kill', condition: 'the API, the idle timeout with on_timeout kill, a team kill', to: 'killing', purges: true },
+  { from: 'paused', trigger: 'kill', condition: 'the same; a paused sandbox is not resumed first', to: 'killing', purges: true },
   { from: 'killing', trigger: 'killed', condition: 'its node removed it, or no longer has it', to: 'terminated', event: 'sandbox.killed' },
   { from: 'killing', trigger: 'kill-failed', condition: 'its node did not remove it in time (it was running)', to: 'running' },
   { from: 'killing', trigger: 'kill-failed', condition: 'its node did not remove it in time (it was paused)', to: 'paused' },

@@ -27,7 +27,8 @@ export interface Step {
  * checked against the state table (state-table.ts) and written compare-and-set on the state the
  * table allows it from, so a sweep that holds no lock can never overwrite a move made under one;
  * a move the row is not in a state for writes nothing. A move the table gives an event announces
- * it. The per-sandbox lock serialises the operations (a pause's three steps) that make moves.
+ * it; a move into pausing or killing purges the proxies' cached route without one (state-table.ts,
+ * `purges`). The per-sandbox lock serialises the operations (a pause's three steps) that make moves.
  */
 export class SandboxTransitions {
   private readonly holder = `master-${process.pid}-${randomId(6)}`;
@@ -57,6 +58,7 @@ export class SandboxTransitions {
     if (!(await this.d.repo.writeState(id, possible.map((m) => m.from as SandboxState), to, step.patch ?? {}))) return false;
     const [event] = events;
     if (event) await this.announce(event, id, step.reason);
+    else if (possible.some((m) => m.purges)) await this.purge(id);
     return true;
   }
 
@@ -103,7 +105,10 @@ export class SandboxTransitions {
    */
   private async announce(kind: SandboxEventKind, sandboxId: string, reason?: string): Promise<void> {
     this.emit(kind, sandboxId, reason);
-    if (kind === 'sandbox.created') return;
+    if (kind !== 'sandbox.created') await this.purge(sandboxId);
+  }
+
+  private async purge(sandboxId: string): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([this.d.proxies.purge([sandboxId]), new Promise((r) => { timer = setTimeout(r, PURGE_WAIT_MS); })]);
     clearTimeout(timer);
