@@ -15,6 +15,9 @@ test('pathTo fills and encodes the parameters, and refuses a missing one', () =>
   assert.throws(() => pathTo(table.get), /needs its id/);
   assert.throws(() => pathTo(table.get, { id: 'a\ud800' }), (e: { status?: number; message: string }) => e.status === 400 && /id is not valid Unicode/.test(e.message));
   assert.equal(pathTo({ method: 'GET', path: '/files/*' }, { '*': 'a dir/b%c' }), '/files/a%20dir/b%25c', 'a wildcard keeps its slashes');
+  // encodeURIComponent leaves `*` as it is: a parameter that is one is not the template's wildcard (fuzz seed 946688657).
+  assert.equal(pathTo(table.get, { id: '*' }), '/v1/things/*');
+  assert.equal(pathTo({ method: 'GET', path: '/files/:dir/*' }, { dir: '*', '*': '*' }), '/files/*/*');
 });
 
 const typed = {

@@ -96,9 +96,10 @@ export function pathTo(route: Route, params: Record<string, string> = {}): strin
     if (v === undefined) throw new Error(`route ${route.method} ${route.path} needs its ${name}`);
     return v;
   };
-  return route.path
-    .replace(/:([A-Za-z][A-Za-z0-9_]*)/g, (_, name: string) => encoded(need(name), name))
-    .replace(/\*$/, () => need('*').split('/').map((part) => encoded(part, 'path')).join('/'));
+  // The wildcard is the template's, never a `*` that a filled parameter ends with.
+  const wild = route.path.endsWith('*');
+  const filled = (wild ? route.path.slice(0, -1) : route.path).replace(/:([A-Za-z][A-Za-z0-9_]*)/g, (_, name: string) => encoded(need(name), name));
+  return wild ? filled + need('*').split('/').map((part) => encoded(part, 'path')).join('/') : filled;
 }
 
 function encoded(v: string, name: string): string {
