@@ -18,6 +18,18 @@ import { DEFAULT_GUEST_KERNEL_DIR } from './runtime/microvm/guest-assets.ts';
 async function makeUpstream(suffix: string) {
   const ns = `natest-up-${suffix}`;
   const veth = `natup${suffix}`;
+  // The upstream's address is fixed, so a run that died before its cleanup left a veth holding it,
+  // and the kernel routes to that one first: this run's sandboxes then reach a dead namespace
+  // (CI at 3cfa8c0 failed every test here so). A namespace lives on while a process is in it, so
+  // its server goes first, and the host's end of its veth (which takes the pair with it) after.
+  const stale = (await run('ip', ['netns', 'list'])).stdout.split('\n').map((l) => l.split(' ')[0]).filter((n) => n.startsWith('natest-up-'));
+  for (const n of stale) {
+    const pids = (await run('ip', ['netns', 'pids', n], { allowFail: true })).stdout.split('\n').filter(Boolean);
+    if (pids.length) await run('kill', ['-9', ...pids], { allowFail: true });
+    await run('ip', ['netns', 'del', n]);
+  }
+  const staleLinks = (await run('ip', ['-o', 'link', 'show'])).stdout.split('\n').map((l) => l.split(':')[1]?.trim().split('@')[0] ?? '').filter((l) => l.startsWith('natup'));
+  for (const l of staleLinks) await run('ip', ['link', 'del', l], { allowFail: true });
   await run('ip', ['netns', 'add', ns]);
   await run('ip', ['link', 'add', veth, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns]);
   await run('ip', ['addr', 'add', '10.201.250.1/30', 'dev', veth]);
@@ -29,10 +41,13 @@ async function makeUpstream(suffix: string) {
   const server: ChildProcess = spawn('nsenter', [`--net=/var/run/netns/${ns}`, process.execPath, '-e',
     "require('http').createServer((q,s)=>s.end('upstream-ok')).listen(8080,'0.0.0.0');"
     + "require('net').createServer((c)=>{c.resume();c.on('error',()=>{})}).listen(9090,'0.0.0.0')"], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    if ((await fetch('http://10.201.250.2:8080/').then((r) => r.text()).catch(() => { /* not listening yet: polled again */ return ''; })) === 'upstream-ok') break;
-    await new Promise((r) => setTimeout(r, 50));
+  let answer = '';
+  for (let i = 0; i < 100 && answer !== 'upstream-ok'; i++) {
+    answer = await fetch('http://10.201.250.2:8080/').then((r) => r.text()).catch(() => { /* not listening yet: polled again */ return ''; });
+    if (answer !== 'upstream-ok') await new Promise((r) => setTimeout(r, 50));
   }
+  // Every test here measures a sandbox against this answer: without it they would all fail as policy bugs.
+  if (answer !== 'upstream-ok') throw new Error(`the test upstream in ${ns} did not answer from the host in 5 s`);
   return {
     host: '10.201.250.2',
     port: 8080,
