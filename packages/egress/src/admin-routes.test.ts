@@ -1,9 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { servedRoutes, silentLogger } from '@svc/common';
+import { silentLogger } from '@svc/common';
+import { assertServesExactly } from '@svc/contracts/contract-testing';
 import { EGRESS_ADMIN_TOKEN_HEADER, REDACTED } from '@svc/contracts/egress';
 import { EGRESS_ADMIN_ROUTES } from '@svc/contracts/egress-routes';
-import { pathTo, routeGaps } from '@svc/contracts/route-table';
+import { pathTo } from '@svc/contracts/route-table';
 import { createEgressAdminApp } from './admin-server.ts';
 import { PolicyStore } from './policy-store.ts';
 
@@ -27,7 +28,7 @@ const policy = {
 
 test('the egress admin server serves exactly the routes of EGRESS_ADMIN_ROUTES', async () => {
   const { app } = await adminApp();
-  assert.deepEqual(routeGaps(EGRESS_ADMIN_ROUTES, servedRoutes(app)), { unlisted: [], unserved: [] });
+  assertServesExactly(app, EGRESS_ADMIN_ROUTES);
   await app.close();
 });
 

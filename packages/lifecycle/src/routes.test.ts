@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHttpApp, servedRoutes, silentLogger } from '@svc/common';
+import { createHttpApp, silentLogger } from '@svc/common';
+import { assertServesExactly } from '@svc/contracts/contract-testing';
 import { LIFECYCLE_ROUTES, type ProxyAnnouncement } from '@svc/contracts/lifecycle';
-import { routeGaps } from '@svc/contracts/route-table';
 import { registerRoutes, type RouteDeps } from './routes.ts';
 
 /** An app with the lifecycle's routes over deps that note what reached them. */
@@ -25,7 +25,7 @@ const post = (app: Awaited<ReturnType<typeof appWith>>['app'], url: string, body
 
 test('the lifecycle serves exactly the routes of LIFECYCLE_ROUTES', async () => {
   const { app } = await appWith();
-  assert.deepEqual(routeGaps(LIFECYCLE_ROUTES, servedRoutes(app)), { unlisted: [], unserved: [] });
+  assertServesExactly(app, LIFECYCLE_ROUTES);
   await app.close();
 });
 

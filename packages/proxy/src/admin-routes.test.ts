@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { servedRoutes, silentLogger } from '@svc/common';
+import { silentLogger } from '@svc/common';
+import { assertServesExactly } from '@svc/contracts/contract-testing';
 import { ADMIN_TOKEN_HEADER, PROXY_ADMIN_ROUTES } from '@svc/contracts/proxy-admin';
-import { routeGaps } from '@svc/contracts/route-table';
 import { createAdminApp } from './admin-server.ts';
 
 /** The admin app over handlers that note the purges that reached them. */
@@ -24,7 +24,7 @@ const purge = (app: Awaited<ReturnType<typeof adminApp>>['app'], payload: string
 
 test('the proxy\'s admin server serves exactly the routes of PROXY_ADMIN_ROUTES', async () => {
   const { app } = await adminApp();
-  assert.deepEqual(routeGaps(PROXY_ADMIN_ROUTES, servedRoutes(app)), { unlisted: [], unserved: [] });
+  assertServesExactly(app, PROXY_ADMIN_ROUTES);
   await app.close();
 });
 

@@ -8,19 +8,20 @@ import type { CodeContext } from '@svc/contracts/code-interpreter';
 import { CodeInterpreter, type CreateCodeContextOpts, type RunCodeOpts } from './code-interpreter.ts';
 import { Commands } from './commands.ts';
 import { ConnectionConfig, defaultTemplate, timeoutToSeconds, type ConnectionOpts } from './config.ts';
-import { ConflictError, GoneError, InvalidArgumentError, NotFoundError, SandboxNotFoundError, TemplateError, errorFromBody } from './errors.ts';
+import { ConflictError, GoneError, InvalidArgumentError, SandboxNotFoundError, TemplateError } from './errors.ts';
 import { EnvdTransport, dataPlaneError } from './envd/transport.ts';
 import type { Execution } from './execution.ts';
 import { Filesystem } from './filesystem.ts';
 import { SandboxPaginator, SnapshotPaginator } from './paginator.ts';
 import { Pty } from './pty.ts';
 import type { SandboxTarget } from './sandbox-port.ts';
-import { buildCreateBody, toSandboxInfo, toSandboxLogEntry, toSandboxMetrics, toSnapshotInfo } from './sandbox-wire.ts';
+import * as snapshots from './sandbox-snapshots.ts';
+import { buildCreateBody, toSandboxInfo, toSandboxLogEntry, toSandboxMetrics } from './sandbox-wire.ts';
 import type {
   CreateSnapshotOpts, RequestOpts, SandboxApiOpts, SandboxConnectOpts, SandboxForkOpts, SandboxInfo, SandboxListOpts, SandboxLogEntry, SandboxLogsOpts, SandboxMetrics,
   SandboxOnResume, SandboxOpts, SandboxPauseOpts, SnapshotInfo, SnapshotListOpts,
 } from './types.ts';
-import type { WireForkRequest, WireSandbox, WireSnapshotRequest, WireTimeoutRequest } from './wire.ts';
+import type { WireSandbox, WireTimeoutRequest } from './wire.ts';
 
 export interface SandboxConstructorOpts extends ConnectionOpts {
   sandboxId: string;
@@ -175,9 +176,7 @@ export class Sandbox {
    * takes the answer's `snapshotId` where a template goes; the snapshot outlives the sandbox.
    */
   static async createSnapshot(sandboxId: string, opts: CreateSnapshotOpts = {}): Promise<SnapshotInfo> {
-    const body: WireSnapshotRequest = opts.name ? { name: opts.name } : {};
-    const wire = await new ApiClient(opts).call('POST', '/sandboxes/{sandboxID}/snapshots', { params: { sandboxID: sandboxId }, body, notFound: SandboxNotFoundError, signal: opts.signal });
-    return toSnapshotInfo(wire);
+    return snapshots.createSnapshot(new ApiClient(opts), sandboxId, opts);
   }
 
   /** Lists snapshots, newest first, a page at a time; `sandboxId` and `name` (id or name) filter. */
@@ -190,13 +189,7 @@ export class Sandbox {
    * goes through DELETE /templates/{id}, which deletes a template of that id or alias as well.
    */
   static async deleteSnapshot(snapshotId: string, opts: SandboxApiOpts = {}): Promise<boolean> {
-    try {
-      await new ApiClient(opts).call('DELETE', '/templates/{templateID}', { params: { templateID: snapshotId }, signal: opts.signal });
-      return true;
-    } catch (err) {
-      if (err instanceof NotFoundError) return false;
-      throw err;
-    }
+    return snapshots.deleteSnapshot(new ApiClient(opts), snapshotId, opts);
   }
 
   /**
@@ -206,19 +199,8 @@ export class Sandbox {
    */
   static async fork<S extends typeof Sandbox>(this: S, sandboxId: string, opts: SandboxForkOpts = {}): Promise<Array<InstanceType<S> | Error>> {
     const api = new ApiClient(opts);
-    const body: WireForkRequest = {};
-    if (opts.count !== undefined) body.count = opts.count;
-    if (opts.timeoutMs !== undefined) body.timeout = timeoutToSeconds(opts.timeoutMs);
-    const results = await api.call('POST', '/sandboxes/{sandboxID}/fork', {
-      params: { sandboxID: sandboxId },
-      body,
-      notFound: SandboxNotFoundError,
-      signal: opts.signal,
-      requestTimeoutMs: createRequestTimeout(opts, api.config.requestTimeoutMs),
-    });
-    return (results ?? []).map((r, i) => (r.sandbox?.sandboxID
-      ? new this({ ...api.config.toOpts(), ...fromWire(r.sandbox) }) as InstanceType<S>
-      : errorFromBody(r.error, `fork ${i + 1} of sandbox ${sandboxId} did not start`)));
+    const forks = await snapshots.forkWire(api, sandboxId, opts, createRequestTimeout(opts, api.config.requestTimeoutMs));
+    return forks.map((f) => (f instanceof Error ? f : new this({ ...api.config.toOpts(), ...fromWire(f) }) as InstanceType<S>));
   }
 
   // ------------------------------------------------------------------ instance
