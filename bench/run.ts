@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['first-start', 'node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth', 'volumes'];
+const ALL = ['first-start', 'node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth', 'volumes', 'events'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -106,6 +106,13 @@ if (interpreter) {
   const c = interpreter.latency;
   rows.push(["runCode('1+1') p50 / p95 (ms)", `${r2(c["runCode('1+1') through the platform (ms)"]?.p50)} / ${r2(c["runCode('1+1') through the platform (ms)"]?.p95)}`, `floor ${r2(c['floor: jupyter_client → bare ipykernel on the host (ms)']?.p50)}`, '']);
   rows.push(['code interpreter: create → first result p50 (ms)', r2(c["create → first runCode('1+1') result (ms)"]?.p50), '', '']);
+}
+
+const events = read('events');
+if (events) {
+  const e = events.latency;
+  rows.push(['webhook delivery after the change p50 (ms)', r2(e['webhook delivery after the change (ms)']?.p50), `p99 ${r2(e['webhook delivery after the change (ms)']?.p99)}`, '≤ 100']);
+  rows.push(['recording an event, p50 (ms)', r2(e['created event recorded, one webhook queued (ms)']?.p50), `create ${r2(e['create through the master, fake node (ms)']?.p50)}`, '≤ 1']);
 }
 
 console.log('\n===== summary');

@@ -4,7 +4,8 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { request } from 'node:http';
+import { createHash } from 'node:crypto';
+import { createServer, request } from 'node:http';
 import WebSocket from 'ws';
 import { Sandbox } from 'e2b';
 import { startPlatform, useE2bEnv, diagnoseFailures, waitFor, type RunningPlatform } from './harness.ts';
@@ -242,5 +243,66 @@ asyncio.run(main())
     ws.close();
   } finally {
     await sbx.kill();
+  }
+});
+
+test('lifecycle events: the official SDK\'s create, setTimeout, pause, connect and an idle kill are listed and delivered to a signed webhook (docs/observability.md)', async () => {
+  const received: Array<{ headers: Record<string, string | string[] | undefined>; body: string; at: number }> = [];
+  const receiver = createServer((q, s) => {
+    let body = '';
+    q.on('data', (c) => { body += c; });
+    q.on('end', () => { received.push({ headers: q.headers, body, at: Date.now() }); s.end(); });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const api = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(`${p.apiUrl}${path}`, { method, headers: { 'X-API-Key': p.apiKey, ...(body ? { 'content-type': 'application/json' } : {}) }, body: body ? JSON.stringify(body) : undefined });
+    const text = await res.text();
+    return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
+  };
+  const secret = 'e2e-webhook-secret';
+  const hook = await api('POST', '/events/webhooks', {
+    name: 'e2e', url: `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hook`, signatureSecret: secret,
+    events: ['sandbox.lifecycle.created', 'sandbox.lifecycle.updated', 'sandbox.lifecycle.paused', 'sandbox.lifecycle.resumed', 'sandbox.lifecycle.killed'],
+  });
+  try {
+    assert.equal(hook.status, 201, hook.text);
+    assert.ok(!hook.text.includes(secret), 'the secret is never answered');
+    // The platform's own API port is no target (a webhook is no way to call the platform as itself).
+    assert.equal((await api('POST', '/events/webhooks', { name: 'self', url: `${p.apiUrl}/sandboxes`, events: ['sandbox.lifecycle.created'], signatureSecret: 's' })).status, 400);
+
+    const sbx = await Sandbox.create({ timeoutMs: 60_000, metadata: { purpose: 'events-e2e' } });
+    await sbx.setTimeout(5_000);
+    await sbx.pause();
+    const again = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 5_000 });
+    // Left alone, the idle timeout kills it: the sweep's change is an event like any other.
+    const types = (list: Array<{ type: string }>) => list.map((e) => e.type.replace('sandbox.lifecycle.', ''));
+    let seen = '';
+    const events = await waitFor('the idle kill\'s event', async () => {
+      const r = await api('GET', `/events/sandboxes/${again.sandboxId}?orderAsc=true&limit=100`);
+      seen = r.text;
+      return types(r.json).includes('killed') ? r.json as Array<{ type: string; sandboxTeamId: string; sandboxExecutionId: string; eventData: Record<string, unknown> | null }> : undefined;
+    }, 60_000).catch((err: Error) => { throw new Error(`${err.message}; the events: ${seen}`); });
+    assert.deepEqual(types(events), ['created', 'updated', 'paused', 'resumed', 'killed']);
+    assert.deepEqual((events[0]!.eventData as { sandbox_metadata?: unknown }).sandbox_metadata, { purpose: 'events-e2e' });
+    assert.equal(events[2]!.sandboxExecutionId, events[0]!.sandboxExecutionId, 'a pause ends the run the create started');
+    assert.notEqual(events[3]!.sandboxExecutionId, events[0]!.sandboxExecutionId, 'a resume starts another');
+    assert.equal((events[4]!.eventData as { reason?: string }).reason, 'timeout');
+
+    const delivered = await waitFor('five deliveries', async () => (received.length >= 5 ? received : undefined), 20_000);
+    for (const d of delivered) {
+      const expected = createHash('sha256').update(secret + d.body).digest('base64').replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+      assert.equal(d.headers['e2b-signature'], expected, 'signed as E2B\'s docs check it');
+      assert.equal(d.headers['e2b-webhook-id'], hook.json.id);
+      assert.equal(d.headers['e2b-signature-version'], 'v1');
+    }
+    assert.deepEqual(delivered.map((d) => JSON.parse(d.body).id).sort(), events.map((e) => (e as unknown as { id: string }).id).sort());
+    assert.equal((await api('GET', `/events/webhooks/${hook.json.id}`)).json.lastDelivery.outcome, 'delivered');
+    // Bad input names the field.
+    const bad = await api('GET', '/events/sandboxes?limit=101');
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.message, /limit/);
+  } finally {
+    await api('DELETE', `/events/webhooks/${hook.json?.id}`);
+    receiver.close();
   }
 });

@@ -57,7 +57,8 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   registerSandboxRoutes(app, master, cfg.sandbox_domain);
   registerTeamRoutes(app, masterUrl);
   // The vault and the workload identity issuer's documents are the master's (docs/security.md).
-  for (const path of ['/secrets', '/secrets/*', '/.well-known/openid-configuration', '/.well-known/jwks.json']) {
+  // Lifecycle events and webhooks too (docs/observability.md).
+  for (const path of ['/secrets', '/secrets/*', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/events/sandboxes', '/events/sandboxes/*', '/events/webhooks', '/events/webhooks/*']) {
     app.all(path, (req, reply) => forwardToMaster(req, reply, masterUrl));
   }
   // A build's context files stream through to the master, which checks the URL's signature.

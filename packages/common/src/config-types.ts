@@ -162,6 +162,13 @@ export interface SvcConfig {
     /** PEM of CAs trusted for upstreams besides the system's. */
     upstream_ca_file: string;
   };
+  /** Lifecycle events and webhooks (docs/observability.md). */
+  events: {
+    /** How long events are kept, in days (E2B keeps 7). */
+    retention_days: number;
+    /** Comma-separated IPv4 CIDRs; when set, a webhook's URL must resolve inside them. '': any address but the platform's own and the sandbox pools. */
+    webhook_allow_cidrs: string;
+  };
   lifecycle: {
     replicas: number;
     /** First replica listens here, the next on port+1, ... */

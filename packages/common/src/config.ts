@@ -77,6 +77,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       enabled: true, address: '', http_port: 8080, https_port: 8443, admin_bind: '127.0.0.1', admin_port: 9091, admin_addr: '',
       admin_token: '', audit_log: '', ca_dir: '', resolve: '', upstream_ca_file: '',
     },
+    events: { retention_days: 7, webhook_allow_cidrs: '' },
     lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },
     redis: { host: '', port: 6379, password: '', db: 0, tls: false },
     cluster_tls: { cert_file: '', key_file: '' },
@@ -167,6 +168,8 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_EGRESS_CA_DIR', 'egress.ca_dir', 'string'],
   ['SVC_EGRESS_RESOLVE', 'egress.resolve', 'string'],
   ['SVC_EGRESS_UPSTREAM_CA_FILE', 'egress.upstream_ca_file', 'string'],
+  ['SVC_EVENTS_RETENTION_DAYS', 'events.retention_days', 'int'],
+  ['SVC_WEBHOOK_ALLOW_CIDRS', 'events.webhook_allow_cidrs', 'string'],
   ['SVC_LIFECYCLE_REPLICAS', 'lifecycle.replicas', 'int'],
   ['SVC_LIFECYCLE_LISTEN', 'lifecycle.listen', 'string'],
   ['SVC_LIFECYCLE_WARMUP_SEC', 'lifecycle.warmup_sec', 'int'],
@@ -383,6 +386,10 @@ export function validateConfig(c: SvcConfig): void {
   need(Number.isInteger(c.node_agent.warm_pool_size) && c.node_agent.warm_pool_size >= 0, 'node_agent.warm_pool_size', 'must be a non-negative integer');
   need(Number.isInteger(c.node_agent.warm_pool_initial) && c.node_agent.warm_pool_initial >= 0, 'node_agent.warm_pool_initial', 'must be a non-negative integer');
   need(Number.isInteger(c.node_agent.warm_pool_max) && c.node_agent.warm_pool_max >= c.node_agent.warm_pool_size, 'node_agent.warm_pool_max', 'must be an integer no smaller than warm_pool_size');
+  need(Number.isInteger(c.events.retention_days) && c.events.retention_days >= 1 && c.events.retention_days <= 365, 'events.retention_days', `must be a whole number of days from 1 to 365 (got ${c.events.retention_days})`);
+  for (const cidr of c.events.webhook_allow_cidrs.split(',').map((x) => x.trim()).filter(Boolean)) {
+    need(/^\d+\.\d+\.\d+\.\d+(\/(\d|[12]\d|3[0-2]))?$/.test(cidr) && isIpv4(cidr.split('/')[0]!), 'events.webhook_allow_cidrs', `must be IPv4 CIDRs separated by commas (${JSON.stringify(cidr)} is not one)`);
+  }
   need(Number.isInteger(c.lifecycle.replicas) && c.lifecycle.replicas >= 1 && c.lifecycle.replicas <= 8, 'lifecycle.replicas', `must be 1..8 (got ${c.lifecycle.replicas})`);
   need(c.lifecycle.sweep_interval_ms >= 100, 'lifecycle.sweep_interval_ms', 'must be at least 100');
   need(c.template_center.reconcile.interval_sec > 0, 'template_center.reconcile.interval_sec', 'must be positive');

@@ -44,12 +44,15 @@ import { VolumeService } from './volumes/service.ts';
 import { VolumeRepo } from './volumes/repo.ts';
 import { volumeNodesOf } from './volumes/nodes.ts';
 import { registerVolumeRoutes } from './volumes/routes.ts';
+import { startEvents, type DeliveryTiming, type EventsModule } from './events/module.ts';
 
 export interface MasterOptions {
   logger: Logger;
   coordination: Coordination;
   /** Replaces the template module (unit tests of other parts of the master). */
   templates?: (deps: { app: FastifyInstance; db: Db; nodes: NodeRegistry; snapshots: SnapshotDeletion }) => Promise<TemplatesModule>;
+  /** Shorter webhook retry delays and polls than E2B's (tests of the retries). */
+  webhookDelivery?: DeliveryTiming;
 }
 
 export interface Master {
@@ -61,6 +64,8 @@ export interface Master {
   templates: TemplatesModule;
   /** The workload identity issuer (docs/security.md). */
   identity: WorkloadIdentityIssuer;
+  /** Lifecycle events and webhooks (docs/observability.md). */
+  events: EventsModule;
   close(): Promise<void>;
 }
 
@@ -110,8 +115,9 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const volumePlugins = new VolumePluginRegistry(cfg.master.volume_plugins);
   const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes), logger });
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
+  const events = startEvents(cfg, { db: db.kysely, vault, logger, nodes, timing: opts.webhookDelivery });
   const sandboxes = new MasterSandboxes({
-    cfg, repo, nodes, templates: sandboxResolver, coordination, logger,
+    cfg, repo, nodes, templates: sandboxResolver, coordination, logger, events: events.recorder,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
     egress: new NodeEgressPolicies(nodes, cfg.egress.admin_token, logger),
     quotas: teams, secrets, volumes, pausePackages,
@@ -135,6 +141,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   registerSnapshotRoutes(app, snapshots, snapshotCatalog);
   registerTeamRoutes(app, teams, { runningByTeam: () => repo.runningByTeam(), killAll: (teamId) => sandboxes.killTeam(teamId) });
   registerSecretRoutes(app, secrets, cfg.egress.admin_token);
+  events.registerRoutes(app);
   await registerVolumeRoutes(app, volumes);
   registerIdentityRoutes(app, identity);
   registerMintRoute(app, identity, {
@@ -178,15 +185,17 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   // Counts move by the nodes' flips; this mends what lost answers and sandboxes that died on a node left.
   periodic.every('volume refcount recount', 60_000, () => volumes.recount(), { firstAfterMs: 15_000 });
   periodic.every('terminated sandbox purge', 600_000, () => repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS));
+  periodic.every('event retention prune', 600_000, () => events.prune(), { firstAfterMs: 60_000 });
 
   const { host, port } = parseListen(cfg.master.listen);
   await app.listen({ host, port });
   const url = `${internalScheme(cfg)}://${host}:${(app.server.address() as { port: number }).port}`;
   logger.info({ url }, 'master listening');
   return {
-    url, app, db, sandboxes, nodes, templates, identity,
+    url, app, db, sandboxes, nodes, templates, identity, events,
     async close() {
       await periodic.stop();
+      await events.stop();
       await drains.stop();
       await builds?.settled();
       await templates.close();

@@ -9,6 +9,7 @@ import type { IdentityTables } from '../identity/tables.ts';
 import type { TeamTables } from '../teams/tables.ts';
 import type { SecretTables } from '../secrets/tables.ts';
 import type { VolumeTables } from '../volumes/tables.ts';
+import type { EventTables } from '../events/tables.ts';
 
 export interface SandboxRow {
   sandbox_id: string;
@@ -82,7 +83,7 @@ interface MigrationRow {
   applied_at: number;
 }
 
-export interface Database extends TemplateTables, SnapshotTables, BuildTables, TeamTables, IdentityTables, SecretTables, VolumeTables {
+export interface Database extends TemplateTables, SnapshotTables, BuildTables, TeamTables, IdentityTables, SecretTables, VolumeTables, EventTables {
   t_svc_sandbox: SandboxRow;
   t_svc_node: NodeRow;
   t_svc_migration: MigrationRow;

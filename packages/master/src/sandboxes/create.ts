@@ -97,7 +97,7 @@ async function createAdmitted(c: SandboxContext, input: CreateSandboxInput, tpl:
   let record: SandboxRecord;
   try {
     record = toRecord(row);
-    await c.t.create(row);
+    await c.t.create(row, tpl.artifact.artifactId);
   } catch (err) {
     // Atomic create: a sandbox that cannot be recorded must not keep running unseen.
     discardOnNode(c, client, nodeId, sandboxId, 'the master could not record it');

@@ -1,4 +1,6 @@
 /** What the sandbox service needs from the rest of the master, as small interfaces. */
+import type { SandboxEventData, SandboxEventType } from '@svc/contracts/events';
+import type { SandboxRow } from '../db/schema.ts';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { ArtifactRef, LayerRef, RuntimeKind } from '@svc/contracts/node-agent';
 import type { TeamLimits } from '@svc/contracts/teams';
@@ -55,6 +57,14 @@ export interface EgressPolicies {
 /** Tells data-plane proxies to drop what they cached about sandboxes. */
 export interface ProxyCachePurger {
   purge(sandboxIds: string[]): Promise<void>;
+}
+
+/**
+ * Where a sandbox's lifecycle events are kept and sent to webhooks (events/recorder.ts). Never
+ * throws: the change it records is made, whatever becomes of the record.
+ */
+export interface SandboxEventLog {
+  record(s: SandboxRow, type: SandboxEventType, data?: SandboxEventData, opts?: { buildId?: string }): Promise<void>;
 }
 
 /** A team's limits, for the quota checks (docs/security.md, "Quotas"). */

@@ -39,7 +39,7 @@ export class MasterSandboxes {
     this.damaged = new DamagedRows(d.logger);
     this.c = {
       d,
-      t: new SandboxTransitions({ repo: d.repo, coordination: d.coordination, proxies: d.proxies, logger: d.logger }),
+      t: new SandboxTransitions({ repo: d.repo, coordination: d.coordination, proxies: d.proxies, logger: d.logger, events: d.events }),
       quota: new SandboxQuota(d.quotas, (teamId) => d.repo.teamUsage(teamId), d.coordination, d.logger),
       damaged: this.damaged,
       orphansSeen: new Map(),
@@ -66,6 +66,11 @@ export class MasterSandboxes {
   logs(id: string, q: SandboxLogSelection): Promise<SandboxLogs> { return sandboxLogs(this.c, id, q); }
   snapshotSource(id: string): Promise<{ record: SandboxRecord; envVars: Record<string, string>; network: NetworkConfig; volumeMounts: Array<VolumeMount & { volumeId?: string }>; node: NodeAgentClient }> {
     return snapshotSource(this.c, id);
+  }
+  /** A snapshot was taken of it: E2B's `snapshotted` event. */
+  async snapshotted(id: string, snapshotId: string): Promise<void> {
+    const row = await this.c.d.repo.get(id);
+    if (row) await this.c.t.recordChange(row, 'sandbox.lifecycle.snapshotted', { snapshot_id: snapshotId });
   }
 
   route(id: string): Promise<SandboxRoute> { return routeOf(this.c, id); }

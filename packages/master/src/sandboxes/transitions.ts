@@ -1,8 +1,9 @@
 import { conflict, randomId, withLock, type Coordination, type Logger, type SvcError } from '@svc/common';
+import type { SandboxEventData, SandboxEventType } from '@svc/contracts/events';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
 import type { SandboxState } from '@svc/contracts/master-internal';
 import type { SandboxRow } from '../db/schema.ts';
-import type { ProxyCachePurger } from './ports.ts';
+import type { ProxyCachePurger, SandboxEventLog } from './ports.ts';
 import type { SandboxRepo, SandboxPatch } from './repo.ts';
 import { movesOf, type Trigger } from './state-table.ts';
 
@@ -33,14 +34,15 @@ export interface Step {
 export class SandboxTransitions {
   private readonly holder = `master-${process.pid}-${randomId(6)}`;
 
-  constructor(private readonly d: { repo: SandboxRepo; coordination: Coordination; proxies: ProxyCachePurger; logger: Logger }) {}
+  constructor(private readonly d: { repo: SandboxRepo; coordination: Coordination; proxies: ProxyCachePurger; logger: Logger; events?: SandboxEventLog }) {}
 
-  /** none → running: records a sandbox its node runs, and announces it. */
-  async create(row: SandboxRow): Promise<void> {
+  /** none → running: records a sandbox its node runs, and announces it; buildId: the artifact it started from. */
+  async create(row: SandboxRow, buildId?: string): Promise<void> {
     const [move] = movesOf('create');
     if (row.state !== move!.to) throw new Error(`a sandbox is created ${move!.to}, not ${row.state}`);
     await this.d.repo.insert(row);
     this.emit('sandbox.created', row.sandbox_id);
+    await this.d.events?.record(row, lifecycleType('sandbox.created'), {}, buildId ? { buildId } : {});
   }
 
   /** Makes the move if the row is in a state the table makes it from; answers whether it did. */
@@ -57,9 +59,21 @@ export class SandboxTransitions {
     if (events.size > 1) throw new Error(`trigger ${step.trigger} into ${to} announces by the state it leaves: name it in from`);
     if (!(await this.d.repo.writeState(id, possible.map((m) => m.from as SandboxState), to, step.patch ?? {}))) return false;
     const [event] = events;
-    if (event) await this.announce(event, id, step.reason);
-    else if (possible.some((m) => m.purges)) await this.purge(id);
+    if (event) {
+      await this.announce(event, id, step.reason);
+      await this.recordEvent(id, event, step.reason);
+    } else if (possible.some((m) => m.purges)) await this.purge(id);
     return true;
+  }
+
+  /** Keeps the event for the events API and the webhooks (docs/observability.md), with the row as the move left it. */
+  private async recordEvent(id: string, kind: SandboxEventKind, reason?: string): Promise<void> {
+    if (!this.d.events) return;
+    const row = await this.d.repo.get(id).catch((err: Error) => {
+      this.d.logger.error({ sandboxId: id, kind, err: err.message }, 'lifecycle event not recorded: the sandbox could not be read');
+      return undefined;
+    });
+    if (row) await this.d.events.record(row, lifecycleType(kind), reason ? { reason } : {});
   }
 
   /** move(), where a row in another state is a 409 that names both states. */
@@ -114,8 +128,18 @@ export class SandboxTransitions {
     clearTimeout(timer);
   }
 
+  /** Announces a change that is no move of the state table (a new deadline, a snapshot) to the event log. */
+  async recordChange(row: SandboxRow, type: SandboxEventType, data: SandboxEventData): Promise<void> {
+    await this.d.events?.record(row, type, data);
+  }
+
   private emit(kind: SandboxEventKind, sandboxId: string, reason?: string): void {
     const ev: SandboxEvent = { kind, sandboxId, at: new Date().toISOString(), ...(reason ? { reason } : {}) };
     this.d.coordination.publish(SANDBOX_EVENTS_TOPIC, ev).catch((err: Error) => this.d.logger.warn({ sandboxId, kind, err: err.message }, 'sandbox event not published'));
   }
+}
+
+/** The bus's event kind as E2B's lifecycle event type: sandbox.paused is sandbox.lifecycle.paused. */
+function lifecycleType(kind: SandboxEventKind): SandboxEventType {
+  return `sandbox.lifecycle.${kind.slice('sandbox.'.length)}` as SandboxEventType;
 }

@@ -38,7 +38,9 @@ export class SnapshotService {
 
   async create(sandboxId: string, input: CreateSnapshotInput, caller?: string): Promise<SnapshotRecord> {
     const name = await this.checkName(input?.name, caller);
-    return toRecord(await this.capture(sandboxId, { purpose: 'snapshot', name: name ?? null }));
+    const snapshot = await this.capture(sandboxId, { purpose: 'snapshot', name: name ?? null });
+    await this.d.sandboxes.snapshotted(sandboxId, snapshot.snapshot_id);
+    return toRecord(snapshot);
   }
 
   /**

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ErrorCodes, defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcConfig } from '@svc/common';
-import { startMaster, type Master } from '../index.ts';
+import { startMaster, type Master, type MasterOptions } from '../index.ts';
 import { HEARTBEAT_INTERVAL_MS } from '../nodes/registry.ts';
 import { deleteSnapshotNamed } from '../templates/index.ts';
 import { documentRoute } from '../templates/routes/document-route.ts';
@@ -28,7 +28,7 @@ export interface MasterOverFakeNode {
   close(): Promise<void>;
 }
 
-export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => void = () => {}): Promise<MasterOverFakeNode> {
+export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => void = () => {}, opts: Pick<MasterOptions, 'webhookDelivery'> = {}): Promise<MasterOverFakeNode> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-master-'));
   const cfg = defaultConfig(dir);
   cfg.master.database = { driver: 'sqlite', path: join(dir, 'm.sqlite') };
@@ -44,7 +44,7 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
   const node = await new FakeNodeAgent().start();
   const coordination = new MemoryCoordination();
   const master = await startMaster(cfg, {
-    logger: silentLogger(), coordination,
+    logger: silentLogger(), coordination, ...opts,
     templates: async ({ app, snapshots }) => {
       documentRoute(app)<{ Params: { templateID: string } }>('DELETE', '/templates/{templateID}', async (req, reply) => {
         await deleteSnapshotNamed(snapshots, req.params.templateID);

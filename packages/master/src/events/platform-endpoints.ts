@@ -1,0 +1,48 @@
+import { parseListen, type SvcConfig } from '@svc/common';
+import type { Endpoint } from './webhook-target.ts';
+
+/**
+ * Where the platform's own components listen, from the configuration and the registered nodes:
+ * what a webhook may not point at (webhook-target.ts). Names are left as written; a listen
+ * address of 0.0.0.0 stands for every address of this host.
+ */
+export function platformEndpoints(cfg: SvcConfig, nodeAddresses: () => Promise<string[]>): () => Promise<Endpoint[]> {
+  const fixed: Endpoint[] = [];
+  const add = (host: string, port: number) => { if (port > 0) fixed.push({ host, port }); };
+  const listen = (l: string) => { if (l) { const { host, port } = parseListen(l); add(host, port); } };
+  const url = (u: string) => { if (u) addUrl(u, add); };
+  listen(cfg.api.listen);
+  listen(cfg.master.listen);
+  url(cfg.master.addr);
+  listen(cfg.node_agent.listen);
+  url(cfg.node_agent.addr);
+  for (const port of [cfg.proxy.http_port, cfg.proxy.https_port, cfg.proxy.admin_port]) add(cfg.proxy.bind, port);
+  add(cfg.egress.admin_bind, cfg.egress.admin_port);
+  url(cfg.egress.admin_addr);
+  if (cfg.egress.address) for (const port of [cfg.egress.http_port, cfg.egress.https_port]) add(cfg.egress.address, port);
+  listen(cfg.template_center.listen);
+  url(cfg.template_center.addr);
+  if (cfg.lifecycle.listen) {
+    const { host, port } = parseListen(cfg.lifecycle.listen);
+    for (let i = 0; i < Math.max(1, cfg.lifecycle.replicas); i++) add(host, port + i);
+  }
+  const db = cfg.master.database;
+  if (db.driver === 'postgres') addUrl(db.url, add, 5432);
+  if (db.driver === 'mysql') add(db.host, db.port);
+  if (cfg.redis.host) add(cfg.redis.host, cfg.redis.port);
+  return async () => {
+    const nodes: Endpoint[] = [];
+    for (const a of await nodeAddresses()) addUrl(a, (host, port) => nodes.push({ host, port }));
+    return [...fixed, ...nodes];
+  };
+}
+
+function addUrl(raw: string, add: (host: string, port: number) => void, defaultPort?: number): void {
+  try {
+    const u = new URL(raw.includes('://') ? raw : `http://${raw}`);
+    const port = Number(u.port || defaultPort || (u.protocol === 'https:' ? 443 : 80));
+    add(u.hostname.replace(/^\[|\]$/g, ''), port);
+  } catch {
+    // An address the configuration check let through that is no URL names no endpoint to guard.
+  }
+}

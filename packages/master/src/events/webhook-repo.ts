@@ -1,0 +1,91 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import type { DeliveryRow, DeliveryStatus, WebhookRow } from './tables.ts';
+
+export type WebhookDbRow = Selectable<WebhookRow>;
+export type DeliveryDbRow = Selectable<DeliveryRow>;
+
+/** Database access for t_svc_webhook (every read scoped to a team) and its delivery queue. */
+export class WebhookRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(row: WebhookRow): Promise<void> {
+    await this.db.insertInto('t_svc_webhook').values(row).execute();
+  }
+
+  async get(teamId: string, webhookId: string): Promise<WebhookDbRow | undefined> {
+    return this.db.selectFrom('t_svc_webhook').selectAll().where('team_id', '=', teamId).where('webhook_id', '=', webhookId).executeTakeFirst();
+  }
+
+  async byId(webhookId: string): Promise<WebhookDbRow | undefined> {
+    return this.db.selectFrom('t_svc_webhook').selectAll().where('webhook_id', '=', webhookId).executeTakeFirst();
+  }
+
+  async list(teamId: string): Promise<WebhookDbRow[]> {
+    return this.db.selectFrom('t_svc_webhook').selectAll().where('team_id', '=', teamId).orderBy('created_at', 'asc').orderBy('webhook_id', 'asc').execute();
+  }
+
+  async count(teamId: string): Promise<number> {
+    const r = await this.db.selectFrom('t_svc_webhook').select((eb) => eb.fn.countAll<number>().as('n')).where('team_id', '=', teamId).executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
+  /** The team's enabled webhooks: the recorder picks those subscribed to an event's type. */
+  async enabledOf(teamId: string): Promise<WebhookDbRow[]> {
+    return this.db.selectFrom('t_svc_webhook').selectAll().where('team_id', '=', teamId).where('enabled', '=', 1).execute();
+  }
+
+  /** false: the team has no such webhook. */
+  async update(teamId: string, webhookId: string, patch: Partial<Pick<WebhookRow, 'name' | 'url' | 'enabled' | 'events' | 'sealed_secret' | 'updated_at'>>): Promise<boolean> {
+    const r = await this.db.updateTable('t_svc_webhook').set(patch).where('team_id', '=', teamId).where('webhook_id', '=', webhookId).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  /** Removes the webhook and what it still had to deliver; false: the team has no such webhook. */
+  async delete(teamId: string, webhookId: string): Promise<boolean> {
+    return this.db.transaction().execute(async (tx) => {
+      const gone = await tx.deleteFrom('t_svc_webhook').where('team_id', '=', teamId).where('webhook_id', '=', webhookId).executeTakeFirst();
+      if (Number(gone.numDeletedRows) === 0) return false;
+      await tx.deleteFrom('t_svc_webhook_delivery').where('webhook_id', '=', webhookId).execute();
+      return true;
+    });
+  }
+
+  async setLastDelivery(webhookId: string, outcome: string): Promise<void> {
+    await this.db.updateTable('t_svc_webhook').set({ last_delivery: outcome }).where('webhook_id', '=', webhookId).execute();
+  }
+
+  // ---- the delivery queue ----
+
+  /** Deliveries due now that no live master holds, oldest first. */
+  async due(now: number, limit: number): Promise<DeliveryDbRow[]> {
+    return this.db.selectFrom('t_svc_webhook_delivery').selectAll()
+      .where('status', '=', 'pending').where('next_at', '<=', now).where('lease_until', '<', now)
+      .orderBy('next_at', 'asc').limit(limit).execute();
+  }
+
+  /**
+   * Takes a delivery for one attempt, compare-and-set on the lease read: of several masters that
+   * read it due, one takes it (each event is delivered once). false: another took it first.
+   */
+  async claim(d: DeliveryDbRow, holder: string, leaseUntil: number): Promise<boolean> {
+    const r = await this.db.updateTable('t_svc_webhook_delivery').set({ lease_holder: holder, lease_until: leaseUntil })
+      .where('delivery_id', '=', d.delivery_id).where('status', '=', 'pending').where('lease_until', '=', d.lease_until)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  /** Records an attempt's outcome: done (delivered or failed for good), or pending again at nextAt. */
+  async settle(deliveryId: string, s: { status: DeliveryStatus; attempts: number; nextAt: number; error: string | null; now: number }): Promise<void> {
+    await this.db.updateTable('t_svc_webhook_delivery').set({
+      status: s.status, attempts: s.attempts, next_at: s.nextAt, last_error: s.error, lease_until: 0, lease_holder: null,
+      done_at: s.status === 'pending' ? null : s.now,
+    }).where('delivery_id', '=', deliveryId).execute();
+  }
+
+  /** Removes finished deliveries older than `before` (the queue keeps what is still to send). */
+  async pruneDone(before: number): Promise<number> {
+    const gone = await this.db.deleteFrom('t_svc_webhook_delivery').where('status', '!=', 'pending').where('done_at', '<', before).executeTakeFirst();
+    return Number(gone.numDeletedRows);
+  }
+}

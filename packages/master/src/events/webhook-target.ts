@@ -1,0 +1,139 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { badRequest, ipToInt, parseCidr } from '@svc/common';
+
+/** Where one of the platform's own components listens: an address (a wildcard for all) and a port. */
+export interface Endpoint {
+  host: string;
+  port: number;
+}
+
+export interface WebhookTargetRules {
+  /** The platform's components (master, gateway, node agents, proxies, egress admin, database, Redis). */
+  platform: () => Promise<Endpoint[]>;
+  /** The sandbox address pools: no webhook may reach a sandbox (it would be a way into another team's). */
+  pools: string[];
+  /** events.webhook_allow_cidrs: when not empty, every address a URL resolves to must be in one. */
+  allowCidrs: string[];
+  /** Resolves a host name to its addresses (tests give their own). */
+  resolve?: (host: string) => Promise<string[]>;
+}
+
+const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+
+/**
+ * The check of a webhook's URL (docs/observability.md, "Where a webhook may point"): http or
+ * https, and no address it resolves to is one of the platform's own endpoints or in a sandbox
+ * pool. Other loopback and private addresses are allowed: a self-hosted platform's webhooks
+ * usually go to the operator's own services. The check runs when a webhook is saved and again at
+ * each delivery, whose connection goes to the address checked then (a name that resolves
+ * elsewhere later, DNS rebinding, cannot slip past it).
+ */
+export class WebhookTargets {
+  private readonly pools: Array<{ base: number; prefix: number }>;
+  private readonly allow: Array<{ base: number; prefix: number }>;
+  private readonly resolve: (host: string) => Promise<string[]>;
+
+  constructor(private readonly rules: WebhookTargetRules) {
+    this.pools = rules.pools.filter(Boolean).map((c) => parseCidr(c));
+    this.allow = rules.allowCidrs.filter(Boolean).map((c) => parseCidr(c));
+    this.resolve = rules.resolve ?? (async (host) => (await lookup(host, { all: true })).map((a) => a.address));
+  }
+
+  /** The URL's form alone, for the routes: a 400 naming what is wrong. */
+  static parse(raw: string): URL {
+    let url: URL;
+    try {
+      url = new URL(raw);
+    } catch {
+      throw badRequest(`url is not a URL: ${JSON.stringify(raw.slice(0, 100))}`);
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest(`url must be http or https, not ${url.protocol.replace(/:$/, '')}`);
+    if (url.username || url.password) throw badRequest('url must not carry a user or password: sign with the signature secret');
+    return url;
+  }
+
+  /** The addresses a delivery may connect to; a 400 naming the address and why when one is not allowed. */
+  async check(raw: string): Promise<{ url: URL; addresses: string[] }> {
+    const url = WebhookTargets.parse(raw);
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    let addresses: string[];
+    try {
+      addresses = isIP(host) ? [host] : await this.resolve(host);
+    } catch (err) {
+      throw badRequest(`url's host ${host} does not resolve (${(err as Error).message})`);
+    }
+    if (addresses.length === 0) throw badRequest(`url's host ${host} does not resolve`);
+    const platform = await this.resolvedPlatform();
+    for (const a of addresses.map(unmapped)) {
+      const why = this.refusal(a, port, platform);
+      if (why) throw badRequest(`url ${url.origin} is not allowed: ${a}${host === a ? '' : ` (${host})`} ${why}`);
+    }
+    return { url, addresses: addresses.map(unmapped) };
+  }
+
+  /** The platform's endpoints, a name among them also by the addresses it resolves to. */
+  private async resolvedPlatform(): Promise<Endpoint[]> {
+    const out: Endpoint[] = [];
+    for (const e of await this.rules.platform()) {
+      out.push(e);
+      if (isIP(e.host) || WILDCARDS.has(e.host) || e.host === 'localhost') continue;
+      const addresses = await this.resolve(e.host).catch(() => {
+        // A component's name that does not resolve here is compared by its name alone.
+        return [] as string[];
+      });
+      for (const a of addresses) out.push({ host: a, port: e.port });
+    }
+    return out;
+  }
+
+  private refusal(address: string, port: number, platform: Endpoint[]): string | undefined {
+    // 0.0.0.0 and :: connect to this host itself, whatever listens on any of its addresses.
+    if (address === '::' || (isIP(address) === 4 && address.startsWith('0.'))) return 'is no address to deliver to (it means this host)';
+    const v4 = isIP(address) === 4 ? ipToInt(address) : undefined;
+    if (v4 !== undefined && this.pools.some((c) => inCidr(v4, c))) return 'is in the sandbox address pool';
+    if (this.allow.length && (v4 === undefined || !this.allow.some((c) => inCidr(v4, c)))) return 'is outside events.webhook_allow_cidrs';
+    const local = isLocal(address);
+    for (const e of platform) {
+      if (e.port !== port) continue;
+      const host = unmapped(e.host);
+      if (host === address || (WILDCARDS.has(host) && local) || (host === 'localhost' && isLoopback(address))) return `port ${port} is one of the platform's own components`;
+    }
+    return undefined;
+  }
+}
+
+function inCidr(ip: number, c: { base: number; prefix: number }): boolean {
+  const mask = c.prefix === 0 ? 0 : (~0 << (32 - c.prefix)) >>> 0;
+  return ((ip & mask) >>> 0) === c.base;
+}
+
+/**
+ * An IPv4-mapped IPv6 address as the IPv4 address it reaches: `::ffff:127.0.0.1`, and the form
+ * the URL parser writes it in, `::ffff:7f00:1`, are 127.0.0.1 (a check of the one must hold for
+ * the others; the master's own port was reachable so before this).
+ */
+function unmapped(address: string): string {
+  const a = address.toLowerCase();
+  const dotted = /^(?:0{0,4}:){0,5}:?ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (dotted) return dotted[1]!;
+  const hex = /^(?:0{0,4}:){0,5}:?ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a);
+  if (hex) {
+    const hi = parseInt(hex[1]!, 16);
+    const lo = parseInt(hex[2]!, 16);
+    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+  }
+  return a;
+}
+
+function isLoopback(address: string): boolean {
+  return address === '::1' || (isIP(address) === 4 && address.startsWith('127.'));
+}
+
+/** This host's own address: what a component listening on every address answers on. */
+function isLocal(address: string): boolean {
+  if (isLoopback(address) || address === '0.0.0.0' || address === '::') return true;
+  return Object.values(networkInterfaces()).some((list) => list?.some((i) => unmapped(i.address) === address));
+}
