@@ -7,6 +7,8 @@ export type Cell = string | number | boolean | Date | null | undefined;
 export interface Column<T> {
   header: string;
   value: (row: T) => Cell;
+  /** The least width in a streamed table, whose later rows' cells are not known when the header is printed. */
+  width?: number;
 }
 
 export class Output {
@@ -35,6 +37,20 @@ export class Output {
     const render = (row: string[]) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]))).join('  ').trimEnd();
     this.line(render(columns.map((c) => c.header)));
     for (const row of cells) this.line(render(row));
+  }
+
+  /**
+   * A table printed a row at a time, for rows that keep coming: the header now, each column as wide
+   * as its header and its `width`, widened by a longer cell (the rows above stay as printed).
+   */
+  streamTable<T>(columns: Column<T>[]): (row: T) => void {
+    const widths = columns.map((c) => Math.max(c.header.length, c.width ?? 0));
+    const render = (row: string[]) => row.map((cell, i) => {
+      widths[i] = Math.max(widths[i], cell.length);
+      return i === row.length - 1 ? cell : cell.padEnd(widths[i]);
+    }).join('  ').trimEnd();
+    this.line(render(columns.map((c) => c.header)));
+    return (row) => this.line(render(columns.map((c) => formatCell(c.value(row)))));
   }
 
   /** Aligned `key: value` lines; undefined values are left out. */

@@ -1,5 +1,5 @@
 /** Parsers for option and argument values; bad input is a UsageError (exit 2). */
-import { NEVER_TIMEOUT } from '@svc/sdk';
+import { NEVER_TIMEOUT, SANDBOX_EVENT_TYPES, type SandboxEventType } from '@svc/sdk';
 import { UsageError } from './errors.ts';
 
 /** `k=v` pairs (repeatable option) into a map. */
@@ -43,6 +43,23 @@ export function parseStates(value: string | undefined): ('running' | 'paused')[]
   const states = value.split(',').map((s) => s.trim()).filter(Boolean);
   for (const s of states) if (s !== 'running' && s !== 'paused') throw new UsageError(`--state takes running and/or paused (got ${JSON.stringify(s)})`);
   return states as ('running' | 'paused')[];
+}
+
+const EVENT_PREFIX = 'sandbox.lifecycle.';
+
+/** An event type as tables show it: without the prefix every type has. */
+export const shortEventType = (type: string) => (type.startsWith(EVENT_PREFIX) ? type.slice(EVENT_PREFIX.length) : type);
+
+/** Event types from a repeatable option, each value one type or a comma list, short (`killed`) or full. */
+export function parseEventTypes(values: string[] | undefined, flag: string): SandboxEventType[] | undefined {
+  if (!values) return undefined;
+  const types = new Set<SandboxEventType>();
+  for (const word of values.flatMap((v) => v.split(',')).map((w) => w.trim())) {
+    const type = SANDBOX_EVENT_TYPES.find((t) => t === word || t === EVENT_PREFIX + word);
+    if (!type) throw new UsageError(`${flag}: unknown event type ${JSON.stringify(word)}; one of ${SANDBOX_EVENT_TYPES.map(shortEventType).join(', ')}`);
+    types.add(type);
+  }
+  return [...types];
 }
 
 /** Joins argv words into one shell command; a single word is taken as a shell command line. */

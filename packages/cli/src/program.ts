@@ -9,6 +9,8 @@ import { upCommand } from './commands/up-command.ts';
 import { prepareCommand } from './commands/prepare.ts';
 import { componentCommands } from './commands/components.ts';
 import { volumeCommand } from './commands/volume.ts';
+import { eventsCommand } from './commands/events.ts';
+import { webhookCommand } from './commands/webhook.ts';
 import { EXIT_USAGE } from './errors.ts';
 
 const VERSION = '0.1.0';
@@ -29,6 +31,8 @@ export function buildProgram(): Command {
   program.addCommand(snapshotCommand());
   program.addCommand(templateCommand());
   program.addCommand(volumeCommand());
+  program.addCommand(eventsCommand());
+  program.addCommand(webhookCommand());
   program.addCommand(nodeCommand());
   program.addCommand(teamCommand());
   program.addCommand(keyCommand());

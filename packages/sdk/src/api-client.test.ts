@@ -45,6 +45,15 @@ describe('ApiClient: path parameters', () => {
     assert.equal(urls.at(-1), `GET /svc/keys?teamId=${ENCODED}`);
   });
 
+  test('a list in the query is joined with commas; a URLSearchParams is sent as it is, names repeated', async () => {
+    await api.call('GET', '/v2/sandboxes', { query: { state: ['running', 'paused'], limit: 2 } });
+    assert.equal(urls.at(-1), 'GET /v2/sandboxes?state=running%2Cpaused&limit=2');
+    await api.request('GET', '/events/sandboxes', { query: new URLSearchParams([['types', 'a b'], ['types', 'c'], ['limit', '5']]) });
+    assert.equal(urls.at(-1), 'GET /events/sandboxes?types=a+b&types=c&limit=5');
+    await api.request('GET', '/events/webhooks', { query: new URLSearchParams() });
+    assert.equal(urls.at(-1), 'GET /events/webhooks');
+  });
+
   test('a parameter missing at run time (a JavaScript caller) is refused before any request', async () => {
     const before = urls.length;
     const untyped = api as unknown as { call(method: string, path: string, opts?: object): Promise<unknown> };

@@ -15,8 +15,12 @@ import type { OffDocumentPath, OffDocumentRoute } from './off-document-routes.ts
 
 /** What any call takes besides its path, parameters and body. */
 export interface ApiRequest {
-  /** Not checked against the document, whose query parameters' names its type does not keep. */
-  query?: Record<string, string | number | boolean | string[] | undefined>;
+  /**
+   * Not checked against the document, whose query parameters' names its type does not keep. A list
+   * is sent joined with commas (`state=running,paused`, the document's form); a URLSearchParams is
+   * sent as it is, for a route that takes a name repeated instead (`types=a&types=b`).
+   */
+  query?: Record<string, string | number | boolean | string[] | undefined> | URLSearchParams;
   /** Error class for a 404 answer. */
   notFound?: typeof NotFoundError;
   /** Error classes for other statuses, instead of the usual ones (errors.ts). */
@@ -126,6 +130,10 @@ function fillPath(template: string, params: Record<string, string> | undefined):
 
 function queryString(query: ApiRequest['query']): string {
   if (!query) return '';
+  if (query instanceof URLSearchParams) {
+    const s = query.toString();
+    return s ? `?${s}` : '';
+  }
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(query)) {
     if (v === undefined) continue;

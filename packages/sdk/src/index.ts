@@ -7,6 +7,14 @@ export { Node } from './node.ts';
 export { ApiKey, Team, type ApiKeyRecord, type CreatedKey, type CreatedTeamInfo, type TeamLimits, type TeamRecord } from './team.ts';
 export { Volume, VolumeMount, type VolumeAndToken, type VolumeCreateOpts, type VolumeInfo } from './volume.ts';
 export { Paginator, SandboxPaginator, SnapshotPaginator } from './paginator.ts';
+export {
+  Events, type SandboxEvent, type SandboxEventData, type SandboxEventFollowOpts, type SandboxEventListOpts, type SandboxEventType,
+  type SandboxExecution,
+} from './events.ts';
+export { SANDBOX_EVENT_TYPES } from '@svc/contracts/events';
+export {
+  Webhooks, verifyWebhookSignature, WEBHOOK_HEADERS, type NewWebhook, type Webhook, type WebhookDeliveryOutcome, type WebhookUpdate,
+} from './webhooks.ts';
 export { Commands } from './commands.ts';
 export { CommandHandle } from './command-handle.ts';
 export { Pty } from './pty.ts';

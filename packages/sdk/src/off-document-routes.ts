@@ -10,6 +10,8 @@
 import type { PublicJsonPath, PublicMethod } from '@svc/contracts/public-api-operations';
 import type { ApiKeyRecord, CreatedKey, CreateTeamInput, TeamLimits, TeamRecord } from '@svc/contracts/teams';
 import type { NewVolume, VolumeAndToken, VolumeInfo } from '@svc/contracts/volumes';
+import type { EVENT_ROUTES, WireSandboxEvent, WireWebhook } from '@svc/contracts/events';
+import type { BodyOf } from '@svc/contracts/route-table';
 
 /** A new team: its first key, shown this once. */
 export interface CreatedTeamInfo {
@@ -38,6 +40,16 @@ interface OffDocumentRoutes {
   /** The query in the template: its value is encoded as a path parameter is (encodeURIComponent), as the SDK always sent it. */
   'GET /svc/keys?teamId={teamId}': { answer: ApiKeyRecord[] };
   'DELETE /svc/keys/{id}': { answer: undefined };
+
+  // E2B's lifecycle events and webhooks (@svc/contracts/events): the master's routes, which the
+  // gateway forwards unchanged. The bodies are the master's route table's, whose schemas check them.
+  'GET /events/sandboxes': { answer: WireSandboxEvent[] };
+  'GET /events/sandboxes/{sandboxID}': { answer: WireSandboxEvent[] };
+  'POST /events/webhooks': { body: BodyOf<typeof EVENT_ROUTES.createWebhook>; answer: WireWebhook };
+  'GET /events/webhooks': { answer: WireWebhook[] };
+  'GET /events/webhooks/{webhookID}': { answer: WireWebhook };
+  'PATCH /events/webhooks/{webhookID}': { body: BodyOf<typeof EVENT_ROUTES.updateWebhook>; answer: WireWebhook };
+  'DELETE /events/webhooks/{webhookID}': { answer: undefined };
 }
 
 /** The table's path templates of `M`. */

@@ -15,6 +15,7 @@ import type { JobInfo, JobKind, SourceKind, TemplateInfo } from '@svc/contracts/
 import type { SandboxLogEntry } from '@svc/contracts/node-agent';
 import { e2bLogLine, parseSandboxLogsQuery, pickSandboxLogs } from '@svc/contracts/sandbox-logs';
 import { VOLUME_CODES, VOLUME_LIMITS, VOLUME_NAME_PATTERN } from '@svc/contracts/volumes';
+import { serveFakeEvents, type FakeEvents } from './fake-events.ts';
 
 export interface RecordedRequest {
   method: string;
@@ -85,6 +86,8 @@ export interface FakeApi {
   jobs: Map<string, JobRow>;
   nodes: Map<string, NodeRow>;
   volumes: Map<string, VolumeRow>;
+  /** Lifecycle events and webhooks (fake-events.ts). */
+  events: FakeEvents;
   /** Sandboxes whose next DELETE answers 503 with Retry-After (as while pausing). */
   busyOnce: Set<string>;
   /** The body of the last sandbox create. */
@@ -444,6 +447,8 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     return reply.status(204).send();
   });
 
+  const events = serveFakeEvents(app, (id) => sandboxes.has(id));
+
   const address = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     url: address,
@@ -454,6 +459,7 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     jobs,
     nodes,
     volumes,
+    events,
     busyOnce,
     lastCreate: () => creates[creates.length - 1],
     close: async () => { creates = []; await app.close(); },
