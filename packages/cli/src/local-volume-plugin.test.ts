@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { silentLogger } from '@svc/common';
 import { RpcVolumePlugin } from '@svc/volumes';
 import { startLocalVolumePlugin } from './local-volume-plugin.ts';
@@ -36,6 +36,33 @@ test('svc up\'s local volume plugin answers over its socket, and starts again wh
   } finally {
     await client.close();
     await plugin.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('the plugin\'s process ends with the process that started it, even one killed without a chance to stop it', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-localplugin-'));
+  const socketPath = join(dir, 'run', 'local.sock');
+  // A stand-in for svc up: starts the plugin, then is SIGKILLed (no close() runs).
+  const parent = spawn(process.execPath, ['--import', 'tsx', '-e', `
+    import { startLocalVolumePlugin } from ${JSON.stringify(new URL('./local-volume-plugin.ts', import.meta.url).pathname)};
+    import { silentLogger } from '@svc/common';
+    await startLocalVolumePlugin({ socketPath: ${JSON.stringify(socketPath)}, root: ${JSON.stringify(join(dir, 'data'))}, logger: silentLogger() });
+    console.log('up');
+    setInterval(() => {}, 1000);
+  `], { stdio: ['ignore', 'pipe', 'inherit'], cwd: new URL('../../..', import.meta.url).pathname });
+  try {
+    await new Promise<void>((res, rej) => { parent.stdout!.once('data', () => res()); parent.once('exit', (c) => rej(new Error(`the stand-in exited with ${c}`))); });
+    const pids = () => execFileSync('pgrep', ['-f', '--', `--socket ${socketPath}`], { encoding: 'utf8' }).trim().split('\n').filter(Boolean);
+    assert.equal(pids().length, 1, 'the plugin runs');
+    parent.kill('SIGKILL');
+    const until = Date.now() + 10_000;
+    while ((() => { try { return pids().length; } catch { /* pgrep finds none: exit status 1 */ return 0; } })() > 0) {
+      assert.ok(Date.now() < until, 'the plugin ended within 10 s of its parent');
+      await sleep(100);
+    }
+  } finally {
+    parent.kill('SIGKILL');
     await rm(dir, { recursive: true, force: true });
   }
 });

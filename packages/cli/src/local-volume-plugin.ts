@@ -35,8 +35,9 @@ export async function startLocalVolumePlugin(o: { socketPath: string; root: stri
   let restart: NodeJS.Timeout | undefined;
   const start = () => {
     rmSync(o.socketPath, { force: true });
-    const c = spawn(process.execPath, [bundle, '--serve-rpc', '--socket', o.socketPath], {
-      env: { ...process.env, SVC_LOCAL_VOLUME_ROOT: o.root }, stdio: ['ignore', 'ignore', 'pipe'],
+    // Its stdin is a pipe from this process: when svc ends in any way, the plugin ends too.
+    const c = spawn(process.execPath, [bundle, '--serve-rpc', '--socket', o.socketPath, '--exit-with-parent'], {
+      env: { ...process.env, SVC_LOCAL_VOLUME_ROOT: o.root }, stdio: ['pipe', 'ignore', 'pipe'],
     });
     let stderr = '';
     c.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4096); });

@@ -3,7 +3,7 @@
  *
  *   svc-volume-local.mjs --op create|destroy|attach|detach ...   one hook, as a `binary` plugin:
  *       prints one JSON line and exits 0, or prints {"error": "..."} and exits 1
- *   svc-volume-local.mjs --serve-rpc --socket PATH               the `rpc` plugin, until SIGTERM/SIGINT
+ *   svc-volume-local.mjs --serve-rpc --socket PATH [--exit-with-parent]   the `rpc` plugin, until SIGTERM/SIGINT (or its stdin ends)
  *
  * The volumes' data lives under $SVC_LOCAL_VOLUME_ROOT (default /data/svc-shared/volume-data).
  */
@@ -31,7 +31,8 @@ async function runHook(volumes: LocalVolumes, call: HookCall): Promise<object> {
 }
 
 async function serve(argv: string[]): Promise<void> {
-  const socket = readFlags(argv.filter((a) => a !== '--serve-rpc')).get('socket');
+  const withParent = argv.includes('--exit-with-parent');
+  const socket = readFlags(argv.filter((a) => a !== '--serve-rpc' && a !== '--exit-with-parent')).get('socket');
   if (!socket) throw new Error('--serve-rpc needs --socket PATH');
   const volumes = new LocalVolumes();
   const server = await startLocalRpcServer({ socketPath: socket, volumes });
@@ -47,6 +48,8 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  // Started by svc up: its end (however it ended, a SIGKILL too) closes this pipe, and this ends with it.
+  if (withParent) process.stdin.on('end', stop).resume();
 }
 
 async function main(argv: string[]): Promise<void> {
