@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['first-start', 'node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth', 'volumes', 'events'];
+const ALL = ['first-start', 'node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth', 'volumes', 'events', 'metrics'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -113,6 +113,12 @@ if (events) {
   const e = events.latency;
   rows.push(['webhook delivery after the change p50 (ms)', r2(e['webhook delivery after the change (ms)']?.p50), `p99 ${r2(e['webhook delivery after the change (ms)']?.p99)}`, '≤ 100']);
   rows.push(['recording an event, p50 (ms)', r2(e['created event recorded, one webhook queued (ms)']?.p50), `create ${r2(e['create through the master, fake node (ms)']?.p50)}`, '≤ 1']);
+}
+
+const scrape = read('metrics');
+if (scrape) {
+  const m = Object.values(scrape.latency)[0] as { p50: number; p95: number } | undefined;
+  rows.push([`GET /metrics p50 / p95, ${scrape.sandboxes} sandboxes (ms)`, `${r2(m?.p50)} / ${r2(m?.p95)}`, `${scrape.series} series, ${scrape.bodyBytes} bytes`, `≤ ${scrape.goalMs}`]);
 }
 
 console.log('\n===== summary');

@@ -28,8 +28,9 @@ await build({
   ...common,
   entryPoints: ['packages/cli/src/main.ts'],
   outfile: 'dist/svc.mjs',
-  // native addons and packages that load files relative to themselves stay in node_modules
-  external: ['better-sqlite3', '@lydell/node-pty', '@lydell/node-pty-*', 'pg-native', 'pino', 'thread-stream', 'pino-*'],
+  // native addons and packages that load files relative to themselves stay in node_modules; so does
+  // OpenTelemetry's SDK, loaded only when traces are asked for (packages/common/src/tracing.ts)
+  external: ['better-sqlite3', '@lydell/node-pty', '@lydell/node-pty-*', 'pg-native', 'pino', 'thread-stream', 'pino-*', '@opentelemetry/*'],
 });
 // packages/volumes loads its .proto at run time: from the source tree, or beside the bundle
 copyFileSync('packages/volumes/proto/volume_plugin.proto', 'dist/volume_plugin.proto');

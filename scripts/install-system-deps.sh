@@ -5,15 +5,16 @@
 #            where /dev/kvm exists the microvm packages too: `runtime: auto` boots a probe guest
 #            there to learn whether KVM works (docs/runtimes.md)
 #   microvm: runtime + the microvm runtime's packages (QEMU, busybox-static for its initramfs)
-#   test:    microvm + the real servers the tests start (PostgreSQL, MariaDB, Redis, registry, skopeo)
-#            and the Jupyter kernel with numpy, pandas and matplotlib the code interpreter tests use
+#   test:    microvm + the real servers the tests start (PostgreSQL, MariaDB, Redis, registry, skopeo,
+#            Prometheus, which scrapes `svc up` in test/e2e/lifecycle.test.ts) and the Jupyter kernel
+#            with numpy, pandas and matplotlib the code interpreter tests use
 set -euo pipefail
 profile="${1:-runtime}"
 
 runtime_pkgs=(runsc dumb-init gcc libc6-dev openssl iproute2 nftables iptables e2fsprogs util-linux mmdebstrap zstd
   ca-certificates procps psmisc conntrack)
 microvm_pkgs=(qemu-system-x86 qemu-utils busybox-static)
-test_pkgs=(postgresql mariadb-server redis-server docker-registry skopeo curl
+test_pkgs=(postgresql mariadb-server redis-server docker-registry skopeo curl prometheus
   apache2-utils python3-ipykernel python3-numpy python3-pandas python3-matplotlib)
 
 case "$profile" in runtime|microvm|test) ;; *) echo "usage: $0 [runtime|microvm|test]" >&2; exit 2 ;; esac

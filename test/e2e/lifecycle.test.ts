@@ -9,6 +9,7 @@ import { createServer, request } from 'node:http';
 import WebSocket from 'ws';
 import { Sandbox } from 'e2b';
 import { startPlatform, useE2bEnv, diagnoseFailures, waitFor, type RunningPlatform } from './harness.ts';
+import { startPrometheus } from './prometheus.ts';
 
 let p: RunningPlatform;
 diagnoseFailures(() => p);
@@ -304,5 +305,61 @@ test('lifecycle events: the official SDK\'s create, setTimeout, pause, connect a
   } finally {
     await api('DELETE', `/events/webhooks/${hook.json?.id}`);
     receiver.close();
+  }
+});
+
+test('getMetrics: the official SDK reads the 5 s series its node sampled of a busy sandbox, and none while it is paused (docs/observability.md)', async () => {
+  const sbx = await Sandbox.create({ timeoutMs: 120_000 });
+  try {
+    const started = new Date();
+    await sbx.commands.run('sh -c "while :; do :; done" >/dev/null 2>&1 &');
+    const series = await waitFor('three samples', async () => {
+      const m = await sbx.getMetrics();
+      return m.length >= 3 ? m : undefined;
+    }, 30_000);
+    const gaps = series.slice(1).map((s, i) => (s.timestamp.getTime() - series[i]!.timestamp.getTime()) / 1000);
+    assert.ok(gaps.every((g) => g >= 4 && g <= 7), `one sample every 5 s: gaps ${gaps.join(', ')}`);
+    assert.ok(series.some((s) => s.cpuUsedPct > 50), `the busy loop shows: ${series.map((s) => s.cpuUsedPct).join(', ')}`);
+    assert.ok(series.every((s) => s.memTotal > 0 && s.memUsed > 0 && s.diskTotal > 0 && s.timestamp >= new Date(started.getTime() - 1000)), 'every field measured');
+    // A range picks its samples.
+    const first = await sbx.getMetrics({ start: series[0]!.timestamp, end: series[1]!.timestamp });
+    assert.equal(first.length, 2);
+    // Paused: no samples while it sleeps.
+    await sbx.pause();
+    const pausedAt = new Date();
+    await new Promise((r) => setTimeout(r, 11_000));
+    const resumedAt = new Date();
+    const again = await Sandbox.connect(sbx.sandboxId);
+    const whilePaused = await again.getMetrics({ start: new Date(pausedAt.getTime() + 1000), end: new Date(resumedAt.getTime() - 1000) });
+    assert.deepEqual(whilePaused.map((s) => s.timestamp.toISOString()), [], 'nothing was sampled while paused');
+    // E2B's batch form: the newest sample of each sandbox asked for.
+    const res = await fetch(`${p.apiUrl}/sandboxes/metrics?sandbox_ids=${sbx.sandboxId},nosuchsandbox`, { headers: { 'X-API-Key': p.apiKey } });
+    const latest = await res.json() as { sandboxes: Record<string, { timestampUnix: number; cpuCount: number }> };
+    assert.equal(res.status, 200);
+    assert.deepEqual(Object.keys(latest.sandboxes), [sbx.sandboxId]);
+  } finally {
+    await sbx.kill();
+  }
+});
+
+test('Prometheus scrapes svc up\'s API /metrics with the admin key: a create through the official SDK shows in its queries (docs/observability.md)', async (t) => {
+  const prom = await startPrometheus(p);
+  t.after(() => prom.stop());
+  const sbx = await Sandbox.create('base', { timeoutMs: 120_000 });
+  try {
+    // The data plane counts it too: the SDK's command goes through the proxy.
+    assert.equal((await sbx.commands.run('true')).exitCode, 0);
+    const value = async (expr: string) => {
+      const r = await prom.query(expr);
+      return r.length ? Number(r[0]!.value[1]) : undefined;
+    };
+    await waitFor('svc_sandboxes{state="running"} >= 1 in Prometheus', async () => ((await value('sum(svc_sandboxes{state="running"})') ?? 0) >= 1 ? true : undefined), 60_000);
+    await waitFor('svc_sandbox_creates_total in Prometheus', async () => ((await value('sum(svc_sandbox_creates_total{outcome="ok"})') ?? 0) >= 1 ? true : undefined), 30_000);
+    assert.equal(await value('up{job="svc"}'), 1, 'the scrape succeeds: the admin key is taken and the text parses');
+    assert.ok((await value('sum(svc_sandbox_create_duration_seconds_count)') ?? 0) >= 1);
+    await waitFor('svc_proxy_requests_total{code="200"} in Prometheus', async () => ((await value('sum(svc_proxy_requests_total{code="200"})') ?? 0) >= 1 ? true : undefined), 30_000);
+    assert.ok((await value('process_resident_memory_bytes{job="svc"}') ?? 0) > 0, 'prom-client\'s process metrics');
+  } finally {
+    await sbx.kill();
   }
 });

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { relayAnswer, SvcError } from '@svc/common';
+import { relayAnswer, SvcError, traceClientCall } from '@svc/common';
 import { teamHeaders } from './request-identity.ts';
 
 const PASS_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 'etag', 'retry-after', 'x-next-token', 'accept-ranges', 'content-range'];
@@ -44,13 +44,15 @@ export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, 
   let res: Response;
   try {
     const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
-    res = await fetch(masterUrl + (opts.path === undefined ? req.url : opts.path + query), {
+    const url = masterUrl + (opts.path === undefined ? req.url : opts.path + query);
+    // When tracing is on, a CLIENT span whose `traceparent` goes along (tracing.ts).
+    res = await traceClientCall(req.method, url, headers, () => fetch(url, {
       method: req.method,
       headers,
       body: body as RequestInit['body'],
       redirect: 'manual',
       ...(body === req.raw ? { duplex: 'half' } : {}),
-    } as RequestInit);
+    } as RequestInit), (r) => r.status);
   } catch (err) {
     throw new SvcError(503, `master unavailable: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, { headers: { 'Retry-After': '2' } });
   }

@@ -450,7 +450,7 @@ test("the master's /notify/health answers without touching its database", async 
     assert.equal(r.status, 200);
     const health = await r.json() as { ok: boolean; damagedSandboxRows: unknown[]; tasks: Record<string, { runs: number; failures: number }> };
     assert.deepEqual({ ok: health.ok, damagedSandboxRows: health.damagedSandboxRows }, { ok: true, damagedSandboxRows: [] });
-    assert.deepEqual(Object.keys(health.tasks).sort(), ['lost node sweep', 'orphan sandbox sweep', 'orphan snapshot layer sweep', 'pending snapshot sweep', 'stale pause package sweep', 'stuck sandbox reconcile', 'terminated sandbox purge', 'volume refcount recount', 'workload identity key rotation']);
+    assert.deepEqual(Object.keys(health.tasks).sort(), ['event and metrics retention prune', 'lost node sweep', 'orphan sandbox sweep', 'orphan snapshot layer sweep', 'pending snapshot sweep', 'stale pause package sweep', 'stuck sandbox reconcile', 'team metrics sampler', 'terminated sandbox purge', 'volume refcount recount', 'workload identity key rotation']);
     const nodes = await fetch(`${p.master.url}/v1/nodes`);
     assert.equal(nodes.status, 500, 'routes that need the database fail while it is gone');
   } finally {

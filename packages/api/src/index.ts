@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
-import { createHttpApp, parseListen, type Logger, type SvcConfig } from '@svc/common';
+import { createHttpApp, parseListen, sendMetrics, type Logger, type SvcConfig } from '@svc/common';
 import { MasterClient } from '@svc/contracts/master';
 import { authenticate, type AuthConfig } from './auth.ts';
 import { TeamsClient } from '@svc/contracts/teams';
@@ -16,6 +16,7 @@ import { forwardToMaster } from './forward.ts';
 import { CONTEXT_FILES_UPLOAD_PATH, MASTER_TEMPLATE_PREFIXES, PUBLIC_API } from '@svc/contracts';
 import { renderDocsPage } from './docs-page.ts';
 import { registerSandboxRoutes } from './routes.ts';
+import { registerMetricRoutes } from './metric-routes.ts';
 
 export interface ApiGateway {
   url: string;
@@ -54,7 +55,14 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   app.get('/openapi.json', async () => PUBLIC_API);
   const docsPage = renderDocsPage();
   app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(docsPage));
+  // Every metric of this process (in svc up, the whole platform's), for the operator's Prometheus
+  // (docs/observability.md, "Prometheus"): no key is a 401 (authenticate), a team's key a 403.
+  app.get('/metrics', async (req, reply) => {
+    requireAdmin(req, 'metrics');
+    return sendMetrics(reply);
+  });
   registerSandboxRoutes(app, master, cfg.sandbox_domain);
+  registerMetricRoutes(app, masterUrl);
   registerTeamRoutes(app, masterUrl);
   // The vault and the workload identity issuer's documents are the master's (docs/security.md).
   // Lifecycle events and webhooks too (docs/observability.md).

@@ -4,6 +4,7 @@ import { createHttpApp, silentLogger } from '@svc/common';
 import { MasterClient } from '@svc/contracts/master';
 import { isMasterTemplatePath, PUBLIC_API as OPENAPI } from '@svc/contracts';
 import { registerSandboxRoutes } from './routes.ts';
+import { registerMetricRoutes } from './metric-routes.ts';
 
 test('the OpenAPI document and the gateway\'s routes name the same paths and methods', async () => {
   const app = createHttpApp({ logger: silentLogger() });
@@ -12,12 +13,14 @@ test('the OpenAPI document and the gateway\'s routes name the same paths and met
     for (const m of [r.method].flat()) if (m !== 'HEAD') registered.add(`${m} ${r.url.replace(/:([A-Za-z]+)/g, '{$1}')}`);
   });
   registerSandboxRoutes(app, new MasterClient('http://127.0.0.1:9'), 'example');
+  registerMetricRoutes(app, 'http://127.0.0.1:9');
   await app.ready();
-  // index.ts registers these three itself, beside the template prefixes it forwards to the master
+  // index.ts registers these four itself, beside the template prefixes it forwards to the master
   // (packages/master/src/templates/routes.test.ts checks that the master serves those paths).
   registered.add('GET /health');
   registered.add('GET /openapi.json');
   registered.add('GET /docs');
+  registered.add('GET /metrics');
   const documented = new Set<string>();
   for (const [path, item] of Object.entries(OPENAPI.paths)) {
     if (isMasterTemplatePath(path)) continue;

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods } from 'fastify';
-import { SvcError } from '@svc/common';
+import { SANDBOX_ID_ATTRIBUTE, setSpanAttribute, SvcError } from '@svc/common';
 import type {
   PublicPath, WireForkRequest, WireNetworkUpdate, WireNewSandbox, WirePauseRequest, WireSnapshotRequest, WireNodeLabelNames, WireNodeLabels, WireRefresh, WireSetTimeout, WireSvcDeadline,
   WireSvcRefresh, WireSvcSetTimeout, WireTimeoutRequest,
@@ -27,6 +27,8 @@ export function registerSandboxRoutes(app: FastifyInstance, master: MasterClient
 
   const create: Handler<{ Body: WireNewSandbox }> = async (req, reply) => {
     const sandbox = await m(req).createSandbox(parseNewSandbox(req.body));
+    // The request named no sandbox: its span learns the id here (docs/observability.md, "Traces").
+    setSpanAttribute(SANDBOX_ID_ATTRIBUTE, sandbox.sandboxId);
     reply.status(201);
     return toE2bSandbox(sandbox, domain);
   };

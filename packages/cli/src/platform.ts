@@ -2,7 +2,7 @@
  * Every component of svc in one process, talking to each other over HTTP exactly as they do
  * when each runs on its own host.
  */
-import { coordinationFor, type Logger, type SvcConfig } from '@svc/common';
+import { coordinationFor, startTracing, type Logger, type SvcConfig } from '@svc/common';
 import { startApiGateway } from '@svc/api';
 import { startEgressFromConfig } from '@svc/egress';
 import { startLifecycle } from '@svc/lifecycle';
@@ -37,6 +37,10 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
     for (const c of closers.reverse()) await c().catch((err) => logger.warn({ err: (err as Error).message }, 'shutdown step failed'));
   };
   try {
+    // One process, one SDK: every component's spans go out as service `svc` (OTEL_SERVICE_NAME
+    // otherwise), told apart by their svc.component. Closed after every component (closers run in reverse).
+    const tracing = await startTracing('svc', logger);
+    closers.push(() => tracing.close());
     const master = await startMaster(cfg, { logger: logger.child({ component: 'master' }), coordination });
     closers.push(() => master.close());
     const tc = await startTemplateCenter(cfg, { logger: logger.child({ component: 'template-center' }), coordination, masterAddr: master.url });

@@ -3,6 +3,7 @@ import type { SvcConfig } from './config-types.ts';
 import type { Coordination } from './coordination.ts';
 import { createLogger, type Logger } from './log.ts';
 import { coordinationFor } from './redis-coordination.ts';
+import { startTracing } from './tracing.ts';
 
 export interface ComponentContext {
   cfg: SvcConfig;
@@ -26,13 +27,16 @@ export type ComponentStart = (ctx: ComponentContext) => Promise<Stoppable | Stop
  * the SVC_* variables), a logger named for the component, the coordination store when the
  * component needs one, and a stop on SIGINT or SIGTERM that closes what was started, then the
  * store. A failure to start is one fatal log line and exit code 1. Health is each component's own
- * route (docs/design.md).
+ * route (docs/design.md). Traces, when the OTEL_* variables ask for them, are this process's own,
+ * as service `svc-<name>` unless OTEL_SERVICE_NAME says otherwise (tracing.ts).
  */
 export async function runComponent(name: string, start: ComponentStart, opts: { argv?: string[] } = {}): Promise<void> {
   const logger = createLogger(name);
   const argv = opts.argv ?? process.argv.slice(2);
   let coordination: Coordination | undefined;
   let started: Stoppable[] = [];
+  // Before the component: its servers add their span hooks only when tracing is already on.
+  const tracing = await startTracing(`svc-${name}`, logger);
   try {
     const { file, args } = configArgument(argv);
     const cfg = loadConfig({ file });
@@ -43,6 +47,7 @@ export async function runComponent(name: string, start: ComponentStart, opts: { 
   } catch (err) {
     logger.fatal({ err }, `${name} failed to start`);
     await coordination?.close().catch((e: Error) => logger.warn({ err: e.message }, 'closing the coordination store failed'));
+    await tracing.close();
     process.exitCode = 1;
     setTimeout(() => process.exit(1), 100).unref();
     return;
@@ -56,6 +61,8 @@ export async function runComponent(name: string, start: ComponentStart, opts: { 
       void Promise.all(started.map((s) => s.close()))
         .then(() => coordination?.close())
         .catch((err: Error) => logger.error({ err: err.message }, `${name} did not stop cleanly`))
+        // Last, however the rest stopped: the spans of the stop itself are sent too.
+        .then(() => tracing.close())
         .finally(() => process.exit(0));
     });
   }

@@ -2,6 +2,7 @@ import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
 import { SvcError, isErrorBody } from './errors.ts';
+import { traceClientCall, tracingOn } from './tracing.ts';
 
 export interface JsonClientOptions {
   headers?: Record<string, string>;
@@ -55,9 +56,16 @@ export class JsonClient {
       body = JSON.stringify(ro.body);
     }
     const timeoutMs = ro.timeoutMs ?? this.opts.timeoutMs;
+    const init: RequestInit = { method, headers, body, redirect: ro.redirect };
+    // A CLIENT span when tracing is on, and the `traceparent` header that carries it (tracing.ts).
+    if (tracingOn()) return traceClientCall(method, url, headers, () => this.send(method, path, url, init, timeoutMs), (res) => res.status);
+    return this.send(method, path, url, init, timeoutMs);
+  }
+
+  private async send(method: string, path: string, url: string, init: RequestInit, timeoutMs: number | undefined): Promise<Response> {
     const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
     try {
-      return await fetch(url, { method, headers, body, signal, redirect: ro.redirect });
+      return await fetch(url, { ...init, signal });
     } catch (err) {
       const e = err as Error;
       if (e.name === 'TimeoutError') throw new SvcError(504, `${method} ${path}: no answer within ${timeoutMs} ms`);
@@ -72,9 +80,15 @@ export class JsonClient {
    */
   stream(method: string, path: string, o: { body?: Readable; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<IncomingMessage> {
     const url = this.baseUrl + path;
+    const headers = { ...this.opts.headers, ...o.headers };
     const timeoutMs = o.timeoutMs ?? this.opts.timeoutMs;
+    if (tracingOn()) return traceClientCall(method, url, headers, () => this.streamOnce(method, path, url, headers, o.body, timeoutMs), (res) => res.statusCode ?? 0);
+    return this.streamOnce(method, path, url, headers, o.body, timeoutMs);
+  }
+
+  private streamOnce(method: string, path: string, url: string, headers: Record<string, string>, body: Readable | undefined, timeoutMs: number | undefined): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
-      const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, { method, headers: { ...this.opts.headers, ...o.headers } });
+      const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, { method, headers });
       const timer = timeoutMs ? setTimeout(() => req.destroy(new SvcError(504, `${method} ${path}: no answer within ${timeoutMs} ms`)), timeoutMs) : undefined;
       req.once('response', (res) => { clearTimeout(timer); resolve(res); });
       // 'on', not 'once': a socket error after the answer must not go unhandled.
@@ -82,9 +96,9 @@ export class JsonClient {
         clearTimeout(timer);
         reject(err instanceof SvcError ? err : new SvcError(503, `${method} ${url}: ${err.message}`));
       });
-      if (o.body) {
-        o.body.once('error', (err) => req.destroy(err));
-        o.body.pipe(req);
+      if (body) {
+        body.once('error', (err) => req.destroy(err));
+        body.pipe(req);
       } else {
         req.end();
       }

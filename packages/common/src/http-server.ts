@@ -4,8 +4,11 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRepl
 import { SvcError, toSvcError } from './errors.ts';
 import type { Logger } from './log.ts';
 import { compileValidator, schemaError } from './schema-validation.ts';
+import { traceRequests } from './http-tracing.ts';
+import { tracingOn } from './tracing.ts';
 
 export interface HttpAppOptions {
+  /** Its `component` binding (createLogger's, or a child's) names the server's spans' `svc.component`. */
   logger: Logger;
   /** Largest accepted request body in bytes (default 1 MiB). */
   bodyLimit?: number;
@@ -62,10 +65,17 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
   app.setNotFoundHandler((req, reply) => {
     sendError(reply, new SvcError(404, `no route for ${req.method} ${req.url.split('?')[0]}`));
   });
+  // First of the hooks, so that the span covers the others (the gateway's authentication).
+  if (tracingOn()) traceRequests(app, componentOf(opts.logger));
   const routes: ServedRoute[] = [];
   served.set(app, routes);
   app.addHook('onRoute', (r) => { routes.push({ method: r.method, url: r.url }); });
   return app;
+}
+
+function componentOf(logger: Logger): string {
+  const bound = (logger.bindings() as { component?: unknown }).component;
+  return typeof bound === 'string' ? bound : 'svc';
 }
 
 /** A route a server registered, as fastify's onRoute hook gives it (a GET brings its HEAD). */

@@ -15,3 +15,5 @@ export { whenMissing } from './missing.ts';
 export { intToIp, ipToInt, isIpv4, parseCidr } from './ipv4.ts';
 export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';
+export { propagationFields, SANDBOX_ID_ATTRIBUTE, setSpanAttribute, startServerSpan, startTracing, TEMPLATE_ID_ATTRIBUTE, traceClientCall, tracingOn, type RequestSpan } from './tracing.ts';
+export { collect, counter, gauge, histogram, hotHistogram, renderMetrics, scrapeToken, sendMetrics, type HotHistogram, type Sample } from './metrics.ts';

@@ -6,6 +6,7 @@ import { JsonClient } from '@svc/common';
 import { EGRESS_ADMIN_TOKEN_HEADER, type EgressHealth, type SandboxEgressPolicy, type SandboxEgressPolicyView } from './egress.ts';
 import { EgressPoliciesQuery } from './master-schemas.ts';
 import { answers, call, type RouteTable } from './route-table.ts';
+import { METRICS_ROUTE } from './metrics-route.ts';
 
 /**
  * A policy's wire shape as the admin route takes it (PUT /admin/policies/:sandboxId): its fields'
@@ -41,6 +42,8 @@ const EgressPolicyBody = {
  */
 export const EGRESS_ADMIN_ROUTES = {
   health: { method: 'GET', path: '/admin/healthz', answer: answers<EgressHealth>() },
+  /** The process's Prometheus metrics; the admin token as the policy routes (docs/observability.md). */
+  metrics: METRICS_ROUTE,
   listPolicies: { method: 'GET', path: '/admin/policies', answer: answers<SandboxEgressPolicyView[]>() },
   getPolicy: { method: 'GET', path: '/admin/policies/:sandboxId', answer: answers<SandboxEgressPolicyView>() },
   putPolicy: { method: 'PUT', path: '/admin/policies/:sandboxId', body: EgressPolicyBody, answer: answers<SandboxEgressPolicyView>() },

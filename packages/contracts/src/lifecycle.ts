@@ -2,6 +2,7 @@
  * The lifecycle manager's routes (first replica on 8083, the next on 8084, ...), in
  * LIFECYCLE_ROUTES below:
  *   GET  /health                           → LifecycleHealth
+ *   GET  /metrics                          → the process's Prometheus metrics (text)
  *   POST /internal/resume                  → SandboxRoute once running (body { sandboxId })
  *        Concurrent resumes of one sandbox are coalesced. Failure: 503 with Retry-After, at once.
  *   POST /internal/v1/proxies/heartbeat    → 204 (body ProxyAnnouncement)
@@ -10,6 +11,7 @@
 import { JsonClient, parseListen, type TaskStats } from '@svc/common';
 import type { SandboxRoute } from './master-internal.ts';
 import { answers, call, type RouteTable } from './route-table.ts';
+import { METRICS_ROUTE } from './metrics-route.ts';
 
 export interface LifecycleHealth {
   ok: true;
@@ -37,6 +39,8 @@ export type ProxyAnnouncement = {
  */
 export const LIFECYCLE_ROUTES = {
   health: { method: 'GET', path: '/health', answer: answers<LifecycleHealth>() },
+  /** The process's Prometheus metrics (docs/observability.md). */
+  metrics: METRICS_ROUTE,
   resume: {
     method: 'POST',
     path: '/internal/resume',

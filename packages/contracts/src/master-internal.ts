@@ -3,6 +3,7 @@
  * They must stay on cluster-internal addresses (loopback in the one-host install).
  *
  *   GET  /notify/health                              → { ok: true, damagedSandboxRows, tasks } (no database access; rows a list skipped; background tasks' counts)
+ *   GET  /metrics                                    → the process's Prometheus metrics (text; a call made for a team is a 404)
  *   POST /internal/v1/nodes/register                 → RegisterNodeResult   (body RegisterNode)
  *   POST /internal/v1/nodes/:nodeId/heartbeat        → 204 | 404 (unknown: register again)
  *   GET  /internal/v1/sandboxes/:id/route            → SandboxRoute | 404
@@ -21,6 +22,7 @@ import type { SignedFileRequest } from '@svc/common/envd-signature';
 import type { EndedSandbox, NodeInfo, NodeLoad, PauseKind, RuntimeKind } from './node-agent.ts';
 import { answers, call, type RouteTable } from './route-table.ts';
 import { ActivityBody, HeartbeatBody, LifecycleBody, SignedFileRequestBody } from './master-schemas.ts';
+import { METRICS_ROUTE } from './metrics-route.ts';
 
 /** Every state a sandbox can be in, as the master records it. */
 export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';
@@ -89,6 +91,8 @@ export type LifecycleReason = 'api' | 'timeout' | 'auto' | 'connect' | 'drain';
  */
 export const MASTER_INTERNAL_ROUTES = {
   health: { method: 'GET', path: '/notify/health', answer: answers<{ ok: boolean; damagedSandboxRows: unknown[]; tasks: Record<string, TaskStats> }>() },
+  /** The process's Prometheus metrics; the operator's, as the other operator routes (docs/observability.md). */
+  metrics: METRICS_ROUTE,
   registerNode: { method: 'POST', path: '/internal/v1/nodes/register', answer: answers<RegisterNodeResult>() },
   heartbeat: { method: 'POST', path: '/internal/v1/nodes/:id/heartbeat', body: HeartbeatBody, answer: answers<void>() },
   route: { method: 'GET', path: '/internal/v1/sandboxes/:id/route', answer: answers<SandboxRoute>() },

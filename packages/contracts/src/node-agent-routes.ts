@@ -6,6 +6,7 @@ import type {
 import type { TaskStats } from '@svc/common';
 import type { ExtInfo, NodeVolumeAttachment } from './volumes.ts';
 import * as S from './node-agent-schemas.ts';
+import { METRICS_ROUTE } from './metrics-route.ts';
 
 /**
  * The node agent's routes (route-table.ts): its server registers them, NodeAgentClient and the
@@ -16,6 +17,8 @@ import * as S from './node-agent-schemas.ts';
 export const NODE_AGENT_ROUTES = {
   health: { method: 'GET', path: '/health', answer: answers<{ ok: boolean; nodeId: string; tasks: Record<string, TaskStats> }>() },
   info: { method: 'GET', path: '/v1/node', answer: answers<NodeInfo>() },
+  /** The process's Prometheus metrics (docs/observability.md); `metrics` below is one sandbox's. */
+  prometheus: METRICS_ROUTE,
   createSandbox: { method: 'POST', path: '/v1/sandboxes', body: S.CreateSandboxBody, answer: answers<NodeSandbox>() },
   listSandboxes: { method: 'GET', path: '/v1/sandboxes', answer: answers<NodeSandbox[]>() },
   getSandbox: { method: 'GET', path: '/v1/sandboxes/:id', answer: answers<NodeSandbox>() },

@@ -1,6 +1,7 @@
 /**
  * The data-plane proxy's admin routes (port 8082 or SVC_PROXY_ADMIN_PORT), in PROXY_ADMIN_ROUTES:
  *   GET  /admin/healthz                 → ProxyHealth
+ *   GET  /metrics                       → the process's Prometheus metrics (text); the same token rule as the purge
  *   POST /admin/backend_cache/delete    → 204 (body { sandboxIds?: string[] }; none, or no body = purge all)
  *        Header X-Svc-Admin-Token must equal the proxy's $svc_admin_token; a mismatch, or a
  *        token set on only one side, is 403 (before the body is looked at).
@@ -8,6 +9,7 @@
  */
 import { JsonClient, type TaskStats } from '@svc/common';
 import { answers, call, type RouteTable } from './route-table.ts';
+import { METRICS_ROUTE } from './metrics-route.ts';
 
 export const ADMIN_TOKEN_HEADER = 'x-svc-admin-token';
 /** Accepted traffic-token headers; the first two are svc's, the third is E2B's (docs/data-plane.md). */
@@ -28,6 +30,8 @@ export interface ProxyHealth {
  */
 export const PROXY_ADMIN_ROUTES = {
   health: { method: 'GET', path: '/admin/healthz', answer: answers<ProxyHealth>() },
+  /** The process's Prometheus metrics; the admin token as the purge (docs/observability.md). */
+  metrics: METRICS_ROUTE,
   purge: {
     method: 'POST',
     path: '/admin/backend_cache/delete',

@@ -7,9 +7,10 @@
 import { ErrorCodes } from '@svc/common/errors';
 import { SCHEMAS } from './public-api-schemas.ts';
 import { TEMPLATE_SCHEMAS } from './template-route-schemas.ts';
+import { METRIC_SCHEMAS } from './metric-route-schemas.ts';
 import { LOG_DIRECTIONS, LOG_LEVELS, SANDBOX_LOG_LIMITS } from './sandbox-logs.ts';
 
-const ALL_SCHEMAS = { ...SCHEMAS, ...TEMPLATE_SCHEMAS };
+const ALL_SCHEMAS = { ...SCHEMAS, ...TEMPLATE_SCHEMAS, ...METRIC_SCHEMAS };
 type SchemaName = keyof typeof ALL_SCHEMAS;
 
 const json = <S>(schema: S) => ({ content: { 'application/json': { schema } } });
@@ -52,6 +53,11 @@ const e2bTemplateId = pathParam('templateID');
 
 const logLimit = query('limit', { type: 'integer', minimum: 1, maximum: SANDBOX_LOG_LIMITS.maxEntries, default: SANDBOX_LOG_LIMITS.defaultEntries }, 'At most this many entries');
 
+const teamId = pathParam('teamID');
+const unixTime = { type: 'integer', minimum: 0, maximum: 999_999_999_999 } as const;
+/** Another team's id is a 404 like one that does not exist. */
+const ofTeam = { ...common, 404: error('No such team, or not the caller\'s') };
+
 const nodeAnswer = { 200: { description: 'The node', ...json(ref('Node')) }, ...common, 404: error('No such node') };
 
 export const PUBLIC_API = {
@@ -67,6 +73,12 @@ export const PUBLIC_API = {
     '/health': { get: { summary: 'Liveness of the gateway', security: [], responses: { 200: { description: 'Up', ...json(ref('Health')) } } } },
     '/openapi.json': { get: { summary: 'This document', security: [], responses: { 200: { description: 'The OpenAPI document', ...json({ type: 'object', additionalProperties: true }) } } } },
     '/docs': { get: { summary: 'This document as a web page', security: [], responses: { 200: { description: 'HTML', content: { 'text/html': { schema: { type: 'string' } } } } } } },
+    '/metrics': {
+      get: {
+        summary: 'The Prometheus metrics of the gateway\'s process (in svc up, of the whole platform), for the admin API key (docs/observability.md)',
+        responses: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: { type: 'string' } } } }, 401: error('Missing or wrong API key'), 403: error('A team\'s key: the metrics are the operator\'s') },
+      },
+    },
     '/sandboxes': {
       post: { summary: 'Create a sandbox', requestBody: { required: true, ...json(ref('NewSandbox')) }, responses: created },
       get: {
@@ -132,6 +144,27 @@ export const PUBLIC_API = {
         summary: 'Metrics of the sandbox',
         parameters: [sandboxId, query('start', { type: 'integer', minimum: 0 }, 'Unix seconds'), query('end', { type: 'integer', minimum: 0 }, 'Unix seconds')],
         responses: { 200: { description: 'Samples in the range', ...json({ type: 'array', items: ref('SandboxMetric') }) }, ...ofSandbox },
+      },
+    },
+    '/sandboxes/metrics': {
+      get: {
+        summary: 'The newest 5 s sample of each sandbox named (the caller team\'s; one without a sample yet is left out)',
+        parameters: [{ name: 'sandbox_ids', in: 'query', required: true, schema: { type: 'array', items: { type: 'string' }, minItems: 1 }, description: 'Sandbox ids, comma-separated or repeated (at most 100)' }],
+        responses: { 200: { description: 'By sandbox id', ...json(ref('SandboxesWithMetrics')) }, ...common },
+      },
+    },
+    '/teams/{teamID}/metrics': {
+      get: {
+        summary: 'A team\'s concurrent sandboxes and start rate per 5 s interval (default: the last hour)',
+        parameters: [teamId, query('start', unixTime, 'Unix seconds'), query('end', unixTime, 'Unix seconds')],
+        responses: { 200: { description: 'The intervals in which the team ran or started sandboxes', ...json({ type: 'array', items: ref('TeamMetric') }) }, ...ofTeam },
+      },
+    },
+    '/teams/{teamID}/metrics/max': {
+      get: {
+        summary: 'The largest value of a team metric in the range',
+        parameters: [teamId, { name: 'metric', in: 'query', required: true, schema: { type: 'string', enum: ['concurrent_sandboxes', 'sandbox_start_rate'] } }, query('start', unixTime, 'Unix seconds'), query('end', unixTime, 'Unix seconds')],
+        responses: { 200: { description: 'The interval with the most (value 0 when none ran)', ...json(ref('MaxTeamMetric')) }, ...ofTeam },
       },
     },
     '/sandboxes/{sandboxID}/logs': {

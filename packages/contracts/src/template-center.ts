@@ -1,6 +1,7 @@
 /**
  * The template center's wire contract (port 8090, loopback by default).
  *   GET  /health                                  → { ok, store: 'local'|'s3' } (ready when the store is attached)
+ *   GET  /metrics                                 → the process's Prometheus metrics (text; the callback token, as below)
  *   POST /tc/api/v1/build                         → 202 { jobId }            (body BuildRequest)
  *   POST /tc/api/v1/artifact/delete               → 200 { deleted: boolean } (body { artifactId })
  *   GET|HEAD /tc/api/v1/artifact/:artifactId      → the ext4 image (local store) or 302 to a presigned URL (s3)
@@ -11,7 +12,7 @@
  *        409 when the id is stored with another sha256; 507 when the store lacks the room; the same
  *        layer again is 200 and stores nothing new). The stored layer downloads and deletes as an
  *        artifact does (GET|HEAD /tc/api/v1/artifact/:layerId, POST /tc/api/v1/artifact/delete).
- * Every /tc/api/v1 route requires X-Svc-Template-Callback-Token (compared in constant time with
+ * /metrics and every /tc/api/v1 route require X-Svc-Template-Callback-Token (compared in constant time with
  * SVC_TEMPLATE_CALLBACK_TOKEN): mismatch 401, token unset on this side 503, unless
  * SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN=true.
  *
@@ -27,6 +28,7 @@ export const CALLBACK_TOKEN_HEADER = 'x-svc-template-callback-token';
 export { LAYER_SHA256_HEADER } from './node-agent.ts';
 import { LAYER_SHA256_HEADER } from './node-agent.ts';
 import { answers, call, pathTo, type RouteTable } from './route-table.ts';
+import { METRICS_ROUTE } from './metrics-route.ts';
 
 export type { JobPhase, JobStatus };
 
@@ -135,6 +137,8 @@ const MigrateBody = {
  */
 export const TEMPLATE_CENTER_ROUTES = {
   health: { method: 'GET', path: '/health', answer: answers<{ ok: boolean; store: string }>() },
+  /** The process's Prometheus metrics; the callback token as the /tc/api/v1 routes (docs/observability.md). */
+  metrics: METRICS_ROUTE,
   build: { method: 'POST', path: '/tc/api/v1/build', answer: answers<{ jobId: string }>() },
   deleteArtifact: { method: 'POST', path: '/tc/api/v1/artifact/delete', body: DeleteArtifactBody, answer: answers<{ deleted: boolean }>() },
   migrate: { method: 'POST', path: '/tc/api/v1/artifact/migrate', body: MigrateBody, answer: answers<ArtifactStored>() },

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { badRequest, createHttpApp, forbidden, notFound, sameSecret, unavailable, type Logger, type TaskStats } from '@svc/common';
+import { badRequest, createHttpApp, forbidden, notFound, sameSecret, scrapeToken, sendMetrics, unavailable, type Logger, type TaskStats } from '@svc/common';
 import { EGRESS_ADMIN_TOKEN_HEADER, EgressRuleError, redactPolicy, type EgressHealth } from '@svc/contracts/egress';
 import { EGRESS_ADMIN_ROUTES as R } from '@svc/contracts/egress-routes';
 import { serve } from '@svc/contracts/route-table';
@@ -17,9 +17,9 @@ export interface EgressAdminOptions {
 
 /**
  * The egress admin API: the routes of EGRESS_ADMIN_ROUTES (contracts/src/egress.ts);
- * admin-routes.test.ts holds the two the same. Health answers anyone; the policy routes need
- * X-Svc-Admin-Token, and with no token configured they refuse everyone (503): the policies hold
- * secrets, so there is no open development mode.
+ * admin-routes.test.ts holds the two the same. Health answers anyone; the metrics and the policy
+ * routes need X-Svc-Admin-Token, and with no token configured they refuse everyone (503): the
+ * policies hold secrets, so there is no open development mode.
  */
 export function createEgressAdminApp(opts: EgressAdminOptions): FastifyInstance {
   const { store, logger } = opts;
@@ -27,13 +27,19 @@ export function createEgressAdminApp(opts: EgressAdminOptions): FastifyInstance 
 
   serve(app, R.health, async (): Promise<EgressHealth> => ({ ok: true, ready: store.ready, policies: store.size, tasks: opts.tasks() }));
 
-  const checkToken = async (req: FastifyRequest) => {
+  const checkPresented = (presented: unknown) => {
     if (opts.adminToken === '') throw unavailable('the egress admin API is off: egress.admin_token is not configured');
-    const presented = req.headers[EGRESS_ADMIN_TOKEN_HEADER];
     if (typeof presented !== 'string' || !sameSecret(presented, opts.adminToken)) {
       throw forbidden('admin token mismatch: X-Svc-Admin-Token must equal egress.admin_token');
     }
   };
+  const checkToken = async (req: FastifyRequest) => checkPresented(req.headers[EGRESS_ADMIN_TOKEN_HEADER]);
+
+  // The same token, taken from Authorization: Bearer too, which is all an older Prometheus sends.
+  serve(app, R.metrics, async (req, reply) => {
+    checkPresented(scrapeToken(req.headers, EGRESS_ADMIN_TOKEN_HEADER));
+    return sendMetrics(reply);
+  });
 
   app.register(async (routes) => {
     routes.addHook('onRequest', checkToken);

@@ -13,6 +13,7 @@ import { conntrackOriginalDestination, type Destination } from './original-desti
 import { checkPolicy } from './policy-check.ts';
 import { PolicyStore } from './policy-store.ts';
 import { handleEgressRequest, type ConnectionFacts, type ProxyDeps } from './proxy.ts';
+import { registerEgressMetrics } from './egress-metrics.ts';
 import { createTlsListener } from './tls-listener.ts';
 import { createEgressAdminApp } from './admin-server.ts';
 import { systemCaBundle, Upstreams } from './upstream.ts';
@@ -82,6 +83,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     connectTimeoutMs: opts.connectTimeoutMs ?? EGRESS_DEFAULTS.connectTimeoutMs,
     ioTimeoutMs,
   });
+  registerEgressMetrics();
   const deps: ProxyDeps = { store, placeholders, audit, upstreams, logger };
   const connections = new WeakMap<Socket, ConnectionFacts>();
 

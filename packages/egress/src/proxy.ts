@@ -3,6 +3,7 @@ import type { Logger } from '@svc/common';
 import type { EgressAuditLevel, EgressInject, EgressRequestRecord, EgressRule, EgressScheme, EgressSecurityReason, SandboxEgressPolicy } from '@svc/contracts/egress';
 import { auditTimestamp, type AuditLog } from './audit-log.ts';
 import { decide, decideByAddress, transformFor, type RequestFacts } from './decide.ts';
+import { countEgressRequest } from './egress-metrics.ts';
 import { injectedHeaders, sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
 import { PlaceholderError, type PlaceholderResolver } from './placeholders.ts';
 import { normalizeHost } from './host-match.ts';
@@ -52,6 +53,8 @@ class Exchange {
   private target: RequestTarget | undefined;
   private policy: SandboxEgressPolicy | undefined;
   private auditLevel: EgressAuditLevel = 'metadata';
+  /** What the policy decided (svc_egress_requests_total); unset: no upstream could be read from the request. */
+  private decision: 'allow' | 'deny' | undefined;
 
   constructor(private readonly deps: ProxyDeps, private readonly conn: ConnectionFacts, private readonly req: IncomingMessage, private readonly res: ServerResponse) {
     this.method = (req.method ?? 'GET').toUpperCase();
@@ -83,11 +86,13 @@ class Exchange {
     Object.assign(this.record, { host: target.host, dst_port: target.port, path: target.path });
 
     if (!this.deps.store.ready) {
+      this.decision = 'deny';
       this.securityEvent('not_ready', '');
       return this.answer(403, 'egress denied: the proxy has not loaded the egress policies yet (not ready)');
     }
     const policy = this.deps.store.forAddress(this.conn.sandboxIp);
     if (!policy) {
+      this.decision = 'deny';
       this.securityEvent('unknown_sandbox', '');
       return this.answer(403, `egress denied: no egress policy for the sandbox at ${this.conn.sandboxIp}`);
     }
@@ -96,6 +101,7 @@ class Exchange {
 
     const facts: RequestFacts = { scheme: this.conn.scheme, port: target.port, host: target.host, method: this.method, path: target.path, ...(this.conn.sni ? { sni: this.conn.sni } : {}) };
     const decision = decide(policy, facts);
+    this.decision = decision.verdict === 'allow' || decision.verdict === 'by_address' ? 'allow' : 'deny';
     switch (decision.verdict) {
       case 'deny':
         this.useRule(decision.rule);
@@ -109,6 +115,7 @@ class Exchange {
         if (ip === undefined) return;
         const verdict = decideByAddress(decision.fallback, ip);
         if (!verdict.allow) {
+          this.decision = 'deny';
           this.record.dst_ip = ip;
           this.securityEvent('default_deny', '', `no rule matched; ${verdict.why}`);
           return this.answer(403, `egress denied: no rule matched and ${verdict.why}`);
@@ -147,6 +154,7 @@ class Exchange {
       headers = await this.deps.placeholders.fill(this.policy!, injectedHeaders(inject));
     } catch (err) {
       if (!(err instanceof PlaceholderError)) throw err;
+      this.decision = 'deny';
       this.securityEvent('placeholder_unresolved', source, err.message);
       this.answer(err.status, `egress ${err.status === 403 ? 'denied' : 'unavailable'}: ${err.message}; nothing was sent upstream`);
       return undefined;
@@ -161,6 +169,7 @@ class Exchange {
     const host = (this.target as RequestTarget).host;
     const tlsName = this.conn.sni ?? this.conn.certName ?? '';
     if (normalizeHost(tlsName) === host) return true;
+    this.decision = 'deny';
     this.securityEvent('host_sni_mismatch', source, `Host ${host} and TLS server name ${tlsName || '(none)'} differ; nothing injected`);
     this.answer(403, `egress denied: the Host ${host} does not match the TLS server name ${tlsName || '(none)'}; the inject of ${source} runs only when they agree`);
     return false;
@@ -269,6 +278,7 @@ class Exchange {
   }
 
   private finish(): void {
+    countEgressRequest(this.decision ?? 'invalid');
     // 499 (nginx's "client closed request"): the sandbox left before the proxy answered.
     this.record.status = this.res.headersSent ? this.res.statusCode : 499;
     this.record.latency_ms = Math.round(performance.now() - this.started);

@@ -69,3 +69,12 @@ test('POST /internal/v1/proxies/heartbeat: a proxyId or adminUrl of another type
   assert.deepEqual(announced, [good]);
   await app.close();
 });
+
+test('GET /metrics answers the process\'s metrics on the cluster\'s network, as the other routes (no token)', async () => {
+  const { app } = await appWith();
+  const r = await app.inject({ method: 'GET', url: LIFECYCLE_ROUTES.metrics.path });
+  assert.equal(r.statusCode, 200);
+  assert.match(String(r.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+  assert.match(r.body, /^process_cpu_user_seconds_total \S+$/m);
+  await app.close();
+});

@@ -45,6 +45,10 @@ import { VolumeRepo } from './volumes/repo.ts';
 import { volumeNodesOf } from './volumes/nodes.ts';
 import { registerVolumeRoutes } from './volumes/routes.ts';
 import { startEvents, type DeliveryTiming, type EventsModule } from './events/module.ts';
+import { collectTableMetrics, registerMetricsRoute } from './prometheus/scrape.ts';
+import { JobStore } from './templates/store/jobs.ts';
+import { metricsHistory } from './metrics-history/module.ts';
+import { SAMPLE_INTERVAL_MS } from '@svc/contracts/metrics-history';
 
 export interface MasterOptions {
   logger: Logger;
@@ -116,8 +120,9 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes), logger });
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
   const events = startEvents(cfg, { db: db.kysely, vault, logger, nodes, timing: opts.webhookDelivery });
+  const metrics = metricsHistory({ db: db.kysely, driver: db.driver, logger, counts: { running: () => repo.runningByTeam(), startsBetween: (from, to) => events.createsByTeam(from, to) } });
   const sandboxes = new MasterSandboxes({
-    cfg, repo, nodes, templates: sandboxResolver, coordination, logger, events: events.recorder,
+    cfg, repo, nodes, templates: sandboxResolver, coordination, logger, events: events.recorder, metricsHistory: metrics.history,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
     egress: new NodeEgressPolicies(nodes, cfg.egress.admin_token, logger),
     quotas: teams, secrets, volumes, pausePackages,
@@ -137,11 +142,17 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   }
 
   serve(app, MASTER_INTERNAL_ROUTES.health, async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));
+  registerMetricsRoute(app);
+  const stopMetrics = collectTableMetrics({ sandboxes: repo, jobs: new JobStore(db.kysely), nodes, logger });
   registerSandboxRoutes(app, sandboxes, cfg.egress.admin_token);
   registerSnapshotRoutes(app, snapshots, snapshotCatalog);
   registerTeamRoutes(app, teams, { runningByTeam: () => repo.runningByTeam(), killAll: (teamId) => sandboxes.killTeam(teamId) });
   registerSecretRoutes(app, secrets, cfg.egress.admin_token);
   events.registerRoutes(app);
+  metrics.registerRoutes(app, async (teamId) => teams.getTeam(undefined, teamId).then(() => true, (err: { status?: number }) => {
+    if (err.status === 404) return false;
+    throw err;
+  }));
   await registerVolumeRoutes(app, volumes);
   registerIdentityRoutes(app, identity);
   registerMintRoute(app, identity, {
@@ -185,7 +196,11 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   // Counts move by the nodes' flips; this mends what lost answers and sandboxes that died on a node left.
   periodic.every('volume refcount recount', 60_000, () => volumes.recount(), { firstAfterMs: 15_000 });
   periodic.every('terminated sandbox purge', 600_000, () => repo.purgeTerminated(Date.now() - TERMINATED_RETENTION_MS));
-  periodic.every('event retention prune', 600_000, () => events.prune(), { firstAfterMs: 60_000 });
+  periodic.every('event and metrics retention prune', 600_000, async () => {
+    await events.prune();
+    await metrics.history.prune(Date.now() - cfg.events.retention_days * 24 * 3600_000);
+  }, { firstAfterMs: 60_000 });
+  periodic.every('team metrics sampler', SAMPLE_INTERVAL_MS, () => metrics.history.sampleTeams());
 
   const { host, port } = parseListen(cfg.master.listen);
   await app.listen({ host, port });
@@ -194,6 +209,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   return {
     url, app, db, sandboxes, nodes, templates, identity, events,
     async close() {
+      stopMetrics();
       await periodic.stop();
       await events.stop();
       await drains.stop();

@@ -14,6 +14,7 @@ import { MASTER_DOWNLOAD_ROUTES } from '@svc/contracts/master-downloads';
 import { MASTER_INTERNAL_ROUTES } from '@svc/contracts/master-internal';
 import { routeGaps, type HttpMethod, type Route, type RouteTable } from '@svc/contracts/route-table';
 import { EVENT_ROUTES } from '@svc/contracts/events';
+import { METRICS_HISTORY_ROUTES } from '@svc/contracts/metrics-history';
 import { SECRET_ROUTES } from '@svc/contracts/secrets';
 import { TEAM_ROUTES } from '@svc/contracts/teams';
 import { TEMPLATE_CALLBACK_ROUTES } from '@svc/contracts/template-callback';
@@ -21,7 +22,7 @@ import { MASTER_VOLUME_ROUTES, VOLUME_CONTENT_PATH } from '@svc/contracts/volume
 import { startMasterOverFakeNode } from './testing/master-over-fake-node.ts';
 
 const TABLES: Record<string, RouteTable> = {
-  MASTER_ROUTES, MASTER_INTERNAL_ROUTES, MASTER_EGRESS_ROUTES, TEAM_ROUTES, SECRET_ROUTES, IDENTITY_ROUTES, MASTER_VOLUME_ROUTES, TEMPLATE_CALLBACK_ROUTES, MASTER_DOWNLOAD_ROUTES, EVENT_ROUTES,
+  MASTER_ROUTES, MASTER_INTERNAL_ROUTES, MASTER_EGRESS_ROUTES, TEAM_ROUTES, SECRET_ROUTES, IDENTITY_ROUTES, MASTER_VOLUME_ROUTES, TEMPLATE_CALLBACK_ROUTES, MASTER_DOWNLOAD_ROUTES, EVENT_ROUTES, METRICS_HISTORY_ROUTES,
 };
 
 /** The public document's operations in fastify's path form (`{id}` → `:id`). */

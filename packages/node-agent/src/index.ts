@@ -8,6 +8,8 @@ import { enableIpForwarding, raisePidMax, missingTools, nodeCapacity, resolveNod
 import type { RunResult } from './host/exec.ts';
 import { ExecInputs } from './artifacts/exec-input.ts';
 import { MasterLink } from './master-link.ts';
+import { MetricsSampler } from './sandboxes/metrics-sampler.ts';
+import { MetricsHistoryClient } from '@svc/contracts/metrics-history';
 import { ResourceNames } from './names.ts';
 import { AddressPool } from './network/address-pool.ts';
 import { readHostNetwork } from './network/host-conflicts.ts';
@@ -22,6 +24,7 @@ import { InstanceLauncher } from './sandboxes/instances.ts';
 import { RecordStore } from './sandboxes/record.ts';
 import { reconcile } from './sandboxes/reconcile.ts';
 import { NodeSandboxes } from './sandboxes/node-sandboxes.ts';
+import { collectWarmPoolMetrics } from './sandboxes/warm-pool-metrics.ts';
 import { NodeArtifacts } from './artifacts/node-artifacts.ts';
 import { MemoryAdmission } from './sandboxes/memory-admission.ts';
 import { MemoryWatch } from './sandboxes/memory-watch.ts';
@@ -65,6 +68,8 @@ export interface NodeAgent {
   /** For tests: look for dead sandboxes now. */
   sweepDead(): Promise<void>;
   warmCount(): number;
+  /** One round of the metrics sampler now (bench/sampler.ts); with a master it also runs every 5 s on its own. */
+  sampleMetrics(): Promise<void>;
 }
 
 export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Promise<NodeAgent> {
@@ -145,6 +150,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     volumes,
   });
   late.sandboxes = sandboxes;
+  const stopPoolMetrics = collectWarmPoolMetrics(sandboxes.pool, logger);
   sandboxes.adopt(report.adopted);
   const memory = new MemoryAdmission({
     gauge: new MemoryGauge(names.cgroupParent), logger, quotaMB: memoryQuotaMB,
@@ -216,6 +222,14 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     })
     : undefined;
   link?.start();
+  // The metrics history (docs/observability.md): a sample of each running sandbox every 5 s, to the master.
+  const reports = masterAddr ? new MetricsHistoryClient(masterAddr, { timeoutMs: 10_000 }) : undefined;
+  const sampler = new MetricsSampler({
+    logger, running: () => sandboxes.runningIds(), stillRunning: (id) => sandboxes.isRunning(id), read: (id) => sandboxes.metrics(id, { waitForCpu: false }),
+    // Without a master (tests, benchmarks) a round is read and let go.
+    send: async (samples) => { await reports?.report(nodeId, samples); },
+  });
+  if (reports) sampler.start();
 
   periodic.every('liveness sweep', opts.livenessIntervalMs ?? 5_000, () => sandboxes.sweepDead());
   // Only instances whose runtime has no OOM killer inside are watched (memoryUsedBytes).
@@ -240,9 +254,11 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     runtimes: drivers.kinds(),
     close(closeOpts = {}) {
       closed ??= (async () => {
+        stopPoolMetrics();
         await periodic.stop();
         memoryWatch?.stop();
         link?.stop();
+        await sampler.stop();
         await app.close();
         await sandboxes.close(closeOpts);
         await volumePlugins.close();
@@ -267,6 +283,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     settled: async () => { await Promise.all(drivers.all().map((d) => d.settled?.())); },
     sweepDead: () => sandboxes.sweepDead(),
     warmCount: () => sandboxes.pool.count(),
+    sampleMetrics: () => sampler.tick(),
   };
 }
 

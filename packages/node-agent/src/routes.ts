@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { toSvcError, type TaskStats } from '@svc/common';
+import { sendMetrics, toSvcError, type TaskStats } from '@svc/common';
 import { LAYER_SHA256_HEADER, NODE_AGENT_ROUTES as R, type ExecStreamLine, type NodeInfo } from '@svc/contracts/node-agent';
 import { serve } from '@svc/contracts/route-table';
 import type { NodeSandboxes } from './sandboxes/node-sandboxes.ts';
@@ -32,6 +32,8 @@ export function registerRoutes(app: FastifyInstance, d: RouteDeps) {
 
   serve(app, R.health, async () => ({ ok: true, nodeId: d.nodeId, tasks: d.tasks() }));
   serve(app, R.info, async () => d.nodeInfo());
+  // The process's Prometheus metrics; on the node's network, like every route here (docs/observability.md).
+  serve(app, R.prometheus, async (_req, reply) => sendMetrics(reply));
 
   serve(app, R.createSandbox, async (req, reply) => reply.status(201).send(await s.create(parseCreate(req.body, d.createDefaults))));
   serve(app, R.listSandboxes, async () => s.list());

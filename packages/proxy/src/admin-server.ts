@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { createHttpApp, forbidden, sameSecret, type Logger, type TaskStats } from '@svc/common';
+import { createHttpApp, forbidden, sameSecret, scrapeToken, sendMetrics, type Logger, type TaskStats } from '@svc/common';
 import { ADMIN_TOKEN_HEADER, PROXY_ADMIN_ROUTES as R, type ProxyHealth } from '@svc/contracts/proxy-admin';
 import { serve } from '@svc/contracts/route-table';
+
+const TOKEN_MISMATCH = 'admin token mismatch: X-Svc-Admin-Token must equal the proxy\'s $svc_admin_token';
 
 export interface AdminHandlers {
   /** cluster_tls: the admin listener serves HTTPS (docs/cluster.md). */
@@ -16,8 +18,8 @@ export interface AdminHandlers {
 
 /**
  * The admin API on its own port (8082 by default): the routes of PROXY_ADMIN_ROUTES
- * (packages/contracts/src/proxy-admin.ts), health and backend-cache purge; admin-routes.test.ts
- * holds the two the same.
+ * (packages/contracts/src/proxy-admin.ts), health, the process's metrics and backend-cache purge;
+ * admin-routes.test.ts holds the two the same. All but health need the admin token.
  */
 export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstance {
   const app = createHttpApp({ logger, https: h.https });
@@ -35,9 +37,15 @@ export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstanc
   const checkToken = async (req: FastifyRequest) => {
     const presented = req.headers[ADMIN_TOKEN_HEADER];
     if (!adminTokenAccepted(h.adminToken, typeof presented === 'string' ? presented : undefined)) {
-      throw forbidden('admin token mismatch: X-Svc-Admin-Token must equal the proxy\'s $svc_admin_token');
+      throw forbidden(TOKEN_MISMATCH);
     }
   };
+
+  // The same token, taken from Authorization: Bearer too, which is all an older Prometheus sends.
+  serve(app, R.metrics, async (req, reply) => {
+    if (!adminTokenAccepted(h.adminToken, scrapeToken(req.headers, ADMIN_TOKEN_HEADER))) throw forbidden(TOKEN_MISMATCH);
+    return sendMetrics(reply);
+  });
 
   app.register(async (guarded) => {
     guarded.addHook('onRequest', checkToken);

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { SvcError } from '@svc/common';
+import { SvcError, tracingOn } from '@svc/common';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
 import type { BackendCache } from './backend-cache.ts';
 import { sendProxyError, sendProxyErrorOnSocket } from './error-response.ts';
@@ -11,6 +11,8 @@ import { targetFromHeaders, targetFromHost, type Target } from './target.ts';
 import { accessRefusal, presentedAccess } from './access-check.ts';
 import { SignedFileUrls } from './signed-file-urls.ts';
 import { UpgradeExchange } from './upgrade-exchange.ts';
+import { CLIENT_CLOSED, countAnswered } from './proxy-metrics.ts';
+import { traceRequest, traceUpgrade } from './proxy-tracing.ts';
 
 const NO_TARGET = new SvcError(400, 'no sandbox named: use the host <port>-<sandboxID>.<domain> or the E2b-Sandbox-Id and E2b-Sandbox-Port headers');
 
@@ -26,39 +28,57 @@ export class DataPlane {
   ) {}
 
   readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const startedAt = performance.now();
     const scan = scanRequestHeaders(req.rawHeaders);
     const target = targetOf(scan);
+    // Traced, the rest runs in the request's span: a route lookup carries it on to the master.
+    if (tracingOn()) traceRequest(req, res, scan, target, () => this.forward(req, res, scan, target, startedAt));
+    else this.forward(req, res, scan, target, startedAt);
+  };
+
+  private forward(req: IncomingMessage, res: ServerResponse, scan: ScannedRequest, target: Target | null, startedAt: number): void {
     if (target === null) {
-      if (SignedFileUrls.matches(req.url)) this.forwardSignedFileUrl(req, res, scan);
-      else sendProxyError(res, NO_TARGET);
+      if (SignedFileUrls.matches(req.url)) this.forwardSignedFileUrl(req, res, scan, startedAt);
+      else this.answer(res, NO_TARGET, startedAt);
       return;
     }
     const route = this.hotRoute(target, scan, req);
-    if (route instanceof SvcError) { this.reject(target, route); sendProxyError(res, route); return; }
+    if (route instanceof SvcError) { this.reject(target, route); this.answer(res, route, startedAt); return; }
     addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
-    new HttpExchange(this.ctx, req, res, scan, target).start(route);
-  };
+    new HttpExchange(this.ctx, req, res, scan, target, startedAt).start(route);
+  }
+
+  /** The proxy's own answer before any exchange began, counted (an exchange counts its own). */
+  private answer(res: ServerResponse, err: SvcError, startedAt: number): void {
+    countAnswered(err.status, startedAt);
+    sendProxyError(res, err);
+  }
 
   /** A signed `/files` URL that names no sandbox: the signature says whose it is (401 when nobody's). */
-  private forwardSignedFileUrl(req: IncomingMessage, res: ServerResponse, scan: ScannedRequest): void {
+  private forwardSignedFileUrl(req: IncomingMessage, res: ServerResponse, scan: ScannedRequest, startedAt: number): void {
     this.ctx.signedFiles.sandboxOf(req.method ?? 'GET', req.url!).then((sandboxId) => {
-      if (res.destroyed) return;
+      if (res.destroyed) { countAnswered(CLIENT_CLOSED, startedAt); return; }
       const target = { sandboxId, port: 0 };
       addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
       // The cold path checks the signature against that sandbox again, expiry included.
-      new HttpExchange(this.ctx, req, res, scan, target).start(undefined);
-    }, (err: unknown) => sendProxyError(res, err instanceof SvcError ? err : new SvcError(503, 'sandbox routing failed')));
+      new HttpExchange(this.ctx, req, res, scan, target, startedAt).start(undefined);
+    }, (err: unknown) => this.answer(res, err instanceof SvcError ? err : new SvcError(503, 'sandbox routing failed'), startedAt));
   }
 
   readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const scan = scanRequestHeaders(req.rawHeaders);
     const target = targetOf(scan);
+    if (tracingOn()) traceUpgrade(req, socket, scan, target, () => this.upgrade(req, socket, head, scan, target));
+    else this.upgrade(req, socket, head, scan, target);
+  };
+
+  private upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, scan: ScannedRequest, target: Target | null): void {
     if (target === null) { sendProxyErrorOnSocket(socket, NO_TARGET); return; }
     const route = this.hotRoute(target, scan, req);
     if (route instanceof SvcError) { this.reject(target, route); sendProxyErrorOnSocket(socket, route); return; }
     addForwardedHeaders(scan, req.socket.remoteAddress, this.proto);
     new UpgradeExchange(this.ctx, req, socket, head, scan, target).start(route);
-  };
+  }
 
   private reject(target: Target, refusal: SvcError): void {
     this.ctx.logger.debug({ sandboxId: target.sandboxId, port: target.port, status: refusal.status }, 'request refused by the access check');

@@ -8,6 +8,7 @@ import { isKeepaliveFrame } from './keepalive-frames.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import type { Target } from './target.ts';
 import type { ResponseSink, UpstreamConnection } from './upstream-pool.ts';
+import { CLIENT_CLOSED, countAnswered } from './proxy-metrics.ts';
 
 /**
  * One client request proxied to a sandbox over a pooled keep-alive connection: the body is
@@ -33,6 +34,8 @@ export class HttpExchange implements ResponseSink {
     private readonly res: ServerResponse,
     private readonly scan: ScannedRequest,
     private readonly target: Target,
+    /** When the request arrived (performance.now()): its duration is counted when the answer ends. */
+    private readonly startedAt: number,
   ) {
     res.once('close', this.onClientClose);
   }
@@ -179,7 +182,9 @@ export class HttpExchange implements ResponseSink {
     sendProxyError(this.res, backendError(err, route.sandboxId, this.port));
   }
 
+  /** The answer ended, or the client left first (then 499, unless a head was sent already). */
   private readonly onClientClose = (): void => {
+    countAnswered(this.res.headersSent ? this.res.statusCode : CLIENT_CLOSED, this.startedAt);
     if (!this.res.writableFinished) {
       this.conn?.destroy();
       this.conn = undefined;

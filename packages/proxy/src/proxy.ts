@@ -17,6 +17,7 @@ import type { ProxyContext } from './proxy-context.ts';
 import { RouteGate, masterRouteLookup } from './route-gate.ts';
 import { SignedFileUrls } from './signed-file-urls.ts';
 import { UpstreamPool } from './upstream-pool.ts';
+import { registerProxyMetrics } from './proxy-metrics.ts';
 
 export interface ProxyTuning {
   /** How long a running route is served from the cache without asking the master. */
@@ -74,6 +75,7 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'> & { cluster_tls?:
   const proxyId = `proxy-${hostname()}-${randomId(6)}`;
   const bind = cfg.proxy.bind || '127.0.0.1';
 
+  registerProxyMetrics(logger);
   const pool = new UpstreamPool(tuning.idleBackendSocketMs);
   const cache = new BackendCache(
     masterRouteLookup(deps.master, logger, tuning.routeLookupTimeoutMs),

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { clusterTlsOf, createHttpApp, internalScheme, parseListen, sendError, servedRoutes, SvcError, type Coordination, type ServedRoute, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, createHttpApp, internalScheme, parseListen, scrapeToken, sendError, sendMetrics, servedRoutes, SvcError, type Coordination, type ServedRoute, type Logger, type SvcConfig } from '@svc/common';
 import { registerArtifactRoutes } from './artifact-routes.ts';
 import { BlobCache } from './blobs/blob-cache.ts';
 import { blobCacheOf } from './blobs/blob-cache-env.ts';
@@ -55,7 +55,7 @@ export interface RunningTemplateCenter {
 /**
  * The template center: builds ext4 root filesystems from images and keeps them, and snapshot layers
  * (docs/templates.md, "Template center behaviour", "Snapshot layers"). Its routes live on loopback by
- * default and all but /health require the template callback token.
+ * default and all but /health require the template callback token, /metrics included.
  */
 export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOptions): Promise<RunningTemplateCenter> {
   const tc = cfg.template_center;
@@ -82,6 +82,12 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   serve(app, R.health, async (_req, reply) => {
     const ok = await store.ready();
     return reply.status(ok ? 200 : 503).send({ ok, store: store.kind });
+  });
+  // The callback token, taken from Authorization: Bearer too, which is all an older Prometheus sends.
+  serve(app, R.metrics, async (req, reply) => {
+    const check = verifyCallbackToken(scrapeToken(req.headers, CALLBACK_TOKEN_HEADER), tc.callback_token, tc.insecure_no_token);
+    if (!check.ok) throw new SvcError(check.status, check.message);
+    return sendMetrics(reply);
   });
   await app.register(async (scope) => {
     scope.addHook('onRequest', async (req, reply) => {

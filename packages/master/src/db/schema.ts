@@ -10,6 +10,7 @@ import type { TeamTables } from '../teams/tables.ts';
 import type { SecretTables } from '../secrets/tables.ts';
 import type { VolumeTables } from '../volumes/tables.ts';
 import type { EventTables } from '../events/tables.ts';
+import type { MetricsHistoryTables } from '../metrics-history/tables.ts';
 
 export interface SandboxRow {
   sandbox_id: string;
@@ -83,7 +84,7 @@ interface MigrationRow {
   applied_at: number;
 }
 
-export interface Database extends TemplateTables, SnapshotTables, BuildTables, TeamTables, IdentityTables, SecretTables, VolumeTables, EventTables {
+export interface Database extends TemplateTables, SnapshotTables, BuildTables, TeamTables, IdentityTables, SecretTables, VolumeTables, EventTables, MetricsHistoryTables {
   t_svc_sandbox: SandboxRow;
   t_svc_node: NodeRow;
   t_svc_migration: MigrationRow;

@@ -40,7 +40,7 @@ export class WebhookDeliverer {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly perHook = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
-  private passing = false;
+  private reading: Promise<void> | undefined;
   private again = false;
   private stopped = false;
 
@@ -60,42 +60,53 @@ export class WebhookDeliverer {
   /** Reads the queue now (an event was queued); a read under way reads once more after. */
   kick(): void {
     if (this.stopped) return;
-    if (this.passing) { this.again = true; return; }
-    this.passing = true;
-    this.pass().catch((err: Error) => this.o.logger.warn({ err: err.message }, 'webhook queue read failed; read again at the next poll'))
+    if (this.reading) { this.again = true; return; }
+    this.reading = this.pass().catch((err: Error) => this.o.logger.warn({ err: err.message }, 'webhook queue read failed; read again at the next poll'))
       .finally(() => {
-        this.passing = false;
+        this.reading = undefined;
         if (this.again) { this.again = false; this.kick(); }
       });
   }
 
-  /** Stops taking deliveries and waits for the attempts under way (each ends within its timeout). */
+  /** Stops taking deliveries and waits for the read and the attempts under way (each ends within its timeout). */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    await this.reading;
     await Promise.allSettled([...this.inFlight.values()]);
   }
 
+  /**
+   * Takes what is due, webhook by webhook, up to each one's share: a webhook with a long backlog
+   * (a dead endpoint) fills only its own share, and the others' deliveries are read past it.
+   */
   private async pass(): Promise<void> {
-    const room = this.o.maxInFlight - this.inFlight.size;
-    if (room <= 0) return;
     const now = Date.now();
-    for (const d of await this.o.repo.due(now, room * 2)) {
-      if (this.inFlight.size >= this.o.maxInFlight) break;
-      if (this.inFlight.has(d.delivery_id) || (this.perHook.get(d.webhook_id) ?? 0) >= this.o.perWebhook) continue;
-      // The lease outlasts the attempt: no other master takes it while this one may still send.
-      if (!(await this.o.repo.claim(d, this.o.holder, now + this.o.timeoutMs + 30_000))) continue;
-      this.perHook.set(d.webhook_id, (this.perHook.get(d.webhook_id) ?? 0) + 1);
-      const attempt = this.attempt(d)
-        .catch((err: Error) => this.o.logger.error({ deliveryId: d.delivery_id, err: err.message }, 'webhook attempt not recorded; its lease expires and it is tried again'))
-        .finally(() => {
-          this.inFlight.delete(d.delivery_id);
-          const n = (this.perHook.get(d.webhook_id) ?? 1) - 1;
-          if (n > 0) this.perHook.set(d.webhook_id, n); else this.perHook.delete(d.webhook_id);
-          this.kick();
-        });
-      this.inFlight.set(d.delivery_id, attempt);
+    const busy = [...this.perHook].filter(([, n]) => n >= this.o.perWebhook).map(([id]) => id);
+    for (const webhookId of await this.o.repo.dueWebhooks(now, busy, this.o.maxInFlight)) {
+      const room = Math.min(this.o.perWebhook - (this.perHook.get(webhookId) ?? 0), this.o.maxInFlight - this.inFlight.size);
+      if (room <= 0) continue;
+      for (const d of await this.o.repo.due(webhookId, now, room)) {
+        if (this.stopped) return;
+        if (this.inFlight.has(d.delivery_id)) continue;
+        // The lease outlasts the attempt: no other master takes it while this one may still send.
+        if (!(await this.o.repo.claim(d, this.o.holder, now + this.o.timeoutMs + 30_000))) continue;
+        this.track(d);
+      }
     }
+  }
+
+  private track(d: DeliveryDbRow): void {
+    this.perHook.set(d.webhook_id, (this.perHook.get(d.webhook_id) ?? 0) + 1);
+    const attempt = this.attempt(d)
+      .catch((err: Error) => this.o.logger.error({ deliveryId: d.delivery_id, err: err.message }, 'webhook attempt not recorded; its lease expires and it is tried again'))
+      .finally(() => {
+        this.inFlight.delete(d.delivery_id);
+        const n = (this.perHook.get(d.webhook_id) ?? 1) - 1;
+        if (n > 0) this.perHook.set(d.webhook_id, n); else this.perHook.delete(d.webhook_id);
+        this.kick();
+      });
+    this.inFlight.set(d.delivery_id, attempt);
   }
 
   private async attempt(d: DeliveryDbRow): Promise<void> {

@@ -53,6 +53,13 @@ export class EventRepo {
       .orderBy('at', 'desc').orderBy('event_id', 'desc').limit(1).executeTakeFirst();
   }
 
+  /** Events of a type per team within (from, to] (milliseconds): the team metrics' start counts. */
+  async countByTeam(type: string, from: number, to: number): Promise<Record<string, number>> {
+    const rows = await this.db.selectFrom('t_svc_event').select((eb) => ['team_id', eb.fn.countAll<number | string>().as('n')])
+      .where('type', '=', type).where('at', '>', from).where('at', '<=', to).groupBy('team_id').execute();
+    return Object.fromEntries(rows.map((r) => [r.team_id, Number(r.n)]));
+  }
+
   /** Removes events older than `before`; answers how many went. */
   async prune(before: number): Promise<number> {
     const gone = await this.db.deleteFrom('t_svc_event').where('at', '<', before).executeTakeFirst();

@@ -4,6 +4,7 @@ import { randomId, type Logger, type SvcConfig } from '@svc/common';
 import type { Database } from '../db/schema.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { Sealer } from '../vault/vault.ts';
+import { countWebhookAttempt } from '../prometheus/operations.ts';
 import { WebhookDeliverer, type DelivererOptions } from './deliverer.ts';
 import { EventRepo } from './event-repo.ts';
 import { platformEndpoints } from './platform-endpoints.ts';
@@ -21,6 +22,8 @@ export interface EventsModule {
   /** What the sandbox transitions record through. */
   recorder: EventRecorder;
   registerRoutes(app: FastifyInstance): void;
+  /** Sandboxes created per team within (from, to] (milliseconds): the team metrics' starts. */
+  createsByTeam(from: number, to: number): Promise<Record<string, number>>;
   /** Drops events past events.retention_days, and deliveries finished as long ago. */
   prune(): Promise<void>;
   stop(): Promise<void>;
@@ -35,13 +38,16 @@ export function startEvents(cfg: SvcConfig, d: { db: Kysely<Database>; vault: Se
     pools: [cfg.node_agent.address_pool],
     allowCidrs: cfg.events.webhook_allow_cidrs.split(',').map((c) => c.trim()).filter(Boolean),
   });
-  const deliverer = new WebhookDeliverer({ repo: webhookRepo, targets, vault: d.vault, logger: d.logger, holder: `master-${process.pid}-${randomId(6)}`, ...d.timing });
+  const deliverer = new WebhookDeliverer({
+    repo: webhookRepo, targets, vault: d.vault, logger: d.logger, holder: `master-${process.pid}-${randomId(6)}`, onOutcome: countWebhookAttempt, ...d.timing,
+  });
   deliverer.start();
   const recorder = new EventRecorder({ events, webhooks: webhookRepo, logger: d.logger, onQueued: () => deliverer.kick() });
   const webhooks = new WebhookService({ repo: webhookRepo, targets, vault: d.vault });
   return {
     recorder,
     registerRoutes: (app) => registerEventRoutes(app, events, webhooks),
+    createsByTeam: (from, to) => events.countByTeam('sandbox.lifecycle.created', from, to),
     async prune() {
       const before = Date.now() - cfg.events.retention_days * DAY_MS;
       const [gone, sent] = [await events.prune(before), await webhookRepo.pruneDone(before)];

@@ -57,20 +57,31 @@ export class WebhookRepo {
 
   // ---- the delivery queue ----
 
-  /** Deliveries due now that no live master holds, oldest first. */
-  async due(now: number, limit: number): Promise<DeliveryDbRow[]> {
+  /** Webhooks with deliveries due now that no live master holds, leaving out those named (at their limit here). */
+  async dueWebhooks(now: number, busy: string[], limit: number): Promise<string[]> {
+    let q = this.db.selectFrom('t_svc_webhook_delivery').select('webhook_id').distinct()
+      .where('status', '=', 'pending').where('next_at', '<=', now).where('lease_until', '<', now);
+    if (busy.length) q = q.where('webhook_id', 'not in', busy);
+    return (await q.limit(limit).execute()).map((r) => r.webhook_id);
+  }
+
+  /** One webhook's deliveries due now that no live master holds, oldest first. */
+  async due(webhookId: string, now: number, limit: number): Promise<DeliveryDbRow[]> {
     return this.db.selectFrom('t_svc_webhook_delivery').selectAll()
-      .where('status', '=', 'pending').where('next_at', '<=', now).where('lease_until', '<', now)
+      .where('webhook_id', '=', webhookId).where('status', '=', 'pending').where('next_at', '<=', now).where('lease_until', '<', now)
       .orderBy('next_at', 'asc').limit(limit).execute();
   }
 
   /**
-   * Takes a delivery for one attempt, compare-and-set on the lease read: of several masters that
-   * read it due, one takes it (each event is delivered once). false: another took it first.
+   * Takes a delivery for one attempt, compare-and-set on the row as read (its lease, attempts and
+   * due time): of several masters that read it due, one takes it (each event is delivered once),
+   * and a row read before another master's attempt settled it is stale and not taken. false:
+   * another took it first, or it moved on.
    */
   async claim(d: DeliveryDbRow, holder: string, leaseUntil: number): Promise<boolean> {
     const r = await this.db.updateTable('t_svc_webhook_delivery').set({ lease_holder: holder, lease_until: leaseUntil })
       .where('delivery_id', '=', d.delivery_id).where('status', '=', 'pending').where('lease_until', '=', d.lease_until)
+      .where('attempts', '=', d.attempts).where('next_at', '=', d.next_at)
       .executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }

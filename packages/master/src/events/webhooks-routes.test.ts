@@ -256,11 +256,11 @@ test('a delivery end to end: the subscribed events are POSTed, signed as E2B sig
   }
 });
 
-// BUG (packages/master/src/events/webhook-target.ts): the URL check misses addresses that reach
-// the master's own 127.0.0.1 listener: 0.0.0.0 (connects to this host on Linux) and an
-// IPv4-mapped IPv6 address, which WHATWG URL writes in hex ([::ffff:7f00:1]) so `unmapped`, which
-// knows only the dotted form, never maps it back. The same form slips past the sandbox pool check.
-test('BUG: a webhook URL reaching the master by 0.0.0.0 or an IPv4-mapped IPv6 address, or the pool by the latter, is a 400', async () => {
+// Addresses that reach the master's own 127.0.0.1 listener by another spelling: 0.0.0.0 (this host,
+// on Linux) and an IPv4-mapped IPv6 address, which WHATWG URL writes in hex ([::ffff:7f00:1]). Before
+// the check knew them, a team could point a webhook at the master's operator routes and kill another
+// team's sandboxes.
+test('a webhook URL reaching the master by 0.0.0.0 or an IPv4-mapped IPv6 address, or the pool by the latter, is a 400', async () => {
   const port = new URL(h.master.url).port;
   const urls = [
     `http://0.0.0.0:${port}/v1/sandboxes`,

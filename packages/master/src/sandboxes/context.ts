@@ -1,7 +1,7 @@
 import type { Coordination, Logger, SvcConfig } from '@svc/common';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { DamagedRows } from './damaged-rows.ts';
-import type { EgressPolicies, PausePackages, ProxyCachePurger, SandboxEventLog, SandboxVolumes, SecretNames, TeamQuotas, TemplateResolver } from './ports.ts';
+import type { EgressPolicies, PausePackages, ProxyCachePurger, SandboxEventLog, SandboxMetricsHistory, SandboxVolumes, SecretNames, TeamQuotas, TemplateResolver } from './ports.ts';
 import type { SandboxQuota } from './quota.ts';
 import type { SandboxRepo } from './repo.ts';
 import type { SandboxTransitions } from './transitions.ts';
@@ -25,6 +25,8 @@ export interface MasterSandboxesDeps {
   pausePackages?: PausePackages;
   /** The lifecycle event log (events/recorder.ts); absent: no events kept (unit tests of other parts). */
   events?: SandboxEventLog;
+  /** The metrics history (metrics-history/history.ts); absent: a metrics read answers the sample taken now. */
+  metricsHistory?: SandboxMetricsHistory;
   /** How long a DELETE waits for the node before answering 408 (default 30 s). */
   deleteTimeoutMs?: number;
 }

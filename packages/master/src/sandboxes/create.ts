@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { badRequest, ErrorCodes, newSandboxId, newToken, notFound, unavailable } from '@svc/common';
-import type { RuntimeKind } from '@svc/contracts/node-agent';
+import type { NodeSandbox, RuntimeKind } from '@svc/contracts/node-agent';
 import type { CreateSandboxInput, SandboxRecord } from '@svc/contracts/master';
 import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import { usableBy } from '../teams/ownership.ts';
+import { countCreated, countCreateFailed } from '../prometheus/operations.ts';
 import type { SandboxContext } from './context.ts';
 import { checkPlaceholders, dropEgress, pushEgress } from './egress.ts';
 import { planEgress } from './egress-plan.ts';
@@ -15,7 +16,20 @@ import type { Row } from './repo.ts';
 import { startAndWaitReady } from './start-command.ts';
 import * as T from './timeouts.ts';
 
+/** A create, counted and timed (svc_sandbox_creates_total, svc_sandbox_create_duration_seconds). */
 export async function createSandbox(c: SandboxContext, input: CreateSandboxInput, resolved?: ResolvedTemplate, caller?: string): Promise<SandboxRecord> {
+  const startedAt = performance.now();
+  try {
+    const { record, node } = await createChecked(c, input, resolved, caller);
+    countCreated(startedAt, node);
+    return record;
+  } catch (err) {
+    countCreateFailed(err);
+    throw err;
+  }
+}
+
+async function createChecked(c: SandboxContext, input: CreateSandboxInput, resolved: ResolvedTemplate | undefined, caller: string | undefined): Promise<{ record: SandboxRecord; node: NodeSandbox }> {
   const tpl = resolved ?? await c.d.templates.resolveForCreate(input.template);
   // Another team's private template or snapshot is as unknown as a missing one (docs/security.md).
   if (tpl.owner && !usableBy(caller, tpl.owner)) throw notFound(`template ${input.template} not found`, ErrorCodes.templateNotFound);
@@ -30,7 +44,7 @@ export async function createSandbox(c: SandboxContext, input: CreateSandboxInput
   }
 }
 
-async function createAdmitted(c: SandboxContext, input: CreateSandboxInput, tpl: ResolvedTemplate, teamId: string, cpuCount: number, memoryMB: number): Promise<SandboxRecord> {
+async function createAdmitted(c: SandboxContext, input: CreateSandboxInput, tpl: ResolvedTemplate, teamId: string, cpuCount: number, memoryMB: number): Promise<{ record: SandboxRecord; node: NodeSandbox }> {
   // A snapshot's own mounts, unless the create names mounts of its own (docs/volumes.md).
   const asked = input.volumeMounts.length > 0 ? input.volumeMounts : (tpl.volumeMounts ?? []).map((m) => ({ name: m.volumeId, path: m.path, readOnly: m.readOnly }));
   if (asked.length > 0 && !c.d.volumes) throw notFound(`volume ${asked[0].name} not found`);
@@ -105,7 +119,7 @@ async function createAdmitted(c: SandboxContext, input: CreateSandboxInput, tpl:
     c.d.logger.error({ sandboxId, nodeId, err }, 'sandbox started but could not be recorded; stopped it');
     throw unavailable(`sandbox could not be recorded (${(err as Error).message}); nothing was kept, retry`, 2);
   }
-  return record;
+  return { record, node };
 }
 
 /**

@@ -2,6 +2,7 @@ import { conflict, unavailable } from '@svc/common';
 import type { LifecycleReason } from '@svc/contracts/master-internal';
 import type { SandboxRecord } from '@svc/contracts/master';
 import type { SandboxContext } from './context.ts';
+import { countPaused } from '../prometheus/operations.ts';
 import { dropPausePackage } from './on-node.ts';
 import { toRecord } from './record.ts';
 import type { Row } from './repo.ts';
@@ -10,9 +11,17 @@ import { assertStillDue, busyMessage, liveRow, passThrough, rereadRow } from './
 
 /**
  * memory false (or, at the idle timeout, a sandbox created with autoPauseMemory false): a
- * filesystem pause, which frees the memory and keeps the files; connect boots it again.
+ * filesystem pause, which frees the memory and keeps the files; connect boots it again. A pause
+ * that succeeds is timed (svc_sandbox_pause_duration_seconds).
  */
 export async function pauseSandbox(c: SandboxContext, id: string, reason: LifecycleReason = 'api', opts: { memory?: boolean; store?: boolean } = {}): Promise<SandboxRecord> {
+  const startedAt = performance.now();
+  const paused = await pauseChecked(c, id, reason, opts);
+  countPaused(startedAt);
+  return paused;
+}
+
+async function pauseChecked(c: SandboxContext, id: string, reason: LifecycleReason, opts: { memory?: boolean; store?: boolean }): Promise<SandboxRecord> {
   const row = await liveRow(c, id);
   const keepMemory = opts.memory ?? (reason === 'timeout' ? Number(row.auto_pause_memory) !== 0 : true);
   if (row.state === 'paused') throw conflict(`sandbox ${id} is already paused`);

@@ -2,7 +2,7 @@
 import type { SandboxEventData, SandboxEventType } from '@svc/contracts/events';
 import type { SandboxRow } from '../db/schema.ts';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
-import type { ArtifactRef, LayerRef, RuntimeKind } from '@svc/contracts/node-agent';
+import type { ArtifactRef, LayerRef, RuntimeKind, SandboxMetrics } from '@svc/contracts/node-agent';
 import type { TeamLimits } from '@svc/contracts/teams';
 import type { Owner } from '../teams/ownership.ts';
 import type { VolumeMount } from '@svc/contracts/master';
@@ -57,6 +57,11 @@ export interface EgressPolicies {
 /** Tells data-plane proxies to drop what they cached about sandboxes. */
 export interface ProxyCachePurger {
   purge(sandboxIds: string[]): Promise<void>;
+}
+
+/** A sandbox's stored metric samples within a range of unix seconds (start defaults to startedAt, ms). */
+export interface SandboxMetricsHistory {
+  range(sandboxId: string, startedAt: number, range: { start?: number; end?: number }): Promise<SandboxMetrics[]>;
 }
 
 /**

@@ -99,6 +99,14 @@ export class SandboxRepo {
     return Object.fromEntries(rows.map((r) => [r.team_id, Number(r.n)]));
   }
 
+  /** Sandboxes that are not terminated, counted by state, template and runtime (the metric svc_sandboxes). */
+  async liveCounts(): Promise<Array<{ state: string; templateId: string; runtime: string; count: number }>> {
+    const rows = await this.db.selectFrom('t_svc_sandbox')
+      .select((eb) => ['state', 'template_id', 'runtime', eb.fn.countAll<number | string>().as('n')])
+      .where('state', '!=', 'terminated').groupBy(['state', 'template_id', 'runtime']).execute();
+    return rows.map((r) => ({ state: r.state, templateId: r.template_id, runtime: r.runtime, count: Number(r.n) }));
+  }
+
   async listByNode(nodeId: string): Promise<Row[]> {
     return this.db.selectFrom('t_svc_sandbox').selectAll().where('node_id', '=', nodeId).where('state', '!=', 'terminated').execute();
   }

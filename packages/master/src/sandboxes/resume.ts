@@ -4,6 +4,7 @@ import type { LifecycleReason, SandboxRoute } from '@svc/contracts/master-intern
 import type { NodeSandbox } from '@svc/contracts/node-agent';
 import type { SandboxContext } from './context.ts';
 import { egressPlanOf, pushEgress } from './egress.ts';
+import { countResumed } from '../prometheus/operations.ts';
 import { moveAndResume } from './move.ts';
 import { dropPausePackage, recordedVolumes } from './on-node.ts';
 import { toRecord, toRoute } from './record.ts';
@@ -51,7 +52,15 @@ export async function resumeForTraffic(c: SandboxContext, id: string, reason: Li
   return toRoute(await rereadRow(c, id));
 }
 
+/** A resume, timed (svc_sandbox_resume_duration_seconds); whichever way it was asked for. */
 async function resumeRow(c: SandboxContext, row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline, opts: { memory?: boolean } = {}): Promise<SandboxRecord> {
+  const startedAt = performance.now();
+  const resumed = await resumePaused(c, row, reason, nextDeadline, opts);
+  countResumed(startedAt);
+  return resumed;
+}
+
+async function resumePaused(c: SandboxContext, row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline, opts: { memory?: boolean }): Promise<SandboxRecord> {
   const id = row.sandbox_id;
   if (row.state !== 'paused') throw conflict(`sandbox ${id} is ${row.state}; another lifecycle operation is settling, retry later`);
   // A paused sandbox holds no place in its team's quota; resuming takes one again.

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { SANDBOX_ID_ATTRIBUTE, setSpanAttribute } from '@svc/common';
 import { MASTER_EGRESS_ROUTES } from '@svc/contracts/egress-routes';
 import { MASTER_ROUTES as R } from '@svc/contracts/master';
 import { MASTER_INTERNAL_ROUTES as I } from '@svc/contracts/master-internal';
@@ -19,7 +20,10 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: MasterSandboxes
   serve(app, R.createSandbox, async (req, reply) => {
     const input = checkCreateInput(req.body);
     reply.status(201);
-    return svc.create(input, undefined, callerTeam(req));
+    const created = await svc.create(input, undefined, callerTeam(req));
+    // The request named no sandbox: its span learns the id here (docs/observability.md, "Traces").
+    setSpanAttribute(SANDBOX_ID_ATTRIBUTE, created.sandboxId);
+    return created;
   });
   serve(app, R.listSandboxes, async (req) => svc.list(req.query, callerTeam(req)));
   serve(app, R.getSandbox, async (req) => svc.get(req.params.id));

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { notFound, relayAnswer, SvcError } from '@svc/common';
+import { notFound, relayAnswer, SvcError, traceClientCall } from '@svc/common';
 import { serve } from '@svc/contracts/route-table';
 import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import {
@@ -66,9 +66,11 @@ async function proxyContent(req: FastifyRequest<RefParams>, reply: FastifyReply,
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE';
   let res: Response;
   try {
-    res = await fetch(`${node.baseUrl}/v1/volume-content/${encodeURIComponent(row.volume_id)}/${kind}${query}`, {
+    const url = `${node.baseUrl}/v1/volume-content/${encodeURIComponent(row.volume_id)}/${kind}${query}`;
+    // When tracing is on, a CLIENT span whose `traceparent` goes along (tracing.ts).
+    res = await traceClientCall(req.method, url, headers, () => fetch(url, {
       method: req.method, headers, ...(hasBody ? { body: req.raw as unknown as RequestInit['body'], duplex: 'half' } : {}),
-    } as RequestInit);
+    } as RequestInit), (r) => r.status);
   } catch (err) {
     throw new SvcError(503, `node ${node.nodeId} did not answer the volume content call: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, { headers: { 'Retry-After': '2' } });
   }

@@ -126,7 +126,7 @@ export class SandboxCreator {
   }
 
   private async fromWarmPool(req: CreateSandboxOnNode, resources: InstanceResources, policy: EgressPolicy): Promise<Instance | undefined> {
-    const inst = await this.pool.take(req.artifact.artifactId, resources);
+    const inst = await this.pool.take(req.artifact.artifactId, resources, req.templateId);
     if (!inst) return undefined;
     try {
       await Promise.all([

@@ -8,7 +8,11 @@ export class MetricsReader {
 
   constructor(private readonly table: SandboxTable) {}
 
-  async metrics(id: string): Promise<SandboxMetrics> {
+  /**
+   * waitForCpu false (the sampler): a sandbox seen for the first time reports 0 % CPU and keeps
+   * the read as the base of the next one, instead of waiting 100 ms for a second read.
+   */
+  async metrics(id: string, opts: { waitForCpu?: boolean } = {}): Promise<SandboxMetrics> {
     const inst = this.table.find(id);
     const key = inst.record.instanceId;
     const read = () => this.table.driverOf(inst).stats(inst.ref).catch((err) => {
@@ -20,10 +24,12 @@ export class MetricsReader {
     let stats = await read();
     let prev = this.cpuSamples.get(key);
     if (!prev || Date.now() - prev.at > 60_000) {
-      // No recent sample to measure against: take a short one.
       prev = { ns: stats.cpuUsageNs, at: Date.now() };
-      await new Promise((r) => setTimeout(r, 100));
-      stats = await read();
+      // No recent read to measure against: take a short one, unless the caller would rather have 0 now.
+      if (opts.waitForCpu !== false) {
+        await new Promise((r) => setTimeout(r, 100));
+        stats = await read();
+      }
     }
     const now = Date.now();
     const cpuPct = now > prev.at ? ((stats.cpuUsageNs - prev.ns) / 1e6 / (now - prev.at) / inst.record.cpuCount) * 100 : 0;

@@ -180,8 +180,17 @@ export class NodeSandboxes {
     return this.execs.exec(id, req, onOutput);
   }
 
-  metrics(id: string): Promise<SandboxMetrics> {
-    return this.metricsReader.metrics(id);
+  metrics(id: string, opts: { waitForCpu?: boolean } = {}): Promise<SandboxMetrics> {
+    return this.metricsReader.metrics(id, opts);
+  }
+
+  /** The sandboxes running now (not paused, not the warm pool's): what the metrics sampler reads. */
+  runningIds(): string[] {
+    return this.table.entries().filter(([, i]) => i.record.phase === 'running').map(([id]) => id);
+  }
+
+  isRunning(id: string): boolean {
+    return this.table.has(id) && this.table.find(id).record.phase === 'running';
   }
 
   /** The sandbox's own log (its console file), running or paused. */

@@ -64,6 +64,8 @@ export class WarmPool {
   private readonly retryTimers = new Map<string, NodeJS.Timeout>();
   private readonly refillTimers = new Map<string, NodeJS.Timeout>();
   private readonly draining = new Set<string>();
+  /** The template whose create last asked each artifact's pool for a sandbox (the pool knows artifacts only). */
+  private readonly templates = new Map<string, string>();
   private readonly abort = new AbortController();
   private readonly shrinkTimer: NodeJS.Timeout;
   private hits = 0;
@@ -99,11 +101,17 @@ export class WarmPool {
     return r.cpuCount === s.cpuCount && r.memoryMB === s.memoryMB && r.diskSizeMB === s.diskSizeMB;
   }
 
+  /** Ready warm sandboxes of each artifact, with the template whose create last asked for one ('' before any did). */
+  readyByArtifact(): Array<{ artifactId: string; templateId: string; ready: number }> {
+    return [...this.pools].map(([artifactId, p]) => ({ artifactId, templateId: this.templates.get(artifactId) ?? '', ready: p.ready.length }));
+  }
+
   /**
    * A warm instance of this artifact and shape: a ready one, or, when none is ready, the next one
    * whose start is under way (waiting at most maxWaitMs). Undefined: start one cold.
    */
-  async take(artifactId: string, r: InstanceResources): Promise<Instance | undefined> {
+  async take(artifactId: string, r: InstanceResources, templateId?: string): Promise<Instance | undefined> {
+    if (templateId) this.templates.set(artifactId, templateId);
     if (!this.enabled || this.closed || !this.matches(r)) return undefined;
     const p = this.pool(artifactId);
     const inst = p.ready.shift();
@@ -173,6 +181,7 @@ export class WarmPool {
       await this.filling.get(artifactId)?.catch(() => { /* a failed fill was logged by the loop */ });
       const list = this.pools.get(artifactId)?.ready ?? [];
       this.pools.delete(artifactId);
+      this.templates.delete(artifactId);
       await Promise.all(list.map((inst) => this.destroy(inst)));
     } finally {
       this.draining.delete(artifactId);

@@ -28,6 +28,12 @@ export class JobStore {
     await this.db.insertInto('t_svc_template_job').values({ ...row, active_spec_hash: null }).execute();
   }
 
+  /** How many jobs are in each status (the metric svc_build_jobs). */
+  async countsByStatus(): Promise<Array<{ status: string; count: number }>> {
+    const rows = await this.db.selectFrom('t_svc_template_job').select((eb) => ['status', eb.fn.countAll<number | string>().as('n')]).groupBy('status').execute();
+    return rows.map((r) => ({ status: r.status, count: Number(r.n) }));
+  }
+
   get(id: string): Promise<JobRow | undefined> {
     return this.db.selectFrom('t_svc_template_job').selectAll().where('job_id', '=', id).executeTakeFirst();
   }

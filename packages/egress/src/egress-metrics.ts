@@ -1,0 +1,27 @@
+/**
+ * svc_egress_requests_total{decision} (docs/observability.md, "Prometheus"): every request out of
+ * a sandbox, by what its policy decided. `allow`: the policy let it go (its answer may still be
+ * the upstream's failure, or a 501 for an upgrade); `deny`: refused before any upstream contact
+ * (a rule, the default deny, a fallback's address check, a proxy without policies yet or none for
+ * the sandbox, an inject whose Host and TLS name differ or whose placeholders did not resolve);
+ * `invalid`: a request that named no upstream the proxy could read (400).
+ */
+import { counter } from '@svc/common';
+
+export type EgressDecision = 'allow' | 'deny' | 'invalid';
+const DECISIONS: readonly EgressDecision[] = ['allow', 'deny', 'invalid'];
+
+let requests: Record<EgressDecision, { inc(): void }> | undefined;
+
+/** Registers the metric with the process's registry, once (the first egress proxy started). */
+export function registerEgressMetrics(): void {
+  if (requests) return;
+  const c = counter('svc_egress_requests_total', 'Requests out of sandboxes through the egress proxy, by the policy\'s decision: allow, deny or invalid.', ['decision']);
+  // Every decision's series exists from the start, so a rate over it is 0 rather than absent.
+  for (const decision of DECISIONS) c.inc({ decision }, 0);
+  requests = { allow: c.labels('allow'), deny: c.labels('deny'), invalid: c.labels('invalid') };
+}
+
+export function countEgressRequest(decision: EgressDecision): void {
+  requests?.[decision].inc();
+}

@@ -1,0 +1,173 @@
+/**
+ * The check of a webhook's URL (webhook-target.ts): its form, the platform's own endpoints, the
+ * sandbox pools and events.webhook_allow_cidrs. Host names resolve through a stub, so the test
+ * decides what a name stands for (DNS rebinding included); the platform is a fixed list.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SvcError } from '@svc/common';
+import { WebhookTargets, type Endpoint, type WebhookTargetRules } from './webhook-target.ts';
+
+const MASTER_PORT = 7100;
+/** A component listening on every address of this host. */
+const WILDCARD_PORT = 7200;
+/** A component configured as localhost. */
+const LOCALHOST_PORT = 7300;
+const POOL = '10.200.0.0/16';
+
+const PLATFORM: Endpoint[] = [
+  { host: '127.0.0.1', port: MASTER_PORT },
+  { host: '0.0.0.0', port: WILDCARD_PORT },
+  { host: 'localhost', port: LOCALHOST_PORT },
+];
+
+/** What each name stands for; a name not here does not resolve. */
+const NAMES: Record<string, string[]> = {
+  'public.example': ['93.184.216.34'],
+  'pool.example': ['10.200.4.7'],
+  'rebind.example': ['93.184.216.34', '10.200.0.9'],
+  'mapped.example': ['::ffff:127.0.0.1'],
+  'mapped-pool.example': ['::ffff:10.200.1.1'],
+  'lan.example': ['192.168.1.1'],
+  'empty.example': [],
+};
+
+async function resolve(host: string): Promise<string[]> {
+  const found = NAMES[host];
+  if (!found) throw new Error(`getaddrinfo ENOTFOUND ${host}`);
+  return found;
+}
+
+function targets(over: Partial<WebhookTargetRules> = {}): WebhookTargets {
+  return new WebhookTargets({ platform: async () => PLATFORM, pools: [POOL], allowCidrs: [], resolve, ...over });
+}
+
+/** The check refuses the URL with a 400 whose message matches `why`. */
+async function refused(t: WebhookTargets, url: string, why: RegExp): Promise<void> {
+  await assert.rejects(t.check(url), (err: unknown) => {
+    assert.ok(err instanceof SvcError, `${url}: a SvcError, not ${String(err)}`);
+    assert.equal(err.status, 400, url);
+    assert.match(err.message, why, url);
+    return true;
+  }, `${url} was allowed`);
+}
+
+async function allowed(t: WebhookTargets, url: string): Promise<string[]> {
+  const r = await t.check(url);
+  assert.ok(r.url instanceof URL, `${url}: the parsed URL`);
+  return r.addresses;
+}
+
+test('the form: http or https only, no credentials, a URL at all', async () => {
+  const t = targets();
+  await refused(t, 'ftp://public.example/hook', /must be http or https, not ftp/);
+  await refused(t, 'javascript:alert(1)', /must be http or https, not javascript/);
+  await refused(t, 'file:///etc/passwd', /must be http or https, not file/);
+  await refused(t, 'https://user:password@public.example/hook', /must not carry a user or password/);
+  await refused(t, 'https://user@public.example/hook', /must not carry a user or password/);
+  await refused(t, 'not a url', /is not a URL: "not a url"/);
+  await refused(t, '', /is not a URL/);
+  // The same checks, for the routes, without resolving anything.
+  assert.throws(() => WebhookTargets.parse('ftp://x/'), (e: unknown) => e instanceof SvcError && e.status === 400);
+  assert.equal(WebhookTargets.parse('https://public.example/h?x=1').hostname, 'public.example');
+  assert.deepEqual(await allowed(t, 'https://public.example/hook'), ['93.184.216.34']);
+  assert.deepEqual(await allowed(t, 'http://93.184.216.34:8080/hook'), ['93.184.216.34']);
+});
+
+test('the platform\'s own endpoints: the exact address and port, a wildcard listen, localhost', async () => {
+  const t = targets();
+  await refused(t, `http://127.0.0.1:${MASTER_PORT}/hook`, new RegExp(`127\\.0\\.0\\.1 port ${MASTER_PORT} is one of the platform's own components`));
+  assert.deepEqual(await allowed(t, `http://127.0.0.1:${MASTER_PORT + 1}/hook`), ['127.0.0.1'], 'another port of the same address is the operator\'s');
+  assert.deepEqual(await allowed(t, 'http://127.0.0.1/hook'), ['127.0.0.1'], 'the default port 80 is no component here');
+  // Listening on 0.0.0.0: every address of this host answers on that port.
+  await refused(t, `http://127.0.0.1:${WILDCARD_PORT}/`, /one of the platform's own components/);
+  await refused(t, `http://127.0.0.5:${WILDCARD_PORT}/`, /127\.0\.0\.5 port 7200/);
+  await refused(t, `http://[::1]:${WILDCARD_PORT}/`, /one of the platform's own components/);
+  assert.deepEqual(await allowed(t, `http://192.0.2.10:${WILDCARD_PORT}/`), ['192.0.2.10'], 'an address of another host on that port is not this host\'s component');
+  // Configured as localhost: any loopback address on that port.
+  await refused(t, `http://127.0.0.1:${LOCALHOST_PORT}/`, /one of the platform's own components/);
+  await refused(t, `http://127.0.0.9:${LOCALHOST_PORT}/`, /one of the platform's own components/);
+  await refused(t, `http://[::1]:${LOCALHOST_PORT}/`, /one of the platform's own components/);
+  assert.deepEqual(await allowed(t, `http://127.0.0.1:${LOCALHOST_PORT + 1}/`), ['127.0.0.1']);
+  // The platform list is read at each check: a node registered later is guarded from then on.
+  let nodes: Endpoint[] = [];
+  const live = targets({ platform: async () => nodes });
+  await allowed(live, 'http://192.0.2.20:5007/');
+  nodes = [{ host: '192.0.2.20', port: 5007 }];
+  await refused(live, 'http://192.0.2.20:5007/', /one of the platform's own components/);
+});
+
+test('the sandbox pool: any port, by address or by a name resolving into it (DNS rebinding)', async () => {
+  const t = targets();
+  for (const url of ['http://10.200.3.4/', 'http://10.200.3.4:8080/x', 'https://10.200.0.1/', 'http://10.200.255.254:49983/']) {
+    await refused(t, url, /is in the sandbox address pool/);
+  }
+  await refused(t, 'http://pool.example/hook', /10\.200\.4\.7 \(pool\.example\) is in the sandbox address pool/);
+  // One public address does not make the name safe: a connection could go to the other one.
+  await refused(t, 'https://rebind.example/hook', /10\.200\.0\.9 \(rebind\.example\) is in the sandbox address pool/);
+  assert.deepEqual(await allowed(t, 'http://10.201.0.1/'), ['10.201.0.1'], 'a private address outside the pool is allowed');
+  assert.deepEqual(await allowed(t, 'http://10.199.255.255/'), ['10.199.255.255']);
+  // Several pools, and an empty entry (an unset node_agent.address_pool) ignored.
+  const two = targets({ pools: [POOL, '172.30.0.0/24', ''] });
+  await refused(two, 'http://172.30.0.200/', /sandbox address pool/);
+  await allowed(two, 'http://172.30.1.1/');
+});
+
+test('::ffff:127.0.0.1 from the resolver is 127.0.0.1, and the address kept is the plain one', async () => {
+  const t = targets();
+  await refused(t, `http://mapped.example:${MASTER_PORT}/`, /127\.0\.0\.1 \(mapped\.example\) port 7100 is one of the platform's own components/);
+  await refused(t, 'http://mapped-pool.example/', /10\.200\.1\.1 \(mapped-pool\.example\) is in the sandbox address pool/);
+  assert.deepEqual(await allowed(t, `http://mapped.example:${MASTER_PORT + 1}/`), ['127.0.0.1']);
+  // A platform endpoint written mapped is the plain address too.
+  const mappedPlatform = targets({ platform: async () => [{ host: '::ffff:127.0.0.1', port: MASTER_PORT }] });
+  await refused(mappedPlatform, `http://127.0.0.1:${MASTER_PORT}/`, /one of the platform's own components/);
+});
+
+test('a v4-mapped IPv6 literal in the URL ([::ffff:127.0.0.1]) is checked like 127.0.0.1', async () => {
+  // WHATWG URL writes [::ffff:127.0.0.1] as [::ffff:7f00:1], and a connection to it (a dual-stack
+  // socket) reaches 127.0.0.1:PORT: both forms are mapped back before any check.
+  const t = targets();
+  await refused(t, `http://[::ffff:127.0.0.1]:${MASTER_PORT}/`, /one of the platform's own components/);
+  await refused(t, 'http://[::ffff:10.200.0.5]/', /sandbox address pool/);
+});
+
+test('http://0.0.0.0:PORT, which reaches a component bound to 127.0.0.1:PORT, is refused', async () => {
+  // On Linux a connection to 0.0.0.0 goes to the local host: a listener on 127.0.0.1 answers it.
+  const t = targets();
+  await refused(t, `http://0.0.0.0:${MASTER_PORT}/`, /it means this host/);
+  await refused(t, `http://0:${LOCALHOST_PORT}/`, /it means this host/);
+});
+
+test('a platform endpoint configured by host name (redis:6379) is refused, by its name and by its address', async () => {
+  // platformEndpoints() keeps names as written (redis.host, mysql host, node_agent.addr): the check
+  // resolves them too, so the name and the address it stands for are both refused.
+  const names: Record<string, string[]> = { redis: ['172.18.0.3'] };
+  const t = targets({
+    platform: async () => [{ host: 'redis', port: 6379 }],
+    resolve: async (h) => names[h] ?? [],
+  });
+  await refused(t, 'http://redis:6379/', /one of the platform's own components/);
+  await refused(t, 'http://172.18.0.3:6379/', /one of the platform's own components/);
+});
+
+test('events.webhook_allow_cidrs: every address must be inside one; the pool is refused even inside', async () => {
+  const t = targets({ allowCidrs: ['192.168.0.0/16'] });
+  await refused(t, 'http://10.1.2.3/hook', /10\.1\.2\.3 is outside events\.webhook_allow_cidrs/);
+  await refused(t, 'http://public.example/hook', /93\.184\.216\.34 \(public\.example\) is outside events\.webhook_allow_cidrs/);
+  await refused(t, 'http://[2001:db8::1]/hook', /outside events\.webhook_allow_cidrs/);
+  assert.deepEqual(await allowed(t, 'http://192.168.1.1/hook'), ['192.168.1.1']);
+  assert.deepEqual(await allowed(t, 'https://lan.example/hook'), ['192.168.1.1']);
+  const wide = targets({ allowCidrs: ['10.0.0.0/8'] });
+  await refused(wide, 'http://10.200.0.1/', /sandbox address pool/);
+  await allowed(wide, 'http://10.1.2.3/');
+  // The platform's own endpoints stay refused inside an allowed range.
+  const lo = targets({ allowCidrs: ['127.0.0.0/8'] });
+  await refused(lo, `http://127.0.0.1:${MASTER_PORT}/`, /platform's own components/);
+  await allowed(lo, `http://127.0.0.1:${MASTER_PORT + 1}/`);
+});
+
+test('a name that does not resolve, or resolves to nothing, is a 400', async () => {
+  const t = targets();
+  await refused(t, 'https://nowhere.example/hook', /host nowhere\.example does not resolve \(getaddrinfo ENOTFOUND nowhere\.example\)/);
+  await refused(t, 'https://empty.example/hook', /host empty\.example does not resolve/);
+});
