@@ -13,6 +13,7 @@
  * No answer carries a webhook's signature secret. Another team's sandbox or webhook is a 404.
  */
 import { createHash } from 'node:crypto';
+import { badRequest } from '@svc/common';
 import { answers, type RouteTable } from './route-table.ts';
 
 export const SANDBOX_EVENT_TYPES = [
@@ -156,4 +157,17 @@ export const WEBHOOK_HEADERS = {
  */
 export function webhookSignature(secret: string, rawBody: string): string {
   return createHash('sha256').update(secret + rawBody).digest('base64url');
+}
+
+/** A webhook URL's form (http or https, no user or password): a 400 naming what is wrong. Where it points is the master's check. */
+export function parseWebhookUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw badRequest(`url is not a URL: ${JSON.stringify(raw.slice(0, 100))}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest(`url must be http or https, not ${url.protocol.replace(/:$/, '')}`);
+  if (url.username || url.password) throw badRequest('url must not carry a user or password: sign with the signature secret');
+  return url;
 }

@@ -6,6 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SvcError } from '@svc/common';
+import { parseWebhookUrl } from '@svc/contracts/events';
 import { WebhookTargets, type Endpoint, type WebhookTargetRules } from './webhook-target.ts';
 
 const MASTER_PORT = 7100;
@@ -68,8 +69,8 @@ test('the form: http or https only, no credentials, a URL at all', async () => {
   await refused(t, 'not a url', /is not a URL: "not a url"/);
   await refused(t, '', /is not a URL/);
   // The same checks, for the routes, without resolving anything.
-  assert.throws(() => WebhookTargets.parse('ftp://x/'), (e: unknown) => e instanceof SvcError && e.status === 400);
-  assert.equal(WebhookTargets.parse('https://public.example/h?x=1').hostname, 'public.example');
+  assert.throws(() => parseWebhookUrl('ftp://x/'), (e: unknown) => e instanceof SvcError && e.status === 400);
+  assert.equal(parseWebhookUrl('https://public.example/h?x=1').hostname, 'public.example');
   assert.deepEqual(await allowed(t, 'https://public.example/hook'), ['93.184.216.34']);
   assert.deepEqual(await allowed(t, 'http://93.184.216.34:8080/hook'), ['93.184.216.34']);
 });

@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { badRequest, ipToInt, parseCidr } from '@svc/common';
+import { parseWebhookUrl } from '@svc/contracts/events';
 
 /** Where one of the platform's own components listens: an address (a wildcard for all) and a port. */
 export interface Endpoint {
@@ -41,22 +42,9 @@ export class WebhookTargets {
     this.resolve = rules.resolve ?? (async (host) => (await lookup(host, { all: true })).map((a) => a.address));
   }
 
-  /** The URL's form alone, for the routes: a 400 naming what is wrong. */
-  static parse(raw: string): URL {
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      throw badRequest(`url is not a URL: ${JSON.stringify(raw.slice(0, 100))}`);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest(`url must be http or https, not ${url.protocol.replace(/:$/, '')}`);
-    if (url.username || url.password) throw badRequest('url must not carry a user or password: sign with the signature secret');
-    return url;
-  }
-
   /** The addresses a delivery may connect to; a 400 naming the address and why when one is not allowed. */
   async check(raw: string): Promise<{ url: URL; addresses: string[] }> {
-    const url = WebhookTargets.parse(raw);
+    const url = parseWebhookUrl(raw);
     const host = url.hostname.replace(/^\[|\]$/g, '');
     const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
     let addresses: string[];

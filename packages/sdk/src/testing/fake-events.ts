@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { badRequest, notFound } from '@svc/common';
-import { EVENT_LIMITS, EVENT_ROUTES, type SandboxEventData, type SandboxEventType, type WireSandboxEvent, type WireWebhook } from '@svc/contracts/events';
+import { EVENT_LIMITS, EVENT_ROUTES, parseWebhookUrl, type SandboxEventData, type SandboxEventType, type WireSandboxEvent, type WireWebhook } from '@svc/contracts/events';
 import { serve } from '@svc/contracts/route-table';
 
 export const FAKE_TEAM_ID = 'team-fake';
@@ -45,15 +45,6 @@ export function serveFakeEvents(app: FastifyInstance, knownSandbox: (sandboxId: 
     return rows.slice(q.offset, q.offset + q.limit);
   };
   const visible = ({ signatureSecret: _secret, ...w }: WireWebhook & { signatureSecret: string }): WireWebhook => w;
-  const checkUrl = (raw: string) => {
-    let url: URL;
-    try {
-      url = new URL(raw);
-    } catch {
-      throw badRequest(`url is not a URL: ${JSON.stringify(raw.slice(0, 100))}`);
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest(`url must be http or https, not ${url.protocol.replace(/:$/, '')}`);
-  };
   const webhookOf = (id: string) => {
     const w = webhooks.get(id);
     if (!w) throw notFound(`webhook ${id} not found`);
@@ -68,7 +59,7 @@ export function serveFakeEvents(app: FastifyInstance, knownSandbox: (sandboxId: 
   });
   serve(app, EVENT_ROUTES.createWebhook, async (req, reply) => {
     if (webhooks.size >= EVENT_LIMITS.webhooksPerTeam) throw badRequest(`a team has at most ${EVENT_LIMITS.webhooksPerTeam} webhooks`);
-    checkUrl(req.body.url);
+    parseWebhookUrl(req.body.url);
     const w = { ...req.body, id: nextId('wh'), teamID: FAKE_TEAM_ID, createdAt: new Date().toISOString(), enabled: req.body.enabled ?? true };
     webhooks.set(w.id, w);
     return reply.status(201).send(visible(w));
@@ -77,7 +68,7 @@ export function serveFakeEvents(app: FastifyInstance, knownSandbox: (sandboxId: 
   serve(app, EVENT_ROUTES.getWebhook, async (req) => visible(webhookOf(req.params.webhookID)));
   serve(app, EVENT_ROUTES.updateWebhook, async (req) => {
     const w = webhookOf(req.params.webhookID);
-    if (req.body.url !== undefined) checkUrl(req.body.url);
+    if (req.body.url !== undefined) parseWebhookUrl(req.body.url);
     Object.assign(w, req.body);
     return visible(w);
   });
