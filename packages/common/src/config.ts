@@ -3,17 +3,14 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { SvcConfig } from './config-types.ts';
-import { intToIp, isIpv4, parseCidr } from './ipv4.ts';
+import { intToIp, parseCidr } from './ipv4.ts';
+import { ConfigError } from './config-error.ts';
+import { validateConfig } from './config-validate.ts';
+
+export { ConfigError } from './config-error.ts';
+export { parseEgressResolve, runtimeSetting, validateConfig } from './config-validate.ts';
 
 export type { SvcConfig, DatabaseConfig, RedisConfig, VolumePluginConfig } from './config-types.ts';
-
-/** A configuration problem; its message is one line that names the key. */
-export class ConfigError extends Error {
-  constructor(readonly key: string, problem: string) {
-    super(`configuration error: ${key}: ${problem}`);
-    this.name = 'ConfigError';
-  }
-}
 
 export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
   return {
@@ -309,107 +306,13 @@ function fillDerived(c: SvcConfig) {
  * The egress proxy's default address: the host side of the address pool's first /30, which the
  * node agent keeps for it (docs/egress.md).
  */
-/**
- * node_agent.runtime read: `auto` (microvm where KVM boots a guest, else gvisor), or the runtimes
- * the node offers, its default first. undefined: not a valid setting.
- */
-export function runtimeSetting(value: unknown): 'auto' | Array<'gvisor' | 'microvm'> | undefined {
-  if (typeof value !== 'string') return undefined;
-  if (value === 'auto') return 'auto';
-  const kinds = value.split(',').map((k) => k.trim());
-  if (!kinds.every((k): k is 'gvisor' | 'microvm' => k === 'gvisor' || k === 'microvm')) return undefined;
-  return new Set(kinds).size === kinds.length ? kinds : undefined;
-}
 
 export function egressAddressOf(pool: string): string {
   return intToIp(parseCidr(pool).base + 1);
 }
 
-/** `host=ipv4,host=ipv4` → map; a ConfigError names the bad entry. */
-export function parseEgressResolve(value: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const entry of value.split(',').map((e) => e.trim()).filter(Boolean)) {
-    const m = /^([A-Za-z0-9.-]+)=(\d+\.\d+\.\d+\.\d+)$/.exec(entry);
-    if (!m) throw new ConfigError('egress.resolve', `entries are host=ipv4, comma-separated (got ${JSON.stringify(entry)})`);
-    out[m[1].toLowerCase()] = m[2];
-  }
-  return out;
-}
-
 export function hostForClient(listen: string): string {
   return listen.replace(/^0\.0\.0\.0:/, '127.0.0.1:').replace(/^:/, '127.0.0.1:');
-}
-
-const LISTEN_RE = /^(?:[A-Za-z0-9.\-]+|\[[0-9a-fA-F:]+\])?:\d{1,5}$/;
-
-/** Throws a ConfigError naming the first key whose value cannot work. */
-export function validateConfig(c: SvcConfig): void {
-  const need = (ok: boolean, key: string, problem: string) => { if (!ok) throw new ConfigError(key, problem); };
-  for (const key of ['api.listen', 'master.listen', 'node_agent.listen', 'template_center.listen', 'lifecycle.listen']) {
-    const v = getPath(c as unknown as Record<string, unknown>, key);
-    need(typeof v === 'string' && LISTEN_RE.test(v), key, `must be host:port (got ${JSON.stringify(v)})`);
-  }
-  for (const key of ['proxy.http_port', 'proxy.admin_port']) {
-    const v = getPath(c as unknown as Record<string, unknown>, key) as number;
-    need(Number.isInteger(v) && v >= 1 && v <= 65535, key, `must be a port 1..65535 (got ${v})`);
-  }
-  need(Number.isInteger(c.proxy.https_port) && c.proxy.https_port >= 0 && c.proxy.https_port <= 65535, 'proxy.https_port', `must be 0 (off) or a port (got ${c.proxy.https_port})`);
-  if (c.proxy.https_port > 0) {
-    need(!!c.proxy.tls_cert_file && existsSync(c.proxy.tls_cert_file), 'proxy.tls_cert_file', 'must name a PEM certificate file when proxy.https_port is set');
-    need(!!c.proxy.tls_key_file && existsSync(c.proxy.tls_key_file), 'proxy.tls_key_file', 'must name a PEM key file when proxy.https_port is set');
-  }
-  need(Number.isInteger(c.master.node_lost_after_sec) && c.master.node_lost_after_sec >= 5, 'master.node_lost_after_sec', `must be a whole number of seconds, at least 5 (got ${c.master.node_lost_after_sec})`);
-  need(Number.isInteger(c.master.drain_concurrency) && c.master.drain_concurrency >= 1 && c.master.drain_concurrency <= 16, 'master.drain_concurrency', `must be a whole number from 1 to 16 (got ${c.master.drain_concurrency})`);
-  need(['auto', 'always', 'never'].includes(c.master.pause_to_store), 'master.pause_to_store', `must be auto, always or never (got ${JSON.stringify(c.master.pause_to_store)})`);
-  need(!c.cluster_tls.cert_file === !c.cluster_tls.key_file, 'cluster_tls', 'cert_file and key_file go together: set both, or neither');
-  need(c.master.placement === 'spread' || c.master.placement === 'pack', 'master.placement', `must be spread or pack (got ${JSON.stringify(c.master.placement)})`);
-  need(typeof c.node_agent.labels === 'string', 'node_agent.labels', 'must be a string of name=value pairs, comma-separated');
-  need(Number.isInteger(c.master.create_timeout_insec) && c.master.create_timeout_insec > 0, 'master.create_timeout_insec', `must be a positive number of seconds (got ${c.master.create_timeout_insec})`);
-  need(Number.isInteger(c.svclet_conf.default_timeout_insec), 'svclet_conf.default_timeout_insec', `must be an integer number of seconds (got ${c.svclet_conf.default_timeout_insec})`);
-  need(Number.isInteger(c.svclet_conf.default_cpu_count) && c.svclet_conf.default_cpu_count > 0, 'svclet_conf.default_cpu_count', 'must be a positive integer');
-  need(Number.isInteger(c.svclet_conf.default_memory_mb) && c.svclet_conf.default_memory_mb >= 64, 'svclet_conf.default_memory_mb', 'must be an integer of at least 64');
-  const r = c.node_agent.host.quota.paused_resource_release_ratio;
-  need(typeof r === 'number' && r >= 0 && r <= 1, 'node_agent.host.quota.paused_resource_release_ratio', `must be in [0,1] (got ${r})`);
-  const oc = c.node_agent.host.quota.memory_overcommit;
-  need(typeof oc === 'number' && oc >= 1 && oc <= 1000, 'node_agent.host.quota.memory_overcommit', `must be from 1 to 1000 (got ${oc})`);
-  const reserve = c.node_agent.host.quota.memory_reserve_mb;
-  need(Number.isInteger(reserve) && reserve >= 0, 'node_agent.host.quota.memory_reserve_mb', `must be a non-negative integer (got ${reserve})`);
-  const cpu = c.node_agent.host.quota.max_cpu_pressure;
-  need(typeof cpu === 'number' && cpu >= 0 && cpu <= 100, 'node_agent.host.quota.max_cpu_pressure', `must be from 0 (off) to 100 (got ${cpu})`);
-  need(c.node_agent.guest_kernel_dir.startsWith('/'), 'node_agent.guest_kernel_dir', `must be an absolute path (got ${JSON.stringify(c.node_agent.guest_kernel_dir)})`);
-  need(c.node_agent.volume_plugin_base_dir.startsWith('/'), 'node_agent.volume_plugin_base_dir', `must be an absolute path (got ${JSON.stringify(c.node_agent.volume_plugin_base_dir)})`);
-  for (const key of ['master', 'node_agent'] as const) {
-    need(Array.isArray(c[key].volume_plugins), `${key}.volume_plugins`, 'must be a list of {name, type, binary_path | socket_path}');
-  }
-  need(runtimeSetting(c.node_agent.runtime) !== undefined, 'node_agent.runtime', `must be auto, gvisor, microvm, or both as a list with the default first (gvisor,microvm) (got ${JSON.stringify(c.node_agent.runtime)})`);
-  need(/^\d+\.\d+\.\d+\.\d+\/(?:[8-9]|[12]\d|30)$/.test(c.node_agent.address_pool) && isIpv4(c.node_agent.address_pool.split('/')[0]), 'node_agent.address_pool', `must be an IPv4 CIDR of /8../30 (got ${JSON.stringify(c.node_agent.address_pool)})`);
-  need(Number.isInteger(c.node_agent.warm_pool_size) && c.node_agent.warm_pool_size >= 0, 'node_agent.warm_pool_size', 'must be a non-negative integer');
-  need(Number.isInteger(c.node_agent.warm_pool_initial) && c.node_agent.warm_pool_initial >= 0, 'node_agent.warm_pool_initial', 'must be a non-negative integer');
-  need(Number.isInteger(c.node_agent.warm_pool_max) && c.node_agent.warm_pool_max >= c.node_agent.warm_pool_size, 'node_agent.warm_pool_max', 'must be an integer no smaller than warm_pool_size');
-  need(Number.isInteger(c.events.retention_days) && c.events.retention_days >= 1 && c.events.retention_days <= 365, 'events.retention_days', `must be a whole number of days from 1 to 365 (got ${c.events.retention_days})`);
-  for (const cidr of c.events.webhook_allow_cidrs.split(',').map((x) => x.trim()).filter(Boolean)) {
-    need(/^\d+\.\d+\.\d+\.\d+(\/(\d|[12]\d|3[0-2]))?$/.test(cidr) && isIpv4(cidr.split('/')[0]!), 'events.webhook_allow_cidrs', `must be IPv4 CIDRs separated by commas (${JSON.stringify(cidr)} is not one)`);
-  }
-  need(Number.isInteger(c.lifecycle.replicas) && c.lifecycle.replicas >= 1 && c.lifecycle.replicas <= 8, 'lifecycle.replicas', `must be 1..8 (got ${c.lifecycle.replicas})`);
-  need(c.lifecycle.sweep_interval_ms >= 100, 'lifecycle.sweep_interval_ms', 'must be at least 100');
-  need(c.template_center.reconcile.interval_sec > 0, 'template_center.reconcile.interval_sec', 'must be positive');
-  need(c.template_center.reconcile.stale_after_sec > 0, 'template_center.reconcile.stale_after_sec', 'must be positive');
-  need(c.api.max_body_bytes >= 1024, 'api.max_body_bytes', 'must be at least 1024');
-  const db = c.master.database;
-  need(['sqlite', 'postgres', 'mysql'].includes(db.driver), 'master.database.driver', `must be sqlite, postgres or mysql (got ${JSON.stringify(db.driver)})`);
-  if (db.driver === 'postgres') need(/^postgres(ql)?:\/\//.test(db.url), 'master.database.url', 'must be a postgres:// URL');
-  if (db.driver === 'mysql') {
-    need(!!db.host, 'master.database.host', 'must be set');
-    need(db.tls === undefined || typeof db.tls === 'boolean', 'master.database.tls', 'must be true or false');
-  }
-  need(typeof c.redis.tls === 'boolean', 'redis.tls', 'must be true or false');
-  need(Number.isInteger(c.redis.port) && c.redis.port > 0, 'redis.port', 'must be a port');
-  for (const key of ['egress.http_port', 'egress.https_port', 'egress.admin_port'] as const) {
-    const v = getPath(c as unknown as Record<string, unknown>, key) as number;
-    need(Number.isInteger(v) && v >= 1 && v <= 65535, key, `must be a port 1..65535 (got ${v})`);
-  }
-  need(/^\d+\.\d+\.\d+\.\d+$/.test(c.egress.address), 'egress.address', `must be an IPv4 address (got ${JSON.stringify(c.egress.address)})`);
-  parseEgressResolve(c.egress.resolve);
 }
 
 function coerce(raw: string, kind: Kind, key: string): unknown {
@@ -451,10 +354,6 @@ function setPath(obj: Record<string, unknown>, path: string, value: unknown) {
   let o = obj;
   for (const p of parts.slice(0, -1)) o = o[p] as Record<string, unknown>;
   o[parts[parts.length - 1]] = value;
-}
-
-function getPath(obj: Record<string, unknown>, path: string): unknown {
-  return path.split('.').reduce<unknown>((o, p) => (o as Record<string, unknown> | undefined)?.[p], obj);
 }
 
 /** The scheme the components speak to each other: https when cluster_tls is set (docs/cluster.md). */
