@@ -330,7 +330,9 @@ test('getMetrics: the official SDK reads the 5 s series its node sampled of a bu
     await new Promise((r) => setTimeout(r, 11_000));
     const resumedAt = new Date();
     const again = await Sandbox.connect(sbx.sandboxId);
-    const whilePaused = await again.getMetrics({ start: new Date(pausedAt.getTime() + 1000), end: new Date(resumedAt.getTime() - 1000) });
+    // 2 s margins: the SDK rounds start and end to the nearest second, and a range that reaches the
+    // second of the resume answers the live sample of the resumed sandbox (CI at a9f7408 did so).
+    const whilePaused = await again.getMetrics({ start: new Date(pausedAt.getTime() + 2000), end: new Date(resumedAt.getTime() - 2000) });
     assert.deepEqual(whilePaused.map((s) => s.timestamp.toISOString()), [], 'nothing was sampled while paused');
     // E2B's batch form: the newest sample of each sandbox asked for.
     const res = await fetch(`${p.apiUrl}/sandboxes/metrics?sandbox_ids=${sbx.sandboxId},nosuchsandbox`, { headers: { 'X-API-Key': p.apiKey } });
