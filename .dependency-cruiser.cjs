@@ -11,7 +11,7 @@ const { readdirSync, readFileSync, existsSync } = require('node:fs');
 const { join } = require('node:path');
 
 /** Lowest first: a package may depend only on packages before it. */
-const LAYERS = ['common', 'contracts', 'volumes', 'envd', 'code-interpreter', 'node-agent', 'template-center', 'master', 'lifecycle', 'proxy', 'egress', 'api', 'sdk', 'cli'];
+const LAYERS = ['common', 'contracts', 'volumes', 'envd', 'code-interpreter', 'node-agent', 'template-center', 'master', 'lifecycle', 'proxy', 'egress', 'api', 'sdk', 'console', 'cli'];
 
 const root = process.env.SVC_LINT_ROOT || __dirname;
 const packages = readdirSync(join(root, 'packages')).filter((p) => existsSync(join(root, 'packages', p, 'package.json')));
@@ -63,7 +63,7 @@ module.exports = {
     exclude: { path: '(^|/)(node_modules|dist)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: join(root, 'tsconfig.json') },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'default'], extensions: ['.ts', '.js', '.mjs', '.json'] },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'default'], extensions: ['.ts', '.tsx', '.js', '.mjs', '.json'] },
     combinedDependencies: false,
   },
 };

@@ -8,7 +8,7 @@ const svc = { rules: { 'no-silent-catch': noSilentCatch, 'route-from-table': rou
 export default [
   { ignores: ['**/node_modules/**', 'dist/**', 'packages/contracts/src/envd/**'] },
   {
-    files: ['packages/*/src/**/*.ts', 'scripts/**/*.ts', 'bench/**/*.ts', 'test/**/*.ts'],
+    files: ['packages/*/src/**/*.ts', 'packages/*/src/**/*.tsx', 'scripts/**/*.ts', 'bench/**/*.ts', 'test/**/*.ts'],
     languageOptions: { parser: tsParser, ecmaVersion: 'latest', sourceType: 'module' },
     plugins: { svc },
     rules: { 'svc/no-silent-catch': 'error' },

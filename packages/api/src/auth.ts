@@ -4,6 +4,7 @@ import { isContextFilesUpload } from '@svc/contracts';
 import type { KeyVerifier } from './key-verifier.ts';
 import { MinuteCounter, tooManyRequests } from './rate-limits.ts';
 import { setIdentity } from './request-identity.ts';
+import { CONSOLE_PATH } from './console-files.ts';
 
 export interface AuthConfig {
   /** Checks presented keys; undefined: no key is asked for (every call is the operator's). */
@@ -44,6 +45,8 @@ export function presentedKey(req: FastifyRequest): string | undefined {
 export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promise<void> {
   const path = req.url.split('?')[0];
   if (OPEN_PATHS.has(path)) return;
+  // The web console's static files (console-files.ts): the page signs in with the user's key.
+  if (path === CONSOLE_PATH || path.startsWith(`${CONSOLE_PATH}/`)) return;
   // The SDK uploads a build's files with the signed URL alone, as to E2B's presigned URLs; the
   // master checks the signature (packages/master/src/builds/context-files.ts).
   if (isContextFilesUpload(req.method, path)) return;

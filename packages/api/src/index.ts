@@ -15,6 +15,7 @@ const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 import { forwardToMaster } from './forward.ts';
 import { CONTEXT_FILES_UPLOAD_PATH, MASTER_TEMPLATE_PREFIXES, PUBLIC_API } from '@svc/contracts';
 import { renderDocsPage } from './docs-page.ts';
+import { registerConsole } from './console-files.ts';
 import { registerSandboxRoutes } from './routes.ts';
 import { registerMetricRoutes } from './metric-routes.ts';
 
@@ -55,6 +56,7 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   app.get('/openapi.json', async () => PUBLIC_API);
   const docsPage = renderDocsPage();
   app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(docsPage));
+  registerConsole(app, cfg.sandbox_domain);
   // Every metric of this process (in svc up, the whole platform's), for the operator's Prometheus
   // (docs/observability.md, "Prometheus"): no key is a 401 (authenticate), a team's key a 403.
   app.get('/metrics', async (req, reply) => {

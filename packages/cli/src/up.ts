@@ -141,6 +141,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   say('svc is up.');
   say(`  API URL:   ${platform.apiUrl}`);
   say(`  API key:   ${cfg.api.api_key}`);
+  say(`  Console:   ${platform.apiUrl}/dashboard/  (sign in with the API key)`);
   say(`  Sandboxes: ${platform.sandboxUrl}  (template "base" is ready)`);
   say('');
   if (platform.sandboxHttpsUrl && caFile) {

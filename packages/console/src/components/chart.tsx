@@ -1,0 +1,47 @@
+/**
+ * A line chart over time in plain SVG (no chart library: docs/console.md keeps the bundle small).
+ * Named as an image by its title and its newest value, so a screen reader hears what a sighted
+ * reader sees first.
+ */
+export interface Point { t: number; v: number }
+
+export interface ChartProps {
+  title: string;
+  points: Point[];
+  /** The y axis' top; the data's maximum (at least 1) when absent. */
+  max?: number;
+  format: (v: number) => string;
+  height?: number;
+}
+
+const W = 600;
+
+export function LineChart({ title, points, max, format, height = 140 }: ChartProps) {
+  const H = height;
+  const pad = { l: 56, r: 8, t: 8, b: 22 };
+  const sorted = [...points].sort((a, b) => a.t - b.t);
+  const top = max ?? Math.max(1, ...sorted.map((p) => p.v));
+  const t0 = sorted[0]?.t ?? 0;
+  const t1 = sorted.at(-1)?.t ?? 1;
+  const x = (t: number) => pad.l + (t1 === t0 ? (W - pad.l - pad.r) : ((t - t0) / (t1 - t0)) * (W - pad.l - pad.r));
+  const y = (v: number) => pad.t + (1 - Math.min(v, top) / top) * (H - pad.t - pad.b);
+  const line = sorted.map((p, i) => `${i ? 'L' : 'M'}${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`).join(' ');
+  const last = sorted.at(-1);
+  const label = last ? `${title}: ${format(last.v)} now, ${sorted.length} samples` : `${title}: no samples yet`;
+  const time = (t: number) => new Date(t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  return (
+    <figure class="chart">
+      <figcaption>{title}{last ? <span class="muted"> · {format(last.v)}</span> : null}</figcaption>
+      <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-label={label} preserveAspectRatio="none">
+        <line class="axis" x1={pad.l} y1={H - pad.b} x2={W - pad.r} y2={H - pad.b} />
+        <line class="grid" x1={pad.l} y1={pad.t} x2={W - pad.r} y2={pad.t} />
+        <text class="tick" x={pad.l - 4} y={pad.t + 4} text-anchor="end">{format(top)}</text>
+        <text class="tick" x={pad.l - 4} y={H - pad.b} text-anchor="end">{format(0)}</text>
+        {sorted.length ? <text class="tick" x={pad.l} y={H - 6}>{time(t0)}</text> : null}
+        {sorted.length > 1 ? <text class="tick" x={W - pad.r} y={H - 6} text-anchor="end">{time(t1)}</text> : null}
+        {sorted.length > 1 ? <path class="line" d={line} /> : null}
+        {sorted.length === 1 ? <circle class="dot" cx={x(sorted[0]!.t)} cy={y(sorted[0]!.v)} r="3" /> : null}
+      </svg>
+    </figure>
+  );
+}

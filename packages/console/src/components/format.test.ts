@@ -1,0 +1,17 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { bytes, metadataText, percent, relative } from './format.ts';
+
+test('sizes, shares and times read as a person writes them', () => {
+  assert.equal(bytes(0), '0 B');
+  assert.equal(bytes(1536), '1.5 KiB');
+  assert.equal(bytes(512 * 1024 * 1024), '512 MiB');
+  assert.equal(bytes(undefined), '–');
+  assert.equal(percent(3.14159), '3.1 %');
+  assert.equal(percent(57.6), '58 %');
+  assert.equal(relative(new Date(10_000 + 90_000).toISOString(), 10_000), 'in 2 min');
+  assert.equal(relative(new Date(0).toISOString(), 12_000), '12 s ago');
+  assert.equal(relative('not a time'), 'not a time');
+  assert.equal(metadataText({ a: '1', b: 'x' }), 'a=1, b=x');
+  assert.equal(metadataText({}), '–');
+});

@@ -1,0 +1,36 @@
+/** How the console writes sizes, times and durations. */
+
+export function bytes(n: number | undefined): string {
+  if (n === undefined || !Number.isFinite(n)) return '–';
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  let v = n;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return `${v >= 100 || i === 0 ? Math.round(v) : v.toFixed(1)} ${units[i]}`;
+}
+
+export function percent(n: number | undefined): string {
+  return n === undefined || !Number.isFinite(n) ? '–' : `${n.toFixed(n < 10 ? 1 : 0)} %`;
+}
+
+/** A time as the reader's local date and time, to the second. */
+export function when(iso: string | number | undefined): string {
+  if (iso === undefined || iso === '') return '–';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+}
+
+/** "in 4 min", "12 s ago". */
+export function relative(iso: string | number | undefined, now = Date.now()): string {
+  if (iso === undefined || iso === '') return '–';
+  const t = new Date(iso).getTime();
+  if (Number.isNaN(t)) return String(iso);
+  const s = Math.round((t - now) / 1000);
+  const abs = Math.abs(s);
+  const text = abs < 60 ? `${abs} s` : abs < 3600 ? `${Math.round(abs / 60)} min` : abs < 86_400 ? `${(abs / 3600).toFixed(1)} h` : `${(abs / 86_400).toFixed(1)} d`;
+  return s >= 0 ? `in ${text}` : `${text} ago`;
+}
+
+export function metadataText(m: Record<string, string> | undefined): string {
+  return m && Object.keys(m).length ? Object.entries(m).map(([k, v]) => `${k}=${v}`).join(', ') : '–';
+}

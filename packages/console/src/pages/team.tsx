@@ -1,0 +1,5 @@
+import type { PageProps } from '../page-props.ts';
+
+export function TeamPage(_props: PageProps) {
+  return <h1>TeamPage</h1>;
+}
