@@ -8,8 +8,9 @@
 //   dist/console/  the web console the API serves at /dashboard (docs/console.md)
 import { build } from 'esbuild';
 import { NODE_BUNDLE } from './bundle-options.mjs';
+import { buildConsole } from './build-console.mjs';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
 
 mkdirSync('dist', { recursive: true });
 const common = { ...NODE_BUNDLE, sourcemap: 'linked' };
@@ -45,27 +46,7 @@ await build({
   banner: { js: `#!/usr/bin/env node\n${NODE_BUNDLE.banner.js}` },
 });
 chmodSync('dist/svc-volume-local.mjs', 0o755);
-// The web console: a browser bundle (Preact, xterm.js, the one stylesheet), minified and split so
-// the terminal loads only when it is opened; the API serves the folder at /dashboard.
-rmSync('dist/console', { recursive: true, force: true });
-await build({
-  entryPoints: ['packages/console/src/main.tsx'],
-  outdir: 'dist/console',
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'browser',
-  target: ['chrome110', 'firefox110', 'safari16'],
-  minify: true,
-  sourcemap: 'linked',
-  jsx: 'automatic',
-  jsxImportSource: 'preact',
-  entryNames: '[name]',
-  chunkNames: 'chunks/[name]-[hash]',
-  legalComments: 'linked',
-  logLevel: 'warning',
-});
-copyFileSync('packages/console/src/index.html', 'dist/console/index.html');
+await buildConsole();
 // Native parts of gVisor sandboxes, built with the host's cc (scripts/setup.sh installs gcc and
 // libc6-dev): the stat shim preloaded into every program (packages/node-agent/native/stat-shim.c),
 // svc's sudo, static so that it runs in any image (packages/node-agent/native/sudo.c), and envd's

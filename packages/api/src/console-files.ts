@@ -1,6 +1,7 @@
 /**
  * GET /dashboard: the web console (docs/console.md), the static files the build writes into
- * dist/console, read once at start and served from memory. No key is asked for here: the page
+ * dist/console, served from memory; read again when a page load finds index.html changed (a
+ * rebuild writes it last), so a rebuilt console needs no restart. No key is asked for here: the page
  * signs in with the user's key and calls the public REST with it, so the files hold nothing a
  * key would guard. A build without the console answers 503 with the command that builds it.
  */
@@ -61,11 +62,26 @@ function securityHeaders(sandboxDomain: string): Record<string, string> {
 }
 
 export function registerConsole(app: FastifyInstance, sandboxDomain: string): void {
-  const dir = consoleDir();
-  const files = dir ? readTree(dir) : new Map<string, ConsoleFile>();
   const headers = securityHeaders(sandboxDomain);
+  let loaded: { dir: string; stamp: number; files: Map<string, ConsoleFile> } | undefined;
+  /** The files as they are now: read again when index.html changed since the last read. */
+  const current = (): Map<string, ConsoleFile> | undefined => {
+    const dir = loaded?.dir ?? consoleDir();
+    if (!dir) return undefined;
+    const stamp = statSync(join(dir, 'index.html'), { throwIfNoEntry: false })?.mtimeMs;
+    if (stamp === undefined) return undefined;
+    if (loaded?.stamp === stamp) return loaded.files;
+    try {
+      loaded = { dir, stamp, files: readTree(dir) };
+    } catch (err) {
+      // A file went away under the read: a build is rewriting the folder.
+      throw new SvcError(503, `the web console could not be read (${(err as Error).message}); a build may be under way: retry`);
+    }
+    return loaded.files;
+  };
   const send = (reply: FastifyReply, ifNoneMatch: string | undefined, path: string) => {
-    if (!dir) throw new SvcError(503, 'the web console is not built: run `npm run build` (it writes dist/console)');
+    const files = path === 'index.html' || !loaded ? current() : loaded.files;
+    if (!files) throw new SvcError(503, 'the web console is not built: run `npm run build` (it writes dist/console)');
     const f = files.get(path);
     if (!f) throw new SvcError(404, `no such console file: ${path}`);
     reply.headers({ ...headers, etag: f.etag, 'cache-control': f.immutable ? 'public, max-age=31536000, immutable' : 'no-cache' });
@@ -75,5 +91,5 @@ export function registerConsole(app: FastifyInstance, sandboxDomain: string): vo
   // Relative asset paths in index.html need the trailing slash.
   app.get(CONSOLE_PATH, async (_req, reply) => reply.redirect(`${CONSOLE_PATH}/`, 301));
   app.get(`${CONSOLE_PATH}/`, async (req, reply) => send(reply, req.headers['if-none-match'], 'index.html'));
-  app.get<{ Params: { '*': string } }>(`${CONSOLE_PATH}/*`, async (req, reply) => send(reply, req.headers['if-none-match'], req.params['*']));
+  app.get<{ Params: { '*': string } }>(`${CONSOLE_PATH}/*`, async (req, reply) => send(reply, req.headers['if-none-match'], req.params['*'] || 'index.html'));
 }
