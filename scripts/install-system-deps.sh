@@ -6,8 +6,9 @@
 #            there to learn whether KVM works (docs/runtimes.md)
 #   microvm: runtime + the microvm runtime's packages (QEMU, busybox-static for its initramfs)
 #   test:    microvm + the real servers the tests start (PostgreSQL, MariaDB, Redis, registry, skopeo,
-#            Prometheus, which scrapes `svc up` in test/e2e/lifecycle.test.ts) and the Jupyter kernel
-#            with numpy, pandas and matplotlib the code interpreter tests use
+#            Prometheus, which scrapes `svc up` in test/e2e/lifecycle.test.ts), the Jupyter kernel
+#            with numpy, pandas and matplotlib the code interpreter tests use, and Chromium, which
+#            playwright-core drives through the web console in test/e2e/console.test.ts
 set -euo pipefail
 profile="${1:-runtime}"
 
@@ -15,7 +16,7 @@ runtime_pkgs=(runsc dumb-init gcc libc6-dev openssl iproute2 nftables iptables e
   ca-certificates procps psmisc conntrack)
 microvm_pkgs=(qemu-system-x86 qemu-utils busybox-static)
 test_pkgs=(postgresql mariadb-server redis-server docker-registry skopeo curl prometheus
-  apache2-utils python3-ipykernel python3-numpy python3-pandas python3-matplotlib)
+  apache2-utils python3-ipykernel python3-numpy python3-pandas python3-matplotlib chromium)
 
 case "$profile" in runtime|microvm|test) ;; *) echo "usage: $0 [runtime|microvm|test]" >&2; exit 2 ;; esac
 want=("${runtime_pkgs[@]}")

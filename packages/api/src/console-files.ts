@@ -61,12 +61,13 @@ function securityHeaders(sandboxDomain: string): Record<string, string> {
   };
 }
 
-export function registerConsole(app: FastifyInstance, sandboxDomain: string): void {
+/** dir: the built console (tests); by default dist/console, looked for as consoleDir() says. */
+export function registerConsole(app: FastifyInstance, sandboxDomain: string, opts: { dir?: string } = {}): void {
   const headers = securityHeaders(sandboxDomain);
   let loaded: { dir: string; stamp: number; files: Map<string, ConsoleFile> } | undefined;
   /** The files as they are now: read again when index.html changed since the last read. */
   const current = (): Map<string, ConsoleFile> | undefined => {
-    const dir = loaded?.dir ?? consoleDir();
+    const dir = loaded?.dir ?? opts.dir ?? consoleDir();
     if (!dir) return undefined;
     const stamp = statSync(join(dir, 'index.html'), { throwIfNoEntry: false })?.mtimeMs;
     if (stamp === undefined) return undefined;
