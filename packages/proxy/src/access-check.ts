@@ -22,7 +22,9 @@ const ENVD_TOKEN_REFUSED = 'missing or wrong envd access token (send it in the X
 /**
  * The one access check of the data plane, run before a request may wake or reach a sandbox:
  * - envd's port (0 or the route's envdPort) of a secured sandbox needs its envd access token
- *   (X-Access-Token) or, on /files, a valid URL signature; only /health is open. 401, as envd.
+ *   (X-Access-Token) or, on /files, a valid URL signature; only /health and CORS preflights are
+ *   open (a browser never sends the token on its preflight; envd answers it without reaching a
+ *   handler: the web console's terminal, docs/console.md). 401, as envd.
  * - the sandbox's other ports need the traffic token when it has one (allow_public_traffic=false),
  *   as in E2B the official SDK never sends that token to envd. 403.
  * Undefined: allowed.
@@ -33,7 +35,7 @@ export function accessRefusal(route: SandboxRoute, port: number, c: PresentedAcc
     if (c.accessToken !== undefined) return sameSecret(route.envdAccessToken, c.accessToken) ? undefined : new SvcError(401, ENVD_TOKEN_REFUSED);
     const q = c.url.indexOf('?');
     const path = q < 0 ? c.url : c.url.slice(0, q);
-    if (path === '/health') return undefined;
+    if (path === '/health' || c.method === 'OPTIONS') return undefined;
     if (path === '/files' && q >= 0) {
       const problem = fileSignatureProblem(signedFileRequest(c.method, new URLSearchParams(c.url.slice(q + 1))), route.envdAccessToken);
       return problem === undefined ? undefined : new SvcError(401, problem);

@@ -4,7 +4,8 @@ import { drainRequest, SvcError, writeErrorOnSocket } from '@svc/common';
 
 /**
  * The proxy's own answers: opaque statuses with a uniform `{code, message}` JSON body,
- * and no internal retcode header.
+ * and no internal retcode header. Readable by any origin (they carry no credentials), so a page
+ * calling a sandbox from the browser (envd allows every origin) sees why, not a bare network error.
  */
 export function sendProxyError(res: ServerResponse, err: SvcError): void {
   if (res.headersSent) { res.destroy(); return; }
@@ -23,6 +24,7 @@ function writeProxyError(res: ServerResponse, err: SvcError): void {
     'Content-Type': 'application/json',
     'Content-Length': Buffer.byteLength(body),
     'Cache-Control': 'no-store',
+    'Access-Control-Allow-Origin': '*',
     ...err.headers,
   };
   res.writeHead(err.status, headers);

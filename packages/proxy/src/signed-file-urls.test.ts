@@ -1,7 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileSignature } from '@svc/common/envd-signature';
-import { call } from './testing/client.ts';
+import { call, sandboxHost } from './testing/client.ts';
 import { startPlatform, Upstream, type Platform } from './testing/harness.ts';
 
 // The single-URL mode of `svc up`: the SDK's signed file URLs carry no sandbox id at all.
@@ -78,3 +78,13 @@ test('a signed URL of a sandbox that was killed since is 401: a terminated sandb
   assert.equal(r.status, 401, 'a terminated sandbox signs nothing any more');
   p.master.set('beta', { state: 'running', terminateReason: undefined });
 });
+
+test('envd\'s port of a secured sandbox: a CORS preflight passes without the token (browsers never send it there), anything else is 401 readable by any origin', async () => {
+  const pre = await call(p.proxy.httpUrl, { host: sandboxHost(ups[0].port, 'alpha'), method: 'OPTIONS', path: '/process.Process/Start', headers: { Origin: 'http://127.0.0.1:3000', 'Access-Control-Request-Method': 'POST' } });
+  assert.equal(pre.status, 200, pre.body);
+  assert.equal(pre.json().upstream, 'alpha', 'the preflight reached envd');
+  const post = await call(p.proxy.httpUrl, { host: sandboxHost(ups[0].port, 'alpha'), method: 'POST', path: '/process.Process/Start', headers: { Origin: 'http://127.0.0.1:3000' }, body: '{}' });
+  assert.equal(post.status, 401);
+  assert.equal(post.headers['access-control-allow-origin'], '*');
+});
+
