@@ -61,6 +61,15 @@ export function registerTeamRoutes(app: FastifyInstance, masterUrl: string): voi
     return operator.runningCounts();
   });
 
+  // svc's own: who the presented key is (the web console asks once at sign-in, docs/console.md);
+  // with authentication off every call is the operator's, of the default team.
+  app.get('/svc/whoami', async (req) => {
+    const id = identityOf(req);
+    const teamId = id?.teamId ?? DEFAULT_TEAM_ID;
+    const team = await clientFor(req).getTeam(teamId);
+    return { teamId, teamName: team.name, keyId: id?.keyId ?? null, admin: id ? id.admin : true };
+  });
+
   // svc's own: what `svc team` and `svc key` call.
   app.post('/svc/teams', async (req, reply) => {
     requireAdmin(req, 'teams');

@@ -58,6 +58,13 @@ test('teams: keys, isolation, quotas, revocation, the vault, audit', async (t) =
       assert.ok(!db.includes(Buffer.from(a.apiKey)), 'the database holds no key, only its hash');
     });
 
+    await t.test('/svc/whoami names the key\'s team and whether it is the admin key', async () => {
+      const team = await p.call(a.apiKey, 'GET', '/svc/whoami');
+      assert.deepEqual({ ...team.body, keyId: typeof team.body.keyId }, { teamId: a.teamId, teamName: 'team-a', keyId: 'string', admin: false });
+      const admin = await p.call(ADMIN, 'GET', '/svc/whoami');
+      assert.equal(admin.body.admin, true);
+    });
+
     await t.test('E2B\'s /api-keys: create, rename, delete a key of one\'s own team', async () => {
       const k = await p.call(a.apiKey, 'POST', '/api-keys', { name: 'ci' });
       assert.equal(k.status, 201);

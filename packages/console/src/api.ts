@@ -19,6 +19,13 @@ export class Api {
     return this.call<T>('GET', path, undefined, query);
   }
 
+  /** A paged list (E2B's `limit` and `nextToken`): the page and the token of the next, from the `x-next-token` header. */
+  async getPage<T>(path: string, query?: Query): Promise<{ items: T[]; nextToken: string | undefined }> {
+    let next: string | undefined;
+    const items = await this.call<T[]>('GET', path, undefined, query, (res) => { next = res.headers.get('x-next-token') ?? undefined; });
+    return { items: items ?? [], nextToken: next || undefined };
+  }
+
   post<T>(path: string, body?: unknown, query?: Query): Promise<T> {
     return this.call<T>('POST', path, body ?? {}, query);
   }
@@ -35,7 +42,7 @@ export class Api {
     return this.call<T>('DELETE', path, body);
   }
 
-  async call<T>(method: string, path: string, body?: unknown, query?: Query): Promise<T> {
+  async call<T>(method: string, path: string, body?: unknown, query?: Query, onResponse?: (res: Response) => void): Promise<T> {
     const headers: Record<string, string> = { 'X-API-Key': this.key };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     let res: Response;
@@ -44,6 +51,7 @@ export class Api {
     } catch (err) {
       throw new ApiError(0, 'network', `the API did not answer: ${(err as Error).message}`);
     }
+    onResponse?.(res);
     const text = await res.text();
     let json: unknown;
     try {

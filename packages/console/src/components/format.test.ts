@@ -12,6 +12,7 @@ test('sizes, shares and times read as a person writes them', () => {
   assert.equal(relative(new Date(10_000 + 90_000).toISOString(), 10_000), 'in 2 min');
   assert.equal(relative(new Date(0).toISOString(), 12_000), '12 s ago');
   assert.equal(relative('not a time'), 'not a time');
+  assert.equal(relative(new Date(5_000).toISOString(), 5_200), 'now');
   assert.equal(metadataText({ a: '1', b: 'x' }), 'a=1, b=x');
   assert.equal(metadataText({}), '–');
 });

@@ -27,6 +27,7 @@ export function relative(iso: string | number | undefined, now = Date.now()): st
   if (Number.isNaN(t)) return String(iso);
   const s = Math.round((t - now) / 1000);
   const abs = Math.abs(s);
+  if (abs === 0) return 'now';
   const text = abs < 60 ? `${abs} s` : abs < 3600 ? `${Math.round(abs / 60)} min` : abs < 86_400 ? `${(abs / 3600).toFixed(1)} h` : `${(abs / 86_400).toFixed(1)} d`;
   return s >= 0 ? `in ${text}` : `${text} ago`;
 }

@@ -1,5 +1,14 @@
 import type { PageProps } from '../page-props.ts';
+import { AdminNodes } from '../components/admin-nodes.tsx';
+import { AdminTeams } from '../components/admin-teams.tsx';
 
-export function AdminPage(_props: PageProps) {
-  return <h1>AdminPage</h1>;
+/** The operator's view (admin key only; app.tsx routes here for it alone): every team's quotas, and the nodes. */
+export function AdminPage({ id }: PageProps) {
+  return (
+    <>
+      <h1>Admin</h1>
+      <AdminTeams api={id.api} />
+      <AdminNodes api={id.api} />
+    </>
+  );
 }
