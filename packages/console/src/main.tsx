@@ -2,4 +2,7 @@ import { render } from 'preact';
 import { App } from './app.tsx';
 import './styles.css';
 
-render(<App />, document.getElementById('app')!);
+const root = document.getElementById('app')!;
+// The page's "Loading…" line goes: render adds to what the element holds.
+root.textContent = '';
+render(<App />, root);

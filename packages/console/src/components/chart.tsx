@@ -1,3 +1,5 @@
+import { timeOfDay } from './format.ts';
+
 /**
  * A line chart over time in plain SVG (no chart library: docs/console.md keeps the bundle small).
  * Named as an image by its title and its newest value, so a screen reader hears what a sighted
@@ -28,7 +30,6 @@ export function LineChart({ title, points, max, format, height = 140 }: ChartPro
   const line = sorted.map((p, i) => `${i ? 'L' : 'M'}${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`).join(' ');
   const last = sorted.at(-1);
   const label = last ? `${title}: ${format(last.v)} now, ${sorted.length} samples` : `${title}: no samples yet`;
-  const time = (t: number) => new Date(t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
   return (
     <figure class="chart">
       <figcaption>{title}{last ? <span class="muted"> · {format(last.v)}</span> : null}</figcaption>
@@ -37,8 +38,8 @@ export function LineChart({ title, points, max, format, height = 140 }: ChartPro
         <line class="grid" x1={pad.l} y1={pad.t} x2={W - pad.r} y2={pad.t} />
         <text class="tick" x={pad.l - 4} y={pad.t + 4} text-anchor="end">{format(top)}</text>
         <text class="tick" x={pad.l - 4} y={H - pad.b} text-anchor="end">{format(0)}</text>
-        {sorted.length ? <text class="tick" x={pad.l} y={H - 6}>{time(t0)}</text> : null}
-        {sorted.length > 1 ? <text class="tick" x={W - pad.r} y={H - 6} text-anchor="end">{time(t1)}</text> : null}
+        {sorted.length ? <text class="tick" x={pad.l} y={H - 6}>{timeOfDay(t0)}</text> : null}
+        {sorted.length > 1 ? <text class="tick" x={W - pad.r} y={H - 6} text-anchor="end">{timeOfDay(t1)}</text> : null}
         {sorted.length > 1 ? <path class="line" d={line} /> : null}
         {sorted.length === 1 ? <circle class="dot" cx={x(sorted[0]!.t)} cy={y(sorted[0]!.v)} r="3" /> : null}
       </svg>

@@ -13,11 +13,24 @@ export function percent(n: number | undefined): string {
   return n === undefined || !Number.isFinite(n) ? '–' : `${n.toFixed(n < 10 ? 1 : 0)} %`;
 }
 
+/*
+ * One Intl formatter each, made once: `Date.toLocaleString(undefined, options)` builds a formatter
+ * per call, about 0.5 ms each in Chromium, seconds for a table of 1,000 sandboxes.
+ */
+const dateTimeFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+const timeFormat = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+
 /** A time as the reader's local date and time, to the second. */
 export function when(iso: string | number | undefined): string {
   if (iso === undefined || iso === '') return '–';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString(undefined, { dateStyle: 'short', timeStyle: 'medium' });
+  return Number.isNaN(d.getTime()) ? String(iso) : dateTimeFormat.format(d);
+}
+
+/** The local time of day, 24-hour, to the second (a log line's, a chart's axis). */
+export function timeOfDay(t: string | number): string {
+  const d = new Date(t);
+  return Number.isNaN(d.getTime()) ? String(t) : timeFormat.format(d);
 }
 
 /** "in 4 min", "12 s ago". */

@@ -2,7 +2,7 @@ import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import type { Api } from '../api.ts';
 import { ApiError, errorText } from '../api.ts';
 import { href } from '../router.ts';
-import { when } from './format.ts';
+import { timeOfDay, when } from './format.ts';
 import { ErrorNote, Section } from './notes.tsx';
 import { buildStatus, LOG_PAGE, StatusBadge, templateName, type BuildStatus, type E2bTemplateDetail, type LogEntry } from './template-wire.tsx';
 
@@ -114,7 +114,6 @@ function BuildLog({ entries }: { entries: LogEntry[] }) {
     const el = ref.current;
     if (el && stick.current) el.scrollTop = el.scrollHeight;
   }, [entries.length]);
-  const time = (iso: string) => new Date(iso).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
   return (
     <pre
       ref={ref}
@@ -126,7 +125,7 @@ function BuildLog({ entries }: { entries: LogEntry[] }) {
     >
       {entries.length === 0 ? <span class="muted">No log lines yet.</span> : null}
       {entries.map((e, i) => (
-        <span key={i} class={`line ${e.level}`}>{`${time(e.timestamp)} ${e.level.toUpperCase().padEnd(5)} ${e.message}\n`}</span>
+        <span key={i} class={`line ${e.level}`}>{`${timeOfDay(e.timestamp)} ${e.level.toUpperCase().padEnd(5)} ${e.message}\n`}</span>
       ))}
     </pre>
   );
