@@ -62,6 +62,9 @@ export function SandboxActions({ api, sandboxId, detail, state, onChanged, onKil
     setConfirmKill(false);
     onKilling(true);
     void run('Kill', 'Killing…', async () => {
+      // One frame first: the page closes an open terminal on onKilling, and its stream should be
+      // gone before the sandbox is (else the browser reports the cut-off response as an error).
+      await new Promise((r) => requestAnimationFrame(() => r(undefined)));
       try {
         await api.delete(path);
       } catch (err) {

@@ -4,7 +4,7 @@ import { errorText, type Api } from '../api.ts';
 import { ErrorNote, Section, StatusNote } from './notes.tsx';
 import type { SandboxState } from './sandbox-types.ts';
 
-type TerminalView = FunctionComponent<{ api: Api; sandboxId: string; onClosed?: (reason: string) => void }>;
+type TerminalView = FunctionComponent<{ api: Api; sandboxId: string; onClosed?: (reason: string) => void; sandboxEnding?: boolean }>;
 
 /** xterm.js is a large part of the bundle: its chunk is fetched the first time a terminal opens. */
 let loading: Promise<TerminalView> | undefined;
@@ -22,7 +22,8 @@ function loadTerminal(): Promise<TerminalView> {
  * The Terminal region: "Open terminal" while the sandbox runs; open, the terminal and "Close
  * terminal". When the sandbox stops running the terminal is closed and the note says why.
  */
-export function SandboxTerminal({ api, sandboxId, state }: { api: Api; sandboxId: string; state: SandboxState | undefined }) {
+/** killing: a Kill of the sandbox is under way; the terminal closes at once, leaving the shell to it. */
+export function SandboxTerminal({ api, sandboxId, state, killing }: { api: Api; sandboxId: string; state: SandboxState | undefined; killing: boolean }) {
   const [open, setOpen] = useState(false);
   const [View, setView] = useState<TerminalView>();
   const [note, setNote] = useState<string>();
@@ -30,11 +31,14 @@ export function SandboxTerminal({ api, sandboxId, state }: { api: Api; sandboxId
   const running = state === 'running';
 
   useEffect(() => {
-    if (open && state !== undefined && !running) {
+    if (open && killing) {
+      setOpen(false);
+      setNote('Terminal closed: the sandbox is being killed.');
+    } else if (open && state !== undefined && !running) {
       setOpen(false);
       setNote(`Terminal closed: the sandbox is ${state}.`);
     }
-  }, [open, state, running]);
+  }, [open, state, running, killing]);
 
   const openIt = async () => {
     setError(undefined);
@@ -55,7 +59,7 @@ export function SandboxTerminal({ api, sandboxId, state }: { api: Api; sandboxId
       : <button type="button" disabled={!running} onClick={() => void openIt()}>Open terminal</button>}>
       <ErrorNote error={error} />
       <StatusNote text={note} />
-      {open && View ? <View api={api} sandboxId={sandboxId} onClosed={(reason) => setNote(`The terminal session ended: ${reason}.`)} /> : null}
+      {open && View ? <View api={api} sandboxId={sandboxId} sandboxEnding={killing} onClosed={(reason) => setNote(`The terminal session ended: ${reason}.`)} /> : null}
       {!open && !running && state ? <p class="muted">A terminal opens on a running sandbox only.</p> : null}
     </Section>
   );

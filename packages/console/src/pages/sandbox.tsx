@@ -109,7 +109,7 @@ export function SandboxPage({ id, sandboxId }: PageProps & { sandboxId: string }
       <SandboxCharts api={api} sandboxId={sandboxId} ended={quiet} />
       <SandboxEvents events={data?.events} />
       <SandboxLogs api={api} sandboxId={sandboxId} live={!quiet && state !== undefined} />
-      <SandboxTerminal api={api} sandboxId={sandboxId} state={state} />
+      <SandboxTerminal api={api} sandboxId={sandboxId} state={state} killing={killingHere} />
       <div class="grid">
         <NetworkSection detail={detail} />
         <VolumesSection detail={detail} />

@@ -17,17 +17,24 @@ export interface TerminalProps {
   sandboxId: string;
   /** The session ended by itself (the shell exited, the sandbox went away): why. */
   onClosed?: (reason: string) => void;
+  /**
+   * The sandbox is being killed: closing then leaves the shell to die with it. Its kill would
+   * race the sandbox's (a request cut off or refused, an error in the browser's console).
+   */
+  sandboxEnding?: boolean;
 }
 
-export function Terminal({ api, sandboxId, onClosed }: TerminalProps) {
+export function Terminal({ api, sandboxId, onClosed, sandboxEnding }: TerminalProps) {
   const box = useRef<HTMLDivElement>(null);
   const [error, setError] = useState<string | undefined>(undefined);
   // The latest callback, without reopening the session when the parent renders a new one.
   const closed = useRef(onClosed);
   closed.current = onClosed;
+  const ending = useRef(sandboxEnding);
+  ending.current = sandboxEnding;
   useEffect(() => {
     setError(undefined);
-    const view = openTerminal(box.current!, { api, sandboxId, onError: setError, onClosed: (reason) => closed.current?.(reason) });
+    const view = openTerminal(box.current!, { api, sandboxId, onError: setError, onClosed: (reason) => closed.current?.(reason), ending: () => ending.current === true });
     return () => view.dispose();
   }, [api, sandboxId]);
   return (
@@ -43,6 +50,8 @@ interface ViewOptions {
   sandboxId: string;
   onError: (message: string) => void;
   onClosed: (reason: string) => void;
+  /** Read at close: whether the sandbox is being killed (then no kill of the shell). */
+  ending: () => boolean;
 }
 
 interface SandboxInfo {
@@ -53,7 +62,7 @@ interface SandboxInfo {
 const RESIZE_DEBOUNCE_MS = 100;
 
 /** Wires xterm.js to a PTY session in `el`; dispose() ends both. */
-function openTerminal(el: HTMLElement, { api, sandboxId, onError, onClosed }: ViewOptions): { dispose: () => void } {
+function openTerminal(el: HTMLElement, { api, sandboxId, onError, onClosed, ending }: ViewOptions): { dispose: () => void } {
   const scheme = matchMedia('(prefers-color-scheme: dark)');
   const term = new XTerm({
     theme: terminalTheme(scheme.matches),
@@ -140,7 +149,8 @@ function openTerminal(el: HTMLElement, { api, sandboxId, onError, onClosed }: Vi
       onData.dispose();
       onBinary.dispose();
       // Not when the sandbox was paused (the page closes its terminal then): the kill would wake it.
-      session?.close(async () => !(await sandboxStopped(api, sandboxId)));
+      // Nor when it is being killed.
+      session?.close(async () => !ending() && !(await sandboxStopped(api, sandboxId)));
       term.dispose();
     },
   };
