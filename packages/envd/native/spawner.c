@@ -17,12 +17,20 @@
  *     STDIN_CLOSE  close its standard input
  *     PAUSE/RESUME stop and restart reading its output (envd's subscriber is slow)
  *     DETACH       stop waiting for its output: its end is reported once it has exited
+ *     TTY_MODES    NUL-terminated path of a terminal (/dev/pts/N): its modes, for envd's key relay
+ *     TTY_PROBE    whether the kernel turns ^C typed into a terminal into SIGINT (see probe_tty_signals)
  *   spawner -> envd
  *     STARTED      i32 pid          FAILED  i32 errno, then a message
  *     STDOUT/STDERR  bytes          STDIN_ERROR  i32 errno (the STDIN frames not yet written are dropped)
  *     STDIN_WRITTEN  u32 bytes: one STDIN frame is in the process's pipe (envd's writes wait for it)
  *     EXITED       i32 wait status, once the process is reaped and its output has closed
+ *     TTY_MODES_REPLY  i32 errno (0: read), u32 c_lflag, u8 c_cc[VINTR], c_cc[VQUIT], c_cc[VSUSP]
+ *     TTY_PROBE_REPLY  i32 1: the kernel does, 0: it passes ^C on as input, negative errno: unknown
+ * The id of TTY_MODES and TTY_PROBE is envd's number for the request; the reply carries it back.
  * The spawner ends when envd closes its standard input; the processes it started keep running.
+ *
+ * `svc-spawner pty-session FILE ARG...` is another use of the same program: envd's terminals start
+ * through it where the kernel does not turn ^C, ^\ and ^Z into signals (see pty_session).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -34,13 +42,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 enum {
-  SPAWN = 1, STDIN_DATA = 2, STDIN_CLOSE = 3, PAUSE = 4, RESUME = 5, DETACH = 6,
+  SPAWN = 1, STDIN_DATA = 2, STDIN_CLOSE = 3, PAUSE = 4, RESUME = 5, DETACH = 6, TTY_MODES = 7, TTY_PROBE = 8,
   STARTED = 10, FAILED = 11, STDOUT_DATA = 12, STDERR_DATA = 13, EXITED = 14, STDIN_ERROR = 15, STDIN_WRITTEN = 16,
+  TTY_MODES_REPLY = 17, TTY_PROBE_REPLY = 18,
 };
 
 #define HEADER 9
@@ -235,8 +247,78 @@ static void flush_stdin(struct proc *p) {
   if (p->in >= 0 && !p->queue && p->close_in) close_fd(&p->in);
 }
 
+/* Reads a terminal's modes by its path; O_NOCTTY, so the spawner never takes it as its own. */
+static void tty_modes(uint32_t id, const char *payload, size_t len) {
+  char reply[11] = { 0 };
+  size_t off = 0;
+  const char *path = take_string(payload, len, &off);
+  struct termios t;
+  int fd = path ? open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) : -1;
+  if (!path) errno = EINVAL;
+  if (fd < 0 || tcgetattr(fd, &t) < 0) {
+    put32(reply, (uint32_t)errno);
+  } else {
+    put32(reply + 4, (uint32_t)t.c_lflag);
+    reply[8] = (char)t.c_cc[VINTR]; reply[9] = (char)t.c_cc[VQUIT]; reply[10] = (char)t.c_cc[VSUSP];
+  }
+  if (fd >= 0) close(fd);
+  send_frame(TTY_MODES_REPLY, id, reply, sizeof reply);
+}
+
+/*
+ * Whether the kernel's line discipline turns ^C into SIGINT for the terminal's foreground group.
+ * Linux does, and drops the byte; gVisor before its 2023-02 releases (Debian's runsc 0.0~20221219
+ * among them) hands the byte to the reader and signals no one. A child takes a new terminal as its
+ * controlling one, the spawner types "^C x" into it, and the child tells which of the two it saw.
+ * No grantpt: on devpts it only checks what posix_openpt already did, and it would pull NSS into
+ * this static program.
+ */
+static int32_t probe_tty_signals(void) {
+  char name[64];
+  int sync[2] = { -1, -1 }, status;
+  int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (m < 0) return -errno;
+  if (unlockpt(m) || ptsname_r(m, name, sizeof name) || pipe2(sync, O_CLOEXEC)) { int e = errno; close(m); return -e; }
+  pid_t pid = fork();
+  if (pid < 0) { int e = errno; close(m); close(sync[0]); close(sync[1]); return -e; }
+  if (pid == 0) {
+    sigset_t intr;
+    sigemptyset(&intr);
+    sigaddset(&intr, SIGINT);
+    sigprocmask(SIG_BLOCK, &intr, NULL); /* kept pending, to be seen below */
+    alarm(2); /* a kernel that neither signals nor delivers must not hold the spawner */
+    close(m); close(sync[0]);
+    struct termios t;
+    int s = -1;
+    if (setsid() < 0 || (s = open(name, O_RDWR | O_NOCTTY)) < 0 || ioctl(s, TIOCSCTTY, 0) < 0 || tcgetattr(s, &t) < 0) _exit(3);
+    t.c_lflag = ISIG; /* not canonical, no echo: each byte is readable as it comes */
+    t.c_cc[VINTR] = 3; t.c_cc[VMIN] = 1; t.c_cc[VTIME] = 0;
+    if (tcsetattr(s, TCSANOW, &t) < 0 || write(sync[1], "", 1) != 1) _exit(3);
+    char c = 0;
+    int saw_intr = 0;
+    while (c != 'x') {
+      if (read(s, &c, 1) != 1) _exit(3);
+      if (c == 3) saw_intr = 1;
+    }
+    sigset_t pending;
+    sigpending(&pending);
+    _exit(saw_intr ? 1 : sigismember(&pending, SIGINT) ? 0 : 3);
+  }
+  close(sync[1]);
+  char ready;
+  ssize_t n;
+  while ((n = read(sync[0], &ready, 1)) < 0 && errno == EINTR) {}
+  if (n != 1 || write(m, "\003x", 2) != 2) kill(pid, SIGKILL); /* then the answer is "unknown" */
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  close(m); close(sync[0]);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) > 1) return -EIO;
+  return WEXITSTATUS(status) == 0 ? 1 : 0;
+}
+
 static void handle_frame(int type, uint32_t id, const char *payload, size_t len) {
   if (type == SPAWN) { spawn_process(id, payload, len); return; }
+  if (type == TTY_MODES) { tty_modes(id, payload, len); return; }
+  if (type == TTY_PROBE) { send_int(TTY_PROBE_REPLY, id, probe_tty_signals()); return; }
   struct proc *p = find(id);
   if (!p) return; /* already ended: envd learns that from EXITED */
   switch (type) {
@@ -319,7 +401,52 @@ static void on_sigchld(int sig) {
   errno = saved;
 }
 
-int main(void) {
+/*
+ * The relay of a terminal's signal keys, in the terminal's session. Only a process of that session
+ * may ask the terminal for its foreground group (tcgetpgrp), so this one is forked by the session
+ * leader before it becomes the user's shell. envd sends it SIGINT, SIGQUIT or SIGTSTP when the key
+ * for it is typed; it sends the same to the terminal's foreground group, as the kernel would.
+ */
+static void relay_terminal_keys(pid_t envd, pid_t leader) {
+  /* It ends with the shell, and so never holds the terminal open after it. */
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != leader) _exit(0);
+  /* A group of its own: what the user sends to the shell's group (kill 0) is not for it. */
+  setpgid(0, 0);
+  sigset_t keys;
+  sigemptyset(&keys);
+  sigaddset(&keys, SIGINT); sigaddset(&keys, SIGQUIT); sigaddset(&keys, SIGTSTP);
+  sigprocmask(SIG_BLOCK, &keys, NULL);
+  for (;;) {
+    siginfo_t info;
+    int sig = sigwaitinfo(&keys, &info);
+    if (sig < 0) { if (errno == EINTR) continue; _exit(1); }
+    if (info.si_code != SI_USER || info.si_pid != envd) continue; /* only envd speaks for the keyboard */
+    pid_t foreground = tcgetpgrp(0);
+    if (foreground > 0) kill(-foreground, sig);
+  }
+}
+
+/*
+ * `svc-spawner pty-session FILE ARG...`: node-pty starts it as the terminal's session leader (the
+ * terminal its controlling one). It forks the key relay, then execs FILE in its place, so that
+ * FILE (the shell) is the session leader, with the pid envd knows.
+ */
+static int pty_session(char **argv) {
+  pid_t envd = getppid(), leader = getpid();
+  /* The name is how envd finds the relay (pty-signals.ts); set before the fork, the relay has it
+   * from its first moment, and the exec below gives the leader the command's name. */
+  prctl(PR_SET_NAME, "svc-pty-signals");
+  pid_t relay = fork();
+  if (relay == 0) relay_terminal_keys(envd, leader);
+  /* The terminal still works without the relay, only without those keys. */
+  if (relay < 0) fprintf(stderr, "svc-spawner: no relay for ^C, ^\\ and ^Z: fork: %s\n", strerror(errno));
+  execvp(argv[0], argv);
+  fprintf(stderr, "svc-spawner: %s: %s\n", argv[0], strerror(errno));
+  return 127;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 2 && strcmp(argv[1], "pty-session") == 0) return pty_session(argv + 2);
   signal(SIGPIPE, SIG_IGN);
   if (pipe2(sigchld_pipe, O_CLOEXEC | O_NONBLOCK)) { perror("svc-spawner: pipe"); return 1; }
   struct sigaction sa;

@@ -10,6 +10,7 @@ import type { ManagedProcess } from './managed-process.ts';
 import { PipedProcess } from './piped-process.ts';
 import { asUser } from './privileges.ts';
 import { PtyProcess } from './pty-process.ts';
+import { TtyKeySignals } from './pty-signals.ts';
 import { SpawnedProcess } from './spawned-process.ts';
 import { SpawnerUnavailable, type Spawner } from './spawner.ts';
 
@@ -17,12 +18,17 @@ const fallbackPath = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/b
 
 /** Starts processes for Process.Start: user, cwd, environment and executable resolved first. */
 export class ProcessLauncher {
+  /** envd's part of the line discipline where the kernel lacks it (pty-signals.ts). */
+  private readonly ttyKeys: TtyKeySignals | undefined;
+
   constructor(
     private readonly state: EnvdState,
     /** Starts piped processes cheaply where there is one (spawner.ts); Node's spawn otherwise. */
     private readonly spawner?: Spawner,
     private readonly envdPath = process.env.PATH || fallbackPath,
-  ) {}
+  ) {
+    this.ttyKeys = spawner && new TtyKeySignals(spawner);
+  }
 
   async launch(request: StartRequest, user: User): Promise<ManagedProcess> {
     const config = request.process;
@@ -32,15 +38,16 @@ export class ProcessLauncher {
     const executable = await findExecutable(config.cmd, cwd, env.PATH);
     const groups = this.state.users.groupIds(user);
     const tag = request.tag;
-    const spec = (opts: Parameters<typeof asUser>[4]): LaunchSpec => ({
-      ...asUser(user, groups, executable, config.args, opts),
+    const spec = (opts: Parameters<typeof asUser>[4], exec = { file: executable, args: config.args }): LaunchSpec => ({
+      ...asUser(user, groups, exec.file, exec.args, opts),
       cwd,
       env,
       displayCommand: [config.cmd, ...config.args].join(' '),
     });
+    const keys = request.pty && this.ttyKeys && (await this.ttyKeys.needed()) ? this.ttyKeys : undefined;
     const proc = request.pty
       // node-pty keeps envd's groups when it switches user.
-      ? PtyProcess.start(spec({}), config, tag, request.pty.size?.cols ?? 0, request.pty.size?.rows ?? 0)
+      ? PtyProcess.start(spec({}, keys?.sessionExec(executable, config.args)), config, tag, request.pty.size?.cols ?? 0, request.pty.size?.rows ?? 0, keys)
       : await this.startPiped(spec, groups, config, tag, request.stdin ?? true);
     // Under memory pressure the kernel should pick user processes before envd.
     writeFile(`/proc/${proc.pid}/oom_score_adj`, '100').catch(() => { /* a runtime without oom_score_adj (gVisor) or a process already gone: no preference is fine */ });

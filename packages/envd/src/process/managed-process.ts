@@ -28,7 +28,8 @@ export abstract class ManagedProcess {
   abstract readonly isPty: boolean;
   abstract writeStdin(data: Uint8Array): Promise<void>;
   abstract closeStdin(): void;
-  abstract writePty(data: Uint8Array): void;
+  /** A promise where the input waits for something first (pty-signals.ts). */
+  abstract writePty(data: Uint8Array): void | Promise<void>;
   abstract resize(cols: number, rows: number): void;
   protected abstract pauseOutput(): void;
   protected abstract resumeOutput(): void;

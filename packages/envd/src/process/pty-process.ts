@@ -6,6 +6,7 @@ import type { ProcessConfig } from '@svc/contracts/envd/process/process_pb';
 import { exitInfo } from './exit-status.ts';
 import type { LaunchSpec } from './launch-spec.ts';
 import { ManagedProcess } from './managed-process.ts';
+import type { TerminalKeys, TtyKeySignals } from './pty-signals.ts';
 
 type NodePty = typeof import('@lydell/node-pty');
 let nodePty: NodePty | undefined;
@@ -31,13 +32,21 @@ export class PtyProcess extends ManagedProcess {
   readonly isPty = true;
   private held = false;
   private destroyWhenReleased: (() => void) | undefined;
+  /** Where the kernel does not turn ^C, ^\ and ^Z into signals, envd does (pty-signals.ts). */
+  private readonly keys: TerminalKeys | undefined;
+  /** The last input written: each waits for the one before, so none overtakes another. */
+  private input: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly term: IPty,
     config: ProcessConfig,
     tag: string | undefined,
+    keySignals: TtyKeySignals | undefined,
   ) {
     super(term.pid, config, tag);
+    const ptsName = (term as unknown as { ptsName?: string }).ptsName;
+    // Only a node-pty other than the one in package-lock.json lacks it; the keys then go in as typed.
+    if (keySignals && ptsName) this.keys = keySignals.forTerminal(ptsName, term.pid, (data) => this.emitOutput('pty', data));
     // A second 'error' listener keeps node-pty from throwing on terminal I/O errors.
     (term as unknown as { on(event: 'error', listener: () => void): void }).on('error', () => {});
     term.onData((data) => this.emitOutput('pty', typeof data === 'string' ? Buffer.from(data) : (data as Buffer)));
@@ -64,7 +73,8 @@ export class PtyProcess extends ManagedProcess {
     };
   }
 
-  static start(spec: LaunchSpec, config: ProcessConfig, tag: string | undefined, cols: number, rows: number): PtyProcess {
+  /** `keySignals` when the spec execs through `pty-session` (TtyKeySignals.sessionExec). */
+  static start(spec: LaunchSpec, config: ProcessConfig, tag: string | undefined, cols: number, rows: number, keySignals?: TtyKeySignals): PtyProcess {
     const pty = loadNodePty();
     let term: IPty;
     try {
@@ -81,7 +91,7 @@ export class PtyProcess extends ManagedProcess {
     } catch (err) {
       throw new ConnectError('invalid_argument', `error starting pty with command '${spec.displayCommand}' in '${spec.cwd}' (${cols}x${rows}): ${(err as Error).message}`);
     }
-    return new PtyProcess(term, config, tag);
+    return new PtyProcess(term, config, tag, keySignals);
   }
 
   writeStdin(): Promise<void> {
@@ -92,8 +102,17 @@ export class PtyProcess extends ManagedProcess {
     throw new ConnectError('failed_precondition', `process ${this.pid} has a PTY; send Ctrl+D (0x04) to signal end of input`);
   }
 
-  writePty(data: Uint8Array): void {
-    (this.term.write as (data: string | Buffer) => void)(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+  writePty(data: Uint8Array): void | Promise<void> {
+    const write = (bytes: Buffer) => (this.term.write as (data: string | Buffer) => void)(bytes);
+    if (!this.keys) return write(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    const keys = this.keys;
+    // A copy: the request's bytes may be reused while this waits for the input before it.
+    const bytes = Buffer.from(data);
+    const written = this.input.then(() => keys.write(bytes, write));
+    this.input = written.catch(() => {
+      // The next input waits for this one whether it failed or not; this one's caller hears of it.
+    });
+    return written;
   }
 
   resize(cols: number, rows: number): void {

@@ -75,7 +75,7 @@ export function processService(state: EnvdState, registry: ProcessRegistry, laun
 
 async function writeInput(proc: ManagedProcess, input: ProcessInput | undefined): Promise<void> {
   const data = input?.input;
-  if (data?.case === 'pty') proc.writePty(data.value);
+  if (data?.case === 'pty') await proc.writePty(data.value);
   else if (data?.case === 'stdin') await proc.writeStdin(data.value);
   else throw new ConnectError('invalid_argument', 'input must set stdin or pty');
 }

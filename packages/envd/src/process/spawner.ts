@@ -7,8 +7,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 
 const enum Frame {
-  Spawn = 1, Stdin = 2, StdinClose = 3, Pause = 4, Resume = 5, Detach = 6,
+  Spawn = 1, Stdin = 2, StdinClose = 3, Pause = 4, Resume = 5, Detach = 6, TtyModes = 7, TtyProbe = 8,
   Started = 10, Failed = 11, Stdout = 12, Stderr = 13, Exited = 14, StdinError = 15, StdinWritten = 16,
+  TtyModesReply = 17, TtyProbeReply = 18,
+}
+
+/** What a terminal's modes say about its signal keys (termios c_lflag and three of c_cc). */
+export interface TtyModes {
+  lflag: number;
+  intr: number;
+  quit: number;
+  susp: number;
 }
 
 const HEADER = 9;
@@ -57,11 +66,18 @@ export class Spawner {
   private readonly live = new Map<number, SpawnEvents>();
   /** Per process, the stdin writes the helper has not yet put into its pipe, oldest first. */
   private readonly writes = new Map<number, Array<{ resolve(): void; reject(err: Error): void }>>();
+  /** TTY_MODES and TTY_PROBE requests waiting for their reply. */
+  private readonly queries = new Map<number, { resolve(reply: Buffer): void; reject(err: Error): void }>();
   private nextId = 1;
   private buffered = Buffer.alloc(0);
   private gone: Error | undefined;
 
-  private constructor(private readonly helper: ChildProcess, private readonly log: (line: string) => void) {
+  private constructor(
+    private readonly helper: ChildProcess,
+    private readonly log: (line: string) => void,
+    /** The helper's program, which also starts terminals (`pty-session`, pty-signals.ts). */
+    readonly path: string,
+  ) {
     helper.stdout!.on('data', (chunk: Buffer) => this.receive(chunk));
     helper.stderr!.setEncoding('utf8').on('data', (text: string) => log(`envd: spawner: ${text.trimEnd()}`));
     helper.stdin!.on('error', () => { /* reported by 'exit' below */ });
@@ -72,7 +88,7 @@ export class Spawner {
   /** Starts the helper; its processes are then started by `spawn`. */
   static start(path: string, log: (line: string) => void = console.error): Spawner {
     const helper = spawn(path, [], { stdio: ['pipe', 'pipe', 'pipe'] });
-    return new Spawner(helper, log);
+    return new Spawner(helper, log, path);
   }
 
   /** The helper's own pid. */
@@ -104,6 +120,31 @@ export class Spawner {
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, events });
       this.send(Frame.Spawn, id, payload);
+    });
+  }
+
+  /** The modes of the terminal at `path` (/dev/pts/N). */
+  async ttyModes(path: string): Promise<TtyModes> {
+    if (path.includes('\0')) throw new Error('a terminal path must not contain NUL bytes');
+    const reply = await this.query(Frame.TtyModes, Buffer.from(`${path}\0`));
+    const errno = reply.readInt32LE(0);
+    if (errno) throw Object.assign(new Error(`reading the modes of ${path}: errno ${errno}`), { errno });
+    return { lflag: reply.readUInt32LE(4), intr: reply[8], quit: reply[9], susp: reply[10] };
+  }
+
+  /** Whether the kernel turns ^C typed into a terminal into SIGINT (false under older gVisor). */
+  async kernelSignalsTtyKeys(): Promise<boolean> {
+    const result = (await this.query(Frame.TtyProbe)).readInt32LE(0);
+    if (result < 0) throw Object.assign(new Error(`probing terminal signals: errno ${-result}`), { errno: -result });
+    return result === 1;
+  }
+
+  private query(type: Frame, payload?: Uint8Array): Promise<Buffer> {
+    if (this.gone) return Promise.reject(new SpawnerUnavailable(this.gone.message));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.queries.set(id, { resolve, reject });
+      this.send(type, id, payload);
     });
   }
 
@@ -154,6 +195,12 @@ export class Spawner {
   }
 
   private handle(type: number, id: number, payload: Buffer): void {
+    if (type === Frame.TtyModesReply || type === Frame.TtyProbeReply) {
+      const q = this.queries.get(id);
+      this.queries.delete(id);
+      q?.resolve(Buffer.from(payload));
+      return;
+    }
     if (type === Frame.Started || type === Frame.Failed) {
       const p = this.pending.get(id);
       if (!p) return;
@@ -197,6 +244,8 @@ export class Spawner {
     this.log(`envd: ${err.message}; processes start without it from now on`);
     for (const p of this.pending.values()) p.reject(new SpawnerUnavailable(err.message));
     this.pending.clear();
+    for (const q of this.queries.values()) q.reject(new SpawnerUnavailable(err.message));
+    this.queries.clear();
     for (const [id, events] of this.live) {
       this.failWrites(id, err);
       events.exited(null, null);
