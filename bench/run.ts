@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['first-start', 'node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth', 'volumes', 'events', 'metrics'];
+const ALL = ['first-start', 'node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth', 'volumes', 'events', 'metrics', 'console'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -119,6 +119,15 @@ const scrape = read('metrics');
 if (scrape) {
   const m = Object.values(scrape.latency)[0] as { p50: number; p95: number } | undefined;
   rows.push([`GET /metrics p50 / p95, ${scrape.sandboxes} sandboxes (ms)`, `${r2(m?.p50)} / ${r2(m?.p95)}`, `${scrape.series} series, ${scrape.bodyBytes} bytes`, `≤ ${scrape.goalMs}`]);
+}
+
+const web = read('console');
+if (web) {
+  const w = web.latency;
+  rows.push(['console bundle: first load / all, gz (KB)', `${r2(web.bundle.firstLoad.gzipBytes / 1024)} / ${r2(web.bundle.all.gzipBytes / 1024)}`, '', '≤ 300']);
+  rows.push(['console: first row of the list p50 (ms)', r2(w['first row painted, 5 sandboxes (ms)']?.p50), `FCP ${r2(w['first contentful paint (ms)']?.p50)}`, '≤ 1000']);
+  rows.push(['console: 1,000 rows render / flick (ms, stub)', `${r2(w['1000 rows rendered, stub (ms)']?.p50)} / ${r2(w['1000 rows, a flick to the bottom, stub (ms)']?.p50)}`, '', '≤ 1000']);
+  rows.push(['console: terminal echo p50 / p95 (ms)', `${r2(w['terminal echo of a key (ms)']?.p50)} / ${r2(w['terminal echo of a key (ms)']?.p95)}`, '', '≤ 50 p50']);
 }
 
 console.log('\n===== summary');

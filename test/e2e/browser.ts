@@ -6,6 +6,9 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 
+// The page's own global, for the init script that runs there; this project's tsconfig has no DOM lib.
+declare const sessionStorage: { setItem(k: string, v: string): void };
+
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
 
 export interface WatchedPage {
@@ -20,12 +23,26 @@ export async function launchBrowser(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
 }
 
-export async function openPage(browser: Browser | BrowserContext, url: string, opts: { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark' } = {}): Promise<WatchedPage> {
-  const context = 'newContext' in browser ? await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 800 }, colorScheme: opts.colorScheme ?? 'light' }) : browser;
+export interface ContextOptions { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark' }
+
+/**
+ * A browser context for functions that run in the page (page.evaluate, addInitScript): tsx
+ * compiles this project's TypeScript with esbuild's keepNames, which wraps a named inner function
+ * in `__name(fn, "name")`; the page has no such helper, so it gets one that returns the function.
+ */
+export async function newContext(browser: Browser, opts: ContextOptions = {}): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: opts.viewport ?? { width: 1280, height: 800 }, colorScheme: opts.colorScheme ?? 'light' });
+  await context.addInitScript('globalThis.__name = (fn) => fn;');
+  return context;
+}
+
+export async function openPage(browser: Browser | BrowserContext, url: string, opts: ContextOptions = {}): Promise<WatchedPage> {
+  const context = 'newContext' in browser ? await newContext(browser, opts) : browser;
   const page = await context.newPage();
   const errors: string[] = [];
   page.on('pageerror', (err) => errors.push(`pageerror: ${err.message}`));
-  page.on('console', (msg) => { if (msg.type() === 'error') errors.push(`console: ${msg.text()}`); });
+  // The location names the resource of a "Failed to load resource" line, which its text does not.
+  page.on('console', (msg) => { if (msg.type() === 'error') errors.push(`console: ${msg.text()}${msg.location().url ? ` (${msg.location().url})` : ''}`); });
   await page.goto(url);
   return { page, errors };
 }
@@ -34,4 +51,14 @@ export async function openPage(browser: Browser | BrowserContext, url: string, o
 export async function signIn(page: Page, key: string): Promise<void> {
   await page.getByLabel('API key').fill(key);
   await page.getByRole('button', { name: 'Sign in' }).click();
+}
+
+/**
+ * A page already signed in: the key is put into sessionStorage before the console's script runs
+ * (as a reload after signing in finds it), so the page opens on the view asked for.
+ */
+export async function openSignedIn(browser: Browser, url: string, key: string, opts: ContextOptions = {}): Promise<WatchedPage> {
+  const context = await newContext(browser, opts);
+  await context.addInitScript((k) => { sessionStorage.setItem('svc.console.apiKey', k); }, key);
+  return openPage(context, url);
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bytes, metadataText, percent, relative } from './format.ts';
+import { bytes, metadataText, percent, relative, shortWhen } from './format.ts';
 
 test('sizes, shares and times read as a person writes them', () => {
   assert.equal(bytes(0), '0 B');
@@ -15,4 +15,7 @@ test('sizes, shares and times read as a person writes them', () => {
   assert.equal(relative(new Date(5_000).toISOString(), 5_200), 'now');
   assert.equal(metadataText({ a: '1', b: 'x' }), 'a=1, b=x');
   assert.equal(metadataText({}), '–');
+  const noon = new Date(2026, 10, 28, 12, 0, 0).getTime();
+  assert.match(shortWhen(new Date(2026, 10, 28, 9, 5, 7).toISOString(), noon), /09.05.07/, 'today: the time of day');
+  assert.doesNotMatch(shortWhen(new Date(2026, 10, 20, 9, 5, 7).toISOString(), noon), /:07/, 'another day: the day and the minute');
 });

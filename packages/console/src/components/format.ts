@@ -27,6 +27,16 @@ export function when(iso: string | number | undefined): string {
   return Number.isNaN(d.getTime()) ? String(iso) : dateTimeFormat.format(d);
 }
 
+const shortDateFormat = new Intl.DateTimeFormat(undefined, { month: 'numeric', day: 'numeric', hour: '2-digit', minute: '2-digit', hour12: false });
+
+/** Compact, for a table cell: the time of day when it is today, else the day and the minute. */
+export function shortWhen(iso: string | number | undefined, now = Date.now()): string {
+  if (iso === undefined || iso === '') return '–';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return d.toDateString() === new Date(now).toDateString() ? timeFormat.format(d) : shortDateFormat.format(d);
+}
+
 /** The local time of day, 24-hour, to the second (a log line's, a chart's axis). */
 export function timeOfDay(t: string | number): string {
   const d = new Date(t);

@@ -37,7 +37,7 @@ function Fact({ name, children }: { name: string; children: ComponentChildren })
   return <><dt>{name}</dt><dd>{children}</dd></>;
 }
 
-export function StateBadge({ state }: { state: SandboxState }) {
+function StateBadge({ state }: { state: SandboxState }) {
   return <span class={`badge ${state}`}>{state}</span>;
 }
 

@@ -1,6 +1,6 @@
 import { Component } from 'preact';
 import { href } from '../router.ts';
-import { bytes, metadataText, percent, relative, when } from './format.ts';
+import { bytes, metadataText, percent, relative, shortWhen, when } from './format.ts';
 import type { ListPage, ListRow } from './sandbox-list-data.ts';
 
 /** A row as the text of its cells: what the row compares to skip a render when nothing changed. */
@@ -27,8 +27,10 @@ function rowText(r: ListRow, now: number): RowText {
     template: r.alias ?? r.templateID,
     templateTitle: r.alias ? r.templateID : '',
     runtime: r.runtime ?? '–',
-    started: r.startedAt ? relative(r.startedAt, now) : '–',
-    startedTitle: when(r.startedAt),
+    // A time, not "12 s ago": a cell that changes at every refresh re-renders its row, and 1,000
+    // rows re-rendered every 2 s made long frames (bench/console.ts). Its relative age in the title.
+    started: shortWhen(r.startedAt, now),
+    startedTitle: r.startedAt ? `${when(r.startedAt)} (${relative(r.startedAt, now)})` : '',
     // An ended row's Ends is when it ended: "2 min ago" (its State says ended).
     ends: r.endsAt ? relative(r.endsAt, now) : r.state === 'running' ? 'never' : r.state === 'ended' ? 'ended' : '–',
     endsTitle: r.endsAt ? when(r.endsAt) : '',
@@ -58,9 +60,9 @@ class Row extends Component<{ t: RowText }> {
         <td><span class={`badge ${t.state}`}>{t.state}</span></td>
         <td title={t.templateTitle || undefined}>{t.template}</td>
         <td class="hide-narrow">{t.runtime}</td>
-        <td class="hide-narrow" title={t.startedTitle}>{t.started}</td>
+        <td class="hide-narrow" title={t.startedTitle || undefined}>{t.started}</td>
         <td title={t.endsTitle || undefined}>{t.ends}</td>
-        <td class="hide-narrow sandbox-meta">{t.metadata}</td>
+        <td class="hide-narrow sandbox-meta" title={t.metadata}>{t.metadata}</td>
         <td class="num">{t.cpu}</td>
         <td class="num">{t.memory}</td>
       </tr>

@@ -4,10 +4,10 @@
  * package pulls Node modules that a browser bundle must not type-check against.
  */
 
-export type LiveState = 'running' | 'paused';
+type LiveState = 'running' | 'paused';
 export type SandboxState = LiveState | 'ended';
 
-export interface MountedVolume { name: string; path: string; readOnly?: boolean }
+interface MountedVolume { name: string; path: string; readOnly?: boolean }
 
 /** ListedSandbox: a row of GET /v2/sandboxes. */
 export interface ListedSandbox {

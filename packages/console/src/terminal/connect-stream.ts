@@ -81,7 +81,7 @@ export function decodeStreamEnvelope(env: Envelope): StreamItem {
 }
 
 /** A Connect error body `{code, message}`; undefined when the body is something else. */
-export function errorFromJson(body: unknown, status?: number): ConnectError | undefined {
+function errorFromJson(body: unknown, status?: number): ConnectError | undefined {
   if (typeof body !== 'object' || body === null) return undefined;
   const { code, message } = body as { code?: unknown; message?: unknown };
   if (typeof code !== 'string') return undefined;

@@ -6,7 +6,7 @@
  */
 import { ConnectError, base64ToBytes, bytesToBase64, serverStream, unaryCall } from './connect-stream.ts';
 
-export const ENVD_PORT = 49983;
+const ENVD_PORT = 49983;
 /** The end of a stream that broke after the shell started (the sandbox paused or killed, the network). */
 export const CONNECTION_LOST = 'the connection to the sandbox was lost';
 const PROCESS = 'process.Process';
