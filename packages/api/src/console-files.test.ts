@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import { createHttpApp, silentLogger } from '@svc/common';
 import { registerConsole } from './console-files.ts';
 
@@ -17,7 +18,7 @@ function builtConsole(): string {
   const dir = mkdtempSync(join(tmpdir(), 'svc-console-'));
   mkdirSync(join(dir, 'chunks'));
   writeFileSync(join(dir, 'index.html'), '<!doctype html><title>one</title>');
-  writeFileSync(join(dir, 'main.js'), 'console.log(1)');
+  writeFileSync(join(dir, 'main.js'), `console.log(${JSON.stringify('x'.repeat(5000))})`);
   writeFileSync(join(dir, 'chunks', 'terminal-ABC123.js'), 'export {}');
   return dir;
 }
@@ -40,6 +41,11 @@ test('/dashboard serves the built console with its types, a CSP naming the sandb
   assert.equal(again.statusCode, 304);
   const js = await app.inject({ url: '/dashboard/main.js' });
   assert.match(String(js.headers['content-type']), /^text\/javascript/);
+  assert.equal(js.headers['content-encoding'], undefined, 'raw without Accept-Encoding');
+  const packed = await app.inject({ url: '/dashboard/main.js', headers: { 'accept-encoding': 'gzip, br' } });
+  assert.equal(packed.headers['content-encoding'], 'gzip');
+  assert.equal(gunzipSync(packed.rawPayload).toString(), js.body, 'the same bytes, compressed');
+  assert.ok(packed.rawPayload.length < js.rawPayload.length / 10, 'compressed');
   const chunk = await app.inject({ url: '/dashboard/chunks/terminal-ABC123.js' });
   assert.match(String(chunk.headers['cache-control']), /immutable/);
 });
