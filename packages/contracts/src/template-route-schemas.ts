@@ -186,6 +186,7 @@ const e2bBuild = {
     createdAt: timestamp,
     updatedAt: timestamp,
     finishedAt: timestamp,
+    envdVersion: { ...str, description: 'The envd its sandboxes run (ready builds)' },
   },
   additionalProperties: false,
 } as const;

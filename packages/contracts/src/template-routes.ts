@@ -24,6 +24,8 @@ export type TemplateRef = Wire<typeof S.TemplateRef>;
 export type TemplateAlias = Wire<typeof S.TemplateAlias>;
 export type E2bTemplate = Wire<typeof S.E2bTemplate>;
 export type E2bTemplateDetail = Wire<typeof S.E2bTemplateDetail>;
+/** One build of a template (E2B's TemplateBuild), whatever made it. */
+export type E2bTemplateBuild = E2bTemplateDetail['builds'][number];
 export type E2bTemplateCreated = Wire<typeof S.E2bTemplateCreated>;
 export type E2bTemplateAlias = Wire<typeof S.E2bTemplateAlias>;
 export type E2bBuildStatusAnswer = Wire<typeof S.E2bBuildStatus>;

@@ -12,11 +12,12 @@ import { registerSandboxRoutes } from './sandboxes/routes.ts';
 import { MASTER_INTERNAL_ROUTES } from '@svc/contracts/master-internal';
 import { serve } from '@svc/contracts/route-table';
 import { MasterSandboxes } from './sandboxes/service.ts';
-import { startTemplates, type BuilderStatus, type SnapshotDeletion, type TemplatesModule } from './templates/index.ts';
+import { startTemplates, type SnapshotDeletion, type TemplatesModule } from './templates/index.ts';
 import { BuildRepo } from './builds/repo.ts';
 import { registerBuildRoutes } from './builds/routes.ts';
 import { ContextFiles } from './builds/context-files.ts';
 import { BuildService } from './builds/service.ts';
+import { lateBuilderStatus } from './builds/status-port.ts';
 import { SnapshotCatalog } from './snapshots/catalog.ts';
 import { SnapshotRepo } from './snapshots/repo.ts';
 import { SnapshotAwareResolver } from './snapshots/resolver.ts';
@@ -109,10 +110,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const pausePackages = new PausePackageStore(snapshotRepo, nodes, layerStorage, snapshotCatalog, logger);
   // Builds start after the sandbox service they need; the template module's status route asks them late.
   let builds: BuildService | undefined;
-  const builderStatus: BuilderStatus = {
-    status: (t, b, q) => builds?.status(t, b, q) ?? Promise.resolve(undefined),
-    snapshotOfTag: (t, tag) => builds?.snapshotOfTag(t, tag) ?? Promise.resolve(undefined),
-  };
+  const builderStatus = lateBuilderStatus(() => builds);
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
     : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus });

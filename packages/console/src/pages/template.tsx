@@ -1,11 +1,10 @@
-import { useRef } from 'preact/hooks';
 import type { PageProps } from '../page-props.ts';
 import { errorText } from '../api.ts';
 import { bytes, when } from '../components/format.ts';
 import { ErrorNote, Loading, Section } from '../components/notes.tsx';
 import { usePoll } from '../components/poll.ts';
 import { BuildView } from '../components/template-build-log.tsx';
-import { buildRows, BuildsTable, OpenBuild, type BuildRow, type Settled } from '../components/template-builds.tsx';
+import { buildRows, BuildsTable, OpenBuild, type BuildRow } from '../components/template-builds.tsx';
 import { StatusBadge, templateName, type E2bTemplateDetail, type SvcTemplate, type TemplateTag } from '../components/template-wire.tsx';
 import { href } from '../router.ts';
 
@@ -24,7 +23,6 @@ interface Loaded {
 }
 
 function TemplateDetail({ api, templateId }: { api: PageProps['id']['api']; templateId: string }) {
-  const settled = useRef(new Map<string, Settled>());
   const path = `/templates/${encodeURIComponent(templateId)}`;
   const t = usePoll<Loaded>(async () => {
     const [detail, tags, svc] = await Promise.all([
@@ -33,7 +31,7 @@ function TemplateDetail({ api, templateId }: { api: PageProps['id']['api']; temp
       // svc's view adds facts E2B's lacks; without it the page still shows E2B's.
       api.get<SvcTemplate>(`/svc/template/${encodeURIComponent(templateId)}`).then((s) => ({ s }), (err: unknown) => ({ error: errorText(err) })),
     ]);
-    const builds = await buildRows(api, detail.templateID, detail.builds, tags, settled.current);
+    const builds = buildRows(detail.builds, tags);
     return { detail, builds, tags, ...('s' in svc ? { svc: svc.s } : { svcError: svc.error }) };
   }, 5000, [api, templateId]);
 

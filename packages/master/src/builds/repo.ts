@@ -25,6 +25,12 @@ export class BuildRepo {
     return Number(r.numUpdatedRows) > 0;
   }
 
+  /** The template's builds, oldest first. */
+  forTemplate(templateId: string): Promise<BuildRow[]> {
+    return this.db.selectFrom('t_svc_build').selectAll().where('template_id', '=', templateId)
+      .orderBy('created_at').orderBy('build_id').execute();
+  }
+
   /** Builds a stopped master left waiting or building. */
   unfinished(): Promise<BuildRow[]> {
     return this.db.selectFrom('t_svc_build').selectAll().where('status', 'in', ['waiting', 'building']).execute();

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { badRequest, conflict, ErrorCodes, notFound, SvcError } from '@svc/common';
 import type { E2bBuildRequest, E2bBuildRequested, E2bBuildStart, E2bBuildStatusAnswer } from '@svc/contracts/template-routes';
 import type { TeamQuotas } from '../sandboxes/ports.ts';
+import type { BuilderBuild } from '../templates/builder-port.ts';
 import type { Level } from './build-log.ts';
 import { BuildRunner, type BuildRunnerDeps } from './build-runner.ts';
 import { checkSpec, checkTags, DEFAULT_TAG, splitRef } from './build-spec.ts';
@@ -122,10 +123,20 @@ export class BuildService {
     const entries = await this.d.repo.logs(buildId, q.logsOffset ?? 0, Math.min(q.limit ?? STATUS_ENTRIES, STATUS_ENTRIES), q.level);
     const reason = b.reason ? JSON.parse(b.reason) as { message: string; step?: string } : undefined;
     return {
+      // `logs` is E2B's deprecated string list, which E2B fills for its removed V1 builds only
+      // (its openapi: "always empty since the V1 build path was removed, use logEntries").
       templateID: templateId, buildID: buildId, status: b.status, logs: [],
       logEntries: entries.map((e) => ({ timestamp: new Date(Number(e.at)).toISOString(), level: e.level as Level, message: e.message })),
       ...(reason ? { reason } : {}),
     };
+  }
+
+  /** The template's builds, oldest first, for its E2B answers (GET /templates, GET /templates/{id}). */
+  async buildsOf(templateId: string): Promise<BuilderBuild[]> {
+    return (await this.d.repo.forTemplate(templateId)).map((b) => ({
+      buildId: b.build_id, status: b.status, cpuCount: Number(b.cpu_count), memoryMB: Number(b.memory_mb),
+      createdAt: Number(b.created_at), updatedAt: Number(b.updated_at), finishedAt: b.finished_at === null ? null : Number(b.finished_at),
+    }));
   }
 
   /** E2B's build logs route: entries by time, at most 1000 (default 100). */

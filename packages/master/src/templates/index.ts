@@ -23,7 +23,6 @@ import type { JobAccepted, JobInfo, TemplateCreate } from '@svc/contracts/templa
 import type { BuilderTemplates } from '../builds/ports.ts';
 
 export { deleteSnapshotNamed, type SnapshotDeletion } from './routes/e2b.ts';
-export type { BuilderStatus } from './builder-port.ts';
 export { relayFromTemplateCenter } from './relay.ts';
 
 export interface TemplatesDeps {

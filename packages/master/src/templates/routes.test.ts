@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
 import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
+import { ENVD_VERSION } from '@svc/contracts/envd-version';
+import { progressKey } from '@svc/contracts/template-center';
 import { onEveryEngine } from './testing/engines.ts';
 
 const IMAGE = { image: 'registry.example/library/node:22' };
+
+/** The build fields of a GET /templates entry. */
+const pick = (t: Record<string, unknown>) => ({ buildID: t.buildID, buildCount: t.buildCount, buildStatus: t.buildStatus, envdVersion: t.envdVersion });
 
 onEveryEngine('template routes', {
   'alias: set, replace, clear with absent/null/empty, duplicate, pattern': async (h) => {
@@ -262,6 +267,83 @@ onEveryEngine('template routes', {
 
     assert.equal((await h.call('DELETE', `/templates/${templateID}`)).status, 204);
     assert.equal((await h.call('GET', `/templates/${templateID}`)).status, 404);
+  },
+
+  'E2B shapes: builder builds (Template.build) are listed by GET /templates/{id}, newest first, and summed up by GET /templates': [{ builder: true }, async (h) => {
+    const buildsOf = async (id: string) => (await h.call('GET', `/templates/${id}`)).body.builds as Array<Record<string, unknown>>;
+    const listed = async (id: string) => (await h.call('GET', '/templates')).body.find((t: { templateID: string }) => t.templateID === id);
+    const request = async (body: Record<string, unknown>) => {
+      // Builds a millisecond apart: the answers order them by creation.
+      await new Promise((r) => setTimeout(r, 5));
+      const r = await h.call('POST', '/v3/templates', body);
+      assert.equal(r.status, 202, JSON.stringify(r.body));
+      return r.body as { templateID: string; buildID: string };
+    };
+    const start = async (id: string, build: string, command: string) =>
+      assert.equal((await h.call('POST', `/v2/templates/${id}/builds/${build}`, { fromTemplate: 'base', steps: [{ type: 'RUN', args: [command] }] })).status, 202);
+
+    const first = await request({ name: 'app', cpuCount: 2, memoryMB: 512 });
+    const id = first.templateID;
+    const disk = h.cfg.svclet_conf.default_disk_size_mb;
+    const [waiting] = await buildsOf(id);
+    assert.deepEqual({ ...waiting, createdAt: 'x', updatedAt: 'x' }, { buildID: first.buildID, status: 'waiting', cpuCount: 2, memoryMB: 512, diskSizeMB: disk, createdAt: 'x', updatedAt: 'x' });
+    assert.deepEqual(pick(await listed(id)), { buildID: first.buildID, buildCount: 1, buildStatus: 'waiting', envdVersion: '' }, 'no ready build yet: the list names the one there is');
+
+    await start(id, first.buildID, 'make');
+    await h.builds!.settled();
+    const [ready] = await buildsOf(id);
+    assert.equal(ready!.status, 'ready');
+    assert.equal(ready!.envdVersion, ENVD_VERSION);
+    assert.ok(Date.parse(ready!.finishedAt as string) >= Date.parse(ready!.createdAt as string));
+    assert.deepEqual(pick(await listed(id)), { buildID: first.buildID, buildCount: 1, buildStatus: 'ready', envdVersion: ENVD_VERSION });
+
+    // A failed build of a template that has a good one: the template keeps it, the list says the newest build failed.
+    const second = await request({ name: 'app', cpuCount: 4, memoryMB: 1024 });
+    h.builderFakes!.failCommand('broken', 1);
+    await start(id, second.buildID, 'broken');
+    await h.builds!.settled();
+    let all = await buildsOf(id);
+    assert.deepEqual(all.map((b) => [b.buildID, b.status, b.cpuCount, b.memoryMB]), [[second.buildID, 'error', 4, 1024], [first.buildID, 'ready', 2, 512]]);
+    assert.equal('envdVersion' in all[0]!, false, 'only a ready build has sandboxes, so an envd');
+    assert.deepEqual(pick(await listed(id)), { buildID: first.buildID, buildCount: 2, buildStatus: 'error', envdVersion: ENVD_VERSION });
+
+    // A build under way is found from its template while its step runs.
+    let release!: () => void;
+    h.builderFakes!.held.set('slow', new Promise<void>((r) => { release = r; }));
+    const third = await request({ name: 'app' });
+    await start(id, third.buildID, 'slow');
+    all = await buildsOf(id);
+    assert.deepEqual(all.map((b) => [b.buildID, b.status]), [[third.buildID, 'building'], [second.buildID, 'error'], [first.buildID, 'ready']]);
+    assert.equal('finishedAt' in all[0]!, false);
+    assert.equal((await listed(id)).buildStatus, 'building');
+    const status = await h.call('GET', `/templates/${id}/builds/${third.buildID}/status`);
+    assert.equal(status.body.status, 'building', 'the status route and the template\'s builds say the same');
+    assert.deepEqual(status.body.logs, [], 'E2B\'s deprecated string list is empty for its V2 builds; logEntries carries the log');
+    assert.ok(status.body.logEntries.length > 0);
+    release();
+    await h.builds!.settled();
+    assert.equal((await buildsOf(id))[0]!.status, 'ready');
+
+    // An image template's build jobs and another template's builder builds stay apart.
+    const image = await h.call('POST', '/templates', { ...IMAGE, alias: 'img' });
+    assert.deepEqual((await buildsOf(image.body.templateID)).map((b) => b.buildID), [image.body.buildID]);
+    assert.equal((await buildsOf(id)).length, 3);
+  }],
+
+  'E2B build status of a build job: its progress message is one log entry, paged by logsOffset, limit and level; logs stays empty': async (h) => {
+    const created = await h.call('POST', '/templates', { ...IMAGE, alias: 'paged' });
+    const { templateID, buildID } = created.body;
+    await h.tc.callback(h.url, buildID, { status: 'RUNNING', phase: 'PULLING' });
+    await h.coordination.kvSet(progressKey(buildID), JSON.stringify({ jobId: buildID, phase: 'PULLING', layers: [], message: 'pulling 1 of 2 layers', updatedAt: new Date().toISOString() }));
+    const status = (q: string) => h.call('GET', `/templates/${templateID}/builds/${buildID}/status${q}`).then((r) => r.body);
+    const first = await status('');
+    assert.equal(first.status, 'building');
+    assert.deepEqual(first.logEntries.map((e: { level: string; message: string }) => [e.level, e.message]), [['info', 'pulling 1 of 2 layers']]);
+    assert.deepEqual(first.logs, []);
+    assert.deepEqual((await status('?logsOffset=1')).logEntries, [], 'an entry already seen is not answered again');
+    assert.deepEqual((await status('?logsOffset=0&limit=0')).logEntries, []);
+    assert.deepEqual((await status('?level=warn')).logEntries, []);
+    assert.equal((await status('?level=info')).logEntries.length, 1);
   },
 
   'sandbox create resolution: building is 400 with the status, ready gives the artifact through the master': async (h) => {

@@ -1,10 +1,12 @@
 import type { FastifyInstance } from 'fastify';
 import { ErrorCodes, notFound, type SvcError } from '@svc/common';
-import type { E2bBuildStatus, E2bBuildStatusAnswer, E2bTemplate, E2bTemplateDetail, TemplateCreate } from '@svc/contracts/template-routes';
+import type { E2bBuildStatusAnswer, E2bTemplate, E2bTemplateDetail, TemplateCreate } from '@svc/contracts/template-routes';
 import type { TemplateService } from '../service.ts';
 import type { BuilderStatus } from '../builder-port.ts';
-import type { JobRow, TemplateRow } from '../tables.ts';
+import type { TemplateRow } from '../tables.ts';
 import { documentRoute } from './document-route.ts';
+import { jobStatusAnswer, type StatusQuery } from './job-build-status.ts';
+import { buildSummary, templateBuilds } from './template-builds.ts';
 import { callerTeam } from '../../teams/caller.ts';
 
 type Id = { Params: { templateID: string } };
@@ -39,7 +41,7 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
     const out: E2bTemplate[] = [];
     for (const t of await svc.list(callerTeam(req))) {
       const row = await svc.row(t.template_id);
-      out.push(e2bTemplate(row, await svc.jobsOf(row.template_id)));
+      out.push(e2bTemplate(row, await templateBuilds(svc, builder, row)));
     }
     return out;
   });
@@ -50,10 +52,9 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
   });
   on<Id>('GET', '/templates/{templateID}', async (req): Promise<E2bTemplateDetail> => {
     const t = await svc.row(req.params.templateID);
-    const jobs = await svc.jobsOf(t.template_id);
     return {
       ...names(t), templateID: t.template_id, public: Number(t.public) === 1, createdAt: iso(t.created_at), updatedAt: iso(t.updated_at),
-      lastSpawnedAt: null, spawnCount: 0, builds: (await withForeignLatest(svc, t, jobs)).map((j) => e2bBuild(t, j)),
+      lastSpawnedAt: null, spawnCount: 0, builds: await templateBuilds(svc, builder, t),
     };
   });
   on<Id>('DELETE', '/templates/{templateID}', async (req, reply) => {
@@ -64,7 +65,6 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
     });
     return reply.status(204).send();
   });
-  type StatusQuery = { logsOffset?: number; limit?: number; level?: string };
   on<{ Params: { templateID: string; buildID: string }; Querystring: StatusQuery }>('GET', '/templates/{templateID}/builds/{buildID}/status', async (req): Promise<E2bBuildStatusAnswer> => {
     const t = await svc.row(req.params.templateID);
     const built = await builder?.status(t.template_id, req.params.buildID, req.query);
@@ -73,47 +73,18 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
     if (info.template_id !== t.template_id && t.latest_job_id !== info.job_id) {
       throw notFound(`build ${req.params.buildID} of template ${t.template_id} not found`);
     }
-    const status = jobStatus(info.status);
-    return {
-      templateID: t.template_id, buildID: info.job_id, status, logs: [],
-      logEntries: info.progress.message ? [{ timestamp: info.updated_at, level: 'info', message: info.progress.message }] : [],
-      ...(info.error ? { reason: { message: info.error, ...(info.phase ? { step: info.phase } : {}) } } : {}),
-    };
+    return jobStatusAnswer(t.template_id, info, req.query);
   });
 }
 
-function e2bTemplate(t: TemplateRow, jobs: JobRow[]): E2bTemplate {
-  const lastBuilt = [...jobs].reverse().find((j) => j.status === 'BUILT');
+function e2bTemplate(t: TemplateRow, builds: E2bTemplateDetail['builds']): E2bTemplate {
   return {
-    templateID: t.template_id, buildID: lastBuilt?.job_id ?? t.latest_job_id ?? '', ...names(t),
+    templateID: t.template_id, ...buildSummary(t, builds), ...names(t),
     cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb), diskSizeMB: Number(t.disk_size_mb),
     public: Number(t.public) === 1, createdAt: iso(t.created_at), updatedAt: iso(t.updated_at), createdBy: null, lastSpawnedAt: null,
-    spawnCount: 0, buildCount: jobs.length, buildStatus: templateStatus(t.status), envdVersion: '',
+    spawnCount: 0,
   };
-}
-
-function e2bBuild(t: TemplateRow, j: JobRow) {
-  return {
-    buildID: j.job_id, status: jobStatus(j.status), cpuCount: Number(t.cpu_count), memoryMB: Number(t.memory_mb),
-    diskSizeMB: Number(t.disk_size_mb), createdAt: iso(j.created_at), updatedAt: iso(j.updated_at),
-    ...(j.finished_at !== null ? { finishedAt: iso(j.finished_at) } : {}),
-  };
-}
-
-/** A template that joined another template's build shows that build too. */
-async function withForeignLatest(svc: TemplateService, t: TemplateRow, jobs: JobRow[]): Promise<JobRow[]> {
-  if (!t.latest_job_id || jobs.some((j) => j.job_id === t.latest_job_id)) return jobs;
-  const latest = await svc.jobRow(t.latest_job_id);
-  return latest ? [...jobs, latest] : jobs;
 }
 
 const names = (t: TemplateRow) => ({ aliases: t.alias ? [t.alias] : [], names: t.alias ? [t.alias] : [] });
 const iso = (ms: number) => new Date(Number(ms)).toISOString();
-
-function templateStatus(s: string): E2bBuildStatus {
-  return s === 'ready' ? 'ready' : s === 'failed' ? 'error' : 'building';
-}
-
-function jobStatus(s: string): E2bBuildStatus {
-  return s === 'PENDING' ? 'waiting' : s === 'RUNNING' ? 'building' : s === 'BUILT' ? 'ready' : 'error';
-}

@@ -17,6 +17,11 @@ import { guardOwnedRoutes } from '../../teams/ownership.ts';
 import { masterOwnedRoutes } from '../../teams/guards.ts';
 import { FakeArtifactNode } from './fake-node-agent.ts';
 import { FakeTemplateCenter } from './fake-template-center.ts';
+import { BuildRepo } from '../../builds/repo.ts';
+import { registerBuildRoutes } from '../../builds/routes.ts';
+import { BuildService } from '../../builds/service.ts';
+import { lateBuilderStatus } from '../../builds/status-port.ts';
+import { fakes } from '../../builds/testing/fake-ports.ts';
 
 export interface HarnessOptions {
   database: DatabaseConfig;
@@ -28,6 +33,8 @@ export interface HarnessOptions {
   /** Share a template center (and its call log) with another harness. */
   templateCenter?: FakeTemplateCenter;
   coordination?: Coordination;
+  /** Runs E2B's template builder too (its routes, wired as the master wires it), its sandboxes and snapshots fakes. */
+  builder?: boolean;
 }
 
 export interface Reply<T = any> { status: number; body: T; headers: Headers }
@@ -41,6 +48,10 @@ export class Harness {
   module!: TemplatesRuntime;
   tc!: FakeTemplateCenter;
   coordination!: Coordination;
+  /** The builder, when the harness runs one (HarnessOptions.builder). */
+  builds?: BuildService;
+  /** The builder's fake sandboxes, nodes and snapshots (a step's exit code, a step held running). */
+  builderFakes?: ReturnType<typeof fakes>;
   readonly fakeNodes: FakeArtifactNode[] = [];
   private ownsTc = false;
 
@@ -68,8 +79,13 @@ export class Harness {
     h.coordination = o.coordination ?? new MemoryCoordination();
     h.module = await startTemplates(h.cfg, {
       app: h.app, db: h.db, nodes: h.nodes, coordination: h.coordination, logger: silentLogger(),
-      artifactGraceMs: o.graceMs ?? 3600_000,
+      artifactGraceMs: o.graceMs ?? 3600_000, ...(o.builder ? { builderStatus: lateBuilderStatus(() => h.builds) } : {}),
     });
+    if (o.builder) {
+      h.builderFakes = fakes();
+      h.builds = new BuildService({ repo: new BuildRepo(h.db.kysely), ...h.builderFakes.ports, templates: h.module.builder!, logger: silentLogger() });
+      registerBuildRoutes(h.app, h.builds);
+    }
     await h.app.listen({ host: '127.0.0.1', port });
     return h;
   }
@@ -124,6 +140,7 @@ export class Harness {
   }
 
   async close(): Promise<void> {
+    await this.builds?.settled();
     await this.module.close();
     await this.app.close();
     for (const n of this.fakeNodes) await n.close();
