@@ -2,9 +2,12 @@
  * The Connect protocol (https://connectrpc.com/docs/protocol) with the JSON codec, as far as the
  * terminal needs it, for the browser: unary calls are `application/json` POSTs; a server stream's
  * body is a run of envelopes (1 flag byte, 4-byte big-endian length, JSON), the last one flagged
- * end-of-stream and carrying the error if any. The SDK's packages/sdk/src/envd/ is the reference;
- * this copy uses no Node API (no Buffer), so that it runs in a page.
+ * end-of-stream and carrying the error if any. The framing is the SDK's (it uses no Node API);
+ * the calls here run over the page's fetch, with errors shaped for the terminal.
  */
+import { EnvelopeReader, encodeEnvelope, type Envelope } from '@svc/sdk/envd/connect-protocol';
+
+export { EnvelopeReader, encodeEnvelope };
 
 const FLAG_COMPRESSED = 0b01;
 const FLAG_END_STREAM = 0b10;
@@ -13,50 +16,6 @@ const FLAG_END_STREAM = 0b10;
 export class ConnectError extends Error {
   constructor(readonly code: string, message: string, readonly status?: number) {
     super(message);
-  }
-}
-
-export function encodeEnvelope(message: unknown, flags = 0): Uint8Array<ArrayBuffer> {
-  const payload = new TextEncoder().encode(JSON.stringify(message));
-  const out = new Uint8Array(5 + payload.length);
-  out[0] = flags;
-  new DataView(out.buffer).setUint32(1, payload.length, false);
-  out.set(payload, 5);
-  return out;
-}
-
-export interface Envelope {
-  flags: number;
-  data: Uint8Array;
-}
-
-/** Cuts a byte stream into envelopes, whatever the chunk boundaries. */
-export class EnvelopeReader {
-  private buffer: Uint8Array = new Uint8Array(0);
-
-  push(chunk: Uint8Array): Envelope[] {
-    if (this.buffer.length === 0) this.buffer = chunk;
-    else {
-      const joined = new Uint8Array(this.buffer.length + chunk.length);
-      joined.set(this.buffer, 0);
-      joined.set(chunk, this.buffer.length);
-      this.buffer = joined;
-    }
-    const out: Envelope[] = [];
-    let at = 0;
-    while (this.buffer.length - at >= 5) {
-      const length = new DataView(this.buffer.buffer, this.buffer.byteOffset + at, 5).getUint32(1, false);
-      if (this.buffer.length - at < 5 + length) break;
-      out.push({ flags: this.buffer[at], data: this.buffer.slice(at + 5, at + 5 + length) });
-      at += 5 + length;
-    }
-    this.buffer = this.buffer.slice(at);
-    return out;
-  }
-
-  /** Bytes received that do not make a whole envelope yet. */
-  get pending(): number {
-    return this.buffer.length;
   }
 }
 
@@ -147,7 +106,7 @@ export async function serverStream(url: string, message: unknown, opts: CallOpts
   const res = await fetch(url, {
     method: 'POST',
     headers: { ...opts.headers, 'Content-Type': 'application/connect+json', 'Connect-Protocol-Version': '1' },
-    body: encodeEnvelope(message),
+    body: encodeEnvelope(message) as Uint8Array<ArrayBuffer>,
     signal: opts.signal,
   });
   if (!res.ok || !res.body) throw errorFromResponse(res.status, await res.text());
