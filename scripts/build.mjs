@@ -1,6 +1,7 @@
 // Bundles the parts that run without the workspace around them:
 //   dist/envd.mjs  the in-sandbox agent (runs on the Node runtime the node agent injects)
 //   dist/code-interpreter.mjs  the in-sandbox code interpreter on port 49999 (same runtime)
+//   dist/mcp-gateway/  the in-sandbox MCP gateway, its reference servers and its launcher (same runtime; scripts/build-mcp-gateway.mjs)
 //   dist/svc.mjs   the CLI and every component, for `svc up` and a global install
 //   dist/volume_plugin.proto  the volume plugin protocol, read beside the bundle by svc.mjs's gRPC plugin client
 //   dist/guest-init.sh        the microvm guest's init, put into its initramfs by the node agent
@@ -9,6 +10,7 @@
 import { build } from 'esbuild';
 import { NODE_BUNDLE } from './bundle-options.mjs';
 import { buildConsole } from './build-console.mjs';
+import { buildMcpGateway } from './build-mcp-gateway.mjs';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync } from 'node:fs';
 
@@ -26,6 +28,7 @@ await build({
   entryPoints: ['packages/code-interpreter/src/main.ts'],
   outfile: 'dist/code-interpreter.mjs',
 });
+await buildMcpGateway('dist/mcp-gateway', { sourcemap: 'linked' });
 await build({
   ...common,
   entryPoints: ['packages/cli/src/main.ts'],
@@ -65,6 +68,6 @@ for (const [out, flags, source] of natives) {
   }
 }
 console.log(
-  'built dist/envd.mjs, dist/code-interpreter.mjs, dist/svc.mjs, dist/volume_plugin.proto, dist/guest-init.sh, dist/svc-volume-local.mjs, ' +
+  'built dist/envd.mjs, dist/code-interpreter.mjs, dist/mcp-gateway/, dist/svc.mjs, dist/volume_plugin.proto, dist/guest-init.sh, dist/svc-volume-local.mjs, ' +
     'dist/console/, dist/svc-stat-shim.so, dist/svc-sudo and dist/svc-spawner',
 );

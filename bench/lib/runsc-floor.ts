@@ -44,7 +44,7 @@ export class RunscFloor {
   }
 
   async prepare(): Promise<void> {
-    this.bundle = await ensureRuntimeBundle(this.o.workDir, { envdBundle: this.o.envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, statShim: defaultNativeFile(this.o.envdBundle, 'svc-stat-shim.so'), sudo: defaultNativeFile(this.o.envdBundle, 'svc-sudo'), spawner: defaultNativeFile(this.o.envdBundle, 'svc-spawner'), codeInterpreter: defaultNativeFile(this.o.envdBundle, 'code-interpreter.mjs'), ptyModulesDir: defaultPtyModulesDir() });
+    this.bundle = await ensureRuntimeBundle(this.o.workDir, { envdBundle: this.o.envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, statShim: defaultNativeFile(this.o.envdBundle, 'svc-stat-shim.so'), sudo: defaultNativeFile(this.o.envdBundle, 'svc-sudo'), spawner: defaultNativeFile(this.o.envdBundle, 'svc-spawner'), codeInterpreter: defaultNativeFile(this.o.envdBundle, 'code-interpreter.mjs'), mcpGateway: defaultNativeFile(this.o.envdBundle, 'mcp-gateway'), ptyModulesDir: defaultPtyModulesDir() });
     await mkdir(this.lower, { recursive: true });
     await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', this.o.image, this.lower]);
   }

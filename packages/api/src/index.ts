@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
-import { createHttpApp, parseListen, sendMetrics, type Logger, type SvcConfig } from '@svc/common';
+import { createHttpApp, hostForClient, parseListen, sendMetrics, type Logger, type SvcConfig } from '@svc/common';
 import { MasterClient } from '@svc/contracts/master';
 import { authenticate, type AuthConfig } from './auth.ts';
 import { TeamsClient } from '@svc/contracts/teams';
@@ -18,6 +18,7 @@ import { renderDocsPage } from './docs-page.ts';
 import { registerConsole } from './console-files.ts';
 import { registerSandboxRoutes } from './routes.ts';
 import { registerMetricRoutes } from './metric-routes.ts';
+import { registerMcpRoute } from './mcp-route.ts';
 
 export interface ApiGateway {
   url: string;
@@ -25,8 +26,17 @@ export interface ApiGateway {
   close(): Promise<void>;
 }
 
-/** The public REST gateway: auth, E2B wire shapes, forwarding to the master. */
-export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; masterUrl?: string }): Promise<ApiGateway> {
+export interface ApiGatewayOptions {
+  logger: Logger;
+  masterUrl?: string;
+  /** The data-plane proxy, for the MCP tools (/mcp); default: proxy.bind and proxy.http_port, the proxy of this host. */
+  sandboxUrl?: string;
+  /** The data plane as users reach it, for the MCP tool get_url; default: its HTTPS listener when proxy.https_port is set, else sandboxUrl. */
+  publicSandboxUrl?: string;
+}
+
+/** The public REST gateway: auth, E2B wire shapes, forwarding to the master; svc's MCP server at /mcp. */
+export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): Promise<ApiGateway> {
   const masterUrl = opts.masterUrl ?? cfg.master.addr;
   const master = new MasterClient(masterUrl, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000 });
   const app = createHttpApp({ logger: opts.logger, bodyLimit: cfg.api.max_body_bytes });
@@ -57,6 +67,10 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   const docsPage = renderDocsPage();
   app.get('/docs', async (_req, reply) => reply.type('text/html; charset=utf-8').send(docsPage));
   registerConsole(app, cfg.sandbox_domain);
+  const sandboxUrl = opts.sandboxUrl ?? `http://${hostForClient(`${cfg.proxy.bind}:${cfg.proxy.http_port}`)}`;
+  const publicSandboxUrl = opts.publicSandboxUrl
+    ?? (cfg.proxy.https_port > 0 && !opts.sandboxUrl ? `https://${hostForClient(`${cfg.proxy.bind}:${cfg.proxy.https_port}`)}` : sandboxUrl);
+  const mcp = registerMcpRoute(app, { sandboxUrl, publicSandboxUrl, logger: opts.logger.child({ component: 'mcp' }) });
   // Every metric of this process (in svc up, the whole platform's), for the operator's Prometheus
   // (docs/observability.md, "Prometheus"): no key is a 401 (authenticate), a team's key a 403.
   app.get('/metrics', async (req, reply) => {
@@ -96,7 +110,7 @@ export async function startApiGateway(cfg: SvcConfig, opts: { logger: Logger; ma
   await app.listen({ host, port });
   const url = `http://${host}:${(app.server.address() as { port: number }).port}`;
   opts.logger.info({ url }, 'API gateway listening');
-  return { url, app, close: async () => { await app.close(); await audit.close(); } };
+  return { url, app, close: async () => { await mcp.close(); await app.close(); await audit.close(); } };
 }
 
 /** api.audit_log, by default beside the egress proxy's log (docs/security.md, "Audit"). */

@@ -64,7 +64,9 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
       ? await startEgressFromConfig(cfg, { logger: logger.child({ component: 'egress' }), nodeId: node.nodeId, masterAddr: master.url })
       : undefined;
     if (egress) closers.push(() => egress.close());
-    const api = await startApiGateway(cfg, { logger: logger.child({ component: 'api' }), masterUrl: master.url });
+    const api = await startApiGateway(cfg, {
+      logger: logger.child({ component: 'api' }), masterUrl: master.url, sandboxUrl: proxy.httpUrl, publicSandboxUrl: proxy.httpsUrl ?? proxy.httpUrl,
+    });
     closers.push(() => api.close());
     return { apiUrl: api.url, sandboxUrl: proxy.httpUrl, sandboxHttpsUrl: proxy.httpsUrl, masterUrl: master.url, master, ...(egress ? { egressCaPem: egress.caPem } : {}), warmCount: () => node.warmCount(), runtime: node.runtime, runtimes: node.runtimes, close };
   } catch (err) {

@@ -11,6 +11,7 @@ import { componentCommands } from './commands/components.ts';
 import { volumeCommand } from './commands/volume.ts';
 import { eventsCommand } from './commands/events.ts';
 import { webhookCommand } from './commands/webhook.ts';
+import { mcpCommand } from './commands/mcp.ts';
 import { EXIT_USAGE } from './errors.ts';
 
 const VERSION = '0.1.0';
@@ -36,6 +37,7 @@ export function buildProgram(): Command {
   program.addCommand(nodeCommand());
   program.addCommand(teamCommand());
   program.addCommand(keyCommand());
+  program.addCommand(mcpCommand());
   configureAll(program);
   return program;
 }

@@ -120,7 +120,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     bundle ??= (async () => {
       const envdBundle = opts.envdBundle ?? defaultEnvdBundle();
       if (!envdBundle) throw new SvcError(503, 'envd bundle not found: run `npm run build` (dist/envd.mjs) or set SVC_ENVD_BUNDLE');
-      return ensureRuntimeBundle(stateDir, { envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, statShim: defaultNativeFile(envdBundle, 'svc-stat-shim.so', process.env.SVC_STAT_SHIM), sudo: defaultNativeFile(envdBundle, 'svc-sudo', process.env.SVC_SUDO_HELPER), spawner: defaultNativeFile(envdBundle, 'svc-spawner', process.env.SVC_SPAWNER), codeInterpreter: defaultNativeFile(envdBundle, 'code-interpreter.mjs', process.env.SVC_CODE_INTERPRETER_BUNDLE), ptyModulesDir: defaultPtyModulesDir() });
+      return ensureRuntimeBundle(stateDir, { envdBundle, nodeBinary: process.execPath, init: SANDBOX_INIT, statShim: defaultNativeFile(envdBundle, 'svc-stat-shim.so', process.env.SVC_STAT_SHIM), sudo: defaultNativeFile(envdBundle, 'svc-sudo', process.env.SVC_SUDO_HELPER), spawner: defaultNativeFile(envdBundle, 'svc-spawner', process.env.SVC_SPAWNER), codeInterpreter: defaultNativeFile(envdBundle, 'code-interpreter.mjs', process.env.SVC_CODE_INTERPRETER_BUNDLE), mcpGateway: defaultNativeFile(envdBundle, 'mcp-gateway', process.env.SVC_MCP_GATEWAY_DIR), ptyModulesDir: defaultPtyModulesDir() });
     })().catch((err) => { bundle = undefined; throw err; });
     return bundle;
   };

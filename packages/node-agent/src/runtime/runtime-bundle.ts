@@ -1,11 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { copyFile, cp, mkdir, readFile, rename, rm, writeFile, chmod } from 'node:fs/promises';
+import { copyFile, cp, mkdir, readdir, readFile, rename, rm, writeFile, chmod } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SvcError } from '@svc/common';
 import { CODE_INTERPRETER_BUNDLE } from '@svc/contracts/code-interpreter';
+import { MCP_GATEWAY_DIR } from '@svc/contracts/mcp-gateway';
 import { run } from '../host/exec.ts';
 
 /**
@@ -14,9 +15,12 @@ import { run } from '../host/exec.ts';
  * dumb-init as PID 1, the envd bundle with its native pty module next to it, and the static
  * `svc-sudo` (sudo through envd where set-uid cannot work: packages/node-agent/native/sudo.c) and
  * the static `svc-spawner` that starts envd's processes (packages/envd/native/spawner.c), and the
- * code interpreter's bundle, which the code-interpreter-v1 template starts (packages/code-interpreter).
+ * code interpreter's bundle, which the code-interpreter-v1 template starts (packages/code-interpreter),
+ * and the MCP gateway's directory (its bundle, its reference servers and its launcher), which the
+ * mcp-gateway template links as /usr/local/bin/mcp-gateway (packages/mcp-gateway).
  *   /.svc/bin/node  /.svc/bin/dumb-init  /.svc/bin/svc-sudo  /.svc/bin/svc-spawner  /.svc/lib/ld-linux-x86-64.so.2 ...  /.svc/envd/envd.mjs
  *   /.svc/code-interpreter/code-interpreter.mjs
+ *   /.svc/mcp-gateway/mcp-gateway  /.svc/mcp-gateway/mcp-gateway.mjs  /.svc/mcp-gateway/servers/*.mjs ...
  * PID 1 is dumb-init rather than tini because tini wakes every second to reap (sigtimedwait with
  * a 1 s timeout), and under gVisor's ptrace platform each wake costs an idle sandbox about
  * 0.05% of a core; dumb-init sleeps in sigwait until a signal comes (docs/decisions.md).
@@ -52,6 +56,8 @@ export interface RuntimeBundleSource {
   spawner: string;
   /** dist/code-interpreter.mjs, at CODE_INTERPRETER_BUNDLE (the code-interpreter-v1 template starts it). */
   codeInterpreter: string;
+  /** dist/mcp-gateway/, copied whole to MCP_GATEWAY_DIR (the mcp-gateway template runs its launcher). */
+  mcpGateway: string;
   /** Directory holding @lydell/node-pty and its platform package. */
   ptyModulesDir?: string;
 }
@@ -67,8 +73,8 @@ export function defaultEnvdBundle(): string | undefined {
   return candidates.find((p): p is string => !!p && existsSync(p));
 }
 
-/** A file scripts/build.mjs makes (the stat shim, svc-sudo, svc-spawner, the code interpreter): beside the envd bundle, else the checkout's dist/. */
-export function defaultNativeFile(envdBundle: string, name: 'svc-stat-shim.so' | 'svc-sudo' | 'svc-spawner' | 'code-interpreter.mjs', override?: string): string {
+/** A file scripts/build.mjs makes (the stat shim, svc-sudo, svc-spawner, the code interpreter, the MCP gateway's directory): beside the envd bundle, else the checkout's dist/. */
+export function defaultNativeFile(envdBundle: string, name: 'svc-stat-shim.so' | 'svc-sudo' | 'svc-spawner' | 'code-interpreter.mjs' | 'mcp-gateway', override?: string): string {
   const here = dirname(fileURLToPath(import.meta.url));
   const candidates = [override, join(dirname(envdBundle), name), join(here, '../../../../dist', name), join(here, name)];
   return candidates.find((p): p is string => !!p && existsSync(p)) ?? join(dirname(envdBundle), name);
@@ -99,14 +105,14 @@ function initArgs(): string[] {
 /** Assembles the runtime once per (node version, envd bundle) under `<stateDir>/runtime/`. */
 export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSource): Promise<RuntimeBundle> {
   if (!existsSync(src.envdBundle)) throw new SvcError(503, `envd bundle ${src.envdBundle} not found (run npm run build)`);
-  for (const file of [src.statShim, src.sudo, src.spawner, src.codeInterpreter]) if (!existsSync(file)) throw new SvcError(503, `${file} not found (run npm run build)`);
+  for (const file of [src.statShim, src.sudo, src.spawner, src.codeInterpreter, src.mcpGateway]) if (!existsSync(file)) throw new SvcError(503, `${file} not found (run npm run build)`);
   const envd = await readFile(src.envdBundle);
   const shim = await readFile(src.statShim);
   const sudo = await readFile(src.sudo);
   const spawner = await readFile(src.spawner);
   const codeInterpreter = await readFile(src.codeInterpreter);
   const key = createHash('sha256').update(process.version).update(src.nodeBinary).update(src.init).update(envd).update(shim).update(sudo).update(spawner)
-    .update(codeInterpreter).digest('hex').slice(0, 12);
+    .update(codeInterpreter).update(await hashTree(src.mcpGateway)).digest('hex').slice(0, 12);
   const dir = join(stateDir, 'runtime', `node-${process.version}-${key}`);
   if (existsSync(join(dir, '.complete'))) return { dir, initArgs: initArgs() };
 
@@ -131,6 +137,10 @@ export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSo
     await mkdir(dirname(interpreterPath), { recursive: true });
     await writeFile(interpreterPath, codeInterpreter);
     if (existsSync(`${src.codeInterpreter}.map`)) await copyFile(`${src.codeInterpreter}.map`, `${interpreterPath}.map`);
+    const gatewayDir = join(tmp, MCP_GATEWAY_DIR.slice(SANDBOX_RUNTIME_DIR.length + 1));
+    await cp(src.mcpGateway, gatewayDir, { recursive: true, dereference: true });
+    // The launcher must stay executable whatever the copy did with modes.
+    await chmod(join(gatewayDir, 'mcp-gateway'), 0o755);
     if (existsSync(`${src.envdBundle}.map`)) await copyFile(`${src.envdBundle}.map`, join(tmp, 'envd/envd.mjs.map'));
     if (src.ptyModulesDir) {
       for (const name of ['node-pty', `node-pty-linux-${process.arch}`]) {
@@ -147,6 +157,15 @@ export async function ensureRuntimeBundle(stateDir: string, src: RuntimeBundleSo
     await rm(tmp, { recursive: true, force: true });
   }
   return { dir, initArgs: initArgs() };
+}
+
+/** A digest of a directory's files (names and contents), so that a rebuilt gateway makes a new runtime. */
+async function hashTree(dir: string): Promise<string> {
+  const hash = createHash('sha256');
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true });
+  const files = entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name)).sort();
+  for (const file of files) hash.update(file.slice(dir.length)).update('\0').update(await readFile(file));
+  return hash.digest('hex');
 }
 
 /** Absolute paths of every shared library (and the loader) the binaries need, per ldd. */

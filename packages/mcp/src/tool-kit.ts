@@ -1,0 +1,55 @@
+/**
+ * How a tool is registered: its input schema (zod, which the MCP SDK turns into the JSON schema
+ * clients see and checks every call against), and a handler that gets the call's connection and
+ * whose failures become `isError` results instead of protocol errors.
+ */
+import type { McpServer, ToolCallback } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { SandboxError, type ConnectionOpts } from '@svc/sdk';
+import type { z } from 'zod';
+import { errorResult, failureText, ToolFailure } from './results.ts';
+import type { McpSession } from './session.ts';
+
+/** What a handler gets besides its arguments. */
+export interface ToolCall {
+  session: McpSession;
+  /** The SDK options of this call, with the caller's key. */
+  opts: ConnectionOpts;
+  /** Aborted when the client cancels the call or the session ends. */
+  signal: AbortSignal;
+}
+
+interface ToolSpec<S extends z.ZodRawShape> {
+  title: string;
+  description: string;
+  inputSchema: S;
+  outputSchema?: z.ZodRawShape;
+  annotations?: ToolAnnotations;
+}
+
+type Args<S extends z.ZodRawShape> = z.infer<z.ZodObject<S>>;
+
+export function registerSvcTool<S extends z.ZodRawShape>(
+  server: McpServer,
+  session: McpSession,
+  name: string,
+  spec: ToolSpec<S>,
+  handler: (args: Args<S>, call: ToolCall) => Promise<CallToolResult>,
+): void {
+  const { title, description, inputSchema, outputSchema, annotations } = spec;
+  const callback = async (args: Args<S>, extra: { authInfo?: { token?: string }; signal: AbortSignal }): Promise<CallToolResult> => {
+    const call: ToolCall = { session, opts: session.opts(extra.authInfo?.token || undefined), signal: extra.signal };
+    try {
+      return await handler(args, call);
+    } catch (err) {
+      const sandboxId = typeof (args as { sandboxId?: unknown }).sandboxId === 'string' ? (args as { sandboxId: string }).sandboxId : undefined;
+      if (!(err instanceof SandboxError) && !(err instanceof ToolFailure)) {
+        session.log.warn({ session: session.id, tool: name, sandboxId, err: (err as Error)?.stack ?? String(err) }, 'MCP tool failed unexpectedly');
+      }
+      return errorResult(failureText(err, sandboxId));
+    }
+  };
+  // The SDK types the arguments as its ShapeOutput<S>, zod as z.infer of the object: the same type,
+  // which TypeScript cannot see through the generic S.
+  server.registerTool(name, { title, description, inputSchema, outputSchema, annotations }, callback as unknown as ToolCallback<S>);
+}

@@ -1,0 +1,118 @@
+/**
+ * run_code: code in a sandbox's code interpreter (a Jupyter kernel), by default in this session's
+ * own `code-interpreter-v1` sandbox, started on the first call and reused, so that variables and
+ * imports carry from one call to the next. Results come back as text, charts as images, and an
+ * exception as an error result with its traceback.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CODE_LANGUAGES, NotFoundError, TimeoutError, type Execution, type Result, type Sandbox } from '@svc/sdk';
+import { z } from 'zod';
+import { keepTail, stripAnsi } from '../output.ts';
+import { ToolFailure, noSandbox } from '../results.ts';
+import { CODE_INTERPRETER_TEMPLATE, type McpSession } from '../session.ts';
+import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
+import { sandboxIdArg } from './sandboxes.ts';
+
+const DEFAULT_TIMEOUT_SECONDS = 60;
+
+interface RunCodeArgs {
+  code: string;
+  language?: string;
+  sandboxId?: string;
+  timeoutSeconds?: number;
+  envs?: Record<string, string>;
+}
+
+export function registerCodeTool(server: McpServer, session: McpSession): void {
+  registerSvcTool(server, session, 'run_code', {
+    title: 'Run code',
+    description: 'Runs code in a Jupyter-style code interpreter and returns what it printed, the value of the last expression, '
+      + 'charts (matplotlib figures) as images, and an exception with its traceback. Without sandboxId it runs in this session\'s own '
+      + `${CODE_INTERPRETER_TEMPLATE} sandbox (Python with numpy, pandas, matplotlib and more), started on the first call: variables, imports and files `
+      + 'carry over from one call to the next, and its id (given in the result) works with the other tools too; it is killed when this session ends. '
+      + `With sandboxId it runs in that sandbox, which must be a ${CODE_INTERPRETER_TEMPLATE} one.`,
+    inputSchema: {
+      code: z.string().min(1).describe('the code to run'),
+      language: z.enum(CODE_LANGUAGES).optional().describe("the language (default 'python')"),
+      sandboxId: sandboxIdArg.optional().describe(`run in this ${CODE_INTERPRETER_TEMPLATE} sandbox instead of the session's own`),
+      timeoutSeconds: z.number().int().min(1).max(3_600).optional().describe(`interrupt the code after this many seconds (default ${DEFAULT_TIMEOUT_SECONDS})`),
+      envs: z.record(z.string(), z.string()).optional().describe('environment variables for this run'),
+    },
+    annotations: { destructiveHint: true, openWorldHint: true },
+  }, async (args, call) => {
+    if (args.sandboxId) {
+      const sbx = await call.session.sandbox(args.sandboxId, call.opts);
+      return executionResult(await runIn(sbx, args, call), sbx.sandboxId, '', args);
+    }
+    let { sandbox, started } = await codeSandbox(call);
+    let note = started ? `started this session's code sandbox ${sandbox.sandboxId}` : '';
+    try {
+      return executionResult(await runIn(sandbox, args, call), sandbox.sandboxId, note, args);
+    } catch (err) {
+      // the session's sandbox was killed or timed out: a new one, once (the code never ran)
+      if (!(err instanceof ToolFailure) || err.message !== noSandbox(sandbox.sandboxId)) throw err;
+      const gone = sandbox.sandboxId;
+      ({ sandbox, started } = await codeSandbox(call));
+      note = `this session's code sandbox ${gone} was gone (killed or timed out), so ${sandbox.sandboxId} was started: variables from earlier runs are lost`;
+      return executionResult(await runIn(sandbox, args, call), sandbox.sandboxId, note, args);
+    }
+  });
+}
+
+/** The session's code sandbox; a platform without its template says so in the model's terms. */
+async function codeSandbox(call: ToolCall): Promise<{ sandbox: Sandbox; started: boolean }> {
+  try {
+    return await call.session.codeSandbox(call.opts);
+  } catch (err) {
+    if (!(err instanceof NotFoundError)) throw err;
+    throw new ToolFailure(`run_code needs the ${CODE_INTERPRETER_TEMPLATE} template, which this platform does not have (${err.message}); `
+      + 'its operator builds it (svc up does unless told not to). Meanwhile create_sandbox and run_command (python3 -c ...) run code too');
+  }
+}
+
+async function runIn(sbx: Sandbox, args: RunCodeArgs, call: ToolCall): Promise<Execution> {
+  const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+  try {
+    return await sbx.runCode(args.code, { language: args.language, envs: args.envs, timeoutMs: timeoutSeconds * 1000, signal: call.signal });
+  } catch (err) {
+    if (err instanceof TimeoutError && err.code === 'deadline_exceeded') {
+      throw new ToolFailure(`timed out: the code ran longer than ${timeoutSeconds} s and was interrupted (the interpreter keeps its earlier state); `
+        + 'run it again with a larger timeoutSeconds, or split the work');
+    }
+    throw await call.session.explain(sbx.sandboxId, call.opts, err);
+  }
+}
+
+/** The formats of a result shown as text, in order of preference. */
+const TEXT_FORMATS = ['text', 'markdown', 'latex', 'json', 'html', 'svg', 'javascript'] as const;
+
+function resultText(r: Result): string | undefined {
+  for (const f of TEXT_FORMATS) {
+    const v = r[f];
+    if (v !== undefined && v !== null && v !== '') return typeof v === 'string' ? v : JSON.stringify(v);
+  }
+  return undefined;
+}
+
+function executionResult(execution: Execution, sandboxId: string, note: string, args: RunCodeArgs): CallToolResult {
+  const parts: string[] = [note || `ran in sandbox ${sandboxId}`];
+  const stdout = execution.logs.stdout.join('');
+  const stderr = execution.logs.stderr.join('');
+  if (stdout) parts.push(`stdout:\n${keepTail(stdout).text}`);
+  if (stderr) parts.push(`stderr:\n${keepTail(stderr).text}`);
+  const images: CallToolResult['content'] = [];
+  for (const r of execution.results) {
+    if (r.png) images.push({ type: 'image', data: r.png, mimeType: 'image/png' });
+    else if (r.jpeg) images.push({ type: 'image', data: r.jpeg, mimeType: 'image/jpeg' });
+    const text = resultText(r);
+    if (text !== undefined) parts.push(`${r.isMainResult ? 'result' : 'output'}:\n${keepTail(text).text}`);
+  }
+  if (execution.error) {
+    const { name, value, traceback } = execution.error;
+    parts.push(`error: ${name}: ${value}\n${keepTail(stripAnsi(traceback)).text}`);
+  } else if (parts.length === 1) {
+    parts.push(`(no output${args.language && args.language !== 'python' ? '' : '; the value of a last expression is shown, print() shows more'})`);
+  }
+  return { content: [{ type: 'text', text: parts.join('\n') }, ...images], ...(execution.error ? { isError: true } : {}) };
+}

@@ -1,0 +1,95 @@
+/**
+ * run_command: a shell command in a sandbox (`bash -l -c`), waited for or started in the
+ * background. A non-zero exit is a normal result (the model reads the code); a timeout, a paused or
+ * unknown sandbox are errors that say what to do.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { CommandExitError, TimeoutError, type CommandHandle, type CommandResult } from '@svc/sdk';
+import { z } from 'zod';
+import { keepTail } from '../output.ts';
+import { errorResult, textResult } from '../results.ts';
+import type { McpSession } from '../session.ts';
+import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
+import { sandboxIdArg } from './sandboxes.ts';
+
+const DEFAULT_TIMEOUT_SECONDS = 60;
+
+export function registerCommandTool(server: McpServer, session: McpSession): void {
+  registerSvcTool(server, session, 'run_command', {
+    title: 'Run a shell command',
+    description: 'Runs a shell command in a sandbox with bash (pipes, redirections and && work) and returns its stdout, stderr and exit code; '
+      + 'a non-zero exit code is reported, not treated as a failure. The command is killed after timeoutSeconds (default 60). '
+      + 'With background: true it is started and left running (a server, a long job) and its pid is returned at once; '
+      + 'redirect its output to a file to read it later.',
+    inputSchema: {
+      sandboxId: sandboxIdArg,
+      command: z.string().min(1).describe("the command line, e.g. 'ls -la /home/user' or 'pip install requests && python app.py'"),
+      cwd: z.string().optional().describe('the working directory (default the user\'s home, /home/user)'),
+      envs: z.record(z.string(), z.string()).optional().describe('extra environment variables for this command'),
+      timeoutSeconds: z.number().int().min(1).max(86_400).optional()
+        .describe(`kill the command after this many seconds (default ${DEFAULT_TIMEOUT_SECONDS}; in the background: none unless given)`),
+      background: z.boolean().optional().describe('start the command and return its pid without waiting for it'),
+    },
+    outputSchema: {
+      stdout: z.string().optional(), stderr: z.string().optional(), exitCode: z.number().int().optional(), pid: z.number().int().optional(),
+    },
+    annotations: { destructiveHint: true, openWorldHint: true },
+  }, async (args, call) => {
+    const sbx = await call.session.sandbox(args.sandboxId, call.opts);
+    const timeoutSeconds = args.timeoutSeconds ?? (args.background ? 0 : DEFAULT_TIMEOUT_SECONDS);
+    let handle: CommandHandle;
+    try {
+      handle = await sbx.commands.run(args.command, { background: true, cwd: args.cwd, envs: args.envs, timeoutMs: timeoutSeconds * 1000 });
+    } catch (err) {
+      throw await call.session.explain(args.sandboxId, call.opts, err);
+    }
+    if (args.background) {
+      // the command runs on; only this call's view of its output ends
+      await handle.disconnect();
+      const limit = timeoutSeconds ? `; it is killed after ${timeoutSeconds} s` : '';
+      return textResult(
+        `started in the background with pid ${handle.pid}${limit}. Its output is not kept: redirect it to a file (command > /tmp/out.log 2>&1) and read that with read_file; `
+        + `run_command 'kill ${handle.pid}' stops it`,
+        { pid: handle.pid },
+      );
+    }
+    return waitFor(handle, args.sandboxId, timeoutSeconds, call);
+  });
+}
+
+async function waitFor(handle: CommandHandle, sandboxId: string, timeoutSeconds: number, call: ToolCall) {
+  // a cancelled call (the client gave up) kills its command rather than leave it running unseen
+  const cancel = () => {
+    handle.kill().catch((err: Error) => call.session.log.warn({ sandboxId, pid: handle.pid, err: err.message }, 'a cancelled run_command could not be killed'));
+  };
+  call.signal.addEventListener('abort', cancel, { once: true });
+  try {
+    return commandResult(await handle.wait());
+  } catch (err) {
+    if (err instanceof CommandExitError) return commandResult(err);
+    if (err instanceof TimeoutError && err.code === 'deadline_exceeded') {
+      return errorResult(
+        `timed out: the command did not finish within ${timeoutSeconds} s and was killed; run it again with a larger timeoutSeconds, or with background: true for a long job.\n`
+        + formatOutput(keepTail(handle.stdout).text, keepTail(handle.stderr).text),
+      );
+    }
+    throw await call.session.explain(sandboxId, call.opts, err);
+  } finally {
+    call.signal.removeEventListener('abort', cancel);
+  }
+}
+
+function commandResult(r: CommandResult) {
+  const stdout = keepTail(r.stdout).text;
+  const stderr = keepTail(r.stderr).text;
+  const note = r.exitCode !== 0 && r.error && r.error !== `exit status ${r.exitCode}` ? ` (${r.error})` : '';
+  return textResult(`exit code ${r.exitCode}${note}\n${formatOutput(stdout, stderr)}`, { stdout, stderr, exitCode: r.exitCode });
+}
+
+/** The streams as the model reads them, already cut to size. */
+function formatOutput(stdout: string, stderr: string): string {
+  const parts: string[] = [];
+  parts.push(stdout ? `stdout:\n${stdout}` : 'stdout: (empty)');
+  if (stderr) parts.push(`stderr:\n${stderr}`);
+  return parts.join('\n');
+}
