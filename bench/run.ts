@@ -13,7 +13,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BENCH_ROOT, writeResult } from './lib/stats.ts';
 
-const ALL = ['first-start', 'node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth', 'volumes', 'events', 'metrics', 'console'];
+const ALL = ['first-start', 'node-agent', 'platform', 'proxy', 'egress', 'template-center', 'signed-urls', 'density', 'first-creates', 'snapshots', 'template-builds', 'code-interpreter', 'auth', 'volumes', 'events', 'metrics', 'console', 'mcp'];
 const chosen = process.argv.slice(2).filter((a) => ALL.includes(a));
 const benches = process.argv.includes('--summary') ? [] : chosen.length ? chosen : ALL;
 
@@ -128,6 +128,12 @@ if (web) {
   rows.push(['console: first row of the list p50 (ms)', r2(w['first row painted, 5 sandboxes (ms)']?.p50), `FCP ${r2(w['first contentful paint (ms)']?.p50)}`, '≤ 1000']);
   rows.push(['console: 1,000 rows render / flick (ms, stub)', `${r2(w['1000 rows rendered, stub (ms)']?.p50)} / ${r2(w['1000 rows, a flick to the bottom, stub (ms)']?.p50)}`, '', '≤ 1000']);
   rows.push(['console: terminal echo p50 / p95 (ms)', `${r2(w['terminal echo of a key (ms)']?.p50)} / ${r2(w['terminal echo of a key (ms)']?.p95)}`, '', '≤ 50 p50']);
+}
+const mcp = read('mcp');
+if (mcp) {
+  const m = mcp.latency;
+  rows.push(["MCP run_command('true') p50 (ms)", r2(m["run_command('true') over MCP HTTP (ms)"]?.p50), `e2b SDK ${r2(m["commands.run('true') via e2b SDK (ms)"]?.p50)} (${mcp.ratios.mcpOverSdkP50}×)`, '≤ 1.3×']);
+  rows.push(['Sandbox.create({ mcp }) → tools/list p50 (ms)', r2(m['Sandbox.create({ mcp }) → first tools/list (ms)']?.p50), `plain create ${r2(m['Sandbox.create() of base (ms)']?.p50)}`, '≤ +2000']);
 }
 
 console.log('\n===== summary');

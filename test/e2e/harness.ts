@@ -54,7 +54,7 @@ export async function startPlatform(opts: { dataDir?: string; env?: Record<strin
   mkdirSync(dataDir, { recursive: true });
   // Tests make no bursts of creates: a pool that starts at 2 (not svc up's 8) leaves the CPU to them.
   // The code-interpreter-v1 template (1.5 GB) only where a test asks for it.
-  const env: NodeJS.ProcessEnv = { ...process.env, ...E2E_PORTS, SVC_LIFECYCLE_WARMUP_SEC: '1', SVC_WARM_POOL_INITIAL: '2', SVC_CODE_INTERPRETER_TEMPLATE: 'false', ...opts.env };
+  const env: NodeJS.ProcessEnv = { ...process.env, ...E2E_PORTS, SVC_LIFECYCLE_WARMUP_SEC: '1', SVC_WARM_POOL_INITIAL: '2', SVC_CODE_INTERPRETER_TEMPLATE: 'false', SVC_MCP_GATEWAY_TEMPLATE: 'false', ...opts.env };
   const child = spawn(process.execPath, [SVC_BIN, 'up', '--data-dir', dataDir, '--json'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr!.on('data', (d) => { stderr += d; });

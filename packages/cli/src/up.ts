@@ -7,6 +7,7 @@ import { ensureBaseTemplate, startMadeTemplate, waitForMadeTemplate, type BaseTe
 import { dataDirShortOfSpace } from './disk-space.ts';
 import { minimalKernelHint, prepareMicrovm } from './microvm-setup.ts';
 import { runDemo } from './demo.ts';
+import { buildMcpGatewayTemplate } from './mcp-gateway-template.ts';
 import { startPlatform, type Platform } from './platform.ts';
 import { ensureLocalTls } from './local-tls.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
@@ -16,6 +17,8 @@ export interface UpOptions {
   dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean; runtime?: string;
   /** false: no code-interpreter-v1 template (--no-code-interpreter). */
   codeInterpreter?: boolean;
+  /** false: no mcp-gateway template (--no-mcp-gateway). */
+  mcpGateway?: boolean;
 }
 
 /** A configuration that cannot work ends `svc up` with its message and exit code 2. */
@@ -42,6 +45,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   }
   mkdirSync(cfg.data_dir, { recursive: true });
   if (opts.codeInterpreter === false) cfg.template_center.code_interpreter_template = false;
+  if (opts.mcpGateway === false) cfg.template_center.mcp_gateway_template = false;
   // A data directory that never came up builds its templates: on a full disk, say so now, not midway through one.
   const fresh = !existsSync(join(cfg.data_dir, 'endpoint.json'));
   const short = fresh ? dataDirShortOfSpace(cfg.data_dir, cfg.template_center.code_interpreter_template) : undefined;
@@ -130,11 +134,17 @@ export async function runUp(opts: UpOptions): Promise<void> {
     });
     if (started?.jobId) void codeInterpreterInBackground(started, made, () => stopping, logger);
   }
+  // mcp-gateway is base and a link (mcp-gateway-template.ts): a few seconds, or none when cached;
+  // asked for after the demo, whose sandbox it would otherwise slow on a fresh machine.
+  const mcpGateway = () => {
+    if (cfg.template_center.mcp_gateway_template) void buildMcpGatewayTemplate(platform.masterUrl, say, logger, () => stopping);
+  };
 
   const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
   writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify(endpoint, null, 2) + '\n', { mode: 0o600 });
   if (opts.json) {
     process.stdout.write(JSON.stringify({ ready: true, ...endpoint }) + '\n');
+    mcpGateway();
     return;
   }
   say('');
@@ -155,6 +165,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   say('Or the svc CLI and SDK (they read the same endpoint from the data directory):');
   say('  svc sandbox create --template base');
   if (opts.demo) await runDemo(endpoint, say).catch((err) => say(`demo failed: ${(err as Error).message}`));
+  mcpGateway();
   say('Press Ctrl+C to stop.');
 }
 

@@ -139,6 +139,8 @@ export interface SvcConfig {
     registry_mirrors: string;
     /** `svc up` makes the code-interpreter-v1 template (docs/code-interpreter.md). */
     code_interpreter_template: boolean;
+    /** `svc up` makes the mcp-gateway template, for the SDK's `Sandbox.create({ mcp })` (docs/mcp.md). */
+    mcp_gateway_template: boolean;
   };
   /** The egress proxy (docs/egress.md): one per host, in the path of sandboxes that have layer-7 rules. */
   egress: {

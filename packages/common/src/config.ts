@@ -69,6 +69,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       ca_cert_file: '',
       registry_mirrors: '',
       code_interpreter_template: true,
+      mcp_gateway_template: true,
     },
     egress: {
       enabled: true, address: '', http_port: 8080, https_port: 8443, admin_bind: '127.0.0.1', admin_port: 9091, admin_addr: '',
@@ -153,6 +154,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_TEMPLATE_CENTER_CA_CERT', 'template_center.ca_cert_file', 'string'],
   ['SVC_REGISTRY_MIRRORS', 'template_center.registry_mirrors', 'string'],
   ['SVC_CODE_INTERPRETER_TEMPLATE', 'template_center.code_interpreter_template', 'bool'],
+  ['SVC_MCP_GATEWAY_TEMPLATE', 'template_center.mcp_gateway_template', 'bool'],
   ['SVC_EGRESS_ENABLED', 'egress.enabled', 'bool'],
   ['SVC_EGRESS_ADDRESS', 'egress.address', 'string'],
   ['SVC_EGRESS_HTTP_PORT', 'egress.http_port', 'int'],

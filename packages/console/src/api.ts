@@ -1,7 +1,7 @@
 /**
  * The console's client of the public REST (docs/api.md): every call carries the signed-in key,
  * so a page shows exactly what that key may see. Errors keep the platform's status, code and
- * message (SPEC.md's JSON error body) for the page to show.
+ * message (the JSON error body of docs/api.md) for the page to show.
  */
 
 export class ApiError extends Error {

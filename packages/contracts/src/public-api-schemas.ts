@@ -105,6 +105,10 @@ export const NewSandbox = {
     memoryMB: { type: 'integer', minimum: 64 },
     nodeSelector: { ...stringMap, description: 'svc: only a node whose labels hold every name=value of it runs the sandbox (docs/cluster.md)' },
     runtime: { type: 'string', enum: RUNTIME_KINDS, description: 'svc: what runs the sandbox (docs/runtimes.md); default: the template\'s, else the node\'s' },
+    mcp: {
+      type: ['object', 'null'],
+      description: 'E2B: the MCP servers of the sandbox\'s gateway. The SDK starts `mcp-gateway --config` with it in the sandbox after the create; the platform only checks its form (docs/mcp.md)',
+    },
     iam: {
       type: 'object',
       description: 'E2B: workload tokens the egress proxy mints for ${e2b.identity.tokens.NAME} (docs/security.md)',

@@ -58,6 +58,7 @@ function apiRoutes(k: Known): RouteSpec[] {
     allowInternetAccess: true, autoPause: false, autoPauseMemory: true, autoResume: { enabled: false }, env_vars: { B: '2' },
     volume_mounts: [{ name: 'fuzzvol2', path: '/mnt/fuzz2', read_only: true }],
     iam: { tokens: { aws: { audience: 'sts.amazonaws.com', tokenType: 'JWT-SVID' } } }, runtime: 'gvisor', nodeSelector: {},
+    mcp: { filesystem: { paths: ['/home/user'] } },
   } satisfies Required<WireNewSandbox>;
   const createBody = json(newSandbox);
   const live = { patch: { templateID: 'base', volumeMounts: [], timeout: 120 }, cases: 3 };

@@ -6,6 +6,15 @@ import { templateBuildUnavailable, templateNotFound } from './errors.ts';
 const PLATFORM_TEMPLATE_POLL_MS = 500;
 
 /**
+ * Whether svc makes this template for itself: from Debian's packages (`base`,
+ * `code-interpreter-v1`), or with the builder on the operator's address (`mcp-gateway`, built
+ * from `base` by `svc up`; docs/mcp.md), which makes it public (template-owner.ts).
+ */
+export function isPlatformTemplate(t: Pick<TemplateRow, 'source_kind' | 'public'>): boolean {
+  return t.source_kind === 'debian_rootfs' || (t.source_kind === 'builder' && Number(t.public) === 1);
+}
+
+/**
  * A template the platform makes for itself (`svc up` builds `code-interpreter-v1` in the
  * background, docs/quickstart.md): a create that finds it still building waits for it within
  * the create timeout, and one that finds its build failed is the platform's failure, a 503

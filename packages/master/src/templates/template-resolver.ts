@@ -5,7 +5,7 @@ import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
 import { artifactRef } from './artifact-url.ts';
 import type { BuilderStatus } from './builder-port.ts';
 import { invalidTemplateRequest, templateNotFound } from './errors.ts';
-import { platformTemplateReady } from './platform-templates.ts';
+import { isPlatformTemplate, platformTemplateReady } from './platform-templates.ts';
 import type { ArtifactStore } from './store/artifacts.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { TemplateRow } from './tables.ts';
@@ -67,7 +67,7 @@ export function templateResolver(d: TemplateResolverDeps): TemplateResolver {
     if (ref.includes(':')) return resolveTagged(ref);
     let t = await d.templates.resolve(ref);
     if (!t) throw templateNotFound(ref);
-    if (t.source_kind === 'debian_rootfs') t = await platformTemplateReady(d.templates, t, d.cfg.master.create_timeout_insec);
+    if (isPlatformTemplate(t)) t = await platformTemplateReady(d.templates, t, d.cfg.master.create_timeout_insec);
     if (t.status === 'ready' && t.layer_snapshot_id) return resolveBuilt(t, t.layer_snapshot_id);
     if (t.status !== 'ready' || !t.artifact_id) {
       throw invalidTemplateRequest(`template ${ref} is ${t.status}${t.error ? ` (${t.error})` : ''}; a sandbox needs a ready template`);
