@@ -151,6 +151,10 @@ test('run_code keeps one sandbox per session: state carries between calls, error
   const chart = await callTool(client, 'run_code', { code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.show()' });
   const image = chart.content.find((c) => c.type === 'image');
   assert.ok(image && image.mimeType === 'image/png' && Buffer.from(image.data!, 'base64').subarray(1, 4).toString() === 'PNG', 'the chart is a PNG image');
+  const flood = await callTool(client, 'run_code', { code: 'for _ in range(20):\n    print("x" * 1_000_000)' });
+  assert.equal(flood.isError, true, `code that floods its output is cut off: ${textOf(flood).slice(0, 400)}`);
+  assert.match(textOf(flood), /more than 16 MB/);
+  assert.match(textOf(await callTool(client, 'run_code', { code: 'x + 1' })), /\b22\b/, 'and the session\'s state is still there');
   const js = await callTool(client, 'run_code', { code: 'const a = [1, 2, 3]; a.map((v) => v * 10).join(",")', language: 'javascript' });
   assert.match(textOf(js), /10,20,30/, 'another language in the same sandbox');
 

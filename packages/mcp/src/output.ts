@@ -5,6 +5,12 @@
 
 /** Characters of each command stream (stdout, stderr) and of a run's text kept in a result. */
 const MAX_STREAM_CHARS = 50_000;
+/**
+ * The most output a run_command or run_code may print before it is stopped. Its streams are kept
+ * in this process's memory until it ends (the SDK's CommandHandle and Execution), and this process
+ * is the API gateway: `yes` for a whole timeout would otherwise grow it by gigabytes.
+ */
+export const MAX_OUTPUT_CHARS = 16 * 1024 * 1024;
 /** Bytes of a file read_file returns as text. */
 export const MAX_READ_BYTES = 100_000;
 /** Bytes of an image file read_file returns as image content. */

@@ -8,7 +8,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CODE_LANGUAGES, NotFoundError, TimeoutError, type Execution, type Result, type Sandbox } from '@svc/sdk';
 import { z } from 'zod';
-import { keepTail, stripAnsi } from '../output.ts';
+import { MAX_OUTPUT_CHARS, keepTail, stripAnsi } from '../output.ts';
 import { ToolFailure, noSandbox } from '../results.ts';
 import { CODE_INTERPRETER_TEMPLATE, type McpSession } from '../session.ts';
 import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
@@ -73,9 +73,24 @@ async function codeSandbox(call: ToolCall): Promise<{ sandbox: Sandbox; started:
 
 async function runIn(sbx: Sandbox, args: RunCodeArgs, call: ToolCall): Promise<Execution> {
   const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
+  const flood = new AbortController();
+  let printed = 0;
+  const count = (out: { line: string }) => {
+    printed += out.line.length;
+    if (printed > MAX_OUTPUT_CHARS && !flood.signal.aborted) flood.abort();
+  };
+  const flooded = () => new ToolFailure(`the code printed more than ${MAX_OUTPUT_CHARS / 1024 / 1024} MB and its output was cut off; `
+    + 'write large output to a file and read parts of it, or print less');
   try {
-    return await sbx.runCode(args.code, { language: args.language, envs: args.envs, timeoutMs: timeoutSeconds * 1000, signal: call.signal });
+    const execution = await sbx.runCode(args.code, {
+      language: args.language, envs: args.envs, timeoutMs: timeoutSeconds * 1000, signal: AbortSignal.any([call.signal, flood.signal]),
+      onStdout: count, onStderr: count,
+    });
+    // The last of the output can arrive in the chunk that crossed the limit, before the abort takes.
+    if (flood.signal.aborted) throw flooded();
+    return execution;
   } catch (err) {
+    if (flood.signal.aborted) throw flooded();
     if (err instanceof TimeoutError && err.code === 'deadline_exceeded') {
       throw new ToolFailure(`timed out: the code ran longer than ${timeoutSeconds} s and was interrupted (the interpreter keeps its earlier state); `
         + 'run it again with a larger timeoutSeconds, or split the work');

@@ -6,19 +6,13 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CommandExitError, TimeoutError, type CommandHandle, type CommandResult } from '@svc/sdk';
 import { z } from 'zod';
-import { keepTail } from '../output.ts';
+import { MAX_OUTPUT_CHARS, keepTail } from '../output.ts';
 import { errorResult, textResult } from '../results.ts';
 import type { McpSession } from '../session.ts';
 import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
 import { sandboxIdArg } from './sandboxes.ts';
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
-/**
- * The most output a waited-for command may print before it is killed. Its streams are kept in
- * this process's memory until it ends (the SDK's CommandHandle), and this process is the API
- * gateway: `yes` for the whole timeout would otherwise grow it by gigabytes.
- */
-const MAX_COMMAND_OUTPUT_CHARS = 16 * 1024 * 1024;
 
 export function registerCommandTool(server: McpServer, session: McpSession): void {
   registerSvcTool(server, session, 'run_command', {
@@ -47,7 +41,7 @@ export function registerCommandTool(server: McpServer, session: McpSession): voi
     const flood = { chars: 0, killed: false };
     const count = (data: string) => {
       flood.chars += data.length;
-      if (flood.chars <= MAX_COMMAND_OUTPUT_CHARS || flood.killed || args.background) return;
+      if (flood.chars <= MAX_OUTPUT_CHARS || flood.killed || args.background) return;
       flood.killed = true;
       handle?.kill().catch((err: Error) => call.session.log.warn({ sandboxId: args.sandboxId, pid: handle?.pid, err: err.message }, 'a run_command past its output limit could not be killed'));
     };
@@ -71,7 +65,7 @@ export function registerCommandTool(server: McpServer, session: McpSession): voi
     const result = await waitFor(handle, args.sandboxId, timeoutSeconds, call);
     if (!flood.killed) return result;
     return errorResult(
-      `the command printed more than ${MAX_COMMAND_OUTPUT_CHARS / 1024 / 1024} MB and was killed; redirect its output to a file (command > /tmp/out.log 2>&1) and read parts of it with read_file or run_command 'tail -n 100 /tmp/out.log'.\n`
+      `the command printed more than ${MAX_OUTPUT_CHARS / 1024 / 1024} MB and was killed; redirect its output to a file (command > /tmp/out.log 2>&1) and read parts of it with read_file or run_command 'tail -n 100 /tmp/out.log'.\n`
       + formatOutput(keepTail(handle.stdout).text, keepTail(handle.stderr).text),
     );
   });
