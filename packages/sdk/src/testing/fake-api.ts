@@ -14,8 +14,10 @@ import { documentedRoute } from '@svc/contracts/route-schemas';
 import type { JobInfo, JobKind, SourceKind, TemplateInfo } from '@svc/contracts/template-routes';
 import type { SandboxLogEntry } from '@svc/contracts/node-agent';
 import { e2bLogLine, parseSandboxLogsQuery, pickSandboxLogs } from '@svc/contracts/sandbox-logs';
-import { VOLUME_CODES, VOLUME_LIMITS, VOLUME_NAME_PATTERN } from '@svc/contracts/volumes';
 import { serveFakeEvents, type FakeEvents } from './fake-events.ts';
+import { fakeError as err } from './fake-routes.ts';
+import { serveFakeNodes, type NodeRow } from './fake-nodes.ts';
+import { serveFakeVolumes, type VolumeRow } from './fake-volumes.ts';
 
 export interface RecordedRequest {
   method: string;
@@ -42,13 +44,6 @@ interface SandboxRow {
   volumeMounts: { name: string; path: string; readOnly?: boolean }[];
 }
 
-interface VolumeRow {
-  volumeID: string;
-  name: string;
-  driver: string;
-  token: string;
-}
-
 /** Template and job records in the contract's shapes, as the master answers them. */
 type TemplateRow = TemplateInfo;
 
@@ -56,16 +51,6 @@ interface JobRow extends JobInfo {
   /** Index into the fake's build script. */
   step: number;
   fail: boolean;
-}
-
-interface NodeRow {
-  nodeId: string;
-  address: string;
-  runtime: string;
-  status: 'ready' | 'draining' | 'unreachable';
-  usage: { running: number; paused: number; usedMemoryMB: number };
-  labels: Record<string, string>;
-  version: string;
 }
 
 export interface FakeApiOptions {
@@ -104,10 +89,6 @@ const BUILD_SCRIPT: Pick<JobRow, 'status' | 'phase'>[] = [
   { status: 'RUNNING', phase: 'DISTRIBUTING' },
   { status: 'BUILT', phase: 'DISTRIBUTING' },
 ];
-
-function err(reply: FastifyReply, status: number, message: string, code = status) {
-  return reply.status(status).send({ code, message });
-}
 
 export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> {
   const app = createHttpApp({ logger: silentLogger() });
@@ -362,90 +343,8 @@ export async function startFakeApi(opts: FakeApiOptions = {}): Promise<FakeApi> 
     return wire;
   });
 
-  // ------------------------------------------------------------ nodes
-  on('GET', '/nodes', async () => [...nodes.values()]);
-  on('POST', '/nodes/{id}/labels', async (req, reply) => {
-    const n = nodes.get((req.params as { id: string }).id);
-    if (!n) return err(reply, 404, 'node not found');
-    Object.assign(n.labels, (req.body as { labels?: Record<string, string> } | undefined)?.labels ?? {});
-    return n;
-  });
-  on('DELETE', '/nodes/{id}/labels', async (req, reply) => {
-    const n = nodes.get((req.params as { id: string }).id);
-    if (!n) return err(reply, 404, 'node not found');
-    for (const name of (req.body as { names?: string[] } | undefined)?.names ?? []) delete n.labels[name];
-    return n;
-  });
-  // A drain moves one sandbox, 'sbx-moved', and is seen done at the first status asked after it starts.
-  const drains = new Map<string, { state: string; total: number; remaining: number; moved: string[]; stored: string[]; failed: unknown[]; startedAt: string; finishedAt?: string }>();
-  on('POST', '/nodes/{id}/drain', async (req, reply) => {
-    const n = nodes.get((req.params as { id: string }).id);
-    if (!n) return err(reply, 404, 'node not found');
-    n.status = 'draining';
-    const drain = { state: 'running', total: 1, remaining: 1, moved: [], stored: [], failed: [], startedAt: new Date().toISOString() };
-    drains.set(n.nodeId, drain);
-    return reply.status(202).send({ node: n, ...drain });
-  });
-  on('GET', '/nodes/{id}/drain', async (req, reply) => {
-    const n = nodes.get((req.params as { id: string }).id);
-    const drain = n && drains.get(n.nodeId);
-    if (!n || !drain) return err(reply, 404, n ? `node ${n.nodeId} has no drain on record` : 'node not found');
-    if (drain.state === 'running') Object.assign(drain, { state: 'done', remaining: 0, moved: ['sbx-moved'], finishedAt: new Date().toISOString() });
-    return { node: n, ...drain };
-  });
-  on('DELETE', '/nodes/{id}/drain', async (req, reply) => {
-    const n = nodes.get((req.params as { id: string }).id);
-    if (!n) return err(reply, 404, 'node not found');
-    n.status = 'ready';
-    return n;
-  });
-
-  // ------------------------------------------------------------ volumes
-  // Checked against the document once it describes them; until then plain routes, the reference in
-  // a wildcard as the gateway takes it (a name may be longer than the router's 100-character cap on a parameter).
-  const documented = (method: HTTPMethods, path: string) =>
-    (PUBLIC_API.paths as unknown as Record<string, Record<string, unknown> | undefined>)[path]?.[method.toLowerCase()] !== undefined;
-  const onVolumes = (method: HTTPMethods, path: string, handler: (req: any, reply: FastifyReply) => unknown) =>
-    documented(method, path)
-      ? on(method, path as PublicPath, handler)
-      : app.route({ method, url: path.replace('{volumeID}', '*'), handler: handler as RouteHandlerMethod });
-  const volumeRef = (req: { params: { volumeID?: string; '*'?: string } }) => req.params.volumeID ?? req.params['*'] ?? '';
-  const drivers = opts.volumeDrivers ?? ['local'];
-  /** By id, then by name, as the gateway resolves a volume reference. */
-  const findVolume = (ref: string) => volumes.get(ref) ?? [...volumes.values()].find((v) => v.name === ref);
-  const volumeInUse = (v: VolumeRow) =>
-    [...sandboxes.values()].some((s) => s.state === 'running' && s.volumeMounts.some((m) => m.name === v.volumeID || m.name === v.name));
-
-  onVolumes('GET', '/volumes', async () => [...volumes.values()].map((v) => ({ volumeID: v.volumeID, name: v.name })));
-  onVolumes('POST', '/volumes', async (req, reply) => {
-    const b = (req.body ?? {}) as { name?: unknown; driver?: unknown };
-    if (b.name !== undefined) {
-      if (typeof b.name !== 'string' || b.name.length > VOLUME_LIMITS.nameChars || !VOLUME_NAME_PATTERN.test(b.name)) {
-        return err(reply, 400, `name must match ${VOLUME_NAME_PATTERN.source}, at most ${VOLUME_LIMITS.nameChars} characters`);
-      }
-      if ([...volumes.values()].some((v) => v.name === b.name)) return err(reply, 400, `Volume with name '${b.name}' already exists`);
-    }
-    if (b.driver !== undefined && typeof b.driver !== 'string') return err(reply, 400, 'driver must be a string');
-    const driver = (b.driver as string | undefined) ?? drivers[0];
-    if (!driver || !drivers.includes(driver)) return err(reply, 400, `unknown driver ${JSON.stringify(driver)}`, VOLUME_CODES.unknownDriver);
-    const volumeID = randomUUID();
-    const row: VolumeRow = { volumeID, name: (b.name as string | undefined) ?? volumeID, driver, token: `vtok-${randomUUID()}` };
-    volumes.set(volumeID, row);
-    return reply.status(201).send({ volumeID, name: row.name, token: row.token });
-  });
-  onVolumes('GET', '/volumes/{volumeID}', async (req, reply) => {
-    const ref = volumeRef(req);
-    const v = findVolume(ref);
-    return v ? { volumeID: v.volumeID, name: v.name, token: v.token } : err(reply, 404, `volume ${ref} not found`);
-  });
-  onVolumes('DELETE', '/volumes/{volumeID}', async (req, reply) => {
-    const ref = volumeRef(req);
-    const v = findVolume(ref);
-    if (!v) return err(reply, 404, `volume ${ref} not found`);
-    if (volumeInUse(v)) return err(reply, 409, `volume ${ref} is mounted by a sandbox`, VOLUME_CODES.inUse);
-    volumes.delete(v.volumeID);
-    return reply.status(204).send();
-  });
+  serveFakeNodes(on, nodes);
+  serveFakeVolumes(app, on, { volumes, drivers: opts.volumeDrivers ?? ['local'], sandboxes: () => sandboxes.values() });
 
   const events = serveFakeEvents(app, (id) => sandboxes.has(id));
 
