@@ -11,6 +11,9 @@
 
 import { PAUSE_KINDS, RUNTIME_KINDS } from './node-agent.ts';
 import { LOG_LEVELS } from './sandbox-logs.ts';
+import { Node, NodeDrain, NodeLabelNames, NodeLabels } from './node-route-schemas.ts';
+
+export { Node, NodeDrain, NodeLabelNames, NodeLabels };
 
 const str = { type: 'string' } as const;
 const bool = { type: 'boolean' } as const;
@@ -321,46 +324,6 @@ export const ForkRequest = {
 export const ForkResult = {
   type: 'object',
   properties: { sandbox: Sandbox, error: ErrorBody },
-  additionalProperties: false,
-} as const;
-
-/** A node as the master reports it; its fields are the master's (docs/api.md). */
-export const Node = { type: 'object', additionalProperties: true } as const;
-
-export const NodeLabels = {
-  type: 'object',
-  required: ['labels'],
-  properties: { labels: stringMap },
-} as const;
-
-export const NodeLabelNames = {
-  type: 'object',
-  required: ['names'],
-  properties: { names: stringList },
-} as const;
-
-/** What a drain did (docs/cluster.md, "Draining a node"). */
-export const NodeDrain = {
-  type: 'object',
-  description: 'The latest drain of a node (docs/cluster.md, "Draining a node")',
-  required: ['node', 'state', 'total', 'remaining', 'moved', 'stored', 'failed', 'startedAt'],
-  properties: {
-    node: Node,
-    state: {
-      type: 'string', enum: ['running', 'done', 'stopped', 'interrupted'],
-      description: 'running: under way; done: every sandbox was gone over; stopped: the node was undrained first; interrupted: the master running it stopped (drain again)',
-    },
-    total: { type: 'integer', minimum: 0, description: 'Sandboxes on the node when the drain started' },
-    remaining: { type: 'integer', minimum: 0, description: 'Of those, how many the drain has yet to go over' },
-    startedAt: { type: 'string', format: 'date-time' },
-    finishedAt: { type: 'string', format: 'date-time' },
-    moved: { ...stringList, description: 'Running sandboxes paused, stored and resumed on another node' },
-    stored: { ...stringList, description: 'Paused sandboxes whose state is now in the artifact store; they resume on another node' },
-    failed: {
-      type: 'array', description: 'What could not be moved, and why',
-      items: { type: 'object', required: ['sandboxId', 'message'], properties: { sandboxId: str, message: str }, additionalProperties: false },
-    },
-  },
   additionalProperties: false,
 } as const;
 

@@ -8,7 +8,8 @@ export class ConfigError extends Error {}
 
 export type Entry = Record<string, unknown>;
 
-function describe(value: unknown): string {
+/** What a value is, for a refusal: `null`, `an array`, `a string`... */
+export function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';
   return `a ${typeof value}`;

@@ -9,7 +9,7 @@
  * Anything else is a ConfigError naming it.
  */
 import { CATALOG, type CatalogServer } from './catalog.ts';
-import { asEntry, ConfigError, envValue, optionalString, optionalStringMap, requiredString, type Entry } from './config-fields.ts';
+import { asEntry, ConfigError, describe, envValue, optionalString, optionalStringMap, requiredString, type Entry } from './config-fields.ts';
 import { isReferenceName, REFERENCE_NAMES, referenceArgs, type ReferenceName } from './reference.ts';
 
 export type ServerSpec =
@@ -34,7 +34,7 @@ export function parseConfig(text: string): ServerSpec[] {
     throw new ConfigError(`--config is not valid JSON: ${(err as Error).message}`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new ConfigError(`--config must be a JSON object of MCP servers by name, got ${value === null ? 'null' : Array.isArray(value) ? 'an array' : `a ${typeof value}`}`);
+    throw new ConfigError(`--config must be a JSON object of MCP servers by name, got ${describe(value)}`);
   }
   return Object.entries(value as Record<string, unknown>).map(([name, entry]) => serverSpec(name, entry));
 }

@@ -54,7 +54,7 @@ export async function ensureNpmServer(name: string, server: CatalogServer, state
 }
 
 /** The PyPI package's console script in its own venv, installed first if it is not. */
-export async function ensurePypiServer(name: string, server: CatalogServer, stateDir: string, log: Log): Promise<string> {
+async function ensurePypiServer(name: string, server: CatalogServer, stateDir: string, log: Log): Promise<string> {
   const venv = join(stateDir, 'servers', name, 'venv');
   const program = join(venv, 'bin', server.bin);
   if (existsSync(program)) return program;
@@ -87,4 +87,9 @@ export async function ensureGithubRepo(spec: { name: string; owner: string; repo
     }
   }
   return dir;
+}
+
+/** A catalog server, installed if it is not: the npm package's entry (run on Node), or the PyPI package's program. */
+export function ensureCatalogServer(name: string, server: CatalogServer, stateDir: string, log: Log): Promise<string> {
+  return server.registry === 'npm' ? ensureNpmServer(name, server, stateDir, log) : ensurePypiServer(name, server, stateDir, log);
 }

@@ -11,7 +11,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Launch } from './backend.ts';
 import type { ServerSpec } from './config.ts';
-import { ensureGithubRepo, ensureNpmServer, ensurePypiServer } from './install.ts';
+import { ensureCatalogServer, ensureGithubRepo } from './install.ts';
 import type { Log } from './log.ts';
 import type { ReferenceName } from './reference.ts';
 
@@ -55,8 +55,9 @@ export async function prepareLaunch(spec: ServerSpec, ctx: LaunchContext): Promi
     }
     case 'catalog': {
       const env = { ...ctx.env, ...spec.env };
-      if (spec.server.registry === 'pypi') return { kind: 'stdio', command: await ensurePypiServer(spec.name, spec.server, ctx.stateDir, ctx.log), args: [], env };
-      return { kind: 'stdio', command: node, args: [...nodeArgs, await ensureNpmServer(spec.name, spec.server, ctx.stateDir, ctx.log)], env };
+      const program = await ensureCatalogServer(spec.name, spec.server, ctx.stateDir, ctx.log);
+      // An npm package's entry is a script for /.svc's Node; a PyPI package's is a program of its venv.
+      return spec.server.registry === 'npm' ? { kind: 'stdio', command: node, args: [...nodeArgs, program], env } : { kind: 'stdio', command: program, args: [], env };
     }
     case 'github': {
       const cwd = await ensureGithubRepo(spec, ctx.stateDir, ctx.log);

@@ -6,7 +6,7 @@
 import { CATALOG, packageSpec } from './catalog.ts';
 import { knownServers } from './config.ts';
 import { ConfigError } from './config-fields.ts';
-import { ensureNpmServer, ensurePypiServer } from './install.ts';
+import { ensureCatalogServer } from './install.ts';
 import { log } from './log.ts';
 import { gatewayPaths } from './paths.ts';
 import { isReferenceName } from './reference.ts';
@@ -24,7 +24,7 @@ export async function pull(names: string[]): Promise<void> {
       continue;
     }
     const server = CATALOG[name];
-    const program = server.registry === 'npm' ? await ensureNpmServer(name, server, stateDir, log) : await ensurePypiServer(name, server, stateDir, log);
+    const program = await ensureCatalogServer(name, server, stateDir, log);
     console.log(`${name}: ${packageSpec(server)} installed (${program})`);
   }
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AuthenticationError, GoneError, NotFoundError, RateLimitError, SandboxNotFoundError } from '@svc/sdk';
+import { AuthenticationError, GoneError, RateLimitError, SandboxNotFoundError, TemplateNotFoundError } from '@svc/sdk';
 import { failureText, ToolFailure } from './results.ts';
 import { portUrl } from './tools/url.ts';
 
@@ -8,7 +8,7 @@ test('failures say what to do next', () => {
   assert.match(failureText(new RateLimitError('team quota maxSandboxes reached: the team may hold 2 sandboxes', { status: 429 })),
     /^team quota maxSandboxes reached.*\. A quota or rate limit of your team was reached: kill sandboxes you no longer need \(list_sandboxes/);
   assert.match(failureText(new SandboxNotFoundError('sandbox not found', { status: 404 }), 'sbx-1'), /^no sandbox sbx-1 in your team .*list_sandboxes shows yours/);
-  assert.match(failureText(new NotFoundError('template x not found', { status: 404, code: 130404 })), /template your team has/);
+  assert.match(failureText(new TemplateNotFoundError('template x not found', { status: 404, code: 130404 })), /template your team has/);
   assert.match(failureText(new GoneError('gone', { status: 410 }), 'sbx-2'), /sandbox sbx-2 was killed or timed out .*create_sandbox/);
   assert.match(failureText(new AuthenticationError('invalid API key', { status: 401 })), /refused the API key/);
   assert.match(failureText(new AuthenticationError('admin only', { status: 403 })), /^not allowed: admin only$/);

@@ -33,7 +33,7 @@ export function failureText(err: unknown, sandboxId?: string): string {
   if (err instanceof ToolFailure) return err.message;
   if (!(err instanceof Error)) return String(err);
   const msg = err.message;
-  if (err instanceof TemplateNotFoundError || (err instanceof NotFoundError && err.code === 130404)) {
+  if (err instanceof TemplateNotFoundError) {
     return `${msg}: name a template your team has (base, code-interpreter-v1, or one of your own)`;
   }
   if (err instanceof FileNotFoundError) return `${msg}: no such file or directory (list_files shows what is there)`;

@@ -4,6 +4,8 @@
  * `code`: the number from a REST `{code, message}` body, or the Connect code string
  * (`not_found`, `deadline_exceeded`, ...) from envd.
  */
+import { ErrorCodes } from '@svc/common/errors';
+
 export interface ErrorDetails {
   status?: number;
   code?: number | string;
@@ -100,7 +102,11 @@ export function errorFromHttp(
 ): SandboxError {
   const parsed = parseErrorBody(body);
   const message = parsed.message || opts.fallbackMessage || `HTTP ${status}`;
-  const Cls = status === 404 && opts.notFound ? opts.notFound : opts.classes?.[status] ?? byStatus[status] ?? SandboxError;
+  const Cls = status === 404 && opts.notFound ? opts.notFound
+    // The platform names a missing template by its code on every route (docs/design.md, "Errors"):
+    // a create from one, too, whose 404 could otherwise be a volume's.
+    : status === 404 && parsed.code === ErrorCodes.templateNotFound ? TemplateNotFoundError
+    : opts.classes?.[status] ?? byStatus[status] ?? SandboxError;
   const err = new Cls(message, { status, code: parsed.code ?? status });
   if (err instanceof ServiceBusyError && opts.retryAfter) {
     const sec = Number(opts.retryAfter);

@@ -24,6 +24,7 @@ export { Execution, OutputMessage, type Result, type ExecutionError, type Logs, 
 export { CODE_INTERPRETER_PORT, CODE_LANGUAGES, type CodeContext, type CodeLanguage } from '@svc/contracts/code-interpreter';
 export { WatchHandle } from './watch-handle.ts';
 export { ApiClient } from './api-client.ts';
+export { dataPlaneDomain } from './sandbox-port.ts';
 export { ALL_TRAFFIC } from './network.ts';
 export {
   ConnectionConfig, NEVER_TIMEOUT, ENVD_PORT, DEFAULT_API_URL, DEFAULT_SANDBOX_URL, DEFAULT_TEMPLATE,

@@ -33,3 +33,13 @@ export function sandboxPortUrl(target: SandboxTarget, path: string, query?: Reco
   const s = q.toString();
   return `${target.sandboxUrl}${path}${s ? `?${s}` : ''}`;
 }
+
+/**
+ * The domain of `<port>-<sandboxId>.<domain>` host names when the API reported none: the
+ * data-plane URL's host and port, `localhost:3002` for a loopback one, so the name resolves locally.
+ */
+export function dataPlaneDomain(sandboxUrl: string): string {
+  const url = new URL(sandboxUrl);
+  const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
+  return `${loopback ? 'localhost' : url.hostname}${url.port ? `:${url.port}` : ''}`;
+}

@@ -14,7 +14,7 @@ import type { Execution } from './execution.ts';
 import { Filesystem } from './filesystem.ts';
 import { SandboxPaginator, SnapshotPaginator } from './paginator.ts';
 import { Pty } from './pty.ts';
-import type { SandboxTarget } from './sandbox-port.ts';
+import { dataPlaneDomain, type SandboxTarget } from './sandbox-port.ts';
 import * as snapshots from './sandbox-snapshots.ts';
 import { buildCreateBody, toSandboxInfo, toSandboxLogEntry, toSandboxMetrics } from './sandbox-wire.ts';
 import type {
@@ -364,13 +364,6 @@ async function resumeWire(api: ApiClient, sandboxId: string, opts: ResumeOpts): 
     requestTimeoutMs: opts.requestTimeoutMs,
     signal: opts.signal,
   });
-}
-
-/** `localhost:3002` for a loopback data-plane URL, so `<port>-<id>.localhost:3002` resolves locally. */
-function dataPlaneDomain(sandboxUrl: string): string {
-  const url = new URL(sandboxUrl);
-  const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);
-  return `${loopback ? 'localhost' : url.hostname}${url.port ? `:${url.port}` : ''}`;
 }
 
 /**

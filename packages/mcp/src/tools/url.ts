@@ -3,7 +3,7 @@
  * `<scheme>://<port>-<sandboxId>.<sandbox domain>`, the scheme and port of the proxy's public URL.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { Sandbox } from '@svc/sdk';
+import { Sandbox, dataPlaneDomain } from '@svc/sdk';
 import { z } from 'zod';
 import { textResult } from '../results.ts';
 import type { McpSession } from '../session.ts';
@@ -15,14 +15,13 @@ const TRAFFIC_TOKEN_HEADER = 'e2b-traffic-access-token';
 
 /**
  * The URL of `port`. `domain` is the one the API reported (it may carry a port: `localhost:3002`);
- * without one the proxy's own host, `localhost` for a loopback proxy, as the SDK's getHost does.
+ * without one the proxy's own host and port (the SDK's dataPlaneDomain, as its getHost uses).
  */
 export function portUrl(publicSandboxUrl: string, domain: string | undefined, sandboxId: string, port: number): string {
   const proxy = new URL(publicSandboxUrl);
-  const loopback = ['127.0.0.1', '[::1]', 'localhost'].includes(proxy.hostname);
-  const base = domain || (loopback ? 'localhost' : proxy.hostname);
-  const withPort = /:\d+$/.test(base) || !proxy.port ? base : `${base}:${proxy.port}`;
-  return `${proxy.protocol}//${port}-${sandboxId}.${withPort}`;
+  if (!domain) return `${proxy.protocol}//${port}-${sandboxId}.${dataPlaneDomain(publicSandboxUrl)}`;
+  const host = /:\d+$/.test(domain) || !proxy.port ? domain : `${domain}:${proxy.port}`;
+  return `${proxy.protocol}//${port}-${sandboxId}.${host}`;
 }
 
 export function registerUrlTool(server: McpServer, session: McpSession): void {
