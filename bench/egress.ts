@@ -40,7 +40,7 @@ import { cpuMs } from './proxy.ts';
 import { readFlags } from './lib/args.ts';
 
 const thisFile = fileURLToPath(import.meta.url);
-const HOST = 'api.example.test';
+export const HOST = 'api.example.test';
 const GOALS = {
   /** HTTPS keep-alive requests/s through the proxy, as a share of direct. */
   httpsKeepAliveThroughputRatio: 0.5,
@@ -113,7 +113,7 @@ export function startChild<T>(args: string[], profileDir?: string): Promise<{ ch
   });
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+export function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => { child.kill('SIGKILL'); resolve(); }, 10_000);
@@ -125,7 +125,7 @@ function stopChild(child: ChildProcess): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // The load generator: a lean HTTP/1.1 client on raw sockets, the same code for both paths.
 
-interface Target {
+export interface Target {
   name: string;
   scheme: 'http' | 'https';
   port: number;
@@ -176,7 +176,7 @@ function oneShot(t: Target): Promise<number> {
 
 const check = (t: Target, status: number) => { if (status !== 200) throw new Error(`${t.name}: HTTP ${status}`); };
 
-async function keepAliveLatency(t: Target, n: number): Promise<number[]> {
+export async function keepAliveLatency(t: Target, n: number): Promise<number[]> {
   const conn = new KeepAliveConn(() => open(t), t.scheme === 'https' ? 'secureConnect' : 'connect', t.request, t.name);
   await conn.ready;
   const out = new Array<number>(n);
@@ -190,7 +190,7 @@ async function keepAliveLatency(t: Target, n: number): Promise<number[]> {
   return out;
 }
 
-async function newConnectionLatency(t: Target, n: number): Promise<number[]> {
+export async function newConnectionLatency(t: Target, n: number): Promise<number[]> {
   const out = new Array<number>(n);
   for (let i = 0; i < n; i++) {
     const t0 = process.hrtime.bigint();

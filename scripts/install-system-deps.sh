@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages svc needs. Idempotent: packages already present are skipped.
-# Usage: scripts/install-system-deps.sh [runtime|microvm|test]   (default: runtime)
+# Usage: scripts/install-system-deps.sh [runtime|microvm|test|bench]   (default: runtime)
 #   runtime: what `svc up` needs (gVisor, networking tools, ext4 tools, mmdebstrap for `base`), and
 #            where /dev/kvm exists the microvm packages too: `runtime: auto` boots a probe guest
 #            there to learn whether KVM works (docs/runtimes.md)
@@ -8,7 +8,9 @@
 #   test:    microvm + the real servers the tests start (PostgreSQL, MariaDB, Redis, registry, skopeo,
 #            Prometheus, which scrapes `svc up` in test/e2e/lifecycle.test.ts), the Jupyter kernel
 #            with numpy, pandas and matplotlib the code interpreter tests use, and Chromium, which
-#            playwright-core drives through the web console in test/e2e/console.test.ts
+#            playwright-core drives through the web console in test/e2e/console.test.ts, and the
+#            SOCKS5 (dante) and HTTP CONNECT (squid) proxies of test/e2e/egress-proxy.test.ts
+#   bench:   test + the peers of the benchmarks (nginx for bench/nginx-peer.ts)
 set -euo pipefail
 profile="${1:-runtime}"
 
@@ -16,12 +18,17 @@ runtime_pkgs=(runsc dumb-init gcc libc6-dev openssl iproute2 nftables iptables e
   ca-certificates procps psmisc conntrack)
 microvm_pkgs=(qemu-system-x86 qemu-utils busybox-static)
 test_pkgs=(postgresql mariadb-server redis-server docker-registry skopeo curl prometheus
-  apache2-utils python3-ipykernel python3-numpy python3-pandas python3-matplotlib chromium)
+  apache2-utils python3-ipykernel python3-numpy python3-pandas python3-matplotlib chromium
+  dante-server squid)
+# The peers benchmarks measure against in the same run (bench/nginx-peer.ts): started by the bench
+# from a configuration of its own, never as a service.
+bench_pkgs=(nginx)
 
-case "$profile" in runtime|microvm|test) ;; *) echo "usage: $0 [runtime|microvm|test]" >&2; exit 2 ;; esac
+case "$profile" in runtime|microvm|test|bench) ;; *) echo "usage: $0 [runtime|microvm|test|bench]" >&2; exit 2 ;; esac
 want=("${runtime_pkgs[@]}")
 if [ "$profile" != runtime ] || [ -e /dev/kvm ]; then want+=("${microvm_pkgs[@]}"); fi
-[ "$profile" = "test" ] && want+=("${test_pkgs[@]}")
+[ "$profile" = "test" ] || [ "$profile" = "bench" ] && want+=("${test_pkgs[@]}")
+[ "$profile" = "bench" ] && want+=("${bench_pkgs[@]}")
 
 missing=()
 for p in "${want[@]}"; do

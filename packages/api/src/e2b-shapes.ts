@@ -1,3 +1,4 @@
+import type { EgressTunnel } from '@svc/contracts/egress';
 /**
  * Translation between the public wire (@svc/contracts: E2B's shapes and svc's spellings of them)
  * and the master's records. Types and ranges are checked by the gateway against the contract
@@ -40,6 +41,7 @@ export function parseNewSandbox(body: WireNewSandbox): CreateSandboxInput {
       allowPublicTraffic: net.allowPublicTraffic ?? net.allow_public_traffic ?? true,
       ...(net.maskRequestHost !== undefined ? { maskRequestHost: net.maskRequestHost } : {}),
       ...(net.rules !== undefined ? { rules: net.rules } : {}),
+      ...(net.egressProxy !== undefined && net.egressProxy !== null ? { egressProxy: net.egressProxy as EgressTunnel } : {}),
     },
     volumeMounts: volumeMountsOf(body.volumeMounts ?? body.volume_mounts ?? []),
     cpuCount: body.cpuCount,
@@ -107,6 +109,7 @@ export function toE2bDetail(s: SandboxRecord, domain: string): WireSandboxDetail
       allowOut: s.network.allowOut, denyOut: s.network.denyOut, allowPublicTraffic: s.network.allowPublicTraffic,
       ...(s.network.maskRequestHost !== undefined ? { maskRequestHost: s.network.maskRequestHost } : {}),
       ...(s.network.rules !== undefined ? { rules: s.network.rules as WireSandboxDetail['network']['rules'] } : {}),
+      ...(s.network.egressProxy ? { egressProxy: { address: s.network.egressProxy.address, ...(s.network.egressProxy.username !== undefined ? { username: s.network.egressProxy.username } : {}) } } : {}),
     },
     lifecycle: { onTimeout: s.lifecycle.onTimeout, autoResume: s.lifecycle.autoResume },
   };

@@ -370,7 +370,7 @@ test('API gateway: E2B wire shapes, auth and bad input', async (t) => {
       assert.equal(detail.network.rules, undefined);
       assert.equal(detail.allowInternetAccess, false);
       assert.ok(p.node.calls.some((c) => c === `network ${id} {"allowInternetAccess":false,"network":{"allowOut":[],"denyOut":["10.9.0.0/16"]}}`));
-      for (const bad of [{ allowOut: 'x' }, { allow_internet_access: 'yes' }, { egressProxy: { address: 'p:1' } }, []]) {
+      for (const bad of [{ allowOut: 'x' }, { allow_internet_access: 'yes' }, { egressProxy: { address: 'no-port' } }, { egressProxy: 'x' }, []]) {
         const r = await p.call('PUT', `/sandboxes/${id}/network`, bad);
         assert.equal(r.status, 400, JSON.stringify(bad));
       }

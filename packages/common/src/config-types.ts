@@ -163,6 +163,17 @@ export interface SvcConfig {
     resolve: string;
     /** PEM of CAs trusted for upstreams besides the system's. */
     upstream_ca_file: string;
+    /** The listener that takes a tunneled sandbox's other TCP to its SOCKS5 proxy (E2B's `network.egressProxy`). */
+    tunnel_port: number;
+    /**
+     * An operator-wide proxy every sandbox's outbound TCP goes through (a corporate proxy):
+     * `socks5://[user:pass@]host:port` or `http://[user:pass@]host:port` (HTTP CONNECT); '': none.
+     */
+    upstream_proxy: string;
+    /** The audit log rotates when it passes this many MiB; 0: never by size. */
+    audit_max_mb: number;
+    /** How many rotated audit files are kept (access.jsonl.1 … .N); older ones are deleted. */
+    audit_keep: number;
   };
   /** Lifecycle events and webhooks (docs/observability.md). */
   events: {

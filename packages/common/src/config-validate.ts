@@ -1,4 +1,5 @@
 /** The configuration's checks: each names the first key whose value cannot work (a ConfigError). */
+import { parseUpstreamProxy } from './proxy-url.ts';
 import { existsSync } from 'node:fs';
 import type { SvcConfig } from './config-types.ts';
 import { ConfigError } from './config-error.ts';
@@ -79,12 +80,15 @@ export function validateConfig(c: SvcConfig): void {
   }
   need(typeof c.redis.tls === 'boolean', 'redis.tls', 'must be true or false');
   need(Number.isInteger(c.redis.port) && c.redis.port > 0, 'redis.port', 'must be a port');
-  for (const key of ['egress.http_port', 'egress.https_port', 'egress.admin_port'] as const) {
+  need(Number.isInteger(c.egress.audit_max_mb) && c.egress.audit_max_mb >= 0, 'egress.audit_max_mb', `must be a whole number of MiB, 0 for no size limit (got ${c.egress.audit_max_mb})`);
+  need(Number.isInteger(c.egress.audit_keep) && c.egress.audit_keep >= 1 && c.egress.audit_keep <= 1000, 'egress.audit_keep', `must be 1..1000 rotated files (got ${c.egress.audit_keep})`);
+  for (const key of ['egress.http_port', 'egress.https_port', 'egress.admin_port', 'egress.tunnel_port'] as const) {
     const v = getPath(c as unknown as Record<string, unknown>, key) as number;
     need(Number.isInteger(v) && v >= 1 && v <= 65535, key, `must be a port 1..65535 (got ${v})`);
   }
   need(/^\d+\.\d+\.\d+\.\d+$/.test(c.egress.address), 'egress.address', `must be an IPv4 address (got ${JSON.stringify(c.egress.address)})`);
   parseEgressResolve(c.egress.resolve);
+  parseUpstreamProxy(c.egress.upstream_proxy);
 }
 
 function getPath(obj: Record<string, unknown>, path: string): unknown {

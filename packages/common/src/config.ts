@@ -8,6 +8,7 @@ import { ConfigError } from './config-error.ts';
 import { validateConfig } from './config-validate.ts';
 
 export { ConfigError } from './config-error.ts';
+export { parseUpstreamProxy, type UpstreamProxy } from './proxy-url.ts';
 export { parseEgressResolve, runtimeSetting, validateConfig } from './config-validate.ts';
 
 export type { SvcConfig, DatabaseConfig, RedisConfig, VolumePluginConfig } from './config-types.ts';
@@ -74,6 +75,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
     egress: {
       enabled: true, address: '', http_port: 8080, https_port: 8443, admin_bind: '127.0.0.1', admin_port: 9091, admin_addr: '',
       admin_token: '', audit_log: '', ca_dir: '', resolve: '', upstream_ca_file: '',
+      tunnel_port: 8088, upstream_proxy: '', audit_max_mb: 100, audit_keep: 5,
     },
     events: { retention_days: 7, webhook_allow_cidrs: '' },
     lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },
@@ -167,6 +169,10 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_EGRESS_CA_DIR', 'egress.ca_dir', 'string'],
   ['SVC_EGRESS_RESOLVE', 'egress.resolve', 'string'],
   ['SVC_EGRESS_UPSTREAM_CA_FILE', 'egress.upstream_ca_file', 'string'],
+  ['SVC_EGRESS_TUNNEL_PORT', 'egress.tunnel_port', 'int'],
+  ['SVC_EGRESS_UPSTREAM_PROXY', 'egress.upstream_proxy', 'string'],
+  ['SVC_EGRESS_AUDIT_MAX_MB', 'egress.audit_max_mb', 'int'],
+  ['SVC_EGRESS_AUDIT_KEEP', 'egress.audit_keep', 'int'],
   ['SVC_EVENTS_RETENTION_DAYS', 'events.retention_days', 'int'],
   ['SVC_WEBHOOK_ALLOW_CIDRS', 'events.webhook_allow_cidrs', 'string'],
   ['SVC_LIFECYCLE_REPLICAS', 'lifecycle.replicas', 'int'],

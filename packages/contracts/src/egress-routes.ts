@@ -23,6 +23,7 @@ const EgressPolicyBody = {
     address: { type: 'string' },
     // Absent or null: no rules.
     rules: { type: ['array', 'null'] },
+    tunnel: { type: ['object', 'null'] },
     fallback: {
       type: ['object', 'null'],
       required: ['allowInternetAccess'],

@@ -101,6 +101,19 @@ export type SandboxEgressPolicy = {
    * by longest suffix; the first that matches the Host applies.
    */
   transforms?: EgressTransform[];
+  /**
+   * E2B's `network.egressProxy`: the SOCKS5 proxy every upstream connection of the sandbox goes
+   * through, its other TCP too (docs/egress.md "Bring your own proxy"). Checked by
+   * parseEgressProxy (egress-tunnel.ts).
+   */
+  tunnel?: EgressTunnel;
+};
+
+/** A SOCKS5 proxy as E2B's SDK sends it: `host:port`, and RFC 1929 credentials when it has them. */
+export type EgressTunnel = {
+  address: string;
+  username?: string;
+  password?: string;
 };
 
 export interface EgressTransform {
@@ -148,6 +161,7 @@ export interface EgressRequestRecord {
 export type EgressSecurityReason =
   | 'default_deny'
   | 'deny_rule'
+  | 'connect_refused'
   | 'malformed_rule'
   | 'host_sni_mismatch'
   | 'inject_fired'
@@ -177,6 +191,27 @@ export interface EgressTlsHandshakeRecord {
   sni: string;
   /** What failed: the client closed mid-handshake, the certificate could not be made, ... */
   reason: string;
+}
+
+/**
+ * One TCP connection of a tunneled sandbox that was not HTTP(S) for a rule: its bytes are not
+ * read, so the record holds metadata only (docs/egress.md "Bring your own proxy").
+ */
+export interface EgressTcpRecord {
+  type: 'tcp';
+  ts: string;
+  sandbox_ip: string;
+  sandbox_id?: string;
+  dst_ip: string;
+  dst_port: number;
+  /** The proxy it went through (host:port); never its credentials. */
+  via: string;
+  bytes_in: number;
+  bytes_out: number;
+  latency_ms: number;
+  /** 'failed' when the proxy could not open the tunnel (the sandbox's connection was reset). */
+  status: 'closed' | 'failed';
+  reason?: string;
 }
 
 // ---- rule checks (docs/egress.md "Rules") ----
@@ -320,6 +355,7 @@ export function redactPolicy(p: SandboxEgressPolicy): SandboxEgressPolicyView {
     ...p,
     rules: redactRules(p.rules),
     ...(p.transforms ? { transforms: p.transforms.map((t) => ({ ...t, inject: t.inject.map((x) => ({ ...x, secret: REDACTED })) })) } : {}),
+    ...(p.tunnel?.password !== undefined ? { tunnel: { ...p.tunnel, password: REDACTED } } : {}),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { EgressTunnel } from './egress.ts';
 /**
  * The master's contract with the API gateway (and any other trusted caller). Normalised shapes:
  * the gateway translates E2B's wire format to and from these.
@@ -39,6 +40,8 @@ export interface NetworkConfig {
   maskRequestHost?: string;
   /** Egress L7 rules, kept for the egress proxy (later issue). */
   rules?: unknown;
+  /** E2B's egressProxy: the SOCKS5 proxy the sandbox's outbound TCP goes through (docs/egress.md "Bring your own proxy"); reads never show its password. */
+  egressProxy?: EgressTunnel;
 }
 
 export interface VolumeMount {

@@ -83,6 +83,7 @@ const Network = {
         properties: { port: { type: 'integer', minimum: 1, maximum: 65535 }, scheme: { type: 'string', enum: ['http', 'https'] } },
       },
     },
+    tunnel: { type: ['boolean', 'null'] },
   },
 } as const;
 

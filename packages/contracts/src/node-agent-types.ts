@@ -37,8 +37,11 @@ export interface CreateSandboxOnNode {
   envdAccessToken?: string;
   /** false: no outbound traffic except what allowOut names. */
   allowInternetAccess: boolean;
-  /** steer: the TCP ports of its layer-7 rules, which go to the egress proxy (docs/egress.md). */
-  network: { allowOut: string[]; denyOut: string[]; steer?: Array<{ port: number; scheme: 'http' | 'https' }> };
+  /**
+   * steer: the TCP ports of its layer-7 rules, which go to the egress proxy (docs/egress.md);
+   * tunnel: its other TCP goes to the proxy's tunnel listener, on to its SOCKS5 proxy.
+   */
+  network: { allowOut: string[]; denyOut: string[]; steer?: Array<{ port: number; scheme: 'http' | 'https' }>; tunnel?: boolean };
   metadata: Record<string, string>;
   /** Deadline the master gives this call (create_timeout_insec), for the agent's own cleanup. */
   timeoutMs: number;

@@ -44,6 +44,16 @@ export const ErrorBody = {
  */
 const EgressRules = { type: ['array', 'object'], description: 'svc egress rules (a list) or E2B per-host transform rules (an object)' } as const;
 
+/** E2B's SandboxEgressProxyConfig: its types here; what is in them the master checks (egress-tunnel.ts), with 400s that name the field. */
+const EgressProxy = {
+  type: ['object', 'null'],
+  description: 'SOCKS5 proxy the sandbox\'s outbound TCP goes through: {address: "host:port", username?, password?}',
+  properties: { address: str, username: str, password: str },
+} as const;
+
+/** E2B's SandboxEgressProxyInfo: never the password. */
+const EgressProxyInfo = { type: 'object', required: ['address'], properties: { address: str, username: str }, additionalProperties: false } as const;
+
 export const NetworkConfig = {
   type: 'object',
   properties: {
@@ -55,6 +65,7 @@ export const NetworkConfig = {
     allow_public_traffic: bool,
     maskRequestHost,
     rules: EgressRules,
+    egressProxy: EgressProxy,
   },
 } as const;
 
@@ -182,7 +193,7 @@ export const SandboxDetail = {
     network: {
       type: 'object',
       required: ['allowOut', 'denyOut', 'allowPublicTraffic'],
-      properties: { allowOut: stringList, denyOut: stringList, allowPublicTraffic: bool, maskRequestHost: str, rules: EgressRules },
+      properties: { allowOut: stringList, denyOut: stringList, allowPublicTraffic: bool, maskRequestHost: str, rules: EgressRules, egressProxy: EgressProxyInfo },
       additionalProperties: false,
     },
     lifecycle: {
@@ -223,7 +234,7 @@ export const Refresh = {
 export const NetworkUpdate = {
   type: 'object',
   description: 'The whole egress configuration; a field left out is cleared',
-  properties: { allow_internet_access: bool, allowOut: stringList, denyOut: stringList, rules: EgressRules },
+  properties: { allow_internet_access: bool, allowOut: stringList, denyOut: stringList, rules: EgressRules, egressProxy: EgressProxy },
 } as const;
 
 export const SandboxMetric = {

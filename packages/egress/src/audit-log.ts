@@ -1,63 +1,196 @@
-import { chmod, mkdir } from 'node:fs/promises';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import type { WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '@svc/common';
-import { REDACTED, type EgressRequestRecord, type EgressSecurityEvent, type EgressTlsHandshakeRecord } from '@svc/contracts/egress';
+import { REDACTED, type EgressRequestRecord, type EgressSecurityEvent, type EgressTcpRecord, type EgressTlsHandshakeRecord } from '@svc/contracts/egress';
+import { endStream, nextLocalMidnight, openAuditFile, realRotationFs, shiftRotated, type OpenedAuditFile, type RotationFs } from './audit-rotation.ts';
 
 /** The three kinds of line of the audit file (docs/egress.md "Audit log"); request records carry no `type`. */
-export type AuditRecord = EgressRequestRecord | EgressSecurityEvent | EgressTlsHandshakeRecord;
+export type AuditRecord = EgressRequestRecord | EgressSecurityEvent | EgressTlsHandshakeRecord | EgressTcpRecord;
 
 export interface AuditLogOptions {
   logger: Logger;
   /** Every inject secret currently configured: a line that holds one is redacted before it is written. */
   liveSecrets: () => Iterable<string>;
+  /** Rotate before the live file would pass this many bytes; 0 or absent: never by size. */
+  maxBytes?: number;
+  /** Rotated files kept (path.1 … path.keep); default 5, at least 1. */
+  keep?: number;
+  /** The clock for daily rotation; tests inject one. */
+  now?: () => Date;
+  /** Rotation's renames and deletes; tests inject failures. */
+  fs?: RotationFs;
 }
+
+/** After a failed rotation the log keeps its file this long before trying again, so a lasting fault logs once a minute, not once a record. */
+const ROTATION_RETRY_MS = 60_000;
 
 /**
  * The egress audit log: JSON Lines appended to one file (mode 0640), one record a line. One
  * stream writes every line whole and in order, so lines never interleave.
+ *
+ * The file rotates by size and by local calendar day: path → path.1 → … → path.keep. write()
+ * never waits: while a rotation runs, lines queue in memory and go, in order, to the new file.
+ * A line handed to the old stream before the rotation began is flushed to the old file, which
+ * the stream's descriptor follows through the rename.
  */
 export class AuditLog {
   private closed = false;
   private failing = false;
   private dropped = 0;
+  /** Bytes in the live file, its size at open included. */
+  private bytes: number;
+  /** The end of the local day of the live file's first record; undefined while the file is empty. */
+  private dayEnds: number | undefined;
+  /** Lines accepted while a rotation runs, for the new file, with when they were accepted (their day decides the file's). */
+  private queue: Array<{ line: string; at: number }> = [];
+  private rotation: Promise<void> | undefined;
+  private retryAt = 0;
+  private readonly maxBytes: number;
+  private readonly keep: number;
+  private readonly now: () => Date;
 
-  private constructor(private readonly path: string, private readonly stream: WriteStream, private readonly opts: AuditLogOptions) {
-    stream.on('error', (err) => {
-      if (!this.failing) opts.logger.error({ err, path }, 'egress audit log cannot be written; records are being lost');
-      this.failing = true;
-    });
+  private constructor(private readonly path: string, private stream: WriteStream, file: OpenedAuditFile, private readonly opts: AuditLogOptions) {
+    this.maxBytes = opts.maxBytes && opts.maxBytes > 0 ? opts.maxBytes : 0;
+    this.keep = Math.max(1, Math.floor(opts.keep ?? 5));
+    this.now = opts.now ?? (() => new Date());
+    this.bytes = file.size;
+    this.dayEnds = file.firstRecordAt && nextLocalMidnight(file.firstRecordAt);
+    this.watch(stream);
   }
 
   static async open(path: string, opts: AuditLogOptions): Promise<AuditLog> {
     await mkdir(dirname(path), { recursive: true, mode: 0o750 });
-    const stream = createWriteStream(path, { flags: 'a', mode: 0o640 });
-    await new Promise<void>((resolve, reject) => {
-      stream.once('open', () => resolve());
-      stream.once('error', reject);
-    });
-    // An older file keeps its mode on open; the log is not for every local user.
-    await chmod(path, 0o640);
-    return new AuditLog(path, stream, opts);
+    const file = await openAuditFile(path);
+    return new AuditLog(path, file.stream, file, opts);
   }
 
   write(record: AuditRecord): void {
-    if (this.closed || this.failing || this.stream.destroyed) {
-      if (this.dropped++ === 0) this.opts.logger.warn({ path: this.path, closed: this.closed }, 'egress audit record dropped: the log is closed or failing');
+    if (this.closed) return this.drop(1);
+    const line = `${redactSecrets(JSON.stringify(record), this.opts.liveSecrets())}\n`;
+    const now = this.now().getTime();
+    if (this.rotation) {
+      this.queue.push({ line, at: now });
       return;
     }
-    this.stream.write(`${redactSecrets(JSON.stringify(record), this.opts.liveSecrets())}\n`);
+    if (this.failing || this.stream.destroyed) return this.drop(1);
+    if (this.due(line, now)) {
+      this.queue.push({ line, at: now });
+      this.rotate();
+      return;
+    }
+    this.append(line, now);
   }
 
-  /** Flushes every line written so far and closes the file. */
-  close(): Promise<void> {
-    if (this.closed) return Promise.resolve();
+  /** Flushes every line written so far, queued ones included, and closes the file. */
+  async close(): Promise<void> {
+    if (this.closed) return;
     this.closed = true;
-    return new Promise((resolve) => {
-      if (this.stream.destroyed) return resolve();
-      this.stream.end(() => resolve());
-      // end()'s callback is not called when the stream fails while flushing; the error is logged above.
-      this.stream.once('error', () => resolve());
+    // A rotation's drain may start the next one; the queue is empty once none is running.
+    while (this.rotation) await this.rotation;
+    await endStream(this.stream);
+  }
+
+  private drop(n: number): void {
+    const before = this.dropped;
+    this.dropped += n;
+    if (before === 0) this.opts.logger.warn({ path: this.path, closed: this.closed }, 'egress audit record dropped: the log is closed or failing');
+  }
+
+  /** Whether `line` must go to a new file: never for an empty one, and not while a failed rotation waits to retry. */
+  private due(line: string, now: number): boolean {
+    if (this.bytes === 0 || now < this.retryAt) return false;
+    if (this.dayEnds !== undefined && now >= this.dayEnds) return true;
+    return this.maxBytes > 0 && this.bytes + Buffer.byteLength(line) > this.maxBytes;
+  }
+
+  private append(line: string, now: number): void {
+    if (this.dayEnds === undefined) this.dayEnds = nextLocalMidnight(new Date(now));
+    this.bytes += Buffer.byteLength(line);
+    this.stream.write(line);
+  }
+
+  private rotate(): void {
+    this.rotation = this.replaceFile()
+      .then(() => {
+        this.rotation = undefined;
+        this.drain();
+      })
+      .catch((err: unknown) => {
+        // replaceFile and drain catch their own failures; this is the backstop against an unhandled rejection.
+        this.rotation = undefined;
+        this.opts.logger.error({ err, path: this.path, queued: this.queue.length }, 'egress audit log rotation failed unexpectedly');
+      });
+  }
+
+  /** Writes the queue in order to the live stream, stopping to rotate again if the file fills up. */
+  private drain(): void {
+    const queue = this.queue;
+    this.queue = [];
+    if (this.failing || this.stream.destroyed) return this.drop(queue.length);
+    for (let i = 0; i < queue.length; i++) {
+      const { line, at } = queue[i];
+      if (this.due(line, at)) {
+        // The rest waits, in order, for the next file; nothing else runs before this line.
+        this.queue = queue.slice(i);
+        return this.rotate();
+      }
+      this.append(line, at);
+    }
+  }
+
+  /**
+   * Renames the live file away, opens a new one, and ends the old stream once every line it
+   * holds is in the old file. Never rejects: a failure is logged and the old stream, if it still
+   * works, keeps taking lines (in the old file, or in path.1 when only the open failed).
+   */
+  private async replaceFile(): Promise<void> {
+    try {
+      await shiftRotated(this.path, this.keep, this.opts.fs ?? realRotationFs);
+    } catch (err) {
+      return this.failed(err, 'egress audit log could not be rotated; writing on to the current file');
+    }
+    let file: OpenedAuditFile;
+    try {
+      file = await openAuditFile(this.path);
+    } catch (err) {
+      return this.undoRename(err);
+    }
+    const old = this.stream;
+    this.stream = file.stream;
+    this.failing = false;
+    this.bytes = file.size;
+    this.dayEnds = file.firstRecordAt && nextLocalMidnight(file.firstRecordAt);
+    this.watch(file.stream);
+    // The rotation is done only when the old file holds every line accepted before it began.
+    await endStream(old);
+  }
+
+  /** The live file was renamed to path.1 but no new one opened: put it back, so the old stream's file is the live file again. */
+  private async undoRename(openErr: unknown): Promise<void> {
+    try {
+      await (this.opts.fs ?? realRotationFs).rename(`${this.path}.1`, this.path);
+    } catch (err) {
+      // The old stream keeps writing to path.1; the next rotation moves it on and switches to a new file.
+      this.opts.logger.error({ err, path: `${this.path}.1` }, 'egress audit log: could not move the file back after a failed rotation');
+      return this.failed(openErr, `egress audit log rotated but no new file could be opened; writing on to ${this.path}.1`);
+    }
+    this.failed(openErr, 'egress audit log: no new file could be opened; rotation undone, writing on to the current file');
+  }
+
+  private failed(err: unknown, msg: string): void {
+    this.opts.logger.error({ err, path: this.path, retryInMs: ROTATION_RETRY_MS }, msg);
+    this.retryAt = this.now().getTime() + ROTATION_RETRY_MS;
+  }
+
+  private watch(stream: WriteStream): void {
+    stream.on('error', (err) => {
+      if (stream !== this.stream) {
+        this.opts.logger.error({ err, path: `${this.path}.1` }, 'egress audit log: the rotated file could not be flushed; its last records are lost');
+        return;
+      }
+      if (!this.failing) this.opts.logger.error({ err, path: this.path }, 'egress audit log cannot be written; records are being lost');
+      this.failing = true;
     });
   }
 }

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
-import { clientErrorAnswer, SvcError, writeErrorOnSocket, type Logger, type TaskStats } from '@svc/common';
+import { clientErrorAnswer, writeErrorOnSocket, type Logger, type TaskStats } from '@svc/common';
 import { EGRESS_DEFAULTS, EgressRuleError, type SandboxEgressPolicy } from '@svc/contracts/egress';
 import { AuditLog, auditTimestamp } from './audit-log.ts';
 import { EgressCa } from './certificates.ts';
@@ -12,11 +12,16 @@ import { LeafContexts } from './leaf-contexts.ts';
 import { conntrackOriginalDestination, type Destination } from './original-destination.ts';
 import { checkPolicy } from './policy-check.ts';
 import { PolicyStore } from './policy-store.ts';
-import { handleEgressRequest, type ConnectionFacts, type ProxyDeps } from './proxy.ts';
+import { handleEgressRequest } from './proxy.ts';
+import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
+import { handleEgressUpgrade } from './upgrade-exchange.ts';
+import { handleEgressConnect } from './connect-exchange.ts';
 import { registerEgressMetrics } from './egress-metrics.ts';
 import { createTlsListener } from './tls-listener.ts';
 import { createEgressAdminApp } from './admin-server.ts';
 import { systemCaBundle, Upstreams } from './upstream.ts';
+import { viaOfTunnel, type ProxyVia } from './proxy-via.ts';
+import { createTcpTunnelServer } from './tcp-tunnel.ts';
 
 export interface EgressProxyOptions {
   /** The sandbox-facing address of both listeners. */
@@ -25,6 +30,10 @@ export interface EgressProxyOptions {
   httpPort: number;
   /** 8443 in production; 0 for an ephemeral port. */
   httpsPort: number;
+  /** 8088 in production (egress.tunnel_port); 0 for an ephemeral port; undefined: no tunnel listener. */
+  tunnelPort?: number;
+  /** egress.upstream_proxy: every sandbox's upstream connections go through it unless its own egressProxy is set. */
+  upstreamProxy?: ProxyVia;
   adminBind: string;
   /** 9091 in production; 0 for an ephemeral port. */
   adminPort: number;
@@ -35,6 +44,10 @@ export interface EgressProxyOptions {
   /** Holds ca.pem and ca-key.pem (made when missing). */
   caDir: string;
   auditLogPath: string;
+  /** The audit log rotates before it would pass this many bytes; 0 or absent: never by size (it still rotates daily). */
+  auditMaxBytes?: number;
+  /** Rotated audit files kept; default 5. */
+  auditKeep?: number;
   /** host → IPv4, consulted before DNS. */
   resolve?: Record<string, string>;
   /** PEM trusted for upstream TLS besides node's and the system's roots. */
@@ -53,6 +66,8 @@ export interface EgressProxyOptions {
 export interface EgressProxy {
   httpPort: number;
   httpsPort: number;
+  /** 0 when there is no tunnel listener. */
+  tunnelPort: number;
   adminPort: number;
   /** The root CA that templates bake in. */
   caPem: string;
@@ -75,7 +90,9 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const ca = await EgressCa.loadOrCreate(opts.caDir);
   const store = new PolicyStore();
   const placeholders = new PlaceholderResolver(opts.placeholders);
-  const audit = await AuditLog.open(opts.auditLogPath, { logger, liveSecrets: () => [...store.liveSecrets(), ...placeholders.liveValues()] });
+  const audit = await AuditLog.open(opts.auditLogPath, {
+    logger, liveSecrets: () => [...store.liveSecrets(), ...placeholders.liveValues()], maxBytes: opts.auditMaxBytes, keep: opts.auditKeep,
+  });
   const upstreams = new Upstreams({
     resolve: opts.resolve,
     upstreamCa: opts.upstreamCa,
@@ -84,30 +101,36 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     ioTimeoutMs,
   });
   registerEgressMetrics();
-  const deps: ProxyDeps = { store, placeholders, audit, upstreams, logger };
+  // A sandbox's own SOCKS5 proxy wins over the operator's; either way nothing of it goes direct.
+  const viaFor = (sandboxIp: string): ProxyVia | undefined => {
+    const tunnel = store.forAddress(sandboxIp)?.tunnel;
+    return tunnel ? viaOfTunnel(tunnel) : opts.upstreamProxy;
+  };
+  const deps: ProxyDeps = { store, placeholders, audit, upstreams, logger, viaFor };
+  const originalDestination = opts.originalDestination ?? ((socket: Socket) => conntrackOriginalDestination(socket, logger));
+  const tunnelServer = opts.tunnelPort === undefined ? undefined : createTcpTunnelServer({
+    store, audit, logger, originalDestination, viaFor, ioTimeoutMs, dial: (target, via) => upstreams.dial(target, via),
+  });
   const connections = new WeakMap<Socket, ConnectionFacts>();
 
-  const httpServer = createHttpServer(ioTimeoutMs, (req, res) => {
-    const socket = req.socket;
+  // Upgraded and CONNECT sockets, which node's servers no longer track, so that close() ends them.
+  const tunnels = new Set<Duplex>();
+  const httpServer = createHttpServer(ioTimeoutMs, deps, tunnels, (socket) => {
     let conn = connections.get(socket);
     if (!conn) {
       conn = { scheme: 'http', sandboxIp: plainIpv4(socket.remoteAddress), tlsVersion: '', cipher: '' };
       connections.set(socket, conn);
     }
-    handleEgressRequest(deps, conn, req, res);
+    return conn;
   });
   // Serves the connections the TLS listener hands over; it never listens itself.
-  const httpsServer = createHttpServer(ioTimeoutMs, (req, res) => {
-    const conn = connections.get(req.socket);
-    if (!conn) { req.socket.destroy(); return; }
-    handleEgressRequest(deps, conn, req, res);
-  });
+  const httpsServer = createHttpServer(ioTimeoutMs, deps, tunnels, (socket) => connections.get(socket));
   // node starts its connection tracking on 'listening': without it headersTimeout is not
   // enforced and closeAllConnections reaches nothing on a server that never listens.
   httpsServer.emit('listening');
   const tlsListener = createTlsListener({
     leaves: new LeafContexts(ca),
-    originalDestination: opts.originalDestination ?? ((socket) => conntrackOriginalDestination(socket, logger)),
+    originalDestination,
     onSecure: (socket: TLSSocket, t) => {
       connections.set(socket, { scheme: 'https', sandboxIp: t.sandboxIp, sni: t.sni, certName: t.certName, tlsVersion: t.tlsVersion, cipher: t.cipher });
       httpsServer.emit('connection', socket);
@@ -127,16 +150,22 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     started.push({ close: () => closeServer(httpServer) });
     const httpsPort = await listen(tlsListener.server, opts.httpsPort, opts.bind);
     started.push({ close: () => closeServer(tlsListener.server) });
+    let tunnelPort = 0;
+    if (tunnelServer) {
+      tunnelPort = await listen(tunnelServer.server, opts.tunnelPort ?? 0, opts.bind);
+      started.push({ close: () => closeServer(tunnelServer.server) });
+    }
     await admin.listen({ host: opts.adminBind, port: opts.adminPort });
     started.push(admin);
     const adminPort = (admin.server.address() as AddressInfo).port;
     bootstrap.start();
-    logger.info({ bind: opts.bind, httpPort, httpsPort, adminPort, auditLog: opts.auditLogPath }, 'egress proxy listening');
+    logger.info({ bind: opts.bind, httpPort, httpsPort, tunnelPort, adminPort, auditLog: opts.auditLogPath, upstreamProxy: opts.upstreamProxy ? `${opts.upstreamProxy.kind}://${opts.upstreamProxy.host}:${opts.upstreamProxy.port}` : undefined }, 'egress proxy listening');
 
     let closing: Promise<void> | undefined;
     return {
       httpPort,
       httpsPort,
+      tunnelPort,
       adminPort,
       caPem: ca.caPem,
       ready: () => store.ready,
@@ -145,7 +174,9 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
         bootstrap.stop();
         const closed = Promise.all(started.map((s) => s.close()));
         tlsListener.destroyAll();
+        tunnelServer?.destroyAll();
         httpServer.closeAllConnections();
+        for (const socket of tunnels) socket.destroy();
         // It never listened, so close() only stops the connection tracking (and reports ERR_SERVER_NOT_RUNNING).
         httpsServer.close(() => { /* nothing was listening; the tracking stopped, which is all close() is for here */ });
         httpsServer.closeAllConnections();
@@ -164,23 +195,37 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   }
 }
 
-function createHttpServer(ioTimeoutMs: number, onRequest: http.RequestListener): http.Server {
+/** The facts of a connection a listener accepted (its sandbox, its TLS); undefined: none, the connection is dropped. */
+type FactsOf = (socket: Socket) => ConnectionFacts | undefined;
+
+function createHttpServer(ioTimeoutMs: number, deps: ProxyDeps, tunnels: Set<Duplex>, factsOf: FactsOf): http.Server {
   const server = http.createServer({
     keepAliveTimeout: CLIENT_KEEPALIVE_MS,
     headersTimeout: CLIENT_HEADERS_TIMEOUT_MS,
     // Streams last as long as the upstream keeps them busy; the idle timeout below bounds them.
     requestTimeout: 0,
-  }, onRequest);
+  }, (req, res) => {
+    const conn = factsOf(req.socket);
+    if (!conn) { req.socket.destroy(); return; }
+    handleEgressRequest(deps, conn, req, res);
+  });
   // Later than the upstream's idle timeout, so that a silent upstream gets its 504 to the sandbox first.
   server.timeout = ioTimeoutMs + SANDBOX_TIMEOUT_MARGIN_MS;
   server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (err.code === 'ECONNRESET' || !socket.writable) { socket.destroy(); return; }
     writeErrorOnSocket(socket, clientErrorAnswer(err));
   });
-  // Sandboxes reach the proxy through DNAT with ordinary requests; there is no tunnel to offer.
-  server.on('connect', (_req, socket: Duplex) => {
-    writeErrorOnSocket(socket, new SvcError(501, 'CONNECT is not supported: the egress proxy is transparent, send the request itself'));
-  });
+  // WebSocket upgrades and CONNECT (docs/egress.md "WebSocket and CONNECT"): node hands the socket
+  // over, and it is the exchange's from here.
+  const tunnel = (handle: typeof handleEgressUpgrade) => (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    const conn = factsOf(req.socket);
+    if (!conn) { socket.destroy(); return; }
+    tunnels.add(socket);
+    socket.once('close', () => tunnels.delete(socket));
+    handle(deps, conn, req, socket, head);
+  };
+  server.on('upgrade', tunnel(handleEgressUpgrade));
+  server.on('connect', tunnel(handleEgressConnect));
   return server;
 }
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { clusterTlsOf, egressAddressOf, parseEgressResolve, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, egressAddressOf, parseEgressResolve, parseUpstreamProxy, type Logger, type SvcConfig } from '@svc/common';
 import { EgressPolicySource } from '@svc/contracts/egress-routes';
 import { SecretResolverClient } from '@svc/contracts/secrets';
 import { IdentityMintClient } from '@svc/contracts/identity';
@@ -21,12 +21,16 @@ export function startEgressFromConfig(cfg: SvcConfig, o: EgressFromConfigOptions
     bind: eg.address || egressAddressOf(cfg.node_agent.address_pool),
     httpPort: eg.http_port,
     httpsPort: eg.https_port,
+    tunnelPort: eg.tunnel_port,
+    upstreamProxy: parseUpstreamProxy(eg.upstream_proxy),
     adminBind: eg.admin_bind,
     adminPort: eg.admin_port,
     adminToken: eg.admin_token,
     adminHttps: clusterTlsOf(cfg),
     caDir: eg.ca_dir,
     auditLogPath: eg.audit_log,
+    auditMaxBytes: eg.audit_max_mb * 1024 * 1024,
+    auditKeep: eg.audit_keep,
     resolve: parseEgressResolve(eg.resolve),
     ...(eg.upstream_ca_file ? { upstreamCa: readFileSync(eg.upstream_ca_file, 'utf8') } : {}),
     policySource: () => source.policies(o.nodeId),

@@ -1,4 +1,5 @@
 import { checkEgressRules, checkHostPattern, EgressRuleError, type EgressFallback, type EgressTransform, type SandboxEgressPolicy } from '@svc/contracts/egress';
+import { parseEgressProxy } from '@svc/contracts/egress-tunnel';
 import { isIpv4, parseCidr } from './ipv4.ts';
 
 /**
@@ -8,7 +9,7 @@ import { isIpv4, parseCidr } from './ipv4.ts';
  * message for the caller.
  */
 export function checkPolicy(input: unknown): SandboxEgressPolicy {
-  if (!isObject(input)) throw new EgressRuleError('the policy must be an object {sandboxId, address, rules, fallback?}');
+  if (!isObject(input)) throw new EgressRuleError('the policy must be an object {sandboxId, address, rules, fallback?, transforms?, tunnel?}');
   const { sandboxId, address } = input;
   if (typeof sandboxId !== 'string' || !sandboxId || sandboxId.length > 128) throw new EgressRuleError('sandboxId must be a string of 1 to 128 characters');
   if (typeof address !== 'string' || !isIpv4(address)) throw new EgressRuleError(`address must be an IPv4 address, not ${JSON.stringify(address)}`);
@@ -18,6 +19,8 @@ export function checkPolicy(input: unknown): SandboxEgressPolicy {
     policy.teamId = input.teamId;
   }
   if (input.fallback !== undefined && input.fallback !== null) policy.fallback = checkFallback(input.fallback);
+  const tunnel = parseEgressProxy(input.tunnel, 'tunnel');
+  if (tunnel) policy.tunnel = tunnel;
   if (input.transforms !== undefined && input.transforms !== null) {
     const transforms = checkTransforms(input.transforms);
     if (transforms.length) policy.transforms = transforms;

@@ -67,13 +67,14 @@ export class PolicyStore {
     this.isReady = true;
   }
 
-  /** Every inject secret configured now, for the audit log's redaction. */
+  /** Every inject secret and proxy password configured now, for the audit log's redaction. */
   liveSecrets(): Set<string> {
     if (this.secrets === undefined) {
       this.secrets = new Set();
       for (const p of this.byId.values()) {
         for (const r of p.rules) for (const i of r.action.inject ?? []) if (i.secret) this.secrets.add(i.secret);
         for (const t of p.transforms ?? []) for (const i of t.inject) if (i.secret) this.secrets.add(i.secret);
+        if (p.tunnel?.password) this.secrets.add(p.tunnel.password);
       }
     }
     return this.secrets;

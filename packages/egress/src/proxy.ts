@@ -1,34 +1,9 @@
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http';
-import type { Logger } from '@svc/common';
-import type { EgressAuditLevel, EgressInject, EgressRequestRecord, EgressRule, EgressScheme, EgressSecurityReason, SandboxEgressPolicy } from '@svc/contracts/egress';
-import { auditTimestamp, type AuditLog } from './audit-log.ts';
-import { decide, decideByAddress, transformFor, type RequestFacts } from './decide.ts';
-import { countEgressRequest } from './egress-metrics.ts';
-import { injectedHeaders, sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
-import { PlaceholderError, type PlaceholderResolver } from './placeholders.ts';
-import { normalizeHost } from './host-match.ts';
-import type { PolicyStore } from './policy-store.ts';
+import { ExchangeGate } from './exchange-gate.ts';
+import { sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
 import { requestTarget, type RequestTarget } from './request-target.ts';
-import { upstreamFailure, type UpstreamError, type Upstreams, type UpstreamTarget } from './upstream.ts';
-
-/** What a request's connection tells the proxy: which sandbox, and the client side's TLS. */
-export interface ConnectionFacts {
-  scheme: EgressScheme;
-  sandboxIp: string;
-  sni?: string;
-  /** The name the client's TLS certificate was made for (the SNI, else the original destination IP). */
-  certName?: string;
-  tlsVersion: string;
-  cipher: string;
-}
-
-export interface ProxyDeps {
-  store: PolicyStore;
-  placeholders: PlaceholderResolver;
-  audit: AuditLog;
-  upstreams: Upstreams;
-  logger: Logger;
-}
+import { upstreamFailure, type UpstreamError, type UpstreamTarget } from './upstream.ts';
+import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
 
 /** Reset errors that mean a pooled keep-alive socket had been closed by the upstream meanwhile. */
 const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
@@ -47,161 +22,32 @@ export function handleEgressRequest(deps: ProxyDeps, conn: ConnectionFacts, req:
 }
 
 class Exchange {
-  private readonly started = performance.now();
-  private readonly record: EgressRequestRecord;
+  private readonly gate: ExchangeGate;
   private readonly method: string;
   private target: RequestTarget | undefined;
-  private policy: SandboxEgressPolicy | undefined;
-  private auditLevel: EgressAuditLevel = 'metadata';
-  /** What the policy decided (svc_egress_requests_total); unset: no upstream could be read from the request. */
-  private decision: 'allow' | 'deny' | undefined;
 
   constructor(private readonly deps: ProxyDeps, private readonly conn: ConnectionFacts, private readonly req: IncomingMessage, private readonly res: ServerResponse) {
     this.method = (req.method ?? 'GET').toUpperCase();
-    this.record = {
-      ts: auditTimestamp(),
-      sandbox_ip: conn.sandboxIp,
-      dst_ip: '',
-      dst_port: 0,
-      scheme: conn.scheme,
-      host: '',
-      method: this.method,
-      path: req.url ?? '',
-      status: 0,
-      bytes_in: 0,
-      bytes_out: 0,
-      latency_ms: 0,
-      tls_version: conn.tlsVersion,
-      cipher: conn.cipher,
-      upstream_status: '',
-      upstream_addr: '',
-    };
-    res.once('close', () => this.finish());
+    this.gate = new ExchangeGate(deps, conn, this.method, req.url ?? '');
+    // 499 (nginx's "client closed request"): the sandbox left before the proxy answered.
+    res.once('close', () => this.gate.finish(this.res.headersSent ? this.res.statusCode : 499));
   }
 
   async serve(): Promise<void> {
     const target = requestTarget(this.conn.scheme, this.req.url ?? '/', this.req.headers.host);
     if (typeof target === 'string') return this.answer(400, target);
     this.target = target;
-    Object.assign(this.record, { host: target.host, dst_port: target.port, path: target.path });
-
-    if (!this.deps.store.ready) {
-      this.decision = 'deny';
-      this.securityEvent('not_ready', '');
-      return this.answer(403, 'egress denied: the proxy has not loaded the egress policies yet (not ready)');
-    }
-    const policy = this.deps.store.forAddress(this.conn.sandboxIp);
-    if (!policy) {
-      this.decision = 'deny';
-      this.securityEvent('unknown_sandbox', '');
-      return this.answer(403, `egress denied: no egress policy for the sandbox at ${this.conn.sandboxIp}`);
-    }
-    this.policy = policy;
-    this.record.sandbox_id = policy.sandboxId;
-
-    const facts: RequestFacts = { scheme: this.conn.scheme, port: target.port, host: target.host, method: this.method, path: target.path, ...(this.conn.sni ? { sni: this.conn.sni } : {}) };
-    const decision = decide(policy, facts);
-    this.decision = decision.verdict === 'allow' || decision.verdict === 'by_address' ? 'allow' : 'deny';
-    switch (decision.verdict) {
-      case 'deny':
-        this.useRule(decision.rule);
-        if (decision.reason === 'malformed_rule') this.securityEvent('malformed_rule', decision.rule.name, 'a deny rule carries inject (a configuration error): denied, and the inject dropped');
-        return this.answer(403, `egress denied by rule ${decision.rule.name}`);
-      case 'default_deny':
-        this.securityEvent('default_deny', '');
-        return this.answer(403, 'egress denied: no rule matched (default deny)');
-      case 'by_address': {
-        const ip = await this.resolve();
-        if (ip === undefined) return;
-        const verdict = decideByAddress(decision.fallback, ip);
-        if (!verdict.allow) {
-          this.decision = 'deny';
-          this.record.dst_ip = ip;
-          this.securityEvent('default_deny', '', `no rule matched; ${verdict.why}`);
-          return this.answer(403, `egress denied: no rule matched and ${verdict.why}`);
-        }
-        // E2B's transforms grant nothing: they inject only into what the fallback allowed.
-        const transform = transformFor(policy, target.host);
-        const headers = transform ? await this.injectOrRefuse(`transform ${transform.host}`, transform.inject) : [];
-        if (headers === undefined || this.refuseUpgrade()) return;
-        return this.forward(ip, headers);
-      }
-      case 'allow':
-        return this.allow(decision.rule);
-    }
-  }
-
-  private async allow(rule: EgressRule): Promise<void> {
-    this.useRule(rule);
-    if (this.conn.scheme === 'https' && rule.action.inject?.length && !this.hostMatchesTls(rule.name)) return;
-    if (this.refuseUpgrade()) return;
-    const ip = await this.resolve();
-    if (ip === undefined) return;
-    const headers = await this.injectOrRefuse(rule.name, rule.action.inject ?? []);
-    if (headers !== undefined) this.forward(ip, headers);
-  }
-
-  /**
-   * The headers an inject adds, after its guard: on HTTPS the Host must be the name the client's
-   * TLS verified, or the request is refused (undefined). Records that the inject fired.
-   */
-  private async injectOrRefuse(source: string, inject: EgressInject[]): Promise<InjectedHeader[] | undefined> {
-    if (inject.length === 0) return [];
-    if (this.conn.scheme === 'https' && !this.hostMatchesTls(source)) return undefined;
-    let headers: InjectedHeader[];
-    try {
-      // Secrets and workload tokens named by placeholders, resolved for this request (docs/security.md).
-      headers = await this.deps.placeholders.fill(this.policy!, injectedHeaders(inject));
-    } catch (err) {
-      if (!(err instanceof PlaceholderError)) throw err;
-      this.decision = 'deny';
-      this.securityEvent('placeholder_unresolved', source, err.message);
-      this.answer(err.status, `egress ${err.status === 403 ? 'denied' : 'unavailable'}: ${err.message}; nothing was sent upstream`);
-      return undefined;
-    }
-    this.record.injected = headers.map((h) => h.name);
-    this.securityEvent('inject_fired', source, `injected ${this.record.injected.join(', ')}`);
-    return headers;
-  }
-
-  /** The secret goes only where the client's TLS peer check pointed; a mismatch is answered 403 here. */
-  private hostMatchesTls(source: string): boolean {
-    const host = (this.target as RequestTarget).host;
-    const tlsName = this.conn.sni ?? this.conn.certName ?? '';
-    if (normalizeHost(tlsName) === host) return true;
-    this.decision = 'deny';
-    this.securityEvent('host_sni_mismatch', source, `Host ${host} and TLS server name ${tlsName || '(none)'} differ; nothing injected`);
-    this.answer(403, `egress denied: the Host ${host} does not match the TLS server name ${tlsName || '(none)'}; the inject of ${source} runs only when they agree`);
-    return false;
-  }
-
-  private useRule(rule: EgressRule): void {
-    this.record.rule = rule.name;
-    this.auditLevel = rule.action.audit ?? 'metadata';
-  }
-
-  /** WebSocket and other upgrades would need a tunnel after the policy check; not offered. */
-  private refuseUpgrade(): boolean {
-    if (this.req.headers.upgrade === undefined) return false;
-    this.answer(501, `protocol upgrade to ${this.req.headers.upgrade} is not supported by the egress proxy`);
-    return true;
-  }
-
-  private async resolve(): Promise<string | undefined> {
-    const target = this.target as RequestTarget;
-    try {
-      return await this.deps.upstreams.resolve(target.host);
-    } catch (err) {
-      const failure = upstreamFailure(err, { scheme: this.conn.scheme, host: target.host, ip: '', port: target.port });
-      this.answer(failure.status, failure.message);
-      return undefined;
-    }
+    // Upgrades ("Connection: upgrade") go to upgrade-exchange.ts; a request that only names an
+    // Upgrade comes here, and goes upstream as the ordinary request it is (Upgrade is hop-by-hop).
+    const verdict = await this.gate.decide({ scheme: this.conn.scheme, port: target.port, host: target.host, method: this.method, path: target.path, ...(this.conn.sni ? { sni: this.conn.sni } : {}) });
+    if (!verdict.allowed) return this.answer(verdict.status, verdict.message);
+    this.forward(verdict.ip, verdict.inject);
   }
 
   private forward(ip: string, inject: InjectedHeader[]): void {
     const target = this.target as RequestTarget;
     const upstream: UpstreamTarget = { scheme: this.conn.scheme, host: target.host, ip, port: target.port };
-    this.record.dst_ip = ip;
+    const record = this.gate.record;
     const headers = upstreamRequestHeaders(this.req.rawHeaders, inject);
     const hasBody = this.req.headers['transfer-encoding'] !== undefined || Number(this.req.headers['content-length'] ?? 0) > 0;
     let current: ClientRequest | undefined;
@@ -209,12 +55,12 @@ class Exchange {
     this.res.once('close', () => { if (!this.res.writableFinished) current?.destroy(); });
 
     const attempt = (retry: boolean) => {
-      const up = this.deps.upstreams.request(upstream, { method: this.method, path: target.path, headers });
+      const up = this.deps.upstreams.request(upstream, { method: this.method, path: target.path, headers }, this.deps.viaFor(this.conn.sandboxIp));
       current = up;
       up.on('response', (upRes) => {
         responded = true;
-        this.record.upstream_status = String(upRes.statusCode ?? '');
-        this.record.upstream_addr = `${ip}:${target.port}`;
+        record.upstream_status = String(upRes.statusCode ?? '');
+        record.upstream_addr = `${ip}:${target.port}`;
         if (this.res.destroyed) { upRes.destroy(); return; }
         try {
           this.res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, sandboxResponseHeaders(upRes.rawHeaders));
@@ -225,7 +71,7 @@ class Exchange {
           this.answer(502, `upstream ${target.host} sent an answer the proxy cannot relay: ${(err as Error).message}`);
           return;
         }
-        upRes.on('data', (chunk: Buffer) => { this.record.bytes_out += chunk.length; });
+        upRes.on('data', (chunk: Buffer) => { record.bytes_out += chunk.length; });
         // pipe, not stream.pipeline: pipeline makes an AbortSignal per call, about 5% of the CPU here.
         // The sandbox leaving is handled by the close listener above (it destroys the request).
         upRes.pipe(this.res);
@@ -247,7 +93,7 @@ class Exchange {
         this.answer(failure.status, failure.message);
       });
       if (hasBody && !retry) {
-        this.req.on('data', (chunk: Buffer) => { this.record.bytes_in += chunk.length; });
+        this.req.on('data', (chunk: Buffer) => { record.bytes_in += chunk.length; });
         this.req.pipe(up);
       } else {
         up.end();
@@ -258,31 +104,7 @@ class Exchange {
 
   private answer(status: number, message: string): void {
     if (this.res.headersSent || this.res.destroyed) { this.res.destroy(); return; }
-    this.record.bytes_out += sendJson(this.res, status, message);
-  }
-
-  private securityEvent(reason: EgressSecurityReason, rule: string, detail?: string): void {
-    this.deps.audit.write({
-      type: 'security_event',
-      ts: auditTimestamp(),
-      sandbox_ip: this.conn.sandboxIp,
-      ...(this.policy ? { sandbox_id: this.policy.sandboxId } : {}),
-      rule,
-      reason,
-      host: this.target?.host ?? '',
-      ...(this.conn.sni ? { sni: this.conn.sni } : {}),
-      method: this.method,
-      path: this.target?.path ?? this.req.url ?? '',
-      ...(detail ? { detail } : {}),
-    });
-  }
-
-  private finish(): void {
-    countEgressRequest(this.decision ?? 'invalid');
-    // 499 (nginx's "client closed request"): the sandbox left before the proxy answered.
-    this.record.status = this.res.headersSent ? this.res.statusCode : 499;
-    this.record.latency_ms = Math.round(performance.now() - this.started);
-    if (this.auditLevel !== 'none') this.deps.audit.write(this.record);
+    this.gate.record.bytes_out += sendJson(this.res, status, message);
   }
 }
 

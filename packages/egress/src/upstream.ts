@@ -2,9 +2,12 @@ import { promises as dns } from 'node:dns';
 import { readFile } from 'node:fs/promises';
 import http, { type ClientRequest, type OutgoingHttpHeaders } from 'node:http';
 import https from 'node:https';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import type { EgressScheme } from '@svc/contracts/egress';
 import { isIpv4 } from './ipv4.ts';
+import { dialUpstream, ProxyDialError, type DialTarget, type ProxyVia } from './upstream-dial.ts';
 
 export interface UpstreamOptions {
   /** host → IPv4, consulted before DNS. */
@@ -33,7 +36,7 @@ export interface UpstreamRequest {
   headers: string[];
 }
 
-export type UpstreamFailure = 'dns' | 'refused' | 'connect_timeout' | 'io_timeout' | 'untrusted_certificate' | 'connection';
+export type UpstreamFailure = 'dns' | 'refused' | 'connect_timeout' | 'io_timeout' | 'untrusted_certificate' | 'connection' | 'proxy';
 
 /** An upstream that could not be reached or failed; `status` is what the sandbox gets (502 or 504). */
 export class UpstreamError extends Error {
@@ -56,17 +59,43 @@ const MAX_FREE_SOCKETS_PER_POOL = 32;
 /** An idle pooled socket closes after this, unless the upstream's Keep-Alive hint is shorter. */
 const FREE_SOCKET_TIMEOUT_MS = 30_000;
 
-type PoolKeyed = { poolKey?: string };
+type PoolKeyed = { poolKey?: string; via?: ProxyVia };
+type Dialer = (target: DialTarget, via: ProxyVia) => Promise<net.Socket>;
+type ConnectCallback = ((err: Error | null, stream: Duplex) => void) | undefined;
 
-/** One keep-alive pool per (scheme, host, ip, port), not per address alone: a socket serves one name. */
+/**
+ * One keep-alive pool per (scheme, host, ip, port, proxy), not per address alone: a socket serves
+ * one name. A request with `via` gets its socket through that proxy (createConnection's callback
+ * form, which node's Agent supports), never a direct one.
+ */
 class PooledHttpAgent extends http.Agent {
+  constructor(opts: http.AgentOptions, private readonly dial: Dialer) { super(opts); }
   override getName(options: http.ClientRequestArgs & PoolKeyed = {}): string {
     return options.poolKey ?? super.getName(options);
   }
+  override createConnection(options: http.ClientRequestArgs & PoolKeyed, cb?: ConnectCallback): Duplex | undefined {
+    if (!options.via) return net.createConnection(options as net.NetConnectOpts);
+    // Never a direct socket for a proxied request: node always passes the callback; should it not, fail.
+    if (!cb) throw new ProxyDialError('a proxied connection was asked for without a callback', 'EPROXY');
+    this.dial({ ip: String(options.host ?? ''), port: Number(options.port) }, options.via)
+      .then((s) => cb(null, s), (err: Error) => cb(err, undefined as unknown as Duplex));
+    return undefined;
+  }
 }
 class PooledHttpsAgent extends https.Agent {
+  constructor(opts: https.AgentOptions, private readonly dial: Dialer) { super(opts); }
   override getName(options: https.RequestOptions & PoolKeyed = {}): string {
     return options.poolKey ?? super.getName(options);
+  }
+  override createConnection(options: https.RequestOptions & PoolKeyed, cb?: ConnectCallback): Duplex | undefined {
+    if (!options.via) return tls.connect(options as tls.ConnectionOptions);
+    // Never a direct socket for a proxied request: node always passes the callback; should it not, fail.
+    if (!cb) throw new ProxyDialError('a proxied connection was asked for without a callback', 'EPROXY');
+    this.dial({ ip: String(options.host ?? ''), port: Number(options.port) }, options.via).then(
+      (raw) => cb(null, tls.connect({ ...(options as tls.ConnectionOptions), socket: raw })),
+      (err: Error) => cb(err, undefined as unknown as Duplex),
+    );
+    return undefined;
   }
 }
 
@@ -77,14 +106,33 @@ class PooledHttpsAgent extends https.Agent {
 export class Upstreams {
   private readonly httpAgent: PooledHttpAgent;
   private readonly httpsAgent: PooledHttpsAgent;
+  private readonly secureContext: tls.SecureContext | undefined;
 
   constructor(private readonly opts: UpstreamOptions) {
     const common = { keepAlive: true, maxSockets: MAX_SOCKETS_PER_POOL, maxFreeSockets: MAX_FREE_SOCKETS_PER_POOL, timeout: FREE_SOCKET_TIMEOUT_MS, scheduling: 'lifo' as const };
-    this.httpAgent = new PooledHttpAgent(common);
+    const dial: Dialer = (target, via) => this.dial(target, via);
+    this.httpAgent = new PooledHttpAgent(common, dial);
     // One context for every connection: building one with the roots costs milliseconds.
     const extra = [opts.systemCa, opts.upstreamCa].filter((pem): pem is string => !!pem);
     const secureContext = extra.length ? tls.createSecureContext({ ca: [...tls.rootCertificates, ...extra] }) : undefined;
-    this.httpsAgent = new PooledHttpsAgent({ ...common, ...(secureContext ? { secureContext } : {}) });
+    this.secureContext = secureContext;
+    this.httpsAgent = new PooledHttpsAgent({ ...common, ...(secureContext ? { secureContext } : {}) }, dial);
+  }
+
+  /**
+   * What the tunnels the proxy runs itself (WebSocket upgrades, CONNECT) share with its pooled
+   * requests: the trust for upstream TLS (undefined: node's roots alone) and the timeouts.
+   */
+  tunnelSettings(): { secureContext?: tls.SecureContext; connectTimeoutMs: number; ioTimeoutMs: number } {
+    return { ...(this.secureContext ? { secureContext: this.secureContext } : {}), connectTimeoutMs: this.opts.connectTimeoutMs, ioTimeoutMs: this.opts.ioTimeoutMs };
+  }
+
+  /**
+   * A raw TCP connection to an upstream, through `via` when given (never direct then): the
+   * tunnel listener's and CONNECT's dial, with the connect timeout of docs/egress.md "Known limits".
+   */
+  dial(target: DialTarget, via?: ProxyVia): Promise<net.Socket> {
+    return dialUpstream(target, { ...(via ? { via } : {}), connectTimeoutMs: this.opts.connectTimeoutMs, resolveProxyHost: (h) => this.resolve(h) });
   }
 
   /** The IPv4 address to contact for a host: an IPv4 literal, an override, then DNS. */
@@ -105,8 +153,8 @@ export class Upstreams {
    * Starts a request to the upstream; the caller writes or pipes the body. Its 'error' event
    * carries an UpstreamError for the timeouts and a raw error otherwise (see upstreamFailure).
    */
-  request(target: UpstreamTarget, r: UpstreamRequest): ClientRequest {
-    const poolKey = `${target.scheme}|${target.host}|${target.ip}|${target.port}`;
+  request(target: UpstreamTarget, r: UpstreamRequest, via?: ProxyVia): ClientRequest {
+    const poolKey = `${target.scheme}|${target.host}|${target.ip}|${target.port}${via ? `|${via.kind}:${via.host}:${via.port}:${via.username ?? ''}` : ''}`;
     const options: http.RequestOptions & https.RequestOptions & PoolKeyed = {
       host: target.ip,
       port: target.port,
@@ -116,6 +164,7 @@ export class Upstreams {
       setHost: false,
       timeout: this.opts.ioTimeoutMs,
       poolKey,
+      ...(via ? { via } : {}),
     };
     let req: ClientRequest;
     if (target.scheme === 'https') {
@@ -178,6 +227,8 @@ const seconds = (ms: number) => `${Number((ms / 1000).toFixed(1))} s`;
 /** Any error of an upstream request as the status and message the sandbox gets. */
 export function upstreamFailure(error: unknown, target: UpstreamTarget): UpstreamError {
   if (error instanceof UpstreamError) return error;
+  // The sandbox's or the operator's proxy failed: said as such, so nobody looks for the fault upstream.
+  if (error instanceof ProxyDialError) return new UpstreamError(error.code === 'ETIMEDOUT' ? 504 : 502, 'proxy', error.message, error.code);
   const err = error as NodeJS.ErrnoException;
   const code = err?.code;
   const where = `${target.host} (${target.ip}:${target.port})`;

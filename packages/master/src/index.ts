@@ -46,6 +46,7 @@ import { VolumeRepo } from './volumes/repo.ts';
 import { volumeNodesOf } from './volumes/nodes.ts';
 import { registerVolumeRoutes } from './volumes/routes.ts';
 import { startEvents, type DeliveryTiming, type EventsModule } from './events/module.ts';
+import { platformEndpointCheck } from './events/endpoint-check.ts';
 import { collectTableMetrics, registerMetricsRoute } from './prometheus/scrape.ts';
 import { JobStore } from './templates/store/jobs.ts';
 import { metricsHistory } from './metrics-history/module.ts';
@@ -123,6 +124,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     cfg, repo, nodes, templates: sandboxResolver, coordination, logger, events: events.recorder, metricsHistory: metrics.history,
     proxies: new AnnouncedProxyPurger(coordination, cfg.svcproxy.admin_token, logger),
     egress: new NodeEgressPolicies(nodes, cfg.egress.admin_token, logger),
+    endpoints: platformEndpointCheck(cfg, nodes),
     quotas: teams, secrets, volumes, pausePackages,
   });
   const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });

@@ -94,7 +94,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     addresses.reserveAddress(eg.address);
     await ensureEgressAddress(eg.address);
   }
-  const firewall = new Firewall(names.nftTable, names.vethPrefix, addresses.cidr, eg.enabled ? { address: eg.address, httpPort: eg.http_port, httpsPort: eg.https_port } : undefined);
+  const firewall = new Firewall(names.nftTable, names.vethPrefix, addresses.cidr, eg.enabled ? { address: eg.address, httpPort: eg.http_port, httpsPort: eg.https_port, tunnelPort: eg.tunnel_port, tunnelAll: !!eg.upstream_proxy } : undefined);
   const records = new RecordStore(join(stateDir, 'instances'));
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);

@@ -68,7 +68,7 @@ function layerRef(v: NonNullable<Body<'createSandbox'>['layer']>): LayerRef {
 
 /** The egress lists, empty when absent or null; the egress policy checks each entry. */
 function network(n: Body<'updateNetwork'>['network']): CreateSandboxOnNode['network'] {
-  return { allowOut: n?.allowOut ?? [], denyOut: n?.denyOut ?? [], steer: n?.steer ?? [] };
+  return { allowOut: n?.allowOut ?? [], denyOut: n?.denyOut ?? [], steer: n?.steer ?? [], ...(n?.tunnel ? { tunnel: true } : {}) };
 }
 
 /** POST /v1/sandboxes/:id/pause: no body, or {memory}. */

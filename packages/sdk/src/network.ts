@@ -21,6 +21,7 @@ export function buildNetwork(opts: SandboxNetworkOpts | undefined): WireNetwork 
   if (denyOut) out.denyOut = denyOut;
   if (opts.allowPublicTraffic !== undefined) out.allowPublicTraffic = opts.allowPublicTraffic;
   if (opts.maskRequestHost !== undefined) out.maskRequestHost = opts.maskRequestHost;
+  if (opts.egressProxy !== undefined) out.egressProxy = { ...opts.egressProxy };
   if (Array.isArray(opts.rules)) {
     if (opts.rules.length > 0) out.rules = validateEgressRules(opts.rules);
   } else if (hostRules.size > 0) {

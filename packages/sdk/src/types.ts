@@ -49,6 +49,12 @@ export interface SandboxNetworkOpts {
   /** The Host header the sandbox's servers see on requests through the proxy; `${PORT}` is the port. */
   maskRequestHost?: string;
   rules?: SandboxNetworkRules;
+  /**
+   * A SOCKS5 proxy (`host:port`, RFC 1929 credentials) every outbound TCP connection of the
+   * sandbox goes through, after allowOut/denyOut and the rules; connections fail, never go
+   * direct, when it is down (docs/egress.md "Bring your own proxy"). Reads never return the password.
+   */
+  egressProxy?: { address: string; username?: string; password?: string };
 }
 
 /**

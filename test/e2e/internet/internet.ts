@@ -23,6 +23,8 @@ export interface UpstreamEvent {
   path?: string;
   host?: string;
   headers?: Record<string, string>;
+  /** The address the request came from: a proxy's, or the host's (its masquerade) when direct. */
+  remote?: string;
 }
 
 export interface Internet {

@@ -16,7 +16,7 @@ function handler(scheme) {
     let bytes = 0;
     req.on('data', (d) => { bytes += d.length; });
     req.on('end', () => {
-      say({ event: 'request', scheme, method: req.method, path: req.url, host: req.headers.host, headers: req.headers, bytes, servername: req.socket.servername ?? null });
+      say({ event: 'request', scheme, method: req.method, path: req.url, host: req.headers.host, headers: req.headers, bytes, servername: req.socket.servername ?? null, remote: req.socket.remoteAddress });
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({ ok: true, scheme, method: req.method, path: req.url, host: req.headers.host, authorized: !!req.headers.authorization || !!req.headers['x-api-key'] }));
     });

@@ -19,7 +19,7 @@ export function platformEndpoints(cfg: SvcConfig, nodeAddresses: () => Promise<s
   for (const port of [cfg.proxy.http_port, cfg.proxy.https_port, cfg.proxy.admin_port]) add(cfg.proxy.bind, port);
   add(cfg.egress.admin_bind, cfg.egress.admin_port);
   url(cfg.egress.admin_addr);
-  if (cfg.egress.address) for (const port of [cfg.egress.http_port, cfg.egress.https_port]) add(cfg.egress.address, port);
+  if (cfg.egress.address) for (const port of [cfg.egress.http_port, cfg.egress.https_port, cfg.egress.tunnel_port]) add(cfg.egress.address, port);
   listen(cfg.template_center.listen);
   url(cfg.template_center.addr);
   if (cfg.lifecycle.listen) {

@@ -62,6 +62,26 @@ export class WebhookTargets {
     return { url, addresses: addresses.map(unmapped) };
   }
 
+  /**
+   * A host:port the platform itself will connect to for a user (a sandbox's SOCKS5 egressProxy):
+   * the same refusals as a webhook's URL, except events.webhook_allow_cidrs, which is for
+   * webhooks. A 400 that begins with `what`.
+   */
+  async checkEndpoint(host: string, port: number, what: string): Promise<void> {
+    let addresses: string[];
+    try {
+      addresses = isIP(host) ? [host] : await this.resolve(host);
+    } catch (err) {
+      throw badRequest(`${what}'s host ${host} does not resolve (${(err as Error).message})`);
+    }
+    if (addresses.length === 0) throw badRequest(`${what}'s host ${host} does not resolve`);
+    const platform = await this.resolvedPlatform();
+    for (const a of addresses.map(unmapped)) {
+      const why = this.refusal(a, port, platform, false);
+      if (why) throw badRequest(`${what} ${host}:${port} is not allowed: ${a}${host === a ? '' : ` (${host})`} ${why}`);
+    }
+  }
+
   /** The platform's endpoints, a name among them also by the addresses it resolves to. */
   private async resolvedPlatform(): Promise<Endpoint[]> {
     const out: Endpoint[] = [];
@@ -77,12 +97,12 @@ export class WebhookTargets {
     return out;
   }
 
-  private refusal(address: string, port: number, platform: Endpoint[]): string | undefined {
+  private refusal(address: string, port: number, platform: Endpoint[], allowList = true): string | undefined {
     // 0.0.0.0 and :: connect to this host itself, whatever listens on any of its addresses.
     if (address === '::' || (isIP(address) === 4 && address.startsWith('0.'))) return 'is no address to deliver to (it means this host)';
     const v4 = isIP(address) === 4 ? ipToInt(address) : undefined;
     if (v4 !== undefined && this.pools.some((c) => inCidr(v4, c))) return 'is in the sandbox address pool';
-    if (this.allow.length && (v4 === undefined || !this.allow.some((c) => inCidr(v4, c)))) return 'is outside events.webhook_allow_cidrs';
+    if (allowList && this.allow.length && (v4 === undefined || !this.allow.some((c) => inCidr(v4, c)))) return 'is outside events.webhook_allow_cidrs';
     const local = isLocal(address);
     for (const e of platform) {
       if (e.port !== port) continue;

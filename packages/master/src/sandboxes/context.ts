@@ -1,7 +1,7 @@
 import type { Coordination, Logger, SvcConfig } from '@svc/common';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { DamagedRows } from './damaged-rows.ts';
-import type { EgressPolicies, PausePackages, ProxyCachePurger, SandboxEventLog, SandboxMetricsHistory, SandboxVolumes, SecretNames, TeamQuotas, TemplateResolver } from './ports.ts';
+import type { EgressPolicies, PausePackages, PlatformEndpointCheck, ProxyCachePurger, SandboxEventLog, SandboxMetricsHistory, SandboxVolumes, SecretNames, TeamQuotas, TemplateResolver } from './ports.ts';
 import type { SandboxQuota } from './quota.ts';
 import type { SandboxRepo } from './repo.ts';
 import type { SandboxTransitions } from './transitions.ts';
@@ -15,6 +15,8 @@ export interface MasterSandboxesDeps {
   proxies: ProxyCachePurger;
   egress: EgressPolicies;
   logger: Logger;
+  /** Checks a sandbox's egressProxy address; absent: not checked (unit tests of other parts). */
+  endpoints?: PlatformEndpointCheck;
   /** Teams' limits; absent: no quotas (unit tests of other parts). */
   quotas?: TeamQuotas;
   /** Which secret names a team lacks; absent: no vault, so no secret placeholders. */

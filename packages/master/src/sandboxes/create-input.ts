@@ -1,3 +1,5 @@
+import { EgressRuleError, type EgressTunnel } from '@svc/contracts/egress';
+import { parseEgressProxy } from '@svc/contracts/egress-tunnel';
 /**
  * The master's own check of a create request, before anything is scheduled or started: types
  * and the bounds of docs/api.md "Limits" (SANDBOX_LIMITS), field by field, the message naming
@@ -87,6 +89,8 @@ export interface NetworkUpdate {
   allowOut: string[];
   denyOut: string[];
   rules?: unknown;
+  /** Absent: the update stops tunneling (E2B: the update replaces the whole configuration). */
+  egressProxy?: EgressTunnel;
 }
 
 /**
@@ -95,11 +99,10 @@ export interface NetworkUpdate {
  */
 export function parseNetworkUpdate(body: unknown): NetworkUpdate {
   if (body === undefined || body === null) body = {};
-  if (!isObj(body)) throw badRequest('the network update must be an object {allow_internet_access?, allowOut?, denyOut?, rules?}');
-  if (body.egressProxy !== undefined && body.egressProxy !== null) throw badRequest('egressProxy is not supported by this platform yet');
+  if (!isObj(body)) throw badRequest('the network update must be an object {allow_internet_access?, allowOut?, denyOut?, rules?, egressProxy?}');
   const allowInternetAccess = optBool(body.allow_internet_access ?? body.allowInternetAccess, 'allow_internet_access');
-  const { allowOut, denyOut, rules } = networkOf({ allowOut: body.allowOut, denyOut: body.denyOut, rules: body.rules });
-  return { ...(allowInternetAccess === undefined ? {} : { allowInternetAccess }), allowOut, denyOut, ...(rules === undefined ? {} : { rules }) };
+  const { allowOut, denyOut, rules, egressProxy } = networkOf({ allowOut: body.allowOut, denyOut: body.denyOut, rules: body.rules, egressProxy: body.egressProxy });
+  return { ...(allowInternetAccess === undefined ? {} : { allowInternetAccess }), allowOut, denyOut, ...(rules === undefined ? {} : { rules }), ...(egressProxy ? { egressProxy } : {}) };
 }
 
 function networkOf(v: unknown): NetworkConfig {
@@ -119,6 +122,13 @@ function networkOf(v: unknown): NetworkConfig {
     if (!Array.isArray(v.rules) && !isObj(v.rules)) throw badRequest('network.rules must be a list (or E2B\'s per-host object)');
     if (bytes(JSON.stringify(v.rules)) > L.networkRulesBytes) throw badRequest(`network.rules is larger than ${L.networkRulesBytes} bytes`);
     out.rules = v.rules;
+  }
+  try {
+    const tunnel = parseEgressProxy(v.egressProxy);
+    if (tunnel) out.egressProxy = tunnel;
+  } catch (err) {
+    if (err instanceof EgressRuleError) throw badRequest(err.message);
+    throw err;
   }
   return out;
 }

@@ -6,8 +6,8 @@ import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import { usableBy } from '../teams/ownership.ts';
 import { countCreated, countCreateFailed } from '../prometheus/operations.ts';
 import type { SandboxContext } from './context.ts';
-import { checkPlaceholders, dropEgress, pushEgress } from './egress.ts';
-import { planEgress } from './egress-plan.ts';
+import { checkEgressProxy, checkPlaceholders, dropEgress, pushEgress } from './egress.ts';
+import { nodeNetwork, planEgress } from './egress-plan.ts';
 import { discardOnNode, placing, volumesFor } from './on-node.ts';
 import { placeSandbox } from './placement.ts';
 import type { ResolvedTemplate } from './ports.ts';
@@ -53,6 +53,7 @@ async function createAdmitted(c: SandboxContext, input: CreateSandboxInput, tpl:
   const deadline = T.atCreate(now, input.timeout, c.d.cfg.svclet_conf.default_timeout_insec);
   const egress = planEgress(input.network, input.allowInternetAccess !== false);
   await checkPlaceholders(c, input.network, teamId, Object.keys(input.iam?.tokens ?? {}));
+  await checkEgressProxy(c, input.network);
   const runtime = runtimeFor(input, tpl);
   const envVars = { ...tpl.envVars, ...input.envVars };
   const sandboxId = newSandboxId();
@@ -75,7 +76,7 @@ async function createAdmitted(c: SandboxContext, input: CreateSandboxInput, tpl:
       sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
       envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
       ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
-      network: { allowOut: input.network.allowOut, denyOut: input.network.denyOut, ...(egress.steer.length ? { steer: egress.steer } : {}) },
+      network: nodeNetwork(input.network, egress),
       metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}), ...(runtime ? { runtime } : {}),
     };
   }, timeoutMs);

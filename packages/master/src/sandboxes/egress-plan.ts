@@ -3,6 +3,7 @@ import {
   checkEgressRules, checkHostPattern, EGRESS_DEFAULTS, EgressRuleError, REDACTED, redactRules, steeredTuples,
   type EgressInject, type EgressRule, type EgressScheme, type EgressTransform, type SandboxEgressPolicy,
 } from '@svc/contracts/egress';
+import { egressProxyInfo } from '@svc/contracts/egress-tunnel';
 import type { NetworkConfig } from '@svc/contracts/master';
 
 /** What a sandbox's network settings mean for the egress proxy (docs/egress.md, "How a policy is made"). */
@@ -11,6 +12,13 @@ export interface EgressPlan {
   steer: Array<{ port: number; scheme: EgressScheme }>;
   /** What the proxy enforces for it; undefined when the proxy is not in its path. */
   policy?: Omit<SandboxEgressPolicy, 'sandboxId' | 'address'>;
+  /** Its other TCP goes to the proxy's tunnel listener, on to its egressProxy (docs/egress.md "Bring your own proxy"). */
+  tunnel?: boolean;
+}
+
+/** The network part of a node's create or update request for a sandbox with this plan. */
+export function nodeNetwork(network: Pick<NetworkConfig, 'allowOut' | 'denyOut'>, plan: EgressPlan): { allowOut: string[]; denyOut: string[]; steer?: EgressPlan['steer']; tunnel?: boolean } {
+  return { allowOut: network.allowOut ?? [], denyOut: network.denyOut ?? [], ...(plan.steer.length ? { steer: plan.steer } : {}), ...(plan.tunnel ? { tunnel: true } : {}) };
 }
 
 const CIDR_OR_IP = /^[\d.]+(\/\d+)?$/;
@@ -25,7 +33,7 @@ const CIDR_OR_IP = /^[\d.]+(\/\d+)?$/;
  *   decided by its upstream address against allowOut/denyOut, as layer 3 decides the rest.
  * Throws 400 on a rule that breaks the constraints of docs/egress.md, "Rules".
  */
-export function planEgress(network: Pick<NetworkConfig, 'allowOut' | 'denyOut' | 'rules'>, allowInternetAccess: boolean): EgressPlan {
+export function planEgress(network: Pick<NetworkConfig, 'allowOut' | 'denyOut' | 'rules' | 'egressProxy'>, allowInternetAccess: boolean): EgressPlan {
   const specForm = Array.isArray(network.rules);
   let specRules: EgressRule[] = [];
   let transforms: EgressTransform[] = [];
@@ -57,7 +65,8 @@ export function planEgress(network: Pick<NetworkConfig, 'allowOut' | 'denyOut' |
     ...covered.map((t) => ({ name: `transform ${t.host}`, match: { host: t.host }, action: { allow: true, inject: t.inject } })),
     ...domains.map((d) => ({ name: `allowOut ${d}`, match: { host: d }, action: { allow: true } })),
   ];
-  if (rules.length === 0 && loose.length === 0) return { steer: [] };
+  const tunnel = network.egressProxy;
+  if (rules.length === 0 && loose.length === 0 && !tunnel) return { steer: [] };
   const steer = steeredTuples(rules);
   if (loose.length > 0) {
     for (const t of [{ port: 80, scheme: 'http' as const }, { port: 443, scheme: 'https' as const }]) {
@@ -77,7 +86,9 @@ export function planEgress(network: Pick<NetworkConfig, 'allowOut' | 'denyOut' |
       rules,
       ...(specForm ? {} : { fallback: { allowInternetAccess, allowOut: ipv4(network.allowOut), denyOut: ipv4(network.denyOut) } }),
       ...(loose.length ? { transforms: loose } : {}),
+      ...(tunnel ? { tunnel } : {}),
     },
+    ...(tunnel ? { tunnel: true } : {}),
   };
 }
 
@@ -115,7 +126,9 @@ function covers(allowed: string, host: string): boolean {
 }
 
 /** The network settings as reads show them: every injected value replaced by REDACTED. */
-export function redactNetwork(n: NetworkConfig): NetworkConfig {
+export function redactNetwork(withProxy: NetworkConfig): NetworkConfig {
+  // E2B's reads never return the proxy's password (SandboxEgressProxyInfo).
+  const n: NetworkConfig = withProxy.egressProxy ? { ...withProxy, egressProxy: egressProxyInfo(withProxy.egressProxy) } : withProxy;
   if (n.rules === undefined) return n;
   if (Array.isArray(n.rules)) {
     try {

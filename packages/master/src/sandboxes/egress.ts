@@ -2,6 +2,7 @@ import { badRequest } from '@svc/common';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { NetworkConfig } from '@svc/contracts/master';
 import { placeholderRefs } from '@svc/contracts/secrets';
+import { parseProxyAddress } from '@svc/contracts/egress-tunnel';
 import type { SandboxContext } from './context.ts';
 import { planEgress, type EgressPlan } from './egress-plan.ts';
 import type { Row } from './repo.ts';
@@ -13,6 +14,14 @@ export async function pushEgress(c: SandboxContext, nodeId: string, sandboxId: s
 /** In the background; remove logs what fails. */
 export function dropEgress(c: SandboxContext, nodeId: string, sandboxId: string, plan: EgressPlan): void {
   if (plan.policy) void c.d.egress.remove(nodeId, sandboxId);
+}
+
+/** A sandbox's egressProxy may not point at the platform itself or into a sandbox pool (400), docs/egress.md "Bring your own proxy". */
+export async function checkEgressProxy(c: SandboxContext, network: NetworkConfig): Promise<void> {
+  const address = network.egressProxy?.address;
+  if (!address || !c.d.endpoints) return;
+  const { host, port } = parseProxyAddress(address, 'network.egressProxy.address');
+  await c.d.endpoints.checkEndpoint(host, port, 'network.egressProxy');
 }
 
 /** The egress plan of a recorded sandbox. */

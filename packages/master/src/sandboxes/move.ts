@@ -4,6 +4,7 @@ import type { SandboxRecord, NetworkConfig } from '@svc/contracts/master';
 import type { RuntimeKind } from '@svc/contracts/node-agent';
 import type { SandboxContext } from './context.ts';
 import { dropEgress, egressPlanOf, pushEgress } from './egress.ts';
+import { nodeNetwork } from './egress-plan.ts';
 import { discardOnNode, dropPausePackage, placing, recordedVolumes } from './on-node.ts';
 import { placeSandbox, type Placed } from './placement.ts';
 import { toRecord } from './record.ts';
@@ -43,7 +44,7 @@ export async function moveAndResume(c: SandboxContext, cur: Row, standing: 'drai
         envVars: envOf(cur), ...(cur.envd_access_token ? { envdAccessToken: cur.envd_access_token } : {}), layer: pkg.layer,
         allowInternetAccess: cur.allow_internet_access === null || Number(cur.allow_internet_access) !== 0,
         ...(tpl?.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl?.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
-        network: { allowOut: network.allowOut ?? [], denyOut: network.denyOut ?? [], ...(plan.steer.length ? { steer: plan.steer } : {}) },
+        network: nodeNetwork(network, plan),
         metadata: JSON.parse(cur.metadata) as Record<string, string>, timeoutMs: c.d.cfg.master.create_timeout_insec * 1000,
         ...(volumes.length ? { volumes } : {}), runtime: cur.runtime as RuntimeKind,
       };

@@ -2,8 +2,8 @@ import { badRequest, conflict } from '@svc/common';
 import type { NetworkConfig, SandboxRecord } from '@svc/contracts/master';
 import type { SandboxContext } from './context.ts';
 import type { NetworkUpdate } from './create-input.ts';
-import { checkPlaceholders, egressPlanOf, pushEgress } from './egress.ts';
-import { planEgress } from './egress-plan.ts';
+import { checkEgressProxy, checkPlaceholders, egressPlanOf, pushEgress } from './egress.ts';
+import { nodeNetwork, planEgress } from './egress-plan.ts';
 import { toRecord } from './record.ts';
 import { busyMessage, iamNamesOf, liveRow, rereadRow } from './rows.ts';
 
@@ -17,6 +17,7 @@ export async function updateNetwork(c: SandboxContext, id: string, u: NetworkUpd
     const current = JSON.parse(row.network) as NetworkConfig;
     const network: NetworkConfig = { ...current, allowOut: u.allowOut, denyOut: u.denyOut };
     if (u.rules === undefined) delete network.rules; else network.rules = u.rules;
+    if (u.egressProxy === undefined) delete network.egressProxy; else network.egressProxy = u.egressProxy;
     const before = egressPlanOf(c, row);
     const plan = planEgress(network, u.allowInternetAccess ?? true);
     if (plan.policy && !(await c.d.egress.available(row.node_id))) {
@@ -24,11 +25,12 @@ export async function updateNetwork(c: SandboxContext, id: string, u: NetworkUpd
     }
     // The policy first: traffic steered by the new rules finds it there.
     await checkPlaceholders(c, network, row.team_id, iamNamesOf(row));
+    await checkEgressProxy(c, network);
     await pushEgress(c, row.node_id, id, row.address, plan, row.team_id);
     const node = await c.d.nodes.client(row.node_id);
     await node.updateNetwork(id, {
       allowInternetAccess: u.allowInternetAccess ?? true,
-      network: { allowOut: u.allowOut, denyOut: u.denyOut, ...(plan.steer.length ? { steer: plan.steer } : {}) },
+      network: nodeNetwork(u, plan),
     });
     if (before.policy && !plan.policy) await c.d.egress.remove(row.node_id, id);
     await c.d.repo.update(id, {

@@ -55,6 +55,14 @@ export interface EgressPolicies {
 }
 
 /** Tells data-plane proxies to drop what they cached about sandboxes. */
+/**
+ * Where the platform may connect for a user: a sandbox's egressProxy must not be one of the
+ * platform's own endpoints or in a sandbox pool (events/webhook-target.ts); a 400 otherwise.
+ */
+export interface PlatformEndpointCheck {
+  checkEndpoint(host: string, port: number, what: string): Promise<void>;
+}
+
 export interface ProxyCachePurger {
   purge(sandboxIds: string[]): Promise<void>;
 }

@@ -10,6 +10,8 @@ export interface EgressPolicy {
   denyOut: string[];
   /** TCP ports sent to the egress proxy instead (the ports of its layer-7 rules), with their scheme. */
   steer: SteeredPort[];
+  /** Its other TCP, where layer 3 allows it, goes to the egress proxy's tunnel listener (its SOCKS5 egressProxy). */
+  tunnel?: boolean;
   /** Host names of allowOut (not wildcards): their learned addresses are allowed on any port. */
   allowOutHosts?: string[];
   /** Those addresses as /32s, learned at create and on a period (HostLearner). */
@@ -24,7 +26,7 @@ export const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOu
 export function samePolicy(a: EgressPolicy, b: EgressPolicy): boolean {
   const same = (x: string[], y: string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
   const steer = (p: EgressPolicy) => (p.steer ?? []).map((t) => `${t.port}/${t.scheme}`);
-  return a.allowInternetAccess === b.allowInternetAccess && same(a.allowOut, b.allowOut) && same(a.denyOut, b.denyOut) && same(steer(a), steer(b))
+  return a.allowInternetAccess === b.allowInternetAccess && same(a.allowOut, b.allowOut) && same(a.denyOut, b.denyOut) && same(steer(a), steer(b)) && !a.tunnel === !b.tunnel
     && same(a.allowOutHosts ?? [], b.allowOutHosts ?? []) && same(a.learned ?? [], b.learned ?? []);
 }
 
@@ -33,6 +35,7 @@ export interface PolicyInput {
   allowOut: string[];
   denyOut: string[];
   steer?: SteeredPort[];
+  tunnel?: boolean;
 }
 
 /**
@@ -70,6 +73,7 @@ export function normalizePolicy(input: PolicyInput): { policy: EgressPolicy; ign
       denyOut: cidrs(input.denyOut, 'denyOut', false),
       steer: steeredPorts(input.steer ?? []),
       allowOutHosts: allowOutHosts(hosts),
+      ...(input.tunnel ? { tunnel: true } : {}),
     },
     ignored,
   };

@@ -14,6 +14,10 @@ export interface EgressTarget {
   address: string;
   httpPort: number;
   httpsPort: number;
+  /** The tunnel listener: a tunneled sandbox's other TCP, on to its SOCKS5 proxy. */
+  tunnelPort: number;
+  /** egress.upstream_proxy is set: every sandbox is tunneled (the operator's proxy). */
+  tunnelAll?: boolean;
 }
 
 /** Link-local (cloud metadata services) is never reachable unless allowOut names it. */
@@ -145,11 +149,17 @@ export class Firewall {
     return lines;
   }
 
-  /** The sandbox's rule ports, to the proxy's listener for their scheme; only from its own address. */
+  /**
+   * The sandbox's rule ports, to the proxy's listener for their scheme; only from its own address.
+   * Then, for a tunneled sandbox, its other TCP to the tunnel listener, decided by the same
+   * layer-3 lists in the same order as its forward chain (chainRules): what layer 3 denies is not
+   * DNAT'd, so it reaches the forward chain and is dropped there, never the proxy.
+   */
   private steerRules(s: FirewallSandbox): string[] {
     const steer = s.policy.steer ?? [];
-    if (steer.length === 0) return [];
-    if (!this.egress) throw new SvcError(400, 'network rules need the egress proxy, and this node has none (egress.enabled is false)');
+    const tunnel = s.policy.tunnel === true || this.egress?.tunnelAll === true;
+    if (steer.length === 0 && !tunnel) return [];
+    if (!this.egress) throw new SvcError(400, `${steer.length ? 'network rules' : 'egressProxy'} need the egress proxy, and this node has none (egress.enabled is false)`);
     const r = (rule: string) => `add rule ip ${this.table} ${steerChainOf(s.instanceId)} ${rule}`;
     const lines: string[] = [];
     for (const scheme of ['http', 'https'] as const) {
@@ -158,6 +168,17 @@ export class Firewall {
       const to = `${this.egress.address}:${scheme === 'https' ? this.egress.httpsPort : this.egress.httpPort}`;
       lines.push(r(`ip saddr ${s.sandboxAddress} tcp dport { ${ports.join(', ')} } dnat to ${to}`));
     }
+    if (tunnel) lines.push(...this.tunnelRules(s, r));
+    return lines;
+  }
+
+  private tunnelRules(s: FirewallSandbox, r: (rule: string) => string): string[] {
+    const to = `dnat to ${this.egress!.address}:${this.egress!.tunnelPort}`;
+    const from = `ip saddr ${s.sandboxAddress} meta l4proto tcp`;
+    const lines = [r(`ip daddr ${this.poolCidr} return`)];
+    for (const c of [...s.policy.allowOut, ...(s.policy.learned ?? [])]) lines.push(r(`${from} ip daddr ${c} ${to}`));
+    for (const c of [...ALWAYS_DENIED, ...s.policy.denyOut]) lines.push(r(`ip daddr ${c} return`));
+    if (s.policy.allowInternetAccess) lines.push(r(`${from} ${to}`));
     return lines;
   }
 

@@ -1,0 +1,212 @@
+import type { EgressAuditLevel, EgressInject, EgressRequestRecord, EgressRule, EgressSecurityReason, SandboxEgressPolicy } from '@svc/contracts/egress';
+import { auditTimestamp } from './audit-log.ts';
+import { decide, decideByAddress, transformFor, type RequestFacts } from './decide.ts';
+import { countEgressRequest } from './egress-metrics.ts';
+import { injectedHeaders, type InjectedHeader } from './headers.ts';
+import { normalizeHost } from './host-match.ts';
+import { PlaceholderError } from './placeholders.ts';
+import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
+import { upstreamFailure } from './upstream.ts';
+
+/** What the policy says of one exchange: where to go and what to add, or the answer that refuses it. */
+export type Verdict =
+  | { allowed: true; ip: string; inject: InjectedHeader[] }
+  | { allowed: false; status: number; message: string };
+
+/**
+ * The policy and audit side of one exchange from a sandbox (a request, a WebSocket upgrade or a
+ * CONNECT), docs/egress.md: the sandbox found by its address, its rules decided before any
+ * upstream contact, the by-address fallback, the Host/SNI guard and the inject; the request
+ * record, written once when the exchange closes, and the security events.
+ */
+export class ExchangeGate {
+  readonly record: EgressRequestRecord;
+  private readonly started = performance.now();
+  private policy: SandboxEgressPolicy | undefined;
+  private facts: RequestFacts | undefined;
+  private auditLevel: EgressAuditLevel = 'metadata';
+  /** What the policy decided (svc_egress_requests_total); unset: no upstream could be read from the request. */
+  private decision: 'allow' | 'deny' | undefined;
+  private finished = false;
+
+  constructor(private readonly deps: ProxyDeps, private readonly conn: ConnectionFacts, private readonly method: string, private readonly rawPath: string) {
+    this.record = {
+      ts: auditTimestamp(),
+      sandbox_ip: conn.sandboxIp,
+      dst_ip: '',
+      dst_port: 0,
+      scheme: conn.scheme,
+      host: '',
+      method,
+      path: rawPath,
+      status: 0,
+      bytes_in: 0,
+      bytes_out: 0,
+      latency_ms: 0,
+      tls_version: conn.tlsVersion,
+      cipher: conn.cipher,
+      upstream_status: '',
+      upstream_addr: '',
+    };
+  }
+
+  /**
+   * Decides the exchange and, when it is allowed, resolves the upstream and fills the inject.
+   * `opaque`: a tunnel whose bytes the proxy does not read (CONNECT), so that an inject could not
+   * be added; a rule or transform that injects then refuses it rather than letting the host get
+   * requests without the credential the operator expects.
+   */
+  async decide(facts: RequestFacts, opaque = false): Promise<Verdict> {
+    this.facts = facts;
+    Object.assign(this.record, { scheme: facts.scheme, host: facts.host, dst_port: facts.port, path: facts.path });
+    if (!this.deps.store.ready) {
+      this.decision = 'deny';
+      this.securityEvent('not_ready', '');
+      return refused(403, 'egress denied: the proxy has not loaded the egress policies yet (not ready)');
+    }
+    const policy = this.deps.store.forAddress(this.conn.sandboxIp);
+    if (!policy) {
+      this.decision = 'deny';
+      this.securityEvent('unknown_sandbox', '');
+      return refused(403, `egress denied: no egress policy for the sandbox at ${this.conn.sandboxIp}`);
+    }
+    this.policy = policy;
+    this.record.sandbox_id = policy.sandboxId;
+
+    const decision = decide(policy, facts);
+    this.decision = decision.verdict === 'allow' || decision.verdict === 'by_address' ? 'allow' : 'deny';
+    switch (decision.verdict) {
+      case 'deny':
+        this.useRule(decision.rule);
+        if (decision.reason === 'malformed_rule') this.securityEvent('malformed_rule', decision.rule.name, 'a deny rule carries inject (a configuration error): denied, and the inject dropped');
+        return refused(403, `egress denied by rule ${decision.rule.name}`);
+      case 'default_deny':
+        this.securityEvent('default_deny', '');
+        return refused(403, 'egress denied: no rule matched (default deny)');
+      case 'by_address': {
+        const ip = await this.resolve();
+        if (typeof ip !== 'string') return ip;
+        const verdict = decideByAddress(decision.fallback, ip);
+        if (!verdict.allow) {
+          this.decision = 'deny';
+          this.record.dst_ip = ip;
+          this.securityEvent('default_deny', '', `no rule matched; ${verdict.why}`);
+          return refused(403, `egress denied: no rule matched and ${verdict.why}`);
+        }
+        // E2B's transforms grant nothing: they inject only into what the fallback allowed.
+        const transform = transformFor(policy, facts.host);
+        if (!transform) return this.allowed(ip, []);
+        const source = `transform ${transform.host}`;
+        if (opaque) return this.refuseOpaque(source);
+        const headers = await this.injectOrRefuse(source, transform.inject);
+        return Array.isArray(headers) ? this.allowed(ip, headers) : headers;
+      }
+      case 'allow':
+        return this.allow(decision.rule, opaque);
+    }
+  }
+
+  private async allow(rule: EgressRule, opaque: boolean): Promise<Verdict> {
+    this.useRule(rule);
+    const inject = rule.action.inject ?? [];
+    if (opaque && inject.length) return this.refuseOpaque(rule.name);
+    // The guard before the lookup: a mismatch contacts nobody, not even DNS.
+    const mismatch = inject.length ? this.hostTlsMismatch(rule.name) : undefined;
+    if (mismatch) return mismatch;
+    const ip = await this.resolve();
+    if (typeof ip !== 'string') return ip;
+    const headers = await this.injectOrRefuse(rule.name, inject);
+    return Array.isArray(headers) ? this.allowed(ip, headers) : headers;
+  }
+
+  private allowed(ip: string, inject: InjectedHeader[]): Verdict {
+    this.record.dst_ip = ip;
+    return { allowed: true, ip, inject };
+  }
+
+  /** A tunnel the proxy cannot add the inject to is refused: docs/egress.md "WebSocket and CONNECT". */
+  private refuseOpaque(source: string): Verdict {
+    this.decision = 'deny';
+    this.securityEvent('connect_refused', source, 'the rule injects headers, which an opaque CONNECT tunnel cannot carry; nothing was contacted');
+    return refused(403, `egress denied: ${source} injects headers, which the proxy cannot add inside a ${this.method} tunnel; send the request itself (no explicit proxy) so that the egress proxy can add them`);
+  }
+
+  /**
+   * The headers an inject adds, after its guard: on HTTPS the Host must be the name the client's
+   * TLS verified, or the exchange is refused. Records that the inject fired.
+   */
+  private async injectOrRefuse(source: string, inject: EgressInject[]): Promise<InjectedHeader[] | Verdict> {
+    if (inject.length === 0) return [];
+    const mismatch = this.hostTlsMismatch(source);
+    if (mismatch) return mismatch;
+    let headers: InjectedHeader[];
+    try {
+      // Secrets and workload tokens named by placeholders, resolved for this exchange (docs/security.md).
+      headers = await this.deps.placeholders.fill(this.policy!, injectedHeaders(inject));
+    } catch (err) {
+      if (!(err instanceof PlaceholderError)) throw err;
+      this.decision = 'deny';
+      this.securityEvent('placeholder_unresolved', source, err.message);
+      return refused(err.status, `egress ${err.status === 403 ? 'denied' : 'unavailable'}: ${err.message}; nothing was sent upstream`);
+    }
+    this.record.injected = headers.map((h) => h.name);
+    this.securityEvent('inject_fired', source, `injected ${this.record.injected.join(', ')}`);
+    return headers;
+  }
+
+  /** The secret goes only where the client's TLS peer check pointed; a mismatch is the refusal returned. */
+  private hostTlsMismatch(source: string): Verdict | undefined {
+    const facts = this.facts!;
+    if (facts.scheme !== 'https') return undefined;
+    const tlsName = this.conn.sni ?? this.conn.certName ?? '';
+    if (normalizeHost(tlsName) === facts.host) return undefined;
+    this.decision = 'deny';
+    this.securityEvent('host_sni_mismatch', source, `Host ${facts.host} and TLS server name ${tlsName || '(none)'} differ; nothing injected`);
+    return refused(403, `egress denied: the Host ${facts.host} does not match the TLS server name ${tlsName || '(none)'}; the inject of ${source} runs only when they agree`);
+  }
+
+  private useRule(rule: EgressRule): void {
+    this.record.rule = rule.name;
+    this.auditLevel = rule.action.audit ?? 'metadata';
+  }
+
+  private async resolve(): Promise<string | Verdict> {
+    const { host, port, scheme } = this.facts!;
+    try {
+      return await this.deps.upstreams.resolve(host);
+    } catch (err) {
+      const failure = upstreamFailure(err, { scheme, host, ip: '', port });
+      return refused(failure.status, failure.message);
+    }
+  }
+
+  securityEvent(reason: EgressSecurityReason, rule: string, detail?: string): void {
+    this.deps.audit.write({
+      type: 'security_event',
+      ts: auditTimestamp(),
+      sandbox_ip: this.conn.sandboxIp,
+      ...(this.policy ? { sandbox_id: this.policy.sandboxId } : {}),
+      rule,
+      reason,
+      host: this.facts?.host ?? '',
+      ...(this.conn.sni ? { sni: this.conn.sni } : {}),
+      method: this.method,
+      path: this.facts?.path ?? this.rawPath,
+      ...(detail ? { detail } : {}),
+    });
+  }
+
+  /** Writes the request record once, with the status the sandbox got (499: it left before any answer). */
+  finish(status: number): void {
+    if (this.finished) return;
+    this.finished = true;
+    countEgressRequest(this.decision ?? 'invalid');
+    this.record.status = status;
+    this.record.latency_ms = Math.round(performance.now() - this.started);
+    if (this.auditLevel !== 'none') this.deps.audit.write(this.record);
+  }
+}
+
+function refused(status: number, message: string): Verdict {
+  return { allowed: false, status, message };
+}

@@ -1,0 +1,36 @@
+import type { EgressTunnel } from '@svc/contracts/egress';
+import { parseProxyAddress } from '@svc/contracts/egress-tunnel';
+
+/**
+ * A proxy the egress proxy's own upstream connections go through: a sandbox's
+ * `network.egressProxy` (SOCKS5) or the operator's `egress.upstream_proxy` (SOCKS5 or HTTP
+ * CONNECT), docs/egress.md "Bring your own proxy".
+ */
+export interface ProxyVia {
+  kind: 'socks5' | 'http';
+  host: string;
+  port: number;
+  username?: string;
+  password?: string;
+}
+
+export interface DialTarget {
+  /** The IPv4 address to reach, resolved by the egress proxy (pinned: the proxy is asked for the address). */
+  ip: string;
+  port: number;
+}
+
+/** A dial through a proxy that failed at the proxy: never retried direct (fail closed). */
+export class ProxyDialError extends Error {
+  constructor(message: string, readonly code: string) {
+    super(message);
+    this.name = 'ProxyDialError';
+  }
+}
+
+
+/** A sandbox's `network.egressProxy` (always SOCKS5, as E2B's API says) as a dial's proxy. */
+export function viaOfTunnel(t: EgressTunnel): ProxyVia {
+  const { host, port } = parseProxyAddress(t.address, 'tunnel.address');
+  return { kind: 'socks5', host, port, ...(t.username !== undefined ? { username: t.username } : {}), ...(t.password !== undefined ? { password: t.password } : {}) };
+}

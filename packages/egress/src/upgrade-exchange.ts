@@ -1,0 +1,108 @@
+import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
+import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
+import { requestTarget, type RequestTarget } from './request-target.ts';
+import { SocketExchange } from './tunnel-exchange.ts';
+import { ioTimeout } from './tunnel-upstream.ts';
+import type { UpstreamTarget } from './upstream.ts';
+
+/**
+ * A request with "Connection: upgrade" (WebSocket, docs/egress.md "WebSocket and CONNECT"),
+ * which node's http server hands over as a socket: decided, guarded and injected exactly as any
+ * request, sent to the upstream with the same headers, and on a 101 the two sockets spliced;
+ * any other answer is relayed as an ordinary response and the connection closed.
+ */
+export function handleEgressUpgrade(deps: ProxyDeps, conn: ConnectionFacts, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  const exchange = new UpgradeExchange(deps, conn, req, socket as Socket, head);
+  exchange.serve().catch((err: unknown) => exchange.internalError(err));
+}
+
+class UpgradeExchange extends SocketExchange {
+  private readonly method: string;
+
+  constructor(deps: ProxyDeps, conn: ConnectionFacts, private readonly req: IncomingMessage, sandbox: Socket, head: Buffer) {
+    const method = (req.method ?? 'GET').toUpperCase();
+    super(deps, conn, sandbox, head, method, req.url ?? '');
+    this.method = method;
+  }
+
+  async serve(): Promise<void> {
+    const target = requestTarget(this.conn.scheme, this.req.url ?? '/', this.req.headers.host);
+    if (typeof target === 'string') return this.answer(400, target);
+    // Its body would have to be framed towards the upstream before the switch; WebSocket has none.
+    if (this.req.headers['transfer-encoding'] !== undefined || Number(this.req.headers['content-length'] ?? 0) > 0) {
+      return this.answer(501, `a protocol upgrade (${this.req.headers.upgrade}) with a request body is not supported by the egress proxy`);
+    }
+    const verdict = await this.gate.decide({ scheme: this.conn.scheme, port: target.port, host: target.host, method: this.method, path: target.path, ...(this.conn.sni ? { sni: this.conn.sni } : {}) });
+    if (!verdict.allowed) return this.answer(verdict.status, verdict.message);
+    const upstream: UpstreamTarget = { scheme: this.conn.scheme, host: target.host, ip: verdict.ip, port: target.port };
+    const socket = await this.open(upstream, this.conn.scheme === 'https');
+    if (socket) this.request(socket, upstream, target, verdict.inject);
+  }
+
+  /** Sends the request head on the upstream connection, with node's client parsing the answer. */
+  private request(socket: Socket, upstream: UpstreamTarget, target: RequestTarget, inject: InjectedHeader[]): void {
+    const record = this.gate.record;
+    // The same headers as a pooled request, with the two hop-by-hop ones an upgrade is made of.
+    const headers = [...upstreamRequestHeaders(this.req.rawHeaders, inject), 'Connection', 'Upgrade', 'Upgrade', String(this.req.headers.upgrade)];
+    const up = http.request({
+      createConnection: () => socket,
+      method: this.method,
+      path: target.path,
+      headers: headers as unknown as OutgoingHttpHeaders,
+      setHost: false,
+    });
+    const { ioTimeoutMs } = this.deps.upstreams.tunnelSettings();
+    const waiting = setTimeout(() => up.destroy(ioTimeout(upstream, ioTimeoutMs)), ioTimeoutMs).unref();
+    up.on('upgrade', (res: IncomingMessage, upSocket: Socket, upHead: Buffer) => {
+      clearTimeout(waiting);
+      record.upstream_status = String(res.statusCode ?? '');
+      if (this.left) { upSocket.destroy(); return; }
+      this.status = 101;
+      const protocol = res.headers.upgrade ?? String(this.req.headers.upgrade);
+      this.sandbox.write(responseHead(res, ['Connection', 'Upgrade', 'Upgrade', protocol]));
+      this.relay(upSocket, upHead);
+    });
+    up.on('response', (res: IncomingMessage) => {
+      clearTimeout(waiting);
+      record.upstream_status = String(res.statusCode ?? '');
+      if (this.left) { res.destroy(); socket.destroy(); return; }
+      this.relayResponse(res, socket, ioTimeoutMs);
+    });
+    up.on('error', (err) => {
+      clearTimeout(waiting);
+      socket.destroy();
+      if (this.status === undefined) this.fail(err, upstream);
+      else this.sandbox.destroy(); // mid-way through a relayed answer: cut short, as for requests
+    });
+    up.end();
+  }
+
+  /** The upstream declined the upgrade: its answer goes to the sandbox as an ordinary response, then both close. */
+  private relayResponse(res: IncomingMessage, socket: Socket, ioTimeoutMs: number): void {
+    const record = this.gate.record;
+    this.status = res.statusCode ?? 502;
+    this.closeAfter();
+    // Without a length the body ends where the connection does (Transfer-Encoding is the proxy's to set, and it sets none).
+    this.sandbox.write(responseHead(res, ['Connection', 'close']));
+    const idle = setTimeout(() => { res.destroy(); this.sandbox.destroy(); }, ioTimeoutMs).unref();
+    res.on('data', (chunk: Buffer) => { record.bytes_out += chunk.length; idle.refresh(); });
+    res.on('error', (err) => this.deps.logger.debug({ err: err.message, host: record.host }, 'egress upgrade: the upstream answer failed'));
+    res.once('close', () => {
+      clearTimeout(idle);
+      socket.destroy();
+      if (!res.complete) this.sandbox.destroy();
+    });
+    res.pipe(this.sandbox);
+  }
+}
+
+/** The status line and headers of an upstream answer as the sandbox gets them: hop-by-hop ones dropped, `extra` added. */
+function responseHead(res: IncomingMessage, extra: string[]): string {
+  const raw = [...sandboxResponseHeaders(res.rawHeaders), ...extra];
+  let head = `HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}\r\n`;
+  for (let i = 0; i < raw.length; i += 2) head += `${raw[i]}: ${raw[i + 1]}\r\n`;
+  return `${head}\r\n`;
+}
