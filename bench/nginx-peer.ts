@@ -57,27 +57,33 @@ function configFromEnv(name: string) {
 
 async function serveDataPlane(rest: Record<string, string>) {
   const { startProxy } = await import('@svc/proxy');
+  const { proxyWorkerSourceEntry } = await import('@svc/proxy/worker');
   const cfg = configFromEnv('SVC_PROXY_WORKERS');
+  const n = cfg.proxy.workers;
   const proxy = await startProxy(
     { proxy: { ...cfg.proxy, http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '' } },
-    { logger: silentLogger(), master: new MasterInternalClient(rest.master), lifecycleUrls: [rest.lifecycle], coordination: new MemoryCoordination() },
+    {
+      logger: silentLogger(), master: new MasterInternalClient(rest.master), lifecycleUrls: [rest.lifecycle], coordination: new MemoryCoordination(),
+      ...(n > 0 ? { workers: { count: n, entry: proxyWorkerSourceEntry() } } : {}),
+    },
   );
   process.stdout.write(`READY ${JSON.stringify({ httpUrl: proxy.httpUrl })}\n`);
 }
 
 async function serveEgress(rest: Record<string, string>) {
   const { startEgressProxy } = await import('@svc/egress');
-  const workers = (configFromEnv('SVC_EGRESS_WORKERS').egress as { workers?: number }).workers;
+  const { egressWorkerSourceEntry } = await import('@svc/egress/worker');
+  const n = configFromEnv('SVC_EGRESS_WORKERS').egress.workers;
   const policy = JSON.parse(rest.policy) as SandboxEgressPolicy;
   const proxy = await startEgressProxy({
     bind: '127.0.0.1', httpPort: 0, httpsPort: 0, adminBind: '127.0.0.1', adminPort: 0,
     adminToken: rest['admin-token'], caDir: rest['ca-dir'], auditLogPath: rest['audit-log'],
     resolve: { [HOST]: '127.0.0.1' },
     upstreamCa: (await EgressCa.loadOrCreate(rest['upstream-ca-dir'])).caPem,
-    // At start as well as by the admin route: a worker process of its own loads it too.
+    // The primary loads it at start, and hands it to its workers.
     policySource: async () => [policy],
     logger: silentLogger(),
-    ...(workers === undefined ? {} : { workers }),
+    ...(n > 0 ? { workers: { count: n, entry: egressWorkerSourceEntry() } } : {}),
   });
   process.stdout.write(`READY ${JSON.stringify({ httpsPort: proxy.httpsPort, adminPort: proxy.adminPort, caPem: proxy.caPem })}\n`);
 }

@@ -60,16 +60,22 @@ async function serveUpstream() {
 
 async function serveProxy(rest: Record<string, string>) {
   const { startProxy } = await import('@svc/proxy');
+  const { proxyWorkerSourceEntry } = await import('@svc/proxy/worker');
+  // SVC_PROXY_WORKERS=N (N > 0): the data path in N worker processes forked from the sources, as `svc proxy` runs it.
+  const workers = Number(process.env.SVC_PROXY_WORKERS ?? 0);
   const proxy = await startProxy(
-    { proxy: { http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '' } },
+    { proxy: { http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0 } },
     {
       logger: silentLogger(),
       master: new MasterInternalClient(rest.master),
       lifecycleUrls: rest.lifecycle ? rest.lifecycle.split(',') : [],
       coordination: new MemoryCoordination(),
+      ...(workers > 0 && {
+        workers: { count: workers, entry: proxyWorkerSourceEntry() },
+      }),
     },
   );
-  process.stdout.write(`READY ${JSON.stringify({ httpUrl: proxy.httpUrl, adminUrl: proxy.adminUrl })}\n`);
+  process.stdout.write(`READY ${JSON.stringify({ httpUrl: proxy.httpUrl, adminUrl: proxy.adminUrl, pids: proxy.pids?.() })}\n`);
 }
 
 function startChild<T>(args: string[]): Promise<{ child: ChildProcess; info: T }> {

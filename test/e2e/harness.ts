@@ -46,6 +46,7 @@ const E2E_PORTS = {
   SVC_EGRESS_HTTP_PORT: '18180',
   SVC_EGRESS_HTTPS_PORT: '18443',
   SVC_EGRESS_ADMIN_PORT: '19091',
+  SVC_EGRESS_TUNNEL_PORT: '18181',
 };
 
 export async function startPlatform(opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<RunningPlatform> {

@@ -6,6 +6,7 @@ import { CommanderError } from 'commander';
 import { errorLine, exitCodeFor } from './errors.ts';
 import { buildProgram, commanderExitCode } from './program.ts';
 import { COMPONENT_NAMES } from './commands/components.ts';
+import { runWorkerRole } from './worker-roles.ts';
 
 /** Commands that keep serving after their action returns. */
 const LONG_RUNNING = new Set(['up', ...COMPONENT_NAMES]);
@@ -26,7 +27,12 @@ export async function main(argv: string[]): Promise<{ code: number; keepRunning:
   }
 }
 
-const { code, keepRunning } = await main(process.argv.slice(2));
-process.exitCode = code;
-// Idle keep-alive sockets would otherwise hold a finished command open for seconds.
-if (!keepRunning) process.stdout.write('', () => process.exit(code));
+if (process.env.SVC_WORKER_ROLE) {
+  // A proxy's worker process, forked by this program (worker-roles.ts): no command line.
+  await runWorkerRole(process.env.SVC_WORKER_ROLE);
+} else {
+  const { code, keepRunning } = await main(process.argv.slice(2));
+  process.exitCode = code;
+  // Idle keep-alive sockets would otherwise hold a finished command open for seconds.
+  if (!keepRunning) process.stdout.write('', () => process.exit(code));
+}

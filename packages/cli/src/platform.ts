@@ -2,7 +2,7 @@
  * Every component of svc in one process, talking to each other over HTTP exactly as they do
  * when each runs on its own host.
  */
-import { coordinationFor, startTracing, type Logger, type SvcConfig } from '@svc/common';
+import { coordinationFor, sameProgramEntry, startTracing, workerCount, type Logger, type SvcConfig } from '@svc/common';
 import { startApiGateway } from '@svc/api';
 import { startEgressFromConfig } from '@svc/egress';
 import { startLifecycle } from '@svc/lifecycle';
@@ -54,14 +54,18 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
       lifecycleUrls.push(lc.url);
       closers.push(() => lc.close());
     }
-    const proxy = await startProxy(cfg, { logger: logger.child({ component: 'proxy' }), master: masterInternal, lifecycleUrls, coordination });
+    // Both proxies' data paths run in worker processes of their own (docs/design.md, "Proxies on every core").
+    const proxy = await startProxy(cfg, {
+      logger: logger.child({ component: 'proxy' }), master: masterInternal, lifecycleUrls, coordination,
+      workers: { count: workerCount(cfg.proxy.workers), entry: sameProgramEntry() },
+    });
     closers.push(() => proxy.close());
     const node = await startNodeAgent(cfg, { logger: logger.child({ component: 'node-agent' }), masterAddr: master.url });
     // Stopping the platform stops every sandbox: nothing is left running behind it.
     closers.push(() => node.close({ destroySandboxes: true }));
     // After the node agent: it holds the address the proxy listens on.
     const egress = cfg.egress.enabled
-      ? await startEgressFromConfig(cfg, { logger: logger.child({ component: 'egress' }), nodeId: node.nodeId, masterAddr: master.url })
+      ? await startEgressFromConfig(cfg, { logger: logger.child({ component: 'egress' }), nodeId: node.nodeId, masterAddr: master.url, workerEntry: sameProgramEntry() })
       : undefined;
     if (egress) closers.push(() => egress.close());
     const api = await startApiGateway(cfg, {

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
-import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, type Logger, type SvcConfig } from '@svc/common';
+import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, setWorkerLogFile, type Logger, type SvcConfig } from '@svc/common';
 import { ensureDebianImage } from '@svc/template-center';
 import { ensureBaseTemplate, startMadeTemplate, waitForMadeTemplate, type BaseTemplateOptions, type MadeTemplateStart } from './base-template.ts';
 import { dataDirShortOfSpace } from './disk-space.ts';
@@ -86,6 +86,8 @@ export async function runUp(opts: UpOptions): Promise<void> {
       { level: 'warn', stream: pino.destination({ fd: 2, sync: false }) },
     ]));
   const say = (line: string) => { if (!opts.json) process.stdout.write(`${line}\n`); };
+  // The proxies' worker processes log into the same file.
+  setWorkerLogFile(logFile);
 
   say(`svc: starting (data directory ${cfg.data_dir}, logs in ${logFile})`);
   await prepareMicrovm({ cfg, say }).catch((err: Error) => {

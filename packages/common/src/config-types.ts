@@ -113,6 +113,8 @@ export interface SvcConfig {
     /** PEM certificate chain and key for the HTTPS listener (https_port > 0). */
     tls_cert_file: string;
     tls_key_file: string;
+    /** Worker processes of the data path, behind the same listeners; 0: one per core (docs/design.md, "Proxies on every core"). */
+    workers: number;
   };
   template_center: {
     listen: string;
@@ -170,6 +172,8 @@ export interface SvcConfig {
      * `socks5://[user:pass@]host:port` or `http://[user:pass@]host:port` (HTTP CONNECT); '': none.
      */
     upstream_proxy: string;
+    /** Worker processes of the data path, behind the same listeners; 0: one per core (docs/design.md, "Proxies on every core"). */
+    workers: number;
     /** The audit log rotates when it passes this many MiB; 0: never by size. */
     audit_max_mb: number;
     /** How many rotated audit files are kept (access.jsonl.1 … .N); older ones are deleted. */

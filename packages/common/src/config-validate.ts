@@ -80,6 +80,10 @@ export function validateConfig(c: SvcConfig): void {
   }
   need(typeof c.redis.tls === 'boolean', 'redis.tls', 'must be true or false');
   need(Number.isInteger(c.redis.port) && c.redis.port > 0, 'redis.port', 'must be a port');
+  for (const key of ['proxy.workers', 'egress.workers'] as const) {
+    const v = getPath(c as unknown as Record<string, unknown>, key) as number;
+    need(Number.isInteger(v) && v >= 0 && v <= 256, key, `must be 0 (one per core) to 256 worker processes (got ${v})`);
+  }
   need(Number.isInteger(c.egress.audit_max_mb) && c.egress.audit_max_mb >= 0, 'egress.audit_max_mb', `must be a whole number of MiB, 0 for no size limit (got ${c.egress.audit_max_mb})`);
   need(Number.isInteger(c.egress.audit_keep) && c.egress.audit_keep >= 1 && c.egress.audit_keep <= 1000, 'egress.audit_keep', `must be 1..1000 rotated files (got ${c.egress.audit_keep})`);
   for (const key of ['egress.http_port', 'egress.https_port', 'egress.admin_port', 'egress.tunnel_port'] as const) {

@@ -54,7 +54,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       volume_plugins: [],
       volume_plugin_base_dir: '/data/svc-shared/volume',
     },
-    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '' },
+    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0 },
     template_center: {
       listen: '127.0.0.1:8090',
       addr: '',
@@ -75,7 +75,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
     egress: {
       enabled: true, address: '', http_port: 8080, https_port: 8443, admin_bind: '127.0.0.1', admin_port: 9091, admin_addr: '',
       admin_token: '', audit_log: '', ca_dir: '', resolve: '', upstream_ca_file: '',
-      tunnel_port: 8088, upstream_proxy: '', audit_max_mb: 100, audit_keep: 5,
+      tunnel_port: 8181, upstream_proxy: '', audit_max_mb: 100, audit_keep: 5, workers: 0,
     },
     events: { retention_days: 7, webhook_allow_cidrs: '' },
     lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },
@@ -170,6 +170,8 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_EGRESS_RESOLVE', 'egress.resolve', 'string'],
   ['SVC_EGRESS_UPSTREAM_CA_FILE', 'egress.upstream_ca_file', 'string'],
   ['SVC_EGRESS_TUNNEL_PORT', 'egress.tunnel_port', 'int'],
+  ['SVC_EGRESS_WORKERS', 'egress.workers', 'int'],
+  ['SVC_PROXY_WORKERS', 'proxy.workers', 'int'],
   ['SVC_EGRESS_UPSTREAM_PROXY', 'egress.upstream_proxy', 'string'],
   ['SVC_EGRESS_AUDIT_MAX_MB', 'egress.audit_max_mb', 'int'],
   ['SVC_EGRESS_AUDIT_KEEP', 'egress.audit_keep', 'int'],

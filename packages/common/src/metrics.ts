@@ -7,7 +7,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
 
 const registry = new Registry();
 let processMetricsOn = false;
@@ -150,10 +150,30 @@ export function hotHistogram(name: string, help: string, buckets: readonly numbe
   return h;
 }
 
-/** Everything registered in the process, in Prometheus's text format. */
+/** The call a worker pool sends its workers for their metrics (worker-pool.ts). */
+export const METRICS_CALL = { kind: 'svc-metrics' } as const;
+
+type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+const sources = new Set<() => Promise<MetricsJson[]>>();
+
+/** Other processes' metrics (a worker pool's workers), summed into this process's /metrics. */
+export function addMetricsSource(source: () => Promise<MetricsJson[]>): () => void {
+  sources.add(source);
+  return () => { sources.delete(source); };
+}
+
+/** This process's metrics as prom-client's JSON, for a primary to sum (a worker's answer). */
+export function metricsAsJson(): Promise<MetricsJson> {
+  return registryWithProcessMetrics().getMetricsAsJSON();
+}
+
+/** Everything registered in the process, and its workers' when it has any, in Prometheus's text format. */
 export async function renderMetrics(): Promise<{ contentType: string; body: string }> {
   const reg = registryWithProcessMetrics();
-  return { contentType: reg.contentType, body: await reg.metrics() };
+  if (sources.size === 0) return { contentType: reg.contentType, body: await reg.metrics() };
+  const remote = (await Promise.all([...sources].map((s) => s()))).flat();
+  const merged = AggregatorRegistry.aggregate([await reg.getMetricsAsJSON(), ...remote]);
+  return { contentType: reg.contentType, body: await merged.metrics() };
 }
 
 /**

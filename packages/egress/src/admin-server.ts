@@ -5,6 +5,7 @@ import { EGRESS_ADMIN_ROUTES as R } from '@svc/contracts/egress-routes';
 import { serve } from '@svc/contracts/route-table';
 import { checkPolicy } from './policy-check.ts';
 import type { PolicyStore } from './policy-store.ts';
+import type { PolicyChange } from './policy-sync.ts';
 
 export interface EgressAdminOptions {
   logger: Logger;
@@ -13,6 +14,13 @@ export interface EgressAdminOptions {
   adminToken: string;
   store: PolicyStore;
   tasks(): Record<string, TaskStats>;
+  /** Whether the proxy serves by its policies yet; default the store's readiness. */
+  ready?: () => boolean;
+  /**
+   * Runs after a put or delete changed the store and before the route answers: with worker
+   * processes, it resolves once every worker has applied the change.
+   */
+  onChange?: (change: PolicyChange) => Promise<void>;
 }
 
 /**
@@ -23,9 +31,11 @@ export interface EgressAdminOptions {
  */
 export function createEgressAdminApp(opts: EgressAdminOptions): FastifyInstance {
   const { store, logger } = opts;
+  const ready = opts.ready ?? (() => store.ready);
+  const changed = opts.onChange ?? (async () => { /* in-process: the store is the data path's own */ });
   const app = createHttpApp({ logger, https: opts.https });
 
-  serve(app, R.health, async (): Promise<EgressHealth> => ({ ok: true, ready: store.ready, policies: store.size, tasks: opts.tasks() }));
+  serve(app, R.health, async (): Promise<EgressHealth> => ({ ok: true, ready: ready(), policies: store.size, tasks: opts.tasks() }));
 
   const checkPresented = (presented: unknown) => {
     if (opts.adminToken === '') throw unavailable('the egress admin API is off: egress.admin_token is not configured');
@@ -67,11 +77,13 @@ export function createEgressAdminApp(opts: EgressAdminOptions): FastifyInstance 
       }
       const { displaced } = store.put(policy);
       if (displaced) logger.info({ sandboxId: policy.sandboxId, address: policy.address, displaced }, 'egress policy replaced an older sandbox\'s at the same address');
+      await changed({ kind: 'put', policy });
       return redactPolicy(policy);
     });
 
     serve(routes, R.deletePolicy, async (req, reply) => {
       store.delete(req.params.sandboxId);
+      await changed({ kind: 'delete', sandboxId: req.params.sandboxId });
       return reply.status(204).send();
     });
   });

@@ -8,6 +8,11 @@ import { endStream, nextLocalMidnight, openAuditFile, realRotationFs, shiftRotat
 /** The three kinds of line of the audit file (docs/egress.md "Audit log"); request records carry no `type`. */
 export type AuditRecord = EgressRequestRecord | EgressSecurityEvent | EgressTlsHandshakeRecord | EgressTcpRecord;
 
+/** Where the data path's audit records go: the file (AuditLog), or a worker's forwarding sink (audit-sink.ts). */
+export interface AuditSink {
+  write(record: AuditRecord): void;
+}
+
 export interface AuditLogOptions {
   logger: Logger;
   /** Every inject secret currently configured: a line that holds one is redacted before it is written. */
@@ -34,7 +39,7 @@ const ROTATION_RETRY_MS = 60_000;
  * A line handed to the old stream before the rotation began is flushed to the old file, which
  * the stream's descriptor follows through the rename.
  */
-export class AuditLog {
+export class AuditLog implements AuditSink {
   private closed = false;
   private failing = false;
   private dropped = 0;
@@ -67,7 +72,19 @@ export class AuditLog {
 
   write(record: AuditRecord): void {
     if (this.closed) return this.drop(1);
-    const line = `${redactSecrets(JSON.stringify(record), this.opts.liveSecrets())}\n`;
+    this.accept(`${serializeAuditRecord(record, this.opts.liveSecrets())}\n`);
+  }
+
+  /**
+   * Lines a worker process serialized and redacted with its own live secrets (audit-sink.ts),
+   * appended in order as write() appends: the same rotation, the same queue during a rotation.
+   */
+  writeLines(lines: readonly string[]): void {
+    if (this.closed) return this.drop(lines.length);
+    for (const line of lines) this.accept(`${line}\n`);
+  }
+
+  private accept(line: string): void {
     const now = this.now().getTime();
     if (this.rotation) {
       this.queue.push({ line, at: now });
@@ -193,6 +210,11 @@ export class AuditLog {
       this.failing = true;
     });
   }
+}
+
+/** A record as one audit line (without its newline), every live secret in it redacted. */
+export function serializeAuditRecord(record: AuditRecord, secrets: Iterable<string>): string {
+  return redactSecrets(JSON.stringify(record), secrets);
 }
 
 /**

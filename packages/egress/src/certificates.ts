@@ -97,6 +97,15 @@ export class EgressCa {
     return EgressCa.fromPem(certPem, keyPem, opts.cacheSize);
   }
 
+  /**
+   * The CA the primary made or loaded (loadOrCreate), as a worker process reads it: never made
+   * here, so that no worker could sign with a CA of its own.
+   */
+  static async load(dir: string, opts: { cacheSize?: number } = {}): Promise<EgressCa> {
+    const [certPem, keyPem] = await Promise.all([readFile(join(dir, CA_CERT_FILE), 'utf8'), readFile(join(dir, CA_KEY_FILE), 'utf8')]);
+    return EgressCa.fromPem(certPem, keyPem, opts.cacheSize);
+  }
+
   static fromPem(certPem: string, keyPem: string, cacheSize = 10_000): EgressCa {
     const cert = new X509Certificate(certPem);
     const key = createPrivateKey(keyPem);

@@ -1,8 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { clusterTlsOf, egressAddressOf, parseEgressResolve, parseUpstreamProxy, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, egressAddressOf, parseEgressResolve, parseUpstreamProxy, workerCount, type Logger, type SvcConfig, type WorkerEntry } from '@svc/common';
 import { EgressPolicySource } from '@svc/contracts/egress-routes';
-import { SecretResolverClient } from '@svc/contracts/secrets';
-import { IdentityMintClient } from '@svc/contracts/identity';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
 
 export interface EgressFromConfigOptions {
@@ -11,12 +9,18 @@ export interface EgressFromConfigOptions {
   nodeId: string;
   /** Default `master.addr`. */
   masterAddr?: string;
+  /**
+   * What a worker process runs (sameProgramEntry() from the CLI): given, the data path runs in
+   * `egress.workers` worker processes (0: one per core); absent, in this process.
+   */
+  workerEntry?: WorkerEntry;
 }
 
 /** The egress proxy as `svc up` and `svc egress` run it: every setting from the configuration (docs/egress.md). */
 export function startEgressFromConfig(cfg: SvcConfig, o: EgressFromConfigOptions): Promise<EgressProxy> {
   const eg = cfg.egress;
-  const source = new EgressPolicySource(o.masterAddr ?? cfg.master.addr, eg.admin_token);
+  const masterAddr = o.masterAddr ?? cfg.master.addr;
+  const source = new EgressPolicySource(masterAddr, eg.admin_token);
   return startEgressProxy({
     bind: eg.address || egressAddressOf(cfg.node_agent.address_pool),
     httpPort: eg.http_port,
@@ -34,10 +38,8 @@ export function startEgressFromConfig(cfg: SvcConfig, o: EgressFromConfigOptions
     resolve: parseEgressResolve(eg.resolve),
     ...(eg.upstream_ca_file ? { upstreamCa: readFileSync(eg.upstream_ca_file, 'utf8') } : {}),
     policySource: () => source.policies(o.nodeId),
-    placeholders: {
-      secrets: new SecretResolverClient(o.masterAddr ?? cfg.master.addr, eg.admin_token),
-      tokens: new IdentityMintClient(o.masterAddr ?? cfg.master.addr, eg.admin_token),
-    },
+    placeholderSource: { masterAddr, token: eg.admin_token },
+    ...(o.workerEntry ? { workers: { count: workerCount(eg.workers), entry: o.workerEntry } } : {}),
     logger: o.logger,
   });
 }

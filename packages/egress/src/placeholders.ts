@@ -1,5 +1,5 @@
-import { fillPlaceholders, placeholderRefs, type ResolvedSecrets } from '@svc/contracts/secrets';
-import type { MintedWorkloadToken } from '@svc/contracts/identity';
+import { fillPlaceholders, placeholderRefs, SecretResolverClient, type ResolvedSecrets } from '@svc/contracts/secrets';
+import { IdentityMintClient, type MintedWorkloadToken } from '@svc/contracts/identity';
 import { SvcError } from '@svc/common';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { InjectedHeader } from './headers.ts';
@@ -8,6 +8,21 @@ import type { InjectedHeader } from './headers.ts';
 export interface PlaceholderSources {
   secrets: { resolve(teamId: string, names: string[]): Promise<ResolvedSecrets> };
   tokens: { mint(sandboxId: string, name: string): Promise<MintedWorkloadToken> };
+}
+
+/** The master that resolves placeholders, as plain data (a worker process builds its clients from it). */
+export interface PlaceholderSource {
+  masterAddr: string;
+  /** egress.admin_token: the master's internal routes take it. */
+  token: string;
+}
+
+/** The clients of the master's vault and identity issuer for a PlaceholderSource. */
+export function placeholderSourcesOf(source: PlaceholderSource): PlaceholderSources {
+  return {
+    secrets: new SecretResolverClient(source.masterAddr, source.token),
+    tokens: new IdentityMintClient(source.masterAddr, source.token),
+  };
 }
 
 /** Why a request's placeholders could not be filled; status 403 (unknown) or 503 (master). */

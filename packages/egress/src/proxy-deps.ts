@@ -1,6 +1,6 @@
 import type { Logger } from '@svc/common';
 import type { EgressScheme } from '@svc/contracts/egress';
-import type { AuditLog } from './audit-log.ts';
+import type { AuditSink } from './audit-sink.ts';
 import type { PlaceholderResolver } from './placeholders.ts';
 import type { PolicyStore } from './policy-store.ts';
 import type { ProxyVia } from './proxy-via.ts';
@@ -21,7 +21,7 @@ export interface ConnectionFacts {
 export interface ProxyDeps {
   store: PolicyStore;
   placeholders: PlaceholderResolver;
-  audit: AuditLog;
+  audit: AuditSink;
   upstreams: Upstreams;
   logger: Logger;
   /** The proxy a sandbox's upstream connections go through (its egressProxy, else egress.upstream_proxy); undefined: direct. */

@@ -1,7 +1,8 @@
 import net, { type Server, type Socket } from 'node:net';
 import type { Logger } from '@svc/common';
 import type { EgressTcpRecord } from '@svc/contracts/egress';
-import { auditTimestamp, type AuditLog } from './audit-log.ts';
+import { auditTimestamp } from './audit-log.ts';
+import type { AuditSink } from './audit-sink.ts';
 import { plainIpv4 } from './ipv4.ts';
 import type { Destination } from './original-destination.ts';
 import type { PolicyStore } from './policy-store.ts';
@@ -10,7 +11,7 @@ import { endThenDestroy } from './tunnel-exchange.ts';
 
 export interface TcpTunnelDeps {
   store: PolicyStore;
-  audit: AuditLog;
+  audit: AuditSink;
   logger: Logger;
   /** Where the sandbox's connection was going before its node's DNAT sent it here. */
   originalDestination: (socket: Socket) => Promise<Destination | undefined>;

@@ -11,26 +11,26 @@ export interface AdminHandlers {
   proxyId: string;
   adminToken: string;
   heartbeatLastPushedMs(): number;
-  cachedBackends(): number;
-  tasks(): Record<string, TaskStats>;
-  purge(sandboxIds: string[] | undefined): number;
+  /** Cached routes: this process's, or summed over its workers. */
+  cachedBackends(): number | Promise<number>;
+  tasks(): Record<string, TaskStats> | Promise<Record<string, TaskStats>>;
+  /** Done once the routes are forgotten everywhere (every worker acknowledged); answers how many were cached. */
+  purge(sandboxIds: string[] | undefined): number | Promise<number>;
 }
 
 /**
  * The admin API on its own port (8082 by default): the routes of PROXY_ADMIN_ROUTES
- * (packages/contracts/src/proxy-admin.ts), health, the process's metrics and backend-cache purge;
- * admin-routes.test.ts holds the two the same. All but health need the admin token.
+ * (packages/contracts/src/proxy-admin.ts), health, the process's metrics (its workers' summed in)
+ * and backend-cache purge; admin-routes.test.ts holds the two the same. All but health need the
+ * admin token.
  */
 export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstance {
   const app = createHttpApp({ logger, https: h.https });
 
-  serve(app, R.health, async (): Promise<ProxyHealth> => ({
-    ok: true,
-    proxyId: h.proxyId,
-    heartbeat_last_pushed_ms: h.heartbeatLastPushedMs(),
-    cachedBackends: h.cachedBackends(),
-    tasks: h.tasks(),
-  }));
+  serve(app, R.health, async (): Promise<ProxyHealth> => {
+    const [cachedBackends, tasks] = await Promise.all([h.cachedBackends(), h.tasks()]);
+    return { ok: true, proxyId: h.proxyId, heartbeat_last_pushed_ms: h.heartbeatLastPushedMs(), cachedBackends, tasks };
+  });
 
   // The token is checked on request, before the body is read and validated: a caller without it
   // learns nothing of the body's shape.
@@ -51,7 +51,8 @@ export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstanc
     guarded.addHook('onRequest', checkToken);
     serve(guarded, R.purge, async (req, reply) => {
       const ids = req.body?.sandboxIds;
-      const purged = h.purge(ids);
+      // Answered only once every cache forgot them: the master's change waits for this.
+      const purged = await h.purge(ids);
       logger.debug({ purged, sandboxIds: ids }, 'backend cache purged');
       return reply.status(204).send();
     });

@@ -1,12 +1,17 @@
-import { internalScheme, type ComponentStart } from '@svc/common';
+import { internalScheme, sameProgramEntry, workerCount, type ComponentStart } from '@svc/common';
 import { lifecycleReplicaUrls } from '@svc/contracts/lifecycle';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { startProxy } from './proxy.ts';
 
-/** The data-plane proxy on its own (`svc proxy --config FILE`). */
+/**
+ * The data-plane proxy on its own (`svc proxy --config FILE`): its data path runs in
+ * `proxy.workers` processes of this same program, whose main runs the proxy worker when
+ * SVC_WORKER_ROLE says so (docs/data-plane.md, "Worker processes").
+ */
 export const startProxyComponent: ComponentStart = ({ cfg, logger, coordination }) => startProxy(cfg, {
   logger,
   master: new MasterInternalClient(cfg.master.addr),
   lifecycleUrls: lifecycleReplicaUrls(cfg.lifecycle, internalScheme(cfg)),
   coordination: coordination(),
+  workers: { count: workerCount(cfg.proxy.workers), entry: sameProgramEntry() },
 });

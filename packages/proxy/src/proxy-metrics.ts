@@ -36,3 +36,10 @@ export function countAnswered(status: number, startedAt: number): void {
   byStatus[status >= 100 && status < 600 ? status : 0]++;
   duration?.observe((performance.now() - startedAt) / 1000);
 }
+
+/** Every request this process has answered so far (a worker's share, in its stats). */
+export function answeredTotal(): number {
+  let n = 0;
+  for (let code = 0; code < byStatus.length; code++) n += byStatus[code];
+  return n;
+}

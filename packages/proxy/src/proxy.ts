@@ -1,54 +1,22 @@
 import { readFileSync } from 'node:fs';
-import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { clientErrorAnswer, clusterTlsOf, internalScheme, Periodic, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
-import { sendProxyErrorOnSocket } from './error-response.ts';
+import { clusterTlsOf, internalScheme, Periodic, randomId, type Coordination, type Logger, type SvcConfig, type WorkerEntry } from '@svc/common';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/contracts/lifecycle';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
-import { ActivityTracker } from './activity-tracker.ts';
 import { createAdminApp } from './admin-server.ts';
 import { Announcer } from './announcer.ts';
-import { AutoResumer } from './auto-resumer.ts';
-import { BackendCache } from './backend-cache.ts';
-import { DataPlane } from './data-plane.ts';
-import type { ProxyContext } from './proxy-context.ts';
-import { RouteGate, masterRouteLookup } from './route-gate.ts';
-import { SignedFileUrls } from './signed-file-urls.ts';
-import { UpstreamPool } from './upstream-pool.ts';
-import { registerProxyMetrics } from './proxy-metrics.ts';
+import { startDataPath } from './data-path.ts';
+import { localPlane, type Plane } from './plane.ts';
+import { DEFAULT_PROXY_TUNING, type ProxyTuning } from './proxy-tuning.ts';
+import { startWorkerPlane } from './worker-plane.ts';
+import type { ProxyWorkerStats } from './worker-protocol.ts';
 
-export interface ProxyTuning {
-  /** How long a running route is served from the cache without asking the master. */
-  routeCacheTtlMs: number;
-  routeLookupTimeoutMs: number;
-  activityFlushMs: number;
-  announceIntervalMs: number;
-  /** Longest a request waits for a pausing/resuming sandbox to settle. */
-  settleWaitMs: number;
-  settlePollMs: number;
-  /** Longest a request waits for an auto-resume. */
-  resumeTimeoutMs: number;
-  connectTimeoutMs: number;
-  /** Idle keep-alive connections to sandboxes are closed after this. */
-  idleBackendSocketMs: number;
-}
-
-export const DEFAULT_PROXY_TUNING: ProxyTuning = {
-  routeCacheTtlMs: 2_000,
-  routeLookupTimeoutMs: 5_000,
-  activityFlushMs: 1_000,
-  announceIntervalMs: 3_000,
-  settleWaitMs: 15_000,
-  settlePollMs: 100,
-  resumeTimeoutMs: 30_000,
-  connectTimeoutMs: 10_000,
-  idleBackendSocketMs: 4_000,
-};
+export { DEFAULT_PROXY_TUNING, type ProxyTuning } from './proxy-tuning.ts';
 
 export interface ProxyDeps {
   logger: Logger;
+  /** The master's internal API; in worker mode each worker makes its own client for its base URL. */
   master: MasterInternalClient;
   /** Base URLs of the lifecycle replicas (auto-resume, announcements). */
   lifecycleUrls: string[];
@@ -58,6 +26,11 @@ export interface ProxyDeps {
   /** Certificate and key for the HTTPS listener; the configuration has no field for them (yet). */
   tls?: { cert: string | Buffer; key: string | Buffer };
   tuning?: Partial<ProxyTuning>;
+  /**
+   * The data path in `count` worker processes behind the same listeners (docs/data-plane.md,
+   * "Worker processes"), forked from `entry`; this process keeps the admin API. Absent: all here.
+   */
+  workers?: { count: number; entry: WorkerEntry };
 }
 
 export interface RunningProxy {
@@ -67,34 +40,72 @@ export interface RunningProxy {
   httpsUrl?: string;
   adminUrl: string;
   close(): Promise<void>;
+  /** Worker mode: the workers' process ids (tests, benchmarks). */
+  pids?: () => number[];
+  /** Worker mode: each live worker's cached routes, requests answered and tasks. */
+  workerStats?: () => Promise<ProxyWorkerStats[]>;
 }
 
-export async function startProxy(cfg: Pick<SvcConfig, 'proxy'> & { cluster_tls?: SvcConfig['cluster_tls'] }, deps: ProxyDeps): Promise<RunningProxy> {
+type ProxyConfig = Pick<SvcConfig, 'proxy'> & { cluster_tls?: SvcConfig['cluster_tls'] };
+
+export async function startProxy(cfg: ProxyConfig, deps: ProxyDeps): Promise<RunningProxy> {
   const tuning = { ...DEFAULT_PROXY_TUNING, ...deps.tuning };
   const logger = deps.logger;
   const proxyId = `proxy-${hostname()}-${randomId(6)}`;
   const bind = cfg.proxy.bind || '127.0.0.1';
+  const tls = listenerTls(cfg, deps, logger);
 
-  registerProxyMetrics(logger);
-  const pool = new UpstreamPool(tuning.idleBackendSocketMs);
-  const cache = new BackendCache(
-    masterRouteLookup(deps.master, logger, tuning.routeLookupTimeoutMs),
-    tuning.routeCacheTtlMs,
-    (route) => pool.dropIdle(route.address),
-  );
-  const periodic = new Periodic(logger);
-  const activity = new ActivityTracker(deps.master, tuning.activityFlushMs, periodic);
-  const resumer = new AutoResumer(deps.lifecycleUrls, tuning.resumeTimeoutMs, logger);
-  const ctx: ProxyContext = {
-    gate: new RouteGate(cache, resumer, { settleWaitMs: tuning.settleWaitMs, settlePollMs: tuning.settlePollMs }),
-    pool,
-    activity,
-    logger,
-    connectTimeoutMs: tuning.connectTimeoutMs,
-    upgradedSockets: new Set(),
-    signedFiles: new SignedFileUrls((req) => deps.master.routeBySignature(req, tuning.routeLookupTimeoutMs), (route) => cache.set(route)),
-    purgeRoute: (id) => { cache.purge([id]); },
+  const plane = deps.workers
+    ? await startWorkerPlane({
+      count: deps.workers.count,
+      entry: deps.workers.entry,
+      logger,
+      init: {
+        httpPort: cfg.proxy.http_port, httpsPort: cfg.proxy.https_port, bind,
+        tls: tls && { cert: tls.cert.toString(), key: tls.key.toString() },
+        masterUrl: deps.master.baseUrl, lifecycleUrls: deps.lifecycleUrls, tuning,
+      },
+    })
+    : localPlane(await startDataPath({
+      httpPort: cfg.proxy.http_port, httpsPort: cfg.proxy.https_port, bind, tls,
+      master: deps.master, lifecycleUrls: deps.lifecycleUrls, tuning, logger,
+    }));
+
+  let control: Awaited<ReturnType<typeof startControl>>;
+  try {
+    control = await startControl(cfg, deps, { proxyId, bind, tuning, plane });
+  } catch (err) {
+    // The admin port could not be bound: the data path goes too, the caller learns why.
+    await plane.close();
+    throw err;
+  }
+
+  const httpUrl = `http://${clientHost(bind)}:${plane.httpPort}`;
+  const httpsUrl = plane.httpsPort === undefined ? undefined : `https://${clientHost(bind)}:${plane.httpsPort}`;
+  logger.info({ proxyId, httpUrl, httpsUrl, adminUrl: control.adminUrl, workers: deps.workers?.count }, 'data-plane proxy listening');
+
+  return {
+    proxyId,
+    httpUrl,
+    httpsUrl,
+    adminUrl: control.adminUrl,
+    async close() {
+      await control.close();
+      await plane.close();
+    },
+    ...(plane.pids && { pids: () => plane.pids!() }),
+    ...(plane.workerStats && { workerStats: () => plane.workerStats!() }),
   };
+}
+
+/**
+ * The parts of one proxy that are not the data path: the admin API, the announcements to the
+ * lifecycle replicas, and the new sandboxes' route prefetch.
+ */
+async function startControl(cfg: ProxyConfig, deps: ProxyDeps, o: { proxyId: string; bind: string; tuning: ProxyTuning; plane: Plane }) {
+  const { logger } = deps;
+  const { plane } = o;
+  const periodic = new Periodic(logger);
 
   // A new sandbox's route is fetched as soon as it is announced: the SDK's first request follows
   // the create's answer within milliseconds, and would otherwise wait for the look-up itself.
@@ -103,92 +114,50 @@ export async function startProxy(cfg: Pick<SvcConfig, 'proxy'> & { cluster_tls?:
   const unsubscribe = deps.coordination.subscribe(SANDBOX_EVENTS_TOPIC, (e) => {
     const ev = e as Partial<SandboxEvent>;
     if (typeof ev.sandboxId !== 'string' || ev.kind !== 'sandbox.created') return;
-    const sandboxId = ev.sandboxId;
-    cache.load(sandboxId).catch((err: Error) => logger.debug({ sandboxId, err: err.message }, 'route prefetch of a new sandbox failed; its first request looks it up'));
+    plane.prefetch(ev.sandboxId);
   });
 
-  const servers: Server[] = [];
-  const http = dataPlaneServer(createHttpServer({ noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'http'), logger);
-  servers.push(http);
-  const httpAddr = await listen(http, cfg.proxy.http_port, bind);
-
-  let httpsUrl: string | undefined;
-  if (cfg.proxy.https_port > 0) {
-    const tls = deps.tls ?? (cfg.proxy.tls_cert_file && cfg.proxy.tls_key_file
-      ? { cert: readFileSync(cfg.proxy.tls_cert_file), key: readFileSync(cfg.proxy.tls_key_file) }
-      : undefined);
-    if (tls) {
-      const https = dataPlaneServer(createHttpsServer({ ...tls, noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'https'), logger);
-      servers.push(https);
-      httpsUrl = `https://${clientHost(bind)}:${(await listen(https, cfg.proxy.https_port, bind)).port}`;
-    } else {
-      logger.warn({ https_port: cfg.proxy.https_port }, 'proxy.https_port is set but no certificate and key were given (proxy.tls_cert_file, proxy.tls_key_file); HTTPS listener not started');
-    }
-  }
+  // The health answer's two halves come from one round of the workers.
+  let pending: ReturnType<Plane['stats']> | undefined;
+  const planeStats = () => (pending ??= plane.stats().finally(() => { pending = undefined; }));
 
   let announcer: Announcer | undefined;
   const admin = createAdminApp(logger, {
     https: clusterTlsOf(cfg),
-    proxyId,
+    proxyId: o.proxyId,
     adminToken: cfg.proxy.admin_token,
     heartbeatLastPushedMs: () => announcer?.lastPushedMs ?? 0,
-    cachedBackends: () => cache.size,
-    tasks: () => periodic.stats(),
-    purge: (ids) => cache.purge(ids),
+    cachedBackends: async () => (await planeStats()).cachedBackends,
+    tasks: async () => ({ ...(await planeStats()).tasks, ...periodic.stats() }),
+    purge: (ids) => plane.purge(ids),
   });
-  await admin.listen({ port: cfg.proxy.admin_port, host: bind });
-  const adminPort = (admin.server.address() as AddressInfo).port;
-  const adminUrl = `${internalScheme(cfg)}://${clientHost(bind)}:${adminPort}`;
-
-  announcer = new Announcer(deps.lifecycleUrls, { proxyId, adminUrl: deps.adminAdvertiseUrl ?? adminUrl }, tuning.announceIntervalMs, periodic, logger);
-
-  const httpUrl = `http://${clientHost(bind)}:${httpAddr.port}`;
-  logger.info({ proxyId, httpUrl, httpsUrl, adminUrl }, 'data-plane proxy listening');
+  try {
+    await admin.listen({ port: cfg.proxy.admin_port, host: o.bind });
+  } catch (err) {
+    unsubscribe();
+    throw err;
+  }
+  const adminUrl = `${internalScheme(cfg)}://${clientHost(o.bind)}:${(admin.server.address() as AddressInfo).port}`;
+  announcer = new Announcer(deps.lifecycleUrls, { proxyId: o.proxyId, adminUrl: deps.adminAdvertiseUrl ?? adminUrl }, o.tuning.announceIntervalMs, periodic, logger);
 
   return {
-    proxyId,
-    httpUrl,
-    httpsUrl,
     adminUrl,
     async close() {
       unsubscribe();
-      await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
-        s.close(() => resolve());
-        s.closeAllConnections();
-        for (const sock of ctx.upgradedSockets) sock.destroy();
-      })));
       await admin.close();
       await periodic.stop();
-      // The last traffic still resets idle clocks; a failure now is the master going away with us.
-      await activity.flush().catch((err: Error) => logger.warn({ err: err.message }, 'last activity report failed'));
-      cache.close();
-      pool.closeAll();
     },
   };
 }
 
-function dataPlaneServer<S extends Server>(server: S, dp: DataPlane, logger: Logger): S {
-  server.on('request', dp.onRequest);
-  server.on('upgrade', dp.onUpgrade);
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (err.code !== 'ECONNRESET') logger.debug({ code: err.code }, 'malformed client request');
-    if (!socket.writable) { socket.destroy(); return; }
-    // The same uniform JSON body as every other answer of the proxy (docs/design.md, "Errors").
-    sendProxyErrorOnSocket(socket, clientErrorAnswer(err));
-  });
-  return server;
-}
-
-function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve(server.address() as AddressInfo);
-    });
-  });
+/** The HTTPS listener's certificate and key, when it is to run (https_port > 0 and both given). */
+function listenerTls(cfg: ProxyConfig, deps: ProxyDeps, logger: Logger): { cert: string | Buffer; key: string | Buffer } | undefined {
+  if (cfg.proxy.https_port <= 0) return undefined;
+  const tls = deps.tls ?? (cfg.proxy.tls_cert_file && cfg.proxy.tls_key_file
+    ? { cert: readFileSync(cfg.proxy.tls_cert_file), key: readFileSync(cfg.proxy.tls_key_file) }
+    : undefined);
+  if (!tls) logger.warn({ https_port: cfg.proxy.https_port }, 'proxy.https_port is set but no certificate and key were given (proxy.tls_cert_file, proxy.tls_key_file); HTTPS listener not started');
+  return tls;
 }
 
 function clientHost(bind: string): string {

@@ -69,7 +69,7 @@ async function createAdmitted(c: SandboxContext, input: CreateSandboxInput, tpl:
   };
   const { nodeId, client, node } = await placeSandbox(placing(c, sandboxId), sandboxId, need, async (nodeId) => {
     if (egress.policy && !(await c.d.egress.available(nodeId))) {
-      throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
+      throw badRequest(`network rules, host names in allowOut and egressProxy need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
     }
     const volumes = await volumesFor(c, nodeId, mounts.map((m) => m.onNode));
     return {

@@ -21,7 +21,7 @@ export async function updateNetwork(c: SandboxContext, id: string, u: NetworkUpd
     const before = egressPlanOf(c, row);
     const plan = planEgress(network, u.allowInternetAccess ?? true);
     if (plan.policy && !(await c.d.egress.available(row.node_id))) {
-      throw badRequest(`network rules and host names in allowOut need the egress proxy, and node ${row.node_id} has none`);
+      throw badRequest(`network rules, host names in allowOut and egressProxy need the egress proxy, and node ${row.node_id} has none`);
     }
     // The policy first: traffic steered by the new rules finds it there.
     await checkPlaceholders(c, network, row.team_id, iamNamesOf(row));

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import pino from 'pino';
 import { WebSocketServer } from 'ws';
-import { MemoryCoordination, REDACTED_PATHS, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { MemoryCoordination, REDACTED_PATHS, type Coordination, type Logger, type SvcConfig, type WorkerEntry } from '@svc/common';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { startLifecycle, type RunningLifecycle } from '@svc/lifecycle';
 import { startProxy, type ProxyTuning, type RunningProxy } from '../proxy.ts';
@@ -121,6 +121,8 @@ export interface PlatformOptions {
   coordination?: Coordination;
   /** Starts the HTTPS listener on this port with this certificate. */
   https?: { port: number; cert: string; key: string };
+  /** The data path in worker processes (ProxyDeps.workers); absent: in this process. */
+  workers?: { count: number; entry: WorkerEntry };
 }
 
 export async function startPlatform(opts: PlatformOptions = {}): Promise<Platform> {
@@ -129,7 +131,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   await master.start();
   const coordination = opts.coordination ?? new MemoryCoordination();
   const cfg = {
-    proxy: { http_port: 0, https_port: opts.https?.port ?? 0, admin_port: 0, bind: '127.0.0.1', admin_token: opts.proxyAdminToken ?? '', tls_cert_file: '', tls_key_file: '' },
+    proxy: { http_port: 0, https_port: opts.https?.port ?? 0, admin_port: 0, bind: '127.0.0.1', admin_token: opts.proxyAdminToken ?? '', tls_cert_file: '', tls_key_file: '', workers: 0 },
     lifecycle: { replicas: opts.lifecycleReplicas ?? 2, listen: '127.0.0.1:0', sweep_interval_ms: 100, warmup_sec: 30, lease_ttl_ms: 1_000 },
   };
   const masterClient = new MasterInternalClient(master.url);
@@ -146,6 +148,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
     coordination,
     tls: opts.https ? { cert: opts.https.cert, key: opts.https.key } : undefined,
     tuning: { activityFlushMs: 200, announceIntervalMs: 200, ...opts.tuning },
+    workers: opts.workers,
   });
   return {
     master, lifecycles, proxy, logs, coordination, cfg,

@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { renderMetrics } from './metrics.ts';
+import { silentLogger } from './log.ts';
+import { WorkerPool, type WorkerEntry } from './worker-pool.ts';
+
+const entry: WorkerEntry = { exec: fileURLToPath(new URL('./testing/counter-worker.ts', import.meta.url)), args: [], execArgv: ['--import', 'tsx'] };
+
+async function get(port: number): Promise<{ value: number; pid: number }> {
+  // A new connection each time: the kernel spreads them over the workers.
+  const r = await fetch(`http://127.0.0.1:${port}/`, { headers: { connection: 'close' } });
+  return await r.json() as { value: number; pid: number };
+}
+
+test('a worker pool shares one listener, applies a change on every worker before it resolves, and replaces a dead worker from the current state', async () => {
+  let value = 1;
+  const events: unknown[] = [];
+  const pool = await WorkerPool.start({ role: 'counter', count: 2, entry, init: () => ({ value, port: 0 }), logger: silentLogger(), onEvent: (b) => events.push(b) });
+  try {
+    const { port } = pool.info as { port: number };
+    assert.equal(pool.size, 2);
+    assert.equal(events.length, 2, 'each worker\'s event reached the primary');
+    value = 2;
+    await pool.broadcast({ set: 2 });
+    const answers = await pool.request({});
+    assert.deepEqual(answers.map((a) => (a as { value: number }).value), [2, 2], 'every worker holds the change once broadcast resolved');
+    const seen = new Set<number>();
+    for (let i = 0; i < 60 && seen.size < 2; i++) {
+      const r = await get(port);
+      assert.equal(r.value, 2);
+      seen.add(r.pid);
+    }
+    // Kill one: the other keeps the listener; the replacement starts from init(), which holds 3.
+    value = 3;
+    await pool.broadcast({ set: 3 });
+    const [victim] = pool.pids();
+    process.kill(victim!, 'SIGKILL');
+    for (let i = 0; i < 30; i++) assert.equal((await get(port)).value, 3, 'the listener stayed up');
+    for (let i = 0; i < 100 && (pool.size < 2 || pool.pids().includes(victim!)); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(pool.size, 2);
+    assert.ok(!pool.pids().includes(victim!));
+    assert.deepEqual((await pool.request({})).map((a) => (a as { value: number }).value), [3, 3]);
+    // The workers' metrics are summed into this process's.
+    assert.match((await renderMetrics()).body, /process_cpu_user_seconds_total/);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('a worker that does not acknowledge in time is replaced, and the call resolves', async () => {
+  const pool = await WorkerPool.start({ role: 'counter', count: 1, entry, init: () => ({ value: 7, port: 0 }), logger: silentLogger(), callTimeoutMs: 300 });
+  try {
+    const [before] = pool.pids();
+    await pool.broadcast({ slow: 5_000, set: 8 });
+    for (let i = 0; i < 100 && (pool.size < 1 || pool.pids().includes(before!)); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.notEqual(pool.pids()[0], before);
+    assert.deepEqual((await pool.request({})).map((a) => (a as { value: number }).value), [7]);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('a pool whose workers cannot start fails its start with the reason', async () => {
+  await assert.rejects(
+    WorkerPool.start({ role: 'counter', count: 2, entry, init: () => ({ value: 0, port: 0, failStart: true }), logger: silentLogger() }),
+    /counter worker failed to start: told to fail/,
+  );
+});

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setImmediate as tick } from 'node:timers/promises';
+import { silentLogger } from '@svc/common';
+import { REDACTED, type EgressSecurityEvent } from '@svc/contracts/egress';
+import { AuditLog, auditTimestamp } from './audit-log.ts';
+import { ForwardingAuditSink, isAuditLinesEvent, type AuditLinesEvent } from './audit-sink.ts';
+
+const event = (host: string): EgressSecurityEvent => ({ type: 'security_event', ts: auditTimestamp(), sandbox_ip: '10.0.0.2', rule: '', reason: 'default_deny', host });
+
+test('a worker\'s sink sends the records of one turn of the event loop as one event, redacted with its live secrets', async () => {
+  const sent: AuditLinesEvent[] = [];
+  const sink = new ForwardingAuditSink(() => ['s3cret'], (e) => sent.push(e));
+  for (let i = 0; i < 50; i++) sink.write(event(`h${i}.test`));
+  sink.write(event('s3cret.test'));
+  assert.equal(sent.length, 0, 'nothing is sent per record');
+  await tick();
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0]!.lines.length, 51);
+  assert.ok(isAuditLinesEvent(sent[0]));
+  assert.equal(JSON.parse(sent[0]!.lines[50]!).host, `${REDACTED}.test`);
+  assert.equal(JSON.parse(sent[0]!.lines[7]!).host, 'h7.test');
+
+  sink.write(event('pending.test'));
+  sink.close();
+  assert.equal(sent.length, 2, 'close sends what is pending at once');
+  sink.write(event('late.test'));
+  assert.equal(sent.length, 3, 'after close, a record goes at once');
+  await tick();
+  assert.equal(sent.length, 3);
+});
+
+test('events that are not whole lines are refused', () => {
+  assert.equal(isAuditLinesEvent({ kind: 'audit', lines: ['{}\n{}'] }), false);
+  assert.equal(isAuditLinesEvent({ kind: 'audit', lines: [1] }), false);
+  assert.equal(isAuditLinesEvent({ kind: 'other', lines: [] }), false);
+  assert.equal(isAuditLinesEvent(undefined), false);
+});
+
+test('lines from workers go through the log\'s rotation: every line once, in order, across the files', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'egress-audit-lines-'));
+  try {
+    const path = join(dir, 'access.jsonl');
+    const log = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => [], maxBytes: 4096, keep: 100 });
+    const line = (i: number) => JSON.stringify({ n: i, pad: 'x'.repeat(100) });
+    for (let batch = 0; batch < 20; batch++) {
+      log.writeLines(Array.from({ length: 10 }, (_, j) => line(batch * 10 + j)));
+      if (batch % 3 === 0) await tick();
+    }
+    await log.close();
+    const files = (await readdir(dir)).filter((f) => f.startsWith('access.jsonl'));
+    assert.ok(files.length > 3, 'it rotated');
+    // Oldest first: the highest suffix, down to the live file.
+    const order = files.sort((a, b) => Number(b.split('.')[2] ?? 0) - Number(a.split('.')[2] ?? 0));
+    const all = (await Promise.all(order.map((f) => readFile(join(dir, f), 'utf8')))).join('').split('\n').filter(Boolean);
+    assert.deepEqual(all.map((l) => (JSON.parse(l) as { n: number }).n), Array.from({ length: 200 }, (_, i) => i));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,221 @@
+import http from 'node:http';
+import type { AddressInfo, Server, Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import type { Duplex } from 'node:stream';
+import { clientErrorAnswer, writeErrorOnSocket, type Logger } from '@svc/common';
+import { EGRESS_DEFAULTS } from '@svc/contracts/egress';
+import { auditTimestamp } from './audit-log.ts';
+import type { AuditSink } from './audit-sink.ts';
+import type { EgressCa } from './certificates.ts';
+import { handleEgressConnect } from './connect-exchange.ts';
+import { registerEgressMetrics } from './egress-metrics.ts';
+import { plainIpv4 } from './ipv4.ts';
+import { LeafContexts } from './leaf-contexts.ts';
+import { conntrackOriginalDestination, type Destination } from './original-destination.ts';
+import type { PlaceholderResolver } from './placeholders.ts';
+import type { PolicyStore } from './policy-store.ts';
+import { handleEgressRequest } from './proxy.ts';
+import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
+import { viaOfTunnel, type ProxyVia } from './proxy-via.ts';
+import { createTcpTunnelServer } from './tcp-tunnel.ts';
+import { createTlsListener } from './tls-listener.ts';
+import { handleEgressUpgrade } from './upgrade-exchange.ts';
+import { systemCaBundle, Upstreams } from './upstream.ts';
+
+/** The data path's settings: plain data, the same in-process and in a worker's start message. */
+export interface DataPathSettings {
+  /** The sandbox-facing address of both listeners. */
+  bind: string;
+  /** 8080 in production; 0 for an ephemeral port. */
+  httpPort: number;
+  /** 8443 in production; 0 for an ephemeral port. */
+  httpsPort: number;
+  /** 8181 in production (egress.tunnel_port); 0 for an ephemeral port; undefined: no tunnel listener. */
+  tunnelPort?: number;
+  /** egress.upstream_proxy: every sandbox's upstream connections go through it unless its own egressProxy is set. */
+  upstreamProxy?: ProxyVia;
+  /** host → IPv4, consulted before DNS. */
+  resolve?: Record<string, string>;
+  /** PEM trusted for upstream TLS besides node's and the system's roots. */
+  upstreamCa?: string;
+  connectTimeoutMs?: number;
+  ioTimeoutMs?: number;
+}
+
+/** What the data path works with besides its settings: in-process the proxy's own, in a worker the replicas. */
+export interface DataPathDeps {
+  ca: EgressCa;
+  store: PolicyStore;
+  placeholders: PlaceholderResolver;
+  audit: AuditSink;
+  logger: Logger;
+  /** Where a connection went before DNAT, for TLS without SNI; default: the conntrack table. */
+  originalDestination?: (socket: Socket) => Promise<Destination | undefined>;
+}
+
+export interface DataPath {
+  httpPort: number;
+  httpsPort: number;
+  /** 0 when there is no tunnel listener. */
+  tunnelPort: number;
+  /** Connections accepted so far, over every listener (a worker's share, in its stats). */
+  connections(): number;
+  /** Stops the listeners and ends every connection (the audit sink is the caller's). */
+  close(): Promise<void>;
+}
+
+/** Idle time between requests on a sandbox's keep-alive connection. */
+const CLIENT_KEEPALIVE_MS = 60_000;
+const CLIENT_HEADERS_TIMEOUT_MS = 60_000;
+const SANDBOX_TIMEOUT_MARGIN_MS = 5_000;
+
+/** The settings out of a larger options object: what a worker's start message carries. */
+export function dataPathSettingsOf(o: DataPathSettings): DataPathSettings {
+  const { bind, httpPort, httpsPort, tunnelPort, upstreamProxy, resolve, upstreamCa, connectTimeoutMs, ioTimeoutMs } = o;
+  return { bind, httpPort, httpsPort, tunnelPort, upstreamProxy, resolve, upstreamCa, connectTimeoutMs, ioTimeoutMs };
+}
+
+/**
+ * The listeners sandboxes talk to (HTTP, HTTPS through the TLS listener, the tunnel listener)
+ * and everything behind them. The one way the data path is built: in the proxy's own process,
+ * or in each worker process (worker.ts), where the ports are shared by every worker.
+ */
+export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps): Promise<DataPath> {
+  const { logger, store, audit } = d;
+  const ioTimeoutMs = s.ioTimeoutMs ?? EGRESS_DEFAULTS.ioTimeoutMs;
+  const upstreams = new Upstreams({
+    resolve: s.resolve,
+    upstreamCa: s.upstreamCa,
+    systemCa: await systemCaBundle(),
+    connectTimeoutMs: s.connectTimeoutMs ?? EGRESS_DEFAULTS.connectTimeoutMs,
+    ioTimeoutMs,
+  });
+  registerEgressMetrics();
+  // A sandbox's own SOCKS5 proxy wins over the operator's; either way nothing of it goes direct.
+  const viaFor = (sandboxIp: string): ProxyVia | undefined => {
+    const tunnel = store.forAddress(sandboxIp)?.tunnel;
+    return tunnel ? viaOfTunnel(tunnel) : s.upstreamProxy;
+  };
+  const deps: ProxyDeps = { store, placeholders: d.placeholders, audit, upstreams, logger, viaFor };
+  const originalDestination = d.originalDestination ?? ((socket: Socket) => conntrackOriginalDestination(socket, logger));
+  const tunnelServer = s.tunnelPort === undefined ? undefined : createTcpTunnelServer({
+    store, audit, logger, originalDestination, viaFor, ioTimeoutMs, dial: (target, via) => upstreams.dial(target, via),
+  });
+  const connections = new WeakMap<Socket, ConnectionFacts>();
+
+  // Upgraded and CONNECT sockets, which node's servers no longer track, so that close() ends them.
+  const tunnels = new Set<Duplex>();
+  const httpServer = createHttpServer(ioTimeoutMs, deps, tunnels, (socket) => {
+    let conn = connections.get(socket);
+    if (!conn) {
+      conn = { scheme: 'http', sandboxIp: plainIpv4(socket.remoteAddress), tlsVersion: '', cipher: '' };
+      connections.set(socket, conn);
+    }
+    return conn;
+  });
+  // Serves the connections the TLS listener hands over; it never listens itself.
+  const httpsServer = createHttpServer(ioTimeoutMs, deps, tunnels, (socket) => connections.get(socket));
+  // node starts its connection tracking on 'listening': without it headersTimeout is not
+  // enforced and closeAllConnections reaches nothing on a server that never listens.
+  httpsServer.emit('listening');
+  const tlsListener = createTlsListener({
+    leaves: new LeafContexts(d.ca),
+    originalDestination,
+    onSecure: (socket: TLSSocket, t) => {
+      connections.set(socket, { scheme: 'https', sandboxIp: t.sandboxIp, sni: t.sni, certName: t.certName, tlsVersion: t.tlsVersion, cipher: t.cipher });
+      httpsServer.emit('connection', socket);
+    },
+    onHandshakeFailure: (f) => {
+      const policy = store.forAddress(f.sandboxIp);
+      audit.write({ type: 'tls_handshake', ts: auditTimestamp(), sandbox_ip: f.sandboxIp, ...(policy ? { sandbox_id: policy.sandboxId } : {}), sni: f.sni, reason: f.reason });
+    },
+  });
+  let accepted = 0;
+  for (const server of [httpServer, tlsListener.server, tunnelServer?.server]) server?.on('connection', () => { accepted++; });
+
+  const listening: Server[] = [];
+  const stopTracking = () => {
+    // It never listened, so close() only stops the connection tracking (and reports ERR_SERVER_NOT_RUNNING).
+    httpsServer.close(() => { /* nothing was listening; the tracking stopped, which is all close() is for here */ });
+    httpsServer.closeAllConnections();
+  };
+  try {
+    // Always in this order: in worker processes the cluster module shares the n-th listen of a port among them.
+    const httpPort = await listen(httpServer, s.httpPort, s.bind, listening);
+    const httpsPort = await listen(tlsListener.server, s.httpsPort, s.bind, listening);
+    const tunnelPort = tunnelServer ? await listen(tunnelServer.server, s.tunnelPort ?? 0, s.bind, listening) : 0;
+    let closing: Promise<void> | undefined;
+    return {
+      httpPort,
+      httpsPort,
+      tunnelPort,
+      connections: () => accepted,
+      close: () => closing ??= (async () => {
+        const closed = Promise.all(listening.map(closeServer));
+        tlsListener.destroyAll();
+        tunnelServer?.destroyAll();
+        httpServer.closeAllConnections();
+        for (const socket of tunnels) socket.destroy();
+        stopTracking();
+        await closed;
+        upstreams.close();
+      })(),
+    };
+  } catch (err) {
+    await Promise.all(listening.map(closeServer));
+    tlsListener.destroyAll();
+    stopTracking();
+    upstreams.close();
+    throw err;
+  }
+}
+
+/** The facts of a connection a listener accepted (its sandbox, its TLS); undefined: none, the connection is dropped. */
+type FactsOf = (socket: Socket) => ConnectionFacts | undefined;
+
+function createHttpServer(ioTimeoutMs: number, deps: ProxyDeps, tunnels: Set<Duplex>, factsOf: FactsOf): http.Server {
+  const server = http.createServer({
+    keepAliveTimeout: CLIENT_KEEPALIVE_MS,
+    headersTimeout: CLIENT_HEADERS_TIMEOUT_MS,
+    // Streams last as long as the upstream keeps them busy; the idle timeout below bounds them.
+    requestTimeout: 0,
+  }, (req, res) => {
+    const conn = factsOf(req.socket);
+    if (!conn) { req.socket.destroy(); return; }
+    handleEgressRequest(deps, conn, req, res);
+  });
+  // Later than the upstream's idle timeout, so that a silent upstream gets its 504 to the sandbox first.
+  server.timeout = ioTimeoutMs + SANDBOX_TIMEOUT_MARGIN_MS;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) { socket.destroy(); return; }
+    writeErrorOnSocket(socket, clientErrorAnswer(err));
+  });
+  // WebSocket upgrades and CONNECT (docs/egress.md "WebSocket and CONNECT"): node hands the socket
+  // over, and it is the exchange's from here.
+  const tunnel = (handle: typeof handleEgressUpgrade) => (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    const conn = factsOf(req.socket);
+    if (!conn) { socket.destroy(); return; }
+    tunnels.add(socket);
+    socket.once('close', () => tunnels.delete(socket));
+    handle(deps, conn, req, socket, head);
+  };
+  server.on('upgrade', tunnel(handleEgressUpgrade));
+  server.on('connect', tunnel(handleEgressConnect));
+  return server;
+}
+
+/** Listens, and records the server in `listening` for the close. */
+function listen(server: Server, port: number, host: string, listening: Server[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      listening.push(server);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()));
+}

@@ -1,0 +1,71 @@
+import { WorkerPool, type Logger, type WorkerEntry } from '@svc/common';
+import type { AuditLog } from './audit-log.ts';
+import { isAuditLinesEvent } from './audit-sink.ts';
+import type { DataPathSettings } from './data-path.ts';
+import type { PlaceholderSource } from './placeholders.ts';
+import type { PolicyStore } from './policy-store.ts';
+import { snapshotOf, type PolicyChange } from './policy-sync.ts';
+import { EGRESS_WORKER_ROLE, type EgressWorkerCall, type EgressWorkerInfo, type EgressWorkerInit, type EgressWorkerStats } from './worker-protocol.ts';
+
+export interface EgressWorkersOptions {
+  count: number;
+  entry: WorkerEntry;
+  settings: DataPathSettings;
+  caDir: string;
+  placeholderSource?: PlaceholderSource;
+  /** The authoritative policies: each worker starts from them as they are when it is forked. */
+  store: PolicyStore;
+  /** The one audit file: the workers' lines are appended here. */
+  audit: AuditLog;
+  logger: Logger;
+}
+
+/** The data path as the primary sees it when it runs in worker processes. */
+export interface EgressWorkers extends EgressWorkerInfo {
+  /** Resolves once every worker has applied the change (a worker that died meanwhile is replaced from the store). */
+  onChange(change: PolicyChange): Promise<void>;
+  pids(): number[];
+  stats(): Promise<EgressWorkerStats[]>;
+  close(): Promise<void>;
+}
+
+/**
+ * Forks the egress workers (docs/egress.md "Worker processes"). The primary keeps the state
+ * that must be exact, the policies and the audit file; the workers serve the sandboxes'
+ * connections on listeners they share.
+ */
+export async function startEgressWorkers(o: EgressWorkersOptions): Promise<EgressWorkers> {
+  const { logger, audit } = o;
+  const pool = await WorkerPool.start<EgressWorkerInit>({
+    role: EGRESS_WORKER_ROLE,
+    count: o.count,
+    entry: o.entry,
+    logger,
+    init: () => ({
+      settings: o.settings,
+      caDir: o.caDir,
+      ...(o.placeholderSource ? { placeholderSource: o.placeholderSource } : {}),
+      logLevel: logger.level,
+      policies: snapshotOf(o.store),
+    }),
+    onEvent: (body, workerId) => {
+      if (isAuditLinesEvent(body)) { audit.writeLines(body.lines); return; }
+      logger.error({ workerId, kind: (body as { kind?: unknown } | undefined)?.kind }, 'egress worker sent an event that is not a batch of audit lines; dropped');
+    },
+  });
+  const call = (body: EgressWorkerCall) => pool.broadcast(body);
+  const info = pool.info as EgressWorkerInfo;
+  return {
+    httpPort: info.httpPort,
+    httpsPort: info.httpsPort,
+    tunnelPort: info.tunnelPort,
+    onChange: call,
+    pids: () => pool.pids(),
+    stats: async () => (await pool.request({ kind: 'stats' } satisfies EgressWorkerCall)) as EgressWorkerStats[],
+    close: async () => {
+      // Each worker stops serving and sends its last audit lines before it answers: they are in before the file closes.
+      await call({ kind: 'close' }).catch((err: Error) => logger.error({ err: err.message }, 'an egress worker failed to close; its last audit lines may be lost'));
+      await pool.close();
+    },
+  };
+}

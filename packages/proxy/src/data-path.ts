@@ -1,0 +1,139 @@
+/**
+ * The data path of the proxy: the data-plane listeners and everything a request needs on its way
+ * to a sandbox (route cache, upstream pool, gate, activity report). One function builds it, for
+ * the proxy's own process (in-process) and for each worker process alike (docs/data-plane.md,
+ * "Worker processes"); the control parts (admin API, announcements, events) stay with the caller.
+ */
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { clientErrorAnswer, Periodic, type Logger, type TaskStats } from '@svc/common';
+import type { MasterInternalClient } from '@svc/contracts/master-internal';
+import { ActivityTracker } from './activity-tracker.ts';
+import { AutoResumer } from './auto-resumer.ts';
+import { BackendCache } from './backend-cache.ts';
+import { DataPlane } from './data-plane.ts';
+import { sendProxyErrorOnSocket } from './error-response.ts';
+import type { ProxyContext } from './proxy-context.ts';
+import type { ProxyTuning } from './proxy-tuning.ts';
+import { registerProxyMetrics } from './proxy-metrics.ts';
+import { masterRouteLookup, RouteGate } from './route-gate.ts';
+import { SignedFileUrls } from './signed-file-urls.ts';
+import { UpstreamPool } from './upstream-pool.ts';
+
+export interface DataPathOptions {
+  /** Ports of the listeners (0: ephemeral); https is started only with `tls`. */
+  httpPort: number;
+  httpsPort: number;
+  bind: string;
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  master: MasterInternalClient;
+  /** Base URLs of the lifecycle replicas (auto-resume). */
+  lifecycleUrls: string[];
+  tuning: ProxyTuning;
+  logger: Logger;
+}
+
+export interface DataPath {
+  /** The ports the listeners got. */
+  httpPort: number;
+  httpsPort?: number;
+  /** Forgets the given sandboxes' routes, or every route; answers how many were cached. */
+  purge(sandboxIds: string[] | undefined): number;
+  /** Looks a new sandbox's route up ahead of its first request; a failure is logged, not thrown. */
+  prefetch(sandboxId: string): void;
+  cachedBackends(): number;
+  /** The data path's own background tasks (the activity report). */
+  tasks(): Record<string, TaskStats>;
+  /** Stops the listeners, then reports the last activity. */
+  close(): Promise<void>;
+}
+
+export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
+  const { tuning, logger, master } = o;
+  registerProxyMetrics(logger);
+  const pool = new UpstreamPool(tuning.idleBackendSocketMs);
+  const cache = new BackendCache(
+    masterRouteLookup(master, logger, tuning.routeLookupTimeoutMs),
+    tuning.routeCacheTtlMs,
+    (route) => pool.dropIdle(route.address),
+  );
+  const periodic = new Periodic(logger);
+  const activity = new ActivityTracker(master, tuning.activityFlushMs, periodic);
+  const resumer = new AutoResumer(o.lifecycleUrls, tuning.resumeTimeoutMs, logger);
+  const ctx: ProxyContext = {
+    gate: new RouteGate(cache, resumer, { settleWaitMs: tuning.settleWaitMs, settlePollMs: tuning.settlePollMs }),
+    pool,
+    activity,
+    logger,
+    connectTimeoutMs: tuning.connectTimeoutMs,
+    upgradedSockets: new Set(),
+    signedFiles: new SignedFileUrls((req) => master.routeBySignature(req, tuning.routeLookupTimeoutMs), (route) => cache.set(route)),
+    purgeRoute: (id) => { cache.purge([id]); },
+  };
+
+  const servers: Server[] = [];
+  const stopped = async () => {
+    await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
+      s.close(() => resolve());
+      s.closeAllConnections();
+      for (const sock of ctx.upgradedSockets) sock.destroy();
+    })));
+    await periodic.stop();
+    // The last traffic still resets idle clocks; a failure now is the master going away with us.
+    await activity.flush().catch((err: Error) => logger.warn({ err: err.message }, 'last activity report failed'));
+    cache.close();
+    pool.closeAll();
+  };
+
+  try {
+    const http = dataPlaneServer(createHttpServer({ noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'http'), logger);
+    servers.push(http);
+    const httpPort = (await listen(http, o.httpPort, o.bind)).port;
+    let httpsPort: number | undefined;
+    if (o.tls && o.httpsPort > 0) {
+      const https = dataPlaneServer(createHttpsServer({ ...o.tls, noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'https'), logger);
+      servers.push(https);
+      httpsPort = (await listen(https, o.httpsPort, o.bind)).port;
+    }
+    return {
+      httpPort,
+      httpsPort,
+      purge: (ids) => cache.purge(ids),
+      prefetch: (sandboxId) => {
+        cache.load(sandboxId).catch((err: Error) => logger.debug({ sandboxId, err: err.message }, 'route prefetch of a new sandbox failed; its first request looks it up'));
+      },
+      cachedBackends: () => cache.size,
+      tasks: () => periodic.stats(),
+      close: stopped,
+    };
+  } catch (err) {
+    // A listener that could not bind: what started is stopped, the caller learns why.
+    await stopped();
+    throw err;
+  }
+}
+
+function dataPlaneServer<S extends Server>(server: S, dp: DataPlane, logger: Logger): S {
+  server.on('request', dp.onRequest);
+  server.on('upgrade', dp.onUpgrade);
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (err.code !== 'ECONNRESET') logger.debug({ code: err.code }, 'malformed client request');
+    if (!socket.writable) { socket.destroy(); return; }
+    // The same uniform JSON body as every other answer of the proxy (docs/design.md, "Errors").
+    sendProxyErrorOnSocket(socket, clientErrorAnswer(err));
+  });
+  return server;
+}
+
+function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}

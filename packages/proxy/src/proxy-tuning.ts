@@ -1,0 +1,27 @@
+export interface ProxyTuning {
+  /** How long a running route is served from the cache without asking the master. */
+  routeCacheTtlMs: number;
+  routeLookupTimeoutMs: number;
+  activityFlushMs: number;
+  announceIntervalMs: number;
+  /** Longest a request waits for a pausing/resuming sandbox to settle. */
+  settleWaitMs: number;
+  settlePollMs: number;
+  /** Longest a request waits for an auto-resume. */
+  resumeTimeoutMs: number;
+  connectTimeoutMs: number;
+  /** Idle keep-alive connections to sandboxes are closed after this. */
+  idleBackendSocketMs: number;
+}
+
+export const DEFAULT_PROXY_TUNING: ProxyTuning = {
+  routeCacheTtlMs: 2_000,
+  routeLookupTimeoutMs: 5_000,
+  activityFlushMs: 1_000,
+  announceIntervalMs: 3_000,
+  settleWaitMs: 15_000,
+  settlePollMs: 100,
+  resumeTimeoutMs: 30_000,
+  connectTimeoutMs: 10_000,
+  idleBackendSocketMs: 4_000,
+};
