@@ -2,7 +2,7 @@
  * Every benchmark the issues name, one after another, then one summary table of the headline
  * figures beside their floors and goals.
  *
- *   npm run bench            (as root; about 15 minutes on 2 cores)
+ *   npm run bench            (as root; about 20 minutes on 2 cores)
  *   npm run bench -- platform proxy      (a subset)
  *   npm run bench -- --summary           (only the summary, from the results on disk)
  * Each benchmark prints its own table and writes bench/results/<name>.json; this writes
@@ -59,6 +59,17 @@ if (egress?.httpsKeepAlive) {
 if (egress?.httpsNewConnections) {
   const nc = egress.httpsNewConnections;
   rows.push(['egress new HTTPS connections/s', String(nc.proxy.rps), `direct ${nc.direct.rps}`, '≥ 1,000']);
+}
+const nginxPeer = read('nginx-peer');
+for (const run of nginxPeer?.runs ?? []) {
+  const q = run.ratios;
+  rows.push([`data-plane proxy vs nginx, ${run.workers} worker(s): throughput / p50`, `${r2(q.dataPlaneThroughputOfNginx)}× / +${r2(q.dataPlaneP50OverNginxMs)} ms`, 'nginx, same run', '≥ 0.9× / ≤ +0.2 ms']);
+  rows.push([`egress vs nginx, ${run.workers} worker(s): keep-alive of direct / CPU`, `${r2(q.egressKeepAliveOfDirect)} / ${r2(q.egressCpuOverNginx)}× nginx`, `nginx ${r2(q.nginxKeepAliveOfDirect)} of direct`, '≥ 0.5 / ≤ 2×']);
+  rows.push([`new TLS connections vs nginx, ${run.workers} worker(s)`, `${r2(q.newTlsOfNginx)}× nginx`, 'nginx, same run', '≥ 0.8×']);
+}
+const burst = read('proxy-burst');
+if (burst?.p99Ratio !== undefined) {
+  rows.push(['proxied p99 during 20 creates / idle', `${burst.p99Ratio}×`, `direct ${burst.directP99Ratio}×`, '≤ 2×']);
 }
 const auth = read('auth');
 if (auth) {
