@@ -38,6 +38,7 @@ import { stat, type Stat, writeResult } from './lib/stats.ts';
 import { KeepAliveConn, parseResponse } from './lib/http1-client.ts';
 import { cpuMs } from './proxy.ts';
 import { readFlags } from './lib/args.ts';
+import { startChildRole } from './lib/child-role.ts';
 
 const thisFile = fileURLToPath(import.meta.url);
 export const HOST = 'api.example.test';
@@ -99,19 +100,6 @@ async function serveProxy(rest: Record<string, string>) {
   process.stdout.write(`READY ${JSON.stringify({ httpPort: proxy.httpPort, httpsPort: proxy.httpsPort, adminPort: proxy.adminPort, caPem: proxy.caPem })}\n`);
 }
 
-export function startChild<T>(args: string[], profileDir?: string): Promise<{ child: ChildProcess; info: T }> {
-  const prof = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', thisFile, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /READY (.*)\n/.exec(out);
-      if (m) resolve({ child, info: JSON.parse(m[1]) as T });
-    });
-    child.once('exit', (code) => reject(new Error(`child ${args[0]} exited with ${code}`)));
-  });
-}
 
 export function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
@@ -495,4 +483,9 @@ if (process.argv[1] === thisFile) {
     () => { if (!parseArgs(process.argv.slice(2)).mode) process.exit(0); },
     (err) => { console.error(err); process.exit(1); },
   );
+}
+
+/** A role of this file as a child process (bench/lib/child-role.ts). */
+export function startChild<T>(args: string[], profileDir?: string): Promise<{ child: ChildProcess; info: T }> {
+  return startChildRole<T>(thisFile, args, profileDir ? { cpuProfDir: profileDir } : {});
 }

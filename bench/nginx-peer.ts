@@ -26,6 +26,7 @@ import { loadConfig, MemoryCoordination, silentLogger } from '@svc/common';
 import { EGRESS_ADMIN_TOKEN_HEADER, type SandboxEgressPolicy } from '@svc/contracts/egress';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { EgressCa } from '@svc/egress';
+import { startChildRole } from './lib/child-role.ts';
 import { readFlags } from './lib/args.ts';
 import { dataPlaneServer, freePort, nginxVersion, processTree, startNginx, tlsReverseProxyServer, treeCpu, treeCpuDelta } from './lib/nginx.ts';
 import { stat, type Stat, writeResult } from './lib/stats.ts';
@@ -88,18 +89,6 @@ async function serveEgress(rest: Record<string, string>) {
   process.stdout.write(`READY ${JSON.stringify({ httpsPort: proxy.httpsPort, adminPort: proxy.adminPort, caPem: proxy.caPem })}\n`);
 }
 
-function startRole<T>(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; info: T }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', thisFile, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /READY (.*)\n/.exec(out);
-      if (m) resolve({ child, info: JSON.parse(m[1]) as T });
-    });
-    child.once('exit', (code) => reject(new Error(`child ${args[0]} exited with ${code}`)));
-  });
-}
 
 /** SIGTERM to the child, then SIGKILL to whatever of its tree outlived it. */
 async function stopTree(child: ChildProcess) {
@@ -353,4 +342,8 @@ if (process.argv[1] === thisFile) {
     () => { if (!readFlags(process.argv.slice(2), ['dataplane', 'egress']).mode) process.exit(0); },
     (err) => { console.error(err); process.exit(1); },
   );
+}
+
+function startRole<T>(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; info: T }> {
+  return startChildRole<T>(thisFile, args, { env });
 }

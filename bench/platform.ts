@@ -23,6 +23,7 @@ import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harn
 import { RunscFloor } from './lib/runsc-floor.ts';
 import { BENCH_ROOT, printTable, ratio, sleep, stat, timed, usedMemoryMB, writeResult, type Stat } from './lib/stats.ts';
 import { numberArg } from './lib/args.ts';
+import { KEEPALIVE_SERVER_ON_8000 } from './lib/sandbox-server.ts';
 import { endpoint, latencySamples, measureAutoResume, throughput } from './proxy.ts';
 
 const run = promisify(execFile);
@@ -159,24 +160,7 @@ async function main() {
 
     progress('proxy overhead');
     // proxy overhead: a server in the sandbox, reached directly and through the proxy
-    // A minimal keep-alive server that answers each request with one write (asyncio sets
-    // TCP_NODELAY), so neither path waits on Nagle and delayed ACKs.
-    await sbx.commands.run(`cat > /tmp/srv.py <<'PY'
-import asyncio
-RESP = b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok'
-async def handle(reader, writer):
-    try:
-        while True:
-            await reader.readuntil(b'\\r\\n\\r\\n')
-            writer.write(RESP)
-            await writer.drain()
-    except Exception:
-        writer.close()
-async def main():
-    await (await asyncio.start_server(handle, '0.0.0.0', 8000)).serve_forever()
-asyncio.run(main())
-PY
-nohup python3 /tmp/srv.py >/dev/null 2>&1 &`);
+    await sbx.commands.run(KEEPALIVE_SERVER_ON_8000);
     const direct = endpoint('direct', `http://${inst.address}:8000`, '/', { Host: `${inst.address}:8000` });
     const proxied = endpoint('proxy', p.sandboxUrl, '/', { Host: `8000-${sbx.sandboxId}.${p.domain}` });
     for (let i = 0; i < 100; i++) { if (await latencySamples(direct, 1).then(() => true, () => { /* the server is not up yet */ return false; })) break; await sleep(100); }

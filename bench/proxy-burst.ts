@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { Sandbox } from 'e2b';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { numberArg } from './lib/args.ts';
+import { KEEPALIVE_SERVER_ON_8000 } from './lib/sandbox-server.ts';
 import { sleep, stat, writeResult } from './lib/stats.ts';
 import { endpoint, latencySamples } from './proxy.ts';
 
@@ -44,23 +45,7 @@ async function main(): Promise<void> {
     useE2bEnv(p);
     const target = await Sandbox.create();
     made.push(target);
-    // A minimal keep-alive server (bench/platform.ts's): one write per answer, so neither path waits on Nagle.
-    await target.commands.run(`cat > /tmp/srv.py <<'PY'
-import asyncio
-RESP = b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok'
-async def handle(reader, writer):
-    try:
-        while True:
-            await reader.readuntil(b'\\r\\n\\r\\n')
-            writer.write(RESP)
-            await writer.drain()
-    except Exception:
-        writer.close()
-async def main():
-    await (await asyncio.start_server(handle, '0.0.0.0', 8000)).serve_forever()
-asyncio.run(main())
-PY
-nohup python3 /tmp/srv.py >/dev/null 2>&1 &`);
+    await target.commands.run(KEEPALIVE_SERVER_ON_8000);
     const proxied = endpoint('proxy', p.sandboxUrl, '/', { Host: `8000-${target.sandboxId}.${p.domain}` });
     for (let i = 0; i < 100; i++) { if (await latencySamples(proxied, 1).then(() => true, () => { /* the server is not up yet */ return false; })) break; await sleep(100); }
     const address = addressOf(target.sandboxId);

@@ -21,6 +21,7 @@ import { MemoryCoordination, silentLogger } from '@svc/common';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { KeepAliveConn } from './lib/http1-client.ts';
 import { readFlags } from './lib/args.ts';
+import { startChildRole } from './lib/child-role.ts';
 
 const thisFile = fileURLToPath(import.meta.url);
 const GOALS = { addedP50Ms: 0.5, throughputRatio: 0.7 };
@@ -78,20 +79,6 @@ async function serveProxy(rest: Record<string, string>) {
   process.stdout.write(`READY ${JSON.stringify({ httpUrl: proxy.httpUrl, adminUrl: proxy.adminUrl, pids: proxy.pids?.() })}\n`);
 }
 
-function startChild<T>(args: string[]): Promise<{ child: ChildProcess; info: T }> {
-  // SVC_BENCH_CPU_PROF=<dir> writes a CPU profile of each child (on SIGTERM) into <dir>.
-  const prof = process.env.SVC_BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.SVC_BENCH_CPU_PROF}`] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', thisFile, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  return new Promise((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /READY (.*)\n/.exec(out);
-      if (m) resolve({ child, info: JSON.parse(m[1]) as T });
-    });
-    child.once('exit', (code) => reject(new Error(`child ${args.join(' ')} exited with ${code}`)));
-  });
-}
 
 interface Endpoint { name: string; host: string; port: number; request: Buffer }
 
@@ -368,4 +355,9 @@ if (process.argv[1] === thisFile) {
     () => { if (!parseArgs(process.argv.slice(2)).mode) process.exit(0); },
     (err) => { console.error(err); process.exit(1); },
   );
+}
+
+/** SVC_BENCH_CPU_PROF=<dir> writes a CPU profile of each child (on SIGTERM) into <dir>. */
+function startChild<T>(args: string[]): Promise<{ child: ChildProcess; info: T }> {
+  return startChildRole<T>(thisFile, args, process.env.SVC_BENCH_CPU_PROF ? { cpuProfDir: process.env.SVC_BENCH_CPU_PROF } : {});
 }

@@ -5,28 +5,7 @@ import type { Socket } from 'node:net';
  * handshake's reply, before the tunnel's own bytes). Rejects when the socket ends first.
  */
 export function readExactly(socket: Socket, n: number): Promise<Buffer> {
-  if (n === 0) return Promise.resolve(Buffer.alloc(0));
-  return new Promise((resolve, reject) => {
-    const tryRead = () => {
-      const chunk = socket.read(n) as Buffer | null;
-      if (chunk === null) return;
-      done();
-      resolve(chunk);
-    };
-    const onEnd = () => { done(); reject(Object.assign(new Error('the proxy closed the connection during the handshake'), { code: 'EPROXYCLOSED' })); };
-    const onError = (err: Error) => { done(); reject(err); };
-    const done = () => {
-      socket.off('readable', tryRead);
-      socket.off('end', onEnd);
-      socket.off('close', onEnd);
-      socket.off('error', onError);
-    };
-    socket.on('readable', tryRead);
-    socket.once('end', onEnd);
-    socket.once('close', onEnd);
-    socket.once('error', onError);
-    tryRead();
-  });
+  return n === 0 ? Promise.resolve(Buffer.alloc(0)) : readChunk(socket, n);
 }
 
 /**
@@ -36,7 +15,7 @@ export function readExactly(socket: Socket, n: number): Promise<Buffer> {
 export async function readHttpHead(socket: Socket, maxBytes: number): Promise<string> {
   let got = Buffer.alloc(0);
   for (;;) {
-    const chunk = await readSome(socket);
+    const chunk = await readChunk(socket);
     got = Buffer.concat([got, chunk]);
     const end = got.indexOf('\r\n\r\n');
     if (end >= 0) {
@@ -47,10 +26,11 @@ export async function readHttpHead(socket: Socket, maxBytes: number): Promise<st
   }
 }
 
-function readSome(socket: Socket): Promise<Buffer> {
+/** Exactly n bytes when n is given, else whatever is buffered; rejects when the socket ends first. */
+function readChunk(socket: Socket, n?: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const tryRead = () => {
-      const chunk = socket.read() as Buffer | null;
+      const chunk = socket.read(n) as Buffer | null;
       if (chunk === null) return;
       done();
       resolve(chunk);
