@@ -50,6 +50,7 @@ export function tracingOn(): boolean {
  */
 export async function startTracing(serviceName: string, logger: Logger): Promise<{ close(): Promise<void> }> {
   if (!tracingWanted()) return { close: async () => {} };
+  serviceInUse ??= serviceName;
   starting ??= loadSdk(serviceName, logger).catch((err: Error) => {
     logger.error({ err: err.message }, 'OpenTelemetry did not start: this process exports no traces');
     starting = undefined;
@@ -67,6 +68,16 @@ export async function startTracing(serviceName: string, logger: Logger): Promise
       await stopSdk(running, logger);
     },
   };
+}
+
+let serviceInUse: string | undefined;
+
+/**
+ * The service name this process's traces default to, once tracing started: its worker processes
+ * (worker-pool.ts) take it too, since a worker is a part of the process that forked it.
+ */
+export function tracingServiceName(): string | undefined {
+  return serviceInUse;
 }
 
 async function loadSdk(serviceName: string, logger: Logger): Promise<Running> {

@@ -10,6 +10,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import type { Logger } from './log.ts';
 import { addMetricsSource, METRICS_CALL } from './metrics.ts';
+import { tracingServiceName } from './tracing.ts';
 
 /** What a worker process runs: a script with arguments (the svc bundle with `__worker <role>`, or a source entry under tsx). */
 export interface WorkerEntry {
@@ -169,7 +170,8 @@ export class WorkerPool<I> {
   /** Forks one worker and resolves with what it reported at ready. */
   private fork(): Promise<unknown> {
     cluster.setupPrimary({ exec: this.o.entry.exec, args: this.o.entry.args, execArgv: this.o.entry.execArgv, silent: false });
-    const worker = cluster.fork({ SVC_WORKER_ROLE: this.o.role, ...(logFile ? { SVC_WORKER_LOG_FILE: logFile } : {}) });
+    const service = tracingServiceName();
+    const worker = cluster.fork({ SVC_WORKER_ROLE: this.o.role, ...(logFile ? { SVC_WORKER_LOG_FILE: logFile } : {}), ...(service ? { SVC_WORKER_SERVICE: service } : {}) });
     let greet!: () => void;
     const started = new Promise<void>((resolve) => { greet = resolve; });
     let markReady!: () => void;

@@ -15,8 +15,9 @@ export const startProxyWorker: WorkerStart = async (init): Promise<StartedWorker
   const i = init as ProxyWorkerInit;
   // As its primary logs (the same file, or stderr), with its own pid.
   const logger = workerLogger('proxy');
-  // This process's own spans, when the environment asks for traces (a no-op otherwise).
-  const tracing = await startTracing('svc-proxy', logger);
+  // This process's own spans, when the environment asks for traces (a no-op otherwise), under its
+  // primary's service name (svc up is one service, `svc`), which the pool hands down.
+  const tracing = await startTracing(process.env.SVC_WORKER_SERVICE ?? 'svc-proxy', logger);
   let path: DataPath;
   try {
     path = await startDataPath({
