@@ -28,9 +28,20 @@ export class ProxyDialError extends Error {
   }
 }
 
+/** Parsed once per policy's tunnel: viaOfTunnel runs on every request and connection of a tunneled sandbox. */
+const parsed = new WeakMap<EgressTunnel, ProxyVia>();
 
 /** A sandbox's `network.egressProxy` (always SOCKS5, as E2B's API says) as a dial's proxy. */
 export function viaOfTunnel(t: EgressTunnel): ProxyVia {
+  let via = parsed.get(t);
+  if (!via) {
+    via = parseVia(t);
+    parsed.set(t, via);
+  }
+  return via;
+}
+
+function parseVia(t: EgressTunnel): ProxyVia {
   const { host, port } = parseProxyAddress(t.address, 'tunnel.address');
   return { kind: 'socks5', host, port, ...(t.username !== undefined ? { username: t.username } : {}), ...(t.password !== undefined ? { password: t.password } : {}) };
 }

@@ -143,8 +143,7 @@ export class Firewall {
       r('ct state established,related accept'),
       r(`ip daddr ${this.poolCidr} drop`),
     ];
-    for (const c of [...s.policy.allowOut, ...(s.policy.learned ?? [])]) lines.push(r(`ip daddr ${c} accept`));
-    for (const c of [...ALWAYS_DENIED, ...s.policy.denyOut]) lines.push(r(`ip daddr ${c} drop`));
+    for (const { cidr, allow } of layer3Order(s.policy)) lines.push(r(`ip daddr ${cidr} ${allow ? 'accept' : 'drop'}`));
     lines.push(r(s.policy.allowInternetAccess ? 'accept' : 'drop'));
     return lines;
   }
@@ -176,8 +175,7 @@ export class Firewall {
     const to = `dnat to ${this.egress!.address}:${this.egress!.tunnelPort}`;
     const from = `ip saddr ${s.sandboxAddress} meta l4proto tcp`;
     const lines = [r(`ip daddr ${this.poolCidr} return`)];
-    for (const c of [...s.policy.allowOut, ...(s.policy.learned ?? [])]) lines.push(r(`${from} ip daddr ${c} ${to}`));
-    for (const c of [...ALWAYS_DENIED, ...s.policy.denyOut]) lines.push(r(`ip daddr ${c} return`));
+    for (const { cidr, allow } of layer3Order(s.policy)) lines.push(r(allow ? `${from} ip daddr ${cidr} ${to}` : `ip daddr ${cidr} return`));
     if (s.policy.allowInternetAccess) lines.push(r(`${from} ${to}`));
     return lines;
   }
@@ -185,6 +183,18 @@ export class Firewall {
   private async apply(lines: string[]): Promise<void> {
     await run('nft', ['-f', '-'], { input: lines.join('\n') + '\n' });
   }
+}
+
+/**
+ * The layer-3 lists in the order they decide, first match wins: allowOut and the learned
+ * addresses allow, then link-local and denyOut deny (internet access decides the rest). The
+ * forward chain and a tunneled sandbox's steering both follow it, so they cannot disagree.
+ */
+function layer3Order(p: EgressPolicy): Array<{ cidr: string; allow: boolean }> {
+  return [
+    ...[...p.allowOut, ...(p.learned ?? [])].map((cidr) => ({ cidr, allow: true })),
+    ...[...ALWAYS_DENIED, ...p.denyOut].map((cidr) => ({ cidr, allow: false })),
+  ];
 }
 
 const chainOf = (instanceId: string) => `sb_${instanceId}`;
