@@ -27,7 +27,8 @@ before(async () => {
   useE2bEnv(p);
 });
 after(async () => {
-  await p?.stop();
+  if (!p) return; // it never started: the before hook reported why
+  await p.stop();
   assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(p.dataDir)), [], 'svc up left sandbox processes behind');
   // A clean stop leaves nothing of the data directory mounted (templates' artifacts, sandboxes' disks),
   // so that it can be moved or removed; the next start mounts again.

@@ -31,9 +31,14 @@ export interface WorkerPoolOptions<I> {
   onEvent?: (body: unknown, workerId: number) => void;
   /** How long a worker may take to acknowledge a call before it is killed and replaced; default 5 s. */
   callTimeoutMs?: number;
-  /** How long a worker may take to start; default 30 s. */
+  /**
+   * How long a worker may take to start; default 90 s. A worker loads the whole `svc` bundle: on
+   * a 2-core CI host busy booting sandboxes, 30 s was once not enough and `svc up` gave up.
+   */
   startTimeoutMs?: number;
 }
+
+const START_TIMEOUT_MS = 90_000;
 
 /** Messages between the primary and a worker; `svc` keeps them apart from other libraries' IPC. */
 export type PrimaryMessage = { svc: 'init'; data: unknown } | { svc: 'call'; id: number; body: unknown };
@@ -179,7 +184,7 @@ export class WorkerPool<I> {
     const member: Member = { worker, ready: false, started, greet, whenReady, markReady, calls: new Map() };
     this.members.set(worker.id, member);
     const ready = new Promise<unknown>((resolve, reject) => {
-      const timer = setTimeout(() => { worker.process.kill('SIGKILL'); reject(new Error(`${this.o.role} worker did not start within ${(this.o.startTimeoutMs ?? 30_000) / 1000} s`)); }, this.o.startTimeoutMs ?? 30_000);
+      const timer = setTimeout(() => { worker.process.kill('SIGKILL'); reject(new Error(`${this.o.role} worker did not start within ${(this.o.startTimeoutMs ?? START_TIMEOUT_MS) / 1000} s`)); }, this.o.startTimeoutMs ?? START_TIMEOUT_MS);
       worker.on('message', (msg: WorkerMessage) => {
         if (!msg || typeof msg !== 'object' || !('svc' in msg)) return; // another library's message
         switch (msg.svc) {

@@ -178,3 +178,18 @@ test('a burst of hand-outs defers the refill until they pause', async () => {
   assert.equal(started.length, 7);
   await p.close();
 });
+
+test('a node that comes up with many templates starts at most nodeConcurrency of their sandboxes at once', async () => {
+  const { p, maxConcurrent } = pool({ nodeConcurrency: 3 });
+  for (const t of ['a', 'b', 'c', 'd', 'e']) p.fill(t);
+  await until(() => p.count() === 10);
+  assert.equal(maxConcurrent(), 3, 'five templates of two each, never more than three boots at once');
+  // Closing while starts wait for a slot starts none of them.
+  const q = pool({ nodeConcurrency: 1 }, 200);
+  for (const t of ['a', 'b', 'c']) q.p.fill(t);
+  await sleep(50);
+  await q.p.close();
+  await sleep(250);
+  assert.equal(q.started.length, 1, 'only the start under way at the close ran');
+  await p.close();
+});
