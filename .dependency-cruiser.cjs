@@ -11,7 +11,7 @@ const { readdirSync, readFileSync, existsSync } = require('node:fs');
 const { join } = require('node:path');
 
 /** Lowest first: a package may depend only on packages before it. */
-const LAYERS = ['common', 'contracts', 'volumes', 'envd', 'code-interpreter', 'mcp-gateway', 'node-agent', 'template-center', 'master', 'lifecycle', 'proxy', 'egress', 'sdk', 'mcp', 'api', 'console', 'cli'];
+const LAYERS = ['common', 'http1', 'contracts', 'volumes', 'envd', 'code-interpreter', 'mcp-gateway', 'node-agent', 'template-center', 'master', 'lifecycle', 'proxy', 'egress', 'sdk', 'mcp', 'api', 'console', 'cli'];
 
 const root = process.env.SVC_LINT_ROOT || __dirname;
 const packages = readdirSync(join(root, 'packages')).filter((p) => existsSync(join(root, 'packages', p, 'package.json')));

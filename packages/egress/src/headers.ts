@@ -42,7 +42,7 @@ export function upstreamRequestHeaders(raw: string[], inject: InjectedHeader[] =
   const out: string[] = [];
   for (let i = 0; i < raw.length; i += 2) {
     const lower = raw[i].toLowerCase();
-    // Transfer-Encoding stays: node then chunks the body towards the upstream as well.
+    // Transfer-Encoding stays: the body is chunked again towards the upstream (forward-exchange.ts).
     if (isHopByHop(lower, listed) || lower === 'expect' || replaced.has(lower)) continue;
     out.push(raw[i], raw[i + 1]);
   }

@@ -1,10 +1,8 @@
 import { promises as dns } from 'node:dns';
 import { readFile } from 'node:fs/promises';
-import http, { type ClientRequest, type OutgoingHttpHeaders } from 'node:http';
-import https from 'node:https';
 import net from 'node:net';
-import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
+import { ResponseParseError, UpstreamPool, type DialedSocket, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import type { EgressScheme } from '@svc/contracts/egress';
 import { isIpv4 } from './ipv4.ts';
 import { dialUpstream, ProxyDialError, type DialTarget, type ProxyVia } from './upstream-dial.ts';
@@ -29,13 +27,6 @@ export interface UpstreamTarget {
   port: number;
 }
 
-export interface UpstreamRequest {
-  method: string;
-  path: string;
-  /** Flat [name, value, ...], as rawHeaders holds them. */
-  headers: string[];
-}
-
 export type UpstreamFailure = 'dns' | 'refused' | 'connect_timeout' | 'io_timeout' | 'untrusted_certificate' | 'connection' | 'proxy';
 
 /** An upstream that could not be reached or failed; `status` is what the sandbox gets (502 or 504). */
@@ -53,70 +44,69 @@ const TLS_TRUST_ERRORS = new Set([
   'HOSTNAME_MISMATCH', 'CERT_REVOKED', 'INVALID_PURPOSE',
 ]);
 
-/** How many sockets one (scheme, host, ip, port) may hold, and keep idle. */
-const MAX_SOCKETS_PER_POOL = 256;
-const MAX_FREE_SOCKETS_PER_POOL = 32;
-/** An idle pooled socket closes after this, unless the upstream's Keep-Alive hint is shorter. */
-const FREE_SOCKET_TIMEOUT_MS = 30_000;
-
-type PoolKeyed = { poolKey?: string; via?: ProxyVia };
-type Dialer = (target: DialTarget, via: ProxyVia) => Promise<net.Socket>;
-type ConnectCallback = ((err: Error | null, stream: Duplex) => void) | undefined;
-
-/**
- * One keep-alive pool per (scheme, host, ip, port, proxy), not per address alone: a socket serves
- * one name. A request with `via` gets its socket through that proxy (createConnection's callback
- * form, which node's Agent supports), never a direct one.
- */
-class PooledHttpAgent extends http.Agent {
-  constructor(opts: http.AgentOptions, private readonly dial: Dialer) { super(opts); }
-  override getName(options: http.ClientRequestArgs & PoolKeyed = {}): string {
-    return options.poolKey ?? super.getName(options);
-  }
-  override createConnection(options: http.ClientRequestArgs & PoolKeyed, cb?: ConnectCallback): Duplex | undefined {
-    if (!options.via) return net.createConnection(options as net.NetConnectOpts);
-    // Never a direct socket for a proxied request: node always passes the callback; should it not, fail.
-    if (!cb) throw new ProxyDialError('a proxied connection was asked for without a callback', 'EPROXY');
-    this.dial({ ip: String(options.host ?? ''), port: Number(options.port) }, options.via)
-      .then((s) => cb(null, s), (err: Error) => cb(err, undefined as unknown as Duplex));
-    return undefined;
-  }
-}
-class PooledHttpsAgent extends https.Agent {
-  constructor(opts: https.AgentOptions, private readonly dial: Dialer) { super(opts); }
-  override getName(options: https.RequestOptions & PoolKeyed = {}): string {
-    return options.poolKey ?? super.getName(options);
-  }
-  override createConnection(options: https.RequestOptions & PoolKeyed, cb?: ConnectCallback): Duplex | undefined {
-    if (!options.via) return tls.connect(options as tls.ConnectionOptions);
-    // Never a direct socket for a proxied request: node always passes the callback; should it not, fail.
-    if (!cb) throw new ProxyDialError('a proxied connection was asked for without a callback', 'EPROXY');
-    this.dial({ ip: String(options.host ?? ''), port: Number(options.port) }, options.via).then(
-      (raw) => cb(null, tls.connect({ ...(options as tls.ConnectionOptions), socket: raw })),
-      (err: Error) => cb(err, undefined as unknown as Duplex),
-    );
-    return undefined;
-  }
-}
+/** How many idle sockets one (scheme, host, ip, port, proxy) keeps. */
+const MAX_IDLE_SOCKETS_PER_KEY = 32;
+/** An idle pooled socket closes after this. */
+const IDLE_SOCKET_TIMEOUT_MS = 30_000;
+/** TLS sessions kept for resumption, one per upstream key (node's https.Agent keeps 100 too). */
+const MAX_TLS_SESSIONS = 100;
 
 /**
  * The upstream side of the proxy: name resolution (overrides, then DNS, IPv4 only) and
- * keep-alive connection pools, with the connect and idle timeouts of docs/egress.md "Known limits".
+ * keep-alive connections on the shared lean HTTP/1.1 path (@svc/http1), with the connect and
+ * idle timeouts of docs/egress.md "Known limits". One pool key per (scheme, host, ip, port,
+ * proxy), not per address alone: a socket serves one name, and a proxied one its proxy only.
  */
 export class Upstreams {
-  private readonly httpAgent: PooledHttpAgent;
-  private readonly httpsAgent: PooledHttpsAgent;
+  private readonly pool: UpstreamPool;
   private readonly secureContext: tls.SecureContext | undefined;
+  private readonly sessions = new Map<string, Buffer>();
 
   constructor(private readonly opts: UpstreamOptions) {
-    const common = { keepAlive: true, maxSockets: MAX_SOCKETS_PER_POOL, maxFreeSockets: MAX_FREE_SOCKETS_PER_POOL, timeout: FREE_SOCKET_TIMEOUT_MS, scheduling: 'lifo' as const };
-    const dial: Dialer = (target, via) => this.dial(target, via);
-    this.httpAgent = new PooledHttpAgent(common, dial);
+    this.pool = new UpstreamPool({ idleMs: IDLE_SOCKET_TIMEOUT_MS, maxIdlePerKey: MAX_IDLE_SOCKETS_PER_KEY, ioTimeoutMs: opts.ioTimeoutMs });
     // One context for every connection: building one with the roots costs milliseconds.
     const extra = [opts.systemCa, opts.upstreamCa].filter((pem): pem is string => !!pem);
-    const secureContext = extra.length ? tls.createSecureContext({ ca: [...tls.rootCertificates, ...extra] }) : undefined;
-    this.secureContext = secureContext;
-    this.httpsAgent = new PooledHttpsAgent({ ...common, ...(secureContext ? { secureContext } : {}) }, dial);
+    this.secureContext = extra.length ? tls.createSecureContext({ ca: [...tls.rootCertificates, ...extra] }) : undefined;
+  }
+
+  get connectTimeoutMs() { return this.opts.connectTimeoutMs; }
+
+  /**
+   * A keep-alive connection to the upstream, idle in the pool or new; through `via` when given,
+   * never direct then. The caller starts its exchange on it (UpstreamConnection.start).
+   */
+  connection(target: UpstreamTarget, via?: ProxyVia): UpstreamConnection {
+    const key = `${target.scheme}|${target.host}|${target.ip}|${target.port}${via ? `|${via.kind}:${via.host}:${via.port}:${via.username ?? ''}` : ''}`;
+    return this.pool.acquire(key, () => this.open(key, target, via));
+  }
+
+  private open(key: string, target: UpstreamTarget, via: ProxyVia | undefined): DialedSocket | Promise<DialedSocket> {
+    if (!via) {
+      if (target.scheme === 'http') return { socket: net.connect({ host: target.ip, port: target.port }), ready: 'connect' };
+      return { socket: this.tlsOver(key, target, { host: target.ip, port: target.port }), ready: 'secureConnect' };
+    }
+    // `host` beside `socket`: the name node checks the certificate against when there is no SNI (an IP literal).
+    return this.dial({ ip: target.ip, port: target.port }, via).then((raw): DialedSocket => (
+      target.scheme === 'http' ? { socket: raw, ready: 'now' } : { socket: this.tlsOver(key, target, { socket: raw, host: target.ip }), ready: 'secureConnect' }
+    ));
+  }
+
+  /** TLS to the upstream's name (its address for an IP literal), resuming the key's last session. */
+  private tlsOver(key: string, target: UpstreamTarget, how: { host: string; port: number } | { socket: net.Socket; host: string }): tls.TLSSocket {
+    const session = this.sessions.get(key);
+    const socket = tls.connect({
+      ...how,
+      ...(isIpv4(target.host) ? {} : { servername: target.host }),
+      ...(this.secureContext ? { secureContext: this.secureContext } : {}),
+      ...(session ? { session } : {}),
+      ALPNProtocols: ['http/1.1'],
+    });
+    socket.on('session', (s: Buffer) => {
+      this.sessions.delete(key);
+      if (this.sessions.size >= MAX_TLS_SESSIONS) this.sessions.delete(this.sessions.keys().next().value as string);
+      this.sessions.set(key, s);
+    });
+    return socket;
   }
 
   /**
@@ -149,57 +139,9 @@ export class Upstreams {
     }
   }
 
-  /**
-   * Starts a request to the upstream; the caller writes or pipes the body. Its 'error' event
-   * carries an UpstreamError for the timeouts and a raw error otherwise (see upstreamFailure).
-   */
-  request(target: UpstreamTarget, r: UpstreamRequest, via?: ProxyVia): ClientRequest {
-    const poolKey = `${target.scheme}|${target.host}|${target.ip}|${target.port}${via ? `|${via.kind}:${via.host}:${via.port}:${via.username ?? ''}` : ''}`;
-    const options: http.RequestOptions & https.RequestOptions & PoolKeyed = {
-      host: target.ip,
-      port: target.port,
-      method: r.method,
-      path: r.path,
-      headers: r.headers as unknown as OutgoingHttpHeaders,
-      setHost: false,
-      timeout: this.opts.ioTimeoutMs,
-      poolKey,
-      ...(via ? { via } : {}),
-    };
-    let req: ClientRequest;
-    if (target.scheme === 'https') {
-      options.agent = this.httpsAgent;
-      options.servername = isIpv4(target.host) ? '' : target.host;
-      req = https.request(options);
-    } else {
-      options.agent = this.httpAgent;
-      req = http.request(options);
-    }
-    this.watch(req, target);
-    return req;
-  }
-
-  private watch(req: ClientRequest, target: UpstreamTarget): void {
-    const where = `${target.host} (${target.ip}:${target.port})`;
-    // The connect timeout covers TCP and, for https, the TLS handshake: both are "connecting".
-    req.on('socket', (socket) => {
-      if (req.reusedSocket) return;
-      const timer = setTimeout(() => {
-        req.destroy(new UpstreamError(504, 'connect_timeout', `upstream ${where} did not complete the connection within ${seconds(this.opts.connectTimeoutMs)}`, 'ETIMEDOUT'));
-      }, this.opts.connectTimeoutMs);
-      const done = () => clearTimeout(timer);
-      socket.once(target.scheme === 'https' ? 'secureConnect' : 'connect', done);
-      socket.once('close', done);
-    });
-    req.on('timeout', () => {
-      req.destroy(new UpstreamError(504, 'io_timeout', `upstream ${where} sent and took nothing for ${seconds(this.opts.ioTimeoutMs)}`, 'ETIMEDOUT'));
-    });
-  }
-
   /** Closes every pooled socket. */
   close(): void {
-    this.httpAgent.destroy();
-    this.httpsAgent.destroy();
+    this.pool.closeAll();
   }
 }
 
@@ -229,9 +171,13 @@ export function upstreamFailure(error: unknown, target: UpstreamTarget): Upstrea
   if (error instanceof UpstreamError) return error;
   // The sandbox's or the operator's proxy failed: said as such, so nobody looks for the fault upstream.
   if (error instanceof ProxyDialError) return new UpstreamError(error.code === 'ETIMEDOUT' ? 504 : 502, 'proxy', error.message, error.code);
-  const err = error as NodeJS.ErrnoException;
+  const err = error as UpstreamConnectionError;
   const code = err?.code;
   const where = `${target.host} (${target.ip}:${target.port})`;
+  // The lean path's two limits (@svc/http1): the connect covers TCP and, for https, the TLS handshake.
+  if (err?.timeout === 'connect') return new UpstreamError(504, 'connect_timeout', `upstream ${where} did not complete the connection within ${seconds(err.timeoutMs ?? 0)}`, 'ETIMEDOUT');
+  if (err?.timeout === 'io') return new UpstreamError(504, 'io_timeout', `upstream ${where} sent and took nothing for ${seconds(err.timeoutMs ?? 0)}`, 'ETIMEDOUT');
+  if (err instanceof ResponseParseError) return new UpstreamError(502, 'connection', `upstream ${where} sent an answer that is not valid HTTP/1.1 (${err.message})`, err.code);
   if (code === 'ECONNREFUSED') return new UpstreamError(502, 'refused', `upstream ${where} refused the connection`, code);
   if (code && TLS_TRUST_ERRORS.has(code)) {
     return new UpstreamError(502, 'untrusted_certificate', `upstream ${target.host} presented a certificate that is not trusted (${code}: ${err.message})`, code);

@@ -19,7 +19,7 @@ import type { ProxyTuning } from './proxy-tuning.ts';
 import { registerProxyMetrics } from './proxy-metrics.ts';
 import { masterRouteLookup, RouteGate } from './route-gate.ts';
 import { SignedFileUrls } from './signed-file-urls.ts';
-import { UpstreamPool } from './upstream-pool.ts';
+import { UpstreamPool } from '@svc/http1';
 
 export interface DataPathOptions {
   /** Ports of the listeners (0: ephemeral); https is started only with `tls`. */
@@ -52,11 +52,11 @@ export interface DataPath {
 export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
   const { tuning, logger, master } = o;
   registerProxyMetrics(logger);
-  const pool = new UpstreamPool(tuning.idleBackendSocketMs);
+  const pool = new UpstreamPool({ idleMs: tuning.idleBackendSocketMs });
   const cache = new BackendCache(
     masterRouteLookup(master, logger, tuning.routeLookupTimeoutMs),
     tuning.routeCacheTtlMs,
-    (route) => pool.dropIdle(route.address),
+    (route) => pool.dropIdle((key) => key.slice(0, key.lastIndexOf(':')) === route.address),
   );
   const periodic = new Periodic(logger);
   const activity = new ActivityTracker(master, tuning.activityFlushMs, periodic);

@@ -165,10 +165,3 @@ export function requestLines(method: string, url: string, s: ScannedRequest, fal
 export function requestHead(method: string, url: string, s: ScannedRequest, fallbackHost: string, mask?: string): string {
   return `${requestLines(method, url, s, fallbackHost, mask)}\r\n`;
 }
-
-export function hasContentLength(headers: string[]): boolean {
-  for (let i = 0; i < headers.length; i += 2) {
-    if (headers[i].length === 14 && headers[i].toLowerCase() === 'content-length') return true;
-  }
-  return false;
-}

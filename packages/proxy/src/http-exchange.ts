@@ -1,13 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { connect } from 'node:net';
 import { drainRequest, SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
-import { filterResponseHeaders, hasContentLength, maskedHost, requestHead, type ScannedRequest } from './headers.ts';
+import { hasContentLength, type ResponseSink, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
+import { filterResponseHeaders, maskedHost, requestHead, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError } from './error-response.ts';
 import { presentedAccess } from './access-check.ts';
 import { isKeepaliveFrame } from './keepalive-frames.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import type { Target } from './target.ts';
-import type { ResponseSink, UpstreamConnection } from './upstream-pool.ts';
 import { CLIENT_CLOSED, countAnswered } from './proxy-metrics.ts';
 
 /**
@@ -70,13 +71,12 @@ export class HttpExchange implements ResponseSink {
     }
     this.route = route;
     this.port = port;
-    const conn = this.ctx.pool.acquire(route.address, port);
+    const conn = this.ctx.pool.acquire(`${route.address}:${port}`, () => ({ socket: connect({ host: route.address, port }), ready: 'connect' }));
     this.conn = conn;
     conn.start(this, this.head, this.req.method === 'HEAD', this.scan.hasBody, this.ctx.connectTimeoutMs);
     if (this.scan.hasBody) {
       // The body waits for the connection, so a refused connect can still be retried with it.
-      if (conn.isConnected) this.startBody();
-      else conn.socket.once('connect', this.startBody);
+      conn.onceConnected(this.startBody);
     }
   }
 
@@ -91,17 +91,8 @@ export class HttpExchange implements ResponseSink {
       if (this.conn !== conn) return;
       // The connection was made, so a process in the sandbox takes these bytes.
       this.ctx.activity.touch(this.sandboxId!);
-      let ok: boolean;
-      if (chunked) {
-        conn.socket.cork();
-        conn.writeBody(`${chunk.length.toString(16)}\r\n`);
-        conn.writeBody(chunk);
-        ok = conn.writeBody('\r\n');
-        conn.socket.uncork();
-      } else {
-        ok = conn.writeBody(chunk);
-      }
-      if (!ok) { req.pause(); conn.socket.once('drain', resumeReq); }
+      const ok = chunked ? conn.writeChunk(chunk) : conn.writeBody(chunk);
+      if (!ok) { req.pause(); conn.onceDrain(resumeReq); }
     });
     req.once('end', () => {
       if (this.conn !== conn) return;
@@ -140,8 +131,11 @@ export class HttpExchange implements ResponseSink {
 
   onComplete(trailers: string[] | undefined): void {
     this.completed = true;
+    // The connection is the pool's again (or closed): nothing of this exchange may touch it now.
+    const conn = this.conn;
+    this.conn = undefined;
     if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(pairs(trailers));
-    if (this.bodyStarted && !this.req.complete) this.abandonRequestBody();
+    if (this.bodyStarted && !this.req.complete) this.abandonRequestBody(conn);
     else this.res.end();
   }
 
@@ -152,14 +146,12 @@ export class HttpExchange implements ResponseSink {
    * `Connection: close` client's socket under its upload, which then sees a reset (EPIPE) instead
    * of the answer already written to it.
    */
-  private abandonRequestBody(): void {
-    const conn = this.conn;
-    this.conn = undefined;
+  private abandonRequestBody(conn: UpstreamConnection | undefined): void {
     conn?.destroy();
     void drainRequest(this.req).then(() => this.res.end());
   }
 
-  onFailure(err: NodeJS.ErrnoException, responseStarted: boolean): void {
+  onFailure(err: UpstreamConnectionError, responseStarted: boolean): void {
     const conn = this.conn;
     const route = this.route!;
     if (this.responded || this.res.destroyed) { this.res.destroy(); return; }

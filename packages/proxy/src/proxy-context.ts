@@ -3,7 +3,7 @@ import type { Logger } from '@svc/common';
 import type { ActivityTracker } from './activity-tracker.ts';
 import type { RouteGate } from './route-gate.ts';
 import type { SignedFileUrls } from './signed-file-urls.ts';
-import type { UpstreamPool } from './upstream-pool.ts';
+import type { UpstreamPool } from '@svc/http1';
 
 /** What every proxied exchange needs from the running proxy. */
 export interface ProxyContext {

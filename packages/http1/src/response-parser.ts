@@ -181,6 +181,10 @@ export class ResponseParser {
       }
       headers.push(name, value);
     }
+    // Both framings at once (RFC 9112 6.3: a sender must not): relayed, the Content-Length would
+    // end the answer early and leave the rest to be read as the next answer on the client's
+    // keep-alive connection. Refused, as node's http client refuses it.
+    if ((chunked || otherCoding) && contentLength >= 0) throw new ResponseParseError('both Transfer-Encoding and Content-Length');
     const conn = connection.toLowerCase();
     this.keepAlive = minor === 1 ? !conn.includes('close') : conn.includes('keep-alive');
 

@@ -87,6 +87,9 @@ test('malformed responses are errors', () => {
     'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n',
     'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n',
     'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nokXX',
+    // Both framings: relayed with the Content-Length, the rest would be read as the client's next answer.
+    'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nc\r\nhello world!\r\n0\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello',
   ]) {
     const { p } = parserFor();
     assert.throws(() => p.execute(Buffer.from(raw)), ResponseParseError, raw);

@@ -1,0 +1,37 @@
+/** A header a request head cannot carry: a CR, LF or NUL would end the header or split the request. */
+export class InvalidHeaderError extends Error {
+  readonly code = 'ERR_INVALID_CHAR';
+  constructor(readonly header: string) {
+    super(`the header ${header} holds a character a request cannot carry (CR, LF or NUL)`);
+    this.name = 'InvalidHeaderError';
+  }
+}
+
+const UNSAFE = /[\r\n\0]/;
+
+/**
+ * A whole request head as one latin1 string (header strings from node's parser are latin1):
+ * the request line, the headers of the flat [name, value, ...] list in order, the blank line.
+ * Headers are checked, since some come from elsewhere than the client's parsed request (an
+ * egress inject's secret): one holding CR, LF or NUL throws InvalidHeaderError rather than let
+ * it split the request.
+ */
+export function requestHead(method: string, target: string, headers: readonly string[]): string {
+  if (UNSAFE.test(target)) throw new InvalidHeaderError('request target');
+  let head = `${method} ${target} HTTP/1.1\r\n`;
+  for (let i = 0; i < headers.length; i += 2) {
+    const name = headers[i];
+    const value = headers[i + 1];
+    if (UNSAFE.test(name) || UNSAFE.test(value)) throw new InvalidHeaderError(UNSAFE.test(name) ? JSON.stringify(name) : name);
+    head += `${name}: ${value}\r\n`;
+  }
+  return `${head}\r\n`;
+}
+
+/** Whether a flat header list has a Content-Length (else a body is streamed, and shown at once). */
+export function hasContentLength(headers: readonly string[]): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i].length === 14 && headers[i].toLowerCase() === 'content-length') return true;
+  }
+  return false;
+}
