@@ -19,3 +19,4 @@ export { propagationFields, SANDBOX_ID_ATTRIBUTE, setSpanAttribute, startServerS
 export { collect, counter, gauge, histogram, hotHistogram, renderMetrics, scrapeToken, sendMetrics, type HotHistogram, type Sample } from './metrics.ts';
 export { sameProgramEntry, setWorkerLogFile, workerCount, WorkerPool, type WorkerEntry, type WorkerPoolOptions } from './worker-pool.ts';
 export { runWorker, workerLogger, type StartedWorker, type WorkerStart } from './worker-runtime.ts';
+export { Slots } from './slots.ts';

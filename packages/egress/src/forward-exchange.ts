@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { drainRequest } from '@svc/common';
 import type { EgressRequestRecord } from '@svc/contracts/egress';
-import { hasContentLength, InvalidHeaderError, requestHead, type ResponseSink, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
+import { hasContentLength, InvalidHeaderError, relayResponseChunk, requestHead, streamRequestBody, trailerPairs, type ResponseSink, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import { sandboxResponseHeaders } from './headers.ts';
 import type { ProxyDeps } from './proxy-deps.ts';
 import type { ProxyVia } from './proxy-via.ts';
@@ -81,19 +81,7 @@ export class ForwardExchange implements ResponseSink {
   private startBody(conn: UpstreamConnection, chunked: boolean): void {
     if (this.bodyStarted || this.conn !== conn) return;
     this.bodyStarted = true;
-    const req = this.req;
-    const resumeReq = () => req.resume();
-    req.on('data', (chunk: Buffer) => {
-      if (this.conn !== conn) return;
-      this.record.bytes_in += chunk.length;
-      const ok = chunked ? conn.writeChunk(chunk) : conn.writeBody(chunk);
-      if (!ok) { req.pause(); conn.onceDrain(resumeReq); }
-    });
-    req.once('end', () => {
-      if (this.conn !== conn) return;
-      if (chunked) conn.writeBody('0\r\n\r\n');
-      conn.endBody();
-    });
+    streamRequestBody(this.req, conn, chunked, () => this.conn === conn, (bytes) => { this.record.bytes_in += bytes; });
   }
 
   onHead(status: number, statusText: string, headers: string[]): void {
@@ -119,12 +107,7 @@ export class ForwardExchange implements ResponseSink {
 
   onBody(chunk: Buffer): void {
     this.record.bytes_out += chunk.length;
-    if (!this.responded || this.res.write(chunk)) return;
-    const conn = this.conn;
-    if (conn === undefined) return;
-    conn.pause();
-    // Once the answer is complete the connection may already serve another exchange.
-    this.res.once('drain', () => { if (!this.completed) conn.resume(); });
+    if (this.responded) relayResponseChunk(this.res, chunk, this.conn, () => this.completed);
   }
 
   onComplete(trailers: string[] | undefined): void {
@@ -133,7 +116,7 @@ export class ForwardExchange implements ResponseSink {
     const conn = this.conn;
     this.conn = undefined;
     if (!this.responded) return;
-    if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(pairs(trailers));
+    if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(trailerPairs(trailers));
     if (this.bodyStarted && !this.req.complete) {
       // The upstream answered before it took the whole body: read the rest of the upload before
       // ending the answer, or node would close the sandbox's socket under it (a reset, not the answer).
@@ -162,10 +145,4 @@ export class ForwardExchange implements ResponseSink {
     this.deps.logger.debug({ host: this.upstream.host, ip: this.upstream.ip, port: this.upstream.port, failure: failure.failure, code: failure.code }, 'egress upstream failed');
     this.answer(failure.status, failure.message);
   }
-}
-
-function pairs(raw: string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i < raw.length; i += 2) out.push([raw[i], raw[i + 1]]);
-  return out;
 }

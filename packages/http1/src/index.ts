@@ -7,3 +7,4 @@
 export { ResponseParser, ResponseParseError, type ResponseEvents } from './response-parser.ts';
 export { UpstreamConnection, UpstreamPool, type Dial, type DialedSocket, type ResponseSink, type UpstreamConnectionError, type UpstreamPoolOptions } from './upstream-pool.ts';
 export { requestHead, hasContentLength, InvalidHeaderError } from './request-head.ts';
+export { relayResponseChunk, streamRequestBody, trailerPairs } from './body-stream.ts';

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { drainRequest, SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
-import { hasContentLength, type ResponseSink, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
+import { hasContentLength, relayResponseChunk, streamRequestBody, trailerPairs, type ResponseSink, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import { filterResponseHeaders, maskedHost, requestHead, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError } from './error-response.ts';
 import { presentedAccess } from './access-check.ts';
@@ -84,21 +84,8 @@ export class HttpExchange implements ResponseSink {
     const conn = this.conn;
     if (this.bodyStarted || conn === undefined) return;
     this.bodyStarted = true;
-    const req = this.req;
-    const chunked = this.scan.chunkedBody;
-    const resumeReq = () => req.resume();
-    req.on('data', (chunk: Buffer) => {
-      if (this.conn !== conn) return;
-      // The connection was made, so a process in the sandbox takes these bytes.
-      this.ctx.activity.touch(this.sandboxId!);
-      const ok = chunked ? conn.writeChunk(chunk) : conn.writeBody(chunk);
-      if (!ok) { req.pause(); conn.onceDrain(resumeReq); }
-    });
-    req.once('end', () => {
-      if (this.conn !== conn) return;
-      if (chunked) conn.writeBody('0\r\n\r\n');
-      conn.endBody();
-    });
+    // Each byte reached a process in the sandbox (the connection was made): activity.
+    streamRequestBody(this.req, conn, this.scan.chunkedBody, () => this.conn === conn, () => this.ctx.activity.touch(this.sandboxId!));
   };
 
   onHead(status: number, statusText: string, headers: string[]): void {
@@ -121,12 +108,7 @@ export class HttpExchange implements ResponseSink {
 
   onBody(chunk: Buffer): void {
     if (!isKeepaliveFrame(chunk)) this.ctx.activity.touch(this.sandboxId!);
-    if (this.res.write(chunk)) return;
-    const conn = this.conn;
-    if (conn === undefined) return;
-    conn.pause();
-    // Once the response is complete the connection may already serve another exchange.
-    this.res.once('drain', () => { if (!this.completed) conn.resume(); });
+    relayResponseChunk(this.res, chunk, this.conn, () => this.completed);
   }
 
   onComplete(trailers: string[] | undefined): void {
@@ -134,7 +116,7 @@ export class HttpExchange implements ResponseSink {
     // The connection is the pool's again (or closed): nothing of this exchange may touch it now.
     const conn = this.conn;
     this.conn = undefined;
-    if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(pairs(trailers));
+    if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(trailerPairs(trailers));
     if (this.bodyStarted && !this.req.complete) this.abandonRequestBody(conn);
     else this.res.end();
   }
@@ -188,10 +170,4 @@ export function backendError(err: NodeJS.ErrnoException, sandboxId: string, port
   if (err.code === 'ECONNREFUSED') return new SvcError(502, `sandbox ${sandboxId} is running but nothing listens on port ${port}`);
   if (err.code === 'ETIMEDOUT') return new SvcError(504, `sandbox ${sandboxId} did not accept a connection on port ${port} in time`);
   return new SvcError(502, `the connection to port ${port} of sandbox ${sandboxId} failed`);
-}
-
-function pairs(raw: string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i < raw.length; i += 2) out.push([raw[i], raw[i + 1]]);
-  return out;
 }

@@ -1,9 +1,8 @@
 import { availableParallelism } from 'node:os';
-import type { Logger } from '@svc/common';
+import { Slots, type Logger } from '@svc/common';
 import type { InstanceResources } from '../runtime/driver.ts';
 import type { Instance } from './instances.ts';
 import type { WarmPoolStats } from '@svc/contracts/node-agent';
-import { StartSlots } from './start-slots.ts';
 
 export interface WarmPoolDeps {
   /** Warm sandboxes each used template keeps at least, falling back to them when idle; 0: no pool. */
@@ -23,7 +22,7 @@ export interface WarmPoolDeps {
   retryMs?: number;
   /** Starts under way at once per template (the host's cores start them in parallel). */
   concurrency?: number;
-  /** Starts under way at once on the whole node, whatever the templates (default: one per core, at least 2; start-slots.ts). */
+  /** Starts under way at once on the whole node, whatever the templates (default: one per core, at least 2; common's Slots). */
   nodeConcurrency?: number;
   /** A pool grown by demand gives one back after this long without a hand-out. */
   shrinkAfterMs?: number;
@@ -71,14 +70,14 @@ export class WarmPool {
   /** The template whose create last asked each artifact's pool for a sandbox (the pool knows artifacts only). */
   private readonly templates = new Map<string, string>();
   private readonly abort = new AbortController();
-  private readonly slots: StartSlots;
+  private readonly slots: Slots;
   private readonly shrinkTimer: NodeJS.Timeout;
   private hits = 0;
   private misses = 0;
   private closed = false;
 
   constructor(private readonly d: WarmPoolDeps) {
-    this.slots = new StartSlots(d.nodeConcurrency ?? Math.max(2, availableParallelism()));
+    this.slots = new Slots(d.nodeConcurrency ?? Math.max(2, availableParallelism()));
     const shrinkAfter = d.shrinkAfterMs ?? 300_000;
     this.shrinkTimer = setInterval(() => void this.shrinkIdle(shrinkAfter), Math.max(1_000, Math.floor(shrinkAfter / 5)));
     this.shrinkTimer.unref();

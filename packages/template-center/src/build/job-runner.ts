@@ -1,4 +1,4 @@
-import { unavailable, type Coordination, type Logger } from '@svc/common';
+import { Slots, unavailable, type Coordination, type Logger } from '@svc/common';
 import type { BuildRequest, JobStatusReport } from '@svc/contracts/template-center';
 import type { BuildContext } from './build-context.ts';
 import { BuildAbortedError, explain } from './build-error.ts';
@@ -32,11 +32,12 @@ interface RunningJob {
 export class JobRunner {
   private readonly jobs = new Map<string, RunningJob>();
   private readonly dedup: SpecDedup<BuildResult>;
-  private running = 0;
-  private readonly queue: Array<() => void> = [];
+  /** Builds running at once (maxConcurrent); the rest wait their turn in order. */
+  private readonly slots: Slots;
   private closed = false;
 
   constructor(private readonly o: JobRunnerOptions) {
+    this.slots = new Slots(o.maxConcurrent ?? 2);
     this.dedup = new SpecDedup<BuildResult>(o.coordination, o.logger);
   }
 
@@ -72,10 +73,9 @@ export class JobRunner {
     const started = Date.now();
     progress.start('PULLING', 'queued');
     let outcome = 'failed';
-    let holdingSlot = false;
+    let release: (() => void) | undefined;
     try {
-      await this.slot(signal);
-      holdingSlot = true;
+      release = await this.slots.acquire(signal);
       report({ status: 'RUNNING', phase: 'PULLING' });
       progress.setPhase('PULLING');
       const { value, reusedFrom } = await this.dedup.run(req.specHash, `${this.o.instanceId}:${req.jobId}`, () => buildArtifact(req, {
@@ -105,32 +105,11 @@ export class JobRunner {
         await callbacks.report(req.jobId, { status: 'FAILED', error: e.message });
       }
     } finally {
-      if (holdingSlot) this.release();
+      release?.();
       await progress.stop(outcome);
     }
   }
 
-  private async slot(signal: AbortSignal): Promise<void> {
-    const max = this.o.maxConcurrent ?? 2;
-    if (this.running >= max) {
-      await new Promise<void>((resolve, reject) => {
-        const grant = () => { signal.removeEventListener('abort', onAbort); resolve(); };
-        const onAbort = () => {
-          const i = this.queue.indexOf(grant);
-          if (i >= 0) this.queue.splice(i, 1);
-          reject(signal.reason);
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-        this.queue.push(grant);
-      });
-    }
-    this.running++;
-  }
-
-  private release(): void {
-    this.running = Math.max(0, this.running - 1);
-    this.queue.shift()?.();
-  }
 }
 
 function sleep(ms: number) {

@@ -1,11 +1,10 @@
 /**
- * A count of warm starts under way on the whole node. Each template's pool starts at most
- * `concurrency` at once, but a node that comes up with many templates fills all their pools at
- * the same moment: with ten templates that was twenty gVisor boots on two cores, each taking over
- * 60 s and failing its boot timeout, and starving every other process of `svc up` (a CI run's
- * egress worker did not start within 30 s). The slots bound the node, whatever the templates.
+ * A counting semaphore whose waits end with an AbortSignal: at most `size` holders at once, the
+ * others queued in order. Used where work competes for the host's cores: the node agent's warm
+ * starts over all templates (a node that came up with ten templates once booted twenty gVisor
+ * sandboxes at once on two cores, each over its 60 s limit) and the template center's builds.
  */
-export class StartSlots {
+export class Slots {
   private free: number;
   private readonly queue: Array<() => void> = [];
 
