@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { LocalVolumes } from '@svc/volumes';
 import type { VolumeMountOnNode } from '@svc/contracts/volumes';
@@ -14,6 +14,7 @@ import { startNodeAgent, type NodeAgent } from './index.ts';
 import { ResourceNames } from './names.ts';
 import { assertNothingLeft, createRequest, leftovers, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
 import { DEFAULT_GUEST_KERNEL_DIR } from './runtime/microvm/guest-assets.ts';
+import { templateMemoryChecksum } from './runtime/microvm/template-memory.ts';
 
 const QEMU = 'qemu-system-x86_64';
 const LOCAL_PLUGIN = fileURLToPath(new URL('../../volumes/src/local-plugin/binary-main.ts', import.meta.url));
@@ -94,8 +95,11 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
     await agent!.exec(sb.sandboxId, ['sh', '-c', 'i=0; while true; do i=$((i+1)); echo $i > /tmp/count; sleep 0.2; done'], { detach: true });
     await agent!.exec(sb.sandboxId, ['busybox', 'httpd', '-f', '-p', '8080', '-h', '/www'], { detach: true });
     assert.equal(await until('the server', () => get(`http://${sb.address}:8080/`)), 'served');
-    const before = Number((await agent!.exec(sb.sandboxId, ['cat', '/tmp/count'])).stdout);
-    assert.ok(before > 0);
+    // The counter's shell starts in the background: on a busy host its first write may come after the server's.
+    const before = await until('the counter', async () => {
+      const n = Number((await agent!.exec(sb.sandboxId, ['cat', '/tmp/count'])).stdout);
+      return n > 0 ? n : undefined;
+    });
 
     const paused = await client.pauseSandbox(sb.sandboxId);
     assert.equal(paused.state, 'paused');
@@ -142,6 +146,25 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
       await agent!.exec(a.sandboxId, ['sh', '-c', 'echo a > /root/who']);
       assert.equal((await agent!.exec(b.sandboxId, ['sh', '-c', 'cat /root/who 2>/dev/null || echo none'])).stdout.trim(), 'none');
       assert.ok(await envdHealthy(a.address) && await envdHealthy(b.address));
+
+      // Both map the template's sealed memory file copy-on-write; its saved state is device state only.
+      const templates = join(stateDir, 'guest', 'templates');
+      const [key] = (await readdir(templates)).filter((n) => !n.includes('.tmp-'));
+      const saved = join(templates, key);
+      assert.equal((await stat(join(saved, 'memory.ram'))).mode & 0o777, 0o444);
+      assert.ok((await stat(join(saved, 'memory.state'))).size < 8_000_000, 'the template\'s saved state holds no RAM');
+      for (const sb of [a, b]) {
+        const launch = JSON.parse(await readFile(join(agent!.inspect(sb.sandboxId).dir, 'launch.json'), 'utf8')) as { argv: string[] };
+        assert.ok(launch.argv.some((x) => x.startsWith('memory-backend-file,') && x.includes(`mem-path=${join(saved, 'memory.ram')},share=off`)), launch.argv.join(' '));
+      }
+      // A clone's pause writes its own pages and resumes without the template's file.
+      await client.pauseSandbox(a.sandboxId);
+      const own = JSON.parse(await readFile(join(agent!.inspect(a.sandboxId).dir, 'launch.json'), 'utf8')) as { argv: string[] };
+      assert.ok(own.argv.some((x) => x.startsWith('memory-backend-ram,id=mem,')) && !own.argv.some((x) => x.includes('memory.ram')), own.argv.join(' '));
+      await client.resumeSandbox(a.sandboxId);
+      assert.equal((await agent!.exec(a.sandboxId, ['cat', '/root/who'])).stdout.trim(), 'a');
+      const sum = await templateMemoryChecksum(saved);
+      assert.equal(sum.now, sum.recorded, 'the clones wrote nothing into the template\'s memory file');
     } finally {
       await client.deleteSandbox(a.sandboxId);
       await client.deleteSandbox(b.sandboxId);

@@ -9,7 +9,8 @@ import { SANDBOX_SUDO } from '../runtime-bundle.ts';
 import { clearEnvdToken, execThroughEnvd } from './envd-exec.ts';
 import { ensureGuestNetwork } from './guest-network.ts';
 import { microvmPaths } from './instance-files.ts';
-import { readLaunch, writeLaunch, type MachineOptions } from './qemu-command.ts';
+import { readLaunch, saveLaunch, writeLaunch, type MachineOptions } from './qemu-command.ts';
+import { mapsTemplateMemory, withOwnMemory } from './template-memory.ts';
 import { endQemu, qemuPid, startQemu, withQmp } from './qemu-process.ts';
 
 /** Writing guest memory to disk: bounded by the guest's size and the disk, not by QEMU's answer time. */
@@ -19,7 +20,12 @@ const MIGRATE_TIMEOUT_MS = 300_000;
 interface SavedMachine {
   resources?: InstanceSpec['resources'];
   envdToken?: string;
+  /** Saved from a clone: its RAM block is the named backend (LaunchSpec.memoryBackend). */
+  memoryBackend?: boolean;
 }
+
+/** The migration capability that leaves shared RAM (a template's memory file) out of the stream. */
+const ignoreShared = (state: boolean) => ({ capabilities: [{ capability: 'x-ignore-shared', state }] });
 
 /** What saving and restoring a guest's whole state needs of the driver. */
 export interface MachineStateDeps extends MachineOptions {
@@ -43,13 +49,17 @@ export class MachineState {
    * Stops the guest, writes its whole state (memory, devices) to `memory.state` and ends QEMU.
    * A failed save leaves the guest running as it was.
    */
-  async save(ref: InstanceRef): Promise<PauseResult> {
+  async save(ref: InstanceRef, o: { ignoreShared?: boolean } = {}): Promise<PauseResult> {
     const paths = microvmPaths(ref.dir);
     const tmp = `${paths.state}.tmp`;
     await rm(tmp, { force: true });
     await withQmp(ref, async (q) => {
       await q.execute('stop');
       try {
+        // A template guest's RAM is its shared file already: only device state goes to the stream.
+        // Set either way: a clone's QEMU keeps the capability from its own start, and a stream
+        // written with it carries fields that a resume without it reads as something else.
+        await q.execute('migrate-set-capabilities', ignoreShared(!!o.ignoreShared));
         await q.execute('migrate', { uri: `exec:cat > ${tmp}` });
         const deadline = Date.now() + MIGRATE_TIMEOUT_MS;
         while (true) {
@@ -75,7 +85,18 @@ export class MachineState {
       await new Promise((r) => setTimeout(r, 5));
     }
     await rename(tmp, paths.state);
+    await this.ownMemoryFromNowOn(ref);
     return { kind: 'snapshot', snapshotBytes: (await stat(paths.state)).size };
+  }
+
+  /**
+   * A clone's whole RAM is in its saved state now: it resumes on anonymous RAM of the same name,
+   * needing nothing of the template's file (template-memory.ts withOwnMemory).
+   */
+  private async ownMemoryFromNowOn(ref: InstanceRef): Promise<void> {
+    const launch = await readLaunch(ref.dir).catch(() => { /* a template guest's launch.json is removed with it: nothing to rewrite */ return undefined; });
+    if (!launch?.resources || !mapsTemplateMemory(launch.argv)) return;
+    await saveLaunch(ref.dir, { ...launch, argv: withOwnMemory(launch.argv, launch.resources.memoryMB) });
   }
 
   /** Starts QEMU again on the saved state; the guest goes on where it stopped. */
@@ -96,10 +117,17 @@ export class MachineState {
    * stood still while the state was on disk) and its random pool reseeded (guests restored from
    * one template state would draw the same numbers). A guest that does not come back is ended.
    */
-  async startFrom(ref: InstanceRef, argv: string[], state: string, envdToken?: string): Promise<void> {
-    await startQemu(this.o.qemu, ref, argv, `exec:cat ${state}`);
+  async startFrom(ref: InstanceRef, argv: string[], state: string, o: { envdToken?: string; ignoreShared?: boolean } = {}): Promise<void> {
+    const envdToken = o.envdToken;
+    // A clone of a template's memory file: QEMU waits (-incoming defer) until it is told to read
+    // device state only, the RAM being the file it maps (template-memory.ts).
+    await startQemu(this.o.qemu, ref, argv, o.ignoreShared ? 'defer' : `exec:cat ${state}`);
     try {
       await withQmp(ref, async (q) => {
+        if (o.ignoreShared) {
+          await q.execute('migrate-set-capabilities', ignoreShared(true));
+          await q.execute('migrate-incoming', { uri: `exec:cat ${state}` });
+        }
         const deadline = Date.now() + MIGRATE_TIMEOUT_MS;
         while (true) {
           const s = await q.execute<{ status: string }>('query-status');
@@ -129,7 +157,7 @@ export class MachineState {
     const paths = microvmPaths(ref.dir);
     if (!existsSync(paths.state)) throw new Error(`instance ${ref.instanceId} is not paused to a file; its machine cannot be read`);
     const launch = await readLaunch(ref.dir);
-    const machine: SavedMachine = { resources: launch.resources, envdToken: this.o.envdTokenOf(ref.instanceId) };
+    const machine: SavedMachine = { resources: launch.resources, envdToken: this.o.envdTokenOf(ref.instanceId), ...(launch.memoryBackend ? { memoryBackend: true } : {}) };
     await writeFile(paths.machine, JSON.stringify(machine) + '\n', { mode: 0o600 });
     try {
       await run('tar', ['--create', `--file=${archivePath}`, '--sparse', '-C', ref.dir, 'disk.ext4', 'memory.state', 'machine.json'], { timeoutMs: 600_000 });
@@ -153,9 +181,10 @@ export class MachineState {
       throw new SvcError(409, `this snapshot holds a machine of ${want.cpuCount} CPUs and ${want.memoryMB} MB; it cannot start as ${spec.resources.cpuCount} CPUs and ${spec.resources.memoryMB} MB`);
     }
     await ensureGuestNetwork(spec.netnsPath);
-    const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec), []);
+    // A clone's state names its RAM block after the backend: it loads only into the same name.
+    const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec), [], machine.memoryBackend ? { kind: 'ram' } : undefined);
     await appendAgentLine(paths.console, `sandbox restored from a snapshot of a machine (QEMU microvm, ${this.o.accel})`);
-    await this.startFrom(spec, launch.argv, paths.state, machine.envdToken);
+    await this.startFrom(spec, launch.argv, paths.state, { envdToken: machine.envdToken });
     await rm(paths.state, { force: true });
     if (machine.envdToken && spec.address) await clearEnvdToken({ address: spec.address, accessToken: machine.envdToken });
   }

@@ -17,6 +17,7 @@ import { TemplateSnapshots, templateKey } from './template-snapshots.ts';
 import { endVolumeServers, guestVolumes, releaseVolumeBinds, startVolumeServers } from './guest-volumes.ts';
 import { microvmPaths } from './instance-files.ts';
 import { MachineState } from './machine-state.ts';
+import { sealTemplateMemory, templateMemoryUnchanged, TEMPLATE_MEMORY_FILE, type GuestMemory } from './template-memory.ts';
 import { bootEnv, bootScript, MACHINE_REVISION, writeBootFiles, writeLaunch, type LaunchSpec, type MachineOptions } from './qemu-command.ts';
 import { cpuUsageNs, endQemu, qemuPid, residentBytes, startQemu, withQmp } from './qemu-process.ts';
 
@@ -72,9 +73,14 @@ export class MicrovmDriver implements RuntimeDriver {
       }
       const key = spec.layerArchive || spec.mounts?.length ? undefined : await this.templateKeyOf(spec);
       const saved = key && this.templates.find(key);
-      if (saved) {
+      if (saved && await templateMemoryUnchanged(saved)) {
         await this.restoreTemplate(spec, saved);
         return;
+      }
+      if (key && saved) {
+        // Its memory file is not as it was sealed: clones of it would start from pages nobody saved.
+        this.o.logger.warn({ key, dir: saved }, 'a saved template guest\'s memory file changed; it is removed and made again');
+        await this.templates.discard(key);
       }
       await paths.layer.create(sandboxLimits(spec.resources).diskBytes);
       if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.layer.upper], { timeoutMs: 600_000 });
@@ -108,15 +114,17 @@ export class MicrovmDriver implements RuntimeDriver {
     const console = microvmPaths(dir).console;
     try {
       await microvmPaths(dir).layer.create(sandboxLimits(like.resources).diskBytes);
-      await this.boot({ ...like, ...ref, layerArchive: undefined, mounts: undefined });
+      // Its RAM in a file of the template's that every clone maps (template-memory.ts).
+      await this.boot({ ...like, ...ref, layerArchive: undefined, mounts: undefined }, { kind: 'template-file', path: join(dir, TEMPLATE_MEMORY_FILE), share: true });
       const deadline = Date.now() + 180_000;
       while (!/listening on 0\.0\.0\.0:49983/.test(await readFile(console, 'utf8').catch(() => { /* not written yet */ return ''; }))) {
         if (!(await qemuPid(ref))) throw new Error(`the template guest ended before its envd listened: ${await this.consoleTail(ref, 3)}`);
         if (Date.now() > deadline) throw new Error('the template guest\'s envd did not listen within 180 s');
         await new Promise((r) => setTimeout(r, 100));
       }
-      await this.pause(ref);
+      await this.machines.save(ref, { ignoreShared: true });
       await rm(microvmPaths(dir).launch, { force: true });
+      await sealTemplateMemory(dir);
     } catch (err) {
       await endQemu(ref);
       throw err;
@@ -125,17 +133,21 @@ export class MicrovmDriver implements RuntimeDriver {
     }
   }
 
-  /** A new sandbox from a saved template guest: a copy of its layer, QEMU on its state, the clock set. */
+  /**
+   * A new sandbox from a saved template guest: a copy of its layer, QEMU mapping the template's
+   * memory file copy-on-write and reading its device state only, the clock set.
+   */
   private async restoreTemplate(spec: InstanceSpec, saved: string): Promise<void> {
     const paths = microvmPaths(spec.dir);
     await mkdir(spec.dir, { recursive: true });
     await run('cp', ['--sparse=always', join(saved, 'disk.ext4'), paths.layer.image]);
     await ensureGuestNetwork(spec.netnsPath);
-    const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec.runtime), []);
+    const memory = { kind: 'template-file' as const, path: join(saved, TEMPLATE_MEMORY_FILE), share: false };
+    const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec.runtime), [], memory);
     // The saved guest's boot log is this sandbox's too: the envd now serving it printed it.
     await copyFile(join(saved, 'console.log'), paths.console).catch(() => { /* a saved guest without its log: the restore line below stands alone */ });
     await appendAgentLine(paths.console, `sandbox restored from its template's saved guest (QEMU microvm, ${this.o.accel})`);
-    await this.machines.startFrom(spec, launch.argv, join(saved, 'memory.state'));
+    await this.machines.startFrom(spec, launch.argv, join(saved, 'memory.state'), { ignoreShared: true });
   }
 
   captureMachine(ref: InstanceRef, archivePath: string): Promise<void> {
@@ -143,7 +155,7 @@ export class MicrovmDriver implements RuntimeDriver {
   }
 
   /** Places svc's files into the writable layer (through a host-side overlay, as gvisor does), then starts QEMU. */
-  private async boot(spec: InstanceSpec): Promise<void> {
+  private async boot(spec: InstanceSpec, memory?: GuestMemory): Promise<void> {
     if (!spec.rootfs.mountDir) throw new Error('microvm needs the artifact mounted to place files');
     const paths = microvmPaths(spec.dir);
     await paths.layer.ensureMounted();
@@ -161,7 +173,7 @@ export class MicrovmDriver implements RuntimeDriver {
 
     await ensureGuestNetwork(spec.netnsPath);
     await startVolumeServers(spec.dir, volumes);
-    const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec.runtime), volumes);
+    const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec.runtime), volumes, memory);
     await appendAgentLine(paths.console, existsSync(paths.console) ? 'sandbox booting again from its files' : `sandbox booting (QEMU microvm, ${this.o.accel})`);
     await startQemu(this.qemu, spec, launch.argv);
   }

@@ -7,9 +7,10 @@ import type { GuestBoot } from './guest-assets.ts';
 import { GUEST_CIDR, GUEST_GATEWAY, GUEST_MAC, GUEST_TAP } from './guest-network.ts';
 import { volumeBootFile, volumeQemuArgs, type GuestVolume } from './guest-volumes.ts';
 import { microvmPaths } from './instance-files.ts';
+import { memoryArgs, type GuestMemory } from './template-memory.ts';
 
 /** Names the machine qemuArgs builds (its devices): a saved guest of another revision is not restored. Change it with them. */
-export const MACHINE_REVISION = 'microvm-2';
+export const MACHINE_REVISION = 'microvm-3';
 
 /** The machine every guest of this node is: how QEMU runs it and what it boots. */
 export interface MachineOptions {
@@ -30,16 +31,25 @@ export interface LaunchSpec {
   resources?: InstanceSpec['resources'];
   /** Volumes over virtiofs: the guest cannot be saved (memoryPauseBlocked). */
   volumes?: boolean;
+  /** The RAM is the named backend of template-memory.ts (a template guest or a clone): a saved state of it loads only into the same. */
+  memoryBackend?: boolean;
 }
 
 /** QEMU's command line for this instance, kept in launch.json for the resume that must start the same machine. */
-export async function writeLaunch(m: MachineOptions, spec: InstanceSpec, runtimeDisk: string, volumes: GuestVolume[]): Promise<LaunchSpec> {
+export async function writeLaunch(m: MachineOptions, spec: InstanceSpec, runtimeDisk: string, volumes: GuestVolume[], memory?: GuestMemory): Promise<LaunchSpec> {
+  // Volumes bring their own shared memory backend (vhost-user needs it); they never go with a template's memory.
+  if (memory && volumes.length) throw new Error('a guest with volumes cannot map a template\'s memory');
   const launch: LaunchSpec = {
-    argv: [...qemuArgs(m, spec, runtimeDisk), ...volumeQemuArgs(volumes, spec.resources.memoryMB)],
-    resources: spec.resources, ...(volumes.length ? { volumes: true } : {}),
+    argv: [...qemuArgs(m, spec, runtimeDisk), ...volumeQemuArgs(volumes, spec.resources.memoryMB), ...memoryArgs(memory, spec.resources.memoryMB)],
+    resources: spec.resources, ...(volumes.length ? { volumes: true } : {}), ...(memory ? { memoryBackend: true } : {}),
   };
-  await writeFile(microvmPaths(spec.dir).launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
+  await saveLaunch(spec.dir, launch);
   return launch;
+}
+
+/** Writes launch.json (a pause rewrites a clone's to its own memory: template-memory.ts withOwnMemory). */
+export async function saveLaunch(dir: string, launch: LaunchSpec): Promise<void> {
+  await writeFile(microvmPaths(dir).launch, JSON.stringify(launch) + '\n', { mode: 0o600 });
 }
 
 /** The command line the instance was last started with (launch.json); a missing or torn file throws. */

@@ -9,8 +9,10 @@ import type { InstanceSpec } from '../driver.ts';
  * Guests saved once their envd was up, one per template and sandbox shape: a create with that
  * template and shape starts QEMU on the saved state instead of booting (E2B's and CubeSandbox's
  * way to create fast), then gets its identity through envd's /init as any create does. Each
- * lives in `<root>/<key>/` (the writable layer's image `disk.ext4` and `memory.state`), written
- * under a temporary name and renamed when complete; what a key covers is in `templateKey`.
+ * lives in `<root>/<key>/` (the writable layer's image `disk.ext4`, the RAM file `memory.ram`
+ * that clones map copy-on-write and its seal `memory.json`, and the device state
+ * `memory.state`: template-memory.ts), written under a temporary name and renamed when
+ * complete; what a key covers is in `templateKey`.
  */
 export class TemplateSnapshots {
   private readonly making = new Map<string, Promise<void>>();
@@ -45,6 +47,11 @@ export class TemplateSnapshots {
     this.making.set(key, job);
   }
 
+  /** Removes the saved guest of this key (its memory file is not as sealed); running clones keep their mapping. */
+  async discard(key: string): Promise<void> {
+    await rm(join(this.root, key), { recursive: true, force: true });
+  }
+
   /** Resolves when no snapshot is being made (tests, shutdown). */
   async settled(): Promise<void> {
     while (this.making.size) await Promise.all(this.making.values());
@@ -61,7 +68,8 @@ export class TemplateSnapshots {
       if (stale) await killQemuOf(dir);
       else {
         const uses = await readFile(join(dir, 'uses.json'), 'utf8').then((t) => JSON.parse(t) as string[], () => { /* no uses.json (or a torn one): the saved guest is stale */ return undefined; });
-        stale = !uses || uses.some((p) => !existsSync(p));
+        // Without a sealed memory file (memory.json) it is of the kind before clones shared it.
+        stale = !uses || uses.some((p) => !existsSync(p)) || !existsSync(join(dir, 'memory.json'));
       }
       if (stale) {
         this.logger.info({ dir }, 'removing a saved template guest that is half-made or outdated');
