@@ -94,7 +94,7 @@ export class MachineState {
    * needing nothing of the template's file (template-memory.ts withOwnMemory).
    */
   private async ownMemoryFromNowOn(ref: InstanceRef): Promise<void> {
-    const launch = await readLaunch(ref.dir).catch(() => { /* a template guest's launch.json is removed with it: nothing to rewrite */ return undefined; });
+    const launch = await readLaunch(ref.dir).catch(() => { /* no launch.json (an instance started before it was kept): nothing to rewrite, its resume says what is missing */ return undefined; });
     if (!launch?.resources || !mapsTemplateMemory(launch.argv)) return;
     await saveLaunch(ref.dir, { ...launch, argv: withOwnMemory(launch.argv, launch.resources.memoryMB) });
   }
