@@ -11,6 +11,9 @@
  *   clones   creates from the template's memory file for 256 MB and 1 GB guests, PSS per idle
  *            clone with --clones of them running, the memory file's checksum after, and two
  *            clones drawing random numbers at once (docs/runtimes.md)
+ *   pool     creates that take a clone parked in the warm pool (its device state read at the
+ *            hand-out), and what a parked clone's QEMU holds meanwhile (a node agent of its own)
+ * The other rows run with no warm pool, so that each create does what its row says.
  *
  *   node --import tsx bench/microvm.ts [--n 5] [--clones 6]
  * Run as root. Prints a table and writes bench/results/microvm.json.
@@ -25,6 +28,7 @@ import { run } from '../packages/node-agent/src/host/exec.ts';
 import { DEFAULT_GUEST_KERNEL_DIR, ensureGuestBoot, hostTscKhz } from '../packages/node-agent/src/runtime/microvm/guest-assets.ts';
 import { numberArg } from './lib/args.ts';
 import { measureClones, type CloneFigures } from './lib/microvm-clones.ts';
+import { measurePool, type PoolFigures } from './lib/microvm-pool.ts';
 import { printTable, stat, timed, writeResult, type Stat } from './lib/stats.ts';
 import { mkdtemp, rm, stat as fileStat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -48,7 +52,9 @@ async function main(): Promise<void> {
   const server = await serveFiles({ '/a.ext4': image });
   const envd = await envdForTests(dir);
   const cfg = defaultConfig(dir);
-  cfg.node_agent = { ...cfg.node_agent, runtime: 'microvm', listen: '127.0.0.1:0', address_pool: POOL, state_dir: join(dir, 'state') };
+  cfg.node_agent = { ...cfg.node_agent, runtime: 'microvm', listen: '127.0.0.1:0', address_pool: POOL, state_dir: join(dir, 'state'), warm_pool_size: 0, warm_pool_initial: 0 };
+  // The warm pool's shape is the requests' (measurePool).
+  cfg.svclet_conf = { ...cfg.svclet_conf, default_cpu_count: 1, default_memory_mb: MEMORY_MB, default_disk_size_mb: 512 };
   const agent = await startNodeAgent(cfg, { logger: silentLogger(), masterAddr: '', envdBundle: envd.path, livenessIntervalMs: 600_000 });
   const client = new NodeAgentClient(agent.url);
   const accel = (await readFile('/var/cache/svc/microvm-kvm.json', 'utf8').then((t) => (JSON.parse(t) as { boots: boolean }).boots, () => { /* no KVM probe result: the figures are TCG's */ return false; })) ? 'kvm' : 'tcg';
@@ -66,6 +72,7 @@ async function main(): Promise<void> {
   const guestUsed: number[] = [];
   const snapshotMB: number[] = [];
   let clones: CloneFigures | undefined;
+  let pool: PoolFigures | undefined;
   try {
     await client.deleteSandbox((await client.createSandbox(request())).sandboxId); // the artifact's download and mount, once
     for (let i = 0; i < N; i++) {
@@ -94,6 +101,10 @@ async function main(): Promise<void> {
     clones = await measureClones({ agent, client, request, templatesDir, sizesMB: [MEMORY_MB, 1024], n: N, clones: CLONES });
   } finally {
     await agent.close({ destroySandboxes: true });
+  }
+  try {
+    pool = await measurePool({ cfg, dir, envdBundle: envd.path, request: () => request(), n: N });
+  } finally {
     await server.close();
   }
 
@@ -125,6 +136,11 @@ async function main(): Promise<void> {
     rows[`QEMU PSS per idle clone, ${clones.clones} clones of ${MEMORY_MB} MB, MB`] = clones.pssMB;
     rows['of which the clone\'s own pages (private), MB'] = clones.privateMB;
   }
+  if (pool) {
+    rows[`create from the warm pool: a parked clone handed out (${accel}), ms`] = pool.createMs;
+    rows['a parked clone\'s QEMU, resident, MB'] = pool.parkedRssMB;
+    rows['a parked clone\'s QEMU, PSS, MB'] = pool.parkedPssMB;
+  }
   printTable(`microvm runtime (${accel}${accel === 'tcg' ? ': software emulation, no KVM on this host' : ''}), n=${N}`, rows);
   const overhead = stat(rss.map((r, i) => r - guestUsed[i]!));
   console.log(`QEMU memory above the guest's memory in use: p50 ${overhead.p50.toFixed(1)} MB (goal on KVM: at most 30 MB)`);
@@ -139,11 +155,13 @@ async function main(): Promise<void> {
       pssAboveOwnMB: Math.round((clones.pssMB.p50 - clones.privateMB.p50) * 10) / 10,
       checksumUnchanged: clones.checksumUnchanged,
       randomDiffers: clones.randomDiffers,
+      ...(pool ? { poolOverFullRestore: Math.round((pool.createMs.p50 / resume) * 100) / 100 } : {}),
     };
     console.log(`create from the memory file, 1024 MB over ${MEMORY_MB} MB guest: ${goals.largeOverSmall}× (goal: at most 1.2×)`);
     // The resume reads a full saved state as every create from a template did before clones shared its file.
     console.log(`create from the memory file over a full-state restore (the resume, same run): ${goals.createOverFullRestore}× (goal: at most 0.3×)`);
     console.log(`PSS per idle clone p50 ${clones.pssMB.p50} MB (${goals.pssAboveOwnMB} MB above its own pages; TCG goal: at most half of 195 MB)`);
+    if (pool) console.log(`create from the warm pool p50 ${pool.createMs.p50} ms: ${goals.poolOverFullRestore}× the full-state restore (KVM goal: at most 50 ms)`);
     console.log(`template memory file checksum after ${clones.clones} clones and their kills: ${clones.checksumUnchanged ? 'unchanged' : 'CHANGED'}; two clones drawing random numbers at once: ${clones.randomDiffers ? 'different' : 'THE SAME'}`);
   }
   console.log(`written ${writeResult('microvm', { accel, n: N, memoryMB: MEMORY_MB, rows, overheadMB: overhead, goals })}`);

@@ -8,7 +8,8 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Sandbox } from 'e2b';
 import { Sandbox as SvcSandbox } from '@svc/sdk';
 import { startPlatform, useE2bEnv, diagnoseFailures, waitFor, type RunningPlatform } from './harness.ts';
@@ -34,6 +35,18 @@ function qemuProcesses(dataDir: string): string[] {
   }
 }
 
+/** The instance directory of a sandbox on the platform's node (its QEMU's command line names it). */
+function instanceDirOf(dataDir: string, sandboxId: string): string {
+  const instances = join(dataDir, 'node', 'instances');
+  const dir = readdirSync(instances).map((id) => join(instances, id))
+    .find((d) => (JSON.parse(readFileSync(join(d, 'record.json'), 'utf8')) as { sandboxId?: string }).sandboxId === sandboxId);
+  assert.ok(dir, `no instance of ${sandboxId} under ${instances}`);
+  return dir;
+}
+
+/** The QEMU processes of one sandbox: the warm pool's parked clones run QEMU too. */
+const sandboxQemu = (dataDir: string, instanceDir: string) => qemuProcesses(dataDir).filter((l) => l.includes(`${instanceDir}/`));
+
 async function viaProxy(sandboxId: string, port: number): Promise<{ status: number; body: string }> {
   const res = await fetch(`${p!.sandboxUrl}/`, { headers: { 'E2b-Sandbox-Id': sandboxId, 'E2b-Sandbox-Port': String(port) }, signal: AbortSignal.timeout(10_000) });
   return { status: res.status, body: await res.text() };
@@ -44,7 +57,8 @@ test('the e2b SDK on microvm sandboxes: create, commands, files, pause to disk, 
   const sbx = await Sandbox.create({ timeoutMs: 600_000 });
   const info = await sbx.getInfo();
   assert.equal(info.sandboxId, sbx.sandboxId);
-  assert.equal(qemuProcesses(p!.dataDir).length, 1);
+  const instanceDir = instanceDirOf(p!.dataDir, sbx.sandboxId);
+  assert.equal(sandboxQemu(p!.dataDir, instanceDir).length, 1);
   const detail = await fetch(`${p!.apiUrl}/sandboxes/${sbx.sandboxId}`, { headers: { 'X-API-Key': p!.apiKey } }).then((r) => r.json() as Promise<{ runtime?: string }>);
   assert.equal(detail.runtime, 'microvm', 'its info says which runtime runs it');
 
@@ -72,11 +86,11 @@ test('the e2b SDK on microvm sandboxes: create, commands, files, pause to disk, 
 
   // Pause writes the machine to disk and ends QEMU: nothing of the sandbox runs.
   await sbx.betaPause();
-  assert.deepEqual(qemuProcesses(p!.dataDir), [], 'a paused microvm sandbox leaves no QEMU process');
+  assert.deepEqual(sandboxQemu(p!.dataDir, instanceDir), [], 'a paused microvm sandbox leaves no QEMU process');
   assert.equal((await sbx.getInfo()).state, 'paused');
 
   const back = await Sandbox.connect(sbx.sandboxId);
-  assert.equal(qemuProcesses(p!.dataDir).length, 1);
+  assert.equal(sandboxQemu(p!.dataDir, instanceDir).length, 1);
   assert.equal(await back.files.read('/home/user/notes.txt'), 'kept across the pause');
   const r = await viaProxy(sbx.sandboxId, 8000);
   assert.equal(r.status, 200);
@@ -86,7 +100,7 @@ test('the e2b SDK on microvm sandboxes: create, commands, files, pause to disk, 
   await waitFor('the counter to move on', async () => (Number((await back.commands.run('cat /tmp/count')).stdout) > now ? true : undefined));
 
   await back.kill();
-  assert.deepEqual(qemuProcesses(p!.dataDir), []);
+  assert.deepEqual(sandboxQemu(p!.dataDir, instanceDir), []);
   assert.equal(await Sandbox.connect(sbx.sandboxId).then(() => 'connected', (e: Error) => e.name), 'SandboxNotFoundError');
 });
 

@@ -138,10 +138,10 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
 
   const report = await reconcile({ logger, drivers, records, names, firewall, addresses, launcher });
   const sc = cfg.svclet_conf;
-  // A microvm guest holds its whole RAM while it waits: the warm pool is gvisor's alone (docs/runtimes.md).
-  const warmPool = drivers.find('gvisor')
-    ? { warmPoolSize: nc.warm_pool_size, warmPoolInitial: warmPoolStart(nc), warmPoolMax: nc.warm_pool_max, warmRuntime: 'gvisor' as const }
-    : { warmPoolSize: 0, warmPoolInitial: 0, warmPoolMax: 0 };
+  // Warm sandboxes run on the node's default runtime: booted gVisor sandboxes, or microvm clones
+  // parked on their template's memory file, which hold no guest page while they wait
+  // (docs/runtimes.md, "The warm pool of parked clones").
+  const warmPool = { warmPoolSize: nc.warm_pool_size, warmPoolInitial: warmPoolStart(nc), warmPoolMax: nc.warm_pool_max, warmRuntime: drivers.default.kind };
   const sandboxes = new NodeSandboxes({
     logger, launcher, drivers, artifacts, layers, execInputs, firewall, records, capacity, releaseRatio: ratio, memoryQuotaMB,
     hosts: new HostLearner(parseEgressResolve(cfg.egress.resolve), logger),

@@ -80,8 +80,15 @@ export interface RuntimeDriver {
   readonly pauseKinds: PauseKind[];
   /** 'directory': give create a mounted rootfs; 'image': the ext4 image is enough. */
   readonly rootfsInput: 'directory' | 'image';
-  /** Boots the instance; returns once its PID 1 runs. Leaves nothing behind when it throws. */
-  create(spec: InstanceSpec): Promise<void>;
+  /**
+   * Boots the instance; returns once its PID 1 runs, or, for a `background` instance where the
+   * runtime can, 'parked': everything is in place but the guest does not run until `unpark`
+   * (microvm: QEMU mapped on its template's memory file, waiting for its device state). Leaves
+   * nothing behind when it throws.
+   */
+  create(spec: InstanceSpec): Promise<void | 'parked'>;
+  /** Lets a parked instance run; resolves once its PID 1 runs again (envd answers soon after). */
+  unpark?(ref: InstanceRef): Promise<void>;
   /** Stops it and releases everything the driver holds for it (paused or not, never resuming). */
   destroy(ref: InstanceRef): Promise<void>;
   pause(ref: InstanceRef): Promise<PauseResult>;

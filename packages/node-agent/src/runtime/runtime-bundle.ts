@@ -33,6 +33,9 @@ export const SANDBOX_SUDO = `${SANDBOX_RUNTIME_DIR}/bin/svc-sudo`;
 /** Where envd finds its spawner (static, packages/envd/native/spawner.c). */
 export const SANDBOX_SPAWNER = `${SANDBOX_RUNTIME_DIR}/bin/svc-spawner`;
 
+/** With it set to 1 in PID 1's environment, envd runs one command at boot (packages/envd/src/warm-up.ts): warm sandboxes have it. */
+export const ENVD_WARM_UP_ENV = 'SVC_ENVD_WARMUP';
+
 /** The host's init for sandboxes (Debian's dumb-init package). */
 export const SANDBOX_INIT = '/usr/bin/dumb-init';
 

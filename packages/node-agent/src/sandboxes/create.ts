@@ -73,7 +73,7 @@ export class SandboxCreator {
         const resources = { cpuCount: req.cpuCount, memoryMB: req.memoryMB, diskSizeMB: req.diskSizeMB };
         // A warm sandbox booted with an empty writable layer and no volumes: one from a captured
         // layer, or with volumes (bound at boot), starts cold.
-        const warm = req.layer || req.volumes?.length || driver.kind !== this.d.warmRuntime ? undefined : await this.fromWarmPool(req, resources, policy);
+        const warm = req.layer || req.volumes?.length || driver.kind !== this.d.warmRuntime ? undefined : await this.fromWarmPool(req, resources, policy, signal);
         const { inst, flips } = warm ? { inst: warm, flips: [] } : await this.startCold(req, { resources, policy, signal, runtime: driver.kind });
         this.table.set(req.sandboxId, inst);
         this.d.logger.info({ sandboxId: req.sandboxId, ms: Date.now() - started, fromWarmPool: !!inst.record.fromWarmPool }, 'sandbox created');
@@ -125,10 +125,12 @@ export class SandboxCreator {
     return { inst: launched, flips };
   }
 
-  private async fromWarmPool(req: CreateSandboxOnNode, resources: InstanceResources, policy: EgressPolicy): Promise<Instance | undefined> {
+  private async fromWarmPool(req: CreateSandboxOnNode, resources: InstanceResources, policy: EgressPolicy, signal: AbortSignal): Promise<Instance | undefined> {
     const inst = await this.pool.take(req.artifact.artifactId, resources, req.templateId);
     if (!inst) return undefined;
     try {
+      // A parked microvm clone reads its device state now: /init needs its envd.
+      await this.d.launcher.unpark(inst, signal);
       await Promise.all([
         samePolicy(inst.record.policy, policy) ? undefined : this.d.firewall.update(inst.record.instanceId, policy),
         personalise(inst, req),

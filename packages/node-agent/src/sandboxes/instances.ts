@@ -97,13 +97,15 @@ export class InstanceLauncher {
       for (const r of [bundle, mountDir, link]) if (r.status === 'rejected') throw r.reason;
       mark('prepared');
       req.signal.throwIfAborted();
-      await driver.create({
+      const created = await driver.create({
         ...this.specOf(inst, (bundle as PromiseFulfilledResult<RuntimeBundle>).value, (mountDir as PromiseFulfilledResult<string | undefined>).value, req.env),
         ...(req.layerArchive ? { layerArchive: req.layerArchive, layerContents: req.layerContents ?? 'filesystem' } : {}),
         background: req.role === 'warm',
       });
       mark('booted');
-      await waitForEnvd(record.address, req.signal);
+      // A parked guest does not run yet: its envd answers once the hand-out unparks it.
+      if (created === 'parked') record.parked = true;
+      else await waitForEnvd(record.address, req.signal);
       mark('envd');
       record.phase = 'running';
       await this.d.records.save(record);
@@ -143,6 +145,16 @@ export class InstanceLauncher {
       resources: { cpuCount: r.cpuCount, memoryMB: r.memoryMB, diskSizeMB: r.diskSizeMB }, env, hostname: 'sandbox', files: this.d.files,
       ...(r.volumes?.length && !r.volumesDetached ? { mounts: r.volumes.map((v) => ({ hostPath: v.hostPath, path: v.path, readOnly: v.readOnly })) } : {}),
     };
+  }
+
+  /** Runs a parked warm instance (RuntimeDriver.unpark) until its envd answers; a no-op for one that runs. */
+  async unpark(inst: Instance, signal: AbortSignal): Promise<void> {
+    if (!inst.record.parked) return;
+    const driver = this.d.drivers.of(inst.record);
+    if (!driver.unpark) throw new Error(`the ${driver.kind} runtime parked instance ${inst.record.instanceId} but cannot unpark it`);
+    await driver.unpark(inst.ref);
+    await waitForEnvd(inst.record.address, signal);
+    inst.record.parked = false;
   }
 
   /** A warm instance handed out: from now on it weighs as much as any sandbox. */

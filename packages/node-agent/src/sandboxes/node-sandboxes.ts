@@ -10,6 +10,7 @@ import type { Firewall } from '../network/firewall.ts';
 import type { HostLearner } from '../network/host-learner.ts';
 import type { ExecOutput, InstanceResources } from '../runtime/driver.ts';
 import type { RuntimeDrivers } from '../runtime/drivers.ts';
+import { ENVD_WARM_UP_ENV } from '../runtime/runtime-bundle.ts';
 import type { VolumeAttachments } from '../volumes/attachments.ts';
 import { usedMemoryMB } from './admission.ts';
 import { SandboxCapture } from './capture.ts';
@@ -93,7 +94,7 @@ export class NodeSandboxes {
         // Only envd runs in a warm sandbox until it is handed out, so it can wait with the
         // policy most creates ask for: then the hand-out needs no firewall change at all.
         // envd runs one command at boot, so that a user's first is not the first (packages/envd/src/warm-up.ts).
-        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: { SVC_ENVD_WARMUP: '1' }, policy: DEFAULT_POLICY, metadata: {}, runtime: d.warmRuntime,
+        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: { [ENVD_WARM_UP_ENV]: '1' }, policy: DEFAULT_POLICY, metadata: {}, runtime: d.warmRuntime,
         signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
       }),
       destroy: (inst) => d.launcher.teardown(inst),

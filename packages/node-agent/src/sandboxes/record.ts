@@ -38,6 +38,8 @@ export interface InstanceRecord {
   envdAccessToken?: string;
   startedAt: string;
   fromWarmPool?: boolean;
+  /** A warm instance whose runtime started it without running it (RuntimeDriver.create 'parked'); the hand-out runs it. */
+  parked?: boolean;
   pauseKind?: PauseKind;
   pausedAt?: string;
   snapshotBytes?: number;

@@ -113,18 +113,36 @@ export class MachineState {
   }
 
   /**
-   * QEMU on a saved state until the guest runs, then the guest's clock set to the host's (it
-   * stood still while the state was on disk) and its random pool reseeded (guests restored from
-   * one template state would draw the same numbers). A guest that does not come back is ended.
+   * QEMU on a saved state until the guest runs (continueFrom). A clone of a template's memory
+   * file (`ignoreShared`) waits first (startWaiting) and then reads device state only.
    */
   async startFrom(ref: InstanceRef, argv: string[], state: string, o: { envdToken?: string; ignoreShared?: boolean } = {}): Promise<void> {
+    if (o.ignoreShared) await this.startWaiting(ref, argv);
+    else await startQemu(this.o.qemu, ref, argv, `exec:cat ${state}`);
+    await this.continueFrom(ref, state, { envdToken: o.envdToken, waiting: o.ignoreShared });
+  }
+
+  /**
+   * A clone's QEMU, mapping its template's memory file, started with `-incoming defer`: it holds
+   * no guest page and runs nothing until continueFrom tells it to read its device state
+   * (template-memory.ts; a warm clone waits like this in the pool).
+   */
+  startWaiting(ref: InstanceRef, argv: string[]): Promise<void> {
+    return startQemu(this.o.qemu, ref, argv, 'defer');
+  }
+
+  /**
+   * The guest's saved state loaded until the guest runs (`waiting`: QEMU was started by
+   * startWaiting and reads device state only now), then its clock set to the host's (it stood
+   * still while the state was on disk) and its random pool reseeded (guests restored from one
+   * template state would draw the same numbers). A guest that does not come back is ended.
+   */
+  async continueFrom(ref: InstanceRef, state: string, o: { envdToken?: string; waiting?: boolean } = {}): Promise<void> {
     const envdToken = o.envdToken;
-    // A clone of a template's memory file: QEMU waits (-incoming defer) until it is told to read
-    // device state only, the RAM being the file it maps (template-memory.ts).
-    await startQemu(this.o.qemu, ref, argv, o.ignoreShared ? 'defer' : `exec:cat ${state}`);
+    const started = Date.now();
     try {
       await withQmp(ref, async (q) => {
-        if (o.ignoreShared) {
+        if (o.waiting) {
           await q.execute('migrate-set-capabilities', ignoreShared(true));
           await q.execute('migrate-incoming', { uri: `exec:cat ${state}` });
         }
@@ -142,11 +160,15 @@ export class MachineState {
       await endQemu(ref);
       throw err;
     }
+    const loadedMs = Date.now() - started;
     // svc-sudo sets the clock and reseeds the kernel's random pool (packages/node-agent/native/sudo.c).
     const renew = [SANDBOX_SUDO, '--after-restore', String(Date.now()), randomBytes(64).toString('hex')];
     const set = await (envdToken && ref.address ? execThroughEnvd({ address: ref.address, accessToken: envdToken }, renew, { timeoutMs: 10_000 }) : this.o.exec(ref, renew, { timeoutMs: 10_000 }))
       .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
     if (set.code !== 0) this.o.logger.warn({ instanceId: ref.instanceId, err: set.stderr.trim() }, 'the guest clock and random pool could not be renewed after a restore');
+    // Under TCG the renewal, the first command after a restore, costs most of it: QEMU translates
+    // every guest code path afresh (docs/runtimes.md, "Measured").
+    this.o.logger.debug({ instanceId: ref.instanceId, loadedMs, renewedMs: Date.now() - started - loadedMs, deviceStateOnly: !!o.waiting }, 'guest restored');
   }
 
   /**

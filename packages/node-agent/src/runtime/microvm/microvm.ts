@@ -18,8 +18,12 @@ import { endVolumeServers, guestVolumes, releaseVolumeBinds, startVolumeServers 
 import { microvmPaths } from './instance-files.ts';
 import { MachineState } from './machine-state.ts';
 import { sealTemplateMemory, templateMemoryUnchanged, TEMPLATE_MEMORY_FILE, type GuestMemory } from './template-memory.ts';
+import { ENVD_WARM_UP_ENV } from '../runtime-bundle.ts';
 import { bootEnv, bootScript, MACHINE_REVISION, writeBootFiles, writeLaunch, type LaunchSpec, type MachineOptions } from './qemu-command.ts';
 import { cpuUsageNs, endQemu, qemuPid, residentBytes, startQemu, withQmp } from './qemu-process.ts';
+
+/** How long warm starts leave a template whose saved guest failed to be made before they boot one again. */
+const SAVED_GUEST_RETRY_MS = 600_000;
 
 export interface MicrovmOptions extends MachineOptions {
   logger: Logger;
@@ -51,6 +55,11 @@ export class MicrovmDriver implements RuntimeDriver {
   private readonly qemu: string;
   readonly templates: TemplateSnapshots;
   private readonly machines: MachineState;
+  /**
+   * Parked clones' device state, by instance id. Only this process's: an agent that restarts
+   * tears warm instances down (reconcile.ts), parked ones with them.
+   */
+  private readonly parked = new Map<string, string>();
 
   constructor(private readonly o: MicrovmOptions) {
     this.qemu = o.qemuPath ?? 'qemu-system-x86_64';
@@ -62,9 +71,11 @@ export class MicrovmDriver implements RuntimeDriver {
 
   /**
    * Restores the template's saved guest when there is one for this template and shape, else
-   * boots cold and has the saved guest made in the background for the next create.
+   * boots cold and has the saved guest made in the background for the next create. A warm
+   * (`background`) instance is a parked clone instead: QEMU waiting on the template's memory
+   * file, the saved guest made first when there is none (parkClone).
    */
-  async create(spec: InstanceSpec): Promise<void> {
+  async create(spec: InstanceSpec): Promise<void | 'parked'> {
     const paths = microvmPaths(spec.dir);
     try {
       if (spec.layerArchive && spec.layerContents === 'memory') {
@@ -72,34 +83,66 @@ export class MicrovmDriver implements RuntimeDriver {
         return;
       }
       const key = spec.layerArchive || spec.mounts?.length ? undefined : await this.templateKeyOf(spec);
-      const saved = key && this.templates.find(key);
-      if (saved && await templateMemoryUnchanged(saved)) {
+      const saved = key && await this.savedGuest(key, spec.background ? spec : undefined);
+      if (saved && spec.background) {
+        await this.parkClone(spec, saved);
+        return 'parked';
+      }
+      if (saved) {
         await this.restoreTemplate(spec, saved);
         return;
-      }
-      if (key && saved) {
-        // Its memory file is not as it was sealed: clones of it would start from pages nobody saved.
-        this.o.logger.warn({ key, dir: saved }, 'a saved template guest\'s memory file changed; it is removed and made again');
-        await this.templates.discard(key);
       }
       await paths.layer.create(sandboxLimits(spec.resources).diskBytes);
       if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.layer.upper], { timeoutMs: 600_000 });
       await this.boot(spec);
-      if (key) {
-        const uses = [spec.rootfs.imagePath, await this.o.runtimeDisk(spec.runtime), this.o.guest.kernel, this.o.guest.initrd];
-        this.templates.makeSoon(key, uses, (dir) => this.makeTemplate(spec, dir));
-      }
+      if (key) this.templates.makeSoon(key, await this.usesOf(spec), (dir) => this.makeTemplate(spec, dir));
     } catch (err) {
+      this.parked.delete(spec.instanceId);
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
       throw err;
     }
   }
 
+  /**
+   * The saved guest of `key` whose memory file is as it was sealed (one that is not is removed:
+   * clones of it would start from pages nobody saved). `makeFor`: a warm start, which waits for
+   * the saved guest to be made when there is none, rather than holding a booted guest's whole
+   * RAM in the pool (docs/runtimes.md, "The warm pool of parked clones").
+   */
+  private async savedGuest(key: string, makeFor?: InstanceSpec): Promise<string | undefined> {
+    let saved = this.templates.find(key);
+    if (saved && !(await templateMemoryUnchanged(saved))) {
+      this.o.logger.warn({ key, dir: saved }, 'a saved template guest\'s memory file changed; it is removed and made again');
+      await this.templates.discard(key);
+      saved = undefined;
+    }
+    if (saved || !makeFor) return saved;
+    // A guest that failed to be saved is not booted again for every warm start (the pool retries
+    // each 30 s): a cold create tries again, as before clones had a pool.
+    const failed = this.templates.lastFailure(key);
+    if (failed && Date.now() - failed < SAVED_GUEST_RETRY_MS) throw new Error(`the template's saved guest could not be made at ${new Date(failed).toISOString()}; warm clones wait until a create makes it`);
+    this.templates.makeSoon(key, await this.usesOf(makeFor), (dir) => this.makeTemplate(makeFor, dir));
+    await this.templates.made(key);
+    saved = this.templates.find(key);
+    if (!saved) throw new Error('the template\'s saved guest could not be made, so no warm clone can wait on it (the agent\'s log says why)');
+    return saved;
+  }
+
+  /** What a saved guest is made of: when one of them is gone, the saved guest is stale (TemplateSnapshots.sweep). */
+  private async usesOf(spec: InstanceSpec): Promise<string[]> {
+    return [spec.rootfs.imagePath, await this.o.runtimeDisk(spec.runtime), this.o.guest.kernel, this.o.guest.initrd];
+  }
+
+  /**
+   * Warm and cold creates of one template and shape share one saved guest: the warm-up variable
+   * is left out of the key, and the template guest always runs envd's warm-up (makeTemplate).
+   */
   private async templateKeyOf(spec: InstanceSpec): Promise<string> {
     const image = await stat(spec.rootfs.imagePath);
+    const { [ENVD_WARM_UP_ENV]: _warmUp, ...env } = spec.env;
     return templateKey(spec, {
       runtimeDisk: await this.o.runtimeDisk(spec.runtime), kernel: this.o.guest.kernel, initrd: this.o.guest.initrd, accel: this.o.accel,
-      imageStamp: `${image.size}:${image.mtimeMs}`, bootScript: bootScript(bootEnv(spec), spec.runtime.initArgs), machine: MACHINE_REVISION,
+      imageStamp: `${image.size}:${image.mtimeMs}`, bootScript: bootScript(bootEnv({ ...spec, env }), spec.runtime.initArgs), machine: MACHINE_REVISION,
     });
   }
 
@@ -114,14 +157,13 @@ export class MicrovmDriver implements RuntimeDriver {
     const console = microvmPaths(dir).console;
     try {
       await microvmPaths(dir).layer.create(sandboxLimits(like.resources).diskBytes);
-      // Its RAM in a file of the template's that every clone maps (template-memory.ts).
-      await this.boot({ ...like, ...ref, layerArchive: undefined, mounts: undefined }, { kind: 'template-file', path: join(dir, TEMPLATE_MEMORY_FILE), share: true });
-      const deadline = Date.now() + 180_000;
-      while (!/listening on 0\.0\.0\.0:49983/.test(await readFile(console, 'utf8').catch(() => { /* not written yet */ return ''; }))) {
-        if (!(await qemuPid(ref))) throw new Error(`the template guest ended before its envd listened: ${await this.consoleTail(ref, 3)}`);
-        if (Date.now() > deadline) throw new Error('the template guest\'s envd did not listen within 180 s');
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      // Its RAM in a file of the template's that every clone maps (template-memory.ts). Its envd
+      // runs one command before the save, so that no clone's first command is its first
+      // (packages/envd/src/warm-up.ts), whether a warm or a cold create restores it.
+      const env = { ...like.env, [ENVD_WARM_UP_ENV]: '1' };
+      await this.boot({ ...like, ...ref, env, layerArchive: undefined, mounts: undefined }, { kind: 'template-file', path: join(dir, TEMPLATE_MEMORY_FILE), share: true });
+      await this.untilConsoleSays(ref, /listening on 0\.0\.0\.0:49983/, 'its envd listened', 180_000);
+      await this.untilConsoleSays(ref, /warm-up command done/, 'its envd\'s warm-up command ended', 60_000);
       await this.machines.save(ref, { ignoreShared: true });
       await rm(microvmPaths(dir).launch, { force: true });
       await sealTemplateMemory(dir);
@@ -133,21 +175,55 @@ export class MicrovmDriver implements RuntimeDriver {
     }
   }
 
+  /** Waits until the console of a guest being made says `what` (envd's log lines go there: the scratch namespace is not reachable from here). */
+  private async untilConsoleSays(ref: InstanceRef, line: RegExp, what: string, limitMs: number): Promise<void> {
+    const deadline = Date.now() + limitMs;
+    while (!line.test(await readFile(microvmPaths(ref.dir).console, 'utf8').catch(() => { /* not written yet */ return ''; }))) {
+      if (!(await qemuPid(ref))) throw new Error(`the template guest ended before ${what}: ${await this.consoleTail(ref, 3)}`);
+      if (Date.now() > deadline) throw new Error(`the template guest: not ${what} within ${limitMs / 1000} s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   /**
    * A new sandbox from a saved template guest: a copy of its layer, QEMU mapping the template's
    * memory file copy-on-write and reading its device state only, the clock set.
    */
   private async restoreTemplate(spec: InstanceSpec, saved: string): Promise<void> {
+    const argv = await this.prepareClone(spec, saved, 'sandbox restored from its template\'s saved guest');
+    await this.machines.startFrom(spec, argv, join(saved, 'memory.state'), { ignoreShared: true });
+  }
+
+  /**
+   * A warm clone: everything restoreTemplate does but reading the device state, which unpark
+   * does at the hand-out. Its QEMU holds no guest page meanwhile (machine-state.ts startWaiting).
+   */
+  private async parkClone(spec: InstanceSpec, saved: string): Promise<void> {
+    const argv = await this.prepareClone(spec, saved, 'warm sandbox waiting on its template\'s saved guest');
+    this.parked.set(spec.instanceId, join(saved, 'memory.state'));
+    await this.machines.startWaiting(spec, argv);
+  }
+
+  async unpark(ref: InstanceRef): Promise<void> {
+    const state = this.parked.get(ref.instanceId);
+    if (!state) throw new Error(`instance ${ref.instanceId} is not a parked clone of this agent's`);
+    this.parked.delete(ref.instanceId);
+    await appendAgentLine(microvmPaths(ref.dir).console, 'warm sandbox handed out: its device state read, the guest runs');
+    await this.machines.continueFrom(ref, state, { waiting: true });
+  }
+
+  /** A clone's layer (a copy of the saved guest's), network and launch; the saved guest's boot log is its console's start. */
+  private async prepareClone(spec: InstanceSpec, saved: string, line: string): Promise<string[]> {
     const paths = microvmPaths(spec.dir);
     await mkdir(spec.dir, { recursive: true });
     await run('cp', ['--sparse=always', join(saved, 'disk.ext4'), paths.layer.image]);
     await ensureGuestNetwork(spec.netnsPath);
     const memory = { kind: 'template-file' as const, path: join(saved, TEMPLATE_MEMORY_FILE), share: false };
     const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec.runtime), [], memory);
-    // The saved guest's boot log is this sandbox's too: the envd now serving it printed it.
-    await copyFile(join(saved, 'console.log'), paths.console).catch(() => { /* a saved guest without its log: the restore line below stands alone */ });
-    await appendAgentLine(paths.console, `sandbox restored from its template's saved guest (QEMU microvm, ${this.o.accel})`);
-    await this.machines.startFrom(spec, launch.argv, join(saved, 'memory.state'), { ignoreShared: true });
+    // The envd now serving it printed that log.
+    await copyFile(join(saved, 'console.log'), paths.console).catch(() => { /* a saved guest without its log: the line below stands alone */ });
+    await appendAgentLine(paths.console, `${line} (QEMU microvm, ${this.o.accel})`);
+    return launch.argv;
   }
 
   captureMachine(ref: InstanceRef, archivePath: string): Promise<void> {
@@ -179,6 +255,7 @@ export class MicrovmDriver implements RuntimeDriver {
   }
 
   async destroy(ref: InstanceRef): Promise<void> {
+    this.parked.delete(ref.instanceId);
     // The read-only binds lead into volumes: down before the directory is removed.
     await this.endProcesses(ref);
     const paths = microvmPaths(ref.dir);

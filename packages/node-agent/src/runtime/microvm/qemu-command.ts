@@ -9,8 +9,11 @@ import { volumeBootFile, volumeQemuArgs, type GuestVolume } from './guest-volume
 import { microvmPaths } from './instance-files.ts';
 import { memoryArgs, type GuestMemory } from './template-memory.ts';
 
-/** Names the machine qemuArgs builds (its devices): a saved guest of another revision is not restored. Change it with them. */
-export const MACHINE_REVISION = 'microvm-3';
+/**
+ * Names the machine qemuArgs builds (its devices) and what a saved guest holds: one of another
+ * revision is not restored. Change it with them (microvm-4: the template guest ran envd's warm-up).
+ */
+export const MACHINE_REVISION = 'microvm-4';
 
 /** The machine every guest of this node is: how QEMU runs it and what it boots. */
 export interface MachineOptions {

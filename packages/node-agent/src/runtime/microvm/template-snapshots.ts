@@ -16,6 +16,8 @@ import type { InstanceSpec } from '../driver.ts';
  */
 export class TemplateSnapshots {
   private readonly making = new Map<string, Promise<void>>();
+  /** When the last try to make each key's saved guest failed. */
+  private readonly failedAt = new Map<string, number>();
 
   constructor(private readonly root: string, private readonly logger: Logger) {}
 
@@ -40,11 +42,22 @@ export class TemplateSnapshots {
         await rename(tmp, join(this.root, key));
         this.logger.info({ key, ms: Date.now() - started }, 'template snapshot saved: creates of this template and shape restore it');
       } catch (err) {
+        this.failedAt.set(key, Date.now());
         this.logger.warn({ key, err: (err as Error).message }, 'template snapshot could not be made; creates boot cold');
         await rm(tmp, { recursive: true, force: true });
       }
     })().finally(() => this.making.delete(key));
     this.making.set(key, job);
+  }
+
+  /** When the last try to make the saved guest of `key` failed, if one did since the agent started. */
+  lastFailure(key: string): number | undefined {
+    return this.failedAt.get(key);
+  }
+
+  /** Resolves when the saved guest of `key` being made (if it is) is made or has failed (find says which). */
+  async made(key: string): Promise<void> {
+    await this.making.get(key);
   }
 
   /** Removes the saved guest of this key (its memory file is not as sealed); running clones keep their mapping. */
