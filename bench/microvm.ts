@@ -15,7 +15,8 @@
  *            hand-out), and what a parked clone's QEMU holds meanwhile (a node agent of its own)
  * The other rows run with no warm pool, so that each create does what its row says.
  *
- *   node --import tsx bench/microvm.ts [--n 5] [--clones 6]
+ *   node --import tsx bench/microvm.ts [--n 5] [--clones 6] [--qemu qemu-system-x86_64] [--out microvm]
+ * --qemu runs another QEMU (node_agent.qemu_binary; docs/runtimes.md "QEMU 7.2 or 10"), --out names the result file.
  * Run as root. Prints a table and writes bench/results/microvm.json.
  */
 import { readFile } from 'node:fs/promises';
@@ -26,7 +27,7 @@ import { startNodeAgent } from '@svc/node-agent';
 import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
 import { run } from '../packages/node-agent/src/host/exec.ts';
 import { DEFAULT_GUEST_KERNEL_DIR, ensureGuestBoot, hostTscKhz } from '../packages/node-agent/src/runtime/microvm/guest-assets.ts';
-import { numberArg } from './lib/args.ts';
+import { numberArg, stringArg } from './lib/args.ts';
 import { measureClones, type CloneFigures } from './lib/microvm-clones.ts';
 import { measurePool, type PoolFigures } from './lib/microvm-pool.ts';
 import { printTable, stat, timed, writeResult, type Stat } from './lib/stats.ts';
@@ -39,6 +40,8 @@ const POOL = '10.201.120.0/24';
 const MEMORY_MB = 256;
 /** Idle clones of one template measured together (50 on a KVM host; six here under TCG). */
 const CLONES = numberArg('clones', 6);
+const QEMU = stringArg('qemu', 'qemu-system-x86_64');
+const OUT = stringArg('out', 'microvm');
 
 async function qemuRss(pidFile: string): Promise<number> {
   const pid = (await readFile(pidFile, 'utf8')).trim();
@@ -52,7 +55,7 @@ async function main(): Promise<void> {
   const server = await serveFiles({ '/a.ext4': image });
   const envd = await envdForTests(dir);
   const cfg = defaultConfig(dir);
-  cfg.node_agent = { ...cfg.node_agent, runtime: 'microvm', listen: '127.0.0.1:0', address_pool: POOL, state_dir: join(dir, 'state'), warm_pool_size: 0, warm_pool_initial: 0 };
+  cfg.node_agent = { ...cfg.node_agent, runtime: 'microvm', listen: '127.0.0.1:0', address_pool: POOL, state_dir: join(dir, 'state'), warm_pool_size: 0, warm_pool_initial: 0, qemu_binary: QEMU };
   // The warm pool's shape is the requests' (measurePool).
   cfg.svclet_conf = { ...cfg.svclet_conf, default_cpu_count: 1, default_memory_mb: MEMORY_MB, default_disk_size_mb: 512 };
   const agent = await startNodeAgent(cfg, { logger: silentLogger(), masterAddr: '', envdBundle: envd.path, livenessIntervalMs: 600_000 });
@@ -114,7 +117,7 @@ async function main(): Promise<void> {
   const guest = await ensureGuestBoot(join(dir, 'state'), DEFAULT_GUEST_KERNEL_DIR);
   const tsc = accel === 'tcg' ? await hostTscKhz() : undefined; // as the driver gives it (microvm.ts)
   for (let i = 0; i < N; i++) {
-    const [ms] = await timed(() => run('qemu-system-x86_64', ['-M', 'microvm', '-accel', accel === 'tcg' ? 'tcg,tb-size=64' : 'kvm', '-cpu', accel === 'kvm' ? 'host' : 'max', '-m', String(MEMORY_MB),
+    const [ms] = await timed(() => run(QEMU, ['-M', 'microvm', '-accel', accel === 'tcg' ? 'tcg,tb-size=64' : 'kvm', '-cpu', accel === 'kvm' ? 'host' : 'max', '-m', String(MEMORY_MB),
       '-nodefaults', '-no-user-config', '-display', 'none', '-no-reboot', '-kernel', guest.kernel, '-initrd', guest.initrd,
       '-append', `console=ttyS0 quiet panic=-1 rdinit=/bin/busybox${tsc ? ` tsc_early_khz=${tsc}` : ''}`, '-serial', 'stdio'], { timeoutMs: 120_000, allowFail: true }));
     floor.push(ms);
@@ -141,7 +144,7 @@ async function main(): Promise<void> {
     rows['a parked clone\'s QEMU, resident, MB'] = pool.parkedRssMB;
     rows['a parked clone\'s QEMU, PSS, MB'] = pool.parkedPssMB;
   }
-  printTable(`microvm runtime (${accel}${accel === 'tcg' ? ': software emulation, no KVM on this host' : ''}), n=${N}`, rows);
+  printTable(`microvm runtime, ${QEMU} (${accel}${accel === 'tcg' ? ': software emulation, no KVM on this host' : ''}), n=${N}`, rows);
   const overhead = stat(rss.map((r, i) => r - guestUsed[i]!));
   console.log(`QEMU memory above the guest's memory in use: p50 ${overhead.p50.toFixed(1)} MB (goal on KVM: at most 30 MB)`);
   let goals: Record<string, number | boolean> = {};
@@ -164,7 +167,7 @@ async function main(): Promise<void> {
     if (pool) console.log(`create from the warm pool p50 ${pool.createMs.p50} ms: ${goals.poolOverFullRestore}× the full-state restore (KVM goal: at most 50 ms)`);
     console.log(`template memory file checksum after ${clones.clones} clones and their kills: ${clones.checksumUnchanged ? 'unchanged' : 'CHANGED'}; two clones drawing random numbers at once: ${clones.randomDiffers ? 'different' : 'THE SAME'}`);
   }
-  console.log(`written ${writeResult('microvm', { accel, n: N, memoryMB: MEMORY_MB, rows, overheadMB: overhead, goals })}`);
+  console.log(`written ${writeResult(OUT, { qemu: (await run(QEMU, ['--version'])).stdout.split('\n')[0], accel, n: N, memoryMB: MEMORY_MB, rows, overheadMB: overhead, goals })}`);
 }
 
 await main();

@@ -6,6 +6,12 @@ export function numberArg(name: string, d: number, argv: string[] = process.argv
   return i > 0 ? Number(argv[i + 1]) : d;
 }
 
+/** A string flag (`--qemu /path`), or `d` when it is absent. */
+export function stringArg(name: string, d: string, argv: string[] = process.argv): string {
+  const i = argv.indexOf(`--${name}`);
+  return i > 0 && argv[i + 1] !== undefined ? argv[i + 1]! : d;
+}
+
 /** Every `--name value` pair, and the role of a child process (`--serve-upstream` → `upstream`). */
 export function readFlags(argv: string[], roles: readonly string[]): { mode?: string; rest: Record<string, string>; num(k: string, d: number): number } {
   const rest: Record<string, string> = {};

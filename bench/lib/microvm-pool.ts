@@ -20,7 +20,7 @@ async function qemuPids(stateDir: string): Promise<number[]> {
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => { /* it ended while /proc was read */ return ''; });
-    if (cmdline.startsWith('qemu-system') && cmdline.includes(stateDir)) pids.push(Number(pid));
+    if (cmdline.split('\0')[0]!.includes('qemu-system') && cmdline.includes(stateDir)) pids.push(Number(pid));
   }
   return pids;
 }

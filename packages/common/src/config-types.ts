@@ -78,6 +78,8 @@ export interface SvcConfig {
     labels: string;
     /** The microvm driver's guest kernel: vmlinuz and modules/ (scripts/guest-kernel.sh installs it). */
     guest_kernel_dir: string;
+    /** The QEMU the microvm driver runs: a command on PATH or an absolute path (docs/runtimes.md, "QEMU 7.2 or 10"). */
+    qemu_binary: string;
     /** Sandbox addresses come from this IPv4 pool, a /30 per sandbox. */
     address_pool: string;
     state_dir: string;

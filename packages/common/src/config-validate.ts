@@ -53,6 +53,7 @@ export function validateConfig(c: SvcConfig): void {
   const cpu = c.node_agent.host.quota.max_cpu_pressure;
   need(typeof cpu === 'number' && cpu >= 0 && cpu <= 100, 'node_agent.host.quota.max_cpu_pressure', `must be from 0 (off) to 100 (got ${cpu})`);
   need(c.node_agent.guest_kernel_dir.startsWith('/'), 'node_agent.guest_kernel_dir', `must be an absolute path (got ${JSON.stringify(c.node_agent.guest_kernel_dir)})`);
+  need(/^[^\s]+$/.test(c.node_agent.qemu_binary), 'node_agent.qemu_binary', `must be a command or an absolute path, without spaces (got ${JSON.stringify(c.node_agent.qemu_binary)})`);
   need(c.node_agent.volume_plugin_base_dir.startsWith('/'), 'node_agent.volume_plugin_base_dir', `must be an absolute path (got ${JSON.stringify(c.node_agent.volume_plugin_base_dir)})`);
   for (const key of ['master', 'node_agent'] as const) {
     need(Array.isArray(c[key].volume_plugins), `${key}.volume_plugins`, 'must be a list of {name, type, binary_path | socket_path}');

@@ -58,6 +58,7 @@ test('a bad configuration is one clear line naming the key', () => {
   const cases: Array<[Parameters<typeof loadConfig>[0], RegExp]> = [
     [{ env: { SVC_CREATE_TIMEOUT_INSEC: 'soon' } }, /^configuration error: master\.create_timeout_insec \(from SVC_CREATE_TIMEOUT_INSEC\): must be an integer/],
     [{ env: { SVC_CREATE_TIMEOUT_INSEC: '0' } }, /^configuration error: master\.create_timeout_insec: must be a positive number/],
+    [{ env: { SVC_QEMU_BINARY: '/opt/qemu 10/bin/qemu' } }, /^configuration error: node_agent\.qemu_binary: must be a command or an absolute path, without spaces/],
     [{ env: { SVC_PAUSED_RESOURCE_RELEASE_RATIO: '1.5' } }, /paused_resource_release_ratio: must be in \[0,1\]/],
     [{ env: { SVC_RUNTIME: 'docker' } }, /node_agent\.runtime: must be auto, gvisor, microvm, or both as a list/],
     [{ env: { SVC_RUNTIME: 'gvisor,gvisor' } }, /node_agent\.runtime: must be auto/],

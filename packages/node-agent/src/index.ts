@@ -103,7 +103,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   // The sandboxes come later; the microvm driver asks them for a guest's envd token only when it runs a command.
   const late: { sandboxes?: NodeSandboxes } = {};
   const { drivers, platforms } = await chooseDrivers({
-    runtime: nc.runtime, guestKernelDir: nc.guest_kernel_dir, stateDir, names, logger, runscPath: opts.runscPath,
+    runtime: nc.runtime, guestKernelDir: nc.guest_kernel_dir, qemuBinary: nc.qemu_binary, stateDir, names, logger, runscPath: opts.runscPath,
     envdTokenOf: (instanceId) => late.sandboxes?.envdToken(instanceId),
   });
   const capacity = nodeCapacity(nc.capacity);

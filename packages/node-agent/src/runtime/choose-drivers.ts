@@ -11,6 +11,7 @@ import { chooseGvisorPlatform } from './gvisor-platform.ts';
 import { ensureGuestBoot, ensureRuntimeDisk, hostTscKhz } from './microvm/guest-assets.ts';
 import { kvmBootsGuest } from './microvm/kvm-probe.ts';
 import { MicrovmDriver } from './microvm/microvm.ts';
+import { qemuFeatures } from './microvm/qemu-features.ts';
 import { missingTools } from '../host/host-facts.ts';
 
 export interface DriverChoice {
@@ -23,6 +24,8 @@ export interface DriverChoiceOptions {
   /** node_agent.runtime (runtimeSetting). */
   runtime: string;
   guestKernelDir: string;
+  /** node_agent.qemu_binary: the QEMU the microvm driver runs. */
+  qemuBinary?: string;
   stateDir: string;
   names: ResourceNames;
   logger: Logger;
@@ -64,10 +67,13 @@ async function gvisorDriver(o: DriverChoiceOptions): Promise<{ driver: RuntimeDr
 }
 
 async function microvmDriver(o: DriverChoiceOptions): Promise<{ driver: RuntimeDriver; platform: string }> {
-  const missing = missingTools(['qemu-system-x86_64', 'losetup', 'mkfs.ext4']);
+  const qemu = o.qemuBinary ?? 'qemu-system-x86_64';
+  const missing = missingTools([qemu, 'losetup', 'mkfs.ext4']);
   if (missing.length) throw new SvcError(503, `node_agent.runtime microvm: missing host tools: ${missing.join(', ')} (scripts/install-system-deps.sh installs them)`);
   const guest = await ensureGuestBoot(o.stateDir, o.guestKernelDir);
-  const accel = (await kvmBootsGuest(o.logger, guest)) ? 'kvm' as const : 'tcg' as const;
+  const accel = (await kvmBootsGuest(o.logger, guest, qemu)) ? 'kvm' as const : 'tcg' as const;
+  const features = await qemuFeatures(qemu);
+  o.logger.info({ qemu, version: features.version, fileRomOption: features.fileRomOption }, 'microvm runtime: the QEMU it runs');
   const scratchNetns = async () => {
     const name = o.names.netns(ResourceNames.newInstanceId());
     await run('ip', ['netns', 'add', name]);
@@ -75,7 +81,7 @@ async function microvmDriver(o: DriverChoiceOptions): Promise<{ driver: RuntimeD
   };
   const driver = new MicrovmDriver({
     logger: o.logger, accel, guest, runtimeDisk: ensureRuntimeDisk, tscKhz: accel === 'tcg' ? await hostTscKhz() : undefined, envdTokenOf: o.envdTokenOf, scratchNetns,
-    templatesDir: join(o.stateDir, 'guest', 'templates'),
+    templatesDir: join(o.stateDir, 'guest', 'templates'), qemuPath: qemu, qemu: features,
   });
   // Saved guests of an earlier run: half-made ones go (a crash while making them); complete ones stay valid.
   await driver.templates.sweep();

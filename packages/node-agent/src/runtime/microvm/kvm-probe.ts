@@ -14,7 +14,8 @@ import type { GuestBoot } from './guest-assets.ts';
  */
 export async function kvmBootsGuest(logger: Logger, guest: GuestBoot, qemu = 'qemu-system-x86_64', cacheDir = '/var/cache/svc'): Promise<boolean> {
   if (!existsSync('/dev/kvm')) return false;
-  const key = `${release()} ${guest.kernel}`;
+  // Another QEMU may boot where this one does not (QEMU 7.2 aborts on -cpu host here): the answer is per binary.
+  const key = `${release()} ${guest.kernel}${qemu === 'qemu-system-x86_64' ? '' : ` ${qemu}`}`;
   const cacheFile = join(cacheDir, 'microvm-kvm.json');
   const cached = await readFile(cacheFile, 'utf8').then((t) => JSON.parse(t) as { key: string; boots: boolean }, () => { /* no answer kept yet: probed below */ return undefined; });
   if (cached?.key === key) return cached.boots;

@@ -19,6 +19,7 @@ import { microvmPaths } from './instance-files.ts';
 import { MachineState } from './machine-state.ts';
 import { sealTemplateMemory, templateMemoryUnchanged, TEMPLATE_MEMORY_FILE, type GuestMemory } from './template-memory.ts';
 import { ENVD_WARM_UP_ENV } from '../runtime-bundle.ts';
+import type { QemuFeatures } from './qemu-features.ts';
 import { bootEnv, bootScript, MACHINE_REVISION, writeBootFiles, writeLaunch, type LaunchSpec, type MachineOptions } from './qemu-command.ts';
 import { cpuUsageNs, endQemu, qemuPid, residentBytes, startQemu, withQmp } from './qemu-process.ts';
 
@@ -36,6 +37,8 @@ export interface MicrovmOptions extends MachineOptions {
   /** A scratch network namespace for booting a template guest, and its removal. */
   scratchNetns: () => Promise<{ path: string; remove: () => Promise<void> }>;
   qemuPath?: string;
+  /** What that QEMU offers (qemu-features.ts). */
+  qemu: QemuFeatures;
 }
 
 /**
@@ -142,7 +145,8 @@ export class MicrovmDriver implements RuntimeDriver {
     const { [ENVD_WARM_UP_ENV]: _warmUp, ...env } = spec.env;
     return templateKey(spec, {
       runtimeDisk: await this.o.runtimeDisk(spec.runtime), kernel: this.o.guest.kernel, initrd: this.o.guest.initrd, accel: this.o.accel,
-      imageStamp: `${image.size}:${image.mtimeMs}`, bootScript: bootScript(bootEnv({ ...spec, env }), spec.runtime.initArgs), machine: MACHINE_REVISION,
+      // A saved guest loads only into the QEMU that saved it: microvm is not a versioned machine type.
+      imageStamp: `${image.size}:${image.mtimeMs}`, bootScript: bootScript(bootEnv({ ...spec, env }), spec.runtime.initArgs), machine: `${MACHINE_REVISION} ${this.o.qemu.version}`,
     });
   }
 
@@ -218,7 +222,7 @@ export class MicrovmDriver implements RuntimeDriver {
     await mkdir(spec.dir, { recursive: true });
     await run('cp', ['--sparse=always', join(saved, 'disk.ext4'), paths.layer.image]);
     await ensureGuestNetwork(spec.netnsPath);
-    const memory = { kind: 'template-file' as const, path: join(saved, TEMPLATE_MEMORY_FILE), share: false };
+    const memory = { kind: 'template-file' as const, path: join(saved, TEMPLATE_MEMORY_FILE), share: false, readOnly: this.o.qemu.fileRomOption };
     const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec.runtime), [], memory);
     // The envd now serving it printed that log.
     await copyFile(join(saved, 'console.log'), paths.console).catch(() => { /* a saved guest without its log: the line below stands alone */ });

@@ -16,7 +16,8 @@ import { join } from 'node:path';
 
 /** How a guest's RAM is backed; absent: QEMU's own anonymous RAM (a cold boot). */
 export type GuestMemory =
-  | { kind: 'template-file'; path: string; share: boolean }
+  /** `readOnly` (QEMU 8.2 and later, qemu-features.ts): a clone's QEMU opens the file read-only (`readonly=on,rom=off`). */
+  | { kind: 'template-file'; path: string; share: boolean; readOnly?: boolean }
   /** Anonymous RAM under the backend's name, for a clone's own full state (a pause, a capture). */
   | { kind: 'ram' };
 
@@ -35,7 +36,7 @@ export function memoryArgs(memory: GuestMemory | undefined, memoryMB: number): s
   if (!memory) return [];
   const object = memory.kind === 'ram'
     ? `memory-backend-ram,id=${BACKEND_ID},size=${memoryMB}M`
-    : `memory-backend-file,id=${BACKEND_ID},size=${memoryMB}M,mem-path=${memory.path},share=${memory.share ? 'on' : 'off'}`;
+    : `memory-backend-file,id=${BACKEND_ID},size=${memoryMB}M,mem-path=${memory.path},share=${memory.share ? 'on' : 'off'}${memory.readOnly && !memory.share ? ',readonly=on,rom=off' : ''}`;
   return ['-object', object, '-machine', `memory-backend=${BACKEND_ID}`];
 }
 
