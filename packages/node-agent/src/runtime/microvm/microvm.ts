@@ -1,44 +1,30 @@
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { Logger } from '@svc/common';
 import { run, type RunResult } from '../../host/exec.ts';
 import { isMountPoint, unmount } from '../../host/mounts.ts';
 import type { ExecOptions, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from '../driver.ts';
 import { LAYER_TAR_FLAGS } from '../disk-layer.ts';
 import { placeSandboxFiles } from '../rootfs-files.ts';
 import { appendAgentLine, consoleTailOf } from '../console-file.ts';
-import type { RuntimeBundle } from '../runtime-bundle.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
 import { execThroughEnvd } from './envd-exec.ts';
 import { ensureGuestNetwork } from './guest-network.ts';
-import { TemplateSnapshots, templateKey } from './template-snapshots.ts';
+import { TemplateSnapshots } from './template-snapshots.ts';
 import { endVolumeServers, guestVolumes, releaseVolumeBinds, startVolumeServers } from './guest-volumes.ts';
 import { microvmPaths } from './instance-files.ts';
 import { MachineState } from './machine-state.ts';
-import { sealTemplateMemory, templateMemoryUnchanged, TEMPLATE_MEMORY_FILE, type GuestMemory } from './template-memory.ts';
-import { ENVD_WARM_UP_ENV } from '../runtime-bundle.ts';
-import type { QemuFeatures } from './qemu-features.ts';
-import { bootEnv, bootScript, MACHINE_REVISION, writeBootFiles, writeLaunch, type LaunchSpec, type MachineOptions } from './qemu-command.ts';
+import { TEMPLATE_MEMORY_FILE, type GuestMemory } from './template-memory.ts';
+import { TemplateGuests, type TemplateGuestOptions } from './template-guests.ts';
+import { writeBootFiles, writeLaunch, type LaunchSpec } from './qemu-command.ts';
 import { cpuUsageNs, endQemu, qemuPid, residentBytes, startQemu, withQmp } from './qemu-process.ts';
 
-/** How long warm starts leave a template whose saved guest failed to be made before they boot one again. */
-const SAVED_GUEST_RETRY_MS = 600_000;
-
-export interface MicrovmOptions extends MachineOptions {
-  logger: Logger;
-  /** The read-only ext4 image of svc's runtime directory (guest-assets.ts ensureRuntimeDisk). */
-  runtimeDisk: (bundle: RuntimeBundle) => Promise<string>;
+export interface MicrovmOptions extends TemplateGuestOptions {
   /** The access token a secure sandbox's envd was given: commands go into a guest through envd alone (envd-exec.ts). */
   envdTokenOf: (instanceId: string) => string | undefined;
   /** Where saved template guests live (template-snapshots.ts). */
   templatesDir: string;
-  /** A scratch network namespace for booting a template guest, and its removal. */
-  scratchNetns: () => Promise<{ path: string; remove: () => Promise<void> }>;
   qemuPath?: string;
-  /** What that QEMU offers (qemu-features.ts). */
-  qemu: QemuFeatures;
 }
 
 /**
@@ -48,8 +34,10 @@ export interface MicrovmOptions extends MachineOptions {
  * shared), the sandbox's writable layer (the same ext4 image gvisor uses, mounted by the guest
  * as the overlay's upper) and svc's runtime directory (read-only, shared). Pause writes the
  * machine's state to a file and ends QEMU, so a paused sandbox holds no process and no memory;
- * resume starts QEMU again on that file (machine-state.ts). QEMU's command line is
- * qemu-command.ts; its process, qemu-process.ts.
+ * resume starts QEMU again on that file (machine-state.ts). Creates restore a clone of the
+ * template's saved guest where there is one (template-guests.ts makes and finds them), and the
+ * warm pool holds clones parked before that restore. QEMU's command line is qemu-command.ts;
+ * its process, qemu-process.ts.
  */
 export class MicrovmDriver implements RuntimeDriver {
   readonly kind = 'microvm' as const;
@@ -58,6 +46,7 @@ export class MicrovmDriver implements RuntimeDriver {
   private readonly qemu: string;
   readonly templates: TemplateSnapshots;
   private readonly machines: MachineState;
+  private readonly guests: TemplateGuests;
   /**
    * Parked clones' device state, by instance id. Only this process's: an agent that restarts
    * tears warm instances down (reconcile.ts), parked ones with them.
@@ -70,6 +59,7 @@ export class MicrovmDriver implements RuntimeDriver {
     this.machines = new MachineState({
       ...o, qemu: this.qemu, runtimeDisk: (spec) => o.runtimeDisk(spec.runtime), exec: (ref, argv, opts) => this.exec(ref, argv, opts),
     });
+    this.guests = new TemplateGuests(o, this.templates, { machines: this.machines, boot: (spec, memory) => this.boot(spec, memory) });
   }
 
   /**
@@ -85,8 +75,8 @@ export class MicrovmDriver implements RuntimeDriver {
         await this.machines.restore(spec, spec.layerArchive);
         return;
       }
-      const key = spec.layerArchive || spec.mounts?.length ? undefined : await this.templateKeyOf(spec);
-      const saved = key && await this.savedGuest(key, spec.background ? spec : undefined);
+      const key = spec.layerArchive || spec.mounts?.length ? undefined : await this.guests.keyOf(spec);
+      const saved = key && await this.guests.find(key, spec.background ? spec : undefined);
       if (saved && spec.background) {
         await this.parkClone(spec, saved);
         return 'parked';
@@ -98,94 +88,11 @@ export class MicrovmDriver implements RuntimeDriver {
       await paths.layer.create(sandboxLimits(spec.resources).diskBytes);
       if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.layer.upper], { timeoutMs: 600_000 });
       await this.boot(spec);
-      if (key) this.templates.makeSoon(key, await this.usesOf(spec), (dir) => this.makeTemplate(spec, dir));
+      if (key) await this.guests.makeSoon(key, spec);
     } catch (err) {
       this.parked.delete(spec.instanceId);
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
       throw err;
-    }
-  }
-
-  /**
-   * The saved guest of `key` whose memory file is as it was sealed (one that is not is removed:
-   * clones of it would start from pages nobody saved). `makeFor`: a warm start, which waits for
-   * the saved guest to be made when there is none, rather than holding a booted guest's whole
-   * RAM in the pool (docs/runtimes.md, "The warm pool of parked clones").
-   */
-  private async savedGuest(key: string, makeFor?: InstanceSpec): Promise<string | undefined> {
-    let saved = this.templates.find(key);
-    if (saved && !(await templateMemoryUnchanged(saved))) {
-      this.o.logger.warn({ key, dir: saved }, 'a saved template guest\'s memory file changed; it is removed and made again');
-      await this.templates.discard(key);
-      saved = undefined;
-    }
-    if (saved || !makeFor) return saved;
-    // A guest that failed to be saved is not booted again for every warm start (the pool retries
-    // each 30 s): a cold create tries again, as before clones had a pool.
-    const failed = this.templates.lastFailure(key);
-    if (failed && Date.now() - failed < SAVED_GUEST_RETRY_MS) throw new Error(`the template's saved guest could not be made at ${new Date(failed).toISOString()}; warm clones wait until a create makes it`);
-    this.templates.makeSoon(key, await this.usesOf(makeFor), (dir) => this.makeTemplate(makeFor, dir));
-    await this.templates.made(key);
-    saved = this.templates.find(key);
-    if (!saved) throw new Error('the template\'s saved guest could not be made, so no warm clone can wait on it (the agent\'s log says why)');
-    return saved;
-  }
-
-  /** What a saved guest is made of: when one of them is gone, the saved guest is stale (TemplateSnapshots.sweep). */
-  private async usesOf(spec: InstanceSpec): Promise<string[]> {
-    return [spec.rootfs.imagePath, await this.o.runtimeDisk(spec.runtime), this.o.guest.kernel, this.o.guest.initrd];
-  }
-
-  /**
-   * Warm and cold creates of one template and shape share one saved guest: the warm-up variable
-   * is left out of the key, and the template guest always runs envd's warm-up (makeTemplate).
-   */
-  private async templateKeyOf(spec: InstanceSpec): Promise<string> {
-    const image = await stat(spec.rootfs.imagePath);
-    const { [ENVD_WARM_UP_ENV]: _warmUp, ...env } = spec.env;
-    return templateKey(spec, {
-      runtimeDisk: await this.o.runtimeDisk(spec.runtime), kernel: this.o.guest.kernel, initrd: this.o.guest.initrd, accel: this.o.accel,
-      // A saved guest loads only into the QEMU that saved it: microvm is not a versioned machine type.
-      imageStamp: `${image.size}:${image.mtimeMs}`, bootScript: bootScript(bootEnv({ ...spec, env }), spec.runtime.initArgs), machine: `${MACHINE_REVISION} ${this.o.qemu.version}`,
-    });
-  }
-
-  /**
-   * Boots a guest like a create's, in a scratch namespace of its own, waits until its envd
-   * listens (its log line on the console: the scratch namespace is not reachable from here)
-   * and saves it into `dir`.
-   */
-  private async makeTemplate(like: InstanceSpec, dir: string): Promise<void> {
-    const netns = await this.o.scratchNetns();
-    const ref: InstanceRef = { instanceId: `tpl-${randomBytes(4).toString('hex')}`, dir, netnsPath: netns.path };
-    const console = microvmPaths(dir).console;
-    try {
-      await microvmPaths(dir).layer.create(sandboxLimits(like.resources).diskBytes);
-      // Its RAM in a file of the template's that every clone maps (template-memory.ts). Its envd
-      // runs one command before the save, so that no clone's first command is its first
-      // (packages/envd/src/warm-up.ts), whether a warm or a cold create restores it.
-      const env = { ...like.env, [ENVD_WARM_UP_ENV]: '1' };
-      await this.boot({ ...like, ...ref, env, layerArchive: undefined, mounts: undefined }, { kind: 'template-file', path: join(dir, TEMPLATE_MEMORY_FILE), share: true });
-      await this.untilConsoleSays(ref, /listening on 0\.0\.0\.0:49983/, 'its envd listened', 180_000);
-      await this.untilConsoleSays(ref, /warm-up command done/, 'its envd\'s warm-up command ended', 60_000);
-      await this.machines.save(ref, { ignoreShared: true });
-      await rm(microvmPaths(dir).launch, { force: true });
-      await sealTemplateMemory(dir);
-    } catch (err) {
-      await endQemu(ref);
-      throw err;
-    } finally {
-      await netns.remove();
-    }
-  }
-
-  /** Waits until the console of a guest being made says `what` (envd's log lines go there: the scratch namespace is not reachable from here). */
-  private async untilConsoleSays(ref: InstanceRef, line: RegExp, what: string, limitMs: number): Promise<void> {
-    const deadline = Date.now() + limitMs;
-    while (!line.test(await readFile(microvmPaths(ref.dir).console, 'utf8').catch(() => { /* not written yet */ return ''; }))) {
-      if (!(await qemuPid(ref))) throw new Error(`the template guest ended before ${what}: ${await this.consoleTail(ref, 3)}`);
-      if (Date.now() > deadline) throw new Error(`the template guest: not ${what} within ${limitMs / 1000} s`);
-      await new Promise((r) => setTimeout(r, 100));
     }
   }
 
