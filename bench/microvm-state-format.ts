@@ -16,9 +16,9 @@ import { defaultConfig, silentLogger } from '@svc/common';
 import { NodeAgentClient } from '@svc/contracts/node-agent';
 import { startNodeAgent } from '@svc/node-agent';
 import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
-import { run } from '../packages/node-agent/src/host/exec.ts';
 import { endQemu, qemuPid, startQemu, withQmp } from '../packages/node-agent/src/runtime/microvm/qemu-process.ts';
 import type { InstanceRef } from '../packages/node-agent/src/runtime/driver.ts';
+import { qemuFeatures } from '../packages/node-agent/src/runtime/microvm/qemu-features.ts';
 import { numberArg, stringArg } from './lib/args.ts';
 import { printTable, sleep, stat, writeResult, type Stat } from './lib/stats.ts';
 
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
     await server.close();
     await rm(dir, { recursive: true, force: true });
   }
-  const version = (await run(QEMU, ['--version'])).stdout.split('\n')[0];
+  const { version } = await qemuFeatures(QEMU);
   const rows: Record<string, Stat> = {};
   for (const f of ['stream', 'mapped-ram'] as Format[]) {
     rows[`save (stop, write, QEMU ended), ${f}, ms`] = stat(times[f].save);

@@ -27,6 +27,7 @@ import { startNodeAgent } from '@svc/node-agent';
 import { buildBusyboxImage, envdForTests, serveFiles, sha256File } from '@svc/node-agent/testing/fixtures';
 import { run } from '../packages/node-agent/src/host/exec.ts';
 import { DEFAULT_GUEST_KERNEL_DIR, ensureGuestBoot, hostTscKhz } from '../packages/node-agent/src/runtime/microvm/guest-assets.ts';
+import { qemuFeatures } from '../packages/node-agent/src/runtime/microvm/qemu-features.ts';
 import { numberArg, stringArg } from './lib/args.ts';
 import { measureClones, type CloneFigures } from './lib/microvm-clones.ts';
 import { measurePool, type PoolFigures } from './lib/microvm-pool.ts';
@@ -167,7 +168,7 @@ async function main(): Promise<void> {
     if (pool) console.log(`create from the warm pool p50 ${pool.createMs.p50} ms: ${goals.poolOverFullRestore}× the full-state restore (KVM goal: at most 50 ms)`);
     console.log(`template memory file checksum after ${clones.clones} clones and their kills: ${clones.checksumUnchanged ? 'unchanged' : 'CHANGED'}; two clones drawing random numbers at once: ${clones.randomDiffers ? 'different' : 'THE SAME'}`);
   }
-  console.log(`written ${writeResult(OUT, { qemu: (await run(QEMU, ['--version'])).stdout.split('\n')[0], accel, n: N, memoryMB: MEMORY_MB, rows, overheadMB: overhead, goals })}`);
+  console.log(`written ${writeResult(OUT, { qemu: (await qemuFeatures(QEMU)).version, accel, n: N, memoryMB: MEMORY_MB, rows, overheadMB: overhead, goals })}`);
 }
 
 await main();

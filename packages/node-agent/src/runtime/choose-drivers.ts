@@ -25,7 +25,7 @@ export interface DriverChoiceOptions {
   runtime: string;
   guestKernelDir: string;
   /** node_agent.qemu_binary: the QEMU the microvm driver runs. */
-  qemuBinary?: string;
+  qemuBinary: string;
   stateDir: string;
   names: ResourceNames;
   logger: Logger;
@@ -67,7 +67,7 @@ async function gvisorDriver(o: DriverChoiceOptions): Promise<{ driver: RuntimeDr
 }
 
 async function microvmDriver(o: DriverChoiceOptions): Promise<{ driver: RuntimeDriver; platform: string }> {
-  const qemu = o.qemuBinary ?? 'qemu-system-x86_64';
+  const qemu = o.qemuBinary;
   const missing = missingTools([qemu, 'losetup', 'mkfs.ext4']);
   if (missing.length) throw new SvcError(503, `node_agent.runtime microvm: missing host tools: ${missing.join(', ')} (scripts/install-system-deps.sh installs them)`);
   const guest = await ensureGuestBoot(o.stateDir, o.guestKernelDir);

@@ -24,7 +24,8 @@ export interface MicrovmOptions extends TemplateGuestOptions {
   envdTokenOf: (instanceId: string) => string | undefined;
   /** Where saved template guests live (template-snapshots.ts). */
   templatesDir: string;
-  qemuPath?: string;
+  /** The QEMU binary (node_agent.qemu_binary). */
+  qemuPath: string;
 }
 
 /**
@@ -54,7 +55,7 @@ export class MicrovmDriver implements RuntimeDriver {
   private readonly parked = new Map<string, string>();
 
   constructor(private readonly o: MicrovmOptions) {
-    this.qemu = o.qemuPath ?? 'qemu-system-x86_64';
+    this.qemu = o.qemuPath;
     this.templates = new TemplateSnapshots(o.templatesDir, o.logger);
     this.machines = new MachineState({
       ...o, qemu: this.qemu, runtimeDisk: (spec) => o.runtimeDisk(spec.runtime), exec: (ref, argv, opts) => this.exec(ref, argv, opts),
@@ -90,7 +91,6 @@ export class MicrovmDriver implements RuntimeDriver {
       await this.boot(spec);
       if (key) await this.guests.makeSoon(key, spec);
     } catch (err) {
-      this.parked.delete(spec.instanceId);
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
       throw err;
     }

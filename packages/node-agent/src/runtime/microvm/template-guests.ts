@@ -38,7 +38,7 @@ export interface TemplateGuestOptions extends MachineOptions {
 export class TemplateGuests {
   constructor(
     private readonly o: TemplateGuestOptions,
-    readonly snapshots: TemplateSnapshots,
+    private readonly snapshots: TemplateSnapshots,
     private readonly d: {
       machines: MachineState;
       /** Boots a guest as a create does, its RAM backed as given (MicrovmDriver.boot). */
