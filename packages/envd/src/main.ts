@@ -5,12 +5,15 @@ import { MemoryGuard } from './system/memory-guard.ts';
 import { ENVD_VERSION } from '@svc/contracts/envd-version';
 import { consoleAsSandboxLog } from './console-log.ts';
 import { Spawner } from './process/spawner.ts';
+import { AfterRestore } from './system/after-restore.ts';
 
 consoleAsSandboxLog();
 const config = readConfig(process.env);
 const metadataFile = process.env.ENVD_METADATA_FILE ?? '/run/svc-envd/file-metadata.json';
 // Forks from envd are slow under gVisor; a small helper starts its processes (process/spawner.ts).
 const spawner = process.env.SVC_ENVD_SPAWNER ? Spawner.start(process.env.SVC_ENVD_SPAWNER) : undefined;
+// A microvm guest may be saved and restored: its renewal helper runs from the start (system/after-restore.ts).
+const afterRestore = process.env.SVC_ENVD_AFTER_RESTORE === '1' && process.env.SVC_ENVD_SUDO ? AfterRestore.start(process.env.SVC_ENVD_SUDO) : undefined;
 
 // Listening comes first; the services (protobuf descriptors, process and file handling) are
 // set up right after, and the few requests that may arrive in between wait for them.
@@ -18,7 +21,7 @@ let handler: RequestHandler | undefined;
 let loading: Promise<RequestHandler> | undefined;
 function load(): Promise<RequestHandler> {
   loading ??= Promise.all([import('./server.ts'), import('./state.ts')]).then(([server, state]) => {
-    handler = server.createRequestHandler(new state.EnvdState(config), { metadataFile, spawner, onMemoryPressure: () => guard?.alert() });
+    handler = server.createRequestHandler(new state.EnvdState(config), { metadataFile, spawner, afterRestore, onMemoryPressure: () => guard?.alert() });
     return handler;
   });
   return loading;

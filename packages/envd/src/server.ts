@@ -8,6 +8,7 @@ import { WatcherRegistry } from './filesystem/watcher-registry.ts';
 import { Filesystem } from '@svc/contracts/envd/filesystem/filesystem_pb';
 import { Process } from '@svc/contracts/envd/process/process_pb';
 import { handleDownload } from './http/download.ts';
+import { handleAfterRestore } from './http/after-restore.ts';
 import { handleInit } from './http/init.ts';
 import { MetricsCollector } from './http/metrics.ts';
 import { sendError, sendFailure, sendJson } from './http/respond.ts';
@@ -17,6 +18,7 @@ import { ProcessRegistry } from './process/registry.ts';
 import { processService } from './process/service.ts';
 import type { Spawner } from './process/spawner.ts';
 import { basicAuthUsername, type EnvdState } from './state.ts';
+import type { AfterRestore } from './system/after-restore.ts';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -27,6 +29,8 @@ export interface EnvdServerOptions {
   onMemoryPressure?: () => void;
   /** envd's spawner (process/spawner.ts), when the node agent provides one. */
   spawner?: Spawner;
+  /** POST /svc/after-restore: a microvm guest's clock and random pool renewed (system/after-restore.ts). */
+  afterRestore?: AfterRestore;
 }
 
 const maxMessageBytes = 64 * 1024 * 1024;
@@ -85,6 +89,10 @@ export function createRequestHandler(state: EnvdState, options: EnvdServerOption
           return sendJson(res, 200, state.envVars());
         case 'GET /metrics':
           return sendJson(res, 200, await metrics.collect());
+        case 'POST /svc/after-restore':
+          // Only a microvm guest's envd has the helper; elsewhere the route does not exist.
+          if (options.afterRestore) return await handleAfterRestore(options.afterRestore, req, res);
+          return sendError(res, 404, `no route for ${route}`);
         default:
           return sendError(res, 404, `no route for ${route}`);
       }

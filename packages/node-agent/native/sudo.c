@@ -15,6 +15,9 @@
  *                                                and adds the host's random bytes to the kernel's pool
  *                                                and reseeds it, so guests restored from one saved
  *                                                state do not draw the same random numbers)
+ *   svc-sudo --after-restore-service            (started once by envd as root in a microvm guest: the same,
+ *                                                one "MS HEX" line a request on its standard input, so that a
+ *                                                restore's renewal starts no process)
  *   svc-sudo --serve                            (started by envd as root, the socket on fd 0)
  *     checks the caller (its SCM_CREDENTIALS, which the kernel vouches for) against the sudoers rules, runs the command as the target
  *     user on the caller's own descriptors, and sends back its wait status.
@@ -493,29 +496,70 @@ static int client(int argc, char **argv) {
   return 1;
 }
 
-/* A microvm guest restored from a saved state wakes with the clock and the random pool it had when saved. */
-static int after_restore(const char *ms_text, const char *hex) {
+/*
+ * A microvm guest restored from a saved state wakes with the clock and the random pool it had when
+ * saved. Sets the clock to MS (milliseconds since the epoch) and adds HEX's bytes to the kernel's
+ * pool and reseeds it. 0 when done; else a message in `err` and 2 (bad arguments) or 1.
+ */
+static int renew_after_restore(const char *ms_text, const char *hex, char *err, size_t errlen) {
   char *end;
   long long ms = strtoll(ms_text, &end, 10);
   size_t n = strlen(hex) / 2;
   if (*end || ms <= 0 || strlen(hex) % 2 || n == 0 || n > 512) {
-    fprintf(stderr, "svc-sudo: --after-restore takes milliseconds since the epoch and up to 512 random bytes in hex\n");
+    snprintf(err, errlen, "--after-restore takes milliseconds since the epoch and up to 512 random bytes in hex");
     return 2;
   }
   struct { int entropy_count; int buf_size; unsigned char buf[512]; } seed = { .entropy_count = (int)n * 8, .buf_size = (int)n };
   for (size_t i = 0; i < n; i++) {
     unsigned int byte;
-    if (sscanf(hex + 2 * i, "%2x", &byte) != 1) { fprintf(stderr, "svc-sudo: --after-restore: not hex\n"); return 2; }
+    if (sscanf(hex + 2 * i, "%2x", &byte) != 1) { snprintf(err, errlen, "--after-restore: not hex"); return 2; }
     seed.buf[i] = (unsigned char)byte;
   }
   struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000 };
-  if (clock_settime(CLOCK_REALTIME, &ts) != 0) { perror("svc-sudo: clock_settime"); return 1; }
+  if (clock_settime(CLOCK_REALTIME, &ts) != 0) { snprintf(err, errlen, "clock_settime: %s", strerror(errno)); return 1; }
   int fd = open("/dev/urandom", O_WRONLY | O_CLOEXEC);
-  if (fd < 0) { perror("svc-sudo: /dev/urandom"); return 1; }
+  if (fd < 0) { snprintf(err, errlen, "/dev/urandom: %s", strerror(errno)); return 1; }
   int ok = ioctl(fd, RNDADDENTROPY, &seed) == 0 && ioctl(fd, RNDRESEEDCRNG) == 0;
-  if (!ok) perror("svc-sudo: reseeding the kernel's random pool");
+  if (!ok) snprintf(err, errlen, "reseeding the kernel's random pool: %s", strerror(errno));
   close(fd);
   return ok ? 0 : 1;
+}
+
+static int after_restore(const char *ms_text, const char *hex) {
+  char err[256];
+  int rc = renew_after_restore(ms_text, hex, err, sizeof err);
+  if (rc != 0) fprintf(stderr, "svc-sudo: %s\n", err);
+  return rc;
+}
+
+/*
+ * The same, as a service that envd starts once when its guest boots (packages/envd/src/system/
+ * after-restore.ts): one request a line on standard input, "MS HEX", one answer a line on standard
+ * output, "ok" or "error: why". It is already running when a guest is restored, so the renewal
+ * starts no process: under TCG the first process a restored guest starts costs about 140 ms of
+ * translation, and the Process API's first command about 450 ms (docs/runtimes.md, "Measured").
+ */
+static int after_restore_service(void) {
+  char line[1200];
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  while (fgets(line, sizeof line, stdin)) {
+    char err[256];
+    size_t len = strlen(line);
+    if (len == 0 || line[len - 1] != '\n') {
+      /* longer than any request: skip the rest of it and refuse it */
+      int c;
+      while (len && (c = getchar()) != EOF && c != '\n') { /* drain */ }
+      printf("error: request too long\n");
+      continue;
+    }
+    line[len - 1] = 0;
+    char *space = strchr(line, ' ');
+    if (!space) { printf("error: expected \"MS HEX\"\n"); continue; }
+    *space = 0;
+    if (renew_after_restore(line, space + 1, err, sizeof err) == 0) printf("ok\n");
+    else printf("error: %s\n", err);
+  }
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -523,5 +567,6 @@ int main(int argc, char **argv) {
   /* The node agent flushes a sandbox's files before it captures them (a snapshot), in any image. */
   if (argc == 2 && strcmp(argv[1], "--sync") == 0) { sync(); return 0; }
   if (argc == 4 && strcmp(argv[1], "--after-restore") == 0) return after_restore(argv[2], argv[3]);
+  if (argc == 2 && strcmp(argv[1], "--after-restore-service") == 0) return after_restore_service();
   return client(argc, argv);
 }

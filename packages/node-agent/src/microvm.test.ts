@@ -9,7 +9,7 @@ import { listMountPoints } from './host/mounts.ts';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { NodeAgentClient } from '@svc/contracts/node-agent';
-import { envdHealthy } from './envd-client.ts';
+import { envdHealthy, envdRequest } from './envd-client.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { ResourceNames } from './names.ts';
 import { assertNothingLeft, createRequest, leftovers, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
@@ -131,6 +131,12 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
   it('creates from the template\'s saved guest: its clock is the host\'s and its random numbers its own', async () => {
     const client = new NodeAgentClient(agent!.url);
     await agent!.settled(); // the saved guest the first cold create asked for
+    // Its clock stood still since the save: let that be further off than the check below allows.
+    const templates = join(stateDir, 'guest', 'templates');
+    const [key] = (await readdir(templates)).filter((n) => !n.includes('.tmp-'));
+    const saved = join(templates, key);
+    const wait = Math.max(0, (await stat(join(saved, 'memory.state'))).mtimeMs + 6_000 - Date.now());
+    await new Promise((r) => setTimeout(r, wait));
     const a = await client.createSandbox(createRequest(env, { memoryMB: 256, timeoutMs: 120_000 }));
     const b = await client.createSandbox(createRequest(env, { memoryMB: 256, timeoutMs: 120_000 }));
     try {
@@ -142,15 +148,25 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
       }
       const draw = async (id: string) => (await agent!.exec(id, ['busybox', 'od', '-An', '-tx1', '-N16', '/dev/urandom'])).stdout.trim();
       assert.notEqual(await draw(a.sandboxId), await draw(b.sandboxId), 'guests restored from one saved state draw their own random numbers');
+      // The renewal is envd's route to the helper it started at boot, the real svc-sudo: a day ahead and back.
+      const renew = (timeMs: number) => envdRequest(a.address, 'POST', '/svc/after-restore', { timeoutMs: 10_000, body: { timeMs, seed: 'ab'.repeat(16) } });
+      assert.equal((await renew(Date.now() + 86_400_000)).status, 204);
+      assert.ok(Math.abs(Number((await agent!.exec(a.sandboxId, ['date', '+%s'])).stdout) - Date.now() / 1000 - 86_400) < 5, 'the guest clock was set a day ahead');
+      assert.equal((await renew(Date.now())).status, 204);
+      assert.equal((await renew(0)).status, 400);
+      // Its helper killed in the guest, envd starts svc-sudo --after-restore for each renewal instead.
+      const killed = await agent!.exec(a.sandboxId, ['sh', '-c', 'for p in /proc/[0-9]*; do tr "\\0" " " < $p/cmdline 2>/dev/null | grep -q "after-restore-servic[e]" && kill -9 ${p#/proc/} && k=1; done; [ -n "$k" ]']);
+      assert.equal(killed.code, 0, killed.stderr);
+      await until('envd saw its helper end', async () => (/after-restore helper ended/.test(await readFile(join(agent!.inspect(a.sandboxId).dir, 'console.log'), 'utf8')) ? true : undefined), 10_000);
+      assert.equal((await renew(Date.now() + 2 * 86_400_000)).status, 204);
+      assert.ok(Math.abs(Number((await agent!.exec(a.sandboxId, ['date', '+%s'])).stdout) - Date.now() / 1000 - 2 * 86_400) < 5, 'the one-shot form set the clock');
+      assert.equal((await renew(Date.now())).status, 204);
       // Its own address, reached from the host, and its own files.
       await agent!.exec(a.sandboxId, ['sh', '-c', 'echo a > /root/who']);
       assert.equal((await agent!.exec(b.sandboxId, ['sh', '-c', 'cat /root/who 2>/dev/null || echo none'])).stdout.trim(), 'none');
       assert.ok(await envdHealthy(a.address) && await envdHealthy(b.address));
 
       // Both map the template's sealed memory file copy-on-write; its saved state is device state only.
-      const templates = join(stateDir, 'guest', 'templates');
-      const [key] = (await readdir(templates)).filter((n) => !n.includes('.tmp-'));
-      const saved = join(templates, key);
       assert.equal((await stat(join(saved, 'memory.ram'))).mode & 0o777, 0o444);
       assert.ok((await stat(join(saved, 'memory.state'))).size < 8_000_000, 'the template\'s saved state holds no RAM');
       for (const sb of [a, b]) {

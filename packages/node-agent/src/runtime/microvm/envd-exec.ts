@@ -116,3 +116,15 @@ export async function clearEnvdToken(target: EnvdTarget & { accessToken: string 
   const r = await envdRequest(target.address, 'POST', '/init', { timeoutMs: 10_000, body: {}, headers: { 'x-access-token': target.accessToken } });
   if (r.status >= 300) throw new Error(`envd /init answered ${r.status}: ${r.body.slice(0, 200)}`);
 }
+
+/**
+ * envd's POST /svc/after-restore: the guest's clock set to `timeMs` and its kernel's random pool
+ * reseeded with `seed` by the helper envd started at boot (packages/envd/src/system/after-restore.ts).
+ * 'unsupported' when this guest's envd has no such route (one saved before it had).
+ */
+export async function renewThroughEnvd(target: EnvdTarget, renewal: { timeMs: number; seed: string }): Promise<'done' | 'unsupported'> {
+  const r = await envdRequest(target.address, 'POST', '/svc/after-restore', { timeoutMs: 10_000, body: renewal, headers: target.accessToken ? { 'x-access-token': target.accessToken } : {} });
+  if (r.status === 404) return 'unsupported';
+  if (r.status !== 204) throw new Error(`envd /svc/after-restore answered ${r.status}: ${r.body.slice(0, 200)}`);
+  return 'done';
+}

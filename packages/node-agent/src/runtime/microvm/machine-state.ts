@@ -2,11 +2,11 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { SvcError, type Logger } from '@svc/common';
-import { run, type RunResult } from '../../host/exec.ts';
-import type { ExecOptions, InstanceRef, InstanceSpec, PauseResult } from '../driver.ts';
+import { run } from '../../host/exec.ts';
+import type { InstanceRef, InstanceSpec, PauseResult } from '../driver.ts';
 import { appendAgentLine } from '../console-file.ts';
 import { SANDBOX_SUDO } from '../runtime-bundle.ts';
-import { clearEnvdToken, execThroughEnvd } from './envd-exec.ts';
+import { clearEnvdToken, execThroughEnvd, renewThroughEnvd } from './envd-exec.ts';
 import { ensureGuestNetwork } from './guest-network.ts';
 import { microvmPaths } from './instance-files.ts';
 import { readLaunch, saveLaunch, writeLaunch, type MachineOptions } from './qemu-command.ts';
@@ -33,8 +33,6 @@ export interface MachineStateDeps extends MachineOptions {
   qemu: string;
   /** The read-only runtime disk of the instance's bundle (guest-assets.ts ensureRuntimeDisk). */
   runtimeDisk: (spec: InstanceSpec) => Promise<string>;
-  /** Runs a command in the guest through its envd with the token its sandbox was given. */
-  exec: (ref: InstanceRef, argv: string[], opts: ExecOptions) => Promise<RunResult>;
   envdTokenOf: (instanceId: string) => string | undefined;
 }
 
@@ -138,7 +136,6 @@ export class MachineState {
    * template state would draw the same numbers). A guest that does not come back is ended.
    */
   async continueFrom(ref: InstanceRef, state: string, o: { envdToken?: string; waiting?: boolean } = {}): Promise<void> {
-    const envdToken = o.envdToken;
     const started = Date.now();
     try {
       await withQmp(ref, async (q) => {
@@ -161,14 +158,31 @@ export class MachineState {
       throw err;
     }
     const loadedMs = Date.now() - started;
-    // svc-sudo sets the clock and reseeds the kernel's random pool (packages/node-agent/native/sudo.c).
-    const renew = [SANDBOX_SUDO, '--after-restore', String(Date.now()), randomBytes(64).toString('hex')];
-    const set = await (envdToken && ref.address ? execThroughEnvd({ address: ref.address, accessToken: envdToken }, renew, { timeoutMs: 10_000 }) : this.o.exec(ref, renew, { timeoutMs: 10_000 }))
-      .catch((err: Error) => ({ code: -1, stdout: '', stderr: err.message }));
-    if (set.code !== 0) this.o.logger.warn({ instanceId: ref.instanceId, err: set.stderr.trim() }, 'the guest clock and random pool could not be renewed after a restore');
-    // Under TCG the renewal, the first command after a restore, costs most of it: QEMU translates
+    await this.renew(ref, o.envdToken);
+    // Under TCG the renewal, the first request after a restore, costs most of it: QEMU translates
     // every guest code path afresh (docs/runtimes.md, "Measured").
     this.o.logger.debug({ instanceId: ref.instanceId, loadedMs, renewedMs: Date.now() - started - loadedMs, deviceStateOnly: !!o.waiting }, 'guest restored');
+  }
+
+  /**
+   * The clock set to the host's and the kernel's random pool reseeded, by the helper envd started
+   * at the guest's boot (envd's POST /svc/after-restore, docs/runtimes.md "Clock and randomness
+   * after every restore"). A failure is logged: the guest runs on, with a clock behind and, if
+   * its template's, random numbers its siblings draw too.
+   */
+  private async renew(ref: InstanceRef, envdToken: string | undefined): Promise<void> {
+    const renewal = { timeMs: Date.now(), seed: randomBytes(64).toString('hex') };
+    try {
+      if (!ref.address) throw new Error(`instance ${ref.instanceId} has no address to reach its envd at`);
+      const target = { address: ref.address, accessToken: envdToken ?? this.o.envdTokenOf(ref.instanceId) };
+      if (await renewThroughEnvd(target, renewal) === 'done') return;
+      // An envd older than its helper (a snapshot taken before it had one): svc-sudo as a command,
+      // the restored guest's first, which under TCG costs about 450 ms more.
+      const set = await execThroughEnvd(target, [SANDBOX_SUDO, '--after-restore', String(Date.now()), renewal.seed], { timeoutMs: 10_000 });
+      if (set.code !== 0) throw new Error(set.stderr.trim() || `svc-sudo --after-restore exited with ${set.code}`);
+    } catch (err) {
+      this.o.logger.warn({ instanceId: ref.instanceId, err: (err as Error).message }, 'the guest clock and random pool could not be renewed after a restore');
+    }
   }
 
   /**

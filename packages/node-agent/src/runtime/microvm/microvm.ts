@@ -57,9 +57,7 @@ export class MicrovmDriver implements RuntimeDriver {
   constructor(private readonly o: MicrovmOptions) {
     this.qemu = o.qemuPath;
     this.templates = new TemplateSnapshots(o.templatesDir, o.logger);
-    this.machines = new MachineState({
-      ...o, qemu: this.qemu, runtimeDisk: (spec) => o.runtimeDisk(spec.runtime), exec: (ref, argv, opts) => this.exec(ref, argv, opts),
-    });
+    this.machines = new MachineState({ ...o, qemu: this.qemu, runtimeDisk: (spec) => o.runtimeDisk(spec.runtime) });
     this.guests = new TemplateGuests(o, this.templates, { machines: this.machines, boot: (spec, memory) => this.boot(spec, memory) });
   }
 

@@ -98,12 +98,15 @@ export async function writeBootFiles(spec: InstanceSpec, bootDir: string, volume
   else await rm(join(bootDir, 'volumes'), { force: true });
 }
 
+/** envd starts its after-restore helper (packages/envd/src/system/after-restore.ts); a microvm guest may be restored. */
+const AFTER_RESTORE_ENV = 'SVC_ENVD_AFTER_RESTORE';
+
 /**
  * PID 1's environment: gvisor's (oci-spec.ts) without what only gVisor needs (the memory
  * guard, the spawner). sudo still goes through envd, since /usr/bin/sudo is svc's here too.
  */
 export function bootEnv(spec: InstanceSpec): Record<string, string> {
-  return { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [SUDO_HELPER_ENV]: SANDBOX_SUDO };
+  return { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', ...spec.env, [SUDO_HELPER_ENV]: SANDBOX_SUDO, [AFTER_RESTORE_ENV]: '1' };
 }
 
 /**
