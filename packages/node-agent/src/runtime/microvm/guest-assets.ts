@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { link, mkdir, readFile, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SvcError } from '@svc/common';
@@ -60,15 +60,35 @@ export async function ensureGuestBoot(stateDir: string, kernelDir: string): Prom
  * svc's runtime directory (/.svc) as a read-only ext4 image the guests share, made once per
  * runtime bundle beside it.
  */
-export async function ensureRuntimeDisk(bundle: RuntimeBundle): Promise<string> {
+export function ensureRuntimeDisk(bundle: RuntimeBundle): Promise<string> {
   const image = `${bundle.dir}.ext4`;
-  if (existsSync(image)) return image;
-  const bytes = await treeBytes(bundle.dir);
+  if (existsSync(image)) return Promise.resolve(image);
+  let building = runtimeDisksBuilding.get(image);
+  if (!building) {
+    building = buildRuntimeDisk(bundle.dir, image).finally(() => runtimeDisksBuilding.delete(image));
+    runtimeDisksBuilding.set(image, building);
+  }
+  return building;
+}
+
+/**
+ * Runtime disks being made in this process, so that concurrent boots share one. Two mkfs runs of
+ * one tree make two different filesystems (each its own UUID, from which ext4 seeds its metadata
+ * checksums): a guest saved on one and restored on the other reads every directory it had not
+ * cached as corrupt (seen: "directory fails checksum" on /.svc in every clone of a template whose
+ * saved guest booted while a second build replaced the disk, and no terminal could start).
+ */
+const runtimeDisksBuilding = new Map<string, Promise<string>>();
+
+async function buildRuntimeDisk(dir: string, image: string): Promise<string> {
+  const bytes = await treeBytes(dir);
   const size = Math.ceil((bytes * 1.3 + 16 * 1024 * 1024) / (1024 * 1024));
   const tmp = `${image}.tmp-${randomBytes(4).toString('hex')}`;
   try {
-    await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-L', 'svc-runtime', '-d', bundle.dir, tmp, `${size}M`], { timeoutMs: 120_000 });
-    await rename(tmp, image);
+    await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-L', 'svc-runtime', '-d', dir, tmp, `${size}M`], { timeoutMs: 120_000 });
+    // A link, not a rename: a disk that another process finished first stays as it is, since
+    // guests and saved template guests hold its superblock (above).
+    await link(tmp, image).catch((err: NodeJS.ErrnoException) => { if (err.code !== 'EEXIST') throw err; });
   } finally {
     await rm(tmp, { force: true });
   }

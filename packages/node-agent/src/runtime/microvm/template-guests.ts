@@ -87,9 +87,13 @@ export class TemplateGuests {
    */
   async keyOf(spec: InstanceSpec): Promise<string> {
     const image = await stat(spec.rootfs.imagePath);
+    const runtimeDisk = await this.o.runtimeDisk(spec.runtime);
+    // The disk's identity too, not only its path: a guest saved on one mkfs of the runtime reads
+    // another's directories as corrupt (guest-assets.ts ensureRuntimeDisk).
+    const disk = await stat(runtimeDisk);
     const { [ENVD_WARM_UP_ENV]: _warmUp, ...env } = spec.env;
     return templateKey(spec, {
-      runtimeDisk: await this.o.runtimeDisk(spec.runtime), kernel: this.o.guest.kernel, initrd: this.o.guest.initrd, accel: this.o.accel,
+      runtimeDisk: `${runtimeDisk} ${disk.ino}:${disk.mtimeMs}`, kernel: this.o.guest.kernel, initrd: this.o.guest.initrd, accel: this.o.accel,
       // A saved guest loads only into the QEMU that saved it: microvm is not a versioned machine type.
       imageStamp: `${image.size}:${image.mtimeMs}`, bootScript: bootScript(bootEnv({ ...spec, env }), spec.runtime.initArgs), machine: `${MACHINE_REVISION} ${this.o.qemu.version}`,
     });
