@@ -28,6 +28,9 @@ SVC_E2B_SDK=e2b-2.46 node --import tsx --test --test-timeout=600000 test/e2e/e2b
 if command -v qemu-system-x86_64 >/dev/null && [ -e /var/lib/svc/guest-kernel/current/vmlinuz ]; then
   echo "the e2b SDK suite on the microvm runtime"
   SVC_RUNTIME=microvm node --import tsx --test --test-timeout=600000 test/e2e/e2b-sdk.test.ts
+  # egressProxy must fail closed on both drivers: a microvm guest's packets reach its namespace through QEMU's tap.
+  echo "E2B's egressProxy (dante, squid) on the microvm runtime"
+  SVC_RUNTIME=microvm node --import tsx --test --test-timeout=600000 test/e2e/egress-proxy.test.ts
 else
-  echo "skipped: the e2b SDK suite on the microvm runtime (no qemu-system-x86_64 or guest kernel; scripts/setup.sh installs both)"
+  echo "skipped: the e2b SDK and egressProxy suites on the microvm runtime (no qemu-system-x86_64 or guest kernel; scripts/setup.sh installs both)"
 fi

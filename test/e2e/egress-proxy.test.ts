@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { Sandbox } from 'e2b';
-import { startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
+import { readJsonLines, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 import { INTERNET_ADDRESS, startInternet, type Internet } from './internet/internet.ts';
 import { SOCKS_PASSWORD, SOCKS_USER, SQUID_PASSWORD, SQUID_USER, startDante, startSquid } from './internet/proxies.ts';
 
@@ -41,7 +41,7 @@ after(async () => {
 
 const socks = () => ({ address: dante.address, username: SOCKS_USER, password: SOCKS_PASSWORD });
 const lastRequest = (path: string) => inet.requests().filter((r) => r.path === path).at(-1);
-const audit = () => readFileSync(`${p.dataDir}/log/svc-egress/access.jsonl`, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+const audit = () => readJsonLines(`${p.dataDir}/log/svc-egress/access.jsonl`);
 
 async function curl(sbx: Sandbox, url: string): Promise<{ status: number; out: string }> {
   const resolve = NAMES.map((n) => `--resolve ${n}:443:${INTERNET_ADDRESS}`).join(' ');

@@ -11,7 +11,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { ALL_TRAFFIC, Sandbox as E2bSandbox, Secret as E2bSecret } from 'e2b';
 import { createPublicKey, verify as verifySignature, type JsonWebKey } from 'node:crypto';
 import { InvalidArgumentError, Sandbox, Team, type EgressRule } from '@svc/sdk';
-import { SVC_BIN, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
+import { SVC_BIN, readJsonLines, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 import { INTERNET_ADDRESS, OTHER_ADDRESS, startInternet, type Internet } from './internet/internet.ts';
 
 const NAMES = ['api.example.test', 'open.example.test', 'example.test', 'deep.sub.example.test'];
@@ -39,7 +39,7 @@ after(async () => {
 
 const conn = () => ({ apiUrl: p.apiUrl, apiKey: p.apiKey, sandboxUrl: p.sandboxUrl });
 const auditPath = () => `${p.dataDir}/log/svc-egress/access.jsonl`;
-const audit = () => readFileSync(auditPath(), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+const audit = () => readJsonLines(auditPath());
 
 /** curl in the sandbox; the names resolve to any address (the proxy decides where it goes). */
 async function curl(sbx: Sandbox, url: string, extra = ''): Promise<{ status: number; body: string }> {

@@ -183,3 +183,9 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined>,
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/** An audit log's records (JSON lines), whole lines only: the writer may be halfway through the last. */
+export function readJsonLines(path: string): Array<Record<string, unknown>> {
+  const text = readFileSync(path, 'utf8');
+  return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+}

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -12,6 +12,7 @@ import type { EgressRule } from '@svc/contracts/egress';
 import { EgressCa } from './certificates.ts';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
 import { eventually, listen } from './tunnel-test-support.ts';
+import { readAuditRecords } from './testing/audit-file.ts';
 
 // Forwarding on the lean HTTP/1.1 path (forward-exchange.ts, @svc/http1) through the real egress
 // proxy, all on loopback: the sandbox is 127.0.0.1, every upstream listens on 127.0.0.1 under the
@@ -184,10 +185,7 @@ const keepAliveAgent = (scheme: Scheme) => (scheme === 'https' ? new https.Agent
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function auditRecord(path: string): Promise<Record<string, unknown>> {
-  return eventually(async () => {
-    const text = await readFile(join(dir, 'access.jsonl'), 'utf8').catch(() => { /* no line written yet: no file */ return ''; });
-    return text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((r) => r.path === path && r.type === undefined);
-  }, `the request record of ${path}`);
+  return eventually(async () => (await readAuditRecords(join(dir, 'access.jsonl'))).find((r) => r.path === path && r.type === undefined), `the request record of ${path}`);
 }
 
 for (const scheme of SCHEMES) {

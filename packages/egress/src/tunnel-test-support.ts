@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
@@ -11,6 +11,7 @@ import { silentLogger } from '@svc/common';
 import type { EgressRule, SandboxEgressPolicy } from '@svc/contracts/egress';
 import { EgressCa } from './certificates.ts';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
+import { readAuditRecords } from './testing/audit-file.ts';
 
 /**
  * The fixture of egress-tunnels.test.ts and egress-connect.test.ts (WebSocket upgrades and
@@ -204,9 +205,8 @@ export async function connect(target: string, localAddress?: string): Promise<{ 
   return { socket, ...(await readHead(socket)) };
 }
 
-export async function auditLines(): Promise<Array<Record<string, unknown>>> {
-  const text = await readFile(join(kit.dir, 'access.jsonl'), 'utf8').catch(() => { /* no line written yet: no file */ return ''; });
-  return text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+export function auditLines(): Promise<Array<Record<string, unknown>>> {
+  return readAuditRecords(join(kit.dir, 'access.jsonl'));
 }
 
 export async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, what: string, timeoutMs = 3_000): Promise<T> {

@@ -1,0 +1,35 @@
+/**
+ * The fixture of the gateway-*.test.ts files: the API gateway in front of a real master over the
+ * master's fake node agent, configured with an API key, a previous key, a small body limit and,
+ * when asked, an operator auth callback.
+ */
+import { silentLogger } from '@svc/common';
+import { startMasterOverFakeNode } from '@svc/master/testing/master-over-fake-node';
+import { startApiGateway } from '../index.ts';
+
+export const KEY = 'e2b_0123456789abcdef0123456789abcdef01234567';
+export const PREVIOUS_KEY = 'svc_older-shape-key';
+
+/** The API gateway over a master with the fake node agent; `call` sends KEY unless given other headers. */
+export async function platform(opts: { callback?: string } = {}) {
+  const { cfg, master, node, templateCenter, close: closeMaster } = await startMasterOverFakeNode((c) => {
+    c.api.api_key = KEY;
+    c.api.previous_api_keys = ` ${PREVIOUS_KEY} ,`;
+    c.api.max_body_bytes = 4096;
+    c.api.auth_callback_url = opts.callback ?? '';
+    c.sandbox_domain = 'localhost:3002';
+  });
+  const gw = await startApiGateway(cfg, { logger: silentLogger(), masterUrl: master.url });
+  const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = { 'x-api-key': KEY }) => {
+    const res = await fetch(gw.url + path, {
+      method, headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
+  };
+  return {
+    gw, master, node, templateCenter, call,
+    async close() { await gw.close(); await closeMaster(); },
+  };
+}
