@@ -3,36 +3,22 @@ import net from 'node:net';
 import { test } from 'node:test';
 import tls from 'node:tls';
 import { peekClientHello } from './client-hello.ts';
+import { captureClientHello } from './testing/client-hello-capture.ts';
 
-/** The first bytes node's TLS client sends. */
-async function capturedHello(servername: string | undefined): Promise<Buffer> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  const got = new Promise<Buffer>((resolve) => server.once('connection', (s) => s.once('data', (b: Buffer) => { resolve(b); s.destroy(); })));
-  const client = tls.connect({ host: '127.0.0.1', port, ...(servername ? { servername } : {}) });
-  client.on('error', () => { /* the capturing server hangs up on purpose */ });
-  try {
-    return await got;
-  } finally {
-    client.destroy();
-    server.close();
-  }
-}
 
 test('the SNI of a real ClientHello, and none when the client sends none', async () => {
-  const hello = await capturedHello('API.example.test');
+  const hello = await captureClientHello('API.example.test');
   assert.deepEqual(peekClientHello(hello), { state: 'complete', serverName: 'API.example.test' });
-  assert.deepEqual(peekClientHello(await capturedHello(undefined)), { state: 'complete' });
+  assert.deepEqual(peekClientHello(await captureClientHello(undefined)), { state: 'complete' });
 });
 
 test('a partial ClientHello is incomplete, at any cut', async () => {
-  const hello = await capturedHello('api.example.test');
+  const hello = await captureClientHello('api.example.test');
   for (const cut of [0, 1, 4, 5, 9, 40, hello.length - 1]) assert.equal(peekClientHello(hello.subarray(0, cut)).state, 'incomplete', `cut at ${cut}`);
 });
 
 test('a ClientHello split over two TLS records', async () => {
-  const hello = await capturedHello('split.example.test');
+  const hello = await captureClientHello('split.example.test');
   const payload = hello.subarray(5);
   const record = (p: Buffer) => Buffer.concat([Buffer.from([22, 3, 1, p.length >> 8, p.length & 0xff]), p]);
   const split = Buffer.concat([record(payload.subarray(0, 50)), record(payload.subarray(50))]);

@@ -16,6 +16,7 @@ import {
   ADMIN_TOKEN, HTTP_PORT, HTTPS_PORT, SECRET, admin, auditFind, auditLines, call, dir, eventually, headerMap, listen, policySourceCalls, proxy,
   startEgressProxyFixture, stopEgressProxyFixture, upstreamConnections,
 } from './testing/egress-proxy-fixture.ts';
+import { captureClientHello } from './testing/client-hello-capture.ts';
 
 // The first test watches the proxy become ready, so nothing here waits for it beforehand.
 before(startEgressProxyFixture);
@@ -227,16 +228,3 @@ test('an upgrade the upstream does not take comes back as its ordinary answer; C
   assert.match(answer, /^HTTP\/1\.1 403/);
 });
 
-async function captureClientHello(servername: string): Promise<Buffer> {
-  const server = net.createServer();
-  const port = await listen(server);
-  const got = new Promise<Buffer>((resolve) => server.once('connection', (s) => s.once('data', (b: Buffer) => { resolve(b); s.destroy(); })));
-  const client = tls.connect({ host: '127.0.0.1', port, servername });
-  client.on('error', () => { /* the capturing server hangs up on purpose */ });
-  try {
-    return await got;
-  } finally {
-    client.destroy();
-    server.close();
-  }
-}

@@ -11,9 +11,9 @@ import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { build } from 'esbuild';
 import { startFakeApi, type FakeApi } from '@svc/sdk/testing/fake-api';
 import { startFakeEnvd, type FakeEnvd } from '@svc/sdk/testing/fake-envd';
+import { bundleSvc } from './svc-child.ts';
 
 export const MAIN = resolve(import.meta.dirname, '../main.ts');
 export const BIN = resolve(import.meta.dirname, '../../bin/svc.mjs');
@@ -25,24 +25,6 @@ export let envd: FakeEnvd;
 let home: string;
 /** The CLI bundled as `npm run build` does: a child process of it starts in a fraction of tsx's time. */
 let bundle: string;
-
-async function bundleCli(dir: string): Promise<string> {
-  const outfile = join(dir, 'svc.mjs');
-  await build({
-    entryPoints: [MAIN], outfile, bundle: true, platform: 'node', target: 'node20', format: 'esm', logLevel: 'silent',
-    banner: { js: "import { createRequire as __r } from 'node:module'; const require = __r(import.meta.url);" },
-    plugins: [{
-      // `svc up` is not under test here; leave the platform out of the bundle
-      name: 'leave-out-up',
-      setup(b) {
-        b.onResolve({ filter: /\/up\.ts$/ }, (a) => ({ path: resolve(a.resolveDir, a.path), external: true }));
-        // nor the components `svc master` and the like run (component-main.test.ts runs them)
-        b.onResolve({ filter: /^@svc\/[a-z-]+\/component$/ }, (a) => ({ path: a.path, external: true }));
-      },
-    }],
-  });
-  return outfile;
-}
 
 function baseEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: home, SVC_POLL_INTERVAL_MS: '20' };
@@ -83,7 +65,7 @@ export async function startCliFixture(): Promise<void> {
   api = await startFakeApi({ apiKey: 'key-1' });
   envd = await startFakeEnvd();
   home = mkdtempSync(join(tmpdir(), 'svc-cli-home-'));
-  bundle = await bundleCli(home);
+  bundle = await bundleSvc(home);
 }
 
 export async function stopCliFixture(): Promise<void> {
