@@ -31,7 +31,7 @@ export function parseRenewal(body: unknown): Renewal {
 export class AfterRestore {
   private helper: ChildProcess | undefined;
   private readonly waiting: Array<{ resolve(line: string): void; reject(err: Error): void }> = [];
-  /** One request at a time: answers come back in order, and a renewal is rare. */
+  /** One request at a time: answers come back in order, and a renewal is rare. Never rejects. */
   private last: Promise<unknown> = Promise.resolve();
 
   private constructor(private readonly path: string, private readonly log: (line: string) => void) {}
@@ -62,7 +62,7 @@ export class AfterRestore {
 
   /** Sets the guest's clock and reseeds its kernel's random pool; rejects with the helper's reason. */
   renew(r: Renewal): Promise<void> {
-    const next = this.last.then(() => this.renewNow(r), () => this.renewNow(r));
+    const next = this.last.then(() => this.renewNow(r));
     this.last = next.catch(() => { /* the caller gets this failure; the queue goes on */ });
     return next;
   }
@@ -88,10 +88,5 @@ export class AfterRestore {
         else resolve();
       });
     });
-  }
-
-  /** For tests: ends the helper (envd itself never does). */
-  stop(): void {
-    this.helper?.kill('SIGKILL');
   }
 }
