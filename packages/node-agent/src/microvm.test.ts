@@ -148,6 +148,11 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
       }
       const draw = async (id: string) => (await agent!.exec(id, ['busybox', 'od', '-An', '-tx1', '-N16', '/dev/urandom'])).stdout.trim();
       assert.notEqual(await draw(a.sandboxId), await draw(b.sandboxId), 'guests restored from one saved state draw their own random numbers');
+      // envd's own draws too: its generators' state is the template's in every clone, so it reads the kernel's pool.
+      const watcherId = async (address: string) => JSON.parse((await envdRequest(address, 'POST', '/filesystem.Filesystem/CreateWatcher', { timeoutMs: 10_000, body: { path: '/tmp', recursive: false } })).body).watcherId as string;
+      const [wa, wb] = [await watcherId(a.address), await watcherId(b.address)];
+      assert.match(wa, /^w[0-9a-f]{16}$/);
+      assert.notEqual(wa, wb, 'envd in two clones of one template draws different watcher ids');
       // The renewal is envd's route to the helper it started at boot, the real svc-sudo: a day ahead and back.
       const renew = (timeMs: number) => envdRequest(a.address, 'POST', '/svc/after-restore', { timeoutMs: 10_000, body: { timeMs, seed: 'ab'.repeat(16) } });
       assert.equal((await renew(Date.now() + 86_400_000)).status, 204);

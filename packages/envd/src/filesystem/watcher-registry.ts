@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import { ConnectError } from '../connect/code.ts';
 import type { FilesystemEventSchema } from '@svc/contracts/envd/filesystem/filesystem_pb';
+import { kernelRandomBytes } from '../system/kernel-random.ts';
 import { DirWatcher } from './dir-watcher.ts';
 import type { EventConverter } from './watch-events.ts';
 
@@ -21,7 +21,8 @@ export class WatcherRegistry {
   private readonly watchers = new Map<string, PolledWatcher>();
 
   async create(path: string, recursive: boolean, convert: EventConverter): Promise<string> {
-    const id = `w${randomBytes(8).toString('hex')}`;
+    // From the kernel: clones of one template share envd's generators (system/kernel-random.ts).
+    const id = `w${kernelRandomBytes(8).toString('hex')}`;
     const entry: PolledWatcher = { watcher: undefined as unknown as DirWatcher, events: [], error: undefined };
     let converted = Promise.resolve();
     entry.watcher = await DirWatcher.open(path, recursive, {
