@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ConnectError } from '../connect/code.ts';
-import { readAll } from '../connect/body.ts';
 import { ENVD_VERSION } from '@svc/contracts/envd-version';
 import type { EnvdState } from '../state.ts';
-import { HttpError } from './respond.ts';
+import { readJsonObject } from './json-body.ts';
 
 const MAX_INIT_BYTES = 1024 * 1024;
 
@@ -24,17 +23,7 @@ interface InitRequest {
  */
 export async function handleInit(state: EnvdState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   res.setHeader('x-envd-version', ENVD_VERSION);
-  const body = await readAll(req, MAX_INIT_BYTES).catch((err: unknown) => {
-    // resource_exhausted would be 507 (disk full) on envd's plain routes; an oversized request is 413
-    throw (err as ConnectError).code === 'resource_exhausted' ? new HttpError(413, (err as Error).message) : err;
-  });
-  let init: InitRequest;
-  try {
-    init = body.length === 0 ? {} : (JSON.parse(body.toString('utf8')) as InitRequest);
-    if (typeof init !== 'object' || init === null || Array.isArray(init)) throw new Error('expected a JSON object');
-  } catch (err) {
-    throw new ConnectError('invalid_argument', `invalid /init body: ${(err as Error).message}`);
-  }
+  const init = (await readJsonObject(req, MAX_INIT_BYTES, '/init')) as InitRequest;
   validate(init);
 
   const header = req.headers['x-access-token'];
