@@ -314,6 +314,8 @@ describe('a node offering both runtimes (node_agent.runtime gvisor,microvm)', { 
     assert.equal((await client.pauseSandbox(plain.sandboxId)).pauseKind, 'freeze');
     assert.equal((await client.pauseSandbox(vm.sandboxId)).pauseKind, 'snapshot');
     const stateDir = cfg.node_agent.state_dir;
+    // The microvm create had the template's guest saved in the background: a QEMU of its own until then.
+    await agent!.settled();
     assert.deepEqual(await qemuProcesses(stateDir), []);
 
     // The operator drops microvm: the paused guest is left as it is (nothing of it runs), the gvisor sandbox is adopted.
