@@ -1,7 +1,6 @@
-import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import type { EgressScheme } from '@svc/contracts/egress';
+import type { ServerRequest } from '@svc/http1';
 import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
 import { requestTarget } from './request-target.ts';
 import { SocketExchange } from './tunnel-exchange.ts';
@@ -12,8 +11,8 @@ import type { UpstreamTarget } from './upstream.ts';
  * the proxy as an explicit one. Decided by the same rules as a request to that host and port;
  * when allowed, a TCP tunnel whose bytes the proxy does not read, so a rule that injects refuses it.
  */
-export function handleEgressConnect(deps: ProxyDeps, conn: ConnectionFacts, req: IncomingMessage, socket: Duplex, head: Buffer): void {
-  const exchange = new ConnectExchange(deps, conn, req.url ?? '', socket as Socket, head);
+export function handleEgressConnect(deps: ProxyDeps, conn: ConnectionFacts, req: ServerRequest, socket: Socket, head: Buffer): void {
+  const exchange = new ConnectExchange(deps, conn, req.url, socket, head);
   exchange.serve().catch((err: unknown) => exchange.internalError(err));
 }
 

@@ -1,8 +1,8 @@
-import http from 'node:http';
-import type { AddressInfo, Server, Socket } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
-import { clientErrorAnswer, writeErrorOnSocket, type Logger } from '@svc/common';
+import { SvcError, writeErrorOnSocket, type Logger } from '@svc/common';
+import { LeanServer, type RequestParseError, type ServerRequest } from '@svc/http1';
 import { EGRESS_DEFAULTS } from '@svc/contracts/egress';
 import { auditTimestamp } from './audit-log.ts';
 import type { AuditSink } from './audit-sink.ts';
@@ -103,9 +103,10 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
   });
   const connections = new WeakMap<Socket, ConnectionFacts>();
 
-  // Upgraded and CONNECT sockets, which node's servers no longer track, so that close() ends them.
+  // Upgraded and CONNECT sockets, which the lean servers no longer track, so that close() ends them.
   const tunnels = new Set<Duplex>();
-  const httpServer = createHttpServer(ioTimeoutMs, deps, tunnels, (socket) => {
+  const httpServer = createTcpServer({ noDelay: true });
+  const httpLean = leanServer(ioTimeoutMs, deps, tunnels, (socket) => {
     let conn = connections.get(socket);
     if (!conn) {
       conn = { scheme: 'http', sandboxIp: plainIpv4(socket.remoteAddress), tlsVersion: '', cipher: '' };
@@ -113,17 +114,15 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
     }
     return conn;
   });
-  // Serves the connections the TLS listener hands over; it never listens itself.
-  const httpsServer = createHttpServer(ioTimeoutMs, deps, tunnels, (socket) => connections.get(socket));
-  // node starts its connection tracking on 'listening': without it headersTimeout is not
-  // enforced and closeAllConnections reaches nothing on a server that never listens.
-  httpsServer.emit('listening');
+  httpLean.attach(httpServer, 'connection');
+  // Serves the connections the TLS listener hands over.
+  const httpsLean = leanServer(ioTimeoutMs, deps, tunnels, (socket) => connections.get(socket));
   const tlsListener = createTlsListener({
     leaves: new LeafContexts(d.ca),
     originalDestination,
     onSecure: (socket: TLSSocket, t) => {
       connections.set(socket, { scheme: 'https', sandboxIp: t.sandboxIp, sni: t.sni, certName: t.certName, tlsVersion: t.tlsVersion, cipher: t.cipher });
-      httpsServer.emit('connection', socket);
+      httpsLean.serve(socket);
     },
     onHandshakeFailure: (f) => {
       const policy = store.forAddress(f.sandboxIp);
@@ -135,9 +134,8 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
 
   const listening: Server[] = [];
   const stopTracking = () => {
-    // It never listened, so close() only stops the connection tracking (and reports ERR_SERVER_NOT_RUNNING).
-    httpsServer.close(() => { /* nothing was listening; the tracking stopped, which is all close() is for here */ });
-    httpsServer.closeAllConnections();
+    httpLean.closeAll();
+    httpsLean.closeAll();
   };
   try {
     // Always in this order: in worker processes the cluster module shares the n-th listen of a port among them.
@@ -154,7 +152,6 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
         const closed = Promise.all(listening.map(closeServer));
         tlsListener.destroyAll();
         tunnelServer?.destroyAll();
-        httpServer.closeAllConnections();
         for (const socket of tunnels) socket.destroy();
         stopTracking();
         await closed;
@@ -173,35 +170,36 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
 /** The facts of a connection a listener accepted (its sandbox, its TLS); undefined: none, the connection is dropped. */
 type FactsOf = (socket: Socket) => ConnectionFacts | undefined;
 
-function createHttpServer(ioTimeoutMs: number, deps: ProxyDeps, tunnels: Set<Duplex>, factsOf: FactsOf): http.Server {
-  const server = http.createServer({
-    keepAliveTimeout: CLIENT_KEEPALIVE_MS,
-    headersTimeout: CLIENT_HEADERS_TIMEOUT_MS,
-    // Streams last as long as the upstream keeps them busy; the idle timeout below bounds them.
-    requestTimeout: 0,
-  }, (req, res) => {
-    const conn = factsOf(req.socket);
-    if (!conn) { req.socket.destroy(); return; }
-    handleEgressRequest(deps, conn, req, res);
-  });
-  // Later than the upstream's idle timeout, so that a silent upstream gets its 504 to the sandbox first.
-  server.timeout = ioTimeoutMs + SANDBOX_TIMEOUT_MARGIN_MS;
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) { socket.destroy(); return; }
-    writeErrorOnSocket(socket, clientErrorAnswer(err));
-  });
-  // WebSocket upgrades and CONNECT (docs/egress.md "WebSocket and CONNECT"): node hands the socket
-  // over, and it is the exchange's from here.
-  const tunnel = (handle: typeof handleEgressUpgrade) => (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-    const conn = factsOf(req.socket);
-    if (!conn) { socket.destroy(); return; }
-    tunnels.add(socket);
-    socket.once('close', () => tunnels.delete(socket));
-    handle(deps, conn, req, socket, head);
-  };
-  server.on('upgrade', tunnel(handleEgressUpgrade));
-  server.on('connect', tunnel(handleEgressConnect));
-  return server;
+/**
+ * The lean HTTP/1.1 server (@svc/http1) for one listener's connections. Streams last as long as
+ * the upstream keeps them busy: a request's connection closes only after the upstream's idle
+ * timeout and a margin, so that a silent upstream gets its 504 to the sandbox first.
+ */
+function leanServer(ioTimeoutMs: number, deps: ProxyDeps, tunnels: Set<Duplex>, factsOf: FactsOf): LeanServer {
+  return new LeanServer({
+    onRequest: (req, reply) => {
+      const conn = factsOf(req.socket);
+      if (!conn) { req.socket.destroy(); return; }
+      handleEgressRequest(deps, conn, req, reply);
+    },
+    // WebSocket upgrades and CONNECT (docs/egress.md "WebSocket and CONNECT"): the socket is the
+    // exchange's from here.
+    onUpgrade: (req: ServerRequest, socket: Socket, head: Buffer) => {
+      const conn = factsOf(req.socket);
+      if (!conn) { socket.destroy(); return; }
+      tunnels.add(socket);
+      socket.once('close', () => tunnels.delete(socket));
+      if (req.method === 'CONNECT') handleEgressConnect(deps, conn, req, socket, head);
+      else handleEgressUpgrade(deps, conn, req, socket, head);
+    },
+    onClientError: (err: RequestParseError, socket: Socket) => {
+      deps.logger.debug({ status: err.status, reason: err.message }, 'malformed request from a sandbox');
+      writeErrorOnSocket(socket, new SvcError(err.status, err.message));
+    },
+    onInternalError: (err: unknown) => {
+      deps.logger.error({ err: err instanceof Error ? err.stack : String(err) }, 'the egress proxy failed on a request; its connection was closed');
+    },
+  }, { keepAliveTimeoutMs: CLIENT_KEEPALIVE_MS, headersTimeoutMs: CLIENT_HEADERS_TIMEOUT_MS, requestIdleTimeoutMs: ioTimeoutMs + SANDBOX_TIMEOUT_MARGIN_MS });
 }
 
 /** Listens, and records the server in `listening` for the close. */

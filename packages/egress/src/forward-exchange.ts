@@ -1,7 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { drainRequest } from '@svc/common';
 import type { EgressRequestRecord } from '@svc/contracts/egress';
-import { hasContentLength, InvalidHeaderError, relayResponseChunk, requestHead, streamRequestBody, trailerPairs, type ResponseSink, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
+import { hasContentLength, InvalidHeaderError, relayReplyChunk, requestHead, streamServerBody, type ResponseSink, type ServerReply, type ServerRequest, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import { sandboxResponseHeaders } from './headers.ts';
 import type { ProxyDeps } from './proxy-deps.ts';
 import type { ProxyVia } from './proxy-via.ts';
@@ -17,7 +15,7 @@ export interface ForwardRequest {
   /** Flat [name, value, ...], as upstreamRequestHeaders built them. */
   headers: string[];
   hasBody: boolean;
-  /** The body came with Transfer-Encoding: node's server de-chunked it, so it is chunked again. */
+  /** The body came with Transfer-Encoding: the server de-chunked it, so it is chunked again. */
   chunkedBody: boolean;
 }
 
@@ -41,15 +39,15 @@ export class ForwardExchange implements ResponseSink {
 
   constructor(
     private readonly deps: ProxyDeps,
-    private readonly req: IncomingMessage,
-    private readonly res: ServerResponse,
+    private readonly req: ServerRequest,
+    private readonly res: ServerReply,
     private readonly upstream: UpstreamTarget,
     private readonly via: ProxyVia | undefined,
     private readonly record: EgressRequestRecord,
     private readonly answer: (status: number, message: string) => void,
   ) {
-    res.once('close', () => {
-      if (this.res.writableFinished) return;
+    res.onClose(() => {
+      if (this.res.finished) return;
       // The sandbox left first: the upstream connection is mid-exchange and cannot serve another.
       this.conn?.destroy();
       this.conn = undefined;
@@ -81,7 +79,7 @@ export class ForwardExchange implements ResponseSink {
   private startBody(conn: UpstreamConnection, chunked: boolean): void {
     if (this.bodyStarted || this.conn !== conn) return;
     this.bodyStarted = true;
-    streamRequestBody(this.req, conn, chunked, () => this.conn === conn, (bytes) => { this.record.bytes_in += bytes; });
+    streamServerBody(this.req, conn, chunked, () => this.conn === conn, (bytes) => { this.record.bytes_in += bytes; });
   }
 
   onHead(status: number, statusText: string, headers: string[]): void {
@@ -93,7 +91,7 @@ export class ForwardExchange implements ResponseSink {
     try {
       res.writeHead(status, statusText || undefined, sandboxResponseHeaders(headers));
     } catch (err) {
-      // An answer the parser took but node will not repeat (a header with characters it refuses).
+      // An answer the parser took but the reply will not repeat (a header holding CR, LF or NUL).
       this.responded = false;
       this.conn?.destroy();
       this.conn = undefined;
@@ -107,7 +105,7 @@ export class ForwardExchange implements ResponseSink {
 
   onBody(chunk: Buffer): void {
     this.record.bytes_out += chunk.length;
-    if (this.responded) relayResponseChunk(this.res, chunk, this.conn, () => this.completed);
+    if (this.responded) relayReplyChunk(this.res, chunk, this.conn, () => this.completed);
   }
 
   onComplete(trailers: string[] | undefined): void {
@@ -116,14 +114,17 @@ export class ForwardExchange implements ResponseSink {
     const conn = this.conn;
     this.conn = undefined;
     if (!this.responded) return;
-    if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(trailerPairs(trailers));
     if (this.bodyStarted && !this.req.complete) {
       // The upstream answered before it took the whole body: read the rest of the upload before
-      // ending the answer, or node would close the sandbox's socket under it (a reset, not the answer).
+      // ending the answer, or a closing sandbox's socket would see a reset, not the answer. One
+      // that uploads too much or too long gets the answer, and the connection closes.
       conn?.destroy();
-      void drainRequest(this.req).then(() => this.res.end());
+      void this.req.drain().then((whole) => {
+        if (!whole) this.res.closeAfter();
+        this.res.end(undefined, trailers);
+      });
     } else {
-      this.res.end();
+      this.res.end(undefined, trailers);
     }
   }
 

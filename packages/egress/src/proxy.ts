@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerReply, ServerRequest } from '@svc/http1';
 import { ExchangeGate } from './exchange-gate.ts';
 import { sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
 import { requestTarget, type RequestTarget } from './request-target.ts';
@@ -11,7 +11,7 @@ import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
  * address, decide by its rules before any upstream contact, inject on allow, forward with
  * streamed bodies, and write the audit records.
  */
-export function handleEgressRequest(deps: ProxyDeps, conn: ConnectionFacts, req: IncomingMessage, res: ServerResponse): void {
+export function handleEgressRequest(deps: ProxyDeps, conn: ConnectionFacts, req: ServerRequest, res: ServerReply): void {
   new Exchange(deps, conn, req, res).serve().catch((err: unknown) => {
     deps.logger.error({ err, sandboxIp: conn.sandboxIp, method: req.method, url: req.url }, 'egress request failed inside the proxy');
     if (!res.headersSent && !res.destroyed) sendJson(res, 500, 'egress proxy internal error');
@@ -24,15 +24,15 @@ class Exchange {
   private readonly method: string;
   private target: RequestTarget | undefined;
 
-  constructor(private readonly deps: ProxyDeps, private readonly conn: ConnectionFacts, private readonly req: IncomingMessage, private readonly res: ServerResponse) {
-    this.method = (req.method ?? 'GET').toUpperCase();
-    this.gate = new ExchangeGate(deps, conn, this.method, req.url ?? '');
+  constructor(private readonly deps: ProxyDeps, private readonly conn: ConnectionFacts, private readonly req: ServerRequest, private readonly res: ServerReply) {
+    this.method = req.method.toUpperCase();
+    this.gate = new ExchangeGate(deps, conn, this.method, req.url);
     // 499 (nginx's "client closed request"): the sandbox left before the proxy answered.
-    res.once('close', () => this.gate.finish(this.res.headersSent ? this.res.statusCode : 499));
+    res.onClose(() => this.gate.finish(this.res.headersSent ? this.res.statusCode : 499));
   }
 
   async serve(): Promise<void> {
-    const target = requestTarget(this.conn.scheme, this.req.url ?? '/', this.req.headers.host);
+    const target = requestTarget(this.conn.scheme, this.req.url, this.req.header('host'));
     if (typeof target === 'string') return this.answer(400, target);
     this.target = target;
     // Upgrades ("Connection: upgrade") go to upgrade-exchange.ts; a request that only names an
@@ -45,13 +45,12 @@ class Exchange {
   private forward(ip: string, inject: InjectedHeader[]): void {
     const target = this.target as RequestTarget;
     const upstream: UpstreamTarget = { scheme: this.conn.scheme, host: target.host, ip, port: target.port };
-    const te = this.req.headers['transfer-encoding'];
     new ForwardExchange(this.deps, this.req, this.res, upstream, this.deps.viaFor(this.conn.sandboxIp), this.gate.record, (status, message) => this.answer(status, message)).start({
       method: this.method,
       path: target.path,
       headers: upstreamRequestHeaders(this.req.rawHeaders, inject),
-      hasBody: te !== undefined || Number(this.req.headers['content-length'] ?? 0) > 0,
-      chunkedBody: te !== undefined,
+      hasBody: this.req.hasBody,
+      chunkedBody: this.req.chunked,
     });
   }
 
@@ -62,9 +61,10 @@ class Exchange {
 }
 
 /** svc's error body `{code, message}`; returns the body's length for the audit record. */
-function sendJson(res: ServerResponse, status: number, message: string): number {
+function sendJson(res: ServerReply, status: number, message: string): number {
   const body = JSON.stringify({ code: status, message });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  const length = Buffer.byteLength(body);
+  res.writeHead(status, undefined, ['content-type', 'application/json', 'content-length', String(length)]);
   res.end(body);
-  return Buffer.byteLength(body);
+  return length;
 }

@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
+import type { ServerRequest } from '@svc/http1';
 import { sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
 import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
 import { requestTarget, type RequestTarget } from './request-target.ts';
@@ -10,30 +10,30 @@ import type { UpstreamTarget } from './upstream.ts';
 
 /**
  * A request with "Connection: upgrade" (WebSocket, docs/egress.md "WebSocket and CONNECT"),
- * which node's http server hands over as a socket: decided, guarded and injected exactly as any
+ * which the lean server hands over as a socket: decided, guarded and injected exactly as any
  * request, sent to the upstream with the same headers, and on a 101 the two sockets spliced;
  * any other answer is relayed as an ordinary response and the connection closed.
  */
-export function handleEgressUpgrade(deps: ProxyDeps, conn: ConnectionFacts, req: IncomingMessage, socket: Duplex, head: Buffer): void {
-  const exchange = new UpgradeExchange(deps, conn, req, socket as Socket, head);
+export function handleEgressUpgrade(deps: ProxyDeps, conn: ConnectionFacts, req: ServerRequest, socket: Socket, head: Buffer): void {
+  const exchange = new UpgradeExchange(deps, conn, req, socket, head);
   exchange.serve().catch((err: unknown) => exchange.internalError(err));
 }
 
 class UpgradeExchange extends SocketExchange {
   private readonly method: string;
 
-  constructor(deps: ProxyDeps, conn: ConnectionFacts, private readonly req: IncomingMessage, sandbox: Socket, head: Buffer) {
-    const method = (req.method ?? 'GET').toUpperCase();
-    super(deps, conn, sandbox, head, method, req.url ?? '');
+  constructor(deps: ProxyDeps, conn: ConnectionFacts, private readonly req: ServerRequest, sandbox: Socket, head: Buffer) {
+    const method = req.method.toUpperCase();
+    super(deps, conn, sandbox, head, method, req.url);
     this.method = method;
   }
 
   async serve(): Promise<void> {
-    const target = requestTarget(this.conn.scheme, this.req.url ?? '/', this.req.headers.host);
+    const target = requestTarget(this.conn.scheme, this.req.url, this.req.header('host'));
     if (typeof target === 'string') return this.answer(400, target);
     // Its body would have to be framed towards the upstream before the switch; WebSocket has none.
-    if (this.req.headers['transfer-encoding'] !== undefined || Number(this.req.headers['content-length'] ?? 0) > 0) {
-      return this.answer(501, `a protocol upgrade (${this.req.headers.upgrade}) with a request body is not supported by the egress proxy`);
+    if (this.req.hasBody) {
+      return this.answer(501, `a protocol upgrade (${this.req.header('upgrade')}) with a request body is not supported by the egress proxy`);
     }
     const verdict = await this.gate.decide({ scheme: this.conn.scheme, port: target.port, host: target.host, method: this.method, path: target.path, ...(this.conn.sni ? { sni: this.conn.sni } : {}) });
     if (!verdict.allowed) return this.answer(verdict.status, verdict.message);
@@ -46,7 +46,7 @@ class UpgradeExchange extends SocketExchange {
   private request(socket: Socket, upstream: UpstreamTarget, target: RequestTarget, inject: InjectedHeader[]): void {
     const record = this.gate.record;
     // The same headers as a pooled request, with the two hop-by-hop ones an upgrade is made of.
-    const headers = [...upstreamRequestHeaders(this.req.rawHeaders, inject), 'Connection', 'Upgrade', 'Upgrade', String(this.req.headers.upgrade)];
+    const headers = [...upstreamRequestHeaders(this.req.rawHeaders, inject), 'Connection', 'Upgrade', 'Upgrade', String(this.req.header('upgrade'))];
     const up = http.request({
       createConnection: () => socket,
       method: this.method,
@@ -61,7 +61,7 @@ class UpgradeExchange extends SocketExchange {
       record.upstream_status = String(res.statusCode ?? '');
       if (this.left) { upSocket.destroy(); return; }
       this.status = 101;
-      const protocol = res.headers.upgrade ?? String(this.req.headers.upgrade);
+      const protocol = res.headers.upgrade ?? String(this.req.header('upgrade'));
       this.sandbox.write(responseHead(res, ['Connection', 'Upgrade', 'Upgrade', protocol]));
       this.relay(upSocket, upHead);
     });

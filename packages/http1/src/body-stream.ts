@@ -1,32 +1,35 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerReply } from './server-reply.ts';
+import type { ServerRequest } from './server-request.ts';
 import type { UpstreamConnection } from './upstream-pool.ts';
 
 /**
  * Streams a client's request body to the upstream connection as it comes, with backpressure:
- * raw after a Content-Length, chunked again after a Transfer-Encoding (node's server de-chunked
- * it). `current` says whether the exchange still uses `conn` (a retry or a failure moved on, and
- * then nothing more goes to it); `onChunk` sees each chunk's size before it is written.
+ * raw after a Content-Length, framed as chunked again when it came chunked (the parser decoded
+ * it; its trailers follow the last chunk). `current` says whether the exchange still uses `conn`
+ * (a retry or a failure moved on, and then nothing more goes to it); `onChunk` sees each chunk's
+ * size before it is written. A client that left mid-body ends nothing: the
+ * upstream connection is destroyed, so a truncated body is never taken for a whole one.
  */
-export function streamRequestBody(req: IncomingMessage, conn: UpstreamConnection, chunked: boolean, current: () => boolean, onChunk?: (bytes: number) => void): void {
+export function streamServerBody(req: ServerRequest, conn: UpstreamConnection, chunked: boolean, current: () => boolean, onChunk?: (bytes: number) => void): void {
   const resumeReq = () => req.resume();
-  req.on('data', (chunk: Buffer) => {
+  req.read((chunk) => {
     if (!current()) return;
     onChunk?.(chunk.length);
     const ok = chunked ? conn.writeChunk(chunk) : conn.writeBody(chunk);
     if (!ok) { req.pause(); conn.onceDrain(resumeReq); }
-  });
-  req.once('end', () => {
+  }, () => {
     if (!current()) return;
-    if (chunked) conn.writeBody('0\r\n\r\n');
+    if (req.aborted) { conn.destroy(); return; }
+    if (chunked) conn.writeBody(chunkedEnd(req.trailers));
     conn.endBody();
   });
 }
 
-/** Trailers as the parser gives them (flat [name, value, ...]) in the pairs node's addTrailers takes. */
-export function trailerPairs(raw: string[]): [string, string][] {
-  const out: [string, string][] = [];
-  for (let i = 0; i < raw.length; i += 2) out.push([raw[i], raw[i + 1]]);
-  return out;
+function chunkedEnd(trailers: string[] | undefined): string {
+  if (trailers === undefined) return '0\r\n\r\n';
+  let out = '0\r\n';
+  for (let i = 0; i < trailers.length; i += 2) out += `${trailers[i]}: ${trailers[i + 1]}\r\n`;
+  return `${out}\r\n`;
 }
 
 /**
@@ -34,8 +37,8 @@ export function trailerPairs(raw: string[]): [string, string][] {
  * reading the upstream until it drains, unless the answer is `complete` by then (the connection
  * may already serve another exchange).
  */
-export function relayResponseChunk(res: ServerResponse, chunk: Buffer, conn: UpstreamConnection | undefined, complete: () => boolean): void {
-  if (res.write(chunk) || conn === undefined) return;
+export function relayReplyChunk(reply: ServerReply, chunk: Buffer, conn: UpstreamConnection | undefined, complete: () => boolean): void {
+  if (reply.write(chunk) || conn === undefined) return;
   conn.pause();
-  res.once('drain', () => { if (!complete()) conn.resume(); });
+  reply.onceDrain(() => { if (!complete()) conn.resume(); });
 }

@@ -90,6 +90,8 @@ test('malformed responses are errors', () => {
     // Both framings: relayed with the Content-Length, the rest would be read as the client's next answer.
     'HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\nc\r\nhello world!\r\n0\r\n\r\n',
     'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello',
+    // A bare LF in the reason: relayed, it would put a header of the sandbox's choosing in the client's answer.
+    'HTTP/1.1 200 OK\nX-Injected: yes\r\nContent-Length: 2\r\n\r\nok',
   ]) {
     const { p } = parserFor();
     assert.throws(() => p.execute(Buffer.from(raw)), ResponseParseError, raw);

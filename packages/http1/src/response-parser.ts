@@ -148,6 +148,8 @@ export class ResponseParser {
     const status = Number(statusLine.slice(9, 12));
     if (!(status >= 100 && status <= 999)) throw new ResponseParseError('bad status code');
     const statusText = statusLine.length > 13 ? statusLine.slice(13) : '';
+    // A bare CR or LF (or another control character) in the reason would split the answer relayed on.
+    if (/[\x00-\x08\x0a-\x1f\x7f]/.test(statusText)) throw new ResponseParseError('bad status text');
     const headers: string[] = [];
     let contentLength = -1;
     let chunked = false;

@@ -1,6 +1,5 @@
 import { sameSecret, SvcError } from '@svc/common';
 import { fileSignatureProblem, signedFileRequest } from '@svc/common/envd-signature';
-import type { IncomingMessage } from 'node:http';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
 import type { ScannedRequest } from './headers.ts';
 
@@ -12,8 +11,8 @@ export interface PresentedAccess {
   url: string;
 }
 
-export function presentedAccess(scan: ScannedRequest, req: IncomingMessage): PresentedAccess {
-  return { trafficTokens: scan.trafficTokens, accessToken: scan.accessToken, method: req.method ?? 'GET', url: req.url ?? '/' };
+export function presentedAccess(scan: ScannedRequest, req: { method: string; url: string }): PresentedAccess {
+  return { trafficTokens: scan.trafficTokens, accessToken: scan.accessToken, method: req.method, url: req.url };
 }
 
 const TRAFFIC_TOKEN_REFUSED = 'missing or wrong traffic access token (send it in the ext-traffic-access-token header)';

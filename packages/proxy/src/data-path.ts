@@ -4,22 +4,20 @@
  * the proxy's own process (in-process) and for each worker process alike (docs/data-plane.md,
  * "Worker processes"); the control parts (admin API, announcements, events) stay with the caller.
  */
-import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
-import { clientErrorAnswer, Periodic, type Logger, type TaskStats } from '@svc/common';
+import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
+import { Periodic, type Logger, type TaskStats } from '@svc/common';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
 import { ActivityTracker } from './activity-tracker.ts';
 import { AutoResumer } from './auto-resumer.ts';
 import { BackendCache } from './backend-cache.ts';
 import { DataPlane } from './data-plane.ts';
-import { sendProxyErrorOnSocket } from './error-response.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import type { ProxyTuning } from './proxy-tuning.ts';
 import { registerProxyMetrics } from './proxy-metrics.ts';
 import { masterRouteLookup, RouteGate } from './route-gate.ts';
 import { SignedFileUrls } from './signed-file-urls.ts';
-import { UpstreamPool } from '@svc/http1';
+import { LeanServer, UpstreamPool } from '@svc/http1';
 
 export interface DataPathOptions {
   /** Ports of the listeners (0: ephemeral); https is started only with `tls`. */
@@ -73,10 +71,11 @@ export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
   };
 
   const servers: Server[] = [];
+  const lean: LeanServer[] = [];
   const stopped = async () => {
     await Promise.all(servers.map((s) => new Promise<void>((resolve) => {
       s.close(() => resolve());
-      s.closeAllConnections();
+      for (const l of lean) l.closeAll();
       for (const sock of ctx.upgradedSockets) sock.destroy();
     })));
     await periodic.stop();
@@ -87,12 +86,16 @@ export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
   };
 
   try {
-    const http = dataPlaneServer(createHttpServer({ noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'http'), logger);
+    const http = createTcpServer({ noDelay: true });
+    lean.push(dataPlaneServer(http, 'connection', new DataPlane(ctx, cache, 'http'), tuning));
     servers.push(http);
     const httpPort = (await listen(http, o.httpPort, o.bind)).port;
     let httpsPort: number | undefined;
     if (o.tls && o.httpsPort > 0) {
-      const https = dataPlaneServer(createHttpsServer({ ...o.tls, noDelay: true, requestTimeout: 0 }), new DataPlane(ctx, cache, 'https'), logger);
+      const https = createTlsServer({ ...o.tls, noDelay: true });
+      // A client that fails its handshake has nothing to be answered (node's https server is as quiet).
+      https.on('tlsClientError', (err: NodeJS.ErrnoException) => logger.debug({ code: err.code }, 'TLS handshake with a client failed'));
+      lean.push(dataPlaneServer(https, 'secureConnection', new DataPlane(ctx, cache, 'https'), tuning));
       servers.push(https);
       httpsPort = (await listen(https, o.httpsPort, o.bind)).port;
     }
@@ -114,18 +117,14 @@ export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
   }
 }
 
-function dataPlaneServer<S extends Server>(server: S, dp: DataPlane, logger: Logger): S {
-  server.on('request', dp.onRequest);
-  server.on('upgrade', dp.onUpgrade);
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    if (err.code !== 'ECONNRESET') logger.debug({ code: err.code }, 'malformed client request');
-    if (!socket.writable) { socket.destroy(); return; }
-    // The same uniform JSON body as every other answer of the proxy (docs/design.md, "Errors").
-    sendProxyErrorOnSocket(socket, clientErrorAnswer(err));
-  });
-  return server;
+/**
+ * The lean HTTP/1.1 server on a listener, with the tuning's client timeouts; a request's own
+ * duration is not limited (uploads, streams).
+ */
+function dataPlaneServer(server: Server, event: 'connection' | 'secureConnection', dp: DataPlane, tuning: ProxyTuning): LeanServer {
+  const lean = new LeanServer(dp, { keepAliveTimeoutMs: tuning.clientKeepAliveMs, headersTimeoutMs: tuning.clientHeadersTimeoutMs });
+  lean.attach(server, event);
+  return lean;
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {

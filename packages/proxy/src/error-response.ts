@@ -1,33 +1,38 @@
-import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { drainRequest, SvcError, writeErrorOnSocket } from '@svc/common';
+import { SvcError, writeErrorOnSocket } from '@svc/common';
+import type { ServerReply } from '@svc/http1';
 
 /**
  * The proxy's own answers: opaque statuses with a uniform `{code, message}` JSON body,
  * and no internal retcode header. Readable by any origin (they carry no credentials), so a page
  * calling a sandbox from the browser (envd allows every origin) sees why, not a bare network error.
  */
-export function sendProxyError(res: ServerResponse, err: SvcError): void {
+export function sendProxyError(res: ServerReply, err: SvcError): void {
   if (res.headersSent) { res.destroy(); return; }
   const req = res.req;
-  // An early answer (no sandbox, refused, gone) while the client still uploads: let it finish first.
-  if (req && !req.complete && !req.destroyed) {
-    drainRequest(req).then(() => { if (!res.destroyed && !res.headersSent) writeProxyError(res, err); }, () => res.destroy());
+  // An early answer (no sandbox, refused, gone) while the client still uploads: let it finish
+  // first. One that uploads too much or too long is answered, and the connection closes.
+  if (!req.complete && !req.aborted) {
+    void req.drain().then((whole) => {
+      if (res.destroyed || res.headersSent) return;
+      if (!whole) res.closeAfter();
+      writeProxyError(res, err);
+    });
     return;
   }
   writeProxyError(res, err);
 }
 
-function writeProxyError(res: ServerResponse, err: SvcError): void {
+function writeProxyError(res: ServerReply, err: SvcError): void {
   const body = JSON.stringify(err.toBody());
-  const headers: Record<string, string | number> = {
-    'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(body),
-    'Cache-Control': 'no-store',
-    'Access-Control-Allow-Origin': '*',
-    ...err.headers,
-  };
-  res.writeHead(err.status, headers);
+  const headers = [
+    'Content-Type', 'application/json',
+    'Content-Length', String(Buffer.byteLength(body)),
+    'Cache-Control', 'no-store',
+    'Access-Control-Allow-Origin', '*',
+  ];
+  for (const [name, value] of Object.entries(err.headers)) headers.push(name, String(value));
+  res.writeHead(err.status, undefined, headers);
   res.end(body);
 }
 

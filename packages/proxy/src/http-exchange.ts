@@ -1,8 +1,7 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
-import { drainRequest, SvcError } from '@svc/common';
+import { SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
-import { hasContentLength, relayResponseChunk, streamRequestBody, trailerPairs, type ResponseSink, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
+import { hasContentLength, relayReplyChunk, streamServerBody, type ResponseSink, type ServerReply, type ServerRequest, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import { filterResponseHeaders, maskedHost, requestHead, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError } from './error-response.ts';
 import { presentedAccess } from './access-check.ts';
@@ -31,14 +30,14 @@ export class HttpExchange implements ResponseSink {
 
   constructor(
     private readonly ctx: ProxyContext,
-    private readonly req: IncomingMessage,
-    private readonly res: ServerResponse,
+    private readonly req: ServerRequest,
+    private readonly res: ServerReply,
     private readonly scan: ScannedRequest,
     private readonly target: Target,
     /** When the request arrived (performance.now()): its duration is counted when the answer ends. */
     private readonly startedAt: number,
   ) {
-    res.once('close', this.onClientClose);
+    res.onClose(this.onClientClose);
   }
 
   /** Forwards to the route (a fresh cache hit), or resolves it first on the cold path. */
@@ -67,7 +66,7 @@ export class HttpExchange implements ResponseSink {
     this.sandboxId = route.sandboxId;
     const port = this.target.port || route.envdPort;
     if (this.head === undefined || this.port !== port || this.route?.address !== route.address) {
-      this.head = requestHead(this.req.method ?? 'GET', this.req.url ?? '/', this.scan, `${route.address}:${port}`, maskedHost(route, port));
+      this.head = requestHead(this.req.method, this.req.url, this.scan, `${route.address}:${port}`, maskedHost(route, port));
     }
     this.route = route;
     this.port = port;
@@ -85,7 +84,7 @@ export class HttpExchange implements ResponseSink {
     if (this.bodyStarted || conn === undefined) return;
     this.bodyStarted = true;
     // Each byte reached a process in the sandbox (the connection was made): activity.
-    streamRequestBody(this.req, conn, this.scan.chunkedBody, () => this.conn === conn, () => this.ctx.activity.touch(this.sandboxId!));
+    streamServerBody(this.req, conn, this.scan.chunkedBody, () => this.conn === conn, () => this.ctx.activity.touch(this.sandboxId!));
   };
 
   onHead(status: number, statusText: string, headers: string[]): void {
@@ -108,7 +107,7 @@ export class HttpExchange implements ResponseSink {
 
   onBody(chunk: Buffer): void {
     if (!isKeepaliveFrame(chunk)) this.ctx.activity.touch(this.sandboxId!);
-    relayResponseChunk(this.res, chunk, this.conn, () => this.completed);
+    relayReplyChunk(this.res, chunk, this.conn, () => this.completed);
   }
 
   onComplete(trailers: string[] | undefined): void {
@@ -116,9 +115,8 @@ export class HttpExchange implements ResponseSink {
     // The connection is the pool's again (or closed): nothing of this exchange may touch it now.
     const conn = this.conn;
     this.conn = undefined;
-    if (trailers !== undefined && trailers.length > 0) this.res.addTrailers(trailerPairs(trailers));
     if (this.bodyStarted && !this.req.complete) this.abandonRequestBody(conn);
-    else this.res.end();
+    else this.res.end(undefined, trailers);
   }
 
   /**
@@ -130,7 +128,11 @@ export class HttpExchange implements ResponseSink {
    */
   private abandonRequestBody(conn: UpstreamConnection | undefined): void {
     conn?.destroy();
-    void drainRequest(this.req).then(() => this.res.end());
+    void this.req.drain().then((whole) => {
+      // Given up on (too much, too long): the connection closes after the answer.
+      if (!whole) this.res.closeAfter();
+      this.res.end();
+    });
   }
 
   onFailure(err: UpstreamConnectionError, responseStarted: boolean): void {
@@ -159,7 +161,7 @@ export class HttpExchange implements ResponseSink {
   /** The answer ended, or the client left first (then 499, unless a head was sent already). */
   private readonly onClientClose = (): void => {
     countAnswered(this.res.headersSent ? this.res.statusCode : CLIENT_CLOSED, this.startedAt);
-    if (!this.res.writableFinished) {
+    if (!this.res.finished) {
       this.conn?.destroy();
       this.conn = undefined;
     }

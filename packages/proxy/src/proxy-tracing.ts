@@ -4,17 +4,17 @@
  * span's `traceparent` instead of the client's. The data plane calls these only after
  * tracingOn(): with tracing off it builds nothing for them.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { ServerReply, ServerRequest } from '@svc/http1';
 import { propagationFields, SANDBOX_ID_ATTRIBUTE, startServerSpan, type RequestSpan } from '@svc/common';
 import type { ScannedRequest } from './headers.ts';
 import type { Target } from './target.ts';
 
 /** An HTTP request: `next` (the forwarding) runs in its span, which ends with the answer or when the client leaves. */
-export function traceRequest(req: IncomingMessage, res: ServerResponse, scan: ScannedRequest, target: Target | null, next: () => void): void {
+export function traceRequest(req: ServerRequest, res: ServerReply, scan: ScannedRequest, target: Target | null, next: () => void): void {
   const span = requestSpan(req, scan, target);
   if (!span) { next(); return; }
-  res.once('close', () => {
+  res.onClose(() => {
     if (!res.headersSent) span.setAttribute('error.type', 'client_closed');
     span.end(res.headersSent ? res.statusCode : undefined);
   });
@@ -22,16 +22,16 @@ export function traceRequest(req: IncomingMessage, res: ServerResponse, scan: Sc
 }
 
 /** An Upgrade (WebSocket): its span lasts as long as the client's connection. */
-export function traceUpgrade(req: IncomingMessage, socket: Duplex, scan: ScannedRequest, target: Target | null, next: () => void): void {
+export function traceUpgrade(req: ServerRequest, socket: Duplex, scan: ScannedRequest, target: Target | null, next: () => void): void {
   const span = requestSpan(req, scan, target);
   if (!span) { next(); return; }
   socket.once('close', () => span.end(undefined));
   span.run(next);
 }
 
-function requestSpan(req: IncomingMessage, scan: ScannedRequest, target: Target | null): RequestSpan | undefined {
-  const method = req.method ?? 'GET';
-  const url = req.url ?? '/';
+function requestSpan(req: ServerRequest, scan: ScannedRequest, target: Target | null): RequestSpan | undefined {
+  const method = req.method;
+  const url = req.url;
   const q = url.indexOf('?');
   // The path without its query: a signed file URL's query is its credential.
   const span = startServerSpan(`${method} sandbox`, req.headers, {

@@ -12,6 +12,10 @@ export interface ProxyTuning {
   connectTimeoutMs: number;
   /** Idle keep-alive connections to sandboxes are closed after this. */
   idleBackendSocketMs: number;
+  /** A client's idle keep-alive connection closes after this (longer than the usual client pool's idle time, so the client closes first). */
+  clientKeepAliveMs: number;
+  /** A client's request head must arrive whole within this of its first byte (else 408). */
+  clientHeadersTimeoutMs: number;
 }
 
 export const DEFAULT_PROXY_TUNING: ProxyTuning = {
@@ -24,4 +28,6 @@ export const DEFAULT_PROXY_TUNING: ProxyTuning = {
   resumeTimeoutMs: 30_000,
   connectTimeoutMs: 10_000,
   idleBackendSocketMs: 4_000,
+  clientKeepAliveMs: 65_000,
+  clientHeadersTimeoutMs: 66_000,
 };

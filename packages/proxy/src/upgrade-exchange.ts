@@ -1,7 +1,7 @@
-import type { IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
+import type { ServerRequest } from '@svc/http1';
 import { maskedHost, requestLines, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyErrorOnSocket } from './error-response.ts';
 import { backendError } from './http-exchange.ts';
@@ -20,7 +20,7 @@ export class UpgradeExchange {
 
   constructor(
     private readonly ctx: ProxyContext,
-    private readonly req: IncomingMessage,
+    private readonly req: ServerRequest,
     private readonly client: Duplex,
     private readonly head: Buffer,
     private readonly scan: ScannedRequest,
@@ -106,7 +106,7 @@ export class UpgradeExchange {
   }
 
   private requestHead(route: SandboxRoute, port: number): string {
-    const lines = requestLines(this.req.method ?? 'GET', this.req.url ?? '/', this.scan, `${route.address}:${port}`, maskedHost(route, port));
+    const lines = requestLines(this.req.method, this.req.url, this.scan, `${route.address}:${port}`, maskedHost(route, port));
     return `${lines}Connection: Upgrade\r\nUpgrade: ${this.scan.upgrade ?? 'websocket'}\r\n\r\n`;
   }
 }
