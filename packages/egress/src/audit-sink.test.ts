@@ -6,18 +6,20 @@ import { test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
 import { silentLogger } from '@svc/common';
 import { REDACTED, type EgressSecurityEvent } from '@svc/contracts/egress';
-import { AuditLog, auditTimestamp } from './audit-log.ts';
+import { AUDIT_FLUSH_MS, AuditLog, auditTimestamp } from './audit-log.ts';
 import { ForwardingAuditSink, isAuditLinesEvent, type AuditLinesEvent } from './audit-sink.ts';
 
 const event = (host: string): EgressSecurityEvent => ({ type: 'security_event', ts: auditTimestamp(), sandbox_ip: '10.0.0.2', rule: '', reason: 'default_deny', host });
 
-test('a worker\'s sink sends the records of one turn of the event loop as one event, redacted with its live secrets', async () => {
+test('a worker\'s sink sends the records of AUDIT_FLUSH_MS as one event, redacted with its live secrets', async () => {
   const sent: AuditLinesEvent[] = [];
   const sink = new ForwardingAuditSink(() => ['s3cret'], (e) => sent.push(e));
   for (let i = 0; i < 50; i++) sink.write(event(`h${i}.test`));
   sink.write(event('s3cret.test'));
   assert.equal(sent.length, 0, 'nothing is sent per record');
   await tick();
+  assert.equal(sent.length, 0, 'nor per turn of the event loop');
+  await new Promise((r) => setTimeout(r, AUDIT_FLUSH_MS + 5));
   assert.equal(sent.length, 1);
   assert.equal(sent[0]!.lines.length, 51);
   assert.ok(isAuditLinesEvent(sent[0]));

@@ -1,4 +1,4 @@
-import { serializeAuditRecord, type AuditRecord, type AuditSink } from './audit-log.ts';
+import { AUDIT_FLUSH_MS, serializeAuditRecord, type AuditRecord, type AuditSink } from './audit-log.ts';
 import type { PlaceholderResolver } from './placeholders.ts';
 import type { PolicyStore } from './policy-store.ts';
 
@@ -22,12 +22,13 @@ export function liveSecretsOf(store: PolicyStore, placeholders: PlaceholderResol
 
 /**
  * A worker's audit sink: each record is serialized and redacted here, where the live secrets
- * are (placeholder values are only ever in the worker that resolved them), and the lines of one
- * turn of the event loop go to the primary as one event, not one IPC message per record.
+ * are (placeholder values are only ever in the worker that resolved them), and the lines of
+ * AUDIT_FLUSH_MS go to the primary as one event, not one IPC message per record or per turn of
+ * the event loop (which, under load, was a message every few requests).
  */
 export class ForwardingAuditSink implements AuditSink {
   private pending: string[] = [];
-  private scheduled: NodeJS.Immediate | undefined;
+  private scheduled: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(private readonly liveSecrets: () => Iterable<string>, private readonly emit: (event: AuditLinesEvent) => void) {}
@@ -36,7 +37,7 @@ export class ForwardingAuditSink implements AuditSink {
     this.pending.push(serializeAuditRecord(record, this.liveSecrets()));
     // After close (a connection ended by the shutdown itself) there is no later turn to wait for.
     if (this.closed) { this.flush(); return; }
-    this.scheduled ??= setImmediate(() => this.flush());
+    this.scheduled ??= setTimeout(() => this.flush(), AUDIT_FLUSH_MS);
   }
 
   /** Sends what is pending now; later records go at once. */
@@ -46,7 +47,7 @@ export class ForwardingAuditSink implements AuditSink {
   }
 
   private flush(): void {
-    if (this.scheduled) clearImmediate(this.scheduled);
+    if (this.scheduled) clearTimeout(this.scheduled);
     this.scheduled = undefined;
     if (this.pending.length === 0) return;
     const lines = this.pending;

@@ -113,8 +113,11 @@ export class ExchangeGate {
     // The guard before the lookup: a mismatch contacts nobody, not even DNS.
     const mismatch = inject.length ? this.hostTlsMismatch(rule.name) : undefined;
     if (mismatch) return mismatch;
-    const ip = await this.resolve();
+    // Known addresses (an IP literal, an override) and a rule without inject take no await: each
+    // one is a turn of the microtask queue on every request.
+    const ip = this.deps.upstreams.knownAddress(this.facts!.host) ?? await this.resolve();
     if (typeof ip !== 'string') return ip;
+    if (inject.length === 0) return this.allowed(ip, []);
     const headers = await this.injectOrRefuse(rule.name, inject);
     return Array.isArray(headers) ? this.allowed(ip, headers) : headers;
   }

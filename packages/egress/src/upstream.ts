@@ -125,11 +125,16 @@ export class Upstreams {
     return dialUpstream(target, { ...(via ? { via } : {}), connectTimeoutMs: this.opts.connectTimeoutMs, resolveProxyHost: (h) => this.resolve(h) });
   }
 
+  /** The address of a host known without a lookup: an IPv4 literal or an override; else undefined. */
+  knownAddress(host: string): string | undefined {
+    if (isIpv4(host)) return host;
+    return this.opts.resolve?.[host] || this.opts.resolve?.[host.toLowerCase()] || undefined;
+  }
+
   /** The IPv4 address to contact for a host: an IPv4 literal, an override, then DNS. */
   async resolve(host: string): Promise<string> {
-    if (isIpv4(host)) return host;
-    const override = this.opts.resolve?.[host] ?? this.opts.resolve?.[host.toLowerCase()];
-    if (override) return override;
+    const known = this.knownAddress(host);
+    if (known) return known;
     try {
       const { address } = await dns.lookup(host, { family: 4 });
       return address;

