@@ -62,7 +62,8 @@ async function serveDataPlane(rest: Record<string, string>) {
   const cfg = configFromEnv('SVC_PROXY_WORKERS');
   const n = cfg.proxy.workers;
   const proxy = await startProxy(
-    { proxy: { ...cfg.proxy, http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '' } },
+    // worker_priority 0: nginx's workers run at the default priority too.
+    { proxy: { ...cfg.proxy, http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', worker_priority: 0 } },
     {
       logger: silentLogger(), master: new MasterInternalClient(rest.master), lifecycleUrls: [rest.lifecycle], coordination: new MemoryCoordination(),
       ...(n > 0 ? { workers: { count: n, entry: proxyWorkerSourceEntry() } } : {}),

@@ -117,6 +117,8 @@ export interface SvcConfig {
     tls_key_file: string;
     /** Worker processes of the data path, behind the same listeners; 0: one per core (docs/design.md, "Proxies on every core"). */
     workers: number;
+    /** The workers' nice value, -20..19 (nginx's worker_priority); below 0 keeps previews responsive while sandboxes boot. */
+    worker_priority: number;
   };
   template_center: {
     listen: string;

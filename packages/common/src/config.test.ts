@@ -68,6 +68,8 @@ test('a bad configuration is one clear line naming the key', () => {
     [{ env: { SVC_DRAIN_CONCURRENCY: '17' } }, /master\.drain_concurrency: must be a whole number from 1 to 16/],
     [{ env: { SVC_CLUSTER_TLS_CERT_FILE: '/etc/svc/tls/cluster.pem' } }, /cluster_tls: cert_file and key_file go together/],
     [{ env: { SVC_RUNTIME: 'auto,microvm' } }, /node_agent\.runtime: must be auto/],
+    [{ env: { SVC_PROXY_WORKER_PRIORITY: '-21' } }, /proxy\.worker_priority: must be a nice value -20\.\.19 \(got -21\)/],
+    [{ env: { SVC_PROXY_WORKER_PRIORITY: 'high' } }, /proxy\.worker_priority \(from SVC_PROXY_WORKER_PRIORITY\): must be an integer/],
     [{ env: { SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN: 'maybe' } }, /insecure_no_token .*must be true or false/],
     [{ file: file('b.yaml', 'api:\n  lisen: x\n') }, /^configuration error: api\.lisen: unknown key/],
     [{ file: file('c.yaml', 'proxy:\n  http_port: "80"\n') }, /proxy\.http_port: must be a number/],

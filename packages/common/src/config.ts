@@ -55,7 +55,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       volume_plugins: [],
       volume_plugin_base_dir: '/data/svc-shared/volume',
     },
-    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0 },
+    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: -10 },
     template_center: {
       listen: '127.0.0.1:8090',
       addr: '',
@@ -174,6 +174,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_EGRESS_TUNNEL_PORT', 'egress.tunnel_port', 'int'],
   ['SVC_EGRESS_WORKERS', 'egress.workers', 'int'],
   ['SVC_PROXY_WORKERS', 'proxy.workers', 'int'],
+  ['SVC_PROXY_WORKER_PRIORITY', 'proxy.worker_priority', 'int'],
   ['SVC_EGRESS_UPSTREAM_PROXY', 'egress.upstream_proxy', 'string'],
   ['SVC_EGRESS_AUDIT_MAX_MB', 'egress.audit_max_mb', 'int'],
   ['SVC_EGRESS_AUDIT_KEEP', 'egress.audit_keep', 'int'],

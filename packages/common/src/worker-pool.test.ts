@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { getPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { renderMetrics } from './metrics.ts';
@@ -43,6 +44,19 @@ test('a worker pool shares one listener, applies a change on every worker before
     assert.deepEqual((await pool.request({})).map((a) => (a as { value: number }).value), [3, 3]);
     // The workers' metrics are summed into this process's.
     assert.match((await renderMetrics()).body, /process_cpu_user_seconds_total/);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('workers run at the priority asked for (root), a replacement too', { skip: process.getuid?.() !== 0 && 'lowering a nice value needs root' }, async () => {
+  const pool = await WorkerPool.start({ role: 'counter', count: 1, entry, init: () => ({ value: 1, port: 0 }), logger: silentLogger(), priority: -3, callTimeoutMs: 300 });
+  try {
+    const [first] = pool.pids();
+    assert.equal(getPriority(first!), -3);
+    await pool.broadcast({ slow: 5_000, set: 2 });
+    for (let i = 0; i < 100 && (pool.size < 1 || pool.pids().includes(first!)); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(getPriority(pool.pids()[0]!), -3);
   } finally {
     await pool.close();
   }

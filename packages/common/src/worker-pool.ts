@@ -7,7 +7,7 @@
  * it answers the change's caller. A worker that dies is forked again with the state as it is then.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, setPriority } from 'node:os';
 import type { Logger } from './log.ts';
 import { addMetricsSource, METRICS_CALL } from './metrics.ts';
 import { tracingServiceName } from './tracing.ts';
@@ -29,6 +29,11 @@ export interface WorkerPoolOptions<I> {
   logger: Logger;
   /** What workers send on their own (audit records, say). */
   onEvent?: (body: unknown, workerId: number) => void;
+  /**
+   * The workers' nice value (os.setPriority); absent or 0: the primary's. Lowering it needs root
+   * (CAP_SYS_NICE): without, the workers keep the primary's, and a warning says so once.
+   */
+  priority?: number;
   /** How long a worker may take to acknowledge a call before it is killed and replaced; default 5 s. */
   callTimeoutMs?: number;
   /**
@@ -172,6 +177,20 @@ export class WorkerPool<I> {
     });
   }
 
+  private priorityRefused = false;
+
+  private prioritize(pid: number | undefined): void {
+    const priority = this.o.priority ?? 0;
+    if (priority === 0 || pid === undefined) return;
+    try {
+      setPriority(pid, priority);
+    } catch (err) {
+      if (this.priorityRefused) return;
+      this.priorityRefused = true;
+      this.o.logger.warn({ role: this.o.role, priority, err: (err as Error).message }, 'the workers\' priority could not be set (it needs root); they run at the primary\'s');
+    }
+  }
+
   /** Forks one worker and resolves with what it reported at ready. */
   private fork(): Promise<unknown> {
     cluster.setupPrimary({ exec: this.o.entry.exec, args: this.o.entry.args, execArgv: this.o.entry.execArgv, silent: false });
@@ -181,6 +200,7 @@ export class WorkerPool<I> {
     const started = new Promise<void>((resolve) => { greet = resolve; });
     let markReady!: () => void;
     const whenReady = new Promise<void>((resolve) => { markReady = resolve; });
+    this.prioritize(worker.process.pid);
     const member: Member = { worker, ready: false, started, greet, whenReady, markReady, calls: new Map() };
     this.members.set(worker.id, member);
     const ready = new Promise<unknown>((resolve, reject) => {

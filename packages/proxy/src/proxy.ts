@@ -59,6 +59,8 @@ export async function startProxy(cfg: ProxyConfig, deps: ProxyDeps): Promise<Run
     ? await startWorkerPlane({
       count: deps.workers.count,
       entry: deps.workers.entry,
+      // Sandboxes' boots must not starve the previews users load (docs/benchmarks.md, "The data plane during a burst of creates").
+      priority: cfg.proxy.worker_priority,
       logger,
       init: {
         httpPort: cfg.proxy.http_port, httpsPort: cfg.proxy.https_port, bind,

@@ -10,6 +10,8 @@ import { PROXY_WORKER_ROLE, type ProxyWorkerCall, type ProxyWorkerInfo, type Pro
 export interface WorkerPlaneOptions {
   count: number;
   entry: WorkerEntry;
+  /** proxy.worker_priority. */
+  priority: number;
   init: ProxyWorkerInit;
   logger: Logger;
 }
@@ -19,6 +21,7 @@ export async function startWorkerPlane(o: WorkerPlaneOptions): Promise<Plane> {
     role: PROXY_WORKER_ROLE,
     count: Math.max(1, o.count),
     entry: o.entry,
+    priority: o.priority,
     // The data path's state is its route cache, which a new worker starts empty: exact from the start.
     init: () => o.init,
     logger: o.logger,

@@ -131,7 +131,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   await master.start();
   const coordination = opts.coordination ?? new MemoryCoordination();
   const cfg = {
-    proxy: { http_port: 0, https_port: opts.https?.port ?? 0, admin_port: 0, bind: '127.0.0.1', admin_token: opts.proxyAdminToken ?? '', tls_cert_file: '', tls_key_file: '', workers: 0 },
+    proxy: { http_port: 0, https_port: opts.https?.port ?? 0, admin_port: 0, bind: '127.0.0.1', admin_token: opts.proxyAdminToken ?? '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: 0 },
     lifecycle: { replicas: opts.lifecycleReplicas ?? 2, listen: '127.0.0.1:0', sweep_interval_ms: 100, warmup_sec: 30, lease_ttl_ms: 1_000 },
   };
   const masterClient = new MasterInternalClient(master.url);
