@@ -32,7 +32,7 @@ export abstract class SocketExchange {
 
   constructor(protected readonly deps: ProxyDeps, protected readonly conn: ConnectionFacts, protected readonly sandbox: Socket, head: Buffer, method: string, rawPath: string) {
     this.gate = new ExchangeGate(deps, conn, method, rawPath);
-    // node's http server stopped watching this socket; the idle timeout here is the exchange's own.
+    // The lean server stopped watching this socket; the idle timeout here is the exchange's own.
     sandbox.setTimeout(0);
     sandbox.on('error', (err) => deps.logger.debug({ err: err.message, sandboxIp: conn.sandboxIp }, 'egress tunnel: the sandbox side failed'));
     sandbox.once('close', () => {
@@ -45,6 +45,8 @@ export abstract class SocketExchange {
     // Read on while the upstream is reached: early bytes are kept, and a hang-up is noticed.
     sandbox.on('data', this.onHeldData);
     sandbox.once('end', this.onHeldEnd);
+    // Handed over paused (nothing the sandbox sent after the head is lost meanwhile): read on now.
+    sandbox.resume();
   }
 
   private readonly onHeldData = (chunk: Buffer): void => {

@@ -130,6 +130,8 @@ async function serve(o: LeanServerOptions = { keepAliveTimeoutMs: 5000, headersT
       socket.on('data', (d: Buffer) => { u.later.push(d); socket.write(`echo:${d.toString('latin1')}`); });
       socket.on('error', () => { /* the test's client went away */ });
       socket.write('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+      // Handed over paused: read only later, so that bytes the client sent meanwhile must have waited.
+      setTimeout(() => socket.resume(), 50);
     },
     onClientError(err, socket) {
       sockets.add(socket);

@@ -14,7 +14,11 @@ import { ServerRequest } from './server-request.ts';
 
 export interface LeanHandler {
   onRequest(req: ServerRequest, reply: ServerReply): void;
-  /** An Upgrade or CONNECT request: the socket is the handler's from now on; `head` is what followed the request's head. */
+  /**
+   * An Upgrade or CONNECT request: the socket is the handler's from now on; `head` is what
+   * followed the request's head. It is handed over paused: the handler reads (pipe, resume)
+   * when it is ready, and nothing sent meanwhile is lost.
+   */
   onUpgrade(req: ServerRequest, socket: Socket, head: Buffer): void;
   /**
    * A request that cannot be read (RequestParseError), or whose head did not arrive in time
@@ -175,9 +179,16 @@ class ServerConnection implements RequestEvents, ReplyOwner {
     this.runParser(() => this.parser.next());
   }
 
+  /**
+   * Hands the socket over paused, so that no byte the client sends before the handler reads
+   * (pipe or resume) is lost, and with an error listener, so that a reset before the handler
+   * adds its own cannot crash the process.
+   */
   private upgrade(rest: Buffer): void {
     const req = this.req!;
     this.detach();
+    this.socket.pause();
+    this.socket.on('error', () => this.socket.destroy());
     this.handler.onUpgrade(req, this.socket, rest);
   }
 
