@@ -1,9 +1,9 @@
-import { promises as dns } from 'node:dns';
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
 import { ResponseParseError, UpstreamPool, type DialedSocket, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import type { EgressScheme } from '@svc/contracts/egress';
+import { DnsCache } from './dns-cache.ts';
 import { isIpv4 } from './ipv4.ts';
 import { dialUpstream, ProxyDialError, type DialTarget, type ProxyVia } from './upstream-dial.ts';
 
@@ -61,6 +61,7 @@ export class Upstreams {
   private readonly pool: UpstreamPool;
   private readonly secureContext: tls.SecureContext | undefined;
   private readonly sessions = new Map<string, Buffer>();
+  private readonly dns = new DnsCache();
 
   constructor(private readonly opts: UpstreamOptions) {
     this.pool = new UpstreamPool({ idleMs: IDLE_SOCKET_TIMEOUT_MS, maxIdlePerKey: MAX_IDLE_SOCKETS_PER_KEY, ioTimeoutMs: opts.ioTimeoutMs });
@@ -125,19 +126,18 @@ export class Upstreams {
     return dialUpstream(target, { ...(via ? { via } : {}), connectTimeoutMs: this.opts.connectTimeoutMs, resolveProxyHost: (h) => this.resolve(h) });
   }
 
-  /** The address of a host known without a lookup: an IPv4 literal or an override; else undefined. */
+  /** The address of a host known without waiting: an IPv4 literal, an override, a fresh DNS answer; else undefined. */
   knownAddress(host: string): string | undefined {
     if (isIpv4(host)) return host;
-    return this.opts.resolve?.[host] || this.opts.resolve?.[host.toLowerCase()] || undefined;
+    return this.opts.resolve?.[host] || this.opts.resolve?.[host.toLowerCase()] || this.dns.cached(host);
   }
 
-  /** The IPv4 address to contact for a host: an IPv4 literal, an override, then DNS. */
+  /** The IPv4 address to contact for a host: an IPv4 literal, an override, then DNS (cached 10 s, dns-cache.ts). */
   async resolve(host: string): Promise<string> {
     const known = this.knownAddress(host);
     if (known) return known;
     try {
-      const { address } = await dns.lookup(host, { family: 4 });
-      return address;
+      return await this.dns.resolve(host);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       throw new UpstreamError(502, 'dns', `cannot resolve upstream host ${host} (${code ?? (err as Error).message})`, code);
