@@ -268,10 +268,11 @@ test('Host: exactly one on HTTP/1.1, at most one on HTTP/1.0', () => {
   assert.equal(parseHead('GET / HTTP/1.0\r\nHost: x').minor, 0);
 });
 
-test('versions: 1.0 and 1.1 only, others 505 or 400', () => {
-  refuses('GET / HTTP/2.0\r\nHost: x\r\n\r\n', 505);
-  refuses('GET / HTTP/1.2\r\nHost: x\r\n\r\n', 505);
-  refuses('GET / HTTP/0.9\r\n\r\n', 505);
+test('versions: 1.0 and 1.1 only, others 400 (a client\'s mistake, not a server error)', () => {
+  refuses('GET / HTTP/2.0\r\nHost: x\r\n\r\n', 400);
+  refuses('GET / HTTP/1.2\r\nHost: x\r\n\r\n', 400);
+  refuses('GET / HTTP/0.9\r\n\r\n', 400);
+  refuses('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 400);
   for (const v of ['HTTP/1.1x', 'http/1.1', 'HTTP/1', 'HTTP/11', 'HTTP/1.1 ', 'HTTP/1.1\t', 'HTTP /1.1', '']) {
     refuses(`GET / ${v}\r\nHost: x\r\n\r\n`);
   }

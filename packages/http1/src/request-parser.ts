@@ -34,10 +34,10 @@ export interface RequestEvents {
   onEnd(trailers: string[] | undefined): void;
 }
 
-/** A request the proxy refuses to read: its status (400, 408 for a head too slow, 413, 431, 501 or 505) and why. */
+/** A request the proxy refuses to read: its status (400, 408 for a head too slow, 413, 431 or 501) and why. */
 export class RequestParseError extends Error {
   readonly code = 'HPE_INVALID_REQUEST';
-  constructor(readonly status: 400 | 408 | 413 | 431 | 501 | 505, message: string) {
+  constructor(readonly status: 400 | 408 | 413 | 431 | 501, message: string) {
     super(message);
     this.name = 'RequestParseError';
   }
@@ -278,7 +278,9 @@ function requestLine(line: string): [string, string, number] {
   const version = line.slice(sp2 + 1);
   if (version === 'HTTP/1.1') return [method, target, 1];
   if (version === 'HTTP/1.0') return [method, target, 0];
-  if (/^HTTP\/\d\.\d$/.test(version)) throw new RequestParseError(505, `${version} is not supported: use HTTP/1.1`);
+  // 400 as node's server and nginx answer it, not 505: a client's mistake (an HTTP/2 preface on
+  // this port) is no server error, and must not count as one in the proxy's 5xx.
+  if (/^HTTP\/\d\.\d$/.test(version)) throw bad(`${version} is not served on this port: use HTTP/1.1`);
   throw bad('malformed HTTP version');
 }
 

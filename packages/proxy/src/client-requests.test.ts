@@ -147,8 +147,8 @@ test('a head over 16 KiB is refused 431', async () => {
   await refused(port, `GET / HTTP/1.1\r\n${H}X-Big: ${'a'.repeat(17 * 1024)}\r\n\r\n`, 431);
 });
 
-test('an HTTP/2.0 request line is refused 505', async () => {
-  await refused(port, `GET / HTTP/2.0\r\n${H}\r\n`, 505);
+test('an HTTP/2.0 request line is refused 400 (a client\'s mistake, not a server error)', async () => {
+  await refused(port, `GET / HTTP/2.0\r\n${H}\r\n`, 400);
 });
 
 test('CONNECT is refused 405', async () => {
