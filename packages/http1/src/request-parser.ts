@@ -34,10 +34,13 @@ export interface RequestEvents {
   onEnd(trailers: string[] | undefined): void;
 }
 
-/** A request the proxy refuses to read: its status (400, 408 for a head too slow, 413, 431 or 501) and why. */
+/**
+ * A request the proxy refuses to read: its status (400; 408 for a head too slow; 431 for one too
+ * large) and why. Never a 5xx: docs/design.md "Errors" keeps those for the platform's own faults.
+ */
 export class RequestParseError extends Error {
   readonly code = 'HPE_INVALID_REQUEST';
-  constructor(readonly status: 400 | 408 | 413 | 431 | 501, message: string) {
+  constructor(readonly status: 400 | 408 | 431, message: string) {
     super(message);
     this.name = 'RequestParseError';
   }
@@ -248,7 +251,7 @@ export function parseHead(text: string): RequestHead {
     if (minor === 0) throw bad('an HTTP/1.0 request cannot carry Transfer-Encoding');
     const list = codings.toLowerCase().split(',').map(trimOws);
     if (list[list.length - 1] !== 'chunked') throw bad('the request body is not chunked last, so its end is unknown');
-    if (list.length > 1) throw new RequestParseError(501, 'transfer codings other than chunked are not supported');
+    if (list.length > 1) throw bad('transfer codings other than chunked are not supported');
     body = 'chunked';
   }
   const tokens = connection.toLowerCase().split(',').map(trimOws);
