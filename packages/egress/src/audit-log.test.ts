@@ -62,6 +62,19 @@ test('a live secret never reaches the file, raw or JSON-escaped', async () => {
   }
 });
 
+test('with a thousand live secrets each is redacted, a secret holding another whole, regex characters as they are', () => {
+  const secrets = new Set(Array.from({ length: 1000 }, (_, i) => `sk-${i}-value`));
+  secrets.add('abc');
+  secrets.add('abcdef');
+  secrets.add('a.c(d)*');
+  const line = JSON.stringify({ path: '/x?k=sk-999-value&j=sk-0-value', host: 'abcdef.test', note: 'a.c(d)* and axc(d)' });
+  const out = redactSecrets(line, secrets);
+  assert.equal(out.includes('sk-999-value') || out.includes('sk-0-value'), false);
+  assert.ok(out.includes(`${REDACTED}.test`), 'the longer secret is replaced whole, not its prefix');
+  assert.ok(out.includes(`${REDACTED} and axc(d)`), 'a dot in a secret matches a dot only');
+  assert.equal(redactSecrets(line, secrets), out, 'the same set again (its compiled redactor) redacts the same');
+});
+
 test('timestamps are ISO 8601 with a numeric offset', () => {
   assert.match(auditTimestamp(new Date('2026-01-02T03:04:05.678Z')), /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{2}:\d{2}$/);
   const ts = auditTimestamp(new Date('2026-01-02T03:04:05.678Z'));

@@ -6,8 +6,10 @@ import { test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
 import { silentLogger } from '@svc/common';
 import { REDACTED, type EgressSecurityEvent } from '@svc/contracts/egress';
-import { AUDIT_FLUSH_MS, AuditLog, auditTimestamp } from './audit-log.ts';
-import { ForwardingAuditSink, isAuditLinesEvent, type AuditLinesEvent } from './audit-sink.ts';
+import { AUDIT_FLUSH_MS, AuditLog, auditTimestamp, serializeAuditRecord } from './audit-log.ts';
+import { ForwardingAuditSink, isAuditLinesEvent, liveSecretsOf, type AuditLinesEvent } from './audit-sink.ts';
+import { PlaceholderResolver } from './placeholders.ts';
+import { PolicyStore } from './policy-store.ts';
 
 const event = (host: string): EgressSecurityEvent => ({ type: 'security_event', ts: auditTimestamp(), sandbox_ip: '10.0.0.2', rule: '', reason: 'default_deny', host });
 
@@ -62,4 +64,26 @@ test('lines from workers go through the log\'s rotation: every line once, in ord
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('the live secrets are one list until a policy or a resolved placeholder changes them, then a new one that redacts the new secret', async () => {
+  const store = new PolicyStore();
+  store.put({ sandboxId: 'a', address: '10.0.0.2', teamId: 'team-1', rules: [{ name: 'r', match: {}, action: { allow: true, inject: [{ header: 'X-Key', secret: 'policy-secret' }] } }] });
+  const placeholders = new PlaceholderResolver({
+    secrets: { resolve: async (_team, names) => ({ values: Object.fromEntries(names.map((n) => [n, `vault-${n}`])), missing: [] }) },
+    tokens: { mint: async () => { throw new Error('no tokens here'); } },
+  });
+  const live = liveSecretsOf(store, placeholders);
+  const first = live();
+  assert.equal(live(), first, 'unchanged: the same list, so its compiled redactor is reused');
+  assert.deepEqual([...first], ['policy-secret']);
+
+  await placeholders.fill(store.get('a')!, [{ name: 'Authorization', value: 'Bearer ${e2b.secrets.API_KEY}' }]);
+  const second = live();
+  assert.notEqual(second, first);
+  assert.deepEqual([...second].sort(), ['policy-secret', 'vault-API_KEY']);
+  assert.equal(serializeAuditRecord(event('vault-API_KEY.test'), second).includes('vault-API_KEY'), false);
+
+  store.put({ sandboxId: 'b', address: '10.0.0.3', rules: [{ name: 'r', match: {}, action: { allow: true, inject: [{ header: 'X-Key', secret: 'another' }] } }] });
+  assert.deepEqual([...live()].sort(), ['another', 'policy-secret', 'vault-API_KEY']);
 });

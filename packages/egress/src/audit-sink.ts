@@ -15,9 +15,25 @@ export interface AuditLinesEvent {
   lines: string[];
 }
 
-/** Every secret the data path holds now: the policies' inject secrets and proxy passwords, and the resolved placeholders. */
+/**
+ * Every secret the data path holds now: the policies' inject secrets and proxy passwords, and
+ * the resolved placeholders. The same list object until either changes, so that the redactor
+ * compiled for it is reused (redactSecrets).
+ */
 export function liveSecretsOf(store: PolicyStore, placeholders: PlaceholderResolver | undefined): () => Iterable<string> {
-  return () => (placeholders ? [...store.liveSecrets(), ...placeholders.liveValues()] : store.liveSecrets());
+  if (!placeholders) return () => store.liveSecrets();
+  let fromStore: Set<string> | undefined;
+  let version = -1;
+  let all: string[] = [];
+  return () => {
+    const current = store.liveSecrets();
+    if (current !== fromStore || placeholders.version !== version) {
+      fromStore = current;
+      version = placeholders.version;
+      all = [...current, ...placeholders.liveValues()];
+    }
+    return all;
+  };
 }
 
 /**

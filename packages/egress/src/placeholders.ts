@@ -46,6 +46,7 @@ const MAX_CACHED = 10_000;
 export class PlaceholderResolver {
   private readonly secrets = new Map<string, { value: string; until: number }>();
   private readonly tokens = new Map<string, MintedWorkloadToken>();
+  private changes = 0;
 
   constructor(private readonly sources: PlaceholderSources | undefined, private readonly now: () => number = Date.now) {}
 
@@ -67,6 +68,9 @@ export class PlaceholderResolver {
   }
 
   /** Every value held now: the audit log redacts them should one ever reach a record. */
+  /** Grows whenever the values liveValues gives may have changed. */
+  get version(): number { return this.changes; }
+
   *liveValues(): Iterable<string> {
     for (const s of this.secrets.values()) yield s.value;
     for (const t of this.tokens.values()) yield t.token;
@@ -91,11 +95,12 @@ export class PlaceholderResolver {
       throw new PlaceholderError(503, `the secrets ${wanted.join(', ')} could not be resolved: the master did not answer (${(err as Error).message})`);
     }
     if (answer.missing.length) throw new PlaceholderError(403, `the sandbox's team has no secret ${answer.missing.join(', ')} (deleted since the rule was set?)`);
-    if (this.secrets.size + wanted.length > MAX_CACHED) this.secrets.clear();
+    if (this.secrets.size + wanted.length > MAX_CACHED) { this.secrets.clear(); this.changes++; }
     for (const n of wanted) {
       const value = answer.values[n]!;
       out.set(n, value);
       this.secrets.set(`${policy.teamId}\n${n}`, { value, until: now + SECRET_CACHE_MS });
+      this.changes++;
     }
     return out;
   }
@@ -113,6 +118,7 @@ export class PlaceholderResolver {
     }
     if (this.tokens.size >= MAX_CACHED) this.tokens.clear();
     this.tokens.set(key, minted);
+    this.changes++;
     return minted.token;
   }
 }
