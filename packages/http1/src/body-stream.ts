@@ -1,3 +1,4 @@
+import { chunkedTail } from './request-head.ts';
 import type { ServerReply } from './server-reply.ts';
 import type { ServerRequest } from './server-request.ts';
 import type { UpstreamConnection } from './upstream-pool.ts';
@@ -20,16 +21,9 @@ export function streamServerBody(req: ServerRequest, conn: UpstreamConnection, c
   }, () => {
     if (!current()) return;
     if (req.aborted) { conn.destroy(); return; }
-    if (chunked) conn.writeBody(chunkedEnd(req.trailers));
+    if (chunked) conn.writeBody(chunkedTail(req.trailers));
     conn.endBody();
   });
-}
-
-function chunkedEnd(trailers: string[] | undefined): string {
-  if (trailers === undefined) return '0\r\n\r\n';
-  let out = '0\r\n';
-  for (let i = 0; i < trailers.length; i += 2) out += `${trailers[i]}: ${trailers[i + 1]}\r\n`;
-  return `${out}\r\n`;
 }
 
 /**

@@ -10,7 +10,7 @@ export { ResponseParser, ResponseParseError, type ResponseEvents } from './respo
 export { UpstreamConnection, UpstreamPool, type Dial, type DialedSocket, type ResponseSink, type UpstreamConnectionError, type UpstreamPoolOptions } from './upstream-pool.ts';
 export { requestHead, hasContentLength, InvalidHeaderError } from './request-head.ts';
 export { relayReplyChunk, streamServerBody } from './body-stream.ts';
-export { RequestParseError, RequestParser, MAX_REQUEST_HEAD, type RequestEvents, type RequestHead } from './request-parser.ts';
+export { RequestParseError } from './request-parser.ts';
 export { LeanServer, type LeanHandler, type LeanServerOptions } from './lean-server.ts';
 export { ServerRequest } from './server-request.ts';
 export { ServerReply } from './server-reply.ts';

@@ -9,6 +9,25 @@ export class InvalidHeaderError extends Error {
 
 const UNSAFE = /[\r\n\0]/;
 
+/** Whether a header's name, value or a status text holds CR, LF or NUL, which would split a message. */
+export const splitsMessage = (text: string): boolean => UNSAFE.test(text);
+
+/** Throws InvalidHeaderError for a header that would split a message (requests and replies alike). */
+export function assertSafeHeader(name: string, value: string): void {
+  if (UNSAFE.test(name) || UNSAFE.test(value)) throw new InvalidHeaderError(UNSAFE.test(name) ? JSON.stringify(name) : name);
+}
+
+/** The end of a chunked body: the last chunk, the trailers (one that would split the message is dropped), the blank line. */
+export function chunkedTail(trailers: readonly string[] | undefined): string {
+  let tail = '0\r\n';
+  if (trailers) {
+    for (let i = 0; i < trailers.length; i += 2) {
+      if (!UNSAFE.test(trailers[i]) && !UNSAFE.test(trailers[i + 1])) tail += `${trailers[i]}: ${trailers[i + 1]}\r\n`;
+    }
+  }
+  return `${tail}\r\n`;
+}
+
 /**
  * A whole request head as one latin1 string (header strings from node's parser are latin1):
  * the request line, the headers of the flat [name, value, ...] list in order, the blank line.
@@ -22,7 +41,7 @@ export function requestHead(method: string, target: string, headers: readonly st
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i];
     const value = headers[i + 1];
-    if (UNSAFE.test(name) || UNSAFE.test(value)) throw new InvalidHeaderError(UNSAFE.test(name) ? JSON.stringify(name) : name);
+    assertSafeHeader(name, value);
     head += `${name}: ${value}\r\n`;
   }
   return `${head}\r\n`;

@@ -49,7 +49,7 @@ export class RequestParseError extends Error {
 const enum S { Head, Fixed, ChunkSize, ChunkData, ChunkEnd, Trailers, Done, Upgraded }
 
 /** node's default maxHeaderSize, which the proxies' node servers used before. */
-export const MAX_REQUEST_HEAD = 16 * 1024;
+const MAX_REQUEST_HEAD = 16 * 1024;
 const MAX_LINE = 8 * 1024;
 const MAX_TRAILERS = 16 * 1024;
 const CRLF = Buffer.from('\r\n');

@@ -1,9 +1,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { InvalidHeaderError } from './request-head.ts';
+import { assertSafeHeader, chunkedTail, InvalidHeaderError, splitsMessage } from './request-head.ts';
 import type { ServerRequest } from './server-request.ts';
 
-const UNSAFE = /[\r\n\0]/;
 /** A first body chunk up to this size leaves in one buffer with the head. */
 const SMALL_BODY = 16 * 1024;
 
@@ -62,14 +61,14 @@ export class ServerReply {
    */
   writeHead(status: number, statusText: string | undefined, headers: readonly string[]): void {
     if (this.headersSent || this.head !== undefined) throw new Error('the reply head was written already');
-    if (statusText !== undefined && UNSAFE.test(statusText)) throw new InvalidHeaderError('status text');
+    if (statusText !== undefined && splitsMessage(statusText)) throw new InvalidHeaderError('status text');
     let head = `HTTP/1.1 ${status} ${statusText ?? STATUS_CODES[status] ?? 'Unknown'}\r\n`;
     let length = false;
     let date = false;
     for (let i = 0; i < headers.length; i += 2) {
       const name = headers[i];
       const value = headers[i + 1];
-      if (UNSAFE.test(name) || UNSAFE.test(value)) throw new InvalidHeaderError(UNSAFE.test(name) ? JSON.stringify(name) : name);
+      assertSafeHeader(name, value);
       switch (name.length) {
         case 4:
           if (!date && name.toLowerCase() === 'date') date = true;
@@ -150,17 +149,8 @@ export class ServerReply {
   end(chunk?: Buffer | string, trailers?: readonly string[]): void {
     if (this.finished || this.destroyed) return;
     if (chunk !== undefined) this.write(chunk);
-    let tail = '';
-    if (this.chunked) {
-      tail = '0\r\n';
-      if (trailers) {
-        for (let i = 0; i < trailers.length; i += 2) {
-          // A trailer that could split the answer is dropped, not sent.
-          if (!UNSAFE.test(trailers[i]) && !UNSAFE.test(trailers[i + 1])) tail += `${trailers[i]}: ${trailers[i + 1]}\r\n`;
-        }
-      }
-      tail += '\r\n';
-    }
+    // A trailer that could split the answer is dropped, not sent.
+    const tail = this.chunked ? chunkedTail(trailers) : '';
     const head = this.head;
     this.head = undefined;
     this.headersSent = true;

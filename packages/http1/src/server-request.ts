@@ -28,7 +28,8 @@ export class ServerRequest {
   private endCbs: Array<() => void> = [];
   private queued: Buffer[] | undefined;
   private paused = false;
-  private discarding = false;
+  /** The body is being dropped (drain), so the connection may read it freely. */
+  draining = false;
   private headersObject: Record<string, string | string[]> | undefined;
 
   constructor(head: RequestHead, readonly socket: Socket, private readonly flow: { pause(): void; resume(): void }) {
@@ -75,12 +76,6 @@ export class ServerRequest {
     this.flush();
   }
 
-  /** Runs `cb` when the body has ended (or the client left). */
-  onceEnded(cb: () => void): void {
-    if (this.complete || this.aborted) cb();
-    else this.endCbs.push(cb);
-  }
-
   pause(): void {
     this.paused = true;
     this.flow.pause();
@@ -102,16 +97,13 @@ export class ServerRequest {
     return new Promise((resolve) => {
       let seen = 0;
       const timer = setTimeout(() => resolve(false), DRAIN_MAX_MS);
-      this.discarding = true;
+      this.draining = true;
       this.read((chunk) => {
         seen += chunk.length;
         if (seen > DRAIN_MAX_BYTES) { clearTimeout(timer); resolve(false); }
       }, () => { clearTimeout(timer); resolve(!this.aborted); });
     });
   }
-
-  /** Whether the body is being dropped (drain), so the connection may read it freely. */
-  get draining(): boolean { return this.discarding; }
 
   // ---- fed by the connection ----
 
