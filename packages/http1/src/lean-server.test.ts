@@ -98,6 +98,12 @@ async function serve(o: LeanServerOptions = { keepAliveTimeoutMs: 5000, headersT
       if (path === '/throw') throw new Error('handler bug');
       if (path === '/early') { setImmediate(() => text(reply, 200, 'early')); return; }
       if (path === '/hang') { req.read(() => {}, () => {}); return; }
+      if (path.startsWith('/late/')) { setTimeout(() => text(reply, 200, 'late'), Number(path.slice(6))); return; }
+      if (path === '/trickle') { // a byte at 250 ms, the rest 400 ms later
+        setTimeout(() => { reply.writeHead(200, undefined, ['Content-Length', '2']); reply.write('o'); }, 250);
+        setTimeout(() => reply.end('k'), 650);
+        return;
+      }
       if (path === '/204') { reply.writeHead(204, undefined, []); reply.end(); return; }
       if (path === '/nolength') { reply.writeHead(200, undefined, ['Content-Type', 'text/plain']); reply.write('abc'); reply.end('def'); return; }
       if (path.startsWith('/crlf')) { // a CR/LF in a header value, or in the status text
@@ -263,6 +269,33 @@ test('an idle kept-alive connection is closed after keepAliveTimeoutMs', async (
   await until(() => c.closed, 'the idle connection to close');
   const ms = Date.now() - t0;
   assert.ok(ms >= 150 && ms < 1500, `closed after ${ms} ms`);
+});
+
+test('without requestIdleTimeoutMs a request outlasts keepAliveTimeoutMs; once answered, the connection idles out as before', async () => {
+  const c = new Client((await timers).port);
+  c.send(`GET /late/400 HTTP/1.1\r\n${H}\r\n`);
+  assert.equal((await c.responses(1))[0].body, 'late');
+  const t0 = Date.now();
+  await until(() => c.closed, 'the idle connection to close');
+  const ms = Date.now() - t0;
+  assert.ok(ms >= 150 && ms < 1500, `closed after ${ms} ms`);
+});
+
+const longer = serve({ keepAliveTimeoutMs: 150, headersTimeoutMs: 150, requestIdleTimeoutMs: 500 });
+
+test('requestIdleTimeoutMs longer than keepAliveTimeoutMs: counted from the last byte, and a request quiet that long is cut', async () => {
+  const s = await longer;
+  const c = new Client(s.port);
+  c.send(`GET /late/300 HTTP/1.1\r\n${H}\r\n`);
+  assert.equal((await c.responses(1))[0].body, 'late', 'quiet 300 ms: past the keep-alive limit, within the request\'s');
+  // Quiet for 400 ms after a byte at 250: 650 ms in all, but never 500 ms without a byte.
+  c.send(`GET /trickle HTTP/1.1\r\n${H}\r\n`);
+  assert.equal((await c.responses(2))[1].body, 'ok');
+  const t0 = Date.now();
+  c.send(`POST /hang HTTP/1.1\r\n${H}Content-Length: 10\r\n\r\n`);
+  await until(() => c.closed, 'the quiet request to be cut', 3000);
+  const ms = Date.now() - t0;
+  assert.ok(ms >= 450 && ms < 2000, `cut after ${ms} ms`);
 });
 
 test('an early answer drops the rest of its body, which is not read as a request', async () => {

@@ -301,6 +301,37 @@ test('an idle connection closes after idleMs and leaves the pool', async (t) => 
   assert.equal(p.idleCount, 0);
 });
 
+test('one timer for two limits: an exchange outlasts a shorter idleMs, fails at ioTimeoutMs, and its connection then idles out at idleMs', async (t) => {
+  // Answers / at once, /slow after 300 ms, /trickle with a byte at 250 ms and the rest 400 ms later, and never /silent.
+  const backend = await tcpBackend(t, (s) => eachRequest(s, (raw) => {
+    if (raw.startsWith('GET / ')) s.write(OK);
+    if (raw.startsWith('GET /slow')) setTimeout(() => s.write(OK), 300);
+    if (raw.startsWith('GET /trickle')) {
+      setTimeout(() => s.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\no'), 250);
+      setTimeout(() => s.write('k'), 650);
+    }
+  }));
+  const p = pool(t, { idleMs: 100, ioTimeoutMs: 500 });
+  const dial = countingDial(backend.port);
+  const slow = await exchange(p.acquire('k', dial), requestHead('GET', '/slow', ['Host', 'backend']));
+  assert.deepEqual([slow.status, slow.body], [200, 'ok'], 'quiet for 300 ms: past idleMs, within ioTimeoutMs');
+  // Quiet for 400 ms after a byte at 250: 650 ms in all, but never 500 ms without a byte.
+  const trickle = await exchange(p.acquire('k', dial), requestHead('GET', '/trickle', ['Host', 'backend']));
+  assert.deepEqual([trickle.status, trickle.body, dial.count], [200, 'ok', 1], 'the quiet counts from the last byte');
+  const t0 = Date.now();
+  const silent = await exchange(p.acquire('k', dial), requestHead('GET', '/silent', ['Host', 'backend']));
+  assertTimeout(silent, 'io', 500);
+  const ms = Date.now() - t0;
+  assert.ok(ms >= 450 && ms < 2000, `failed after ${ms} ms`);
+  // A new connection, back in the pool after its exchange, closes at idleMs as before.
+  await exchange(p.acquire('k', dial));
+  assert.equal(p.idleCount, 1);
+  const idleSince = Date.now();
+  await backend.closed[1];
+  const idled = Date.now() - idleSince;
+  assert.ok(idled >= 80 && idled < 450, `closed after ${idled} ms idle`);
+});
+
 test('dropIdle closes only the matching keys; closeAll closes the rest', async (t) => {
   const backend = await tcpBackend(t, (s) => eachRequest(s, () => s.write(OK)));
   const p = pool(t);

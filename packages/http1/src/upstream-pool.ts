@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import { ResponseParser, type ResponseEvents } from './response-parser.ts';
+import { quietFor } from './socket-quiet.ts';
 
 /** Where one exchange's response goes. */
 export interface ResponseSink extends ResponseEvents {
@@ -50,6 +51,10 @@ export class UpstreamConnection implements ResponseEvents {
   private connectTimer: NodeJS.Timeout | undefined;
   private finished = false;
   private destroyed = false;
+  /** The socket's idle limit now: the pool's shorter one while connected (arm). */
+  private armed = 0;
+  /** Quiet time, and the bytes moved, when the idle limit last fired (onTimeout). */
+  private readonly quiet = { ms: 0, moved: -1 };
 
   constructor(readonly key: string, dial: Dial, private readonly pool: UpstreamPool) {
     let dialed: DialedSocket | Promise<DialedSocket>;
@@ -108,9 +113,9 @@ export class UpstreamConnection implements ResponseEvents {
     if (!this.connected) {
       this.connectTimer = setTimeout(() => this.fail(timeoutError('connect', connectTimeoutMs)), connectTimeoutMs);
     }
-    // The idle limit runs while an exchange waits on a connected upstream (until then the connect
-    // limit does, TLS included); in the pool, the pool's own.
-    if (this.pool.ioTimeoutMs && this.connected) this.socket?.setTimeout(this.pool.ioTimeoutMs);
+    // Connected, the idle limit runs (until then the connect limit does, TLS included): one timer
+    // for the exchange's and the pool's limit, which onTimeout tells apart.
+    if (this.connected) this.arm(this.pool.quietLimitMs);
     if (this.socket) this.socket.write(head, 'latin1');
     else this.queued?.push(Buffer.from(head, 'latin1'));
   }
@@ -161,8 +166,15 @@ export class UpstreamConnection implements ResponseEvents {
     this.socket?.destroy();
   }
 
-  /** In the pool: the idle limit, after which the pool closes it (0: none, while it is handed out). */
-  idleFor(ms: number): void { this.socket?.setTimeout(ms); }
+  /** Back in the pool: the pool's limit, if an exchange's longer one was armed meanwhile. */
+  parked(): void { this.arm(this.pool.quietLimitMs); }
+
+  /** Sets the socket's idle limit, when it changes: node makes a new timer for every setTimeout, even of the same length. */
+  private arm(ms: number): void {
+    if (this.socket === undefined || ms === this.armed) return;
+    this.armed = ms;
+    this.socket.setTimeout(ms);
+  }
 
   onHead(status: number, statusText: string, headers: string[]): void { this.sink?.onHead(status, statusText, headers); }
   onBody(chunk: Buffer): void { this.sink?.onBody(chunk); }
@@ -198,7 +210,7 @@ export class UpstreamConnection implements ResponseEvents {
   private readonly onConnect = (): void => {
     this.connected = true;
     clearTimeout(this.connectTimer);
-    if (this.sink !== undefined && this.pool.ioTimeoutMs) this.socket?.setTimeout(this.pool.ioTimeoutMs);
+    this.arm(this.pool.quietLimitMs);
     for (const cb of this.whenConnected.splice(0)) cb();
   };
 
@@ -224,8 +236,20 @@ export class UpstreamConnection implements ResponseEvents {
 
   private readonly onError = (err: NodeJS.ErrnoException): void => { this.fail(err); };
 
-  /** Idle in the pool: closed. During an exchange (ioTimeoutMs): the exchange fails. */
+  /**
+   * The shorter of the two limits ran out. Idle in the pool (idleMs): closed. During an exchange
+   * (ioTimeoutMs): the exchange fails once the quiet reaches that limit; none: nothing happens
+   * (node arms the timer again at the next byte).
+   */
   private readonly onTimeout = (): void => {
+    const limit = this.sink !== undefined ? this.pool.ioTimeoutMs : this.pool.idleMs;
+    if (limit === 0) return;
+    const quiet = quietFor(this.socket!, this.armed, this.quiet);
+    if (quiet < limit) {
+      this.armed = limit - quiet;
+      this.socket!.setTimeout(this.armed);
+      return;
+    }
     if (this.sink !== undefined) {
       this.fail(timeoutError('io', this.pool.ioTimeoutMs));
       return;
@@ -265,14 +289,18 @@ export interface UpstreamPoolOptions {
  */
 export class UpstreamPool {
   private readonly idle = new Map<string, UpstreamConnection[]>();
-  private readonly idleMs: number;
   private readonly maxIdlePerKey: number;
+  readonly idleMs: number;
   readonly ioTimeoutMs: number;
+  /** What a connected socket's timer is armed with: the shorter of the two limits (0: neither). */
+  readonly quietLimitMs: number;
 
   constructor(o: UpstreamPoolOptions) {
     this.idleMs = o.idleMs;
     this.maxIdlePerKey = o.maxIdlePerKey ?? 128;
     this.ioTimeoutMs = o.ioTimeoutMs ?? 0;
+    const limits = [this.idleMs, this.ioTimeoutMs].filter((ms) => ms > 0);
+    this.quietLimitMs = limits.length ? Math.min(...limits) : 0;
   }
 
   /** An idle connection of this key, or a new one opened with `dial`. */
@@ -282,10 +310,7 @@ export class UpstreamPool {
       let conn = list.pop();
       while (conn !== undefined && conn.isDestroyed) conn = list.pop();
       if (list.length === 0) this.idle.delete(key);
-      if (conn !== undefined) {
-        conn.idleFor(0);
-        return conn;
-      }
+      if (conn !== undefined) return conn;
     }
     return new UpstreamConnection(key, dial, this);
   }
@@ -295,7 +320,7 @@ export class UpstreamPool {
     if (list === undefined) { list = []; this.idle.set(conn.key, list); }
     if (list.length >= this.maxIdlePerKey) { conn.close(); return; }
     list.push(conn);
-    conn.idleFor(this.idleMs);
+    conn.parked();
   }
 
   /** Drops a connection from the idle lists (it closed, or went bad). */
