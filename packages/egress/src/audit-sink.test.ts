@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -61,6 +61,8 @@ test('lines from workers go through the log\'s rotation: every line once, in ord
     const order = files.sort((a, b) => Number(b.split('.')[2] ?? 0) - Number(a.split('.')[2] ?? 0));
     const all = (await Promise.all(order.map((f) => readFile(join(dir, f), 'utf8')))).join('').split('\n').filter(Boolean);
     assert.deepEqual(all.map((l) => (JSON.parse(l) as { n: number }).n), Array.from({ length: 200 }, (_, i) => i));
+    // A batch that fits goes in one write; one that would pass the limit is split at the rotation.
+    for (const f of files) assert.ok((await stat(join(dir, f))).size <= 4096, `${f} is within maxBytes`);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -1,4 +1,4 @@
-import type { EgressAuditLevel, EgressInject, EgressRequestRecord, EgressRule, EgressSecurityReason, SandboxEgressPolicy } from '@svc/contracts/egress';
+import type { EgressAuditLevel, EgressFallback, EgressInject, EgressRequestRecord, EgressRule, EgressSecurityReason, SandboxEgressPolicy } from '@svc/contracts/egress';
 import { auditTimestamp } from './audit-log.ts';
 import { decide, decideByAddress, transformFor, type RequestFacts } from './decide.ts';
 import { countEgressRequest } from './egress-metrics.ts';
@@ -55,10 +55,18 @@ export class ExchangeGate {
    * `opaque`: a tunnel whose bytes the proxy does not read (CONNECT), so that an inject could not
    * be added; a rule or transform that injects then refuses it rather than letting the host get
    * requests without the credential the operator expects.
+   *
+   * The verdict comes without a promise when nothing needs waiting for (a refusal, or an allow
+   * without inject to a known address: the common request), since each await is a turn of the
+   * microtask queue and a promise on every proxied request.
    */
-  async decide(facts: RequestFacts, opaque = false): Promise<Verdict> {
+  decide(facts: RequestFacts, opaque = false): Verdict | Promise<Verdict> {
     this.facts = facts;
-    Object.assign(this.record, { scheme: facts.scheme, host: facts.host, dst_port: facts.port, path: facts.path });
+    const record = this.record;
+    record.scheme = facts.scheme;
+    record.host = facts.host;
+    record.dst_port = facts.port;
+    record.path = facts.path;
     if (!this.deps.store.ready) {
       this.decision = 'deny';
       this.securityEvent('not_ready', '');
@@ -83,39 +91,49 @@ export class ExchangeGate {
       case 'default_deny':
         this.securityEvent('default_deny', '');
         return refused(403, 'egress denied: no rule matched (default deny)');
-      case 'by_address': {
-        const ip = await this.resolve();
-        if (typeof ip !== 'string') return ip;
-        const verdict = decideByAddress(decision.fallback, ip);
-        if (!verdict.allow) {
-          this.decision = 'deny';
-          this.record.dst_ip = ip;
-          this.securityEvent('default_deny', '', `no rule matched; ${verdict.why}`);
-          return refused(403, `egress denied: no rule matched and ${verdict.why}`);
-        }
-        // E2B's transforms grant nothing: they inject only into what the fallback allowed.
-        const transform = transformFor(policy, facts.host);
-        if (!transform) return this.allowed(ip, []);
-        const source = `transform ${transform.host}`;
-        if (opaque) return this.refuseOpaque(source);
-        const headers = await this.injectOrRefuse(source, transform.inject);
-        return Array.isArray(headers) ? this.allowed(ip, headers) : headers;
-      }
+      case 'by_address':
+        return this.byAddress(policy, decision.fallback, opaque);
       case 'allow':
         return this.allow(decision.rule, opaque);
     }
   }
 
-  private async allow(rule: EgressRule, opaque: boolean): Promise<Verdict> {
+  /** No rule matched, and the policy's fallback decides by the address the host resolves to. */
+  private async byAddress(policy: SandboxEgressPolicy, fallback: EgressFallback, opaque: boolean): Promise<Verdict> {
+    const ip = await this.resolve();
+    if (typeof ip !== 'string') return ip;
+    const verdict = decideByAddress(fallback, ip);
+    if (!verdict.allow) {
+      this.decision = 'deny';
+      this.record.dst_ip = ip;
+      this.securityEvent('default_deny', '', `no rule matched; ${verdict.why}`);
+      return refused(403, `egress denied: no rule matched and ${verdict.why}`);
+    }
+    // E2B's transforms grant nothing: they inject only into what the fallback allowed.
+    const transform = transformFor(policy, this.facts!.host);
+    if (!transform) return this.allowed(ip, []);
+    const source = `transform ${transform.host}`;
+    if (opaque) return this.refuseOpaque(source);
+    const headers = await this.injectOrRefuse(source, transform.inject);
+    return Array.isArray(headers) ? this.allowed(ip, headers) : headers;
+  }
+
+  private allow(rule: EgressRule, opaque: boolean): Verdict | Promise<Verdict> {
     this.useRule(rule);
     const inject = rule.action.inject ?? [];
     if (opaque && inject.length) return this.refuseOpaque(rule.name);
     // The guard before the lookup: a mismatch contacts nobody, not even DNS.
     const mismatch = inject.length ? this.hostTlsMismatch(rule.name) : undefined;
     if (mismatch) return mismatch;
-    // Known addresses (an IP literal, an override) and a rule without inject take no await: each
-    // one is a turn of the microtask queue on every request.
-    const ip = this.deps.upstreams.knownAddress(this.facts!.host) ?? await this.resolve();
+    // Known addresses (an IP literal, an override, a fresh DNS answer) and a rule without inject
+    // take no await.
+    const ip = this.deps.upstreams.knownAddress(this.facts!.host);
+    if (ip !== undefined && inject.length === 0) return this.allowed(ip, []);
+    return this.resolveAndInject(rule, inject, ip);
+  }
+
+  private async resolveAndInject(rule: EgressRule, inject: EgressInject[], known: string | undefined): Promise<Verdict> {
+    const ip = known ?? await this.resolve();
     if (typeof ip !== 'string') return ip;
     if (inject.length === 0) return this.allowed(ip, []);
     const headers = await this.injectOrRefuse(rule.name, inject);

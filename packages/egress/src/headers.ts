@@ -3,22 +3,34 @@ import type { EgressInject } from '@svc/contracts/egress';
 /** Hop-by-hop headers (RFC 9110 7.6.1) and what only this hop may act on. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'proxy-connection']);
 
-/** Names the Connection headers list: hop-by-hop for this message too. */
-function connectionListed(raw: string[]): Set<string> {
-  const out = new Set<string>();
+/**
+ * The headers without the hop-by-hop ones (those of HOP_BY_HOP, Proxy-*, and the names their
+ * Connection headers list) and those `drop` names, flat [name, value, ...] in the sender's order
+ * and case. Each name is lowered once: this runs twice on every proxied request.
+ */
+function endToEnd(raw: string[], drop: (lower: string) => boolean): string[] {
+  const lower = new Array<string>(raw.length >> 1);
+  let listed: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i].toLowerCase() !== 'connection') continue;
+    const name = raw[i].toLowerCase();
+    lower[i >> 1] = name;
+    if (name !== 'connection') continue;
     for (const token of raw[i + 1].split(',')) {
       const t = token.trim().toLowerCase();
-      if (t) out.add(t);
+      if (t) (listed ??= new Set()).add(t);
     }
+  }
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = lower[i >> 1];
+    if (HOP_BY_HOP.has(name) || name.startsWith('proxy-') || listed?.has(name) || drop(name)) continue;
+    out.push(raw[i], raw[i + 1]);
   }
   return out;
 }
 
-function isHopByHop(lower: string, listed: Set<string>): boolean {
-  return HOP_BY_HOP.has(lower) || lower.startsWith('proxy-') || listed.has(lower);
-}
+const isExpect = (name: string) => name === 'expect';
+const isTransferEncoding = (name: string) => name === 'transfer-encoding';
 
 export interface InjectedHeader {
   name: string;
@@ -37,30 +49,18 @@ export function injectedHeaders(inject: EgressInject[]): InjectedHeader[] {
  * sent, and each injected header replacing every header of that name the client sent.
  */
 export function upstreamRequestHeaders(raw: string[], inject: InjectedHeader[] = []): string[] {
-  const listed = connectionListed(raw);
+  // Transfer-Encoding stays: the body is chunked again towards the upstream (forward-exchange.ts).
+  if (inject.length === 0) return endToEnd(raw, isExpect);
   const replaced = new Set(inject.map((h) => h.name.toLowerCase()));
-  const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i].toLowerCase();
-    // Transfer-Encoding stays: the body is chunked again towards the upstream (forward-exchange.ts).
-    if (isHopByHop(lower, listed) || lower === 'expect' || replaced.has(lower)) continue;
-    out.push(raw[i], raw[i + 1]);
-  }
+  const out = endToEnd(raw, (name) => name === 'expect' || replaced.has(name));
   for (const h of inject) out.push(h.name, h.value);
   return out;
 }
 
 /**
  * The response headers sent to the sandbox: hop-by-hop headers removed, and Transfer-Encoding
- * too, since node frames the body towards the sandbox itself.
+ * too, since the proxy frames the body towards the sandbox itself.
  */
 export function sandboxResponseHeaders(raw: string[]): string[] {
-  const listed = connectionListed(raw);
-  const out: string[] = [];
-  for (let i = 0; i < raw.length; i += 2) {
-    const lower = raw[i].toLowerCase();
-    if (isHopByHop(lower, listed) || lower === 'transfer-encoding') continue;
-    out.push(raw[i], raw[i + 1]);
-  }
-  return out;
+  return endToEnd(raw, isTransferEncoding);
 }

@@ -1,5 +1,5 @@
 import type { ServerReply, ServerRequest } from '@svc/http1';
-import { ExchangeGate } from './exchange-gate.ts';
+import { ExchangeGate, type Verdict } from './exchange-gate.ts';
 import { sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
 import { requestTarget, type RequestTarget } from './request-target.ts';
 import { ForwardExchange } from './forward-exchange.ts';
@@ -12,11 +12,16 @@ import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
  * streamed bodies, and write the audit records.
  */
 export function handleEgressRequest(deps: ProxyDeps, conn: ConnectionFacts, req: ServerRequest, res: ServerReply): void {
-  new Exchange(deps, conn, req, res).serve().catch((err: unknown) => {
+  const failed = (err: unknown) => {
     deps.logger.error({ err, sandboxIp: conn.sandboxIp, method: req.method, url: req.url }, 'egress request failed inside the proxy');
     if (!res.headersSent && !res.destroyed) sendJson(res, 500, 'egress proxy internal error');
     else res.destroy();
-  });
+  };
+  try {
+    new Exchange(deps, conn, req, res).serve()?.catch(failed);
+  } catch (err) {
+    failed(err);
+  }
 }
 
 class Exchange {
@@ -31,13 +36,23 @@ class Exchange {
     res.onClose(() => this.gate.finish(this.res.headersSent ? this.res.statusCode : 499));
   }
 
-  async serve(): Promise<void> {
+  /** A promise only when the verdict had to wait (a DNS lookup, a placeholder): exchange-gate.ts decide. */
+  serve(): Promise<void> | undefined {
     const target = requestTarget(this.conn.scheme, this.req.url, this.req.header('host'));
-    if (typeof target === 'string') return this.answer(400, target);
+    if (typeof target === 'string') {
+      this.answer(400, target);
+      return undefined;
+    }
     this.target = target;
     // Upgrades ("Connection: upgrade") go to upgrade-exchange.ts; a request that only names an
     // Upgrade comes here, and goes upstream as the ordinary request it is (Upgrade is hop-by-hop).
-    const verdict = await this.gate.decide({ scheme: this.conn.scheme, port: target.port, host: target.host, method: this.method, path: target.path, ...(this.conn.sni ? { sni: this.conn.sni } : {}) });
+    const verdict = this.gate.decide({ scheme: this.conn.scheme, port: target.port, host: target.host, method: this.method, path: target.path, ...(this.conn.sni ? { sni: this.conn.sni } : {}) });
+    if (verdict instanceof Promise) return verdict.then((v) => this.act(v));
+    this.act(verdict);
+    return undefined;
+  }
+
+  private act(verdict: Verdict): void {
     if (!verdict.allowed) return this.answer(verdict.status, verdict.message);
     this.forward(verdict.ip, verdict.inject);
   }
