@@ -3,6 +3,7 @@ import type { WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '@svc/common';
 import { REDACTED, type EgressRequestRecord, type EgressSecurityEvent, type EgressTcpRecord, type EgressTlsHandshakeRecord } from '@svc/contracts/egress';
+import { requestRecordJson } from './audit-json.ts';
 import { endStream, nextLocalMidnight, openAuditFile, realRotationFs, shiftRotated, type OpenedAuditFile, type RotationFs } from './audit-rotation.ts';
 
 /** The three kinds of line of the audit file (docs/egress.md "Audit log"); request records carry no `type`. */
@@ -242,7 +243,8 @@ export class AuditLog implements AuditSink {
 
 /** A record as one audit line (without its newline), every live secret in it redacted. */
 export function serializeAuditRecord(record: AuditRecord, secrets: Iterable<string>): string {
-  return redactSecrets(JSON.stringify(record), secrets);
+  // Request records (the ones without a type) are most of them: written by hand, the rest by JSON.
+  return redactSecrets('type' in record ? JSON.stringify(record) : requestRecordJson(record), secrets);
 }
 
 /** One compiled redactor per set of secrets given (the policy store's set, liveSecretsOf's list). */
