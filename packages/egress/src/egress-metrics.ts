@@ -1,7 +1,7 @@
 /**
  * svc_egress_requests_total{decision} (docs/observability.md, "Prometheus"): every request out of
  * a sandbox, by what its policy decided. `allow`: the policy let it go (its answer may still be
- * the upstream's failure, or a 501 for an upgrade); `deny`: refused before any upstream contact
+ * the upstream's failure); `deny`: refused before any upstream contact
  * (a rule, the default deny, a fallback's address check, a proxy without policies yet or none for
  * the sandbox, an inject whose Host and TLS name differ or whose placeholders did not resolve);
  * `invalid`: a request that named no upstream the proxy could read (400).

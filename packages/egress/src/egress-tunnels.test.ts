@@ -100,6 +100,18 @@ test('a denied upgrade is a 403 in svc\'s error form, and the upstream never see
   assert.equal(rec.bytes_out, body.length);
 });
 
+test('an upgrade that carries a body is a 400 (never a 5xx), and the upstream never sees a connection', async () => {
+  const before = kit.contacts.ws;
+  const s = await connectTo(kit.proxy.httpPort);
+  s.write(`${upgradeRequest('ws.example.test', ports.wsHttp, '/ws-with-body', 'Content-Length: 5\r\n')}hello`);
+  const answer = await readHead(s);
+  assert.equal(answer.status, 400);
+  const body = JSON.parse((await readToEnd(s, answer.rest)).toString()) as { code: number; message: string };
+  assert.equal(body.code, 400);
+  assert.match(body.message, /upgrade \(websocket\) with a request body is not supported/);
+  assert.equal(kit.contacts.ws, before);
+});
+
 test('an upstream that declines the upgrade: its answer is relayed as an ordinary response, then the connection closes', async () => {
   const s = await connectTo(kit.proxy.httpPort);
   s.write(upgradeRequest('ws.example.test', ports.wsHttp, '/refuse'));

@@ -32,8 +32,9 @@ class UpgradeExchange extends SocketExchange {
     const target = requestTarget(this.conn.scheme, this.req.url, this.req.header('host'));
     if (typeof target === 'string') return this.answer(400, target);
     // Its body would have to be framed towards the upstream before the switch; WebSocket has none.
+    // A 400, not a 501: docs/design.md "Errors" keeps the other 5xx for the platform's own faults.
     if (this.req.hasBody) {
-      return this.answer(501, `a protocol upgrade (${this.req.header('upgrade')}) with a request body is not supported by the egress proxy`);
+      return this.answer(400, `a protocol upgrade (${this.req.header('upgrade')}) with a request body is not supported by the egress proxy; send the body after the upgrade, or without Upgrade`);
     }
     const verdict = await this.gate.decide({ scheme: this.conn.scheme, port: target.port, host: target.host, method: this.method, path: target.path, ...(this.conn.sni ? { sni: this.conn.sni } : {}) });
     if (!verdict.allowed) return this.answer(verdict.status, verdict.message);
