@@ -34,6 +34,12 @@ export interface WorkerPoolOptions<I> {
    * (CAP_SYS_NICE): without, the workers keep the primary's, and a warning says so once.
    */
   priority?: number;
+  /**
+   * How messages cross between the primary and a worker (node's IPC): 'json' (the default) or
+   * 'advanced' (the structured clone), which copies a long string as it is where JSON escapes
+   * every quote in it and parses it again.
+   */
+  serialization?: 'json' | 'advanced';
   /** How long a worker may take to acknowledge a call before it is killed and replaced; default 5 s. */
   callTimeoutMs?: number;
   /**
@@ -193,7 +199,7 @@ export class WorkerPool<I> {
 
   /** Forks one worker and resolves with what it reported at ready. */
   private fork(): Promise<unknown> {
-    cluster.setupPrimary({ exec: this.o.entry.exec, args: this.o.entry.args, execArgv: this.o.entry.execArgv, silent: false });
+    cluster.setupPrimary({ exec: this.o.entry.exec, args: this.o.entry.args, execArgv: this.o.entry.execArgv, silent: false, serialization: this.o.serialization ?? 'json' });
     const service = tracingServiceName();
     const worker = cluster.fork({ SVC_WORKER_ROLE: this.o.role, ...(logFile ? { SVC_WORKER_LOG_FILE: logFile } : {}), ...(service ? { SVC_WORKER_SERVICE: service } : {}) });
     let greet!: () => void;
