@@ -12,16 +12,18 @@ import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
  * streamed bodies, and write the audit records.
  */
 export function handleEgressRequest(deps: ProxyDeps, conn: ConnectionFacts, req: ServerRequest, res: ServerReply): void {
-  const failed = (err: unknown) => {
-    deps.logger.error({ err, sandboxIp: conn.sandboxIp, method: req.method, url: req.url }, 'egress request failed inside the proxy');
-    if (!res.headersSent && !res.destroyed) sendJson(res, 500, 'egress proxy internal error');
-    else res.destroy();
-  };
   try {
-    new Exchange(deps, conn, req, res).serve()?.catch(failed);
+    new Exchange(deps, conn, req, res).serve()?.catch((err: unknown) => failedInside(deps, conn, req, res, err));
   } catch (err) {
-    failed(err);
+    failedInside(deps, conn, req, res, err);
   }
+}
+
+/** A bug in the proxy while it served a request: logged, and a 500 if the answer has not begun. */
+function failedInside(deps: ProxyDeps, conn: ConnectionFacts, req: ServerRequest, res: ServerReply, err: unknown): void {
+  deps.logger.error({ err, sandboxIp: conn.sandboxIp, method: req.method, url: req.url }, 'egress request failed inside the proxy');
+  if (!res.headersSent && !res.destroyed) sendJson(res, 500, 'egress proxy internal error');
+  else res.destroy();
 }
 
 class Exchange {
