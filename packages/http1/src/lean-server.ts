@@ -11,7 +11,7 @@ import type { Server, Socket } from 'node:net';
 import { RequestParseError, RequestParser, type RequestEvents, type RequestHead } from './request-parser.ts';
 import { ServerReply, type ReplyOwner } from './server-reply.ts';
 import { ServerRequest } from './server-request.ts';
-import { quietFor } from './socket-quiet.ts';
+import { IdleTimer } from './socket-quiet.ts';
 
 export interface LeanHandler {
   onRequest(req: ServerRequest, reply: ServerReply): void;
@@ -88,14 +88,13 @@ class ServerConnection implements RequestEvents, ReplyOwner {
   /** The request was answered while the parser ran: move on once it returns. */
   private nextDue = false;
   private readonly flow = { pause: () => this.socket.pause(), resume: () => { if (!this.detached) this.socket.resume(); } };
-  /** The socket's idle limit now (arm): node makes a new timer for every setTimeout, even of the same length. */
-  private armed = 0;
-  /** Quiet time, and the bytes moved, when the idle limit last fired (onTimeout). */
-  private readonly quiet = { ms: 0, moved: -1 };
+  /** Keep-alive between requests, the request's own limit during one. */
+  private readonly idle: IdleTimer;
 
   constructor(private readonly socket: Socket, private readonly handler: LeanHandler, private readonly o: LeanServerOptions, private readonly gone: () => void) {
     socket.setNoDelay(true);
-    this.arm(o.keepAliveTimeoutMs);
+    this.idle = new IdleTimer(socket);
+    this.idle.arm(o.keepAliveTimeoutMs);
     socket.on('data', this.onData);
     socket.on('timeout', this.onTimeout);
     socket.on('error', this.onError);
@@ -132,7 +131,7 @@ class ServerConnection implements RequestEvents, ReplyOwner {
   /** A head that started arriving must be whole within headersTimeoutMs (a slow client holds a connection, not the proxy). */
   private watchHead(): void {
     if (this.req !== undefined || !this.parser.started || this.headTimer !== undefined) return;
-    this.arm(0);
+    this.idle.arm(0);
     this.headTimer = setTimeout(() => this.refuse(new RequestParseError(408, 'request timed out')), this.o.headersTimeoutMs);
   }
 
@@ -141,7 +140,7 @@ class ServerConnection implements RequestEvents, ReplyOwner {
     this.headTimer = undefined;
     // The keep-alive limit stays armed while the request is served, and onTimeout holds it to
     // the request's own limit: two new timers less per request than arming each in turn.
-    this.arm(this.o.keepAliveTimeoutMs);
+    this.idle.arm(this.o.keepAliveTimeoutMs);
     const req = new ServerRequest(head, this.socket, this.flow);
     this.req = req;
     if (head.upgrade) return; // handed over by upgrade(), with what followed the head
@@ -181,7 +180,7 @@ class ServerConnection implements RequestEvents, ReplyOwner {
     this.req = undefined;
     this.reply = undefined;
     if (this.closeAfterBody) { this.socket.end(); return; }
-    this.arm(this.o.keepAliveTimeoutMs);
+    this.idle.arm(this.o.keepAliveTimeoutMs);
     this.socket.resume();
     this.runParser(() => this.parser.next());
   }
@@ -203,7 +202,7 @@ class ServerConnection implements RequestEvents, ReplyOwner {
   private detach(): void {
     this.detached = true;
     clearTimeout(this.headTimer);
-    this.arm(0);
+    this.idle.arm(0);
     this.socket.off('data', this.onData);
     this.socket.off('timeout', this.onTimeout);
     this.socket.off('error', this.onError);
@@ -228,23 +227,13 @@ class ServerConnection implements RequestEvents, ReplyOwner {
   }
 
 
-  /** Sets the socket's idle limit, when it changes. */
-  private arm(ms: number): void {
-    if (ms === this.armed) return;
-    this.armed = ms;
-    this.socket.setTimeout(ms);
-  }
-
   private readonly onTimeout = (): void => {
     if (this.req === undefined) { this.socket.destroy(); return; }
     // A request is being served: the keep-alive limit ran out, the request's own decides. None:
     // node arms the timer again at the next byte either way.
     const limit = this.o.requestIdleTimeoutMs ?? 0;
     if (limit === 0) return;
-    const quiet = quietFor(this.socket, this.armed, this.quiet);
-    if (quiet >= limit) { this.socket.destroy(); return; }
-    this.armed = limit - quiet;
-    this.socket.setTimeout(this.armed);
+    if (this.idle.expired(limit)) this.socket.destroy();
   };
 
   // A client's reset is ordinary; the close that follows cleans up.

@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import { ResponseParser, type ResponseEvents } from './response-parser.ts';
-import { quietFor } from './socket-quiet.ts';
+import { IdleTimer } from './socket-quiet.ts';
 
 /** Where one exchange's response goes. */
 export interface ResponseSink extends ResponseEvents {
@@ -51,10 +51,8 @@ export class UpstreamConnection implements ResponseEvents {
   private connectTimer: NodeJS.Timeout | undefined;
   private finished = false;
   private destroyed = false;
-  /** The socket's idle limit now: the pool's shorter one while connected (arm). */
-  private armed = 0;
-  /** Quiet time, and the bytes moved, when the idle limit last fired (onTimeout). */
-  private readonly quiet = { ms: 0, moved: -1 };
+  /** The pool's shorter limit while connected; onTimeout holds it to the one that applies. */
+  private idle: IdleTimer | undefined;
 
   constructor(readonly key: string, dial: Dial, private readonly pool: UpstreamPool) {
     let dialed: DialedSocket | Promise<DialedSocket>;
@@ -89,6 +87,7 @@ export class UpstreamConnection implements ResponseEvents {
       return;
     }
     this.socket = socket;
+    this.idle = new IdleTimer(socket);
     socket.setNoDelay(true);
     if (d.ready !== 'now') socket.on(d.ready, this.onConnect);
     socket.on('data', this.onData);
@@ -115,7 +114,7 @@ export class UpstreamConnection implements ResponseEvents {
     }
     // Connected, the idle limit runs (until then the connect limit does, TLS included): one timer
     // for the exchange's and the pool's limit, which onTimeout tells apart.
-    if (this.connected) this.arm(this.pool.quietLimitMs);
+    if (this.connected) this.idle?.arm(this.pool.quietLimitMs);
     if (this.socket) this.socket.write(head, 'latin1');
     else this.queued?.push(Buffer.from(head, 'latin1'));
   }
@@ -167,14 +166,7 @@ export class UpstreamConnection implements ResponseEvents {
   }
 
   /** Back in the pool: the pool's limit, if an exchange's longer one was armed meanwhile. */
-  parked(): void { this.arm(this.pool.quietLimitMs); }
-
-  /** Sets the socket's idle limit, when it changes: node makes a new timer for every setTimeout, even of the same length. */
-  private arm(ms: number): void {
-    if (this.socket === undefined || ms === this.armed) return;
-    this.armed = ms;
-    this.socket.setTimeout(ms);
-  }
+  parked(): void { this.idle?.arm(this.pool.quietLimitMs); }
 
   onHead(status: number, statusText: string, headers: string[]): void { this.sink?.onHead(status, statusText, headers); }
   onBody(chunk: Buffer): void { this.sink?.onBody(chunk); }
@@ -210,7 +202,7 @@ export class UpstreamConnection implements ResponseEvents {
   private readonly onConnect = (): void => {
     this.connected = true;
     clearTimeout(this.connectTimer);
-    this.arm(this.pool.quietLimitMs);
+    this.idle?.arm(this.pool.quietLimitMs);
     for (const cb of this.whenConnected.splice(0)) cb();
   };
 
@@ -244,12 +236,7 @@ export class UpstreamConnection implements ResponseEvents {
   private readonly onTimeout = (): void => {
     const limit = this.sink !== undefined ? this.pool.ioTimeoutMs : this.pool.idleMs;
     if (limit === 0) return;
-    const quiet = quietFor(this.socket!, this.armed, this.quiet);
-    if (quiet < limit) {
-      this.armed = limit - quiet;
-      this.socket!.setTimeout(this.armed);
-      return;
-    }
+    if (!this.idle?.expired(limit)) return;
     if (this.sink !== undefined) {
       this.fail(timeoutError('io', this.pool.ioTimeoutMs));
       return;
