@@ -18,5 +18,5 @@ export { RedisCoordination, coordinationFor } from './redis-coordination.ts';
 export { propagationFields, SANDBOX_ID_ATTRIBUTE, setSpanAttribute, startServerSpan, startTracing, TEMPLATE_ID_ATTRIBUTE, traceClientCall, tracingOn, type RequestSpan } from './tracing.ts';
 export { collect, counter, gauge, histogram, hotHistogram, renderMetrics, scrapeToken, sendMetrics, type HotHistogram, type Sample } from './metrics.ts';
 export { sameProgramEntry, setWorkerLogFile, workerCount, WorkerPool, type WorkerEntry, type WorkerPoolOptions } from './worker-pool.ts';
-export { runWorker, workerLogger, type StartedWorker, type WorkerStart } from './worker-runtime.ts';
+export { listenShared, runWorker, workerLogger, type StartedWorker, type WorkerStart } from './worker-runtime.ts';
 export { Slots } from './slots.ts';

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { getPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
@@ -80,4 +81,36 @@ test('a pool whose workers cannot start fails its start with the reason', async 
     WorkerPool.start({ role: 'counter', count: 2, entry, init: () => ({ value: 0, port: 0, failStart: true }), logger: silentLogger() }),
     /counter worker failed to start: told to fail/,
   );
+});
+
+test('with one worker, the port stays open while it is replaced: a connection made meanwhile waits and is served by the replacement', async () => {
+  const pool = await WorkerPool.start({ role: 'counter', count: 1, entry, init: () => ({ value: 5, port: 0 }), logger: silentLogger() });
+  try {
+    const { port } = pool.info as { port: number };
+    const [victim] = pool.pids();
+    assert.equal((await get(port)).pid, victim);
+    process.kill(victim!, 'SIGKILL');
+    for (let i = 0; i < 100 && pool.pids().includes(victim!); i++) await new Promise((r) => setTimeout(r, 10));
+    // Asked while the replacement still loads (about half a second): not refused, answered once it listens.
+    const answer = await get(port);
+    assert.equal(answer.value, 5);
+    assert.notEqual(answer.pid, victim);
+  } finally {
+    await pool.close();
+  }
+  await assert.rejects(fetch(`http://127.0.0.1:${(pool.info as { port: number }).port}/`), 'the port is closed with the pool');
+});
+
+test('a listener that cannot be bound fails the start with the bind\'s error', async () => {
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', () => resolve()));
+  const { port } = taken.address() as net.AddressInfo;
+  try {
+    await assert.rejects(
+      WorkerPool.start({ role: 'counter', count: 1, entry, init: () => ({ value: 0, port }), logger: silentLogger() }),
+      /counter worker failed to start: listen EADDRINUSE: 127\.0\.0\.1:\d+/,
+    );
+  } finally {
+    taken.close();
+  }
 });

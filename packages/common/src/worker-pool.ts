@@ -1,14 +1,16 @@
 /**
  * Worker processes behind one listener (docs/design.md, "Proxies on every core"): the data-plane
  * and egress proxies run their data path in N processes forked by node's cluster module, which
- * share each listening socket (SCHED_NONE: every worker accepts from it, as nginx's workers do;
- * the primary never touches a connection). The primary keeps the state that must be exact (the
+ * share each listening socket, which the primary binds and holds for the pool's life
+ * (listen-handles.ts: every worker accepts from it, as nginx's workers do; the primary never
+ * touches a connection). The primary keeps the state that must be exact (the
  * egress policies, the admin API) and pushes every change to every worker, acknowledged, before
  * it answers the change's caller. A worker that dies is forked again with the state as it is then.
  */
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism, setPriority } from 'node:os';
 import type { Logger } from './log.ts';
+import { ListenError, ListenHandles } from './listen-handles.ts';
 import { addMetricsSource, METRICS_CALL } from './metrics.ts';
 import { tracingServiceName } from './tracing.ts';
 
@@ -52,13 +54,19 @@ export interface WorkerPoolOptions<I> {
 const START_TIMEOUT_MS = 90_000;
 
 /** Messages between the primary and a worker; `svc` keeps them apart from other libraries' IPC. */
-export type PrimaryMessage = { svc: 'init'; data: unknown } | { svc: 'call'; id: number; body: unknown };
+export type PrimaryMessage =
+  | { svc: 'init'; data: unknown }
+  | { svc: 'call'; id: number; body: unknown }
+  /** The answer to a worker's `listen`: the socket comes with it, or why it could not be bound. */
+  | { svc: 'listening'; id: number; error?: string; code?: string };
 export type WorkerMessage =
   | { svc: 'hello' }
   | { svc: 'ready'; info: unknown }
   | { svc: 'failed'; error: string }
   | { svc: 'reply'; id: number; body?: unknown; error?: string }
-  | { svc: 'event'; body: unknown };
+  | { svc: 'event'; body: unknown }
+  /** The worker asks for the shared socket of a listener (worker-runtime.ts listenShared). */
+  | { svc: 'listen'; id: number; host: string; port: number; index: number };
 
 interface Member {
   worker: Worker;
@@ -90,6 +98,7 @@ export class WorkerPool<I> {
   /** Consecutive workers that died before they were ready: the next fork waits longer. */
   private failedStarts = 0;
   private dropMetrics: (() => void) | undefined;
+  private readonly listeners = new ListenHandles();
   /** What the first worker reported when it was ready (its listeners' ports). */
   info: unknown;
 
@@ -98,7 +107,8 @@ export class WorkerPool<I> {
   static async start<I>(o: WorkerPoolOptions<I>): Promise<WorkerPool<I>> {
     if (!cluster.isPrimary) throw new Error('a worker pool is started by a primary process only');
     if (!schedulingSet) {
-      // Before the first fork: workers accept from the shared socket themselves.
+      // Before the first fork: a listener a worker opens with a plain listen() (not listenShared)
+      // is still accepted from by the workers themselves, never by the primary.
       cluster.schedulingPolicy = cluster.SCHED_NONE;
       schedulingSet = true;
     }
@@ -154,6 +164,7 @@ export class WorkerPool<I> {
       m.worker.once('exit', () => { clearTimeout(timer); resolve(); });
       m.worker.process.kill('SIGTERM');
     })));
+    await this.listeners.close();
   }
 
   private call(m: Member, body: unknown): Promise<unknown> {
@@ -197,6 +208,20 @@ export class WorkerPool<I> {
     }
   }
 
+  /** Answers a worker's `listen` with the pool's socket for that address, bound on the first ask. */
+  private sendListener(worker: Worker, msg: { id: number; host: string; port: number; index: number }): void {
+    const answer = (m: PrimaryMessage, handle?: unknown) => {
+      if (!worker.isConnected()) return; // it died meanwhile; its replacement asks again
+      worker.send(m, handle as never, (err: Error | null) => {
+        if (err) this.o.logger.warn({ role: this.o.role, pid: worker.process.pid, err: err.message }, 'a listener could not be sent to a worker');
+      });
+    };
+    this.listeners.get({ host: msg.host, port: msg.port, index: msg.index }).then(
+      (handle) => answer({ svc: 'listening', id: msg.id }, handle),
+      (err: Error) => answer({ svc: 'listening', id: msg.id, error: err.message, ...(err instanceof ListenError ? { code: err.code } : {}) }),
+    );
+  }
+
   /** Forks one worker and resolves with what it reported at ready. */
   private fork(): Promise<unknown> {
     cluster.setupPrimary({ exec: this.o.entry.exec, args: this.o.entry.args, execArgv: this.o.entry.execArgv, silent: false, serialization: this.o.serialization ?? 'json' });
@@ -226,6 +251,7 @@ export class WorkerPool<I> {
             break;
           }
           case 'event': this.o.onEvent?.(msg.body, worker.id); break;
+          case 'listen': this.sendListener(worker, msg); break;
         }
       });
       // A send to a worker that died but whose exit is not handled yet fails here (ERR_IPC_CHANNEL_CLOSED);

@@ -3,6 +3,7 @@
  * role, reports ready, then answers the primary's calls one at a time, in order. Calls that
  * arrive while it starts wait for it.
  */
+import type { AddressInfo, Server } from 'node:net';
 import pino from 'pino';
 import { REDACTED_PATHS, type Logger } from './log.ts';
 import { METRICS_CALL, metricsAsJson } from './metrics.ts';
@@ -34,7 +35,42 @@ export function workerLogger(component: string): Logger {
   ]));
 }
 
+/** Set by runWorker: listeners then come from the pool's primary. */
+let inPool = false;
+let nextListen = 1;
+const listenAsks = new Map<number, { resolve(handle: unknown): void; reject(err: Error): void }>();
+/** How many listeners this worker asked for per address: the n-th port-0 listener of every worker is one socket. */
+const listenCounts = new Map<string, number>();
+
+/**
+ * Listens on `host:port` as `server.listen` does; in a pool's worker, on the socket the primary
+ * binds and keeps for the pool's life (listen-handles.ts), so that the port stays open while a
+ * worker is replaced. Rejects with an error whose `code` is the bind's (EADDRINUSE, say).
+ */
+export async function listenShared(server: Server, port: number, host: string): Promise<AddressInfo> {
+  const target: unknown = inPool ? await askListener(host, port) : undefined;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    const done = () => { server.off('error', reject); resolve(); };
+    if (target === undefined) server.listen(port, host, done);
+    else server.listen(target as never, done);
+  });
+  return server.address() as AddressInfo;
+}
+
+function askListener(host: string, port: number): Promise<unknown> {
+  const id = nextListen++;
+  const key = `${host}|${port}`;
+  const index = listenCounts.get(key) ?? 0;
+  listenCounts.set(key, index + 1);
+  return new Promise((resolve, reject) => {
+    listenAsks.set(id, { resolve, reject });
+    process.send!({ svc: 'listen', id, host, port, index } satisfies WorkerMessage);
+  });
+}
+
 export function runWorker(start: WorkerStart): void {
+  inPool = true;
   const send = (m: WorkerMessage) => { if (process.connected) process.send!(m); };
   // Calls wait for the start; the primary may send one before the start message is handled.
   let begin!: (init: unknown) => void;
@@ -48,9 +84,16 @@ export function runWorker(start: WorkerStart): void {
     setTimeout(() => process.exit(1), 100);
     return undefined;
   }));
-  process.on('message', (msg: PrimaryMessage) => {
+  process.on('message', (msg: PrimaryMessage, handle: unknown) => {
     if (!msg || typeof msg !== 'object' || !('svc' in msg)) return; // another library's message
     if (msg.svc === 'init') { begin(msg.data); return; }
+    if (msg.svc === 'listening') {
+      const ask = listenAsks.get(msg.id);
+      listenAsks.delete(msg.id);
+      if (msg.error !== undefined) ask?.reject(Object.assign(new Error(msg.error), { code: msg.code }));
+      else ask?.resolve(handle);
+      return;
+    }
     if (msg.svc !== 'call') return;
     // In order, after the start and every earlier call.
     chain = chain.then(async (w) => {

@@ -1,7 +1,7 @@
-import { createServer as createTcpServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
-import { SvcError, writeErrorOnSocket, type Logger } from '@svc/common';
+import { listenShared, SvcError, writeErrorOnSocket, type Logger } from '@svc/common';
 import { LeanServer, type RequestParseError, type ServerRequest } from '@svc/http1';
 import { EGRESS_DEFAULTS } from '@svc/contracts/egress';
 import { auditTimestamp } from './audit-log.ts';
@@ -202,16 +202,14 @@ function leanServer(ioTimeoutMs: number, deps: ProxyDeps, tunnels: Set<Duplex>, 
   }, { keepAliveTimeoutMs: CLIENT_KEEPALIVE_MS, headersTimeoutMs: CLIENT_HEADERS_TIMEOUT_MS, requestIdleTimeoutMs: ioTimeoutMs + SANDBOX_TIMEOUT_MARGIN_MS });
 }
 
-/** Listens, and records the server in `listening` for the close. */
-function listen(server: Server, port: number, host: string, listening: Server[]): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      listening.push(server);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
+/**
+ * Listens (in a worker, on the socket the pool's primary holds: a replaced worker's port stays
+ * open), and records the server in `listening` for the close.
+ */
+async function listen(server: Server, port: number, host: string, listening: Server[]): Promise<number> {
+  const { port: bound } = await listenShared(server, port, host);
+  listening.push(server);
+  return bound;
 }
 
 function closeServer(server: Server): Promise<void> {

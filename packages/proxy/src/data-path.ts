@@ -6,7 +6,7 @@
  */
 import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
-import { Periodic, type Logger, type TaskStats } from '@svc/common';
+import { listenShared, Periodic, type Logger, type TaskStats } from '@svc/common';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
 import { ActivityTracker } from './activity-tracker.ts';
 import { AutoResumer } from './auto-resumer.ts';
@@ -127,12 +127,7 @@ function dataPlaneServer(server: Server, event: 'connection' | 'secureConnection
   return lean;
 }
 
+/** In a worker, on the socket the pool's primary holds (a replaced worker's port stays open). */
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve(server.address() as AddressInfo);
-    });
-  });
+  return listenShared(server, port, host);
 }

@@ -3,18 +3,17 @@
  * serves it over HTTP on a port all workers share.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { runWorker } from '../worker-runtime.ts';
+import { listenShared, runWorker } from '../worker-runtime.ts';
 
 runWorker(async (init, emit) => {
   const state = init as { value: number; port: number; failStart?: boolean };
   if (state.failStart) throw new Error('told to fail');
   let value = state.value;
   const server = http.createServer((_req, res) => res.end(JSON.stringify({ value, pid: process.pid })));
-  await new Promise<void>((resolve) => server.listen(state.port, '127.0.0.1', () => resolve()));
+  const { port } = await listenShared(server, state.port, '127.0.0.1');
   emit({ started: process.pid });
   return {
-    info: { port: (server.address() as AddressInfo).port },
+    info: { port },
     async handle(body) {
       const b = body as { set?: number; slow?: number };
       if (b.slow) await new Promise((r) => setTimeout(r, b.slow));
