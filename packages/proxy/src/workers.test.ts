@@ -1,7 +1,8 @@
 /**
  * The data path in two worker processes behind the same listener (docs/data-plane.md, "Worker
  * processes"): served, purged in every worker before the admin API answers, a killed worker
- * replaced without a refused connection, and the workers' request counts summed in /metrics.
+ * replaced without a refused connection (every worker at once too), and the workers' request
+ * counts summed in /metrics.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -150,4 +151,17 @@ test('workers: a worker killed with SIGKILL is replaced while the other keeps th
   assert.ok(errors.length <= 1, `errors: ${errors.join(', ')}`);
   for (const pid of p.proxy.pids!()) assert.ok(existsSync(`/proc/${pid}`));
   assert.ok(!existsSync(`/proc/${victim}`), 'the killed worker is gone (reaped)');
+});
+
+test('workers: when every worker dies at once, the port stays open and a request made meanwhile is answered by a replacement', async () => {
+  p.master.add({ sandboxId: 'all-die', envdPort: a.port });
+  assert.equal(await get('all-die'), 'a');
+  const victims = p.proxy.pids!();
+  for (const pid of victims) process.kill(pid, 'SIGKILL');
+  await waitFor('both workers gone', () => p.proxy.pids!().every((pid) => !victims.includes(pid)));
+  // No worker listens now (the replacements are still loading): the primary holds the socket, so
+  // this connection waits in the backlog instead of being refused.
+  assert.equal(await get('all-die'), 'a');
+  await waitFor('both replacements', async () => (await p.proxy.workerStats!()).length === 2);
+  assert.ok(p.proxy.pids!().every((pid) => !victims.includes(pid)));
 });
