@@ -43,8 +43,11 @@ test('a worker pool shares one listener, applies a change on every worker before
     assert.equal(pool.size, 2);
     assert.ok(!pool.pids().includes(victim!));
     assert.deepEqual((await pool.request({})).map((a) => (a as { value: number }).value), [3, 3]);
-    // The workers' metrics are summed into this process's.
-    assert.match((await renderMetrics()).body, /process_cpu_user_seconds_total/);
+    // The workers' metrics are summed into this process's; the pool's own say how many are ready and how many were replaced.
+    const { body } = await renderMetrics();
+    assert.match(body, /process_cpu_user_seconds_total/);
+    assert.match(body, /^svc_workers\{role="counter"\} 2$/m);
+    assert.match(body, /^svc_worker_restarts_total\{role="counter"\} 1$/m);
   } finally {
     await pool.close();
   }

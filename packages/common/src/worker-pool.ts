@@ -11,7 +11,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism, setPriority } from 'node:os';
 import type { Logger } from './log.ts';
 import { ListenError, ListenHandles } from './listen-handles.ts';
-import { addMetricsSource, METRICS_CALL } from './metrics.ts';
+import { addMetricsSource, collect, counter, gauge, METRICS_CALL } from './metrics.ts';
 import { tracingServiceName } from './tracing.ts';
 
 /** What a worker process runs: a script with arguments (the svc bundle with `__worker <role>`, or a source entry under tsx). */
@@ -98,6 +98,9 @@ export class WorkerPool<I> {
   /** Consecutive workers that died before they were ready: the next fork waits longer. */
   private failedStarts = 0;
   private dropMetrics: (() => void) | undefined;
+  private dropGauge: (() => void) | undefined;
+  /** One metric for every pool of the process (by role); asked for here, so a worker process has none of it. */
+  private readonly restarts = counter('svc_worker_restarts_total', 'Worker processes of a pool (the proxies\' data path) that died and were forked again', ['role']);
   private readonly listeners = new ListenHandles();
   /** What the first worker reported when it was ready (its listeners' ports). */
   info: unknown;
@@ -115,6 +118,11 @@ export class WorkerPool<I> {
     const pool = new WorkerPool(o);
     // The workers' metrics (requests, latencies) are this process's too: /metrics sums them in.
     pool.dropMetrics = addMetricsSource(async () => (await pool.request(METRICS_CALL)) as never);
+    pool.dropGauge = collect(
+      gauge('svc_workers', 'Worker processes of a pool (the proxies\' data path) that are ready', ['role']),
+      () => [{ labels: { role: o.role }, value: [...pool.members.values()].filter((m) => m.ready).length }],
+      (err) => o.logger.warn({ role: o.role, err: err.message }, 'the workers gauge could not be read'),
+    );
     try {
       // One first, so that the listeners' ports (0: ephemeral) are bound once and shared by the others.
       pool.info = await pool.fork();
@@ -158,6 +166,7 @@ export class WorkerPool<I> {
   async close(): Promise<void> {
     this.closing = true;
     this.dropMetrics?.();
+    this.dropGauge?.();
     await Promise.all([...this.members.values()].map((m) => new Promise<void>((resolve) => {
       if (m.worker.isDead()) { resolve(); return; }
       const timer = setTimeout(() => m.worker.process.kill('SIGKILL'), 10_000);
@@ -263,6 +272,7 @@ export class WorkerPool<I> {
         for (const c of member.calls.values()) c.reject(Object.assign(new Error('worker exited'), { gone: true }));
         reject(new Error(`${this.o.role} worker exited (${signal ?? code}) before it was ready`));
         if (this.closing) return;
+        this.restarts.inc({ role: this.o.role });
         // A worker that cannot start would otherwise be forked again at once, for ever.
         this.failedStarts = member.ready ? 0 : this.failedStarts + 1;
         const delayMs = this.failedStarts === 0 ? 0 : Math.min(30_000, 500 * 2 ** (this.failedStarts - 1));
