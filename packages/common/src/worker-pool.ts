@@ -32,6 +32,11 @@ export interface WorkerPoolOptions<I> {
   /** What workers send on their own (audit records, say). */
   onEvent?: (body: unknown, workerId: number) => void;
   /**
+   * A worker ended without being asked to (not at close), before its replacement is forked:
+   * `ready` says whether it had begun to serve. Whatever it held and had not sent is lost.
+   */
+  onExit?: (exit: { pid: number; code: number | null; signal: string | null; ready: boolean }) => void;
+  /**
    * The workers' nice value (os.setPriority); absent or 0: the primary's. Lowering it needs root
    * (CAP_SYS_NICE): without, the workers keep the primary's, and a warning says so once.
    */
@@ -273,6 +278,11 @@ export class WorkerPool<I> {
         reject(new Error(`${this.o.role} worker exited (${signal ?? code}) before it was ready`));
         if (this.closing) return;
         this.restarts.inc({ role: this.o.role });
+        try {
+          this.o.onExit?.({ pid: worker.process.pid ?? 0, code, signal, ready: member.ready });
+        } catch (err) {
+          this.o.logger.error({ role: this.o.role, err: (err as Error).message }, 'the pool\'s handler of a worker\'s exit failed');
+        }
         // A worker that cannot start would otherwise be forked again at once, for ever.
         this.failedStarts = member.ready ? 0 : this.failedStarts + 1;
         const delayMs = this.failedStarts === 0 ? 0 : Math.min(30_000, 500 * 2 ** (this.failedStarts - 1));

@@ -214,6 +214,22 @@ export interface EgressTcpRecord {
   reason?: string;
 }
 
+/**
+ * Written by the proxy's primary when a worker process ended without being asked to (a crash, an
+ * out-of-memory kill, SIGKILL): the records of the connections it held, and of its last
+ * AUDIT_FLUSH_MS, never reached the file. The log says where it may be incomplete.
+ */
+export interface EgressAuditGapRecord {
+  type: 'audit_gap';
+  ts: string;
+  reason: 'worker_exited';
+  /** The worker's process id. */
+  pid: number;
+  /** How it ended: the signal's name (SIGKILL), or `code N`. */
+  exit: string;
+  detail: string;
+}
+
 // ---- rule checks (docs/egress.md "Rules") ----
 
 /** A rule that breaks the constraints of docs/egress.md "Rules"; the SDK throws it as InvalidArgumentError, the server as 400. */

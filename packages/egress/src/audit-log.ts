@@ -2,12 +2,12 @@ import { mkdir } from 'node:fs/promises';
 import type { WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '@svc/common';
-import { REDACTED, type EgressRequestRecord, type EgressSecurityEvent, type EgressTcpRecord, type EgressTlsHandshakeRecord } from '@svc/contracts/egress';
+import { REDACTED, type EgressAuditGapRecord, type EgressRequestRecord, type EgressSecurityEvent, type EgressTcpRecord, type EgressTlsHandshakeRecord } from '@svc/contracts/egress';
 import { requestRecordJson } from './audit-json.ts';
 import { endStream, nextLocalMidnight, openAuditFile, realRotationFs, shiftRotated, type OpenedAuditFile, type RotationFs } from './audit-rotation.ts';
 
-/** The three kinds of line of the audit file (docs/egress.md "Audit log"); request records carry no `type`. */
-export type AuditRecord = EgressRequestRecord | EgressSecurityEvent | EgressTlsHandshakeRecord | EgressTcpRecord;
+/** The kinds of line of the audit file (docs/egress.md "Audit log"); request records carry no `type`. */
+export type AuditRecord = EgressRequestRecord | EgressSecurityEvent | EgressTlsHandshakeRecord | EgressTcpRecord | EgressAuditGapRecord;
 
 /** Where the data path's audit records go: the file (AuditLog), or a worker's forwarding sink (audit-sink.ts). */
 export interface AuditSink {

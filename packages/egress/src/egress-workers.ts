@@ -1,5 +1,5 @@
 import { WorkerPool, type Logger, type WorkerEntry } from '@svc/common';
-import type { AuditLog } from './audit-log.ts';
+import { AUDIT_FLUSH_MS, auditTimestamp, type AuditLog } from './audit-log.ts';
 import { isAuditLinesEvent } from './audit-sink.ts';
 import type { DataPathSettings } from './data-path.ts';
 import type { PlaceholderSource } from './placeholders.ts';
@@ -51,6 +51,15 @@ export async function startEgressWorkers(o: EgressWorkersOptions): Promise<Egres
       logLevel: logger.level,
       policies: snapshotOf(o.store),
     }),
+    // A worker that served and died took its open connections' records and its last batch with it:
+    // the file says so where the gap is (docs/egress.md "Worker processes").
+    onExit: ({ pid, code, signal, ready }) => {
+      if (!ready) return; // it never served: nothing of it is missing
+      audit.write({
+        type: 'audit_gap', ts: auditTimestamp(), reason: 'worker_exited', pid, exit: signal ?? `code ${code}`,
+        detail: `egress worker ${pid} ended (${signal ?? `code ${code}`}): the records of the connections it held and of its last ${AUDIT_FLUSH_MS} ms are not in the log`,
+      });
+    },
     onEvent: (body, workerId) => {
       if (isAuditLinesEvent(body)) { audit.writeLines(body.lines); return; }
       logger.error({ workerId, kind: (body as { kind?: unknown } | undefined)?.kind }, 'egress worker sent an event that is not a batch of audit lines; dropped');

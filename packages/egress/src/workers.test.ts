@@ -170,6 +170,15 @@ test('a worker killed during a loop of requests: no connection refused, and its 
   const stats = await proxy.workerStats!();
   assert.deepEqual(stats.map((s) => s.policies), [1, 1]);
   await onEveryWorker('later.test', 200, 'the replacement and the survivor, by the policy PUT while the worker was dead');
+  // The log says where it may miss records: the killed worker's open connections and last batch.
+  const gap = await eventually(async () => {
+    const lines = (await readFile(join(dir, 'access.jsonl'), 'utf8')).split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    return lines.find((l) => l.type === 'audit_gap');
+  }, 'the audit_gap record');
+  assert.equal(gap.reason, 'worker_exited');
+  assert.equal(gap.pid, victim);
+  assert.equal(gap.exit, 'SIGKILL');
+  assert.match(String(gap.ts), /^\d{4}-\d\d-\d\dT/);
 });
 
 test('the primary\'s /metrics sums svc_egress_requests_total over the workers', async () => {
