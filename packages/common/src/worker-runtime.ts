@@ -49,6 +49,7 @@ const listenCounts = new Map<string, number>();
  */
 export async function listenShared(server: Server, port: number, host: string): Promise<AddressInfo> {
   const target: unknown = inPool ? await askListener(host, port) : undefined;
+  // A listen that fails closes the server's handle (node's net does): nothing is left open here.
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     const done = () => { server.off('error', reject); resolve(); };
@@ -56,6 +57,11 @@ export async function listenShared(server: Server, port: number, host: string): 
     else server.listen(target as never, done);
   });
   return server.address() as AddressInfo;
+}
+
+/** Closes this process's copy of a socket the primary sent (the primary keeps its own). */
+function closeHandle(handle: unknown): void {
+  (handle as { close?: () => void } | undefined)?.close?.();
 }
 
 function askListener(host: string, port: number): Promise<unknown> {
@@ -90,8 +96,9 @@ export function runWorker(start: WorkerStart): void {
     if (msg.svc === 'listening') {
       const ask = listenAsks.get(msg.id);
       listenAsks.delete(msg.id);
-      if (msg.error !== undefined) ask?.reject(Object.assign(new Error(msg.error), { code: msg.code }));
-      else ask?.resolve(handle);
+      if (!ask) closeHandle(handle); // nobody waits for it: this process's copy of the socket goes
+      else if (msg.error !== undefined) ask.reject(Object.assign(new Error(msg.error), { code: msg.code }));
+      else ask.resolve(handle);
       return;
     }
     if (msg.svc !== 'call') return;
