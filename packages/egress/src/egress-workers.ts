@@ -55,9 +55,10 @@ export async function startEgressWorkers(o: EgressWorkersOptions): Promise<Egres
     // the file says so where the gap is (docs/egress.md "Worker processes").
     onExit: ({ pid, code, signal, ready }) => {
       if (!ready) return; // it never served: nothing of it is missing
+      const exit = signal ?? `code ${code}`;
       audit.write({
-        type: 'audit_gap', ts: auditTimestamp(), reason: 'worker_exited', pid, exit: signal ?? `code ${code}`,
-        detail: `egress worker ${pid} ended (${signal ?? `code ${code}`}): the records of the connections it held and of its last ${AUDIT_FLUSH_MS} ms are not in the log`,
+        type: 'audit_gap', ts: auditTimestamp(), reason: 'worker_exited', pid, exit,
+        detail: `egress worker ${pid} ended (${exit}): the records of the connections it held and of its last ${AUDIT_FLUSH_MS} ms are not in the log`,
       });
     },
     onEvent: (body, workerId) => {

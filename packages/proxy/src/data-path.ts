@@ -4,7 +4,7 @@
  * the proxy's own process (in-process) and for each worker process alike (docs/data-plane.md,
  * "Worker processes"); the control parts (admin API, announcements, events) stay with the caller.
  */
-import { createServer as createTcpServer, type AddressInfo, type Server } from 'node:net';
+import { createServer as createTcpServer, type Server } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { listenShared, Periodic, type Logger, type TaskStats } from '@svc/common';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
@@ -89,7 +89,8 @@ export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
     const http = createTcpServer({ noDelay: true });
     lean.push(dataPlaneServer(http, 'connection', new DataPlane(ctx, cache, 'http'), tuning));
     servers.push(http);
-    const httpPort = (await listen(http, o.httpPort, o.bind)).port;
+    // In a worker, on the socket the pool's primary holds: a replaced worker's port stays open.
+    const httpPort = (await listenShared(http, o.httpPort, o.bind)).port;
     let httpsPort: number | undefined;
     if (o.tls && o.httpsPort > 0) {
       const https = createTlsServer({ ...o.tls, noDelay: true });
@@ -97,7 +98,7 @@ export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
       https.on('tlsClientError', (err: NodeJS.ErrnoException) => logger.debug({ code: err.code }, 'TLS handshake with a client failed'));
       lean.push(dataPlaneServer(https, 'secureConnection', new DataPlane(ctx, cache, 'https'), tuning));
       servers.push(https);
-      httpsPort = (await listen(https, o.httpsPort, o.bind)).port;
+      httpsPort = (await listenShared(https, o.httpsPort, o.bind)).port;
     }
     return {
       httpPort,
@@ -127,7 +128,3 @@ function dataPlaneServer(server: Server, event: 'connection' | 'secureConnection
   return lean;
 }
 
-/** In a worker, on the socket the pool's primary holds (a replaced worker's port stays open). */
-function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
-  return listenShared(server, port, host);
-}
