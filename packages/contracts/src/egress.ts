@@ -12,8 +12,10 @@
  *   GET    /admin/policies/:sandboxId          → SandboxEgressPolicyView | 404
  *   PUT    /admin/policies/:sandboxId          → SandboxEgressPolicyView (body SandboxEgressPolicy; replaces)
  *   DELETE /admin/policies/:sandboxId          → 204 (idempotent)
- * The master's route the proxy loads every policy from at start (the same token):
- *   GET    /internal/v1/egress/policies?nodeId → SandboxEgressPolicy[] (secrets included)
+ * The master's routes the proxy calls (the same token):
+ *   GET    /internal/v1/egress/policies?nodeId → SandboxEgressPolicy[] (secrets included), at start
+ *   POST   /internal/v1/egress/proxy-address-check → 204 | 400 why (body {ip, port}): may it dial a
+ *          sandbox's SOCKS5 proxy there, which its name resolved to (docs/egress.md "Bring your own proxy")
  */
 import { isIpv4, type TaskStats } from '@svc/common';
 

@@ -14,6 +14,7 @@ import { LeafContexts } from './leaf-contexts.ts';
 import { conntrackOriginalDestination, type Destination } from './original-destination.ts';
 import type { PlaceholderResolver } from './placeholders.ts';
 import type { PolicyStore } from './policy-store.ts';
+import { ProxyAddressGuard, type ProxyAddressCheck } from './proxy-address-guard.ts';
 import { handleEgressRequest } from './proxy.ts';
 import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
 import { viaOfTunnel, type ProxyVia } from './proxy-via.ts';
@@ -51,6 +52,8 @@ export interface DataPathDeps {
   logger: Logger;
   /** Where a connection went before DNAT, for TLS without SNI; default: the conntrack table. */
   originalDestination?: (socket: Socket) => Promise<Destination | undefined>;
+  /** The master's check of a sandbox's SOCKS5 proxy address at dial time; absent: none past the create's. */
+  proxyAddressCheck?: ProxyAddressCheck;
 }
 
 export interface DataPath {
@@ -89,6 +92,7 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
     systemCa: await systemCaBundle(),
     connectTimeoutMs: s.connectTimeoutMs ?? EGRESS_DEFAULTS.connectTimeoutMs,
     ioTimeoutMs,
+    ...(d.proxyAddressCheck ? { proxyGuard: new ProxyAddressGuard(d.proxyAddressCheck, logger) } : {}),
   });
   registerEgressMetrics();
   // A sandbox's own SOCKS5 proxy wins over the operator's; either way nothing of it goes direct.

@@ -11,6 +11,7 @@ import { startEgressWorkers } from './egress-workers.ts';
 import type { Destination } from './original-destination.ts';
 import { PlaceholderResolver, placeholderSourcesOf, type PlaceholderSource, type PlaceholderSources } from './placeholders.ts';
 import { PolicyStore } from './policy-store.ts';
+import { masterProxyAddressCheck, type ProxyAddressCheck } from './proxy-address-guard.ts';
 import type { PolicyChange } from './policy-sync.ts';
 import type { EgressWorkerStats } from './worker-protocol.ts';
 
@@ -29,10 +30,16 @@ export interface EgressProxyOptions extends DataPathSettings {
   auditMaxBytes?: number;
   /** Rotated audit files kept; default 5. */
   auditKeep?: number;
-  /** The master where `${e2b.secrets.…}` and `${e2b.identity.tokens.…}` are resolved; absent (and no `placeholders`): a request that needs one is refused. */
+  /**
+   * The master where `${e2b.secrets.…}` and `${e2b.identity.tokens.…}` are resolved, and a sandbox's
+   * SOCKS5 proxy address is checked at dial time; absent (and no `placeholders`): a request that
+   * needs a placeholder is refused, and proxy addresses are checked only when set.
+   */
   placeholderSource?: PlaceholderSource;
   /** Resolvers given as objects (tests' fakes), in-process only; they win over placeholderSource. */
   placeholders?: PlaceholderSources;
+  /** The dial-time check of a sandbox's SOCKS5 proxy address as a function (tests), in-process only; it wins over placeholderSource's master. */
+  proxyAddressCheck?: ProxyAddressCheck;
   /** Every policy of this node (the master's list), retried with backoff until it answers; absent: ready at once. */
   policySource?: () => Promise<SandboxEgressPolicy[]>;
   /** Where a connection went before DNAT, for TLS without SNI; default: the conntrack table. In-process only. */
@@ -78,8 +85,8 @@ interface Backend {
 /** Starts the egress proxy: HTTP and HTTPS listeners for sandboxes, the admin API, the policy bootstrap. */
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
   const { logger } = opts;
-  if (opts.workers && (opts.placeholders || opts.originalDestination)) {
-    throw new Error('egress proxy: `placeholders` and `originalDestination` are objects of this process and cannot reach worker processes; give `placeholderSource` instead');
+  if (opts.workers && (opts.placeholders || opts.originalDestination || opts.proxyAddressCheck)) {
+    throw new Error('egress proxy: `placeholders`, `originalDestination` and `proxyAddressCheck` are objects of this process and cannot reach worker processes; give `placeholderSource` instead');
   }
   // Before any worker is forked: workers load the CA, they never make one.
   const ca = await EgressCa.loadOrCreate(opts.caDir);
@@ -95,7 +102,10 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   try {
     backend = opts.workers
       ? await startEgressWorkers({ ...opts.workers, settings: dataPathSettingsOf(opts), caDir: opts.caDir, placeholderSource: opts.placeholderSource, store, audit, logger })
-      : await startEgressDataPath(opts, { ca, store, placeholders: placeholders!, audit, logger, originalDestination: opts.originalDestination });
+      : await startEgressDataPath(opts, {
+        ca, store, placeholders: placeholders!, audit, logger, originalDestination: opts.originalDestination,
+        proxyAddressCheck: opts.proxyAddressCheck ?? (opts.placeholderSource && masterProxyAddressCheck(opts.placeholderSource)),
+      });
   } catch (err) {
     await audit.close();
     throw err;

@@ -12,6 +12,8 @@ export interface ProxyVia {
   port: number;
   username?: string;
   password?: string;
+  /** A sandbox's own egressProxy: the address its name resolves to is checked at each dial (proxy-address-guard.ts). */
+  fromSandbox?: true;
 }
 
 export interface DialTarget {
@@ -43,5 +45,5 @@ export function viaOfTunnel(t: EgressTunnel): ProxyVia {
 
 function parseVia(t: EgressTunnel): ProxyVia {
   const { host, port } = parseProxyAddress(t.address, 'tunnel.address');
-  return { kind: 'socks5', host, port, ...(t.username !== undefined ? { username: t.username } : {}), ...(t.password !== undefined ? { password: t.password } : {}) };
+  return { kind: 'socks5', host, port, fromSandbox: true, ...(t.username !== undefined ? { username: t.username } : {}), ...(t.password !== undefined ? { password: t.password } : {}) };
 }

@@ -11,6 +11,8 @@ export interface DialOptions {
   connectTimeoutMs: number;
   /** Resolves the proxy's own host name at dial time (the egress proxy's overrides, then DNS). */
   resolveProxyHost?: (host: string) => Promise<string>;
+  /** May a sandbox's own proxy be dialled at this address (the master's check, proxy-address-guard.ts)? Throws ProxyDialError when not. */
+  allowProxyAddress?: (ip: string, port: number, where: string) => Promise<void>;
 }
 
 /**
@@ -29,6 +31,7 @@ export async function dialUpstream(target: DialTarget, opts: DialOptions): Promi
   } catch (err) {
     throw new ProxyDialError(`the ${where} does not resolve (${(err as Error).message})`, 'EPROXYDNS');
   }
+  if (via.fromSandbox && opts.allowProxyAddress) await opts.allowProxyAddress(proxyIp, via.port, where);
   let socket: net.Socket;
   try {
     socket = await connectTcp(proxyIp, via.port, Math.max(1, deadline - Date.now()));

@@ -24,6 +24,14 @@ export async function checkEgressProxy(c: SandboxContext, network: NetworkConfig
   await c.d.endpoints.checkEndpoint(host, port, 'network.egressProxy');
 }
 
+/**
+ * The egress proxy's question at dial time (MASTER_EGRESS_ROUTES.checkProxyAddress): the address
+ * a sandbox's proxy name resolves to now gets the create's check again (DNS rebinding).
+ */
+export async function checkEgressProxyAddress(c: SandboxContext, ip: string, port: number): Promise<void> {
+  await c.d.endpoints?.checkEndpoint(ip, port, 'network.egressProxy');
+}
+
 /** The egress plan of a recorded sandbox. */
 export function egressPlanOf(c: SandboxContext, row: Row): EgressPlan {
   try {

@@ -54,7 +54,6 @@ export interface EgressPolicies {
   remove(nodeId: string, sandboxId: string): Promise<void>;
 }
 
-/** Tells data-plane proxies to drop what they cached about sandboxes. */
 /**
  * Where the platform may connect for a user: a sandbox's egressProxy must not be one of the
  * platform's own endpoints or in a sandbox pool (events/webhook-target.ts); a 400 otherwise.
@@ -63,6 +62,7 @@ export interface PlatformEndpointCheck {
   checkEndpoint(host: string, port: number, what: string): Promise<void>;
 }
 
+/** Tells data-plane proxies to drop what they cached about sandboxes. */
 export interface ProxyCachePurger {
   purge(sandboxIds: string[]): Promise<void>;
 }

@@ -45,6 +45,11 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: MasterSandboxes
     requireEgressAdmin(req, egressAdminToken, 'load policies');
     return svc.egressPolicies(req.query.nodeId);
   });
+  serve(app, MASTER_EGRESS_ROUTES.checkProxyAddress, async (req, reply) => {
+    requireEgressAdmin(req, egressAdminToken, 'check a proxy address');
+    await svc.checkEgressProxyAddress(req.body.ip, req.body.port);
+    return reply.status(204).send();
+  });
   serve(app, I.route, async (req) => svc.route(req.params.id));
   serve(app, I.routeBySignature, async (req) => svc.routeBySignature(req.body));
   serve(app, I.activity, async (req, reply) => {

@@ -6,7 +6,7 @@ import type { SignedFileRequest } from '@svc/common/envd-signature';
 import type { DueSandbox, LifecycleReason, SandboxRoute, TerminateReason } from '@svc/contracts/master-internal';
 import type { MasterSandboxesDeps, SandboxContext } from './context.ts';
 import { DamagedRows } from './damaged-rows.ts';
-import { egressPolicies } from './egress.ts';
+import { checkEgressProxyAddress, egressPolicies } from './egress.ts';
 import { createSandbox } from './create.ts';
 import { killSandbox, killTeam } from './kill.ts';
 import { listSandboxes } from './listing.ts';
@@ -78,6 +78,7 @@ export class MasterSandboxes {
   activity(ids: string[]): Promise<void> { return recordActivity(this.c, ids); }
   due(): Promise<DueSandbox[]> { return dueSandboxes(this.c); }
   egressPolicies(nodeId: string): Promise<SandboxEgressPolicy[]> { return egressPolicies(this.c, nodeId); }
+  checkEgressProxyAddress(ip: string, port: number): Promise<void> { return checkEgressProxyAddress(this.c, ip, port); }
 
   reconcileNode(nodeId: string): Promise<void> { return reconcileNode(this.c, nodeId); }
   sweepLostNodes(): Promise<void> { return sweepLostNodes(this.c); }
