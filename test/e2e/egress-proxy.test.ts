@@ -108,12 +108,12 @@ test('egressProxy fails closed: proxy down, wrong password, not SOCKS5; denyOut 
   assert.ok(failed.length >= 3, JSON.stringify(failed));
 });
 
-test('egressProxy addresses that are not host:port, or that point at the platform or the sandbox pool, are 400', async () => {
+test('egressProxy addresses that are not host:port, or that point at the platform, the sandbox pool, loopback or link-local, are 400', async () => {
   const api = (body: unknown) => fetch(`${p.apiUrl}/sandboxes`, { method: 'POST', headers: { 'X-API-Key': p.apiKey, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const apiPort = new URL(p.apiUrl).port;
   for (const egressProxy of [
     { address: 'no-port' }, { address: '10.203.0.5' }, { address: '[::1]:1080' }, { address: 'a b:1080' }, { address: 'host:99999' },
-    { address: `127.0.0.1:${apiPort}` }, { address: '10.210.0.9:1080' }, { address: 'proxy:1080', password: 'no-user' }, { address: 'x:1', username: 'u'.repeat(256) }, 'not-an-object',
+    { address: `127.0.0.1:${apiPort}` }, { address: '10.210.0.9:1080' }, { address: '127.0.0.1:1080' }, { address: 'localhost:1080' }, { address: '169.254.169.254:1080' }, { address: 'proxy:1080', password: 'no-user' }, { address: 'x:1', username: 'u'.repeat(256) }, 'not-an-object',
   ]) {
     const r = await api({ templateID: 'base', network: { egressProxy } });
     const text = await r.text();

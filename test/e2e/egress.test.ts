@@ -203,6 +203,46 @@ test('the CLI: --network-rules FILE', async () => {
   }
 });
 
+test('rules aimed at the platform itself (the master on the host\'s loopback, the sandbox pool, cloud metadata) are refused: 403, nothing contacted, whatever the rules say', async () => {
+  const masterPort = Number(String(p.env.SVC_MASTER_LISTEN).split(':')[1]);
+  const sbx = await Sandbox.create('base', {
+    ...conn(),
+    network: {
+      rules: [
+        { name: 'the-master', match: { host: '127.0.0.1', scheme: 'http', port: masterPort }, action: { allow: true } },
+        { name: 'another-sandbox', match: { host: '10.210.0.6', scheme: 'http', port: 49983 }, action: { allow: true } },
+        { name: 'metadata', match: { host: '169.254.169.254', scheme: 'http', port: 80 }, action: { allow: true } },
+      ],
+    },
+  });
+  try {
+    // Any address on a rule's port reaches the egress proxy; the Host decides where it would go.
+    const attempt = async (host: string, port: number, path: string) => {
+      const r = await sbx.commands.run(`curl -s -m 15 -H 'Host: ${host}:${port}' -w '\\n%{http_code}' 'http://${INTERNET_ADDRESS}:${port}${path}'`, { timeoutMs: 30_000 }).catch((e) => e.result ?? e);
+      const lines = String(r.stdout ?? '').trim().split('\n');
+      return { status: Number(lines.pop()), body: lines.join('\n') };
+    };
+    const master = await attempt('127.0.0.1', masterPort, '/v1/sandboxes');
+    assert.equal(master.status, 403, master.body);
+    assert.match(master.body, /127\.0\.0\.1 is a loopback address \(the host itself\); the egress proxy never connects there/);
+    assert.doesNotMatch(master.body, /envdAccessToken|sandboxId/, 'the master\'s list never reaches the sandbox');
+    const other = await attempt('10.210.0.6', 49983, '/health');
+    assert.equal(other.status, 403, other.body);
+    assert.match(other.body, /is in the sandbox address pool/);
+    const metadata = await attempt('169.254.169.254', 80, '/latest/meta-data/');
+    assert.equal(metadata.status, 403, metadata.body);
+    assert.match(metadata.body, /is link-local/);
+    let events: Array<Record<string, unknown>> = [];
+    for (let i = 0; i < 50 && events.length < 3; i++) {
+      events = audit().filter((r) => r.type === 'security_event' && r.reason === 'platform_address' && r.sandbox_id === sbx.sandboxId);
+      if (events.length < 3) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.deepEqual(events.map((e) => e.rule).sort(), ['another-sandbox', 'metadata', 'the-master']);
+  } finally {
+    await sbx.kill();
+  }
+});
+
 /** A JWT checked against a JWKS with node:crypto alone: not the issuer's own code. */
 function verifyAgainstJwks(token: string, jwks: { keys: Array<{ kid: string } & Record<string, unknown>> }): { header: Record<string, unknown>; claims: Record<string, unknown> } {
   const [h, c, s] = token.split('.');

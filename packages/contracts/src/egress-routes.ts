@@ -3,7 +3,7 @@
  * (route-table.ts), with their clients (egress.ts holds the shapes and the rule checks).
  */
 import { JsonClient } from '@svc/common';
-import { EGRESS_ADMIN_TOKEN_HEADER, type EgressHealth, type SandboxEgressPolicy, type SandboxEgressPolicyView } from './egress.ts';
+import { EGRESS_ADMIN_TOKEN_HEADER, type EgressHealth, type PlatformAddresses, type SandboxEgressPolicy, type SandboxEgressPolicyView } from './egress.ts';
 import { EgressPoliciesQuery } from './master-schemas.ts';
 import { answers, call, type RouteTable } from './route-table.ts';
 import { METRICS_ROUTE } from './metrics-route.ts';
@@ -65,46 +65,23 @@ export class EgressAdminClient {
   delete(sandboxId: string) { return call(this.http, R.deletePolicy, { sandboxId }); }
 }
 
-/** An IPv4 address and a port: what a proxy's name resolved to (the egress proxy dials IPv4 only). */
-const ProxyAddressCheckBody = {
-  type: 'object',
-  required: ['ip', 'port'],
-  properties: {
-    ip: { type: 'string', pattern: '^(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])(\\.(25[0-5]|2[0-4][0-9]|1?[0-9]?[0-9])){3}$' },
-    port: { type: 'integer', minimum: 1, maximum: 65535 },
-  },
-} as const;
-
 /**
  * The master's routes the egress proxy calls (X-Svc-Admin-Token): its node's policies at start,
- * inject secrets included (EgressPolicySource), and a sandbox proxy's address at dial time
- * (ProxyAddressCheckClient). The master registers them.
+ * inject secrets included, and the platform's own addresses, again every half minute. The master
+ * registers them, EgressPolicySource calls them.
  */
 export const MASTER_EGRESS_ROUTES = {
   policies: { method: 'GET', path: '/internal/v1/egress/policies', query: EgressPoliciesQuery, answer: answers<SandboxEgressPolicy[]>() },
-  /**
-   * Whether the egress proxy may dial a sandbox's SOCKS5 proxy at this address, which its name
-   * resolved to at dial time: 204, or a 400 saying why (one of the platform's own endpoints, the
-   * sandbox pool). The create's check again, so that a name resolving elsewhere later (DNS
-   * rebinding) cannot turn the egress proxy against the platform (docs/egress.md "Bring your own proxy").
-   */
-  checkProxyAddress: { method: 'POST', path: '/internal/v1/egress/proxy-address-check', body: ProxyAddressCheckBody, answer: answers<void>() },
+  /** Where the platform's own components listen, as addresses (PlatformAddresses): the egress proxy never connects there for a sandbox. */
+  platformAddresses: { method: 'GET', path: '/internal/v1/egress/platform-addresses', answer: answers<PlatformAddresses>() },
 } as const satisfies RouteTable;
 
-/** The proxy's view of the master: every policy of its node, loaded at start. */
+/** The proxy's view of the master: every policy of its node, loaded at start, and the platform's addresses. */
 export class EgressPolicySource {
   private readonly http: JsonClient;
   constructor(masterUrl: string, adminToken: string) {
     this.http = new JsonClient(masterUrl, { timeoutMs: 10_000, headers: adminToken ? { [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } : {} });
   }
   policies(nodeId: string) { return call(this.http, MASTER_EGRESS_ROUTES.policies, {}, { query: { nodeId } }); }
-}
-
-/** The proxy's dial-time question to the master: may it connect to a sandbox's SOCKS5 proxy at ip:port (a 400 SvcError: no)? */
-export class ProxyAddressCheckClient {
-  private readonly http: JsonClient;
-  constructor(masterUrl: string, adminToken: string, timeoutMs = 3_000) {
-    this.http = new JsonClient(masterUrl, { timeoutMs, headers: adminToken ? { [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } : {} });
-  }
-  async check(ip: string, port: number): Promise<void> { await call(this.http, MASTER_EGRESS_ROUTES.checkProxyAddress, {}, { body: { ip, port } }); }
+  platformAddresses() { return call(this.http, MASTER_EGRESS_ROUTES.platformAddresses, {}); }
 }

@@ -14,8 +14,8 @@
  *   DELETE /admin/policies/:sandboxId          → 204 (idempotent)
  * The master's routes the proxy calls (the same token):
  *   GET    /internal/v1/egress/policies?nodeId → SandboxEgressPolicy[] (secrets included), at start
- *   POST   /internal/v1/egress/proxy-address-check → 204 | 400 why (body {ip, port}): may it dial a
- *          sandbox's SOCKS5 proxy there, which its name resolved to (docs/egress.md "Bring your own proxy")
+ *   GET    /internal/v1/egress/platform-addresses → PlatformAddresses, every 30 s: where the proxy
+ *          never connects for a sandbox (docs/egress.md "What the proxy never connects to")
  */
 import { isIpv4, type TaskStats } from '@svc/common';
 
@@ -160,6 +160,16 @@ export interface EgressRequestRecord {
   injected?: string[];
 }
 
+/**
+ * Where the platform's own components listen (the master's list that webhooks are checked
+ * against: API, master, node agents, proxies, template center, database, Redis), names resolved
+ * and a wildcard listener as the master host's addresses, IPv4 only; and the sandbox address pools.
+ */
+export interface PlatformAddresses {
+  endpoints: Array<{ ip: string; port: number }>;
+  pools: string[];
+}
+
 export type EgressSecurityReason =
   | 'default_deny'
   | 'deny_rule'
@@ -169,6 +179,7 @@ export type EgressSecurityReason =
   | 'inject_fired'
   | 'not_ready'
   | 'placeholder_unresolved'
+  | 'platform_address'
   | 'unknown_sandbox';
 
 export interface EgressSecurityEvent {

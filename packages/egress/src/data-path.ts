@@ -3,7 +3,7 @@ import type { TLSSocket } from 'node:tls';
 import type { Duplex } from 'node:stream';
 import { listenShared, SvcError, writeErrorOnSocket, type Logger } from '@svc/common';
 import { LeanServer, type RequestParseError, type ServerRequest } from '@svc/http1';
-import { EGRESS_DEFAULTS } from '@svc/contracts/egress';
+import { EGRESS_DEFAULTS, type PlatformAddresses } from '@svc/contracts/egress';
 import { auditTimestamp } from './audit-log.ts';
 import type { AuditSink } from './audit-sink.ts';
 import type { EgressCa } from './certificates.ts';
@@ -14,7 +14,7 @@ import { LeafContexts } from './leaf-contexts.ts';
 import { conntrackOriginalDestination, type Destination } from './original-destination.ts';
 import type { PlaceholderResolver } from './placeholders.ts';
 import type { PolicyStore } from './policy-store.ts';
-import { ProxyAddressGuard, type ProxyAddressCheck } from './proxy-address-guard.ts';
+import { PlatformGuard, type PlatformGuardSettings } from './platform-guard.ts';
 import { handleEgressRequest } from './proxy.ts';
 import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
 import { viaOfTunnel, type ProxyVia } from './proxy-via.ts';
@@ -41,6 +41,8 @@ export interface DataPathSettings {
   upstreamCa?: string;
   connectTimeoutMs?: number;
   ioTimeoutMs?: number;
+  /** What the proxy never connects to for a sandbox (platform-guard.ts); absent: no such refusal (tests on loopback). */
+  platformGuard?: PlatformGuardSettings;
 }
 
 /** What the data path works with besides its settings: in-process the proxy's own, in a worker the replicas. */
@@ -52,8 +54,8 @@ export interface DataPathDeps {
   logger: Logger;
   /** Where a connection went before DNAT, for TLS without SNI; default: the conntrack table. */
   originalDestination?: (socket: Socket) => Promise<Destination | undefined>;
-  /** The master's check of a sandbox's SOCKS5 proxy address at dial time; absent: none past the create's. */
-  proxyAddressCheck?: ProxyAddressCheck;
+  /** The master's list of the platform's addresses, for platformGuard; absent: the refusals that need no master only. */
+  platformSource?: () => Promise<PlatformAddresses>;
 }
 
 export interface DataPath {
@@ -74,8 +76,8 @@ const SANDBOX_TIMEOUT_MARGIN_MS = 5_000;
 
 /** The settings out of a larger options object: what a worker's start message carries. */
 export function dataPathSettingsOf(o: DataPathSettings): DataPathSettings {
-  const { bind, httpPort, httpsPort, tunnelPort, upstreamProxy, resolve, upstreamCa, connectTimeoutMs, ioTimeoutMs } = o;
-  return { bind, httpPort, httpsPort, tunnelPort, upstreamProxy, resolve, upstreamCa, connectTimeoutMs, ioTimeoutMs };
+  const { bind, httpPort, httpsPort, tunnelPort, upstreamProxy, resolve, upstreamCa, connectTimeoutMs, ioTimeoutMs, platformGuard } = o;
+  return { bind, httpPort, httpsPort, tunnelPort, upstreamProxy, resolve, upstreamCa, connectTimeoutMs, ioTimeoutMs, platformGuard };
 }
 
 /**
@@ -86,13 +88,15 @@ export function dataPathSettingsOf(o: DataPathSettings): DataPathSettings {
 export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps): Promise<DataPath> {
   const { logger, store, audit } = d;
   const ioTimeoutMs = s.ioTimeoutMs ?? EGRESS_DEFAULTS.ioTimeoutMs;
+  const platform = s.platformGuard && new PlatformGuard(s.platformGuard, d.platformSource, logger);
+  platform?.start();
   const upstreams = new Upstreams({
     resolve: s.resolve,
     upstreamCa: s.upstreamCa,
     systemCa: await systemCaBundle(),
     connectTimeoutMs: s.connectTimeoutMs ?? EGRESS_DEFAULTS.connectTimeoutMs,
     ioTimeoutMs,
-    ...(d.proxyAddressCheck ? { proxyGuard: new ProxyAddressGuard(d.proxyAddressCheck, logger) } : {}),
+    ...(platform ? { platform } : {}),
   });
   registerEgressMetrics();
   // A sandbox's own SOCKS5 proxy wins over the operator's; either way nothing of it goes direct.
@@ -100,10 +104,10 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
     const tunnel = store.forAddress(sandboxIp)?.tunnel;
     return tunnel ? viaOfTunnel(tunnel) : s.upstreamProxy;
   };
-  const deps: ProxyDeps = { store, placeholders: d.placeholders, audit, upstreams, logger, viaFor };
+  const deps: ProxyDeps = { store, placeholders: d.placeholders, audit, upstreams, logger, viaFor, ...(platform ? { platform } : {}) };
   const originalDestination = d.originalDestination ?? ((socket: Socket) => conntrackOriginalDestination(socket, logger));
   const tunnelServer = s.tunnelPort === undefined ? undefined : createTcpTunnelServer({
-    store, audit, logger, originalDestination, viaFor, ioTimeoutMs, dial: (target, via) => upstreams.dial(target, via),
+    store, audit, logger, originalDestination, viaFor, ioTimeoutMs, dial: (target, via) => upstreams.dial(target, via), ...(platform ? { platform } : {}),
   });
   const connections = new WeakMap<Socket, ConnectionFacts>();
 
@@ -160,6 +164,7 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
         stopTracking();
         await closed;
         upstreams.close();
+        platform?.stop();
       })(),
     };
   } catch (err) {
@@ -167,6 +172,7 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
     tlsListener.destroyAll();
     stopTracking();
     upstreams.close();
+    platform?.stop();
     throw err;
   }
 }

@@ -1,6 +1,6 @@
 import type { AddressInfo, Socket } from 'node:net';
 import type { Logger, WorkerEntry } from '@svc/common';
-import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+import type { PlatformAddresses, SandboxEgressPolicy } from '@svc/contracts/egress';
 import { AuditLog } from './audit-log.ts';
 import { liveSecretsOf } from './audit-sink.ts';
 import { Bootstrap } from './bootstrap.ts';
@@ -10,8 +10,8 @@ import { dataPathSettingsOf, startEgressDataPath, type DataPathSettings } from '
 import { startEgressWorkers } from './egress-workers.ts';
 import type { Destination } from './original-destination.ts';
 import { PlaceholderResolver, placeholderSourcesOf, type PlaceholderSource, type PlaceholderSources } from './placeholders.ts';
+import { platformSourceOf } from './platform-guard.ts';
 import { PolicyStore } from './policy-store.ts';
-import { masterProxyAddressCheck, type ProxyAddressCheck } from './proxy-address-guard.ts';
 import type { PolicyChange } from './policy-sync.ts';
 import type { EgressWorkerStats } from './worker-protocol.ts';
 
@@ -38,8 +38,8 @@ export interface EgressProxyOptions extends DataPathSettings {
   placeholderSource?: PlaceholderSource;
   /** Resolvers given as objects (tests' fakes), in-process only; they win over placeholderSource. */
   placeholders?: PlaceholderSources;
-  /** The dial-time check of a sandbox's SOCKS5 proxy address as a function (tests), in-process only; it wins over placeholderSource's master. */
-  proxyAddressCheck?: ProxyAddressCheck;
+  /** The platform's addresses as a function (tests), in-process only; it wins over placeholderSource's master. */
+  platformSource?: () => Promise<PlatformAddresses>;
   /** Every policy of this node (the master's list), retried with backoff until it answers; absent: ready at once. */
   policySource?: () => Promise<SandboxEgressPolicy[]>;
   /** Where a connection went before DNAT, for TLS without SNI; default: the conntrack table. In-process only. */
@@ -85,8 +85,8 @@ interface Backend {
 /** Starts the egress proxy: HTTP and HTTPS listeners for sandboxes, the admin API, the policy bootstrap. */
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
   const { logger } = opts;
-  if (opts.workers && (opts.placeholders || opts.originalDestination || opts.proxyAddressCheck)) {
-    throw new Error('egress proxy: `placeholders`, `originalDestination` and `proxyAddressCheck` are objects of this process and cannot reach worker processes; give `placeholderSource` instead');
+  if (opts.workers && (opts.placeholders || opts.originalDestination || opts.platformSource)) {
+    throw new Error('egress proxy: `placeholders`, `originalDestination` and `platformSource` are objects of this process and cannot reach worker processes; give `placeholderSource` instead');
   }
   // Before any worker is forked: workers load the CA, they never make one.
   const ca = await EgressCa.loadOrCreate(opts.caDir);
@@ -104,7 +104,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       ? await startEgressWorkers({ ...opts.workers, settings: dataPathSettingsOf(opts), caDir: opts.caDir, placeholderSource: opts.placeholderSource, store, audit, logger })
       : await startEgressDataPath(opts, {
         ca, store, placeholders: placeholders!, audit, logger, originalDestination: opts.originalDestination,
-        proxyAddressCheck: opts.proxyAddressCheck ?? (opts.placeholderSource && masterProxyAddressCheck(opts.placeholderSource)),
+        platformSource: opts.platformSource ?? platformSourceOf(opts.placeholderSource),
       });
   } catch (err) {
     await audit.close();

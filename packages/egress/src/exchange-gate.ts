@@ -141,8 +141,20 @@ export class ExchangeGate {
   }
 
   private allowed(ip: string, inject: InjectedHeader[]): Verdict {
+    const refusal = this.deps.platform?.refusal(ip, this.facts!.port);
+    // A sandbox's own SOCKS5 proxy opens the connection on its side of the world, not the host's.
+    if (refusal && !this.deps.viaFor(this.conn.sandboxIp)?.fromSandbox) return this.refusePlatform(ip, refusal);
     this.record.dst_ip = ip;
     return { allowed: true, ip, inject };
+  }
+
+  /** An upstream address on the platform itself: whatever the rules say, nothing is contacted (platform-guard.ts). */
+  private refusePlatform(ip: string, refusal: string): Verdict {
+    this.decision = 'deny';
+    const { host, port } = this.facts!;
+    const what = host === ip ? `${ip}:${port}` : `${host} (${ip}:${port})`;
+    this.securityEvent('platform_address', this.record.rule ?? '', `${what}: ${ip} ${refusal}; nothing was contacted`);
+    return refused(403, `egress denied: ${what} is the platform's own: ${ip} ${refusal}; the egress proxy never connects there for a sandbox, whatever the rules say`);
   }
 
   /** A tunnel the proxy cannot add the inject to is refused: docs/egress.md "WebSocket and CONNECT". */

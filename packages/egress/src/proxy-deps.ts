@@ -2,6 +2,7 @@ import type { Logger } from '@svc/common';
 import type { EgressScheme } from '@svc/contracts/egress';
 import type { AuditSink } from './audit-sink.ts';
 import type { PlaceholderResolver } from './placeholders.ts';
+import type { PlatformGuard } from './platform-guard.ts';
 import type { PolicyStore } from './policy-store.ts';
 import type { ProxyVia } from './proxy-via.ts';
 import type { Upstreams } from './upstream.ts';
@@ -26,4 +27,6 @@ export interface ProxyDeps {
   logger: Logger;
   /** The proxy a sandbox's upstream connections go through (its egressProxy, else egress.upstream_proxy); undefined: direct. */
   viaFor: (sandboxIp: string) => ProxyVia | undefined;
+  /** What the proxy never connects to for a sandbox; absent: no such refusal (tests on loopback). */
+  platform?: PlatformGuard;
 }

@@ -5,6 +5,7 @@ import { auditTimestamp } from './audit-log.ts';
 import type { AuditSink } from './audit-sink.ts';
 import { plainIpv4 } from './ipv4.ts';
 import type { Destination } from './original-destination.ts';
+import type { PlatformGuard } from './platform-guard.ts';
 import type { PolicyStore } from './policy-store.ts';
 import type { DialTarget, ProxyVia } from './proxy-via.ts';
 import { endThenDestroy } from './tunnel-exchange.ts';
@@ -20,6 +21,8 @@ export interface TcpTunnelDeps {
   dial: (target: DialTarget, via: ProxyVia) => Promise<Socket>;
   /** Nothing sent either way for this long closes both sides. */
   ioTimeoutMs: number;
+  /** What the proxy never connects to for a sandbox; absent: no such refusal (tests on loopback). */
+  platform?: PlatformGuard;
 }
 
 /**
@@ -66,6 +69,9 @@ async function tunnel(deps: TcpTunnelDeps, client: Socket): Promise<void> {
   const dest = await deps.originalDestination(client);
   if (!dest) return fail('the connection\'s original destination is not in the conntrack table');
   Object.assign(record, { dst_ip: dest.ip, dst_port: dest.port });
+  // Through the operator's proxy the connection is still the platform's; a sandbox's own proxy opens it on its side.
+  const refusal = via.fromSandbox ? undefined : deps.platform?.refusal(dest.ip, dest.port);
+  if (refusal) return fail(`${dest.ip}:${dest.port} is the platform's own: ${dest.ip} ${refusal}; not contacted`);
   let upstream: Socket;
   try {
     upstream = await deps.dial({ ip: dest.ip, port: dest.port }, via);

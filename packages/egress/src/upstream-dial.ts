@@ -11,8 +11,8 @@ export interface DialOptions {
   connectTimeoutMs: number;
   /** Resolves the proxy's own host name at dial time (the egress proxy's overrides, then DNS). */
   resolveProxyHost?: (host: string) => Promise<string>;
-  /** May a sandbox's own proxy be dialled at this address (the master's check, proxy-address-guard.ts)? Throws ProxyDialError when not. */
-  allowProxyAddress?: (ip: string, port: number, where: string) => Promise<void>;
+  /** Why a sandbox's own proxy may not be dialled at the address its name gave (platform-guard.ts); undefined: it may. */
+  refuseProxyAddress?: (ip: string, port: number) => string | undefined;
 }
 
 /**
@@ -31,7 +31,9 @@ export async function dialUpstream(target: DialTarget, opts: DialOptions): Promi
   } catch (err) {
     throw new ProxyDialError(`the ${where} does not resolve (${(err as Error).message})`, 'EPROXYDNS');
   }
-  if (via.fromSandbox && opts.allowProxyAddress) await opts.allowProxyAddress(proxyIp, via.port, where);
+  // Checked at each dial, not only at the create: a name may resolve elsewhere since (DNS rebinding).
+  const refusal = via.fromSandbox ? opts.refuseProxyAddress?.(proxyIp, via.port) : undefined;
+  if (refusal) throw new ProxyDialError(`the ${where} is refused: ${proxyIp} ${refusal}; it was not contacted`, 'EPROXYADDR');
   let socket: net.Socket;
   try {
     socket = await connectTcp(proxyIp, via.port, Math.max(1, deadline - Date.now()));

@@ -4,7 +4,7 @@ import tls from 'node:tls';
 import { ResponseParseError, UpstreamPool, type DialedSocket, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import type { EgressScheme } from '@svc/contracts/egress';
 import { DnsCache } from './dns-cache.ts';
-import type { ProxyAddressGuard } from './proxy-address-guard.ts';
+import type { PlatformGuard } from './platform-guard.ts';
 import { isIpv4 } from './ipv4.ts';
 import { dialUpstream, ProxyDialError, type DialTarget, type ProxyVia } from './upstream-dial.ts';
 
@@ -18,8 +18,8 @@ export interface UpstreamOptions {
   connectTimeoutMs: number;
   /** Upstream read and send idle timeout. */
   ioTimeoutMs: number;
-  /** Checks a sandbox's own SOCKS5 proxy's address at each dial; absent (no master): not checked past the create's check. */
-  proxyGuard?: ProxyAddressGuard;
+  /** Refuses a sandbox's own SOCKS5 proxy at an address of the platform, at each dial; absent: not checked past the create. */
+  platform?: PlatformGuard;
 }
 
 export interface UpstreamTarget {
@@ -126,12 +126,12 @@ export class Upstreams {
    * tunnel listener's and CONNECT's dial, with the connect timeout of docs/egress.md "Known limits".
    */
   dial(target: DialTarget, via?: ProxyVia): Promise<net.Socket> {
-    const guard = this.opts.proxyGuard;
+    const platform = this.opts.platform;
     return dialUpstream(target, {
       ...(via ? { via } : {}),
       connectTimeoutMs: this.opts.connectTimeoutMs,
       resolveProxyHost: (h) => this.resolve(h),
-      ...(guard ? { allowProxyAddress: (ip: string, port: number, where: string) => guard.allow(ip, port, where) } : {}),
+      ...(platform ? { refuseProxyAddress: (ip: string, port: number) => platform.refusal(ip, port) } : {}),
     });
   }
 

@@ -4,7 +4,7 @@ import { ForwardingAuditSink, liveSecretsOf } from './audit-sink.ts';
 import { EgressCa } from './certificates.ts';
 import { startEgressDataPath } from './data-path.ts';
 import { PlaceholderResolver, placeholderSourcesOf } from './placeholders.ts';
-import { masterProxyAddressCheck } from './proxy-address-guard.ts';
+import { platformSourceOf } from './platform-guard.ts';
 import { applyPolicyChange, isPolicyChange, replicaOf } from './policy-sync.ts';
 import type { EgressWorkerCall, EgressWorkerInfo, EgressWorkerInit, EgressWorkerStats } from './worker-protocol.ts';
 
@@ -23,8 +23,8 @@ export const startEgressWorker: WorkerStart = async (raw, emit) => {
   const store = replicaOf(init.policies);
   const placeholders = new PlaceholderResolver(init.placeholderSource && placeholderSourcesOf(init.placeholderSource));
   const audit = new ForwardingAuditSink(liveSecretsOf(store, placeholders), emit);
-  const proxyAddressCheck = init.placeholderSource && masterProxyAddressCheck(init.placeholderSource);
-  const dataPath = await startEgressDataPath(init.settings, { ca, store, placeholders, audit, logger, ...(proxyAddressCheck ? { proxyAddressCheck } : {}) });
+  const platformSource = platformSourceOf(init.placeholderSource);
+  const dataPath = await startEgressDataPath(init.settings, { ca, store, placeholders, audit, logger, ...(platformSource ? { platformSource } : {}) });
   logger.debug({ pid: process.pid, policies: store.size, ready: store.ready }, 'egress worker serving');
 
   let closing: Promise<void> | undefined;

@@ -5,6 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { networkInterfaces } from 'node:os';
 import { SvcError } from '@svc/common';
 import { parseWebhookUrl } from '@svc/contracts/events';
 import { WebhookTargets, type Endpoint, type WebhookTargetRules } from './webhook-target.ts';
@@ -171,4 +172,41 @@ test('a name that does not resolve, or resolves to nothing, is a 400', async () 
   const t = targets();
   await refused(t, 'https://nowhere.example/hook', /host nowhere\.example does not resolve \(getaddrinfo ENOTFOUND nowhere\.example\)/);
   await refused(t, 'https://empty.example/hook', /host empty\.example does not resolve/);
+});
+
+test('a sandbox\'s SOCKS5 proxy (checkEndpoint): the webhook refusals, and loopback and link-local on any port', async () => {
+  const t = targets();
+  await t.checkEndpoint('93.184.216.34', 1080, 'network.egressProxy');
+  await t.checkEndpoint('192.168.1.1', 1080, 'network.egressProxy');
+  await t.checkEndpoint('lan.example', 1080, 'network.egressProxy');
+  for (const [host, port, why] of [
+    ['127.0.0.1', 1080, /^network\.egressProxy 127\.0\.0\.1:1080 is not allowed: 127\.0\.0\.1 is a loopback address \(the host itself\)$/],
+    ['127.8.9.10', 22, /is a loopback address/],
+    ['mapped.example', 1080, /^network\.egressProxy mapped\.example:1080 is not allowed: 127\.0\.0\.1 \(mapped\.example\) is a loopback address/],
+    ['169.254.169.254', 80, /is link-local \(cloud metadata services\)$/],
+    ['rebind.example', 1080, /10\.200\.0\.9 \(rebind\.example\) is in the sandbox address pool$/],
+    ['127.0.0.1', MASTER_PORT, /port 7100 is one of the platform's own components$/],
+  ] as Array<[string, number, RegExp]>) {
+    await assert.rejects(t.checkEndpoint(host, port, 'network.egressProxy'), (err: unknown) => {
+      assert.ok(err instanceof SvcError && err.status === 400, `${host}:${port}`);
+      assert.match(err.message, why, `${host}:${port}`);
+      return true;
+    }, `${host}:${port} was allowed`);
+  }
+});
+
+test('the platform\'s addresses for the egress proxy: names resolved, a wildcard as this host\'s addresses, loopback left out, the pools', async () => {
+  const t = targets({
+    platform: async () => [...PLATFORM, { host: 'redis.internal', port: 6379 }, { host: '192.0.2.5', port: 5432 }, { host: '::1', port: 7400 }],
+    resolve: async (host) => (host === 'redis.internal' ? ['::ffff:192.0.2.9', '192.0.2.9'] : resolve(host)),
+  });
+  const list = await t.platformAddresses();
+  assert.deepEqual(list.pools, [POOL]);
+  const keys = list.endpoints.map((e) => `${e.ip}:${e.port}`);
+  assert.ok(keys.includes('192.0.2.9:6379'), 'a name by its address, once');
+  assert.equal(keys.filter((k) => k === '192.0.2.9:6379').length, 1);
+  assert.ok(keys.includes('192.0.2.5:5432'));
+  assert.ok(list.endpoints.every((e) => !e.ip.startsWith('127.') && !e.ip.includes(':')), `no loopback, no IPv6: ${keys.join(' ')}`);
+  const own = Object.values(networkInterfaces()).flatMap((l) => l ?? []).filter((i) => i.family === 'IPv4' && !i.internal).map((i) => `${i.address}:${WILDCARD_PORT}`);
+  for (const k of own) assert.ok(keys.includes(k), `the wildcard listener at this host's ${k}`);
 });

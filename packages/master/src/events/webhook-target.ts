@@ -2,6 +2,7 @@ import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { badRequest, ipToInt, parseCidr } from '@svc/common';
+import type { PlatformAddresses } from '@svc/contracts/egress';
 import { parseWebhookUrl } from '@svc/contracts/events';
 
 /** Where one of the platform's own components listens: an address (a wildcard for all) and a port. */
@@ -65,7 +66,8 @@ export class WebhookTargets {
   /**
    * A host:port the platform itself will connect to for a user (a sandbox's SOCKS5 egressProxy):
    * the same refusals as a webhook's URL, except events.webhook_allow_cidrs, which is for
-   * webhooks. A 400 that begins with `what`.
+   * webhooks; and loopback and link-local, which the egress proxy never dials for a sandbox
+   * (docs/egress.md "What the proxy never connects to"). A 400 that begins with `what`.
    */
   async checkEndpoint(host: string, port: number, what: string): Promise<void> {
     let addresses: string[];
@@ -77,9 +79,31 @@ export class WebhookTargets {
     if (addresses.length === 0) throw badRequest(`${what}'s host ${host} does not resolve`);
     const platform = await this.resolvedPlatform();
     for (const a of addresses.map(unmapped)) {
-      const why = this.refusal(a, port, platform, false);
+      const why = this.refusal(a, port, platform, false) ?? hostOnlyRefusal(a);
       if (why) throw badRequest(`${what} ${host}:${port} is not allowed: ${a}${host === a ? '' : ` (${host})`} ${why}`);
     }
+  }
+
+  /**
+   * The platform's endpoints as IPv4 addresses, for the egress proxy (PlatformAddresses): names
+   * resolved here, a wildcard listener as each of this host's own IPv4 addresses, loopback left out
+   * (the egress proxy refuses its own loopback whatever the port, and this host's loopback is no
+   * other host's); and the sandbox pools.
+   */
+  async platformAddresses(): Promise<PlatformAddresses> {
+    const seen = new Set<string>();
+    const endpoints: PlatformAddresses['endpoints'] = [];
+    const add = (ip: string, port: number) => {
+      const a = unmapped(ip);
+      if (isIP(a) !== 4 || isLoopback(a) || seen.has(`${a}:${port}`)) return;
+      seen.add(`${a}:${port}`);
+      endpoints.push({ ip: a, port });
+    };
+    for (const e of await this.resolvedPlatform()) {
+      if (WILDCARDS.has(e.host)) for (const a of hostAddresses()) add(a, e.port);
+      else add(e.host, e.port);
+    }
+    return { endpoints, pools: this.rules.pools.filter(Boolean) };
   }
 
   /** The platform's endpoints, a name among them also by the addresses it resolves to. */
@@ -136,6 +160,13 @@ function unmapped(address: string): string {
   return a;
 }
 
+/** Addresses that reach the machine the egress proxy runs on, or its cloud's metadata service, whatever the port. */
+function hostOnlyRefusal(address: string): string | undefined {
+  if (isLoopback(address)) return 'is a loopback address (the host itself)';
+  if (isIP(address) === 4 && address.startsWith('169.254.')) return 'is link-local (cloud metadata services)';
+  return undefined;
+}
+
 function isLoopback(address: string): boolean {
   return address === '::1' || (isIP(address) === 4 && address.startsWith('127.'));
 }
@@ -143,5 +174,9 @@ function isLoopback(address: string): boolean {
 /** This host's own address: what a component listening on every address answers on. */
 function isLocal(address: string): boolean {
   if (isLoopback(address) || address === '0.0.0.0' || address === '::') return true;
-  return Object.values(networkInterfaces()).some((list) => list?.some((i) => unmapped(i.address) === address));
+  return hostAddresses().includes(address);
+}
+
+function hostAddresses(): string[] {
+  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => unmapped(i.address)));
 }

@@ -1,5 +1,5 @@
 import { badRequest } from '@svc/common';
-import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+import type { PlatformAddresses, SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { NetworkConfig } from '@svc/contracts/master';
 import { placeholderRefs } from '@svc/contracts/secrets';
 import { parseProxyAddress } from '@svc/contracts/egress-tunnel';
@@ -24,12 +24,9 @@ export async function checkEgressProxy(c: SandboxContext, network: NetworkConfig
   await c.d.endpoints.checkEndpoint(host, port, 'network.egressProxy');
 }
 
-/**
- * The egress proxy's question at dial time (MASTER_EGRESS_ROUTES.checkProxyAddress): the address
- * a sandbox's proxy name resolves to now gets the create's check again (DNS rebinding).
- */
-export async function checkEgressProxyAddress(c: SandboxContext, ip: string, port: number): Promise<void> {
-  await c.d.endpoints?.checkEndpoint(ip, port, 'network.egressProxy');
+/** Where the egress proxy never connects for a sandbox (MASTER_EGRESS_ROUTES.platformAddresses); none known without an endpoint check. */
+export async function platformAddresses(c: SandboxContext): Promise<PlatformAddresses> {
+  return c.d.endpoints ? c.d.endpoints.platformAddresses() : { endpoints: [], pools: [] };
 }
 
 /** The egress plan of a recorded sandbox. */

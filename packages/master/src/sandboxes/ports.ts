@@ -1,7 +1,7 @@
 /** What the sandbox service needs from the rest of the master, as small interfaces. */
 import type { SandboxEventData, SandboxEventType } from '@svc/contracts/events';
 import type { SandboxRow } from '../db/schema.ts';
-import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+import type { PlatformAddresses, SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { ArtifactRef, LayerRef, RuntimeKind, SandboxMetrics } from '@svc/contracts/node-agent';
 import type { TeamLimits } from '@svc/contracts/teams';
 import type { Owner } from '../teams/ownership.ts';
@@ -60,6 +60,8 @@ export interface EgressPolicies {
  */
 export interface PlatformEndpointCheck {
   checkEndpoint(host: string, port: number, what: string): Promise<void>;
+  /** The endpoints as addresses, and the pools: what the egress proxy never connects to. */
+  platformAddresses(): Promise<PlatformAddresses>;
 }
 
 /** Tells data-plane proxies to drop what they cached about sandboxes. */

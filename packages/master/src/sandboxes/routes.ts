@@ -45,10 +45,9 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: MasterSandboxes
     requireEgressAdmin(req, egressAdminToken, 'load policies');
     return svc.egressPolicies(req.query.nodeId);
   });
-  serve(app, MASTER_EGRESS_ROUTES.checkProxyAddress, async (req, reply) => {
-    requireEgressAdmin(req, egressAdminToken, 'check a proxy address');
-    await svc.checkEgressProxyAddress(req.body.ip, req.body.port);
-    return reply.status(204).send();
+  serve(app, MASTER_EGRESS_ROUTES.platformAddresses, async (req) => {
+    requireEgressAdmin(req, egressAdminToken, 'load the platform\'s addresses');
+    return svc.platformAddresses();
   });
   serve(app, I.route, async (req) => svc.route(req.params.id));
   serve(app, I.routeBySignature, async (req) => svc.routeBySignature(req.body));

@@ -1,12 +1,12 @@
 import type { EndedSandbox, NodeAgentClient, SandboxLogs } from '@svc/contracts/node-agent';
 import type { SandboxLogSelection } from '@svc/contracts/sandbox-logs';
-import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+import type { PlatformAddresses, SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { ConnectResult, CreateSandboxInput, ListSandboxesQuery, MetricsRange, NetworkConfig, SandboxPage, SandboxRecord, VolumeMount } from '@svc/contracts/master';
 import type { SignedFileRequest } from '@svc/common/envd-signature';
 import type { DueSandbox, LifecycleReason, SandboxRoute, TerminateReason } from '@svc/contracts/master-internal';
 import type { MasterSandboxesDeps, SandboxContext } from './context.ts';
 import { DamagedRows } from './damaged-rows.ts';
-import { checkEgressProxyAddress, egressPolicies } from './egress.ts';
+import { egressPolicies, platformAddresses } from './egress.ts';
 import { createSandbox } from './create.ts';
 import { killSandbox, killTeam } from './kill.ts';
 import { listSandboxes } from './listing.ts';
@@ -78,7 +78,7 @@ export class MasterSandboxes {
   activity(ids: string[]): Promise<void> { return recordActivity(this.c, ids); }
   due(): Promise<DueSandbox[]> { return dueSandboxes(this.c); }
   egressPolicies(nodeId: string): Promise<SandboxEgressPolicy[]> { return egressPolicies(this.c, nodeId); }
-  checkEgressProxyAddress(ip: string, port: number): Promise<void> { return checkEgressProxyAddress(this.c, ip, port); }
+  platformAddresses(): Promise<PlatformAddresses> { return platformAddresses(this.c); }
 
   reconcileNode(nodeId: string): Promise<void> { return reconcileNode(this.c, nodeId); }
   sweepLostNodes(): Promise<void> { return sweepLostNodes(this.c); }

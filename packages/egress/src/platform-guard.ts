@@ -1,0 +1,124 @@
+import { networkInterfaces } from 'node:os';
+import { parseCidr, type Logger } from '@svc/common';
+import type { PlatformAddresses } from '@svc/contracts/egress';
+import { EgressPolicySource } from '@svc/contracts/egress-routes';
+import type { PlaceholderSource } from './placeholders.ts';
+
+/** The guard's plain settings (a worker's start message carries them). */
+export interface PlatformGuardSettings {
+  /** node_agent.address_pool: every sandbox's address, this node's and the others'. */
+  sandboxPool: string;
+}
+
+/** The master's list of the platform's addresses, on the master the placeholders come from (the same token). */
+export function platformSourceOf(source: PlaceholderSource | undefined): (() => Promise<PlatformAddresses>) | undefined {
+  if (!source) return undefined;
+  const master = new EgressPolicySource(source.masterAddr, source.token);
+  return () => master.platformAddresses();
+}
+
+/** How often this host's addresses and the master's list are read again. */
+const REFRESH_MS = 30_000;
+
+interface Cidr { base: number; mask: number }
+
+function cidrOf(text: string): Cidr {
+  const { base, prefix } = parseCidr(text);
+  return { base, mask: prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0 };
+}
+
+/**
+ * What the egress proxy never connects to for a sandbox, whatever its rules say (docs/egress.md
+ * "What the proxy never connects to"). The proxy runs on the host, outside the sandbox's network
+ * namespace, so a rule for `127.0.0.1`, or a name that resolves there, would otherwise reach what
+ * the sandbox's own packets cannot: the master's operator API, the node agent, the database, the
+ * host's other services, another team's sandbox, the cloud's metadata service.
+ *
+ * Refused on any port: loopback, 0.0.0.0/8 ("this host"), link-local (169.254.0.0/16), this
+ * host's own addresses, the sandbox pools. Refused on their port: the platform's endpoints on
+ * other hosts (a cluster's master, database, Redis), the master's list, read again every 30 s and
+ * kept when the master does not answer. A sandbox's own SOCKS5 proxy is checked here too; the
+ * destinations it is asked for are on its side of the world and are not.
+ */
+export class PlatformGuard {
+  private readonly pools: Cidr[];
+  private hostAddresses = new Set<string>();
+  private endpoints = new Set<string>();
+  private listPools: Cidr[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private failing = false;
+
+  constructor(settings: PlatformGuardSettings, private readonly source: (() => Promise<PlatformAddresses>) | undefined, private readonly logger: Logger) {
+    this.pools = [cidrOf(settings.sandboxPool)];
+    this.readHostAddresses();
+  }
+
+  /**
+   * Starts the refreshes; the first read of the master's list is not waited for (the master may
+   * start after the proxy; until it answers, the refusals that need no master hold).
+   */
+  start(): void {
+    void this.refresh();
+    this.timer = setInterval(() => void this.refresh(), REFRESH_MS).unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Why the proxy may not connect to ip:port for a sandbox; undefined when it may. `ip` is IPv4. */
+  refusal(ip: string, port: number): string | undefined {
+    const n = ipv4ToInt(ip);
+    const first = n >>> 24;
+    if (first === 127) return 'is a loopback address (the host itself)';
+    if (first === 0) return 'means the host itself';
+    if (n >>> 16 === 0xa9fe) return 'is link-local (cloud metadata services)';
+    if (this.pools.some((c) => ((n & c.mask) >>> 0) === c.base) || this.listPools.some((c) => ((n & c.mask) >>> 0) === c.base)) return 'is in the sandbox address pool';
+    if (this.hostAddresses.has(ip)) return 'is an address of the host itself';
+    if (this.endpoints.has(`${ip}:${port}`)) return `port ${port} is one of the platform's own components`;
+    return undefined;
+  }
+
+  private readHostAddresses(): void {
+    const out = new Set<string>();
+    for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) if (i.family === 'IPv4') out.add(i.address);
+    this.hostAddresses = out;
+  }
+
+  /** Reads this host's addresses and the master's list again (start() does every 30 s). */
+  async refresh(): Promise<void> {
+    this.readHostAddresses();
+    if (!this.source) return;
+    try {
+      const list = await this.source();
+      this.endpoints = new Set(list.endpoints.map((e) => `${e.ip}:${e.port}`));
+      this.listPools = list.pools.map(cidrOf);
+      if (this.failing) this.logger.info({ endpoints: list.endpoints.length }, 'egress: the master\'s list of platform addresses is read again');
+      this.failing = false;
+    } catch (err) {
+      // The last list stands (an endpoint rarely moves); the refusals that need no master always hold.
+      if (!this.failing) this.logger.warn({ err: (err as Error).message }, 'egress: the master\'s list of platform addresses could not be read; the last one stands');
+      this.failing = true;
+    }
+  }
+}
+
+/**
+ * A dotted IPv4 address as a number, by hand: this runs on every request the proxy forwards, and
+ * common's ipToInt (split, map, Number) allocates four strings and two arrays each time. The
+ * addresses come from the resolver or a checked literal; anything else parses as 0.0.0.0, which
+ * is refused.
+ */
+function ipv4ToInt(ip: string): number {
+  let n = 0;
+  let octet = 0;
+  let dots = 0;
+  for (let i = 0; i < ip.length; i++) {
+    const c = ip.charCodeAt(i);
+    if (c === 46) { n = n * 256 + octet; octet = 0; dots++; continue; }
+    if (c < 48 || c > 57) return 0;
+    octet = octet * 10 + (c - 48);
+    if (octet > 255) return 0;
+  }
+  return dots === 3 ? n * 256 + octet : 0;
+}
