@@ -102,6 +102,8 @@ export class ExchangeGate {
   private async byAddress(policy: SandboxEgressPolicy, fallback: EgressFallback, opaque: boolean): Promise<Verdict> {
     const ip = await this.resolve();
     if (typeof ip !== 'string') return ip;
+    const platform = this.platformRefusal(ip);
+    if (platform) return platform;
     const verdict = decideByAddress(fallback, ip);
     if (!verdict.allow) {
       this.decision = 'deny';
@@ -128,28 +130,34 @@ export class ExchangeGate {
     // Known addresses (an IP literal, an override, a fresh DNS answer) and a rule without inject
     // take no await.
     const ip = this.deps.upstreams.knownAddress(this.facts!.host);
-    if (ip !== undefined && inject.length === 0) return this.allowed(ip, []);
+    if (ip !== undefined && inject.length === 0) return this.platformRefusal(ip) ?? this.allowed(ip, []);
     return this.resolveAndInject(rule, inject, ip);
   }
 
   private async resolveAndInject(rule: EgressRule, inject: EgressInject[], known: string | undefined): Promise<Verdict> {
     const ip = known ?? await this.resolve();
     if (typeof ip !== 'string') return ip;
+    const platform = this.platformRefusal(ip);
+    if (platform) return platform;
     if (inject.length === 0) return this.allowed(ip, []);
     const headers = await this.injectOrRefuse(rule.name, inject);
     return Array.isArray(headers) ? this.allowed(ip, headers) : headers;
   }
 
   private allowed(ip: string, inject: InjectedHeader[]): Verdict {
-    const refusal = this.deps.platform?.refusal(ip, this.facts!.port);
-    // A sandbox's own SOCKS5 proxy opens the connection on its side of the world, not the host's.
-    if (refusal && !this.deps.viaFor(this.conn.sandboxIp)?.fromSandbox) return this.refusePlatform(ip, refusal);
     this.record.dst_ip = ip;
     return { allowed: true, ip, inject };
   }
 
-  /** An upstream address on the platform itself: whatever the rules say, nothing is contacted (platform-guard.ts). */
-  private refusePlatform(ip: string, refusal: string): Verdict {
+  /**
+   * The refusal of an upstream address on the platform itself, whatever the rules say
+   * (platform-guard.ts); undefined when it is not one. Asked as soon as the address is known,
+   * before an inject is filled: nothing is resolved from the vault for a request that goes nowhere.
+   */
+  private platformRefusal(ip: string): Verdict | undefined {
+    const refusal = this.deps.platform?.refusal(ip, this.facts!.port);
+    // A sandbox's own SOCKS5 proxy opens the connection on its side of the world, not the host's.
+    if (!refusal || this.deps.viaFor(this.conn.sandboxIp)?.fromSandbox) return undefined;
     this.decision = 'deny';
     const { host, port } = this.facts!;
     const what = host === ip ? `${ip}:${port}` : `${host} (${ip}:${port})`;

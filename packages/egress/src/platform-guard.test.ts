@@ -86,6 +86,7 @@ before(async () => {
         { name: 'by-address', match: { ...http1, host: '127.0.0.1' }, action: { allow: true } },
         { name: 'by-name', match: { ...http1, host: 'internal.rebind.test' }, action: { allow: true } },
         { name: 'connect', match: { scheme: 'https', port: internalPort, host: 'tunnel.rebind.test' }, action: { allow: true } },
+        { name: 'inject', match: { ...http1, host: 'inject.rebind.test' }, action: { allow: true, inject: [{ header: 'Authorization', format: 'Bearer ${SECRET}', secret: 'sk-never-resolved' }] } },
       ],
       fallback: { allowInternetAccess: false, allowOut: ['127.0.0.0/8'], denyOut: [] },
     },
@@ -94,7 +95,7 @@ before(async () => {
   ];
   const common = {
     bind: '127.0.0.1', httpPort: 0, httpsPort: 0, tunnelPort: 0, adminBind: '127.0.0.1', adminPort: 0, adminToken: 't',
-    resolve: { 'internal.rebind.test': '127.0.0.1', 'tunnel.rebind.test': '127.0.0.1', 'fallback.rebind.test': '127.0.0.1', 'socks.rebind.test': '127.0.0.3' },
+    resolve: { 'internal.rebind.test': '127.0.0.1', 'tunnel.rebind.test': '127.0.0.1', 'fallback.rebind.test': '127.0.0.1', 'inject.rebind.test': '127.0.0.1', 'socks.rebind.test': '127.0.0.3' },
     platformGuard: { sandboxPool: POOL },
     platformSource: async () => ({ endpoints: [], pools: [] }),
     originalDestination: async () => ({ ip: '127.0.0.1', port: internalPort }),
@@ -149,12 +150,15 @@ test('rules and E2B\'s lists aimed at the host: a 403 naming why, a platform_add
   assert.match(byFallback, /^HTTP\/1\.1 403 /, 'allowOut naming loopback does not open it either');
   const connect = await exchange(proxy.httpPort, '127.0.0.1', `CONNECT tunnel.rebind.test:${internalPort} HTTP/1.1\r\nHost: tunnel.rebind.test:${internalPort}\r\n\r\n`);
   assert.match(connect, /^HTTP\/1\.1 403 /);
+  const inject = await get('inject.rebind.test');
+  assert.match(inject, /^HTTP\/1\.1 403 /);
   assert.equal(contacted.internal, 0, 'the host\'s service saw no connection');
 
-  const events = await records('a.jsonl', 4, (r) => r.type === 'security_event' && r.reason === 'platform_address');
-  assert.deepEqual(events.map((e) => e.rule), ['by-address', 'by-name', '', 'connect']);
+  const events = await records('a.jsonl', 5, (r) => r.type === 'security_event' && r.reason === 'platform_address');
+  assert.deepEqual(events.map((e) => e.rule), ['by-address', 'by-name', '', 'connect', 'inject']);
+  assert.equal((await readAuditRecords(join(dir, 'a.jsonl'))).filter((r) => r.reason === 'inject_fired').length, 0, 'refused before the inject: it never fired');
   assert.match(String(events[1]!.detail), /^internal\.rebind\.test \(127\.0\.0\.1:\d+\): 127\.0\.0\.1 is a loopback address \(the host itself\); nothing was contacted$/);
-  const requests = await records('a.jsonl', 4, (r) => r.type === undefined && r.status === 403);
+  const requests = await records('a.jsonl', 5, (r) => r.type === undefined && r.status === 403);
   assert.ok(requests.every((r) => r.dst_ip === ''), 'no upstream address: none was contacted');
 });
 
