@@ -9,6 +9,8 @@ export interface StreamGetOptions {
   /** What to fail with when the headers do not come in time. */
   timeoutError: () => Error;
   maxRedirects?: number;
+  /** Throws when a redirect may not be followed to this URL (hop-guard.ts); asked before each hop. */
+  checkHop?: (next: URL) => Promise<void>;
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
@@ -30,6 +32,7 @@ export async function streamGet(url: string, o: StreamGetOptions): Promise<Incom
     res.destroy();
     if (hops >= (o.maxRedirects ?? 5)) throw new Error(`too many redirects fetching ${url}`);
     const next = new URL(location, current);
+    await o.checkHop?.(next);
     if (next.origin !== current.origin) {
       const { authorization: _dropped, ...rest } = headers;
       headers = rest;

@@ -59,3 +59,9 @@ export function apiHost(registry: string): string {
 export function formatReference(r: ImageReference): string {
   return `${r.registry}/${r.repository}${r.tag ? `:${r.tag}` : ''}${r.digest ? `@${r.digest}` : ''}`;
 }
+
+/** A registry host (with an optional port) on this machine's loopback: localhost, 127.0.0.0/8, ::1. */
+export function isLoopbackRegistry(registry: string): boolean {
+  const host = registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.replace(/:\d+$/, '');
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, test } from 'node:test';
 import { parseReference } from './reference.ts';
-import { isLoopbackRegistry, RegistryClient } from './registry-client.ts';
+import { isLoopbackRegistry } from './reference.ts';
+import { RegistryClient } from './registry-client.ts';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 const FLAKY = `sha256:${'b'.repeat(64)}`;

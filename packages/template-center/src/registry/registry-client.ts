@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { MANIFEST_ACCEPT, MediaTypes } from '../image/oci-types.ts';
 import { parseChallenge, type AuthChallenge } from './challenge.ts';
+import { hopRefusal } from './hop-guard.ts';
 import { readText, streamGet } from './http-stream.ts';
-import { apiHost, type ImageReference } from './reference.ts';
+import { apiHost, isLoopbackRegistry, type ImageReference } from './reference.ts';
 import { distributionErrorCode, RegistryError } from './registry-error.ts';
 
 interface RegistryCredentials { username: string; password: string }
@@ -16,6 +17,8 @@ export interface RegistryClientOptions {
    */
   insecure?: boolean;
   signal?: AbortSignal;
+  /** Why a redirect or a token realm may not be followed to a URL; default: hopRefusal for this registry (hop-guard.ts). */
+  hopRefusal?: (next: URL) => Promise<string | undefined>;
 }
 
 export interface FetchedManifest {
@@ -27,6 +30,9 @@ export interface FetchedManifest {
 
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 const RETRIES = 3;
+/** fetch's own limit when it follows redirects. */
+const MAX_REDIRECTS = 20;
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const HEADER_TIMEOUT_MS = 60_000;
 
 /**
@@ -85,7 +91,7 @@ export class RegistryClient {
       try {
         res = await streamGet(`${this.base}/blobs/${digest}`, {
           headers: this.authorization ? { authorization: this.authorization } : {},
-          signal, headerTimeoutMs: HEADER_TIMEOUT_MS, timeoutError: () => this.headerTimeout(),
+          signal, headerTimeoutMs: HEADER_TIMEOUT_MS, timeoutError: () => this.headerTimeout(), checkHop: (next) => this.checkHop(next),
         });
       } catch (err) {
         if (signal?.aborted) throw signal.reason ?? err;
@@ -153,7 +159,7 @@ export class RegistryClient {
     const timer = setTimeout(() => ctl.abort(this.headerTimeout()), HEADER_TIMEOUT_MS);
     try {
       // The listener stays while the body streams: aborting the job must also stop the body.
-      return await fetch(url, { headers, signal: ctl.signal, redirect: 'follow' });
+      return await this.fetchFollowing(url, headers, ctl.signal);
     } catch (err) {
       outer?.removeEventListener('abort', onAbort);
       if (ctl.signal.reason instanceof RegistryError) throw ctl.signal.reason;
@@ -161,6 +167,35 @@ export class RegistryClient {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * fetch, following redirects by hand (as fetch's own `follow` does: at most 20, Authorization
+   * dropped when the origin changes), so that each hop is checked before it is taken (checkHop).
+   */
+  private async fetchFollowing(url: string, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
+    let current = new URL(url);
+    let sent = headers;
+    for (let hops = 0; ; hops++) {
+      const res = await fetch(current, { headers: sent, signal, redirect: 'manual' });
+      const location = res.headers.get('location');
+      if (!REDIRECTS.has(res.status) || !location) return res;
+      await res.body?.cancel();
+      if (hops >= MAX_REDIRECTS) throw new RegistryError(`${this.ref.registry} redirected more than ${MAX_REDIRECTS} times`);
+      const next = new URL(location, current);
+      await this.checkHop(next);
+      if (next.origin !== current.origin) {
+        const { authorization: _dropped, ...rest } = sent;
+        sent = rest;
+      }
+      current = next;
+    }
+  }
+
+  /** A redirect or a token realm the registry gives is followed only where hopRefusal allows. */
+  private async checkHop(next: URL): Promise<void> {
+    const why = await (this.opts.hopRefusal ?? ((u: URL) => hopRefusal(this.ref.registry, u)))(next);
+    if (why) throw new RegistryError(why, 403);
   }
 
   private headerTimeout(): RegistryError {
@@ -184,14 +219,16 @@ export class RegistryClient {
       throw new RegistryError(`unauthorized: ${this.ref.registry} asks for unsupported authentication "${ch.scheme}"`, 401);
     }
     const url = new URL(ch.params.realm);
+    await this.checkHop(url);
     if (ch.params.service) url.searchParams.set('service', ch.params.service);
     url.searchParams.set('scope', ch.params.scope || `repository:${this.ref.repository}:pull`);
     const headers: Record<string, string> = creds ? { authorization: basicAuth(creds) } : {};
     let res: Response;
     try {
-      res = await fetch(url, { headers, signal: AbortSignal.any([this.opts.signal ?? new AbortController().signal, AbortSignal.timeout(HEADER_TIMEOUT_MS)]) });
+      res = await this.fetchFollowing(url.href, headers, AbortSignal.any([this.opts.signal ?? new AbortController().signal, AbortSignal.timeout(HEADER_TIMEOUT_MS)]));
     } catch (err) {
       if (this.opts.signal?.aborted) throw this.opts.signal.reason ?? err;
+      if (err instanceof RegistryError) throw err;
       throw new RegistryError(`cannot reach the token service ${url.origin} of ${this.ref.registry}: ${causeOf(err as Error)}`, undefined, true);
     }
     const text = await res.text();
@@ -281,10 +318,4 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     const onAbort = () => { clearTimeout(t); reject(signal!.reason); };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-/** A registry host (with an optional port) on this machine's loopback: localhost, 127.0.0.0/8, ::1. */
-export function isLoopbackRegistry(registry: string): boolean {
-  const host = registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.replace(/:\d+$/, '');
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
