@@ -13,7 +13,15 @@ export interface StreamGetOptions {
   checkHop?: (next: URL) => Promise<void>;
 }
 
-const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** The statuses a redirect is followed on (fetch's set). */
+export const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+
+/** The headers for a redirect's next hop: Authorization is dropped when the origin changes, as fetch does. */
+export function headersForHop(headers: Record<string, string>, from: URL, to: URL): Record<string, string> {
+  if (to.origin === from.origin) return headers;
+  const { authorization: _dropped, ...rest } = headers;
+  return rest;
+}
 
 /**
  * A GET whose body is a plain Node stream: layer blobs are the bulk of a pull, and node:http
@@ -33,10 +41,7 @@ export async function streamGet(url: string, o: StreamGetOptions): Promise<Incom
     if (hops >= (o.maxRedirects ?? 5)) throw new Error(`too many redirects fetching ${url}`);
     const next = new URL(location, current);
     await o.checkHop?.(next);
-    if (next.origin !== current.origin) {
-      const { authorization: _dropped, ...rest } = headers;
-      headers = rest;
-    }
+    headers = headersForHop(headers, current, next);
     current = next;
   }
 }

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { MANIFEST_ACCEPT, MediaTypes } from '../image/oci-types.ts';
 import { parseChallenge, type AuthChallenge } from './challenge.ts';
 import { hopRefusal } from './hop-guard.ts';
-import { readText, streamGet } from './http-stream.ts';
+import { headersForHop, readText, REDIRECTS, streamGet } from './http-stream.ts';
 import { apiHost, isLoopbackRegistry, type ImageReference } from './reference.ts';
 import { distributionErrorCode, RegistryError } from './registry-error.ts';
 
@@ -32,7 +32,6 @@ const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
 const RETRIES = 3;
 /** fetch's own limit when it follows redirects. */
 const MAX_REDIRECTS = 20;
-const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 const HEADER_TIMEOUT_MS = 60_000;
 
 /**
@@ -184,10 +183,7 @@ export class RegistryClient {
       if (hops >= MAX_REDIRECTS) throw new RegistryError(`${this.ref.registry} redirected more than ${MAX_REDIRECTS} times`);
       const next = new URL(location, current);
       await this.checkHop(next);
-      if (next.origin !== current.origin) {
-        const { authorization: _dropped, ...rest } = sent;
-        sent = rest;
-      }
+      sent = headersForHop(sent, current, next);
       current = next;
     }
   }
