@@ -12,6 +12,7 @@ export * from './periodic.ts';
 export { freePort } from './free-port.ts';
 export { fileStreamClosed } from './streams.ts';
 export { whenMissing } from './missing.ts';
+export { hostAddresses } from './host-addresses.ts';
 export { intToIp, ipToInt, isIpv4, parseCidr } from './ipv4.ts';
 export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

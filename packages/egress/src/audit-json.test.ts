@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { EgressRequestRecord } from '@svc/contracts/egress';
+import type { EgressRequestRecord } from '@svc/contracts/egress-audit';
 import { requestRecordJson } from './audit-json.ts';
 
 /** A record as ExchangeGate builds one: the contract's fields in order, svc's additions after. */

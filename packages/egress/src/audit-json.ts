@@ -1,4 +1,4 @@
-import type { EgressRequestRecord } from '@svc/contracts/egress';
+import type { EgressRequestRecord } from '@svc/contracts/egress-audit';
 
 /**
  * The request record as JSON, written field by field: the egress proxy writes one for every

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { setImmediate as tick } from 'node:timers/promises';
 import { silentLogger, type Logger } from '@svc/common';
-import { REDACTED, type EgressRequestRecord } from '@svc/contracts/egress';
+import { REDACTED } from '@svc/contracts/egress';
+import type { EgressRequestRecord } from '@svc/contracts/egress-audit';
 import { AuditLog, auditTimestamp, redactSecrets } from './audit-log.ts';
 import { realRotationFs, type RotationFs } from './audit-rotation.ts';
 

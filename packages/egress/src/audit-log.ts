@@ -2,7 +2,8 @@ import { mkdir } from 'node:fs/promises';
 import type { WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '@svc/common';
-import { REDACTED, type EgressAuditGapRecord, type EgressRequestRecord, type EgressSecurityEvent, type EgressTcpRecord, type EgressTlsHandshakeRecord } from '@svc/contracts/egress';
+import { REDACTED } from '@svc/contracts/egress';
+import type { EgressAuditGapRecord, EgressRequestRecord, EgressSecurityEvent, EgressTcpRecord, EgressTlsHandshakeRecord } from '@svc/contracts/egress-audit';
 import { requestRecordJson } from './audit-json.ts';
 import { endStream, nextLocalMidnight, openAuditFile, realRotationFs, shiftRotated, type OpenedAuditFile, type RotationFs } from './audit-rotation.ts';
 

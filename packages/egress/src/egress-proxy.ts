@@ -31,9 +31,9 @@ export interface EgressProxyOptions extends DataPathSettings {
   /** Rotated audit files kept; default 5. */
   auditKeep?: number;
   /**
-   * The master where `${e2b.secrets.…}` and `${e2b.identity.tokens.…}` are resolved, and a sandbox's
-   * SOCKS5 proxy address is checked at dial time; absent (and no `placeholders`): a request that
-   * needs a placeholder is refused, and proxy addresses are checked only when set.
+   * The master where `${e2b.secrets.…}` and `${e2b.identity.tokens.…}` are resolved, and where the
+   * platform guard reads the platform's addresses; absent (and no `placeholders`): a request that
+   * needs a placeholder is refused, and the guard refuses only what needs no master.
    */
   placeholderSource?: PlaceholderSource;
   /** Resolvers given as objects (tests' fakes), in-process only; they win over placeholderSource. */

@@ -1,4 +1,5 @@
-import type { EgressAuditLevel, EgressFallback, EgressInject, EgressRequestRecord, EgressRule, EgressSecurityReason, SandboxEgressPolicy } from '@svc/contracts/egress';
+import type { EgressAuditLevel, EgressFallback, EgressInject, EgressRule, SandboxEgressPolicy } from '@svc/contracts/egress';
+import type { EgressRequestRecord, EgressSecurityReason } from '@svc/contracts/egress-audit';
 import { auditTimestamp } from './audit-log.ts';
 import { decide, decideByAddress, transformFor, type RequestFacts } from './decide.ts';
 import { countEgressRequest } from './egress-metrics.ts';

@@ -1,4 +1,4 @@
-import type { EgressRequestRecord } from '@svc/contracts/egress';
+import type { EgressRequestRecord } from '@svc/contracts/egress-audit';
 import { hasContentLength, InvalidHeaderError, relayReplyChunk, requestHead, streamServerBody, type ResponseSink, type ServerReply, type ServerRequest, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import { sandboxResponseHeaders } from './headers.ts';
 import type { ProxyDeps } from './proxy-deps.ts';

@@ -1,5 +1,4 @@
-import { networkInterfaces } from 'node:os';
-import { parseCidr, type Logger } from '@svc/common';
+import { hostAddresses, isIpv4, parseCidr, type Logger } from '@svc/common';
 import type { PlatformAddresses } from '@svc/contracts/egress';
 import { EgressPolicySource } from '@svc/contracts/egress-routes';
 import type { PlaceholderSource } from './placeholders.ts';
@@ -41,15 +40,17 @@ function cidrOf(text: string): Cidr {
  * destinations it is asked for are on its side of the world and are not.
  */
 export class PlatformGuard {
-  private readonly pools: Cidr[];
+  /** The configured pool, then the master's pools. */
+  private readonly configuredPool: Cidr;
+  private pools: Cidr[];
   private hostAddresses = new Set<string>();
   private endpoints = new Set<string>();
-  private listPools: Cidr[] = [];
   private timer: NodeJS.Timeout | undefined;
   private failing = false;
 
   constructor(settings: PlatformGuardSettings, private readonly source: (() => Promise<PlatformAddresses>) | undefined, private readonly logger: Logger) {
-    this.pools = [cidrOf(settings.sandboxPool)];
+    this.configuredPool = cidrOf(settings.sandboxPool);
+    this.pools = [this.configuredPool];
     this.readHostAddresses();
   }
 
@@ -77,16 +78,14 @@ export class PlatformGuard {
     if (first === 127) return 'is a loopback address (the host itself)';
     if (first === 0) return 'means the host itself';
     if (n >>> 16 === 0xa9fe) return 'is link-local (cloud metadata services)';
-    if (this.pools.some((c) => ((n & c.mask) >>> 0) === c.base) || this.listPools.some((c) => ((n & c.mask) >>> 0) === c.base)) return 'is in the sandbox address pool';
+    if (this.pools.some((c) => ((n & c.mask) >>> 0) === c.base)) return 'is in the sandbox address pool';
     if (this.hostAddresses.has(ip)) return 'is an address of the host itself';
     if (this.endpoints.has(`${ip}:${port}`)) return `port ${port} is one of the platform's own components`;
     return undefined;
   }
 
   private readHostAddresses(): void {
-    const out = new Set<string>();
-    for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) if (i.family === 'IPv4') out.add(i.address);
-    this.hostAddresses = out;
+    this.hostAddresses = new Set(hostAddresses().filter(isIpv4));
   }
 
   /** Reads this host's addresses and the master's list again (start() does every 30 s). */
@@ -96,7 +95,7 @@ export class PlatformGuard {
     try {
       const list = await this.source();
       this.endpoints = new Set(list.endpoints.map((e) => `${e.ip}:${e.port}`));
-      this.listPools = list.pools.map(cidrOf);
+      this.pools = [this.configuredPool, ...list.pools.map(cidrOf)];
       if (this.failing) this.logger.info({ endpoints: list.endpoints.length }, 'egress: the master\'s list of platform addresses is read again');
       this.failing = false;
     } catch (err) {

@@ -12,7 +12,7 @@ export interface ProxyVia {
   port: number;
   username?: string;
   password?: string;
-  /** A sandbox's own egressProxy: the address its name resolves to is checked at each dial (proxy-address-guard.ts). */
+  /** A sandbox's own egressProxy: the address its name resolves to is checked at each dial (platform-guard.ts). */
   fromSandbox?: true;
 }
 

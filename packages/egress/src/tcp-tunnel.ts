@@ -1,6 +1,6 @@
 import net, { type Server, type Socket } from 'node:net';
 import type { Logger } from '@svc/common';
-import type { EgressTcpRecord } from '@svc/contracts/egress';
+import type { EgressTcpRecord } from '@svc/contracts/egress-audit';
 import { auditTimestamp } from './audit-log.ts';
 import type { AuditSink } from './audit-sink.ts';
 import { plainIpv4 } from './ipv4.ts';

@@ -1,7 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { networkInterfaces } from 'node:os';
-import { badRequest, ipToInt, parseCidr } from '@svc/common';
+import { badRequest, hostAddresses, ipToInt, parseCidr } from '@svc/common';
 import type { PlatformAddresses } from '@svc/contracts/egress';
 import { parseWebhookUrl } from '@svc/contracts/events';
 
@@ -174,9 +173,5 @@ function isLoopback(address: string): boolean {
 /** This host's own address: what a component listening on every address answers on. */
 function isLocal(address: string): boolean {
   if (isLoopback(address) || address === '0.0.0.0' || address === '::') return true;
-  return hostAddresses().includes(address);
-}
-
-function hostAddresses(): string[] {
-  return Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => unmapped(i.address)));
+  return hostAddresses().map(unmapped).includes(address);
 }

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { hostAddresses } from '@svc/common';
 import { isLoopbackRegistry } from './reference.ts';
 
 /** A host's addresses (tests give their own). */
@@ -42,12 +42,8 @@ async function onHost(host: string, resolve: ResolveHost): Promise<string | unde
     const why = a.startsWith('127.') || a === '::1' ? 'is loopback'
       : a.startsWith('0.') || a === '::' ? 'means this host'
         : a.startsWith('169.254.') || /^fe[89ab][0-9a-f]:/.test(a) ? 'is link-local'
-          : ownAddresses().has(a) ? 'is an address of this host' : undefined;
+          : hostAddresses().includes(a) ? 'is an address of this host' : undefined;
     if (why) return `${host === a ? a : `${host} (${a})`} ${why}`;
   }
   return undefined;
-}
-
-function ownAddresses(): Set<string> {
-  return new Set(Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address.toLowerCase())));
 }
