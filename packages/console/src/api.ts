@@ -45,11 +45,23 @@ export class Api {
   async call<T>(method: string, path: string, body?: unknown, query?: Query, onResponse?: (res: Response) => void): Promise<T> {
     const headers: Record<string, string> = { 'X-API-Key': this.key };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
+    const url = this.base + path + queryString(query);
+    const init = { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) };
     let res: Response;
     try {
-      res = await fetch(this.base + path + queryString(query), { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+      res = await fetch(url, init);
     } catch (err) {
-      throw new ApiError(0, 'network', `the API did not answer: ${(err as Error).message}`);
+      // A read is asked once more after a network failure: Chrome aborts the requests in flight
+      // when the machine's addresses change (net::ERR_NETWORK_CHANGED: a laptop changing network,
+      // or sandboxes' interfaces coming and going on the host the browser runs on), and a page
+      // should not show an error for that. A write is never repeated: it may have been done.
+      if (method !== 'GET') throw networkError(err);
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      try {
+        res = await fetch(url, init);
+      } catch (again) {
+        throw networkError(again);
+      }
     }
     onResponse?.(res);
     const text = await res.text();
@@ -66,6 +78,13 @@ export class Api {
     }
     return json as T;
   }
+}
+
+/** The pause before a failed read is asked again: long enough for a network change to settle. */
+const RETRY_MS = 300;
+
+function networkError(err: unknown): ApiError {
+  return new ApiError(0, 'network', `the API did not answer: ${(err as Error).message}`);
 }
 
 function queryString(q?: Query): string {
