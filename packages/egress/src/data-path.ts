@@ -89,7 +89,7 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
   const { logger, store, audit } = d;
   const ioTimeoutMs = s.ioTimeoutMs ?? EGRESS_DEFAULTS.ioTimeoutMs;
   const platform = s.platformGuard && new PlatformGuard(s.platformGuard, d.platformSource, logger);
-  platform?.start();
+  await platform?.start();
   const upstreams = new Upstreams({
     resolve: s.resolve,
     upstreamCa: s.upstreamCa,

@@ -73,6 +73,11 @@ export class ExchangeGate {
       this.securityEvent('not_ready', '');
       return refused(403, 'egress denied: the proxy has not loaded the egress policies yet (not ready)');
     }
+    if (this.deps.platform?.listed === false) {
+      this.decision = 'deny';
+      this.securityEvent('not_ready', '', 'the master\'s list of the platform\'s addresses is not read yet');
+      return refused(403, 'egress denied: the proxy has not read the platform\'s addresses from the master yet (not ready)');
+    }
     const policy = this.deps.store.forAddress(this.conn.sandboxIp);
     if (!policy) {
       this.decision = 'deny';

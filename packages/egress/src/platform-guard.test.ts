@@ -178,3 +178,44 @@ test('through the operator\'s proxy a connection to the host is refused before t
   assert.equal(contacted.operator, 0);
   assert.equal(contacted.internal, 0);
 });
+
+test('until the master\'s list is first read the proxy is not ready: every request and tunnel refused, then the list is asked for every second', async () => {
+  let answers = false;
+  let asked = 0;
+  const source = async (): Promise<PlatformAddresses> => {
+    asked++;
+    if (!answers) throw new Error('connect ECONNREFUSED (the master is not up yet)');
+    return { endpoints: [], pools: [] };
+  };
+  assert.equal(new PlatformGuard({ sandboxPool: POOL }, undefined, silentLogger()).listed, true, 'without a master there is no list to wait for');
+  const waiting = await startEgressProxy({
+    bind: '127.0.0.1', httpPort: 0, httpsPort: 0, tunnelPort: 0, adminBind: '127.0.0.1', adminPort: 0, adminToken: 't',
+    caDir: join(dir, 'ca'), auditLogPath: join(dir, 'c.jsonl'),
+    policySource: async () => [{ sandboxId: 'sbx-early', address: '127.0.0.1', rules: [{ name: 'host', match: { scheme: 'http', port: internalPort, host: '127.0.0.1' }, action: { allow: true } }] }],
+    platformGuard: { sandboxPool: POOL }, platformSource: source,
+    originalDestination: async () => ({ ip: '127.0.0.1', port: internalPort }),
+    logger: silentLogger(),
+  });
+  try {
+    while (!waiting.ready()) await new Promise((r) => setTimeout(r, 10));
+    const get = () => exchange(waiting.httpPort, '127.0.0.1', `GET / HTTP/1.1\r\nHost: 127.0.0.1:${internalPort}\r\nConnection: close\r\n\r\n`);
+    const early = await get();
+    assert.match(early, /^HTTP\/1\.1 403 /);
+    assert.match(early, /egress denied: the proxy has not read the platform's addresses from the master yet \(not ready\)/);
+    await exchange(waiting.tunnelPort, '127.0.0.1', 'hello');
+    const [tcp] = await records('c.jsonl', 1, (r) => r.type === 'tcp');
+    assert.equal(tcp!.reason, 'the proxy has not read the platform\'s addresses from the master yet (not ready)');
+    const [event] = await records('c.jsonl', 1, (r) => r.type === 'security_event' && r.reason === 'not_ready');
+    assert.match(String(event!.detail), /list of the platform's addresses is not read yet/);
+
+    answers = true;
+    const before = asked;
+    for (let i = 0; i < 40 && asked === before; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(asked > before, 'asked again within seconds, not at the next 30 s refresh');
+    const later = await get();
+    assert.match(later, /is the platform's own: 127\.0\.0\.1 is a loopback address/, 'read: the request is decided, and the guard refuses the host as always');
+    assert.equal(contacted.internal, 0, 'nothing reached the host\'s service while the proxy waited');
+  } finally {
+    await waiting.close();
+  }
+});

@@ -18,6 +18,8 @@ export function platformSourceOf(source: PlaceholderSource | undefined): (() => 
 
 /** How often this host's addresses and the master's list are read again. */
 const REFRESH_MS = 30_000;
+/** How often the master's list is asked for until it first answers (the proxy refuses sandboxes' requests until then). */
+const FIRST_READ_RETRY_MS = 1_000;
 
 interface Cidr { base: number; mask: number }
 
@@ -36,7 +38,8 @@ function cidrOf(text: string): Cidr {
  * Refused on any port: loopback, 0.0.0.0/8 ("this host"), link-local (169.254.0.0/16), this
  * host's own addresses, the sandbox pools. Refused on their port: the platform's endpoints on
  * other hosts (a cluster's master, database, Redis), the master's list, read again every 30 s and
- * kept when the master does not answer. A sandbox's own SOCKS5 proxy is checked here too; the
+ * kept when the master does not answer; until its first answer the proxy is not ready (`listed`).
+ * A sandbox's own SOCKS5 proxy is checked here too; the
  * destinations it is asked for are on its side of the world and are not.
  */
 export class PlatformGuard {
@@ -46,7 +49,9 @@ export class PlatformGuard {
   private hostAddresses = new Set<string>();
   private endpoints = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
+  private retry: NodeJS.Timeout | undefined;
   private failing = false;
+  private read = false;
 
   constructor(settings: PlatformGuardSettings, private readonly source: (() => Promise<PlatformAddresses>) | undefined, private readonly logger: Logger) {
     this.configuredPool = cidrOf(settings.sandboxPool);
@@ -55,16 +60,35 @@ export class PlatformGuard {
   }
 
   /**
-   * Starts the refreshes; the first read of the master's list is not waited for (the master may
-   * start after the proxy; until it answers, the refusals that need no master hold).
+   * Whether the master's list has been read (always, without a master to read it from). Until it
+   * is, the proxy is not ready and refuses every sandbox's request (exchange-gate.ts,
+   * tcp-tunnel.ts): in a cluster the master, the database and Redis may sit on other hosts, and
+   * only that list names them.
    */
-  start(): void {
-    void this.refresh();
+  get listed(): boolean {
+    return this.read || !this.source;
+  }
+
+  /**
+   * Reads the lists once (resolved whether the master answered or not), then again every 30 s; a
+   * master that has not answered yet is asked every second until it does. In `svc up` the master
+   * is up before the proxy starts, so the proxy opens with the list.
+   */
+  async start(): Promise<void> {
+    await this.refresh();
     this.timer = setInterval(() => void this.refresh(), REFRESH_MS).unref();
+    if (!this.listed) this.retryFirstRead();
   }
 
   stop(): void {
     clearInterval(this.timer);
+    clearTimeout(this.retry);
+  }
+
+  private retryFirstRead(): void {
+    this.retry = setTimeout(() => {
+      void this.refresh().then(() => { if (!this.listed) this.retryFirstRead(); });
+    }, FIRST_READ_RETRY_MS).unref();
   }
 
   /**
@@ -96,6 +120,7 @@ export class PlatformGuard {
       const list = await this.source();
       this.endpoints = new Set(list.endpoints.map((e) => `${e.ip}:${e.port}`));
       this.pools = [this.configuredPool, ...list.pools.map(cidrOf)];
+      this.read = true;
       if (this.failing) this.logger.info({ endpoints: list.endpoints.length }, 'egress: the master\'s list of platform addresses is read again');
       this.failing = false;
     } catch (err) {

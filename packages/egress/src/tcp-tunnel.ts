@@ -63,6 +63,7 @@ async function tunnel(deps: TcpTunnelDeps, client: Socket): Promise<void> {
     client.resetAndDestroy();
   };
   if (!deps.store.ready) return fail('the proxy has not loaded the egress policies yet (not ready)');
+  if (deps.platform?.listed === false) return fail('the proxy has not read the platform\'s addresses from the master yet (not ready)');
   const via = deps.viaFor(sandboxIp);
   if (!via) return fail('no proxy is set for this sandbox');
   record.via = `${via.host}:${via.port}`;
