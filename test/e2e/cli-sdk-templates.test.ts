@@ -20,8 +20,9 @@ diagnoseFailures(() => p);
 let registry: TestRegistry;
 before(async () => {
   registry = await startRegistry();
-  // The same registry stands in for a Docker Hub mirror (template_center.registry_mirrors).
-  p = await startPlatform({ env: { SVC_REGISTRY_MIRRORS: `http://${registry.host}` } });
+  // The same registry stands in for a Docker Hub mirror (template_center.registry_mirrors), and
+  // is the registry on this host that builds may pull from (template_center.host_registries).
+  p = await startPlatform({ env: { SVC_REGISTRY_MIRRORS: `http://${registry.host}`, SVC_HOST_REGISTRIES: registry.host } });
   useE2bEnv(p);
 });
 after(async () => {
@@ -198,8 +199,14 @@ test('Template.build fromImage: an image of a loopback registry, and a Docker Hu
       await m.kill();
     }
     await assert.rejects(Template.build(Template().fromImage(`${registry.host}/e2e/missing:v1`), `${name}-x`), (e: Error) => /could not be made a template.*missing/s.test(e.message));
+    // The master's own port named as a registry: not one the operator named, so never asked.
+    const master = p.env.SVC_MASTER_LISTEN!;
+    await assert.rejects(Template.build(Template().fromImage(`${master}/v1/sandboxes:latest`), `${name}-h`), (e: Error) => {
+      assert.match(e.message, new RegExp(`registry ${master.replace(/\./g, '\\.')} is on the host the template center runs on \\(127\\.0\\.0\\.1 is loopback\\); builds pull from a registry there only when the operator names it in template_center\\.host_registries`));
+      return true;
+    });
   } finally {
-    for (const n of [name, `${name}-m`, `${name}-x`]) await fetch(`${p.apiUrl}/templates/${n}`, { method: 'DELETE', headers: { 'X-API-Key': p.apiKey } });
+    for (const n of [name, `${name}-m`, `${name}-x`, `${name}-h`]) await fetch(`${p.apiUrl}/templates/${n}`, { method: 'DELETE', headers: { 'X-API-Key': p.apiKey } });
     await rm(dir, { recursive: true, force: true });
   }
 });

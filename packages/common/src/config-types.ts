@@ -143,6 +143,12 @@ export interface SvcConfig {
      * URLs tried in order before Docker Hub, e.g. `http://mirror.internal:5000`.
      */
     registry_mirrors: string;
+    /**
+     * Registries on this host (loopback, or one of its addresses) that builds may pull from,
+     * comma-separated `host:port` as images name them, e.g. `localhost:5000`; `*`: any. '': none,
+     * so that a team cannot aim the template center at the host's own services (docs/templates.md).
+     */
+    host_registries: string;
     /** `svc up` makes the code-interpreter-v1 template (docs/code-interpreter.md). */
     code_interpreter_template: boolean;
     /** `svc up` makes the mcp-gateway template, for the SDK's `Sandbox.create({ mcp })` (docs/mcp.md). */

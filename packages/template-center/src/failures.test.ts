@@ -73,6 +73,17 @@ describe('builds that fail say why and leave nothing behind', () => {
     assert.match(await failed(h, req2), new RegExp(`^cannot reach registry 127\\.0\\.0\\.1:${port}: connect ECONNREFUSED`));
   });
 
+  test('a registry on the template center\'s host that template_center.host_registries does not name is refused', async () => {
+    const strict = await startHarness({ config: { host_registries: 'localhost:5000' } });
+    try {
+      const req = await strict.submit({ kind: 'registry', ref: `${registry.host}/test/app:v1`, insecure: true });
+      assert.match(await failed(strict, req), /^registry 127\.0\.0\.1:\d+ is on the host the template center runs on \(127\.0\.0\.1 is loopback\); builds pull from a registry there only when the operator names it in template_center\.host_registries/);
+      assert.deepEqual(await strict.leftovers(), []);
+    } finally {
+      await strict.close();
+    }
+  });
+
   test('plain-HTTP registry with insecure: false (HTTPS asked for) gets a hint', async () => {
     const req = await h.submit({ kind: 'registry', ref: `${registry.host}/test/app:v1`, insecure: false });
     assert.equal(await failed(h, req), `cannot reach registry ${registry.host}: ERR_SSL_WRONG_VERSION_NUMBER wrong version number (it looks like a plain-HTTP registry: set insecure)`);

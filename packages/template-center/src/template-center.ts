@@ -73,7 +73,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   const callbacks = new CallbackSender({ masterAddr, token: tc.callback_token, logger, retryForMs: opts.callbackRetryMs });
   const runner = new JobRunner({
     store, workDir, blobs, caCertPath: opts.caCertPath ?? (cfg.template_center.ca_cert_file || undefined),
-    registryMirrors: tc.registry_mirrors.split(',').map((m) => m.trim()).filter(Boolean), coordination: opts.coordination, callbacks, logger,
+    registryMirrors: commaList(tc.registry_mirrors), hostRegistries: commaList(tc.host_registries), coordination: opts.coordination, callbacks, logger,
     maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
     debianImageDir: opts.debianImageDir,
   });
@@ -130,4 +130,8 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
 
 function isLoopback(host: string): boolean {
   return host === 'localhost' || host.startsWith('127.') || host === '::1';
+}
+
+function commaList(text: string): string[] {
+  return text.split(',').map((m) => m.trim()).filter(Boolean);
 }

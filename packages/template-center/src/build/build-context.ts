@@ -14,6 +14,8 @@ export interface BuildContext {
   caCertPath?: string;
   /** Registries that serve Docker Hub's images, tried before Docker Hub. */
   registryMirrors?: string[];
+  /** template_center.host_registries (registry-source.ts). */
+  hostRegistries?: string[];
   /** Where the images of `debian-rootfs` sources are cached (debian-image.ts; default /var/cache/svc). */
   debianImageDir?: string;
   logger: Logger;

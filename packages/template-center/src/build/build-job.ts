@@ -32,7 +32,7 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
   try {
     await mkdir(staging, { mode: 0o755 });
 
-    const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal, { mirrors: ctx.registryMirrors, logger: ctx.logger }));
+    const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal, { mirrors: ctx.registryMirrors, hostRegistries: ctx.hostRegistries, logger: ctx.logger }));
     progress.setLayers(image.layers.map((l) => ({ digest: l.digest ?? l.diffId ?? l.label, totalBytes: l.size ?? 0 })));
     const layerName = (i: number) => {
       const l = image.layers[i];

@@ -47,10 +47,33 @@ test('a Docker Hub image comes from the first mirror that serves it, a dead mirr
 });
 
 test('an image of another registry never goes to a mirror', async () => {
-  const image = await resolveRegistryImage({ kind: 'registry', ref: `${registry.host}/team/app:v1` }, AbortSignal.timeout(30_000), { mirrors: ['http://127.0.0.1:1'] });
+  const listed = { hostRegistries: [registry.host] };
+  const image = await resolveRegistryImage({ kind: 'registry', ref: `${registry.host}/team/app:v1` }, AbortSignal.timeout(30_000), { mirrors: ['http://127.0.0.1:1'], ...listed });
   assert.equal(image.layers.length, 1);
   await assert.rejects(
-    resolveRegistryImage({ kind: 'registry', ref: `${registry.host}/team/none:v1` }, AbortSignal.timeout(30_000), { mirrors: [`http://${registry.host}`] }),
+    resolveRegistryImage({ kind: 'registry', ref: `${registry.host}/team/none:v1` }, AbortSignal.timeout(30_000), { mirrors: [`http://${registry.host}`], ...listed }),
     (err: Error) => !/mirrors tried/.test(err.message),
   );
+});
+
+test('a registry on this host is pulled from only when template_center.host_registries names it (or says *); a mirror there needs no naming', async () => {
+  const [address, port] = registry.host.split(':') as [string, string];
+  const refused = (ref: string, hostRegistries: string[] = []) => assert.rejects(
+    resolveRegistryImage({ kind: 'registry', ref }, AbortSignal.timeout(30_000), { hostRegistries }),
+    (err: Error & { status?: number }) => {
+      assert.equal(err.status, 403);
+      assert.match(err.message, /is on the host the template center runs on \(.* is loopback\); builds pull from a registry there only when the operator names it in template_center\.host_registries \(SVC_HOST_REGISTRIES\)/);
+      return true;
+    },
+  );
+  await refused(`${registry.host}/team/app:v1`);
+  await refused(`localhost:${port}/team/app:v1`, [registry.host]);
+  await refused(`${registry.host}/team/app:v1`, [`${address}:1`]);
+  for (const hostRegistries of [[registry.host], [`  ${registry.host.toUpperCase()}`.trim()], ['*']]) {
+    const image = await resolveRegistryImage({ kind: 'registry', ref: `${registry.host}/team/app:v1` }, AbortSignal.timeout(30_000), { hostRegistries });
+    assert.equal(image.layers.length, 1, JSON.stringify(hostRegistries));
+  }
+  // The mirror is the operator's own: named in registry_mirrors, it is on the host and serves.
+  const mirrored = await resolveRegistryImage({ kind: 'registry', ref: 'team/app:v1' }, AbortSignal.timeout(30_000), { mirrors: [`http://${registry.host}`] });
+  assert.equal(mirrored.layers.length, 1);
 });

@@ -1,4 +1,5 @@
 import type { BuildSource } from '@svc/contracts/template-center';
+import { listedRegistry, registryRefusal, type ResolveHost } from '../registry/hop-guard.ts';
 import { RegistryClient } from '../registry/registry-client.ts';
 import type { Logger } from '@svc/common';
 import { DOCKER_HUB, formatReference, parseReference, type ImageReference } from '../registry/reference.ts';
@@ -15,7 +16,14 @@ export interface RegistryOptions {
    * http://mirror.internal:5000, tried in order for docker.io references, Docker Hub last.
    */
   mirrors?: string[];
+  /**
+   * template_center.host_registries: the registries on this host builds may pull from, as images
+   * name them (`localhost:5000`), `*` for any; every other registry on the host is refused.
+   */
+  hostRegistries?: readonly string[];
   logger?: Logger;
+  /** A host's addresses (tests give their own); default: the system's resolver. */
+  resolveHost?: ResolveHost;
 }
 
 /**
@@ -31,15 +39,19 @@ export async function resolveRegistryImage(src: RegistrySource, signal: AbortSig
   for (const mirror of mirrors) {
     const m = mirrorAddress(mirror);
     try {
-      return await resolveFrom({ ...ref, registry: m.host }, src, signal, { insecure: m.insecure });
+      // A mirror is the operator's own, as a listed registry is: it may be on the host.
+      return await resolveFrom({ ...ref, registry: m.host }, src, signal, { insecure: m.insecure, trusted: true });
     } catch (err) {
       if (signal.aborted) throw err;
       tried.push(`${mirror}: ${(err as Error).message}`);
       opts.logger?.warn({ mirror, ref: src.ref, err: (err as Error).message }, 'registry mirror does not serve the image; trying the next');
     }
   }
+  const trusted = listedRegistry(ref.registry, opts.hostRegistries ?? []);
+  const refusal = trusted ? undefined : await registryRefusal(ref.registry, opts.resolveHost);
+  if (refusal) throw new RegistryError(refusal, 403);
   try {
-    return await resolveFrom(ref, src, signal, { auth: src.auth, insecure: src.insecure });
+    return await resolveFrom(ref, src, signal, { auth: src.auth, insecure: src.insecure, trusted });
   } catch (err) {
     if (!tried.length || !(err instanceof Error)) throw err;
     err.message = `${err.message} (mirrors tried first: ${tried.join('; ')})`;
@@ -54,9 +66,9 @@ function mirrorAddress(mirror: string): { host: string; insecure?: boolean } {
   return { host: mirror.trim().replace(/\/+$/, '') };
 }
 
-async function resolveFrom(ref: ImageReference, src: RegistrySource, signal: AbortSignal, access: { auth?: RegistrySource['auth']; insecure?: boolean }): Promise<ResolvedImage> {
+async function resolveFrom(ref: ImageReference, src: RegistrySource, signal: AbortSignal, access: { auth?: RegistrySource['auth']; insecure?: boolean; trusted: boolean }): Promise<ResolvedImage> {
   const want = src.platform ?? hostPlatform();
-  const client = new RegistryClient(ref, { auth: access.auth, insecure: access.insecure, signal });
+  const client = new RegistryClient(ref, { auth: access.auth, insecure: access.insecure, trusted: access.trusted, signal });
   const name = formatReference(ref);
 
   let fetched = await client.manifest(ref.digest ?? ref.tag!);

@@ -1,6 +1,6 @@
 /**
  * Where a registry may send the template center (hop-guard.ts): not into the host it runs on,
- * unless the registry itself is there. Names resolve through a stub, so the test decides what a
+ * and no registry there unless the operator names it. Names resolve through a stub, so the test decides what a
  * name stands for (a registry's redirect to a name resolving to loopback included); then the
  * client's plumbing: redirects of manifests and blobs, and a token realm, each checked before
  * it is followed, with a registry that answers on loopback and a guard given by the test.
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { after, before, test } from 'node:test';
-import { hopRefusal } from './hop-guard.ts';
+import { hopRefusal, listedRegistry, registryRefusal } from './hop-guard.ts';
 import { parseReference } from './reference.ts';
 import { RegistryClient } from './registry-client.ts';
 
@@ -32,7 +32,7 @@ test('a registry elsewhere may not send the pull into this host: loopback, this 
   assert.equal(await refusal('https://cdn.example/blob'), undefined);
   assert.equal(await refusal('https://151.101.1.1/blob'), undefined);
   assert.equal(await refusal('https://unknown.example/blob'), undefined, 'a name that does not resolve reaches nothing');
-  assert.equal(await refusal('http://127.0.0.1:18089/v1/sandboxes'), 'registry.example sent the pull to http://127.0.0.1:18089, and 127.0.0.1 is loopback: the template center follows a registry into the host it runs on only for a registry on that host');
+  assert.equal(await refusal('http://127.0.0.1:18089/v1/sandboxes'), 'registry.example sent the pull to http://127.0.0.1:18089, and 127.0.0.1 is loopback: the template center follows a registry into the host it runs on only for a registry the operator names in template_center.host_registries');
   assert.match(await refusal('http://localhost:8088/') ?? '', /localhost \(127\.0\.0\.1\) is loopback/);
   assert.match(await refusal('http://evil.example/') ?? '', /evil\.example \(127\.0\.0\.1\) is loopback/);
   assert.match(await refusal('http://[::1]:8089/') ?? '', /::1 is loopback/);
@@ -43,13 +43,27 @@ test('a registry elsewhere may not send the pull into this host: loopback, this 
   if (own) assert.match(await refusal(`http://${own}:8089/`) ?? '', /is an address of this host/);
 });
 
-test('a registry named as loopback may send the pull anywhere (the operator\'s own, a mirror on loopback); a name that merely resolves to this host may not', async () => {
-  for (const registry of ['localhost:5000', '127.0.0.1:5000', '[::1]:5000']) {
-    assert.equal(await hopRefusal(registry, new URL('http://127.0.0.1:9000/blob'), resolve), undefined, registry);
-  }
+test('a registry on this host is refused unless the operator names it (loopback, 0.0.0.0, link-local, a name resolving there); one elsewhere is not', async () => {
+  assert.equal(await registryRefusal('registry.example', resolve), undefined);
+  assert.equal(await registryRefusal('registry.example:5000', resolve), undefined);
+  assert.equal(await registryRefusal('unknown.example', resolve), undefined, 'a name that does not resolve reaches nothing');
+  assert.match(await registryRefusal('127.0.0.1:18089', resolve) ?? '', /^registry 127\.0\.0\.1:18089 is on the host the template center runs on \(127\.0\.0\.1 is loopback\); builds pull from a registry there only when the operator names it in template_center\.host_registries \(SVC_HOST_REGISTRIES\), for example "127\.0\.0\.1:18089"$/);
+  assert.match(await registryRefusal('localhost:5000', resolve) ?? '', /localhost \(127\.0\.0\.1\) is loopback/);
+  assert.match(await registryRefusal('[::1]:5000', resolve) ?? '', /::1 is loopback/);
+  assert.match(await registryRefusal('0.0.0.0:8088', resolve) ?? '', /0\.0\.0\.0 means this host/);
+  assert.match(await registryRefusal('169.254.169.254', resolve) ?? '', /is link-local/);
   // A sandbox's server behind the data-plane proxy answers at <port>-<id>.<sandbox_domain>, which resolves to this host.
-  assert.match(await hopRefusal('registry.local:5000', new URL('http://127.0.0.1:18089/v1/sandboxes'), resolve) ?? '', /127\.0\.0\.1 is loopback/);
-  assert.match(await hopRefusal('8000-sbx.localhost:3002', new URL('http://127.0.0.1:18089/v1/sandboxes'), resolve) ?? '', /127\.0\.0\.1 is loopback/);
+  assert.match(await registryRefusal('8000-sbx.localhost:3002', resolve) ?? '', /8000-sbx\.localhost \(127\.0\.0\.1\) is loopback/);
+  assert.match(await registryRefusal('evil.example', resolve) ?? '', /evil\.example \(127\.0\.0\.1\) is loopback/);
+  const own = Object.values(networkInterfaces()).flatMap((l) => l ?? []).find((i) => i.family === 'IPv4' && !i.internal)?.address;
+  if (own) assert.match(await registryRefusal(`${own}:5000`, resolve) ?? '', /is an address of this host/);
+
+  assert.equal(listedRegistry('localhost:5000', ['localhost:5000']), true);
+  assert.equal(listedRegistry('LocalHost:5000', ['localhost:5000']), true, 'names compare without case');
+  assert.equal(listedRegistry('localhost:5001', ['localhost:5000']), false, 'the port is part of the name');
+  assert.equal(listedRegistry('127.0.0.1:5000', ['localhost:5000']), false, 'as images name them: another spelling is another name');
+  assert.equal(listedRegistry('anything:1', ['*']), true);
+  assert.equal(listedRegistry('localhost:5000', []), false);
 });
 
 // ---- the client checks every hop before it takes it ----
@@ -87,4 +101,15 @@ test('a manifest\'s redirect, a blob\'s redirect and a token realm are refused b
   const followed = await guarded('r').manifest('v2');
   assert.deepEqual(followed.doc, { schemaVersion: 2 });
   assert.ok(asked.includes('/allowed/manifest'));
+});
+
+test('by default a redirect into this host is refused; a registry the operator named (trusted) is followed there', async () => {
+  const ref = parseReference(`${host}/r:v1`);
+  await assert.rejects(new RegistryClient(ref, { insecure: true }).manifest('v1'), (e: Error) => {
+    assert.match(e.message, new RegExp(`^${host.replace(/\./g, '\\.')} sent the pull to http://${host.replace(/\./g, '\\.')}, and 127\\.0\\.0\\.1 is loopback`));
+    return true;
+  });
+  assert.deepEqual(asked.filter((u) => u.startsWith('/forbidden')), [], 'not followed');
+  await assert.rejects(new RegistryClient(ref, { insecure: true, trusted: true }).manifest('v1'), /asked for something else|manifest/);
+  assert.ok(asked.includes('/forbidden/manifest'), 'the trusted registry\'s redirect was followed');
 });

@@ -35,6 +35,8 @@ export async function startHarness(o: {
   const token = o.token ?? TOKEN;
   const master = await startFakeMaster(token);
   const cfg = defaultConfig(dir);
+  // The tests' registries listen on loopback; a test of the refusal gives its own list.
+  cfg.template_center.host_registries = '*';
   Object.assign(cfg.template_center, o.config);
   cfg.template_center.listen = '127.0.0.1:0';
   cfg.template_center.callback_token = token;
