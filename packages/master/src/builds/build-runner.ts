@@ -55,7 +55,7 @@ export class BuildRunner {
     const log = openBuildLog(this.d.repo, b.build_id);
     const steps = spec.steps ?? [];
     try {
-      const baseRef = baseSpec.kind === 'template' ? baseSpec.ref : await this.imageBase(baseSpec, log);
+      const baseRef = baseSpec.kind === 'template' ? baseSpec.ref : await this.imageBase(baseSpec, b.team_id, log);
       await log('info', `Building from ${baseSpec.kind === 'template' ? baseRef : baseSpec.image}: ${steps.length} step(s)`);
       const base = await this.d.resolver.resolveForCreate(baseRef).catch((err) => {
         throw new StepFailed('base', `the base ${baseRef} cannot be used: ${toSvcError(err).message}`);
@@ -88,9 +88,9 @@ export class BuildRunner {
   }
 
   /** An image base: its template (made, or one made before), once its pull and build are done. */
-  private async imageBase(base: Extract<BaseSpec, { kind: 'image' }>, log: BuildLog): Promise<string> {
+  private async imageBase(base: Extract<BaseSpec, { kind: 'image' }>, teamOf: string, log: BuildLog): Promise<string> {
     await log('info', `Base image ${base.image}: pulling it as a template`);
-    const id = await this.d.templates.imageTemplate(base.image, base.auth).catch((err) => {
+    const id = await this.d.templates.imageTemplate(base.image, base.auth, { teamId: teamOf }).catch((err) => {
       throw new StepFailed('base', `the image ${base.image} cannot be used: ${toSvcError(err).message}`);
     });
     const until = Date.now() + IMAGE_BASE_LIMIT_MS;

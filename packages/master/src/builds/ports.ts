@@ -15,8 +15,8 @@ export interface BuilderTemplates {
   builderFailed(templateId: string, error: string): Promise<void>;
   /** The id of the template an id or alias names, if any. */
   idOf(ref: string): Promise<string | undefined>;
-  /** A template of a registry image to build from (made when none of that image stands). */
-  imageTemplate(image: string, auth?: { username: string; password: string }): Promise<string>;
+  /** A template of a registry image to build from, the requesting team's (made when none it may use stands). */
+  imageTemplate(image: string, auth: { username: string; password: string } | undefined, requester: { teamId: string }): Promise<string>;
   buildState(templateId: string): Promise<{ status: string; error: string | null } | undefined>;
 }
 

@@ -32,11 +32,11 @@ const OSES = new Set(['linux']);
 const ARCHES = new Set(['amd64', 'arm64', 'arm', '386', 'ppc64le', 's390x', 'riscv64']);
 
 /**
- * The rules of a TemplateCreate that its schema (template-route-schemas.ts), already checked by the
+ * `puller`: the team the template is made for (spec-hash.ts). The rules of a TemplateCreate that its schema (template-route-schemas.ts), already checked by the
  * route, cannot state: exactly one source, paths that are absolute, options that fit the source,
  * the platform's names, the alias rules; then the defaults.
  */
-export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svclet_conf']): CreateSpec {
+export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svclet_conf'], puller: string): CreateSpec {
   const given = SOURCES.filter((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
   if (given.length !== 1) {
     throw invalidTemplateRequest(`exactly one source is required: one of ${SOURCES.join(', ')}` +
@@ -86,7 +86,7 @@ export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svcle
     startCmd, readyCmd, runtime: b.runtime ?? null,
     alias: parseAlias(b.alias),
     sourceKind: kind, sourceImageRef: value, source, withSvcCa, cpuCount, memoryMB, diskSizeMB, buildDiskSizeMB,
-    specHash: specHash(source, withSvcCa, buildDiskSizeMB),
+    specHash: specHash(source, withSvcCa, buildDiskSizeMB, puller),
   };
 }
 

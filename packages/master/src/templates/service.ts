@@ -52,7 +52,7 @@ export class TemplateService {
 
   /** `body` has passed the TemplateCreate schema; parseCreateRequest checks what a schema cannot say. */
   async create(body: TemplateCreate, owner: TemplateOwner = OPERATOR): Promise<JobAccepted> {
-    const spec = parseCreateRequest(body, this.d.cfg.svclet_conf);
+    const spec = parseCreateRequest(body, this.d.cfg.svclet_conf, ownerColumns(owner).team_id);
     const now = Date.now();
     const recipe: BuildRecipe = { source: spec.source, withSvcCa: spec.withSvcCa, diskSizeMB: spec.buildDiskSizeMB };
     const row: TemplateRow = {
@@ -95,14 +95,17 @@ export class TemplateService {
 
   /**
    * The template a builder build `fromImage` starts from: one of the same image (and platform,
-   * disk size) that has not failed, else a new unnamed one, built as `svc tpl create --image` does.
+   * disk size) that has not failed and that the build's team may use, else a new unnamed one of
+   * that team, built as `svc tpl create --image` does. It was the operator's, public, and found
+   * by image alone: a team's private image, pulled with its credentials, was listed to every team
+   * and handed to any build naming it without them.
    */
-  async imageTemplate(image: string, auth?: { username: string; password: string }): Promise<string> {
+  async imageTemplate(image: string, auth: { username: string; password: string } | undefined, requester: { teamId: string }): Promise<string> {
     const body: TemplateCreate = { image, ...(auth ? { registry_auth: auth } : {}) };
-    const spec = parseCreateRequest(body, this.d.cfg.svclet_conf);
-    const have = await this.d.templates.bySpecHash(spec.specHash);
+    const spec = parseCreateRequest(body, this.d.cfg.svclet_conf, requester.teamId);
+    const have = await this.d.templates.bySpecHash(spec.specHash, requester.teamId);
     if (have) return have.template_id;
-    return (await this.create(body)).template_id;
+    return (await this.create(body, requester)).template_id;
   }
 
   /** Where a template's build stands (the builder waits for an image base). */

@@ -25,7 +25,7 @@ export function fakes() {
   const snapshots: SnapshotDbRow[] = [];
   const uploaded = new Set<string>();
   /** Image templates the builder asked for, by image, and how their builds stand. */
-  const images = new Map<string, { id: string; status: string; error: string | null; auth?: unknown }>();
+  const images = new Map<string, { id: string; status: string; error: string | null; auth?: unknown; requester?: { teamId: string } }>();
   let exitCodes: Record<string, number> = {};
   /** Commands that wait for this before they answer. */
   const held = new Map<string, Promise<void>>();
@@ -46,10 +46,10 @@ export function fakes() {
         async builderBuilt(id: string, r: { snapshotId: string }) { templates.get(id)!.built = r.snapshotId; },
         async builderFailed(id: string, error: string) { templates.get(id)!.failed = error; },
         async idOf(ref: string) { return [...templates.values()].find((t) => t.row.alias === ref || t.row.template_id === ref)?.row.template_id; },
-        async imageTemplate(image: string, auth?: unknown) {
+        async imageTemplate(image: string, auth: unknown, requester: { teamId: string }) {
           const have = images.get(image);
           if (have) return have.id;
-          const made = { id: `tpl-img-${++n}`, status: 'building', error: null, auth };
+          const made = { id: `tpl-img-${++n}`, status: 'building', error: null, auth, requester };
           images.set(image, made);
           return made.id;
         },
