@@ -13,7 +13,8 @@ import { registerVolumeContentRoutes, registerVolumeRoutes } from './volume-rout
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 import { forwardToMaster } from './forward.ts';
-import { CONTEXT_FILES_UPLOAD_PATH, MASTER_TEMPLATE_PREFIXES, PUBLIC_API } from '@svc/contracts';
+import { CONTEXT_FILES_UPLOAD_PATH, isMasterTemplatePath, MASTER_TEMPLATE_PREFIXES, PUBLIC_API } from '@svc/contracts';
+import { hostFileSourceOf } from '@svc/contracts/template-routes';
 import { renderDocsPage } from './docs-page.ts';
 import { registerConsole } from './console-files.ts';
 import { registerSandboxRoutes } from './routes.ts';
@@ -97,9 +98,13 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
     registerVolumeContentRoutes(scope, masterUrl);
   });
-  // Template artifacts are whole root filesystems, for nodes; through the API only the operator's (docs/security.md).
+  // Template artifacts are whole root filesystems, for nodes; through the API only the operator's,
+  // and so are templates made from files on the platform's host, which the template center would
+  // read as root for any team that named them (docs/security.md).
   app.addHook('preHandler', async (req) => {
     if (req.url.startsWith('/svc/template/artifact/')) requireAdmin(req, 'template artifacts');
+    const fileSource = req.method === 'POST' && isMasterTemplatePath(req.url.split('?')[0]!) ? hostFileSourceOf(req.body) : undefined;
+    if (fileSource) requireAdmin(req, `templates made from files on the platform's host (${fileSource})`);
   });
   for (const prefix of MASTER_TEMPLATE_PREFIXES) {
     app.all(prefix, (req, reply) => forwardToMaster(req, reply, masterUrl));

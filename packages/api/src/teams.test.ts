@@ -117,6 +117,18 @@ test('teams: keys, isolation, quotas, revocation, the vault, audit', async (t) =
       for (const [method, path] of [['GET', '/nodes'], ['GET', '/admin/sandboxes/running-counts'], ['POST', `/admin/teams/${a.teamId}/sandboxes/kill`], ['GET', '/svc/template/artifact/download?artifact_id=a']] as const) {
         assert.equal((await p.call(b.apiKey, method, path)).status, 403, `${method} ${path} needs the admin key`);
       }
+      // Templates from files on the platform's host: the template center would read them as root for any team.
+      for (const [path, body] of [
+        ['/svc/template', { rootfs_tar: '/var/lib/svc/artifacts/other.tar' }], ['/svc/template/from-image', { oci_layout: '/' }],
+        ['/templates', { docker_archive: '/dev/zero' }], ['/svc/template?x=1', { rootfs_tar: '/etc/shadow', alias: 'x' }],
+      ] as const) {
+        const r = await p.call(b.apiKey, 'POST', path, body);
+        assert.equal(r.status, 403, `${path} ${JSON.stringify(body)}`);
+        assert.match(r.body.message, /^templates made from files on the platform's host \((rootfs_tar|oci_layout|docker_archive)\) are the operator's: this needs the admin API key/);
+        assert.notEqual((await p.call(ADMIN, 'POST', path, body)).status, 403, `the admin key may: ${path}`);
+      }
+      assert.notEqual((await p.call(b.apiKey, 'POST', '/svc/template', { image: 'registry.example/app:1' })).status, 403, 'a registry image is any team\'s');
+      assert.notEqual((await p.call(b.apiKey, 'POST', '/svc/template', { rootfs_tar: '' })).status, 403, 'an empty field names no file (the master\'s to refuse)');
       assert.equal((await p.call(b.apiKey, 'GET', '/v2/sandboxes', undefined, { 'x-svc-team': a.teamId })).body.length, 0, 'a team header sent by a client is not believed');
     });
 

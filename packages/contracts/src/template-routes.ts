@@ -36,3 +36,13 @@ export type BuildStepType = (typeof S.BUILD_STEP_TYPES)[number];
 export type E2bAssignTags = Wire<typeof S.E2bAssignTags>;
 export type E2bFileUpload = Wire<typeof S.E2bFileUpload>;
 export type E2bDeleteTags = Wire<typeof S.E2bDeleteTags>;
+
+/** The sources a TemplateCreate names as files on the platform's host, which the template center reads as root: the operator's alone (docs/security.md). */
+const HOST_FILE_SOURCES = ['oci_layout', 'docker_archive', 'rootfs_tar'] as const;
+
+/** The host file source a TemplateCreate-shaped body names, if any (a field present and not empty). */
+export function hostFileSourceOf(body: unknown): (typeof HOST_FILE_SOURCES)[number] | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const b = body as Record<string, unknown>;
+  return HOST_FILE_SOURCES.find((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
+}
