@@ -9,12 +9,15 @@ export interface CacheKeys { steps: string[]; final: string }
 
 /**
  * A build's cache keys (docs/templates.md, "The build cache"): each step's is the hash of the key
- * before it (the base's files first) and the step (type, arguments, files hash); the build's is the
+ * before it (the base's files and the team first) and the step (type, arguments, files hash); the build's is the
  * last step's, or with a start command (which may write files) the hash of that and the commands.
  */
-export function cacheKeys(base: ResolvedTemplate, steps: Step[], start: Pick<E2bBuildStart, 'startCmd' | 'readyCmd'>): CacheKeys {
+export function cacheKeys(base: ResolvedTemplate, steps: Step[], start: Pick<E2bBuildStart, 'startCmd' | 'readyCmd'>, teamId: string): CacheKeys {
   const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');
-  let key = sha({ base: { artifact: base.artifact.sha256, layer: base.layer?.ref.sha256 ?? null } });
+  // The team is part of every key: a step's files are what it made for that team (a key it
+  // generated, a private repository its egress rules let it clone), never another team's to
+  // reuse by writing the same step (docs/templates.md, "The build cache").
+  let key = sha({ base: { artifact: base.artifact.sha256, layer: base.layer?.ref.sha256 ?? null }, team: teamId });
   const keys = steps.map((s) => (key = sha({ after: key, step: { type: s.type, args: s.args ?? [], filesHash: s.filesHash ?? null } })));
   const last = keys.at(-1);
   const final = last && !start.startCmd && capturesFiles(steps.at(-1)!) ? last : sha({ after: key, start: [start.startCmd ?? null, start.readyCmd ?? null] });

@@ -62,7 +62,7 @@ export class BuildRunner {
       });
       // Another team's private template is no base (docs/security.md): it is reported as not found.
       if (base.owner && !usableBy(b.team_id, base.owner)) throw new StepFailed('base', `the base ${baseRef} cannot be used: template ${baseRef} not found`);
-      const keys = cacheKeys(base, steps, spec);
+      const keys = cacheKeys(base, steps, spec, b.team_id);
       const forcedFrom = spec.force ? 0 : steps.findIndex((s) => s.force);
       const whole = forcedFrom === -1 ? await this.d.snapshots.byCacheKey(keys.final) : undefined;
       let snapshotId: string;

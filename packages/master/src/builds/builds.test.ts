@@ -101,6 +101,22 @@ for (const tdb of availableTestDatabases()) {
         assert.deepEqual(f.execs.slice(before).map((e) => e.command.split(';')[0]), ['make all', 'set -- \'/home/user/app\' \'user:\'', 'set -- \'user\'', 'id -un', 'whoami']);
       });
 
+      await t.test('the cache is the team\'s: another team writing the same base and steps runs them all (their files were made for the first team)', async () => {
+        const before = f.execs.length;
+        const r = await builds.request({ name: 'app-of-b' }, 'team-b');
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps });
+        await builds.settled();
+        assert.deepEqual(f.execs.slice(before).map((e) => e.command.split(';')[0]), ['make all', 'set -- \'/home/user/app\' \'user:\'', 'set -- \'user\'', 'id -un', 'whoami']);
+        const s = await builds.status(r.templateID, r.buildID, {});
+        assert.equal(s!.status, 'ready');
+        assert.ok(!s!.logEntries.some((e) => /CACHED|cached/.test(e.message)), 'nothing of the other team\'s is reused');
+        const again = await builds.request({ name: 'app-of-b' }, 'team-b');
+        const mid = f.execs.length;
+        await builds.start(again.templateID, again.buildID, { fromTemplate: 'base', steps });
+        await builds.settled();
+        assert.equal(f.execs.length, mid, 'the same team again: all cached');
+      });
+
       await t.test('per step: a changed step resumes from the capture of the steps before it; a step\'s force runs it and those after; a start command adds its own capture', async () => {
         const changed = [...steps.slice(0, 5), { type: 'RUN' as const, args: ['whoami', 'user'] }];
         let before = f.execs.length;

@@ -1,3 +1,4 @@
+import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import { notFound, SvcError } from '@svc/common';
 import type { SandboxRecord } from '@svc/contracts/master';
 import type { ExecOnNode, NodeAgentClient } from '@svc/contracts/node-agent';
@@ -36,10 +37,10 @@ export function fakes() {
     failCommand(command: string, code: number) { exitCodes = { [command]: code }; },
     ports: {
       templates: {
-        async forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }) {
+        async forBuild(alias: string, sizes: { cpuCount: number; memoryMB: number }, owner?: { teamId?: string }) {
           const have = [...templates.values()].find((t) => t.row.alias === alias);
           if (have) return have.row;
-          const row = { template_id: `tpl-${++n}`, alias, cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB } as TemplateRow;
+          const row = { template_id: `tpl-${++n}`, alias, cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB, team_id: owner?.teamId ?? DEFAULT_TEAM_ID } as TemplateRow;
           templates.set(row.template_id, { row });
           return row;
         },
