@@ -302,7 +302,7 @@ export const PUBLIC_API = {
         security: [],
         parameters: [
           { name: 'hash', in: 'path', required: true, schema: { type: 'string', pattern: '^[0-9a-f]{64}$' } },
-          query('expires', { type: 'string' }, 'From the signed URL'), query('signature', { type: 'string' }, 'From the signed URL'),
+          query('team', { type: 'string' }, 'From the signed URL: the team whose files these are'), query('expires', { type: 'string' }, 'From the signed URL'), query('signature', { type: 'string' }, 'From the signed URL'),
         ],
         requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
         responses: {
@@ -376,7 +376,7 @@ export const MASTER_TEMPLATE_PREFIXES = ['/svc/template', '/templates', '/v2/tem
 
 /**
  * Where the SDK PUTs a build's context files (E2B's COPY) with the signed URL the master gave:
- * `PUT /templates/files/{hash}?expires=&signature=`. The gateway asks no API key there (the
+ * `PUT /templates/files/{hash}?team=&expires=&signature=`. The gateway asks no API key there (the
  * signature is the credential, checked by the master) and streams the body through.
  */
 export const CONTEXT_FILES_UPLOAD_PATH = '/templates/files';

@@ -138,7 +138,7 @@ export class BuildRunner {
     try {
       await log('info', `Build sandbox ${sbx.sandboxId} started`);
       const node = await this.d.nodes.client(sbx.nodeId);
-      const target = { node, sandboxId: sbx.sandboxId, files: this.d.files, log };
+      const target = { node, sandboxId: sbx.sandboxId, teamId: b.team_id, files: this.d.files, log };
       let state = startState(base);
       let captured: string | undefined;
       for (const [i, step] of steps.entries()) {

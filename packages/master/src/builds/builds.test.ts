@@ -1,3 +1,4 @@
+import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { silentLogger, type SvcError } from '@svc/common';
@@ -227,7 +228,7 @@ for (const tdb of availableTestDatabases()) {
         assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'ready');
         const [, unpack, move, unpack2, move2] = f.execs; // the first makes sure the USER exists
         assert.equal(unpack.user, 'root');
-        assert.deepEqual(unpack.stdin, { url: `/internal/v1/template-files/${hash}`, sha256: 'c'.repeat(64), sizeBytes: 10 });
+        assert.deepEqual(unpack.stdin, { url: `/internal/v1/template-files/${DEFAULT_TEAM_ID}/${hash}`, sha256: 'c'.repeat(64), sizeBytes: 10 });
         assert.match(unpack.command, /tar -xzf - -C "\$1"$/);
         assert.match(unpack2.command, /tar -xf - -C "\$1"$/, 'an archive sent without gzip is read as it is');
         assert.match(move.command, /^set -- '\/tmp\/\.svc-copy-2-e{16}\/src' 'app\/' 'user:' '0644' '\/tmp\/\.svc-copy-2-e{16}'; /, 'the source up to its glob, the owner the step\'s user');

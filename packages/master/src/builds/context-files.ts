@@ -15,9 +15,12 @@ const DOWNLOAD = MASTER_DOWNLOAD_ROUTES.templateFiles;
 /**
  * A template build's context files (E2B's COPY, docs/templates.md "Copying files"): the SDK asks
  * whether the archive of a files hash is present and, when not, PUTs it to a signed URL of the
- * public API (no API key: the signature is the credential, as E2B's presigned URLs are). The
- * archive goes into the template center's artifact store as `ctx-<hash>`; a build's COPY step
- * has the node agent download it through the master and unpack it in the build sandbox.
+ * public API (no API key: the signature, which names the team, is the credential, as E2B's
+ * presigned URLs are). The archive goes into the template center's artifact store as
+ * `ctx-<team>-<hash>`; a build's COPY step has the node agent download it through the master and
+ * unpack it in the build sandbox. Each team has its own, as in E2B: the hash is the SDK's over
+ * the files, which cannot be checked against an archive, and the store keeps the first upload of
+ * an id, so a store shared by teams let one team upload first what another team's build copied.
  */
 export class ContextFiles {
   private readonly signingKey: string;
@@ -27,30 +30,28 @@ export class ContextFiles {
     this.signingKey = d.signingKey || randomBytes(32).toString('hex');
   }
 
-  /** What the store holds for a files hash: enough for a node to download and check it. */
-  async input(hash: string): Promise<ExecInput | undefined> {
-    const stored = await this.d.templateCenter.artifactInfo(artifactIdOf(hash));
+  /** What the store holds for a team's files hash: enough for a node to download and check it. */
+  async input(hash: string, team: string): Promise<ExecInput | undefined> {
+    const stored = await this.d.templateCenter.artifactInfo(artifactIdOf(team, hash));
     if (!stored) return undefined;
-    return { url: `${this.d.masterAddr.replace(/\/+$/, '')}${pathTo(DOWNLOAD, { hash })}`, sha256: stored.sha256, sizeBytes: stored.sizeBytes };
+    return { url: `${this.d.masterAddr.replace(/\/+$/, '')}${pathTo(DOWNLOAD, { team, hash })}`, sha256: stored.sha256, sizeBytes: stored.sizeBytes };
   }
 
-  /** E2B's GET /templates/{templateID}/files/{hash}: present, or where to upload it. */
-  async uploadLink(hash: string, origin: string): Promise<{ present: boolean; url?: string }> {
+  /** E2B's GET /templates/{templateID}/files/{hash}: present for this team, or where it uploads it. */
+  async uploadLink(hash: string, team: string, origin: string): Promise<{ present: boolean; url?: string }> {
     if (!isContextFilesHash(hash)) throw badRequest('hash must be the files hash of 64 hex digits');
-    if (await this.input(hash)) return { present: true };
+    if (await this.input(hash, team)) return { present: true };
     const expires = Math.floor(this.now() / 1000) + UPLOAD_URL_TTL_SEC;
-    return { present: false, url: `${origin.replace(/\/+$/, '')}${CONTEXT_FILES_UPLOAD_PATH}/${hash}?expires=${expires}&signature=${this.sign(hash, expires)}` };
-  }
-
-  async delete(hash: string): Promise<void> {
-    await this.d.templateCenter.deleteArtifact(artifactIdOf(hash));
+    const query = `team=${encodeURIComponent(team)}&expires=${expires}&signature=${this.sign(hash, team, expires)}`;
+    return { present: false, url: `${origin.replace(/\/+$/, '')}${CONTEXT_FILES_UPLOAD_PATH}/${hash}?${query}` };
   }
 
   /** The upload route (public, through the gateway) and the nodes' download route (MASTER_DOWNLOAD_ROUTES.templateFiles). */
   async registerRoutes(app: FastifyInstance): Promise<void> {
-    const download = async (req: FastifyRequest<{ Params: { hash: string } }>, reply: FastifyReply) => {
+    const download = async (req: FastifyRequest<{ Params: { team: string; hash: string } }>, reply: FastifyReply) => {
       if (!isContextFilesHash(req.params.hash)) throw badRequest('hash must be 64 hex digits');
-      return relayFromTemplateCenter(reply, this.d.templateCenter, artifactIdOf(req.params.hash), req.method === 'HEAD');
+      if (!isTeamId(req.params.team)) throw badRequest('team must be a team id');
+      return relayFromTemplateCenter(reply, this.d.templateCenter, artifactIdOf(req.params.team, req.params.hash), req.method === 'HEAD');
     };
     // HEAD first, the same handler: the GET would otherwise bring fastify's own HEAD, which answers content-length 0.
     app.route({ method: 'HEAD', url: DOWNLOAD.path, handler: download });
@@ -59,27 +60,29 @@ export class ContextFiles {
       scope.removeAllContentTypeParsers();
       // The handler streams req.raw into the store itself.
       scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-      scope.put<{ Params: { hash: string }; Querystring: { expires?: string; signature?: string } }>(`${CONTEXT_FILES_UPLOAD_PATH}/:hash`, async (req, reply) => {
+      scope.put<{ Params: { hash: string }; Querystring: { team?: string; expires?: string; signature?: string } }>(`${CONTEXT_FILES_UPLOAD_PATH}/:hash`, async (req, reply) => {
         const { hash } = req.params;
+        const { team } = req.query;
         if (!isContextFilesHash(hash)) throw notFound('no such upload');
-        this.checkSignature(hash, req.query.expires, req.query.signature);
+        if (typeof team !== 'string' || !isTeamId(team)) throw unauthorized('the upload URL lacks its team parameter; ask GET /templates/{templateID}/files/{hash} for one');
+        this.checkSignature(hash, team, req.query.expires, req.query.signature);
         const sizeBytes = contentLength(req);
-        await this.d.templateCenter.putLayer(artifactIdOf(hash), { sizeBytes }, req.raw);
+        await this.d.templateCenter.putLayer(artifactIdOf(team, hash), { sizeBytes }, req.raw);
         return reply.status(200).send({ hash, sizeBytes });
       });
     });
   }
 
-  private checkSignature(hash: string, expires: string | undefined, signature: string | undefined): void {
+  private checkSignature(hash: string, team: string, expires: string | undefined, signature: string | undefined): void {
     if (!expires || !signature) throw unauthorized('the upload URL lacks its expires and signature parameters; ask GET /templates/{templateID}/files/{hash} for one');
     const at = /^\d{1,12}$/.test(expires) ? Number(expires) : NaN;
     // The signature is checked first, so an expired URL is told apart only once it is genuine.
-    if (!Number.isFinite(at) || !sameSecret(signature, this.sign(hash, at))) throw unauthorized('the upload URL\'s signature is not valid');
+    if (!Number.isFinite(at) || !sameSecret(signature, this.sign(hash, team, at))) throw unauthorized('the upload URL\'s signature is not valid');
     if (at * 1000 < this.now()) throw unauthorized('the upload URL has expired; ask for a new one');
   }
 
-  private sign(hash: string, expires: number): string {
-    return createHmac('sha256', this.signingKey).update(`PUT ${CONTEXT_FILES_UPLOAD_PATH}/${hash} ${expires}`).digest('hex');
+  private sign(hash: string, team: string, expires: number): string {
+    return createHmac('sha256', this.signingKey).update(`PUT ${CONTEXT_FILES_UPLOAD_PATH}/${hash} ${team} ${expires}`).digest('hex');
   }
 
   private now(): number {
@@ -87,8 +90,13 @@ export class ContextFiles {
   }
 }
 
-function artifactIdOf(hash: string): string {
-  return `ctx-${hash}`;
+function artifactIdOf(team: string, hash: string): string {
+  return `ctx-${team}-${hash}`;
+}
+
+/** A team id as the master makes them (a UUID), or anything else that fits an artifact id. */
+function isTeamId(team: string): boolean {
+  return /^[A-Za-z0-9][A-Za-z0-9_-]{0,56}$/.test(team);
 }
 
 function contentLength(req: FastifyRequest): number {

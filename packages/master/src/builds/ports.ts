@@ -15,6 +15,8 @@ export interface BuilderTemplates {
   builderFailed(templateId: string, error: string): Promise<void>;
   /** The id of the template an id or alias names, if any. */
   idOf(ref: string): Promise<string | undefined>;
+  /** The team of the template an id or alias names, if any. */
+  teamOf(ref: string): Promise<string | undefined>;
   /** A template of a registry image to build from, the requesting team's (made when none it may use stands). */
   imageTemplate(image: string, auth: { username: string; password: string } | undefined, requester: { teamId: string }): Promise<string>;
   buildState(templateId: string): Promise<{ status: string; error: string | null } | undefined>;
@@ -38,6 +40,7 @@ export interface BuildNodes {
 
 /** Context files of COPY steps, as the store holds them (context-files.ts). */
 export interface BuildFiles {
-  input(hash: string): Promise<ExecInput | undefined>;
-  uploadLink(hash: string, origin: string): Promise<{ present: boolean; url?: string }>;
+  /** A team's files of a hash (a team sees only what it uploaded). */
+  input(hash: string, teamId: string): Promise<ExecInput | undefined>;
+  uploadLink(hash: string, teamId: string, origin: string): Promise<{ present: boolean; url?: string }>;
 }

@@ -30,7 +30,7 @@ export function registerBuildRoutes(app: FastifyInstance, builds: BuildService):
       const proto = req.headers['x-forwarded-proto'] ?? req.protocol;
       const host = req.headers['x-forwarded-host'] ?? req.headers.host;
       reply.status(201);
-      return builds.filesLink(req.params.templateID, req.params.hash, `${proto}://${host}`);
+      return builds.filesLink(req.params.templateID, req.params.hash, `${proto}://${host}`, callerTeam(req));
     });
     on<{ Params: { templateID: string } }>('GET', '/templates/{templateID}/tags', async (req) => builds.tags(req.params.templateID));
     type LogsQuery = { cursor?: number; direction?: 'forward' | 'backward'; level?: string; limit?: number };

@@ -20,6 +20,8 @@ export class StepFailed extends Error {
 interface StepSandbox {
   node: Awaited<ReturnType<BuildNodes['client']>>;
   sandboxId: string;
+  /** The build's team, whose uploaded files its COPY steps read. */
+  teamId: string;
   files: BuildFiles;
   log: BuildLog;
 }
@@ -85,7 +87,7 @@ function copySourceBase(src: string): string {
  */
 async function copy(sbx: StepSandbox, step: Step, state: StepState, n: string): Promise<void> {
   const [src, dest, owner, mode] = step.args ?? [];
-  const input = await sbx.files.input(step.filesHash!);
+  const input = await sbx.files.input(step.filesHash!, sbx.teamId);
   if (!input) throw new StepFailed(n, `step ${n}: the files of COPY ${src} are gone from the store; build again to upload them`);
   const dir = `/tmp/.svc-copy-${n}-${step.filesHash!.slice(0, 16)}`;
   const unpack = step.gzip === false ? 'tar -xf -' : 'tar -xzf -';

@@ -77,10 +77,17 @@ export class BuildService {
     return rows.map((r) => ({ tag: r.tag, buildID: r.build_id, createdAt: new Date(Number(r.created_at)).toISOString() }));
   }
 
-  /** E2B's files route: whether a COPY step's files are stored, or where to upload them. */
-  async filesLink(templateRef: string, hash: string, origin: string): Promise<{ present: boolean; url?: string }> {
+  /**
+   * E2B's files route: whether a COPY step's files are stored, or where to upload them. Files are
+   * the caller's team's (the operator's on the master's address: the template's team): the hash
+   * is the SDK's over the files, which the master cannot check against the archive, so a shared
+   * store would let one team upload first what another team's build then copies.
+   */
+  async filesLink(templateRef: string, hash: string, origin: string, caller?: string): Promise<{ present: boolean; url?: string }> {
     await this.templateIdOf(templateRef);
-    return this.d.files.uploadLink(hash, origin);
+    const team = caller ?? await this.d.templates.teamOf(templateRef);
+    if (!team) throw notFound(`template ${templateRef} not found`, ErrorCodes.templateNotFound);
+    return this.d.files.uploadLink(hash, team, origin);
   }
 
   /** The build snapshot a tag of the template names (a create of `name:tag`). */
@@ -99,7 +106,7 @@ export class BuildService {
     const b = await this.buildOf(templateRef, buildId);
     const base = checkSpec(spec);
     for (const [i, s] of (spec.steps ?? []).entries()) {
-      if (s.type === 'COPY' && !(await this.d.files.input(s.filesHash!))) {
+      if (s.type === 'COPY' && !(await this.d.files.input(s.filesHash!, b.team_id))) {
         throw badRequest(`steps[${i}] (COPY ${s.args?.[0]}): its files (hash ${s.filesHash}) were not uploaded; the SDK uploads them before it starts the build`);
       }
     }

@@ -114,6 +114,11 @@ export class TemplateService {
     return t ? { status: t.status, error: t.error } : undefined;
   }
 
+  /** The team a template is of (the default team for the operator's), for files uploaded to it. */
+  async teamOf(ref: string): Promise<string | undefined> {
+    return (await this.d.templates.resolve(ref))?.team_id;
+  }
+
   async idOf(ref: string): Promise<string | undefined> {
     return (await this.d.templates.resolve(ref))?.template_id;
   }

@@ -47,6 +47,7 @@ export function fakes() {
         async builderBuilt(id: string, r: { snapshotId: string }) { templates.get(id)!.built = r.snapshotId; },
         async builderFailed(id: string, error: string) { templates.get(id)!.failed = error; },
         async idOf(ref: string) { return [...templates.values()].find((t) => t.row.alias === ref || t.row.template_id === ref)?.row.template_id; },
+        async teamOf(ref: string) { return [...templates.values()].find((t) => t.row.alias === ref || t.row.template_id === ref)?.row.team_id; },
         async imageTemplate(image: string, auth: unknown, requester: { teamId: string }) {
           const have = images.get(image);
           if (have) return have.id;
@@ -66,8 +67,9 @@ export function fakes() {
         async artifactRef() { return base.artifact; },
       },
       files: {
-        async input(hash: string) { return uploaded.has(hash) ? { url: pathTo(MASTER_DOWNLOAD_ROUTES.templateFiles, { hash }), sha256: 'c'.repeat(64), sizeBytes: 10 } : undefined; },
-        async uploadLink(hash: string, origin: string) { return uploaded.has(hash) ? { present: true } : { present: false, url: `${origin}/templates/files/${hash}?signed` }; },
+        // Team-blind: the team's own store is ContextFiles' (context-files.test.ts).
+        async input(hash: string, team: string) { return uploaded.has(hash) ? { url: pathTo(MASTER_DOWNLOAD_ROUTES.templateFiles, { team, hash }), sha256: 'c'.repeat(64), sizeBytes: 10 } : undefined; },
+        async uploadLink(hash: string, _team: string, origin: string) { return uploaded.has(hash) ? { present: true } : { present: false, url: `${origin}/templates/files/${hash}?signed` }; },
       },
       sandboxes: {
         async create(_input: unknown, resolved: ResolvedTemplate) {
