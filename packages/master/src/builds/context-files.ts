@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { badRequest, notFound, sameSecret, unauthorized, type Logger } from '@svc/common';
 import { CONTEXT_FILES_UPLOAD_PATH, isContextFilesHash } from '@svc/contracts';
@@ -16,8 +16,8 @@ const DOWNLOAD = MASTER_DOWNLOAD_ROUTES.templateFiles;
  * A template build's context files (E2B's COPY, docs/templates.md "Copying files"): the SDK asks
  * whether the archive of a files hash is present and, when not, PUTs it to a signed URL of the
  * public API (no API key: the signature, which names the team, is the credential, as E2B's
- * presigned URLs are). The archive goes into the template center's artifact store as
- * `ctx-<team>-<hash>`; a build's COPY step has the node agent download it through the master and
+ * presigned URLs are). The archive goes into the template center's artifact store under an id
+ * made of the team and the hash (artifactIdOf); a build's COPY step has the node agent download it through the master and
  * unpack it in the build sandbox. Each team has its own, as in E2B: the hash is the SDK's over
  * the files, which cannot be checked against an archive, and the store keeps the first upload of
  * an id, so a store shared by teams let one team upload first what another team's build copied.
@@ -90,8 +90,12 @@ export class ContextFiles {
   }
 }
 
+/**
+ * The store's id of a team's files: a hash of both, since the team's UUID and the files hash side
+ * by side (105 characters) pass the 100 a path parameter may have on the template center's routes.
+ */
 function artifactIdOf(team: string, hash: string): string {
-  return `ctx-${team}-${hash}`;
+  return `ctx-${createHash('sha256').update(`${team}/${hash}`).digest('hex')}`;
 }
 
 /** A team id as the master makes them (a UUID), or anything else that fits an artifact id. */
