@@ -67,10 +67,10 @@ export class PlaceholderResolver {
     return headers.map((h) => ({ name: h.name, value: fillPlaceholders(h.value, lookup) }));
   }
 
-  /** Every value held now: the audit log redacts them should one ever reach a record. */
   /** Grows whenever the values liveValues gives may have changed. */
   get version(): number { return this.changes; }
 
+  /** Every value held now: the audit log redacts them should one ever reach a record. */
   *liveValues(): Iterable<string> {
     for (const s of this.secrets.values()) yield s.value;
     for (const t of this.tokens.values()) yield t.token;
