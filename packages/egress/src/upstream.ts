@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -58,7 +59,8 @@ const MAX_TLS_SESSIONS = 100;
  * The upstream side of the proxy: name resolution (overrides, then DNS, IPv4 only) and
  * keep-alive connections on the shared lean HTTP/1.1 path (@svc/http1), with the connect and
  * idle timeouts of docs/egress.md "Known limits". One pool key per (scheme, host, ip, port,
- * proxy), not per address alone: a socket serves one name, and a proxied one its proxy only.
+ * proxy and its login), not per address alone: a socket serves one name, and a proxied one its
+ * proxy and login only.
  */
 export class Upstreams {
   private readonly pool: UpstreamPool;
@@ -80,7 +82,7 @@ export class Upstreams {
    * never direct then. The caller starts its exchange on it (UpstreamConnection.start).
    */
   connection(target: UpstreamTarget, via?: ProxyVia): UpstreamConnection {
-    const key = `${target.scheme}|${target.host}|${target.ip}|${target.port}${via ? `|${via.kind}:${via.host}:${via.port}:${via.username ?? ''}` : ''}`;
+    const key = `${target.scheme}|${target.host}|${target.ip}|${target.port}${via ? viaKey(via) : ''}`;
     return this.pool.acquire(key, () => this.open(key, target, via));
   }
 
@@ -198,4 +200,22 @@ export function upstreamFailure(error: unknown, target: UpstreamTarget): Upstrea
   }
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return new UpstreamError(502, 'connection', `upstream ${where} is unreachable (${code})`, code);
   return new UpstreamError(502, 'connection', `upstream ${where} failed: ${err.message}${code ? ` (${code})` : ''}`, code);
+}
+
+const viaKeys = new WeakMap<ProxyVia, string>();
+
+/**
+ * The part of a pool key a proxy adds: its address and its login, the password as a digest. A
+ * proxy checks a login once, when the connection opens: a sandbox naming the same proxy and user
+ * with another password reused a connection let in for the right one (upstream-via-pool.test.ts).
+ * Made once per ProxyVia (a policy's tunnel is parsed once): this runs on every proxied request.
+ */
+function viaKey(via: ProxyVia): string {
+  let key = viaKeys.get(via);
+  if (key === undefined) {
+    const secret = via.password === undefined ? '' : createHash('sha256').update(via.password).digest('base64url');
+    key = `|${via.kind}:${via.host}:${via.port}:${via.username ?? ''}:${secret}`;
+    viaKeys.set(via, key);
+  }
+  return key;
 }
