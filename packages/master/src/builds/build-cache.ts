@@ -9,8 +9,9 @@ export interface CacheKeys { steps: string[]; final: string }
 
 /**
  * A build's cache keys (docs/templates.md, "The build cache"): each step's is the hash of the key
- * before it (the base's files and the team first) and the step (type, arguments, files hash); the build's is the
- * last step's, or with a start command (which may write files) the hash of that and the commands.
+ * before it (the base's files and the team first) and the step (type, arguments, files hash);
+ * the build's is the last step's, or with a start command (which may write files) the hash of
+ * that and the commands.
  */
 export function cacheKeys(base: ResolvedTemplate, steps: Step[], start: Pick<E2bBuildStart, 'startCmd' | 'readyCmd'>, teamId: string): CacheKeys {
   const sha = (v: unknown) => createHash('sha256').update(JSON.stringify(v)).digest('hex');

@@ -88,9 +88,9 @@ export class BuildRunner {
   }
 
   /** An image base: its template (made, or one made before), once its pull and build are done. */
-  private async imageBase(base: Extract<BaseSpec, { kind: 'image' }>, teamOf: string, log: BuildLog): Promise<string> {
+  private async imageBase(base: Extract<BaseSpec, { kind: 'image' }>, teamId: string, log: BuildLog): Promise<string> {
     await log('info', `Base image ${base.image}: pulling it as a template`);
-    const id = await this.d.templates.imageTemplate(base.image, base.auth, { teamId: teamOf }).catch((err) => {
+    const id = await this.d.templates.imageTemplate(base.image, base.auth, { teamId }).catch((err) => {
       throw new StepFailed('base', `the image ${base.image} cannot be used: ${toSvcError(err).message}`);
     });
     const until = Date.now() + IMAGE_BASE_LIMIT_MS;

@@ -17,10 +17,11 @@ const DOWNLOAD = MASTER_DOWNLOAD_ROUTES.templateFiles;
  * whether the archive of a files hash is present and, when not, PUTs it to a signed URL of the
  * public API (no API key: the signature, which names the team, is the credential, as E2B's
  * presigned URLs are). The archive goes into the template center's artifact store under an id
- * made of the team and the hash (artifactIdOf); a build's COPY step has the node agent download it through the master and
- * unpack it in the build sandbox. Each team has its own, as in E2B: the hash is the SDK's over
- * the files, which cannot be checked against an archive, and the store keeps the first upload of
- * an id, so a store shared by teams let one team upload first what another team's build copied.
+ * made of the team and the hash (artifactIdOf); a build's COPY step has the node agent download
+ * it through the master and unpack it in the build sandbox. Each team has its own, as in E2B: the
+ * hash is the SDK's over the files, which cannot be checked against an archive, and the store
+ * keeps the first upload of an id, so a store shared by teams let one team upload first what
+ * another team's build copied.
  */
 export class ContextFiles {
   private readonly signingKey: string;

@@ -32,9 +32,10 @@ const OSES = new Set(['linux']);
 const ARCHES = new Set(['amd64', 'arm64', 'arm', '386', 'ppc64le', 's390x', 'riscv64']);
 
 /**
- * `puller`: the team the template is made for (spec-hash.ts). The rules of a TemplateCreate that its schema (template-route-schemas.ts), already checked by the
+ * The rules of a TemplateCreate that its schema (template-route-schemas.ts), already checked by the
  * route, cannot state: exactly one source, paths that are absolute, options that fit the source,
- * the platform's names, the alias rules; then the defaults.
+ * the platform's names, the alias rules; then the defaults. `puller` is the team the template is
+ * made for, part of the spec of a pull with credentials (spec-hash.ts).
  */
 export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svclet_conf'], puller: string): CreateSpec {
   const given = SOURCES.filter((k) => b[k] !== undefined && b[k] !== null && b[k] !== '');
