@@ -69,6 +69,11 @@ export function validateConfig(c: SvcConfig): void {
   }
   need(Number.isInteger(c.lifecycle.replicas) && c.lifecycle.replicas >= 1 && c.lifecycle.replicas <= 8, 'lifecycle.replicas', `must be 1..8 (got ${c.lifecycle.replicas})`);
   need(c.lifecycle.sweep_interval_ms >= 100, 'lifecycle.sweep_interval_ms', 'must be at least 100');
+  for (const entry of c.template_center.host_registries.split(',').map((x) => x.trim()).filter(Boolean)) {
+    // As an image reference names its registry (what the template center compares), never a URL.
+    need(entry === '*' || /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:]+\])(?::\d{1,5})?$/.test(entry), 'template_center.host_registries',
+      `must be registries as images name them, host or host:port (localhost:5000), or * (${JSON.stringify(entry)} is not one${/^https?:\/\//.test(entry) ? ': leave out the scheme' : ''})`);
+  }
   need(c.template_center.reconcile.interval_sec > 0, 'template_center.reconcile.interval_sec', 'must be positive');
   need(c.template_center.reconcile.stale_after_sec > 0, 'template_center.reconcile.stale_after_sec', 'must be positive');
   need(c.api.max_body_bytes >= 1024, 'api.max_body_bytes', 'must be at least 1024');
