@@ -125,7 +125,11 @@ export class PlatformGuard {
       this.failing = false;
     } catch (err) {
       // The last list stands (an endpoint rarely moves); the refusals that need no master always hold.
-      if (!this.failing) this.logger.warn({ err: (err as Error).message }, 'egress: the master\'s list of platform addresses could not be read; the last one stands');
+      if (!this.failing) {
+        this.logger.warn({ err: (err as Error).message }, this.read
+          ? 'egress: the master\'s list of platform addresses could not be read; the last one stands'
+          : 'egress: the master\'s list of platform addresses could not be read; sandboxes\' requests are refused until it is (asked every second)');
+      }
       this.failing = true;
     }
   }
