@@ -39,12 +39,12 @@ function cidrOf(text: string): Cidr {
  * host's own addresses, the sandbox pools. Refused on their port: the platform's endpoints on
  * other hosts (a cluster's master, database, Redis), the master's list, read again every 30 s and
  * kept when the master does not answer; until its first answer the proxy is not ready (`listed`).
- * A sandbox's own SOCKS5 proxy is checked here too; the
- * destinations it is asked for are on its side of the world and are not.
+ * A sandbox's own SOCKS5 proxy is checked here too; the destinations it is asked for are on its
+ * side of the world and are not.
  */
 export class PlatformGuard {
-  /** The configured pool, then the master's pools. */
   private readonly configuredPool: Cidr;
+  /** The configured pool, then the master's pools. */
   private pools: Cidr[];
   private hostAddresses = new Set<string>();
   private endpoints = new Set<string>();

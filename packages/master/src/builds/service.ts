@@ -84,10 +84,9 @@ export class BuildService {
    * store would let one team upload first what another team's build then copies.
    */
   async filesLink(templateRef: string, hash: string, origin: string, caller?: string): Promise<{ present: boolean; url?: string }> {
-    await this.templateIdOf(templateRef);
-    const team = caller ?? await this.d.templates.teamOf(templateRef);
-    if (!team) throw notFound(`template ${templateRef} not found`, ErrorCodes.templateNotFound);
-    return this.d.files.uploadLink(hash, team, origin);
+    const owner = await this.d.templates.teamOf(templateRef);
+    if (!owner) throw notFound(`template ${templateRef} not found`, ErrorCodes.templateNotFound);
+    return this.d.files.uploadLink(hash, caller ?? owner, origin);
   }
 
   /** The build snapshot a tag of the template names (a create of `name:tag`). */

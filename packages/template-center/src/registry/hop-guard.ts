@@ -1,6 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { hostAddresses } from '@svc/common';
+import { registryHost } from './reference.ts';
 
 /** A host's addresses (tests give their own). */
 export type ResolveHost = (host: string) => Promise<string[]>;
@@ -39,8 +40,7 @@ export function listedRegistry(registry: string, hostRegistries: readonly string
  * docs/templates.md "The builder".
  */
 export async function registryRefusal(registry: string, resolve: ResolveHost = systemResolve): Promise<string | undefined> {
-  const host = registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.replace(/:\d+$/, '');
-  const why = await onHost(host, resolve);
+  const why = await onHost(registryHost(registry), resolve);
   return why && `registry ${registry} is on the host the template center runs on (${why}); builds pull from a registry there only when the operator names it in template_center.host_registries (SVC_HOST_REGISTRIES), for example "${registry}"`;
 }
 

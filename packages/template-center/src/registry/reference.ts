@@ -60,8 +60,13 @@ export function formatReference(r: ImageReference): string {
   return `${r.registry}/${r.repository}${r.tag ? `:${r.tag}` : ''}${r.digest ? `@${r.digest}` : ''}`;
 }
 
+/** A registry's host without its port (an IPv6 address without its brackets). */
+export function registryHost(registry: string): string {
+  return registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.replace(/:\d+$/, '');
+}
+
 /** A registry host (with an optional port) on this machine's loopback: localhost, 127.0.0.0/8, ::1. */
 export function isLoopbackRegistry(registry: string): boolean {
-  const host = registry.startsWith('[') ? registry.slice(1, registry.indexOf(']')) : registry.replace(/:\d+$/, '');
+  const host = registryHost(registry);
   return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }

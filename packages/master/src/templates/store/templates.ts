@@ -69,7 +69,10 @@ export class TemplateStore {
       .execute();
   }
 
-  /** The newest template of this spec that has not failed and that `teamId` may use, its own or a public one (a builder base made from an image). */
+  /**
+   * The newest template of this spec that has not failed and that `teamId` may use, its own or a
+   * public one (a builder base made from an image).
+   */
   async bySpecHash(specHash: string, teamId: string): Promise<TemplateRow | undefined> {
     return this.db.selectFrom('t_svc_template').selectAll().where('spec_hash', '=', specHash).where('status', '!=', 'failed')
       .where((eb) => eb.or([eb('team_id', '=', teamId), eb('public', '=', 1)]))
