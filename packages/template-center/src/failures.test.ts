@@ -86,7 +86,7 @@ describe('builds that fail say why and leave nothing behind', () => {
 
   test('plain-HTTP registry with insecure: false (HTTPS asked for) gets a hint', async () => {
     const req = await h.submit({ kind: 'registry', ref: `${registry.host}/test/app:v1`, insecure: false });
-    assert.equal(await failed(h, req), `cannot reach registry ${registry.host}: ERR_SSL_WRONG_VERSION_NUMBER wrong version number (it looks like a plain-HTTP registry: set insecure)`);
+    assert.equal(await failed(h, req), `cannot reach registry ${registry.host}: EPROTO wrong version number (it looks like a plain-HTTP registry: set insecure)`);
   });
 
   test('corrupt layer: digest mismatch', async () => {

@@ -3,7 +3,8 @@
  * and no registry there unless the operator names it. Names resolve through a stub, so the test decides what a
  * name stands for (a registry's redirect to a name resolving to loopback included); then the
  * client's plumbing: redirects of manifests and blobs, and a token realm, each checked before
- * it is followed, with a registry that answers on loopback and a guard given by the test.
+ * it is followed, with a registry that answers on loopback and a guard given by the test; and
+ * each connection's own lookup, checked again where it connects (a name rebinding to loopback).
  */
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
@@ -71,6 +72,7 @@ test('a registry on this host is refused unless the operator names it (loopback,
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 let server: Server;
 let host: string;
+let port: number;
 const asked: string[] = [];
 
 before(async () => {
@@ -78,13 +80,15 @@ before(async () => {
     asked.push(req.url ?? '');
     if (req.url === '/v2/r/manifests/v1') { res.writeHead(302, { location: '/forbidden/manifest' }).end(); return; }
     if (req.url === '/v2/r/manifests/v2') { res.writeHead(307, { location: '/allowed/manifest' }).end(); return; }
-    if (req.url === '/allowed/manifest') { res.writeHead(200, { 'content-type': 'application/json' }).end('{"schemaVersion":2}'); return; }
+    if (req.url === '/v2/r/manifests/rebind') { res.writeHead(302, { location: `http://localhost:${port}/allowed/manifest?rebound` }).end(); return; }
+    if (req.url?.startsWith('/allowed/manifest')) { res.writeHead(200, { 'content-type': 'application/json' }).end('{"schemaVersion":2}'); return; }
     if (req.url === `/v2/r/blobs/${DIGEST}`) { res.writeHead(302, { location: `http://${host}/forbidden/blob` }).end(); return; }
     if (req.url === '/v2/auth/manifests/v1') { res.writeHead(401, { 'www-authenticate': `Bearer realm="http://${host}/forbidden/token",service="x"` }).end(); return; }
     res.writeHead(404).end('{"errors":[{"code":"NOT_FOUND","message":"asked for something else"}]}');
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  host = `127.0.0.1:${(server.address() as { port: number }).port}`;
+  port = (server.address() as { port: number }).port;
+  host = `127.0.0.1:${port}`;
 });
 after(() => { server.closeAllConnections(); server.close(); });
 
@@ -112,4 +116,24 @@ test('by default a redirect into this host is refused; a registry the operator n
   assert.deepEqual(asked.filter((u) => u.startsWith('/forbidden')), [], 'not followed');
   await assert.rejects(new RegistryClient(ref, { insecure: true, trusted: true }).manifest('v1'), /asked for something else|manifest/);
   assert.ok(asked.includes('/forbidden/manifest'), 'the trusted registry\'s redirect was followed');
+});
+
+test('a name the check let through but that resolves into this host when connecting is refused at the connection (DNS rebinding)', async () => {
+  // The test's guard lets every /allowed hop through, as the check would for a name that answered
+  // a public address then: the connection resolves `localhost` itself, and finds loopback.
+  await assert.rejects(guarded('r').manifest('rebind'), (e: Error & { status?: number }) => {
+    assert.match(e.message, /^localhost resolved to (127\.0\.0\.1|::1), which is loopback: the template center connects into the host it runs on only for a registry the operator names in template_center\.host_registries$/);
+    assert.equal(e.status, 403);
+    return true;
+  });
+  assert.ok(!asked.includes('/allowed/manifest?rebound'), 'no connection was made');
+  // The registry's own name is held to it too, on every connection (the pre-check is the caller's).
+  const byName = parseReference(`localhost:${port}/r:v2`);
+  await assert.rejects(new RegistryClient(byName, { insecure: true, hopRefusal: async () => undefined }).manifest('v2'), /: localhost resolved to .* which is loopback/);
+  await assert.rejects(new RegistryClient(byName, { insecure: true, hopRefusal: async () => undefined }).blobStream(DIGEST), /: localhost resolved to .* which is loopback/);
+  // A registry the operator named connects there.
+  const trusted = await new RegistryClient(byName, { insecure: true, trusted: true }).manifest('v2');
+  assert.deepEqual(trusted.doc, { schemaVersion: 2 });
+  await new RegistryClient(parseReference(`${host}/r:v1`), { insecure: true, trusted: true }).manifest('rebind');
+  assert.ok(asked.includes('/allowed/manifest?rebound'), 'the trusted registry\'s redirect to localhost was followed');
 });

@@ -1,7 +1,9 @@
+import { lookup as dnsLookup } from 'node:dns';
 import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { hostAddresses } from '@svc/common';
 import { registryHost } from './reference.ts';
+import { RegistryError } from './registry-error.ts';
 
 /** A host's addresses (tests give their own). */
 export type ResolveHost = (host: string) => Promise<string[]>;
@@ -17,8 +19,8 @@ const systemResolve: ResolveHost = async (host) => (await lookup(host, { all: tr
  * redirect to `http://127.0.0.1:<master>/v1/sandboxes` had the master's list fetched for it. A
  * registry the operator named (template_center.host_registries, a mirror) is not asked about:
  * RegistryClientOptions.trusted.
- * The connection resolves a name again after this check: a name whose answer changes between the
- * two (a TTL of 0) is not caught here; pinning the address would need fetch's own dispatcher.
+ * The connection does not resolve the name again after this check: it is made through
+ * guardedLookup, which checks the address it connects to.
  */
 export async function hopRefusal(registry: string, next: URL, resolve: ResolveHost = systemResolve): Promise<string | undefined> {
   const why = await onHost(next.hostname.replace(/^\[|\]$/g, ''), resolve);
@@ -54,12 +56,44 @@ async function onHost(host: string, resolve: ResolveHost): Promise<string | unde
     return undefined;
   }
   for (const raw of addresses) {
-    const a = raw.toLowerCase().replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');
-    const why = a.startsWith('127.') || a === '::1' ? 'is loopback'
-      : a.startsWith('0.') || a === '::' ? 'means this host'
-        : a.startsWith('169.254.') || /^fe[89ab][0-9a-f]:/.test(a) ? 'is link-local'
-          : hostAddresses().includes(a) ? 'is an address of this host' : undefined;
-    if (why) return `${host === a ? a : `${host} (${a})`} ${why}`;
+    const why = addressOnHost(raw);
+    if (why) return `${host === why.address ? why.address : `${host} (${why.address})`} ${why.reason}`;
   }
   return undefined;
 }
+
+/** Whether an address is the host's own (loopback, 0.0.0.0/8, link-local, one of its interfaces'), and why. */
+function addressOnHost(raw: string): { address: string; reason: string } | undefined {
+  const a = raw.toLowerCase().replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1');
+  const reason = a.startsWith('127.') || a === '::1' ? 'is loopback'
+    : a.startsWith('0.') || a === '::' ? 'means this host'
+      : a.startsWith('169.254.') || /^fe[89ab][0-9a-f]:/.test(a) ? 'is link-local'
+        : hostAddresses().includes(a) ? 'is an address of this host' : undefined;
+  return reason === undefined ? undefined : { address: a, reason };
+}
+
+/**
+ * The `lookup` of every connection a registry client opens for a registry the operator did not
+ * name (registry-client.ts): the name is resolved once, here, the answer checked, and the
+ * connection made to the address checked. The checks before a request (registryRefusal,
+ * hopRefusal) give the clear message, but the connection would resolve the name again, and a name
+ * answering a public address to the check and 127.0.0.1 to the connection (a TTL of 0: DNS
+ * rebinding) would reach the host's own services. An address given as an IP literal is not
+ * looked up by node; the checks before cover it.
+ */
+export const guardedLookup: LookupFunction = (hostname, options, callback) => {
+  dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) { callback(err, '', 0); return; }
+    if (addresses.length === 0) { callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0); return; }
+    for (const { address } of addresses) {
+      const why = addressOnHost(address);
+      if (why) {
+        const refused = new RegistryError(`${hostname} resolved to ${why.address}, which ${why.reason}: the template center connects into the host it runs on only for a registry the operator names in template_center.host_registries`, 403);
+        callback(refused, '', 0);
+        return;
+      }
+    }
+    if (options.all) callback(null, addresses as unknown as string, 0);
+    else callback(null, addresses[0].address, addresses[0].family);
+  });
+};

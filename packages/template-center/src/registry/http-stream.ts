@@ -1,5 +1,6 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { guardedLookup } from './hop-guard.ts';
 
 export interface StreamGetOptions {
   headers: Record<string, string>;
@@ -9,15 +10,30 @@ export interface StreamGetOptions {
   /** What to fail with when the headers do not come in time. */
   timeoutError: () => Error;
   maxRedirects?: number;
+  /** What to fail with past maxRedirects. */
+  tooManyRedirects?: () => Error;
   /** Throws when a redirect may not be followed to this URL (hop-guard.ts); asked before each hop. */
   checkHop?: (next: URL) => Promise<void>;
+  /** Every connection to an address guardedLookup checked (a registry the operator did not name). */
+  guarded?: boolean;
 }
 
+/**
+ * Keep-alive agents whose connections are all made through guardedLookup, apart from node's
+ * global ones: a pooled connection a guarded request reuses was checked when it was opened, and
+ * one a trusted registry's pull opened is never lent to a guarded request. Idle ones go after
+ * 5 s, as with the global agents.
+ */
+const GUARDED_AGENTS = {
+  http: new HttpAgent({ keepAlive: true, timeout: 5_000, lookup: guardedLookup }),
+  https: new HttpsAgent({ keepAlive: true, timeout: 5_000, lookup: guardedLookup }),
+};
+
 /** The statuses a redirect is followed on (fetch's set). */
-export const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /** The headers for a redirect's next hop: Authorization is dropped when the origin changes, as fetch does. */
-export function headersForHop(headers: Record<string, string>, from: URL, to: URL): Record<string, string> {
+function headersForHop(headers: Record<string, string>, from: URL, to: URL): Record<string, string> {
   if (to.origin === from.origin) return headers;
   const { authorization: _dropped, ...rest } = headers;
   return rest;
@@ -25,7 +41,9 @@ export function headersForHop(headers: Record<string, string>, from: URL, to: UR
 
 /**
  * A GET whose body is a plain Node stream: layer blobs are the bulk of a pull, and node:http
- * moves them with noticeably less CPU than fetch's web streams. Redirects are followed (registries
+ * moves them with noticeably less CPU than fetch's web streams; manifests and tokens take the
+ * same path, so that every connection can be made through guardedLookup (fetch resolves names
+ * itself). Redirects are followed (registries
  * send blobs to a CDN or object store), dropping the Authorization header when the origin
  * changes, as fetch does. The final response is returned whatever its status; `signal` aborts it
  * until its body ends.
@@ -38,7 +56,7 @@ export async function streamGet(url: string, o: StreamGetOptions): Promise<Incom
     const location = res.headers.location;
     if (!REDIRECTS.has(res.statusCode ?? 0) || !location) return res;
     res.destroy();
-    if (hops >= (o.maxRedirects ?? 5)) throw new Error(`too many redirects fetching ${url}`);
+    if (hops >= (o.maxRedirects ?? 5)) throw o.tooManyRedirects?.() ?? new Error(`too many redirects fetching ${url}`);
     const next = new URL(location, current);
     await o.checkHop?.(next);
     headers = headersForHop(headers, current, next);
@@ -50,8 +68,9 @@ function getOnce(url: URL, headers: Record<string, string>, o: StreamGetOptions)
   return new Promise((resolve, reject) => {
     const { signal } = o;
     if (signal?.aborted) return reject(signal.reason);
-    const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    const req = request(url, { method: 'GET', headers });
+    const tls = url.protocol === 'https:';
+    const request = tls ? httpsRequest : httpRequest;
+    const req = request(url, { method: 'GET', headers, ...(o.guarded ? { agent: tls ? GUARDED_AGENTS.https : GUARDED_AGENTS.http } : {}) });
     const onAbort = () => req.destroy(signal!.reason as Error);
     signal?.addEventListener('abort', onAbort, { once: true });
     const timer = setTimeout(() => req.destroy(o.timeoutError()), o.headerTimeoutMs);

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { MANIFEST_ACCEPT, MediaTypes } from '../image/oci-types.ts';
 import { parseChallenge, type AuthChallenge } from './challenge.ts';
 import { hopRefusal } from './hop-guard.ts';
-import { headersForHop, readText, REDIRECTS, streamGet } from './http-stream.ts';
+import { readText, streamGet, type StreamGetOptions } from './http-stream.ts';
 import { apiHost, isLoopbackRegistry, type ImageReference } from './reference.ts';
 import { distributionErrorCode, RegistryError } from './registry-error.ts';
 
@@ -35,8 +35,10 @@ export interface FetchedManifest {
 }
 
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+/** A token service's answer: a token and its lifetime, a few KiB at most in practice. */
+const MAX_TOKEN_BYTES = 1024 * 1024;
 const RETRIES = 3;
-/** fetch's own limit when it follows redirects. */
+/** fetch's own limit when it follows redirects, kept when the client moved to node:http. */
 const MAX_REDIRECTS = 20;
 const HEADER_TIMEOUT_MS = 60_000;
 
@@ -58,15 +60,15 @@ export class RegistryClient {
 
   async manifest(reference: string): Promise<FetchedManifest> {
     const res = await this.request(`/manifests/${reference}`, { accept: MANIFEST_ACCEPT });
-    if (!res.ok) throw await this.manifestError(res, reference);
-    const body = await readLimited(res.body, Number(res.headers.get('content-length') ?? '0'), MAX_MANIFEST_BYTES, `manifest ${reference}`);
+    if (!succeeded(res)) throw await this.manifestError(res, reference);
+    const body = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference}`);
     const digest = `sha256:${createHash('sha256').update(body).digest('hex')}`;
     if (reference.startsWith('sha256:') && reference !== digest) {
       throw new RegistryError(`manifest ${reference} from ${this.where} digest mismatch: content hashes to ${digest}`);
     }
     let doc: unknown;
     try { doc = JSON.parse(body.toString('utf8')); } catch { throw new RegistryError(`manifest ${reference} from ${this.where} is not valid JSON`); }
-    const mediaType = (doc as { mediaType?: string }).mediaType || res.headers.get('content-type')?.split(';')[0] || undefined;
+    const mediaType = (doc as { mediaType?: string }).mediaType || res.headers['content-type']?.split(';')[0] || undefined;
     if (mediaType === MediaTypes.dockerSchema1 || mediaType === MediaTypes.dockerSchema1Signed || (doc as { schemaVersion?: number }).schemaVersion === 1) {
       throw new RegistryError(`${this.where}:${reference} uses the Docker schema 1 manifest format, which is not supported; push it again with a current client`);
     }
@@ -76,7 +78,7 @@ export class RegistryClient {
   /** Small blob (image config) read whole and verified. */
   async blobBytes(digest: string, maxBytes = 16 * 1024 * 1024): Promise<Buffer> {
     const res = await this.blobStream(digest);
-    const body = await readLimited(res, Number(res.headers['content-length'] ?? '0'), maxBytes, `blob ${digest}`);
+    const body = await readLimited(res, maxBytes, `blob ${digest}`);
     const got = `sha256:${createHash('sha256').update(body).digest('hex')}`;
     if (got !== digest) throw new RegistryError(`config ${digest} from ${this.where} digest mismatch: content hashes to ${got}`);
     return body;
@@ -96,7 +98,7 @@ export class RegistryClient {
       try {
         res = await streamGet(`${this.base}/blobs/${digest}`, {
           headers: this.authorization ? { authorization: this.authorization } : {},
-          signal, headerTimeoutMs: HEADER_TIMEOUT_MS, timeoutError: () => this.headerTimeout(), checkHop: (next) => this.checkHop(next),
+          ...this.getOptions(signal),
         });
       } catch (err) {
         if (signal?.aborted) throw signal.reason ?? err;
@@ -105,7 +107,7 @@ export class RegistryClient {
         throw this.networkError(err as Error);
       }
       const status = res.statusCode ?? 0;
-      if (status >= 200 && status < 300) return res;
+      if (succeeded(res)) return res;
       if (status === 401 && !reauthenticated) {
         res.destroy();
         await this.authenticate(parseChallenge(headerValue(res.headers['www-authenticate'])));
@@ -121,31 +123,32 @@ export class RegistryClient {
     }
   }
 
-  private async request(path: string, h: { accept?: string }): Promise<Response> {
+  /** A GET of a registry path (manifests), authenticated and retried as blobStream is. */
+  private async request(path: string, h: { accept?: string }): Promise<IncomingMessage> {
     const signal = this.opts.signal;
     let reauthenticated = false;
     for (let attempt = 1; ; attempt++) {
       const headers: Record<string, string> = {};
       if (h.accept) headers.accept = h.accept;
       if (this.authorization) headers.authorization = this.authorization;
-      let res: Response;
+      let res: IncomingMessage;
       try {
-        res = await this.fetchWithHeaderTimeout(this.base + path, headers, signal);
+        res = await streamGet(this.base + path, { headers, ...this.getOptions(signal) });
       } catch (err) {
         if (signal?.aborted) throw signal.reason ?? err;
         if (err instanceof RegistryError) throw err;
         if (attempt < RETRIES) { await sleep(500 * attempt, signal); continue; }
         throw this.networkError(err as Error);
       }
-      if (res.status !== 401 || reauthenticated) {
-        if (res.status === 401) {
-          await res.body?.cancel();
+      if (res.statusCode !== 401 || reauthenticated) {
+        if (res.statusCode === 401) {
+          res.destroy();
           throw this.unauthorized();
         }
         return res;
       }
-      const challenge = parseChallenge(res.headers.get('www-authenticate'));
-      await res.body?.cancel();
+      const challenge = parseChallenge(headerValue(res.headers['www-authenticate']));
+      res.destroy();
       await this.authenticate(challenge);
       reauthenticated = true;
       attempt = 0;
@@ -153,45 +156,18 @@ export class RegistryClient {
   }
 
   /**
-   * fetch with a deadline on the response headers only: a layer body may legitimately take
-   * minutes, but a registry that does not answer at all must not hang the build.
+   * How every request of this client is made (http-stream.ts): a deadline on the response headers
+   * only (a layer body may legitimately take minutes, but a registry that does not answer at all
+   * must not hang the build), each redirect checked before it is taken (checkHop), and, for a
+   * registry the operator did not name, each connection made to an address checked when it was
+   * resolved (guardedLookup), so a name cannot answer the check and the connection differently.
    */
-  private async fetchWithHeaderTimeout(url: string, headers: Record<string, string>, outer: AbortSignal | undefined): Promise<Response> {
-    const ctl = new AbortController();
-    if (outer?.aborted) throw outer.reason;
-    const onAbort = () => ctl.abort(outer!.reason);
-    outer?.addEventListener('abort', onAbort, { once: true });
-    const timer = setTimeout(() => ctl.abort(this.headerTimeout()), HEADER_TIMEOUT_MS);
-    try {
-      // The listener stays while the body streams: aborting the job must also stop the body.
-      return await this.fetchFollowing(url, headers, ctl.signal);
-    } catch (err) {
-      outer?.removeEventListener('abort', onAbort);
-      if (ctl.signal.reason instanceof RegistryError) throw ctl.signal.reason;
-      throw err;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /**
-   * fetch, following redirects by hand (as fetch's own `follow` does: at most 20, Authorization
-   * dropped when the origin changes), so that each hop is checked before it is taken (checkHop).
-   */
-  private async fetchFollowing(url: string, headers: Record<string, string>, signal: AbortSignal): Promise<Response> {
-    let current = new URL(url);
-    let sent = headers;
-    for (let hops = 0; ; hops++) {
-      const res = await fetch(current, { headers: sent, signal, redirect: 'manual' });
-      const location = res.headers.get('location');
-      if (!REDIRECTS.has(res.status) || !location) return res;
-      await res.body?.cancel();
-      if (hops >= MAX_REDIRECTS) throw new RegistryError(`${this.ref.registry} redirected more than ${MAX_REDIRECTS} times`);
-      const next = new URL(location, current);
-      await this.checkHop(next);
-      sent = headersForHop(sent, current, next);
-      current = next;
-    }
+  private getOptions(signal: AbortSignal | undefined): Omit<StreamGetOptions, 'headers'> {
+    return {
+      signal, headerTimeoutMs: HEADER_TIMEOUT_MS, timeoutError: () => this.headerTimeout(),
+      maxRedirects: MAX_REDIRECTS, tooManyRedirects: () => new RegistryError(`${this.ref.registry} redirected more than ${MAX_REDIRECTS} times`),
+      checkHop: (next) => this.checkHop(next), guarded: !this.opts.trusted,
+    };
   }
 
   /** A redirect or a token realm the registry gives is followed only where hopRefusal allows. */
@@ -226,21 +202,24 @@ export class RegistryClient {
     if (ch.params.service) url.searchParams.set('service', ch.params.service);
     url.searchParams.set('scope', ch.params.scope || `repository:${this.ref.repository}:pull`);
     const headers: Record<string, string> = creds ? { authorization: basicAuth(creds) } : {};
-    let res: Response;
+    let res: IncomingMessage;
+    let text: string;
     try {
-      res = await this.fetchFollowing(url.href, headers, AbortSignal.any([this.opts.signal ?? new AbortController().signal, AbortSignal.timeout(HEADER_TIMEOUT_MS)]));
+      // The whole answer, body included, within the deadline: a token is small.
+      res = await streamGet(url.href, { headers, ...this.getOptions(this.signalWith(AbortSignal.timeout(HEADER_TIMEOUT_MS))) });
+      text = (await readLimited(res, MAX_TOKEN_BYTES, `the token from ${url.origin}`)).toString('utf8');
     } catch (err) {
       if (this.opts.signal?.aborted) throw this.opts.signal.reason ?? err;
       if (err instanceof RegistryError) throw err;
       throw new RegistryError(`cannot reach the token service ${url.origin} of ${this.ref.registry}: ${causeOf(err as Error)}`, undefined, true);
     }
-    const text = await res.text();
-    if (res.status === 401 || res.status === 403) {
+    const status = res.statusCode ?? 0;
+    if (status === 401 || status === 403) {
       throw new RegistryError(creds
         ? `unauthorized: wrong credentials for registry ${this.ref.registry} (token service refused user "${creds.username}")`
         : `unauthorized: registry ${this.ref.registry} requires credentials to pull ${this.ref.repository}`, 401);
     }
-    if (!res.ok) throw new RegistryError(`token service ${url.origin} of ${this.ref.registry} answered ${res.status}: ${text.slice(0, 200)}`, res.status, res.status >= 500);
+    if (!succeeded(res)) throw new RegistryError(`token service ${url.origin} of ${this.ref.registry} answered ${status}: ${text.slice(0, 200)}`, status, status >= 500);
     let token: string | undefined;
     try {
       const doc = JSON.parse(text) as { token?: string; access_token?: string };
@@ -257,18 +236,17 @@ export class RegistryClient {
       : `unauthorized: registry ${this.ref.registry} requires credentials to pull ${this.ref.repository}`, 401);
   }
 
-  private async manifestError(res: Response, reference: string): Promise<RegistryError> {
-    const text = await res.text().catch(() => {
-      /* the error answer's body was cut off: the status alone makes the error */
-      return '';
-    });
-    if (res.status === 404) {
+  private async manifestError(res: IncomingMessage, reference: string): Promise<RegistryError> {
+    // readText keeps what it could read: a body cut off leaves the status to make the error.
+    const text = await readText(res);
+    const status = res.statusCode ?? 0;
+    if (status === 404) {
       const { code } = distributionErrorCode(text);
       if (code === 'NAME_UNKNOWN') return new RegistryError(`name unknown: repository ${this.where} not found`, 404);
       const what = reference.startsWith('sha256:') ? `digest ${reference}` : `tag '${reference}'`;
       return new RegistryError(`manifest unknown: ${what} not found in ${this.where}`, 404);
     }
-    return this.statusError(res.status, text, `manifest ${reference}`);
+    return this.statusError(status, text, `manifest ${reference}`);
   }
 
   private statusError(status: number, text: string, what: string): RegistryError {
@@ -296,22 +274,34 @@ function basicAuth(c: RegistryCredentials): string {
   return `Basic ${Buffer.from(`${c.username}:${c.password}`).toString('base64')}`;
 }
 
+function succeeded(res: IncomingMessage): boolean {
+  const status = res.statusCode ?? 0;
+  return status >= 200 && status < 300;
+}
+
 function causeOf(err: Error): string {
-  // fetch wraps the socket or TLS error as its cause; node:http rejects with it directly.
+  // node:http rejects with the socket or TLS error itself; an error that wraps one names it as its cause.
   const c = (err.cause ?? err) as Error & { code?: string; reason?: string };
-  // OpenSSL messages carry a file and line; its short reason reads better.
-  const message = c.reason ?? c.message.split('\n')[0];
+  // OpenSSL messages carry a code, a function, a file and a line; its short reason reads better.
+  const message = c.reason ?? /error:[0-9A-Fa-f]+:SSL routines:[^:]*:([^:]+)/.exec(c.message)?.[1] ?? c.message.split('\n')[0];
   return c.code && !message.includes(c.code) ? `${c.code} ${message}` : message;
 }
 
-/** A whole (small) response body, refused when its declared or actual length passes `max`. */
-async function readLimited(body: AsyncIterable<Uint8Array> | null, declaredLength: number, max: number, what: string): Promise<Buffer> {
-  if (declaredLength > max) throw new RegistryError(`${what} is too large (${declaredLength} bytes)`);
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of body ?? []) chunks.push(chunk);
-  const buf = Buffer.concat(chunks);
-  if (buf.length > max) throw new RegistryError(`${what} is too large (${buf.length} bytes)`);
-  return buf;
+/**
+ * A whole (small) response body, refused when its declared length passes `max`, or its actual
+ * length as soon as it does (the rest is not read: a registry sending without end fills nothing).
+ */
+async function readLimited(res: IncomingMessage, max: number, what: string): Promise<Buffer> {
+  const declared = Number(res.headers['content-length'] ?? '0');
+  if (declared > max) { res.destroy(); throw new RegistryError(`${what} is too large (${declared} bytes)`); }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of res as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > max) { res.destroy(); throw new RegistryError(`${what} is too large (more than ${max} bytes)`); }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
