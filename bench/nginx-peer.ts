@@ -13,7 +13,9 @@
  *      TLS verified against the upstream's CA, pooled);
  *   3. a new TLS connection per request on the same two.
  * svc's proxies get SVC_PROXY_WORKERS / SVC_EGRESS_WORKERS=N through the configuration; what they
- * really ran (processes in their tree) is recorded beside the figures. Needs nginx (apt-get install nginx).
+ * really ran (processes in their tree) is recorded beside the figures. Their workers run the built
+ * bundle, dist/svc.mjs, as `svc up` does (run `npm run build` first; SVC_BENCH_SOURCES=1 runs the
+ * sources under tsx instead: bench/lib/worker-entry.ts). Needs nginx (apt-get install nginx).
  * Prints a table and writes bench/results/nginx-peer.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -28,6 +30,7 @@ import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { EgressCa } from '@svc/egress';
 import { startChildRole } from './lib/child-role.ts';
 import { readFlags } from './lib/args.ts';
+import { benchWorkerEntry, workerCode } from './lib/worker-entry.ts';
 import { dataPlaneServer, freePort, nginxVersion, processTree, startNginx, tlsReverseProxyServer, treeCpu, treeCpuDelta } from './lib/nginx.ts';
 import { stat, type Stat, writeResult } from './lib/stats.ts';
 import { HOST, keepAliveLatency, keepAliveRate, newConnectionLatency, newConnectionRate, startChild, stopChild, target } from './egress.ts';
@@ -66,7 +69,7 @@ async function serveDataPlane(rest: Record<string, string>) {
     { proxy: { ...cfg.proxy, http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', worker_priority: 0 } },
     {
       logger: silentLogger(), master: new MasterInternalClient(rest.master), lifecycleUrls: [rest.lifecycle], coordination: new MemoryCoordination(),
-      ...(n > 0 ? { workers: { count: n, entry: proxyWorkerSourceEntry() } } : {}),
+      ...(n > 0 ? { workers: { count: n, entry: benchWorkerEntry(proxyWorkerSourceEntry()) } } : {}),
     },
   );
   process.stdout.write(`READY ${JSON.stringify({ httpUrl: proxy.httpUrl })}\n`);
@@ -85,7 +88,7 @@ async function serveEgress(rest: Record<string, string>) {
     // The primary loads it at start, and hands it to its workers.
     policySource: async () => [policy],
     logger: silentLogger(),
-    ...(n > 0 ? { workers: { count: n, entry: egressWorkerSourceEntry() } } : {}),
+    ...(n > 0 ? { workers: { count: n, entry: benchWorkerEntry(egressWorkerSourceEntry()) } } : {}),
   });
   process.stdout.write(`READY ${JSON.stringify({ httpsPort: proxy.httpsPort, adminPort: proxy.adminPort, caPem: proxy.caPem })}\n`);
 }
@@ -267,6 +270,8 @@ async function main() {
       at: new Date().toISOString(),
       nginx: await nginxVersion(),
       params,
+      // What the proxies' workers ran: the built bundle (as `svc up`) or the sources under tsx.
+      workerCode: workerCode(),
       setup: 'load generator here; one upstream (bench/egress.ts: HTTPS and HTTP, node) and each proxy a child process; nginx from a generated config (access_log off; svc\'s egress keeps its audit log on), all on 127.0.0.1',
       goals: GOALS,
       runs,
@@ -308,7 +313,7 @@ function judge(workers: number, processes: { svcProxy: number; egress: number; n
   return { workers, ran, dataPlane, httpsKeepAlive, httpsNewConnections: httpsNew, ratios, met };
 }
 
-function printReport(r: { params: { connections: number }; nginx: string; runs: Array<ReturnType<typeof judge>>; machine: { cpus: number; loadavgStart: number[]; loadavgEnd: number[] }; allMet: boolean }) {
+function printReport(r: { params: { connections: number }; nginx: string; workerCode: ReturnType<typeof workerCode>; runs: Array<ReturnType<typeof judge>>; machine: { cpus: number; loadavgStart: number[]; loadavgEnd: number[] }; allMet: boolean }) {
   const pf = (ok: boolean) => (ok ? 'pass' : 'FAIL');
   const lat = (p: PathResult) => `${p.latencyMs.p50} / ${p.latencyMs.p99}`;
   const cpu = (p: PathResult) => `${p.cpuUsPerRequest.server ?? '-'} + ${p.cpuUsPerRequest.upstream ?? '?'}`;
@@ -330,6 +335,7 @@ function printReport(r: { params: { connections: number }; nginx: string; runs: 
   }
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)));
   console.log(`\nsvc's proxies against nginx ${r.nginx}, ${r.params.connections} connections for the rates; ${r.machine.cpus} cores shared by client, upstream and proxy`);
+  console.log(`svc's workers ran ${r.workerCode.ran === 'bundle' ? `the bundle dist/svc.mjs (built ${r.workerCode.bundleBuilt})` : 'the sources under tsx'}`);
   console.log('svc = the data-plane proxy (data plane rows) or the egress proxy (HTTPS rows); "svc a/b proc": processes the data-plane / egress proxy ran; CPU = proxy tree + upstream');
   for (const [i, row] of rows.entries()) {
     console.log(row.map((c, j) => c.padEnd(widths[j])).join('  ').trimEnd());

@@ -22,6 +22,7 @@ import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { KeepAliveConn } from './lib/http1-client.ts';
 import { readFlags } from './lib/args.ts';
 import { startChildRole } from './lib/child-role.ts';
+import { benchWorkerEntry } from './lib/worker-entry.ts';
 
 const thisFile = fileURLToPath(import.meta.url);
 const GOALS = { addedP50Ms: 0.5, throughputRatio: 0.7 };
@@ -62,7 +63,8 @@ async function serveUpstream() {
 async function serveProxy(rest: Record<string, string>) {
   const { startProxy } = await import('@svc/proxy');
   const { proxyWorkerSourceEntry } = await import('@svc/proxy/worker');
-  // SVC_PROXY_WORKERS=N (N > 0): the data path in N worker processes forked from the sources, as `svc proxy` runs it.
+  // SVC_PROXY_WORKERS=N (N > 0): the data path in N worker processes, as `svc proxy` runs it (the
+  // built bundle when there is one: bench/lib/worker-entry.ts).
   const workers = Number(process.env.SVC_PROXY_WORKERS ?? 0);
   const proxy = await startProxy(
     { proxy: { http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: 0 } },
@@ -72,7 +74,7 @@ async function serveProxy(rest: Record<string, string>) {
       lifecycleUrls: rest.lifecycle ? rest.lifecycle.split(',') : [],
       coordination: new MemoryCoordination(),
       ...(workers > 0 && {
-        workers: { count: workers, entry: proxyWorkerSourceEntry() },
+        workers: { count: workers, entry: benchWorkerEntry(proxyWorkerSourceEntry()) },
       }),
     },
   );
