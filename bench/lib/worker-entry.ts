@@ -9,9 +9,10 @@ const BUNDLE = fileURLToPath(new URL('../../dist/svc.mjs', import.meta.url));
  * What the proxies' worker processes run in a benchmark: the built bundle, as `svc` runs them
  * (it forks itself, the role in SVC_WORKER_ROLE), unless SVC_BENCH_SOURCES=1 or there is no
  * bundle; then the TypeScript sources under tsx, as the tests run them. The two differ: tsx's
- * transform names each closure it makes with a defineProperty call, and measured on this machine
- * the data-plane worker used 41 to 46 µs of CPU a request from the sources against 32 from the
- * bundle (docs/benchmarks.md, "Proxies against nginx").
+ * transform names each closure it makes with a defineProperty call. Measured on this machine
+ * with both side by side in one run, rounds alternating, the data-plane worker used 16.3 to 17.0
+ * µs of user CPU a request from the bundle against 17.5 to 20.8 from the sources (its kernel
+ * time the same), about a tenth of its CPU (docs/benchmarks.md, "Proxies against nginx").
  */
 export function workerCode(): { ran: 'bundle' | 'sources'; bundleBuilt?: string } {
   if (process.env.SVC_BENCH_SOURCES === '1' || !existsSync(BUNDLE)) return { ran: 'sources' };
