@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { mountReadOnly } from './test-support/ext4-mount.ts';
 import { startHarness, type Harness } from './test-support/harness.ts';
+import { startMiniRegistry } from './test-support/mini-registry.ts';
 import { OciLayoutWriter } from './test-support/oci-builder.ts';
 import { pushLayout, startRegistry, type TestRegistry } from './test-support/registry-server.ts';
 import { startTokenServer, type TokenServer } from './test-support/token-server.ts';
@@ -62,6 +63,23 @@ describe('private registry with htpasswd (Basic)', () => {
   });
   test('no credentials fail saying they are needed', async () => {
     await expectFailed(`${registry.host}/private/app:v1`, undefined, /^unauthorized: registry .* requires credentials to pull private\/app$/);
+  });
+  test('another team listing the private layer in a manifest of its own registry is not handed the copy pulled with the login', async () => {
+    await expectBuilt(`${registry.host}/private/app:v1`, CREDS);
+    // The same image, served by a registry of the other team's that lacks the layer's bytes.
+    const copy = join(scratch, 'layout-without-layer');
+    cpSync(layout, copy, { recursive: true });
+    const index = JSON.parse(readFileSync(join(copy, 'index.json'), 'utf8')) as { manifests: Array<{ digest: string }> };
+    const manifest = JSON.parse(readFileSync(join(copy, 'blobs', 'sha256', index.manifests[0].digest.slice(7)), 'utf8')) as { layers: Array<{ digest: string }> };
+    const layer = manifest.layers[0].digest;
+    rmSync(join(copy, 'blobs', 'sha256', layer.slice(7)));
+    const theirs = await startMiniRegistry(copy);
+    try {
+      await expectFailed(`${theirs.host}/evil/app:v1`, undefined, new RegExp(`^blob unknown: layer ${layer} is missing from ${theirs.host.replace(/\./g, '\\.')}/evil/app`));
+      assert.equal(theirs.blobGets(layer), 1, 'asked its own registry for the layer');
+    } finally {
+      await theirs.close();
+    }
   });
 });
 

@@ -157,3 +157,25 @@ test('init removes partial downloads of an earlier process and trims', async () 
   assert.deepEqual(readdirSync(join(dir, 'tmp')), []);
   assert.deepEqual(await cache.list(), []);
 });
+
+test('a blob pulled with credentials (a scope) is handed only to requests of the same scope; one without is anyone\'s', async () => {
+  const cache = await newCache();
+  const data = randomBytes(200_000);
+  const s = source(data);
+  const lease = cache.lease();
+  const teamA = await cache.fetch({ ...s.req(), scope: 'login-of-team-a' }, lease);
+  assert.deepEqual([teamA.hit, s.counts.opens], [false, 1]);
+  assert.notEqual(teamA.path, join(cache.dir, 'sha256', digestOf(data).slice(7)), 'kept apart from the digest\'s shared place');
+  assert.deepEqual(readFileSync(teamA.path), data, 'the content is the blob\'s, checked against its own digest');
+  // Another team naming the same digest (in a manifest of its own registry): downloaded from its source, not handed team A's copy.
+  const other = await cache.fetch({ ...s.req(), scope: 'login-of-team-b' }, lease);
+  const anonymous = await cache.fetch(s.req(), lease);
+  assert.deepEqual([other.hit, anonymous.hit, s.counts.opens], [false, false, 3]);
+  assert.equal(new Set([teamA.path, other.path, anonymous.path]).size, 3);
+  // The same login hits its copy, and the anonymous copy is anyone's.
+  assert.equal((await cache.fetch({ ...s.req(), scope: 'login-of-team-a' }, lease)).hit, true);
+  assert.equal((await cache.fetch(s.req(), lease)).hit, true);
+  assert.equal(s.counts.opens, 3);
+  await lease.release();
+  assert.equal((await cache.list()).length, 3, 'every copy is listed, so eviction sees it');
+});

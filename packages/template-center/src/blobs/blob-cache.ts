@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat, utimes } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -21,6 +21,14 @@ export interface BlobCacheOptions {
 
 export interface BlobRequest {
   digest: string;
+  /**
+   * Whose copy the cached blob is: absent, anyone's (a blob pulled without credentials, which
+   * any pull of the same digest may be handed); otherwise only requests with the same scope get
+   * it (a blob pulled with registry credentials: a hash of the registry and the credentials). A
+   * team that lists a private layer's digest in a manifest of its own registry is then not
+   * handed the bytes another team pulled with its login (docs/decisions.md, "Templates").
+   */
+  scope?: string;
   size?: number;
   /** How the blob is named in errors. */
   label: string;
@@ -39,7 +47,18 @@ export interface BlobLease {
 }
 
 /**
- * Layer blobs on disk, content-addressed as `<dir>/<algo>/<hex>`, shared by all builds. A blob
+ * Where a blob is kept: its digest, or for a scoped one a digest of the scope and the digest
+ * (the same shape, so listing, leases and eviction treat both alike; the content is still
+ * checked against the blob's own digest).
+ */
+function cacheKey(req: BlobRequest): string {
+  if (req.scope === undefined) return req.digest;
+  return `sha256:${createHash('sha256').update(`${req.scope}\n${req.digest}`).digest('hex')}`;
+}
+
+/**
+ * Layer blobs on disk, content-addressed as `<dir>/<algo>/<hex>` (a scoped one under a key of
+ * its own: cacheKey), shared by all builds. A blob
  * enters only after its digest was checked while it streamed into `<dir>/tmp`, and is renamed
  * into place; a hit is hashed again before it is used and deleted and downloaded anew when it is
  * damaged. So neither a partial download nor a file damaged later is ever applied. One process
@@ -88,8 +107,9 @@ export class BlobCache {
 
   /** The path of a verified copy of the blob: the cached one when it is sound, else a new download. */
   async fetch(req: BlobRequest, lease: BlobLease): Promise<{ path: string; hit: boolean }> {
-    const path = this.pathOf(req.digest);
-    lease.hold(req.digest);
+    const key = cacheKey(req);
+    const path = this.pathOf(key);
+    lease.hold(key);
     const cachedSize = await this.verifyCached(path, req);
     if (cachedSize !== undefined) {
       req.onBytes?.(cachedSize);

@@ -36,7 +36,7 @@ export async function pullLayers(layers: LayerBlob[], o: PullOptions): Promise<L
     // The same blob twice in one image is fetched once.
     const shared = byDigest.get(digest);
     const fetched = shared ?? stage(() => `downloading ${o.describe(i)} into ${o.cache.dir}`, o.signal, () => o.cache.fetch({
-      digest, size: layer.size, label: layer.label, open: (s) => layer.open(s), signal,
+      digest, scope: layer.cacheScope, size: layer.size, label: layer.label, open: (s) => layer.open(s), signal,
       onBytes: (n) => o.onLayerBytes?.(i, n),
     }, o.lease));
     if (!shared) byDigest.set(digest, fetched);

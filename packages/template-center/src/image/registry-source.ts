@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { BuildSource } from '@svc/contracts/template-center';
 import { listedRegistry, registryRefusal, type ResolveHost } from '../registry/hop-guard.ts';
 import { RegistryClient } from '../registry/registry-client.ts';
@@ -59,6 +60,15 @@ export async function resolveRegistryImage(src: RegistrySource, signal: AbortSig
   }
 }
 
+/**
+ * The blob cache's scope of layers pulled with credentials (BlobRequest.scope): the registry and
+ * the login, hashed, so that only a pull that could fetch the layer itself is handed the cached
+ * copy. The secret never reaches the disk: the key is a digest of a digest.
+ */
+function credentialScope(registry: string, auth: NonNullable<RegistrySource['auth']>): string {
+  return createHash('sha256').update(JSON.stringify([registry.toLowerCase(), auth.username, auth.password])).digest('hex');
+}
+
 /** A mirror's host[:port] and scheme; a bare host is HTTPS (plain HTTP on loopback, as always). */
 function mirrorAddress(mirror: string): { host: string; insecure?: boolean } {
   const m = /^(https?):\/\/([^/]+)\/?$/.exec(mirror.trim());
@@ -70,6 +80,7 @@ async function resolveFrom(ref: ImageReference, src: RegistrySource, signal: Abo
   const want = src.platform ?? hostPlatform();
   const client = new RegistryClient(ref, { auth: access.auth, insecure: access.insecure, trusted: access.trusted, signal });
   const name = formatReference(ref);
+  const cacheScope = access.auth ? credentialScope(ref.registry, access.auth) : undefined;
 
   let fetched = await client.manifest(ref.digest ?? ref.tag!);
   if (isIndex(fetched.mediaType, fetched.doc)) {
@@ -95,6 +106,7 @@ async function resolveFrom(ref: ImageReference, src: RegistrySource, signal: Abo
       size: l.size,
       label: l.digest,
       remote: true,
+      ...(cacheScope === undefined ? {} : { cacheScope }),
       open: (signal) => client.blobStream(l.digest, signal),
     })),
     info: imageInfo(config, {

@@ -12,6 +12,11 @@ export interface LayerBlob {
   label: string;
   /** Downloaded into the blob cache during PULLING (registry layers); others are read in place. */
   remote?: boolean;
+  /**
+   * Whose cached copy this is (BlobRequest.scope): set for a layer pulled with registry
+   * credentials, so that only pulls with the same credentials are handed the copy.
+   */
+  cacheScope?: string;
   /** Already checked against `digest` in this build (a cached file): read without hashing again. */
   verified?: boolean;
   open(signal: AbortSignal): Promise<Readable>;

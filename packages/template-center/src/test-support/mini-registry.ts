@@ -1,4 +1,4 @@
-import { createReadStream, readFileSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 
@@ -37,6 +37,8 @@ export async function startMiniRegistry(layoutDir: string, o: { slowBytesPerSec?
     }
     state.blobRequests++;
     gets.set(digest, (gets.get(digest) ?? 0) + 1);
+    // A layout may leave a blob out: a manifest naming a layer the registry does not have.
+    if (!existsSync(path)) { res.writeHead(404, { 'content-type': 'application/json' }).end('{"errors":[{"code":"BLOB_UNKNOWN"}]}'); return; }
     const data = readFileSync(path);
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': data.length });
     if (!o.slowBytesPerSec || data.length < 4096) { createReadStream(path).pipe(res); return; }
