@@ -31,6 +31,8 @@ export interface SvcConfig {
     max_concurrent_builds: number;
     /** A template build still running after this long fails and its sandbox is killed. */
     build_timeout_sec: number;
+    /** Context files (COPY) no build asked for in this many days leave the artifact store. */
+    build_files_keep_days: number;
     create_timeout_insec: number;
     /** Where creates go among the nodes that can take them: spread (the most memory free) or pack (the least that fits) (docs/cluster.md). */
     placement: 'spread' | 'pack';

@@ -16,6 +16,7 @@ import { startTemplates, type SnapshotDeletion, type TemplatesModule } from './t
 import { BuildRepo } from './builds/repo.ts';
 import { registerBuildRoutes } from './builds/routes.ts';
 import { ContextFiles } from './builds/context-files.ts';
+import { BuildFileRepo } from './builds/build-file-repo.ts';
 import { BuildService } from './builds/service.ts';
 import { lateBuilderStatus } from './builds/status-port.ts';
 import { SnapshotCatalog } from './snapshots/catalog.ts';
@@ -129,8 +130,10 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   });
   const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
   if (templates.builder) {
-    const files = new ContextFiles({ templateCenter, masterAddr: cfg.master.addr, signingKey: cfg.master.upload_signing_key, logger });
+    const files = new ContextFiles({ templateCenter, masterAddr: cfg.master.addr, signingKey: cfg.master.upload_signing_key, logger, records: new BuildFileRepo(db.kysely) });
     await files.registerRoutes(app);
+    const keepFilesMs = cfg.master.build_files_keep_days * 86_400_000;
+    periodic.every('unused build files sweep', 3_600_000, async () => { await files.sweep(keepFilesMs); });
     builds = new BuildService({
       repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger, files,
       maxConcurrent: cfg.master.max_concurrent_builds, timeoutMs: cfg.master.build_timeout_sec * 1000, quotas: teams,

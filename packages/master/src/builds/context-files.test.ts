@@ -4,6 +4,11 @@ import type { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { createHttpApp, silentLogger } from '@svc/common';
 import type { TemplateCenterClient } from '@svc/contracts/template-center';
+import { openDatabase } from '../db/connect.ts';
+import { migrate } from '../db/migrator.ts';
+import { availableTestDatabases, type TestDatabase } from '../db/test-databases.ts';
+import { migrations } from '../migrations/index.ts';
+import { BuildFileRepo } from './build-file-repo.ts';
 import { ContextFiles } from './context-files.ts';
 
 /**
@@ -22,8 +27,15 @@ function memoryStore() {
     const data = files.get(id);
     return data && { artifactId: id, sha256: createHash('sha256').update(data).digest('hex'), sizeBytes: data.length };
   };
+  const deleted: string[] = [];
+  let failDeletes = false;
   const client = {
     async artifactInfo(id: string) { return info(id); },
+    async deleteArtifact(id: string) {
+      if (failDeletes) throw new Error('template center unreachable');
+      deleted.push(id);
+      return { deleted: files.delete(id) };
+    },
     async putLayer(id: string, _meta: unknown, body: Readable) {
       const chunks: Buffer[] = [];
       for await (const c of body) chunks.push(c as Buffer);
@@ -35,12 +47,21 @@ function memoryStore() {
       return data ? new Response(data, { status: 200 }) : new Response('{"code":404,"message":"no such artifact"}', { status: 404 });
     },
   };
-  return { files, client: client as unknown as TemplateCenterClient };
+  return { files, deleted, failDeletes: (on: boolean) => { failDeletes = on; }, client: client as unknown as TemplateCenterClient };
 }
 
-test('a team\'s uploaded files are its own: present, copied and downloaded for it alone; an upload URL is good only for its team', async () => {
+/** A migrated database of the engine, and its build files repo. */
+async function recordsOn(tdb: TestDatabase) {
+  const db = await openDatabase(tdb.config);
+  await migrate(db.kysely, db.driver, migrations);
+  return { repo: new BuildFileRepo(db.kysely), close: async () => { await db.close(); await tdb.drop(); } };
+}
+
+test('a team\'s uploaded files are its own: present, copied and downloaded for it alone; an upload URL is good only for its team', async (t) => {
   const store = memoryStore();
-  const files = new ContextFiles({ templateCenter: store.client, masterAddr: 'http://master', signingKey: 'k', logger: silentLogger() });
+  const records = await recordsOn(await availableTestDatabases()[0].create!());
+  t.after(records.close);
+  const files = new ContextFiles({ templateCenter: store.client, masterAddr: 'http://master', signingKey: 'k', logger: silentLogger(), records: records.repo });
   const app = createHttpApp({ logger: silentLogger() });
   await files.registerRoutes(app);
   await app.ready();
@@ -76,3 +97,47 @@ test('a team\'s uploaded files are its own: present, copied and downloaded for i
     await app.close();
   }
 });
+
+for (const tdb of availableTestDatabases()) {
+  test(`[${tdb.driver}] files no build asked for in the keep time leave the store; files a build asked for stay; a failed removal is tried again`, { skip: tdb.skip }, async (t) => {
+    const store = memoryStore();
+    const records = await recordsOn(await tdb.create!());
+    t.after(records.close);
+    const DAY = 86_400_000;
+    let now = Date.UTC(2026, 10, 1);
+    const files = new ContextFiles({ templateCenter: store.client, masterAddr: 'http://master', signingKey: 'k', logger: silentLogger(), records: records.repo, now: () => now });
+    const app = createHttpApp({ logger: silentLogger() });
+    await files.registerRoutes(app);
+    await app.ready();
+    t.after(() => app.close());
+    const upload = async (hash: string, team: string, body: string) => {
+      const link = new URL((await files.uploadLink(hash, team, 'http://api')).url!);
+      const res = await app.inject({ method: 'PUT', url: link.pathname + link.search, payload: body, headers: { 'content-type': 'application/octet-stream', 'content-length': String(body.length) } });
+      assert.equal(res.statusCode, 200);
+    };
+    const [OLD, USED, NEW] = ['b'.repeat(64), 'c'.repeat(64), 'd'.repeat(64)];
+    await upload(OLD, TEAM_A, 'old');
+    await upload(USED, TEAM_A, 'used');
+    await upload(OLD, TEAM_B, 'B\'s old');
+    now += 5 * DAY;
+    assert.ok(await files.input(USED, TEAM_A), 'a build asked for it on day 5');
+    await upload(NEW, TEAM_B, 'new');
+    now += 3 * DAY;
+    assert.equal(await files.sweep(7 * DAY), 2, 'the two nobody used for 8 days');
+    assert.equal(store.files.size, 2);
+    assert.equal(await files.input(OLD, TEAM_A), undefined);
+    assert.equal((await files.uploadLink(OLD, TEAM_B, 'http://api')).present, false, 'the SDK is asked to upload it again');
+    assert.ok(await files.input(USED, TEAM_A));
+    assert.ok(await files.input(NEW, TEAM_B));
+    assert.equal(await files.sweep(7 * DAY), 0, 'nothing more to remove');
+
+    // The store does not answer: the row comes back, and the next sweep removes the files.
+    now += 8 * DAY;
+    store.failDeletes(true);
+    assert.equal(await files.sweep(7 * DAY), 0);
+    assert.equal(store.files.size, 2);
+    store.failDeletes(false);
+    assert.equal(await files.sweep(7 * DAY), 2);
+    assert.equal(store.files.size, 0);
+  });
+}

@@ -7,6 +7,7 @@ import type { ExecInput } from '@svc/contracts/node-agent';
 import { pathTo, serve } from '@svc/contracts/route-table';
 import type { TemplateCenterClient } from '@svc/contracts/template-center';
 import { relayFromTemplateCenter } from '../templates/index.ts';
+import type { BuildFileRepo } from './build-file-repo.ts';
 
 /** How long an upload URL is good for. */
 const UPLOAD_URL_TTL_SEC = 3600;
@@ -26,15 +27,23 @@ const DOWNLOAD = MASTER_DOWNLOAD_ROUTES.templateFiles;
 export class ContextFiles {
   private readonly signingKey: string;
 
-  constructor(private readonly d: { templateCenter: TemplateCenterClient; masterAddr: string; signingKey: string; logger: Logger; now?: () => number }) {
+  constructor(private readonly d: {
+    templateCenter: TemplateCenterClient; masterAddr: string; signingKey: string; logger: Logger;
+    /** Which files are stored and when a build last asked for them (sweep). */
+    records: BuildFileRepo;
+    now?: () => number;
+  }) {
     if (!d.signingKey) d.logger.warn('master.upload_signing_key is empty: upload URLs of build files are signed with a key of this process and work only on this master until it restarts');
     this.signingKey = d.signingKey || randomBytes(32).toString('hex');
   }
 
   /** What the store holds for a team's files hash: enough for a node to download and check it. */
   async input(hash: string, team: string): Promise<ExecInput | undefined> {
-    const stored = await this.d.templateCenter.artifactInfo(artifactIdOf(team, hash));
+    const artifactId = artifactIdOf(team, hash);
+    const stored = await this.d.templateCenter.artifactInfo(artifactId);
     if (!stored) return undefined;
+    // Asked for by a build (whether present, or its COPY): kept another build_files_keep_days.
+    await this.d.records.touch({ artifact_id: artifactId, team_id: team, files_hash: hash, size_bytes: stored.sizeBytes }, this.now());
     return { url: `${this.d.masterAddr.replace(/\/+$/, '')}${pathTo(DOWNLOAD, { team, hash })}`, sha256: stored.sha256, sizeBytes: stored.sizeBytes };
   }
 
@@ -68,10 +77,36 @@ export class ContextFiles {
         if (typeof team !== 'string' || !isTeamId(team)) throw unauthorized('the upload URL lacks its team parameter; ask GET /templates/{templateID}/files/{hash} for one');
         this.checkSignature(hash, team, req.query.expires, req.query.signature);
         const sizeBytes = contentLength(req);
-        await this.d.templateCenter.putLayer(artifactIdOf(team, hash), { sizeBytes }, req.raw);
+        const artifactId = artifactIdOf(team, hash);
+        await this.d.templateCenter.putLayer(artifactId, { sizeBytes }, req.raw);
+        await this.d.records.touch({ artifact_id: artifactId, team_id: team, files_hash: hash, size_bytes: sizeBytes }, this.now());
         return reply.status(200).send({ hash, sizeBytes });
       });
     });
+  }
+
+  /**
+   * Removes from the store the files no build asked for in `keepMs` (master.build_files_keep_days),
+   * a batch at a time; answers how many went. A build that asks for them later is told they are
+   * not present, and the SDK uploads them again. Each row is forgotten first, and only while
+   * still unused, so files a build has just asked for stay.
+   */
+  async sweep(keepMs: number, batch = 100): Promise<number> {
+    const before = this.now() - keepMs;
+    let removed = 0;
+    for (const row of await this.d.records.unusedSince(before, batch)) {
+      if (!await this.d.records.forgetIfUnused(row.artifact_id, before)) continue;
+      try {
+        await this.d.templateCenter.deleteArtifact(row.artifact_id);
+        removed++;
+      } catch (err) {
+        // Forgotten but still stored: put the row back as it was, so the next sweep tries again.
+        this.d.logger.warn({ artifactId: row.artifact_id, teamId: row.team_id, err: (err as Error).message }, 'removing unused build files from the store failed; the next sweep tries again');
+        await this.d.records.touch(row, row.used_at);
+      }
+    }
+    if (removed) this.d.logger.info({ removed, keepDays: keepMs / 86_400_000 }, 'removed build files no build used within master.build_files_keep_days');
+    return removed;
   }
 
   private checkSignature(hash: string, team: string, expires: string | undefined, signature: string | undefined): void {

@@ -38,7 +38,19 @@ export interface TagRow {
   created_at: number;
 }
 
+/** t_svc_build_file: a team's uploaded context files, and when a build last asked for them. */
+export interface BuildFileRow {
+  /** The template center store's id (context-files.ts artifactIdOf). */
+  artifact_id: string;
+  team_id: string;
+  files_hash: string;
+  size_bytes: number;
+  created_at: number;
+  used_at: number;
+}
+
 export interface BuildTables {
+  t_svc_build_file: BuildFileRow;
   t_svc_build: BuildRow;
   t_svc_build_log: BuildLogRow;
   t_svc_template_tag: TagRow;
