@@ -3,7 +3,7 @@
  * same client, the same number of workers (1, then 2), CPU per request from each process tree's
  * own accounting (/proc).
  *
- *   node --import tsx bench/nginx-peer.ts [--seconds 4] [--connections 16] [--samples 2000] [--workers 1,2]
+ *   node --import tsx bench/nginx-peer.ts [--seconds 4] [--rounds 2] [--connections 16] [--samples 2000] [--workers 1,2]
  *
  * For each worker count, three phases, each on three paths (direct to the upstream; svc; nginx):
  *   1. data plane: plain HTTP keep-alive routed by E2b-Sandbox-Id / E2b-Sandbox-Port (bench/proxy.ts's
@@ -127,18 +127,21 @@ interface PathResult {
 
 const round = (v: number, d = 2) => Math.round(v * 10 ** d) / 10 ** d;
 
-/** Latency in two interleaved rounds, then the rate in two rounds (order reversed in the second), so drift touches every path alike. */
-async function measure(paths: PathDef[], upstreamPid: number | undefined, samples: number, seconds: number): Promise<Record<string, PathResult>> {
+/**
+ * Latency in two interleaved rounds, then the rate in `rounds` rounds (the order reversed in every
+ * other), so drift touches every path alike; more rounds of the same total time interleave finer.
+ */
+async function measure(paths: PathDef[], upstreamPid: number | undefined, samples: number, seconds: number, rounds: number): Promise<Record<string, PathResult>> {
   for (const p of paths) { await p.latency(Math.max(50, samples / 4)); await p.rate(0.5); } // warm-up: JIT, pools, leaf contexts
   const lat = new Map<string, number[]>(paths.map((p) => [p.key, []]));
   for (let r = 0; r < 2; r++) for (const p of paths) lat.get(p.key)!.push(...await p.latency(Math.ceil(samples / 2)));
   const acc = new Map(paths.map((p) => [p.key, { requests: 0, seconds: 0, server: 0, upstream: 0, client: 0, rounds: [] as number[] }]));
-  for (let r = 0; r < 2; r++) {
-    for (const p of r === 0 ? paths : [...paths].reverse()) {
+  for (let r = 0; r < rounds; r++) {
+    for (const p of r % 2 === 0 ? paths : [...paths].reverse()) {
       const s0 = treeCpu(p.server);
       const u0 = cpuMs(upstreamPid);
       const c0 = process.cpuUsage();
-      const got = await p.rate(seconds / 2);
+      const got = await p.rate(seconds / rounds);
       const c1 = process.cpuUsage(c0);
       const a = acc.get(p.key)!;
       a.requests += got.requests;
@@ -170,7 +173,7 @@ async function main() {
     process.once('SIGTERM', () => process.exit(0));
     return mode === 'dataplane' ? serveDataPlane(rest) : serveEgress(rest);
   }
-  const params = { seconds: num('seconds', 4), connections: num('connections', 16), samples: num('samples', 2000), workers: (rest.workers ?? '1,2').split(',').map(Number) };
+  const params = { seconds: num('seconds', 4), rounds: Math.max(1, Math.round(num('rounds', 2))), connections: num('connections', 16), samples: num('samples', 2000), workers: (rest.workers ?? '1,2').split(',').map(Number) };
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-nginx-peer-'));
   const loadStart = loadavg();
   const stops: Array<() => Promise<unknown>> = [];
@@ -254,7 +257,7 @@ async function main() {
           latency: (n) => (fresh ? newConnectionLatency(tt[key], Math.ceil(n / 10)) : keepAliveLatency(tt[key], n)),
           rate: (s) => (fresh ? newConnectionRate : keepAliveRate)(tt[key], N, s),
         });
-        const m = (paths: PathDef[]) => measure(paths, upstreamPid, params.samples, params.seconds);
+        const m = (paths: PathDef[]) => measure(paths, upstreamPid, params.samples, params.seconds, params.rounds);
         const dataPlane = await m([dataPath('direct'), dataPath('svc', svc.child.pid), dataPath('nginx', ngx.pid)]);
         const httpsKeepAlive = await m([tlsPath('direct', false), tlsPath('svc', false, eg.child.pid), tlsPath('nginx', false, ngx.pid)]);
         const httpsNew = await m([tlsPath('direct', true), tlsPath('svc', true, eg.child.pid), tlsPath('nginx', true, ngx.pid)]);
@@ -300,6 +303,8 @@ function judge(workers: number, processes: { svcProxy: number; egress: number; n
     egressCpuOverNginx: cpuRatio(httpsKeepAlive),
     newTlsOfNginx: round(httpsNew.svc.rps / httpsNew.nginx.rps, 3),
     newTlsCpuOverNginx: cpuRatio(httpsNew),
+    /** The data plane's share of nginx's round by round (round r of each path): the spread within the run. */
+    dataPlaneRoundsOfNginx: dataPlane.svc.rounds.map((v, i) => round(v / dataPlane.nginx.rounds[i], 3)),
   };
   const met = {
     dataPlaneThroughputOfNginx: ratios.dataPlaneThroughputOfNginx >= GOALS.dataPlaneThroughputOfNginx,
