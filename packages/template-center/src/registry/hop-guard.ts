@@ -93,7 +93,7 @@ export const guardedLookup: LookupFunction = (hostname, options, callback) => {
         return;
       }
     }
-    if (options.all) callback(null, addresses as unknown as string, 0);
+    if (options.all) callback(null, addresses);
     else callback(null, addresses[0].address, addresses[0].family);
   });
 };
