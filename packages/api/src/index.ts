@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { createHttpApp, hostForClient, parseListen, sendMetrics, type Logger, type SvcConfig } from '@svc/common';
 import { MasterClient } from '@svc/contracts/master';
 import { authenticate, type AuthConfig } from './auth.ts';
+import { checkPath } from './path-guard.ts';
 import { TeamsClient } from '@svc/contracts/teams';
 import { KeyVerifier } from './key-verifier.ts';
 import { MinuteCounter } from './rate-limits.ts';
@@ -49,6 +50,8 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
     failures: new MinuteCounter(),
     requests: new MinuteCounter(),
   };
+  // Before the key check: a path that would mean one thing here and another at the master (path-guard.ts).
+  app.addHook('onRequest', async (req) => { checkPath(req.url); });
   app.addHook('onRequest', async (req) => { await authenticate(req, auth); });
   const audit = new ApiAuditLog(auditLogPath(cfg), opts.logger);
   app.addHook('onResponse', async (req, reply) => {
