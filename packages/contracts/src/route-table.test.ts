@@ -18,6 +18,12 @@ test('pathTo fills and encodes the parameters, and refuses a missing one', () =>
   // encodeURIComponent leaves `*` as it is: a parameter that is one is not the template's wildcard (fuzz seed 946688657).
   assert.equal(pathTo(table.get, { id: '*' }), '/v1/things/*');
   assert.equal(pathTo({ method: 'GET', path: '/files/:dir/*' }, { dir: '*', '*': '*' }), '/files/*/*');
+  // A dot segment would be resolved by fetch into another route: it names nothing (a 400).
+  for (const dots of ['.', '..']) {
+    assert.throws(() => pathTo(table.get, { id: dots }), (e: { status?: number; message: string }) => e.status === 400 && e.message === `the id may not be "${dots}"`);
+    assert.throws(() => pathTo({ method: 'GET', path: '/files/*' }, { '*': `a/${dots}/b` }), (e: { status?: number }) => e.status === 400);
+  }
+  assert.equal(pathTo(table.get, { id: '...' }), '/v1/things/...', 'three dots are a name');
 });
 
 const typed = {

@@ -103,6 +103,9 @@ export function pathTo(route: Route, params: Record<string, string> = {}): strin
 }
 
 function encoded(v: string, name: string): string {
+  // encodeURIComponent leaves dots as they are, and fetch would resolve such a segment, sending
+  // the call to another route (docs/security.md, "The gateway's paths"): it names nothing.
+  if (v === '.' || v === '..') throw badRequest(`the ${name} may not be "${v}"`);
   try {
     return encodeURIComponent(v);
   } catch {
