@@ -15,7 +15,7 @@ import { migrateLegacyTemplate, registerLegacyTemplate, type LegacyTemplateInput
 import { readProgress } from './progress.ts';
 import type { BuildRecipe } from './recipe.ts';
 import { toJobInfo, toTemplateInfo } from './render.ts';
-import { buildSnapshotsOnlyOf, liveSandboxCount, snapshotsOfTemplate, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
+import { buildSnapshotsOnlyOf, isSnapshotName, liveSandboxCount, snapshotsOfTemplate, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
 import { ACTIVE, type JobStore } from './store/jobs.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
@@ -53,6 +53,7 @@ export class TemplateService {
   /** `body` has passed the TemplateCreate schema; parseCreateRequest checks what a schema cannot say. */
   async create(body: TemplateCreate, owner: TemplateOwner = OPERATOR): Promise<JobAccepted> {
     const spec = parseCreateRequest(body, this.d.cfg.svclet_conf, ownerColumns(owner).team_id);
+    if (spec.alias) await this.refuseSnapshotName(spec.alias);
     const now = Date.now();
     const recipe: BuildRecipe = { source: spec.source, withSvcCa: spec.withSvcCa, diskSizeMB: spec.buildDiskSizeMB };
     const row: TemplateRow = {
@@ -81,6 +82,7 @@ export class TemplateService {
       await this.d.templates.update(have.template_id, { cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB, ...(have.layer_snapshot_id ? {} : { status: 'building', error: null }) });
       return { ...have, cpu_count: sizes.cpuCount, memory_mb: sizes.memoryMB };
     }
+    await this.refuseSnapshotName(name);
     const now = Date.now();
     const row: TemplateRow = {
       template_id: newTemplateId(), alias: name, source_kind: 'builder', source_image_ref: '', request_json: null, spec_hash: '',
@@ -172,8 +174,15 @@ export class TemplateService {
   /** Absent, null or "" clears the alias. */
   async setAlias(ref: string, alias: string | null | undefined): Promise<TemplateInfo> {
     const t = await this.row(ref);
-    await this.d.templates.setAlias(t.template_id, parseAlias(alias));
+    const name = parseAlias(alias);
+    if (name) await this.refuseSnapshotName(name);
+    await this.d.templates.setAlias(t.template_id, name);
     return this.get(t.template_id);
+  }
+
+  /** A snapshot's name is taken for templates too, whoever's it is (isSnapshotName). */
+  private async refuseSnapshotName(name: string): Promise<void> {
+    if (await isSnapshotName(this.d.db, name)) throw conflict(`the name ${name} is a snapshot's: choose another name`);
   }
 
   /**
