@@ -96,6 +96,19 @@ test('plain HTTP is forwarded; a rule with audit none writes no request record',
   assert.equal((await auditLines()).some((l) => l.path === '/quiet'), false);
 });
 
+test('Connection listing Content-Length does not strip the framing: a body never becomes the next request on the pooled upstream connection', async () => {
+  // A sandbox of one team smuggling a request into a connection the next request (maybe another
+  // team's, with its injected secret) would complete.
+  const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: plain.example.test\r\n\r\n';
+  const outer = await call({ scheme: 'http', host: 'plain.example.test', method: 'POST', path: '/outer', headers: { connection: 'content-length' }, body: smuggled });
+  assert.equal(outer.status, 200);
+  assert.equal(outer.json.url, '/outer');
+  assert.equal(outer.json.bodyBytes, smuggled.length, 'the body reached the upstream as the body');
+  assert.equal(headerMap(outer.json.headers ?? [])['content-length'], String(smuggled.length));
+  const next = await call({ scheme: 'http', host: 'plain.example.test', path: '/next' });
+  assert.equal(next.json.url, '/next', 'the next request got its own answer');
+});
+
 test('denied by rule: 403 naming the rule, and the upstream never sees a connection', async () => {
   const before = { ...upstreamConnections };
   const r = await call({ host: 'api.example.test', path: '/v1/admin/users' });

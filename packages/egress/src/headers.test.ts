@@ -19,3 +19,8 @@ test('response headers: hop-by-hop and Transfer-Encoding go', () => {
   assert.deepEqual(sandboxResponseHeaders(['Content-Type', 'text/plain', 'Transfer-Encoding', 'chunked', 'Connection', 'close', 'Keep-Alive', 'timeout=5', 'Set-Cookie', 'a=1', 'Set-Cookie', 'b=2']),
     ['Content-Type', 'text/plain', 'Set-Cookie', 'a=1', 'Set-Cookie', 'b=2']);
 });
+
+test('a Connection header may drop the headers it lists, never Content-Length, Transfer-Encoding or Host (the framing of a pooled upstream connection)', () => {
+  const out = upstreamRequestHeaders(['Host', 'h', 'Connection', 'content-length, Transfer-Encoding, host, x-drop', 'Content-Length', '5', 'X-Drop', '1', 'Transfer-Encoding', 'chunked']);
+  assert.deepEqual(out, ['Host', 'h', 'Content-Length', '5', 'Transfer-Encoding', 'chunked']);
+});

@@ -1,4 +1,5 @@
 import type { EgressInject } from '@svc/contracts/egress';
+import { droppableWhenListed } from '@svc/http1';
 
 /** Hop-by-hop headers (RFC 9110 7.6.1) and what only this hop may act on. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'te', 'trailer', 'upgrade', 'proxy-connection']);
@@ -17,7 +18,7 @@ function endToEnd(raw: string[], drop: (lower: string) => boolean): string[] {
     if (name !== 'connection') continue;
     for (const token of raw[i + 1].split(',')) {
       const t = token.trim().toLowerCase();
-      if (t) (listed ??= new Set()).add(t);
+      if (t && droppableWhenListed(t)) (listed ??= new Set()).add(t);
     }
   }
   const out: string[] = [];

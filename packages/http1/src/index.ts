@@ -8,7 +8,7 @@
  */
 export { ResponseParser, ResponseParseError, type ResponseEvents } from './response-parser.ts';
 export { UpstreamConnection, UpstreamPool, type Dial, type DialedSocket, type ResponseSink, type UpstreamConnectionError, type UpstreamPoolOptions } from './upstream-pool.ts';
-export { requestHead, hasContentLength, InvalidHeaderError } from './request-head.ts';
+export { requestHead, hasContentLength, InvalidHeaderError, droppableWhenListed } from './request-head.ts';
 export { relayReplyChunk, streamServerBody } from './body-stream.ts';
 export { RequestParseError } from './request-parser.ts';
 export { LeanServer, type LeanHandler, type LeanServerOptions } from './lean-server.ts';

@@ -9,6 +9,17 @@ export class InvalidHeaderError extends Error {
 
 const UNSAFE = /[\r\n\0]/;
 
+/**
+ * Whether a name a Connection header lists may be dropped as hop-by-hop (RFC 9110 7.6.1). The
+ * message's framing and Host never are: a proxy that dropped the Content-Length a client listed
+ * in `Connection: content-length` still sent the body it framed, and the upstream read that body
+ * as a second request on a pooled connection, which the next client's request then completed
+ * (request smuggling across clients, and in the egress proxy across teams).
+ */
+export function droppableWhenListed(lowerName: string): boolean {
+  return lowerName !== 'content-length' && lowerName !== 'transfer-encoding' && lowerName !== 'host';
+}
+
 /** Whether a header's name, value or a status text holds CR, LF or NUL, which would split a message. */
 export const splitsMessage = (text: string): boolean => UNSAFE.test(text);
 

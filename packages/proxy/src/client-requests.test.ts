@@ -174,6 +174,19 @@ test('a head that never completes is answered 408 after clientHeadersTimeoutMs',
   }
 });
 
+test('Connection listing Content-Length or Transfer-Encoding does not strip the framing: the body stays the body, never a second request', async () => {
+  const smuggled = `GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n`;
+  const before = received.length;
+  const c = new Client(port);
+  c.send(`POST /outer HTTP/1.1\r\n${H}Connection: content-length\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`);
+  const chunked = `${smuggled.length.toString(16)}\r\n${smuggled}\r\n0\r\n\r\n`;
+  c.send(`POST /outer2 HTTP/1.1\r\n${H}Connection: transfer-encoding, host\r\nTransfer-Encoding: chunked\r\n\r\n${chunked}`);
+  const rs = await c.responses(2);
+  assert.deepEqual(rs.map((r) => [r.status, JSON.parse(r.body).url, JSON.parse(r.body).bytes]), [[200, '/outer', smuggled.length], [200, '/outer2', smuggled.length]]);
+  await sleep(50);
+  assert.deepEqual(received.slice(before).map((r) => [r.url, r.body.toString('latin1')]), [['/outer', smuggled], ['/outer2', smuggled]], 'the sandbox saw two requests, each with its body, and no /smuggled');
+});
+
 test('three GETs pipelined in one write are answered in order, each with its own body', async () => {
   const c = new Client(port);
   c.send(['/p1', '/p2', '/p3'].map((u) => `GET ${u} HTTP/1.1\r\n${H}\r\n`).join(''));

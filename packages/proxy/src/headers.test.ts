@@ -13,3 +13,10 @@ test('maskRequestHost replaces the client\'s Host (once, ${PORT} made the port);
   const none = requestHead('GET', '/', scanRequestHeaders(['Accept', '*/*']), '10.0.0.2:8080');
   assert.match(none, /\r\nHost: 10\.0\.0\.2:8080\r\n/, 'a request without Host gets the backend\'s');
 });
+
+test('a Connection header may drop the headers it lists, never Content-Length, Transfer-Encoding or Host (the framing the body is sent by)', () => {
+  const scan = scanRequestHeaders(['Host', 'h', 'Connection', 'Content-Length, transfer-encoding, HOST, X-Drop', 'Content-Length', '5', 'X-Drop', '1', 'Transfer-Encoding', 'chunked']);
+  const names = scan.forward.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
+  assert.ok(names.includes('content-length') && names.includes('transfer-encoding') && names.includes('host'), names.join(','));
+  assert.ok(!names.includes('x-drop') && !names.includes('connection'), names.join(','));
+});

@@ -1,3 +1,5 @@
+import { droppableWhenListed } from '@svc/http1';
+
 /**
  * One pass over a client request's raw headers: picks out what the proxy routes and gates on,
  * and builds the header list it forwards (hop-by-hop headers, traffic tokens and client-supplied
@@ -105,7 +107,7 @@ function dropConnectionListed(out: string[], connection: string) {
   const only = connection.length <= 10 ? connection.toLowerCase() : '';
   if (only === 'keep-alive' || only === 'close' || only === 'upgrade') return; // the usual case, no allocation
   const names = connection.toLowerCase().split(',').map((t) => t.trim())
-    .filter((t) => t && t !== 'keep-alive' && t !== 'close' && t !== 'upgrade');
+    .filter((t) => t && t !== 'keep-alive' && t !== 'close' && t !== 'upgrade' && droppableWhenListed(t));
   if (names.length === 0) return;
   for (let i = out.length - 2; i >= 0; i -= 2) {
     if (names.includes(out[i].toLowerCase())) out.splice(i, 2);
