@@ -83,6 +83,22 @@ function addressList(v: unknown, field: string): string[] {
   return v.map((x, i) => text(x, `${field}[${i}]`, L.networkEntryBytes));
 }
 
+/**
+ * An allowOut entry wholly inside link-local (169.254.0.0/16) is a 400: cloud metadata services
+ * hand out the host's credentials there, and the node's firewall keeps it closed whatever allowOut
+ * says (node-agent firewall.ts), so such an entry could only mislead. A wider range is fine: its
+ * link-local part stays closed.
+ */
+function refuseLinkLocal(allowOut: string[]): string[] {
+  for (const entry of allowOut) {
+    const m = /^169\.254\.\d{1,3}\.\d{1,3}(?:\/(\d{1,2}))?$/.exec(entry.trim());
+    if (m && (m[1] === undefined || Number(m[1]) >= 16)) {
+      throw badRequest(`network.allowOut: ${entry} is link-local, where cloud metadata services hand out the host's credentials; a sandbox never reaches it`);
+    }
+  }
+  return allowOut;
+}
+
 /** A network update as parsed: the whole new egress configuration. */
 export interface NetworkUpdate {
   allowInternetAccess?: boolean;
@@ -109,7 +125,7 @@ function networkOf(v: unknown): NetworkConfig {
   if (v === undefined || v === null) return { allowOut: [], denyOut: [], allowPublicTraffic: true };
   if (!isObj(v)) throw badRequest('network must be an object');
   const out: NetworkConfig = {
-    allowOut: addressList(v.allowOut, 'network.allowOut'),
+    allowOut: refuseLinkLocal(addressList(v.allowOut, 'network.allowOut')),
     denyOut: addressList(v.denyOut, 'network.denyOut'),
     allowPublicTraffic: optBool(v.allowPublicTraffic, 'network.allowPublicTraffic') ?? true,
   };
