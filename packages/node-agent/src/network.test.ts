@@ -7,6 +7,7 @@ import { after, before, describe, it } from 'node:test';
 import { NodeAgentClient, type NodeSandbox } from '@svc/contracts/node-agent';
 import { egressAddressOf } from '@svc/common';
 import { run } from './host/exec.ts';
+import { ResourceNames } from './names.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { createRequest, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
 import { DEFAULT_GUEST_KERNEL_DIR } from './runtime/microvm/guest-assets.ts';
@@ -134,6 +135,20 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
       assert.equal(body.trim(), 'user-port-ok');
 
       await Promise.all([closed, open, allowed, denied].map((s) => client.deleteSandbox(s.sandboxId)));
+    });
+
+    it('link-local (cloud metadata) stays closed when allowOut names it: its drop comes before every allow', async () => {
+      const sb = await client.createSandbox(sandboxRequest({ allowInternetAccess: false, network: { allowOut: ['169.254.169.254/32', '169.254.0.0/16', upstream.host], denyOut: [] } }));
+      try {
+        const tag = new ResourceNames(env.config().node_agent.state_dir).tag;
+        const chain = (await run('nft', ['list', 'chain', 'ip', `svc_${tag}`, `sb_${agent.inspect(sb.sandboxId).instanceId}`])).stdout;
+        const linkLocalDrop = chain.search(/ip daddr 169\.254\.0\.0\/16 drop/);
+        const firstAccept = chain.search(/ip daddr [0-9./]+ accept/);
+        assert.ok(linkLocalDrop >= 0 && firstAccept > linkLocalDrop, chain);
+        assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'the rest of allowOut still opens');
+      } finally {
+        await client.deleteSandbox(sb.sandboxId);
+      }
     });
 
     it('updateNetwork replaces a running sandbox\'s policy at once, and refuses a paused sandbox', async () => {

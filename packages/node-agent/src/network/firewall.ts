@@ -20,7 +20,11 @@ export interface EgressTarget {
   tunnelAll?: boolean;
 }
 
-/** Link-local (cloud metadata services) is never reachable unless allowOut names it. */
+/**
+ * Link-local is never reachable from a sandbox, whatever allowOut or a name it learned says:
+ * cloud metadata services hand out the host's credentials there (169.254.169.254), which are the
+ * operator's, not a team's to open. It was an opt-in of allowOut until 2026-11-30.
+ */
 const ALWAYS_DENIED = ['169.254.0.0/16'];
 
 /**
@@ -186,14 +190,15 @@ export class Firewall {
 }
 
 /**
- * The layer-3 lists in the order they decide, first match wins: allowOut and the learned
- * addresses allow, then link-local and denyOut deny (internet access decides the rest). The
+ * The layer-3 lists in the order they decide, first match wins: link-local denies, then allowOut
+ * and the learned addresses allow, then denyOut denies (internet access decides the rest). The
  * forward chain and a tunneled sandbox's steering both follow it, so they cannot disagree.
  */
 function layer3Order(p: EgressPolicy): Array<{ cidr: string; allow: boolean }> {
   return [
+    ...ALWAYS_DENIED.map((cidr) => ({ cidr, allow: false })),
     ...[...p.allowOut, ...(p.learned ?? [])].map((cidr) => ({ cidr, allow: true })),
-    ...[...ALWAYS_DENIED, ...p.denyOut].map((cidr) => ({ cidr, allow: false })),
+    ...p.denyOut.map((cidr) => ({ cidr, allow: false })),
   ];
 }
 
