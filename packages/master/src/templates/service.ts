@@ -15,7 +15,8 @@ import { migrateLegacyTemplate, registerLegacyTemplate, type LegacyTemplateInput
 import { readProgress } from './progress.ts';
 import type { BuildRecipe } from './recipe.ts';
 import { toJobInfo, toTemplateInfo } from './render.ts';
-import { buildSnapshotsOnlyOf, isSnapshotName, liveSandboxCount, snapshotsOfTemplate, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
+import { buildSnapshotsOnlyOf, liveSandboxCount, snapshotsOfTemplate, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
+import { SnapshotRepo } from '../snapshots/repo.ts';
 import { ACTIVE, type JobStore } from './store/jobs.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobRow, TemplateRow } from './tables.ts';
@@ -180,9 +181,13 @@ export class TemplateService {
     return this.get(t.template_id);
   }
 
-  /** A snapshot's name is taken for templates too, whoever's it is (isSnapshotName). */
+  /**
+   * A user's snapshot's name or id is taken for templates too, whoever's it is: names are one
+   * namespace for every team, and templates are looked up first (docs/security.md), so a template
+   * given another team's snapshot name would hide that snapshot from its team.
+   */
   private async refuseSnapshotName(name: string): Promise<void> {
-    if (await isSnapshotName(this.d.db, name)) throw conflict(`the name ${name} is a snapshot's: choose another name`);
+    if (await new SnapshotRepo(this.d.db).resolve(name)) throw conflict(`the name ${name} is a snapshot's: choose another name`);
   }
 
   /**

@@ -147,17 +147,6 @@ export async function countReferences(db: Kysely<Database>, artifactId: string, 
 }
 
 /**
- * Whether a user's snapshot is called `name` (by name or id). Template and snapshot names are one
- * namespace for every team, and templates are looked up first (docs/security.md): a template
- * given another team's snapshot name would hide that snapshot from its team.
- */
-export async function isSnapshotName(db: Kysely<Database>, name: string): Promise<boolean> {
-  const row = await db.selectFrom('t_svc_snapshot').select('snapshot_id').where('status', '=', 'ready').where('purpose', '=', 'snapshot')
-    .where((eb) => eb.or([eb('name', '=', name), eb('snapshot_id', '=', name)])).executeTakeFirst();
-  return row !== undefined;
-}
-
-/**
  * What starts from the template's files and keeps it from being deleted: templates the builder made
  * from it, by name (their build snapshots lie over its artifact), then the user's snapshots of its
  * sandboxes, by id. Templates come first: they are few, and the refusal lists only the first 20.
