@@ -13,6 +13,7 @@
  *   POST /internal/v1/sandboxes/:id/pause            → SandboxRoute (body { reason })
  *   POST /internal/v1/sandboxes/:id/resume           → SandboxRoute (body { reason })
  *   POST /internal/v1/sandboxes/:id/kill             → 204          (body { reason })
+ *   GET  /internal/v1/platform-addresses             → PlatformAddresses (node agents, every 30 s: what a sandbox's own packets never reach)
  *   POST /internal/template/jobs/:jobId/status       → 204  (template center callback, see @svc/template-center api)
  *   GET  /svc/template/artifact/download?artifact_id → the ext4 image (node agents pull through the master)
  *   GET  /internal/v1/layers/:layerId                → a snapshot layer's tar from the artifact store (node agents, for a create from a snapshot)
@@ -20,6 +21,7 @@
 import { JsonClient, type TaskStats } from '@svc/common';
 import type { SignedFileRequest } from '@svc/common/envd-signature';
 import type { EndedSandbox, NodeInfo, NodeLoad, PauseKind, RuntimeKind } from './node-agent.ts';
+import type { PlatformAddresses } from './egress.ts';
 import { answers, call, type RouteTable } from './route-table.ts';
 import { ActivityBody, HeartbeatBody, LifecycleBody, SignedFileRequestBody } from './master-schemas.ts';
 import { METRICS_ROUTE } from './metrics-route.ts';
@@ -102,6 +104,13 @@ export const MASTER_INTERNAL_ROUTES = {
   pause: { method: 'POST', path: '/internal/v1/sandboxes/:id/pause', body: LifecycleBody, answer: answers<SandboxRoute>() },
   resume: { method: 'POST', path: '/internal/v1/sandboxes/:id/resume', body: LifecycleBody, answer: answers<SandboxRoute>() },
   kill: { method: 'POST', path: '/internal/v1/sandboxes/:id/kill', body: LifecycleBody, answer: answers<void>() },
+  /**
+   * Where the platform's components listen, as addresses, and the sandbox pools: the same list
+   * the egress proxy reads (MASTER_EGRESS_ROUTES.platformAddresses). Node agents drop a
+   * sandbox's own packets to them (docs/cluster.md, "Traffic between components"); no token, as
+   * the node agents' other calls here.
+   */
+  platformAddresses: { method: 'GET', path: '/internal/v1/platform-addresses', answer: answers<PlatformAddresses>() },
 } as const satisfies RouteTable;
 
 const R = MASTER_INTERNAL_ROUTES;
@@ -125,4 +134,5 @@ export class MasterInternalClient {
   pause(sandboxId: string, reason: LifecycleReason) { return call(this.http, R.pause, { id: sandboxId }, { body: { reason } }); }
   resume(sandboxId: string, reason: LifecycleReason) { return call(this.http, R.resume, { id: sandboxId }, { body: { reason } }); }
   kill(sandboxId: string, reason: LifecycleReason) { return call(this.http, R.kill, { id: sandboxId }, { body: { reason } }); }
+  platformAddresses(timeoutMs = 10_000) { return call(this.http, R.platformAddresses, {}, { timeoutMs }); }
 }

@@ -2,6 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { clusterTlsOf, createHttpApp, egressAddressOf, internalScheme, parseEgressResolve, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo, RuntimeKind } from '@svc/contracts/node-agent';
+import type { PlatformAddresses } from '@svc/contracts/egress';
 import { ArtifactStore } from './artifacts/artifact-store.ts';
 import { LayerStore } from './artifacts/layer-store.ts';
 import { enableIpForwarding, raisePidMax, missingTools, nodeCapacity, resolveNodeId, sandboxResolvConf } from './host/host-facts.ts';
@@ -14,6 +15,7 @@ import { ResourceNames } from './names.ts';
 import { AddressPool } from './network/address-pool.ts';
 import { readHostNetwork } from './network/host-conflicts.ts';
 import { Firewall } from './network/firewall.ts';
+import { PlatformList, platformAddressesOf } from './network/platform-list.ts';
 import { ensureEgressAddress, removeEgressAddress } from './network/egress-link.ts';
 import { HostLearner } from './network/host-learner.ts';
 import { registerRoutes } from './routes.ts';
@@ -48,6 +50,8 @@ export interface NodeAgentOptions {
   runscPath?: string;
   /** How often sandboxes are probed for dead processes (default 5 s). */
   livenessIntervalMs?: number;
+  /** Where the platform's addresses come from (default: the master's list; none without a master). */
+  platformAddresses?: () => Promise<PlatformAddresses>;
 }
 
 export interface NodeAgent {
@@ -70,6 +74,8 @@ export interface NodeAgent {
   warmCount(): number;
   /** One round of the metrics sampler now (bench/sampler.ts); with a master it also runs every 5 s on its own. */
   sampleMetrics(): Promise<void>;
+  /** Reads the platform's addresses now (every 30 s on its own) and drops sandboxes' packets to them. */
+  refreshPlatformAddresses(): Promise<void>;
 }
 
 export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Promise<NodeAgent> {
@@ -94,9 +100,18 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     addresses.reserveAddress(eg.address);
     await ensureEgressAddress(eg.address);
   }
-  const firewall = new Firewall(names.nftTable, names.vethPrefix, addresses.cidr, eg.enabled ? { address: eg.address, httpPort: eg.http_port, httpsPort: eg.https_port, tunnelPort: eg.tunnel_port, tunnelAll: !!eg.upstream_proxy } : undefined);
-  const records = new RecordStore(join(stateDir, 'instances'));
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
+  const platformSource = opts.platformAddresses ?? (masterAddr ? platformAddressesOf(masterAddr) : undefined);
+  let platform: PlatformList | undefined;
+  const firewall = new Firewall(
+    names.nftTable, names.vethPrefix, addresses.cidr,
+    eg.enabled ? { address: eg.address, httpPort: eg.http_port, httpsPort: eg.https_port, tunnelPort: eg.tunnel_port, tunnelAll: !!eg.upstream_proxy } : undefined,
+    () => platform?.ready() ?? Promise.resolve(),
+  );
+  platform = new PlatformList({ source: platformSource, file: join(stateDir, 'platform-addresses.json'), apply: (list) => firewall.setPlatform(list), logger });
+  // Before the firewall is rebuilt (reconcile): adopted sandboxes get the list from the start.
+  await platform.start();
+  const records = new RecordStore(join(stateDir, 'instances'));
   const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
   const layers = new LayerStore(join(stateDir, 'layers'), logger, masterAddr || undefined);
   const execInputs = new ExecInputs(join(stateDir, 'exec-inputs'), masterAddr || undefined);
@@ -258,6 +273,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
         await periodic.stop();
         memoryWatch?.stop();
         link?.stop();
+        platform.stop();
         await sampler.stop();
         await app.close();
         await sandboxes.close(closeOpts);
@@ -284,6 +300,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     sweepDead: () => sandboxes.sweepDead(),
     warmCount: () => sandboxes.pool.count(),
     sampleMetrics: () => sampler.tick(),
+    refreshPlatformAddresses: () => platform.refresh(),
   };
 }
 

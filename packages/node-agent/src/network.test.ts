@@ -6,6 +6,7 @@ import http from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { NodeAgentClient, type NodeSandbox } from '@svc/contracts/node-agent';
 import { egressAddressOf } from '@svc/common';
+import type { PlatformAddresses } from '@svc/contracts/egress';
 import { run } from './host/exec.ts';
 import { ResourceNames } from './names.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
@@ -73,6 +74,8 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
     let upstream: Awaited<ReturnType<typeof makeUpstream>>;
     let hostServer: http.Server;
     let hostPort: number;
+    // The master's list of the platform's addresses, as this node reads it.
+    let platformNow: PlatformAddresses = { endpoints: [], pools: [] };
     // Four guests booting at once under TCG take longer than gVisor's 30 s (as in microvm.test.ts).
     const sandboxRequest = (over: Parameters<typeof createRequest>[1] = {}) =>
       createRequest(env, { ...(runtime === 'microvm' ? { timeoutMs: 120_000 } : {}), ...over });
@@ -83,7 +86,7 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
       hostServer = http.createServer((_q, s) => s.end('host-ok'));
       await new Promise<void>((r) => hostServer.listen(0, '0.0.0.0', r));
       hostPort = (hostServer.address() as { port: number }).port;
-      agent = await startNodeAgent(env.config({ runtime }), { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
+      agent = await startNodeAgent(env.config({ runtime }), { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000, platformAddresses: async () => platformNow });
       client = new NodeAgentClient(agent.url);
     });
 
@@ -147,6 +150,39 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
         assert.ok(linkLocalDrop >= 0 && firstAccept > linkLocalDrop, chain);
         assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'the rest of allowOut still opens');
       } finally {
+        await client.deleteSandbox(sb.sandboxId);
+      }
+    });
+
+    it('drops a sandbox\'s packets to the platform\'s addresses on other hosts, by address and port, before any allowOut; a new list applies at once', async () => {
+      // The upstream's namespace stands for another host of the cluster: a master or a node agent there.
+      const setList = async (list: PlatformAddresses) => { platformNow = list; await agent.refreshPlatformAddresses(); };
+      const sb = await client.createSandbox(sandboxRequest({ allowInternetAccess: true, network: { allowOut: [upstream.host], denyOut: [] } }));
+      try {
+        assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'reachable before the list names it');
+        await setList({ endpoints: [{ ip: upstream.host, port: upstream.holdPort }], pools: [] });
+        assert.match(await fetchFrom(sb, upstream.host, upstream.port), /upstream-ok/, 'another port of a platform host is not the platform\'s');
+        await setList({ endpoints: [{ ip: upstream.host, port: upstream.port }], pools: [] });
+        assert.equal(await fetchFrom(sb, upstream.host, upstream.port), '', 'a platform endpoint stayed reachable (allowOut names its host)');
+        const tag = new ResourceNames(env.config().node_agent.state_dir).tag;
+        const chain = (await run('nft', ['list', 'chain', 'ip', `svc_${tag}`, `sb_${agent.inspect(sb.sandboxId).instanceId}`])).stdout;
+        const platformDrop = chain.search(/ip daddr \. tcp dport @platform_tcp drop/);
+        assert.ok(platformDrop >= 0 && chain.search(/ip daddr [0-9./]+ accept/) > platformDrop, chain);
+
+        // Another node's sandbox pool, on every port; a sandbox created after the list gets it too.
+        await setList({ endpoints: [], pools: ['10.201.250.0/30'] });
+        const later = await client.createSandbox(sandboxRequest({ allowInternetAccess: true }));
+        try {
+          assert.equal(await fetchFrom(later, upstream.host, upstream.port), '', 'a pool on the list stayed reachable');
+          assert.equal(await fetchFrom(sb, upstream.host, upstream.port), '');
+          await setList({ endpoints: [], pools: [] });
+          assert.match(await fetchFrom(later, upstream.host, upstream.port), /upstream-ok/, 'the list taken away opens it again');
+        } finally {
+          await client.deleteSandbox(later.sandboxId);
+        }
+      } finally {
+        platformNow = { endpoints: [], pools: [] };
+        await agent.refreshPlatformAddresses();
         await client.deleteSandbox(sb.sandboxId);
       }
     });

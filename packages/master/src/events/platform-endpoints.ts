@@ -1,14 +1,25 @@
 import { parseListen, type SvcConfig } from '@svc/common';
 import type { Endpoint } from './webhook-target.ts';
 
+/** A listen address that binds every address of its host. */
+const WILDCARD = new Set(['0.0.0.0', '::', '[::]', '']);
+
 /**
  * Where the platform's own components listen, from the configuration and the registered nodes:
- * what a webhook may not point at (webhook-target.ts). Names are left as written; a listen
- * address of 0.0.0.0 stands for every address of this host.
+ * what a webhook may not point at (webhook-target.ts), and what a sandbox never reaches (the
+ * egress proxy and each node's firewall). Names are left as written; a listen address of 0.0.0.0
+ * stands for every address of this host. Such a port is also taken on each node's host: every
+ * component reads the one configuration file (docs/cluster.md), and a cluster may run the
+ * control components beside each node agent, where that listen binds the node's addresses.
  */
 export function platformEndpoints(cfg: SvcConfig, nodeAddresses: () => Promise<string[]>): () => Promise<Endpoint[]> {
   const fixed: Endpoint[] = [];
-  const add = (host: string, port: number) => { if (port > 0) fixed.push({ host, port }); };
+  const onEveryHost = new Set<number>();
+  const add = (host: string, port: number) => {
+    if (port <= 0) return;
+    fixed.push({ host, port });
+    if (WILDCARD.has(host)) onEveryHost.add(port);
+  };
   const listen = (l: string) => { if (l) { const { host, port } = parseListen(l); add(host, port); } };
   const url = (u: string) => { if (u) addUrl(u, add); };
   listen(cfg.api.listen);
@@ -32,7 +43,12 @@ export function platformEndpoints(cfg: SvcConfig, nodeAddresses: () => Promise<s
   if (cfg.redis.host) add(cfg.redis.host, cfg.redis.port);
   return async () => {
     const nodes: Endpoint[] = [];
-    for (const a of await nodeAddresses()) addUrl(a, (host, port) => nodes.push({ host, port }));
+    for (const a of await nodeAddresses()) {
+      addUrl(a, (host, port) => {
+        nodes.push({ host, port });
+        for (const p of onEveryHost) if (p !== port) nodes.push({ host, port: p });
+      });
+    }
     return [...fixed, ...nodes];
   };
 }

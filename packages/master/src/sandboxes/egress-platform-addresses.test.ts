@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SvcError } from '@svc/common';
 import { EgressPolicySource } from '@svc/contracts/egress-routes';
+import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { startMasterOverFakeNode, type MasterOverFakeNode } from '../testing/master-over-fake-node.ts';
 
 const TOKEN = 'egress-admin-token-for-the-list';
@@ -36,4 +37,10 @@ test('the list takes the egress proxy\'s token only', async () => {
     assert.ok(err instanceof SvcError, String(err));
     assert.equal(err.status, 403);
   }
+});
+
+test('the node agents read the same list on their internal route, without the egress proxy\'s token', async () => {
+  const forNodes = await new MasterInternalClient(h.master.url).platformAddresses();
+  assert.deepEqual(forNodes, await new EgressPolicySource(h.master.url, TOKEN).platformAddresses());
+  assert.ok(forNodes.endpoints.some((e) => e.ip === '192.0.2.44' && e.port === 6380));
 });

@@ -56,6 +56,8 @@ export function registerSandboxRoutes(app: FastifyInstance, svc: MasterSandboxes
     return reply.status(204).send();
   });
   serve(app, I.due, async () => svc.due());
+  // Node agents drop a sandbox's own packets to these; addresses and ports, no secret in them.
+  serve(app, I.platformAddresses, async () => svc.platformAddresses());
   serve(app, I.pause, async (req) => {
     await svc.pause(req.params.id, req.body.reason);
     return svc.route(req.params.id);

@@ -1,4 +1,5 @@
 import { SvcError } from '@svc/common';
+import type { PlatformAddresses } from '@svc/contracts/egress';
 import { run } from '../host/exec.ts';
 import { type EgressPolicy, reachesOutside } from './egress-policy.ts';
 
@@ -31,7 +32,9 @@ const ALWAYS_DENIED = ['169.254.0.0/16'];
  * The agent's nftables table. Everything the agent adds lives in one table of its own
  * (`ip svc_<tag>`), so removing the agent's rules never touches anybody else's:
  *   forward:     traffic a sandbox sends jumps to its own chain (verdict map by interface);
- *                nothing new is forwarded into a sandbox.
+ *                nothing new is forwarded into a sandbox. Each chain drops the platform's
+ *                addresses (sets platform_tcp and platform_pools, platform-list.ts) before any
+ *                allow.
  *   input:       a sandbox cannot open connections to the host (DNAT'd flows excepted,
  *                for a transparent egress proxy).
  *   prerouting:  the ports of a sandbox's layer-7 rules are DNAT'd to the egress proxy (its own
@@ -40,13 +43,26 @@ const ALWAYS_DENIED = ['169.254.0.0/16'];
  */
 export class Firewall {
   private readonly sandboxes = new Map<string, FirewallSandbox>();
+  private platform: PlatformAddresses = { endpoints: [], pools: [] };
+  private built = false;
 
   constructor(
     private readonly table: string,
     private readonly vethPrefix: string,
     private readonly poolCidr: string,
     private readonly egress?: EgressTarget,
+    /** Resolves once the platform's addresses are known (PlatformList.ready); a sandbox that may reach outside waits for it. */
+    private readonly platformReady: () => Promise<void> = async () => {},
   ) {}
+
+  /**
+   * The platform's addresses no sandbox reaches (platform-list.ts), replaced in one transaction.
+   * Before the table is first built they are kept for it.
+   */
+  async setPlatform(list: PlatformAddresses): Promise<void> {
+    if (this.built) await this.apply([`flush set ip ${this.table} platform_tcp`, `flush set ip ${this.table} platform_pools`, ...this.platformElements(list)]);
+    this.platform = list;
+  }
 
   /** Replaces the whole table atomically with these sandboxes' rules. */
   async rebuild(sandboxes: FirewallSandbox[]): Promise<void> {
@@ -59,6 +75,8 @@ export class Firewall {
       '  map sandbox_out { type ifname : verdict; }',
       '  map sandbox_steer { type ifname : verdict; }',
       '  set sandbox_nat { type ipv4_addr; }',
+      '  set platform_tcp { type ipv4_addr . inet_service; }',
+      '  set platform_pools { type ipv4_addr; flags interval; auto-merge; }',
       '  chain forward {',
       '    type filter hook forward priority -5; policy accept;',
       '    iifname vmap @sandbox_out',
@@ -82,13 +100,16 @@ export class Firewall {
       '  }',
       '}',
     ];
+    lines.push(...this.platformElements(this.platform));
     for (const s of sandboxes) lines.push(...this.addLines(s));
     await this.apply(lines);
+    this.built = true;
     this.sandboxes.clear();
     for (const s of sandboxes) this.sandboxes.set(s.instanceId, s);
   }
 
   async add(s: FirewallSandbox): Promise<void> {
+    if (reachesOutside(s.policy)) await this.platformReady();
     await this.apply(this.addLines(s));
     this.sandboxes.set(s.instanceId, s);
   }
@@ -97,6 +118,7 @@ export class Firewall {
   async update(instanceId: string, policy: EgressPolicy): Promise<void> {
     const old = this.sandboxes.get(instanceId);
     if (!old) throw new Error(`firewall: no rules for instance ${instanceId}`);
+    if (reachesOutside(policy)) await this.platformReady();
     const next = { ...old, policy };
     const t = this.table;
     const lines = [`flush chain ip ${t} ${chainOf(instanceId)}`, ...this.chainRules(next), `flush chain ip ${t} ${steerChainOf(instanceId)}`, ...this.steerRules(next)];
@@ -126,6 +148,7 @@ export class Firewall {
   /** Removes the agent's table entirely (the agent shuts down with no sandbox left). */
   async drop(): Promise<void> {
     await run('nft', ['delete', 'table', 'ip', this.table], { allowFail: true });
+    this.built = false;
     this.sandboxes.clear();
   }
 
@@ -139,13 +162,15 @@ export class Firewall {
     return lines;
   }
 
-  /** Order matters: anti-spoofing, replies, isolation from other sandboxes, then allowOut before denyOut. */
+  /** Order matters: anti-spoofing, replies, isolation from other sandboxes and from the platform, then allowOut before denyOut. */
   private chainRules(s: FirewallSandbox): string[] {
     const r = (rule: string) => `add rule ip ${this.table} ${chainOf(s.instanceId)} ${rule}`;
     const lines = [
       r(`ip saddr != ${s.sandboxAddress} drop`),
       r('ct state established,related accept'),
       r(`ip daddr ${this.poolCidr} drop`),
+      r('ip daddr @platform_pools drop'),
+      r('ip daddr . tcp dport @platform_tcp drop'),
     ];
     for (const { cidr, allow } of layer3Order(s.policy)) lines.push(r(`ip daddr ${cidr} ${allow ? 'accept' : 'drop'}`));
     lines.push(r(s.policy.allowInternetAccess ? 'accept' : 'drop'));
@@ -178,9 +203,17 @@ export class Firewall {
   private tunnelRules(s: FirewallSandbox, r: (rule: string) => string): string[] {
     const to = `dnat to ${this.egress!.address}:${this.egress!.tunnelPort}`;
     const from = `ip saddr ${s.sandboxAddress} meta l4proto tcp`;
-    const lines = [r(`ip daddr ${this.poolCidr} return`)];
+    const lines = [r(`ip daddr ${this.poolCidr} return`), r('ip daddr @platform_pools return'), r('ip daddr . tcp dport @platform_tcp return')];
     for (const { cidr, allow } of layer3Order(s.policy)) lines.push(r(allow ? `${from} ip daddr ${cidr} ${to}` : `ip daddr ${cidr} return`));
     if (s.policy.allowInternetAccess) lines.push(r(`${from} ${to}`));
+    return lines;
+  }
+
+  private platformElements(list: PlatformAddresses): string[] {
+    const t = this.table;
+    const lines: string[] = [];
+    if (list.endpoints.length) lines.push(`add element ip ${t} platform_tcp { ${list.endpoints.map((e) => `${e.ip} . ${e.port}`).join(', ')} }`);
+    if (list.pools.length) lines.push(`add element ip ${t} platform_pools { ${list.pools.join(', ')} }`);
     return lines;
   }
 

@@ -1,0 +1,27 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { loadConfig } from '@svc/common';
+import { platformEndpoints } from './platform-endpoints.ts';
+
+const keys = (list: Array<{ host: string; port: number }>) => list.map((e) => `${e.host}:${e.port}`);
+
+test('a component listening on every address is taken on each node\'s host too (the control components may run beside a node agent)', async () => {
+  const cfg = loadConfig({ env: {} });
+  cfg.master.listen = '0.0.0.0:8089';
+  cfg.lifecycle.listen = '0.0.0.0:8083';
+  cfg.lifecycle.replicas = 2;
+  cfg.api.listen = '127.0.0.1:3000';
+  const list = keys(await platformEndpoints(cfg, async () => ['http://10.0.0.6:8088', 'https://node-b.internal:9000'])());
+  for (const host of ['10.0.0.6', 'node-b.internal']) {
+    for (const port of [8089, 8083, 8084]) assert.ok(list.includes(`${host}:${port}`), `${host}:${port} missing from ${list.join(' ')}`);
+  }
+  assert.ok(list.includes('10.0.0.6:8088') && list.includes('node-b.internal:9000'), 'the node agents themselves');
+  // A component bound to one address is there alone: the nodes do not get its port.
+  assert.ok(!list.includes('10.0.0.6:3000'), list.join(' '));
+});
+
+test('with every listen on loopback (svc up), the nodes add their own agents\' ports alone', async () => {
+  const cfg = loadConfig({ env: {} });
+  const list = await platformEndpoints(cfg, async () => ['http://10.0.0.6:8088'])();
+  assert.deepEqual(list.filter((e) => e.host === '10.0.0.6'), [{ host: '10.0.0.6', port: 8088 }]);
+});
