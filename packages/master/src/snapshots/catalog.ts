@@ -105,7 +105,7 @@ export class SnapshotCatalog {
       if (!live.has(row.node_id)) continue; // its node may come back with the layer
       try {
         await copyLayerToStore(await this.nodes.client(row.node_id), this.storage, { layerId: row.layer_id, sha256: row.layer_sha256, sizeBytes: Number(row.size_bytes) });
-        await this.repo.markReady(row.snapshot_id, row.name);
+        await this.repo.markReady(row.snapshot_id, row.name && row.team_id ? { name: row.name, teamId: row.team_id } : null);
         ready.push(row.snapshot_id);
       } catch (err) {
         if ((err as SvcError).status !== 404) {

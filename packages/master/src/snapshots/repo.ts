@@ -1,5 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { conflict } from '@svc/common';
+import { isUniqueViolation } from '../templates/store/unique-violation.ts';
 import type { SnapshotRow } from './tables.ts';
 
 export type SnapshotDbRow = Selectable<SnapshotRow>;
@@ -13,11 +15,30 @@ export class SnapshotRepo {
     await this.db.insertInto('t_svc_snapshot').values({ ...row, name: null, status: 'pending' }).execute();
   }
 
-  /** The layer is in the store: the snapshot is listed and usable, and takes its name from any snapshot that had it. */
-  async markReady(id: string, name: string | null): Promise<void> {
+  /**
+   * The layer is in the store: the snapshot is listed and usable. A name moves to it from the
+   * team's own snapshot that had it, never from another team's: that is a 409, and the caller
+   * keeps nothing. Names are checked before a capture (service.ts checkName); this is for
+   * another team's capture that took the name while this one was copied, which until
+   * 2026-11-30 cleared that team's name and took it (its creates by name then started this
+   * team's snapshot). Two at once are kept apart by the name's unique index.
+   */
+  async markReady(id: string, named: { name: string; teamId: string } | null): Promise<void> {
+    const taken = () => conflict(`the snapshot name ${named!.name} was taken by another team while this snapshot was stored: nothing was kept; choose another name`);
     await this.db.transaction().execute(async (tx) => {
-      if (name !== null) await tx.updateTable('t_svc_snapshot').set({ name: null }).where('name', '=', name).execute();
-      await tx.updateTable('t_svc_snapshot').set({ status: 'ready', ...(name === null ? {} : { name }) }).where('snapshot_id', '=', id).execute();
+      if (named) {
+        // Read, then cleared by primary key: an UPDATE by name would take a gap lock on the name's
+        // index in InnoDB, and two captures naming a free name at once deadlocked on it.
+        const holders = await tx.selectFrom('t_svc_snapshot').select(['snapshot_id', 'team_id']).where('name', '=', named.name).execute();
+        if (holders.some((r) => r.team_id !== named.teamId)) throw taken();
+        if (holders.length) await tx.updateTable('t_svc_snapshot').set({ name: null }).where('snapshot_id', 'in', holders.map((r) => r.snapshot_id)).execute();
+      }
+      try {
+        await tx.updateTable('t_svc_snapshot').set({ status: 'ready', ...(named ? { name: named.name } : {}) }).where('snapshot_id', '=', id).execute();
+      } catch (err) {
+        if (named && isUniqueViolation(err)) throw taken();
+        throw err;
+      }
     });
   }
 

@@ -71,11 +71,11 @@ export class SnapshotService {
     }
     try {
       await copyLayerToStore(src.node, this.d.storage, layer);
-      await this.d.repo.markReady(snapshotId, o.name ?? null);
+      await this.d.repo.markReady(snapshotId, o.name ? { name: o.name, teamId: src.record.teamId } : null);
     } catch (err) {
       await this.d.catalog.discard(snapshotId, layer.layerId);
       const e = toSvcError(err);
-      if (e.status === 507) throw e;
+      if (e.status === 507 || e.status === 409) throw e;
       throw new SvcError(503, `snapshot of ${sandboxId} could not be stored (${e.message}); nothing was kept, retry`);
     }
     this.d.logger.info({ snapshotId, sandboxId, name: o.name, purpose: o.purpose, sizeBytes: layer.sizeBytes }, 'snapshot taken');
