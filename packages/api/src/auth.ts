@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { SvcError, unauthorized } from '@svc/common';
+import { sameSecret, SvcError, unauthorized } from '@svc/common';
 import { isContextFilesUpload } from '@svc/contracts';
 import type { KeyVerifier } from './key-verifier.ts';
 import { MinuteCounter, tooManyRequests } from './rate-limits.ts';
@@ -15,7 +15,17 @@ export interface AuthConfig {
   failures: MinuteCounter;
   /** Each team's requests this minute, against its maxRequestsPerMinute. */
   requests: MinuteCounter;
+  /**
+   * This process's secret for its own /mcp tools' calls (INTERNAL_CALLER_HEADER). They come from
+   * the API's own address with a key that passed its /mcp request: a failure there is a key
+   * revoked since, never a guess, and counted by that address it locked every MCP session of
+   * every team out for the rest of the minute.
+   */
+  internalCaller?: string;
 }
+
+/** Marks the API's own /mcp tools' calls; removed before anything else reads the request. */
+export const INTERNAL_CALLER_HEADER = 'x-svc-internal-caller';
 
 /**
  * Routes that answer without a key: health checks for load balancers, the API's description,
@@ -26,6 +36,12 @@ const OPEN_PATHS = new Set(['/health', '/openapi.json', '/docs', '/.well-known/o
 function isVolumeContentWithToken(req: FastifyRequest, path: string): boolean {
   return path.startsWith('/volumecontent/') && req.headers['x-api-key'] === undefined && req.headers['x-admin-token'] === undefined
     && typeof req.headers.authorization === 'string' && /^bearer\s+\S/i.test(req.headers.authorization);
+}
+
+function isInternalCaller(req: FastifyRequest, secret: string | undefined): boolean {
+  const presented = req.headers[INTERNAL_CALLER_HEADER];
+  delete req.headers[INTERNAL_CALLER_HEADER];
+  return secret !== undefined && typeof presented === 'string' && sameSecret(presented, secret);
 }
 
 export function presentedKey(req: FastifyRequest): string | undefined {
@@ -53,14 +69,15 @@ export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promis
   // E2B's Volume sends its content calls with the volume's token as the bearer, which the master
   // checks (docs/volumes.md); there a key counts only from X-API-Key.
   if (isVolumeContentWithToken(req, path)) return;
+  const internal = isInternalCaller(req, cfg.internalCaller);
   if (cfg.verifier) {
     const source = req.ip;
-    const blocked = cfg.failures.over(source, cfg.maxFailuresPerMin);
+    const blocked = internal ? undefined : cfg.failures.over(source, cfg.maxFailuresPerMin);
     if (blocked) throw tooManyRequests(`too many failed API key checks from ${source} (${blocked.count} this minute; the limit is ${cfg.maxFailuresPerMin}); retry in ${blocked.retryAfterSec} s`, blocked.retryAfterSec);
     const key = presentedKey(req);
     const identity = key === undefined ? undefined : await cfg.verifier.verify(key);
     if (!identity) {
-      cfg.failures.add(source);
+      if (!internal) cfg.failures.add(source);
       throw unauthorized(key === undefined ? 'missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>' : 'invalid API key');
     }
     const limit = identity.limits.maxRequestsPerMinute;

@@ -2,7 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
 import { createHttpApp, hostForClient, parseListen, sendMetrics, type Logger, type SvcConfig } from '@svc/common';
 import { MasterClient } from '@svc/contracts/master';
-import { authenticate, type AuthConfig } from './auth.ts';
+import { randomBytes } from 'node:crypto';
+import { authenticate, INTERNAL_CALLER_HEADER, type AuthConfig } from './auth.ts';
 import { checkPath } from './path-guard.ts';
 import { TeamsClient } from '@svc/contracts/teams';
 import { KeyVerifier } from './key-verifier.ts';
@@ -49,6 +50,7 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
     maxFailuresPerMin: cfg.api.max_failed_keys_per_min,
     failures: new MinuteCounter(),
     requests: new MinuteCounter(),
+    internalCaller: randomBytes(32).toString('base64url'),
   };
   // Before the key check: a path that would mean one thing here and another at the master (path-guard.ts).
   app.addHook('onRequest', async (req) => { checkPath(req.url); });
@@ -74,7 +76,7 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
   const sandboxUrl = opts.sandboxUrl ?? `http://${hostForClient(`${cfg.proxy.bind}:${cfg.proxy.http_port}`)}`;
   const publicSandboxUrl = opts.publicSandboxUrl
     ?? (cfg.proxy.https_port > 0 && !opts.sandboxUrl ? `https://${hostForClient(`${cfg.proxy.bind}:${cfg.proxy.https_port}`)}` : sandboxUrl);
-  const mcp = registerMcpRoute(app, { sandboxUrl, publicSandboxUrl, logger: opts.logger.child({ component: 'mcp' }) });
+  const mcp = registerMcpRoute(app, { sandboxUrl, publicSandboxUrl, apiHeaders: { [INTERNAL_CALLER_HEADER]: auth.internalCaller! }, logger: opts.logger.child({ component: 'mcp' }) });
   // Every metric of this process (in svc up, the whole platform's), for the operator's Prometheus
   // (docs/observability.md, "Prometheus"): no key is a 401 (authenticate), a team's key a 403.
   app.get('/metrics', async (req, reply) => {

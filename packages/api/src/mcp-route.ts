@@ -20,6 +20,8 @@ export interface McpRouteOptions {
   sandboxUrl: string;
   /** The data plane as users reach it (HTTPS where it listens), for get_url. */
   publicSandboxUrl: string;
+  /** Sent with the tools' calls: they come back through this API, from its own address (auth.ts AuthConfig.internalCaller). */
+  apiHeaders: Record<string, string>;
   logger: Logger;
 }
 
@@ -29,6 +31,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): {
     apiUrl: () => loopbackUrl(app),
     sandboxUrl: opts.sandboxUrl,
     publicSandboxUrl: opts.publicSandboxUrl,
+    apiHeaders: opts.apiHeaders,
     log: opts.logger,
   });
   // Sessions still open when the server closes without close() first: their event streams end; their

@@ -16,6 +16,11 @@ export interface McpConnection {
    * one runs); default sandboxUrl.
    */
   publicSandboxUrl?: string;
+  /**
+   * Headers for the tools' API calls beside the key: the API's own /mcp marks its calls so that
+   * they are not counted as failed key checks from its loopback address (api auth.ts).
+   */
+  apiHeaders?: Record<string, string>;
 }
 
 /** What the server logs through: pino's shape, so the API's logger fits; stdio logs to stderr. */
@@ -26,5 +31,5 @@ export interface McpLog {
 
 /** The SDK's options for one call with `apiKey`. */
 export function sdkOpts(conn: McpConnection, apiKey: string | undefined): ConnectionOpts {
-  return { apiUrl: conn.apiUrl, apiKey, sandboxUrl: conn.sandboxUrl };
+  return { apiUrl: conn.apiUrl, apiKey, sandboxUrl: conn.sandboxUrl, ...(conn.apiHeaders ? { headers: conn.apiHeaders } : {}) };
 }

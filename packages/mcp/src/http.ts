@@ -24,6 +24,8 @@ export interface McpHttpOptions {
   sandboxUrl: string;
   /** The data plane as users reach it, for get_url; default sandboxUrl. */
   publicSandboxUrl?: string;
+  /** Headers for the tools' API calls (McpConnection.apiHeaders). */
+  apiHeaders?: Record<string, string>;
   log: McpLog;
   idleMs?: number;
   maxSessionsPerOwner?: number;
@@ -108,6 +110,7 @@ export class McpHttpSessions {
     const id = randomUUID();
     const session = new McpSession(id, {
       apiUrl: this.opts.apiUrl(), apiKey: caller.apiKey, sandboxUrl: this.opts.sandboxUrl, publicSandboxUrl: this.opts.publicSandboxUrl,
+      ...(this.opts.apiHeaders ? { apiHeaders: this.opts.apiHeaders } : {}),
     }, this.opts.log);
     const server = createMcpServer(session);
     let entry!: Entry;
