@@ -47,6 +47,8 @@ export class PlatformList {
   private failures = 0;
   private waiters: Array<() => void> = [];
   private stopped = false;
+  /** The read under way: a timer's and a caller's never apply out of order. */
+  private reading: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: PlatformListOptions) {
     this.listed = !o.source;
@@ -64,17 +66,29 @@ export class PlatformList {
     clearTimeout(this.timer);
   }
 
-  /** Reads the master's list now and applies it when it changed. */
-  async refresh(): Promise<void> {
+  /** Reads the master's list now and applies it when it changed; one read at a time, in order. */
+  refresh(): Promise<void> {
+    this.reading = this.reading.then(() => this.readOnce());
+    return this.reading;
+  }
+
+  private async readOnce(): Promise<void> {
     if (!this.o.source) return;
+    let list: PlatformAddresses;
     try {
-      const list = normalize(await this.o.source());
-      if (this.failures) this.o.logger.info('the platform\'s addresses were read from the master again');
-      this.failures = 0;
-      await this.use(list, true);
+      list = normalize(await this.o.source());
     } catch (err) {
       // The first failure and then every 20th: an outage logs a few lines, not one every second.
       if (this.failures++ % 20 === 0) this.o.logger.warn({ err: (err as Error).message, listed: this.listed }, 'cannot read the platform\'s addresses from the master; the last list stays');
+      return;
+    }
+    if (this.failures) this.o.logger.info('the platform\'s addresses were read from the master again');
+    this.failures = 0;
+    try {
+      await this.use(list, true);
+    } catch (err) {
+      // The firewall keeps the list it had; the next read tries again.
+      this.o.logger.error({ err: (err as Error).message }, 'the platform\'s addresses could not be applied to the firewall; the last list stays');
     }
   }
 
