@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { relayAnswer, SvcError, traceClientCall } from '@svc/common';
+import { pathRefusal } from './path-guard.ts';
 import { teamHeaders } from './request-identity.ts';
 
 const PASS_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 'etag', 'retry-after', 'x-next-token', 'accept-ranges', 'content-range'];
@@ -41,10 +42,15 @@ export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, 
     headers['content-type'] = 'application/json';
     body = JSON.stringify(req.body);
   }
+  const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
+  const target = opts.path === undefined ? req.url : opts.path + query;
+  // The path a route built from decoded parameters is checked again as the master will read it:
+  // fetch resolves a dot segment in it into another route of the master's (path-guard.ts).
+  const refused = pathRefusal(target);
+  if (refused) throw new SvcError(400, refused);
+  const url = masterUrl + target;
   let res: Response;
   try {
-    const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
-    const url = masterUrl + (opts.path === undefined ? req.url : opts.path + query);
     // When tracing is on, a CLIENT span whose `traceparent` goes along (tracing.ts).
     res = await traceClientCall(req.method, url, headers, () => fetch(url, {
       method: req.method,

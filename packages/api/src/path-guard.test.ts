@@ -16,7 +16,7 @@ const ADMIN = 'e2b_00000000000000000000000000000000000000ad';
 
 test('dot segments, raw, encoded or behind a backslash, and encoded unreserved characters are refused; ordinary paths are not', () => {
   for (const bad of ['/volumecontent/../../v1/teams', '/volumecontent/%2e%2e/%2e%2e/v1/teams', '/secrets/.%2E/v1/nodes', '/secrets/%2E./x', '/a/./b',
-    '/secrets/..\\v1/nodes', '/secrets/.\t./v1/nodes', '/%73vc/template', '/svc/template/%61rtifact/download', '/sandboxes/abc%2Dd', '/x/%7e', '/..', '/.']) {
+    '/secrets/..\\v1/nodes', '/secrets/.\t./v1/nodes', '/volumecontent/x%2F..%2F..%2Fv1%2Fteams', '/x%2f.%5C..', '/x/..%5Cy', '/%73vc/template', '/svc/template/%61rtifact/download', '/sandboxes/abc%2Dd', '/x/%7e', '/..', '/.']) {
     assert.ok(pathRefusal(bad), bad);
   }
   for (const ok of ['/', '/sandboxes', '/v2/sandboxes?state=running&metadata=a%3Db', '/volumecontent/vol-1/file?path=..%2F..%2Fetc', '/volumecontent/v/path/a%20b/%E2%9C%93/%2F',
@@ -52,6 +52,10 @@ test('through the gateway: no key and a team key reach nothing of the master\'s 
       ['GET', '/volumecontent/%2e%2e/%2e%2e/v1/teams', { authorization: 'Bearer x' }],
       ['GET', '/volumecontent/../../v1/sandboxes', { authorization: 'Bearer x' }],
       ['POST', `/volumecontent/%2e%2e/%2e%2e/v1/teams/${b.teamId}/keys`, { authorization: 'Bearer x' }, '{}'],
+      // Behind encoded slashes, which the router decodes into the route's wildcard.
+      ['GET', '/volumecontent/x%2F..%2F..%2F..%2Fv1%2Fteams', { authorization: 'Bearer x' }],
+      ['POST', `/volumecontent/x%2F..%2F..%2F..%2Fv1%2Fteams%2F${b.teamId}%2Fkeys`, { authorization: 'Bearer x' }, '{}'],
+      ['GET', '/volumecontent/x%5C..%5C..%5C..%5Cv1%5Cteams', { authorization: 'Bearer x' }],
       // A team key: the master's routes for nodes and its internal ones.
       ['GET', '/secrets/%2e%2e/v1/nodes', { 'x-api-key': b.apiKey }],
       ['GET', '/secrets/..\\v1/nodes', { 'x-api-key': b.apiKey }],
