@@ -14,13 +14,14 @@ import { JsKernel } from './js-kernel.ts';
 import type { Kernel, Log } from './kernel.ts';
 import { PythonKernel } from './python-kernel.ts';
 import { isProblem, parseCreateContext, parseExecuteRequest, readJson, type HttpProblem } from './requests.ts';
-import { SandboxEnv } from './sandbox-env.ts';
+import { ENVD_ENVS_URL, SandboxEnv } from './sandbox-env.ts';
+import { EnvdAccess } from './access.ts';
 
 export interface CodeInterpreterOptions {
   log: Log;
   /** Where contexts start unless they name a cwd (E2B: /home/user). */
   defaultCwd: string;
-  /** envd's /envs (sandbox-env.ts); tests point it elsewhere. */
+  /** envd's /envs (sandbox-env.ts, and the access check of access.ts); tests point it elsewhere. */
   envdEnvsUrl?: string;
   keepaliveMs?: number;
 }
@@ -49,6 +50,7 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
   const { log } = opts;
   const contexts = new Contexts(kernelFactory(log), opts.defaultCwd, log);
   const sandboxEnv = new SandboxEnv(log, opts.envdEnvsUrl);
+  const access = new EnvdAccess(opts.envdEnvsUrl ?? ENVD_ENVS_URL, log);
   const keepaliveMs = opts.keepaliveMs ?? KEEPALIVE_MS;
   /** The default contexts' start, settled either way (a failed one is tried again at first use). */
   let warming: Promise<void> = Promise.resolve();
@@ -70,6 +72,8 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
 
     if (path === '/execute') {
       if (method !== 'POST') return sendError(res, 405, 'use POST');
+      const refused = await access.check(header(req, 'x-access-token'));
+      if (refused) return sendError(res, refused.status, refused.message);
       const body = await readJson(req);
       if (isProblem(body)) return sendProblem(res, body);
       const request = parseExecuteRequest(body.json);

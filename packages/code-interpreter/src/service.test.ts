@@ -206,7 +206,9 @@ test('env_vars are set for one execution, then put back to the sandbox value fro
   const code = 'import os\nprint(os.environ.get("SVC_TEST_SHARED"), os.environ.get("SVC_TEST_OWN"), os.environ.get("SVC_TEST_GLOBAL"))';
   const during = await execute({ code, env_vars: { SVC_TEST_SHARED: 'mine', SVC_TEST_OWN: "it's mine" } });
   assert.equal(stdout(during), "mine it's mine from-envd\n");
-  assert.deepEqual(envdTokens, ['token-1'], 'envd is asked once, with the first request\'s token');
+  // The environment is read once, with the first request's token; the access check (access.ts)
+  // asks the same route with each new request's token, none here after the first.
+  assert.deepEqual([...new Set(envdTokens)], ['token-1', undefined]);
   assert.equal(stdout(await execute({ code })), 'global None from-envd\n');
 
   const bash = await execute({ code: 'echo "$SVC_TEST_SHARED ${SVC_TEST_OWN-unset}"', language: 'bash', env_vars: { SVC_TEST_SHARED: 'b', SVC_TEST_OWN: 'o' } });
@@ -306,4 +308,37 @@ test('python: an image Pillow saves to a file is shown as well, as E2B\'s kernel
   const png = of(run, 'result').find((r) => r.png);
   assert.ok(png, JSON.stringify(run.lines));
   assert.equal(Buffer.from(png.png!, 'base64').subarray(1, 4).toString(), 'PNG');
+});
+
+test('a secured sandbox: /execute runs only with the token envd takes (401 without or with another; 503 when envd does not answer)', async () => {
+  let envdUp = true;
+  const securedEnvd = createServer((req, res) => {
+    if (!envdUp) return void req.socket.destroy();
+    const ok = req.headers['x-access-token'] === 'the-envd-token';
+    res.writeHead(ok ? 200 : 401, { 'content-type': 'application/json' });
+    res.end(ok ? '{}' : '{"code":401,"message":"unauthorized"}');
+  });
+  await new Promise<void>((r) => securedEnvd.listen(0, '127.0.0.1', r));
+  const secured = createCodeInterpreter({ log: () => {}, defaultCwd: workDir, envdEnvsUrl: `http://127.0.0.1:${(securedEnvd.address() as { port: number }).port}/envs`, keepaliveMs: 200 });
+  await new Promise<void>((r) => secured.server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(secured.server.address() as { port: number }).port}`;
+  const run = (headers: Record<string, string>) => fetch(`${url}/execute`, {
+    method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ code: 'echo ran', language: 'bash' }),
+  });
+  try {
+    for (const headers of [{}, { 'X-Access-Token': 'a-guess' }, { 'X-Access-Token': '' }] as Array<Record<string, string>>) {
+      const refused = await run(headers);
+      assert.equal(refused.status, 401, JSON.stringify(headers));
+      assert.match(((await refused.json()) as { message: string }).message, /send its envd access token as X-Access-Token/);
+    }
+    const ok = await run({ 'X-Access-Token': 'the-envd-token' });
+    assert.equal(ok.status, 200);
+    assert.match(await ok.text(), /ran/);
+    envdUp = false;
+    assert.equal((await run({ 'X-Access-Token': 'another-guess' })).status, 503, 'envd not answering refuses, never lets through');
+    assert.equal((await run({ 'X-Access-Token': 'the-envd-token' })).status, 200, 'a token envd took moments ago is taken again without asking');
+  } finally {
+    await secured.close();
+    await new Promise<void>((r) => securedEnvd.close(() => r()));
+  }
 });
