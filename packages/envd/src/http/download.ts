@@ -94,6 +94,13 @@ export async function handleDownload(state: EnvdState, req: IncomingMessage, res
 
   if (encoding === 'gzip') {
     res.writeHead(200, { ...headers, 'content-encoding': 'gzip' });
+    // A HEAD's body is dropped by node without back-pressure: compressing the file for it kept a
+    // core busy per request, as fast as it could read, for a caller that got nothing.
+    if (req.method === 'HEAD') {
+      source.destroy();
+      res.end();
+      return;
+    }
     // Level 1: most of the size win for a fraction of the CPU of the default level.
     await pipeline(source, createGzip({ level: 1 }), res).catch(() => res.destroy());
     return;

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -62,6 +62,29 @@ test('raw upload then download, with content type, gzip and ranges', async () =>
 
   const refused = await fetch(filesUrl(path), { headers: { 'accept-encoding': 'br, identity;q=0' } });
   assert.equal(refused.status, 406);
+});
+
+test('a HEAD that accepts gzip answers the headers without compressing the file', async () => {
+  // Node drops a HEAD's body without back-pressure: envd compressed the whole file for nothing,
+  // a core busy per request for anyone holding a read URL of one file.
+  const path = join(dir, 'big.txt');
+  await writeFile(path, Buffer.alloc(128 * 1024 * 1024, 'a'));
+  try {
+    const cpu = async () => {
+      const fields = (await readFile(`/proc/${envd.pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+      return Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (1/100 s)
+    };
+    const before = await cpu();
+    for (let i = 0; i < 4; i++) {
+      const head = await fetch(filesUrl(path), { method: 'HEAD', headers: { 'accept-encoding': 'gzip' } });
+      assert.equal(head.status, 200);
+      assert.equal(head.headers.get('content-encoding'), 'gzip');
+    }
+    // Four gzips of 128 MiB at level 1 take seconds of CPU; the headers alone take next to none.
+    assert.ok((await cpu()) - before < 50, `envd used ${(await cpu()) - before} ticks of CPU for four HEADs`);
+  } finally {
+    await rm(path, { force: true });
+  }
 });
 
 test('download errors', async () => {
