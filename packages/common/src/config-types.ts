@@ -33,6 +33,11 @@ export interface SvcConfig {
     build_timeout_sec: number;
     /** Context files (COPY) no build asked for in this many days leave the artifact store. */
     build_files_keep_days: number;
+    /**
+     * The networks of the platform's own hosts, IPv4 CIDRs separated by commas: no sandbox
+     * reaches them on any port, nor a webhook (docs/cluster.md, "Traffic between components").
+     */
+    platform_networks: string;
     create_timeout_insec: number;
     /** Where creates go among the nodes that can take them: spread (the most memory free) or pack (the least that fits) (docs/cluster.md). */
     placement: 'spread' | 'pack';

@@ -65,6 +65,10 @@ export function validateConfig(c: SvcConfig): void {
   need(Number.isInteger(c.node_agent.warm_pool_initial) && c.node_agent.warm_pool_initial >= 0, 'node_agent.warm_pool_initial', 'must be a non-negative integer');
   need(Number.isInteger(c.node_agent.warm_pool_max) && c.node_agent.warm_pool_max >= c.node_agent.warm_pool_size, 'node_agent.warm_pool_max', 'must be an integer no smaller than warm_pool_size');
   need(Number.isInteger(c.events.retention_days) && c.events.retention_days >= 1 && c.events.retention_days <= 365, 'events.retention_days', `must be a whole number of days from 1 to 365 (got ${c.events.retention_days})`);
+  for (const cidr of c.master.platform_networks.split(',').map((x) => x.trim()).filter(Boolean)) {
+    // Wider than a /8 would cut every sandbox off from most of the internet.
+    need(/^\d+\.\d+\.\d+\.\d+(\/([89]|[12]\d|3[0-2]))?$/.test(cidr) && isIpv4(cidr.split('/')[0]!), 'master.platform_networks', `must be IPv4 CIDRs of /8 or narrower, separated by commas (${JSON.stringify(cidr)} is not one)`);
+  }
   for (const cidr of c.events.webhook_allow_cidrs.split(',').map((x) => x.trim()).filter(Boolean)) {
     need(/^\d+\.\d+\.\d+\.\d+(\/(\d|[12]\d|3[0-2]))?$/.test(cidr) && isIpv4(cidr.split('/')[0]!), 'events.webhook_allow_cidrs', `must be IPv4 CIDRs separated by commas (${JSON.stringify(cidr)} is not one)`);
   }

@@ -72,6 +72,8 @@ test('a bad configuration is one clear line naming the key', () => {
     [{ env: { SVC_PROXY_WORKER_PRIORITY: 'high' } }, /proxy\.worker_priority \(from SVC_PROXY_WORKER_PRIORITY\): must be an integer/],
     [{ env: { SVC_TEMPLATE_CALLBACK_INSECURE_NO_TOKEN: 'maybe' } }, /insecure_no_token .*must be true or false/],
     [{ env: { SVC_HOST_REGISTRIES: 'localhost:5000, http://127.0.0.1:5000' } }, /^configuration error: template_center\.host_registries: must be registries as images name them, host or host:port \(localhost:5000\), or \* \("http:\/\/127\.0\.0\.1:5000" is not one: leave out the scheme\)$/],
+    [{ env: { SVC_PLATFORM_NETWORKS: '10.0.0.0/24, 0.0.0.0/0' } }, /^configuration error: master\.platform_networks: must be IPv4 CIDRs of \/8 or narrower, separated by commas \("0\.0\.0\.0\/0" is not one\)$/],
+    [{ env: { SVC_PLATFORM_NETWORKS: 'control.internal' } }, /master\.platform_networks: must be IPv4 CIDRs/],
     [{ env: { SVC_HOST_REGISTRIES: 'localhost:5000/team' } }, /template_center\.host_registries: .*\("localhost:5000\/team" is not one\)$/],
     [{ file: file('b.yaml', 'api:\n  lisen: x\n') }, /^configuration error: api\.lisen: unknown key/],
     [{ file: file('c.yaml', 'proxy:\n  http_port: "80"\n') }, /proxy\.http_port: must be a number/],

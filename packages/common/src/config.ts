@@ -13,6 +13,11 @@ export { parseEgressResolve, runtimeSetting, validateConfig } from './config-val
 
 export type { SvcConfig, DatabaseConfig, RedisConfig, VolumePluginConfig } from './config-types.ts';
 
+/** master.platform_networks as a list. */
+export function platformNetworksOf(cfg: { master: { platform_networks: string } }): string[] {
+  return cfg.master.platform_networks.split(',').map((x) => x.trim()).filter(Boolean);
+}
+
 export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
   return {
     data_dir: dataDir,
@@ -28,6 +33,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       max_concurrent_builds: 2,
       build_timeout_sec: 3600,
       build_files_keep_days: 7,
+      platform_networks: '',
       create_timeout_insec: 60,
       placement: 'spread',
       node_lost_after_sec: 30,
@@ -116,6 +122,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_MAX_CONCURRENT_BUILDS', 'master.max_concurrent_builds', 'int'],
   ['SVC_BUILD_TIMEOUT_SEC', 'master.build_timeout_sec', 'int'],
   ['SVC_BUILD_FILES_KEEP_DAYS', 'master.build_files_keep_days', 'int'],
+  ['SVC_PLATFORM_NETWORKS', 'master.platform_networks', 'string'],
   ['SVC_DEFAULT_TIMEOUT_INSEC', 'svclet_conf.default_timeout_insec', 'int'],
   ['SVC_ADMIN_TOKEN', 'svcproxy.admin_token', 'string'],
   ['SVC_NODE_AGENT_LISTEN', 'node_agent.listen', 'string'],

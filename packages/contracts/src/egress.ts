@@ -143,6 +143,8 @@ export interface EgressHealth {
 export interface PlatformAddresses {
   endpoints: Array<{ ip: string; port: number }>;
   pools: string[];
+  /** master.platform_networks: the platform's own hosts, every port (absent from masters before 2026-11-30). */
+  networks?: string[];
 }
 
 // ---- rule checks (docs/egress.md "Rules") ----

@@ -21,7 +21,7 @@ import { readAuditRecords } from './testing/audit-file.ts';
 const POOL = '10.250.0.0/16';
 
 test('the guard: loopback, this host, link-local and the pools on any port; the master\'s endpoints on their port; the last list stands while the master fails', async () => {
-  let list: PlatformAddresses | Error = { endpoints: [{ ip: '192.0.2.80', port: 8089 }], pools: ['10.251.0.0/16'] };
+  let list: PlatformAddresses | Error = { endpoints: [{ ip: '192.0.2.80', port: 8089 }], pools: ['10.251.0.0/16'], networks: ['198.51.100.0/28'] };
   const guard = new PlatformGuard({ sandboxPool: POOL }, async () => { if (list instanceof Error) throw list; return list; }, silentLogger());
   await guard.refresh();
   const hostAddress = Object.values(networkInterfaces()).flatMap((l) => l ?? []).find((i) => i.family === 'IPv4' && !i.internal)?.address;
@@ -34,6 +34,8 @@ test('the guard: loopback, this host, link-local and the pools on any port; the 
     ['10.251.0.1', 80, 'is in the sandbox address pool'],
     ['192.0.2.80', 8089, 'port 8089 is one of the platform\'s own components'],
     ['192.0.2.80', 443, undefined],
+    ['198.51.100.9', 443, 'is one of the platform\'s own hosts (master.platform_networks)'],
+    ['198.51.100.16', 443, undefined],
     ['10.249.255.255', 80, undefined],
     ['93.184.216.34', 443, undefined],
     ...(hostAddress ? [[hostAddress, 443, 'is an address of the host itself']] as Array<[string, number, string]> : []),

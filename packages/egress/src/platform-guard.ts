@@ -46,6 +46,8 @@ export class PlatformGuard {
   private readonly configuredPool: Cidr;
   /** The configured pool, then the master's pools. */
   private pools: Cidr[];
+  /** master.platform_networks, from the master's list. */
+  private networks: Cidr[] = [];
   private hostAddresses = new Set<string>();
   private endpoints = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -103,6 +105,7 @@ export class PlatformGuard {
     if (first === 0) return 'means the host itself';
     if (n >>> 16 === 0xa9fe) return 'is link-local (cloud metadata services)';
     if (this.pools.some((c) => ((n & c.mask) >>> 0) === c.base)) return 'is in the sandbox address pool';
+    if (this.networks.some((c) => ((n & c.mask) >>> 0) === c.base)) return 'is one of the platform\'s own hosts (master.platform_networks)';
     if (this.hostAddresses.has(ip)) return 'is an address of the host itself';
     if (this.endpoints.has(`${ip}:${port}`)) return `port ${port} is one of the platform's own components`;
     return undefined;
@@ -120,6 +123,7 @@ export class PlatformGuard {
       const list = await this.source();
       this.endpoints = new Set(list.endpoints.map((e) => `${e.ip}:${e.port}`));
       this.pools = [this.configuredPool, ...list.pools.map(cidrOf)];
+      this.networks = (list.networks ?? []).map(cidrOf);
       this.read = true;
       if (this.failing) this.logger.info({ endpoints: list.endpoints.length }, 'egress: the master\'s list of platform addresses is read again');
       this.failing = false;

@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import { parseEgressResolve, type SvcConfig } from '@svc/common';
+import { parseEgressResolve, platformNetworksOf, type SvcConfig } from '@svc/common';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import { platformEndpoints } from './platform-endpoints.ts';
 import { WebhookTargets } from './webhook-target.ts';
@@ -14,6 +14,7 @@ export function platformEndpointCheck(cfg: SvcConfig, nodes: NodeRegistry): Webh
   return new WebhookTargets({
     platform: platformEndpoints(cfg, async () => (await nodes.list()).map((n) => n.address)),
     pools: [cfg.node_agent.address_pool],
+    networks: platformNetworksOf(cfg),
     allowCidrs: [],
     resolve: async (host) => {
       const o = overrides[host.toLowerCase()];

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
-import { randomId, type Logger, type SvcConfig } from '@svc/common';
+import { platformNetworksOf, randomId, type Logger, type SvcConfig } from '@svc/common';
 import type { Database } from '../db/schema.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { Sealer } from '../vault/vault.ts';
@@ -36,6 +36,7 @@ export function startEvents(cfg: SvcConfig, d: { db: Kysely<Database>; vault: Se
   const targets = new WebhookTargets({
     platform: platformEndpoints(cfg, async () => (await d.nodes.list()).map((n) => n.address)),
     pools: [cfg.node_agent.address_pool],
+    networks: platformNetworksOf(cfg),
     allowCidrs: cfg.events.webhook_allow_cidrs.split(',').map((c) => c.trim()).filter(Boolean),
   });
   const deliverer = new WebhookDeliverer({

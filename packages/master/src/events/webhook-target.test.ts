@@ -210,3 +210,11 @@ test('the platform\'s addresses for the egress proxy: names resolved, a wildcard
   const own = Object.values(networkInterfaces()).flatMap((l) => l ?? []).filter((i) => i.family === 'IPv4' && !i.internal).map((i) => `${i.address}:${WILDCARD_PORT}`);
   for (const k of own) assert.ok(keys.includes(k), `the wildcard listener at this host's ${k}`);
 });
+
+test('master.platform_networks: every address of the platform\'s hosts is refused, on any port, and the egress proxy and node agents get them', async () => {
+  const t = targets({ networks: ['198.51.100.0/28'] });
+  await refused(t, 'http://198.51.100.6:8089/v1/sandboxes/x/pause', /198\.51\.100\.6 is in master\.platform_networks \(the platform's own hosts\)/);
+  await refused(t, 'https://198.51.100.15/', /platform_networks/);
+  await allowed(t, 'http://198.51.100.16/');
+  assert.deepEqual((await t.platformAddresses()).networks, ['198.51.100.0/28']);
+});

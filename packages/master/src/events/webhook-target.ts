@@ -15,6 +15,8 @@ export interface WebhookTargetRules {
   platform: () => Promise<Endpoint[]>;
   /** The sandbox address pools: no webhook may reach a sandbox (it would be a way into another team's). */
   pools: string[];
+  /** master.platform_networks: the platform's own hosts, on every port. */
+  networks?: string[];
   /** events.webhook_allow_cidrs: when not empty, every address a URL resolves to must be in one. */
   allowCidrs: string[];
   /** Resolves a host name to its addresses (tests give their own). */
@@ -33,11 +35,13 @@ const WILDCARDS = new Set(['0.0.0.0', '::', '']);
  */
 export class WebhookTargets {
   private readonly pools: Array<{ base: number; prefix: number }>;
+  private readonly networks: Array<{ base: number; prefix: number }>;
   private readonly allow: Array<{ base: number; prefix: number }>;
   private readonly resolve: (host: string) => Promise<string[]>;
 
   constructor(private readonly rules: WebhookTargetRules) {
     this.pools = rules.pools.filter(Boolean).map((c) => parseCidr(c));
+    this.networks = (rules.networks ?? []).filter(Boolean).map((c) => parseCidr(c));
     this.allow = rules.allowCidrs.filter(Boolean).map((c) => parseCidr(c));
     this.resolve = rules.resolve ?? (async (host) => (await lookup(host, { all: true })).map((a) => a.address));
   }
@@ -102,7 +106,7 @@ export class WebhookTargets {
       if (WILDCARDS.has(e.host)) for (const a of hostAddresses()) add(a, e.port);
       else add(e.host, e.port);
     }
-    return { endpoints, pools: this.rules.pools.filter(Boolean) };
+    return { endpoints, pools: this.rules.pools.filter(Boolean), networks: (this.rules.networks ?? []).filter(Boolean) };
   }
 
   /** The platform's endpoints, a name among them also by the addresses it resolves to. */
@@ -125,6 +129,7 @@ export class WebhookTargets {
     if (address === '::' || (isIP(address) === 4 && address.startsWith('0.'))) return 'is no address to deliver to (it means this host)';
     const v4 = isIP(address) === 4 ? ipToInt(address) : undefined;
     if (v4 !== undefined && this.pools.some((c) => inCidr(v4, c))) return 'is in the sandbox address pool';
+    if (v4 !== undefined && this.networks.some((c) => inCidr(v4, c))) return 'is in master.platform_networks (the platform\'s own hosts)';
     if (allowList && this.allow.length && (v4 === undefined || !this.allow.some((c) => inCidr(v4, c)))) return 'is outside events.webhook_allow_cidrs';
     const local = isLocal(address);
     for (const e of platform) {

@@ -15,6 +15,8 @@ const LIST: PlatformAddresses = { endpoints: [{ ip: '10.0.0.6', port: 8088 }, { 
 
 test('normalize: sorted, without repeats, pools as network/prefix; a list with one bad entry is refused whole', () => {
   assert.deepEqual(normalize(LIST), { endpoints: [{ ip: '10.0.0.5', port: 8089 }, { ip: '10.0.0.6', port: 8088 }], pools: ['10.11.0.0/16'] });
+  // master.platform_networks are dropped on every port, as the pools.
+  assert.deepEqual(normalize({ ...LIST, networks: ['192.0.2.0/24'] }).pools, ['10.11.0.0/16', '192.0.2.0/24']);
   for (const bad of [
     { endpoints: [{ ip: 'node-b', port: 8088 }], pools: [] },
     { endpoints: [{ ip: '10.0.0.5', port: 0 }], pools: [] },
@@ -24,6 +26,8 @@ test('normalize: sorted, without repeats, pools as network/prefix; a list with o
     { endpoints: [], pools: ['0.0.0.0/0'] },
     { endpoints: [], pools: [7] },
     { endpoints: 'all', pools: [] },
+    { endpoints: [], pools: [], networks: '10.0.0.0/8' },
+    { endpoints: [], pools: [], networks: ['10.0.0.0/4'] },
     null,
   ]) assert.throws(() => normalize(bad as unknown as PlatformAddresses), Error, JSON.stringify(bad));
 });

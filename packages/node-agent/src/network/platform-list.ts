@@ -164,14 +164,15 @@ export class PlatformList {
  * an error: a list this node cannot read whole is not applied in part.
  */
 export function normalize(list: PlatformAddresses): PlatformAddresses {
-  if (!list || !Array.isArray(list.endpoints) || !Array.isArray(list.pools)) throw new Error('the platform addresses are not { endpoints: [], pools: [] }');
+  if (!list || !Array.isArray(list.endpoints) || !Array.isArray(list.pools) || (list.networks !== undefined && !Array.isArray(list.networks))) throw new Error('the platform addresses are not { endpoints: [], pools: [] }');
   const endpoints = new Map<string, { ip: string; port: number }>();
   for (const e of list.endpoints) {
     if (typeof e?.ip !== 'string' || !isIpv4(e.ip) || !Number.isInteger(e.port) || e.port < 1 || e.port > 65_535) throw new Error(`not an IPv4 endpoint: ${JSON.stringify(e)}`);
     endpoints.set(`${e.ip}:${e.port}`, { ip: e.ip, port: e.port });
   }
   const pools = new Set<string>();
-  for (const p of list.pools) {
+  // master.platform_networks are dropped on every port, as the pools are.
+  for (const p of [...list.pools, ...(list.networks ?? [])]) {
     if (typeof p !== 'string') throw new Error(`not a pool: ${JSON.stringify(p)}`);
     const { base, prefix } = parseCidr(p);
     // A pool wider than a /8 is no node's sandbox pool; dropping it would cut sandboxes off the world.
