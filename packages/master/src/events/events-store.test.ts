@@ -199,6 +199,36 @@ for (const engine of availableTestDatabases()) {
         assert.equal(Number(rows[0]!.attempts), 0);
       });
 
+      await t.test('a team\'s waiting deliveries are capped: past the cap an event is recorded, its deliveries are not, and each webhook says why', async () => {
+        const team = `team-full-${randomId(6)}`;
+        const now = Date.now();
+        const capped = new EventRecorder({ events, webhooks, logger: silentLogger(), maxWaiting: 3 });
+        const ids = [`wh-${randomId(8)}`, `wh-${randomId(8)}`];
+        for (const id of ids) {
+          await webhooks.insert({
+            webhook_id: id, team_id: team, name: id, url: 'http://192.0.2.1/hook', enabled: 1, events: JSON.stringify([UPDATED]),
+            sealed_secret: 'v1:sealed', last_delivery: null, created_at: now, updated_at: now,
+          });
+        }
+        const s = subject(team);
+        for (let i = 0; i < 4; i++) await capped.record(s, UPDATED);
+        const waiting = await db.kysely.selectFrom('t_svc_webhook_delivery').selectAll().where('webhook_id', 'in', ids).execute();
+        assert.equal(waiting.length, 2, 'the first event queued one delivery per webhook; the next would pass the cap of 3');
+        assert.equal((await wire(team, { sandboxId: s.sandbox_id })).length, 4, 'every event is recorded and listed');
+        const last = JSON.parse((await webhooks.byId(ids[0]!))!.last_delivery!) as { outcome: string; error: string };
+        assert.equal(last.outcome, 'failed');
+        assert.match(last.error, /^not queued: the team has 2 deliveries waiting, and at most 3 may wait/);
+        // Another team's deliveries are not held back by this one's.
+        const other = `team-other-${randomId(6)}`;
+        const otherHook = `wh-${randomId(8)}`;
+        await webhooks.insert({
+          webhook_id: otherHook, team_id: other, name: 'o', url: 'http://192.0.2.1/hook', enabled: 1, events: JSON.stringify([UPDATED]),
+          sealed_secret: 'v1:sealed', last_delivery: null, created_at: now, updated_at: now,
+        });
+        await capped.record(subject(other), UPDATED);
+        assert.equal(await webhooks.waitingOf([otherHook]), 1);
+      });
+
       await t.test('prune(before) removes the older events only', async () => {
         const count = async () => Number((await db.kysely.selectFrom('t_svc_event').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
         const old = await count();

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '@svc/common';
-import type { SandboxEventData, SandboxEventType, WireSandboxEvent } from '@svc/contracts/events';
+import type { SandboxEventData, SandboxEventType, WebhookDeliveryOutcome, WireSandboxEvent } from '@svc/contracts/events';
 import type { SandboxRow } from '../db/schema.ts';
 import type { EventRepo } from './event-repo.ts';
 import { uuidv7 } from './ids.ts';
@@ -13,6 +13,14 @@ export type EventSubject = Pick<SandboxRow, 'sandbox_id' | 'team_id' | 'template
 const RUN_START: ReadonlySet<string> = new Set(['sandbox.lifecycle.created', 'sandbox.lifecycle.resumed']);
 /** The events that end a run: they carry E2B's `execution`, the run's length and size. */
 const RUN_END: ReadonlySet<string> = new Set(['sandbox.lifecycle.paused', 'sandbox.lifecycle.killed']);
+/**
+ * Deliveries a team may have waiting, over all its webhooks. Each holds the event's body (up to
+ * 64 KB of metadata): without a cap, a team whose endpoints never answer grew the queue and the
+ * database at its request rate, and held every master's send slots from other teams.
+ */
+export const MAX_WAITING_DELIVERIES = 2_000;
+/** How often a team whose deliveries are dropped is logged. */
+const DROP_LOG_MS = 60_000;
 
 /**
  * Records a sandbox's lifecycle events (docs/observability.md) and queues one delivery for each
@@ -22,7 +30,9 @@ const RUN_END: ReadonlySet<string> = new Set(['sandbox.lifecycle.paused', 'sandb
  * that run's id, and a pause or kill that ends it carries its length.
  */
 export class EventRecorder {
-  constructor(private readonly d: { events: EventRepo; webhooks: WebhookRepo; logger: Logger; onQueued?: () => void }) {}
+  private readonly dropLogged = new Map<string, number>();
+
+  constructor(private readonly d: { events: EventRepo; webhooks: WebhookRepo; logger: Logger; onQueued?: () => void; maxWaiting?: number }) {}
 
   /**
    * Never throws: the change it records has been made, and a caller's answer must not say it
@@ -58,13 +68,33 @@ export class EventRecorder {
       at: now,
     };
     const body = JSON.stringify(toWireEvent(row));
-    const hooks = (await this.d.webhooks.enabledOf(s.team_id)).filter((w) => (JSON.parse(w.events) as string[]).includes(type));
+    const enabled = await this.d.webhooks.enabledOf(s.team_id);
+    let hooks = enabled.filter((w) => (JSON.parse(w.events) as string[]).includes(type));
+    if (hooks.length) {
+      const waiting = await this.d.webhooks.waitingOf(enabled.map((w) => w.webhook_id));
+      const max = this.d.maxWaiting ?? MAX_WAITING_DELIVERIES;
+      if (waiting + hooks.length > max) {
+        await this.dropped(s.team_id, row.event_id, hooks.map((w) => w.webhook_id), waiting, max, now);
+        hooks = [];
+      }
+    }
     const deliveries: DeliveryRow[] = hooks.map((w) => ({
       delivery_id: randomUUID(), webhook_id: w.webhook_id, event_id: row.event_id, body, status: 'pending', attempts: 0,
       next_at: now, lease_until: 0, lease_holder: null, last_error: null, created_at: now, done_at: null,
     }));
     await this.d.events.insert(row, deliveries);
     if (deliveries.length) this.d.onQueued?.();
+  }
+
+  /** The event is recorded and listed; its deliveries are not queued, and each webhook says so. */
+  private async dropped(teamId: string, eventId: string, webhookIds: string[], waiting: number, max: number, now: number): Promise<void> {
+    const error = `not queued: the team has ${waiting} deliveries waiting, and at most ${max} may wait (its endpoints answer too slowly or not at all); the event is listed in GET /events/sandboxes`;
+    const outcome: WebhookDeliveryOutcome = { at: new Date(now).toISOString(), eventId, outcome: 'failed', error };
+    for (const id of webhookIds) await this.d.webhooks.setLastDelivery(id, JSON.stringify(outcome));
+    if ((this.dropLogged.get(teamId) ?? 0) + DROP_LOG_MS > now) return;
+    if (this.dropLogged.size > 10_000) this.dropLogged.clear();
+    this.dropLogged.set(teamId, now);
+    this.d.logger.warn({ teamId, waiting, max }, 'webhook deliveries dropped: the team\'s queue is full (logged once a minute)');
   }
 }
 

@@ -57,6 +57,14 @@ export class WebhookRepo {
 
   // ---- the delivery queue ----
 
+  /** Deliveries still to be made (pending, retries included) for these webhooks. */
+  async waitingOf(webhookIds: string[]): Promise<number> {
+    if (webhookIds.length === 0) return 0;
+    const row = await this.db.selectFrom('t_svc_webhook_delivery').select((eb) => eb.fn.countAll().as('n'))
+      .where('webhook_id', 'in', webhookIds).where('status', '=', 'pending').executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
   /** Webhooks with deliveries due now that no live master holds, leaving out those named (at their limit here). */
   async dueWebhooks(now: number, busy: string[], limit: number): Promise<string[]> {
     let q = this.db.selectFrom('t_svc_webhook_delivery').select('webhook_id').distinct()
