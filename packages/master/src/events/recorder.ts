@@ -18,7 +18,7 @@ const RUN_END: ReadonlySet<string> = new Set(['sandbox.lifecycle.paused', 'sandb
  * 64 KB of metadata): without a cap, a team whose endpoints never answer grew the queue and the
  * database at its request rate, and held every master's send slots from other teams.
  */
-export const MAX_WAITING_DELIVERIES = 2_000;
+const MAX_WAITING_DELIVERIES = 2_000;
 /** How often a team whose deliveries are dropped is logged. */
 const DROP_LOG_MS = 60_000;
 
