@@ -11,6 +11,8 @@
 import { Sandbox } from 'e2b';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { defaultConfig } from '@svc/common';
+import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
+import { loadOrCreateSecrets } from '../packages/cli/src/secrets.ts';
 import { printTable, stat, timed, writeResult } from './lib/stats.ts';
 import { numberArg } from './lib/args.ts';
 
@@ -41,7 +43,8 @@ async function firstCreates(env: Record<string, string>, spaced: boolean): Promi
   try {
     const ms: number[] = [];
     for (let i = 0; i < N; i++) ms.push(await createAndRun(made));
-    const node = await (await fetch(`http://${p.env.SVC_NODE_AGENT_LISTEN}/v1/node`)).json() as { warmPool?: unknown };
+    const headers = { [NODE_TOKEN_HEADER]: loadOrCreateSecrets(p.dataDir).node_agent_token };
+    const node = await (await fetch(`http://${p.env.SVC_NODE_AGENT_LISTEN}/v1/node`, { headers })).json() as { warmPool?: unknown };
     // The same, one at a time as an agent that creates a sandbox now and then does: each create
     // after the pool has refilled (a few seconds apart), its sandbox killed before the next.
     const spacedMs: number[] = [];

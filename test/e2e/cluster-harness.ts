@@ -14,6 +14,7 @@ import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { DatabaseConfig } from '@svc/common';
+import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
 import { buildBaseRootfs } from '@svc/template-center';
 import type { TestDatabase } from '@svc/master/testing/test-databases';
 import { REPO, sandboxProcessesAll, waitFor } from './harness.ts';
@@ -79,6 +80,11 @@ function call(url: string, init: { method?: string; body?: string; headers?: Rec
     req.end(init.body);
   });
 }
+
+/** node_agent.token of the cluster's masters and node agents. */
+const NODE_TOKEN = 'cluster-node';
+/** What a test's own call to a node agent carries. */
+export const NODE_HEADERS = { [NODE_TOKEN_HEADER]: NODE_TOKEN };
 
 export async function json<T>(url: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; body: T }> {
   const r = await call(url, { ...init, headers: { 'content-type': 'application/json', ...init.headers } });
@@ -181,6 +187,8 @@ export class Cluster {
       template_center: { listen: `127.0.0.1:${this.ports.tc}`, callback_token: 'cluster-callback' },
       proxy: { http_port: this.ports.proxy, admin_port: this.ports.proxyAdmin, admin_token: 'cluster-proxy' },
       svcproxy: { admin_token: 'cluster-proxy' },
+      // The masters send it to the node agents, which take nothing without it.
+      node_agent: { token: NODE_TOKEN },
       lifecycle: { replicas: 2, listen: `127.0.0.1:${this.ports.lifecycle}` },
       egress: { enabled: false },
       ...(this.o.tls ? { cluster_tls: { cert_file: join(this.o.dir, 'tls', 'cluster.pem'), key_file: join(this.o.dir, 'tls', 'cluster.key') } } : {}),
@@ -225,7 +233,7 @@ export class Cluster {
       // Node a registers with master A, node b with master B.
       master: this.masterSection(name === 'a' ? 'A' : 'B'),
       node_agent: {
-        listen: `127.0.0.1:${this.ports[`node${name}`]}`, node_id: `node-${name}`, labels: `zone=${name}`, runtime: 'gvisor',
+        listen: `127.0.0.1:${this.ports[`node${name}`]}`, node_id: `node-${name}`, labels: `zone=${name}`, runtime: 'gvisor', token: NODE_TOKEN,
         address_pool: name === 'a' ? '10.214.0.0/24' : '10.214.1.0/24', state_dir: this.nodeStateDir(name), warm_pool_size: 0, warm_pool_initial: 0,
         capacity: { cpu_count: 0, memory_mb: this.o.nodeMemoryMB }, host: { quota: { memory_overcommit: 1 } },
       },

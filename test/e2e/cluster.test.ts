@@ -18,7 +18,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Sandbox } from '@svc/sdk';
 import { availableTestDatabases } from '@svc/master/testing/test-databases';
-import { API_KEY, Cluster, deleteSandbox, json, REDIS_HOST } from './cluster-harness.ts';
+import { API_KEY, Cluster, deleteSandbox, json, NODE_HEADERS, REDIS_HOST } from './cluster-harness.ts';
 import { REPO, sandboxProcessesAll, waitFor } from './harness.ts';
 
 const SVC = join(REPO, 'dist/svc.mjs');
@@ -87,7 +87,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
       // It comes back: it adopts what still runs there, and the master has it remove the sandbox it reported lost.
       c.restartNode('b');
       await waitFor('node b back, with nothing of the lost sandbox left', async () => {
-        const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl('b')}/v1/sandboxes`);
+        const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl('b')}/v1/sandboxes`, { headers: NODE_HEADERS });
         return onNode.status === 200 && onNode.body.length === 0 ? true : undefined;
       }, 60_000);
       assert.deepEqual(sandboxProcessesAll().filter((l) => l.includes(c.nodeStateDir('b'))), []);
@@ -110,7 +110,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
       assert.equal((await back.commands.run('echo running')).stdout, 'running\n');
       c.restartNode(from);
       await waitFor(`node ${from} back, its paused copy removed`, async () => {
-        const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(from)}/v1/sandboxes`);
+        const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(from)}/v1/sandboxes`, { headers: NODE_HEADERS });
         return onNode.status === 200 && !onNode.body.some((x) => x.sandboxId === sbx.sandboxId) ? true : undefined;
       }, 60_000);
       await waitFor(`node ${from} ready`, async () => ((await json<{ status: string }>(`${c.master('A')}/v1/nodes/node-${from}`)).body.status === 'ready' ? true : undefined), 60_000);
@@ -154,7 +154,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         assert.equal((await json<{ nodeId: string; state: string }>(`${c.master('A')}/v1/sandboxes/${sbx.sandboxId}`)).body.nodeId, `node-${to}`);
         const moved = await Sandbox.connect(sbx.sandboxId, c.conn);
         assert.equal(await moved.files.read('/home/user/drained.txt'), `made on node ${from}`);
-        const onFrom = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(from)}/v1/sandboxes`);
+        const onFrom = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(from)}/v1/sandboxes`, { headers: NODE_HEADERS });
         assert.ok(!onFrom.body.some((x) => x.sandboxId === sbx.sandboxId), `node ${from} keeps nothing of it`);
         const other = await Sandbox.create('base', c.conn);
         assert.equal((await json<{ nodeId: string }>(`${c.master('A')}/v1/sandboxes/${other.sandboxId}`)).body.nodeId, `node-${to}`, 'a draining node takes no create');
@@ -237,7 +237,7 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
       assert.ok(made.length >= 6, `only ${made.length} of 12 were placed while 8 fit: ${JSON.stringify(refused.map((r) => r.body.message))}`);
       // What the nodes themselves run agrees.
       for (const [id, name] of [['node-a', 'a'], ['node-b', 'b']] as const) {
-        const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(name)}/v1/sandboxes`);
+        const onNode = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(name)}/v1/sandboxes`, { headers: NODE_HEADERS });
         assert.equal(onNode.body.length, perNode(id));
       }
       await Promise.all(made.map((o) => deleteSandbox(c.master('A'), o.body.sandboxId!)));

@@ -11,6 +11,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type * as E2b from 'e2b';
+import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
+import { loadOrCreateSecrets } from '../../packages/cli/src/secrets.ts';
 import { RUNTIME, sandboxProcesses, sandboxProcessesAll, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 const SDK = process.env.SVC_E2B_SDK || 'e2b';
@@ -279,9 +281,11 @@ test('snapshots and fork: files before the capture carry over, later writes and 
     // The snapshot is in the artifact store, not only on the node that took it: a node without
     // the layer (here: this node, its copy removed) downloads it through the master.
     const nodeAgent = `http://${p.env.SVC_NODE_AGENT_LISTEN}`;
-    const layersHere = async () => (await (await fetch(`${nodeAgent}/v1/layers`)).json()) as Array<{ layerId: string; sandboxId?: string }>;
+    const headers = { [NODE_TOKEN_HEADER]: loadOrCreateSecrets(p.dataDir).node_agent_token };
+    assert.equal((await fetch(`${nodeAgent}/v1/layers`)).status, 401, 'the node agent answers no one without its token');
+    const layersHere = async () => (await (await fetch(`${nodeAgent}/v1/layers`, { headers })).json()) as Array<{ layerId: string; sandboxId?: string }>;
     const [snapId] = (await layersHere()).filter((l) => l.sandboxId === origin.sandboxId && l.layerId.startsWith('snap-')).map((l) => l.layerId);
-    assert.equal((await fetch(`${nodeAgent}/v1/layers/${snapId}`, { method: 'DELETE' })).status, 204);
+    assert.equal((await fetch(`${nodeAgent}/v1/layers/${snapId}`, { method: 'DELETE', headers })).status, 204);
     const fromStore = await Sandbox.create(snap.snapshotId);
     made.push(fromStore);
     assert.equal(await fromStore.files.read('/home/user/before.txt'), 'before');

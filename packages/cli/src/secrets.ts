@@ -14,6 +14,8 @@ export interface UpSecrets {
   egress_admin_token: string;
   /** Signs context-file upload URLs of template builds (master.upload_signing_key). */
   upload_signing_key: string;
+  /** The node agent's routes (node_agent.token); absent from files written before 2026-11-30. */
+  node_agent_token: string;
 }
 
 /**
@@ -40,6 +42,7 @@ export function loadOrCreateSecrets(dataDir: string): UpSecrets {
     proxy_admin_token: cur.proxy_admin_token || newToken(),
     egress_admin_token: cur.egress_admin_token || newToken(),
     upload_signing_key: cur.upload_signing_key || newToken(),
+    node_agent_token: cur.node_agent_token || newToken(),
   };
   if (JSON.stringify(out) !== JSON.stringify(cur)) {
     mkdirSync(dataDir, { recursive: true });

@@ -78,6 +78,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   cfg.master.upload_signing_key ||= secrets.upload_signing_key;
   cfg.proxy.admin_token ||= cfg.svcproxy.admin_token;
   cfg.egress.admin_token ||= secrets.egress_admin_token;
+  cfg.node_agent.token ||= secrets.node_agent_token;
 
   const logFile = join(cfg.data_dir, 'svc.log');
   const logger = pino({ level: process.env.SVC_LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },

@@ -75,6 +75,12 @@ export interface SvcConfig {
   node_agent: {
     listen: string;
     addr: string;
+    /**
+     * X-Svc-Node-Token, the same on every node agent and master: a node agent answers only its
+     * /health and /metrics without it. Empty: it answers anyone who reaches its port (svc up
+     * generates one).
+     */
+    token: string;
     node_id: string;
     /**
      * auto, gvisor, microvm, or a comma-separated list of gvisor and microvm: the node offers

@@ -47,6 +47,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
     node_agent: {
       listen: '127.0.0.1:8088',
       addr: '',
+      token: '',
       node_id: '',
       runtime: 'auto',
       labels: '',
@@ -127,6 +128,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_ADMIN_TOKEN', 'svcproxy.admin_token', 'string'],
   ['SVC_NODE_AGENT_LISTEN', 'node_agent.listen', 'string'],
   ['SVC_NODE_AGENT_ADDR', 'node_agent.addr', 'string'],
+  ['SVC_NODE_AGENT_TOKEN', 'node_agent.token', 'string'],
   ['SVC_NODE_ID', 'node_agent.node_id', 'string'],
   ['SVC_VOLUME_PLUGIN_BASE_DIR', 'node_agent.volume_plugin_base_dir', 'string'],
   ['SVC_GUEST_KERNEL_DIR', 'node_agent.guest_kernel_dir', 'string'],

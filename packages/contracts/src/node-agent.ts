@@ -1,5 +1,6 @@
 /**
  * The node agent's wire contract: what the master sends it and what it answers.
+ * Every route but /health and /metrics takes NODE_TOKEN_HEADER when node_agent.token is set (401).
  * Routes (JSON, port 8088 by default):
  *   GET    /health                          → { ok: true, nodeId, tasks }  (tasks: its background work's counts)
  *   GET    /v1/node                         → NodeInfo            (warm pool hits and misses included)
@@ -38,11 +39,17 @@ export { NODE_AGENT_ROUTES } from './node-agent-routes.ts';
 
 const R = NODE_AGENT_ROUTES;
 
+/** The node agents' shared token (node_agent.token), on every call but /health and /metrics. */
+export const NODE_TOKEN_HEADER = 'x-svc-node-token';
+
 /** Typed client the master uses to drive one node agent. */
 export class NodeAgentClient {
   private readonly http: JsonClient;
-  constructor(baseUrl: string, opts: { timeoutMs?: number } = {}) {
-    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 30_000 });
+  /** The headers that authenticate a call of the master's own (the volume content calls it streams itself). */
+  readonly authHeaders: Record<string, string>;
+  constructor(baseUrl: string, opts: { timeoutMs?: number; token?: string } = {}) {
+    this.authHeaders = opts.token ? { [NODE_TOKEN_HEADER]: opts.token } : {};
+    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 30_000, headers: this.authHeaders });
   }
   get baseUrl() { return this.http.baseUrl; }
   info() { return call(this.http, R.info, {}); }

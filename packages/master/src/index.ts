@@ -102,7 +102,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     store: new DbSigningKeyStore(db.kysely, vault), issuerUrl: (cfg.master.identity_issuer_url || `http://${hostForClient(cfg.api.listen)}`).replace(/\/+$/, ''), trustDomain: cfg.master.identity_trust_domain,
   });
   await identity.start();
-  const nodes = new NodeRegistry(db.kysely, cfg.master.placement);
+  const nodes = new NodeRegistry(db.kysely, cfg.master.placement, cfg.node_agent.token);
   const periodic = new Periodic(logger);
   const repo = new SandboxRepo(db.kysely, db.driver);
   const snapshotRepo = new SnapshotRepo(db.kysely);

@@ -16,6 +16,7 @@ import { AddressPool } from './network/address-pool.ts';
 import { readHostNetwork } from './network/host-conflicts.ts';
 import { Firewall } from './network/firewall.ts';
 import { PlatformList, platformAddressesOf } from './network/platform-list.ts';
+import { requireNodeToken } from './node-token.ts';
 import { ensureEgressAddress, removeEgressAddress } from './network/egress-link.ts';
 import { HostLearner } from './network/host-learner.ts';
 import { registerRoutes } from './routes.ts';
@@ -182,6 +183,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   for (const a of artifacts.list()) sandboxes.pool.fill(a.artifactId);
 
   const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
+  requireNodeToken(app, nc.token, nc.listen, logger);
   let url = '';
   const nodeInfo = (): NodeInfo => {
     const u = sandboxes.usage();

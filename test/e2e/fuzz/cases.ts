@@ -5,6 +5,7 @@
  */
 import { ADMIN_TOKEN_HEADER, TRAFFIC_TOKEN_HEADERS } from '@svc/contracts/proxy-admin';
 import { CALLBACK_TOKEN_HEADER } from '@svc/contracts/template-center';
+import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
 import { brokenEnvelopes, envelope, MALFORMED_JSON, multipart, ODD_CONTENT_TYPES, oversizeBody } from './bodies.ts';
 import { clone, fieldPaths, getAt, randomMutation, setAt } from './mutate.ts';
 import type { Rng } from './random.ts';
@@ -39,6 +40,7 @@ const AUTH_HEADER: Record<Exclude<AuthKind, 'none'>, string> = {
   apiKey: 'x-api-key',
   callbackToken: CALLBACK_TOKEN_HEADER,
   adminToken: ADMIN_TOKEN_HEADER,
+  nodeToken: NODE_TOKEN_HEADER,
 };
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
@@ -299,7 +301,7 @@ export class CaseBuilder {
   }
 
   private secretOf(auth: Exclude<AuthKind, 'none'>): string {
-    return auth === 'apiKey' ? this.k.apiKey : auth === 'callbackToken' ? this.k.callbackToken : this.k.adminToken;
+    return auth === 'apiKey' ? this.k.apiKey : auth === 'callbackToken' ? this.k.callbackToken : auth === 'nodeToken' ? this.k.nodeToken : this.k.adminToken;
   }
 
   private badAuth(spec: RouteSpec, rng: Rng): Partial<Draft>[] {

@@ -22,6 +22,8 @@ export interface Known {
   apiKey: string;
   callbackToken: string;
   adminToken: string;
+  /** node_agent.token: every node agent route but /health and /metrics. */
+  nodeToken: string;
   /** Sandbox domain, e.g. localhost:13002. */
   domain: string;
   nodeId: string;
@@ -249,10 +251,10 @@ function nodeAgentRoutes(k: Known): RouteSpec[] {
     defaultUser: 'user', defaultWorkdir: '/home/user',
     volumes: [{ volumeId: 'vol-fuzz', driver: 'local', privateData: '', path: '/mnt/fuzz', readOnly: true }], runtime: 'gvisor',
   } satisfies Required<CreateSandboxOnNode>);
-  const n = (method: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({ component: 'node-agent', method, path, auth: 'none', bodyLimit: MB, ...extra });
+  const n = (method: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({ component: 'node-agent', method, path, auth: 'nodeToken', bodyLimit: MB, ...extra });
   void k;
   return [
-    n('GET', '/health'),
+    n('GET', '/health', { auth: 'none' }),
     n('GET', '/v1/node'),
     n('POST', '/v1/sandboxes', { body: createOnNode }),
     n('GET', '/v1/sandboxes'),

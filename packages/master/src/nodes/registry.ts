@@ -42,7 +42,12 @@ export class NodeRegistry {
   /** Creates sent to each node since its last heartbeat (its measurement does not show them yet). */
   private readonly promised = new Map<string, number>();
 
-  constructor(private readonly db: Kysely<Database>, private readonly placement: PlacementPolicy = 'spread') {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly placement: PlacementPolicy = 'spread',
+    /** node_agent.token: sent with every call to a node agent. */
+    private readonly nodeToken = '',
+  ) {}
 
   async register(req: RegisterNode): Promise<void> {
     if (!req?.nodeId || !req.address) throw badRequest('nodeId and address are required');
@@ -72,7 +77,7 @@ export class NodeRegistry {
         usage: JSON.stringify({ running: 0, paused: 0, usedMemoryMB: 0 }), registered_at: now,
       }).execute();
     }
-    this.clients.set(req.nodeId, new NodeAgentClient(req.address));
+    this.clients.set(req.nodeId, new NodeAgentClient(req.address, { token: this.nodeToken }));
   }
 
   async heartbeat(nodeId: string, hb: NodeHeartbeat): Promise<void> {
@@ -107,7 +112,7 @@ export class NodeRegistry {
     if (cached) return cached;
     const row = await this.row(nodeId);
     if (!row) throw unavailable(`node ${nodeId} is not registered`);
-    const c = new NodeAgentClient(row.address);
+    const c = new NodeAgentClient(row.address, { token: this.nodeToken });
     this.clients.set(nodeId, c);
     return c;
   }

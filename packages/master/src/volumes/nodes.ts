@@ -6,9 +6,11 @@ import type { VolumeNodes } from './ports.ts';
 export function volumeNodesOf(nodes: NodeRegistry): VolumeNodes {
   return {
     async live() {
-      const out: Array<{ nodeId: string; baseUrl: string }> = [];
+      const out: Array<{ nodeId: string; baseUrl: string; headers: Record<string, string> }> = [];
       for (const nodeId of await nodes.liveNodeIds()) {
-        if ((await nodes.features(nodeId)).includes(NODE_FEATURE_VOLUMES)) out.push({ nodeId, baseUrl: (await nodes.client(nodeId)).baseUrl });
+        if (!(await nodes.features(nodeId)).includes(NODE_FEATURE_VOLUMES)) continue;
+        const client = await nodes.client(nodeId);
+        out.push({ nodeId, baseUrl: client.baseUrl, headers: client.authHeaders });
       }
       return out;
     },

@@ -12,7 +12,7 @@ export interface ControllerPlugins {
 /** The node agents, as far as volumes go. */
 export interface VolumeNodes {
   /** Live nodes whose agent supports volumes, with a base URL to reach each. */
-  live(): Promise<Array<{ nodeId: string; baseUrl: string }>>;
+  live(): Promise<Array<{ nodeId: string; baseUrl: string; headers: Record<string, string> }>>;
   /** The node-local counts of one node. */
   attachments(nodeId: string): Promise<NodeVolumeAttachment[]>;
 }

@@ -61,7 +61,7 @@ async function proxyContent(req: FastifyRequest<RefParams>, reply: FastifyReply,
   const row = await service.authorizeContent(ref, callerTeam(req), bearer);
   const node = await service.contentNode();
   const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
-  const headers: Record<string, string> = { [VOLUME_HEADER]: encodeVolumeHeader({ volumeId: row.volume_id, driver: row.driver, privateData: row.private_data }) };
+  const headers: Record<string, string> = { ...node.headers, [VOLUME_HEADER]: encodeVolumeHeader({ volumeId: row.volume_id, driver: row.driver, privateData: row.private_data }) };
   for (const h of ['content-type', 'content-length'] as const) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h];
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE';
   let res: Response;

@@ -179,7 +179,7 @@ export class VolumeService {
   }
 
   /** A live node with volume support to serve a content call (any: it attaches the volume for the call). */
-  async contentNode(): Promise<{ nodeId: string; baseUrl: string }> {
+  async contentNode(): Promise<{ nodeId: string; baseUrl: string; headers: Record<string, string> }> {
     const live = await this.d.nodes.live();
     if (live.length === 0) throw unavailable('no node agent with volume support is available to serve the volume\'s content', 5);
     return live[Math.floor(Math.random() * live.length)];

@@ -46,7 +46,7 @@ async function setup(config: DatabaseConfig) {
   await migrate(db.kysely, db.driver, migrations);
   const held = new Map<string, NodeVolumeAttachment[]>();
   const nodes: VolumeNodes = {
-    live: async () => [...held.keys()].map((nodeId) => ({ nodeId, baseUrl: 'http://127.0.0.1:9' })),
+    live: async () => [...held.keys()].map((nodeId) => ({ nodeId, baseUrl: 'http://127.0.0.1:9', headers: {} })),
     attachments: async (nodeId) => held.get(nodeId) ?? [],
   };
   const plugins = new VolumePluginRegistry([{ name: 'local', type: 'binary', binary_path: plugin }, { name: 'failing', type: 'binary', binary_path: failing }]);
