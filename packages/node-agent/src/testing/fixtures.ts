@@ -134,11 +134,28 @@ export async function leftovers(stateDir: string, tag: string): Promise<Record<s
   const links = (await run('ip', ['-o', 'link', 'show'], { allowFail: true })).stdout.split('\n').filter((l) => l.includes(`: sv${tag}`)).map((l) => l.split(':')[1]?.trim() ?? l);
   const mounts = (await readFile('/proc/self/mountinfo', 'utf8')).split('\n').map((l) => l.split(' ')[4]).filter((m) => m?.startsWith(join(stateDir, 'instances')));
   const runsc = existsSync(join(stateDir, 'runsc')) ? await readdir(join(stateDir, 'runsc')) : [];
-  const nft = (await run('nft', ['list', 'table', 'ip', `svc_${tag}`], { allowFail: true })).stdout.split('\n').filter((l) => /chain sb_|elements/.test(l)).map((l) => l.trim());
+  const nft = sandboxRules((await run('nft', ['list', 'table', 'ip', `svc_${tag}`], { allowFail: true })).stdout);
   const cgroups = existsSync(`/sys/fs/cgroup/memory/svc-${tag}`) ? (await readdir(`/sys/fs/cgroup/memory/svc-${tag}`, { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name) : [];
   const instances = existsSync(join(stateDir, 'instances')) ? await readdir(join(stateDir, 'instances')) : [];
   const loops = (await run('losetup', ['--list', '--noheadings', '--output', 'NAME,BACK-FILE'], { allowFail: true })).stdout.split('\n').filter((l) => l.includes(join(stateDir, 'instances') + '/'));
   return { netns, links, mounts, runsc, nft, cgroups, instances, loops };
+}
+
+/**
+ * The lines of the agent's table that belong to a sandbox: its chains and the elements of the
+ * per-sandbox maps and sets. The platform's addresses (platform_tcp, platform_pools) are the
+ * node's, kept while the agent runs.
+ */
+function sandboxRules(table: string): string[] {
+  const out: string[] = [];
+  let set = '';
+  for (const line of table.split('\n')) {
+    const opened = /^\s*(?:set|map) (\S+) \{/.exec(line);
+    if (opened) set = opened[1]!;
+    else if (/^\s*chain /.test(line)) set = '';
+    if (/chain sb_/.test(line) || (/elements/.test(line) && !set.startsWith('platform_'))) out.push(line.trim());
+  }
+  return out;
 }
 
 export function assertNothingLeft(left: Record<string, string[]>): void {
