@@ -9,10 +9,12 @@ export interface PresentedAccess {
   accessToken: string | undefined;
   method: string;
   url: string;
+  /** An upgrade (WebSocket): the proxy pipes bytes both ways after it and checks nothing more. */
+  upgrade: boolean;
 }
 
-export function presentedAccess(scan: ScannedRequest, req: { method: string; url: string }): PresentedAccess {
-  return { trafficTokens: scan.trafficTokens, accessToken: scan.accessToken, method: req.method, url: req.url };
+export function presentedAccess(scan: ScannedRequest, req: { method: string; url: string }, upgrade = false): PresentedAccess {
+  return { trafficTokens: scan.trafficTokens, accessToken: scan.accessToken, method: req.method, url: req.url, upgrade };
 }
 
 const TRAFFIC_TOKEN_REFUSED = 'missing or wrong traffic access token (send it in the ext-traffic-access-token header)';
@@ -23,18 +25,22 @@ const ENVD_TOKEN_REFUSED = 'missing or wrong envd access token (send it in the X
  * - envd's port (0 or the route's envdPort) of a secured sandbox needs its envd access token
  *   (X-Access-Token) or, on /files, a valid URL signature; only /health and CORS preflights are
  *   open (a browser never sends the token on its preflight; envd answers it without reaching a
- *   handler: the web console's terminal, docs/console.md). 401, as envd.
+ *   handler: the web console's terminal, docs/console.md). 401, as envd. Not open when the
+ *   request would wake the sandbox (`waking`: a paused sandbox with autoResume), nor for an
+ *   upgrade, after which the proxy checks no further request on the connection: until
+ *   2026-11-30 a `GET /health` without the token resumed anyone's paused sandbox, and its answer
+ *   kept it running.
  * - the sandbox's other ports need the traffic token when it has one (allow_public_traffic=false),
  *   as in E2B the official SDK never sends that token to envd. 403.
  * Undefined: allowed.
  */
-export function accessRefusal(route: SandboxRoute, port: number, c: PresentedAccess): SvcError | undefined {
+export function accessRefusal(route: SandboxRoute, port: number, c: PresentedAccess, waking = false): SvcError | undefined {
   if (port === 0 || port === route.envdPort) {
     if (!route.envdAccessToken) return undefined;
     if (c.accessToken !== undefined) return sameSecret(route.envdAccessToken, c.accessToken) ? undefined : new SvcError(401, ENVD_TOKEN_REFUSED);
     const q = c.url.indexOf('?');
     const path = q < 0 ? c.url : c.url.slice(0, q);
-    if (path === '/health' || c.method === 'OPTIONS') return undefined;
+    if ((path === '/health' || c.method === 'OPTIONS') && !waking && !c.upgrade) return undefined;
     if (path === '/files' && q >= 0) {
       const problem = fileSignatureProblem(signedFileRequest(c.method, new URLSearchParams(c.url.slice(q + 1))), route.envdAccessToken);
       return problem === undefined ? undefined : new SvcError(401, problem);

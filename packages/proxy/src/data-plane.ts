@@ -78,7 +78,7 @@ export class DataPlane implements LeanHandler {
 
   private upgrade(req: ServerRequest, socket: Socket, head: Buffer, scan: ScannedRequest, target: Target | null): void {
     if (target === null) { sendProxyErrorOnSocket(socket, NO_TARGET); return; }
-    const route = this.hotRoute(target, scan, req);
+    const route = this.hotRoute(target, scan, req, true);
     if (route instanceof SvcError) { this.reject(target, route); sendProxyErrorOnSocket(socket, route); return; }
     addForwardedHeaders(scan, req.remoteAddress, this.proto);
     new UpgradeExchange(this.ctx, req, socket, head, scan, target).start(route);
@@ -99,10 +99,10 @@ export class DataPlane implements LeanHandler {
   }
 
   /** A fresh running route from the cache; the refusal when its access check fails; undefined: cold path. */
-  private hotRoute(target: Target, scan: ScannedRequest, req: ServerRequest): SandboxRoute | SvcError | undefined {
+  private hotRoute(target: Target, scan: ScannedRequest, req: ServerRequest, upgrade = false): SandboxRoute | SvcError | undefined {
     const route = this.cache.fresh(target.sandboxId);
     if (route === undefined || route.state !== 'running') return undefined;
-    return accessRefusal(route, target.port, presentedAccess(scan, req)) ?? route;
+    return accessRefusal(route, target.port, presentedAccess(scan, req, upgrade)) ?? route;
   }
 }
 

@@ -86,6 +86,36 @@ test('a request without the token does not wake a paused sandbox', async () => {
   assert.equal(p.master.calls.resume.length, 0);
 });
 
+test('envd\'s open paths (/health, preflights) do not wake a paused sandbox without the envd token, nor open an upgrade; with it they do', async () => {
+  const ENVD_TOKEN = 'envd-token-of-the-paused-one';
+  p.master.add({ sandboxId: 'napper', envdPort: up.port, envdAccessToken: ENVD_TOKEN, state: 'paused', autoResume: true });
+  const envd = (method: string, path: string, headers: Record<string, string> = {}) =>
+    call(p.proxy.httpUrl, { method, path, headers: { 'e2b-sandbox-id': 'napper', 'e2b-sandbox-port': String(up.port), ...headers } });
+  for (const [method, path] of [['GET', '/health'], ['OPTIONS', '/process.Process/Start'], ['GET', '/health?x=1']]) {
+    const r = await envd(method, path);
+    assert.equal(r.status, 401, `${method} ${path}`);
+    assert.match(r.json<{ message: string }>().message, /missing or wrong envd access token/);
+  }
+  assert.equal(p.master.calls.resume.length, 0, 'nothing woke it');
+  // A pausing sandbox that becomes paused is checked again before the wake.
+  p.master.add({ sandboxId: 'napper2', envdPort: up.port, envdAccessToken: ENVD_TOKEN, state: 'pausing', autoResume: true });
+  setTimeout(() => p.master.set('napper2', { state: 'paused' }), 100);
+  assert.equal((await call(p.proxy.httpUrl, { path: '/health', headers: { 'e2b-sandbox-id': 'napper2', 'e2b-sandbox-port': String(up.port) } })).status, 401);
+  assert.equal(p.master.calls.resume.length, 0);
+
+  assert.equal((await envd('GET', '/health', { 'x-access-token': ENVD_TOKEN })).status, 200, 'the token wakes it');
+  assert.equal(p.master.calls.resume.length, 1);
+  assert.equal((await envd('GET', '/health')).status, 200, 'running, /health is open again');
+  // An upgrade on /health without the token is refused: the proxy would check nothing after it.
+  const status = await new Promise<number>((resolve, reject) => {
+    const ws = new WebSocket(`${p.proxy.httpUrl.replace('http', 'ws')}/health`, { headers: { 'e2b-sandbox-id': 'napper', 'e2b-sandbox-port': String(up.port) } });
+    ws.once('unexpected-response', (_req, res) => resolve(res.statusCode!));
+    ws.once('open', () => reject(new Error('the upgrade should be refused')));
+    ws.once('error', () => {});
+  });
+  assert.equal(status, 401);
+});
+
 test('killed and timed-out sandboxes are 410 on their own ports and say not to retry', async () => {
   p.master.add({ sandboxId: 'dead', envdPort: 49983, state: 'terminated', terminateReason: 'timeout' });
   p.master.add({ sandboxId: 'dying', envdPort: 49983, state: 'killing' });

@@ -40,7 +40,7 @@ export class UpgradeExchange {
   }
 
   private resolveThenConnect(): void {
-    this.ctx.gate.runningRoute(this.target.sandboxId, this.target.port, presentedAccess(this.scan, this.req)).then(
+    this.ctx.gate.runningRoute(this.target.sandboxId, this.target.port, presentedAccess(this.scan, this.req, true)).then(
       (route) => { if (!this.closed) this.connect(route); },
       (err) => sendProxyErrorOnSocket(this.client, this.refused(err)),
     );
