@@ -136,7 +136,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     periodic.every('unused build files sweep', 3_600_000, async () => { await files.sweep(keepFilesMs); });
     builds = new BuildService({
       repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger, files,
-      maxConcurrent: cfg.master.max_concurrent_builds, timeoutMs: cfg.master.build_timeout_sec * 1000, quotas: teams,
+      maxConcurrent: cfg.master.max_concurrent_builds, timeoutMs: cfg.master.build_timeout_sec * 1000, quotas: teams, coordination,
       snapshots: { capture: (id, o) => snapshots.capture(id, o), byCacheKey: (key) => snapshotRepo.byCacheKey(key), layerOf: (id) => snapshotCatalog.layerOf(id) },
     });
     registerBuildRoutes(app, builds);

@@ -120,8 +120,11 @@ export class BuildRunner {
   ): Promise<string> {
     const input: CreateSandboxInput = {
       template: base.templateId, timeout: BUILD_SANDBOX_TIMEOUT_SEC, onTimeout: 'kill', autoResume: false,
-      metadata: { 'svc.build': b.build_id }, envVars: {}, secure: false,
-      network: { allowOut: [], denyOut: [], allowPublicTraffic: true }, volumeMounts: [],
+      // Secured and private: the steps run through the node agent, and a build sandbox's id is in
+      // its log, which any team reads for a public template (until 2026-11-30 anyone who read it
+      // could write into that template's build through envd).
+      metadata: { 'svc.build': b.build_id }, envVars: {}, secure: true,
+      network: { allowOut: [], denyOut: [], allowPublicTraffic: false }, volumeMounts: [],
       cpuCount: Number(b.cpu_count), memoryMB: Number(b.memory_mb),
     };
     // A built base's start command is not the build's: the build runs its own at the end.

@@ -1,7 +1,7 @@
-import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
+import { DEFAULT_TEAM_ID, NO_LIMITS } from '@svc/contracts/teams';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { silentLogger, type SvcError } from '@svc/common';
+import { MemoryCoordination, silentLogger, type SvcError } from '@svc/common';
 import { openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrator.ts';
 import { availableTestDatabases } from '../db/test-databases.ts';
@@ -301,6 +301,30 @@ for (const tdb of availableTestDatabases()) {
         assert.match(late!.reason!.message, /ran past its limit of 0 minutes before step 2/);
         assert.ok(!f.execs.some((e) => e.command === 'never runs'));
         f.held.delete('takes a while');
+      });
+
+      await t.test('a team\'s limits: a build bigger than its maxVcpus or maxMemoryMB is a 429; builds started together pass maxConcurrentBuilds one at a time', async () => {
+        const team = 'team-limited';
+        const limits = { ...NO_LIMITS, maxConcurrentBuilds: 1, maxVcpus: 2, maxMemoryMB: 1024 };
+        const limited = new BuildService({ repo: new BuildRepo(db.kysely), ...f.ports, logger: silentLogger(), quotas: { limits: async () => limits }, coordination: new MemoryCoordination() });
+        for (const [size, key] of [[{ cpuCount: 64, memoryMB: 512 }, 'maxVcpus'], [{ cpuCount: 1, memoryMB: 1_048_576 }, 'maxMemoryMB']] as const) {
+          const big = await limited.request({ name: `big-${key.toLowerCase()}`, ...size }, team);
+          await assert.rejects(limited.start(big.templateID, big.buildID, { fromTemplate: 'base', steps: [] }),
+            (e: SvcError) => e.status === 429 && new RegExp(`^team quota ${key}: `).test(e.message));
+          assert.equal((await limited.status(big.templateID, big.buildID, {}))!.status, 'waiting', 'a refused build stays waiting');
+        }
+        let release!: () => void;
+        f.held.set('hold the slot', new Promise((r) => { release = r; }));
+        const made = await Promise.all(['race-a', 'race-b', 'race-c', 'race-d'].map((name) => limited.request({ name, cpuCount: 1, memoryMB: 512 }, team)));
+        const outcomes = await Promise.allSettled(made.map((m) => limited.start(m.templateID, m.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: ['hold the slot'] }] })));
+        assert.equal(outcomes.filter((o) => o.status === 'fulfilled').length, 1, JSON.stringify(outcomes.map((o) => o.status === 'rejected' ? (o.reason as SvcError).message : 'started')));
+        for (const o of outcomes) if (o.status === 'rejected') assert.equal((o.reason as SvcError).status, 429);
+        release();
+        await limited.settled();
+        f.held.delete('hold the slot');
+        // The refused builds stay waiting: gone, so that the sweep's test below sees only its own.
+        const refused = (await db.kysely.selectFrom('t_svc_build').select('build_id').where('status', '=', 'waiting').execute()).map((r) => r.build_id);
+        if (refused.length) await db.kysely.deleteFrom('t_svc_build').where('build_id', 'in', refused).execute();
       });
 
       await t.test('an unknown base fails the build at step base', async () => {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, ErrorCodes, notFound, SvcError } from '@svc/common';
+import { badRequest, conflict, ErrorCodes, notFound, randomId, SvcError, unavailable, type Coordination } from '@svc/common';
 import type { E2bBuildRequest, E2bBuildRequested, E2bBuildStart, E2bBuildStatusAnswer } from '@svc/contracts/template-routes';
 import type { TeamQuotas } from '../sandboxes/ports.ts';
 import type { BuilderBuild } from '../templates/builder-port.ts';
@@ -15,9 +15,14 @@ const SILENT_LIMIT_MS = STEP_TIMEOUT_MS + 10 * 60_000;
 const WAITING_LIMIT_MS = 24 * 3600_000;
 
 export interface BuildServiceDeps extends BuildRunnerDeps {
-  /** Teams' limits (maxConcurrentBuilds); absent: none. */
+  /** Teams' limits (maxConcurrentBuilds, and maxVcpus and maxMemoryMB for a build's size); absent: none. */
   quotas?: TeamQuotas;
+  /** Where a team's build starts are counted one at a time, across masters (Redis in a cluster). */
+  coordination?: Coordination;
 }
+
+const START_LOCK_TTL_MS = 5_000;
+const START_LOCK_WAIT_MS = 5_000;
 
 /**
  * E2B's template builder (docs/templates.md, "The builder"): a build request names the template,
@@ -100,6 +105,24 @@ export class BuildService {
     return id;
   }
 
+  private readonly holder = `builds-${process.pid}-${randomId(6)}`;
+
+  private async oneStartAtATime(teamId: string, fn: () => Promise<void>): Promise<void> {
+    const c = this.d.coordination;
+    if (!c) return fn();
+    const lock = `build-start:${teamId}`;
+    const deadline = Date.now() + START_LOCK_WAIT_MS;
+    while (!(await c.tryLock(lock, this.holder, START_LOCK_TTL_MS))) {
+      if (Date.now() > deadline) throw unavailable(`another build of team ${teamId} is being started; retry`, 1);
+      await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+    }
+    try {
+      await fn();
+    } finally {
+      await c.unlock(lock, this.holder).catch(() => { /* the lock expires with its TTL: a failed unlock delays the team's next start by at most that */ });
+    }
+  }
+
   /** Starts a requested build in the background; its progress is in status(). */
   async start(templateRef: string, buildId: string, spec: E2bBuildStart): Promise<void> {
     const b = await this.buildOf(templateRef, buildId);
@@ -109,15 +132,25 @@ export class BuildService {
         throw badRequest(`steps[${i}] (COPY ${s.args?.[0]}): its files (hash ${s.filesHash}) were not uploaded; the SDK uploads them before it starts the build`);
       }
     }
-    // A team's builds at once (docs/security.md, "Quotas"): over it, E2B's 429 and the build stays waiting.
-    const limit = this.d.quotas ? (await this.d.quotas.limits(b.team_id)).maxConcurrentBuilds : 0;
-    if (limit) {
-      const building = await this.d.repo.countBuilding(b.team_id);
-      if (building >= limit) throw new SvcError(429, `team quota maxConcurrentBuilds reached: the team may run ${limit} template builds at once and runs ${building}; start this one when one ends`);
+    const limits = this.d.quotas ? await this.d.quotas.limits(b.team_id) : undefined;
+    // The build's sandbox runs in the default team (docs/security.md, "Quotas"): its size is held
+    // to what the team could run itself, so a build is no way past the team's own limits.
+    for (const [key, size, what] of [['maxVcpus', Number(b.cpu_count), 'vCPUs'], ['maxMemoryMB', Number(b.memory_mb), 'MB of memory']] as const) {
+      const max = limits?.[key];
+      if (max && size > max) throw new SvcError(429, `team quota ${key}: the team may hold ${max} ${what}, and this template's build sandbox asks for ${size}; build it smaller (cpuCount, memoryMB)`);
     }
-    if (!(await this.d.repo.transition(buildId, 'waiting', { status: 'building', spec: JSON.stringify(spec) }))) {
-      throw conflict(`build ${buildId} was started already (it is ${(await this.d.repo.get(buildId))?.status})`);
-    }
+    // A team's builds at once: over it, E2B's 429 and the build stays waiting. Counted and started
+    // under the team's lock, so that builds started together cannot all pass the last place.
+    await this.oneStartAtATime(b.team_id, async () => {
+      const limit = limits?.maxConcurrentBuilds ?? 0;
+      if (limit) {
+        const building = await this.d.repo.countBuilding(b.team_id);
+        if (building >= limit) throw new SvcError(429, `team quota maxConcurrentBuilds reached: the team may run ${limit} template builds at once and runs ${building}; start this one when one ends`);
+      }
+      if (!(await this.d.repo.transition(buildId, 'waiting', { status: 'building', spec: JSON.stringify(spec) }))) {
+        throw conflict(`build ${buildId} was started already (it is ${(await this.d.repo.get(buildId))?.status})`);
+      }
+    });
     const job = this.runner.run(b, base, spec).catch((err: Error) => this.d.logger.error({ buildId, err: err.message }, 'template build ended without its outcome recorded'));
     this.running.add(job);
     void job.finally(() => this.running.delete(job));
