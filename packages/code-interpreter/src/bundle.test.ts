@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -17,7 +18,10 @@ import { NODE_BUNDLE } from '../../../scripts/bundle-options.mjs';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 let dir: string | undefined;
 let child: ChildProcess | undefined;
+// envd's /envs as an unsecured sandbox's envd answers it: the service asks it before each run (access.ts).
+const envd = createHttpServer((_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{}'); });
 after(async () => {
+  envd.close();
   if (child && child.exitCode === null) {
     const exited = new Promise((r) => child!.once('exit', r));
     child.kill('SIGTERM');
@@ -39,10 +43,12 @@ test('the bundle serves python, javascript and bash executions on its own', asyn
   const outfile = join(dir, 'code-interpreter.mjs');
   await build({ ...NODE_BUNDLE, entryPoints: [join(repoRoot, 'packages/code-interpreter/src/main.ts')], outfile });
   const port = await freePort();
+  await new Promise<void>((r) => envd.listen(0, '127.0.0.1', r));
+  const envdEnvsUrl = `http://127.0.0.1:${(envd.address() as { port: number }).port}/envs`;
   let output = '';
   child = spawn(process.execPath, [outfile], {
     cwd: dir,
-    env: { ...process.env, SVC_CODE_INTERPRETER_PORT: String(port), SVC_CODE_INTERPRETER_HOST: '127.0.0.1', SVC_CODE_INTERPRETER_CWD: dir },
+    env: { ...process.env, SVC_CODE_INTERPRETER_PORT: String(port), SVC_CODE_INTERPRETER_HOST: '127.0.0.1', SVC_CODE_INTERPRETER_CWD: dir, SVC_CODE_INTERPRETER_ENVD_ENVS_URL: envdEnvsUrl },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout!.on('data', (d: Buffer) => { output += d.toString(); });

@@ -13,7 +13,9 @@ const port = Number(process.env.SVC_CODE_INTERPRETER_PORT ?? CODE_INTERPRETER_PO
 const host = process.env.SVC_CODE_INTERPRETER_HOST ?? '0.0.0.0';
 const defaultCwd = process.env.SVC_CODE_INTERPRETER_CWD ?? (existsSync('/home/user') ? '/home/user' : process.cwd());
 
-const interpreter = createCodeInterpreter({ log, defaultCwd });
+// envd's /envs: the sandbox's environment and the access check (access.ts); tests run the bundle beside a stand-in.
+const envdEnvsUrl = process.env.SVC_CODE_INTERPRETER_ENVD_ENVS_URL || undefined;
+const interpreter = createCodeInterpreter({ log, defaultCwd, ...(envdEnvsUrl ? { envdEnvsUrl } : {}) });
 
 interpreter.server.on('error', (err) => {
   log('error', `code interpreter: ${err.message}`);
