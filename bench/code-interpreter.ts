@@ -12,6 +12,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Sandbox } from '@e2b/code-interpreter';
@@ -51,7 +52,10 @@ function kernelFloor(n: number): number[] {
 /** Our service on the host, no sandbox and no proxy: `1+1` through /execute, N times. */
 async function serviceOnHost(n: number): Promise<number[]> {
   const dir = mkdtempSync(join(tmpdir(), 'svc-bench-ci-'));
-  const ci = createCodeInterpreter({ log: () => {}, defaultCwd: dir, envdEnvsUrl: 'http://127.0.0.1:9/envs' });
+  // envd's /envs as an unsecured sandbox's envd answers it: the service asks it before each run (its access check).
+  const envd = createServer((_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{}'); });
+  await new Promise<void>((r) => envd.listen(0, '127.0.0.1', r));
+  const ci = createCodeInterpreter({ log: () => {}, defaultCwd: dir, envdEnvsUrl: `http://127.0.0.1:${(envd.address() as { port: number }).port}/envs` });
   await new Promise<void>((r) => ci.server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${(ci.server.address() as { port: number }).port}/execute`;
   const once = async () => {
@@ -67,6 +71,7 @@ async function serviceOnHost(n: number): Promise<number[]> {
     return out;
   } finally {
     await ci.close();
+    envd.close();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -221,16 +222,19 @@ describe('runCode against the real code interpreter', () => {
   let interpreter: CodeInterpreter;
   let workDir: string;
   let sbx: Sandbox;
+  // envd's /envs as an unsecured sandbox's envd answers it (no variables): the service asks it before each run.
+  const envd = createServer((_req, res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end('{}'); });
 
   before(async () => {
     workDir = realpathSync(mkdtempSync(join(tmpdir(), 'svc-sdk-ci-')));
-    // no envd here: the service falls back to its own environment for the sandbox's variables
-    interpreter = createCodeInterpreter({ log: () => {}, defaultCwd: workDir, envdEnvsUrl: 'http://127.0.0.1:1/envs' });
+    await new Promise<void>((r) => envd.listen(0, '127.0.0.1', r));
+    interpreter = createCodeInterpreter({ log: () => {}, defaultCwd: workDir, envdEnvsUrl: `http://127.0.0.1:${(envd.address() as { port: number }).port}/envs` });
     await new Promise<void>((r) => interpreter.server.listen(0, '127.0.0.1', r));
     sbx = sandboxAt(`http://127.0.0.1:${(interpreter.server.address() as { port: number }).port}`);
   });
   after(async () => {
     await interpreter.close();
+    envd.close();
     rmSync(workDir, { recursive: true, force: true });
   });
 
