@@ -76,6 +76,10 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
     const req = createRequest(env, { envVars: { GREETING: 'hello' }, memoryMB: 256, timeoutMs: 120_000 });
     const sb = await client.createSandbox(req);
     assert.equal(sb.runtime, 'microvm');
+    // The first create makes the template's saved guest in the background, with a QEMU of its
+    // own: the counts of QEMU processes below are this sandbox's once it is done (under a loaded
+    // CI it was still running at the pause twice).
+    await agent!.settled();
     assert.ok(await envdHealthy(sb.address));
     const envs = await (await fetch(`http://${sb.address}:49983/envs`)).json() as Record<string, string>;
     assert.equal(envs.GREETING, 'hello');
@@ -223,6 +227,7 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
 
       // A paused guest is captured as it lies (its pause package, docs/cluster.md), without a
       // QEMU started; restored with the origin's token, as a move to another node does.
+      await agent!.settled(); // no saved guest of a template is being made beside them
       const running = (await qemuProcesses(stateDir)).length;
       assert.equal((await client.pauseSandbox(origin.sandboxId)).pauseKind, 'snapshot');
       const pkg = await client.snapshotSandbox(origin.sandboxId, { layerId: 'mvm-pause-1' });

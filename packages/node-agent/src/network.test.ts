@@ -154,7 +154,7 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
       }
     });
 
-    it('drops a sandbox\'s packets to the platform\'s addresses on other hosts, by address and port, before any allowOut; a new list applies at once', async () => {
+    it('drops a sandbox\'s packets to the platform\'s addresses on other hosts, by address and port, before any allowOut; a new list applies at once', { skip: runtime === 'microvm' ? 'the host-side chain is the same code on both runtimes (the link-local test shows a guest meets it)' : false }, async () => {
       // The upstream's namespace stands for another host of the cluster: a master or a node agent there.
       const setList = async (list: PlatformAddresses) => { platformNow = list; await agent.refreshPlatformAddresses(); };
       const sb = await client.createSandbox(sandboxRequest({ allowInternetAccess: true, network: { allowOut: [upstream.host], denyOut: [] } }));
