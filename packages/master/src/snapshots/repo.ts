@@ -31,6 +31,9 @@ export class SnapshotRepo {
         // index in InnoDB, and two captures naming a free name at once deadlocked on it.
         const holders = await tx.selectFrom('t_svc_snapshot').select(['snapshot_id', 'team_id']).where('name', '=', named.name).execute();
         if (holders.some((r) => r.team_id !== named.teamId)) throw taken();
+        // A template made meanwhile under the name (templates are looked up first, so it would hide this snapshot).
+        const templates = await tx.selectFrom('t_svc_template').select(['template_id', 'alias']).where((eb) => eb.or([eb('alias', '=', named.name), eb('template_id', '=', named.name)])).execute();
+        if (templates.some((t) => t.alias === named.name || t.template_id === named.name)) throw conflict(`the snapshot name ${named.name} was taken by a template while this snapshot was stored: nothing was kept; choose another name`);
         if (holders.length) await tx.updateTable('t_svc_snapshot').set({ name: null }).where('snapshot_id', 'in', holders.map((r) => r.snapshot_id)).execute();
       }
       try {

@@ -39,6 +39,11 @@ onEveryEngine('a snapshot name set when the layer is stored', {
     const refused = both.find((r) => r.status === 'rejected') as PromiseRejectedResult;
     assert.equal((refused.reason as { status?: number }).status, 409, String(refused.reason));
     assert.equal(Object.values(await names()).filter((v) => v === 'ready:fresh').length, 1);
+    // A template that took the name while the layer was stored: the snapshot would be hidden behind it.
+    await h.kysely.insertInto('t_svc_snapshot').values(row('snap-c2', 'team-c', 'pending')).execute();
+    const tpl = await h.call('POST', '/svc/template', { image: 'registry.example/app:1', alias: 'late-name' }, { 'x-svc-team': 'team-b' });
+    assert.equal(tpl.status, 202, JSON.stringify(tpl.body));
+    await assert.rejects(repo.markReady('snap-c2', { name: 'late-name', teamId: 'team-c' }), (e: { status?: number; message?: string }) => e.status === 409 && /taken by a template/.test(e.message ?? ''));
     // A capture without a name is made ready as before.
     await repo.markReady('snap-b1', null);
     assert.equal((await names())['snap-b1'], 'ready:');
