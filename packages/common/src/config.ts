@@ -6,92 +6,18 @@ import type { SvcConfig } from './config-types.ts';
 import { intToIp, parseCidr } from './ipv4.ts';
 import { ConfigError } from './config-error.ts';
 import { validateConfig } from './config-validate.ts';
+import { defaultConfig } from './config-defaults.ts';
 
 export { ConfigError } from './config-error.ts';
 export { parseUpstreamProxy, type UpstreamProxy } from './proxy-url.ts';
 export { parseEgressResolve, runtimeSetting, validateConfig } from './config-validate.ts';
 
 export type { SvcConfig, DatabaseConfig, RedisConfig, VolumePluginConfig } from './config-types.ts';
+export { defaultConfig } from './config-defaults.ts';
 
 /** master.platform_networks as a list. */
 export function platformNetworksOf(cfg: { master: { platform_networks: string } }): string[] {
   return cfg.master.platform_networks.split(',').map((x) => x.trim()).filter(Boolean);
-}
-
-export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
-  return {
-    data_dir: dataDir,
-    sandbox_domain: '',
-    api: { listen: '127.0.0.1:3000', api_key: '', previous_api_keys: '', auth_callback_url: '', max_body_bytes: 1024 * 1024, audit_log: '', max_failed_keys_per_min: 30 },
-    master: {
-      listen: '127.0.0.1:8089',
-      addr: '',
-      upload_signing_key: '',
-      vault_key_file: '',
-      identity_issuer_url: '',
-      identity_trust_domain: 'svc.local',
-      max_concurrent_builds: 2,
-      build_timeout_sec: 3600,
-      build_files_keep_days: 7,
-      platform_networks: '',
-      create_timeout_insec: 60,
-      placement: 'spread',
-      node_lost_after_sec: 30,
-      pause_to_store: 'auto',
-      drain_concurrency: 2,
-      database: { driver: 'sqlite', path: '' },
-      volume_plugins: [],
-    },
-    svclet_conf: { default_timeout_insec: -1, default_cpu_count: 1, default_memory_mb: 512, default_disk_size_mb: 2048 },
-    svcproxy: { admin_token: '' },
-    node_agent: {
-      listen: '127.0.0.1:8088',
-      addr: '',
-      token: '',
-      node_id: '',
-      runtime: 'auto',
-      labels: '',
-      guest_kernel_dir: '/var/lib/svc/guest-kernel/current',
-      qemu_binary: 'qemu-system-x86_64',
-      address_pool: '10.200.0.0/16',
-      state_dir: '',
-      warm_pool_size: 2,
-      warm_pool_initial: 8,
-      warm_pool_max: 8,
-      host: { quota: { paused_resource_release_ratio: 0, memory_overcommit: 40, memory_reserve_mb: 0, max_cpu_pressure: 0 } },
-      capacity: { cpu_count: 0, memory_mb: 0 },
-      volume_plugins: [],
-      volume_plugin_base_dir: '/data/svc-shared/volume',
-    },
-    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: -10 },
-    template_center: {
-      listen: '127.0.0.1:8090',
-      addr: '',
-      callback_token: '',
-      insecure_no_token: false,
-      artifact_dir: '',
-      reconcile: { interval_sec: 600, stale_after_sec: 300 },
-      s3: {
-        endpoint: '', region: 'us-east-1', bucket: '', access_key_id: '', secret_access_key: '', session_token: '', prefix: '',
-        force_path_style: true, presign_expires_sec: 0,
-      },
-      blob_cache: { dir: '', max_mb: 5 * 1024 },
-      ca_cert_file: '',
-      registry_mirrors: '',
-      host_registries: '',
-      code_interpreter_template: true,
-      mcp_gateway_template: true,
-    },
-    egress: {
-      enabled: true, address: '', http_port: 8080, https_port: 8443, admin_bind: '127.0.0.1', admin_port: 9091, admin_addr: '',
-      admin_token: '', audit_log: '', ca_dir: '', resolve: '', upstream_ca_file: '',
-      tunnel_port: 8181, upstream_proxy: '', audit_max_mb: 100, audit_keep: 5, workers: 0,
-    },
-    events: { retention_days: 7, webhook_allow_cidrs: '' },
-    lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },
-    redis: { host: '', port: 6379, password: '', db: 0, tls: false },
-    cluster_tls: { cert_file: '', key_file: '' },
-  };
 }
 
 type Kind = 'string' | 'int' | 'number' | 'bool';
