@@ -8,6 +8,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sandbox, Volume, VolumeNotFoundError } from 'e2b';
 import { Sandbox as SvcSandbox, Volume as SvcVolume, VolumeMount } from '@svc/sdk';
+import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
+import { loadOrCreateSecrets } from '../../packages/cli/src/secrets.ts';
 import { startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 let p: RunningPlatform;
@@ -27,7 +29,9 @@ async function refcounts(): Promise<Map<string, number>> {
 }
 
 async function nodeAttachments(): Promise<Array<{ volumeId: string; refCount: number; holders: string[] }>> {
-  return (await fetch('http://127.0.0.1:18088/v1/volumes/attachments')).json() as never;
+  // The node agent answers its own routes with node_agent.token only, which svc up made.
+  const headers = { [NODE_TOKEN_HEADER]: loadOrCreateSecrets(p.dataDir).node_agent_token };
+  return (await fetch(`http://${p.env.SVC_NODE_AGENT_LISTEN}/v1/volumes/attachments`, { headers })).json() as never;
 }
 
 test('the e2b SDK\'s Volume: files go in before any sandbox; two sandboxes share it, the read-only one cannot write', async () => {
