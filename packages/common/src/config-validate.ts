@@ -65,13 +65,9 @@ export function validateConfig(c: SvcConfig): void {
   need(Number.isInteger(c.node_agent.warm_pool_initial) && c.node_agent.warm_pool_initial >= 0, 'node_agent.warm_pool_initial', 'must be a non-negative integer');
   need(Number.isInteger(c.node_agent.warm_pool_max) && c.node_agent.warm_pool_max >= c.node_agent.warm_pool_size, 'node_agent.warm_pool_max', 'must be an integer no smaller than warm_pool_size');
   need(Number.isInteger(c.events.retention_days) && c.events.retention_days >= 1 && c.events.retention_days <= 365, 'events.retention_days', `must be a whole number of days from 1 to 365 (got ${c.events.retention_days})`);
-  for (const cidr of c.master.platform_networks.split(',').map((x) => x.trim()).filter(Boolean)) {
-    // Wider than a /8 would cut every sandbox off from most of the internet.
-    need(/^\d+\.\d+\.\d+\.\d+(\/([89]|[12]\d|3[0-2]))?$/.test(cidr) && isIpv4(cidr.split('/')[0]!), 'master.platform_networks', `must be IPv4 CIDRs of /8 or narrower, separated by commas (${JSON.stringify(cidr)} is not one)`);
-  }
-  for (const cidr of c.events.webhook_allow_cidrs.split(',').map((x) => x.trim()).filter(Boolean)) {
-    need(/^\d+\.\d+\.\d+\.\d+(\/(\d|[12]\d|3[0-2]))?$/.test(cidr) && isIpv4(cidr.split('/')[0]!), 'events.webhook_allow_cidrs', `must be IPv4 CIDRs separated by commas (${JSON.stringify(cidr)} is not one)`);
-  }
+  // Wider than a /8 would cut every sandbox off from most of the internet.
+  cidrList(c.master.platform_networks, 'master.platform_networks', 8, 'IPv4 CIDRs of /8 or narrower');
+  cidrList(c.events.webhook_allow_cidrs, 'events.webhook_allow_cidrs', 0, 'IPv4 CIDRs');
   need(Number.isInteger(c.lifecycle.replicas) && c.lifecycle.replicas >= 1 && c.lifecycle.replicas <= 8, 'lifecycle.replicas', `must be 1..8 (got ${c.lifecycle.replicas})`);
   need(c.lifecycle.sweep_interval_ms >= 100, 'lifecycle.sweep_interval_ms', 'must be at least 100');
   for (const entry of c.template_center.host_registries.split(',').map((x) => x.trim()).filter(Boolean)) {
@@ -121,4 +117,12 @@ export function runtimeSetting(value: unknown): 'auto' | Array<'gvisor' | 'micro
   const kinds = value.split(',').map((k) => k.trim());
   if (!kinds.every((k): k is 'gvisor' | 'microvm' => k === 'gvisor' || k === 'microvm')) return undefined;
   return new Set(kinds).size === kinds.length ? kinds : undefined;
+}
+
+/** A comma-separated list of IPv4 addresses and CIDRs, none wider than `/minPrefix`. */
+function cidrList(value: string, key: string, minPrefix: number, what: string): void {
+  for (const cidr of value.split(',').map((x) => x.trim()).filter(Boolean)) {
+    const m = /^(\d+\.\d+\.\d+\.\d+)(?:\/(\d|[12]\d|3[0-2]))?$/.exec(cidr);
+    if (!m || !isIpv4(m[1]!) || Number(m[2] ?? 32) < minPrefix) throw new ConfigError(key, `must be ${what}, separated by commas (${JSON.stringify(cidr)} is not one)`);
+  }
 }

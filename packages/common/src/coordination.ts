@@ -27,6 +27,25 @@ export function checkLockName(name: string): void {
   if (name.length > MAX_LOCK_NAME) throw new Error(`lock name too long (${name.length} > ${MAX_LOCK_NAME}): ${name}`);
 }
 
+/**
+ * Runs fn while holding the lock, asked for again every 10 to 30 ms for up to `waitMs`; `busy()`
+ * is thrown when it stays taken. A failed unlock is left to the lock's TTL.
+ */
+export async function withLockWaiting<T>(
+  c: Coordination, name: string, holder: string, o: { ttlMs: number; waitMs: number; busy: () => Error }, fn: () => Promise<T>,
+): Promise<T> {
+  const deadline = Date.now() + o.waitMs;
+  while (!(await c.tryLock(name, holder, o.ttlMs))) {
+    if (Date.now() > deadline) throw o.busy();
+    await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+  }
+  try {
+    return await fn();
+  } finally {
+    await c.unlock(name, holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next holder */ });
+  }
+}
+
 /** Runs fn while holding the lock; returns undefined (without running fn) when the lock is taken. */
 export async function withLock<T>(
   c: Coordination, name: string, holder: string, ttlMs: number, fn: () => Promise<T>,

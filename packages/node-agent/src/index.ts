@@ -103,13 +103,13 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   }
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
   const platformSource = opts.platformAddresses ?? (masterAddr ? platformAddressesOf(masterAddr) : undefined);
-  let platform: PlatformList | undefined;
-  const firewall = new Firewall(
+  // Each needs the other: the list applies itself to the firewall, which waits for the first list.
+  const platform: PlatformList = new PlatformList({ source: platformSource, file: join(stateDir, 'platform-addresses.json'), apply: (list): Promise<void> => firewall.setPlatform(list), logger });
+  const firewall: Firewall = new Firewall(
     names.nftTable, names.vethPrefix, addresses.cidr,
     eg.enabled ? { address: eg.address, httpPort: eg.http_port, httpsPort: eg.https_port, tunnelPort: eg.tunnel_port, tunnelAll: !!eg.upstream_proxy } : undefined,
-    () => platform?.ready() ?? Promise.resolve(),
+    () => platform.ready(),
   );
-  platform = new PlatformList({ source: platformSource, file: join(stateDir, 'platform-addresses.json'), apply: (list) => firewall.setPlatform(list), logger });
   // Before the firewall is rebuilt (reconcile): adopted sandboxes get the list from the start.
   await platform.start();
   const records = new RecordStore(join(stateDir, 'instances'));

@@ -43,7 +43,8 @@ export class RouteGate {
         case 'paused':
           if (!route.autoResume) throw envd ? notRunning(sandboxId, 'it is paused; resume it with connect') : pausedWithoutAutoResume(sandboxId);
           // Waking takes the token even where a running sandbox's envd answers without it (/health, preflights).
-          throwIf(accessRefusal(route, port, presented, true));
+          const wakeRefusal = accessRefusal(route, port, presented, true);
+          if (wakeRefusal) throw wakeRefusal;
           route = await this.resumer.resume(sandboxId);
           this.cache.set(route);
           if (route.state === 'running') return route;
@@ -90,10 +91,6 @@ function pausedWithoutAutoResume(sandboxId: string) {
 }
 
 const DEFAULT_ENVD_PORT = 49983;
-
-function throwIf(refusal: SvcError | undefined): void {
-  if (refusal) throw refusal;
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Route lookups at the master, with its failures turned into what a data-plane client should see. */

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, ErrorCodes, notFound, randomId, SvcError, unavailable, type Coordination } from '@svc/common';
+import { badRequest, conflict, ErrorCodes, notFound, randomId, SvcError, unavailable, withLockWaiting, type Coordination } from '@svc/common';
 import type { E2bBuildRequest, E2bBuildRequested, E2bBuildStart, E2bBuildStatusAnswer } from '@svc/contracts/template-routes';
 import type { TeamQuotas } from '../sandboxes/ports.ts';
 import type { BuilderBuild } from '../templates/builder-port.ts';
@@ -108,19 +108,9 @@ export class BuildService {
   private readonly holder = `builds-${process.pid}-${randomId(6)}`;
 
   private async oneStartAtATime(teamId: string, fn: () => Promise<void>): Promise<void> {
-    const c = this.d.coordination;
-    if (!c) return fn();
-    const lock = `build-start:${teamId}`;
-    const deadline = Date.now() + START_LOCK_WAIT_MS;
-    while (!(await c.tryLock(lock, this.holder, START_LOCK_TTL_MS))) {
-      if (Date.now() > deadline) throw unavailable(`another build of team ${teamId} is being started; retry`, 1);
-      await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
-    }
-    try {
-      await fn();
-    } finally {
-      await c.unlock(lock, this.holder).catch(() => { /* the lock expires with its TTL: a failed unlock delays the team's next start by at most that */ });
-    }
+    if (!this.d.coordination) return fn();
+    const busy = () => unavailable(`another build of team ${teamId} is being started; retry`, 1);
+    await withLockWaiting(this.d.coordination, `build-start:${teamId}`, this.holder, { ttlMs: START_LOCK_TTL_MS, waitMs: START_LOCK_WAIT_MS, busy }, fn);
   }
 
   /** Starts a requested build in the background; its progress is in status(). */

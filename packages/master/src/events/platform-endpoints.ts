@@ -1,8 +1,5 @@
 import { parseListen, type SvcConfig } from '@svc/common';
-import type { Endpoint } from './webhook-target.ts';
-
-/** A listen address that binds every address of its host. */
-const WILDCARD = new Set(['0.0.0.0', '::', '[::]', '']);
+import { WILDCARDS, type Endpoint } from './webhook-target.ts';
 
 /**
  * Where the platform's own components listen, from the configuration and the registered nodes:
@@ -18,7 +15,7 @@ export function platformEndpoints(cfg: SvcConfig, nodeAddresses: () => Promise<s
   const add = (host: string, port: number) => {
     if (port <= 0) return;
     fixed.push({ host, port });
-    if (WILDCARD.has(host)) onEveryHost.add(port);
+    if (WILDCARDS.has(host)) onEveryHost.add(port);
   };
   const listen = (l: string) => { if (l) { const { host, port } = parseListen(l); add(host, port); } };
   const url = (u: string) => { if (u) addUrl(u, add); };

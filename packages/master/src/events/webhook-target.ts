@@ -23,7 +23,8 @@ export interface WebhookTargetRules {
   resolve?: (host: string) => Promise<string[]>;
 }
 
-const WILDCARDS = new Set(['0.0.0.0', '::', '']);
+/** A listen address that binds every address of its host (parseListen drops the brackets of `[::]`). */
+export const WILDCARDS = new Set(['0.0.0.0', '::', '']);
 
 /**
  * The check of a webhook's URL (docs/observability.md, "Where a webhook may point"): http or

@@ -1,4 +1,4 @@
-import { randomId, SvcError, unavailable, type Coordination, type Logger } from '@svc/common';
+import { randomId, SvcError, unavailable, withLockWaiting, type Coordination, type Logger } from '@svc/common';
 import type { TeamLimits } from '@svc/contracts/teams';
 import type { TeamQuotas } from './ports.ts';
 
@@ -62,23 +62,16 @@ export class SandboxQuota {
 
   /** Runs `change` on the team's live reservations under its lock, then writes them back. */
   private async withTeam(teamId: string, change: (held: Record<string, Held>) => Promise<void>): Promise<void> {
-    const lock = `quota:${teamId}`;
     const key = `quota-held:${teamId}`;
-    const deadline = Date.now() + LOCK_WAIT_MS;
-    while (!(await this.coordination.tryLock(lock, this.holder, LOCK_TTL_MS))) {
-      if (Date.now() > deadline) throw unavailable(`the quota of team ${teamId} is being checked by another request; retry`, 1);
-      await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
-    }
-    try {
+    const busy = () => unavailable(`the quota of team ${teamId} is being checked by another request; retry`, 1);
+    await withLockWaiting(this.coordination, `quota:${teamId}`, this.holder, { ttlMs: LOCK_TTL_MS, waitMs: LOCK_WAIT_MS, busy }, async () => {
       const raw = await this.coordination.kvGet(key);
       const now = Date.now();
       const held = Object.fromEntries(Object.entries(raw ? JSON.parse(raw) as Record<string, Held> : {}).filter(([, h]) => h.until > now));
       await change(held);
       if (Object.keys(held).length) await this.coordination.kvSet(key, JSON.stringify(held), HELD_TTL_MS);
       else await this.coordination.kvDel(key);
-    } finally {
-      await this.coordination.unlock(lock, this.holder).catch(() => { /* the lock expires with its TTL: a failed unlock delays the team's next admission by at most that */ });
-    }
+    });
   }
 }
 

@@ -1,6 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { conflict } from '@svc/common';
+import { TemplateStore } from '../templates/store/templates.ts';
 import { isUniqueViolation } from '../templates/store/unique-violation.ts';
 import type { SnapshotRow } from './tables.ts';
 
@@ -32,8 +33,7 @@ export class SnapshotRepo {
         const holders = await tx.selectFrom('t_svc_snapshot').select(['snapshot_id', 'team_id']).where('name', '=', named.name).execute();
         if (holders.some((r) => r.team_id !== named.teamId)) throw taken();
         // A template made meanwhile under the name (templates are looked up first, so it would hide this snapshot).
-        const templates = await tx.selectFrom('t_svc_template').select(['template_id', 'alias']).where((eb) => eb.or([eb('alias', '=', named.name), eb('template_id', '=', named.name)])).execute();
-        if (templates.some((t) => t.alias === named.name || t.template_id === named.name)) throw conflict(`the snapshot name ${named.name} was taken by a template while this snapshot was stored: nothing was kept; choose another name`);
+        if (await new TemplateStore(tx).resolve(named.name)) throw conflict(`the snapshot name ${named.name} was taken by a template while this snapshot was stored: nothing was kept; choose another name`);
         if (holders.length) await tx.updateTable('t_svc_snapshot').set({ name: null }).where('snapshot_id', 'in', holders.map((r) => r.snapshot_id)).execute();
       }
       try {
