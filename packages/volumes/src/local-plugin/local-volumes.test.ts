@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { VOLUME_NAMESPACE } from '@svc/contracts/volumes';
@@ -54,6 +55,12 @@ describe('local volumes (real bind mounts)', () => {
     const hostPath = join(base, 'local-vol-1');
     assert.deepEqual(first, { hostPath, metadata: { data_dir: join(root, 'vol-1'), host_path: hostPath } });
     assert.equal(await mountCount(hostPath), 1, 'the host path is a mount point');
+    const options = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').find((l) => l.split(' ')[4] === hostPath)?.split(' ')[5] ?? '';
+    assert.deepEqual(options.split(',').filter((o) => o === 'nosuid' || o === 'nodev').sort(), ['nodev', 'nosuid'], options);
+    // A device node a sandbox's root made in the volume opens nothing through the mount.
+    execFileSync('mknod', [join(root, 'vol-1', 'a-null-device'), 'c', '1', '3']);
+    assert.throws(() => openSync(join(hostPath, 'a-null-device'), 'r'), /EACCES/);
+    rmSync(join(root, 'vol-1', 'a-null-device'));
     writeFileSync(join(root, 'vol-1', 'from-data.txt'), 'data side');
     assert.equal(readFileSync(join(hostPath, 'from-data.txt'), 'utf8'), 'data side', 'it shows the data');
 

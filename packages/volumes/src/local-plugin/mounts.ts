@@ -34,9 +34,14 @@ function unescapeMountinfo(field: string): string {
   return field.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
 }
 
+/**
+ * nosuid,nodev: root in a sandbox owns the volume's files, and on microvm its writes land on the
+ * host as root's. Without them a setuid binary or a device node it made in a volume was a way in
+ * for any user of the host who reached the mount (docs/volumes.md, "On the host").
+ */
 export async function bindMount(source: string, target: string, timeoutMs: number): Promise<void> {
-  const r = await runCommand('mount', ['--bind', source, target], { timeoutMs });
-  if (!succeeded(r)) throw new Error(`mount --bind ${source} ${target}: ${failure(r, timeoutMs)}`);
+  const r = await runCommand('mount', ['--bind', '-o', 'nosuid,nodev', source, target], { timeoutMs });
+  if (!succeeded(r)) throw new Error(`mount --bind -o nosuid,nodev ${source} ${target}: ${failure(r, timeoutMs)}`);
 }
 
 /** umount; a busy mount or one that does not answer in time is detached lazily (umount -l). */
