@@ -16,6 +16,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { Sandbox } from 'e2b';
 import { MasterClient } from '@svc/contracts/master';
+import { clusterHeaders } from '@svc/contracts/cluster-token';
+import { loadOrCreateSecrets } from '../packages/cli/src/secrets.ts';
 import { startPlatform, useE2bEnv, type RunningPlatform } from '../test/e2e/harness.ts';
 import { printTable, ratio, sleep, stat, timed, writeResult, type Stat } from './lib/stats.ts';
 import { numberArg } from './lib/args.ts';
@@ -45,7 +47,8 @@ async function main(): Promise<void> {
   const p = await startPlatform({ dataDir: '/tmp/svc-bench-snapshots', env: { SVC_ADDRESS_POOL: '10.215.0.0/16', SVC_WARM_POOL_SIZE: '0', SVC_LOG_LEVEL: 'warn' } });
   platform = p;
   useE2bEnv(p);
-  const master = new MasterClient(`http://${p.env.SVC_MASTER_LISTEN}`);
+  // The master answers svc up's cluster_token only.
+  const master = new MasterClient(`http://${p.env.SVC_MASTER_LISTEN}`, { headers: clusterHeaders(loadOrCreateSecrets(p.dataDir).cluster_token) });
   const rows: Record<string, Stat> = {};
   const sizes: Array<{ writtenMB: number; layerUsedMB: number; snapshotMB: number; snapshotMs: number }> = [];
   try {

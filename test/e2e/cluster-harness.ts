@@ -15,6 +15,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { DatabaseConfig } from '@svc/common';
 import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
+import { CLUSTER_TOKEN_HEADER } from '@svc/contracts/cluster-token';
 import { buildBaseRootfs } from '@svc/template-center';
 import type { TestDatabase } from '@svc/master/testing/test-databases';
 import { REPO, sandboxProcessesAll, waitFor } from './harness.ts';
@@ -65,11 +66,17 @@ async function freePortPair(): Promise<number> {
 /** The CA of the running cluster's certificates (tls: true), which this process's own calls trust. */
 let clusterCa: Buffer | undefined;
 
-/** A call to a component; an https:// one trusts the cluster's CA. */
+/** cluster_token of every component: the masters and the lifecycle replicas take nothing without it. */
+const CLUSTER_TOKEN = 'cluster-internal';
+
+/**
+ * A call to a component, with cluster_token (a test that means to go without it sends its own
+ * value of the header); an https:// one trusts the cluster's CA.
+ */
 function call(url: string, init: { method?: string; body?: string; headers?: Record<string, string> } = {}, timeoutMs = 120_000): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const send = url.startsWith('https:') ? httpsRequest : httpRequest;
-    const req = send(url, { method: init.method ?? 'GET', headers: init.headers, timeout: timeoutMs, ...(clusterCa ? { ca: clusterCa } : {}) }, (res) => {
+    const req = send(url, { method: init.method ?? 'GET', headers: { [CLUSTER_TOKEN_HEADER]: CLUSTER_TOKEN, ...init.headers }, timeout: timeoutMs, ...(clusterCa ? { ca: clusterCa } : {}) }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
@@ -189,6 +196,7 @@ export class Cluster {
       svcproxy: { admin_token: 'cluster-proxy' },
       // The masters send it to the node agents, which take nothing without it.
       node_agent: { token: NODE_TOKEN },
+      cluster_token: CLUSTER_TOKEN,
       lifecycle: { replicas: 2, listen: `127.0.0.1:${this.ports.lifecycle}` },
       egress: { enabled: false },
       ...(this.o.tls ? { cluster_tls: { cert_file: join(this.o.dir, 'tls', 'cluster.pem'), key_file: join(this.o.dir, 'tls', 'cluster.key') } } : {}),

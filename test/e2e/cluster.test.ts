@@ -18,6 +18,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { Sandbox } from '@svc/sdk';
 import { availableTestDatabases } from '@svc/master/testing/test-databases';
+import { CLUSTER_TOKEN_HEADER } from '@svc/contracts/cluster-token';
 import { API_KEY, Cluster, deleteSandbox, json, NODE_HEADERS, REDIS_HOST } from './cluster-harness.ts';
 import { REPO, sandboxProcessesAll, waitFor } from './harness.ts';
 
@@ -51,6 +52,13 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
       // With cluster_tls the nodes registered HTTPS addresses, and the masters answer HTTPS alone.
       for (const n of nodes as Array<{ address?: string }>) assert.ok(n.address?.startsWith(`${c.scheme}://`), `node address ${n.address}`);
       if (c.scheme === 'https') await assert.rejects(fetch(`${c.master('A').replace('https:', 'http:')}/v1/nodes`).then((r) => r.text()));
+      // cluster_token: without it a master is nobody's and a lifecycle replica resumes nothing; their probes answer.
+      const without = { [CLUSTER_TOKEN_HEADER]: 'not-the-token' };
+      for (const url of [`${c.master('A')}/v1/teams`, `${c.master('B')}/internal/v1/platform-addresses`]) assert.equal((await json(url, { headers: without })).status, 401, url);
+      assert.equal((await json(`${c.master('A')}/internal/v1/nodes/register`, { method: 'POST', body: '{}', headers: without })).status, 401);
+      assert.equal((await json(`${c.lifecycleUrl(0)}/internal/resume`, { method: 'POST', body: '{"sandboxId":"x"}', headers: without })).status, 401);
+      assert.equal((await json(`${c.master('A')}/notify/health`, { headers: without })).status, 200);
+      assert.equal((await json(`${c.lifecycleUrl(1)}/health`, { headers: without })).status, 200);
 
       const conn = c.conn;
       for (const zone of ['a', 'b'] as const) {

@@ -92,7 +92,7 @@ before(async () => {
   assert.ok(priv.trafficAccessToken, 'a sandbox without public traffic has a traffic token');
   console.log(`sandboxes ready in ${Date.now() - starting} ms`);
   known = {
-    apiKey: p.apiKey, callbackToken: secrets.template_callback_token, adminToken: secrets.proxy_admin_token, nodeToken: secrets.node_agent_token, domain: p.domain,
+    apiKey: p.apiKey, callbackToken: secrets.template_callback_token, adminToken: secrets.proxy_admin_token, nodeToken: secrets.node_agent_token, clusterToken: secrets.cluster_token, domain: p.domain,
     nodeId: node.nodeId, running: running.sandboxId, envdToken: detail.envdAccessToken, private: priv.sandboxId,
     trafficToken: priv.trafficAccessToken, killed: doomed.sandboxId,
   };

@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { Sandbox, Volume, VolumeNotFoundError } from 'e2b';
 import { Sandbox as SvcSandbox, Volume as SvcVolume, VolumeMount } from '@svc/sdk';
 import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
+import { CLUSTER_TOKEN_HEADER } from '@svc/contracts/cluster-token';
 import { loadOrCreateSecrets } from '../../packages/cli/src/secrets.ts';
 import { startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
@@ -24,7 +25,9 @@ const svc = () => ({ apiUrl: p.apiUrl, apiKey: p.apiKey, sandboxUrl: p.sandboxUr
 const masterUrl = 'http://127.0.0.1:18089';
 
 async function refcounts(): Promise<Map<string, number>> {
-  const rows = await (await fetch(`${masterUrl}/v1/volumes/refcounts`)).json() as Array<{ volumeID: string; refcount: number }>;
+  // The master answers cluster_token only, which svc up made.
+  const headers = { [CLUSTER_TOKEN_HEADER]: loadOrCreateSecrets(p.dataDir).cluster_token };
+  const rows = await (await fetch(`${masterUrl}/v1/volumes/refcounts`, { headers })).json() as Array<{ volumeID: string; refcount: number }>;
   return new Map(rows.map((r) => [r.volumeID, r.refcount]));
 }
 

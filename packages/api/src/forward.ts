@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { relayAnswer, SvcError, traceClientCall } from '@svc/common';
 import { pathRefusal } from './path-guard.ts';
 import { teamHeaders } from './request-identity.ts';
+import type { MasterAddress } from './master-address.ts';
 
 const PASS_RESPONSE_HEADERS = ['content-type', 'content-length', 'location', 'etag', 'retry-after', 'x-next-token', 'accept-ranges', 'content-range'];
 
@@ -18,8 +19,9 @@ export interface ForwardOptions {
  * Passes a request to the master unchanged (template routes), streaming the answer back. A JSON
  * body is passed as parsed; with `raw` the request's own bytes stream through (an upload).
  */
-export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, masterUrl: string, opts: ForwardOptions = {}): Promise<FastifyReply> {
+export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, master: MasterAddress, opts: ForwardOptions = {}): Promise<FastifyReply> {
   const headers: Record<string, string> = {
+    ...master.headers,
     // The master builds URLs the SDK will call (upload links) on the address the SDK used.
     'x-forwarded-host': firstValue(req.headers['x-forwarded-host']) ?? req.headers.host ?? '',
     'x-forwarded-proto': firstValue(req.headers['x-forwarded-proto']) ?? req.protocol,
@@ -48,7 +50,7 @@ export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, 
   // fetch resolves a dot segment in it into another route of the master's (path-guard.ts).
   const refused = pathRefusal(target);
   if (refused) throw new SvcError(400, refused);
-  const url = masterUrl + target;
+  const url = master.url + target;
   let res: Response;
   try {
     // When tracing is on, a CLIENT span whose `traceparent` goes along (tracing.ts).

@@ -9,7 +9,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sandbox } from 'e2b';
 import type { SandboxLogEntry } from '@svc/contracts/node-agent';
-import { KEY, platform } from './testing/gateway-fixture.ts';
+import { CLUSTER_TOKEN, KEY, platform } from './testing/gateway-fixture.ts';
+import { clusterHeaders } from '@svc/contracts/cluster-token';
 
 test('API gateway: sandbox and node routes over the master', async (t) => {
   const p = await platform();
@@ -275,8 +276,9 @@ test("the master's /notify/health answers without touching its database", async 
     const health = await r.json() as { ok: boolean; damagedSandboxRows: unknown[]; tasks: Record<string, { runs: number; failures: number }> };
     assert.deepEqual({ ok: health.ok, damagedSandboxRows: health.damagedSandboxRows }, { ok: true, damagedSandboxRows: [] });
     assert.deepEqual(Object.keys(health.tasks).sort(), ['event and metrics retention prune', 'lost node sweep', 'orphan sandbox sweep', 'orphan snapshot layer sweep', 'pending snapshot sweep', 'stale pause package sweep', 'stuck sandbox reconcile', 'team metrics sampler', 'terminated sandbox purge', 'volume refcount recount', 'workload identity key rotation']);
-    const nodes = await fetch(`${p.master.url}/v1/nodes`);
+    const nodes = await fetch(`${p.master.url}/v1/nodes`, { headers: clusterHeaders(CLUSTER_TOKEN) });
     assert.equal(nodes.status, 500, 'routes that need the database fail while it is gone');
+    assert.equal((await fetch(`${p.master.url}/v1/nodes`)).status, 401, 'and without cluster_token, before anything else');
   } finally {
     await p.close();
   }

@@ -22,6 +22,8 @@ import { registerConsole } from './console-files.ts';
 import { registerSandboxRoutes } from './routes.ts';
 import { registerMetricRoutes } from './metric-routes.ts';
 import { registerMcpRoute } from './mcp-route.ts';
+import type { MasterAddress } from './master-address.ts';
+import { clusterHeaders } from '@svc/contracts/cluster-token';
 
 export interface ApiGateway {
   url: string;
@@ -40,12 +42,12 @@ export interface ApiGatewayOptions {
 
 /** The public REST gateway: auth, E2B wire shapes, forwarding to the master; svc's MCP server at /mcp. */
 export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): Promise<ApiGateway> {
-  const masterUrl = opts.masterUrl ?? cfg.master.addr;
-  const master = new MasterClient(masterUrl, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000 });
+  const masterAt: MasterAddress = { url: opts.masterUrl ?? cfg.master.addr, headers: clusterHeaders(cfg.cluster_token) };
+  const master = new MasterClient(masterAt.url, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000, headers: masterAt.headers });
   const app = createHttpApp({ logger: opts.logger, bodyLimit: cfg.api.max_body_bytes });
   const apiKeys = [cfg.api.api_key, ...cfg.api.previous_api_keys.split(',')].map((k) => k.trim()).filter(Boolean);
   const auth: AuthConfig = {
-    ...(cfg.api.api_key ? { verifier: new KeyVerifier(apiKeys, new TeamsClient(masterUrl)) } : {}),
+    ...(cfg.api.api_key ? { verifier: new KeyVerifier(apiKeys, new TeamsClient(masterAt.url, { headers: masterAt.headers })) } : {}),
     callbackUrl: cfg.api.auth_callback_url,
     maxFailuresPerMin: cfg.api.max_failed_keys_per_min,
     failures: new MinuteCounter(),
@@ -84,24 +86,24 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
     return sendMetrics(reply);
   });
   registerSandboxRoutes(app, master, cfg.sandbox_domain);
-  registerMetricRoutes(app, masterUrl);
-  registerTeamRoutes(app, masterUrl);
+  registerMetricRoutes(app, masterAt);
+  registerTeamRoutes(app, masterAt);
   // The vault and the workload identity issuer's documents are the master's (docs/security.md).
   // Lifecycle events and webhooks too (docs/observability.md).
   for (const path of ['/secrets', '/secrets/*', '/.well-known/openid-configuration', '/.well-known/jwks.json', '/events/sandboxes', '/events/sandboxes/*', '/events/webhooks', '/events/webhooks/*']) {
-    app.all(path, (req, reply) => forwardToMaster(req, reply, masterUrl));
+    app.all(path, (req, reply) => forwardToMaster(req, reply, masterAt));
   }
   // A build's context files stream through to the master, which checks the URL's signature.
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-    scope.put(`${CONTEXT_FILES_UPLOAD_PATH}/:hash`, (req, reply) => forwardToMaster(req, reply, masterUrl, { raw: true }));
+    scope.put(`${CONTEXT_FILES_UPLOAD_PATH}/:hash`, (req, reply) => forwardToMaster(req, reply, masterAt, { raw: true }));
   });
-  registerVolumeRoutes(app, masterUrl);
+  registerVolumeRoutes(app, masterAt);
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-    registerVolumeContentRoutes(scope, masterUrl);
+    registerVolumeContentRoutes(scope, masterAt);
   });
   // Template artifacts are whole root filesystems, for nodes; through the API only the operator's,
   // and so are templates made from files on the platform's host, which the template center would
@@ -112,8 +114,8 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
     if (fileSource) requireAdmin(req, `templates made from files on the platform's host (${fileSource})`);
   });
   for (const prefix of MASTER_TEMPLATE_PREFIXES) {
-    app.all(prefix, (req, reply) => forwardToMaster(req, reply, masterUrl));
-    app.all(`${prefix}/*`, (req, reply) => forwardToMaster(req, reply, masterUrl));
+    app.all(prefix, (req, reply) => forwardToMaster(req, reply, masterAt));
+    app.all(`${prefix}/*`, (req, reply) => forwardToMaster(req, reply, masterAt));
   }
 
   const { host, port } = parseListen(cfg.api.listen);

@@ -3,6 +3,7 @@ import { MetricsHistoryClient, type TeamMetricName } from '@svc/contracts/metric
 import { documentedRoute } from '@svc/contracts/route-schemas';
 import { toE2bMetric } from './e2b-shapes.ts';
 import { identityOf, teamHeaders } from './request-identity.ts';
+import type { MasterAddress } from './master-address.ts';
 
 type Range = { start?: number; end?: number };
 const iso = (unix: number) => new Date(unix * 1000).toISOString();
@@ -12,9 +13,9 @@ const iso = (unix: number) => new Date(unix * 1000).toISOString();
  * sandboxes and a team's intervals, from the master's metrics history (docs/observability.md).
  * A team key reads its own team only; another team's id is a 404.
  */
-export function registerMetricRoutes(app: FastifyInstance, masterUrl: string): void {
+export function registerMetricRoutes(app: FastifyInstance, master: MasterAddress): void {
   // The admin key reads as the operator (every team), a team key as its team, as team-routes.ts does.
-  const history = (req: FastifyRequest) => new MetricsHistoryClient(masterUrl, { headers: identityOf(req)?.admin ? {} : teamHeaders(req) });
+  const history = (req: FastifyRequest) => new MetricsHistoryClient(master.url, { headers: { ...master.headers, ...(identityOf(req)?.admin ? {} : teamHeaders(req)) } });
 
   app.route({
     ...documentedRoute('GET', '/sandboxes/metrics'),

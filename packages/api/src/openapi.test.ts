@@ -13,7 +13,7 @@ test('the OpenAPI document and the gateway\'s routes name the same paths and met
     for (const m of [r.method].flat()) if (m !== 'HEAD') registered.add(`${m} ${r.url.replace(/:([A-Za-z]+)/g, '{$1}')}`);
   });
   registerSandboxRoutes(app, new MasterClient('http://127.0.0.1:9'), 'example');
-  registerMetricRoutes(app, 'http://127.0.0.1:9');
+  registerMetricRoutes(app, { url: 'http://127.0.0.1:9', headers: {} });
   await app.ready();
   // index.ts registers these four itself, beside the template prefixes it forwards to the master
   // (packages/master/src/templates/routes.test.ts checks that the master serves those paths).

@@ -3,6 +3,7 @@ import { badRequest } from '@svc/common';
 import { DEFAULT_TEAM_ID, TEAM_HEADER, TeamsClient, type ApiKeyRecord, type CreatedKey, type TeamRecord } from '@svc/contracts/teams';
 import { identityOf, requireAdmin, teamHeaders } from './request-identity.ts';
 import { presentedKey } from './auth.ts';
+import type { MasterAddress } from './master-address.ts';
 
 type Id = { Params: { id: string } };
 
@@ -11,9 +12,9 @@ type Id = { Params: { id: string } };
  * and svc's /svc/teams and /svc/keys. The admin key (svc up's) manages every team; a team key
  * sees and manages its own team's keys.
  */
-export function registerTeamRoutes(app: FastifyInstance, masterUrl: string): void {
-  const operator = new TeamsClient(masterUrl);
-  const asCaller = (req: FastifyRequest) => new TeamsClient(masterUrl, { headers: teamHeaders(req) });
+export function registerTeamRoutes(app: FastifyInstance, master: MasterAddress): void {
+  const operator = new TeamsClient(master.url, { headers: master.headers });
+  const asCaller = (req: FastifyRequest) => new TeamsClient(master.url, { headers: { ...master.headers, ...teamHeaders(req) } });
   /** The team a team-scoped call is about: the key's; the admin key may name one in X-Team-ID (E2B's AdminTeamAuth). */
   const teamOf = (req: FastifyRequest): string => {
     const id = identityOf(req);
@@ -49,7 +50,7 @@ export function registerTeamRoutes(app: FastifyInstance, masterUrl: string): voi
   app.delete<{ Params: { teamID: string; apiKeyID: string } }>('/admin/teams/:teamID/api-keys/:apiKeyID', async (req, reply) => {
     requireAdmin(req, 'admin routes');
     // Scoped to the named team by the master, as a team key's call is: another team's key is its 404.
-    await new TeamsClient(masterUrl, { headers: { [TEAM_HEADER]: req.params.teamID } }).revokeKey(req.params.apiKeyID);
+    await new TeamsClient(master.url, { headers: { ...master.headers, [TEAM_HEADER]: req.params.teamID } }).revokeKey(req.params.apiKeyID);
     return reply.status(204).send();
   });
   app.post<{ Params: { teamID: string } }>('/admin/teams/:teamID/sandboxes/kill', async (req) => {

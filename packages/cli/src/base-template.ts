@@ -5,6 +5,8 @@ import { baseRootfsPath, CA_FINGERPRINT_ENV, caFingerprint, type RootfsFlavor } 
 
 export interface BaseTemplateOptions {
   masterUrl: string;
+  /** cluster_token's header (docs/cluster.md): the master takes it on every route. */
+  masterHeaders?: Record<string, string>;
   rebuild: boolean;
   say: (line: string) => void;
   /** The egress root CA the templates must trust (docs/egress.md); a template with another or none is built again. */
@@ -51,7 +53,7 @@ function debianSource(flavor: RootfsFlavor): string {
  */
 export async function startMadeTemplate(alias: MadeTemplate, o: BaseTemplateOptions): Promise<MadeTemplateStart> {
   const { flavor, start } = MADE_HERE[alias];
-  const master = new JsonClient(o.masterUrl, { timeoutMs: 60_000 });
+  const master = new JsonClient(o.masterUrl, { timeoutMs: 60_000, headers: o.masterHeaders ?? {} });
   const existing = await master.get<TemplateInfo>(`/svc/template/${alias}`).catch((e: SvcError) => {
     if (e.status === 404) return undefined;
     throw e;
@@ -87,9 +89,9 @@ export async function startMadeTemplate(alias: MadeTemplate, o: BaseTemplateOpti
  * Follows a build startMadeTemplate started, a line per phase and progress message; with
  * `quiet`, only its end. Throws with the build's reason when it failed.
  */
-export async function waitForMadeTemplate(started: MadeTemplateStart, o: Pick<BaseTemplateOptions, 'masterUrl' | 'say'> & { quiet?: boolean; pollMs?: number }): Promise<void> {
+export async function waitForMadeTemplate(started: MadeTemplateStart, o: Pick<BaseTemplateOptions, 'masterUrl' | 'masterHeaders' | 'say'> & { quiet?: boolean; pollMs?: number }): Promise<void> {
   if (!started.jobId) return;
-  const master = new JsonClient(o.masterUrl, { timeoutMs: 60_000 });
+  const master = new JsonClient(o.masterUrl, { timeoutMs: 60_000, headers: o.masterHeaders ?? {} });
   if (!o.quiet) o.say(`${started.alias} template: building ${started.templateId} (job ${started.jobId})`);
   let shown = '';
   for (;;) {

@@ -29,11 +29,11 @@ const PLAN: BuildPlan = {
  * `base` is ready, in the background: the builder's cache makes the build a no-op while `base` is
  * the same, and a create of it meanwhile waits for it (platform-templates.ts in the master).
  */
-export async function buildMcpGatewayTemplate(masterUrl: string, say: (line: string) => void, logger: Logger, stopping: () => boolean): Promise<void> {
+export async function buildMcpGatewayTemplate(master: { url: string; headers: Record<string, string> }, say: (line: string) => void, logger: Logger, stopping: () => boolean): Promise<void> {
   const contextDir = await mkdtemp(join(tmpdir(), 'svc-mcp-gateway-'));
   const t = Date.now();
   try {
-    const built = await buildTemplate(PLAN, MCP_GATEWAY_TEMPLATE, { apiUrl: masterUrl, contextDir, pollMs: 1_000 });
+    const built = await buildTemplate(PLAN, MCP_GATEWAY_TEMPLATE, { apiUrl: master.url, headers: master.headers, contextDir, pollMs: 1_000 });
     logger.info({ templateId: built.templateId, buildId: built.buildId, ms: Date.now() - t }, 'mcp-gateway template ready');
     say(`${MCP_GATEWAY_TEMPLATE} template: ready (${Math.round((Date.now() - t) / 1000)} s)`);
   } catch (err) {

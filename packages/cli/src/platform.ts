@@ -45,7 +45,7 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
     closers.push(() => master.close());
     const tc = await startTemplateCenter(cfg, { logger: logger.child({ component: 'template-center' }), coordination, masterAddr: master.url });
     closers.push(() => tc.close());
-    const masterInternal = new MasterInternalClient(master.url);
+    const masterInternal = new MasterInternalClient(master.url, { clusterToken: cfg.cluster_token });
     const lifecycleUrls: string[] = [];
     for (let i = 0; i < cfg.lifecycle.replicas; i++) {
       const lc = await startLifecycle(cfg, {
@@ -56,7 +56,7 @@ export async function startPlatform(cfg: SvcConfig, logger: Logger): Promise<Pla
     }
     // Both proxies' data paths run in worker processes of their own (docs/design.md, "Proxies on every core").
     const proxy = await startProxy(cfg, {
-      logger: logger.child({ component: 'proxy' }), master: masterInternal, lifecycleUrls, coordination,
+      logger: logger.child({ component: 'proxy' }), master: masterInternal, lifecycleUrls, clusterToken: cfg.cluster_token, coordination,
       workers: { count: workerCount(cfg.proxy.workers), entry: sameProgramEntry() },
     });
     closers.push(() => proxy.close());

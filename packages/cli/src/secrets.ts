@@ -16,6 +16,8 @@ export interface UpSecrets {
   upload_signing_key: string;
   /** The node agent's routes (node_agent.token); absent from files written before 2026-11-30. */
   node_agent_token: string;
+  /** The masters' and the lifecycle replicas' routes (cluster_token); absent from files written before 2026-11-30. */
+  cluster_token: string;
 }
 
 /**
@@ -43,6 +45,7 @@ export function loadOrCreateSecrets(dataDir: string): UpSecrets {
     egress_admin_token: cur.egress_admin_token || newToken(),
     upload_signing_key: cur.upload_signing_key || newToken(),
     node_agent_token: cur.node_agent_token || newToken(),
+    cluster_token: cur.cluster_token || newToken(),
   };
   if (JSON.stringify(out) !== JSON.stringify(cur)) {
     mkdirSync(dataDir, { recursive: true });

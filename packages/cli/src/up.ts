@@ -4,6 +4,7 @@ import pino from 'pino';
 import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, setWorkerLogFile, type Logger, type SvcConfig } from '@svc/common';
 import { ensureDebianImage } from '@svc/template-center';
 import { ensureBaseTemplate, startMadeTemplate, waitForMadeTemplate, type BaseTemplateOptions, type MadeTemplateStart } from './base-template.ts';
+import { clusterHeaders } from '@svc/contracts/cluster-token';
 import { dataDirShortOfSpace } from './disk-space.ts';
 import { minimalKernelHint, prepareMicrovm } from './microvm-setup.ts';
 import { runDemo } from './demo.ts';
@@ -79,6 +80,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   cfg.proxy.admin_token ||= cfg.svcproxy.admin_token;
   cfg.egress.admin_token ||= secrets.egress_admin_token;
   cfg.node_agent.token ||= secrets.node_agent_token;
+  cfg.cluster_token ||= secrets.cluster_token;
 
   const logFile = join(cfg.data_dir, 'svc.log');
   const logger = pino({ level: process.env.SVC_LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
@@ -114,7 +116,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
 
-  const made: BaseTemplateOptions = { masterUrl: platform.masterUrl, rebuild: !!opts.rebuildBase, say, ...(platform.egressCaPem ? { egressCaPem: platform.egressCaPem } : {}) };
+  const made: BaseTemplateOptions = { masterUrl: platform.masterUrl, masterHeaders: clusterHeaders(cfg.cluster_token), rebuild: !!opts.rebuildBase, say, ...(platform.egressCaPem ? { egressCaPem: platform.egressCaPem } : {}) };
   try {
     await baseRootfs;
     await ensureBaseTemplate(made);
@@ -140,7 +142,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
   // mcp-gateway is base and a link (mcp-gateway-template.ts): a few seconds, or none when cached;
   // asked for after the demo, whose sandbox it would otherwise slow on a fresh machine.
   const mcpGateway = () => {
-    if (cfg.template_center.mcp_gateway_template) void buildMcpGatewayTemplate(platform.masterUrl, say, logger, () => stopping);
+    if (cfg.template_center.mcp_gateway_template) void buildMcpGatewayTemplate({ url: platform.masterUrl, headers: clusterHeaders(cfg.cluster_token) }, say, logger, () => stopping);
   };
 
   const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };

@@ -75,6 +75,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
     events: { retention_days: 7, webhook_allow_cidrs: '' },
     lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },
     redis: { host: '', port: 6379, password: '', db: 0, tls: false },
+    cluster_token: '',
     cluster_tls: { cert_file: '', key_file: '' },
   };
 }

@@ -223,6 +223,12 @@ export interface SvcConfig {
    * proxy admin, egress admin) and https:// in the addresses they give each other; both files
    * or neither (docs/cluster.md, "Traffic between components").
    */
+  /**
+   * The platform's internal token (docs/cluster.md, "Traffic between components"): every route of
+   * the masters and the lifecycle replicas but their probes takes it in X-Svc-Cluster-Token, and
+   * every component that calls them sends it. '': open, as before 2026-11-30.
+   */
+  cluster_token: string;
   cluster_tls: { cert_file: string; key_file: string };
 }
 

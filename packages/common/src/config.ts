@@ -38,6 +38,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_NODE_LOST_AFTER_SEC', 'master.node_lost_after_sec', 'int'],
   ['SVC_PAUSE_TO_STORE', 'master.pause_to_store', 'string'],
   ['SVC_DRAIN_CONCURRENCY', 'master.drain_concurrency', 'int'],
+  ['SVC_CLUSTER_TOKEN', 'cluster_token', 'string'],
   ['SVC_CLUSTER_TLS_CERT_FILE', 'cluster_tls.cert_file', 'string'],
   ['SVC_CLUSTER_TLS_KEY_FILE', 'cluster_tls.key_file', 'string'],
   ['SVC_UPLOAD_SIGNING_KEY', 'master.upload_signing_key', 'string'],

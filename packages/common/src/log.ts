@@ -6,7 +6,7 @@ export type Logger = pino.Logger;
 export const REDACTED_PATHS = [
   '*.headers["x-api-key"]', '*.headers.authorization', '*.headers["x-access-token"]',
   '*.headers["ext-traffic-access-token"]', '*.headers["svc-traffic-access-token"]', '*.headers["e2b-traffic-access-token"]',
-  '*.headers["x-svc-admin-token"]', '*.headers["x-svc-template-callback-token"]', '*.headers["x-svc-node-token"]',
+  '*.headers["x-svc-admin-token"]', '*.headers["x-svc-template-callback-token"]', '*.headers["x-svc-node-token"]', '*.headers["x-svc-cluster-token"]',
   'trafficAccessToken', 'envdAccessToken', 'token', 'secret', 'password', '*.password', '*.secret',
 ];
 

@@ -7,6 +7,7 @@ import { EGRESS_ADMIN_TOKEN_HEADER, type EgressHealth, type PlatformAddresses, t
 import { EgressPoliciesQuery } from './master-schemas.ts';
 import { answers, call, type RouteTable } from './route-table.ts';
 import { METRICS_ROUTE } from './metrics-route.ts';
+import { clusterHeaders } from './cluster-token.ts';
 
 /**
  * A policy's wire shape as the admin route takes it (PUT /admin/policies/:sandboxId): its fields'
@@ -79,8 +80,8 @@ export const MASTER_EGRESS_ROUTES = {
 /** The proxy's view of the master: every policy of its node, loaded at start, and the platform's addresses. */
 export class EgressPolicySource {
   private readonly http: JsonClient;
-  constructor(masterUrl: string, adminToken: string) {
-    this.http = new JsonClient(masterUrl, { timeoutMs: 10_000, headers: adminToken ? { [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } : {} });
+  constructor(masterUrl: string, adminToken: string, opts: { clusterToken?: string } = {}) {
+    this.http = new JsonClient(masterUrl, { timeoutMs: 10_000, headers: { ...clusterHeaders(opts.clusterToken), ...(adminToken ? { [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } : {}) } });
   }
   policies(nodeId: string) { return call(this.http, MASTER_EGRESS_ROUTES.policies, {}, { query: { nodeId } }); }
   platformAddresses() { return call(this.http, MASTER_EGRESS_ROUTES.platformAddresses, {}); }

@@ -9,6 +9,7 @@
 import { JsonClient } from '@svc/common';
 import { EGRESS_ADMIN_TOKEN_HEADER } from './egress.ts';
 import { answers, call, type RouteTable } from './route-table.ts';
+import { clusterHeaders } from './cluster-token.ts';
 
 export interface MintedWorkloadToken {
   token: string;
@@ -57,8 +58,8 @@ export const IDENTITY_ROUTES = {
 
 export class IdentityMintClient {
   private readonly http: JsonClient;
-  constructor(masterUrl: string, adminToken: string, opts: { timeoutMs?: number } = {}) {
-    this.http = new JsonClient(masterUrl, { timeoutMs: opts.timeoutMs ?? 5_000, headers: { [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } });
+  constructor(masterUrl: string, adminToken: string, opts: { timeoutMs?: number; clusterToken?: string } = {}) {
+    this.http = new JsonClient(masterUrl, { timeoutMs: opts.timeoutMs ?? 5_000, headers: { ...clusterHeaders(opts.clusterToken), [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } });
   }
   mint(sandboxId: string, name: string): Promise<MintedWorkloadToken> {
     return call(this.http, IDENTITY_ROUTES.mint, {}, { body: { sandboxId, name } });

@@ -6,12 +6,14 @@
  *   POST /internal/resume                  → SandboxRoute once running (body { sandboxId })
  *        Concurrent resumes of one sandbox are coalesced. Failure: 503 with Retry-After, at once.
  *   POST /internal/v1/proxies/heartbeat    → 204 (body ProxyAnnouncement)
+ * Every route but /health and /metrics takes cluster_token (cluster-token.ts) when it is set: 401.
  * Events it consumes from the coordination bus: topic `sandbox.events` (SandboxEvent).
  */
 import { JsonClient, parseListen, type TaskStats } from '@svc/common';
 import type { SandboxRoute } from './master-internal.ts';
 import { answers, call, type RouteTable } from './route-table.ts';
 import { METRICS_ROUTE } from './metrics-route.ts';
+import { clusterHeaders } from './cluster-token.ts';
 
 export interface LifecycleHealth {
   ok: true;
@@ -106,8 +108,8 @@ const R = LIFECYCLE_ROUTES;
 
 export class LifecycleClient {
   private readonly http: JsonClient;
-  constructor(baseUrl: string, opts: { timeoutMs?: number } = {}) {
-    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 60_000 });
+  constructor(baseUrl: string, opts: { timeoutMs?: number; clusterToken?: string } = {}) {
+    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 60_000, headers: clusterHeaders(opts.clusterToken) });
   }
   get baseUrl() { return this.http.baseUrl; }
   health() { return call(this.http, R.health, {}, { timeoutMs: 2_000 }); }

@@ -13,6 +13,8 @@ import { MasterInternalClient, type OnTimeout, type SandboxRoute } from './maste
 
 export interface MasterInternalSubject {
   url: string;
+  /** cluster_token the subject was started with: every call of the suite carries it. */
+  clusterToken: string;
   /** A running sandbox with an envd access token, whose idle timeout is short (makeDue). */
   addRunning(opts: { autoResume: boolean; onTimeout: OnTimeout }): Promise<{ sandboxId: string; envdAccessToken: string }>;
   /** Returns once the sandbox's idle deadline has passed with no activity. */
@@ -32,8 +34,19 @@ function assertRoute(r: SandboxRoute, sandboxId: string, state: SandboxRoute['st
 export function masterInternalContract(name: string, make: () => Promise<MasterInternalSubject>): void {
   test(`master internal routes contract: ${name}`, async (t) => {
     const s = await make();
-    const master = new MasterInternalClient(s.url);
+    const master = new MasterInternalClient(s.url, { clusterToken: s.clusterToken });
     try {
+      await t.test('without cluster_token, or with another, every route is 401 before anything else is looked at', async () => {
+        const { sandboxId } = await s.addRunning({ autoResume: true, onTimeout: 'pause' });
+        for (const token of [undefined, `${s.clusterToken}x`, s.clusterToken.toUpperCase()]) {
+          const stranger = new MasterInternalClient(s.url, { clusterToken: token });
+          for (const call of [stranger.route(sandboxId), stranger.due(), stranger.resume(sandboxId, 'auto'), stranger.kill(sandboxId, 'api'), stranger.reportActivity({ sandboxIds: [] })]) {
+            assert.equal(await statusOf(call), 401, `token ${token}`);
+          }
+        }
+        assert.equal((await master.route(sandboxId)).state, 'running', 'nothing the strangers asked was done');
+      });
+
       await t.test('an unknown sandbox\'s route is 404', async () => {
         assert.equal(await statusOf(master.route('sbx-never-created')), 404);
       });

@@ -25,6 +25,7 @@ import type { PlatformAddresses } from './egress.ts';
 import { answers, call, type RouteTable } from './route-table.ts';
 import { ActivityBody, HeartbeatBody, LifecycleBody, SignedFileRequestBody } from './master-schemas.ts';
 import { METRICS_ROUTE } from './metrics-route.ts';
+import { clusterHeaders } from './cluster-token.ts';
 
 /** Every state a sandbox can be in, as the master records it. */
 export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';
@@ -107,8 +108,7 @@ export const MASTER_INTERNAL_ROUTES = {
   /**
    * Where the platform's components listen, as addresses, and the sandbox pools: the same list
    * the egress proxy reads (MASTER_EGRESS_ROUTES.platformAddresses). Node agents drop a
-   * sandbox's own packets to them (docs/cluster.md, "Traffic between components"); no token, as
-   * the node agents' other calls here.
+   * sandbox's own packets to them (docs/cluster.md, "Traffic between components").
    */
   platformAddresses: { method: 'GET', path: '/internal/v1/platform-addresses', answer: answers<PlatformAddresses>() },
 } as const satisfies RouteTable;
@@ -117,8 +117,9 @@ const R = MASTER_INTERNAL_ROUTES;
 
 export class MasterInternalClient {
   private readonly http: JsonClient;
-  constructor(baseUrl: string, opts: { timeoutMs?: number } = {}) {
-    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 30_000 });
+  /** clusterToken: cluster_token, sent with every call (cluster-token.ts). */
+  constructor(baseUrl: string, opts: { timeoutMs?: number; clusterToken?: string } = {}) {
+    this.http = new JsonClient(baseUrl, { timeoutMs: opts.timeoutMs ?? 30_000, headers: clusterHeaders(opts.clusterToken) });
   }
   get baseUrl() { return this.http.baseUrl; }
   registerNode(req: RegisterNode) { return call(this.http, R.registerNode, {}, { body: req }); }

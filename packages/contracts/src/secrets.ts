@@ -18,6 +18,7 @@
 import { badRequest, JsonClient } from '@svc/common';
 import { EGRESS_ADMIN_TOKEN_HEADER } from './egress.ts';
 import { answers, call, type BodyOf, type RouteTable } from './route-table.ts';
+import { clusterHeaders } from './cluster-token.ts';
 
 /** E2B's documented limits (its openapi, NewSecret and SecretMetadata). */
 export const SECRET_LIMITS = {
@@ -248,8 +249,9 @@ export function fillPlaceholders(text: string, lookup: { secret(name: string): s
 /** The egress proxy's view of the vault: a team's current values for the names a request refers to. */
 export class SecretResolverClient {
   private readonly http: JsonClient;
-  constructor(masterUrl: string, adminToken: string, timeoutMs = 5_000) {
-    this.http = new JsonClient(masterUrl, { timeoutMs, headers: adminToken ? { [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } : {} });
+  /** clusterToken: cluster_token (cluster-token.ts), which the master takes on every route. */
+  constructor(masterUrl: string, adminToken: string, opts: { timeoutMs?: number; clusterToken?: string } = {}) {
+    this.http = new JsonClient(masterUrl, { timeoutMs: opts.timeoutMs ?? 5_000, headers: { ...clusterHeaders(opts.clusterToken), ...(adminToken ? { [EGRESS_ADMIN_TOKEN_HEADER]: adminToken } : {}) } });
   }
 
   async resolve(teamId: string, names: string[]): Promise<ResolvedSecrets> {

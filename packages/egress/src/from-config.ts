@@ -20,7 +20,7 @@ export interface EgressFromConfigOptions {
 export function startEgressFromConfig(cfg: SvcConfig, o: EgressFromConfigOptions): Promise<EgressProxy> {
   const eg = cfg.egress;
   const masterAddr = o.masterAddr ?? cfg.master.addr;
-  const source = new EgressPolicySource(masterAddr, eg.admin_token);
+  const source = new EgressPolicySource(masterAddr, eg.admin_token, { clusterToken: cfg.cluster_token });
   return startEgressProxy({
     bind: eg.address || egressAddressOf(cfg.node_agent.address_pool),
     httpPort: eg.http_port,
@@ -39,7 +39,7 @@ export function startEgressFromConfig(cfg: SvcConfig, o: EgressFromConfigOptions
     platformGuard: { sandboxPool: cfg.node_agent.address_pool },
     ...(eg.upstream_ca_file ? { upstreamCa: readFileSync(eg.upstream_ca_file, 'utf8') } : {}),
     policySource: () => source.policies(o.nodeId),
-    placeholderSource: { masterAddr, token: eg.admin_token },
+    placeholderSource: { masterAddr, token: eg.admin_token, clusterToken: cfg.cluster_token },
     ...(o.workerEntry ? { workers: { count: workerCount(eg.workers), entry: o.workerEntry } } : {}),
     logger: o.logger,
   });

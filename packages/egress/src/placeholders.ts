@@ -15,13 +15,15 @@ export interface PlaceholderSource {
   masterAddr: string;
   /** egress.admin_token: the master's internal routes take it. */
   token: string;
+  /** cluster_token: every master route takes it as well. */
+  clusterToken?: string;
 }
 
 /** The clients of the master's vault and identity issuer for a PlaceholderSource. */
 export function placeholderSourcesOf(source: PlaceholderSource): PlaceholderSources {
   return {
-    secrets: new SecretResolverClient(source.masterAddr, source.token),
-    tokens: new IdentityMintClient(source.masterAddr, source.token),
+    secrets: new SecretResolverClient(source.masterAddr, source.token, { clusterToken: source.clusterToken }),
+    tokens: new IdentityMintClient(source.masterAddr, source.token, { clusterToken: source.clusterToken }),
   };
 }
 

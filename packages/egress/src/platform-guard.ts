@@ -12,7 +12,7 @@ export interface PlatformGuardSettings {
 /** The master's list of the platform's addresses, on the master the placeholders come from (the same token). */
 export function platformSourceOf(source: PlaceholderSource | undefined): (() => Promise<PlatformAddresses>) | undefined {
   if (!source) return undefined;
-  const master = new EgressPolicySource(source.masterAddr, source.token);
+  const master = new EgressPolicySource(source.masterAddr, source.token, { clusterToken: source.clusterToken });
   return () => master.platformAddresses();
 }
 

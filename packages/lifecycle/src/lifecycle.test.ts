@@ -8,7 +8,7 @@ import { startLifecycle, type RunningLifecycle } from './lifecycle.ts';
 import { actionFor } from './sweeper.ts';
 import { captureLogs, sleep, waitFor } from './testing.ts';
 
-type LcCfg = Pick<SvcConfig, 'lifecycle'>;
+type LcCfg = Pick<SvcConfig, 'lifecycle'> & { cluster_token?: string };
 const cfgWith = (o: Partial<SvcConfig['lifecycle']> = {}): LcCfg => ({
   lifecycle: { replicas: 2, listen: '127.0.0.1:0', sweep_interval_ms: 100, warmup_sec: 0, lease_ttl_ms: 600, ...o },
 });
@@ -19,13 +19,13 @@ afterEach(async () => {
 });
 
 async function setup(cfg: LcCfg, replicas = 2, coordination: Coordination = new MemoryCoordination()) {
-  const master = new FakeMaster();
+  const master = new FakeMaster({ clusterToken: cfg.cluster_token });
   await master.start();
   const logs = captureLogs();
   const running: RunningLifecycle[] = [];
   for (let i = 0; i < replicas; i++) {
     running.push(await startLifecycle(cfg, {
-      logger: logs.logger, master: new MasterInternalClient(master.url), coordination, replicaIndex: i,
+      logger: logs.logger, master: new MasterInternalClient(master.url, { clusterToken: cfg.cluster_token }), coordination, replicaIndex: i,
     }));
   }
   cleanups.push(async () => {
@@ -159,4 +159,23 @@ test('proxy heartbeats land in the kv index with a TTL; bad announcements are 40
   assert.equal(await coordination.kvGet(PROXY_KV_PREFIX + 'px-2'), 'http://127.0.0.1:18083');
   await assert.rejects(a.announceProxy({ proxyId: 'bad id!', adminUrl: 'http://x' }), (e: { status: number }) => e.status === 400);
   await assert.rejects(a.announceProxy({ proxyId: 'px-3', adminUrl: 'not a url' }), (e: { status: number }) => e.status === 400);
+});
+
+test('cluster_token: resume and heartbeats take it (401 without, before the body is read), the probes do not; the sweep reaches the master with it', async () => {
+  const token = 'the-lifecycle-cluster-token';
+  const { master, logs, running } = await setup({ ...cfgWith(), cluster_token: token }, 1);
+  master.add({ sandboxId: 'asleep', state: 'paused', autoResume: true });
+  master.add({ sandboxId: 'due', onTimeout: 'pause', due: true });
+  const url = running[0]!.url;
+  for (const wrong of [undefined, `${token}x`, token.toUpperCase()]) {
+    const stranger = new LifecycleClient(url, { clusterToken: wrong });
+    await assert.rejects(stranger.resume('asleep'), (e: { status: number }) => e.status === 401);
+    await assert.rejects(stranger.announceProxy({ proxyId: 'p', adminUrl: 'http://203.0.113.9:1' }), (e: { status: number }) => e.status === 401);
+  }
+  const bad = await fetch(`${url}/internal/resume`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{not json' });
+  assert.equal(bad.status, 401, 'the token is checked before the body');
+  assert.equal(master.get('asleep').state, 'paused', 'nothing resumed for a stranger');
+  for (const probe of ['/health', '/metrics']) assert.equal((await fetch(url + probe)).status, 200, probe);
+  assert.equal((await new LifecycleClient(url, { clusterToken: token }).resume('asleep')).state, 'running');
+  await waitFor(() => logs.records().some((r) => r.sandboxId === 'due' && r.msg === 'auto-paused sandbox'));
 });

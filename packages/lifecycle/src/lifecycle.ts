@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import { Periodic, clusterTlsOf, createHttpApp, internalScheme, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { Periodic, clusterTlsOf, createHttpApp, requireSharedToken, internalScheme, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { CLUSTER_TOKEN_HEADER, LIFECYCLE_OPEN_PATHS } from '@svc/contracts/cluster-token';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
 import { lifecycleReplicaListen } from '@svc/contracts/lifecycle';
 import { consumeSandboxEvents } from './event-consumer.ts';
@@ -36,7 +37,7 @@ export interface RunningLifecycle {
   close(): Promise<void>;
 }
 
-export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'> & { cluster_tls?: SvcConfig['cluster_tls'] }, deps: LifecycleDeps): Promise<RunningLifecycle> {
+export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'> & { cluster_tls?: SvcConfig['cluster_tls']; cluster_token?: string }, deps: LifecycleDeps): Promise<RunningLifecycle> {
   const tuning = { ...DEFAULT_LIFECYCLE_TUNING, ...deps.tuning };
   const lc = cfg.lifecycle;
   const replicaId = `lifecycle-${deps.replicaIndex}-${randomId(6)}`;
@@ -63,6 +64,11 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'> & { clust
   const events = consumeSandboxEvents({ coord: deps.coordination, logger });
 
   const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
+  const { host, port } = lifecycleReplicaListen(lc.listen, deps.replicaIndex);
+  requireSharedToken(app, {
+    token: cfg.cluster_token ?? '', header: CLUSTER_TOKEN_HEADER, setting: 'cluster_token', openPaths: LIFECYCLE_OPEN_PATHS, listen: `${host}:${port}`, logger,
+    exposure: 'resumes any paused sandbox and names where the master sends the proxy admin token',
+  });
   const periodic = new Periodic(logger);
   registerRoutes(app, {
     health: () => ({
@@ -72,7 +78,6 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'> & { clust
     recordProxy: (a) => registry.record(a),
   });
 
-  const { host, port } = lifecycleReplicaListen(lc.listen, deps.replicaIndex);
   await app.listen({ host, port });
   const bound = (app.server.address() as AddressInfo).port;
   const url = `${internalScheme(cfg)}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${bound}`;

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { clusterTlsOf, createHttpApp, hostForClient, internalScheme, parseListen, Periodic, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, createHttpApp, requireSharedToken, hostForClient, internalScheme, parseListen, Periodic, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { CLUSTER_TOKEN_HEADER, MASTER_OPEN_PATHS } from '@svc/contracts/cluster-token';
 import { openDatabase, type Db } from './db/connect.ts';
 import { migrate } from './db/migrator.ts';
 import { migrations } from './migrations/index.ts';
@@ -86,6 +87,12 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   if (result.unknown.length) logger.warn({ unknown: result.unknown }, 'database has migrations this build does not know (a newer master ran here?)');
 
   const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024, https: clusterTlsOf(cfg) });
+  // First of all: every route but the probes is the operator's or the platform's own, so anyone
+  // on the network who reached this port without cluster_token was the operator (docs/cluster.md).
+  requireSharedToken(app, {
+    token: cfg.cluster_token, header: CLUSTER_TOKEN_HEADER, setting: 'cluster_token', openPaths: MASTER_OPEN_PATHS, listen: cfg.master.listen, logger,
+    exposure: 'is the operator: every team, key and sandbox',
+  });
   const teams = new TeamService(db.kysely, logger);
   await teams.ensureDefault();
   // Before any route: a team's call that names another team's resource is a 404 (docs/security.md).

@@ -10,6 +10,7 @@ import type { RunResult } from './host/exec.ts';
 import { ExecInputs } from './artifacts/exec-input.ts';
 import { MasterLink } from './master-link.ts';
 import { MetricsSampler } from './sandboxes/metrics-sampler.ts';
+import { clusterHeaders } from '@svc/contracts/cluster-token';
 import { MetricsHistoryClient } from '@svc/contracts/metrics-history';
 import { ResourceNames } from './names.ts';
 import { AddressPool } from './network/address-pool.ts';
@@ -102,7 +103,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     await ensureEgressAddress(eg.address);
   }
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
-  const platformSource = opts.platformAddresses ?? (masterAddr ? platformAddressesOf(masterAddr) : undefined);
+  const platformSource = opts.platformAddresses ?? (masterAddr ? platformAddressesOf(masterAddr, cfg.cluster_token) : undefined);
   // Each needs the other: the list applies itself to the firewall, which waits for the first list.
   const platform: PlatformList = new PlatformList({ source: platformSource, file: join(stateDir, 'platform-addresses.json'), apply: (list): Promise<void> => firewall.setPlatform(list), logger });
   const firewall: Firewall = new Firewall(
@@ -113,9 +114,10 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   // Before the firewall is rebuilt (reconcile): adopted sandboxes get the list from the start.
   await platform.start();
   const records = new RecordStore(join(stateDir, 'instances'));
-  const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, masterAddr || undefined);
-  const layers = new LayerStore(join(stateDir, 'layers'), logger, masterAddr || undefined);
-  const execInputs = new ExecInputs(join(stateDir, 'exec-inputs'), masterAddr || undefined);
+  const downloads = masterAddr ? { baseUrl: masterAddr, clusterToken: cfg.cluster_token } : undefined;
+  const artifacts = new ArtifactStore(join(stateDir, 'artifacts'), logger, downloads);
+  const layers = new LayerStore(join(stateDir, 'layers'), logger, downloads);
+  const execInputs = new ExecInputs(join(stateDir, 'exec-inputs'), downloads);
   // The sandboxes come later; the microvm driver asks them for a guest's envd token only when it runs a command.
   const late: { sandboxes?: NodeSandboxes } = {};
   const { drivers, platforms } = await chooseDrivers({
@@ -222,7 +224,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
 
   const link = masterAddr
     ? new MasterLink({
-      masterAddr, logger,
+      masterAddr, clusterToken: cfg.cluster_token, logger,
       registration: () => {
         const i = nodeInfo();
         return {
@@ -240,7 +242,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     : undefined;
   link?.start();
   // The metrics history (docs/observability.md): a sample of each running sandbox every 5 s, to the master.
-  const reports = masterAddr ? new MetricsHistoryClient(masterAddr, { timeoutMs: 10_000 }) : undefined;
+  const reports = masterAddr ? new MetricsHistoryClient(masterAddr, { timeoutMs: 10_000, headers: clusterHeaders(cfg.cluster_token) }) : undefined;
   const sampler = new MetricsSampler({
     logger, running: () => sandboxes.runningIds(), stillRunning: (id) => sandboxes.isRunning(id), read: (id) => sandboxes.metrics(id, { waitForCpu: false }),
     // Without a master (tests, benchmarks) a round is read and let go.

@@ -3,6 +3,8 @@ import { MasterInternalClient, type NodeHeartbeat, type RegisterNode } from '@sv
 
 export interface MasterLinkOptions {
   masterAddr: string;
+  /** cluster_token (docs/cluster.md): the master takes it on every route. */
+  clusterToken?: string;
   logger: Logger;
   registration: () => RegisterNode;
   heartbeat: () => NodeHeartbeat;
@@ -24,7 +26,7 @@ export class MasterLink {
   private failures = 0;
 
   constructor(private readonly o: MasterLinkOptions) {
-    this.client = new MasterInternalClient(o.masterAddr, { timeoutMs: 5_000 });
+    this.client = new MasterInternalClient(o.masterAddr, { timeoutMs: 5_000, clusterToken: o.clusterToken });
     this.intervalMs = o.defaultIntervalMs ?? 5_000;
   }
 

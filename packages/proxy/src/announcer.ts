@@ -11,8 +11,8 @@ export class Announcer {
   lastPushedMs = 0;
   private readonly replicas: LifecycleClient[];
 
-  constructor(lifecycleUrls: string[], private readonly announcement: ProxyAnnouncement, intervalMs: number, periodic: Periodic, private readonly logger: Logger) {
-    this.replicas = lifecycleUrls.map((u) => new LifecycleClient(u));
+  constructor(lifecycleUrls: string[], clusterToken: string | undefined, private readonly announcement: ProxyAnnouncement, intervalMs: number, periodic: Periodic, private readonly logger: Logger) {
+    this.replicas = lifecycleUrls.map((u) => new LifecycleClient(u, { clusterToken }));
     periodic.every('proxy announcement', intervalMs, () => this.announce(), { firstAfterMs: 0 });
   }
 

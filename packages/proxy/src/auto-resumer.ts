@@ -10,8 +10,8 @@ export class AutoResumer {
   private readonly replicas: LifecycleClient[];
   private readonly inflight = new Map<string, Promise<SandboxRoute>>();
 
-  constructor(lifecycleUrls: string[], private readonly timeoutMs: number, private readonly logger: Logger) {
-    this.replicas = lifecycleUrls.map((u) => new LifecycleClient(u, { timeoutMs }));
+  constructor(lifecycleUrls: string[], clusterToken: string | undefined, private readonly timeoutMs: number, private readonly logger: Logger) {
+    this.replicas = lifecycleUrls.map((u) => new LifecycleClient(u, { timeoutMs, clusterToken }));
   }
 
   resume(sandboxId: string): Promise<SandboxRoute> {

@@ -10,8 +10,9 @@ import { startProxy } from './proxy.ts';
  */
 export const startProxyComponent: ComponentStart = ({ cfg, logger, coordination }) => startProxy(cfg, {
   logger,
-  master: new MasterInternalClient(cfg.master.addr),
+  master: new MasterInternalClient(cfg.master.addr, { clusterToken: cfg.cluster_token }),
   lifecycleUrls: lifecycleReplicaUrls(cfg.lifecycle, internalScheme(cfg)),
+  clusterToken: cfg.cluster_token,
   coordination: coordination(),
   workers: { count: workerCount(cfg.proxy.workers), entry: sameProgramEntry() },
 });

@@ -28,6 +28,8 @@ export interface DataPathOptions {
   master: MasterInternalClient;
   /** Base URLs of the lifecycle replicas (auto-resume). */
   lifecycleUrls: string[];
+  /** cluster_token, for the lifecycle replicas (the master client carries its own). */
+  clusterToken?: string;
   tuning: ProxyTuning;
   logger: Logger;
 }
@@ -58,7 +60,7 @@ export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
   );
   const periodic = new Periodic(logger);
   const activity = new ActivityTracker(master, tuning.activityFlushMs, periodic);
-  const resumer = new AutoResumer(o.lifecycleUrls, tuning.resumeTimeoutMs, logger);
+  const resumer = new AutoResumer(o.lifecycleUrls, o.clusterToken, tuning.resumeTimeoutMs, logger);
   const ctx: ProxyContext = {
     gate: new RouteGate(cache, resumer, { settleWaitMs: tuning.settleWaitMs, settlePollMs: tuning.settlePollMs }),
     pool,

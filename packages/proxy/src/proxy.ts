@@ -20,6 +20,8 @@ export interface ProxyDeps {
   master: MasterInternalClient;
   /** Base URLs of the lifecycle replicas (auto-resume, announcements). */
   lifecycleUrls: string[];
+  /** cluster_token: the master and the lifecycle replicas take it on every route (docs/cluster.md). */
+  clusterToken?: string;
   coordination: Coordination;
   /** How lifecycle replicas reach this proxy's admin API; default from proxy.bind and the admin port. */
   adminAdvertiseUrl?: string;
@@ -65,12 +67,12 @@ export async function startProxy(cfg: ProxyConfig, deps: ProxyDeps): Promise<Run
       init: {
         httpPort: cfg.proxy.http_port, httpsPort: cfg.proxy.https_port, bind,
         tls: tls && { cert: tls.cert.toString(), key: tls.key.toString() },
-        masterUrl: deps.master.baseUrl, lifecycleUrls: deps.lifecycleUrls, tuning,
+        masterUrl: deps.master.baseUrl, lifecycleUrls: deps.lifecycleUrls, clusterToken: deps.clusterToken, tuning,
       },
     })
     : localPlane(await startDataPath({
       httpPort: cfg.proxy.http_port, httpsPort: cfg.proxy.https_port, bind, tls,
-      master: deps.master, lifecycleUrls: deps.lifecycleUrls, tuning, logger,
+      master: deps.master, lifecycleUrls: deps.lifecycleUrls, clusterToken: deps.clusterToken, tuning, logger,
     }));
 
   let control: Awaited<ReturnType<typeof startControl>>;
@@ -140,7 +142,7 @@ async function startControl(cfg: ProxyConfig, deps: ProxyDeps, o: { proxyId: str
     throw err;
   }
   const adminUrl = `${internalScheme(cfg)}://${clientHost(o.bind)}:${(admin.server.address() as AddressInfo).port}`;
-  announcer = new Announcer(deps.lifecycleUrls, { proxyId: o.proxyId, adminUrl: deps.adminAdvertiseUrl ?? adminUrl }, o.tuning.announceIntervalMs, periodic, logger);
+  announcer = new Announcer(deps.lifecycleUrls, deps.clusterToken, { proxyId: o.proxyId, adminUrl: deps.adminAdvertiseUrl ?? adminUrl }, o.tuning.announceIntervalMs, periodic, logger);
 
   return {
     adminUrl,

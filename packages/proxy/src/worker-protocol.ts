@@ -16,6 +16,8 @@ export interface ProxyWorkerInit {
   /** Base URL of the master's internal API (route look-ups, activity reports). */
   masterUrl: string;
   lifecycleUrls: string[];
+  /** cluster_token, sent to the master and the lifecycle replicas. */
+  clusterToken?: string;
   tuning: ProxyTuning;
 }
 

@@ -22,7 +22,7 @@ export const startProxyWorker: WorkerStart = async (init): Promise<StartedWorker
   try {
     path = await startDataPath({
       httpPort: i.httpPort, httpsPort: i.httpsPort, bind: i.bind, tls: i.tls,
-      master: new MasterInternalClient(i.masterUrl), lifecycleUrls: i.lifecycleUrls, tuning: i.tuning, logger,
+      master: new MasterInternalClient(i.masterUrl, { clusterToken: i.clusterToken }), lifecycleUrls: i.lifecycleUrls, clusterToken: i.clusterToken, tuning: i.tuning, logger,
     });
   } catch (err) {
     await tracing.close();

@@ -70,7 +70,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   await blobs.init();
 
   const masterAddr = opts.masterAddr ?? cfg.master.addr;
-  const callbacks = new CallbackSender({ masterAddr, token: tc.callback_token, logger, retryForMs: opts.callbackRetryMs });
+  const callbacks = new CallbackSender({ masterAddr, token: tc.callback_token, clusterToken: cfg.cluster_token, logger, retryForMs: opts.callbackRetryMs });
   const runner = new JobRunner({
     store, workDir, blobs, caCertPath: opts.caCertPath ?? (cfg.template_center.ca_cert_file || undefined),
     registryMirrors: commaList(tc.registry_mirrors), hostRegistries: commaList(tc.host_registries), coordination: opts.coordination, callbacks, logger,

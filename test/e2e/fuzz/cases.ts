@@ -3,9 +3,8 @@
  * path parameter, query key and body field, random combinations, bad credentials, malformed
  * and oversized bodies, odd content types and wrong methods.
  */
-import { ADMIN_TOKEN_HEADER, TRAFFIC_TOKEN_HEADERS } from '@svc/contracts/proxy-admin';
-import { CALLBACK_TOKEN_HEADER } from '@svc/contracts/template-center';
-import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
+import { TRAFFIC_TOKEN_HEADERS } from '@svc/contracts/proxy-admin';
+import { badCredentials, contentTypeOf, ENVD_PORT, goodCredentials } from './credentials.ts';
 import { brokenEnvelopes, envelope, MALFORMED_JSON, multipart, ODD_CONTENT_TYPES, oversizeBody } from './bodies.ts';
 import { clone, fieldPaths, getAt, randomMutation, setAt } from './mutate.ts';
 import type { Rng } from './random.ts';
@@ -23,9 +22,6 @@ export interface Ports {
   templateCenter: number;
 }
 
-/** envd's port inside every sandbox. */
-export const ENVD_PORT = 49983;
-
 interface Draft {
   method: string;
   params: Record<string, string>;
@@ -35,13 +31,6 @@ interface Draft {
   note: string;
   port?: number;
 }
-
-const AUTH_HEADER: Record<Exclude<AuthKind, 'none'>, string> = {
-  apiKey: 'x-api-key',
-  callbackToken: CALLBACK_TOKEN_HEADER,
-  adminToken: ADMIN_TOKEN_HEADER,
-  nodeToken: NODE_TOKEN_HEADER,
-};
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
@@ -57,7 +46,7 @@ export class CaseBuilder {
       method: spec.method,
       params: Object.fromEntries(Object.entries(spec.params ?? {}).map(([n, kind]) => [n, encodeURIComponent(this.saneParam(kind, rng))])),
       query: encodeQuery(spec.query ?? {}),
-      headers: { ...this.goodHeaders(spec, rng), ...(spec.body !== undefined && !spec.upload ? { 'content-type': contentTypeOf(spec) } : {}) },
+      headers: { ...goodCredentials(this.k, spec, rng), ...(spec.body !== undefined && !spec.upload ? { 'content-type': contentTypeOf(spec) } : {}) },
       body: spec.body === undefined ? undefined : this.bodyOf(spec, spec.body),
       note: 'baseline',
     });
@@ -137,7 +126,7 @@ export class CaseBuilder {
       add(d);
     }
 
-    for (const bad of this.badAuth(spec, rng)) add({ ...base(), ...bad });
+    for (const bad of badCredentials(this.k, spec, rng)) add({ ...base(), ...bad });
 
     if (spec.body !== undefined && !spec.upload) {
       for (let i = 0; i < 2; i++) {
@@ -281,60 +270,6 @@ export class CaseBuilder {
     return spec.connect === 'server-stream' || spec.connect === 'client-stream' ? envelope(text) : text;
   }
 
-  /** Credentials that work, and for envd the addressing through the proxy. */
-  private goodHeaders(spec: RouteSpec, rng: Rng): Record<string, string> {
-    const k = this.k;
-    if (spec.component === 'envd') {
-      const target = rng.float();
-      const id = target < 0.82 ? k.running : target < 0.9 ? k.private : target < 0.95 ? k.killed : `fuzz${rng.alnum(16)}`;
-      const h: Record<string, string> = rng.chance(0.7)
-        ? { host: `${ENVD_PORT}-${id}.${k.domain}` }
-        : { 'e2b-sandbox-id': id, 'e2b-sandbox-port': String(ENVD_PORT) };
-      if (id === k.running) h['x-access-token'] = k.envdToken;
-      if (id === k.private) h['e2b-traffic-access-token'] = k.trafficToken;
-      return h;
-    }
-    if (spec.auth === 'none') return {};
-    const secret = this.secretOf(spec.auth);
-    if (spec.auth === 'apiKey' && rng.chance(0.15)) return { authorization: `Bearer ${secret}` };
-    return { [AUTH_HEADER[spec.auth]]: secret };
-  }
-
-  private secretOf(auth: Exclude<AuthKind, 'none'>): string {
-    return auth === 'apiKey' ? this.k.apiKey : auth === 'callbackToken' ? this.k.callbackToken : auth === 'nodeToken' ? this.k.nodeToken : this.k.adminToken;
-  }
-
-  private badAuth(spec: RouteSpec, rng: Rng): Partial<Draft>[] {
-    if (spec.component === 'envd') {
-      const h = { host: `${ENVD_PORT}-${this.k.running}.${this.k.domain}` };
-      return [
-        { headers: { ...h, 'x-access-token': this.k.envdToken.slice(0, -1) + 'x', 'content-type': contentTypeOf(spec) }, note: 'wrong envd access token' },
-        { headers: { ...h, 'content-type': contentTypeOf(spec), authorization: `Basic ${Buffer.from(`${rng.pick(['nobody-here', '', 'user:x', '../root'])}:`).toString('base64')}` }, note: 'no envd token, odd basic-auth user' },
-      ];
-    }
-    if (spec.auth === 'none') return [];
-    const name = AUTH_HEADER[spec.auth];
-    const secret = this.secretOf(spec.auth);
-    const ct: Record<string, string> = spec.body !== undefined ? { 'content-type': contentTypeOf(spec) } : {};
-    const variants: [string, Record<string, string>][] = [
-      ['no credentials', {}],
-      ['wrong secret, same length', { [name]: secret.slice(0, -1) + (secret.endsWith('x') ? 'y' : 'x') }],
-      ['one-character secret', { [name]: 'x' }],
-      ['10 KB secret', { [name]: 'k'.repeat(10 * KB) }],
-      ['secret with latin1 bytes', { [name]: `\u00ff\u00fe${secret}` }],
-      ['empty secret', { [name]: '' }],
-      ['secret with trailing space', { [name]: `${secret} ` }],
-      ...(spec.auth === 'apiKey' ? [
-        ['empty bearer', { authorization: 'Bearer ' }],
-        ['basic auth', { authorization: `Basic ${Buffer.from(`u:${secret}`).toString('base64')}` }],
-        ['wrong X-API-Key, right bearer', { 'x-api-key': 'wrong', authorization: `Bearer ${secret}` }],
-      ] as [string, Record<string, string>][] : []),
-    ];
-    const picked = new Set<number>();
-    while (picked.size < Math.min(3, variants.length)) picked.add(rng.int(0, variants.length - 1));
-    return [...picked].map((i) => ({ headers: { ...ct, ...variants[i][1] }, note: `auth: ${variants[i][0]}` }));
-  }
-
   private uploadDrafts(base: () => Draft, rng: Rng): Draft[] {
     const content = Buffer.from('fuzz upload\n');
     const b = 'fuzzboundary';
@@ -369,10 +304,6 @@ export class CaseBuilder {
     }
     return drafts;
   }
-}
-
-function contentTypeOf(spec: RouteSpec): string {
-  return spec.connect === 'server-stream' || spec.connect === 'client-stream' ? 'application/connect+json' : 'application/json';
 }
 
 function encodeQuery(q: Record<string, string>): string {

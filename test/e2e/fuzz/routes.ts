@@ -24,6 +24,8 @@ export interface Known {
   adminToken: string;
   /** node_agent.token: every node agent route but /health and /metrics. */
   nodeToken: string;
+  /** cluster_token: every master and lifecycle route but their probes. */
+  clusterToken: string;
   /** Sandbox domain, e.g. localhost:13002. */
   domain: string;
   nodeId: string;
@@ -178,10 +180,10 @@ function masterRoutes(k: Known): RouteSpec[] {
   } satisfies RegisterNode);
   const heartbeat = json({ sandboxes: { running: 0, paused: 0 }, usedMemoryMB: 0 } satisfies NodeHeartbeat);
   const jobReport = json({ status: 'FAILED', phase: 'PULLING', error: 'fuzz' } satisfies JobStatusReport);
-  const m = (method: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({ component: 'master', method, path, auth: 'none', bodyLimit: 4 * MB, ...extra });
+  const m = (method: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({ component: 'master', method, path, auth: 'clusterToken', bodyLimit: 4 * MB, ...extra });
   const id = { id: 'sandbox' } as const;
   return [
-    m('GET', '/notify/health'),
+    m('GET', '/notify/health', { auth: 'none' }),
     m('POST', '/v1/sandboxes', { body: createInput, live: { patch: { template: 'base' }, cases: 1 } }),
     m('GET', '/v1/sandboxes', { query: listQuery }),
     m('GET', '/v1/sandboxes/:id', { params: id }),
@@ -290,9 +292,9 @@ function proxyAdminRoutes(k: Known): RouteSpec[] {
 function lifecycleRoutes(k: Known): RouteSpec[] {
   return [
     { component: 'lifecycle', method: 'GET', path: '/health', auth: 'none' },
-    { component: 'lifecycle', method: 'POST', path: '/internal/resume', auth: 'none', bodyLimit: MB, body: { sandboxId: k.killed } },
+    { component: 'lifecycle', method: 'POST', path: '/internal/resume', auth: 'clusterToken', bodyLimit: MB, body: { sandboxId: k.killed } },
     {
-      component: 'lifecycle', method: 'POST', path: '/internal/v1/proxies/heartbeat', auth: 'none', bodyLimit: MB,
+      component: 'lifecycle', method: 'POST', path: '/internal/v1/proxies/heartbeat', auth: 'clusterToken', bodyLimit: MB,
       body: json({ proxyId: 'fuzz-proxy', adminUrl: NOWHERE } satisfies ProxyAnnouncement),
     },
   ];

@@ -12,7 +12,7 @@ export type Component = 'api' | 'master' | 'node-agent' | 'proxy-admin' | 'proxy
  */
 export type ParamKind = 'sandbox' | 'deadSandbox' | 'node' | 'bogus';
 
-export type AuthKind = 'apiKey' | 'callbackToken' | 'adminToken' | 'nodeToken' | 'none';
+export type AuthKind = 'apiKey' | 'callbackToken' | 'adminToken' | 'nodeToken' | 'clusterToken' | 'none';
 
 export interface RouteSpec {
   component: Component;

@@ -1,7 +1,7 @@
 /**
  * The fixture of the gateway-*.test.ts files: the API gateway in front of a real master over the
- * master's fake node agent, configured with an API key, a previous key, a small body limit and,
- * when asked, an operator auth callback.
+ * master's fake node agent, configured with an API key, a previous key, a small body limit,
+ * cluster_token between them and, when asked, an operator auth callback.
  */
 import { silentLogger } from '@svc/common';
 import { startMasterOverFakeNode } from '@svc/master/testing/master-over-fake-node';
@@ -9,6 +9,8 @@ import { startApiGateway } from '../index.ts';
 
 export const KEY = 'e2b_0123456789abcdef0123456789abcdef01234567';
 export const PREVIOUS_KEY = 'svc_older-shape-key';
+/** cluster_token of the master and the gateway: every gateway test goes through it. */
+export const CLUSTER_TOKEN = 'gateway-fixture-cluster-token';
 
 /** The API gateway over a master with the fake node agent; `call` sends KEY unless given other headers. */
 export async function platform(opts: { callback?: string } = {}) {
@@ -18,6 +20,7 @@ export async function platform(opts: { callback?: string } = {}) {
     c.api.max_body_bytes = 4096;
     c.api.auth_callback_url = opts.callback ?? '';
     c.sandbox_domain = 'localhost:3002';
+    c.cluster_token = CLUSTER_TOKEN;
   });
   const gw = await startApiGateway(cfg, { logger: silentLogger(), masterUrl: master.url });
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = { 'x-api-key': KEY }) => {

@@ -6,7 +6,7 @@ import { badRequest, conflict, notFound, type Logger } from '@svc/common';
 import type { ArtifactOnNode, EnsureArtifact } from '@svc/contracts/node-agent';
 import { run } from '../host/exec.ts';
 import { isMountPoint, listMountPoints, unmount } from '../host/mounts.ts';
-import { downloadVerified, fileDigest } from './verified-download.ts';
+import { type MasterDownloads, downloadVerified, fileDigest } from './verified-download.ts';
 
 const ARTIFACT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -24,7 +24,7 @@ export class ArtifactStore {
   private readonly downloads = new Map<string, Promise<ArtifactOnNode>>();
   private readonly mounting = new Map<string, Promise<string>>();
 
-  constructor(private readonly dir: string, private readonly logger: Logger, private readonly baseUrl?: string) {}
+  constructor(private readonly dir: string, private readonly logger: Logger, private readonly master?: MasterDownloads) {}
 
   async load(): Promise<void> {
     await mkdir(this.dir, { recursive: true });
@@ -123,7 +123,7 @@ export class ArtifactStore {
     const part = `${path}.part-${randomBytes(4).toString('hex')}`;
     try {
       const got: { sha256: string; sizeBytes: number; linked?: boolean } = (want.localPath ? await this.linkVerified(id, want, part) : undefined)
-        ?? await downloadVerified(`artifact ${id}`, want.downloadUrl, this.baseUrl, part, want);
+        ?? await downloadVerified(`artifact ${id}`, want.downloadUrl, this.master, part, want);
       await chmod(part, 0o644);
       await rename(part, path);
       const a: ArtifactOnNode = { artifactId: id, sha256: got.sha256, sizeBytes: got.sizeBytes, path };

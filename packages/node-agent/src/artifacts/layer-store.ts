@@ -4,7 +4,7 @@ import { mkdir, readdir, readFile, rename, rm, stat, statfs, writeFile } from 'n
 import { join } from 'node:path';
 import { badRequest, conflict, notFound, SvcError, type Logger } from '@svc/common';
 import type { LayerOnNode, LayerRef } from '@svc/contracts/node-agent';
-import { downloadVerified } from './verified-download.ts';
+import { type MasterDownloads, downloadVerified } from './verified-download.ts';
 
 const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -27,7 +27,7 @@ export class LayerStore {
 
   private readonly downloads = new Map<string, Promise<LayerOnNode>>();
 
-  constructor(private readonly dir: string, private readonly logger: Logger, private readonly baseUrl?: string) {}
+  constructor(private readonly dir: string, private readonly logger: Logger, private readonly master?: MasterDownloads) {}
 
   async load(): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
@@ -94,7 +94,7 @@ export class LayerStore {
     if (!p) {
       p = this.add(ref.layerId, { artifactId, contents: ref.contents ?? 'filesystem', createdAt: new Date().toISOString() }, async (part) => {
         const started = Date.now();
-        await downloadVerified(`layer ${ref.layerId}`, ref.downloadUrl!, this.baseUrl, part, ref);
+        await downloadVerified(`layer ${ref.layerId}`, ref.downloadUrl!, this.master, part, ref);
         this.logger.info({ layerId: ref.layerId, bytes: ref.sizeBytes, ms: Date.now() - started }, 'layer downloaded');
       }).finally(() => this.downloads.delete(ref.layerId));
       this.downloads.set(ref.layerId, p);

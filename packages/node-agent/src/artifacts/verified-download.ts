@@ -4,6 +4,17 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { SvcError } from '@svc/common';
+import { clusterHeaders } from '@svc/contracts/cluster-token';
+
+/** The master that hands out download URLs: relative ones are taken against it, and its token goes to it alone. */
+export interface MasterDownloads {
+  baseUrl: string;
+  /** cluster_token (docs/cluster.md): the master takes it on its download routes too. */
+  clusterToken?: string;
+}
+
+/** The master's download routes (MASTER_DOWNLOAD_ROUTES and the artifact route), whichever master made the URL. */
+const MASTER_DOWNLOAD_PATH = /^\/(svc\/template\/artifact\/download|internal\/v1\/layers\/|internal\/v1\/template-files\/)/;
 
 export interface ExpectedBlob {
   sha256: string;
@@ -12,17 +23,17 @@ export interface ExpectedBlob {
 }
 
 /**
- * Downloads `url` (a path is taken relative to `baseUrl`, the master) into `dest`, hashing on
+ * Downloads `url` (a path is taken relative to the master) into `dest`, hashing on
  * the way; a sha256 or size other than expected is a 502 and the caller removes `dest`.
  * What is fetched: template images and snapshot layers, both through the master.
  */
-export async function downloadVerified(what: string, url: string, baseUrl: string | undefined, dest: string, want: ExpectedBlob): Promise<{ sha256: string; sizeBytes: number }> {
+export async function downloadVerified(what: string, url: string, master: MasterDownloads | undefined, dest: string, want: ExpectedBlob): Promise<{ sha256: string; sizeBytes: number }> {
   const hash = createHash('sha256');
   let bytes = 0;
   const counter = new Transform({
     transform(chunk: Buffer, _enc, done) { hash.update(chunk); bytes += chunk.length; done(null, chunk); },
   });
-  await pipeline(await open(what, url, baseUrl), counter, createWriteStream(dest, { mode: 0o600 }));
+  await pipeline(await open(what, url, master), counter, createWriteStream(dest, { mode: 0o600 }));
   const sha256 = hash.digest('hex');
   if (sha256 !== want.sha256.toLowerCase()) {
     throw new SvcError(502, `${what}: sha256 mismatch: downloaded ${sha256}, expected ${want.sha256.toLowerCase()}`);
@@ -44,12 +55,12 @@ export async function fileDigest(path: string): Promise<{ sha256: string; sizeBy
   return { sha256: hash.digest('hex'), sizeBytes: bytes };
 }
 
-async function open(what: string, url: string, baseUrl: string | undefined): Promise<Readable> {
-  const resolved = url.startsWith('/') && baseUrl ? baseUrl.replace(/\/+$/, '') + url : url;
+async function open(what: string, url: string, master: MasterDownloads | undefined): Promise<Readable> {
+  const resolved = url.startsWith('/') && master ? master.baseUrl.replace(/\/+$/, '') + url : url;
   if (resolved.startsWith('file://')) return createReadStream(fileURLToPath(resolved));
   let res: Response;
   try {
-    res = await fetch(resolved);
+    res = await fetchFromMaster(resolved, master);
   } catch (err) {
     throw new SvcError(502, `${what}: download from ${resolved} failed: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`);
   }
@@ -58,4 +69,20 @@ async function open(what: string, url: string, baseUrl: string | undefined): Pro
     throw new SvcError(502, `${what}: download from ${resolved} answered ${res.status}`);
   }
   return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
+}
+
+/**
+ * The URL, with cluster_token when it is the master's: its origin, or one of its download routes
+ * (a URL another master made). The master may answer with a redirect to its artifact store's
+ * presigned URL: that is followed without the token, which never leaves the platform.
+ */
+async function fetchFromMaster(url: string, master: MasterDownloads | undefined): Promise<Response> {
+  const u = new URL(url);
+  const ours = master?.clusterToken && (u.origin === new URL(master.baseUrl).origin || MASTER_DOWNLOAD_PATH.test(u.pathname));
+  if (!ours) return fetch(url);
+  const res = await fetch(url, { headers: clusterHeaders(master.clusterToken), redirect: 'manual' });
+  const location = res.status >= 300 && res.status < 400 ? res.headers.get('location') : null;
+  if (!location) return res;
+  await res.body?.cancel();
+  return fetch(new URL(location, url));
 }

@@ -11,8 +11,8 @@ const FIRST_READ_RETRY_MS = 1_000;
 const READY_WAIT_MS = 10_000;
 
 /** The master's list, asked with a short timeout: the agent's start waits for the first answer. */
-export function platformAddressesOf(masterAddr: string): () => Promise<PlatformAddresses> {
-  const master = new MasterInternalClient(masterAddr);
+export function platformAddressesOf(masterAddr: string, clusterToken: string): () => Promise<PlatformAddresses> {
+  const master = new MasterInternalClient(masterAddr, { clusterToken });
   return () => master.platformAddresses(5_000);
 }
 

@@ -3,10 +3,10 @@ import { masterInternalContract } from '@svc/contracts/master-internal.contract'
 import { FakeMaster } from './fake-master.ts';
 
 masterInternalContract('the proxy\'s FakeMaster', async () => {
-  const fake = new FakeMaster();
+  const fake = new FakeMaster({ clusterToken: 'the-cluster-token' });
   const url = await fake.start();
   return {
-    url,
+    url, clusterToken: 'the-cluster-token',
     async addRunning({ autoResume, onTimeout }) {
       const sandboxId = `sbx-${randomBytes(6).toString('hex')}`;
       const envdAccessToken = randomBytes(16).toString('hex');

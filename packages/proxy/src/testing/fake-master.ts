@@ -5,7 +5,8 @@
  */
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import { SvcError, createHttpApp, silentLogger } from '@svc/common';
+import { SvcError, createHttpApp, requireSharedToken, silentLogger } from '@svc/common';
+import { CLUSTER_TOKEN_HEADER, MASTER_OPEN_PATHS } from '@svc/contracts/cluster-token';
 import { fileSignatureProblem } from '@svc/common/envd-signature';
 import { MASTER_INTERNAL_ROUTES as I, type DueSandbox, type LifecycleReason, type OnTimeout, type SandboxRoute } from '@svc/contracts/master-internal';
 import { serve } from '@svc/contracts/route-table';
@@ -40,6 +41,9 @@ export class FakeMaster {
   private app: FastifyInstance | undefined;
   url = '';
 
+  /** clusterToken: refused without it, as the master with cluster_token set (docs/cluster.md). */
+  constructor(private readonly opts: { clusterToken?: string } = {}) {}
+
   add(sb: Partial<FakeSandbox> & { sandboxId: string }): FakeSandbox {
     const full: FakeSandbox = {
       state: 'running', nodeId: 'node-1', address: '127.0.0.1', envdPort: 49983, autoResume: false,
@@ -65,6 +69,10 @@ export class FakeMaster {
 
   async start(port = 0): Promise<string> {
     const app = createHttpApp({ logger: silentLogger() });
+    requireSharedToken(app, {
+      token: this.opts.clusterToken ?? '', header: CLUSTER_TOKEN_HEADER, setting: 'cluster_token', openPaths: MASTER_OPEN_PATHS, listen: `127.0.0.1:${port}`,
+      logger: silentLogger(), exposure: 'is the fake master',
+    });
     const find = (id: string) => {
       const sb = this.sandboxes.get(id);
       if (!sb) throw new SvcError(404, `sandbox ${id} not found`);

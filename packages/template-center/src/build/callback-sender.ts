@@ -2,10 +2,13 @@ import type { Logger } from '@svc/common';
 import { pathTo } from '@svc/contracts/route-table';
 import { TEMPLATE_CALLBACK_ROUTES } from '@svc/contracts/template-callback';
 import { CALLBACK_TOKEN_HEADER, type JobStatusReport } from '@svc/contracts/template-center';
+import { clusterHeaders } from '@svc/contracts/cluster-token';
 
 export interface CallbackOptions {
   masterAddr: string;
   token: string;
+  /** cluster_token: the master takes it on every route (docs/cluster.md). */
+  clusterToken?: string;
   logger: Logger;
   /** How long delivery of one report is retried while the master is unreachable (default 15 min). */
   retryForMs?: number;
@@ -63,7 +66,7 @@ export class CallbackSender {
 
   private async deliver(jobId: string, report: JobStatusReport, superseded: () => boolean): Promise<void> {
     const url = `${this.o.masterAddr.replace(/\/+$/, '')}${pathTo(TEMPLATE_CALLBACK_ROUTES.status, { jobId })}`;
-    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...clusterHeaders(this.o.clusterToken) };
     if (this.o.token) headers[CALLBACK_TOKEN_HEADER] = this.o.token;
     const body = JSON.stringify(report);
     const deadline = Date.now() + (this.o.retryForMs ?? 15 * 60_000);

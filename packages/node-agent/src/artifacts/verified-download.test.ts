@@ -1,0 +1,63 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { CLUSTER_TOKEN_HEADER } from '@svc/contracts/cluster-token';
+import { downloadVerified } from './verified-download.ts';
+
+const BODY = Buffer.from('the layer\'s bytes\n');
+const WANT = { sha256: createHash('sha256').update(BODY).digest('hex'), sizeBytes: BODY.length };
+
+/** A server that records each request's headers, and serves BODY or a redirect. */
+async function server(answer: (path: string) => { redirect: string } | { body: Buffer }): Promise<{ url: string; seen: Array<{ path: string; headers: IncomingHttpHeaders }>; srv: Server }> {
+  const seen: Array<{ path: string; headers: IncomingHttpHeaders }> = [];
+  const srv = createServer((req, res) => {
+    seen.push({ path: req.url!, headers: req.headers });
+    const a = answer(req.url!);
+    if ('redirect' in a) res.writeHead(307, { location: a.redirect }).end();
+    else res.writeHead(200, { 'content-length': a.body.length }).end(a.body);
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, seen, srv };
+}
+
+test('cluster_token goes to the master (its origin, or a download route of another master) and never to the store a redirect names', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-download-'));
+  const store = await server(() => ({ body: BODY }));
+  const otherMaster = await server(() => ({ body: BODY }));
+  const master = await server((path) => (path.startsWith('/internal/v1/layers/') ? { redirect: `${store.url}/bucket/layer?X-Amz-Signature=abc` } : { body: BODY }));
+  const on = { baseUrl: master.url, clusterToken: 'the-cluster-token' };
+  try {
+    await downloadVerified('artifact', '/svc/template/artifact/download?artifact_id=a1', on, join(dir, 'a'), WANT);
+    await downloadVerified('layer', `${master.url}/internal/v1/layers/l1`, on, join(dir, 'b'), WANT);
+    await downloadVerified('exec input', `${otherMaster.url}/internal/v1/template-files/team/${'a'.repeat(64)}`, on, join(dir, 'c'), WANT);
+    await downloadVerified('elsewhere', `${otherMaster.url}/some/file`, on, join(dir, 'd'), WANT);
+    assert.deepEqual(readFileSync(join(dir, 'b')), BODY);
+
+    assert.deepEqual(master.seen.map((s) => s.headers[CLUSTER_TOKEN_HEADER]), ['the-cluster-token', 'the-cluster-token']);
+    assert.deepEqual(store.seen.map((s) => [s.path, s.headers[CLUSTER_TOKEN_HEADER]]), [['/bucket/layer?X-Amz-Signature=abc', undefined]], 'the redirect is followed without the token');
+    assert.deepEqual(otherMaster.seen.map((s) => [s.path.split('/').slice(0, 4).join('/'), s.headers[CLUSTER_TOKEN_HEADER]]),
+      [['/internal/v1/template-files', 'the-cluster-token'], ['/some/file', undefined]]);
+  } finally {
+    for (const s of [store, otherMaster, master]) s.srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('without cluster_token nothing is added, and a redirect is followed as before', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-download-'));
+  const store = await server(() => ({ body: BODY }));
+  const master = await server(() => ({ redirect: `${store.url}/presigned` }));
+  try {
+    await downloadVerified('layer', '/internal/v1/layers/l1', { baseUrl: master.url }, join(dir, 'a'), WANT);
+    assert.equal(master.seen[0]!.headers[CLUSTER_TOKEN_HEADER], undefined);
+    assert.equal(store.seen.length, 1);
+  } finally {
+    for (const s of [store, master]) s.srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
