@@ -19,6 +19,7 @@ import { registerBuildRoutes } from './builds/routes.ts';
 import { ContextFiles } from './builds/context-files.ts';
 import { BuildFileRepo } from './builds/build-file-repo.ts';
 import { BuildService } from './builds/service.ts';
+import { TeamBuilds } from './builds/team-builds.ts';
 import { lateBuilderStatus } from './builds/status-port.ts';
 import { SnapshotCatalog } from './snapshots/catalog.ts';
 import { SnapshotRepo } from './snapshots/repo.ts';
@@ -120,9 +121,10 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   // Builds start after the sandbox service they need; the template module's status route asks them late.
   let builds: BuildService | undefined;
   const builderStatus = lateBuilderStatus(() => builds);
+  const teamBuilds = new TeamBuilds({ db: db.kysely, quotas: teams, coordination });
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
-    : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus });
+    : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus, teamBuilds });
   const volumePlugins = new VolumePluginRegistry(cfg.master.volume_plugins);
   const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes), logger });
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
@@ -143,7 +145,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     periodic.every('unused build files sweep', 3_600_000, async () => { await files.sweep(keepFilesMs); });
     builds = new BuildService({
       repo: new BuildRepo(db.kysely), templates: templates.builder, resolver: sandboxResolver, sandboxes, nodes, logger, files,
-      maxConcurrent: cfg.master.max_concurrent_builds, timeoutMs: cfg.master.build_timeout_sec * 1000, quotas: teams, coordination,
+      maxConcurrent: cfg.master.max_concurrent_builds, timeoutMs: cfg.master.build_timeout_sec * 1000, quotas: teams, teamBuilds,
       snapshots: { capture: (id, o) => snapshots.capture(id, o), byCacheKey: (key) => snapshotRepo.byCacheKey(key), layerOf: (id) => snapshotCatalog.layerOf(id) },
     });
     registerBuildRoutes(app, builds);

@@ -7,6 +7,7 @@ import { migrate } from '../db/migrator.ts';
 import { availableTestDatabases } from '../db/test-databases.ts';
 import { migrations } from '../migrations/index.ts';
 import { BuildRepo } from './repo.ts';
+import { TeamBuilds } from './team-builds.ts';
 import { BuildService } from './service.ts';
 import { fakes } from './testing/fake-ports.ts';
 
@@ -306,7 +307,7 @@ for (const tdb of availableTestDatabases()) {
       await t.test('a team\'s limits: a build bigger than its maxVcpus or maxMemoryMB is a 429; builds started together pass maxConcurrentBuilds one at a time', async () => {
         const team = 'team-limited';
         const limits = { ...NO_LIMITS, maxConcurrentBuilds: 1, maxVcpus: 2, maxMemoryMB: 1024 };
-        const limited = new BuildService({ repo: new BuildRepo(db.kysely), ...f.ports, logger: silentLogger(), quotas: { limits: async () => limits }, coordination: new MemoryCoordination() });
+        const limited = new BuildService({ repo: new BuildRepo(db.kysely), ...f.ports, logger: silentLogger(), quotas: { limits: async () => limits }, teamBuilds: new TeamBuilds({ db: db.kysely, quotas: { limits: async () => limits }, coordination: new MemoryCoordination() }) });
         for (const [size, key] of [[{ cpuCount: 64, memoryMB: 512 }, 'maxVcpus'], [{ cpuCount: 1, memoryMB: 1_048_576 }, 'maxMemoryMB']] as const) {
           const big = await limited.request({ name: `big-${key.toLowerCase()}`, ...size }, team);
           await assert.rejects(limited.start(big.templateID, big.buildID, { fromTemplate: 'base', steps: [] }),

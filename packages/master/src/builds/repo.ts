@@ -36,12 +36,6 @@ export class BuildRepo {
     return this.db.selectFrom('t_svc_build').selectAll().where('status', 'in', ['waiting', 'building']).execute();
   }
 
-  async countBuilding(teamId: string): Promise<number> {
-    const r = await this.db.selectFrom('t_svc_build').select((eb) => eb.fn.countAll<number | string>().as('n'))
-      .where('team_id', '=', teamId).where('status', '=', 'building').executeTakeFirst();
-    return Number(r?.n ?? 0);
-  }
-
   async appendLog(buildId: string, seq: number, entry: { at: number; level: string; message: string }): Promise<void> {
     await this.db.insertInto('t_svc_build_log').values({ build_id: buildId, seq, ...entry }).execute();
   }

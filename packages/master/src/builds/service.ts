@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, ErrorCodes, notFound, randomId, SvcError, unavailable, withLockWaiting, type Coordination } from '@svc/common';
+import { badRequest, conflict, ErrorCodes, notFound, SvcError } from '@svc/common';
 import type { E2bBuildRequest, E2bBuildRequested, E2bBuildStart, E2bBuildStatusAnswer } from '@svc/contracts/template-routes';
 import type { TeamQuotas } from '../sandboxes/ports.ts';
 import type { BuilderBuild } from '../templates/builder-port.ts';
@@ -8,6 +8,7 @@ import { BuildRunner, type BuildRunnerDeps } from './build-runner.ts';
 import { checkSpec, checkTags, DEFAULT_TAG, splitRef } from './build-spec.ts';
 import { STEP_TIMEOUT_MS } from './run-step.ts';
 import type { BuildRow } from './tables.ts';
+import type { TeamBuilds } from './team-builds.ts';
 
 const STATUS_ENTRIES = 100;
 /** A build silent this long is abandoned (failAbandoned); a requested one never started, after WAITING_LIMIT_MS. */
@@ -15,14 +16,11 @@ const SILENT_LIMIT_MS = STEP_TIMEOUT_MS + 10 * 60_000;
 const WAITING_LIMIT_MS = 24 * 3600_000;
 
 export interface BuildServiceDeps extends BuildRunnerDeps {
-  /** Teams' limits (maxConcurrentBuilds, and maxVcpus and maxMemoryMB for a build's size); absent: none. */
+  /** Teams' limits (maxVcpus and maxMemoryMB for a build's size); absent: none. */
   quotas?: TeamQuotas;
-  /** Where a team's build starts are counted one at a time, across masters (Redis in a cluster). */
-  coordination?: Coordination;
+  /** A team's builds at once (maxConcurrentBuilds), with its image templates' builds; absent: no limit. */
+  teamBuilds?: TeamBuilds;
 }
-
-const START_LOCK_TTL_MS = 5_000;
-const START_LOCK_WAIT_MS = 5_000;
 
 /**
  * E2B's template builder (docs/templates.md, "The builder"): a build request names the template,
@@ -105,14 +103,6 @@ export class BuildService {
     return id;
   }
 
-  private readonly holder = `builds-${process.pid}-${randomId(6)}`;
-
-  private async oneStartAtATime(teamId: string, fn: () => Promise<void>): Promise<void> {
-    if (!this.d.coordination) return fn();
-    const busy = () => unavailable(`another build of team ${teamId} is being started; retry`, 1);
-    await withLockWaiting(this.d.coordination, `build-start:${teamId}`, this.holder, { ttlMs: START_LOCK_TTL_MS, waitMs: START_LOCK_WAIT_MS, busy }, fn);
-  }
-
   /** Starts a requested build in the background; its progress is in status(). */
   async start(templateRef: string, buildId: string, spec: E2bBuildStart): Promise<void> {
     const b = await this.buildOf(templateRef, buildId);
@@ -129,14 +119,9 @@ export class BuildService {
       const max = limits?.[key];
       if (max && size > max) throw new SvcError(429, `team quota ${key}: the team may hold ${max} ${what}, and this template's build sandbox asks for ${size}; build it smaller (cpuCount, memoryMB)`);
     }
-    // A team's builds at once: over it, E2B's 429 and the build stays waiting. Counted and started
-    // under the team's lock, so that builds started together cannot all pass the last place.
-    await this.oneStartAtATime(b.team_id, async () => {
-      const limit = limits?.maxConcurrentBuilds ?? 0;
-      if (limit) {
-        const building = await this.d.repo.countBuilding(b.team_id);
-        if (building >= limit) throw new SvcError(429, `team quota maxConcurrentBuilds reached: the team may run ${limit} template builds at once and runs ${building}; start this one when one ends`);
-      }
+    // A team's builds at once: over it, E2B's 429 and the build stays waiting.
+    const admit = this.d.teamBuilds ? this.d.teamBuilds.admit.bind(this.d.teamBuilds) : (_team: string, f: () => Promise<void>) => f();
+    await admit(b.team_id, async () => {
       if (!(await this.d.repo.transition(buildId, 'waiting', { status: 'building', spec: JSON.stringify(spec) }))) {
         throw conflict(`build ${buildId} was started already (it is ${(await this.d.repo.get(buildId))?.status})`);
       }

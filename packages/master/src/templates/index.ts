@@ -13,7 +13,7 @@ import { registerE2bTemplateRoutes, type SnapshotDeletion } from './routes/e2b.t
 import type { BuilderStatus } from './builder-port.ts';
 import { withTemplateErrors } from './routes/error-scope.ts';
 import { registerSvcTemplateRoutes } from './routes/svc.ts';
-import { TemplateService } from './service.ts';
+import { TemplateService, type TeamBuildAdmission } from './service.ts';
 import type { BuiltLayers } from './template-resolver.ts';
 import type { Owner } from '../teams/ownership.ts';
 import { ArtifactStore, DefinitionStore } from './store/artifacts.ts';
@@ -41,6 +41,8 @@ export interface TemplatesDeps {
   builtLayers?: BuiltLayers;
   /** Status of a builder build (E2B's status route serves both kinds of build). */
   builderStatus?: BuilderStatus;
+  /** A team's builds at once (maxConcurrentBuilds), its image builds among them; absent: no limit. */
+  teamBuilds?: TeamBuildAdmission;
 }
 
 /** What the rest of the master uses (other tests may replace the module with a fake of this). */
@@ -92,7 +94,7 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
     staleAfterMs: tc.reconcile.stale_after_sec * 1000,
   });
   const cleanup = new ArtifactCleanup({ db, artifacts, definitions, nodes, templateCenter, logger, graceMs });
-  const service = new TemplateService({ cfg, db, templates, jobs, artifacts, definitions, builds, cleanup, templateCenter, coordination, logger, builtLayers: deps.builtLayers, snapshots: deps.snapshots, builder: deps.builderStatus });
+  const service = new TemplateService({ cfg, db, templates, jobs, artifacts, definitions, builds, cleanup, templateCenter, coordination, logger, builtLayers: deps.builtLayers, snapshots: deps.snapshots, builder: deps.builderStatus, teamBuilds: deps.teamBuilds });
 
   withTemplateErrors(app, (scope) => {
     registerSvcTemplateRoutes(scope, service);

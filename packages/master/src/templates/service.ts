@@ -41,6 +41,13 @@ export interface TemplateServiceDeps {
   snapshots?: { deleteBuildSnapshot(snapshotId: string): Promise<void> };
   /** The builder's tags (a create of `name:tag`). */
   builder?: Pick<BuilderStatus, 'snapshotOfTag'>;
+  /** A team's builds at once (maxConcurrentBuilds); absent: no limit. */
+  teamBuilds?: TeamBuildAdmission;
+}
+
+/** Where a team's build is let start, or refused with a 429 (builds/team-builds.ts). */
+export interface TeamBuildAdmission {
+  admit<T>(teamId: string, start: () => Promise<T>): Promise<T>;
 }
 
 /** Template operations behind the routes, and the resolver sandbox create uses. */
@@ -51,8 +58,20 @@ export class TemplateService {
     this.resolver = templateResolver(d);
   }
 
-  /** `body` has passed the TemplateCreate schema; parseCreateRequest checks what a schema cannot say. */
+  /**
+   * `body` has passed the TemplateCreate schema; parseCreateRequest checks what a schema cannot
+   * say. A team's create is one of its builds at once (maxConcurrentBuilds): 429 past it.
+   */
   async create(body: TemplateCreate, owner: TemplateOwner = OPERATOR): Promise<JobAccepted> {
+    return this.asBuildOf(owner.teamId, () => this.make(body, owner));
+  }
+
+  /** The operator's builds count against no team; so does none without a limit. */
+  private asBuildOf<T>(teamId: string | undefined, start: () => Promise<T>): Promise<T> {
+    return teamId !== undefined && this.d.teamBuilds ? this.d.teamBuilds.admit(teamId, start) : start();
+  }
+
+  private async make(body: TemplateCreate, owner: TemplateOwner): Promise<JobAccepted> {
     const spec = parseCreateRequest(body, this.d.cfg.svclet_conf, ownerColumns(owner).team_id);
     if (spec.alias) await this.refuseSnapshotName(spec.alias);
     const now = Date.now();
@@ -108,7 +127,8 @@ export class TemplateService {
     const spec = parseCreateRequest(body, this.d.cfg.svclet_conf, requester.teamId);
     const have = await this.d.templates.bySpecHash(spec.specHash, requester.teamId);
     if (have) return have.template_id;
-    return (await this.create(body, requester)).template_id;
+    // Not admitted again: it is part of a builder build the team's limit let start.
+    return (await this.make(body, requester)).template_id;
   }
 
   /** Where a template's build stands (the builder waits for an image base). */
@@ -235,7 +255,10 @@ export class TemplateService {
     const latest = t.latest_job_id ? await this.d.jobs.get(t.latest_job_id) : undefined;
     const reusable = await this.reusableArtifact(t, latest);
     if (reusable) return accepted(t.template_id, await this.d.builds.startReuse(t, reusable));
-    if (t.request_json) return accepted(t.template_id, await this.d.builds.startBuild(t, 'REDO'));
+    if (t.request_json) {
+      const owner = ownerOf(t);
+      return accepted(t.template_id, await this.asBuildOf(owner.public ? undefined : owner.teamId, () => this.d.builds.startBuild(t, 'REDO')));
+    }
     return accepted(t.template_id, await this.d.builds.refuse(t, 'REDO',
       `template ${t.template_id} has no reusable artifact and no recorded build source; recreate it from the source image`));
   }

@@ -20,6 +20,8 @@ import { FakeTemplateCenter } from './fake-template-center.ts';
 import { BuildRepo } from '../../builds/repo.ts';
 import { registerBuildRoutes } from '../../builds/routes.ts';
 import { BuildService } from '../../builds/service.ts';
+import { TeamBuilds } from '../../builds/team-builds.ts';
+import { NO_LIMITS } from '@svc/contracts/teams';
 import { lateBuilderStatus } from '../../builds/status-port.ts';
 import { fakes } from '../../builds/testing/fake-ports.ts';
 
@@ -35,6 +37,8 @@ export interface HarnessOptions {
   coordination?: Coordination;
   /** Runs E2B's template builder too (its routes, wired as the master wires it), its sandboxes and snapshots fakes. */
   builder?: boolean;
+  /** Teams' maxConcurrentBuilds, counted over both kinds of build as the master counts them. */
+  maxConcurrentBuilds?: Record<string, number>;
 }
 
 export interface Reply<T = any> { status: number; body: T; headers: Headers }
@@ -77,13 +81,15 @@ export class Harness {
     guardOwnedRoutes(h.app, masterOwnedRoutes({ sandbox: async () => undefined, snapshot: async () => undefined, template: (ref) => h.module.ownerOf!(ref), job: (id) => h.module.ownerOfJob!(id) }));
     h.nodes = new NodeRegistry(h.db.kysely);
     h.coordination = o.coordination ?? new MemoryCoordination();
+    const limits = o.maxConcurrentBuilds;
+    const teamBuilds = limits && new TeamBuilds({ db: h.db.kysely, coordination: h.coordination, quotas: { limits: async (team) => ({ ...NO_LIMITS, maxConcurrentBuilds: limits[team] ?? 0 }) } });
     h.module = await startTemplates(h.cfg, {
-      app: h.app, db: h.db, nodes: h.nodes, coordination: h.coordination, logger: silentLogger(),
+      app: h.app, db: h.db, nodes: h.nodes, coordination: h.coordination, logger: silentLogger(), ...(teamBuilds ? { teamBuilds } : {}),
       artifactGraceMs: o.graceMs ?? 3600_000, ...(o.builder ? { builderStatus: lateBuilderStatus(() => h.builds) } : {}),
     });
     if (o.builder) {
       h.builderFakes = fakes();
-      h.builds = new BuildService({ repo: new BuildRepo(h.db.kysely), ...h.builderFakes.ports, templates: h.module.builder!, logger: silentLogger() });
+      h.builds = new BuildService({ repo: new BuildRepo(h.db.kysely), ...h.builderFakes.ports, templates: h.module.builder!, logger: silentLogger(), ...(teamBuilds ? { teamBuilds } : {}) });
       registerBuildRoutes(h.app, h.builds);
     }
     await h.app.listen({ host: '127.0.0.1', port });
