@@ -23,7 +23,8 @@ export class WebhookService {
 
   async create(teamId: string, input: NewWebhook): Promise<WireWebhook> {
     await this.d.targets.check(input.url);
-    if (await this.d.repo.count(teamId) >= EVENT_LIMITS.webhooksPerTeam) throw conflict(`the team has ${EVENT_LIMITS.webhooksPerTeam} webhooks, the most it may have; delete one first`);
+    const full = () => conflict(`the team has ${EVENT_LIMITS.webhooksPerTeam} webhooks, the most it may have; delete one first`);
+    if (await this.d.repo.count(teamId) >= EVENT_LIMITS.webhooksPerTeam) throw full();
     const id = randomUUID();
     const now = Date.now();
     const row = {
@@ -31,6 +32,13 @@ export class WebhookService {
       sealed_secret: this.d.vault.seal(input.signatureSecret, sealContext(id)), last_delivery: null, created_at: now, updated_at: now,
     };
     await this.d.repo.insert(row);
+    // Counted again after the insert: of creates sent together, the last to count sees every row
+    // inserted before it, so no interleaving keeps more than the limit (several at once may all
+    // step back, and are 409s to retry). Before 2026-11-30 they could all pass the count above.
+    if (await this.d.repo.count(teamId) > EVENT_LIMITS.webhooksPerTeam) {
+      await this.d.repo.delete(teamId, id);
+      throw full();
+    }
     return toWire(row);
   }
 
