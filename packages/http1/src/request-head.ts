@@ -9,6 +9,20 @@ export class InvalidHeaderError extends Error {
 
 const UNSAFE = /[\r\n\0]/;
 
+/** tchar of RFC 9110 5.6.2, as a 128-entry table. */
+const TOKEN = new Uint8Array(128);
+for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") TOKEN[c.charCodeAt(0)] = 1;
+
+/** Whether text[0, end) is a non-empty token (a method, a header name). */
+export function isToken(text: string, end = text.length): boolean {
+  if (end <= 0) return false;
+  for (let i = 0; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 128 || TOKEN[c] === 0) return false;
+  }
+  return true;
+}
+
 /**
  * Whether a name a Connection header lists may be dropped as hop-by-hop (RFC 9110 7.6.1). The
  * message's framing and Host never are: a proxy that dropped the Content-Length a client listed

@@ -8,6 +8,8 @@
  * frames them again towards its upstream).
  */
 
+import { isToken } from './request-head.ts';
+
 export interface RequestHead {
   method: string;
   /** The request target as sent (origin form, or absolute form from a proxy-minded client). */
@@ -55,10 +57,6 @@ const MAX_TRAILERS = 16 * 1024;
 const CRLF = Buffer.from('\r\n');
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 const LFLF = Buffer.from('\n\n');
-
-/** tchar of RFC 9110 5.6.2, as a 128-entry table. */
-const TOKEN = new Uint8Array(128);
-for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") TOKEN[c.charCodeAt(0)] = 1;
 
 const bad = (message: string) => new RequestParseError(400, message);
 /** Strips SP and HTAB only: String.prototype.trim would also strip an obs-text NBSP (0xA0), reading `chunked\xA0` as chunked. */
@@ -267,10 +265,7 @@ function requestLine(line: string): [string, string, number] {
   const sp2 = line.indexOf(' ', sp1 + 1);
   if (sp1 <= 0 || sp2 < 0 || line.indexOf(' ', sp2 + 1) >= 0) throw bad('malformed request line');
   const method = line.slice(0, sp1);
-  for (let i = 0; i < method.length; i++) {
-    const c = method.charCodeAt(i);
-    if (c >= 128 || TOKEN[c] === 0) throw bad('malformed method');
-  }
+  if (!isToken(method)) throw bad('malformed method');
   const target = line.slice(sp1 + 1, sp2);
   if (target.length === 0) throw bad('empty request target');
   for (let i = 0; i < target.length; i++) {
@@ -291,10 +286,7 @@ function requestLine(line: string): [string, string, number] {
 function headerLine(line: string): [string, string] {
   const colon = line.indexOf(':');
   if (colon <= 0) throw bad(line.length > 0 && (line.charCodeAt(0) === 32 || line.charCodeAt(0) === 9) ? 'obs-fold header lines are not accepted' : 'malformed header line');
-  for (let i = 0; i < colon; i++) {
-    const c = line.charCodeAt(i);
-    if (c >= 128 || TOKEN[c] === 0) throw bad('malformed header name');
-  }
+  if (!isToken(line, colon)) throw bad('malformed header name');
   let start = colon + 1;
   let end = line.length;
   while (start < end && (line.charCodeAt(start) === 32 || line.charCodeAt(start) === 9)) start++;

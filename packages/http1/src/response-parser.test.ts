@@ -92,6 +92,12 @@ test('malformed responses are errors', () => {
     'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 5\r\n\r\nhello',
     // A bare LF in the reason: relayed, it would put a header of the sandbox's choosing in the client's answer.
     'HTTP/1.1 200 OK\nX-Injected: yes\r\nContent-Length: 2\r\n\r\nok',
+    // Header names that are no token: a space (before the colon or inside), a bare LF, a byte past ASCII, a bracket.
+    'HTTP/1.1 200 OK\r\nX-Name : v\r\nContent-Length: 0\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nX Name: v\r\nContent-Length: 0\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nX-A\nSet-Cookie: v\r\nContent-Length: 0\r\n\r\n',
+    'HTTP/1.1 200 OK\r\nX-\u00e9: v\r\nContent-Length: 0\r\n\r\n',
+    'HTTP/1.1 200 OK\r\n[x]: v\r\nContent-Length: 0\r\n\r\n',
   ]) {
     const { p } = parserFor();
     assert.throws(() => p.execute(Buffer.from(raw)), ResponseParseError, raw);

@@ -5,6 +5,8 @@
  * cost per request, which is most of a proxy's budget.
  */
 
+import { isToken } from './request-head.ts';
+
 export interface ResponseEvents {
   onHead(status: number, statusText: string, headers: string[]): void;
   onBody(chunk: Buffer): void;
@@ -159,6 +161,9 @@ export class ResponseParser {
       const line = lines[i];
       const colon = line.indexOf(':');
       if (colon <= 0) throw new ResponseParseError('bad header line');
+      // A name that is no token (a space, a bracket, a byte past ASCII) is refused, as node's own
+      // client refuses it: relayed, a client or an intermediary could read the head otherwise.
+      if (!isToken(line, colon)) throw new ResponseParseError('bad header name');
       const name = line.slice(0, colon);
       const value = line.slice(colon + 1).trim();
       switch (name.length) {
