@@ -59,7 +59,7 @@ export class DataPlane implements LeanHandler {
 
   /** A signed `/files` URL that names no sandbox: the signature says whose it is (401 when nobody's). */
   private forwardSignedFileUrl(req: ServerRequest, res: ServerReply, scan: ScannedRequest, startedAt: number): void {
-    this.ctx.signedFiles.sandboxOf(req.method, req.url).then((sandboxId) => {
+    this.ctx.signedFiles.sandboxOf(req.method, req.url, req.remoteAddress).then((sandboxId) => {
       if (res.destroyed) { countAnswered(CLIENT_CLOSED, startedAt); return; }
       const target = { sandboxId, port: 0 };
       addForwardedHeaders(scan, req.remoteAddress, this.proto);

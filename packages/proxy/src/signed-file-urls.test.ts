@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { fileSignature } from '@svc/common/envd-signature';
 import { call, sandboxHost } from './testing/client.ts';
 import { startPlatform, Upstream, type Platform } from './testing/harness.ts';
+import { clientKey } from './signed-file-urls.ts';
 
 // The single-URL mode of `svc up`: the SDK's signed file URLs carry no sandbox id at all.
 let p: Platform;
@@ -88,3 +89,29 @@ test('envd\'s port of a secured sandbox: a CORS preflight passes without the tok
   assert.equal(post.headers['access-control-allow-origin'], '*');
 });
 
+
+test('a client that sends many signatures no sandbox made gets 429s, and costs the master no more look-ups; other clients are served', async () => {
+  const from = (localAddress: string, url: string) => call(p.proxy.httpUrl, { host: '127.0.0.1:3002', path: url, localAddress });
+  const good = signedUrl('token-of-alpha', { path: '/budget.txt' });
+  assert.equal((await from('127.0.0.3', good)).status, 200, 'a URL the client used before the flood');
+  const before = p.master.calls.signatureLookups;
+  const statuses: number[] = [];
+  for (let i = 0; i < 25; i++) statuses.push((await from('127.0.0.3', signedUrl(`made-up-${i}`))).status);
+  assert.deepEqual(statuses, [...Array(20).fill(401), ...Array(5).fill(429)]);
+  assert.equal(p.master.calls.signatureLookups - before, 20, 'the refused ones never reached the master');
+  const refused = await from('127.0.0.3', signedUrl('made-up-again'));
+  assert.equal(refused.headers['retry-after'], '10');
+  assert.equal(refused.json().code, 429);
+  assert.equal((await from('127.0.0.3', good)).status, 200, 'a URL it had used still works: it is remembered');
+  assert.equal((await from('127.0.0.4', signedUrl('token-of-beta', { path: '/other-client.txt' }))).status, 200, 'another client is not held');
+  assert.equal((await from('127.0.0.4', signedUrl('made-up-by-another'))).status, 401);
+});
+
+test('a client\'s budget is its IPv4 address, or its IPv6 /64 however the address is written', () => {
+  assert.equal(clientKey('203.0.113.7'), '203.0.113.7');
+  assert.equal(clientKey('::ffff:203.0.113.7'), '203.0.113.7');
+  const same = ['2001:0:0:5:1:2:3:4', '2001::5:1:2:3:4', '2001:0:0:5::1', '2001:0000:0:5:ffff::'].map(clientKey);
+  assert.deepEqual(new Set(same), new Set(['2001:0:0:5::/64']));
+  assert.notEqual(clientKey('2001:0:0:6::1'), same[0]);
+  assert.equal(clientKey('::1'), '0:0:0:0::/64');
+});

@@ -1,5 +1,6 @@
 import { notFound, unauthorized } from '@svc/common';
-import { fileSignatureProblem, type SignedFileRequest } from '@svc/common/envd-signature';
+import type { SignedFileRequest } from '@svc/common/envd-signature';
+import type { SignerLookup } from './signer-lookup.ts';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
 import type { SandboxContext } from './context.ts';
 import { toRoute } from './record.ts';
@@ -11,13 +12,13 @@ export async function routeOf(c: SandboxContext, id: string): Promise<SandboxRou
 }
 
 /**
- * Which live sandbox's envd access token produced a file URL's signature: one hash per secured
- * sandbox, compared in constant time (docs/benchmarks.md, signed URL look-up). The caller
- * still checks the signature against that sandbox, expiry included.
+ * The route of the live sandbox whose envd access token produced a file URL's signature
+ * (SignerLookup). The caller still checks the signature against that sandbox, expiry included.
+ * A sandbox ended since the tokens were read signs nothing.
  */
-export async function routeBySignature(c: SandboxContext, signed: SignedFileRequest): Promise<SandboxRoute> {
-  for (const tok of await c.d.repo.envdTokens()) {
-    if (fileSignatureProblem(signed, tok.token, 0) === undefined) return routeOf(c, tok.sandboxId);
-  }
-  throw unauthorized('invalid signature: no sandbox signed this file URL');
+export async function routeBySignature(c: SandboxContext, signers: SignerLookup, signed: SignedFileRequest): Promise<SandboxRoute> {
+  const id = await signers.signerOf(signed);
+  const route = id === undefined ? undefined : await routeOf(c, id).catch(() => undefined);
+  if (!route || route.state === 'terminated' || route.state === 'killing') throw unauthorized('invalid signature: no sandbox signed this file URL');
+  return route;
 }

@@ -18,6 +18,7 @@ import { SandboxQuota } from './quota.ts';
 import { dueSandboxes, recordActivity, refreshSandbox, setSandboxTimeout } from './deadlines.ts';
 import { sandboxLogs, sandboxMetrics } from './observe.ts';
 import { getSandbox, snapshotSource } from './reads.ts';
+import { SignerLookup } from './signer-lookup.ts';
 import { routeBySignature, routeOf } from './routing.ts';
 import { connectSandbox, resumeForTraffic, resumeMoved, resumeSandbox } from './resume.ts';
 import { reconcileNode, recordEnded, removeOrphans, sweepLostNodes } from './sweeps.ts';
@@ -34,9 +35,11 @@ export type { MasterSandboxesDeps } from './context.ts';
 export class MasterSandboxes {
   readonly damaged: DamagedRows;
   private readonly c: SandboxContext;
+  private readonly signers: SignerLookup;
 
   constructor(d: MasterSandboxesDeps) {
     this.damaged = new DamagedRows(d.logger);
+    this.signers = new SignerLookup(() => d.repo.envdTokens());
     this.c = {
       d,
       t: new SandboxTransitions({ repo: d.repo, coordination: d.coordination, proxies: d.proxies, logger: d.logger, events: d.events }),
@@ -74,7 +77,7 @@ export class MasterSandboxes {
   }
 
   route(id: string): Promise<SandboxRoute> { return routeOf(this.c, id); }
-  routeBySignature(signed: SignedFileRequest): Promise<SandboxRoute> { return routeBySignature(this.c, signed); }
+  routeBySignature(signed: SignedFileRequest): Promise<SandboxRoute> { return routeBySignature(this.c, this.signers, signed); }
   activity(ids: string[]): Promise<void> { return recordActivity(this.c, ids); }
   due(): Promise<DueSandbox[]> { return dueSandboxes(this.c); }
   egressPolicies(nodeId: string): Promise<SandboxEgressPolicy[]> { return egressPolicies(this.c, nodeId); }

@@ -10,6 +10,8 @@ export interface Reply {
 
 export function call(baseUrl: string, opts: {
   path?: string; method?: string; host?: string; headers?: Record<string, string>; body?: string; agent?: Agent | false; timeoutMs?: number;
+  /** The client's own address (another loopback address: another client). */
+  localAddress?: string;
 } = {}): Promise<Reply> {
   const u = new URL(baseUrl);
   return new Promise((resolve, reject) => {
@@ -18,6 +20,7 @@ export function call(baseUrl: string, opts: {
       headers: { ...(opts.host ? { host: opts.host } : {}), ...opts.headers },
       agent: opts.agent ?? false,
       timeout: opts.timeoutMs ?? 10_000,
+      ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
     }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));

@@ -24,6 +24,8 @@ export interface FakeMasterCalls {
   resume: Array<{ sandboxId: string; reason: LifecycleReason }>;
   kill: Array<{ sandboxId: string; reason: LifecycleReason }>;
   due: number;
+  /** Look-ups of a signed file URL's sandbox. */
+  signatureLookups: number;
 }
 
 export class FakeMaster {
@@ -85,6 +87,7 @@ export class FakeMaster {
     });
 
     serve(app, I.routeBySignature, async (req) => {
+      this.calls.signatureLookups++;
       const signed = req.body;
       for (const sb of this.sandboxes.values()) {
         if (sb.state !== 'terminated' && sb.envdAccessToken && fileSignatureProblem(signed, sb.envdAccessToken, 0) === undefined) return routeOf(sb);
@@ -175,7 +178,7 @@ function routeOf(sb: FakeSandbox): SandboxRoute {
 }
 
 function emptyCalls(): FakeMasterCalls {
-  return { route: [], activity: [], pause: [], resume: [], kill: [], due: 0 };
+  return { route: [], activity: [], pause: [], resume: [], kill: [], due: 0, signatureLookups: 0 };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
