@@ -105,10 +105,12 @@ export class SnapshotCatalog {
       if (!live.has(row.node_id)) continue; // its node may come back with the layer
       try {
         await copyLayerToStore(await this.nodes.client(row.node_id), this.storage, { layerId: row.layer_id, sha256: row.layer_sha256, sizeBytes: Number(row.size_bytes) });
-        await this.repo.markReady(row.snapshot_id, row.name && row.team_id ? { name: row.name, teamId: row.team_id } : null);
+        await this.repo.markReady(row.snapshot_id, row.wanted_name && row.team_id ? { name: row.wanted_name, teamId: row.team_id } : null);
         ready.push(row.snapshot_id);
       } catch (err) {
-        if ((err as SvcError).status !== 404) {
+        // Its name went to another team or a template meanwhile: nothing kept, as the capture itself does (repo.ts markReady).
+        if ((err as SvcError).status === 409) this.logger.warn({ snapshotId: row.snapshot_id, name: row.wanted_name, err: (err as Error).message }, 'pending snapshot dropped: its name was taken');
+        else if ((err as SvcError).status !== 404) {
           this.logger.warn({ snapshotId: row.snapshot_id, err: (err as Error).message }, 'pending snapshot not stored yet; the next sweep tries again');
           continue;
         }

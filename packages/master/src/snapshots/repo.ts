@@ -11,9 +11,9 @@ export type SnapshotDbRow = Selectable<SnapshotRow>;
 export class SnapshotRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
-  /** Records a capture whose layer is not in the store yet (status pending, no name). */
-  async insertPending(row: Omit<SnapshotRow, 'status' | 'name'>): Promise<void> {
-    await this.db.insertInto('t_svc_snapshot').values({ ...row, name: null, status: 'pending' }).execute();
+  /** Records a capture whose layer is not in the store yet (status pending, no name yet: the one it asks for is kept apart). */
+  async insertPending(row: Omit<SnapshotRow, 'status' | 'name' | 'wanted_name'> & { wanted_name?: string | null }): Promise<void> {
+    await this.db.insertInto('t_svc_snapshot').values({ ...row, name: null, wanted_name: row.wanted_name ?? null, status: 'pending' }).execute();
   }
 
   /**
@@ -37,7 +37,7 @@ export class SnapshotRepo {
         if (holders.length) await tx.updateTable('t_svc_snapshot').set({ name: null }).where('snapshot_id', 'in', holders.map((r) => r.snapshot_id)).execute();
       }
       try {
-        await tx.updateTable('t_svc_snapshot').set({ status: 'ready', ...(named ? { name: named.name } : {}) }).where('snapshot_id', '=', id).execute();
+        await tx.updateTable('t_svc_snapshot').set({ status: 'ready', wanted_name: null, ...(named ? { name: named.name } : {}) }).where('snapshot_id', '=', id).execute();
       } catch (err) {
         if (named && isUniqueViolation(err)) throw taken();
         throw err;

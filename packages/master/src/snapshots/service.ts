@@ -63,7 +63,7 @@ export class SnapshotService {
       volume_mounts: src.volumeMounts.length ? JSON.stringify(src.volumeMounts) : null,
     };
     try {
-      await this.d.repo.insertPending(row);
+      await this.d.repo.insertPending({ ...row, wanted_name: o.name ?? null });
     } catch (err) {
       // Nothing half-made is kept: a layer without its record would never be listed or collected.
       await src.node.deleteLayer(layer.layerId).catch((e: Error) => this.d.logger.warn({ snapshotId, err: e.message }, 'layer of an unrecorded snapshot left on its node'));
@@ -79,7 +79,7 @@ export class SnapshotService {
       throw new SvcError(503, `snapshot of ${sandboxId} could not be stored (${e.message}); nothing was kept, retry`);
     }
     this.d.logger.info({ snapshotId, sandboxId, name: o.name, purpose: o.purpose, sizeBytes: layer.sizeBytes }, 'snapshot taken');
-    return { ...row, name: o.name ?? null, status: 'ready' };
+    return { ...row, name: o.name ?? null, wanted_name: null, status: 'ready' };
   }
 
   /**

@@ -121,18 +121,25 @@ for (const tdb of availableTestDatabases()) {
         assert.ok(![...originNode.layers.keys()].some((l) => !h.tc.files.has(l) && l.startsWith('snap-')), 'no layer on the node without its stored copy');
       });
 
-      await t.test('the pending sweep stores a capture a master stopped before storing, and drops one whose node lost the layer', async () => {
+      await t.test('the pending sweep stores a capture a master stopped before storing, with the name it asked for, and drops one whose node lost the layer or whose name was taken', async () => {
         const layer = await new NodeAgentClient(originNode.url).snapshotSandbox(origin.sandboxId, { layerId: 'snap-crashedbefore0' });
         const row = (layerId: string) => ({
           snapshot_id: layerId, sandbox_id: origin.sandboxId, template_id: 'tpl-base', artifact_id: 'art-1', layer_id: layerId,
           layer_sha256: layer.sha256, size_bytes: layer.sizeBytes, node_id: origin.nodeId, contents: 'filesystem', cpu_count: 1, team_id: DEFAULT_TEAM_ID,
           memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', created_at: Date.now() - 3600_000, purpose: 'snapshot' as const, cache_key: null, build_id: null, volume_mounts: null,
         });
-        await h.repo.insertPending(row('snap-crashedbefore0'));
+        await h.repo.insertPending({ ...row('snap-crashedbefore0'), wanted_name: 'saved-before-the-crash' });
         await h.repo.insertPending(row('snap-layergone00000'));
         await h.repo.insertPending({ ...row('snap-underway000000'), created_at: Date.now() });
         assert.deepEqual(await h.catalog.finishPending(), { ready: ['snap-crashedbefore0'], removed: ['snap-layergone00000'] });
         assert.equal((await h.catalog.list({ name: 'snap-crashedbefore0' })).snapshots.length, 1, 'listed once stored');
+        assert.deepEqual((await h.catalog.list({ name: 'saved-before-the-crash' })).snapshots.map((s) => s.snapshotId), ['snap-crashedbefore0'], 'under the name the capture asked for (before 2026-11-30 it lost it)');
+        // Another team took the name meanwhile: dropped with its layer, as the capture itself would have been.
+        const other = await new NodeAgentClient(originNode.url).snapshotSandbox(origin.sandboxId, { layerId: 'snap-nametaken00000' });
+        await h.repo.insertPending({ ...row('snap-nametaken00000'), layer_sha256: other.sha256, size_bytes: other.sizeBytes, team_id: 'team-late', wanted_name: 'saved-before-the-crash' });
+        assert.deepEqual(await h.catalog.finishPending(), { ready: [], removed: ['snap-nametaken00000'] });
+        assert.deepEqual((await h.catalog.list({ name: 'saved-before-the-crash' })).snapshots.map((s) => s.snapshotId), ['snap-crashedbefore0'], 'the holder keeps its name');
+        assert.equal((await h.db.kysely.selectFrom('t_svc_snapshot').select('snapshot_id').where('snapshot_id', '=', 'snap-nametaken00000').execute()).length, 0);
         assert.ok(h.tc.files.has('snap-crashedbefore0'));
         assert.equal(await statusOf(h.catalog.delete('snap-underway000000')), 404, 'a capture under way is neither listed nor found');
         await h.catalog.delete('snap-crashedbefore0');

@@ -6,6 +6,8 @@ export interface SnapshotRow {
   snapshot_id: string;
   /** A name the user gave it; unique, moved to the newest snapshot given the same name. */
   name: string | null;
+  /** The name the capture asked for, while it is pending (the sweep that finishes it gives it); null once ready. */
+  wanted_name: string | null;
   sandbox_id: string;
   /** The template the sandbox was made from, and its artifact the layer lies over. */
   template_id: string;
