@@ -16,7 +16,7 @@ test('the OpenAPI document and the gateway\'s routes name the same paths and met
   registerMetricRoutes(app, { url: 'http://127.0.0.1:9', headers: {} });
   await app.ready();
   // index.ts registers these four itself, beside the template prefixes it forwards to the master
-  // (packages/master/src/templates/routes.test.ts checks that the master serves those paths).
+  // (packages/master/src/templates/routes/document-route.test.ts checks that the master serves those paths).
   registered.add('GET /health');
   registered.add('GET /openapi.json');
   registered.add('GET /docs');

@@ -76,7 +76,7 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
     let hostPort: number;
     // The master's list of the platform's addresses, as this node reads it.
     let platformNow: PlatformAddresses = { endpoints: [], pools: [] };
-    // Four guests booting at once under TCG take longer than gVisor's 30 s (as in microvm.test.ts).
+    // Four guests booting at once under TCG take longer than gVisor's 30 s (as in microvm-sandboxes.test.ts).
     const sandboxRequest = (over: Parameters<typeof createRequest>[1] = {}) =>
       createRequest(env, { ...(runtime === 'microvm' ? { timeoutMs: 120_000 } : {}), ...over });
 

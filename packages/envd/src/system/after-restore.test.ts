@@ -2,7 +2,7 @@
  * POST /svc/after-restore through a real envd process. The helper here is a shell script that
  * speaks svc-sudo's protocol (packages/node-agent/native/sudo.c) and records what it was asked:
  * the real one sets the clock and reseeds the kernel, which a test must not do to its host. The
- * real one runs in microvm guests (packages/node-agent/src/microvm.test.ts).
+ * real one runs in microvm guests (packages/node-agent/src/microvm-sandboxes.test.ts).
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';

@@ -1,7 +1,7 @@
 /**
  * envd's sudo service with the real helper (dist/svc-sudo, built by `npm run build`), on the
  * host: the socket, the hand-over of each connection, who may use it, what comes back. The same
- * inside a gVisor sandbox is in test/e2e/e2b-sdk.test.ts.
+ * inside a gVisor sandbox is in test/e2e/e2b-sdk/envd.ts.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

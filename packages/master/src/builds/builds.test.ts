@@ -13,8 +13,8 @@ import { fakes } from './testing/fake-ports.ts';
 
 // The builder's own logic on every database: the steps it runs and in what state, its log and
 // status, the cache, failures and bad input. The template rows, sandboxes, snapshots and node
-// stand in as small fakes of its ports; test/e2e/e2b-sdk.test.ts runs it through the official SDK
-// on real sandboxes.
+// stand in as small fakes of its ports; test/e2e/e2b-sdk/templates.ts runs it through the
+// official SDK on real sandboxes.
 
 for (const tdb of availableTestDatabases()) {
   test(`template builds on ${tdb.driver}`, { skip: tdb.skip }, async (t) => {

@@ -1,4 +1,4 @@
-import { notFound, unauthorized } from '@svc/common';
+import { notFound, unauthorized, type SvcError } from '@svc/common';
 import type { SignedFileRequest } from '@svc/common/envd-signature';
 import type { SignerLookup } from './signer-lookup.ts';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
@@ -18,7 +18,11 @@ export async function routeOf(c: SandboxContext, id: string): Promise<SandboxRou
  */
 export async function routeBySignature(c: SandboxContext, signers: SignerLookup, signed: SignedFileRequest): Promise<SandboxRoute> {
   const id = await signers.signerOf(signed);
-  const route = id === undefined ? undefined : await routeOf(c, id).catch(() => undefined);
+  const route = id === undefined ? undefined : await routeOf(c, id).catch((err: SvcError) => {
+    // Its row went (purged) since the tokens were read: it signs nothing. Anything else is the caller's to see.
+    if (err.status === 404) return undefined;
+    throw err;
+  });
   if (!route || route.state === 'terminated' || route.state === 'killing') throw unauthorized('invalid signature: no sandbox signed this file URL');
   return route;
 }

@@ -1,6 +1,13 @@
+/**
+ * The node agent on the microvm runtime (QEMU; TCG where KVM is missing), one agent for the whole
+ * story: a guest booted, paused to a file with no QEMU left, adopted by a restarted agent and
+ * resumed; creates from the template's saved guest (clock, random numbers, envd's after-restore
+ * helper, the sealed memory file); snapshots that hold the machine; volumes over virtiofs; and a
+ * paused sandbox killed. The node offering both runtimes is in microvm-runtimes.test.ts, the
+ * warm pool in microvm-warm-pool.test.ts. Skipped without QEMU or a guest kernel.
+ */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { LocalVolumes } from '@svc/volumes';
@@ -13,34 +20,10 @@ import { envdHealthy, envdRequest } from './envd-client.ts';
 import { startNodeAgent, type NodeAgent } from './index.ts';
 import { ResourceNames } from './names.ts';
 import { assertNothingLeft, createRequest, leftovers, makeTestEnv, testLogger, type TestEnv } from './testing/fixtures.ts';
-import { DEFAULT_GUEST_KERNEL_DIR } from './runtime/microvm/guest-assets.ts';
+import { microvmMissing, qemuProcesses, until } from './testing/microvm-host.ts';
 import { templateMemoryChecksum } from './runtime/microvm/template-memory.ts';
 
-const QEMU = 'qemu-system-x86_64';
 const LOCAL_PLUGIN = fileURLToPath(new URL('../../volumes/src/local-plugin/binary-main.ts', import.meta.url));
-const missing = spawnSync(QEMU, ['--version']).status !== 0 ? `${QEMU} is missing (scripts/install-system-deps.sh installs qemu-system-x86)`
-  : !existsSync(join(DEFAULT_GUEST_KERNEL_DIR, 'vmlinuz')) ? `no guest kernel in ${DEFAULT_GUEST_KERNEL_DIR} (scripts/guest-kernel.sh installs it)` : undefined;
-
-/** QEMU processes whose command line names this state dir. */
-async function qemuProcesses(stateDir: string): Promise<number[]> {
-  const pids: number[] = [];
-  for (const pid of await readdir('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => { /* it ended while /proc was read */ return ''; });
-    if (cmdline.startsWith(QEMU) && cmdline.includes(stateDir)) pids.push(Number(pid));
-  }
-  return pids;
-}
-
-async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    const v = await fn().catch(() => { /* not yet: tried again until the deadline, which names what was awaited */ return undefined; });
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 const get = async (url: string) => {
   const r = await fetch(url, { signal: AbortSignal.timeout(3_000) });
@@ -48,7 +31,7 @@ const get = async (url: string) => {
 };
 
 // Under TCG (no KVM here) a guest boots in seconds, not milliseconds: one sandbox carries the whole story.
-describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', { skip: missing ?? false }, () => {
+describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', { skip: microvmMissing ?? false }, () => {
   let env: TestEnv;
   let agent: NodeAgent | undefined;
   let stateDir: string;
@@ -280,146 +263,5 @@ describe('node agent on the microvm runtime (QEMU; TCG where KVM is missing)', {
     assertNothingLeft(await leftovers(stateDir, tag));
     await assert.rejects(startNodeAgent({ ...cfg, node_agent: { ...cfg.node_agent, state_dir: join(env.dir, 'state-2'), guest_kernel_dir: join(env.dir, 'no-kernel') } }, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path }),
       /no guest kernel at .*no-kernel\/vmlinuz/);
-  });
-});
-
-describe('a node offering both runtimes (node_agent.runtime gvisor,microvm)', { skip: missing ?? false }, () => {
-  let env: TestEnv;
-  let agent: NodeAgent | undefined;
-  let cfg: ReturnType<TestEnv['config']>;
-  const start = (runtime: string) => startNodeAgent({ ...cfg, node_agent: { ...cfg.node_agent, runtime } }, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
-
-  before(async () => {
-    env = await makeTestEnv('both', '10.201.10.0/24');
-    cfg = env.config({ runtime: 'gvisor,microvm' });
-    agent = await start('gvisor,microvm');
-  });
-
-  after(async () => {
-    await agent?.close({ destroySandboxes: true });
-    await env?.cleanup();
-  });
-
-  it('runs each create on the runtime it names, pauses each its own way, and keeps a sandbox of a runtime it stops offering until it offers it again', async () => {
-    let client = new NodeAgentClient(agent!.url);
-    const info = await client.info();
-    assert.equal(info.runtime, 'gvisor');
-    assert.deepEqual(info.runtimes, ['gvisor', 'microvm']);
-    await assert.rejects(client.createSandbox({ ...createRequest(env), runtime: 'docker' as never }),
-      (e: Error & { status?: number }) => e.status === 400 && /runtime must be one of gvisor, microvm/.test(e.message));
-
-    const plain = await client.createSandbox(createRequest(env, { timeoutMs: 120_000 }));
-    const vm = await client.createSandbox(createRequest(env, { timeoutMs: 120_000, runtime: 'microvm' }));
-    assert.equal(plain.runtime, 'gvisor', 'no runtime named: the default');
-    assert.equal(vm.runtime, 'microvm');
-    const kernel = async (id: string) => (await agent!.exec(id, ['busybox', 'uname', '-r'])).stdout.trim();
-    assert.notEqual(await kernel(plain.sandboxId), await kernel(vm.sandboxId), "gVisor's kernel and the guest's");
-    for (const sb of [plain, vm]) assert.equal((await agent!.exec(sb.sandboxId, ['sh', '-c', 'echo kept > /root/file'])).code, 0);
-
-    assert.equal((await client.pauseSandbox(plain.sandboxId)).pauseKind, 'freeze');
-    assert.equal((await client.pauseSandbox(vm.sandboxId)).pauseKind, 'snapshot');
-    const stateDir = cfg.node_agent.state_dir;
-    // The microvm create had the template's guest saved in the background: a QEMU of its own until then.
-    await agent!.settled();
-    assert.deepEqual(await qemuProcesses(stateDir), []);
-
-    // The operator drops microvm: the paused guest is left as it is (nothing of it runs), the gvisor sandbox is adopted.
-    await agent!.close();
-    agent = await start('gvisor');
-    client = new NodeAgentClient(agent.url);
-    assert.equal((await client.getSandbox(plain.sandboxId)).state, 'paused');
-    await assert.rejects(client.getSandbox(vm.sandboxId), (e: Error & { status?: number }) => e.status === 404);
-    await assert.rejects(client.createSandbox(createRequest(env, { runtime: 'microvm' })),
-      (e: Error & { status?: number }) => e.status === 400 && /this node offers gvisor/.test(e.message));
-
-    // Offered again: adopted, and both resume with their files.
-    await agent.close();
-    agent = await start('gvisor,microvm');
-    client = new NodeAgentClient(agent.url);
-    for (const sb of [plain, vm]) {
-      assert.equal((await client.getSandbox(sb.sandboxId)).state, 'paused');
-      assert.equal((await client.resumeSandbox(sb.sandboxId)).state, 'running');
-      assert.equal((await agent.exec(sb.sandboxId, ['cat', '/root/file'])).stdout.trim(), 'kept');
-    }
-    await client.deleteSandbox(plain.sandboxId);
-    await client.deleteSandbox(vm.sandboxId);
-    assert.deepEqual(await qemuProcesses(stateDir), []);
-    assertNothingLeft(await agent.settled().then(() => leftovers(stateDir, new ResourceNames(stateDir).tag)));
-  });
-});
-
-describe('the microvm warm pool: clones parked on their template\'s memory file', { skip: missing ?? false }, () => {
-  let env: TestEnv;
-  let agent: NodeAgent | undefined;
-  let stateDir: string;
-  let tag: string;
-
-  before(async () => {
-    env = await makeTestEnv('mvmw', '10.201.11.0/24');
-    const cfg = env.config({ runtime: 'microvm', warm_pool_size: 1, warm_pool_initial: 1, warm_pool_max: 1 });
-    stateDir = cfg.node_agent.state_dir;
-    tag = new ResourceNames(stateDir).tag;
-    agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path, livenessIntervalMs: 60_000 });
-  });
-
-  after(async () => {
-    await agent?.close({ destroySandboxes: true });
-    if (stateDir) assertNothingLeft(await leftovers(stateDir, tag));
-    await env?.cleanup();
-  });
-
-  /** The QEMU of the pool's one parked clone, with what its process holds. */
-  const parkedClone = async () => {
-    const [pid] = await qemuProcesses(stateDir);
-    if (!pid || agent!.warmCount() !== 1) return undefined;
-    const rollup = await readFile(`/proc/${pid}/smaps_rollup`, 'utf8');
-    return { pid, rssMB: Number(/^Rss:\s+(\d+) kB/m.exec(rollup)?.[1]) / 1024 };
-  };
-
-  it('fills with a parked clone holding no guest page, hands it out personalised, refills, and starts cold when the parked QEMU died', async () => {
-    const client = new NodeAgentClient(agent!.url);
-    const { artifactId, ...rest } = env.artifact;
-    await client.ensureArtifact(artifactId, rest);
-    // The template's saved guest is made first (a boot under TCG), then the clone is parked on it.
-    const first = await until('a parked clone', parkedClone, 240_000);
-    assert.ok(first.rssMB < 128, `a parked clone's QEMU holds ${first.rssMB} MB; the guest's 256 MB are not read yet`);
-
-    const a = await client.createSandbox(createRequest(env, { envVars: { WARM: 'parked' }, envdAccessToken: 'tok-a', timeoutMs: 120_000 }));
-    const rec = agent!.inspect(a.sandboxId);
-    const log = await readFile(join(rec.dir, 'console.log'), 'utf8');
-    assert.match(log, /warm sandbox waiting on its template's saved guest/);
-    assert.match(log, /warm sandbox handed out/);
-    assert.match(log, /warm-up command done/, 'the template guest ran envd\'s warm-up before it was saved');
-    const envs = await (await fetch(`http://${a.address}:49983/envs`, { headers: { 'x-access-token': 'tok-a' } })).json() as Record<string, string>;
-    assert.equal(envs.WARM, 'parked');
-    assert.equal(envs.E2B_SANDBOX_ID, a.sandboxId);
-    const guestNow = Number((await agent!.exec(a.sandboxId, ['date', '+%s'])).stdout);
-    assert.ok(Math.abs(guestNow - Date.now() / 1000) < 5, `guest clock ${guestNow} vs host ${Date.now() / 1000}`);
-
-    // The pool refills from the saved guest it has (no boot); the next clone draws its own random numbers.
-    await until('the pool to refill', parkedClone, 60_000);
-    const b = await client.createSandbox(createRequest(env, { envdAccessToken: 'tok-b', timeoutMs: 120_000 }));
-    const draw = async (id: string) => (await agent!.exec(id, ['busybox', 'od', '-An', '-tx1', '-N16', '/dev/urandom'])).stdout.trim();
-    assert.notEqual(await draw(a.sandboxId), await draw(b.sandboxId));
-    assert.match(await readFile(join(agent!.inspect(b.sandboxId).dir, 'console.log'), 'utf8'), /warm sandbox handed out/);
-
-    // A parked QEMU that died: the create is not refused, it starts otherwise.
-    const parked = await until('the pool to refill again', parkedClone, 60_000);
-    const running = new Set([a, b].map((s) => agent!.inspect(s.sandboxId).dir));
-    const pids = await qemuProcesses(stateDir);
-    for (const pid of pids) {
-      const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8');
-      if (![...running].some((d) => cmdline.includes(d))) process.kill(pid, 'SIGKILL');
-    }
-    assert.ok(parked.pid);
-    const c = await client.createSandbox(createRequest(env, { envVars: { AFTER: 'kill' }, timeoutMs: 120_000 }));
-    assert.equal((await agent!.exec(c.sandboxId, ['sh', '-c', 'echo $AFTER'])).stdout.trim(), 'kill');
-
-    const templates = join(stateDir, 'guest', 'templates');
-    for (const key of (await readdir(templates)).filter((n) => !n.includes('.tmp-'))) {
-      const sum = await templateMemoryChecksum(join(templates, key));
-      assert.equal(sum.now, sum.recorded, 'no clone wrote into the template\'s memory file');
-    }
-    for (const sb of [a, b, c]) await client.deleteSandbox(sb.sandboxId);
   });
 });
