@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { after, test } from 'node:test';
 import { tarOf, compress, type TestEntry } from '../test-support/oci-builder.ts';
 import { LayerApplier } from './apply-layer.ts';
+import { injectSandboxEssentials } from '../rootfs/inject.ts';
 import { decompress } from './decompress.ts';
 
 const roots: string[] = [];
@@ -76,6 +77,37 @@ test('files, modes, owners, times, hard links, symlinks, devices', async () => {
   assert.ok(dev.isCharacterDevice());
   assert.equal(dev.rdev, (1 << 8) | 3);
   assert.ok(lstatSync(join(root, 'dev/fifo')).isFIFO());
+});
+
+test('an image\'s block devices, and character devices other than the harmless ones, are never made; the sandbox essentials then write over FIFOs and devices at their paths', async () => {
+  const root = newRoot();
+  const a = new LayerApplier(root);
+  // What a hostile image ships: a host disk's node, kernel memory, and /etc files that are not files.
+  await apply(a, [
+    { name: 'dev/', type: 'directory' },
+    { name: 'dev/disk', type: 'block-device', devmajor: 8, devminor: 0, mode: 0o666 },
+    { name: 'dev/kmem', type: 'character-device', devmajor: 1, devminor: 2, mode: 0o666 },
+    { name: 'dev/urandom', type: 'character-device', devmajor: 1, devminor: 9, mode: 0o666 },
+    { name: 'etc/', type: 'directory' },
+    { name: 'etc/passwd', type: 'fifo', mode: 0o644 },
+    { name: 'etc/group', type: 'block-device', devmajor: 7, devminor: 0, mode: 0o644 },
+    { name: 'etc/skel/', type: 'directory' },
+    { name: 'etc/skel/.bashrc', content: 'echo hi\n' },
+    { name: 'etc/skel/pipe', type: 'fifo', mode: 0o644 },
+    { name: 'usr/local/share/ca-certificates/', type: 'directory' },
+    { name: 'usr/local/share/ca-certificates/svc-egress.crt', type: 'fifo', mode: 0o644 },
+  ]);
+  a.finish();
+  assert.equal(existsSync(join(root, 'dev/disk')), false);
+  assert.equal(existsSync(join(root, 'dev/kmem')), false);
+  assert.ok(lstatSync(join(root, 'dev/urandom')).isCharacterDevice(), 'a harmless one stays');
+  // Before 2026-11-30 the write to the FIFO at /etc/passwd blocked the template center for good.
+  const made = injectSandboxEssentials(root, { caPem: '-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n' });
+  assert.equal(made.userCreated, true);
+  for (const f of ['etc/passwd', 'etc/group', 'usr/local/share/ca-certificates/svc-egress.crt']) assert.ok(lstatSync(join(root, f)).isFile(), f);
+  assert.match(readFileSync(join(root, 'etc/passwd'), 'utf8'), /^user:x:1000:/m);
+  assert.equal(readFileSync(join(root, 'home/user/.bashrc'), 'utf8'), 'echo hi\n');
+  assert.equal(existsSync(join(root, 'home/user/pipe')), false, 'a FIFO in /etc/skel is not copied (it would wait for a writer)');
 });
 
 test('a later layer replaces a directory by a file and a file by a directory', async () => {

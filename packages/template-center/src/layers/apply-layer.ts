@@ -164,8 +164,17 @@ async function writeEntryFile(entry: AsyncIterable<Buffer>, target: string, mode
   }
 }
 
+/**
+ * Character devices an image may keep (null, zero, full, random, urandom, tty, console, ptmx):
+ * the runtimes give every sandbox its own /dev, and any other node in an image is a way onto the
+ * host's hardware for whoever reads or writes the staging tree as root (the template center
+ * itself did, through /etc/passwd: inject.ts). Block devices are never made.
+ */
+const HARMLESS_DEVICES = new Set(['1:3', '1:5', '1:7', '1:8', '1:9', '5:0', '5:1', '5:2']);
+
 function makeNode(target: string, type: 'character-device' | 'block-device' | 'fifo', mode: number, major: number, minor: number) {
   if (type !== 'fifo' && !isRoot) return; // device nodes need root; an unprivileged build skips them
+  if (type === 'block-device' || (type === 'character-device' && !HARMLESS_DEVICES.has(`${major}:${minor}`))) return; // left out, as above
   const kind = type === 'fifo' ? ['p'] : [type === 'character-device' ? 'c' : 'b', String(major), String(minor)];
   const r = spawnSync('mknod', ['-m', mode.toString(8), target, ...kind], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`mknod ${target}: ${r.stderr?.trim() || r.error?.message}`);

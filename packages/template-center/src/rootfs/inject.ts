@@ -66,15 +66,15 @@ export function injectSandboxEssentials(root: string, opts: InjectOptions = {}):
   if (opts.caPem) {
     const pem = opts.caPem.endsWith('\n') ? opts.caPem : `${opts.caPem}\n`;
     mkdirInRoot(root, '/usr/local/share/ca-certificates', 0o755);
-    writeFileSync(p(CA_FILE), pem, { mode: 0o644 });
+    writeRegular(p(CA_FILE), pem, 0o644);
     const bundle = p(CA_BUNDLE);
     if (isFile(bundle)) {
       const current = readFileSync(bundle, 'utf8');
-      if (!current.includes(pem.trim())) writeFileSync(bundle, appendLine(current.replace(/\n*$/, ''), pem.trimEnd()));
+      if (!current.includes(pem.trim())) writeRegular(bundle, appendLine(current.replace(/\n*$/, ''), pem.trimEnd()), 0o644);
     } else if (lstatOrNull(bundle) === null) {
       // An image without a bundle trusted nothing; now it trusts the proxy, as SSL_CERT_FILE says.
       mkdirInRoot(root, '/etc/ssl/certs', 0o755);
-      writeFileSync(bundle, pem, { mode: 0o644 });
+      writeRegular(bundle, pem, 0o644);
     }
     caInstalled = true;
   }
@@ -90,7 +90,7 @@ function ensureUser(root: string): { userCreated: boolean; uid: number } {
   const users = parsePasswd(passwd);
   const existing = users.find((u) => u.name === USER);
   if (existing) {
-    if (!readIfFile(passwdPath)) writeFileSync(passwdPath, passwd, { mode: 0o644 });
+    if (!readIfFile(passwdPath)) writeRegular(passwdPath, passwd, 0o644);
     return { userCreated: false, uid: existing.uid };
   }
   // uid 1000 as E2B's base has, unless the image already gave it to someone else.
@@ -104,20 +104,22 @@ function ensureUser(root: string): { userCreated: boolean; uid: number } {
 
   passwd = appendLine(passwd, `${USER}:x:${uid}:${gid}::/home/${USER}:${shell}`);
   if (!gids.has(USER)) group = appendLine(group, `${USER}:x:${gid}:`);
-  writeFileSync(passwdPath, passwd, { mode: 0o644 });
-  writeFileSync(groupPath, group, { mode: 0o644 });
+  writeRegular(passwdPath, passwd, 0o644);
+  writeRegular(groupPath, group, 0o644);
   const shadowPath = p('/etc/shadow');
   const shadow = readIfFile(shadowPath);
-  if (shadow !== undefined) writeFileSync(shadowPath, appendLine(shadow, `${USER}:*:19000:0:99999:7:::`), { mode: statSync(shadowPath).mode & 0o7777 });
+  if (shadow !== undefined) writeRegular(shadowPath, appendLine(shadow, `${USER}:*:19000:0:99999:7:::`), statSync(shadowPath).mode & 0o7777);
   // Passwordless sudo, as E2B's `user` has, when the image ships sudo.
-  if (isDir(p('/etc/sudoers.d'))) writeFileSync(p(`/etc/sudoers.d/${USER}`), `${USER} ALL=(ALL:ALL) NOPASSWD: ALL\n`, { mode: 0o440 });
+  if (isDir(p('/etc/sudoers.d'))) writeRegular(p(`/etc/sudoers.d/${USER}`), `${USER} ALL=(ALL:ALL) NOPASSWD: ALL\n`, 0o440);
 
   mkdirInRoot(root, '/home', 0o755);
   const home = p(`/home/${USER}`);
   if (!existsSync(home)) {
     mkdirSync(home, { mode: 0o755 });
     const skel = p('/etc/skel');
-    if (isDir(skel)) for (const name of readdirSync(skel)) cpSync(join(skel, name), join(home, name), { recursive: true, verbatimSymlinks: true });
+    // Files, directories and links only: copying a FIFO an image put there would wait for a writer forever.
+    const copyable = (src: string) => { const st = lstatOrNull(src); return !!st && (st.isFile() || st.isDirectory() || st.isSymbolicLink()); };
+    if (isDir(skel)) for (const name of readdirSync(skel)) cpSync(join(skel, name), join(home, name), { recursive: true, verbatimSymlinks: true, filter: copyable });
     chownTree(home, uid, gid);
   }
   return { userCreated: true, uid };
@@ -142,6 +144,21 @@ function writeIfMissingOrEmpty(root: string, imagePath: string, content: string)
   const host = pathInRoot(root, imagePath, false);
   rmSync(host, { recursive: true, force: true });
   writeFileSync(host, content, { mode: 0o644 });
+}
+
+/**
+ * Writes a regular file where an image may have put anything (the path is resolved inside the
+ * root, so it is no link): a FIFO there blocked the template center's one thread for good, and
+ * a block device node took the write, as root, onto a disk of the host. Whatever is not a
+ * regular file is removed first (found by a helper reading the template center as an attacker,
+ * 2026-11-30).
+ */
+function writeRegular(host: string, content: string, mode: number): void {
+  const st = lstatOrNull(host);
+  if (st && !st.isFile()) rmSync(host, { recursive: true, force: true });
+  writeFileSync(host, content, { mode });
+  // A new file gets the mode (past the umask); an image's own file keeps its own.
+  if (!st?.isFile()) chmodSync(host, mode);
 }
 
 function chownTree(path: string, uid: number, gid: number) {
