@@ -69,3 +69,10 @@ test('a registry on loopback is plain HTTP without being told, as Docker does; e
     assert.equal(isLoopbackRegistry(h), false, h);
   }
 });
+
+test('a digest or reference from a registry\'s documents that is no digest or tag never reaches a path', async () => {
+  const client = new RegistryClient(parseReference('registry.example/team/app:1'));
+  await assert.rejects(client.blobStream('sha256:../../../v2/other/blobs/x'), /"sha256:\.\.\/\.\.\/\.\.\/v2\/other\/blobs\/x" is not a digest/);
+  await assert.rejects(client.blobBytes(`sha256:${'a'.repeat(63)}`), /is not a digest/);
+  await assert.rejects(client.manifest('../../other/manifests/latest'), /is neither a tag nor a digest/);
+});

@@ -43,6 +43,15 @@ const MAX_REDIRECTS = 20;
 const HEADER_TIMEOUT_MS = 60_000;
 
 /**
+ * What a manifest or blob path may hold. The digests come from the registry's own documents (an
+ * index, a manifest): put unchecked into the path, `sha256:x/../../other` sent the request to
+ * another path of the registry's host, an operator's mirror among them (found by a helper
+ * reading the template center as an attacker, 2026-11-30).
+ */
+const DIGEST = /^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$/;
+const TAG = /^[\w][\w.-]{0,127}$/;
+
+/**
  * A client for one repository on an OCI distribution (v2) registry. It answers the registry's
  * authentication challenge itself: Basic credentials, or the Bearer token flow (token endpoint
  * from the challenge, anonymous or with Basic credentials), and re-authenticates once whenever a
@@ -59,6 +68,7 @@ export class RegistryClient {
   }
 
   async manifest(reference: string): Promise<FetchedManifest> {
+    if (!DIGEST.test(reference) && !TAG.test(reference)) throw new RegistryError(`${this.where}: ${JSON.stringify(reference.slice(0, 200))} is neither a tag nor a digest`);
     const res = await this.request(`/manifests/${reference}`, { accept: MANIFEST_ACCEPT });
     if (!succeeded(res)) throw await this.manifestError(res, reference);
     const body = await readLimited(res, MAX_MANIFEST_BYTES, `manifest ${reference}`);
@@ -91,6 +101,7 @@ export class RegistryClient {
    * `request`.
    */
   async blobStream(digest: string, extraSignal?: AbortSignal): Promise<IncomingMessage> {
+    if (!DIGEST.test(digest)) throw new RegistryError(`${this.where}: ${JSON.stringify(digest.slice(0, 200))} is not a digest`);
     const signal = this.signalWith(extraSignal);
     let reauthenticated = false;
     for (let attempt = 1; ; attempt++) {
