@@ -267,6 +267,13 @@ function checkAction(raw: unknown, at: string): EgressAction {
   return a;
 }
 
+/**
+ * The shortest live secret the egress audit log redacts from its lines. A header value may be
+ * short (E2B's transforms set any header: `X-Env: prod`), and one of a character or two (`"`)
+ * redacted from every line of the node made them all unreadable, whoever's they were.
+ */
+export const MIN_SECRET_LENGTH = 8;
+
 function checkInject(raw: unknown, at: string): EgressInject {
   if (!isObj(raw)) throw new EgressRuleError(`${at} must be an object {header, format, secret}`);
   if (typeof raw.header !== 'string' || !HEADER_NAME.test(raw.header)) throw new EgressRuleError(`${at}.header must be an HTTP header name`);

@@ -22,7 +22,7 @@ const put = (app: Awaited<ReturnType<typeof adminApp>>['app'], sandboxId: string
 
 const policy = {
   sandboxId: 's1', teamId: 't1', address: '10.0.0.2',
-  rules: [{ name: 'api', match: { host: 'api.example.com' }, action: { allow: true, inject: [{ header: 'X-Key', secret: 'sek' }] } }],
+  rules: [{ name: 'api', match: { host: 'api.example.com' }, action: { allow: true, inject: [{ header: 'X-Key', secret: 'sek-key-1' }] } }],
   fallback: { allowInternetAccess: false, allowOut: ['10.1.0.0/16'], denyOut: [] },
 };
 
@@ -59,7 +59,7 @@ test('PUT /admin/policies/:sandboxId: a field of another type is a 400 naming it
   const ok = await put(app, 's1', { ...policy, teamId: null, transforms: null, extra: 'unread' });
   assert.equal(ok.statusCode, 200);
   assert.equal(ok.json().rules[0].action.inject[0].secret, REDACTED);
-  assert.equal(store.get('s1')?.rules[0].action.inject?.[0].secret, 'sek');
+  assert.equal(store.get('s1')?.rules[0].action.inject?.[0].secret, 'sek-key-1');
   assert.equal(store.get('s1')?.teamId, undefined);
   await app.close();
 });

@@ -57,7 +57,7 @@ test('a live secret never reaches the file, raw or JSON-escaped', async () => {
     assert.equal(text.includes('sk-live-123'), false);
     assert.equal(text.includes('and\\\\slash'), false);
     assert.equal(text.split(REDACTED).length - 1, 2);
-    assert.equal(redactSecrets('a $& b', ['$&']), `a ${REDACTED} b`);
+    assert.equal(redactSecrets('a $&$&$&$& b', ['$&$&$&$&']), `a ${REDACTED} b`);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -65,14 +65,14 @@ test('a live secret never reaches the file, raw or JSON-escaped', async () => {
 
 test('with a thousand live secrets each is redacted, a secret holding another whole, regex characters as they are', () => {
   const secrets = new Set(Array.from({ length: 1000 }, (_, i) => `sk-${i}-value`));
-  secrets.add('abc');
-  secrets.add('abcdef');
-  secrets.add('a.c(d)*');
-  const line = JSON.stringify({ path: '/x?k=sk-999-value&j=sk-0-value', host: 'abcdef.test', note: 'a.c(d)* and axc(d)' });
+  secrets.add('abcdefgh');
+  secrets.add('abcdefghijk');
+  secrets.add('a.c(d)*e');
+  const line = JSON.stringify({ path: '/x?k=sk-999-value&j=sk-0-value', host: 'abcdefghijk.test', note: 'a.c(d)*e and axc(d)*e' });
   const out = redactSecrets(line, secrets);
   assert.equal(out.includes('sk-999-value') || out.includes('sk-0-value'), false);
   assert.ok(out.includes(`${REDACTED}.test`), 'the longer secret is replaced whole, not its prefix');
-  assert.ok(out.includes(`${REDACTED} and axc(d)`), 'a dot in a secret matches a dot only');
+  assert.ok(out.includes(`${REDACTED} and axc(d)*e`), 'a dot in a secret matches a dot only');
   assert.equal(redactSecrets(line, secrets), out, 'the same set again (its compiled redactor) redacts the same');
 });
 
@@ -304,4 +304,10 @@ test('a read-only directory: the rename fails, is logged, and the current file t
     assert.equal(errors[0].obj.path, path);
     assert.deepEqual(await itemsOf(path), range(0, 200));
   });
+});
+
+test('a secret shorter than 8 characters is not redacted: one team\'s `"` or `10.` would have taken it out of every line of the node', () => {
+  const line = JSON.stringify({ sandbox_ip: '10.0.0.2', host: 'api.example.com', path: '/v1' });
+  assert.equal(redactSecrets(line, ['"', '10.', 'api', 'long-enough-secret']), line);
+  assert.equal(JSON.parse(redactSecrets(line.replace('/v1', '/v1/long-enough-secret'), ['"', 'long-enough-secret'])).path, `/v1/${REDACTED}`);
 });

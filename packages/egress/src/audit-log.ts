@@ -1,4 +1,5 @@
 import { mkdir } from 'node:fs/promises';
+import { MIN_SECRET_LENGTH } from '@svc/contracts/egress';
 import type { WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '@svc/common';
@@ -270,7 +271,9 @@ export function redactSecrets(line: string, secrets: Iterable<string>): string {
 function compileRedactor(secrets: Iterable<string>): (line: string) => string {
   const forms = new Set<string>();
   for (const secret of secrets) {
-    if (!secret) continue;
+    // Shorter ones (a vault value, a proxy password: inject literals are refused shorter) would
+    // take every `"`, address or id that holds them out of every line of the node, whoever's.
+    if (secret.length < MIN_SECRET_LENGTH) continue;
     forms.add(secret);
     forms.add(JSON.stringify(secret).slice(1, -1));
   }
