@@ -79,6 +79,7 @@ test('artifact download through the master', async (t) => {
   await t.test('missing id 400; unknown, unbuilt or vanished artifacts 404', () =>
     withSqliteHarness({}, async (h) => {
       assert.equal((await h.call('GET', '/svc/template/artifact/download')).status, 400);
+      assert.equal((await h.call('GET', url('art-nope'), undefined, { 'x-svc-team': 'team-a' })).status, 403, 'a team\'s call, at the master too');
       const unknown = await h.call('GET', url('art-nope'));
       assert.equal(unknown.status, 404);
       assert.deepEqual(Object.keys(unknown.body).sort(), ['code', 'message']);

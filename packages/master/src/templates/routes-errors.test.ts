@@ -86,6 +86,14 @@ onEveryEngine('template routes', {
     assert.equal((await h.call('POST', '/svc/template', { oci_layout: '/srv/layout', insecure_registry: undefined })).status, 202);
     assert.equal((await h.call('POST', '/svc/template', { docker_archive: '/srv/image.tar' })).status, 202);
     assert.deepEqual(h.tc.lastBuild().source, { kind: 'docker-archive', path: '/srv/image.tar' });
+    // The host's files are the operator's: a team's call is refused at the master too, not only by the gateway.
+    const builds = h.tc.builds.length;
+    for (const body of [{ oci_layout: '/srv/layout' }, { docker_archive: '/etc/shadow' }, { rootfs_tar: '/dev/zero' }]) {
+      const r = await h.call('POST', '/templates', body, { 'x-svc-team': 'team-a' });
+      assert.equal(r.status, 403, JSON.stringify(r.body));
+      assert.match(r.body.message, /are the operator's/);
+    }
+    assert.equal(h.tc.builds.length, builds);
     assert.equal((await h.call('POST', '/svc/template', { image: 'localhost:5000/a:1', insecure_registry: true, registry_auth: { username: 'u', password: 'p' } })).status, 202);
     assert.equal((h.tc.lastBuild().source as { insecure?: boolean }).insecure, true);
   },

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
-import { badRequest, conflict, newTemplateId, notFound, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { badRequest, conflict, forbidden, newTemplateId, notFound, type Coordination, type Logger, type SvcConfig } from '@svc/common';
 import type { ImageInfo, TemplateCenterClient } from '@svc/contracts/template-center';
-import type { JobAccepted, JobInfo, TemplateCreate, TemplateInfo } from '@svc/contracts/template-routes';
+import { hostFileSourceOf, type JobAccepted, type JobInfo, type TemplateCreate, type TemplateInfo } from '@svc/contracts/template-routes';
 import type { Database } from '../db/schema.ts';
 import type { TemplateResolver } from '../sandboxes/ports.ts';
 import type { Owner } from '../teams/ownership.ts';
@@ -72,6 +72,10 @@ export class TemplateService {
   }
 
   private async make(body: TemplateCreate, owner: TemplateOwner): Promise<JobAccepted> {
+    // Files on the platform's host, which the template center reads as root: the operator's
+    // alone. The gateway refuses a team's key first (docs/security.md); the master holds to it too.
+    const fileSource = hostFileSourceOf(body);
+    if (fileSource && owner.teamId !== undefined) throw forbidden(`templates made from files on the platform's host (${fileSource}) are the operator's`);
     const spec = parseCreateRequest(body, this.d.cfg.svclet_conf, ownerColumns(owner).team_id);
     if (spec.alias) await this.refuseSnapshotName(spec.alias);
     const now = Date.now();

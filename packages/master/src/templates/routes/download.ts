@@ -1,7 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { badRequest, ErrorCodes, notFound, SvcError } from '@svc/common';
+import { badRequest, ErrorCodes, forbidden, notFound, SvcError } from '@svc/common';
+import { callerTeam } from '../../teams/caller.ts';
 import type { TemplateCenterClient } from '@svc/contracts/template-center';
 import type { ArtifactStore } from '../store/artifacts.ts';
 import { relayFromTemplateCenter } from '../relay.ts';
@@ -17,6 +18,8 @@ const URL_EXPIRY_MARGIN_MS = 10 * 60_000;
  */
 export function registerDownloadRoute(app: FastifyInstance, artifacts: ArtifactStore, templateCenter: TemplateCenterClient): void {
   documentRoute(app)<{ Querystring: { artifact_id?: string } }>(['GET', 'HEAD'], '/svc/template/artifact/download', async (req, reply) => {
+    // The gateway refuses a team's key here already (docs/security.md); the master holds to it too.
+    if (callerTeam(req) !== undefined) throw forbidden('template artifacts are the operator\'s: whole root filesystems, for nodes');
     const id = req.query.artifact_id;
     if (!id) throw badRequest('artifact_id is required', ErrorCodes.badRequest);
     const a = await artifacts.get(id);
