@@ -18,6 +18,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       max_concurrent_builds: 2,
       build_timeout_sec: 3600,
       build_files_keep_days: 7,
+      build_files_team_max_mb: 10_240,
       platform_networks: '',
       create_timeout_insec: 60,
       placement: 'spread',

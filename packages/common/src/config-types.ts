@@ -33,6 +33,8 @@ export interface SvcConfig {
     build_timeout_sec: number;
     /** Context files (COPY) no build asked for in this many days leave the artifact store. */
     build_files_keep_days: number;
+    /** A team's uploaded build context files stored at once, in MiB (docs/templates.md, "Copying files"). */
+    build_files_team_max_mb: number;
     /**
      * The networks of the platform's own hosts, IPv4 CIDRs separated by commas: no sandbox
      * reaches them on any port, nor a webhook (docs/cluster.md, "Traffic between components").

@@ -50,6 +50,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_MAX_CONCURRENT_BUILDS', 'master.max_concurrent_builds', 'int'],
   ['SVC_BUILD_TIMEOUT_SEC', 'master.build_timeout_sec', 'int'],
   ['SVC_BUILD_FILES_KEEP_DAYS', 'master.build_files_keep_days', 'int'],
+  ['SVC_BUILD_FILES_TEAM_MAX_MB', 'master.build_files_team_max_mb', 'int'],
   ['SVC_PLATFORM_NETWORKS', 'master.platform_networks', 'string'],
   ['SVC_DEFAULT_TIMEOUT_INSEC', 'svclet_conf.default_timeout_insec', 'int'],
   ['SVC_ADMIN_TOKEN', 'svcproxy.admin_token', 'string'],

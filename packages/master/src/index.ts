@@ -139,7 +139,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   });
   const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
   if (templates.builder) {
-    const files = new ContextFiles({ templateCenter, masterAddr: cfg.master.addr, signingKey: cfg.master.upload_signing_key, logger, records: new BuildFileRepo(db.kysely) });
+    const files = new ContextFiles({ templateCenter, masterAddr: cfg.master.addr, signingKey: cfg.master.upload_signing_key, logger, records: new BuildFileRepo(db.kysely), teamMaxBytes: cfg.master.build_files_team_max_mb * 1_048_576 });
     await files.registerRoutes(app);
     const keepFilesMs = cfg.master.build_files_keep_days * 86_400_000;
     periodic.every('unused build files sweep', 3_600_000, async () => { await files.sweep(keepFilesMs); });

@@ -54,7 +54,7 @@ const MODULES: Array<{ name: string; table: RouteTable; register: (app: FastifyI
     // The context files upload is a route of the public document (CONTEXT_FILES_UPLOAD_PATH).
     name: 'downloads', table: MASTER_DOWNLOAD_ROUTES, inScope: (url) => !url.startsWith(`${CONTEXT_FILES_UPLOAD_PATH}/`),
     register: async (app) => {
-      await new ContextFiles({ templateCenter: echo(), masterAddr: 'http://master', signingKey: 'k', logger: silentLogger(), records: {} as never }).registerRoutes(app);
+      await new ContextFiles({ templateCenter: echo(), masterAddr: 'http://master', signingKey: 'k', logger: silentLogger(), records: {} as never, teamMaxBytes: 1 }).registerRoutes(app);
       new TemplateCenterLayerStorage(echo(), 'http://master').registerDownloadRoute(app);
     },
   },

@@ -19,6 +19,13 @@ export class BuildFileRepo {
     }
   }
 
+  /** The bytes of a team's stored files, but for one artifact (its own earlier upload, replaced). */
+  async teamBytes(teamId: string, except = ''): Promise<number> {
+    const r = await this.db.selectFrom('t_svc_build_file').select((eb) => eb.fn.sum<number | string | null>('size_bytes').as('n'))
+      .where('team_id', '=', teamId).where('artifact_id', '!=', except).executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
   /** Files no build asked for since `before`, oldest first. */
   unusedSince(before: number, limit: number): Promise<BuildFileRow[]> {
     return this.db.selectFrom('t_svc_build_file').selectAll().where('used_at', '<', before).orderBy('used_at').limit(limit).execute();

@@ -61,7 +61,7 @@ test('a team\'s uploaded files are its own: present, copied and downloaded for i
   const store = memoryStore();
   const records = await recordsOn(await availableTestDatabases()[0].create!());
   t.after(records.close);
-  const files = new ContextFiles({ templateCenter: store.client, masterAddr: 'http://master', signingKey: 'k', logger: silentLogger(), records: records.repo });
+  const files = new ContextFiles({ templateCenter: store.client, masterAddr: 'http://master', signingKey: 'k', logger: silentLogger(), records: records.repo, teamMaxBytes: 1 << 30 });
   const app = createHttpApp({ logger: silentLogger() });
   await files.registerRoutes(app);
   await app.ready();
@@ -98,6 +98,31 @@ test('a team\'s uploaded files are its own: present, copied and downloaded for i
   }
 });
 
+test('a team stores at most master.build_files_team_max_mb of files: no link, and no upload, past it (429); its own upload of the same hash replaces itself; another team has its own room', async (t) => {
+  const store = memoryStore();
+  const records = await recordsOn(await availableTestDatabases()[0].create!());
+  t.after(records.close);
+  const files = new ContextFiles({ templateCenter: store.client, masterAddr: 'http://master', signingKey: 'k', logger: silentLogger(), records: records.repo, teamMaxBytes: 100 });
+  const app = createHttpApp({ logger: silentLogger() });
+  await files.registerRoutes(app);
+  await app.ready();
+  t.after(() => app.close());
+  const hash = (n: number) => String(n).repeat(64).slice(0, 64);
+  const upload = async (team: string, n: number, bytes: number) => {
+    const link = await files.uploadLink(hash(n), team, 'http://api');
+    const u = new URL(link.url!);
+    return app.inject({ method: 'PUT', url: u.pathname + u.search, payload: 'x'.repeat(bytes), headers: { 'content-type': 'application/octet-stream', 'content-length': String(bytes) } });
+  };
+  assert.equal((await upload(TEAM_A, 1, 60)).statusCode, 200);
+  const over = await upload(TEAM_A, 2, 50);
+  assert.equal(over.statusCode, 429, over.body);
+  assert.match(over.json<{ message: string }>().message, /^team quota master\.build_files_team_max_mb: the team's build files take 1 MiB of the 1 it may store, and this upload has 1 more/);
+  assert.equal(store.files.size, 1, 'nothing of it was stored');
+  assert.equal((await upload(TEAM_A, 2, 40)).statusCode, 200, 'what fits is taken');
+  await assert.rejects(files.uploadLink(hash(3), TEAM_A, 'http://api'), (e: { status: number }) => e.status === 429, 'full: no more links');
+  assert.equal((await upload(TEAM_B, 1, 90)).statusCode, 200, 'another team has its own room');
+});
+
 for (const tdb of availableTestDatabases()) {
   test(`[${tdb.driver}] files no build asked for in the keep time leave the store; files a build asked for stay; a failed removal is tried again`, { skip: tdb.skip }, async (t) => {
     const store = memoryStore();
@@ -105,7 +130,7 @@ for (const tdb of availableTestDatabases()) {
     t.after(records.close);
     const DAY = 86_400_000;
     let now = Date.UTC(2026, 10, 1);
-    const files = new ContextFiles({ templateCenter: store.client, masterAddr: 'http://master', signingKey: 'k', logger: silentLogger(), records: records.repo, now: () => now });
+    const files = new ContextFiles({ templateCenter: store.client, masterAddr: 'http://master', signingKey: 'k', logger: silentLogger(), records: records.repo, teamMaxBytes: 1 << 30, now: () => now });
     const app = createHttpApp({ logger: silentLogger() });
     await files.registerRoutes(app);
     await app.ready();

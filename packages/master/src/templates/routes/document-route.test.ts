@@ -23,7 +23,7 @@ test('the template paths of the public OpenAPI document (the builder\'s too) are
   registerE2bTemplateRoutes(app, service);
   registerDownloadRoute(app, {} as never, {} as never);
   registerBuildRoutes(app, {} as never);
-  await new ContextFiles({ templateCenter: {} as never, masterAddr: '', signingKey: 'k', logger: silentLogger(), records: {} as never }).registerRoutes(app);
+  await new ContextFiles({ templateCenter: {} as never, masterAddr: '', signingKey: 'k', logger: silentLogger(), records: {} as never, teamMaxBytes: 1 }).registerRoutes(app);
   await app.ready();
   const documented = new Set<string>();
   for (const [path, item] of Object.entries(PUBLIC_API.paths)) {
