@@ -28,7 +28,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       database: { driver: 'sqlite', path: '' },
       volume_plugins: [],
     },
-    svclet_conf: { default_timeout_insec: -1, default_cpu_count: 1, default_memory_mb: 512, default_disk_size_mb: 2048 },
+    svclet_conf: { default_timeout_insec: -1, default_cpu_count: 1, default_memory_mb: 512, default_disk_size_mb: 2048, max_disk_size_mb: 65_536 },
     svcproxy: { admin_token: '' },
     node_agent: {
       listen: '127.0.0.1:8088',
@@ -65,6 +65,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       ca_cert_file: '',
       registry_mirrors: '',
       host_registries: '',
+      max_image_mb: 32_768,
       code_interpreter_template: true,
       mcp_gateway_template: true,
     },

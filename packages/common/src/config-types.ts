@@ -68,6 +68,8 @@ export interface SvcConfig {
     default_timeout_insec: number;
     default_cpu_count: number;
     default_memory_mb: number;
+    /** The largest disk a template may ask for (disk_size_mb), in MiB; a bigger one is a 400. */
+    max_disk_size_mb: number;
     default_disk_size_mb: number;
   };
   svcproxy: {
@@ -164,6 +166,12 @@ export interface SvcConfig {
      * so that a team cannot aim the template center at the host's own services (docs/templates.md).
      */
     host_registries: string;
+    /**
+     * The most an image's layers may take, downloaded or unpacked, in MiB: a build past it fails.
+     * A layer that claims a huge size, or a small one that unpacks to terabytes, filled the disk
+     * shared with the database and every team's artifacts (docs/templates.md).
+     */
+    max_image_mb: number;
     /** `svc up` makes the code-interpreter-v1 template (docs/code-interpreter.md). */
     code_interpreter_template: boolean;
     /** `svc up` makes the mcp-gateway template, for the SDK's `Sandbox.create({ mcp })` (docs/mcp.md). */

@@ -40,6 +40,8 @@ export function validateConfig(c: SvcConfig): void {
   need(!c.cluster_tls.cert_file === !c.cluster_tls.key_file, 'cluster_tls', 'cert_file and key_file go together: set both, or neither');
   need(c.master.placement === 'spread' || c.master.placement === 'pack', 'master.placement', `must be spread or pack (got ${JSON.stringify(c.master.placement)})`);
   need(typeof c.node_agent.labels === 'string', 'node_agent.labels', 'must be a string of name=value pairs, comma-separated');
+  need(Number.isInteger(c.template_center.max_image_mb) && c.template_center.max_image_mb >= 64, 'template_center.max_image_mb', `must be a whole number of MiB, 64 or more (got ${c.template_center.max_image_mb})`);
+  need(Number.isInteger(c.svclet_conf.max_disk_size_mb) && c.svclet_conf.max_disk_size_mb >= c.svclet_conf.default_disk_size_mb, 'svclet_conf.max_disk_size_mb', `must be a whole number of MiB, at least svclet_conf.default_disk_size_mb (got ${c.svclet_conf.max_disk_size_mb})`);
   need(Number.isInteger(c.master.build_files_team_max_mb) && c.master.build_files_team_max_mb >= 1, 'master.build_files_team_max_mb', `must be a whole number of MiB, 1 or more (got ${c.master.build_files_team_max_mb})`);
   need(Number.isInteger(c.master.build_files_keep_days) && c.master.build_files_keep_days >= 1 && c.master.build_files_keep_days <= 365, 'master.build_files_keep_days', `must be a whole number of days from 1 to 365 (got ${c.master.build_files_keep_days})`);
   need(Number.isInteger(c.master.create_timeout_insec) && c.master.create_timeout_insec > 0, 'master.create_timeout_insec', `must be a positive number of seconds (got ${c.master.create_timeout_insec})`);

@@ -98,6 +98,8 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_TEMPLATE_CENTER_CA_CERT', 'template_center.ca_cert_file', 'string'],
   ['SVC_REGISTRY_MIRRORS', 'template_center.registry_mirrors', 'string'],
   ['SVC_HOST_REGISTRIES', 'template_center.host_registries', 'string'],
+  ['SVC_TEMPLATE_CENTER_MAX_IMAGE_MB', 'template_center.max_image_mb', 'int'],
+  ['SVC_MAX_DISK_SIZE_MB', 'svclet_conf.max_disk_size_mb', 'int'],
   ['SVC_CODE_INTERPRETER_TEMPLATE', 'template_center.code_interpreter_template', 'bool'],
   ['SVC_MCP_GATEWAY_TEMPLATE', 'template_center.mcp_gateway_template', 'bool'],
   ['SVC_EGRESS_ENABLED', 'egress.enabled', 'bool'],

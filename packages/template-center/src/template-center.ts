@@ -73,7 +73,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   const callbacks = new CallbackSender({ masterAddr, token: tc.callback_token, clusterToken: cfg.cluster_token, logger, retryForMs: opts.callbackRetryMs });
   const runner = new JobRunner({
     store, workDir, blobs, caCertPath: opts.caCertPath ?? (cfg.template_center.ca_cert_file || undefined),
-    registryMirrors: commaList(tc.registry_mirrors), hostRegistries: commaList(tc.host_registries), coordination: opts.coordination, callbacks, logger,
+    registryMirrors: commaList(tc.registry_mirrors), hostRegistries: commaList(tc.host_registries), maxImageBytes: tc.max_image_mb * 1_048_576, coordination: opts.coordination, callbacks, logger,
     maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
     debianImageDir: opts.debianImageDir,
   });

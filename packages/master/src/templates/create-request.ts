@@ -78,6 +78,8 @@ export function parseCreateRequest(b: TemplateCreate, defaults: SvcConfig['svcle
   const cpuCount = b.cpu_count ?? defaults.default_cpu_count;
   const memoryMB = b.memory_mb ?? defaults.default_memory_mb;
   const diskGiven = b.disk_size_mb ?? undefined;
+  // Every node holds the whole image and every sandbox of it may fill it: the operator's cap.
+  if (diskGiven !== undefined && diskGiven > defaults.max_disk_size_mb) throw invalidTemplateRequest(`disk_size_mb ${diskGiven} is more than svclet_conf.max_disk_size_mb (${defaults.max_disk_size_mb})`);
   const diskSizeMB = diskGiven ?? defaults.default_disk_size_mb;
   const buildDiskSizeMB = diskGiven ?? 0;
   const startCmd = b.start_cmd?.trim() || null;

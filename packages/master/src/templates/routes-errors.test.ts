@@ -58,6 +58,7 @@ onEveryEngine('template routes', {
       [{ image: 'a:1', platform: 'linux/m68k' }, /unknown architecture/],
       [{ image: 'a:1', registry_auth: { username: 'u' } }, /^registry_auth\.password is required$/],
       [{ image: 'a:1', with_cube_ca: true, with_svc_ca: false }, /disagree/],
+      [{ image: 'a:1', disk_size_mb: 65_537 }, /^disk_size_mb 65537 is more than svclet_conf\.max_disk_size_mb \(65536\)$/],
       [{ image: 'a:1', cpu_count: 0 }, /^cpu_count must be >= 1$/],
       [{ image: 'a:1', memory_mb: 1.5 }, /^memory_mb must be integer or null$/],
       [{ image: 'a:1', memoryMB: 512 }, /^memoryMB is not a known field$/],

@@ -16,6 +16,8 @@ export interface BuildContext {
   registryMirrors?: string[];
   /** template_center.host_registries (registry-source.ts). */
   hostRegistries?: string[];
+  /** template_center.max_image_mb in bytes: an image's layers past it, downloaded or unpacked, fail the build (absent: none). */
+  maxImageBytes?: number;
   /** Where the images of `debian-rootfs` sources are cached (debian-image.ts; default /var/cache/svc). */
   debianImageDir?: string;
   logger: Logger;

@@ -11,7 +11,7 @@ import type { BuildContext, BuildResult } from './build-context.ts';
 import { buildDebianArtifact } from './debian-build.ts';
 import { pullLayers } from './pull-layers.ts';
 import { readCa, storeImage } from './store-image.ts';
-import { unpackImage } from './unpack-image.ts';
+import { ImageTooLargeError, unpackImage } from './unpack-image.ts';
 
 export type { BuildContext, BuildResult };
 
@@ -34,6 +34,11 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
 
     const image = await stage('resolving the image', signal, () => resolveSource(req.source, signal, { mirrors: ctx.registryMirrors, hostRegistries: ctx.hostRegistries, logger: ctx.logger }));
     progress.setLayers(image.layers.map((l) => ({ digest: l.digest ?? l.diffId ?? l.label, totalBytes: l.size ?? 0 })));
+    // The unpacked tree is held to the template's disk when it names one, and to the operator's
+    // limit always; the layers' own sizes are checked before any is downloaded.
+    const maxBytes = Math.min(ctx.maxImageBytes ?? Infinity, req.diskSizeMB > 0 ? req.diskSizeMB * 1_048_576 : Infinity);
+    const declared = image.layers.reduce((sum, l) => sum + (l.size ?? 0), 0);
+    if (ctx.maxImageBytes !== undefined && declared > ctx.maxImageBytes) throw new ImageTooLargeError(`the image's layers take ${mib(declared)} MiB, more than template_center.max_image_mb (${mib(ctx.maxImageBytes)})`);
     const layerName = (i: number) => {
       const l = image.layers[i];
       return `layer ${i + 1}/${image.layers.length}${l.digest ? ` ${shortDigest(l.digest)}` : ''}`;
@@ -48,7 +53,7 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
     ctx.onPhase('BUILDING');
     let current = 0;
     await stage(() => `unpacking ${layerName(current)} into ${ctx.workDir}`, signal, () => unpackImage({ ...image, layers }, staging, {
-      signal,
+      signal, maxBytes,
       onLayerStart: (i) => { current = i; progress.setMessage(`unpacking ${layerName(i)}`); },
       onLayerBytes: (i, n) => progress.addLayerBytes(i, n),
     }));
@@ -84,3 +89,5 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
     await rm(imagePath, { force: true }).catch((err: Error) => ctx.logger.warn({ imagePath, err: err.message }, 'could not remove a build\'s image file'));
   }
 }
+
+const mib = (bytes: number) => Math.ceil(bytes / 1_048_576);

@@ -8,7 +8,7 @@ import { ProgressReporter, type ProgressTiming } from './progress-reporter.ts';
 import { SpecDedup } from './spec-dedup.ts';
 
 /** Where builds write and what they read (build-context.ts), and the runner's own wiring. */
-export interface JobRunnerOptions extends Pick<BuildContext, 'store' | 'workDir' | 'blobs' | 'caCertPath' | 'registryMirrors' | 'hostRegistries' | 'debianImageDir'> {
+export interface JobRunnerOptions extends Pick<BuildContext, 'store' | 'workDir' | 'blobs' | 'caCertPath' | 'registryMirrors' | 'hostRegistries' | 'debianImageDir' | 'maxImageBytes'> {
   coordination: Coordination;
   callbacks: CallbackSender;
   logger: Logger;
@@ -85,6 +85,7 @@ export class JobRunner {
         caCertPath: this.o.caCertPath,
         registryMirrors: this.o.registryMirrors,
         hostRegistries: this.o.hostRegistries,
+        maxImageBytes: this.o.maxImageBytes,
         debianImageDir: this.o.debianImageDir,
         logger: log,
         progress,

@@ -8,6 +8,8 @@ import { VerifiedFeed } from '../layers/verified-feed.ts';
 
 export interface UnpackOptions {
   signal: AbortSignal;
+  /** The most the layers may unpack to, all together (their tar streams' bytes); past it the build fails. */
+  maxBytes?: number;
   onLayerStart?: (index: number) => void;
   onLayerBytes?: (index: number, n: number) => void;
 }
@@ -18,15 +20,36 @@ export interface UnpackOptions {
  */
 export async function unpackImage(image: ResolvedImage, staging: string, opts: UnpackOptions): Promise<void> {
   const applier = new LayerApplier(staging);
+  const budget = { left: opts.maxBytes ?? Infinity, max: opts.maxBytes ?? Infinity };
   for (let i = 0; i < image.layers.length; i++) {
     opts.signal.throwIfAborted();
     opts.onLayerStart?.(i);
-    await applyLayer(image.layers[i], applier, image.whiteouts, opts.signal, (n) => opts.onLayerBytes?.(i, n));
+    await applyLayer(image.layers[i], applier, image.whiteouts, opts.signal, (n) => opts.onLayerBytes?.(i, n), budget);
   }
   applier.finish();
 }
 
-async function applyLayer(layer: LayerBlob, applier: LayerApplier, whiteouts: boolean, signal: AbortSignal, onBytes: (n: number) => void) {
+/** An image that unpacks to more than it may (UnpackOptions.maxBytes, the template's disk). */
+export class ImageTooLargeError extends Error {}
+
+/**
+ * Counts the unpacked bytes against what is left of the budget: a compressed layer of tens of
+ * megabytes unpacked to terabytes (a gzip or zstd bomb), filling the disk shared with the
+ * database and every team's artifacts before anything stopped it.
+ */
+function unpackBudget(budget: { left: number; max: number }, label: string, source: Readable): Transform {
+  const t = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      budget.left -= chunk.length;
+      if (budget.left < 0) { cb(new ImageTooLargeError(`${label} unpacks past ${Math.ceil(budget.max / 1_048_576)} MiB, the most this image may take (its disk_size_mb, or template_center.max_image_mb)`)); return; }
+      cb(null, chunk);
+    },
+  });
+  source.on('error', (err) => t.destroy(err));
+  return t;
+}
+
+async function applyLayer(layer: LayerBlob, applier: LayerApplier, whiteouts: boolean, signal: AbortSignal, onBytes: (n: number) => void, budget: { left: number; max: number }) {
   const raw = await layer.open(signal);
   const onAbort = () => raw.destroy(signal.reason as Error);
   signal.addEventListener('abort', onAbort, { once: true });
@@ -36,12 +59,13 @@ async function applyLayer(layer: LayerBlob, applier: LayerApplier, whiteouts: bo
   try {
     let tar: Readable = await decompress(feed.feed);
     if (layer.diffId) tar = tar.pipe(diffIdCheck(layer.diffId, layer.label, tar));
+    if (budget.max !== Infinity) tar = tar.pipe(unpackBudget(budget, layer.label, tar));
     try {
       await applier.apply(tar, layer.label, { whiteouts });
     } catch (err) {
       // A local failure (disk full, permissions) is the answer; a broken stream may really be a
       // blob that is not what its digest promised, which the feed finds out by reading to the end.
-      if (isSystemError(err) || signal.aborted) {
+      if (isSystemError(err) || signal.aborted || err instanceof ImageTooLargeError) {
         raw.destroy();
         throw signal.aborted ? signal.reason : err;
       }
