@@ -1,4 +1,4 @@
-import { existsSync, statfsSync, statSync } from 'node:fs';
+import { existsSync, lstatSync, statfsSync, statSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { run } from '../host/exec.ts';
@@ -11,6 +11,29 @@ import { isMountPoint, unmount } from '../host/mounts.ts';
  * markers name the template's inodes on this mount and are left out. Both drivers write and read
  * layers with it, so a layer captured on one boots on the other.
  */
+/**
+ * How the host mounts a layer's image. A microvm guest writes its image raw (/dev/vdb), so after
+ * a pause the host mounts a filesystem whose every entry guest root chose: with `upper` or
+ * `boot/volumes` a symbolic link to a host path, the host wrote its boot files into /etc and
+ * tarred a host directory into a snapshot (found by a helper reading the node agent as an
+ * attacker, 2026-11-30). nosymfollow (Linux 5.10) makes every path through the mount refuse a
+ * link; nosuid and nodev, what it holds grants nothing. Paths through the overlay above it are
+ * the overlay mount's, which follows links as the sandbox's own filesystem must.
+ */
+export const LAYER_MOUNT_OPTIONS = 'loop,nodev,nosuid,nosymfollow';
+
+/** Refuses a layer whose upper or work directory, or a boot directory, is anything but a directory (see LAYER_MOUNT_OPTIONS). */
+export function assertLayerDirs(layer: { upper: string; work: string; mountDir: string }): void {
+  for (const [path, needed] of [[layer.upper, true], [layer.work, true], [join(layer.mountDir, 'boot'), false]] as const) {
+    let st;
+    try { st = lstatSync(path); } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' && !needed) continue;
+      throw new Error(`the sandbox's layer has no ${path}: ${(err as Error).message}`);
+    }
+    if (!st.isDirectory()) throw new Error(`the sandbox's layer holds ${path} as something other than a directory (the guest wrote it): refused`);
+  }
+}
+
 export const LAYER_TAR_FLAGS = ['--numeric-owner', '--xattrs', '--xattrs-include=*', '--xattrs-exclude=trusted.overlay.origin', '--xattrs-exclude=trusted.overlay.impure'];
 
 /**
@@ -39,7 +62,7 @@ export class DiskLayer {
     // No journal (the layer dies with its sandbox), no reserved blocks (the sandbox gets all
     // of its size), lazy inode tables: a 512 MB layer takes ~45 ms and ~400 kB of real disk.
     await run('mkfs.ext4', ['-q', '-F', '-m', '0', '-O', '^has_journal', '-E', 'lazy_itable_init=1,nodiscard', this.image]);
-    await run('mount', ['-t', 'ext4', '-o', 'loop,nodev', this.image, this.mountDir]);
+    await run('mount', ['-t', 'ext4', '-o', LAYER_MOUNT_OPTIONS, this.image, this.mountDir]);
     await mkdir(this.upper);
     await mkdir(this.work);
   }
@@ -52,7 +75,7 @@ export class DiskLayer {
     if (await isMountPoint(this.mountDir)) return true;
     if (!existsSync(this.image)) return false;
     await mkdir(this.mountDir, { recursive: true });
-    await run('mount', ['-t', 'ext4', '-o', 'loop,nodev', this.image, this.mountDir]);
+    await run('mount', ['-t', 'ext4', '-o', LAYER_MOUNT_OPTIONS, this.image, this.mountDir]);
     return true;
   }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { run, type RunResult } from '../../host/exec.ts';
 import { isMountPoint, unmount } from '../../host/mounts.ts';
 import type { ExecOptions, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from '../driver.ts';
-import { LAYER_TAR_FLAGS } from '../disk-layer.ts';
+import { assertLayerDirs, LAYER_MOUNT_OPTIONS, LAYER_TAR_FLAGS } from '../disk-layer.ts';
 import { placeSandboxFiles } from '../rootfs-files.ts';
 import { appendAgentLine, consoleTailOf } from '../console-file.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
@@ -144,6 +144,7 @@ export class MicrovmDriver implements RuntimeDriver {
     if (!spec.rootfs.mountDir) throw new Error('microvm needs the artifact mounted to place files');
     const paths = microvmPaths(spec.dir);
     await paths.layer.ensureMounted();
+    assertLayerDirs(paths.layer);
     await mkdir(paths.rootfs, { recursive: true });
     await run('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${spec.rootfs.mountDir},upperdir=${paths.layer.upper},workdir=${paths.layer.work}`, paths.rootfs]);
     try {
@@ -278,8 +279,9 @@ export class MicrovmDriver implements RuntimeDriver {
     const paths = microvmPaths(ref.dir);
     if (await qemuPid(ref)) throw new Error('the guest still runs; pause it before reading its layer');
     await mkdir(paths.layer.mountDir, { recursive: true });
-    await run('mount', ['-t', 'ext4', '-o', 'loop,ro,noload', paths.layer.image, paths.layer.mountDir]);
+    await run('mount', ['-t', 'ext4', '-o', `${LAYER_MOUNT_OPTIONS},ro,noload`, paths.layer.image, paths.layer.mountDir]);
     try {
+      assertLayerDirs(paths.layer);
       await run('tar', ['--create', `--file=${archivePath}`, ...LAYER_TAR_FLAGS, '--sparse', '-C', paths.layer.upper, '.'], { timeoutMs: 600_000 });
     } finally {
       await unmount(paths.layer.mountDir);

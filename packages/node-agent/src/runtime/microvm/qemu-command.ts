@@ -91,11 +91,13 @@ function qemuArgs(m: MachineOptions, spec: InstanceSpec, runtimeDisk: string): s
 
 /** What the guest's init reads from the layer's boot directory (packages/node-agent/guest/init.sh). */
 export async function writeBootFiles(spec: InstanceSpec, bootDir: string, volumes: GuestVolume[]): Promise<void> {
-  await mkdir(bootDir, { recursive: true, mode: 0o700 });
-  await writeFile(join(bootDir, 'hostname'), `${spec.hostname}\n`);
-  await writeFile(join(bootDir, 'exec.sh'), bootScript(bootEnv(spec), spec.runtime.initArgs), { mode: 0o600 });
-  if (volumes.length) await writeFile(join(bootDir, 'volumes'), volumeBootFile(volumes));
-  else await rm(join(bootDir, 'volumes'), { force: true });
+  // Made afresh each boot: the guest writes this directory too (disk-layer.ts LAYER_MOUNT_OPTIONS),
+  // so nothing it left there is written through.
+  await rm(bootDir, { recursive: true, force: true });
+  await mkdir(bootDir, { mode: 0o700 });
+  await writeFile(join(bootDir, 'hostname'), `${spec.hostname}\n`, { flag: 'wx' });
+  await writeFile(join(bootDir, 'exec.sh'), bootScript(bootEnv(spec), spec.runtime.initArgs), { mode: 0o600, flag: 'wx' });
+  if (volumes.length) await writeFile(join(bootDir, 'volumes'), volumeBootFile(volumes), { flag: 'wx' });
 }
 
 /** envd starts its after-restore helper (packages/envd/src/system/after-restore.ts); a microvm guest may be restored. */
