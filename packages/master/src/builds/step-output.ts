@@ -3,6 +3,12 @@ import type { BuildLog, Level } from './build-log.ts';
 /** Output lines of one step written to the build log as they come; of the rest, the last STEP_LOG_TAIL. */
 const STEP_LOG_LINES = 1000;
 const STEP_LOG_TAIL = 100;
+/**
+ * The longest log entry: a longer line is cut there, and a line still unfinished past it is
+ * written as it stands. A step printing gigabytes without a newline grew one string in the
+ * master until it fell over, and each of its first thousand lines went to the database whole.
+ */
+export const STEP_LOG_LINE_MAX = 16 * 1024;
 
 /**
  * A step's output in the build log as it comes, a line an entry (stdout info, stderr warn): the
@@ -19,8 +25,14 @@ export class StepOutput {
 
   add(stream: 'stdout' | 'stderr', text: string): void {
     const lines = (this.partial[stream] + text).split('\n');
-    this.partial[stream] = lines.pop()!;
-    for (const line of lines) this.line(stream === 'stdout' ? 'info' : 'warn', line);
+    let rest = lines.pop()!;
+    const level = stream === 'stdout' ? 'info' : 'warn';
+    for (const line of lines) this.line(level, line);
+    while (rest.length > STEP_LOG_LINE_MAX) {
+      this.line(level, rest.slice(0, STEP_LOG_LINE_MAX));
+      rest = rest.slice(STEP_LOG_LINE_MAX);
+    }
+    this.partial[stream] = rest;
   }
 
   /** Writes what is left: unfinished lines, and the tail of a step that said too much. */
@@ -36,8 +48,9 @@ export class StepOutput {
     await this.chain;
   }
 
-  private line(level: Level, line: string): void {
-    if (line === '') return;
+  private line(level: Level, whole: string): void {
+    if (whole === '') return;
+    const line = whole.length > STEP_LOG_LINE_MAX ? `${whole.slice(0, STEP_LOG_LINE_MAX)} … (${whole.length - STEP_LOG_LINE_MAX} more characters)` : whole;
     if (this.written < STEP_LOG_LINES) {
       this.written++;
       this.write(level, line);

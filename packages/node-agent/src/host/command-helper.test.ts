@@ -21,6 +21,18 @@ describe('host commands through the command helper', () => {
     assert.match(killed.stderr, /killed after 150 ms/);
   });
 
+  it('keeps a streamed command\'s last 1 MiB in its reply (its reader saw all of it), and kills a host command whose output passes 64 MiB', async () => {
+    let seen = 0;
+    // 24 MiB, unbroken: before 2026-11-30 every byte of a build's output piled up in the helper.
+    const streamed = await run('sh', ['-c', 'head -c 25165824 /dev/zero | tr "\\0" a; echo; echo the-end'], { onOutput: (_s, t) => { seen += t.length; }, timeoutMs: 60_000 });
+    assert.equal(seen, 25_165_824 + 1 + 8);
+    assert.ok(streamed.stdout.length <= 2 * 1024 * 1024, `${streamed.stdout.length} characters kept`);
+    assert.match(streamed.stdout, /a\nthe-end\n$/);
+    const flood = await run('sh', ['-c', 'head -c 100000000 /dev/zero | tr "\\0" a; sleep 30'], { allowFail: true, timeoutMs: 60_000 });
+    assert.ok(flood.stdout.length <= 64 * 1024 * 1024);
+    assert.match(flood.stderr, /killed: its output passed 67108864 characters/);
+  });
+
   it('appends to a log file instead of capturing', async () => {
     const log = join(tmpdir(), `svc-helper-${process.pid}.log`);
     try {

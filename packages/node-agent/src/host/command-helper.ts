@@ -33,7 +33,7 @@ export interface HelperRequest {
   backgroundEarlyMs?: number;
 }
 
-/** Output of a command asked to stream, sent as it comes (the reply still carries all of it). */
+/** Output of a command asked to stream, sent as it comes (the reply carries its last 1 MiB). */
 interface HelperOutput {
   id: number;
   out: 'stdout' | 'stderr';
@@ -90,8 +90,22 @@ function helperMain(): void {
     }
     let stdout = '';
     let stderr = '';
-    child.stdout?.setEncoding('utf8').on('data', (d: string) => { stdout += d; if (r.stream) send({ id: r.id, out: 'stdout', data: d }); });
-    child.stderr?.setEncoding('utf8').on('data', (d: string) => { stderr += d; if (r.stream) send({ id: r.id, out: 'stderr', data: d }); });
+    // Bounded: a build's `yes` ran for its 20 minutes into these strings, past V8's longest
+    // string, and took the helper (every host command of the node) down with it. A streamed
+    // command's reader saw all of its output: the reply keeps its last 1 MiB. A host command's
+    // whole output is kept (callers parse it) up to 64 MiB, past which it is killed.
+    const STREAM_TAIL = 1024 * 1024;
+    const CAPTURE_MAX = 64 * 1024 * 1024;
+    let overflowed = false;
+    const keep = (acc: string, d: string): string => {
+      const next = acc + d;
+      if (r.stream) return next.length > 2 * STREAM_TAIL ? next.slice(-STREAM_TAIL) : next;
+      if (next.length <= CAPTURE_MAX) return next;
+      if (!overflowed) { overflowed = true; child.kill('SIGKILL'); }
+      return acc;
+    };
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => { stdout = keep(stdout, d); if (r.stream) send({ id: r.id, out: 'stdout', data: d }); });
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => { stderr = keep(stderr, d); if (r.stream) send({ id: r.id, out: 'stderr', data: d }); });
     const timer = r.timeoutMs
       ? setTimeout(() => { stderr += `\n(killed after ${r.timeoutMs} ms)`; child.kill('SIGKILL'); }, r.timeoutMs)
       : undefined;
@@ -100,6 +114,7 @@ function helperMain(): void {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      if (overflowed) stderr += `\n(killed: its output passed ${CAPTURE_MAX} characters)`;
       send({ id: r.id, code, signal, stdout, stderr });
     };
     child.on('error', (err) => {

@@ -16,6 +16,14 @@ export interface EnvdTarget {
  * unless `opts.user` names another user; standard input from `opts.inputFile`; a command still
  * running at `timeoutMs` is killed and its stderr ends as a host command's does.
  */
+/** The largest envd frame taken (its output comes in chunks of a few kB). */
+const MAX_FRAME = 16 * 1024 * 1024;
+/** How long a killed command's stream may go on before it is cut. */
+const KILL_GRACE_MS = 5_000;
+/** The output a reply keeps: its last 1 MiB (onOutput saw all of it). */
+const OUTPUT_TAIL = 1024 * 1024;
+const tail = (text: string): string => (text.length > 2 * OUTPUT_TAIL ? text.slice(-OUTPUT_TAIL) : text);
+
 export async function execThroughEnvd(target: EnvdTarget, argv: string[], opts: ExecOptions = {}): Promise<RunResult> {
   const [cmd, ...args] = argv;
   const headers: Record<string, string> = {
@@ -35,6 +43,8 @@ export async function execThroughEnvd(target: EnvdTarget, argv: string[], opts: 
       killedAfter = true;
       if (pid !== undefined) void unary(target, headers, 'SendSignal', { process: { pid }, signal: 'SIGNAL_SIGKILL' }).catch(() => req.destroy());
       else req.destroy();
+      // A guest whose envd took the signal and goes on streaming is cut off all the same.
+      setTimeout(() => { if (!req.destroyed) { req.destroy(); resolve({ code: 137, stdout, stderr: `${stderr}\n(killed after ${timeoutMs} ms)` }); } }, KILL_GRACE_MS).unref();
     }, timeoutMs);
     const req = http.request({
       host: target.address, port: ENVD_PORT, method: 'POST', path: '/process.Process/Start', agent: false,
@@ -47,6 +57,14 @@ export async function execThroughEnvd(target: EnvdTarget, argv: string[], opts: 
       }
       res.on('data', (chunk: Buffer) => {
         buffered = Buffer.concat([buffered, chunk]);
+        // envd's frames carry a chunk of output each; a length past MAX_FRAME is a guest's envd
+        // that was replaced, which would have this process hold gigabytes (docs/runtimes.md).
+        if (buffered.length >= 5 && buffered.readUInt32BE(1) > MAX_FRAME) {
+          clearTimeout(timer);
+          req.destroy();
+          reject(new Error(`envd at ${target.address} sent a frame of ${buffered.readUInt32BE(1)} bytes, past ${MAX_FRAME}: refused`));
+          return;
+        }
         while (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt32BE(1)) {
           const flags = buffered[0]!;
           const size = buffered.readUInt32BE(1);
@@ -62,8 +80,8 @@ export async function execThroughEnvd(target: EnvdTarget, argv: string[], opts: 
             if (opts.detach) { clearTimeout(timer); req.destroy(); resolve({ code: 0, stdout: '', stderr: '' }); return; }
             if (opts.inputFile) void sendInputFile(target, headers, pid, opts.inputFile).catch((err: Error) => { stderr += `stdin: ${err.message}\n`; });
           }
-          if (event.data?.stdout) { const text = Buffer.from(event.data.stdout, 'base64').toString('utf8'); stdout += text; opts.onOutput?.('stdout', text); }
-          if (event.data?.stderr) { const text = Buffer.from(event.data.stderr, 'base64').toString('utf8'); stderr += text; opts.onOutput?.('stderr', text); }
+          if (event.data?.stdout) { const text = Buffer.from(event.data.stdout, 'base64').toString('utf8'); stdout = tail(stdout + text); opts.onOutput?.('stdout', text); }
+          if (event.data?.stderr) { const text = Buffer.from(event.data.stderr, 'base64').toString('utf8'); stderr = tail(stderr + text); opts.onOutput?.('stderr', text); }
           if (event.end) exitCode = event.end.exitCode ?? (event.end.exited === false ? 137 : 0);
         }
       });
