@@ -261,6 +261,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     : undefined;
   memoryWatch?.start();
   periodic.every('memory measure', 2_000, () => memory.measure());
+  periodic.every('console log cap', 15_000, () => sandboxes.capConsoles());
   periodic.every('allowOut host names learned again', 60_000, () => sandboxes.relearnHosts());
 
   logger.info({ nodeId, url, runtimes: drivers.kinds(), platforms, stateDir, tag: names.tag, adopted: report.adopted.length }, 'node agent serving');

@@ -160,7 +160,7 @@ describe('node agent sandboxes (real runsc)', () => {
     assert.equal(info.address, agent.url);
     const health = await (await fetch(`${agent.url}/health`)).json() as { ok: boolean; nodeId: string; tasks: Record<string, { runs: number; failures: number }> };
     assert.deepEqual({ ok: health.ok, nodeId: health.nodeId }, { ok: true, nodeId: agent.nodeId });
-    assert.deepEqual(Object.keys(health.tasks).sort(), ['allowOut host names learned again', 'liveness sweep', 'memory measure']);
+    assert.deepEqual(Object.keys(health.tasks).sort(), ['allowOut host names learned again', 'console log cap', 'liveness sweep', 'memory measure']);
     assert.equal(health.tasks['memory measure']!.failures, 0);
   });
 

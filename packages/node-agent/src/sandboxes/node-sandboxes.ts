@@ -29,6 +29,7 @@ import { SandboxTable } from './sandbox-table.ts';
 import { view } from './sandbox-view.ts';
 import { attachedVolumeIds, sandboxHolder } from './volume-holds.ts';
 import { WarmPool } from './warm-pool.ts';
+import { capConsoleFile } from '../runtime/console-file.ts';
 
 export interface NodeSandboxesDeps {
   logger: Logger;
@@ -216,6 +217,13 @@ export class NodeSandboxes {
 
   instanceOf(sandboxId: string): Instance {
     return this.table.find(sandboxId);
+  }
+
+  /** Cuts console files past their cap (console-file.ts capConsoleFile); one failure does not stop the rest. */
+  async capConsoles(): Promise<void> {
+    for (const inst of this.table.all()) {
+      await capConsoleFile(this.table.driverOf(inst).consolePath(inst.ref)).catch((err: Error) => this.d.logger.warn({ sandboxId: inst.record.sandboxId, err: err.message }, 'console log not cut; tried again at the next sweep'));
+    }
   }
 
   /** Releases what sandboxes whose processes died held (liveness.ts). */
