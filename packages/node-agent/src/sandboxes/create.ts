@@ -1,4 +1,4 @@
-import { conflict, type Logger } from '@svc/common';
+import { conflict, SvcError, type Logger } from '@svc/common';
 import type { CreateSandboxOnNode, LayerContents, NodeSandbox, RuntimeKind } from '@svc/contracts/node-agent';
 import type { VolumeRefFlip } from '@svc/contracts/volumes';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
@@ -18,6 +18,9 @@ import type { SandboxTable } from './sandbox-table.ts';
 import { view, withFlips } from './sandbox-view.ts';
 import { sandboxHolder } from './volume-holds.ts';
 import type { WarmPool } from './warm-pool.ts';
+
+/** Free space a node keeps on its state disk for the sandboxes it runs (checkDiskRoom). */
+const DISK_RESERVE_BYTES = 2 * 1_073_741_824;
 
 export interface CreateDeps {
   logger: Logger;
@@ -49,6 +52,18 @@ export class SandboxCreator {
     private readonly memory: () => MemoryAdmission | undefined,
   ) {}
 
+  /**
+   * A node whose state disk is nearly full takes no new sandbox: writable layers are sparse and
+   * grow as sandboxes write, pauses and snapshots add to them, and a full disk fails every
+   * sandbox's writes and every capture on the node, whoever's (found by a helper reading the node
+   * agent as an attacker, 2026-11-30). The master asks the next node on a 503.
+   */
+  private async checkDiskRoom(): Promise<void> {
+    const free = await this.d.layers.freeBytes();
+    if (free >= DISK_RESERVE_BYTES) return;
+    throw new SvcError(503, `this node's disk has ${(free / 1_073_741_824).toFixed(1)} GiB free, under the ${DISK_RESERVE_BYTES / 1_073_741_824} GiB it keeps for the sandboxes it runs: no new sandbox here`, { headers: { 'Retry-After': '30' } });
+  }
+
   /** Creates of sandboxes on the artifact under way now. */
   creatingOn(artifactId: string): number {
     return this.creating.get(artifactId) ?? 0;
@@ -64,6 +79,7 @@ export class SandboxCreator {
     const driver = this.d.drivers.forCreate(runtime);
     return this.table.locks.run(req.sandboxId, async () => {
       if (this.table.has(req.sandboxId)) throw conflict(`sandbox ${req.sandboxId} already exists on this node`);
+      await this.checkDiskRoom();
       const admitted = await this.memory()?.admit(req.memoryMB);
       this.creating.set(artifactId, (this.creating.get(artifactId) ?? 0) + 1);
       const signal = AbortSignal.timeout(req.timeoutMs);
