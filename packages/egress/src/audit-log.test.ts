@@ -20,7 +20,7 @@ test('JSON Lines appended to a new file in new directories, mode 0640, one whole
   const dir = await mkdtemp(join(tmpdir(), 'egress-audit-'));
   try {
     const path = join(dir, 'log', 'svc-egress', 'access.jsonl');
-    const log = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => [] });
+    const log = await AuditLog.open(path, { logger: silentLogger(), secretsFor: () => [] });
     for (let i = 0; i < 2000; i++) log.write(request(i));
     log.write({ type: 'security_event', ts: auditTimestamp(), sandbox_ip: '10.0.0.2', rule: '', reason: 'default_deny', host: 'x.test' });
     await log.close();
@@ -34,7 +34,7 @@ test('JSON Lines appended to a new file in new directories, mode 0640, one whole
     });
     assert.equal(JSON.parse(lines[2000]).type, 'security_event');
 
-    const again = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => [] });
+    const again = await AuditLog.open(path, { logger: silentLogger(), secretsFor: () => [] });
     again.write(request(9999));
     await again.close();
     again.write(request(10000)); // after close: dropped, and said so in the operational log
@@ -49,7 +49,7 @@ test('a live secret never reaches the file, raw or JSON-escaped', async () => {
   try {
     const path = join(dir, 'access.jsonl');
     const secrets = ['sk-live-123', 'quote"and\\slash'];
-    const log = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => secrets });
+    const log = await AuditLog.open(path, { logger: silentLogger(), secretsFor: () => secrets });
     log.write(request(1, { path: '/leak?key=sk-live-123' }));
     log.write(request(2, { host: 'quote"and\\slash' }));
     await log.close();
@@ -129,7 +129,7 @@ test('rotation by size under load: every record exactly once, whole and in order
   await inTempDir(async (dir) => {
     const path = join(dir, 'access.jsonl');
     const maxBytes = 64 * 1024;
-    const log = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => [], maxBytes, keep: 1000 });
+    const log = await AuditLog.open(path, { logger: silentLogger(), secretsFor: () => [], maxBytes, keep: 1000 });
     // A tight loop (every rotation after the first is queued behind it), then bursts that let rotations run between writes.
     for (let i = 0; i < 10_000; i++) log.write(request(i));
     for (let i = 10_000; i < 20_000; i++) {
@@ -155,7 +155,7 @@ test('keep=2: older rotated files are deleted, ones left by a larger keep too', 
     const path = join(dir, 'access.jsonl');
     await writeFile(join(dir, 'access.jsonl.7'), 'left by keep=10\n');
     await writeFile(join(dir, 'access.jsonl.x'), 'not ours\n');
-    const log = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => [], maxBytes: 4096, keep: 2 });
+    const log = await AuditLog.open(path, { logger: silentLogger(), secretsFor: () => [], maxBytes: 4096, keep: 2 });
     for (let i = 0; i < 200; i++) {
       log.write(request(i));
       if (i % 10 === 0) await tick();
@@ -172,7 +172,7 @@ test('daily rotation: a record on a later local day starts a new file; an empty 
   await inTempDir(async (dir) => {
     const path = join(dir, 'access.jsonl');
     let now = new Date(2026, 0, 15, 23, 59, 0);
-    const log = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => [], now: () => now });
+    const log = await AuditLog.open(path, { logger: silentLogger(), secretsFor: () => [], now: () => now });
     now = new Date(2026, 0, 17, 12, 0, 0); // days pass with nothing written: nothing to rotate
     log.write(request(0));
     log.write(request(1));
@@ -200,7 +200,7 @@ test('daily rotation of a file left by an earlier run, dated by its first record
     const yesterday = new Date(2026, 2, 9, 22, 0, 0);
     await writeFile(path, `${JSON.stringify(request(0, { ts: auditTimestamp(yesterday) }))}\n`);
     let now = new Date(2026, 2, 10, 0, 30, 0);
-    const log = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => [], now: () => now });
+    const log = await AuditLog.open(path, { logger: silentLogger(), secretsFor: () => [], now: () => now });
     log.write(request(1));
     await log.close();
     assert.deepEqual(await itemsOf(`${path}.1`), [0]);
@@ -208,7 +208,7 @@ test('daily rotation of a file left by an earlier run, dated by its first record
 
     // Same day as its first record: appended to.
     now = new Date(2026, 2, 10, 23, 0, 0);
-    const again = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => [], now: () => now });
+    const again = await AuditLog.open(path, { logger: silentLogger(), secretsFor: () => [], now: () => now });
     again.write(request(2));
     await again.close();
     assert.deepEqual(await itemsOf(path), [1, 2]);
@@ -231,7 +231,7 @@ test('a failed rename is logged, the current file takes every record, and rotati
       },
     };
     let now = new Date(2026, 4, 1, 12, 0, 0);
-    const log = await AuditLog.open(path, { logger, liveSecrets: () => [], maxBytes: 8192, keep: 100, now: () => now, fs });
+    const log = await AuditLog.open(path, { logger, secretsFor: () => [], maxBytes: 8192, keep: 100, now: () => now, fs });
     for (let i = 0; i < 300; i++) log.write(request(i));
     await tick();
     for (let i = 300; i < 600; i++) log.write(request(i));
@@ -271,7 +271,7 @@ test('a new file that cannot be opened: the rename is undone, logged, and no rec
       },
     };
     let now = new Date(2026, 4, 1, 12, 0, 0);
-    const log = await AuditLog.open(path, { logger, liveSecrets: () => [], maxBytes: 8192, keep: 100, now: () => now, fs });
+    const log = await AuditLog.open(path, { logger, secretsFor: () => [], maxBytes: 8192, keep: 100, now: () => now, fs });
     for (let i = 0; i < 100; i++) log.write(request(i));
     await until(() => errors.length > 0, 'the rotation error');
     assert.equal(errors.length, 1, JSON.stringify(errors.map((e) => e.msg)));
@@ -292,7 +292,7 @@ test('a read-only directory: the rename fails, is logged, and the current file t
   await inTempDir(async (dir) => {
     const path = join(dir, 'log', 'access.jsonl');
     const { logger, errors } = recordingLogger();
-    const log = await AuditLog.open(path, { logger, liveSecrets: () => [], maxBytes: 4096 });
+    const log = await AuditLog.open(path, { logger, secretsFor: () => [], maxBytes: 4096 });
     await chmod(join(dir, 'log'), 0o555);
     try {
       for (let i = 0; i < 200; i++) log.write(request(i));

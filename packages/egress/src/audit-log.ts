@@ -18,8 +18,8 @@ export interface AuditSink {
 
 export interface AuditLogOptions {
   logger: Logger;
-  /** Every inject secret currently configured: a line that holds one is redacted before it is written. */
-  liveSecrets: () => Iterable<string>;
+  /** The secrets a record of this sandbox (by address) is redacted with before it is written (audit-sink.ts liveSecretsOf). */
+  secretsFor: (sandboxIp: string | undefined) => Iterable<string>;
   /** Rotate before the live file would pass this many bytes; 0 or absent: never by size. */
   maxBytes?: number;
   /** Rotated files kept (path.1 … path.keep); default 5, at least 1. */
@@ -85,7 +85,7 @@ export class AuditLog implements AuditSink {
 
   write(record: AuditRecord): void {
     if (this.closed) return this.drop(1);
-    this.accept(`${serializeAuditRecord(record, this.opts.liveSecrets())}\n`);
+    this.accept(`${serializeAuditRecord(record, this.opts.secretsFor(sandboxIpOf(record)))}\n`);
   }
 
   /**
@@ -241,6 +241,11 @@ export class AuditLog implements AuditSink {
       this.failing = true;
     });
   }
+}
+
+/** The address of the sandbox a record is of; undefined for a record of none (an audit gap). */
+export function sandboxIpOf(record: AuditRecord): string | undefined {
+  return 'sandbox_ip' in record ? record.sandbox_ip : undefined;
 }
 
 /** A record as one audit line (without its newline), every live secret in it redacted. */

@@ -49,7 +49,7 @@ test('lines from workers go through the log\'s rotation: every line once, in ord
   const dir = await mkdtemp(join(tmpdir(), 'egress-audit-lines-'));
   try {
     const path = join(dir, 'access.jsonl');
-    const log = await AuditLog.open(path, { logger: silentLogger(), liveSecrets: () => [], maxBytes: 4096, keep: 100 });
+    const log = await AuditLog.open(path, { logger: silentLogger(), secretsFor: () => [], maxBytes: 4096, keep: 100 });
     const line = (i: number) => JSON.stringify({ n: i, pad: 'x'.repeat(100) });
     for (let batch = 0; batch < 20; batch++) {
       log.writeLines(Array.from({ length: 10 }, (_, j) => line(batch * 10 + j)));
@@ -77,16 +77,31 @@ test('the live secrets are one list until a policy or a resolved placeholder cha
     tokens: { mint: async () => { throw new Error('no tokens here'); } },
   });
   const live = liveSecretsOf(store, placeholders);
-  const first = live();
-  assert.equal(live(), first, 'unchanged: the same list, so its compiled redactor is reused');
+  const first = live('10.0.0.2');
+  assert.equal(live('10.0.0.2'), first, 'unchanged: the same list, so its compiled redactor is reused');
   assert.deepEqual([...first], ['policy-secret']);
 
   await placeholders.fill(store.get('a')!, [{ name: 'Authorization', value: 'Bearer ${e2b.secrets.API_KEY}' }]);
-  const second = live();
+  const second = live('10.0.0.2');
   assert.notEqual(second, first);
   assert.deepEqual([...second].sort(), ['policy-secret', 'vault-API_KEY']);
   assert.equal(serializeAuditRecord(event('vault-API_KEY.test'), second).includes('vault-API_KEY'), false);
 
-  store.put({ sandboxId: 'b', address: '10.0.0.3', rules: [{ name: 'r', match: {}, action: { allow: true, inject: [{ header: 'X-Key', secret: 'another-secret' }] } }] });
-  assert.deepEqual([...live()].sort(), ['another-secret', 'policy-secret', 'vault-API_KEY']);
+  store.put({ sandboxId: 'b', address: '10.0.0.3', teamId: 'team-2', rules: [{ name: 'r', match: {}, action: { allow: true, inject: [{ header: 'X-Key', secret: 'another-secret' }] } }] });
+  assert.deepEqual([...live('10.0.0.3')], ['another-secret'], 'a sandbox\'s records are redacted with its own secrets');
+  assert.deepEqual([...live('10.0.0.2')].sort(), ['policy-secret', 'vault-API_KEY']);
+  assert.deepEqual([...live(undefined)].sort(), ['another-secret', 'policy-secret', 'vault-API_KEY'], 'a record of no sandbox: every secret held');
+  assert.deepEqual([...live('10.0.0.99')].sort(), ['another-secret', 'policy-secret', 'vault-API_KEY'], 'nor of one whose policy is gone');
+});
+
+test('one team\'s inject value never takes anything out of another sandbox\'s records', () => {
+  const store = new PolicyStore();
+  // Team 2 injects the address of team 1's sandbox, to hide who sent what.
+  store.put({ sandboxId: 'victim', address: '10.0.0.2', teamId: 'team-1', rules: [] });
+  store.put({ sandboxId: 'hider', address: '10.0.0.3', teamId: 'team-2', rules: [{ name: 'r', match: {}, action: { allow: true, inject: [{ header: 'X-A', secret: '10.0.0.2' }] } }] });
+  const live = liveSecretsOf(store, undefined);
+  const theirs = event('api.example.com');
+  const line = serializeAuditRecord({ ...theirs, sandbox_ip: '10.0.0.2' }, live('10.0.0.2'));
+  assert.equal(JSON.parse(line).sandbox_ip, '10.0.0.2');
+  assert.equal(JSON.parse(serializeAuditRecord({ ...theirs, sandbox_ip: '10.0.0.3', host: 'x.10.0.0.2.test' }, live('10.0.0.3'))).host, 'x.[redacted].test', 'its own records are redacted with it');
 });

@@ -1,6 +1,6 @@
-import { AUDIT_FLUSH_MS, serializeAuditRecord, type AuditRecord, type AuditSink } from './audit-log.ts';
+import { AUDIT_FLUSH_MS, sandboxIpOf, serializeAuditRecord, type AuditRecord, type AuditSink } from './audit-log.ts';
 import type { PlaceholderResolver } from './placeholders.ts';
-import type { PolicyStore } from './policy-store.ts';
+import { policySecrets, type PolicyStore } from './policy-store.ts';
 
 /**
  * Where the data path's audit records go: the AuditLog itself (in-process, and in the primary),
@@ -15,24 +15,39 @@ export interface AuditLinesEvent {
   lines: string[];
 }
 
+/** The secrets a record is redacted with, by the address of the sandbox it is of (none: a record of no sandbox). */
+export type SecretsFor = (sandboxIp: string | undefined) => Iterable<string>;
+
 /**
- * Every secret the data path holds now: the policies' inject secrets and proxy passwords, and
- * the resolved placeholders. The same list object until either changes, so that the redactor
+ * The secrets the data path holds for a record's sandbox: its policy's inject secrets and proxy
+ * password, its team's resolved secrets and its own workload tokens. A record of no sandbox, or
+ * of one whose policy is gone, is redacted with every secret held. Only the sandbox's own: with
+ * every team's secrets searched in every line, a team whose rule injected a value that appears
+ * in other teams' records (`"`, a sandbox's address) took it out of all of them (2026-11-30).
+ * The same list object until the policies or the resolved values change, so that the redactor
  * compiled for it is reused (redactSecrets).
  */
-export function liveSecretsOf(store: PolicyStore, placeholders: PlaceholderResolver | undefined): () => Iterable<string> {
-  if (!placeholders) return () => store.liveSecrets();
+export function liveSecretsOf(store: PolicyStore, placeholders: PlaceholderResolver | undefined): SecretsFor {
   let fromStore: Set<string> | undefined;
   let version = -1;
   let all: string[] = [];
-  return () => {
+  const bySandbox = new Map<string, string[]>();
+  return (sandboxIp) => {
     const current = store.liveSecrets();
-    if (current !== fromStore || placeholders.version !== version) {
+    if (current !== fromStore || (placeholders?.version ?? 0) !== version) {
       fromStore = current;
-      version = placeholders.version;
-      all = [...current, ...placeholders.liveValues()];
+      version = placeholders?.version ?? 0;
+      all = [...current, ...(placeholders?.liveValues() ?? [])];
+      bySandbox.clear();
     }
-    return all;
+    const policy = sandboxIp === undefined ? undefined : store.forAddress(sandboxIp);
+    if (!policy) return all;
+    let own = bySandbox.get(policy.sandboxId);
+    if (own === undefined) {
+      own = [...policySecrets(policy), ...(placeholders?.valuesOf(policy.teamId, policy.sandboxId) ?? [])];
+      bySandbox.set(policy.sandboxId, own);
+    }
+    return own;
   };
 }
 
@@ -47,10 +62,10 @@ export class ForwardingAuditSink implements AuditSink {
   private scheduled: NodeJS.Timeout | undefined;
   private closed = false;
 
-  constructor(private readonly liveSecrets: () => Iterable<string>, private readonly emit: (event: AuditLinesEvent) => void) {}
+  constructor(private readonly secretsFor: SecretsFor, private readonly emit: (event: AuditLinesEvent) => void) {}
 
   write(record: AuditRecord): void {
-    this.pending.push(serializeAuditRecord(record, this.liveSecrets()));
+    this.pending.push(serializeAuditRecord(record, this.secretsFor(sandboxIpOf(record))));
     // After close (a connection ended by the shutdown itself) there is no later turn to wait for.
     if (this.closed) { this.flush(); return; }
     this.scheduled ??= setTimeout(() => this.flush(), AUDIT_FLUSH_MS);

@@ -95,7 +95,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   // With workers, the placeholders are resolved (and their lines redacted) in the workers.
   const placeholders = opts.workers ? undefined : new PlaceholderResolver(sources);
   const audit = await AuditLog.open(opts.auditLogPath, {
-    logger, liveSecrets: liveSecretsOf(store, placeholders), maxBytes: opts.auditMaxBytes, keep: opts.auditKeep,
+    logger, secretsFor: liveSecretsOf(store, placeholders), maxBytes: opts.auditMaxBytes, keep: opts.auditKeep,
   });
 
   let backend: Backend;

@@ -78,6 +78,12 @@ export class PlaceholderResolver {
     for (const t of this.tokens.values()) yield t.token;
   }
 
+  /** The values held for one sandbox: its team's secrets and its own workload tokens. */
+  *valuesOf(teamId: string | undefined, sandboxId: string): Iterable<string> {
+    if (teamId) for (const [key, s] of this.secrets) if (key.startsWith(`${teamId}\n`)) yield s.value;
+    for (const [key, t] of this.tokens) if (key.startsWith(`${sandboxId}\n`)) yield t.token;
+  }
+
   private async secretValues(policy: SandboxEgressPolicy, names: string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (names.length === 0) return out;

@@ -71,11 +71,7 @@ export class PolicyStore {
   liveSecrets(): Set<string> {
     if (this.secrets === undefined) {
       this.secrets = new Set();
-      for (const p of this.byId.values()) {
-        for (const r of p.rules) for (const i of r.action.inject ?? []) if (i.secret) this.secrets.add(i.secret);
-        for (const t of p.transforms ?? []) for (const i of t.inject) if (i.secret) this.secrets.add(i.secret);
-        if (p.tunnel?.password) this.secrets.add(p.tunnel.password);
-      }
+      for (const p of this.byId.values()) for (const s of policySecrets(p)) this.secrets.add(s);
     }
     return this.secrets;
   }
@@ -102,4 +98,11 @@ export class PolicyStore {
     this.secrets = undefined;
     return true;
   }
+}
+
+/** A policy's inject secrets and proxy password. */
+export function* policySecrets(p: SandboxEgressPolicy): Iterable<string> {
+  for (const r of p.rules) for (const i of r.action.inject ?? []) if (i.secret) yield i.secret;
+  for (const t of p.transforms ?? []) for (const i of t.inject) if (i.secret) yield i.secret;
+  if (p.tunnel?.password) yield p.tunnel.password;
 }
