@@ -216,6 +216,25 @@ describe('runCode against the code interpreter double', () => {
     await assert.rejects(gone.runCode('1'), (e: unknown) => e instanceof SandboxError && e.code === 'unreachable');
     await assert.rejects(gone.listCodeContexts(), (e: unknown) => e instanceof SandboxError && e.code === 'unreachable');
   });
+
+  test('a redirect from the sandbox is an error, never followed (the SDK runs on the platform\'s hosts too: the /mcp tools)', async () => {
+    const reached: string[] = [];
+    const elsewhere = createServer((req, res) => { reached.push(req.url!); res.end('metadata'); });
+    await new Promise<void>((r) => elsewhere.listen(0, '127.0.0.1', r));
+    const target = `http://127.0.0.1:${(elsewhere.address() as { port: number }).port}/latest/meta-data`;
+    const redirecting = createServer((_req, res) => { res.writeHead(307, { location: target }); res.end(); });
+    await new Promise<void>((r) => redirecting.listen(0, '127.0.0.1', r));
+    try {
+      const sbxThere = sandboxAt(`http://127.0.0.1:${(redirecting.address() as { port: number }).port}`);
+      await assert.rejects(sbxThere.runCode('1'), (e: unknown) => e instanceof SandboxError && !/metadata/.test((e as Error).message));
+      await assert.rejects(sbxThere.listCodeContexts(), SandboxError);
+      await assert.rejects(sbxThere.files.read('/etc/hostname'), (e: unknown) => e instanceof Error && !/metadata/.test((e as Error).message));
+      assert.deepEqual(reached, [], 'nothing followed the redirect');
+    } finally {
+      elsewhere.close();
+      redirecting.close();
+    }
+  });
 });
 
 describe('runCode against the real code interpreter', () => {

@@ -50,7 +50,9 @@ export class CodeInterpreter {
     try {
       let res: Response;
       try {
-        res = await fetch(url, { method: 'POST', headers: this.headers(), body: JSON.stringify(request), signal: clocks.signal });
+        // A redirect is the sandbox's answer, not followed: in the gateway's /mcp tools it sent the
+        // gateway's host anywhere (metadata, loopback), and the answer came back in the error.
+        res = await fetch(url, { method: 'POST', headers: this.headers(), body: JSON.stringify(request), signal: clocks.signal, redirect: 'manual' });
       } catch (err) {
         throw clocks.interrupted(err, `POST ${url}`);
       }
@@ -115,6 +117,7 @@ export class CodeInterpreter {
         headers: this.headers(),
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: signals.length ? AbortSignal.any(signals) : undefined,
+        redirect: 'manual', // the sandbox's answer, never followed (above)
       });
       text = await res.text();
     } catch (err) {

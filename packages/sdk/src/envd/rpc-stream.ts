@@ -111,7 +111,7 @@ export class RpcStream<T> implements AsyncIterable<T> {
     try {
       let res: Response;
       try {
-        res = await fetch(this.url, { method: 'POST', headers, body: encodeEnvelope(this.request), signal: this.controller.signal });
+        res = await fetch(this.url, { method: 'POST', headers, body: encodeEnvelope(this.request), signal: this.controller.signal, redirect: 'manual' });
       } catch (err) {
         const e = this.interrupted(err);
         if (!e) return;

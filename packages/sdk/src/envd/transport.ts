@@ -61,6 +61,9 @@ export class EnvdTransport {
       headers: this.headers(opts.headers),
       body: opts.body,
       signal: this.signal(opts),
+      // A sandbox's redirect is its answer (an error), never followed: where this SDK runs on a
+      // platform host (the gateway's /mcp tools), it sent the host to any address.
+      redirect: 'manual',
     };
     if (opts.body instanceof ReadableStream) init.duplex = 'half';
     try {
