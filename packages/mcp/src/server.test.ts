@@ -262,6 +262,21 @@ describe('run_code', () => {
     assert.equal(bad.isError, true, 'an unknown language is refused by the schema');
   });
 
+  test('results past the output limit stop the run as printed output does: display data and errors count', async () => {
+    fake.ci.onExecute = async (_req, answer) => {
+      answer.start();
+      // 10 MB a result, as a loop of display() sends them: before 2026-11-30 all of them were kept.
+      for (let i = 0; i < 6; i++) {
+        answer.line({ type: 'result', text: 'x'.repeat(10 * 1024 * 1024), is_main_result: false });
+        await new Promise((r) => setImmediate(r));
+      }
+      answer.end();
+    };
+    const r = await mcp.call('run_code', { code: 'while True: display("x" * 10**7)' });
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /^the code printed more than \d+ MB and its output was cut off/);
+  });
+
   test('past its timeout the run is interrupted: a tool error', async () => {
     fake.ci.onExecute = async (_req, answer) => {
       answer.start();

@@ -75,16 +75,21 @@ async function runIn(sbx: Sandbox, args: RunCodeArgs, call: ToolCall): Promise<E
   const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
   const flood = new AbortController();
   let printed = 0;
-  const count = (out: { line: string }) => {
-    printed += out.line.length;
+  const add = (chars: number) => {
+    printed += chars;
     if (printed > MAX_OUTPUT_CHARS && !flood.signal.aborted) flood.abort();
   };
+  const count = (out: { line: string }) => add(out.line.length);
+  // Results (display data, images) and the error count too: before 2026-11-30 a loop of display()
+  // calls of 10 MB each piled up in the gateway, the whole platform under svc up.
+  const countResult = (r: Result) => add(JSON.stringify(r).length);
+  const countError = (e: { name: string; value: string; traceback: string }) => add(e.name.length + e.value.length + e.traceback.length);
   const flooded = () => new ToolFailure(`the code printed more than ${MAX_OUTPUT_CHARS / 1024 / 1024} MB and its output was cut off; `
     + 'write large output to a file and read parts of it, or print less');
   try {
     const execution = await sbx.runCode(args.code, {
       language: args.language, envs: args.envs, timeoutMs: timeoutSeconds * 1000, signal: AbortSignal.any([call.signal, flood.signal]),
-      onStdout: count, onStderr: count,
+      onStdout: count, onStderr: count, onResult: countResult, onError: countError,
     });
     // The last of the output can arrive in the chunk that crossed the limit, before the abort takes.
     if (flood.signal.aborted) throw flooded();
