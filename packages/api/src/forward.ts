@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { relayAnswer, SvcError, traceClientCall } from '@svc/common';
+import { relayAnswer, SvcError, traceClientCall, UnreachableError } from '@svc/common';
 import { pathRefusal } from './path-guard.ts';
 import { teamHeaders } from './request-identity.ts';
 import type { MasterAddress } from './master-address.ts';
@@ -62,7 +62,7 @@ export async function forwardToMaster(req: FastifyRequest, reply: FastifyReply, 
       ...(body === req.raw ? { duplex: 'half' } : {}),
     } as RequestInit), (r) => r.status);
   } catch (err) {
-    throw new SvcError(503, `master unavailable: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, { headers: { 'Retry-After': '2' } });
+    throw new UnreachableError(`master unavailable: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, 'the master did not answer; retry shortly');
   }
   return relayAnswer(req, reply, res, PASS_RESPONSE_HEADERS);
 }

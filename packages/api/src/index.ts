@@ -44,7 +44,7 @@ export interface ApiGatewayOptions {
 export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): Promise<ApiGateway> {
   const masterAt: MasterAddress = { url: opts.masterUrl ?? cfg.master.addr, headers: clusterHeaders(cfg.cluster_token) };
   const master = new MasterClient(masterAt.url, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000, headers: masterAt.headers });
-  const app = createHttpApp({ logger: opts.logger, bodyLimit: cfg.api.max_body_bytes });
+  const app = createHttpApp({ logger: opts.logger, bodyLimit: cfg.api.max_body_bytes, publicFacing: true });
   const apiKeys = [cfg.api.api_key, ...cfg.api.previous_api_keys.split(',')].map((k) => k.trim()).filter(Boolean);
   const auth: AuthConfig = {
     ...(cfg.api.api_key ? { verifier: new KeyVerifier(apiKeys, new TeamsClient(masterAt.url, { headers: masterAt.headers })) } : {}),

@@ -1,4 +1,4 @@
-import { sameSecret, SvcError } from '@svc/common';
+import { sameSecret, SvcError, UnreachableError } from '@svc/common';
 import { ADMIN_KEY_ID, API_KEY_PATTERN, apiKeyHash, DEFAULT_TEAM_ID, NO_LIMITS, type KeyIdentity, type TeamsClient } from '@svc/contracts/teams';
 
 /**
@@ -33,7 +33,7 @@ export class KeyVerifier {
       identity = await this.teams.verify(hash);
     } catch (err) {
       if (!(err instanceof SvcError) || err.status !== 401) {
-        throw new SvcError(503, `the API key could not be checked: the master did not answer (${(err as Error).message})`, { headers: { 'Retry-After': '2' } });
+        throw new UnreachableError(`the API key could not be checked: the master did not answer (${(err as Error).message})`, 'the API key could not be checked: the master did not answer; retry shortly');
       }
     }
     if (this.cache.size >= CACHE_MAX) this.cache.clear();

@@ -42,6 +42,19 @@ export class SvcError extends Error {
   }
 }
 
+/**
+ * A platform component that did not answer: 503 with Retry-After. `message` names where and why
+ * (an address, the socket's error) for the logs and for callers inside the platform; a server
+ * that answers the public (createHttpApp's publicFacing) sends `publicMessage` instead, which
+ * names no address of the platform's.
+ */
+export class UnreachableError extends SvcError {
+  constructor(message: string, readonly publicMessage: string) {
+    super(503, message, { headers: { 'Retry-After': '2' } });
+    this.name = 'UnreachableError';
+  }
+}
+
 export const badRequest = (message: string, code?: number) => new SvcError(400, message, { code });
 export const unauthorized = (message = 'unauthorized') => new SvcError(401, message);
 export const forbidden = (message = 'forbidden') => new SvcError(403, message);

@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
-import { SvcError, isErrorBody } from './errors.ts';
+import { SvcError, isErrorBody, UnreachableError } from './errors.ts';
 import { traceClientCall, tracingOn } from './tracing.ts';
 
 export interface JsonClientOptions {
@@ -69,7 +69,7 @@ export class JsonClient {
     } catch (err) {
       const e = err as Error;
       if (e.name === 'TimeoutError') throw new SvcError(504, `${method} ${path}: no answer within ${timeoutMs} ms`);
-      throw new SvcError(503, `${method} ${this.baseUrl}${path}: ${(e.cause as Error)?.message ?? e.message}`);
+      throw new UnreachableError(`${method} ${this.baseUrl}${path}: ${(e.cause as Error)?.message ?? e.message}`, `${method} ${path}: a platform component did not answer; retry shortly`);
     }
   }
 

@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import { Readable, type Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { SvcError, toSvcError } from './errors.ts';
+import { SvcError, toSvcError, UnreachableError } from './errors.ts';
 import type { Logger } from './log.ts';
 import { compileValidator, schemaError } from './schema-validation.ts';
 import { traceRequests } from './http-tracing.ts';
@@ -14,6 +14,11 @@ export interface HttpAppOptions {
   bodyLimit?: number;
   /** Serve HTTPS with this key and certificate (cluster_tls: clusterTlsOf). */
   https?: { key: Buffer; cert: Buffer };
+  /**
+   * It answers the public (the API gateway): a platform component that did not answer is said in
+   * words that name none of the platform's addresses (UnreachableError); the details are logged.
+   */
+  publicFacing?: boolean;
 }
 
 /**
@@ -54,6 +59,10 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
   app.setErrorHandler(async (err: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const e = toSvcError(err);
     if (e.status >= 500 && !(err instanceof SvcError)) req.log.error({ err, url: req.url }, 'unhandled error');
+    if (opts.publicFacing && err instanceof UnreachableError) {
+      req.log.warn({ err: err.message, url: req.url }, 'a platform component did not answer');
+      return sendError(reply, new SvcError(503, err.publicMessage, { headers: err.headers }));
+    }
     // Answering while the client still uploads, then closing, resets the connection before the
     // client reads the answer: read (and drop) the rest of the body first, within bounds.
     if (e.status === 413) {
