@@ -3,7 +3,7 @@
  * ports of its own, and takes it down again, checking that no sandbox process is left behind.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { afterEach, beforeEach, type TestContext } from 'node:test';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -52,7 +52,8 @@ const E2E_PORTS = {
 export async function startPlatform(opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<RunningPlatform> {
   // A data dir per runtime: what one runtime's runs leave is not the other's.
   const dataDir = opts.dataDir ?? (RUNTIME === 'microvm' ? '/tmp/svc-e2e-data-microvm' : '/tmp/svc-e2e-data');
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(dataDir, 0o700);
   // Tests make no bursts of creates: a pool that starts at 2 (not svc up's 8) leaves the CPU to them.
   // The code-interpreter-v1 template (1.5 GB) only where a test asks for it.
   const env: NodeJS.ProcessEnv = { ...process.env, ...E2E_PORTS, SVC_LIFECYCLE_WARMUP_SEC: '1', SVC_WARM_POOL_INITIAL: '2', SVC_CODE_INTERPRETER_TEMPLATE: 'false', SVC_MCP_GATEWAY_TEMPLATE: 'false', ...opts.env };

@@ -4,6 +4,7 @@ import pino from 'pino';
 import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, setWorkerLogFile, type Logger, type SvcConfig } from '@svc/common';
 import { ensureDebianImage } from '@svc/template-center';
 import { ensureBaseTemplate, startMadeTemplate, waitForMadeTemplate, type BaseTemplateOptions, type MadeTemplateStart } from './base-template.ts';
+import { prepareDataDir } from './data-dir.ts';
 import { clusterHeaders } from '@svc/contracts/cluster-token';
 import { dataDirShortOfSpace } from './disk-space.ts';
 import { minimalKernelHint, prepareMicrovm } from './microvm-setup.ts';
@@ -44,7 +45,8 @@ export async function runUp(opts: UpOptions): Promise<void> {
     process.stderr.write('svc up: --tls needs --domain (or sandbox_domain): the certificate is for <port>-<sandboxID>.<domain>\n');
     process.exit(2);
   }
-  mkdirSync(cfg.data_dir, { recursive: true });
+  const dataDirWarning = prepareDataDir(cfg.data_dir);
+  if (dataDirWarning) process.stderr.write(`svc up: ${dataDirWarning}\n`);
   if (opts.codeInterpreter === false) cfg.template_center.code_interpreter_template = false;
   if (opts.mcpGateway === false) cfg.template_center.mcp_gateway_template = false;
   // A data directory that never came up builds its templates: on a full disk, say so now, not midway through one.

@@ -29,7 +29,9 @@ async function makeDialect(cfg: DatabaseConfig, onIdleError: (err: Error) => voi
   switch (cfg.driver) {
     case 'sqlite': {
       const { default: BetterSqlite3 } = await import('better-sqlite3');
-      if (cfg.path !== ':memory:') mkdirSync(dirname(cfg.path), { recursive: true });
+      // A new directory is root's alone: the file holds every sandbox's access tokens (svc up's data
+      // directory is made 0700 too, cli/src/up.ts).
+      if (cfg.path !== ':memory:') mkdirSync(dirname(cfg.path), { recursive: true, mode: 0o700 });
       const db = new BetterSqlite3(cfg.path);
       db.pragma('journal_mode = WAL');
       db.pragma('busy_timeout = 5000');
