@@ -1,4 +1,4 @@
-import { SvcError } from '@svc/common';
+import { clientPrefix, SvcError } from '@svc/common';
 import { signedFileRequest, type SignedFileRequest } from '@svc/common/envd-signature';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
 
@@ -19,17 +19,6 @@ const CLIENTS_TRACKED = 10_000;
  * file URL look-up"); past it a 503 with Retry-After.
  */
 const MAX_IN_FLIGHT = 8;
-
-/** Whose budget a miss spends: the client's address, an IPv6 client's /64 (one host holds them all). */
-export function clientKey(address: string): string {
-  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
-  if (!v4.includes(':')) return v4;
-  const [head = '', tail] = v4.split('::');
-  const before = head ? head.split(':') : [];
-  const after = tail ? tail.split(':') : [];
-  const groups = tail === undefined ? before : [...before, ...Array<string>(8 - before.length - after.length).fill('0'), ...after];
-  return `${groups.slice(0, 4).map((g) => parseInt(g || '0', 16).toString(16)).join(':')}::/64`;
-}
 
 /**
  * Signed file URLs that name no sandbox: in the single-URL mode that `svc up` prints, the
@@ -56,7 +45,8 @@ export class SignedFileUrls {
 
   /** The sandbox that signed the URL; 401 when none did; 429 for a client past its budget of misses. */
   async sandboxOf(method: string, url: string, address = ''): Promise<string> {
-    const client = clientKey(address);
+    // Whose budget a miss spends: an IPv6 client's /64 (one host holds them all).
+    const client = clientPrefix(address);
     const req = signedFileRequest(method, new URLSearchParams(url.slice(url.indexOf('?') + 1)));
     const key = `${req.operation}\n${req.signature}\n${req.path}\n${req.username ?? ''}\n${req.expiration ?? ''}`;
     const hit = this.known.get(key);

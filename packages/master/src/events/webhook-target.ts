@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { badRequest, hostAddresses, ipToInt, parseCidr } from '@svc/common';
+import { badRequest, canonicalAddress, hostAddresses, ipToInt, parseCidr } from '@svc/common';
 import type { PlatformAddresses } from '@svc/contracts/egress';
 import { parseWebhookUrl } from '@svc/contracts/events';
 
@@ -60,11 +60,11 @@ export class WebhookTargets {
     }
     if (addresses.length === 0) throw badRequest(`url's host ${host} does not resolve`);
     const platform = await this.resolvedPlatform();
-    for (const a of addresses.map(unmapped)) {
+    for (const a of addresses.map(canonicalAddress)) {
       const why = this.refusal(a, port, platform);
       if (why) throw badRequest(`url ${url.origin} is not allowed: ${a}${host === a ? '' : ` (${host})`} ${why}`);
     }
-    return { url, addresses: addresses.map(unmapped) };
+    return { url, addresses: addresses.map(canonicalAddress) };
   }
 
   /**
@@ -82,7 +82,7 @@ export class WebhookTargets {
     }
     if (addresses.length === 0) throw badRequest(`${what}'s host ${host} does not resolve`);
     const platform = await this.resolvedPlatform();
-    for (const a of addresses.map(unmapped)) {
+    for (const a of addresses.map(canonicalAddress)) {
       const why = this.refusal(a, port, platform, false) ?? hostOnlyRefusal(a);
       if (why) throw badRequest(`${what} ${host}:${port} is not allowed: ${a}${host === a ? '' : ` (${host})`} ${why}`);
     }
@@ -98,7 +98,7 @@ export class WebhookTargets {
     const seen = new Set<string>();
     const endpoints: PlatformAddresses['endpoints'] = [];
     const add = (ip: string, port: number) => {
-      const a = unmapped(ip);
+      const a = canonicalAddress(ip);
       if (isIP(a) !== 4 || isLoopback(a) || seen.has(`${a}:${port}`)) return;
       seen.add(`${a}:${port}`);
       endpoints.push({ ip: a, port });
@@ -135,7 +135,7 @@ export class WebhookTargets {
     const local = isLocal(address);
     for (const e of platform) {
       if (e.port !== port) continue;
-      const host = unmapped(e.host);
+      const host = canonicalAddress(e.host);
       if (host === address || (WILDCARDS.has(host) && local) || (host === 'localhost' && isLoopback(address))) return `port ${port} is one of the platform's own components`;
     }
     return undefined;
@@ -145,24 +145,6 @@ export class WebhookTargets {
 function inCidr(ip: number, c: { base: number; prefix: number }): boolean {
   const mask = c.prefix === 0 ? 0 : (~0 << (32 - c.prefix)) >>> 0;
   return ((ip & mask) >>> 0) === c.base;
-}
-
-/**
- * An IPv4-mapped IPv6 address as the IPv4 address it reaches: `::ffff:127.0.0.1`, and the form
- * the URL parser writes it in, `::ffff:7f00:1`, are 127.0.0.1 (a check of the one must hold for
- * the others; the master's own port was reachable so before this).
- */
-function unmapped(address: string): string {
-  const a = address.toLowerCase();
-  const dotted = /^(?:0{0,4}:){0,5}:?ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (dotted) return dotted[1]!;
-  const hex = /^(?:0{0,4}:){0,5}:?ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(a);
-  if (hex) {
-    const hi = parseInt(hex[1]!, 16);
-    const lo = parseInt(hex[2]!, 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  }
-  return a;
 }
 
 /** Addresses that reach the machine the egress proxy runs on, or its cloud's metadata service, whatever the port. */
@@ -179,5 +161,5 @@ function isLoopback(address: string): boolean {
 /** This host's own address: what a component listening on every address answers on. */
 function isLocal(address: string): boolean {
   if (isLoopback(address) || address === '0.0.0.0' || address === '::') return true;
-  return hostAddresses().map(unmapped).includes(address);
+  return hostAddresses().map(canonicalAddress).includes(address);
 }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { networkInterfaces } from 'node:os';
 import { after, before, test } from 'node:test';
-import { canonicalAddress, hopRefusal, listedRegistry, registryRefusal } from './hop-guard.ts';
+import { hopRefusal, listedRegistry, registryRefusal } from './hop-guard.ts';
 import { parseReference } from './reference.ts';
 import { RegistryClient } from './registry-client.ts';
 
@@ -52,9 +52,6 @@ test('an IPv6 registry written any way is recognised where it lands', async () =
   for (const registry of ['[::ffff:7f00:1]:5000', '[0:0:0:0:0:ffff:127.0.0.1]:5000', '[0:0:0:0:0:0:0:1]:5000', '[::FFFF:7F00:0001]:5000', '[0::]:5000']) {
     assert.ok(await registryRefusal(registry, resolve), registry);
   }
-  assert.equal(canonicalAddress('0:0:0:0:0:ffff:a9fe:a9fe'), '169.254.169.254');
-  assert.equal(canonicalAddress('2001:DB8:0:0::1'), '2001:db8::1');
-  assert.equal(canonicalAddress('10.0.0.1'), '10.0.0.1');
 });
 
 test('a registry on this host is refused unless the operator names it (loopback, 0.0.0.0, link-local, a name resolving there); one elsewhere is not', async () => {

@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
-import { hostAddresses } from '@svc/common';
+import { canonicalAddress, hostAddresses } from '@svc/common';
 import { registryHost } from './reference.ts';
 import { RegistryError } from './registry-error.ts';
 
@@ -60,23 +60,6 @@ async function onHost(host: string, resolve: ResolveHost): Promise<string | unde
     if (why) return `${host === why.address ? why.address : `${host} (${why.address})`} ${why.reason}`;
   }
   return undefined;
-}
-
-/**
- * An address in one form: IPv6 as URL writes it (lower case, compressed), and an IPv4-mapped one
- * (`::ffff:127.0.0.1`, `::ffff:7f00:1`, `0:0:0:0:0:ffff:7f00:1`) as the IPv4 address it reaches.
- * Before 2026-11-30 only the dotted mapped form was recognised, so a registry written
- * `[::ffff:7f00:1]:port` or `[0:0:0:0:0:0:0:1]:port`, or a redirect there, reached the host's
- * loopback (found by a helper reading the template center as an attacker).
- */
-export function canonicalAddress(raw: string): string {
-  if (isIP(raw) !== 6) return raw;
-  const v6 = new URL(`http://[${raw}]/`).hostname.slice(1, -1);
-  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(v6);
-  if (!mapped) return v6;
-  const hi = parseInt(mapped[1]!, 16);
-  const lo = parseInt(mapped[2]!, 16);
-  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
 /** Whether an address is the host's own (loopback, 0.0.0.0/8, link-local, one of its interfaces'), and why. */
