@@ -162,13 +162,18 @@ for (const engine of availableTestDatabases().filter((e) => e.driver !== 'sqlite
         assert.equal((await json<{ nodeId: string; state: string }>(`${c.master('A')}/v1/sandboxes/${sbx.sandboxId}`)).body.nodeId, `node-${to}`);
         const moved = await Sandbox.connect(sbx.sandboxId, c.conn);
         assert.equal(await moved.files.read('/home/user/drained.txt'), `made on node ${from}`);
-        const onFrom = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(from)}/v1/sandboxes`, { headers: NODE_HEADERS });
-        assert.ok(!onFrom.body.some((x) => x.sandboxId === sbx.sandboxId), `node ${from} keeps nothing of it`);
+        // The drained node's copy is discarded after the move is acknowledged (move.ts): wait for it.
+        await waitFor(`node ${from} keeps nothing of it`, async () => {
+          const onFrom = await json<Array<{ sandboxId: string }>>(`${c.nodeUrl(from)}/v1/sandboxes`, { headers: NODE_HEADERS });
+          return onFrom.body.some((x) => x.sandboxId === sbx.sandboxId) ? undefined : true;
+        }, 30_000);
         const other = await Sandbox.create('base', c.conn);
         assert.equal((await json<{ nodeId: string }>(`${c.master('A')}/v1/sandboxes/${other.sandboxId}`)).body.nodeId, `node-${to}`, 'a draining node takes no create');
         await other.kill();
         assert.equal((JSON.parse(cli(['node', 'undrain', `node-${from}`])) as { status: string }).status, 'ready');
       } finally {
+        // A failed assertion above must not leave the node drained for the tests after this one.
+        try { cli(['node', 'undrain', `node-${from}`]); } catch (err) { console.error(`undrain node-${from}: ${String(err)}`); }
         await killSettled(sbx.sandboxId);
       }
     });

@@ -10,12 +10,6 @@ export interface EnvdTarget {
   accessToken?: string;
 }
 
-/**
- * Runs a command in a microvm guest through envd's own Process API (Connect, JSON), the one
- * way into a guest: the host has no runsc exec there. The same request the SDK sends, as root
- * unless `opts.user` names another user; standard input from `opts.inputFile`; a command still
- * running at `timeoutMs` is killed and its stderr ends as a host command's does.
- */
 /** The largest envd frame taken (its output comes in chunks of a few kB). */
 const MAX_FRAME = 16 * 1024 * 1024;
 /** How long a killed command's stream may go on before it is cut. */
@@ -24,6 +18,12 @@ const KILL_GRACE_MS = 5_000;
 const OUTPUT_TAIL = 1024 * 1024;
 const tail = (text: string): string => (text.length > 2 * OUTPUT_TAIL ? text.slice(-OUTPUT_TAIL) : text);
 
+/**
+ * Runs a command in a microvm guest through envd's own Process API (Connect, JSON), the one
+ * way into a guest: the host has no runsc exec there. The same request the SDK sends, as root
+ * unless `opts.user` names another user; standard input from `opts.inputFile`; a command still
+ * running at `timeoutMs` is killed and its stderr ends as a host command's does.
+ */
 export async function execThroughEnvd(target: EnvdTarget, argv: string[], opts: ExecOptions = {}): Promise<RunResult> {
   const [cmd, ...args] = argv;
   const headers: Record<string, string> = {
