@@ -39,6 +39,18 @@ for (const tdb of availableTestDatabases()) {
         assert.equal((await svc.get(s.sandboxId)).endAt, paused);
       });
 
+      await t.test('a timeout of 2^31-1 s in a batch of activity: the batch still moves every clock', async () => {
+        // PostgreSQL computed timeout_sec * 1000 in 32 bits: one such sandbox failed every batch it was in.
+        const long = await svc.create(input({ timeout: 2_147_483_647 }));
+        const short = await svc.create(input({ timeout: 2 }));
+        const first = Date.parse(short.endAt!);
+        await new Promise((r) => setTimeout(r, 50));
+        await svc.activity([long.sandboxId, short.sandboxId]);
+        assert.ok(Date.parse((await svc.get(short.sandboxId)).endAt!) > first);
+        await svc.kill(long.sandboxId);
+        await svc.kill(short.sandboxId);
+      });
+
       await t.test('set_timeout shortens; refresh extends; -1 never', async () => {
         const s = await svc.create(input({ timeout: 600 }));
         const short = await svc.setTimeout(s.sandboxId, 5);

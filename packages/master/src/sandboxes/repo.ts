@@ -128,9 +128,12 @@ export class SandboxRepo {
   /** Resets the idle clock of running sandboxes: end_at = max(end_at, now + timeout). */
   async touch(ids: string[], now: number): Promise<void> {
     if (ids.length === 0) return;
-    // PostgreSQL would type `$1 + integer` as integer, which epoch milliseconds overflow.
+    // PostgreSQL types `$1 + integer` and `integer * 1000` as integer: epoch milliseconds overflow
+    // it, and so did a timeout past 24.8 days, which failed the whole batch, every team's
+    // sandboxes behind that proxy, for as long as that sandbox ran (found by a helper reading the
+    // master as an attacker).
     const big = this.driver === 'mysql' ? sql`signed` : sql`bigint`;
-    const next = sql<number>`(cast(${now} as ${big}) + timeout_sec * 1000)`;
+    const next = sql<number>`(cast(${now} as ${big}) + cast(timeout_sec as ${big}) * 1000)`;
     await this.db.updateTable('t_svc_sandbox')
       .set({ end_at: sql`case when end_at < ${next} then ${next} else end_at end` })
       .where('sandbox_id', 'in', ids)
