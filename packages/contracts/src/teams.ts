@@ -50,9 +50,16 @@ export interface TeamLimits {
   maxConcurrentBuilds: number;
   /** API requests a minute, counted at the gateway. */
   maxRequestsPerMinute: number;
+  /**
+   * Sandboxes kept, running or paused together: what a team stores on the nodes and in the
+   * artifact store. Counted at create and fork; a pause never fails for it.
+   */
+  maxKeptSandboxes: number;
+  /** Snapshots kept (the team's own, named or not); counted when one is taken. */
+  maxSnapshots: number;
 }
 
-export const NO_LIMITS: TeamLimits = { maxSandboxes: 0, maxMemoryMB: 0, maxVcpus: 0, maxConcurrentBuilds: 0, maxRequestsPerMinute: 0 };
+export const NO_LIMITS: TeamLimits = { maxSandboxes: 0, maxMemoryMB: 0, maxVcpus: 0, maxConcurrentBuilds: 0, maxRequestsPerMinute: 0, maxKeptSandboxes: 0, maxSnapshots: 0 };
 
 export interface TeamRecord {
   teamId: string;
@@ -114,6 +121,7 @@ const limit = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } 
 
 const limitProperties = {
   maxSandboxes: limit, maxMemoryMB: limit, maxVcpus: limit, maxConcurrentBuilds: limit, maxRequestsPerMinute: limit,
+  maxKeptSandboxes: limit, maxSnapshots: limit,
 } as const satisfies Record<keyof TeamLimits, unknown>;
 
 /** Limits in a body: the known names only; null or absent sets none. */

@@ -137,7 +137,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     endpoints: platformEndpointCheck(cfg, nodes),
     quotas: teams, secrets, volumes, pausePackages,
   });
-  const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger });
+  const snapshots = new SnapshotService({ repo: snapshotRepo, sandboxes, nodes, templates: templates.resolver, storage: layerStorage, catalog: snapshotCatalog, logger, quotas: teams });
   if (templates.builder) {
     const files = new ContextFiles({ templateCenter, masterAddr: cfg.master.addr, signingKey: cfg.master.upload_signing_key, logger, records: new BuildFileRepo(db.kysely), teamMaxBytes: cfg.master.build_files_team_max_mb * 1_048_576 });
     await files.registerRoutes(app);

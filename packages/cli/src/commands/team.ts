@@ -10,6 +10,8 @@ const LIMIT_FLAGS: Array<[flag: string, key: keyof TeamLimits, what: string]> = 
   ['--max-vcpus <n>', 'maxVcpus', 'total sandbox vCPUs'],
   ['--max-builds <n>', 'maxConcurrentBuilds', 'template builds at once'],
   ['--max-requests-per-min <n>', 'maxRequestsPerMinute', 'API requests a minute'],
+  ['--max-kept-sandboxes <n>', 'maxKeptSandboxes', 'sandboxes kept, running or paused'],
+  ['--max-snapshots <n>', 'maxSnapshots', 'snapshots kept'],
 ];
 
 function withLimitFlags(cmd: Command): Command {

@@ -6,7 +6,7 @@ import { ErrorNote, Loading, Section, StatusNote } from './notes.tsx';
 import { usePoll } from './poll.ts';
 
 /** Per-team limits; 0 is no limit (packages/contracts/src/teams.ts, TeamLimits). */
-interface Limits { maxSandboxes: number; maxMemoryMB: number; maxVcpus: number; maxConcurrentBuilds: number; maxRequestsPerMinute: number }
+interface Limits { maxSandboxes: number; maxMemoryMB: number; maxVcpus: number; maxConcurrentBuilds: number; maxRequestsPerMinute: number; maxKeptSandboxes: number; maxSnapshots: number }
 interface Team { teamId: string; name: string; isDefault: boolean; limits: Limits; createdAt: string }
 
 const QUOTAS: { key: keyof Limits; label: string; short: string }[] = [
@@ -15,6 +15,8 @@ const QUOTAS: { key: keyof Limits; label: string; short: string }[] = [
   { key: 'maxVcpus', label: 'Max vCPUs', short: 'vCPUs' },
   { key: 'maxConcurrentBuilds', label: 'Max concurrent builds', short: 'Builds' },
   { key: 'maxRequestsPerMinute', label: 'Max requests per minute', short: 'Requests/min' },
+  { key: 'maxKeptSandboxes', label: 'Max sandboxes kept (running or paused)', short: 'Kept' },
+  { key: 'maxSnapshots', label: 'Max snapshots kept', short: 'Snapshots' },
 ];
 
 const limitText = (n: number) => (n === 0 ? 'no limit' : n.toLocaleString());

@@ -36,7 +36,7 @@ async function createChecked(c: SandboxContext, input: CreateSandboxInput, resol
   const teamId = caller ?? DEFAULT_TEAM_ID;
   const cpuCount = input.cpuCount ?? tpl.cpuCount ?? c.d.cfg.svclet_conf.default_cpu_count;
   const memoryMB = input.memoryMB ?? tpl.memoryMB ?? c.d.cfg.svclet_conf.default_memory_mb;
-  const release = await c.quota.admit(teamId, { memoryMB, cpuCount });
+  const release = await c.quota.admit(teamId, { memoryMB, cpuCount, newSandbox: true });
   try {
     return await createAdmitted(c, input, tpl, teamId, cpuCount, memoryMB);
   } finally {

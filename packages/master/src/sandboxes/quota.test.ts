@@ -14,7 +14,7 @@ after(async () => {
 });
 
 const limits = { limits: async () => ({ ...NO_LIMITS, maxSandboxes: 3 }) };
-const none = async () => ({ sandboxes: 0, memoryMB: 0, vcpus: 0 });
+const none = async () => ({ sandboxes: 0, memoryMB: 0, vcpus: 0, kept: 0 });
 
 // Two masters: each its own SandboxQuota, over one store (two Redis connections, or one memory store).
 const stores: Array<[string, () => [Coordination, Coordination]]> = [
@@ -31,16 +31,30 @@ for (const [name, open] of stores) {
   test(`team quotas hold across two masters sharing ${name}: concurrent creates never pass the limit`, async () => {
     const [ca, cb] = open();
     const masters = [new SandboxQuota(limits, none, ca, silentLogger()), new SandboxQuota(limits, none, cb, silentLogger())];
-    const outcomes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => masters[i % 2].admit('team-1', { memoryMB: 256, cpuCount: 1 })));
+    const outcomes = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => masters[i % 2].admit('team-1', { memoryMB: 256, cpuCount: 1, newSandbox: true })));
     const admitted = outcomes.filter((o): o is PromiseFulfilledResult<() => Promise<void>> => o.status === 'fulfilled');
     assert.equal(admitted.length, 3);
     for (const o of outcomes) if (o.status === 'rejected') assert.equal((o.reason as SvcError).status, 429);
     // Another team is not held back; a place given back is taken again, from either master.
-    await (await masters[1].admit('team-2', { memoryMB: 256, cpuCount: 1 }))();
+    await (await masters[1].admit('team-2', { memoryMB: 256, cpuCount: 1, newSandbox: true }))();
     await admitted[0].value();
     await admitted[0].value(); // a second release gives back nothing more
-    const again = await masters[1].admit('team-1', { memoryMB: 256, cpuCount: 1 });
-    await assert.rejects(masters[0].admit('team-1', { memoryMB: 256, cpuCount: 1 }), (e: SvcError) => e.status === 429);
+    const again = await masters[1].admit('team-1', { memoryMB: 256, cpuCount: 1, newSandbox: true });
+    await assert.rejects(masters[0].admit('team-1', { memoryMB: 256, cpuCount: 1, newSandbox: true }), (e: SvcError) => e.status === 429);
     for (const r of [again, admitted[1].value, admitted[2].value]) await r();
   });
 }
+
+test('maxKeptSandboxes counts paused sandboxes at a create, never at a resume', async () => {
+  const kept = { limits: async () => ({ ...NO_LIMITS, maxKeptSandboxes: 3 }) };
+  // Two paused sandboxes and none running: a create takes the third place, a second create is refused.
+  const usage = async () => ({ sandboxes: 0, memoryMB: 0, vcpus: 0, kept: 2 });
+  const quota = new SandboxQuota(kept, usage, new MemoryCoordination(), silentLogger());
+  const created = await quota.admit('team-1', { memoryMB: 256, cpuCount: 1, newSandbox: true });
+  await assert.rejects(quota.admit('team-1', { memoryMB: 256, cpuCount: 1, newSandbox: true }), (e: SvcError) => e.status === 429 && /maxKeptSandboxes reached: the team may hold 3 sandboxes running or paused, uses 3 now/.test(e.message));
+  // Resuming one of the kept ones adds nothing kept.
+  const resumed = await quota.admit('team-1', { memoryMB: 256, cpuCount: 1, newSandbox: false });
+  await resumed();
+  await created();
+  await (await quota.admit('team-1', { memoryMB: 256, cpuCount: 1, newSandbox: true }))();
+});

@@ -85,11 +85,20 @@ export class SandboxRepo {
   }
 
   /** What a team's sandboxes that hold resources (running, or on their way in or out) take. */
-  async teamUsage(teamId: string): Promise<{ sandboxes: number; memoryMB: number; vcpus: number }> {
-    const r = await this.db.selectFrom('t_svc_sandbox')
-      .select((eb) => [eb.fn.countAll<number | string>().as('n'), eb.fn.sum<number | string | null>('memory_mb').as('mem'), eb.fn.sum<number | string | null>('cpu_count').as('cpu')])
-      .where('team_id', '=', teamId).where('state', 'in', ['running', 'pausing', 'resuming']).executeTakeFirst();
-    return { sandboxes: Number(r?.n ?? 0), memoryMB: Number(r?.mem ?? 0), vcpus: Number(r?.cpu ?? 0) };
+  /** What the team's quotas count (quota.ts): its running sandboxes and their sizes, and every sandbox it keeps. */
+  async teamUsage(teamId: string): Promise<{ sandboxes: number; memoryMB: number; vcpus: number; kept: number }> {
+    const rows = await this.db.selectFrom('t_svc_sandbox')
+      .select((eb) => ['state', eb.fn.countAll<number | string>().as('n'), eb.fn.sum<number | string | null>('memory_mb').as('mem'), eb.fn.sum<number | string | null>('cpu_count').as('cpu')])
+      .where('team_id', '=', teamId).where('state', '!=', 'terminated').groupBy('state').execute();
+    const usage = { sandboxes: 0, memoryMB: 0, vcpus: 0, kept: 0 };
+    for (const r of rows) {
+      usage.kept += Number(r.n);
+      if (r.state !== 'running' && r.state !== 'pausing' && r.state !== 'resuming') continue;
+      usage.sandboxes += Number(r.n);
+      usage.memoryMB += Number(r.mem ?? 0);
+      usage.vcpus += Number(r.cpu ?? 0);
+    }
+    return usage;
   }
 
   /** Running sandboxes per team (E2B's admin running-counts). */

@@ -64,7 +64,7 @@ async function resumePaused(c: SandboxContext, row: Row, reason: LifecycleReason
   const id = row.sandbox_id;
   if (row.state !== 'paused') throw conflict(`sandbox ${id} is ${row.state}; another lifecycle operation is settling, retry later`);
   // A paused sandbox holds no place in its team's quota; resuming takes one again.
-  const release = await c.quota.admit(row.team_id, { memoryMB: row.memory_mb, cpuCount: row.cpu_count });
+  const release = await c.quota.admit(row.team_id, { memoryMB: row.memory_mb, cpuCount: row.cpu_count, newSandbox: false });
   return c.t.locked(id, () => conflict(busyMessage(id)), async () => {
     if (!(await c.t.move(id, { trigger: 'resume', reason }))) {
       const cur = await liveRow(c, id);

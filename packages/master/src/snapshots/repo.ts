@@ -92,6 +92,20 @@ export class SnapshotRepo {
     return q.orderBy('created_at', 'desc').orderBy('snapshot_id', 'desc').limit(opts.limit).execute();
   }
 
+  /**
+   * The team's own snapshots, pending ones too (what maxSnapshots counts); with `before`, only
+   * those taken before that one (by created_at, then id), so that of captures recorded together
+   * the oldest keep their places.
+   */
+  async teamCount(teamId: string, before?: { createdAt: number; id: string }): Promise<number> {
+    let q = this.db.selectFrom('t_svc_snapshot').select((eb) => eb.fn.countAll<number | string>().as('n')).where('team_id', '=', teamId).where('purpose', '=', 'snapshot');
+    if (before) {
+      const { createdAt, id } = before;
+      q = q.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('snapshot_id', '<', id)])]));
+    }
+    return Number((await q.executeTakeFirst())?.n ?? 0);
+  }
+
   /** Every snapshot's layer, pending ones too. */
   async layerIds(): Promise<Set<string>> {
     return new Set((await this.db.selectFrom('t_svc_snapshot').select('layer_id').execute()).map((r) => r.layer_id));

@@ -3,7 +3,7 @@ import {
   MAX_FORK_COUNT, type CreateSandboxInput, type CreateSnapshotInput, type ForkInput, type ForkResult, type SnapshotRecord,
 } from '@svc/contracts/master';
 import type { LayerOnNode } from '@svc/contracts/node-agent';
-import type { TemplateResolver } from '../sandboxes/ports.ts';
+import type { TeamQuotas, TemplateResolver } from '../sandboxes/ports.ts';
 import type { MasterSandboxes } from '../sandboxes/service.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { SnapshotDbRow, SnapshotRepo } from './repo.ts';
@@ -24,6 +24,8 @@ export interface SnapshotServiceDeps {
   storage: LayerStorage;
   catalog: SnapshotCatalog;
   logger: Logger;
+  /** Teams' limits (maxSnapshots); absent: none. */
+  quotas?: TeamQuotas;
 }
 
 /**
@@ -50,6 +52,9 @@ export class SnapshotService {
    */
   async capture(sandboxId: string, o: { purpose: SnapshotRow['purpose']; name?: string | null; cacheKey?: string; buildId?: string; envVars?: Record<string, string> }): Promise<SnapshotDbRow> {
     const src = await this.d.sandboxes.snapshotSource(sandboxId);
+    const teamId = src.record.teamId;
+    const limit = o.purpose === 'snapshot' && this.d.quotas ? (await this.d.quotas.limits(teamId)).maxSnapshots : 0;
+    if (limit) this.within(limit, await this.d.repo.teamCount(teamId));
     const snapshotId = `snap-${randomId(16)}`;
     // A user's snapshot keeps the machine where the node's runtime can (microvm: memory and
     // processes too); a build's keeps files, which any runtime starts from.
@@ -70,6 +75,8 @@ export class SnapshotService {
       throw new SvcError(503, `snapshot of ${sandboxId} could not be recorded (${(err as Error).message}); nothing was kept, retry`);
     }
     try {
+      // Counted again once recorded: captures taken together all passed the count before theirs.
+      if (limit) this.within(limit, await this.d.repo.teamCount(teamId, { createdAt: row.created_at, id: snapshotId }));
       await copyLayerToStore(src.node, this.d.storage, layer);
       await this.d.repo.markReady(snapshotId, o.name ? { name: o.name, teamId: src.record.teamId } : null);
     } catch (err) {
@@ -80,6 +87,11 @@ export class SnapshotService {
     }
     this.d.logger.info({ snapshotId, sandboxId, name: o.name, purpose: o.purpose, sizeBytes: layer.sizeBytes }, 'snapshot taken');
     return { ...row, name: o.name ?? null, wanted_name: null, status: 'ready' };
+  }
+
+  /** A 429 when the team keeps `count` snapshots already and may keep `limit` (docs/security.md, "Quotas"). */
+  private within(limit: number, count: number): void {
+    if (count >= limit) throw new SvcError(429, `team quota maxSnapshots reached: the team may keep ${limit} snapshots and keeps ${count}; delete one (svc snapshot rm) and retry; nothing was kept`);
   }
 
   /**

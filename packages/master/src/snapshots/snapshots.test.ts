@@ -1,5 +1,5 @@
 import { test } from 'node:test';
-import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
+import { DEFAULT_TEAM_ID, NO_LIMITS, type TeamLimits } from '@svc/contracts/teams';
 import assert from 'node:assert/strict';
 import { ErrorCodes, defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcError } from '@svc/common';
 import type { CreateSandboxInput } from '@svc/contracts/master';
@@ -59,14 +59,18 @@ async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
   await masterApp.listen({ host: '127.0.0.1', port: masterPort });
   const repo = new SnapshotRepo(db.kysely);
   const catalog = new SnapshotCatalog(repo, nodes, storage, silentLogger());
-  const sandboxes = new MasterSandboxes({
-    cfg: defaultConfig('/tmp/svc-test'), repo: new SandboxRepo(db.kysely, db.driver), nodes, templates: new SnapshotAwareResolver(templates, repo, storage),
+  // Every sandbox here is the default team's; a test sets its limits and puts them back.
+  const limits: TeamLimits = { ...NO_LIMITS };
+  const quotas = { limits: async () => limits };
+  const sandboxRepo = new SandboxRepo(db.kysely, db.driver);
+  const sandboxes = new MasterSandboxes({ quotas,
+    cfg: defaultConfig('/tmp/svc-test'), repo: sandboxRepo, nodes, templates: new SnapshotAwareResolver(templates, repo, storage),
     coordination: new MemoryCoordination(), logger: silentLogger(), proxies: { purge: async () => {} }, egress: new NodeEgressPolicies(nodes, '', silentLogger()),
   });
-  const snapshots = new SnapshotService({ repo, sandboxes, nodes, templates, storage, catalog, logger: silentLogger() });
+  const snapshots = new SnapshotService({ repo, sandboxes, nodes, templates, storage, catalog, logger: silentLogger(), quotas });
   const nodeOf = (id: string) => (n1.sandboxes.has(id) ? n1 : n2);
   return {
-    db, n1, n2, tc, nodes, nodeOf, repo, sandboxes, snapshots, catalog,
+    db, n1, n2, tc, nodes, nodeOf, repo, sandboxes, snapshots, catalog, limits, sandboxRepo,
     async close() {
       // The database closes whatever else fails: a pool left open is cut by the database's drop (PostgreSQL).
       try {
@@ -174,6 +178,34 @@ for (const tdb of availableTestDatabases()) {
         await h.sandboxes.pause(paused.sandboxId);
         assert.equal(await statusOf(h.snapshots.create(paused.sandboxId, {})), 409);
         assert.equal(await statusOf(h.snapshots.fork(paused.sandboxId, {})), 409);
+      });
+
+      await t.test('quotas: maxSnapshots before a capture and again once recorded (the newest of those taken together step back); maxKeptSandboxes counts paused sandboxes at a create', async () => {
+        try {
+          const kept = await h.repo.teamCount(DEFAULT_TEAM_ID);
+          h.limits.maxSnapshots = kept + 2;
+          const together = await Promise.allSettled(Array.from({ length: 4 }, () => h.snapshots.create(origin.sandboxId, {})));
+          assert.deepEqual(together.map((o) => o.status).sort(), ['fulfilled', 'fulfilled', 'rejected', 'rejected']);
+          for (const o of together) if (o.status === 'rejected') assert.match((o.reason as SvcError).message, /maxSnapshots reached/);
+          assert.equal(await h.repo.teamCount(DEFAULT_TEAM_ID), kept + 2, 'those past the limit are not kept');
+          const captures = originNode.calls.filter((c) => c.startsWith('snapshot ')).length;
+          assert.equal(await statusOf(h.snapshots.create(origin.sandboxId, {})), 429);
+          assert.equal(originNode.calls.filter((c) => c.startsWith('snapshot ')).length, captures, 'over the limit, nothing is captured');
+          h.limits.maxSnapshots = 0;
+
+          const usage = await h.sandboxRepo.teamUsage(DEFAULT_TEAM_ID);
+          h.limits.maxKeptSandboxes = usage.kept + 1;
+          const last = await h.sandboxes.create(input());
+          await h.sandboxes.pause(last.sandboxId);
+          const refused = await h.sandboxes.create(input()).then(() => undefined, (e: SvcError) => e);
+          assert.equal(refused?.status, 429);
+          assert.match(refused.message, /maxKeptSandboxes reached: the team may hold \d+ sandboxes running or paused/);
+          assert.equal((await h.sandboxes.resume(last.sandboxId, undefined)).state, 'running', 'a resume adds nothing kept');
+          await h.sandboxes.kill(last.sandboxId);
+          await h.sandboxes.kill((await h.sandboxes.create(input())).sandboxId);
+        } finally {
+          Object.assign(h.limits, NO_LIMITS);
+        }
       });
 
       await t.test('delete: its layer goes from the store and from every node with a copy; a create from it is then a 404; deleting again is a 404', async () => {
