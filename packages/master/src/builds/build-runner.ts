@@ -57,7 +57,7 @@ export class BuildRunner {
     try {
       const baseRef = baseSpec.kind === 'template' ? baseSpec.ref : await this.imageBase(baseSpec, b.team_id, log);
       await log('info', `Building from ${baseSpec.kind === 'template' ? baseRef : baseSpec.image}: ${steps.length} step(s)`);
-      const base = await this.d.resolver.resolveForCreate(baseRef).catch((err) => {
+      const base = await this.d.resolver.resolveForCreate(baseRef, b.team_id).catch((err) => {
         throw new StepFailed('base', `the base ${baseRef} cannot be used: ${toSvcError(err).message}`);
       });
       // Another team's private template is no base (docs/security.md): it is reported as not found.

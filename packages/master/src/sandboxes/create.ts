@@ -30,7 +30,7 @@ export async function createSandbox(c: SandboxContext, input: CreateSandboxInput
 }
 
 async function createChecked(c: SandboxContext, input: CreateSandboxInput, resolved: ResolvedTemplate | undefined, caller: string | undefined): Promise<{ record: SandboxRecord; node: NodeSandbox }> {
-  const tpl = resolved ?? await c.d.templates.resolveForCreate(input.template);
+  const tpl = resolved ?? await c.d.templates.resolveForCreate(input.template, caller);
   // Another team's private template or snapshot is as unknown as a missing one (docs/security.md).
   if (tpl.owner && !usableBy(caller, tpl.owner)) throw notFound(`template ${input.template} not found`, ErrorCodes.templateNotFound);
   const teamId = caller ?? DEFAULT_TEAM_ID;

@@ -36,8 +36,12 @@ export interface ResolvedTemplate {
 }
 
 export interface TemplateResolver {
-  /** By id or alias. 404 (ErrorCodes.templateNotFound) when unknown, 400 when it has no ready artifact. */
-  resolveForCreate(ref: string): Promise<ResolvedTemplate>;
+  /**
+   * By id or alias. 404 (ErrorCodes.templateNotFound) when unknown, 400 when it has no ready
+   * artifact. With `caller` (a team), another team's private template is the same 404, before
+   * anything of its state is told (docs/security.md).
+   */
+  resolveForCreate(ref: string, caller?: string): Promise<ResolvedTemplate>;
   /** Template ids an id-or-alias filter stands for (list filter). */
   idsFor(ref: string): Promise<string[]>;
   /** A ready template artifact by id, as a node downloads it (a snapshot's template may have been rebuilt since). */

@@ -1,4 +1,5 @@
 import { SvcError } from '@svc/common';
+import { usableBy } from '../teams/ownership.ts';
 import type { ResolvedTemplate, TemplateResolver } from '../sandboxes/ports.ts';
 import { layerRefOf } from './catalog.ts';
 import type { LayerStorage } from './ports.ts';
@@ -13,13 +14,13 @@ import type { SnapshotRepo } from './repo.ts';
 export class SnapshotAwareResolver implements TemplateResolver {
   constructor(private readonly templates: TemplateResolver, private readonly snapshots: SnapshotRepo, private readonly storage: LayerStorage) {}
 
-  async resolveForCreate(ref: string): Promise<ResolvedTemplate> {
+  async resolveForCreate(ref: string, caller?: string): Promise<ResolvedTemplate> {
     try {
-      return await this.templates.resolveForCreate(ref);
+      return await this.templates.resolveForCreate(ref, caller);
     } catch (err) {
       if (!(err instanceof SvcError) || err.status !== 404) throw err;
       const s = await this.snapshots.resolve(ref);
-      if (!s) throw err;
+      if (!s || !usableBy(caller, { teamId: s.team_id })) throw err;
       return {
         templateId: s.template_id,
         artifact: await this.templates.artifactRef(s.artifact_id),

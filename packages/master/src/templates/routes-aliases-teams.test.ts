@@ -4,6 +4,7 @@
  * Every routes-*.test.ts file here adds its cases to the suite "template routes", on every engine.
  */
 import assert from 'node:assert/strict';
+import { ErrorCodes, type SvcError } from '@svc/common';
 import { onEveryEngine } from './testing/engines.ts';
 import { IMAGE } from './testing/routes-fixtures.ts';
 
@@ -87,5 +88,17 @@ onEveryEngine('template routes', {
     assert.equal((await h.call('GET', `/svc/template/${id}`, undefined, A)).status, 200, 'A still has its own');
     assert.equal((await h.call('GET', `/templates/aliases/private-a`, undefined, A)).body.public, false);
     assert.equal((await h.call('GET', '/svc/template')).body.templates.length, 2, 'the operator sees every template');
+
+    // A create from it: B learns nothing of its state (a status and a build's error were told to any team).
+    await h.tc.callback(h.url, made.body.job_id, { status: 'FAILED', error: 'pull from registry.internal.example: 401' });
+    for (const ref of [id, 'private-a', 'private-a:default']) {
+      const e = await h.module.resolver.resolveForCreate(ref, 'team-b').then(() => assert.fail(ref), (x: SvcError) => x);
+      assert.equal(e.status, 404, ref);
+      assert.equal(e.code, ErrorCodes.templateNotFound, ref);
+      assert.doesNotMatch(e.message, /failed|registry/, ref);
+    }
+    const own = await h.module.resolver.resolveForCreate(id, 'team-a').then(() => assert.fail('not ready'), (x: SvcError) => x);
+    assert.equal(own.status, 400, 'A is told its own template failed');
+    assert.match(own.message, /registry\.internal\.example: 401/);
   },
 });

@@ -9,6 +9,7 @@ import { isPlatformTemplate, platformTemplateReady } from './platform-templates.
 import type { ArtifactStore } from './store/artifacts.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { TemplateRow } from './tables.ts';
+import { usableBy } from '../teams/ownership.ts';
 import { ownerOf } from './template-owner.ts';
 
 /** Whom a template's start command runs as when its build or image recorded no user (E2B's default user). */
@@ -55,18 +56,22 @@ export function templateResolver(d: TemplateResolverDeps): TemplateResolver {
   };
 
   /** `name:tag`: the build of a template the builder made that the tag names. */
-  const resolveTagged = async (ref: string): Promise<ResolvedTemplate> => {
+  const resolveTagged = async (ref: string, caller: string | undefined): Promise<ResolvedTemplate> => {
     const [name, tag] = ref.split(':', 2);
     const t = await d.templates.resolve(name);
+    if (t && !usableBy(caller, ownerOf(t))) throw templateNotFound(ref);
     const snapshotId = t && await d.builder?.snapshotOfTag(t.template_id, tag);
     if (!t || !snapshotId) throw templateNotFound(ref);
     return resolveBuilt(t, snapshotId);
   };
 
-  const resolveForCreate = async (ref: string): Promise<ResolvedTemplate> => {
-    if (ref.includes(':')) return resolveTagged(ref);
+  const resolveForCreate = async (ref: string, caller?: string): Promise<ResolvedTemplate> => {
+    if (ref.includes(':')) return resolveTagged(ref, caller);
     let t = await d.templates.resolve(ref);
-    if (!t) throw templateNotFound(ref);
+    // Another team's private template is unknown before its state is told: a status or a build's
+    // error answered to any team was a way to learn its names and its failures (found by a helper
+    // reading the master as an attacker).
+    if (!t || !usableBy(caller, ownerOf(t))) throw templateNotFound(ref);
     if (isPlatformTemplate(t)) t = await platformTemplateReady(d.templates, t, d.cfg.master.create_timeout_insec);
     if (t.status === 'ready' && t.layer_snapshot_id) return resolveBuilt(t, t.layer_snapshot_id);
     if (t.status !== 'ready' || !t.artifact_id) {
