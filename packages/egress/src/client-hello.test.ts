@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { test } from 'node:test';
-import tls from 'node:tls';
-import { peekClientHello } from './client-hello.ts';
+import { ClientHelloReader, MAX_CLIENT_HELLO_RECORDS, peekClientHello } from './client-hello.ts';
 import { captureClientHello } from './testing/client-hello-capture.ts';
-
 
 test('the SNI of a real ClientHello, and none when the client sends none', async () => {
   const hello = await captureClientHello('API.example.test');
@@ -29,4 +26,71 @@ test('plain HTTP and garbage are not TLS', () => {
   assert.equal(peekClientHello(Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n')).state, 'not_tls');
   assert.equal(peekClientHello(Buffer.from([22, 3, 1, 0, 4, 2, 0, 0, 0])).state, 'not_tls');
   assert.equal(peekClientHello(Buffer.from([22, 3, 1, 0, 6, 1, 0, 0, 2, 3, 3])).state, 'not_tls');
+});
+
+const record = (p: Buffer) => Buffer.concat([Buffer.from([22, 3, 1, p.length >> 8, p.length & 0xff]), p]);
+/** The ClientHello's handshake bytes in records of `size` bytes each. */
+const inRecords = (hello: Buffer, size: number) => {
+  const payload = hello.subarray(5);
+  const out: Buffer[] = [];
+  for (let i = 0; i < payload.length; i += size) out.push(record(payload.subarray(i, i + size)));
+  return Buffer.concat(out);
+};
+
+test('fed a byte at a time, the reader answers once the last byte came, and hands every byte back', async () => {
+  const hello = inRecords(await captureClientHello('trickle.example.test'), 200);
+  const reader = new ClientHelloReader();
+  for (let i = 0; i < hello.length - 1; i++) assert.equal(reader.push(hello.subarray(i, i + 1)).state, 'incomplete', `byte ${i}`);
+  assert.deepEqual(reader.push(hello.subarray(-1)), { state: 'complete', serverName: 'trickle.example.test' });
+  assert.deepEqual(reader.bytes(), hello);
+  // Bytes after the ClientHello in the same read go back to the socket too.
+  const more = new ClientHelloReader();
+  more.push(Buffer.concat([hello, Buffer.from([20, 3, 3, 0, 1, 1])]));
+  assert.equal(more.bytes().length, hello.length + 6);
+});
+
+test('empty handshake records are refused at the first: 66 KB of them trickled cost one record', () => {
+  const empty = Buffer.from([0x16, 0x03, 0x01, 0x00, 0x00]);
+  assert.deepEqual(peekClientHello(empty), { state: 'not_tls', detail: 'an empty handshake record' });
+  const reader = new ClientHelloReader();
+  let pushed = 0;
+  const started = performance.now();
+  for (let i = 0; i < 13_000; i++) {
+    pushed++;
+    if (reader.push(empty).state !== 'incomplete') break;
+  }
+  assert.equal(pushed, 1, 'refused at the first record');
+  // The whole hostile input at once, as one read: refused as fast.
+  const all = Buffer.concat(Array.from({ length: 13_000 }, () => empty));
+  assert.equal(peekClientHello(all).state, 'not_tls');
+  assert.ok(performance.now() - started < 1_000, 'no quadratic work');
+});
+
+test(`a ClientHello may span ${MAX_CLIENT_HELLO_RECORDS} records, not one more`, async () => {
+  const hello = await captureClientHello('records.example.test');
+  const length = hello.length - 5;
+  const fits = inRecords(hello, Math.ceil(length / MAX_CLIENT_HELLO_RECORDS));
+  assert.deepEqual(peekClientHello(fits), { state: 'complete', serverName: 'records.example.test' });
+  // One-byte records: refused at the record past the limit, however many more come.
+  const reader = new ClientHelloReader();
+  const tiny = inRecords(hello, 1);
+  let records = 0;
+  let peek;
+  for (let i = 0; i < tiny.length; i += 6) {
+    records++;
+    peek = reader.push(tiny.subarray(i, i + 6));
+    if (peek.state !== 'incomplete') break;
+  }
+  assert.deepEqual(peek, { state: 'not_tls', detail: `a ClientHello over more than ${MAX_CLIENT_HELLO_RECORDS} records` });
+  assert.equal(records, MAX_CLIENT_HELLO_RECORDS + 1);
+});
+
+test('a ClientHello larger than any real one is not TLS, whole or still coming', () => {
+  // Claims 65,535 bytes, in records of 16 KB: incomplete until the bytes read pass the bound.
+  const first = record(Buffer.concat([Buffer.from([1, 0, 0xff, 0xff]), Buffer.alloc(16_380)]));
+  const reader = new ClientHelloReader();
+  assert.equal(reader.push(first).state, 'incomplete');
+  for (let i = 0; i < 3; i++) assert.equal(reader.push(record(Buffer.alloc(16_384))).state, 'incomplete');
+  assert.deepEqual(reader.push(Buffer.concat([Buffer.from([22, 3, 1, 0x40, 0]), Buffer.alloc(2_000)])), { state: 'not_tls', detail: 'no complete ClientHello in the first 65 KB' });
+  assert.deepEqual(peekClientHello(record(Buffer.from([1, 1, 0, 1]))), { state: 'not_tls', detail: 'ClientHello of 65537 bytes' });
 });

@@ -15,31 +15,95 @@ const SERVER_NAME_EXTENSION = 0;
 const HOST_NAME = 0;
 /** A ClientHello with post-quantum key shares is about 2 KB; this leaves room and bounds memory. */
 const MAX_CLIENT_HELLO_BYTES = 64 * 1024;
+/** The bytes read before giving up: the largest ClientHello and the record headers around it. */
+const MAX_BUFFERED_BYTES = MAX_CLIENT_HELLO_BYTES + 1024;
+/**
+ * Records a ClientHello may span. A real one fits one record (16 KB) and rarely takes two; a
+ * client that sends many small ones only makes the proxy work (RFC 8446 5.1 allows
+ * fragmentation, no client needs it at this scale). docs/egress.md "How traffic reaches the proxy".
+ */
+export const MAX_CLIENT_HELLO_RECORDS = 8;
 
-export function peekClientHello(buf: Buffer): HelloPeek {
-  const payloads: Buffer[] = [];
-  let have = 0;
-  for (let off = 0; ;) {
-    if (off + 5 > buf.length) return tooBig(buf) ?? { state: 'incomplete' };
-    if (buf[off] !== HANDSHAKE_RECORD) return { state: 'not_tls', detail: `the first bytes are not a TLS handshake record (0x${buf[off].toString(16)})` };
-    const len = buf.readUInt16BE(off + 3);
-    if (off + 5 + len > buf.length) return tooBig(buf) ?? { state: 'incomplete' };
-    payloads.push(buf.subarray(off + 5, off + 5 + len));
-    have += len;
-    off += 5 + len;
-    // The ClientHello may be split over several records.
-    const hs = Buffer.concat(payloads, have);
-    if (hs.length < 4) continue;
+/**
+ * Reads a connection's first bytes as they come, each byte once: every chunk is appended once,
+ * and each record's payload is taken when the record is whole, so that a ClientHello trickled in
+ * many small writes costs no more than one sent whole. (It was parsed again from the start on
+ * every chunk, with the records concatenated once per record: 13,000 empty records in 66 KB took
+ * the worker about 88 million steps per chunk, stalling every sandbox it served.)
+ */
+export class ClientHelloReader {
+  private raw: Buffer = Buffer.alloc(0);
+  private rawLength = 0;
+  /** Where the next record's header starts in `raw`. */
+  private next = 0;
+  private handshake: Buffer = Buffer.alloc(0);
+  private handshakeLength = 0;
+  private records = 0;
+  private result: HelloPeek = { state: 'incomplete' };
+
+  /** Everything read so far, to be handed back to the socket for the TLS library. */
+  bytes(): Buffer {
+    return this.raw.subarray(0, this.rawLength);
+  }
+
+  /** Takes the next bytes of the connection; once not incomplete, the answer stays the same. */
+  push(chunk: Buffer): HelloPeek {
+    if (this.result.state !== 'incomplete') return this.result;
+    // Whole, even past the ClientHello: every byte read goes back to the socket for TLS. A read
+    // is at most 64 KB, so the bound below holds memory to about twice it.
+    this.raw = append(this.raw, this.rawLength, chunk);
+    this.rawLength += chunk.length;
+    this.result = this.readRecords();
+    if (this.result.state === 'incomplete' && this.rawLength > MAX_BUFFERED_BYTES) {
+      this.result = { state: 'not_tls', detail: 'no complete ClientHello in the first 65 KB' };
+    }
+    return this.result;
+  }
+
+  private readRecords(): HelloPeek {
+    const buf = this.raw;
+    while (this.next + 5 <= this.rawLength) {
+      const off = this.next;
+      if (buf[off] !== HANDSHAKE_RECORD) return { state: 'not_tls', detail: `the first bytes are not a TLS handshake record (0x${buf[off].toString(16)})` };
+      const len = buf.readUInt16BE(off + 3);
+      // RFC 8446 5.1: "Implementations MUST NOT send zero-length fragments of Handshake types".
+      if (len === 0) return { state: 'not_tls', detail: 'an empty handshake record' };
+      if (off + 5 + len > this.rawLength) return { state: 'incomplete' };
+      if (++this.records > MAX_CLIENT_HELLO_RECORDS) return { state: 'not_tls', detail: `a ClientHello over more than ${MAX_CLIENT_HELLO_RECORDS} records` };
+      this.handshake = append(this.handshake, this.handshakeLength, buf.subarray(off + 5, off + 5 + len));
+      this.handshakeLength += len;
+      this.next = off + 5 + len;
+      const peek = this.readHandshake();
+      if (peek.state !== 'incomplete') return peek;
+    }
+    return { state: 'incomplete' };
+  }
+
+  private readHandshake(): HelloPeek {
+    const hs = this.handshake;
+    if (this.handshakeLength < 4) return { state: 'incomplete' };
     if (hs[0] !== CLIENT_HELLO) return { state: 'not_tls', detail: `the first handshake message is not a ClientHello (type ${hs[0]})` };
     const bodyLen = hs.readUIntBE(1, 3);
     if (bodyLen > MAX_CLIENT_HELLO_BYTES) return { state: 'not_tls', detail: `ClientHello of ${bodyLen} bytes` };
-    if (hs.length < 4 + bodyLen) continue;
+    if (this.handshakeLength < 4 + bodyLen) return { state: 'incomplete' };
     return parseClientHello(hs.subarray(4, 4 + bodyLen));
   }
 }
 
-function tooBig(buf: Buffer): HelloPeek | undefined {
-  return buf.length > MAX_CLIENT_HELLO_BYTES + 1024 ? { state: 'not_tls', detail: 'no complete ClientHello in the first 65 KB' } : undefined;
+/** The ClientHello of bytes read whole (the reader's answer for them). */
+export function peekClientHello(buf: Buffer): HelloPeek {
+  return new ClientHelloReader().push(buf);
+}
+
+/** `data` written after the first `used` bytes of `buf`, which grows by doubling: each byte is copied O(1) times. */
+function append(buf: Buffer, used: number, data: Buffer): Buffer {
+  if (used + data.length > buf.length) {
+    const grown = Buffer.allocUnsafe(Math.max(used + data.length, buf.length * 2, 512));
+    buf.copy(grown, 0, 0, used);
+    buf = grown;
+  }
+  data.copy(buf, used);
+  return buf;
 }
 
 function parseClientHello(body: Buffer): HelloPeek {

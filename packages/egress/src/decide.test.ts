@@ -69,9 +69,12 @@ test('sni matches only a present SNI; host and SNI wildcards never match the ape
   assert.equal(verdictOf(h, facts({ host: 'deep.api.example.com' })), 'allow:h');
 });
 
-test('paths: exact, or a prefix with one trailing *', () => {
+test('paths: exact (the path whatever the query, unless the pattern names one), or a prefix with one trailing *', () => {
   assert.equal(pathMatches('/v1/items', '/v1/items'), true);
-  assert.equal(pathMatches('/v1/items', '/v1/items?x=1'), false);
+  assert.equal(pathMatches('/v1/items', '/v1/items?x=1'), true, 'a deny rule for /admin holds for /admin?x');
+  assert.equal(pathMatches('/v1/items', '/v1/items/1'), false);
+  assert.equal(pathMatches('/v1/items?x=1', '/v1/items?x=1'), true);
+  assert.equal(pathMatches('/v1/items?x=1', '/v1/items?x=2'), false);
   assert.equal(pathMatches('/v1/*', '/v1/items?x=1'), true);
   assert.equal(pathMatches('/v1/*', '/v2'), false);
   assert.equal(pathMatches('*', '/anything'), true);
@@ -105,4 +108,12 @@ test('transformFor: the first transform whose host pattern matches', () => {
   assert.equal(transformFor(p, 'x.api.example.com')?.inject[0].header, 'X-B');
   assert.equal(transformFor(p, 'example.com'), undefined);
   assert.equal(transformFor(policy([]), 'api.example.com'), undefined);
+});
+
+test('paths: rules see runs of / as one, so //admin cannot pass a deny for /admin', () => {
+  const p = policy([deny('admin', { path: '/admin*' }), allow('public', { path: '/v1/public/*' })]);
+  assert.equal(verdictOf(p, facts({ path: '//admin' })), 'deny:admin');
+  assert.equal(verdictOf(p, facts({ path: '/admin//keys' })), 'deny:admin');
+  assert.equal(verdictOf(p, facts({ path: '/v1//public///x?r=//y' })), 'allow:public');
+  assert.equal(verdictOf(p, facts({ path: '/v2//public/x' })), 'default_deny');
 });

@@ -1,6 +1,7 @@
 import type { EgressFallback, EgressRule, EgressScheme, EgressTransform, SandboxEgressPolicy } from '@svc/contracts/egress';
 import { hostMatches } from './host-match.ts';
-import { firstContaining } from './ipv4.ts';
+import { firstContaining, parseCidr } from './ipv4.ts';
+import { rulePath } from './request-path.ts';
 
 /** What the proxy knows of a request when it decides, before any upstream contact. */
 export interface RequestFacts {
@@ -11,7 +12,7 @@ export interface RequestFacts {
   /** The Host header (or absolute-form URL host) without its port. */
   host: string;
   method: string;
-  /** The request URI as sent: path and query. */
+  /** The path and query as forwarded (request-path.ts); the rules see runs of `/` in it as one. */
   path: string;
 }
 
@@ -27,8 +28,10 @@ export const DEFAULT_PORT: Record<EgressScheme, number> = { http: 80, https: 443
 
 /** First matching rule wins (docs/egress.md "Rules"); a layer-3 fallback decides by address (docs/egress.md "E2B's network options"). */
 export function decide(policy: SandboxEgressPolicy, facts: RequestFacts): Decision {
+  // `//admin` is `/admin` to many upstreams: a deny rule for `/admin` must hold for it too.
+  const path = rulePath(facts.path);
   for (const rule of policy.rules) {
-    if (!ruleMatches(rule, facts)) continue;
+    if (!ruleMatches(rule, facts, path)) continue;
     if (!rule.action.allow) {
       // A deny rule that injects is a configuration error that the checks refuse; should one
       // arrive anyway, it still denies, and its inject goes nowhere.
@@ -40,7 +43,7 @@ export function decide(policy: SandboxEgressPolicy, facts: RequestFacts): Decisi
   return policy.fallback ? { verdict: 'by_address', fallback: policy.fallback } : { verdict: 'default_deny' };
 }
 
-function ruleMatches(rule: EgressRule, facts: RequestFacts): boolean {
+function ruleMatches(rule: EgressRule, facts: RequestFacts, path: string): boolean {
   const m = rule.match;
   if (m.scheme !== undefined && m.scheme.toLowerCase() !== facts.scheme) return false;
   if (!portMatches(rule, facts)) return false;
@@ -50,7 +53,7 @@ function ruleMatches(rule: EgressRule, facts: RequestFacts): boolean {
     const method = facts.method.toUpperCase();
     if (!m.method.some((x) => x.toUpperCase() === method)) return false;
   }
-  if (m.path !== undefined && !pathMatches(m.path, facts.path)) return false;
+  if (m.path !== undefined && !pathMatches(m.path, path)) return false;
   return true;
 }
 
@@ -65,7 +68,14 @@ function portMatches(rule: EgressRule, facts: RequestFacts): boolean {
 }
 
 export function pathMatches(pattern: string, uri: string): boolean {
-  return pattern.endsWith('*') ? uri.startsWith(pattern.slice(0, -1)) : uri === pattern;
+  if (pattern.endsWith('*')) return uri.startsWith(pattern.slice(0, -1));
+  // An exact pattern without a query is the path whatever the query: a deny rule for `/admin`
+  // let `/admin?x` through before 2026-11-30.
+  if (!pattern.includes('?')) {
+    const q = uri.indexOf('?');
+    return (q < 0 ? uri : uri.slice(0, q)) === pattern;
+  }
+  return uri === pattern;
 }
 
 export interface AddressVerdict {
@@ -83,6 +93,19 @@ export function decideByAddress(fallback: EgressFallback, ip: string): AddressVe
   return fallback.allowInternetAccess
     ? { allow: true, why: 'internet access is allowed' }
     : { allow: false, why: `${ip} is in no allow_out entry and internet access is off` };
+}
+
+/**
+ * Why the fallback can allow no address at all (no allowOut entry, and internet access off or
+ * a denyOut entry holding every address); undefined when some address could pass. Such a request
+ * is denied without resolving its Host: a lookup the sandbox chose the name of holds a thread of
+ * the resolver's pool (dns-cache.ts) for nothing.
+ */
+export function fallbackAllowsNothing(fallback: EgressFallback): string | undefined {
+  if (fallback.allowOut.length > 0) return undefined;
+  if (!fallback.allowInternetAccess) return 'allow_out is empty and internet access is off';
+  const all = fallback.denyOut.find((c) => parseCidr(c)?.prefix === 0);
+  return all === undefined ? undefined : `allow_out is empty and deny_out ${all} holds every address`;
 }
 
 /**

@@ -73,6 +73,21 @@ test('a WebSocket upgrade through the HTTPS listener: TLS both sides, verified u
   await auditFind((l) => l.type === 'security_event' && l.reason === 'inject_fired' && l.path === '/secure', 'the inject_fired event');
 });
 
+test('an absolute-form upgrade goes up with its authority as Host, the inject with it, not the sandbox\'s Host', async () => {
+  const s = await tlsTo(kit.proxy.httpsPort, 'wss.example.test');
+  s.write(upgradeRequest('attacker.example', 443, `https://wss.example.test:${ports.wsHttps}/abs-upgrade`));
+  const answer = await readHead(s);
+  assert.equal(answer.status, 101);
+  const seen = kit.upgrades.at(-1)!;
+  assert.equal(seen.url, '/abs-upgrade');
+  assert.equal(seen.headers.host, `wss.example.test:${ports.wsHttps}`);
+  assert.equal(seen.headers.authorization, `Bearer ${SECRET}`);
+  s.destroy();
+  const rec = await auditFind((l) => l.type === undefined && l.path === '/abs-upgrade', 'the absolute-form upgrade record');
+  assert.equal(rec.host, 'wss.example.test');
+  assert.deepEqual(rec.injected, ['Authorization']);
+});
+
 test('an upgrade whose Host differs from the TLS server name is refused before any inject', async () => {
   const before = kit.contacts.ws;
   const s = await tlsTo(kit.proxy.httpsPort, 'other.example.test');

@@ -1,7 +1,7 @@
 import type { EgressAuditLevel, EgressFallback, EgressInject, EgressRule, SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { EgressRequestRecord, EgressSecurityReason } from '@svc/contracts/egress-audit';
 import { auditTimestamp } from './audit-log.ts';
-import { decide, decideByAddress, transformFor, type RequestFacts } from './decide.ts';
+import { decide, decideByAddress, fallbackAllowsNothing, transformFor, type RequestFacts } from './decide.ts';
 import { countEgressRequest } from './egress-metrics.ts';
 import { injectedHeaders, type InjectedHeader } from './headers.ts';
 import { normalizeHost } from './host-match.ts';
@@ -105,7 +105,17 @@ export class ExchangeGate {
   }
 
   /** No rule matched, and the policy's fallback decides by the address the host resolves to. */
-  private async byAddress(policy: SandboxEgressPolicy, fallback: EgressFallback, opaque: boolean): Promise<Verdict> {
+  private byAddress(policy: SandboxEgressPolicy, fallback: EgressFallback, opaque: boolean): Verdict | Promise<Verdict> {
+    const nothing = fallbackAllowsNothing(fallback);
+    if (nothing) {
+      this.decision = 'deny';
+      this.securityEvent('default_deny', '', `no rule matched; ${nothing} (the host was not looked up)`);
+      return refused(403, `egress denied: no rule matched and ${nothing}`);
+    }
+    return this.resolveByAddress(policy, fallback, opaque);
+  }
+
+  private async resolveByAddress(policy: SandboxEgressPolicy, fallback: EgressFallback, opaque: boolean): Promise<Verdict> {
     const ip = await this.resolve();
     if (typeof ip !== 'string') return ip;
     const platform = this.platformRefusal(ip);
@@ -201,7 +211,11 @@ export class ExchangeGate {
     return headers;
   }
 
-  /** The secret goes only where the client's TLS peer check pointed; a mismatch is the refusal returned. */
+  /**
+   * The secret goes only where the client's TLS peer check pointed; a mismatch is the refusal
+   * returned. `facts.host` is the Host that goes upstream: an absolute-form request's authority
+   * replaces the sandbox's Host header (request-target.ts), so this compares what is sent.
+   */
   private hostTlsMismatch(source: string): Verdict | undefined {
     const facts = this.facts!;
     if (facts.scheme !== 'https') return undefined;
@@ -220,7 +234,8 @@ export class ExchangeGate {
   private async resolve(): Promise<string | Verdict> {
     const { host, port, scheme } = this.facts!;
     try {
-      return await this.deps.upstreams.resolve(host);
+      // Counted against the sandbox: it may have only a few lookups running (dns-cache.ts).
+      return await this.deps.upstreams.resolve(host, this.conn.sandboxIp);
     } catch (err) {
       const failure = upstreamFailure(err, { scheme, host, ip: '', port });
       return refused(failure.status, failure.message);

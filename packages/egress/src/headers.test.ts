@@ -24,3 +24,10 @@ test('a Connection header may drop the headers it lists, never Content-Length, T
   const out = upstreamRequestHeaders(['Host', 'h', 'Connection', 'content-length, Transfer-Encoding, host, x-drop', 'Content-Length', '5', 'X-Drop', '1', 'Transfer-Encoding', 'chunked']);
   assert.deepEqual(out, ['Host', 'h', 'Content-Length', '5', 'Transfer-Encoding', 'chunked']);
 });
+
+test('for an absolute-form request the authority replaces every Host the client sent, first in line', () => {
+  const inject = injectedHeaders([{ header: 'Authorization', secret: 'k' }]);
+  assert.deepEqual(upstreamRequestHeaders(['X-A', '1', 'Host', 'attacker.example', 'host', 'again.example'], inject, 'api.example.test:8443'),
+    ['Host', 'api.example.test:8443', 'X-A', '1', 'Authorization', 'k']);
+  assert.deepEqual(upstreamRequestHeaders(['X-A', '1'], [], 'api.example.test'), ['Host', 'api.example.test', 'X-A', '1'], 'an HTTP/1.0 request without Host gets one');
+});

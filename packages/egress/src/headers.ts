@@ -46,14 +46,18 @@ export function injectedHeaders(inject: EgressInject[]): InjectedHeader[] {
 
 /**
  * The request headers sent upstream, flat [name, value, ...] in the client's order and case:
- * hop-by-hop headers and Expect (the proxy answered 100-continue itself) removed, Host kept as
- * sent, and each injected header replacing every header of that name the client sent.
+ * hop-by-hop headers and Expect (the proxy answered 100-continue itself) removed, and each
+ * injected header replacing every header of that name the client sent. Host goes as sent, except
+ * that `host`, given for an absolute-form request (request-target.ts), replaces it, first in line
+ * (RFC 9112 3.2.2): the upstream gets the authority the rules and the Host/SNI guard saw.
  */
-export function upstreamRequestHeaders(raw: string[], inject: InjectedHeader[] = []): string[] {
+export function upstreamRequestHeaders(raw: string[], inject: InjectedHeader[] = [], host?: string): string[] {
   // Transfer-Encoding stays: the body is chunked again towards the upstream (forward-exchange.ts).
-  if (inject.length === 0) return endToEnd(raw, isExpect);
+  if (inject.length === 0 && host === undefined) return endToEnd(raw, isExpect);
   const replaced = new Set(inject.map((h) => h.name.toLowerCase()));
+  if (host !== undefined) replaced.add('host');
   const out = endToEnd(raw, (name) => name === 'expect' || replaced.has(name));
+  if (host !== undefined) out.unshift('Host', host);
   for (const h of inject) out.push(h.name, h.value);
   return out;
 }

@@ -32,7 +32,11 @@ class Exchange {
   private target: RequestTarget | undefined;
 
   constructor(private readonly deps: ProxyDeps, private readonly conn: ConnectionFacts, private readonly req: ServerRequest, private readonly res: ServerReply) {
-    this.method = req.method.toUpperCase();
+    // As sent, not upper-cased: methods are case-sensitive (RFC 9110 9.1), and the answer to the
+    // sandbox is framed by its own method (a HEAD's has no body), so the upstream must get that
+    // very method: a `head` sent up as HEAD came back as a Content-Length without a body, which
+    // desynced the sandbox's connection. The rules still match methods case-insensitively (decide.ts).
+    this.method = req.method;
     this.gate = new ExchangeGate(deps, conn, this.method, req.url);
     // 499 (nginx's "client closed request"): the sandbox left before the proxy answered.
     res.onClose(() => this.gate.finish(this.res.headersSent ? this.res.statusCode : 499));
@@ -65,7 +69,7 @@ class Exchange {
     new ForwardExchange(this.deps, this.req, this.res, upstream, this.deps.viaFor(this.conn.sandboxIp), this.gate.record, (status, message) => this.answer(status, message)).start({
       method: this.method,
       path: target.path,
-      headers: upstreamRequestHeaders(this.req.rawHeaders, inject),
+      headers: upstreamRequestHeaders(this.req.rawHeaders, inject, target.hostHeader),
       hasBody: this.req.hasBody,
       chunkedBody: this.req.chunked,
     });

@@ -1,6 +1,6 @@
 import net, { type Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
-import { peekClientHello } from './client-hello.ts';
+import { ClientHelloReader } from './client-hello.ts';
 import { plainIpv4 } from './ipv4.ts';
 import type { LeafContexts } from './leaf-contexts.ts';
 import type { Destination } from './original-destination.ts';
@@ -69,21 +69,21 @@ function acceptTls(socket: Socket, opts: TlsListenerOptions, timeoutMs: number, 
   const deadline = setTimeout(() => fail('', `no TLS handshake within ${timeoutMs / 1000} s`), timeoutMs);
   socket.once('close', () => clearTimeout(deadline));
 
-  let buffered = Buffer.alloc(0);
+  // Each chunk appended once and read once (client-hello.ts), however finely the client trickles it.
+  const hello = new ClientHelloReader();
   const onData = (chunk: Buffer) => {
-    buffered = Buffer.concat([buffered, chunk]);
-    const peek = peekClientHello(buffered);
+    const peek = hello.push(chunk);
     if (peek.state === 'incomplete') return;
     socket.off('data', onData);
     socket.off('end', onEnd);
     socket.pause();
     if (peek.state === 'not_tls') return fail('', peek.detail);
     // The bytes go back to the socket's buffer; TLSSocket reads them first (node's initRead).
-    socket.unshift(buffered);
+    socket.unshift(hello.bytes());
     const sni = peek.serverName?.toLowerCase().replace(/\.$/, '');
     startTls(sni).catch((err: unknown) => fail(sni ?? '', `handshake setup failed: ${(err as Error).message}`));
   };
-  const onEnd = () => fail('', buffered.length ? 'the client closed the connection mid-ClientHello' : 'the client closed the connection before its ClientHello');
+  const onEnd = () => fail('', hello.bytes().length ? 'the client closed the connection mid-ClientHello' : 'the client closed the connection before its ClientHello');
   socket.on('data', onData);
   socket.once('end', onEnd);
   socket.on('error', (err) => fail('', `connection error before the handshake: ${err.message}`));

@@ -72,7 +72,8 @@ export function rules(): EgressRule[] {
 /** The second sandbox (127.0.0.2): no rules, E2B's layer-3 lists, and a transform. */
 export const fallbackPolicy = (denyOut: string[] = []): SandboxEgressPolicy => ({
   sandboxId: 'sbx-fallback', address: '127.0.0.2', rules: [],
-  fallback: { allowInternetAccess: false, allowOut: denyOut.length ? [] : ['127.0.0.0/8'], denyOut },
+  // With denyOut, internet access on: the request is decided by its address, which denyOut holds.
+  fallback: { allowInternetAccess: denyOut.length > 0, allowOut: denyOut.length ? [] : ['127.0.0.0/8'], denyOut },
   transforms: [{ host: 'transform.example.test', inject: [{ header: 'X-T', secret: SECRET }] }],
 });
 

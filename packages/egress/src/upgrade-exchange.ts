@@ -47,7 +47,7 @@ class UpgradeExchange extends SocketExchange {
   private request(socket: Socket, upstream: UpstreamTarget, target: RequestTarget, inject: InjectedHeader[]): void {
     const record = this.gate.record;
     // The same headers as a pooled request, with the two hop-by-hop ones an upgrade is made of.
-    const headers = [...upstreamRequestHeaders(this.req.rawHeaders, inject), 'Connection', 'Upgrade', 'Upgrade', String(this.req.header('upgrade'))];
+    const headers = [...upstreamRequestHeaders(this.req.rawHeaders, inject, target.hostHeader), 'Connection', 'Upgrade', 'Upgrade', String(this.req.header('upgrade'))];
     const up = http.request({
       createConnection: () => socket,
       method: this.method,

@@ -4,7 +4,7 @@ import net from 'node:net';
 import tls from 'node:tls';
 import { ResponseParseError, UpstreamPool, type DialedSocket, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import type { EgressScheme } from '@svc/contracts/egress';
-import { DnsCache } from './dns-cache.ts';
+import { DnsBusyError, DnsCache, DnsTimeoutError } from './dns-cache.ts';
 import type { PlatformGuard } from './platform-guard.ts';
 import { isIpv4 } from './ipv4.ts';
 import { dialUpstream, ProxyDialError, type DialTarget, type ProxyVia } from './upstream-dial.ts';
@@ -21,6 +21,8 @@ export interface UpstreamOptions {
   ioTimeoutMs: number;
   /** Refuses a sandbox's own SOCKS5 proxy at an address of the platform, at each dial; absent: not checked past the create. */
   platform?: PlatformGuard;
+  /** The name cache; absent: the system resolver with dns-cache.ts's limits (tests give one with a resolver of their own). */
+  dns?: DnsCache;
 }
 
 export interface UpstreamTarget {
@@ -31,11 +33,11 @@ export interface UpstreamTarget {
   port: number;
 }
 
-export type UpstreamFailure = 'dns' | 'refused' | 'connect_timeout' | 'io_timeout' | 'untrusted_certificate' | 'connection' | 'proxy';
+export type UpstreamFailure = 'dns' | 'dns_busy' | 'refused' | 'connect_timeout' | 'io_timeout' | 'untrusted_certificate' | 'connection' | 'proxy';
 
 /** An upstream that could not be reached or failed; `status` is what the sandbox gets (502 or 504). */
 export class UpstreamError extends Error {
-  constructor(readonly status: 502 | 504, readonly failure: UpstreamFailure, message: string, readonly code?: string) {
+  constructor(readonly status: 502 | 503 | 504, readonly failure: UpstreamFailure, message: string, readonly code?: string) {
     super(message);
     this.name = 'UpstreamError';
   }
@@ -66,9 +68,16 @@ export class Upstreams {
   private readonly pool: UpstreamPool;
   private readonly secureContext: tls.SecureContext | undefined;
   private readonly sessions = new Map<string, Buffer>();
-  private readonly dns = new DnsCache();
+  private readonly dns: DnsCache;
+  /**
+   * egress.resolve as a Map: looked up by a name the sandbox chose (its Host), a plain object
+   * answered `constructor` or `__proto__` with what Object.prototype holds, not an address.
+   */
+  private readonly overrides: Map<string, string>;
 
   constructor(private readonly opts: UpstreamOptions) {
+    this.overrides = new Map(Object.entries(opts.resolve ?? {}));
+    this.dns = opts.dns ?? new DnsCache();
     this.pool = new UpstreamPool({ idleMs: IDLE_SOCKET_TIMEOUT_MS, maxIdlePerKey: MAX_IDLE_SOCKETS_PER_KEY, ioTimeoutMs: opts.ioTimeoutMs });
     // One context for every connection: building one with the roots costs milliseconds.
     const extra = [opts.systemCa, opts.upstreamCa].filter((pem): pem is string => !!pem);
@@ -140,18 +149,25 @@ export class Upstreams {
   /** The address of a host known without waiting: an IPv4 literal, an override, a fresh DNS answer; else undefined. */
   knownAddress(host: string): string | undefined {
     if (isIpv4(host)) return host;
-    return this.opts.resolve?.[host] || this.opts.resolve?.[host.toLowerCase()] || this.dns.cached(host);
+    return this.overrides.get(host) || this.overrides.get(host.toLowerCase()) || this.dns.cached(host);
   }
 
-  /** The IPv4 address to contact for a host: an IPv4 literal, an override, then DNS (cached 10 s, dns-cache.ts). */
-  async resolve(host: string): Promise<string> {
+  /**
+   * The IPv4 address to contact for a host: an IPv4 literal, an override, then DNS (cached 10 s,
+   * dns-cache.ts). `owner`, the sandbox that asks, has only a few lookups running at once: past
+   * them its request is a 503 and nothing is looked up. A lookup without an answer within 5 s is
+   * a 502, as a name that does not resolve is.
+   */
+  async resolve(host: string, owner?: string): Promise<string> {
     const known = this.knownAddress(host);
     if (known) return known;
     try {
-      return await this.dns.resolve(host);
+      return await this.dns.resolve(host, owner);
     } catch (err) {
+      if (err instanceof DnsBusyError) throw new UpstreamError(503, 'dns_busy', `upstream host ${host} was not looked up: ${err.message}; try again shortly`, err.code);
       const code = (err as NodeJS.ErrnoException).code;
-      throw new UpstreamError(502, 'dns', `cannot resolve upstream host ${host} (${code ?? (err as Error).message})`, code);
+      const why = err instanceof DnsTimeoutError ? err.message : code ?? (err as Error).message;
+      throw new UpstreamError(502, 'dns', `cannot resolve upstream host ${host} (${why})`, code);
     }
   }
 
