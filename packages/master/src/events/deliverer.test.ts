@@ -346,6 +346,25 @@ test('a row read before another master\'s failed attempt is stale: its claim fai
   assert.equal(taken, false, 'master B took a delivery that is not due, with a stale attempt count');
 }));
 
+test('an attempt that outlived its lease records nothing: the master that took the delivery since is the one recorded', () => withHarness(async (h) => {
+  const ep = await h.endpoint();
+  const hook = await h.hook(ep.url);
+  await h.recorder.record(subject(), CREATED);
+  const [due] = await h.repo.due(hook.id, Date.now(), 10);
+  assert.ok(due);
+  const leaseA = Date.now() + 1;
+  assert.ok(await h.repo.claim(due, 'master-a', leaseA));
+  // A's lease ran out; B read the row again and took it.
+  const [again] = await h.deliveries(hook.id);
+  const leaseB = Date.now() + 60_000;
+  assert.ok(await h.repo.claim(again!, 'master-b', leaseB));
+  const outcome = { status: 'failed' as const, attempts: 7, nextAt: 0, error: 'stale', now: Date.now() };
+  assert.equal(await h.repo.settle(due.delivery_id, { holder: 'master-a', leaseUntil: leaseA }, outcome), false);
+  const [row] = await h.deliveries(hook.id);
+  assert.deepEqual([row!.status, row!.attempts, row!.lease_holder], ['pending', 0, 'master-b'], 'A\'s stale outcome changed nothing');
+  assert.equal(await h.repo.settle(due.delivery_id, { holder: 'master-b', leaseUntil: leaseB }, { ...outcome, status: 'delivered', attempts: 1, error: null }), true);
+}));
+
 test('a URL whose name resolves into the pool at delivery time is not sent to', () => withHarness(async (h) => {
   const ep = await h.endpoint();
   h.names.set('hooks.example', ['127.0.0.1']);

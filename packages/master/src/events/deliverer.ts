@@ -90,15 +90,16 @@ export class WebhookDeliverer {
         if (this.stopped) return;
         if (this.inFlight.has(d.delivery_id)) continue;
         // The lease outlasts the attempt: no other master takes it while this one may still send.
-        if (!(await this.o.repo.claim(d, this.o.holder, now + this.o.timeoutMs + 30_000))) continue;
-        this.track(d);
+        const leaseUntil = now + this.o.timeoutMs + 30_000;
+        if (!(await this.o.repo.claim(d, this.o.holder, leaseUntil))) continue;
+        this.track(d, leaseUntil);
       }
     }
   }
 
-  private track(d: DeliveryDbRow): void {
+  private track(d: DeliveryDbRow, leaseUntil: number): void {
     this.perHook.set(d.webhook_id, (this.perHook.get(d.webhook_id) ?? 0) + 1);
-    const attempt = this.attempt(d)
+    const attempt = this.attempt(d, leaseUntil)
       .catch((err: Error) => this.o.logger.error({ deliveryId: d.delivery_id, err: err.message }, 'webhook attempt not recorded; its lease expires and it is tried again'))
       .finally(() => {
         this.inFlight.delete(d.delivery_id);
@@ -109,7 +110,7 @@ export class WebhookDeliverer {
     this.inFlight.set(d.delivery_id, attempt);
   }
 
-  private async attempt(d: DeliveryDbRow): Promise<void> {
+  private async attempt(d: DeliveryDbRow, leaseUntil: number): Promise<void> {
     const hook = await this.o.repo.byId(d.webhook_id);
     // Deleted with its queue; a delivery read just before is dropped here.
     if (!hook) return;
@@ -122,7 +123,12 @@ export class WebhookDeliverer {
     const outcome: WebhookDeliveryOutcome['outcome'] = ok ? 'delivered' : final ? 'failed' : 'retrying';
     const now = Date.now();
     const error = ok ? null : result.error ?? `answered ${result.status}`;
-    await this.o.repo.settle(d.delivery_id, { status: ok ? 'delivered' : final ? 'failed' : 'pending', attempts, nextAt: final ? d.next_at : now + this.o.retryDelayMs, error, now });
+    const settled = await this.o.repo.settle(d.delivery_id, { holder: this.o.holder, leaseUntil }, { status: ok ? 'delivered' : final ? 'failed' : 'pending', attempts, nextAt: final ? d.next_at : now + this.o.retryDelayMs, error, now });
+    if (!settled) {
+      // Its lease ran out and another master took it: that master's outcome stands, not this stale one.
+      this.o.logger.warn({ webhookId: hook.webhook_id, deliveryId: d.delivery_id, outcome }, 'webhook attempt outlived its lease; another master\'s attempt is the one recorded');
+      return;
+    }
     const last: WebhookDeliveryOutcome = { at: new Date(now).toISOString(), eventId: d.event_id, outcome, ...(result.status === undefined ? {} : { status: result.status }), ...(error ? { error } : {}) };
     await this.o.repo.setLastDelivery(hook.webhook_id, JSON.stringify(last));
     this.o.onOutcome?.(outcome);
@@ -133,7 +139,11 @@ export class WebhookDeliverer {
   private async send(rawUrl: string, d: DeliveryDbRow, secret: string): Promise<{ status?: number; error?: string }> {
     let target: Awaited<ReturnType<WebhookTargets['check']>>;
     try {
-      target = await this.o.targets.check(rawUrl);
+      // The team's name server answers within the attempt's time too: a lookup that hung past the
+      // lease let another master send the same delivery again.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`the url's host was not resolved within ${this.o.timeoutMs} ms`)), this.o.timeoutMs); });
+      target = await Promise.race([this.o.targets.check(rawUrl), late]).finally(() => clearTimeout(timer));
     } catch (err) {
       return { error: (err as Error).message };
     }

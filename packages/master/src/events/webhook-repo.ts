@@ -94,12 +94,17 @@ export class WebhookRepo {
     return Number(r.numUpdatedRows) > 0;
   }
 
-  /** Records an attempt's outcome: done (delivered or failed for good), or pending again at nextAt. */
-  async settle(deliveryId: string, s: { status: DeliveryStatus; attempts: number; nextAt: number; error: string | null; now: number }): Promise<void> {
-    await this.db.updateTable('t_svc_webhook_delivery').set({
+  /**
+   * Records an attempt's outcome: done (delivered or failed for good), or pending again at nextAt;
+   * only under the lease the attempt was claimed with. false: the lease ran out and another
+   * master claimed the delivery since, whose outcome is the one kept.
+   */
+  async settle(deliveryId: string, lease: { holder: string; leaseUntil: number }, s: { status: DeliveryStatus; attempts: number; nextAt: number; error: string | null; now: number }): Promise<boolean> {
+    const r = await this.db.updateTable('t_svc_webhook_delivery').set({
       status: s.status, attempts: s.attempts, next_at: s.nextAt, last_error: s.error, lease_until: 0, lease_holder: null,
       done_at: s.status === 'pending' ? null : s.now,
-    }).where('delivery_id', '=', deliveryId).execute();
+    }).where('delivery_id', '=', deliveryId).where('lease_holder', '=', lease.holder).where('lease_until', '=', lease.leaseUntil).executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   }
 
   /** Removes finished deliveries older than `before` (the queue keeps what is still to send). */
