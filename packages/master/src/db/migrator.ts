@@ -38,13 +38,14 @@ export async function migrate(db: Kysely<any>, driver: DbDriver, migrations: Mig
     if (names.has(m.name)) throw new MigrationError(`migration ${m.name} is defined twice`);
     names.add(m.name);
   }
-  await db.schema.createTable(MIGRATION_TABLE).ifNotExists()
-    .addColumn('name', 'varchar(128)', (c) => c.primaryKey())
-    .addColumn('fingerprint', 'varchar(64)', (c) => c.notNull())
-    .addColumn('applied_at', 'bigint', (c) => c.notNull())
-    .execute();
-
   return withMigrationLock(db, driver, async () => {
+    // Under the lock: two masters starting together raced on the table's creation (PostgreSQL's
+    // CREATE TABLE IF NOT EXISTS is not safe against itself).
+    await db.schema.createTable(MIGRATION_TABLE).ifNotExists()
+      .addColumn('name', 'varchar(128)', (c) => c.primaryKey())
+      .addColumn('fingerprint', 'varchar(64)', (c) => c.notNull())
+      .addColumn('applied_at', 'bigint', (c) => c.notNull())
+      .execute();
     const rows = await db.selectFrom(MIGRATION_TABLE).select(['name', 'fingerprint']).execute() as Array<{ name: string; fingerprint: string }>;
     const applied = new Map(rows.map((r) => [r.name, r.fingerprint]));
     for (const m of migrations) {
@@ -77,7 +78,10 @@ async function withMigrationLock<T>(db: Kysely<any>, driver: DbDriver, fn: () =>
   }
   if (driver === 'mysql') {
     return db.connection().execute(async (conn) => {
-      await sql`select get_lock('svc_migrations', 60)`.execute(conn);
+      // get_lock answers 0 after its 60 s: another master still migrating. Going on would run
+      // the same DDL twice, which MySQL cannot roll back.
+      const got = await sql<{ got: number | string | null }>`select get_lock('svc_migrations', 60) as got`.execute(conn);
+      if (Number(got.rows[0]?.got) !== 1) throw new MigrationError('another master has held the migration lock for 60 s; start this one again when it is done');
       try { return await fn(); } finally { await sql`select release_lock('svc_migrations')`.execute(conn); }
     });
   }

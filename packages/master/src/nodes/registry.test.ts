@@ -27,3 +27,28 @@ test('placement: spread takes the node with the most memory free, pack the one w
     await made.drop();
   }
 });
+
+for (const tdb of availableTestDatabases()) {
+  test(`a node registering again stays drained, whenever the drain began (${tdb.driver})`, { skip: tdb.skip }, async () => {
+    const made = await tdb.create!();
+    const db = await openDatabase(made.config);
+    try {
+      await migrate(db.kysely, db.driver, migrations);
+      const nodes = new NodeRegistry(db.kysely);
+      const reg = { nodeId: 'n1', address: 'http://127.0.0.1:1/n1', runtime: 'gvisor' as const, pauseKinds: ['freeze' as const], capacity: { cpuCount: 4, memoryMB: 4096 }, pausedResourceReleaseRatio: 0, version: 't' };
+      await nodes.register(reg);
+      // A register that read the row before the drain and wrote after it undid the drain.
+      const both = await Promise.all([nodes.register(reg), nodes.setDraining('n1', true)]);
+      assert.equal(both[1].status, 'draining');
+      assert.equal((await nodes.get('n1')).status, 'draining');
+      await nodes.register(reg);
+      assert.equal((await nodes.get('n1')).status, 'draining');
+      await nodes.setDraining('n1', false);
+      await nodes.register(reg);
+      assert.equal((await nodes.get('n1')).status, 'ready');
+    } finally {
+      await db.close();
+      await made.drop();
+    }
+  });
+}

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { badRequest, notFound, unavailable, SvcError } from '@svc/common';
 import { admissionRefusal, NodeAgentClient, realFreeMB, type NodeLoad, type RuntimeKind } from '@svc/contracts/node-agent';
 import type { Database, NodeRow } from '../db/schema.ts';
@@ -60,15 +60,18 @@ export class NodeRegistry {
       pause_kinds: JSON.stringify(req.pauseKinds ?? []),
       capacity: JSON.stringify(req.capacity),
       release_ratio: req.pausedResourceReleaseRatio ?? 0,
-      // A drained node stays drained across its restarts, until it is undrained.
-      status: existing?.status === DRAINING ? DRAINING : 'ready',
+      // A drained node stays drained across its restarts, until it is undrained (the update below).
+      status: 'ready',
       version: req.version ?? '',
       last_heartbeat_at: now,
       egress_admin_url: req.egressAdminUrl ?? null,
       features: Array.isArray(req.features) ? JSON.stringify(req.features.filter((f) => typeof f === 'string').slice(0, 64)) : null,
     };
     if (existing) {
-      await this.db.updateTable('t_svc_node').set(values).where('node_id', '=', req.nodeId).execute();
+      // Decided in the update, not from the row read above: a drain started between the two was
+      // undone by a node that registered again meanwhile (found by a helper reading the master).
+      const status = sql<string>`case when status = ${DRAINING} then ${DRAINING} else 'ready' end`;
+      await this.db.updateTable('t_svc_node').set({ ...values, status }).where('node_id', '=', req.nodeId).execute();
       // Its configured labels go over those the label routes set under the same names.
       if (req.labels && Object.keys(req.labels).length) await this.updateLabels(req.nodeId, (cur) => ({ ...cur, ...req.labels }));
     } else {
