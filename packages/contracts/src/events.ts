@@ -29,6 +29,8 @@ export type SandboxEventType = (typeof SANDBOX_EVENT_TYPES)[number];
 export const EVENT_LIMITS = {
   listDefault: 10,
   listMax: 100,
+  /** The largest offset: beyond it a 400 (an unbounded one was a 500 on PostgreSQL, bigint out of range). */
+  offsetMax: 1_000_000,
   webhookNameMaxChars: 256,
   webhookUrlMaxChars: 2048,
   webhookSecretMaxChars: 1024,
@@ -124,7 +126,7 @@ const WebhookPatchBody = {
 const ListEventsQuery = {
   type: 'object',
   properties: {
-    offset: { type: 'integer', minimum: 0, default: 0 },
+    offset: { type: 'integer', minimum: 0, maximum: EVENT_LIMITS.offsetMax, default: 0 },
     limit: { type: 'integer', minimum: 1, maximum: EVENT_LIMITS.listMax, default: EVENT_LIMITS.listDefault },
     orderAsc: { type: 'boolean', default: false },
     types: { type: 'array', items: eventType },

@@ -41,6 +41,9 @@ export class LeaderElection {
 
   async tick(): Promise<void> {
     let held: boolean;
+    // The lease runs from when it was asked for, not from the answer: a reply that came late
+    // stretched this replica's leadership past the lease's real end.
+    const asked = Date.now();
     try {
       held = await this.coord.acquireLease(LEADER_LEASE, this.holder, this.ttlMs);
     } catch (err) {
@@ -48,7 +51,7 @@ export class LeaderElection {
       return;
     }
     if (held) {
-      this.lastRenewedAt = Date.now();
+      this.lastRenewedAt = asked;
       if (!this.leader) {
         this.leader = true;
         this.since = this.lastRenewedAt;

@@ -133,6 +133,8 @@ test('a bad query is a 400 with { code, message } naming the parameter', async (
     ['limit=1.5', /limit.*integer/],
     ['offset=-1', /offset.*>= 0/],
     ['offset=x', /offset.*integer/],
+    ['offset=1000001', /offset.*<= 1000000/],
+    ['offset=100000000000000000000', /offset/],
     ['orderAsc=maybe', /orderAsc.*boolean/],
     [`types=${T('nope')}`, /types.*must be one of/],
     [`types=${T('paused')}&types=created`, /types.*must be one of/],
