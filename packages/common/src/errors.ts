@@ -55,6 +55,18 @@ export class UnreachableError extends SvcError {
   }
 }
 
+/**
+ * `what: <the error>` as a new error of `status` (Retry-After 2): a platform component that did
+ * not answer stays an UnreachableError, its public words prefixed too, so a server that answers
+ * the public still names no address of the platform's when it passes the error on.
+ */
+export function wrapError(err: unknown, what: string, status = 503): SvcError {
+  const headers = { 'Retry-After': '2' };
+  // Whatever `status` the caller meant, a component that did not answer is a 503.
+  if (err instanceof UnreachableError) return new UnreachableError(`${what}: ${err.message}`, `${what}: ${err.publicMessage}`);
+  return new SvcError(status, `${what}: ${(err as Error)?.message ?? String(err)}`, { headers });
+}
+
 export const badRequest = (message: string, code?: number) => new SvcError(400, message, { code });
 export const unauthorized = (message = 'unauthorized') => new SvcError(401, message);
 export const forbidden = (message = 'forbidden') => new SvcError(403, message);

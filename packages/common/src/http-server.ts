@@ -17,8 +17,10 @@ export interface HttpAppOptions {
   /**
    * It answers the public (the API gateway): a platform component that did not answer is said in
    * words that name none of the platform's addresses (UnreachableError); the details are logged.
+   * A function: for the requests it says yes to (the master: a team's call, which the gateway
+   * passes on to the team).
    */
-  publicFacing?: boolean;
+  publicFacing?: boolean | ((req: FastifyRequest) => boolean);
 }
 
 /**
@@ -59,7 +61,8 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
   app.setErrorHandler(async (err: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const e = toSvcError(err);
     if (e.status >= 500 && !(err instanceof SvcError)) req.log.error({ err, url: req.url }, 'unhandled error');
-    if (opts.publicFacing && err instanceof UnreachableError) {
+    const isPublic = typeof opts.publicFacing === 'function' ? opts.publicFacing(req) : opts.publicFacing;
+    if (isPublic && err instanceof UnreachableError) {
       req.log.warn({ err: err.message, url: req.url }, 'a platform component did not answer');
       return sendError(reply, new SvcError(503, err.publicMessage, { headers: err.headers }));
     }

@@ -1,4 +1,4 @@
-import { SvcError, type Logger } from '@svc/common';
+import { SvcError, wrapError, type Logger } from '@svc/common';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import { EgressAdminClient } from '@svc/contracts/egress-routes';
 import type { NodeRegistry } from './nodes/registry.ts';
@@ -23,7 +23,7 @@ export class NodeEgressPolicies implements EgressPolicies {
       const e = err as SvcError;
       // A 400 is the policy's fault and tells the caller which part; anything else is the proxy's.
       if (e.status === 400) throw e;
-      throw new SvcError(503, `the egress proxy of node ${nodeId} did not take the sandbox's policy: ${e.message}`);
+      throw wrapError(e, `the egress proxy of node ${nodeId} did not take the sandbox's policy`);
     }
   }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { clusterTlsOf, createHttpApp, requireSharedToken, hostForClient, internalScheme, parseListen, Periodic, randomId, type Coordination, type Logger, type SvcConfig } from '@svc/common';
+import { TEAM_HEADER } from '@svc/contracts/teams';
 import { CLUSTER_TOKEN_HEADER, MASTER_OPEN_PATHS } from '@svc/contracts/cluster-token';
 import { openDatabase, type Db } from './db/connect.ts';
 import { migrate } from './db/migrator.ts';
@@ -87,7 +88,9 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   if (result.applied.length) logger.info({ applied: result.applied }, 'database migrations applied');
   if (result.unknown.length) logger.warn({ unknown: result.unknown }, 'database has migrations this build does not know (a newer master ran here?)');
 
-  const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024, https: clusterTlsOf(cfg) });
+  // A team's call (the gateway passes the answer on to the team) hears no address of a node or
+  // component that did not answer; the operator's and the platform's own calls hear the details.
+  const app = createHttpApp({ logger, bodyLimit: 4 * 1024 * 1024, https: clusterTlsOf(cfg), publicFacing: (req) => req.headers[TEAM_HEADER] !== undefined });
   // First of all: every route but the probes is the operator's or the platform's own, so anyone
   // on the network who reached this port without cluster_token was the operator (docs/cluster.md).
   requireSharedToken(app, {

@@ -118,7 +118,8 @@ async function createAdmitted(c: SandboxContext, input: CreateSandboxInput, tpl:
     discardOnNode(c, client, nodeId, sandboxId, 'the master could not record it');
     dropEgress(c, nodeId, sandboxId, egress);
     c.d.logger.error({ sandboxId, nodeId, err }, 'sandbox started but could not be recorded; stopped it');
-    throw unavailable(`sandbox could not be recorded (${(err as Error).message}); nothing was kept, retry`, 2);
+    // The database's words stay in the log: they may name its host, and the caller can only retry.
+    throw unavailable('sandbox could not be recorded; nothing was kept, retry', 2);
   }
   return { record, node };
 }

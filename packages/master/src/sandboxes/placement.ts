@@ -1,4 +1,4 @@
-import { SvcError, unavailable, type Logger } from '@svc/common';
+import { SvcError, UnreachableError, unavailable, wrapError, type Logger } from '@svc/common';
 import type { CreateSandboxOnNode, NodeAgentClient, NodeSandbox } from '@svc/contracts/node-agent';
 import type { NodeRegistry, SchedulingNeed } from '../nodes/registry.ts';
 
@@ -35,7 +35,8 @@ export async function placeSandbox(
     } catch (err) {
       const e = err as SvcError;
       if (e instanceof SvcError && e.status === 503 && !need.onNode && refusals.length < MAX_NODES_ASKED - 1) {
-        refusals.push({ nodeId, message: e.message });
+        // Its public words: the refusals reach the caller, and a node that did not answer is no address of theirs to read.
+        refusals.push({ nodeId, message: e instanceof UnreachableError ? e.publicMessage : e.message });
         d.logger.info({ sandboxId, nodeId, reason: e.message }, 'node refused the create; asking another');
         continue;
       }
@@ -43,7 +44,7 @@ export async function placeSandbox(
       d.discard(client, nodeId, 'create failed on the node');
       if (e.status === 504) throw new SvcError(504, `sandbox create did not finish within create_timeout_insec (${timeoutMs / 1000} s) on node ${nodeId}; the node says: ${e.message}`);
       if (e instanceof SvcError && e.status < 500) throw e;
-      throw new SvcError(500, `sandbox create failed on node ${nodeId}: ${e.message}`);
+      throw wrapError(e, `sandbox create failed on node ${nodeId}`, 500);
     }
   }
 }

@@ -1,4 +1,4 @@
-import { conflict, gone, notFound, SvcError } from '@svc/common';
+import { conflict, gone, notFound, SvcError, wrapError } from '@svc/common';
 import type { EndedSandbox } from '@svc/contracts/node-agent';
 import type { TerminateReason } from '@svc/contracts/master-internal';
 import type { SandboxContext } from './context.ts';
@@ -60,7 +60,7 @@ export function deadlineOf(r: Row): Deadline {
 export function passThrough(err: unknown, what: string): SvcError {
   const e = err as SvcError;
   if (e instanceof SvcError && (e.status === 409 || e.status === 404 || e.status === 400)) return e;
-  return new SvcError(503, `${what}: ${e.message}`, { headers: { 'Retry-After': '2' } });
+  return wrapError(err, what);
 }
 
 /** The master's reason for a sandbox its node lost: 'oom' when the node knows the host stopped it for memory. */

@@ -1,4 +1,4 @@
-import { SvcError, toSvcError } from '@svc/common';
+import { SvcError, toSvcError, wrapError } from '@svc/common';
 import type { NodeAgentClient } from '@svc/contracts/node-agent';
 
 /** A built template's start command and the check that it is up (docs/templates.md, "The builder"). */
@@ -25,7 +25,7 @@ export async function startAndWaitReady(node: Pick<NodeAgentClient, 'exec'>, san
   // keeps /proc/1 from other users, and gives everyone /dev/console instead (docs/runtimes.md).
   const pickConsole = 'out=/proc/1/fd/1; [ -w "$out" ] || out=/dev/console';
   const started = await exec(`${pickConsole}; nohup /bin/sh -c ${shellQuote(s.command)} </dev/null >"$out" 2>&1 &`, 30_000)
-    .catch((err) => { throw new SvcError(502, `the start command could not be started: ${toSvcError(err).message}`); });
+    .catch((err) => { throw wrapError(err, 'the start command could not be started', 502); });
   if (started.exitCode !== 0) throw new SvcError(502, `the start command could not be started (exit ${started.exitCode}): ${started.stderr.trim()}`);
   if (!s.readyCommand) return;
   const deadline = Date.now() + READY_TIMEOUT_MS;

@@ -1,4 +1,4 @@
-import { randomId, SvcError, toSvcError, type Logger } from '@svc/common';
+import { randomId, SvcError, toSvcError, wrapError, type Logger } from '@svc/common';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { PausePackages, StoredPause } from '../sandboxes/ports.ts';
 import { layerRefOf, type SnapshotCatalog } from './catalog.ts';
@@ -33,7 +33,7 @@ export class PausePackageStore implements PausePackages {
       await this.repo.markReady(snapshotId, null);
     } catch (err) {
       await this.catalog.discard(snapshotId, layer.layerId);
-      throw new SvcError(toSvcError(err).status === 507 ? 507 : 503, `the pause package of ${s.sandboxId} could not be stored: ${(err as Error).message}`);
+      throw wrapError(err, `the pause package of ${s.sandboxId} could not be stored`, toSvcError(err).status === 507 ? 507 : 503);
     }
     // The node keeps no copy: the paused sandbox itself is there, and another node downloads it.
     await node.deleteLayer(layer.layerId).catch((err: Error) => this.logger.warn({ snapshotId, err: err.message }, 'pause package\'s copy stays on its node; the orphan sweep removes it'));

@@ -1,4 +1,4 @@
-import { badRequest, conflict, randomId, SvcError, toSvcError, type Logger } from '@svc/common';
+import { badRequest, conflict, randomId, SvcError, toSvcError, wrapError, type Logger } from '@svc/common';
 import {
   MAX_FORK_COUNT, type CreateSandboxInput, type CreateSnapshotInput, type ForkInput, type ForkResult, type SnapshotRecord,
 } from '@svc/contracts/master';
@@ -72,7 +72,9 @@ export class SnapshotService {
     } catch (err) {
       // Nothing half-made is kept: a layer without its record would never be listed or collected.
       await src.node.deleteLayer(layer.layerId).catch((e: Error) => this.d.logger.warn({ snapshotId, err: e.message }, 'layer of an unrecorded snapshot left on its node'));
-      throw new SvcError(503, `snapshot of ${sandboxId} could not be recorded (${(err as Error).message}); nothing was kept, retry`);
+      // The database's words stay in the log: they may name its host, and the caller can only retry.
+      this.d.logger.error({ snapshotId, sandboxId, err: (err as Error).message }, 'snapshot could not be recorded');
+      throw new SvcError(503, `snapshot of ${sandboxId} could not be recorded; nothing was kept, retry`, { headers: { 'Retry-After': '2' } });
     }
     try {
       // Counted again once recorded: captures taken together all passed the count before theirs.
@@ -83,7 +85,7 @@ export class SnapshotService {
       await this.d.catalog.discard(snapshotId, layer.layerId);
       const e = toSvcError(err);
       if (e.status === 507 || e.status === 409) throw e;
-      throw new SvcError(503, `snapshot of ${sandboxId} could not be stored (${e.message}); nothing was kept, retry`);
+      throw wrapError(e, `snapshot of ${sandboxId} could not be stored; nothing was kept, retry`);
     }
     this.d.logger.info({ snapshotId, sandboxId, name: o.name, purpose: o.purpose, sizeBytes: layer.sizeBytes }, 'snapshot taken');
     return { ...row, name: o.name ?? null, wanted_name: null, status: 'ready' };

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { notFound, relayAnswer, SvcError, traceClientCall } from '@svc/common';
+import { notFound, relayAnswer, SvcError, traceClientCall, UnreachableError } from '@svc/common';
 import { serve } from '@svc/contracts/route-table';
 import { DEFAULT_TEAM_ID } from '@svc/contracts/teams';
 import {
@@ -72,7 +72,8 @@ async function proxyContent(req: FastifyRequest<RefParams>, reply: FastifyReply,
       method: req.method, headers, ...(hasBody ? { body: req.raw as unknown as RequestInit['body'], duplex: 'half' } : {}),
     } as RequestInit), (r) => r.status);
   } catch (err) {
-    throw new SvcError(503, `node ${node.nodeId} did not answer the volume content call: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`, { headers: { 'Retry-After': '2' } });
+    const why = ((err as Error).cause as Error)?.message ?? (err as Error).message;
+    throw new UnreachableError(`node ${node.nodeId} did not answer the volume content call: ${why}`, `node ${node.nodeId} did not answer the volume content call; retry shortly`);
   }
   return relayAnswer(req, reply, res, PASS_BACK);
 }

@@ -1,5 +1,5 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { badRequest, conflict, notFound, SvcError, unauthorized, unavailable, type Logger } from '@svc/common';
+import { badRequest, conflict, notFound, SvcError, unauthorized, unavailable, wrapError, type Logger } from '@svc/common';
 import type { VolumeMount } from '@svc/contracts/master';
 import {
   checkVolumeName, UNKNOWN_DRIVER, VOLUME_CODES, VOLUME_LIMITS,
@@ -189,7 +189,7 @@ export class VolumeService {
     const out: string[] = [];
     for (const n of await this.d.nodes.live()) {
       const list = await this.d.nodes.attachments(n.nodeId).catch((err: Error) => {
-        throw new SvcError(503, `node ${n.nodeId} did not say whether it holds volume ${volumeId} (${err.message}); retry the delete`, { headers: { 'Retry-After': '2' } });
+        throw wrapError(err, `node ${n.nodeId} did not say whether it holds volume ${volumeId}; retry the delete`);
       });
       if (list.some((a) => a.volumeId === volumeId)) out.push(n.nodeId);
     }
