@@ -27,33 +27,72 @@ export function checkLockName(name: string): void {
   if (name.length > MAX_LOCK_NAME) throw new Error(`lock name too long (${name.length} > ${MAX_LOCK_NAME}): ${name}`);
 }
 
+let acquisitions = 0;
+
 /**
- * Runs fn while holding the lock, asked for again every 10 to 30 ms for up to `waitMs`; `busy()`
- * is thrown when it stays taken. A failed unlock is left to the lock's TTL.
+ * A holder for one acquisition: the caller's (a process's) name and a count. A lock that lapsed
+ * under a holder shared by the whole process was dropped by that process's next unlock while
+ * another of its requests held it again (found by a helper reading the master as an attacker).
+ */
+function oneAcquisition(holder: string): string {
+  acquisitions = (acquisitions + 1) % Number.MAX_SAFE_INTEGER;
+  return `${holder}#${acquisitions}`;
+}
+
+/**
+ * Runs fn as the holder of a lock it has taken, renewed every third of its TTL while fn runs (a
+ * step slower than the TTL, a pause uploading gigabytes, keeps it), and released after. Only a
+ * crash leaves it to its TTL.
+ */
+async function holding<T>(c: Coordination, name: string, holder: string, ttlMs: number, fn: () => Promise<T>): Promise<T> {
+  let lost = false;
+  const renew = setInterval(() => {
+    c.acquireLease(name, holder, ttlMs).then((held) => { lost = !held; }, () => {
+      // The next renewal tries again; the CAS writes of whatever runs under the lock still hold.
+    });
+  }, Math.max(50, Math.floor(ttlMs / 3)));
+  renew.unref();
+  try {
+    return await fn();
+  } finally {
+    clearInterval(renew);
+    if (!lost) await c.unlock(name, holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next holder */ });
+  }
+}
+
+/**
+ * Runs fn while holding the lock (renewed while it runs), asked for again every 10 to 30 ms for
+ * up to `waitMs`; `busy()` is thrown when it stays taken. A failed unlock is left to the lock's TTL.
  */
 export async function withLockWaiting<T>(
   c: Coordination, name: string, holder: string, o: { ttlMs: number; waitMs: number; busy: () => Error }, fn: () => Promise<T>,
 ): Promise<T> {
+  const mine = oneAcquisition(holder);
   const deadline = Date.now() + o.waitMs;
-  while (!(await c.tryLock(name, holder, o.ttlMs))) {
+  while (!(await c.tryLock(name, mine, o.ttlMs))) {
     if (Date.now() > deadline) throw o.busy();
     await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
   }
-  try {
-    return await fn();
-  } finally {
-    await c.unlock(name, holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next holder */ });
-  }
+  return holding(c, name, mine, o.ttlMs, fn);
 }
 
-/** Runs fn while holding the lock; returns undefined (without running fn) when the lock is taken. */
+/** Runs fn while holding the lock (renewed while it runs); does not run fn when the lock is taken. */
 export async function withLock<T>(
   c: Coordination, name: string, holder: string, ttlMs: number, fn: () => Promise<T>,
 ): Promise<{ acquired: true; value: T } | { acquired: false }> {
-  if (!(await c.tryLock(name, holder, ttlMs))) return { acquired: false };
-  try {
-    return { acquired: true, value: await fn() };
-  } finally {
-    await c.unlock(name, holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next holder */ });
-  }
+  const mine = oneAcquisition(holder);
+  if (!(await c.tryLock(name, mine, ttlMs))) return { acquired: false };
+  return { acquired: true, value: await holding(c, name, mine, ttlMs, fn) };
+}
+
+/**
+ * Runs fn under a lease renewed while fn runs, which expires ttlMs after a crash, so a replica
+ * that dies mid-operation blocks the others for at most one TTL; taken at once or not at all.
+ * `holder` must be unique to this one operation (a lease is renewable by its holder).
+ */
+export async function withRenewedLock<T>(
+  c: Coordination, name: string, holder: string, ttlMs: number, fn: () => Promise<T>,
+): Promise<{ acquired: true; value: T } | { acquired: false }> {
+  if (!(await c.acquireLease(name, holder, ttlMs))) return { acquired: false };
+  return { acquired: true, value: await holding(c, name, holder, ttlMs, fn) };
 }

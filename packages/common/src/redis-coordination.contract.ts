@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { withLock, type Coordination } from './coordination.ts';
+import { withLock, withLockWaiting, type Coordination } from './coordination.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -64,6 +64,39 @@ export function coordinationContract(hooks: ContractHooks) {
     assert.deepEqual(outer, { acquired: true, value: 'outer' });
     assert.deepEqual(inner, { acquired: false });
     assert.equal(await b.tryLock(lock, 'h2', 100), true, 'released afterwards');
+  });
+
+  test('a lock taken by withLock or withLockWaiting holds past its TTL while the function runs, and is released after', async () => {
+    const [a, b] = await hooks.pair();
+    for (const take of [
+      (lock: string, fn: () => Promise<string>) => withLock(a, lock, 'proc-a', 150, fn),
+      (lock: string, fn: () => Promise<string>) => withLockWaiting(a, lock, 'proc-a', { ttlMs: 150, waitMs: 0, busy: () => new Error('busy') }, fn),
+    ]) {
+      const lock = name('renewed');
+      let during: unknown;
+      await take(lock, async () => {
+        await sleep(450);
+        during = await withLock(b, lock, 'proc-b', 150, async () => 'ran');
+        return 'done';
+      });
+      assert.deepEqual(during, { acquired: false }, 'three TTLs later the lock is still held: renewed');
+      assert.equal(await b.tryLock(lock, 'proc-b', 100), true, 'released afterwards');
+    }
+  });
+
+  test('one process\'s acquisitions are apart: its unlock of a lapsed one never drops its next', async () => {
+    const [a] = await hooks.pair();
+    const lock = name('apart');
+    // The same process name for both, as one master's requests share it.
+    const first = withLockWaiting(a, lock, 'master-1', { ttlMs: 5_000, waitMs: 0, busy: () => new Error('busy') }, async () => 'first');
+    assert.equal(await first, 'first');
+    const order: string[] = [];
+    await withLockWaiting(a, lock, 'master-1', { ttlMs: 5_000, waitMs: 0, busy: () => new Error('busy') }, async () => {
+      // A holder named as the process alone (the old way) cannot release this acquisition.
+      await a.unlock(lock, 'master-1');
+      order.push(String(await a.tryLock(lock, 'someone', 100)));
+    });
+    assert.deepEqual(order, ['false']);
   });
 
   test('lock and lease names over 63 characters are refused', async () => {

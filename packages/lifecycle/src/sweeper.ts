@@ -1,6 +1,6 @@
-import { SvcError, type Coordination, type Logger } from '@svc/common';
+import { SvcError, withRenewedLock, type Coordination, type Logger } from '@svc/common';
 import type { DueSandbox, MasterInternalClient } from '@svc/contracts/master-internal';
-import { sandboxLockName, withRenewedLock } from './sandbox-lock.ts';
+import { sandboxLockName } from './sandbox-lock.ts';
 
 export type SweepAction = 'pause' | 'kill';
 

@@ -30,6 +30,7 @@ export function drainCoordinationNames(nodeId: string): { lease: string; record:
  */
 export class NodeDrains {
   private readonly running = new Map<string, Promise<void>>();
+  private readonly starting = new Map<string, Promise<DrainStatus>>();
   private stopping = false;
 
   constructor(private readonly d: {
@@ -40,6 +41,23 @@ export class NodeDrains {
 
   /** Starts a drain of the node, or answers the one under way. 404 for a node not registered. */
   async start(nodeId: string): Promise<DrainStatus> {
+    // Two drains asked of this master at once both passed the check of `running` and both took
+    // the lease (renewable by its holder, this master): one start at a time per node.
+    const inFlight = this.starting.get(nodeId);
+    if (inFlight) {
+      await Promise.allSettled([inFlight]);
+      return this.status(nodeId);
+    }
+    const started = this.begin(nodeId);
+    this.starting.set(nodeId, started);
+    try {
+      return await started;
+    } finally {
+      this.starting.delete(nodeId);
+    }
+  }
+
+  private async begin(nodeId: string): Promise<DrainStatus> {
     if (this.stopping) throw unavailable('this master is stopping; ask another');
     const node = await this.d.nodes.setDraining(nodeId, true);
     const { lease } = drainCoordinationNames(nodeId);

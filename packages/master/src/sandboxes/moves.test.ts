@@ -158,7 +158,9 @@ test('pause packages, cross-node restore and drain over two fake nodes (docs/clu
       const frozen = await onN2();
       await svc.pause(frozen.sandboxId);
       n2.behaviour.pauseDelayMs = 300;
-      const started = await master.drainNode('n2');
+      // Asked twice at once of one master: one drain (both took the lease, renewable by that master, before).
+      const [started, twin] = await Promise.all([master.drainNode('n2'), master.drainNode('n2')]);
+      assert.equal(twin.startedAt, started.startedAt, 'two drains asked at once are one drain');
       assert.equal(started.state, 'running', 'the drain answers before its first move is done');
       assert.equal(started.total, 2);
       assert.equal(started.remaining, 2);

@@ -1,4 +1,4 @@
-import { conflict, randomId, withLock, type Coordination, type Logger, type SvcError } from '@svc/common';
+import { conflict, randomId, withLock, withLockWaiting, type Coordination, type Logger, type SvcError } from '@svc/common';
 import type { SandboxEventData, SandboxEventType } from '@svc/contracts/events';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
 import type { SandboxState } from '@svc/contracts/master-internal';
@@ -90,20 +90,9 @@ export class SandboxTransitions {
    * unlocks, so a caller that waited for the state can otherwise find the lock still held.
    */
   async locked<V>(id: string, busy: () => SvcError, fn: () => Promise<V>, waitMs = 0): Promise<V> {
-    const name = `sbx:${id}`;
-    const deadline = Date.now() + waitMs;
-    while (!(await this.d.coordination.tryLock(name, this.holder, LOCK_TTL_MS))) {
-      if (Date.now() >= deadline) throw busy();
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    try {
-      return await fn();
-    } finally {
-      await this.d.coordination.unlock(name, this.holder).catch((err: Error) => {
-        // The lock expires with its TTL: a failed unlock only delays the next operation.
-        this.d.logger.warn({ sandboxId: id, err: err.message }, 'sandbox lock not released; it expires with its TTL');
-      });
-    }
+    // Renewed while fn runs (common's withLockWaiting): a pause storing gigabytes outlasted the TTL,
+    // and the stuck-row reconcile then took the lock and settled the row under the pause's feet.
+    return withLockWaiting(this.d.coordination, `sbx:${id}`, this.holder, { ttlMs: LOCK_TTL_MS, waitMs, busy }, fn);
   }
 
   /** Runs fn holding the sandbox's lifecycle lock if no one holds it now; a sweep skips a busy sandbox. */
