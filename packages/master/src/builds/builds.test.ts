@@ -6,6 +6,7 @@ import { openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrator.ts';
 import { availableTestDatabases } from '../db/test-databases.ts';
 import { migrations } from '../migrations/index.ts';
+import { LOG_ENTRY_MAX } from './build-log.ts';
 import { BuildRepo } from './repo.ts';
 import { TeamBuilds } from './team-builds.ts';
 import { BuildService } from './service.ts';
@@ -86,6 +87,38 @@ for (const tdb of availableTestDatabases()) {
         assert.equal(await statusOf(builds.removeTags('app', ['default'])), 400);
         assert.equal(await statusOf(builds.removeTags('nothing', ['x'])), 404);
         assert.equal(await statusOf(builds.request({ name: 'app', tags: ['bad tag'] })), 400);
+      });
+
+      await t.test('tags are exact on every engine: Prod, prod and Default are tags of their own; removing DEFAULT leaves default', async () => {
+        const r = await builds.request({ name: 'cased:Prod', tags: ['prod', 'Default'] });
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: ['make cased'] }] });
+        await builds.settled();
+        assert.equal((await builds.status(r.templateID, r.buildID, {}))!.status, 'ready');
+        assert.equal(f.templates.get(r.templateID)!.failed, undefined, 'its template is built, not failed (MySQL: the tags hit a duplicate key after the build was ready)');
+        const tags = async () => (await builds.tags('cased')).map((x) => x.tag);
+        assert.deepEqual(await tags(), ['Default', 'Prod', 'default', 'prod'], 'in the same order on every engine');
+        await builds.removeTags('cased', ['DEFAULT', 'PROD']);
+        assert.deepEqual(await tags(), ['Default', 'Prod', 'default', 'prod'], 'no such tags: nothing removed (MySQL removed default and prod)');
+        await builds.removeTags('cased', ['Default', 'Prod']);
+        assert.deepEqual(await tags(), ['default', 'prod']);
+        assert.equal(await builds.snapshotOfTag(r.templateID, 'default'), f.templates.get(r.templateID)!.built);
+        assert.equal(await builds.snapshotOfTag(r.templateID, 'DEFAULT'), undefined);
+        assert.equal(await statusOf(builds.assignTags('cased:PROD', ['x'])), 404);
+        assert.deepEqual(await builds.assignTags('cased:prod', ['PROD']), { buildID: r.buildID, tags: ['PROD'] });
+        assert.deepEqual(await tags(), ['PROD', 'default', 'prod']);
+      });
+
+      await t.test('a start request past 64 KiB (MySQL\'s text) is recorded and the build runs; its step\'s log entry is cut', async () => {
+        const r = await builds.request({ name: 'long-spec' });
+        const command = `echo ${'x'.repeat(70 * 1024)}`;
+        await builds.start(r.templateID, r.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: [command] }] });
+        await builds.settled();
+        const s = await builds.status(r.templateID, r.buildID, {});
+        assert.equal(s!.status, 'ready', JSON.stringify(s!.reason));
+        assert.ok(f.execs.some((e) => e.command.startsWith(command)), 'the step ran whole');
+        const header = s!.logEntries.find((e) => e.message.startsWith('[1/1] RUN echo x'));
+        assert.ok(header, 'the step\'s entry is there');
+        assert.ok(header.message.length <= LOG_ENTRY_MAX + 40 && header.message.endsWith(`(${command.length + '[1/1] RUN '.length - LOG_ENTRY_MAX} more characters)`), header.message.slice(-60));
       });
 
       await t.test('the same base and steps again are cached: nothing runs; force runs them', async () => {

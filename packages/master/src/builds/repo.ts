@@ -82,8 +82,13 @@ export class BuildRepo {
     await this.db.deleteFrom('t_svc_template_tag').where('template_id', '=', templateId).where('tag', 'in', tags).execute();
   }
 
-  tags(templateId: string): Promise<TagRow[]> {
-    return this.db.selectFrom('t_svc_template_tag').selectAll().where('template_id', '=', templateId).orderBy('tag').execute();
+  /**
+   * By tag, in code-unit order: tags are case-sensitive on every engine, and an ORDER BY follows
+   * each database's collation (PostgreSQL's locale put `prod` before or after `Prod`).
+   */
+  async tags(templateId: string): Promise<TagRow[]> {
+    const rows = await this.db.selectFrom('t_svc_template_tag').selectAll().where('template_id', '=', templateId).execute();
+    return rows.sort((a, b) => (a.tag < b.tag ? -1 : a.tag > b.tag ? 1 : 0));
   }
 
   /** The ready build a tag of the template names. */

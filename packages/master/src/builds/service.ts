@@ -71,6 +71,8 @@ export class BuildService {
   async removeTags(name: string, tags: string[]): Promise<void> {
     const gone = checkTags(tags);
     if (!gone.length) throw badRequest('tags must name at least one tag');
+    // Exact, as the delete is: tags compare byte for byte on every engine (on MySQL since
+    // 20261205100000), so `DEFAULT` is a tag of its own and removing it leaves `default`.
     if (gone.includes(DEFAULT_TAG)) throw badRequest(`the ${DEFAULT_TAG} tag names the template's current build and cannot be removed`);
     await this.d.repo.deleteTags(await this.templateIdOf(name), gone);
   }

@@ -13,17 +13,39 @@ interface ColumnDef {
   primaryKey?: boolean;
   unique?: boolean;
   default?: string | number | boolean;
+  /**
+   * MySQL: compared byte for byte (utf8mb4_bin), as SQLite and PostgreSQL compare; its default
+   * collation ignores case, so `Data` found `data` and the two could not both be kept. For names
+   * and keys users choose; ignored on the other engines.
+   */
+  exact?: boolean;
 }
 
 export type MigrationStep =
   | { op: 'createTable'; table: string; columns: ColumnDef[]; primaryKey?: string[] }
   | { op: 'addColumn'; table: string; column: ColumnDef }
-  | { op: 'createIndex'; table: string; name: string; columns: string[]; unique?: boolean };
+  | { op: 'createIndex'; table: string; name: string; columns: string[]; unique?: boolean }
+  /**
+   * MySQL only: restates a column whole (type, nullability, default, `exact`), its indexes kept.
+   * The other engines' columns already hold and compare what MySQL's are changed to, so there it
+   * does nothing. Idempotent: the same definition again changes nothing.
+   */
+  | { op: 'mysqlModifyColumn'; table: string; column: ColumnDef };
 
-function sqlType(t: ColumnType, driver: DbDriver): string | ReturnType<typeof sql.raw> {
+const TEXT_TYPES: ReadonlySet<ColumnType> = new Set(['id', 'string', 'text', 'longtext']);
+
+function sqlType(t: ColumnType, driver: DbDriver, exact = false): string | ReturnType<typeof sql.raw> {
+  const binary = exact && TEXT_TYPES.has(t);
+  if (driver === 'mysql' && (t === 'longtext' || binary)) {
+    // Kysely's type parser knows no mediumtext, character set or collation: given raw.
+    return sql.raw(`${t === 'longtext' ? 'mediumtext' : plainType(t)}${binary ? ' character set utf8mb4 collate utf8mb4_bin' : ''}`);
+  }
+  return plainType(t);
+}
+
+function plainType(t: ColumnType): string {
   switch (t) {
-    // Kysely's type parser knows no mediumtext: given raw.
-    case 'longtext': return driver === 'mysql' ? sql.raw('mediumtext') : 'text';
+    case 'longtext': return 'text';
     case 'id': return 'varchar(128)';
     case 'string': return 'varchar(255)';
     case 'text': return 'text';
@@ -39,7 +61,7 @@ export async function applyStep(db: Kysely<any>, driver: DbDriver, step: Migrati
     case 'createTable': {
       let b = db.schema.createTable(step.table).ifNotExists();
       for (const c of step.columns) {
-        b = b.addColumn(c.name, sqlType(c.type, driver) as never, (col) => {
+        b = b.addColumn(c.name, sqlType(c.type, driver, c.exact) as never, (col) => {
           let x = col;
           if (!c.nullable) x = x.notNull();
           if (c.primaryKey) x = x.primaryKey();
@@ -56,7 +78,18 @@ export async function applyStep(db: Kysely<any>, driver: DbDriver, step: Migrati
       const exists = await columnExists(db, driver, step.table, step.column.name);
       if (exists) return;
       const c = step.column;
-      await db.schema.alterTable(step.table).addColumn(c.name, sqlType(c.type, driver) as never, (col) => {
+      await db.schema.alterTable(step.table).addColumn(c.name, sqlType(c.type, driver, c.exact) as never, (col) => {
+        let x = col;
+        if (!c.nullable) x = x.notNull();
+        if (c.default !== undefined) x = x.defaultTo(typeof c.default === 'boolean' ? Number(c.default) : c.default);
+        return x;
+      }).execute();
+      return;
+    }
+    case 'mysqlModifyColumn': {
+      if (driver !== 'mysql') return;
+      const c = step.column;
+      await db.schema.alterTable(step.table).modifyColumn(c.name, sqlType(c.type, driver, c.exact) as never, (col) => {
         let x = col;
         if (!c.nullable) x = x.notNull();
         if (c.default !== undefined) x = x.defaultTo(typeof c.default === 'boolean' ? Number(c.default) : c.default);

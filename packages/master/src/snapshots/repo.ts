@@ -45,10 +45,16 @@ export class SnapshotRepo {
     });
   }
 
-  /** A user's ready snapshot by id, else by name. */
+  /**
+   * A user's ready snapshot by id, else by name. Exact matches only, as TemplateStore.resolve: the
+   * ids keep MySQL's case-insensitive collation (names are utf8mb4_bin since 20261205100000).
+   */
   async resolve(ref: string): Promise<SnapshotDbRow | undefined> {
     const ready = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready').where('purpose', '=', 'snapshot');
-    return (await ready.where('snapshot_id', '=', ref).executeTakeFirst()) ?? ready.where('name', '=', ref).executeTakeFirst();
+    const byId = await ready.where('snapshot_id', '=', ref).executeTakeFirst();
+    if (byId?.snapshot_id === ref) return byId;
+    const byName = await ready.where('name', '=', ref).executeTakeFirst();
+    return byName?.name === ref ? byName : undefined;
   }
 
   /** A ready snapshot by id, whatever its purpose (a built template's layer). */
@@ -89,7 +95,9 @@ export class SnapshotRepo {
       const { createdAt, id } = opts.after;
       q = q.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('snapshot_id', '<', id)])]));
     }
-    return q.orderBy('created_at', 'desc').orderBy('snapshot_id', 'desc').limit(opts.limit).execute();
+    const rows = await q.orderBy('created_at', 'desc').orderBy('snapshot_id', 'desc').limit(opts.limit).execute();
+    // A case variant of an id matches under MySQL's collation; a ref names one id and one name at most, so the page stays whole.
+    return opts.ref ? rows.filter((r) => r.snapshot_id === opts.ref || r.name === opts.ref) : rows;
   }
 
   /**

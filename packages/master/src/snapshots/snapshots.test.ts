@@ -264,6 +264,46 @@ for (const tdb of availableTestDatabases()) {
         assert.equal(r.resumed, true);
         assert.ok(node.calls.includes(`resume ${s.sandboxId} with identity`));
       });
+
+      await t.test('a snapshot keeps an environment and mounts past 64 KiB (MySQL\'s text), and a create from it gets that environment', async () => {
+        // 200 KB in four values, quotes and backslashes among them (JSON escaping makes it larger still).
+        const envVars = Object.fromEntries(Array.from({ length: 4 }, (_, i) => [`BIG_${i}`, `"\\${String(i).repeat(50 * 1024 - 2)}`]));
+        const s = await h.sandboxes.create(input({ envVars }));
+        const snap = await h.snapshots.create(s.sandboxId, { name: 'big-env' });
+        const stored = await h.repo.resolve('big-env');
+        assert.deepEqual(JSON.parse(stored!.env_vars), { FROM_IMAGE: '1', ...envVars });
+        const child = await h.sandboxes.create(input({ template: snap.snapshotId, memoryMB: 256 }));
+        const row = await h.db.kysely.selectFrom('t_svc_sandbox').select('env_vars').where('sandbox_id', '=', child.sandboxId).executeTakeFirstOrThrow();
+        assert.deepEqual(JSON.parse(row.env_vars!), { FROM_IMAGE: '1', ...envVars });
+        // The most mounts a sandbox may have, with long paths, as a snapshot records them.
+        const mounts = Array.from({ length: 32 }, (_, i) => ({ volumeId: `vol-${i}`, name: `v${i}`, path: `/mnt/${'p'.repeat(4000)}${i}`, readOnly: false }));
+        const layerId = 'snap-bigmounts00000';
+        await h.repo.insertPending({
+          snapshot_id: layerId, sandbox_id: s.sandboxId, template_id: 'tpl-base', artifact_id: 'art-1', layer_id: layerId, layer_sha256: 'b'.repeat(64),
+          size_bytes: 1, node_id: s.nodeId, contents: 'filesystem', cpu_count: 1, memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', team_id: DEFAULT_TEAM_ID,
+          created_at: Date.now(), purpose: 'snapshot', cache_key: null, build_id: null, volume_mounts: JSON.stringify(mounts),
+        });
+        assert.deepEqual(JSON.parse((await h.db.kysely.selectFrom('t_svc_snapshot').select('volume_mounts').where('snapshot_id', '=', layerId).executeTakeFirstOrThrow()).volume_mounts!), mounts);
+        await h.repo.delete(layerId);
+        await h.catalog.delete(snap.snapshotId);
+      });
+
+      await t.test('snapshot names are exact on every engine: MySnap is not found as mysnap, and both may be kept', async () => {
+        const upper = await h.snapshots.create(origin.sandboxId, { name: 'MySnap' });
+        assert.equal(await h.repo.resolve('mysnap'), undefined);
+        assert.equal(await h.repo.resolve('MYSNAP'), undefined);
+        assert.equal((await h.repo.resolve('MySnap'))?.snapshot_id, upper.snapshotId);
+        assert.equal(await h.repo.resolve(upper.snapshotId.toUpperCase()), undefined, 'ids are exact too');
+        assert.equal(await statusOf(h.sandboxes.create(input({ template: 'mysnap' }))), 404);
+        assert.deepEqual((await h.catalog.list({ name: 'mysnap' })).snapshots, []);
+        const lower = await h.snapshots.create(origin.sandboxId, { name: 'mysnap' });
+        assert.equal(lower.name, 'mysnap');
+        assert.equal((await h.repo.resolve('MySnap'))?.snapshot_id, upper.snapshotId, 'MySnap keeps its name: a name moves only from the same name');
+        assert.equal((await h.repo.resolve('mysnap'))?.snapshot_id, lower.snapshotId);
+        assert.deepEqual((await h.catalog.list({ name: 'MySnap' })).snapshots.map((x) => x.snapshotId), [upper.snapshotId]);
+        await h.catalog.delete(upper.snapshotId);
+        await h.catalog.delete(lower.snapshotId);
+      });
     } finally {
       await h.close();
       await made.drop();

@@ -20,14 +20,21 @@ export class VolumeRepo {
     }
   }
 
+  /** Exact matches only, as byName: ids keep MySQL's case-insensitive collation. */
   async byId(volumeId: string, teamId?: string): Promise<VolumeDbRow | undefined> {
     let q = this.db.selectFrom('t_svc_volume').selectAll().where('volume_id', '=', volumeId);
     if (teamId !== undefined) q = q.where('team_id', '=', teamId);
-    return q.executeTakeFirst();
+    const row = await q.executeTakeFirst();
+    return row?.volume_id === volumeId ? row : undefined;
   }
 
+  /**
+   * Exact: names are utf8mb4_bin on MySQL since 20261205100000 (before, `data` found `Data`);
+   * checked here too, as TemplateStore.resolve checks aliases.
+   */
   async byName(teamId: string, name: string): Promise<VolumeDbRow | undefined> {
-    return this.db.selectFrom('t_svc_volume').selectAll().where('team_id', '=', teamId).where('name', '=', name).executeTakeFirst();
+    const row = await this.db.selectFrom('t_svc_volume').selectAll().where('team_id', '=', teamId).where('name', '=', name).executeTakeFirst();
+    return row?.name === name ? row : undefined;
   }
 
   async list(teamId?: string): Promise<VolumeDbRow[]> {

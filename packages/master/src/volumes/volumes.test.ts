@@ -185,6 +185,24 @@ for (const engine of availableTestDatabases()) {
         assert.equal((await call(h.app, 'GET', url, { team: teamB })).status, 404);
         assert.equal((await call(h.app, 'GET', `/svc/volumecontent/${v.volumeID}/nope`, { team: teamA })).status, 404);
       });
+
+      await t.test('names and ids are exact on every engine: Data and data are two volumes, each found by its own name only', async () => {
+        const upper = await call(h.app, 'POST', '/svc/volume', { team: teamA, body: { name: 'Data' } });
+        assert.equal(upper.status, 201);
+        assert.equal((await call(h.app, 'GET', '/svc/volume/data', { team: teamA })).status, 404, 'data is not Data');
+        const lower = await call(h.app, 'POST', '/svc/volume', { team: teamA, body: { name: 'data' } });
+        assert.equal(lower.status, 201, JSON.stringify(lower.body));
+        assert.notEqual(lower.body.volumeID, upper.body.volumeID);
+        assert.equal((await call(h.app, 'GET', '/svc/volume/data', { team: teamA })).body.volumeID, lower.body.volumeID);
+        assert.equal((await call(h.app, 'GET', '/svc/volume/Data', { team: teamA })).body.volumeID, upper.body.volumeID);
+        assert.equal((await call(h.app, 'GET', '/svc/volume/DATA', { team: teamA })).status, 404);
+        assert.equal((await call(h.app, 'GET', `/svc/volume/${upper.body.volumeID.toUpperCase()}`, { team: teamA })).status, 404);
+        assert.equal((await h.service.resolveMounts(teamA, [{ name: 'data', path: '/a', readOnly: false }]))[0].onNode.volumeId, lower.body.volumeID);
+        await assert.rejects(h.service.resolveMounts(teamA, [{ name: 'DATA', path: '/a', readOnly: false }]), { status: 404 });
+        assert.equal((await call(h.app, 'DELETE', '/svc/volume/data', { team: teamA })).status, 204);
+        assert.equal((await call(h.app, 'GET', '/svc/volume/Data', { team: teamA })).body.volumeID, upper.body.volumeID, 'the other is left');
+        assert.equal((await call(h.app, 'DELETE', '/svc/volume/Data', { team: teamA })).status, 204);
+      });
     } finally {
       await h.close();
       await tdb.drop();
