@@ -44,7 +44,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       warm_pool_size: 2,
       warm_pool_initial: 8,
       warm_pool_max: 8,
-      host: { quota: { paused_resource_release_ratio: 0, memory_overcommit: 40, memory_reserve_mb: 0, max_cpu_pressure: 0 } },
+      host: { quota: { paused_resource_release_ratio: 0, memory_overcommit: 40, memory_reserve_mb: 0, max_cpu_pressure: 0, max_connections_per_sandbox: 8192 } },
       capacity: { cpu_count: 0, memory_mb: 0 },
       volume_plugins: [],
       volume_plugin_base_dir: '/data/svc-shared/volume',

@@ -114,6 +114,8 @@ export interface SvcConfig {
         memory_reserve_mb: number;
         /** No new sandbox while CPU pressure (PSI some avg10, %) is at or above this; 0: off. */
         max_cpu_pressure: number;
+        /** Connections one sandbox may have tracked by the host at once (its new ones past it are dropped); 0: no limit. */
+        max_connections_per_sandbox: number;
       };
     };
     capacity: { cpu_count: number; memory_mb: number };

@@ -52,6 +52,8 @@ export function validateConfig(c: SvcConfig): void {
   need(typeof r === 'number' && r >= 0 && r <= 1, 'node_agent.host.quota.paused_resource_release_ratio', `must be in [0,1] (got ${r})`);
   const oc = c.node_agent.host.quota.memory_overcommit;
   need(typeof oc === 'number' && oc >= 1 && oc <= 1000, 'node_agent.host.quota.memory_overcommit', `must be from 1 to 1000 (got ${oc})`);
+  const conns = c.node_agent.host.quota.max_connections_per_sandbox;
+  need(Number.isInteger(conns) && conns >= 0, 'node_agent.host.quota.max_connections_per_sandbox', `must be a non-negative integer (got ${conns})`);
   const reserve = c.node_agent.host.quota.memory_reserve_mb;
   need(Number.isInteger(reserve) && reserve >= 0, 'node_agent.host.quota.memory_reserve_mb', `must be a non-negative integer (got ${reserve})`);
   const cpu = c.node_agent.host.quota.max_cpu_pressure;

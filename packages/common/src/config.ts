@@ -70,6 +70,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_PAUSED_RESOURCE_RELEASE_RATIO', 'node_agent.host.quota.paused_resource_release_ratio', 'number'],
   ['SVC_MEMORY_OVERCOMMIT', 'node_agent.host.quota.memory_overcommit', 'number'],
   ['SVC_MEMORY_RESERVE_MB', 'node_agent.host.quota.memory_reserve_mb', 'int'],
+  ['SVC_MAX_CONNECTIONS_PER_SANDBOX', 'node_agent.host.quota.max_connections_per_sandbox', 'int'],
   ['SVC_MAX_CPU_PRESSURE', 'node_agent.host.quota.max_cpu_pressure', 'number'],
   ['SVC_PROXY_HTTP_PORT', 'proxy.http_port', 'int'],
   ['SVC_PROXY_HTTPS_PORT', 'proxy.https_port', 'int'],

@@ -110,6 +110,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     names.nftTable, names.vethPrefix, addresses.cidr,
     eg.enabled ? { address: eg.address, httpPort: eg.http_port, httpsPort: eg.https_port, tunnelPort: eg.tunnel_port, tunnelAll: !!eg.upstream_proxy } : undefined,
     () => platform.ready(),
+    cfg.node_agent.host.quota.max_connections_per_sandbox,
   );
   // Before the firewall is rebuilt (reconcile): adopted sandboxes get the list from the start.
   await platform.start();
@@ -284,7 +285,9 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
         await sandboxes.close(closeOpts);
         await volumePlugins.close();
         await Promise.all(drivers.all().map((d) => d.settled?.()));
-        if (sandboxes.count === 0) {
+        // Instances of a runtime this node no longer offers are in no count but still run: while
+        // any record is left, the table (which isolates them) stays.
+        if (sandboxes.count === 0 && (await records.loadAll()).records.length === 0) {
           await firewall.drop();
           if (eg.enabled) await removeEgressAddress(eg.address);
           await Promise.all(drivers.all().map((d) => d.removeParentCgroups?.()));

@@ -56,7 +56,7 @@ describe('node agent and the master', () => {
   before(async () => {
     env = await makeTestEnv('master', '10.201.6.0/24');
     port = await master.listen();
-    const cfg = env.config({ node_id: 'node-test-1', capacity: { cpu_count: 3, memory_mb: 3000 }, host: { quota: { paused_resource_release_ratio: 0.5, memory_overcommit: 1, memory_reserve_mb: 0, max_cpu_pressure: 0 } } });
+    const cfg = env.config({ node_id: 'node-test-1', capacity: { cpu_count: 3, memory_mb: 3000 }, host: { quota: { paused_resource_release_ratio: 0.5, memory_overcommit: 1, memory_reserve_mb: 0, max_cpu_pressure: 0, max_connections_per_sandbox: 8192 } } });
     agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: `http://127.0.0.1:${port}`, envdBundle: env.envd.path });
   });
 

@@ -264,7 +264,10 @@ for (const [runtime, pool] of [['gvisor', '10.201.3.0/24'], ['microvm', '10.201.
         await run('ip', ['addr', 'add', '10.201.3.6/30', 'dev', foreign]);
         await run('ip', ['link', 'set', foreign, 'up']);
         const sb = await client.createSandbox(sandboxRequest());
-        assert.equal(sb.address, '10.201.3.10', 'the first two /30s of the pool clash with the foreign interface');
+        // Next-fit (address-pool.ts): where the search starts depends on the tests before; the
+        // first two /30s of the pool, which clash with the foreign interface, are never given.
+        const last = Number(sb.address.split('.')[3]);
+        assert.ok(sb.address.startsWith('10.201.3.') && last >= 8, `${sb.address}: the first two /30s of the pool clash with the foreign interface`);
         await client.deleteSandbox(sb.sandboxId);
       } finally {
         await run('ip', ['link', 'del', foreign], { allowFail: true });

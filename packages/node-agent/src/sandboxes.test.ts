@@ -321,7 +321,7 @@ describe('node agent failures and admission', () => {
   });
 
   it('refuses a resume the release ratio cannot admit, with the exact message', async () => {
-    const cfg = env.config({ state_dir: join(env.dir, 'state-ratio'), capacity: { cpu_count: 2, memory_mb: 400 }, host: { quota: { paused_resource_release_ratio: 1, memory_overcommit: 1, memory_reserve_mb: 0, max_cpu_pressure: 0 } } });
+    const cfg = env.config({ state_dir: join(env.dir, 'state-ratio'), capacity: { cpu_count: 2, memory_mb: 400 }, host: { quota: { paused_resource_release_ratio: 1, memory_overcommit: 1, memory_reserve_mb: 0, max_cpu_pressure: 0, max_connections_per_sandbox: 8192 } } });
     const tag = new ResourceNames(cfg.node_agent.state_dir).tag;
     const agent = await startNodeAgent(cfg, { logger: testLogger(), masterAddr: '', envdBundle: env.envd.path });
     try {

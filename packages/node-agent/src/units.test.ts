@@ -3,13 +3,13 @@ import { describe, it } from 'node:test';
 import type { SvcError } from '@svc/common';
 import { AddressPool, parseCidr, intToIp } from './network/address-pool.ts';
 import type { HostNetwork } from './network/host-conflicts.ts';
-import { normalizePolicy } from './network/egress-policy.ts';
+import { normalizePolicy, onlyWidens, type EgressPolicy } from './network/egress-policy.ts';
 import { checkResumeAdmission, usedMemoryMB } from './sandboxes/admission.ts';
 import { ResourceNames } from './names.ts';
 import { parseCreate } from './validate.ts';
 
 describe('address pool', () => {
-  it('hands out /30s: host .1, sandbox .2, reusing released slots', () => {
+  it('hands out /30s: host .1, sandbox .2, a released slot only after a round of the pool', () => {
     const pool = new AddressPool('10.201.7.0/29');
     const a = pool.allocate();
     const b = pool.allocate();
@@ -18,6 +18,12 @@ describe('address pool', () => {
     assert.throws(() => pool.allocate(), (e: SvcError) => e.status === 503 && /exhausted/.test(e.message));
     pool.release(0);
     assert.equal(pool.allocate().slot, 0);
+    const wide = new AddressPool('10.201.9.0/28');
+    assert.deepEqual([wide.allocate().slot, wide.allocate().slot], [0, 1]);
+    wide.release(0);
+    assert.equal(wide.allocate().slot, 2, 'the freed slot 0 waits while others are free');
+    assert.equal(wide.allocate().slot, 3);
+    assert.equal(wide.allocate().slot, 0, 'then it is given again');
     assert.equal(pool.reserve(1), false);
     assert.equal(pool.reserve(9), false);
   });
@@ -97,5 +103,22 @@ describe('resource names and request validation', () => {
     assert.equal(req.artifact.sha256, 'a'.repeat(64));
     assert.deepEqual(req.network, { allowOut: [], denyOut: [], steer: [] });
     assert.equal(parseCreate({ ...base, diskSizeMB: 7, allowInternetAccess: false }, { diskSizeMB: 100, timeoutMs: 5000 }).diskSizeMB, 7);
+  });
+});
+
+describe('an updateNetwork that narrows ends open connections (onlyWidens)', () => {
+  const base: EgressPolicy = { allowInternetAccess: false, allowOut: ['10.0.0.0/8'], denyOut: ['1.1.1.1/32'], steer: [{ port: 443, scheme: 'https' }], allowOutHosts: ['a.example'], learned: ['9.9.9.9/32'] };
+  it('widening keeps them: an allowOut entry or host added, a denyOut entry removed, internet access on; learned addresses aside', () => {
+    for (const next of [
+      { ...base }, { ...base, allowOut: [...base.allowOut, '192.168.0.0/16'] }, { ...base, denyOut: [] }, { ...base, allowInternetAccess: true },
+      { ...base, allowOutHosts: ['a.example', 'b.example'] }, { ...base, learned: [] },
+    ]) assert.equal(onlyWidens(base, next), true, JSON.stringify(next));
+  });
+  it('anything else narrows: an entry removed or added to denyOut, internet access off, other ports steered, tunnel changed', () => {
+    const open = { ...base, allowInternetAccess: true };
+    for (const [prev, next] of [
+      [base, { ...base, allowOut: [] }], [base, { ...base, denyOut: [...base.denyOut, '8.8.8.8/32'] }], [open, { ...open, allowInternetAccess: false }],
+      [base, { ...base, steer: [] }], [base, { ...base, steer: [{ port: 80, scheme: 'http' as const }] }], [base, { ...base, tunnel: true }], [base, { ...base, allowOutHosts: [] }],
+    ] as Array<[EgressPolicy, EgressPolicy]>) assert.equal(onlyWidens(prev, next), false, JSON.stringify(next));
   });
 });

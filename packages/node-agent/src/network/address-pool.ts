@@ -24,6 +24,8 @@ export class AddressPool {
   private readonly prefix: number;
   private readonly slots: number;
   private readonly used = new Set<number>();
+  /** Where the next search for a free slot begins. */
+  private cursor = 0;
 
   constructor(cidr: string, private readonly hostNetwork?: () => HostNetwork) {
     const { base, prefix } = parseCidr(cidr);
@@ -38,7 +40,10 @@ export class AddressPool {
     const host = this.hostNetwork?.();
     let clashes = 0;
     let example = '';
-    for (let slot = 0; slot < this.slots; slot++) {
+    // Next-fit, not lowest-first: a freed address waits a whole round of the pool before it is
+    // given again, so a far end still sending to its old sandbox finds no one (conntrack.ts too).
+    for (let i = 0; i < this.slots; i++) {
+      const slot = (this.cursor + i) % this.slots;
       if (this.used.has(slot)) continue;
       const net = this.base + slot * 4;
       const clash = host && subnetClash({ first: net, last: net + 3 }, this.prefix, host);
@@ -48,6 +53,7 @@ export class AddressPool {
         continue;
       }
       this.used.add(slot);
+      this.cursor = (slot + 1) % this.slots;
       return this.addresses(slot);
     }
     const detail = clashes ? `; ${clashes} subnets clash with the host network, e.g. ${example}` : '';

@@ -23,6 +23,19 @@ interface SteeredPort { port: number; scheme: 'http' | 'https' }
 /** What a create asks for unless it says otherwise. */
 export const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOut: [], denyOut: [], steer: [] };
 
+/**
+ * Whether `next` only lets through more than `prev` (an allowOut entry or host added, a denyOut
+ * entry removed, internet access turned on), with the same ports steered to the egress proxy and
+ * the same tunnel; learned addresses aside (they follow DNS, not the user). Anything else narrows,
+ * and the sandbox's open outbound connections are forgotten (conntrack.ts).
+ */
+export function onlyWidens(prev: EgressPolicy, next: EgressPolicy): boolean {
+  const within = (a: string[], b: string[]) => a.every((x) => b.includes(x));
+  const steer = (p: EgressPolicy) => (p.steer ?? []).map((t) => `${t.port}/${t.scheme}`).sort().join(',');
+  return (next.allowInternetAccess || !prev.allowInternetAccess) && within(prev.allowOut, next.allowOut) && within(next.denyOut, prev.denyOut)
+    && within(prev.allowOutHosts ?? [], next.allowOutHosts ?? []) && steer(prev) === steer(next) && !prev.tunnel === !next.tunnel;
+}
+
 export function samePolicy(a: EgressPolicy, b: EgressPolicy): boolean {
   const same = (x: string[], y: string[]) => x.length === y.length && x.every((v, i) => v === y[i]);
   const steer = (p: EgressPolicy) => (p.steer ?? []).map((t) => `${t.port}/${t.scheme}`);

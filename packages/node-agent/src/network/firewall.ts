@@ -53,6 +53,8 @@ export class Firewall {
     private readonly egress?: EgressTarget,
     /** Resolves once the platform's addresses are known (PlatformList.ready); a sandbox that may reach outside waits for it. */
     private readonly platformReady: () => Promise<void> = async () => {},
+    /** node_agent.host.quota.max_connections_per_sandbox: 0 is no limit. */
+    private readonly maxConnections = 0,
   ) {}
 
   /**
@@ -90,6 +92,7 @@ export class Firewall {
       `    iifname ${p} ct status dnat accept`,
       `    iifname ${p} drop`,
       '  }',
+      ...this.connectionLimit(p),
       '  chain prerouting {',
       '    type nat hook prerouting priority -100; policy accept;',
       '    iifname vmap @sandbox_steer',
@@ -106,6 +109,25 @@ export class Firewall {
     this.built = true;
     this.sandboxes.clear();
     for (const s of sandboxes) this.sandboxes.set(s.instanceId, s);
+  }
+
+  /**
+   * A sandbox's tracked connections at once, direct or to the egress proxy (its new ones past the
+   * limit are dropped): the host's connection tracking is one table for every sandbox, the proxy
+   * and the agent, and one sandbox opening flows to its own server filled it, so that every new
+   * flow of the host was dropped (found by a helper reading the node agent as an attacker). Keyed
+   * by source address, which the forward and input chains hold to the sandbox's own. Before
+   * conntrack's own hook (-200) has run, `ct state` is unknown: hence mangle's priority (-150).
+   */
+  private connectionLimit(vethPattern: string): string[] {
+    if (this.maxConnections <= 0) return [];
+    return [
+      '  set sandbox_conns { type ipv4_addr; size 65535; flags dynamic; }',
+      '  chain conn_limit {',
+      '    type filter hook prerouting priority -150; policy accept;',
+      `    iifname ${vethPattern} ct state new add @sandbox_conns { ip saddr ct count over ${this.maxConnections} } drop`,
+      '  }',
+    ];
   }
 
   async add(s: FirewallSandbox): Promise<void> {

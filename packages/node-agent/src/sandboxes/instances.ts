@@ -6,6 +6,7 @@ import { ResourceNames } from '../names.ts';
 import type { AddressPool } from '../network/address-pool.ts';
 import type { EgressPolicy } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
+import { forgetConnections } from '../network/conntrack.ts';
 import { createSandboxLink, destroySandboxLink, netnsPath } from '../network/netns.ts';
 import type { InstanceRef, InstanceResources, InstanceSpec } from '../runtime/driver.ts';
 import type { RuntimeDrivers } from '../runtime/drivers.ts';
@@ -175,6 +176,9 @@ export class InstanceLauncher {
     await step(() => this.d.drivers.of(r).destroy(inst.ref));
     await step(() => this.d.firewall.remove(r.instanceId));
     await step(() => destroySandboxLink(r.netns, r.hostVeth));
+    // Before the address is free: the next sandbox given it inherits none of these connections.
+    const unforgotten = await forgetConnections(r.address, 'all');
+    if (unforgotten) this.d.logger.warn({ instanceId: r.instanceId, address: r.address, err: unforgotten }, 'teardown: the host still tracks connections of the address it frees');
     if (errors.length) throw errors[0];
     this.d.addresses.release(r.slot);
     await this.d.records.remove(r.instanceId);

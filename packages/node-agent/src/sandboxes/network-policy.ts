@@ -1,6 +1,7 @@
 import { conflict, type Logger } from '@svc/common';
 import type { NetworkUpdateOnNode, NodeSandbox } from '@svc/contracts/node-agent';
-import { normalizePolicy, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
+import { normalizePolicy, onlyWidens, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
+import { forgetConnections } from '../network/conntrack.ts';
 import type { Firewall } from '../network/firewall.ts';
 import type { HostLearner } from '../network/host-learner.ts';
 import type { RecordStore } from './record.ts';
@@ -31,7 +32,14 @@ export class SandboxNetworkPolicy {
     return this.table.locks.run(id, async () => {
       const inst = this.table.find(id);
       if (inst.record.phase !== 'running') throw conflict(`sandbox ${id} is paused; resume it before changing its network`);
+      const before = inst.record.policy;
       await this.d.firewall.update(inst.record.instanceId, policy);
+      // Connections opened under rules that let more through end (a dependency's channel home,
+      // opened while a sandbox installed packages, outlived a lockdown before 2026-11-30).
+      if (!before || !onlyWidens(before, policy)) {
+        const unforgotten = await forgetConnections(inst.record.address, 'outbound');
+        if (unforgotten) this.d.logger.warn({ sandboxId: id, err: unforgotten }, 'network update: the sandbox\'s open connections could not be ended; new ones follow the new rules');
+      }
       inst.record.policy = policy;
       await this.d.records.save(inst.record);
       if (ignored.length) this.d.logger.info({ sandboxId: id, ignored }, 'network entries this node cannot enforce at layer 3 were left out');
