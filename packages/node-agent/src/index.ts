@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { clusterTlsOf, createHttpApp, egressAddressOf, internalScheme, parseEgressResolve, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo, RuntimeKind } from '@svc/contracts/node-agent';
@@ -152,7 +152,11 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
 
   const volumePlugins = new VolumePluginRegistry(nc.volume_plugins);
   // Host paths plugins answer must lie inside it (docs/volume-plugins.md, "Rules"); made here so that the check can resolve it.
-  await mkdir(nc.volume_plugin_base_dir, { recursive: true, mode: 0o755 });
+  // 0700, an existing one too: a volume is mounted under it as its plugin keeps it (the local
+  // plugin's are 0777, for the sandbox's own user), and until 2026-11-30 any user of the host read
+  // and changed a team's files through it while a sandbox held the volume. The runtimes reach it as root.
+  await mkdir(nc.volume_plugin_base_dir, { recursive: true, mode: 0o700 });
+  await chmod(nc.volume_plugin_base_dir, 0o700);
   const volumes = new VolumeAttachments({ logger, hooksFor: (driver) => volumePlugins.node(driver), baseDir: nc.volume_plugin_base_dir });
 
   const report = await reconcile({ logger, drivers, records, names, firewall, addresses, launcher });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -64,6 +64,10 @@ describe('node agent volumes: attach, share, read-only, counts, failures (real r
   const sh = async (sandboxId: string, script: string) => agent.exec(sandboxId, ['sh', '-c', script]);
   const mount = (volumeId: string, path: string, over: Partial<VolumeMountOnNode> = {}): VolumeMountOnNode => ({ volumeId, driver: 'local', privateData: '', path, readOnly: false, ...over });
   const mountedUnderBase = async () => (await listMountPoints()).filter((m) => m.startsWith(`${baseDir}/`));
+
+  it('the base directory is the node\'s alone (0700): no other user of the host reaches a mounted volume through it', async () => {
+    assert.equal((await stat(baseDir)).mode & 0o777, 0o700);
+  });
 
   it('two sandboxes share a volume: the writer\'s change shows in the read-only one, which cannot write', async () => {
     await local.create({ volumeId: 'vol-shared', name: 'shared' });
