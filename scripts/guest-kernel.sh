@@ -5,6 +5,11 @@
 # link. Idempotent: a version already there is kept. Usage: scripts/guest-kernel.sh [DIR]
 set -euo pipefail
 root="${1:-${SVC_GUEST_KERNEL_ROOT:-/var/lib/svc/guest-kernel}}"
+# The parent is the documented data_dir (/var/lib/svc), which holds the database and every
+# sandbox's tokens: made here first, it is made 0700, as svc up makes it (cli/src/data-dir.ts);
+# the kernel below it is read by QEMU, as root.
+parent=$(dirname "$root")
+[ -d "$parent" ] || install -d -m 0700 "$parent"
 # Load order matters: each module's dependencies come first.
 modules=(virtio_ring virtio virtio_mmio virtio_blk failover net_failover virtio_net overlay fuse virtiofs)
 

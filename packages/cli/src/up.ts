@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, setWorkerLogFile, type Logger, type SvcConfig } from '@svc/common';
@@ -85,9 +85,11 @@ export async function runUp(opts: UpOptions): Promise<void> {
   cfg.cluster_token ||= secrets.cluster_token;
 
   const logFile = join(cfg.data_dir, 'svc.log');
+  // Its lines name sandboxes, teams and addresses: the operator's to read (an older one was 0644).
+  if (existsSync(logFile)) chmodSync(logFile, 0o600);
   const logger = pino({ level: process.env.SVC_LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
     pino.multistream([
-      { level: 'info', stream: pino.destination({ dest: logFile, mkdir: true, sync: false }) },
+      { level: 'info', stream: pino.destination({ dest: logFile, mkdir: true, sync: false, mode: 0o600 }) },
       { level: 'warn', stream: pino.destination({ fd: 2, sync: false }) },
     ]));
   const say = (line: string) => { if (!opts.json) process.stdout.write(`${line}\n`); };

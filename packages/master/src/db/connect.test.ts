@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
 import { sql } from 'kysely';
 import { openDatabase } from './connect.ts';
 import { availableTestDatabases } from './test-databases.ts';
@@ -13,6 +14,9 @@ test('the embedded SQLite database: a file in WAL mode whose rows hold their col
     const mode = await sql<{ journal_mode: string }>`pragma journal_mode`.execute(db.kysely);
     assert.equal(mode.rows[0]?.journal_mode, 'wal');
     await sql`create table t_connect (id text primary key, n bigint, note text)`.execute(db.kysely);
+    // It holds every sandbox's access tokens: the file and its WAL are the master's alone.
+    const path = (tdb.config as { path: string }).path;
+    for (const f of [path, `${path}-wal`]) assert.equal(statSync(f).mode & 0o777, 0o600, f);
     // Epoch milliseconds, the largest numbers the schema keeps, come back as exact numbers.
     const at = 1_795_000_000_123;
     await sql`insert into t_connect (id, n, note) values (${'a'}, ${at}, ${null})`.execute(db.kysely);

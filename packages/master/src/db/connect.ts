@@ -1,5 +1,5 @@
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, type Dialect } from 'kysely';
-import { mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { DatabaseConfig, Logger } from '@svc/common';
 import type { Database } from './schema.ts';
@@ -33,6 +33,9 @@ async function makeDialect(cfg: DatabaseConfig, onIdleError: (err: Error) => voi
       // directory is made 0700 too, cli/src/up.ts).
       if (cfg.path !== ':memory:') mkdirSync(dirname(cfg.path), { recursive: true, mode: 0o700 });
       const db = new BetterSqlite3(cfg.path);
+      // The file 0600 whatever the umask made it (0644 by default), and its WAL and shared-memory
+      // files with it: SQLite makes those with the database file's mode.
+      if (cfg.path !== ':memory:') for (const f of [cfg.path, `${cfg.path}-wal`, `${cfg.path}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
       db.pragma('journal_mode = WAL');
       db.pragma('busy_timeout = 5000');
       db.pragma('synchronous = NORMAL');

@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { copyFile, mkdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ArtifactStored } from '@svc/contracts/template-center';
 import type { ArtifactLocation, ArtifactStore } from './artifact-store.ts';
@@ -19,7 +19,10 @@ export class LocalArtifactStore implements ArtifactStore {
   }
 
   async init(): Promise<void> {
-    await mkdir(this.dir, { recursive: true });
+    // 0700, an existing one too: it holds pause packages (a sandbox's whole memory) and private
+    // images; the node agents fetch from it over HTTP, and the template center runs as root.
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    await chmod(this.dir, 0o700);
     // Leftovers of a process that died mid-build.
     await rm(this.scratchDir, { recursive: true, force: true });
     await mkdir(this.scratchDir, { recursive: true });
