@@ -131,7 +131,7 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
 
   const server = createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 }, (req, res) => {
     routes(req, res).catch((err: Error) => {
-      log('error', `request failed: ${err.stack ?? err.message}`, { method: req.method, url: req.url });
+      log('error', `request failed: ${err.stack ?? err.message}`, { method: req.method, path: req.url?.split('?')[0] });
       sendError(res, 500, err.message);
     });
   });

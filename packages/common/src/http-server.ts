@@ -60,10 +60,11 @@ export function createHttpApp(opts: HttpAppOptions): FastifyInstance {
   });
   app.setErrorHandler(async (err: unknown, req: FastifyRequest, reply: FastifyReply) => {
     const e = toSvcError(err);
-    if (e.status >= 500 && !(err instanceof SvcError)) req.log.error({ err, url: req.url }, 'unhandled error');
+    // The path, never the query: signed URLs and tokens travel there (build-file uploads, file URLs).
+    if (e.status >= 500 && !(err instanceof SvcError)) req.log.error({ err, path: req.url?.split('?')[0] }, 'unhandled error');
     const isPublic = typeof opts.publicFacing === 'function' ? opts.publicFacing(req) : opts.publicFacing;
     if (isPublic && err instanceof UnreachableError) {
-      req.log.warn({ err: err.message, url: req.url }, 'a platform component did not answer');
+      req.log.warn({ err: err.message, path: req.url?.split('?')[0] }, 'a platform component did not answer');
       return sendError(reply, new SvcError(503, err.publicMessage, { headers: err.headers }));
     }
     // Answering while the client still uploads, then closing, resets the connection before the

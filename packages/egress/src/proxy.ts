@@ -21,7 +21,7 @@ export function handleEgressRequest(deps: ProxyDeps, conn: ConnectionFacts, req:
 
 /** A bug in the proxy while it served a request: logged, and a 500 if the answer has not begun. */
 function failedInside(deps: ProxyDeps, conn: ConnectionFacts, req: ServerRequest, res: ServerReply, err: unknown): void {
-  deps.logger.error({ err, sandboxIp: conn.sandboxIp, method: req.method, url: req.url }, 'egress request failed inside the proxy');
+  deps.logger.error({ err, sandboxIp: conn.sandboxIp, method: req.method, path: req.url?.split('?')[0] }, 'egress request failed inside the proxy');
   if (!res.headersSent && !res.destroyed) sendJson(res, 500, 'egress proxy internal error');
   else res.destroy();
 }

@@ -169,7 +169,7 @@ async function releaseLogged(volume: OpenedVolume, req: FastifyRequest): Promise
   try {
     await volume.release();
   } catch (err) {
-    req.log.error({ err, url: req.url }, 'releasing a volume after a content request failed');
+    req.log.error({ err, path: req.url?.split('?')[0] }, 'releasing a volume after a content request failed');
   }
 }
 

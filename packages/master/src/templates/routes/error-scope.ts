@@ -13,7 +13,7 @@ export function withTemplateErrors(app: FastifyInstance, register: (scope: Fasti
     scope.setErrorHandler((err: unknown, req, reply) => {
       const status = (err as { statusCode?: number })?.statusCode;
       const e = err instanceof SvcError || (typeof status === 'number' && status < 500) ? toSvcError(err) : storeError(err);
-      if (e.status >= 500) req.log.error({ err, url: req.url }, 'template route failed');
+      if (e.status >= 500) req.log.error({ err, path: req.url?.split('?')[0] }, 'template route failed');
       sendError(reply, e);
     });
     register(scope);
