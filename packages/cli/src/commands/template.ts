@@ -36,7 +36,8 @@ export function templateCommand(): Command {
     .option('--rootfs-tar <file>', 'root filesystem tarball')
     .option('--alias <alias>', 'stable name: a-z, 0-9 and -, at most 64')
     .option('--registry-user <user>', 'registry user name')
-    .option('--registry-password <password>', 'registry password')
+    // From SVC_REGISTRY_PASSWORD too: an argument is on the host's process list and in the shell's history.
+    .addOption(new Option('--registry-password <password>', 'registry password').env('SVC_REGISTRY_PASSWORD'))
     .option('--insecure-registry', 'pull over plain HTTP')
     .option('--platform <os/arch>', 'image platform (default: the host\'s)')
     .option('--no-svc-ca', 'do not bake the egress root CA into the image')

@@ -1,5 +1,5 @@
 /** `svc webhook ...`: the webhooks the team's sandbox lifecycle events are POSTed to, signed with their secret. */
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { SANDBOX_EVENT_TYPES, Webhooks, type Webhook, type WebhookDeliveryOutcome, type WebhookUpdate } from '@svc/sdk';
 import { contextOf, type Context } from '../context.ts';
 import { CliError, UsageError } from '../errors.ts';
@@ -17,6 +17,8 @@ interface WebhookFlags {
 
 const EVENT_HELP = `an event type to deliver: ${SANDBOX_EVENT_TYPES.map(shortEventType).join(', ')} (repeatable, or a comma list)`;
 const SECRET_HELP = 'the secret each delivery is signed with (the e2b-signature header); never shown again';
+/** The secret from SVC_WEBHOOK_SECRET too: an argument is on the host's process list and in the shell's history. */
+const secretOption = () => new Option('--secret <secret>', SECRET_HELP).env('SVC_WEBHOOK_SECRET');
 
 const eventsText = (w: Webhook) => w.events.map(shortEventType).join(',');
 
@@ -47,7 +49,7 @@ export function webhookCommand(): Command {
     .requiredOption('--name <name>', 'what it is for (1 to 256 characters)')
     .requiredOption('--url <url>', 'the http or https URL the events are POSTed to')
     .requiredOption('--event <type>', EVENT_HELP, collect)
-    .requiredOption('--secret <secret>', SECRET_HELP)
+    .addOption(secretOption().makeOptionMandatory())
     .option('--disabled', 'register it without delivering anything yet')
     .action(async (flags: WebhookFlags, c: Command) => {
       const ctx = contextOf(c);
@@ -83,6 +85,7 @@ export function webhookCommand(): Command {
     .option('--name <name>', 'a new name')
     .option('--url <url>', 'a new URL')
     .option('--event <type>', `${EVENT_HELP}; replaces its types`, collect)
+    // No variable here: one left in the environment would change the secret of every update.
     .option('--secret <secret>', SECRET_HELP)
     .option('--enable', 'deliver again')
     .option('--disable', 'stop delivering, keeping the webhook')
