@@ -127,7 +127,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   const teamBuilds = new TeamBuilds({ db: db.kysely, quotas: teams, coordination });
   const templates = opts.templates
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
-    : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus, teamBuilds });
+    : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus, teamBuilds, vault });
   const volumePlugins = new VolumePluginRegistry(cfg.master.volume_plugins);
   const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes), logger });
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);

@@ -124,7 +124,10 @@ export class BuildService {
     // A team's builds at once: over it, E2B's 429 and the build stays waiting.
     const admit = this.d.teamBuilds ? this.d.teamBuilds.admit.bind(this.d.teamBuilds) : (_team: string, f: () => Promise<void>) => f();
     await admit(b.team_id, async () => {
-      if (!(await this.d.repo.transition(buildId, 'waiting', { status: 'building', spec: JSON.stringify(spec) }))) {
+      // Kept for the record, without the registry's credentials (a password, a cloud key, a GCP
+      // service account's private key): nothing reads them back, and the database is no vault.
+      const kept = spec.fromImageRegistry ? { ...spec, fromImageRegistry: '[redacted]' } : spec;
+      if (!(await this.d.repo.transition(buildId, 'waiting', { status: 'building', spec: JSON.stringify(kept) }))) {
         throw conflict(`build ${buildId} was started already (it is ${(await this.d.repo.get(buildId))?.status})`);
       }
     });

@@ -227,6 +227,10 @@ onEveryEngine('template build jobs', {
     assert.notEqual(second.artifactId, first.artifactId);
     assert.deepEqual(second.source, first.source);
     assert.equal(second.source.kind === 'registry' && second.source.auth?.password, 'secret-pw');
+    // The template row keeps the credentials sealed by the vault, never in the clear.
+    const kept = (await h.rows('t_svc_template')).find((t) => t.template_id === c.template_id)!;
+    assert.doesNotMatch(kept.request_json ?? '', /secret-pw/);
+    assert.match(kept.request_json ?? '', /"sealedAuth":"v1:/);
     assert.equal(second.diskSizeMB, 4096);
     assert.equal(second.specHash, first.specHash);
     // The job row keeps the request without the password.

@@ -4,13 +4,15 @@ import type { NodeRegistry } from '../nodes/registry.ts';
 import type { Distributor } from './distribution.ts';
 import { NO_TEMPLATE_NODES } from './errors.ts';
 import { progressTime, readProgress } from './progress.ts';
-import { buildRequest, redactedRequestJson, type BuildRecipe } from './recipe.ts';
+import { buildRequest, recipeOf, redactedRequestJson, type RecipeSealer } from './recipe.ts';
 import type { ArtifactStore, DefinitionStore } from './store/artifacts.ts';
 import { ACTIVE, type JobStore } from './store/jobs.ts';
 import type { TemplateStore } from './store/templates.ts';
 import type { ArtifactRow, JobKind, JobRow, TemplateRow } from './tables.ts';
 
 export interface BuildJobsDeps {
+  /** Opens a registry's credentials in a template's recipe (recipe.ts). */
+  vault?: RecipeSealer;
   templates: TemplateStore;
   jobs: JobStore;
   artifacts: ArtifactStore;
@@ -45,7 +47,7 @@ export class BuildJobs {
 
   /** Submits a build of the template's recipe; answers the job the template follows afterwards. */
   async startBuild(t: TemplateRow, kind: JobKind): Promise<JobRow> {
-    const recipe = JSON.parse(t.request_json!) as BuildRecipe;
+    const recipe = recipeOf(t.request_json!, t.template_id, this.d.vault);
     const now = Date.now();
     const jobId = newJobId();
     const artifactId = newArtifactId();

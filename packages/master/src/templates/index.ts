@@ -21,12 +21,15 @@ import { JobStore } from './store/jobs.ts';
 import { TemplateStore } from './store/templates.ts';
 import type { JobAccepted, JobInfo, TemplateCreate } from '@svc/contracts/template-routes';
 import type { BuilderTemplates } from '../builds/ports.ts';
+import type { RecipeSealer } from './recipe.ts';
 
 export { deleteSnapshotNamed, type SnapshotDeletion } from './routes/e2b.ts';
 export { relayFromTemplateCenter } from './relay.ts';
 
 export interface TemplatesDeps {
   app: FastifyInstance;
+  /** The master's vault: registry credentials in a template's recipe are sealed with it. */
+  vault?: RecipeSealer;
   db: Db;
   nodes: NodeRegistry;
   coordination: Coordination;
@@ -90,11 +93,11 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
   const definitions = new DefinitionStore(db);
   const distributor = new Distributor({ nodes, artifacts, templates, masterAddr: cfg.master.addr, logger });
   const builds = new BuildJobs({
-    templates, jobs, artifacts, definitions, distributor, nodes, templateCenter, coordination, logger,
+    templates, jobs, artifacts, definitions, distributor, nodes, templateCenter, coordination, logger, vault: deps.vault,
     staleAfterMs: tc.reconcile.stale_after_sec * 1000,
   });
   const cleanup = new ArtifactCleanup({ db, artifacts, definitions, nodes, templateCenter, logger, graceMs });
-  const service = new TemplateService({ cfg, db, templates, jobs, artifacts, definitions, builds, cleanup, templateCenter, coordination, logger, builtLayers: deps.builtLayers, snapshots: deps.snapshots, builder: deps.builderStatus, teamBuilds: deps.teamBuilds });
+  const service = new TemplateService({ cfg, db, templates, jobs, artifacts, definitions, builds, cleanup, templateCenter, coordination, logger, builtLayers: deps.builtLayers, snapshots: deps.snapshots, builder: deps.builderStatus, teamBuilds: deps.teamBuilds, vault: deps.vault });
 
   withTemplateErrors(app, (scope) => {
     registerSvcTemplateRoutes(scope, service);

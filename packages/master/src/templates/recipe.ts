@@ -8,6 +8,39 @@ export interface BuildRecipe {
   diskSizeMB: number;
 }
 
+/** The master's vault, as recipes use it (vault/vault.ts). */
+export interface RecipeSealer {
+  seal(plain: string, context: string): string;
+  open(sealed: string, context: string): string;
+}
+
+/** A registry source's credentials as the template row keeps them: sealed with the vault's key. */
+type StoredSource = BuildSource & { sealedAuth?: string };
+
+const sealContext = (templateId: string) => `template-registry-auth:${templateId}`;
+
+/**
+ * The recipe as the template row keeps it (request_json): a registry's credentials sealed by the
+ * vault, for the template alone (docs/security.md, "The secrets vault"). Until 2026-11-30 they were
+ * kept in the clear, for anyone with the database, a backup or its file.
+ */
+export function storedRecipe(recipe: BuildRecipe, templateId: string, vault: RecipeSealer | undefined): string {
+  const source = recipe.source;
+  if (!vault || source.kind !== 'registry' || !source.auth) return JSON.stringify(recipe);
+  const { auth, ...rest } = source;
+  const stored: StoredSource = { ...rest, sealedAuth: vault.seal(JSON.stringify(auth), sealContext(templateId)) };
+  return JSON.stringify({ ...recipe, source: stored });
+}
+
+/** The recipe a template row keeps, its credentials opened (a row from before the sealing has them in the clear). */
+export function recipeOf(requestJson: string, templateId: string, vault: RecipeSealer | undefined): BuildRecipe {
+  const recipe = JSON.parse(requestJson) as BuildRecipe & { source: StoredSource };
+  const { sealedAuth, ...source } = recipe.source;
+  if (sealedAuth === undefined) return recipe;
+  if (!vault) throw new Error(`template ${templateId}: its registry credentials are sealed, and this master has no vault to open them`);
+  return { ...recipe, source: { ...source, auth: JSON.parse(vault.open(sealedAuth, sealContext(templateId))) as { username: string; password: string } } as BuildSource };
+}
+
 export function buildRequest(recipe: BuildRecipe, ids: { jobId: string; templateId: string; artifactId: string; specHash: string }): BuildRequest {
   return { ...ids, source: recipe.source, withSvcCa: recipe.withSvcCa, diskSizeMB: recipe.diskSizeMB };
 }

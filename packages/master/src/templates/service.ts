@@ -13,7 +13,7 @@ import { parseCreateRequest } from './create-request.ts';
 import { invalidTemplateRequest, templateHasSnapshots, templateIdRequired, templateNotFound } from './errors.ts';
 import { migrateLegacyTemplate, registerLegacyTemplate, type LegacyTemplateInput } from './legacy-templates.ts';
 import { readProgress } from './progress.ts';
-import type { BuildRecipe } from './recipe.ts';
+import { storedRecipe, type BuildRecipe, type RecipeSealer } from './recipe.ts';
 import { toJobInfo, toTemplateInfo } from './render.ts';
 import { buildSnapshotsOnlyOf, liveSandboxCount, snapshotsOfTemplate, type ArtifactStore, type DefinitionStore } from './store/artifacts.ts';
 import { SnapshotRepo } from '../snapshots/repo.ts';
@@ -39,6 +39,8 @@ export interface TemplateServiceDeps {
   builtLayers?: BuiltLayers;
   /** Removes a deleted builder template's build snapshots (the snapshot module's). */
   snapshots?: { deleteBuildSnapshot(snapshotId: string): Promise<void> };
+  /** Seals a registry's credentials in the recipe a template keeps (recipe.ts); absent: kept as they are (unit tests). */
+  vault?: RecipeSealer;
   /** The builder's tags (a create of `name:tag`). */
   builder?: Pick<BuilderStatus, 'snapshotOfTag'>;
   /** A team's builds at once (maxConcurrentBuilds); absent: no limit. */
@@ -80,9 +82,10 @@ export class TemplateService {
     if (spec.alias) await this.refuseSnapshotName(spec.alias);
     const now = Date.now();
     const recipe: BuildRecipe = { source: spec.source, withSvcCa: spec.withSvcCa, diskSizeMB: spec.buildDiskSizeMB };
+    const templateId = newTemplateId();
     const row: TemplateRow = {
-      template_id: newTemplateId(), alias: spec.alias, source_kind: spec.sourceKind, source_image_ref: spec.sourceImageRef,
-      request_json: JSON.stringify(recipe), spec_hash: spec.specHash, cpu_count: spec.cpuCount, memory_mb: spec.memoryMB,
+      template_id: templateId, alias: spec.alias, source_kind: spec.sourceKind, source_image_ref: spec.sourceImageRef,
+      request_json: storedRecipe(recipe, templateId, this.d.vault), spec_hash: spec.specHash, cpu_count: spec.cpuCount, memory_mb: spec.memoryMB,
       disk_size_mb: spec.diskSizeMB, with_cube_ca: spec.withSvcCa ? 1 : 0, latest_job_id: null, artifact_id: null,
       image_info: null, status: 'building', error: null, legacy: 0, layer_snapshot_id: null, start_cmd: spec.startCmd, ready_cmd: spec.readyCmd, runtime: spec.runtime, ...ownerColumns(owner), created_at: now, updated_at: now,
     };

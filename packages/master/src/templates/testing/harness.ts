@@ -22,6 +22,7 @@ import { registerBuildRoutes } from '../../builds/routes.ts';
 import { BuildService } from '../../builds/service.ts';
 import { TeamBuilds } from '../../builds/team-builds.ts';
 import { NO_LIMITS } from '@svc/contracts/teams';
+import { newVaultKeyFile, Vault } from '../../vault/vault.ts';
 import { lateBuilderStatus } from '../../builds/status-port.ts';
 import { fakes } from '../../builds/testing/fake-ports.ts';
 
@@ -84,7 +85,7 @@ export class Harness {
     const limits = o.maxConcurrentBuilds;
     const teamBuilds = limits && new TeamBuilds({ db: h.db.kysely, coordination: h.coordination, quotas: { limits: async (team) => ({ ...NO_LIMITS, maxConcurrentBuilds: limits[team] ?? 0 }) } });
     h.module = await startTemplates(h.cfg, {
-      app: h.app, db: h.db, nodes: h.nodes, coordination: h.coordination, logger: silentLogger(), ...(teamBuilds ? { teamBuilds } : {}),
+      app: h.app, db: h.db, nodes: h.nodes, coordination: h.coordination, logger: silentLogger(), ...(teamBuilds ? { teamBuilds } : {}), vault: new Vault(newVaultKeyFile()),
       artifactGraceMs: o.graceMs ?? 3600_000, ...(o.builder ? { builderStatus: lateBuilderStatus(() => h.builds) } : {}),
     });
     if (o.builder) {
