@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Logger } from '@svc/common';
+import { hostCommandEnv, type Logger } from '@svc/common';
 import { LocalVolumes, startLocalRpcServer } from '@svc/volumes';
 
 export interface LocalVolumePlugin { close(): Promise<void> }
@@ -37,7 +37,7 @@ export async function startLocalVolumePlugin(o: { socketPath: string; root: stri
     rmSync(o.socketPath, { force: true });
     // Its stdin is a pipe from this process: when svc ends in any way, the plugin ends too.
     const c = spawn(process.execPath, [bundle, '--serve-rpc', '--socket', o.socketPath, '--exit-with-parent'], {
-      env: { ...process.env, SVC_LOCAL_VOLUME_ROOT: o.root }, stdio: ['pipe', 'ignore', 'pipe'],
+      env: { ...hostCommandEnv(), SVC_LOCAL_VOLUME_ROOT: o.root }, stdio: ['pipe', 'ignore', 'pipe'],
     });
     let stderr = '';
     c.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4096); });

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { whenMissing } from '@svc/common';
+import { hostCommandEnv, whenMissing } from '@svc/common';
 
 /**
  * The `base` template's root filesystem, built locally from Debian's packages with mmdebstrap
@@ -201,7 +201,7 @@ function runMmdebstrap(r: MmdebstrapRun): Promise<void> {
     ...r.sources,
   ];
   return new Promise((resolve, reject) => {
-    const child = spawn('mmdebstrap', args, { stdio: ['ignore', 'pipe', 'pipe'], signal: r.signal, env: { ...process.env, LC_ALL: 'C.UTF-8' } });
+    const child = spawn('mmdebstrap', args, { stdio: ['ignore', 'pipe', 'pipe'], signal: r.signal, env: { ...hostCommandEnv(), LC_ALL: 'C.UTF-8' } });
     const head: string[] = [];
     const tail: string[] = [];
     let phase: BasePhase | undefined;

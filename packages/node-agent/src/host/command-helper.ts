@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { hostCommandEnv } from '@svc/common';
 
 /**
  * Host commands started by a small helper process instead of by this one.
@@ -192,7 +193,8 @@ export class CommandHelper {
     if (this.child) return this.child;
     const child = spawn(process.execPath, ['-e', `const __name = (f) => f; (${helperMain.toString()})();`], {
       stdio: ['pipe', 'pipe', 'inherit'],
-      env: process.env,
+      // Every host command of the node starts from the helper's environment: none of svc's secrets.
+      env: hostCommandEnv(),
     });
     this.child = child;
     child.unref();
