@@ -86,7 +86,11 @@ export async function runUp(opts: UpOptions): Promise<void> {
 
   const logFile = join(cfg.data_dir, 'svc.log');
   // Its lines name sandboxes, teams and addresses: the operator's to read (an older one was 0644).
-  if (existsSync(logFile)) chmodSync(logFile, 0o600);
+  try {
+    if (existsSync(logFile)) chmodSync(logFile, 0o600);
+  } catch (err) {
+    process.stderr.write(`svc: ${logFile} could not be made 0600 (${(err as Error).message}); other users may read it\n`);
+  }
   const logger = pino({ level: process.env.SVC_LOG_LEVEL ?? 'info', redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
     pino.multistream([
       { level: 'info', stream: pino.destination({ dest: logFile, mkdir: true, sync: false, mode: 0o600 }) },

@@ -7,7 +7,7 @@ test('host commands get the environment without svc\'s secrets', () => {
     PATH: '/usr/bin', HOME: '/root', LANG: 'C.UTF-8', SVC_LOG_LEVEL: 'info', SVC_DATA_DIR: '/var/lib/svc',
     SVC_CLUSTER_TOKEN: 't', SVC_NODE_AGENT_TOKEN: 't', SVC_EGRESS_ADMIN_TOKEN: 't', SVC_API_KEY: 'k', SVC_UPLOAD_SIGNING_KEY: 'k',
     SVC_EXTERNAL_POSTGRES_URL: 'postgres://u:p@h/db', SVC_EXTERNAL_REDIS_PASSWORD: 'p', SVC_TEMPLATE_CENTER_S3_SECRET_ACCESS_KEY: 's',
-    SVC_VAULT_KEY_FILE: '/etc/svc/vault.json',
+    SVC_VAULT_KEY_FILE: '/etc/svc/vault.json', SVCMASTER_CLUSTER_TOKEN: 't',
   });
   assert.deepEqual(Object.keys(env).sort(), ['HOME', 'LANG', 'PATH', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL']);
 });

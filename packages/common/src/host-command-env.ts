@@ -11,7 +11,8 @@ const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|KEY|_URL$|_DSN$|CREDENTIAL/;
 export function hostCommandEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
-    if (name.startsWith('SVC_') && SECRET_NAME.test(name)) continue;
+    // SVCMASTER_: the older spelling the configuration still reads.
+    if (/^SVC(MASTER)?_/.test(name) && SECRET_NAME.test(name)) continue;
     out[name] = value;
   }
   return out;

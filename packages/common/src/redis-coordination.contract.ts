@@ -69,14 +69,14 @@ export function coordinationContract(hooks: ContractHooks) {
   test('a lock taken by withLock or withLockWaiting holds past its TTL while the function runs, and is released after', async () => {
     const [a, b] = await hooks.pair();
     for (const take of [
-      (lock: string, fn: () => Promise<string>) => withLock(a, lock, 'proc-a', 150, fn),
-      (lock: string, fn: () => Promise<string>) => withLockWaiting(a, lock, 'proc-a', { ttlMs: 150, waitMs: 0, busy: () => new Error('busy') }, fn),
+      (lock: string, fn: () => Promise<string>) => withLock(a, lock, 'proc-a', 600, fn),
+      (lock: string, fn: () => Promise<string>) => withLockWaiting(a, lock, 'proc-a', { ttlMs: 600, waitMs: 0, busy: () => new Error('busy') }, fn),
     ]) {
       const lock = name('renewed');
       let during: unknown;
       await take(lock, async () => {
-        await sleep(450);
-        during = await withLock(b, lock, 'proc-b', 150, async () => 'ran');
+        await sleep(1_800);
+        during = await withLock(b, lock, 'proc-b', 600, async () => 'ran');
         return 'done';
       });
       assert.deepEqual(during, { acquired: false }, 'three TTLs later the lock is still held: renewed');

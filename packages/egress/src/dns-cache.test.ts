@@ -81,6 +81,9 @@ test('an owner has at most maxInFlightPerOwner lookups running; others are serve
   const mine = [1, 2, 3, 4].map((i) => cache.resolve(`r${i}.attacker-ns.example`, '10.0.0.2'));
   await assert.rejects(cache.resolve('r5.attacker-ns.example', '10.0.0.2'), DnsBusyError);
   assert.equal(calls.length, 4, 'the fifth was not looked up');
+  // A request for a name already being looked up waits on that lookup: it starts none, and is no fifth.
+  const joined = Array.from({ length: 8 }, () => cache.resolve('r2.attacker-ns.example', '10.0.0.2'));
+  assert.equal(calls.length, 4);
   // Another sandbox is not held up by the first one's share.
   const other = cache.resolve('api.example.test', '10.0.0.3');
   waiting.get('api.example.test')!('10.2.2.2');
@@ -91,6 +94,7 @@ test('an owner has at most maxInFlightPerOwner lookups running; others are serve
   assert.equal(calls.length, 6, 'a slot freed: the fifth is looked up now');
   for (const [host, answer] of waiting) if (host !== 'api.example.test' && host !== 'r1.attacker-ns.example') answer('10.4.4.4');
   assert.deepEqual(await Promise.all([...mine.slice(1), fifth]), ['10.4.4.4', '10.4.4.4', '10.4.4.4', '10.4.4.4']);
+  assert.deepEqual(new Set(await Promise.all(joined)), new Set(['10.4.4.4']));
 });
 
 test('a timed-out lookup still counts against its owner until getaddrinfo returns: its thread is still busy', async () => {

@@ -78,21 +78,23 @@ export class DnsCache {
       if (failed.until > this.now()) return Promise.reject(failed.error);
       this.failures.delete(host);
     }
+    // A lookup of this name already running is joined, free: the budget is for lookups started
+    // (each holds a thread of the resolver's pool), not for requests waiting on one (npm's 16
+    // sockets to its registry wait on one lookup).
+    const joined = this.pending.get(host);
+    if (joined !== undefined) return this.waitFor(host, joined);
     if (owner !== undefined && (this.running.get(owner) ?? 0) >= this.limits.maxInFlightPerOwner) {
       return Promise.reject(new DnsBusyError(`${this.limits.maxInFlightPerOwner} name lookups of this sandbox are still running`));
     }
-    let inFlight = this.pending.get(host);
-    if (inFlight === undefined) {
-      inFlight = this.lookup(host).then((ip) => {
-        this.failures.delete(host);
-        remember(this.answers, host, { ip, until: this.now() + this.ttlMs });
-        return ip;
-      }, (err: Error) => {
-        this.fail(host, err);
-        throw err;
-      }).finally(() => this.pending.delete(host));
-      this.pending.set(host, inFlight);
-    }
+    const inFlight = this.lookup(host).then((ip) => {
+      this.failures.delete(host);
+      remember(this.answers, host, { ip, until: this.now() + this.ttlMs });
+      return ip;
+    }, (err: Error) => {
+      this.fail(host, err);
+      throw err;
+    }).finally(() => this.pending.delete(host));
+    this.pending.set(host, inFlight);
     if (owner !== undefined) this.hold(owner, inFlight);
     return this.waitFor(host, inFlight);
   }

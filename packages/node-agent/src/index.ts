@@ -156,7 +156,10 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   // plugin's are 0777, for the sandbox's own user), and until 2026-11-30 any user of the host read
   // and changed a team's files through it while a sandbox held the volume. The runtimes reach it as root.
   await mkdir(nc.volume_plugin_base_dir, { recursive: true, mode: 0o700 });
-  await chmod(nc.volume_plugin_base_dir, 0o700);
+  await chmod(nc.volume_plugin_base_dir, 0o700).catch((err: Error) => {
+    // A directory it may not change (root-squashed NFS): volumes still attach; the operator is told.
+    logger.warn({ dir: nc.volume_plugin_base_dir, err: err.message }, 'volume_plugin_base_dir could not be made 0700: other users of the host may reach mounted volumes through it');
+  });
   const volumes = new VolumeAttachments({ logger, hooksFor: (driver) => volumePlugins.node(driver), baseDir: nc.volume_plugin_base_dir });
 
   const report = await reconcile({ logger, drivers, records, names, firewall, addresses, launcher });

@@ -163,12 +163,14 @@ function createSpec(f: CreateFlags): TemplateCreateOpts {
     f.rootfsTar !== undefined && { rootfsTar: resolve(f.rootfsTar) },
   ].filter((s) => !!s);
   if (sources.length !== 1) throw new UsageError('give exactly one of --image, --oci-layout, --archive, --rootfs-tar');
-  if (!!f.registryUser !== !!f.registryPassword) throw new UsageError('--registry-user and --registry-password go together');
+  // SVC_REGISTRY_PASSWORD left in the environment counts only with --registry-user: a public image needs neither.
+  const password = f.registryUser ? f.registryPassword : undefined;
+  if (f.registryUser && !password) throw new UsageError('--registry-user needs --registry-password (or SVC_REGISTRY_PASSWORD)');
   if (f.platform && !/^[a-z0-9]+\/[a-z0-9_]+(\/[a-z0-9]+)?$/.test(f.platform)) throw new UsageError('--platform must look like os/arch[/variant]');
   if (f.alias && !/^[a-z0-9-]{1,64}$/.test(f.alias)) throw new UsageError('--alias takes 1 to 64 characters of a-z, 0-9 and -');
   const spec = { ...sources[0] } as TemplateCreateOpts;
   if (f.alias) spec.alias = f.alias;
-  if (f.registryUser && f.registryPassword) spec.registryAuth = { username: f.registryUser, password: f.registryPassword };
+  if (f.registryUser && password) spec.registryAuth = { username: f.registryUser, password };
   if (f.insecureRegistry) spec.insecureRegistry = true;
   if (f.platform) spec.platform = f.platform;
   if (!f.svcCa) spec.withSvcCa = false;

@@ -35,7 +35,16 @@ async function makeDialect(cfg: DatabaseConfig, onIdleError: (err: Error) => voi
       const db = new BetterSqlite3(cfg.path);
       // The file 0600 whatever the umask made it (0644 by default), and its WAL and shared-memory
       // files with it: SQLite makes those with the database file's mode.
-      if (cfg.path !== ':memory:') for (const f of [cfg.path, `${cfg.path}-wal`, `${cfg.path}-shm`]) if (existsSync(f)) chmodSync(f, 0o600);
+      if (cfg.path !== ':memory:') {
+        for (const f of [cfg.path, `${cfg.path}-wal`, `${cfg.path}-shm`]) {
+          try {
+            if (existsSync(f)) chmodSync(f, 0o600);
+          } catch (err) {
+            // A file it may not change (another owner): the database still opens; the operator is told.
+            process.emitWarning(`${f} could not be made 0600 (${(err as Error).message}): it holds every sandbox's access tokens`);
+          }
+        }
+      }
       db.pragma('journal_mode = WAL');
       db.pragma('busy_timeout = 5000');
       db.pragma('synchronous = NORMAL');

@@ -84,7 +84,8 @@ export class SnapshotService {
     } catch (err) {
       await this.d.catalog.discard(snapshotId, layer.layerId);
       const e = toSvcError(err);
-      if (e.status === 507 || e.status === 409) throw e;
+      // The store's 507, a name taken (409), the team's maxSnapshots (429): the caller's to read as they are.
+      if (e.status === 507 || e.status === 409 || e.status === 429) throw e;
       throw wrapError(e, `snapshot of ${sandboxId} could not be stored; nothing was kept, retry`);
     }
     this.d.logger.info({ snapshotId, sandboxId, name: o.name, purpose: o.purpose, sizeBytes: layer.sizeBytes }, 'snapshot taken');

@@ -186,7 +186,7 @@ for (const tdb of availableTestDatabases()) {
           h.limits.maxSnapshots = kept + 2;
           const together = await Promise.allSettled(Array.from({ length: 4 }, () => h.snapshots.create(origin.sandboxId, {})));
           assert.deepEqual(together.map((o) => o.status).sort(), ['fulfilled', 'fulfilled', 'rejected', 'rejected']);
-          for (const o of together) if (o.status === 'rejected') assert.match((o.reason as SvcError).message, /maxSnapshots reached/);
+          for (const o of together) if (o.status === 'rejected') assert.deepEqual([(o.reason as SvcError).status, /maxSnapshots reached/.test((o.reason as SvcError).message)], [429, true]);
           assert.equal(await h.repo.teamCount(DEFAULT_TEAM_ID), kept + 2, 'those past the limit are not kept');
           const captures = originNode.calls.filter((c) => c.startsWith('snapshot ')).length;
           assert.equal(await statusOf(h.snapshots.create(origin.sandboxId, {})), 429);

@@ -1,3 +1,4 @@
+import { SvcError } from '@svc/common';
 import type { BuildRequest, BuildSource } from '@svc/contracts/template-center';
 
 /** What a template is built from, kept on the template row so a redo can rebuild it. */
@@ -37,8 +38,16 @@ export function recipeOf(requestJson: string, templateId: string, vault: RecipeS
   const recipe = JSON.parse(requestJson) as BuildRecipe & { source: StoredSource };
   const { sealedAuth, ...source } = recipe.source;
   if (sealedAuth === undefined) return recipe;
-  if (!vault) throw new Error(`template ${templateId}: its registry credentials are sealed, and this master has no vault to open them`);
-  return { ...recipe, source: { ...source, auth: JSON.parse(vault.open(sealedAuth, sealContext(templateId))) as { username: string; password: string } } as BuildSource };
+  const unopened = (why: string) => new SvcError(500, `template ${templateId}: its registry credentials cannot be opened (${why}); create the template again with them`);
+  if (!vault) throw unopened('this master has no vault');
+  let auth: { username: string; password: string };
+  try {
+    auth = JSON.parse(vault.open(sealedAuth, sealContext(templateId))) as typeof auth;
+  } catch (err) {
+    // A vault key dropped before this recipe was sealed again (docs/security.md, "The vault key").
+    throw unopened((err as Error).message);
+  }
+  return { ...recipe, source: { ...source, auth } as BuildSource };
 }
 
 export function buildRequest(recipe: BuildRecipe, ids: { jobId: string; templateId: string; artifactId: string; specHash: string }): BuildRequest {

@@ -22,7 +22,10 @@ export class LocalArtifactStore implements ArtifactStore {
     // 0700, an existing one too: it holds pause packages (a sandbox's whole memory) and private
     // images; the node agents fetch from it over HTTP, and the template center runs as root.
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    await chmod(this.dir, 0o700);
+    await chmod(this.dir, 0o700).catch((err: Error) => {
+      // A directory it may not change (another owner, a root-squashed mount): the store still works.
+      process.emitWarning(`the template center's store ${this.dir} could not be made 0700 (${err.message}): other users of the host may read pause packages in it`);
+    });
     // Leftovers of a process that died mid-build.
     await rm(this.scratchDir, { recursive: true, force: true });
     await mkdir(this.scratchDir, { recursive: true });

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { ErrorCodes, schemaError, sendError, SvcError, toSvcError } from '@svc/common';
+import { ErrorCodes, schemaError, sendError, SvcError, toSvcError, UnreachableError } from '@svc/common';
+import { TEAM_HEADER } from '@svc/contracts/teams';
 import { storeError } from '../errors.ts';
 
 /**
@@ -14,6 +15,12 @@ export function withTemplateErrors(app: FastifyInstance, register: (scope: Fasti
       const status = (err as { statusCode?: number })?.statusCode;
       const e = err instanceof SvcError || (typeof status === 'number' && status < 500) ? toSvcError(err) : storeError(err);
       if (e.status >= 500) req.log.error({ err, path: req.url?.split('?')[0] }, 'template route failed');
+      // A team's call (the gateway passes the answer on) hears no address of a component that did
+      // not answer, nor the database's words, as on the master's other routes (index.ts).
+      if (req.headers[TEAM_HEADER] !== undefined && e.status >= 500) {
+        if (err instanceof UnreachableError) return sendError(reply, new SvcError(503, err.publicMessage, { headers: err.headers }));
+        if (!(err instanceof SvcError)) return sendError(reply, new SvcError(500, 'the template store failed; retry, and tell the operator if it persists'));
+      }
       sendError(reply, e);
     });
     register(scope);
