@@ -56,6 +56,14 @@ function plainType(t: ColumnType): string {
   }
 }
 
+/** A column's NOT NULL and default, as a migration step declares them (added or modified alike). */
+function nullAndDefault<B extends { notNull(): B; defaultTo(v: unknown): B }>(col: B, c: { nullable?: boolean; default?: unknown }): B {
+  let x = col;
+  if (!c.nullable) x = x.notNull();
+  if (c.default !== undefined) x = x.defaultTo(typeof c.default === 'boolean' ? Number(c.default) : c.default);
+  return x;
+}
+
 export async function applyStep(db: Kysely<any>, driver: DbDriver, step: MigrationStep): Promise<void> {
   switch (step.op) {
     case 'createTable': {
@@ -78,23 +86,13 @@ export async function applyStep(db: Kysely<any>, driver: DbDriver, step: Migrati
       const exists = await columnExists(db, driver, step.table, step.column.name);
       if (exists) return;
       const c = step.column;
-      await db.schema.alterTable(step.table).addColumn(c.name, sqlType(c.type, driver, c.exact) as never, (col) => {
-        let x = col;
-        if (!c.nullable) x = x.notNull();
-        if (c.default !== undefined) x = x.defaultTo(typeof c.default === 'boolean' ? Number(c.default) : c.default);
-        return x;
-      }).execute();
+      await db.schema.alterTable(step.table).addColumn(c.name, sqlType(c.type, driver, c.exact) as never, (col) => nullAndDefault(col, c)).execute();
       return;
     }
     case 'mysqlModifyColumn': {
       if (driver !== 'mysql') return;
       const c = step.column;
-      await db.schema.alterTable(step.table).modifyColumn(c.name, sqlType(c.type, driver, c.exact) as never, (col) => {
-        let x = col;
-        if (!c.nullable) x = x.notNull();
-        if (c.default !== undefined) x = x.defaultTo(typeof c.default === 'boolean' ? Number(c.default) : c.default);
-        return x;
-      }).execute();
+      await db.schema.alterTable(step.table).modifyColumn(c.name, sqlType(c.type, driver, c.exact) as never, (col) => nullAndDefault(col, c)).execute();
       return;
     }
     case 'createIndex': {
