@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile, chmod } from 'node:fs/promises';
-import { existsSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { SvcError } from '@svc/common';
@@ -74,6 +74,28 @@ describe('node agent sandboxes (real runsc)', () => {
     await rejects(client.getSandbox(sb.sandboxId), 404);
     assert.equal(await envdHealthy(sb.address, 300), false);
     await t.assertClean();
+  });
+
+  it('a command\'s environment, text and user reach the sandbox in a file, never on a host command line (/proc/*/cmdline)', async () => {
+    const sb = await client.createSandbox(createRequest(env));
+    try {
+      const secret = `sekrit-${Date.now()}`;
+      const running = (agent.exec as (id: string, argv: string[], o: object) => ReturnType<NodeAgent['exec']>)(sb.sandboxId, ['sh', '-c', `sleep 2; echo "$TOKEN" ${'word-of-the-step'}; id -u; pwd`], { env: { TOKEN: secret }, user: { name: 'user', uid: '1000', gid: '1000' }, cwd: '/tmp' });
+      const seen: string[] = [];
+      for (const until = Date.now() + 1_500; Date.now() < until;) {
+        for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+          let cmdline = '';
+          try { cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8'); } catch { continue; /* it ended meanwhile */ }
+          if (cmdline.includes(secret) || cmdline.includes('word-of-the-step')) seen.push(cmdline.replaceAll('\0', ' '));
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      assert.deepEqual(seen, [], 'no host process showed the command\'s secret or text');
+      const r = await running;
+      assert.equal(r.stdout.trim(), `${secret} word-of-the-step\n1000\n/tmp`);
+    } finally {
+      await client.deleteSandbox(sb.sandboxId);
+    }
   });
 
   it('holds a sandbox to its CPU quota', async () => {

@@ -16,6 +16,7 @@ import { DiskUsage } from '../host/disk-usage.ts';
 import { SandboxCgroups } from './gvisor-cgroups.ts';
 import { detachStrayLoopDevices, killStrayProcesses, waitForRunsInFlight } from './gvisor-strays.ts';
 import { Runsc } from './runsc.ts';
+import { writeExecProcess } from './exec-process.ts';
 
 export interface GvisorOptions {
   /** runsc's --root: container state files of this agent. */
@@ -223,12 +224,13 @@ export class GvisorDriver implements RuntimeDriver {
   async exec(ref: InstanceRef, argv: string[], opts: ExecOptions = {}): Promise<RunResult> {
     const id = this.o.names.container(ref.instanceId);
     if (opts.detach) return this.runsc.execInBackground(ref, id, argv);
-    const flags = [
-      ...(opts.user ? [`--user=${opts.user.uid}:${opts.user.gid}`] : []),
-      ...(opts.cwd ? [`--cwd=${opts.cwd}`] : []),
-      ...Object.entries(opts.env ?? {}).map(([k, v]) => `--env=${k}=${v}`),
-    ];
-    return this.runsc.cmd(ref, ['exec', ...flags, id, ...argv], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true, inputFile: opts.inputFile, onOutput: opts.onOutput });
+    // The command, its environment and its user in a file, not on the command line (exec-process.ts).
+    const processFile = await writeExecProcess(this.paths(ref.dir).bundle, argv, opts);
+    try {
+      return await this.runsc.cmd(ref, ['exec', `--process=${processFile}`, id], { timeoutMs: opts.timeoutMs ?? 30_000, allowFail: true, inputFile: opts.inputFile, onOutput: opts.onOutput });
+    } finally {
+      await rm(processFile, { force: true });
+    }
   }
 
   async sweep(keep: Set<string>, dirOf: (instanceId: string) => string, netnsOf: (instanceId: string) => string): Promise<void> {
