@@ -4,6 +4,7 @@
  * parent_header.msg_id; everything else is dropped.
  */
 import { randomUUID } from 'node:crypto';
+import { waitAtMost } from '@svc/common/deadline';
 import { ZmtpSocket } from './zmtp.ts';
 import { deserialize, isWireError, newMessage, serialize, type JupyterMessage } from './jupyter-wire.ts';
 import type { Log } from './kernel.ts';
@@ -89,7 +90,7 @@ export class JupyterClient {
     for (;;) {
       let heard = false;
       const r = this.request('shell', 'kernel_info_request', {}, () => { heard = true; });
-      await Promise.race([r.reply, new Promise((res) => setTimeout(res, 2_000))]);
+      await waitAtMost(r.reply, 2_000);
       // The status broadcasts of the request come around its reply; give the last a moment.
       for (let i = 0; i < 10 && !heard; i++) await new Promise((res) => setTimeout(res, 20));
       r.done();

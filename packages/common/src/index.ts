@@ -9,6 +9,7 @@ export * from './ids.ts';
 export * from './secrets.ts';
 export { compileValidator, schemaError } from './schema-validation.ts';
 export * from './periodic.ts';
+export { waitAtMost, withDeadline } from './deadline.ts';
 export { freePort } from './free-port.ts';
 export { fileStreamClosed } from './streams.ts';
 export { whenMissing } from './missing.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { EgressRule, SandboxEgressPolicy } from '@svc/contracts/egress';
-import { decide, decideByAddress, pathMatches, transformFor, type RequestFacts } from './decide.ts';
+import { decide, decideByAddress, fallbackAllowsNothing, pathMatches, transformFor, type RequestFacts } from './decide.ts';
 
 const policy = (rules: EgressRule[], fallback?: SandboxEgressPolicy['fallback']): SandboxEgressPolicy => ({ sandboxId: 'sbx', address: '10.0.0.2', rules, ...(fallback ? { fallback } : {}) });
 const facts = (f: Partial<RequestFacts> = {}): RequestFacts => ({ scheme: 'https', port: 443, sni: 'api.example.com', host: 'api.example.com', method: 'GET', path: '/v1/items?x=1', ...f });
@@ -97,6 +97,21 @@ test('no rule matched with a fallback: the address decides (allowOut, then denyO
   assert.equal(decideByAddress(fallback, '192.168.1.8').allow, true);
   assert.equal(decideByAddress({ ...fallback, allowInternetAccess: false }, '8.8.8.8').allow, false);
   assert.equal(decideByAddress({ allowInternetAccess: false, allowOut: ['0.0.0.0/0'], denyOut: [] }, '200.1.1.1').allow, true);
+  // Boundaries of the unsigned arithmetic: a /1 of the upper half, a /32 at the top.
+  assert.equal(decideByAddress({ allowInternetAccess: false, allowOut: ['128.0.0.0/1'], denyOut: [] }, '255.255.255.255').allow, true);
+  assert.equal(decideByAddress({ allowInternetAccess: false, allowOut: ['128.0.0.0/1'], denyOut: [] }, '127.255.255.255').allow, false);
+  assert.equal(decideByAddress({ allowInternetAccess: false, allowOut: ['255.255.255.255'], denyOut: [] }, '255.255.255.255').allow, true);
+});
+
+test('lists are parsed once per policy: a replaced policy is decided by its new lists, never the old ones', () => {
+  const first = { allowInternetAccess: false, allowOut: ['10.1.0.0/16'], denyOut: [] };
+  assert.equal(decideByAddress(first, '10.1.2.3').allow, true);
+  const replaced = { ...first, allowOut: ['10.2.0.0/16'] };
+  assert.equal(decideByAddress(replaced, '10.1.2.3').allow, false);
+  assert.equal(decideByAddress(replaced, '10.2.2.3').allow, true);
+  assert.equal(decideByAddress(first, '10.1.2.3').allow, true);
+  assert.equal(fallbackAllowsNothing({ allowInternetAccess: true, allowOut: [], denyOut: ['10.0.0.0/8'] }), undefined);
+  assert.match(fallbackAllowsNothing({ allowInternetAccess: true, allowOut: [], denyOut: ['10.0.0.0/8', '0.0.0.0/0'] }) ?? '', /deny_out 0\.0\.0\.0\/0 holds every address/);
 });
 
 test('transformFor: the first transform whose host pattern matches', () => {

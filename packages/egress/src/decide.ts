@@ -1,6 +1,6 @@
 import type { EgressFallback, EgressRule, EgressScheme, EgressTransform, SandboxEgressPolicy } from '@svc/contracts/egress';
 import { hostMatches } from './host-match.ts';
-import { firstContaining, parseCidr } from './ipv4.ts';
+import { firstContaining, firstHoldingAll } from './ipv4.ts';
 import { rulePath } from './request-path.ts';
 
 /** What the proxy knows of a request when it decides, before any upstream contact. */
@@ -104,7 +104,7 @@ export function decideByAddress(fallback: EgressFallback, ip: string): AddressVe
 export function fallbackAllowsNothing(fallback: EgressFallback): string | undefined {
   if (fallback.allowOut.length > 0) return undefined;
   if (!fallback.allowInternetAccess) return 'allow_out is empty and internet access is off';
-  const all = fallback.denyOut.find((c) => parseCidr(c)?.prefix === 0);
+  const all = firstHoldingAll(fallback.denyOut);
   return all === undefined ? undefined : `allow_out is empty and deny_out ${all} holds every address`;
 }
 

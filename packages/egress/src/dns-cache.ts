@@ -1,4 +1,5 @@
 import { promises as dns } from 'node:dns';
+import { withDeadline } from '@svc/common';
 
 /** How long an answer is reused; the system resolver gives no TTL, so a short fixed one (Envoy's and nginx's caches take the record's). */
 const DNS_CACHE_TTL_MS = 10_000;
@@ -111,13 +112,10 @@ export class DnsCache {
   }
 
   private waitFor(host: string, lookup: Promise<string>): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        const err = new DnsTimeoutError(`no answer within ${this.limits.timeoutMs / 1000} s`);
-        this.fail(host, err);
-        reject(err);
-      }, this.limits.timeoutMs);
-      lookup.then((ip) => { clearTimeout(timer); resolve(ip); }, (err: unknown) => { clearTimeout(timer); reject(err); });
+    return withDeadline(lookup, this.limits.timeoutMs, () => {
+      const err = new DnsTimeoutError(`no answer within ${this.limits.timeoutMs / 1000} s`);
+      this.fail(host, err);
+      return err;
     });
   }
 

@@ -1,12 +1,14 @@
 /** IPv4 addresses and CIDR blocks, as the policies name them (arithmetic: @svc/common's ipv4). */
-import { ipToInt, isIpv4 } from '@svc/common';
+import { canonicalAddress, ipToInt, isIpv4, parseCidr as parseCommonCidr } from '@svc/common';
 
 export { isIpv4 };
 
-/** The socket's remote address as the policies name it: an IPv4-mapped IPv6 address loses its `::ffff:`. */
+/**
+ * The socket's remote address as the policies name it: an IPv4-mapped IPv6 address as its IPv4
+ * address (common's canonicalAddress, the one normaliser of the platform's addresses).
+ */
 export function plainIpv4(address: string | undefined): string {
-  if (!address) return '';
-  return address.startsWith('::ffff:') && isIpv4(address.slice(7)) ? address.slice(7) : address;
+  return address ? canonicalAddress(address) : '';
 }
 
 export interface Cidr {
@@ -17,26 +19,42 @@ export interface Cidr {
 
 /** `a.b.c.d/n` or a bare address (a /32); undefined when it is neither. */
 export function parseCidr(text: string): Cidr | undefined {
-  const [ip, bits, ...rest] = text.trim().split('/');
-  if (rest.length || !isIpv4(ip)) return undefined;
-  const prefix = bits === undefined ? 32 : /^\d{1,2}$/.test(bits) ? Number(bits) : NaN;
-  if (!(prefix >= 0 && prefix <= 32)) return undefined;
-  return { text: text.trim(), base: ipToInt(ip), prefix };
+  const [ip] = text.trim().split('/');
+  if (!isIpv4(ip)) return undefined;
+  try {
+    return { text: text.trim(), ...parseCommonCidr(text) };
+  } catch {
+    // Deliberately quiet: undefined is this function's answer for text that is no CIDR, and the
+    // policy check (policy-check.ts) turns it into the 400 that names the entry.
+    return undefined;
+  }
 }
 
-function cidrContains(cidr: Cidr, ip: string): boolean {
-  if (!isIpv4(ip)) return false;
-  if (cidr.prefix === 0) return true;
-  const shift = 32 - cidr.prefix;
-  // >>> keeps the comparison unsigned for addresses at or above 128.0.0.0
-  return (ipToInt(ip) >>> shift) === (cidr.base >>> shift);
+/**
+ * Each list's CIDRs parsed once: a policy's lists are built by the policy check and replaced,
+ * never changed in place, when the policy changes, so the list itself is the key (and a
+ * replaced policy's entry goes with it).
+ */
+const parsedLists = new WeakMap<readonly string[], Cidr[]>();
+
+function parsed(list: readonly string[]): Cidr[] {
+  let cidrs = parsedLists.get(list);
+  if (!cidrs) {
+    cidrs = list.map(parseCidr).filter((c): c is Cidr => c !== undefined);
+    parsedLists.set(list, cidrs);
+  }
+  return cidrs;
 }
 
 /** The first CIDR of the list that holds the address. */
-export function firstContaining(list: string[], ip: string): string | undefined {
-  for (const text of list) {
-    const c = parseCidr(text);
-    if (c && cidrContains(c, ip)) return text;
-  }
-  return undefined;
+export function firstContaining(list: readonly string[], ip: string): string | undefined {
+  if (!isIpv4(ip)) return undefined;
+  const n = ipToInt(ip);
+  // >>> keeps the comparison unsigned for addresses at or above 128.0.0.0
+  return parsed(list).find((c) => c.prefix === 0 || n >>> (32 - c.prefix) === c.base >>> (32 - c.prefix))?.text;
+}
+
+/** The first CIDR of the list that holds every address (a /0). */
+export function firstHoldingAll(list: readonly string[]): string | undefined {
+  return parsed(list).find((c) => c.prefix === 0)?.text;
 }

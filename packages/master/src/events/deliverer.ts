@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import type { Logger } from '@svc/common';
+import { withDeadline, type Logger } from '@svc/common';
 import { EVENT_LIMITS, WEBHOOK_HEADERS, webhookSignature, type WebhookDeliveryOutcome } from '@svc/contracts/events';
 import type { Sealer } from '../vault/vault.ts';
 import type { DeliveryDbRow, WebhookRepo } from './webhook-repo.ts';
@@ -141,9 +141,7 @@ export class WebhookDeliverer {
     try {
       // The team's name server answers within the attempt's time too: a lookup that hung past the
       // lease let another master send the same delivery again.
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`the url's host was not resolved within ${this.o.timeoutMs} ms`)), this.o.timeoutMs); });
-      target = await Promise.race([this.o.targets.check(rawUrl), late]).finally(() => clearTimeout(timer));
+      target = await withDeadline(this.o.targets.check(rawUrl), this.o.timeoutMs, () => new Error(`the url's host was not resolved within ${this.o.timeoutMs} ms`));
     } catch (err) {
       return { error: (err as Error).message };
     }

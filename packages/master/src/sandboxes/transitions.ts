@@ -1,4 +1,4 @@
-import { conflict, randomId, withLock, withLockWaiting, type Coordination, type Logger, type SvcError } from '@svc/common';
+import { conflict, randomId, waitAtMost, withLock, withLockWaiting, type Coordination, type Logger, type SvcError } from '@svc/common';
 import type { SandboxEventData, SandboxEventType } from '@svc/contracts/events';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent, type SandboxEventKind } from '@svc/contracts/lifecycle';
 import type { SandboxState } from '@svc/contracts/master-internal';
@@ -112,9 +112,7 @@ export class SandboxTransitions {
   }
 
   private async purge(sandboxId: string): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.d.proxies.purge([sandboxId]), new Promise((r) => { timer = setTimeout(r, PURGE_WAIT_MS); })]);
-    clearTimeout(timer);
+    await waitAtMost(this.d.proxies.purge([sandboxId]), PURGE_WAIT_MS);
   }
 
   /** Announces a change that is no move of the state table (a new deadline, a snapshot) to the event log. */

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { randomId, withLock, type Coordination, type Logger, type Periodic, type SvcConfig } from '@svc/common';
+import { randomId, waitAtMost, withLock, type Coordination, type Logger, type Periodic, type SvcConfig } from '@svc/common';
 import { TemplateCenterClient } from '@svc/contracts/template-center';
 import type { Db } from '../db/connect.ts';
 import type { NodeRegistry } from '../nodes/registry.ts';
@@ -153,9 +153,7 @@ export async function startTemplates(cfg: SvcConfig, deps: TemplatesDeps): Promi
     settled,
     async close() {
       // A distribution may wait minutes on a node; an abandoned one is failed by the reconciler later.
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([settled(), new Promise((r) => { timer = setTimeout(r, CLOSE_WAIT_MS); })]);
-      clearTimeout(timer);
+      await waitAtMost(settled(), CLOSE_WAIT_MS);
     },
   };
 }

@@ -1,5 +1,5 @@
 import { lookup } from 'node:dns/promises';
-import type { Logger } from '@svc/common';
+import { withDeadline, type Logger } from '@svc/common';
 
 /** A name that takes longer allows nothing this time; the next period tries again. */
 const LOOKUP_TIMEOUT_MS = 2_000;
@@ -22,17 +22,11 @@ export class HostLearner {
     await Promise.all(hosts.map(async (host) => {
       const fixed = this.overrides[host];
       if (fixed) { out.add(`${fixed}/32`); return; }
-      let timer: NodeJS.Timeout | undefined;
       try {
-        const answers = await Promise.race([
-          lookup(host, { all: true, family: 4 }),
-          new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer within ${LOOKUP_TIMEOUT_MS} ms`)), LOOKUP_TIMEOUT_MS); }),
-        ]);
+        const answers = await withDeadline(lookup(host, { all: true, family: 4 }), LOOKUP_TIMEOUT_MS, () => new Error(`no answer within ${LOOKUP_TIMEOUT_MS} ms`));
         for (const a of answers) out.add(`${a.address}/32`);
       } catch (err) {
         failed.push(`${host} (${(err as Error).message})`);
-      } finally {
-        clearTimeout(timer);
       }
     }));
     if (failed.length) {

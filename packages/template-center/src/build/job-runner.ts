@@ -1,4 +1,4 @@
-import { Slots, unavailable, type Coordination, type Logger } from '@svc/common';
+import { Slots, unavailable, waitAtMost, type Coordination, type Logger } from '@svc/common';
 import type { BuildRequest, JobStatusReport } from '@svc/contracts/template-center';
 import type { BuildContext } from './build-context.ts';
 import { BuildAbortedError, explain } from './build-error.ts';
@@ -102,7 +102,7 @@ export class JobRunner {
       log.warn({ ms: Date.now() - started, error: e.message, cause: (e.cause as Error)?.message }, 'build failed');
       if (signal.aborted) {
         // One quick attempt: the process is going away; the master's reconciler covers a lost report.
-        await Promise.race([callbacks.report(req.jobId, { status: 'FAILED', error: e.message }), sleep(2000)]);
+        await waitAtMost(callbacks.report(req.jobId, { status: 'FAILED', error: e.message }), 2000);
       } else {
         await callbacks.report(req.jobId, { status: 'FAILED', error: e.message });
       }
@@ -112,8 +112,4 @@ export class JobRunner {
     }
   }
 
-}
-
-function sleep(ms: number) {
-  return new Promise((r) => setTimeout(r, ms).unref());
 }
