@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { join } from 'node:path';
-import { createHttpApp, hostForClient, parseListen, sendMetrics, type Logger, type SvcConfig } from '@svc/common';
+import { ConfigError, createHttpApp, hostForClient, isLoopbackHost, parseListen, sendMetrics, type Logger, type SvcConfig } from '@svc/common';
 import { MasterClient } from '@svc/contracts/master';
 import { randomBytes } from 'node:crypto';
 import { authenticate, INTERNAL_CALLER_HEADER, type AuthConfig } from './auth.ts';
@@ -42,6 +42,11 @@ export interface ApiGatewayOptions {
 
 /** The public REST gateway: auth, E2B wire shapes, forwarding to the master; svc's MCP server at /mcp. */
 export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): Promise<ApiGateway> {
+  // An empty key turns authentication off (docs/configuration.md), for a gateway only this
+  // machine reaches: beyond loopback every caller on the network would be the operator.
+  if (!cfg.api.api_key && !isLoopbackHost(parseListen(cfg.api.listen).host)) {
+    throw new ConfigError('api.api_key', `is empty, and api.listen ${cfg.api.listen} is not a loopback address: every caller on the network would be the operator. Set it (SVC_API_KEY), or listen on loopback`);
+  }
   const masterAt: MasterAddress = { url: opts.masterUrl ?? cfg.master.addr, headers: clusterHeaders(cfg.cluster_token) };
   const master = new MasterClient(masterAt.url, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000, headers: masterAt.headers });
   const app = createHttpApp({ logger: opts.logger, bodyLimit: cfg.api.max_body_bytes, publicFacing: true });

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -70,10 +71,44 @@ test('the master (`svc master`) and the API gateway (its main.ts) run alone from
   }
 });
 
-test('a component that cannot start says why in one fatal line and exits 1', async () => {
+test('a component that cannot start says why in one fatal line: exit code 2 for its configuration, 1 for the rest', async () => {
   for (const [script, args] of [['packages/master/src/main.ts', []], ['packages/cli/src/main.ts', ['lifecycle']]] as const) {
     const bad = run(script, [...args, '--config', '/nonexistent/svc.yaml']);
-    assert.equal(await bad.exit, 1);
+    assert.equal(await bad.exit, 2);
     assert.ok(bad.lines.some((l) => /failed to start/.test(l) && /does not exist/.test(l)), bad.lines.join('\n'));
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'svc-main-'));
+  const taken = createServer();
+  try {
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as AddressInfo).port;
+    writeFileSync(join(dir, 'svc.yaml'), `master:\n  listen: 127.0.0.1:${port}\n  database: { driver: sqlite, path: ${join(dir, 'm.db')} }\n`);
+    const busy = run('packages/master/src/main.ts', ['--config', join(dir, 'svc.yaml')]);
+    assert.equal(await busy.exit, 1);
+    assert.ok(busy.lines.some((l) => /failed to start/.test(l) && /EADDRINUSE/.test(l)), busy.lines.join('\n'));
+  } finally {
+    taken.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a configuration mistake is one line naming the key on stderr and exit code 2, not a stack', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-main-'));
+  try {
+    const cases: Array<[string, string[], string, RegExp]> = [
+      ['typo.yaml', ['master'], 'api:\n  listn: 127.0.0.1:0\n', /^svc master: configuration error: api\.listn: /],
+      // Beyond loopback an empty secret would serve everyone as the platform: refused, not warned of.
+      ['open-api.yaml', ['api'], 'api:\n  listen: 0.0.0.0:0\n  api_key: ""\n', /^svc api: configuration error: api\.api_key: is empty, and api\.listen 0\.0\.0\.0:0 is not a loopback address/],
+      ['open-master.yaml', ['master'], `master:\n  listen: 0.0.0.0:0\n  database: { driver: sqlite, path: ${join(dir, 'm.db')} }\n`, /^svc master: configuration error: cluster_token: is not set, and 0\.0\.0\.0:0 is not a loopback address/],
+    ];
+    for (const [file, args, yaml, line] of cases) {
+      writeFileSync(join(dir, file), yaml);
+      const bad = run('packages/cli/src/main.ts', [...args, '--config', join(dir, file)]);
+      assert.equal(await bad.exit, 2, bad.lines.join('\n'));
+      assert.ok(bad.lines.some((l) => line.test(l)), `${file}:\n${bad.lines.join('\n')}`);
+      assert.ok(!bad.lines.some((l) => /\n\s+at |"stack"/.test(l)), `no stack for ${file}:\n${bad.lines.join('\n')}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });

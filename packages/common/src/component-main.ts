@@ -1,4 +1,4 @@
-import { loadConfig } from './config.ts';
+import { ConfigError, loadConfig } from './config.ts';
 import type { SvcConfig } from './config-types.ts';
 import type { Coordination } from './coordination.ts';
 import { createLogger, type Logger } from './log.ts';
@@ -26,7 +26,8 @@ export type ComponentStart = (ctx: ComponentContext) => Promise<Stoppable | Stop
  * the config with the same keys as `svc up` (a file given as `--config FILE` or SVC_CONFIG, then
  * the SVC_* variables), a logger named for the component, the coordination store when the
  * component needs one, and a stop on SIGINT or SIGTERM that closes what was started, then the
- * store. A failure to start is one fatal log line and exit code 1. Health is each component's own
+ * store. A failure to start is one fatal log line and exit code 1 (a configuration error: also one
+ * line on stderr, exit code 2). Health is each component's own
  * route (docs/design.md). Traces, when the OTEL_* variables ask for them, are this process's own,
  * as service `svc-<name>` unless OTEL_SERVICE_NAME says otherwise (tracing.ts).
  */
@@ -45,11 +46,20 @@ export async function runComponent(name: string, start: ComponentStart, opts: { 
     }
     started = [await start({ cfg, logger, args, coordination: () => (coordination ??= coordinationFor(cfg.redis, { logger })) })].flat();
   } catch (err) {
-    logger.fatal({ err }, `${name} failed to start`);
+    // A configuration mistake is the operator's to fix: one line that names the key, exit code 2
+    // as `svc up` gives, not a stack (docs/development.md, "Running a component").
+    const config = err instanceof ConfigError;
+    if (config) {
+      logger.fatal({ key: err.key }, `${name} failed to start: ${err.message}`);
+      process.stderr.write(`svc ${name}: ${err.message}\n`);
+    } else {
+      logger.fatal({ err }, `${name} failed to start`);
+    }
     await coordination?.close().catch((e: Error) => logger.warn({ err: e.message }, 'closing the coordination store failed'));
     await tracing.close();
-    process.exitCode = 1;
-    setTimeout(() => process.exit(1), 100).unref();
+    const code = config ? 2 : 1;
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 100).unref();
     return;
   }
   let stopping = false;

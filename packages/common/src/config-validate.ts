@@ -1,6 +1,7 @@
 /** The configuration's checks: each names the first key whose value cannot work (a ConfigError). */
 import { parseUpstreamProxy } from './proxy-url.ts';
 import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import type { SvcConfig } from './config-types.ts';
 import { ConfigError } from './config-error.ts';
 import { isIpv4 } from './ipv4.ts';
@@ -23,7 +24,13 @@ export function validateConfig(c: SvcConfig): void {
   const need = (ok: boolean, key: string, problem: string) => { if (!ok) throw new ConfigError(key, problem); };
   for (const key of ['api.listen', 'master.listen', 'node_agent.listen', 'template_center.listen', 'lifecycle.listen']) {
     const v = getPath(c as unknown as Record<string, unknown>, key);
-    need(typeof v === 'string' && LISTEN_RE.test(v), key, `must be host:port (got ${JSON.stringify(v)})`);
+    need(typeof v === 'string' && LISTEN_RE.test(v) && Number(v.slice(v.lastIndexOf(':') + 1)) <= 65535, key, `must be host:port, the port 0..65535 (got ${JSON.stringify(v)})`);
+  }
+  const lifecyclePort = Number(c.lifecycle.listen.slice(c.lifecycle.listen.lastIndexOf(':') + 1));
+  need(lifecyclePort === 0 || lifecyclePort + c.lifecycle.replicas - 1 <= 65535, 'lifecycle.listen', `replica ports run from its port up, one per lifecycle.replicas: ${lifecyclePort} + ${c.lifecycle.replicas - 1} passes 65535`);
+  for (const key of ['proxy.bind', 'egress.admin_bind'] as const) {
+    const v = getPath(c as unknown as Record<string, unknown>, key);
+    need(typeof v === 'string' && (isIP(v) !== 0 || v === 'localhost'), key, `must be an IP address to listen on (got ${JSON.stringify(v)})`);
   }
   for (const key of ['proxy.http_port', 'proxy.admin_port']) {
     const v = getPath(c as unknown as Record<string, unknown>, key) as number;
@@ -85,13 +92,21 @@ export function validateConfig(c: SvcConfig): void {
   need(c.api.max_body_bytes >= 1024, 'api.max_body_bytes', 'must be at least 1024');
   const db = c.master.database;
   need(['sqlite', 'postgres', 'mysql'].includes(db.driver), 'master.database.driver', `must be sqlite, postgres or mysql (got ${JSON.stringify(db.driver)})`);
+  // master.database is taken whole from the file (each driver has its own keys), so its keys are
+  // checked here: `pasword:` or `ssl: true` loaded without a word, and the master connected with
+  // no password, in plain text.
+  const keys = DATABASE_KEYS[db.driver];
+  for (const [k, v] of Object.entries(db)) {
+    need(k in keys, `master.database.${k}`, `unknown key for driver ${db.driver} (its keys: ${Object.keys(keys).join(', ')})`);
+    need(typeof v === keys[k], `master.database.${k}`, `must be ${keys[k] === 'boolean' ? 'true or false' : `a ${keys[k]}`} (got ${JSON.stringify(v)})`);
+  }
   if (db.driver === 'postgres') need(/^postgres(ql)?:\/\//.test(db.url), 'master.database.url', 'must be a postgres:// URL');
   if (db.driver === 'mysql') {
     need(!!db.host, 'master.database.host', 'must be set');
-    need(db.tls === undefined || typeof db.tls === 'boolean', 'master.database.tls', 'must be true or false');
+    need(db.port === undefined || (Number.isInteger(db.port) && db.port >= 1 && db.port <= 65535), 'master.database.port', `must be a port 1..65535 (got ${db.port})`);
   }
   need(typeof c.redis.tls === 'boolean', 'redis.tls', 'must be true or false');
-  need(Number.isInteger(c.redis.port) && c.redis.port > 0, 'redis.port', 'must be a port');
+  need(Number.isInteger(c.redis.port) && c.redis.port > 0 && c.redis.port <= 65535, 'redis.port', `must be a port 1..65535 (got ${c.redis.port})`);
   for (const key of ['proxy.workers', 'egress.workers'] as const) {
     const v = getPath(c as unknown as Record<string, unknown>, key) as number;
     need(Number.isInteger(v) && v >= 0 && v <= 256, key, `must be 0 (one per core) to 256 worker processes (got ${v})`);
@@ -106,6 +121,34 @@ export function validateConfig(c: SvcConfig): void {
   need(/^\d+\.\d+\.\d+\.\d+$/.test(c.egress.address), 'egress.address', `must be an IPv4 address (got ${JSON.stringify(c.egress.address)})`);
   parseEgressResolve(c.egress.resolve);
   parseUpstreamProxy(c.egress.upstream_proxy);
+  timesInRange(c as unknown as Record<string, unknown>, '');
+}
+
+const DATABASE_KEYS: Record<string, Record<string, 'string' | 'number' | 'boolean'>> = {
+  sqlite: { driver: 'string', path: 'string' },
+  postgres: { driver: 'string', url: 'string' },
+  mysql: { driver: 'string', host: 'string', port: 'number', user: 'string', password: 'string', database: 'string', tls: 'boolean' },
+};
+
+/**
+ * Node waits at most 2^31-1 ms: a longer setTimeout fires after 1 ms, so an interval of "35 days,
+ * as good as off" ran its task in a tight loop and a create deadline past it expired at once. Every
+ * key named *_ms, *_sec or *_insec stays within it.
+ */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+function timesInRange(obj: Record<string, unknown>, prefix: string): void {
+  for (const [k, v] of Object.entries(obj)) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    if (v !== null && typeof v === 'object' && !Array.isArray(v)) timesInRange(v as Record<string, unknown>, key);
+    if (typeof v !== 'number') continue;
+    const ms = /_ms$/.test(k) ? v : /_(?:in)?sec$/.test(k) ? v * 1000 : undefined;
+    // The lower bounds are each key's own (checked above; some take -1 for "unset").
+    if (ms !== undefined && !(ms <= MAX_TIMER_MS)) {
+      const most = /_ms$/.test(k) ? `${MAX_TIMER_MS} ms` : `${Math.floor(MAX_TIMER_MS / 1000)} s (24.8 days)`;
+      throw new ConfigError(key, `must be at most ${most}, the longest wait a timer holds (got ${v})`);
+    }
+  }
 }
 
 function getPath(obj: Record<string, unknown>, path: string): unknown {

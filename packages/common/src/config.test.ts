@@ -79,6 +79,21 @@ test('a bad configuration is one clear line naming the key', () => {
     [{ file: file('c.yaml', 'proxy:\n  http_port: "80"\n') }, /proxy\.http_port: must be a number/],
     [{ file: file('d.yaml', 'a: [\n') }, /is not valid YAML/],
     [{ file: join(dir, 'missing.yaml') }, /does not exist/],
+    // Keys of master.database, which the file gives whole: a typo was a password left out.
+    [{ file: file('e.yaml', 'master:\n  database: { driver: mysql, host: db, pasword: s3cret }\n') }, /^configuration error: master\.database\.pasword: unknown key for driver mysql \(its keys: driver, host, port, user, password, database, tls\)/],
+    [{ file: file('f.yaml', 'master:\n  database: { driver: mysql, host: db, ssl: true }\n') }, /master\.database\.ssl: unknown key for driver mysql/],
+    [{ file: file('g.yaml', 'master:\n  database: { driver: postgres, url: "postgres://x", tls: true }\n') }, /master\.database\.tls: unknown key for driver postgres/],
+    [{ file: file('h.yaml', 'master:\n  database: { driver: mysql, host: db, port: 70000 }\n') }, /master\.database\.port: must be a port 1\.\.65535/],
+    [{ file: file('i.yaml', 'master:\n  database: { driver: mysql, host: db, password: 1234 }\n') }, /master\.database\.password: must be a string \(got 1234\)/],
+    // Timers: past 2^31-1 ms node fires at once, so "35 days" meant a tight loop.
+    [{ file: file('j.yaml', 'template_center:\n  reconcile: { interval_sec: 3000000 }\n') }, /^configuration error: template_center\.reconcile\.interval_sec: must be at most 2147483 s \(24\.8 days\)/],
+    [{ env: { SVC_CREATE_TIMEOUT_INSEC: '3000000' } }, /master\.create_timeout_insec: must be at most 2147483 s/],
+    [{ file: file('k.yaml', 'lifecycle:\n  sweep_interval_ms: 9999999999\n') }, /lifecycle\.sweep_interval_ms: must be at most 2147483647 ms/],
+    // Ports and addresses that loaded and failed later, or never.
+    [{ file: file('l.yaml', 'api:\n  listen: 127.0.0.1:99999\n') }, /^configuration error: api\.listen: must be host:port, the port 0\.\.65535/],
+    [{ file: file('m.yaml', 'redis:\n  port: 70000\n') }, /redis\.port: must be a port 1\.\.65535 \(got 70000\)/],
+    [{ file: file('n.yaml', 'lifecycle:\n  listen: 127.0.0.1:65530\n  replicas: 8\n') }, /lifecycle\.listen: replica ports run from its port up, one per lifecycle\.replicas: 65530 \+ 7 passes 65535/],
+    [{ file: file('o.yaml', 'proxy:\n  bind: "0.0.0.0; rm -rf /"\n') }, /proxy\.bind: must be an IP address to listen on/],
   ];
   for (const [opts, re] of cases) {
     assert.throws(() => loadConfig({ env: {}, ...opts }), (e: Error) => {

@@ -16,7 +16,7 @@ export { whenMissing } from './missing.ts';
 export { hostAddresses } from './host-addresses.ts';
 export { hostCommandEnv } from './host-command-env.ts';
 export { intToIp, ipToInt, isIpv4, parseCidr } from './ipv4.ts';
-export { canonicalAddress, clientPrefix } from './ip-address.ts';
+export { canonicalAddress, clientPrefix, isLoopbackHost } from './ip-address.ts';
 export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';
 export { propagationFields, SANDBOX_ID_ATTRIBUTE, setSpanAttribute, startServerSpan, startTracing, TEMPLATE_ID_ATTRIBUTE, traceClientCall, tracingOn, type RequestSpan } from './tracing.ts';

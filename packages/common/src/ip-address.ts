@@ -20,6 +20,13 @@ export function canonicalAddress(raw: string): string {
   return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
+/** A host that only this machine reaches: 127/8, ::1 in any written form, or `localhost`. */
+export function isLoopbackHost(host: string): boolean {
+  if (host.toLowerCase() === 'localhost') return true;
+  const a = canonicalAddress(host);
+  return a === '::1' || (isIP(a) === 4 && a.startsWith('127.'));
+}
+
 /**
  * The client a budget is kept for: an IPv4 address itself (a mapped one unmapped), an IPv6
  * address as its /64, since one host holds a whole /64 and could take a new address per request.

@@ -1,24 +1,24 @@
 import type { FastifyInstance } from 'fastify';
+import { ConfigError } from './config-error.ts';
 import { unauthorized } from './errors.ts';
 import { parseListen } from './http-server.ts';
-import type { Logger } from './log.ts';
+import { isLoopbackHost } from './ip-address.ts';
 import { sameSecret } from './secrets.ts';
 
 /** What answers without a component token: load balancers' and Prometheus' probes, which carry no secret. */
 export interface SharedTokenGuard {
-  /** The secret; '' leaves every route open (as before the token existed). */
+  /** The secret; '' leaves every route open, allowed only on a loopback listener. */
   token: string;
   /** The request header that carries it (lower case). */
   header: string;
-  /** The configuration key, named in the 401 and the warning. */
+  /** The configuration key, named in the 401 and the configuration error. */
   setting: string;
   /** GET and HEAD of these paths pass without it. */
   openPaths: string[];
-  /** Where the server listens: an unset token is only warned of beyond loopback. */
+  /** Where the server listens: beyond loopback an unset token is a configuration error. */
   listen: string;
-  /** What anyone who reaches the port could do without it, for the warning. */
+  /** What anyone who reaches the port could do without it, for the configuration error. */
   exposure: string;
-  logger: Logger;
 }
 
 /**
@@ -30,9 +30,11 @@ export interface SharedTokenGuard {
  */
 export function requireSharedToken(app: FastifyInstance, g: SharedTokenGuard): void {
   if (!g.token) {
-    const { host } = parseListen(g.listen);
-    if (!/^(127\.|::1$|localhost$)/.test(host)) {
-      g.logger.warn({ listen: g.listen }, `${g.setting} is not set: anyone who reaches this port ${g.exposure}; set it on every host of the platform`);
+    // Fail closed: a unit started without its environment file (systemd's `EnvironmentFile=-`
+    // skips a missing one) served everyone on the network as the platform itself, with a warning
+    // in a log nobody read (docs/cluster.md, "Traffic between components").
+    if (!isLoopbackHost(parseListen(g.listen).host)) {
+      throw new ConfigError(g.setting, `is not set, and ${g.listen} is not a loopback address: anyone who reaches this port ${g.exposure}. Set it on every host of the platform, or listen on loopback`);
     }
     return;
   }

@@ -66,7 +66,7 @@ export async function startLifecycle(cfg: Pick<SvcConfig, 'lifecycle'> & { clust
   const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
   const { host, port } = lifecycleReplicaListen(lc.listen, deps.replicaIndex);
   requireSharedToken(app, {
-    token: cfg.cluster_token ?? '', header: CLUSTER_TOKEN_HEADER, setting: 'cluster_token', openPaths: LIFECYCLE_OPEN_PATHS, listen: `${host}:${port}`, logger,
+    token: cfg.cluster_token ?? '', header: CLUSTER_TOKEN_HEADER, setting: 'cluster_token', openPaths: LIFECYCLE_OPEN_PATHS, listen: `${host}:${port}`,
     exposure: 'resumes any paused sandbox and names where the master sends the proxy admin token',
   });
   const periodic = new Periodic(logger);

@@ -94,7 +94,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
   // First of all: every route but the probes is the operator's or the platform's own, so anyone
   // on the network who reached this port without cluster_token was the operator (docs/cluster.md).
   requireSharedToken(app, {
-    token: cfg.cluster_token, header: CLUSTER_TOKEN_HEADER, setting: 'cluster_token', openPaths: MASTER_OPEN_PATHS, listen: cfg.master.listen, logger,
+    token: cfg.cluster_token, header: CLUSTER_TOKEN_HEADER, setting: 'cluster_token', openPaths: MASTER_OPEN_PATHS, listen: cfg.master.listen,
     exposure: 'is the operator: every team, key and sandbox',
   });
   const teams = new TeamService(db.kysely, logger);

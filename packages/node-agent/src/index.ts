@@ -193,7 +193,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   for (const a of artifacts.list()) sandboxes.pool.fill(a.artifactId);
 
   const app = createHttpApp({ logger, https: clusterTlsOf(cfg) });
-  requireNodeToken(app, nc.token, nc.listen, logger);
+  requireNodeToken(app, nc.token, nc.listen);
   let url = '';
   const nodeInfo = (): NodeInfo => {
     const u = sandboxes.usage();

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { requireSharedToken, type Logger } from '@svc/common';
+import { requireSharedToken } from '@svc/common';
 import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
 
 /**
@@ -7,9 +7,9 @@ import { NODE_TOKEN_HEADER } from '@svc/contracts/node-agent';
  * components"): the agent creates sandboxes, runs commands in them and opens any volume for
  * whoever calls it, so in a cluster anyone who reached its port owned every sandbox of the node.
  */
-export function requireNodeToken(app: FastifyInstance, token: string, listen: string, logger: Logger): void {
+export function requireNodeToken(app: FastifyInstance, token: string, listen: string): void {
   requireSharedToken(app, {
-    token, header: NODE_TOKEN_HEADER, setting: 'node_agent.token', openPaths: ['/health', '/metrics'], listen, logger,
+    token, header: NODE_TOKEN_HEADER, setting: 'node_agent.token', openPaths: ['/health', '/metrics'], listen,
     exposure: 'runs commands in this node\'s sandboxes',
   });
 }

@@ -28,7 +28,7 @@ test('GET /metrics answers the process\'s metrics on the node\'s network, as eve
 
 test('node_agent.token: every route but /health and /metrics answers 401 without it; a wrong, empty or doubled token too', async () => {
   const app = createHttpApp({ logger: silentLogger() });
-  requireNodeToken(app, 'the-node-token', '0.0.0.0:8088', silentLogger());
+  requireNodeToken(app, 'the-node-token', '0.0.0.0:8088');
   registerRoutes(app, { nodeId: 'n1', tasks: () => ({}), nodeInfo: () => ({ nodeId: 'n1' }) } as unknown as RouteDeps);
   await app.ready();
   try {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { clusterTlsOf, createHttpApp, internalScheme, parseListen, scrapeToken, sendError, sendMetrics, servedRoutes, SvcError, type Coordination, type ServedRoute, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, createHttpApp, internalScheme, isLoopbackHost, parseListen, scrapeToken, sendError, sendMetrics, servedRoutes, SvcError, type Coordination, type ServedRoute, type Logger, type SvcConfig } from '@svc/common';
 import { registerArtifactRoutes } from './artifact-routes.ts';
 import { BlobCache } from './blobs/blob-cache.ts';
 import { blobCacheOf } from './blobs/blob-cache-env.ts';
@@ -108,7 +108,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   const address = app.server.address();
   const boundPort = typeof address === 'object' && address ? address.port : port;
   const url = `${internalScheme(cfg)}://${host.includes(':') ? `[${host}]` : host}:${boundPort}`;
-  if (!isLoopback(host)) logger.warn({ listen: tc.listen }, 'template center listens beyond loopback; keep it on a cluster-internal network');
+  if (!isLoopbackHost(host)) logger.warn({ listen: tc.listen }, 'template center listens beyond loopback; keep it on a cluster-internal network');
   if (!tc.callback_token) {
     logger.warn(tc.insecure_no_token ? 'template callback token unset: running without authentication (insecure_no_token)' : 'template callback token unset: every build request will be refused with 503');
   }
@@ -128,9 +128,6 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   };
 }
 
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host.startsWith('127.') || host === '::1';
-}
 
 function commaList(text: string): string[] {
   return text.split(',').map((m) => m.trim()).filter(Boolean);

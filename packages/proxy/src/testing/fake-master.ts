@@ -73,7 +73,7 @@ export class FakeMaster {
     const app = createHttpApp({ logger: silentLogger() });
     requireSharedToken(app, {
       token: this.opts.clusterToken ?? '', header: CLUSTER_TOKEN_HEADER, setting: 'cluster_token', openPaths: MASTER_OPEN_PATHS, listen: `127.0.0.1:${port}`,
-      logger: silentLogger(), exposure: 'is the fake master',
+      exposure: 'is the fake master',
     });
     const find = (id: string) => {
       const sb = this.sandboxes.get(id);
