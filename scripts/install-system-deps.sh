@@ -45,10 +45,23 @@ fi
 echo "system packages: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # Servers installed for tests must not start themselves as system services: tests start their own.
+# Ours is marked, so one a killed run left behind (it would keep every later apt upgrade from
+# restarting services, sshd's included) is taken back here, and never one of the operator's.
 policy=/usr/sbin/policy-rc.d
+marker='# svc install-system-deps.sh'
 made_policy=0
-if [ ! -e "$policy" ]; then printf '#!/bin/sh\nexit 101\n' >"$policy"; chmod +x "$policy"; made_policy=1; fi
+if [ -e "$policy" ] && grep -qx "$marker" "$policy"; then rm -f "$policy"; fi
+if [ ! -e "$policy" ]; then printf '#!/bin/sh\n%s\nexit 101\n' "$marker" >"$policy"; chmod +x "$policy"; made_policy=1; fi
 trap '[ $made_policy = 1 ] && rm -f "$policy"' EXIT
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Nor do they start at the next boot: enabled, a rebooted test machine served Prometheus and squid
+# on every address. Only the servers this run installed: an operator's own stay as they were.
+declare -A boot_units=([postgresql]=postgresql [mariadb-server]=mariadb [redis-server]=redis-server
+  [docker-registry]=docker-registry [prometheus]=prometheus [squid]=squid [dante-server]=danted [nginx]=nginx)
+for p in "${missing[@]}"; do
+  unit=${boot_units[$p]:-}
+  [ -n "$unit" ] || continue
+  systemctl disable --quiet "$unit.service" 2>/dev/null || echo "system packages: $unit stays enabled at boot (systemctl disable $unit failed)" >&2
+done
 echo "system packages: done"

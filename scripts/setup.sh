@@ -21,11 +21,23 @@ esac
 if [ "$(id -u)" -eq 0 ]; then
   as_root() { "$@"; }
 elif command -v sudo >/dev/null; then
-  as_root() { sudo "$@"; }
+  # sudo resets the environment: the settings the scripts read go along by name.
+  as_root() {
+    local pass=() v
+    for v in SVC_GUEST_KERNEL SVC_GUEST_KERNEL_ROOT SVC_KERNEL_BUILD_JOBS TMPDIR; do
+      [ -n "${!v:-}" ] && pass+=("$v=${!v}")
+    done
+    sudo env "${pass[@]}" "$@"
+  }
 else
   echo "setup: installing Debian packages needs root (or sudo)" >&2; exit 1
 fi
-node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<20||(a===20&&b<18)) { console.error("setup: Node.js >= 20.18 is required, found "+process.versions.node); process.exit(1) }'
+# package.json's engines: the same floor.
+node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<20||(a===20&&b<19)) { console.error("setup: Node.js >= 20.19 is required, found "+process.versions.node); process.exit(1) }'
+# The same Node as root: sudo's secure_path may name another.
+node_bin=$(command -v node)
+# Background steps end with the script, however it ends.
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 # The steps overlap where they can (measured times on 2 cores in docs/quickstart.md): the npm
 # packages download while apt installs (npm needs only the machine's Node, make and g++); then the
 # native SQLite binding compiles (about a minute, on one core) while `svc prepare` makes the base
@@ -53,7 +65,7 @@ fi
 npm run --silent build
 prepare_ok=1
 # Not niced: both take about as long, and niced, mmdebstrap became the longer one (measured).
-as_root node dist/svc.mjs prepare || prepare_ok=0
+as_root "$node_bin" dist/svc.mjs prepare || prepare_ok=0
 if [ $npm_fresh = 1 ]; then
   wait "$rebuild_pid" || { echo "setup: building the native modules failed; run npm rebuild better-sqlite3 to see why" >&2; exit 1; }
 fi
@@ -65,4 +77,4 @@ if [ "$profile" != runtime ] && [ "${SVC_GUEST_KERNEL:-minimal}" != debian ]; th
   as_root scripts/guest-kernel-build.sh --make-current \
     || echo "setup: the minimal guest kernel did not build (above); microvm guests boot Debian's kernel" >&2
 fi
-echo "setup: done ($profile)"
+if [ $prepare_ok = 1 ]; then echo "setup: done ($profile)"; else echo "setup: done ($profile), with the warning above"; fi

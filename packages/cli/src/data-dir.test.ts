@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { prepareDataDir } from './data-dir.ts';
@@ -18,6 +18,18 @@ test('a new data directory is made 0700; an existing one keeps its mode, with a 
     assert.equal(statSync(shared).mode & 0o777, 0o755, 'never chmodded: it may be the operator\'s');
     chmodSync(shared, 0o700);
     assert.equal(prepareDataDir(shared), undefined);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test('a data directory another user owns is refused, naming its owner', { skip: process.getuid?.() !== 0 ? 'needs root to chown' : false }, () => {
+  const base = mkdtempSync(join(tmpdir(), 'svc-data-dir-'));
+  try {
+    const theirs = join(base, 'alice');
+    mkdirSync(theirs, { mode: 0o700 });
+    chownSync(theirs, 1000, 1000);
+    assert.throws(() => prepareDataDir(theirs), /belongs to uid 1000, not to this user \(uid 0\).*chown it, or choose another --data-dir/);
   } finally {
     rmSync(base, { recursive: true, force: true });
   }

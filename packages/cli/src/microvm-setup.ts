@@ -3,7 +3,7 @@ import { existsSync, readlinkSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runtimeSetting, type SvcConfig } from '@svc/common';
+import { hostCommandEnv, runtimeSetting, type SvcConfig } from '@svc/common';
 
 /** Where scripts/guest-kernel.sh puts the guest kernels, and where `current` points. */
 const KERNEL_ROOT = '/var/lib/svc/guest-kernel';
@@ -112,7 +112,8 @@ export function minimalKernelHint(runtimes: readonly string[], cfg: SvcConfig): 
 /** Runs one of the repository's scripts, each line of its output said with a prefix (and the minutes so far when `since` is given). */
 function runScript(path: string, args: string[], say: (line: string) => void, prefix: string, since?: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // apt's maintainer scripts and the kernel's make need none of svc's secrets (host-command-env.ts).
+    const child = spawn(path, args, { stdio: ['ignore', 'pipe', 'pipe'], env: hostCommandEnv() });
     const tail: string[] = [];
     const onData = (chunk: Buffer) => {
       for (const raw of chunk.toString().split('\n')) {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { newToken } from '@svc/common';
 
@@ -29,8 +29,7 @@ const newApiKey = () => `e2b_${randomBytes(20).toString('hex')}`;
 
 export function loadOrCreateSecrets(dataDir: string): UpSecrets {
   const file = join(dataDir, 'secrets.json');
-  let cur: Partial<UpSecrets> = {};
-  if (existsSync(file)) cur = JSON.parse(readFileSync(file, 'utf8'));
+  const cur: Partial<UpSecrets> = existsSync(file) ? readSecrets(file) : {};
   const previous = [...(cur.previous_api_keys ?? [])];
   let apiKey = cur.api_key;
   if (apiKey && !E2B_KEY_SHAPE.test(apiKey)) {
@@ -49,8 +48,33 @@ export function loadOrCreateSecrets(dataDir: string): UpSecrets {
   };
   if (JSON.stringify(out) !== JSON.stringify(cur)) {
     mkdirSync(dataDir, { recursive: true });
-    writeFileSync(file, JSON.stringify(out, null, 2) + '\n', { mode: 0o600 });
-    chmodSync(file, 0o600);
+    // A new file renamed over the old: a crash or a full disk mid-write leaves the old one whole,
+    // and a link planted at the name is replaced, never written through. 'wx' refuses a link at
+    // the temporary name too.
+    const tmp = `${file}.tmp`;
+    rmSync(tmp, { force: true });
+    writeFileSync(tmp, JSON.stringify(out, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
+    renameSync(tmp, file);
   }
   return out;
+}
+
+const LOST = 'deleting it makes a new API key and new cluster tokens, which every client and host of the platform must then be given';
+
+/** The file as written before, or an error that names it and what deleting it would cost. */
+function readSecrets(file: string): Partial<UpSecrets> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${file} cannot be read as JSON (${(err as Error).message}): restore it from a backup; ${LOST}`);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new Error(`${file} must hold a JSON object of svc's keys and tokens: restore it from a backup; ${LOST}`);
+  }
+  for (const [k, v] of Object.entries(parsed)) {
+    const ok = k === 'previous_api_keys' ? Array.isArray(v) && v.every((x) => typeof x === 'string') : typeof v === 'string';
+    if (!ok) throw new Error(`${file}: ${k} must be ${k === 'previous_api_keys' ? 'a list of strings' : 'a string'}: restore the file from a backup; ${LOST}`);
+  }
+  return parsed as Partial<UpSecrets>;
 }

@@ -45,7 +45,13 @@ export async function runUp(opts: UpOptions): Promise<void> {
     process.stderr.write('svc up: --tls needs --domain (or sandbox_domain): the certificate is for <port>-<sandboxID>.<domain>\n');
     process.exit(2);
   }
-  const dataDirWarning = prepareDataDir(cfg.data_dir);
+  let dataDirWarning: string | undefined;
+  try {
+    dataDirWarning = prepareDataDir(cfg.data_dir);
+  } catch (err) {
+    process.stderr.write(`svc up: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
   if (dataDirWarning) process.stderr.write(`svc up: ${dataDirWarning}\n`);
   if (opts.codeInterpreter === false) cfg.template_center.code_interpreter_template = false;
   if (opts.mcpGateway === false) cfg.template_center.mcp_gateway_template = false;
@@ -101,6 +107,37 @@ export async function runUp(opts: UpOptions): Promise<void> {
   setWorkerLogFile(logFile);
 
   say(`svc: starting (data directory ${cfg.data_dir}, logs in ${logFile})`);
+  // A stop asked for during the start (Ctrl+C, or systemd's stop while the guest kernel builds)
+  // once did what a default signal does: the components started so far were left running and
+  // their sandboxes, mounts and rules stayed until the next start took them back. Now a stop
+  // before the components start exits at once (nothing of ours runs yet), one during their start
+  // closes them as soon as the start returns, and a second stop exits at once.
+  let platform: Awaited<ReturnType<typeof startPlatform>> | undefined;
+  let volumePlugin: { close(): Promise<void> } | undefined;
+  let phase: 'preparing' | 'starting' | 'up' = 'preparing';
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) {
+      say(`svc: ${signal} again: exiting now; what was left running is taken back by the next svc up`);
+      process.exit(1);
+    }
+    stopping = true;
+    if (phase === 'preparing') {
+      say(`svc: ${signal} received before any component started: exiting`);
+      process.exit(130);
+    }
+    if (phase === 'starting') {
+      say(`svc: ${signal} received while the components start: stopping them as soon as they are up (${signal} again to exit now)`);
+      return;
+    }
+    say(`svc: ${signal} received, stopping every sandbox and component`);
+    await platform?.close();
+    await volumePlugin?.close();
+    logger.flush();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
   await prepareMicrovm({ cfg, say }).catch((err: Error) => {
     process.stderr.write(`svc up: ${err.message}\n`);
     process.exit(1);
@@ -109,34 +146,31 @@ export async function runUp(opts: UpOptions): Promise<void> {
   // two minutes here when not cached) is made while the components start, and the template
   // center's build of it then finds it made (docs/quickstart.md).
   const baseRootfs = fresh || opts.rebuildBase ? prefetchBaseImage(!!opts.rebuildBase, say) : Promise.resolve();
-  const volumePlugin = builtInPlugin ? await builtInPlugin(logger.child({ component: 'volume-plugin-local' })) : undefined;
-  const platform = await startPlatform(cfg, logger);
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    say(`svc: ${signal} received, stopping every sandbox and component`);
-    await platform.close();
+  phase = 'starting';
+  volumePlugin = builtInPlugin ? await builtInPlugin(logger.child({ component: 'volume-plugin-local' })) : undefined;
+  const up = platform = await startPlatform(cfg, logger);
+  phase = 'up';
+  if (stopping) {
+    say('svc: the components are up: stopping them as asked');
+    await up.close();
     await volumePlugin?.close();
     logger.flush();
     process.exit(0);
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  }
 
-  const made: BaseTemplateOptions = { masterUrl: platform.masterUrl, masterHeaders: clusterHeaders(cfg.cluster_token), rebuild: !!opts.rebuildBase, say, ...(platform.egressCaPem ? { egressCaPem: platform.egressCaPem } : {}) };
+  const made: BaseTemplateOptions = { masterUrl: up.masterUrl, masterHeaders: clusterHeaders(cfg.cluster_token), rebuild: !!opts.rebuildBase, say, ...(up.egressCaPem ? { egressCaPem: up.egressCaPem } : {}) };
   try {
     await baseRootfs;
     await ensureBaseTemplate(made);
   } catch (err) {
     process.stderr.write(`svc up: ${(err as Error).message}\n`);
-    await platform.close();
+    await up.close();
     await volumePlugin?.close();
     process.exit(1);
   }
 
   // "Up" means the first creates are served from the warm pool: wait (briefly) for it to fill.
-  if (cfg.node_agent.warm_pool_size > 0 && platform.runtimes.includes('gvisor')) await waitForWarmPool(platform, warmPoolStart(cfg.node_agent), say);
+  if (cfg.node_agent.warm_pool_size > 0 && up.runtimes.includes('gvisor')) await waitForWarmPool(up, warmPoolStart(cfg.node_agent), say);
   // code-interpreter-v1's build is asked for before svc says it is up, so that the template exists (building) for
   // every create that follows: one meanwhile waits for it instead of a 404.
   if (cfg.template_center.code_interpreter_template) {
@@ -150,10 +184,10 @@ export async function runUp(opts: UpOptions): Promise<void> {
   // mcp-gateway is base and a link (mcp-gateway-template.ts): a few seconds, or none when cached;
   // asked for after the demo, whose sandbox it would otherwise slow on a fresh machine.
   const mcpGateway = () => {
-    if (cfg.template_center.mcp_gateway_template) void buildMcpGatewayTemplate({ url: platform.masterUrl, headers: clusterHeaders(cfg.cluster_token) }, say, logger, () => stopping);
+    if (cfg.template_center.mcp_gateway_template) void buildMcpGatewayTemplate({ url: up.masterUrl, headers: clusterHeaders(cfg.cluster_token) }, say, logger, () => stopping);
   };
 
-  const endpoint = { apiUrl: platform.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: platform.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
+  const endpoint = { apiUrl: up.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: up.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
   writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify(endpoint, null, 2) + '\n', { mode: 0o600 });
   if (opts.json) {
     process.stdout.write(JSON.stringify({ ready: true, ...endpoint }) + '\n');
@@ -162,19 +196,19 @@ export async function runUp(opts: UpOptions): Promise<void> {
   }
   say('');
   say('svc is up.');
-  say(`  API URL:   ${platform.apiUrl}`);
+  say(`  API URL:   ${up.apiUrl}`);
   say(`  API key:   ${cfg.api.api_key}`);
-  say(`  Console:   ${platform.apiUrl}/dashboard/  (sign in with the API key)`);
-  say(`  Sandboxes: ${platform.sandboxUrl}  (template "base" is ready)`);
+  say(`  Console:   ${up.apiUrl}/dashboard/  (sign in with the API key)`);
+  say(`  Sandboxes: ${up.sandboxUrl}  (template "base" is ready)`);
   say('');
-  if (platform.sandboxHttpsUrl && caFile) {
-    say(`  HTTPS:     ${platform.sandboxHttpsUrl}  (https://<port>-<sandboxID>.${cfg.sandbox_domain}; local CA ${caFile})`);
+  if (up.sandboxHttpsUrl && caFile) {
+    say(`  HTTPS:     ${up.sandboxHttpsUrl}  (https://<port>-<sandboxID>.${cfg.sandbox_domain}; local CA ${caFile})`);
   }
   say('');
-  const kernelHint = minimalKernelHint(platform.runtimes, cfg);
+  const kernelHint = minimalKernelHint(up.runtimes, cfg);
   if (kernelHint) say(kernelHint);
   say('Use the official e2b SDK unchanged:');
-  for (const line of e2bEnvLines(platform, cfg, caFile)) say(`  export ${line}`);
+  for (const line of e2bEnvLines(up, cfg, caFile)) say(`  export ${line}`);
   say('Or the svc CLI and SDK (they read the same endpoint from the data directory):');
   say('  svc sandbox create --template base');
   if (opts.demo) await runDemo(endpoint, say).catch((err) => say(`demo failed: ${(err as Error).message}`));
