@@ -3,8 +3,8 @@
  *   GET  /admin/healthz                 → ProxyHealth
  *   GET  /metrics                       → the process's Prometheus metrics (text); the same token rule as the purge
  *   POST /admin/backend_cache/delete    → 204 (body { sandboxIds?: string[] }; none, or no body = purge all)
- *        Header X-Svc-Admin-Token must equal the proxy's $svc_admin_token; a mismatch, or a
- *        token set on only one side, is 403 (before the body is looked at).
+ *        Header X-Svc-Admin-Token must equal the proxy's $svc_admin_token; a mismatch is 403, and
+ *        with no token configured every call is 503 (before the body is looked at).
  * Data plane (port 3002 in `svc up`, 80/443 in production installs): see docs/data-plane.md.
  */
 import { JsonClient, type TaskStats } from '@svc/common';

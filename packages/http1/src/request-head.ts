@@ -13,6 +13,13 @@ const UNSAFE = /[\r\n\0]/;
 const TOKEN = new Uint8Array(128);
 for (const c of "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") TOKEN[c.charCodeAt(0)] = 1;
 
+/**
+ * The most trailer bytes (CRLFs not counted) a chunked message may end with, a request's or a
+ * response's: each is kept until the message ends, so without a limit a peer that never ends
+ * them fills the heap.
+ */
+export const MAX_TRAILER_BYTES = 16 * 1024;
+
 /** Whether text[0, end) is a non-empty token (a method, a header name). */
 export function isToken(text: string, end = text.length): boolean {
   if (end <= 0) return false;

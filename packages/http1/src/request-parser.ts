@@ -8,7 +8,7 @@
  * frames them again towards its upstream).
  */
 
-import { isToken } from './request-head.ts';
+import { isToken, MAX_TRAILER_BYTES } from './request-head.ts';
 
 export interface RequestHead {
   method: string;
@@ -53,7 +53,6 @@ const enum S { Head, Fixed, ChunkSize, ChunkData, ChunkEnd, Trailers, Done, Upgr
 /** node's default maxHeaderSize, which the proxies' node servers used before. */
 const MAX_REQUEST_HEAD = 16 * 1024;
 const MAX_LINE = 8 * 1024;
-const MAX_TRAILERS = 16 * 1024;
 const CRLF = Buffer.from('\r\n');
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 const LFLF = Buffer.from('\n\n');
@@ -172,7 +171,7 @@ export class RequestParser {
             return this.park(buf, end + 2);
           }
           this.trailerBytes += end - pos;
-          if (this.trailerBytes > MAX_TRAILERS) throw new RequestParseError(431, 'request trailers are too large');
+          if (this.trailerBytes > MAX_TRAILER_BYTES) throw new RequestParseError(431, 'request trailers are too large');
           const [name, value] = headerLine(buf.toString('latin1', pos, end));
           (this.trailers ??= []).push(name, value);
           pos = end + 2;

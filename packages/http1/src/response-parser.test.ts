@@ -109,3 +109,23 @@ test('a status line without a reason phrase is fine', () => {
   assert.equal(s.status, 200);
   assert.equal(s.text, '');
 });
+
+test('trailers past 16 KiB in all are an error, fed whole or a line at a time, not an ever-growing list', () => {
+  const line = Buffer.from('x-t:vvvvvvvv\r\n');
+  const { p } = parserFor();
+  p.execute(Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n'));
+  // 16 KiB of trailers is the most; a sandbox that never ends them must not fill the heap.
+  assert.throws(() => { for (let i = 0; i < 10_000; i++) p.execute(line); }, ResponseParseError);
+  const whole = parserFor();
+  assert.throws(() => whole.p.execute(Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n'), ...Array(2_000).fill(line)])), ResponseParseError);
+  // Just under the limit is fine.
+  const under = both(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n${'x-t:vvvvvvvv\r\n'.repeat(1_000)}\r\n`);
+  assert.equal(under.trailers?.length, 2_000);
+});
+
+test('a trailer whose name is no token, or without a colon, is an error', () => {
+  for (const trailer of ['X Sum: v', 'X-Sum : v', '[x]: v', 'X-\u00e9: v', ': v', 'no colon', ' folded: v']) {
+    const { p } = parserFor();
+    assert.throws(() => p.execute(Buffer.from(`HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n${trailer}\r\n\r\n`, 'latin1')), ResponseParseError, trailer);
+  }
+});

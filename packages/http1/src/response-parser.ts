@@ -5,7 +5,7 @@
  * cost per request, which is most of a proxy's budget.
  */
 
-import { isToken } from './request-head.ts';
+import { isToken, MAX_TRAILER_BYTES } from './request-head.ts';
 
 export interface ResponseEvents {
   onHead(status: number, statusText: string, headers: string[]): void;
@@ -32,6 +32,7 @@ export class ResponseParser {
   private keepAlive = true;
   private headRequest = false;
   private trailers: string[] | undefined;
+  private trailerBytes = 0;
   /** True once any byte of the current response arrived. */
   started = false;
 
@@ -45,6 +46,7 @@ export class ResponseParser {
     this.keepAlive = true;
     this.headRequest = headRequest;
     this.trailers = undefined;
+    this.trailerBytes = 0;
     this.started = false;
   }
 
@@ -100,9 +102,9 @@ export class ResponseParser {
             this.state = S.Done;
             return this.complete(end + 2 < len);
           }
-          const line = buf.toString('latin1', pos, end);
-          const colon = line.indexOf(':');
-          if (colon > 0) (this.trailers ??= []).push(line.slice(0, colon), line.slice(colon + 1).trim());
+          this.trailerBytes += end - pos;
+          if (this.trailerBytes > MAX_TRAILER_BYTES) throw new ResponseParseError('response trailers are too large');
+          this.trailer(buf.toString('latin1', pos, end));
           pos = end + 2;
           break;
         }
@@ -131,6 +133,13 @@ export class ResponseParser {
   private keep(buf: Buffer, pos: number, limit: number): void {
     if (buf.length - pos > limit) throw new ResponseParseError('response head or line too long');
     this.pending = pos === 0 ? buf : buf.subarray(pos);
+  }
+
+  /** A trailer is relayed as a header would be, so its name must be a token as a header's must. */
+  private trailer(line: string): void {
+    const colon = line.indexOf(':');
+    if (colon <= 0 || !isToken(line, colon)) throw new ResponseParseError('bad trailer line');
+    (this.trailers ??= []).push(line.slice(0, colon), line.slice(colon + 1).trim());
   }
 
   /** extraBytes: more arrived than the response holds, so the connection cannot be trusted again. */

@@ -18,6 +18,7 @@ export function presentedAccess(scan: ScannedRequest, req: { method: string; url
 }
 
 const TRAFFIC_TOKEN_REFUSED = 'missing or wrong traffic access token (send it in the ext-traffic-access-token header)';
+const SIGNED_URL_NO_UPGRADE = 'a signed file URL does not authorise an upgrade: send the envd access token in the X-Access-Token header';
 const ENVD_TOKEN_REFUSED = 'missing or wrong envd access token (send it in the X-Access-Token header, or use a signed file URL)';
 
 /**
@@ -42,6 +43,9 @@ export function accessRefusal(route: SandboxRoute, port: number, c: PresentedAcc
     const path = q < 0 ? c.url : c.url.slice(0, q);
     if ((path === '/health' || c.method === 'OPTIONS') && !waking && !c.upgrade) return undefined;
     if (path === '/files' && q >= 0) {
+      // A signed URL is handed out to download or upload one file; after an upgrade the proxy
+      // would check nothing more on the connection.
+      if (c.upgrade) return new SvcError(403, SIGNED_URL_NO_UPGRADE);
       const problem = fileSignatureProblem(signedFileRequest(c.method, new URLSearchParams(c.url.slice(q + 1))), route.envdAccessToken);
       return problem === undefined ? undefined : new SvcError(401, problem);
     }

@@ -57,3 +57,18 @@ test('POST /admin/backend_cache/delete: a wrong token is a 403 before the body i
   assert.deepEqual(purges, []);
   await app.close();
 });
+
+test('with no admin token configured, the admin routes refuse everyone (503), with a token or without; health still answers', async () => {
+  const { app, purges } = await adminApp('');
+  for (const token of ['', 'anything']) {
+    const r = await purge(app, '{}', token);
+    assert.equal(r.statusCode, 503, `purge with ${JSON.stringify(token)}`);
+    assert.equal(r.json().code, 503);
+    assert.match(r.json().message, /admin_token/);
+    const m = await app.inject({ method: 'GET', url: PROXY_ADMIN_ROUTES.metrics.path, headers: { [ADMIN_TOKEN_HEADER]: token } });
+    assert.equal(m.statusCode, 503, `metrics with ${JSON.stringify(token)}`);
+  }
+  assert.deepEqual(purges, []);
+  assert.equal((await app.inject({ method: 'GET', url: PROXY_ADMIN_ROUTES.health.path })).statusCode, 200);
+  await app.close();
+});

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { createHttpApp, forbidden, sameSecret, scrapeToken, sendMetrics, type Logger, type TaskStats } from '@svc/common';
+import { createHttpApp, forbidden, sameSecret, scrapeToken, sendMetrics, unavailable, type Logger, type TaskStats } from '@svc/common';
 import { ADMIN_TOKEN_HEADER, PROXY_ADMIN_ROUTES as R, type ProxyHealth } from '@svc/contracts/proxy-admin';
 import { serve } from '@svc/contracts/route-table';
 
 const TOKEN_MISMATCH = 'admin token mismatch: X-Svc-Admin-Token must equal the proxy\'s $svc_admin_token';
+const NO_TOKEN = 'the proxy\'s admin API is off: proxy.admin_token ($svc_admin_token) is not configured';
 
 export interface AdminHandlers {
   /** cluster_tls: the admin listener serves HTTPS (docs/cluster.md). */
@@ -22,7 +23,7 @@ export interface AdminHandlers {
  * The admin API on its own port (8082 by default): the routes of PROXY_ADMIN_ROUTES
  * (packages/contracts/src/proxy-admin.ts), health, the process's metrics (its workers' summed in)
  * and backend-cache purge; admin-routes.test.ts holds the two the same. All but health need the
- * admin token.
+ * admin token, and answer 503 when none is configured.
  */
 export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstance {
   const app = createHttpApp({ logger, https: h.https });
@@ -34,16 +35,11 @@ export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstanc
 
   // The token is checked on request, before the body is read and validated: a caller without it
   // learns nothing of the body's shape.
-  const checkToken = async (req: FastifyRequest) => {
-    const presented = req.headers[ADMIN_TOKEN_HEADER];
-    if (!adminTokenAccepted(h.adminToken, typeof presented === 'string' ? presented : undefined)) {
-      throw forbidden(TOKEN_MISMATCH);
-    }
-  };
+  const checkToken = async (req: FastifyRequest) => checkAdminToken(h.adminToken, req.headers[ADMIN_TOKEN_HEADER]);
 
   // The same token, taken from Authorization: Bearer too, which is all an older Prometheus sends.
   serve(app, R.metrics, async (req, reply) => {
-    if (!adminTokenAccepted(h.adminToken, scrapeToken(req.headers, ADMIN_TOKEN_HEADER))) throw forbidden(TOKEN_MISMATCH);
+    checkAdminToken(h.adminToken, scrapeToken(req.headers, ADMIN_TOKEN_HEADER));
     return sendMetrics(reply);
   });
 
@@ -61,10 +57,12 @@ export function createAdminApp(logger: Logger, h: AdminHandlers): FastifyInstanc
   return app;
 }
 
-/** Both unset: allowed (development). Set on only one side, or different: refused. */
-export function adminTokenAccepted(configured: string, presented: string | undefined): boolean {
-  const have = presented ?? '';
-  if (configured === '' && have === '') return true;
-  if (configured === '' || have === '') return false;
-  return sameSecret(configured, have);
+/**
+ * The presented token must equal the configured one (403). With none configured every caller is
+ * refused (503), as the egress proxy's admin API does: this port listens where the data plane
+ * does, and a purge of everything, repeated, sends every request to the master.
+ */
+function checkAdminToken(configured: string, presented: unknown): void {
+  if (configured === '') throw unavailable(NO_TOKEN);
+  if (typeof presented !== 'string' || presented === '' || !sameSecret(configured, presented)) throw forbidden(TOKEN_MISMATCH);
 }

@@ -14,7 +14,7 @@ export class BackendCache {
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Map<string, Promise<SandboxRoute>>();
   /** Bumped on every purge, so a lookup that started before a purge does not refill the cache. */
-  private epoch = 0;
+  private purges = 0;
   private readonly sweeper: NodeJS.Timeout;
 
   constructor(
@@ -42,7 +42,7 @@ export class BackendCache {
     const epoch = this.epoch;
     const p = this.lookup(sandboxId)
       .then((route) => {
-        if (epoch === this.epoch) this.set(route);
+        this.set(route, epoch);
         return route;
       })
       .finally(() => { this.inflight.delete(sandboxId); });
@@ -50,7 +50,15 @@ export class BackendCache {
     return p;
   }
 
-  set(route: SandboxRoute): void {
+  /** Taken before a route is fetched elsewhere (a resume, a signed URL's look-up), and handed to set() with it. */
+  get epoch(): number { return this.purges; }
+
+  /**
+   * Keeps a route fetched since `epoch` (this.epoch then). A purge since means the route may be
+   * older than what the purge said (a pause, a kill): it is dropped, and the next request asks again.
+   */
+  set(route: SandboxRoute, epoch: number): void {
+    if (epoch !== this.purges) return;
     if (route.state === 'running' || route.state === 'terminated') {
       this.entries.set(route.sandboxId, { route, expiresAt: Date.now() + this.ttlMs });
     } else {
@@ -60,7 +68,7 @@ export class BackendCache {
 
   /** Forgets the given sandboxes, or everything. */
   purge(sandboxIds?: string[]): number {
-    this.epoch++;
+    this.purges++;
     if (sandboxIds === undefined) {
       const n = this.entries.size;
       for (const e of this.entries.values()) this.onEvict(e.route);

@@ -187,6 +187,18 @@ test('Connection listing Content-Length or Transfer-Encoding does not strip the 
   assert.deepEqual(received.slice(before).map((r) => [r.url, r.body.toString('latin1')]), [['/outer', smuggled], ['/outer2', smuggled]], 'the sandbox saw two requests, each with its body, and no /smuggled');
 });
 
+test('a Connection header listing more than 64 header names is refused 400', async () => {
+  const names = Array.from({ length: 65 }, (_, i) => `x-h${i}`).join(', ');
+  const seen = up.requests.length;
+  const c = new Client(port);
+  c.send(`GET / HTTP/1.1\r\n${H}Connection: ${names}\r\n\r\n`);
+  const [r] = await c.responses(1);
+  assert.equal(r.status, 400);
+  assert.equal(r.headers['content-type'], 'application/json');
+  assert.match(JSON.parse(r.body).message, /Connection/);
+  assert.equal(up.requests.length, seen, 'the sandbox saw nothing');
+});
+
 test('three GETs pipelined in one write are answered in order, each with its own body', async () => {
   const c = new Client(port);
   c.send(['/p1', '/p2', '/p3'].map((u) => `GET ${u} HTTP/1.1\r\n${H}\r\n`).join(''));

@@ -52,7 +52,7 @@ export interface DataPath {
 export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
   const { tuning, logger, master } = o;
   registerProxyMetrics(logger);
-  const pool = new UpstreamPool({ idleMs: tuning.idleBackendSocketMs });
+  const pool = new UpstreamPool({ idleMs: tuning.idleBackendSocketMs, ioTimeoutMs: tuning.requestIdleTimeoutMs });
   const cache = new BackendCache(
     masterRouteLookup(master, logger, tuning.routeLookupTimeoutMs),
     tuning.routeCacheTtlMs,
@@ -67,8 +67,10 @@ export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
     activity,
     logger,
     connectTimeoutMs: tuning.connectTimeoutMs,
+    requestIdleTimeoutMs: tuning.requestIdleTimeoutMs,
+    tunnelIdleTimeoutMs: tuning.tunnelIdleTimeoutMs,
     upgradedSockets: new Set(),
-    signedFiles: new SignedFileUrls((req) => master.routeBySignature(req, tuning.routeLookupTimeoutMs), (route) => cache.set(route)),
+    signedFiles: new SignedFileUrls((req) => master.routeBySignature(req, tuning.routeLookupTimeoutMs), cache),
     purgeRoute: (id) => { cache.purge([id]); },
   };
 
@@ -121,11 +123,21 @@ export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
 }
 
 /**
+ * Past the upstream's idle limit, the client's: the sandbox's silence is answered (504) before
+ * the client's connection is given up on.
+ */
+const CLIENT_IDLE_MARGIN_MS = 5_000;
+
+/**
  * The lean HTTP/1.1 server on a listener, with the tuning's client timeouts; a request's own
- * duration is not limited (uploads, streams).
+ * duration is not limited (uploads, streams), only its silence both ways.
  */
 function dataPlaneServer(server: Server, event: 'connection' | 'secureConnection', dp: DataPlane, tuning: ProxyTuning): LeanServer {
-  const lean = new LeanServer(dp, { keepAliveTimeoutMs: tuning.clientKeepAliveMs, headersTimeoutMs: tuning.clientHeadersTimeoutMs });
+  const lean = new LeanServer(dp, {
+    keepAliveTimeoutMs: tuning.clientKeepAliveMs,
+    headersTimeoutMs: tuning.clientHeadersTimeoutMs,
+    requestIdleTimeoutMs: tuning.requestIdleTimeoutMs + CLIENT_IDLE_MARGIN_MS,
+  });
   lean.attach(server, event);
   return lean;
 }

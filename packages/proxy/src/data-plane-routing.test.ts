@@ -72,3 +72,47 @@ test('adds X-Forwarded-*, drops hop-by-hop headers, keeps the rest', async () =>
   assert.equal(h['x-drop-me'], undefined);
   assert.equal(h.host, sandboxHost(up.port, 'sbxa'));
 });
+
+test('E2b-Sandbox-Id or -Port naming another sandbox or port than the Host does is a 400 saying which; agreeing headers are fine', async () => {
+  const seen = up.requests.length + other.requests.length;
+  const host = sandboxHost(up.port, 'sbxa');
+  const id = await call(p.proxy.httpUrl, { host, headers: { 'E2b-Sandbox-Id': 'sbxb', 'E2b-Sandbox-Port': String(other.port) } });
+  assert.equal(id.status, 400);
+  assert.equal(id.json().code, 400);
+  assert.match(id.json<{ message: string }>().message, /E2b-Sandbox-Id and E2b-Sandbox-Port/);
+  const port = await call(p.proxy.httpUrl, { host, headers: { 'E2b-Sandbox-Id': 'sbxa', 'E2b-Sandbox-Port': String(other.port) } });
+  assert.equal(port.status, 400);
+  assert.match(port.json<{ message: string }>().message, /E2b-Sandbox-Port/);
+  assert.doesNotMatch(port.json<{ message: string }>().message, /E2b-Sandbox-Id/);
+  assert.equal(up.requests.length + other.requests.length, seen, 'no sandbox saw the refused requests');
+  // The official SDK sends the headers along with a Host that names the same sandbox and port.
+  const same = await call(p.proxy.httpUrl, { host, headers: { 'E2b-Sandbox-Id': 'sbxa', 'E2b-Sandbox-Port': String(up.port) } });
+  assert.equal(same.json().upstream, 'sbx-a');
+  assert.equal(same.headers.vary, undefined, 'routed by Host: nothing to vary on');
+});
+
+test('an answer routed by the E2b headers varies on them, after any Vary of the sandbox\'s', async () => {
+  other.custom = (req, res) => {
+    if (req.url !== '/varies') return false;
+    res.writeHead(200, { Vary: 'Accept-Encoding', 'Content-Length': '2' });
+    res.end('ok');
+    return true;
+  };
+  const headers = { 'E2b-Sandbox-Id': 'sbxb', 'E2b-Sandbox-Port': String(other.port) };
+  const plain = await call(p.proxy.httpUrl, { host: 'localhost:3002', path: '/h', headers });
+  assert.equal(plain.json().upstream, 'sbx-b');
+  assert.equal(plain.headers.vary, 'E2b-Sandbox-Id, E2b-Sandbox-Port');
+  const own = await call(p.proxy.httpUrl, { host: 'localhost:3002', path: '/varies', headers });
+  assert.equal(own.headers.vary, 'Accept-Encoding, E2b-Sandbox-Id, E2b-Sandbox-Port');
+});
+
+test('an absolute-form request target naming another host than Host is a 400; the same host is forwarded', async () => {
+  const seen = up.requests.length + other.requests.length;
+  const r = await call(p.proxy.httpUrl, { host: sandboxHost(other.port, 'sbxb'), path: `http://${sandboxHost(up.port, 'sbxa')}/app.js` });
+  assert.equal(r.status, 400);
+  assert.match(r.json<{ message: string }>().message, /Host/);
+  assert.equal(up.requests.length + other.requests.length, seen);
+  const same = await call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'sbxa'), path: `http://${sandboxHost(up.port, 'sbxa').toUpperCase().replace('SBXA', 'sbxa')}/app.js` });
+  // (The host compared without case, the sandbox ID with.)
+  assert.equal(same.json().upstream, 'sbx-a');
+});

@@ -7,7 +7,7 @@ import { sendProxyError, sendProxyErrorOnSocket } from './error-response.ts';
 import { addForwardedHeaders, scanRequestHeaders, type ScannedRequest } from './headers.ts';
 import { HttpExchange } from './http-exchange.ts';
 import type { ProxyContext } from './proxy-context.ts';
-import { targetFromHeaders, targetFromHost, type Target } from './target.ts';
+import { requestTarget, type Target } from './target.ts';
 import { accessRefusal, presentedAccess } from './access-check.ts';
 import { SignedFileUrls } from './signed-file-urls.ts';
 import { UpgradeExchange } from './upgrade-exchange.ts';
@@ -33,13 +33,14 @@ export class DataPlane implements LeanHandler {
   readonly onRequest = (req: ServerRequest, res: ServerReply): void => {
     const startedAt = performance.now();
     const scan = scanRequestHeaders(req.rawHeaders);
-    const target = targetOf(scan);
+    const target = targetOf(scan, req.url);
     // Traced, the rest runs in the request's span: a route lookup carries it on to the master.
-    if (tracingOn()) traceRequest(req, res, scan, target, () => this.forward(req, res, scan, target, startedAt));
+    if (tracingOn()) traceRequest(req, res, scan, named(target), () => this.forward(req, res, scan, target, startedAt));
     else this.forward(req, res, scan, target, startedAt);
   };
 
-  private forward(req: ServerRequest, res: ServerReply, scan: ScannedRequest, target: Target | null, startedAt: number): void {
+  private forward(req: ServerRequest, res: ServerReply, scan: ScannedRequest, target: Target | null | SvcError, startedAt: number): void {
+    if (target instanceof SvcError) { this.answer(res, target, startedAt); return; }
     if (target === null) {
       if (SignedFileUrls.matches(req.url)) this.forwardSignedFileUrl(req, res, scan, startedAt);
       else this.answer(res, NO_TARGET, startedAt);
@@ -71,12 +72,13 @@ export class DataPlane implements LeanHandler {
   readonly onUpgrade = (req: ServerRequest, socket: Socket, head: Buffer): void => {
     if (req.method === 'CONNECT') { sendProxyErrorOnSocket(socket, NO_CONNECT); return; }
     const scan = scanRequestHeaders(req.rawHeaders);
-    const target = targetOf(scan);
-    if (tracingOn()) traceUpgrade(req, socket, scan, target, () => this.upgrade(req, socket, head, scan, target));
+    const target = targetOf(scan, req.url);
+    if (tracingOn()) traceUpgrade(req, socket, scan, named(target), () => this.upgrade(req, socket, head, scan, target));
     else this.upgrade(req, socket, head, scan, target);
   };
 
-  private upgrade(req: ServerRequest, socket: Socket, head: Buffer, scan: ScannedRequest, target: Target | null): void {
+  private upgrade(req: ServerRequest, socket: Socket, head: Buffer, scan: ScannedRequest, target: Target | null | SvcError): void {
+    if (target instanceof SvcError) { sendProxyErrorOnSocket(socket, target); return; }
     if (target === null) { sendProxyErrorOnSocket(socket, NO_TARGET); return; }
     const route = this.hotRoute(target, scan, req, true);
     if (route instanceof SvcError) { this.reject(target, route); sendProxyErrorOnSocket(socket, route); return; }
@@ -106,7 +108,10 @@ export class DataPlane implements LeanHandler {
   }
 }
 
-function targetOf(scan: ScannedRequest): Target | null {
-  if (scan.sandboxIdHeader !== undefined) return targetFromHeaders(scan.sandboxIdHeader, scan.sandboxPortHeader);
-  return targetFromHost(scan.host);
+/** The sandbox the request names, null for none, or why it is refused before any routing (400). */
+function targetOf(scan: ScannedRequest, url: string): Target | null | SvcError {
+  return scan.refusal !== undefined ? new SvcError(400, scan.refusal) : requestTarget(scan, url);
 }
+
+/** The target a span names: none for a request refused before routing. */
+const named = (target: Target | null | SvcError): Target | null => (target instanceof SvcError ? null : target);

@@ -23,6 +23,13 @@ export function sendProxyError(res: ServerReply, err: SvcError): void {
   writeProxyError(res, err);
 }
 
+/** The answer at once, without reading the rest of an upload first; the connection closes after it. */
+export function sendProxyErrorAndClose(res: ServerReply, err: SvcError): void {
+  if (res.headersSent) { res.destroy(); return; }
+  res.closeAfter();
+  writeProxyError(res, err);
+}
+
 function writeProxyError(res: ServerReply, err: SvcError): void {
   const body = JSON.stringify(err.toBody());
   const headers = [

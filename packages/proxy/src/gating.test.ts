@@ -9,8 +9,10 @@ let p: Platform;
 let up: Upstream;
 const TOKEN = 'tat-5f0c8a7e-1b2c-4d3e-9f00-aabbccddeeff';
 
+const ADMIN_TOKEN = 'gating-admin-token';
+
 before(async () => {
-  p = await startPlatform();
+  p = await startPlatform({ proxyAdminToken: ADMIN_TOKEN });
   up = new Upstream('sbx');
   await up.listen();
 });
@@ -132,7 +134,7 @@ test('killed and timed-out sandboxes are 410 on their own ports and say not to r
   assert.equal((await get('live')).status, 200);
   p.master.set('live', { state: 'terminated', terminateReason: 'killed' });
   assert.equal((await get('live')).status, 200, 'still cached');
-  await new ProxyAdminClient(p.proxy.adminUrl, '').purge(['live']);
+  await new ProxyAdminClient(p.proxy.adminUrl, ADMIN_TOKEN).purge(['live']);
   const killed = await get('live');
   assert.equal(killed.status, 410);
   assert.match(killed.json<{ message: string }>().message, /was killed/);

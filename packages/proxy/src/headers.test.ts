@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { maskedHost, requestHead, scanRequestHeaders } from './headers.ts';
+import { filterResponseHeaders, maskedHost, requestHead, scanRequestHeaders } from './headers.ts';
 
 test('maskRequestHost replaces the client\'s Host (once, ${PORT} made the port); without it the client\'s Host goes through', () => {
   const scan = () => scanRequestHeaders(['Host', '8080-abc.example.com', 'Accept', '*/*', 'host', 'second.example.com']);
@@ -19,4 +19,17 @@ test('a Connection header may drop the headers it lists, never Content-Length, T
   const names = scan.forward.filter((_, i) => i % 2 === 0).map((n) => n.toLowerCase());
   assert.ok(names.includes('content-length') && names.includes('transfer-encoding') && names.includes('host'), names.join(','));
   assert.ok(!names.includes('x-drop') && !names.includes('connection'), names.join(','));
+});
+
+test('a Connection header listing more than 64 names marks the request refused; 64 are all dropped, in one pass', () => {
+  const names = (n: number) => Array.from({ length: n }, (_, i) => `x-h${i}`);
+  const raw = (n: number) => ['Host', 'h', 'Connection', names(n).join(', '), ...names(n).flatMap((h) => [h, 'v']), 'X-Keep', 'k'];
+  const ok = scanRequestHeaders(raw(64));
+  assert.equal(ok.refusal, undefined);
+  assert.deepEqual(ok.forward, ['Host', 'h', 'X-Keep', 'k']);
+  const many = scanRequestHeaders(raw(65));
+  assert.match(many.refusal ?? '', /Connection/);
+  // A sandbox's answer is not refused: past 64, the names it lists are not honoured.
+  const answer = filterResponseHeaders(['Connection', names(65).join(','), ...names(65).flatMap((h) => [h, 'v'])]);
+  assert.deepEqual(answer, ['x-h64', 'v']);
 });

@@ -22,12 +22,21 @@ export interface ScannedRequest {
   chunkedBody: boolean;
   /** Headers to forward, flat [name, value, name, value, ...] as http.request accepts them. */
   forward: string[];
+  /** Why the request cannot be forwarded as it is (a 400), found while scanning. */
+  refusal: string | undefined;
 }
+
+/**
+ * The most names a Connection header may make hop-by-hop; real clients list one or two. Each
+ * is checked against every header, so without a limit a 16 KiB head made one request cost
+ * milliseconds of the proxy's CPU.
+ */
+const MAX_CONNECTION_NAMES = 64;
 
 export function scanRequestHeaders(raw: string[]): ScannedRequest {
   const s: ScannedRequest = {
     host: undefined, sandboxIdHeader: undefined, sandboxPortHeader: undefined, trafficTokens: undefined, accessToken: undefined,
-    forwardedFor: undefined, upgrade: undefined, hasBody: false, chunkedBody: false, forward: [],
+    forwardedFor: undefined, upgrade: undefined, hasBody: false, chunkedBody: false, forward: [], refusal: undefined,
   };
   const out = s.forward;
   let connection: string | undefined;
@@ -98,20 +107,39 @@ export function scanRequestHeaders(raw: string[]): ScannedRequest {
     }
     out.push(name, value);
   }
-  if (connection !== undefined) dropConnectionListed(out, connection);
+  if (connection !== undefined) {
+    const listed = connectionListed(connection);
+    if (listed?.overflow) s.refusal = `the Connection header lists more than ${MAX_CONNECTION_NAMES} header names`;
+    else if (listed) s.forward = withoutListed(out, listed.names);
+  }
   return s;
 }
 
-/** Headers named in Connection are hop-by-hop too (RFC 9110 7.6.1). */
-function dropConnectionListed(out: string[], connection: string) {
+/**
+ * The names a Connection header makes hop-by-hop too (RFC 9110 7.6.1), lower-cased, the first
+ * MAX_CONNECTION_NAMES of them; `overflow` when it lists more. Undefined when it lists none
+ * beyond the usual keep-alive, close and upgrade.
+ */
+function connectionListed(connection: string): { names: Set<string>; overflow: boolean } | undefined {
   const only = connection.length <= 10 ? connection.toLowerCase() : '';
-  if (only === 'keep-alive' || only === 'close' || only === 'upgrade') return; // the usual case, no allocation
-  const names = connection.toLowerCase().split(',').map((t) => t.trim())
-    .filter((t) => t && t !== 'keep-alive' && t !== 'close' && t !== 'upgrade' && droppableWhenListed(t));
-  if (names.length === 0) return;
-  for (let i = out.length - 2; i >= 0; i -= 2) {
-    if (names.includes(out[i].toLowerCase())) out.splice(i, 2);
+  if (only === 'keep-alive' || only === 'close' || only === 'upgrade') return undefined; // the usual case, no allocation
+  const names = new Set<string>();
+  for (const item of connection.toLowerCase().split(',')) {
+    const t = item.trim();
+    if (!t || t === 'keep-alive' || t === 'close' || t === 'upgrade' || !droppableWhenListed(t) || names.has(t)) continue;
+    if (names.size === MAX_CONNECTION_NAMES) return { names, overflow: true };
+    names.add(t);
   }
+  return names.size === 0 ? undefined : { names, overflow: false };
+}
+
+/** The flat header list without the names listed (one pass: splicing each out would be quadratic). */
+function withoutListed(headers: string[], names: Set<string>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < headers.length; i += 2) {
+    if (!names.has(headers[i].toLowerCase())) out.push(headers[i], headers[i + 1]);
+  }
+  return out;
 }
 
 /** Appends X-Forwarded-For/-Proto/-Host for the backend. */
@@ -138,8 +166,26 @@ export function filterResponseHeaders(raw: string[]): string[] {
     }
     out.push(name, raw[i + 1]);
   }
-  if (connection !== undefined) dropConnectionListed(out, connection);
-  return out;
+  // A sandbox's answer is relayed even when it lists too many: only its own headers are at stake.
+  const listed = connection === undefined ? undefined : connectionListed(connection);
+  return listed === undefined ? out : withoutListed(out, listed.names);
+}
+
+/**
+ * Adds the E2b-Sandbox-* headers to a response's Vary, after what the sandbox put there (a
+ * `Vary: *` says it all already): they chose the sandbox, and a cache in front that keys on the
+ * URL alone would serve one sandbox's answer for another's.
+ */
+export function varyOnSandboxHeaders(headers: string[]): void {
+  const names = 'E2b-Sandbox-Id, E2b-Sandbox-Port';
+  for (let i = 0; i < headers.length; i += 2) {
+    if (headers[i].length !== 4 || headers[i].toLowerCase() !== 'vary') continue;
+    const v = headers[i + 1].trim();
+    if (v === '*') return;
+    headers[i + 1] = v === '' ? names : `${v}, ${names}`;
+    return;
+  }
+  headers.push('Vary', names);
 }
 
 /** The Host a sandbox sees: its network's maskRequestHost, `${PORT}` made the port, when it sets one. */

@@ -2,8 +2,8 @@ import { connect } from 'node:net';
 import { SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
 import { hasContentLength, relayReplyChunk, streamServerBody, type ResponseSink, type ServerReply, type ServerRequest, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
-import { filterResponseHeaders, maskedHost, requestHead, type ScannedRequest } from './headers.ts';
-import { asSvcError, sendProxyError } from './error-response.ts';
+import { filterResponseHeaders, maskedHost, requestHead, varyOnSandboxHeaders, type ScannedRequest } from './headers.ts';
+import { asSvcError, sendProxyError, sendProxyErrorAndClose } from './error-response.ts';
 import { presentedAccess } from './access-check.ts';
 import { isKeepaliveFrame } from './keepalive-frames.ts';
 import type { ProxyContext } from './proxy-context.ts';
@@ -92,8 +92,10 @@ export class HttpExchange implements ResponseSink {
     if (res.destroyed) return;
     this.responded = true;
     this.ctx.activity.touch(this.sandboxId!);
+    const relayed = filterResponseHeaders(headers);
+    if (this.target.byHeaders) varyOnSandboxHeaders(relayed);
     try {
-      res.writeHead(status, statusText || undefined, filterResponseHeaders(headers));
+      res.writeHead(status, statusText || undefined, relayed);
     } catch {
       // A header node refuses to send (invalid characters): the response cannot be relayed.
       this.responded = false;
@@ -153,9 +155,13 @@ export class HttpExchange implements ResponseSink {
         return;
       }
     }
-    this.ctx.logger.warn({ sandboxId: route.sandboxId, port: this.port, code: err.code }, 'backend request failed');
+    this.ctx.logger.warn({ sandboxId: route.sandboxId, port: this.port, code: err.code, timeout: err.timeout }, 'backend request failed');
     this.conn = undefined;
-    sendProxyError(this.res, backendError(err, route.sandboxId, this.port));
+    const answer = backendError(err, route.sandboxId, this.port);
+    // Nothing moved either way for the whole limit, the upload included: its client stalled,
+    // and waiting for the rest of its body (sendProxyError's drain) would hold the connection on.
+    if (err.timeout === 'io' && !this.req.complete) sendProxyErrorAndClose(this.res, answer);
+    else sendProxyError(this.res, answer);
   }
 
   /** The answer ended, or the client left first (then 499, unless a head was sent already). */
@@ -168,8 +174,11 @@ export class HttpExchange implements ResponseSink {
   };
 }
 
-export function backendError(err: NodeJS.ErrnoException, sandboxId: string, port: number): SvcError {
+export function backendError(err: UpstreamConnectionError, sandboxId: string, port: number): SvcError {
+  if (err.timeout === 'io') return new SvcError(504, `sandbox ${sandboxId} sent nothing on port ${port} for ${duration(err.timeoutMs ?? 0)}`);
   if (err.code === 'ECONNREFUSED') return new SvcError(502, `sandbox ${sandboxId} is running but nothing listens on port ${port}`);
   if (err.code === 'ETIMEDOUT') return new SvcError(504, `sandbox ${sandboxId} did not accept a connection on port ${port} in time`);
   return new SvcError(502, `the connection to port ${port} of sandbox ${sandboxId} failed`);
 }
+
+const duration = (ms: number) => (ms < 1_000 ? `${ms} ms` : `${Math.round(ms / 1_000)} s`);

@@ -16,6 +16,14 @@ export interface ProxyTuning {
   clientKeepAliveMs: number;
   /** A client's request head must arrive whole within this of its first byte (else 408). */
   clientHeadersTimeoutMs: number;
+  /**
+   * A request (or an upgrade not yet answered 101) ends after this long without a byte either
+   * way: 504 when the sandbox has not answered yet. Long polls and streams go on as long as
+   * bytes flow; a handler that works for minutes before its first byte has this long.
+   */
+  requestIdleTimeoutMs: number;
+  /** An open tunnel (a WebSocket) closes after this long without a byte either way. */
+  tunnelIdleTimeoutMs: number;
 }
 
 export const DEFAULT_PROXY_TUNING: ProxyTuning = {
@@ -30,4 +38,7 @@ export const DEFAULT_PROXY_TUNING: ProxyTuning = {
   idleBackendSocketMs: 4_000,
   clientKeepAliveMs: 65_000,
   clientHeadersTimeoutMs: 66_000,
+  requestIdleTimeoutMs: 10 * 60_000,
+  // The egress proxy's limit for a sandbox's own tunnels (EGRESS_DEFAULTS.ioTimeoutMs).
+  tunnelIdleTimeoutMs: 2 * 60 * 60_000,
 };

@@ -15,7 +15,7 @@ after(async () => { await redis.stop(); });
 
 test('on Redis coordination: announcements land in Redis, auto-resume works, and a purge to the proxies listed there drops cached routes', async () => {
   const coordination = new RedisCoordination({ host: redis.host, port: redis.port, prefix: 'pxtest:' });
-  const p = await startPlatform({ coordination });
+  const p = await startPlatform({ coordination, proxyAdminToken: 'redis-admin-token' });
   const up = new Upstream('r');
   await up.listen();
   try {
@@ -34,7 +34,7 @@ test('on Redis coordination: announcements land in Redis, auto-resume works, and
       // Killed; another process (the master) lists the proxies from Redis and purges the route.
       p.master.set('rz', { state: 'terminated', terminateReason: 'killed' });
       assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 200, 'still cached');
-      for (const a of await new ProxyRegistry(observer, 'observer', silentLogger()).list()) await new ProxyAdminClient(a.adminUrl, '').purge(['rz']);
+      for (const a of await new ProxyRegistry(observer, 'observer', silentLogger()).list()) await new ProxyAdminClient(a.adminUrl, 'redis-admin-token').purge(['rz']);
       // No port named: envd's, which answers a killed sandbox with 502 (docs/compatibility.md).
       assert.equal((await call(p.proxy.httpUrl, { headers: h })).status, 502);
     } finally {

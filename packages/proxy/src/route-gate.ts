@@ -45,9 +45,12 @@ export class RouteGate {
           // Waking takes the token even where a running sandbox's envd answers without it (/health, preflights).
           const wakeRefusal = accessRefusal(route, port, presented, true);
           if (wakeRefusal) throw wakeRefusal;
+          const epoch = this.cache.epoch;
           route = await this.resumer.resume(sandboxId);
-          this.cache.set(route);
+          this.cache.set(route, epoch);
           if (route.state === 'running') return route;
+          // Still paused (a replica that could not start it yet): asked again after a pause, not at once.
+          if (route.state === 'paused') await sleep(this.timing.settlePollMs);
           break;
         case 'pausing':
         case 'resuming':

@@ -34,8 +34,8 @@ export class SignedFileUrls {
 
   constructor(
     private readonly lookup: (req: SignedFileRequest) => Promise<SandboxRoute>,
-    /** Keeps a route the look-up brought, so the request that follows needs no second one. */
-    private readonly remember: (route: SandboxRoute) => void,
+    /** Keeps a route the look-up brought, so the request that follows needs no second one (BackendCache). */
+    private readonly routes: { readonly epoch: number; set(route: SandboxRoute, epoch: number): void },
   ) {}
 
   /** True for `/files` with a `signature` parameter: worth a look-up rather than a 400. */
@@ -57,6 +57,7 @@ export class SignedFileUrls {
     }
     if (this.inFlight >= MAX_IN_FLIGHT) throw new SvcError(503, 'too many signed file URLs are being looked up right now; retry shortly', { headers: { 'Retry-After': '1' } });
     let route: SandboxRoute;
+    const epoch = this.routes.epoch;
     this.inFlight++;
     try {
       route = await this.lookup(req);
@@ -71,7 +72,7 @@ export class SignedFileUrls {
     }
     if (this.known.size >= REMEMBERED) this.known.delete(this.known.keys().next().value!);
     this.known.set(key, { sandboxId: route.sandboxId, until: Date.now() + REMEMBER_MS });
-    this.remember(route);
+    this.routes.set(route, epoch);
     return route.sandboxId;
   }
 

@@ -1,18 +1,19 @@
 import { connect, type Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
+import { SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
-import type { ServerRequest } from '@svc/http1';
+import { ResponseParseError, type ServerRequest } from '@svc/http1';
 import { maskedHost, requestLines, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyErrorOnSocket } from './error-response.ts';
 import { backendError } from './http-exchange.ts';
 import { presentedAccess } from './access-check.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import type { Target } from './target.ts';
+import { UpgradeAnswer } from './upgrade-answer.ts';
 
 /**
  * An Upgrade request (WebSocket): the request head goes to the sandbox over a fresh TCP
- * connection, then bytes are piped both ways until either side closes. The backend's own
- * answer (101 or a refusal) reaches the client unchanged.
+ * connection; after its 101, bytes are piped both ways until either side closes. Any other
+ * answer is relayed and ends the client's connection (UpgradeAnswer).
  */
 export class UpgradeExchange {
   private retried = false;
@@ -21,7 +22,7 @@ export class UpgradeExchange {
   constructor(
     private readonly ctx: ProxyContext,
     private readonly req: ServerRequest,
-    private readonly client: Duplex,
+    private readonly client: Socket,
     private readonly head: Buffer,
     private readonly scan: ScannedRequest,
     private readonly target: Target,
@@ -60,9 +61,11 @@ export class UpgradeExchange {
     upstream.once('connect', () => {
       connected = true;
       clearTimeout(timer);
-      this.pipe(route, port, upstream);
+      this.exchange(route, port, upstream);
     });
-    upstream.once('error', (err: NodeJS.ErrnoException) => {
+    // Once connected, the answer's reader or the tunnel handles the errors; this listener stays
+    // so that a late one cannot crash the process.
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       if (!connected) this.onConnectError(err, route, port);
     });
@@ -80,17 +83,33 @@ export class UpgradeExchange {
     sendProxyErrorOnSocket(this.client, backendError(err, route.sandboxId, port));
   }
 
-  private pipe(route: SandboxRoute, port: number, upstream: Socket): void {
+  /** Sends the request head; the client's bytes wait for the sandbox's answer (UpgradeAnswer). */
+  private exchange(route: SandboxRoute, port: number, upstream: Socket): void {
     if (this.closed) { upstream.destroy(); return; }
     const sandboxId = route.sandboxId;
-    const client = this.client;
-    upstream.write(this.requestHead(route, port));
-    if (this.head.length > 0) upstream.write(this.head);
-    const touch = () => this.ctx.activity.touch(sandboxId);
-    // Every frame either way is activity, the first being the sandbox's answer to the upgrade;
+    // Every byte either way is activity, the first being the sandbox's answer to the upgrade;
     // an open, silent WebSocket is idle, and so is one the proxy refused.
-    upstream.on('data', touch);
-    client.on('data', touch);
+    upstream.on('data', () => this.ctx.activity.touch(sandboxId));
+    this.client.once('close', () => upstream.destroy());
+    upstream.write(this.requestHead(route, port));
+    new UpgradeAnswer(this.req, this.client, upstream, this.ctx.requestIdleTimeoutMs, {
+      switched: (bytes) => this.tunnel(sandboxId, upstream, bytes),
+      failed: (err) => {
+        this.ctx.logger.warn({ sandboxId, port, code: err.code, err: err.message }, 'backend upgrade failed');
+        sendProxyErrorOnSocket(this.client, err instanceof ResponseParseError
+          ? new SvcError(502, `sandbox ${sandboxId} sent an invalid answer to an upgrade`)
+          : backendError(err, sandboxId, port));
+      },
+    });
+  }
+
+  /** The sandbox switched protocols: bytes flow both ways until either side closes, or neither sends for the tunnel's idle limit. */
+  private tunnel(sandboxId: string, upstream: Socket, answer: Buffer): void {
+    const client = this.client;
+    client.write(answer);
+    // What the client sent after its head belongs to the new protocol only now.
+    if (this.head.length > 0) upstream.write(this.head);
+    client.on('data', () => this.ctx.activity.touch(sandboxId));
     let ended = false;
     const close = () => {
       if (ended) return;
@@ -101,6 +120,12 @@ export class UpgradeExchange {
     upstream.on('error', close);
     upstream.once('close', close);
     client.once('close', close);
+    // Each byte either way passes through the client's socket: its idle timer sees both directions.
+    client.setTimeout(this.ctx.tunnelIdleTimeoutMs);
+    client.once('timeout', () => {
+      this.ctx.logger.debug({ sandboxId, idleMs: this.ctx.tunnelIdleTimeoutMs }, 'tunnel idle: closing both sides');
+      close();
+    });
     upstream.pipe(client);
     client.pipe(upstream);
   }
