@@ -83,7 +83,11 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
   const sandboxUrl = opts.sandboxUrl ?? `http://${hostForClient(`${cfg.proxy.bind}:${cfg.proxy.http_port}`)}`;
   const publicSandboxUrl = opts.publicSandboxUrl
     ?? (cfg.proxy.https_port > 0 && !opts.sandboxUrl ? `https://${hostForClient(`${cfg.proxy.bind}:${cfg.proxy.https_port}`)}` : sandboxUrl);
-  const mcp = registerMcpRoute(app, { sandboxUrl, publicSandboxUrl, apiHeaders: { [INTERNAL_CALLER_HEADER]: auth.internalCaller! }, logger: opts.logger.child({ component: 'mcp' }) });
+  const unauthenticated = !cfg.api.api_key && !cfg.api.auth_callback_url ? { listenHost: parseListen(cfg.api.listen).host } : undefined;
+  const mcp = registerMcpRoute(app, {
+    sandboxUrl, publicSandboxUrl, apiHeaders: { [INTERNAL_CALLER_HEADER]: auth.internalCaller! }, logger: opts.logger.child({ component: 'mcp' }),
+    ...(unauthenticated ? { unauthenticated } : {}),
+  });
   // Every metric of this process (in svc up, the whole platform's), for the operator's Prometheus
   // (docs/observability.md, "Prometheus"): no key is a 401 (authenticate), a team's key a 403.
   app.get('/metrics', async (req, reply) => {

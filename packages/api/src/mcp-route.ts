@@ -23,6 +23,12 @@ export interface McpRouteOptions {
   /** Sent with the tools' calls: they come back through this API, from its own address (auth.ts AuthConfig.internalCaller). */
   apiHeaders: Record<string, string>;
   logger: Logger;
+  /**
+   * Set when the gateway checks no key (api.api_key and api.auth_callback_url empty, on loopback
+   * only): /mcp then serves only this machine's names, so a web page rebinding its own name to
+   * 127.0.0.1 cannot run tools through a visitor's browser.
+   */
+  unauthenticated?: { listenHost: string };
 }
 
 /** Registers /mcp; the answer's close() ends every session, killing their code sandboxes while the API still answers. */
@@ -33,6 +39,7 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): {
     publicSandboxUrl: opts.publicSandboxUrl,
     apiHeaders: opts.apiHeaders,
     log: opts.logger,
+    ...(opts.unauthenticated ? { unauthenticated: opts.unauthenticated } : {}),
   });
   // Sessions still open when the server closes without close() first: their event streams end; their
   // code sandboxes cannot be killed through an API that answers 503 by then, so they end at their idle timeout.

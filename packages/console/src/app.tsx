@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { errorText } from './api.ts';
+import { ErrorBoundary, NotFoundView } from './components/error-boundary.tsx';
 import { identify, type Identity } from './identity.ts';
 import type { PageProps } from './page-props.ts';
 import { href, useRoute } from './router.ts';
@@ -24,8 +25,9 @@ const NAV: { part: string; label: string; admin?: boolean }[] = [
   { part: 'admin', label: 'Admin', admin: true },
 ];
 
-/** The page a route names; an unknown one is the sandbox list. */
+/** The page a route names; an unknown one is the sandbox list, an unreadable one not found. */
 function Page({ id, route }: PageProps) {
+  if (route.invalid) return <NotFoundView />;
   const [section, first, sub, second] = route.parts;
   switch (section) {
     case 'sandboxes': return first ? <SandboxPage id={id} route={route} sandboxId={first} /> : <SandboxesPage id={id} route={route} />;
@@ -74,7 +76,9 @@ export function App() {
         <button type="button" onClick={() => { forgetKey(); setId(undefined); location.hash = ''; }}>Sign out</button>
       </header>
       <main id="main" tabIndex={-1}>
-        <Page id={id} route={route} />
+        <ErrorBoundary>
+          <Page id={id} route={route} />
+        </ErrorBoundary>
       </main>
     </>
   );

@@ -8,12 +8,26 @@ export interface Route {
   /** The path's parts after `#/`: ['sandboxes', 'abc']. */
   parts: string[];
   query: URLSearchParams;
+  /** The path is no link the console makes (a malformed %-escape): the not-found view. */
+  invalid?: boolean;
+}
+
+/** The route of a location's hash (`#/sandboxes/abc?x=1`). */
+export function parseHash(hash: string): Route {
+  const [path, q] = hash.replace(/^#\/?/, '').split('?', 2);
+  const query = new URLSearchParams(q ?? '');
+  try {
+    return { parts: (path ?? '').split('/').filter(Boolean).map(decodeURIComponent), query };
+  } catch (err) {
+    // decodeURIComponent's URIError (`#/sandboxes/%`): thrown from the first render, it blanked
+    // the whole console; the address is one no link makes, so it is a page not found.
+    if (!(err instanceof URIError)) throw err;
+    return { parts: [], query, invalid: true };
+  }
 }
 
 function current(): Route {
-  const hash = location.hash.replace(/^#\/?/, '');
-  const [path, q] = hash.split('?', 2);
-  return { parts: (path ?? '').split('/').filter(Boolean).map(decodeURIComponent), query: new URLSearchParams(q ?? '') };
+  return parseHash(location.hash);
 }
 
 export function useRoute(): Route {

@@ -4,7 +4,7 @@
  * idle timeout end them (and kill their code sandbox), the number per team is bounded.
  */
 import assert from 'node:assert/strict';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, request, type IncomingMessage, type Server } from 'node:http';
 import { after, before, test } from 'node:test';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -133,4 +133,46 @@ test('a team holds a bounded number of sessions; over it, a 429 JSON-RPC error',
   const body = await third.json() as { error: { code: number; message: string } };
   assert.match(body.error.message, /too many MCP sessions: 2 are open for your team.*DELETE \/mcp/);
   await connect(url, 'key-b');
+});
+
+test('a batch of more than one tools/call is refused with a JSON-RPC error; one call with notifications passes', async () => {
+  const url = await serve();
+  const { transport } = await connect(url, 'key-a');
+  const callMsg = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'list_sandboxes', arguments: {} } });
+  const many = await post(url, 'key-a', Array.from({ length: 100 }, (_, i) => callMsg(100 + i)), transport.sessionId);
+  assert.equal(many.status, 400);
+  const body = await many.json() as { error: { code: number; message: string } };
+  assert.equal(body.error.code, -32600);
+  assert.match(body.error.message, /a batch carries 100 tools\/call requests, and 1 is the most/);
+  const one = await post(url, 'key-a', [{ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 0 } }, callMsg(9)], transport.sessionId);
+  assert.equal(one.status, 200);
+  assert.match(await one.text(), /"id":9/);
+});
+
+/** A POST with the Host and Origin headers given (fetch sets its own Host). */
+function postAs(url: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = request({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { ...MCP_HEADERS, 'x-api-key': 'key-a', ...headers } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (d) => { text += d; }).on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(INIT));
+  });
+}
+
+test('without API keys, only requests to the listen host or a loopback name are served, from no other host\'s page', async () => {
+  const url = await serve({ unauthenticated: { listenHost: '127.0.0.1' } });
+  const port = new URL(url).port;
+  const rebound = await postAs(url, { host: `evil.example:${port}` });
+  assert.equal(rebound.status, 403);
+  assert.match(rebound.text, /Invalid Host header \\"evil.example:\d+\\": without API keys, \/mcp answers only requests to 127\.0\.0\.1, localhost, \[::1\]/);
+  assert.equal((await postAs(url, { host: `127.0.0.1:${port}`, origin: 'https://evil.example' })).status, 403);
+  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) {
+    assert.equal((await postAs(url, { host })).status, 200, host);
+  }
+  assert.equal((await postAs(url, { host: `localhost:${port}`, origin: `http://localhost:${port}` })).status, 200);
+  // with keys checked, the Host is not the API's concern
+  assert.equal((await postAs(await serve(), { host: `evil.example:${port}` })).status, 200);
 });

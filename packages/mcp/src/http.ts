@@ -12,6 +12,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { McpLog } from './connection.ts';
+import { batchRefusal, hostRefusal } from './request-guards.ts';
 import { createMcpServer } from './server.ts';
 import { McpSession, SESSION_IDLE_MS } from './session.ts';
 
@@ -29,6 +30,13 @@ export interface McpHttpOptions {
   log: McpLog;
   idleMs?: number;
   maxSessionsPerOwner?: number;
+  /**
+   * Set when the API checks no key (api.api_key empty, which it allows on a loopback address only),
+   * to the host it listens on: /mcp then serves only requests made to that host or a loopback name,
+   * and from no other host's web page, against DNS rebinding (request-guards.ts). Unset: any Host,
+   * right when keys are checked, since a page cannot present the key.
+   */
+  unauthenticated?: { listenHost: string };
 }
 
 /** Who makes a request: the owner a session is bound to (the key's team) and the key its calls use. */
@@ -72,6 +80,8 @@ export class McpHttpSessions {
     // the tools' calls use the key of the request that made them
     (req as IncomingMessage & { auth?: AuthInfo }).auth = { token: caller.apiKey ?? '', clientId: caller.owner, scopes: [] };
     if (this.closed) return sendRpcError(res, 503, -32000, 'the server is stopping: retry shortly');
+    const refused = (this.opts.unauthenticated ? hostRefusal(req, this.opts.unauthenticated.listenHost) : undefined) ?? batchRefusal(body);
+    if (refused) return sendRpcError(res, refused.status, refused.code, refused.message);
     const header = req.headers['mcp-session-id'];
     const sessionId = Array.isArray(header) ? header[0] : header;
     if (sessionId !== undefined) {

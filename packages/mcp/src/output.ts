@@ -6,11 +6,14 @@
 /** Characters of each command stream (stdout, stderr) and of a run's text kept in a result. */
 const MAX_STREAM_CHARS = 50_000;
 /**
- * The most output a run_command or run_code may print before it is stopped. Its streams are kept
- * in this process's memory until it ends (the SDK's CommandHandle and Execution), and this process
- * is the API gateway: `yes` for a whole timeout would otherwise grow it by gigabytes.
+ * The most output a run_command or run_code may print before it is stopped. Only what a result
+ * returns is kept (OutputTail), but every character still passes through this process, the API
+ * gateway: `yes` for a whole timeout would keep it busy, and a run_code's results (images) are
+ * kept whole until it ends.
  */
-export const MAX_OUTPUT_CHARS = 16 * 1024 * 1024;
+export const MAX_OUTPUT_CHARS = 2 * 1024 * 1024;
+/** Characters of an error's message kept in a tool's error result. */
+export const MAX_ERROR_CHARS = 8_000;
 /** Bytes of a file read_file returns as text. */
 export const MAX_READ_BYTES = 100_000;
 /** Bytes of an image file read_file returns as image content. */
@@ -18,10 +21,42 @@ export const MAX_IMAGE_BYTES = 1_000_000;
 /** Entries list_files returns. */
 export const MAX_LIST_ENTRIES = 1_000;
 
+const cutNote = (n: number) => `[… the first ${n} characters were cut …]`;
+
 /** The tail of `text` (where errors and results usually are), with a note of what was cut. */
 export function keepTail(text: string, max = MAX_STREAM_CHARS): { text: string; truncated: boolean } {
   if (text.length <= max) return { text, truncated: false };
-  return { text: `[… the first ${text.length - max} characters were cut …]\n${text.slice(text.length - max)}`, truncated: true };
+  return { text: `${cutNote(text.length - max)}\n${text.slice(text.length - max)}`, truncated: true };
+}
+
+/**
+ * The tail of a stream as it arrives: what keepTail would return of the whole, without keeping the
+ * whole (16 MB of output held per call, in every call at once, grew the gateway by gigabytes).
+ */
+export class OutputTail {
+  private kept = '';
+  /** Characters dropped from the front so far. */
+  private dropped = 0;
+
+  constructor(private readonly max = MAX_STREAM_CHARS) {}
+
+  push(text: string): void {
+    this.kept += text;
+    // cut once twice the bound is reached, so each character is copied a bounded number of times
+    if (this.kept.length > 2 * this.max) {
+      const cut = this.kept.length - this.max;
+      this.dropped += cut;
+      this.kept = this.kept.slice(cut);
+    }
+  }
+
+  /** As keepTail(whole).text: the last `max` characters, with a note of how many were cut. */
+  get text(): string {
+    const over = this.kept.length - this.max;
+    const cut = this.dropped + Math.max(0, over);
+    const tail = over > 0 ? this.kept.slice(over) : this.kept;
+    return cut > 0 ? `${cutNote(cut)}\n${tail}` : tail;
+  }
 }
 
 export function formatBytes(n: number): string {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { AuthenticationError, GoneError, RateLimitError, SandboxNotFoundError, TemplateNotFoundError } from '@svc/sdk';
-import { failureText, ToolFailure } from './results.ts';
+import { AuthenticationError, GoneError, RateLimitError, SandboxError, SandboxNotFoundError, TemplateNotFoundError, TimeoutError } from '@svc/sdk';
+import { failureText, isUnreachable, ToolFailure } from './results.ts';
 import { portUrl } from './tools/url.ts';
 
 test('failures say what to do next', () => {
@@ -22,4 +22,18 @@ test('a port\'s URL: the domain the API reports (with its port, or the proxy\'s)
   assert.equal(portUrl('https://10.0.0.1:8443', 'example.com', 'sbx', 80), 'https://80-sbx.example.com:8443');
   assert.equal(portUrl('http://127.0.0.1:3002', undefined, 'sbx', 1), 'http://1-sbx.localhost:3002');
   assert.equal(portUrl('http://sandboxes.example.org', undefined, 'sbx', 1), 'http://1-sbx.sandboxes.example.org');
+});
+
+test('an error\'s text is cut to a bound, and the addresses in it are hidden', () => {
+  const huge = failureText(new SandboxError(`POST /execute: ${'A'.repeat(5_000_000)}`));
+  assert.ok(huge.length < 8_100, `${huge.length} characters`);
+  assert.match(huge, /^\[… the first \d+ characters were cut …\]\nA+$/);
+  assert.ok(failureText(new ToolFailure('x'.repeat(100_000))).length < 8_100);
+  assert.ok(failureText('y'.repeat(100_000)).length < 8_100);
+  const timedOut = new TimeoutError("POST http://10.0.0.7:3002/process.Process/Start: no answer before the request timeout ('requestTimeoutMs')", { code: 'timeout' });
+  assert.equal(failureText(timedOut), "timed out: POST <address>/process.Process/Start: no answer before the request timeout ('requestTimeoutMs')");
+  const unreachable = new SandboxError('GET http://[fd00::1]:3002/files: cannot connect (ECONNREFUSED)', { code: 'unreachable' });
+  assert.equal(isUnreachable(unreachable), true);
+  assert.match(failureText(unreachable, 'sbx-9', 'read_file'), /^read_file could not reach sandbox sbx-9: the connection failed .*list_sandboxes shows whether the sandbox still runs$/);
+  assert.doesNotMatch(failureText(unreachable, 'sbx-9', 'read_file'), /fd00|3002|ECONNREFUSED/);
 });

@@ -8,6 +8,7 @@ import {
   AuthenticationError, ConflictError, FileNotFoundError, GoneError, InvalidArgumentError, NotEnoughSpaceError, NotFoundError,
   RateLimitError, SandboxError, SandboxNotFoundError, ServiceBusyError, TemplateNotFoundError, TimeoutError,
 } from '@svc/sdk';
+import { MAX_ERROR_CHARS, keepTail } from './output.ts';
 
 /** A failure whose message already says what to do. */
 export class ToolFailure extends Error {}
@@ -26,13 +27,29 @@ export const noSandbox = (id: string) =>
 export const pausedSandbox = (id: string) => `sandbox ${id} is paused: call resume_sandbox first, then try again`;
 
 /**
- * The error as a message for the model. `sandboxId`: the sandbox the call was about, so that a 404
- * names it (a template's 404 comes with its own class and message).
+ * A request that never got an answer (the SDK's transportError, code 'unreachable'): its message
+ * names the address it tried, an internal one of the platform (the API's loopback, the data plane).
  */
-export function failureText(err: unknown, sandboxId?: string): string {
-  if (err instanceof ToolFailure) return err.message;
-  if (!(err instanceof Error)) return String(err);
-  const msg = err.message;
+export function isUnreachable(err: unknown): boolean {
+  return err instanceof SandboxError && err.code === 'unreachable';
+}
+
+/**
+ * The error as a message for the model, cut to MAX_ERROR_CHARS (a sandbox's error answer is the
+ * sandbox's to make as long as it likes). `sandboxId`: the sandbox the call was about, so that a
+ * 404 names it (a template's 404 comes with its own class and message); `tool`: the call's tool.
+ * Addresses in a message are hidden: they are the platform's internal ones, not the model's to see
+ * (the tool's caller logs the whole message).
+ */
+export function failureText(err: unknown, sandboxId?: string, tool?: string): string {
+  if (isUnreachable(err)) {
+    const what = sandboxId ? `sandbox ${sandboxId}` : 'the platform';
+    return `${tool ?? 'the call'} could not reach ${what}: the connection failed (the platform's log has the details). `
+      + `Retry; if it keeps failing, ${sandboxId ? 'list_sandboxes shows whether the sandbox still runs' : 'the platform may be down'}`;
+  }
+  if (!(err instanceof Error)) return bounded(String(err));
+  if (err instanceof ToolFailure) return bounded(err.message);
+  const msg = bounded(err.message);
   if (err instanceof TemplateNotFoundError) {
     return `${msg}: name a template your team has (base, code-interpreter-v1, or one of your own)`;
   }
@@ -52,4 +69,11 @@ export function failureText(err: unknown, sandboxId?: string): string {
   if (err instanceof TimeoutError) return `timed out: ${msg}`;
   if (err instanceof SandboxError) return msg;
   return `unexpected failure: ${msg}`;
+}
+
+/** URLs' scheme and host (the rest of a URL, its path, says what was called and stays). */
+const ADDRESS = /\b(?:https?|wss?):\/\/[^\s/?#'"<>)]+/gi;
+
+function bounded(text: string): string {
+  return keepTail(text.replace(ADDRESS, '<address>'), MAX_ERROR_CHARS).text;
 }

@@ -13,6 +13,12 @@ export const CODE_INTERPRETER_TEMPLATE = 'code-interpreter-v1';
  * code sandbox: a session that vanishes without closing (a killed client) leaves it for no longer.
  */
 export const SESSION_IDLE_MS = 30 * 60_000;
+/**
+ * Tool calls one session may have under way at once. Each holds a connection to a sandbox and some
+ * output in the gateway's memory: a client firing hundreds at once (or a batch of them in one
+ * request) multiplied both without bound.
+ */
+export const MAX_CONCURRENT_CALLS = 8;
 
 /** What the API says about a sandbox after a call on it failed. */
 type SandboxCondition = 'gone' | 'paused' | 'running';
@@ -24,6 +30,7 @@ export class McpSession {
   private code?: Promise<string>;
   private codeId?: string;
   private closed = false;
+  private running = 0;
 
   constructor(
     readonly id: string,
@@ -32,6 +39,20 @@ export class McpSession {
     private readonly codeSandboxTimeoutMs = SESSION_IDLE_MS,
   ) {
     this.apiKey = connection.apiKey;
+  }
+
+  /**
+   * Takes a place for one tool call: false when MAX_CONCURRENT_CALLS are under way, else the call
+   * runs and must give its place back with `endCall`.
+   */
+  startCall(): boolean {
+    if (this.running >= MAX_CONCURRENT_CALLS) return false;
+    this.running++;
+    return true;
+  }
+
+  endCall(): void {
+    this.running--;
   }
 
   /** The SDK options of one call: the request's own key when it brought one, else the session's latest. */

@@ -7,8 +7,8 @@ import type { McpServer, ToolCallback } from '@modelcontextprotocol/sdk/server/m
 import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import { SandboxError, type ConnectionOpts } from '@svc/sdk';
 import type { z } from 'zod';
-import { errorResult, failureText, ToolFailure } from './results.ts';
-import type { McpSession } from './session.ts';
+import { errorResult, failureText, isUnreachable, ToolFailure } from './results.ts';
+import { MAX_CONCURRENT_CALLS, type McpSession } from './session.ts';
 
 /** What a handler gets besides its arguments. */
 export interface ToolCall {
@@ -38,6 +38,10 @@ export function registerSvcTool<S extends z.ZodRawShape>(
 ): void {
   const { title, description, inputSchema, outputSchema, annotations } = spec;
   const callback = async (args: Args<S>, extra: { authInfo?: { token?: string }; signal: AbortSignal }): Promise<CallToolResult> => {
+    if (!session.startCall()) {
+      return errorResult(`too many tool calls at once: ${MAX_CONCURRENT_CALLS} are under way in this MCP session, the most it runs; `
+        + 'wait for one of them to finish, then call again');
+    }
     const call: ToolCall = { session, opts: session.opts(extra.authInfo?.token || undefined), signal: extra.signal };
     try {
       return await handler(args, call);
@@ -45,8 +49,13 @@ export function registerSvcTool<S extends z.ZodRawShape>(
       const sandboxId = typeof (args as { sandboxId?: unknown }).sandboxId === 'string' ? (args as { sandboxId: string }).sandboxId : undefined;
       if (!(err instanceof SandboxError) && !(err instanceof ToolFailure)) {
         session.log.warn({ session: session.id, tool: name, sandboxId, err: (err as Error)?.stack ?? String(err) }, 'MCP tool failed unexpectedly');
+      } else if (isUnreachable(err)) {
+        // the model is told only that it failed (failureText); the address is the operator's to see
+        session.log.warn({ session: session.id, tool: name, sandboxId, err: (err as Error).message }, 'an MCP tool could not reach the platform');
       }
-      return errorResult(failureText(err, sandboxId));
+      return errorResult(failureText(err, sandboxId, name));
+    } finally {
+      session.endCall();
     }
   };
   // The SDK types the arguments as its ShapeOutput<S>, zod as z.infer of the object: the same type,

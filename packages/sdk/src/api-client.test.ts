@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { WireSandboxDetail } from '@svc/contracts';
 import { ApiClient } from './api-client.ts';
-import { InvalidArgumentError } from './errors.ts';
+import { InvalidArgumentError, SandboxError } from './errors.ts';
 
 /** A server that records each request's raw URL and answers `{}` (or nothing for DELETE). */
 let server: Server;
@@ -59,6 +59,38 @@ describe('ApiClient: path parameters', () => {
     const untyped = api as unknown as { call(method: string, path: string, opts?: object): Promise<unknown> };
     await assert.rejects(untyped.call('GET', '/sandboxes/{sandboxID}', {}), InvalidArgumentError);
     assert.equal(urls.length, before);
+  });
+});
+
+describe('ApiClient: what is refused before or after sending', () => {
+  test('an id of \'\', \'.\' or \'..\' in the path is an InvalidArgumentError, and nothing is sent', async () => {
+    const before = urls.length;
+    for (const id of ['', '.', '..']) {
+      await assert.rejects(api.call('GET', '/sandboxes/{sandboxID}', { params: { sandboxID: id } }), InvalidArgumentError, JSON.stringify(id));
+      await assert.rejects(api.request('GET', '/volumes/{volumeID}', { params: { volumeID: id } }), InvalidArgumentError);
+    }
+    assert.equal(urls.length, before);
+    await api.call('GET', '/sandboxes/{sandboxID}', { params: { sandboxID: '...' } });
+    assert.equal(urls.at(-1), 'GET /sandboxes/...', 'three dots name no other path');
+  });
+
+  test('a redirect is an error naming its status, and the key is not sent where it points', async () => {
+    const seen: Array<string | undefined> = [];
+    const elsewhere = createServer((req, res) => { seen.push(req.headers['x-api-key'] as string | undefined); res.end('{}'); });
+    await new Promise<void>((r) => elsewhere.listen(0, '127.0.0.1', r));
+    const redirecting = createServer((_req, res) => {
+      res.writeHead(307, { location: `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}/sandboxes` }).end();
+    });
+    await new Promise<void>((r) => redirecting.listen(0, '127.0.0.1', r));
+    try {
+      const client = new ApiClient({ apiUrl: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`, apiKey: 'secret' });
+      await assert.rejects(client.call('GET', '/v2/sandboxes'), (err: unknown) =>
+        err instanceof SandboxError && err.status === 307 && /^GET \/v2\/sandboxes: the API answered with a redirect \(HTTP 307 to http:\/\/127\.0\.0\.1:\d+\/sandboxes\)/.test(err.message));
+      assert.deepEqual(seen, []);
+    } finally {
+      redirecting.close();
+      elsewhere.close();
+    }
   });
 });
 

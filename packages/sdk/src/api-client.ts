@@ -9,6 +9,7 @@
  * few routes the document lacks, typed by off-document-routes.ts.
  */
 import type { PublicAnswer, PublicBody, PublicJsonPath, PublicMethod, PublicPathParams } from '@svc/contracts/public-api-operations';
+import { readErrorBody } from './bounded-body.ts';
 import { ConnectionConfig, type ConnectionOpts } from './config.ts';
 import { InvalidArgumentError, SandboxError, TimeoutError, errorFromHttp, type ErrorClass, type NotFoundError } from './errors.ts';
 import type { OffDocumentPath, OffDocumentRoute } from './off-document-routes.ts';
@@ -87,23 +88,28 @@ export class ApiClient {
     const signal = this.config.requestSignal(req.requestTimeoutMs, req.signal);
     let res: Response;
     try {
-      res = await fetch(url, { method, headers, body, signal });
+      // A redirect is not followed: fetch would send the X-API-Key header along to wherever it points.
+      res = await fetch(url, { method, headers, body, signal, redirect: 'manual' });
     } catch (err) {
       throw transportError(err, `${method} ${url}`);
     }
-    const text = await res.text().catch((err: unknown) => {
-      if (res.ok) throw transportError(err, `${method} ${url}`);
-      /* the error answer's body was cut off: the status alone makes the error */
-      return '';
-    });
+    if (res.status >= 300 && res.status < 400) {
+      await res.body?.cancel().catch(() => { /* the answer is refused whatever its body; an error cancelling it changes nothing */ });
+      const location = res.headers.get('location');
+      throw new SandboxError(`${method} ${path}: the API answered with a redirect (HTTP ${res.status}${location ? ` to ${location}` : ''}), `
+        + 'which is not followed so that the API key goes nowhere else: check apiUrl', { status: res.status });
+    }
     if (!res.ok) {
-      throw errorFromHttp(res.status, text, {
+      throw errorFromHttp(res.status, await readErrorBody(res), {
         notFound: req.notFound,
         classes: req.errorClasses,
         retryAfter: res.headers.get('retry-after'),
         fallbackMessage: `${method} ${path}: HTTP ${res.status} ${res.statusText}`,
       });
     }
+    const text = await res.text().catch((err: unknown) => {
+      throw transportError(err, `${method} ${url}`);
+    });
     let data: unknown = undefined;
     if (text) {
       try {
@@ -118,12 +124,19 @@ export class ApiClient {
 
 /**
  * A path template with each `{name}` replaced by its parameter, URL-encoded as one path segment
- * (encodeURIComponent: a `/` in a value stays inside the segment).
+ * (encodeURIComponent: a `/` in a value stays inside the segment). In the path (not a template's
+ * query), an empty value, `.` and `..` are refused: encodeURIComponent leaves them as they are, and
+ * the URL they make names another resource (`/sandboxes/..` is the API's root).
  */
 function fillPath(template: string, params: Record<string, string> | undefined): string {
-  return template.replace(/\{([^{}]+)\}/g, (_, name: string) => {
+  const queryAt = template.indexOf('?');
+  return template.replace(/\{([^{}]+)\}/g, (_, name: string, offset: number) => {
     const value = params?.[name];
     if (typeof value !== 'string') throw new InvalidArgumentError(`${template}: no value for the path parameter ${name}`);
+    const inPath = queryAt === -1 || offset < queryAt;
+    if (inPath && (value === '' || value === '.' || value === '..')) {
+      throw new InvalidArgumentError(`${template}: ${value === '' ? 'an empty' : `'${value}' is not a valid`} ${name}`);
+    }
     return encodeURIComponent(value);
   });
 }

@@ -7,16 +7,22 @@ import {
   CODE_INTERPRETER_PORT, type CodeContext, type CreateContextRequest, type ExecuteRequest, type ExecutionLine,
 } from '@svc/contracts/code-interpreter';
 import { transportError } from './api-client.ts';
+import { readBodyText, readErrorBody } from './bounded-body.ts';
 import { InvalidArgumentError, SandboxError, TimeoutError, errorFromHttp } from './errors.ts';
-import { Execution, applyLine, type ExecutionCallbacks } from './execution.ts';
+import { Execution, applyLine, type ExecutionCallbacks, type ExecutionKeeping } from './execution.ts';
 import { readLines } from './ndjson.ts';
 import { sandboxPortHeaders, sandboxPortUrl, type SandboxTarget } from './sandbox-port.ts';
 import type { RequestOpts } from './types.ts';
 
 /** How long a run may take unless `timeoutMs` says otherwise, as in the e2b SDK. */
 export const DEFAULT_RUN_CODE_TIMEOUT_MS = 60_000;
+/**
+ * The largest answer of the contexts' routes (a context, a list of them): read with a bound, as a
+ * sandbox's answers are (bounded-body.ts).
+ */
+const MAX_JSON_ANSWER_BYTES = 4 * 1024 * 1024;
 
-export interface RunCodeOpts extends ExecutionCallbacks, RequestOpts {
+export interface RunCodeOpts extends ExecutionCallbacks, ExecutionKeeping, RequestOpts {
   /** python (default), javascript, typescript or bash (js and ts too); not with `context`. */
   language?: string;
   /** The context (or its id) to run in; not with `language`. */
@@ -119,11 +125,12 @@ export class CodeInterpreter {
         signal: signals.length ? AbortSignal.any(signals) : undefined,
         redirect: 'manual', // the sandbox's answer, never followed (above)
       });
-      text = await res.text();
+      if (!res.ok) throw await httpError(res, `${method} ${path}`);
+      text = await readBodyText(res, MAX_JSON_ANSWER_BYTES, `${method} ${path}`);
     } catch (err) {
+      if (err instanceof SandboxError) throw err;
       throw transportError(err, `${method} ${url}`);
     }
-    if (!res.ok) throw httpErrorOf(res, text, `${method} ${path}`);
     if (!text) return undefined;
     try {
       return JSON.parse(text);
@@ -210,15 +217,8 @@ function parseLine(text: string): ExecutionLine {
   return line as ExecutionLine;
 }
 
-async function httpError(res: Response, what: string): Promise<SandboxError> {
-  const text = await res.text().catch(() => {
-    /* the error answer's body was cut off: the status alone makes the error */
-    return '';
-  });
-  return httpErrorOf(res, text, what);
-}
-
 /** svc's `{code, message}` body as the SDK's error of its status (404: NotFoundError, for a context or the sandbox). */
-function httpErrorOf(res: Response, text: string, what: string): SandboxError {
+async function httpError(res: Response, what: string): Promise<SandboxError> {
+  const text = await readErrorBody(res);
   return errorFromHttp(res.status, text, { retryAfter: res.headers.get('retry-after'), fallbackMessage: `${what}: HTTP ${res.status} ${res.statusText}` });
 }

@@ -17,6 +17,8 @@ export interface CommandHandleHooks {
   onStdout?: (data: string) => void | Promise<void>;
   onStderr?: (data: string) => void | Promise<void>;
   onPty?: (data: Uint8Array) => void | Promise<void>;
+  /** False: stdout and stderr go to the callbacks only, not kept (CommandStartOpts.keepOutput). */
+  keepOutput?: boolean;
 }
 
 export class CommandHandle {
@@ -107,13 +109,13 @@ export class CommandHandle {
 
   private async emitStdout(text: string): Promise<void> {
     if (!text) return;
-    this._stdout += text;
+    if (this.hooks.keepOutput !== false) this._stdout += text;
     await this.hooks.onStdout?.(text);
   }
 
   private async emitStderr(text: string): Promise<void> {
     if (!text) return;
-    this._stderr += text;
+    if (this.hooks.keepOutput !== false) this._stderr += text;
     await this.hooks.onStderr?.(text);
   }
 }

@@ -59,6 +59,7 @@ export class Commands {
       closeStdin: (o) => this.closeStdin(id, o),
       onStdout: opts.onStdout,
       onStderr: opts.onStderr,
+      keepOutput: opts.keepOutput,
     }));
   }
 
@@ -89,6 +90,7 @@ export class Commands {
       closeStdin: (o) => this.closeStdin(pid, o),
       onStdout: opts.onStdout,
       onStderr: opts.onStderr,
+      keepOutput: opts.keepOutput,
     }));
   }
 }

@@ -23,9 +23,15 @@ export interface CommandStartOpts extends RequestOpts {
   stdin?: boolean;
   /** Lifetime of the command's stream in milliseconds; 0 disables it. Default 60 000. */
   timeoutMs?: number;
+  /**
+   * svc's own (the e2b SDK has none): false hands the output to `onStdout`/`onStderr` only, and the
+   * handle's `stdout`/`stderr` and the result's stay empty, for a caller that keeps what it needs
+   * itself (a command printing for an hour would otherwise be held whole in memory). Default true.
+   */
+  keepOutput?: boolean;
 }
 
-export type CommandConnectOpts = Pick<CommandStartOpts, 'onStdout' | 'onStderr' | 'timeoutMs'> & RequestOpts;
+export type CommandConnectOpts = Pick<CommandStartOpts, 'onStdout' | 'onStderr' | 'timeoutMs' | 'keepOutput'> & RequestOpts;
 
 export interface ProcessInfo {
   pid: number;

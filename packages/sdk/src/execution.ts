@@ -45,6 +45,16 @@ export interface ExecutionCallbacks {
   onError?: Callback<ExecutionError>;
 }
 
+/** How a run builds its Execution. */
+export interface ExecutionKeeping {
+  /**
+   * svc's own (the e2b SDK has none): false hands output and results to the callbacks only, and the
+   * Execution's `logs` and `results` stay empty (its error and count are kept), for a caller that
+   * keeps what it needs itself. Default true.
+   */
+  keepOutput?: boolean;
+}
+
 export class Execution {
   results: Result[] = [];
   logs: Logs = { stdout: [], stderr: [] };
@@ -67,19 +77,20 @@ export class Execution {
  * line. Keepalives, `unexpected_end_of_execution` (an error line came before it) and types this
  * SDK does not know change nothing.
  */
-export async function applyLine(execution: Execution, line: ExecutionLine, on: ExecutionCallbacks): Promise<boolean> {
+export async function applyLine(execution: Execution, line: ExecutionLine, on: ExecutionCallbacks & ExecutionKeeping): Promise<boolean> {
+  const keep = on.keepOutput !== false;
   switch (line.type) {
     case 'stdout':
-      execution.logs.stdout.push(line.text);
+      if (keep) execution.logs.stdout.push(line.text);
       await on.onStdout?.(new OutputMessage(line.text, timeOf(line.timestamp), false));
       return false;
     case 'stderr':
-      execution.logs.stderr.push(line.text);
+      if (keep) execution.logs.stderr.push(line.text);
       await on.onStderr?.(new OutputMessage(line.text, timeOf(line.timestamp), true));
       return false;
     case 'result': {
       const result = toResult(line);
-      execution.results.push(result);
+      if (keep) execution.results.push(result);
       await on.onResult?.(result);
       return false;
     }

@@ -2,6 +2,7 @@
  * `sandbox.files`: file contents over envd's `/files` HTTP route, metadata and directory
  * operations over its filesystem.Filesystem service.
  */
+import { readBodyText, readErrorBody } from './bounded-body.ts';
 import { ConnectError, FileNotFoundError, InvalidArgumentError, SandboxError, errorFromHttp } from './errors.ts';
 import { FILESYSTEM, decodeEntryInfo, decodeFileType } from './envd/messages.ts';
 import { EnvdTransport, dataPlaneError, mapEnvdError, userHeader, type RequestBody } from './envd/transport.ts';
@@ -11,6 +12,7 @@ import type {
 import { WatchHandle } from './watch-handle.ts';
 
 const DEFAULT_WATCH_TIMEOUT_MS = 60_000;
+const MAX_UPLOAD_ANSWER_BYTES = 1024 * 1024;
 
 type ReadFormat = 'text' | 'bytes' | 'blob' | 'stream';
 
@@ -141,7 +143,8 @@ export class Filesystem {
       signal: opts.signal,
     });
     if (!res.ok) throw await filesError(res);
-    const text = await res.text();
+    // a short JSON list of what was written: a larger answer is not envd's
+    const text = await readBodyText(res, MAX_UPLOAD_ANSWER_BYTES, 'POST /files');
     let written: unknown;
     try {
       written = text ? JSON.parse(text) : [];
@@ -170,10 +173,7 @@ function toBody(data: WriteData): RequestBody {
 }
 
 async function filesError(res: Response): Promise<SandboxError> {
-  const text = await res.text().catch(() => {
-    /* the error answer's body was cut off: the status alone makes the error */
-    return '';
-  });
+  const text = await readErrorBody(res);
   if (res.status === 404) return errorFromHttp(404, text, { notFound: FileNotFoundError });
   return dataPlaneError(res.status, text);
 }

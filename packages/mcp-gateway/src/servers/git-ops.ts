@@ -1,32 +1,15 @@
 /**
  * The operations of svc's `git` server, run with the `git` binary, each answering the text the
  * Python mcp-server-git answers (or throwing an Error whose message the tool returns). Git runs
- * with `safe.directory=*`: the gateway runs as root and the repositories belong to the sandbox's
- * user, and which repositories a call may open is this server's own check (`paths`).
+ * as root on the sandbox user's repositories, with their own programs set off (git-run.ts); which
+ * repositories a call may open is this server's own check (`paths`).
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { realpath } from 'node:fs/promises';
 import { hostname, userInfo } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
+import { DIFF_FLAGS, git, run } from './git-run.ts';
 
-interface Run { code: number; stdout: string; stderr: string }
-
-function run(cwd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<Run> {
-  return new Promise((done, fail) => {
-    execFile('git', ['-c', 'safe.directory=*', ...args], { cwd, env: env ?? process.env, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
-      if (err && typeof err.code !== 'number') return fail(new Error(`git ${args[0]}: ${err.message}`));
-      done({ code: err ? (err.code as number) : 0, stdout, stderr });
-    });
-  });
-}
-
-/** git's output without its last newline, as GitPython answers; a failure throws git's own message. */
-async function git(cwd: string, args: string[], env?: NodeJS.ProcessEnv): Promise<string> {
-  const r = await run(cwd, args, env);
-  if (r.code !== 0) throw new Error(`git ${args[0]} failed: ${(r.stderr || r.stdout).trim()}`);
-  return r.stdout.replace(/\n$/, '');
-}
 
 function noFlag(what: string, value: string | undefined | null): void {
   if (value && value.startsWith('-')) throw new Error(`Invalid ${what}: '${value}' - cannot start with '-'`);
@@ -69,14 +52,14 @@ async function verifyRevision(repo: string, revision: string): Promise<void> {
 
 export const status = async (repo: string) => `Repository status:\n${await git(repo, ['status'])}`;
 
-export const diffUnstaged = async (repo: string, context: number) => `Unstaged changes:\n${await git(repo, ['diff', `--unified=${context}`])}`;
+export const diffUnstaged = async (repo: string, context: number) => `Unstaged changes:\n${await git(repo, ['diff', ...DIFF_FLAGS, `--unified=${context}`])}`;
 
-export const diffStaged = async (repo: string, context: number) => `Staged changes:\n${await git(repo, ['diff', `--unified=${context}`, '--cached'])}`;
+export const diffStaged = async (repo: string, context: number) => `Staged changes:\n${await git(repo, ['diff', ...DIFF_FLAGS, `--unified=${context}`, '--cached'])}`;
 
 export async function diff(repo: string, target: string, context: number): Promise<string> {
   noFlag('target', target);
   await verifyRevision(repo, target);
-  return `Diff with ${target}:\n${await git(repo, ['diff', `--unified=${context}`, target])}`;
+  return `Diff with ${target}:\n${await git(repo, ['diff', ...DIFF_FLAGS, `--unified=${context}`, target])}`;
 }
 
 /** Who commits when the repository names nobody: GitPython's fallback, the user at this host. */
@@ -92,7 +75,7 @@ export async function commit(repo: string, message: string): Promise<string> {
   const gitDir = await git(repo, ['rev-parse', '--absolute-git-dir']);
   const merging = existsSync(join(gitDir, 'MERGE_HEAD'));
   const staged = merging || (await hasHead(repo)
-    ? (await run(repo, ['diff', '--cached', '--quiet'])).code === 1
+    ? (await run(repo, ['diff', ...DIFF_FLAGS, '--cached', '--quiet'])).code === 1
     : (await git(repo, ['ls-files'])) !== '');
   if (!staged) throw new Error('No changes staged for commit. Use git_add to stage changes first; git_status shows what is currently staged.');
   // --no-verify: GitPython's index.commit runs no hooks either.
@@ -173,8 +156,8 @@ export async function show(repo: string, revision: string): Promise<string> {
     }).join('\n');
   }
   // A commit (a tag is shown as the commit it names): `git show --date=iso`'s header, then the patch.
-  const header = await git(repo, ['show', '-s', '--date=format:%Y-%m-%d %H:%M:%S %z', '--format=commit %H%nAuthor: %an <%ae>%nDate:   %ad%n%n%w(0,4,4)%B', revision]);
-  const patch = await git(repo, ['show', '--format=', '--patch', '--no-color', revision]);
+  const header = await git(repo, ['show', ...DIFF_FLAGS, '-s', '--date=format:%Y-%m-%d %H:%M:%S %z', '--format=commit %H%nAuthor: %an <%ae>%nDate:   %ad%n%n%w(0,4,4)%B', revision]);
+  const patch = await git(repo, ['show', ...DIFF_FLAGS, '--format=', '--patch', '--no-color', revision]);
   return `${header.replace(/\s+$/, '')}\n\n${patch.replace(/^\n+/, '')}`;
 }
 

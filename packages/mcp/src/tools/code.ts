@@ -8,7 +8,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CODE_LANGUAGES, NotFoundError, TimeoutError, type Execution, type Result, type Sandbox } from '@svc/sdk';
 import { z } from 'zod';
-import { MAX_OUTPUT_CHARS, keepTail, stripAnsi } from '../output.ts';
+import { MAX_ERROR_CHARS, MAX_OUTPUT_CHARS, OutputTail, keepTail, stripAnsi } from '../output.ts';
 import { ToolFailure, noSandbox } from '../results.ts';
 import { CODE_INTERPRETER_TEMPLATE, type McpSession } from '../session.ts';
 import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
@@ -71,29 +71,51 @@ async function codeSandbox(call: ToolCall): Promise<{ sandbox: Sandbox; started:
   }
 }
 
-async function runIn(sbx: Sandbox, args: RunCodeArgs, call: ToolCall): Promise<Execution> {
+/** What a run keeps for its result: the streams' tails and the results as shown (keepOutput: false on the SDK's side). */
+interface RunOutput {
+  execution: Execution;
+  stdout: OutputTail;
+  stderr: OutputTail;
+  results: ShownResult[];
+}
+
+/** A result as the answer shows it: its text already cut, its image whole. */
+interface ShownResult {
+  isMainResult: boolean;
+  text?: string;
+  image?: { data: string; mimeType: string };
+}
+
+async function runIn(sbx: Sandbox, args: RunCodeArgs, call: ToolCall): Promise<RunOutput> {
   const timeoutSeconds = args.timeoutSeconds ?? DEFAULT_TIMEOUT_SECONDS;
   const flood = new AbortController();
+  const kept = { stdout: new OutputTail(), stderr: new OutputTail(), results: [] as ShownResult[] };
   let printed = 0;
   const add = (chars: number) => {
     printed += chars;
     if (printed > MAX_OUTPUT_CHARS && !flood.signal.aborted) flood.abort();
   };
-  const count = (out: { line: string }) => add(out.line.length);
+  const count = (stream: OutputTail) => (out: { line: string }) => {
+    stream.push(out.line);
+    add(out.line.length);
+  };
   // Results (display data, images) and the error count too: before 2026-11-30 a loop of display()
   // calls of 10 MB each piled up in the gateway, the whole platform under svc up.
-  const countResult = (r: Result) => add(JSON.stringify(r).length);
+  const countResult = (r: Result) => {
+    add(JSON.stringify(r).length);
+    if (!flood.signal.aborted) kept.results.push(shown(r));
+  };
   const countError = (e: { name: string; value: string; traceback: string }) => add(e.name.length + e.value.length + e.traceback.length);
   const flooded = () => new ToolFailure(`the code printed more than ${MAX_OUTPUT_CHARS / 1024 / 1024} MB and its output was cut off; `
     + 'write large output to a file and read parts of it, or print less');
   try {
     const execution = await sbx.runCode(args.code, {
       language: args.language, envs: args.envs, timeoutMs: timeoutSeconds * 1000, signal: AbortSignal.any([call.signal, flood.signal]),
-      onStdout: count, onStderr: count, onResult: countResult, onError: countError,
+      onStdout: count(kept.stdout), onStderr: count(kept.stderr), onResult: countResult, onError: countError, keepOutput: false,
     });
     // The last of the output can arrive in the chunk that crossed the limit, before the abort takes.
     if (flood.signal.aborted) throw flooded();
-    return execution;
+    return { execution, ...kept };
   } catch (err) {
     if (flood.signal.aborted) throw flooded();
     if (err instanceof TimeoutError && err.code === 'deadline_exceeded') {
@@ -115,22 +137,27 @@ function resultText(r: Result): string | undefined {
   return undefined;
 }
 
-function executionResult(execution: Execution, sandboxId: string, note: string, args: RunCodeArgs): CallToolResult {
+function shown(r: Result): ShownResult {
+  const text = resultText(r);
+  const image = r.png ? { data: r.png, mimeType: 'image/png' } : r.jpeg ? { data: r.jpeg, mimeType: 'image/jpeg' } : undefined;
+  return { isMainResult: r.isMainResult, ...(text !== undefined ? { text: keepTail(text).text } : {}), ...(image ? { image } : {}) };
+}
+
+function executionResult(run: RunOutput, sandboxId: string, note: string, args: RunCodeArgs): CallToolResult {
+  const { execution } = run;
   const parts: string[] = [note || `ran in sandbox ${sandboxId}`];
-  const stdout = execution.logs.stdout.join('');
-  const stderr = execution.logs.stderr.join('');
-  if (stdout) parts.push(`stdout:\n${keepTail(stdout).text}`);
-  if (stderr) parts.push(`stderr:\n${keepTail(stderr).text}`);
+  const stdout = run.stdout.text;
+  const stderr = run.stderr.text;
+  if (stdout) parts.push(`stdout:\n${stdout}`);
+  if (stderr) parts.push(`stderr:\n${stderr}`);
   const images: CallToolResult['content'] = [];
-  for (const r of execution.results) {
-    if (r.png) images.push({ type: 'image', data: r.png, mimeType: 'image/png' });
-    else if (r.jpeg) images.push({ type: 'image', data: r.jpeg, mimeType: 'image/jpeg' });
-    const text = resultText(r);
-    if (text !== undefined) parts.push(`${r.isMainResult ? 'result' : 'output'}:\n${keepTail(text).text}`);
+  for (const r of run.results) {
+    if (r.image) images.push({ type: 'image', ...r.image });
+    if (r.text !== undefined) parts.push(`${r.isMainResult ? 'result' : 'output'}:\n${r.text}`);
   }
   if (execution.error) {
     const { name, value, traceback } = execution.error;
-    parts.push(`error: ${name}: ${value}\n${keepTail(stripAnsi(traceback)).text}`);
+    parts.push(`error: ${keepTail(`${name}: ${value}`, MAX_ERROR_CHARS).text}\n${keepTail(stripAnsi(traceback)).text}`);
   } else if (parts.length === 1) {
     parts.push(`(no output${args.language && args.language !== 'python' ? '' : '; the value of a last expression is shown, print() shows more'})`);
   }

@@ -6,7 +6,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CommandExitError, TimeoutError, type CommandHandle, type CommandResult } from '@svc/sdk';
 import { z } from 'zod';
-import { MAX_OUTPUT_CHARS, keepTail } from '../output.ts';
+import { MAX_ERROR_CHARS, MAX_OUTPUT_CHARS, OutputTail, keepTail } from '../output.ts';
 import { errorResult, textResult } from '../results.ts';
 import type { McpSession } from '../session.ts';
 import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
@@ -38,8 +38,11 @@ export function registerCommandTool(server: McpServer, session: McpSession): voi
     const sbx = await call.session.sandbox(args.sandboxId, call.opts);
     const timeoutSeconds = args.timeoutSeconds ?? (args.background ? 0 : DEFAULT_TIMEOUT_SECONDS);
     let handle: CommandHandle;
+    // Only the tails a result shows are kept (keepOutput: false), not the SDK's whole streams.
+    const output: Output = { stdout: new OutputTail(), stderr: new OutputTail() };
     const flood = { chars: 0, killed: false };
-    const count = (data: string) => {
+    const count = (stream: OutputTail) => (data: string) => {
+      stream.push(data);
       flood.chars += data.length;
       if (flood.chars <= MAX_OUTPUT_CHARS || flood.killed || args.background) return;
       flood.killed = true;
@@ -47,7 +50,8 @@ export function registerCommandTool(server: McpServer, session: McpSession): voi
     };
     try {
       handle = await sbx.commands.run(args.command, {
-        background: true, cwd: args.cwd, envs: args.envs, timeoutMs: timeoutSeconds * 1000, onStdout: count, onStderr: count,
+        background: true, cwd: args.cwd, envs: args.envs, timeoutMs: timeoutSeconds * 1000,
+        onStdout: count(output.stdout), onStderr: count(output.stderr), keepOutput: false,
       });
     } catch (err) {
       throw await call.session.explain(args.sandboxId, call.opts, err);
@@ -62,29 +66,35 @@ export function registerCommandTool(server: McpServer, session: McpSession): voi
         { pid: handle.pid },
       );
     }
-    const result = await waitFor(handle, args.sandboxId, timeoutSeconds, call);
+    const result = await waitFor(handle, output, args.sandboxId, timeoutSeconds, call);
     if (!flood.killed) return result;
     return errorResult(
       `the command printed more than ${MAX_OUTPUT_CHARS / 1024 / 1024} MB and was killed; redirect its output to a file (command > /tmp/out.log 2>&1) and read parts of it with read_file or run_command 'tail -n 100 /tmp/out.log'.\n`
-      + formatOutput(keepTail(handle.stdout).text, keepTail(handle.stderr).text),
+      + formatOutput(output),
     );
   });
 }
 
-async function waitFor(handle: CommandHandle, sandboxId: string, timeoutSeconds: number, call: ToolCall) {
+/** What a run keeps of its streams. */
+interface Output {
+  stdout: OutputTail;
+  stderr: OutputTail;
+}
+
+async function waitFor(handle: CommandHandle, output: Output, sandboxId: string, timeoutSeconds: number, call: ToolCall) {
   // a cancelled call (the client gave up) kills its command rather than leave it running unseen
   const cancel = () => {
     handle.kill().catch((err: Error) => call.session.log.warn({ sandboxId, pid: handle.pid, err: err.message }, 'a cancelled run_command could not be killed'));
   };
   call.signal.addEventListener('abort', cancel, { once: true });
   try {
-    return commandResult(await handle.wait());
+    return commandResult(await handle.wait(), output);
   } catch (err) {
-    if (err instanceof CommandExitError) return commandResult(err);
+    if (err instanceof CommandExitError) return commandResult(err, output);
     if (err instanceof TimeoutError && err.code === 'deadline_exceeded') {
       return errorResult(
         `timed out: the command did not finish within ${timeoutSeconds} s and was killed; run it again with a larger timeoutSeconds, or with background: true for a long job.\n`
-        + formatOutput(keepTail(handle.stdout).text, keepTail(handle.stderr).text),
+        + formatOutput(output),
       );
     }
     throw await call.session.explain(sandboxId, call.opts, err);
@@ -93,15 +103,18 @@ async function waitFor(handle: CommandHandle, sandboxId: string, timeoutSeconds:
   }
 }
 
-function commandResult(r: CommandResult) {
-  const stdout = keepTail(r.stdout).text;
-  const stderr = keepTail(r.stderr).text;
-  const note = r.exitCode !== 0 && r.error && r.error !== `exit status ${r.exitCode}` ? ` (${r.error})` : '';
-  return textResult(`exit code ${r.exitCode}${note}\n${formatOutput(stdout, stderr)}`, { stdout, stderr, exitCode: r.exitCode });
+/** The result of a finished command: its exit code and what `output` kept (the result's streams are empty). */
+function commandResult(r: CommandResult, output: Output) {
+  const stdout = output.stdout.text;
+  const stderr = output.stderr.text;
+  const note = r.exitCode !== 0 && r.error && r.error !== `exit status ${r.exitCode}` ? ` (${keepTail(r.error, MAX_ERROR_CHARS).text})` : '';
+  return textResult(`exit code ${r.exitCode}${note}\n${formatOutput(output)}`, { stdout, stderr, exitCode: r.exitCode });
 }
 
-/** The streams as the model reads them, already cut to size. */
-function formatOutput(stdout: string, stderr: string): string {
+/** The streams as the model reads them, cut to size. */
+function formatOutput(output: Output): string {
+  const stdout = output.stdout.text;
+  const stderr = output.stderr.text;
   const parts: string[] = [];
   parts.push(stdout ? `stdout:\n${stdout}` : 'stdout: (empty)');
   if (stderr) parts.push(`stderr:\n${stderr}`);

@@ -34,34 +34,73 @@ export interface Envelope {
   data: Uint8Array;
 }
 
-/** Cuts a byte stream into envelopes, whatever the chunk boundaries. */
-export class EnvelopeReader {
-  private buffer: Uint8Array = new Uint8Array(0);
+/**
+ * The largest message taken, envd's own limit on the messages it receives (envd's server.ts,
+ * `maxMessageBytes`). A larger announced length is refused before anything of it is buffered:
+ * a sandbox (whose user has sudo, so whose envd may be anything) announcing 4 GiB grew the
+ * reader, in the gateway's /mcp tools the API process, until it fell over.
+ */
+export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
+/** The least room the buffer is given when it grows, and what it may keep between envelopes. */
+const MIN_ROOM = 64 * 1024;
+
+/**
+ * Cuts a byte stream into envelopes, whatever the chunk boundaries. Bytes wait in one buffer that
+ * doubles when full, so each byte is copied a bounded number of times: joining every chunk to all
+ * that was buffered copied a large envelope once per chunk, quadratic in its size. (A list of the
+ * chunks as they came would copy less, but costs an object per chunk: a sender trickling one byte
+ * per packet made that a hundredfold of the bytes.)
+ */
+export class EnvelopeReader {
+  private buf = new Uint8Array(0);
+  private start = 0;
+  private end = 0;
+
+  constructor(private readonly maxMessageBytes = MAX_MESSAGE_BYTES) {}
+
+  /** The envelopes `chunk` completes; an announced length past the limit throws a ConnectError. */
   push(chunk: Uint8Array): Envelope[] {
-    this.buffer = concat(this.buffer, chunk);
+    this.append(chunk);
     const out: Envelope[] = [];
-    while (this.buffer.length >= 5) {
-      const length = new DataView(this.buffer.buffer, this.buffer.byteOffset, 5).getUint32(1, false);
-      if (this.buffer.length < 5 + length) break;
-      out.push({ flags: this.buffer[0], data: this.buffer.slice(5, 5 + length) });
-      this.buffer = this.buffer.slice(5 + length);
+    while (this.end - this.start >= 5) {
+      const b = this.buf;
+      const s = this.start;
+      const length = b[s + 1] * 2 ** 24 + (b[s + 2] << 16) + (b[s + 3] << 8) + b[s + 4];
+      if (length > this.maxMessageBytes) {
+        throw new ConnectError('internal', `envd announced a message of ${length} bytes, more than the limit of ${this.maxMessageBytes}: the stream was stopped`);
+      }
+      if (this.end - s < 5 + length) break;
+      out.push({ flags: b[s], data: b.slice(s + 5, s + 5 + length) });
+      this.start = s + 5 + length;
+    }
+    if (this.start === this.end) {
+      this.start = this.end = 0;
+      // a large envelope's room is not kept for the rest of a long stream
+      if (this.buf.length > MIN_ROOM) this.buf = new Uint8Array(0);
     }
     return out;
   }
 
   /** Bytes left over that do not make a whole envelope. */
   get pending(): number {
-    return this.buffer.length;
+    return this.end - this.start;
   }
-}
 
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  if (a.length === 0) return b;
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a, 0);
-  out.set(b, a.length);
-  return out;
+  private append(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
+    if (this.buf.length - this.end < chunk.length) {
+      const pending = this.end - this.start;
+      const needed = pending + chunk.length;
+      const grown = new Uint8Array(Math.max(needed, 2 * pending, MIN_ROOM));
+      grown.set(this.buf.subarray(this.start, this.end), 0);
+      this.buf = grown;
+      this.start = 0;
+      this.end = pending;
+    }
+    this.buf.set(chunk, this.end);
+    this.end += chunk.length;
+  }
 }
 
 export type StreamItem<T> = { kind: 'message'; message: T } | { kind: 'end'; error?: ConnectError };

@@ -5,6 +5,7 @@
  * the server enforces it too) and the caller's signal. `close()` ends it quietly.
  */
 import { transportError } from '../api-client.ts';
+import { readErrorBody } from '../bounded-body.ts';
 import { ConnectError } from '../errors.ts';
 import {
   EnvelopeReader, PROTOCOL_VERSION_HEADER, STREAM_CONTENT_TYPE, TIMEOUT_HEADER,
@@ -118,10 +119,7 @@ export class RpcStream<T> implements AsyncIterable<T> {
         throw e;
       }
       if (!res.ok || !res.body) {
-        const text = await res.text().catch(() => {
-          /* the error answer's body was cut off: the status alone makes the error */
-          return '';
-        });
+        const text = await readErrorBody(res);
         throw connectErrorFromBody(text, res.status) ?? this.opts.httpError(res.status, text);
       }
       const reader = res.body.getReader();

@@ -3,11 +3,12 @@
  * top of that plain HTTP (for /files and /health), unary Connect calls and server streams.
  */
 import { transportError } from '../api-client.ts';
+import { readBodyText, readErrorBody } from '../bounded-body.ts';
 import { ENVD_PORT } from '../config.ts';
 import {
   ConnectError, SandboxError, SandboxNotFoundError, TimeoutError, errorFromConnect, errorFromHttp, type NotFoundError,
 } from '../errors.ts';
-import { PROTOCOL_VERSION_HEADER, TIMEOUT_HEADER, UNARY_CONTENT_TYPE, connectErrorFromJson } from './connect-protocol.ts';
+import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION_HEADER, TIMEOUT_HEADER, UNARY_CONTENT_TYPE, connectErrorFromJson } from './connect-protocol.ts';
 import { sandboxPortHeaders, sandboxPortUrl, type SandboxTarget } from '../sandbox-port.ts';
 import { RpcStream } from './rpc-stream.ts';
 /** Asks envd to send keepalive messages on long streams (seconds), as the e2b SDK does. */
@@ -85,15 +86,20 @@ export class EnvdTransport {
       },
       body: JSON.stringify(message ?? {}),
     });
-    const text = await res.text().catch((err: unknown) => {
-      if (res.ok) throw transportError(err, procedure);
-      /* the error answer's body was cut off: the status alone makes the error */
-      return '';
-    });
     if (!res.ok) {
+      const text = await readErrorBody(res);
       let body: unknown = text;
       try { body = JSON.parse(text); } catch { /* not JSON */ }
       throw connectErrorFromJson(body, res.status) ?? dataPlaneError(res.status, text);
+    }
+    // One message, bounded as envd bounds the messages it takes: a sandbox answering without end
+    // grew this process (the gateway's, in its /mcp tools) until it fell over.
+    let text: string;
+    try {
+      text = await readBodyText(res, MAX_MESSAGE_BYTES, procedure);
+    } catch (err) {
+      if (err instanceof SandboxError) throw err;
+      throw transportError(err, procedure);
     }
     if (!text) return {} as T;
     try {
