@@ -163,9 +163,10 @@ export interface SvcConfig {
      */
     registry_mirrors: string;
     /**
-     * Registries on this host (loopback, or one of its addresses) that builds may pull from,
-     * comma-separated `host:port` as images name them, e.g. `localhost:5000`; `*`: any. '': none,
-     * so that a team cannot aim the template center at the host's own services (docs/templates.md).
+     * Registries on this host (loopback, or one of its addresses) or on a private network (RFC
+     * 1918, CGNAT, fc00::/7) that builds may pull from, comma-separated `host:port` as images name
+     * them, e.g. `localhost:5000`; `*`: any. '': none, so that a team cannot aim the template
+     * center at the host's or the cluster's own services (docs/templates.md).
      */
     host_registries: string;
     /**

@@ -91,7 +91,7 @@ async function makeImage(o: DebianImageOptions, cacheDir: string, path: string, 
   const progress = (phase: BaseProgress['phase'], message?: string) => o.onProgress?.({ phase, message, elapsedMs: Date.now() - started });
   try {
     await makeTree(o, cacheDir, tree, progress);
-    injectSandboxEssentials(tree, {});
+    await injectSandboxEssentials(tree, { signal: o.signal });
     const size = await measureTree(tree);
     progress('packing', 'making the ext4 image');
     const fit = fitSizeMB(size);

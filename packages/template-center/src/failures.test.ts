@@ -164,6 +164,29 @@ describe('builds that fail say why and leave nothing behind', () => {
     }
   });
 
+  // Without a deadline a build that hung (a registry trickling its layer) held its slot for good,
+  // and with every slot held no build ran at all.
+  test('a build past master.build_timeout_sec fails, says so, leaves nothing and frees its slot', async () => {
+    const slow = await startMiniRegistry(layout, { slowBytesPerSec: 64 * 1024 });
+    const hs = await startHarness({ tc: { buildTimeoutMs: 1000, maxConcurrentBuilds: 1 } });
+    try {
+      // One slot: the second build runs only once the first has given it back.
+      const first = await hs.submit({ kind: 'registry', ref: `${slow.host}/test/app:v1`, insecure: true });
+      const second = await hs.submit({ kind: 'registry', ref: `${slow.host}/test/app:v1`, insecure: true }, { specHash: 'another-spec' });
+      for (const req of [first, second]) {
+        assert.equal(await failed(hs, req), 'the build did not finish within master.build_timeout_sec (1 s) and was stopped');
+      }
+      for (let i = 0; hs.tc.activeJobs() > 0; i++) {
+        assert.ok(i < 100, 'the jobs ended after their reports');
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.deepEqual(await hs.leftovers(), []);
+    } finally {
+      await hs.close();
+      await slow.close();
+    }
+  });
+
   test('master down: the callback is retried until it answers', async () => {
     h.master.failing = true;
     const req = await h.submit({ kind: 'registry', ref: `${registry.host}/test/app:v1`, insecure: true });

@@ -148,7 +148,8 @@ describe('layer blob cache', () => {
     try {
       const { r } = await build(hs, 'a');
       assert.equal(r.status, 'FAILED');
-      assert.match(r.error!, new RegExp(`^no space left on device while downloading layer 1/3 ${digests.base1.slice(0, 19)} into ${small}`));
+      // The cache's directory goes to the log, not into what the team reads.
+      assert.equal(r.error, `no space left on device while downloading layer 1/3 ${digests.base1.slice(0, 19)}`);
       assert.deepEqual(await hs.leftovers(), []);
       assert.deepEqual(readdirSync(join(small, 'tmp')), []);
       assert.ok(!existsSync(cachedPath(hs, digests.base1)));

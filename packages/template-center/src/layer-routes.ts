@@ -33,6 +33,7 @@ export async function registerLayerRoutes(app: FastifyInstance, store: ArtifactS
   const freeBytes = opts.freeBytes ?? (async (dir: string) => { const s = await statfs(dir); return s.bavail * s.bsize; });
   const idleTimeoutMs = opts.idleTimeoutMs ?? 60_000;
   const uploads = new KeyedQueue();
+  const pending = new PendingBytes();
 
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
@@ -46,14 +47,14 @@ export async function registerLayerRoutes(app: FastifyInstance, store: ArtifactS
       const sha256 = header?.toLowerCase();
       const sizeBytes = contentLength(req.headers['content-length']);
       // A second upload of the same id waits for the first, then finds what it stored.
-      return uploads.run(layerId, () => storeLayer(req, store, layerId, { sha256, sizeBytes }, { freeBytes, idleTimeoutMs }));
+      return uploads.run(layerId, () => storeLayer(req, store, layerId, { sha256, sizeBytes }, { freeBytes, idleTimeoutMs, pending }));
     });
   });
 }
 
 async function storeLayer(
   req: FastifyRequest, store: ArtifactStore, layerId: string, meta: { sha256?: string; sizeBytes: number },
-  { freeBytes, idleTimeoutMs }: { freeBytes: (dir: string) => Promise<number>; idleTimeoutMs: number },
+  { freeBytes, idleTimeoutMs, pending }: { freeBytes: (dir: string) => Promise<number>; idleTimeoutMs: number; pending: PendingBytes },
 ): Promise<ArtifactStored> {
   // Answers before the body is read leave it to node, which reads and drops the rest.
   const existing = await store.get(layerId);
@@ -67,13 +68,18 @@ async function storeLayer(
   // The s3 store stages the upload in its scratch dir too, so the room is checked for both stores.
   const needed = meta.sizeBytes + LAYER_ROOM_MARGIN;
   const free = await freeBytes(store.scratchDir);
-  if (free < needed) throw noRoom(layerId, needed, free);
+  // Read after the await, and reserved before the next one: uploads under way have been promised
+  // room the disk does not show as taken yet, and ten uploads at once each passed the check the
+  // room of one passed (found by a helper reading the template center as an attacker).
+  if (free - pending.bytes < needed) throw noRoom(layerId, needed, free, pending.bytes);
+  const room = pending.reserve(meta.sizeBytes);
 
   const part = join(store.scratchDir, `layer-${layerId}.part-${randomBytes(6).toString('hex')}`);
   try {
     const hash = createHash('sha256');
     let seen = 0;
-    const file = createWriteStream(part, { flags: 'wx' });
+    // 0600: a team's layer, and with an S3 store no 0700 store directory holds the scratch one.
+    const file = createWriteStream(part, { flags: 'wx', mode: 0o600 });
     // A sender that stalls without closing (a partition) would hold the id's queue and the part
     // file; cleared once the body is in, before a long store.put (s3) leaves the socket idle.
     req.raw.setTimeout(idleTimeoutMs, () => req.raw.destroy());
@@ -82,7 +88,7 @@ async function storeLayer(
         // Not destroyed when the file fails: that would cut the connection before the answer.
         req.raw.iterator({ destroyOnReturn: false }),
         async function* count(source: AsyncIterable<Buffer>) {
-          for await (const chunk of source) { hash.update(chunk); seen += chunk.length; yield chunk; }
+          for await (const chunk of source) { hash.update(chunk); seen += chunk.length; room.written(chunk.length); yield chunk; }
         },
         file,
       );
@@ -92,7 +98,7 @@ async function storeLayer(
       if (req.raw.destroyed && !req.raw.complete) throw badRequest(`the upload of layer ${layerId} ended after ${seen} of ${meta.sizeBytes} bytes`);
       // The file failed with the client still sending: drop the rest so the answer reaches it.
       if (!req.raw.complete) req.raw.resume();
-      if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw noRoom(layerId, needed, await freeBytes(store.scratchDir));
+      if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw noRoom(layerId, needed, await freeBytes(store.scratchDir), pending.bytes);
       throw err;
     } finally {
       req.raw.socket?.setTimeout(0);
@@ -102,6 +108,7 @@ async function storeLayer(
     if (meta.sha256 && got !== meta.sha256) throw badRequest(`layer ${layerId}: the bytes that arrived have sha256 ${got}, ${LAYER_SHA256_HEADER} said ${meta.sha256}; nothing kept`);
     return await store.put(layerId, part, { sha256: got, sizeBytes: seen }, { move: true });
   } finally {
+    room.release();
     await rm(part, { force: true });
   }
 }
@@ -113,8 +120,26 @@ function contentLength(value: string | undefined): number {
   return n;
 }
 
-function noRoom(layerId: string, needed: number, free: number): SvcError {
-  return new SvcError(507, `no room for layer ${layerId}: it needs ${needed} bytes (its size and a ${LAYER_ROOM_MARGIN}-byte margin), ${free} are free`);
+function noRoom(layerId: string, needed: number, free: number, promised: number): SvcError {
+  const others = promised > 0 ? `, less ${promised} that uploads under way will still write` : '';
+  return new SvcError(507, `no room for layer ${layerId}: it needs ${needed} bytes (its size and a ${LAYER_ROOM_MARGIN}-byte margin), ${free} are free${others}`);
+}
+
+/** The bytes uploads under way have yet to write: taken from the free room each check sees. */
+class PendingBytes {
+  private total = 0;
+
+  get bytes(): number { return this.total; }
+
+  /** Promises `n` bytes to one upload: each chunk written gives back its part, release() the rest. */
+  reserve(n: number): { written(k: number): void; release(): void } {
+    let left = n;
+    this.total += n;
+    return {
+      written: (k) => { const d = Math.min(k, left); left -= d; this.total -= d; },
+      release: () => { this.total -= left; left = 0; },
+    };
+  }
 }
 
 /** Runs one task per key at a time, in arrival order. */

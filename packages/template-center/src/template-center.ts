@@ -14,6 +14,7 @@ import { verifyCallbackToken } from '@svc/contracts/template-callback';
 import { serve } from '@svc/contracts/route-table';
 import type { ArtifactStore } from './store/artifact-store.ts';
 import { LocalArtifactStore } from './store/local-store.ts';
+import { privateDir } from './store/private-dir.ts';
 import { s3OptionsOf } from './store/s3-env.ts';
 import { S3ArtifactStore, type S3StoreOptions } from './store/s3-store.ts';
 
@@ -40,6 +41,8 @@ export interface TemplateCenterOptions {
   progressTiming?: Partial<ProgressTiming>;
   /** Where the images of `debian-rootfs` sources are cached (default /var/cache/svc, machine-wide). */
   debianImageDir?: string;
+  /** A build running longer fails and frees its slot (default `master.build_timeout_sec`). */
+  buildTimeoutMs?: number;
 }
 
 export interface RunningTemplateCenter {
@@ -64,6 +67,8 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   const workDir = opts.workDir ?? join(artifactDir, '.work');
   const s3 = opts.s3 ?? s3OptionsOf(tc.s3, join(workDir, 'images'));
   const store = opts.store ?? (s3 ? new S3ArtifactStore(s3) : new LocalArtifactStore(artifactDir));
+  // Before the store makes its scratch directory in it (an S3 store's is <workDir>/images).
+  await privateDir(workDir, (message) => logger.warn({ workDir }, `template center work directory: ${message}`));
   await store.init();
   const blobEnv = blobCacheOf(tc.blob_cache, join(artifactDir, '.blobs'));
   const blobs = new BlobCache({ dir: opts.blobCacheDir ?? blobEnv.dir, maxBytes: opts.blobCacheMaxBytes ?? blobEnv.maxBytes, logger });
@@ -74,6 +79,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
   const runner = new JobRunner({
     store, workDir, blobs, caCertPath: opts.caCertPath ?? (cfg.template_center.ca_cert_file || undefined),
     registryMirrors: commaList(tc.registry_mirrors), hostRegistries: commaList(tc.host_registries), maxImageBytes: tc.max_image_mb * 1_048_576, coordination: opts.coordination, callbacks, logger,
+    maxDiskSizeMB: cfg.svclet_conf.max_disk_size_mb, buildTimeoutMs: opts.buildTimeoutMs ?? cfg.master.build_timeout_sec * 1000,
     maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
     debianImageDir: opts.debianImageDir,
   });

@@ -19,7 +19,23 @@ export class BuildFileRepo {
     }
   }
 
-  /** The bytes of a team's stored files, but for one artifact (its own earlier upload, replaced). */
+  /** Writes a new row (an upload's reservation: files-quota.ts). */
+  async insert(row: Omit<BuildFileRow, 'created_at' | 'used_at'>, at: number): Promise<void> {
+    await this.db.insertInto('t_svc_build_file').values({ ...row, created_at: at, used_at: at }).execute();
+  }
+
+  /** Removes a row, whatever its use time. */
+  async forget(artifactId: string): Promise<void> {
+    await this.db.deleteFrom('t_svc_build_file').where('artifact_id', '=', artifactId).execute();
+  }
+
+  /** Removes the rows whose id begins with `prefix` made before `before`; answers how many. */
+  async forgetOlderWithPrefix(prefix: string, before: number): Promise<number> {
+    const r = await this.db.deleteFrom('t_svc_build_file').where('artifact_id', 'like', `${prefix}%`).where('created_at', '<', before).executeTakeFirst();
+    return Number(r.numDeletedRows);
+  }
+
+  /** The bytes of a team's stored files (and uploads under way), but for one artifact (its own earlier upload, replaced). */
   async teamBytes(teamId: string, except = ''): Promise<number> {
     const r = await this.db.selectFrom('t_svc_build_file').select((eb) => eb.fn.sum<number | string | null>('size_bytes').as('n'))
       .where('team_id', '=', teamId).where('artifact_id', '!=', except).executeTakeFirst();

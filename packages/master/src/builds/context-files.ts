@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { badRequest, notFound, sameSecret, SvcError, unauthorized, type Logger } from '@svc/common';
+import { badRequest, notFound, sameSecret, unauthorized, type Logger } from '@svc/common';
 import { CONTEXT_FILES_UPLOAD_PATH, isContextFilesHash } from '@svc/contracts';
 import { MASTER_DOWNLOAD_ROUTES } from '@svc/contracts/master-downloads';
 import type { ExecInput } from '@svc/contracts/node-agent';
@@ -8,6 +8,7 @@ import { pathTo, serve } from '@svc/contracts/route-table';
 import type { TemplateCenterClient } from '@svc/contracts/template-center';
 import { relayFromTemplateCenter } from '../templates/index.ts';
 import type { BuildFileRepo } from './build-file-repo.ts';
+import { FilesQuota, isReservation } from './files-quota.ts';
 
 /** How long an upload URL is good for. */
 const UPLOAD_URL_TTL_SEC = 3600;
@@ -26,6 +27,7 @@ const DOWNLOAD = MASTER_DOWNLOAD_ROUTES.templateFiles;
  */
 export class ContextFiles {
   private readonly signingKey: string;
+  private readonly quota: FilesQuota;
 
   constructor(private readonly d: {
     templateCenter: TemplateCenterClient; masterAddr: string; signingKey: string; logger: Logger;
@@ -37,6 +39,7 @@ export class ContextFiles {
   }) {
     if (!d.signingKey) d.logger.warn('master.upload_signing_key is empty: upload URLs of build files are signed with a key of this process and work only on this master until it restarts');
     this.signingKey = d.signingKey || randomBytes(32).toString('hex');
+    this.quota = new FilesQuota({ records: d.records, teamMaxBytes: d.teamMaxBytes, logger: d.logger, now: () => this.now() });
   }
 
   /** What the store holds for a team's files hash: enough for a node to download and check it. */
@@ -53,7 +56,7 @@ export class ContextFiles {
   async uploadLink(hash: string, team: string, origin: string): Promise<{ present: boolean; url?: string }> {
     if (!isContextFilesHash(hash)) throw badRequest('hash must be the files hash of 64 hex digits');
     if (await this.input(hash, team)) return { present: true };
-    await this.roomFor(team, 0, '');
+    await this.quota.check(team);
     const expires = Math.floor(this.now() / 1000) + UPLOAD_URL_TTL_SEC;
     const query = `team=${encodeURIComponent(team)}&expires=${expires}&signature=${this.sign(hash, team, expires)}`;
     return { present: false, url: `${origin.replace(/\/+$/, '')}${CONTEXT_FILES_UPLOAD_PATH}/${hash}?${query}` };
@@ -79,11 +82,16 @@ export class ContextFiles {
         if (!isContextFilesHash(hash)) throw notFound('no such upload');
         if (typeof team !== 'string' || !isTeamId(team)) throw unauthorized('the upload URL lacks its team parameter; ask GET /templates/{templateID}/files/{hash} for one');
         this.checkSignature(hash, team, req.query.expires, req.query.signature);
+        // Its content-length is counted before the body is read, and the store takes no more.
         const sizeBytes = contentLength(req);
         const artifactId = artifactIdOf(team, hash);
-        await this.roomFor(team, sizeBytes, artifactId);
-        await this.d.templateCenter.putLayer(artifactId, { sizeBytes }, req.raw);
-        await this.d.records.touch({ artifact_id: artifactId, team_id: team, files_hash: hash, size_bytes: sizeBytes }, this.now());
+        const release = await this.quota.reserve(team, hash, sizeBytes, artifactId);
+        try {
+          await this.d.templateCenter.putLayer(artifactId, { sizeBytes }, req.raw);
+          await this.d.records.touch({ artifact_id: artifactId, team_id: team, files_hash: hash, size_bytes: sizeBytes }, this.now());
+        } finally {
+          await release();
+        }
         return reply.status(200).send({ hash, sizeBytes });
       });
     });
@@ -97,8 +105,11 @@ export class ContextFiles {
    */
   async sweep(keepMs: number, batch = 100): Promise<number> {
     const before = this.now() - keepMs;
+    const stale = await this.quota.dropStale();
+    if (stale) this.d.logger.warn({ stale }, 'dropped reservations of build files uploads that never ended');
     let removed = 0;
     for (const row of await this.d.records.unusedSince(before, batch)) {
+      if (isReservation(row.artifact_id)) continue; // an upload under way: nothing stored yet (dropStale)
       if (!await this.d.records.forgetIfUnused(row.artifact_id, before)) continue;
       try {
         await this.d.templateCenter.deleteArtifact(row.artifact_id);
@@ -111,20 +122,6 @@ export class ContextFiles {
     }
     if (removed) this.d.logger.info({ removed, keepDays: keepMs / 86_400_000 }, 'removed build files no build used within master.build_files_keep_days');
     return removed;
-  }
-
-  /**
-   * A team's files stored at once stay within master.build_files_team_max_mb: before 2026-11-30
-   * a team asked for links to any number of made-up hashes and uploaded until the store's disk,
-   * shared with every team's pauses and snapshots, was full (found by a helper reading the builds
-   * as an attacker). Two uploads at once may both pass the count: the store's own free-space
-   * check still holds.
-   */
-  private async roomFor(team: string, sizeBytes: number, replacing: string): Promise<void> {
-    const held = await this.d.records.teamBytes(team, replacing);
-    if (held + sizeBytes <= this.d.teamMaxBytes && (sizeBytes > 0 || held < this.d.teamMaxBytes)) return;
-    const mib = (n: number) => Math.ceil(n / 1_048_576);
-    throw new SvcError(429, `team quota master.build_files_team_max_mb: the team's build files take ${mib(held)} MiB of the ${mib(this.d.teamMaxBytes)} it may store${sizeBytes ? `, and this upload has ${mib(sizeBytes)} more` : ''}; files no build asked for in master.build_files_keep_days leave the store`);
   }
 
   private checkSignature(hash: string, team: string, expires: string | undefined, signature: string | undefined): void {

@@ -1,4 +1,4 @@
-import { newArtifactId, newJobId, notFound, SvcError, type Coordination, type Logger } from '@svc/common';
+import { newArtifactId, newJobId, notFound, SvcError, UnreachableError, wrapError, type Coordination, type Logger } from '@svc/common';
 import type { ArtifactStored, JobPhase, JobStatusReport, TemplateCenterClient } from '@svc/contracts/template-center';
 import type { NodeRegistry } from '../nodes/registry.ts';
 import type { Distributor } from './distribution.ts';
@@ -65,7 +65,11 @@ export class BuildJobs {
     try {
       await this.d.templateCenter.build(req);
     } catch (err) {
-      await this.fail(job, `the template center did not accept the build: ${(err as Error).message}`);
+      // The job's error is the team's to read: a template center that did not answer is told in
+      // words without its address (UnreachableError's public ones); the log has the address.
+      const e = wrapError(err, 'the template center did not accept the build');
+      if (e instanceof UnreachableError) this.d.logger.warn({ jobId, err: e.message }, 'the template center did not answer a build request');
+      await this.fail(job, e instanceof UnreachableError ? e.publicMessage : e.message);
     }
     return (await this.d.jobs.get(jobId))!;
   }

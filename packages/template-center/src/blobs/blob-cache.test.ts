@@ -179,3 +179,31 @@ test('a blob pulled with credentials (a scope) is handed only to requests of the
   await lease.release();
   assert.equal((await cache.list()).length, 3, 'every copy is listed, so eviction sees it');
 });
+
+test('a request without a valid size is refused before its source is opened: nothing would bound the download', async () => {
+  const cache = await newCache();
+  const data = randomBytes(1000);
+  for (const size of [undefined, -1, 1.5, '1000', Number.MAX_SAFE_INTEGER + 2]) {
+    const s = source(data);
+    const req = { ...s.req(), size: size as number };
+    await assert.rejects(cache.fetch(req, cache.lease()), (e: Error) => e instanceof ImageSourceError && /has no valid size/.test(e.message), String(size));
+    assert.equal(s.counts.opens, 0, String(size));
+  }
+});
+
+/**
+ * Teams' layers, private ones among them, wait in the cache between builds: its directory is
+ * 0700 (an existing one is made so) and the blobs 0600, whatever the store. With an S3 store no
+ * 0700 store directory held it, and it was 0755 (found by a helper reading the template center
+ * as an attacker).
+ */
+test('the cache is its owner\'s alone: directories 0700, an existing one too, and blobs 0600', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tc-blobs-mode-'));
+  dirs.push(dir);
+  mkdirSync(join(dir, 'cache'), { mode: 0o755 });
+  const cache = new BlobCache({ dir: join(dir, 'cache'), maxBytes: 1 << 30, logger: silentLogger() });
+  await cache.init();
+  const { path } = await cache.fetch(source(randomBytes(1000)).req(), cache.lease());
+  for (const d of [cache.dir, join(cache.dir, 'tmp'), join(cache.dir, 'sha256')]) assert.equal(statSync(d).mode & 0o777, 0o700, d);
+  assert.equal(statSync(path).mode & 0o777, 0o600);
+});

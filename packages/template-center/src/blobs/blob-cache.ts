@@ -6,6 +6,8 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { fileStreamClosed, type Logger, whenMissing } from '@svc/common';
 import { ImageSourceError } from '../image/resolved-image.ts';
+import { isBlobSize } from '../layers/layer-blob.ts';
+import { privateDir } from '../store/private-dir.ts';
 import { DigestVerifier } from './digest-verifier.ts';
 import { pickEvictions, type CachedBlob } from './lru.ts';
 
@@ -29,7 +31,8 @@ export interface BlobRequest {
    * handed the bytes another team pulled with its login (docs/decisions.md, "Templates").
    */
   scope?: string;
-  size?: number;
+  /** The blob's size as its descriptor declares it: the download stops as soon as more arrives. */
+  size: number;
   /** How the blob is named in errors. */
   label: string;
   /** The blob's bytes from its source (a registry response body). */
@@ -77,9 +80,12 @@ export class BlobCache {
   get maxBytes(): number { return this.o.maxBytes; }
 
   async init(): Promise<void> {
+    // 0700, an existing one too, and 0600 files: teams' private layers (pulled with their
+    // credentials) wait here for the next build; with an S3 store no 0700 store directory holds it.
+    await privateDir(this.o.dir, (message) => this.o.logger.warn({ dir: this.o.dir }, `blob cache: ${message}`));
     // Partial downloads of a process that died.
     await rm(this.tmpDir, { recursive: true, force: true });
-    await mkdir(this.tmpDir, { recursive: true });
+    await mkdir(this.tmpDir, { recursive: true, mode: 0o700 });
     await this.trim();
   }
 
@@ -107,6 +113,8 @@ export class BlobCache {
 
   /** The path of a verified copy of the blob: the cached one when it is sound, else a new download. */
   async fetch(req: BlobRequest, lease: BlobLease): Promise<{ path: string; hit: boolean }> {
+    // Checked here too, whatever the caller's type said: without a size nothing bounds the download.
+    if (!isBlobSize(req.size)) throw new ImageSourceError(`layer ${req.digest} has no valid size (${JSON.stringify(req.size)}); it is not downloaded without one`);
     const key = cacheKey(req);
     const path = this.pathOf(key);
     lease.hold(key);
@@ -160,7 +168,7 @@ export class BlobCache {
     const st = await stat(path).catch(whenMissing(undefined));
     if (!st) return undefined;
     try {
-      if (req.size !== undefined && st.size !== req.size) throw new Error(`${st.size} bytes cached, manifest says ${req.size}`);
+      if (st.size !== req.size) throw new Error(`${st.size} bytes cached, manifest says ${req.size}`);
       await pipeline(
         createReadStream(path, { highWaterMark: 1024 * 1024 }),
         new DigestVerifier({ expectedDigest: req.digest, expectedSize: req.size, label: req.label }),
@@ -179,13 +187,13 @@ export class BlobCache {
   }
 
   private async download(path: string, req: BlobRequest): Promise<void> {
-    await mkdir(dirname(path), { recursive: true });
+    await mkdir(dirname(path), { recursive: true, mode: 0o700 });
     const tmp = join(this.tmpDir, `${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}`);
     let file: WriteStream | undefined;
     try {
       const source = await req.open(req.signal);
       // A deep write buffer: with the default 16 KiB the download pauses on nearly every chunk.
-      file = createWriteStream(tmp, { flags: 'wx', highWaterMark: 4 * 1024 * 1024 });
+      file = createWriteStream(tmp, { flags: 'wx', mode: 0o600, highWaterMark: 4 * 1024 * 1024 });
       // No fsync: a blob damaged by a crash is caught by the hash check of its next use.
       await pipeline(
         source,

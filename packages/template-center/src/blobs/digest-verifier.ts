@@ -4,7 +4,8 @@ import { BlobCheck } from '../layers/blob-check.ts';
 export interface DigestVerifierOptions {
   /** `sha256:<hex>` or `sha512:<hex>`. */
   expectedDigest: string;
-  expectedSize?: number;
+  /** The declared size: more bytes than this fail the blob at once. */
+  expectedSize: number;
   label: string;
   onBytes?: (n: number) => void;
   /** Fail when nothing passes for this long (default 120 s). */

@@ -18,6 +18,8 @@ export interface BuildContext {
   hostRegistries?: string[];
   /** template_center.max_image_mb in bytes: an image's layers past it, downloaded or unpacked, fail the build (absent: none). */
   maxImageBytes?: number;
+  /** svclet_conf.max_disk_size_mb: an image sized to fit its tree is held to it (absent: none). */
+  maxDiskSizeMB?: number;
   /** Where the images of `debian-rootfs` sources are cached (debian-image.ts; default /var/cache/svc). */
   debianImageDir?: string;
   logger: Logger;

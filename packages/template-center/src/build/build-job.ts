@@ -1,17 +1,17 @@
-import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BuildRequest } from '@svc/contracts/template-center';
 import { resolveSource } from '../image/resolve-source.ts';
 import { shortDigest } from '../layers/layer-blob.ts';
+import { ImageTooLargeError, UnpackBudget } from '../layers/unpack-budget.ts';
 import { injectSandboxEssentials, withCaEnv } from '../rootfs/inject.ts';
-import { measureTree } from '../rootfs/measure.ts';
-import { fitSizeMB, ImageTooSmallError, makeExt4 } from '../rootfs/mkfs.ts';
 import { stage } from './build-error.ts';
 import type { BuildContext, BuildResult } from './build-context.ts';
 import { buildDebianArtifact } from './debian-build.ts';
 import { pullLayers } from './pull-layers.ts';
 import { readCa, storeImage } from './store-image.ts';
-import { ImageTooLargeError, unpackImage } from './unpack-image.ts';
+import { unpackImage } from './unpack-image.ts';
+import { writeRootfs } from './write-rootfs.ts';
 
 export type { BuildContext, BuildResult };
 
@@ -24,10 +24,12 @@ export type { BuildContext, BuildResult };
 export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promise<BuildResult> {
   if (req.source.kind === 'debian-rootfs') return buildDebianArtifact(req, req.source, ctx);
   const { signal, progress } = ctx;
-  await mkdir(ctx.workDir, { recursive: true });
+  await mkdir(ctx.workDir, { recursive: true, mode: 0o700 });
   const jobDir = await mkdtemp(join(ctx.workDir, `${req.jobId.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 40)}-`));
   const staging = join(jobDir, 'rootfs');
   const imagePath = join(ctx.store.scratchDir, `${req.artifactId}.${process.pid}.${Date.now()}.ext4`);
+  // The host's paths go to the log, never into the job's error, which the team reads.
+  ctx.logger.debug({ jobId: req.jobId, jobDir, imagePath, blobCache: ctx.blobs.dir }, 'build started');
   const lease = ctx.blobs.lease();
   try {
     await mkdir(staging, { mode: 0o755 });
@@ -37,6 +39,8 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
     // The unpacked tree is held to the template's disk when it names one, and to the operator's
     // limit always; the layers' own sizes are checked before any is downloaded.
     const maxBytes = Math.min(ctx.maxImageBytes ?? Infinity, req.diskSizeMB > 0 ? req.diskSizeMB * 1_048_576 : Infinity);
+    // The layers, then the copy of /etc/skel, are charged to one budget: bytes and entries.
+    const budget = new UnpackBudget(maxBytes);
     const declared = image.layers.reduce((sum, l) => sum + (l.size ?? 0), 0);
     if (ctx.maxImageBytes !== undefined && declared > ctx.maxImageBytes) throw new ImageTooLargeError(`the image's layers take ${mib(declared)} MiB, more than template_center.max_image_mb (${mib(ctx.maxImageBytes)})`);
     const layerName = (i: number) => {
@@ -44,7 +48,7 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
       return `layer ${i + 1}/${image.layers.length}${l.digest ? ` ${shortDigest(l.digest)}` : ''}`;
     };
     const layers = await pullLayers(image.layers, {
-      cache: ctx.blobs, lease, signal, describe: layerName,
+      cache: ctx.blobs, lease, signal, describe: layerName, maxBytes: ctx.maxImageBytes,
       onLayerStart: (i) => progress.setMessage(`downloading ${layerName(i)}`),
       onLayerBytes: (i, n) => progress.addLayerBytes(i, n),
       onLayerDone: (i, hit) => { if (hit) progress.markLayerCached(i); },
@@ -52,34 +56,17 @@ export async function buildArtifact(req: BuildRequest, ctx: BuildContext): Promi
 
     ctx.onPhase('BUILDING');
     let current = 0;
-    await stage(() => `unpacking ${layerName(current)} into ${ctx.workDir}`, signal, () => unpackImage({ ...image, layers }, staging, {
-      signal, maxBytes,
+    await stage(() => `unpacking ${layerName(current)}`, signal, () => unpackImage({ ...image, layers }, staging, {
+      signal, budget,
       onLayerStart: (i) => { current = i; progress.setMessage(`unpacking ${layerName(i)}`); },
       onLayerBytes: (i, n) => progress.addLayerBytes(i, n),
     }));
 
     const caPem = req.withSvcCa ? await readCa(ctx) : undefined;
-    const injected = await stage('preparing the root filesystem', signal, async () => injectSandboxEssentials(staging, { caPem }));
+    const injected = await stage('preparing the root filesystem', signal, () => injectSandboxEssentials(staging, { caPem, budget, signal }));
     ctx.logger.debug({ jobId: req.jobId, ...injected }, 'sandbox essentials injected');
 
-    const sizeBytes = await stage('writing the root filesystem', signal, async () => {
-      const tree = await measureTree(staging);
-      const fit = fitSizeMB(tree);
-      await mkdir(ctx.store.scratchDir, { recursive: true });
-      if (req.diskSizeMB > 0) {
-        await makeExt4({ staging, image: imagePath, sizeMB: req.diskSizeMB, tree, signal }).catch((err) => {
-          if (err instanceof ImageTooSmallError) err.message = `the root filesystem needs about ${fit} MB but diskSizeMB is ${req.diskSizeMB}`;
-          throw err;
-        });
-      } else {
-        // The estimate is generous; one larger retry covers trees with unusual block usage.
-        await makeExt4({ staging, image: imagePath, sizeMB: fit, tree, signal }).catch((err) => {
-          if (!(err instanceof ImageTooSmallError)) throw err;
-          return makeExt4({ staging, image: imagePath, sizeMB: Math.ceil(fit * 1.5), tree, signal });
-        });
-      }
-      return (await stat(imagePath)).size;
-    });
+    const sizeBytes = await stage('writing the root filesystem', signal, () => writeRootfs({ staging, imagePath, diskSizeMB: req.diskSizeMB, maxDiskSizeMB: ctx.maxDiskSizeMB, scratchDir: ctx.store.scratchDir, signal }));
     await rm(jobDir, { recursive: true, force: true }); // free the disk before the upload
     const artifact = await storeImage(req, ctx, imagePath, sizeBytes);
     return { artifact, imageInfo: injected.caInstalled && caPem ? { ...image.info, env: withCaEnv(image.info.env, caPem) } : image.info };

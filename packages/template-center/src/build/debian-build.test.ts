@@ -37,7 +37,7 @@ before(async () => {
   writeFileSync(join(tree, 'etc/passwd'), 'root:x:0:0:root:/root:/bin/sh\n');
   writeFileSync(join(tree, 'etc/ssl/certs/ca-certificates.crt'), ROOTS);
   writeFileSync(join(tree, 'bin/hello'), 'hello\n');
-  injectSandboxEssentials(tree, {});
+  await injectSandboxEssentials(tree, {});
   mkdirSync(cacheDir);
   cached = debianImagePath('base', cacheDir).path;
   const size = await measureTree(tree);

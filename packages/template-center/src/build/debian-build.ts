@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BuildRequest, ImageInfo } from '@svc/contracts/template-center';
 import { baseRootfsPath } from '../base-template.ts';
@@ -33,18 +33,21 @@ export async function buildDebianArtifact(req: BuildRequest, src: DebianSource, 
   }));
 
   ctx.onPhase('BUILDING');
-  await mkdir(ctx.store.scratchDir, { recursive: true });
+  await mkdir(ctx.store.scratchDir, { recursive: true, mode: 0o700 });
   const imagePath = join(ctx.store.scratchDir, `${req.artifactId}.${process.pid}.${Date.now()}.ext4`);
   try {
     progress.setMessage(`copying the ${src.flavor} image`);
-    await stage('copying the image', signal, () => copyFile(made.path, imagePath));
+    await stage('copying the image', signal, async () => {
+      await copyFile(made.path, imagePath);
+      await chmod(imagePath, 0o600); // the copy has the cached image's mode; scratch files are 0600 (mkfs.ts)
+    });
     if (req.diskSizeMB > 0) await stage('resizing the image', signal, async () => resize(imagePath, req.diskSizeMB));
     const caPem = req.withSvcCa ? await readCa(ctx) : undefined;
     let info: ImageInfo = made.imageInfo;
     if (caPem) {
       progress.setMessage('writing the egress CA into the image');
       await stage('writing the egress CA into the image', signal, () => withMounted(imagePath, ctx.workDir, async (root) => {
-        if (injectSandboxEssentials(root, { caPem }).caInstalled) info = { ...info, env: withCaEnv(info.env, caPem) };
+        if ((await injectSandboxEssentials(root, { caPem, signal })).caInstalled) info = { ...info, env: withCaEnv(info.env, caPem) };
       }));
     }
     const artifact = await storeImage(req, ctx, imagePath, (await stat(imagePath)).size);
@@ -57,12 +60,17 @@ export async function buildDebianArtifact(req: BuildRequest, src: DebianSource, 
 /** resize2fs to exactly `sizeMB` (a fresh copy, so the check before it is quick); too small is the build's own error. */
 function resize(image: string, sizeMB: number): void {
   const check = spawnSync('e2fsck', ['-f', '-p', image], { encoding: 'utf8' });
-  if (check.status !== 0 && check.status !== 1) throw new Error(`e2fsck of the copied image failed: ${check.stdout}${check.stderr}`.trim());
+  if (check.status !== 0 && check.status !== 1) throw new Error(`e2fsck of the copied image failed: ${withoutPath(`${check.stdout}${check.stderr}`, image, '<image>')}`.trim());
   const r = spawnSync('resize2fs', [image, `${sizeMB}M`], { encoding: 'utf8' });
   if (r.status === 0) return;
   const out = `${r.stdout}${r.stderr}`;
   if (/No space left|New size smaller than minimum|too small/i.test(out)) throw new ImageTooSmallError(`the root filesystem does not fit in diskSizeMB ${sizeMB}`);
-  throw new Error(`resize2fs failed: ${out.trim().split('\n').pop()}`);
+  throw new Error(`resize2fs failed: ${withoutPath(out, image, '<image>').trim().split('\n').pop()}`);
+}
+
+/** A tool's words with a host path of the build's replaced: they reach the team, the path does not (the log has it). */
+function withoutPath(text: string, path: string, name: string): string {
+  return text.split(path).join(name);
 }
 
 /** Runs `fn` on the image mounted read-write at a directory of its own, unmounted whatever happens. */
@@ -71,7 +79,7 @@ async function withMounted(image: string, workDir: string, fn: (root: string) =>
   const dir = await mkdtemp(join(workDir, 'ca-'));
   try {
     const m = spawnSync('mount', ['-t', 'ext4', '-o', 'loop', image, dir], { encoding: 'utf8' });
-    if (m.status !== 0) throw new Error(`mounting the image to write the CA failed (the template center runs as root): ${(m.stderr || m.error?.message || '').trim()}`);
+    if (m.status !== 0) throw new Error(`mounting the image to write the CA failed (the template center runs as root): ${withoutPath(withoutPath(m.stderr || m.error?.message || '', dir, '<mount point>'), image, '<image>').trim()}`);
     try {
       await fn(dir);
     } finally {

@@ -1,23 +1,31 @@
 import { Slots, unavailable, waitAtMost, type Coordination, type Logger } from '@svc/common';
 import type { BuildRequest, JobStatusReport } from '@svc/contracts/template-center';
 import type { BuildContext } from './build-context.ts';
-import { BuildAbortedError, explain } from './build-error.ts';
+import { BuildAbortedError, BuildError, explain } from './build-error.ts';
 import { buildArtifact, type BuildResult } from './build-job.ts';
 import type { CallbackSender } from './callback-sender.ts';
 import { ProgressReporter, type ProgressTiming } from './progress-reporter.ts';
 import { SpecDedup } from './spec-dedup.ts';
 
 /** Where builds write and what they read (build-context.ts), and the runner's own wiring. */
-export interface JobRunnerOptions extends Pick<BuildContext, 'store' | 'workDir' | 'blobs' | 'caCertPath' | 'registryMirrors' | 'hostRegistries' | 'debianImageDir' | 'maxImageBytes'> {
+export interface JobRunnerOptions extends Pick<BuildContext, 'store' | 'workDir' | 'blobs' | 'caCertPath' | 'registryMirrors' | 'hostRegistries' | 'debianImageDir' | 'maxImageBytes' | 'maxDiskSizeMB'> {
   coordination: Coordination;
   callbacks: CallbackSender;
   logger: Logger;
   /** Builds running at once; more wait their turn (default 2). */
   maxConcurrent?: number;
+  /**
+   * master.build_timeout_sec in ms: a build still running this long after it got its slot fails
+   * (BuildTimeoutError), stops where it is and frees the slot (absent: no deadline).
+   */
+  buildTimeoutMs?: number;
   /** Distinguishes this process's lease holders from other replicas'. */
   instanceId: string;
   progressTiming?: Partial<ProgressTiming>;
 }
+
+/** A build that did not finish within JobRunnerOptions.buildTimeoutMs. */
+class BuildTimeoutError extends BuildError {}
 
 interface RunningJob {
   controller: AbortController;
@@ -74,8 +82,17 @@ export class JobRunner {
     progress.start('PULLING', 'queued');
     let outcome = 'failed';
     let release: (() => void) | undefined;
+    const deadline = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
     try {
       release = await this.slots.acquire(signal);
+      // Without a deadline a build that hangs (a registry trickling a byte a minute, a stuck
+      // mkfs) held its slot for good, and with every slot held no build ran at all.
+      const { buildTimeoutMs } = this.o;
+      if (buildTimeoutMs) {
+        timer = setTimeout(() => deadline.abort(new BuildTimeoutError(`the build did not finish within master.build_timeout_sec (${Math.round(buildTimeoutMs / 1000)} s) and was stopped`)), buildTimeoutMs);
+      }
+      const buildSignal = AbortSignal.any([signal, deadline.signal]);
       report({ status: 'RUNNING', phase: 'PULLING' });
       progress.setPhase('PULLING');
       const { value, reusedFrom } = await this.dedup.run(req.specHash, `${this.o.instanceId}:${req.jobId}`, () => buildArtifact(req, {
@@ -86,18 +103,20 @@ export class JobRunner {
         registryMirrors: this.o.registryMirrors,
         hostRegistries: this.o.hostRegistries,
         maxImageBytes: this.o.maxImageBytes,
+        maxDiskSizeMB: this.o.maxDiskSizeMB,
         debianImageDir: this.o.debianImageDir,
         logger: log,
         progress,
-        signal,
+        signal: buildSignal,
         onPhase: (phase) => { progress.setPhase(phase); report({ status: 'RUNNING', phase }); },
-      }), { signal, onWait: (holder) => progress.setMessage(`waiting for the build of the same spec by ${holder.split(':').pop()}`) });
-      if (signal.aborted) throw signal.reason;
+      }), { signal: buildSignal, onWait: (holder) => progress.setMessage(`waiting for the build of the same spec by ${holder.split(':').pop()}`) });
+      if (buildSignal.aborted) throw buildSignal.reason;
       outcome = reusedFrom ? 'reused' : 'built';
       log.info({ ms: Date.now() - started, reusedFrom, sha256: value.artifact.sha256, sizeBytes: value.artifact.sizeBytes }, reusedFrom ? 'reused the artifact of a concurrent build' : 'build done');
       await callbacks.report(req.jobId, { status: 'BUILT', artifact: value.artifact, imageInfo: value.imageInfo });
     } catch (err) {
-      const e = explain(err, 'building');
+      // Past the deadline whatever step was under way failed by the abort; the deadline is the reason.
+      const e = deadline.signal.aborted && !signal.aborted ? deadline.signal.reason as BuildTimeoutError : explain(err, 'building');
       outcome = signal.aborted ? 'aborted' : 'failed';
       log.warn({ ms: Date.now() - started, error: e.message, cause: (e.cause as Error)?.message }, 'build failed');
       if (signal.aborted) {
@@ -107,6 +126,7 @@ export class JobRunner {
         await callbacks.report(req.jobId, { status: 'FAILED', error: e.message });
       }
     } finally {
+      clearTimeout(timer);
       release?.();
       await progress.stop(outcome);
     }

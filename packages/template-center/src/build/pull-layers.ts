@@ -1,6 +1,8 @@
 import { createReadStream } from 'node:fs';
 import type { BlobCache, BlobLease } from '../blobs/blob-cache.ts';
-import type { LayerBlob } from '../layers/layer-blob.ts';
+import { ImageSourceError } from '../image/resolved-image.ts';
+import { isBlobSize, type LayerBlob } from '../layers/layer-blob.ts';
+import { ImageTooLargeError } from '../layers/unpack-budget.ts';
 import { stage } from './build-error.ts';
 
 export interface PullOptions {
@@ -9,6 +11,11 @@ export interface PullOptions {
   signal: AbortSignal;
   /** Downloads at once (default 3, like skopeo's handful of parallel layer copies). */
   concurrency?: number;
+  /**
+   * template_center.max_image_mb in bytes: the layers' bytes, all together as they arrive (cached
+   * ones at their size), past it stop the pull. Each download is held to its declared size too.
+   */
+  maxBytes?: number;
   /** How layer `i` is named in messages ("layer 2/3 sha256:…"). */
   describe: (i: number) => string;
   onLayerStart?: (i: number) => void;
@@ -28,16 +35,28 @@ export async function pullLayers(layers: LayerBlob[], o: PullOptions): Promise<L
   const signal = AbortSignal.any([o.signal, stopOthers.signal]);
   const byDigest = new Map<string, Promise<{ path: string; hit: boolean }>>();
   let failure: { err: unknown } | undefined;
+  let pulled = 0;
+  const count = (n: number) => {
+    pulled += n;
+    if (o.maxBytes === undefined || pulled <= o.maxBytes || failure) return;
+    // Every download under way stops with this as its reason (the blob cache throws the signal's).
+    failure = { err: new ImageTooLargeError(`the image's layers pass ${Math.ceil(o.maxBytes / 1_048_576)} MiB as they download, more than template_center.max_image_mb`) };
+    stopOthers.abort(failure.err);
+  };
 
   const pullOne = async (i: number) => {
     const layer = layers[i];
     const digest = layer.digest!;
+    const size = layer.size;
+    // A download is held to its declared size (registry-source.ts refuses a descriptor without one).
+    if (!isBlobSize(size)) throw new ImageSourceError(`${o.describe(i)} has no valid size; a layer is not downloaded without one`);
     o.onLayerStart?.(i);
     // The same blob twice in one image is fetched once.
     const shared = byDigest.get(digest);
-    const fetched = shared ?? stage(() => `downloading ${o.describe(i)} into ${o.cache.dir}`, o.signal, () => o.cache.fetch({
-      digest, scope: layer.cacheScope, size: layer.size, label: layer.label, open: (s) => layer.open(s), signal,
-      onBytes: (n) => o.onLayerBytes?.(i, n),
+    // No host path in the stage: its words reach the team (the log has the cache's directory).
+    const fetched = shared ?? stage(() => `downloading ${o.describe(i)}`, o.signal, () => o.cache.fetch({
+      digest, scope: layer.cacheScope, size, label: layer.label, open: (s) => layer.open(s), signal,
+      onBytes: (n) => { count(n); o.onLayerBytes?.(i, n); },
     }, o.lease));
     if (!shared) byDigest.set(digest, fetched);
     const { path, hit } = await fetched;

@@ -29,6 +29,10 @@ export async function readCa(ctx: BuildContext): Promise<string | undefined> {
     return undefined;
   }
   const pem = await readFile(ctx.caCertPath, 'utf8');
-  if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new Error(`${ctx.caCertPath} holds no PEM certificate`);
+  // Named by its setting: the message reaches the team, the host path is the operator's (logged).
+  if (!pem.includes('-----BEGIN CERTIFICATE-----')) {
+    ctx.logger.warn({ caCertPath: ctx.caCertPath }, 'the egress CA file holds no PEM certificate');
+    throw new Error('template_center.ca_cert_file holds no PEM certificate');
+  }
   return pem;
 }

@@ -6,7 +6,8 @@ import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { compress, tarOf } from '../test-support/oci-builder.ts';
 import type { LayerBlob } from '../layers/layer-blob.ts';
-import { ImageTooLargeError, unpackImage } from './unpack-image.ts';
+import { ImageTooLargeError, UnpackBudget } from '../layers/unpack-budget.ts';
+import { unpackImage } from './unpack-image.ts';
 
 const MB = 1_048_576;
 const layerOf = (label: string, bytes: Buffer): LayerBlob => ({ label, verified: true, open: async () => Readable.from([bytes]) });
@@ -24,13 +25,13 @@ test('an image that unpacks past its budget fails the build, and stops writing t
   try {
     const staging = join(root, 'rootfs');
     const small = { layers: [layerOf('layer 1/2', compress(await tarOf([{ name: 'etc/os-release', content: 'ID=test\n' }]), 'gzip')), layerOf('layer 2/2', bomb)], whiteouts: true, info };
-    await assert.rejects(unpackImage(small, staging, { signal: new AbortController().signal, maxBytes: 8 * MB }),
+    await assert.rejects(unpackImage(small, staging, { signal: new AbortController().signal, budget: new UnpackBudget(8 * MB) }),
       (e: Error) => e instanceof ImageTooLargeError && /^layer 2\/2 unpacks past 8 MiB, the most this image may take/.test(e.message));
     const written = readdirSync(staging).includes('zeros') ? statSync(join(staging, 'zeros')).size : 0;
     assert.ok(written <= 8 * MB, `${written} bytes written`);
     // Within its budget it unpacks as before.
     const ok = join(root, 'ok');
-    await unpackImage(small, ok, { signal: new AbortController().signal, maxBytes: 128 * MB });
+    await unpackImage(small, ok, { signal: new AbortController().signal, budget: new UnpackBudget(128 * MB) });
     assert.equal(statSync(join(ok, 'zeros')).size, 64 * MB);
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -4,12 +4,18 @@ import type { ResolvedImage } from '../image/resolved-image.ts';
 import { LayerApplier } from '../layers/apply-layer.ts';
 import { decompress } from '../layers/decompress.ts';
 import { DigestMismatchError, type LayerBlob } from '../layers/layer-blob.ts';
+import { ImageTooLargeError, UnpackBudget } from '../layers/unpack-budget.ts';
 import { VerifiedFeed } from '../layers/verified-feed.ts';
+import { isSystemError } from './build-error.ts';
 
 export interface UnpackOptions {
   signal: AbortSignal;
-  /** The most the layers may unpack to, all together (their tar streams' bytes); past it the build fails. */
-  maxBytes?: number;
+  /**
+   * What the layers may unpack to, all together: their tar streams' bytes and every entry's
+   * overhead (unpack-budget.ts); past it the build fails. The build goes on charging it for
+   * /etc/skel's copy (rootfs/inject.ts). Default: the entry cap alone.
+   */
+  budget?: UnpackBudget;
   onLayerStart?: (index: number) => void;
   onLayerBytes?: (index: number, n: number) => void;
 }
@@ -19,29 +25,30 @@ export interface UnpackOptions {
  * Layers pulled into the blob cache are already verified and their bytes already counted.
  */
 export async function unpackImage(image: ResolvedImage, staging: string, opts: UnpackOptions): Promise<void> {
-  const applier = new LayerApplier(staging);
-  const budget = { left: opts.maxBytes ?? Infinity, max: opts.maxBytes ?? Infinity };
+  const budget = opts.budget ?? new UnpackBudget();
+  const applier = new LayerApplier(staging, budget);
   for (let i = 0; i < image.layers.length; i++) {
     opts.signal.throwIfAborted();
     opts.onLayerStart?.(i);
     await applyLayer(image.layers[i], applier, image.whiteouts, opts.signal, (n) => opts.onLayerBytes?.(i, n), budget);
   }
-  applier.finish();
+  await applier.finish();
 }
-
-/** An image that unpacks to more than it may (UnpackOptions.maxBytes, the template's disk). */
-export class ImageTooLargeError extends Error {}
 
 /**
  * Counts the unpacked bytes against what is left of the budget: a compressed layer of tens of
  * megabytes unpacked to terabytes (a gzip or zstd bomb), filling the disk shared with the
  * database and every team's artifacts before anything stopped it.
  */
-function unpackBudget(budget: { left: number; max: number }, label: string, source: Readable): Transform {
+function unpackBudget(budget: UnpackBudget, label: string, source: Readable): Transform {
   const t = new Transform({
     transform(chunk: Buffer, _enc, cb) {
-      budget.left -= chunk.length;
-      if (budget.left < 0) { cb(new ImageTooLargeError(`${label} unpacks past ${Math.ceil(budget.max / 1_048_576)} MiB, the most this image may take (its disk_size_mb, or template_center.max_image_mb)`)); return; }
+      try {
+        budget.takeBytes(chunk.length, label);
+      } catch (err) {
+        cb(err as Error);
+        return;
+      }
       cb(null, chunk);
     },
   });
@@ -49,7 +56,7 @@ function unpackBudget(budget: { left: number; max: number }, label: string, sour
   return t;
 }
 
-async function applyLayer(layer: LayerBlob, applier: LayerApplier, whiteouts: boolean, signal: AbortSignal, onBytes: (n: number) => void, budget: { left: number; max: number }) {
+async function applyLayer(layer: LayerBlob, applier: LayerApplier, whiteouts: boolean, signal: AbortSignal, onBytes: (n: number) => void, budget: UnpackBudget) {
   const raw = await layer.open(signal);
   const onAbort = () => raw.destroy(signal.reason as Error);
   signal.addEventListener('abort', onAbort, { once: true });
@@ -59,7 +66,7 @@ async function applyLayer(layer: LayerBlob, applier: LayerApplier, whiteouts: bo
   try {
     let tar: Readable = await decompress(feed.feed);
     if (layer.diffId) tar = tar.pipe(diffIdCheck(layer.diffId, layer.label, tar));
-    if (budget.max !== Infinity) tar = tar.pipe(unpackBudget(budget, layer.label, tar));
+    if (budget.maxBytes !== Infinity) tar = tar.pipe(unpackBudget(budget, layer.label, tar));
     try {
       await applier.apply(tar, layer.label, { whiteouts });
     } catch (err) {
@@ -91,9 +98,4 @@ function diffIdCheck(diffId: string, label: string, source: Readable): Transform
   });
   source.on('error', (err) => t.destroy(err));
   return t;
-}
-
-function isSystemError(err: unknown): boolean {
-  const e = err as NodeJS.ErrnoException;
-  return typeof e?.code === 'string' && typeof e.syscall === 'string';
 }

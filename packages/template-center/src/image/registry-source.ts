@@ -5,7 +5,8 @@ import { RegistryClient } from '../registry/registry-client.ts';
 import type { Logger } from '@svc/common';
 import { DOCKER_HUB, formatReference, parseReference, type ImageReference } from '../registry/reference.ts';
 import { RegistryError } from '../registry/registry-error.ts';
-import { isFilesystemLayer, isIndex, isManifest, type ImageConfig } from './oci-types.ts';
+import { isBlobSize } from '../layers/layer-blob.ts';
+import { isFilesystemLayer, isIndex, isManifest, type Descriptor, type ImageConfig } from './oci-types.ts';
 import { formatPlatform, hostPlatform, selectPlatform } from './platform.ts';
 import { imageInfo, ImageSourceError, type ResolvedImage } from './resolved-image.ts';
 
@@ -92,7 +93,10 @@ async function resolveFrom(ref: ImageReference, src: RegistrySource, signal: Abo
     throw new RegistryError(`${name} is not an image (media type ${fetched.mediaType ?? 'unknown'})`);
   }
   const manifest = fetched.doc;
-  const config = JSON.parse((await client.blobBytes(manifest.config.digest)).toString('utf8')) as ImageConfig;
+  if (!Array.isArray(manifest.layers)) throw new RegistryError(`${name} has a manifest without a list of layers`);
+  const configSize = descriptorSize(manifest.config, 'config', name);
+  const layerSizes = manifest.layers.map((l) => descriptorSize(l, 'layer', name));
+  const config = JSON.parse((await client.blobBytes(manifest.config.digest, configSize)).toString('utf8')) as ImageConfig;
   if (config.architecture && config.os && (config.architecture !== want.architecture || config.os !== want.os)) {
     throw new ImageSourceError(`${name} is a ${config.os}/${config.architecture} image; this build needs ${formatPlatform(want)}`);
   }
@@ -101,9 +105,9 @@ async function resolveFrom(ref: ImageReference, src: RegistrySource, signal: Abo
   }
   return {
     whiteouts: true,
-    layers: manifest.layers.map((l) => ({
+    layers: manifest.layers.map((l, i) => ({
       digest: l.digest,
-      size: l.size,
+      size: layerSizes[i],
       label: l.digest,
       remote: true,
       ...(cacheScope === undefined ? {} : { cacheScope }),
@@ -112,7 +116,18 @@ async function resolveFrom(ref: ImageReference, src: RegistrySource, signal: Abo
     info: imageInfo(config, {
       digest: fetched.digest,
       layers: manifest.layers.length,
-      sizeBytes: manifest.layers.reduce((n, l) => n + (l.size ?? 0), 0),
+      sizeBytes: layerSizes.reduce((n, size) => n + size, 0),
     }),
   };
+}
+
+/**
+ * A descriptor's size, which its download is held to: a registry's manifest whose layer had no
+ * size (or a negative, fractional or string one) had the layer downloaded without any limit
+ * (found by a helper reading the template center as an attacker). The OCI spec requires it.
+ */
+function descriptorSize(d: Descriptor, what: 'config' | 'layer', name: string): number {
+  if (isBlobSize(d?.size)) return d.size;
+  const digest = typeof d?.digest === 'string' ? d.digest.slice(0, 140) : JSON.stringify(d?.digest ?? null);
+  throw new ImageSourceError(`${name}: the ${what} ${digest} has no valid size in its manifest (${JSON.stringify(d?.size ?? null)?.slice(0, 40)}); its download could not be held to one`);
 }

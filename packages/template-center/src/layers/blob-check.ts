@@ -1,9 +1,14 @@
 import { createHash, type Hash } from 'node:crypto';
-import { DigestMismatchError } from './layer-blob.ts';
+import { DigestMismatchError, isBlobSize } from './layer-blob.ts';
 
 export interface BlobExpectation {
   /** `sha256:<hex>` or `sha512:<hex>`; other algorithms are counted but not hashed. */
   expectedDigest?: string;
+  /**
+   * The declared size, which the blob may not pass. Absent only for a local file read in place
+   * (an archive's member, a tarball), whose own length bounds it: every download has one
+   * (blobs/blob-cache.ts).
+   */
   expectedSize?: number;
   /** How the blob is named in errors. */
   label: string;
@@ -16,6 +21,9 @@ export class BlobCheck {
   private total = 0;
 
   constructor(private readonly o: BlobExpectation) {
+    if (o.expectedSize !== undefined && !isBlobSize(o.expectedSize)) {
+      throw new DigestMismatchError(`layer ${o.label} declares no valid size (${JSON.stringify(o.expectedSize)})`);
+    }
     const algo = o.expectedDigest?.split(':')[0];
     this.algo = algo;
     this.hash = algo === 'sha256' || algo === 'sha512' ? createHash(algo) : undefined;

@@ -24,4 +24,13 @@ export interface LayerBlob {
 
 export class DigestMismatchError extends Error {}
 
+/**
+ * A size a download can be held to: a whole number of bytes, 0 or more, that a double holds
+ * exactly. A registry's descriptor without one (absent, negative, fractional, a string) had its
+ * blob downloaded without any limit (found by a helper reading the template center as an attacker).
+ */
+export function isBlobSize(size: unknown): size is number {
+  return typeof size === 'number' && Number.isSafeInteger(size) && size >= 0;
+}
+
 export const shortDigest = (d: string) => (d.startsWith('sha256:') ? `sha256:${d.slice(7, 19)}` : d);

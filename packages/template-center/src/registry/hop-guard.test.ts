@@ -77,6 +77,48 @@ test('a registry on this host is refused unless the operator names it (loopback,
   assert.equal(listedRegistry('localhost:5000', []), false);
 });
 
+/**
+ * A registry the operator did not name may not be, or send the pull, on a private or reserved
+ * network either (address-refusal.ts): another host of the platform, a cloud's metadata service
+ * (Alibaba's at 100.100.100.200, AWS's IPv6 one at fd00:ec2::254), a database on the LAN. Before
+ * 2026-12-01 only the host's own addresses were refused. The IPv6 forms that carry an IPv4
+ * address are judged by it.
+ */
+test('a registry on a private or reserved network, or a hop there, is refused unless listed; by address, by name, and in IPv6 forms carrying the address', async () => {
+  const names: Record<string, string[]> = { 'lan.example': ['10.1.2.3'], 'mixed.example': ['151.101.1.1', '192.168.7.7'] };
+  const res = async (h: string) => { if (names[h]) return names[h]; throw new Error(`ENOTFOUND ${h}`); };
+  const cases: Array<[string, RegExp]> = [
+    ['10.0.0.5:8080', /10\.0\.0\.5 is private \(RFC 1918\)/],
+    ['172.16.0.1', /172\.16\.0\.1 is private \(RFC 1918\)/],
+    ['172.31.255.255', /is private \(RFC 1918\)/],
+    ['192.168.1.10:5432', /192\.168\.1\.10 is private \(RFC 1918\)/],
+    ['100.100.100.200', /100\.100\.100\.200 is shared address space \(RFC 6598\)/],
+    ['198.18.0.1', /is a benchmarking network \(RFC 2544\)/],
+    ['224.0.0.1', /is multicast/],
+    ['[fd00:ec2::254]', /fd00:ec2::254 is a unique local address \(private, RFC 4193\)/],
+    ['[ff02::1]', /is multicast/],
+    ['[::ffff:10.0.0.5]:5000', /\(10\.0\.0\.5\) is private/],
+    ['[64:ff9b::a00:5]', /64:ff9b::a00:5 carries 10\.0\.0\.5, which is private \(RFC 1918\)/],
+    ['[64:ff9b::7f00:1]', /carries 127\.0\.0\.1, which is loopback/],
+    ['[2002:a9fe:a9fe::1]', /carries 169\.254\.169\.254, which is link-local/],
+    ['[::a00:5]', /carries 10\.0\.0\.5/],
+    ['lan.example:5000', /lan\.example \(10\.1\.2\.3\) is private/],
+    ['mixed.example', /mixed\.example \(192\.168\.7\.7\) is private/],
+  ];
+  for (const [registry, why] of cases) {
+    const refusal = await registryRefusal(registry, res);
+    assert.match(refusal ?? '', why, registry);
+    const onHost = /loopback|link-local/.test(why.source);
+    assert.match(refusal ?? '', new RegExp(`^registry ${registry.replace(/[.[\]]/g, '\\$&')} is ${onHost ? 'on the host the template center runs on' : 'on a private or reserved network'} \\(.*\\); builds pull from a registry there only when the operator names it in template_center\\.host_registries`), registry);
+    const hop = await hopRefusal('registry.example', new URL(`http://${registry}/v2/`), res);
+    assert.match(hop ?? '', why, `hop to ${registry}`);
+  }
+  assert.match(await hopRefusal('registry.example', new URL('http://10.0.0.5/'), res) ?? '', /the template center follows a registry into a private or reserved network only for a registry the operator names in template_center\.host_registries$/);
+  for (const publicOne of ['93.184.216.34', '172.32.0.1', '100.128.0.1', '[2001:db8::1]', '[2606:4700::1111]', '[64:ff9b::5db8:d822]']) {
+    assert.equal(await registryRefusal(publicOne, res), undefined, publicOne);
+  }
+});
+
 // ---- the client checks every hop before it takes it ----
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;

@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns';
 import { lookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
-import { canonicalAddress, hostAddresses } from '@svc/common';
+import { addressRefusal, type AddressRefusal } from './address-refusal.ts';
 import { registryHost } from './reference.ts';
 import { RegistryError } from './registry-error.ts';
 
@@ -15,7 +15,9 @@ const systemResolve: ResolveHost = async (host) => (await lookup(host, { all: tr
  * realm); undefined when it may (docs/templates.md, "The builder"). A registry must not send the
  * template center into the host it runs on: loopback, 0.0.0.0/8, link-local (cloud metadata) or
  * one of the host's own addresses, where the master's operator API, the node agent and the
- * database listen. Measured through `svc up` before this: a registry answering every path with a
+ * database listen; nor into a private or reserved network (RFC 1918, 100.64/10, 198.18/15,
+ * fc00::/7, multicast: address-refusal.ts), where the platform's other hosts and the operator's
+ * services are. Measured through `svc up` before this: a registry answering every path with a
  * redirect to `http://127.0.0.1:<master>/v1/sandboxes` had the master's list fetched for it. A
  * registry the operator named (template_center.host_registries, a mirror) is not asked about:
  * RegistryClientOptions.trusted.
@@ -23,8 +25,8 @@ const systemResolve: ResolveHost = async (host) => (await lookup(host, { all: tr
  * guardedLookup, which checks the address it connects to.
  */
 export async function hopRefusal(registry: string, next: URL, resolve: ResolveHost = systemResolve): Promise<string | undefined> {
-  const why = await onHost(next.hostname.replace(/^\[|\]$/g, ''), resolve);
-  return why && `${registry} sent the pull to ${next.origin}, and ${why}: the template center follows a registry into the host it runs on only for a registry the operator names in template_center.host_registries`;
+  const why = await refusedHost(next.hostname.replace(/^\[|\]$/g, ''), resolve);
+  return why && `${registry} sent the pull to ${next.origin}, and ${why.text}: the template center follows a registry into ${where(why)} only for a registry the operator names in template_center.host_registries`;
 }
 
 /** Whether the operator named `registry` in template_center.host_registries (`*`: every registry). */
@@ -38,16 +40,22 @@ export function listedRegistry(registry: string, hostRegistries: readonly string
  * the template center runs on (a name resolving to loopback, 0.0.0.0/8, link-local or one of the
  * host's addresses) is one of the host's own services unless the operator says otherwise: a team
  * naming `127.0.0.1:<master's port>` would have the template center send registry-shaped GETs to
- * the master, and learn from the answers which of the host's ports are open. Docs:
- * docs/templates.md "The builder".
+ * the master, and learn from the answers which of the host's ports are open. A registry on a
+ * private or reserved network is the operator's own in the same way (another host of the
+ * platform, a cloud's metadata service at 100.100.100.200), and is refused the same way unless
+ * listed. Docs: docs/templates.md "The builder".
  */
 export async function registryRefusal(registry: string, resolve: ResolveHost = systemResolve): Promise<string | undefined> {
-  const why = await onHost(registryHost(registry), resolve);
-  return why && `registry ${registry} is on the host the template center runs on (${why}); builds pull from a registry there only when the operator names it in template_center.host_registries (SVC_HOST_REGISTRIES), for example "${registry}"`;
+  const why = await refusedHost(registryHost(registry), resolve);
+  if (!why) return undefined;
+  const on = why.onHost ? 'on the host the template center runs on' : 'on a private or reserved network';
+  return `registry ${registry} is ${on} (${why.text}); builds pull from a registry there only when the operator names it in template_center.host_registries (SVC_HOST_REGISTRIES), for example "${registry}"`;
 }
 
-/** How `host` reaches the host itself, when it does; a name that does not resolve reaches nothing. */
-async function onHost(host: string, resolve: ResolveHost): Promise<string | undefined> {
+const where = (why: { onHost: boolean }) => (why.onHost ? 'the host it runs on' : 'a private or reserved network');
+
+/** Why `host` is no place for a registry the operator did not name, when it is; a name that does not resolve reaches nothing. */
+async function refusedHost(host: string, resolve: ResolveHost): Promise<{ text: string; onHost: boolean } | undefined> {
   let addresses: string[];
   try {
     addresses = isIP(host) ? [host] : host === 'localhost' ? ['127.0.0.1'] : await resolve(host);
@@ -55,21 +63,10 @@ async function onHost(host: string, resolve: ResolveHost): Promise<string | unde
     // Not resolvable now: the connection that follows fails the pull by itself.
     return undefined;
   }
-  for (const raw of addresses) {
-    const why = addressOnHost(raw);
-    if (why) return `${host === why.address ? why.address : `${host} (${why.address})`} ${why.reason}`;
-  }
-  return undefined;
-}
-
-/** Whether an address is the host's own (loopback, 0.0.0.0/8, link-local, one of its interfaces'), and why. */
-function addressOnHost(raw: string): { address: string; reason: string } | undefined {
-  const a = canonicalAddress(raw);
-  const reason = a.startsWith('127.') || a === '::1' ? 'is loopback'
-    : a.startsWith('0.') || a === '::' ? 'means this host'
-      : a.startsWith('169.254.') || /^fe[89ab][0-9a-f]:/.test(a) ? 'is link-local'
-        : hostAddresses().some((h) => canonicalAddress(h) === a) ? 'is an address of this host' : undefined;
-  return reason === undefined ? undefined : { address: a, reason };
+  // The host's own first: of a name with both kinds of address, that is the one to tell.
+  const refusals = addresses.map(addressRefusal).filter((w): w is AddressRefusal => w !== undefined).sort((x, y) => Number(y.onHost) - Number(x.onHost));
+  const why = refusals[0];
+  return why && { text: `${host === why.address ? why.address : `${host} (${why.address})`} ${why.reason}`, onHost: why.onHost };
 }
 
 /**
@@ -86,9 +83,9 @@ export const guardedLookup: LookupFunction = (hostname, options, callback) => {
     if (err) { callback(err, '', 0); return; }
     if (addresses.length === 0) { callback(Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' }), '', 0); return; }
     for (const { address } of addresses) {
-      const why = addressOnHost(address);
+      const why = addressRefusal(address);
       if (why) {
-        const refused = new RegistryError(`${hostname} resolved to ${why.address}, which ${why.reason}: the template center connects into the host it runs on only for a registry the operator names in template_center.host_registries`, 403);
+        const refused = new RegistryError(`${hostname} resolved to ${why.address}, which ${why.reason}: the template center connects into ${where(why)} only for a registry the operator names in template_center.host_registries`, 403);
         callback(refused, '', 0);
         return;
       }

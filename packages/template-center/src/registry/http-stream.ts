@@ -29,6 +29,14 @@ const GUARDED_AGENTS = {
   https: new HttpsAgent({ keepAlive: true, timeout: 5_000, lookup: guardedLookup }),
 };
 
+/** The URL each response of streamGet came from, after its redirects (node's client responses carry none). */
+const answeredBy = new WeakMap<IncomingMessage, URL>();
+
+/** Where a response of streamGet came from: the last URL of its redirects. */
+export function responseUrl(res: IncomingMessage): URL | undefined {
+  return answeredBy.get(res);
+}
+
 /** The statuses a redirect is followed on (fetch's set). */
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
@@ -54,7 +62,10 @@ export async function streamGet(url: string, o: StreamGetOptions): Promise<Incom
   for (let hops = 0; ; hops++) {
     const res = await getOnce(current, headers, o);
     const location = res.headers.location;
-    if (!REDIRECTS.has(res.statusCode ?? 0) || !location) return res;
+    if (!REDIRECTS.has(res.statusCode ?? 0) || !location) {
+      answeredBy.set(res, current);
+      return res;
+    }
     res.destroy();
     if (hops >= (o.maxRedirects ?? 5)) throw o.tooManyRedirects?.() ?? new Error(`too many redirects fetching ${url}`);
     const next = new URL(location, current);

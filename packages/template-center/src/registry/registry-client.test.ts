@@ -7,6 +7,8 @@ import { RegistryClient } from './registry-client.ts';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 const FLAKY = `sha256:${'b'.repeat(64)}`;
+const ELSEWHERE = `sha256:${'e'.repeat(64)}`;
+let port = 0;
 const CREDS = { username: 'u', password: 'p' };
 const BASIC = `Basic ${Buffer.from('u:p').toString('base64')}`;
 let server: Server;
@@ -16,11 +18,16 @@ let flakyCalls = 0;
 before(async () => {
   // Blobs only, behind Basic auth: enough to follow blobStream's own authentication and retries.
   server = createServer((req, res) => {
+    if (req.url === '/internal') { res.writeHead(403).end('{"errors":[{"code":"DENIED","message":"secret-from-inside"}]} secret-from-inside'); return; }
     if (req.headers.authorization !== BASIC) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="test"' }).end('{"errors":[{"code":"UNAUTHORIZED"}]}');
       return;
     }
     if (req.url === `/v2/r/blobs/${DIGEST}`) { res.end('blob bytes'); return; }
+    // A registry that sends the pull to another host (here the same server by another name),
+    // which answers with what only the template center could reach; and its own error.
+    if (req.url === '/v2/r/manifests/elsewhere' || req.url === `/v2/r/blobs/${ELSEWHERE}`) { res.writeHead(302, { location: `http://localhost:${port}/internal` }).end(); return; }
+    if (req.url === '/v2/r/manifests/own-error') { res.writeHead(400).end('{"errors":[{"code":"MANIFEST_INVALID","message":"the registry\'s own words"}]}'); return; }
     if (req.url === `/v2/r/blobs/${FLAKY}`) {
       flakyCalls++;
       if (flakyCalls < 3) { res.writeHead(503).end('busy'); return; }
@@ -30,7 +37,8 @@ before(async () => {
     res.writeHead(404).end('{"errors":[{"code":"BLOB_UNKNOWN"}]}');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  host = `127.0.0.1:${(server.address() as { port: number }).port}`;
+  port = (server.address() as { port: number }).port;
+  host = `127.0.0.1:${port}`;
 });
 
 after(() => {
@@ -73,6 +81,23 @@ test('a registry on loopback is plain HTTP without being told, as Docker does; e
 test('a digest or reference from a registry\'s documents that is no digest or tag never reaches a path', async () => {
   const client = new RegistryClient(parseReference('registry.example/team/app:1'));
   await assert.rejects(client.blobStream('sha256:../../../v2/other/blobs/x'), /"sha256:\.\.\/\.\.\/\.\.\/v2\/other\/blobs\/x" is not a digest/);
-  await assert.rejects(client.blobBytes(`sha256:${'a'.repeat(63)}`), /is not a digest/);
+  await assert.rejects(client.blobBytes(`sha256:${'a'.repeat(63)}`, 10), /is not a digest/);
   await assert.rejects(client.manifest('../../other/manifests/latest'), /is neither a tag nor a digest/);
+});
+
+/**
+ * A non-2xx answer is quoted only from the registry's own host: a registry (one the operator
+ * listed, which may send the pull anywhere) redirecting to a service only the template center
+ * reaches had that service's answer read back to the team in the build's error.
+ */
+test('an error answer from a host the registry sent the pull to is told by its status, not its words; the registry\'s own words are', async () => {
+  const trusted = new RegistryClient(parseReference(`${host}/r:v1`), { auth: CREDS, insecure: true, trusted: true });
+  for (const attempt of [() => trusted.manifest('elsewhere'), () => trusted.blobStream(ELSEWHERE)]) {
+    await assert.rejects(attempt(), (e: Error) => {
+      assert.ok(!e.message.includes('secret-from-inside'), e.message);
+      assert.match(e.message, new RegExp(`^denied: ${host}/r refused (manifest elsewhere|blob ${ELSEWHERE}): HTTP 403 from http://localhost:${port}$`));
+      return true;
+    });
+  }
+  await assert.rejects(trusted.manifest('own-error'), message(`manifest_invalid: ${host}/r answered 400 for manifest own-error: the registry's own words`));
 });

@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { MANIFEST_ACCEPT, MediaTypes } from '../image/oci-types.ts';
 import { parseChallenge, type AuthChallenge } from './challenge.ts';
 import { hopRefusal } from './hop-guard.ts';
-import { readText, streamGet, type StreamGetOptions } from './http-stream.ts';
+import { readText, responseUrl, streamGet, type StreamGetOptions } from './http-stream.ts';
 import { apiHost, isLoopbackRegistry, type ImageReference } from './reference.ts';
 import { distributionErrorCode, RegistryError } from './registry-error.ts';
 
@@ -35,6 +35,8 @@ export interface FetchedManifest {
 }
 
 const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+/** An image config is read into memory whole; real ones are a few KiB. */
+const MAX_CONFIG_BYTES = 16 * 1024 * 1024;
 /** A token service's answer: a token and its lifetime, a few KiB at most in practice. */
 const MAX_TOKEN_BYTES = 1024 * 1024;
 const RETRIES = 3;
@@ -85,10 +87,15 @@ export class RegistryClient {
     return { digest, mediaType, body, doc };
   }
 
-  /** Small blob (image config) read whole and verified. */
-  async blobBytes(digest: string, maxBytes = 16 * 1024 * 1024): Promise<Buffer> {
+  /**
+   * Small blob (image config) read whole and verified: held to `size`, its descriptor's, and
+   * to MAX_CONFIG_BYTES, since it is read into memory.
+   */
+  async blobBytes(digest: string, size: number): Promise<Buffer> {
+    if (size > MAX_CONFIG_BYTES) throw new RegistryError(`config ${digest} of ${this.where} is too large (${size} bytes; a config may have ${MAX_CONFIG_BYTES})`);
     const res = await this.blobStream(digest);
-    const body = await readLimited(res, maxBytes, `blob ${digest}`);
+    const body = await readLimited(res, size, `config ${digest}`);
+    if (body.length !== size) throw new RegistryError(`config ${digest} from ${this.where} digest mismatch: got ${body.length} bytes, manifest says ${size}`);
     const got = `sha256:${createHash('sha256').update(body).digest('hex')}`;
     if (got !== digest) throw new RegistryError(`config ${digest} from ${this.where} digest mismatch: content hashes to ${got}`);
     return body;
@@ -130,7 +137,7 @@ export class RegistryClient {
       if (status === 401) throw this.unauthorized();
       if (status === 404) throw new RegistryError(`blob unknown: layer ${digest} is missing from ${this.where}`, 404);
       if (status >= 500 && attempt < RETRIES) { await sleep(500 * attempt, signal); continue; }
-      throw this.statusError(status, text, `blob ${digest}`);
+      throw this.statusError(status, text, `blob ${digest}`, res);
     }
   }
 
@@ -230,7 +237,10 @@ export class RegistryClient {
         ? `unauthorized: wrong credentials for registry ${this.ref.registry} (token service refused user "${creds.username}")`
         : `unauthorized: registry ${this.ref.registry} requires credentials to pull ${this.ref.repository}`, 401);
     }
-    if (!succeeded(res)) throw new RegistryError(`token service ${url.origin} of ${this.ref.registry} answered ${status}: ${text.slice(0, 200)}`, status, status >= 500);
+    if (!succeeded(res)) {
+      const said = this.answeredByRegistry(res) ? `: ${text.slice(0, 200)}` : '';
+      throw new RegistryError(`token service ${url.origin} of ${this.ref.registry} answered ${status}${said}`, status, status >= 500);
+    }
     let token: string | undefined;
     try {
       const doc = JSON.parse(text) as { token?: string; access_token?: string };
@@ -257,12 +267,26 @@ export class RegistryClient {
       const what = reference.startsWith('sha256:') ? `digest ${reference}` : `tag '${reference}'`;
       return new RegistryError(`manifest unknown: ${what} not found in ${this.where}`, 404);
     }
-    return this.statusError(status, text, `manifest ${reference}`);
+    return this.statusError(status, text, `manifest ${reference}`, res);
   }
 
-  private statusError(status: number, text: string, what: string): RegistryError {
+  /**
+   * Whether a response came from the registry's own host. Another host's words are not repeated
+   * in an error: a registry that redirects the pull to a service the template center reaches
+   * and the team does not (an internal API, a cloud's metadata) would have its answer read back
+   * to the team in the build's error (found by a helper reading the template center as an
+   * attacker). The status is still told, and the origin, which the registry named itself.
+   */
+  private answeredByRegistry(res: IncomingMessage): boolean {
+    const from = responseUrl(res);
+    return !from || from.host === new URL(this.base).host;
+  }
+
+  private statusError(status: number, body: string, what: string, res: IncomingMessage): RegistryError {
+    const own = this.answeredByRegistry(res);
+    const text = own ? body : '';
     const { code, message } = distributionErrorCode(text);
-    const detail = message || text.slice(0, 200) || `HTTP ${status}`;
+    const detail = message || text.slice(0, 200) || `HTTP ${status}${own ? '' : ` from ${responseUrl(res)?.origin}`}`;
     if (status === 403) return new RegistryError(`denied: ${this.where} refused ${what}: ${detail}`, 403);
     if (status === 429) return new RegistryError(`toomanyrequests: ${this.ref.registry} is rate limiting pulls; try again later`, 429, true);
     return new RegistryError(`${code ? `${code.toLowerCase()}: ` : ''}${this.where} answered ${status} for ${what}: ${detail}`, status, status >= 500);

@@ -1,12 +1,20 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, cpSync, lchownSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { chmodSync, chownSync, lchownSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { pathInRoot } from '../layers/safe-path.ts';
+import { UnpackBudget } from '../layers/unpack-budget.ts';
 import { appendLine, groupIds, parsePasswd } from './passwd.ts';
+import { copySkel } from './skel-copy.ts';
 
 export interface InjectOptions {
   /** PEM of the egress root CA to bake in, or undefined. */
   caPem?: string;
+  /**
+   * What the image may still take (the build's unpack budget after its layers): the copy of
+   * /etc/skel into the new user's home is charged to it. Default: the entry cap alone.
+   */
+  budget?: UnpackBudget;
+  signal?: AbortSignal;
 }
 
 export interface InjectResult {
@@ -52,13 +60,13 @@ const DEFAULT_RESOLV = 'nameserver 8.8.8.8\nnameserver 1.1.1.1\n';
  * result changes nothing but a CA it is given (debian-build.ts relies on that). A change to what
  * it writes into Debian's trees bumps IMAGE_RECIPE_VERSION in debian-image.ts.
  */
-export function injectSandboxEssentials(root: string, opts: InjectOptions = {}): InjectResult {
+export async function injectSandboxEssentials(root: string, opts: InjectOptions = {}): Promise<InjectResult> {
   const p = (imagePath: string) => pathInRoot(root, imagePath);
   mkdirInRoot(root, SVC_MOUNT_POINT, 0o755);
   mkdirInRoot(root, '/etc', 0o755);
   mkdirInRoot(root, '/tmp', 0o1777);
 
-  const user = ensureUser(root);
+  const user = await ensureUser(root, opts);
   writeIfMissingOrEmpty(root, '/etc/hosts', DEFAULT_HOSTS);
   writeIfMissingOrEmpty(root, '/etc/resolv.conf', DEFAULT_RESOLV);
 
@@ -81,7 +89,7 @@ export function injectSandboxEssentials(root: string, opts: InjectOptions = {}):
   return { ...user, caInstalled };
 }
 
-function ensureUser(root: string): { userCreated: boolean; uid: number } {
+async function ensureUser(root: string, opts: InjectOptions): Promise<{ userCreated: boolean; uid: number }> {
   const p = (imagePath: string) => pathInRoot(root, imagePath);
   const passwdPath = p('/etc/passwd');
   const groupPath = p('/etc/group');
@@ -116,11 +124,9 @@ function ensureUser(root: string): { userCreated: boolean; uid: number } {
   const home = p(`/home/${USER}`);
   if (!existsSync(home)) {
     mkdirSync(home, { mode: 0o755 });
+    lchownSync(home, uid, gid);
     const skel = p('/etc/skel');
-    // Files, directories and links only: copying a FIFO an image put there would wait for a writer forever.
-    const copyable = (src: string) => { const st = lstatOrNull(src); return !!st && (st.isFile() || st.isDirectory() || st.isSymbolicLink()); };
-    if (isDir(skel)) for (const name of readdirSync(skel)) cpSync(join(skel, name), join(home, name), { recursive: true, verbatimSymlinks: true, filter: copyable });
-    chownTree(home, uid, gid);
+    if (isDir(skel)) await copySkel(skel, home, { uid, gid, budget: opts.budget ?? new UnpackBudget(), signal: opts.signal });
   }
   return { userCreated: true, uid };
 }
@@ -159,11 +165,6 @@ function writeRegular(host: string, content: string, mode: number): void {
   writeFileSync(host, content, { mode });
   // A new file gets the mode (past the umask); an image's own file keeps its own.
   if (!st?.isFile()) chmodSync(host, mode);
-}
-
-function chownTree(path: string, uid: number, gid: number) {
-  lchownSync(path, uid, gid);
-  if (lstatSync(path).isDirectory()) for (const n of readdirSync(path)) chownTree(join(path, n), uid, gid);
 }
 
 function readIfFile(path: string): string | undefined {

@@ -31,7 +31,9 @@ export interface MkfsOptions {
 
 /** mkfs.ext4 -d: the staging tree becomes the file system, ownership, modes and links included. */
 export async function makeExt4(o: MkfsOptions): Promise<void> {
-  const fh = await open(o.image, 'w');
+  // 0600: with an S3 store the scratch directory is no store directory of its own; the image is
+  // a team's until it is uploaded.
+  const fh = await open(o.image, 'w', 0o600);
   try {
     await fh.truncate(o.sizeMB * MiB); // sparse: only written blocks take space
   } finally {
@@ -39,8 +41,11 @@ export async function makeExt4(o: MkfsOptions): Promise<void> {
   }
   const args = ['-q', '-F', '-t', 'ext4', '-L', ROOTFS_LABEL, '-m', '0', '-N', String(inodeCount(o.tree)),
     '-E', 'lazy_itable_init=0,lazy_journal_init=0', '-d', o.staging, o.image];
-  const { code, output } = await run('mkfs.ext4', args, o.signal);
-  if (code === 0) return;
+  const result = await run('mkfs.ext4', args, o.signal);
+  if (result.code === 0) return;
+  const { code } = result;
+  // mkfs names the image and the staging tree by their host paths; its words reach the team.
+  const output = result.output.split(o.image).join('<image>').split(o.staging).join('<rootfs>');
   await rm(o.image, { force: true });
   if (/No space left on device/i.test(output)) throw new NoSpaceError(`no space left on device while writing the root filesystem (${o.sizeMB} MB image)`);
   if (/Could not allocate block|No free space|too many|inode table|Could not allocate inode/i.test(output)) {

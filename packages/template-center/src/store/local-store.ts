@@ -28,7 +28,7 @@ export class LocalArtifactStore implements ArtifactStore {
     });
     // Leftovers of a process that died mid-build.
     await rm(this.scratchDir, { recursive: true, force: true });
-    await mkdir(this.scratchDir, { recursive: true });
+    await mkdir(this.scratchDir, { recursive: true, mode: 0o700 });
   }
 
   async ready(): Promise<boolean> {

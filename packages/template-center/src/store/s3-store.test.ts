@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -141,4 +141,22 @@ test('a snapshot layer uploaded into S3: signed with its sha256, 302 to the pres
   assert.deepEqual(await h.client.deleteArtifact('layer-s3'), { deleted: true });
   assert.equal(await replica.get('layer-s3'), null);
   assert.deepEqual(readdirSync(join(h.workDir, 'images')), [], 'nothing left in the scratch dir');
+});
+
+/**
+ * With an S3 store no 0700 store directory holds the template center's scratch: its work
+ * directory (staging trees, and the images and layer uploads of `images`) and its blob cache were
+ * 0755 under a data directory anyone on the host could walk (found by a helper reading the
+ * template center as an attacker). They are 0700 now, an existing one too.
+ */
+test('with an S3 store the work directory, its images and the blob cache are 0700, an existing one too', async () => {
+  const workDir = join(scratch, 'existing-work');
+  mkdirSync(workDir, { mode: 0o755 });
+  chmodSync(workDir, 0o755);
+  const hs = await startHarness({ config: { s3: s3Config }, workDir });
+  try {
+    for (const d of [workDir, join(workDir, 'images'), hs.blobCacheDir]) assert.equal(statSync(d).mode & 0o777, 0o700, d);
+  } finally {
+    await hs.close();
+  }
 });

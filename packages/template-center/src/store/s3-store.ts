@@ -44,7 +44,8 @@ export class S3ArtifactStore implements ArtifactStore {
 
   async init(): Promise<void> {
     await rm(this.scratchDir, { recursive: true, force: true });
-    await mkdir(this.scratchDir, { recursive: true });
+    // 0700, its parents made here too: images and layer uploads wait in it (private-dir.ts).
+    await mkdir(this.scratchDir, { recursive: true, mode: 0o700 });
   }
 
   async ready(): Promise<boolean> {

@@ -23,6 +23,8 @@ export class FakeTemplateCenter {
   readonly redirects = new Map<string, string>();
   /** Set to make /build answer this status. */
   failBuildWith: number | null = null;
+  /** Set to make /build close the connection without an answer (a template center that went away). */
+  dropBuild = false;
   failDeleteWith: number | null = null;
   /** Set to make layer uploads answer this status (507, say). */
   failLayerWith: number | null = null;
@@ -43,6 +45,10 @@ export class FakeTemplateCenter {
     serve(app, T.build, async (req, reply) => {
       const body = req.body as BuildRequest;
       this.log.push(`tc build ${body.jobId}`);
+      if (this.dropBuild) {
+        req.raw.socket.destroy();
+        return reply.hijack();
+      }
       if (this.failBuildWith) return reply.status(this.failBuildWith).send({ code: this.failBuildWith, message: 'build refused by the fake' });
       this.builds.push(body);
       return reply.status(202).send({ jobId: body.jobId });
