@@ -14,7 +14,7 @@ dir=${SVC_TEST_SERVICES_DIR:-/tmp/svc-test-services}
 pg_port=55432; my_port=53306; redis_port=56379; redis_tls_port=56380
 
 own_dir() {
-  [ -e "$dir" ] || mkdir -m 0711 "$dir"
+  [ -e "$dir" ] || mkdir -p -m 0711 "$dir"
   if [ -L "$dir" ] || [ ! -d "$dir" ] || [ "$(stat -c %u "$dir")" != "$(id -u)" ]; then
     echo "test-services: $dir is not a directory of this user's (another user's, or a link): remove it or set SVC_TEST_SERVICES_DIR" >&2
     exit 1
@@ -95,7 +95,8 @@ SQL
       --ssl-ca="$dir/tls/ca.pem" --ssl-cert="$dir/tls/server.pem" --ssl-key="$dir/my/server.key" >/dev/null 2>&1 &)
     for _ in $(seq 1 100); do my_ok && break; sleep 0.2; done
   fi
-  if redis_ok && ! redis_tls_ok; then
+  # A Redis without TLS, or one an older copy of this script started as root, is replaced.
+  if redis_ok && { ! redis_tls_ok || [ "$(ps -o user= -p "$(cat "$dir/redis/pid" 2>/dev/null || echo 0)" 2>/dev/null | tr -d ' ')" != redis ]; }; then
     redis-cli -h 127.0.0.1 -p $redis_port shutdown nosave >/dev/null 2>&1 || true
     for _ in $(seq 1 50); do redis_ok || break; sleep 0.1; done
   fi

@@ -42,10 +42,11 @@ export interface ApiGatewayOptions {
 
 /** The public REST gateway: auth, E2B wire shapes, forwarding to the master; svc's MCP server at /mcp. */
 export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): Promise<ApiGateway> {
-  // An empty key turns authentication off (docs/configuration.md), for a gateway only this
-  // machine reaches: beyond loopback every caller on the network would be the operator.
-  if (!cfg.api.api_key && !isLoopbackHost(parseListen(cfg.api.listen).host)) {
-    throw new ConfigError('api.api_key', `is empty, and api.listen ${cfg.api.listen} is not a loopback address: every caller on the network would be the operator. Set it (SVC_API_KEY), or listen on loopback`);
+  // An empty key and no auth callback turn authentication off (docs/configuration.md), for a
+  // gateway only this machine reaches: beyond loopback every caller on the network would be the
+  // operator. The callback alone authenticates every request (auth.ts).
+  if (!cfg.api.api_key && !cfg.api.auth_callback_url && !isLoopbackHost(parseListen(cfg.api.listen).host)) {
+    throw new ConfigError('api.api_key', `is empty and api.auth_callback_url too, and api.listen ${cfg.api.listen} is not a loopback address: every caller on the network would be the operator. Set it (SVC_API_KEY) or the callback, or listen on loopback`);
   }
   const masterAt: MasterAddress = { url: opts.masterUrl ?? cfg.master.addr, headers: clusterHeaders(cfg.cluster_token) };
   const master = new MasterClient(masterAt.url, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000, headers: masterAt.headers });

@@ -98,7 +98,7 @@ test('a configuration mistake is one line naming the key on stderr and exit code
     const cases: Array<[string, string[], string, RegExp]> = [
       ['typo.yaml', ['master'], 'api:\n  listn: 127.0.0.1:0\n', /^svc master: configuration error: api\.listn: /],
       // Beyond loopback an empty secret would serve everyone as the platform: refused, not warned of.
-      ['open-api.yaml', ['api'], 'api:\n  listen: 0.0.0.0:0\n  api_key: ""\n', /^svc api: configuration error: api\.api_key: is empty, and api\.listen 0\.0\.0\.0:0 is not a loopback address/],
+      ['open-api.yaml', ['api'], 'api:\n  listen: 0.0.0.0:0\n  api_key: ""\n', /^svc api: configuration error: api\.api_key: is empty and api\.auth_callback_url too, and api\.listen 0\.0\.0\.0:0 is not a loopback address/],
       ['open-master.yaml', ['master'], `master:\n  listen: 0.0.0.0:0\n  database: { driver: sqlite, path: ${join(dir, 'm.db')} }\n`, /^svc master: configuration error: cluster_token: is not set, and 0\.0\.0\.0:0 is not a loopback address/],
     ];
     for (const [file, args, yaml, line] of cases) {

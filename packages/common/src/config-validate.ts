@@ -30,7 +30,7 @@ export function validateConfig(c: SvcConfig): void {
   need(lifecyclePort === 0 || lifecyclePort + c.lifecycle.replicas - 1 <= 65535, 'lifecycle.listen', `replica ports run from its port up, one per lifecycle.replicas: ${lifecyclePort} + ${c.lifecycle.replicas - 1} passes 65535`);
   for (const key of ['proxy.bind', 'egress.admin_bind'] as const) {
     const v = getPath(c as unknown as Record<string, unknown>, key);
-    need(typeof v === 'string' && (isIP(v) !== 0 || v === 'localhost'), key, `must be an IP address to listen on (got ${JSON.stringify(v)})`);
+    need(typeof v === 'string' && (isIP(v) !== 0 || /^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$/.test(v)), key, `must be an IP address or a host name to listen on (got ${JSON.stringify(v)})`);
   }
   for (const key of ['proxy.http_port', 'proxy.admin_port']) {
     const v = getPath(c as unknown as Record<string, unknown>, key) as number;
@@ -98,12 +98,16 @@ export function validateConfig(c: SvcConfig): void {
   const keys = DATABASE_KEYS[db.driver];
   for (const [k, v] of Object.entries(db)) {
     need(k in keys, `master.database.${k}`, `unknown key for driver ${db.driver} (its keys: ${Object.keys(keys).join(', ')})`);
-    need(typeof v === keys[k], `master.database.${k}`, `must be ${keys[k] === 'boolean' ? 'true or false' : `a ${keys[k]}`} (got ${JSON.stringify(v)})`);
+    const want = keys[k];
+    // YAML reads `password: 123456` as a number and `port: "3306"` as a string; the driver took both.
+    const ok = want === 'text' ? typeof v === 'string' || typeof v === 'number' : want === 'port' ? typeof v === 'number' || (typeof v === 'string' && /^\d{1,5}$/.test(v)) : typeof v === want;
+    need(ok, `master.database.${k}`, `must be ${want === 'boolean' ? 'true or false' : want === 'port' ? 'a port number' : `a ${want === 'text' ? 'string' : want}`} (got ${JSON.stringify(v)})`);
   }
   if (db.driver === 'postgres') need(/^postgres(ql)?:\/\//.test(db.url), 'master.database.url', 'must be a postgres:// URL');
   if (db.driver === 'mysql') {
     need(!!db.host, 'master.database.host', 'must be set');
-    need(db.port === undefined || (Number.isInteger(db.port) && db.port >= 1 && db.port <= 65535), 'master.database.port', `must be a port 1..65535 (got ${db.port})`);
+    const port = Number(db.port);
+    need(db.port === undefined || (Number.isInteger(port) && port >= 1 && port <= 65535), 'master.database.port', `must be a port 1..65535 (got ${db.port})`);
   }
   need(typeof c.redis.tls === 'boolean', 'redis.tls', 'must be true or false');
   need(Number.isInteger(c.redis.port) && c.redis.port > 0 && c.redis.port <= 65535, 'redis.port', `must be a port 1..65535 (got ${c.redis.port})`);
@@ -124,10 +128,11 @@ export function validateConfig(c: SvcConfig): void {
   timesInRange(c as unknown as Record<string, unknown>, '');
 }
 
-const DATABASE_KEYS: Record<string, Record<string, 'string' | 'number' | 'boolean'>> = {
+/** Each driver's keys; `text`: a string, or a number YAML read from digits; `port`: a number or its digits. */
+const DATABASE_KEYS: Record<string, Record<string, 'string' | 'text' | 'port' | 'boolean'>> = {
   sqlite: { driver: 'string', path: 'string' },
   postgres: { driver: 'string', url: 'string' },
-  mysql: { driver: 'string', host: 'string', port: 'number', user: 'string', password: 'string', database: 'string', tls: 'boolean' },
+  mysql: { driver: 'string', host: 'string', port: 'port', user: 'text', password: 'text', database: 'text', tls: 'boolean' },
 };
 
 /**

@@ -135,10 +135,14 @@ export class ResponseParser {
     this.pending = pos === 0 ? buf : buf.subarray(pos);
   }
 
-  /** A trailer is relayed as a header would be, so its name must be a token as a header's must. */
+  /**
+   * A trailer is relayed as a header would be, so its name must be a token as a header's must.
+   * One that is not (no colon, a folded line) is dropped, not relayed: the body before it has
+   * reached the client already, and refusing it now would cut a whole response short.
+   */
   private trailer(line: string): void {
     const colon = line.indexOf(':');
-    if (colon <= 0 || !isToken(line, colon)) throw new ResponseParseError('bad trailer line');
+    if (colon <= 0 || !isToken(line, colon)) return;
     (this.trailers ??= []).push(line.slice(0, colon), line.slice(colon + 1).trim());
   }
 

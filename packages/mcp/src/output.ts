@@ -6,12 +6,17 @@
 /** Characters of each command stream (stdout, stderr) and of a run's text kept in a result. */
 const MAX_STREAM_CHARS = 50_000;
 /**
- * The most output a run_command or run_code may print before it is stopped. Only what a result
- * returns is kept (OutputTail), but every character still passes through this process, the API
- * gateway: `yes` for a whole timeout would keep it busy, and a run_code's results (images) are
- * kept whole until it ends.
+ * The most output a run_command may print before it is stopped. Only what a result returns is
+ * kept (OutputTail), but every character still passes through this process, the API gateway:
+ * `yes` for a whole timeout would keep it busy. A verbose build (a kernel's make, npm ci with
+ * warnings) prints a few MB, so the limit stays where it was before the tail was kept.
  */
-export const MAX_OUTPUT_CHARS = 2 * 1024 * 1024;
+export const MAX_COMMAND_OUTPUT_CHARS = 16 * 1024 * 1024;
+/**
+ * The most output a run_code may print: its results (display data, images) are kept whole until
+ * it ends, in the one process every team shares.
+ */
+export const MAX_CODE_OUTPUT_CHARS = 2 * 1024 * 1024;
 /** Characters of an error's message kept in a tool's error result. */
 export const MAX_ERROR_CHARS = 8_000;
 /** Bytes of a file read_file returns as text. */

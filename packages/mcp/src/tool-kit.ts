@@ -25,6 +25,12 @@ interface ToolSpec<S extends z.ZodRawShape> {
   inputSchema: S;
   outputSchema?: z.ZodRawShape;
   annotations?: ToolAnnotations;
+  /**
+   * Runs outside the session's MAX_CONCURRENT_CALLS: a quick call that holds no output (list,
+   * kill, pause, a URL), so that a client whose eight places are taken by long commands can still
+   * see and stop its sandboxes.
+   */
+  outsideCallLimit?: true;
 }
 
 type Args<S extends z.ZodRawShape> = z.infer<z.ZodObject<S>>;
@@ -36,9 +42,9 @@ export function registerSvcTool<S extends z.ZodRawShape>(
   spec: ToolSpec<S>,
   handler: (args: Args<S>, call: ToolCall) => Promise<CallToolResult>,
 ): void {
-  const { title, description, inputSchema, outputSchema, annotations } = spec;
+  const { title, description, inputSchema, outputSchema, annotations, outsideCallLimit } = spec;
   const callback = async (args: Args<S>, extra: { authInfo?: { token?: string }; signal: AbortSignal }): Promise<CallToolResult> => {
-    if (!session.startCall()) {
+    if (!outsideCallLimit && !session.startCall()) {
       return errorResult(`too many tool calls at once: ${MAX_CONCURRENT_CALLS} are under way in this MCP session, the most it runs; `
         + 'wait for one of them to finish, then call again');
     }
@@ -55,7 +61,7 @@ export function registerSvcTool<S extends z.ZodRawShape>(
       }
       return errorResult(failureText(err, sandboxId, name));
     } finally {
-      session.endCall();
+      if (!outsideCallLimit) session.endCall();
     }
   };
   // The SDK types the arguments as its ShapeOutput<S>, zod as z.infer of the object: the same type,

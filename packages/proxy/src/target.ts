@@ -17,41 +17,36 @@ interface NamingHeaders {
 }
 
 /**
- * The sandbox and port a request names: by Host, else by the E2b-Sandbox-Id and -Port headers;
- * null when neither names one. The headers may name the Host's sandbox again (the official SDK
- * sends them with every request); naming another, or an absolute-form target naming another
- * authority than Host, is a 400: a cache in front that keys on the URL would store one
- * sandbox's answer as another's.
+ * The sandbox and port a request names: by the E2b-Sandbox-Id and -Port headers when they are
+ * sent, else by Host; null when neither names one. The headers win, as E2B's own proxy reads
+ * them: with E2B_SANDBOX_URL the official SDK sends them with a Host that is the proxy's own
+ * name, which may look like a sandbox's (`192-168-1-10.sslip.io` reads as port 192 of sandbox
+ * `168-1-10`), so a Host that disagrees cannot be refused. An answer they routed carries `Vary`
+ * on them (http-exchange.ts), so that a cache in front that keys on the URL does not store one
+ * sandbox's answer as another's. An absolute-form target that names another host than Host is a
+ * 400, for the same cache.
  */
 export function requestTarget(h: NamingHeaders, url: string): Target | null | SvcError {
-  const authority = absoluteAuthority(url);
-  if (authority !== undefined && authority.toLowerCase() !== h.host?.toLowerCase()) {
-    return new SvcError(400, 'the request target names another host than the Host header');
-  }
-  const byHost = targetFromHost(h.host);
-  if (h.sandboxIdHeader === undefined) return byHost;
+  if (!absoluteFormAgrees(url, h.host)) return new SvcError(400, 'the request target names another host than the Host header');
+  if (h.sandboxIdHeader === undefined) return targetFromHost(h.host);
   const byHeaders = targetFromHeaders(h.sandboxIdHeader, h.sandboxPortHeader);
-  if (byHost === null) return byHeaders && { ...byHeaders, byHeaders: true };
-  const disagree: string[] = [];
-  if (byHeaders === null || byHeaders.sandboxId !== byHost.sandboxId) disagree.push('E2b-Sandbox-Id');
-  // Without the port header the headers claim no port: the Host's is used.
-  if (h.sandboxPortHeader && byHeaders?.port !== byHost.port) disagree.push('E2b-Sandbox-Port');
-  if (disagree.length === 0) return byHost;
-  return new SvcError(400, `the Host names port ${byHost.port} of sandbox ${byHost.sandboxId}, and the ${disagree.join(' and ')} header${disagree.length > 1 ? 's' : ''} another: send them the same or leave them out`);
+  return byHeaders && { ...byHeaders, byHeaders: true };
 }
 
-/** The authority of an absolute-form request target (`http://host:port/path`); undefined for any other form. */
-function absoluteAuthority(url: string): string | undefined {
-  if (url.charCodeAt(0) === 47 || url === '*') return undefined; // origin form, the usual case
-  const sep = url.indexOf('://');
-  if (sep <= 0) return undefined;
-  const from = sep + 3;
-  let end = url.length;
-  for (const c of '/?#') {
-    const i = url.indexOf(c, from);
-    if (i >= 0 && i < end) end = i;
+/**
+ * Whether an absolute-form request target (`http://host:port/path`) names the Host's host and
+ * port, compared as URLs compare them (case, a default port, userinfo); true for any other form.
+ */
+function absoluteFormAgrees(url: string, host: string | undefined): boolean {
+  if (url.charCodeAt(0) === 47 || url === '*') return true; // origin form, the usual case
+  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url)) return true;
+  try {
+    const target = new URL(url);
+    const named = new URL(`${target.protocol}//${host ?? ''}`);
+    return target.host === named.host;
+  } catch {
+    return false; // a target or Host that is no URL cannot be shown to agree
   }
-  return url.slice(from, end);
 }
 
 /**

@@ -8,7 +8,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CODE_LANGUAGES, NotFoundError, TimeoutError, type Execution, type Result, type Sandbox } from '@svc/sdk';
 import { z } from 'zod';
-import { MAX_ERROR_CHARS, MAX_OUTPUT_CHARS, OutputTail, keepTail, stripAnsi } from '../output.ts';
+import { MAX_CODE_OUTPUT_CHARS, MAX_ERROR_CHARS, OutputTail, keepTail, stripAnsi } from '../output.ts';
 import { ToolFailure, noSandbox } from '../results.ts';
 import { CODE_INTERPRETER_TEMPLATE, type McpSession } from '../session.ts';
 import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
@@ -93,7 +93,7 @@ async function runIn(sbx: Sandbox, args: RunCodeArgs, call: ToolCall): Promise<R
   let printed = 0;
   const add = (chars: number) => {
     printed += chars;
-    if (printed > MAX_OUTPUT_CHARS && !flood.signal.aborted) flood.abort();
+    if (printed > MAX_CODE_OUTPUT_CHARS && !flood.signal.aborted) flood.abort();
   };
   const count = (stream: OutputTail) => (out: { line: string }) => {
     stream.push(out.line);
@@ -106,7 +106,7 @@ async function runIn(sbx: Sandbox, args: RunCodeArgs, call: ToolCall): Promise<R
     if (!flood.signal.aborted) kept.results.push(shown(r));
   };
   const countError = (e: { name: string; value: string; traceback: string }) => add(e.name.length + e.value.length + e.traceback.length);
-  const flooded = () => new ToolFailure(`the code printed more than ${MAX_OUTPUT_CHARS / 1024 / 1024} MB and its output was cut off; `
+  const flooded = () => new ToolFailure(`the code printed more than ${MAX_CODE_OUTPUT_CHARS / 1024 / 1024} MB and its output was cut off; `
     + 'write large output to a file and read parts of it, or print less');
   try {
     const execution = await sbx.runCode(args.code, {

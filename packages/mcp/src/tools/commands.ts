@@ -6,7 +6,7 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { CommandExitError, TimeoutError, type CommandHandle, type CommandResult } from '@svc/sdk';
 import { z } from 'zod';
-import { MAX_ERROR_CHARS, MAX_OUTPUT_CHARS, OutputTail, keepTail } from '../output.ts';
+import { MAX_COMMAND_OUTPUT_CHARS, MAX_ERROR_CHARS, OutputTail, keepTail } from '../output.ts';
 import { errorResult, textResult } from '../results.ts';
 import type { McpSession } from '../session.ts';
 import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
@@ -44,7 +44,7 @@ export function registerCommandTool(server: McpServer, session: McpSession): voi
     const count = (stream: OutputTail) => (data: string) => {
       stream.push(data);
       flood.chars += data.length;
-      if (flood.chars <= MAX_OUTPUT_CHARS || flood.killed || args.background) return;
+      if (flood.chars <= MAX_COMMAND_OUTPUT_CHARS || flood.killed || args.background) return;
       flood.killed = true;
       handle?.kill().catch((err: Error) => call.session.log.warn({ sandboxId: args.sandboxId, pid: handle?.pid, err: err.message }, 'a run_command past its output limit could not be killed'));
     };
@@ -69,7 +69,7 @@ export function registerCommandTool(server: McpServer, session: McpSession): voi
     const result = await waitFor(handle, output, args.sandboxId, timeoutSeconds, call);
     if (!flood.killed) return result;
     return errorResult(
-      `the command printed more than ${MAX_OUTPUT_CHARS / 1024 / 1024} MB and was killed; redirect its output to a file (command > /tmp/out.log 2>&1) and read parts of it with read_file or run_command 'tail -n 100 /tmp/out.log'.\n`
+      `the command printed more than ${MAX_COMMAND_OUTPUT_CHARS / 1024 / 1024} MB and was killed; redirect its output to a file (command > /tmp/out.log 2>&1) and read parts of it with read_file or run_command 'tail -n 100 /tmp/out.log'.\n`
       + formatOutput(output),
     );
   });

@@ -45,6 +45,7 @@ export function registerSandboxTools(server: McpServer, session: McpSession): vo
   });
 
   registerSvcTool(server, session, 'list_sandboxes', {
+    outsideCallLimit: true,
     title: 'List sandboxes',
     description: "Lists your team's running and paused sandboxes: id, state, template, start time, when it times out and its metadata.",
     inputSchema: {
@@ -81,6 +82,7 @@ export function registerSandboxTools(server: McpServer, session: McpSession): vo
   });
 
   registerSvcTool(server, session, 'kill_sandbox', {
+    outsideCallLimit: true,
     title: 'Kill a sandbox',
     description: 'Kills a sandbox at once: its processes stop and its files are gone. Use it when you no longer need the sandbox.',
     inputSchema: { sandboxId: sandboxIdArg },
@@ -92,6 +94,7 @@ export function registerSandboxTools(server: McpServer, session: McpSession): vo
   });
 
   registerSvcTool(server, session, 'pause_sandbox', {
+    outsideCallLimit: true,
     title: 'Pause a sandbox',
     description: 'Pauses a running sandbox: its processes are frozen and it uses no CPU, its memory and files are kept. '
       + 'resume_sandbox continues it where it stopped. Commands and file tools refuse a paused sandbox.',

@@ -26,6 +26,7 @@ export function portUrl(publicSandboxUrl: string, domain: string | undefined, sa
 
 export function registerUrlTool(server: McpServer, session: McpSession): void {
   registerSvcTool(server, session, 'get_url', {
+    outsideCallLimit: true,
     title: 'Get the URL of a port',
     description: 'Returns the public URL of a TCP port of a sandbox, through the platform\'s proxy, for a web server or API you started in it '
       + '(make it listen on 0.0.0.0, not only 127.0.0.1). Also says which header to send when the sandbox only accepts requests with its traffic token.',

@@ -2,12 +2,14 @@
 export class ImageTooLargeError extends Error {}
 
 /**
- * What one entry (a file, a directory, a link, a whiteout) costs beyond its tar bytes: a block
- * and an inode on the ext4 image, and the applier's work. A layer of a million empty files is
- * half a gigabyte of tar headers but four of disk; counted at its tar bytes alone it passed a
- * budget it then overran (found by a helper reading the template center as an attacker).
+ * What one entry (a file, a directory, a link, a whiteout) costs beyond its tar bytes: a 4 KiB
+ * block on the ext4 image less the 512-byte header its tar bytes already count. A layer of a
+ * million empty files is half a gigabyte of tar headers but four of disk; counted at its tar
+ * bytes alone it passed a budget it then overran (found by a helper reading the template center
+ * as an attacker). A file's own bytes are counted as the tar holds them (padded to 512), a little
+ * under their blocks on disk; mkfs checks the real fit (build/write-rootfs.ts).
  */
-const ENTRY_OVERHEAD_BYTES = 4096;
+const ENTRY_OVERHEAD_BYTES = 4096 - 512;
 
 /**
  * The most entries one image may unpack to, over all its layers and /etc/skel's copy: large
