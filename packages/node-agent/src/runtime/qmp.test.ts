@@ -23,11 +23,27 @@ async function startQemu(dir: string): Promise<{ qemu: ChildProcess; socket: str
   return { qemu, socket };
 }
 
+/**
+ * QEMU binds the socket (the file appears) before it listens on it: a connect in between is
+ * refused (seen once in .ci/run on a loaded host), so a refusal is tried again until the deadline.
+ */
+async function connectWhenListening(socket: string): Promise<QmpClient> {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await QmpClient.connect(socket, { timeoutMs: 5_000 });
+    } catch (err) {
+      if (!/ECONNREFUSED/.test((err as Error).message) || Date.now() > until) throw err;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
 test('QMP against a real QEMU (microvm, TCG): commands, errors, events, and a QEMU that dies', { skip: hasQemu ? false : `${QEMU} is missing (scripts/setup.sh installs qemu-system-x86)` }, async () => {
   const dir = await mkdtemp(join(tmpdir(), 'svc-qmp-'));
   const { qemu, socket } = await startQemu(dir);
   try {
-    const qmp = await QmpClient.connect(socket, { timeoutMs: 5_000 });
+    const qmp = await connectWhenListening(socket);
     const status = await qmp.execute<{ status: string; running: boolean }>('query-status');
     assert.deepEqual({ status: status.status, running: status.running }, { status: 'prelaunch', running: false });
     const version = await qmp.execute<{ qemu: { major: number } }>('query-version');
