@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import type { SvcConfig } from './config-types.ts';
 import { ConfigError } from './config-error.ts';
 import { isIpv4 } from './ipv4.ts';
+import { parseListen } from './listen-address.ts';
 
 /** `host=ipv4,host=ipv4` → map; a ConfigError names the bad entry. */
 export function parseEgressResolve(value: string): Record<string, string> {
@@ -24,9 +25,9 @@ export function validateConfig(c: SvcConfig): void {
   const need = (ok: boolean, key: string, problem: string) => { if (!ok) throw new ConfigError(key, problem); };
   for (const key of ['api.listen', 'master.listen', 'node_agent.listen', 'template_center.listen', 'lifecycle.listen']) {
     const v = getPath(c as unknown as Record<string, unknown>, key);
-    need(typeof v === 'string' && LISTEN_RE.test(v) && Number(v.slice(v.lastIndexOf(':') + 1)) <= 65535, key, `must be host:port, the port 0..65535 (got ${JSON.stringify(v)})`);
+    need(typeof v === 'string' && LISTEN_RE.test(v) && parseListen(v).port <= 65535, key, `must be host:port, the port 0..65535 (got ${JSON.stringify(v)})`);
   }
-  const lifecyclePort = Number(c.lifecycle.listen.slice(c.lifecycle.listen.lastIndexOf(':') + 1));
+  const lifecyclePort = parseListen(c.lifecycle.listen).port;
   need(lifecyclePort === 0 || lifecyclePort + c.lifecycle.replicas - 1 <= 65535, 'lifecycle.listen', `replica ports run from its port up, one per lifecycle.replicas: ${lifecyclePort} + ${c.lifecycle.replicas - 1} passes 65535`);
   for (const key of ['proxy.bind', 'egress.admin_bind'] as const) {
     const v = getPath(c as unknown as Record<string, unknown>, key);

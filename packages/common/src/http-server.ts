@@ -174,13 +174,6 @@ export function sendError(reply: FastifyReply, e: SvcError): FastifyReply {
   return reply.status(e.status).type('application/json').send(e.toBody());
 }
 
-/** Splits "host:port" (or ":port", or a bare port) into parts for listen(). */
-export function parseListen(addr: string, defaultHost = '127.0.0.1'): { host: string; port: number } {
-  const m = /^(?:\[?([^\]]*?)\]?:)?(\d+)$/.exec(addr.trim());
-  if (!m) throw new Error(`bad listen address: ${addr}`);
-  return { host: m[1] || defaultHost, port: Number(m[2]) };
-}
-
 /**
  * Sends an answer fetched from another component back as this route's: its status, the named
  * headers, and its body streamed through (none for HEAD or 204).

@@ -1,6 +1,7 @@
 export * from './errors.ts';
 export * from './http-client.ts';
 export * from './http-server.ts';
+export * from './listen-address.ts';
 export * from './log.ts';
 export * from './coordination.ts';
 export * from './memory-coordination.ts';

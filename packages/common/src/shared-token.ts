@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ConfigError } from './config-error.ts';
 import { unauthorized } from './errors.ts';
-import { parseListen } from './http-server.ts';
+import { parseListen } from './listen-address.ts';
 import { isLoopbackHost } from './ip-address.ts';
 import { sameSecret } from './secrets.ts';
 

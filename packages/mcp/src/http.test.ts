@@ -167,10 +167,13 @@ test('without API keys, only requests to the listen host or a loopback name are 
   const port = new URL(url).port;
   const rebound = await postAs(url, { host: `evil.example:${port}` });
   assert.equal(rebound.status, 403);
-  assert.match(rebound.text, /Invalid Host header \\"evil.example:\d+\\": without API keys, \/mcp answers only requests to 127\.0\.0\.1, localhost, \[::1\]/);
+  assert.match(rebound.text, /Invalid Host header \\"evil.example:\d+\\": without API keys, \/mcp answers only requests to this machine's loopback names \(localhost, 127\.0\.0\.1, \[::1\]\) and 127\.0\.0\.1/);
   assert.equal((await postAs(url, { host: `127.0.0.1:${port}`, origin: 'https://evil.example' })).status, 403);
-  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`]) {
+  for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `127.0.0.2:${port}`]) {
     assert.equal((await postAs(url, { host })).status, 200, host);
+  }
+  for (const host of [`localhost.evil.example:${port}`, `127.0.0.1.nip.io:${port}`, `[::2]:${port}`]) {
+    assert.equal((await postAs(url, { host })).status, 403, host);
   }
   assert.equal((await postAs(url, { host: `localhost:${port}`, origin: `http://localhost:${port}` })).status, 200);
   // with keys checked, the Host is not the API's concern

@@ -4,6 +4,7 @@
  * one tool call.
  */
 import type { IncomingMessage } from 'node:http';
+import { isLoopbackHost } from '@svc/common';
 
 /** What a refused request is answered. */
 export interface Refusal {
@@ -11,9 +12,6 @@ export interface Refusal {
   code: number;
   message: string;
 }
-
-/** Names of this machine's loopback interface, as a Host header's hostname spells them. */
-const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
 
 /** Tool calls one JSON-RPC batch may carry. */
 const MAX_TOOL_CALLS_PER_BATCH = 1;
@@ -26,15 +24,16 @@ const MAX_TOOL_CALLS_PER_BATCH = 1;
  * host (its Origin) is refused too.
  */
 export function hostRefusal(req: IncomingMessage, listenHost: string): Refusal | undefined {
-  const allowed = new Set([...LOOPBACK_NAMES, bracketed(listenHost.toLowerCase())]);
+  const listen = bracketed(listenHost.toLowerCase());
+  const served = (name: string | undefined) => name !== undefined && (name === listen || isLoopbackHost(name.replace(/^\[(.*)\]$/, '$1')));
+  const names = `this machine's loopback names (localhost, 127.0.0.1, [::1]) and ${listen}`;
   const host = hostnameOf(req.headers.host);
-  if (!host || !allowed.has(host)) {
-    return { status: 403, code: -32000, message: `Invalid Host header ${JSON.stringify(req.headers.host ?? '')}: without API keys, /mcp answers only requests to ${[...allowed].join(', ')}` };
+  if (!served(host)) {
+    return { status: 403, code: -32000, message: `Invalid Host header ${JSON.stringify(req.headers.host ?? '')}: without API keys, /mcp answers only requests to ${names}` };
   }
   const origin = req.headers.origin;
   if (origin !== undefined && origin !== 'null') {
-    const originHost = hostnameOf(originAuthority(origin));
-    if (!originHost || !allowed.has(originHost)) {
+    if (!served(hostnameOf(originAuthority(origin)))) {
       return { status: 403, code: -32000, message: `Invalid Origin header ${JSON.stringify(origin)}: without API keys, /mcp answers no web page of another host` };
     }
   }

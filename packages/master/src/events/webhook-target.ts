@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { badRequest, canonicalAddress, hostAddresses, ipToInt, parseCidr } from '@svc/common';
+import { badRequest, canonicalAddress, hostAddresses, ipToInt, isLoopbackHost, parseCidr } from '@svc/common';
 import type { PlatformAddresses } from '@svc/contracts/egress';
 import { parseWebhookUrl } from '@svc/contracts/events';
 
@@ -99,7 +99,7 @@ export class WebhookTargets {
     const endpoints: PlatformAddresses['endpoints'] = [];
     const add = (ip: string, port: number) => {
       const a = canonicalAddress(ip);
-      if (isIP(a) !== 4 || isLoopback(a) || seen.has(`${a}:${port}`)) return;
+      if (isIP(a) !== 4 || isLoopbackHost(a) || seen.has(`${a}:${port}`)) return;
       seen.add(`${a}:${port}`);
       endpoints.push({ ip: a, port });
     };
@@ -136,7 +136,7 @@ export class WebhookTargets {
     for (const e of platform) {
       if (e.port !== port) continue;
       const host = canonicalAddress(e.host);
-      if (host === address || (WILDCARDS.has(host) && local) || (host === 'localhost' && isLoopback(address))) return `port ${port} is one of the platform's own components`;
+      if (host === address || (WILDCARDS.has(host) && local) || (host === 'localhost' && isLoopbackHost(address))) return `port ${port} is one of the platform's own components`;
     }
     return undefined;
   }
@@ -149,17 +149,13 @@ function inCidr(ip: number, c: { base: number; prefix: number }): boolean {
 
 /** Addresses that reach the machine the egress proxy runs on, or its cloud's metadata service, whatever the port. */
 function hostOnlyRefusal(address: string): string | undefined {
-  if (isLoopback(address)) return 'is a loopback address (the host itself)';
+  if (isLoopbackHost(address)) return 'is a loopback address (the host itself)';
   if (isIP(address) === 4 && address.startsWith('169.254.')) return 'is link-local (cloud metadata services)';
   return undefined;
 }
 
-function isLoopback(address: string): boolean {
-  return address === '::1' || (isIP(address) === 4 && address.startsWith('127.'));
-}
-
 /** This host's own address: what a component listening on every address answers on. */
 function isLocal(address: string): boolean {
-  if (isLoopback(address) || address === '0.0.0.0' || address === '::') return true;
+  if (isLoopbackHost(address) || address === '0.0.0.0' || address === '::') return true;
   return hostAddresses().map(canonicalAddress).includes(address);
 }

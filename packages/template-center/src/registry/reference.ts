@@ -1,3 +1,5 @@
+import { isLoopbackHost } from '@svc/common';
+
 /** A parsed image reference: registry host, repository, and a tag or digest. */
 export interface ImageReference {
   /** Host[:port] as written (docker.io for Docker Hub). */
@@ -67,6 +69,5 @@ export function registryHost(registry: string): string {
 
 /** A registry host (with an optional port) on this machine's loopback: localhost, 127.0.0.0/8, ::1. */
 export function isLoopbackRegistry(registry: string): boolean {
-  const host = registryHost(registry);
-  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+  return isLoopbackHost(registryHost(registry));
 }
