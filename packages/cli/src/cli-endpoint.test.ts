@@ -39,6 +39,28 @@ describe('endpoint resolution', () => {
     }
   });
 
+  test('svc env prints the official SDK\'s settings from endpoint.json as export lines, each value quoted for the shell', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'svc-cli-data-'));
+    try {
+      const missing = await svc(['env', '--data-dir', dataDir]);
+      assert.equal(missing.code, 1);
+      assert.match(missing.stderr, /no platform found in .*endpoint\.json: start one with `svc up`/);
+      // An endpoint.json from before `svc env` (no e2bEnv) is no platform to print either.
+      writeFileSync(join(dataDir, 'endpoint.json'), JSON.stringify({ apiUrl: api.url, apiKey: 'key-1' }));
+      assert.equal((await svc(['env', '--data-dir', dataDir])).code, 1);
+      writeFileSync(join(dataDir, 'endpoint.json'), JSON.stringify({ apiUrl: api.url, apiKey: 'key-1', e2bEnv: ['E2B_API_URL=http://127.0.0.1:3000', "E2B_API_KEY=e2b_it's $(id)"] }));
+      const printed = await svc(['env', '--data-dir', dataDir]);
+      assert.equal(printed.code, 0, printed.stderr);
+      assert.equal(printed.stdout, "export E2B_API_URL=http://127.0.0.1:3000\nexport E2B_API_KEY='e2b_it'\\''s $(id)'\n");
+      const json = await svc(['env', '--data-dir', dataDir, '--json']);
+      assert.deepEqual(JSON.parse(json.stdout), { E2B_API_URL: 'http://127.0.0.1:3000', E2B_API_KEY: "e2b_it's $(id)" });
+      writeFileSync(join(dataDir, 'endpoint.json'), JSON.stringify({ e2bEnv: ['rm -rf /; X=1'] }));
+      assert.equal((await svc(['env', '--data-dir', dataDir])).code, 1, 'a line that is no NAME=value is refused, not printed');
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
   test('the bin script and the TypeScript sources run the CLI', async () => {
     const r = await svc(['--version'], {}, [BIN]);
     assert.equal(r.code, 0, r.stderr);

@@ -20,6 +20,8 @@ interface EndpointFile {
   apiUrl?: string;
   apiKey?: string;
   sandboxUrl?: string;
+  /** What the official SDK needs, `NAME=value` each, as `svc up` printed them (`svc env`). */
+  e2bEnv?: string[];
 }
 
 const ENDPOINT_FILE = 'endpoint.json';
@@ -27,6 +29,12 @@ const ENDPOINT_FILE = 'endpoint.json';
 function resolveDataDir(flag?: string): string {
   const dir = flag || process.env.SVC_DATA_DIR || join(homedir(), '.svc');
   return resolve(dir);
+}
+
+/** The endpoint `svc up` wrote in the data directory (empty when it never ran there) and its path. */
+export function savedEndpoint(dataDirFlag?: string): { path: string; file: EndpointFile } {
+  const dataDir = resolveDataDir(dataDirFlag);
+  return { path: join(dataDir, ENDPOINT_FILE), file: readEndpointFile(dataDir) };
 }
 
 function readEndpointFile(dataDir: string): EndpointFile {
@@ -50,7 +58,7 @@ const env = (name: string) => process.env[name] || undefined;
 export function resolveEndpoint(flags: EndpointFlags): ConnectionOpts {
   let file: EndpointFile | undefined;
   const fromFile = () => (file ??= readEndpointFile(resolveDataDir(flags.dataDir)));
-  const pick = (flag: string | undefined, envName: string, key: keyof EndpointFile) =>
+  const pick = (flag: string | undefined, envName: string, key: 'apiUrl' | 'apiKey' | 'sandboxUrl') =>
     flag || env(envName) || fromFile()[key] || undefined;
   const out: ConnectionOpts = {};
   const apiUrl = pick(flags.apiUrl, 'SVC_API_URL', 'apiUrl');

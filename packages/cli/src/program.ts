@@ -6,6 +6,7 @@ import { snapshotCommand } from './commands/snapshot.ts';
 import { templateCommand } from './commands/template.ts';
 import { keyCommand, teamCommand } from './commands/team.ts';
 import { upCommand } from './commands/up-command.ts';
+import { envCommand } from './commands/env.ts';
 import { prepareCommand } from './commands/prepare.ts';
 import { componentCommands } from './commands/components.ts';
 import { volumeCommand } from './commands/volume.ts';
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
     .option('--sandbox-url <url>', 'data-plane URL (default: SVC_SANDBOX_URL, endpoint.json, http://127.0.0.1:3002)')
     .option('--data-dir <dir>', 'data directory (default: SVC_DATA_DIR or ~/.svc)');
   program.addCommand(upCommand());
+  program.addCommand(envCommand());
   program.addCommand(prepareCommand());
   for (const c of componentCommands()) program.addCommand(c);
   program.addCommand(sandboxCommand());

@@ -13,6 +13,7 @@ import { buildMcpGatewayTemplate } from './mcp-gateway-template.ts';
 import { startPlatform, type Platform } from './platform.ts';
 import { ensureLocalTls } from './local-tls.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
+import { dataDirFlag, exportLines } from './shell-lines.ts';
 import { startLocalVolumePlugin, type LocalVolumePlugin } from './local-volume-plugin.ts';
 
 export interface UpOptions {
@@ -188,7 +189,8 @@ export async function runUp(opts: UpOptions): Promise<void> {
   };
 
   const endpoint = { apiUrl: up.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: up.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
-  writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify(endpoint, null, 2) + '\n', { mode: 0o600 });
+  const e2bEnv = e2bEnvLines(up, cfg, caFile);
+  writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify({ ...endpoint, e2bEnv }, null, 2) + '\n', { mode: 0o600 });
   if (opts.json) {
     process.stdout.write(JSON.stringify({ ready: true, ...endpoint }) + '\n');
     mcpGateway();
@@ -197,7 +199,11 @@ export async function runUp(opts: UpOptions): Promise<void> {
   say('');
   say('svc is up.');
   say(`  API URL:   ${up.apiUrl}`);
-  say(`  API key:   ${cfg.api.api_key}`);
+  // A terminal's user copies the key; a log (systemd's journal, a CI's output, a file) would keep
+  // the admin key for anyone who reads it, so there it is cut and `svc env` prints it.
+  const toTerminal = process.stdout.isTTY === true;
+  const key = toTerminal ? cfg.api.api_key : `${cfg.api.api_key.slice(0, 8)}... (printed only to a terminal: \`svc env\` prints it)`;
+  say(`  API key:   ${key}`);
   say(`  Console:   ${up.apiUrl}/dashboard/  (sign in with the API key)`);
   say(`  Sandboxes: ${up.sandboxUrl}  (template "base" is ready)`);
   say('');
@@ -208,7 +214,8 @@ export async function runUp(opts: UpOptions): Promise<void> {
   const kernelHint = minimalKernelHint(up.runtimes, cfg);
   if (kernelHint) say(kernelHint);
   say('Use the official e2b SDK unchanged:');
-  for (const line of e2bEnvLines(up, cfg, caFile)) say(`  export ${line}`);
+  if (toTerminal) for (const line of exportLines(e2bEnv)) say(`  ${line}`);
+  else say(`  eval "$(svc env${dataDirFlag(cfg.data_dir)})"`);
   say('Or the svc CLI and SDK (they read the same endpoint from the data directory):');
   say('  svc sandbox create --template base');
   if (opts.demo) await runDemo(endpoint, say).catch((err) => say(`demo failed: ${(err as Error).message}`));
