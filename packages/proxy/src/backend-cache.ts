@@ -1,4 +1,8 @@
+import { SvcError } from '@svc/common';
 import type { SandboxRoute } from '@svc/contracts/master-internal';
+
+/** Ids the master said it does not know, kept at most: a client asking for random ids fills no more. */
+const MAX_MISSING = 10_000;
 
 interface Entry {
   route: SandboxRoute;
@@ -9,9 +13,15 @@ interface Entry {
  * sandboxId → route, as the master last answered, for a short TTL. Only routes whose state
  * cannot change without someone telling us (running, terminated) are kept; transient and
  * paused states are always asked again. Concurrent misses for one sandbox share one lookup.
+ * The master's 404 is kept for the same TTL: a client polling an id that never existed (or
+ * whose record is gone) cost a look-up a request (164 for 500, docs/data-plane.md). A new
+ * sandbox's id cannot have been asked for before its create answered, and its announcement
+ * (the prefetch, `load(id, true)`) forgets any such answer anyway.
  */
 export class BackendCache {
   private readonly entries = new Map<string, Entry>();
+  /** sandboxId → the master's 404 and when it stops being believed; oldest first. */
+  private readonly missing = new Map<string, { err: SvcError; expiresAt: number }>();
   private readonly inflight = new Map<string, Promise<SandboxRoute>>();
   /** Bumped on every purge, so a lookup that started before a purge does not refill the cache. */
   private purges = 0;
@@ -36,14 +46,22 @@ export class BackendCache {
   }
 
   /** Asks the master (joining a lookup already under way) and caches the answer when cacheable. */
-  load(sandboxId: string): Promise<SandboxRoute> {
+  load(sandboxId: string, announced = false): Promise<SandboxRoute> {
     const pending = this.inflight.get(sandboxId);
     if (pending) return pending;
+    const miss = this.missing.get(sandboxId);
+    if (miss !== undefined) {
+      if (!announced && miss.expiresAt > Date.now()) return Promise.reject(miss.err);
+      this.missing.delete(sandboxId);
+    }
     const epoch = this.epoch;
     const p = this.lookup(sandboxId)
       .then((route) => {
         this.set(route, epoch);
         return route;
+      }, (err: unknown) => {
+        if (err instanceof SvcError && err.status === 404 && epoch === this.purges) this.remember(sandboxId, err);
+        throw err;
       })
       .finally(() => { this.inflight.delete(sandboxId); });
     this.inflight.set(sandboxId, p);
@@ -66,9 +84,16 @@ export class BackendCache {
     }
   }
 
+  private remember(sandboxId: string, err: SvcError): void {
+    if (this.missing.size >= MAX_MISSING) this.missing.delete(this.missing.keys().next().value!);
+    this.missing.set(sandboxId, { err, expiresAt: Date.now() + this.ttlMs });
+  }
+
   /** Forgets the given sandboxes, or everything. */
   purge(sandboxIds?: string[]): number {
     this.purges++;
+    if (sandboxIds === undefined) this.missing.clear();
+    else for (const id of sandboxIds) this.missing.delete(id);
     if (sandboxIds === undefined) {
       const n = this.entries.size;
       for (const e of this.entries.values()) this.onEvict(e.route);
@@ -93,5 +118,6 @@ export class BackendCache {
   private dropExpired() {
     const now = Date.now();
     for (const [id, e] of this.entries) if (e.expiresAt <= now) this.entries.delete(id);
+    for (const [id, m] of this.missing) if (m.expiresAt <= now) this.missing.delete(id);
   }
 }

@@ -109,7 +109,7 @@ export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
       httpsPort,
       purge: (ids) => cache.purge(ids),
       prefetch: (sandboxId) => {
-        cache.load(sandboxId).catch((err: Error) => logger.debug({ sandboxId, err: err.message }, 'route prefetch of a new sandbox failed; its first request looks it up'));
+        cache.load(sandboxId, true).catch((err: Error) => logger.debug({ sandboxId, err: err.message }, 'route prefetch of a new sandbox failed; its first request looks it up'));
       },
       cachedBackends: () => cache.size,
       tasks: () => periodic.stats(),
