@@ -1,6 +1,6 @@
 /**
- * The contract of the template center's routes as the master uses them (build, the artifact's
- * download and delete, a snapshot layer's upload, the token every route asks), as one test suite. The template center runs
+ * The contract of the template center's routes as the master uses them (build and its cancel, the
+ * artifact's download and delete, a snapshot layer's upload, the token every route asks), as one test suite. The template center runs
  * it (packages/template-center/src/template-center.contract.test.ts, a real build) and so does the
  * master's FakeTemplateCenter (packages/master/src/templates/testing/fake-template-center.contract.test.ts).
  */
@@ -36,9 +36,14 @@ export function templateCenterContract(name: string, make: () => Promise<Templat
         const wrong = new TemplateCenterClient(s.url, `${s.token}-not`);
         assert.equal(await statusOf(wrong.build(s.buildRequest())), 401);
         assert.equal(await statusOf(wrong.deleteArtifact('art-any')), 401);
+        assert.equal(await statusOf(wrong.cancelBuild('job-any')), 401);
         assert.equal((await wrong.download('art-any')).status, 401);
         const bytes = randomBytes(1024);
         assert.equal(await statusOf(wrong.putLayer('layer-any', { sha256: sha256Of(bytes), sizeBytes: bytes.length }, streamOf(bytes))), 401);
+      });
+
+      await t.test('a cancel of a job it does not have answers cancelled: false', async () => {
+        assert.deepEqual(await tc.cancelBuild(`job-${randomUUID()}`), { cancelled: false });
       });
 
       let artifact: ArtifactStored;

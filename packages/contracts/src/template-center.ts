@@ -3,6 +3,8 @@
  *   GET  /health                                  → { ok, store: 'local'|'s3' } (ready when the store is attached)
  *   GET  /metrics                                 → the process's Prometheus metrics (text; the callback token, as below)
  *   POST /tc/api/v1/build                         → 202 { jobId }            (body BuildRequest)
+ *   POST /tc/api/v1/build/:jobId/cancel           → 200 { cancelled: boolean } (true: the job was queued or running here and is
+ *        now aborted, removing what it built, freeing its slot and reporting FAILED; false: no such job here)
  *   POST /tc/api/v1/artifact/delete               → 200 { deleted: boolean } (body { artifactId })
  *   GET|HEAD /tc/api/v1/artifact/:artifactId      → the ext4 image (local store) or 302 to a presigned URL (s3)
  *   GET  /tc/api/v1/artifact/:artifactId/info     → 200 ArtifactStored (404 when the store lacks it)
@@ -71,6 +73,12 @@ export interface BuildRequest {
   withSvcCa: boolean;
   /** Size of the ext4 image; 0 = fit the content plus headroom. */
   diskSizeMB: number;
+  /**
+   * The fair-share key, the owning team's id (at most 128 characters): builds waiting for one of
+   * the template center's slots take turns between keys, arrival order within one. Absent: one
+   * queue shared with every other build without a key.
+   */
+  queue?: string;
 }
 
 /** What the build found in the image (template-route-schemas.ts ImageInfo). */
@@ -140,6 +148,8 @@ export const TEMPLATE_CENTER_ROUTES = {
   /** The process's Prometheus metrics; the callback token as the /tc/api/v1 routes (docs/observability.md). */
   metrics: METRICS_ROUTE,
   build: { method: 'POST', path: '/tc/api/v1/build', answer: answers<{ jobId: string }>() },
+  /** Stops a job queued or running here (the master, when the template it builds is deleted). */
+  cancelBuild: { method: 'POST', path: '/tc/api/v1/build/:jobId/cancel', answer: answers<{ cancelled: boolean }>() },
   deleteArtifact: { method: 'POST', path: '/tc/api/v1/artifact/delete', body: DeleteArtifactBody, answer: answers<{ deleted: boolean }>() },
   migrate: { method: 'POST', path: '/tc/api/v1/artifact/migrate', body: MigrateBody, answer: answers<ArtifactStored>() },
   downloadArtifact: { method: 'GET', path: '/tc/api/v1/artifact/:artifactId' },
@@ -157,6 +167,8 @@ export class TemplateCenterClient {
   get baseUrl() { return this.http.baseUrl; }
   health() { return call(this.http, R.health, {}, { timeoutMs: 3_000 }); }
   build(req: BuildRequest) { return call(this.http, R.build, {}, { body: req }); }
+  /** Aborts the job where it stands; `cancelled` says whether this template center had it. */
+  cancelBuild(jobId: string) { return call(this.http, R.cancelBuild, { jobId }); }
   deleteArtifact(artifactId: string) { return call(this.http, R.deleteArtifact, {}, { body: { artifactId } }); }
   migrate(artifactId: string, localPath: string) {
     return call(this.http, R.migrate, {}, { body: { artifactId, localPath }, timeoutMs: 600_000 });

@@ -3,6 +3,8 @@ import { DEBIAN_ROOTFS_FLAVORS, type BuildRequest, type BuildSource, type Debian
 import { isValidArtifactId } from './store/artifact-store.ts';
 
 const MAX_DISK_MB = 1024 * 1024;
+/** A fair-share key is a team's id; the bound keeps a client from queueing under a megabyte of name. */
+const MAX_QUEUE_CHARS = 128;
 
 function printableUnicode(s: string): boolean {
   if (/[\u0000-\u001f\u007f]/.test(s)) return false;
@@ -28,6 +30,7 @@ export function parseBuildRequest(body: unknown): BuildRequest {
   const diskSizeMB = b.diskSizeMB ?? 0;
   if (!Number.isInteger(diskSizeMB) || diskSizeMB < 0 || diskSizeMB > MAX_DISK_MB) throw badRequest('diskSizeMB must be an integer of 0 (fit) or more');
   if (b.withSvcCa !== undefined && typeof b.withSvcCa !== 'boolean') throw badRequest('withSvcCa must be a boolean');
+  if (b.queue !== undefined && (typeof b.queue !== 'string' || b.queue.length > MAX_QUEUE_CHARS)) throw badRequest(`queue must be a string of at most ${MAX_QUEUE_CHARS} characters`);
   return {
     jobId: str('jobId'),
     templateId: str('templateId'),
@@ -36,6 +39,7 @@ export function parseBuildRequest(body: unknown): BuildRequest {
     source: parseSource(b.source),
     withSvcCa: b.withSvcCa ?? false,
     diskSizeMB,
+    ...(b.queue !== undefined ? { queue: b.queue } : {}),
   };
 }
 

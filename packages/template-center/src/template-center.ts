@@ -105,6 +105,11 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
       runner.submit(build);
       return reply.status(202).send({ jobId: build.jobId });
     });
+    serve(scope, R.cancelBuild, async (req) => {
+      const cancelled = runner.cancel(req.params.jobId);
+      logger.info({ jobId: req.params.jobId, cancelled }, cancelled ? 'build job cancelled' : 'cancel of a build job not here (finished or unknown)');
+      return { cancelled };
+    });
     registerArtifactRoutes(scope, store);
     await registerLayerRoutes(scope, store);
   });

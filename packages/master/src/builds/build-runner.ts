@@ -33,7 +33,7 @@ export interface BuildRunnerDeps {
   /** Context files of COPY steps (context-files.ts). */
   files: BuildFiles;
   logger: Logger;
-  /** Builds that run their steps at once on this master; more wait their turn (default 2). */
+  /** Builds that run their steps at once on this master; more wait, the teams taking turns (default 2). */
   maxConcurrent?: number;
   /** A build still running after this long fails and its sandbox is killed (default an hour). */
   timeoutMs?: number;
@@ -71,7 +71,7 @@ export class BuildRunner {
         snapshotId = whole.snapshot_id;
       } else {
         const resume = await cachedPrefix(this.d.snapshots, steps, keys.steps, forcedFrom === -1 ? steps.length : forcedFrom);
-        snapshotId = await this.slots.inSlot(log, () => this.runSteps(b, base, steps, { keys, resume }, spec, log, Date.now() + (this.d.timeoutMs ?? BUILD_TIMEOUT_MS)));
+        snapshotId = await this.slots.inSlot(b.team_id, log, () => this.runSteps(b, base, steps, { keys, resume }, spec, log, Date.now() + (this.d.timeoutMs ?? BUILD_TIMEOUT_MS)));
       }
       const { user, workdir } = steps.reduce(applyStep, startState(base));
       await this.d.templates.builderBuilt(b.template_id, { snapshotId, startCmd: spec.startCmd ?? null, readyCmd: spec.readyCmd ?? null, user, ...(workdir ? { workdir } : {}) });

@@ -51,7 +51,8 @@ export class BuildJobs {
     const now = Date.now();
     const jobId = newJobId();
     const artifactId = newArtifactId();
-    const req = buildRequest(recipe, { jobId, templateId: t.template_id, artifactId, specHash: t.spec_hash });
+    // Queued by the template's team: the template center's builds take turns between teams.
+    const req = buildRequest(recipe, { jobId, templateId: t.template_id, artifactId, specHash: t.spec_hash, queue: t.team_id });
     await this.d.artifacts.insert({
       artifact_id: artifactId, spec_hash: t.spec_hash, sha256: null, size_bytes: null, status: 'PENDING', storage: null,
       location: null, download_url: null, url_expires_at: null, gc_deadline_at: null, created_at: now, updated_at: now,
@@ -156,13 +157,32 @@ export class BuildJobs {
     return failed;
   }
 
-  /** Ends the template's own build when the template goes and nothing else waits for it. */
+  /**
+   * Ends the template's own build when the template goes and nothing else waits for it, and asks
+   * the template center to cancel it: the job would otherwise hold one of its slots until it
+   * ends, up to master.build_timeout_sec.
+   */
   async abandonFor(t: TemplateRow): Promise<void> {
     if (!t.latest_job_id) return;
     const job = await this.d.jobs.get(t.latest_job_id);
     if (!job || !ACTIVE.includes(job.status as never)) return;
     const others = (await this.d.templates.followers(job.job_id)).filter((x) => x.template_id !== t.template_id);
-    if (others.length === 0) await this.fail(job, `template ${t.template_id} was deleted during the build`);
+    if (others.length) return;
+    // Failed first: the FAILED report the cancel brings then finds the job ended and changes nothing.
+    if (!(await this.fail(job, `template ${t.template_id} was deleted during the build`))) return;
+    // Distributing, the template center's part is done (a reuse never had one).
+    if (job.phase === 'DISTRIBUTING') return;
+    await this.cancel(job);
+  }
+
+  /** Best effort: a template center that does not answer leaves the build to its deadline; the delete goes on. */
+  private async cancel(job: JobRow): Promise<void> {
+    try {
+      const { cancelled } = await this.d.templateCenter.cancelBuild(job.job_id);
+      this.d.logger.info({ jobId: job.job_id, templateId: job.template_id, cancelled }, cancelled ? 'template center build cancelled' : 'template center had no such build to cancel (finished or lost)');
+    } catch (err) {
+      this.d.logger.warn({ jobId: job.job_id, templateId: job.template_id, err: (err as Error).message }, 'the template center did not cancel the build of a deleted template; it runs until it ends or reaches master.build_timeout_sec');
+    }
   }
 
   /** Waits for background distributions (tests, shutdown). */

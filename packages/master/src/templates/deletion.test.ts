@@ -76,6 +76,39 @@ onEveryEngine('artifact deletion', {
     assert.deepEqual(await h.rows('t_svc_template_placement'), []);
   },
 
+  'a template deleted during its build: the job fails, the template center cancels it, and the late FAILED report changes nothing': async (h) => {
+    const c = await h.call('POST', '/svc/template', { ...IMAGE, alias: 'doomed' }, { 'x-svc-team': 'team-a' });
+    assert.equal(c.status, 202, JSON.stringify(c.body));
+    const jobId: string = c.body.job_id;
+    assert.equal(h.tc.lastBuild().queue, 'team-a', 'the build is queued in the template center by its team');
+    assert.equal(await h.tc.callback(h.url, jobId, { status: 'RUNNING', phase: 'PULLING' }), 204);
+    assert.equal((await h.call('DELETE', `/svc/template/${c.body.template_id}`, undefined, { 'x-svc-team': 'team-a' })).status, 204);
+    assert.deepEqual(h.tc.cancels, [jobId]);
+    const failed = (await h.rows('t_svc_template_job')).find((j) => j.job_id === jobId)!;
+    assert.equal(failed.status, 'FAILED');
+    assert.equal(failed.error, `template ${c.body.template_id} was deleted during the build`);
+    // What the template center reports once its build is aborted.
+    assert.equal(await h.tc.callback(h.url, jobId, { status: 'FAILED', error: 'the build was cancelled because its template was deleted' }), 204);
+    const after = (await h.rows('t_svc_template_job')).find((j) => j.job_id === jobId)!;
+    assert.equal(after.error, failed.error, 'the job keeps the reason it ended with');
+    assert.deepEqual(await h.rows('t_svc_template'), [], 'nothing resurrected');
+    assert.equal((await h.call('GET', '/svc/template/doomed')).status, 404);
+  },
+
+  'the cancel is best effort: a template center that refuses it does not fail the delete; a build another template waits for is not cancelled': async (h) => {
+    const [a, b] = await Promise.all([h.create({ ...IMAGE, alias: 'a' }), h.create({ ...IMAGE, alias: 'b' })]);
+    assert.equal(a.job_id, b.job_id);
+    assert.equal(h.tc.lastBuild().queue, DEFAULT_TEAM_ID, 'the operator\'s builds are queued as the default team\'s');
+    assert.equal((await h.call('DELETE', '/svc/template/a')).status, 204);
+    assert.deepEqual(h.tc.log.filter((l) => l.startsWith('tc cancel')), [], 'b still follows the job');
+    h.tc.failCancelWith = 503;
+    assert.equal((await h.call('DELETE', '/svc/template/b')).status, 204);
+    assert.deepEqual(h.tc.log.filter((l) => l.startsWith('tc cancel')), [`tc cancel ${a.job_id}`], 'asked once, refused');
+    assert.deepEqual(await h.rows('t_svc_template'), []);
+    assert.equal((await h.rows('t_svc_template_job'))[0]?.status, 'FAILED');
+    assert.deepEqual(await h.rows('t_svc_template_artifact'), [], 'the build\'s artifact row is cleaned up all the same');
+  },
+
   'an artifact shared by two templates stays until the last owner goes': async (h) => {
     await h.addNode('n1');
     const [a, b] = await Promise.all([h.create({ ...IMAGE, alias: 'a' }), h.create({ ...IMAGE, alias: 'b' })]);

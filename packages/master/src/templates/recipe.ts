@@ -50,7 +50,8 @@ export function recipeOf(requestJson: string, templateId: string, vault: RecipeS
   return { ...recipe, source: { ...source, auth } as BuildSource };
 }
 
-export function buildRequest(recipe: BuildRecipe, ids: { jobId: string; templateId: string; artifactId: string; specHash: string }): BuildRequest {
+/** `queue` is the fair-share key the template center's slots take turns by: the template's team. */
+export function buildRequest(recipe: BuildRecipe, ids: { jobId: string; templateId: string; artifactId: string; specHash: string; queue: string }): BuildRequest {
   return { ...ids, source: recipe.source, withSvcCa: recipe.withSvcCa, diskSizeMB: recipe.diskSizeMB };
 }
 

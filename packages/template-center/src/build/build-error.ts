@@ -15,6 +15,16 @@ export class BuildError extends Error {
 
 export class BuildAbortedError extends BuildError {}
 
+/**
+ * A job the master cancelled (POST /tc/api/v1/build/:jobId/cancel): it does so when the template
+ * the job builds is deleted, so the message says that.
+ */
+export class BuildCancelledError extends BuildAbortedError {
+  constructor() {
+    super('the build was cancelled because its template was deleted');
+  }
+}
+
 const SELF_EXPLAINING = [BuildError, RegistryError, ImageSourceError, DigestMismatchError, UnsafePathError, NoSpaceError, ImageTooSmallError, ImageTooLargeError];
 
 /** Runs one stage of a build and turns whatever it throws into a message a user can act on. */

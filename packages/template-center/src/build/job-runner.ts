@@ -1,7 +1,7 @@
 import { Slots, unavailable, waitAtMost, type Coordination, type Logger } from '@svc/common';
 import type { BuildRequest, JobStatusReport } from '@svc/contracts/template-center';
 import type { BuildContext } from './build-context.ts';
-import { BuildAbortedError, BuildError, explain } from './build-error.ts';
+import { BuildAbortedError, BuildCancelledError, BuildError, explain } from './build-error.ts';
 import { buildArtifact, type BuildResult } from './build-job.ts';
 import type { CallbackSender } from './callback-sender.ts';
 import { ProgressReporter, type ProgressTiming } from './progress-reporter.ts';
@@ -40,7 +40,7 @@ interface RunningJob {
 export class JobRunner {
   private readonly jobs = new Map<string, RunningJob>();
   private readonly dedup: SpecDedup<BuildResult>;
-  /** Builds running at once (maxConcurrent); the rest wait their turn in order. */
+  /** Builds running at once (maxConcurrent); the rest wait, the teams (BuildRequest.queue) taking turns. */
   private readonly slots: Slots;
   private closed = false;
 
@@ -65,6 +65,18 @@ export class JobRunner {
     this.jobs.set(req.jobId, { controller, done });
   }
 
+  /**
+   * Aborts a job queued or running here: a queued one leaves the queue, a running one stops where
+   * it is and removes what it built; either frees its slot and reports FAILED. False when no job
+   * of that id is here (finished, never submitted, or another replica's).
+   */
+  cancel(jobId: string): boolean {
+    const job = this.jobs.get(jobId);
+    if (!job) return false;
+    job.controller.abort(new BuildCancelledError());
+    return true;
+  }
+
   /** Stops every job: each removes what it had built so far and does not report BUILT. */
   async close(): Promise<void> {
     this.closed = true;
@@ -85,7 +97,7 @@ export class JobRunner {
     const deadline = new AbortController();
     let timer: NodeJS.Timeout | undefined;
     try {
-      release = await this.slots.acquire(signal);
+      release = await this.slots.acquire(signal, req.queue);
       // Without a deadline a build that hangs (a registry trickling a byte a minute, a stuck
       // mkfs) held its slot for good, and with every slot held no build ran at all.
       const { buildTimeoutMs } = this.o;
@@ -110,16 +122,27 @@ export class JobRunner {
         signal: buildSignal,
         onPhase: (phase) => { progress.setPhase(phase); report({ status: 'RUNNING', phase }); },
       }), { signal: buildSignal, onWait: (holder) => progress.setMessage(`waiting for the build of the same spec by ${holder.split(':').pop()}`) });
-      if (buildSignal.aborted) throw buildSignal.reason;
+      if (buildSignal.aborted) {
+        // Aborted after storeImage's own check (while the build cleaned up): its artifact goes too.
+        // A reused one is the other job's and stays.
+        if (!reusedFrom) await this.o.store.delete(value.artifact.artifactId).catch((e: Error) => log.warn({ artifactId: value.artifact.artifactId, err: e.message }, 'an aborted build could not remove its stored artifact: it is left in the store, which no sweep of the master knows of'));
+        throw buildSignal.reason;
+      }
       outcome = reusedFrom ? 'reused' : 'built';
       log.info({ ms: Date.now() - started, reusedFrom, sha256: value.artifact.sha256, sizeBytes: value.artifact.sizeBytes }, reusedFrom ? 'reused the artifact of a concurrent build' : 'build done');
       await callbacks.report(req.jobId, { status: 'BUILT', artifact: value.artifact, imageInfo: value.imageInfo });
     } catch (err) {
-      // Past the deadline whatever step was under way failed by the abort; the deadline is the reason.
-      const e = deadline.signal.aborted && !signal.aborted ? deadline.signal.reason as BuildTimeoutError : explain(err, 'building');
+      // Past the deadline, or once cancelled, whatever step was under way failed by the abort; the
+      // deadline or the cancel is the reason.
+      const e = deadline.signal.aborted && !signal.aborted ? deadline.signal.reason as BuildTimeoutError
+        : signal.reason instanceof BuildCancelledError ? signal.reason : explain(err, 'building');
       outcome = signal.aborted ? 'aborted' : 'failed';
       log.warn({ ms: Date.now() - started, error: e.message, cause: (e.cause as Error)?.message }, 'build failed');
-      if (signal.aborted) {
+      if (e instanceof BuildCancelledError) {
+        // Sent in the background (retried as any report) so that the slot is free at once: the
+        // master failed the job before it cancelled it, so nothing there waits for this report.
+        report({ status: 'FAILED', error: e.message });
+      } else if (signal.aborted) {
         // One quick attempt: the process is going away; the master's reconciler covers a lost report.
         await waitAtMost(callbacks.report(req.jobId, { status: 'FAILED', error: e.message }), 2000);
       } else {

@@ -13,6 +13,8 @@ import { CALLBACK_TOKEN_HEADER, LAYER_SHA256_HEADER, TEMPLATE_CENTER_ROUTES as T
 export class FakeTemplateCenter {
   readonly builds: BuildRequest[] = [];
   readonly deletes: string[] = [];
+  /** Job ids the master asked to cancel, in order. */
+  readonly cancels: string[] = [];
   readonly migrations: Array<{ artifactId: string; localPath: string }> = [];
   readonly downloads: Array<{ method: string; artifactId: string }> = [];
   /** Layer uploads (PUT /tc/api/v1/layer/:id) as they arrived, kept or not. */
@@ -26,6 +28,8 @@ export class FakeTemplateCenter {
   /** Set to make /build close the connection without an answer (a template center that went away). */
   dropBuild = false;
   failDeleteWith: number | null = null;
+  /** Set to make cancels answer this status. */
+  failCancelWith: number | null = null;
   /** Set to make layer uploads answer this status (507, say). */
   failLayerWith: number | null = null;
   /** Records the order of calls across the fakes (shared with the node agents). */
@@ -52,6 +56,15 @@ export class FakeTemplateCenter {
       if (this.failBuildWith) return reply.status(this.failBuildWith).send({ code: this.failBuildWith, message: 'build refused by the fake' });
       this.builds.push(body);
       return reply.status(202).send({ jobId: body.jobId });
+    });
+    serve(app, T.cancelBuild, async (req, reply) => {
+      const { jobId } = req.params;
+      this.log.push(`tc cancel ${jobId}`);
+      if (this.failCancelWith) return reply.status(this.failCancelWith).send({ code: this.failCancelWith, message: 'cancel refused by the fake' });
+      this.cancels.push(jobId);
+      // A build the fake got runs until the test stores its artifact (storeArtifact).
+      const build = this.builds.find((b) => b.jobId === jobId);
+      return { cancelled: !!build && !this.files.has(build.artifactId) };
     });
     serve(app, T.deleteArtifact, async (req, reply) => {
       const { artifactId } = req.body as { artifactId: string };
