@@ -17,6 +17,7 @@ export class EnvdState {
   private initEnv: Record<string, string> = {};
   private token: Buffer | undefined;
   private explicitDefaultUser: string | undefined;
+  private readonly startupDefaultUser: string | undefined;
   defaultWorkdir: string | undefined;
   private lastInitTimestamp = -Infinity;
 
@@ -24,6 +25,7 @@ export class EnvdState {
     this.users = users;
     this.baseEnv = config.sandboxEnv;
     this.explicitDefaultUser = config.defaultUser;
+    this.startupDefaultUser = config.defaultUser;
     // The access token arrives only through POST /init, for a sandbox started cold or warm alike.
   }
 
@@ -64,12 +66,28 @@ export class EnvdState {
     return this.users.byName('user') ? 'user' : 'root';
   }
 
-  /** Accepts an /init only if it is newer than the last applied one (or carries no time). */
-  acceptInitTimestamp(timestampMs: number | undefined): boolean {
+  /**
+   * Whether an /init of this time is newer than the last applied one that set a token (one
+   * without a time always is). Only an /init that sets a token (`advance`) moves that mark: while
+   * envd has no token anyone may POST /init, and such an /init must never make envd drop the node
+   * agent's /init that follows it.
+   */
+  acceptInitTimestamp(timestampMs: number | undefined, advance: boolean): boolean {
     if (timestampMs === undefined) return true;
     if (timestampMs <= this.lastInitTimestamp) return false;
-    this.lastInitTimestamp = timestampMs;
+    if (advance) this.lastInitTimestamp = timestampMs;
     return true;
+  }
+
+  /**
+   * Forgets what earlier /inits set (env vars, default user and workdir): the /init that gives a
+   * tokenless envd its token defines the sandbox whole, so nothing a caller set before it, while
+   * anyone could, outlives it.
+   */
+  resetInitDefaults(): void {
+    this.initEnv = {};
+    this.explicitDefaultUser = this.startupDefaultUser;
+    this.defaultWorkdir = undefined;
   }
 
   /** Looks a user up by name (or the default user); unknown users are `unauthenticated`. */

@@ -251,7 +251,35 @@ static char **command_env(const struct request *r, const struct user *caller, co
 #undef PUT
 }
 
+/* Seconds a connection has to deliver its whole request: every local user may connect, and one
+ * that sends nothing would otherwise hold this root process, blocked in recvmsg, for good. envd's
+ * tests shorten it with SVC_SUDO_REQUEST_TIMEOUT_S (envd's own environment, never a caller's). */
+#define REQUEST_TIMEOUT_S 30
+
+static unsigned request_timeout(void) {
+  const char *text = getenv("SVC_SUDO_REQUEST_TIMEOUT_S");
+  long s = text ? strtol(text, NULL, 10) : 0;
+  return s > 0 && s <= 3600 ? (unsigned)s : REQUEST_TIMEOUT_S;
+}
+
+static void request_timed_out(int sig) {
+  static const char msg[] = "svc-sudo: no complete request in time; the connection was closed\n";
+  (void)sig;
+  (void)!write(2, msg, sizeof msg - 1);
+  _exit(1);
+}
+
 static int serve(int sock) {
+  /* The whole request under one deadline (SO_RCVTIMEO would bound each read, not all of them).
+   * Whatever envd left of SIGALRM is set here: the handler ends the helper. */
+  struct sigaction on_alarm = { .sa_handler = request_timed_out };
+  sigemptyset(&on_alarm.sa_mask);
+  sigaction(SIGALRM, &on_alarm, NULL);
+  sigset_t alarm_set;
+  sigemptyset(&alarm_set);
+  sigaddset(&alarm_set, SIGALRM);
+  sigprocmask(SIG_UNBLOCK, &alarm_set, NULL);
+  alarm(request_timeout());
   /* The caller's identity travels as SCM_CREDENTIALS, which the kernel checks on sending (a
    * process can claim only its own ids). SO_PEERCRED is not used: this gVisor answers it with the
    * accepting side's credentials. */
@@ -277,6 +305,7 @@ static int serve(int sock) {
   if (len == 0 || len > MAX_REQUEST) refuse(sock, fds[2], 1, "sudo: the request is too large%s\n", "");
   char *buf = malloc(len + 1);
   if (!buf || read_all(sock, buf, len) != 0) return 1;
+  alarm(0); /* the request is in; the command may run as long as it likes */
   buf[len] = 0;
   struct request r;
   if (parse_request(buf, len, &r) != 0) refuse(sock, fds[2], 1, "sudo: malformed request%s\n", "");

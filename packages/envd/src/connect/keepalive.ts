@@ -1,12 +1,19 @@
 import type { IncomingHttpHeaders } from 'node:http';
 
 const defaultIntervalSeconds = 90;
+/**
+ * The range a client's interval is held to: past 2^31 - 1 ms Node's timers fire after 1 ms
+ * (3,000,000 s once meant 872 pings a second), and a ping more often than each second is no use.
+ */
+const minIntervalSeconds = 1;
+const maxIntervalSeconds = 3600;
 
-/** The keepalive interval a client asks for with `Keepalive-Ping-Interval` (seconds). */
+/** The keepalive interval a client asks for with `Keepalive-Ping-Interval` (seconds), clamped to 1 s .. 1 h. */
 export function keepaliveIntervalMs(headers: IncomingHttpHeaders): number {
   const raw = headers['keepalive-ping-interval'];
   const seconds = Number(Array.isArray(raw) ? raw[0] : raw);
-  return (Number.isInteger(seconds) && seconds > 0 ? seconds : defaultIntervalSeconds) * 1000;
+  const asked = Number.isInteger(seconds) && seconds > 0 ? seconds : defaultIntervalSeconds;
+  return Math.min(Math.max(asked, minIntervalSeconds), maxIntervalSeconds) * 1000;
 }
 
 /** Calls `ping` whenever the stream has been quiet for `intervalMs`. */

@@ -11,6 +11,8 @@ import { encodeEnvelope, FLAG_END_STREAM } from './envelope.ts';
  */
 export class ResponseStream<O extends DescMessage> {
   private closed = false;
+  /** Settles when the socket drains (or closes); set while it is full. */
+  private drained: Promise<void> | undefined;
 
   constructor(
     private readonly res: ServerResponse,
@@ -26,21 +28,25 @@ export class ResponseStream<O extends DescMessage> {
   /**
    * Writes one message. Returns nothing when the socket took it, or a promise that resolves once
    * the socket can take more (or the stream is gone): producers that can wait should await it.
+   * Every write made while the socket is full gets the same promise: one listener pair per
+   * stream, not one per write (a client that never read once piled up millions of them).
    */
   send = (message: MessageInitShape<O>): Promise<void> | undefined => {
     if (this.isClosed) return undefined;
     this.writeHead();
     const ok = this.res.write(encodeEnvelope(0, this.codec.serialize(this.schema, message)));
-    if (ok) return undefined;
-    return new Promise((resolve) => {
+    if (ok && !this.drained) return undefined;
+    this.drained ??= new Promise((resolve) => {
       const done = () => {
         this.res.off('drain', done);
         this.res.off('close', done);
+        this.drained = undefined;
         resolve();
       };
       this.res.on('drain', done);
       this.res.on('close', done);
     });
+    return this.drained;
   };
 
   end(error?: unknown): void {

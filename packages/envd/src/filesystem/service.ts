@@ -1,17 +1,16 @@
 import { cp, lstat, realpath, rename, rm, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { ConnectError, toConnectError } from '../connect/code.ts';
-import { Keepalive, keepaliveIntervalMs } from '../connect/keepalive.ts';
 import type { ServiceImpl } from '../connect/router.ts';
 import type { Filesystem } from '@svc/contracts/envd/filesystem/filesystem_pb';
 import type { EnvdState } from '../state.ts';
 import { ensureDirs, resolvePath } from '../system/paths.ts';
-import { DirWatcher } from './dir-watcher.ts';
 import { identityOf, type EntryReader } from './entry.ts';
 import { listTree } from './listing.ts';
 import type { MetadataStore } from './metadata-store.ts';
 import { checkWatchTarget } from './watch-target.ts';
 import { eventConverter } from './watch-events.ts';
+import { streamWatch } from './watch-stream.ts';
 import type { WatcherRegistry } from './watcher-registry.ts';
 import { whenMissing } from '@svc/common/missing';
 
@@ -101,45 +100,7 @@ export function filesystemService(state: EnvdState, entries: EntryReader, metada
     async watchDir(request, ctx, send) {
       const { path } = resolveFor(request.path, ctx.requestHeaders);
       await checkWatchTarget(path, request.allowNetworkMounts);
-      const convert = eventConverter(entries, request.includeEntry);
-      await new Promise<void>((resolve, reject) => {
-        let converted = Promise.resolve();
-        let keepalive: Keepalive | undefined;
-        let watcher: DirWatcher | undefined;
-        const stop = () => {
-          keepalive?.stop();
-          watcher?.close();
-          ctx.signal.removeEventListener('abort', onAbort);
-        };
-        const onAbort = () => {
-          stop();
-          resolve();
-        };
-        ctx.signal.addEventListener('abort', onAbort);
-        DirWatcher.open(path, request.recursive, {
-          events: (changes) => {
-            converted = converted.then(async () => {
-              for (const filesystem of await convert(changes)) send({ event: { case: 'filesystem', value: filesystem } });
-              keepalive?.reset();
-            });
-          },
-          error: (err) => {
-            stop();
-            reject(err);
-          },
-        }).then(
-          (opened) => {
-            watcher = opened;
-            if (ctx.signal.aborted) return opened.close();
-            send({ event: { case: 'start', value: {} } });
-            keepalive = new Keepalive(keepaliveIntervalMs(ctx.requestHeaders), () => send({ event: { case: 'keepalive', value: {} } }));
-          },
-          (err) => {
-            stop();
-            reject(toConnectError(err));
-          },
-        );
-      });
+      await streamWatch(path, request.recursive, eventConverter(entries, request.includeEntry), ctx, send);
     },
 
     async createWatcher(request, ctx) {

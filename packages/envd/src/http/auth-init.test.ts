@@ -120,13 +120,13 @@ test('/init personalises the sandbox: env vars, token, default user and workdir'
   assert.equal(error, undefined);
   assert.equal(out, `from-init base\n${dir}\nroot\n`);
 
-  // An older /init (e.g. a retry that arrives late) is acknowledged but changes nothing.
+  // An older /init (e.g. a retry that arrives late) changes nothing; one that sets a token says so (init-order.test.ts).
   const stale = await fetch(`${envd.url}/init`, {
     method: 'POST',
     headers: { 'x-access-token': 'second-token' },
     body: JSON.stringify({ envVars: {}, accessToken: 'third-token', timestamp: new Date(Date.now() - 3_600_000).toISOString() }),
   });
-  assert.equal(stale.status, 204);
+  assert.equal(stale.status, 409);
   assert.equal((await run('echo $INIT_VAR', 'second-token')).out, 'from-init\n');
 
   // Proving knowledge of the current token in the body is enough too.

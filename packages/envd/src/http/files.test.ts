@@ -126,6 +126,14 @@ test('multipart upload of several files, paths taken from the file names', async
   assert.match(((await rejected.json()) as { message: string }).message, /cannot upload multiple files to the same path/);
 });
 
+test('a multipart upload has at most 10,000 parts: 413 with the JSON error', async () => {
+  const part = '--b\r\nContent-Disposition: form-data; name="note"\r\n\r\nv\r\n';
+  const body = `${part.repeat(10_001)}--b--\r\n`;
+  const res = await fetch(`${envd.url}/files?path=${encodeURIComponent(join(dir, 'many'))}`, { method: 'POST', body, headers: { 'content-type': 'multipart/form-data; boundary=b' } });
+  assert.equal(res.status, 413);
+  assert.deepEqual(await res.json(), { code: 413, message: 'a multipart upload may have at most 10000 parts; send the files in several requests' });
+});
+
 test('upload errors', async () => {
   const cases: [string, RequestInit, number, RegExp][] = [
     [`${envd.url}/files?path=${dir}/x`, { method: 'POST', body: 'x', headers: { 'content-type': 'text/plain' } }, 400, /unsupported content type/],

@@ -10,7 +10,8 @@ import { chmodSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { startSudoService } from './sudo-service.ts';
+import { connect, type Socket } from 'node:net';
+import { MAX_SUDO_CONNECTIONS, startSudoService } from './sudo-service.ts';
 
 const HELPER = join(import.meta.dirname, '../../../../dist/svc-sudo');
 
@@ -58,6 +59,49 @@ test('sudo through envd: root runs as anyone, the sudoers decide for others, sta
     assert.equal(interrupted.signal, 'SIGINT', 'the command got the signal and the client ends as it did');
     assert.match((await sudo([], { socket })).stderr, /usage: sudo/);
   } finally {
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('connections that send nothing are capped and end after the helper\'s deadline', { skip: !existsSync(HELPER) || process.getuid?.() !== 0 ? 'needs root and dist/svc-sudo (npm run build)' : false }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-sudo-'));
+  chmodSync(dir, 0o755);
+  const socket = join(dir, 'run/sudo.sock');
+  const lines: string[] = [];
+  const server = startSudoService(HELPER, socket, (l) => lines.push(l), { requestTimeoutSeconds: 1 });
+  const open: Socket[] = [];
+  try {
+    await once(server, 'listening');
+    // How long until `s` closes (Infinity past 10 s: a failure, not a hang).
+    const closed = (s: Socket) => new Promise<number>((resolve) => {
+      const t0 = Date.now();
+      const timer = setTimeout(() => resolve(Infinity), 10_000);
+      s.once('close', () => { clearTimeout(timer); resolve(Date.now() - t0); });
+    });
+    for (let i = 0; i < MAX_SUDO_CONNECTIONS; i++) {
+      const s = connect(socket);
+      s.on('error', () => {});
+      await once(s, 'connect');
+      open.push(s);
+    }
+    const ended = open.map(closed);
+    // Each silent connection is a root helper blocked on it; one more is refused at once.
+    while ((server as unknown as { _connections: number })._connections < MAX_SUDO_CONNECTIONS) await new Promise((r) => setTimeout(r, 10));
+    const extra = connect(socket);
+    extra.on('error', () => {});
+    open.push(extra);
+    assert.ok((await closed(extra)) < 1_000, 'the connection past the cap was closed at once');
+    assert.ok(lines.some((l) => /16 connections are being served; refused 1/.test(l)), lines.join('\n'));
+
+    // The helpers give up on a request that does not come, and their places are free again.
+    const waited = await Promise.all(ended);
+    assert.ok(Math.max(...waited) < 5_000, `the silent connections were closed after ${Math.max(...waited)} ms`);
+    assert.ok(lines.some((l) => /no complete request in time/.test(l)), lines.join('\n'));
+    const asRoot = await sudo(['-u', 'nobody', 'id', '-un'], { socket });
+    assert.deepEqual([asRoot.code, asRoot.stdout], [0, 'nobody\n']);
+  } finally {
+    for (const s of open) s.destroy();
     server.close();
     rmSync(dir, { recursive: true, force: true });
   }

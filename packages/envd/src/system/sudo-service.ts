@@ -13,16 +13,43 @@ import { dirname } from 'node:path';
 
 const SUDO_SOCKET = '/run/svc-envd/sudo.sock';
 
-export function startSudoService(helper: string, socketPath = SUDO_SOCKET, log: (line: string) => void = console.error): Server {
+/**
+ * Connections served at once; more are closed as they come. Any local user may connect, sudoer
+ * or not, and each connection is a root helper until it ends: without a cap, connections piled
+ * up root processes. 16 running `sudo` commands at a time is plenty for a sandbox; a helper whose
+ * connection sends no request ends after svc-sudo's own deadline (30 s), freeing its place.
+ */
+export const MAX_SUDO_CONNECTIONS = 16;
+/** Refused connections are told in the log at most this often, so that a flood of them is not a flood of lines. */
+const REFUSAL_NOTE_MS = 10_000;
+
+export interface SudoServiceOptions {
+  /** Seconds svc-sudo waits for a connection's request (its default is 30); for tests. */
+  requestTimeoutSeconds?: number;
+}
+
+export function startSudoService(helper: string, socketPath = SUDO_SOCKET, log: (line: string) => void = console.error, options: SudoServiceOptions = {}): Server {
   mkdirSync(dirname(socketPath), { recursive: true, mode: 0o755 });
   chmodSync(dirname(socketPath), 0o755);
   rmSync(socketPath, { force: true });
+  const env = options.requestTimeoutSeconds === undefined ? process.env : { ...process.env, SVC_SUDO_REQUEST_TIMEOUT_S: String(options.requestTimeoutSeconds) };
   const server = createServer({ pauseOnConnect: true }, (socket) => {
-    const child = spawn(helper, ['--serve'], { stdio: [socket, 'ignore', 'pipe'] });
+    const child = spawn(helper, ['--serve'], { stdio: [socket, 'ignore', 'pipe'], env });
     child.stderr.setEncoding('utf8').on('data', (text: string) => log(`envd: sudo helper: ${text.trimEnd()}`));
     child.on('error', (err) => { log(`envd: sudo helper ${helper} failed to start: ${err.message}`); socket.destroy(); });
-    // The helper holds its own copy of the connection; envd's is closed once the helper is done.
+    // The helper holds its own copy of the connection; envd's is closed once the helper is done,
+    // which is also when it stops counting against the cap.
     child.on('exit', () => socket.destroy());
+  });
+  server.maxConnections = MAX_SUDO_CONNECTIONS;
+  let refused = 0;
+  let lastNote = -Infinity;
+  server.on('drop', () => {
+    refused++;
+    if (Date.now() - lastNote < REFUSAL_NOTE_MS) return;
+    log(`envd: sudo service: ${MAX_SUDO_CONNECTIONS} connections are being served; refused ${refused} more since the last note`);
+    lastNote = Date.now();
+    refused = 0;
   });
   server.on('error', (err) => log(`envd: sudo service on ${socketPath}: ${err.message}`));
   server.listen(socketPath, () => chmodSync(socketPath, 0o666));
