@@ -12,6 +12,12 @@ export interface AccessRefusal {
 }
 
 /**
+ * Who calls a contexts route: the token's holder (or anyone, in an unsecured sandbox), or, in a
+ * secured sandbox, someone who sent no token (the official SDKs send none on these routes).
+ */
+export type Caller = 'holder' | 'anonymous';
+
+/**
  * Whether a request may run code: envd decides, by answering its /envs route to the token the
  * request brought (X-Access-Token), as it answers any of its own routes. A secured sandbox's envd
  * has a token and answers 401 without it; an unsecured one answers everyone, and so does this.
@@ -20,7 +26,8 @@ export interface AccessRefusal {
  * sandbox's id is no secret (every download URL names it): without this check anyone who knew
  * the id ran code as root in a secured sandbox, and read the environment the host gave it. The
  * official SDKs send the token with each execution (JS and Python); E2B's own server does not
- * check it. Context routes are left open, as the JS SDK sends no token there.
+ * check it. On the contexts routes the official SDKs (JS 2.8.0, Python) send no token, svc's SDK
+ * does: `caller` tells the two apart, and context-routes.ts decides what each may do.
  */
 export class EnvdAccess {
   private readonly accepted = new Map<string, number>();
@@ -44,5 +51,17 @@ export class EnvdAccess {
     if (this.accepted.size >= MAX_REMEMBERED) this.accepted.clear();
     this.accepted.set(key, Date.now() + ACCEPTED_MS);
     return undefined;
+  }
+
+  /**
+   * A token that was sent must be the sandbox's: 401 otherwise, 503 when envd cannot tell. No
+   * token is the holder in an unsecured sandbox and `anonymous` in a secured one, or while envd
+   * cannot tell (the least a caller may do, rather than no list at all while envd is down).
+   */
+  async caller(token: string | undefined): Promise<Caller | AccessRefusal> {
+    const refused = await this.check(token);
+    if (!refused) return 'holder';
+    if (!token) return 'anonymous';
+    return refused;
   }
 }

@@ -14,8 +14,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ExecutionOutput } from '@svc/contracts/code-interpreter';
-import { environmentWith, type EnvChanges, type ExecutionEnd, type Kernel, type Log } from './kernel.ts';
+import { Backpressure } from './backpressure.ts';
+import { environmentWith, type EnvChanges, type ExecutionEnd, type Kernel, type Log, type OutputSink } from './kernel.ts';
 import { logExit, signalGroup, stopGroup } from './kernel-process.ts';
 
 const INTERRUPT_GRACE_MS = 5_000;
@@ -66,17 +66,20 @@ export class BashKernel implements Kernel {
     this.running();
   }
 
-  async execute(code: string, emit: (line: ExecutionOutput) => void, signal: AbortSignal): Promise<ExecutionEnd> {
+  async execute(code: string, emit: OutputSink, signal: AbortSignal): Promise<ExecutionEnd> {
     const shell = this.running();
     shell.executions += 1;
     emit({ type: 'number_of_executions', execution_count: shell.executions });
     const now = () => new Date().toISOString();
     let status = 0;
+    // While the client is behind, the shell's pipes are not read: its commands block on writing.
+    const pipes = [shell.child.stdout, shell.child.stderr];
+    const flow = new Backpressure({ pause: () => pipes.forEach((p) => p?.pause()), resume: () => pipes.forEach((p) => p?.resume()) }, emit);
     const end = await this.runSnippet(shell, code, signal, {
-      stdout: (text) => emit({ type: 'stdout', text, timestamp: now() }),
-      stderr: (text) => emit({ type: 'stderr', text, timestamp: now() }),
+      stdout: (text) => flow.send({ type: 'stdout', text, timestamp: now() }),
+      stderr: (text) => flow.send({ type: 'stderr', text, timestamp: now() }),
       status: (s) => { status = s; },
-    });
+    }).finally(() => flow.release());
     if (end === 'completed' && status !== 0) emit({ type: 'error', name: 'ExitStatus', value: String(status), traceback: `exit status ${status}` });
     return end;
   }

@@ -2,13 +2,18 @@
  * One `POST /execute` answer: NDJSON lines as the kernel produces them, a keepalive line while
  * nothing else comes (also while a default context starts or the context's lock is taken), and
  * `end_of_execution` last.
- * A client that goes away interrupts the kernel, so the next execution is not blocked.
+ * A client that goes away interrupts the kernel, so the next execution is not blocked. A client
+ * that reads slowly holds its kernel's output back (OutputSink), so the answer's backlog stays
+ * about BEHIND_BYTES however much the code prints.
  */
 import type { ServerResponse } from 'node:http';
-import type { ExecutionLine } from '@svc/contracts/code-interpreter';
+import type { ExecutionLine, ExecutionOutput } from '@svc/contracts/code-interpreter';
 import type { Context } from './contexts.ts';
-import type { EnvChanges, ExecutionEnd, Log } from './kernel.ts';
+import type { EnvChanges, ExecutionEnd, Log, OutputSink } from './kernel.ts';
 import type { SandboxEnv } from './sandbox-env.ts';
+
+/** Unsent output past which the client is behind and the kernel's output is held back. */
+const BEHIND_BYTES = 1024 * 1024;
 
 export interface ExecutionDeps {
   sandboxEnv: SandboxEnv;
@@ -38,6 +43,7 @@ export async function streamExecution(
   const keepalive = setInterval(() => {
     if (Date.now() - lastWrite >= deps.keepaliveMs / 2) write({ type: 'keepalive' });
   }, deps.keepaliveMs);
+  const output = outputSink(res, write);
 
   // A default context may still be starting: the answer has begun (headers, keepalives) meanwhile,
   // so a client sees a live request, as E2B's server answers once it serves at all.
@@ -71,15 +77,16 @@ export async function streamExecution(
     }
     let end: ExecutionEnd;
     try {
-      end = await kernel.execute(request.code, write, gone.signal);
+      end = await kernel.execute(request.code, output, gone.signal);
     } catch (err) {
       // The kernel could not (re)start: the context stays, a later execution tries again.
       deps.log('error', `execution failed: ${(err as Error).message}`, { context: context.id });
       write({ type: 'error', name: 'KernelError', value: (err as Error).message, traceback: '' });
       end = 'completed';
     }
-    if (end === 'died') {
-      write({ type: 'error', name: 'UnexpectedEndOfExecution', value: 'The kernel ended before the execution finished; the next execution starts a new one', traceback: '' });
+    if (end === 'died' || typeof end === 'object') {
+      const why = typeof end === 'object' ? `: ${end.died}` : '';
+      write({ type: 'error', name: 'UnexpectedEndOfExecution', value: `The kernel ended before the execution finished${why}; the next execution starts a new one`, traceback: '' });
       write({ type: 'unexpected_end_of_execution' });
     }
     if (end === 'interrupted') deps.log('info', 'execution interrupted: the client went away', { context: context.id });
@@ -99,4 +106,33 @@ export async function streamExecution(
   } finally {
     release();
   }
+}
+
+/**
+ * The kernel's side of the answer: a line is written at once, and the call says whether the
+ * client keeps up. One wait for 'drain' is shared by every caller, so holding back adds no
+ * listeners per line.
+ */
+function outputSink(res: ServerResponse, write: (line: ExecutionLine) => void): OutputSink {
+  let draining: Promise<void> | undefined;
+  const gone = () => res.destroyed || res.writableEnded;
+  const behind = () => !gone() && res.writableLength > BEHIND_BYTES;
+  const drained = (): Promise<void> => {
+    if (!behind()) return Promise.resolve();
+    draining ??= new Promise<void>((resolve) => {
+      const done = () => {
+        res.off('drain', done);
+        res.off('close', done);
+        draining = undefined;
+        resolve();
+      };
+      res.on('drain', done);
+      res.on('close', done);
+    });
+    return draining;
+  };
+  return Object.assign((line: ExecutionOutput) => {
+    write(line);
+    return !behind();
+  }, { drained });
 }

@@ -6,8 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { transform } from 'sucrase';
-import type { ExecutionOutput } from '@svc/contracts/code-interpreter';
-import { environmentWith, type EnvChanges, type ExecutionEnd, type Kernel, type Log } from './kernel.ts';
+import { environmentWith, type EnvChanges, type ExecutionEnd, type Kernel, type Log, type OutputSink } from './kernel.ts';
 import { logExit, signalGroup, stopGroup } from './kernel-process.ts';
 import { rewriteImports } from './esm-imports.ts';
 import { REPL_HOST_SOURCE } from './js-repl-host.ts';
@@ -48,7 +47,7 @@ export class JsKernel implements Kernel {
     await this.running();
   }
 
-  async execute(code: string, emit: (line: ExecutionOutput) => void, signal: AbortSignal): Promise<ExecutionEnd> {
+  async execute(code: string, emit: OutputSink, signal: AbortSignal): Promise<ExecutionEnd> {
     const host = await this.running();
     host.executions += 1;
     emit({ type: 'number_of_executions', execution_count: host.executions });

@@ -55,11 +55,11 @@ export class JupyterClient {
   }
 
   /** Connects to a kernel that may still be starting: refused connections are retried until `deadline`. */
-  static async connect(info: ConnectionInfo, log: Log, deadline: number, isAlive: () => boolean): Promise<JupyterClient> {
+  static async connect(info: ConnectionInfo, log: Log, deadline: number, isAlive: () => boolean, maxMessageBytes?: number): Promise<JupyterClient> {
     const open = async (port: number, type: 'DEALER' | 'SUB') => {
       for (;;) {
         try {
-          return await ZmtpSocket.connect(info.ip, port, type);
+          return await ZmtpSocket.connect(info.ip, port, type, { maxMessageBytes });
         } catch (err) {
           if (!isAlive()) throw new Error('the kernel process ended while starting');
           if (Date.now() > deadline) throw err;
@@ -98,6 +98,19 @@ export class JupyterClient {
       if (this.closed) throw new Error('the kernel connection closed while starting');
       if (Date.now() > deadline) throw new Error('the kernel never answered on iopub');
     }
+  }
+
+  /**
+   * Stops or goes on reading the kernel's broadcasts (its output), for a client that reads slower
+   * than the kernel writes. Replies (shell, control) keep coming. Each kernel has its own sockets,
+   * so this holds back no other context.
+   */
+  pauseBroadcasts(): void {
+    this.sockets.iopub.pause();
+  }
+
+  resumeBroadcasts(): void {
+    this.sockets.iopub.resume();
   }
 
   close(): void {

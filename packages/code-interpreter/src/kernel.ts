@@ -2,9 +2,21 @@ import type { CodeLanguage, ExecutionOutput } from '@svc/contracts/code-interpre
 
 /**
  * How an execution ended: it ran to its end (with or without an error), it was interrupted
- * because its client went away, or the kernel process ended under it.
+ * because its client went away, or the kernel process (or the connection to it) ended under it,
+ * with the reason when the service knows one (a message past the size limit).
  */
-export type ExecutionEnd = 'completed' | 'interrupted' | 'died';
+export type ExecutionEnd = 'completed' | 'interrupted' | 'died' | { died: string };
+
+/**
+ * Where an execution's output lines go: the client's answer. A call returns false once the client
+ * has fallen behind (what it has not read yet is past a limit); a kernel that can stop reading its
+ * process's output does so until `drained()` resolves, which it does at once when the client is
+ * not behind or has gone. So a slow client holds its own kernel back, not the service's memory.
+ */
+export interface OutputSink {
+  (line: ExecutionOutput): boolean;
+  drained(): Promise<void>;
+}
 
 /** Environment changes: a string sets the variable, null removes it. */
 export type EnvChanges = Record<string, string | null>;
@@ -23,7 +35,7 @@ export interface Kernel {
    * Runs code, reporting its output through `emit` as it comes. When `signal` aborts, the kernel
    * is interrupted and execute resolves once it is idle again ('interrupted').
    */
-  execute(code: string, emit: (line: ExecutionOutput) => void, signal: AbortSignal): Promise<ExecutionEnd>;
+  execute(code: string, emit: OutputSink, signal: AbortSignal): Promise<ExecutionEnd>;
   /** Changes the environment of the running process and of the processes it starts later. */
   setEnv(changes: EnvChanges): Promise<void>;
   interrupt(): Promise<void>;

@@ -1,25 +1,43 @@
 /**
- * A Python context: an IPython kernel (`python3 -m ipykernel_launcher -f <connection file>`) that
- * we start ourselves and speak Jupyter messaging to (jupyter-client.ts). Its output maps onto
- * the execution lines as E2B's messaging.py maps it.
+ * A Python context: an IPython kernel (`python3 -P -m ipykernel_launcher -f <connection file>`,
+ * python-launch.ts) that we start ourselves and speak Jupyter messaging to (jupyter-client.ts).
+ * Its output maps onto the execution lines as E2B's messaging.py maps it.
  */
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ExecutionOutput } from '@svc/contracts/code-interpreter';
+import { Backpressure } from './backpressure.ts';
 import { JupyterClient, type ConnectionInfo } from './jupyter-client.ts';
 import type { JupyterMessage } from './jupyter-wire.ts';
-import { environmentWith, type EnvChanges, type ExecutionEnd, type Kernel, type Log } from './kernel.ts';
+import { environmentWith, type EnvChanges, type ExecutionEnd, type Kernel, type Log, type OutputSink } from './kernel.ts';
 import { logChildOutput, logExit, signalGroup, stopGroup } from './kernel-process.ts';
+import { findPython, kernelArgs, type PythonCommand } from './python-launch.ts';
+import { ZmtpRefused } from './zmtp.ts';
 import { PYTHON_STARTUP } from './python-startup.ts';
 import { resultFromMimeBundle } from './result.ts';
 
 const START_TIMEOUT_MS = 60_000;
 /** How long an interrupted execution may take to stop before its kernel is ended instead. */
 const INTERRUPT_GRACE_MS = 10_000;
+/**
+ * After its reply, how long an execution whose output was held back waits for the kernel's idle
+ * status before it ends without it. ipykernel queues at most 1000 broadcasts for a reader that
+ * stopped (zmq's PUB high-water mark) and drops the rest, the idle status among them; the
+ * start-up code lifts that limit, and this covers a kernel where it could not.
+ */
+const IDLE_AFTER_REPLY_MS = 5_000;
+
+export interface PythonKernelOptions {
+  /** The Python to start (tests choose one); by default python-launch.ts finds it. */
+  python?: () => Promise<PythonCommand>;
+  /** The largest message taken from the kernel (zmtp.ts MAX_MESSAGE_BYTES by default). */
+  maxMessageBytes?: number;
+  /** IDLE_AFTER_REPLY_MS; tests shorten it. */
+  idleAfterReplyMs?: number;
+}
 
 interface Session {
   child: ChildProcess;
@@ -28,6 +46,8 @@ interface Session {
   /** Resolves when the kernel process has ended or its connection is lost. */
   ended: Promise<void>;
   alive: boolean;
+  /** Why the connection was lost, when the service broke it (a message past the limit). */
+  lostReason?: string;
 }
 
 export class PythonKernel implements Kernel {
@@ -39,14 +59,14 @@ export class PythonKernel implements Kernel {
   constructor(
     readonly cwd: string,
     private readonly log: Log,
-    private readonly python: () => Promise<string> = findPython,
+    private readonly opts: PythonKernelOptions = {},
   ) {}
 
   async start(): Promise<void> {
     await this.running();
   }
 
-  execute(code: string, emit: (line: ExecutionOutput) => void, signal: AbortSignal): Promise<ExecutionEnd> {
+  execute(code: string, emit: OutputSink, signal: AbortSignal): Promise<ExecutionEnd> {
     return this.running().then((s) => this.run(s, code, emit, signal));
   }
 
@@ -99,7 +119,7 @@ export class PythonKernel implements Kernel {
 
   private async launch(): Promise<Session> {
     const started = Date.now();
-    const python = await this.python();
+    const python = await (this.opts.python ?? findPython)();
     const dir = mkdtempSync(join(tmpdir(), 'svc-kernel-'));
     const ports = await freePorts(5);
     const info: ConnectionInfo = {
@@ -116,13 +136,7 @@ export class PythonKernel implements Kernel {
     };
     const file = join(dir, 'connection.json');
     writeFileSync(file, JSON.stringify(info), { mode: 0o600 });
-    const child = spawn(python, [
-      // Without it, Python 3.11's frozen modules make the bundled debugger warn at every start.
-      '-Xfrozen_modules=off',
-      '-m', 'ipykernel_launcher', '-f', file,
-      // As E2B's kernel config: tracebacks without colour codes, long sequences not cut.
-      '--InteractiveShell.colors=NoColor', '--PlainTextFormatter.max_seq_length=0',
-    ], { cwd: this.cwd, env: environmentWith(this.env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(python.path, kernelArgs(python, file), { cwd: this.cwd, env: environmentWith(this.env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     logChildOutput(child, this.log, { language: 'python', pid: child.pid });
     let alive = true;
     let markEnded: () => void = () => {};
@@ -137,11 +151,15 @@ export class PythonKernel implements Kernel {
     });
     let session: Session | undefined;
     try {
-      const client = await Promise.race([JupyterClient.connect(info, this.log, started + START_TIMEOUT_MS, () => alive), spawnFailed]);
+      const client = await Promise.race([JupyterClient.connect(info, this.log, started + START_TIMEOUT_MS, () => alive, this.opts.maxMessageBytes), spawnFailed]);
       session = { child, client, dir, ended, alive };
       client.onLost = (err) => {
         this.log('warn', `python kernel connection lost: ${err.message}`, { pid: child.pid });
-        if (session) session.alive = false;
+        if (session) {
+          session.alive = false;
+          // A connection the service broke says why in the execution's error; a kernel that died closed its own.
+          if (err instanceof ZmtpRefused) session.lostReason = err.message;
+        }
         markEnded();
         void stopGroup(child);
       };
@@ -168,38 +186,54 @@ export class PythonKernel implements Kernel {
     }
   }
 
-  private run(s: Session, code: string, emit: (line: ExecutionOutput) => void, signal: AbortSignal): Promise<ExecutionEnd> {
+  private run(s: Session, code: string, emit: OutputSink, signal: AbortSignal): Promise<ExecutionEnd> {
     return new Promise<ExecutionEnd>((resolve) => {
       let idle = false;
       let replied = false;
       let errored = false;
       let interrupted = false;
       let graceTimer: NodeJS.Timeout | undefined;
+      let idleTimer: NodeJS.Timeout | undefined;
+      const flow = new Backpressure({ pause: () => s.client.pauseBroadcasts(), resume: () => s.client.resumeBroadcasts() }, emit);
+      const send = flow.send;
       const finish = (end: ExecutionEnd) => {
         clearTimeout(graceTimer);
+        clearTimeout(idleTimer);
         signal.removeEventListener('abort', onAbort);
+        flow.release();
         request.done();
         resolve(end);
       };
       const emitError = (name: string, value: string, traceback: string) => {
         if (errored) return;
         errored = true;
-        emit({ type: 'error', name, value, traceback });
+        send({ type: 'error', name, value, traceback });
+      };
+      // Only a kernel whose broadcasts were held back can have dropped the idle status (IDLE_AFTER_REPLY_MS).
+      const awaitIdle = () => {
+        if (!replied || idle || !flow.wasHeld) return;
+        clearTimeout(idleTimer);
+        idleTimer = setTimeout(() => {
+          if (flow.held) return awaitIdle();
+          this.log('warn', 'the python kernel dropped broadcasts while the client read slowly; the execution ends without its idle status', { pid: s.child.pid });
+          send({ type: 'stderr', text: '[svc] the kernel dropped some output of this execution while the client was reading slower than it printed: the output above may be incomplete\n', timestamp: new Date().toISOString() });
+          finish(interrupted ? 'interrupted' : 'completed');
+        }, this.opts.idleAfterReplyMs ?? IDLE_AFTER_REPLY_MS);
       };
       const onBroadcast = (m: JupyterMessage) => {
         const c = m.content;
         switch (m.header.msg_type) {
           case 'execute_input':
-            emit({ type: 'number_of_executions', execution_count: Number(c.execution_count) });
+            send({ type: 'number_of_executions', execution_count: Number(c.execution_count) });
             break;
           case 'stream':
-            emit({ type: c.name === 'stderr' ? 'stderr' : 'stdout', text: String(c.text), timestamp: m.header.date });
+            send({ type: c.name === 'stderr' ? 'stderr' : 'stdout', text: String(c.text), timestamp: m.header.date });
             break;
           case 'display_data':
-            emit(resultFromMimeBundle(c.data as Record<string, unknown>, false));
+            send(resultFromMimeBundle(c.data as Record<string, unknown>, false));
             break;
           case 'execute_result':
-            emit(resultFromMimeBundle(c.data as Record<string, unknown>, true));
+            send(resultFromMimeBundle(c.data as Record<string, unknown>, true));
             break;
           case 'error':
             emitError(String(c.ename), String(c.evalue), (c.traceback as string[]).join('\n'));
@@ -213,6 +247,7 @@ export class PythonKernel implements Kernel {
           default:
             break; // clear_output, update_display_data and comms have no execution line
         }
+        awaitIdle();
       };
       // stop_on_error false: a context runs one execution at a time (its lock), so there is no queue
       // to abort, and with it ipykernel aborts an execution that arrives just after an error
@@ -224,8 +259,9 @@ export class PythonKernel implements Kernel {
         if (c.status === 'error') emitError(String(c.ename ?? ''), String(c.evalue ?? ''), ((c.traceback as string[] | undefined) ?? []).join('\n'));
         else if (c.status === 'aborted') emitError('ExecutionAborted', 'Execution was aborted', '');
         if (idle) finish(interrupted ? 'interrupted' : 'completed');
+        else awaitIdle();
       });
-      void s.ended.then(() => finish('died'));
+      void s.ended.then(() => finish(s.lostReason ? { died: s.lostReason } : 'died'));
       const onAbort = () => {
         interrupted = true;
         void this.interrupt();
@@ -254,29 +290,4 @@ async function freePorts(n: number): Promise<number[]> {
   } finally {
     await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
   }
-}
-
-let pythonFound: Promise<string> | undefined;
-
-/**
- * The Python to run kernels with: SVC_CODE_INTERPRETER_PYTHON, else the first of `python3` on the
- * PATH and Debian's /usr/bin/python3 that has ipykernel (a PATH python of pyenv or a venv may lack it).
- */
-function findPython(): Promise<string> {
-  pythonFound ??= (async () => {
-    const chosen = process.env.SVC_CODE_INTERPRETER_PYTHON;
-    if (chosen) return chosen;
-    for (const candidate of ['python3', '/usr/bin/python3']) {
-      if (await hasIpykernel(candidate)) return candidate;
-    }
-    pythonFound = undefined; // installed later, it is found at the next context
-    throw new Error('no python3 with ipykernel found (Debian: apt-get install python3-ipykernel)');
-  })();
-  return pythonFound;
-}
-
-function hasIpykernel(python: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    execFile(python, ['-c', 'import importlib.util, sys; sys.exit(0 if importlib.util.find_spec("ipykernel_launcher") else 1)'], { timeout: 10_000 }, (err) => resolve(!err));
-  });
 }

@@ -5,7 +5,9 @@
  *   strings and missing values as None; only looked at when pandas is already imported;
  * - `e2b/chart`: a matplotlib Figure as a chart dict (line, scatter, bar, pie, or unknown with
  *   its title; several axes make a superchart), for the figures the inline backend displays.
- * And, as E2B's kernels do, an image Pillow saves to a file is displayed as well.
+ * And, as E2B's kernels do, an image Pillow saves to a file is displayed as well. Last, the
+ * kernel keeps every broadcast for a reader that paused, and a thread ends the kernel when the
+ * service is gone (both below).
  * Everything lives inside functions that delete themselves, so the user's namespace stays empty.
  * A formatter that fails returns None: the value still displays, without that representation.
  */
@@ -238,4 +240,46 @@ def __svc_show_saved_images():
 
 __svc_show_saved_images()
 del __svc_show_saved_images
+
+def __svc_unbounded_broadcasts():
+    # The service stops reading a kernel's broadcasts while its client reads slower than the code
+    # prints (backpressure.ts). zmq's PUB socket then queues at most 1000 messages for it (its
+    # high-water mark) and drops the rest, output and idle status alike; without a mark the kernel
+    # keeps them until they are read. Set on the socket's own thread (a zmq socket is not
+    # thread-safe), before any output of the user's code; libzmq 4.3 applies it to the open connection.
+    import sys
+    try:
+        import zmq
+        from IPython import get_ipython
+        thread = get_ipython().kernel.iopub_thread
+        thread.schedule(lambda: thread.socket.setsockopt(zmq.SNDHWM, 0))
+    except Exception as err:
+        print('svc: the kernel keeps its broadcast limit (%r): a slow client may lose output' % (err,), file=sys.__stderr__, flush=True)
+
+__svc_unbounded_broadcasts()
+del __svc_unbounded_broadcasts
+
+def __svc_watch_parent():
+    # The service ends its kernels when it stops, but not when it is killed (SIGKILL, the OOM
+    # killer), and ipykernel does not notice: its parent poller (JPY_PARENT_PID) only looks for a
+    # parent of pid 1, which a subreaper never is. A new parent means the service is gone: end the
+    # kernel's process group (its own, as the service starts it), as the service's stop would.
+    import os
+    import signal
+    import threading
+    import time
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1)
+        # Only a group the kernel leads is ended whole: never one it happens to share.
+        if os.getpgid(0) == os.getpid():
+            os.killpg(os.getpid(), signal.SIGKILL)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name='svc-parent-watch', daemon=True).start()
+
+__svc_watch_parent()
+del __svc_watch_parent
 `;

@@ -5,7 +5,10 @@
 import type { IncomingMessage } from 'node:http';
 import { CODE_LANGUAGES, isCodeLanguage, normalizeLanguage, type CodeLanguage, type CreateContextRequest, type ExecuteRequest } from '@svc/contracts/code-interpreter';
 
-const MAX_BODY_BYTES = 16 * 1024 * 1024;
+/** An execution's body: its code, which may be a large generated program. */
+export const MAX_EXECUTE_BODY_BYTES = 16 * 1024 * 1024;
+/** A context's body is a language and a cwd (a path is at most 4 KiB on Linux). */
+export const MAX_CONTEXT_BODY_BYTES = 8 * 1024;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export interface HttpProblem {
@@ -17,16 +20,35 @@ export function isProblem(v: unknown): v is HttpProblem {
   return typeof v === 'object' && v !== null && 'status' in v && 'message' in v;
 }
 
-/** The body as JSON; an empty body is `{}`. */
-export async function readJson(req: IncomingMessage): Promise<{ json: unknown } | HttpProblem> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) return { status: 413, message: `the body is larger than ${MAX_BODY_BYTES} bytes` };
-    chunks.push(chunk);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+/**
+ * The body as JSON; an empty body is `{}`. A body past `maxBytes` is a 413 as soon as its
+ * Content-Length or its bytes say so; the rest is left unread (sendProblem closes the connection).
+ */
+export function readJson(req: IncomingMessage, maxBytes: number): Promise<{ json: unknown } | HttpProblem> {
+  const tooLarge: HttpProblem = { status: 413, message: `the body is larger than ${maxBytes} bytes` };
+  if (Number(req.headers['content-length']) > maxBytes) return Promise.resolve(tooLarge);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const settle = (result: { json: unknown } | HttpProblem) => {
+      req.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
+      resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= maxBytes) return void chunks.push(chunk);
+      req.pause();
+      settle(tooLarge);
+    };
+    const onEnd = () => settle(parseBody(Buffer.concat(chunks).toString('utf8')));
+    // The client went away mid-body: there is no one to answer, but the route still ends cleanly.
+    const onError = (err: Error) => settle(bad(`the body could not be read: ${err.message}`));
+    const onClose = () => settle(bad('the connection closed before the body ended'));
+    req.on('data', onData).on('end', onEnd).on('error', onError).on('close', onClose);
+  });
+}
+
+function parseBody(text: string): { json: unknown } | HttpProblem {
   if (!text.trim()) return { json: {} };
   try {
     return { json: JSON.parse(text) as unknown };

@@ -1,21 +1,20 @@
 /**
- * The HTTP surface of E2B's code interpreter server: /health, /execute and the contexts routes.
- * Errors are svc's `{code, message}` body; the SDK shows a 404's body and the status otherwise.
+ * The HTTP surface of E2B's code interpreter server: /health, /execute and the contexts routes
+ * (context-routes.ts). Errors are svc's `{code, message}` body (http-answers.ts).
  */
-import { existsSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { isAbsolute } from 'node:path';
-import { boundedMessage } from '@svc/common/errors';
 import type { CodeLanguage } from '@svc/contracts/code-interpreter';
+import { EnvdAccess } from './access.ts';
 import { BashKernel } from './bash-kernel.ts';
+import { contextRoutes } from './context-routes.ts';
 import { Contexts, type KernelFactory } from './contexts.ts';
 import { streamExecution } from './execute.ts';
+import { header, sendError, sendJson, sendProblem } from './http-answers.ts';
 import { JsKernel } from './js-kernel.ts';
 import type { Kernel, Log } from './kernel.ts';
 import { PythonKernel } from './python-kernel.ts';
-import { isProblem, parseCreateContext, parseExecuteRequest, readJson, type HttpProblem } from './requests.ts';
+import { isProblem, MAX_EXECUTE_BODY_BYTES, parseExecuteRequest, readJson } from './requests.ts';
 import { ENVD_ENVS_URL, SandboxEnv } from './sandbox-env.ts';
-import { EnvdAccess } from './access.ts';
 
 export interface CodeInterpreterOptions {
   log: Log;
@@ -24,7 +23,27 @@ export interface CodeInterpreterOptions {
   /** envd's /envs (sandbox-env.ts, and the access check of access.ts); tests point it elsewhere. */
   envdEnvsUrl?: string;
   keepaliveMs?: number;
+  /** How many contexts POST /contexts may have made at once (contexts.ts MAX_CONTEXTS). */
+  maxContexts?: number;
+  /** The HTTP server's deadlines (HTTP_TIMEOUTS); tests shorten them. */
+  httpTimeouts?: Partial<HttpTimeouts>;
 }
+
+/**
+ * Deadlines for receiving a request. They end at the request's last byte, so the answer of an
+ * execution may stream for as long as the code runs (the SDK's own `timeoutMs` ends that, by
+ * closing the request). Before they were set (requestTimeout 0), a client that sent its headers
+ * or body a byte at a time held a connection and its buffers for ever.
+ */
+interface HttpTimeouts {
+  /** The whole request, headers and body: twice the SDKs' default request timeout (60 s), which ends sooner anyway. */
+  requestMs: number;
+  headersMs: number;
+  /** How often Node checks the two. */
+  checkEveryMs: number;
+}
+
+const HTTP_TIMEOUTS: HttpTimeouts = { requestMs: 120_000, headersMs: 30_000, checkEveryMs: 5_000 };
 
 export interface CodeInterpreter {
   server: Server;
@@ -48,12 +67,14 @@ function kernelFactory(log: Log): KernelFactory {
 
 export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpreter {
   const { log } = opts;
-  const contexts = new Contexts(kernelFactory(log), opts.defaultCwd, log);
+  const contexts = new Contexts(kernelFactory(log), opts.defaultCwd, log, opts.maxContexts);
   const sandboxEnv = new SandboxEnv(log, opts.envdEnvsUrl);
   const access = new EnvdAccess(opts.envdEnvsUrl ?? ENVD_ENVS_URL, log);
   const keepaliveMs = opts.keepaliveMs ?? KEEPALIVE_MS;
   /** The default contexts' start, settled either way (a failed one is tried again at first use). */
   let warming: Promise<void> = Promise.resolve();
+
+  const contextDeps = { contexts, access, defaultCwd: opts.defaultCwd, log, warming: () => warming };
 
   const routes = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -74,7 +95,7 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
       if (method !== 'POST') return sendError(res, 405, 'use POST');
       const refused = await access.check(header(req, 'x-access-token'));
       if (refused) return sendError(res, refused.status, refused.message);
-      const body = await readJson(req);
+      const body = await readJson(req, MAX_EXECUTE_BODY_BYTES);
       if (isProblem(body)) return sendProblem(res, body);
       const request = parseExecuteRequest(body.json);
       if (isProblem(request)) return sendProblem(res, request);
@@ -89,47 +110,17 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
       return streamExecution(context, request, header(req, 'x-access-token'), res, { sandboxEnv, log, keepaliveMs });
     }
 
-    if (path === '/contexts') {
-      // E2B's server starts its default contexts before it serves: a list waits for them (and
-      // shows them), while a create answers as soon as the service listens (docs/code-interpreter.md).
-      if (method === 'GET') return sendJson(res, 200, (await warming, contexts.list()));
-      if (method !== 'POST') return sendError(res, 405, 'use GET or POST');
-      await warming; // contexts made after the defaults, as E2B's list orders them
-      const body = await readJson(req);
-      if (isProblem(body)) return sendProblem(res, body);
-      const request = parseCreateContext(body.json);
-      if (isProblem(request)) return sendProblem(res, request);
-      const cwd = request.cwd ?? opts.defaultCwd;
-      if (!isAbsolute(cwd) || !isDirectory(cwd)) return sendError(res, 400, `cwd ${cwd} is not an existing directory`);
-      try {
-        const context = await contexts.create(request.language, cwd);
-        return sendJson(res, 200, { id: context.id, language: context.language, cwd: context.cwd });
-      } catch (err) {
-        return sendError(res, 500, (err as Error).message);
-      }
-    }
-
-    const match = /^\/contexts\/([^/]+)(\/restart)?$/.exec(path);
-    if (match) {
-      const id = decodeURIComponent(match[1]);
-      if (match[2]) {
-        if (method !== 'POST') return sendError(res, 405, 'use POST');
-        try {
-          if (!(await contexts.restart(id))) return sendError(res, 404, `Context ${id} not found`);
-        } catch (err) {
-          return sendError(res, 500, `Failed to restart context ${id}: ${(err as Error).message}`);
-        }
-        return sendEmpty(res);
-      }
-      if (method !== 'DELETE') return sendError(res, 405, 'use DELETE');
-      if (!(await contexts.remove(id))) return sendError(res, 404, `Context ${id} not found`);
-      return sendEmpty(res);
-    }
-
+    if (await contextRoutes(req, res, path, contextDeps)) return;
     return sendError(res, 404, `no route ${method} ${path}`);
   };
 
-  const server = createServer({ requestTimeout: 0, keepAliveTimeout: 65_000 }, (req, res) => {
+  const timeouts = { ...HTTP_TIMEOUTS, ...opts.httpTimeouts };
+  const server = createServer({
+    requestTimeout: timeouts.requestMs,
+    headersTimeout: timeouts.headersMs,
+    connectionsCheckingInterval: timeouts.checkEveryMs,
+    keepAliveTimeout: 65_000,
+  }, (req, res) => {
     routes(req, res).catch((err: Error) => {
       log('error', `request failed: ${err.stack ?? err.message}`, { method: req.method, path: req.url?.split('?')[0] });
       sendError(res, 500, err.message);
@@ -150,36 +141,4 @@ export function createCodeInterpreter(opts: CodeInterpreterOptions): CodeInterpr
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
-}
-
-function header(req: IncomingMessage, name: string): string | undefined {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-}
-
-function isDirectory(path: string): boolean {
-  return existsSync(path) && statSync(path).isDirectory();
-}
-
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  const body = JSON.stringify(value);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
-
-function sendEmpty(res: ServerResponse): void {
-  res.writeHead(204);
-  res.end();
-}
-
-function sendProblem(res: ServerResponse, p: HttpProblem): void {
-  sendError(res, p.status, p.message);
-}
-
-function sendError(res: ServerResponse, status: number, message: string): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  sendJson(res, status, { code: status, message: boundedMessage(message) });
 }
