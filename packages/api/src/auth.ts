@@ -1,20 +1,25 @@
 import type { FastifyRequest } from 'fastify';
-import { sameSecret, SvcError, unauthorized } from '@svc/common';
+import { clientPrefix, sameSecret, type SvcError, unauthorized } from '@svc/common';
 import { isContextFilesUpload } from '@svc/contracts';
+import type { KeyIdentity } from '@svc/contracts/teams';
+import type { AuthCallback } from './auth-callback.ts';
 import type { KeyVerifier } from './key-verifier.ts';
 import { MinuteCounter, tooManyRequests } from './rate-limits.ts';
 import { setIdentity } from './request-identity.ts';
 import { CONSOLE_PATH } from './console-files.ts';
 
 export interface AuthConfig {
-  /** Checks presented keys; undefined: no key is asked for (every call is the operator's). */
+  /** Checks presented keys; undefined: no key is asked for (every call is the operator's, or the callback's caller's). */
   verifier?: KeyVerifier;
-  callbackUrl: string;
-  /** Failed key checks from one address in a minute before it gets 429. */
+  /** The operator's auth callback (api.auth_callback_url); undefined: none. */
+  callback?: AuthCallback;
+  /** Failed key checks from one client address in a minute before its failures get 429. */
   maxFailuresPerMin: number;
   failures: MinuteCounter;
   /** Each team's requests this minute, against its maxRequestsPerMinute. */
   requests: MinuteCounter;
+  /** The client's address (client-address.ts: X-Forwarded-For from a trusted proxy); default the peer's. */
+  clientAddress?: (req: FastifyRequest) => string;
   /**
    * This process's secret for its own /mcp tools' calls (INTERNAL_CALLER_HEADER). They come from
    * the API's own address with a key that passed its /mcp request: a failure there is a key
@@ -54,9 +59,14 @@ export function presentedKey(req: FastifyRequest): string | undefined {
 
 
 /**
- * API key check (X-API-Key or Authorization: Bearer), then the optional operator callback,
- * which receives X-Request-Path and X-Request-Method (and the caller's credentials) and
- * allows the request with any 2xx answer.
+ * The API key check (X-API-Key or Authorization: Bearer), then the optional operator callback
+ * (auth-callback.ts), which allows the request with any 2xx answer. With no key check, a caller
+ * the callback allows acts as a team, never as the operator.
+ *
+ * Only failing checks count against the client's budget, and only they are answered 429 once it
+ * is spent: a key that verifies is served from any address. Keys hold 160 random bits, so the
+ * budget is not what stops a guess; it bounds the lookups and the noise one client causes, and
+ * counted per client (not per load balancer, client-address.ts) it cuts off that client alone.
  */
 export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promise<void> {
   const path = req.url.split('?')[0];
@@ -70,38 +80,34 @@ export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promis
   // checks (docs/volumes.md); there a key counts only from X-API-Key.
   if (isVolumeContentWithToken(req, path)) return;
   const internal = isInternalCaller(req, cfg.internalCaller);
+  const refuse = (error: SvcError): never => {
+    if (internal) throw error;
+    const client = clientPrefix(cfg.clientAddress?.(req) ?? req.ip);
+    const blocked = cfg.failures.over(client, cfg.maxFailuresPerMin);
+    cfg.failures.add(client);
+    if (blocked) throw tooManyRequests(`too many failed API key checks from ${client} (${blocked.count} this minute; the limit is ${cfg.maxFailuresPerMin}); retry in ${blocked.retryAfterSec} s`, blocked.retryAfterSec);
+    throw error;
+  };
+  let identity: KeyIdentity | undefined;
   if (cfg.verifier) {
-    const source = req.ip;
-    const blocked = internal ? undefined : cfg.failures.over(source, cfg.maxFailuresPerMin);
-    if (blocked) throw tooManyRequests(`too many failed API key checks from ${source} (${blocked.count} this minute; the limit is ${cfg.maxFailuresPerMin}); retry in ${blocked.retryAfterSec} s`, blocked.retryAfterSec);
     const key = presentedKey(req);
-    const identity = key === undefined ? undefined : await cfg.verifier.verify(key);
-    if (!identity) {
-      if (!internal) cfg.failures.add(source);
-      throw unauthorized(key === undefined ? 'missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>' : 'invalid API key');
-    }
-    const limit = identity.limits.maxRequestsPerMinute;
-    const over = cfg.requests.over(identity.teamId, limit);
-    if (over) throw tooManyRequests(`team quota maxRequestsPerMinute reached: the team may make ${limit} API requests a minute and made ${over.count}; retry in ${over.retryAfterSec} s`, over.retryAfterSec);
-    if (limit > 0) cfg.requests.add(identity.teamId);
-    setIdentity(req, identity);
+    identity = key === undefined ? undefined : await cfg.verifier.verify(key);
+    if (!identity) refuse(unauthorized(key === undefined ? 'missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>' : 'invalid API key'));
   }
-  if (cfg.callbackUrl) {
-    const headers: Record<string, string> = { 'X-Request-Path': path, 'X-Request-Method': req.method };
-    for (const h of ['x-api-key', 'authorization'] as const) {
-      const v = req.headers[h];
-      if (typeof v === 'string') headers[h] = v;
+  if (cfg.callback) {
+    const answer = await cfg.callback.ask(req, path);
+    if (!answer.allowed) {
+      // A 403 is the callback's rule about this route for a caller it knows: no failed check.
+      if (answer.failedCheck) refuse(answer.error);
+      throw answer.error;
     }
-    let res: Response;
-    try {
-      res = await fetch(cfg.callbackUrl, { method: 'POST', headers, signal: AbortSignal.timeout(5_000) });
-    } catch {
-      throw new SvcError(503, 'the authorization service did not answer', { headers: { 'Retry-After': '2' } });
-    }
-    await res.body?.cancel();
-    if (res.ok) return;
-    if (res.status === 401) throw unauthorized('the authorization service refused the credentials');
-    if (res.status === 403) throw new SvcError(403, `the authorization service denied ${req.method} ${path}`);
-    throw new SvcError(503, `the authorization service answered ${res.status}`, { headers: { 'Retry-After': '2' } });
+    // A key that verified speaks for its own team; the callback only allowed the request.
+    identity ??= await cfg.callback.identity(answer.team);
   }
+  if (!identity) return;
+  const limit = identity.limits.maxRequestsPerMinute;
+  const over = cfg.requests.over(identity.teamId, limit);
+  if (over) throw tooManyRequests(`team quota maxRequestsPerMinute reached: the team may make ${limit} API requests a minute and made ${over.count}; retry in ${over.retryAfterSec} s`, over.retryAfterSec);
+  if (limit > 0) cfg.requests.add(identity.teamId);
+  setIdentity(req, identity);
 }

@@ -1,9 +1,11 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { join } from 'node:path';
 import { ConfigError, createHttpApp, hostForClient, isLoopbackHost, parseListen, sendMetrics, type Logger, type SvcConfig } from '@svc/common';
 import { MasterClient } from '@svc/contracts/master';
 import { randomBytes } from 'node:crypto';
 import { authenticate, INTERNAL_CALLER_HEADER, type AuthConfig } from './auth.ts';
+import { AuthCallback } from './auth-callback.ts';
+import { ClientAddresses } from './client-address.ts';
 import { checkPath } from './path-guard.ts';
 import { TeamsClient } from '@svc/contracts/teams';
 import { KeyVerifier } from './key-verifier.ts';
@@ -44,7 +46,7 @@ export interface ApiGatewayOptions {
 export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): Promise<ApiGateway> {
   // An empty key and no auth callback turn authentication off (docs/configuration.md), for a
   // gateway only this machine reaches: beyond loopback every caller on the network would be the
-  // operator. The callback alone authenticates every request (auth.ts).
+  // operator. The callback alone authenticates every request, each caller as a team (auth.ts).
   if (!cfg.api.api_key && !cfg.api.auth_callback_url && !isLoopbackHost(parseListen(cfg.api.listen).host)) {
     throw new ConfigError('api.api_key', `is empty and api.auth_callback_url too, and api.listen ${cfg.api.listen} is not a loopback address: every caller on the network would be the operator. Set it (SVC_API_KEY) or the callback, or listen on loopback`);
   }
@@ -52,12 +54,16 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
   const master = new MasterClient(masterAt.url, { timeoutMs: (cfg.master.create_timeout_insec + 30) * 1000, headers: masterAt.headers });
   const app = createHttpApp({ logger: opts.logger, bodyLimit: cfg.api.max_body_bytes, publicFacing: true });
   const apiKeys = [cfg.api.api_key, ...cfg.api.previous_api_keys.split(',')].map((k) => k.trim()).filter(Boolean);
+  const operatorTeams = new TeamsClient(masterAt.url, { headers: masterAt.headers });
+  const clients = new ClientAddresses(cfg.api.trusted_proxies);
+  const clientAddress = (req: FastifyRequest) => clients.of(req);
   const auth: AuthConfig = {
-    ...(cfg.api.api_key ? { verifier: new KeyVerifier(apiKeys, new TeamsClient(masterAt.url, { headers: masterAt.headers })) } : {}),
-    callbackUrl: cfg.api.auth_callback_url,
+    ...(cfg.api.api_key ? { verifier: new KeyVerifier(apiKeys, operatorTeams) } : {}),
+    ...(cfg.api.auth_callback_url ? { callback: new AuthCallback(cfg.api.auth_callback_url, operatorTeams) } : {}),
     maxFailuresPerMin: cfg.api.max_failed_keys_per_min,
     failures: new MinuteCounter(),
     requests: new MinuteCounter(),
+    clientAddress,
     internalCaller: randomBytes(32).toString('base64url'),
   };
   // Before the key check: a path that would mean one thing here and another at the master (path-guard.ts).
@@ -71,7 +77,7 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
     const resource = Object.values(params).find((v): v is string => typeof v === 'string' && v !== '') ?? null;
     audit.write({
       ts: new Date().toISOString(), type: 'api_call', key_id: id?.keyId ?? null, team_id: id?.teamId ?? null, method: req.method,
-      route: req.routeOptions.url ?? '', path: req.url.split('?')[0]!, resource, status: reply.statusCode, source: req.ip,
+      route: req.routeOptions.url ?? '', path: req.url.split('?')[0]!, resource, status: reply.statusCode, source: clientAddress(req),
       duration_ms: Math.round(reply.elapsedTime),
     });
   });

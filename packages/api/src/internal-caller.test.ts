@@ -18,7 +18,7 @@ const REVOKED = 'e2b_0000000000000000000000000000000000000bad';
 async function gateway() {
   const cfg: AuthConfig = {
     verifier: new KeyVerifier([ADMIN], { verify: async () => { throw new SvcError(401, 'unknown key'); } }),
-    callbackUrl: '', maxFailuresPerMin: 3, failures: new MinuteCounter(), requests: new MinuteCounter(), internalCaller: 'the-process-secret',
+    maxFailuresPerMin: 3, failures: new MinuteCounter(), requests: new MinuteCounter(), internalCaller: 'the-process-secret',
   };
   const app = Fastify();
   app.addHook('onRequest', async (req) => { await authenticate(req, cfg); });
@@ -39,6 +39,6 @@ test('failed key checks marked with the process\'s secret are not counted agains
   const statuses: number[] = [];
   for (let i = 0; i < 5; i++) statuses.push((await call(app, REVOKED, { [INTERNAL_CALLER_HEADER]: 'a-guess' })).statusCode);
   assert.deepEqual(statuses, [401, 401, 401, 429, 429], 'a wrong mark counts as any failed check');
-  assert.equal((await call(app, ADMIN)).statusCode, 429);
+  assert.equal((await call(app, ADMIN)).statusCode, 200, 'a key that verifies is served from an address over its budget');
   assert.equal((await call(app, REVOKED, { [INTERNAL_CALLER_HEADER]: 'the-process-secret' })).statusCode, 401, 'a marked call is a 401, never cut off');
 });

@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from '@svc/common';
 import { McpHttpSessions } from '@svc/mcp';
 import { presentedKey } from './auth.ts';
+import { CALLBACK_KEY_ID } from './auth-callback.ts';
 import { identityOf } from './request-identity.ts';
 
 const MCP_PATH = '/mcp';
@@ -55,10 +56,13 @@ export function registerMcpRoute(app: FastifyInstance, opts: McpRouteOptions): {
   return { close: () => sessions.close() };
 }
 
-/** The team of the key; without teams (an operator's auth callback), the key itself; without keys, everyone alike. */
+/**
+ * The team of the key; for a caller the operator's auth callback let in (who may share a team
+ * with callers of other credentials), the credential itself; without keys, everyone alike.
+ */
 function ownerOf(req: FastifyRequest): string {
   const identity = identityOf(req);
-  if (identity) return `team:${identity.teamId}`;
+  if (identity && identity.keyId !== CALLBACK_KEY_ID) return `team:${identity.teamId}`;
   const key = presentedKey(req);
   return key ? `key:${createHash('sha256').update(key).digest('hex')}` : 'anonymous';
 }

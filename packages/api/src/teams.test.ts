@@ -175,7 +175,7 @@ test('teams: keys, isolation, quotas, revocation, the vault, audit', async (t) =
       // The limit is 5 a minute; the revoked key's refusal above was one of them.
       const cut = statuses.indexOf(429);
       assert.ok(cut >= 4 && cut <= 5 && statuses.slice(cut).every((s) => s === 429), statuses.join(','));
-      assert.equal((await p.call(ADMIN, 'GET', '/v2/sandboxes')).status, 429, 'even a good key from that address waits');
+      assert.equal((await p.call(ADMIN, 'GET', '/v2/sandboxes')).status, 200, 'a good key from that address is served: only failing checks wait');
     });
 
     await t.test('audit: mutating calls are recorded with key, team, resource and result; no secret value', async () => {

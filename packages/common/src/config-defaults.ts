@@ -7,7 +7,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
   return {
     data_dir: dataDir,
     sandbox_domain: '',
-    api: { listen: '127.0.0.1:3000', api_key: '', previous_api_keys: '', auth_callback_url: '', max_body_bytes: 1024 * 1024, audit_log: '', max_failed_keys_per_min: 30 },
+    api: { listen: '127.0.0.1:3000', api_key: '', previous_api_keys: '', auth_callback_url: '', max_body_bytes: 1024 * 1024, audit_log: '', max_failed_keys_per_min: 30, trusted_proxies: '' },
     master: {
       listen: '127.0.0.1:8089',
       addr: '',

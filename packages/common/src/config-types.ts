@@ -17,6 +17,11 @@ export interface SvcConfig {
     audit_log: string;
     /** Failed key checks from one source address in a minute before it gets 429. */
     max_failed_keys_per_min: number;
+    /**
+     * Load balancers and TLS terminators in front of the gateway, comma-separated IPv4/IPv6
+     * addresses and CIDRs: from them the client's address is read from X-Forwarded-For.
+     */
+    trusted_proxies: string;
   };
   master: {
     listen: string;

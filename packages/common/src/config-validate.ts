@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import type { SvcConfig } from './config-types.ts';
 import { ConfigError } from './config-error.ts';
 import { isIpv4 } from './ipv4.ts';
+import { parseIpCidr } from './ip-cidr.ts';
 import { parseListen } from './listen-address.ts';
 
 /** `host=ipv4,host=ipv4` → map; a ConfigError names the bad entry. */
@@ -91,6 +92,7 @@ export function validateConfig(c: SvcConfig): void {
   need(c.template_center.reconcile.interval_sec > 0, 'template_center.reconcile.interval_sec', 'must be positive');
   need(c.template_center.reconcile.stale_after_sec > 0, 'template_center.reconcile.stale_after_sec', 'must be positive');
   need(c.api.max_body_bytes >= 1024, 'api.max_body_bytes', 'must be at least 1024');
+  trustedProxies(c.api.trusted_proxies);
   const db = c.master.database;
   need(['sqlite', 'postgres', 'mysql'].includes(db.driver), 'master.database.driver', `must be sqlite, postgres or mysql (got ${JSON.stringify(db.driver)})`);
   // master.database is taken whole from the file (each driver has its own keys), so its keys are
@@ -178,5 +180,16 @@ function cidrList(value: string, key: string, minPrefix: number, what: string): 
   for (const cidr of value.split(',').map((x) => x.trim()).filter(Boolean)) {
     const m = /^(\d+\.\d+\.\d+\.\d+)(?:\/(\d|[12]\d|3[0-2]))?$/.exec(cidr);
     if (!m || !isIpv4(m[1]!) || Number(m[2] ?? 32) < minPrefix) throw new ConfigError(key, `must be ${what}, separated by commas (${JSON.stringify(cidr)} is not one)`);
+  }
+}
+
+/** api.trusted_proxies: IPv4 or IPv6 addresses and CIDRs; each is believed about X-Forwarded-For, so none may be a typo. */
+function trustedProxies(value: string): void {
+  for (const entry of value.split(',').map((x) => x.trim()).filter(Boolean)) {
+    try {
+      parseIpCidr(entry);
+    } catch {
+      throw new ConfigError('api.trusted_proxies', `must be IPv4 or IPv6 addresses or CIDRs of the load balancers in front of the gateway, separated by commas (${JSON.stringify(entry)} is not one)`);
+    }
   }
 }

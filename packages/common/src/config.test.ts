@@ -138,3 +138,12 @@ test('cluster_tls: the derived component addresses become https; an unreadable f
   const missing = loadConfig({ env: { SVC_CLUSTER_TLS_CERT_FILE: join(dir, 'nope.pem'), SVC_CLUSTER_TLS_KEY_FILE: key } });
   assert.throws(() => clusterTlsOf(missing), (e: Error) => e instanceof ConfigError && /^configuration error: cluster_tls\.cert_file: cannot be read/.test(e.message));
 });
+
+test('api.trusted_proxies: IPv4 and IPv6 addresses and CIDRs from SVC_API_TRUSTED_PROXIES; anything else names the key', () => {
+  const c = loadConfig({ env: { SVC_API_TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.7,2001:db8::/32' } });
+  assert.equal(c.api.trusted_proxies, '10.0.0.0/8, 192.0.2.7,2001:db8::/32');
+  assert.equal(loadConfig({ env: {} }).api.trusted_proxies, '', 'none by default: X-Forwarded-For is believed from nobody');
+  for (const bad of ['10.0.0.0/33', 'lb.internal', '10.0.0.0/8,10.1', '2001:db8::/129']) {
+    assert.throws(() => loadConfig({ env: { SVC_API_TRUSTED_PROXIES: bad } }), (err: unknown) => err instanceof ConfigError && /^configuration error: api\.trusted_proxies: must be IPv4 or IPv6 addresses or CIDRs/.test(err.message), bad);
+  }
+});

@@ -47,6 +47,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_IDENTITY_TRUST_DOMAIN', 'master.identity_trust_domain', 'string'],
   ['SVC_API_AUDIT_LOG', 'api.audit_log', 'string'],
   ['SVC_API_MAX_FAILED_KEYS_PER_MIN', 'api.max_failed_keys_per_min', 'int'],
+  ['SVC_API_TRUSTED_PROXIES', 'api.trusted_proxies', 'string'],
   ['SVC_MAX_CONCURRENT_BUILDS', 'master.max_concurrent_builds', 'int'],
   ['SVC_BUILD_TIMEOUT_SEC', 'master.build_timeout_sec', 'int'],
   ['SVC_BUILD_FILES_KEEP_DAYS', 'master.build_files_keep_days', 'int'],

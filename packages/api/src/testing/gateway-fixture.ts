@@ -12,11 +12,15 @@ export const PREVIOUS_KEY = 'svc_older-shape-key';
 /** cluster_token of the master and the gateway: every gateway test goes through it. */
 export const CLUSTER_TOKEN = 'gateway-fixture-cluster-token';
 
-/** The API gateway over a master with the fake node agent; `call` sends KEY unless given other headers. */
-export async function platform(opts: { callback?: string } = {}) {
+/**
+ * The API gateway over a master with the fake node agent; `call` sends KEY unless given other
+ * headers. `apiKey: ''` leaves the gateway to the callback alone (no key of its own).
+ */
+export async function platform(opts: { callback?: string; apiKey?: string; maxFailedKeysPerMin?: number } = {}) {
   const { cfg, master, node, templateCenter, close: closeMaster } = await startMasterOverFakeNode((c) => {
-    c.api.api_key = KEY;
-    c.api.previous_api_keys = ` ${PREVIOUS_KEY} ,`;
+    c.api.api_key = opts.apiKey ?? KEY;
+    c.api.previous_api_keys = opts.apiKey === '' ? '' : ` ${PREVIOUS_KEY} ,`;
+    if (opts.maxFailedKeysPerMin !== undefined) c.api.max_failed_keys_per_min = opts.maxFailedKeysPerMin;
     c.api.max_body_bytes = 4096;
     c.api.auth_callback_url = opts.callback ?? '';
     c.sandbox_domain = 'localhost:3002';

@@ -65,12 +65,19 @@ export class WebhookRepo {
     return Number(row?.n ?? 0);
   }
 
-  /** Webhooks with deliveries due now that no live master holds, leaving out those named (at their limit here). */
-  async dueWebhooks(now: number, busy: string[], limit: number): Promise<string[]> {
-    let q = this.db.selectFrom('t_svc_webhook_delivery').select('webhook_id').distinct()
-      .where('status', '=', 'pending').where('next_at', '<=', now).where('lease_until', '<', now);
-    if (busy.length) q = q.where('webhook_id', 'not in', busy);
-    return (await q.limit(limit).execute()).map((r) => r.webhook_id);
+  /**
+   * Webhooks with deliveries due now that no live master holds, with their team, the one whose
+   * oldest due delivery waits longest first; leaving out the webhooks and teams named (at their
+   * share on this master). Plain GROUP BY and MIN, which SQLite, PostgreSQL and MySQL all take.
+   */
+  async dueWebhooks(now: number, skip: { webhooks: string[]; teams: string[] }, limit: number): Promise<Array<{ webhookId: string; teamId: string }>> {
+    let q = this.db.selectFrom('t_svc_webhook_delivery as d').innerJoin('t_svc_webhook as w', 'w.webhook_id', 'd.webhook_id')
+      .select(['d.webhook_id', 'w.team_id']).select((eb) => eb.fn.min('d.next_at').as('first_at'))
+      .where('d.status', '=', 'pending').where('d.next_at', '<=', now).where('d.lease_until', '<', now);
+    if (skip.webhooks.length) q = q.where('d.webhook_id', 'not in', skip.webhooks);
+    if (skip.teams.length) q = q.where('w.team_id', 'not in', skip.teams);
+    const rows = await q.groupBy(['d.webhook_id', 'w.team_id']).orderBy('first_at', 'asc').orderBy('d.webhook_id', 'asc').limit(limit).execute();
+    return rows.map((r) => ({ webhookId: r.webhook_id, teamId: r.team_id }));
   }
 
   /** One webhook's deliveries due now that no live master holds, oldest first. */

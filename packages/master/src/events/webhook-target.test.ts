@@ -218,3 +218,32 @@ test('master.platform_networks: every address of the platform\'s hosts is refuse
   await allowed(t, 'http://198.51.100.16/');
   assert.deepEqual((await t.platformAddresses()).networks, ['198.51.100.0/28']);
 });
+
+test('cloud metadata: link-local (IPv4 and IPv6) and AWS\'s fd00:ec2::254 are refused for a webhook too; loopback and private stay allowed', async () => {
+  // Until 2026-12-01 only a sandbox's SOCKS5 endpoint was refused these: a team's webhook could
+  // POST to 169.254.169.254 from the master's host, or its IPv6 twin.
+  const t = targets();
+  await refused(t, 'http://169.254.169.254/latest/meta-data/', /169\.254\.169\.254 is link-local \(cloud metadata services\)/);
+  await refused(t, 'http://169.254.1.1:8080/', /is link-local/);
+  await refused(t, 'http://[fe80::a9fe:a9fe]/', /fe80::a9fe:a9fe is link-local/);
+  await refused(t, 'http://[febf::1]/', /is link-local/);
+  await refused(t, 'http://[fd00:ec2::254]/latest/meta-data/', /fd00:ec2::254 is AWS's IPv6 metadata service/);
+  await refused(t, 'http://[::ffff:169.254.169.254]/', /169\.254\.169\.254 \(::ffff:a9fe:a9fe\) is link-local/);
+  assert.deepEqual(await allowed(t, 'http://127.0.0.1:9000/hook'), ['127.0.0.1'], 'loopback stays the operator\'s to use');
+  assert.deepEqual(await allowed(t, 'http://[fd00:ec2::253]/'), ['fd00:ec2::253'], 'a private IPv6 address that is not the metadata service');
+  assert.deepEqual(await allowed(t, 'http://[fec0::1]/'), ['fec0::1'], 'past fe80::/10');
+});
+
+test('IPv6 forms that carry an IPv4 address (NAT64, 6to4) are judged as that address, by every rule', async () => {
+  const t = targets({ networks: ['198.51.100.0/28'] });
+  await refused(t, 'http://[64:ff9b::a9fe:a9fe]/', /64:ff9b::a9fe:a9fe carries 169\.254\.169\.254, which is link-local/);
+  await refused(t, 'http://[2002:a9fe:a9fe::1]/', /2002:a9fe:a9fe::1 carries 169\.254\.169\.254, which is link-local/);
+  await refused(t, 'http://[64:ff9b::ac8:1]/', /carries 10\.200\.0\.1, which is in the sandbox address pool/);
+  await refused(t, 'http://[64:ff9b::c633:6406]/', /carries 198\.51\.100\.6, which is in master\.platform_networks/);
+  await refused(t, `http://[64:ff9b::7f00:1]:${MASTER_PORT}/`, /carries 127\.0\.0\.1, which port 7100 is one of the platform's own components/);
+  assert.deepEqual(await allowed(t, 'http://[64:ff9b::5db8:d822]/'), ['64:ff9b::5db8:d822'], 'a public address through NAT64');
+  const allowList = targets({ allowCidrs: ['192.168.0.0/16'] });
+  assert.deepEqual(await allowed(allowList, 'http://[64:ff9b::c0a8:101]/'), ['64:ff9b::c0a8:101'], 'inside events.webhook_allow_cidrs as the address it reaches');
+  await assert.rejects(t.checkEndpoint('64:ff9b::7f00:1', 1080, 'network.egressProxy'), /carries 127\.0\.0\.1, which is a loopback address/);
+  await assert.rejects(t.checkEndpoint('fe80::1', 1080, 'network.egressProxy'), /fe80::1 is link-local/);
+});

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { badRequest, canonicalAddress, hostAddresses, ipToInt, isLoopbackHost, parseCidr } from '@svc/common';
+import { badRequest, canonicalAddress, embeddedIpv4, hostAddresses, inIpCidr, ipToInt, isLoopbackHost, parseCidr, parseIpCidr } from '@svc/common';
 import type { PlatformAddresses } from '@svc/contracts/egress';
 import { parseWebhookUrl } from '@svc/contracts/events';
 
@@ -28,11 +28,13 @@ export const WILDCARDS = new Set(['0.0.0.0', '::', '']);
 
 /**
  * The check of a webhook's URL (docs/observability.md, "Where a webhook may point"): http or
- * https, and no address it resolves to is one of the platform's own endpoints or in a sandbox
- * pool. Other loopback and private addresses are allowed: a self-hosted platform's webhooks
- * usually go to the operator's own services. The check runs when a webhook is saved and again at
- * each delivery, whose connection goes to the address checked then (a name that resolves
- * elsewhere later, DNS rebinding, cannot slip past it).
+ * https, and no address it resolves to is one of the platform's own endpoints, in a sandbox
+ * pool, or link-local (a cloud's metadata service, with the machine's credentials). Other
+ * loopback and private addresses are allowed: a self-hosted platform's webhooks usually go to
+ * the operator's own services. An IPv6 address carrying an IPv4 one (NAT64, 6to4) is judged as
+ * the IPv4 address it reaches. The check runs when a webhook is saved and again at each
+ * delivery, whose connection goes to the address checked then (a name that resolves elsewhere
+ * later, DNS rebinding, cannot slip past it).
  */
 export class WebhookTargets {
   private readonly pools: Array<{ base: number; prefix: number }>;
@@ -61,7 +63,7 @@ export class WebhookTargets {
     if (addresses.length === 0) throw badRequest(`url's host ${host} does not resolve`);
     const platform = await this.resolvedPlatform();
     for (const a of addresses.map(canonicalAddress)) {
-      const why = this.refusal(a, port, platform);
+      const why = this.judge(a, port, platform, 'webhook');
       if (why) throw badRequest(`url ${url.origin} is not allowed: ${a}${host === a ? '' : ` (${host})`} ${why}`);
     }
     return { url, addresses: addresses.map(canonicalAddress) };
@@ -70,8 +72,8 @@ export class WebhookTargets {
   /**
    * A host:port the platform itself will connect to for a user (a sandbox's SOCKS5 egressProxy):
    * the same refusals as a webhook's URL, except events.webhook_allow_cidrs, which is for
-   * webhooks; and loopback and link-local, which the egress proxy never dials for a sandbox
-   * (docs/egress.md "What the proxy never connects to"). A 400 that begins with `what`.
+   * webhooks; and loopback, which the egress proxy never dials for a sandbox (docs/egress.md
+   * "What the proxy never connects to"). A 400 that begins with `what`.
    */
   async checkEndpoint(host: string, port: number, what: string): Promise<void> {
     let addresses: string[];
@@ -83,7 +85,7 @@ export class WebhookTargets {
     if (addresses.length === 0) throw badRequest(`${what}'s host ${host} does not resolve`);
     const platform = await this.resolvedPlatform();
     for (const a of addresses.map(canonicalAddress)) {
-      const why = this.refusal(a, port, platform, false) ?? hostOnlyRefusal(a);
+      const why = this.judge(a, port, platform, 'endpoint');
       if (why) throw badRequest(`${what} ${host}:${port} is not allowed: ${a}${host === a ? '' : ` (${host})`} ${why}`);
     }
   }
@@ -125,7 +127,21 @@ export class WebhookTargets {
     return out;
   }
 
-  private refusal(address: string, port: number, platform: Endpoint[], allowList = true): string | undefined {
+  /**
+   * Why `address` (canonical) may not be connected to for a webhook or a sandbox's endpoint. An
+   * IPv6 form that carries an IPv4 address reaches that address (through a NAT64 gateway, a 6to4
+   * relay), so it is that address that is judged, by every rule.
+   */
+  private judge(address: string, port: number, platform: Endpoint[], kind: 'webhook' | 'endpoint'): string | undefined {
+    const carried = embeddedIpv4(address);
+    if (carried) {
+      const why = this.judge(carried, port, platform, kind);
+      return why && `carries ${carried}, which ${why}`;
+    }
+    return this.refusal(address, port, platform, kind === 'webhook') ?? metadataRefusal(address) ?? (kind === 'endpoint' ? loopbackRefusal(address) : undefined);
+  }
+
+  private refusal(address: string, port: number, platform: Endpoint[], allowList: boolean): string | undefined {
     // 0.0.0.0 and :: connect to this host itself, whatever listens on any of its addresses.
     if (address === '::' || (isIP(address) === 4 && address.startsWith('0.'))) return 'is no address to deliver to (it means this host)';
     const v4 = isIP(address) === 4 ? ipToInt(address) : undefined;
@@ -147,11 +163,23 @@ function inCidr(ip: number, c: { base: number; prefix: number }): boolean {
   return ((ip & mask) >>> 0) === c.base;
 }
 
-/** Addresses that reach the machine the egress proxy runs on, or its cloud's metadata service, whatever the port. */
-function hostOnlyRefusal(address: string): string | undefined {
-  if (isLoopbackHost(address)) return 'is a loopback address (the host itself)';
-  if (isIP(address) === 4 && address.startsWith('169.254.')) return 'is link-local (cloud metadata services)';
+const LINK_LOCAL = [parseIpCidr('169.254.0.0/16'), parseIpCidr('fe80::/10')];
+/** AWS's metadata service on IPv6 (Nitro instances): a unique local address, not a link-local one. */
+const AWS_METADATA_V6 = parseIpCidr('fd00:ec2::254');
+
+/**
+ * A cloud's metadata service, which answers with the machine's credentials, whatever the port:
+ * no webhook and no sandbox's endpoint reaches it (until 2026-12-01 only the latter was refused).
+ */
+function metadataRefusal(address: string): string | undefined {
+  if (LINK_LOCAL.some((c) => inIpCidr(address, c))) return 'is link-local (cloud metadata services)';
+  if (inIpCidr(address, AWS_METADATA_V6)) return 'is AWS\'s IPv6 metadata service';
   return undefined;
+}
+
+/** The machine the egress proxy runs on, whatever the port. */
+function loopbackRefusal(address: string): string | undefined {
+  return isLoopbackHost(address) ? 'is a loopback address (the host itself)' : undefined;
 }
 
 /** This host's own address: what a component listening on every address answers on. */

@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type { Logger } from '@svc/common';
 import type { Database } from '../db/schema.ts';
 import type { Sealer } from '../vault/vault.ts';
 
@@ -39,18 +40,31 @@ export class MemorySigningKeyStore implements SigningKeyStore {
   }
 }
 
-/** t_svc_identity_key, the private keys sealed by the vault with their kid as context. */
+/**
+ * t_svc_identity_key, the private keys sealed by the vault with their kid as context. A key the
+ * vault cannot open (sealed under a vault key dropped from the key file) is left out of the set,
+ * and logged once: the issuer then signs with another, or makes a new one when none is left,
+ * instead of failing the master's start. Its row stays, for its vault key to come back.
+ */
 export class DbSigningKeyStore implements SigningKeyStore {
-  constructor(private readonly db: Kysely<Database>, private readonly sealer: Sealer) {}
+  private readonly unopened = new Set<string>();
+
+  constructor(private readonly db: Kysely<Database>, private readonly sealer: Sealer, private readonly logger?: Logger) {}
 
   async list(): Promise<StoredSigningKey[]> {
     const rows = await this.db.selectFrom('t_svc_identity_key').selectAll().execute();
-    return rows.map((r) => ({
-      kid: r.kid,
-      privateKeyPem: this.sealer.open(r.private_key_sealed, r.kid),
-      createdAt: Number(r.created_at),
-      activeFrom: Number(r.active_from),
-    }));
+    return rows.flatMap((r) => {
+      let privateKeyPem: string;
+      try {
+        privateKeyPem = this.sealer.open(r.private_key_sealed, r.kid);
+      } catch (err) {
+        // Once per key and process: the store is read every minute (rotateIfDue).
+        if (!this.unopened.has(r.kid)) this.logger?.error({ kid: r.kid, err: (err as Error).message }, 'a workload identity signing key cannot be opened with the vault key file: left out of the issuer\'s keys (tokens it signed no longer verify)');
+        this.unopened.add(r.kid);
+        return [];
+      }
+      return [{ kid: r.kid, privateKeyPem, createdAt: Number(r.created_at), activeFrom: Number(r.active_from) }];
+    });
   }
 
   async add(key: StoredSigningKey): Promise<void> {

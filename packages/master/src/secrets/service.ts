@@ -15,7 +15,7 @@ export interface SecretPage {
 const newSecretId = () => 'sec_' + randomId(24);
 
 /** A version's seal opens only in its own row: the context names the secret and the version. */
-const sealContext = (secretId: string, version: number) => `${secretId}:${version}`;
+export const sealContext = (secretId: string, version: number) => `${secretId}:${version}`;
 
 /**
  * The secrets vault: a team's named values, kept sealed, read back only by the egress proxy

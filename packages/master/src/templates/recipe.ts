@@ -50,6 +50,20 @@ export function recipeOf(requestJson: string, templateId: string, vault: RecipeS
   return { ...recipe, source: { ...source, auth } as BuildSource };
 }
 
+/**
+ * The sealed credentials a stored recipe (request_json) holds, with their seal's context, and the
+ * recipe with them sealed anew: for re-sealing under a new vault key (vault/sealed-columns.ts).
+ */
+export function sealedAuthOf(requestJson: string, templateId: string): { sealed: string; context: string } | undefined {
+  const sealed = (JSON.parse(requestJson) as { source?: StoredSource }).source?.sealedAuth;
+  return typeof sealed === 'string' ? { sealed, context: sealContext(templateId) } : undefined;
+}
+
+export function withSealedAuth(requestJson: string, sealed: string): string {
+  const recipe = JSON.parse(requestJson) as BuildRecipe & { source: StoredSource };
+  return JSON.stringify({ ...recipe, source: { ...recipe.source, sealedAuth: sealed } });
+}
+
 /** `queue` is the fair-share key the template center's slots take turns by: the template's team. */
 export function buildRequest(recipe: BuildRecipe, ids: { jobId: string; templateId: string; artifactId: string; specHash: string; queue: string }): BuildRequest {
   return { ...ids, source: recipe.source, withSvcCa: recipe.withSvcCa, diskSizeMB: recipe.diskSizeMB };

@@ -19,6 +19,8 @@ export interface VaultKeyFile {
 }
 
 const FORMAT = 'v1';
+/** AES-GCM's full tag, the only length seal() writes and open() takes. */
+const TAG_BYTES = 16;
 const KEY_ID_PATTERN = /^[a-zA-Z0-9_-]{1,32}$/;
 
 class VaultError extends Error {}
@@ -41,7 +43,7 @@ export class Vault implements Sealer {
 
   seal(plain: string, context: string): string {
     const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.primary)!, iv);
+    const cipher = createCipheriv('aes-256-gcm', this.keys.get(this.primary)!, iv, { authTagLength: TAG_BYTES });
     cipher.setAAD(Buffer.from(context));
     const ct = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return [FORMAT, this.primary, iv.toString('base64'), cipher.getAuthTag().toString('base64'), ct.toString('base64')].join(':');
@@ -52,9 +54,13 @@ export class Vault implements Sealer {
     if (format !== FORMAT || !keyId || iv === undefined || tag === undefined || ct === undefined) throw new VaultError('not a sealed value');
     const key = this.keys.get(keyId);
     if (!key) throw new VaultError(`sealed under vault key ${keyId}, which the key file no longer holds`);
-    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'));
+    // GCM verifies a tag cut short, down to 4 bytes, against the full one's first bytes: without
+    // the length fixed, a forger had 2^32 tries, not 2^128.
+    const tagBytes = Buffer.from(tag, 'base64');
+    if (tagBytes.length !== TAG_BYTES) throw new VaultError(`a sealed value failed its integrity check (its tag is ${tagBytes.length} bytes, not ${TAG_BYTES})`);
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'), { authTagLength: TAG_BYTES });
     decipher.setAAD(Buffer.from(context));
-    decipher.setAuthTag(Buffer.from(tag, 'base64'));
+    decipher.setAuthTag(tagBytes);
     try {
       return Buffer.concat([decipher.update(Buffer.from(ct, 'base64')), decipher.final()]).toString('utf8');
     } catch {
