@@ -145,7 +145,7 @@ async function main() {
     }
 
     // The node agent's own part: Attach through the plugin (first holder: a mount) and the host path check.
-    const attachments = new VolumeAttachments({ logger: silentLogger(), hooksFor: (d) => registry.node(d), baseDir: join(dir, 'base') });
+    const attachments = new VolumeAttachments({ logger: silentLogger(), nodeId: 'bench', hooksFor: (d) => registry.node(d), baseDir: join(dir, 'base') });
     const attachFirst: number[] = [];
     const attachHeld: number[] = [];
     for (let i = 0; i < N; i++) {

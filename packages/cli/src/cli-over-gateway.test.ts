@@ -184,8 +184,9 @@ describe('svc team, svc key (real gateway over the fake node)', () => {
     assert.equal(over.code, 1);
     assert.match(over.stderr, /maxSandboxes/);
     assert.deepEqual(json(await admin(['sandbox', 'list', '--json'])), [], 'the admin key speaks for the default team: it does not see the team\'s sandbox');
-    const limits = json(await admin(['team', 'limits', made.teamId, '--max-sandboxes', '0', '--max-memory-mb', '4096', '--json']));
+    const limits = json(await admin(['team', 'limits', made.teamId, '--max-sandboxes', '0', '--max-memory-mb', '4096', '--max-volumes', '2', '--json']));
     assert.equal(limits.limits.maxMemoryMB, 4096);
+    assert.equal(limits.limits.maxVolumes, 2, 'stored, and read back with the team');
     assert.equal((await admin(['team', 'limits', made.teamId])).code, 1, 'no limit named');
     assert.equal((await admin(['team', 'create', 'bad name'])).code, 1);
     assert.equal((await team(['team', 'create', 'sneaky'])).code, 1, 'a team key makes no teams');

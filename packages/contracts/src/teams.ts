@@ -57,9 +57,11 @@ export interface TeamLimits {
   maxKeptSandboxes: number;
   /** Snapshots kept (the team's own, named or not); counted when one is taken. */
   maxSnapshots: number;
+  /** Persistent volumes kept (those being deleted too); counted when one is created. */
+  maxVolumes: number;
 }
 
-export const NO_LIMITS: TeamLimits = { maxSandboxes: 0, maxMemoryMB: 0, maxVcpus: 0, maxConcurrentBuilds: 0, maxRequestsPerMinute: 0, maxKeptSandboxes: 0, maxSnapshots: 0 };
+export const NO_LIMITS: TeamLimits = { maxSandboxes: 0, maxMemoryMB: 0, maxVcpus: 0, maxConcurrentBuilds: 0, maxRequestsPerMinute: 0, maxKeptSandboxes: 0, maxSnapshots: 0, maxVolumes: 0 };
 
 export interface TeamRecord {
   teamId: string;
@@ -121,7 +123,7 @@ const limit = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } 
 
 const limitProperties = {
   maxSandboxes: limit, maxMemoryMB: limit, maxVcpus: limit, maxConcurrentBuilds: limit, maxRequestsPerMinute: limit,
-  maxKeptSandboxes: limit, maxSnapshots: limit,
+  maxKeptSandboxes: limit, maxSnapshots: limit, maxVolumes: limit,
 } as const satisfies Record<keyof TeamLimits, unknown>;
 
 /** Limits in a body: the known names only; null or absent sets none. */

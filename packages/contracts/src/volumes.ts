@@ -26,6 +26,11 @@ export const VOLUME_LIMITS = {
   nameChars: 128,
   privateDataBytes: 1024,
   tokenChars: 1024,
+  /**
+   * The shortest token a plugin may answer (an empty one aside: no token): the token is the
+   * bearer credential of the volume's content API, and 22 base64 characters hold 128 bits.
+   */
+  minTokenChars: 22,
   /** Attach metadata: entries, and bytes of its JSON. */
   metadataEntries: 64,
   metadataBytes: 8 * 1024,
@@ -51,6 +56,9 @@ export function checkVolumeName(name: unknown, field = 'name'): string {
   if (typeof name !== 'string' || name === '') throw badRequest(`${field} must be a non-empty string`);
   if (name.length > VOLUME_LIMITS.nameChars) throw badRequest(`${field} has ${name.length} characters; at most ${VOLUME_LIMITS.nameChars}`);
   if (!VOLUME_NAME_PATTERN.test(name)) throw badRequest(`${field} must match ^[a-zA-Z0-9_-]+$`);
+  // A binary plugin is told the name as `--name NAME`: one that begins with '-' reads as a flag to
+  // a plugin that parses its command line loosely (a getopt that takes `-h`).
+  if (name.startsWith('-')) throw badRequest(`${field} must not begin with '-' (a volume plugin would read it as a flag)`);
   return name;
 }
 

@@ -1,9 +1,11 @@
 /**
  * Runs a program with a deadline and bounded output, and never rejects: plugin binaries and the
  * local plugin's mount and umount go through it. The program runs in its own process group
- * (no shell); at the deadline the whole group gets SIGKILL, so helpers it started die with it.
+ * (no shell), with the environment less svc's secrets; at the deadline the whole group gets
+ * SIGKILL, so helpers it started die with it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { hostCommandEnv } from '@svc/common';
 
 export interface RunOptions {
   timeoutMs: number;
@@ -53,7 +55,9 @@ export function runCommand(file: string, args: string[], opts: RunOptions): Prom
 
     let child: ChildProcess;
     try {
-      child = spawn(file, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], shell: false });
+      // Not the master's or node agent's whole environment: a plugin is a third party's program,
+      // and that environment holds the cluster token and the database's URL (host-command-env.ts).
+      child = spawn(file, args, { detached: true, stdio: ['ignore', 'pipe', 'pipe'], shell: false, env: hostCommandEnv() });
     } catch (err) {
       // refused before any process: an argument with a NUL byte, a bad path type
       const e = err as NodeJS.ErrnoException;

@@ -12,6 +12,7 @@ const LIMIT_FLAGS: Array<[flag: string, key: keyof TeamLimits, what: string]> = 
   ['--max-requests-per-min <n>', 'maxRequestsPerMinute', 'API requests a minute'],
   ['--max-kept-sandboxes <n>', 'maxKeptSandboxes', 'sandboxes kept, running or paused'],
   ['--max-snapshots <n>', 'maxSnapshots', 'snapshots kept'],
+  ['--max-volumes <n>', 'maxVolumes', 'persistent volumes kept'],
 ];
 
 function withLimitFlags(cmd: Command): Command {

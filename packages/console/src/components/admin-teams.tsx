@@ -6,7 +6,7 @@ import { ErrorNote, Loading, Section, StatusNote } from './notes.tsx';
 import { usePoll } from './poll.ts';
 
 /** Per-team limits; 0 is no limit (packages/contracts/src/teams.ts, TeamLimits). */
-interface Limits { maxSandboxes: number; maxMemoryMB: number; maxVcpus: number; maxConcurrentBuilds: number; maxRequestsPerMinute: number; maxKeptSandboxes: number; maxSnapshots: number }
+interface Limits { maxSandboxes: number; maxMemoryMB: number; maxVcpus: number; maxConcurrentBuilds: number; maxRequestsPerMinute: number; maxKeptSandboxes: number; maxSnapshots: number; maxVolumes: number }
 interface Team { teamId: string; name: string; isDefault: boolean; limits: Limits; createdAt: string }
 
 const QUOTAS: { key: keyof Limits; label: string; short: string }[] = [
@@ -17,6 +17,7 @@ const QUOTAS: { key: keyof Limits; label: string; short: string }[] = [
   { key: 'maxRequestsPerMinute', label: 'Max requests per minute', short: 'Requests/min' },
   { key: 'maxKeptSandboxes', label: 'Max sandboxes kept (running or paused)', short: 'Kept' },
   { key: 'maxSnapshots', label: 'Max snapshots kept', short: 'Snapshots' },
+  { key: 'maxVolumes', label: 'Max volumes kept', short: 'Volumes' },
 ];
 
 const limitText = (n: number) => (n === 0 ? 'no limit' : n.toLocaleString());

@@ -31,7 +31,8 @@ for (const tdb of availableTestDatabases()) {
         const volume = { volume_id: 'v-1', team_id: 'team-a', name: 'Data', driver: 'local', token: '', private_data: '{}', refcount: 0, created_at: 1 };
         await db.kysely.insertInto('t_svc_volume').values(volume).execute();
         await db.kysely.insertInto('t_svc_template_tag').values({ template_id: 'tpl-1', tag: 'default', build_id: 'b-1', created_at: 1 }).execute();
-        const r = await migrate(db.kysely, db.driver, migrations);
+        // Up to these two: later migrations (a column more) are tested where they are used.
+        const r = await migrate(db.kysely, db.driver, migrations.filter((m) => m.name <= exactNames.name));
         assert.deepEqual(r.applied, [longJson.name, exactNames.name]);
         assert.deepEqual(await db.kysely.selectFrom('t_svc_volume').selectAll().execute(), [volume]);
         await db.kysely.insertInto('t_svc_volume').values({ ...volume, volume_id: 'v-2', name: 'data' }).execute();

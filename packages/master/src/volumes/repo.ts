@@ -43,6 +43,34 @@ export class VolumeRepo {
     return q.execute();
   }
 
+  /** The team's volumes, those being deleted too (what maxVolumes counts). */
+  async countByTeam(teamId: string): Promise<number> {
+    const r = await this.db.selectFrom('t_svc_volume').select((eb) => eb.fn.countAll<number | string>().as('n')).where('team_id', '=', teamId).executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
+  /** Whether another volume has this token (a plugin's tokens must differ: each opens one volume's content). */
+  async tokenTaken(token: string): Promise<boolean> {
+    // Compared here too: MySQL's text compares without case (as byId's note says).
+    const rows = await this.db.selectFrom('t_svc_volume').select('token').where('token', '=', token).execute();
+    return rows.some((r) => r.token === token);
+  }
+
+  /**
+   * Marks the volume as being deleted, at `at`, unless it is already; false when it was (another
+   * DELETE's mark, or a failed one's) or is gone. The conditional update decides between two
+   * masters that mark it at once.
+   */
+  async markDeleting(volumeId: string, at: number): Promise<boolean> {
+    const r = await this.db.updateTable('t_svc_volume').set({ deleting_at: at }).where('volume_id', '=', volumeId).where('deleting_at', 'is', null).executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /** Takes back the mark `at` set (a DELETE refused before anything was destroyed); another's mark stays. */
+  async unmarkDeleting(volumeId: string, at: number): Promise<void> {
+    await this.db.updateTable('t_svc_volume').set({ deleting_at: null }).where('volume_id', '=', volumeId).where('deleting_at', '=', at).execute();
+  }
+
   /** Deletes the record only while no node holds the volume; false when one does (or it is gone). */
   async deleteUnmounted(volumeId: string): Promise<boolean> {
     const r = await this.db.deleteFrom('t_svc_volume').where('volume_id', '=', volumeId).where('refcount', '<=', 0).executeTakeFirst();

@@ -59,7 +59,7 @@ async function proxyContent(req: FastifyRequest<RefParams>, reply: FastifyReply,
   const auth = req.headers.authorization;
   const bearer = typeof auth === 'string' && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : undefined;
   const row = await service.authorizeContent(ref, callerTeam(req), bearer);
-  const node = await service.contentNode();
+  const node = await service.contentNode(row.volume_id);
   const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
   const headers: Record<string, string> = { ...node.headers, [VOLUME_HEADER]: encodeVolumeHeader({ volumeId: row.volume_id, driver: row.driver, privateData: row.private_data }) };
   for (const h of ['content-type', 'content-length'] as const) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h];

@@ -1,18 +1,32 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
-import { badRequest, conflict, notFound, SvcError, unauthorized, unavailable, wrapError, type Logger } from '@svc/common';
+import {
+  badRequest, conflict, MemoryCoordination, notFound, randomId, SvcError, unauthorized, unavailable, withLockWaiting, type Coordination, type Logger,
+} from '@svc/common';
 import type { VolumeMount } from '@svc/contracts/master';
 import {
   checkVolumeName, UNKNOWN_DRIVER, VOLUME_CODES, VOLUME_LIMITS,
-  type NewVolume, type VolumeAndToken, type VolumeInfo, type VolumeMountOnNode, type VolumeRefFlip, type VolumeRefcount,
+  type NewVolume, type VolumeAndToken, type VolumeControllerHooks, type VolumeInfo, type VolumeMountOnNode, type VolumeRefFlip, type VolumeRefcount,
 } from '@svc/contracts/volumes';
+import type { TeamQuotas } from '../sandboxes/ports.ts';
 import type { VolumeDbRow, VolumeRepo } from './repo.ts';
 import type { ControllerPlugins, VolumeNodes } from './ports.ts';
+import { deleteVolume } from './deletion.ts';
+import { ContentNodes } from './holders.ts';
+import { pluginFailure } from './plugin-failure.ts';
+
+/** How long a team's create waits for another of its creates that holds the team's count (maxVolumes). */
+const CREATE_LOCK_WAIT_MS = 10_000;
+const CREATE_LOCK_TTL_MS = 5_000;
 
 export interface VolumeServiceDeps {
   repo: VolumeRepo;
   plugins: ControllerPlugins;
   nodes: VolumeNodes;
   logger: Logger;
+  /** Locks across masters (one DELETE of a volume at a time; a team's creates against maxVolumes); default: this process's alone. */
+  coordination?: Coordination;
+  /** Teams' limits (maxVolumes); absent: none. */
+  quotas?: TeamQuotas;
 }
 
 /** A mount of a sandbox resolved to its volume: what its record keeps, and what its node is sent. */
@@ -29,9 +43,20 @@ export interface ResolvedMount {
 export class VolumeService {
   /** Differences the last recount saw, mended only when the next one sees the same (see recount). */
   private readonly suspect = new Map<string, { was: number; want: number }>();
+  private readonly coordination: Coordination;
+  private readonly holder = `volumes-${process.pid}-${randomId(6)}`;
+  private readonly contentNodes: ContentNodes;
 
-  constructor(private readonly d: VolumeServiceDeps) {}
+  constructor(private readonly d: VolumeServiceDeps) {
+    this.coordination = d.coordination ?? new MemoryCoordination();
+    this.contentNodes = new ContentNodes(d.nodes, d.logger);
+  }
 
+  /**
+   * POST: the plugin's Create, then the record. With the team's maxVolumes set, counted and
+   * made under the team's lock, across masters, so that creates at once cannot all take the
+   * last place (docs/security.md, "Quotas"); E2B's 429 past it, with nothing made.
+   */
   async create(teamId: string, input: NewVolume): Promise<VolumeAndToken> {
     const volumeId = randomUUID();
     const name = input.name === undefined ? volumeId : checkVolumeName(input.name);
@@ -46,9 +71,32 @@ export class VolumeService {
       this.d.logger.warn({ driver, teamId, err: (err as Error).message }, 'volume create names a driver the master has no plugin for');
       throw err;
     }
-    if (await this.d.repo.byName(teamId, name)) throw badRequest(`Volume with name '${name}' already exists`);
-    const out = await hooks.create({ volumeId, name }).catch((err: Error) => { throw pluginFailure(driver, 'create', err); });
-    const row = { volume_id: volumeId, team_id: teamId, name, driver, token: out.token, private_data: out.privateData, refcount: 0, created_at: Date.now() };
+    const limit = this.d.quotas ? (await this.d.quotas.limits(teamId)).maxVolumes ?? 0 : 0;
+    const make = async () => {
+      if (limit) {
+        const kept = await this.d.repo.countByTeam(teamId);
+        if (kept >= limit) throw new SvcError(429, `team quota maxVolumes reached: the team may keep ${limit} volumes and keeps ${kept}; delete one (svc volume delete) and retry; nothing was created`);
+      }
+      return this.createNow(teamId, { volumeId, name, driver }, hooks);
+    };
+    if (!limit) return make();
+    const busy = () => unavailable(`another volume of team ${teamId} is being created; retry`, 1);
+    return withLockWaiting(this.coordination, `volume-create:${teamId}`, this.holder, { ttlMs: CREATE_LOCK_TTL_MS, waitMs: CREATE_LOCK_WAIT_MS, busy }, make);
+  }
+
+  private async createNow(teamId: string, v: { volumeId: string; name: string; driver: string }, hooks: VolumeControllerHooks): Promise<VolumeAndToken> {
+    const { volumeId, name, driver } = v;
+    const taken = await this.d.repo.byName(teamId, name);
+    if (taken) throw nameTaken(taken);
+    const out = await hooks.create({ volumeId, name }).catch((err: Error) => { throw pluginFailure(this.d.logger, driver, 'create', v, err); });
+    if (out.token !== '' && await this.d.repo.tokenTaken(out.token)) {
+      // The token opens one volume's content: a plugin that gives two volumes one token would
+      // open each to the other's holders (docs/volume-plugins.md: random, unique per volume).
+      await this.destroyBackend(driver, volumeId);
+      this.d.logger.error({ volumeId, driver }, 'volume plugin answered a token another volume has; the create was undone');
+      throw new SvcError(500, `the volume plugin '${driver}' could not create volume ${name}: it answered a token another volume has, and a volume's token must be unique`);
+    }
+    const row = { volume_id: volumeId, team_id: teamId, name, driver, token: out.token, private_data: out.privateData, refcount: 0, created_at: Date.now(), deleting_at: null };
     if (!(await this.d.repo.insert(row))) {
       await this.destroyBackend(driver, volumeId);
       throw badRequest(`Volume with name '${name}' already exists`);
@@ -72,25 +120,12 @@ export class VolumeService {
   }
 
   /**
-   * DELETE: 409 (code 130409) while a node holds it; then the plugin's Destroy, then the record.
-   * The nodes' own lists decide, since the refcount may lag an answer that was lost either way:
-   * a volume a node holds is never destroyed under it, and one none holds is not kept by a stale count.
+   * DELETE: marked deleting, 409 (code 130409) while a node may hold it, then the plugin's
+   * Destroy, then the record (deletion.ts). A DELETE of a volume whose Destroy failed goes on from there.
    */
   async destroy(teamId: string | undefined, ref: string): Promise<void> {
     const row = await this.find(teamId, ref);
-    const id = row.volume_id;
-    const holding = await this.nodesHolding(id);
-    if (holding.length > 0) throw inUse(row.name, holding.length);
-    // No node holds it, whatever the count says (a lost answer): the nodes decide. A create that
-    // attaches it from here on moves the count again, and the guarded delete below sees that.
-    if (Number(row.refcount) !== 0) await this.d.repo.setRefcount(id, 0);
-    await this.destroyBackend(row.driver, id, true);
-    if (!(await this.d.repo.deleteUnmounted(id))) {
-      // A create attached it between the check and here: its data is gone, say so loudly.
-      this.d.logger.error({ volumeId: id }, 'a volume was attached while it was being destroyed; its record stays, its data may be gone');
-      throw inUse(row.name, 1);
-    }
-    this.d.logger.info({ volumeId: id, name: row.name, driver: row.driver }, 'volume destroyed');
+    await deleteVolume({ ...this.d, coordination: this.coordination, holder: this.holder }, row);
   }
 
   /**
@@ -103,6 +138,7 @@ export class VolumeService {
     for (const m of mounts) {
       const row = await this.d.repo.byId(m.name, teamId) ?? await this.d.repo.byName(teamId, m.name);
       if (!row) throw notFound(`volume ${m.name} not found`);
+      if (row.deleting_at !== null) throw beingDeleted(m.name);
       if (seen.has(row.volume_id)) throw badRequest(`volume ${m.name} is mounted twice; a sandbox may attach a volume only once`);
       seen.add(row.volume_id);
       out.push({
@@ -119,6 +155,7 @@ export class VolumeService {
     for (const m of recorded) {
       const row = m.volumeId ? await this.d.repo.byId(m.volumeId, teamId) : await this.d.repo.byName(teamId, m.name);
       if (!row) throw notFound(`volume ${m.name} was deleted; the sandbox cannot mount it again`);
+      if (row.deleting_at !== null) throw beingDeleted(m.name);
       out.push({ volumeId: row.volume_id, driver: row.driver, privateData: row.private_data, path: m.path, readOnly: m.readOnly });
     }
     return out;
@@ -172,28 +209,24 @@ export class VolumeService {
    * holding the volume's token, which the plugin gave (compared in constant time).
    */
   async authorizeContent(ref: string, teamId: string | undefined, bearer: string | undefined): Promise<VolumeDbRow> {
-    if (teamId !== undefined || bearer === undefined) return this.find(teamId, ref);
-    const row = await this.d.repo.byId(ref);
+    const row = teamId !== undefined || bearer === undefined ? await this.find(teamId, ref) : await this.byToken(ref, bearer);
+    // Told only to a caller that may use the volume (after the token's check).
+    if (row.deleting_at !== null) throw beingDeleted(row.name);
+    return row;
+  }
+
+  private async byToken(volumeId: string, bearer: string): Promise<VolumeDbRow> {
+    const row = await this.d.repo.byId(volumeId);
     if (!row || !row.token || !sameSecret(row.token, bearer)) throw unauthorized('invalid volume token: send the token Volume.create or Volume.getInfo gave, as Authorization: Bearer <token>');
     return row;
   }
 
-  /** A live node with volume support to serve a content call (any: it attaches the volume for the call). */
-  async contentNode(): Promise<{ nodeId: string; baseUrl: string; headers: Record<string, string> }> {
-    const live = await this.d.nodes.live();
-    if (live.length === 0) throw unavailable('no node agent with volume support is available to serve the volume\'s content', 5);
-    return live[Math.floor(Math.random() * live.length)];
-  }
-
-  private async nodesHolding(volumeId: string): Promise<string[]> {
-    const out: string[] = [];
-    for (const n of await this.d.nodes.live()) {
-      const list = await this.d.nodes.attachments(n.nodeId).catch((err: Error) => {
-        throw wrapError(err, `node ${n.nodeId} did not say whether it holds volume ${volumeId}; retry the delete`);
-      });
-      if (list.some((a) => a.volumeId === volumeId)) out.push(n.nodeId);
-    }
-    return out;
+  /**
+   * The node to serve a content call: one that holds the volume now, else any live node with
+   * volume support, which attaches it for the call (holders.ts).
+   */
+  async contentNode(volumeId: string): Promise<{ nodeId: string; baseUrl: string; headers: Record<string, string> }> {
+    return this.contentNodes.pick(volumeId);
   }
 
   private async find(teamId: string | undefined, ref: string): Promise<VolumeDbRow> {
@@ -203,24 +236,24 @@ export class VolumeService {
     return row;
   }
 
-  /** The plugin's Destroy; `strict` fails the caller, else a failure is logged (a create's cleanup). */
-  private async destroyBackend(driver: string, volumeId: string, strict = false): Promise<void> {
+  /** The plugin's Destroy undoing a create that is not kept; a failure is logged (the caller's answer is the create's). */
+  private async destroyBackend(driver: string, volumeId: string): Promise<void> {
     try {
       await this.d.plugins.controller(driver).destroy({ volumeId });
     } catch (err) {
-      if (strict) throw pluginFailure(driver, 'destroy', err as Error);
       this.d.logger.error({ volumeId, driver, err: (err as Error).message }, 'volume plugin destroy failed while cleaning up a create; its backend data may stay');
     }
   }
 }
 
-function inUse(name: string, nodes: number): SvcError {
-  return conflict(`volume ${name} is mounted (held on ${nodes} node${nodes === 1 ? '' : 's'}); kill the sandboxes that mount it, then delete it`, VOLUME_CODES.inUse);
+/** A volume marked deleting: nothing may mount or read it (deletion.ts). */
+function beingDeleted(name: string): SvcError {
+  return conflict(`volume ${name} is being deleted (or its delete failed: delete it again); it cannot be mounted or read`);
 }
 
-function pluginFailure(driver: string, op: string, err: Error): SvcError {
-  if (err instanceof SvcError) return err;
-  return new SvcError(500, `volume plugin ${driver}: ${op} failed: ${err.message}`);
+function nameTaken(row: VolumeDbRow): SvcError {
+  const why = row.deleting_at !== null ? ' (it is being deleted: delete it again if that failed, then retry)' : '';
+  return badRequest(`Volume with name '${row.name}' already exists${why}`);
 }
 
 function sameSecret(a: string, b: string): boolean {

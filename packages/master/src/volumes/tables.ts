@@ -14,6 +14,11 @@ export interface VolumeRow {
   /** Nodes that hold it attached (docs/volumes.md "Lifecycle and counts"). */
   refcount: number;
   created_at: number;
+  /**
+   * When a DELETE began (epoch ms); null: usable. A volume being deleted, or whose Destroy failed,
+   * is mounted, resumed and served to no one; a DELETE again finishes it (docs/volumes.md).
+   */
+  deleting_at: number | null;
 }
 
 export interface VolumeTables {

@@ -1,4 +1,5 @@
 import { SvcError, type Logger } from '@svc/common';
+import { VolumePluginError } from '@svc/volumes';
 import {
   HOST_BIND_TIMEOUT_MS, VOLUME_NAMESPACE,
   type NodeVolumeAttachment, type VolumeMountOnNode, type VolumeNodeHooks, type VolumeOnNode, type VolumeRefFlip,
@@ -28,6 +29,8 @@ interface Held {
 
 export interface AttachmentsDeps {
   logger: Logger;
+  /** This node's id: a failure's message names it, so that its caller knows whose log to read. */
+  nodeId: string;
   /** The node hooks of a driver; throws 'no plugin registered for driver' when the node lacks it. */
   hooksFor(driver: string): VolumeNodeHooks;
   /** node_agent.volume_plugin_base_dir: every host path an Attach answers must lie inside it. */
@@ -119,13 +122,15 @@ export class VolumeAttachments {
       const refCount = cur?.holders.size ?? 0;
       const out = await hooks.attach({
         sandboxId: holder.id, namespace: VOLUME_NAMESPACE, volumeId: m.volumeId, refCount, volumeBaseDir: this.d.baseDir, privateData: m.privateData,
-      }).catch((err: Error) => { throw attachError(m, err); });
+      }).catch((err: Error) => { throw this.attachError(m, holder, err); });
       // A host path the node already validated and holds needs no second look.
       const problem = cur?.hostPath === out.hostPath ? undefined : await this.hostPathProblem(out.hostPath);
       if (problem) {
         // The plugin mounted something (or says so): undo it with the same count, as after a failed create.
         if (refCount === 0) await this.callDetach(hooks, holder, m.volumeId, 0, out.metadata);
-        throw new SvcError(400, `volume ${m.volumeId}: the ${m.driver} plugin's attach answered host path ${JSON.stringify(out.hostPath)}, ${problem}`);
+        // The paths go to this node's log only (they are the host's layout, not the caller's business).
+        this.d.logger.error({ volumeId: m.volumeId, driver: m.driver, holder: holder.id, hostPath: out.hostPath, problem }, 'volume plugin answered a host path the node may not mount; detached what it mounted');
+        throw new SvcError(400, `the volume plugin '${m.driver}' answered a host path for volume ${m.volumeId} on node ${this.d.nodeId} that lies outside volume_plugin_base_dir or does not exist; the node's log has the detail`);
       }
       if (cur && cur.hostPath !== out.hostPath) {
         this.d.logger.warn({ volumeId: m.volumeId, was: cur.hostPath, now: out.hostPath }, 'a volume plugin answered another host path for a volume already attached; the first stays in use');
@@ -156,6 +161,18 @@ export class VolumeAttachments {
       await this.callDetach(hooks, holder, volumeId, h.holders.size, h.metadata);
       return flip;
     });
+  }
+
+  /**
+   * A plugin's failed attach as its caller (a sandbox create, a content call) is told it: the
+   * plugin's own words (`/data/svc-shared/volume-data/<id>`, `mount --bind ... /path`) name the
+   * host's paths, so they go to this node's log with the volume's id; the caller gets the plugin,
+   * the volume, the node and where to look. Only a reason svc worded itself is passed on.
+   */
+  private attachError(m: VolumeOnNode, holder: Holder, err: Error): SvcError {
+    this.d.logger.error({ volumeId: m.volumeId, driver: m.driver, holder: holder.id, err: err.message }, 'volume plugin attach failed');
+    const why = err instanceof VolumePluginError && err.forCaller ? `: ${err.forCaller}` : '; the node\'s log has the detail';
+    return new SvcError(500, `the volume plugin '${m.driver}' could not attach volume ${m.volumeId} on node ${this.d.nodeId}${why}`);
   }
 
   /** Detach never fails the caller: a sandbox is gone whatever its plugin says (the error is logged). */
@@ -196,9 +213,4 @@ async function realpath(path: string): Promise<string | undefined> {
     return undefined;
   });
   return r && r.code === 0 ? r.stdout.trim() : undefined;
-}
-
-function attachError(m: VolumeOnNode, err: Error): SvcError {
-  if (err instanceof SvcError) return err;
-  return new SvcError(500, `volume ${m.volumeId}: attach failed: ${err.message}`);
 }

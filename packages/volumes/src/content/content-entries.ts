@@ -121,13 +121,25 @@ export async function removeOwnFile(dir: ConfinedDir, name: string, file: FileHa
   }
 }
 
+/** What one removal may still do. */
+export interface RemoveBudget {
+  /** Entries it may still delete (each attempt counts); past them, a 409. */
+  entries: number;
+  /**
+   * Takes a directory nested deeper than MAX_REMOVE_DEPTH out of the walk (moves it where it is
+   * removed from the top later). Without it such a tree is a 400: a client removes it in parts,
+   * but a volume's Destroy has no client to do that and must finish.
+   */
+  tooDeep?: (dir: ConfinedDir, name: Buffer) => Promise<void>;
+}
+
 /**
  * Removes the entry `name` of `parent`: a directory recursively (never following a symlink:
  * each level is opened with O_NOFOLLOW|O_DIRECTORY through its parent's descriptor), anything
  * else by unlink. `isDir` is a hint (d_type or lstat); a swap since is handled by the errors,
  * a few times, then given up on (409).
  */
-export async function removeEntry(parent: ConfinedDir, name: Buffer, isDirHint: boolean, depth: number, budget: { entries: number }): Promise<void> {
+export async function removeEntry(parent: ConfinedDir, name: Buffer, isDirHint: boolean, depth: number, budget: RemoveBudget): Promise<void> {
   let isDir = isDirHint;
   for (let swaps = 0; ; swaps++) {
     if (swaps > 8 || --budget.entries < 0) throw conflict('the directory keeps changing while it is removed; nothing more was removed');
@@ -142,7 +154,11 @@ export async function removeEntry(parent: ConfinedDir, name: Buffer, isDirHint: 
         continue;
       }
     }
-    if (depth >= MAX_REMOVE_DEPTH) throw badRequest(`the directory nests deeper than ${MAX_REMOVE_DEPTH} levels; remove its deeper part first`);
+    if (depth >= MAX_REMOVE_DEPTH) {
+      if (!budget.tooDeep) throw badRequest(`the directory nests deeper than ${MAX_REMOVE_DEPTH} levels; remove its deeper part first`);
+      await budget.tooDeep(parent, name);
+      return;
+    }
     let dir: ConfinedDir;
     try {
       dir = await parent.openDir(name, '');
@@ -162,7 +178,7 @@ export async function removeEntry(parent: ConfinedDir, name: Buffer, isDirHint: 
 }
 
 /** Empties `dir` (the entry `name` of `parent`) and removes it; false when the name no longer holds a directory. */
-async function emptyAndRemove(parent: ConfinedDir, dir: ConfinedDir, name: Buffer, depth: number, budget: { entries: number }): Promise<boolean> {
+async function emptyAndRemove(parent: ConfinedDir, dir: ConfinedDir, name: Buffer, depth: number, budget: RemoveBudget): Promise<boolean> {
   for (let attempt = 0; ; attempt++) {
     // Batches: what was read is removed, then the directory is read again until it is empty.
     for (let batch = await dir.readEntries(512); batch.length > 0; batch = await dir.readEntries(512)) {

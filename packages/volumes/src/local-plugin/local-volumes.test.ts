@@ -128,6 +128,7 @@ describe('local volumes (real bind mounts)', () => {
       assert.ok(err instanceof LocalVolumeError);
       assert.equal(err.kind, 'not_found');
       assert.match(err.message, /^volume vol-none has no data on this host/);
+      assert.ok(!err.message.includes(root), `no host path in a message that may reach an API caller: ${err.message}`);
       return true;
     });
     assert.equal(existsSync(join(base, 'local-vol-none')), false);
@@ -158,6 +159,24 @@ describe('local volumes (real bind mounts)', () => {
     const again = await volumes.create({ volumeId: 'vol-1', name: 'one' });
     assert.match(again.token, /^svcvol_/);
     assert.deepEqual(readdirSync(join(root, 'vol-1')), [], 'a new volume starts empty');
+  });
+
+  it('makes a root that exists with another mode 0700 at its first hook, and says so', async () => {
+    const older = join(dir, 'older-root');
+    mkdirSync(older, { mode: 0o755 });
+    const notes: string[] = [];
+    const lv = new LocalVolumes({ root: older, log: (m) => notes.push(m) });
+    await lv.create({ volumeId: 'vol-o', name: 'o' });
+    assert.equal(statSync(older).mode & 0o7777, 0o700);
+    assert.equal(notes.length, 1);
+    assert.match(notes[0], /made the volume data root .* 0700 \(it was 0755/);
+    await lv.destroy({ volumeId: 'vol-o' });
+    assert.equal(notes.length, 1, 'once a process');
+    const again = join(dir, 'older-root-2');
+    mkdirSync(again, { mode: 0o777 });
+    // vol-x has no data: the attach fails, after the root is made 0700.
+    await assert.rejects(new LocalVolumes({ root: again, log: () => undefined }).attach(attachInput('vol-x', 0)), /has no data on this host/);
+    assert.equal(statSync(again).mode & 0o7777, 0o700, 'an attach closes it too');
   });
 
   it('takes its root from SVC_LOCAL_VOLUME_ROOT, else the default', () => {

@@ -7,9 +7,12 @@
  *
  *   create   makes the data directory (mode 0777: sandbox users of any uid write into it) and a
  *            token kept beside it in `<root>/<volumeId>.token`; again: the same token.
- *   destroy  deletes the data directory and the token; a missing volume is fine.
+ *   destroy  deletes the data directory (renamed away first, then removed without following a
+ *            link: data-root.ts) and the token; a missing volume is fine.
  *   attach   bind-mounts the data at the host path, unless it is mounted there already.
  *   detach   at ref_count 0, unmounts the host path and removes the empty directory; the data stays.
+ *
+ * The root itself is made 0700, an existing one too, at the first hook of the process.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, link, mkdir, readFile, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
@@ -25,6 +28,7 @@ import {
   type VolumeControllerHooks,
   type VolumeNodeHooks,
 } from '@svc/contracts/volumes';
+import { prepareDataRoot, removeVolumeData } from './data-root.ts';
 import { bindMount, mountCount, unmount } from './mounts.ts';
 
 export const DEFAULT_LOCAL_VOLUME_ROOT = '/data/svc-shared/volume-data';
@@ -50,11 +54,16 @@ export interface LocalVolumesOptions {
   root?: string;
   /** Deadline of each mount and umount; default HOST_BIND_TIMEOUT_MS. */
   mountTimeoutMs?: number;
+  /** Where a notice for the operator goes (a root it made 0700); default stderr, a plugin's log. */
+  log?: (message: string) => void;
 }
 
 export class LocalVolumes implements VolumeControllerHooks, VolumeNodeHooks {
   readonly root: string;
   private readonly mountTimeoutMs: number;
+  private readonly log: (message: string) => void;
+  /** The root made 0700, once a process (prepareRoot). */
+  private rootReady?: Promise<void>;
   /** The attach or detach last queued for each volume. */
   private readonly running = new Map<string, Promise<void>>();
 
@@ -62,6 +71,24 @@ export class LocalVolumes implements VolumeControllerHooks, VolumeNodeHooks {
     this.root = opts.root ?? (process.env.SVC_LOCAL_VOLUME_ROOT || DEFAULT_LOCAL_VOLUME_ROOT);
     if (!isAbsolute(this.root)) throw new Error(`local volume root ${JSON.stringify(this.root)} must be an absolute path`);
     this.mountTimeoutMs = opts.mountTimeoutMs ?? HOST_BIND_TIMEOUT_MS;
+    this.log = opts.log ?? ((message) => process.stderr.write(`svc-volume-local: ${message}\n`));
+  }
+
+  /**
+   * Makes the root, and makes it 0700 if it is not (data-root.ts says why); run by the first
+   * hook of a process, and by the rpc service at its start. Says so when it changed the mode,
+   * or could not.
+   */
+  async prepareRoot(): Promise<void> {
+    this.rootReady ??= prepareDataRoot(this.root).then((r) => {
+      const mode = (m: number) => `0${m.toString(8)}`;
+      if (r.changedFrom !== undefined) this.log(`made the volume data root ${this.root} ${mode(0o700)} (it was ${mode(r.changedFrom)}: other users of the host could reach the volumes' data)`);
+      if (r.chmodError) this.log(`the volume data root ${this.root} could not be made 0700 (${r.chmodError}): other users of the host may reach the volumes' data`);
+    }, (err: Error) => {
+      this.rootReady = undefined; // the next hook tries again
+      throw err;
+    });
+    return this.rootReady;
   }
 
   /** The directory that holds a volume's data. */
@@ -77,15 +104,17 @@ export class LocalVolumes implements VolumeControllerHooks, VolumeNodeHooks {
 
   async create(input: CreateHookInput): Promise<CreateHookOutput> {
     const data = this.dataDir(input.volumeId);
-    await mkdir(this.root, { recursive: true, mode: 0o700 });
+    await this.prepareRoot();
     await mkdir(data, { recursive: true });
     await chmod(data, 0o777);
     return { token: await this.token(input.volumeId), privateData: '' };
   }
 
   async destroy(input: DestroyHookInput): Promise<void> {
-    const data = this.dataDir(input.volumeId);
-    await rm(data, { recursive: true, force: true });
+    checkVolumeId(input.volumeId);
+    await this.prepareRoot();
+    await removeVolumeData(this.root, input.volumeId);
+    // Last: a Destroy that failed above keeps the token, and a Create again answers the same one.
     await rm(this.tokenFile(input.volumeId), { force: true });
   }
 
@@ -101,11 +130,13 @@ export class LocalVolumes implements VolumeControllerHooks, VolumeNodeHooks {
   private async attachNow(input: AttachHookInput): Promise<AttachHookOutput> {
     const data = this.dataDir(input.volumeId);
     const hostPath = this.hostPath(input.volumeBaseDir, input.volumeId);
+    await this.prepareRoot();
     const found = await stat(data).catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return undefined;
       throw err;
     });
-    if (!found?.isDirectory()) throw new LocalVolumeError('not_found', `volume ${input.volumeId} has no data on this host (${data})`);
+    // No path in the message: it may reach an API caller, who has no business with the host's layout.
+    if (!found?.isDirectory()) throw new LocalVolumeError('not_found', `volume ${input.volumeId} has no data on this host`);
     const answer = { hostPath, metadata: { data_dir: data, host_path: hostPath } };
     // mounted already: by an earlier holder (ref_count > 0), or by an attach whose answer was lost
     if ((await mountCount(hostPath)) > 0) return answer;

@@ -25,6 +25,9 @@ type Request = Record<string, unknown>;
 export async function startLocalRpcServer(opts: LocalRpcServerOptions): Promise<LocalRpcServer> {
   const socketPath = opts.socketPath.replace(/^unix:/, '');
   const { volumes } = opts;
+  // At start, so that a root left 0755 is closed before the first hook, not at it. A failure is
+  // the hooks' to report (each tries again), not a reason to refuse to serve.
+  await volumes.prepareRoot().catch((err: Error) => process.stderr.write(`svc-volume-local: the volume data root ${volumes.root} could not be prepared: ${err.message}\n`));
   await removeStaleSocket(socketPath);
 
   const server = new Server();

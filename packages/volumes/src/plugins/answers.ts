@@ -22,6 +22,11 @@ function optionalString(a: Answer, field: string, driver: string, op: VolumeHook
   return v;
 }
 
+/**
+ * The token is the bearer credential of the volume's content API (docs/volume-plugins.md): one
+ * short enough to guess is refused, and the create fails. An empty one is no token (the content
+ * API then takes the team's key alone).
+ */
 export function checkCreateAnswer(a: Answer, driver: string): CreateHookOutput {
   const token = optionalString(a, 'token', driver, 'create');
   if (token.length > VOLUME_LIMITS.tokenChars) {
@@ -30,6 +35,10 @@ export function checkCreateAnswer(a: Answer, driver: string): CreateHookOutput {
   const privateData = optionalString(a, 'private_data', driver, 'create');
   if (bytes(privateData) > VOLUME_LIMITS.privateDataBytes) {
     fail(driver, 'create', `private_data of ${bytes(privateData)} bytes; at most ${VOLUME_LIMITS.privateDataBytes}`);
+  }
+  if (token !== '' && token.length < VOLUME_LIMITS.minTokenChars) {
+    // Our words alone (the token is not quoted): the API caller is told why the create failed.
+    throw new VolumePluginError(driver, 'create', `answered a token of ${token.length} characters; a volume's token is the credential of its content API and must have at least ${VOLUME_LIMITS.minTokenChars} random characters`, { forCaller: true });
   }
   return { token, privateData };
 }

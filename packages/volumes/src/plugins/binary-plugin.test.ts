@@ -49,7 +49,7 @@ describe('binary volume plugin', () => {
         'echo',
         `printf '%s\\0' "$@" > "${dir}/args-$2"
 case "$2" in
-  create) echo '{"token":"tok-1","private_data":"pd é"}' ;;
+  create) echo '{"token":"tok-0123456789abcdefghij","private_data":"pd é"}' ;;
   attach) echo '{"host_path":"${base}/echo-vol-1","metadata":{"mount":"m1","opts":"a=b"}}' ;;
   destroy) ;;
   detach) echo '{}' ;;
@@ -58,7 +58,7 @@ esac`,
     });
 
     it('create passes --op, --volume-id and --name, and answers token and private_data', async () => {
-      assert.deepEqual(await echo.create({ volumeId: 'vol-1', name: '-starts-with-dash' }), { token: 'tok-1', privateData: 'pd é' });
+      assert.deepEqual(await echo.create({ volumeId: 'vol-1', name: '-starts-with-dash' }), { token: 'tok-0123456789abcdefghij', privateData: 'pd é' });
       assert.deepEqual(argsOf('create'), ['--op', 'create', '--volume-id', 'vol-1', '--name', '-starts-with-dash']);
     });
 
@@ -146,6 +146,18 @@ esac`,
     await rejectsWith(flood.destroy({ volumeId: 'v' }), 'flood', 'destroy', /more than 65536 bytes on stdout/);
     const badType = plugin('token-type', 'echo \'{"token":7}\'');
     await rejectsWith(badType.create({ volumeId: 'v', name: 'n' }), 'token-type', 'create', /token of type number/);
+  });
+
+  it('a token shorter than 22 characters fails the create, said in words an API caller may read; none at all is no token', async () => {
+    const short = plugin('short-token', 'echo \'{"token":"0123456789abcdefghij1"}\'');
+    const err = await short.create({ volumeId: 'v', name: 'n' }).then(() => assert.fail('a 21-character token was taken'), (e: VolumePluginError) => e);
+    assert.ok(err instanceof VolumePluginError);
+    assert.match(err.message, /^volume plugin short-token: create failed: answered a token of 21 characters; .* at least 22/);
+    assert.equal(err.forCaller, err.message.replace('volume plugin short-token: create failed: ', ''), 'the reason quotes nothing the plugin said');
+    const enough = plugin('enough-token', 'echo \'{"token":"0123456789abcdefghij12"}\'');
+    assert.equal((await enough.create({ volumeId: 'v', name: 'n' })).token, '0123456789abcdefghij12');
+    const none = plugin('no-token', 'echo \'{}\'');
+    assert.equal((await none.create({ volumeId: 'v', name: 'n' })).token, '');
   });
 
   it('attach needs an absolute host_path and metadata of strings (the node agent checks the base dir)', async () => {
