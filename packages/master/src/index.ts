@@ -37,6 +37,7 @@ import { registerTeamRoutes } from './teams/routes.ts';
 import { guardOwnedRoutes } from './teams/ownership.ts';
 import { masterOwnedRoutes } from './teams/guards.ts';
 import { loadVaultKeyFile } from './vault/vault.ts';
+import { resealStaleValues } from './vault/sealed-columns.ts';
 import { SecretRepo } from './secrets/repo.ts';
 import { SecretService } from './secrets/service.ts';
 import { registerSecretRoutes } from './secrets/routes.ts';
@@ -108,9 +109,12 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     job: async (jobId) => templates.ownerOfJob?.(jobId),
   }));
   const vault = loadVaultKeyFile(cfg.master.vault_key_file || join(cfg.data_dir, 'vault', 'key.json'), { create: !cfg.master.vault_key_file });
+  // Before anything opens a sealed value: what an older key sealed moves to the primary, so that
+  // key can leave the file (docs/security.md, "The vault key").
+  await resealStaleValues(db.kysely, vault, logger);
   const secrets = new SecretService(new SecretRepo(db.kysely), vault);
   const identity = new WorkloadIdentityIssuer({
-    store: new DbSigningKeyStore(db.kysely, vault), issuerUrl: (cfg.master.identity_issuer_url || `http://${hostForClient(cfg.api.listen)}`).replace(/\/+$/, ''), trustDomain: cfg.master.identity_trust_domain,
+    store: new DbSigningKeyStore(db.kysely, vault, logger), issuerUrl: (cfg.master.identity_issuer_url || `http://${hostForClient(cfg.api.listen)}`).replace(/\/+$/, ''), trustDomain: cfg.master.identity_trust_domain,
   });
   await identity.start();
   const nodes = new NodeRegistry(db.kysely, cfg.master.placement, cfg.node_agent.token);
@@ -129,7 +133,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
     : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus, teamBuilds, vault });
   const volumePlugins = new VolumePluginRegistry(cfg.master.volume_plugins);
-  const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes), logger });
+  const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes, db.kysely, logger), logger, coordination, quotas: teams });
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
   const events = startEvents(cfg, { db: db.kysely, vault, logger, nodes, timing: opts.webhookDelivery });
   const metrics = metricsHistory({ db: db.kysely, driver: db.driver, logger, counts: { running: () => repo.runningByTeam(), startsBetween: (from, to) => events.createsByTeam(from, to) } });

@@ -84,7 +84,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   const nc = cfg.node_agent;
   const logger = opts.logger;
   if (process.getuid?.() !== 0) throw new Error('the node agent runs sandboxes and must run as root');
-  const missing = missingTools(['nsenter', 'ip', 'nft', 'mount', 'umount', 'ldd', SANDBOX_INIT]);
+  const missing = missingTools(['nsenter', 'ip', 'nft', 'mount', 'umount', 'ldd', 'prlimit', SANDBOX_INIT]);
   if (missing.length) throw new Error(`node agent: missing host tools: ${missing.join(', ')} (scripts/install-system-deps.sh installs them)`);
 
   const stateDir = nc.state_dir;
@@ -160,7 +160,7 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
     // A directory it may not change (root-squashed NFS): volumes still attach; the operator is told.
     logger.warn({ dir: nc.volume_plugin_base_dir, err: err.message }, 'volume_plugin_base_dir could not be made 0700: other users of the host may reach mounted volumes through it');
   });
-  const volumes = new VolumeAttachments({ logger, hooksFor: (driver) => volumePlugins.node(driver), baseDir: nc.volume_plugin_base_dir });
+  const volumes = new VolumeAttachments({ logger, nodeId, hooksFor: (driver) => volumePlugins.node(driver), baseDir: nc.volume_plugin_base_dir });
 
   const report = await reconcile({ logger, drivers, records, names, firewall, addresses, launcher });
   const sc = cfg.svclet_conf;

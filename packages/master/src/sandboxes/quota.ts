@@ -76,6 +76,15 @@ export class SandboxQuota {
     };
   }
 
+  /**
+   * Whether the team could start one more sandbox of this size now (admit, given back at once):
+   * a fork asks it before its capture, so a team at its limit gets its 429 before anything is
+   * written on the node, and each of the fork's creates then admits its own.
+   */
+  async check(teamId: string, need: Omit<Need, 'newSandbox'>): Promise<void> {
+    await (await this.admit(teamId, { ...need, newSandbox: true }))();
+  }
+
   /** Runs `change` on the team's live reservations under its lock, then writes them back. */
   private async withTeam(teamId: string, change: (held: Record<string, Held>) => Promise<void>): Promise<void> {
     const key = `quota-held:${teamId}`;

@@ -49,6 +49,8 @@ export class MasterSandboxes {
     };
   }
 
+  /** The admission a create of this size makes, given back at once: 429 when the team is at a limit (a fork asks it before its capture). */
+  checkCreateQuota(teamId: string, need: { memoryMB: number; cpuCount: number }): Promise<void> { return this.c.quota.check(teamId, need); }
   /** A create for `caller` (undefined: the operator, the default team); `resolved` for a fork, which knows its start. */
   create(input: CreateSandboxInput, resolved?: ResolvedTemplate, caller?: string): Promise<SandboxRecord> { return createSandbox(this.c, input, resolved, caller); }
   get(id: string): Promise<SandboxRecord> { return getSandbox(this.c, id); }

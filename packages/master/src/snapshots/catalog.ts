@@ -39,11 +39,16 @@ export class SnapshotCatalog {
     return { artifactId: s.artifact_id, envVars: JSON.parse(s.env_vars) as Record<string, string>, ref: layerRefOf(s, this.storage) };
   }
 
-  /** 404 when unknown; 409 while a create from it is reading its layer. */
-  async delete(ref: string): Promise<void> {
-    const row = await this.repo.resolve(ref);
+  /**
+   * 404 when unknown or another team's; 409 while a create from it is reading its layer. The
+   * name is resolved within `caller`'s team (undefined: the operator's, any team): the ownership
+   * guard resolved it before the handler, and another team's capture that took the name in
+   * between was deleted, until 2026-12-01 (docs/security.md, "Isolation").
+   */
+  async delete(ref: string, caller?: string): Promise<void> {
+    const row = await this.repo.resolve(ref, caller);
     if (!row) throw notFound(`snapshot ${ref} not found`);
-    await this.deleteRow(row, ref);
+    await this.deleteRow(row, ref, caller);
   }
 
   /** Deletes a build snapshot by its id (its template was deleted); nothing there is not an error. */
@@ -52,11 +57,11 @@ export class SnapshotCatalog {
     if (row) await this.deleteRow(row, snapshotId);
   }
 
-  /** Deletes the snapshot `ref` names (id or name) if there is one; false when there is none. */
-  async deleteIfSnapshot(ref: string): Promise<boolean> {
-    const row = await this.repo.resolve(ref);
+  /** Deletes the snapshot `ref` names (id or name) in `caller`'s team if there is one; false when there is none (as delete). */
+  async deleteIfSnapshot(ref: string, caller?: string): Promise<boolean> {
+    const row = await this.repo.resolve(ref, caller);
     if (!row) return false;
-    await this.deleteRow(row, ref);
+    await this.deleteRow(row, ref, caller);
     return true;
   }
 
@@ -65,9 +70,10 @@ export class SnapshotCatalog {
    * stays), then the record, then the store's copy: a crash in between leaves a layer that no
    * record names, never a record without its layer.
    */
-  private async deleteRow(row: SnapshotDbRow, ref: string): Promise<void> {
+  private async deleteRow(row: SnapshotDbRow, ref: string, caller?: string): Promise<void> {
     await this.deleteFromNodes(row.layer_id, (err) => { throw conflict(`snapshot ${ref}: ${err.message}`); });
-    await this.repo.delete(row.snapshot_id);
+    // By id and team: the row found is the one deleted. Gone already (a delete at the same time): its layer goes all the same.
+    if (!(await this.repo.delete(row.snapshot_id, caller))) this.logger.info({ snapshotId: row.snapshot_id }, 'snapshot deleted by another request meanwhile');
     await this.storage.delete(row.layer_id).catch((err: Error) => {
       this.logger.warn({ snapshotId: row.snapshot_id, err: err.message }, 'snapshot deleted; its layer stays in the artifact store');
     });
@@ -93,15 +99,18 @@ export class SnapshotCatalog {
   }
 
   /**
-   * Finishes captures a master stopped before it copied their layer into the store (and rows
-   * from before layers were stored): copied now and made ready, or, when their node no longer
-   * has the layer, removed. A capture younger than `minAgeMs` may be under way and waits.
+   * Finishes users' captures (purpose 'snapshot') a master stopped before it copied their layer
+   * into the store (and rows from before layers were stored): copied now and made ready under
+   * the name they asked for, or, when their node no longer has the layer, removed. A capture
+   * younger than `minAgeMs` may be under way and waits. Pause packages are not this sweep's
+   * (their stale sweep drops them: pause-packages.ts), nor builds' captures, whose build
+   * copies them: until 2026-12-01 it copied those again while their own copy ran.
    */
   async finishPending(minAgeMs = ORPHAN_MIN_AGE_MS): Promise<{ ready: string[]; removed: string[] }> {
     const ready: string[] = [];
     const removed: string[] = [];
     const live = new Set(await this.nodes.liveNodeIds());
-    for (const row of await this.repo.pending(Date.now() - minAgeMs)) {
+    for (const row of await this.repo.pending('snapshot', Date.now() - minAgeMs)) {
       if (!live.has(row.node_id)) continue; // its node may come back with the layer
       try {
         await copyLayerToStore(await this.nodes.client(row.node_id), this.storage, { layerId: row.layer_id, sha256: row.layer_sha256, sizeBytes: Number(row.size_bytes) });

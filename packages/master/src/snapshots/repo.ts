@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { conflict } from '@svc/common';
+import { conflict, notFound } from '@svc/common';
 import { TemplateStore } from '../templates/store/templates.ts';
 import { isUniqueViolation } from '../templates/store/unique-violation.ts';
 import type { SnapshotRow } from './tables.ts';
@@ -22,7 +22,9 @@ export class SnapshotRepo {
    * keeps nothing. Names are checked before a capture (service.ts checkName); this is for
    * another team's capture that took the name while this one was copied, which until
    * 2026-11-30 cleared that team's name and took it (its creates by name then started this
-   * team's snapshot). Two at once are kept apart by the name's unique index.
+   * team's snapshot). Two at once are kept apart by the name's unique index. A row that is
+   * gone (a sweep dropped it while its layer was copied) is a 404, and the caller removes the
+   * copy it stored: until 2026-12-01 that copy stayed in the store with nothing naming it.
    */
   async markReady(id: string, named: { name: string; teamId: string } | null): Promise<void> {
     const taken = () => conflict(`the snapshot name ${named!.name} was taken by another team while this snapshot was stored: nothing was kept; choose another name`);
@@ -36,21 +38,36 @@ export class SnapshotRepo {
         if (await new TemplateStore(tx).resolve(named.name)) throw conflict(`the snapshot name ${named.name} was taken by a template while this snapshot was stored: nothing was kept; choose another name`);
         if (holders.length) await tx.updateTable('t_svc_snapshot').set({ name: null }).where('snapshot_id', 'in', holders.map((r) => r.snapshot_id)).execute();
       }
+      let updated: bigint;
       try {
-        await tx.updateTable('t_svc_snapshot').set({ status: 'ready', wanted_name: null, ...(named ? { name: named.name } : {}) }).where('snapshot_id', '=', id).execute();
+        // Matched rows, not changed ones, on every engine (mysql2 sets CLIENT_FOUND_ROWS).
+        updated = (await tx.updateTable('t_svc_snapshot').set({ status: 'ready', wanted_name: null, ...(named ? { name: named.name } : {}) }).where('snapshot_id', '=', id).executeTakeFirst()).numUpdatedRows;
       } catch (err) {
         if (named && isUniqueViolation(err)) throw taken();
         throw err;
       }
+      if (Number(updated) === 0) throw notFound(`snapshot ${id} was dropped while its layer was stored (a sweep took it for abandoned): nothing was kept`);
     });
+  }
+
+  /**
+   * Renews a pending row's lease while its layer is copied: created_at, for a pause package
+   * (never listed, never counted), is when a live master last vouched for it, so the stale sweep
+   * leaves a package whose copy runs long (pause-packages.ts). False when the row is gone.
+   */
+  async renewPending(id: string, now: number): Promise<boolean> {
+    const r = await this.db.updateTable('t_svc_snapshot').set({ created_at: now }).where('snapshot_id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
   }
 
   /**
    * A user's ready snapshot by id, else by name. Exact matches only, as TemplateStore.resolve: the
    * ids keep MySQL's case-insensitive collation (names are utf8mb4_bin since 20261205100000).
+   * With `teamId`, only that team's: another team's is as missing as none, in the same query.
    */
-  async resolve(ref: string): Promise<SnapshotDbRow | undefined> {
-    const ready = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready').where('purpose', '=', 'snapshot');
+  async resolve(ref: string, teamId?: string): Promise<SnapshotDbRow | undefined> {
+    let ready = this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'ready').where('purpose', '=', 'snapshot');
+    if (teamId !== undefined) ready = ready.where('team_id', '=', teamId);
     const byId = await ready.where('snapshot_id', '=', ref).executeTakeFirst();
     if (byId?.snapshot_id === ref) return byId;
     const byName = await ready.where('name', '=', ref).executeTakeFirst();
@@ -68,9 +85,9 @@ export class SnapshotRepo {
       .where('status', '=', 'ready').orderBy('created_at', 'desc').executeTakeFirst();
   }
 
-  /** Captures whose layer has not reached the store, taken before `before`. */
-  async pending(before: number): Promise<SnapshotDbRow[]> {
-    return this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'pending').where('created_at', '<', before).execute();
+  /** Captures of a purpose whose layer has not reached the store, taken before `before`. */
+  async pending(purpose: SnapshotDbRow['purpose'], before: number): Promise<SnapshotDbRow[]> {
+    return this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'pending').where('purpose', '=', purpose).where('created_at', '<', before).execute();
   }
 
   /** Every row of a purpose (ready or not) made before `before`. */
@@ -78,8 +95,11 @@ export class SnapshotRepo {
     return this.db.selectFrom('t_svc_snapshot').selectAll().where('purpose', '=', purpose).where('created_at', '<', before).execute();
   }
 
-  async delete(id: string): Promise<void> {
-    await this.db.deleteFrom('t_svc_snapshot').where('snapshot_id', '=', id).execute();
+  /** Deletes the row; with `teamId`, only if it is that team's. False when nothing was deleted. */
+  async delete(id: string, teamId?: string): Promise<boolean> {
+    let q = this.db.deleteFrom('t_svc_snapshot').where('snapshot_id', '=', id);
+    if (teamId !== undefined) q = q.where('team_id', '=', teamId);
+    return Number((await q.executeTakeFirst()).numDeletedRows) > 0;
   }
 
   /** Newest first, keyset-paginated on (created_at, snapshot_id). */

@@ -17,7 +17,7 @@ export function registerSnapshotRoutes(app: FastifyInstance, snapshots: Snapshot
   });
   serve(app, R.listSnapshots, async (req) => catalog.list(req.query, callerTeam(req)));
   serve(app, R.deleteSnapshot, async (req, reply) => {
-    await catalog.delete(req.params.id);
+    await catalog.delete(req.params.id, callerTeam(req));
     return reply.status(204).send();
   });
 }

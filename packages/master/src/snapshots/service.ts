@@ -105,6 +105,9 @@ export class SnapshotService {
     const count = input?.count ?? 1;
     if (!Number.isInteger(count) || count < 1 || count > MAX_FORK_COUNT) throw badRequest(`count must be an integer from 1 to ${MAX_FORK_COUNT}`);
     const src = await this.d.sandboxes.snapshotSource(sandboxId);
+    // The admission a create makes, before the capture: until 2026-12-01 a team at maxSandboxes
+    // had the origin captured (its whole machine, on the node's disk) before every create was refused.
+    await this.d.sandboxes.checkCreateQuota(src.record.teamId, { memoryMB: src.record.memoryMB, cpuCount: src.record.cpuCount });
     const layerId = `fork-${randomId(16)}`;
     const layer: LayerOnNode = await src.node.snapshotSandbox(sandboxId, { layerId });
     try {

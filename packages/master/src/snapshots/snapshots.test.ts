@@ -245,6 +245,20 @@ for (const tdb of availableTestDatabases()) {
         }
       });
 
+      await t.test('a fork by a team at its sandbox limit is the create\'s 429 before anything is captured', async () => {
+        const captures = () => originNode.calls.filter((c) => c.startsWith('snapshot ')).length;
+        const before = captures();
+        try {
+          h.limits.maxSandboxes = (await h.sandboxRepo.teamUsage(DEFAULT_TEAM_ID)).sandboxes;
+          const refused = await h.snapshots.fork(origin.sandboxId, { count: 2 }).then(() => undefined, (e: SvcError) => e);
+          assert.equal(refused?.status, 429);
+          assert.match(refused.message, /maxSandboxes reached/);
+          assert.equal(captures(), before, 'nothing captured on the node');
+        } finally {
+          Object.assign(h.limits, NO_LIMITS);
+        }
+      });
+
       await t.test('the sweep removes layers no snapshot names once they are old enough', async () => {
         const stray = { layerId: 'stray-layer', sha256: 'a'.repeat(64), sizeBytes: 1, artifactId: 'art-1', sandboxId: origin.sandboxId, contents: 'filesystem' as const };
         originNode.layers.set('stray-layer', { ...stray, createdAt: new Date(Date.now() - 3600_000).toISOString() });

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { ErrorCodes, defaultConfig, freePort, MemoryCoordination, notFound, silentLogger, type SvcConfig } from '@svc/common';
 import { startMaster, type Master, type MasterOptions } from '../index.ts';
 import { HEARTBEAT_INTERVAL_MS } from '../nodes/registry.ts';
+import { callerTeam } from '../teams/caller.ts';
 import { deleteSnapshotNamed } from '../templates/index.ts';
 import { documentRoute } from '../templates/routes/document-route.ts';
 import { FakeTemplateCenter } from '../templates/testing/fake-template-center.ts';
@@ -47,7 +48,7 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
     logger: silentLogger(), coordination, ...opts,
     templates: async ({ app, snapshots }) => {
       documentRoute(app)<{ Params: { templateID: string } }>('DELETE', '/templates/{templateID}', async (req, reply) => {
-        await deleteSnapshotNamed(snapshots, req.params.templateID);
+        await deleteSnapshotNamed(snapshots, req.params.templateID, callerTeam(req));
         return reply.status(204).send();
       });
       return {

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, type ReadStream } from 'node:fs';
-import { mkdir, readdir, readFile, rename, rm, stat, statfs, writeFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { badRequest, conflict, notFound, SvcError, type Logger } from '@svc/common';
 import type { LayerOnNode, LayerRef } from '@svc/contracts/node-agent';
+import { PendingBytes } from './pending-bytes.ts';
 import { type MasterDownloads, downloadVerified } from './verified-download.ts';
 
 const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -13,11 +14,20 @@ export function checkLayerId(id: unknown): string {
   return id;
 }
 
+/** A layer's write passed the bytes it was allowed (LayerStore.add's maxBytes): 507, nothing kept. */
+export class LayerTooLarge extends SvcError {
+  constructor(readonly layerId: string, readonly maxBytes: number) {
+    super(507, `layer ${layerId} would pass the ${maxBytes} bytes it may take: nothing was kept`);
+  }
+}
+
 /**
  * Writable layers captured from sandboxes (snapshots, forks): `<dir>/<layerId>.tar`, a tar of
  * the overlay's upper directory with its whiteouts and opaque markers, and `<layerId>.json`
- * saying what it is. A layer is written under a temporary name and renamed once complete, so a
- * half-written one is never listed; a crash leaves only `.part-` files, removed at load.
+ * saying what it is. A layer is written under a temporary name, flushed to disk, and renamed
+ * once complete (the archive, then its description), so a half-written one is never listed; a
+ * crash leaves `.part-` files, or an archive whose description was never renamed, and load
+ * removes both (until 2026-12-01 such an archive stayed on the disk for good).
  * Layers come from a capture here, or downloaded from the artifact store for a create (ensure).
  */
 export class LayerStore {
@@ -26,54 +36,95 @@ export class LayerStore {
   private readonly readers = new Map<string, number>();
 
   private readonly downloads = new Map<string, Promise<LayerOnNode>>();
+  /** What captures and downloads under way may still write (reserve). */
+  private readonly pending = new PendingBytes();
 
   constructor(private readonly dir: string, private readonly logger: Logger, private readonly master?: MasterDownloads) {}
 
+  /**
+   * The layers on disk, and what a crash left half-made removed: `.part-` files, an archive
+   * without its description (a crash between add's two renames, or remove's two deletes), a
+   * description without its archive. Runs before anything else uses the store.
+   */
   async load(): Promise<void> {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    for (const name of await readdir(this.dir)) {
-      if (name.includes('.part-')) { await rm(join(this.dir, name), { force: true }); continue; }
+    const names = await readdir(this.dir);
+    const strays: string[] = [];
+    for (const name of names) {
+      if (name.includes('.part-')) { strays.push(name); continue; }
       if (!name.endsWith('.json')) continue;
       try {
         const l = JSON.parse(await readFile(join(this.dir, name), 'utf8')) as LayerOnNode;
         if (existsSync(this.archivePath(l.layerId))) this.known.set(l.layerId, l);
+        else strays.push(name);
       } catch (err) {
         this.logger.warn({ err, name }, 'unreadable layer metadata left out');
       }
     }
+    strays.push(...names.filter((n) => n.endsWith('.tar') && !this.known.has(n.slice(0, -'.tar'.length))));
+    for (const name of strays) await rm(join(this.dir, name), { force: true });
+    if (strays.length) this.logger.info({ removed: strays }, 'half-made layer files removed');
   }
 
   list(): LayerOnNode[] { return [...this.known.values()]; }
   get(id: string): LayerOnNode | undefined { return this.known.get(id); }
   archivePath(id: string) { return join(this.dir, `${id}.tar`); }
 
-  /** Bytes free where layers are written (a capture larger than this is refused before it starts). */
+  /** Bytes free where layers are written (sandbox creates keep a reserve of it: create.ts). */
   async freeBytes(): Promise<number> {
     const s = await statfs(this.dir);
     return s.bavail * s.bsize;
   }
 
   /**
-   * Writes a new layer: `write` fills the temporary path given; the layer is kept (hashed,
-   * described, renamed) only when it returns.
+   * Holds `bytes` of the room where layers are written for one write (a capture's bound, a
+   * download's size) until release(): 507 when the room free, less what writes under way still
+   * hold, is smaller. Read after the await and reserved before the next one, so two checks at
+   * once cannot both pass on the same room.
    */
-  async add(id: string, meta: Omit<LayerOnNode, 'layerId' | 'sha256' | 'sizeBytes'>, write: (path: string) => Promise<void>): Promise<LayerOnNode> {
+  async reserve(bytes: number, what: string): Promise<{ release(): void }> {
+    const free = await this.freeBytes();
+    if (free - this.pending.bytes < bytes) {
+      const others = this.pending.bytes > 0 ? `, less ${this.pending.bytes} that captures and downloads under way may still write` : '';
+      throw new SvcError(507, `${what} may take up to ${bytes} bytes where this node keeps snapshots, and ${free} are free there${others}`);
+    }
+    return this.pending.reserve(bytes);
+  }
+
+  /**
+   * Writes a new layer: `write` fills the temporary path given; the layer is kept (hashed,
+   * flushed, described, renamed) only when it returns. With `maxBytes`, a write that stopped at
+   * that bound (capped-tar.ts) or passed it is a LayerTooLarge, and nothing is kept.
+   */
+  async add(id: string, meta: Omit<LayerOnNode, 'layerId' | 'sha256' | 'sizeBytes'>, write: (path: string) => Promise<void>, o: { maxBytes?: number } = {}): Promise<LayerOnNode> {
     checkLayerId(id);
     if (this.known.has(id)) throw conflict(`layer ${id} already exists on this node`);
     const part = join(this.dir, `${id}.tar.part-${process.pid}-${Date.now()}`);
+    const jsonPart = join(this.dir, `${id}.json.part-${process.pid}`);
     try {
-      await write(part);
+      await write(part).catch(async (err: unknown) => {
+        if (o.maxBytes !== undefined && (await sizeOf(part)) >= o.maxBytes) {
+          this.logger.warn({ layerId: id, maxBytes: o.maxBytes, err: (err as Error)?.message }, 'layer write stopped at its bound');
+          throw new LayerTooLarge(id, o.maxBytes);
+        }
+        throw err;
+      });
       const sizeBytes = (await stat(part)).size;
+      if (o.maxBytes !== undefined && sizeBytes > o.maxBytes) throw new LayerTooLarge(id, o.maxBytes);
       const sha256 = await sha256Of(part);
       const layer: LayerOnNode = { layerId: id, sha256, sizeBytes, ...meta };
-      await writeFile(join(this.dir, `${id}.json.part-${process.pid}`), JSON.stringify(layer), { mode: 0o600 });
+      // On disk before the names say it is complete: a power loss right after must not leave a
+      // described layer whose bytes never reached the disk.
+      await syncFile(part);
+      await writeSynced(jsonPart, JSON.stringify(layer));
       await rename(part, this.archivePath(id));
-      await rename(join(this.dir, `${id}.json.part-${process.pid}`), join(this.dir, `${id}.json`));
+      await rename(jsonPart, join(this.dir, `${id}.json`));
+      await syncFile(this.dir);
       this.known.set(id, layer);
       return layer;
     } finally {
       await rm(part, { force: true });
-      await rm(join(this.dir, `${id}.json.part-${process.pid}`), { force: true });
+      await rm(jsonPart, { force: true });
     }
   }
 
@@ -92,14 +143,29 @@ export class LayerStore {
     if (!ref.downloadUrl) throw notFound(`layer ${ref.layerId} is not on this node`);
     let p = this.downloads.get(ref.layerId);
     if (!p) {
-      p = this.add(ref.layerId, { artifactId, contents: ref.contents ?? 'filesystem', createdAt: new Date().toISOString() }, async (part) => {
-        const started = Date.now();
-        await downloadVerified(`layer ${ref.layerId}`, ref.downloadUrl!, this.master, part, ref);
-        this.logger.info({ layerId: ref.layerId, bytes: ref.sizeBytes, ms: Date.now() - started }, 'layer downloaded');
-      }).finally(() => this.downloads.delete(ref.layerId));
+      p = this.download(ref, artifactId).finally(() => this.downloads.delete(ref.layerId));
       this.downloads.set(ref.layerId, p);
     }
     return p;
+  }
+
+  /**
+   * A layer downloaded into the store, its size held against the room meanwhile (reserve). No
+   * room is a 503, as a create's own disk check (create.ts): the master asks another node.
+   */
+  private async download(ref: LayerRef, artifactId: string): Promise<LayerOnNode> {
+    const room = await this.reserve(ref.sizeBytes, `layer ${ref.layerId}`).catch((err: SvcError) => {
+      throw new SvcError(503, err.message, { headers: { 'Retry-After': '30' } });
+    });
+    try {
+      return await this.add(ref.layerId, { artifactId, contents: ref.contents ?? 'filesystem', createdAt: new Date().toISOString() }, async (part) => {
+        const started = Date.now();
+        await downloadVerified(`layer ${ref.layerId}`, ref.downloadUrl!, this.master, part, ref);
+        this.logger.info({ layerId: ref.layerId, bytes: ref.sizeBytes, ms: Date.now() - started }, 'layer downloaded');
+      });
+    } finally {
+      room.release();
+    }
   }
 
   /**
@@ -155,6 +221,31 @@ export class LayerStore {
     this.known.delete(id);
     await rm(join(this.dir, `${id}.json`), { force: true });
     await rm(this.archivePath(id), { force: true });
+  }
+}
+
+/** A file's size; 0 when there is none (a write that failed before it made one). */
+async function sizeOf(path: string): Promise<number> {
+  return (await stat(path).catch(() => { /* no file: nothing was written */ return undefined; }))?.size ?? 0;
+}
+
+/** fsync of a file or a directory (the directory makes its renames durable). */
+async function syncFile(path: string): Promise<void> {
+  const fh = await open(path, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+async function writeSynced(path: string, text: string): Promise<void> {
+  const fh = await open(path, 'w', 0o600);
+  try {
+    await fh.writeFile(text);
+    await fh.sync();
+  } finally {
+    await fh.close();
   }
 }
 

@@ -2,12 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { CLUSTER_TOKEN_HEADER } from '@svc/contracts/cluster-token';
-import { downloadVerified } from './verified-download.ts';
+import type { SvcError } from '@svc/common';
+import { downloadDeadlineMs, downloadVerified } from './verified-download.ts';
 
 const BODY = Buffer.from('the layer\'s bytes\n');
 const WANT = { sha256: createHash('sha256').update(BODY).digest('hex'), sizeBytes: BODY.length };
@@ -58,6 +59,50 @@ test('without cluster_token nothing is added, and a redirect is followed as befo
     assert.equal(store.seen.length, 1);
   } finally {
     for (const s of [store, master]) s.srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a body past the expected size is cut there, not written whole before the check', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-download-'));
+  const chunk = Buffer.alloc(1024 * 1024, 1);
+  // 64 MiB for a blob said to be 10 bytes.
+  const srv = createServer((_req, res) => {
+    let n = 0;
+    const more = () => { while (n < 64) { n++; if (!res.write(chunk)) return void res.once('drain', more); } res.end(); };
+    more();
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  try {
+    const dest = join(dir, 'x');
+    await assert.rejects(
+      downloadVerified('layer x', `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`, undefined, dest, { sha256: 'a'.repeat(64), sizeBytes: 10 }),
+      (e: SvcError) => e.status === 502 && /passed the 10 bytes expected/.test(e.message),
+    );
+    assert.ok(statSync(dest).size <= 10, `${statSync(dest).size} bytes were written`);
+  } finally {
+    srv.closeAllConnections();
+    srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a source that stalls is given up at the download\'s deadline (504), not waited on for ever', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-download-'));
+  // Headers and a first chunk, then nothing, the connection left open.
+  const srv = createServer((_req, res) => { res.writeHead(200, { 'content-length': WANT.sizeBytes }); res.write(BODY.subarray(0, 4)); });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  try {
+    const started = Date.now();
+    await assert.rejects(
+      downloadVerified('layer x', `http://127.0.0.1:${(srv.address() as AddressInfo).port}/`, undefined, join(dir, 'x'), WANT, 300),
+      (e: SvcError) => e.status === 504 && /did not finish within 1 s \(4 of \d+ bytes arrived\)/.test(e.message),
+    );
+    assert.ok(Date.now() - started < 5_000);
+    assert.equal(downloadDeadlineMs(100 * 1024 * 1024), 160_000, 'a minute and a second per MiB');
+  } finally {
+    srv.closeAllConnections();
+    srv.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

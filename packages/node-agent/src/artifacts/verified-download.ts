@@ -22,18 +22,50 @@ export interface ExpectedBlob {
   sizeBytes?: number;
 }
 
+/** The slowest a download may run on average before its deadline ends it (downloadDeadlineMs). */
+const MIN_BYTES_PER_SEC = 1024 * 1024;
+const DEADLINE_BASE_MS = 60_000;
+/** A blob of unknown size (sizeBytes 0) gets the deadline of one this large. */
+const UNKNOWN_SIZE_BYTES = 8 * 1024 * 1024 * 1024;
+
+/**
+ * How long a download of `sizeBytes` may take in all: a minute and a second per MiB. Generous
+ * for any link a cluster runs on, and finite: concurrent creates of one layer share its download,
+ * so a source that stalled without closing held every later create of that layer with it.
+ */
+export function downloadDeadlineMs(sizeBytes: number | undefined): number {
+  return DEADLINE_BASE_MS + Math.ceil((sizeBytes || UNKNOWN_SIZE_BYTES) / MIN_BYTES_PER_SEC) * 1000;
+}
+
 /**
  * Downloads `url` (a path is taken relative to the master) into `dest`, hashing on
  * the way; a sha256 or size other than expected is a 502 and the caller removes `dest`.
- * What is fetched: template images and snapshot layers, both through the master.
+ * A body that runs past the expected size is cut there (a source that sent 64 MB for a
+ * 10-byte blob had all of it written before the check, until 2026-12-01), and the whole
+ * download is held to `deadlineMs` (504). What is fetched: template images and snapshot
+ * layers, both through the master.
  */
-export async function downloadVerified(what: string, url: string, master: MasterDownloads | undefined, dest: string, want: ExpectedBlob): Promise<{ sha256: string; sizeBytes: number }> {
+export async function downloadVerified(
+  what: string, url: string, master: MasterDownloads | undefined, dest: string, want: ExpectedBlob,
+  deadlineMs = downloadDeadlineMs(want.sizeBytes),
+): Promise<{ sha256: string; sizeBytes: number }> {
   const hash = createHash('sha256');
   let bytes = 0;
   const counter = new Transform({
-    transform(chunk: Buffer, _enc, done) { hash.update(chunk); bytes += chunk.length; done(null, chunk); },
+    transform(chunk: Buffer, _enc, done) {
+      bytes += chunk.length;
+      if (want.sizeBytes && bytes > want.sizeBytes) return done(new SvcError(502, `${what}: size mismatch: the download passed the ${want.sizeBytes} bytes expected; stopped there`));
+      hash.update(chunk);
+      done(null, chunk);
+    },
   });
-  await pipeline(await open(what, url, master), counter, createWriteStream(dest, { mode: 0o600 }));
+  const signal = AbortSignal.timeout(deadlineMs);
+  try {
+    await pipeline(await open(what, url, master, signal), counter, createWriteStream(dest, { mode: 0o600 }), { signal });
+  } catch (err) {
+    if (signal.aborted) throw new SvcError(504, `${what}: the download did not finish within ${Math.ceil(deadlineMs / 1000)} s (${bytes} of ${want.sizeBytes || 'an unknown number of'} bytes arrived)`);
+    throw err;
+  }
   const sha256 = hash.digest('hex');
   if (sha256 !== want.sha256.toLowerCase()) {
     throw new SvcError(502, `${what}: sha256 mismatch: downloaded ${sha256}, expected ${want.sha256.toLowerCase()}`);
@@ -55,13 +87,14 @@ export async function fileDigest(path: string): Promise<{ sha256: string; sizeBy
   return { sha256: hash.digest('hex'), sizeBytes: bytes };
 }
 
-async function open(what: string, url: string, master: MasterDownloads | undefined): Promise<Readable> {
+async function open(what: string, url: string, master: MasterDownloads | undefined, signal: AbortSignal): Promise<Readable> {
   const resolved = url.startsWith('/') && master ? master.baseUrl.replace(/\/+$/, '') + url : url;
   if (resolved.startsWith('file://')) return createReadStream(fileURLToPath(resolved));
   let res: Response;
   try {
-    res = await fetchFromMaster(resolved, master);
+    res = await fetchFromMaster(resolved, master, signal);
   } catch (err) {
+    if (signal.aborted) throw new SvcError(504, `${what}: ${resolved} did not answer within the download's deadline`);
     throw new SvcError(502, `${what}: download from ${resolved} failed: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`);
   }
   if (!res.ok || !res.body) {
@@ -76,13 +109,13 @@ async function open(what: string, url: string, master: MasterDownloads | undefin
  * (a URL another master made). The master may answer with a redirect to its artifact store's
  * presigned URL: that is followed without the token, which never leaves the platform.
  */
-async function fetchFromMaster(url: string, master: MasterDownloads | undefined): Promise<Response> {
+async function fetchFromMaster(url: string, master: MasterDownloads | undefined, signal: AbortSignal): Promise<Response> {
   const u = new URL(url);
   const ours = master?.clusterToken && (u.origin === new URL(master.baseUrl).origin || MASTER_DOWNLOAD_PATH.test(u.pathname));
-  if (!ours) return fetch(url);
-  const res = await fetch(url, { headers: clusterHeaders(master.clusterToken), redirect: 'manual' });
+  if (!ours) return fetch(url, { signal });
+  const res = await fetch(url, { headers: clusterHeaders(master.clusterToken), redirect: 'manual', signal });
   const location = res.status >= 300 && res.status < 400 ? res.headers.get('location') : null;
   if (!location) return res;
   await res.body?.cancel();
-  return fetch(new URL(location, url));
+  return fetch(new URL(location, url), { signal });
 }

@@ -18,11 +18,19 @@ export interface RunOptions {
   logPath?: string;
   /** The output as it comes, besides the whole of it in the result. */
   onOutput?: (stream: 'stdout' | 'stderr', text: string) => void;
+  /**
+   * What the command does, in words a team may read ("restoring the snapshot's filesystem"): a
+   * failure's answer says this instead of the command line (sandboxes/public-reason.ts).
+   */
+  what?: string;
 }
 
-/** A host command that exited non-zero; the message carries its stderr. */
+/**
+ * A host command that exited non-zero; the message carries its command line and stderr, for the
+ * node's log only (host paths: sandboxes/public-reason.ts says what a team reads instead).
+ */
 export class CommandError extends Error {
-  constructor(readonly argv: string[], readonly result: RunResult) {
+  constructor(readonly argv: string[], readonly result: RunResult, readonly what?: string) {
     const detail = (result.stderr || result.stdout).trim().split('\n').slice(-3).join(' | ');
     super(`${argv.join(' ')} exited ${result.code}${detail ? `: ${detail}` : ''}`);
     this.name = 'CommandError';
@@ -38,7 +46,7 @@ export async function run(cmd: string, args: string[], opts: RunOptions = {}): P
   const startError = CommandHelper.startError(reply);
   if (startError) throw startError;
   const result = { code: exitCodeOf(reply), stdout: reply.stdout ?? '', stderr: reply.stderr ?? '' };
-  if (result.code !== 0 && !opts.allowFail) throw new CommandError([cmd, ...args], result);
+  if (result.code !== 0 && !opts.allowFail) throw new CommandError([cmd, ...args], result, opts.what);
   return result;
 }
 

@@ -34,6 +34,9 @@ export function assertLayerDirs(layer: { upper: string; work: string; mountDir: 
   }
 }
 
+/** What a failed extraction of a captured layer tells the team (sandboxes/public-reason.ts). */
+export const RESTORE_FILES = 'restoring the snapshot\'s filesystem';
+
 export const LAYER_TAR_FLAGS = ['--numeric-owner', '--xattrs', '--xattrs-include=*', '--xattrs-exclude=trusted.overlay.origin', '--xattrs-exclude=trusted.overlay.impure'];
 
 /**

@@ -134,15 +134,16 @@ export interface RuntimeDriver {
   /**
    * Writes the instance's writable layer (the files it changed over its template: overlay
    * upper with whiteouts and opaque markers) as a tar to `archivePath`. The caller keeps the
-   * instance still meanwhile (flushed and paused).
+   * instance still meanwhile (flushed and paused). The archive may not pass `maxBytes`: tar
+   * stops there (capped-tar.ts) and the capture fails.
    */
-  captureLayer(ref: InstanceRef, archivePath: string): Promise<void>;
+  captureLayer(ref: InstanceRef, archivePath: string, maxBytes: number): Promise<void>;
   /**
    * Writes a paused instance's whole machine (its disk, memory and what restoring it needs) as
    * a tar to `archivePath`, for `create` with `layerContents: 'memory'`. Absent where the
-   * runtime cannot (gvisor here: it pauses by freezing).
+   * runtime cannot (gvisor here: it pauses by freezing). Held to `maxBytes` as captureLayer.
    */
-  captureMachine?(ref: InstanceRef, archivePath: string): Promise<void>;
+  captureMachine?(ref: InstanceRef, archivePath: string, maxBytes: number): Promise<void>;
   /**
    * Runs a command in the instance beside envd (builds, snapshots, tests): as root unless
    * `user` says otherwise, its standard input read from the host file `inputFile`, its output

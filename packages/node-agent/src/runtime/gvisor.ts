@@ -6,7 +6,8 @@ import { run, type RunResult } from '../host/exec.ts';
 import { isMountPoint, unmount } from '../host/mounts.ts';
 import type { ResourceNames } from '../names.ts';
 import type { ExecOptions, InstanceEndCause, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from './driver.ts';
-import { DiskLayer, LAYER_TAR_FLAGS } from './disk-layer.ts';
+import { createCappedTar } from './capped-tar.ts';
+import { DiskLayer, LAYER_TAR_FLAGS, RESTORE_FILES } from './disk-layer.ts';
 import { NORMAL_CPU_SHARES, ociSpec } from './oci-spec.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
 import { ensureTmpDir, placeSandboxFiles } from './rootfs-files.ts';
@@ -56,7 +57,7 @@ export class GvisorDriver implements RuntimeDriver {
     const paths = this.paths(spec.dir);
     try {
       await paths.layer.create(sandboxLimits(spec.resources).diskBytes);
-      if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.upper], { timeoutMs: 600_000 });
+      if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.upper], { timeoutMs: 600_000, what: RESTORE_FILES });
       await this.boot(spec);
     } catch (err) {
       await this.destroy(spec).catch((e) => this.o.logger.warn({ err: e, instanceId: spec.instanceId }, 'rollback after failed create'));
@@ -217,8 +218,8 @@ export class GvisorDriver implements RuntimeDriver {
     return this.runsc.list();
   }
 
-  async captureLayer(ref: InstanceRef, archivePath: string): Promise<void> {
-    await run('tar', ['--create', `--file=${archivePath}`, ...LAYER_TAR_FLAGS, '--sparse', '-C', this.paths(ref.dir).upper, '.'], { timeoutMs: 600_000 });
+  async captureLayer(ref: InstanceRef, archivePath: string, maxBytes: number): Promise<void> {
+    await createCappedTar(archivePath, [...LAYER_TAR_FLAGS, '--sparse', '-C', this.paths(ref.dir).upper, '.'], { maxBytes, what: 'capturing the sandbox\'s files' });
   }
 
   async exec(ref: InstanceRef, argv: string[], opts: ExecOptions = {}): Promise<RunResult> {

@@ -1,7 +1,8 @@
 import { SvcError, conflict, type Logger } from '@svc/common';
-import type { LayerOnNode, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
-import type { LayerStore } from '../artifacts/layer-store.ts';
+import type { LayerContents, LayerOnNode, SnapshotSandboxOnNode } from '@svc/contracts/node-agent';
+import { LayerTooLarge, type LayerStore } from '../artifacts/layer-store.ts';
 import { SANDBOX_SUDO } from '../runtime/runtime-bundle.ts';
+import { captureBoundBytes, memoryStateBytes } from './capture-bound.ts';
 import { wrap } from './errors.ts';
 import type { Instance } from './instances.ts';
 import type { SandboxTable } from './sandbox-table.ts';
@@ -16,6 +17,8 @@ export class SandboxCapture {
    * buffers flushed (`sync` inside); the sandbox is paused while it is read, then resumed.
    * A paused sandbox is captured as it lies (its pause package, docs/cluster.md): a saved
    * machine whole, a filesystem pause's files; a frozen one cannot be (409).
+   * Every capture is held to its bound (capture-bound.ts), and that much room is reserved
+   * where layers are written before anything is paused or written (507 when there is none).
    */
   async snapshot(id: string, req: SnapshotSandboxOnNode): Promise<LayerOnNode> {
     const { layerId } = req;
@@ -26,31 +29,28 @@ export class SandboxCapture {
       const driver = this.table.driverOf(inst);
       const blocked = await driver.memoryPauseBlocked?.(inst.ref);
       if (blocked) throw conflict(`sandbox ${id} cannot be captured: ${blocked}`);
-      const used = (await driver.stats(inst.ref).catch((err: Error) => {
-        // The free-space check is a courtesy (the capture itself fails on a full disk): go on without it.
-        this.d.logger.warn({ sandboxId: id, err: err.message }, 'snapshot: the sandbox\'s disk use could not be read; captured without the free-space check');
-        return undefined;
-      }))?.diskUsedBytes;
-      const free = await this.d.layers.freeBytes();
-      if (used !== undefined && used > free) {
-        throw new SvcError(507, `sandbox ${id} holds ${used} bytes of changed files, more than the ${free} bytes free where this node keeps snapshots`);
-      }
       // The whole machine where the runtime can save it (its memory holds what the files lack);
       // the files alone otherwise, flushed from the sandbox's kernel first.
       const captureMachine = req.memory !== false ? driver.captureMachine?.bind(driver) : undefined;
-      if (!captureMachine) {
-        const flushed = await driver.exec(inst.ref, [SANDBOX_SUDO, '--sync'], { timeoutMs: 60_000 });
-        if (flushed.code !== 0) throw new SvcError(500, `sandbox ${id}: sync before the snapshot failed: ${flushed.stderr.trim() || `exit ${flushed.code}`}`);
-      }
-      await driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause for the snapshot failed`, err); });
+      const contents: LayerContents = captureMachine ? 'memory' : 'filesystem';
+      const maxBytes = captureBoundBytes(inst.record, contents);
+      // A machine's pause writes its memory to a file before the tar reads it: room taken too.
+      const room = await this.d.layers.reserve(maxBytes + (captureMachine ? memoryStateBytes(inst.record) : 0), `the snapshot of sandbox ${id}`);
       try {
-        return await this.d.layers.add(layerId, {
-          artifactId: inst.record.artifactId, sandboxId: id, contents: captureMachine ? 'memory' : 'filesystem', createdAt: new Date().toISOString(),
-        }, (path) => (captureMachine ? captureMachine(inst.ref, path) : driver.captureLayer(inst.ref, path)));
+        if (!captureMachine) {
+          const flushed = await driver.exec(inst.ref, [SANDBOX_SUDO, '--sync'], { timeoutMs: 60_000 });
+          if (flushed.code !== 0) throw new SvcError(500, `sandbox ${id}: sync before the snapshot failed: ${flushed.stderr.trim() || `exit ${flushed.code}`}`);
+        }
+        await driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause for the snapshot failed`, err, { logger: this.d.logger, sandboxId: id }); });
+        try {
+          return await this.write(inst, layerId, contents, maxBytes, (path) => (captureMachine ? captureMachine(inst.ref, path, maxBytes) : driver.captureLayer(inst.ref, path, maxBytes)));
+        } finally {
+          await driver.resume(inst.ref).catch((err: Error) => {
+            this.d.logger.error({ sandboxId: id, err: err.message }, 'sandbox could not be resumed after its snapshot');
+          });
+        }
       } finally {
-        await driver.resume(inst.ref).catch((err: Error) => {
-          this.d.logger.error({ sandboxId: id, err: err.message }, 'sandbox could not be resumed after its snapshot');
-        });
+        room.release();
       }
     });
   }
@@ -59,13 +59,32 @@ export class SandboxCapture {
   private async capturePaused(inst: Instance, layerId: string): Promise<LayerOnNode> {
     const id = inst.record.sandboxId!;
     const driver = this.table.driverOf(inst);
-    const meta = { artifactId: inst.record.artifactId, sandboxId: id, createdAt: new Date().toISOString() };
-    if (inst.record.pauseKind === 'snapshot' && driver.captureMachine) {
-      return this.d.layers.add(layerId, { ...meta, contents: 'memory' }, (path) => driver.captureMachine!(inst.ref, path));
+    const contents: LayerContents | undefined = inst.record.pauseKind === 'snapshot' && driver.captureMachine ? 'memory'
+      : inst.record.pauseKind === 'filesystem' ? 'filesystem' : undefined;
+    if (!contents) throw conflict(`sandbox ${id} is paused by freezing its processes, which cannot be captured; resume it first, or pause it without its memory`);
+    const maxBytes = captureBoundBytes(inst.record, contents);
+    const room = await this.d.layers.reserve(maxBytes, `the capture of paused sandbox ${id}`);
+    try {
+      return await this.write(inst, layerId, contents, maxBytes, (path) => (contents === 'memory' ? driver.captureMachine!(inst.ref, path, maxBytes) : driver.captureLayer(inst.ref, path, maxBytes)));
+    } finally {
+      room.release();
     }
-    if (inst.record.pauseKind === 'filesystem') {
-      return this.d.layers.add(layerId, { ...meta, contents: 'filesystem' }, (path) => driver.captureLayer(inst.ref, path));
-    }
-    throw conflict(`sandbox ${id} is paused by freezing its processes, which cannot be captured; resume it first, or pause it without its memory`);
+  }
+
+  /**
+   * The layer written and kept, or nothing kept (LayerStore.add removes the part): an archive
+   * that reached its bound is a 507 that says so, another failure a 500 in words a team may
+   * read (errors.ts). The sandbox stays as it was: the caller resumes a running one.
+   */
+  private async write(inst: Instance, layerId: string, contents: LayerContents, maxBytes: number, capture: (path: string) => Promise<void>): Promise<LayerOnNode> {
+    const id = inst.record.sandboxId!;
+    const meta = { artifactId: inst.record.artifactId, sandboxId: id, contents, createdAt: new Date().toISOString() };
+    return this.d.layers.add(layerId, meta, capture, { maxBytes }).catch((err: unknown) => {
+      if (err instanceof LayerTooLarge) {
+        const held = contents === 'memory' ? `its ${inst.record.diskSizeMB} MB disk and ${inst.record.memoryMB} MB of memory` : `its ${inst.record.diskSizeMB} MB disk`;
+        throw new SvcError(507, `sandbox ${id}: its capture reached ${maxBytes} bytes, more than ${held} can hold (a file in it claims more bytes than the disk has): nothing was kept`);
+      }
+      throw wrap(`sandbox ${id}: the capture failed`, err, { logger: this.d.logger, sandboxId: id });
+    });
   }
 }

@@ -95,7 +95,7 @@ export class SandboxCreator {
         this.d.logger.info({ sandboxId: req.sandboxId, ms: Date.now() - started, fromWarmPool: !!inst.record.fromWarmPool }, 'sandbox created');
         return withFlips(view(inst), flips);
       } catch (err) {
-        throw createError(req, err, signal);
+        throw createError(req, err, signal, this.d.logger);
       } finally {
         admitted?.();
         this.creating.set(artifactId, (this.creating.get(artifactId) ?? 1) - 1);

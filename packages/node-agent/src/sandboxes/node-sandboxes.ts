@@ -149,7 +149,7 @@ export class NodeSandboxes {
     return this.table.locks.run(id, async () => {
       const inst = this.table.find(id);
       const attached = attachedVolumeIds(inst);
-      await this.d.launcher.teardown(inst).catch((err) => { throw wrap(`sandbox ${id}: destroy failed`, err); });
+      await this.d.launcher.teardown(inst).catch((err) => { throw wrap(`sandbox ${id}: destroy failed`, err, { logger: this.d.logger, sandboxId: id }); });
       this.table.remove(id);
       this.metricsReader.forget(inst.record.instanceId);
       const flips = await this.d.volumes.detach(sandboxHolder(id), attached);

@@ -43,7 +43,7 @@ export class PauseResume {
         const flips = await this.stopKeepingFiles(inst);
         return withFlips(view(inst), flips);
       }
-      const res = await driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause failed`, err); });
+      const res = await driver.pause(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: pause failed`, err, { logger: this.d.logger, sandboxId: id }); });
       await dropOutboundConnections(inst.ref.netnsPath, inst.record.hostAddress).catch((err: Error) =>
         this.d.logger.error({ sandboxId: id, err: err.message }, 'pause: the sandbox\'s outbound connections could not be dropped; they may go on after the resume'));
       Object.assign(inst.record, { phase: 'paused', pauseKind: res.kind, pausedAt: new Date().toISOString(), snapshotBytes: res.snapshotBytes });
@@ -61,7 +61,7 @@ export class PauseResume {
     const id = inst.record.sandboxId!;
     const driver = this.table.driverOf(inst);
     if (!driver.stop) throw new SvcError(400, `the ${driver.kind} runtime cannot pause without memory here; pause with memory kept`);
-    await driver.stop(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: filesystem pause failed`, err); });
+    await driver.stop(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: filesystem pause failed`, err, { logger: this.d.logger, sandboxId: id }); });
     const attached = attachedVolumeIds(inst);
     Object.assign(inst.record, { phase: 'paused', pauseKind: 'filesystem', pausedAt: new Date().toISOString(), snapshotBytes: undefined, ...(attached.length ? { volumesDetached: true } : {}) });
     await this.d.records.save(inst.record);
@@ -74,7 +74,7 @@ export class PauseResume {
       if (inst.record.phase !== 'paused') return view(inst);
       checkResumeAdmission({ state: 'paused', memoryMB: inst.record.memoryMB }, this.table.memoryHolders(), this.d.memoryQuotaMB ?? this.d.capacity.memoryMB, this.d.releaseRatio);
       if (inst.record.pauseKind === 'filesystem' || opts.memory === false) return this.rebootFromFiles(inst, opts);
-      await this.table.driverOf(inst).resume(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: resume failed`, err); });
+      await this.table.driverOf(inst).resume(inst.ref).catch((err) => { throw wrap(`sandbox ${id}: resume failed`, err, { logger: this.d.logger, sandboxId: id }); });
       Object.assign(inst.record, { phase: 'running', pauseKind: undefined, pausedAt: undefined, snapshotBytes: undefined });
       await this.d.records.save(inst.record);
       await waitForEnvd(inst.record.address, AbortSignal.timeout(10_000)).catch(() => {
@@ -96,7 +96,7 @@ export class PauseResume {
     flips.push(...await this.reattach(inst, opts.volumes));
     await this.d.launcher.reboot(inst, AbortSignal.timeout(60_000)).catch(async (err) => {
       flips.push(...await this.detachForPause(inst));
-      throw wrap(`sandbox ${id}: boot from its files failed`, err);
+      throw wrap(`sandbox ${id}: boot from its files failed`, err, { logger: this.d.logger, sandboxId: id });
     });
     const identity = {
       sandboxId: id, templateId: inst.record.templateId, envVars: opts.envVars, envdAccessToken: opts.envdAccessToken,
@@ -105,7 +105,7 @@ export class PauseResume {
     await personalise(inst, identity).catch(async (err) => {
       await this.table.driverOf(inst).stop!(inst.ref).catch((e: Error) => this.d.logger.error({ sandboxId: id, err: e.message }, 'stop after a failed /init left the sandbox running'));
       await this.detachForPause(inst);
-      throw wrap(`sandbox ${id}: envd /init after the boot failed`, err);
+      throw wrap(`sandbox ${id}: envd /init after the boot failed`, err, { logger: this.d.logger, sandboxId: id });
     });
     Object.assign(inst.record, { phase: 'running', pauseKind: undefined, pausedAt: undefined, snapshotBytes: undefined, startedAt: new Date().toISOString() });
     await this.d.records.save(inst.record);

@@ -14,8 +14,8 @@ type Id = { Params: { templateID: string } };
 /** docs/api.md "Templates (E2B shapes)": the official e2b SDK's template routes. */
 /** What E2B's DELETE /templates/{id} needs of snapshots, which the official SDK deletes through it. */
 export interface SnapshotDeletion {
-  /** Deletes the snapshot `ref` names, if one does; false when none does. */
-  deleteIfSnapshot(ref: string): Promise<boolean>;
+  /** Deletes the snapshot `ref` names in `caller`'s team (undefined: any), if one does; false when none does. */
+  deleteIfSnapshot(ref: string, caller?: string): Promise<boolean>;
   /** Deletes a build snapshot (a deleted builder template's). */
   deleteBuildSnapshot(snapshotId: string): Promise<void>;
 }
@@ -24,8 +24,8 @@ export interface SnapshotDeletion {
  * DELETE /templates/{id} when no template has that id or alias: the snapshot it names, else a
  * 404 with code 404, the only "not found" the official SDK's deleteSnapshot reads (docs/compatibility.md).
  */
-export async function deleteSnapshotNamed(snapshots: SnapshotDeletion | undefined, ref: string): Promise<void> {
-  if (snapshots && await snapshots.deleteIfSnapshot(ref)) return;
+export async function deleteSnapshotNamed(snapshots: SnapshotDeletion | undefined, ref: string, caller?: string): Promise<void> {
+  if (snapshots && await snapshots.deleteIfSnapshot(ref, caller)) return;
   throw notFound(`no template or snapshot ${ref}`, 404);
 }
 
@@ -61,7 +61,7 @@ export function registerE2bTemplateRoutes(app: FastifyInstance, svc: TemplateSer
     const ref = req.params.templateID;
     await svc.delete(ref).catch((err: SvcError) => {
       if (err.status !== 404) throw err;
-      return deleteSnapshotNamed(snapshots, ref);
+      return deleteSnapshotNamed(snapshots, ref, callerTeam(req));
     });
     return reply.status(204).send();
   });

@@ -3,6 +3,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { SvcError, type Logger } from '@svc/common';
 import { run } from '../../host/exec.ts';
+import { createCappedTar } from '../capped-tar.ts';
 import type { InstanceRef, InstanceSpec, PauseResult } from '../driver.ts';
 import { appendAgentLine } from '../console-file.ts';
 import { SANDBOX_SUDO } from '../runtime-bundle.ts';
@@ -189,14 +190,15 @@ export class MachineState {
    * Writes a paused instance's machine: its writable layer's image, its saved state, and its
    * shape and envd token (machine.json), which a restore needs (its memory holds the token anyway).
    */
-  async capture(ref: InstanceRef, archivePath: string): Promise<void> {
+  async capture(ref: InstanceRef, archivePath: string, maxBytes: number): Promise<void> {
     const paths = microvmPaths(ref.dir);
     if (!existsSync(paths.state)) throw new Error(`instance ${ref.instanceId} is not paused to a file; its machine cannot be read`);
     const launch = await readLaunch(ref.dir);
     const machine: SavedMachine = { resources: launch.resources, envdToken: this.o.envdTokenOf(ref.instanceId), ...(launch.memoryBackend ? { memoryBackend: true } : {}) };
     await writeFile(paths.machine, JSON.stringify(machine) + '\n', { mode: 0o600 });
     try {
-      await run('tar', ['--create', `--file=${archivePath}`, '--sparse', '-C', ref.dir, 'disk.ext4', 'memory.state', 'machine.json'], { timeoutMs: 600_000 });
+      // Capped as a layer's (capped-tar.ts): disk.ext4 is the guest's, written raw.
+      await createCappedTar(archivePath, ['--sparse', '-C', ref.dir, 'disk.ext4', 'memory.state', 'machine.json'], { maxBytes, what: 'capturing the sandbox\'s machine' });
     } finally {
       await rm(paths.machine, { force: true });
     }
@@ -209,7 +211,7 @@ export class MachineState {
   async restore(spec: InstanceSpec, archive: string): Promise<void> {
     const paths = microvmPaths(spec.dir);
     await mkdir(spec.dir, { recursive: true });
-    await run('tar', ['--extract', `--file=${archive}`, '-C', spec.dir, 'disk.ext4', 'memory.state', 'machine.json'], { timeoutMs: 600_000 });
+    await run('tar', ['--extract', `--file=${archive}`, '-C', spec.dir, 'disk.ext4', 'memory.state', 'machine.json'], { timeoutMs: 600_000, what: 'restoring the snapshot\'s machine' });
     const machine = JSON.parse(await readFile(paths.machine, 'utf8')) as SavedMachine;
     await rm(paths.machine, { force: true });
     const want = machine.resources;

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { run, type RunResult } from '../../host/exec.ts';
 import { isMountPoint, unmount } from '../../host/mounts.ts';
 import type { ExecOptions, InstanceRef, InstanceSpec, InstanceStats, InstanceStatus, PauseResult, RuntimeDriver } from '../driver.ts';
-import { assertLayerDirs, LAYER_MOUNT_OPTIONS, LAYER_TAR_FLAGS } from '../disk-layer.ts';
+import { createCappedTar } from '../capped-tar.ts';
+import { assertLayerDirs, LAYER_MOUNT_OPTIONS, LAYER_TAR_FLAGS, RESTORE_FILES } from '../disk-layer.ts';
 import { placeSandboxFiles } from '../rootfs-files.ts';
 import { appendAgentLine, consoleTailOf } from '../console-file.ts';
 import { sandboxLimits } from '../sandbox-limits.ts';
@@ -85,7 +86,7 @@ export class MicrovmDriver implements RuntimeDriver {
         return;
       }
       await paths.layer.create(sandboxLimits(spec.resources).diskBytes);
-      if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.layer.upper], { timeoutMs: 600_000 });
+      if (spec.layerArchive) await run('tar', ['--extract', `--file=${spec.layerArchive}`, ...LAYER_TAR_FLAGS, '--same-permissions', '--same-owner', '-C', paths.layer.upper], { timeoutMs: 600_000, what: RESTORE_FILES });
       await this.boot(spec);
       if (key) await this.guests.makeSoon(key, spec);
     } catch (err) {
@@ -125,7 +126,7 @@ export class MicrovmDriver implements RuntimeDriver {
   private async prepareClone(spec: InstanceSpec, saved: string, line: string): Promise<string[]> {
     const paths = microvmPaths(spec.dir);
     await mkdir(spec.dir, { recursive: true });
-    await run('cp', ['--sparse=always', join(saved, 'disk.ext4'), paths.layer.image]);
+    await run('cp', ['--sparse=always', join(saved, 'disk.ext4'), paths.layer.image], { what: 'copying the template\'s saved guest' });
     await ensureGuestNetwork(spec.netnsPath);
     const memory = { kind: 'template-file' as const, path: join(saved, TEMPLATE_MEMORY_FILE), share: false, readOnly: this.o.qemu.fileRomOption };
     const launch = await writeLaunch(this.o, spec, await this.o.runtimeDisk(spec.runtime), [], memory);
@@ -135,8 +136,8 @@ export class MicrovmDriver implements RuntimeDriver {
     return launch.argv;
   }
 
-  captureMachine(ref: InstanceRef, archivePath: string): Promise<void> {
-    return this.machines.capture(ref, archivePath);
+  captureMachine(ref: InstanceRef, archivePath: string, maxBytes: number): Promise<void> {
+    return this.machines.capture(ref, archivePath, maxBytes);
   }
 
   /** Places svc's files into the writable layer (through a host-side overlay, as gvisor does), then starts QEMU. */
@@ -275,14 +276,15 @@ export class MicrovmDriver implements RuntimeDriver {
   }
 
   /** Reads the layer with the guest stopped (the caller paused it: QEMU has ended). */
-  async captureLayer(ref: InstanceRef, archivePath: string): Promise<void> {
+  async captureLayer(ref: InstanceRef, archivePath: string, maxBytes: number): Promise<void> {
     const paths = microvmPaths(ref.dir);
     if (await qemuPid(ref)) throw new Error('the guest still runs; pause it before reading its layer');
     await mkdir(paths.layer.mountDir, { recursive: true });
     await run('mount', ['-t', 'ext4', '-o', `${LAYER_MOUNT_OPTIONS},ro,noload`, paths.layer.image, paths.layer.mountDir]);
     try {
       assertLayerDirs(paths.layer);
-      await run('tar', ['--create', `--file=${archivePath}`, ...LAYER_TAR_FLAGS, '--sparse', '-C', paths.layer.upper, '.'], { timeoutMs: 600_000 });
+      // The guest wrote this filesystem: what its files claim to hold is capped (capped-tar.ts).
+      await createCappedTar(archivePath, [...LAYER_TAR_FLAGS, '--sparse', '-C', paths.layer.upper, '.'], { maxBytes, what: 'capturing the sandbox\'s files' });
     } finally {
       await unmount(paths.layer.mountDir);
     }

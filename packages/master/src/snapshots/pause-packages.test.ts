@@ -1,0 +1,104 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { silentLogger, type SvcError } from '@svc/common';
+import { openDatabase } from '../db/connect.ts';
+import { migrate } from '../db/migrator.ts';
+import { availableTestDatabases } from '../db/test-databases.ts';
+import { migrations } from '../migrations/index.ts';
+import type { NodeRegistry } from '../nodes/registry.ts';
+import { SnapshotCatalog } from './catalog.ts';
+import { PausePackageStore } from './pause-packages.ts';
+import { SnapshotRepo } from './repo.ts';
+import type { SnapshotRow } from './tables.ts';
+
+/** A node that captures at once and an artifact store whose copy waits until released. */
+function fakes() {
+  const archived: string[] = [];
+  const node = {
+    async snapshotSandbox(_id: string, o: { layerId: string }) { return { layerId: o.layerId, artifactId: 'art', sha256: 'a'.repeat(64), sizeBytes: 3, contents: 'memory', createdAt: new Date().toISOString() }; },
+    async layerArchive(layerId: string) { archived.push(layerId); return Object.assign(Readable.from([Buffer.from('abc')]), { statusCode: 200 }); },
+    async deleteLayer() {},
+    async listLayers() { return []; },
+  };
+  const nodes = { async client() { return node; }, async liveNodeIds() { return ['n1']; } } as unknown as NodeRegistry;
+  const stored = new Set<string>();
+  let release: (() => void) | undefined;
+  const storage = {
+    /** While held, a put waits for release(). */
+    hold: false,
+    async put(id: string) {
+      if (storage.hold) await new Promise<void>((r) => { release = r; });
+      stored.add(id);
+    },
+    async delete(id: string) { stored.delete(id); },
+    downloadUrl: (id: string) => `/internal/v1/layers/${id}`,
+  };
+  return { nodes, storage, stored, archived, release: () => release?.() };
+}
+
+const pause = { sandboxId: 'sb-1', nodeId: 'n1', templateId: 't', teamId: 'team-a', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024 };
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+for (const tdb of availableTestDatabases()) {
+  test(`pause packages and pending captures on ${tdb.driver}`, { skip: tdb.skip }, async (t) => {
+    const made = await tdb.create!();
+    const db = await openDatabase(made.config);
+    try {
+      await migrate(db.kysely, db.driver, migrations);
+      const repo = new SnapshotRepo(db.kysely);
+      /** The package the first case stores, which its sandbox then names. */
+      let kept = '';
+
+      await t.test('a package still being copied keeps its lease: the stale sweep leaves it, and it is stored whole', async () => {
+        const f = fakes();
+        const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());
+        const pkgs = new PausePackageStore(repo, f.nodes, f.storage, catalog, silentLogger(), 20);
+        f.storage.hold = true;
+        const storing = pkgs.store(pause);
+        // The copy has run for longer than the sweep's age; the sandbox names no package yet (it is pausing).
+        await wait(300);
+        assert.deepEqual(await pkgs.sweepStale(async () => null, 150), []);
+        f.release();
+        const res = await storing;
+        kept = res.snapshotId;
+        assert.equal((await repo.get(res.snapshotId))?.status, 'ready');
+        assert.ok(f.stored.has(res.snapshotId));
+      });
+
+      await t.test('a package whose row was dropped under its copy is not kept: the stored copy is removed and the pause says so', async () => {
+        const f = fakes();
+        const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());
+        const pkgs = new PausePackageStore(repo, f.nodes, f.storage, catalog, silentLogger(), 60_000);
+        f.storage.hold = true;
+        const storing = pkgs.store({ ...pause, sandboxId: 'sb-3' });
+        await wait(50);
+        // Another master's sweep (its clock far ahead) took the row.
+        assert.equal((await pkgs.sweepStale(async (sandboxId) => (sandboxId === 'sb-1' ? kept : null), -3_600_000)).length, 1);
+        f.release();
+        await assert.rejects(storing, (e: SvcError) => e.status === 503 && /could not be stored/.test(e.message));
+        assert.deepEqual([...f.stored], [], 'nothing left in the store with no row naming it');
+        assert.equal((await repo.get(kept))?.status, 'ready', 'the package its sandbox names stays');
+      });
+
+      await t.test('the pending sweep finishes users\' captures only, never a pause package\'s or a build\'s under way', async () => {
+        const f = fakes();
+        const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());
+        const row = (id: string, purpose: SnapshotRow['purpose']) => ({
+          snapshot_id: id, sandbox_id: 'sb-2', template_id: 't', artifact_id: 'art', layer_id: id, layer_sha256: 'a'.repeat(64), size_bytes: 3,
+          node_id: 'n1', contents: 'filesystem', cpu_count: 1, memory_mb: 256, disk_size_mb: 1024, env_vars: '{}', created_at: Date.now() - 3_600_000,
+          purpose, cache_key: null, build_id: null, team_id: 'team-a', volume_mounts: null,
+        });
+        for (const [id, purpose] of [['snap-user', 'snapshot'], ['pause-inflight', 'pause'], ['snap-build', 'build']] as const) await repo.insertPending(row(id, purpose));
+        const done = await catalog.finishPending(0);
+        assert.deepEqual(done, { ready: ['snap-user'], removed: [] });
+        assert.deepEqual(f.archived, ['snap-user']);
+        const statuses = await db.kysely.selectFrom('t_svc_snapshot').select(['snapshot_id', 'status']).where('snapshot_id', 'in', ['pause-inflight', 'snap-build']).orderBy('snapshot_id').execute();
+        assert.deepEqual(statuses.map((r) => `${r.snapshot_id}:${r.status}`), ['pause-inflight:pending', 'snap-build:pending']);
+      });
+    } finally {
+      await db.close();
+      await made.drop();
+    }
+  });
+}
