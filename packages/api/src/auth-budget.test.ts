@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import Fastify from 'fastify';
 import { SvcError } from '@svc/common';
+import { apiKeyHash, NO_LIMITS } from '@svc/contracts/teams';
 import { authenticate, type AuthConfig } from './auth.ts';
 import { ClientAddresses } from './client-address.ts';
 import { KeyVerifier } from './key-verifier.ts';
@@ -67,4 +68,34 @@ test('X-Forwarded-For is read only from a trusted peer; the address read is the 
   const untrusted = gateway('');
   for (let i = 0; i < 4; i++) await untrusted.call(BAD, '192.0.2.44', `198.51.100.${i}`);
   assert.equal((await untrusted.call(BAD, '192.0.2.44', '198.51.100.99')).statusCode, 429, 'a client cannot escape its budget by naming addresses');
+});
+
+test('over its budget a client\'s keys are looked up only when they verified here lately: random keys cost the master nothing', async () => {
+  const TEAM = 'e2b_00000000000000000000000000000000000000aa';
+  const NEW_TEAM = 'e2b_00000000000000000000000000000000000000bb';
+  const good = new Set([apiKeyHash(TEAM), apiKeyHash(NEW_TEAM)]);
+  let lookups = 0;
+  const cfg: AuthConfig = {
+    verifier: new KeyVerifier([], {
+      verify: async (hash) => {
+        lookups++;
+        if (!good.has(hash)) throw new SvcError(401, 'unknown key');
+        return { keyId: `k-${hash.slice(0, 4)}`, teamId: 'team-a', admin: false, limits: NO_LIMITS };
+      },
+    }),
+    maxFailuresPerMin: 3, failures: new MinuteCounter(), requests: new MinuteCounter(),
+  };
+  const app = Fastify();
+  app.addHook('onRequest', async (req) => { await authenticate(req, cfg); });
+  app.get('/v2/sandboxes', async () => ({}));
+  const call = (key: string) => app.inject({ method: 'GET', url: '/v2/sandboxes', remoteAddress: LB, headers: { 'x-api-key': key } });
+  assert.equal((await call(TEAM)).statusCode, 200);
+  for (let i = 0; i < 3; i++) assert.equal((await call(`e2b_${String(i).padStart(40, '0')}`)).statusCode, 401);
+  const before = lookups;
+  for (let i = 3; i < 50; i++) assert.equal((await call(`e2b_${String(i).padStart(40, '0')}`)).statusCode, 429);
+  assert.equal(lookups, before, 'no lookup for a random key over the budget');
+  await new Promise((r) => setTimeout(r, 1_000)); // past the verifier's 0.9 s cache: the key is looked up again
+  assert.equal((await call(TEAM)).statusCode, 200, 'a key that verified here is still served');
+  assert.equal(lookups, before + 1, 'and checked again');
+  assert.equal((await call(NEW_TEAM)).statusCode, 429, 'a key first seen over the budget waits for the minute');
 });

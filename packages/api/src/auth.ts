@@ -65,8 +65,9 @@ export function presentedKey(req: FastifyRequest): string | undefined {
  *
  * Only failing checks count against the client's budget, and only they are answered 429 once it
  * is spent: a key that verifies is served from any address. Keys hold 160 random bits, so the
- * budget is not what stops a guess; it bounds the lookups and the noise one client causes, and
- * counted per client (not per load balancer, client-address.ts) it cuts off that client alone.
+ * budget is not what stops a guess; it bounds the lookups and the noise one client causes (over
+ * it, only keys that verified here lately are looked up), and counted per client (not per load
+ * balancer, client-address.ts) it cuts off that client alone.
  */
 export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promise<void> {
   const path = req.url.split('?')[0];
@@ -91,6 +92,12 @@ export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promis
   let identity: KeyIdentity | undefined;
   if (cfg.verifier) {
     const key = presentedKey(req);
+    // Over its budget, a client's keys are looked up only when they verified here lately: a
+    // stream of random keys then costs the master nothing, and a good key behind the same
+    // address (a load balancer without api.trusted_proxies) keeps working.
+    if (key !== undefined && !internal && !cfg.verifier.knownToVerify(key) && cfg.failures.over(clientPrefix(cfg.clientAddress?.(req) ?? req.ip), cfg.maxFailuresPerMin)) {
+      refuse(unauthorized('invalid API key'));
+    }
     identity = key === undefined ? undefined : await cfg.verifier.verify(key);
     if (!identity) refuse(unauthorized(key === undefined ? 'missing API key: send it in the X-API-Key header or as Authorization: Bearer <key>' : 'invalid API key'));
   }

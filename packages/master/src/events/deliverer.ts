@@ -150,8 +150,9 @@ export class WebhookDeliverer {
     let result: AttemptResult;
     const secret = hook.enabled ? this.secretOf(hook.webhook_id, hook.sealed_secret) : undefined;
     if (!hook.enabled) result = { error: 'the webhook is disabled' };
-    // Retrying would not open it either: the delivery fails now, counted, and says why.
-    else if (secret === undefined) result = { error: 'the signature secret cannot be opened (sealed under a vault key the master no longer has); set a new signatureSecret', final: true };
+    // Retried as any failure, counted: during a rolling key rotation another master may hold the
+    // key this one lacks (docs/security.md, "The vault key"); after the retries it fails and says why.
+    else if (secret === undefined) result = { error: 'the signature secret cannot be opened (sealed under a vault key this master does not have); set a new signatureSecret' };
     else result = await this.send(hook.url, d, secret);
     const ok = result.status !== undefined && result.status >= 200 && result.status < 300;
     const final = ok || !hook.enabled || result.final === true || attempts > this.o.retries;

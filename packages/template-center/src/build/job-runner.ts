@@ -123,9 +123,10 @@ export class JobRunner {
         onPhase: (phase) => { progress.setPhase(phase); report({ status: 'RUNNING', phase }); },
       }), { signal: buildSignal, onWait: (holder) => progress.setMessage(`waiting for the build of the same spec by ${holder.split(':').pop()}`) });
       if (buildSignal.aborted) {
-        // Aborted after storeImage's own check (while the build cleaned up): its artifact goes too.
-        // A reused one is the other job's and stays.
-        if (!reusedFrom) await this.o.store.delete(value.artifact.artifactId).catch((e: Error) => log.warn({ artifactId: value.artifact.artifactId, err: e.message }, 'an aborted build could not remove its stored artifact: it is left in the store, which no sweep of the master knows of'));
+        // Aborted after storeImage's own check: the artifact is whole, and jobs of the same spec
+        // waiting on this build (SpecDedup, here or on another replica) have it as theirs already,
+        // so it stays; removing it broke their BUILT reports (found reviewing the session's diff).
+        if (!reusedFrom) log.warn({ artifactId: value.artifact.artifactId }, 'build aborted after its artifact was stored: the artifact stays in the store (other jobs of its spec may use it)');
         throw buildSignal.reason;
       }
       outcome = reusedFrom ? 'reused' : 'built';

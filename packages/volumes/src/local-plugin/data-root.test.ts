@@ -102,6 +102,15 @@ describe('the local plugin\'s data root', () => {
     assert.equal(existsSync(join(dir, 'no-such-root')), false);
   });
 
+  it('a deep tree in a tomb an interrupted removal left is cut into tombs of new numbers, never onto a left one', async () => {
+    const root = join(dir, 'left-deep', 'root');
+    mkdirSync(join(root, '.destroying-vol5.1', ...Array<string>(1030).fill('d')), { recursive: true });
+    mkdirSync(join(root, '.destroying-vol5', 'e'), { recursive: true });
+    mkdirSync(join(root, 'vol5'), { recursive: true });
+    await removeVolumeData(root, 'vol5');
+    assert.deepEqual(readdirSync(root), []);
+  });
+
   it('a root the operator made a link (to a mount elsewhere) works as before', async () => {
     const real = join(dir, 'linked', 'real');
     mkdirSync(join(real, 'vol5', 'a'), { recursive: true });

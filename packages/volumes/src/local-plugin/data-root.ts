@@ -59,7 +59,8 @@ export async function removeVolumeData(root: string, volumeId: string): Promise<
   try {
     const tomb = `${TOMB_PREFIX}${volumeId}`;
     const queue = await leftTombs(root, tomb);
-    let moved = 0;
+    // Numbered past every tomb an earlier Destroy left: a name still queued is never renamed onto.
+    let moved = Math.max(0, ...queue.map((n) => Number(n.slice(tomb.length + 1)) || 0));
     const budget: RemoveBudget = {
       entries: MAX_DESTROY_ENTRIES,
       // A tree nested deeper than the walk descends is cut there and removed from the top.
