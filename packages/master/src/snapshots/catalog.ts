@@ -99,18 +99,20 @@ export class SnapshotCatalog {
   }
 
   /**
-   * Finishes users' captures (purpose 'snapshot') a master stopped before it copied their layer
-   * into the store (and rows from before layers were stored): copied now and made ready under
-   * the name they asked for, or, when their node no longer has the layer, removed. A capture
-   * younger than `minAgeMs` may be under way and waits. Pause packages are not this sweep's
-   * (their stale sweep drops them: pause-packages.ts), nor builds' captures, whose build
-   * copies them: until 2026-12-01 it copied those again while their own copy ran.
+   * Finishes users' captures (purpose 'snapshot') and builds' (purpose 'build', never named) a
+   * master stopped before it copied their layer into the store (and rows from before layers
+   * were stored): copied now and made ready under the name they asked for, or, when their node
+   * no longer has the layer, removed. A capture younger than `minAgeMs` may be under way and
+   * waits; a build's capture whose copy runs longer renews its row's lease (lease.ts), so only
+   * one a stopped master left is this old (until 2026-12-01 those stayed pending, with their
+   * node's layer, for good). Pause packages are not this sweep's (their stale sweep drops them:
+   * pause-packages.ts): until 2026-12-01 it copied those again under their own copy.
    */
   async finishPending(minAgeMs = ORPHAN_MIN_AGE_MS): Promise<{ ready: string[]; removed: string[] }> {
     const ready: string[] = [];
     const removed: string[] = [];
     const live = new Set(await this.nodes.liveNodeIds());
-    for (const row of await this.repo.pending('snapshot', Date.now() - minAgeMs)) {
+    for (const row of await this.repo.pending(['snapshot', 'build'], Date.now() - minAgeMs)) {
       if (!live.has(row.node_id)) continue; // its node may come back with the layer
       try {
         await copyLayerToStore(await this.nodes.client(row.node_id), this.storage, { layerId: row.layer_id, sha256: row.layer_sha256, sizeBytes: Number(row.size_bytes) });

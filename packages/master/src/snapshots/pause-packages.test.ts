@@ -10,6 +10,7 @@ import type { NodeRegistry } from '../nodes/registry.ts';
 import { SnapshotCatalog } from './catalog.ts';
 import { PausePackageStore } from './pause-packages.ts';
 import { SnapshotRepo } from './repo.ts';
+import { SnapshotService } from './service.ts';
 import type { SnapshotRow } from './tables.ts';
 
 /** A node that captures at once and an artifact store whose copy waits until released. */
@@ -81,7 +82,29 @@ for (const tdb of availableTestDatabases()) {
         assert.equal((await repo.get(kept))?.status, 'ready', 'the package its sandbox names stays');
       });
 
-      await t.test('the pending sweep finishes users\' captures only, never a pause package\'s or a build\'s under way', async () => {
+      await t.test('a build\'s capture still being copied keeps its lease: the pending sweep leaves it to its own copy', async () => {
+        const f = fakes();
+        const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());
+        const node = await f.nodes.client('n1');
+        const sandboxes = {
+          async snapshotSource() {
+            return { node, envVars: {}, volumeMounts: [], record: { teamId: 'team-a', templateId: 't', nodeId: 'n1', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024 } };
+          },
+        };
+        const service = new SnapshotService({ repo, sandboxes: sandboxes as never, nodes: f.nodes, templates: {} as never, storage: f.storage, catalog, logger: silentLogger(), leaseRenewMs: 20 });
+        f.storage.hold = true;
+        const capturing = service.capture('sb-4', { purpose: 'build', cacheKey: 'k', buildId: 'b1', envVars: {} });
+        // Its copy has run for longer than the sweep's age.
+        await wait(300);
+        assert.deepEqual(await catalog.finishPending(150), { ready: [], removed: [] });
+        f.release();
+        const row = await capturing;
+        assert.equal((await repo.get(row.snapshot_id))?.status, 'ready');
+        assert.deepEqual(f.archived, [row.snapshot_id], 'copied once, by its own capture');
+        await repo.delete(row.snapshot_id);
+      });
+
+      await t.test('the pending sweep finishes users\' and builds\' captures a stopped master left, never a pause package\'s', async () => {
         const f = fakes();
         const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());
         const row = (id: string, purpose: SnapshotRow['purpose']) => ({
@@ -90,11 +113,14 @@ for (const tdb of availableTestDatabases()) {
           purpose, cache_key: null, build_id: null, team_id: 'team-a', volume_mounts: null,
         });
         for (const [id, purpose] of [['snap-user', 'snapshot'], ['pause-inflight', 'pause'], ['snap-build', 'build']] as const) await repo.insertPending(row(id, purpose));
-        const done = await catalog.finishPending(0);
-        assert.deepEqual(done, { ready: ['snap-user'], removed: [] });
-        assert.deepEqual(f.archived, ['snap-user']);
-        const statuses = await db.kysely.selectFrom('t_svc_snapshot').select(['snapshot_id', 'status']).where('snapshot_id', 'in', ['pause-inflight', 'snap-build']).orderBy('snapshot_id').execute();
-        assert.deepEqual(statuses.map((r) => `${r.snapshot_id}:${r.status}`), ['pause-inflight:pending', 'snap-build:pending']);
+        // A build's capture younger than the sweep's age may still be copying: it waits.
+        await repo.insertPending({ ...row('snap-build-new', 'build'), created_at: Date.now() });
+        const done = await catalog.finishPending(60_000);
+        assert.deepEqual({ ready: [...done.ready].sort(), removed: done.removed }, { ready: ['snap-build', 'snap-user'], removed: [] });
+        assert.deepEqual([...f.archived].sort(), ['snap-build', 'snap-user']);
+        assert.ok(f.stored.has('snap-build'));
+        const statuses = await db.kysely.selectFrom('t_svc_snapshot').select(['snapshot_id', 'status', 'name']).where('snapshot_id', 'in', ['pause-inflight', 'snap-build', 'snap-build-new']).orderBy('snapshot_id').execute();
+        assert.deepEqual(statuses.map((r) => `${r.snapshot_id}:${r.status}:${r.name}`), ['pause-inflight:pending:null', 'snap-build:ready:null', 'snap-build-new:pending:null']);
       });
     } finally {
       await db.close();

@@ -3,16 +3,16 @@ import type { NodeRegistry } from '../nodes/registry.ts';
 import type { PausePackages, StoredPause } from '../sandboxes/ports.ts';
 import { layerRefOf, type SnapshotCatalog } from './catalog.ts';
 import { copyLayerToStore } from './layer-copy.ts';
+import { LEASE_RENEW_MS, whileLeased } from './lease.ts';
 import type { LayerStorage } from './ports.ts';
 import type { SnapshotDbRow, SnapshotRepo } from './repo.ts';
 
 /**
  * How long an unreferenced package must have gone without its lease renewed before the sweep
- * drops it: its copy renews it every LEASE_RENEW_MS, so only a master that stopped leaves one
+ * drops it: its copy renews it every LEASE_RENEW_MS (lease.ts), so only a master that stopped leaves one
  * that old.
  */
 const STALE_MIN_AGE_MS = 15 * 60_000;
-const LEASE_RENEW_MS = 60_000;
 
 /**
  * Pause packages as snapshot rows of purpose 'pause' (never listed, never named): the node
@@ -40,7 +40,7 @@ export class PausePackageStore implements PausePackages {
       // A big package copies for longer than the stale sweep waits: its lease is renewed meanwhile,
       // and a row dropped all the same (a master's clock far off) makes markReady a 404, so the
       // copy just stored is removed below rather than left in the store with no row naming it.
-      await this.whileLeased(snapshotId, () => copyLayerToStore(node, this.storage, layer));
+      await whileLeased(this.repo, this.logger, snapshotId, this.leaseRenewMs, 'pause package', () => copyLayerToStore(node, this.storage, layer));
       await this.repo.markReady(snapshotId, null);
     } catch (err) {
       await this.catalog.discard(snapshotId, layer.layerId);
@@ -50,24 +50,6 @@ export class PausePackageStore implements PausePackages {
     await node.deleteLayer(layer.layerId).catch((err: Error) => this.logger.warn({ snapshotId, err: err.message }, 'pause package\'s copy stays on its node; the orphan sweep removes it'));
     this.logger.info({ sandboxId: s.sandboxId, snapshotId, sizeBytes: layer.sizeBytes, contents: layer.contents }, 'pause package stored');
     return this.toStored({ ...row, name: null, wanted_name: null, status: 'ready' });
-  }
-
-  /** Runs `copy` with the package's row renewed every leaseRenewMs (SnapshotRepo.renewPending). */
-  private async whileLeased<T>(snapshotId: string, copy: () => Promise<T>): Promise<T> {
-    let copying = true;
-    const timer = setInterval(() => {
-      this.repo.renewPending(snapshotId, Date.now()).then((held) => {
-        // A renewal that lands after the copy ended finds the row ready: nothing to say then.
-        if (!held && copying) this.logger.warn({ snapshotId }, 'pause package\'s row is gone while its layer is copied; the copy is removed when it ends');
-      }, (err: Error) => this.logger.warn({ snapshotId, err: err.message }, 'pause package\'s lease not renewed; the next renewal tries again'));
-    }, this.leaseRenewMs);
-    timer.unref();
-    try {
-      return await copy();
-    } finally {
-      copying = false;
-      clearInterval(timer);
-    }
   }
 
   async get(snapshotId: string): Promise<StoredPause | undefined> {
@@ -83,7 +65,7 @@ export class PausePackageStore implements PausePackages {
   /**
    * Drops packages their sandbox no longer names (it resumed, was killed, or a master stopped
    * between storing one and recording it) and whose lease ran out: a package still being copied
-   * has its lease renewed (whileLeased), and until 2026-12-01 one that copied for more than
+   * has its lease renewed (lease.ts), and until 2026-12-01 one that copied for more than
    * 15 minutes was dropped under its copy. `named` answers which package a sandbox names now.
    */
   async sweepStale(named: (sandboxId: string) => Promise<string | null>, minAgeMs = STALE_MIN_AGE_MS): Promise<string[]> {

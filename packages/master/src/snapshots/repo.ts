@@ -51,9 +51,9 @@ export class SnapshotRepo {
   }
 
   /**
-   * Renews a pending row's lease while its layer is copied: created_at, for a pause package
-   * (never listed, never counted), is when a live master last vouched for it, so the stale sweep
-   * leaves a package whose copy runs long (pause-packages.ts). False when the row is gone.
+   * Renews a pending row's lease while its layer is copied: created_at, for a pause package or a
+   * build's capture (never listed, never counted), is when a live master last vouched for it, so
+   * the sweeps leave one whose copy runs long (lease.ts). False when the row is gone.
    */
   async renewPending(id: string, now: number): Promise<boolean> {
     const r = await this.db.updateTable('t_svc_snapshot').set({ created_at: now }).where('snapshot_id', '=', id).where('status', '=', 'pending').executeTakeFirst();
@@ -85,9 +85,9 @@ export class SnapshotRepo {
       .where('status', '=', 'ready').orderBy('created_at', 'desc').executeTakeFirst();
   }
 
-  /** Captures of a purpose whose layer has not reached the store, taken before `before`. */
-  async pending(purpose: SnapshotDbRow['purpose'], before: number): Promise<SnapshotDbRow[]> {
-    return this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'pending').where('purpose', '=', purpose).where('created_at', '<', before).execute();
+  /** Captures of these purposes whose layer has not reached the store, taken (or their lease last renewed) before `before`. */
+  async pending(purposes: SnapshotDbRow['purpose'][], before: number): Promise<SnapshotDbRow[]> {
+    return this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'pending').where('purpose', 'in', purposes).where('created_at', '<', before).execute();
   }
 
   /** Every row of a purpose (ready or not) made before `before`. */

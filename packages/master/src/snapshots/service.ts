@@ -10,6 +10,7 @@ import type { SnapshotDbRow, SnapshotRepo } from './repo.ts';
 import type { SnapshotRow } from './tables.ts';
 import { toRecord, type SnapshotCatalog } from './catalog.ts';
 import { copyLayerToStore } from './layer-copy.ts';
+import { LEASE_RENEW_MS, whileLeased } from './lease.ts';
 import type { LayerStorage } from './ports.ts';
 
 /** A snapshot name: letters, digits, '.', '_' and '-', as a template alias. */
@@ -26,6 +27,8 @@ export interface SnapshotServiceDeps {
   logger: Logger;
   /** Teams' limits (maxSnapshots); absent: none. */
   quotas?: TeamQuotas;
+  /** How often a build capture's copy renews its pending row (lease.ts); tests shorten it. */
+  leaseRenewMs?: number;
 }
 
 /**
@@ -79,7 +82,11 @@ export class SnapshotService {
     try {
       // Counted again once recorded: captures taken together all passed the count before theirs.
       if (limit) this.within(limit, await this.d.repo.teamCount(teamId, { createdAt: row.created_at, id: snapshotId }));
-      await copyLayerToStore(src.node, this.d.storage, layer);
+      // A build's capture may copy for longer than the pending sweep waits (an image's whole
+      // layer): its row's lease is renewed meanwhile, so the sweep (which finishes build rows a
+      // stopped master left) does not copy it a second time under this copy.
+      const copy = () => copyLayerToStore(src.node, this.d.storage, layer);
+      await (o.purpose === 'build' ? whileLeased(this.d.repo, this.d.logger, snapshotId, this.d.leaseRenewMs ?? LEASE_RENEW_MS, 'build capture', copy) : copy());
       await this.d.repo.markReady(snapshotId, o.name ? { name: o.name, teamId: src.record.teamId } : null);
     } catch (err) {
       await this.d.catalog.discard(snapshotId, layer.layerId);

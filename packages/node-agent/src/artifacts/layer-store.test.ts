@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { silentLogger, type SvcError } from '@svc/common';
-import { LayerStore, LayerTooLarge } from './layer-store.ts';
+import { LayerNoRoom, LayerStore, LayerTooLarge } from './layer-store.ts';
 
 const META = { artifactId: 'a1', contents: 'filesystem' as const, createdAt: new Date().toISOString() };
 
@@ -49,6 +49,23 @@ test('a write that reaches its bound keeps nothing and says so (507)', async () 
     await assert.rejects(s.add('snap-fail', META, async (p) => { writeFileSync(p, 'x'); throw new Error('tar: other'); }, { maxBytes: 4096 }), /tar: other/);
     assert.deepEqual(readdirSync(dir), []);
     assert.equal(s.list().length, 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a write the full disk stopped keeps nothing and says so (507): ENOSPC, or tar\'s short write with no room left', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-layers-'));
+  try {
+    const s = storeWithFree(dir, 10 * 1024 * 1024);
+    await s.load();
+    const enospc = Object.assign(new Error('write failed'), { code: 'ENOSPC' });
+    await assert.rejects(s.add('snap-a', META, async (p) => { writeFileSync(p, 'x'); throw enospc; }, { maxBytes: 4096 }), (e: SvcError) => e instanceof LayerNoRoom && e.status === 507);
+    await assert.rejects(s.add('snap-b', META, async (p) => { writeFileSync(p, 'x'); throw new Error('tar: Cannot write: No space left on device'); }), LayerNoRoom);
+    // tar may say only that it wrote less than it meant to: the disk, all but full, tells.
+    s.freeBytes = async () => 4096;
+    await assert.rejects(s.add('snap-c', META, async (p) => { writeFileSync(p, 'x'); throw new Error('tar: Wrote only 4096 of 10240 bytes'); }, { maxBytes: 1 << 20 }), LayerNoRoom);
+    assert.deepEqual(readdirSync(dir), []);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -22,6 +22,24 @@ export class LayerTooLarge extends SvcError {
 }
 
 /**
+ * A layer's write failed because the disk where layers go filled up (a capture is reserved for
+ * what it will likely write, not its bound: sandboxes/capture.ts): 507, nothing kept.
+ */
+export class LayerNoRoom extends SvcError {
+  constructor(readonly layerId: string) {
+    super(507, `layer ${layerId}: the disk where this node keeps layers filled up while it was written: nothing was kept`);
+  }
+}
+
+/** Room left below which a failed write is taken for one the full disk stopped. */
+const FULL_BELOW_BYTES = 1024 * 1024;
+
+/** ENOSPC in a write's error: Node's own (code), or a command's words (tar: `Cannot write: No space left on device`). */
+export function isNoSpace(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException)?.code === 'ENOSPC' || /No space left on device|ENOSPC/.test((err as Error)?.message ?? String(err));
+}
+
+/**
  * Writable layers captured from sandboxes (snapshots, forks): `<dir>/<layerId>.tar`, a tar of
  * the overlay's upper directory with its whiteouts and opaque markers, and `<layerId>.json`
  * saying what it is. A layer is written under a temporary name, flushed to disk, and renamed
@@ -94,7 +112,9 @@ export class LayerStore {
   /**
    * Writes a new layer: `write` fills the temporary path given; the layer is kept (hashed,
    * flushed, described, renamed) only when it returns. With `maxBytes`, a write that stopped at
-   * that bound (capped-tar.ts) or passed it is a LayerTooLarge, and nothing is kept.
+   * that bound (capped-tar.ts) or passed it is a LayerTooLarge, and nothing is kept. A write the
+   * full disk stopped (ENOSPC, or next to no room left while its part is still there) is a
+   * LayerNoRoom; the part is removed all the same.
    */
   async add(id: string, meta: Omit<LayerOnNode, 'layerId' | 'sha256' | 'sizeBytes'>, write: (path: string) => Promise<void>, o: { maxBytes?: number } = {}): Promise<LayerOnNode> {
     checkLayerId(id);
@@ -107,6 +127,8 @@ export class LayerStore {
           this.logger.warn({ layerId: id, maxBytes: o.maxBytes, err: (err as Error)?.message }, 'layer write stopped at its bound');
           throw new LayerTooLarge(id, o.maxBytes);
         }
+        // Asked before the part goes: tar may say only `Wrote only 4096 of 10240 bytes`.
+        if (isNoSpace(err) || (await this.freeBytes().catch(() => Infinity)) < FULL_BELOW_BYTES) throw new LayerNoRoom(id);
         throw err;
       });
       const sizeBytes = (await stat(part)).size;
@@ -151,18 +173,18 @@ export class LayerStore {
 
   /**
    * A layer downloaded into the store, its size held against the room meanwhile (reserve). No
-   * room is a 503, as a create's own disk check (create.ts): the master asks another node.
+   * room (at the start, or the disk filled meanwhile) is a 503, as a create's own disk check
+   * (create.ts): the master asks another node.
    */
   private async download(ref: LayerRef, artifactId: string): Promise<LayerOnNode> {
-    const room = await this.reserve(ref.sizeBytes, `layer ${ref.layerId}`).catch((err: SvcError) => {
-      throw new SvcError(503, err.message, { headers: { 'Retry-After': '30' } });
-    });
+    const noRoom = (err: SvcError) => new SvcError(503, err.message, { headers: { 'Retry-After': '30' } });
+    const room = await this.reserve(ref.sizeBytes, `layer ${ref.layerId}`).catch((err: SvcError) => { throw noRoom(err); });
     try {
       return await this.add(ref.layerId, { artifactId, contents: ref.contents ?? 'filesystem', createdAt: new Date().toISOString() }, async (part) => {
         const started = Date.now();
         await downloadVerified(`layer ${ref.layerId}`, ref.downloadUrl!, this.master, part, ref);
         this.logger.info({ layerId: ref.layerId, bytes: ref.sizeBytes, ms: Date.now() - started }, 'layer downloaded');
-      });
+      }).catch((err: unknown) => { throw err instanceof LayerNoRoom ? noRoom(err) : err; });
     } finally {
       room.release();
     }
