@@ -80,6 +80,15 @@ export class EnvdState {
   }
 
   /**
+   * Forgets the mark acceptInitTimestamp holds /inits to: when the token's holder clears the
+   * token, the /init that gives the sandbox its next one (another node's, after a microvm
+   * restore or fork) is held to nothing that came before.
+   */
+  forgetInitTimestamps(): void {
+    this.lastInitTimestamp = -Infinity;
+  }
+
+  /**
    * Forgets what earlier /inits set (env vars, default user and workdir): the /init that gives a
    * tokenless envd its token defines the sandbox whole, so nothing a caller set before it, while
    * anyone could, outlives it.

@@ -68,3 +68,22 @@ test('an /init that sets a token and is older than the last applied one is a 409
   assert.equal(tokenless.status, 204);
   assert.equal((await fetch(`${envd.url}/envs`, { headers: { 'x-access-token': 'agent-token' } })).status, 200);
 });
+
+test('the token\'s holder clearing it (before a microvm restore) drops the mark: the next node\'s /init may be older', async () => {
+  // The node that made the snapshot ran ahead; the one that restores it is an hour behind.
+  const ahead = await init({ accessToken: 'node-a-token', timestamp: new Date(Date.now() + 30_000).toISOString() }, { 'x-access-token': 'agent-token' });
+  assert.equal(ahead.status, 204);
+  const cleared = await init({}, { 'x-access-token': 'node-a-token' }); // the node agent's clearEnvdToken
+  assert.equal(cleared.status, 204);
+  assert.equal((await fetch(`${envd.url}/envs`)).status, 200, 'no token in force');
+  const behind = await init({ accessToken: 'node-b-token', envVars: { E2B_SANDBOX_ID: 'sbx-fork' }, timestamp: new Date(Date.now() - 3_600_000).toISOString() });
+  assert.equal(behind.status, 204, await behind.text());
+  const envs = await fetch(`${envd.url}/envs`, { headers: { 'x-access-token': 'node-b-token' } });
+  assert.equal(envs.status, 200, 'the restoring node\'s token is in force');
+  assert.equal(((await envs.json()) as Record<string, string>).E2B_SANDBOX_ID, 'sbx-fork');
+
+  // Its mark holds from there on; and an /init without the token cannot clear it (nor the mark).
+  const stale = await init({ accessToken: 'late', timestamp: new Date(Date.now() - 7_200_000).toISOString() }, { 'x-access-token': 'node-b-token' });
+  assert.equal(stale.status, 409);
+  assert.equal((await init({})).status, 401);
+});

@@ -29,6 +29,10 @@ const MAX_INIT_AHEAD_MS = 60_000;
  * the node agent's: a `timestamp` more than MAX_INIT_AHEAD_MS ahead of envd's clock is a 400, an
  * /init without a token never moves the mark later ones are held to, and the /init that gives a
  * tokenless envd its token replaces the env vars, default user and workdir set before it.
+ *
+ * An /init that clears the token (one authorized by it, with none in the body) also drops the
+ * mark: the node agent clears the token before a microvm snapshot is restored, and the /init
+ * that follows comes from the node that restores it, whose clock may be behind the first one's.
  */
 export async function handleInit(state: EnvdState, req: IncomingMessage, res: ServerResponse): Promise<void> {
   res.setHeader('x-envd-version', ENVD_VERSION);
@@ -50,6 +54,9 @@ export async function handleInit(state: EnvdState, req: IncomingMessage, res: Se
     if (setsToken) throw new ConnectError('aborted', `/init of ${init.timestamp} is older than the last /init that set a token; nothing was changed`);
   } else {
     if (setsToken && !state.hasAccessToken) state.resetInitDefaults();
+    // The token's holder clears it (the node agent, before a microvm snapshot is restored or
+    // forked): the sandbox's next /init may come from another node, whose clock may be behind.
+    if (!setsToken && state.hasAccessToken) state.forgetInitTimestamps();
     if (init.envVars) state.replaceInitEnv(init.envVars);
     state.setAccessToken(init.accessToken || undefined);
     if (init.defaultUser) state.setDefaultUser(init.defaultUser);

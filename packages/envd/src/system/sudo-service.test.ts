@@ -69,7 +69,8 @@ test('connections that send nothing are capped and end after the helper\'s deadl
   chmodSync(dir, 0o755);
   const socket = join(dir, 'run/sudo.sock');
   const lines: string[] = [];
-  const server = startSudoService(HELPER, socket, (l) => lines.push(l), { requestTimeoutSeconds: 1 });
+  const cap = 8;
+  const server = startSudoService(HELPER, socket, (l) => lines.push(l), { requestTimeoutSeconds: 1, maxConnections: cap });
   const open: Socket[] = [];
   try {
     await once(server, 'listening');
@@ -79,7 +80,7 @@ test('connections that send nothing are capped and end after the helper\'s deadl
       const timer = setTimeout(() => resolve(Infinity), 10_000);
       s.once('close', () => { clearTimeout(timer); resolve(Date.now() - t0); });
     });
-    for (let i = 0; i < MAX_SUDO_CONNECTIONS; i++) {
+    for (let i = 0; i < cap; i++) {
       const s = connect(socket);
       s.on('error', () => {});
       await once(s, 'connect');
@@ -87,12 +88,12 @@ test('connections that send nothing are capped and end after the helper\'s deadl
     }
     const ended = open.map(closed);
     // Each silent connection is a root helper blocked on it; one more is refused at once.
-    while ((server as unknown as { _connections: number })._connections < MAX_SUDO_CONNECTIONS) await new Promise((r) => setTimeout(r, 10));
+    while ((server as unknown as { _connections: number })._connections < cap) await new Promise((r) => setTimeout(r, 10));
     const extra = connect(socket);
     extra.on('error', () => {});
     open.push(extra);
     assert.ok((await closed(extra)) < 1_000, 'the connection past the cap was closed at once');
-    assert.ok(lines.some((l) => /16 connections are being served; refused 1/.test(l)), lines.join('\n'));
+    assert.ok(lines.some((l) => /8 connections are being served; refused 1/.test(l)), lines.join('\n'));
 
     // The helpers give up on a request that does not come, and their places are free again.
     const waited = await Promise.all(ended);
@@ -102,6 +103,32 @@ test('connections that send nothing are capped and end after the helper\'s deadl
     assert.deepEqual([asRoot.code, asRoot.stdout], [0, 'nobody\n']);
   } finally {
     for (const s of open) s.destroy();
+    server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('more than 16 long-running sudo commands run at once: a running command is not a pending request', { skip: !existsSync(HELPER) || process.getuid?.() !== 0 ? 'needs root and dist/svc-sudo (npm run build)' : false }, async () => {
+  assert.ok(MAX_SUDO_CONNECTIONS >= 64);
+  const dir = mkdtempSync(join(tmpdir(), 'svc-sudo-'));
+  chmodSync(dir, 0o755);
+  const socket = join(dir, 'run/sudo.sock');
+  const lines: string[] = [];
+  const server = startSudoService(HELPER, socket, (l) => lines.push(l));
+  const commands = Array.from({ length: 24 }, () => spawn(HELPER, ['sh', '-c', 'echo up; exec sleep 60'], { env: { ...process.env, SVC_SUDO_SOCKET: socket } }));
+  try {
+    await once(server, 'listening');
+    const outcomes = await Promise.all(commands.map((child) => new Promise<string>((resolve) => {
+      let out = '';
+      const timer = setTimeout(() => resolve(`no output in 10 s: ${out}`), 10_000);
+      child.stdout.setEncoding('utf8').on('data', (d: string) => { out += d; if (out.includes('up\n')) { clearTimeout(timer); resolve('up'); } });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => { out += d; });
+      child.on('close', (code) => { clearTimeout(timer); resolve(`ended (${code}) before running: ${out}`); });
+    })));
+    assert.deepEqual(outcomes.filter((o) => o !== 'up'), [], lines.join('\n'));
+  } finally {
+    for (const child of commands) child.kill('SIGKILL');
+    await Promise.all(commands.map((child) => child.exitCode === null && child.signalCode === null ? once(child, 'close') : undefined));
     server.close();
     rmSync(dir, { recursive: true, force: true });
   }

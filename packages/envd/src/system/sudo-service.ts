@@ -16,16 +16,22 @@ const SUDO_SOCKET = '/run/svc-envd/sudo.sock';
 /**
  * Connections served at once; more are closed as they come. Any local user may connect, sudoer
  * or not, and each connection is a root helper until it ends: without a cap, connections piled
- * up root processes. 16 running `sudo` commands at a time is plenty for a sandbox; a helper whose
- * connection sends no request ends after svc-sudo's own deadline (30 s), freeing its place.
+ * up root processes. A connection is held for its command's whole life (the helper forwards its
+ * signals and sends back its status), and envd, which reads nothing from it, cannot tell a
+ * running command from a request still awaited: so the cap counts both, and is set well above
+ * the long-running `sudo` commands a sandbox runs at once (16 was not: a 17th `sudo` waited
+ * for one of them to end). What bounds the piling up of silent connections is svc-sudo's own
+ * request deadline (30 s): a connection that has not sent its whole request by then is closed.
  */
-export const MAX_SUDO_CONNECTIONS = 16;
+export const MAX_SUDO_CONNECTIONS = 256;
 /** Refused connections are told in the log at most this often, so that a flood of them is not a flood of lines. */
 const REFUSAL_NOTE_MS = 10_000;
 
 export interface SudoServiceOptions {
   /** Seconds svc-sudo waits for a connection's request (its default is 30); for tests. */
   requestTimeoutSeconds?: number;
+  /** Connections served at once (MAX_SUDO_CONNECTIONS); for tests. */
+  maxConnections?: number;
 }
 
 export function startSudoService(helper: string, socketPath = SUDO_SOCKET, log: (line: string) => void = console.error, options: SudoServiceOptions = {}): Server {
@@ -41,13 +47,14 @@ export function startSudoService(helper: string, socketPath = SUDO_SOCKET, log: 
     // which is also when it stops counting against the cap.
     child.on('exit', () => socket.destroy());
   });
-  server.maxConnections = MAX_SUDO_CONNECTIONS;
+  const maxConnections = options.maxConnections ?? MAX_SUDO_CONNECTIONS;
+  server.maxConnections = maxConnections;
   let refused = 0;
   let lastNote = -Infinity;
   server.on('drop', () => {
     refused++;
     if (Date.now() - lastNote < REFUSAL_NOTE_MS) return;
-    log(`envd: sudo service: ${MAX_SUDO_CONNECTIONS} connections are being served; refused ${refused} more since the last note`);
+    log(`envd: sudo service: ${maxConnections} connections are being served; refused ${refused} more since the last note`);
     lastNote = Date.now();
     refused = 0;
   });

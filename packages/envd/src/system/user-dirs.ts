@@ -28,10 +28,40 @@ export async function directoryFor(path: string, who: Caller): Promise<CheckedDi
   let dir: CheckedDir = { path: '/', stat: await stat('/') };
   for (const name of resolve(path).split('/').filter(Boolean)) {
     if (!permits(dir.stat, who, MAY_SEARCH)) throw denied(who, `enter ${dir.path}`);
-    dir = (await existingDir(join(dir.path, name))) ?? (await createDir(dir, name, who));
+    dir = await nextDir(dir, name, who);
   }
   if (!permits(dir.stat, who, MAY_SEARCH)) throw denied(who, `enter ${dir.path}`);
   return dir;
+}
+
+/**
+ * Directories this envd is creating (real path → the creation, chown included). Between mkdir and
+ * chown a new directory is root's, 0755: a concurrent upload into it (the SDK's files.write([...])
+ * sends one request per file at once) that took it as found then would be refused to write in
+ * it. It waits for the creation instead.
+ */
+const creating = new Map<string, Promise<CheckedDir>>();
+
+async function nextDir(parent: CheckedDir, name: string, who: Caller): Promise<CheckedDir> {
+  const path = join(parent.path, name);
+  const found = await existingDir(path);
+  // Looked up after existingDir: a creation whose directory it saw was registered before its
+  // mkdir completed, and stays registered until its chown is done.
+  const pending = creating.get(path);
+  if (pending) {
+    await pending.catch(() => {
+      // Its own upload reports that failure; this one looks again at what is there now.
+    });
+    return nextDir(parent, name, who);
+  }
+  if (found) return found;
+  const creation = createDir(parent, name, who);
+  creating.set(path, creation);
+  try {
+    return await creation;
+  } finally {
+    creating.delete(path);
+  }
 }
 
 async function existingDir(path: string): Promise<CheckedDir | undefined> {
@@ -49,7 +79,8 @@ async function createDir(parent: CheckedDir, name: string, who: Caller): Promise
     await mkdir(path, { mode: 0o755 });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    // Made by someone else meanwhile: taken as found. A symlink to nothing is in the way.
+    // Made meanwhile by something other than envd (envd's own creations are waited for, in
+    // nextDir): taken as found. A symlink to nothing is in the way.
     const found = await existingDir(path);
     if (!found) throw new ConnectError('invalid_argument', `path is a symbolic link to nothing: ${path}`);
     return found;
