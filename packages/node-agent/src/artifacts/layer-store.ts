@@ -35,7 +35,7 @@ export class LayerNoRoom extends SvcError {
 const FULL_BELOW_BYTES = 1024 * 1024;
 
 /** ENOSPC in a write's error: Node's own (code), or a command's words (tar: `Cannot write: No space left on device`). */
-export function isNoSpace(err: unknown): boolean {
+function isNoSpace(err: unknown): boolean {
   return (err as NodeJS.ErrnoException)?.code === 'ENOSPC' || /No space left on device|ENOSPC/.test((err as Error)?.message ?? String(err));
 }
 
@@ -127,7 +127,8 @@ export class LayerStore {
           this.logger.warn({ layerId: id, maxBytes: o.maxBytes, err: (err as Error)?.message }, 'layer write stopped at its bound');
           throw new LayerTooLarge(id, o.maxBytes);
         }
-        // Asked before the part goes: tar may say only `Wrote only 4096 of 10240 bytes`.
+        // Asked before the part goes: tar may say only `Wrote only 4096 of 10240 bytes`. Free room
+        // that cannot be read is taken as plenty: the write's own error is then the one thrown.
         if (isNoSpace(err) || (await this.freeBytes().catch(() => Infinity)) < FULL_BELOW_BYTES) throw new LayerNoRoom(id);
         throw err;
       });
