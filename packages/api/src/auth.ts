@@ -95,7 +95,8 @@ export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promis
     // Over its budget, a client's keys are looked up only when they verified here lately: a
     // stream of random keys then costs the master nothing, and a good key behind the same
     // address (a load balancer without api.trusted_proxies) keeps working.
-    if (key !== undefined && !internal && !cfg.verifier.knownToVerify(key) && cfg.failures.over(clientPrefix(cfg.clientAddress?.(req) ?? req.ip), cfg.maxFailuresPerMin)) {
+    // The budget first: a client under it (nearly every request) pays for no key hashing here.
+    if (key !== undefined && !internal && cfg.failures.over(clientPrefix(cfg.clientAddress?.(req) ?? req.ip), cfg.maxFailuresPerMin) && !cfg.verifier.knownToVerify(key)) {
       refuse(unauthorized('invalid API key'));
     }
     identity = key === undefined ? undefined : await cfg.verifier.verify(key);
