@@ -26,4 +26,5 @@ export { collect, counter, gauge, histogram, hotHistogram, renderMetrics, scrape
 export { sameProgramEntry, setWorkerLogFile, workerCount, WorkerPool, type WorkerEntry, type WorkerPoolOptions } from './worker-pool.ts';
 export { listenShared, runWorker, workerLogger, type StartedWorker, type WorkerStart } from './worker-runtime.ts';
 export { Slots } from './slots.ts';
+export { PendingBytes } from './pending-bytes.ts';
 export { requireSharedToken, type SharedTokenGuard } from './shared-token.ts';

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { progressKey, type JobProgress } from '@svc/contracts/template-center';
 import { startHarness, type Harness } from './test-support/harness.ts';
 import { startMiniRegistry, type MiniRegistry } from './test-support/mini-registry.ts';
-import { OciLayoutWriter, tarOf } from './test-support/oci-builder.ts';
+import { OciLayoutWriter, writeMinimalRootfsTar } from './test-support/oci-builder.ts';
 
 /**
  * POST /tc/api/v1/build/:jobId/cancel, which the master sends when a template is deleted during
@@ -29,13 +29,7 @@ before(async () => {
   // 2 MiB at 64 KiB/s: half a minute, long past the test's cancel.
   slow = await startMiniRegistry(layout, { slowBytesPerSec: 64 * 1024 });
   tarball = join(scratch, 'rootfs.tar');
-  writeFileSync(tarball, await tarOf([
-    { name: './', type: 'directory' },
-    { name: './bin/', type: 'directory' },
-    { name: './bin/sh', content: '#!fake', mode: 0o755 },
-    { name: './etc/', type: 'directory' },
-    { name: './etc/passwd', content: 'root:x:0:0:root:/root:/bin/sh\n' },
-  ]));
+  await writeMinimalRootfsTar(tarball);
 });
 
 after(async () => {

@@ -4,7 +4,7 @@ import { rm, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { badRequest, conflict, fileStreamClosed, SvcError } from '@svc/common';
+import { badRequest, conflict, fileStreamClosed, PendingBytes, SvcError } from '@svc/common';
 import { serve } from '@svc/contracts/route-table';
 import { LAYER_SHA256_HEADER, TEMPLATE_CENTER_ROUTES as R, type ArtifactStored } from '@svc/contracts/template-center';
 import { isValidArtifactId, type ArtifactStore } from './store/artifact-store.ts';
@@ -123,23 +123,6 @@ function contentLength(value: string | undefined): number {
 function noRoom(layerId: string, needed: number, free: number, promised: number): SvcError {
   const others = promised > 0 ? `, less ${promised} that uploads under way will still write` : '';
   return new SvcError(507, `no room for layer ${layerId}: it needs ${needed} bytes (its size and a ${LAYER_ROOM_MARGIN}-byte margin), ${free} are free${others}`);
-}
-
-/** The bytes uploads under way have yet to write: taken from the free room each check sees. */
-class PendingBytes {
-  private total = 0;
-
-  get bytes(): number { return this.total; }
-
-  /** Promises `n` bytes to one upload: each chunk written gives back its part, release() the rest. */
-  reserve(n: number): { written(k: number): void; release(): void } {
-    let left = n;
-    this.total += n;
-    return {
-      written: (k) => { const d = Math.min(k, left); left -= d; this.total -= d; },
-      release: () => { this.total -= left; left = 0; },
-    };
-  }
 }
 
 /** Runs one task per key at a time, in arrival order. */

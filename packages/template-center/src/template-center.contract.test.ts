@@ -1,22 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { templateCenterContract } from '@svc/contracts/template-center.contract';
-import { tarOf } from './test-support/oci-builder.ts';
+import { writeMinimalRootfsTar } from './test-support/oci-builder.ts';
 import { startHarness, TOKEN } from './test-support/harness.ts';
 
 templateCenterContract('the template center (a real build)', async () => {
   const h = await startHarness();
   const scratch = mkdtempSync(join(tmpdir(), 'tc-contract-'));
   const tarball = join(scratch, 'rootfs.tar');
-  writeFileSync(tarball, await tarOf([
-    { name: './', type: 'directory' },
-    { name: './bin/', type: 'directory' },
-    { name: './bin/sh', content: '#!fake', mode: 0o755 },
-    { name: './etc/', type: 'directory' },
-    { name: './etc/passwd', content: 'root:x:0:0:root:/root:/bin/sh\n' },
-  ]));
+  await writeMinimalRootfsTar(tarball);
   return {
     url: h.tc.url,
     token: TOKEN,

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import { badRequest, canonicalAddress, embeddedIpv4, hostAddresses, inIpCidr, ipToInt, isLoopbackHost, parseCidr, parseIpCidr } from '@svc/common';
+import { badRequest, canonicalAddress, embeddedIpv4, hostAddresses, inIpCidr, isLoopbackHost, parseIpCidr, type IpCidr } from '@svc/common';
 import type { PlatformAddresses } from '@svc/contracts/egress';
 import { parseWebhookUrl } from '@svc/contracts/events';
 
@@ -37,15 +37,15 @@ export const WILDCARDS = new Set(['0.0.0.0', '::', '']);
  * later, DNS rebinding, cannot slip past it).
  */
 export class WebhookTargets {
-  private readonly pools: Array<{ base: number; prefix: number }>;
-  private readonly networks: Array<{ base: number; prefix: number }>;
-  private readonly allow: Array<{ base: number; prefix: number }>;
+  private readonly pools: IpCidr[];
+  private readonly networks: IpCidr[];
+  private readonly allow: IpCidr[];
   private readonly resolve: (host: string) => Promise<string[]>;
 
   constructor(private readonly rules: WebhookTargetRules) {
-    this.pools = rules.pools.filter(Boolean).map((c) => parseCidr(c));
-    this.networks = (rules.networks ?? []).filter(Boolean).map((c) => parseCidr(c));
-    this.allow = rules.allowCidrs.filter(Boolean).map((c) => parseCidr(c));
+    this.pools = rules.pools.filter(Boolean).map((c) => parseIpCidr(c));
+    this.networks = (rules.networks ?? []).filter(Boolean).map((c) => parseIpCidr(c));
+    this.allow = rules.allowCidrs.filter(Boolean).map((c) => parseIpCidr(c));
     this.resolve = rules.resolve ?? (async (host) => (await lookup(host, { all: true })).map((a) => a.address));
   }
 
@@ -144,10 +144,9 @@ export class WebhookTargets {
   private refusal(address: string, port: number, platform: Endpoint[], allowList: boolean): string | undefined {
     // 0.0.0.0 and :: connect to this host itself, whatever listens on any of its addresses.
     if (address === '::' || (isIP(address) === 4 && address.startsWith('0.'))) return 'is no address to deliver to (it means this host)';
-    const v4 = isIP(address) === 4 ? ipToInt(address) : undefined;
-    if (v4 !== undefined && this.pools.some((c) => inCidr(v4, c))) return 'is in the sandbox address pool';
-    if (v4 !== undefined && this.networks.some((c) => inCidr(v4, c))) return 'is in master.platform_networks (the platform\'s own hosts)';
-    if (allowList && this.allow.length && (v4 === undefined || !this.allow.some((c) => inCidr(v4, c)))) return 'is outside events.webhook_allow_cidrs';
+    if (this.pools.some((c) => inIpCidr(address, c))) return 'is in the sandbox address pool';
+    if (this.networks.some((c) => inIpCidr(address, c))) return 'is in master.platform_networks (the platform\'s own hosts)';
+    if (allowList && this.allow.length && !this.allow.some((c) => inIpCidr(address, c))) return 'is outside events.webhook_allow_cidrs';
     const local = isLocal(address);
     for (const e of platform) {
       if (e.port !== port) continue;
@@ -156,11 +155,6 @@ export class WebhookTargets {
     }
     return undefined;
   }
-}
-
-function inCidr(ip: number, c: { base: number; prefix: number }): boolean {
-  const mask = c.prefix === 0 ? 0 : (~0 << (32 - c.prefix)) >>> 0;
-  return ((ip & mask) >>> 0) === c.base;
 }
 
 const LINK_LOCAL = [parseIpCidr('169.254.0.0/16'), parseIpCidr('fe80::/10')];

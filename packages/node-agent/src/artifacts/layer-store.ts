@@ -2,9 +2,8 @@ import { createHash } from 'node:crypto';
 import { createReadStream, existsSync, type ReadStream } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, rm, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
-import { badRequest, conflict, notFound, SvcError, type Logger } from '@svc/common';
+import { badRequest, conflict, notFound, PendingBytes, SvcError, type Logger } from '@svc/common';
 import type { LayerOnNode, LayerRef } from '@svc/contracts/node-agent';
-import { PendingBytes } from './pending-bytes.ts';
 import { type MasterDownloads, downloadVerified } from './verified-download.ts';
 
 const LAYER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import { canonicalAddress, embeddedIpv4, hostAddresses, inIpCidr, ipToInt, parseCidr, parseIpCidr } from '@svc/common';
+import { canonicalAddress, embeddedIpv4, hostAddresses, inIpCidr, parseIpCidr } from '@svc/common';
 
 /** Why an address is no place to send a pull for a registry the operator did not name. */
 export interface AddressRefusal {
@@ -11,14 +11,17 @@ export interface AddressRefusal {
   onHost: boolean;
 }
 
-const cidrs = (list: Array<[string, string]>) => list.map(([cidr, reason]) => ({ ...parseCidr(cidr), reason }));
+const cidrs = (list: Array<[string, string]>) => list.map(([cidr, reason]) => ({ cidr: parseIpCidr(cidr), reason }));
 
 /** The host itself, by any of these: the services beside the template center (master, node agent, database). */
-const HOST_V4 = cidrs([
+const HOST = cidrs([
   ['127.0.0.0/8', 'is loopback'],
   ['0.0.0.0/8', 'means this host'],
   // Cloud metadata (169.254.169.254) answers here with the machine's credentials.
   ['169.254.0.0/16', 'is link-local'],
+  ['::1/128', 'is loopback'],
+  ['::/128', 'means this host'],
+  ['fe80::/10', 'is link-local'],
 ]);
 
 /**
@@ -28,7 +31,7 @@ const HOST_V4 = cidrs([
  * GETs there and read the answers back in its build's errors (found by a helper reading the
  * template center as an attacker).
  */
-const PRIVATE_V4 = cidrs([
+const PRIVATE = cidrs([
   ['10.0.0.0/8', 'is private (RFC 1918)'],
   ['172.16.0.0/12', 'is private (RFC 1918)'],
   ['192.168.0.0/16', 'is private (RFC 1918)'],
@@ -36,13 +39,6 @@ const PRIVATE_V4 = cidrs([
   ['198.18.0.0/15', 'is a benchmarking network (RFC 2544)'],
   ['224.0.0.0/4', 'is multicast'],
   ['240.0.0.0/4', 'is reserved'],
-]);
-
-const inCidr = (ip: number, c: { base: number; prefix: number }) => c.prefix === 0 || (ip >>> (32 - c.prefix)) === (c.base >>> (32 - c.prefix));
-
-const cidrs6 = (list: Array<[string, string]>) => list.map(([cidr, reason]) => ({ cidr: parseIpCidr(cidr), reason }));
-const HOST_V6 = cidrs6([['::1/128', 'is loopback'], ['::/128', 'means this host'], ['fe80::/10', 'is link-local']]);
-const PRIVATE_V6 = cidrs6([
   ['fc00::/7', 'is a unique local address (private, RFC 4193)'],
   ['fec0::/10', 'is site-local (private)'],
   ['ff00::/8', 'is multicast'],
@@ -64,10 +60,9 @@ export function addressRefusal(raw: string): AddressRefusal | undefined {
 }
 
 function refusal(a: string): Omit<AddressRefusal, 'address'> | undefined {
-  const v4 = isIP(a) === 4 ? ipToInt(a) : undefined;
-  const host = v4 !== undefined ? HOST_V4.find((c) => inCidr(v4, c))?.reason : HOST_V6.find((c) => inIpCidr(a, c.cidr))?.reason;
+  const host = HOST.find((c) => inIpCidr(a, c.cidr))?.reason;
   if (host) return { reason: host, onHost: true };
   if (hostAddresses().some((h) => canonicalAddress(h) === a)) return { reason: 'is an address of this host', onHost: true };
-  const other = v4 !== undefined ? PRIVATE_V4.find((c) => inCidr(v4, c))?.reason : PRIVATE_V6.find((c) => inIpCidr(a, c.cidr))?.reason;
+  const other = PRIVATE.find((c) => inIpCidr(a, c.cidr))?.reason;
   return other === undefined ? undefined : { reason: other, onHost: false };
 }

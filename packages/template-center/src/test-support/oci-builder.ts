@@ -65,6 +65,17 @@ export async function tarOf(entries: TestEntry[]): Promise<Buffer> {
   return done;
 }
 
+/** The smallest root filesystem a rootfs-tar build accepts (a shell and /etc/passwd), written to `path`. */
+export async function writeMinimalRootfsTar(path: string): Promise<void> {
+  await writeFile(path, await tarOf([
+    { name: './', type: 'directory' },
+    { name: './bin/', type: 'directory' },
+    { name: './bin/sh', content: '#!fake', mode: 0o755 },
+    { name: './etc/', type: 'directory' },
+    { name: './etc/passwd', content: 'root:x:0:0:root:/root:/bin/sh\n' },
+  ]));
+}
+
 export function compress(data: Buffer, c: Compression): Buffer {
   if (c === 'gzip') return gzipSync(data);
   if (c === 'zstd') {
