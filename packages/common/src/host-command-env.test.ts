@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { hostCommandEnv } from './host-command-env.ts';
+import { essentialHostEnv, hostCommandEnv } from './host-command-env.ts';
 
 test('host commands get the environment without svc\'s secrets', () => {
   const env = hostCommandEnv({
@@ -10,4 +10,13 @@ test('host commands get the environment without svc\'s secrets', () => {
     SVC_VAULT_KEY_FILE: '/etc/svc/vault.json', SVCMASTER_CLUSTER_TOKEN: 't',
   });
   assert.deepEqual(Object.keys(env).sort(), ['HOME', 'LANG', 'PATH', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL']);
+});
+
+test('the commands next to a sandbox get only the essentials, none of the host\'s credentials', () => {
+  const env = essentialHostEnv({
+    PATH: '/usr/bin', HOME: '/root', LANG: 'C.UTF-8', LC_ALL: 'C', TZ: 'UTC', https_proxy: 'http://p:3128',
+    AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 's', GITHUB_TOKEN: 'g', DATABASE_URL: 'postgres://x', SVC_DATA_DIR: '/var/lib/svc',
+    SVC_CLUSTER_TOKEN: 't', LD_PRELOAD: '/tmp/x.so', NODE_OPTIONS: '--require /tmp/x.js',
+  });
+  assert.deepEqual(Object.keys(env).sort(), ['HOME', 'LANG', 'LC_ALL', 'PATH', 'TZ', 'https_proxy']);
 });

@@ -17,3 +17,19 @@ export function hostCommandEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.Pro
   }
   return out;
 }
+
+/**
+ * What the commands next to a sandbox need of the environment, and nothing else: runsc, QEMU,
+ * ip and nft read none of the operator's variables. hostCommandEnv leaves out svc's secrets
+ * only, so a host whose node agent ran with the cloud's keys (`AWS_*`, a `GITHUB_TOKEN`) still
+ * handed them to runsc's sentry and gofer and to QEMU, the processes a sandbox escape lands in
+ * (left open at stop 57, docs/security.md). The locale and time zone keep messages readable;
+ * the proxy variables are kept for tools that fetch (none of the node agent's do today).
+ */
+const ESSENTIAL = /^(PATH|HOME|USER|LOGNAME|SHELL|TERM|TZ|TMPDIR|LANG|LANGUAGE|LC_[A-Z]+|(?:http|https|no)_proxy|(?:HTTP|HTTPS|NO)_PROXY)$/;
+
+export function essentialHostEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(env)) if (ESSENTIAL.test(name)) out[name] = value;
+  return out;
+}

@@ -15,7 +15,7 @@ export { freePort } from './free-port.ts';
 export { fileStreamClosed } from './streams.ts';
 export { whenMissing } from './missing.ts';
 export { hostAddresses } from './host-addresses.ts';
-export { hostCommandEnv } from './host-command-env.ts';
+export { essentialHostEnv, hostCommandEnv } from './host-command-env.ts';
 export { intToIp, ipToInt, isIpv4, parseCidr } from './ipv4.ts';
 export { canonicalAddress, clientPrefix, isLoopbackHost } from './ip-address.ts';
 export { embeddedIpv4, inIpCidr, parseIpCidr, type IpCidr } from './ip-cidr.ts';

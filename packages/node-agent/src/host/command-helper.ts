@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
-import { hostCommandEnv } from '@svc/common';
+import { essentialHostEnv } from '@svc/common';
 
 /**
  * Host commands started by a small helper process instead of by this one.
@@ -193,8 +193,9 @@ export class CommandHelper {
     if (this.child) return this.child;
     const child = spawn(process.execPath, ['-e', `const __name = (f) => f; (${helperMain.toString()})();`], {
       stdio: ['pipe', 'pipe', 'inherit'],
-      // Every host command of the node starts from the helper's environment: none of svc's secrets.
-      env: hostCommandEnv(),
+      // Every host command of the node starts from the helper's environment: the essentials only
+      // (common's essentialHostEnv says why), none of svc's secrets or the host's credentials.
+      env: essentialHostEnv(),
     });
     this.child = child;
     child.unref();
