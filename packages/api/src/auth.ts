@@ -38,7 +38,7 @@ export const INTERNAL_CALLER_HEADER = 'x-svc-internal-caller';
  */
 const OPEN_PATHS = new Set(['/health', '/openapi.json', '/docs', '/.well-known/openid-configuration', '/.well-known/jwks.json']);
 
-function isVolumeContentWithToken(req: FastifyRequest, path: string): boolean {
+export function isVolumeContentWithToken(req: FastifyRequest, path: string): boolean {
   return path.startsWith('/volumecontent/') && req.headers['x-api-key'] === undefined && req.headers['x-admin-token'] === undefined
     && typeof req.headers.authorization === 'string' && /^bearer\s+\S/i.test(req.headers.authorization);
 }
@@ -78,7 +78,8 @@ export async function authenticate(req: FastifyRequest, cfg: AuthConfig): Promis
   // master checks the signature (packages/master/src/builds/context-files.ts).
   if (isContextFilesUpload(req.method, path)) return;
   // E2B's Volume sends its content calls with the volume's token as the bearer, which the master
-  // checks (docs/volumes.md); there a key counts only from X-API-Key.
+  // checks (docs/volumes.md); there a key counts only from X-API-Key. Its failures count against
+  // the client's budget there (volume-token-budget.ts).
   if (isVolumeContentWithToken(req, path)) return;
   const internal = isInternalCaller(req, cfg.internalCaller);
   const refuse = (error: SvcError): never => {

@@ -14,6 +14,7 @@ import { ApiAuditLog } from './audit-log.ts';
 import { identityOf, requireAdmin } from './request-identity.ts';
 import { registerTeamRoutes } from './team-routes.ts';
 import { registerVolumeContentRoutes, registerVolumeRoutes } from './volume-routes.ts';
+import { VolumeTokenBudget } from './volume-token-budget.ts';
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 import { forwardToMaster } from './forward.ts';
@@ -119,7 +120,7 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
   await app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_req, _payload, done) => done(null));
-    registerVolumeContentRoutes(scope, masterAt);
+    registerVolumeContentRoutes(scope, masterAt, { budget: new VolumeTokenBudget(auth.failures, auth.maxFailuresPerMin), clientAddress });
   });
   // Template artifacts are whole root filesystems, for nodes; through the API only the operator's,
   // and so are templates made from files on the platform's host, which the template center would
