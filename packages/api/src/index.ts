@@ -15,6 +15,7 @@ import { identityOf, requireAdmin } from './request-identity.ts';
 import { registerTeamRoutes } from './team-routes.ts';
 import { registerVolumeContentRoutes, registerVolumeRoutes } from './volume-routes.ts';
 import { VolumeTokenBudget } from './volume-token-budget.ts';
+import { refuseForeignRequest } from './keyless-guard.ts';
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 import { forwardToMaster } from './forward.ts';
@@ -69,6 +70,10 @@ export async function startApiGateway(cfg: SvcConfig, opts: ApiGatewayOptions): 
   };
   // Before the key check: a path that would mean one thing here and another at the master (path-guard.ts).
   app.addHook('onRequest', async (req) => { checkPath(req.url); });
+  if (!cfg.api.api_key && !cfg.api.auth_callback_url) {
+    const listenHost = parseListen(cfg.api.listen).host;
+    app.addHook('onRequest', async (req) => { refuseForeignRequest(req, listenHost); });
+  }
   app.addHook('onRequest', async (req) => { await authenticate(req, auth); });
   const audit = new ApiAuditLog(auditLogPath(cfg), opts.logger);
   app.addHook('onResponse', async (req, reply) => {

@@ -18,6 +18,7 @@ export { hostAddresses } from './host-addresses.ts';
 export { essentialHostEnv, hostCommandEnv } from './host-command-env.ts';
 export { intToIp, ipToInt, isIpv4, parseCidr } from './ipv4.ts';
 export { canonicalAddress, clientPrefix, isLoopbackHost } from './ip-address.ts';
+export { foreignRequest, localNames } from './foreign-request.ts';
 export { embeddedIpv4, inIpCidr, parseIpCidr, type IpCidr } from './ip-cidr.ts';
 export * from './component-main.ts';
 export { RedisCoordination, coordinationFor } from './redis-coordination.ts';

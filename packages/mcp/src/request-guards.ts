@@ -4,7 +4,7 @@
  * one tool call.
  */
 import type { IncomingMessage } from 'node:http';
-import { isLoopbackHost } from '@svc/common';
+import { foreignRequest, localNames } from '@svc/common';
 
 /** What a refused request is answered. */
 export interface Refusal {
@@ -24,20 +24,12 @@ const MAX_TOOL_CALLS_PER_BATCH = 1;
  * host (its Origin) is refused too.
  */
 export function hostRefusal(req: IncomingMessage, listenHost: string): Refusal | undefined {
-  const listen = bracketed(listenHost.toLowerCase());
-  const served = (name: string | undefined) => name !== undefined && (name === listen || isLoopbackHost(name.replace(/^\[(.*)\]$/, '$1')));
-  const names = `this machine's loopback names (localhost, 127.0.0.1, [::1]) and ${listen}`;
-  const host = hostnameOf(req.headers.host);
-  if (!served(host)) {
-    return { status: 403, code: -32000, message: `Invalid Host header ${JSON.stringify(req.headers.host ?? '')}: without API keys, /mcp answers only requests to ${names}` };
-  }
-  const origin = req.headers.origin;
-  if (origin !== undefined && origin !== 'null') {
-    if (!served(hostnameOf(originAuthority(origin)))) {
-      return { status: 403, code: -32000, message: `Invalid Origin header ${JSON.stringify(origin)}: without API keys, /mcp answers no web page of another host` };
-    }
-  }
-  return undefined;
+  const foreign = foreignRequest(req.headers.host, req.headers.origin, listenHost);
+  if (!foreign) return undefined;
+  const message = foreign.header === 'Host'
+    ? `Invalid Host header ${JSON.stringify(foreign.value)}: without API keys, /mcp answers only requests to ${localNames(listenHost)}`
+    : `Invalid Origin header ${JSON.stringify(foreign.value)}: without API keys, /mcp answers no web page of another host`;
+  return { status: 403, code: -32000, message };
 }
 
 /**
@@ -54,28 +46,4 @@ export function batchRefusal(body: unknown): Refusal | undefined {
     code: -32600,
     message: `Invalid Request: a batch carries ${calls} tools/call requests, and ${MAX_TOOL_CALLS_PER_BATCH} is the most; send them one request each`,
   };
-}
-
-/** A Host header's hostname, lower case (`[::1]` for IPv6); undefined when it is not one. */
-function hostnameOf(host: string | undefined): string | undefined {
-  if (!host) return undefined;
-  try {
-    return new URL(`http://${host}`).hostname.toLowerCase();
-  } catch {
-    return undefined; // not a host name: the caller refuses the request
-  }
-}
-
-/** An Origin's host and port; empty when it is not a URL. */
-function originAuthority(origin: string): string {
-  try {
-    return new URL(origin).host;
-  } catch {
-    return ''; // not a URL: the caller refuses the request
-  }
-}
-
-/** An IPv6 address as a URL writes it. */
-function bracketed(host: string): string {
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
