@@ -31,9 +31,9 @@ export class SpecDedup<T> {
       if (local) {
         opts.onWait?.(local.holder);
         try {
-          return { value: await local.promise, reusedFrom: local.holder };
+          return { value: await untilAborted(local.promise, opts.signal), reusedFrom: local.holder };
         } catch {
-          continue; // the winner failed: try to build
+          continue; // the winner failed (try to build) or this job was cancelled (the loop's check throws)
         }
       }
       if (await this.coordination.acquireLease(lease, holder, LEASE_TTL_MS)) {
@@ -83,6 +83,19 @@ function leaseName(specHash: string): string {
 }
 
 const resultKey = (lease: string, holder: string) => `${lease}:result:${holder}`;
+
+/**
+ * The winner's result, or the job's cancel, whichever comes first: a waiter whose template was
+ * deleted held its build slot until the winner finished (left open at stop 57).
+ */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
