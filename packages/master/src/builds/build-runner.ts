@@ -13,6 +13,7 @@ import type { BuildRepo } from './repo.ts';
 import { runStep, StepFailed } from './run-step.ts';
 import { applyStep, startState } from './step-state.ts';
 import type { BuildRow } from './tables.ts';
+import { TemplateWatch } from './template-watch.ts';
 
 /** A whole build's limit unless the master is told otherwise (master.build_timeout_sec). */
 const BUILD_TIMEOUT_MS = 3600_000;
@@ -37,6 +38,8 @@ export interface BuildRunnerDeps {
   maxConcurrent?: number;
   /** A build still running after this long fails and its sandbox is killed (default an hour). */
   timeoutMs?: number;
+  /** How often a running build asks whether its template still exists (template-watch.ts; default 5 s). */
+  templateCheckMs?: number;
 }
 
 /**
@@ -129,55 +132,76 @@ export class BuildRunner {
     };
     // A built base's start command is not the build's: the build runs its own at the end.
     const { start: _baseStart, ...plainBase } = base;
-    const { keys } = cache;
     // A cached capture holds every file change since the base's artifact: it replaces the base's layer.
     const layer = cache.resume && await this.d.snapshots.layerOf(cache.resume.snapshotId);
     if (cache.resume && !layer) await log('warn', `The cached files of the first ${cache.resume.after} step(s) are gone (deleted meanwhile): every step runs`);
     const resume = layer ? cache.resume : undefined;
     const from: ResolvedTemplate = layer && resume ? { ...plainBase, layer: { snapshotId: resume.snapshotId, ref: layer.ref } } : plainBase;
+    const deleted = () => new StepFailed('base', `template ${b.template_id} was deleted during the build`);
+    const exists = async () => (await this.d.templates.buildState(b.template_id)) !== undefined;
+    // A build queued behind others may find its template gone when its turn comes.
+    if (!(await exists())) throw deleted();
     const sbx = await this.d.sandboxes.create(input, from).catch((err) => {
       throw new StepFailed('base', `no sandbox of the ${resume ? 'cached steps' : 'base'} could start: ${toSvcError(err).message}`);
     });
+    const watch = new TemplateWatch(exists, () => {
+      void log('warn', `Template ${b.template_id} was deleted: the build stops`).catch(() => { /* its template is gone: the log may be too */ });
+      this.d.sandboxes.kill(sbx.sandboxId).catch((err: Error) => this.d.logger.warn({ buildId: b.build_id, sandboxId: sbx.sandboxId, err: err.message }, 'build sandbox of a deleted template not killed; its timeout ends it'));
+    }, this.d.logger, this.d.templateCheckMs).start();
     try {
-      await log('info', `Build sandbox ${sbx.sandboxId} started`);
-      const node = await this.d.nodes.client(sbx.nodeId);
-      const target = { node, sandboxId: sbx.sandboxId, teamId: b.team_id, files: this.d.files, log };
-      let state = startState(base);
-      let captured: string | undefined;
-      for (const [i, step] of steps.entries()) {
-        const n = String(i + 1);
-        const args = step.args ?? [];
-        const next = applyStep(state, step);
-        if (resume && i < resume.after) {
-          await log('info', `[${n}/${steps.length}] CACHED ${step.type} ${args.join(' ')}`.trimEnd());
-          state = next;
-          continue;
-        }
-        if (Date.now() > deadline) throw new StepFailed(n, `the build ran past its limit of ${Math.round((this.d.timeoutMs ?? BUILD_TIMEOUT_MS) / 60_000)} minutes before step ${n}`);
-        await log('info', `[${n}/${steps.length}] ${step.type} ${args.join(' ')}`.trimEnd());
-        await runStep(target, step, n, state, next, deadline);
-        state = next;
-        if (capturesFiles(step)) {
-          const envVars = { ...base.envVars, ...state.env };
-          if (keys.steps[i] === keys.final) {
-            captured = (await this.captureFinal(b, sbx.sandboxId, keys.final, envVars, log)).snapshot_id;
-          } else {
-            await this.captureStep(b, sbx.sandboxId, keys.steps[i], envVars, n, log);
-          }
-        }
-      }
-      if (captured) return captured;
-      if (spec.startCmd) {
-        await log('info', `Start command: ${spec.startCmd}${spec.readyCmd ? `; waiting for: ${spec.readyCmd}` : ''}`);
-        await startAndWaitReady(node, sbx.sandboxId, { command: spec.startCmd, readyCommand: spec.readyCmd, user: state.user, ...(state.workdir ? { cwd: state.workdir } : {}), envVars: state.env }, (line) => log('info', line))
-          .catch((err) => { throw new StepFailed('finalize', `the start command did not come up: ${toSvcError(err).message}`); });
-        await log('info', 'Ready');
-      }
-      const snap = await this.captureFinal(b, sbx.sandboxId, keys.final, { ...base.envVars, ...state.env }, log);
-      return snap.snapshot_id;
+      return await this.stepsIn(sbx, b, base, steps, { keys: cache.keys, resume }, spec, log, deadline, watch);
+    } catch (err) {
+      // The step the kill ended failed for that reason, whatever its own error says.
+      if (watch.gone && !(err instanceof StepFailed && err.message.endsWith('was deleted during the build'))) throw deleted();
+      throw err;
     } finally {
+      watch.stop();
       await this.d.sandboxes.kill(sbx.sandboxId).catch((err: Error) => this.d.logger.warn({ buildId: b.build_id, sandboxId: sbx.sandboxId, err: err.message }, 'build sandbox not killed; its timeout ends it'));
     }
+  }
+
+  private async stepsIn(
+    sbx: { sandboxId: string; nodeId: string }, b: BuildRow, base: ResolvedTemplate, steps: Step[], cache: { keys: CacheKeys; resume?: { after: number; snapshotId: string } },
+    spec: E2bBuildStart, log: BuildLog, deadline: number, watch: TemplateWatch,
+  ): Promise<string> {
+    const { keys, resume } = cache;
+    await log('info', `Build sandbox ${sbx.sandboxId} started`);
+    const node = await this.d.nodes.client(sbx.nodeId);
+    const target = { node, sandboxId: sbx.sandboxId, teamId: b.team_id, files: this.d.files, log };
+    let state = startState(base);
+    let captured: string | undefined;
+    for (const [i, step] of steps.entries()) {
+      const n = String(i + 1);
+      const args = step.args ?? [];
+      const next = applyStep(state, step);
+      if (resume && i < resume.after) {
+        await log('info', `[${n}/${steps.length}] CACHED ${step.type} ${args.join(' ')}`.trimEnd());
+        state = next;
+        continue;
+      }
+      if (Date.now() > deadline) throw new StepFailed(n, `the build ran past its limit of ${Math.round((this.d.timeoutMs ?? BUILD_TIMEOUT_MS) / 60_000)} minutes before step ${n}`);
+      if (await watch.check()) throw new StepFailed(n, `template ${b.template_id} was deleted during the build`);
+      await log('info', `[${n}/${steps.length}] ${step.type} ${args.join(' ')}`.trimEnd());
+      await runStep(target, step, n, state, next, deadline);
+      state = next;
+      if (capturesFiles(step)) {
+        const envVars = { ...base.envVars, ...state.env };
+        if (keys.steps[i] === keys.final) {
+          captured = (await this.captureFinal(b, sbx.sandboxId, keys.final, envVars, log)).snapshot_id;
+        } else {
+          await this.captureStep(b, sbx.sandboxId, keys.steps[i], envVars, n, log);
+        }
+      }
+    }
+    if (captured) return captured;
+    if (spec.startCmd) {
+      await log('info', `Start command: ${spec.startCmd}${spec.readyCmd ? `; waiting for: ${spec.readyCmd}` : ''}`);
+      await startAndWaitReady(node, sbx.sandboxId, { command: spec.startCmd, readyCommand: spec.readyCmd, user: state.user, ...(state.workdir ? { cwd: state.workdir } : {}), envVars: state.env }, (line) => log('info', line))
+        .catch((err) => { throw new StepFailed('finalize', `the start command did not come up: ${toSvcError(err).message}`); });
+      await log('info', 'Ready');
+    }
+    const snap = await this.captureFinal(b, sbx.sandboxId, keys.final, { ...base.envVars, ...state.env }, log);
+    return snap.snapshot_id;
   }
 
   private async captureFinal(b: BuildRow, sandboxId: string, key: string, envVars: Record<string, string>, log: BuildLog) {

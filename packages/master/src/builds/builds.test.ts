@@ -337,6 +337,30 @@ for (const tdb of availableTestDatabases()) {
         f.held.delete('takes a while');
       });
 
+      await t.test('a template deleted during its build ends the build: its sandbox is killed, its slot freed, and a queued one never starts', async () => {
+        const one = new BuildService({ repo: new BuildRepo(db.kysely), ...f.ports, logger: silentLogger(), maxConcurrent: 1, templateCheckMs: 20 });
+        let release!: () => void;
+        f.held.set('long step', new Promise((r) => { release = r; }));
+        const a = await one.request({ name: 'deleted-mid-build' });
+        const b = await one.request({ name: 'deleted-while-queued' });
+        await one.start(a.templateID, a.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: ['long step'] }, { type: 'RUN' as const, args: ['after the delete'] }] });
+        await until(() => f.execs.some((e) => e.command === 'long step'), 'the build runs its long step');
+        const sandboxId = f.execs.find((e) => e.command === 'long step')!.sandboxId;
+        await one.start(b.templateID, b.buildID, { fromTemplate: 'base', steps: [{ type: 'RUN' as const, args: ['queued step'] }] });
+        f.templates.delete(a.templateID);
+        f.templates.delete(b.templateID);
+        await until(() => f.killed.includes(sandboxId), 'the deleted template\'s build sandbox is killed while its step runs');
+        release();
+        await one.settled();
+        for (const r of [a, b]) {
+          const s = await one.status(r.templateID, r.buildID, {});
+          assert.equal(s!.status, 'error');
+          assert.match(s!.reason!.message, /was deleted during the build/);
+        }
+        assert.ok(!f.execs.some((e) => e.command === 'after the delete' || e.command === 'queued step'), 'no step runs for a deleted template');
+        f.held.delete('long step');
+      });
+
       await t.test('a team\'s limits: a build bigger than its maxVcpus or maxMemoryMB is a 429; builds started together pass maxConcurrentBuilds one at a time', async () => {
         const team = 'team-limited';
         const limits = { ...NO_LIMITS, maxConcurrentBuilds: 1, maxVcpus: 2, maxMemoryMB: 1024 };

@@ -55,7 +55,10 @@ export function fakes() {
           images.set(image, made);
           return made.id;
         },
-        async buildState(id: string) { return [...images.values()].find((i) => i.id === id); },
+        async buildState(id: string) {
+          const t = templates.get(id);
+          return [...images.values()].find((i) => i.id === id) ?? (t ? { status: t.built ? 'ready' : 'building', error: t.failed ?? null } : undefined);
+        },
       },
       resolver: {
         async resolveForCreate(ref: string) {
