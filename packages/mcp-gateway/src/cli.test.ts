@@ -2,11 +2,14 @@
  * The command line as the SDK meets it: a bad config or a missing token exits 1 with one line
  * naming the problem (the SDK shows it as "Failed to start MCP gateway: ..."), a server that
  * cannot start exits 1 with its name and last output and leaves nothing running, a second
- * --config replaces the first, and `pull` (Template.addMcpServer) knows the built-in servers.
+ * --config replaces the first, the config may come from a file or stdin instead of the command
+ * line (where its keys are readable by every process), and `pull` (Template.addMcpServer) knows
+ * the built-in servers.
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -72,6 +75,60 @@ test('a second --config replaces the running gateway', async () => {
   await client.close();
   const stop = await runGateway(g, ['stop']);
   assert.match(stop.stdout, /stopped the gateway \(pid \d+\)/);
+});
+
+test('--config-file and --config - take the config off the command line; a missing file or empty input exits 1 naming it', async () => {
+  const file = join(work, 'config.json');
+  await writeFile(file, '{"time":{}}', { mode: 0o600 });
+  for (const [args, input] of [[['--config-file', file]], [[`--config-file=${file}`]], [['--config', '-'], '{"time":{}}']] as [string[], string?][]) {
+    const r = await runGateway(g, args, {}, { input });
+    assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    const client = await connect(g);
+    assert.deepEqual((await client.listTools()).tools.map((t) => t.name), ['get_current_time', 'convert_time'], args.join(' '));
+    await client.close();
+  }
+  await runGateway(g, ['stop']);
+  const cases: [string[], string | undefined, RegExp][] = [
+    [['--config-file', join(work, 'nope.json')], undefined, /^mcp-gateway: --config-file .*nope\.json: cannot read it \(ENOENT\)$/],
+    [['--config-file'], undefined, /^mcp-gateway: --config-file needs the path of a file/],
+    [['--config', '-'], '', /^mcp-gateway: --config -: standard input was empty/],
+    [['--config', '-'], '{nope', /^mcp-gateway: --config is not valid JSON/],
+  ];
+  for (const [args, input, message] of cases) {
+    const r = await runGateway(g, args, {}, { input });
+    assert.equal(r.code, 1, args.join(' '));
+    assert.match(r.stderr.trim(), message);
+  }
+});
+
+test('a config given on the command line is wiped from /proc/<pid>/cmdline while the command waits for its servers', async () => {
+  // a remote server that takes the connection and never answers: the command waits for it
+  const sockets = new Set<Socket>();
+  const silent = createServer((s) => sockets.add(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+  const secret = 'Bearer remote-secret-4f1c9a';
+  const config = JSON.stringify({ remote: { url: `http://127.0.0.1:${(silent.address() as { port: number }).port}/mcp`, headers: { Authorization: secret } } });
+  let cmdline = '';
+  try {
+    const r = await runGateway(g, ['--config', config], { MCP_GATEWAY_START_TIMEOUT: '3' }, {
+      onStart: (pid) => {
+        const look = setInterval(() => {
+          try {
+            cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+          } catch {
+            clearInterval(look); // exited
+          }
+          if (cmdline.includes('(hidden)')) clearInterval(look);
+        }, 50);
+      },
+    });
+    assert.equal(r.code, 1, 'the remote server never answered');
+  } finally {
+    for (const s of sockets) s.destroy();
+    silent.close();
+  }
+  assert.match(cmdline, /^mcp-gateway --config \(hidden\)/);
+  assert.ok(!cmdline.includes('remote-secret'), cmdline);
 });
 
 test('pull: built-in servers are there already, unknown names exit 1 naming them', async () => {

@@ -3,7 +3,7 @@
  * (compared in constant time; 401 otherwise, 404 on any other path). Sessions are stateful: an
  * `initialize` without a session id opens one (a transport and a front server of its own), the
  * `Mcp-Session-Id` it answers routes the session's later requests, DELETE or an hour without a
- * request ends it.
+ * request ends it. At most MAX_SESSIONS are open at once; another `initialize` is a 429.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
@@ -14,6 +14,12 @@ import type { Log } from './log.ts';
 
 const MAX_BODY = 16 * 1024 * 1024;
 const SESSION_IDLE_MS = 60 * 60_000;
+/**
+ * Sessions open at once. Each holds a Server and a transport until DELETE or an hour idle: without
+ * a bound, a client looping over `initialize` grew the daemon (and the sandbox's memory under its
+ * servers) for an hour. A few clients with a few sessions each are far below it.
+ */
+const MAX_SESSIONS = 64;
 
 interface Session { transport: StreamableHTTPServerTransport; server: Server; lastSeen: number }
 
@@ -65,9 +71,12 @@ function readBody(req: IncomingMessage): Promise<unknown> {
 
 const isInitialize = (body: unknown) => (Array.isArray(body) ? body.some((m) => isInitializeRequest(m)) : isInitializeRequest(body));
 
-export async function startHttp(o: { host: string; port: number; token: string; log: Log; newServer: () => Server }): Promise<GatewayHttp> {
+export async function startHttp(o: { host: string; port: number; token: string; log: Log; newServer: () => Server; maxSessions?: number }): Promise<GatewayHttp> {
   const authorized = bearerCheck(o.token);
   const sessions = new Map<string, Session>();
+  const maxSessions = o.maxSessions ?? MAX_SESSIONS;
+  // initializes under way: counted with the open sessions, so that many at once cannot pass the bound
+  let opening = 0;
 
   async function open(req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     const server = o.newServer();
@@ -102,7 +111,17 @@ export async function startHttp(o: { host: string; port: number; token: string; 
       }
       if (id !== undefined) return jsonRpcError(res, 404, -32001, 'Session not found');
       if (!isInitialize(body)) return jsonRpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
-      return open(req, res, body);
+      if (sessions.size + opening >= maxSessions) {
+        o.log(`initialize refused: ${sessions.size} sessions open, the most the gateway keeps`);
+        return jsonRpcError(res, 429, -32000, `Too many sessions: ${maxSessions} are open, the most this gateway keeps; `
+          + 'end one (DELETE /mcp with its Mcp-Session-Id) or wait for one idle for an hour to be closed');
+      }
+      opening++;
+      try {
+        return await open(req, res, body);
+      } finally {
+        opening--;
+      }
     }
     if (req.method === 'GET' || req.method === 'DELETE') {
       if (!session) return jsonRpcError(res, id === undefined ? 400 : 404, -32000, id === undefined ? 'Bad Request: No valid session ID provided' : 'Session not found');

@@ -5,6 +5,7 @@
  */
 import pkg from '../package.json' with { type: 'json' };
 import { ConfigError } from './config-fields.ts';
+import { readConfigArg } from './config-source.ts';
 import { knownServers } from './config.ts';
 import { InstallError } from './install.ts';
 import { gatewayPaths, listenAddress } from './paths.ts';
@@ -22,6 +23,10 @@ Usage:
   mcp-gateway --config '<json>'   start the configured servers and serve their tools, prompts and
                                   resources at http://0.0.0.0:${port}/mcp; returns once it serves
                                   (a gateway already running is stopped first)
+  mcp-gateway --config-file PATH  the same, the config read from a file
+  mcp-gateway --config -          the same, the config read from standard input
+                                  (these two keep its keys off the command line, which every
+                                  process of the sandbox can read)
   mcp-gateway pull NAME...        install catalog servers now (Template.addMcpServer runs it at build)
   mcp-gateway stop                stop the running gateway
   mcp-gateway --help | --version
@@ -42,11 +47,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(VERSION);
     return 0;
   }
-  if (command === '--config' || command?.startsWith('--config=')) {
-    const text = command === '--config' ? rest[0] : command.slice('--config='.length);
-    if (text === undefined) throw new ConfigError('--config needs the JSON config of the MCP servers');
-    return startGateway(text);
-  }
+  const config = await readConfigArg(command, rest);
+  if (config !== undefined) return startGateway(config);
   if (command === 'pull') {
     await pull(rest);
     return 0;

@@ -33,14 +33,20 @@ export function gatewayEnv(g: Gateway, extra: Record<string, string | undefined>
   return { ...process.env, MCP_GATEWAY_STATE_DIR: g.stateDir, MCP_GATEWAY_PORT: String(g.port), MCP_GATEWAY_HOST: '127.0.0.1', GATEWAY_ACCESS_TOKEN: g.token, ...extra };
 }
 
-/** Runs `mcp-gateway ARGS` to its exit. */
-export function runGateway(g: Gateway, args: string[], extraEnv: Record<string, string | undefined> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** Runs `mcp-gateway ARGS` to its exit; `input` is its standard input (none without). `onStart` gets its pid. */
+export function runGateway(
+  g: Gateway, args: string[], extraEnv: Record<string, string | undefined> = {}, opts: { input?: string; onStart?: (pid: number) => void } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(g.bundle, 'mcp-gateway.mjs'), ...args], { env: gatewayEnv(g, extraEnv), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(g.bundle, 'mcp-gateway.mjs'), ...args], {
+      env: gatewayEnv(g, extraEnv), stdio: [opts.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    if (opts.input !== undefined) child.stdin!.end(opts.input);
+    if (child.pid !== undefined) opts.onStart?.(child.pid);
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout!.on('data', (d: Buffer) => { stdout += d.toString(); });
+    child.stderr!.on('data', (d: Buffer) => { stderr += d.toString(); });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });

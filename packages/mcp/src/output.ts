@@ -25,6 +25,20 @@ export const MAX_READ_BYTES = 100_000;
 export const MAX_IMAGE_BYTES = 1_000_000;
 /** Entries list_files returns. */
 export const MAX_LIST_ENTRIES = 1_000;
+/**
+ * The largest listing list_files reads from envd. envd answers the whole tree in one message (up
+ * to 64 MiB, the SDK's default bound), buffered and parsed before MAX_LIST_ENTRIES cuts it: a
+ * sandbox of 300k files made one call cost ~280 MB of this process's heap, and eight calls at once
+ * a gigabyte. 8 MiB is ~25k entries, far more than are shown.
+ */
+export const MAX_LIST_ANSWER_BYTES = 8 * 1024 * 1024;
+/**
+ * The longest line of the code interpreter's answer run_code takes. Each line is buffered and
+ * parsed whole before it is counted against MAX_CODE_OUTPUT_CHARS, so the SDK's default (64 Mi
+ * characters) let one line cost this process hundreds of MB; a line twice the output limit is
+ * more than a run may print anyway.
+ */
+export const MAX_CODE_LINE_CHARS = 2 * MAX_CODE_OUTPUT_CHARS;
 
 const cutNote = (n: number) => `[… the first ${n} characters were cut …]`;
 

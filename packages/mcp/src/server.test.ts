@@ -265,9 +265,10 @@ describe('run_code', () => {
   test('results past the output limit stop the run as printed output does: display data and errors count', async () => {
     fake.ci.onExecute = async (_req, answer) => {
       answer.start();
-      // 10 MB a result, as a loop of display() sends them: before 2026-11-30 all of them were kept.
+      // 1 MB a result, as a loop of display() sends them: before 2026-11-30 all of them were kept.
+      // (A single line past MAX_CODE_LINE_CHARS stops the run sooner: tool-limits.test.ts.)
       for (let i = 0; i < 6; i++) {
-        answer.line({ type: 'result', text: 'x'.repeat(10 * 1024 * 1024), is_main_result: false });
+        answer.line({ type: 'result', text: 'x'.repeat(1024 * 1024), is_main_result: false });
         await new Promise((r) => setImmediate(r));
       }
       answer.end();

@@ -3,6 +3,9 @@
  * keep, and what of a failure's message the model sees (never the platform's internal addresses).
  */
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { connectInMemory, memoryLog, textOf } from './test-support/client.ts';
 import { startFakePlatform, type FakePlatform } from './test-support/fake-platform.ts';
@@ -43,6 +46,35 @@ test('run_command past 16 MB of output is killed, and its answer keeps the tail 
   assert.equal(r.isError, true);
   assert.match(textOf(r), /^the command printed more than 16 MB and was killed;/);
   assert.ok(textOf(r).length < 60_000, `${textOf(r).length} characters`);
+});
+
+test('list_files reads at most 8 MiB of listing: a larger one is a tool error saying how to ask for less, not 64 MiB buffered', async () => {
+  // ~3.5 KB an entry (long paths), 2,600 entries: past 8 MiB, far below the SDK's default 64 MiB
+  const base = mkdtempSync(join(tmpdir(), 'svc-mcp-list-'));
+  try {
+    const deep = join(base, ...Array.from({ length: 14 }, (_, i) => `${i}`.padEnd(200, 'd')));
+    mkdirSync(deep, { recursive: true });
+    for (let i = 0; i < 2_600; i++) writeFileSync(join(deep, `${i}`.padEnd(200, 'f')), '');
+    const r = await mcp.call('list_files', { sandboxId: id, path: deep, depth: 2 });
+    assert.equal(r.isError, true);
+    assert.match(textOf(r), /^the listing of \/\S+ is larger than 8 MiB, more than list_files reads; ask for a smaller depth or a deeper path$/);
+    const one = await mcp.call('list_files', { sandboxId: id, path: deep });
+    assert.match(textOf(one), /is larger than 8 MiB, more than list_files reads; list a deeper path, or look with run_command \(ls /);
+    assert.ok(!(await mcp.call('list_files', { sandboxId: id, path: base })).isError, 'a small listing is as before');
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test('run_code takes a line of the interpreter\'s answer of at most 4 MB: a larger one stops the run with a tool error before it is parsed', async () => {
+  fake.ci.onExecute = async (_req, answer) => {
+    answer.start();
+    answer.line({ type: 'result', text: 'x'.repeat(5 * 1024 * 1024), is_main_result: true });
+    answer.end();
+  };
+  const r = await mcp.call('run_code', { code: 'display("x" * 5 * 2**20)', sandboxId: id });
+  assert.equal(r.isError, true);
+  assert.match(textOf(r), /^one output of the code \(a print, a result or an image\) passed 4 MB, more than run_code takes, and the run was stopped;/);
 });
 
 test('OutputTail keeps what keepTail returns of the whole, whatever the pieces', () => {

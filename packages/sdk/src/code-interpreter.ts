@@ -10,7 +10,7 @@ import { transportError } from './api-client.ts';
 import { readBodyText, readErrorBody } from './bounded-body.ts';
 import { InvalidArgumentError, SandboxError, TimeoutError, errorFromHttp } from './errors.ts';
 import { Execution, applyLine, type ExecutionCallbacks, type ExecutionKeeping } from './execution.ts';
-import { readLines } from './ndjson.ts';
+import { MAX_LINE_CHARS, readLines } from './ndjson.ts';
 import { sandboxPortHeaders, sandboxPortUrl, type SandboxTarget } from './sandbox-port.ts';
 import type { RequestOpts } from './types.ts';
 
@@ -34,6 +34,13 @@ export interface RunCodeOpts extends ExecutionCallbacks, ExecutionKeeping, Reque
    * interrupt the code, and the run rejects with a TimeoutError. 0 (or less): none. Default 60 000.
    */
   timeoutMs?: number;
+  /**
+   * svc's own (the e2b SDK has none): the longest line of the answer taken, in characters; each
+   * line (an output chunk, a result with its images) is buffered whole and parsed before any
+   * callback sees it. A longer one ends the run with a SandboxError of code 'too_large'.
+   * Default 64 Mi characters.
+   */
+  maxLineChars?: number;
 }
 
 export interface CreateCodeContextOpts extends RequestOpts {
@@ -49,6 +56,10 @@ export class CodeInterpreter {
   async runCode(code: string, opts: RunCodeOpts = {}): Promise<Execution> {
     if (opts.language !== undefined && opts.context !== undefined) {
       throw new InvalidArgumentError('runCode takes a language or a context, not both (a context has its language)');
+    }
+    const maxLineChars = opts.maxLineChars ?? MAX_LINE_CHARS;
+    if (!Number.isSafeInteger(maxLineChars) || maxLineChars < 1) {
+      throw new InvalidArgumentError(`maxLineChars must be a positive whole number of characters, not ${opts.maxLineChars}`);
     }
     const request: ExecuteRequest = { code, context_id: opts.context === undefined ? undefined : contextId(opts.context), language: opts.language, env_vars: opts.envs };
     const clocks = new RunClocks(opts.timeoutMs ?? DEFAULT_RUN_CODE_TIMEOUT_MS, opts.requestTimeoutMs ?? this.target.requestTimeoutMs, opts.signal);
@@ -66,7 +77,7 @@ export class CodeInterpreter {
       if (!res.ok) throw await httpError(res, 'POST /execute');
       if (!res.body) throw new SandboxError('POST /execute: the answer has no body', { status: res.status });
       const execution = new Execution();
-      const lines = readLines(res.body);
+      const lines = readLines(res.body, maxLineChars);
       try {
         for (;;) {
           let next: IteratorResult<string>;
@@ -187,7 +198,8 @@ class RunClocks {
       case 'caller':
         return new SandboxError(`${what}: aborted`, { code: 'aborted' });
       default:
-        return transportError(err, what);
+        // the SDK's own refusals (a line past maxLineChars) are not a failed connection
+        return err instanceof SandboxError ? err : transportError(err, what);
     }
   }
 

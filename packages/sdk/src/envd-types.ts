@@ -90,6 +90,12 @@ export interface FilesystemRequestOpts extends RequestOpts {
 
 export interface FilesystemListOpts extends FilesystemRequestOpts {
   depth?: number;
+  /**
+   * svc's own (the e2b SDK has none): the largest listing read, in bytes of envd's answer; a larger
+   * one rejects with a SandboxError of code 'too_large' before it is parsed. Default 64 MiB, the
+   * most envd sends in one message.
+   */
+  maxBytes?: number;
 }
 
 export enum FilesystemEventType {

@@ -67,7 +67,7 @@ export class Filesystem {
 
   async list(path: string, opts: FilesystemListOpts = {}): Promise<EntryInfo[]> {
     if (opts.depth !== undefined && opts.depth < 1) throw new InvalidArgumentError('depth must be at least 1');
-    const res = await this.call<{ entries?: unknown[] }>('ListDir', { path, depth: opts.depth ?? 1 }, opts);
+    const res = await this.call<{ entries?: unknown[] }>('ListDir', { path, depth: opts.depth ?? 1 }, opts, opts.maxBytes);
     return (res.entries ?? []).map(decodeEntryInfo).filter((e) => e.type !== undefined);
   }
 
@@ -157,9 +157,11 @@ export class Filesystem {
     return { name: String(f.name ?? ''), path: String(f.path ?? path), type: decodeFileType(f.type) };
   }
 
-  private async call<T>(method: string, message: unknown, opts: FilesystemRequestOpts): Promise<T> {
+  private async call<T>(method: string, message: unknown, opts: FilesystemRequestOpts, maxBytes?: number): Promise<T> {
     try {
-      return await this.transport.unary<T>(`${FILESYSTEM}/${method}`, message, { ...opts, headers: userHeader(opts.user) });
+      return await this.transport.unary<T>(`${FILESYSTEM}/${method}`, message, {
+        requestTimeoutMs: opts.requestTimeoutMs, signal: opts.signal, headers: userHeader(opts.user), maxBytes,
+      });
     } catch (err) {
       throw mapEnvdError(err, { notFound: FileNotFoundError });
     }

@@ -2,8 +2,8 @@
 
 import { SandboxError } from './errors.ts';
 
-/** The longest line taken (a result may carry a large image, base64): past it the read fails. */
-const MAX_LINE_CHARS = 64 * 1024 * 1024;
+/** The longest line taken by default (a result may carry a large image, base64): past it the read fails. */
+export const MAX_LINE_CHARS = 64 * 1024 * 1024;
 
 /**
  * Yields every line without its newline, the last one even without a newline; empty lines are
@@ -31,7 +31,9 @@ export async function* readLines(body: ReadableStream<Uint8Array>, maxLineChars 
         if (line) yield line;
       }
       searched = buffered.length;
-      if (buffered.length > maxLineChars) throw new SandboxError(`a line of the answer passed ${maxLineChars} characters: the read was stopped`);
+      if (buffered.length > maxLineChars) {
+        throw new SandboxError(`a line of the answer passed ${maxLineChars} characters: the read was stopped`, { code: 'too_large' });
+      }
     }
     if (buffered) yield buffered;
   } finally {

@@ -9,6 +9,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { errorText, type Api } from '../api.ts';
 import { ErrorNote } from '../components/notes.tsx';
 import { CONNECTION_LOST, PtySession, envdUrl } from './envd-pty.ts';
+import { terminalLinkHandler } from './links.ts';
 import { sandboxStopped, whyLost } from './sandbox-lifecycle.ts';
 import { terminalTheme } from './theme.ts';
 
@@ -70,6 +71,8 @@ function openTerminal(el: HTMLElement, { api, sandboxId, onError, onClosed, endi
     fontSize: 14,
     cursorBlink: true,
     scrollback: 5000,
+    // not xterm.js's default, which opens any address a sandbox prints (links.ts)
+    linkHandler: terminalLinkHandler(),
   });
   const fit = new FitAddon();
   term.loadAddon(fit);

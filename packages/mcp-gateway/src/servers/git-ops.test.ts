@@ -5,11 +5,12 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import * as ops from './git-ops.ts';
+import { openRepo, resolveRoots } from './git-repo.ts';
 
 let dir: string;
 let repo: string;
@@ -49,7 +50,7 @@ before(() => {
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 test('no program of the repository\'s config runs, and every operation still answers', async () => {
-  const r = await ops.openRepo(repo, await ops.resolveRoots([dir]));
+  const r = await openRepo(repo, await resolveRoots([dir]));
   writeFileSync(join(repo, 'f.txt'), 'one\ntwo\n');
   assert.match(await ops.status(r), /modified: {3}f\.txt/);
   assert.match(await ops.diffUnstaged(r, 3), /\+two/);
@@ -63,4 +64,66 @@ test('no program of the repository\'s config runs, and every operation still ans
   assert.equal(readFileSync(join(repo, 'f.txt'), 'utf8'), 'one\n');
   assert.equal(await ops.checkout(r, 'main'), "Switched to branch 'main'");
   assert.equal(existsSync(proof) ? readFileSync(proof, 'utf8') : '', '', 'programs that ran');
+});
+
+/** A fresh repository at `path` with one commit; `git` runs there as its user would. */
+function newRepo(path: string): (...args: string[]) => string {
+  const git = (...args: string[]) => execFileSync('git', ['-c', 'safe.directory=*', ...args], { cwd: path, stdio: 'pipe' }).toString();
+  execFileSync('git', ['init', '-q', '-b', 'main', path]);
+  git('config', 'user.email', 'u@example.com');
+  git('config', 'user.name', 'u');
+  writeFileSync(join(path, 'mine.txt'), 'mine\n');
+  git('add', 'mine.txt');
+  git('commit', '-q', '-m', 'mine');
+  return git;
+}
+
+test('a repository whose config points its work tree outside the allowed paths is refused: no file there is read', async () => {
+  const base = mkdtempSync(join(tmpdir(), 'svc-git-worktree-'));
+  try {
+    const allowed = join(base, 'allowed');
+    const elsewhere = join(base, 'elsewhere');
+    mkdirSync(elsewhere, { recursive: true });
+    writeFileSync(join(elsewhere, 'secret.txt'), 'secret\n');
+    const git = newRepo(join(allowed, 'repo'));
+    git('config', 'core.worktree', elsewhere);
+    const roots = await resolveRoots([allowed]);
+    await assert.rejects(openRepo(join(allowed, 'repo'), roots), /^Error: Repository path '.*\/allowed\/repo''s work tree '.*\/elsewhere' is outside the allowed repository/);
+    // a subdirectory's .git file naming a git directory outside is refused as well
+    mkdirSync(join(base, 'outside-git'));
+    newRepo(join(base, 'outside-git', 'r'));
+    mkdirSync(join(allowed, 'linked'));
+    writeFileSync(join(allowed, 'linked', '.git'), `gitdir: ${join(base, 'outside-git', 'r', '.git')}\n`);
+    await assert.rejects(openRepo(join(allowed, 'linked'), roots), /'s git directory '.*\/outside-git\/r\/\.git' is outside the allowed repository/);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test('once opened, git works on the checked work tree only, whatever the repository\'s config says by then; its path is resolved', async () => {
+  const base = mkdtempSync(join(tmpdir(), 'svc-git-pinned-'));
+  try {
+    const allowed = join(base, 'allowed');
+    const elsewhere = join(base, 'elsewhere');
+    mkdirSync(elsewhere, { recursive: true });
+    writeFileSync(join(elsewhere, 'secret.txt'), 'secret\n');
+    const git = newRepo(join(allowed, 'repo'));
+    symlinkSync(join(allowed, 'repo'), join(allowed, 'link'));
+    const r = await openRepo(join(allowed, 'link'), await resolveRoots([allowed]));
+    assert.deepEqual([r.cwd, r.workTree], [join(allowed, 'repo'), join(allowed, 'repo')]);
+    // the config changes between the check and the commands (the user writes it at any time)
+    git('config', 'core.worktree', elsewhere);
+    assert.equal(await ops.add(r, ['.']), 'No changes were staged: the given paths had nothing new to stage. git_status shows what is modified or untracked.');
+    await assert.rejects(ops.commit(r, 'steal'), /No changes staged/);
+    assert.doesNotMatch(await ops.show(r, 'HEAD'), /secret/);
+    assert.doesNotMatch(await ops.status(r), /secret/);
+    writeFileSync(join(allowed, 'repo', 'mine.txt'), 'mine, changed\n');
+    assert.equal(await ops.add(r, ['.']), 'Files staged successfully');
+    assert.match(await ops.commit(r, 'changed'), /^Changes committed successfully/);
+    assert.match(await ops.show(r, 'HEAD'), /\+mine, changed/);
+    assert.equal(await ops.checkout(r, 'main'), "Switched to branch 'main'");
+    assert.equal(readFileSync(join(elsewhere, 'secret.txt'), 'utf8'), 'secret\n');
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
 });

@@ -2,68 +2,39 @@
  * The operations of svc's `git` server, run with the `git` binary, each answering the text the
  * Python mcp-server-git answers (or throwing an Error whose message the tool returns). Git runs
  * as root on the sandbox user's repositories, with their own programs set off (git-run.ts); which
- * repositories a call may open is this server's own check (`paths`).
+ * repositories a call may open is this server's own check (git-repo.ts, `paths`).
  */
 import { existsSync } from 'node:fs';
-import { realpath } from 'node:fs/promises';
 import { hostname, userInfo } from 'node:os';
-import { isAbsolute, join, relative, resolve } from 'node:path';
-import { DIFF_FLAGS, git, run } from './git-run.ts';
+import { join, resolve } from 'node:path';
+import { within } from './git-repo.ts';
+import { DIFF_FLAGS, git, run, type Repo } from './git-run.ts';
 
 
 function noFlag(what: string, value: string | undefined | null): void {
   if (value && value.startsWith('-')) throw new Error(`Invalid ${what}: '${value}' - cannot start with '-'`);
 }
 
-const within = (root: string, path: string) => {
-  const rel = relative(root, path);
-  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
-};
+const hasHead = async (repo: Repo) => (await run(repo, ['rev-parse', '--verify', '-q', 'HEAD'])).code === 0;
 
-/** The allowed roots, resolved once (symbolic links included). */
-export async function resolveRoots(paths: string[]): Promise<string[]> {
-  return Promise.all(paths.map(async (p) => realpath(resolve(p)).catch((err: NodeJS.ErrnoException) => {
-    // A root that does not exist yet still bounds what may be opened once it does.
-    console.error(`git: allowed path ${p}: ${err.code ?? err.message}`);
-    return resolve(p);
-  })));
-}
-
-/** Checks repo_path against the allowed roots and that it is a repository; answers its absolute path. */
-export async function openRepo(repoPath: string, roots: string[]): Promise<string> {
-  const abs = resolve(repoPath);
-  if (roots.length > 0) {
-    const real = await realpath(abs).catch(() => { throw new Error(`Invalid path: ${repoPath}`); });
-    if (!roots.some((root) => within(root, real))) {
-      throw new Error(`Repository path '${repoPath}' is outside the allowed repository '${roots.join("', '")}'`);
-    }
-  }
-  if (!existsSync(abs)) throw new Error(`${repoPath} does not exist`);
-  const r = await run(abs, ['rev-parse', '--show-toplevel']);
-  if (r.code !== 0) throw new Error(`${repoPath} is not a valid Git repository`);
-  return abs;
-}
-
-const hasHead = async (repo: string) => (await run(repo, ['rev-parse', '--verify', '-q', 'HEAD'])).code === 0;
-
-async function verifyRevision(repo: string, revision: string): Promise<void> {
+async function verifyRevision(repo: Repo, revision: string): Promise<void> {
   if ((await run(repo, ['rev-parse', '--verify', '-q', `${revision}^{object}`])).code !== 0) throw new Error(`Ref '${revision}' did not resolve to an object`);
 }
 
-export const status = async (repo: string) => `Repository status:\n${await git(repo, ['status'])}`;
+export const status = async (repo: Repo) => `Repository status:\n${await git(repo, ['status'])}`;
 
-export const diffUnstaged = async (repo: string, context: number) => `Unstaged changes:\n${await git(repo, ['diff', ...DIFF_FLAGS, `--unified=${context}`])}`;
+export const diffUnstaged = async (repo: Repo, context: number) => `Unstaged changes:\n${await git(repo, ['diff', ...DIFF_FLAGS, `--unified=${context}`])}`;
 
-export const diffStaged = async (repo: string, context: number) => `Staged changes:\n${await git(repo, ['diff', ...DIFF_FLAGS, `--unified=${context}`, '--cached'])}`;
+export const diffStaged = async (repo: Repo, context: number) => `Staged changes:\n${await git(repo, ['diff', ...DIFF_FLAGS, `--unified=${context}`, '--cached'])}`;
 
-export async function diff(repo: string, target: string, context: number): Promise<string> {
+export async function diff(repo: Repo, target: string, context: number): Promise<string> {
   noFlag('target', target);
   await verifyRevision(repo, target);
   return `Diff with ${target}:\n${await git(repo, ['diff', ...DIFF_FLAGS, `--unified=${context}`, target])}`;
 }
 
 /** Who commits when the repository names nobody: GitPython's fallback, the user at this host. */
-async function identityEnv(repo: string): Promise<NodeJS.ProcessEnv> {
+async function identityEnv(repo: Repo): Promise<NodeJS.ProcessEnv> {
   const env = { ...process.env };
   const user = userInfo().username;
   if ((await run(repo, ['config', '--get', 'user.name'])).code !== 0) env.GIT_AUTHOR_NAME = env.GIT_COMMITTER_NAME = env.GIT_AUTHOR_NAME ?? user;
@@ -71,9 +42,8 @@ async function identityEnv(repo: string): Promise<NodeJS.ProcessEnv> {
   return env;
 }
 
-export async function commit(repo: string, message: string): Promise<string> {
-  const gitDir = await git(repo, ['rev-parse', '--absolute-git-dir']);
-  const merging = existsSync(join(gitDir, 'MERGE_HEAD'));
+export async function commit(repo: Repo, message: string): Promise<string> {
+  const merging = existsSync(join(repo.gitDir, 'MERGE_HEAD'));
   const staged = merging || (await hasHead(repo)
     ? (await run(repo, ['diff', ...DIFF_FLAGS, '--cached', '--quiet'])).code === 1
     : (await git(repo, ['ls-files'])) !== '');
@@ -83,11 +53,11 @@ export async function commit(repo: string, message: string): Promise<string> {
   return `Changes committed successfully with hash ${await git(repo, ['rev-parse', 'HEAD'])}`;
 }
 
-export async function add(repo: string, files: string[]): Promise<string> {
+export async function add(repo: Repo, files: string[]): Promise<string> {
   if (files.length === 0) throw new Error("No files provided to stage. Pass one or more paths, or ['.'] to stage everything.");
-  const root = await realpath(await git(repo, ['rev-parse', '--show-toplevel']));
+  const root = repo.workTree;
   if (!(files.length === 1 && files[0] === '.')) {
-    for (const f of files) if (!within(root, resolve(repo, f))) throw new Error(`Path '${f}' is outside the repository '${root}'`);
+    for (const f of files) if (!within(root, resolve(repo.cwd, f))) throw new Error(`Path '${f}' is outside the repository '${root}'`);
   }
   const entries = () => git(repo, ['ls-files', '--stage', '--', ...files]);
   const before = await entries();
@@ -96,13 +66,13 @@ export async function add(repo: string, files: string[]): Promise<string> {
   return 'Files staged successfully';
 }
 
-export async function reset(repo: string): Promise<string> {
+export async function reset(repo: Repo): Promise<string> {
   if (await hasHead(repo)) await git(repo, ['reset', '-q']);
   else await git(repo, ['read-tree', '--empty']);
   return 'All staged changes reset';
 }
 
-export async function log(repo: string, maxCount: number, since?: string, until?: string): Promise<string> {
+export async function log(repo: Repo, maxCount: number, since?: string, until?: string): Promise<string> {
   noFlag('start_timestamp', since);
   noFlag('end_timestamp', until);
   const args = ['log', `--max-count=${maxCount}`, '--date=format:%Y-%m-%d %H:%M:%S%z', '--format=%H%x1f%an%x1f%ad%x1f%B%x1e'];
@@ -117,7 +87,7 @@ export async function log(repo: string, maxCount: number, since?: string, until?
   return `Commit history:\n${entries.join('\n')}`;
 }
 
-export async function createBranch(repo: string, name: string, base?: string | null): Promise<string> {
+export async function createBranch(repo: Repo, name: string, base?: string | null): Promise<string> {
   noFlag('branch name', name);
   noFlag('base branch', base);
   let from = base ?? '';
@@ -134,7 +104,7 @@ export async function createBranch(repo: string, name: string, base?: string | n
   return `Created branch '${name}' from '${from}'`;
 }
 
-export async function checkout(repo: string, name: string): Promise<string> {
+export async function checkout(repo: Repo, name: string): Promise<string> {
   noFlag('branch name', name);
   await verifyRevision(repo, name);
   await git(repo, ['checkout', '-q', name]);
@@ -143,7 +113,7 @@ export async function checkout(repo: string, name: string): Promise<string> {
   return `Switched to branch '${active.stdout.trim()}'`;
 }
 
-export async function show(repo: string, revision: string): Promise<string> {
+export async function show(repo: Repo, revision: string): Promise<string> {
   noFlag('revision', revision);
   await verifyRevision(repo, revision);
   const type = await git(repo, ['cat-file', '-t', revision]);
@@ -161,7 +131,7 @@ export async function show(repo: string, revision: string): Promise<string> {
   return `${header.replace(/\s+$/, '')}\n\n${patch.replace(/^\n+/, '')}`;
 }
 
-export async function branch(repo: string, type: string, contains?: string | null, notContains?: string | null): Promise<string> {
+export async function branch(repo: Repo, type: string, contains?: string | null, notContains?: string | null): Promise<string> {
   noFlag('contains value', contains);
   noFlag('not_contains value', notContains);
   const flags: Record<string, string[]> = { local: [], remote: ['-r'], all: ['-a'] };

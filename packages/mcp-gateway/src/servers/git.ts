@@ -1,11 +1,13 @@
 /**
  * svc's `git` server, in place of the Python mcp-server-git: the same twelve tools with the same
  * argument names (repo_path and the rest), answering the same texts (src/servers/git-ops.ts).
- * With allowed roots (the config's `paths`), a call may open repositories under them only.
+ * With allowed roots (the config's `paths`), a call may open repositories under them only (git-repo.ts).
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { z } from 'zod';
 import * as ops from './git-ops.ts';
+import { openRepo } from './git-repo.ts';
+import type { Repo } from './git-run.ts';
 
 const CONTEXT_LINES = z.number().int().min(0).default(3);
 const READ = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
@@ -15,10 +17,10 @@ export function createGitServer(roots: string[]): McpServer {
   const server = new McpServer({ name: 'mcp-git', version: '1.0.0' });
   // One wrapper for the twelve tools: repo_path checked and opened first, a failure an isError text.
   // The SDK's callback type cannot follow a shape generic over S, hence the cast of the callback.
-  const tool = <S extends z.ZodRawShape>(name: string, description: string, shape: S, annotations: typeof READ, fn: (repo: string, args: z.infer<z.ZodObject<S>>) => Promise<string>) => {
+  const tool = <S extends z.ZodRawShape>(name: string, description: string, shape: S, annotations: typeof READ, fn: (repo: Repo, args: z.infer<z.ZodObject<S>>) => Promise<string>) => {
     server.registerTool(name, { description, inputSchema: { repo_path: z.string(), ...shape }, annotations }, (async (args: { repo_path: string } & z.infer<z.ZodObject<S>>) => {
       try {
-        const repo = await ops.openRepo(args.repo_path, roots);
+        const repo = await openRepo(args.repo_path, roots);
         return { content: [{ type: 'text' as const, text: await fn(repo, args) }] };
       } catch (err) {
         return { content: [{ type: 'text' as const, text: (err as Error).message }], isError: true };

@@ -6,9 +6,9 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { CODE_LANGUAGES, NotFoundError, TimeoutError, type Execution, type Result, type Sandbox } from '@svc/sdk';
+import { CODE_LANGUAGES, NotFoundError, SandboxError, TimeoutError, type Execution, type Result, type Sandbox } from '@svc/sdk';
 import { z } from 'zod';
-import { MAX_CODE_OUTPUT_CHARS, MAX_ERROR_CHARS, OutputTail, keepTail, stripAnsi } from '../output.ts';
+import { MAX_CODE_LINE_CHARS, MAX_CODE_OUTPUT_CHARS, MAX_ERROR_CHARS, OutputTail, keepTail, stripAnsi } from '../output.ts';
 import { ToolFailure, noSandbox } from '../results.ts';
 import { CODE_INTERPRETER_TEMPLATE, type McpSession } from '../session.ts';
 import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
@@ -112,12 +112,17 @@ async function runIn(sbx: Sandbox, args: RunCodeArgs, call: ToolCall): Promise<R
     const execution = await sbx.runCode(args.code, {
       language: args.language, envs: args.envs, timeoutMs: timeoutSeconds * 1000, signal: AbortSignal.any([call.signal, flood.signal]),
       onStdout: count(kept.stdout), onStderr: count(kept.stderr), onResult: countResult, onError: countError, keepOutput: false,
+      maxLineChars: MAX_CODE_LINE_CHARS,
     });
     // The last of the output can arrive in the chunk that crossed the limit, before the abort takes.
     if (flood.signal.aborted) throw flooded();
     return { execution, ...kept };
   } catch (err) {
     if (flood.signal.aborted) throw flooded();
+    if (err instanceof SandboxError && err.code === 'too_large') {
+      throw new ToolFailure(`one output of the code (a print, a result or an image) passed ${MAX_CODE_LINE_CHARS / 1024 / 1024} MB, more than run_code takes, `
+        + 'and the run was stopped; write large output to a file and read parts of it, or print less');
+    }
     if (err instanceof TimeoutError && err.code === 'deadline_exceeded') {
       throw new ToolFailure(`timed out: the code ran longer than ${timeoutSeconds} s and was interrupted (the interpreter keeps its earlier state); `
         + 'run it again with a larger timeoutSeconds, or split the work');

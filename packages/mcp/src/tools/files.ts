@@ -5,10 +5,10 @@
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import type { EntryInfo, Sandbox } from '@svc/sdk';
+import { SandboxError, type EntryInfo, type Sandbox } from '@svc/sdk';
 import { z } from 'zod';
-import { MAX_IMAGE_BYTES, MAX_LIST_ENTRIES, MAX_READ_BYTES, formatBytes } from '../output.ts';
-import { textResult } from '../results.ts';
+import { MAX_IMAGE_BYTES, MAX_LIST_ANSWER_BYTES, MAX_LIST_ENTRIES, MAX_READ_BYTES, formatBytes } from '../output.ts';
+import { ToolFailure, textResult } from '../results.ts';
 import type { McpSession } from '../session.ts';
 import { registerSvcTool, type ToolCall } from '../tool-kit.ts';
 import { sandboxIdArg } from './sandboxes.ts';
@@ -60,7 +60,7 @@ export function registerFileTools(server: McpServer, session: McpSession): void 
     annotations: { readOnlyHint: true, openWorldHint: false },
   }, async (args, call) => {
     const dir = args.path ?? '/home/user';
-    const all = await onSandbox(call, args.sandboxId, (sbx) => sbx.files.list(dir, { depth: args.depth, signal: call.signal }));
+    const all = await onSandbox(call, args.sandboxId, (sbx) => listBounded(sbx, dir, args.depth, call.signal));
     const truncated = all.length > MAX_LIST_ENTRIES;
     const entries = all.slice(0, MAX_LIST_ENTRIES).map((e: EntryInfo) => ({ name: e.name, path: e.path, type: String(e.type ?? 'unknown'), size: e.size }));
     const lines = entries.map((e) => `${e.type === 'dir' ? 'dir ' : 'file'}  ${e.type === 'dir' ? '-'.padStart(10) : String(e.size).padStart(10)}  ${args.depth && args.depth > 1 ? e.path : e.name}`);
@@ -78,6 +78,22 @@ async function onSandbox<T>(call: ToolCall, sandboxId: string, fn: (sbx: Sandbox
     return await fn(sbx);
   } catch (err) {
     throw await call.session.explain(sandboxId, call.opts, err);
+  }
+}
+
+/**
+ * The listing, read only up to MAX_LIST_ANSWER_BYTES (output.ts says why); a larger one is a tool
+ * failure telling the model how to ask for less.
+ */
+async function listBounded(sbx: Sandbox, dir: string, depth: number | undefined, signal: AbortSignal): Promise<EntryInfo[]> {
+  try {
+    return await sbx.files.list(dir, { depth, signal, maxBytes: MAX_LIST_ANSWER_BYTES });
+  } catch (err) {
+    if (!(err instanceof SandboxError) || err.code !== 'too_large') throw err;
+    const limit = `the listing of ${dir} is larger than ${MAX_LIST_ANSWER_BYTES / 1024 / 1024} MiB, more than list_files reads`;
+    throw new ToolFailure(depth && depth > 1
+      ? `${limit}; ask for a smaller depth or a deeper path`
+      : `${limit}; list a deeper path, or look with run_command (ls ${dir} | head -n 100; ls ${dir} | wc -l)`);
   }
 }
 

@@ -6,7 +6,7 @@ import { transportError } from '../api-client.ts';
 import { readBodyText, readErrorBody } from '../bounded-body.ts';
 import { ENVD_PORT } from '../config.ts';
 import {
-  ConnectError, SandboxError, SandboxNotFoundError, TimeoutError, errorFromConnect, errorFromHttp, type NotFoundError,
+  ConnectError, InvalidArgumentError, SandboxError, SandboxNotFoundError, TimeoutError, errorFromConnect, errorFromHttp, type NotFoundError,
 } from '../errors.ts';
 import { MAX_MESSAGE_BYTES, PROTOCOL_VERSION_HEADER, TIMEOUT_HEADER, UNARY_CONTENT_TYPE, connectErrorFromJson } from './connect-protocol.ts';
 import { sandboxPortHeaders, sandboxPortUrl, type SandboxTarget } from '../sandbox-port.ts';
@@ -21,6 +21,12 @@ export interface CallOpts {
   headers?: Record<string, string>;
   requestTimeoutMs?: number;
   signal?: AbortSignal;
+  /**
+   * The largest answer a unary call reads (default MAX_MESSAGE_BYTES, envd's own bound). A caller
+   * that serves many at once (the gateway's /mcp tools) asks for less: each answer is buffered
+   * whole and parsed, several times its size in heap.
+   */
+  maxBytes?: number;
 }
 
 export interface StreamOpts extends CallOpts {
@@ -76,6 +82,7 @@ export class EnvdTransport {
 
   /** A unary Connect call, for example `('process.Process/List', {})`. */
   async unary<T>(procedure: string, message: unknown, opts: CallOpts = {}): Promise<T> {
+    const maxBytes = answerBound(opts.maxBytes);
     const res = await this.http('POST', `/${procedure}`, {
       ...opts,
       headers: {
@@ -96,7 +103,7 @@ export class EnvdTransport {
     // grew this process (the gateway's, in its /mcp tools) until it fell over.
     let text: string;
     try {
-      text = await readBodyText(res, MAX_MESSAGE_BYTES, procedure);
+      text = await readBodyText(res, maxBytes, procedure);
     } catch (err) {
       if (err instanceof SandboxError) throw err;
       throw transportError(err, procedure);
@@ -130,6 +137,13 @@ export class EnvdTransport {
     if (signals.length === 0) return undefined;
     return signals.length === 1 ? signals[0] : AbortSignal.any(signals);
   }
+}
+
+/** The bound of one answer: the caller's, which must be a positive number of bytes, else envd's own. */
+function answerBound(maxBytes: number | undefined): number {
+  if (maxBytes === undefined) return MAX_MESSAGE_BYTES;
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new InvalidArgumentError(`maxBytes must be a positive whole number of bytes, not ${maxBytes}`);
+  return maxBytes;
 }
 
 /**
