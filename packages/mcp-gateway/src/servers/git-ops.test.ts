@@ -59,6 +59,8 @@ test('no program of the repository\'s config runs, and every operation still ans
   assert.match(await ops.commit(r, 'two'), /^Changes committed successfully with hash [0-9a-f]{40}$/);
   assert.match(await ops.diff(r, 'other', 3), /\+two/);
   assert.match(await ops.show(r, 'HEAD'), /^commit [0-9a-f]{40}\nAuthor: u <u@example\.com>[\s\S]*\+two/);
+  assert.equal(await ops.show(r, 'HEAD:f.txt'), 'one\ntwo', 'a file at a revision');
+  await assert.rejects(ops.show(r, 'HEAD:missing.txt'), /Ref 'HEAD:missing.txt' did not resolve to an object/);
   assert.match(await ops.log(r, 5), /Message: two/);
   assert.equal(await ops.checkout(r, 'other'), "Switched to branch 'other'");
   assert.equal(readFileSync(join(repo, 'f.txt'), 'utf8'), 'one\n');

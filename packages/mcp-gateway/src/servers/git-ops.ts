@@ -18,7 +18,9 @@ function noFlag(what: string, value: string | undefined | null): void {
 const hasHead = async (repo: Repo) => (await run(repo, ['rev-parse', '--verify', '-q', 'HEAD'])).code === 0;
 
 async function verifyRevision(repo: Repo, revision: string): Promise<void> {
-  if ((await run(repo, ['rev-parse', '--verify', '-q', `${revision}^{object}`])).code !== 0) throw new Error(`Ref '${revision}' did not resolve to an object`);
+  // `<rev>:<path>` names an object already, and `^{object}` after it would be read as part of the path.
+  const spec = revision.includes(':') ? revision : `${revision}^{object}`;
+  if ((await run(repo, ['rev-parse', '--verify', '-q', spec])).code !== 0) throw new Error(`Ref '${revision}' did not resolve to an object`);
 }
 
 export const status = async (repo: Repo) => `Repository status:\n${await git(repo, ['status'])}`;
