@@ -1,11 +1,16 @@
 /**
  * A sandbox kept warm for hand-out runs one command through its own envd before anyone asks:
- * `bash -l -c true` as the default user, by the same Process.Start request the SDK sends. Under
- * gVisor the first command of a sandbox is about 60 ms slower than the next (the sentry reads
- * bash, its libraries and the login files from the host once; envd's request path is compiled
- * once), and a pooled sandbox is there to make a user's first command fast (docs/decisions.md,
- * "First command"). Set by the node agent for warm-pool sandboxes only: the memory it costs is
- * paid by a few sandboxes, not by every idle one.
+ * `bash --noprofile --norc -c true` as the default user, by the same Process.Start request the
+ * SDK sends. Under gVisor the first command of a sandbox is about 60 ms slower than the next (the
+ * sentry reads bash and its libraries from the host once; envd's request path is compiled once),
+ * and a pooled sandbox is there to make a user's first command fast (docs/decisions.md, "First
+ * command"). Set by the node agent for warm-pool sandboxes only: the memory it costs is paid by a
+ * few sandboxes, not by every idle one.
+ *
+ * No login files: `bash -l` ran the template's /etc/profile and ~/.profile in a sandbox no create
+ * had asked for yet, counted in no team's quota (found by a helper reading the node agent as an
+ * attacker). The template's own code waits for the user's first command; those are shell
+ * scripts, read by the bash this warms.
  *
  * A microvm template guest (SVC_ENVD_AFTER_RESTORE) is saved after its warm-up, and every clone
  * renews its clock and random pool first thing (system/after-restore.ts): the warm-up renews them
@@ -28,8 +33,11 @@ function send(port: number, path: string, headers: Record<string, string>, body:
   });
 }
 
+/** bash's arguments: no login or rc files (see above). */
+export const WARM_UP_ARGS = ['--noprofile', '--norc', '-c', 'true'];
+
 export async function warmUp(port: number, log: (line: string) => void = console.error): Promise<void> {
-  const body = Buffer.from(JSON.stringify({ process: { cmd: '/bin/bash', args: ['-l', '-c', 'true'] } }));
+  const body = Buffer.from(JSON.stringify({ process: { cmd: '/bin/bash', args: WARM_UP_ARGS } }));
   const envelope = Buffer.alloc(5);
   envelope.writeUInt32BE(body.length, 1);
   const started = performance.now();

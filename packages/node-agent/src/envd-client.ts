@@ -5,19 +5,48 @@ export const ENVD_PORT = 49983;
 
 export interface EnvdAnswer { status: number; body: string }
 
-/** One JSON request to envd at `address` (its whole answer, any status). */
+/**
+ * The most of an answer envd's JSON routes are read to: theirs are a few hundred bytes, and
+ * callers keep 200 characters of an error. Whoever is root in a sandbox can answer in envd's
+ * place, and an answer read whole without a cap had this process hold 560 MB within a second
+ * and then die of a RangeError in its 'data' handler (found by a helper reading the node agent
+ * as an attacker): the node agent, and under `svc up` the whole platform.
+ */
+export const MAX_ENVD_ANSWER = 64 * 1024;
+
+/** Reads `res` to its end, at most `max` bytes; past that the request is destroyed with an error that says so. */
+export function readCapped(req: http.ClientRequest, res: http.IncomingMessage, max: number, what: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    res.on('data', (d: Buffer) => {
+      bytes += d.length;
+      if (bytes > max) { req.destroy(new Error(`${what}: answer past ${max} bytes, refused`)); return; }
+      chunks.push(d);
+    });
+    res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.on('error', reject);
+    req.on('error', reject);
+  });
+}
+
+/**
+ * One JSON request to envd at `address` (its whole answer, any status). `timeoutMs` bounds the
+ * whole request, not only a silence: an envd that trickles a byte at a time is cut all the same.
+ */
 export function envdRequest(address: string, method: string, path: string, opts: { timeoutMs: number; body?: unknown; headers?: Record<string, string> }): Promise<EnvdAnswer> {
   return new Promise((resolve, reject) => {
     const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+    const what = `envd at ${address} ${method} ${path}`;
     const req = http.request({
-      host: address, port: ENVD_PORT, method, path, agent: false, timeout: opts.timeoutMs,
+      host: address, port: ENVD_PORT, method, path, agent: false,
       headers: { ...opts.headers, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
     }, (res) => {
-      let body = '';
-      res.setEncoding('utf8').on('data', (d: string) => { body += d; }).on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      readCapped(req, res, MAX_ENVD_ANSWER, what).then((body) => { clearTimeout(deadline); resolve({ status: res.statusCode ?? 0, body }); }, fail);
     });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)));
-    req.on('error', reject);
+    const fail = (err: Error) => { clearTimeout(deadline); reject(err); };
+    const deadline = setTimeout(() => req.destroy(new Error(`no answer within ${opts.timeoutMs} ms`)), opts.timeoutMs);
+    req.on('error', fail);
     req.end(payload);
   });
 }

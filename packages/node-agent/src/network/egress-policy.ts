@@ -24,6 +24,14 @@ interface SteeredPort { port: number; scheme: 'http' | 'https' }
 export const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOut: [], denyOut: [], steer: [] };
 
 /**
+ * What a warm-pool sandbox waits with until it is handed out: nothing leaves it. It runs its
+ * template's files before any create asked for it, counted in no team's quota; with internet it
+ * could send what it liked, and a connection it opened outlived the hand-out (found by a helper
+ * reading the node agent as an attacker). The hand-out sets the create's policy (create.ts).
+ */
+export const WARM_POLICY: EgressPolicy = { allowInternetAccess: false, allowOut: [], denyOut: [], steer: [] };
+
+/**
  * Whether `next` only lets through more than `prev` (an allowOut entry or host added, a denyOut
  * entry removed, internet access turned on), with the same ports steered to the egress proxy and
  * the same tunnel; learned addresses aside (they follow DNS, not the user). Anything else narrows,

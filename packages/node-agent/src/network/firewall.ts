@@ -31,12 +31,14 @@ const ALWAYS_DENIED = ['169.254.0.0/16'];
 /**
  * The agent's nftables table. Everything the agent adds lives in one table of its own
  * (`ip svc_<tag>`), so removing the agent's rules never touches anybody else's:
+ *   antispoof:   at raw priority, before connection tracking: a packet from a sandbox's veth
+ *                whose source is not that sandbox's address is dropped (set sandbox_sources).
  *   forward:     traffic a sandbox sends jumps to its own chain (verdict map by interface);
  *                nothing new is forwarded into a sandbox. Each chain drops the platform's
  *                addresses (sets platform_tcp and platform_pools, platform-list.ts) before any
  *                allow.
  *   input:       a sandbox cannot open connections to the host (DNAT'd flows excepted,
- *                for a transparent egress proxy).
+ *                for a transparent egress proxy); its source is checked before any accept.
  *   prerouting:  the ports of a sandbox's layer-7 rules are DNAT'd to the egress proxy (its own
  *                chain, verdict map by interface); such flows never reach forward.
  *   postrouting: source NAT for sandboxes that may reach outside.
@@ -79,6 +81,8 @@ export class Firewall {
       '  set sandbox_nat { type ipv4_addr; }',
       '  set platform_tcp { type ipv4_addr . inet_service; }',
       '  set platform_pools { type ipv4_addr; flags interval; auto-merge; }',
+      '  set sandbox_sources { type ifname . ipv4_addr; }',
+      ...this.antiSpoofing(p),
       '  chain forward {',
       '    type filter hook forward priority -5; policy accept;',
       '    iifname vmap @sandbox_out',
@@ -88,6 +92,7 @@ export class Firewall {
       '  }',
       '  chain input {',
       '    type filter hook input priority -5; policy accept;',
+      `    iifname ${p} iifname . ip saddr != @sandbox_sources drop`,
       `    iifname ${p} ct state established,related accept`,
       `    iifname ${p} ct status dnat accept`,
       `    iifname ${p} drop`,
@@ -112,11 +117,28 @@ export class Firewall {
   }
 
   /**
+   * Sources are checked before anything else sees a sandbox's packet: connection tracking (-200)
+   * and the connection limit (-150) both come before the forward chain's own check, and the
+   * limit's set is keyed by source address, so a sandbox that forged 65,535 sources (a microvm
+   * guest's root can, on its tap) filled it and no sandbox's connections were limited any more;
+   * and input accepted `established` from any source (found by a helper reading the node agent as
+   * an attacker). raw priority (-300): a forged packet makes no conntrack entry either.
+   */
+  private antiSpoofing(vethPattern: string): string[] {
+    return [
+      '  chain antispoof {',
+      '    type filter hook prerouting priority raw; policy accept;',
+      `    iifname ${vethPattern} iifname . ip saddr != @sandbox_sources drop`,
+      '  }',
+    ];
+  }
+
+  /**
    * A sandbox's tracked connections at once, direct or to the egress proxy (its new ones past the
    * limit are dropped): the host's connection tracking is one table for every sandbox, the proxy
    * and the agent, and one sandbox opening flows to its own server filled it, so that every new
    * flow of the host was dropped (found by a helper reading the node agent as an attacker). Keyed
-   * by source address, which the forward and input chains hold to the sandbox's own. Before
+   * by source address, which antispoof holds to the sandbox's own. Before
    * conntrack's own hook (-200) has run, `ct state` is unknown: hence mangle's priority (-150).
    */
   private connectionLimit(vethPattern: string): string[] {
@@ -155,6 +177,7 @@ export class Firewall {
     if (!s) return;
     const t = this.table;
     const lines = [
+      `delete element ip ${t} sandbox_sources { "${s.hostVeth}" . ${s.sandboxAddress} }`,
       `delete element ip ${t} sandbox_out { "${s.hostVeth}" }`,
       `flush chain ip ${t} ${chainOf(instanceId)}`,
       `delete chain ip ${t} ${chainOf(instanceId)}`,
@@ -176,7 +199,7 @@ export class Firewall {
 
   private addLines(s: FirewallSandbox): string[] {
     const t = this.table;
-    const lines = [`add chain ip ${t} ${chainOf(s.instanceId)}`, ...this.chainRules(s)];
+    const lines = [`add element ip ${t} sandbox_sources { "${s.hostVeth}" . ${s.sandboxAddress} }`, `add chain ip ${t} ${chainOf(s.instanceId)}`, ...this.chainRules(s)];
     lines.push(`add element ip ${t} sandbox_out { "${s.hostVeth}" : jump ${chainOf(s.instanceId)} }`);
     lines.push(`add chain ip ${t} ${steerChainOf(s.instanceId)}`, ...this.steerRules(s));
     lines.push(`add element ip ${t} sandbox_steer { "${s.hostVeth}" : jump ${steerChainOf(s.instanceId)} }`);

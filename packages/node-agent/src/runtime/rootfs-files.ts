@@ -7,32 +7,43 @@ import { SANDBOX_SUDO } from './runtime-bundle.ts';
 /**
  * Writes a file into a sandbox root on the host without following any symlink the image
  * holds: an image's `/etc -> /host/path` must not make the agent write outside the sandbox.
- * Returns false (and writes nothing) when a symlink is in the way.
+ * Returns false (and writes nothing) when a directory is in the file's place.
  */
-async function writeIntoRootfs(root: string, sandboxPath: string, content: string): Promise<boolean> {
-  const target = await placeIn(root, sandboxPath);
+async function writeIntoRootfs(root: string, sandboxPath: string, content: string, logger: Logger): Promise<boolean> {
+  const target = await placeIn(root, sandboxPath, logger);
   if (!target) return false;
   await writeFile(target, content, { flag: 'wx', mode: 0o644 });
   return true;
 }
 
 /** Makes `sandboxPath` a symlink to `linkTarget` (a path inside the sandbox), on the same terms. */
-async function linkIntoRootfs(root: string, sandboxPath: string, linkTarget: string): Promise<boolean> {
-  const target = await placeIn(root, sandboxPath);
+async function linkIntoRootfs(root: string, sandboxPath: string, linkTarget: string, logger: Logger): Promise<boolean> {
+  const target = await placeIn(root, sandboxPath, logger);
   if (!target) return false;
   await symlink(linkTarget, target);
   return true;
 }
 
-/** The host path for `sandboxPath`, its parents made and whatever file was there removed; undefined when a symlink or directory is in the way. */
-async function placeIn(root: string, sandboxPath: string): Promise<string | undefined> {
+/**
+ * The host path for `sandboxPath`, its parents made and whatever file was there removed;
+ * undefined when a directory is in the file's place. A parent that is a symlink or a file is
+ * removed (never followed) and made a real directory: skipping the file instead let a tenant
+ * whose snapshot holds `/etc -> /etc2` keep the platform's /etc/ld.so.preload from being written,
+ * so that at the next boot their own preload loaded into dumb-init and envd (found by a helper
+ * reading the node agent as an attacker).
+ */
+async function placeIn(root: string, sandboxPath: string, logger: Logger): Promise<string | undefined> {
   const parts = sandboxPath.split('/').filter(Boolean);
   let dir = root;
   for (const part of parts.slice(0, -1)) {
     dir = join(dir, part);
     const st = await lstat(dir).catch(() => { /* not there: made just below (which reports any other failure) */ return undefined; });
-    if (!st) await mkdir(dir, { mode: 0o755 });
-    else if (!st.isDirectory()) return undefined;
+    if (st?.isDirectory()) continue;
+    if (st) {
+      logger.warn({ path: sandboxPath, parent: dir.slice(root.length), was: st.isSymbolicLink() ? 'symlink' : 'file' }, 'image holds a parent of a platform file as a symlink or file; replaced by a directory');
+      await rm(dir);
+    }
+    await mkdir(dir, { mode: 0o755 });
   }
   const target = join(dir, parts[parts.length - 1]);
   const st = await lstat(target).catch(() => { /* not there: written fresh below */ return undefined; });
@@ -44,14 +55,15 @@ async function placeIn(root: string, sandboxPath: string): Promise<string | unde
 /**
  * What every sandbox root gets at boot, on either runtime: `files` (resolv.conf, hostname, ...)
  * and svc's sudo in the image's sudo's place (it goes through envd: docs/decisions.md). A path
- * an image holds as a symlink or directory is left alone and logged.
+ * an image holds as a directory is left alone and logged; a parent it holds as a symlink or file
+ * is made a directory (placeIn).
  */
 export async function placeSandboxFiles(root: string, files: Record<string, string>, logger: Logger): Promise<void> {
   for (const [path, content] of Object.entries(files)) {
-    if (!(await writeIntoRootfs(root, path, content))) logger.warn({ path }, 'image holds a symlink or directory there; file not placed');
+    if (!(await writeIntoRootfs(root, path, content, logger))) logger.warn({ path }, 'image holds a directory there; file not placed');
   }
   const sudoPath = existsSync(join(root, 'usr/bin/sudo')) ? '/usr/bin/sudo' : '/usr/local/bin/sudo';
-  if (!(await linkIntoRootfs(root, sudoPath, SANDBOX_SUDO))) logger.warn({ path: sudoPath }, 'image holds a symlink or directory there; sudo not placed');
+  if (!(await linkIntoRootfs(root, sudoPath, SANDBOX_SUDO, logger))) logger.warn({ path: sudoPath }, 'image holds a directory there; sudo not placed');
 }
 
 /**

@@ -5,7 +5,7 @@ import type { ExtInfo } from '@svc/contracts/volumes';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import type { ExecInputs } from '../artifacts/exec-input.ts';
 import type { LayerStore } from '../artifacts/layer-store.ts';
-import { DEFAULT_POLICY } from '../network/egress-policy.ts';
+import { WARM_POLICY } from '../network/egress-policy.ts';
 import type { Firewall } from '../network/firewall.ts';
 import type { HostLearner } from '../network/host-learner.ts';
 import type { ExecOutput, InstanceResources } from '../runtime/driver.ts';
@@ -92,10 +92,10 @@ export class NodeSandboxes {
         return !m || admissionRefusal(m, d.warmShape.memoryMB, 2 * m.perSandboxMB) === undefined;
       },
       start: (artifactId, signal) => d.launcher.launch({
-        // Only envd runs in a warm sandbox until it is handed out, so it can wait with the
-        // policy most creates ask for: then the hand-out needs no firewall change at all.
-        // envd runs one command at boot, so that a user's first is not the first (packages/envd/src/warm-up.ts).
-        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: { [ENVD_WARM_UP_ENV]: '1' }, policy: DEFAULT_POLICY, metadata: {}, runtime: d.warmRuntime,
+        // A warm sandbox reaches nothing until it is handed out (WARM_POLICY); the hand-out sets
+        // the create's policy and forgets its connections (create.ts). envd runs one command at
+        // boot, so that a user's first is not the first (packages/envd/src/warm-up.ts).
+        role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: { [ENVD_WARM_UP_ENV]: '1' }, policy: WARM_POLICY, metadata: {}, runtime: d.warmRuntime,
         signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
       }),
       destroy: (inst) => d.launcher.teardown(inst),
@@ -219,9 +219,12 @@ export class NodeSandboxes {
     return this.table.find(sandboxId);
   }
 
-  /** Cuts console files past their cap (console-file.ts capConsoleFile); one failure does not stop the rest. */
+  /**
+   * Cuts console files past their cap (console-file.ts capConsoleFile); one failure does not stop
+   * the rest. Warm sandboxes' too: they run their template's files before any hand-out.
+   */
   async capConsoles(): Promise<void> {
-    for (const inst of this.table.all()) {
+    for (const inst of [...this.table.all(), ...this.pool.instances()]) {
       await capConsoleFile(this.table.driverOf(inst).consolePath(inst.ref)).catch((err: Error) => this.d.logger.warn({ sandboxId: inst.record.sandboxId, err: err.message }, 'console log not cut; tried again at the next sweep'));
     }
   }

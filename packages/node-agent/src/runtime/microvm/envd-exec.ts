@@ -1,6 +1,6 @@
 import http from 'node:http';
 import { createReadStream } from 'node:fs';
-import { ENVD_PORT, envdRequest } from '../../envd-client.ts';
+import { ENVD_PORT, envdRequest, MAX_ENVD_ANSWER, readCapped } from '../../envd-client.ts';
 import type { RunResult } from '../../host/exec.ts';
 import type { ExecOptions } from '../driver.ts';
 
@@ -51,8 +51,11 @@ export async function execThroughEnvd(target: EnvdTarget, argv: string[], opts: 
       headers: { ...headers, 'content-type': 'application/connect+json', 'connect-protocol-version': '1' },
     }, (res) => {
       if (res.statusCode !== 200) {
-        let body = '';
-        res.setEncoding('utf8').on('data', (d: string) => { body += d; }).on('end', () => { clearTimeout(timer); reject(new Error(`envd Process.Start answered ${res.statusCode}: ${body.slice(0, 200)}`)); });
+        // Read to a cap, as every envd answer (envd-client.ts MAX_ENVD_ANSWER): a guest's root answers in envd's place.
+        readCapped(req, res, MAX_ENVD_ANSWER, `envd at ${target.address} Process.Start`).then(
+          (body) => { clearTimeout(timer); reject(new Error(`envd Process.Start answered ${res.statusCode}: ${body.slice(0, 200)}`)); },
+          (err: Error) => { clearTimeout(timer); reject(err); },
+        );
         return;
       }
       res.on('data', (chunk: Buffer) => {
@@ -68,7 +71,16 @@ export async function execThroughEnvd(target: EnvdTarget, argv: string[], opts: 
         while (buffered.length >= 5 && buffered.length >= 5 + buffered.readUInt32BE(1)) {
           const flags = buffered[0]!;
           const size = buffered.readUInt32BE(1);
-          const message = JSON.parse(buffered.subarray(5, 5 + size).toString('utf8')) as StartMessage;
+          let message: StartMessage;
+          try {
+            message = JSON.parse(buffered.subarray(5, 5 + size).toString('utf8')) as StartMessage;
+          } catch {
+            // Thrown in a 'data' handler, it would end the node agent: a guest's root writes these frames.
+            clearTimeout(timer);
+            req.destroy();
+            reject(new Error(`envd at ${target.address} sent a frame that is not JSON: refused`));
+            return;
+          }
           buffered = buffered.subarray(5 + size);
           if (flags & 2) {
             if (message.error && exitCode === undefined && !killedAfter) stderr += `${message.error.message}\n`;

@@ -30,11 +30,28 @@ export async function ensureGuestNetwork(netnsPath: string): Promise<void> {
   await run('ip', ['-n', netns, '-batch', '-'], { input: batch.join('\n') + '\n' });
   await run('nsenter', [`--net=${netnsPath}`, 'sysctl', '-q', '-w', 'net.ipv4.ip_forward=1']);
   const sandboxAddress = /\d+: eth0\s+inet (\d+\.\d+\.\d+\.\d+)\//.exec(addrs)?.[1];
-  if (!sandboxAddress) return;
+  await run('nsenter', [`--net=${netnsPath}`, 'nft', '-f', '-'], { input: guestRules(sandboxAddress).join('\n') + '\n' });
+}
+
+/**
+ * The namespace's table: the guest's packets from any source but its own address dropped (its
+ * root can forge them on the tap, and they went out eth0 with the forged source: the host's own
+ * check, firewall.ts antispoof, holds the line there, this one keeps them out of the namespace's
+ * connection tracking too); then, for a sandbox's namespace, the translation to its address.
+ */
+export function guestRules(sandboxAddress: string | undefined): string[] {
   const rules = [
     `table ip ${NAT_TABLE}`,
     `delete table ip ${NAT_TABLE}`,
     `table ip ${NAT_TABLE} {`,
+    '  chain antispoof {',
+    '    type filter hook prerouting priority raw; policy accept;',
+    `    iifname "${GUEST_TAP}" ip saddr != ${GUEST_ADDRESS} drop`,
+    '  }',
+  ];
+  if (!sandboxAddress) return [...rules, '}'];
+  return [
+    ...rules,
     '  chain pre {',
     '    type nat hook prerouting priority dstnat; policy accept;',
     `    iifname "eth0" ip daddr ${sandboxAddress} dnat to ${GUEST_ADDRESS}`,
@@ -45,5 +62,4 @@ export async function ensureGuestNetwork(netnsPath: string): Promise<void> {
     '  }',
     '}',
   ];
-  await run('nsenter', [`--net=${netnsPath}`, 'nft', '-f', '-'], { input: rules.join('\n') + '\n' });
 }
