@@ -39,24 +39,47 @@ function oneAcquisition(holder: string): string {
   return `${holder}#${acquisitions}`;
 }
 
+/** What fn is handed while it holds a lock. */
+export interface HeldLock {
+  /**
+   * Whether this acquisition holds the lock still, renewing it for a full TTL when it does. A
+   * renewal that failed (the store was away longer than the TTL) may have let another holder in:
+   * a write that must not overwrite that holder's (a read-modify-write) asks this first.
+   */
+  stillHeld(): Promise<boolean>;
+}
+
 /**
  * Runs fn as the holder of a lock it has taken, renewed every third of its TTL while fn runs (a
  * step slower than the TTL, a pause uploading gigabytes, keeps it), and released after. Only a
  * crash leaves it to its TTL.
  */
-async function holding<T>(c: Coordination, name: string, holder: string, ttlMs: number, fn: () => Promise<T>): Promise<T> {
-  let lost = false;
+async function holding<T>(c: Coordination, name: string, holder: string, ttlMs: number, fn: (lock: HeldLock) => Promise<T>): Promise<T> {
+  // Taken just before this runs; each renewal that lands holds it for ttlMs from when it was asked.
+  let heldUntil = Date.now() + ttlMs;
+  let lapsed = false;
+  const renewNow = async (): Promise<boolean> => {
+    const asked = Date.now();
+    const held = await c.acquireLease(name, holder, ttlMs);
+    // For good once lapsed: a lock taken back after it expired (it was free again) may have had
+    // another holder in between, who wrote what this holder read before.
+    if (!held || asked > heldUntil) lapsed = true;
+    else heldUntil = asked + ttlMs;
+    return !lapsed;
+  };
   const renew = setInterval(() => {
-    c.acquireLease(name, holder, ttlMs).then((held) => { lost = !held; }, () => {
-      // The next renewal tries again; the CAS writes of whatever runs under the lock still hold.
+    renewNow().catch(() => {
+      // The next renewal tries again; one that lands after the TTL marks the lock lapsed.
     });
   }, Math.max(50, Math.floor(ttlMs / 3)));
   renew.unref();
+  const lock: HeldLock = { stillHeld: async () => !lapsed && renewNow() };
   try {
-    return await fn();
+    return await fn(lock);
   } finally {
     clearInterval(renew);
-    if (!lost) await c.unlock(name, holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next holder */ });
+    // Only this acquisition's own: the store drops the lock only while it still names this holder.
+    await c.unlock(name, holder).catch(() => { /* the lock expires with its TTL: a failed unlock only delays the next holder */ });
   }
 }
 
@@ -65,7 +88,7 @@ async function holding<T>(c: Coordination, name: string, holder: string, ttlMs: 
  * up to `waitMs`; `busy()` is thrown when it stays taken. A failed unlock is left to the lock's TTL.
  */
 export async function withLockWaiting<T>(
-  c: Coordination, name: string, holder: string, o: { ttlMs: number; waitMs: number; busy: () => Error }, fn: () => Promise<T>,
+  c: Coordination, name: string, holder: string, o: { ttlMs: number; waitMs: number; busy: () => Error }, fn: (lock: HeldLock) => Promise<T>,
 ): Promise<T> {
   const mine = oneAcquisition(holder);
   const deadline = Date.now() + o.waitMs;
@@ -78,7 +101,7 @@ export async function withLockWaiting<T>(
 
 /** Runs fn while holding the lock (renewed while it runs); does not run fn when the lock is taken. */
 export async function withLock<T>(
-  c: Coordination, name: string, holder: string, ttlMs: number, fn: () => Promise<T>,
+  c: Coordination, name: string, holder: string, ttlMs: number, fn: (lock: HeldLock) => Promise<T>,
 ): Promise<{ acquired: true; value: T } | { acquired: false }> {
   const mine = oneAcquisition(holder);
   if (!(await c.tryLock(name, mine, ttlMs))) return { acquired: false };
@@ -91,7 +114,7 @@ export async function withLock<T>(
  * `holder` must be unique to this one operation (a lease is renewable by its holder).
  */
 export async function withRenewedLock<T>(
-  c: Coordination, name: string, holder: string, ttlMs: number, fn: () => Promise<T>,
+  c: Coordination, name: string, holder: string, ttlMs: number, fn: (lock: HeldLock) => Promise<T>,
 ): Promise<{ acquired: true; value: T } | { acquired: false }> {
   if (!(await c.acquireLease(name, holder, ttlMs))) return { acquired: false };
   return { acquired: true, value: await holding(c, name, holder, ttlMs, fn) };

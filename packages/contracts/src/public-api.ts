@@ -179,7 +179,7 @@ export const PUBLIC_API = {
         summary: 'The sandbox\'s own log: envd\'s lines and its boots',
         parameters: [
           sandboxId,
-          query('cursor', { type: 'integer', minimum: 0 }, 'Milliseconds since the epoch: forward, entries at or after it; backward, at or before it (default now)'),
+          query('cursor', { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }, 'Milliseconds since the epoch: forward, entries at or after it; backward, at or before it (default now)'),
           logLimit,
           query('direction', { type: 'string', enum: LOG_DIRECTIONS, default: 'forward' }, 'forward: oldest first; backward: newest first'),
           query('level', { type: 'string', enum: LOG_LEVELS }, 'The lowest level answered'),
@@ -280,7 +280,7 @@ export const PUBLIC_API = {
         summary: 'A builder build\'s log entries by time (E2B\'s build logs)',
         parameters: [
           e2bTemplateId, pathParam('buildID'),
-          query('cursor', { type: 'integer', minimum: 0 }, 'Milliseconds since the epoch: forward from it, or backward from it'),
+          query('cursor', { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }, 'Milliseconds since the epoch: forward from it, or backward from it'),
           query('direction', { type: 'string', enum: ['forward', 'backward'] }, 'forward (default): oldest first; backward: newest first'),
           query('level', { type: 'string', enum: ['debug', 'info', 'warn', 'error'] }, 'The lowest level answered'),
           query('limit', { type: 'integer', minimum: 1, maximum: 1000 }, 'At most this many (default 100)'),
@@ -328,9 +328,9 @@ export const PUBLIC_API = {
     },
     '/v3/templates': {
       post: {
-        summary: 'Request a build of a template by name[:tag] (E2B\'s template builder); the same name again is a new build of that template',
+        summary: 'Request a build of a template by name[:tag] (E2B\'s template builder); the same name again is a new build of that template, and fails its requests not started yet for the same tags (E2B\'s "superseded")',
         requestBody: { required: true, ...json(ref('E2bBuildRequest')) },
-        responses: { 202: { description: 'The template and its build, waiting for its steps', ...json(ref('E2bBuildRequested')) }, ...ofTemplate },
+        responses: { 202: { description: 'The template and its build, waiting for its steps', ...json(ref('E2bBuildRequested')) }, ...ofTemplate, 429: error('The team has 20 builds requested and not started') },
       },
     },
     '/v2/templates/{templateID}/builds/{buildID}': {
@@ -338,13 +338,13 @@ export const PUBLIC_API = {
         summary: 'Start a requested build: its base, steps, start and ready commands (E2B\'s template builder)',
         parameters: [e2bTemplateId, pathParam('buildID')],
         requestBody: { required: true, ...json(ref('E2bBuildStart')) },
-        responses: { 202: { description: 'Building' }, ...ofTemplate, 409: error('The build was started already') },
+        responses: { 202: { description: 'Building' }, ...ofTemplate, 409: error('The build was started already, or ended before its start (superseded by a newer request, or not started within a day)') },
       },
     },
     '/templates/{templateID}/builds/{buildID}/status': {
       get: {
         summary: 'A build\'s status (E2B shape)',
-        parameters: [e2bTemplateId, pathParam('buildID'), query('logsOffset', { type: 'integer', minimum: 0 }, 'Log entries already seen'), query('limit', { type: 'integer', minimum: 0, maximum: 100 }, 'At most this many log entries (default 100)'), query('level', { type: 'string', enum: ['debug', 'info', 'warn', 'error'] }, 'The lowest level answered')],
+        parameters: [e2bTemplateId, pathParam('buildID'), query('logsOffset', { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }, 'Log entries already seen'), query('limit', { type: 'integer', minimum: 0, maximum: 100 }, 'At most this many log entries (default 100)'), query('level', { type: 'string', enum: ['debug', 'info', 'warn', 'error'] }, 'The lowest level answered')],
         responses: { 200: { description: 'The build', ...json(ref('E2bBuildStatus')) }, ...ofTemplate },
       },
     },

@@ -158,6 +158,7 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     registerBuildRoutes(app, builds);
     const b = builds;
     periodic.every('abandoned build sweep', 300_000, async () => { await b.failAbandoned(); });
+    periodic.every('template build retention prune', 3_600_000, async () => { await b.pruneFinished(); }, { firstAfterMs: 300_000 });
   }
 
   serve(app, MASTER_INTERNAL_ROUTES.health, async () => ({ ok: true, damagedSandboxRows: sandboxes.damaged.list(), tasks: periodic.stats() }));

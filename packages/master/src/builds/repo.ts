@@ -31,9 +31,57 @@ export class BuildRepo {
       .orderBy('created_at').orderBy('build_id').execute();
   }
 
-  /** Builds a stopped master left waiting or building. */
-  unfinished(): Promise<BuildRow[]> {
-    return this.db.selectFrom('t_svc_build').selectAll().where('status', 'in', ['waiting', 'building']).execute();
+  /**
+   * A page (by id, after `after`) of the builds that may be abandoned: waiting since before
+   * `waitingBefore`, or building and not moved since before `silentBefore` (its log may be newer).
+   */
+  unfinished(q: { waitingBefore: number; silentBefore: number; after: string; limit: number }): Promise<BuildRow[]> {
+    return this.db.selectFrom('t_svc_build').selectAll()
+      .where((eb) => eb.or([
+        eb.and([eb('status', '=', 'waiting'), eb('created_at', '<', q.waitingBefore)]),
+        eb.and([eb('status', '=', 'building'), eb('updated_at', '<', q.silentBefore)]),
+      ]))
+      .where('build_id', '>', q.after).orderBy('build_id').limit(q.limit).execute();
+  }
+
+  /** The template's builds requested and not started. */
+  waitingOf(templateId: string): Promise<BuildRow[]> {
+    return this.db.selectFrom('t_svc_build').selectAll().where('template_id', '=', templateId).where('status', '=', 'waiting').execute();
+  }
+
+  /** How many builds the team requested and has not started. */
+  async countWaiting(teamId: string): Promise<number> {
+    const r = await this.db.selectFrom('t_svc_build').select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .where('team_id', '=', teamId).where('status', '=', 'waiting').executeTakeFirst();
+    return Number(r?.n ?? 0);
+  }
+
+  /**
+   * Up to `limit` builds finished before `before` that are not their template's latest (a newer
+   * build of it exists): their logs may go. `removable`: those whose row may go too, failed ones
+   * that left nothing a template or its deletion needs (no snapshot of theirs, no capture that
+   * names them, no tag).
+   */
+  async pastRetention(before: number, limit: number): Promise<Array<{ buildId: string; removable: boolean }>> {
+    const rows = await this.db.selectFrom('t_svc_build as b')
+      .select(['b.build_id', 'b.status', 'b.snapshot_id'])
+      .select((eb) => [
+        eb.exists(eb.selectFrom('t_svc_snapshot as s').select('s.snapshot_id').whereRef('s.build_id', '=', 'b.build_id')).as('captured'),
+        eb.exists(eb.selectFrom('t_svc_template_tag as t').select('t.tag').whereRef('t.build_id', '=', 'b.build_id')).as('tagged'),
+      ])
+      .where('b.status', 'in', ['ready', 'error']).where('b.finished_at', '<', before)
+      .where((eb) => eb.exists(eb.selectFrom('t_svc_build as n').select('n.build_id').whereRef('n.template_id', '=', 'b.template_id').whereRef('n.created_at', '>', 'b.created_at')))
+      .orderBy('b.finished_at').limit(limit).execute();
+    return rows.map((r) => ({
+      buildId: r.build_id,
+      removable: r.status === 'error' && r.snapshot_id === null && !truthy(r.captured) && !truthy(r.tagged),
+    }));
+  }
+
+  /** Deletes these builds' log entries, and the rows of `rows` among them. */
+  async prune(logsOf: string[], rows: string[]): Promise<void> {
+    if (logsOf.length) await this.db.deleteFrom('t_svc_build_log').where('build_id', 'in', logsOf).execute();
+    if (rows.length) await this.db.deleteFrom('t_svc_build').where('build_id', 'in', rows).execute();
   }
 
   async appendLog(buildId: string, seq: number, entry: { at: number; level: string; message: string }): Promise<void> {
@@ -97,4 +145,9 @@ export class BuildRepo {
       .selectAll('t_svc_build').where('t_svc_template_tag.template_id', '=', templateId).where('t_svc_template_tag.tag', '=', tag)
       .where('t_svc_build.status', '=', 'ready').executeTakeFirst();
   }
+}
+
+/** EXISTS answers true, 1 or '1' by engine. */
+function truthy(v: unknown): boolean {
+  return v === true || Number(v) === 1;
 }

@@ -6,14 +6,15 @@ import type { BuilderBuild } from '../templates/builder-port.ts';
 import type { Level } from './build-log.ts';
 import { BuildRunner, type BuildRunnerDeps } from './build-runner.ts';
 import { checkSpec, checkTags, DEFAULT_TAG, splitRef } from './build-spec.ts';
-import { STEP_TIMEOUT_MS } from './run-step.ts';
+import { failAbandoned, pruneFinished } from './build-sweeps.ts';
 import type { BuildRow } from './tables.ts';
 import type { TeamBuilds } from './team-builds.ts';
 
 const STATUS_ENTRIES = 100;
-/** A build silent this long is abandoned (failAbandoned); a requested one never started, after WAITING_LIMIT_MS. */
-const SILENT_LIMIT_MS = STEP_TIMEOUT_MS + 10 * 60_000;
-const WAITING_LIMIT_MS = 24 * 3600_000;
+/** Builds a team may have requested and not started; each is a row until it starts or lapses (a day). */
+export const MAX_WAITING_BUILDS = 20;
+/** E2B's words for a request a newer one replaced. */
+const SUPERSEDED = 'The build was canceled because it was superseded by a newer one.';
 
 export interface BuildServiceDeps extends BuildRunnerDeps {
   /** Teams' limits (maxVcpus and maxMemoryMB for a build's size); absent: none. */
@@ -45,6 +46,12 @@ export class BuildService {
     const memoryMB = body.memoryMB ?? 1024;
     const tags = checkTags([...(tag ? [tag] : []), ...(body.tags ?? [])]);
     const t = await this.d.templates.forBuild(name, { cpuCount, memoryMB }, { teamId: caller });
+    await this.supersede(t.template_id, tags);
+    // Counted, not reserved: two requests at once may both pass the last place; the cap bounds the rows, not a resource.
+    const waiting = await this.d.repo.countWaiting(t.team_id);
+    if (waiting >= MAX_WAITING_BUILDS) {
+      throw new SvcError(429, `the team has ${waiting} template builds requested and not started (at most ${MAX_WAITING_BUILDS}); start them, or wait: one not started within a day fails`);
+    }
     const now = Date.now();
     const buildId = randomUUID();
     await this.d.repo.insert({
@@ -53,6 +60,21 @@ export class BuildService {
     });
     const names = t.alias ? [t.alias] : [];
     return { templateID: t.template_id, buildID: buildId, names, aliases: names, tags, public: false };
+  }
+
+  /**
+   * As E2B does: a new request fails the template's requests not started yet that ask for one
+   * of its tags (`default` when none is named), so a client that asks again and again (a retry
+   * loop, a build that failed before its start) leaves one waiting build, not one per request.
+   * Requests for other tags of the template wait side by side, as parallel builds of E2B's do.
+   */
+  private async supersede(templateId: string, tags: string[]): Promise<void> {
+    const asked = (row: string[]) => (row.length ? row : [DEFAULT_TAG]);
+    const mine = new Set(asked(tags));
+    for (const b of await this.d.repo.waitingOf(templateId)) {
+      if (!asked(b.tags ? JSON.parse(b.tags) as string[] : []).some((x) => mine.has(x))) continue;
+      await this.d.repo.transition(b.build_id, 'waiting', { status: 'error', reason: JSON.stringify({ message: SUPERSEDED }) });
+    }
   }
 
   /** E2B's assignTags: the build `target` (`name:tag`, or `name` for the current one) gets these tags too. */
@@ -128,7 +150,9 @@ export class BuildService {
       // service account's private key): nothing reads them back, and the database is no vault.
       const kept = spec.fromImageRegistry ? { ...spec, fromImageRegistry: '[redacted]' } : spec;
       if (!(await this.d.repo.transition(buildId, 'waiting', { status: 'building', spec: JSON.stringify(kept) }))) {
-        throw conflict(`build ${buildId} was started already (it is ${(await this.d.repo.get(buildId))?.status})`);
+        const now = await this.d.repo.get(buildId);
+        const why = now?.status === 'error' && now.reason ? `: ${(JSON.parse(now.reason) as { message: string }).message}` : '';
+        throw conflict(`build ${buildId} cannot start: it is ${now?.status} (it was started already, or ended before its start${why})`);
       }
     });
     const job = this.runner.run(b, base, spec).catch((err: Error) => this.d.logger.error({ buildId, err: err.message }, 'template build ended without its outcome recorded'));
@@ -165,24 +189,14 @@ export class BuildService {
     return { logs: rows.map((e) => ({ timestamp: new Date(Number(e.at)).toISOString(), level: e.level as Level, message: e.message })) };
   }
 
-  /**
-   * Fails builds that nothing runs any more: a master that stopped mid-build left them. A build
-   * under way on any master writes a log line at least once a step, so one silent for longer than
-   * a step may run (with a margin) is abandoned; a requested build never started waits a day.
-   * Their sandboxes end with their timeout.
-   */
-  async failAbandoned(now = Date.now()): Promise<string[]> {
-    const failed: string[] = [];
-    for (const b of await this.d.repo.unfinished()) {
-      const last = b.status === 'waiting' ? Number(b.created_at) : Math.max(Number(b.updated_at), await this.d.repo.lastLogAt(b.build_id));
-      if (now - last < (b.status === 'waiting' ? WAITING_LIMIT_MS : SILENT_LIMIT_MS)) continue;
-      const message = b.status === 'waiting' ? 'the build was requested but never started' : 'the build stopped (its master went away); build again';
-      if (await this.d.repo.transition(b.build_id, b.status, { status: 'error', reason: JSON.stringify({ message }) })) {
-        await this.d.templates.builderFailed(b.template_id, message);
-        failed.push(b.build_id);
-      }
-    }
-    return failed;
+  /** Fails builds that nothing runs any more (build-sweeps.ts). */
+  failAbandoned(now = Date.now()): Promise<string[]> {
+    return failAbandoned(this.d, now);
+  }
+
+  /** Drops old builds' logs and failed builds' rows past their retention (build-sweeps.ts). */
+  pruneFinished(now = Date.now()): Promise<{ logsOf: number; rows: number }> {
+    return pruneFinished(this.d, now);
   }
 
   /** Waits for builds under way (tests, shutdown). */

@@ -4,7 +4,7 @@ import { openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrator.ts';
 import { availableTestDatabases } from '../db/test-databases.ts';
 import { migrations } from '../migrations/index.ts';
-import { NodeRegistry, type PlacementPolicy } from './registry.ts';
+import { CLIENT_RECHECK_MS, NodeRegistry, type PlacementPolicy } from './registry.ts';
 
 const [sqlite] = availableTestDatabases();
 
@@ -52,3 +52,27 @@ for (const tdb of availableTestDatabases()) {
     }
   });
 }
+
+test('a node that registers again at a new address with one master is dialled there by the others', async (t) => {
+  const made = await sqlite.create!();
+  const db = await openDatabase(made.config);
+  try {
+    await migrate(db.kysely, db.driver, migrations);
+    const reg = { nodeId: 'n1', runtime: 'gvisor' as const, pauseKinds: ['freeze' as const], capacity: { cpuCount: 4, memoryMB: 4096 }, pausedResourceReleaseRatio: 0, version: 't' };
+    const masterA = new NodeRegistry(db.kysely), masterB = new NodeRegistry(db.kysely);
+    await masterA.register({ ...reg, address: 'http://10.0.0.5:8088' });
+    let now = Date.now();
+    t.mock.method(Date, 'now', () => now);
+    const before = await masterB.client('n1');
+    assert.equal(before.baseUrl, 'http://10.0.0.5:8088');
+    await masterA.register({ ...reg, address: 'http://10.0.0.9:8088' }); // the agent restarted on a new pod IP
+    now += CLIENT_RECHECK_MS;
+    assert.equal((await masterB.client('n1')).baseUrl, 'http://10.0.0.9:8088');
+    now += CLIENT_RECHECK_MS;
+    const again = await masterB.client('n1');
+    assert.equal(await masterB.client('n1'), again, 'an unchanged address keeps its client');
+  } finally {
+    await db.close();
+    await made.drop();
+  }
+});

@@ -11,6 +11,12 @@ export const HEARTBEAT_INTERVAL_MS = 3_000;
 const STALE_AFTER_MS = HEARTBEAT_INTERVAL_MS * 4;
 /** The status column of a drained node (else 'ready'). */
 const DRAINING = 'draining';
+/**
+ * How long a cached node agent client is used before its node's address is read again: a node
+ * that registers again at a new address (a restarted pod) does so with one master, and the
+ * others learn it from the row, within this time.
+ */
+export const CLIENT_RECHECK_MS = 5_000;
 
 /** The usage column: what the last heartbeat said. */
 interface NodeUsage {
@@ -38,7 +44,7 @@ export type PlacementPolicy = 'spread' | 'pack';
 
 /** Registered node agents: registration, heartbeats, labels and placement choice. */
 export class NodeRegistry {
-  private readonly clients = new Map<string, NodeAgentClient>();
+  private readonly clients = new Map<string, { client: NodeAgentClient; checkedAt: number }>();
   /** Creates sent to each node since its last heartbeat (its measurement does not show them yet). */
   private readonly promised = new Map<string, number>();
 
@@ -80,7 +86,7 @@ export class NodeRegistry {
         usage: JSON.stringify({ running: 0, paused: 0, usedMemoryMB: 0 }), registered_at: now,
       }).execute();
     }
-    this.clients.set(req.nodeId, new NodeAgentClient(req.address, { token: this.nodeToken }));
+    this.clients.set(req.nodeId, { client: new NodeAgentClient(req.address, { token: this.nodeToken }), checkedAt: Date.now() });
   }
 
   async heartbeat(nodeId: string, hb: NodeHeartbeat): Promise<void> {
@@ -110,14 +116,17 @@ export class NodeRegistry {
     return (await this.row(nodeId))?.egress_admin_url ?? undefined;
   }
 
+  /** The node's agent client, at the address its row holds (read again after CLIENT_RECHECK_MS). */
   async client(nodeId: string): Promise<NodeAgentClient> {
+    const now = Date.now();
     const cached = this.clients.get(nodeId);
-    if (cached) return cached;
+    if (cached && now - cached.checkedAt < CLIENT_RECHECK_MS) return cached.client;
     const row = await this.row(nodeId);
     if (!row) throw unavailable(`node ${nodeId} is not registered`);
-    const c = new NodeAgentClient(row.address, { token: this.nodeToken });
-    this.clients.set(nodeId, c);
-    return c;
+    // The same client while the address holds, so calls under way keep theirs.
+    const client = cached && cached.client.baseUrl === row.address.replace(/\/+$/, '') ? cached.client : new NodeAgentClient(row.address, { token: this.nodeToken });
+    this.clients.set(nodeId, { client, checkedAt: now });
+    return client;
   }
 
   /**

@@ -81,15 +81,25 @@ for (const tdb of availableTestDatabases()) {
         assert.equal((await status(svc.list({ state: 'bogus' }))).status, 400);
         assert.equal((await status(svc.list({ limit: 0 }))).status, 400);
         assert.equal((await status(svc.list({ nextToken: '!!' }))).status, 400);
+        // Past a safe integer: PostgreSQL's bigint refused it with a 500.
+        assert.equal((await status(svc.list({ nextToken: Buffer.from(`1${'0'.repeat(20)}:abc`).toString('base64url') }))).status, 400);
       });
 
-      await t.test('reconcile: a sandbox the node lost is terminated; one the master never knew is removed', async () => {
+      await t.test('reconcile: a sandbox the node lost is terminated; one terminated here is removed; one never recorded is left to the orphan sweep', async () => {
         const s = await svc.create(input());
+        const gone = await svc.create(input());
+        const kept = node.sandboxes.get(gone.sandboxId)!;
+        await svc.kill(gone.sandboxId);
         node.sandboxes.delete(s.sandboxId);
-        node.sandboxes.set('iorphan', { ...[...node.sandboxes.values()][0], sandboxId: 'iorphan' });
+        // Back on the node after its record ended (a node that returns after a partition).
+        node.sandboxes.set(gone.sandboxId, kept);
+        // As a create under way looks: its node has it, its record comes once it is ready.
+        node.sandboxes.set('iorphan', { ...kept, sandboxId: 'iorphan' });
         await svc.reconcileNode('n1');
         assert.equal((await status(svc.get(s.sandboxId))).status, 410);
-        assert.ok(!node.sandboxes.has('iorphan'));
+        assert.ok(!node.sandboxes.has(gone.sandboxId), 'terminated here: removed at once');
+        assert.ok(node.sandboxes.has('iorphan'), 'no record at all: a create may be under way, so it waits for the orphan sweep');
+        assert.deepEqual(await svc.removeOrphans('n1', 0), ['iorphan']);
         assert.ok(h.purged.some((ids) => ids.includes(s.sandboxId)), 'a sandbox that ended on its node is purged from the proxies like a killed one');
       });
 

@@ -58,3 +58,21 @@ test('maxKeptSandboxes counts paused sandboxes at a create, never at a resume', 
   await created();
   await (await quota.admit('team-1', { memoryMB: 256, cpuCount: 1, newSandbox: true }))();
 });
+
+test('an admission whose team lock lapsed writes nothing back: another master\'s reservation made meanwhile stays', async () => {
+  // The store gives the lock away while the admission reads the team's usage (its renewals did not land within the TTL).
+  let lapsed = false;
+  class Lapsing extends MemoryCoordination {
+    override async acquireLease(name: string, holder: string, ttlMs: number) { return lapsed ? false : super.acquireLease(name, holder, ttlMs); }
+  }
+  const store = new Lapsing();
+  const theirs = JSON.stringify({ other: { sandboxes: 1, memoryMB: 256, vcpus: 1, kept: 1, until: Date.now() + 60_000 } });
+  const usage = async () => {
+    lapsed = true;
+    await store.kvSet('quota-held:team-1', theirs); // the other master, holding the lock now
+    return { sandboxes: 0, memoryMB: 0, vcpus: 0, kept: 0 };
+  };
+  const quota = new SandboxQuota(limits, usage, store, silentLogger());
+  await assert.rejects(quota.admit('team-1', { memoryMB: 256, cpuCount: 1, newSandbox: true }), (e: SvcError) => e.status === 503 && /lost its lock/.test(e.message));
+  assert.equal(await store.kvGet('quota-held:team-1'), theirs);
+});

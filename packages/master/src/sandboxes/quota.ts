@@ -89,11 +89,14 @@ export class SandboxQuota {
   private async withTeam(teamId: string, change: (held: Record<string, Held>) => Promise<void>): Promise<void> {
     const key = `quota-held:${teamId}`;
     const busy = () => unavailable(`the quota of team ${teamId} is being checked by another request; retry`, 1);
-    await withLockWaiting(this.coordination, `quota:${teamId}`, this.holder, { ttlMs: LOCK_TTL_MS, waitMs: LOCK_WAIT_MS, busy }, async () => {
+    await withLockWaiting(this.coordination, `quota:${teamId}`, this.holder, { ttlMs: LOCK_TTL_MS, waitMs: LOCK_WAIT_MS, busy }, async (lock) => {
       const raw = await this.coordination.kvGet(key);
       const now = Date.now();
       const held = Object.fromEntries(Object.entries(raw ? JSON.parse(raw) as Record<string, Held> : {}).filter(([, h]) => h.until > now));
       await change(held);
+      // The whole list is written back: with the lock lapsed, another master's reservation made
+      // since the read would be erased, and its team could pass its limit.
+      if (!(await lock.stillHeld())) throw unavailable(`the quota check of team ${teamId} lost its lock to the coordination store; retry`, 1);
       if (Object.keys(held).length) await this.coordination.kvSet(key, JSON.stringify(held), HELD_TTL_MS);
       else await this.coordination.kvDel(key);
     });

@@ -84,16 +84,21 @@ export class SandboxRepo {
     return Number(r?.n ?? 0);
   }
 
-  /** What a team's sandboxes that hold resources (running, or on their way in or out) take. */
-  /** What the team's quotas count (quota.ts): its running sandboxes and their sizes, and every sandbox it keeps. */
+  /**
+   * What the team's quotas count (quota.ts): its sandboxes that hold resources (running, or on
+   * their way in or out) and their sizes, and every sandbox it keeps. A running sandbox being
+   * killed counts (pause_kind is set only while paused): a kill its node does not finish in time
+   * puts it back to running, with no admission.
+   */
   async teamUsage(teamId: string): Promise<{ sandboxes: number; memoryMB: number; vcpus: number; kept: number }> {
     const rows = await this.db.selectFrom('t_svc_sandbox')
-      .select((eb) => ['state', eb.fn.countAll<number | string>().as('n'), eb.fn.sum<number | string | null>('memory_mb').as('mem'), eb.fn.sum<number | string | null>('cpu_count').as('cpu')])
-      .where('team_id', '=', teamId).where('state', '!=', 'terminated').groupBy('state').execute();
+      .select((eb) => ['state', 'pause_kind', eb.fn.countAll<number | string>().as('n'), eb.fn.sum<number | string | null>('memory_mb').as('mem'), eb.fn.sum<number | string | null>('cpu_count').as('cpu')])
+      .where('team_id', '=', teamId).where('state', '!=', 'terminated').groupBy(['state', 'pause_kind']).execute();
     const usage = { sandboxes: 0, memoryMB: 0, vcpus: 0, kept: 0 };
     for (const r of rows) {
       usage.kept += Number(r.n);
-      if (r.state !== 'running' && r.state !== 'pausing' && r.state !== 'resuming') continue;
+      const killingRunning = r.state === 'killing' && r.pause_kind === null;
+      if (r.state !== 'running' && r.state !== 'pausing' && r.state !== 'resuming' && !killingRunning) continue;
       usage.sandboxes += Number(r.n);
       usage.memoryMB += Number(r.mem ?? 0);
       usage.vcpus += Number(r.cpu ?? 0);

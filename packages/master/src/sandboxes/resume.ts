@@ -36,11 +36,16 @@ export async function resumeSandbox(c: SandboxContext, id: string, timeout: numb
   return resumeRow(c, row, 'api', (now, cur) => T.atResume(now, cur, timeout), opts);
 }
 
-/** A drain's move: the paused sandbox resumes (on another node when its package is stored); its idle clock restarts. */
+/**
+ * A drain's move: the paused sandbox resumes (on another node when its package is stored); its
+ * idle clock restarts. Without admission: it puts back a sandbox the drain itself paused a
+ * moment ago (or wakes a frozen one to store it, paused again at once), and a create of its team
+ * in between, which took the place the pause gave back, must not strand it paused.
+ */
 export async function resumeMoved(c: SandboxContext, id: string): Promise<SandboxRecord> {
   const row = await settledRow(c, id);
   if (row.state === 'running') return toRecord(row);
-  return resumeRow(c, row, 'drain', T.restartWindow);
+  return resumeRow(c, row, 'drain', T.restartWindow, {}, false);
 }
 
 /** Auto-resume from the lifecycle manager: the idle clock restarts with the same length. */
@@ -53,18 +58,18 @@ export async function resumeForTraffic(c: SandboxContext, id: string, reason: Li
 }
 
 /** A resume, timed (svc_sandbox_resume_duration_seconds); whichever way it was asked for. */
-async function resumeRow(c: SandboxContext, row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline, opts: { memory?: boolean } = {}): Promise<SandboxRecord> {
+async function resumeRow(c: SandboxContext, row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline, opts: { memory?: boolean } = {}, admit = true): Promise<SandboxRecord> {
   const startedAt = performance.now();
-  const resumed = await resumePaused(c, row, reason, nextDeadline, opts);
+  const resumed = await resumePaused(c, row, reason, nextDeadline, opts, admit);
   countResumed(startedAt);
   return resumed;
 }
 
-async function resumePaused(c: SandboxContext, row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline, opts: { memory?: boolean }): Promise<SandboxRecord> {
+async function resumePaused(c: SandboxContext, row: Row, reason: LifecycleReason, nextDeadline: (now: number, cur: T.Deadline) => T.Deadline, opts: { memory?: boolean }, admit: boolean): Promise<SandboxRecord> {
   const id = row.sandbox_id;
   if (row.state !== 'paused') throw conflict(`sandbox ${id} is ${row.state}; another lifecycle operation is settling, retry later`);
-  // A paused sandbox holds no place in its team's quota; resuming takes one again.
-  const release = await c.quota.admit(row.team_id, { memoryMB: row.memory_mb, cpuCount: row.cpu_count, newSandbox: false });
+  // A paused sandbox holds no place in its team's quota; resuming takes one again (a drain's aside: resumeMoved).
+  const release = !admit ? async () => {} : await c.quota.admit(row.team_id, { memoryMB: row.memory_mb, cpuCount: row.cpu_count, newSandbox: false });
   return c.t.locked(id, () => conflict(busyMessage(id)), async () => {
     if (!(await c.t.move(id, { trigger: 'resume', reason }))) {
       const cur = await liveRow(c, id);

@@ -12,6 +12,7 @@ import { migrations } from '../migrations/index.ts';
 import { NodeRegistry } from '../nodes/registry.ts';
 import { FakeNodeAgent } from '../testing/fake-node-agent.ts';
 import { NodeEgressPolicies } from '../egress-policies.ts';
+import type { MasterSandboxesDeps } from './context.ts';
 import type { TemplateResolver } from './ports.ts';
 import { SandboxRepo } from './repo.ts';
 import { MasterSandboxes } from './service.ts';
@@ -45,7 +46,7 @@ export async function status(p: Promise<unknown>): Promise<{ status: number; cod
   throw new Error('expected an error');
 }
 
-export async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
+export async function setup(dbCfg: Parameters<typeof openDatabase>[0], over: Partial<MasterSandboxesDeps> = {}) {
   const db = await openDatabase(dbCfg);
   await migrate(db.kysely, db.driver, migrations);
   const node = await new FakeNodeAgent().start();
@@ -62,7 +63,7 @@ export async function setup(dbCfg: Parameters<typeof openDatabase>[0]) {
   const purged: string[][] = [];
   const svc = new MasterSandboxes({
     cfg, repo: new SandboxRepo(db.kysely, db.driver), nodes, templates, coordination, logger: silentLogger(),
-    proxies: { purge: async (ids) => { purged.push(ids); } }, egress: new NodeEgressPolicies(nodes, '', silentLogger()), deleteTimeoutMs: 300,
+    proxies: { purge: async (ids) => { purged.push(ids); } }, egress: new NodeEgressPolicies(nodes, '', silentLogger()), deleteTimeoutMs: 300, ...over,
   });
   return { db, node, nodes, svc, events, coordination, cfg, purged, async close() { await node.close(); await db.close(); } };
 }

@@ -7,8 +7,12 @@ import type { Row } from './repo.ts';
 import { terminateReasonOf } from './rows.ts';
 
 /**
- * Brings the records of one node in line with what it really runs: sandboxes it runs that
- * are gone here are removed there; sandboxes recorded here that it lost are terminated.
+ * Brings the records of one node in line with what it really runs: sandboxes it runs that are
+ * recorded terminated, or on another node, are removed there; sandboxes recorded here that it
+ * lost are terminated. One it runs that no record names at all is left to the orphan sweep
+ * (removeOrphans, with its grace): a create is recorded only once its node has the sandbox, up
+ * to create_timeout later, and this runs at every registration and stuck-row sweep, in the
+ * middle of any team's creates on the node.
  */
 export async function reconcileNode(c: SandboxContext, nodeId: string): Promise<void> {
   const client = await c.d.nodes.client(nodeId);
@@ -16,10 +20,14 @@ export async function reconcileNode(c: SandboxContext, nodeId: string): Promise<
   const rows = await c.d.repo.listByNode(nodeId);
   const known = new Set(rows.map((r) => r.sandbox_id));
   for (const [id] of onNode) {
-    if (!known.has(id)) {
-      c.d.logger.info({ sandboxId: id, nodeId }, 'removing sandbox the master does not know');
-      await deleteOnNode(c, client, id).catch((err: Error) => c.d.logger.warn({ sandboxId: id, nodeId, err: err.message }, 'reconcile: could not remove a sandbox the master does not know; the next reconcile tries again'));
-    }
+    if (known.has(id)) continue;
+    // Under its lock: a move to this node holds it until the record names this node.
+    await c.t.whenFree(id, async () => {
+      const r = await c.d.repo.get(id);
+      if (!r || (r.node_id === nodeId && r.state !== 'terminated')) return;
+      c.d.logger.info({ sandboxId: id, nodeId, recorded: { nodeId: r.node_id, state: r.state } }, 'removing a sandbox its node runs that is terminated here or recorded on another node');
+      await deleteOnNode(c, client, id).catch((err: Error) => c.d.logger.warn({ sandboxId: id, nodeId, err: err.message }, 'reconcile: could not remove a sandbox the record does not put on its node; the orphan sweep tries again'));
+    });
   }
   let endedOnNode: Promise<Map<string, EndedSandbox>> | undefined;
   for (const r of rows) {

@@ -175,7 +175,9 @@ function encodeToken(a: { createdAt: number; id: string }): string {
 }
 
 function decodeToken(t: string): { createdAt: number; id: string } {
-  const m = /^(\d+):(snap-[a-z0-9]+)$/.exec(Buffer.from(t, 'base64url').toString());
-  if (!m) throw badRequest('nextToken is not valid');
+  // At most 13 digits (epoch ms to the year 2286): a longer run is no token this master wrote,
+  // and PostgreSQL's bigint refused it with a 500.
+  const m = /^(\d{1,13}):(snap-[a-z0-9]+)$/.exec(Buffer.from(t, 'base64url').toString());
+  if (!m) throw badRequest('nextToken is not valid: pass the token the previous page gave, as it came');
   return { createdAt: Number(m[1]), id: m[2] };
 }

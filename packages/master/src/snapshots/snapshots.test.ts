@@ -164,6 +164,8 @@ for (const tdb of availableTestDatabases()) {
         assert.deepEqual((await h.catalog.list({ name: 'first' })).snapshots.map((s) => s.snapshotId), [second.snapshotId]);
         assert.equal((await h.catalog.list({ sandboxId: origin.sandboxId })).snapshots.filter((s) => s.name === 'first').length, 1);
         assert.equal(await statusOf(h.catalog.list({ nextToken: 'garbage' })), 400);
+        // Past a safe integer: PostgreSQL's bigint refused it with a 500.
+        assert.equal(await statusOf(h.catalog.list({ nextToken: Buffer.from(`1${'0'.repeat(20)}:snap-abc`).toString('base64url') })), 400);
         assert.equal(await statusOf(h.catalog.list({ limit: 0 })), 400);
       });
 

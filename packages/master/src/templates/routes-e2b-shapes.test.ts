@@ -139,4 +139,14 @@ onEveryEngine('template routes', {
     assert.deepEqual((await status('?level=warn')).logEntries, []);
     assert.equal((await status('?level=info')).logEntries.length, 1);
   },
+
+  'build status logsOffset and build logs cursor past a safe integer: a 400, not the database\'s 500': [{ builder: true }, async (h) => {
+    const { templateID, buildID } = (await h.call('POST', '/templates', { ...IMAGE, alias: 'huge' })).body;
+    // PostgreSQL's bigint refused 1e20 with a 500; the schema answers first.
+    for (const path of [`/templates/${templateID}/builds/${buildID}/status?logsOffset=100000000000000000000`, `/templates/${templateID}/builds/${buildID}/logs?cursor=100000000000000000000`]) {
+      const r = await h.call('GET', path);
+      assert.deepEqual([r.status, r.body.code, typeof r.body.message], [400, 130400, 'string'], path);
+    }
+    assert.equal((await h.call('GET', `/templates/${templateID}/builds/${buildID}/status?logsOffset=${Number.MAX_SAFE_INTEGER}`)).status, 200);
+  }],
 });
