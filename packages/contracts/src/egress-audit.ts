@@ -35,6 +35,8 @@ export type EgressSecurityReason =
   | 'malformed_rule'
   | 'host_sni_mismatch'
   | 'inject_fired'
+  /** An inject or E2B transform matched a plain-http request: refused, never sent in cleartext. */
+  | 'inject_over_http'
   | 'not_ready'
   | 'placeholder_unresolved'
   | 'platform_address'

@@ -274,16 +274,37 @@ function checkAction(raw: unknown, at: string): EgressAction {
  */
 export const MIN_SECRET_LENGTH = 8;
 
+/**
+ * Where a header value holds a character it cannot carry, or -1: anything but tab, space,
+ * visible ASCII and Latin-1 (RFC 9110 5.5). A control character could end the header; one past
+ * U+00FF is cut to its low byte when the head is written as latin1, so U+010D U+010A went out as
+ * CR LF and split the request on an upstream connection other sandboxes' requests shared.
+ */
+export function unsafeHeaderCharAt(value: string): number {
+  return value.search(/[^\t\x20-\x7e\x80-\xff]/);
+}
+
+/** Why a header value cannot be sent, naming the position but never the value (it may be a secret). */
+export function unsafeHeaderCharReason(value: string): string | undefined {
+  const at = unsafeHeaderCharAt(value);
+  if (at < 0) return undefined;
+  const c = value.charCodeAt(at);
+  const kind = c < 0x20 || c === 0x7f ? 'a control character (line breaks, NUL and the other controls are refused)' : 'a character past Latin-1 (U+00FF)';
+  return `holds ${kind} at index ${at}; a header value may hold only tab, space, visible ASCII and Latin-1 characters`;
+}
+
 function checkInject(raw: unknown, at: string): EgressInject {
   if (!isObj(raw)) throw new EgressRuleError(`${at} must be an object {header, format, secret}`);
   if (typeof raw.header !== 'string' || !HEADER_NAME.test(raw.header)) throw new EgressRuleError(`${at}.header must be an HTTP header name`);
   if (FORBIDDEN_INJECT_HEADERS.has(raw.header.toLowerCase())) throw new EgressRuleError(`${at}.header cannot be ${raw.header}: it frames the request`);
   if (typeof raw.secret !== 'string' || !raw.secret) throw new EgressRuleError(`${at}.secret must be a non-empty string`);
-  if (/[\r\n\0]/.test(raw.secret)) throw new EgressRuleError(`${at}.secret cannot hold line breaks or NUL`);
+  const secretFault = unsafeHeaderCharReason(raw.secret);
+  if (secretFault) throw new EgressRuleError(`${at}.secret ${secretFault}`);
   const out: EgressInject = { header: raw.header, secret: raw.secret };
   if (raw.format !== undefined) {
     if (typeof raw.format !== 'string' || !raw.format.includes('${SECRET}')) throw new EgressRuleError(`${at}.format must be a string holding \${SECRET}`);
-    if (/[\r\n\0]/.test(raw.format)) throw new EgressRuleError(`${at}.format cannot hold line breaks or NUL`);
+    const formatFault = unsafeHeaderCharReason(raw.format);
+    if (formatFault) throw new EgressRuleError(`${at}.format ${formatFault}`);
     out.format = raw.format;
   }
   return out;

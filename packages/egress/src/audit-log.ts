@@ -5,11 +5,13 @@ import { dirname } from 'node:path';
 import type { Logger } from '@svc/common';
 import { REDACTED } from '@svc/contracts/egress';
 import type { EgressAuditGapRecord, EgressRequestRecord, EgressSecurityEvent, EgressTcpRecord, EgressTlsHandshakeRecord } from '@svc/contracts/egress-audit';
+import { capAuditRecord } from './audit-caps.ts';
+import type { EgressAuditDroppedRecord } from './audit-rate-limit.ts';
 import { requestRecordJson } from './audit-json.ts';
 import { endStream, nextLocalMidnight, openAuditFile, realRotationFs, shiftRotated, type OpenedAuditFile, type RotationFs } from './audit-rotation.ts';
 
 /** The kinds of line of the audit file (docs/egress.md "Audit log"); request records carry no `type`. */
-export type AuditRecord = EgressRequestRecord | EgressSecurityEvent | EgressTlsHandshakeRecord | EgressTcpRecord | EgressAuditGapRecord;
+export type AuditRecord = EgressRequestRecord | EgressSecurityEvent | EgressTlsHandshakeRecord | EgressTcpRecord | EgressAuditGapRecord | EgressAuditDroppedRecord;
 
 /** Where the data path's audit records go: the file (AuditLog), or a worker's forwarding sink (audit-sink.ts). */
 export interface AuditSink {
@@ -250,8 +252,11 @@ export function sandboxIpOf(record: AuditRecord): string | undefined {
 
 /** A record as one audit line (without its newline), every live secret in it redacted. */
 export function serializeAuditRecord(record: AuditRecord, secrets: Iterable<string>): string {
+  // A sandbox's long path or Host is cut (audit-caps.ts); such a record is rare, and goes by JSON.
+  const capped = capAuditRecord(record, (value) => redactSecrets(value, secrets));
   // Request records (the ones without a type) are most of them: written by hand, the rest by JSON.
-  return redactSecrets('type' in record ? JSON.stringify(record) : requestRecordJson(record), secrets);
+  const json = capped !== record || 'type' in record ? JSON.stringify(capped) : requestRecordJson(record);
+  return redactSecrets(json, secrets);
 }
 
 /** One compiled redactor per set of secrets given (the policy store's set, liveSecretsOf's list). */

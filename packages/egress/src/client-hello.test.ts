@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ClientHelloReader, MAX_CLIENT_HELLO_RECORDS, peekClientHello } from './client-hello.ts';
+import { ClientHelloReader, MAX_BUFFERED_BYTES, MAX_CLIENT_HELLO_BYTES, MAX_CLIENT_HELLO_RECORDS, peekClientHello } from './client-hello.ts';
 import { captureClientHello } from './testing/client-hello-capture.ts';
 
 test('the SNI of a real ClientHello, and none when the client sends none', async () => {
@@ -85,12 +85,26 @@ test(`a ClientHello may span ${MAX_CLIENT_HELLO_RECORDS} records, not one more`,
   assert.equal(records, MAX_CLIENT_HELLO_RECORDS + 1);
 });
 
-test('a ClientHello larger than any real one is not TLS, whole or still coming', () => {
-  // Claims 65,535 bytes, in records of 16 KB: incomplete until the bytes read pass the bound.
-  const first = record(Buffer.concat([Buffer.from([1, 0, 0xff, 0xff]), Buffer.alloc(16_380)]));
-  const reader = new ClientHelloReader();
-  assert.equal(reader.push(first).state, 'incomplete');
-  for (let i = 0; i < 3; i++) assert.equal(reader.push(record(Buffer.alloc(16_384))).state, 'incomplete');
-  assert.deepEqual(reader.push(Buffer.concat([Buffer.from([22, 3, 1, 0x40, 0]), Buffer.alloc(2_000)])), { state: 'not_tls', detail: 'no complete ClientHello in the first 65 KB' });
+test('a ClientHello larger than one record\'s payload is not TLS, whole or still coming', () => {
+  assert.deepEqual(peekClientHello(record(Buffer.from([1, 0, 0x40, 0x01]))), { state: 'not_tls', detail: `ClientHello of ${MAX_CLIENT_HELLO_BYTES + 1} bytes` });
   assert.deepEqual(peekClientHello(record(Buffer.from([1, 1, 0, 1]))), { state: 'not_tls', detail: 'ClientHello of 65537 bytes' });
+  // The largest allowed, its first record whole and the second still coming: refused once the bytes read pass the bound.
+  const reader = new ClientHelloReader();
+  assert.equal(reader.push(record(Buffer.concat([Buffer.from([1, 0, 0x40, 0]), Buffer.alloc(16_380)]))).state, 'incomplete');
+  assert.deepEqual(reader.push(Buffer.concat([Buffer.from([22, 3, 1, 0x40, 0]), Buffer.alloc(100)])), { state: 'not_tls', detail: `no complete ClientHello in the first ${MAX_BUFFERED_BYTES} bytes` });
+});
+
+test('a connection mid-ClientHello holds at most the bound twice over (the bytes read and the handshake taken from them), however it trickles', () => {
+  // The largest allowed ClientHello: its first record (16 KB) sent 1 KB at a time, then the
+  // second record's first bytes, never finished.
+  const first = record(Buffer.concat([Buffer.from([1, 0, 0x40, 0]), Buffer.alloc(16_380)]));
+  const reader = new ClientHelloReader();
+  let most = 0;
+  const push = (b: Buffer) => {
+    assert.equal(reader.push(b).state, 'incomplete');
+    most = Math.max(most, reader.heldBytes);
+  };
+  for (let off = 0; off < first.length; off += 1024) push(first.subarray(off, off + 1024));
+  push(Buffer.from([22, 3, 1, 0, 4, 0, 0]));
+  assert.ok(most <= 2 * MAX_BUFFERED_BYTES, `held ${most} bytes, more than ${2 * MAX_BUFFERED_BYTES}`);
 });

@@ -13,16 +13,21 @@ const HANDSHAKE_RECORD = 22;
 const CLIENT_HELLO = 1;
 const SERVER_NAME_EXTENSION = 0;
 const HOST_NAME = 0;
-/** A ClientHello with post-quantum key shares is about 2 KB; this leaves room and bounds memory. */
-const MAX_CLIENT_HELLO_BYTES = 64 * 1024;
-/** The bytes read before giving up: the largest ClientHello and the record headers around it. */
-const MAX_BUFFERED_BYTES = MAX_CLIENT_HELLO_BYTES + 1024;
 /**
  * Records a ClientHello may span. A real one fits one record (16 KB) and rarely takes two; a
  * client that sends many small ones only makes the proxy work (RFC 8446 5.1 allows
  * fragmentation, no client needs it at this scale). docs/egress.md "How traffic reaches the proxy".
  */
 export const MAX_CLIENT_HELLO_RECORDS = 8;
+/**
+ * A ClientHello with post-quantum key shares is about 2 KB; one TLS record's payload (16 KB)
+ * leaves room. It bounds what a connection holds for the 10 s a handshake may take: at 64 KB
+ * (buffers doubling to 128 KB) 1,500 connections held 236 MiB, and one sandbox's 8,192
+ * connections about 1.3 GB of a worker (2026-12-01).
+ */
+export const MAX_CLIENT_HELLO_BYTES = 16 * 1024;
+/** The bytes read before giving up: the largest ClientHello, its handshake header and its records' headers. */
+export const MAX_BUFFERED_BYTES = MAX_CLIENT_HELLO_BYTES + 4 + 5 * MAX_CLIENT_HELLO_RECORDS;
 
 /**
  * Reads a connection's first bytes as they come, each byte once: every chunk is appended once,
@@ -41,6 +46,11 @@ export class ClientHelloReader {
   private records = 0;
   private result: HelloPeek = { state: 'incomplete' };
 
+  /** The bytes the reader's buffers take (tests: what a connection mid-ClientHello holds). */
+  get heldBytes(): number {
+    return this.raw.length + this.handshake.length;
+  }
+
   /** Everything read so far, to be handed back to the socket for the TLS library. */
   bytes(): Buffer {
     return this.raw.subarray(0, this.rawLength);
@@ -49,13 +59,14 @@ export class ClientHelloReader {
   /** Takes the next bytes of the connection; once not incomplete, the answer stays the same. */
   push(chunk: Buffer): HelloPeek {
     if (this.result.state !== 'incomplete') return this.result;
-    // Whole, even past the ClientHello: every byte read goes back to the socket for TLS. A read
-    // is at most 64 KB, so the bound below holds memory to about twice it.
-    this.raw = append(this.raw, this.rawLength, chunk);
+    // Whole, even past the ClientHello: every byte read goes back to the socket for TLS. A chunk
+    // that takes the bytes past the bound ends the reading here (complete, or refused): what a
+    // connection holds while it waits for more is at most the bound.
+    this.raw = append(this.raw, this.rawLength, chunk, MAX_BUFFERED_BYTES);
     this.rawLength += chunk.length;
     this.result = this.readRecords();
     if (this.result.state === 'incomplete' && this.rawLength > MAX_BUFFERED_BYTES) {
-      this.result = { state: 'not_tls', detail: 'no complete ClientHello in the first 65 KB' };
+      this.result = { state: 'not_tls', detail: `no complete ClientHello in the first ${MAX_BUFFERED_BYTES} bytes` };
     }
     return this.result;
   }
@@ -70,7 +81,7 @@ export class ClientHelloReader {
       if (len === 0) return { state: 'not_tls', detail: 'an empty handshake record' };
       if (off + 5 + len > this.rawLength) return { state: 'incomplete' };
       if (++this.records > MAX_CLIENT_HELLO_RECORDS) return { state: 'not_tls', detail: `a ClientHello over more than ${MAX_CLIENT_HELLO_RECORDS} records` };
-      this.handshake = append(this.handshake, this.handshakeLength, buf.subarray(off + 5, off + 5 + len));
+      this.handshake = append(this.handshake, this.handshakeLength, buf.subarray(off + 5, off + 5 + len), MAX_BUFFERED_BYTES);
       this.handshakeLength += len;
       this.next = off + 5 + len;
       const peek = this.readHandshake();
@@ -95,10 +106,14 @@ export function peekClientHello(buf: Buffer): HelloPeek {
   return new ClientHelloReader().push(buf);
 }
 
-/** `data` written after the first `used` bytes of `buf`, which grows by doubling: each byte is copied O(1) times. */
-function append(buf: Buffer, used: number, data: Buffer): Buffer {
-  if (used + data.length > buf.length) {
-    const grown = Buffer.allocUnsafe(Math.max(used + data.length, buf.length * 2, 512));
+/**
+ * `data` written after the first `used` bytes of `buf`, which grows by doubling (each byte is
+ * copied O(1) times) but not past `cap` unless the bytes themselves are more: then exactly them.
+ */
+function append(buf: Buffer, used: number, data: Buffer, cap: number): Buffer {
+  const needed = used + data.length;
+  if (needed > buf.length) {
+    const grown = Buffer.allocUnsafe(Math.max(needed, Math.min(Math.max(buf.length * 2, 512), cap)));
     buf.copy(grown, 0, 0, used);
     buf = grown;
   }

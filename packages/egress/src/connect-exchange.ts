@@ -28,7 +28,8 @@ class ConnectExchange extends SocketExchange {
     // The tunnel's scheme is not known; the port stands for it, so that a rule without a port
     // covers 443 (and a plain-HTTP rule 80), as for the requests the node steers here.
     const scheme: EgressScheme = target.port === 80 ? 'http' : 'https';
-    const verdict = await this.gate.decide({ scheme, port: target.port, host: target.host, method: 'CONNECT', path: '' }, true);
+    // opaque: the tunnel may carry any method and path, so deny rules hold whatever those name (decide.ts).
+    const verdict = await this.gate.decide({ scheme, port: target.port, host: target.host, method: 'CONNECT', path: '', opaque: true }, true);
     if (!verdict.allowed) return this.answer(verdict.status, verdict.message);
     const upstream: UpstreamTarget = { scheme, host: target.host, ip: verdict.ip, port: target.port };
     const socket = await this.open(upstream, false);

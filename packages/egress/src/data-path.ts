@@ -1,10 +1,10 @@
 import { createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import type { Duplex } from 'node:stream';
 import { listenShared, SvcError, writeErrorOnSocket, type Logger } from '@svc/common';
 import { LeanServer, type RequestParseError, type ServerRequest } from '@svc/http1';
 import { EGRESS_DEFAULTS, type PlatformAddresses } from '@svc/contracts/egress';
 import { auditTimestamp } from './audit-log.ts';
+import { AuditRateLimit } from './audit-rate-limit.ts';
 import type { AuditSink } from './audit-sink.ts';
 import type { EgressCa } from './certificates.ts';
 import { handleEgressConnect } from './connect-exchange.ts';
@@ -18,6 +18,7 @@ import { PlatformGuard, type PlatformGuardSettings } from './platform-guard.ts';
 import { handleEgressRequest } from './proxy.ts';
 import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
 import { viaOfTunnel, type ProxyVia } from './proxy-via.ts';
+import { SandboxConnections } from './sandbox-connections.ts';
 import { createTcpTunnelServer } from './tcp-tunnel.ts';
 import { createTlsListener } from './tls-listener.ts';
 import { handleEgressUpgrade } from './upgrade-exchange.ts';
@@ -86,7 +87,10 @@ export function dataPathSettingsOf(o: DataPathSettings): DataPathSettings {
  * or in each worker process (worker.ts), where the ports are shared by every worker.
  */
 export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps): Promise<DataPath> {
-  const { logger, store, audit } = d;
+  const { logger, store } = d;
+  // Each sandbox's records at a bounded rate, the excess counted (audit-rate-limit.ts): one
+  // sandbox's flood would otherwise rotate every other sandbox's history out of the file.
+  const audit = new AuditRateLimit(d.audit, logger);
   const ioTimeoutMs = s.ioTimeoutMs ?? EGRESS_DEFAULTS.ioTimeoutMs;
   const platform = s.platformGuard && new PlatformGuard(s.platformGuard, d.platformSource, logger);
   await platform?.start();
@@ -111,10 +115,18 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
   });
   const connections = new WeakMap<Socket, ConnectionFacts>();
 
-  // Upgraded and CONNECT sockets, which the lean servers no longer track, so that close() ends them.
-  const tunnels = new Set<Duplex>();
+  // Every sandbox's connections (HTTP, HTTPS once secure, and the upgraded and CONNECT sockets,
+  // which the lean servers no longer track), so that a change of its policy and close() end them.
+  const clients = new SandboxConnections();
+  const stopWatching = store.onChange((addresses) => {
+    for (const address of addresses) {
+      const closed = clients.closeFor(address) + (tunnelServer?.closeFor(address) ?? 0);
+      if (closed) logger.info({ sandboxIp: address, closed, pid: process.pid }, 'egress: the sandbox\'s policy changed or went; its open connections were closed, to be decided again by the new policy');
+    }
+  });
   const httpServer = createTcpServer({ noDelay: true });
-  const httpLean = leanServer(ioTimeoutMs, deps, tunnels, (socket) => {
+  httpServer.on('connection', (socket: Socket) => clients.add(plainIpv4(socket.remoteAddress), socket));
+  const httpLean = leanServer(ioTimeoutMs, deps, clients, (socket) => {
     let conn = connections.get(socket);
     if (!conn) {
       conn = { scheme: 'http', sandboxIp: plainIpv4(socket.remoteAddress), tlsVersion: '', cipher: '' };
@@ -124,12 +136,13 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
   });
   httpLean.attach(httpServer, 'connection');
   // Serves the connections the TLS listener hands over.
-  const httpsLean = leanServer(ioTimeoutMs, deps, tunnels, (socket) => connections.get(socket));
+  const httpsLean = leanServer(ioTimeoutMs, deps, clients, (socket) => connections.get(socket));
   const tlsListener = createTlsListener({
     leaves: new LeafContexts(d.ca),
     originalDestination,
     onSecure: (socket: TLSSocket, t) => {
       connections.set(socket, { scheme: 'https', sandboxIp: t.sandboxIp, sni: t.sni, certName: t.certName, tlsVersion: t.tlsVersion, cipher: t.cipher });
+      clients.add(t.sandboxIp, socket);
       httpsLean.serve(socket);
     },
     onHandshakeFailure: (f) => {
@@ -160,19 +173,24 @@ export async function startEgressDataPath(s: DataPathSettings, d: DataPathDeps):
         const closed = Promise.all(listening.map(closeServer));
         tlsListener.destroyAll();
         tunnelServer?.destroyAll();
-        for (const socket of tunnels) socket.destroy();
+        stopWatching();
+        clients.destroyAll();
         stopTracking();
         await closed;
         upstreams.close();
         platform?.stop();
+        // After the connections' own records: the counts of what was dropped go last.
+        audit.close();
       })(),
     };
   } catch (err) {
     await Promise.all(listening.map(closeServer));
     tlsListener.destroyAll();
+    stopWatching();
     stopTracking();
     upstreams.close();
     platform?.stop();
+    audit.close();
     throw err;
   }
 }
@@ -185,7 +203,7 @@ type FactsOf = (socket: Socket) => ConnectionFacts | undefined;
  * the upstream keeps them busy: a request's connection closes only after the upstream's idle
  * timeout and a margin, so that a silent upstream gets its 504 to the sandbox first.
  */
-function leanServer(ioTimeoutMs: number, deps: ProxyDeps, tunnels: Set<Duplex>, factsOf: FactsOf): LeanServer {
+function leanServer(ioTimeoutMs: number, deps: ProxyDeps, clients: SandboxConnections, factsOf: FactsOf): LeanServer {
   return new LeanServer({
     onRequest: (req, reply) => {
       const conn = factsOf(req.socket);
@@ -197,8 +215,7 @@ function leanServer(ioTimeoutMs: number, deps: ProxyDeps, tunnels: Set<Duplex>, 
     onUpgrade: (req: ServerRequest, socket: Socket, head: Buffer) => {
       const conn = factsOf(req.socket);
       if (!conn) { socket.destroy(); return; }
-      tunnels.add(socket);
-      socket.once('close', () => tunnels.delete(socket));
+      clients.add(conn.sandboxIp, socket);
       if (req.method === 'CONNECT') handleEgressConnect(deps, conn, req, socket, head);
       else handleEgressUpgrade(deps, conn, req, socket, head);
     },

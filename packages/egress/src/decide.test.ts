@@ -132,3 +132,48 @@ test('paths: rules see runs of / as one, so //admin cannot pass a deny for /admi
   assert.equal(verdictOf(p, facts({ path: '/v1//public///x?r=//y' })), 'allow:public');
   assert.equal(verdictOf(p, facts({ path: '/v2//public/x' })), 'default_deny');
 });
+
+test('an opaque tunnel (CONNECT) is refused by a deny rule whose scheme, port and host match, whatever path, method or SNI it names', () => {
+  const connect = (f: Partial<RequestFacts> = {}) => facts({ method: 'CONNECT', path: '', sni: undefined, opaque: true, ...f });
+  const p = policy([
+    deny('no-admin', { host: 'api.example.com', path: '/admin*' }),
+    deny('no-delete', { host: 'api.example.com', method: ['DELETE'] }),
+    deny('no-sni', { host: 'other.example.com', sni: 'evil.example.net' }),
+    deny('plain-only', { scheme: 'http', host: 'plain.example.com', path: '/x' }),
+    allow('api', { host: '*.example.com' }),
+  ]);
+  // The tunnel could carry `DELETE /admin`: the first deny rule for the host holds.
+  assert.equal(verdictOf(p, connect()), 'deny:no-admin');
+  assert.equal(verdictOf(p, connect({ host: 'other.example.com' })), 'deny:no-sni');
+  // A deny rule for another scheme, or another host, does not.
+  assert.equal(verdictOf(p, connect({ host: 'plain.example.com' })), 'allow:api');
+  assert.equal(verdictOf(p, connect({ host: 'fine.example.com' })), 'allow:api');
+  // Requests are still decided on what they are: GET /v1 passes the narrow deny rules.
+  assert.equal(verdictOf(p, facts()), 'allow:api');
+  assert.equal(verdictOf(p, facts({ path: '/admin/x' })), 'deny:no-admin');
+  // Allow rules keep their conditions: one with a path never allows a tunnel.
+  assert.equal(verdictOf(policy([allow('narrow', { host: 'api.example.com', path: '/v1/*' })]), connect()), 'default_deny');
+});
+
+test('deny rules compare paths leniently: case, a trailing /, ;params, %2F or \\ cannot pass them; allow rules stay exact', () => {
+  const p = policy([
+    deny('no-admin', { host: 'api.example.com', path: '/admin' }),
+    deny('no-internal', { host: 'api.example.com', path: '/internal/*' }),
+    deny('no-project', { host: 'api.example.com', path: '/api/v4/projects/group%2Fsecret' }),
+    allow('api', { host: 'api.example.com' }),
+  ]);
+  for (const path of ['/admin', '/ADMIN', '/Admin?x=1', '/admin/', '/admin/?x', '/admin;a=b', '/admin;a=b/', '//admin//']) {
+    assert.equal(verdictOf(p, facts({ path })), 'deny:no-admin', path);
+  }
+  for (const path of ['/internal/keys', '/Internal/keys', '/INTERNAL/KEYS', '/internal;x/keys', '/internal%2Fkeys', '/internal%2fkeys', '/internal\\keys', '/internal%5Ckeys']) {
+    assert.equal(verdictOf(p, facts({ path })), 'deny:no-internal', path);
+  }
+  assert.equal(verdictOf(p, facts({ path: '/api/v4/projects/group%2Fsecret' })), 'deny:no-project');
+  assert.equal(verdictOf(p, facts({ path: '/api/v4/projects/group/secret' })), 'deny:no-project');
+  for (const path of ['/admins', '/admin/x', '/internal', '/v1/admin']) assert.equal(verdictOf(p, facts({ path })), 'allow:api', path);
+  // An allow rule's path is matched exactly: /V1/public is not under /v1/public/*.
+  const allowOnly = policy([allow('public', { path: '/v1/public/*' })]);
+  assert.equal(verdictOf(allowOnly, facts({ path: '/v1/public/x' })), 'allow:public');
+  assert.equal(verdictOf(allowOnly, facts({ path: '/V1/public/x' })), 'default_deny');
+  assert.equal(verdictOf(allowOnly, facts({ path: '/v1/public;x/y' })), 'default_deny');
+});

@@ -1,7 +1,7 @@
 import type { EgressFallback, EgressRule, EgressScheme, EgressTransform, SandboxEgressPolicy } from '@svc/contracts/egress';
 import { hostMatches } from './host-match.ts';
 import { firstContaining, firstHoldingAll } from './ipv4.ts';
-import { rulePath } from './request-path.ts';
+import { denyRulePath, rulePath, withoutTrailingSlash } from './request-path.ts';
 
 /** What the proxy knows of a request when it decides, before any upstream contact. */
 export interface RequestFacts {
@@ -14,6 +14,11 @@ export interface RequestFacts {
   method: string;
   /** The path and query as forwarded (request-path.ts); the rules see runs of `/` in it as one. */
   path: string;
+  /**
+   * A tunnel whose bytes the proxy does not read (CONNECT): it may carry any SNI, method and path,
+   * so a deny rule whose scheme, port and host match refuses it whatever those name (ruleMatches).
+   */
+  opaque?: boolean;
 }
 
 export type Decision =
@@ -29,9 +34,9 @@ export const DEFAULT_PORT: Record<EgressScheme, number> = { http: 80, https: 443
 /** First matching rule wins (docs/egress.md "Rules"); a layer-3 fallback decides by address (docs/egress.md "E2B's network options"). */
 export function decide(policy: SandboxEgressPolicy, facts: RequestFacts): Decision {
   // `//admin` is `/admin` to many upstreams: a deny rule for `/admin` must hold for it too.
-  const path = rulePath(facts.path);
+  const paths = new RulePaths(rulePath(facts.path));
   for (const rule of policy.rules) {
-    if (!ruleMatches(rule, facts, path)) continue;
+    if (!ruleMatches(rule, facts, paths)) continue;
     if (!rule.action.allow) {
       // A deny rule that injects is a configuration error that the checks refuse; should one
       // arrive anyway, it still denies, and its inject goes nowhere.
@@ -43,18 +48,48 @@ export function decide(policy: SandboxEgressPolicy, facts: RequestFacts): Decisi
   return policy.fallback ? { verdict: 'by_address', fallback: policy.fallback } : { verdict: 'default_deny' };
 }
 
-function ruleMatches(rule: EgressRule, facts: RequestFacts, path: string): boolean {
+/** The request's path as allow rules see it, and (made at the first deny rule with a path) as deny rules do. */
+class RulePaths {
+  private forDeny: string | undefined;
+  constructor(readonly exact: string) {}
+  get loose(): string { return (this.forDeny ??= denyRulePath(this.exact)); }
+}
+
+function ruleMatches(rule: EgressRule, facts: RequestFacts, paths: RulePaths): boolean {
   const m = rule.match;
   if (m.scheme !== undefined && m.scheme.toLowerCase() !== facts.scheme) return false;
   if (!portMatches(rule, facts)) return false;
-  if (m.sni !== undefined && (facts.sni === undefined || !hostMatches(m.sni, facts.sni))) return false;
   if (m.host !== undefined && !hostMatches(m.host, facts.host)) return false;
+  // A tunnel's SNI, methods and paths are not seen: a CONNECT (method CONNECT, no path) slipped
+  // past a deny rule for DELETE or /admin* to a later host-wide allow, then sent exactly those
+  // inside. So a deny rule holds for the tunnel if any request it carries could match it.
+  if (facts.opaque && !rule.action.allow) return true;
+  if (m.sni !== undefined && (facts.sni === undefined || !hostMatches(m.sni, facts.sni))) return false;
   if (m.method !== undefined) {
     const method = facts.method.toUpperCase();
     if (!m.method.some((x) => x.toUpperCase() === method)) return false;
   }
-  if (m.path !== undefined && !pathMatches(m.path, path)) return false;
+  if (m.path !== undefined) {
+    // A deny rule compares leniently (request-path.ts denyRulePath), so that /ADMIN, /admin/ or
+    // /admin;x cannot pass one for /admin that an upstream serves the same; allow rules exactly.
+    if (rule.action.allow ? !pathMatches(m.path, paths.exact) : !denyPathMatches(m.path, paths.loose)) return false;
+  }
   return true;
+}
+
+/** Deny patterns read as denyRulePath reads paths, once per pattern (this runs on every request). */
+const denyPatterns = new Map<string, string>();
+const MAX_DENY_PATTERNS = 10_000;
+
+/** pathMatches for a deny rule: both sides read by denyRulePath, and for an exact pattern a trailing `/` ignored. */
+function denyPathMatches(pattern: string, looseUri: string): boolean {
+  let loose = denyPatterns.get(pattern);
+  if (loose === undefined) {
+    if (denyPatterns.size >= MAX_DENY_PATTERNS) denyPatterns.clear();
+    loose = pattern.endsWith('*') ? `${denyRulePath(pattern.slice(0, -1))}*` : withoutTrailingSlash(denyRulePath(pattern));
+    denyPatterns.set(pattern, loose);
+  }
+  return loose.endsWith('*') ? pathMatches(loose, looseUri) : pathMatches(loose, withoutTrailingSlash(looseUri));
 }
 
 /**

@@ -82,6 +82,29 @@ test('CONNECT denied by the rules: by a deny rule, by a rule with a path, on a p
   await auditFind((l) => l.type === undefined && l.method === 'CONNECT' && l.host === 'portless.example.test' && l.dst_port === 443 && l.rule === 'portless', 'the 443 record');
 });
 
+test('CONNECT is refused by a deny rule for its host that names a path, method or SNI: the tunnel could carry any of them', async () => {
+  const allowEcho = { name: 'echo', match: { scheme: 'https' as const, port: ports.echo, host: 'echo.example.test' }, action: { allow: true } };
+  const narrow = [
+    { name: 'no-admin', match: { host: 'echo.example.test', path: '/admin*' }, action: { allow: false } },
+    { name: 'no-delete', match: { host: 'echo.example.test', method: ['DELETE'] }, action: { allow: false } },
+  ];
+  const before = kit.contacts.echo;
+  for (const [name, rule] of [['no-admin', narrow[0]], ['no-delete', narrow[1]], ['no-sni', { name: 'no-sni', match: { host: 'echo.example.test', sni: 'evil.example.net' }, action: { allow: false } }]] as const) {
+    kit.proxy.store.put({ sandboxId: 'sbx-narrow', address: '127.0.0.3', rules: [rule, allowEcho] });
+    // What the review sent: a DELETE /admin inside a tunnel a later host-wide allow let through.
+    const r = await connect(`echo.example.test:${ports.echo}`, '127.0.0.3');
+    assert.equal(r.status, 403, name);
+    assert.deepEqual(JSON.parse((await readToEnd(r.socket, r.rest)).toString()), { code: 403, message: `egress denied by rule ${name}` });
+  }
+  assert.equal(kit.contacts.echo, before, 'nothing contacted');
+  // Without such a rule the same tunnel opens.
+  kit.proxy.store.put({ sandboxId: 'sbx-narrow', address: '127.0.0.3', rules: [allowEcho] });
+  const ok = await connect(`echo.example.test:${ports.echo}`, '127.0.0.3');
+  assert.equal(ok.status, 200);
+  ok.socket.destroy();
+  kit.proxy.store.delete('sbx-narrow');
+});
+
 test('CONNECT to a rule that injects is refused with connect_refused: the tunnel could not carry the credential', async () => {
   const before = kit.contacts.echo;
   const r = await connect(`inject.example.test:${ports.echo}`);

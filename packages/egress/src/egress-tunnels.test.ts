@@ -127,6 +127,55 @@ test('an upgrade that carries a body is a 400 (never a 5xx), and the upstream ne
   assert.equal(kit.contacts.ws, before);
 });
 
+test('an upgrade to anything but WebSocket (h2c, say) is a 400 naming it, and the upstream never sees a connection', async () => {
+  const before = kit.contacts.ws;
+  for (const protocol of ['h2c', 'websocket, h2c', 'HTTP/2.0', 'tls/1.0']) {
+    const s = await connectTo(kit.proxy.httpPort);
+    s.write(upgradeRequest('ws.example.test', ports.wsHttp, '/h2c').replace('Upgrade: websocket', `Upgrade: ${protocol}`));
+    const answer = await readHead(s);
+    assert.equal(answer.status, 400, protocol);
+    const body = JSON.parse((await readToEnd(s, answer.rest)).toString()) as { code: number; message: string };
+    assert.equal(body.code, 400);
+    assert.match(body.message, /forwards only WebSocket upgrades \(Upgrade: websocket\), not Upgrade: /);
+    assert.ok(body.message.includes(JSON.stringify(protocol)), body.message);
+  }
+  assert.equal(kit.contacts.ws, before);
+  // The token is case-insensitive (RFC 6455 4.1).
+  const s = await connectTo(kit.proxy.httpPort);
+  s.write(upgradeRequest('ws.example.test', ports.wsHttp, '/ws-case').replace('Upgrade: websocket', 'Upgrade: WebSocket'));
+  const answer = await readHead(s);
+  assert.equal(answer.status, 101);
+  s.destroy();
+});
+
+test('an upgrade whose inject cannot be carried (a policy pushed past the checks) is a 502 naming the host; nothing contacted', async () => {
+  const before = kit.contacts.ws;
+  const evil = { name: 'evil', match: { scheme: 'http' as const, port: ports.wsHttp, host: 'ws.example.test' }, action: { allow: true, inject: [{ header: 'X-Key', secret: 'zq9\u010D\u010AX-Evil: 1' }] } };
+  kit.proxy.store.put({ sandboxId: 'sbx-evil', address: '127.0.0.3', rules: [evil] });
+  try {
+    const s = await connectTo(kit.proxy.httpPort, '127.0.0.3');
+    s.write(upgradeRequest('ws.example.test', ports.wsHttp, '/evil-ws'));
+    const answer = await readHead(s);
+    assert.equal(answer.status, 502);
+    const text = (await readToEnd(s, answer.rest)).toString();
+    assert.match(JSON.parse(text).message, /cannot send the request to ws\.example\.test: the header X-Key holds a character/);
+    assert.equal(text.includes('zq9'), false, 'the secret is not shown');
+    assert.equal(kit.contacts.ws, before);
+  } finally {
+    kit.proxy.store.delete('sbx-evil');
+  }
+});
+
+test('an upstream that answers a WebSocket upgrade with a switch to another protocol is a 502; nothing is relayed', async () => {
+  const s = await connectTo(kit.proxy.httpPort);
+  s.write(upgradeRequest('ws.example.test', ports.wsHttp, '/switch-h2c'));
+  const answer = await readHead(s);
+  assert.equal(answer.status, 502);
+  const body = (await readToEnd(s, answer.rest)).toString();
+  assert.match(JSON.parse(body).message, /switched to "h2c", not the WebSocket the egress proxy asked for/);
+  assert.equal(body.includes('PRI-bytes'), false);
+});
+
 test('an upstream that declines the upgrade: its answer is relayed as an ordinary response, then the connection closes', async () => {
   const s = await connectTo(kit.proxy.httpPort);
   s.write(upgradeRequest('ws.example.test', ports.wsHttp, '/refuse'));

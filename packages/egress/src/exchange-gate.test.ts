@@ -59,3 +59,40 @@ test('a sandbox\'s lookups are capped: the fifth silent name is a 503 with no lo
     close();
   }
 });
+
+test('an inject goes only over https unless its rule names http: a rule without a scheme and an E2B transform refuse plain http with a 403, nothing injected', async () => {
+  const store = new PolicyStore();
+  const inject = [{ header: 'Authorization', format: 'Bearer ${SECRET}', secret: 'sk-cleartext-0123456789' }];
+  store.put({
+    sandboxId: 'sbx', address: SANDBOX,
+    rules: [
+      { name: 'any-scheme', match: { host: 'api.openai.test' }, action: { allow: true, inject } },
+      { name: 'named-http', match: { scheme: 'http', host: 'legacy.test' }, action: { allow: true, inject } },
+    ],
+    fallback: { allowInternetAccess: true, allowOut: [], denyOut: [] },
+    transforms: [{ host: 'transform.test', inject }],
+  });
+  store.markReady();
+  const upstreams = new Upstreams({ connectTimeoutMs: 1_000, ioTimeoutMs: 1_000, resolve: { 'api.openai.test': '93.184.216.34', 'legacy.test': '93.184.216.34', 'transform.test': '93.184.216.34' } });
+  const records: AuditRecord[] = [];
+  const deps: ProxyDeps = { store, placeholders: new PlaceholderResolver(undefined), audit: { write: (r) => records.push(r) }, upstreams, logger: silentLogger(), viaFor: () => undefined };
+  const decide = async (scheme: 'http' | 'https', host: string) => {
+    const c: ConnectionFacts = scheme === 'https' ? { scheme, sandboxIp: SANDBOX, sni: host, certName: host, tlsVersion: 'TLSv1.3', cipher: 'x' } : conn;
+    return await new ExchangeGate(deps, c, 'GET', '/').decide({ scheme, port: scheme === 'https' ? 443 : 80, host, method: 'GET', path: '/v1/models' });
+  };
+  try {
+    for (const [host, source] of [['api.openai.test', 'any-scheme'], ['transform.test', 'transform transform.test']]) {
+      const v = await decide('http', host);
+      assert.deepEqual(v, { allowed: false, status: 403, message: `egress denied: ${source} injects credentials only over https, and this request to ${host} is plain http; send it to https://${host}/ (or name scheme http in the rule to send the credential in cleartext)` });
+      const https = await decide('https', host);
+      assert.equal(https.allowed, true, `${host} over https`);
+      assert.deepEqual((https as Extract<Verdict, { allowed: true }>).inject.map((h) => h.name), ['Authorization']);
+    }
+    const named = await decide('http', 'legacy.test');
+    assert.equal(named.allowed, true, 'a rule that names http injects over http, as its author asked');
+    const events = records.filter((r) => 'reason' in r && r.reason === 'inject_over_http');
+    assert.equal(events.length, 2);
+  } finally {
+    upstreams.close();
+  }
+});

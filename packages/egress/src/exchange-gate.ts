@@ -131,6 +131,9 @@ export class ExchangeGate {
     const transform = transformFor(policy, this.facts!.host);
     if (!transform) return this.allowed(ip, []);
     const source = `transform ${transform.host}`;
+    // E2B's transforms name no scheme: they inject over https only.
+    const cleartext = this.cleartextInject(source, false);
+    if (cleartext) return cleartext;
     if (opaque) return this.refuseOpaque(source);
     const headers = await this.injectOrRefuse(source, transform.inject);
     return Array.isArray(headers) ? this.allowed(ip, headers) : headers;
@@ -139,6 +142,8 @@ export class ExchangeGate {
   private allow(rule: EgressRule, opaque: boolean): Verdict | Promise<Verdict> {
     this.useRule(rule);
     const inject = rule.action.inject ?? [];
+    const cleartext = inject.length ? this.cleartextInject(rule.name, rule.match.scheme === 'http') : undefined;
+    if (cleartext) return cleartext;
     if (opaque && inject.length) return this.refuseOpaque(rule.name);
     // The guard before the lookup: a mismatch contacts nobody, not even DNS.
     const mismatch = inject.length ? this.hostTlsMismatch(rule.name) : undefined;
@@ -171,14 +176,30 @@ export class ExchangeGate {
    * before an inject is filled: nothing is resolved from the vault for a request that goes nowhere.
    */
   private platformRefusal(ip: string): Verdict | undefined {
-    const refusal = this.deps.platform?.refusal(ip, this.facts!.port);
-    // A sandbox's own SOCKS5 proxy opens the connection on its side of the world, not the host's.
-    if (!refusal || this.deps.viaFor(this.conn.sandboxIp)?.fromSandbox) return undefined;
+    // A sandbox's own SOCKS5 proxy opens the connection on its side of the world, not the host's:
+    // there only what means the platform from anywhere (metadata, its listed endpoints) is refused.
+    const throughOwnProxy = this.deps.viaFor(this.conn.sandboxIp)?.fromSandbox;
+    const refusal = throughOwnProxy ? this.deps.platform?.refusalThroughSandboxProxy(ip, this.facts!.port) : this.deps.platform?.refusal(ip, this.facts!.port);
+    if (!refusal) return undefined;
     this.decision = 'deny';
     const { host, port } = this.facts!;
     const what = host === ip ? `${ip}:${port}` : `${host} (${ip}:${port})`;
     this.securityEvent('platform_address', this.record.rule ?? '', `${what}: ${ip} ${refusal}; nothing was contacted`);
     return refused(403, `egress denied: ${what} is the platform's own: ${ip} ${refusal}; the egress proxy never connects there for a sandbox, whatever the rules say`);
+  }
+
+  /**
+   * An inject adds credentials, which go only over https unless the rule names scheme http
+   * itself (docs/egress.md "Rules"): a rule or E2B transform without a scheme also matches the
+   * plain-http port the node steers, and `http://api.openai.com/` sent the key in cleartext. The
+   * request is refused, neither sent with the credential nor quietly without it.
+   */
+  private cleartextInject(source: string, httpNamed: boolean): Verdict | undefined {
+    if (this.facts!.scheme !== 'http' || httpNamed) return undefined;
+    this.decision = 'deny';
+    const host = this.facts!.host;
+    this.securityEvent('inject_over_http', source, `${source} injects credentials, and the request to ${host} is plain http; nothing was contacted`);
+    return refused(403, `egress denied: ${source} injects credentials only over https, and this request to ${host} is plain http; send it to https://${host}/ (or name scheme http in the rule to send the credential in cleartext)`);
   }
 
   /** A tunnel the proxy cannot add the inject to is refused: docs/egress.md "WebSocket and CONNECT". */

@@ -3,7 +3,7 @@ import { hasContentLength, InvalidHeaderError, relayReplyChunk, requestHead, str
 import { sandboxResponseHeaders } from './headers.ts';
 import type { ProxyDeps } from './proxy-deps.ts';
 import type { ProxyVia } from './proxy-via.ts';
-import { upstreamFailure, type UpstreamTarget } from './upstream.ts';
+import { upstreamFailure, type PooledTarget } from './upstream.ts';
 
 /** Reset errors that mean a pooled keep-alive socket had been closed by the upstream meanwhile. */
 const STALE_SOCKET_CODES = new Set(['ECONNRESET', 'EPIPE', 'ECONNABORTED']);
@@ -41,7 +41,7 @@ export class ForwardExchange implements ResponseSink {
     private readonly deps: ProxyDeps,
     private readonly req: ServerRequest,
     private readonly res: ServerReply,
-    private readonly upstream: UpstreamTarget,
+    private readonly upstream: PooledTarget,
     private readonly via: ProxyVia | undefined,
     private readonly record: EgressRequestRecord,
     private readonly answer: (status: number, message: string) => void,

@@ -1,7 +1,7 @@
 import { fillPlaceholders, placeholderRefs, SecretResolverClient, type ResolvedSecrets } from '@svc/contracts/secrets';
 import { IdentityMintClient, type MintedWorkloadToken } from '@svc/contracts/identity';
 import { SvcError } from '@svc/common';
-import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+import { unsafeHeaderCharReason, type SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { InjectedHeader } from './headers.ts';
 
 /** Where placeholders are resolved: the master's vault and its workload identity issuer. */
@@ -34,6 +34,18 @@ export class PlaceholderError extends Error {
   }
 }
 
+/**
+ * `value`, when a header can carry it; else PlaceholderError 403 naming `what` (never the value,
+ * which may be a secret). The vault takes any text (a secret may be meant for an environment
+ * variable), and a head is written as latin1, where U+010D U+010A are CR LF: a vault value
+ * holding them split the request on an upstream connection other sandboxes' requests shared.
+ */
+function sendableValue(value: string, what: () => string, header: string): string {
+  const fault = unsafeHeaderCharReason(value);
+  if (fault) throw new PlaceholderError(403, `${what()} of the injected header ${header} ${fault}, so it cannot be sent`);
+  return value;
+}
+
 /** How long a secret's value is reused: an update or delete reaches requests within this time. */
 const SECRET_CACHE_MS = 5_000;
 /** A workload token is minted again when this little of its life is left. */
@@ -52,7 +64,11 @@ export class PlaceholderResolver {
 
   constructor(private readonly sources: PlaceholderSources | undefined, private readonly now: () => number = Date.now) {}
 
-  /** The headers with their placeholders filled; headers without any are returned as they are. */
+  /**
+   * The headers with their placeholders filled; headers without any are returned as they are.
+   * Every filled value is checked (sendableValue): a vault value or token a header cannot carry
+   * fails the request with PlaceholderError 403, never reaching a request head.
+   */
   async fill(policy: SandboxEgressPolicy, headers: InjectedHeader[]): Promise<InjectedHeader[]> {
     const refs = { secrets: new Set<string>(), tokens: new Set<string>() };
     for (const h of headers) {
@@ -60,13 +76,21 @@ export class PlaceholderResolver {
       r.secrets.forEach((n) => refs.secrets.add(n));
       r.tokens.forEach((n) => refs.tokens.add(n));
     }
+    // Without placeholders the values are the policy's own, checked with it (checkEgressRules),
+    // and checked again as the head is built (requestHead: a 502 naming the host).
     if (refs.secrets.size === 0 && refs.tokens.size === 0) return headers;
     if (!this.sources) throw new PlaceholderError(403, 'this egress proxy has no master to resolve secrets and workload tokens from');
     const secretValues = await this.secretValues(policy, [...refs.secrets]);
     const tokenValues = new Map<string, string>();
     for (const name of refs.tokens) tokenValues.set(name, await this.token(policy.sandboxId, name));
-    const lookup = { secret: (n: string) => secretValues.get(n)!, token: (n: string) => tokenValues.get(n)! };
-    return headers.map((h) => ({ name: h.name, value: fillPlaceholders(h.value, lookup) }));
+    return headers.map((h) => {
+      // Each value checked as it is put in, so that the refusal names the secret or token at fault.
+      const lookup = {
+        secret: (n: string) => sendableValue(secretValues.get(n)!, () => `the secret ${n} of the sandbox's team`, h.name),
+        token: (n: string) => sendableValue(tokenValues.get(n)!, () => `the workload token ${n}`, h.name),
+      };
+      return { name: h.name, value: sendableValue(fillPlaceholders(h.value, lookup), () => 'the value', h.name) };
+    });
   }
 
   /** Grows whenever the values liveValues gives may have changed. */

@@ -1,12 +1,18 @@
 import { hostAddresses, isIpv4, parseCidr, type Logger } from '@svc/common';
 import type { PlatformAddresses } from '@svc/contracts/egress';
 import { EgressPolicySource } from '@svc/contracts/egress-routes';
+import { readAttachedNetworks, type AttachedNetwork } from './attached-networks.ts';
 import type { PlaceholderSource } from './placeholders.ts';
 
 /** The guard's plain settings (a worker's start message carries them). */
 export interface PlatformGuardSettings {
   /** node_agent.address_pool: every sandbox's address, this node's and the others'. */
   sandboxPool: string;
+  /**
+   * Refuse the subnets attached to this host through interfaces other than the default route's
+   * (attached-networks.ts); absent: not refused (tests on loopback, and a test internet on a veth).
+   */
+  refuseAttachedNetworks?: boolean;
 }
 
 /** The master's list of the platform's addresses, on the master the placeholders come from (the same token). */
@@ -36,11 +42,13 @@ function cidrOf(text: string): Cidr {
  * host's other services, another team's sandbox, the cloud's metadata service.
  *
  * Refused on any port: loopback, 0.0.0.0/8 ("this host"), link-local (169.254.0.0/16), this
- * host's own addresses, the sandbox pools. Refused on their port: the platform's endpoints on
+ * host's own addresses, the sandbox pools, and with refuseAttachedNetworks the subnets attached
+ * to the host through interfaces other than the default route's (read again every 30 s). Refused on their port: the platform's endpoints on
  * other hosts (a cluster's master, database, Redis), the master's list, read again every 30 s and
  * kept when the master does not answer; until its first answer the proxy is not ready (`listed`).
  * A sandbox's own SOCKS5 proxy is checked here too; the destinations it is asked for are on its
- * side of the world and are not.
+ * side of the world, and only link-local and the platform's listed endpoints and hosts are
+ * refused there (refusalThroughSandboxProxy).
  */
 export class PlatformGuard {
   private readonly configuredPool: Cidr;
@@ -49,13 +57,21 @@ export class PlatformGuard {
   /** master.platform_networks, from the master's list. */
   private networks: Cidr[] = [];
   private hostAddresses = new Set<string>();
+  /** refuseAttachedNetworks: the host's other interfaces' subnets, read with its addresses. */
+  private attached: AttachedNetwork[] = [];
   private endpoints = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
   private failing = false;
   private read = false;
 
-  constructor(settings: PlatformGuardSettings, private readonly source: (() => Promise<PlatformAddresses>) | undefined, private readonly logger: Logger) {
+  /** `readAttached`: the attached subnets (tests give their own); only asked when refuseAttachedNetworks. */
+  constructor(
+    private readonly settings: PlatformGuardSettings,
+    private readonly source: (() => Promise<PlatformAddresses>) | undefined,
+    private readonly logger: Logger,
+    private readonly readAttached: () => AttachedNetwork[] = readAttachedNetworks,
+  ) {
     this.configuredPool = cidrOf(settings.sandboxPool);
     this.pools = [this.configuredPool];
     this.readHostAddresses();
@@ -108,11 +124,38 @@ export class PlatformGuard {
     if (this.networks.some((c) => ((n & c.mask) >>> 0) === c.base)) return 'is one of the platform\'s own hosts (master.platform_networks)';
     if (this.hostAddresses.has(ip)) return 'is an address of the host itself';
     if (this.endpoints.has(`${ip}:${port}`)) return `port ${port} is one of the platform's own components`;
+    for (const a of this.attached) {
+      if (((n & a.mask) >>> 0) === a.base) return `is on a network attached to the host through ${a.iface} (${a.cidr}), not its default route (egress.refuse_attached_networks)`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Why the proxy may not ask a sandbox's own SOCKS5 proxy (network.egressProxy) for ip:port;
+   * undefined when it may. That proxy opens the connection on its side of the world, where the
+   * host's loopback, this host's addresses and the sandbox pools mean nothing of the platform's,
+   * so those are left to it; but link-local is a cloud's metadata service wherever the proxy
+   * runs, and the platform's own endpoints and hosts (the master's list) are the platform's from
+   * any host of its network that a tenant's proxy may sit on. The address is the one this proxy
+   * resolved and pins in the SOCKS5 request (never a name the remote proxy resolves itself).
+   */
+  refusalThroughSandboxProxy(ip: string, port: number): string | undefined {
+    const n = ipv4ToInt(ip);
+    if (n >>> 16 === 0xa9fe) return 'is link-local (cloud metadata services)';
+    if (this.networks.some((c) => ((n & c.mask) >>> 0) === c.base)) return 'is one of the platform\'s own hosts (master.platform_networks)';
+    if (this.endpoints.has(`${ip}:${port}`)) return `port ${port} is one of the platform's own components`;
     return undefined;
   }
 
   private readHostAddresses(): void {
     this.hostAddresses = new Set(hostAddresses().filter(isIpv4));
+    if (!this.settings.refuseAttachedNetworks) return;
+    try {
+      this.attached = this.readAttached();
+    } catch (err) {
+      // The last list stands: a bridge rarely goes away.
+      this.logger.warn({ err: (err as Error).message }, 'egress: this host\'s attached networks could not be read; the last list stands');
+    }
   }
 
   /** Reads this host's addresses and the master's list again (start() does every 30 s). */

@@ -49,3 +49,24 @@ test('replaceAll: the bootstrap list replaces all, except sandboxes changed whil
   s.replaceAll([]);
   assert.equal(s.size, 0);
 });
+
+test('listeners hear of the addresses whose policy changed: a different put, a move, a displacement, a delete, a replace; not the same policy again', () => {
+  const store = new PolicyStore();
+  const heard: string[][] = [];
+  const stop = store.onChange((a) => heard.push(a));
+  const p = (sandboxId: string, address: string, host = 'a.test'): SandboxEgressPolicy => ({ sandboxId, address, rules: [{ name: 'r', match: { host }, action: { allow: true } }] });
+  store.put(p('s1', '10.0.0.1'));
+  store.put(p('s1', '10.0.0.1'));
+  store.put(p('s1', '10.0.0.1', 'b.test'));
+  store.put(p('s1', '10.0.0.2', 'b.test'));
+  store.put(p('s2', '10.0.0.2'));
+  store.delete('s2');
+  store.delete('s2');
+  store.put(p('s3', '10.0.0.3'));
+  store.put(p('s4', '10.0.0.4'));
+  store.replaceAll([p('s3', '10.0.0.3'), p('s4', '10.0.0.4', 'c.test')]);
+  assert.deepEqual(heard, [['10.0.0.1'], ['10.0.0.1'], ['10.0.0.2', '10.0.0.1'], ['10.0.0.2'], ['10.0.0.2'], ['10.0.0.3'], ['10.0.0.4'], ['10.0.0.4']]);
+  stop();
+  store.delete('s3');
+  assert.equal(heard.length, 8, 'unsubscribed');
+});

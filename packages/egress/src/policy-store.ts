@@ -1,11 +1,17 @@
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 
+/** Told the source addresses whose policy changed or went, after the store changed. */
+export type PolicyChangeListener = (addresses: string[]) => void;
+
 /**
  * Every sandbox's egress policy, by sandbox id and by source address. An address belongs to one
  * sandbox at a time: a newer policy at an address replaces the older sandbox's, whose address
- * was given out again.
+ * was given out again. Listeners hear of every address whose policy changed (a put that differs
+ * from what was there, a delete, a replace): the data path ends that sandbox's open connections,
+ * which were decided by the old policy (docs/egress.md "Changing a policy").
  */
 export class PolicyStore {
+  private readonly listeners = new Set<PolicyChangeListener>();
   private readonly byId = new Map<string, SandboxEgressPolicy>();
   private readonly byAddress = new Map<string, SandboxEgressPolicy>();
   private secrets: Set<string> | undefined;
@@ -33,16 +39,29 @@ export class PolicyStore {
     return [...this.byId.values()];
   }
 
+  /** Hears of the addresses whose policy changed; returns the unsubscribe. */
+  onChange(listener: PolicyChangeListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
   /** Stores a policy; returns the id of another sandbox it displaced from the same address. */
   put(policy: SandboxEgressPolicy): { displaced?: string } {
     this.touchedDuringBootstrap?.add(policy.sandboxId);
-    return this.store(policy);
+    const before = this.byId.get(policy.sandboxId);
+    const unchanged = before !== undefined && this.byAddress.get(policy.address) === before && samePolicy(before, policy);
+    const result = this.store(policy);
+    if (!unchanged) this.changed(before && before.address !== policy.address ? [policy.address, before.address] : [policy.address]);
+    return result;
   }
 
   /** Idempotent. */
   delete(sandboxId: string): boolean {
     this.touchedDuringBootstrap?.add(sandboxId);
-    return this.remove(sandboxId);
+    const before = this.byId.get(sandboxId);
+    const removed = this.remove(sandboxId);
+    if (removed && before) this.changed([before.address]);
+    return removed;
   }
 
   /** Call before asking the master for every policy: puts and deletes from now on win over its answer. */
@@ -56,10 +75,17 @@ export class PolicyStore {
    */
   replaceAll(policies: SandboxEgressPolicy[]): void {
     const keep = this.touchedDuringBootstrap ?? new Set<string>();
+    const before = new Map(this.byAddress);
     for (const id of [...this.byId.keys()]) if (!keep.has(id)) this.remove(id);
     for (const p of policies) if (!keep.has(p.sandboxId)) this.store(p);
     this.touchedDuringBootstrap = undefined;
     this.isReady = true;
+    const changed: string[] = [];
+    for (const [address, old] of before) {
+      const now = this.byAddress.get(address);
+      if (!now || !samePolicy(old, now)) changed.push(address);
+    }
+    if (changed.length) this.changed(changed);
   }
 
   markReady(): void {
@@ -74,6 +100,10 @@ export class PolicyStore {
       for (const p of this.byId.values()) for (const s of policySecrets(p)) this.secrets.add(s);
     }
     return this.secrets;
+  }
+
+  private changed(addresses: string[]): void {
+    for (const listener of this.listeners) listener(addresses);
   }
 
   private store(policy: SandboxEgressPolicy): { displaced?: string } {
@@ -98,6 +128,15 @@ export class PolicyStore {
     this.secrets = undefined;
     return true;
   }
+}
+
+/**
+ * Whether two policies say the same: the master sends a sandbox's policy again unchanged (a
+ * resync, a move), which must not cut its connections. Both come from the same serializer (the
+ * master's JSON, or structured clone of it), so their keys are in the same order.
+ */
+function samePolicy(a: SandboxEgressPolicy, b: SandboxEgressPolicy): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** A policy's inject secrets and proxy password. */

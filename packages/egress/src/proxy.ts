@@ -3,7 +3,7 @@ import { ExchangeGate, type Verdict } from './exchange-gate.ts';
 import { sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
 import { requestTarget, type RequestTarget } from './request-target.ts';
 import { ForwardExchange } from './forward-exchange.ts';
-import type { UpstreamTarget } from './upstream.ts';
+import type { PooledTarget } from './upstream.ts';
 import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
 
 /**
@@ -65,7 +65,9 @@ class Exchange {
 
   private forward(ip: string, inject: InjectedHeader[]): void {
     const target = this.target as RequestTarget;
-    const upstream: UpstreamTarget = { scheme: this.conn.scheme, host: target.host, ip, port: target.port };
+    // The sandbox is part of the pool key (upstream.ts PooledTarget): no connection is shared with another.
+    const sandbox = `${this.conn.sandboxIp}/${this.gate.record.sandbox_id ?? ''}`;
+    const upstream: PooledTarget = { scheme: this.conn.scheme, host: target.host, ip, port: target.port, sandbox };
     new ForwardExchange(this.deps, this.req, this.res, upstream, this.deps.viaFor(this.conn.sandboxIp), this.gate.record, (status, message) => this.answer(status, message)).start({
       method: this.method,
       path: target.path,

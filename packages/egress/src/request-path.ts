@@ -43,6 +43,32 @@ export function rulePath(uri: string): string {
   return uri.slice(0, q).replace(/\/{2,}/g, '/') + uri.slice(q);
 }
 
+/**
+ * A path (and query) as deny rules compare it (decide.ts), read the way the most lenient upstream
+ * might, so that a deny rule errs toward matching: lower-cased (case-insensitive servers serve
+ * `/ADMIN` as `/admin`), `;params` cut from each path segment (Tomcat and Spring serve
+ * `/admin;a=b` as `/admin`), `%2F`, `%5C` and `\` read as `/` (servers that decode them serve
+ * `/internal%2Fkeys` as `/internal/keys`), runs of `/` as one. A deny rule's pattern is read the
+ * same way, so that one naming `group%2Fproject` still matches it. Allow rules never see this:
+ * they match the path exactly as forwarded.
+ */
+export function denyRulePath(uri: string): string {
+  const q = uri.indexOf('?');
+  let path = q < 0 ? uri : uri.slice(0, q);
+  if (/[%\\]/.test(path)) path = path.replace(/%2F|%5C|\\/gi, '/');
+  if (path.includes(';')) path = path.split('/').map((segment) => segment.split(';', 1)[0]).join('/');
+  path = path.replace(/\/{2,}/g, '/');
+  return (q < 0 ? path : path + uri.slice(q)).toLowerCase();
+}
+
+/** The uri with one trailing `/` of its path dropped (not the root's): `/admin/` and `/admin` are one path to a deny rule. */
+export function withoutTrailingSlash(uri: string): string {
+  const q = uri.indexOf('?');
+  const end = q < 0 ? uri.length : q;
+  if (end < 2 || uri.charCodeAt(end - 1) !== 47) return uri;
+  return uri.slice(0, end - 1) + uri.slice(end);
+}
+
 /** Unreserved characters decoded, every other escape's hex upper-cased; a `%` without two hex digits stays. */
 function normalizeEscapes(path: string): string {
   return path.replace(/%([0-9A-Fa-f]{2})/g, (_, hex: string) => {

@@ -27,3 +27,23 @@ test('no Host, or a malformed one, is a reason to refuse', () => {
     assert.equal(typeof requestTarget('http', '/', bad), 'string', bad);
   }
 });
+
+test('a request target with a "#" is a reason to refuse: upstreams differ on where its path ends', () => {
+  for (const url of ['/admin#frag', '/a?q=1#x', 'http://api.example.test/admin#x', '#']) {
+    assert.match(requestTarget('http', url, 'api.example.test') as string, /holds a "#" \(a fragment\)/, url);
+  }
+});
+
+test('a Host of numbers only that is not a dotted quad is a reason to refuse: getaddrinfo reads it as an address a rule never named', () => {
+  // 127.0.0.1 as inet_aton reads it: one 32-bit number, hex, octal, fewer parts, leading zeros.
+  for (const host of ['2130706433', '0x7f000001', '0x7f.1', '127.1', '127.0.1', '0177.0.0.1', '127.000.000.001', '01.2.3.4', '1.2.3.4.5', '0x', '2130706433:8080']) {
+    assert.match(requestTarget('http', '/', host) as string, /an IPv4 address in another form than a dotted quad/, host);
+    assert.match(requestTarget('http', `http://${host}/`, undefined) as string, /dotted quad/, `absolute ${host}`);
+  }
+  // CONNECT's target goes through the same check (connect-exchange.ts).
+  assert.match(requestTarget('https', '', '0x7f.1:443') as string, /dotted quad/);
+  // A dotted quad, and names with numbers in them, still go.
+  assert.deepEqual(requestTarget('http', '/', '1.2.3.4'), { host: '1.2.3.4', port: 80, path: '/' });
+  assert.deepEqual(requestTarget('http', '/', '0.0.0.0:81'), { host: '0.0.0.0', port: 81, path: '/' });
+  for (const host of ['123.example.test', '1x.2', 'a1.b2.c3.d4', '0xg.1']) assert.equal(typeof requestTarget('http', '/', host), 'object', host);
+});

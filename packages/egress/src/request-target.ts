@@ -16,6 +16,10 @@ export interface RequestTarget {
 }
 
 const HOST_NAME = /^[a-z0-9_]([a-z0-9_.-]{0,252})$/;
+/** Labels that are all numbers as inet_aton reads them (decimal, octal with a leading 0, hex after 0x): getaddrinfo takes such a name as an address. */
+const NUMERIC_LABELS = /^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+))*$/;
+/** The one form of an IPv4 address the rules compare: four decimal octets without leading zeros. */
+const DOTTED_QUAD = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 
 /**
  * Where a request goes: the absolute-form URL's authority when the client sent one (a client
@@ -28,11 +32,17 @@ const HOST_NAME = /^[a-z0-9_]([a-z0-9_.-]{0,252})$/;
  * would route by it, and the inject with it: docs/egress.md "How traffic reaches the proxy").
  */
 export function requestTarget(scheme: EgressScheme, url: string, hostHeader: string | undefined): RequestTarget | string {
+  // A fragment is never sent (RFC 9110 4.2.4): upstreams differ on whether `/admin#x` is
+  // `/admin`, so a path rule could not know which path it decides on.
+  if (url.includes('#')) return `the request target ${JSON.stringify(url)} holds a "#" (a fragment), which a request never carries; send it without the fragment`;
   const absolute = /^https?:\/\/([^/?#]*)(.*)$/i.exec(url);
   const authority = absolute ? absolute[1].replace(/^.*@/, '') : hostHeader;
   if (authority === undefined || authority === '') return 'the request has no Host header';
   const parsed = splitAuthority(authority.trim().toLowerCase());
   if (!parsed) return `the Host ${JSON.stringify(authority)} is not a host name or IPv4 address with an optional port`;
+  if (parsed === 'numeric') {
+    return `the Host ${JSON.stringify(authority)} is an IPv4 address in another form than a dotted quad (four decimal numbers 0 to 255 without leading zeros, as 127.0.0.1); rules compare that form only, so write the address as one`;
+  }
   // `http://h?q` is `/?q` in origin-form (RFC 9112 3.2.1).
   const rest = absolute ? absolute[2] : url;
   const path = requestPath(absolute && !rest.startsWith('/') ? `/${rest}` : rest);
@@ -42,11 +52,18 @@ export function requestTarget(scheme: EgressScheme, url: string, hostHeader: str
   return { host: parsed.host, port, path: path.forward, hostHeader: parsed.port === undefined ? parsed.host : `${parsed.host}:${parsed.port}` };
 }
 
-function splitAuthority(authority: string): { host: string; port?: number } | undefined {
+/**
+ * The host and port of an authority; undefined when it is neither a name nor an address;
+ * 'numeric' for a name of numbers only that is not a dotted quad: getaddrinfo reads `2130706433`,
+ * `0x7f.1` or `127.000.0.01` as an address (inet_aton), which a rule for `127.0.0.1` would not
+ * have matched as text.
+ */
+function splitAuthority(authority: string): { host: string; port?: number } | 'numeric' | undefined {
   const m = /^([^:]+)(?::(\d{1,5}))?$/.exec(authority);
   if (!m) return undefined;
   const host = m[1].endsWith('.') ? m[1].slice(0, -1) : m[1];
   if (!HOST_NAME.test(host) || host.includes('..')) return undefined;
+  if (NUMERIC_LABELS.test(host) && !DOTTED_QUAD.test(host)) return 'numeric';
   if (m[2] === undefined) return { host };
   const port = Number(m[2]);
   return port >= 1 && port <= 65535 ? { host, port } : undefined;

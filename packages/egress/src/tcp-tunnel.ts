@@ -8,6 +8,7 @@ import type { Destination } from './original-destination.ts';
 import type { PlatformGuard } from './platform-guard.ts';
 import type { PolicyStore } from './policy-store.ts';
 import type { DialTarget, ProxyVia } from './proxy-via.ts';
+import { SandboxConnections } from './sandbox-connections.ts';
 import { endThenDestroy } from './tunnel-exchange.ts';
 
 export interface TcpTunnelDeps {
@@ -32,18 +33,18 @@ export interface TcpTunnelDeps {
  * proxy to use, or when the proxy cannot open the tunnel, the sandbox's connection is reset;
  * nothing is ever sent direct.
  */
-export function createTcpTunnelServer(deps: TcpTunnelDeps): { server: Server; destroyAll(): void } {
-  // Open tunnels, so that close() does not wait for a sandbox's long-lived connection.
-  const open = new Set<Socket>();
+export function createTcpTunnelServer(deps: TcpTunnelDeps): { server: Server; destroyAll(): void; closeFor(address: string): number } {
+  // Open tunnels by sandbox, so that close() does not wait for a sandbox's long-lived connection
+  // and a change of its policy ends them (data-path.ts).
+  const open = new SandboxConnections();
   const server = net.createServer({ pauseOnConnect: true }, (socket) => {
-    open.add(socket);
-    socket.once('close', () => open.delete(socket));
+    open.add(plainIpv4(socket.remoteAddress), socket);
     void tunnel(deps, socket).catch((err: unknown) => {
       deps.logger.error({ err, sandboxIp: socket.remoteAddress }, 'egress tunnel failed inside the proxy');
       socket.destroy();
     });
   });
-  return { server, destroyAll: () => { for (const s of open) s.destroy(); } };
+  return { server, destroyAll: () => open.destroyAll(), closeFor: (address) => open.closeFor(address) };
 }
 
 async function tunnel(deps: TcpTunnelDeps, client: Socket): Promise<void> {
@@ -70,8 +71,9 @@ async function tunnel(deps: TcpTunnelDeps, client: Socket): Promise<void> {
   const dest = await deps.originalDestination(client);
   if (!dest) return fail('the connection\'s original destination is not in the conntrack table');
   Object.assign(record, { dst_ip: dest.ip, dst_port: dest.port });
-  // Through the operator's proxy the connection is still the platform's; a sandbox's own proxy opens it on its side.
-  const refusal = via.fromSandbox ? undefined : deps.platform?.refusal(dest.ip, dest.port);
+  // Through the operator's proxy the connection is still the platform's; a sandbox's own proxy
+  // opens it on its side, where only metadata and the platform's listed endpoints are refused.
+  const refusal = via.fromSandbox ? deps.platform?.refusalThroughSandboxProxy(dest.ip, dest.port) : deps.platform?.refusal(dest.ip, dest.port);
   if (refusal) return fail(`${dest.ip}:${dest.port} is the platform's own: ${dest.ip} ${refusal}; not contacted`);
   let upstream: Socket;
   try {

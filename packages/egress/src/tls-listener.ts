@@ -30,9 +30,17 @@ export interface TlsListenerOptions {
   onHandshakeFailure: (failure: TlsHandshakeFailure) => void;
   /** From accept to the end of the handshake. */
   handshakeTimeoutMs?: number;
+  /** Connections of one sandbox that may be before the end of their handshake at once. */
+  maxHandshakesPerSandbox?: number;
 }
 
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
+/**
+ * A connection before its handshake holds up to about 32 KB (client-hello.ts) for up to 10 s;
+ * one sandbox may open thousands. 256 at once is far more than any program's parallel first
+ * connections, and holds one sandbox to about 8 MB of a worker; past it new ones are closed.
+ */
+export const MAX_HANDSHAKES_PER_SANDBOX = 256;
 
 /**
  * The HTTPS listener's TCP side: reads the ClientHello to choose the leaf (for its SNI, or for
@@ -42,10 +50,31 @@ const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 export function createTlsListener(opts: TlsListenerOptions): { server: net.Server; destroyAll(): void } {
   const live = new Set<Socket>();
   const timeoutMs = opts.handshakeTimeoutMs ?? DEFAULT_HANDSHAKE_TIMEOUT_MS;
+  const maxPending = opts.maxHandshakesPerSandbox ?? MAX_HANDSHAKES_PER_SANDBOX;
+  /** Connections before the end of their handshake, by sandbox address. */
+  const pending = new Map<string, number>();
   const server = net.createServer({ pauseOnConnect: false }, (socket) => {
     live.add(socket);
     socket.once('close', () => live.delete(socket));
-    acceptTls(socket, opts, timeoutMs, live);
+    const sandboxIp = plainIpv4(socket.remoteAddress);
+    const count = pending.get(sandboxIp) ?? 0;
+    if (count >= maxPending) {
+      opts.onHandshakeFailure({ sandboxIp, sni: '', reason: `over ${maxPending} connections of this sandbox before the end of their TLS handshake; closed at once` });
+      socket.destroy();
+      return;
+    }
+    pending.set(sandboxIp, count + 1);
+    let counted = true;
+    // Once, when the handshake ends either way (or the socket goes first).
+    const done = () => {
+      if (!counted) return;
+      counted = false;
+      const left = (pending.get(sandboxIp) ?? 1) - 1;
+      if (left > 0) pending.set(sandboxIp, left);
+      else pending.delete(sandboxIp);
+    };
+    socket.once('close', done);
+    acceptTls(socket, opts, timeoutMs, live, done);
   });
   return {
     server,
@@ -53,7 +82,7 @@ export function createTlsListener(opts: TlsListenerOptions): { server: net.Serve
   };
 }
 
-function acceptTls(socket: Socket, opts: TlsListenerOptions, timeoutMs: number, live: Set<Socket>): void {
+function acceptTls(socket: Socket, opts: TlsListenerOptions, timeoutMs: number, live: Set<Socket>, handshakeEnded: () => void): void {
   const sandboxIp = plainIpv4(socket.remoteAddress);
   let failed = false;
   /** The handshake completed: what happens to the connection now is the HTTP server's business. */
@@ -62,6 +91,7 @@ function acceptTls(socket: Socket, opts: TlsListenerOptions, timeoutMs: number, 
     if (failed || secure) return;
     failed = true;
     clearTimeout(deadline);
+    handshakeEnded();
     opts.onHandshakeFailure({ sandboxIp, sni, reason });
     s.destroy();
   };
@@ -112,6 +142,7 @@ function acceptTls(socket: Socket, opts: TlsListenerOptions, timeoutMs: number, 
     tlsSocket.once('secure', () => {
       secure = true;
       clearTimeout(deadline);
+      handshakeEnded();
       // From here the HTTP server owns the socket: its error handler and timeouts apply.
       tlsSocket.off('error', onTlsError);
       opts.onSecure(tlsSocket, {

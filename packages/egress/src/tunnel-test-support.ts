@@ -38,7 +38,7 @@ export const kit = {
 };
 let servers: net.Server[] = [];
 
-/** A WebSocket upstream: 101 with the Accept key and a greeting in the same write, then an echo of every byte; `/refuse` answers 403. */
+/** A WebSocket upstream: 101 with the Accept key and a greeting in the same write, then an echo of every byte; `/refuse` answers 403, `/switch-h2c` a 101 to h2c. */
 function onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
   kit.contacts.ws++;
   kit.upgrades.push({ url: req.url ?? '', headers: headerMap(req.rawHeaders) });
@@ -47,6 +47,12 @@ function onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): voi
     // Chunked and kept open: the proxy must find the body's end itself and close.
     socket.write('HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\nX-Why: no-ws\r\n\r\n5\r\nnope!\r\n0\r\n\r\n');
     socket.on('end', () => socket.end()); // node's server sockets stay half-open otherwise
+    return;
+  }
+  if (req.url?.startsWith('/switch-h2c')) {
+    // An upstream that switches to another protocol than the one asked for.
+    socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\nPRI-bytes');
+    socket.on('end', () => socket.end());
     return;
   }
   const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}${WS_GUID}`).digest('base64');

@@ -1,12 +1,12 @@
 import http, { type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
-import type { ServerRequest } from '@svc/http1';
-import { sandboxResponseHeaders, upstreamRequestHeaders, type InjectedHeader } from './headers.ts';
+import { InvalidHeaderError, requestHead, type ServerRequest } from '@svc/http1';
+import { sandboxResponseHeaders, upstreamRequestHeaders } from './headers.ts';
 import type { ConnectionFacts, ProxyDeps } from './proxy-deps.ts';
 import { requestTarget, type RequestTarget } from './request-target.ts';
 import { SocketExchange } from './tunnel-exchange.ts';
 import { ioTimeout } from './tunnel-upstream.ts';
-import type { UpstreamTarget } from './upstream.ts';
+import { UpstreamError, type UpstreamTarget } from './upstream.ts';
 
 /**
  * A request with "Connection: upgrade" (WebSocket, docs/egress.md "WebSocket and CONNECT"),
@@ -31,6 +31,12 @@ class UpgradeExchange extends SocketExchange {
   async serve(): Promise<void> {
     const target = requestTarget(this.conn.scheme, this.req.url, this.req.header('host'));
     if (typeof target === 'string') return this.answer(400, target);
+    // WebSocket only: past the switch the bytes go unread, and another protocol carries requests
+    // there that the rules never see (an h2c upstream serves any HTTP/2 stream, any path or method).
+    const protocol = this.req.header('upgrade');
+    if (!isWebSocket(protocol)) {
+      return this.answer(400, `the egress proxy forwards only WebSocket upgrades (Upgrade: websocket), not Upgrade: ${JSON.stringify(protocol ?? '')}: past another protocol's switch (h2c, say) it could not apply the rules to the requests that follow; send them as HTTP/1.1 requests`);
+    }
     // Its body would have to be framed towards the upstream before the switch; WebSocket has none.
     // A 400, not a 501: docs/design.md "Errors" keeps the other 5xx for the platform's own faults.
     if (this.req.hasBody) {
@@ -39,15 +45,22 @@ class UpgradeExchange extends SocketExchange {
     const verdict = await this.gate.decide({ scheme: this.conn.scheme, port: target.port, host: target.host, method: this.method, path: target.path, ...(this.conn.sni ? { sni: this.conn.sni } : {}) });
     if (!verdict.allowed) return this.answer(verdict.status, verdict.message);
     const upstream: UpstreamTarget = { scheme: this.conn.scheme, host: target.host, ip: verdict.ip, port: target.port };
+    // The same headers as a pooled request, with the two hop-by-hop ones an upgrade is made of.
+    const headers = [...upstreamRequestHeaders(this.req.rawHeaders, verdict.inject, target.hostHeader), 'Connection', 'Upgrade', 'Upgrade', protocol];
+    try {
+      // The pooled path's checks (forward-exchange.ts), before any connection: the same 502, not node's throw.
+      requestHead(this.method, target.path, headers);
+    } catch (err) {
+      if (!(err instanceof InvalidHeaderError)) throw err;
+      return this.answer(502, `egress proxy cannot send the request to ${upstream.host}: ${err.message}`);
+    }
     const socket = await this.open(upstream, this.conn.scheme === 'https');
-    if (socket) this.request(socket, upstream, target, verdict.inject);
+    if (socket) this.request(socket, upstream, target, headers);
   }
 
   /** Sends the request head on the upstream connection, with node's client parsing the answer. */
-  private request(socket: Socket, upstream: UpstreamTarget, target: RequestTarget, inject: InjectedHeader[]): void {
+  private request(socket: Socket, upstream: UpstreamTarget, target: RequestTarget, headers: string[]): void {
     const record = this.gate.record;
-    // The same headers as a pooled request, with the two hop-by-hop ones an upgrade is made of.
-    const headers = [...upstreamRequestHeaders(this.req.rawHeaders, inject, target.hostHeader), 'Connection', 'Upgrade', 'Upgrade', String(this.req.header('upgrade'))];
     const up = http.request({
       createConnection: () => socket,
       method: this.method,
@@ -61,8 +74,17 @@ class UpgradeExchange extends SocketExchange {
       clearTimeout(waiting);
       record.upstream_status = String(res.statusCode ?? '');
       if (this.left) { upSocket.destroy(); return; }
+      // The upstream's switch must be to what was asked: a switch to h2c would leave unread bytes
+      // carrying requests no rule decided, as a sandbox's h2c upgrade would.
+      const switched = res.headers.upgrade;
+      if (switched !== undefined && !isWebSocket(switched)) {
+        upSocket.destroy();
+        socket.destroy();
+        this.fail(new UpstreamError(502, 'connection', `upstream ${upstream.host} switched to ${JSON.stringify(switched)}, not the WebSocket the egress proxy asked for; nothing was relayed`), upstream);
+        return;
+      }
       this.status = 101;
-      const protocol = res.headers.upgrade ?? String(this.req.header('upgrade'));
+      const protocol = switched ?? String(this.req.header('upgrade'));
       this.sandbox.write(responseHead(res, ['Connection', 'Upgrade', 'Upgrade', protocol]));
       this.relay(upSocket, upHead);
     });
@@ -98,6 +120,11 @@ class UpgradeExchange extends SocketExchange {
     });
     res.pipe(this.sandbox);
   }
+}
+
+/** Whether an Upgrade header names WebSocket, the one protocol the proxy switches to (RFC 6455 4.1: case-insensitive). */
+function isWebSocket(upgrade: string | undefined): upgrade is string {
+  return upgrade !== undefined && upgrade.trim().toLowerCase() === 'websocket';
 }
 
 /** The status line and headers of an upstream answer as the sandbox gets them: hop-by-hop ones dropped, `extra` added. */

@@ -33,6 +33,17 @@ export interface UpstreamTarget {
   port: number;
 }
 
+/**
+ * An upstream as a pooled request goes to it: with the sandbox it is for, which is part of the
+ * pool key, so that no two sandboxes ever send on one connection. A request that split on a
+ * shared connection (docs/egress.md "Speed") would otherwise have taken the next
+ * sandbox's request, and the credential the proxy injected into it, as its own body.
+ */
+export interface PooledTarget extends UpstreamTarget {
+  /** The sandbox: its address and, once its policy is known, its id. */
+  sandbox: string;
+}
+
 export type UpstreamFailure = 'dns' | 'dns_busy' | 'refused' | 'connect_timeout' | 'io_timeout' | 'untrusted_certificate' | 'connection' | 'proxy';
 
 /** An upstream that could not be reached or failed; `status` is what the sandbox gets (502 or 504). */
@@ -50,7 +61,7 @@ const TLS_TRUST_ERRORS = new Set([
   'HOSTNAME_MISMATCH', 'CERT_REVOKED', 'INVALID_PURPOSE',
 ]);
 
-/** How many idle sockets one (scheme, host, ip, port, proxy) keeps. */
+/** How many idle sockets one (sandbox, scheme, host, ip, port, proxy) keeps. */
 const MAX_IDLE_SOCKETS_PER_KEY = 32;
 /** An idle pooled socket closes after this. */
 const IDLE_SOCKET_TIMEOUT_MS = 30_000;
@@ -60,9 +71,9 @@ const MAX_TLS_SESSIONS = 100;
 /**
  * The upstream side of the proxy: name resolution (overrides, then DNS, IPv4 only) and
  * keep-alive connections on the shared lean HTTP/1.1 path (@svc/http1), with the connect and
- * idle timeouts of docs/egress.md "Known limits". One pool key per (scheme, host, ip, port,
- * proxy and its login), not per address alone: a socket serves one name, and a proxied one its
- * proxy and login only.
+ * idle timeouts of docs/egress.md "Known limits". One pool key per (sandbox, scheme, host, ip,
+ * port, proxy and its login), not per address alone: a socket serves one sandbox and one name,
+ * and a proxied one its proxy and login only.
  */
 export class Upstreams {
   private readonly pool: UpstreamPool;
@@ -90,8 +101,9 @@ export class Upstreams {
    * A keep-alive connection to the upstream, idle in the pool or new; through `via` when given,
    * never direct then. The caller starts its exchange on it (UpstreamConnection.start).
    */
-  connection(target: UpstreamTarget, via?: ProxyVia): UpstreamConnection {
-    const key = `${target.scheme}|${target.host}|${target.ip}|${target.port}${via ? viaKey(via) : ''}`;
+  connection(target: PooledTarget, via?: ProxyVia): UpstreamConnection {
+    // The sandbox first: a key never names another sandbox's connection, whatever its other parts hold.
+    const key = `${target.sandbox}|${target.scheme}|${target.host}|${target.ip}|${target.port}${via ? viaKey(via) : ''}`;
     return this.pool.acquire(key, () => this.open(key, target, via));
   }
 

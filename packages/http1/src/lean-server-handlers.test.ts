@@ -83,7 +83,7 @@ test('a chunked request body is decoded and its trailers arrive on req.trailers'
   assert.deepEqual(got.trailers, ['X-Sum', 'abc', 'X-Other', '1']);
 });
 
-for (const [where, path] of [['a header value', '/crlf'], ['the status text', '/crlf-status']]) {
+for (const [where, path] of [['a header value', '/crlf'], ['the status text', '/crlf-status'], ['a header value as U+010D U+010A', '/crlf-wide'], ['a header name as U+010D U+010A', '/crlf-name']]) {
   test(`writeHead with CR/LF in ${where} throws InvalidHeaderError and writes nothing`, async () => {
     const s = await main;
     const c = new Client(s.port);

@@ -1,13 +1,27 @@
-/** A header a request head cannot carry: a CR, LF or NUL would end the header or split the request. */
+/**
+ * A header a message head cannot carry: a name that is not a token, or a value with a control
+ * character (CR, LF and NUL end the header or split the message) or a character past U+00FF.
+ */
 export class InvalidHeaderError extends Error {
   readonly code = 'ERR_INVALID_CHAR';
+  /** `header`: the header's name, or `request target`, `request method`, `status text`, `request head`. */
   constructor(readonly header: string) {
-    super(`the header ${header} holds a character a request cannot carry (CR, LF or NUL)`);
+    const what = /^(request|status) /.test(header) ? `the ${header}` : `the header ${header}`;
+    super(`${what} holds a character a message head cannot carry (a header name must be a token; a value may hold only tab, space, visible ASCII and Latin-1 characters)`);
     this.name = 'InvalidHeaderError';
   }
 }
 
-const UNSAFE = /[\r\n\0]/;
+/**
+ * What a field value or reason phrase may not hold (RFC 9110 5.5: HTAB, SP, VCHAR, obs-text).
+ * Past U+00FF counts too: heads are written as latin1, which keeps a character's low byte, so
+ * U+010D U+010A went out as CR LF and split the request on a connection tenants shared.
+ */
+const UNSAFE = /[^\t\x20-\x7e\x80-\xff]/;
+/** What a request target may not hold: whitespace would end it, a control character or a character past U+00FF split the line. */
+const UNSAFE_TARGET = /[^\x21-\x7e\x80-\xff]/;
+/** A character a latin1 write would not send as itself. */
+const NOT_LATIN1 = /[^\x00-\xff]/;
 
 /** tchar of RFC 9110 5.6.2, as a 128-entry table. */
 const TOKEN = new Uint8Array(128);
@@ -41,20 +55,26 @@ export function droppableWhenListed(lowerName: string): boolean {
   return lowerName !== 'content-length' && lowerName !== 'transfer-encoding' && lowerName !== 'host';
 }
 
-/** Whether a header's name, value or a status text holds CR, LF or NUL, which would split a message. */
+/** Whether a header value or a status text holds a character it may not (UNSAFE), which could split a message. */
 export const splitsMessage = (text: string): boolean => UNSAFE.test(text);
 
-/** Throws InvalidHeaderError for a header that would split a message (requests and replies alike). */
+/** Whether a head holds a character a latin1 write would change (upstream-pool.ts refuses to send it). */
+export const changedByLatin1 = (text: string): boolean => NOT_LATIN1.test(text);
+
+/** Whether a header may be written: a token name (RFC 9110 5.1) and a value without UNSAFE characters. */
+const safeHeader = (name: string, value: string): boolean => isToken(name) && !UNSAFE.test(value);
+
+/** Throws InvalidHeaderError for a header that could split a message (requests and replies alike). */
 export function assertSafeHeader(name: string, value: string): void {
-  if (UNSAFE.test(name) || UNSAFE.test(value)) throw new InvalidHeaderError(UNSAFE.test(name) ? JSON.stringify(name) : name);
+  if (!safeHeader(name, value)) throw new InvalidHeaderError(isToken(name) ? name : JSON.stringify(name));
 }
 
-/** The end of a chunked body: the last chunk, the trailers (one that would split the message is dropped), the blank line. */
+/** The end of a chunked body: the last chunk, the trailers (one that could split the message is dropped), the blank line. */
 export function chunkedTail(trailers: readonly string[] | undefined): string {
   let tail = '0\r\n';
   if (trailers) {
     for (let i = 0; i < trailers.length; i += 2) {
-      if (!UNSAFE.test(trailers[i]) && !UNSAFE.test(trailers[i + 1])) tail += `${trailers[i]}: ${trailers[i + 1]}\r\n`;
+      if (safeHeader(trailers[i], trailers[i + 1])) tail += `${trailers[i]}: ${trailers[i + 1]}\r\n`;
     }
   }
   return `${tail}\r\n`;
@@ -64,11 +84,12 @@ export function chunkedTail(trailers: readonly string[] | undefined): string {
  * A whole request head as one latin1 string (header strings from node's parser are latin1):
  * the request line, the headers of the flat [name, value, ...] list in order, the blank line.
  * Headers are checked, since some come from elsewhere than the client's parsed request (an
- * egress inject's secret): one holding CR, LF or NUL throws InvalidHeaderError rather than let
- * it split the request.
+ * egress inject's secret, a vault value): one that could split the request (assertSafeHeader)
+ * throws InvalidHeaderError rather than be sent.
  */
 export function requestHead(method: string, target: string, headers: readonly string[]): string {
-  if (UNSAFE.test(target)) throw new InvalidHeaderError('request target');
+  if (!isToken(method)) throw new InvalidHeaderError('request method');
+  if (UNSAFE_TARGET.test(target)) throw new InvalidHeaderError('request target');
   let head = `${method} ${target} HTTP/1.1\r\n`;
   for (let i = 0; i < headers.length; i += 2) {
     const name = headers[i];

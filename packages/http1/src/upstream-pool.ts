@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { changedByLatin1, InvalidHeaderError } from './request-head.ts';
 import { ResponseParser, type ResponseEvents } from './response-parser.ts';
 import { IdleTimer } from './socket-quiet.ts';
 
@@ -115,6 +116,13 @@ export class UpstreamConnection implements ResponseEvents {
     // Connected, the idle limit runs (until then the connect limit does, TLS included): one timer
     // for the exchange's and the pool's limit, which onTimeout tells apart.
     if (this.connected) this.idle?.arm(this.pool.quietLimitMs);
+    // A latin1 write keeps only a character's low byte (U+010A goes as LF): a head that holds
+    // one past U+00FF (a caller that built it without requestHead's checks) would not go as
+    // built, and could split into two requests. It fails the exchange, with nothing sent.
+    if (changedByLatin1(head)) {
+      this.fail(new InvalidHeaderError('request head'));
+      return;
+    }
     if (this.socket) this.socket.write(head, 'latin1');
     else this.queued?.push(Buffer.from(head, 'latin1'));
   }

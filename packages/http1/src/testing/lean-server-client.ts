@@ -109,9 +109,11 @@ export async function serve(o: LeanServerOptions = { keepAliveTimeoutMs: 5000, h
       }
       if (path === '/204') { reply.writeHead(204, undefined, []); reply.end(); return; }
       if (path === '/nolength') { reply.writeHead(200, undefined, ['Content-Type', 'text/plain']); reply.write('abc'); reply.end('def'); return; }
-      if (path.startsWith('/crlf')) { // a CR/LF in a header value, or in the status text
+      if (path.startsWith('/crlf')) { // a CR/LF (or U+010D U+010A, which latin1 makes CR LF) in a header value, or in the status text
         try {
           if (path === '/crlf') reply.writeHead(200, undefined, ['X-Bad', 'a\r\nInjected: yes']);
+          else if (path === '/crlf-wide') reply.writeHead(200, undefined, ['X-Bad', 'a\u010D\u010AInjected: yes']);
+          else if (path === '/crlf-name') reply.writeHead(200, undefined, ['X-Bad\u010D\u010AInjected', 'yes']);
           else reply.writeHead(200, 'OK\r\nInjected: yes', []);
           reply.end('unsafe head sent');
         } catch (err) { s.headerErrors.push(err); text(reply, 500, `refused, sent=${String(reply.headersSent)}`); }

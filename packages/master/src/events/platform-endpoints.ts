@@ -1,4 +1,4 @@
-import { parseListen, type SvcConfig } from '@svc/common';
+import { parseListen, parseUpstreamProxy, type SvcConfig } from '@svc/common';
 import { WILDCARDS, type Endpoint } from './webhook-target.ts';
 
 /**
@@ -28,6 +28,11 @@ export function platformEndpoints(cfg: SvcConfig, nodeAddresses: () => Promise<s
   add(cfg.egress.admin_bind, cfg.egress.admin_port);
   url(cfg.egress.admin_addr);
   if (cfg.egress.address) for (const port of [cfg.egress.http_port, cfg.egress.https_port, cfg.egress.tunnel_port]) add(cfg.egress.address, port);
+  // The operator's own proxy (egress.upstream_proxy) dials from the operator's network: a sandbox
+  // that named it as its own egressProxy would have it open what the egress proxy refuses for
+  // the sandbox (the metadata service, the database), so it is the platform's and refused there.
+  const operatorProxy = upstreamProxyOf(cfg.egress.upstream_proxy);
+  if (operatorProxy) add(operatorProxy.host, operatorProxy.port);
   listen(cfg.template_center.listen);
   url(cfg.template_center.addr);
   if (cfg.lifecycle.listen) {
@@ -48,6 +53,16 @@ export function platformEndpoints(cfg: SvcConfig, nodeAddresses: () => Promise<s
     }
     return [...fixed, ...nodes];
   };
+}
+
+/** egress.upstream_proxy's host and port; the configuration check refused a malformed one before this runs. */
+function upstreamProxyOf(raw: string): { host: string; port: number } | undefined {
+  try {
+    return parseUpstreamProxy(raw);
+  } catch {
+    // Not reached after the configuration check; a value it let through that is no proxy names no endpoint.
+    return undefined;
+  }
 }
 
 function addUrl(raw: string, add: (host: string, port: number) => void, defaultPort?: number): void {

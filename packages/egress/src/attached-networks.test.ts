@@ -1,0 +1,42 @@
+/**
+ * The subnets attached to the host through interfaces other than the default route's
+ * (attached-networks.ts), and the guard refusing them when egress.refuse_attached_networks is on.
+ */
+import assert from 'node:assert/strict';
+import type { NetworkInterfaceInfo } from 'node:os';
+import { test } from 'node:test';
+import { silentLogger } from '@svc/common';
+import { attachedNetworks, defaultRouteInterfaces } from './attached-networks.ts';
+import { PlatformGuard } from './platform-guard.ts';
+
+const ROUTES = [
+  'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT',
+  'eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0',
+  'eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0',
+  'docker0\t000011AC\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0',
+].join('\n');
+const v4 = (address: string, netmask: string, cidr: string, internal = false): NetworkInterfaceInfo =>
+  ({ address, netmask, cidr, family: 'IPv4', internal, mac: '00:00:00:00:00:00' });
+const INTERFACES = {
+  lo: [v4('127.0.0.1', '255.0.0.0', '127.0.0.1/8', true)],
+  eth0: [v4('192.0.2.2', '255.255.255.0', '192.0.2.2/24')],
+  docker0: [v4('172.17.0.1', '255.255.0.0', '172.17.0.1/16')],
+  virbr0: [v4('192.168.122.1', '255.255.255.0', '192.168.122.1/24'), { address: 'fe80::1', netmask: 'ffff:ffff:ffff:ffff::', family: 'IPv6', internal: false, mac: '', cidr: 'fe80::1/64', scopeid: 1 } as NetworkInterfaceInfo],
+};
+
+test('the default route\'s interface is left out, loopback and IPv6 too; without a route table every interface counts', () => {
+  assert.deepEqual(defaultRouteInterfaces(ROUTES), new Set(['eth0']));
+  assert.deepEqual(attachedNetworks(INTERFACES, new Set(['eth0'])).map((a) => `${a.iface} ${a.cidr}`), ['docker0 172.17.0.1/16', 'virbr0 192.168.122.1/24']);
+  assert.deepEqual(attachedNetworks(INTERFACES, undefined).map((a) => a.iface), ['eth0', 'docker0', 'virbr0']);
+});
+
+test('with refuseAttachedNetworks the guard refuses a container bridge\'s or a VM network\'s addresses on any port; without it, not', () => {
+  const read = () => attachedNetworks(INTERFACES, new Set(['eth0']));
+  const on = new PlatformGuard({ sandboxPool: '10.250.0.0/16', refuseAttachedNetworks: true }, undefined, silentLogger(), read);
+  assert.equal(on.refusal('172.17.0.5', 5432), 'is on a network attached to the host through docker0 (172.17.0.1/16), not its default route (egress.refuse_attached_networks)');
+  assert.match(on.refusal('192.168.122.40', 22) ?? '', /through virbr0 \(192\.168\.122\.1\/24\)/);
+  assert.equal(on.refusal('192.0.2.77', 443), undefined, 'the default route\'s own network is the way out');
+  assert.equal(on.refusal('172.18.0.5', 443), undefined);
+  const off = new PlatformGuard({ sandboxPool: '10.250.0.0/16' }, undefined, silentLogger(), read);
+  assert.equal(off.refusal('172.17.0.5', 5432), undefined);
+});

@@ -1,0 +1,54 @@
+/**
+ * The HTTPS listener's TCP side (tls-listener.ts): one sandbox may have only so many
+ * connections before the end of their handshake at once (each holds its ClientHello's bytes);
+ * past them a new one is closed at once with a tls_handshake failure, and a slot frees when one
+ * of them ends.
+ */
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { test } from 'node:test';
+import type { LeafContexts } from './leaf-contexts.ts';
+import { createTlsListener } from './tls-listener.ts';
+
+test('past the cap of connections mid-handshake a sandbox\'s new connection is closed at once, and audited; a slot frees when one ends', async () => {
+  const failures: Array<{ sandboxIp: string; reason: string }> = [];
+  const listener = createTlsListener({
+    // Never reached: no connection here finishes its ClientHello.
+    leaves: {} as LeafContexts,
+    originalDestination: async () => undefined,
+    onSecure: () => assert.fail('no handshake completes'),
+    onHandshakeFailure: (f) => failures.push(f),
+    handshakeTimeoutMs: 30_000,
+    maxHandshakesPerSandbox: 3,
+  });
+  const port = await new Promise<number>((r) => listener.server.listen(0, '127.0.0.1', () => r((listener.server.address() as net.AddressInfo).port)));
+  const sockets: net.Socket[] = [];
+  /** A connection that sent the first bytes of a ClientHello; whether the listener closed it within 300 ms. */
+  const open = async (from = '127.0.0.1'): Promise<{ socket: net.Socket; closed: boolean }> => {
+    const socket = net.connect({ port, host: '127.0.0.1', localAddress: from });
+    sockets.push(socket);
+    socket.on('error', () => { /* a reset is an answer */ });
+    await new Promise<void>((r) => socket.once('connect', () => r()));
+    socket.write(Buffer.from([22, 3, 1, 0x02, 0x00, 1, 0, 1]));
+    const closed = await new Promise<boolean>((r) => {
+      const t = setTimeout(() => r(false), 300);
+      socket.once('close', () => { clearTimeout(t); r(true); });
+    });
+    return { socket, closed };
+  };
+  try {
+    const first = await Promise.all([open(), open(), open()]);
+    assert.deepEqual(first.map((c) => c.closed), [false, false, false]);
+    assert.equal((await open()).closed, true, 'the fourth is closed at once');
+    assert.equal(failures.length, 1);
+    assert.match(failures[0]!.reason, /^over 3 connections of this sandbox before the end of their TLS handshake; closed at once$/);
+    assert.equal((await open('127.0.0.2')).closed, false, 'another sandbox has its own');
+    first[0]!.socket.destroy();
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal((await open()).closed, false, 'a slot freed');
+  } finally {
+    for (const s of sockets) s.destroy();
+    listener.destroyAll();
+    listener.server.close();
+  }
+});

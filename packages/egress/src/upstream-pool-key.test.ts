@@ -1,0 +1,71 @@
+/**
+ * Pooled upstream connections are kept per sandbox (upstream.ts PooledTarget): two sandboxes
+ * allowed to the same host never send on one connection. A request that split on a shared
+ * connection took the next sandbox's request, with the credential injected into it, as its body.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '@svc/common';
+import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
+
+let dir: string;
+let proxy: EgressProxy;
+let upstream: http.Server;
+let upstreamPort: number;
+/** Per request: which upstream connection (numbered in accept order) carried it, and from whom. */
+const seen: string[] = [];
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'egress-pool-key-'));
+  let connections = 0;
+  upstream = http.createServer((req, res) => {
+    seen.push(`${(req.socket as net.Socket & { n?: number }).n}:${String(req.headers['x-from'])}`);
+    res.end('upstream');
+  });
+  upstream.on('connection', (s: net.Socket & { n?: number }) => { s.n = ++connections; });
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+  upstreamPort = (upstream.address() as net.AddressInfo).port;
+  const rules = [{ name: 'up', match: { scheme: 'http' as const, port: upstreamPort, host: 'up.test' }, action: { allow: true } }];
+  const policies: SandboxEgressPolicy[] = [
+    { sandboxId: 'sbx-a', address: '127.0.0.1', rules },
+    { sandboxId: 'sbx-b', address: '127.0.0.2', rules },
+  ];
+  proxy = await startEgressProxy({
+    bind: '127.0.0.1', httpPort: 0, httpsPort: 0, adminBind: '127.0.0.1', adminPort: 0, adminToken: 't',
+    caDir: join(dir, 'ca'), auditLogPath: join(dir, 'audit.jsonl'), policySource: async () => policies,
+    resolve: { 'up.test': '127.0.0.1' }, logger: silentLogger(),
+  });
+  while (!proxy.ready()) await new Promise((r) => setTimeout(r, 10));
+});
+
+after(async () => {
+  await proxy?.close();
+  upstream?.closeAllConnections();
+  upstream?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** One request from a sandbox address, on its own client connection; the status line. */
+function get(localAddress: string, from: string): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.connect({ port: proxy.httpPort, host: '127.0.0.1', localAddress });
+    let got = '';
+    s.on('data', (b: Buffer) => { got += b.toString(); });
+    s.on('error', () => resolve(got.split('\r\n')[0]!));
+    s.on('close', () => resolve(got.split('\r\n')[0]!));
+    s.write(`GET / HTTP/1.1\r\nHost: up.test:${upstreamPort}\r\nX-From: ${from}\r\nConnection: close\r\n\r\n`);
+  });
+}
+
+test('two sandboxes allowed to one upstream never share a pooled connection; each reuses its own', async () => {
+  for (const [address, from] of [['127.0.0.1', 'a1'], ['127.0.0.2', 'b1'], ['127.0.0.1', 'a2'], ['127.0.0.2', 'b2']]) {
+    assert.match(await get(address, from), /^HTTP\/1\.1 200 /, from);
+  }
+  assert.deepEqual(seen, ['1:a1', '2:b1', '1:a2', '2:b2']);
+});
