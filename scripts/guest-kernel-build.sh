@@ -88,6 +88,11 @@ grep -q '^CONFIG_MODULES=y' "$src/.config" && { echo "guest kernel build: the co
 
 echo "guest kernel build: compiling bzImage (make -j$jobs)"
 kmake -j"$jobs" bzImage
+# The directory above the kernels (/var/lib/svc by default) is svc up's data directory, which holds
+# every sandbox's tokens: made here first, it is made 0700, as svc up and guest-kernel.sh make it
+# (cli/src/data-dir.ts); `mkdir -p` made it 0755. The kernel below it is read by QEMU, as root.
+parent=$(dirname "$root")
+[ -d "$parent" ] || install -d -m 0700 "$parent"
 mkdir -p "$dest.tmp/modules"
 cp "$src/arch/x86/boot/bzImage" "$dest.tmp/vmlinuz"
 cp "$src/.config" "$dest.tmp/config"

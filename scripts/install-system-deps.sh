@@ -45,13 +45,18 @@ fi
 echo "system packages: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # Servers installed for tests must not start themselves as system services: tests start their own.
-# Ours is marked, so one a killed run left behind (it would keep every later apt upgrade from
-# restarting services, sshd's included) is taken back here, and never one of the operator's.
+# Only the test and bench profiles install servers: the others leave apt's policy as it is (a
+# policy of 101 there kept the packages' own services, and any upgraded meanwhile, from
+# (re)starting). Ours is marked, so one a killed run left behind (it would keep every later apt
+# upgrade from restarting services, sshd's included) is taken back here by any profile, and never
+# one of the operator's.
 policy=/usr/sbin/policy-rc.d
 marker='# svc install-system-deps.sh'
 made_policy=0
 if [ -e "$policy" ] && grep -qx "$marker" "$policy"; then rm -f "$policy"; fi
-if [ ! -e "$policy" ]; then printf '#!/bin/sh\n%s\nexit 101\n' "$marker" >"$policy"; chmod +x "$policy"; made_policy=1; fi
+if { [ "$profile" = test ] || [ "$profile" = bench ]; } && [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\n%s\nexit 101\n' "$marker" >"$policy"; chmod +x "$policy"; made_policy=1
+fi
 trap '[ $made_policy = 1 ] && rm -f "$policy"' EXIT
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -66,7 +66,8 @@ export async function startPlatform(opts: { dataDir?: string; env?: Record<strin
     lines.on('line', (line) => {
       try {
         const msg = JSON.parse(line);
-        if (msg.ready) { clearTimeout(timer); res(msg); }
+        // The admin key is printed only to a terminal (a pipe here): it is in endpoint.json (0600).
+        if (msg.ready) { clearTimeout(timer); res({ ...msg, apiKey: msg.apiKey ?? JSON.parse(readFileSync(msg.endpointFile, 'utf8')).apiKey }); }
       } catch { /* progress output */ }
     });
     child.on('exit', (code) => { clearTimeout(timer); rej(new Error(`svc up exited with ${code}\n${stderr}`)); });

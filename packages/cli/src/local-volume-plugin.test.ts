@@ -5,9 +5,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
-import { silentLogger } from '@svc/common';
+import { ConfigError, defaultConfig, silentLogger } from '@svc/common';
 import { RpcVolumePlugin } from '@svc/volumes';
-import { startLocalVolumePlugin } from './local-volume-plugin.ts';
+import { startLocalVolumePlugin, useBuiltInVolumePlugin } from './local-volume-plugin.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -46,7 +46,7 @@ test('the plugin\'s process ends with the process that started it, even one kill
   // A stand-in for svc up: starts the plugin, then is SIGKILLed (no close() runs).
   const parent = spawn(process.execPath, ['--import', 'tsx', '-e', `
     import { startLocalVolumePlugin } from ${JSON.stringify(new URL('./local-volume-plugin.ts', import.meta.url).pathname)};
-    import { silentLogger } from '@svc/common';
+    import { ConfigError, defaultConfig, silentLogger } from '@svc/common';
     await startLocalVolumePlugin({ socketPath: ${JSON.stringify(socketPath)}, root: ${JSON.stringify(join(dir, 'data'))}, logger: silentLogger() });
     console.log('up');
     setInterval(() => {}, 1000);
@@ -65,4 +65,35 @@ test('the plugin\'s process ends with the process that started it, even one kill
     parent.kill('SIGKILL');
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test('a second svc up\'s plugin on the same socket fails and leaves the first one\'s serving', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-localplugin-'));
+  const socketPath = join(dir, 'run', 'local.sock');
+  // The plugin's source, so that the test checks this checkout's code, not the last build's.
+  const program = ['--import', 'tsx', new URL('../../volumes/src/local-plugin/binary-main.ts', import.meta.url).pathname];
+  const first = await startLocalVolumePlugin({ socketPath, root: join(dir, 'data'), logger: silentLogger(), program });
+  const client = new RpcVolumePlugin({ name: 'local', type: 'rpc', socket_path: socketPath, timeout_ms: 5_000 });
+  try {
+    const second = await startLocalVolumePlugin({ socketPath, root: join(dir, 'data'), logger: silentLogger(), program }).catch((err: Error) => err);
+    if (!(second instanceof Error)) await second.close();
+    assert.match(String(second), /is in use: another local volume plugin serves on it/);
+    await sleep(1_500); // past the first's restart delay, had its plugin been cut off
+    const made = await client.create({ volumeId: 'v1', name: 'one' });
+    assert.match(made.token, /^svcvol_/, 'the first plugin still answers on its socket');
+  } finally {
+    await client.close();
+    await first.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a volume data root that is one of the system\'s directories is a configuration error naming SVC_LOCAL_VOLUME_ROOT', () => {
+  for (const root of ['/tmp', '/', '/home', '/var/tmp']) {
+    const cfg = defaultConfig();
+    assert.throws(() => useBuiltInVolumePlugin(cfg, { SVC_LOCAL_VOLUME_ROOT: root }), (err: Error) => err instanceof ConfigError && /SVC_LOCAL_VOLUME_ROOT: must be a directory of its own/.test(err.message), root);
+  }
+  const cfg = defaultConfig();
+  assert.ok(useBuiltInVolumePlugin(cfg, { SVC_LOCAL_VOLUME_ROOT: '/var/lib/svc/volumes' }));
+  assert.equal(cfg.master.volume_plugins[0]!.name, 'local');
 });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readlinkSync } from 'node:fs';
+import { existsSync, readlinkSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,14 +16,41 @@ const DEFAULT_KERNEL_DIR = `${KERNEL_ROOT}/current`;
 const KERNEL_BUILD_CORE_SECONDS = 860;
 const KERNEL_FETCH_SECONDS = 60;
 
+/** The scripts `svc up` runs from the repository (as root). */
+const SCRIPTS = ['install-system-deps.sh', 'guest-kernel.sh', 'guest-kernel-build.sh'];
+
 /**
  * The repository's scripts/ (install-system-deps.sh, guest-kernel*.sh): above this module in
  * the checkout (packages/cli/src) or beside the bundle's dist/. Undefined for an svc installed
- * without them, which then says which command to run instead of running it.
+ * without them, which then says which command to run instead of running it. Run as root, they
+ * must be root's and writable by root only, and so must the directories they sit in: svc up runs
+ * them as root, and a checkout another user may change (a bundle unpacked in a user's home, a
+ * `scripts/` in a writable directory up to five levels above it) was theirs to run as root.
+ * `refused` hears why a scripts/ that was found is not run.
  */
-export function repositoryScripts(from = dirname(fileURLToPath(import.meta.url))): string | undefined {
+export function repositoryScripts(from = dirname(fileURLToPath(import.meta.url)), uid = process.getuid?.(), refused?: (why: string) => void): string | undefined {
   for (let dir = from, i = 0; i < 5; i++, dir = dirname(dir)) {
-    if (existsSync(join(dir, 'scripts', 'guest-kernel-build.sh'))) return join(dir, 'scripts');
+    const scripts = join(dir, 'scripts');
+    if (!existsSync(join(scripts, 'guest-kernel-build.sh'))) continue;
+    const why = uid === 0 ? untrusted([dir, scripts, ...SCRIPTS.map((s) => join(scripts, s))]) : undefined;
+    if (why === undefined) return scripts;
+    refused?.(`${why}: svc up runs these scripts as root; chown root and chmod go-w them, or run them yourself`);
+    return undefined;
+  }
+  return undefined;
+}
+
+/** The first path that is not root's, or that others may write, said as a reason; undefined when all are root's alone. */
+function untrusted(paths: string[]): string | undefined {
+  for (const p of paths) {
+    let st;
+    try {
+      st = statSync(p);
+    } catch {
+      continue; // a script this checkout lacks is never run
+    }
+    if (st.uid !== 0) return `${p} belongs to uid ${st.uid}, not root`;
+    if (st.mode & 0o022) return `${p} may be changed by other users (mode 0${(st.mode & 0o777).toString(8)})`;
   }
   return undefined;
 }
@@ -76,7 +103,7 @@ export async function prepareMicrovm(o: MicrovmSetupOptions): Promise<void> {
 }
 
 async function prepare(need: 'run' | 'probe', o: MicrovmSetupOptions): Promise<void> {
-  const scripts = o.scriptsDir ?? repositoryScripts();
+  const scripts = o.scriptsDir ?? repositoryScripts(undefined, undefined, (why) => o.say(`svc: the repository's scripts are not run: ${why}`));
   const kernelDir = o.cfg.node_agent.guest_kernel_dir;
   const ours = kernelDir === DEFAULT_KERNEL_DIR;
   const what = need === 'run' ? 'the microvm runtime' : 'the KVM probe of runtime auto';

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { newToken } from '@svc/common';
+import { writePrivateFile } from './private-file.ts';
 
 /** Tokens `svc up` generates once per data directory, so a restart keeps the same API key. */
 export interface UpSecrets {
@@ -48,13 +49,8 @@ export function loadOrCreateSecrets(dataDir: string): UpSecrets {
   };
   if (JSON.stringify(out) !== JSON.stringify(cur)) {
     mkdirSync(dataDir, { recursive: true });
-    // A new file renamed over the old: a crash or a full disk mid-write leaves the old one whole,
-    // and a link planted at the name is replaced, never written through. 'wx' refuses a link at
-    // the temporary name too.
-    const tmp = `${file}.tmp`;
-    rmSync(tmp, { force: true });
-    writeFileSync(tmp, JSON.stringify(out, null, 2) + '\n', { mode: 0o600, flag: 'wx' });
-    renameSync(tmp, file);
+    // A new file renamed over the old (private-file.ts): a link planted at the name is replaced, never written through.
+    writePrivateFile(file, JSON.stringify(out, null, 2) + '\n');
   }
   return out;
 }

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, validateConfig, ConfigError, warmPoolStart, REDACTED_PATHS, setWorkerLogFile, type Logger, type SvcConfig } from '@svc/common';
@@ -14,7 +14,9 @@ import { startPlatform, type Platform } from './platform.ts';
 import { ensureLocalTls } from './local-tls.ts';
 import { loadOrCreateSecrets } from './secrets.ts';
 import { dataDirFlag, exportLines } from './shell-lines.ts';
-import { startLocalVolumePlugin, type LocalVolumePlugin } from './local-volume-plugin.ts';
+import { useBuiltInVolumePlugin } from './local-volume-plugin.ts';
+import { lockDataDir } from './data-dir-lock.ts';
+import { readyJson, writeEndpointFile } from './up-ready.ts';
 
 export interface UpOptions {
   dataDir?: string; config?: string; rebuildBase?: boolean; demo?: boolean; json?: boolean; domain?: string; tls?: boolean; runtime?: string;
@@ -54,6 +56,13 @@ export async function runUp(opts: UpOptions): Promise<void> {
     process.exit(2);
   }
   if (dataDirWarning) process.stderr.write(`svc up: ${dataDirWarning}\n`);
+  // One svc up per data directory (data-dir-lock.ts), taken before anything in it is written.
+  try {
+    lockDataDir(cfg.data_dir);
+  } catch (err) {
+    process.stderr.write(`svc up: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
   if (opts.codeInterpreter === false) cfg.template_center.code_interpreter_template = false;
   if (opts.mcpGateway === false) cfg.template_center.mcp_gateway_template = false;
   // A data directory that never came up builds its templates: on a full disk, say so now, not midway through one.
@@ -76,7 +85,7 @@ export async function runUp(opts: UpOptions): Promise<void> {
       process.exit(2);
     }
   }
-  const builtInPlugin = useBuiltInVolumePlugin(cfg);
+  const builtInPlugin = orExitOnConfigError(() => useBuiltInVolumePlugin(cfg));
   orExitOnConfigError(() => validateConfig(cfg));
   const secrets = loadOrCreateSecrets(cfg.data_dir);
   if (!cfg.api.api_key) {
@@ -190,18 +199,18 @@ export async function runUp(opts: UpOptions): Promise<void> {
 
   const endpoint = { apiUrl: up.apiUrl, apiKey: cfg.api.api_key, sandboxUrl: up.sandboxUrl, domain: cfg.sandbox_domain, ...(caFile ? { caFile } : {}) };
   const e2bEnv = e2bEnvLines(up, cfg, caFile);
-  writeFileSync(join(cfg.data_dir, 'endpoint.json'), JSON.stringify({ ...endpoint, e2bEnv }, null, 2) + '\n', { mode: 0o600 });
+  writeEndpointFile(cfg.data_dir, endpoint, e2bEnv);
+  // A terminal's user copies the key; a log (systemd's journal, a CI's output, a file) would keep
+  // the admin key for anyone who reads it, so there it is left out and `svc env` prints it.
+  const toTerminal = process.stdout.isTTY === true;
   if (opts.json) {
-    process.stdout.write(JSON.stringify({ ready: true, ...endpoint }) + '\n');
+    process.stdout.write(readyJson(endpoint, cfg.data_dir, toTerminal));
     mcpGateway();
     return;
   }
   say('');
   say('svc is up.');
   say(`  API URL:   ${up.apiUrl}`);
-  // A terminal's user copies the key; a log (systemd's journal, a CI's output, a file) would keep
-  // the admin key for anyone who reads it, so there it is cut and `svc env` prints it.
-  const toTerminal = process.stdout.isTTY === true;
   const key = toTerminal ? cfg.api.api_key : `${cfg.api.api_key.slice(0, 8)}... (printed only to a terminal: \`svc env\` prints it)`;
   say(`  API key:   ${key}`);
   say(`  Console:   ${up.apiUrl}/dashboard/  (sign in with the API key)`);
@@ -283,18 +292,4 @@ export function e2bEnvLines(platform: { apiUrl: string; sandboxUrl: string; sand
   if (caFile) lines.push(`NODE_EXTRA_CA_CERTS=${caFile}`);
   lines.push(`E2B_API_KEY=${cfg.api.api_key}`);
   return lines;
-}
-
-/**
- * Volumes out of the box: with no volume_plugins configured, the built-in directory-backed
- * `local` plugin (docs/volume-plugins.md) over gRPC on a Unix socket in the data directory, its
- * data under <data_dir>/volumes unless SVC_LOCAL_VOLUME_ROOT says otherwise. Returns what starts it.
- */
-function useBuiltInVolumePlugin(cfg: SvcConfig): ((logger: Logger) => Promise<LocalVolumePlugin>) | undefined {
-  if (cfg.master.volume_plugins.length > 0 || cfg.node_agent.volume_plugins.length > 0) return undefined;
-  const socketPath = join(cfg.data_dir, 'run', 'volume-local.sock');
-  cfg.master.volume_plugins = [{ name: 'local', type: 'rpc', socket_path: socketPath }];
-  cfg.node_agent.volume_plugins = cfg.master.volume_plugins;
-  const root = process.env.SVC_LOCAL_VOLUME_ROOT || join(cfg.data_dir, 'volumes');
-  return (logger) => startLocalVolumePlugin({ socketPath, root, logger });
 }

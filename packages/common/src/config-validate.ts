@@ -7,6 +7,7 @@ import { ConfigError } from './config-error.ts';
 import { isIpv4 } from './ipv4.ts';
 import { parseIpCidr } from './ip-cidr.ts';
 import { parseListen } from './listen-address.ts';
+import { systemDirectory } from './config-dirs.ts';
 
 /** `host=ipv4,host=ipv4` → map; a ConfigError names the bad entry. */
 export function parseEgressResolve(value: string): Record<string, string> {
@@ -70,6 +71,9 @@ export function validateConfig(c: SvcConfig): void {
   need(c.node_agent.guest_kernel_dir.startsWith('/'), 'node_agent.guest_kernel_dir', `must be an absolute path (got ${JSON.stringify(c.node_agent.guest_kernel_dir)})`);
   need(/^[^\s]+$/.test(c.node_agent.qemu_binary), 'node_agent.qemu_binary', `must be a command or an absolute path, without spaces (got ${JSON.stringify(c.node_agent.qemu_binary)})`);
   need(c.node_agent.volume_plugin_base_dir.startsWith('/'), 'node_agent.volume_plugin_base_dir', `must be an absolute path (got ${JSON.stringify(c.node_agent.volume_plugin_base_dir)})`);
+  // The node agent makes it root's alone (0700): /tmp would lose its sticky bit and its users.
+  const systemDir = systemDirectory(c.node_agent.volume_plugin_base_dir);
+  need(systemDir === undefined, 'node_agent.volume_plugin_base_dir', `must be a directory of its own, not the system's ${systemDir}: svc makes it 0700 (for example ${systemDir === '/' ? '' : systemDir}/svc-volumes)`);
   for (const key of ['master', 'node_agent'] as const) {
     need(Array.isArray(c[key].volume_plugins), `${key}.volume_plugins`, 'must be a list of {name, type, binary_path | socket_path}');
   }

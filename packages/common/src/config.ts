@@ -7,10 +7,13 @@ import { intToIp, parseCidr } from './ipv4.ts';
 import { ConfigError } from './config-error.ts';
 import { validateConfig } from './config-validate.ts';
 import { defaultConfig } from './config-defaults.ts';
+import { readConfigFile, secretsIn } from './config-file.ts';
+import { warnUnknownSvcNames } from './config-env-names.ts';
 
 export { ConfigError } from './config-error.ts';
 export { parseUpstreamProxy, type UpstreamProxy } from './proxy-url.ts';
 export { parseEgressResolve, runtimeSetting, validateConfig } from './config-validate.ts';
+export { makeDirPrivate, systemDirectory, type PrivateDirResult } from './config-dirs.ts';
 
 export type { SvcConfig, DatabaseConfig, RedisConfig, VolumePluginConfig } from './config-types.ts';
 export { defaultConfig } from './config-defaults.ts';
@@ -78,6 +81,8 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_PROXY_ADMIN_PORT', 'proxy.admin_port', 'int'],
   ['SVC_PROXY_BIND', 'proxy.bind', 'string'],
   ['svc_admin_token', 'proxy.admin_token', 'string'],
+  // The spelling of every other variable; the lower-case one above is kept for installs that set it.
+  ['SVC_PROXY_ADMIN_TOKEN', 'proxy.admin_token', 'string'],
   ['SVC_PROXY_TLS_CERT_FILE', 'proxy.tls_cert_file', 'string'],
   ['SVC_PROXY_TLS_KEY_FILE', 'proxy.tls_key_file', 'string'],
   ['SVC_TEMPLATE_CENTER_LISTEN', 'template_center.listen', 'string'],
@@ -148,6 +153,12 @@ export function warmPoolStart(c: SvcConfig['node_agent']): number {
 /** Names replaced by newer ones, for a value with no modern spelling of its own. */
 const RENAMED: Record<string, string> = { SVC_PROXY_HOST_PORT: 'SVC_PROXY_HTTP_PORT' };
 
+/** The external database's variables (applyExternalDatabase). */
+const EXTERNAL_DATABASE_NAMES = ['SVC_EXTERNAL_POSTGRES_URL', 'SVC_EXTERNAL_MYSQL_HOST', 'SVC_EXTERNAL_MYSQL_PORT', 'SVC_EXTERNAL_MYSQL_USER', 'SVC_EXTERNAL_MYSQL_PASSWORD', 'SVC_EXTERNAL_MYSQL_DATABASE', 'SVC_EXTERNAL_MYSQL_TLS'];
+
+/** Every variable the configuration reads, in every spelling it accepts (for warnUnknownSvcNames). */
+const KNOWN_ENV: ReadonlySet<string> = new Set([...ENV_KEYS.map(([n]) => n), ...EXTERNAL_DATABASE_NAMES, ...Object.keys(RENAMED)].flatMap((n) => [n, ...olderNames(n)]));
+
 export interface LoadOptions {
   /** YAML file; when absent, SVC_CONFIG, then `<data_dir>/config.yaml` if it exists. */
   file?: string;
@@ -167,12 +178,15 @@ export function loadConfig(opts: LoadOptions = {}): SvcConfig {
   const file = opts.file ?? env.SVC_CONFIG;
   if (file) {
     if (!existsSync(file)) throw new ConfigError('config file', `${file} does not exist`);
+    const { text, othersRead } = readConfigFile(file);
     let doc: unknown;
     try {
-      doc = parseYaml(readFileSync(file, 'utf8'));
+      doc = parseYaml(text);
     } catch (e) {
       throw new ConfigError('config file', `${file} is not valid YAML: ${(e as Error).message.split('\n')[0]}`);
     }
+    const secrets = othersRead ? secretsIn(doc) : [];
+    if (secrets.length > 0) warn(`${file} may be read by every user of this host and holds secrets (${secrets.join(', ')}): chmod 600 it`);
     if (doc !== null && doc !== undefined) {
       if (typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError('config file', `${file} must hold a mapping`);
       mergeInto(cfg, doc as Record<string, unknown>, '');
@@ -192,6 +206,7 @@ export function loadConfig(opts: LoadOptions = {}): SvcConfig {
     }
   }
   applyExternalDatabase(cfg as unknown as SvcConfig, env, warn);
+  warnUnknownSvcNames(env, KNOWN_ENV, warn);
   const out = cfg as unknown as SvcConfig;
   fillDerived(out);
   if (opts.validate !== false) validateConfig(out);
@@ -201,18 +216,23 @@ export function loadConfig(opts: LoadOptions = {}): SvcConfig {
 /** The modern name first, then the older prefixes (SVCMASTER_, SVC_MASTER_, SVC_TC_), with a notice. */
 function envValue(env: NodeJS.ProcessEnv, name: string, warn: (m: string) => void): string | undefined {
   if (env[name] !== undefined) return env[name];
-  if (!name.startsWith('SVC_')) return undefined;
-  const rest = name.slice(4);
-  const olds = [`SVCMASTER_${rest}`, `SVC_MASTER_${rest}`];
-  if (rest.startsWith('TEMPLATE_CENTER_')) olds.unshift(`SVC_TC_${rest.slice('TEMPLATE_CENTER_'.length)}`);
-  if (rest.startsWith('TEMPLATE_')) olds.push(`SVC_TC_${rest.slice('TEMPLATE_'.length)}`);
-  for (const old of olds) {
+  for (const old of olderNames(name)) {
     if (old !== name && env[old] !== undefined) {
       warn(`${old} is deprecated; use ${name}`);
       return env[old];
     }
   }
   return undefined;
+}
+
+/** The older spellings of a variable, in the order they are tried. */
+function olderNames(name: string): string[] {
+  if (!name.startsWith('SVC_')) return [];
+  const rest = name.slice(4);
+  const olds = [`SVCMASTER_${rest}`, `SVC_MASTER_${rest}`];
+  if (rest.startsWith('TEMPLATE_CENTER_')) olds.unshift(`SVC_TC_${rest.slice('TEMPLATE_CENTER_'.length)}`);
+  if (rest.startsWith('TEMPLATE_')) olds.push(`SVC_TC_${rest.slice('TEMPLATE_'.length)}`);
+  return olds;
 }
 
 function applyExternalDatabase(cfg: SvcConfig, env: NodeJS.ProcessEnv, warn: (m: string) => void) {

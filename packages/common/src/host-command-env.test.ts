@@ -12,6 +12,11 @@ test('host commands get the environment without svc\'s secrets', () => {
   assert.deepEqual(Object.keys(env).sort(), ['HOME', 'LANG', 'PATH', 'SVC_DATA_DIR', 'SVC_LOG_LEVEL']);
 });
 
+test('svc\'s secrets are left out whatever the case of their names (svc_admin_token is read lower-case)', () => {
+  const env = hostCommandEnv({ PATH: '/usr/bin', svc_admin_token: 't', Svc_Cluster_Token: 't', svcmaster_api_key: 'k', svc_data_dir: '/var/lib/svc' });
+  assert.deepEqual(Object.keys(env).sort(), ['PATH', 'svc_data_dir']);
+});
+
 test('the commands next to a sandbox get only the essentials, none of the host\'s credentials', () => {
   const env = essentialHostEnv({
     PATH: '/usr/bin', HOME: '/root', LANG: 'C.UTF-8', LC_ALL: 'C', TZ: 'UTC', https_proxy: 'http://p:3128',

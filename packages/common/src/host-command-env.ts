@@ -6,13 +6,14 @@
  * cluster-wide credentials in its environment (found by a helper reading the platform as an
  * attacker). What a command needs of svc's configuration is given to it explicitly.
  */
-const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|KEY|_URL$|_DSN$|CREDENTIAL/;
+const SECRET_NAME = /TOKEN|SECRET|PASSWORD|PASSWD|KEY|_URL$|_DSN$|CREDENTIAL/i;
 
 export function hostCommandEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const out: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
-    // SVCMASTER_: the older spelling the configuration still reads.
-    if (/^SVC(MASTER)?_/.test(name) && SECRET_NAME.test(name)) continue;
+    // SVCMASTER_: the older spelling the configuration still reads. Any case: the proxy's admin
+    // token is read from lower-case `svc_admin_token` too (config.ts), and reached every child.
+    if (/^SVC(MASTER)?_/i.test(name) && SECRET_NAME.test(name)) continue;
     out[name] = value;
   }
   return out;

@@ -1,4 +1,5 @@
-import { chmod, mkdir } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
+import { makeDirPrivate } from '@svc/common';
 import { join } from 'node:path';
 import { clusterTlsOf, createHttpApp, egressAddressOf, internalScheme, parseEgressResolve, parseListen, Periodic, SvcError, warmPoolStart, type Logger, type SvcConfig } from '@svc/common';
 import type { NodeInfo, RuntimeKind } from '@svc/contracts/node-agent';
@@ -155,11 +156,10 @@ export async function startNodeAgent(cfg: SvcConfig, opts: NodeAgentOptions): Pr
   // 0700, an existing one too: a volume is mounted under it as its plugin keeps it (the local
   // plugin's are 0777, for the sandbox's own user), and until 2026-11-30 any user of the host read
   // and changed a team's files through it while a sandbox held the volume. The runtimes reach it as root.
-  await mkdir(nc.volume_plugin_base_dir, { recursive: true, mode: 0o700 });
-  await chmod(nc.volume_plugin_base_dir, 0o700).catch((err: Error) => {
-    // A directory it may not change (root-squashed NFS): volumes still attach; the operator is told.
-    logger.warn({ dir: nc.volume_plugin_base_dir, err: err.message }, 'volume_plugin_base_dir could not be made 0700: other users of the host may reach mounted volumes through it');
-  });
+  // Only one made for svc is changed (config-dirs.ts): a setting of /tmp once took its sticky bit.
+  const privateBase = await makeDirPrivate(nc.volume_plugin_base_dir);
+  // A directory it may not or must not change (root-squashed NFS, a shared one): volumes still attach; the operator is told.
+  if (privateBase.chmodError || privateBase.leftAlone) logger.warn({ dir: nc.volume_plugin_base_dir, err: privateBase.chmodError ?? privateBase.leftAlone }, 'volume_plugin_base_dir was not made 0700: other users of the host may reach mounted volumes through it; give it a directory of its own');
   const volumes = new VolumeAttachments({ logger, nodeId, hooksFor: (driver) => volumePlugins.node(driver), baseDir: nc.volume_plugin_base_dir });
 
   const report = await reconcile({ logger, drivers, records, names, firewall, addresses, launcher });

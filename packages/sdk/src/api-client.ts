@@ -9,7 +9,7 @@
  * few routes the document lacks, typed by off-document-routes.ts.
  */
 import type { PublicAnswer, PublicBody, PublicJsonPath, PublicMethod, PublicPathParams } from '@svc/contracts/public-api-operations';
-import { readErrorBody } from './bounded-body.ts';
+import { readBodyText, readErrorBody } from './bounded-body.ts';
 import { ConnectionConfig, type ConnectionOpts } from './config.ts';
 import { InvalidArgumentError, SandboxError, TimeoutError, errorFromHttp, type ErrorClass, type NotFoundError } from './errors.ts';
 import type { OffDocumentPath, OffDocumentRoute } from './off-document-routes.ts';
@@ -45,6 +45,9 @@ type RequestOptions<M extends PublicMethod, P extends string> = ApiRequest & Par
   & (OffDocumentRoute<M, P> extends { body: infer B } ? { body: B } : { body?: undefined });
 /** The options argument, optional when nothing in it is required. */
 type OptionsArg<O> = object extends O ? [opts?: O] : [opts: O];
+
+/** The largest API answer read: far past any listing the API pages (its pages are 100s of items). */
+const MAX_API_ANSWER_BYTES = 64 * 1024 * 1024;
 
 export class ApiClient {
   readonly config: ConnectionConfig;
@@ -107,7 +110,9 @@ export class ApiClient {
         fallbackMessage: `${method} ${path}: HTTP ${res.status} ${res.statusText}`,
       });
     }
-    const text = await res.text().catch((err: unknown) => {
+    // Bounded: an answer without end (a broken proxy, a wrong apiUrl) grew the caller until it fell over.
+    const text = await readBodyText(res, MAX_API_ANSWER_BYTES, `${method} ${path}`).catch((err: unknown) => {
+      if (err instanceof SandboxError) throw err;
       throw transportError(err, `${method} ${url}`);
     });
     let data: unknown = undefined;

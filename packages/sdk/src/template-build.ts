@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
 import { ApiClient } from './api-client.ts';
+import { readErrorBody } from './bounded-body.ts';
 import type { BuildPlan } from './dockerfile.ts';
 import { InvalidArgumentError, SandboxError } from './errors.ts';
 import type { SandboxApiOpts } from './types.ts';
@@ -130,7 +131,8 @@ async function upload(url: string, contextDir: string, files: ContextEntry[], si
       .catch((err: Error) => { throw new SandboxError(`packing the build context failed: ${err.message}`); });
     const size = (await stat(archive)).size;
     const res = await fetch(url, { method: 'PUT', body: createReadStream(archive) as unknown as RequestInit['body'], headers: { 'content-length': String(size), 'content-type': 'application/gzip' }, duplex: 'half', signal } as RequestInit);
-    if (!res.ok) throw new SandboxError(`uploading the build context answered ${res.status}: ${(await res.text()).slice(0, 200)}`);
+    // Its head only: the upload URL may point anywhere, and an endless error body grew this process.
+    if (!res.ok) throw new SandboxError(`uploading the build context answered ${res.status}: ${(await readErrorBody(res, 4096)).slice(0, 200)}`);
     await res.body?.cancel();
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -5,10 +5,12 @@ import { copyFileSync, existsSync, lstatSync, mkdtempSync, readFileSync, readlin
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { ConfigError, defaultConfig, MemoryCoordination, silentLogger } from '@svc/common';
 import { progressKey, type JobProgress, type JobStatusReport } from '@svc/contracts/template-center';
 import { compress, OciLayoutWriter, tarOf, type ImageSpec } from './test-support/oci-builder.ts';
 import { mountReadOnly } from './test-support/ext4-mount.ts';
 import { startHarness, TOKEN, type Harness } from './test-support/harness.ts';
+import { startTemplateCenter } from './template-center.ts';
 import { pushLayout, startRegistry, type TestRegistry } from './test-support/registry-server.ts';
 
 const FAKE_CA = '-----BEGIN CERTIFICATE-----\nTUlJQ0ZBS0VDQQ==\n-----END CERTIFICATE-----\n';
@@ -115,6 +117,20 @@ describe('authentication', () => {
     assert.equal(wrong.status, 401);
     const bad = await fetch(`${h.tc.url}/tc/api/v1/build`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-svc-template-callback-token': TOKEN }, body: '{"jobId":"j"}' });
     assert.equal(bad.status, 400);
+  });
+
+  test('insecure_no_token without a token beyond loopback is a configuration error, as for the other components', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tc-insecure-'));
+    try {
+      const cfg = defaultConfig(dir);
+      Object.assign(cfg.template_center, { listen: '0.0.0.0:0', callback_token: '', insecure_no_token: true });
+      const started = await startTemplateCenter(cfg, { logger: silentLogger(), coordination: new MemoryCoordination(), workDir: join(dir, 'work') }).catch((err: Error) => err);
+      if (!(started instanceof Error)) await started.close();
+      assert.ok(started instanceof ConfigError, String(started));
+      assert.match(started.message, /template_center\.insecure_no_token: .*0\.0\.0\.0:0 is not a loopback address/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('no token configured: 503 (fail closed) unless insecure_no_token', async () => {

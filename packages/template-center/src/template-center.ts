@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { clusterTlsOf, createHttpApp, internalScheme, isLoopbackHost, parseListen, scrapeToken, sendError, sendMetrics, servedRoutes, SvcError, type Coordination, type ServedRoute, type Logger, type SvcConfig } from '@svc/common';
+import { clusterTlsOf, ConfigError, createHttpApp, internalScheme, isLoopbackHost, parseListen, scrapeToken, sendError, sendMetrics, servedRoutes, SvcError, type Coordination, type ServedRoute, type Logger, type SvcConfig } from '@svc/common';
 import { registerArtifactRoutes } from './artifact-routes.ts';
 import { BlobCache } from './blobs/blob-cache.ts';
 import { blobCacheOf } from './blobs/blob-cache-env.ts';
@@ -63,6 +63,11 @@ export interface RunningTemplateCenter {
 export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOptions): Promise<RunningTemplateCenter> {
   const tc = cfg.template_center;
   const logger = opts.logger;
+  // As every other component's shared token (common shared-token.ts): beyond loopback, no token
+  // served builds and artifacts to anyone on the network, with a warning in a log nobody read.
+  if (!tc.callback_token && tc.insecure_no_token && !isLoopbackHost(parseListen(tc.listen).host)) {
+    throw new ConfigError('template_center.insecure_no_token', `is set with no template_center.callback_token, and ${tc.listen} is not a loopback address: anyone who reaches this port could build templates and read every artifact. Set the token, or listen on loopback`);
+  }
   const artifactDir = tc.artifact_dir || join(cfg.data_dir, 'artifacts');
   const workDir = opts.workDir ?? join(artifactDir, '.work');
   const s3 = opts.s3 ?? s3OptionsOf(tc.s3, join(workDir, 'images'));

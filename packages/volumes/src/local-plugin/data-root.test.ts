@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { fork } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
@@ -47,6 +47,18 @@ describe('the local plugin\'s data root', () => {
     const fresh = join(dir, 'fresh', 'root');
     assert.deepEqual(await prepareDataRoot(fresh), {});
     assert.equal(statSync(fresh).mode & 0o7777, 0o700);
+  });
+
+  it('a root shared by design (sticky, /tmp-like) is never chmodded, and the system\'s directories are refused', async () => {
+    const shared = join(dir, 'shared');
+    mkdirSync(shared);
+    chmodSync(shared, 0o1777);
+    assert.match((await prepareDataRoot(shared)).leftAlone ?? '', /sticky/);
+    assert.equal(statSync(shared).mode & 0o7777, 0o1777, 'its sticky bit and its users kept');
+    for (const system of ['/tmp', '/', '/home']) {
+      await assert.rejects(prepareDataRoot(system), /is the system directory .*SVC_LOCAL_VOLUME_ROOT/);
+    }
+    assert.equal(statSync('/tmp').mode & 0o7777, 0o1777);
   });
 
   it('removing a volume\'s data never follows a directory a holder swaps for a symlink mid-walk', async () => {

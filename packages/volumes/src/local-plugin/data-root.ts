@@ -10,12 +10,11 @@
  * host reaches the tomb by path), then removes the tomb through descriptors, one level at a time
  * with O_NOFOLLOW (content/confined-fs.ts): a link is unlinked, never followed.
  */
-import { chmod, mkdir, opendir, realpath, rename, stat } from 'node:fs/promises';
+import { opendir, realpath, rename } from 'node:fs/promises';
+import { makeDirPrivate, systemDirectory, type PrivateDirResult } from '@svc/common';
 import { ConfinedDir, errnoOf } from '../content/confined-fs.ts';
 import { removeEntry, type RemoveBudget } from '../content/content-entries.ts';
 
-/** The root's mode: root's alone. */
-const DATA_ROOT_MODE = 0o700;
 /** Entries one Destroy deletes before it gives up (409; a Destroy again goes on from there). */
 const MAX_DESTROY_ENTRIES = 50_000_000;
 /**
@@ -27,20 +26,16 @@ const TOMB_PREFIX = '.destroying-';
 /**
  * Makes the root (0700), or makes an existing one 0700: `mkdir`'s mode applies only to a
  * directory it creates, and a root made by an operator, an NFS export or an older install may be
- * 0755, through which any user of the host reaches the volumes' 0777 directories. Answers what it
- * changed, for the caller's log; a chmod refused (root-squashed NFS) is answered too, not thrown:
- * the volumes still work, and the operator is told.
+ * 0755, through which any user of the host reaches the volumes' 0777 directories. An existing
+ * directory shared by design (sticky or world-writable, /tmp-like) or another user's is left as
+ * it is (config-dirs.ts says why), and the system's own directories are refused outright. Answers
+ * what it changed or left, for the caller's log; a chmod refused (root-squashed NFS) is answered
+ * too, not thrown: the volumes still work, and the operator is told.
  */
-export async function prepareDataRoot(root: string): Promise<{ changedFrom?: number; chmodError?: string }> {
-  await mkdir(root, { recursive: true, mode: DATA_ROOT_MODE });
-  const was = (await stat(root)).mode & 0o7777;
-  if (was === DATA_ROOT_MODE) return {};
-  try {
-    await chmod(root, DATA_ROOT_MODE);
-  } catch (err) {
-    return { chmodError: (err as Error).message };
-  }
-  return { changedFrom: was };
+export async function prepareDataRoot(root: string): Promise<PrivateDirResult> {
+  const system = systemDirectory(root);
+  if (system !== undefined) throw new Error(`the local volume data root ${root} is the system directory ${system}: choose a directory of its own (SVC_LOCAL_VOLUME_ROOT)`);
+  return makeDirPrivate(root);
 }
 
 /**

@@ -12,7 +12,7 @@
  *   attach   bind-mounts the data at the host path, unless it is mounted there already.
  *   detach   at ref_count 0, unmounts the host path and removes the empty directory; the data stays.
  *
- * The root itself is made 0700, an existing one too, at the first hook of the process.
+ * The root itself is made 0700, an existing one made for svc too, at the first hook of the process.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, link, mkdir, readFile, rm, rmdir, stat, unlink, writeFile } from 'node:fs/promises';
@@ -28,6 +28,7 @@ import {
   type VolumeControllerHooks,
   type VolumeNodeHooks,
 } from '@svc/contracts/volumes';
+import { systemDirectory } from '@svc/common';
 import { prepareDataRoot, removeVolumeData } from './data-root.ts';
 import { bindMount, mountCount, unmount } from './mounts.ts';
 
@@ -70,6 +71,9 @@ export class LocalVolumes implements VolumeControllerHooks, VolumeNodeHooks {
   constructor(opts: LocalVolumesOptions = {}) {
     this.root = opts.root ?? (process.env.SVC_LOCAL_VOLUME_ROOT || DEFAULT_LOCAL_VOLUME_ROOT);
     if (!isAbsolute(this.root)) throw new Error(`local volume root ${JSON.stringify(this.root)} must be an absolute path`);
+    // Its root is made 0700 (data-root.ts): a root of /tmp or / would take the host's from its users.
+    const system = systemDirectory(this.root);
+    if (system !== undefined) throw new Error(`local volume root ${JSON.stringify(this.root)} is the system directory ${system}: choose a directory of its own (SVC_LOCAL_VOLUME_ROOT)`);
     this.mountTimeoutMs = opts.mountTimeoutMs ?? HOST_BIND_TIMEOUT_MS;
     this.log = opts.log ?? ((message) => process.stderr.write(`svc-volume-local: ${message}\n`));
   }
@@ -84,6 +88,7 @@ export class LocalVolumes implements VolumeControllerHooks, VolumeNodeHooks {
       const mode = (m: number) => `0${m.toString(8)}`;
       if (r.changedFrom !== undefined) this.log(`made the volume data root ${this.root} ${mode(0o700)} (it was ${mode(r.changedFrom)}: other users of the host could reach the volumes' data)`);
       if (r.chmodError) this.log(`the volume data root ${this.root} could not be made 0700 (${r.chmodError}): other users of the host may reach the volumes' data`);
+      if (r.leftAlone) this.log(`the volume data root ${this.root} was not made 0700 (${r.leftAlone}): other users of the host may reach the volumes' data; choose a directory of its own (SVC_LOCAL_VOLUME_ROOT)`);
     }, (err: Error) => {
       this.rootReady = undefined; // the next hook tries again
       throw err;

@@ -3,6 +3,7 @@
  * socket (mode 0600: only root, which runs the master and the node agent, may call it).
  */
 import { chmod, lstat, unlink } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { Server, ServerCredentials, status, type sendUnaryData, type ServerUnaryCall, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { volumeProto } from '../plugins/proto.ts';
 import { LocalVolumeError, type LocalVolumes } from './local-volumes.ts';
@@ -69,8 +70,10 @@ export async function startLocalRpcServer(opts: LocalRpcServerOptions): Promise<
   await new Promise<void>((resolve, reject) => {
     server.bindAsync(`unix:${socketPath}`, ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
   });
+  let ours: { dev: number; ino: number };
   try {
     await chmod(socketPath, 0o600);
+    ours = await lstat(socketPath);
   } catch (err) {
     server.forceShutdown();
     throw err;
@@ -90,9 +93,16 @@ export async function startLocalRpcServer(opts: LocalRpcServerOptions): Promise<
             resolve();
           });
         });
-        await unlink(socketPath).catch((err: NodeJS.ErrnoException) => {
-          if (err.code !== 'ENOENT') throw err;
+        // Only the socket this server bound: one at the name now is another server's.
+        const now = await lstat(socketPath).catch((err: NodeJS.ErrnoException) => {
+          if (err.code === 'ENOENT') return undefined; // already gone: nothing to remove
+          throw err;
         });
+        if (now?.dev === ours.dev && now.ino === ours.ino) {
+          await unlink(socketPath).catch((err: NodeJS.ErrnoException) => {
+            if (err.code !== 'ENOENT') throw err;
+          });
+        }
       })();
       return closed;
     },
@@ -118,7 +128,11 @@ function statusOf(err: unknown): status {
   return status.INTERNAL;
 }
 
-/** A socket file left by a server that is gone would make the bind fail with EADDRINUSE. */
+/**
+ * A socket file left by a server that is gone would make the bind fail with EADDRINUSE, so it is
+ * removed; one something still answers on is another plugin's (a second `svc up` on the same data
+ * directory once removed the first's and left it unreachable), and is refused.
+ */
 async function removeStaleSocket(socketPath: string): Promise<void> {
   const st = await lstat(socketPath).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return undefined;
@@ -126,5 +140,18 @@ async function removeStaleSocket(socketPath: string): Promise<void> {
   });
   if (!st) return;
   if (!st.isSocket()) throw new Error(`${socketPath} exists and is not a socket; not removing it`);
+  if (await answers(socketPath)) throw new Error(`${socketPath} is in use: another local volume plugin serves on it (is another svc up running on this data directory?); not removing it`);
   await unlink(socketPath);
+}
+
+/** Whether a server accepts connections on the socket: refused (or gone) means none does. */
+function answers(socketPath: string): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const c = connect(socketPath);
+    c.once('connect', () => { c.destroy(); resolve(true); });
+    c.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ECONNREFUSED' || err.code === 'ENOENT') resolve(false);
+      else reject(new Error(`${socketPath}: cannot tell whether a server answers on it (${err.message}); not removing it`));
+    });
+  });
 }
