@@ -47,6 +47,9 @@ const E2E_PORTS = {
   SVC_EGRESS_HTTPS_PORT: '18443',
   SVC_EGRESS_ADMIN_PORT: '19091',
   SVC_EGRESS_TUNNEL_PORT: '18181',
+  // The tests' "internet" is a veth attached to this host (test/e2e/internet): the egress proxy
+  // would refuse it as an attached network, which is what the setting is for elsewhere.
+  SVC_EGRESS_REFUSE_ATTACHED_NETWORKS: 'false',
 };
 
 export async function startPlatform(opts: { dataDir?: string; env?: Record<string, string> } = {}): Promise<RunningPlatform> {

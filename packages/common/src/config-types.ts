@@ -219,6 +219,12 @@ export interface SvcConfig {
     audit_max_mb: number;
     /** How many rotated audit files are kept (access.jsonl.1 … .N); older ones are deleted. */
     audit_keep: number;
+    /**
+     * Refuse the subnets attached to this host through interfaces other than the default
+     * route's (a Docker bridge, libvirt, a CNI): the proxy dials from the host's namespace and
+     * reached them though the kernel would not forward a sandbox's packets there.
+     */
+    refuse_attached_networks: boolean;
   };
   /** Lifecycle events and webhooks (docs/observability.md). */
   events: {

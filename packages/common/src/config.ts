@@ -128,6 +128,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_EGRESS_UPSTREAM_PROXY', 'egress.upstream_proxy', 'string'],
   ['SVC_EGRESS_AUDIT_MAX_MB', 'egress.audit_max_mb', 'int'],
   ['SVC_EGRESS_AUDIT_KEEP', 'egress.audit_keep', 'int'],
+  ['SVC_EGRESS_REFUSE_ATTACHED_NETWORKS', 'egress.refuse_attached_networks', 'bool'],
   ['SVC_EVENTS_RETENTION_DAYS', 'events.retention_days', 'int'],
   ['SVC_WEBHOOK_ALLOW_CIDRS', 'events.webhook_allow_cidrs', 'string'],
   ['SVC_LIFECYCLE_REPLICAS', 'lifecycle.replicas', 'int'],

@@ -36,7 +36,7 @@ export function startEgressFromConfig(cfg: SvcConfig, o: EgressFromConfigOptions
     auditMaxBytes: eg.audit_max_mb * 1024 * 1024,
     auditKeep: eg.audit_keep,
     resolve: parseEgressResolve(eg.resolve),
-    platformGuard: { sandboxPool: cfg.node_agent.address_pool },
+    platformGuard: { sandboxPool: cfg.node_agent.address_pool, refuseAttachedNetworks: cfg.egress.refuse_attached_networks },
     ...(eg.upstream_ca_file ? { upstreamCa: readFileSync(eg.upstream_ca_file, 'utf8') } : {}),
     policySource: () => source.policies(o.nodeId),
     placeholderSource: { masterAddr, token: eg.admin_token, clusterToken: cfg.cluster_token },
