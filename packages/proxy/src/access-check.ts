@@ -30,7 +30,7 @@ const ENVD_TOKEN_REFUSED = 'missing or wrong envd access token (send it in the X
  *   request would wake the sandbox (`waking`: a paused sandbox with autoResume), nor for an
  *   upgrade, after which the proxy checks no further request on the connection: until
  *   2026-11-30 a `GET /health` without the token resumed anyone's paused sandbox, and its answer
- *   kept it running.
+ *   kept it running. What passes as open is not activity either (passedOpen).
  * - the sandbox's other ports need the traffic token when it has one (allow_public_traffic=false),
  *   as in E2B the official SDK never sends that token to envd. 403.
  * Undefined: allowed.
@@ -39,10 +39,9 @@ export function accessRefusal(route: SandboxRoute, port: number, c: PresentedAcc
   if (port === 0 || port === route.envdPort) {
     if (!route.envdAccessToken) return undefined;
     if (c.accessToken !== undefined) return sameSecret(route.envdAccessToken, c.accessToken) ? undefined : new SvcError(401, ENVD_TOKEN_REFUSED);
+    if (isOpenEnvdRequest(c.method, c.url) && !waking && !c.upgrade) return undefined;
     const q = c.url.indexOf('?');
-    const path = q < 0 ? c.url : c.url.slice(0, q);
-    if ((path === '/health' || c.method === 'OPTIONS') && !waking && !c.upgrade) return undefined;
-    if (path === '/files' && q >= 0) {
+    if (q >= 0 && c.url.slice(0, q) === '/files') {
       // A signed URL is handed out to download or upload one file; after an upgrade the proxy
       // would check nothing more on the connection.
       if (c.upgrade) return new SvcError(403, SIGNED_URL_NO_UPGRADE);
@@ -56,3 +55,20 @@ export function accessRefusal(route: SandboxRoute, port: number, c: PresentedAcc
   return new SvcError(403, TRAFFIC_TOKEN_REFUSED);
 }
 
+
+/**
+ * Whether accessRefusal let the request through only because envd answers it without a token
+ * (/health, a CORS preflight on a secured sandbox's envd port, no X-Access-Token sent). Such an
+ * exchange is no proof of the owner's use and must not count as activity (http-exchange.ts):
+ * counted, anyone who knew a secured sandbox's id kept it running forever by polling /health
+ * (docs/data-plane.md, "Activity").
+ */
+export function passedOpen(route: SandboxRoute, port: number, accessToken: string | undefined, method: string, url: string): boolean {
+  return (port === 0 || port === route.envdPort) && !!route.envdAccessToken && accessToken === undefined && isOpenEnvdRequest(method, url);
+}
+
+/** envd's `GET /health` (any method, any query) and CORS preflights: what it answers without its token. */
+function isOpenEnvdRequest(method: string, url: string): boolean {
+  if (method === 'OPTIONS') return true;
+  return url === '/health' || url.startsWith('/health?');
+}

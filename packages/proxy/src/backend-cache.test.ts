@@ -1,7 +1,7 @@
 /**
  * The route cache's answers for sandboxes the master does not know: one look-up per TTL, however
  * many requests ask; forgotten by a purge, by a new sandbox's announcement, and not kept when a
- * purge came during the look-up; and a bounded number of them.
+ * purge came during the look-up; and a bounded number of them. Which states are kept at all.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -91,6 +91,26 @@ test('at most 10,000 unknown ids are kept, the oldest dropped first', async () =
     assert.equal(m.asked.length, 10_001, 'the newest is still kept');
     await unknown(cache.load('id-0'));
     assert.equal(m.asked.length, 10_002, 'the oldest was dropped');
+  } finally {
+    cache.close();
+  }
+});
+
+test('paused and killing routes are kept for the TTL like running and terminated ones; pausing and resuming are asked every time', async () => {
+  const states = ['running', 'paused', 'killing', 'terminated', 'pausing', 'resuming'] as const;
+  const asked: string[] = [];
+  const cache = new BackendCache(async (id) => { asked.push(id); return { ...route(id), state: id as SandboxRoute['state'] }; }, 60_000);
+  try {
+    for (const state of states) {
+      for (let i = 0; i < 5; i++) {
+        const r = cache.fresh(state) ?? await cache.load(state);
+        assert.equal(r.state, state);
+      }
+    }
+    for (const state of ['running', 'paused', 'killing', 'terminated']) assert.equal(asked.filter((a) => a === state).length, 1, `${state}: one look-up`);
+    for (const state of ['pausing', 'resuming']) assert.equal(asked.filter((a) => a === state).length, 5, `${state}: asked every time`);
+    cache.purge(['paused']);
+    assert.equal(cache.fresh('paused'), undefined, 'the master\'s purge (a resume, a kill) drops a kept paused route');
   } finally {
     cache.close();
   }

@@ -4,15 +4,28 @@ import type { SandboxRoute } from '@svc/contracts/master-internal';
 /** Ids the master said it does not know, kept at most: a client asking for random ids fills no more. */
 const MAX_MISSING = 10_000;
 
+/**
+ * See BackendCache. A failed kill (killing back to running or paused) purges nothing: its stale
+ * refusal lasts one TTL at most.
+ */
+const CACHED_STATES: ReadonlySet<SandboxRoute['state']> = new Set(['running', 'paused', 'killing', 'terminated']);
+
 interface Entry {
   route: SandboxRoute;
   expiresAt: number;
 }
 
 /**
- * sandboxId → route, as the master last answered, for a short TTL. Only routes whose state
- * cannot change without someone telling us (running, terminated) are kept; transient and
- * paused states are always asked again. Concurrent misses for one sandbox share one lookup.
+ * sandboxId → route, as the master last answered, for a short TTL. Running, paused, killing and
+ * terminated routes are kept: the master purges our cache on the moves that make them wrong (into
+ * pausing or killing, into running or terminated by an event; packages/master state-table.ts),
+ * and a paused route kept while a resume runs is answered as paused until that resume's purge
+ * (with autoResume, the lifecycle replica's resume joins the one under way). Pausing and
+ * resuming are asked again on every request, which waits for them to settle (route-gate.ts).
+ * Paused and killing are kept because the token check runs on the route: not kept, each request
+ * naming a paused sandbox, token or not, cost a master look-up. A kept paused route still wakes
+ * a sandbox with autoResume at once: the gate resumes from the route it has.
+ * Concurrent misses for one sandbox share one lookup.
  * The master's 404 is kept for the same TTL: a client polling an id that never existed (or
  * whose record is gone) cost a look-up a request (164 for 500, docs/data-plane.md). A new
  * sandbox's id cannot have been asked for before its create answered, and its announcement
@@ -77,7 +90,7 @@ export class BackendCache {
    */
   set(route: SandboxRoute, epoch: number): void {
     if (epoch !== this.purges) return;
-    if (route.state === 'running' || route.state === 'terminated') {
+    if (CACHED_STATES.has(route.state)) {
       this.entries.set(route.sandboxId, { route, expiresAt: Date.now() + this.ttlMs });
     } else {
       this.entries.delete(route.sandboxId);

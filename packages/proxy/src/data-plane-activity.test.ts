@@ -1,7 +1,8 @@
 /**
  * What the data-plane proxy reports to the master as a sandbox's activity: only answers from
  * the sandbox (not the proxy's own 502s), bytes that move (not an open stream that carries only
- * envd keepalives), and a WebSocket's frames (not the open connection).
+ * envd keepalives), a WebSocket's frames (not the open connection), and only traffic that showed
+ * a token where the sandbox has one (not envd's open /health and preflights).
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -96,4 +97,23 @@ test('a WebSocket counts as activity only while frames move', async () => {
   } finally {
     ws.close();
   }
+});
+
+test('envd\'s /health and preflights without the envd token are answered but are not activity; with the token they are', async () => {
+  p.master.add({ sandboxId: 'guarded', envdPort: up.port, envdAccessToken: 'envd-secret', trafficAccessToken: 'traffic-secret' });
+  const reported = () => p.master.calls.activity.filter((ids) => ids.includes('guarded')).length;
+  const envd = (method: string, path: string, headers: Record<string, string> = {}, body?: string) =>
+    call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'guarded'), method, path, headers, body });
+  // Twice each: the first goes the cold path (route lookup), the second the cache hit.
+  for (let i = 0; i < 2; i++) {
+    assert.equal((await envd('GET', '/health')).status, 200);
+    assert.equal((await envd('GET', '/health?probe=1')).status, 200);
+    assert.equal((await envd('OPTIONS', '/process.Process/Start', { 'Access-Control-Request-Method': 'POST' })).status, 200);
+    assert.equal((await envd('OPTIONS', '/files', { 'content-type': 'text/plain' }, 'a body is streamed, and not counted either')).status, 200);
+  }
+  await new Promise((r) => setTimeout(r, 500)); // two flushes of the proxy under test
+  assert.equal(reported(), 0, 'nobody showed a token: the answers kept nothing awake');
+  assert.equal((await envd('GET', '/health', { 'X-Access-Token': 'envd-secret' })).status, 200);
+  await new Promise((r) => setTimeout(r, 500));
+  assert.equal(reported(), 1, 'the owner\'s own /health, with the token, is activity');
 });

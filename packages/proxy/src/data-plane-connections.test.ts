@@ -1,7 +1,8 @@
 /**
  * The data-plane proxy's connections: one client and one backend connection kept alive for many
  * requests, a pooled backend connection dropped under a request retried on a fresh one, a new
- * connection after Connection: close, and trailers relayed.
+ * connection after Connection: close, trailers relayed, and no connection reused after a GET
+ * (HEAD, OPTIONS, DELETE) that carried a body.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -106,4 +107,62 @@ test('a backend answering Connection: close gets a new connection next time; tra
   });
   assert.deepEqual(trailers, { 'x-checksum': 'abc123' });
   await closing.close();
+});
+
+/**
+ * A raw backend that reads a body only where its method defines one (POST, PUT, PATCH), as many
+ * servers do: a GET's body stays in its buffer and starts the next request on the connection.
+ * Answers each request with its request line, after a moment; records the request lines and connections.
+ */
+async function bodyIgnoringBackend() {
+  let connections = 0;
+  const lines: string[] = [];
+  const sockets = new Set<Socket>();
+  const server = createServer((sock: Socket) => {
+    connections++;
+    sockets.add(sock);
+    let buf = '';
+    sock.on('data', (d) => {
+      buf += d.toString('latin1');
+      for (let end = buf.indexOf('\r\n\r\n'); end >= 0; end = buf.indexOf('\r\n\r\n')) {
+        const head = buf.slice(0, end);
+        const line = head.slice(0, head.indexOf('\r\n'));
+        const length = /\r\ncontent-length: *(\d+)/i.exec(head);
+        const skip = /^(POST|PUT|PATCH) /.test(line) && length ? Number(length[1]) : 0;
+        if (buf.length < end + 4 + skip) return;
+        buf = buf.slice(end + 4 + skip);
+        lines.push(line);
+        // A moment's work first: a body the proxy still had to send would close the connection anyway.
+        setTimeout(() => sock.write(`HTTP/1.1 200 OK\r\nContent-Length: ${line.length}\r\n\r\n${line}`), 30);
+      }
+    });
+    sock.on('error', () => {});
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const close = () => { for (const sock of sockets) sock.destroy(); server.close(); };
+  return { close, port: (server.address() as { port: number }).port, connections: () => connections, lines };
+}
+
+test('a GET, HEAD, OPTIONS or DELETE that carried a body gives its backend connection up: the body cannot start the next client\'s request', async () => {
+  const b = await bodyIgnoringBackend();
+  p.master.add({ sandboxId: 'lax', envdPort: b.port });
+  const h = { 'E2b-Sandbox-Id': 'lax' };
+  try {
+    // A body that the backend will read as the start of the request after it.
+    const smuggled = 'GET /smuggled HTTP/1.1\r\nX-Swallow: ';
+    for (const method of ['GET', 'OPTIONS', 'DELETE']) {
+      const attack = await call(p.proxy.httpUrl, { method, path: '/attacker', headers: { ...h, 'content-length': String(smuggled.length) }, body: smuggled });
+      assert.equal(attack.body, `${method} /attacker HTTP/1.1`);
+      const victim = await call(p.proxy.httpUrl, { path: '/victim', headers: h });
+      assert.equal(victim.body, 'GET /victim HTTP/1.1', `after a ${method} with a body, the next client's request arrives as sent`);
+    }
+    assert.deepEqual(b.lines.filter((l) => l.includes('smuggled')), []);
+    // A POST's body is read by its backend: its connection is kept as before.
+    const before = b.connections();
+    assert.equal((await call(p.proxy.httpUrl, { method: 'POST', path: '/form', headers: h, body: 'a=1' })).status, 200);
+    assert.equal((await call(p.proxy.httpUrl, { path: '/after', headers: h })).body, 'GET /after HTTP/1.1');
+    assert.equal(b.connections(), before, 'a POST with a body leaves its connection pooled');
+  } finally {
+    b.close();
+  }
 });

@@ -55,7 +55,7 @@ test('a sandbox port with nothing listening is 502', async () => {
   assert.match(r.json<{ message: string }>().message, new RegExp(`nothing listens on port ${port}`));
 });
 
-test('adds X-Forwarded-*, drops hop-by-hop headers, keeps the rest', async () => {
+test('sets X-Forwarded-* in place of the client\'s, drops hop-by-hop headers, keeps the rest', async () => {
   up.requests.length = 0;
   const r = await call(p.proxy.httpUrl, {
     host: sandboxHost(up.port, 'sbxa'), path: '/hdr',
@@ -63,7 +63,7 @@ test('adds X-Forwarded-*, drops hop-by-hop headers, keeps the rest', async () =>
   });
   assert.equal(r.status, 200);
   const h = up.requests[0].headers;
-  assert.equal(h['x-forwarded-for'], '10.1.1.1, 127.0.0.1');
+  assert.equal(h['x-forwarded-for'], '127.0.0.1', 'the client\'s address alone: the proxy trusts no X-Forwarded-For it is sent');
   assert.equal(h['x-forwarded-proto'], 'http');
   assert.equal(h['x-forwarded-host'], sandboxHost(up.port, 'sbxa'));
   assert.equal(h['x-custom'], 'kept');
@@ -80,13 +80,41 @@ test('the E2b-Sandbox-* headers win over a Host that seems to name a sandbox, an
   assert.equal(r.status, 200);
   assert.equal(r.json().upstream, 'sbx-b');
   assert.equal(r.headers.vary, 'E2b-Sandbox-Id, E2b-Sandbox-Port');
-  // A Host naming another sandbox: the headers decide, and a cache in front keys on them (Vary).
+  // A Host in the form of a sandbox's that is no issued id: the headers decide, and a cache in front keys on them (Vary).
   const other2 = await call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'sbxa'), headers: { 'E2b-Sandbox-Id': 'sbxb', 'E2b-Sandbox-Port': String(other.port) } });
   assert.equal(other2.json().upstream, 'sbx-b');
   assert.equal(other2.headers.vary, 'E2b-Sandbox-Id, E2b-Sandbox-Port');
   const byHost = await call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'sbxa') });
   assert.equal(byHost.json().upstream, 'sbx-a');
   assert.equal(byHost.headers.vary, undefined, 'routed by Host: nothing to vary on');
+});
+
+test('a Host naming one issued sandbox and E2b-Sandbox-Id another is a 400, so no cache can file one\'s answer under the other\'s name', async () => {
+  const victim = 'ivictim0000000000001';
+  const attacker = 'iattacker00000000001';
+  p.master.add({ sandboxId: victim, envdPort: up.port });
+  p.master.add({ sandboxId: attacker, envdPort: other.port });
+  const seen = up.requests.length + other.requests.length;
+  const r = await call(p.proxy.httpUrl, { host: sandboxHost(8000, victim), path: '/app.js', headers: { 'E2b-Sandbox-Id': attacker, 'E2b-Sandbox-Port': String(other.port) } });
+  assert.equal(r.status, 400);
+  assert.equal(r.json().code, 400);
+  assert.match(r.json<{ message: string }>().message, /Host names sandbox ivictim0000000000001 and the E2b-Sandbox-Id header sandbox iattacker00000000001/);
+  assert.equal(up.requests.length + other.requests.length, seen, 'nothing reached a sandbox');
+  // The official SDK by name: Host and headers name the same sandbox.
+  const same = await call(p.proxy.httpUrl, { host: sandboxHost(other.port, attacker), path: '/h', headers: { 'E2b-Sandbox-Id': attacker, 'E2b-Sandbox-Port': String(other.port) } });
+  assert.equal(same.json().upstream, 'sbx-b');
+});
+
+test('a sandbox id in upper case, by Host or header, is the lower-case sandbox: one cached route, one look-up', async () => {
+  const id = 'icased00000000000001';
+  p.master.add({ sandboxId: id, envdPort: up.port });
+  p.master.resetCalls();
+  const byHost = await call(p.proxy.httpUrl, { host: sandboxHost(up.port, id.toUpperCase()), path: '/h' });
+  assert.equal(byHost.json().upstream, 'sbx-a');
+  const byHeader = await call(p.proxy.httpUrl, { host: 'localhost:3002', path: '/h', headers: { 'E2b-Sandbox-Id': 'ICASED00000000000001', 'E2b-Sandbox-Port': String(up.port) } });
+  assert.equal(byHeader.json().upstream, 'sbx-a');
+  assert.equal((await call(p.proxy.httpUrl, { host: sandboxHost(up.port, id), path: '/h' })).json().upstream, 'sbx-a');
+  assert.deepEqual(p.master.calls.route, [id], 'looked up once, by its lower-case id');
 });
 
 test('an answer routed by the E2b headers varies on them, after any Vary of the sandbox\'s', async () => {
@@ -110,8 +138,8 @@ test('an absolute-form request target naming another host than Host is a 400; th
   assert.equal(r.status, 400);
   assert.match(r.json<{ message: string }>().message, /Host/);
   assert.equal(up.requests.length + other.requests.length, seen);
-  const same = await call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'sbxa'), path: `http://${sandboxHost(up.port, 'sbxa').toUpperCase().replace('SBXA', 'sbxa')}/app.js` });
-  // (The host compared without case, the sandbox ID with.)
+  // Host names compare without case, the sandbox id in them too.
+  const same = await call(p.proxy.httpUrl, { host: sandboxHost(up.port, 'sbxa'), path: `http://${sandboxHost(up.port, 'sbxa').toUpperCase()}/app.js` });
   assert.equal(same.json().upstream, 'sbx-a');
   // A default port spelled in one of them, or userinfo, names the same host.
   const port80 = await call(p.proxy.httpUrl, { host: `${up.port}-sbxa.sandbox.test`, path: `http://u@${up.port}-sbxa.sandbox.test:80/app.js` });

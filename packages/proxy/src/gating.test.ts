@@ -153,6 +153,20 @@ test('paused with autoResume: the request waits for the resume, and concurrent r
   assert.match(p.logs.text(), /"sandboxId":"sleepy"[^\n]*"msg":"auto-resumed sandbox"/);
 });
 
+test('requests naming a paused or killing sandbox cost one master look-up per cache TTL, not one each; the owner\'s request still wakes it', async () => {
+  p.master.add({ sandboxId: 'hush', envdPort: 49983, trafficAccessToken: TOKEN, state: 'paused', autoResume: true });
+  p.master.add({ sandboxId: 'ending', envdPort: 49983, state: 'killing' });
+  for (const [id, status] of [['hush', 403], ['ending', 410]] as const) {
+    p.master.resetCalls();
+    for (let i = 0; i < 50; i++) assert.equal((await get(id)).status, status, id);
+    assert.equal(p.master.calls.route.length, 1, `${id}: one look-up for 50 requests`);
+  }
+  assert.equal(p.master.calls.resume.length, 0, 'no request without the token woke it');
+  const woken = await get('hush', { 'ext-traffic-access-token': TOKEN });
+  assert.equal(woken.status, 200, 'the kept paused route leads to the resume, not to a stale refusal');
+  assert.equal(p.master.calls.resume.length, 1);
+});
+
 test('paused without autoResume: 409 on its own ports, telling to resume with connect', async () => {
   p.master.add({ sandboxId: 'parked', envdPort: 49983, state: 'paused', autoResume: false });
   const r = await get('parked');

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { filterResponseHeaders, maskedHost, requestHead, scanRequestHeaders } from './headers.ts';
+import { addForwardedHeaders, filterResponseHeaders, maskedHost, requestHead, scanRequestHeaders } from './headers.ts';
 
 test('maskRequestHost replaces the client\'s Host (once, ${PORT} made the port); without it the client\'s Host goes through', () => {
   const scan = () => scanRequestHeaders(['Host', '8080-abc.example.com', 'Accept', '*/*', 'host', 'second.example.com']);
@@ -32,4 +32,17 @@ test('a Connection header listing more than 64 names marks the request refused; 
   // A sandbox's answer is not refused: past 64, the names it lists are not honoured.
   const answer = filterResponseHeaders(['Connection', names(65).join(','), ...names(65).flatMap((h) => [h, 'v'])]);
   assert.deepEqual(answer, ['x-h64', 'v']);
+});
+
+test('X-Forwarded-For, -Host and -Proto a client sends are replaced by the proxy\'s own, never appended to', () => {
+  const scan = scanRequestHeaders([
+    'Host', '8000-abc.example.com', 'X-Forwarded-For', '203.0.113.9', 'x-forwarded-for', '10.0.0.1',
+    'X-Forwarded-Host', 'admin.internal', 'X-Forwarded-Proto', 'https', 'Accept', '*/*',
+  ]);
+  addForwardedHeaders(scan, '198.51.100.7', 'http');
+  const forwarded = (name: string) => scan.forward.filter((_, i) => i % 2 === 1 && scan.forward[i - 1].toLowerCase() === name);
+  assert.deepEqual(forwarded('x-forwarded-for'), ['198.51.100.7']);
+  assert.deepEqual(forwarded('x-forwarded-host'), ['8000-abc.example.com']);
+  assert.deepEqual(forwarded('x-forwarded-proto'), ['http']);
+  assert.deepEqual(forwarded('accept'), ['*/*']);
 });

@@ -3,8 +3,9 @@ import { droppableWhenListed } from '@svc/http1';
 /**
  * One pass over a client request's raw headers: picks out what the proxy routes and gates on,
  * and builds the header list it forwards (hop-by-hop headers, traffic tokens and client-supplied
- * X-Forwarded-* removed). Names are only lower-cased when their length could match one we
- * care about, which keeps this allocation-light on the hot path.
+ * X-Forwarded-For, -Host and -Proto removed: addForwardedHeaders sets the proxy's own). Names are
+ * only lower-cased when their length could match one we care about, which keeps this
+ * allocation-light on the hot path.
  */
 export interface ScannedRequest {
   host: string | undefined;
@@ -14,7 +15,6 @@ export interface ScannedRequest {
   trafficTokens: string[] | undefined;
   /** X-Access-Token: envd's access token (forwarded: envd checks it too). */
   accessToken: string | undefined;
-  forwardedFor: string | undefined;
   upgrade: string | undefined;
   /** True when the request carries a body (Content-Length > 0 or Transfer-Encoding). */
   hasBody: boolean;
@@ -36,7 +36,7 @@ const MAX_CONNECTION_NAMES = 64;
 export function scanRequestHeaders(raw: string[]): ScannedRequest {
   const s: ScannedRequest = {
     host: undefined, sandboxIdHeader: undefined, sandboxPortHeader: undefined, trafficTokens: undefined, accessToken: undefined,
-    forwardedFor: undefined, upgrade: undefined, hasBody: false, chunkedBody: false, forward: [], refusal: undefined,
+    upgrade: undefined, hasBody: false, chunkedBody: false, forward: [], refusal: undefined,
   };
   const out = s.forward;
   let connection: string | undefined;
@@ -72,11 +72,8 @@ export function scanRequestHeaders(raw: string[]): ScannedRequest {
         else if (l === 'x-access-token' && s.accessToken === undefined) s.accessToken = value;
         break;
       }
-      case 15:
-        if (name.toLowerCase() === 'x-forwarded-for') {
-          s.forwardedFor = s.forwardedFor === undefined ? value : `${s.forwardedFor}, ${value}`;
-          continue;
-        }
+      case 15: // the client's own claim: see addForwardedHeaders
+        if (name.toLowerCase() === 'x-forwarded-for') continue;
         break;
       case 16: {
         const l = name.toLowerCase();
@@ -142,13 +139,15 @@ function withoutListed(headers: string[], names: Set<string>): string[] {
   return out;
 }
 
-/** Appends X-Forwarded-For/-Proto/-Host for the backend. */
+/**
+ * Appends X-Forwarded-For/-Proto/-Host for the backend, in place of any the client sent. The
+ * proxy is the sandboxes' edge and trusts no proxy in front of it (it has no trusted-proxies
+ * setting, unlike the API's `api.trusted_proxies`), so X-Forwarded-For is the client's address
+ * alone: kept and appended to, a client's own value read as its address to a sandbox's server
+ * that takes the first entry (docs/data-plane.md, "Naming the sandbox").
+ */
 export function addForwardedHeaders(s: ScannedRequest, remoteAddress: string | undefined, proto: 'http' | 'https'): void {
-  const remote = remoteAddress ?? '';
-  s.forward.push(
-    'X-Forwarded-For', s.forwardedFor === undefined ? remote : `${s.forwardedFor}, ${remote}`,
-    'X-Forwarded-Proto', proto,
-  );
+  s.forward.push('X-Forwarded-For', remoteAddress ?? '', 'X-Forwarded-Proto', proto);
   if (s.host !== undefined) s.forward.push('X-Forwarded-Host', s.host);
 }
 

@@ -4,7 +4,7 @@ import type { SandboxRoute } from '@svc/contracts/master-internal';
 import { hasContentLength, relayReplyChunk, streamServerBody, type ResponseSink, type ServerReply, type ServerRequest, type UpstreamConnection, type UpstreamConnectionError } from '@svc/http1';
 import { filterResponseHeaders, maskedHost, requestHead, varyOnSandboxHeaders, type ScannedRequest } from './headers.ts';
 import { asSvcError, sendProxyError, sendProxyErrorAndClose } from './error-response.ts';
-import { presentedAccess } from './access-check.ts';
+import { passedOpen, presentedAccess } from './access-check.ts';
 import { isKeepaliveFrame } from './keepalive-frames.ts';
 import type { ProxyContext } from './proxy-context.ts';
 import type { Target } from './target.ts';
@@ -27,6 +27,8 @@ export class HttpExchange implements ResponseSink {
   private completed = false;
   /** The sandbox whose activity this exchange's bytes count as, once known. */
   private sandboxId: string | undefined;
+  /** False for a request envd answers without its token (access-check.ts, passedOpen): not activity. */
+  private counts = false;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -64,6 +66,7 @@ export class HttpExchange implements ResponseSink {
     // poller of a port where nothing listens, answered 502 by the proxy, lets the sandbox idle
     // out (docs/data-plane.md, "Activity").
     this.sandboxId = route.sandboxId;
+    this.counts = !passedOpen(route, this.target.port, this.scan.accessToken, this.req.method, this.req.url);
     const port = this.target.port || route.envdPort;
     if (this.head === undefined || this.port !== port || this.route?.address !== route.address) {
       this.head = requestHead(this.req.method, this.req.url, this.scan, `${route.address}:${port}`, maskedHost(route, port));
@@ -84,14 +87,19 @@ export class HttpExchange implements ResponseSink {
     if (this.bodyStarted || conn === undefined) return;
     this.bodyStarted = true;
     // Each byte reached a process in the sandbox (the connection was made): activity.
-    streamServerBody(this.req, conn, this.scan.chunkedBody, () => this.conn === conn, () => this.ctx.activity.touch(this.sandboxId!));
+    streamServerBody(this.req, conn, this.scan.chunkedBody, () => this.conn === conn, this.touch);
+  };
+
+  /** Counts as the sandbox's activity, unless nobody showed a token for this exchange (`counts`). */
+  private readonly touch = (): void => {
+    if (this.counts) this.ctx.activity.touch(this.sandboxId!);
   };
 
   onHead(status: number, statusText: string, headers: string[]): void {
     const res = this.res;
     if (res.destroyed) return;
     this.responded = true;
-    this.ctx.activity.touch(this.sandboxId!);
+    this.touch();
     const relayed = filterResponseHeaders(headers);
     if (this.target.byHeaders) varyOnSandboxHeaders(relayed);
     try {
@@ -108,7 +116,7 @@ export class HttpExchange implements ResponseSink {
   }
 
   onBody(chunk: Buffer): void {
-    if (!isKeepaliveFrame(chunk)) this.ctx.activity.touch(this.sandboxId!);
+    if (!isKeepaliveFrame(chunk)) this.touch();
     relayReplyChunk(this.res, chunk, this.conn, () => this.completed);
   }
 
@@ -117,8 +125,21 @@ export class HttpExchange implements ResponseSink {
     // The connection is the pool's again (or closed): nothing of this exchange may touch it now.
     const conn = this.conn;
     this.conn = undefined;
+    if (conn !== undefined && this.scan.hasBody && BODY_UNDEFINED_METHODS.has(this.req.method)) this.giveUp(conn);
     if (this.bodyStarted && !this.req.complete) this.abandonRequestBody(conn);
     else this.res.end(undefined, trailers);
+  }
+
+  /**
+   * Takes a connection back from the pool (it was released to it just before onComplete) and
+   * closes it. A server may not read the body of a method that defines none: the bytes it left
+   * would start the next request on the connection, and the pool shares connections between
+   * clients, so one client's body would become another's request prefix, that client's headers
+   * and tokens then read as its own (docs/data-plane.md, "What the proxy refuses to read").
+   */
+  private giveUp(conn: UpstreamConnection): void {
+    this.ctx.pool.forget(conn);
+    conn.destroy();
   }
 
   /**
@@ -173,6 +194,9 @@ export class HttpExchange implements ResponseSink {
     }
   };
 }
+
+/** Methods whose request body has no meaning a server must honour (RFC 9110 9.3.1, 9.3.2, 9.3.5, 9.3.7, 9.3.8). */
+const BODY_UNDEFINED_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'DELETE', 'TRACE']);
 
 export function backendError(err: UpstreamConnectionError, sandboxId: string, port: number): SvcError {
   if (err.timeout === 'io') return new SvcError(504, `sandbox ${sandboxId} sent nothing on port ${port} for ${duration(err.timeoutMs ?? 0)}`);

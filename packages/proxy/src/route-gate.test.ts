@@ -1,7 +1,8 @@
 /**
  * The cold path's own rules, without a master: a purge that lands while a route is being fetched
- * wins over that route, and a resume answered `paused` is asked again only after the settle poll
- * interval.
+ * wins over that route, a resume answered `paused` is asked again only after the settle poll
+ * interval, and a kept paused route refuses a request without the token without asking the
+ * master, and wakes the sandbox at once for one with it.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -55,6 +56,27 @@ test('a purge while a signed file URL is looked up: the route it brings is not c
     const urls = new SignedFileUrls(async () => { await sleep(5); cache.purge(['sb']); return route('running'); }, cache);
     assert.equal(await urls.sandboxOf('GET', '/files?path=/a&username=user&signature=v1_x'), 'sb');
     assert.equal(cache.fresh('sb'), undefined);
+  } finally {
+    cache.close();
+  }
+});
+
+test('a kept paused route: refused without the token at no look-up, resumed at once with it', async () => {
+  let lookups = 0;
+  const secured = { ...route('paused'), trafficAccessToken: 'tt' };
+  const cache = new BackendCache(async () => { lookups++; return secured; }, 60_000);
+  try {
+    const { r, calls } = resumer([async () => ({ ...secured, state: 'running' })]);
+    const gate = new RouteGate(cache, r, { settleWaitMs: 1_000, settlePollMs: 500 });
+    for (let i = 0; i < 20; i++) await assert.rejects(gate.runningRoute('sb', 8080, presented), (e: { status: number }) => e.status === 403);
+    assert.equal(lookups, 1, 'one look-up for twenty refusals');
+    assert.equal(calls.length, 0, 'nothing woke it');
+    const started = Date.now();
+    const served = await gate.runningRoute('sb', 8080, { ...presented, trafficTokens: ['tt'] });
+    assert.equal(served.state, 'running');
+    assert.equal(calls.length, 1, 'the kept paused route led to the resume');
+    assert.ok(Date.now() - started < 400, `resumed in ${Date.now() - started} ms, without waiting a poll interval`);
+    assert.equal(lookups, 1, 'and without asking the master first');
   } finally {
     cache.close();
   }

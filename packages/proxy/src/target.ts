@@ -21,16 +21,24 @@ interface NamingHeaders {
  * sent, else by Host; null when neither names one. The headers win, as E2B's own proxy reads
  * them: with E2B_SANDBOX_URL the official SDK sends them with a Host that is the proxy's own
  * name, which may look like a sandbox's (`192-168-1-10.sslip.io` reads as port 192 of sandbox
- * `168-1-10`), so a Host that disagrees cannot be refused. An answer they routed carries `Vary`
- * on them (http-exchange.ts), so that a cache in front that keys on the URL does not store one
- * sandbox's answer as another's. An absolute-form target that names another host than Host is a
- * 400, for the same cache.
+ * `168-1-10`), so a Host that merely looks like one cannot be refused. A Host naming an id in the
+ * form the platform issues (isIssuedSandboxId) that is not the headers' is a 400: a cache in front
+ * that ignores `Vary` would store the headers' sandbox's answer under the Host's sandbox's URL
+ * (the SDK, by name or by URL, never sends two ids). An answer the headers routed carries `Vary`
+ * on them (http-exchange.ts) for the caches that honour it. An absolute-form target that names
+ * another host than Host is a 400, for the same caches. Ids are matched in lower case
+ * (docs/data-plane.md, "Naming the sandbox").
  */
 export function requestTarget(h: NamingHeaders, url: string): Target | null | SvcError {
   if (!absoluteFormAgrees(url, h.host)) return new SvcError(400, 'the request target names another host than the Host header');
-  if (h.sandboxIdHeader === undefined) return targetFromHost(h.host);
+  const byHost = targetFromHost(h.host);
+  if (h.sandboxIdHeader === undefined) return byHost;
   const byHeaders = targetFromHeaders(h.sandboxIdHeader, h.sandboxPortHeader);
-  return byHeaders && { ...byHeaders, byHeaders: true };
+  if (byHeaders === null) return null;
+  if (byHost !== null && byHost.sandboxId !== byHeaders.sandboxId && isIssuedSandboxId(byHost.sandboxId)) {
+    return new SvcError(400, `the Host names sandbox ${byHost.sandboxId} and the E2b-Sandbox-Id header sandbox ${byHeaders.sandboxId}: name one sandbox`);
+  }
+  return { ...byHeaders, byHeaders: true };
 }
 
 /**
@@ -50,7 +58,10 @@ function absoluteFormAgrees(url: string, host: string | undefined): boolean {
 }
 
 /**
- * `<port>-<sandboxID>.<anything>` (any `:port` suffix of the Host is ignored).
+ * `<port>-<sandboxID>.<anything>` (any `:port` suffix of the Host is ignored). Host names are
+ * case-insensitive (RFC 4343) and the platform's ids are lower-case (common ids.ts), so the id is
+ * lower-cased: kept as sent, `8000-IABC…` missed the route cache and the look-up coalescing keyed
+ * by `iabc…`, and found `iabc…` anyway on a MySQL master (case-insensitive collation).
  * Hand-rolled instead of a regex: this runs for every request.
  */
 function targetFromHost(host: string | undefined): Target | null {
@@ -62,13 +73,18 @@ function targetFromHost(host: string | undefined): Target | null {
   let end = host.indexOf('.', dash + 1);
   if (end < 0) end = host.indexOf(':', dash + 1);
   if (end < 0) end = host.length;
-  if (!isSandboxId(host, dash + 1, end)) return null;
-  return { sandboxId: host.slice(dash + 1, end), port };
+  const sandboxId = sandboxIdIn(host, dash + 1, end);
+  return sandboxId === undefined ? null : { sandboxId, port };
 }
 
-/** The official e2b SDK with E2B_SANDBOX_URL sends `E2b-Sandbox-Id` and `E2b-Sandbox-Port`. */
-function targetFromHeaders(sandboxId: string | undefined, port: string | undefined): Target | null {
-  if (!sandboxId || !isSandboxId(sandboxId, 0, sandboxId.length)) return null;
+/**
+ * The official e2b SDK with E2B_SANDBOX_URL sends `E2b-Sandbox-Id` and `E2b-Sandbox-Port`, the
+ * id as the API gave it (lower case). Lower-cased like the Host's, so that one sandbox has one
+ * spelling whichever way it is named.
+ */
+function targetFromHeaders(idHeader: string, port: string | undefined): Target | null {
+  const sandboxId = sandboxIdIn(idHeader, 0, idHeader.length);
+  if (sandboxId === undefined) return null;
   if (port === undefined || port === '') return { sandboxId, port: 0 };
   const p = parsePort(port, 0, port.length);
   return p === 0 ? null : { sandboxId, port: p };
@@ -86,13 +102,34 @@ function parsePort(s: string, from: number, to: number): number {
   return port <= 65535 ? port : 0;
 }
 
-/** Letters, digits, `-` and `_`; at most 64 characters. */
-function isSandboxId(s: string, from: number, to: number): boolean {
-  if (to - from < 1 || to - from > 64) return false;
+/**
+ * The id in s[from, to), lower-cased, when it is one (letters, digits, `-` and `_`; 1 to 64
+ * characters: the node agent's SANDBOX_ID_PATTERN, contracts node-agent-schemas.ts); undefined
+ * when not. Allocates a second string only for an id that has upper-case letters.
+ */
+function sandboxIdIn(s: string, from: number, to: number): string | undefined {
+  if (to - from < 1 || to - from > 64) return undefined;
+  let upper = false;
   for (let i = from; i < to; i++) {
     const c = s.charCodeAt(i);
-    const ok = (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || c === 45 || c === 95;
-    if (!ok) return false;
+    if (c >= 65 && c <= 90) { upper = true; continue; }
+    const ok = (c >= 97 && c <= 122) || (c >= 48 && c <= 57) || c === 45 || c === 95;
+    if (!ok) return undefined;
+  }
+  const id = s.slice(from, to);
+  return upper ? id.toLowerCase() : id;
+}
+
+/**
+ * Whether an id (lower-cased) has the form the platform issues: `i` and 19 lower-case letters or
+ * digits (newSandboxId, common ids.ts; target.test.ts keeps the two the same). No proxy's own
+ * name reads as one, unlike the looser form sandboxIdIn accepts (`192-168-1-10.sslip.io`).
+ */
+export function isIssuedSandboxId(id: string): boolean {
+  if (id.length !== 20 || id.charCodeAt(0) !== 105) return false;
+  for (let i = 1; i < 20; i++) {
+    const c = id.charCodeAt(i);
+    if (!((c >= 97 && c <= 122) || (c >= 48 && c <= 57))) return false;
   }
   return true;
 }
