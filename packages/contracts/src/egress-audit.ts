@@ -92,6 +92,17 @@ export interface EgressTcpRecord {
  * out-of-memory kill, SIGKILL): the records of the connections it held, and of its last
  * AUDIT_FLUSH_MS, never reached the file. The log says where it may be incomplete.
  */
+/** Written in place of the records a sandbox had dropped for going over its rate (docs/egress.md "Audit log"). */
+export interface EgressAuditDroppedRecord {
+  type: 'audit_dropped';
+  ts: string;
+  sandbox_ip: string;
+  sandbox_id?: string;
+  /** Records of this sandbox not written since the last such record. */
+  dropped: number;
+  detail: string;
+}
+
 export interface EgressAuditGapRecord {
   type: 'audit_gap';
   ts: string;

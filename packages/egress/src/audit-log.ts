@@ -4,9 +4,8 @@ import type { WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from '@svc/common';
 import { REDACTED } from '@svc/contracts/egress';
-import type { EgressAuditGapRecord, EgressRequestRecord, EgressSecurityEvent, EgressTcpRecord, EgressTlsHandshakeRecord } from '@svc/contracts/egress-audit';
+import type { EgressAuditDroppedRecord, EgressAuditGapRecord, EgressRequestRecord, EgressSecurityEvent, EgressTcpRecord, EgressTlsHandshakeRecord } from '@svc/contracts/egress-audit';
 import { capAuditRecord } from './audit-caps.ts';
-import type { EgressAuditDroppedRecord } from './audit-rate-limit.ts';
 import { requestRecordJson } from './audit-json.ts';
 import { endStream, nextLocalMidnight, openAuditFile, realRotationFs, shiftRotated, type OpenedAuditFile, type RotationFs } from './audit-rotation.ts';
 

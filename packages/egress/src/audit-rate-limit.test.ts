@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { silentLogger } from '@svc/common';
-import type { EgressSecurityEvent } from '@svc/contracts/egress-audit';
+import type { EgressAuditDroppedRecord, EgressSecurityEvent } from '@svc/contracts/egress-audit';
 import type { AuditRecord } from './audit-log.ts';
-import { AuditRateLimit, type EgressAuditDroppedRecord } from './audit-rate-limit.ts';
+import { AuditRateLimit } from './audit-rate-limit.ts';
 
 const event = (ip: string): EgressSecurityEvent => ({ type: 'security_event', ts: 't', sandbox_ip: ip, sandbox_id: `sbx-${ip}`, rule: '', reason: 'default_deny', host: 'x.test' });
 

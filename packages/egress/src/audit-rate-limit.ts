@@ -1,4 +1,5 @@
 import type { Logger } from '@svc/common';
+import type { EgressAuditDroppedRecord } from '@svc/contracts/egress-audit';
 import { auditTimestamp, sandboxIpOf, type AuditRecord, type AuditSink } from './audit-log.ts';
 
 /**
@@ -9,21 +10,10 @@ import { auditTimestamp, sandboxIpOf, type AuditRecord, type AuditSink } from '.
  * 100 MB file, against the 10 s one sandbox took without them), well above what a program
  * making requests one after another on the same host writes.
  */
-export const AUDIT_RECORDS_PER_SECOND = 50;
-export const AUDIT_BURST = 1_000;
+const AUDIT_RECORDS_PER_SECOND = 50;
+const AUDIT_BURST = 1_000;
 /** How often the count of dropped records is written, one record per sandbox that lost some. */
-export const AUDIT_DROP_SUMMARY_MS = 10_000;
-
-/** Written in place of the records a sandbox had dropped for going over its rate (docs/egress.md "Audit log"). */
-export interface EgressAuditDroppedRecord {
-  type: 'audit_dropped';
-  ts: string;
-  sandbox_ip: string;
-  sandbox_id?: string;
-  /** Records of this sandbox not written since the last such record. */
-  dropped: number;
-  detail: string;
-}
+const AUDIT_DROP_SUMMARY_MS = 10_000;
 
 export interface AuditRateLimitOptions {
   perSecond?: number;

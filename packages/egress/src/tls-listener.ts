@@ -40,7 +40,7 @@ const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
  * one sandbox may open thousands. 256 at once is far more than any program's parallel first
  * connections, and holds one sandbox to about 8 MB of a worker; past it new ones are closed.
  */
-export const MAX_HANDSHAKES_PER_SANDBOX = 256;
+const MAX_HANDSHAKES_PER_SANDBOX = 256;
 
 /**
  * The HTTPS listener's TCP side: reads the ClientHello to choose the leaf (for its SNI, or for

@@ -34,7 +34,7 @@ function send(port: number, path: string, headers: Record<string, string>, body:
 }
 
 /** bash's arguments: no login or rc files (see above). */
-export const WARM_UP_ARGS = ['--noprofile', '--norc', '-c', 'true'];
+const WARM_UP_ARGS = ['--noprofile', '--norc', '-c', 'true'];
 
 export async function warmUp(port: number, log: (line: string) => void = console.error): Promise<void> {
   const body = Buffer.from(JSON.stringify({ process: { cmd: '/bin/bash', args: WARM_UP_ARGS } }));

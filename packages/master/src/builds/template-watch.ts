@@ -1,7 +1,7 @@
 import type { Logger } from '@svc/common';
 
 /** How often a running builder build asks whether its template still exists. */
-export const TEMPLATE_CHECK_MS = 5_000;
+const TEMPLATE_CHECK_MS = 5_000;
 
 /**
  * Ends a builder build whose template was deleted: it held its build slot and its sandbox until

@@ -21,7 +21,7 @@ export interface EgressPolicy {
 interface SteeredPort { port: number; scheme: 'http' | 'https' }
 
 /** What a create asks for unless it says otherwise. */
-export const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOut: [], denyOut: [], steer: [] };
+const DEFAULT_POLICY: EgressPolicy = { allowInternetAccess: true, allowOut: [], denyOut: [], steer: [] };
 
 /**
  * What a warm-pool sandbox waits with until it is handed out: nothing leaves it. It runs its

@@ -39,7 +39,7 @@ export async function ensureGuestNetwork(netnsPath: string): Promise<void> {
  * check, firewall.ts antispoof, holds the line there, this one keeps them out of the namespace's
  * connection tracking too); then, for a sandbox's namespace, the translation to its address.
  */
-export function guestRules(sandboxAddress: string | undefined): string[] {
+function guestRules(sandboxAddress: string | undefined): string[] {
   const rules = [
     `table ip ${NAT_TABLE}`,
     `delete table ip ${NAT_TABLE}`,

@@ -15,7 +15,7 @@ const QMP_TIMEOUT_MS = 10_000;
  * has no `file:` migration); elevateprivileges=deny kills it at -daemonize's setsid (exit 1). On
  * every start, so that a resume of a machine whose launch.json predates this gets it too.
  */
-export const QEMU_SANDBOX = ['-sandbox', 'on,obsolete=deny,resourcecontrol=deny'];
+const QEMU_SANDBOX = ['-sandbox', 'on,obsolete=deny,resourcecontrol=deny'];
 
 /** Starts QEMU detached (it outlives the agent), in the sandbox's namespace. */
 export async function startQemu(qemu: string, ref: InstanceRef, argv: string[], incoming?: string): Promise<void> {
