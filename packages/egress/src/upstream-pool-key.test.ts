@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { silentLogger } from '@svc/common';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
+import { sandboxGet } from './testing/sandbox-get.ts';
 
 let dir: string;
 let proxy: EgressProxy;
@@ -52,16 +53,7 @@ after(async () => {
 });
 
 /** One request from a sandbox address, on its own client connection; the status line. */
-function get(localAddress: string, from: string): Promise<string> {
-  return new Promise((resolve) => {
-    const s = net.connect({ port: proxy.httpPort, host: '127.0.0.1', localAddress });
-    let got = '';
-    s.on('data', (b: Buffer) => { got += b.toString(); });
-    s.on('error', () => resolve(got.split('\r\n')[0]!));
-    s.on('close', () => resolve(got.split('\r\n')[0]!));
-    s.write(`GET / HTTP/1.1\r\nHost: up.test:${upstreamPort}\r\nX-From: ${from}\r\nConnection: close\r\n\r\n`);
-  });
-}
+const get = (localAddress: string, from: string) => sandboxGet(proxy.httpPort, localAddress, `up.test:${upstreamPort}`, from);
 
 test('two sandboxes allowed to one upstream never share a pooled connection; each reuses its own', async () => {
   for (const [address, from] of [['127.0.0.1', 'a1'], ['127.0.0.2', 'b1'], ['127.0.0.1', 'a2'], ['127.0.0.2', 'b2']]) {

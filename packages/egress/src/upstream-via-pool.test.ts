@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { silentLogger } from '@svc/common';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
 import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
+import { sandboxGet } from './testing/sandbox-get.ts';
 
 let dir: string;
 let proxy: EgressProxy;
@@ -97,16 +98,7 @@ after(async () => {
 });
 
 /** One request from a sandbox address, on its own client connection; the status line. */
-function get(localAddress: string, from: string): Promise<string> {
-  return new Promise((resolve) => {
-    const s = net.connect({ port: proxy.httpPort, host: '127.0.0.1', localAddress });
-    let got = '';
-    s.on('data', (b: Buffer) => { got += b.toString(); });
-    s.on('error', () => resolve(got.split('\r\n')[0]!));
-    s.on('close', () => resolve(got.split('\r\n')[0]!));
-    s.write(`GET / HTTP/1.1\r\nHost: up.test:${upstreamPort}\r\nX-From: ${from}\r\nConnection: close\r\n\r\n`);
-  });
-}
+const get = (localAddress: string, from: string) => sandboxGet(proxy.httpPort, localAddress, `up.test:${upstreamPort}`, from);
 
 test('a sandbox naming the same SOCKS5 proxy and user with another password never reuses a connection the proxy let in for the right one', async () => {
   assert.match(await get('127.0.0.1', 'alice'), /^HTTP\/1\.1 200 /);
