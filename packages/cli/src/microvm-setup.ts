@@ -26,13 +26,15 @@ const SCRIPTS = ['install-system-deps.sh', 'guest-kernel.sh', 'guest-kernel-buil
  * must be root's and writable by root only, and so must the directories they sit in: svc up runs
  * them as root, and a checkout another user may change (a bundle unpacked in a user's home, a
  * `scripts/` in a writable directory up to five levels above it) was theirs to run as root.
+ * Their owner may also be whoever owns this module's own file (`sudo svc up` from a user's
+ * checkout): that user already decides what root runs.
  * `refused` hears why a scripts/ that was found is not run.
  */
 export function repositoryScripts(from = dirname(fileURLToPath(import.meta.url)), uid = process.getuid?.(), refused?: (why: string) => void): string | undefined {
   for (let dir = from, i = 0; i < 5; i++, dir = dirname(dir)) {
     const scripts = join(dir, 'scripts');
     if (!existsSync(join(scripts, 'guest-kernel-build.sh'))) continue;
-    const why = uid === 0 ? untrusted([dir, scripts, ...SCRIPTS.map((s) => join(scripts, s))]) : undefined;
+    const why = uid === 0 ? untrusted([dir, scripts, ...SCRIPTS.map((s) => join(scripts, s))], ownerOf(fileURLToPath(import.meta.url))) : undefined;
     if (why === undefined) return scripts;
     refused?.(`${why}: svc up runs these scripts as root; chown root and chmod go-w them, or run them yourself`);
     return undefined;
@@ -41,7 +43,7 @@ export function repositoryScripts(from = dirname(fileURLToPath(import.meta.url))
 }
 
 /** The first path that is not root's, or that others may write, said as a reason; undefined when all are root's alone. */
-function untrusted(paths: string[]): string | undefined {
+function untrusted(paths: string[], codeOwner: number | undefined): string | undefined {
   for (const p of paths) {
     let st;
     try {
@@ -49,10 +51,18 @@ function untrusted(paths: string[]): string | undefined {
     } catch {
       continue; // a script this checkout lacks is never run
     }
-    if (st.uid !== 0) return `${p} belongs to uid ${st.uid}, not root`;
+    if (st.uid !== 0 && st.uid !== codeOwner) return `${p} belongs to uid ${st.uid}, not root (nor the owner of svc's own files)`;
     if (st.mode & 0o022) return `${p} may be changed by other users (mode 0${(st.mode & 0o777).toString(8)})`;
   }
   return undefined;
+}
+
+function ownerOf(file: string): number | undefined {
+  try {
+    return statSync(file).uid;
+  } catch {
+    return undefined; // a bundle read from nowhere on disk: root alone is trusted
+  }
 }
 
 /** What the microvm runtime needs set up before the node agent starts, for a node_agent.runtime setting. */

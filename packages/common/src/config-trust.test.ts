@@ -4,6 +4,7 @@ import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, loadConfig } from './config.ts';
+import { readConfigFile, trustedOwners } from './config-file.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-cfg-trust-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -53,4 +54,14 @@ test('node_agent.volume_plugin_base_dir may not be one of the system\'s director
     assert.throws(() => loadConfig({ env: { SVC_VOLUME_PLUGIN_BASE_DIR: d } }), (e: Error) => e instanceof ConfigError && /node_agent\.volume_plugin_base_dir: must be a directory of its own/.test(e.message), d);
   }
   assert.equal(loadConfig({ env: { SVC_VOLUME_PLUGIN_BASE_DIR: '/var/lib/svc/volume' } }).node_agent.volume_plugin_base_dir, '/var/lib/svc/volume');
+});
+
+test('as root, a config file of the user who owns svc\'s own program is accepted (sudo svc up from a user\'s checkout)', { skip: !asRoot && 'needs root' }, () => {
+  const mine = file('checkout-owner.yaml', 'node_agent:\n  qemu_binary: /usr/bin/qemu-system-x86_64\n', 0o644);
+  chownSync(mine, 4321, 4321);
+  assert.equal(readConfigFile(mine, 0, new Set([0, 4321])).othersRead, true);
+  const entry = file('entry.mjs', '', 0o755);
+  chownSync(entry, 4321, 4321);
+  assert.deepEqual([...trustedOwners(entry)].sort(), [0, 4321]);
+  assert.deepEqual([...trustedOwners(join(dir, 'missing.mjs'))], [0]);
 });
