@@ -42,7 +42,7 @@ describe('node agent warm pool', () => {
     await env?.cleanup();
   });
 
-  it('fills after ensure, hands out personalised sandboxes, refills, and starts cold for other shapes', async (t) => {
+  it('fills after ensure, hands out personalised sandboxes, refills, and starts cold for other shapes', async () => {
     const { artifactId, ...rest } = env.artifact;
     await client.ensureArtifact(artifactId, rest);
     await until('the pool to fill', () => agent.warmCount() === 2);
@@ -54,19 +54,17 @@ describe('node agent warm pool', () => {
     assert.equal(warmAddresses.length, 2);
     assert.doesNotMatch(table, /\n\s*accept\n/);
     assert.doesNotMatch((await run('nft', ['list', 'set', 'ip', `svc_${tag}`, 'sandbox_nat'])).stdout, /elements/);
-    // A flow each warm sandbox holds (as if opened before the hand-out): the one handed out loses its own.
-    const flow = (address: string) => ['-s', address, '-d', '192.0.2.53', '-p', 'udp', '--sport', '40053', '--dport', '53'];
-    for (const address of warmAddresses) await run('conntrack', ['-I', ...flow(address), '-t', '120']);
-    const hasFlow = async (address: string) => (await run('conntrack', ['-L', ...flow(address)], { allowFail: true })).stdout.includes('192.0.2.53');
-    t.after(() => run('conntrack', ['-D', '-d', '192.0.2.53'], { allowFail: true }));
+    // So no flow of a warm sandbox is ever tracked (a dropped packet's entry is never confirmed),
+    // and the hand-out has nothing to forget (create.ts handOutNetwork).
+    for (const address of warmAddresses) {
+      assert.doesNotMatch((await run('conntrack', ['-L', '-s', address], { allowFail: true })).stdout, /src=/, `no tracked flow from warm ${address}`);
+    }
 
     const started = Date.now();
     const sb = await client.createSandbox(createRequest(env, { envVars: { WARM: 'yes' }, envdAccessToken: 'warm-token', allowInternetAccess: true }));
     const ms = Date.now() - started;
     assert.equal(sb.fromWarmPool, true);
     assert.ok(ms < 500, `warm create took ${ms} ms`);
-    await until('the warm sandbox\'s flow to end at its hand-out', async () => !(await hasFlow(sb.address)), 3_000);
-    assert.equal(await hasFlow(warmAddresses.find((a) => a !== sb.address)!), true, 'the other warm sandbox\'s flow is not touched');
     // Warm sandboxes wait at a low CPU weight; the one handed out weighs as much as any.
     const names = new ResourceNames(stateDir);
     const shares = (instanceId: string) => readFile(`/sys/fs/cgroup/cpu/${names.cgroupParent}/${names.container(instanceId)}/cpu.shares`, 'utf8').then(Number);

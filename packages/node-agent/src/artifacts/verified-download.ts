@@ -13,7 +13,7 @@ export interface MasterDownloads {
   clusterToken?: string;
 }
 
-/** The master's download routes (MASTER_DOWNLOAD_ROUTES and the artifact route): a refusal there at another origin says why. */
+/** The master's download routes (MASTER_DOWNLOAD_ROUTES and the artifact route), whichever master made the URL. */
 const MASTER_DOWNLOAD_PATH = /^\/(svc\/template\/artifact\/download|internal\/v1\/layers\/|internal\/v1\/template-files\/)/;
 
 export interface ExpectedBlob {
@@ -99,30 +99,22 @@ async function open(what: string, url: string, master: MasterDownloads | undefin
   }
   if (!res.ok || !res.body) {
     await res.body?.cancel();
-    const withheld = master?.clusterToken && !ofMaster(new URL(resolved), master) && MASTER_DOWNLOAD_PATH.test(new URL(resolved).pathname)
-      ? ` (a master's download route at an origin other than master.addr ${master.baseUrl}: cluster_token goes to that address alone)` : '';
-    throw new SvcError(502, `${what}: download from ${resolved} answered ${res.status}${withheld}`);
+    throw new SvcError(502, `${what}: download from ${resolved} answered ${res.status}`);
   }
   return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
 }
 
 /**
- * Whether the URL is the configured master's (master.addr): its origin alone. A URL elsewhere
- * whose path looked like a master's download route got the token too until 2026-12-01, so that
- * whoever could name a download URL (a snapshot's, a template's) and serve that path took the
- * cluster's token (found by a helper reading the node agent as an attacker).
- */
-function ofMaster(u: URL, master: MasterDownloads): boolean {
-  return u.origin === new URL(master.baseUrl).origin;
-}
-
-/**
- * The URL, with cluster_token when it is the master's (ofMaster). The master may answer with a
- * redirect to its artifact store's presigned URL: that is followed without the token, which
- * never leaves the platform.
+ * The URL, with cluster_token when it is the master's: its origin, or one of its download routes.
+ * Every master of a cluster builds download URLs from its own master.addr (artifact-url.ts,
+ * layer-storage.ts), so a node registered with one master is handed URLs on another's origin;
+ * sending the token to master.addr's origin alone (2026-12-01) failed cross-node restores with
+ * 401. The master may answer with a redirect to its artifact store's presigned URL: that is
+ * followed without the token, which never leaves the platform.
  */
 async function fetchFromMaster(url: string, master: MasterDownloads | undefined, signal: AbortSignal): Promise<Response> {
-  const ours = master?.clusterToken && ofMaster(new URL(url), master);
+  const u = new URL(url);
+  const ours = master?.clusterToken && (u.origin === new URL(master.baseUrl).origin || MASTER_DOWNLOAD_PATH.test(u.pathname));
   if (!ours) return fetch(url, { signal });
   const res = await fetch(url, { headers: clusterHeaders(master.clusterToken), redirect: 'manual', signal });
   const location = res.status >= 300 && res.status < 400 ? res.headers.get('location') : null;

@@ -22,18 +22,3 @@ export async function forgetConnections(address: string, which: 'all' | 'outboun
     return (err as Error).message;
   }
 }
-
-/**
- * Forgets the sandbox's tracked connections to these addresses alone: an allowOut host name's
- * address that DNS no longer gives (network-policy.ts relearnHosts). Its other connections stay:
- * names behind CDNs change addresses every few minutes, and ending all of a sandbox's connections
- * each time would cut its work for nothing. Failures are answered as forgetConnections' are.
- */
-export async function forgetConnectionsTo(address: string, destinations: string[]): Promise<string | undefined> {
-  try {
-    for (const d of destinations) await run('conntrack', ['-D', '-f', 'ipv4', '-s', address, '-d', d], { allowFail: true });
-    return undefined;
-  } catch (err) {
-    return (err as Error).message;
-  }
-}

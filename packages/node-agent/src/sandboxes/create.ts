@@ -4,7 +4,6 @@ import type { VolumeRefFlip } from '@svc/contracts/volumes';
 import type { ArtifactStore } from '../artifacts/artifact-store.ts';
 import type { LayerStore } from '../artifacts/layer-store.ts';
 import { normalizePolicy, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
-import { forgetConnections } from '../network/conntrack.ts';
 import type { Firewall } from '../network/firewall.ts';
 import type { InstanceResources } from '../runtime/driver.ts';
 import type { RuntimeDrivers } from '../runtime/drivers.ts';
@@ -143,18 +142,12 @@ export class SandboxCreator {
   }
 
   /**
-   * The create's policy in place of the warm one (WARM_POLICY), and whatever the warm sandbox's
-   * address has in the host's connection tracking forgotten (conntrack.ts), so that no flow of the
-   * warm sandbox goes on under the user's rules. The forget is not waited for: under WARM_POLICY
-   * nothing from the sandbox is accepted, so no flow of its own can be tracked and the forget is a
-   * second line; and conntrack dumps the whole table to filter it, 60 to 110 ms on a host with
-   * 7,500 tracked flows (measured 2026-12-01, 2 cores under load), which tripled a hand-out (35 ms). Its order against
-   * the firewall update does not matter for the same reason.
+   * The create's policy in place of the warm one (WARM_POLICY). Nothing of the warm sandbox's
+   * connection tracking is forgotten: under WARM_POLICY nothing from it is accepted, so no flow of
+   * its own is ever tracked. A forget here (2026-12-01) ran in the background after the create
+   * could have answered, and deleted the user's first fresh NAT entries (DNS, a first connection).
    */
-  private async handOutNetwork(inst: Instance, policy: EgressPolicy, sandboxId: string): Promise<void> {
-    void forgetConnections(inst.record.address, 'outbound').then((unforgotten) => {
-      if (unforgotten) this.d.logger.warn({ sandboxId, err: unforgotten }, 'warm hand-out: the warm sandbox\'s tracked connections could not be forgotten');
-    });
+  private async handOutNetwork(inst: Instance, policy: EgressPolicy): Promise<void> {
     if (!samePolicy(inst.record.policy, policy)) await this.d.firewall.update(inst.record.instanceId, policy);
   }
 
@@ -165,7 +158,7 @@ export class SandboxCreator {
       // A parked microvm clone reads its device state now: /init needs its envd.
       await this.d.launcher.unpark(inst, signal);
       await Promise.all([
-        this.handOutNetwork(inst, policy, req.sandboxId),
+        this.handOutNetwork(inst, policy),
         personalise(inst, req),
         this.d.launcher.foreground(inst),
       ]);

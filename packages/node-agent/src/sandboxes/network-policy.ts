@@ -1,7 +1,7 @@
 import { conflict, type Logger } from '@svc/common';
 import type { NetworkUpdateOnNode, NodeSandbox } from '@svc/contracts/node-agent';
 import { normalizePolicy, onlyWidens, samePolicy, type EgressPolicy } from '../network/egress-policy.ts';
-import { forgetConnections, forgetConnectionsTo } from '../network/conntrack.ts';
+import { forgetConnections } from '../network/conntrack.ts';
 import type { Firewall } from '../network/firewall.ts';
 import type { HostLearner } from '../network/host-learner.ts';
 import type { RecordStore } from './record.ts';
@@ -56,29 +56,15 @@ export class SandboxNetworkPolicy {
       if (samePolicy(next, inst.record.policy)) continue;
       await this.table.locks.run(inst.record.sandboxId, async () => {
         if (inst.record.phase !== 'running') return;
-        const before = inst.record.policy;
+        // New connections follow the new addresses; tracked ones are kept, to an address the name
+        // no longer gives too. Names behind round-robin DNS (Cloudflare, ELB) rotate addresses
+        // between lookups and a failed lookup gives none for the name, so ending flows to dropped
+        // addresses (2026-12-01) cut live SSE streams, websockets and git clones every 60 s, and
+        // took DNAT'd flows to the egress proxy with them.
         await this.d.firewall.update(inst.record.instanceId, next);
-        // An address the name no longer has is no longer allowed: flows to it end, as update()'s
-        // do when rules narrow (they went on under `ct state established` before 2026-12-01).
-        const dropped = droppedAddresses(before, next);
-        if (dropped.length) {
-          const unforgotten = await forgetConnectionsTo(inst.record.address, dropped);
-          if (unforgotten) this.d.logger.warn({ sandboxId: inst.record.sandboxId, err: unforgotten }, 'relearned host names: connections to the addresses they no longer have could not be ended');
-        }
         inst.record.policy = next;
         await this.d.records.save(inst.record);
       });
     }
   }
-}
-
-/**
- * The learned addresses `next` no longer allows, when that narrows anything: with internet access
- * and no denyOut, every address is allowed whatever was learned (and forgetting a NAT'd flow
- * would break it for nothing).
- */
-export function droppedAddresses(prev: EgressPolicy, next: EgressPolicy): string[] {
-  if (next.allowInternetAccess && next.denyOut.length === 0) return [];
-  const kept = new Set([...(next.learned ?? []), ...next.allowOut]);
-  return (prev.learned ?? []).filter((a) => !kept.has(a)).map((a) => a.replace(/\/32$/, ''));
 }

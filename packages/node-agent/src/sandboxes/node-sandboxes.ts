@@ -93,8 +93,8 @@ export class NodeSandboxes {
       },
       start: (artifactId, signal) => d.launcher.launch({
         // A warm sandbox reaches nothing until it is handed out (WARM_POLICY); the hand-out sets
-        // the create's policy and forgets its connections (create.ts). envd runs one command at
-        // boot, so that a user's first is not the first (packages/envd/src/warm-up.ts).
+        // the create's policy (create.ts). envd runs one command at boot, so that a user's first
+        // is not the first (packages/envd/src/warm-up.ts).
         role: 'warm', templateId: '', artifactId, resources: d.warmShape, env: { [ENVD_WARM_UP_ENV]: '1' }, policy: WARM_POLICY, metadata: {}, runtime: d.warmRuntime,
         signal: AbortSignal.any([signal, AbortSignal.timeout(60_000)]),
       }),
