@@ -3,7 +3,8 @@
  * (compared in constant time; 401 otherwise, 404 on any other path). Sessions are stateful: an
  * `initialize` without a session id opens one (a transport and a front server of its own), the
  * `Mcp-Session-Id` it answers routes the session's later requests, DELETE or an hour without a
- * request ends it. At most MAX_SESSIONS are open at once; another `initialize` is a 429.
+ * request ends it. At most MAX_SESSIONS are open at once; another `initialize` closes the least
+ * recently used one to make room.
  */
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
@@ -17,7 +18,9 @@ const SESSION_IDLE_MS = 60 * 60_000;
 /**
  * Sessions open at once. Each holds a Server and a transport until DELETE or an hour idle: without
  * a bound, a client looping over `initialize` grew the daemon (and the sandbox's memory under its
- * servers) for an hour. A few clients with a few sessions each are far below it.
+ * servers) for an hour. A few clients with a few sessions each are far below it. At the bound a new
+ * `initialize` evicts the least recently used session rather than being refused: many MCP clients
+ * open a session per turn and never DELETE it, and a 429 locked such an agent out for up to an hour.
  */
 const MAX_SESSIONS = 64;
 
@@ -73,7 +76,13 @@ const isInitialize = (body: unknown) => (Array.isArray(body) ? body.some((m) => 
 
 export async function startHttp(o: { host: string; port: number; token: string; log: Log; newServer: () => Server; maxSessions?: number }): Promise<GatewayHttp> {
   const authorized = bearerCheck(o.token);
+  // in order of use, least recent first: touch() moves a session to the end on each request
   const sessions = new Map<string, Session>();
+  const touch = (id: string, s: Session) => {
+    s.lastSeen = Date.now();
+    sessions.delete(id);
+    sessions.set(id, s);
+  };
   const maxSessions = o.maxSessions ?? MAX_SESSIONS;
   // initializes under way: counted with the open sessions, so that many at once cannot pass the bound
   let opening = 0;
@@ -106,15 +115,23 @@ export async function startHttp(o: { host: string; port: number; token: string; 
     if (req.method === 'POST') {
       const body = await readBody(req);
       if (session) {
-        session.lastSeen = Date.now();
+        touch(id as string, session);
         return session.transport.handleRequest(req, res, body);
       }
       if (id !== undefined) return jsonRpcError(res, 404, -32001, 'Session not found');
       if (!isInitialize(body)) return jsonRpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
+      // At the bound, close the least recently used sessions to make room (see MAX_SESSIONS). Each
+      // leaves the map at once, so the bound holds before its transport has finished closing.
+      for (const [lruId, lru] of sessions) {
+        if (sessions.size + opening < maxSessions) break;
+        sessions.delete(lruId);
+        o.log(`session ${lruId} closed to make room for a new one: ${maxSessions} open, the most the gateway keeps (idle ${Math.round((Date.now() - lru.lastSeen) / 1000)} s)`);
+        lru.transport.close().catch((err: Error) => o.log(`closing session ${lruId}: ${err.message}`));
+      }
+      // Only initializes still under way fill the bound (nothing open to close): refuse this one.
       if (sessions.size + opening >= maxSessions) {
-        o.log(`initialize refused: ${sessions.size} sessions open, the most the gateway keeps`);
-        return jsonRpcError(res, 429, -32000, `Too many sessions: ${maxSessions} are open, the most this gateway keeps; `
-          + 'end one (DELETE /mcp with its Mcp-Session-Id) or wait for one idle for an hour to be closed');
+        o.log(`initialize refused: ${opening} initializes under way, the most sessions the gateway keeps`);
+        return jsonRpcError(res, 429, -32000, `Too many sessions: ${maxSessions} initializes are under way, the most this gateway keeps; retry`);
       }
       opening++;
       try {
@@ -125,7 +142,7 @@ export async function startHttp(o: { host: string; port: number; token: string; 
     }
     if (req.method === 'GET' || req.method === 'DELETE') {
       if (!session) return jsonRpcError(res, id === undefined ? 400 : 404, -32000, id === undefined ? 'Bad Request: No valid session ID provided' : 'Session not found');
-      session.lastSeen = Date.now();
+      touch(id as string, session);
       return session.transport.handleRequest(req, res);
     }
     return jsonRpcError(res, 405, -32000, 'Method not allowed', { allow: 'GET, POST, DELETE' });

@@ -6,7 +6,7 @@ import { openDatabase } from '../db/connect.ts';
 import { migrate } from '../db/migrator.ts';
 import { availableTestDatabases } from '../db/test-databases.ts';
 import { migrations } from '../migrations/index.ts';
-import { BUILD_RETENTION_MS, WAITING_LIMIT_MS } from './build-sweeps.ts';
+import { BUILD_RETENTION_MS, pruneFinished, WAITING_LIMIT_MS } from './build-sweeps.ts';
 import { BuildRepo } from './repo.ts';
 import { BuildService, MAX_WAITING_BUILDS } from './service.ts';
 import type { BuildRow } from './tables.ts';
@@ -92,6 +92,33 @@ for (const tdb of availableTestDatabases()) {
         for (const id of ids) if ((await repo.logs(id, 0, 10)).length) logged.push(id);
         assert.deepEqual(logged, ['r-recent', 'r-latest']);
         assert.deepEqual(await builds.pruneFinished(), { logsOf: 3, rows: 0 }, 'what stays is read again, and nothing more goes');
+      });
+
+      // Kept rows stay at the head of the finished_at order: the sweep used to start over after
+      // each page and stop at a page with nothing removable, so past a page of them no later log
+      // went. It pages on after the last row read, ties on finished_at broken by build_id.
+      await t.test('past more than a page of kept rows, the later builds\' logs and failed rows still go', async () => {
+        const long = Date.now() - BUILD_RETENTION_MS - DAY;
+        const finished = (id: string, status: 'ready' | 'error', at: number) =>
+          repo.insert(row({ build_id: id, template_id: 'tpl-pages', status, created_at: at, updated_at: at, finished_at: at }));
+        // seven superseded ready builds (kept rows), two pairs finishing in the same ms across page bounds
+        const kept = ['k0', 'k1', 'k2', 'k3', 'k4', 'k5', 'k6'];
+        const keptAt = [long - 100, long - 99, long - 98, long - 98, long - 97, long - 96, long - 96];
+        for (const [i, id] of kept.entries()) await finished(id, 'ready', keptAt[i]);
+        await finished('p-failed-a', 'error', long - 50);
+        await finished('p-ready', 'ready', long - 40);
+        await finished('p-failed-b', 'error', long - 30);
+        await finished('p-latest', 'ready', long);
+        const ids = [...kept, 'p-failed-a', 'p-ready', 'p-failed-b', 'p-latest'];
+        for (const id of ids) await repo.appendLog(id, 0, { at: long, level: 'info', message: `log of ${id}` });
+
+        const out = await pruneFinished({ repo, templates: f.ports.templates, logger: silentLogger() }, Date.now(), 3);
+        assert.ok(out.rows >= 2, `${out.rows} rows removed`);
+        const rows = new Set((await repo.forTemplate('tpl-pages')).map((b) => b.build_id));
+        assert.deepEqual(ids.filter((id) => !rows.has(id)), ['p-failed-a', 'p-failed-b']);
+        const logged = [];
+        for (const id of ids) if ((await repo.logs(id, 0, 10)).length) logged.push(id);
+        assert.deepEqual(logged, ['p-latest'], 'every build past retention but the template\'s latest lost its log');
       });
     } finally {
       await db.close();

@@ -49,16 +49,22 @@ export async function failAbandoned(d: SweepDeps, now: number): Promise<string[]
  * build with a snapshot, a capture or a tag (its template, a cache hit or a template's deletion
  * needs it). Otherwise every build request and its log stayed for good.
  */
-export async function pruneFinished(d: SweepDeps, now: number): Promise<{ logsOf: number; rows: number }> {
+export async function pruneFinished(d: SweepDeps, now: number, pageSize = PAGE): Promise<{ logsOf: number; rows: number }> {
   const out = { logsOf: 0, rows: 0 };
+  let after: { finishedAt: number; buildId: string } | undefined;
   for (;;) {
-    const page = await d.repo.pastRetention(now - BUILD_RETENTION_MS, PAGE);
+    const page = await d.repo.pastRetention(now - BUILD_RETENTION_MS, pageSize, after);
     const rows = page.filter((b) => b.removable).map((b) => b.buildId);
     await d.repo.prune(page.map((b) => b.buildId), rows);
     out.logsOf += page.length;
     out.rows += rows.length;
-    // A kept row stays past retention: the next page starts after the ones whose log went.
-    if (page.length < PAGE || rows.length === 0) break;
+    // A kept row (a superseded ready build, one with a tag or capture) stays past retention, at
+    // the head of the order: the next page starts after the last row read (keyset on finished_at,
+    // build_id). Starting over instead re-read the same kept page each run once a page of them
+    // had piled up, and the logs after it were never pruned.
+    if (page.length < pageSize) break;
+    const last = page[page.length - 1];
+    after = { finishedAt: last.finishedAt, buildId: last.buildId };
   }
   if (out.logsOf) d.logger.info(out, 'pruned template builds past their retention (their logs; failed ones\' rows)');
   return out;

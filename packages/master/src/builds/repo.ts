@@ -60,20 +60,28 @@ export class BuildRepo {
    * Up to `limit` builds finished before `before` that are not their template's latest (a newer
    * build of it exists): their logs may go. `removable`: those whose row may go too, failed ones
    * that left nothing a template or its deletion needs (no snapshot of theirs, no capture that
-   * names them, no tag).
+   * names them, no tag). In (finished_at, build_id) order, after `after` when given: a sweep
+   * pages on from the last row it read, since the rows it keeps stay past retention.
    */
-  async pastRetention(before: number, limit: number): Promise<Array<{ buildId: string; removable: boolean }>> {
-    const rows = await this.db.selectFrom('t_svc_build as b')
-      .select(['b.build_id', 'b.status', 'b.snapshot_id'])
+  async pastRetention(before: number, limit: number, after?: { finishedAt: number; buildId: string }): Promise<Array<{ buildId: string; finishedAt: number; removable: boolean }>> {
+    let sel = this.db.selectFrom('t_svc_build as b')
+      .select(['b.build_id', 'b.status', 'b.snapshot_id', 'b.finished_at'])
       .select((eb) => [
         eb.exists(eb.selectFrom('t_svc_snapshot as s').select('s.snapshot_id').whereRef('s.build_id', '=', 'b.build_id')).as('captured'),
         eb.exists(eb.selectFrom('t_svc_template_tag as t').select('t.tag').whereRef('t.build_id', '=', 'b.build_id')).as('tagged'),
       ])
       .where('b.status', 'in', ['ready', 'error']).where('b.finished_at', '<', before)
       .where((eb) => eb.exists(eb.selectFrom('t_svc_build as n').select('n.build_id').whereRef('n.template_id', '=', 'b.template_id').whereRef('n.created_at', '>', 'b.created_at')))
-      .orderBy('b.finished_at').limit(limit).execute();
+    if (after) {
+      sel = sel.where((eb) => eb.or([
+        eb('b.finished_at', '>', after.finishedAt),
+        eb.and([eb('b.finished_at', '=', after.finishedAt), eb('b.build_id', '>', after.buildId)]),
+      ]));
+    }
+    const rows = await sel.orderBy('b.finished_at').orderBy('b.build_id').limit(limit).execute();
     return rows.map((r) => ({
       buildId: r.build_id,
+      finishedAt: Number(r.finished_at),
       removable: r.status === 'error' && r.snapshot_id === null && !truthy(r.captured) && !truthy(r.tagged),
     }));
   }

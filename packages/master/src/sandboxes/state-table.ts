@@ -22,8 +22,10 @@ export interface Move {
   /** The event the move announces; none for a step into a transient state or a rollback. */
   event?: SandboxEventKind;
   /**
-   * The proxies drop the sandbox's cached route though no event is announced: the node is about
-   * to stop the sandbox and may release its address, so no request may still go to it as running.
+   * The proxies drop the sandbox's cached route though no event is announced. Into pausing and
+   * killing: the node is about to stop the sandbox and may release its address, so no request may
+   * still go to it as running. Into resuming: the proxies cache a `paused` route for a while, and a
+   * request during a resume must wait for it (ask the master) rather than get that cached answer.
    */
   purges?: true;
 }
@@ -39,7 +41,7 @@ export const STATE_TABLE: readonly Move[] = [
   { from: 'running', trigger: 'pause', condition: 'asked: the API, the idle timeout with on_timeout pause, a drain', to: 'pausing', purges: true },
   { from: 'pausing', trigger: 'paused', condition: 'its node paused it', to: 'paused', event: 'sandbox.paused' },
   { from: 'pausing', trigger: 'pause-failed', condition: 'its node did not pause it', to: 'running' },
-  { from: 'paused', trigger: 'resume', condition: 'connect, resume, a request with auto_resume, a drain', to: 'resuming' },
+  { from: 'paused', trigger: 'resume', condition: 'connect, resume, a request with auto_resume, a drain', to: 'resuming', purges: true },
   { from: 'resuming', trigger: 'resumed', condition: 'its node, or another from its stored package, runs it', to: 'running', event: 'sandbox.resumed' },
   { from: 'resuming', trigger: 'resume-failed', condition: 'no node runs it, or a move to another node was abandoned', to: 'paused' },
   { from: 'running', trigger: 'kill', condition: 'the API, the idle timeout with on_timeout kill, a team kill', to: 'killing', purges: true },

@@ -28,7 +28,7 @@ export interface Step {
  * checked against the state table (state-table.ts) and written compare-and-set on the state the
  * table allows it from, so a sweep that holds no lock can never overwrite a move made under one;
  * a move the row is not in a state for writes nothing. A move the table gives an event announces
- * it; a move into pausing or killing purges the proxies' cached route without one (state-table.ts,
+ * it; a move into pausing, resuming or killing purges the proxies' cached route without one (state-table.ts,
  * `purges`). The per-sandbox lock serialises the operations (a pause's three steps) that make moves.
  */
 export class SandboxTransitions {
