@@ -72,7 +72,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
     egress: {
       enabled: true, address: '', http_port: 8080, https_port: 8443, admin_bind: '127.0.0.1', admin_port: 9091, admin_addr: '',
       admin_token: '', audit_log: '', ca_dir: '', resolve: '', upstream_ca_file: '',
-      tunnel_port: 8181, upstream_proxy: '', audit_max_mb: 100, audit_keep: 5, refuse_attached_networks: true, workers: 0,
+      tunnel_port: 8181, upstream_proxy: '', audit_max_mb: 100, audit_keep: 5, refuse_attached_networks: false, workers: 0,
     },
     events: { retention_days: 7, webhook_allow_cidrs: '' },
     lifecycle: { replicas: 2, listen: '127.0.0.1:8083', sweep_interval_ms: 1000, warmup_sec: 5, lease_ttl_ms: 5000 },

@@ -7,7 +7,7 @@ import type { NetworkInterfaceInfo } from 'node:os';
 import { test } from 'node:test';
 import { silentLogger } from '@svc/common';
 import { attachedNetworks, defaultRouteInterfaces } from './attached-networks.ts';
-import { PlatformGuard } from './platform-guard.ts';
+import { outsidePools, PlatformGuard } from './platform-guard.ts';
 
 const ROUTES = [
   'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT',
@@ -39,4 +39,28 @@ test('with refuseAttachedNetworks the guard refuses a container bridge\'s or a V
   assert.equal(on.refusal('172.18.0.5', 443), undefined);
   const off = new PlatformGuard({ sandboxPool: '10.250.0.0/16' }, undefined, silentLogger(), read);
   assert.equal(off.refusal('172.17.0.5', 5432), undefined);
+});
+
+test('the sandboxes\' veth subnets (inside a pool) are left out of the attached list, and a subnet seen twice is kept once', async () => {
+  // Each sandbox's veth puts a subnet of the pool on the host: unfiltered, every allowed request
+  // scanned one entry per sandbox on the node.
+  const veths: NodeJS.Dict<NetworkInterfaceInfo[]> = {};
+  for (let i = 0; i < 500; i++) veths[`veth${i}`] = [v4(`10.250.${i >> 6}.${(i & 63) * 4 + 1}`, '255.255.255.252', `10.250.${i >> 6}.${(i & 63) * 4 + 1}/30`)];
+  // A second node's pool, from the master's list.
+  veths.vethx = [v4('10.251.0.1', '255.255.255.252', '10.251.0.1/30')];
+  const interfaces = { ...INTERFACES, ...veths, docker1: [v4('172.17.0.2', '255.255.0.0', '172.17.0.2/16')] };
+  const read = () => attachedNetworks(interfaces, new Set(['eth0']));
+  const pool = { base: (10 << 24 | 250 << 16) >>> 0, mask: 0xffff0000 };
+  assert.deepEqual(outsidePools(read(), [pool]).map((a) => a.cidr), ['172.17.0.1/16', '192.168.122.1/24', '10.251.0.1/30']);
+  // The pool's own network goes (the pool check refuses all of it); a wider one holding it stays.
+  const wide = attachedNetworks({ br: [v4('10.0.0.1', '255.0.0.0', '10.0.0.1/8')], same: [v4('10.250.0.1', '255.255.0.0', '10.250.0.1/16')] }, new Set());
+  assert.deepEqual(outsidePools(wide, [pool]).map((a) => a.iface), ['br']);
+
+  const guard = new PlatformGuard({ sandboxPool: '10.250.0.0/16', refuseAttachedNetworks: true }, async () => ({ endpoints: [], pools: ['10.251.0.0/16'] }), silentLogger(), read);
+  await guard.refresh();
+  assert.equal((guard as unknown as { attached: unknown[] }).attached.length, 2, 'docker0 and virbr0 only');
+  assert.equal(guard.refusal('10.250.3.9', 443), 'is in the sandbox address pool');
+  assert.equal(guard.refusal('10.251.0.2', 443), 'is in the sandbox address pool');
+  assert.match(guard.refusal('172.17.0.5', 5432) ?? '', /through docker0/);
+  assert.match(guard.refusal('192.168.122.40', 22) ?? '', /through virbr0/);
 });

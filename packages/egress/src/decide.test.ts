@@ -177,3 +177,23 @@ test('deny rules compare paths leniently: case, a trailing /, ;params, %2F or \\
   assert.equal(verdictOf(allowOnly, facts({ path: '/V1/public/x' })), 'default_deny');
   assert.equal(verdictOf(allowOnly, facts({ path: '/v1/public;x/y' })), 'default_deny');
 });
+
+test('an opaque tunnel is refused only by deny rules naming its host (or, naming no host, an SNI that is its host)', () => {
+  const connect = (f: Partial<RequestFacts> = {}) => facts({ method: 'CONNECT', path: '', sni: undefined, opaque: true, ...f });
+  // A deny rule naming no host held for every CONNECT on 2026-12-01: one for DELETE ahead of an
+  // allow-all refused tunnels to every host.
+  const methodOnly = policy([deny('no-delete', { method: ['DELETE'] }), deny('no-admin', { path: '/admin*' }), allow('all', {})]);
+  assert.equal(verdictOf(methodOnly, connect()), 'allow:all');
+  assert.equal(verdictOf(methodOnly, connect({ host: 'anything.example.org' })), 'allow:all');
+  assert.equal(verdictOf(methodOnly, facts({ method: 'DELETE' })), 'deny:no-delete');
+  // A host and a path: the tunnel to that host could carry the path.
+  const hostPath = policy([deny('no-admin', { host: 'api.example.com', path: '/admin*' }), allow('all', {})]);
+  assert.equal(verdictOf(hostPath, connect()), 'deny:no-admin');
+  assert.equal(verdictOf(hostPath, connect({ host: 'other.example.com' })), 'allow:all');
+  // An SNI only: the CONNECT host is taken as the tunnel's SNI.
+  const sniOnly = policy([deny('no-evil', { sni: 'evil.example.net' }), allow('all', {})]);
+  assert.equal(verdictOf(sniOnly, connect({ host: 'evil.example.net' })), 'deny:no-evil');
+  assert.equal(verdictOf(sniOnly, connect({ host: 'api.example.com' })), 'allow:all');
+  // A deny rule with no condition still refuses everything, tunnels included.
+  assert.equal(verdictOf(policy([deny('none', {}), allow('all', {})]), connect()), 'deny:none');
+});

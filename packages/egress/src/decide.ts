@@ -16,7 +16,8 @@ export interface RequestFacts {
   path: string;
   /**
    * A tunnel whose bytes the proxy does not read (CONNECT): it may carry any SNI, method and path,
-   * so a deny rule whose scheme, port and host match refuses it whatever those name (ruleMatches).
+   * so a deny rule that names a host and whose scheme, port and host match refuses it whatever
+   * those name; one naming an SNI but no host is compared with the CONNECT host (ruleMatches).
    */
   opaque?: boolean;
 }
@@ -62,8 +63,18 @@ function ruleMatches(rule: EgressRule, facts: RequestFacts, paths: RulePaths): b
   if (m.host !== undefined && !hostMatches(m.host, facts.host)) return false;
   // A tunnel's SNI, methods and paths are not seen: a CONNECT (method CONNECT, no path) slipped
   // past a deny rule for DELETE or /admin* to a later host-wide allow, then sent exactly those
-  // inside. So a deny rule holds for the tunnel if any request it carries could match it.
-  if (facts.opaque && !rule.action.allow) return true;
+  // inside. So a deny rule that names the tunnel's host holds for it whatever else it names.
+  // Only one that names a host: on 2026-12-01 this held for every deny rule, and one for
+  // `method: [DELETE]` (or an SNI elsewhere) ahead of an allow-all refused every CONNECT.
+  if (facts.opaque && !rule.action.allow) {
+    // Scheme, port and host matched above.
+    if (m.host !== undefined) return true;
+    // The tunnel's SNI is unknown at CONNECT time; the CONNECT host is taken as it, so a deny
+    // rule naming only an SNI refuses a tunnel to that host and no other (docs/egress.md).
+    if (m.sni !== undefined) return hostMatches(m.sni, facts.host);
+    // No host or SNI: judged on what the CONNECT is (method CONNECT, empty path), so a rule for
+    // DELETE or /admin* does not refuse tunnels to every host, and an unconditional one still does.
+  }
   if (m.sni !== undefined && (facts.sni === undefined || !hostMatches(m.sni, facts.sni))) return false;
   if (m.method !== undefined) {
     const method = facts.method.toUpperCase();

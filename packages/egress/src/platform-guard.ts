@@ -27,7 +27,7 @@ const REFRESH_MS = 30_000;
 /** How often the master's list is asked for until it first answers (the proxy refuses sandboxes' requests until then). */
 const FIRST_READ_RETRY_MS = 1_000;
 
-interface Cidr { base: number; mask: number }
+export interface Cidr { base: number; mask: number }
 
 function cidrOf(text: string): Cidr {
   const { base, prefix } = parseCidr(text);
@@ -57,7 +57,9 @@ export class PlatformGuard {
   /** master.platform_networks, from the master's list. */
   private networks: Cidr[] = [];
   private hostAddresses = new Set<string>();
-  /** refuseAttachedNetworks: the host's other interfaces' subnets, read with its addresses. */
+  /** refuseAttachedNetworks: the host's other interfaces' subnets as read, with its addresses. */
+  private attachedRead: AttachedNetwork[] = [];
+  /** attachedRead less the subnets inside a sandbox pool, one per subnet: what refusal() scans. */
   private attached: AttachedNetwork[] = [];
   private endpoints = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -151,7 +153,8 @@ export class PlatformGuard {
     this.hostAddresses = new Set(hostAddresses().filter(isIpv4));
     if (!this.settings.refuseAttachedNetworks) return;
     try {
-      this.attached = this.readAttached();
+      this.attachedRead = this.readAttached();
+      this.attached = outsidePools(this.attachedRead, this.pools);
     } catch (err) {
       // The last list stands: a bridge rarely goes away.
       this.logger.warn({ err: (err as Error).message }, 'egress: this host\'s attached networks could not be read; the last list stands');
@@ -166,6 +169,7 @@ export class PlatformGuard {
       const list = await this.source();
       this.endpoints = new Set(list.endpoints.map((e) => `${e.ip}:${e.port}`));
       this.pools = [this.configuredPool, ...list.pools.map(cidrOf)];
+      this.attached = outsidePools(this.attachedRead, this.pools);
       this.networks = (list.networks ?? []).map(cidrOf);
       this.read = true;
       if (this.failing) this.logger.info({ endpoints: list.endpoints.length }, 'egress: the master\'s list of platform addresses is read again');
@@ -180,6 +184,26 @@ export class PlatformGuard {
       this.failing = true;
     }
   }
+}
+
+/**
+ * The attached subnets refusal() needs to scan: those not inside a sandbox pool, each once. Every
+ * sandbox's veth puts a subnet of the pool on the host, so unfiltered the list grew with the
+ * sandboxes on the node and each allowed request scanned all of them; the pool check before it
+ * already refuses their addresses. What stays is the host's few bridges (Docker, libvirt, a CNI).
+ */
+export function outsidePools(attached: AttachedNetwork[], pools: Cidr[]): AttachedNetwork[] {
+  const seen = new Set<string>();
+  const out: AttachedNetwork[] = [];
+  for (const a of attached) {
+    // Inside a pool: at least as long a prefix (mask), and its network address in the pool.
+    if (pools.some((p) => (a.mask & p.mask) >>> 0 === p.mask && ((a.base & p.mask) >>> 0) === p.base)) continue;
+    const key = `${a.base}/${a.mask}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(a);
+  }
+  return out;
 }
 
 /**

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { test } from 'node:test';
 import type { LeafContexts } from './leaf-contexts.ts';
-import { createTlsListener } from './tls-listener.ts';
+import { createTlsListener, MAX_HANDSHAKES_PER_SANDBOX } from './tls-listener.ts';
 
 test('past the cap of connections mid-handshake a sandbox\'s new connection is closed at once, and audited; a slot frees when one ends', async () => {
   const failures: Array<{ sandboxIp: string; reason: string }> = [];
@@ -46,6 +46,39 @@ test('past the cap of connections mid-handshake a sandbox\'s new connection is c
     first[0]!.socket.destroy();
     await new Promise((r) => setTimeout(r, 100));
     assert.equal((await open()).closed, false, 'a slot freed');
+  } finally {
+    for (const s of sockets) s.destroy();
+    listener.destroyAll();
+    listener.server.close();
+  }
+});
+
+test('by default a sandbox may have 1024 connections mid-handshake: a crawler\'s few hundred parallel ones are not reset', async () => {
+  // 256 on 2026-12-01 reset a parallel downloader's connections past the 256th.
+  assert.equal(MAX_HANDSHAKES_PER_SANDBOX, 1024);
+  const failures: unknown[] = [];
+  const listener = createTlsListener({
+    leaves: {} as LeafContexts,
+    originalDestination: async () => undefined,
+    onSecure: () => assert.fail('no handshake completes'),
+    onHandshakeFailure: (f) => failures.push(f),
+    handshakeTimeoutMs: 30_000,
+  });
+  const port = await new Promise<number>((r) => listener.server.listen(0, '127.0.0.1', () => r((listener.server.address() as net.AddressInfo).port)));
+  const sockets: net.Socket[] = [];
+  let closed = 0;
+  try {
+    await Promise.all(Array.from({ length: 400 }, async () => {
+      const socket = net.connect({ port, host: '127.0.0.1' });
+      sockets.push(socket);
+      socket.on('error', () => { /* a reset is counted by close */ });
+      socket.once('close', () => closed++);
+      await new Promise<void>((r) => socket.once('connect', () => r()));
+      socket.write(Buffer.from([22, 3, 1, 0x02, 0x00, 1, 0, 1]));
+    }));
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(closed, 0);
+    assert.deepEqual(failures, []);
   } finally {
     for (const s of sockets) s.destroy();
     listener.destroyAll();

@@ -36,11 +36,14 @@ export interface TlsListenerOptions {
 
 const DEFAULT_HANDSHAKE_TIMEOUT_MS = 10_000;
 /**
- * A connection before its handshake holds up to about 32 KB (client-hello.ts) for up to 10 s;
- * one sandbox may open thousands. 256 at once is far more than any program's parallel first
- * connections, and holds one sandbox to about 8 MB of a worker; past it new ones are closed.
+ * A connection before its handshake holds up to about 32 KB (client-hello.ts: its two buffers,
+ * the raw records and the handshake, each capped at MAX_BUFFERED_BYTES, 16 KB and 44 bytes) for
+ * up to 10 s; one sandbox may open thousands. 1024 at once holds one sandbox to
+ * 1024 × 32 KB = 32 MiB of a worker; past it new ones are closed. It was 256 on 2026-12-01, and
+ * a crawler or a parallel downloader opening a few hundred HTTPS connections at once got resets:
+ * the 16 KB ClientHello cap, not this count, is what keeps the memory small.
  */
-const MAX_HANDSHAKES_PER_SANDBOX = 256;
+export const MAX_HANDSHAKES_PER_SANDBOX = 1024;
 
 /**
  * The HTTPS listener's TCP side: reads the ClientHello to choose the leaf (for its SNI, or for

@@ -61,8 +61,14 @@ const TLS_TRUST_ERRORS = new Set([
   'HOSTNAME_MISMATCH', 'CERT_REVOKED', 'INVALID_PURPOSE',
 ]);
 
-/** How many idle sockets one (sandbox, scheme, host, ip, port, proxy) keeps. */
-const MAX_IDLE_SOCKETS_PER_KEY = 32;
+/**
+ * How many idle sockets one (sandbox, scheme, host, ip, port, proxy) keeps. The key names the
+ * sandbox, so a node's idle sockets reach sandboxes × hosts × this: at 32 (until 2026-12-01), 200
+ * sandboxes each using 10 hosts could park 64,000 sockets for 30 s. Eight per key keep reuse for
+ * a program's usual parallel requests (Python's requests pools 10); a burst past them opens new connections,
+ * which close when they are done.
+ */
+export const MAX_IDLE_SOCKETS_PER_KEY = 8;
 /** An idle pooled socket closes after this. */
 const IDLE_SOCKET_TIMEOUT_MS = 30_000;
 /** TLS sessions kept for resumption, one per upstream key (node's https.Agent keeps 100 too). */

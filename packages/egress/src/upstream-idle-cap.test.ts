@@ -1,0 +1,65 @@
+/**
+ * Idle pooled upstream connections are capped per key (upstream.ts MAX_IDLE_SOCKETS_PER_KEY):
+ * the key names the sandbox, so the node's idle sockets grow with sandboxes × hosts × the cap.
+ * After a burst of parallel requests, only the cap's worth stay open to the upstream.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { silentLogger } from '@svc/common';
+import type { SandboxEgressPolicy } from '@svc/contracts/egress';
+import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
+import { sandboxGet } from './testing/sandbox-get.ts';
+import { MAX_IDLE_SOCKETS_PER_KEY } from './upstream.ts';
+
+const BURST = 12;
+let dir: string;
+let proxy: EgressProxy;
+let upstream: http.Server;
+let upstreamPort: number;
+/** Responses held until the whole burst has arrived, so each request has its own upstream connection. */
+const held: http.ServerResponse[] = [];
+
+before(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'egress-idle-cap-'));
+  upstream = http.createServer((_req, res) => {
+    held.push(res);
+    if (held.length === BURST) for (const r of held.splice(0)) r.end('upstream');
+  });
+  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
+  upstreamPort = (upstream.address() as net.AddressInfo).port;
+  const rules = [{ name: 'up', match: { scheme: 'http' as const, port: upstreamPort, host: 'up.test' }, action: { allow: true } }];
+  const policies: SandboxEgressPolicy[] = [{ sandboxId: 'sbx-a', address: '127.0.0.1', rules }];
+  proxy = await startEgressProxy({
+    bind: '127.0.0.1', httpPort: 0, httpsPort: 0, adminBind: '127.0.0.1', adminPort: 0, adminToken: 't',
+    caDir: join(dir, 'ca'), auditLogPath: join(dir, 'audit.jsonl'), policySource: async () => policies,
+    resolve: { 'up.test': '127.0.0.1' }, logger: silentLogger(),
+  });
+  while (!proxy.ready()) await new Promise((r) => setTimeout(r, 10));
+});
+
+after(async () => {
+  await proxy?.close();
+  upstream?.closeAllConnections();
+  upstream?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+const openToUpstream = () => new Promise<number>((r) => upstream.getConnections((_e, n) => r(n)));
+
+test('after a burst of parallel requests a sandbox keeps at most a few idle connections to one upstream', async () => {
+  assert.equal(MAX_IDLE_SOCKETS_PER_KEY, 8);
+  const answers = await Promise.all(Array.from({ length: BURST }, (_, i) => sandboxGet(proxy.httpPort, '127.0.0.1', `up.test:${upstreamPort}`, `a${i}`)));
+  for (const a of answers) assert.match(a, /^HTTP\/1\.1 200 /);
+  // The connections past the cap are closed by the proxy as they come back.
+  let open = await openToUpstream();
+  for (let i = 0; i < 50 && open > MAX_IDLE_SOCKETS_PER_KEY; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    open = await openToUpstream();
+  }
+  assert.equal(open, MAX_IDLE_SOCKETS_PER_KEY);
+});
