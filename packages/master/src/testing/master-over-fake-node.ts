@@ -33,16 +33,18 @@ export async function startMasterOverFakeNode(configure: (cfg: SvcConfig) => voi
   const dir = mkdtempSync(join(tmpdir(), 'svc-master-'));
   const cfg = defaultConfig(dir);
   cfg.master.database = { driver: 'sqlite', path: join(dir, 'm.sqlite') };
+  // The fakes listen first: started after the master's port was picked (and freed), one of them
+  // could be given that same port, and the master's listen then failed (EADDRINUSE in .ci/run).
+  const templateCenter = await new FakeTemplateCenter('tc-token').start();
+  const node = await new FakeNodeAgent().start();
   // Its address is in the layer download URLs it gives nodes, so the port is known before it starts.
   const port = await freePort();
   cfg.master.listen = `127.0.0.1:${port}`;
   cfg.master.addr = `http://127.0.0.1:${port}`;
   cfg.api.listen = '127.0.0.1:0';
-  const templateCenter = await new FakeTemplateCenter('tc-token').start();
   cfg.template_center.addr = templateCenter.url;
   cfg.template_center.callback_token = 'tc-token';
   configure(cfg);
-  const node = await new FakeNodeAgent().start();
   const coordination = new MemoryCoordination();
   const master = await startMaster(cfg, {
     logger: silentLogger(), coordination, ...opts,
