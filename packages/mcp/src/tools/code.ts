@@ -119,10 +119,8 @@ async function runIn(sbx: Sandbox, args: RunCodeArgs, call: ToolCall): Promise<R
     return { execution, ...kept };
   } catch (err) {
     if (flood.signal.aborted) throw flooded();
-    if (err instanceof SandboxError && err.code === 'too_large') {
-      throw new ToolFailure(`one output of the code (a print, a result or an image) passed ${MAX_CODE_LINE_CHARS / 1024 / 1024} MB, more than run_code takes, `
-        + 'and the run was stopped; write large output to a file and read parts of it, or print less');
-    }
+    // One output past the line cap is past the output cap too: the same answer as any flood.
+    if (err instanceof SandboxError && err.code === 'too_large') throw flooded();
     if (err instanceof TimeoutError && err.code === 'deadline_exceeded') {
       throw new ToolFailure(`timed out: the code ran longer than ${timeoutSeconds} s and was interrupted (the interpreter keeps its earlier state); `
         + 'run it again with a larger timeoutSeconds, or split the work');
