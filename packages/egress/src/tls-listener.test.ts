@@ -10,18 +10,24 @@ import { test } from 'node:test';
 import type { LeafContexts } from './leaf-contexts.ts';
 import { createTlsListener, MAX_HANDSHAKES_PER_SANDBOX } from './tls-listener.ts';
 
-test('past the cap of connections mid-handshake a sandbox\'s new connection is closed at once, and audited; a slot frees when one ends', async () => {
-  const failures: Array<{ sandboxIp: string; reason: string }> = [];
+/** A listener on a loopback port whose connections never finish a handshake; `max` its per-sandbox cap (default the module's). */
+async function listening(onFailure: (f: { sandboxIp: string; reason: string }) => void, max?: number) {
   const listener = createTlsListener({
     // Never reached: no connection here finishes its ClientHello.
     leaves: {} as LeafContexts,
     originalDestination: async () => undefined,
     onSecure: () => assert.fail('no handshake completes'),
-    onHandshakeFailure: (f) => failures.push(f),
+    onHandshakeFailure: onFailure,
     handshakeTimeoutMs: 30_000,
-    maxHandshakesPerSandbox: 3,
+    ...(max === undefined ? {} : { maxHandshakesPerSandbox: max }),
   });
   const port = await new Promise<number>((r) => listener.server.listen(0, '127.0.0.1', () => r((listener.server.address() as net.AddressInfo).port)));
+  return { listener, port };
+}
+
+test('past the cap of connections mid-handshake a sandbox\'s new connection is closed at once, and audited; a slot frees when one ends', async () => {
+  const failures: Array<{ sandboxIp: string; reason: string }> = [];
+  const { listener, port } = await listening((f) => failures.push(f), 3);
   const sockets: net.Socket[] = [];
   /** A connection that sent the first bytes of a ClientHello; whether the listener closed it within 300 ms. */
   const open = async (from = '127.0.0.1'): Promise<{ socket: net.Socket; closed: boolean }> => {
@@ -57,14 +63,7 @@ test('by default a sandbox may have 1024 connections mid-handshake: a crawler\'s
   // 256 on 2026-12-01 reset a parallel downloader's connections past the 256th.
   assert.equal(MAX_HANDSHAKES_PER_SANDBOX, 1024);
   const failures: unknown[] = [];
-  const listener = createTlsListener({
-    leaves: {} as LeafContexts,
-    originalDestination: async () => undefined,
-    onSecure: () => assert.fail('no handshake completes'),
-    onHandshakeFailure: (f) => failures.push(f),
-    handshakeTimeoutMs: 30_000,
-  });
-  const port = await new Promise<number>((r) => listener.server.listen(0, '127.0.0.1', () => r((listener.server.address() as net.AddressInfo).port)));
+  const { listener, port } = await listening((f) => failures.push(f));
   const sockets: net.Socket[] = [];
   let closed = 0;
   try {

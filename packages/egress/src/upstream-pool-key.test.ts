@@ -10,10 +10,9 @@ import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '@svc/common';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
-import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
-import { sandboxGet } from './testing/sandbox-get.ts';
+import type { EgressProxy } from './egress-proxy.ts';
+import { sandboxGet, startPoolProxy, upRules } from './testing/pool-fixture.ts';
 
 let dir: string;
 let proxy: EgressProxy;
@@ -32,17 +31,12 @@ before(async () => {
   upstream.on('connection', (s: net.Socket & { n?: number }) => { s.n = ++connections; });
   await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
   upstreamPort = (upstream.address() as net.AddressInfo).port;
-  const rules = [{ name: 'up', match: { scheme: 'http' as const, port: upstreamPort, host: 'up.test' }, action: { allow: true } }];
+  const rules = upRules(upstreamPort);
   const policies: SandboxEgressPolicy[] = [
     { sandboxId: 'sbx-a', address: '127.0.0.1', rules },
     { sandboxId: 'sbx-b', address: '127.0.0.2', rules },
   ];
-  proxy = await startEgressProxy({
-    bind: '127.0.0.1', httpPort: 0, httpsPort: 0, adminBind: '127.0.0.1', adminPort: 0, adminToken: 't',
-    caDir: join(dir, 'ca'), auditLogPath: join(dir, 'audit.jsonl'), policySource: async () => policies,
-    resolve: { 'up.test': '127.0.0.1' }, logger: silentLogger(),
-  });
-  while (!proxy.ready()) await new Promise((r) => setTimeout(r, 10));
+  proxy = await startPoolProxy(dir, policies);
 });
 
 after(async () => {

@@ -11,10 +11,9 @@ import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { silentLogger } from '@svc/common';
 import type { SandboxEgressPolicy } from '@svc/contracts/egress';
-import { startEgressProxy, type EgressProxy } from './egress-proxy.ts';
-import { sandboxGet } from './testing/sandbox-get.ts';
+import type { EgressProxy } from './egress-proxy.ts';
+import { sandboxGet, startPoolProxy, upRules } from './testing/pool-fixture.ts';
 
 let dir: string;
 let proxy: EgressProxy;
@@ -75,18 +74,13 @@ before(async () => {
   upstreamPort = await listen(upstream);
   socks = socksServer();
   const socksPort = await listen(socks);
-  const rules = [{ name: 'up', match: { scheme: 'http' as const, port: upstreamPort, host: 'up.test' }, action: { allow: true } }];
+  const rules = upRules(upstreamPort);
   const tunnel = (password: string) => ({ address: `127.0.0.1:${socksPort}`, username: 'alice', password });
   const policies: SandboxEgressPolicy[] = [
     { sandboxId: 'sbx-alice', address: '127.0.0.1', rules, tunnel: tunnel('right') },
     { sandboxId: 'sbx-guess', address: '127.0.0.2', rules, tunnel: tunnel('guessed') },
   ];
-  proxy = await startEgressProxy({
-    bind: '127.0.0.1', httpPort: 0, httpsPort: 0, adminBind: '127.0.0.1', adminPort: 0, adminToken: 't',
-    caDir: join(dir, 'ca'), auditLogPath: join(dir, 'audit.jsonl'), policySource: async () => policies,
-    resolve: { 'up.test': '127.0.0.1' }, logger: silentLogger(),
-  });
-  while (!proxy.ready()) await new Promise((r) => setTimeout(r, 10));
+  proxy = await startPoolProxy(dir, policies);
 });
 
 after(async () => {
