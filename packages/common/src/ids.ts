@@ -10,7 +10,25 @@ export function randomId(len: number): string {
   return s;
 }
 
-export const newSandboxId = () => 'i' + randomId(19);
+/** A sandbox id is `i` and 19 of ALPHABET: newSandboxId makes them, isIssuedSandboxId knows them. */
+const SANDBOX_ID_LENGTH = 20;
+
+export const newSandboxId = () => 'i' + randomId(SANDBOX_ID_LENGTH - 1);
+
+/**
+ * Whether id has the form newSandboxId issues (ids.test.ts keeps the two the same). Case-sensitive:
+ * a caller matching ids without case lower-cases first. The data-plane proxy asks this per
+ * request, so it is a char-code loop that allocates nothing.
+ */
+export function isIssuedSandboxId(id: string): boolean {
+  if (id.length !== SANDBOX_ID_LENGTH || id.charCodeAt(0) !== 105 /* i */) return false;
+  for (let i = 1; i < SANDBOX_ID_LENGTH; i++) {
+    const c = id.charCodeAt(i);
+    if (!((c >= 97 && c <= 122) || (c >= 48 && c <= 57))) return false; // ALPHABET: a-z, 0-9
+  }
+  return true;
+}
+
 export const newTemplateId = () => 'tpl-' + randomId(16);
 export const newJobId = () => randomUUID();
 export const newArtifactId = () => 'art-' + randomId(16);

@@ -1,12 +1,13 @@
 /**
  * Which sandbox a request names (target.ts): ids in lower case whichever way they are named, and
- * a Host naming one issued sandbox with the E2b-Sandbox-Id header naming another refused, while a
- * Host that only looks like a sandbox's (the proxy's own sslip.io name) is not.
+ * a Host naming one issued sandbox with the E2b-Sandbox-* headers naming another sandbox or port
+ * refused, while a Host that only looks like a sandbox's (the proxy's own sslip.io name) is not.
+ * Which ids are issued ones is common's (ids.test.ts).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { newSandboxId, SvcError } from '@svc/common';
-import { isIssuedSandboxId, requestTarget } from './target.ts';
+import { requestTarget } from './target.ts';
 
 /** Two ids in the form the master issues ('i' and 19 lower-case letters or digits). */
 const VICTIM = 'iabcdefghij012345678';
@@ -43,12 +44,30 @@ test('a Host that is not a sandbox host (an IP, a name that only looks like one)
   }
 });
 
-test('isIssuedSandboxId knows the ids the master issues (common ids.ts, newSandboxId)', () => {
-  for (let i = 0; i < 200; i++) {
-    const id = newSandboxId();
-    assert.ok(isIssuedSandboxId(id), id);
-  }
-  for (const id of ['168-1-10', 'sbxa', `x${VICTIM.slice(1)}`, VICTIM.toUpperCase(), `${VICTIM}0`, VICTIM.slice(0, 19), `i${'-'.repeat(19)}`]) {
-    assert.equal(isIssuedSandboxId(id), false, id);
+test('a Host naming an issued sandbox on another port than the E2b-Sandbox-Port header is a 400', () => {
+  const refused = target(`49983-${VICTIM}.sandbox.test`, VICTIM, '8080');
+  assert.ok(refused instanceof SvcError);
+  assert.equal(refused.status, 400);
+  assert.match(refused.message, new RegExp(`Host names port 49983 of sandbox ${VICTIM} and the E2b-Sandbox-Port header port 8080`));
+  // An omitted port header is envd's, which only the route knows: it agrees with no Host port.
+  const noPort = target(`8080-${VICTIM}.sandbox.test:3002`, VICTIM);
+  assert.ok(noPort instanceof SvcError);
+  assert.match(noPort.message, /E2b-Sandbox-Port header no port/);
+  // A freshly issued id is compared the same way (the form is common's, not this test's).
+  const issued = newSandboxId();
+  assert.ok(target(`8000-${issued}.sandbox.test`, issued, '8001') instanceof SvcError);
+});
+
+test('a Host naming the headers\' sandbox and port is routed by the headers', () => {
+  assert.deepEqual(target(`8080-${VICTIM}.sandbox.test:3002`, VICTIM, '8080'), { sandboxId: VICTIM, port: 8080, byHeaders: true });
+  assert.deepEqual(target(`8080-${VICTIM.toUpperCase()}.sandbox.test`, VICTIM, '08080'), { sandboxId: VICTIM, port: 8080, byHeaders: true });
+});
+
+test('a Host whose id is not of the issued form leaves the port to the headers too', () => {
+  // The proxy's own sslip.io name reads as port 192 of sandbox 168-1-10; a test id like sbxa is no issued one.
+  for (const [host, id] of [['192-168-1-10.sslip.io:3002', '168-1-10'], ['49983-sbxa.sandbox.test', 'sbxa'], [`49983-${VICTIM}x.sandbox.test`, `${VICTIM}x`]]) {
+    for (const port of ['8080', '49983', undefined]) {
+      assert.deepEqual(target(host, id, port), { sandboxId: id, port: port === undefined ? 0 : Number(port), byHeaders: true }, `${host} ${port}`);
+    }
   }
 });

@@ -1,4 +1,4 @@
-import { SvcError } from '@svc/common';
+import { isIssuedSandboxId, SvcError } from '@svc/common';
 
 /** Which sandbox and port a data-plane request is for. */
 export interface Target {
@@ -22,9 +22,10 @@ interface NamingHeaders {
  * them: with E2B_SANDBOX_URL the official SDK sends them with a Host that is the proxy's own
  * name, which may look like a sandbox's (`192-168-1-10.sslip.io` reads as port 192 of sandbox
  * `168-1-10`), so a Host that merely looks like one cannot be refused. A Host naming an id in the
- * form the platform issues (isIssuedSandboxId) that is not the headers' is a 400: a cache in front
- * that ignores `Vary` would store the headers' sandbox's answer under the Host's sandbox's URL
- * (the SDK, by name or by URL, never sends two ids). An answer the headers routed carries `Vary`
+ * form the platform issues (isIssuedSandboxId, common ids.ts) is a 400 when it is not the headers'
+ * sandbox and port (hostDisagrees): a cache in front that ignores `Vary` would store the headers'
+ * sandbox's answer under the Host's URL (the SDK, by name or by URL, never sends two ids,
+ * nor a port header other than its Host's). An answer the headers routed carries `Vary`
  * on them (http-exchange.ts) for the caches that honour it. An absolute-form target that names
  * another host than Host is a 400, for the same caches. Ids are matched in lower case
  * (docs/data-plane.md, "Naming the sandbox").
@@ -35,10 +36,28 @@ export function requestTarget(h: NamingHeaders, url: string): Target | null | Sv
   if (h.sandboxIdHeader === undefined) return byHost;
   const byHeaders = targetFromHeaders(h.sandboxIdHeader, h.sandboxPortHeader);
   if (byHeaders === null) return null;
-  if (byHost !== null && byHost.sandboxId !== byHeaders.sandboxId && isIssuedSandboxId(byHost.sandboxId)) {
-    return new SvcError(400, `the Host names sandbox ${byHost.sandboxId} and the E2b-Sandbox-Id header sandbox ${byHeaders.sandboxId}: name one sandbox`);
+  if (byHost !== null && isIssuedSandboxId(byHost.sandboxId)) {
+    const refusal = hostDisagrees(byHost, byHeaders);
+    if (refusal !== undefined) return new SvcError(400, refusal);
   }
   return { ...byHeaders, byHeaders: true };
+}
+
+/**
+ * Why a Host naming an issued sandbox names another target than the headers, or undefined when it
+ * names the same. An omitted E2b-Sandbox-Port (envd's port, which only the route knows) agrees with
+ * no port the Host names: both the official SDKs send it, and a Host `8080-<id>` answered from envd
+ * would be as wrong as one answered from another sandbox.
+ */
+function hostDisagrees(byHost: Target, byHeaders: Target): string | undefined {
+  if (byHost.sandboxId !== byHeaders.sandboxId) {
+    return `the Host names sandbox ${byHost.sandboxId} and the E2b-Sandbox-Id header sandbox ${byHeaders.sandboxId}: name one sandbox`;
+  }
+  if (byHost.port !== byHeaders.port) {
+    const headerPort = byHeaders.port === 0 ? 'no port (envd\'s)' : `port ${byHeaders.port}`;
+    return `the Host names port ${byHost.port} of sandbox ${byHost.sandboxId} and the E2b-Sandbox-Port header ${headerPort}: name one port`;
+  }
+  return undefined;
 }
 
 /**
@@ -118,18 +137,4 @@ function sandboxIdIn(s: string, from: number, to: number): string | undefined {
   }
   const id = s.slice(from, to);
   return upper ? id.toLowerCase() : id;
-}
-
-/**
- * Whether an id (lower-cased) has the form the platform issues: `i` and 19 lower-case letters or
- * digits (newSandboxId, common ids.ts; target.test.ts keeps the two the same). No proxy's own
- * name reads as one, unlike the looser form sandboxIdIn accepts (`192-168-1-10.sslip.io`).
- */
-export function isIssuedSandboxId(id: string): boolean {
-  if (id.length !== 20 || id.charCodeAt(0) !== 105) return false;
-  for (let i = 1; i < 20; i++) {
-    const c = id.charCodeAt(i);
-    if (!((c >= 97 && c <= 122) || (c >= 48 && c <= 57))) return false;
-  }
-  return true;
 }
