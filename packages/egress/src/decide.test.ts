@@ -59,6 +59,16 @@ test('ports: a rule port needs equality; an allow without port covers only the d
   assert.equal(verdictOf(broadDeny, facts({ port: 9000 })), 'deny:d');
 });
 
+test('a deny rule naming an SNI holds on the Host too: leaving SNI out, or sending an allowed one, does not pass it', () => {
+  const p = policy([deny('no-evil', { sni: 'evil.example.net' }), allow('all', {})]);
+  assert.equal(verdictOf(p, facts({ sni: 'evil.example.net', host: 'evil.example.net' })), 'deny:no-evil');
+  assert.equal(verdictOf(p, facts({ sni: undefined, host: 'evil.example.net' })), 'deny:no-evil');
+  assert.equal(verdictOf(p, facts({ sni: 'api.example.com', host: 'evil.example.net' })), 'deny:no-evil');
+  assert.equal(verdictOf(p, facts({ sni: 'evil.example.net', host: 'api.example.com' })), 'deny:no-evil');
+  assert.equal(verdictOf(p, facts({ scheme: 'http', port: 80, sni: undefined, host: 'evil.example.net' })), 'deny:no-evil');
+  assert.equal(verdictOf(p, facts()), 'allow:all');
+});
+
 test('sni matches only a present SNI; host and SNI wildcards never match the apex', () => {
   const p = policy([allow('s', { sni: '*.example.com' })]);
   assert.equal(verdictOf(p, facts()), 'allow:s');
@@ -196,4 +206,16 @@ test('an opaque tunnel is refused only by deny rules naming its host (or, naming
   assert.equal(verdictOf(sniOnly, connect({ host: 'api.example.com' })), 'allow:all');
   // A deny rule with no condition still refuses everything, tunnels included.
   assert.equal(verdictOf(policy([deny('none', {}), allow('all', {})]), connect()), 'deny:none');
+});
+
+test('a deny of a tunnel says how the rule held for it (the refusal\'s why: connect-refusal.ts); a request\'s deny does not', () => {
+  const connect = (f: Partial<RequestFacts> = {}) => facts({ method: 'CONNECT', path: '', sni: undefined, opaque: true, ...f });
+  const tunnelOf = (rules: EgressRule[], f: RequestFacts) => {
+    const d = decide(policy(rules), f);
+    return d.verdict === 'deny' ? d.tunnel : d.verdict;
+  };
+  assert.equal(tunnelOf([deny('h', { host: 'api.example.com', path: '/admin*' })], connect()), 'host');
+  assert.equal(tunnelOf([deny('s', { sni: 'api.example.com' })], connect()), 'sni');
+  assert.equal(tunnelOf([deny('c', { method: ['CONNECT'] })], connect()), 'as_sent');
+  assert.equal(tunnelOf([deny('h', { host: 'api.example.com' })], facts()), undefined);
 });

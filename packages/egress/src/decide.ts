@@ -22,9 +22,17 @@ export interface RequestFacts {
   opaque?: boolean;
 }
 
+/**
+ * How a deny rule held for a tunnel (RequestFacts.opaque), for the refusal to say why
+ * (connect-refusal.ts): 'host', it names the tunnel's host; 'sni', it names no host but an SNI,
+ * compared with the tunnel's host; 'as_sent', it names neither and matched the CONNECT as it is.
+ */
+export type TunnelDenial = 'host' | 'sni' | 'as_sent';
+
 export type Decision =
   | { verdict: 'allow'; rule: EgressRule }
-  | { verdict: 'deny'; rule: EgressRule; reason: 'deny_rule' | 'malformed_rule' }
+  /** `tunnel`: the request was a tunnel (facts.opaque), and how the rule held for it. */
+  | { verdict: 'deny'; rule: EgressRule; reason: 'deny_rule' | 'malformed_rule'; tunnel?: TunnelDenial }
   /** No rule matched and the policy has no layer-3 fallback: the default deny of docs/egress.md "Rules". */
   | { verdict: 'default_deny' }
   /** No rule matched: the upstream's address decides (E2B's allowOut / denyOut / allowInternetAccess). */
@@ -42,7 +50,8 @@ export function decide(policy: SandboxEgressPolicy, facts: RequestFacts): Decisi
       // A deny rule that injects is a configuration error that the checks refuse; should one
       // arrive anyway, it still denies, and its inject goes nowhere.
       const malformed = (rule.action.inject?.length ?? 0) > 0;
-      return { verdict: 'deny', rule, reason: malformed ? 'malformed_rule' : 'deny_rule' };
+      const reason = malformed ? 'malformed_rule' : 'deny_rule';
+      return facts.opaque ? { verdict: 'deny', rule, reason, tunnel: tunnelDenial(rule) } : { verdict: 'deny', rule, reason };
     }
     return { verdict: 'allow', rule };
   }
@@ -67,15 +76,16 @@ function ruleMatches(rule: EgressRule, facts: RequestFacts, paths: RulePaths): b
   // Only one that names a host: on 2026-12-01 this held for every deny rule, and one for
   // `method: [DELETE]` (or an SNI elsewhere) ahead of an allow-all refused every CONNECT.
   if (facts.opaque && !rule.action.allow) {
+    const how = tunnelDenial(rule);
     // Scheme, port and host matched above.
-    if (m.host !== undefined) return true;
+    if (how === 'host') return true;
     // The tunnel's SNI is unknown at CONNECT time; the CONNECT host is taken as it, so a deny
     // rule naming only an SNI refuses a tunnel to that host and no other (docs/egress.md).
-    if (m.sni !== undefined) return hostMatches(m.sni, facts.host);
+    if (how === 'sni') return hostMatches(m.sni!, facts.host);
     // No host or SNI: judged on what the CONNECT is (method CONNECT, empty path), so a rule for
     // DELETE or /admin* does not refuse tunnels to every host, and an unconditional one still does.
   }
-  if (m.sni !== undefined && (facts.sni === undefined || !hostMatches(m.sni, facts.sni))) return false;
+  if (m.sni !== undefined && !sniHolds(m.sni, rule.action.allow, facts)) return false;
   if (m.method !== undefined) {
     const method = facts.method.toUpperCase();
     if (!m.method.some((x) => x.toUpperCase() === method)) return false;
@@ -86,6 +96,23 @@ function ruleMatches(rule: EgressRule, facts: RequestFacts, paths: RulePaths): b
     if (rule.action.allow ? !pathMatches(m.path, paths.exact) : !denyPathMatches(m.path, paths.loose)) return false;
   }
   return true;
+}
+
+/**
+ * Whether a rule's `sni` holds. An allow rule needs the ClientHello's name (none sent: no match,
+ * so it fails closed). A deny rule holds on the SNI or on the Host: the proxy connects to the
+ * Host, so a client that left SNI out, or sent an allowed one, still reached the host a deny
+ * rule for `sni: evil.test` meant to refuse (docs/egress.md, "Rules").
+ */
+function sniHolds(pattern: string, allow: boolean, facts: RequestFacts): boolean {
+  if (facts.sni !== undefined && hostMatches(pattern, facts.sni)) return true;
+  return !allow && hostMatches(pattern, facts.host);
+}
+
+/** How a deny rule is held against a tunnel: one place for ruleMatches and the refusal's wording. */
+function tunnelDenial(rule: EgressRule): TunnelDenial {
+  if (rule.match.host !== undefined) return 'host';
+  return rule.match.sni !== undefined ? 'sni' : 'as_sent';
 }
 
 /** Deny patterns read as denyRulePath reads paths, once per pattern (this runs on every request). */

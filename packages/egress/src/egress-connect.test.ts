@@ -60,7 +60,7 @@ test('CONNECT denied by the rules: by a deny rule, by a rule with a path, on a p
   const before = kit.contacts.echo;
   const denied = await connect(`denied.example.test:${ports.echo}`);
   assert.equal(denied.status, 403);
-  assert.deepEqual(JSON.parse((await readToEnd(denied.socket, denied.rest)).toString()), { code: 403, message: 'egress denied by rule denied' });
+  assert.deepEqual(JSON.parse((await readToEnd(denied.socket, denied.rest)).toString()), { code: 403, message: `egress denied: CONNECT denied.example.test:${ports.echo} refused: deny rule denied names this host` });
   // A rule with a path cannot match a CONNECT (whose path is empty).
   const pathRule = await connect(`path.example.test:${ports.echo}`);
   assert.equal(pathRule.status, 403);
@@ -75,6 +75,10 @@ test('CONNECT denied by the rules: by a deny rule, by a rule with a path, on a p
   const rec = await auditFind((l) => l.type === undefined && l.method === 'CONNECT' && l.host === 'denied.example.test', 'the denied CONNECT record');
   assert.equal(rec.status, 403);
   assert.equal(rec.dst_ip, '');
+  assert.equal(rec.rule, 'denied');
+  const refusal = await auditFind((l) => l.type === 'security_event' && l.reason === 'connect_refused' && l.host === 'denied.example.test', 'the denied CONNECT\'s connect_refused event');
+  assert.equal(refusal.rule, 'denied');
+  assert.equal(refusal.detail, `CONNECT denied.example.test:${ports.echo} refused: deny rule denied names this host; nothing was contacted`);
   // On 443 the portless rule allows: whatever the loopback has there, the answer is not a denial.
   const on443 = await connect('portless.example.test:443');
   on443.socket.destroy();
@@ -89,12 +93,23 @@ test('CONNECT is refused by a deny rule for its host that names a path, method o
     { name: 'no-delete', match: { host: 'echo.example.test', method: ['DELETE'] }, action: { allow: false } },
   ];
   const before = kit.contacts.echo;
-  for (const [name, rule] of [['no-admin', narrow[0]], ['no-delete', narrow[1]], ['no-sni', { name: 'no-sni', match: { host: 'echo.example.test', sni: 'evil.example.net' }, action: { allow: false } }]] as const) {
+  const sniRule = { name: 'no-sni', match: { host: 'echo.example.test', sni: 'evil.example.net' }, action: { allow: false } };
+  const target = `CONNECT echo.example.test:${ports.echo} refused`;
+  for (const [name, rule, why] of [
+    ['no-admin', narrow[0], `${target}: deny rule no-admin names this host, and a tunnel carries any path and method (the rule's path /admin* cannot be checked inside it)`],
+    ['no-delete', narrow[1], `${target}: deny rule no-delete names this host, and a tunnel carries any path and method (the rule's method DELETE cannot be checked inside it)`],
+    ['no-sni', sniRule, `${target}: deny rule no-sni names this host, and a tunnel carries any SNI, path and method (the rule's sni evil.example.net cannot be checked inside it)`],
+  ] as const) {
     kit.proxy.store.put({ sandboxId: 'sbx-narrow', address: '127.0.0.3', rules: [rule, allowEcho] });
     // What the review sent: a DELETE /admin inside a tunnel a later host-wide allow let through.
     const r = await connect(`echo.example.test:${ports.echo}`, '127.0.0.3');
     assert.equal(r.status, 403, name);
-    assert.deepEqual(JSON.parse((await readToEnd(r.socket, r.rest)).toString()), { code: 403, message: `egress denied by rule ${name}` });
+    // The answer and the audit say which host and port, which rule, and why it holds for the whole tunnel.
+    assert.deepEqual(JSON.parse((await readToEnd(r.socket, r.rest)).toString()), { code: 403, message: `egress denied: ${why}` });
+    const ev = await auditFind((l) => l.type === 'security_event' && l.reason === 'connect_refused' && l.rule === name && l.sandbox_id === 'sbx-narrow', `the connect_refused event of ${name}`);
+    assert.equal(ev.detail, `${why}; nothing was contacted`);
+    assert.equal(ev.host, 'echo.example.test');
+    assert.equal(ev.method, 'CONNECT');
   }
   assert.equal(kit.contacts.echo, before, 'nothing contacted');
   // Without such a rule the same tunnel opens.

@@ -3,8 +3,8 @@
  * (docs/egress.md "Rules", "How traffic reaches the proxy"): an absolute-form request goes out
  * with its authority as the Host, over plain HTTP and TLS; paths are normalised, so that dot
  * segments, escapes and doubled slashes cannot slip past a path rule, and a dot-segment hidden
- * behind an encoded slash is a 400; a method goes up as it was sent; and a hostile ClientHello
- * is refused at once. The fixture is testing/egress-proxy-fixture.ts.
+ * behind an encoded slash is a 400; a method goes up as it was sent; a hostile ClientHello
+ * is refused at once, and so is one whose SNI writes an address in another form than a dotted quad. The fixture is testing/egress-proxy-fixture.ts.
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -137,4 +137,24 @@ test('a ClientHello of empty handshake records is refused at the first one, not 
   await closed;
   const rec = await auditFind((l) => l.type === 'tls_handshake' && /empty handshake record/.test(String(l.reason)), 'the tls_handshake record');
   assert.equal(rec.sni, '');
+});
+
+test('an SNI of 127.0.0.1 written as 2130706433 or 0x7f.0.0.1 does not pass a deny rule for SNI 127.0.0.1: the handshake is refused', async () => {
+  proxy.store.put({ sandboxId: 'sbx-sni-forms', address: '127.0.0.4', rules: [
+    { name: 'no-loopback-sni', match: { sni: '127.0.0.1' }, action: { allow: false } },
+    { name: 'loopback-host', match: { scheme: 'https', port: HTTPS_PORT, host: '127.0.0.1' }, action: { allow: true } },
+  ] });
+  const before = { ...upstreamConnections };
+  try {
+    for (const servername of ['2130706433', '0x7f.0.0.1', '017700000001']) {
+      // Until the fix the rule compared these as text, missed, and the allow rule let them through (200).
+      await assert.rejects(call({ host: '127.0.0.1', servername, path: '/sni-forms', localAddress: '127.0.0.4' }), servername);
+      const rec = await auditFind((l) => l.type === 'tls_handshake' && l.sni === servername, `the tls_handshake record of ${servername}`);
+      assert.equal(rec.sandbox_id, 'sbx-sni-forms');
+      assert.match(String(rec.reason), /is an IPv4 address in another form than a dotted quad/);
+    }
+    assert.deepEqual(upstreamConnections, before, 'the upstream was never contacted');
+  } finally {
+    proxy.store.delete('sbx-sni-forms');
+  }
 });

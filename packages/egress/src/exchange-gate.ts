@@ -1,7 +1,8 @@
 import type { EgressAuditLevel, EgressFallback, EgressInject, EgressRule, SandboxEgressPolicy } from '@svc/contracts/egress';
 import type { EgressRequestRecord, EgressSecurityReason } from '@svc/contracts/egress-audit';
 import { auditTimestamp } from './audit-log.ts';
-import { decide, decideByAddress, fallbackAllowsNothing, transformFor, type RequestFacts } from './decide.ts';
+import { connectRefusal } from './connect-refusal.ts';
+import { decide, decideByAddress, fallbackAllowsNothing, transformFor, type RequestFacts, type TunnelDenial } from './decide.ts';
 import { countEgressRequest } from './egress-metrics.ts';
 import { injectedHeaders, type InjectedHeader } from './headers.ts';
 import { normalizeHost } from './host-match.ts';
@@ -93,6 +94,7 @@ export class ExchangeGate {
       case 'deny':
         this.useRule(decision.rule);
         if (decision.reason === 'malformed_rule') this.securityEvent('malformed_rule', decision.rule.name, 'a deny rule carries inject (a configuration error): denied, and the inject dropped');
+        if (decision.tunnel) return this.refuseTunnel(decision.rule, decision.tunnel);
         return refused(403, `egress denied by rule ${decision.rule.name}`);
       case 'default_deny':
         this.securityEvent('default_deny', '');
@@ -200,6 +202,16 @@ export class ExchangeGate {
     const host = this.facts!.host;
     this.securityEvent('inject_over_http', source, `${source} injects credentials, and the request to ${host} is plain http; nothing was contacted`);
     return refused(403, `egress denied: ${source} injects credentials only over https, and this request to ${host} is plain http; send it to https://${host}/ (or name scheme http in the rule to send the credential in cleartext)`);
+  }
+
+  /**
+   * A tunnel a deny rule holds for: the answer and a connect_refused event name the host, port
+   * and why, since a rule for one path or method refuses the whole tunnel (decide.ts).
+   */
+  private refuseTunnel(rule: EgressRule, how: TunnelDenial): Verdict {
+    const why = connectRefusal(rule, how, this.facts!.host, this.facts!.port);
+    this.securityEvent('connect_refused', rule.name, `${why}; nothing was contacted`);
+    return refused(403, `egress denied: ${why}`);
   }
 
   /** A tunnel the proxy cannot add the inject to is refused: docs/egress.md "WebSocket and CONNECT". */

@@ -1,5 +1,6 @@
 import type { EgressScheme } from '@svc/contracts/egress';
 import { DEFAULT_PORT } from './decide.ts';
+import { isIpv4InAnotherForm } from './numeric-host.ts';
 import { requestPath } from './request-path.ts';
 
 export interface RequestTarget {
@@ -16,10 +17,6 @@ export interface RequestTarget {
 }
 
 const HOST_NAME = /^[a-z0-9_]([a-z0-9_.-]{0,252})$/;
-/** Labels that are all numbers as inet_aton reads them (decimal, octal with a leading 0, hex after 0x): getaddrinfo takes such a name as an address. */
-const NUMERIC_LABELS = /^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+))*$/;
-/** The one form of an IPv4 address the rules compare: four decimal octets without leading zeros. */
-const DOTTED_QUAD = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
 
 /**
  * Where a request goes: the absolute-form URL's authority when the client sent one (a client
@@ -54,16 +51,16 @@ export function requestTarget(scheme: EgressScheme, url: string, hostHeader: str
 
 /**
  * The host and port of an authority; undefined when it is neither a name nor an address;
- * 'numeric' for a name of numbers only that is not a dotted quad: getaddrinfo reads `2130706433`,
- * `0x7f.1` or `127.000.0.01` as an address (inet_aton), which a rule for `127.0.0.1` would not
- * have matched as text.
+ * 'numeric' for a name of numbers only that is not a dotted quad (numeric-host.ts). Refused, not
+ * rewritten to the dotted quad: the upstream would get a Host other than the one the sandbox
+ * sent, and the TLS server name (tls-listener.ts) is refused the same way.
  */
 function splitAuthority(authority: string): { host: string; port?: number } | 'numeric' | undefined {
   const m = /^([^:]+)(?::(\d{1,5}))?$/.exec(authority);
   if (!m) return undefined;
   const host = m[1].endsWith('.') ? m[1].slice(0, -1) : m[1];
   if (!HOST_NAME.test(host) || host.includes('..')) return undefined;
-  if (NUMERIC_LABELS.test(host) && !DOTTED_QUAD.test(host)) return 'numeric';
+  if (isIpv4InAnotherForm(host)) return 'numeric';
   if (m[2] === undefined) return { host };
   const port = Number(m[2]);
   return port >= 1 && port <= 65535 ? { host, port } : undefined;

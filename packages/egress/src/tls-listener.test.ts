@@ -2,12 +2,14 @@
  * The HTTPS listener's TCP side (tls-listener.ts): one sandbox may have only so many
  * connections before the end of their handshake at once (each holds its ClientHello's bytes);
  * past them a new one is closed at once with a tls_handshake failure, and a slot frees when one
- * of them ends.
+ * of them ends. An SNI that is an IPv4 address in another form than a dotted quad fails the
+ * handshake, as such a Host is a 400.
  */
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { test } from 'node:test';
 import type { LeafContexts } from './leaf-contexts.ts';
+import { captureClientHello } from './testing/client-hello-capture.ts';
 import { createTlsListener, MAX_HANDSHAKES_PER_SANDBOX } from './tls-listener.ts';
 
 /** A listener on a loopback port whose connections never finish a handshake; `max` its per-sandbox cap (default the module's). */
@@ -80,6 +82,55 @@ test('by default a sandbox may have 1024 connections mid-handshake: a crawler\'s
     assert.deepEqual(failures, []);
   } finally {
     for (const s of sockets) s.destroy();
+    listener.destroyAll();
+    listener.server.close();
+  }
+});
+
+/** A ClientHello of node's TLS client whose SNI is `name`, sent as is (node itself would not send an IP there). */
+async function helloFor(name: string): Promise<Buffer> {
+  const stand = 'z'.repeat(name.length);
+  const hello = await captureClientHello(stand);
+  const at = hello.indexOf(stand, 0, 'latin1');
+  assert.ok(at > 0 && hello.indexOf(stand, at + 1, 'latin1') === -1, 'the stand-in name is in the ClientHello once');
+  return Buffer.concat([hello.subarray(0, at), Buffer.from(name, 'latin1'), hello.subarray(at + name.length)]);
+}
+
+test('an SNI of numbers only that is not a dotted quad fails the handshake with the reason, before any certificate, as such a Host is a 400', async () => {
+  const asked: string[] = [];
+  const failures: Array<{ sni: string; reason: string }> = [];
+  const listener = createTlsListener({
+    // Records the names a leaf is asked for, and refuses them all: no handshake here completes.
+    leaves: { forName: (name: string) => { asked.push(name); throw new Error('no leaf in this test'); } } as unknown as LeafContexts,
+    originalDestination: async () => undefined,
+    onSecure: () => assert.fail('no handshake completes'),
+    onHandshakeFailure: (f) => failures.push(f),
+  });
+  const port = await new Promise<number>((r) => listener.server.listen(0, '127.0.0.1', () => r((listener.server.address() as net.AddressInfo).port)));
+  /** Sends a ClientHello naming `name`; the failure the listener reported once it closed the connection. */
+  const handshake = async (name: string) => {
+    const hello = await helloFor(name);
+    const socket = net.connect({ port, host: '127.0.0.1' });
+    socket.on('error', () => { /* a reset is an answer */ });
+    const closed = new Promise((r) => socket.once('close', r));
+    socket.write(hello);
+    await closed;
+    return failures.at(-1)!;
+  };
+  try {
+    // 127.0.0.1 as getaddrinfo reads it, in the forms request-target.test.ts refuses as a Host.
+    for (const name of ['2130706433', '0x7f.0.0.1', '017700000001', '0X7F.1', '127.1', '127.000.0.1', '2130706433.']) {
+      const failure = await handshake(name);
+      assert.equal(failure.sni, name.toLowerCase().replace(/\.$/, ''), name);
+      assert.match(failure.reason, /^the server name \(SNI\) ".*" is an IPv4 address in another form than a dotted quad .*; rules compare that form only, so it is refused as such a Host is; send a host name, or no server name \(RFC 6066 allows no address there\)$/, name);
+    }
+    assert.deepEqual(asked, [], 'no certificate was asked for any of them');
+    // A dotted quad (as a Host may be) and names with numbers in them go on to their certificate.
+    for (const name of ['127.0.0.1', '123.example.test', '0xg.1']) {
+      assert.match((await handshake(name)).reason, /^no certificate for/, name);
+    }
+    assert.deepEqual(asked, ['127.0.0.1', '123.example.test', '0xg.1']);
+  } finally {
     listener.destroyAll();
     listener.server.close();
   }

@@ -3,12 +3,16 @@ import { TLSSocket } from 'node:tls';
 import { ClientHelloReader } from './client-hello.ts';
 import { plainIpv4 } from './ipv4.ts';
 import type { LeafContexts } from './leaf-contexts.ts';
+import { isIpv4InAnotherForm } from './numeric-host.ts';
 import type { Destination } from './original-destination.ts';
 
 /** What the HTTP layer learns about a connection from its TLS side. */
 interface TlsConnection {
   sandboxIp: string;
-  /** The ClientHello's server name, lower case; absent when the client sent none. */
+  /**
+   * The ClientHello's server name, lower case, no trailing dot; absent when the client sent none.
+   * Never an IPv4 address in another form than a dotted quad: such a handshake is refused.
+   */
   sni?: string;
   /** The name the leaf was made for: the SNI, or else the original destination's IP. */
   certName: string;
@@ -111,9 +115,18 @@ function acceptTls(socket: Socket, opts: TlsListenerOptions, timeoutMs: number, 
     socket.off('end', onEnd);
     socket.pause();
     if (peek.state === 'not_tls') return fail('', peek.detail);
+    const sni = peek.serverName?.toLowerCase().replace(/\.$/, '');
+    // Refused, as a Host in that form is (request-target.ts), rather than read as its dotted quad:
+    // the SNI is this connection's one source of a server name, which the rules (`sni`), the
+    // Host/SNI guard of an inject and the leaf's name all take as text, so `2130706433` passed a
+    // deny rule for SNI 127.0.0.1. No conforming client sends it (RFC 6066 3 allows no address in
+    // SNI), so nothing is lost, and the leaf is never made for a name no rule could have meant.
+    // A dotted quad goes on, as a Host does: the rules compare that form.
+    if (sni && isIpv4InAnotherForm(sni)) {
+      return fail(sni, `the server name (SNI) ${JSON.stringify(sni)} is an IPv4 address in another form than a dotted quad (four decimal numbers 0 to 255 without leading zeros, as 127.0.0.1); rules compare that form only, so it is refused as such a Host is; send a host name, or no server name (RFC 6066 allows no address there)`);
+    }
     // The bytes go back to the socket's buffer; TLSSocket reads them first (node's initRead).
     socket.unshift(hello.bytes());
-    const sni = peek.serverName?.toLowerCase().replace(/\.$/, '');
     startTls(sni).catch((err: unknown) => fail(sni ?? '', `handshake setup failed: ${(err as Error).message}`));
   };
   const onEnd = () => fail('', hello.bytes().length ? 'the client closed the connection mid-ClientHello' : 'the client closed the connection before its ClientHello');
