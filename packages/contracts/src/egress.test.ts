@@ -37,3 +37,13 @@ test('unsafeHeaderCharAt finds the first character a header value cannot carry',
   assert.equal(unsafeHeaderCharAt('ab\u010Dc'), 2);
   assert.equal(unsafeHeaderCharAt('\nx'), 0);
 });
+
+test('a rule host or SNI that is an address with a leading zero in an octet is refused; dotted quads and names pass', () => {
+  const rules = (match: Record<string, unknown>) => [{ name: 'r', match, action: { allow: false } }];
+  for (const match of [{ host: '127.0.0.01' }, { sni: '10.0.0.08' }, { host: '10.00.0.1' }]) {
+    assert.throws(() => checkEgressRules(rules(match)), (err: unknown) => err instanceof EgressRuleError && /leading zero/.test(err.message), JSON.stringify(match));
+  }
+  for (const match of [{ host: '127.0.0.1' }, { host: '10.0.0.0' }, { sni: '0.0.0.0' }, { host: 'api.test' }, { host: '*.example.com' }]) {
+    assert.doesNotThrow(() => checkEgressRules(rules(match)), JSON.stringify(match));
+  }
+});
