@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import { getPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -115,5 +116,16 @@ test('a listener that cannot be bound fails the start with the bind\'s error', a
     );
   } finally {
     taken.close();
+  }
+});
+
+test('variables in env reach each worker\'s environment beside the primary\'s', { skip: process.platform !== 'linux' && 'reads /proc' }, async () => {
+  const pool = await WorkerPool.start({ role: 'counter', count: 1, entry, init: () => ({ value: 1, port: 0 }), logger: silentLogger(), env: { UV_THREADPOOL_SIZE: '32' } });
+  try {
+    const environ = readFileSync(`/proc/${pool.pids()[0]}/environ`, 'utf8').split('\0');
+    assert.ok(environ.includes('UV_THREADPOOL_SIZE=32'));
+    assert.ok(environ.includes('SVC_WORKER_ROLE=counter'));
+  } finally {
+    await pool.close();
   }
 });

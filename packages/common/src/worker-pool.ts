@@ -54,6 +54,8 @@ export interface WorkerPoolOptions<I> {
    * a 2-core CI host busy booting sandboxes, 30 s was once not enough and `svc up` gave up.
    */
   startTimeoutMs?: number;
+  /** Variables added to each worker's environment (the primary's is inherited as it is). */
+  env?: Record<string, string>;
 }
 
 const START_TIMEOUT_MS = 90_000;
@@ -240,7 +242,7 @@ export class WorkerPool<I> {
   private fork(): Promise<unknown> {
     cluster.setupPrimary({ exec: this.o.entry.exec, args: this.o.entry.args, execArgv: this.o.entry.execArgv, silent: false, serialization: this.o.serialization ?? 'json' });
     const service = tracingServiceName();
-    const worker = cluster.fork({ SVC_WORKER_ROLE: this.o.role, ...(logFile ? { SVC_WORKER_LOG_FILE: logFile } : {}), ...(service ? { SVC_WORKER_SERVICE: service } : {}) });
+    const worker = cluster.fork({ ...this.o.env, SVC_WORKER_ROLE: this.o.role, ...(logFile ? { SVC_WORKER_LOG_FILE: logFile } : {}), ...(service ? { SVC_WORKER_SERVICE: service } : {}) });
     let greet!: () => void;
     const started = new Promise<void>((resolve) => { greet = resolve; });
     let markReady!: () => void;

@@ -34,6 +34,18 @@ export interface EgressWorkers extends EgressWorkerInfo {
  * that must be exact, the policies and the audit file; the workers serve the sandboxes'
  * connections on listeners they share.
  */
+/**
+ * libuv's thread pool, which runs every getaddrinfo (dns-cache.ts) and the audit file's writes,
+ * has 4 threads by default: two sandboxes whose names' servers never answer (4 lookups each at
+ * once, 5 s apiece) held all of them, and every other sandbox's new names and the audit waited
+ * behind. 32 threads cost address space, not memory, until used. An operator's own value stays.
+ */
+const EGRESS_THREADPOOL_SIZE = '32';
+
+function workerEnv(): Record<string, string> {
+  return process.env.UV_THREADPOOL_SIZE ? {} : { UV_THREADPOOL_SIZE: EGRESS_THREADPOOL_SIZE };
+}
+
 export async function startEgressWorkers(o: EgressWorkersOptions): Promise<EgressWorkers> {
   const { logger, audit } = o;
   const pool = await WorkerPool.start<EgressWorkerInit>({
@@ -44,6 +56,7 @@ export async function startEgressWorkers(o: EgressWorkersOptions): Promise<Egres
     // The audit lines (JSON text) every 10 ms: structured clone copies them where JSON escaped every
     // quote and parsed them again (the primary's CPU per proxied request 2.2-2.6 -> 1.5-2.0 us).
     serialization: 'advanced',
+    env: workerEnv(),
     init: () => ({
       settings: o.settings,
       caDir: o.caDir,
