@@ -62,13 +62,18 @@ const TLS_TRUST_ERRORS = new Set([
 ]);
 
 /**
- * How many idle sockets one (sandbox, scheme, host, ip, port, proxy) keeps. The key names the
- * sandbox, so a node's idle sockets reach sandboxes × hosts × this: at 32 (until 2026-12-01), 200
- * sandboxes each using 10 hosts could park 64,000 sockets for 30 s. Eight per key keep reuse for
- * a program's usual parallel requests (Python's requests pools 10); a burst past them opens new connections,
- * which close when they are done.
+ * How many idle sockets one (sandbox, scheme, host, ip, port, proxy) keeps, and a worker keeps in
+ * all. The key names the sandbox, so without a total a node's idle sockets grew with sandboxes ×
+ * hosts × the key's cap: at 32 a key (until 2026-12-01), 200 sandboxes each using 10 hosts could
+ * park 64,000 sockets for 30 s. The cap of 8 a key that replaced it cost more than it saved: 16
+ * parallel keep-alive clients of one sandbox (bench/nginx-peer.ts's default) found half their
+ * sockets closed after each answer, and every other request paid a new upstream TLS handshake
+ * (2026-12-02, 1 worker: 444 µs of the proxy's CPU a request against 97 with 8 clients, 8% of
+ * direct against 37%). So 32 a key again, and at most 1,024 idle in a worker, the one parked
+ * longest closed first (http1 UpstreamPool maxIdleTotal).
  */
-export const MAX_IDLE_SOCKETS_PER_KEY = 8;
+export const MAX_IDLE_SOCKETS_PER_KEY = 32;
+export const MAX_IDLE_SOCKETS_PER_WORKER = 1024;
 /** An idle pooled socket closes after this. */
 const IDLE_SOCKET_TIMEOUT_MS = 30_000;
 /** TLS sessions kept for resumption, one per upstream key (node's https.Agent keeps 100 too). */
@@ -95,7 +100,7 @@ export class Upstreams {
   constructor(private readonly opts: UpstreamOptions) {
     this.overrides = new Map(Object.entries(opts.resolve ?? {}));
     this.dns = opts.dns ?? new DnsCache();
-    this.pool = new UpstreamPool({ idleMs: IDLE_SOCKET_TIMEOUT_MS, maxIdlePerKey: MAX_IDLE_SOCKETS_PER_KEY, ioTimeoutMs: opts.ioTimeoutMs });
+    this.pool = new UpstreamPool({ idleMs: IDLE_SOCKET_TIMEOUT_MS, maxIdlePerKey: MAX_IDLE_SOCKETS_PER_KEY, maxIdleTotal: MAX_IDLE_SOCKETS_PER_WORKER, ioTimeoutMs: opts.ioTimeoutMs });
     // One context for every connection: building one with the roots costs milliseconds.
     const extra = [opts.systemCa, opts.upstreamCa].filter((pem): pem is string => !!pem);
     this.secureContext = extra.length ? tls.createSecureContext({ ca: [...tls.rootCertificates, ...extra] }) : undefined;

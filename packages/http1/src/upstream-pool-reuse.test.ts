@@ -149,3 +149,27 @@ test('an answer before the whole body was sent leaves the connection out of the 
   await backend.closed[0];
   assert.notEqual(p.acquire('k', dial), conn);
 });
+
+test('maxIdleTotal closes the connection parked longest, whatever its key; maxIdlePerKey the newcomer', async (t) => {
+  const backend = await tcpBackend(t, (s) => eachRequest(s, () => s.write(OK)));
+  const p = pool(t, { maxIdlePerKey: 2, maxIdleTotal: 3 });
+  const dial = countingDial(backend.port);
+  const a = p.acquire('a', dial);
+  await exchange(a);
+  const b1 = p.acquire('b', dial);
+  const b2 = p.acquire('b', dial);
+  const b3 = p.acquire('b', dial);
+  await Promise.all([exchange(b1), exchange(b2), exchange(b3)]);
+  assert.equal(p.idleCount, 3, 'a, and two of b (the third past the key\'s cap)');
+  const c = p.acquire('c', dial);
+  await exchange(c);
+  assert.equal(p.idleCount, 3);
+  assert.equal(a.isDestroyed, true, 'the longest parked went');
+  assert.equal(c.isDestroyed, false);
+  assert.notEqual(p.acquire('a', dial), a, 'key a dials anew');
+  // A reused connection leaves the order; parked again, it is the newest.
+  const again = p.acquire('b', dial);
+  assert.equal(again.reused, true);
+  await exchange(again);
+  assert.equal(p.idleCount, 3);
+});

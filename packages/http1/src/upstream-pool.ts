@@ -273,6 +273,11 @@ export interface UpstreamPoolOptions {
   /** An idle connection closes after this, before a typical backend (node: 5 s) closes its side. */
   idleMs: number;
   maxIdlePerKey?: number;
+  /**
+   * Idle connections of all keys together; past it, the one parked longest is closed. Absent: no
+   * cap but the keys'. A pool whose keys multiply (the egress proxy's name the sandbox) needs it.
+   */
+  maxIdleTotal?: number;
   /** How long an exchange may wait on the upstream without a byte either way; 0 or absent: no limit. */
   ioTimeoutMs?: number;
 }
@@ -285,6 +290,9 @@ export interface UpstreamPoolOptions {
 export class UpstreamPool {
   private readonly idle = new Map<string, UpstreamConnection[]>();
   private readonly maxIdlePerKey: number;
+  private readonly maxIdleTotal: number;
+  /** Every idle connection, the longest parked first (a Set keeps insertion order): maxIdleTotal evicts from its head. */
+  private readonly parkedOrder = new Set<UpstreamConnection>();
   readonly idleMs: number;
   readonly ioTimeoutMs: number;
   /** What a connected socket's timer is armed with: the shorter of the two limits (0: neither). */
@@ -293,6 +301,7 @@ export class UpstreamPool {
   constructor(o: UpstreamPoolOptions) {
     this.idleMs = o.idleMs;
     this.maxIdlePerKey = o.maxIdlePerKey ?? 128;
+    this.maxIdleTotal = o.maxIdleTotal ?? Infinity;
     this.ioTimeoutMs = o.ioTimeoutMs ?? 0;
     const limits = [this.idleMs, this.ioTimeoutMs].filter((ms) => ms > 0);
     this.quietLimitMs = limits.length ? Math.min(...limits) : 0;
@@ -303,9 +312,9 @@ export class UpstreamPool {
     const list = this.idle.get(key);
     if (list !== undefined) {
       let conn = list.pop();
-      while (conn !== undefined && conn.isDestroyed) conn = list.pop();
+      while (conn !== undefined && conn.isDestroyed) { this.parkedOrder.delete(conn); conn = list.pop(); }
       if (list.length === 0) this.idle.delete(key);
-      if (conn !== undefined) return conn;
+      if (conn !== undefined) { this.parkedOrder.delete(conn); return conn; }
     }
     return new UpstreamConnection(key, dial, this);
   }
@@ -315,11 +324,18 @@ export class UpstreamPool {
     if (list === undefined) { list = []; this.idle.set(conn.key, list); }
     if (list.length >= this.maxIdlePerKey) { conn.close(); return; }
     list.push(conn);
+    this.parkedOrder.add(conn);
     conn.parked();
+    if (this.parkedOrder.size > this.maxIdleTotal) {
+      const oldest = this.parkedOrder.values().next().value as UpstreamConnection;
+      this.forget(oldest);
+      oldest.close();
+    }
   }
 
   /** Drops a connection from the idle lists (it closed, or went bad). */
   forget(conn: UpstreamConnection): void {
+    this.parkedOrder.delete(conn);
     const list = this.idle.get(conn.key);
     if (list === undefined) return;
     const i = list.indexOf(conn);
@@ -332,7 +348,7 @@ export class UpstreamPool {
     for (const [key, list] of this.idle) {
       if (!matches(key)) continue;
       this.idle.delete(key);
-      for (const c of list) c.close();
+      for (const c of list) { this.parkedOrder.delete(c); c.close(); }
     }
   }
 
@@ -345,5 +361,6 @@ export class UpstreamPool {
   closeAll(): void {
     for (const list of this.idle.values()) for (const c of list) c.close();
     this.idle.clear();
+    this.parkedOrder.clear();
   }
 }

@@ -115,8 +115,8 @@ export async function connected(port: number): Promise<Socket> {
   return socket;
 }
 
-export function pool(t: TestContext, o: { idleMs?: number; ioTimeoutMs?: number } = {}): UpstreamPool {
-  const p = new UpstreamPool({ idleMs: o.idleMs ?? 5000, ioTimeoutMs: o.ioTimeoutMs });
+export function pool(t: TestContext, o: { idleMs?: number; ioTimeoutMs?: number; maxIdlePerKey?: number; maxIdleTotal?: number } = {}): UpstreamPool {
+  const p = new UpstreamPool({ ...o, idleMs: o.idleMs ?? 5000 });
   t.after(() => p.closeAll());
   return p;
 }
