@@ -73,7 +73,7 @@ const TLS_TRUST_ERRORS = new Set([
  * longest closed first (http1 UpstreamPool maxIdleTotal).
  */
 export const MAX_IDLE_SOCKETS_PER_KEY = 32;
-export const MAX_IDLE_SOCKETS_PER_WORKER = 1024;
+const MAX_IDLE_SOCKETS_PER_WORKER = 1024;
 /** An idle pooled socket closes after this. */
 const IDLE_SOCKET_TIMEOUT_MS = 30_000;
 /** TLS sessions kept for resumption, one per upstream key (node's https.Agent keeps 100 too). */
