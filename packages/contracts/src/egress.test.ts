@@ -38,12 +38,11 @@ test('unsafeHeaderCharAt finds the first character a header value cannot carry',
   assert.equal(unsafeHeaderCharAt('\nx'), 0);
 });
 
-test('a rule host or SNI that is an address with a leading zero in an octet is refused; dotted quads and names pass', () => {
-  const rules = (match: Record<string, unknown>) => [{ name: 'r', match, action: { allow: false } }];
-  for (const match of [{ host: '127.0.0.01' }, { sni: '10.0.0.08' }, { host: '10.00.0.1' }]) {
-    assert.throws(() => checkEgressRules(rules(match)), (err: unknown) => err instanceof EgressRuleError && /leading zero/.test(err.message), JSON.stringify(match));
-  }
-  for (const match of [{ host: '127.0.0.1' }, { host: '10.0.0.0' }, { sni: '0.0.0.0' }, { host: 'api.test' }, { host: '*.example.com' }]) {
-    assert.doesNotThrow(() => checkEgressRules(rules(match)), JSON.stringify(match));
-  }
+test('a rule host or SNI that is an address with a leading zero in an octet is written as the dotted quad', () => {
+  const ruleOf = (match: Record<string, unknown>) => checkEgressRules([{ name: 'r', match, action: { allow: false } }])[0]!.match;
+  assert.deepEqual(ruleOf({ host: '127.0.0.01' }), { host: '127.0.0.1' });
+  assert.deepEqual(ruleOf({ sni: '10.0.0.08' }), { sni: '10.0.0.8' });
+  assert.deepEqual(ruleOf({ host: '10.00.0.1' }), { host: '10.0.0.1' });
+  for (const host of ['127.0.0.1', '10.0.0.0', '0.0.0.0', 'api.test', '*.example.com']) assert.deepEqual(ruleOf({ host }), { host });
+  assert.throws(() => ruleOf({ host: '10.0.0.010' }), EgressRuleError);
 });

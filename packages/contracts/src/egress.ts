@@ -163,9 +163,10 @@ export function checkHostPattern(value: string, where: string): string {
   if (v.includes('/')) throw new EgressRuleError(`${where} must be a domain name or a single IP, not a CIDR (${JSON.stringify(value)})`);
   if (isIpv4(v)) {
     // `127.0.0.01` passed isIpv4 and then never matched: the proxy compares dotted quads as text and
-    // refuses a Host or SNI in any other form. Refused, not rewritten: the resolver reads `010` as 8.
-    if (/(^|\.)0\d/.test(v)) throw new EgressRuleError(`${where} ${JSON.stringify(value)} has an octet with a leading zero (read as octal by the system's resolver); write the address as four decimal numbers, e.g. 10.0.0.8`);
-    return v;
+    // refuses a Host or SNI in any other form. Written as the dotted quad, not refused: stored rules
+    // are checked again on load, where a refusal would drop the sandbox's whole policy. Unambiguous:
+    // isIpv4 takes at most one leading zero, and `00` to `07` read the same as octal.
+    return v.split('.').map(Number).join('.');
   }
   const name = v.startsWith('*.') ? v.slice(2) : v;
   if (!name || name.length > 253 || !name.split('.').every((l) => LABEL.test(l)) || /^[\d.]+$/.test(name)) {

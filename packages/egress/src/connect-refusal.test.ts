@@ -20,6 +20,11 @@ test('a CONNECT refused by a deny rule names its host and port, the rule, and wh
     'CONNECT evil.test:443 refused: deny rule evil names this host as its SNI (the proxy takes a CONNECT\'s host for the tunnel\'s SNI, which it cannot see), and a tunnel carries any path and method (the rule\'s method POST cannot be checked inside it)',
   );
   assert.equal(
+    connectRefusal(deny('tunnels', { host: 'api.test', method: ['CONNECT'] }), 'host', 'api.test', 443),
+    'CONNECT api.test:443 refused: deny rule tunnels names this host',
+    'CONNECT is what matched, not something inside the tunnel',
+  );
+  assert.equal(
     connectRefusal(deny('none', { scheme: 'https', port: 443 }), 'as_sent', 'any.test', 443),
     'CONNECT any.test:443 refused: deny rule none names no host or SNI, and holds for the CONNECT itself (method CONNECT, empty path)',
   );

@@ -14,7 +14,8 @@ export function connectRefusal(rule: EgressRule, how: TunnelDenial, host: string
   const unseen = [
     ...(how === 'host' && m.sni !== undefined ? [`sni ${m.sni}`] : []),
     ...(m.path !== undefined ? [`path ${m.path}`] : []),
-    ...(m.method !== undefined ? [`method ${m.method.join(', ')}`] : []),
+    // CONNECT itself is what matched, not something inside the tunnel.
+    ...(m.method !== undefined && m.method.some((x) => x !== 'CONNECT') ? [`method ${m.method.filter((x) => x !== 'CONNECT').join(', ')}`] : []),
   ];
   const carries = `a tunnel carries any ${how === 'host' && m.sni !== undefined ? 'SNI, path and method' : 'path and method'}`;
   const narrowed = unseen.length ? `, and ${carries} (the rule's ${unseen.join('; ')} cannot be checked inside it)` : '';

@@ -30,15 +30,11 @@ export interface EgressWorkers extends EgressWorkerInfo {
 }
 
 /**
- * Forks the egress workers (docs/egress.md "Worker processes"). The primary keeps the state
- * that must be exact, the policies and the audit file; the workers serve the sandboxes'
- * connections on listeners they share.
- */
-/**
- * libuv's thread pool, which runs every getaddrinfo (dns-cache.ts) and the audit file's writes,
- * has 4 threads by default: two sandboxes whose names' servers never answer (4 lookups each at
- * once, 5 s apiece) held all of them, and every other sandbox's new names and the audit waited
- * behind. 32 threads cost address space, not memory, until used. An operator's own value stays.
+ * libuv's thread pool, which runs every getaddrinfo of a worker (dns-cache.ts), has 4 threads by
+ * default: two sandboxes whose names' servers never answer (4 lookups each at once, 5 s apiece)
+ * held all of them, and every other sandbox's new names waited behind. 32 threads cost address
+ * space, not memory, until used. An operator's own value stays. (The audit file is written by
+ * the primary, whose pool is node's default.)
  */
 const EGRESS_THREADPOOL_SIZE = '32';
 
@@ -46,6 +42,11 @@ function workerEnv(): Record<string, string> {
   return process.env.UV_THREADPOOL_SIZE ? {} : { UV_THREADPOOL_SIZE: EGRESS_THREADPOOL_SIZE };
 }
 
+/**
+ * Forks the egress workers (docs/egress.md "Worker processes"). The primary keeps the state
+ * that must be exact, the policies and the audit file; the workers serve the sandboxes'
+ * connections on listeners they share.
+ */
 export async function startEgressWorkers(o: EgressWorkersOptions): Promise<EgressWorkers> {
   const { logger, audit } = o;
   const pool = await WorkerPool.start<EgressWorkerInit>({

@@ -45,7 +45,7 @@ after(async () => {
 
 const openToUpstream = () => new Promise<number>((r) => upstream.getConnections((_e, n) => r(n)));
 
-test('after a burst of parallel requests a sandbox keeps at most a few idle connections to one upstream', async () => {
+test('after a burst of parallel requests past the key\'s cap a sandbox keeps MAX_IDLE_SOCKETS_PER_KEY idle connections to one upstream', async () => {
   assert.equal(MAX_IDLE_SOCKETS_PER_KEY, 32, 'fewer than 16 reopened half the sockets of bench/nginx-peer.ts\'s 16 clients (upstream.ts)');
   const answers = await Promise.all(Array.from({ length: BURST }, (_, i) => sandboxGet(proxy.httpPort, '127.0.0.1', `up.test:${upstreamPort}`, `a${i}`)));
   for (const a of answers) assert.match(a, /^HTTP\/1\.1 200 /);

@@ -69,11 +69,15 @@ const TLS_TRUST_ERRORS = new Set([
  * parallel keep-alive clients of one sandbox (bench/nginx-peer.ts's default) found half their
  * sockets closed after each answer, and every other request paid a new upstream TLS handshake
  * (2026-12-02, 1 worker: 444 µs of the proxy's CPU a request against 97 with 8 clients, 8% of
- * direct against 37%). So 32 a key again, and at most 1,024 idle in a worker, the one parked
- * longest closed first (http1 UpstreamPool maxIdleTotal).
+ * direct against 37%). So 32 a key again, at most 256 idle a sandbox, and 1,024 idle in a
+ * worker, the total's evictions falling on the sandbox that holds the most (http1 UpstreamPool
+ * groupOf): a sandbox parking sockets to a thousand names closes its own, not the others'.
  */
 export const MAX_IDLE_SOCKETS_PER_KEY = 32;
+const MAX_IDLE_SOCKETS_PER_SANDBOX = 256;
 const MAX_IDLE_SOCKETS_PER_WORKER = 1024;
+/** The sandbox a pool key names (its first field, Upstreams.connection). */
+const sandboxOfKey = (key: string): string => key.slice(0, key.indexOf('|'));
 /** An idle pooled socket closes after this. */
 const IDLE_SOCKET_TIMEOUT_MS = 30_000;
 /** TLS sessions kept for resumption, one per upstream key (node's https.Agent keeps 100 too). */
@@ -100,7 +104,7 @@ export class Upstreams {
   constructor(private readonly opts: UpstreamOptions) {
     this.overrides = new Map(Object.entries(opts.resolve ?? {}));
     this.dns = opts.dns ?? new DnsCache();
-    this.pool = new UpstreamPool({ idleMs: IDLE_SOCKET_TIMEOUT_MS, maxIdlePerKey: MAX_IDLE_SOCKETS_PER_KEY, maxIdleTotal: MAX_IDLE_SOCKETS_PER_WORKER, ioTimeoutMs: opts.ioTimeoutMs });
+    this.pool = new UpstreamPool({ idleMs: IDLE_SOCKET_TIMEOUT_MS, maxIdlePerKey: MAX_IDLE_SOCKETS_PER_KEY, maxIdleTotal: MAX_IDLE_SOCKETS_PER_WORKER, groupOf: sandboxOfKey, maxIdlePerGroup: MAX_IDLE_SOCKETS_PER_SANDBOX, ioTimeoutMs: opts.ioTimeoutMs });
     // One context for every connection: building one with the roots costs milliseconds.
     const extra = [opts.systemCa, opts.upstreamCa].filter((pem): pem is string => !!pem);
     this.secureContext = extra.length ? tls.createSecureContext({ ca: [...tls.rootCertificates, ...extra] }) : undefined;

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import type { Socket } from 'node:net';
 import { requestHead } from './request-head.ts';
 import { countingDial, eachRequest, exchange, httpBackend, OK, pool, recorder, tcpBackend, test } from './testing/upstream-pool-fixtures.ts';
 
@@ -166,10 +167,50 @@ test('maxIdleTotal closes the connection parked longest, whatever its key; maxId
   assert.equal(p.idleCount, 3);
   assert.equal(a.isDestroyed, true, 'the longest parked went');
   assert.equal(c.isDestroyed, false);
-  assert.notEqual(p.acquire('a', dial), a, 'key a dials anew');
-  // A reused connection leaves the order; parked again, it is the newest.
-  const again = p.acquire('b', dial);
-  assert.equal(again.reused, true);
-  await exchange(again);
+});
+
+test('a reused connection parked again is the newest: the total closes the one idle longest', async (t) => {
+  const backend = await tcpBackend(t, (s) => eachRequest(s, () => s.write(OK)));
+  const p = pool(t, { maxIdleTotal: 3 });
+  const dial = countingDial(backend.port);
+  const [x, y, z] = ['x', 'y', 'z'].map((k) => p.acquire(k, dial));
+  for (const conn of [x!, y!, z!]) await exchange(conn); // parked in this order
+  const again = p.acquire('x', dial);
+  assert.equal(again, x);
+  await exchange(again); // parked again: now y, z, x
+  await exchange(p.acquire('w', dial));
+  assert.deepEqual([x!.isDestroyed, y!.isDestroyed, z!.isDestroyed], [false, true, false]);
   assert.equal(p.idleCount, 3);
+});
+
+test('groups: one group past maxIdlePerGroup closes its own longest parked; past the total, the largest group gives one up', async (t) => {
+  const backend = await tcpBackend(t, (s) => eachRequest(s, () => s.write(OK)));
+  const p = pool(t, { groupOf: (key) => key[0]!, maxIdlePerGroup: 2, maxIdleTotal: 3 });
+  const dial = countingDial(backend.port);
+  const park = async (key: string) => { const conn = p.acquire(key, dial); await exchange(conn); return conn; };
+  const a1 = await park('a1');
+  const a2 = await park('a2');
+  const b1 = await park('b1');
+  const a3 = await park('a3'); // group a over 2: a1 goes
+  assert.deepEqual([a1.isDestroyed, a2.isDestroyed, b1.isDestroyed, a3.isDestroyed], [true, false, false, false]);
+  const c1 = await park('c1'); // the total over 3: a (2) holds the most, its oldest a2 goes, b's and c's stay
+  assert.deepEqual([a2.isDestroyed, a3.isDestroyed, b1.isDestroyed, c1.isDestroyed], [true, false, false, false]);
+  assert.equal(p.idleCount, 3);
+});
+
+test('an idle connection the backend closes leaves the caps\' count: the pool fills to its total again', async (t) => {
+  const sockets: Socket[] = [];
+  const backend = await tcpBackend(t, (s) => { sockets.push(s); eachRequest(s, () => s.write(OK)); });
+  const p = pool(t, { maxIdleTotal: 2 });
+  const dial = countingDial(backend.port);
+  const first = p.acquire('k1', dial);
+  await exchange(first);
+  const second = p.acquire('k2', dial);
+  await exchange(second);
+  sockets[0]!.destroy();
+  for (let i = 0; i < 50 && !first.isDestroyed; i++) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(p.idleCount, 1);
+  const third = p.acquire('k3', dial);
+  await exchange(third);
+  assert.deepEqual([second.isDestroyed, third.isDestroyed, p.idleCount], [false, false, 2], 'no eviction: the closed one no longer counts');
 });

@@ -274,10 +274,20 @@ export interface UpstreamPoolOptions {
   idleMs: number;
   maxIdlePerKey?: number;
   /**
-   * Idle connections of all keys together; past it, the one parked longest is closed. Absent: no
-   * cap but the keys'. A pool whose keys multiply (the egress proxy's name the sandbox) needs it.
+   * Idle connections of all keys together; past it, the one parked longest in the group holding
+   * the most is closed. Absent: no cap but the keys'. A pool whose keys multiply (the egress
+   * proxy's name the sandbox) needs it.
    */
   maxIdleTotal?: number;
+  /**
+   * The group a key belongs to (the egress proxy: its sandbox), so that one group's idle
+   * connections are capped (maxIdlePerGroup) and the total's evictions fall on the group holding
+   * the most: one sandbox parking sockets to a thousand names cannot flush the others'. Absent:
+   * one group.
+   */
+  groupOf?: (key: string) => string;
+  /** Idle connections of one group; past it, the group's longest parked is closed. Absent: no cap. */
+  maxIdlePerGroup?: number;
   /** How long an exchange may wait on the upstream without a byte either way; 0 or absent: no limit. */
   ioTimeoutMs?: number;
 }
@@ -291,8 +301,11 @@ export class UpstreamPool {
   private readonly idle = new Map<string, UpstreamConnection[]>();
   private readonly maxIdlePerKey: number;
   private readonly maxIdleTotal: number;
-  /** Every idle connection, the longest parked first (a Set keeps insertion order): maxIdleTotal evicts from its head. */
-  private readonly parkedOrder = new Set<UpstreamConnection>();
+  private readonly maxIdlePerGroup: number;
+  private readonly groupOf: (key: string) => string;
+  /** Idle connections by group, each the longest parked first (a Set keeps insertion order): the caps evict from a head. */
+  private readonly parked = new Map<string, Set<UpstreamConnection>>();
+  private parkedCount = 0;
   readonly idleMs: number;
   readonly ioTimeoutMs: number;
   /** What a connected socket's timer is armed with: the shorter of the two limits (0: neither). */
@@ -302,6 +315,8 @@ export class UpstreamPool {
     this.idleMs = o.idleMs;
     this.maxIdlePerKey = o.maxIdlePerKey ?? 128;
     this.maxIdleTotal = o.maxIdleTotal ?? Infinity;
+    this.maxIdlePerGroup = o.maxIdlePerGroup ?? Infinity;
+    this.groupOf = o.groupOf ?? (() => '');
     this.ioTimeoutMs = o.ioTimeoutMs ?? 0;
     const limits = [this.idleMs, this.ioTimeoutMs].filter((ms) => ms > 0);
     this.quietLimitMs = limits.length ? Math.min(...limits) : 0;
@@ -312,9 +327,9 @@ export class UpstreamPool {
     const list = this.idle.get(key);
     if (list !== undefined) {
       let conn = list.pop();
-      while (conn !== undefined && conn.isDestroyed) { this.parkedOrder.delete(conn); conn = list.pop(); }
+      while (conn !== undefined && conn.isDestroyed) { this.unpark(conn); conn = list.pop(); }
       if (list.length === 0) this.idle.delete(key);
-      if (conn !== undefined) { this.parkedOrder.delete(conn); return conn; }
+      if (conn !== undefined) { this.unpark(conn); return conn; }
     }
     return new UpstreamConnection(key, dial, this);
   }
@@ -324,18 +339,45 @@ export class UpstreamPool {
     if (list === undefined) { list = []; this.idle.set(conn.key, list); }
     if (list.length >= this.maxIdlePerKey) { conn.close(); return; }
     list.push(conn);
-    this.parkedOrder.add(conn);
+    const group = this.park(conn);
     conn.parked();
-    if (this.parkedOrder.size > this.maxIdleTotal) {
-      const oldest = this.parkedOrder.values().next().value as UpstreamConnection;
-      this.forget(oldest);
-      oldest.close();
-    }
+    if (group.size > this.maxIdlePerGroup) this.closeOldest(group);
+    else if (this.parkedCount > this.maxIdleTotal) this.closeOldest(this.largestGroup());
+  }
+
+  private park(conn: UpstreamConnection): Set<UpstreamConnection> {
+    const g = this.groupOf(conn.key);
+    let group = this.parked.get(g);
+    if (group === undefined) { group = new Set(); this.parked.set(g, group); }
+    group.add(conn);
+    this.parkedCount++;
+    return group;
+  }
+
+  private unpark(conn: UpstreamConnection): void {
+    const g = this.groupOf(conn.key);
+    const group = this.parked.get(g);
+    if (group === undefined || !group.delete(conn)) return;
+    this.parkedCount--;
+    if (group.size === 0) this.parked.delete(g);
+  }
+
+  /** The group with the most idle connections (runs only when the total is passed: at most one scan a release). */
+  private largestGroup(): Set<UpstreamConnection> {
+    let largest: Set<UpstreamConnection> | undefined;
+    for (const group of this.parked.values()) if (largest === undefined || group.size > largest.size) largest = group;
+    return largest!;
+  }
+
+  private closeOldest(group: Set<UpstreamConnection>): void {
+    const oldest = group.values().next().value as UpstreamConnection;
+    this.forget(oldest);
+    oldest.close();
   }
 
   /** Drops a connection from the idle lists (it closed, or went bad). */
   forget(conn: UpstreamConnection): void {
-    this.parkedOrder.delete(conn);
+    this.unpark(conn);
     const list = this.idle.get(conn.key);
     if (list === undefined) return;
     const i = list.indexOf(conn);
@@ -348,7 +390,7 @@ export class UpstreamPool {
     for (const [key, list] of this.idle) {
       if (!matches(key)) continue;
       this.idle.delete(key);
-      for (const c of list) { this.parkedOrder.delete(c); c.close(); }
+      for (const c of list) { this.unpark(c); c.close(); }
     }
   }
 
@@ -361,6 +403,7 @@ export class UpstreamPool {
   closeAll(): void {
     for (const list of this.idle.values()) for (const c of list) c.close();
     this.idle.clear();
-    this.parkedOrder.clear();
+    this.parked.clear();
+    this.parkedCount = 0;
   }
 }

@@ -93,7 +93,7 @@ function pausedWithoutAutoResume(sandboxId: string) {
   return new SvcError(409, `sandbox ${sandboxId} is paused; resume it with connect (Sandbox.connect) before sending requests to it`);
 }
 
-const DEFAULT_ENVD_PORT = 49983;
+export const DEFAULT_ENVD_PORT = 49983;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Route lookups at the master, with its failures turned into what a data-plane client should see. */

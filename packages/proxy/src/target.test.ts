@@ -49,10 +49,11 @@ test('a Host naming an issued sandbox on another port than the E2b-Sandbox-Port 
   assert.ok(refused instanceof SvcError);
   assert.equal(refused.status, 400);
   assert.match(refused.message, new RegExp(`Host names port 49983 of sandbox ${VICTIM} and the E2b-Sandbox-Port header port 8080`));
-  // An omitted port header is envd's, which only the route knows: it agrees with no Host port.
+  // An omitted port header is envd's: it agrees with a Host naming 49983 and no other port.
   const noPort = target(`8080-${VICTIM}.sandbox.test:3002`, VICTIM);
   assert.ok(noPort instanceof SvcError);
-  assert.match(noPort.message, /E2b-Sandbox-Port header no port/);
+  assert.match(noPort.message, /E2b-Sandbox-Port header no port \(envd's, 49983\)/);
+  assert.deepEqual(target(`49983-${VICTIM}.sandbox.test`, VICTIM), { sandboxId: VICTIM, port: 0, byHeaders: true });
   // A freshly issued id is compared the same way (the form is common's, not this test's).
   const issued = newSandboxId();
   assert.ok(target(`8000-${issued}.sandbox.test`, issued, '8001') instanceof SvcError);

@@ -1,4 +1,5 @@
 import { isIssuedSandboxId, SvcError } from '@svc/common';
+import { DEFAULT_ENVD_PORT } from './route-gate.ts';
 
 /** Which sandbox and port a data-plane request is for. */
 export interface Target {
@@ -45,17 +46,19 @@ export function requestTarget(h: NamingHeaders, url: string): Target | null | Sv
 
 /**
  * Why a Host naming an issued sandbox names another target than the headers, or undefined when it
- * names the same. An omitted E2b-Sandbox-Port (envd's port, which only the route knows) agrees with
- * no port the Host names: both the official SDKs send it, and a Host `8080-<id>` answered from envd
- * would be as wrong as one answered from another sandbox.
+ * names the same. An omitted E2b-Sandbox-Port means envd's port and agrees with a Host naming
+ * 49983 only: a Host `8080-<id>` answered from envd would be as wrong as one answered from another
+ * sandbox (both official SDKs always send the header; a hand-written curl may not).
  */
 function hostDisagrees(byHost: Target, byHeaders: Target): string | undefined {
   if (byHost.sandboxId !== byHeaders.sandboxId) {
     return `the Host names sandbox ${byHost.sandboxId} and the E2b-Sandbox-Id header sandbox ${byHeaders.sandboxId}: name one sandbox`;
   }
-  if (byHost.port !== byHeaders.port) {
-    const headerPort = byHeaders.port === 0 ? 'no port (envd\'s)' : `port ${byHeaders.port}`;
-    return `the Host names port ${byHost.port} of sandbox ${byHost.sandboxId} and the E2b-Sandbox-Port header ${headerPort}: name one port`;
+  // No port header means envd's, which a Host names as 49983: the same target, nothing to poison.
+  const headerPort = byHeaders.port === 0 ? DEFAULT_ENVD_PORT : byHeaders.port;
+  if (byHost.port !== headerPort) {
+    const named = byHeaders.port === 0 ? `no port (envd's, ${DEFAULT_ENVD_PORT})` : `port ${byHeaders.port}`;
+    return `the Host names port ${byHost.port} of sandbox ${byHost.sandboxId} and the E2b-Sandbox-Port header ${named}: name one port`;
   }
   return undefined;
 }

@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { requestHead } from '../request-head.ts';
-import { UpstreamPool, type Dial, type ResponseSink, type UpstreamConnection, type UpstreamConnectionError } from '../upstream-pool.ts';
+import { UpstreamPool, type Dial, type ResponseSink, type UpstreamConnection, type UpstreamConnectionError, type UpstreamPoolOptions } from '../upstream-pool.ts';
 
 /** A broken pool fails a test in 5 s rather than hang on an exchange that never settles. */
 export const test = (name: string, fn: (t: TestContext) => Promise<void> | void) => nodeTest(name, { timeout: 5000 }, fn);
@@ -115,7 +115,7 @@ export async function connected(port: number): Promise<Socket> {
   return socket;
 }
 
-export function pool(t: TestContext, o: { idleMs?: number; ioTimeoutMs?: number; maxIdlePerKey?: number; maxIdleTotal?: number } = {}): UpstreamPool {
+export function pool(t: TestContext, o: Partial<UpstreamPoolOptions> = {}): UpstreamPool {
   const p = new UpstreamPool({ ...o, idleMs: o.idleMs ?? 5000 });
   t.after(() => p.closeAll());
   return p;
