@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import { changedByLatin1, InvalidHeaderError } from './request-head.ts';
 import { ResponseParser, type ResponseEvents } from './response-parser.ts';
+import { IdleGroups } from './idle-groups.ts';
 import { IdleTimer } from './socket-quiet.ts';
 
 /** Where one exchange's response goes. */
@@ -302,10 +303,8 @@ export class UpstreamPool {
   private readonly maxIdlePerKey: number;
   private readonly maxIdleTotal: number;
   private readonly maxIdlePerGroup: number;
-  private readonly groupOf: (key: string) => string;
-  /** Idle connections by group, each the longest parked first (a Set keeps insertion order): the caps evict from a head. */
-  private readonly parked = new Map<string, Set<UpstreamConnection>>();
-  private parkedCount = 0;
+  /** The same connections as `idle`, by group in parking order, for the caps. */
+  private readonly parked: IdleGroups<UpstreamConnection>;
   readonly idleMs: number;
   readonly ioTimeoutMs: number;
   /** What a connected socket's timer is armed with: the shorter of the two limits (0: neither). */
@@ -316,7 +315,7 @@ export class UpstreamPool {
     this.maxIdlePerKey = o.maxIdlePerKey ?? 128;
     this.maxIdleTotal = o.maxIdleTotal ?? Infinity;
     this.maxIdlePerGroup = o.maxIdlePerGroup ?? Infinity;
-    this.groupOf = o.groupOf ?? (() => '');
+    this.parked = new IdleGroups(o.groupOf ?? (() => ''));
     this.ioTimeoutMs = o.ioTimeoutMs ?? 0;
     const limits = [this.idleMs, this.ioTimeoutMs].filter((ms) => ms > 0);
     this.quietLimitMs = limits.length ? Math.min(...limits) : 0;
@@ -327,9 +326,9 @@ export class UpstreamPool {
     const list = this.idle.get(key);
     if (list !== undefined) {
       let conn = list.pop();
-      while (conn !== undefined && conn.isDestroyed) { this.unpark(conn); conn = list.pop(); }
+      while (conn !== undefined && conn.isDestroyed) { this.parked.delete(conn); conn = list.pop(); }
       if (list.length === 0) this.idle.delete(key);
-      if (conn !== undefined) { this.unpark(conn); return conn; }
+      if (conn !== undefined) { this.parked.delete(conn); return conn; }
     }
     return new UpstreamConnection(key, dial, this);
   }
@@ -339,45 +338,21 @@ export class UpstreamPool {
     if (list === undefined) { list = []; this.idle.set(conn.key, list); }
     if (list.length >= this.maxIdlePerKey) { conn.close(); return; }
     list.push(conn);
-    const group = this.park(conn);
+    const group = this.parked.add(conn);
     conn.parked();
     if (group.size > this.maxIdlePerGroup) this.closeOldest(group);
-    else if (this.parkedCount > this.maxIdleTotal) this.closeOldest(this.largestGroup());
+    else if (this.parked.size > this.maxIdleTotal) this.closeOldest(this.parked.largest());
   }
 
-  private park(conn: UpstreamConnection): Set<UpstreamConnection> {
-    const g = this.groupOf(conn.key);
-    let group = this.parked.get(g);
-    if (group === undefined) { group = new Set(); this.parked.set(g, group); }
-    group.add(conn);
-    this.parkedCount++;
-    return group;
-  }
-
-  private unpark(conn: UpstreamConnection): void {
-    const g = this.groupOf(conn.key);
-    const group = this.parked.get(g);
-    if (group === undefined || !group.delete(conn)) return;
-    this.parkedCount--;
-    if (group.size === 0) this.parked.delete(g);
-  }
-
-  /** The group with the most idle connections (runs only when the total is passed: at most one scan a release). */
-  private largestGroup(): Set<UpstreamConnection> {
-    let largest: Set<UpstreamConnection> | undefined;
-    for (const group of this.parked.values()) if (largest === undefined || group.size > largest.size) largest = group;
-    return largest!;
-  }
-
-  private closeOldest(group: Set<UpstreamConnection>): void {
-    const oldest = group.values().next().value as UpstreamConnection;
+  private closeOldest(group: ReadonlySet<UpstreamConnection>): void {
+    const oldest = IdleGroups.oldest(group);
     this.forget(oldest);
     oldest.close();
   }
 
   /** Drops a connection from the idle lists (it closed, or went bad). */
   forget(conn: UpstreamConnection): void {
-    this.unpark(conn);
+    this.parked.delete(conn);
     const list = this.idle.get(conn.key);
     if (list === undefined) return;
     const i = list.indexOf(conn);
@@ -390,20 +365,17 @@ export class UpstreamPool {
     for (const [key, list] of this.idle) {
       if (!matches(key)) continue;
       this.idle.delete(key);
-      for (const c of list) { this.unpark(c); c.close(); }
+      for (const c of list) { this.parked.delete(c); c.close(); }
     }
   }
 
   get idleCount(): number {
-    let n = 0;
-    for (const list of this.idle.values()) n += list.length;
-    return n;
+    return this.parked.size;
   }
 
   closeAll(): void {
     for (const list of this.idle.values()) for (const c of list) c.close();
     this.idle.clear();
     this.parked.clear();
-    this.parkedCount = 0;
   }
 }
