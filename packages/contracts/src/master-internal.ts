@@ -31,9 +31,11 @@ import { clusterHeaders } from './cluster-token.ts';
 export type SandboxState = 'running' | 'pausing' | 'paused' | 'resuming' | 'killing' | 'terminated';
 /**
  * oom: the sandbox used more memory than the runtime could hold and the host stopped it.
+ * pids_limit: its processes and threads took more host tasks than its host allows a sandbox,
+ * and it stopped (docs/decisions.md, "Host tasks of a gVisor sandbox").
  * node_lost: its node stopped answering for longer than master.node_lost_after_sec (docs/cluster.md).
  */
-export type TerminateReason = 'killed' | 'timeout' | 'failed' | 'oom' | 'node_lost';
+export type TerminateReason = 'killed' | 'timeout' | 'failed' | 'oom' | 'pids_limit' | 'node_lost';
 export type OnTimeout = 'kill' | 'pause';
 
 /** What a node agent says of itself when it registers: its NodeInfo without the live counts. */

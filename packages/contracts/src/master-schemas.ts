@@ -162,7 +162,7 @@ export const HeartbeatBody = {
         type: 'object',
         properties: {
           sandboxId: { type: 'string', maxLength: 128 },
-          reason: { enum: ['oom', 'exited'] },
+          reason: { enum: ['oom', 'pids_limit', 'exited'] },
           message: { type: 'string', maxLength: 65_536 },
           endedAt: { type: 'string', maxLength: 64 },
         },

@@ -197,8 +197,11 @@ export interface NodeSandbox {
   extInfo?: ExtInfo;
 }
 
-/** oom: the host's OOM killer stopped the whole sandbox; exited: its processes ended, cause unknown. */
-export type SandboxEndReason = 'oom' | 'exited';
+/**
+ * oom: the host's OOM killer stopped the whole sandbox; pids_limit: it met its cap of host tasks
+ * and stopped; exited: its processes ended, cause unknown.
+ */
+export type SandboxEndReason = 'oom' | 'pids_limit' | 'exited';
 
 /** A sandbox that stopped without being asked to; the agent released it and remembers why. */
 export interface EndedSandbox {

@@ -19,6 +19,7 @@ export async function liveRow(c: SandboxContext, id: string): Promise<Row> {
   if (!row) throw notFound(`sandbox ${id} not found`);
   if (row.state === 'terminated') {
     if (row.terminate_reason === 'oom') throw gone(`sandbox ${id} ran out of memory and was stopped by its host`);
+    if (row.terminate_reason === 'pids_limit') throw gone(`sandbox ${id} started more processes and threads than its host allows a sandbox, and was stopped`);
     if (row.terminate_reason === 'node_lost') throw gone(`sandbox ${id} was lost with its node ${row.node_id}, which stopped answering`);
     throw gone(row.terminate_reason === 'timeout' ? `sandbox ${id} timed out and was killed` : `sandbox ${id} was killed`);
   }
@@ -63,9 +64,9 @@ export function passThrough(err: unknown, what: string): SvcError {
   return wrapError(err, what);
 }
 
-/** The master's reason for a sandbox its node lost: 'oom' when the node knows the host stopped it for memory. */
+/** The master's reason for a sandbox its node lost: the node's own when it knows why the host stopped it (memory, tasks). */
 export function terminateReasonOf(e: EndedSandbox | undefined): TerminateReason {
-  return e?.reason === 'oom' ? 'oom' : 'failed';
+  return e?.reason === 'oom' || e?.reason === 'pids_limit' ? e.reason : 'failed';
 }
 
 /** The environment a sandbox was created with (none recorded for sandboxes older than snapshots). */

@@ -50,7 +50,7 @@ export const STATE_TABLE: readonly Move[] = [
   { from: 'killing', trigger: 'kill-failed', condition: 'its node did not remove it in time (it was running)', to: 'running' },
   { from: 'killing', trigger: 'kill-failed', condition: 'its node did not remove it in time (it was paused)', to: 'paused' },
   ...LIVE_STATES.map((from): Move => ({
-    from, trigger: 'ended', condition: 'its node stopped it (failed, oom), was lost with it, or no longer runs it', to: 'terminated', event: 'sandbox.killed',
+    from, trigger: 'ended', condition: 'its node stopped it (failed, oom, pids_limit), was lost with it, or no longer runs it', to: 'terminated', event: 'sandbox.killed',
   })),
   { from: 'pausing', trigger: 'settled', condition: 'reconcile: its node reports it paused', to: 'paused', event: 'sandbox.paused' },
   { from: 'pausing', trigger: 'settled', condition: 'reconcile: its node reports it running', to: 'running' },
