@@ -3,6 +3,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { after, before, describe, it } from 'node:test';
 import { NodeAgentClient } from '@svc/contracts/node-agent';
 import { envdHealthy } from './envd-client.ts';
+import { hostTaskLimit, taskCaps } from './runtime/host-tasks.ts';
+import { sandboxLimits } from './runtime/sandbox-limits.ts';
 import type { NodeAgent } from './index.ts';
 import { createRequest, startAgentUnderTest, type AgentUnderTest, type TestEnv } from './testing/fixtures.ts';
 
@@ -117,6 +119,39 @@ describe('sandbox limits behave like a VM (real runsc)', () => {
     const ended = (await client.listEndedSandboxes()).find((e) => e.sandboxId === sb.sandboxId);
     assert.equal(ended?.reason, 'oom', JSON.stringify(ended));
     await assert.rejects(client.getSandbox(sb.sandboxId), /ran out of memory/);
+  });
+
+  it('caps host tasks: every sandbox together and each one (pids.max), from the host\'s limits', async () => {
+    const sb = await client.createSandbox(createRequest(env, { memoryMB: 256 }));
+    try {
+      const want = taskCaps(await hostTaskLimit(), sandboxLimits({ memoryMB: 256, cpuCount: 1, diskSizeMB: 1024 }).maxProcesses);
+      assert.equal(Number(await readFile(cgroupFile(sb.sandboxId, 'pids', 'pids.max'), 'utf8')), want.perSandbox);
+      assert.equal(Number(await readFile(`/sys/fs/cgroup/pids/svc-${tag}/pids.max`, 'utf8')), want.allSandboxes);
+      assert.ok(want.perSandbox < want.allSandboxes, JSON.stringify(want));
+      await assertAnswers(sb.sandboxId);
+    } finally {
+      await client.deleteSandbox(sb.sandboxId);
+    }
+  });
+
+  it('a process bomb that meets the host cap ends its sandbox with reason pids_limit, and a read says why', async () => {
+    const sb = await client.createSandbox(createRequest(env, { memoryMB: 256 }));
+    // RLIMIT_NPROC is per uid, and root inside may switch uids: each uid a fresh allowance. The
+    // real cap leaves room for the sandbox's whole process limit; lowered here so that the test
+    // meets it in seconds, as a bomb over enough uids meets the real one.
+    const used = Number(await readFile(cgroupFile(sb.sandboxId, 'pids', 'pids.current'), 'utf8'));
+    await writeFile(cgroupFile(sb.sandboxId, 'pids', 'pids.max'), String(used + 300));
+    const bomb = "const { spawn } = require('node:child_process'); for (let uid = 1000; uid < 1020; uid++) for (let i = 0; i < 100; i++) " +
+      "{ try { spawn('/bin/sleep', ['600'], { uid, gid: uid, stdio: 'ignore' }).on('error', () => {}); } catch {} } setTimeout(() => {}, 60000);";
+    const t0 = performance.now();
+    void agent.exec(sb.sandboxId, [...NODE, '-e', bomb]).catch(() => { /* the end of the sandbox cuts the exec: expected */ });
+    for (let i = 0; i < 300 && (await envdHealthy(sb.address, 300)); i++) await new Promise((r) => setTimeout(r, 100));
+    assert.equal(await envdHealthy(sb.address, 1_000), false, 'the sandbox outlived its host task cap');
+    console.log(`# bomb: the sandbox (${used} host tasks idle, capped at ${used + 300}) ended within ${Math.round(performance.now() - t0)} ms`);
+    await agent.sweepDead();
+    const ended = (await client.listEndedSandboxes()).find((e) => e.sandboxId === sb.sandboxId);
+    assert.equal(ended?.reason, 'pids_limit', JSON.stringify(ended));
+    await assert.rejects(client.getSandbox(sb.sandboxId), /host tasks/);
   });
 
   it('caps the writable layer at diskSizeMB: ENOSPC inside, df shows the cap', async () => {

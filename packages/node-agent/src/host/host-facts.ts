@@ -34,9 +34,10 @@ export async function enableIpForwarding(logger: Logger): Promise<void> {
 }
 
 /**
- * Every gVisor sandbox holds a few dozen host threads (sentry, gofer, ptrace stubs), so the
- * kernel's default of 32768 tasks caps a host at several hundred sandboxes long before memory
- * does. Raised to the kernel's largest value, once, when lower.
+ * Every gVisor sandbox holds 60 or more host tasks idle under ptrace (sentry, gofer, stubs) and
+ * 7 to 11 more a process (runtime/host-tasks.ts), so the kernel's default of 32768 tasks caps a
+ * host at a few hundred sandboxes long before memory does. Raised to the kernel's largest
+ * value, once, when lower; the sandboxes' pids caps are taken from what it is then.
  */
 export async function raisePidMax(logger: Logger, want = 4_194_304): Promise<void> {
   const path = '/proc/sys/kernel/pid_max';

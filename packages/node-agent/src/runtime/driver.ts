@@ -51,8 +51,11 @@ export interface HostMount {
 }
 
 export type InstanceStatus = 'running' | 'paused' | 'stopped' | 'missing';
-/** Why an instance stopped on its own, when the driver can tell: 'oom' = the host's OOM killer. */
-export type InstanceEndCause = 'oom';
+/**
+ * Why an instance stopped on its own, when the driver can tell: 'oom' = the host's OOM killer;
+ * 'pids_limit' = its host tasks met their cap (runtime/host-tasks.ts).
+ */
+export type InstanceEndCause = 'oom' | 'pids_limit';
 
 export interface PauseResult {
   kind: PauseKind;

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '@svc/common';
 import type { ResourceNames } from '../names.ts';
@@ -34,6 +34,27 @@ export class SandboxCgroups {
       await new Promise((r) => setTimeout(r, 5));
     }
     throw new Error(`freezer did not reach ${want}`);
+  }
+
+  /**
+   * Caps the host tasks of all this agent's sandboxes together (the parent's pids.max), made
+   * first when no sandbox made it yet; runsc makes each sandbox's cgroup under it.
+   */
+  async limitAllTasks(max: number): Promise<void> {
+    const dir = join(CGROUP_ROOT, 'pids', this.o.names.cgroupParent);
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'pids.max'), String(max));
+  }
+
+  /** Caps one sandbox's host tasks (its cgroup's pids.max). */
+  async limitTasks(container: string, max: number): Promise<void> {
+    await writeFile(this.file('pids', container, 'pids.max'), String(max));
+  }
+
+  /** How many times the sandbox's cgroup refused a new task at its cap (pids.events `max`). */
+  async tasksRefused(container: string): Promise<number> {
+    const text = await readFile(this.file('pids', container, 'pids.events'), 'utf8');
+    return Number(/^max (\d+)$/m.exec(text)?.[1] ?? 0);
   }
 
   /** Removes the parent cgroups once no sandbox of this agent is left. */

@@ -10,6 +10,7 @@ import { createCappedTar } from './capped-tar.ts';
 import { DiskLayer, LAYER_TAR_FLAGS, RESTORE_FILES } from './disk-layer.ts';
 import { NORMAL_CPU_SHARES, ociSpec } from './oci-spec.ts';
 import { sandboxLimits } from './sandbox-limits.ts';
+import { hostTaskLimit, taskCaps, type TaskCaps } from './host-tasks.ts';
 import { ensureTmpDir, placeSandboxFiles } from './rootfs-files.ts';
 import { consoleTailOf } from './console-file.ts';
 import { STAT_SHIM_PRELOAD } from './runtime-bundle.ts';
@@ -107,10 +108,24 @@ export class GvisorDriver implements RuntimeDriver {
     const tmpOnDisk = await ensureTmpDir(paths.rootfs, this.o.logger);
     const cgroupsPath = `/${this.o.names.cgroupParent}/${id}`;
     await writeFile(join(paths.bundle, 'config.json'), JSON.stringify(ociSpec(spec, paths.rootfs, cgroupsPath, { tmpOnDisk })), { mode: 0o600 });
+    const tasks = await this.taskCaps(limits.maxProcesses);
+    if (tasks) await this.cgroups.limitAllTasks(tasks.allSandboxes);
     await this.runsc.runDetached(spec.netnsPath, id, paths);
     // runsc made the cgroup with the sandbox's own size (what gVisor shows inside); the host
     // limit gets headroom so that envd's memory guard, not the host's OOM killer, acts first.
     await writeFile(this.cgroups.file('memory', id, 'memory.limit_in_bytes'), String(limits.hostMemoryBytes));
+    // Written as the memory limit is, before the create returns and anyone's code runs in it.
+    if (tasks) await this.cgroups.limitTasks(id, tasks.perSandbox);
+  }
+
+  /** The host-task caps (host-tasks.ts); none when the host's limits cannot be read (said in the log). */
+  private async taskCaps(maxProcesses: number): Promise<TaskCaps | undefined> {
+    try {
+      return taskCaps(await hostTaskLimit(), maxProcesses);
+    } catch (err) {
+      this.o.logger.warn({ err: (err as Error).message }, 'the host\'s task limits are unreadable; this sandbox runs without a host pids cap');
+      return undefined;
+    }
   }
 
   async foreground(ref: InstanceRef): Promise<void> {
@@ -202,15 +217,26 @@ export class GvisorDriver implements RuntimeDriver {
     };
   }
 
-  /** 'oom' when the host cgroup's OOM killer struck (it can only kill the sentry, so the whole sandbox). Read before destroy. */
+  /**
+   * 'oom' when the host cgroup's OOM killer struck (it can only kill the sentry, so the whole
+   * sandbox); 'pids_limit' when its host tasks met their cap (host-tasks.ts): the sentry cannot
+   * live without the threads it asked for. Read before destroy.
+   */
   async endCause(ref: InstanceRef): Promise<InstanceEndCause | undefined> {
-    const file = this.cgroups.file('memory', this.o.names.container(ref.instanceId), 'memory.oom_control');
-    const text = await readFile(file, 'utf8').catch((err: Error) => {
+    const id = this.o.names.container(ref.instanceId);
+    const text = await readFile(this.cgroups.file('memory', id, 'memory.oom_control'), 'utf8').catch((err: Error) => {
       // Its cgroup already removed: the cause cannot be told, and the end is reported as an exit.
       this.o.logger.warn({ instanceId: ref.instanceId, err: err.message }, 'memory.oom_control unreadable; the sandbox\'s end is reported as an exit');
       return '';
     });
-    return Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0) > 0 ? 'oom' : undefined;
+    if (Number(/^oom_kill (\d+)$/m.exec(text)?.[1] ?? 0) > 0) return 'oom';
+    const refused = await this.cgroups.tasksRefused(id).catch((err: Error) => {
+      this.o.logger.warn({ instanceId: ref.instanceId, err: err.message }, 'pids.events unreadable; a sandbox that met its host task cap is reported as an exit');
+      return 0;
+    });
+    if (refused === 0) return undefined;
+    this.o.logger.warn({ instanceId: ref.instanceId, refused }, 'the sandbox met its host task cap (pids.max) and ended');
+    return 'pids_limit';
   }
 
   /** Instances with a runsc state file under this agent's root. */

@@ -20,8 +20,9 @@ const GUARD_OVERSHOOT_MB = 384;
  * /proc/meminfo and envd's memory guard, which kills the largest process when it is full),
  * while the host cgroup gets headroom above that, so the host's OOM killer (which can only
  * kill the whole sentry) is a last resort. Processes are capped by RLIMIT_NPROC, which the
- * sentry enforces inside (EAGAIN); a host pids limit cannot be used: the sentry's own threads
- * and ptrace stubs count there (about 4 to 8 host tasks per process in the sandbox).
+ * sentry enforces inside (EAGAIN); the host pids limit is no per-process cap (the sentry's own
+ * threads and ptrace stubs count there, 7 to 11 host tasks a process and more under churn),
+ * only a backstop for the host (host-tasks.ts).
  */
 export interface SandboxLimits {
   /** What the sandbox sees as its memory (the OCI limit: runsc derives --total-memory from it). */

@@ -2,6 +2,7 @@ import type { Logger } from '@svc/common';
 import type { EndedSandbox } from '@svc/contracts/node-agent';
 import { envdHealthy } from '../envd-client.ts';
 import type { VolumeAttachments } from '../volumes/attachments.ts';
+import type { InstanceEndCause } from '../runtime/driver.ts';
 import type { Instance, InstanceLauncher } from './instances.ts';
 import type { SandboxTable } from './sandbox-table.ts';
 import { attachedVolumeIds, sandboxHolder } from './volume-holds.ts';
@@ -35,9 +36,7 @@ export class LivenessSweep {
           this.d.logger.warn({ err, sandboxId: id }, 'could not tell why the sandbox ended');
           return undefined;
         });
-        const ended: EndedSandbox = cause === 'oom'
-          ? { sandboxId: id, reason: 'oom', message: `it ran out of memory (more than its ${inst.record.memoryMB} MB plus the runtime's headroom) and the host stopped it`, endedAt: new Date().toISOString() }
-          : { sandboxId: id, reason: 'exited', message: 'its processes exited', endedAt: new Date().toISOString() };
+        const ended: EndedSandbox = { sandboxId: id, ...endOf(cause, inst.record.memoryMB), endedAt: new Date().toISOString() };
         this.d.logger.warn({ sandboxId: id, reason: ended.reason }, 'sandbox processes exited; releasing its resources');
         const attached = attachedVolumeIds(inst);
         await this.d.launcher.teardown(inst);
@@ -57,4 +56,11 @@ export class LivenessSweep {
     const status = await driver.status(inst.ref);
     return status === 'stopped' || status === 'missing';
   }
+}
+
+/** The reason and message a sandbox that ended on its own is reported with. */
+function endOf(cause: InstanceEndCause | undefined, memoryMB: number): Pick<EndedSandbox, 'reason' | 'message'> {
+  if (cause === 'oom') return { reason: 'oom', message: `it ran out of memory (more than its ${memoryMB} MB plus the runtime's headroom) and the host stopped it` };
+  if (cause === 'pids_limit') return { reason: 'pids_limit', message: 'its processes and threads took more host tasks than its host allows a sandbox (pids.max), and it stopped' };
+  return { reason: 'exited', message: 'its processes exited' };
 }
