@@ -49,14 +49,30 @@ export interface DataPath {
   close(): Promise<void>;
 }
 
+/**
+ * Idle backend connections a worker keeps: per sandbox port (the pool key, address:port), per
+ * sandbox (its address) and in all, the total's evictions falling on the sandbox holding the
+ * most (http1 UpstreamPool groupOf), as the egress proxy's are (egress upstream.ts). Without
+ * the last two a node's idle sockets grew with sandboxes x ports x 128 for idleBackendSocketMs.
+ * A backend connection is a local TCP connect into the sandbox's namespace (no TLS), so one
+ * closed past a cap costs little when it is needed again.
+ */
+export const MAX_IDLE_BACKEND_SOCKETS = { perPort: 128, perSandbox: 256, perWorker: 2_048 };
+/** The sandbox a pool key (address:port) names: its address. */
+const sandboxOfKey = (key: string): string => key.slice(0, key.lastIndexOf(':'));
+
 export async function startDataPath(o: DataPathOptions): Promise<DataPath> {
   const { tuning, logger, master } = o;
   registerProxyMetrics(logger);
-  const pool = new UpstreamPool({ idleMs: tuning.idleBackendSocketMs, ioTimeoutMs: tuning.requestIdleTimeoutMs });
+  const pool = new UpstreamPool({
+    idleMs: tuning.idleBackendSocketMs, ioTimeoutMs: tuning.requestIdleTimeoutMs,
+    maxIdlePerKey: MAX_IDLE_BACKEND_SOCKETS.perPort, maxIdleTotal: MAX_IDLE_BACKEND_SOCKETS.perWorker,
+    groupOf: sandboxOfKey, maxIdlePerGroup: MAX_IDLE_BACKEND_SOCKETS.perSandbox,
+  });
   const cache = new BackendCache(
     masterRouteLookup(master, logger, tuning.routeLookupTimeoutMs),
     tuning.routeCacheTtlMs,
-    (route) => pool.dropIdle((key) => key.slice(0, key.lastIndexOf(':')) === route.address),
+    (route) => pool.dropIdle((key) => sandboxOfKey(key) === route.address),
   );
   const periodic = new Periodic(logger);
   const activity = new ActivityTracker(master, tuning.activityFlushMs, periodic);
