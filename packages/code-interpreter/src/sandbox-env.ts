@@ -1,7 +1,8 @@
+import { ENVD_PORT } from '@svc/contracts/envd-port';
 import type { Log } from './kernel.ts';
 
 /** envd's route that answers the sandbox's environment variables (E2B's server reads the same one). */
-export const ENVD_ENVS_URL = 'http://127.0.0.1:49983/envs';
+export const ENVD_ENVS_URL = `http://127.0.0.1:${ENVD_PORT}/envs`;
 const FETCH_TIMEOUT_MS = 2_000;
 /** After a failed fetch, the process environment stands in for this long before envd is asked again. */
 const RETRY_AFTER_MS = 60_000;

@@ -1,3 +1,5 @@
+import { ENVD_PORT } from '@svc/contracts/envd-port';
+
 /** Start-up configuration of envd, read from its own environment. */
 export interface EnvdConfig {
   host: string;
@@ -12,7 +14,7 @@ export interface EnvdConfig {
 const processLocalVars = new Set(['HOME', 'USER', 'LOGNAME', 'PWD', 'OLDPWD', 'SHLVL', '_']);
 
 export function readConfig(env: NodeJS.ProcessEnv): EnvdConfig {
-  const port = Number(env.ENVD_PORT ?? 49983);
+  const port = Number(env.ENVD_PORT ?? ENVD_PORT);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`ENVD_PORT must be a TCP port, got "${env.ENVD_PORT}"`);
   const sandboxEnv: Record<string, string> = {};
   for (const [key, value] of Object.entries(env)) {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import { after, test } from 'node:test';
-import { ENVD_PORT, envdHealthy, envdRequest, MAX_ENVD_ANSWER } from './envd-client.ts';
+import { ENVD_PORT } from '@svc/contracts/envd-port';
+import { envdHealthy, envdRequest, MAX_ENVD_ANSWER } from './envd-client.ts';
 import { execThroughEnvd } from './runtime/microvm/envd-exec.ts';
 
 /** A stand-in for envd that a sandbox's root could run on envd's port. */

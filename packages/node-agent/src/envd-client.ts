@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { SvcError } from '@svc/common';
 
-export const ENVD_PORT = 49983;
+import { ENVD_PORT } from '@svc/contracts/envd-port';
 
 export interface EnvdAnswer { status: number; body: string }
 

@@ -1,5 +1,6 @@
 import { SvcError } from '@svc/common';
 import type { Logger } from '@svc/common';
+import { ENVD_PORT } from '@svc/contracts/envd-port';
 import type { MasterInternalClient, SandboxRoute } from '@svc/contracts/master-internal';
 import type { AutoResumer } from './auto-resumer.ts';
 import type { BackendCache } from './backend-cache.ts';
@@ -70,9 +71,9 @@ export class RouteGate {
   }
 }
 
-/** Port 0 (no port named) and the route's envd port are envd's; before a route is known, 49983 is. */
+/** Port 0 (no port named) and the route's envd port are envd's; before a route is known, ENVD_PORT is. */
 function isEnvdPort(port: number, route?: SandboxRoute): boolean {
-  return port === 0 || port === (route?.envdPort ?? DEFAULT_ENVD_PORT);
+  return port === 0 || port === (route?.envdPort ?? ENVD_PORT);
 }
 
 /**
@@ -93,7 +94,6 @@ function pausedWithoutAutoResume(sandboxId: string) {
   return new SvcError(409, `sandbox ${sandboxId} is paused; resume it with connect (Sandbox.connect) before sending requests to it`);
 }
 
-export const DEFAULT_ENVD_PORT = 49983;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Route lookups at the master, with its failures turned into what a data-plane client should see. */

@@ -1,5 +1,5 @@
 import { isIssuedSandboxId, SvcError } from '@svc/common';
-import { DEFAULT_ENVD_PORT } from './route-gate.ts';
+import { ENVD_PORT } from '@svc/contracts/envd-port';
 
 /** Which sandbox and port a data-plane request is for. */
 export interface Target {
@@ -55,9 +55,9 @@ function hostDisagrees(byHost: Target, byHeaders: Target): string | undefined {
     return `the Host names sandbox ${byHost.sandboxId} and the E2b-Sandbox-Id header sandbox ${byHeaders.sandboxId}: name one sandbox`;
   }
   // No port header means envd's, which a Host names as 49983: the same target, nothing to poison.
-  const headerPort = byHeaders.port === 0 ? DEFAULT_ENVD_PORT : byHeaders.port;
+  const headerPort = byHeaders.port === 0 ? ENVD_PORT : byHeaders.port;
   if (byHost.port !== headerPort) {
-    const named = byHeaders.port === 0 ? `no port (envd's, ${DEFAULT_ENVD_PORT})` : `port ${byHeaders.port}`;
+    const named = byHeaders.port === 0 ? `no port (envd's, ${ENVD_PORT})` : `port ${byHeaders.port}`;
     return `the Host names port ${byHost.port} of sandbox ${byHost.sandboxId} and the E2b-Sandbox-Port header ${named}: name one port`;
   }
   return undefined;

@@ -6,8 +6,7 @@ export const DEFAULT_API_URL = 'http://127.0.0.1:3000';
 export const DEFAULT_SANDBOX_URL = 'http://127.0.0.1:3002';
 export const DEFAULT_TEMPLATE = 'base';
 const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
-/** envd's port inside every sandbox. */
-export const ENVD_PORT = 49983;
+export { ENVD_PORT } from '@svc/contracts/envd-port';
 /** Pass as `timeoutMs` to make a sandbox never time out; sent to the API as -1 seconds. */
 export const NEVER_TIMEOUT = -1;
 

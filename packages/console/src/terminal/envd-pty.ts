@@ -4,9 +4,9 @@
  * killed by SendSignal when the page closes it. Reached through the data-plane proxy at
  * `<port>-<sandboxID>.<domain>`; the same calls as the SDK's `sandbox.pty` (packages/sdk/src/pty.ts).
  */
+import { ENVD_PORT } from '@svc/contracts/envd-port';
 import { ConnectError, base64ToBytes, bytesToBase64, serverStream, unaryCall } from './connect-stream.ts';
 
-const ENVD_PORT = 49983;
 /** The end of a stream that broke after the shell started (the sandbox paused or killed, the network). */
 export const CONNECTION_LOST = 'the connection to the sandbox was lost';
 const PROCESS = 'process.Process';

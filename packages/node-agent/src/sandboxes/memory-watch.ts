@@ -1,5 +1,5 @@
 import type { Logger } from '@svc/common';
-import { ENVD_PORT } from '../envd-client.ts';
+import { ENVD_PORT } from '@svc/contracts/envd-port';
 import type { Instance } from './instances.ts';
 
 export interface MemoryWatchDeps {

@@ -1,6 +1,6 @@
 import type { NodeSandbox } from '@svc/contracts/node-agent';
 import type { VolumeRefFlip } from '@svc/contracts/volumes';
-import { ENVD_PORT } from '../envd-client.ts';
+import { ENVD_PORT } from '@svc/contracts/envd-port';
 import type { Instance } from './instances.ts';
 
 /** A sandbox as the node agent's API shows it (api.ts). */

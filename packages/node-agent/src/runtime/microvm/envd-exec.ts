@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { createReadStream } from 'node:fs';
-import { ENVD_PORT, envdRequest, MAX_ENVD_ANSWER, readCapped } from '../../envd-client.ts';
+import { ENVD_PORT } from '@svc/contracts/envd-port';
+import { envdRequest, MAX_ENVD_ANSWER, readCapped } from '../../envd-client.ts';
 import type { RunResult } from '../../host/exec.ts';
 import type { ExecOptions } from '../driver.ts';
 
