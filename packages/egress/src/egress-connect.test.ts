@@ -120,6 +120,24 @@ test('CONNECT is refused by a deny rule for its host that names a path, method o
   kit.proxy.store.delete('sbx-narrow');
 });
 
+test('a malformed deny rule (one that carries inject) refuses a CONNECT with one event that says both', async () => {
+  const malformed = { name: 'bad-deny', match: { host: 'echo.example.test' }, action: { allow: false, inject: [{ header: 'X-Key', secret: 'S' }] } };
+  kit.proxy.store.put({ sandboxId: 'sbx-malformed', address: '127.0.0.4', rules: [malformed] });
+  try {
+    const r = await connect(`echo.example.test:${ports.echo}`, '127.0.0.4');
+    assert.equal(r.status, 403);
+    r.socket.destroy();
+    const ev = await auditFind((l) => l.type === 'security_event' && l.sandbox_id === 'sbx-malformed', 'the refusal\'s event');
+    assert.equal(ev.reason, 'connect_refused');
+    assert.match(String(ev.detail), /deny rule bad-deny names this host.*nothing was contacted; and a deny rule carries inject \(a configuration error\)/);
+    // The record of the CONNECT itself is written once the exchange closes: after it, no second event.
+    await auditFind((l) => l.type === undefined && l.method === 'CONNECT' && l.sandbox_id === 'sbx-malformed', 'the CONNECT record');
+    assert.equal((await auditLines()).filter((l) => l.type === 'security_event' && l.sandbox_id === 'sbx-malformed').length, 1);
+  } finally {
+    kit.proxy.store.delete('sbx-malformed');
+  }
+});
+
 test('CONNECT to a rule that injects is refused with connect_refused: the tunnel could not carry the credential', async () => {
   const before = kit.contacts.echo;
   const r = await connect(`inject.example.test:${ports.echo}`);

@@ -15,6 +15,9 @@ export type Verdict =
   | { allowed: true; ip: string; inject: InjectedHeader[] }
   | { allowed: false; status: number; message: string };
 
+/** What a deny rule that carries inject (a configuration error the checks refuse) did, should one arrive anyway. */
+const MALFORMED_DENY = 'a deny rule carries inject (a configuration error): denied, and the inject dropped';
+
 /**
  * The policy and audit side of one exchange from a sandbox (a request, a WebSocket upgrade or a
  * CONNECT), docs/egress.md: the sandbox found by its address, its rules decided before any
@@ -93,8 +96,9 @@ export class ExchangeGate {
     switch (decision.verdict) {
       case 'deny':
         this.useRule(decision.rule);
-        if (decision.reason === 'malformed_rule') this.securityEvent('malformed_rule', decision.rule.name, 'a deny rule carries inject (a configuration error): denied, and the inject dropped');
-        if (decision.tunnel) return this.refuseTunnel(decision.rule, decision.tunnel);
+        // One event for one refusal: a tunnel's says both why it was refused and that the rule is malformed.
+        if (decision.tunnel) return this.refuseTunnel(decision.rule, decision.tunnel, decision.reason === 'malformed_rule');
+        if (decision.reason === 'malformed_rule') this.securityEvent('malformed_rule', decision.rule.name, MALFORMED_DENY);
         return refused(403, `egress denied by rule ${decision.rule.name}`);
       case 'default_deny':
         this.securityEvent('default_deny', '');
@@ -208,9 +212,9 @@ export class ExchangeGate {
    * A tunnel a deny rule holds for: the answer and a connect_refused event name the host, port
    * and why, since a rule for one path or method refuses the whole tunnel (decide.ts).
    */
-  private refuseTunnel(rule: EgressRule, how: TunnelDenial): Verdict {
+  private refuseTunnel(rule: EgressRule, how: TunnelDenial, malformed: boolean): Verdict {
     const why = connectRefusal(rule, how, this.facts!.host, this.facts!.port);
-    this.securityEvent('connect_refused', rule.name, `${why}; nothing was contacted`);
+    this.securityEvent('connect_refused', rule.name, `${why}; nothing was contacted${malformed ? `; and ${MALFORMED_DENY}` : ''}`);
     return refused(403, `egress denied: ${why}`);
   }
 
