@@ -1,8 +1,15 @@
 /**
- * The one test of a host name that the system's resolver reads as an IPv4 address other than
- * as a dotted quad. Shared by the Host (request-target.ts) and the TLS server name
- * (tls-listener.ts), so that the two refuse exactly the same names.
+ * The tests of a host name shared by the Host (request-target.ts) and the TLS server name
+ * (tls-listener.ts), so that the two refuse exactly the same names: its syntax, and the names
+ * the system's resolver reads as an IPv4 address other than as a dotted quad.
  */
+
+/** A host name or IPv4 address (lower case, no port, no trailing dot); not an IPv6 address. */
+const HOST_NAME = /^[a-z0-9_]([a-z0-9_.-]{0,252})$/;
+
+export function isHostNameSyntax(host: string): boolean {
+  return HOST_NAME.test(host) && !host.includes('..');
+}
 
 /** Labels that are all numbers as inet_aton reads them (decimal, octal with a leading 0, hex after 0x): getaddrinfo takes such a name as an address. */
 const NUMERIC_LABELS = /^(0x[0-9a-f]*|\d+)(\.(0x[0-9a-f]*|\d+))*$/;

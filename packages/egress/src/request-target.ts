@@ -1,6 +1,6 @@
 import type { EgressScheme } from '@svc/contracts/egress';
 import { DEFAULT_PORT } from './decide.ts';
-import { isIpv4InAnotherForm } from './numeric-host.ts';
+import { isHostNameSyntax, isIpv4InAnotherForm } from './numeric-host.ts';
 import { requestPath } from './request-path.ts';
 
 export interface RequestTarget {
@@ -15,8 +15,6 @@ export interface RequestTarget {
    */
   hostHeader?: string;
 }
-
-const HOST_NAME = /^[a-z0-9_]([a-z0-9_.-]{0,252})$/;
 
 /**
  * Where a request goes: the absolute-form URL's authority when the client sent one (a client
@@ -59,7 +57,7 @@ function splitAuthority(authority: string): { host: string; port?: number } | 'n
   const m = /^([^:]+)(?::(\d{1,5}))?$/.exec(authority);
   if (!m) return undefined;
   const host = m[1].endsWith('.') ? m[1].slice(0, -1) : m[1];
-  if (!HOST_NAME.test(host) || host.includes('..')) return undefined;
+  if (!isHostNameSyntax(host)) return undefined;
   if (isIpv4InAnotherForm(host)) return 'numeric';
   if (m[2] === undefined) return { host };
   const port = Number(m[2]);

@@ -124,6 +124,12 @@ test('an SNI of numbers only that is not a dotted quad fails the handshake with 
       assert.equal(failure.sni, name.toLowerCase().replace(/\.$/, ''), name);
       assert.match(failure.reason, /^the server name \(SNI\) ".*" is an IPv4 address in another form than a dotted quad .*; rules compare that form only, so it is refused as such a Host is; send a host name, or no server name \(RFC 6066 allows no address there\)$/, name);
     }
+    // An IPv6 address, or a name no Host could be: refused with the reason, before any certificate.
+    for (const name of ['::1', '[::1]', 'fe80::1', 'a..b', 'a b']) {
+      const failure = await handshake(name);
+      assert.equal(failure.sni, name, name);
+      assert.match(failure.reason, /^the server name \(SNI\) ".*" is not a host name or IPv4 address \(an IPv6 address, or characters no host name has\); .*send a host name, or no server name \(RFC 6066 allows no address there\)$/, name);
+    }
     assert.deepEqual(asked, [], 'no certificate was asked for any of them');
     // A dotted quad (as a Host may be) and names with numbers in them go on to their certificate.
     for (const name of ['127.0.0.1', '123.example.test', '0xg.1']) {

@@ -3,7 +3,7 @@ import { TLSSocket } from 'node:tls';
 import { ClientHelloReader } from './client-hello.ts';
 import { plainIpv4 } from './ipv4.ts';
 import type { LeafContexts } from './leaf-contexts.ts';
-import { isIpv4InAnotherForm } from './numeric-host.ts';
+import { isHostNameSyntax, isIpv4InAnotherForm } from './numeric-host.ts';
 import type { Destination } from './original-destination.ts';
 
 /** What the HTTP layer learns about a connection from its TLS side. */
@@ -124,6 +124,11 @@ function acceptTls(socket: Socket, opts: TlsListenerOptions, timeoutMs: number, 
     // A dotted quad goes on, as a Host does: the rules compare that form.
     if (sni && isIpv4InAnotherForm(sni)) {
       return fail(sni, `the server name (SNI) ${JSON.stringify(sni)} is an IPv4 address in another form than a dotted quad (four decimal numbers 0 to 255 without leading zeros, as 127.0.0.1); rules compare that form only, so it is refused as such a Host is; send a host name, or no server name (RFC 6066 allows no address there)`);
+    }
+    // An IPv6 address (or characters no name has) is refused as such a Host is (a 400), with its
+    // own reason rather than the certificate's error it met before.
+    if (sni && !isHostNameSyntax(sni)) {
+      return fail(sni, `the server name (SNI) ${JSON.stringify(sni)} is not a host name or IPv4 address (an IPv6 address, or characters no host name has); the proxy reaches upstreams by name or IPv4 address, as a Host names them; send a host name, or no server name (RFC 6066 allows no address there)`);
     }
     // The bytes go back to the socket's buffer; TLSSocket reads them first (node's initRead).
     socket.unshift(hello.bytes());
