@@ -109,3 +109,30 @@ test('a source that stalls is given up at the download\'s deadline (504), not wa
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a failed download names the master\'s path, never an address or a presigned query, as a team reads it when its create fails', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-download-'));
+  const closed = await server(() => ({ body: BODY }));
+  const base = closed.url;
+  await new Promise<void>((r) => closed.srv.close(() => r()));
+  const refusing = await server(() => ({ body: BODY }));
+  refusing.srv.removeAllListeners('request');
+  refusing.srv.on('request', (_req, res) => res.writeHead(404).end());
+  const port = (u: string) => new URL(u).port;
+  try {
+    const master = { baseUrl: base, clusterToken: 't' };
+    await assert.rejects(downloadVerified('layer x', '/internal/v1/layers/l1', master, join(dir, 'x'), WANT), (e: SvcError) => {
+      assert.equal(e.status, 502);
+      assert.equal(e.message, 'layer x: download from the master (/internal/v1/layers/l1) failed: ECONNREFUSED');
+      return true;
+    });
+    await assert.rejects(downloadVerified('artifact a', `${refusing.url}/bucket/a.tar?X-Amz-Signature=secret`, undefined, join(dir, 'y'), WANT), (e: SvcError) => {
+      assert.equal(e.message, 'artifact a: download from the artifact store (/bucket/a.tar) answered 404');
+      assert.doesNotMatch(e.message, new RegExp(`127\\.0\\.0\\.1|:${port(refusing.url)}|secret`));
+      return true;
+    });
+  } finally {
+    refusing.srv.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -91,17 +91,31 @@ async function open(what: string, url: string, master: MasterDownloads | undefin
   const resolved = url.startsWith('/') && master ? master.baseUrl.replace(/\/+$/, '') + url : url;
   if (resolved.startsWith('file://')) return createReadStream(fileURLToPath(resolved));
   let res: Response;
+  const source = sourceOf(resolved, master);
   try {
     res = await fetchFromMaster(resolved, master, signal);
   } catch (err) {
-    if (signal.aborted) throw new SvcError(504, `${what}: ${resolved} did not answer within the download's deadline`);
-    throw new SvcError(502, `${what}: download from ${resolved} failed: ${((err as Error).cause as Error)?.message ?? (err as Error).message}`);
+    if (signal.aborted) throw new SvcError(504, `${what}: ${source} did not answer within the download's deadline`);
+    const cause = (err as Error).cause as NodeJS.ErrnoException | undefined;
+    throw new SvcError(502, `${what}: download from ${source} failed: ${cause?.code ?? (err as Error).message}`);
   }
   if (!res.ok || !res.body) {
     await res.body?.cancel();
-    throw new SvcError(502, `${what}: download from ${resolved} answered ${res.status}`);
+    throw new SvcError(502, `${what}: download from ${source} answered ${res.status}`);
   }
   return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
+}
+
+/**
+ * Where a download came from, in words a team may read (a failed create passes them on): the
+ * path, never the origin (an address of the platform's) nor the query (a presigned URL's
+ * signature). The operator knows master.addr; the error's code (ECONNREFUSED, ...) says why.
+ */
+function sourceOf(url: string, master: MasterDownloads | undefined): string {
+  const u = new URL(url);
+  if (u.protocol === 'file:') return 'a local file';
+  const ours = master && (u.origin === new URL(master.baseUrl).origin || MASTER_DOWNLOAD_PATH.test(u.pathname));
+  return `${ours ? 'the master' : 'the artifact store'} (${u.pathname})`;
 }
 
 /**
