@@ -61,6 +61,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
         endpoint: '', region: 'us-east-1', bucket: '', access_key_id: '', secret_access_key: '', session_token: '', prefix: '',
         force_path_style: true, presign_expires_sec: 0,
       },
+      max_concurrent_builds: 2,
       blob_cache: { dir: '', max_mb: 5 * 1024 },
       ca_cert_file: '',
       registry_mirrors: '',

@@ -158,6 +158,8 @@ export interface SvcConfig {
       /** Lifetime of presigned download URLs; 0: the store's default (37 days). */
       presign_expires_sec: number;
     };
+    /** Image builds (pull and conversion) running at once; later ones wait, the teams taking turns. */
+    max_concurrent_builds: number;
     /** Image layer blobs kept between builds: '' dir is <artifact_dir>/.blobs; 0 MB keeps nothing once a build ends. */
     blob_cache: { dir: string; max_mb: number };
     /** PEM of the egress root CA, baked into templates built with with_svc_ca; '': none yet. */

@@ -79,6 +79,8 @@ test('a bad configuration is one clear line naming the key', () => {
     [{ env: { SVC_PAUSE_TO_STORE: 'sometimes' } }, /master\.pause_to_store: must be auto, always or never/],
     [{ env: { SVC_DRAIN_CONCURRENCY: '0' } }, /master\.drain_concurrency: must be a whole number from 1 to 16 \(got 0\)/],
     [{ env: { SVC_DRAIN_CONCURRENCY: '17' } }, /master\.drain_concurrency: must be a whole number from 1 to 16/],
+    [{ env: { SVC_MAX_CONCURRENT_BUILDS: '0' } }, /master\.max_concurrent_builds: must be a whole number of builds from 1 to 256 \(got 0\)/],
+    [{ env: { SVC_TEMPLATE_CENTER_MAX_CONCURRENT_BUILDS: '-1' } }, /template_center\.max_concurrent_builds: must be a whole number of builds from 1 to 256 \(got -1\)/],
     [{ env: { SVC_CLUSTER_TLS_CERT_FILE: '/etc/svc/tls/cluster.pem' } }, /cluster_tls: cert_file and key_file go together/],
     [{ env: { SVC_RUNTIME: 'auto,microvm' } }, /node_agent\.runtime: must be auto/],
     [{ env: { SVC_PROXY_WORKER_PRIORITY: '-21' } }, /proxy\.worker_priority: must be a nice value -20\.\.19 \(got -21\)/],

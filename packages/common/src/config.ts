@@ -100,6 +100,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_TEMPLATE_CENTER_S3_PREFIX', 'template_center.s3.prefix', 'string'],
   ['SVC_TEMPLATE_CENTER_S3_FORCE_PATH_STYLE', 'template_center.s3.force_path_style', 'bool'],
   ['SVC_TEMPLATE_CENTER_S3_PRESIGN_EXPIRES_SEC', 'template_center.s3.presign_expires_sec', 'int'],
+  ['SVC_TEMPLATE_CENTER_MAX_CONCURRENT_BUILDS', 'template_center.max_concurrent_builds', 'int'],
   ['SVC_TEMPLATE_CENTER_BLOB_CACHE_DIR', 'template_center.blob_cache.dir', 'string'],
   ['SVC_TEMPLATE_CENTER_BLOB_CACHE_MB', 'template_center.blob_cache.max_mb', 'number'],
   ['SVC_TEMPLATE_CENTER_CA_CERT', 'template_center.ca_cert_file', 'string'],

@@ -49,7 +49,8 @@ async function pulling(h: Harness, jobId: string): Promise<void> {
 }
 
 test('cancel: unknown is false; a queued job leaves the queue, a running one stops and removes its work; both free their slot and report FAILED', async () => {
-  const h = await startHarness({ tc: { maxConcurrentBuilds: 1 } });
+  // The one slot from the configuration (template_center.max_concurrent_builds), as an operator sets it.
+  const h = await startHarness({ config: { max_concurrent_builds: 1 } });
   try {
     assert.deepEqual(await h.client.cancelBuild('job-never-submitted'), { cancelled: false });
 

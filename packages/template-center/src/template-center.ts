@@ -35,6 +35,7 @@ export interface TemplateCenterOptions {
   blobCacheDir?: string;
   /** Least recently used blobs go above this (default `template_center.blob_cache.max_mb`, 5 GiB). */
   blobCacheMaxBytes?: number;
+  /** Default `template_center.max_concurrent_builds`. */
   maxConcurrentBuilds?: number;
   /** How long a status callback is retried while the master is unreachable. */
   callbackRetryMs?: number;
@@ -85,7 +86,7 @@ export async function startTemplateCenter(cfg: SvcConfig, opts: TemplateCenterOp
     store, workDir, blobs, caCertPath: opts.caCertPath ?? (cfg.template_center.ca_cert_file || undefined),
     registryMirrors: commaList(tc.registry_mirrors), hostRegistries: commaList(tc.host_registries), maxImageBytes: tc.max_image_mb * 1_048_576, coordination: opts.coordination, callbacks, logger,
     maxDiskSizeMB: cfg.svclet_conf.max_disk_size_mb, buildTimeoutMs: opts.buildTimeoutMs ?? cfg.master.build_timeout_sec * 1000,
-    maxConcurrent: opts.maxConcurrentBuilds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
+    maxConcurrent: opts.maxConcurrentBuilds ?? tc.max_concurrent_builds, instanceId: randomBytes(6).toString('hex'), progressTiming: opts.progressTiming,
     debianImageDir: opts.debianImageDir,
   });
 
