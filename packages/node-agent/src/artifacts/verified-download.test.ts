@@ -136,3 +136,18 @@ test('a failed download names the master\'s path, never an address or a presigne
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a download URL that is no URL is the caller\'s error (400), not a crash (500) nor a failed download', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-download-'));
+  try {
+    for (const url of ['\u0000', ' \t\r\n', 'http://', 'file://other-host/etc/passwd']) {
+      await assert.rejects(downloadVerified('artifact a', url, undefined, join(dir, 'x'), WANT), (e: SvcError) => {
+        assert.equal(e.status, 400, `${JSON.stringify(url)}: ${e.message}`);
+        assert.match(e.message, /^artifact a: its download URL is not a URL this node can read/);
+        return true;
+      });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

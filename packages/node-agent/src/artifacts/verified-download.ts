@@ -89,9 +89,16 @@ export async function fileDigest(path: string): Promise<{ sha256: string; sizeBy
 
 async function open(what: string, url: string, master: MasterDownloads | undefined, signal: AbortSignal): Promise<Readable> {
   const resolved = url.startsWith('/') && master ? master.baseUrl.replace(/\/+$/, '') + url : url;
-  if (resolved.startsWith('file://')) return createReadStream(fileURLToPath(resolved));
+  let parsed: URL;
+  try {
+    parsed = new URL(resolved);
+    if (parsed.protocol === 'file:') return createReadStream(fileURLToPath(parsed));
+  } catch (err) {
+    // The caller's input (POST /v1/artifacts/:id's downloadUrl), not a failed download.
+    throw new SvcError(400, `${what}: its download URL is not a URL this node can read (${(err as NodeJS.ErrnoException).code ?? 'unparsable'})`);
+  }
   let res: Response;
-  const source = sourceOf(resolved, master);
+  const source = sourceOf(parsed, master);
   try {
     res = await fetchFromMaster(resolved, master, signal);
   } catch (err) {
@@ -111,9 +118,7 @@ async function open(what: string, url: string, master: MasterDownloads | undefin
  * path, never the origin (an address of the platform's) nor the query (a presigned URL's
  * signature). The operator knows master.addr; the error's code (ECONNREFUSED, ...) says why.
  */
-function sourceOf(url: string, master: MasterDownloads | undefined): string {
-  const u = new URL(url);
-  if (u.protocol === 'file:') return 'a local file';
+function sourceOf(u: URL, master: MasterDownloads | undefined): string {
   const ours = master && (u.origin === new URL(master.baseUrl).origin || MASTER_DOWNLOAD_PATH.test(u.pathname));
   return `${ours ? 'the master' : 'the artifact store'} (${u.pathname})`;
 }
