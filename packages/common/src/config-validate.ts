@@ -51,9 +51,7 @@ export function validateConfig(c: SvcConfig): void {
   need(c.master.placement === 'spread' || c.master.placement === 'pack', 'master.placement', `must be spread or pack (got ${JSON.stringify(c.master.placement)})`);
   need(typeof c.node_agent.labels === 'string', 'node_agent.labels', 'must be a string of name=value pairs, comma-separated');
   // 0 or less was taken as 1 in silence (Slots' floor): a setting that says otherwise is refused.
-  for (const key of ['master.max_concurrent_builds', 'template_center.max_concurrent_builds'] as const) {
-    const [section, field] = key.split('.') as ['master' | 'template_center', 'max_concurrent_builds'];
-    const v = c[section][field];
+  for (const [key, v] of [['master.max_concurrent_builds', c.master.max_concurrent_builds], ['template_center.max_concurrent_builds', c.template_center.max_concurrent_builds]] as const) {
     need(Number.isInteger(v) && v >= 1 && v <= 256, key, `must be a whole number of builds from 1 to 256 (got ${v})`);
   }
   need(Number.isInteger(c.template_center.max_image_mb) && c.template_center.max_image_mb >= 64, 'template_center.max_image_mb', `must be a whole number of MiB, 64 or more (got ${c.template_center.max_image_mb})`);
