@@ -8,7 +8,7 @@ import { countCreated, countCreateFailed } from '../prometheus/operations.ts';
 import type { SandboxContext } from './context.ts';
 import { checkEgressProxy, checkPlaceholders, dropEgress, pushEgress } from './egress.ts';
 import { nodeNetwork, planEgress } from './egress-plan.ts';
-import { discardOnNode, placing, volumesFor } from './on-node.ts';
+import { attaching, discardOnNode, placing, volumesFor } from './on-node.ts';
 import { placeSandbox } from './placement.ts';
 import type { ResolvedTemplate } from './ports.ts';
 import { toRecord } from './record.ts';
@@ -67,20 +67,24 @@ async function createAdmitted(c: SandboxContext, input: CreateSandboxInput, tpl:
     memoryMB, cpuCount, ...(tpl.layer?.nodeId ? { onNode: tpl.layer.nodeId } : {}), ...(runtime ? { runtime } : {}),
     ...(input.nodeSelector ? { selector: input.nodeSelector } : {}),
   };
-  const { nodeId, client, node } = await placeSandbox(placing(c, sandboxId), sandboxId, need, async (nodeId) => {
-    if (egress.policy && !(await c.d.egress.available(nodeId))) {
-      throw badRequest(`network rules, host names in allowOut and egressProxy need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
-    }
-    const volumes = await volumesFor(c, nodeId, mounts.map((m) => m.onNode));
-    return {
-      sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
-      envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
-      ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
-      network: nodeNetwork(input.network, egress),
-      metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}), ...(runtime ? { runtime } : {}),
-    };
-  }, timeoutMs);
-  await c.d.volumes?.applyFlips(node.extInfo?.volumeRefFlips);
+  // Claimed from here until the node's answer: a DELETE of a volume that was read above refuses meanwhile.
+  const { nodeId, client, node } = await attaching(c, mounts.map((m) => m.onNode.volumeId), async () => {
+    const placed = await placeSandbox(placing(c, sandboxId), sandboxId, need, async (nodeId) => {
+      if (egress.policy && !(await c.d.egress.available(nodeId))) {
+        throw badRequest(`network rules, host names in allowOut and egressProxy need the egress proxy, and node ${nodeId} has none (egress.enabled is false there)`);
+      }
+      const volumes = await volumesFor(c, nodeId, mounts.map((m) => m.onNode));
+      return {
+        sandboxId, templateId: tpl.templateId, artifact: tpl.artifact, cpuCount, memoryMB, diskSizeMB: tpl.diskSizeMB,
+        envVars, envdAccessToken, ...(tpl.layer ? { layer: tpl.layer.ref } : {}), allowInternetAccess: input.allowInternetAccess !== false,
+        ...(tpl.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
+        network: nodeNetwork(input.network, egress),
+        metadata: input.metadata, timeoutMs, ...(volumes.length ? { volumes } : {}), ...(runtime ? { runtime } : {}),
+      };
+    }, timeoutMs);
+    await c.d.volumes?.applyFlips(placed.node.extInfo?.volumeRefFlips);
+    return placed;
+  });
   // Before anything runs in it: until the proxy has the policy, it refuses the sandbox's requests.
   await pushEgress(c, nodeId, sandboxId, node.address, egress, teamId).catch((err) => {
     discardOnNode(c, client, nodeId, sandboxId, 'its egress policy could not be set');

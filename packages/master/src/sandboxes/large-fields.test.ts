@@ -76,6 +76,7 @@ const volumes: SandboxVolumes = {
     return recorded.map((m) => ({ volumeId: m.volumeId!, driver: 'local', privateData: '', path: m.path, readOnly: m.readOnly }));
   },
   async applyFlips() {},
+  whileAttaching: (_ids, attach) => attach(),
 };
 
 for (const tdb of availableTestDatabases()) {

@@ -5,7 +5,7 @@ import type { RuntimeKind } from '@svc/contracts/node-agent';
 import type { SandboxContext } from './context.ts';
 import { dropEgress, egressPlanOf, pushEgress } from './egress.ts';
 import { nodeNetwork } from './egress-plan.ts';
-import { discardOnNode, dropPausePackage, placing, recordedVolumes } from './on-node.ts';
+import { attaching, currentVolumes, discardOnNode, dropPausePackage, placing, recordedVolumes } from './on-node.ts';
 import { placeSandbox, type Placed } from './placement.ts';
 import { toRecord } from './record.ts';
 import type { Row } from './repo.ts';
@@ -36,20 +36,24 @@ export async function moveAndResume(c: SandboxContext, cur: Row, standing: 'drai
       memoryMB: Number(cur.memory_mb), cpuCount: Number(cur.cpu_count), runtime: cur.runtime as RuntimeKind, exclude: [cur.node_id],
       ...(cur.node_selector ? { selector: JSON.parse(cur.node_selector) as Record<string, string> } : {}),
     };
-    placed = await placeSandbox(placing(c, id), id, need, async (nodeId) => {
-      if (plan.policy && !(await c.d.egress.available(nodeId))) throw badRequest(`sandbox ${id} has network rules, which need the egress proxy, and node ${nodeId} has none`);
-      const volumes = await recordedVolumes(c, cur, nodeId);
-      return {
-        sandboxId: id, templateId: cur.template_id, artifact, cpuCount: Number(cur.cpu_count), memoryMB: Number(cur.memory_mb), diskSizeMB: Number(cur.disk_size_mb),
-        envVars: envOf(cur), ...(cur.envd_access_token ? { envdAccessToken: cur.envd_access_token } : {}), layer: pkg.layer,
-        allowInternetAccess: cur.allow_internet_access === null || Number(cur.allow_internet_access) !== 0,
-        ...(tpl?.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl?.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
-        network: nodeNetwork(network, plan),
-        metadata: JSON.parse(cur.metadata) as Record<string, string>, timeoutMs: c.d.cfg.master.create_timeout_insec * 1000,
-        ...(volumes.length ? { volumes } : {}), runtime: cur.runtime as RuntimeKind,
-      };
-    }, c.d.cfg.master.create_timeout_insec * 1000);
-    await c.d.volumes?.applyFlips(placed.node.extInfo?.volumeRefFlips);
+    // Claimed until the new node's answer: a DELETE of one of them refuses meanwhile.
+    placed = await attaching(c, (await currentVolumes(c, cur)).map((v) => v.volumeId), async () => {
+      const answer = await placeSandbox(placing(c, id), id, need, async (nodeId) => {
+        if (plan.policy && !(await c.d.egress.available(nodeId))) throw badRequest(`sandbox ${id} has network rules, which need the egress proxy, and node ${nodeId} has none`);
+        const volumes = await recordedVolumes(c, cur, nodeId);
+        return {
+          sandboxId: id, templateId: cur.template_id, artifact, cpuCount: Number(cur.cpu_count), memoryMB: Number(cur.memory_mb), diskSizeMB: Number(cur.disk_size_mb),
+          envVars: envOf(cur), ...(cur.envd_access_token ? { envdAccessToken: cur.envd_access_token } : {}), layer: pkg.layer,
+          allowInternetAccess: cur.allow_internet_access === null || Number(cur.allow_internet_access) !== 0,
+          ...(tpl?.defaultUser ? { defaultUser: tpl.defaultUser } : {}), ...(tpl?.defaultWorkdir ? { defaultWorkdir: tpl.defaultWorkdir } : {}),
+          network: nodeNetwork(network, plan),
+          metadata: JSON.parse(cur.metadata) as Record<string, string>, timeoutMs: c.d.cfg.master.create_timeout_insec * 1000,
+          ...(volumes.length ? { volumes } : {}), runtime: cur.runtime as RuntimeKind,
+        };
+      }, c.d.cfg.master.create_timeout_insec * 1000);
+      await c.d.volumes?.applyFlips(answer.node.extInfo?.volumeRefFlips);
+      return answer;
+    });
   } catch (err) {
     await c.t.move(id, { trigger: 'resume-failed', reason });
     throw passThrough(err, `resume of sandbox ${id} on another node failed`);

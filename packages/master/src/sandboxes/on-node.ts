@@ -45,10 +45,23 @@ export async function volumesFor(c: SandboxContext, nodeId: string, volumes: Vol
   return [];
 }
 
+/**
+ * A node call that attaches volumes, run with them claimed (a DELETE refuses until it ends:
+ * docs/volumes.md, "Lifecycle and counts"); `call` applies its answer's flips before it returns.
+ */
+export function attaching<T>(c: SandboxContext, volumeIds: string[], call: () => Promise<T>): Promise<T> {
+  return volumeIds.length > 0 && c.d.volumes ? c.d.volumes.whileAttaching(volumeIds, call) : call();
+}
+
 /** The current records of a sandbox's volumes, for a boot on `nodeId` that attaches them again. */
 export async function recordedVolumes(c: SandboxContext, row: Row, nodeId: string): Promise<VolumeMountOnNode[]> {
+  if (!(await c.d.nodes.features(nodeId)).includes(NODE_FEATURE_VOLUMES)) return [];
+  return currentVolumes(c, row);
+}
+
+/** The current records of a sandbox's volumes, whatever node it boots on: 404 for one deleted since. */
+export async function currentVolumes(c: SandboxContext, row: Row): Promise<VolumeMountOnNode[]> {
   const recorded = JSON.parse(row.volume_mounts) as Array<VolumeMount & { volumeId?: string }>;
   if (recorded.length === 0 || !c.d.volumes) return [];
-  if (!(await c.d.nodes.features(nodeId)).includes(NODE_FEATURE_VOLUMES)) return [];
   return c.d.volumes.current(recorded, row.team_id);
 }

@@ -105,6 +105,11 @@ export interface SandboxVolumes {
   current(recorded: Array<VolumeMount & { volumeId?: string }>, teamId: string): Promise<VolumeMountOnNode[]>;
   /** A node's count flips, from a create, destroy, pause or resume answer. */
   applyFlips(flips: VolumeRefFlip[] | undefined): Promise<void>;
+  /**
+   * Runs a node call that attaches the volumes with each claimed, so that a DELETE refuses until
+   * it ends (409 for one marked deleting since it was read). Its flips are applied inside.
+   */
+  whileAttaching<T>(volumeIds: string[], attach: () => Promise<T>): Promise<T>;
 }
 
 /** A paused sandbox's state kept in the artifact store, as another node restores it. */

@@ -6,7 +6,7 @@ import type { SandboxContext } from './context.ts';
 import { egressPlanOf, pushEgress } from './egress.ts';
 import { countResumed } from '../prometheus/operations.ts';
 import { moveAndResume } from './move.ts';
-import { dropPausePackage, recordedVolumes } from './on-node.ts';
+import { attaching, dropPausePackage, recordedVolumes } from './on-node.ts';
 import { toRecord, toRoute } from './record.ts';
 import type { Row } from './repo.ts';
 import { busyMessage, deadlineOf, envOf, liveRow, passThrough, rereadRow, settledRow } from './rows.ts';
@@ -89,13 +89,17 @@ async function resumePaused(c: SandboxContext, row: Row, reason: LifecycleReason
       const boots = cur.pause_kind === 'filesystem' || opts.memory === false;
       // Its volumes attach again at the boot: their current records, re-validated (404 for one deleted since).
       const volumes = boots ? await recordedVolumes(c, cur, cur.node_id) : [];
-      node = await (await c.d.nodes.client(cur.node_id)).resumeSandbox(id, boots ? {
-        ...(opts.memory === false ? { memory: false } : {}),
-        envVars: envOf(cur),
-        ...(cur.envd_access_token ? { envdAccessToken: cur.envd_access_token } : {}),
-        ...(volumes.length ? { volumes } : {}),
-      } : {});
-      await c.d.volumes?.applyFlips(node.extInfo?.volumeRefFlips);
+      // Claimed until the node's answer: a DELETE of one of them refuses meanwhile.
+      node = await attaching(c, volumes.map((v) => v.volumeId), async () => {
+        const answer = await (await c.d.nodes.client(cur.node_id)).resumeSandbox(id, boots ? {
+          ...(opts.memory === false ? { memory: false } : {}),
+          envVars: envOf(cur),
+          ...(cur.envd_access_token ? { envdAccessToken: cur.envd_access_token } : {}),
+          ...(volumes.length ? { volumes } : {}),
+        } : {});
+        await c.d.volumes?.applyFlips(answer.extInfo?.volumeRefFlips);
+        return answer;
+      });
     } catch (err) {
       await c.t.move(id, { trigger: 'resume-failed', reason });
       throw passThrough(err, `resume of sandbox ${id} failed`);

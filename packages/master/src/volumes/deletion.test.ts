@@ -94,6 +94,81 @@ for (const engine of availableTestDatabases()) {
         await service.destroy(TEAM, 'raced');
       });
 
+      await t.test('an attach under way (its create read the volume before the mark) refuses the delete until its node answered: 409 130409, the mark taken back, nothing destroyed', async () => {
+        const v = await service.create(TEAM, { name: 'attaching' });
+        const [m] = await service.resolveMounts(TEAM, [{ name: 'attaching', path: '/mnt', readOnly: false }]);
+        let refused: SvcError | undefined;
+        await service.whileAttaching([m.onNode.volumeId], async () => {
+          // The delete comes between the create's read and its node's answer; no node lists the volume yet.
+          refused = await failure(service.destroy(TEAM, 'attaching'));
+          // The node attached it and answers.
+          nodes.held.set('node-1', [holding(v.volumeID)]);
+          await service.applyFlips([{ volumeId: v.volumeID, delta: 1 }]);
+        });
+        assert.deepEqual([refused!.status, refused!.code], [409, 130409]);
+        assert.match(refused!.message, /being attached by a sandbox that is starting or resuming/);
+        assert.equal(plugin.destroyed.includes(v.volumeID), false, 'nothing was destroyed');
+        // The mark was taken back: the volume is usable, and now held, which refuses the delete as before.
+        await service.resolveMounts(TEAM, [{ name: 'attaching', path: '/mnt', readOnly: false }]);
+        assert.match((await failure(service.destroy(TEAM, 'attaching'))).message, /is mounted \(held on 1 node\)/);
+        nodes.held.clear();
+        await service.applyFlips([{ volumeId: v.volumeID, delta: -1 }]);
+        await service.destroy(TEAM, 'attaching');
+        assert.equal(plugin.destroyed.at(-1), v.volumeID);
+      });
+
+      await t.test('an attach that reaches its claim after the mark is refused (409) and never runs; one that fails ends its claims', async (st) => {
+        const v = await service.create(TEAM, { name: 'late' });
+        const other = await service.create(TEAM, { name: 'other' });
+        let entered!: () => void;
+        const inDestroy = new Promise<void>((r) => { entered = r; });
+        let release!: () => void;
+        const gate = new Promise<void>((r) => { release = r; });
+        plugin.hooks.destroy = async () => { entered(); await gate; };
+        st.after(() => { release(); plugin.hooks.destroy = undefined; });
+        const deleting = service.destroy(TEAM, 'late');
+        await inDestroy;
+        let ran = false;
+        // The other volume is claimed first, then this one's claim fails: the other's claim ends too.
+        const late = await failure(service.whileAttaching([other.volumeID, v.volumeID], async () => { ran = true; }));
+        assert.deepEqual([late.status, ran], [409, false]);
+        assert.match(late.message, /volume late is being deleted/);
+        release();
+        await deleting;
+        assert.equal((await failure(service.get(TEAM, 'late'))).status, 404);
+        await assert.rejects(service.whileAttaching([v.volumeID], async () => {}), { status: 404 }, 'a volume gone since it was read');
+        await assert.rejects(service.whileAttaching([other.volumeID], async () => { throw new Error('the node refused'); }), /the node refused/);
+        const row = await vdb.repo.byId(other.volumeID);
+        assert.equal(Number(row!.attach_claims), 0, 'a failed attach and a refused claim end their claims');
+        await service.destroy(TEAM, 'other');
+      });
+
+      await t.test('claims count: two attaches under way, one ended, still refuse; claims of a master that died lapse at their time', async () => {
+        const v = await service.create(TEAM, { name: 'counted' });
+        const now = Date.now();
+        assert.equal(await vdb.repo.claimAttach(v.volumeID, now, now + 60_000), true);
+        assert.equal(await vdb.repo.claimAttach(v.volumeID, now, now + 30_000), true);
+        await vdb.repo.releaseAttach(v.volumeID);
+        assert.equal((await failure(service.destroy(TEAM, 'counted'))).code, 130409, 'one claim is still under way');
+        await vdb.repo.releaseAttach(v.volumeID);
+        await vdb.repo.releaseAttach(v.volumeID);
+        assert.equal(Number((await vdb.repo.byId(v.volumeID))!.attach_claims), 0, 'never below 0');
+        await service.destroy(TEAM, 'counted');
+        // Claims whose master died: they count until their time, then a new claim starts the count again.
+        const reset = await service.create(TEAM, { name: 'reset' });
+        assert.equal(await vdb.repo.claimAttach(reset.volumeID, now - 120_000, now - 60_000), true);
+        assert.equal(await vdb.repo.claimAttach(reset.volumeID, now - 120_000, now - 60_000), true);
+        assert.equal(Number((await vdb.repo.byId(reset.volumeID))!.attach_claims), 2);
+        assert.equal(await vdb.repo.claimAttach(reset.volumeID, now, now + 60_000), true);
+        assert.equal(Number((await vdb.repo.byId(reset.volumeID))!.attach_claims), 1, 'the lapsed claims are forgotten by the next one');
+        await vdb.repo.releaseAttach(reset.volumeID);
+        await service.destroy(TEAM, 'reset');
+        const lapsed = await service.create(TEAM, { name: 'lapsed' });
+        assert.equal(await vdb.repo.claimAttach(lapsed.volumeID, now - 120_000, now - 60_000), true);
+        await service.destroy(TEAM, 'lapsed');
+        assert.equal(plugin.destroyed.at(-1), lapsed.volumeID, 'a lapsed claim does not hold the delete');
+      });
+
       await t.test('a content call goes to a node that holds the volume, when one does', async () => {
         const v = await service.create(TEAM, { name: 'served' });
         // A service of its own: the node lists are kept for a moment.

@@ -2,16 +2,18 @@
  * DELETE of a volume (docs/volumes.md, "Lifecycle and counts"). The volume is marked deleting
  * before anything else, so that no create, resume or content call hands it out from then on (a
  * sandbox that mounted it while the plugin's Destroy ran held data being deleted, and could swap
- * a directory in it for a symlink under the plugin's walk). Then the nodes are asked whether any
- * holds it (409, and the mark is taken back: nothing was destroyed), then the plugin's Destroy
+ * a directory in it for a symlink under the plugin's walk). Then whether an attach that read it
+ * before the mark is under way (attach-claims.ts), and whether any node holds it (409 for either,
+ * and the mark is taken back: nothing was destroyed), then the plugin's Destroy
  * runs, then the record goes. A Destroy that fails leaves the volume marked: unusable, and a
  * DELETE again finishes it. One DELETE of a volume at a time, across masters.
  */
 import { conflict, notFound, SvcError, withLock, type Coordination, type Logger } from '@svc/common';
 import { VOLUME_CODES } from '@svc/contracts/volumes';
-import type { VolumeDbRow, VolumeRepo } from './repo.ts';
+import { attachesUnderWay, type VolumeDbRow, type VolumeRepo } from './repo.ts';
 import type { ControllerPlugins, VolumeNodes } from './ports.ts';
 import { refuseWhileHeld } from './holders.ts';
+import { attachUnderWay } from './attach-claims.ts';
 import { pluginFailure } from './plugin-failure.ts';
 
 /** A DELETE's hold on its volume; renewed while it runs (a Destroy may take the plugin's whole timeout and more). */
@@ -42,6 +44,11 @@ async function deleteLocked(d: DeletionDeps, volumeId: string): Promise<void> {
   const at = row.deleting_at ?? Date.now();
   if (!again && !(await d.repo.markDeleting(volumeId, at))) throw conflict(`volume ${row.name} is being deleted by another request; retry shortly`);
   try {
+    // Read after the mark: every attach that claimed the volume before it shows here, and none
+    // can claim it after (attach-claims.ts). One that has not heard its node yet may attach
+    // after the nodes below are asked.
+    const marked = await d.repo.byId(volumeId);
+    if (marked && attachesUnderWay(marked, Date.now())) throw attachUnderWay(row.name);
     await refuseWhileHeld(d.nodes, volume);
   } catch (err) {
     // Nothing was destroyed: a volume that was usable is usable again. One whose Destroy failed
@@ -63,8 +70,8 @@ async function deleteLocked(d: DeletionDeps, volumeId: string): Promise<void> {
     throw new SvcError(e.status, `${e.message}. The volume stays, marked as being deleted (no sandbox mounts it, no content call reads it): delete it again to retry`);
   }
   if (!(await d.repo.deleteUnmounted(volumeId))) {
-    // A create or resume that read the record before the mark attached it at its node after the
-    // nodes were asked. The local plugin's Destroy follows no link it finds in the data (docs/volume-plugins.md).
+    // A flip counted after the nodes were asked: an attach whose claim lapsed before its node
+    // answered (attach-claims.ts). The local plugin's Destroy follows no link it finds in the data (docs/volume-plugins.md).
     d.logger.error({ volumeId }, 'a volume was attached while it was being destroyed; its record stays, marked, and its data may be gone');
     throw conflict(`volume ${row.name} was attached by a sandbox started while it was being deleted; its data may be gone. Kill that sandbox, then delete the volume again`, VOLUME_CODES.inUse);
   }

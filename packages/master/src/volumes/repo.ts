@@ -1,4 +1,4 @@
-import { sql, type Kysely, type Selectable } from 'kysely';
+import { sql, type Insertable, type Kysely, type Selectable } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { isUniqueViolation } from '../templates/store/unique-violation.ts';
 import type { VolumeRow } from './tables.ts';
@@ -10,7 +10,7 @@ export class VolumeRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
   /** false when the team already has a volume of that name. */
-  async insert(row: VolumeRow): Promise<boolean> {
+  async insert(row: Insertable<VolumeRow>): Promise<boolean> {
     try {
       await this.db.insertInto('t_svc_volume').values(row).execute();
       return true;
@@ -71,6 +71,29 @@ export class VolumeRepo {
     await this.db.updateTable('t_svc_volume').set({ deleting_at: null }).where('volume_id', '=', volumeId).where('deleting_at', '=', at).execute();
   }
 
+  /**
+   * Claims the volume for an attach under way, until `until` (epoch ms), unless it is marked
+   * deleting; false when it is, or is gone. One conditional update, as markDeleting is: of a
+   * claim and a mark made at once, the engine orders the two, so a DELETE that marked the volume
+   * sees every claim made before its mark, and no claim is made after it. Claims that lapsed
+   * (their master died) are forgotten by the next one. `attach_claims` is set before
+   * `attach_claims_until`, from the old value: MySQL reads a column assigned earlier in the
+   * same UPDATE as its new value, the other engines as its old one.
+   */
+  async claimAttach(volumeId: string, now: number, until: number): Promise<boolean> {
+    const r = await this.db.updateTable('t_svc_volume').set({
+      attach_claims: sql`case when attach_claims_until is null or attach_claims_until <= ${now} then 1 else attach_claims + 1 end`,
+      attach_claims_until: sql`case when attach_claims_until > ${until} then attach_claims_until else ${until} end`,
+    }).where('volume_id', '=', volumeId).where('deleting_at', 'is', null).executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /** Ends one claim (its node answered, or the attach failed); never below 0. */
+  async releaseAttach(volumeId: string): Promise<void> {
+    await this.db.updateTable('t_svc_volume').set({ attach_claims: sql`case when attach_claims > 0 then attach_claims - 1 else 0 end` })
+      .where('volume_id', '=', volumeId).execute();
+  }
+
   /** Deletes the record only while no node holds the volume; false when one does (or it is gone). */
   async deleteUnmounted(volumeId: string): Promise<boolean> {
     const r = await this.db.deleteFrom('t_svc_volume').where('volume_id', '=', volumeId).where('refcount', '<=', 0).executeTakeFirst();
@@ -87,4 +110,9 @@ export class VolumeRepo {
   async setRefcount(volumeId: string, refcount: number): Promise<void> {
     await this.db.updateTable('t_svc_volume').set({ refcount }).where('volume_id', '=', volumeId).execute();
   }
+}
+
+/** Whether attaches of the volume are under way at `now` (claimAttach): a DELETE must not go on. */
+export function attachesUnderWay(row: Pick<VolumeDbRow, 'attach_claims' | 'attach_claims_until'>, now: number): boolean {
+  return Number(row.attach_claims) > 0 && row.attach_claims_until !== null && Number(row.attach_claims_until) > now;
 }

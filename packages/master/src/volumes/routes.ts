@@ -6,6 +6,7 @@ import {
   encodeVolumeHeader, MASTER_VOLUME_ROUTES as R, VOLUME_CONTENT_KINDS, VOLUME_CONTENT_PATH, VOLUME_HEADER, type VolumeContentKind,
 } from '@svc/contracts/volumes';
 import { callerTeam } from '../teams/caller.ts';
+import type { VolumeDbRow } from './repo.ts';
 import type { VolumeService } from './service.ts';
 
 // Wildcards, not `:volumeID`: the router caps a parameter at 100 characters, and a name may have 128.
@@ -59,21 +60,27 @@ async function proxyContent(req: FastifyRequest<RefParams>, reply: FastifyReply,
   const auth = req.headers.authorization;
   const bearer = typeof auth === 'string' && /^bearer\s+/i.test(auth) ? auth.replace(/^bearer\s+/i, '').trim() : undefined;
   const row = await service.authorizeContent(ref, callerTeam(req), bearer);
+  // Claimed until the node answers: from then on the node lists the volume as held for the
+  // call, which a DELETE asks about; before it, the claim is what the DELETE sees.
+  const res = await service.whileAttaching([row.volume_id], () => askNode(req, service, row, kind));
+  return relayAnswer(req, reply, res, PASS_BACK);
+}
+
+/** The content call, sent to a node that holds the volume or attaches it for the call. */
+async function askNode(req: FastifyRequest<RefParams>, service: VolumeService, row: VolumeDbRow, kind: string): Promise<Response> {
   const node = await service.contentNode(row.volume_id);
   const query = req.url.includes('?') ? req.url.slice(req.url.indexOf('?')) : '';
   const headers: Record<string, string> = { ...node.headers, [VOLUME_HEADER]: encodeVolumeHeader({ volumeId: row.volume_id, driver: row.driver, privateData: row.private_data }) };
   for (const h of ['content-type', 'content-length'] as const) if (typeof req.headers[h] === 'string') headers[h] = req.headers[h];
   const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE';
-  let res: Response;
   try {
     const url = `${node.baseUrl}/v1/volume-content/${encodeURIComponent(row.volume_id)}/${kind}${query}`;
     // When tracing is on, a CLIENT span whose `traceparent` goes along (tracing.ts).
-    res = await traceClientCall(req.method, url, headers, () => fetch(url, {
+    return await traceClientCall(req.method, url, headers, () => fetch(url, {
       method: req.method, headers, ...(hasBody ? { body: req.raw as unknown as RequestInit['body'], duplex: 'half' } : {}),
     } as RequestInit), (r) => r.status);
   } catch (err) {
     const why = ((err as Error).cause as Error)?.message ?? (err as Error).message;
     throw new UnreachableError(`node ${node.nodeId} did not answer the volume content call: ${why}`, `node ${node.nodeId} did not answer the volume content call; retry shortly`);
   }
-  return relayAnswer(req, reply, res, PASS_BACK);
 }

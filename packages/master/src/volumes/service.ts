@@ -1,6 +1,6 @@
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import {
-  badRequest, conflict, MemoryCoordination, notFound, randomId, SvcError, unauthorized, unavailable, withLockWaiting, type Coordination, type Logger,
+  badRequest, MemoryCoordination, notFound, randomId, SvcError, unauthorized, unavailable, withLockWaiting, type Coordination, type Logger,
 } from '@svc/common';
 import type { VolumeMount } from '@svc/contracts/master';
 import {
@@ -10,6 +10,7 @@ import {
 import type { TeamQuotas } from '../sandboxes/ports.ts';
 import type { VolumeDbRow, VolumeRepo } from './repo.ts';
 import type { ControllerPlugins, VolumeNodes } from './ports.ts';
+import { beingDeleted, whileAttaching } from './attach-claims.ts';
 import { deleteVolume } from './deletion.ts';
 import { ContentNodes } from './holders.ts';
 import { pluginFailure } from './plugin-failure.ts';
@@ -96,7 +97,7 @@ export class VolumeService {
       this.d.logger.error({ volumeId, driver }, 'volume plugin answered a token another volume has; the create was undone');
       throw new SvcError(500, `the volume plugin '${driver}' could not create volume ${name}: it answered a token another volume has, and a volume's token must be unique`);
     }
-    const row = { volume_id: volumeId, team_id: teamId, name, driver, token: out.token, private_data: out.privateData, refcount: 0, created_at: Date.now(), deleting_at: null };
+    const row = { volume_id: volumeId, team_id: teamId, name, driver, token: out.token, private_data: out.privateData, refcount: 0, created_at: Date.now(), deleting_at: null, attach_claims_until: null };
     if (!(await this.d.repo.insert(row))) {
       await this.destroyBackend(driver, volumeId);
       throw badRequest(`Volume with name '${name}' already exists`);
@@ -159,6 +160,14 @@ export class VolumeService {
       out.push({ volumeId: row.volume_id, driver: row.driver, privateData: row.private_data, path: m.path, readOnly: m.readOnly });
     }
     return out;
+  }
+
+  /**
+   * Runs `attach` (a node's create, resume or content call) with the volumes claimed: a DELETE
+   * refuses until it ends (attach-claims.ts). 409 for one marked deleting since it was read.
+   */
+  whileAttaching<T>(volumeIds: string[], attach: () => Promise<T>): Promise<T> {
+    return whileAttaching(this.d.repo, this.d.logger, volumeIds, attach);
   }
 
   /** Applies a node's count flips (create, destroy, pause, resume answers). */
@@ -244,11 +253,6 @@ export class VolumeService {
       this.d.logger.error({ volumeId, driver, err: (err as Error).message }, 'volume plugin destroy failed while cleaning up a create; its backend data may stay');
     }
   }
-}
-
-/** A volume marked deleting: nothing may mount or read it (deletion.ts). */
-function beingDeleted(name: string): SvcError {
-  return conflict(`volume ${name} is being deleted (or its delete failed: delete it again); it cannot be mounted or read`);
 }
 
 function nameTaken(row: VolumeDbRow): SvcError {

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /** Persistent volumes (docs/volumes.md). Data lives with the volume's plugin; this is the record. */
 export interface VolumeRow {
   /** A UUID. */
@@ -19,6 +21,13 @@ export interface VolumeRow {
    * is mounted, resumed and served to no one; a DELETE again finishes it (docs/volumes.md).
    */
   deleting_at: number | null;
+  /**
+   * Attaches under way: creates, resumes, moves and content calls that read the volume and have
+   * not yet heard their node's answer. A DELETE refuses while any is (deletion.ts).
+   */
+  attach_claims: Generated<number>;
+  /** Until when `attach_claims` counts (epoch ms): the claims of a master that died lapse then. */
+  attach_claims_until: number | null;
 }
 
 export interface VolumeTables {

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,8 +47,10 @@ async function setup(config: DatabaseConfig) {
   const db = await openDatabase(config);
   await migrate(db.kysely, db.driver, migrations);
   const held = new Map<string, NodeVolumeAttachment[]>();
+  /** A node's agent, where the test runs one; else a port where nothing listens. */
+  const urls = new Map<string, string>();
   const nodes: VolumeNodes = {
-    live: async () => [...held.keys()].map((nodeId) => ({ nodeId, baseUrl: 'http://127.0.0.1:9', headers: {} })),
+    live: async () => [...held.keys()].map((nodeId) => ({ nodeId, baseUrl: urls.get(nodeId) ?? 'http://127.0.0.1:9', headers: {} })),
     attachments: async (nodeId) => held.get(nodeId) ?? [],
     unreachableHolders: async () => [],
   };
@@ -57,7 +61,7 @@ async function setup(config: DatabaseConfig) {
   await registerVolumeRoutes(app, service);
   await app.ready();
   return {
-    app, service, repo, held, dataDir: join(dir, 'data'),
+    app, service, repo, held, urls, dataDir: join(dir, 'data'),
     async close() {
       await app.close();
       await plugins.close();
@@ -187,6 +191,37 @@ for (const engine of availableTestDatabases()) {
         assert.equal((await call(h.app, 'GET', url, { team: teamA })).status, 503);
         assert.equal((await call(h.app, 'GET', url, { team: teamB })).status, 404);
         assert.equal((await call(h.app, 'GET', `/svc/volumecontent/${v.volumeID}/nope`, { team: teamA })).status, 404);
+      });
+
+      await t.test('a DELETE while a content call waits for its node is refused (409 130409); once the node answered, the call holds nothing more', async () => {
+        const made = await call(h.app, 'POST', '/svc/volume', { team: teamA, body: { name: 'read-now' } });
+        assert.equal(made.status, 201);
+        // A node agent that answers the content call only when the test says.
+        let answer!: () => void;
+        const answered = new Promise<void>((r) => { answer = r; });
+        let arrived!: () => void;
+        const asked = new Promise<void>((r) => { arrived = r; });
+        const agent = createServer((_req, res) => {
+          arrived();
+          void answered.then(() => res.writeHead(200, { 'content-type': 'application/json' }).end('[]'));
+        });
+        await new Promise<void>((r) => agent.listen(0, '127.0.0.1', r));
+        h.urls.set('node-slow', `http://127.0.0.1:${(agent.address() as AddressInfo).port}`);
+        h.held.set('node-slow', []);
+        try {
+          const reading = call(h.app, 'GET', `/svc/volumecontent/${made.body.volumeID}/path?path=/`, { team: teamA });
+          await asked;
+          const refused = await call(h.app, 'DELETE', '/svc/volume/read-now', { team: teamA });
+          assert.deepEqual([refused.status, refused.body.code], [409, 130409], JSON.stringify(refused.body));
+          answer();
+          assert.equal((await reading).status, 200);
+          assert.equal((await call(h.app, 'DELETE', '/svc/volume/read-now', { team: teamA })).status, 204);
+        } finally {
+          h.held.delete('node-slow');
+          h.urls.delete('node-slow');
+          agent.closeAllConnections();
+          await new Promise((r) => agent.close(r));
+        }
       });
 
       await t.test('names and ids are exact on every engine: Data and data are two volumes, each found by its own name only', async () => {
