@@ -5,10 +5,10 @@ import type { SnapshotRepo } from './repo.ts';
 export const LEASE_RENEW_MS = 60_000;
 
 /**
- * Runs `copy` with the pending row `snapshotId` renewed every `renewMs` (SnapshotRepo.renewPending):
+ * Runs `copy` with the pending row `snapshotId`'s lease (lease_at) renewed every `renewMs` (SnapshotRepo.renewPending):
  * the sweeps that finish or drop pending rows (SnapshotCatalog.finishPending, PausePackageStore.sweepStale)
  * take only rows whose lease is older than their minimum age, so a copy that runs longer than that
- * is left to finish on its own. `what` names the capture in the log ("pause package", "build capture").
+ * is left to finish on its own. `what` names the capture in the log ("pause package", "build capture", "snapshot").
  */
 export async function whileLeased<T>(repo: SnapshotRepo, logger: Logger, snapshotId: string, renewMs: number, what: string, copy: () => Promise<T>): Promise<T> {
   let copying = true;

@@ -104,6 +104,33 @@ for (const tdb of availableTestDatabases()) {
         await repo.delete(row.snapshot_id);
       });
 
+      await t.test('a user\'s snapshot still being copied keeps its lease apart from its creation time: the pending sweep leaves it, and it lists as taken when it was', async () => {
+        const f = fakes();
+        const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());
+        const node = await f.nodes.client('n1');
+        const sandboxes = {
+          async snapshotSource() {
+            return { node, envVars: {}, volumeMounts: [], record: { teamId: 'team-a', templateId: 't', nodeId: 'n1', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024 } };
+          },
+        };
+        const service = new SnapshotService({ repo, sandboxes: sandboxes as never, nodes: f.nodes, templates: {} as never, storage: f.storage, catalog, logger: silentLogger(), leaseRenewMs: 20 });
+        f.storage.hold = true;
+        const before = Date.now();
+        const capturing = service.capture('sb-5', { purpose: 'snapshot', name: 'long-copy' });
+        // Its copy has run for longer than the sweep's age.
+        await wait(300);
+        assert.deepEqual(await catalog.finishPending(150), { ready: [], removed: [] });
+        f.release();
+        const row = await capturing;
+        const kept = await repo.get(row.snapshot_id);
+        assert.equal(kept?.status, 'ready');
+        assert.equal(kept?.name, 'long-copy');
+        assert.deepEqual(f.archived, [row.snapshot_id], 'copied once, by its own capture');
+        assert.ok(Number(kept!.created_at) >= before && Number(kept!.created_at) < before + 150, `created when taken, not moved by its lease (${Number(kept!.created_at) - before} ms after the capture began)`);
+        assert.ok(Number(kept!.lease_at) >= before + 150, 'the lease was renewed while it copied');
+        await repo.delete(row.snapshot_id);
+      });
+
       await t.test('the pending sweep finishes users\' and builds\' captures a stopped master left, never a pause package\'s', async () => {
         const f = fakes();
         const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());

@@ -49,7 +49,7 @@ export class PausePackageStore implements PausePackages {
     // The node keeps no copy: the paused sandbox itself is there, and another node downloads it.
     await node.deleteLayer(layer.layerId).catch((err: Error) => this.logger.warn({ snapshotId, err: err.message }, 'pause package\'s copy stays on its node; the orphan sweep removes it'));
     this.logger.info({ sandboxId: s.sandboxId, snapshotId, sizeBytes: layer.sizeBytes, contents: layer.contents }, 'pause package stored');
-    return this.toStored({ ...row, name: null, wanted_name: null, status: 'ready' });
+    return this.toStored({ ...row, name: null, wanted_name: null, status: 'ready', lease_at: null });
   }
 
   async get(snapshotId: string): Promise<StoredPause | undefined> {

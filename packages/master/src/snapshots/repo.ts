@@ -1,4 +1,4 @@
-import type { Kysely, Selectable } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { conflict, notFound } from '@svc/common';
 import { TemplateStore } from '../templates/store/templates.ts';
@@ -12,8 +12,8 @@ export class SnapshotRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
   /** Records a capture whose layer is not in the store yet (status pending, no name yet: the one it asks for is kept apart). */
-  async insertPending(row: Omit<SnapshotRow, 'status' | 'name' | 'wanted_name'> & { wanted_name?: string | null }): Promise<void> {
-    await this.db.insertInto('t_svc_snapshot').values({ ...row, name: null, wanted_name: row.wanted_name ?? null, status: 'pending' }).execute();
+  async insertPending(row: Omit<SnapshotRow, 'status' | 'name' | 'wanted_name' | 'lease_at'> & { wanted_name?: string | null }): Promise<void> {
+    await this.db.insertInto('t_svc_snapshot').values({ ...row, name: null, wanted_name: row.wanted_name ?? null, status: 'pending', lease_at: null }).execute();
   }
 
   /**
@@ -51,12 +51,11 @@ export class SnapshotRepo {
   }
 
   /**
-   * Renews a pending row's lease while its layer is copied: created_at, for a pause package or a
-   * build's capture (never listed, never counted), is when a live master last vouched for it, so
-   * the sweeps leave one whose copy runs long (lease.ts). False when the row is gone.
+   * Renews a pending row's lease while its layer is copied (lease.ts): the sweeps leave a row
+   * whose lease is fresh, so one whose copy runs long is left to it. False when the row is gone.
    */
   async renewPending(id: string, now: number): Promise<boolean> {
-    const r = await this.db.updateTable('t_svc_snapshot').set({ created_at: now }).where('snapshot_id', '=', id).where('status', '=', 'pending').executeTakeFirst();
+    const r = await this.db.updateTable('t_svc_snapshot').set({ lease_at: now }).where('snapshot_id', '=', id).where('status', '=', 'pending').executeTakeFirst();
     return Number(r.numUpdatedRows) > 0;
   }
 
@@ -87,12 +86,12 @@ export class SnapshotRepo {
 
   /** Captures of these purposes whose layer has not reached the store, taken (or their lease last renewed) before `before`. */
   async pending(purposes: SnapshotDbRow['purpose'][], before: number): Promise<SnapshotDbRow[]> {
-    return this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'pending').where('purpose', 'in', purposes).where('created_at', '<', before).execute();
+    return this.db.selectFrom('t_svc_snapshot').selectAll().where('status', '=', 'pending').where('purpose', 'in', purposes).where(leasedAt, '<', before).execute();
   }
 
-  /** Every row of a purpose (ready or not) made before `before`. */
+  /** Every row of a purpose (ready or not) made (or its lease last renewed) before `before`. */
   async byPurpose(purpose: SnapshotDbRow['purpose'], before: number): Promise<SnapshotDbRow[]> {
-    return this.db.selectFrom('t_svc_snapshot').selectAll().where('purpose', '=', purpose).where('created_at', '<', before).execute();
+    return this.db.selectFrom('t_svc_snapshot').selectAll().where('purpose', '=', purpose).where(leasedAt, '<', before).execute();
   }
 
   /** Deletes the row; with `teamId`, only if it is that team's. False when nothing was deleted. */
@@ -139,3 +138,6 @@ export class SnapshotRepo {
     return new Set((await this.db.selectFrom('t_svc_snapshot').select('layer_id').execute()).map((r) => r.layer_id));
   }
 }
+
+/** When a live master last vouched for a row: its lease's last renewal, else its creation (lease.ts). */
+const leasedAt = sql<number>`coalesce(lease_at, created_at)`;

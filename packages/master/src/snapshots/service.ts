@@ -82,11 +82,11 @@ export class SnapshotService {
     try {
       // Counted again once recorded: captures taken together all passed the count before theirs.
       if (limit) this.within(limit, await this.d.repo.teamCount(teamId, { createdAt: row.created_at, id: snapshotId }));
-      // A build's capture may copy for longer than the pending sweep waits (an image's whole
-      // layer): its row's lease is renewed meanwhile, so the sweep (which finishes build rows a
-      // stopped master left) does not copy it a second time under this copy.
-      const copy = () => copyLayerToStore(src.node, this.d.storage, layer);
-      await (o.purpose === 'build' ? whileLeased(this.d.repo, this.d.logger, snapshotId, this.d.leaseRenewMs ?? LEASE_RENEW_MS, 'build capture', copy) : copy());
+      // A capture may copy for longer than the pending sweep waits (a big sandbox's files, an
+      // image's whole layer): its row's lease is renewed meanwhile, so the sweep (which finishes
+      // the rows a stopped master left) does not copy it a second time under this copy.
+      const what = o.purpose === 'build' ? 'build capture' : 'snapshot';
+      await whileLeased(this.d.repo, this.d.logger, snapshotId, this.d.leaseRenewMs ?? LEASE_RENEW_MS, what, () => copyLayerToStore(src.node, this.d.storage, layer));
       await this.d.repo.markReady(snapshotId, o.name ? { name: o.name, teamId: src.record.teamId } : null);
     } catch (err) {
       await this.d.catalog.discard(snapshotId, layer.layerId);
@@ -96,7 +96,7 @@ export class SnapshotService {
       throw wrapError(e, `snapshot of ${sandboxId} could not be stored; nothing was kept, retry`);
     }
     this.d.logger.info({ snapshotId, sandboxId, name: o.name, purpose: o.purpose, sizeBytes: layer.sizeBytes }, 'snapshot taken');
-    return { ...row, name: o.name ?? null, wanted_name: null, status: 'ready' };
+    return { ...row, name: o.name ?? null, wanted_name: null, status: 'ready', lease_at: null };
   }
 
   /** A 429 when the team keeps `count` snapshots already and may keep `limit` (docs/security.md, "Quotas"). */

@@ -40,6 +40,12 @@ export interface SnapshotRow {
   /** The team it belongs to (its sandbox's). */
   team_id: string;
   created_at: number;
+  /**
+   * While its layer is copied into the store: when a live master last vouched for the copy
+   * (lease.ts); null before the first renewal. The sweeps that finish or drop pending rows go by
+   * it, or by created_at where it is null, and leave created_at (a user's snapshot's listed time) alone.
+   */
+  lease_at: number | null;
 }
 
 export interface SnapshotTables {
