@@ -26,6 +26,8 @@ export interface EgressRequestRecord {
   sandbox_id?: string;
   rule?: string;
   injected?: string[];
+  /** Why the proxy refused the exchange, when it did: the reason its security event has (or `deny_rule`). */
+  reason?: EgressSecurityReason;
 }
 
 export type EgressSecurityReason =

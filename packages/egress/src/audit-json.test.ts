@@ -18,6 +18,7 @@ test('a request record is the text JSON.stringify makes, with and without svc\'s
     record({ sandbox_id: 'sbx-1' }),
     record({ sandbox_id: 'sbx-1', rule: 'allow-api', injected: ['Authorization', 'X-Key'] }),
     record({ rule: 'r', injected: [] }),
+    record({ sandbox_id: 'sbx-2', rule: 'block', reason: 'deny_rule' }),
   ]) assert.equal(requestRecordJson(r), JSON.stringify(r));
 });
 

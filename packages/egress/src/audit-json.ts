@@ -14,12 +14,13 @@ export function requestRecordJson(r: EgressRequestRecord): string {
   if (r.sandbox_id !== undefined) out += `,"sandbox_id":${str(r.sandbox_id)}`;
   if (r.rule !== undefined) out += `,"rule":${str(r.rule)}`;
   if (r.injected !== undefined) out += `,"injected":${JSON.stringify(r.injected)}`;
+  if (r.reason !== undefined) out += `,"reason":${str(r.reason)}`;
   return `${out}}`;
 }
 
 /** Every field requestRecordJson writes: a field added to the contract fails to compile here until it is written too. */
 const WRITTEN = ['ts', 'sandbox_ip', 'dst_ip', 'dst_port', 'scheme', 'host', 'method', 'path', 'status', 'bytes_in', 'bytes_out',
-  'latency_ms', 'tls_version', 'cipher', 'upstream_status', 'upstream_addr', 'sandbox_id', 'rule', 'injected'] as const;
+  'latency_ms', 'tls_version', 'cipher', 'upstream_status', 'upstream_addr', 'sandbox_id', 'rule', 'injected', 'reason'] as const;
 type Unwritten = Exclude<keyof EgressRequestRecord, (typeof WRITTEN)[number]>;
 const everyFieldWritten: [Unwritten] extends [never] ? true : Unwritten = true;
 void everyFieldWritten;

@@ -123,6 +123,7 @@ test('denied by rule: 403 naming the rule, and the upstream never sees a connect
   assert.equal(rec.dst_ip, '');
   assert.equal(rec.upstream_addr, '');
   assert.equal(rec.rule, 'block-admin');
+  assert.equal(rec.reason, 'deny_rule', 'the record says why it was refused');
 });
 
 test('an allow exception listed before a broad deny', async () => {
@@ -137,6 +138,10 @@ test('method filter: a method outside the list falls through to default deny', a
   assert.equal(r.status, 403);
   assert.equal(r.json.message, 'egress denied: no rule matched (default deny)');
   await auditFind((l) => l.type === 'security_event' && l.reason === 'default_deny' && l.method === 'DELETE', 'the default_deny event');
+  const rec = await auditFind((l) => l.type === undefined && l.method === 'DELETE' && l.path === '/v1/items', 'the request record');
+  assert.deepEqual([rec.status, rec.reason], [403, 'default_deny'], 'its request record says why too');
+  const allowed = await auditFind((l) => l.type === undefined && l.method === 'HEAD' && l.path === '/v1/items', 'the allowed request\'s record');
+  assert.equal(allowed.reason, undefined, 'an allowed request has no reason');
 });
 
 test('first match wins: an earlier deny shadows a later wildcard allow', async () => {

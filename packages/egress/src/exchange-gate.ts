@@ -99,6 +99,7 @@ export class ExchangeGate {
         // One event for one refusal: a tunnel's says both why it was refused and that the rule is malformed.
         if (decision.tunnel) return this.refuseTunnel(decision.rule, decision.tunnel, decision.reason === 'malformed_rule');
         if (decision.reason === 'malformed_rule') this.securityEvent('malformed_rule', decision.rule.name, MALFORMED_DENY);
+        else this.record.reason = 'deny_rule';
         return refused(403, `egress denied by rule ${decision.rule.name}`);
       case 'default_deny':
         this.securityEvent('default_deny', '');
@@ -280,6 +281,8 @@ export class ExchangeGate {
   }
 
   securityEvent(reason: EgressSecurityReason, rule: string, detail?: string): void {
+    // Every reason but a fired inject is a refusal: the exchange's own record says which.
+    if (reason !== 'inject_fired') this.record.reason = reason;
     this.deps.audit.write({
       type: 'security_event',
       ts: auditTimestamp(),
