@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,9 +20,14 @@ test('svc up --tls: a local CA signs a certificate for every <port>-<id>.<domain
     assert.ok(cert.verify(new X509Certificate(readFileSync(tls.caFile)).publicKey));
     const again = ensureLocalTls(dir, 'sandboxes.test');
     assert.equal(readFileSync(again.certFile, 'utf8'), readFileSync(tls.certFile, 'utf8'), 'kept');
+    assert.deepEqual([tls.newCa, again.newCa], [true, false]);
+    const caBefore = readFileSync(tls.caFile, 'utf8');
     const moved = ensureLocalTls(dir, 'other.test');
     assert.ok(new X509Certificate(readFileSync(moved.certFile)).checkHost('8000-x.other.test'), 'a new domain gets a new certificate');
-    assert.equal(readFileSync(moved.caFile, 'utf8'), readFileSync(tls.caFile, 'utf8'), 'from the same CA');
+    assert.equal(moved.newCa, true, 'and a CA of its own: the first may sign for sandboxes.test only');
+    assert.notEqual(readFileSync(moved.caFile, 'utf8'), caBefore);
+    assert.equal(ensureLocalTls(dir, 'sub.other.test').newCa, false, 'a domain under the CA\'s is covered by it');
+    ensureLocalTls(dir, 'other.test');
 
     // A client that trusts the CA reaches a server with the certificate by a sandbox's name.
     const server = createServer({ cert: readFileSync(moved.certFile), key: readFileSync(moved.keyFile) }, (_req, res) => res.end('ok'));
@@ -41,8 +47,53 @@ test('svc up --tls: a local CA signs a certificate for every <port>-<id>.<domain
     } finally {
       server.close();
     }
+    // The CA's key signs a certificate for another site: a client that trusts the CA refuses it.
+    const forged = forge(dir, moved.caFile, join(dir, 'ca-key.pem'), 'bank.example');
+    const refused = await new Promise<Error | undefined>((resolve) => {
+      const server = createServer({ cert: readFileSync(forged.cert), key: readFileSync(forged.key) }, (_req, res) => res.end('ok'));
+      server.listen(0, '127.0.0.1', () => {
+        const port = (server.address() as { port: number }).port;
+        const req = request({ host: '127.0.0.1', port, servername: 'www.bank.example', ca: readFileSync(moved.caFile), headers: { host: 'www.bank.example' } }, (res) => {
+          res.resume();
+          res.on('end', () => { server.close(); resolve(undefined); });
+        });
+        req.on('error', (err) => { server.close(); resolve(err); });
+        req.end();
+      });
+    });
+    assert.ok(refused, 'the forged certificate was refused');
+    assert.match(refused.message, /permitted subtree violation/, 'for the name constraint');
     assert.throws(() => ensureLocalTls(dir, 'localhost'), /two labels/);
     assert.throws(() => ensureLocalTls(dir, 'bad domain.test'), /not a DNS name/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A certificate for `*.<site>` signed with the CA's key, as whoever read the key could make. */
+function forge(dir: string, caFile: string, caKey: string, site: string): { cert: string; key: string } {
+  const key = join(dir, 'forged-key.pem');
+  const csr = join(dir, 'forged.csr');
+  const cert = join(dir, 'forged.pem');
+  const ext = join(dir, 'forged.ext');
+  writeFileSync(ext, `basicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:*.${site},DNS:${site}\n`);
+  execFileSync('openssl', ['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', `/CN=*.${site}`, '-keyout', key, '-out', csr], { stdio: 'ignore' });
+  execFileSync('openssl', ['x509', '-req', '-in', csr, '-CA', caFile, '-CAkey', caKey, '-CAcreateserial', '-days', '30', '-sha256', '-extfile', ext, '-out', cert], { stdio: 'ignore' });
+  return { cert, key };
+}
+
+test('a CA made before its name constraint (any name) is kept across a change of domain: users trust it already', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-tls-old-'));
+  try {
+    execFileSync('openssl', ['req', '-x509', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-sha256', '-days', '3650',
+      '-subj', '/CN=svc local CA', '-keyout', join(dir, 'ca-key.pem'), '-out', join(dir, 'ca.pem'),
+      '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:0', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'], { stdio: 'ignore' });
+    const old = readFileSync(join(dir, 'ca.pem'), 'utf8');
+    const a = ensureLocalTls(dir, 'one.test');
+    const b = ensureLocalTls(dir, 'two.test');
+    assert.deepEqual([a.newCa, b.newCa], [false, false]);
+    assert.equal(readFileSync(b.caFile, 'utf8'), old);
+    assert.ok(new X509Certificate(readFileSync(b.certFile)).checkHost('1-x.two.test'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

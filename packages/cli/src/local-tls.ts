@@ -8,6 +8,8 @@ export interface LocalTls {
   caFile: string;
   certFile: string;
   keyFile: string;
+  /** The CA was made by this call: clients that trusted the one before must trust this one. */
+  newCa: boolean;
 }
 
 const DAY = 86_400_000;
@@ -18,6 +20,12 @@ const DAY = 86_400_000;
  * made again when the domain changes or the certificate nears its end. Made with Debian's
  * openssl. A real install uses a certificate of a public CA instead (proxy.tls_cert_file,
  * proxy.tls_key_file; docs/configuration.md).
+ *
+ * The CA may sign for the sandbox domain only (a critical X.509 name constraint): users add it
+ * to their machines' and browsers' trust, and its key, a file on the platform's host, would
+ * otherwise let whoever reads it pass for any site to them. So a later domain the CA does not
+ * cover gets a CA of its own (`newCa`), which clients must trust again. A CA made before
+ * 2026-12-07 has no constraint and is kept, as users trust it already.
  */
 export function ensureLocalTls(dir: string, domain: string): LocalTls {
   if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$/i.test(domain) || domain.length > 200) {
@@ -25,21 +33,49 @@ export function ensureLocalTls(dir: string, domain: string): LocalTls {
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const f = { caFile: join(dir, 'ca.pem'), caKey: join(dir, 'ca-key.pem'), certFile: join(dir, 'sandboxes.pem'), keyFile: join(dir, 'sandboxes-key.pem') };
-  const openssl = (args: string[]) => execFileSync('openssl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-
+  let newCa = false;
   if (!existsSync(f.caFile) || !existsSync(f.caKey)) {
-    openssl(['req', '-x509', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-sha256', '-days', '3650',
-      '-subj', '/CN=svc local CA', '-keyout', f.caKey, '-out', f.caFile,
-      '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:0', '-addext', 'keyUsage=critical,keyCertSign,cRLSign']);
+    makeCa(f.caFile, f.caKey, domain);
+    newCa = true;
   }
-  if (!leafFits(f.certFile, f.keyFile, f.caFile, domain)) {
-    const csr = join(dir, 'sandboxes.csr');
-    const ext = join(dir, 'sandboxes.ext');
-    writeFileSync(ext, `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:*.${domain},DNS:${domain}\n`);
-    openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', `/CN=*.${domain}`, '-keyout', f.keyFile, '-out', csr]);
-    openssl(['x509', '-req', '-in', csr, '-CA', f.caFile, '-CAkey', f.caKey, '-CAcreateserial', '-days', '397', '-sha256', '-extfile', ext, '-out', f.certFile]);
+  if (!leafFits(f.certFile, f.keyFile, f.caFile, domain)) makeLeaf(dir, f, domain);
+  if (!newCa && !chainVerifies(f.caFile, f.certFile)) {
+    // The CA's name constraint does not cover this domain (the domain changed): a CA of its own.
+    makeCa(f.caFile, f.caKey, domain);
+    makeLeaf(dir, f, domain);
+    newCa = true;
   }
-  return { caFile: f.caFile, certFile: f.certFile, keyFile: f.keyFile };
+  return { caFile: f.caFile, certFile: f.certFile, keyFile: f.keyFile, newCa };
+}
+
+function openssl(args: string[]): Buffer {
+  return execFileSync('openssl', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+function makeCa(caFile: string, caKey: string, domain: string): void {
+  openssl(['req', '-x509', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-sha256', '-days', '3650',
+    '-subj', `/CN=svc local CA for ${domain}`, '-keyout', caKey, '-out', caFile,
+    '-addext', 'basicConstraints=critical,CA:TRUE,pathlen:0', '-addext', 'keyUsage=critical,keyCertSign,cRLSign',
+    '-addext', `nameConstraints=critical,permitted;DNS:${domain}`]);
+}
+
+function makeLeaf(dir: string, f: { caFile: string; caKey: string; certFile: string; keyFile: string }, domain: string): void {
+  const csr = join(dir, 'sandboxes.csr');
+  const ext = join(dir, 'sandboxes.ext');
+  writeFileSync(ext, `basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectAltName=DNS:*.${domain},DNS:${domain}\n`);
+  openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-subj', `/CN=*.${domain}`, '-keyout', f.keyFile, '-out', csr]);
+  openssl(['x509', '-req', '-in', csr, '-CA', f.caFile, '-CAkey', f.caKey, '-CAcreateserial', '-days', '397', '-sha256', '-extfile', ext, '-out', f.certFile]);
+}
+
+/** Whether a client trusting the CA accepts the certificate: openssl's verify applies the CA's name constraints, as TLS clients do. */
+function chainVerifies(caFile: string, certFile: string): boolean {
+  try {
+    openssl(['verify', '-CAfile', caFile, certFile]);
+    return true;
+  } catch {
+    // openssl exits 2 and names the failed check (here a name constraint): the answer is no.
+    return false;
+  }
 }
 
 function leafFits(certFile: string, keyFile: string, caFile: string, domain: string): boolean {

@@ -76,6 +76,8 @@ export async function runUp(opts: UpOptions): Promise<void> {
   if (opts.tls) {
     try {
       const tls = ensureLocalTls(join(cfg.data_dir, 'tls'), cfg.sandbox_domain);
+      // Clients that trusted the CA before (a browser's import) must trust this one: said once, at its making.
+      if (tls.newCa) process.stderr.write(`svc up: made a local CA for ${cfg.sandbox_domain} and the names under it only: ${tls.caFile}; clients trust it (NODE_EXTRA_CA_CERTS, a browser's import)\n`);
       caFile = tls.caFile;
       cfg.proxy.tls_cert_file = tls.certFile;
       cfg.proxy.tls_key_file = tls.keyFile;
