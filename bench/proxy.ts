@@ -67,7 +67,7 @@ async function serveProxy(rest: Record<string, string>) {
   // built bundle when there is one: bench/lib/worker-entry.ts).
   const workers = Number(process.env.SVC_PROXY_WORKERS ?? 0);
   const proxy = await startProxy(
-    { proxy: { http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: 0 } },
+    { proxy: { http_port: 0, https_port: 0, admin_port: 0, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: 0, worker_user: '' } },
     {
       logger: silentLogger(),
       master: new MasterInternalClient(rest.master),

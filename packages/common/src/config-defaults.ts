@@ -49,7 +49,7 @@ export function defaultConfig(dataDir = join(homedir(), '.svc')): SvcConfig {
       volume_plugins: [],
       volume_plugin_base_dir: '/data/svc-shared/volume',
     },
-    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: -10 },
+    proxy: { http_port: 3002, https_port: 0, admin_port: 8082, bind: '127.0.0.1', admin_token: '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: -10, worker_user: 'nobody' },
     template_center: {
       listen: '127.0.0.1:8090',
       addr: '',

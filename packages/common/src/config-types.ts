@@ -143,6 +143,11 @@ export interface SvcConfig {
     workers: number;
     /** The workers' nice value, -20..19 (nginx's worker_priority); below 0 keeps previews responsive while sandboxes boot. */
     worker_priority: number;
+    /**
+     * The system account the workers run as once they listen, when svc runs as root (they parse
+     * what the internet sends); '' keeps root. Default `nobody`.
+     */
+    worker_user: string;
   };
   template_center: {
     listen: string;

@@ -127,6 +127,7 @@ export function validateConfig(c: SvcConfig): void {
     need(Number.isInteger(v) && v >= 0 && v <= 256, key, `must be 0 (one per core) to 256 worker processes (got ${v})`);
   }
   need(Number.isInteger(c.proxy.worker_priority) && c.proxy.worker_priority >= -20 && c.proxy.worker_priority <= 19, 'proxy.worker_priority', `must be a nice value -20..19 (got ${c.proxy.worker_priority})`);
+  need(typeof c.proxy.worker_user === 'string' && /^([a-z_][a-z0-9_-]{0,31})?$/.test(c.proxy.worker_user), 'proxy.worker_user', `must be a system account's name, or empty to keep root (got ${JSON.stringify(c.proxy.worker_user)})`);
   need(Number.isInteger(c.egress.audit_max_mb) && c.egress.audit_max_mb >= 0, 'egress.audit_max_mb', `must be a whole number of MiB, 0 for no size limit (got ${c.egress.audit_max_mb})`);
   need(Number.isInteger(c.egress.audit_keep) && c.egress.audit_keep >= 1 && c.egress.audit_keep <= 1000, 'egress.audit_keep', `must be 1..1000 rotated files (got ${c.egress.audit_keep})`);
   for (const key of ['egress.http_port', 'egress.https_port', 'egress.admin_port', 'egress.tunnel_port'] as const) {

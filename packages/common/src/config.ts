@@ -126,6 +126,7 @@ const ENV_KEYS: Array<[string, string, Kind]> = [
   ['SVC_EGRESS_WORKERS', 'egress.workers', 'int'],
   ['SVC_PROXY_WORKERS', 'proxy.workers', 'int'],
   ['SVC_PROXY_WORKER_PRIORITY', 'proxy.worker_priority', 'int'],
+  ['SVC_PROXY_WORKER_USER', 'proxy.worker_user', 'string'],
   ['SVC_EGRESS_UPSTREAM_PROXY', 'egress.upstream_proxy', 'string'],
   ['SVC_EGRESS_AUDIT_MAX_MB', 'egress.audit_max_mb', 'int'],
   ['SVC_EGRESS_AUDIT_KEEP', 'egress.audit_keep', 'int'],

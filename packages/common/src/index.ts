@@ -26,6 +26,7 @@ export { propagationFields, SANDBOX_ID_ATTRIBUTE, setSpanAttribute, startServerS
 export { collect, counter, gauge, histogram, hotHistogram, renderMetrics, scrapeToken, sendMetrics, type HotHistogram, type Sample } from './metrics.ts';
 export { sameProgramEntry, setWorkerLogFile, workerCount, WorkerPool, type WorkerEntry, type WorkerPoolOptions } from './worker-pool.ts';
 export { listenShared, runWorker, workerLogger, type StartedWorker, type WorkerStart } from './worker-runtime.ts';
+export { dropPrivileges, systemAccount, type SystemAccount } from './run-as.ts';
 export { Slots } from './slots.ts';
 export { PendingBytes } from './pending-bytes.ts';
 export { requireSharedToken, type SharedTokenGuard } from './shared-token.ts';

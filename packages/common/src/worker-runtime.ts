@@ -3,6 +3,7 @@
  * role, reports ready, then answers the primary's calls one at a time, in order. Calls that
  * arrive while it starts wait for it.
  */
+import { openSync } from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import pino from 'pino';
 import { REDACTED_PATHS, type Logger } from './log.ts';
@@ -29,8 +30,11 @@ export function workerLogger(component: string): Logger {
   const base = { level, redact: { paths: REDACTED_PATHS, censor: '[redacted]' }, base: { component, pid: process.pid } };
   const file = process.env.SVC_WORKER_LOG_FILE;
   if (!file) return pino(base, pino.destination({ fd: 2, sync: false }));
+  // Opened now, not by the destination in the background: a worker that gives up root once it
+  // listens (run-as.ts) could not open a file of root's afterwards.
+  const fd = openSync(file, 'a');
   return pino(base, pino.multistream([
-    { level: 'info', stream: pino.destination({ dest: file, append: true, sync: false }) },
+    { level: 'info', stream: pino.destination({ fd, sync: false }) },
     { level: 'warn', stream: pino.destination({ fd: 2, sync: false }) },
   ]));
 }

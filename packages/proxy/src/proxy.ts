@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { clusterTlsOf, internalScheme, Periodic, randomId, type Coordination, type Logger, type SvcConfig, type WorkerEntry } from '@svc/common';
+import { clusterTlsOf, internalScheme, Periodic, randomId, systemAccount, type Coordination, type Logger, type SvcConfig, type SystemAccount, type WorkerEntry } from '@svc/common';
 import { SANDBOX_EVENTS_TOPIC, type SandboxEvent } from '@svc/contracts/lifecycle';
 import type { MasterInternalClient } from '@svc/contracts/master-internal';
 import { createAdminApp } from './admin-server.ts';
@@ -68,6 +68,7 @@ export async function startProxy(cfg: ProxyConfig, deps: ProxyDeps): Promise<Run
         httpPort: cfg.proxy.http_port, httpsPort: cfg.proxy.https_port, bind,
         tls: tls && { cert: tls.cert.toString(), key: tls.key.toString() },
         masterUrl: deps.master.baseUrl, lifecycleUrls: deps.lifecycleUrls, clusterToken: deps.clusterToken, tuning,
+        ...workerAccount(cfg.proxy.worker_user),
       },
     })
     : localPlane(await startDataPath({
@@ -162,6 +163,20 @@ function listenerTls(cfg: ProxyConfig, deps: ProxyDeps, logger: Logger): { cert:
     : undefined);
   if (!tls) logger.warn({ https_port: cfg.proxy.https_port }, 'proxy.https_port is set but no certificate and key were given (proxy.tls_cert_file, proxy.tls_key_file); HTTPS listener not started');
   return tls;
+}
+
+/**
+ * The account the workers become once they listen (docs/security.md, "The data-plane proxy's
+ * workers"): none when this process is not root (nothing to give up) or the setting is empty.
+ * An account the host does not have stops the start, naming the setting.
+ */
+function workerAccount(user: string | undefined): { runAs?: SystemAccount } {
+  if (!user || user === 'root' || process.getuid?.() !== 0) return {};
+  try {
+    return { runAs: systemAccount(user) };
+  } catch (err) {
+    throw new Error(`proxy.worker_user: ${(err as Error).message}; name an unprivileged account of this host, or set it to '' to keep the workers root`);
+  }
 }
 
 function clientHost(bind: string): string {

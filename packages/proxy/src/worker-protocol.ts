@@ -1,3 +1,4 @@
+import type { SystemAccount } from '@svc/common';
 /**
  * What the proxy's primary and its worker processes tell each other (docs/data-plane.md, "Worker
  * processes"). Plain JSON: it crosses the cluster's IPC channel.
@@ -19,6 +20,8 @@ export interface ProxyWorkerInit {
   /** cluster_token, sent to the master and the lifecycle replicas. */
   clusterToken?: string;
   tuning: ProxyTuning;
+  /** The account the worker becomes once it listens (proxy.worker_user, when the primary is root). */
+  runAs?: SystemAccount;
 }
 
 /** What a worker reports when it is ready: the ports its listeners got (shared by all workers). */

@@ -5,7 +5,7 @@
  * with SVC_WORKER_ROLE=proxy; worker-main.ts does the same from the sources.
  */
 import { fileURLToPath } from 'node:url';
-import { startTracing, workerLogger, type StartedWorker, type WorkerEntry, type WorkerStart } from '@svc/common';
+import { dropPrivileges, startTracing, workerLogger, type StartedWorker, type WorkerEntry, type WorkerStart } from '@svc/common';
 import { MasterInternalClient } from '@svc/contracts/master-internal';
 import { startDataPath, type DataPath } from './data-path.ts';
 import { answeredTotal } from './proxy-metrics.ts';
@@ -27,6 +27,18 @@ export const startProxyWorker: WorkerStart = async (init): Promise<StartedWorker
   } catch (err) {
     await tracing.close();
     throw err;
+  }
+  if (i.runAs) {
+    // Listening (on the primary's sockets) and its files read: what needed root is done, and the
+    // rest of its life it parses what the internet sends (docs/security.md, "The data-plane proxy's workers").
+    try {
+      dropPrivileges(i.runAs);
+    } catch (err) {
+      await path.close();
+      await tracing.close();
+      throw err;
+    }
+    logger.debug({ user: i.runAs.name, uid: i.runAs.uid }, 'proxy worker runs as an unprivileged account');
   }
   logger.debug({ httpPort: path.httpPort, httpsPort: path.httpsPort }, 'proxy worker listening');
   return {

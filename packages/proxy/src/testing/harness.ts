@@ -123,6 +123,8 @@ export interface PlatformOptions {
   https?: { port: number; cert: string; key: string };
   /** The data path in worker processes (ProxyDeps.workers); absent: in this process. */
   workers?: { count: number; entry: WorkerEntry };
+  /** proxy.worker_user: the account the workers become (default '': they stay the test's user). */
+  workerUser?: string;
 }
 
 export async function startPlatform(opts: PlatformOptions = {}): Promise<Platform> {
@@ -131,7 +133,7 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
   await master.start();
   const coordination = opts.coordination ?? new MemoryCoordination();
   const cfg = {
-    proxy: { http_port: 0, https_port: opts.https?.port ?? 0, admin_port: 0, bind: '127.0.0.1', admin_token: opts.proxyAdminToken ?? '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: 0 },
+    proxy: { http_port: 0, https_port: opts.https?.port ?? 0, admin_port: 0, bind: '127.0.0.1', admin_token: opts.proxyAdminToken ?? '', tls_cert_file: '', tls_key_file: '', workers: 0, worker_priority: 0, worker_user: opts.workerUser ?? '' },
     lifecycle: { replicas: opts.lifecycleReplicas ?? 2, listen: '127.0.0.1:0', sweep_interval_ms: 100, warmup_sec: 30, lease_ttl_ms: 1_000 },
   };
   const masterClient = new MasterInternalClient(master.url);
