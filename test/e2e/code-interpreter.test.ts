@@ -21,10 +21,27 @@ before(async () => {
   // after 300 s), and the official SDK then connects to the sandbox it made.
   p = await startPlatform({ dataDir: '/tmp/svc-e2e-code-interpreter', env: { SVC_CODE_INTERPRETER_TEMPLATE: 'true', SVC_CREATE_TIMEOUT_INSEC: '1200' } });
   useE2bEnv(p);
+  // The build first: the gateway's call to the master gives up after 300 s without an answer
+  // (fetch's header limit), and the build took longer than that once on a slow mirror.
+  await templateBuilt(p, 'code-interpreter-v1', 540_000);
   const made = await postJson(`${p.apiUrl}/sandboxes`, { templateID: 'code-interpreter-v1', timeout: 600 }, { 'X-API-Key': p.apiKey });
   assert.equal(made.status, 201, JSON.stringify(made.body));
   sbx = await Sandbox.connect(String(made.body.sandboxID));
 });
+/** Waits until the template's build is ready (E2B's list, buildStatus); its failure ends the wait. */
+async function templateBuilt(platform: RunningPlatform, alias: string, ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  for (;;) {
+    const res = await fetch(`${platform.apiUrl}/templates`, { headers: { 'X-API-Key': platform.apiKey } });
+    const list = (await res.json()) as Array<{ aliases: string[]; buildStatus: string }>;
+    const status = list.find((t) => t.aliases.includes(alias))?.buildStatus;
+    if (status === 'ready') return;
+    if (status === 'error') throw new Error(`template ${alias}: its build failed`);
+    if (Date.now() > until) throw new Error(`template ${alias}: not built within ${ms / 1000} s (${status ?? 'not listed'})`);
+    await new Promise((r) => setTimeout(r, 2_000));
+  }
+}
+
 /** A POST with no client deadline: it waits as long as the server does. */
 function postJson(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
