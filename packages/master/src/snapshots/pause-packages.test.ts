@@ -38,6 +38,20 @@ function fakes() {
   return { nodes, storage, stored, archived, release: () => release?.() };
 }
 
+/** A snapshot service whose captures copy into a held store, its lease renewed every 20 ms, and the catalog whose sweeps race it. */
+async function captureFixture(repo: SnapshotRepo) {
+  const f = fakes();
+  const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());
+  const node = await f.nodes.client('n1');
+  const sandboxes = {
+    async snapshotSource() {
+      return { node, envVars: {}, volumeMounts: [], record: { teamId: 'team-a', templateId: 't', nodeId: 'n1', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024 } };
+    },
+  };
+  const service = new SnapshotService({ repo, sandboxes: sandboxes as never, nodes: f.nodes, templates: {} as never, storage: f.storage, catalog, logger: silentLogger(), leaseRenewMs: 20 });
+  return { f, catalog, service };
+}
+
 const pause = { sandboxId: 'sb-1', nodeId: 'n1', templateId: 't', teamId: 'team-a', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024 };
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -83,15 +97,7 @@ for (const tdb of availableTestDatabases()) {
       });
 
       await t.test('a build\'s capture still being copied keeps its lease: the pending sweep leaves it to its own copy', async () => {
-        const f = fakes();
-        const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());
-        const node = await f.nodes.client('n1');
-        const sandboxes = {
-          async snapshotSource() {
-            return { node, envVars: {}, volumeMounts: [], record: { teamId: 'team-a', templateId: 't', nodeId: 'n1', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024 } };
-          },
-        };
-        const service = new SnapshotService({ repo, sandboxes: sandboxes as never, nodes: f.nodes, templates: {} as never, storage: f.storage, catalog, logger: silentLogger(), leaseRenewMs: 20 });
+        const { f, catalog, service } = await captureFixture(repo);
         f.storage.hold = true;
         const capturing = service.capture('sb-4', { purpose: 'build', cacheKey: 'k', buildId: 'b1', envVars: {} });
         // Its copy has run for longer than the sweep's age.
@@ -105,15 +111,7 @@ for (const tdb of availableTestDatabases()) {
       });
 
       await t.test('a user\'s snapshot still being copied keeps its lease apart from its creation time: the pending sweep leaves it, and it lists as taken when it was', async () => {
-        const f = fakes();
-        const catalog = new SnapshotCatalog(repo, f.nodes, f.storage, silentLogger());
-        const node = await f.nodes.client('n1');
-        const sandboxes = {
-          async snapshotSource() {
-            return { node, envVars: {}, volumeMounts: [], record: { teamId: 'team-a', templateId: 't', nodeId: 'n1', cpuCount: 1, memoryMB: 256, diskSizeMB: 1024 } };
-          },
-        };
-        const service = new SnapshotService({ repo, sandboxes: sandboxes as never, nodes: f.nodes, templates: {} as never, storage: f.storage, catalog, logger: silentLogger(), leaseRenewMs: 20 });
+        const { f, catalog, service } = await captureFixture(repo);
         f.storage.hold = true;
         const before = Date.now();
         const capturing = service.capture('sb-5', { purpose: 'snapshot', name: 'long-copy' });
