@@ -143,22 +143,32 @@ export async function startPlatform(opts: PlatformOptions = {}): Promise<Platfor
       logger: logs.logger.child({ c: 'lifecycle' }), master: masterClient, coordination, replicaIndex: i,
     }));
   }
-  const proxy = await startProxy(cfg, {
-    logger: logs.logger.child({ c: 'proxy' }),
-    master: masterClient,
-    lifecycleUrls: opts.lifecycleUrls ?? lifecycles.map((l) => l.url),
-    coordination,
-    tls: opts.https ? { cert: opts.https.cert, key: opts.https.key } : undefined,
-    tuning: { activityFlushMs: 200, announceIntervalMs: 200, ...opts.tuning },
-    workers: opts.workers,
-  });
+  const rest = async () => {
+    await Promise.all(lifecycles.map((l) => l.close()));
+    await master.close();
+    await coordination.close();
+  };
+  let proxy: RunningProxy;
+  try {
+    proxy = await startProxy(cfg, {
+      logger: logs.logger.child({ c: 'proxy' }),
+      master: masterClient,
+      lifecycleUrls: opts.lifecycleUrls ?? lifecycles.map((l) => l.url),
+      coordination,
+      tls: opts.https ? { cert: opts.https.cert, key: opts.https.key } : undefined,
+      tuning: { activityFlushMs: 200, announceIntervalMs: 200, ...opts.tuning },
+      workers: opts.workers,
+    });
+  } catch (err) {
+    // A proxy that does not start (a test of its refusal) leaves nothing running to hold the test's process.
+    await rest();
+    throw err;
+  }
   return {
     master, lifecycles, proxy, logs, coordination, cfg,
     async close() {
       await proxy.close();
-      await Promise.all(lifecycles.map((l) => l.close()));
-      await master.close();
-      await coordination.close();
+      await rest();
     },
   };
 }
