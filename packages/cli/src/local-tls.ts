@@ -38,8 +38,10 @@ export function ensureLocalTls(dir: string, domain: string): LocalTls {
     makeCa(f.caFile, f.caKey, domain);
     newCa = true;
   }
-  if (!leafFits(f.certFile, f.keyFile, f.caFile, domain)) makeLeaf(dir, f, domain);
-  if (!newCa && !chainVerifies(f.caFile, f.certFile)) {
+  const remade = !leafFits(f.certFile, f.keyFile, f.caFile, domain);
+  if (remade) makeLeaf(dir, f, domain);
+  // A kept certificate verified when it was made; a new one under an older CA may not.
+  if (remade && !newCa && !chainVerifies(f.caFile, f.certFile)) {
     // The CA's name constraint does not cover this domain (the domain changed): a CA of its own.
     makeCa(f.caFile, f.caKey, domain);
     makeLeaf(dir, f, domain);

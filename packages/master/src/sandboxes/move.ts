@@ -5,7 +5,7 @@ import type { RuntimeKind } from '@svc/contracts/node-agent';
 import type { SandboxContext } from './context.ts';
 import { dropEgress, egressPlanOf, pushEgress } from './egress.ts';
 import { nodeNetwork } from './egress-plan.ts';
-import { attaching, currentVolumes, discardOnNode, dropPausePackage, placing, recordedVolumes } from './on-node.ts';
+import { attaching, currentVolumes, discardOnNode, dropPausePackage, placing, volumesFor } from './on-node.ts';
 import { placeSandbox, type Placed } from './placement.ts';
 import { toRecord } from './record.ts';
 import type { Row } from './repo.ts';
@@ -37,10 +37,11 @@ export async function moveAndResume(c: SandboxContext, cur: Row, standing: 'drai
       ...(cur.node_selector ? { selector: JSON.parse(cur.node_selector) as Record<string, string> } : {}),
     };
     // Claimed until the new node's answer: a DELETE of one of them refuses meanwhile.
-    placed = await attaching(c, (await currentVolumes(c, cur)).map((v) => v.volumeId), async () => {
+    const recorded = await currentVolumes(c, cur);
+    placed = await attaching(c, recorded.map((v) => v.volumeId), async () => {
       const answer = await placeSandbox(placing(c, id), id, need, async (nodeId) => {
         if (plan.policy && !(await c.d.egress.available(nodeId))) throw badRequest(`sandbox ${id} has network rules, which need the egress proxy, and node ${nodeId} has none`);
-        const volumes = await recordedVolumes(c, cur, nodeId);
+        const volumes = await volumesFor(c, nodeId, recorded);
         return {
           sandboxId: id, templateId: cur.template_id, artifact, cpuCount: Number(cur.cpu_count), memoryMB: Number(cur.memory_mb), diskSizeMB: Number(cur.disk_size_mb),
           envVars: envOf(cur), ...(cur.envd_access_token ? { envdAccessToken: cur.envd_access_token } : {}), layer: pkg.layer,
