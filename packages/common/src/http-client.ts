@@ -1,6 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { SvcError, isErrorBody, UnreachableError } from './errors.ts';
 import { traceClientCall, tracingOn } from './tracing.ts';
 
@@ -65,6 +66,7 @@ export class JsonClient {
   private async send(method: string, path: string, url: string, init: RequestInit, timeoutMs: number | undefined): Promise<Response> {
     const signal = timeoutMs ? AbortSignal.timeout(timeoutMs) : undefined;
     try {
+      if (timeoutMs && timeoutMs >= FETCH_DEFAULT_LIMIT_MS) return await patientFetch(url, { ...init, signal });
       return await fetch(url, { ...init, signal });
     } catch (err) {
       const e = err as Error;
@@ -94,7 +96,8 @@ export class JsonClient {
       // 'on', not 'once': a socket error after the answer must not go unhandled.
       req.on('error', (err) => {
         clearTimeout(timer);
-        reject(err instanceof SvcError ? err : new SvcError(503, `${method} ${url}: ${err.message}`));
+        // The URL is internal: the public answer names only the call (UnreachableError).
+        reject(err instanceof SvcError ? err : new UnreachableError(`${method} ${url}: ${err.message}`, `${method} ${path}: a platform component did not answer; retry shortly`));
       });
       if (body) {
         body.once('error', (err) => req.destroy(err));
@@ -118,6 +121,25 @@ export class JsonClient {
   post<T>(path: string, body?: unknown, ro?: RequestOptions) { return this.request<T>('POST', path, { ...ro, body }); }
   put<T>(path: string, body?: unknown, ro?: RequestOptions) { return this.request<T>('PUT', path, { ...ro, body }); }
   delete<T>(path: string, ro?: RequestOptions) { return this.request<T>('DELETE', path, ro); }
+}
+
+/**
+ * fetch's dispatcher gives up on an answer whose headers have not come within 300 s, and on a
+ * body that stalls as long (undici's headersTimeout and bodyTimeout), whatever deadline the
+ * caller set. A create waiting on a template build with master.create_timeout_insec above 300
+ * failed in the API with a 503 at 300 s while the master went on, and started a sandbox nobody
+ * was told of (stop 62's note). A request whose deadline passes that limit goes through a
+ * dispatcher without those limits, bounded by its own deadline (the AbortSignal). It uses the
+ * undici package's fetch with that package's Agent: Node's built-in fetch is a different undici,
+ * and handing it a dispatcher from the package breaks across Node versions (undici PR #4827).
+ */
+const FETCH_DEFAULT_LIMIT_MS = 300_000;
+let unlimited: Agent | undefined;
+
+async function patientFetch(url: string, init: RequestInit): Promise<Response> {
+  unlimited ??= new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  // Both Responses have the members callers use (status, ok, headers, text, json, body).
+  return await undiciFetch(url, { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher: unlimited }) as unknown as Response;
 }
 
 export function errorFromResponse(res: Response, text: string): SvcError {
