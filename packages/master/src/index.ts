@@ -47,6 +47,8 @@ import { registerIdentityRoutes } from './identity/routes.ts';
 import { registerMintRoute } from './identity/mint-route.ts';
 import { VolumePluginRegistry } from '@svc/volumes';
 import { VolumeService } from './volumes/service.ts';
+import { attachClaimTtlMs } from './volumes/attach-claims.ts';
+import { MAX_NODES_ASKED } from './sandboxes/placement.ts';
 import { VolumeRepo } from './volumes/repo.ts';
 import { volumeNodesOf } from './volumes/nodes.ts';
 import { registerVolumeRoutes } from './volumes/routes.ts';
@@ -133,7 +135,9 @@ export async function startMaster(cfg: SvcConfig, opts: MasterOptions): Promise<
     ? await opts.templates({ app, db, nodes, snapshots: snapshotCatalog })
     : await startTemplates(cfg, { app, db, nodes, coordination, logger, periodic, snapshots: snapshotCatalog, builtLayers: snapshotCatalog, builderStatus, teamBuilds, vault });
   const volumePlugins = new VolumePluginRegistry(cfg.master.volume_plugins);
-  const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes, db.kysely, logger), logger, coordination, quotas: teams });
+  const volumes = new VolumeService({ repo: new VolumeRepo(db.kysely), plugins: volumePlugins, nodes: volumeNodesOf(nodes, db.kysely, logger), logger, coordination, quotas: teams,
+    attachClaimTtlMs: attachClaimTtlMs(cfg.master.create_timeout_insec, MAX_NODES_ASKED),
+  });
   const sandboxResolver = new SnapshotAwareResolver(templates.resolver, snapshotRepo, layerStorage);
   const events = startEvents(cfg, { db: db.kysely, vault, logger, nodes, timing: opts.webhookDelivery });
   const metrics = metricsHistory({ db: db.kysely, driver: db.driver, logger, counts: { running: () => repo.runningByTeam(), startsBetween: (from, to) => events.createsByTeam(from, to) } });

@@ -2,8 +2,8 @@ import { SvcError, UnreachableError, unavailable, wrapError, type Logger } from 
 import type { CreateSandboxOnNode, NodeAgentClient, NodeSandbox } from '@svc/contracts/node-agent';
 import type { NodeRegistry, SchedulingNeed } from '../nodes/registry.ts';
 
-/** How many nodes one create asks before it gives up on refusals. */
-const MAX_NODES_ASKED = 3;
+/** How many nodes one create asks before it gives up on refusals (each within the create timeout). */
+export const MAX_NODES_ASKED = 3;
 
 export interface Placed {
   nodeId: string;

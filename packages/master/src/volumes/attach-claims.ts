@@ -10,23 +10,30 @@ import { conflict, notFound, type Logger, type SvcError } from '@svc/common';
 import { VOLUME_CODES } from '@svc/contracts/volumes';
 import type { VolumeRepo } from './repo.ts';
 
+/** The least a claim counts, and its default: an attach at the default create timeout (60 s) ends well within it. */
+export const MIN_ATTACH_CLAIM_TTL_MS = 15 * 60_000;
+
 /**
- * How long a claim counts at most. Longer than any attach: a create's placement tries its nodes
- * one after another, each within master.create_timeout_insec (60 s by default). Only the claims
- * of a master that died before ending them run this long, keeping the volume's DELETE refused.
+ * How long a claim counts at most: longer than any attach. A create's or resume's placement asks
+ * up to `nodesAsked` nodes one after another, each within master.create_timeout_insec, which may
+ * be set past 300 s; a minute more for the reads around them. A claim that lapsed while its
+ * attach was still under way would let a DELETE destroy the data under it. Only the claims of a
+ * master that died before ending them run this long, keeping the volume's DELETE refused.
  */
-const ATTACH_CLAIM_TTL_MS = 15 * 60_000;
+export function attachClaimTtlMs(createTimeoutSec: number, nodesAsked: number): number {
+  return Math.max(MIN_ATTACH_CLAIM_TTL_MS, (nodesAsked * createTimeoutSec + 60) * 1000);
+}
 
 /**
  * Runs `attach` with each of the volumes claimed, then ends the claims whatever it did. A volume
  * marked deleting (or gone) is a 409 and nothing runs; its claims are ended.
  */
-export async function whileAttaching<T>(repo: VolumeRepo, logger: Logger, volumeIds: string[], attach: () => Promise<T>): Promise<T> {
+export async function whileAttaching<T>(repo: VolumeRepo, logger: Logger, ttlMs: number, volumeIds: string[], attach: () => Promise<T>): Promise<T> {
   const claimed: string[] = [];
   const release = async () => {
     for (const id of claimed) {
       await repo.releaseAttach(id).catch((err: Error) => {
-        // The claim lapses at its time (ATTACH_CLAIM_TTL_MS); until then the volume's DELETE is refused.
+        // The claim lapses at its time (ttlMs, attachClaimTtlMs); until then the volume's DELETE is refused.
         logger.warn({ volumeId: id, err: err.message }, 'a volume attach claim was not ended; the volume cannot be deleted until it lapses');
       });
     }
@@ -34,7 +41,7 @@ export async function whileAttaching<T>(repo: VolumeRepo, logger: Logger, volume
   try {
     for (const id of new Set(volumeIds)) {
       const now = Date.now();
-      if (!(await repo.claimAttach(id, now, now + ATTACH_CLAIM_TTL_MS))) {
+      if (!(await repo.claimAttach(id, now, now + ttlMs))) {
         const row = await repo.byId(id);
         throw row ? beingDeleted(row.name) : notFound(`volume ${id} was deleted`);
       }

@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MemoryCoordination, silentLogger, type SvcError } from '@svc/common';
 import { availableTestDatabases } from '../db/test-databases.ts';
+import { attachClaimTtlMs } from './attach-claims.ts';
+import { attachesUnderWay } from './repo.ts';
 import { VolumeService } from './service.ts';
 import { fakeNodes, holding, recordingLogger, steeredPlugin, volumeDatabase } from './test-harness.ts';
 
@@ -167,6 +169,22 @@ for (const engine of availableTestDatabases()) {
         assert.equal(await vdb.repo.claimAttach(lapsed.volumeID, now - 120_000, now - 60_000), true);
         await service.destroy(TEAM, 'lapsed');
         assert.equal(plugin.destroyed.at(-1), lapsed.volumeID, 'a lapsed claim does not hold the delete');
+      });
+
+      await t.test('a claim counts as long as the longest attach: every node a placement may ask, each within the create timeout', async () => {
+        assert.equal(attachClaimTtlMs(60, 3), 15 * 60_000, 'the default create timeout keeps the least');
+        assert.equal(attachClaimTtlMs(900, 3), (3 * 900 + 60) * 1000, 'a create timeout of 15 minutes: three nodes of it and a minute');
+        const v = await service.create(TEAM, { name: 'patient' });
+        const patient = new VolumeService({ repo: vdb.repo, plugins: plugin, nodes, logger: silentLogger(), attachClaimTtlMs: attachClaimTtlMs(900, 3) });
+        const before = Date.now();
+        await patient.whileAttaching([v.volumeID], async () => {
+          const until = Number((await vdb.repo.byId(v.volumeID))!.attach_claims_until);
+          assert.ok(until >= before + (3 * 900 + 60) * 1000, `the claim counts until ${until - before} ms from now`);
+          // 20 minutes on, past the least, the attach is still under way and the DELETE still refused.
+          const row = (await vdb.repo.byId(v.volumeID))!;
+          assert.equal(attachesUnderWay(row, before + 20 * 60_000), true);
+        });
+        await service.destroy(TEAM, 'patient');
       });
 
       await t.test('a content call goes to a node that holds the volume, when one does', async () => {

@@ -10,7 +10,7 @@ import {
 import type { TeamQuotas } from '../sandboxes/ports.ts';
 import type { VolumeDbRow, VolumeRepo } from './repo.ts';
 import type { ControllerPlugins, VolumeNodes } from './ports.ts';
-import { beingDeleted, whileAttaching } from './attach-claims.ts';
+import { beingDeleted, MIN_ATTACH_CLAIM_TTL_MS, whileAttaching } from './attach-claims.ts';
 import { deleteVolume } from './deletion.ts';
 import { ContentNodes } from './holders.ts';
 import { pluginFailure } from './plugin-failure.ts';
@@ -28,6 +28,8 @@ export interface VolumeServiceDeps {
   coordination?: Coordination;
   /** Teams' limits (maxVolumes); absent: none. */
   quotas?: TeamQuotas;
+  /** How long an attach's claim counts at most (attachClaimTtlMs); default: the least, enough for the default create timeout. */
+  attachClaimTtlMs?: number;
 }
 
 /** A mount of a sandbox resolved to its volume: what its record keeps, and what its node is sent. */
@@ -167,7 +169,7 @@ export class VolumeService {
    * refuses until it ends (attach-claims.ts). 409 for one marked deleting since it was read.
    */
   whileAttaching<T>(volumeIds: string[], attach: () => Promise<T>): Promise<T> {
-    return whileAttaching(this.d.repo, this.d.logger, volumeIds, attach);
+    return whileAttaching(this.d.repo, this.d.logger, this.d.attachClaimTtlMs ?? MIN_ATTACH_CLAIM_TTL_MS, volumeIds, attach);
   }
 
   /** Applies a node's count flips (create, destroy, pause, resume answers). */
