@@ -63,7 +63,10 @@ export function beingDeleted(name: string): SvcError {
   return conflict(`volume ${name} is being deleted (or its delete failed: delete it again); it cannot be mounted or read`);
 }
 
-/** The DELETE's answer while attaches are under way. */
-export function attachUnderWay(name: string): SvcError {
-  return conflict(`volume ${name} is being attached by a sandbox that is starting or resuming, or by a content call; retry the delete once it has started (then kill the sandbox first)`, VOLUME_CODES.inUse);
+/**
+ * The DELETE's answer while attaches are under way. It says when the claims lapse: those of a
+ * master that stopped mid-create hold the DELETE that long, and nothing else tells the caller.
+ */
+export function attachUnderWay(name: string, claimsUntil: number): SvcError {
+  return conflict(`volume ${name} is being attached by a sandbox that is starting or resuming, or by a content call; retry the delete once it has started (then kill the sandbox first). The claims lapse at ${new Date(claimsUntil).toISOString()} at the latest, should the master that made them have stopped`, VOLUME_CODES.inUse);
 }

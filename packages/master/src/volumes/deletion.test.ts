@@ -151,7 +151,9 @@ for (const engine of availableTestDatabases()) {
         assert.equal(await vdb.repo.claimAttach(v.volumeID, now, now + 60_000), true);
         assert.equal(await vdb.repo.claimAttach(v.volumeID, now, now + 30_000), true);
         await vdb.repo.releaseAttach(v.volumeID);
-        assert.equal((await failure(service.destroy(TEAM, 'counted'))).code, 130409, 'one claim is still under way');
+        const held = await failure(service.destroy(TEAM, 'counted'));
+        assert.equal(held.code, 130409, 'one claim is still under way');
+        assert.match(held.message, new RegExp(`claims lapse at ${new Date(now + 60_000).toISOString().replace(/\./g, '\\.')} at the latest`), 'it says until when a stopped master\'s claim holds it');
         await vdb.repo.releaseAttach(v.volumeID);
         await vdb.repo.releaseAttach(v.volumeID);
         assert.equal(Number((await vdb.repo.byId(v.volumeID))!.attach_claims), 0, 'never below 0');

@@ -48,7 +48,7 @@ async function deleteLocked(d: DeletionDeps, volumeId: string): Promise<void> {
     // can claim it after (attach-claims.ts). One that has not heard its node yet may attach
     // after the nodes below are asked.
     const marked = await d.repo.byId(volumeId);
-    if (marked && attachesUnderWay(marked, Date.now())) throw attachUnderWay(row.name);
+    if (marked && attachesUnderWay(marked, Date.now())) throw attachUnderWay(row.name, Number(marked.attach_claims_until));
     await refuseWhileHeld(d.nodes, volume);
   } catch (err) {
     // Nothing was destroyed: a volume that was usable is usable again. One whose Destroy failed
