@@ -14,7 +14,7 @@ export interface Migration {
   steps: MigrationStep[];
 }
 
-const MIGRATION_TABLE = 't_svc_migration';
+export const MIGRATION_TABLE = 't_svc_migration';
 const NAME_RE = /^\d{14}_[a-z0-9_]+$/;
 
 export class MigrationError extends Error {}
