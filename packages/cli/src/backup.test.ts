@@ -12,7 +12,9 @@ import { after, before, test } from 'node:test';
 import Database from 'better-sqlite3';
 import { loadConfig, type SvcConfig } from '@svc/common';
 import { backup, type BackupManifest } from './backup.ts';
+import { lockDataDir } from './data-dir-lock.ts';
 import { CliError, UsageError } from './errors.ts';
+import { restore } from './restore.ts';
 
 let root: string;
 let dataDir: string;
@@ -140,4 +142,71 @@ test('svc backup as users run it: JSON, a usage error, the words for people', { 
   assert.equal(human.code, 0, human.stderr);
   assert.match(human.stdout, /database .*master\.sqlite/);
   assert.match(human.stdout, /not in this backup:\n {2}- the vault's key/);
+});
+
+test('svc restore: into a new data directory, the backup as it was; the vault key from apart; nothing written over', async () => {
+  const dest = join(root, 'r-backup');
+  const keys = join(root, 'r-keys');
+  await backup({ cfg, dest, vaultKeyTo: keys, artifacts: true, volumes: true });
+  const target = join(root, 'restored');
+  const tcfg = loadConfig({ env: {}, overrides: { data_dir: target }, validate: false });
+  const r = await restore({ cfg: tcfg, from: dest, vaultKeyFrom: keys });
+  assert.deepEqual(r.restored.map((x) => x.what), ['database', 'generated keys and tokens', 'local TLS CA (svc up --tls)', 'egress CA', 'artifacts (templates, snapshots, pause packages)', 'volumes (the local plugin\'s data)', 'vault key']);
+  assert.equal(rows(join(target, 'master.sqlite')), 501);
+  assert.equal(readFileSync(join(target, 'vault', 'key.json'), 'utf8'), '{"key":"k"}');
+  assert.equal(statSync(join(target, 'vault', 'key.json')).mode & 0o777, 0o600);
+  assert.equal(readFileSync(join(target, 'egress-ca', 'ca.pem'), 'utf8'), 'egress ca');
+  assert.equal(readFileSync(join(target, 'artifacts', 'layer.tar'), 'utf8'), 'layer');
+  assert.equal(readFileSync(join(target, 'volumes', 'vol-1', 'notes.txt'), 'utf8'), 'users\' file');
+  if (asRoot) assert.equal(statSync(join(target, 'volumes', 'vol-1', 'notes.txt')).uid, 1000);
+  assert.deepEqual(r.notRestored, []);
+  assert.equal(existsSync(join(target, 'svc.lock')), false, 'the lock is given back');
+
+  // Again onto the same directory: refused, naming what is in the way; nothing changed.
+  await assert.rejects(restore({ cfg: tcfg, from: dest }), (e: Error) => e instanceof UsageError && /in the way.*master\.sqlite.*--force/.test(e.message));
+  // --force: what was there goes aside, the database's WAL with it (a WAL beside a restored database would be replayed onto it).
+  const stale = new Database(join(target, 'master.sqlite'));
+  stale.pragma('journal_mode = WAL');
+  stale.pragma('wal_autocheckpoint = 0');
+  stale.exec('DELETE FROM t_svc_sandbox');
+  assert.ok(statSync(join(target, 'master.sqlite-wal')).size > 0);
+  stale.close();
+  writeFileSync(join(target, 'master.sqlite-wal'), readFileSync(join(dataDir, 'master.sqlite-wal')));
+  const forced = await restore({ cfg: tcfg, from: dest, force: true });
+  assert.ok(forced.movedAside && existsSync(join(forced.movedAside, 'restored-master.sqlite')) && existsSync(join(forced.movedAside, 'restored-master.sqlite-wal')));
+  assert.equal(existsSync(join(target, 'master.sqlite-wal')), false);
+  assert.equal(rows(join(target, 'master.sqlite')), 501);
+  // Without --vault-key-from the key in place stays (a restore of an install onto itself keeps its own key), and it is said.
+  assert.equal(readFileSync(join(target, 'vault', 'key.json'), 'utf8'), '{"key":"k"}');
+  assert.ok(forced.notRestored.some((n) => /the one in place .* is kept/.test(n)), forced.notRestored.join('\n'));
+  const none = await restore({ cfg: loadConfig({ env: {}, overrides: { data_dir: join(root, 'restored-2') }, validate: false }), from: dest });
+  assert.ok(none.notRestored.some((n) => /without --vault-key-from the restored secrets cannot be read/.test(n)), none.notRestored.join('\n'));
+});
+
+test('svc restore refuses what it cannot put back right', async () => {
+  const dest = join(root, 'r2-backup');
+  await backup({ cfg, dest });
+  const fresh = (name: string) => loadConfig({ env: {}, overrides: { data_dir: join(root, name) }, validate: false });
+  await assert.rejects(restore({ cfg: fresh('x1'), from: join(root, 'nothing') }), /has no backup\.json/);
+  // svc up runs on the directory: its lock is held (here by this process, which is alive).
+  mkdirSync(join(root, 'x2'));
+  const held = lockDataDir(join(root, 'x2'));
+  try {
+    await assert.rejects(restore({ cfg: fresh('x2'), from: dest }), /already running on the data directory/);
+  } finally {
+    held.release();
+  }
+  const pg = fresh('x3');
+  pg.master.database = { ...pg.master.database, driver: 'postgres', url: 'postgres://127.0.0.1:1/none' };
+  await assert.rejects(restore({ cfg: pg, from: dest }), /holds a SQLite database, and this configuration uses postgres/);
+  // A backup of a newer svc: its database's migration is unknown here.
+  const newer = join(root, 'r3-backup');
+  await backup({ cfg, dest: newer });
+  const m = JSON.parse(readFileSync(join(newer, 'backup.json'), 'utf8')) as BackupManifest;
+  writeFileSync(join(newer, 'backup.json'), JSON.stringify({ ...m, database: { ...m.database, lastMigration: '29991231000000_from_the_future' } }));
+  await assert.rejects(restore({ cfg: fresh('x4'), from: newer }), /made by a newer svc/);
+  await assert.rejects(restore({ cfg: fresh('x5'), from: dest, vaultKeyFrom: join(root, 'no-keys') }), /--vault-key-from: .*does not exist/);
+  rmSync(join(dest, 'secrets.json'));
+  await assert.rejects(restore({ cfg: fresh('x6'), from: dest }), /the backup is incomplete/);
+  for (const n of ['x1', 'x3', 'x4', 'x5', 'x6']) assert.equal(existsSync(join(root, n, 'master.sqlite')), false, `${n}: nothing written`);
 });

@@ -13,7 +13,7 @@ import { volumeCommand } from './commands/volume.ts';
 import { eventsCommand } from './commands/events.ts';
 import { webhookCommand } from './commands/webhook.ts';
 import { mcpCommand } from './commands/mcp.ts';
-import { backupCommand } from './commands/backup.ts';
+import { backupCommand, restoreCommand } from './commands/backup.ts';
 import { EXIT_USAGE } from './errors.ts';
 
 const VERSION = '0.1.0';
@@ -31,6 +31,7 @@ export function buildProgram(): Command {
   program.addCommand(envCommand());
   program.addCommand(prepareCommand());
   program.addCommand(backupCommand());
+  program.addCommand(restoreCommand());
   for (const c of componentCommands()) program.addCommand(c);
   program.addCommand(sandboxCommand());
   program.addCommand(snapshotCommand());

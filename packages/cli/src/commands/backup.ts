@@ -1,4 +1,4 @@
-/** `svc backup <dir>`: a consistent copy of what an embedded install keeps, taken while it runs. */
+/** `svc backup <dir>`: a consistent copy of what an embedded install keeps, taken while it runs; `svc restore <dir>` puts it back. */
 import { Command } from 'commander';
 import { loadConfig } from '@svc/common';
 import { contextOf } from '../context.ts';
@@ -27,6 +27,30 @@ export function backupCommand(): Command {
         ctx.out.line();
         ctx.out.line('not in this backup:');
         for (const n of manifest.notIncluded) ctx.out.line(`  - ${n}`);
+      });
+    });
+}
+
+export function restoreCommand(): Command {
+  return new Command('restore')
+    .argument('<dir>', 'a backup made by svc backup')
+    .description('put a backup of svc backup back into the data directory, with svc stopped; refuses to write over anything (--force moves it aside into <data_dir>/before-restore-<time>/)')
+    .option('--config <file>', 'the configuration file svc up runs with: where its paths point')
+    .option('--vault-key-from <dir>', 'the directory svc backup\'s --vault-key-to wrote: the vault\'s key')
+    .option('--force', 'move what is in the way aside instead of refusing')
+    .action(async (dir: string, flags: { config?: string; vaultKeyFrom?: string; force?: boolean }, c: Command) => {
+      const ctx = contextOf(c);
+      const cfg = loadConfig({ file: flags.config, overrides: ctx.globals.dataDir ? { data_dir: ctx.globals.dataDir } : {}, validate: false });
+      const { restore } = await import('../restore.ts');
+      const result = await restore({ cfg, from: dir, vaultKeyFrom: flags.vaultKeyFrom, force: flags.force });
+      ctx.out.result(result, () => {
+        ctx.out.table(result.restored, [{ header: 'WHAT', value: (r) => r.what }, { header: 'TO', value: (r) => r.to }]);
+        if (result.movedAside) ctx.out.line(`what was in the way is in ${result.movedAside}`);
+        if (result.notRestored.length) {
+          ctx.out.line();
+          ctx.out.line('not restored:');
+          for (const n of result.notRestored) ctx.out.line(`  - ${n}`);
+        }
       });
     });
 }

@@ -1,5 +1,6 @@
 import { chmodSync, existsSync, statSync } from 'node:fs';
 import { MIGRATION_TABLE } from './migrator.ts';
+import { migrations } from '../migrations/index.ts';
 
 export interface SqliteCopy {
   bytes: number;
@@ -32,4 +33,13 @@ export async function copySqliteDatabase(src: string, dest: string): Promise<Sql
   }
   chmodSync(dest, 0o600);
   return { bytes: statSync(dest).size, lastMigration };
+}
+
+/**
+ * Whether this svc knows the migration a backup's database last applied: a database from a
+ * newer svc has tables and columns this one does not read, and the master refuses it at start
+ * only after the files are back in place.
+ */
+export function knowsMigration(name: string): boolean {
+  return migrations.some((m) => m.name === name);
 }
