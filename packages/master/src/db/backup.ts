@@ -37,8 +37,8 @@ export async function copySqliteDatabase(src: string, dest: string): Promise<Sql
 
 /**
  * Whether this svc knows the migration a backup's database last applied: a database from a
- * newer svc has tables and columns this one does not read, and the master refuses it at start
- * only after the files are back in place.
+ * newer svc has tables and columns this one does not read, and the master would only warn of it
+ * at start (index.ts), once the files were back in place.
  */
 export function knowsMigration(name: string): boolean {
   return migrations.some((m) => m.name === name);
