@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { Sandbox, Secret, Volume } from 'e2b';
 import { Team } from '@svc/sdk';
-import { SVC_BIN, startPlatform, diagnoseFailures, type RunningPlatform } from './harness.ts';
+import { SVC_BIN, startPlatform, useE2bEnv, diagnoseFailures, type RunningPlatform } from './harness.ts';
 
 const BACKUP = '/tmp/svc-e2e-backup';
 const KEYS = '/tmp/svc-e2e-backup-vault-key';
@@ -34,6 +34,8 @@ function svc(args: string[]): Promise<{ code: number; stdout: string; stderr: st
 
 test('svc backup while svc up runs, svc restore into a new data directory: a team\'s key, secret, volume and snapshot come back', { timeout: 1_200_000 }, async () => {
   p = await startPlatform();
+  // The SDK's volume content calls take their URL from the environment (E2B_VOLUME_API_URL).
+  useE2bEnv(p);
   const e2b = (apiKey: string) => ({ apiKey, apiUrl: p!.apiUrl, domain: p!.domain, sandboxUrl: p!.sandboxUrl });
   const team = await Team.create(`e2e-backup-${Date.now().toString(36)}`, { apiUrl: p.apiUrl, apiKey: p.apiKey });
   const asTeam = e2b(team.apiKey);
@@ -65,6 +67,7 @@ test('svc backup while svc up runs, svc restore into a new data directory: a tea
   const back = await svc(['--data-dir', RESTORED, 'restore', BACKUP, '--vault-key-from', KEYS, '--json']);
   assert.equal(back.code, 0, back.stderr);
   p = await startPlatform({ dataDir: RESTORED });
+  useE2bEnv(p);
   assert.equal(p.apiKey, adminKey, 'the generated admin key came back');
   const asTeamAgain = e2b(team.apiKey);
   assert.equal((await Secret.getInfo('backed-up', asTeamAgain)).name, 'backed-up', 'the team\'s key works, and its secret is there');

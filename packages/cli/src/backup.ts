@@ -30,7 +30,7 @@ export interface BackupOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export interface BackupItem {
+interface BackupItem {
   what: string;
   from: string;
   /** Relative to the backup's directory, or absolute for the vault key kept apart. */
