@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import type { SvcConfig } from '@svc/common';
 import { copySqliteDatabase } from '@svc/master/database-backup';
 import { CliError, UsageError } from './errors.ts';
+import { localVolumeRoot } from './local-volume-plugin.ts';
 
 const run = promisify(execFile);
 
@@ -93,7 +94,7 @@ export async function backup(o: BackupOptions): Promise<BackupManifest> {
   await tree('local TLS CA (svc up --tls)', join(dataDir, 'tls'), dest, 'tls', items);
   await tree('egress CA', cfg.egress.ca_dir, dest, 'egress-ca', items);
 
-  const vaultKey = cfg.master.vault_key_file || join(dataDir, 'vault', 'key.json');
+  const vaultKey = vaultKeyPath(cfg);
   if (!existsSync(vaultKey)) {
     notIncluded.push(`the vault's key: ${vaultKey} does not exist (no secret was ever stored, or the key lives elsewhere)`);
   } else if (vaultKeyTo === undefined) {
@@ -114,7 +115,7 @@ export async function backup(o: BackupOptions): Promise<BackupManifest> {
   } else {
     notIncluded.push(`artifacts (${cfg.template_center.artifact_dir}): templates can be built again, snapshots and paused sandboxes cannot; add --artifacts`);
   }
-  const volumeRoot = (o.env ?? process.env).SVC_LOCAL_VOLUME_ROOT || join(dataDir, 'volumes');
+  const volumeRoot = localVolumeRoot(cfg, o.env);
   if (o.volumes) await tree('volumes (the local plugin\'s data)', volumeRoot, dest, 'volumes', items);
   else if (existsSync(volumeRoot)) notIncluded.push(`volumes' data (${volumeRoot}): users' files; add --volumes`);
   notIncluded.push('running sandboxes: their memory and files are in no backup (pause them first, then back up with --artifacts)');
@@ -123,16 +124,26 @@ export async function backup(o: BackupOptions): Promise<BackupManifest> {
   return manifest;
 }
 
+/** Where the master keeps the vault's key (master.vault_key_file, else in the data directory; master/src/index.ts). */
+export function vaultKeyPath(cfg: SvcConfig): string {
+  return cfg.master.vault_key_file || join(resolve(cfg.data_dir), 'vault', 'key.json');
+}
+
+/** Runs a file tool (cp, mv, rmdir); its failure is a CliError saying `what`, with the tool's words. */
+export async function runTool(file: string, args: string[], what: string): Promise<string> {
+  try {
+    return (await run(file, args, { maxBuffer: 1024 * 1024 })).stdout;
+  } catch (err) {
+    throw new CliError(`${what}: ${((err as { stderr?: string }).stderr || (err as Error).message).trim()}`);
+  }
+}
+
 /** A directory copied with its owners, modes and sparse files (`cp -a`): volumes hold users' files. */
 async function tree(what: string, from: string, dest: string, to: string, items: BackupItem[]): Promise<void> {
   if (!existsSync(from)) return;
   const target = join(dest, to);
   mkdirSync(dirname(target), { recursive: true });
-  try {
-    await run('cp', ['-a', '--', from, target], { maxBuffer: 1024 * 1024 });
-  } catch (err) {
-    throw new CliError(`${what} could not be copied from ${from}: ${((err as { stderr?: string }).stderr || (err as Error).message).trim()}`);
-  }
-  const { stdout } = await run('du', ['-sb', '--', target]);
-  items.push({ what, from, to, bytes: Number(stdout.split('\t')[0]) || 0 });
+  await runTool('cp', ['-a', '--', from, target], `${what} could not be copied from ${from}`);
+  const du = await runTool('du', ['-sb', '--', target], `the size of ${target} could not be read`);
+  items.push({ what, from, to, bytes: Number(du.split('\t')[0]) || 0 });
 }

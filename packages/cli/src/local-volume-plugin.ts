@@ -101,9 +101,14 @@ export async function startLocalVolumePlugin(o: LocalVolumePluginOptions): Promi
  * data under <data_dir>/volumes unless SVC_LOCAL_VOLUME_ROOT says otherwise. Returns what starts it.
  * A root that is one of the system's directories is a ConfigError: the plugin makes its root 0700.
  */
+/** Where the built-in `local` plugin keeps volumes' data (svc backup and restore copy it too). */
+export function localVolumeRoot(cfg: Pick<SvcConfig, 'data_dir'>, env: NodeJS.ProcessEnv = process.env): string {
+  return env.SVC_LOCAL_VOLUME_ROOT || join(cfg.data_dir, 'volumes');
+}
+
 export function useBuiltInVolumePlugin(cfg: SvcConfig, env: NodeJS.ProcessEnv = process.env): ((logger: Logger) => Promise<LocalVolumePlugin>) | undefined {
   if (cfg.master.volume_plugins.length > 0 || cfg.node_agent.volume_plugins.length > 0) return undefined;
-  const root = env.SVC_LOCAL_VOLUME_ROOT || join(cfg.data_dir, 'volumes');
+  const root = localVolumeRoot(cfg, env);
   if (!isAbsolute(root)) throw new ConfigError('SVC_LOCAL_VOLUME_ROOT', `must be an absolute path (got ${JSON.stringify(root)})`);
   const system = systemDirectory(root);
   if (system !== undefined) throw new ConfigError('SVC_LOCAL_VOLUME_ROOT', `must be a directory of its own, not the system's ${system}: the local volume plugin makes it 0700`);

@@ -5,17 +5,14 @@
  * database's WAL and shared-memory files with it (a WAL left beside a restored database would be
  * replayed onto it).
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { promisify } from 'node:util';
 import type { SvcConfig } from '@svc/common';
 import { knowsMigration } from '@svc/master/database-backup';
-import type { BackupManifest } from './backup.ts';
+import { runTool, vaultKeyPath, type BackupManifest } from './backup.ts';
 import { lockDataDir } from './data-dir-lock.ts';
+import { localVolumeRoot } from './local-volume-plugin.ts';
 import { CliError, UsageError } from './errors.ts';
-
-const run = promisify(execFile);
 
 export interface RestoreOptions {
   cfg: SvcConfig;
@@ -56,14 +53,14 @@ export async function restore(o: RestoreOptions): Promise<RestoreResult> {
       if (!o.force) throw new UsageError(`these are in the way, and a restore never writes over them: ${inTheWay.join(', ')}. Restore into a new --data-dir, or add --force to move them aside`);
       movedAside = join(dataDir, `before-restore-${new Date().toISOString().replace(/[:.]/g, '-')}`);
       mkdirSync(movedAside, { mode: 0o700 });
-      for (const p of inTheWay) await cmd('mv', ['--', p, join(movedAside, `${basename(dirname(p))}-${basename(p)}`)], `${p} could not be moved aside`);
+      for (const p of inTheWay) await runTool('mv', ['--', p, join(movedAside, `${basename(dirname(p))}-${basename(p)}`)], `${p} could not be moved aside`);
     }
     const restored: RestoreResult['restored'] = [];
     for (const s of steps) {
       mkdirSync(dirname(s.to), { recursive: true, mode: 0o700 });
       // A directory left empty is replaced, not copied into (cp -a would nest the copy in it).
-      if (existsSync(s.to)) await cmd('rmdir', ['--', s.to], `${s.to} could not be replaced`);
-      await cmd('cp', ['-a', '--', s.from, s.to], `${s.what} could not be put back at ${s.to}`);
+      if (existsSync(s.to)) await runTool('rmdir', ['--', s.to], `${s.to} could not be replaced`);
+      await runTool('cp', ['-a', '--', s.from, s.to], `${s.what} could not be put back at ${s.to}`);
       restored.push({ what: s.what, to: s.to });
     }
     return { restored, ...(movedAside ? { movedAside } : {}), notRestored: notRestored(o, manifest) };
@@ -88,7 +85,7 @@ function readManifest(from: string): BackupManifest {
 /** Where each part of the backup goes under this configuration; refuses what cannot be put back. */
 function plan(o: RestoreOptions, from: string, dataDir: string, m: BackupManifest): Step[] {
   const { cfg } = o;
-  const volumeRoot = (o.env ?? process.env).SVC_LOCAL_VOLUME_ROOT || join(dataDir, 'volumes');
+  const volumeRoot = localVolumeRoot(cfg, o.env);
   const steps: Step[] = [];
   for (const item of m.items) {
     if (item.what === 'vault key') continue; // kept apart: --vault-key-from
@@ -119,7 +116,7 @@ function plan(o: RestoreOptions, from: string, dataDir: string, m: BackupManifes
   if (o.vaultKeyFrom !== undefined) {
     const key = join(resolve(o.vaultKeyFrom), 'key.json');
     if (!existsSync(key)) throw new UsageError(`--vault-key-from: ${key} does not exist (the directory svc backup's --vault-key-to wrote)`);
-    steps.push({ what: 'vault key', from: key, to: cfg.master.vault_key_file || join(dataDir, 'vault', 'key.json') });
+    steps.push({ what: 'vault key', from: key, to: vaultKeyPath(cfg) });
   }
   return steps;
 }
@@ -128,7 +125,7 @@ function notRestored(o: RestoreOptions, m: BackupManifest): string[] {
   const out: string[] = [];
   if (m.items.some((i) => i.to === 'config.yaml')) out.push(`the configuration: it is in ${join(resolve(o.from), 'config.yaml')}; put it where svc up's --config (or SVC_CONFIG) reads it`);
   if (o.vaultKeyFrom === undefined) {
-    const key = o.cfg.master.vault_key_file || join(resolve(o.cfg.data_dir), 'vault', 'key.json');
+    const key = vaultKeyPath(o.cfg);
     out.push(existsSync(key)
       ? `the vault's key: the one in place (${key}) is kept; it reads the restored secrets only if it is the key of the install backed up (else give --vault-key-from)`
       : 'the vault\'s key: without --vault-key-from the restored secrets cannot be read (a new key is made at start, and they stay sealed)');
@@ -137,10 +134,3 @@ function notRestored(o: RestoreOptions, m: BackupManifest): string[] {
   return out;
 }
 
-async function cmd(file: string, args: string[], what: string): Promise<void> {
-  try {
-    await run(file, args, { maxBuffer: 1024 * 1024 });
-  } catch (err) {
-    throw new CliError(`${what}: ${((err as { stderr?: string }).stderr || (err as Error).message).trim()}`);
-  }
-}
